@@ -1,0 +1,100 @@
+// Package grader is idemlab's catalogue of black-box checks and what runs
+// them: each stage's go test (against an in-process server), lab grade
+// (against a running server) and the ladder test.
+//
+// A check attacks the HTTP contract of SPEC section 2 the way networks and
+// processes fail, and on failure says what was sent, what came back, what
+// was expected, why it matters for money, and how to reproduce it with the
+// same seed. Every input (customers, accounts, amounts, keys) is drawn
+// from the check's seed.
+package grader
+
+import (
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strings"
+)
+
+// Check is one claim about a server, with the code that tests it.
+type Check struct {
+	// ID is "S<stage>.<name>", e.g. S3.retry-during-original.
+	ID string
+	// Stage is the first stage that must pass it.
+	Stage int
+	// Claim is one line: what a correct server does.
+	Claim string
+	// Lesson is the lesson section that teaches it.
+	Lesson string
+	// Why says what goes wrong with money when the claim is false.
+	Why string
+	// Run tests the claim; it returns a *Failure (or another error if the
+	// check itself could not run).
+	Run func(t *T) error
+}
+
+// Failure is a check's evidence against the server.
+type Failure struct {
+	Sent     string
+	Got      string
+	Expected string
+}
+
+func (f *Failure) Error() string {
+	return fmt.Sprintf("sent %s; got %s; expected %s", f.Sent, f.Got, f.Expected)
+}
+
+var catalogue = map[string]Check{}
+
+// register adds checks to the catalogue; IDs must be unique.
+func register(checks ...Check) {
+	for _, c := range checks {
+		if _, dup := catalogue[c.ID]; dup {
+			panic("grader: duplicate check " + c.ID)
+		}
+		if !strings.HasPrefix(c.ID, fmt.Sprintf("S%d.", c.Stage)) {
+			panic("grader: check " + c.ID + " is not named for its stage")
+		}
+		catalogue[c.ID] = c
+	}
+}
+
+// Catalogue returns every check, by stage then ID.
+func Catalogue() []Check {
+	out := make([]Check, 0, len(catalogue))
+	for _, c := range catalogue {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Stage != out[j].Stage {
+			return out[i].Stage < out[j].Stage
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// Upto returns the checks of stages 0..n.
+func Upto(n int) []Check {
+	var out []Check
+	for _, c := range Catalogue() {
+		if c.Stage <= n {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Lookup finds a check by ID.
+func Lookup(id string) (Check, bool) {
+	c, ok := catalogue[id]
+	return c, ok
+}
+
+// CheckSeed derives a check's own seed from a run's seed, so that running
+// one check alone (RUN=…) draws the same inputs as in the full run.
+func CheckSeed(run uint64, id string) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s", run, id)
+	return h.Sum64()
+}

@@ -1,0 +1,115 @@
+package grader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Result is the outcome of one check.
+type Result struct {
+	Check    Check
+	Seed     uint64
+	Err      error
+	Duration time.Duration
+}
+
+// Passed reports whether the check held.
+func (r Result) Passed() bool { return r.Err == nil }
+
+// Start starts a fresh target for one check.
+type Start func(ctx context.Context, subject Subject) (*Target, func(), error)
+
+// InProcess starts the subject in this process (the default for go test).
+var InProcess Start = startInProcess
+
+// RunCheck runs one check against a fresh target, with the check's own
+// seed derived from the run's.
+func RunCheck(ctx context.Context, subject Subject, c Check, runSeed uint64, start Start) Result {
+	seed := CheckSeed(runSeed, c.ID)
+	began := time.Now()
+	target, stop, err := start(ctx, subject)
+	if err != nil {
+		return Result{Check: c, Seed: runSeed, Err: fmt.Errorf("could not start the server: %w", err)}
+	}
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	t := &T{ctx: ctx, target: target, subject: subject, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x9e3779b9))}
+	err = runGuarded(c, t)
+	return Result{Check: c, Seed: runSeed, Err: err, Duration: time.Since(began)}
+}
+
+func runGuarded(c Check, t *T) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("the check panicked: %v", v)
+		}
+	}()
+	return c.Run(t)
+}
+
+// Format renders a failed result the way a student should read it.
+func Format(r Result, reproduce string) string {
+	var b strings.Builder
+	c := r.Check
+	fmt.Fprintf(&b, "FAIL %s  %s\n", c.ID, c.Claim)
+	fmt.Fprintf(&b, "  lesson    %s\n", c.Lesson)
+	var f *Failure
+	if errors.As(r.Err, &f) {
+		fmt.Fprintf(&b, "  sent      %s\n", indent(f.Sent))
+		fmt.Fprintf(&b, "  got       %s\n", indent(f.Got))
+		fmt.Fprintf(&b, "  expected  %s\n", indent(f.Expected))
+	} else {
+		fmt.Fprintf(&b, "  error     %s\n", indent(r.Err.Error()))
+	}
+	fmt.Fprintf(&b, "  why       %s\n", indent(c.Why))
+	fmt.Fprintf(&b, "  reproduce %s\n", reproduce)
+	return b.String()
+}
+
+func indent(s string) string {
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n            ")
+}
+
+// RunSeed reads the run's seed from SEED, or draws a fresh one.
+func RunSeed() uint64 {
+	if v := os.Getenv("SEED"); v != "" {
+		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+			return n
+		}
+	}
+	return rand.Uint64() % 100_000
+}
+
+// TestStage runs every check of stages 0..subject.Stage against the
+// subject, each as a subtest named by its ID, so that RUN=S3.x (or go
+// test -run) picks one. It prints the seed; SEED=n repeats a run.
+func TestStage(t *testing.T, subject Subject) {
+	seed := RunSeed()
+	only := os.Getenv("RUN")
+	t.Logf("seed %d (repeat with SEED=%d)", seed, seed)
+	ran := 0
+	for _, c := range Upto(subject.Stage) {
+		if only != "" && !strings.Contains(c.ID, only) {
+			continue
+		}
+		ran++
+		t.Run(c.ID, func(t *testing.T) {
+			t.Parallel()
+			r := RunCheck(context.Background(), subject, c, seed, InProcess)
+			if !r.Passed() {
+				t.Error("\n" + Format(r, fmt.Sprintf("make stage-%d SEED=%d RUN=%s", subject.Stage, seed, c.ID)))
+			}
+		})
+	}
+	if ran == 0 {
+		t.Fatalf("RUN=%q matches no check of stage %d", only, subject.Stage)
+	}
+}

@@ -1,0 +1,293 @@
+package grader
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/labctl"
+	"idemlab/kit/problem"
+)
+
+// T is what a check runs with: a target, its seed's random source, the
+// customers of the last reset, and the subject.
+type T struct {
+	ctx       context.Context
+	target    *Target
+	subject   Subject
+	seed      uint64
+	rng       *rand.Rand
+	mu        sync.Mutex
+	customers []bank.Customer
+}
+
+// Rand is the check's random source; draw every input from it.
+func (t *T) Rand() *rand.Rand { return t.rng }
+
+// Seed is the check's seed.
+func (t *T) Seed() uint64 { return t.seed }
+
+// Subject is what is being graded.
+func (t *T) Subject() Subject { return t.subject }
+
+// Target is the server under test.
+func (t *T) Target() *Target { return t.target }
+
+// Context is the check's context.
+func (t *T) Context() context.Context { return t.ctx }
+
+// Fail returns a failure built from its parts, for a check to return.
+func (t *T) Fail(sent, got, expected string, args ...any) error {
+	return &Failure{Sent: sent, Got: fmt.Sprintf(got, args...), Expected: expected}
+}
+
+// Response is what came back.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	// Err is set when no response came back at all.
+	Err error
+}
+
+// Problem is the problem type of the response, if it is a problem.
+func (r Response) Problem() string {
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), problem.ContentType) {
+		return ""
+	}
+	var p problem.Body
+	json.Unmarshal(r.Body, &p)
+	return p.Type
+}
+
+// String describes the response in one line for a report.
+func (r Response) String() string {
+	if r.Err != nil {
+		return "no response: " + r.Err.Error()
+	}
+	s := fmt.Sprintf("%d", r.Status)
+	if p := r.Problem(); p != "" {
+		s += " " + p
+	}
+	if r.Header.Get("Idempotent-Replayed") != "" {
+		s += " (Idempotent-Replayed: " + r.Header.Get("Idempotent-Replayed") + ")"
+	}
+	body := strings.TrimSpace(string(r.Body))
+	if len(body) > 240 {
+		body = body[:240] + "…"
+	}
+	if body != "" {
+		s += "  " + body
+	}
+	return s
+}
+
+// Request is one request a check sends.
+type Request struct {
+	Method string
+	Path   string
+	// Token authenticates; "" sends no Authorization header.
+	Token string
+	// Key is sent as Idempotency-Key (quoted if Quote); "" sends none.
+	Key   string
+	Quote bool
+	Body  string
+	// ContentType defaults to application/json when there is a body.
+	ContentType string
+	// Header adds or replaces headers.
+	Header http.Header
+}
+
+// String describes the request in one line for a report.
+func (r Request) String() string {
+	s := r.Method + " " + r.Path
+	if r.Key != "" {
+		s += "  Idempotency-Key: " + r.Key
+	}
+	body := r.Body
+	if len(body) > 200 {
+		body = fmt.Sprintf("%s… (%d bytes)", body[:120], len(body))
+	}
+	if body != "" {
+		s += "  " + body
+	}
+	return s
+}
+
+// Do sends req and reads the whole response.
+func (t *T) Do(req Request) Response {
+	var body io.Reader
+	if req.Body != "" {
+		body = strings.NewReader(req.Body)
+	}
+	hr, err := http.NewRequestWithContext(t.ctx, req.Method, t.target.URL+req.Path, body)
+	if err != nil {
+		return Response{Err: err}
+	}
+	if req.Body != "" {
+		ct := req.ContentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		hr.Header.Set("Content-Type", ct)
+	}
+	if req.Token != "" {
+		hr.Header.Set("Authorization", "Bearer "+req.Token)
+	}
+	if req.Key != "" {
+		k := req.Key
+		if req.Quote {
+			k = `"` + k + `"`
+		}
+		hr.Header.Set("Idempotency-Key", k)
+	}
+	for k, v := range req.Header {
+		hr.Header[k] = v
+	}
+	resp, err := t.target.Client.Do(hr)
+	if err != nil {
+		return Response{Err: err}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b, Err: err}
+}
+
+// Simultaneously sends n requests released together behind a barrier, and
+// returns the responses in order.
+func (t *T) Simultaneously(n int, req func(i int) Request) []Response {
+	out := make([]Response, n)
+	start := make(chan struct{})
+	var ready, done sync.WaitGroup
+	for i := range n {
+		ready.Add(1)
+		done.Add(1)
+		r := req(i)
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			out[i] = t.Do(r)
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+	return out
+}
+
+// admin sends a lab control request and decodes its JSON answer into out.
+func (t *T) admin(method, path string, in, out any) error {
+	var body []byte
+	if in != nil {
+		body, _ = json.Marshal(in)
+	}
+	hr, err := http.NewRequestWithContext(t.ctx, method, t.target.URL+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	hr.Header.Set("Authorization", "Bearer "+t.target.Admin)
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err := t.target.Client.Do(hr)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+// Reset gives the target a fresh population drawn from the check's seed,
+// with opening balances of opening won.
+func (t *T) Reset(customers int, opening int64) ([]bank.Customer, error) {
+	var out struct {
+		Customers []bank.Customer `json:"customers"`
+	}
+	p := bank.Params{Seed: t.rng.Uint64() % 1_000_000, Customers: customers, AccountsPerCustomer: 2, OpeningBalance: opening}
+	if err := t.admin("POST", "/lab/reset", p, &out); err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.customers = out.Customers
+	t.mu.Unlock()
+	return out.Customers, nil
+}
+
+// State reads the target's lab state.
+func (t *T) State() (labctl.State, error) {
+	var st labctl.State
+	err := t.admin("GET", "/lab/state", nil, &st)
+	return st, err
+}
+
+// Configure changes the target's config (members as POST /lab/config).
+func (t *T) Configure(cfg map[string]string) error {
+	return t.admin("POST", "/lab/config", cfg, nil)
+}
+
+// Arm arms a fault point count times.
+func (t *T) Arm(point string, count int) error {
+	return t.admin("POST", "/lab/faults", map[string]any{"point": point, "count": count}, nil)
+}
+
+// Advance moves the target's lab clock.
+func (t *T) Advance(d string) error {
+	return t.admin("POST", "/lab/clock", map[string]string{"advance": d}, nil)
+}
+
+// Purge asks the target to purge expired keys and reports how many went.
+func (t *T) Purge() (int64, error) {
+	var out struct {
+		Purged int64 `json:"purged"`
+	}
+	err := t.admin("POST", "/lab/purge", nil, &out)
+	return out.Purged, err
+}
+
+// Key draws a fresh idempotency key.
+func (t *T) Key() string {
+	return fmt.Sprintf("k-%08x-%04x", t.rng.Uint32(), t.rng.Uint32()&0xffff)
+}
+
+// Op draws a fresh logical-operation name for metadata.op.
+func (t *T) Op() string {
+	return fmt.Sprintf("op-%08x", t.rng.Uint32())
+}
+
+// Amount draws an amount in won between lo and hi.
+func (t *T) Amount(lo, hi int64) int64 {
+	return lo + t.rng.Int64N(hi-lo+1)
+}
+
+// TransferBody writes a transfer body with an op, in a fixed member order.
+func TransferBody(from, to string, amount int64, op string) string {
+	return fmt.Sprintf(`{"from":%q,"to":%q,"amount":%d,"memo":"rent","metadata":{"op":%q}}`, from, to, amount, op)
+}
+
+// DepositBody writes a deposit body with an op.
+func DepositBody(account string, amount int64, op string) string {
+	return fmt.Sprintf(`{"account":%q,"amount":%d,"metadata":{"op":%q}}`, account, amount, op)
+}
+
+// Transfer is the request of a transfer by customer c with key.
+func Transfer(c bank.Customer, key, body string) Request {
+	return Request{Method: "POST", Path: "/transfers", Token: c.Token, Key: key, Body: body}
+}
+
+// Deposit is the request of a deposit by customer c with key.
+func Deposit(c bank.Customer, key, body string) Request {
+	return Request{Method: "POST", Path: "/deposits", Token: c.Token, Key: key, Body: body}
+}

@@ -1,0 +1,83 @@
+package grader
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"time"
+
+	"idemlab/kit/accesslog"
+	"idemlab/kit/server"
+	"idemlab/kit/stage"
+)
+
+// Subject is what is being graded.
+type Subject struct {
+	// Stage is the stage the subject claims to have reached.
+	Stage int
+	// Name says where its code lives, e.g. "stages/stage3".
+	Name string
+	// New builds its handlers.
+	New stage.Factory
+	// Tally is stage 0's exercise; nil for a subject without one.
+	Tally func(io.Reader) (accesslog.Report, error)
+}
+
+// Target is a lab server to send requests to.
+type Target struct {
+	URL    string
+	Admin  string
+	Client *http.Client
+	// Server is set when the target runs in this process.
+	Server *server.Server
+}
+
+// newClient returns a client that keeps enough connections open for
+// simultaneous requests, with a timeout no check should reach.
+func newClient() *http.Client {
+	tr := &http.Transport{MaxIdleConnsPerHost: 128, MaxConnsPerHost: 0, DisableCompression: true}
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+// startInProcess runs the subject in this process on a fresh in-memory
+// database, in lab mode. A crash fault aborts the request under it.
+func startInProcess(ctx context.Context, subject Subject) (*Target, func(), error) {
+	srv, err := server.New(ctx, server.Options{
+		DB: ":memory:", Stage: subject.New, Lab: true,
+		Crash: func(string) {},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("start %s: %w", subject.Name, err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	client := newClient()
+	stop := func() {
+		client.CloseIdleConnections()
+		hs.Close()
+		srv.Close()
+	}
+	return &Target{URL: hs.URL, Admin: srv.AdminToken(), Client: client, Server: srv}, stop, nil
+}
+
+// Root finds the project's root (the folder holding go.mod) from the
+// working directory, so that checks find datasets/ from any package.
+func Root() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}

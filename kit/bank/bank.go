@@ -1,0 +1,278 @@
+// Package bank is the lab's core banking: customers, accounts, the ledger,
+// transfers and deposits, and the count of executions per logical
+// operation, which is how a double transfer is seen.
+//
+// Transfer and Deposit run inside a transaction the caller owns: the stage
+// decides what else goes into that transaction (from stage 4 on, the stored
+// response) and when it commits. CallCore is the simulated wait on the core
+// banking system; it happens outside any transaction.
+package bank
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"idemlab/kit/clock"
+	"idemlab/kit/problem"
+	"idemlab/kit/sqlitedb"
+)
+
+// TransferRequest is a validated POST /transfers body.
+type TransferRequest struct {
+	From     string            `json:"from"`
+	To       string            `json:"to"`
+	Amount   int64             `json:"amount"`
+	Memo     string            `json:"memo,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// DepositRequest is a validated POST /deposits body.
+type DepositRequest struct {
+	Account  string            `json:"account"`
+	Amount   int64             `json:"amount"`
+	Memo     string            `json:"memo,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// Transfer is an executed transfer, as the API returns it.
+type Transfer struct {
+	ID           string            `json:"id"`
+	From         string            `json:"from"`
+	To           string            `json:"to"`
+	Amount       int64             `json:"amount"`
+	Memo         string            `json:"memo,omitempty"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
+	BalanceAfter int64             `json:"balance_after"`
+	CreatedAt    string            `json:"created_at"`
+}
+
+// Deposit is an executed deposit, as the API returns it.
+type Deposit struct {
+	ID           string            `json:"id"`
+	Account      string            `json:"account"`
+	Amount       int64             `json:"amount"`
+	Memo         string            `json:"memo,omitempty"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
+	BalanceAfter int64             `json:"balance_after"`
+	CreatedAt    string            `json:"created_at"`
+}
+
+// Account is an account as GET /accounts/{id} shows it.
+type Account struct {
+	ID       string `json:"id"`
+	Customer string `json:"customer"`
+	Balance  int64  `json:"balance"`
+}
+
+// Faults are the business-write faults lab mode arms. The zero value
+// injects nothing.
+type Faults struct {
+	// FailNext is how many more business writes return an internal error.
+	FailNext atomic.Int64
+	// CrashNext is how many more business writes end the process (through
+	// Crash) after their writes and before their commit.
+	CrashNext atomic.Int64
+	// Crash ends the process; it is called with the fault point's name.
+	Crash func(point string)
+}
+
+// ErrInjected is what a business write returns when fail-in-transfer is armed.
+var ErrInjected = errors.New("injected failure in the business write")
+
+// Bank is safe for concurrent use.
+type Bank struct {
+	db          *sql.DB
+	clock       *clock.Clock
+	faults      *Faults
+	coreLatency func() time.Duration
+}
+
+// New returns a bank over db. coreLatency reports, at each call, how long
+// CallCore waits.
+func New(db *sql.DB, clk *clock.Clock, faults *Faults, coreLatency func() time.Duration) *Bank {
+	return &Bank{db: db, clock: clk, faults: faults, coreLatency: coreLatency}
+}
+
+// CallCore is the simulated call to the core banking system that every
+// business operation waits on. Call it outside any transaction: a
+// transaction held open across a slow remote call blocks every other writer.
+// It returns ctx's error if the request is abandoned while waiting.
+func (b *Bank) CallCore(ctx context.Context) error {
+	d := b.coreLatency()
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("call core: %w", ctx.Err())
+	}
+}
+
+// Transfer moves req.Amount from req.From (which must belong to customer)
+// to req.To inside tx. It returns a problem error for an unknown account
+// (422), a source account of another customer (403) and insufficient funds
+// (422); any other error is internal. Nothing is committed: the caller
+// commits tx, or rolls it back.
+func (b *Bank) Transfer(ctx context.Context, tx *sql.Tx, customer string, req TransferRequest) (Transfer, error) {
+	if err := b.injectFailure(); err != nil {
+		return Transfer{}, err
+	}
+	from, err := lockAccount(ctx, tx, req.From)
+	if err != nil {
+		return Transfer{}, err
+	}
+	if from.Customer != customer {
+		return Transfer{}, problem.New(problem.Forbidden, "account %s belongs to another customer", req.From)
+	}
+	if _, err := lockAccount(ctx, tx, req.To); err != nil {
+		return Transfer{}, err
+	}
+	if from.Balance < req.Amount {
+		return Transfer{}, problem.New(problem.InsufficientFunds,
+			"account %s holds %d, the transfer needs %d", req.From, from.Balance, req.Amount)
+	}
+	now := clock.Format(b.clock.Now())
+	t := Transfer{
+		ID: newID("tr_"), From: req.From, To: req.To, Amount: req.Amount,
+		Memo: req.Memo, Metadata: req.Metadata, BalanceAfter: from.Balance - req.Amount, CreatedAt: now,
+	}
+	op := req.Metadata["op"]
+	w := sqlitedb.MarkBusinessWrite(ctx)
+	steps := []struct {
+		query string
+		args  []any
+	}{
+		{`UPDATE accounts SET balance = balance - ? WHERE id = ?`, []any{req.Amount, req.From}},
+		{`UPDATE accounts SET balance = balance + ? WHERE id = ?`, []any{req.Amount, req.To}},
+		{`INSERT INTO transfers (id, customer_id, from_account, to_account, amount, memo, metadata, op, created_at)
+		  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			[]any{t.ID, customer, t.From, t.To, t.Amount, t.Memo, metadataJSON(t.Metadata), op, now}},
+		{`INSERT INTO ledger_entries (account_id, kind, ref, amount, balance_after, created_at)
+		  VALUES (?, 'transfer', ?, ?, (SELECT balance FROM accounts WHERE id = ?), ?)`,
+			[]any{t.From, t.ID, -t.Amount, t.From, now}},
+		{`INSERT INTO ledger_entries (account_id, kind, ref, amount, balance_after, created_at)
+		  VALUES (?, 'transfer', ?, ?, (SELECT balance FROM accounts WHERE id = ?), ?)`,
+			[]any{t.To, t.ID, t.Amount, t.To, now}},
+	}
+	for _, s := range steps {
+		if _, err := tx.ExecContext(w, s.query, s.args...); err != nil {
+			return Transfer{}, fmt.Errorf("transfer %s: %w", t.ID, err)
+		}
+	}
+	if err := b.countExecution(w, tx, op, "transfer", t.ID, t.Amount); err != nil {
+		return Transfer{}, err
+	}
+	b.injectCrash()
+	return t, nil
+}
+
+// Deposit puts req.Amount into req.Account, which must belong to customer,
+// inside tx. Errors as for Transfer.
+func (b *Bank) Deposit(ctx context.Context, tx *sql.Tx, customer string, req DepositRequest) (Deposit, error) {
+	if err := b.injectFailure(); err != nil {
+		return Deposit{}, err
+	}
+	acc, err := lockAccount(ctx, tx, req.Account)
+	if err != nil {
+		return Deposit{}, err
+	}
+	if acc.Customer != customer {
+		return Deposit{}, problem.New(problem.Forbidden, "account %s belongs to another customer", req.Account)
+	}
+	now := clock.Format(b.clock.Now())
+	d := Deposit{
+		ID: newID("dp_"), Account: req.Account, Amount: req.Amount,
+		Memo: req.Memo, Metadata: req.Metadata, BalanceAfter: acc.Balance + req.Amount, CreatedAt: now,
+	}
+	op := req.Metadata["op"]
+	w := sqlitedb.MarkBusinessWrite(ctx)
+	if _, err := tx.ExecContext(w, `UPDATE accounts SET balance = balance + ? WHERE id = ?`, d.Amount, d.Account); err != nil {
+		return Deposit{}, fmt.Errorf("deposit: %w", err)
+	}
+	if _, err := tx.ExecContext(w,
+		`INSERT INTO deposits (id, customer_id, account_id, amount, memo, metadata, op, created_at)
+		 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		d.ID, customer, d.Account, d.Amount, d.Memo, metadataJSON(d.Metadata), op, now); err != nil {
+		return Deposit{}, fmt.Errorf("deposit %s: %w", d.ID, err)
+	}
+	if _, err := tx.ExecContext(w,
+		`INSERT INTO ledger_entries (account_id, kind, ref, amount, balance_after, created_at)
+		 VALUES (?, 'deposit', ?, ?, ?, ?)`, d.Account, d.ID, d.Amount, d.BalanceAfter, now); err != nil {
+		return Deposit{}, fmt.Errorf("deposit %s: %w", d.ID, err)
+	}
+	if err := b.countExecution(w, tx, op, "deposit", d.ID, d.Amount); err != nil {
+		return Deposit{}, err
+	}
+	b.injectCrash()
+	return d, nil
+}
+
+func (b *Bank) injectFailure() error {
+	if b.faults == nil || b.faults.FailNext.Load() <= 0 {
+		return nil
+	}
+	if b.faults.FailNext.Add(-1) < 0 {
+		b.faults.FailNext.Store(0)
+		return nil
+	}
+	return ErrInjected
+}
+
+func (b *Bank) injectCrash() {
+	if b.faults == nil || b.faults.CrashNext.Load() <= 0 {
+		return
+	}
+	if b.faults.CrashNext.Add(-1) < 0 {
+		b.faults.CrashNext.Store(0)
+		return
+	}
+	b.faults.Crash("crash-in-transfer")
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// lockAccount reads an account. Inside a transaction, which already holds
+// SQLite's write lock (BEGIN IMMEDIATE), the balance cannot change under us.
+func lockAccount(ctx context.Context, q querier, id string) (Account, error) {
+	var a Account
+	err := q.QueryRowContext(ctx, `SELECT id, customer_id, balance FROM accounts WHERE id = ?`, id).
+		Scan(&a.ID, &a.Customer, &a.Balance)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Account{}, problem.New(problem.UnknownAccount, "no account %s", id)
+	}
+	if err != nil {
+		return Account{}, fmt.Errorf("read account %s: %w", id, err)
+	}
+	return a, nil
+}
+
+func metadataJSON(m map[string]string) string {
+	if len(m) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+func newID(prefix string) string {
+	var b [10]byte
+	rand.Read(b[:])
+	return prefix + strings.ToLower(idEncoding.EncodeToString(b[:]))
+}

@@ -1,0 +1,102 @@
+package bank
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+)
+
+// Params shapes a fresh lab population (POST /lab/reset).
+type Params struct {
+	Seed                uint64 `json:"seed"`
+	Customers           int    `json:"customers"`
+	AccountsPerCustomer int    `json:"accounts_per_customer"`
+	OpeningBalance      int64  `json:"opening_balance"`
+}
+
+// DefaultParams are the values SPEC section 5 gives.
+func DefaultParams() Params {
+	return Params{Seed: 1, Customers: 4, AccountsPerCustomer: 2, OpeningBalance: 10_000_000}
+}
+
+// Validate reports the first parameter out of range.
+func (p Params) Validate() error {
+	switch {
+	case p.Customers < 1 || p.Customers > 1000:
+		return fmt.Errorf("customers must be 1..1000, got %d", p.Customers)
+	case p.AccountsPerCustomer < 1 || p.AccountsPerCustomer > 10:
+		return fmt.Errorf("accounts_per_customer must be 1..10, got %d", p.AccountsPerCustomer)
+	case p.OpeningBalance < 0 || p.OpeningBalance > 1_000_000_000_000:
+		return fmt.Errorf("opening_balance must be 0..1000000000000, got %d", p.OpeningBalance)
+	}
+	return nil
+}
+
+// Customer is one customer of a population, with the token that
+// authenticates as them.
+type Customer struct {
+	ID       string   `json:"id"`
+	Name     string   `json:"name"`
+	Token    string   `json:"token"`
+	Accounts []string `json:"accounts"`
+}
+
+var names = []string{
+	"Kim Minji", "Lee Jiho", "Park Seoyeon", "Choi Junwoo", "Jung Haeun",
+	"Kang Dohyun", "Yoon Sumin", "Jang Yejun", "Lim Chaewon", "Han Siwoo",
+}
+
+// Population draws the customers, accounts and tokens of p from its seed.
+// It is a pure function: the same parameters give the same ids and tokens,
+// which is what lets a day plan name accounts before any server exists.
+func Population(p Params) []Customer {
+	r := rand.New(rand.NewPCG(p.Seed, 0x1de3_1ab))
+	out := make([]Customer, p.Customers)
+	for i := range out {
+		c := Customer{
+			ID:    "cus_" + randomString(r, 8),
+			Name:  names[i%len(names)],
+			Token: "tok_" + randomString(r, 24),
+		}
+		if i >= len(names) {
+			c.Name = fmt.Sprintf("%s %d", c.Name, i/len(names)+1)
+		}
+		for range p.AccountsPerCustomer {
+			c.Accounts = append(c.Accounts, "acc_"+randomString(r, 8))
+		}
+		out[i] = c
+	}
+	return out
+}
+
+const idAlphabet = "abcdefghijkmnpqrstuvwxyz23456789"
+
+func randomString(r *rand.Rand, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = idAlphabet[r.IntN(len(idAlphabet))]
+	}
+	return string(b)
+}
+
+// Populate inserts a population into empty bank tables inside tx.
+func Populate(ctx context.Context, tx *sql.Tx, p Params) ([]Customer, error) {
+	customers := Population(p)
+	for _, c := range customers {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO customers (id, name) VALUES (?, ?)`, c.ID, c.Name); err != nil {
+			return nil, fmt.Errorf("populate: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tokens (token, customer_id) VALUES (?, ?)`, c.Token, c.ID); err != nil {
+			return nil, fmt.Errorf("populate: %w", err)
+		}
+		for _, a := range c.Accounts {
+			if _, err := tx.ExecContext(ctx,
+				`INSERT INTO accounts (id, customer_id, balance, opening_balance) VALUES (?, ?, ?, ?)`,
+				a, c.ID, p.OpeningBalance, p.OpeningBalance); err != nil {
+				return nil, fmt.Errorf("populate: %w", err)
+			}
+		}
+	}
+	return customers, nil
+}

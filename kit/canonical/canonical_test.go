@@ -1,0 +1,111 @@
+package canonical_test
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/hex"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"idemlab/kit/canonical"
+)
+
+// vectors finds the RFC 8785 reference vectors, kept in shared/ beside the
+// project (IDEMLAB_VECTORS overrides).
+func vectors(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("IDEMLAB_VECTORS")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared", "vectors", "jcs")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "numbers.txt")); err != nil {
+		t.Fatalf("RFC 8785 vectors not found at %s (set IDEMLAB_VECTORS): %v", dir, err)
+	}
+	return dir
+}
+
+func TestTransform_ReferenceVectors(t *testing.T) {
+	dir := vectors(t)
+	inputs, err := filepath.Glob(filepath.Join(dir, "input", "*.json"))
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("no input vectors in %s", dir)
+	}
+	for _, in := range inputs {
+		name := filepath.Base(in)
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(filepath.Join(dir, "output", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			hexWant, err := os.ReadFile(filepath.Join(dir, "outhex", strings.TrimSuffix(name, ".json")+".txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := canonical.Transform(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != strings.TrimRight(string(want), "\n") {
+				t.Errorf("got  %s\nwant %s", got, want)
+			}
+			wantBytes, err := hex.DecodeString(strings.Join(strings.Fields(string(hexWant)), ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(wantBytes) {
+				t.Errorf("bytes differ from outhex for %s", name)
+			}
+		})
+	}
+}
+
+func TestTransform_NumberVectors(t *testing.T) {
+	f, err := os.Open(filepath.Join(vectors(t), "numbers.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lines, failures := 0, 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		bitsHex, want, ok := strings.Cut(sc.Text(), ",")
+		if !ok {
+			t.Fatalf("line %d: malformed %q", lines+1, sc.Text())
+		}
+		lines++
+		var b [8]byte
+		if _, err := hex.Decode(b[:], []byte(bitsHex)); err != nil {
+			t.Fatalf("line %d: %v", lines, err)
+		}
+		f := math.Float64frombits(binary.BigEndian.Uint64(b[:]))
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			continue
+		}
+		// Feed the number through JSON in its shortest round-trip form,
+		// so the test exercises Transform's own number formatting.
+		got, err := canonical.Transform([]byte(strconv.FormatFloat(f, 'g', -1, 64)))
+		if err != nil || string(got) != want {
+			failures++
+			if failures <= 10 {
+				t.Errorf("line %d: %s → %q (%v), want %q", lines, bitsHex, got, err, want)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if lines < 12000 {
+		t.Fatalf("read %d number vectors, want at least 12000", lines)
+	}
+	if failures > 0 {
+		t.Fatalf("%d of %d number vectors failed", failures, lines)
+	}
+}

@@ -1,0 +1,179 @@
+// Package events is the lab's event stream: a hub that fans events out to
+// subscribers, and the server-sent events endpoint GET /lab/events that the
+// dashboard reads.
+//
+// A subscriber that falls behind is never blocked on and never silently
+// starved: events it could not take are counted, and the next event it does
+// take is preceded by a "dropped" event carrying that count.
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Kinds of event (SPEC section 5).
+const (
+	KindRequest   = "request"
+	KindExecution = "execution"
+	KindKey       = "key"
+	KindFault     = "fault"
+	KindReset     = "reset"
+	KindClock     = "clock"
+	KindDropped   = "dropped"
+)
+
+// Event is one thing that happened in a lab server.
+type Event struct {
+	Seq  int64           `json:"seq"`
+	Kind string          `json:"kind"`
+	Time time.Time       `json:"time"`
+	Data json.RawMessage `json:"data"`
+}
+
+// Request is the data of a "request" event.
+type Request struct {
+	Method     string  `json:"method"`
+	Path       string  `json:"path"`
+	Customer   string  `json:"customer,omitempty"`
+	Key        string  `json:"key,omitempty"`
+	Status     int     `json:"status"`
+	Type       string  `json:"type,omitempty"`
+	Replayed   bool    `json:"replayed"`
+	DurationMS float64 `json:"duration_ms"`
+	Op         string  `json:"op,omitempty"`
+}
+
+// Key is the data of a "key" event: a row of idempotency_keys as it is now
+// (column name → value), or Deleted.
+type Key struct {
+	RowID   int64          `json:"rowid"`
+	Row     map[string]any `json:"row,omitempty"`
+	Deleted bool           `json:"deleted,omitempty"`
+}
+
+// Dropped is the data of a "dropped" event.
+type Dropped struct {
+	Count int64 `json:"count"`
+}
+
+// Hub is safe for concurrent use. The zero value is not usable; use NewHub.
+type Hub struct {
+	mu   sync.Mutex
+	seq  int64
+	subs map[*subscriber]struct{}
+	now  func() time.Time
+}
+
+type subscriber struct {
+	ch      chan Event
+	dropped int64
+}
+
+// NewHub returns an empty hub.
+func NewHub() *Hub {
+	return &Hub{subs: map[*subscriber]struct{}{}, now: time.Now}
+}
+
+// Publish sends an event of kind with data (marshalled to JSON) to every
+// subscriber, without waiting for any of them.
+func (h *Hub) Publish(kind string, data any) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		raw, _ = json.Marshal(map[string]string{"error": err.Error()})
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seq++
+	ev := Event{Seq: h.seq, Kind: kind, Time: h.now().UTC(), Data: raw}
+	for s := range h.subs {
+		s.send(ev)
+	}
+}
+
+func (s *subscriber) send(ev Event) {
+	if s.dropped > 0 {
+		raw, _ := json.Marshal(Dropped{Count: s.dropped})
+		select {
+		case s.ch <- Event{Seq: ev.Seq, Kind: KindDropped, Time: ev.Time, Data: raw}:
+			s.dropped = 0
+		default:
+			s.dropped++
+			return
+		}
+	}
+	select {
+	case s.ch <- ev:
+	default:
+		s.dropped++
+	}
+}
+
+// Subscribe returns a channel of events with room for buffer of them, and a
+// function that ends the subscription and closes the channel.
+func (h *Hub) Subscribe(buffer int) (<-chan Event, func()) {
+	s := &subscriber{ch: make(chan Event, buffer)}
+	h.mu.Lock()
+	h.subs[s] = struct{}{}
+	h.mu.Unlock()
+	var once sync.Once
+	return s.ch, func() {
+		once.Do(func() {
+			h.mu.Lock()
+			delete(h.subs, s)
+			h.mu.Unlock()
+			close(s.ch)
+		})
+	}
+}
+
+// ServeHTTP streams events as server-sent events: "id:" the sequence
+// number, "event:" the kind, "data:" one JSON object. A comment line every
+// 15 seconds keeps idle connections open.
+func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	ch, cancel := h.Subscribe(4096)
+	defer cancel()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, ": idemlab event stream\n\n")
+	flusher.Flush()
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-keepalive.C:
+			fmt.Fprint(w, ": keepalive\n\n")
+			flusher.Flush()
+		case ev, ok := <-ch:
+			if !ok {
+				return
+			}
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Kind, ev.Data)
+			// Send what is queued in one write before flushing.
+			for more := true; more; {
+				select {
+				case ev, ok := <-ch:
+					if !ok {
+						return
+					}
+					fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Kind, ev.Data)
+				default:
+					more = false
+				}
+			}
+			flusher.Flush()
+		}
+	}
+}

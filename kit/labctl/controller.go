@@ -1,0 +1,344 @@
+package labctl
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/clock"
+	"idemlab/kit/events"
+	"idemlab/kit/problem"
+	"idemlab/kit/respond"
+	"idemlab/kit/sqlitedb"
+)
+
+// Controller serves /lab for one lab server.
+type Controller struct {
+	DB       *sqlitedb.DB
+	Bank     *bank.Bank
+	Clock    *clock.Clock
+	Hub      *events.Hub
+	Settings *Settings
+	Faults   *Faults
+	// Purge removes expired keys; nil when the stage keeps keys forever.
+	Purge func(ctx context.Context) (int64, error)
+}
+
+// Routes mounts the control endpoints on r (already behind admin auth).
+func (c *Controller) Routes(r chi.Router) {
+	r.Post("/reset", c.handleReset)
+	r.Get("/state", c.handleState)
+	r.Post("/clock", c.handleClock)
+	r.Get("/config", c.handleGetConfig)
+	r.Post("/config", c.handleConfig)
+	r.Get("/faults", c.handleGetFaults)
+	r.Post("/faults", c.handleFaults)
+	r.Post("/purge", c.handlePurge)
+	r.Get("/events", c.Hub.ServeHTTP)
+}
+
+// Reset empties every table except the clock's (the kit's, and the stage's
+// key table whatever its design), populates the bank from p, puts the
+// clock back on real time and disarms every fault.
+func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer, error) {
+	if err := p.Validate(); err != nil {
+		return nil, problem.New(problem.InvalidRequest, "%v", err)
+	}
+	c.Faults.DisarmAll()
+	tx, err := c.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("reset: %w", err)
+	}
+	defer tx.Rollback()
+	tables, err := userTables(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tables {
+		if t == "lab_clock" {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM "`+t+`"`); err != nil {
+			return nil, fmt.Errorf("reset %s: %w", t, err)
+		}
+	}
+	customers, err := bank.Populate(ctx, tx, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("reset: %w", err)
+	}
+	if err := c.Clock.Reset(ctx); err != nil {
+		return nil, err
+	}
+	c.Hub.Publish(events.KindReset, map[string]any{"seed": p.Seed, "customers": customers})
+	return customers, nil
+}
+
+// userTables lists the database's tables, children before parents so that
+// deleting in this order satisfies the foreign keys.
+func userTables(ctx context.Context, tx *sql.Tx) ([]string, error) {
+	rows, err := tx.QueryContext(ctx,
+		`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	defer rows.Close()
+	var all []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		all = append(all, n)
+	}
+	parents := map[string]bool{"customers": true, "accounts": true}
+	var out []string
+	for _, n := range all {
+		if !parents[n] {
+			out = append(out, n)
+		}
+	}
+	return append(out, "accounts", "customers"), rows.Err()
+}
+
+func (c *Controller) handleReset(w http.ResponseWriter, r *http.Request) {
+	p := bank.DefaultParams()
+	if err := decodeOptional(r, &p); err != nil {
+		problem.Write(w, err)
+		return
+	}
+	customers, err := c.Reset(r.Context(), p)
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	respond.JSON(w, http.StatusOK, map[string]any{"customers": customers})
+}
+
+// State is GET /lab/state.
+type State struct {
+	Now        string           `json:"now"`
+	Accounts   []bank.Balance   `json:"accounts"`
+	Executions map[string]int64 `json:"executions"`
+	Keys       []map[string]any `json:"keys"`
+	Config     ConfigJSON       `json:"config"`
+	Faults     []ArmedFault     `json:"faults"`
+}
+
+// MaxStateKeys is how many key rows GET /lab/state shows, newest first.
+const MaxStateKeys = 1000
+
+// State reads the lab's state.
+func (c *Controller) State(ctx context.Context) (State, error) {
+	accounts, err := c.Bank.Balances(ctx)
+	if err != nil {
+		return State{}, err
+	}
+	execs, err := c.Bank.Executions(ctx)
+	if err != nil {
+		return State{}, err
+	}
+	keys, err := KeyRows(ctx, c.DB.DB, "1 = 1 ORDER BY rowid DESC LIMIT ?", MaxStateKeys)
+	if err != nil {
+		return State{}, err
+	}
+	return State{
+		Now: clock.Format(c.Clock.Now()), Accounts: accounts, Executions: execs,
+		Keys: keys, Config: Wire(c.Settings.Get()), Faults: c.Faults.Armed(),
+	}, nil
+}
+
+// KeyRows reads rows of the stage's idempotency_keys table, whatever its
+// columns, as column name → value, with the rowid as "rowid". Text and
+// UTF-8 blobs are strings; other blobs are shown as hex. A stage without
+// the table (stage 0) has no rows.
+func KeyRows(ctx context.Context, db *sql.DB, where string, args ...any) ([]map[string]any, error) {
+	rows, err := db.QueryContext(ctx, `SELECT rowid AS rowid, * FROM idempotency_keys WHERE `+where, args...)
+	if err != nil {
+		if strings.Contains(err.Error(), "no such table") {
+			return []map[string]any{}, nil
+		}
+		return nil, fmt.Errorf("read idempotency_keys: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	out := []map[string]any{}
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, fmt.Errorf("read idempotency_keys: %w", err)
+		}
+		row := make(map[string]any, len(cols))
+		for i, col := range cols {
+			if b, ok := vals[i].([]byte); ok {
+				if utf8.Valid(b) {
+					vals[i] = string(b)
+				} else {
+					vals[i] = fmt.Sprintf("x'%x'", b)
+				}
+			}
+			row[col] = vals[i]
+		}
+		out = append(out, row)
+	}
+	return out, rows.Err()
+}
+
+func (c *Controller) handleState(w http.ResponseWriter, r *http.Request) {
+	st, err := c.State(r.Context())
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	respond.JSON(w, http.StatusOK, st)
+}
+
+func (c *Controller) handleClock(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Advance *string `json:"advance"`
+		Set     *string `json:"set"`
+	}
+	if err := decodeOptional(r, &in); err != nil {
+		problem.Write(w, err)
+		return
+	}
+	var now time.Time
+	var err error
+	switch {
+	case in.Advance != nil && in.Set != nil:
+		err = problem.New(problem.InvalidRequest, "send advance or set, not both")
+	case in.Advance != nil:
+		d, perr := time.ParseDuration(*in.Advance)
+		if perr != nil {
+			err = problem.New(problem.InvalidRequest, "advance: %v", perr)
+			break
+		}
+		now, err = c.Clock.Advance(r.Context(), d)
+	case in.Set != nil:
+		t, perr := time.Parse(time.RFC3339Nano, *in.Set)
+		if perr != nil {
+			err = problem.New(problem.InvalidRequest, "set: want an RFC 3339 time: %v", perr)
+			break
+		}
+		now, err = c.Clock.Set(r.Context(), t)
+	default:
+		now = c.Clock.Now()
+	}
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	c.Hub.Publish(events.KindClock, map[string]string{"now": clock.Format(now)})
+	if c.Purge != nil {
+		if _, err := c.Purge(r.Context()); err != nil {
+			problem.Write(w, fmt.Errorf("purge after moving the clock: %w", err))
+			return
+		}
+	}
+	respond.JSON(w, http.StatusOK, map[string]string{"now": clock.Format(now)})
+}
+
+func (c *Controller) handleGetConfig(w http.ResponseWriter, r *http.Request) {
+	respond.JSON(w, http.StatusOK, Wire(c.Settings.Get()))
+}
+
+func (c *Controller) handleConfig(w http.ResponseWriter, r *http.Request) {
+	body, err := readSmall(r)
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		body = []byte("{}")
+	}
+	cfg, err := c.Settings.Update(body)
+	if err != nil {
+		problem.Write(w, problem.New(problem.InvalidRequest, "%v", err))
+		return
+	}
+	respond.JSON(w, http.StatusOK, Wire(cfg))
+}
+
+func (c *Controller) handleGetFaults(w http.ResponseWriter, r *http.Request) {
+	respond.JSON(w, http.StatusOK, map[string]any{"armed": c.Faults.Armed()})
+}
+
+func (c *Controller) handleFaults(w http.ResponseWriter, r *http.Request) {
+	in := struct {
+		Point string `json:"point"`
+		Count *int64 `json:"count"`
+	}{}
+	if err := decodeOptional(r, &in); err != nil {
+		problem.Write(w, err)
+		return
+	}
+	count := int64(1)
+	if in.Count != nil {
+		count = *in.Count
+	}
+	if err := c.Faults.Arm(in.Point, count); err != nil {
+		problem.Write(w, problem.New(problem.InvalidRequest, "%v", err))
+		return
+	}
+	c.Hub.Publish(events.KindFault, map[string]any{"point": in.Point, "count": count, "armed": c.Faults.Armed()})
+	respond.JSON(w, http.StatusOK, map[string]any{"armed": c.Faults.Armed()})
+}
+
+func (c *Controller) handlePurge(w http.ResponseWriter, r *http.Request) {
+	if c.Purge == nil {
+		respond.JSON(w, http.StatusOK, map[string]any{"purged": 0, "note": "this stage keeps keys forever (purge arrives in stage 5)"})
+		return
+	}
+	n, err := c.Purge(r.Context())
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	respond.JSON(w, http.StatusOK, map[string]any{"purged": n})
+}
+
+func readSmall(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 4097))
+	if err != nil {
+		return nil, problem.New(problem.InvalidRequest, "read body: %v", err)
+	}
+	if len(body) > 4096 {
+		return nil, problem.New(problem.RequestTooLarge, "lab request bodies are at most 4 KiB")
+	}
+	return body, nil
+}
+
+// decodeOptional reads an optional JSON body into v, refusing unknown members.
+func decodeOptional(r *http.Request, v any) error {
+	body, err := readSmall(r)
+	if err != nil {
+		return err
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return problem.New(problem.InvalidRequest, "%v", err)
+	}
+	return nil
+}

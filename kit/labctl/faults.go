@@ -1,0 +1,127 @@
+package labctl
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"sync/atomic"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/sqlitedb"
+)
+
+// Fault points (SPEC section 5).
+const (
+	CrashInTransfer     = "crash-in-transfer"
+	CrashAfterCommit    = "crash-after-commit"
+	CrashBeforeResponse = "crash-before-response"
+	FailInTransfer      = "fail-in-transfer"
+	StoreUnavailable    = "store-unavailable"
+)
+
+// Points lists every fault point.
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, FailInTransfer, StoreUnavailable}
+
+// Faults are the armed faults of one lab server. A crash calls Crash, which
+// in a real server ends the process at once, with no cleanup.
+type Faults struct {
+	Bank                *bank.Faults
+	db                  *sqlitedb.DB
+	crashAfterCommit    atomic.Int64
+	crashBeforeResponse atomic.Int64
+	crash               func(point string)
+}
+
+// NewFaults wires the fault switches of a bank and a database to crash.
+// A real crash never returns; when crash does (a server simulated in
+// process), the request under it is aborted as if its process had died.
+func NewFaults(db *sqlitedb.DB, crash func(point string)) *Faults {
+	crashAndAbort := func(point string) {
+		crash(point)
+		panic(http.ErrAbortHandler)
+	}
+	crash = crashAndAbort
+	f := &Faults{Bank: &bank.Faults{Crash: crash}, db: db, crash: crash}
+	db.OnBusinessCommit(func() {
+		if take(&f.crashAfterCommit) {
+			crash(CrashAfterCommit)
+		}
+	})
+	return f
+}
+
+// take uses one unit of an armed count, reporting whether there was one.
+func take(n *atomic.Int64) bool {
+	for {
+		v := n.Load()
+		if v <= 0 {
+			return false
+		}
+		if n.CompareAndSwap(v, v-1) {
+			return true
+		}
+	}
+}
+
+// Arm arms count occurrences of point (0 disarms it). It returns an error
+// for an unknown point or a negative count.
+func (f *Faults) Arm(point string, count int64) error {
+	if count < 0 || count > 1_000_000 {
+		return fmt.Errorf("count must be 0..1000000, got %d", count)
+	}
+	switch point {
+	case CrashInTransfer:
+		f.Bank.CrashNext.Store(count)
+	case CrashAfterCommit:
+		f.crashAfterCommit.Store(count)
+	case CrashBeforeResponse:
+		f.crashBeforeResponse.Store(count)
+	case FailInTransfer:
+		f.Bank.FailNext.Store(count)
+	case StoreUnavailable:
+		f.db.FailKeyStore(count)
+	default:
+		return fmt.Errorf("unknown fault point %q; the points are %v", point, Points)
+	}
+	return nil
+}
+
+// Armed reports the faults still armed and how many times each will fire.
+func (f *Faults) Armed() []ArmedFault {
+	counts := map[string]int64{
+		CrashInTransfer:     f.Bank.CrashNext.Load(),
+		CrashAfterCommit:    f.crashAfterCommit.Load(),
+		CrashBeforeResponse: f.crashBeforeResponse.Load(),
+		FailInTransfer:      f.Bank.FailNext.Load(),
+		StoreUnavailable:    f.db.KeyStoreFailuresLeft(),
+	}
+	out := []ArmedFault{}
+	for p, n := range counts {
+		if n > 0 {
+			out = append(out, ArmedFault{Point: p, Count: n})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Point < out[j].Point })
+	return out
+}
+
+// ArmedFault is one armed fault point.
+type ArmedFault struct {
+	Point string `json:"point"`
+	Count int64  `json:"count"`
+}
+
+// BeforeResponse fires crash-before-response if it is armed. The server
+// calls it after the handler returned and before a byte is sent.
+func (f *Faults) BeforeResponse() {
+	if take(&f.crashBeforeResponse) {
+		f.crash(CrashBeforeResponse)
+	}
+}
+
+// DisarmAll disarms every fault.
+func (f *Faults) DisarmAll() {
+	for _, p := range Points {
+		f.Arm(p, 0)
+	}
+}

@@ -1,0 +1,181 @@
+// Package problem is the catalogue of RFC 9457 problem types of SPEC
+// section 2, one Go value per type, and the single place where an error
+// becomes an HTTP response.
+package problem
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Type is one entry of the catalogue.
+type Type struct {
+	// Name is the last segment of the type URI: /problems/{Name}.
+	Name   string
+	Status int
+	Title  string
+	// Explain is the text served at GET /problems/{Name}.
+	Explain string
+}
+
+// URI is the problem type as it appears in a response body.
+func (t *Type) URI() string { return "/problems/" + t.Name }
+
+// The catalogue.
+var (
+	MissingIdempotencyKey = &Type{"missing-idempotency-key", 400, "Missing Idempotency-Key header",
+		"The request moves money but carries no Idempotency-Key header, so the server could not tell a retry from a new request. Generate one key per logical operation (a UUID is fine), send it as `Idempotency-Key: \"<key>\"`, and send the same key again on every retry of that operation."}
+	InvalidIdempotencyKey = &Type{"invalid-idempotency-key", 400, "Invalid Idempotency-Key header",
+		"The Idempotency-Key header must appear once and hold 1 to 255 printable ASCII characters (0x21 to 0x7E), either bare or as a quoted RFC 8941 string."}
+	InvalidRequest = &Type{"invalid-request", 400, "Invalid request",
+		"The body is not a valid request: it must be one JSON object, valid UTF-8, with no duplicate or unknown members and members of the right types. The detail names the member and what is wrong. Nothing was stored and no money moved."}
+	Unauthorized = &Type{"unauthorized", 401, "Unauthorized",
+		"Send `Authorization: Bearer <token>` with a customer token from the lab reset."}
+	Forbidden = &Type{"forbidden", 403, "Forbidden",
+		"The account belongs to another customer. You can send money to anyone, but only from, and only deposit into, read or list your own accounts."}
+	NotFound = &Type{"not-found", 404, "Not found",
+		"There is no such resource, or no such problem type."}
+	MethodNotAllowed = &Type{"method-not-allowed", 405, "Method not allowed",
+		"This path exists but does not accept that method."}
+	DuplicateRequest = &Type{"duplicate-request", 409, "Duplicate request",
+		"This Idempotency-Key was already used. The first request was executed; this one was not. (From stage 4 on the server answers a retry with the stored response instead.)"}
+	RequestInProgress = &Type{"request-in-progress", 409, "Request in progress",
+		"A request with this Idempotency-Key is still being processed. Wait for the number of seconds in Retry-After and send the same request again with the same key: you will then get its result."}
+	RequestTooLarge = &Type{"request-too-large", 413, "Request too large",
+		"The body is over 16 KiB. Nothing was stored and no money moved."}
+	UnsupportedMediaType = &Type{"unsupported-media-type", 415, "Unsupported media type",
+		"Send the body as JSON with `Content-Type: application/json` (optionally `; charset=utf-8`)."}
+	IdempotencyKeyReused = &Type{"idempotency-key-reused", 422, "Idempotency-Key reused",
+		"This Idempotency-Key was first used with a different request body. A key names one operation; an edited request (a new amount, another account) is a new operation and needs a new key. Members in another order, other whitespace or another spelling of the same number are the same request."}
+	UnknownAccount = &Type{"unknown-account", 422, "Unknown account",
+		"An account named in the request does not exist."}
+	InsufficientFunds = &Type{"insufficient-funds", 422, "Insufficient funds",
+		"The source account's balance is lower than the amount. This is an answer, not a failure: from stage 4 on it is stored with the key and a retry gets the same answer, even if money arrived since."}
+	Internal = &Type{"internal", 500, "Internal error",
+		"The server failed. If the request carried an Idempotency-Key, retrying it with the same key is safe."}
+	Unavailable = &Type{"unavailable", 503, "Service unavailable",
+		"The server could not reach its idempotency key store, so it refused to execute the request rather than risk executing it twice. Retry with the same key later."}
+)
+
+// Catalogue lists every type, in the order of SPEC section 2.
+var Catalogue = []*Type{
+	MissingIdempotencyKey, InvalidIdempotencyKey, InvalidRequest, Unauthorized,
+	Forbidden, NotFound, MethodNotAllowed, DuplicateRequest, RequestInProgress, RequestTooLarge,
+	UnsupportedMediaType, IdempotencyKeyReused, UnknownAccount, InsufficientFunds,
+	Internal, Unavailable,
+}
+
+// Lookup finds a type by name.
+func Lookup(name string) (*Type, bool) {
+	for _, t := range Catalogue {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// Error is a problem as an error value: a type, the detail for this
+// occurrence, and an optional Retry-After.
+type Error struct {
+	Type       *Type
+	Detail     string
+	RetryAfter time.Duration
+	// Err is the cause, logged but never shown to the client.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Type.Name, e.Detail, e.Err)
+	}
+	return e.Type.Name + ": " + e.Detail
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, problem.InsufficientFunds) work for any Error of that type.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Type)
+	return ok && t == e.Type
+}
+
+// Error lets a *Type be used as a sentinel with errors.Is.
+func (t *Type) Error() string { return t.Name }
+
+// New returns an Error of type t with a detail.
+func New(t *Type, format string, args ...any) *Error {
+	return &Error{Type: t, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an Error of type t that keeps err as its cause.
+func Wrap(t *Type, err error, detail string) *Error {
+	return &Error{Type: t, Detail: detail, Err: err}
+}
+
+// From finds the problem an error stands for. An error that is not a
+// problem is an internal error; its text is not shown to the client.
+func From(err error) *Error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	var t *Type
+	if errors.As(err, &t) {
+		return &Error{Type: t, Detail: t.Title}
+	}
+	return &Error{Type: Internal, Detail: "the server failed; retrying with the same Idempotency-Key is safe", Err: err}
+}
+
+// Body is the RFC 9457 document.
+type Body struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+}
+
+// ContentType is the media type of every problem response.
+const ContentType = "application/problem+json"
+
+// Marshal renders the problem document of err.
+func Marshal(err error) (status int, body []byte) {
+	pe := From(err)
+	b, _ := json.Marshal(Body{Type: pe.Type.URI(), Title: pe.Type.Title, Status: pe.Type.Status, Detail: pe.Detail})
+	return pe.Type.Status, append(b, '\n')
+}
+
+// Write sends err as a problem response. It is the one place where errors
+// meet HTTP.
+func Write(w http.ResponseWriter, err error) {
+	pe := From(err)
+	status, body := Marshal(pe)
+	h := w.Header()
+	h.Set("Content-Type", ContentType)
+	h.Set("Cache-Control", "no-store")
+	if pe.RetryAfter > 0 {
+		secs := int(pe.RetryAfter.Round(time.Second) / time.Second)
+		if secs < 1 {
+			secs = 1
+		}
+		h.Set("Retry-After", strconv.Itoa(secs))
+	}
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// Handler serves GET /problems/{name} as markdown text.
+func Handler(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	t, ok := Lookup(name)
+	if !ok {
+		Write(w, New(NotFound, "no problem type named %q", name))
+		return
+	}
+	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+	fmt.Fprintf(w, "# %s (%d)\n\n%s\n", t.Title, t.Status, t.Explain)
+}

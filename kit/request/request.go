@@ -1,0 +1,396 @@
+// Package request reads and validates the bodies of POST /transfers and
+// POST /deposits exactly as SPEC section 2 says, before anything is
+// claimed, stored or moved.
+//
+// Strict means: one JSON object and nothing after it, valid UTF-8, no
+// member name twice at any depth, no unknown top-level member, the right
+// type for every member, and an amount that is an integer however it is
+// spelled (300000, 3e5 and 300000.0 are the same amount).
+package request
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/problem"
+)
+
+// Limits of SPEC section 2.
+const (
+	MaxBody          = 16 << 10
+	MaxAmount        = 1_000_000_000
+	MaxMemo          = 140
+	MaxMetadata      = 16
+	MaxMetadataKey   = 40
+	MaxMetadataValue = 64
+)
+
+// Transfer reads a POST /transfers body. It returns the request and the
+// body's raw bytes (what a fingerprint is computed over), or a problem
+// error: 415, 413 or 400 invalid-request.
+func Transfer(r *http.Request) (bank.TransferRequest, []byte, error) {
+	raw, members, err := read(r, "from", "to", "amount", "memo", "metadata")
+	if err != nil {
+		return bank.TransferRequest{}, nil, err
+	}
+	var req bank.TransferRequest
+	d := decoder{members: members}
+	req.From = d.account("from")
+	req.To = d.account("to")
+	req.Amount = d.amount("amount")
+	req.Memo = d.memo("memo")
+	req.Metadata = d.metadata("metadata")
+	if d.err == nil && req.From == req.To {
+		d.fail("to", "must differ from from (%s)", req.From)
+	}
+	if d.err != nil {
+		return bank.TransferRequest{}, nil, d.err
+	}
+	return req, raw, nil
+}
+
+// Deposit reads a POST /deposits body. Errors as for Transfer.
+func Deposit(r *http.Request) (bank.DepositRequest, []byte, error) {
+	raw, members, err := read(r, "account", "amount", "memo", "metadata")
+	if err != nil {
+		return bank.DepositRequest{}, nil, err
+	}
+	var req bank.DepositRequest
+	d := decoder{members: members}
+	req.Account = d.account("account")
+	req.Amount = d.amount("amount")
+	req.Memo = d.memo("memo")
+	req.Metadata = d.metadata("metadata")
+	if d.err != nil {
+		return bank.DepositRequest{}, nil, d.err
+	}
+	return req, raw, nil
+}
+
+func invalid(format string, args ...any) error {
+	return problem.New(problem.InvalidRequest, format, args...)
+}
+
+// read checks the media type and size, reads the body, checks it is one
+// well-formed JSON object without duplicate names, and returns its
+// top-level members. Unknown members are refused here.
+func read(r *http.Request, known ...string) ([]byte, map[string]json.RawMessage, error) {
+	if err := checkMediaType(r.Header.Get("Content-Type")); err != nil {
+		return nil, nil, err
+	}
+	if r.ContentLength > MaxBody {
+		return nil, nil, problem.New(problem.RequestTooLarge, "the body is %d bytes; the limit is %d", r.ContentLength, MaxBody)
+	}
+	raw, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	if err != nil {
+		// A body shorter than its Content-Length ends here: a truncated
+		// request must never be executed.
+		return nil, nil, invalid("the body could not be read in full (%v); nothing was executed", err)
+	}
+	if len(raw) > MaxBody {
+		return nil, nil, problem.New(problem.RequestTooLarge, "the body is over the limit of %d bytes", MaxBody)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, nil, invalid("the body is empty; send a JSON object")
+	}
+	if !utf8.Valid(raw) {
+		return nil, nil, invalid("the body is not valid UTF-8")
+	}
+	if err := checkStructure(raw); err != nil {
+		return nil, nil, err
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
+		return nil, nil, invalid("the body must be a JSON object")
+	}
+	for name := range members {
+		if !contains(known, name) {
+			return nil, nil, invalid("unknown member %q; the members are %s", name, strings.Join(known, ", "))
+		}
+	}
+	return raw, members, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func checkMediaType(header string) error {
+	if header == "" {
+		return problem.New(problem.UnsupportedMediaType, "no Content-Type; send application/json")
+	}
+	mt, params, err := mime.ParseMediaType(header)
+	if err != nil || mt != "application/json" {
+		return problem.New(problem.UnsupportedMediaType, "Content-Type %q; send application/json", header)
+	}
+	for k, v := range params {
+		if k != "charset" || !strings.EqualFold(v, "utf-8") {
+			return problem.New(problem.UnsupportedMediaType, "Content-Type parameter %s=%s; only charset=utf-8 is accepted", k, v)
+		}
+	}
+	return nil
+}
+
+// checkStructure walks the token stream: exactly one value, an object at
+// the top, and no object anywhere that names a member twice. Names are
+// compared after unescaping, so "a" and "\u0061" are the same name.
+func checkStructure(raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	first, err := dec.Token()
+	if err != nil {
+		return invalid("the body is not valid JSON: %v", syntaxDetail(err))
+	}
+	if first != json.Delim('{') {
+		return invalid("the body must be a JSON object")
+	}
+	if err := walkObject(dec, ""); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return invalid("the body holds more than one JSON value")
+	}
+	return nil
+}
+
+func walkObject(dec *json.Decoder, path string) error {
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return invalid("the body is not valid JSON: %v", syntaxDetail(err))
+		}
+		name := tok.(string)
+		member := joinPath(path, name)
+		if seen[name] {
+			return invalid("member %q appears more than once", member)
+		}
+		seen[name] = true
+		if err := walkValue(dec, member); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return invalid("the body is not valid JSON: %v", syntaxDetail(err))
+	}
+	return nil
+}
+
+func walkValue(dec *json.Decoder, path string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return invalid("the body is not valid JSON: %v", syntaxDetail(err))
+	}
+	switch tok {
+	case json.Delim('{'):
+		return walkObject(dec, path)
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if err := walkValue(dec, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return invalid("the body is not valid JSON: %v", syntaxDetail(err))
+		}
+	}
+	return nil
+}
+
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+func syntaxDetail(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
+	}
+	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "it ends too early"
+	}
+	return err.Error()
+}
+
+// decoder reads typed members and keeps the first error.
+type decoder struct {
+	members map[string]json.RawMessage
+	err     error
+}
+
+func (d *decoder) fail(member, format string, args ...any) {
+	if d.err == nil {
+		d.err = invalid("%s %s", member, fmt.Sprintf(format, args...))
+	}
+}
+
+func (d *decoder) str(name string, required bool) (string, bool) {
+	raw, ok := d.members[name]
+	if !ok {
+		if required {
+			d.fail(name, "is required")
+		}
+		return "", false
+	}
+	var s string
+	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		d.fail(name, "must be a string, got %s", kind(raw))
+		return "", false
+	}
+	return s, true
+}
+
+func (d *decoder) account(name string) string {
+	s, ok := d.str(name, true)
+	if ok && (!strings.HasPrefix(s, "acc_") || len(s) > 64) {
+		d.fail(name, "must be an account id such as acc_7fk2m9qa, got %q", s)
+	}
+	return s
+}
+
+func (d *decoder) memo(name string) string {
+	s, _ := d.str(name, false)
+	if n := utf8.RuneCountInString(s); n > MaxMemo {
+		d.fail(name, "is %d characters; the limit is %d", n, MaxMemo)
+	}
+	return s
+}
+
+func (d *decoder) metadata(name string) map[string]string {
+	raw, ok := d.members[name]
+	if !ok {
+		return nil
+	}
+	if raw[0] != '{' {
+		d.fail(name, "must be an object of strings, got %s", kind(raw))
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		d.fail(name, "must be an object of strings")
+		return nil
+	}
+	if len(fields) > MaxMetadata {
+		d.fail(name, "has %d members; the limit is %d", len(fields), MaxMetadata)
+		return nil
+	}
+	out := make(map[string]string, len(fields))
+	for k, v := range fields {
+		member := name + "." + k
+		var s string
+		if v[0] != '"' || json.Unmarshal(v, &s) != nil {
+			d.fail(member, "must be a string, got %s", kind(v))
+			return nil
+		}
+		if n := utf8.RuneCountInString(k); n == 0 || n > MaxMetadataKey {
+			d.fail(name, "member names must be 1 to %d characters, got %q", MaxMetadataKey, k)
+			return nil
+		}
+		if n := utf8.RuneCountInString(s); n > MaxMetadataValue {
+			d.fail(member, "is %d characters; the limit is %d", n, MaxMetadataValue)
+			return nil
+		}
+		out[k] = s
+	}
+	return out
+}
+
+func (d *decoder) amount(name string) int64 {
+	raw, ok := d.members[name]
+	if !ok {
+		d.fail(name, "is required")
+		return 0
+	}
+	n, err := Integer(string(raw))
+	if err != nil {
+		d.fail(name, "%v", err)
+		return 0
+	}
+	if n < 1 || n > MaxAmount {
+		d.fail(name, "must be between 1 and %d won, got %s", MaxAmount, raw)
+		return 0
+	}
+	return n
+}
+
+// Integer reads a JSON number whose value is an integer, however it is
+// written: 300000, 3e5, 300000.0 and 3.0E+5 all give 300000. A fraction, a
+// non-number, or a value outside int64 is an error.
+func Integer(lit string) (int64, error) {
+	if lit == "" || !(lit[0] == '-' || lit[0] >= '0' && lit[0] <= '9') {
+		return 0, fmt.Errorf("must be a number, got %s", kind([]byte(lit)))
+	}
+	// Guard the exponent before big.Rat sees it: "1e999999999" is eleven
+	// bytes of JSON and would otherwise ask for a number of a billion digits.
+	mantissa, exp := lit, int64(0)
+	if i := strings.IndexAny(lit, "eE"); i >= 0 {
+		mantissa = lit[:i]
+		e, err := strconv.ParseInt(strings.TrimPrefix(lit[i+1:], "+"), 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("must be a whole number of won, got %s", lit)
+		}
+		exp = e
+	}
+	if exp > 30 || exp < -30 {
+		if isZero(mantissa) {
+			return 0, nil
+		}
+		if exp > 0 {
+			return 0, fmt.Errorf("is out of range, got %s", lit)
+		}
+		return 0, fmt.Errorf("must be a whole number of won, got %s", lit)
+	}
+	r, ok := new(big.Rat).SetString(lit)
+	if !ok {
+		return 0, fmt.Errorf("must be a number, got %s", lit)
+	}
+	if !r.IsInt() {
+		return 0, fmt.Errorf("must be a whole number of won, got %s", lit)
+	}
+	if !r.Num().IsInt64() {
+		return 0, fmt.Errorf("is out of range, got %s", lit)
+	}
+	return r.Num().Int64(), nil
+}
+
+func isZero(mantissa string) bool {
+	return strings.Trim(mantissa, "-+0.") == ""
+}
+
+// kind names the JSON type of a raw value, for error details.
+func kind(raw []byte) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}

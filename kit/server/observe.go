@@ -1,0 +1,169 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"time"
+
+	"idemlab/kit/accesslog"
+	"idemlab/kit/auth"
+	"idemlab/kit/bank"
+	"idemlab/kit/clock"
+	"idemlab/kit/events"
+	"idemlab/kit/idemkey"
+	"idemlab/kit/problem"
+	"idemlab/kit/request"
+)
+
+// record is what the observe middleware learns about one request.
+type record struct {
+	customer string
+}
+
+type recordKey struct{}
+
+// noteCustomer copies the authenticated customer into the request's record.
+func noteCustomer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rec, ok := r.Context().Value(recordKey{}).(*record); ok {
+			rec.customer = auth.Customer(r.Context())
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// observe buffers each response until its handler has returned, so that
+// the crash-before-response fault can end the process after the work and
+// before a byte is sent; then it sends the response and reports the
+// request, and the executions it committed, on the event stream and in
+// the access log.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &record{}
+		ctx, execs := bank.WithExecutionLog(context.WithValue(r.Context(), recordKey{}, rec))
+		body := &captureReader{r: r.Body}
+		r.Body = body
+		buf := &bufferedWriter{header: http.Header{}, status: http.StatusOK}
+
+		s.serveRecovered(buf, r.WithContext(ctx), next)
+		s.faults.BeforeResponse()
+
+		dst := w.Header()
+		for k, v := range buf.header {
+			dst[k] = v
+		}
+		w.WriteHeader(buf.status)
+		w.Write(buf.body.Bytes())
+
+		committed, err := s.bank.Committed(context.WithoutCancel(ctx), execs)
+		if err != nil {
+			s.hub.Publish(events.KindExecution, map[string]string{"error": err.Error()})
+		}
+		for _, e := range committed {
+			s.hub.Publish(events.KindExecution, e)
+		}
+		ev := events.Request{
+			Method: r.Method, Path: r.URL.Path, Customer: rec.customer,
+			Key: r.Header.Get(idemkey.Header), Status: buf.status,
+			Replayed:   buf.header.Get("Idempotent-Replayed") == "true",
+			DurationMS: float64(time.Since(start).Microseconds()) / 1000,
+			Op:         opOf(body.buf.Bytes()),
+		}
+		if ev.Status >= 400 {
+			ev.Type = problemType(buf.body.Bytes())
+		}
+		s.hub.Publish(events.KindRequest, ev)
+		s.logAccess(ev, body.buf.Bytes())
+	})
+}
+
+// serveRecovered runs next and turns a panic into a 500 problem, except
+// http.ErrAbortHandler, which a crash fault uses to abort the request.
+func (s *Server) serveRecovered(w *bufferedWriter, r *http.Request, next http.Handler) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			w.reset()
+			problem.Write(w, problem.New(problem.Internal, "the handler panicked; retrying with the same Idempotency-Key is safe"))
+		}
+	}()
+	next.ServeHTTP(w, r)
+}
+
+func (s *Server) logAccess(ev events.Request, body []byte) {
+	if s.accessLog == nil {
+		return
+	}
+	s.accessLog.Write(accesslog.Record{
+		Time: clock.Format(s.clock.Now()), Customer: ev.Customer, Method: ev.Method, Path: ev.Path,
+		Key: ev.Key, Status: ev.Status, Type: ev.Type, Replayed: ev.Replayed, Op: ev.Op,
+		DurationMS: ev.DurationMS, Body: string(body),
+	})
+}
+
+func opOf(body []byte) string {
+	var v struct {
+		Metadata map[string]any `json:"metadata"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return ""
+	}
+	op, _ := v.Metadata["op"].(string)
+	return op
+}
+
+func problemType(body []byte) string {
+	var p problem.Body
+	json.Unmarshal(body, &p)
+	return p.Type
+}
+
+// captureReader keeps a copy of what the handler read of the body, up to
+// one byte past the size limit.
+type captureReader struct {
+	r   io.ReadCloser
+	buf bytes.Buffer
+}
+
+func (c *captureReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if room := request.MaxBody + 1 - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(n, room)])
+	}
+	return n, err
+}
+
+func (c *captureReader) Close() error { return c.r.Close() }
+
+// bufferedWriter holds a response until the handler is done.
+type bufferedWriter struct {
+	header      http.Header
+	status      int
+	wroteHeader bool
+	body        bytes.Buffer
+}
+
+func (b *bufferedWriter) Header() http.Header { return b.header }
+
+func (b *bufferedWriter) WriteHeader(status int) {
+	if !b.wroteHeader {
+		b.status, b.wroteHeader = status, true
+	}
+}
+
+func (b *bufferedWriter) Write(p []byte) (int, error) {
+	b.WriteHeader(http.StatusOK)
+	return b.body.Write(p)
+}
+
+func (b *bufferedWriter) reset() {
+	b.header = http.Header{}
+	b.status, b.wroteHeader = http.StatusOK, false
+	b.body.Reset()
+}

@@ -1,0 +1,237 @@
+// Package server assembles one lab server: the kit's database, bank, clock
+// and event hub, a stage's handlers, the kit's read endpoints and, in lab
+// mode, the /lab control endpoints. It keeps no global state: two servers
+// (the naive one and a safe one, say) can run side by side in one process.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"idemlab/kit/accesslog"
+	"idemlab/kit/auth"
+	"idemlab/kit/bank"
+	"idemlab/kit/clock"
+	"idemlab/kit/events"
+	"idemlab/kit/labctl"
+	"idemlab/kit/problem"
+	"idemlab/kit/sqlitedb"
+	"idemlab/kit/stage"
+)
+
+// Options configure a server.
+type Options struct {
+	// DB is the database file, or ":memory:".
+	DB string
+	// Stage builds the handlers of POST /transfers and POST /deposits.
+	Stage stage.Factory
+	// Lab turns on lab mode: the /lab endpoints, behind AdminToken.
+	Lab bool
+	// AdminToken guards /lab; empty means draw one (see Server.AdminToken).
+	AdminToken string
+	// Config is the starting config; the zero value means stage.DefaultConfig.
+	Config *stage.Config
+	// AccessLog, when set, receives one JSON line per request (accesslog.Record).
+	AccessLog io.Writer
+	// Crash is called by the crash faults. If it returns, the request is
+	// aborted as if the process had died under it. The default ends the
+	// process at once (exit status 137, as after kill -9).
+	Crash func(point string)
+}
+
+// Server is one lab server.
+type Server struct {
+	db       *sqlitedb.DB
+	bank     *bank.Bank
+	clock    *clock.Clock
+	hub      *events.Hub
+	ctl      *labctl.Controller
+	faults   *labctl.Faults
+	settings *labctl.Settings
+	handlers stage.Handlers
+	router   chi.Router
+	admin    string
+	crash    func(point string)
+
+	accessLog *accesslog.Writer
+
+	keyRows chan []int64
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// ExitCrash is the default crash: the process ends at once.
+func ExitCrash(point string) {
+	fmt.Fprintf(os.Stderr, "lab: fault %s fired: the process ends now, as in a crash\n", point)
+	os.Exit(137)
+}
+
+// New opens the database, migrates the kit's tables, builds the stage and
+// wires the routes. It returns an error if the config is refused (a
+// retention not longer than the retry horizon) or the stage fails to start.
+func New(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Stage == nil {
+		return nil, errors.New("server: no stage")
+	}
+	cfg := stage.DefaultConfig()
+	if opts.Config != nil {
+		cfg = *opts.Config
+	}
+	settings, err := labctl.NewSettings(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("refusing to start: %w", err)
+	}
+	db, err := sqlitedb.Open(opts.DB)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{db: db, settings: settings, hub: events.NewHub(),
+		crash: opts.Crash, admin: opts.AdminToken, stop: make(chan struct{}), keyRows: make(chan []int64, 1024)}
+	if s.crash == nil {
+		s.crash = ExitCrash
+	}
+	if opts.AccessLog != nil {
+		s.accessLog = accesslog.NewWriter(opts.AccessLog)
+	}
+	if err := s.start(ctx, opts); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) start(ctx context.Context, opts Options) error {
+	var err error
+	if err = bank.Migrate(ctx, s.db.DB); err != nil {
+		return err
+	}
+	if s.clock, err = clock.Open(ctx, s.db.DB); err != nil {
+		return err
+	}
+	s.faults = labctl.NewFaults(s.db, s.crash)
+	s.bank = bank.New(s.db.DB, s.clock, s.faults.Bank, func() time.Duration { return s.settings.Get().CoreLatency })
+	s.handlers, err = opts.Stage(ctx, stage.Env{DB: s.db.DB, Bank: s.bank, Clock: s.clock, Config: s.settings.Get})
+	if err != nil {
+		return fmt.Errorf("start stage: %w", err)
+	}
+	s.ctl = &labctl.Controller{DB: s.db, Bank: s.bank, Clock: s.clock, Hub: s.hub, Settings: s.settings, Faults: s.faults}
+	if p, ok := s.handlers.(stage.Purger); ok {
+		s.ctl.Purge = p.Purge
+		s.every(30*time.Second, func() { p.Purge(context.Background()) })
+	}
+	if opts.Lab && s.admin == "" {
+		var b [16]byte
+		rand.Read(b[:])
+		s.admin = "adm_" + hex.EncodeToString(b[:])
+	}
+	s.db.OnKeyRowsChanged(func(rows []int64) {
+		select {
+		case s.keyRows <- rows:
+		case <-s.stop:
+		}
+	})
+	s.wg.Add(1)
+	go s.publishKeyRows()
+	s.router = s.routes(opts.Lab)
+	return nil
+}
+
+// every runs fn every d until the server closes.
+func (s *Server) every(d time.Duration, fn func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				fn()
+			case <-s.stop:
+				return
+			}
+		}
+	}()
+}
+
+// publishKeyRows turns committed changes to key rows into "key" events.
+// It runs on its own goroutine so that no request waits for it.
+func (s *Server) publishKeyRows() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case rowids := <-s.keyRows:
+			for _, id := range rowids {
+				rows, err := labctl.KeyRows(context.Background(), s.db.DB, "rowid = ?", id)
+				switch {
+				case err != nil:
+					s.hub.Publish(events.KindKey, map[string]any{"rowid": id, "error": err.Error()})
+				case len(rows) == 0:
+					s.hub.Publish(events.KindKey, events.Key{RowID: id, Deleted: true})
+				default:
+					s.hub.Publish(events.KindKey, events.Key{RowID: id, Row: rows[0]})
+				}
+			}
+		}
+	}
+}
+
+func (s *Server) routes(lab bool) chi.Router {
+	r := chi.NewRouter()
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		problem.Write(w, problem.New(problem.NotFound, "no route %s %s", r.Method, r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		problem.Write(w, problem.New(problem.MethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
+	})
+	r.Get("/problems/{name}", problem.Handler)
+	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	r.Group(func(r chi.Router) {
+		r.Use(s.observe, auth.Customers(s.bank.CustomerByToken), noteCustomer)
+		r.Post("/transfers", s.handlers.Transfer)
+		r.Post("/deposits", s.handlers.Deposit)
+		r.Get("/accounts/{id}", s.getAccount)
+		r.Get("/accounts/{id}/entries", s.getEntries)
+		r.Get("/transfers/{id}", s.getTransfer)
+		r.Get("/deposits/{id}", s.getDeposit)
+	})
+	if lab {
+		r.Route("/lab", func(r chi.Router) {
+			r.Use(auth.Admin(s.admin))
+			s.ctl.Routes(r)
+		})
+	}
+	return r
+}
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.router }
+
+// AdminToken is the token that opens /lab.
+func (s *Server) AdminToken() string { return s.admin }
+
+// Events is the server's event hub.
+func (s *Server) Events() *events.Hub { return s.hub }
+
+// Lab is the server's lab controller: reset, state, clock, config, faults.
+func (s *Server) Lab() *labctl.Controller { return s.ctl }
+
+// Close stops the server's background work and closes its database.
+func (s *Server) Close() error {
+	close(s.stop)
+	s.db.OnKeyRowsChanged(nil)
+	s.wg.Wait()
+	return s.db.Close()
+}

@@ -1,0 +1,162 @@
+// Package sqlitedb opens the lab's embedded SQLite database and tells a
+// UNIQUE violation apart from every other error.
+//
+// Every connection is opened in WAL mode with a busy timeout and foreign keys
+// on, and every transaction starts with BEGIN IMMEDIATE, so that two writers
+// queue for the write lock instead of failing halfway through.
+//
+// The connections are wrapped (see hooks.go) so that lab mode can inject the
+// faults of SPEC section 5: a crash right after the commit that carried a
+// business write, and a key store that returns errors.
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync/atomic"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// DB is an open lab database: the *sql.DB every package uses, plus the fault
+// switches lab mode flips.
+type DB struct {
+	*sql.DB
+	hooks *Hooks
+	path  string
+}
+
+// Path reports the file the database lives in, or ":memory:".
+func (db *DB) Path() string { return db.path }
+
+// Hooks are the fault switches of one database. The zero value injects nothing.
+type Hooks struct {
+	// AfterBusinessCommit, when set, runs right after a transaction that
+	// carried a business write (see MarkBusinessWrite) has committed.
+	AfterBusinessCommit atomic.Pointer[func()]
+	// KeyRowsChanged, when set, receives the rowids of idempotency_keys rows
+	// that a committed transaction inserted, updated or deleted.
+	KeyRowsChanged atomic.Pointer[func(rowids []int64)]
+	// keyStoreFailures is how many more statements touching the key table fail.
+	keyStoreFailures atomic.Int64
+}
+
+// FailKeyStore makes the next n statements that touch the idempotency_keys
+// table fail with ErrKeyStoreUnavailable.
+func (db *DB) FailKeyStore(n int64) { db.hooks.keyStoreFailures.Store(n) }
+
+// KeyStoreFailuresLeft reports how many key-store statements will still fail.
+func (db *DB) KeyStoreFailuresLeft() int64 { return db.hooks.keyStoreFailures.Load() }
+
+// OnBusinessCommit sets the function that runs right after a transaction
+// carrying a business write commits; nil removes it.
+func (db *DB) OnBusinessCommit(fn func()) {
+	if fn == nil {
+		db.hooks.AfterBusinessCommit.Store(nil)
+		return
+	}
+	db.hooks.AfterBusinessCommit.Store(&fn)
+}
+
+// OnKeyRowsChanged sets the function that receives the rowids of
+// idempotency_keys rows each committed transaction changed; nil removes it.
+// The lab's event stream uses it to show key rows changing state, whatever
+// the stage's design of that table (it must be a rowid table).
+func (db *DB) OnKeyRowsChanged(fn func(rowids []int64)) {
+	if fn == nil {
+		db.hooks.KeyRowsChanged.Store(nil)
+		return
+	}
+	db.hooks.KeyRowsChanged.Store(&fn)
+}
+
+// Open opens (creating if needed) the SQLite database at path. The path
+// ":memory:" gives a private in-memory database that still allows many
+// connections, so concurrent requests behave as they do on a file.
+func Open(path string) (*DB, error) {
+	dsn, err := dataSourceName(path)
+	if err != nil {
+		return nil, err
+	}
+	base, err := sqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	hooks := &Hooks{}
+	sdb := sql.OpenDB(&connector{base: base, hooks: hooks})
+	if err := sdb.Ping(); err != nil {
+		sdb.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return &DB{DB: sdb, hooks: hooks, path: path}, nil
+}
+
+var memoryDatabases atomic.Int64
+
+func dataSourceName(path string) (string, error) {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	if path == ":memory:" {
+		// The memdb VFS shares one in-memory database between all the
+		// connections that name it; the name must start with a slash.
+		q.Set("vfs", "memdb")
+		name := fmt.Sprintf("/idemlab-%d", memoryDatabases.Add(1))
+		return "file:" + name + "?" + q.Encode(), nil
+	}
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return "", fmt.Errorf("open database: invalid path %q", path)
+	}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	return "file:" + path + "?" + q.Encode(), nil
+}
+
+// IsUniqueViolation reports whether err is SQLite telling us that an INSERT
+// or UPDATE collided with a UNIQUE or PRIMARY KEY constraint. It looks at the
+// extended result code, never at the message text: a NOT NULL, CHECK or
+// FOREIGN KEY failure, a busy database or a closed connection are all
+// different problems and must not be mistaken for "someone else has this key".
+func IsUniqueViolation(err error) bool {
+	var serr *sqlite.Error
+	if !errors.As(err, &serr) {
+		return false
+	}
+	switch serr.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return true
+	}
+	return false
+}
+
+// IsBusy reports whether err is SQLite giving up on a lock (SQLITE_BUSY or
+// SQLITE_LOCKED, any extended form).
+func IsBusy(err error) bool {
+	var serr *sqlite.Error
+	if !errors.As(err, &serr) {
+		return false
+	}
+	primary := serr.Code() & 0xff
+	return primary == sqlite3.SQLITE_BUSY || primary == sqlite3.SQLITE_LOCKED
+}
+
+type businessWriteKey struct{}
+
+// MarkBusinessWrite returns a context that tells the connection a statement
+// executed with it moves money. The bank uses it, so that the
+// crash-after-commit fault fires right after the commit that carried the
+// money, whoever calls Commit.
+func MarkBusinessWrite(ctx context.Context) context.Context {
+	return context.WithValue(ctx, businessWriteKey{}, true)
+}
+
+func isBusinessWrite(ctx context.Context) bool {
+	v, _ := ctx.Value(businessWriteKey{}).(bool)
+	return v
+}

@@ -1,0 +1,67 @@
+// Package stage is the contract between the kit and a stage: what a stage
+// is given (Env) and what it gives back (Handlers). Every stage package,
+// the student's and the reference solution alike, exports
+//
+//	func New(ctx context.Context, env stage.Env) (stage.Handlers, error)
+//
+// and the kit does everything else: routing, authentication, decoding
+// limits, the kit's read endpoints, lab mode and its events.
+package stage
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+	"time"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/clock"
+)
+
+// Env is what a stage may use.
+type Env struct {
+	// DB is the lab database. The stage owns one table in it,
+	// idempotency_keys, which it creates in New.
+	DB *sql.DB
+	// Bank moves money inside a transaction the stage owns.
+	Bank *bank.Bank
+	// Clock is the lab clock; use it for every time the stage stores or compares.
+	Clock *clock.Clock
+	// Config reports the settings in force now; they can change at any time.
+	Config func() Config
+}
+
+// Config are the lab settings a stage reads (POST /lab/config).
+type Config struct {
+	// CoreLatency is how long Bank.CallCore waits.
+	CoreLatency time.Duration `json:"core_latency"`
+	// Retention is how long a completed key is kept (stage 5 on).
+	Retention time.Duration `json:"retention"`
+	// Lease is how long an in-progress claim is honoured before a retry may
+	// take it over (stage 6).
+	Lease time.Duration `json:"lease"`
+	// RetryHorizon is how long clients keep retrying; Retention must be longer.
+	RetryHorizon time.Duration `json:"retry_horizon"`
+}
+
+// DefaultConfig is SPEC section 5's defaults.
+func DefaultConfig() Config {
+	return Config{Retention: 24 * time.Hour, Lease: 30 * time.Second, RetryHorizon: time.Hour}
+}
+
+// Handlers are the endpoints a stage serves. The kit has already
+// authenticated the caller (see auth.Customer) when they run.
+type Handlers interface {
+	Transfer(w http.ResponseWriter, r *http.Request)
+	Deposit(w http.ResponseWriter, r *http.Request)
+}
+
+// Purger is implemented by stages that expire keys (stage 5 on). Purge
+// removes expired completed keys and reports how many; it must never remove
+// an in-progress key.
+type Purger interface {
+	Purge(ctx context.Context) (int64, error)
+}
+
+// Factory builds a stage's handlers; it is each stage package's New.
+type Factory func(ctx context.Context, env Env) (Handlers, error)

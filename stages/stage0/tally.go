@@ -1,0 +1,25 @@
+package stage0
+
+import (
+	"io"
+
+	"idemlab/kit/accesslog"
+)
+
+// Tally reads a day's access log (one accesslog.Record per line) and
+// counts the double transfers the naive server executed. It returns an
+// error for a line that is not a record.
+//
+// TODO(stage 0): count them. Read the log line by line. Only POST
+// /transfers that the server answered 201 moved money. Group them by
+// (customer, Idempotency-Key): in a group executed more than once, every
+// execution after the first is a double transfer. Compare each one with
+// its group's first by the RFC 8785 canonical form of the body
+// (canonical.Transform), not by raw bytes: the same request can arrive with
+// its members in another order. Same canonical body: an exact duplicate.
+// Different: an edited resubmission. Add up their amounts
+// (request.Integer reads one however it is written). The Report's fields
+// say what each count means; docs/lessons/00-naive.md walks through it.
+func Tally(log io.Reader) (accesslog.Report, error) {
+	return accesslog.Report{}, nil
+}
