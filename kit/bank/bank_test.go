@@ -1,0 +1,148 @@
+package bank_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/clock"
+	"idemlab/kit/problem"
+	"idemlab/kit/sqlitedb"
+)
+
+type fixture struct {
+	db        *sqlitedb.DB
+	bank      *bank.Bank
+	faults    *bank.Faults
+	customers []bank.Customer
+}
+
+func setup(t *testing.T, opening int64) fixture {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqlitedb.Open(":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := bank.Migrate(ctx, db.DB); err != nil {
+		t.Fatal(err)
+	}
+	clk, err := clock.Open(ctx, db.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults := &bank.Faults{}
+	b := bank.New(db.DB, clk, faults, func() time.Duration { return 0 })
+	tx, _ := db.Begin()
+	p := bank.DefaultParams()
+	p.OpeningBalance = opening
+	cs, err := bank.Populate(ctx, tx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return fixture{db: db, bank: b, faults: faults, customers: cs}
+}
+
+func (f fixture) transfer(t *testing.T, customer string, req bank.TransferRequest, commit bool) (bank.Transfer, error) {
+	t.Helper()
+	tx, err := f.db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	tr, err := f.bank.Transfer(context.Background(), tx, customer, req)
+	if err == nil && commit {
+		err = tx.Commit()
+	}
+	return tr, err
+}
+
+func TestTransfer_MovesMoneyAndCountsTheOp(t *testing.T) {
+	f := setup(t, 1000)
+	a, b := f.customers[0], f.customers[1]
+	req := bank.TransferRequest{From: a.Accounts[0], To: b.Accounts[0], Amount: 300, Metadata: map[string]string{"op": "op-1"}}
+	for range 2 {
+		if _, err := f.transfer(t, a.ID, req, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ex, _ := f.bank.Executions(context.Background())
+	if ex["op-1"] != 2 {
+		t.Fatalf("executions of op-1 = %d, want 2 (the bank counts; it does not prevent)", ex["op-1"])
+	}
+	acc, _ := f.bank.Account(context.Background(), a.ID, a.Accounts[0])
+	if acc.Balance != 400 {
+		t.Fatalf("balance = %d, want 400", acc.Balance)
+	}
+}
+
+func TestTransfer_RolledBackMovesNothing(t *testing.T) {
+	f := setup(t, 1000)
+	a, b := f.customers[0], f.customers[1]
+	req := bank.TransferRequest{From: a.Accounts[0], To: b.Accounts[0], Amount: 300, Metadata: map[string]string{"op": "op-1"}}
+	if _, err := f.transfer(t, a.ID, req, false); err != nil {
+		t.Fatal(err)
+	}
+	ex, _ := f.bank.Executions(context.Background())
+	acc, _ := f.bank.Account(context.Background(), a.ID, a.Accounts[0])
+	if ex["op-1"] != 0 || acc.Balance != 1000 {
+		t.Fatalf("after rollback: executions %d, balance %d", ex["op-1"], acc.Balance)
+	}
+}
+
+func TestTransfer_Problems(t *testing.T) {
+	f := setup(t, 1000)
+	a, b := f.customers[0], f.customers[1]
+	cases := []struct {
+		name     string
+		customer string
+		req      bank.TransferRequest
+		want     *problem.Type
+	}{
+		{"insufficient funds", a.ID, bank.TransferRequest{From: a.Accounts[0], To: b.Accounts[0], Amount: 1001}, problem.InsufficientFunds},
+		{"someone else's account", b.ID, bank.TransferRequest{From: a.Accounts[0], To: b.Accounts[0], Amount: 1}, problem.Forbidden},
+		{"unknown source", a.ID, bank.TransferRequest{From: "acc_none", To: b.Accounts[0], Amount: 1}, problem.UnknownAccount},
+		{"unknown destination", a.ID, bank.TransferRequest{From: a.Accounts[0], To: "acc_none", Amount: 1}, problem.UnknownAccount},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := f.transfer(t, tc.customer, tc.req, true); !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %s", err, tc.want.Name)
+			}
+			if err := f.bank.CheckTransfer(context.Background(), tc.customer, tc.req); tc.want != problem.InsufficientFunds && !errors.Is(err, tc.want) {
+				t.Fatalf("CheckTransfer err = %v, want %s", err, tc.want.Name)
+			}
+		})
+	}
+}
+
+func TestTransfer_InjectedFailureMovesNothing(t *testing.T) {
+	f := setup(t, 1000)
+	a, b := f.customers[0], f.customers[1]
+	f.faults.FailNext.Store(1)
+	req := bank.TransferRequest{From: a.Accounts[0], To: b.Accounts[0], Amount: 5}
+	if _, err := f.transfer(t, a.ID, req, true); !errors.Is(err, bank.ErrInjected) {
+		t.Fatalf("err = %v, want the injected failure", err)
+	}
+	if _, err := f.transfer(t, a.ID, req, true); err != nil {
+		t.Fatalf("the fault fired twice: %v", err)
+	}
+}
+
+func TestPopulation_IsAPureFunctionOfTheSeed(t *testing.T) {
+	p := bank.DefaultParams()
+	a, b := bank.Population(p), bank.Population(p)
+	if a[0].Token != b[0].Token || a[3].Accounts[1] != b[3].Accounts[1] {
+		t.Fatal("same seed, different population")
+	}
+	p.Seed++
+	if bank.Population(p)[0].Token == a[0].Token {
+		t.Fatal("another seed, same token")
+	}
+}

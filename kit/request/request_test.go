@@ -1,0 +1,115 @@
+package request_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"idemlab/kit/problem"
+	"idemlab/kit/request"
+)
+
+func post(body, contentType string) *http.Request {
+	r := httptest.NewRequest("POST", "/transfers", strings.NewReader(body))
+	if contentType != "" {
+		r.Header.Set("Content-Type", contentType)
+	}
+	return r
+}
+
+func TestTransfer_AcceptsEverySpellingOfAnInteger(t *testing.T) {
+	for _, amount := range []string{"300000", "3e5", "3E5", "3e+5", "300000.0", "3.0e5", "30000000e-2"} {
+		body := `{"from":"acc_a","to":"acc_b","amount":` + amount + `}`
+		req, raw, err := request.Transfer(post(body, "application/json; charset=UTF-8"))
+		if err != nil {
+			t.Errorf("amount %s: %v", amount, err)
+			continue
+		}
+		if req.Amount != 300000 {
+			t.Errorf("amount %s read as %d", amount, req.Amount)
+		}
+		if string(raw) != body {
+			t.Errorf("raw body changed: %q", raw)
+		}
+	}
+}
+
+func TestTransfer_RefusesWithTheRightProblem(t *testing.T) {
+	const ok = `"from":"acc_a","to":"acc_b"`
+	cases := []struct {
+		name, body, contentType string
+		want                    *problem.Type
+		detail                  string
+	}{
+		{"fraction", `{` + ok + `,"amount":0.5}`, "", problem.InvalidRequest, "whole number"},
+		{"negative", `{` + ok + `,"amount":-1}`, "", problem.InvalidRequest, "between 1"},
+		{"too large", `{` + ok + `,"amount":1e12}`, "", problem.InvalidRequest, "between 1"},
+		{"int64 overflow", `{` + ok + `,"amount":99999999999999999999}`, "", problem.InvalidRequest, "out of range"},
+		{"huge exponent", `{` + ok + `,"amount":1e999999999}`, "", problem.InvalidRequest, "out of range"},
+		{"tiny exponent", `{` + ok + `,"amount":1e-999999999}`, "", problem.InvalidRequest, "whole number"},
+		{"zero with huge exponent", `{` + ok + `,"amount":0e999999999}`, "", problem.InvalidRequest, "between 1"},
+		{"string amount", `{` + ok + `,"amount":"5"}`, "", problem.InvalidRequest, "a string"},
+		{"duplicate nested", `{` + ok + `,"amount":5,"metadata":{"a":"1","\u0061":"2"}}`, "", problem.InvalidRequest, "metadata.a"},
+		{"unknown member", `{` + ok + `,"amount":5,"fee":1}`, "", problem.InvalidRequest, `"fee"`},
+		{"same account", `{"from":"acc_a","to":"acc_a","amount":5}`, "", problem.InvalidRequest, "must differ"},
+		{"not an account id", `{"from":"a","to":"acc_b","amount":5}`, "", problem.InvalidRequest, "account id"},
+		{"null memo", `{` + ok + `,"amount":5,"memo":null}`, "", problem.InvalidRequest, "memo"},
+		{"invalid UTF-8", "{" + ok + `,"amount":5,"memo":"` + "\xff" + `"}`, "", problem.InvalidRequest, "UTF-8"},
+		{"no content type", `{` + ok + `,"amount":5}`, "-", problem.UnsupportedMediaType, "Content-Type"},
+		{"form", `a=b`, "application/x-www-form-urlencoded", problem.UnsupportedMediaType, ""},
+		{"other parameter", `{` + ok + `,"amount":5}`, "application/json; version=2", problem.UnsupportedMediaType, "version"},
+		{"over 16 KiB", `{` + ok + `,"amount":5,"memo":"` + strings.Repeat("a", 16<<10) + `"}`, "", problem.RequestTooLarge, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ct := tc.contentType
+			switch ct {
+			case "":
+				ct = "application/json"
+			case "-":
+				ct = ""
+			}
+			_, _, err := request.Transfer(post(tc.body, ct))
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %s", err, tc.want.Name)
+			}
+			if !strings.Contains(err.Error(), tc.detail) {
+				t.Errorf("detail %q does not say %q", err, tc.detail)
+			}
+		})
+	}
+}
+
+func TestTransfer_TruncatedBodyIsRefused(t *testing.T) {
+	body := `{"from":"acc_a","to":"acc_b","amount":5}`
+	r := post(body[:20], "application/json")
+	r.ContentLength = int64(len(body))
+	r.Body = io.NopCloser(truncated{strings.NewReader(body[:20])})
+	if _, _, err := request.Transfer(r); !errors.Is(err, problem.InvalidRequest) {
+		t.Fatalf("err = %v, want invalid-request", err)
+	}
+}
+
+// truncated ends early, as a body cut off by a dropped connection does.
+type truncated struct{ r *strings.Reader }
+
+func (t truncated) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if err != nil {
+		return n, io.ErrUnexpectedEOF
+	}
+	return n, nil
+}
+
+func TestDeposit_ReadsMetadata(t *testing.T) {
+	req, _, err := request.Deposit(post(`{"account":"acc_a","amount":10,"memo":"월세","metadata":{"op":"x"}}`, "application/json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Account != "acc_a" || req.Amount != 10 || req.Memo != "월세" || req.Metadata["op"] != "x" {
+		t.Fatalf("got %+v", req)
+	}
+}

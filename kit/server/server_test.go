@@ -1,0 +1,162 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"idemlab/kit/server"
+	"idemlab/kit/stage"
+	"idemlab/solutions/stage0"
+)
+
+func start(t *testing.T) (*server.Server, *httptest.Server) {
+	t.Helper()
+	srv, err := server.New(context.Background(), server.Options{DB: ":memory:", Stage: stage0.New, Lab: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	return srv, hs
+}
+
+func call(t *testing.T, hs *httptest.Server, method, path, token, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, hs.URL+path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hs.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestTwoServersInOneProcessShareNothing(t *testing.T) {
+	a, ha := start(t)
+	b, hb := start(t)
+	if a.AdminToken() == b.AdminToken() {
+		t.Fatal("two servers drew the same admin token")
+	}
+	if code, _ := call(t, ha, "POST", "/lab/reset", a.AdminToken(), `{"seed":7}`); code != 200 {
+		t.Fatalf("reset a: %d", code)
+	}
+	if code, _ := call(t, hb, "POST", "/lab/reset", a.AdminToken(), `{}`); code != 401 {
+		t.Fatalf("server b accepted server a's admin token: %d", code)
+	}
+	if code, _ := call(t, hb, "POST", "/lab/config", b.AdminToken(), `{"core_latency":"5ms"}`); code != 200 {
+		t.Fatalf("config b: %d", code)
+	}
+	_, cfg := call(t, ha, "GET", "/lab/config", a.AdminToken(), "")
+	if !strings.Contains(cfg, `"core_latency":"0s"`) {
+		t.Fatalf("server b's config leaked into a: %s", cfg)
+	}
+}
+
+func TestReset_SameSeedSameCustomers(t *testing.T) {
+	a, ha := start(t)
+	b, hb := start(t)
+	_, ra := call(t, ha, "POST", "/lab/reset", a.AdminToken(), `{"seed":42,"customers":3}`)
+	_, rb := call(t, hb, "POST", "/lab/reset", b.AdminToken(), `{"seed":42,"customers":3}`)
+	if ra != rb {
+		t.Fatalf("same seed, different populations:\n%s\n%s", ra, rb)
+	}
+	_, rc := call(t, hb, "POST", "/lab/reset", b.AdminToken(), `{"seed":43,"customers":3}`)
+	if rc == rb {
+		t.Fatal("another seed gave the same population")
+	}
+}
+
+func TestConfig_RefusesRetentionWithinRetryHorizon(t *testing.T) {
+	srv, hs := start(t)
+	code, body := call(t, hs, "POST", "/lab/config", srv.AdminToken(), `{"retention":"30m"}`)
+	if code != 400 || !strings.Contains(body, "retry_horizon") {
+		t.Fatalf("got %d %s; want 400 naming retry_horizon", code, body)
+	}
+	_, cfg := call(t, hs, "GET", "/lab/config", srv.AdminToken(), "")
+	if !strings.Contains(cfg, `"retention":"24h0m0s"`) {
+		t.Fatalf("a refused config changed something: %s", cfg)
+	}
+	bad := stage.Config{Retention: time.Hour, RetryHorizon: time.Hour, Lease: time.Second}
+	if _, err := server.New(context.Background(), server.Options{DB: ":memory:", Stage: stage0.New, Config: &bad}); err == nil {
+		t.Fatal("a server started with retention equal to the retry horizon")
+	}
+}
+
+func TestClock_AdvanceIsReportedInState(t *testing.T) {
+	srv, hs := start(t)
+	_, before := call(t, hs, "GET", "/lab/state", srv.AdminToken(), "")
+	code, _ := call(t, hs, "POST", "/lab/clock", srv.AdminToken(), `{"advance":"25h"}`)
+	if code != 200 {
+		t.Fatalf("advance: %d", code)
+	}
+	_, after := call(t, hs, "GET", "/lab/state", srv.AdminToken(), "")
+	var b, a struct{ Now time.Time }
+	json.Unmarshal([]byte(before), &b)
+	json.Unmarshal([]byte(after), &a)
+	if d := a.Now.Sub(b.Now); d < 25*time.Hour || d > 26*time.Hour {
+		t.Fatalf("state clock moved by %v, want 25h", d)
+	}
+}
+
+func TestLabEndpointsNeedTheAdminToken(t *testing.T) {
+	_, hs := start(t)
+	for _, path := range []string{"/lab/state", "/lab/config", "/lab/faults", "/lab/events"} {
+		if code, _ := call(t, hs, "GET", path, "", ""); code != 401 {
+			t.Errorf("GET %s without a token: %d, want 401", path, code)
+		}
+	}
+}
+
+func TestFaults_UnknownPointIsRefused(t *testing.T) {
+	srv, hs := start(t)
+	code, body := call(t, hs, "POST", "/lab/faults", srv.AdminToken(), `{"point":"crash-everywhere"}`)
+	if code != 400 || !strings.Contains(body, "crash-in-transfer") {
+		t.Fatalf("got %d %s; want 400 listing the points", code, body)
+	}
+}
+
+func TestEvents_RequestAndExecutionArePublished(t *testing.T) {
+	srv, hs := start(t)
+	_, reset := call(t, hs, "POST", "/lab/reset", srv.AdminToken(), `{"seed":3}`)
+	var pop struct {
+		Customers []struct {
+			Token    string
+			Accounts []string
+		}
+	}
+	json.Unmarshal([]byte(reset), &pop)
+	ch, cancel := srv.Events().Subscribe(16)
+	defer cancel()
+	c0, c1 := pop.Customers[0], pop.Customers[1]
+	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5,"metadata":{"op":"op-1"}}`
+	if code, b := call(t, hs, "POST", "/transfers", c0.Token, body); code != 201 {
+		t.Fatalf("transfer: %d %s", code, b)
+	}
+	kinds := map[string]json.RawMessage{}
+	deadline := time.After(5 * time.Second)
+	for len(kinds) < 2 {
+		select {
+		case ev := <-ch:
+			kinds[ev.Kind] = ev.Data
+		case <-deadline:
+			t.Fatalf("events seen: %v; want request and execution", kinds)
+		}
+	}
+	if !strings.Contains(string(kinds["execution"]), `"op":"op-1"`) || !strings.Contains(string(kinds["execution"]), `"count":1`) {
+		t.Errorf("execution event = %s", kinds["execution"])
+	}
+	if !strings.Contains(string(kinds["request"]), `"status":201`) {
+		t.Errorf("request event = %s", kinds["request"])
+	}
+}
