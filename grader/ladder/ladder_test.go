@@ -1,0 +1,154 @@
+package ladder_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"idemlab/grader"
+	"idemlab/grader/ladder"
+	sol0 "idemlab/solutions/stage0"
+	stg0 "idemlab/stages/stage0"
+)
+
+var rungs = []ladder.Rung{
+	{Stage: 0,
+		Solution: grader.Subject{Stage: 0, Name: "solutions/stage0", New: sol0.New, Tally: sol0.Tally},
+		Scaffold: grader.Subject{Stage: 0, Name: "stages/stage0", New: stg0.New, Tally: stg0.Tally}},
+}
+
+// TestLadder runs the matrix of SPEC section 7 and prints it.
+func TestLadder(t *testing.T) {
+	ctx := context.Background()
+	seed := grader.RunSeed()
+	rows := [][]string{{"stage", "solution N, checks <= N", "solution N-1, stage-N checks", "scaffold N, stage-N checks", "scaffold N, checks < N"}}
+	for i, r := range rungs {
+		n := r.Stage
+		if len(ladder.OfStage(n)) == 0 {
+			t.Errorf("stage %d has no checks", n)
+			continue
+		}
+		row := []string{fmt.Sprint(n)}
+
+		sol := ladder.Run(ctx, r.Solution, grader.Upto(n), seed)
+		row = append(row, verdict(sol, true))
+		for _, id := range sol.Failed {
+			t.Errorf("solution %d must pass %s:\n%s", n, id, sol.Errors[id])
+		}
+
+		if i == 0 {
+			row = append(row, "-")
+		} else {
+			prev := rungs[i-1].Solution
+			prev.Stage = n
+			below := ladder.Run(ctx, prev, ladder.OfStage(n), seed)
+			row = append(row, verdict(below, false))
+			if len(below.Failed) == 0 {
+				t.Errorf("solution %d passes every stage-%d check: the stage teaches nothing a check can see", n-1, n)
+			}
+		}
+
+		scaf := ladder.Run(ctx, r.Scaffold, ladder.OfStage(n), seed)
+		row = append(row, verdict(scaf, false))
+		if len(scaf.Failed) == 0 {
+			t.Errorf("the untouched scaffold of stage %d passes every stage-%d check", n, n)
+		}
+		earlier := ladder.Run(ctx, r.Scaffold, ladder.Before(n), seed)
+		row = append(row, verdict(earlier, true))
+		for _, id := range earlier.Failed {
+			t.Errorf("the scaffold of stage %d must pass the earlier check %s:\n%s", n, id, earlier.Errors[id])
+		}
+		rows = append(rows, row)
+	}
+	fmt.Printf("\nThe stage ladder (seed %d):\n", seed)
+	ladder.PrintMatrix(os.Stdout, rows)
+}
+
+// verdict renders a cell: for a subject that must pass, "pass (k)" or the
+// failures; for one that must fail, how many checks caught it.
+func verdict(c ladder.Cell, mustPass bool) string {
+	if len(c.Checks) == 0 {
+		return "-"
+	}
+	if mustPass {
+		if len(c.Failed) == 0 {
+			return fmt.Sprintf("pass (%d)", len(c.Checks))
+		}
+		return "FAILED " + strings.Join(c.Failed, ",")
+	}
+	if len(c.Failed) == 0 {
+		return "NOT CAUGHT"
+	}
+	return fmt.Sprintf("fails %d/%d", len(c.Failed), len(c.Checks))
+}
+
+// TestMutants builds every mutant and runs, in one go test, the check that
+// must catch each; it prints the mutant table.
+func TestMutants(t *testing.T) {
+	if len(ladder.Mutants) == 0 {
+		t.Fatal("no mutants")
+	}
+	root, err := grader.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := grader.RunSeed()
+	var pkgs []string
+	byPkg := map[string]ladder.Mutant{}
+	for _, m := range ladder.Mutants {
+		if _, ok := grader.Lookup(m.CaughtBy); !ok {
+			t.Errorf("mutant %s names no check: %s", m.Name, m.CaughtBy)
+			continue
+		}
+		pkg, err := ladder.Build(root, m, seed)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		pkgs = append(pkgs, pkg)
+		byPkg["idemlab/"+strings.TrimPrefix(pkg, "./")] = m
+	}
+	defer os.RemoveAll(root + "/" + ladder.Dir)
+	cmd := exec.Command("go", append([]string{"test", "-count=1", "-json"}, pkgs...)...)
+	cmd.Dir = root
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Run()
+	outcome := map[string]string{}
+	dec := json.NewDecoder(&out)
+	var logs = map[string]*strings.Builder{}
+	for dec.More() {
+		var ev struct{ Action, Package, Test, Output string }
+		if err := dec.Decode(&ev); err != nil {
+			t.Fatalf("go test -json output: %v\n%s", err, out.String())
+		}
+		if logs[ev.Package] == nil {
+			logs[ev.Package] = &strings.Builder{}
+		}
+		logs[ev.Package].WriteString(ev.Output)
+		if ev.Test == "" && (ev.Action == "pass" || ev.Action == "fail") {
+			outcome[ev.Package] = ev.Action
+		}
+	}
+	fmt.Printf("\nMutants (seed %d): each must be caught by its check\n", seed)
+	rows := [][]string{{"mutant", "bug", "caught by", "result"}}
+	for _, m := range ladder.Mutants {
+		pkg := "idemlab/" + ladder.Dir + "/" + m.Name
+		res := "caught"
+		if outcome[pkg] != "pass" {
+			res = "NOT CAUGHT"
+			log := ""
+			if logs[pkg] != nil {
+				log = logs[pkg].String()
+			}
+			t.Errorf("mutant %s (%s) was not caught by %s:\n%s", m.Name, m.Bug, m.CaughtBy, log)
+		}
+		rows = append(rows, []string{m.Name, m.Bug, m.CaughtBy, res})
+	}
+	ladder.PrintMatrix(os.Stdout, rows)
+}

@@ -1,0 +1,102 @@
+package ladder
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Mutant is a reference solution with one deliberate bug: a small textual
+// edit of one file. Each bug class of the idempotency design has one, and
+// the check named in CaughtBy must catch it.
+type Mutant struct {
+	// Name is short and names the bug, e.g. "check-then-insert".
+	Name string
+	// Bug says what the broken variant does, in one line.
+	Bug string
+	// Stage is the solution the mutant is made from.
+	Stage int
+	// File is the solution file to edit; Old must occur in it exactly once
+	// and is replaced by New.
+	File, Old, New string
+	// CaughtBy is the ID of the check that must fail on the mutant.
+	CaughtBy string
+}
+
+// Dir is where mutants are built, under the project root. Go's tools skip
+// directories that start with an underscore when they expand ./..., so
+// the mutants are never vetted, linted or tested by accident.
+const Dir = "_mutants"
+
+var packageLine = regexp.MustCompile(`(?m)^package \w+`)
+
+// Build writes mutant m as a package of its own under root/_mutants/NAME:
+// the solution's non-test files with the edit applied, and a test that
+// passes only if m.CaughtBy fails on it. It returns the package's import
+// path, or an error if the edit no longer applies (the solution changed).
+func Build(root string, m Mutant, seed uint64) (string, error) {
+	src := filepath.Join(root, "solutions", fmt.Sprintf("stage%d", m.Stage))
+	dst := filepath.Join(root, Dir, m.Name)
+	if err := os.RemoveAll(dst); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return "", err
+	}
+	files, err := filepath.Glob(filepath.Join(src, "*.go"))
+	if err != nil {
+		return "", err
+	}
+	applied := false
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		text := string(b)
+		if filepath.Base(f) == m.File {
+			if n := strings.Count(text, m.Old); n != 1 {
+				return "", fmt.Errorf("mutant %s: the text to replace occurs %d times in %s (want once); update the mutant", m.Name, n, f)
+			}
+			text = strings.Replace(text, m.Old, m.New, 1)
+			applied = true
+		}
+		text = packageLine.ReplaceAllString(text, "package mutant")
+		if err := os.WriteFile(filepath.Join(dst, filepath.Base(f)), []byte(text), 0o644); err != nil {
+			return "", err
+		}
+	}
+	if !applied {
+		return "", fmt.Errorf("mutant %s: solutions/stage%d has no file %s", m.Name, m.Stage, m.File)
+	}
+	test := fmt.Sprintf(`package mutant
+
+import (
+	"context"
+	"testing"
+
+	"idemlab/grader"
+)
+
+// TestCaught passes only if check %[1]s fails on this mutant.
+func TestCaught(t *testing.T) {
+	c, ok := grader.Lookup(%[1]q)
+	if !ok {
+		t.Fatal("no check %[1]s")
+	}
+	subject := grader.Subject{Stage: %[2]d, Name: "mutant %[3]s", New: New}
+	if r := grader.RunCheck(context.Background(), subject, c, %[4]d, grader.InProcess); r.Passed() {
+		t.Fatal("mutant %[3]s (%[5]s) was not caught by %[1]s")
+	}
+}
+`, m.CaughtBy, m.Stage, m.Name, seed, m.Bug)
+	if err := os.WriteFile(filepath.Join(dst, "caught_test.go"), []byte(test), 0o644); err != nil {
+		return "", err
+	}
+	return "./" + Dir + "/" + m.Name, nil
+}
