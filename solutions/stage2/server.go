@@ -1,0 +1,116 @@
+// Package stage2 claims each request's Idempotency-Key under a UNIQUE
+// constraint and stores with it a fingerprint of what the request asked
+// for. A retry with the key is told the key was already used; a different
+// request under the same key (an edited amount, another account) is told
+// the key was reused for something else.
+package stage2
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+
+	"idemlab/kit/auth"
+	"idemlab/kit/idemkey"
+	"idemlab/kit/problem"
+	"idemlab/kit/request"
+	"idemlab/kit/respond"
+	"idemlab/kit/stage"
+)
+
+// Server holds the handlers of stage 2.
+type Server struct {
+	env stage.Env
+}
+
+// New creates the key table if it does not exist and returns the handlers.
+// It returns an error if the table cannot be created.
+func New(ctx context.Context, env stage.Env) (stage.Handlers, error) {
+	if err := createKeyTable(ctx, env.DB); err != nil {
+		return nil, err
+	}
+	return &Server{env: env}, nil
+}
+
+// operation is one business write: it runs inside tx on behalf of customer
+// and returns the response body and the new resource's location.
+type operation func(ctx context.Context, tx *sql.Tx, customer string) (body any, location string, err error)
+
+// Transfer executes a transfer once per Idempotency-Key. A retry with the
+// same key and body gets 409 duplicate-request, one with the same key and
+// another body gets 422 idempotency-key-reused; neither moves anything.
+func (s *Server) Transfer(w http.ResponseWriter, r *http.Request) {
+	req, raw, err := request.Transfer(r)
+	if err == nil {
+		err = s.env.Bank.CheckTransfer(r.Context(), auth.Customer(r.Context()), req)
+	}
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	s.serve(w, r, raw, func(ctx context.Context, tx *sql.Tx, customer string) (any, string, error) {
+		t, err := s.env.Bank.Transfer(ctx, tx, customer, req)
+		return t, "/transfers/" + t.ID, err
+	})
+}
+
+// Deposit executes a deposit once per Idempotency-Key, like Transfer.
+func (s *Server) Deposit(w http.ResponseWriter, r *http.Request) {
+	req, raw, err := request.Deposit(r)
+	if err == nil {
+		err = s.env.Bank.CheckDeposit(r.Context(), auth.Customer(r.Context()), req)
+	}
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	s.serve(w, r, raw, func(ctx context.Context, tx *sql.Tx, customer string) (any, string, error) {
+		d, err := s.env.Bank.Deposit(ctx, tx, customer, req)
+		return d, "/deposits/" + d.ID, err
+	})
+}
+
+// serve reads the request's key and fingerprints its raw body, waits on
+// the core, then claims the key and runs op in one transaction: the claim
+// and the money commit together or not at all, so a failed transfer leaves
+// no claim behind.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, raw []byte, op operation) {
+	ctx := r.Context()
+	// The key is read before anything is claimed: a request without a
+	// usable key is refused with nothing stored.
+	key, err := idemkey.FromRequest(r)
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	fp, err := fingerprint(raw)
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	if err := s.env.Bank.CallCore(ctx); err != nil {
+		problem.Write(w, err)
+		return
+	}
+	tx, err := s.env.DB.BeginTx(ctx, nil)
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	defer tx.Rollback()
+	if err := claim(ctx, tx, key, fp, s.env.Clock.Now()); err != nil {
+		problem.Write(w, err)
+		return
+	}
+	body, location, err := op(ctx, tx, auth.Customer(ctx))
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		problem.Write(w, err)
+		return
+	}
+	w.Header().Set("Location", location)
+	respond.JSON(w, http.StatusCreated, body)
+}

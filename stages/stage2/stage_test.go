@@ -1,0 +1,14 @@
+package stage2_test
+
+import (
+	"testing"
+
+	"idemlab/grader"
+	"idemlab/solutions/stage2"
+)
+
+var subject = grader.Subject{Stage: 2, Name: "solutions/stage2", New: stage2.New}
+
+func TestMain(m *testing.M) { grader.Main(m, subject) }
+
+func TestStage(t *testing.T) { grader.TestStage(t, subject) }
