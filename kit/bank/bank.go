@@ -17,10 +17,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"idemlab/kit/clock"
+	"idemlab/kit/fault"
 	"idemlab/kit/problem"
 	"idemlab/kit/sqlitedb"
 )
@@ -75,11 +75,11 @@ type Account struct {
 // Faults are the business-write faults lab mode arms. The zero value
 // injects nothing.
 type Faults struct {
-	// FailNext is how many more business writes return an internal error.
-	FailNext atomic.Int64
-	// CrashNext is how many more business writes end the process (through
-	// Crash) after their writes and before their commit.
-	CrashNext atomic.Int64
+	// FailNext counts down the business writes that return an internal error.
+	FailNext fault.Countdown
+	// CrashNext counts down the business writes that end the process
+	// (through Crash) after their writes and before their commit.
+	CrashNext fault.Countdown
 	// Crash ends the process; it is called with the fault point's name.
 	Crash func(point string)
 }
@@ -220,25 +220,16 @@ func (b *Bank) Deposit(ctx context.Context, tx *sql.Tx, customer string, req Dep
 }
 
 func (b *Bank) injectFailure() error {
-	if b.faults == nil || b.faults.FailNext.Load() <= 0 {
-		return nil
+	if b.faults != nil && b.faults.FailNext.Fire() {
+		return ErrInjected
 	}
-	if b.faults.FailNext.Add(-1) < 0 {
-		b.faults.FailNext.Store(0)
-		return nil
-	}
-	return ErrInjected
+	return nil
 }
 
 func (b *Bank) injectCrash() {
-	if b.faults == nil || b.faults.CrashNext.Load() <= 0 {
-		return
+	if b.faults != nil && b.faults.CrashNext.Fire() {
+		b.faults.Crash("crash-in-transfer")
 	}
-	if b.faults.CrashNext.Add(-1) < 0 {
-		b.faults.CrashNext.Store(0)
-		return
-	}
-	b.faults.Crash("crash-in-transfer")
 }
 
 // querier is a *sql.DB or a *sql.Tx.

@@ -125,7 +125,7 @@ func TestTransfer_Problems(t *testing.T) {
 func TestTransfer_InjectedFailureMovesNothing(t *testing.T) {
 	f := setup(t, 1000)
 	a, b := f.customers[0], f.customers[1]
-	f.faults.FailNext.Store(1)
+	f.faults.FailNext.Arm(1)
 	req := bank.TransferRequest{From: a.Accounts[0], To: b.Accounts[0], Amount: 5}
 	if _, err := f.transfer(t, a.ID, req, true); !errors.Is(err, bank.ErrInjected) {
 		t.Fatalf("err = %v, want the injected failure", err)

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"sync/atomic"
 
 	"idemlab/kit/bank"
+	"idemlab/kit/fault"
 	"idemlab/kit/sqlitedb"
 )
 
@@ -27,8 +27,8 @@ var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, Fa
 type Faults struct {
 	Bank                *bank.Faults
 	db                  *sqlitedb.DB
-	crashAfterCommit    atomic.Int64
-	crashBeforeResponse atomic.Int64
+	crashAfterCommit    fault.Countdown
+	crashBeforeResponse fault.Countdown
 	crash               func(point string)
 }
 
@@ -43,24 +43,11 @@ func NewFaults(db *sqlitedb.DB, crash func(point string)) *Faults {
 	crash = crashAndAbort
 	f := &Faults{Bank: &bank.Faults{Crash: crash}, db: db, crash: crash}
 	db.OnBusinessCommit(func() {
-		if take(&f.crashAfterCommit) {
+		if f.crashAfterCommit.Fire() {
 			crash(CrashAfterCommit)
 		}
 	})
 	return f
-}
-
-// take uses one unit of an armed count, reporting whether there was one.
-func take(n *atomic.Int64) bool {
-	for {
-		v := n.Load()
-		if v <= 0 {
-			return false
-		}
-		if n.CompareAndSwap(v, v-1) {
-			return true
-		}
-	}
 }
 
 // Arm arms count occurrences of point (0 disarms it). It returns an error
@@ -71,13 +58,13 @@ func (f *Faults) Arm(point string, count int64) error {
 	}
 	switch point {
 	case CrashInTransfer:
-		f.Bank.CrashNext.Store(count)
+		f.Bank.CrashNext.Arm(count)
 	case CrashAfterCommit:
-		f.crashAfterCommit.Store(count)
+		f.crashAfterCommit.Arm(count)
 	case CrashBeforeResponse:
-		f.crashBeforeResponse.Store(count)
+		f.crashBeforeResponse.Arm(count)
 	case FailInTransfer:
-		f.Bank.FailNext.Store(count)
+		f.Bank.FailNext.Arm(count)
 	case StoreUnavailable:
 		f.db.FailKeyStore(count)
 	default:
@@ -89,10 +76,10 @@ func (f *Faults) Arm(point string, count int64) error {
 // Armed reports the faults still armed and how many times each will fire.
 func (f *Faults) Armed() []ArmedFault {
 	counts := map[string]int64{
-		CrashInTransfer:     f.Bank.CrashNext.Load(),
-		CrashAfterCommit:    f.crashAfterCommit.Load(),
-		CrashBeforeResponse: f.crashBeforeResponse.Load(),
-		FailInTransfer:      f.Bank.FailNext.Load(),
+		CrashInTransfer:     f.Bank.CrashNext.Left(),
+		CrashAfterCommit:    f.crashAfterCommit.Left(),
+		CrashBeforeResponse: f.crashBeforeResponse.Left(),
+		FailInTransfer:      f.Bank.FailNext.Left(),
 		StoreUnavailable:    f.db.KeyStoreFailuresLeft(),
 	}
 	out := []ArmedFault{}
@@ -114,7 +101,7 @@ type ArmedFault struct {
 // BeforeResponse fires crash-before-response if it is armed. The server
 // calls it after the handler returned and before a byte is sent.
 func (f *Faults) BeforeResponse() {
-	if take(&f.crashBeforeResponse) {
+	if f.crashBeforeResponse.Fire() {
 		f.crash(CrashBeforeResponse)
 	}
 }

@@ -93,14 +93,10 @@ func dedupe(rows []int64) []int64 {
 func (c *conn) Unwrap() driver.Conn { return c.inner }
 
 func (c *conn) checkKeyStore(query string) error {
-	if c.hooks.keyStoreFailures.Load() <= 0 {
+	if c.hooks.keyStoreFailures.Left() <= 0 || !strings.Contains(strings.ToLower(query), keyTable) {
 		return nil
 	}
-	if !strings.Contains(strings.ToLower(query), keyTable) {
-		return nil
-	}
-	if c.hooks.keyStoreFailures.Add(-1) < 0 {
-		c.hooks.keyStoreFailures.Store(0)
+	if !c.hooks.keyStoreFailures.Fire() {
 		return nil
 	}
 	return ErrKeyStoreUnavailable

@@ -21,6 +21,8 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"idemlab/kit/fault"
 )
 
 // DB is an open lab database: the *sql.DB every package uses, plus the fault
@@ -42,16 +44,16 @@ type Hooks struct {
 	// KeyRowsChanged, when set, receives the rowids of idempotency_keys rows
 	// that a committed transaction inserted, updated or deleted.
 	KeyRowsChanged atomic.Pointer[func(rowids []int64)]
-	// keyStoreFailures is how many more statements touching the key table fail.
-	keyStoreFailures atomic.Int64
+	// keyStoreFailures counts down the statements touching the key table that fail.
+	keyStoreFailures fault.Countdown
 }
 
 // FailKeyStore makes the next n statements that touch the idempotency_keys
 // table fail with ErrKeyStoreUnavailable.
-func (db *DB) FailKeyStore(n int64) { db.hooks.keyStoreFailures.Store(n) }
+func (db *DB) FailKeyStore(n int64) { db.hooks.keyStoreFailures.Arm(n) }
 
 // KeyStoreFailuresLeft reports how many key-store statements will still fail.
-func (db *DB) KeyStoreFailuresLeft() int64 { return db.hooks.keyStoreFailures.Load() }
+func (db *DB) KeyStoreFailuresLeft() int64 { return db.hooks.keyStoreFailures.Left() }
 
 // OnBusinessCommit sets the function that runs right after a transaction
 // carrying a business write commits; nil removes it.
