@@ -1,0 +1,14 @@
+package stage3_test
+
+import (
+	"testing"
+
+	"idemlab/grader"
+	"idemlab/solutions/stage3"
+)
+
+var subject = grader.Subject{Stage: 3, Name: "solutions/stage3", New: stage3.New}
+
+func TestMain(m *testing.M) { grader.Main(m, subject) }
+
+func TestStage(t *testing.T) { grader.TestStage(t, subject) }
