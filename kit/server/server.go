@@ -228,6 +228,10 @@ func (s *Server) Events() *events.Hub { return s.hub }
 // Lab is the server's lab controller: reset, state, clock, config, faults.
 func (s *Server) Lab() *labctl.Controller { return s.ctl }
 
+// Commits reports how many transactions have committed on the server's
+// database (see sqlitedb.DB.Commits).
+func (s *Server) Commits() int64 { return s.db.Commits() }
+
 // Close stops the server's background work and closes its database.
 func (s *Server) Close() error {
 	close(s.stop)

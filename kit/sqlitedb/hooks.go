@@ -142,7 +142,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err == nil && isBusinessWrite(ctx) {
 		c.business = true
 	}
-	c.afterStatement(err)
+	c.afterStatement(res, err)
 	return res, err
 }
 
@@ -155,13 +155,16 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 
 // afterStatement ends an autocommit statement: outside a transaction, a
 // statement that succeeded has committed.
-func (c *conn) afterStatement(err error) {
+func (c *conn) afterStatement(res driver.Result, err error) {
 	if c.inTx {
 		return
 	}
 	if err != nil {
 		c.keyRows = nil
 		return
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		c.hooks.commits.Add(1)
 	}
 	c.committed()
 }
@@ -188,6 +191,7 @@ func (t *tx) Commit() error {
 		t.conn.keyRows = nil
 		return err
 	}
+	t.conn.hooks.commits.Add(1)
 	t.conn.committed()
 	if business {
 		if fn := t.conn.hooks.AfterBusinessCommit.Load(); fn != nil {
@@ -218,7 +222,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	if err == nil && isBusinessWrite(ctx) {
 		s.conn.business = true
 	}
-	s.conn.afterStatement(err)
+	s.conn.afterStatement(res, err)
 	return res, err
 }
 

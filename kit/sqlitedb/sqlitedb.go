@@ -44,6 +44,9 @@ type Hooks struct {
 	// KeyRowsChanged, when set, receives the rowids of idempotency_keys rows
 	// that a committed transaction inserted, updated or deleted.
 	KeyRowsChanged atomic.Pointer[func(rowids []int64)]
+	// commits counts the transactions committed (explicit ones and
+	// autocommit statements that wrote).
+	commits atomic.Int64
 	// keyStoreFailures counts down the statements touching the key table that fail.
 	keyStoreFailures fault.Countdown
 }
@@ -76,6 +79,11 @@ func (db *DB) OnKeyRowsChanged(fn func(rowids []int64)) {
 	}
 	db.hooks.KeyRowsChanged.Store(&fn)
 }
+
+// Commits reports how many transactions have committed on db: explicit
+// transactions, and statements outside one that changed rows. The
+// benchmarks report it per request: each commit is a disk sync.
+func (db *DB) Commits() int64 { return db.hooks.commits.Load() }
 
 // Open opens (creating if needed) the SQLite database at path. The path
 // ":memory:" gives a private in-memory database that still allows many
