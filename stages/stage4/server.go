@@ -1,0 +1,156 @@
+// Package stage4 answers a retry with the answer its original got. The
+// response (status, Content-Type, Location and the exact body bytes) is
+// stored with the key in the transaction that moves the money, and a retry
+// of a completed key gets it again, byte for byte, marked
+// Idempotent-Replayed. A refusal for insufficient funds is an answer too:
+// it is stored and replayed like a success.
+//
+// As handed out, it is the solution of stage 3: a retry of a completed key
+// is told 409 duplicate-request, so a client whose answer got lost never
+// learns the transfer's id, and a refusal for insufficient funds is not
+// remembered. The TODO(stage 4) markers say what to change.
+package stage4
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+
+	"idemlab/kit/auth"
+	"idemlab/kit/idemkey"
+	"idemlab/kit/problem"
+	"idemlab/kit/request"
+	"idemlab/kit/respond"
+	"idemlab/kit/stage"
+)
+
+// Server holds the handlers of stage 4.
+type Server struct {
+	env stage.Env
+}
+
+// New creates the key table if it does not exist and returns the handlers.
+// It returns an error if the table cannot be created.
+func New(ctx context.Context, env stage.Env) (stage.Handlers, error) {
+	if err := createKeyTable(ctx, env.DB); err != nil {
+		return nil, err
+	}
+	return &Server{env: env}, nil
+}
+
+// operation is one business write: it runs inside tx on behalf of customer
+// and returns the response body and the new resource's location.
+type operation func(ctx context.Context, tx *sql.Tx, customer string) (body any, location string, err error)
+
+// Transfer executes a transfer once per Idempotency-Key. A retry with the
+// same key and body gets 409 request-in-progress while the original runs
+// and the original's stored response after; one with the same key and
+// another body gets 422 idempotency-key-reused. None of them moves
+// anything.
+func (s *Server) Transfer(w http.ResponseWriter, r *http.Request) {
+	req, raw, err := request.Transfer(r)
+	if err == nil {
+		err = s.env.Bank.CheckTransfer(r.Context(), auth.Customer(r.Context()), req)
+	}
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	s.serve(w, r, raw, func(ctx context.Context, tx *sql.Tx, customer string) (any, string, error) {
+		t, err := s.env.Bank.Transfer(ctx, tx, customer, req)
+		return t, "/transfers/" + t.ID, err
+	})
+}
+
+// Deposit executes a deposit once per Idempotency-Key, like Transfer.
+func (s *Server) Deposit(w http.ResponseWriter, r *http.Request) {
+	req, raw, err := request.Deposit(r)
+	if err == nil {
+		err = s.env.Bank.CheckDeposit(r.Context(), auth.Customer(r.Context()), req)
+	}
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	s.serve(w, r, raw, func(ctx context.Context, tx *sql.Tx, customer string) (any, string, error) {
+		d, err := s.env.Bank.Deposit(ctx, tx, customer, req)
+		return d, "/deposits/" + d.ID, err
+	})
+}
+
+// serve reads the request's key and fingerprints its raw body, claims the
+// key as in progress, and executes op. If op fails, no money moved, and
+// the claim is released so that a retry executes.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, raw []byte, op operation) {
+	ctx := r.Context()
+	key, err := idemkey.FromRequest(r)
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	fp, err := fingerprint(raw)
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	// The claim commits on its own, before the slow call to the core: from
+	// here on, a retry finds the key in progress instead of waiting behind
+	// our transaction.
+	// TODO(stage 4): a claim that finds the key completed no longer fails
+	// with 409 duplicate-request: it hands back the stored response, and
+	// serve sends it again with response.write(w, true), and stops.
+	id, err := claim(ctx, s.env.DB, key, fp, s.env.Clock.Now())
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	body, location, err := s.execute(ctx, id, op)
+	if err != nil {
+		// The transaction rolled back, so no money moved. The release must
+		// happen even if the client has gone away, hence WithoutCancel.
+		release(context.WithoutCancel(ctx), s.env.DB, id)
+		problem.Write(w, err)
+		return
+	}
+	// TODO(stage 4): send the response that execute stored, with
+	// response.write(w, false): the same bytes every replay will get.
+	w.Header().Set("Location", location)
+	respond.JSON(w, http.StatusCreated, body)
+}
+
+// execute waits on the core, then runs op and marks the key id completed
+// in one transaction: the money moves and the key is completed together,
+// or neither happens. It returns op's error, or the core's, or 503 if the
+// key could not be completed.
+//
+// TODO(stage 4): make the response here, inside the transaction, and
+// store it with the completion; return it instead of body and location.
+// For a success, render the body once with respond.Marshal: those bytes
+// are stored and sent, so a replay is byte for byte the first answer
+// (status 201, respond.ContentType, the Location). Insufficient funds
+// (errors.Is(err, problem.InsufficientFunds)) is a business outcome, not a
+// failure: no money moved, and that is this request's answer for good,
+// even if money arrives later. Render it with problem.Marshal, store it
+// (problem.ContentType, no Location) and complete the key with it. Every
+// other error still rolls back, and the claim is released.
+func (s *Server) execute(ctx context.Context, id int64, op operation) (any, string, error) {
+	if err := s.env.Bank.CallCore(ctx); err != nil {
+		return nil, "", err
+	}
+	tx, err := s.env.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	defer tx.Rollback()
+	body, location, err := op(ctx, tx, auth.Customer(ctx))
+	if err != nil {
+		return nil, "", err
+	}
+	if err := complete(ctx, tx, id, s.env.Clock.Now()); err != nil {
+		return nil, "", err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, "", err
+	}
+	return body, location, nil
+}

@@ -1,0 +1,14 @@
+package stage4_test
+
+import (
+	"testing"
+
+	"idemlab/grader"
+	"idemlab/solutions/stage4"
+)
+
+var subject = grader.Subject{Stage: 4, Name: "solutions/stage4", New: stage4.New}
+
+func TestMain(m *testing.M) { grader.Main(m, subject) }
+
+func TestStage(t *testing.T) { grader.TestStage(t, subject) }
