@@ -1,0 +1,225 @@
+// Package dayplan is the day plan of SPEC section 6: a business day of
+// money-moving requests written down before any server exists, with what
+// the network and the people will do to each of them.
+//
+// A plan is JSON Lines. The first line is a Header (format, version, seed,
+// parameters, the command that made it); every other line is one logical
+// operation (an Op): when it starts, who sends it, to which endpoint, with
+// which Idempotency-Key and body, and its Fate: the failure points its
+// attempts meet, whether it is double-clicked, whether a clerk resubmits it
+// with the same key and an edited amount, whether it is retried after the
+// retention period. The same seed gives the same bytes.
+package dayplan
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"idemlab/kit/bank"
+)
+
+// Format and Version name the file format in every header.
+const (
+	Format  = "idemlab-day-plan"
+	Version = 1
+)
+
+// Point is one of the seven failure points of a remote call (SPEC
+// section 4), as the client's side of the wire sees it.
+type Point string
+
+// The seven failure points, in the order SPEC section 4 numbers them.
+const (
+	// ConnectFails: the connection cannot be made; nothing was sent.
+	ConnectFails Point = "connect-fails"
+	// NeverArrives: the request was sent but was lost before the server.
+	NeverArrives Point = "never-arrives"
+	// TruncatedBody: the server receives only part of the body. It must
+	// answer 400 and execute nothing; the client sees the connection break.
+	TruncatedBody Point = "truncated-body"
+	// Shed503: a load balancer sheds the request with 503 before the server.
+	Shed503 Point = "shed-503"
+	// Server5xx: the server fails with a 500 before doing any work.
+	Server5xx Point = "server-5xx"
+	// ResetAfterProcessing: the server processed the request, then the
+	// connection was reset before the client read the response.
+	ResetAfterProcessing Point = "reset-after-processing"
+	// ResponseWithheld: the server processed the request but the response
+	// never came; the client gave up when its timeout expired.
+	ResponseWithheld Point = "response-withheld"
+)
+
+// Points lists the seven failure points in SPEC order.
+var Points = []Point{ConnectFails, NeverArrives, TruncatedBody, Shed503, Server5xx, ResetAfterProcessing, ResponseWithheld}
+
+// Reached reports whether the server ran the request at this point; the
+// points where it did, and the client does not know, are the ones that
+// move money twice when the retry is executed again.
+func (p Point) Reached() bool { return p == ResetAfterProcessing || p == ResponseWithheld }
+
+// Valid reports whether p is one of the seven points.
+func (p Point) Valid() bool {
+	for _, q := range Points {
+		if p == q {
+			return true
+		}
+	}
+	return false
+}
+
+// The endpoints a plan sends to.
+const (
+	Transfers = "/transfers"
+	Deposits  = "/deposits"
+)
+
+// Header is a plan's first line.
+type Header struct {
+	Format  string `json:"format"`
+	Version int    `json:"version"`
+	Seed    uint64 `json:"seed"`
+	Params  Params `json:"params"`
+	// Command is the command that makes this plan again, byte for byte.
+	Command string `json:"command"`
+}
+
+// Op is one logical operation of the day.
+type Op struct {
+	// N numbers the operations from 1 in the order they start.
+	N int `json:"n"`
+	// At is when the operation starts, from the start of the day.
+	At Duration `json:"at"`
+	// Op names the operation; the body carries it as metadata.op, which is
+	// how the kit counts its executions.
+	Op       string `json:"op"`
+	Customer string `json:"customer"`
+	// Endpoint is Transfers or Deposits.
+	Endpoint string `json:"endpoint"`
+	Key      string `json:"key"`
+	// Body is the body of the first attempt, byte for byte.
+	Body json.RawMessage `json:"body"`
+	// Amount is the body's amount, for readers and reconciliation.
+	Amount int64 `json:"amount"`
+	Fate   Fate  `json:"fate"`
+}
+
+// Fate is what will happen to an operation.
+type Fate struct {
+	// Faults are the failure points met by the first attempts, in order;
+	// the attempt after the last one goes through.
+	Faults []Point `json:"faults,omitempty"`
+	// RetryBody, when set, is how retries spell the same request: another
+	// client library's member order, whitespace, escapes and number form.
+	// It is the same request in RFC 8785 canonical form.
+	RetryBody string `json:"retry_body,omitempty"`
+	// DoubleClick: a second, identical request leaves together with the first.
+	DoubleClick bool `json:"double_click,omitempty"`
+	// EditedAmount, when not zero, is the amount of a clerk's resubmission
+	// with the same key after the operation is over: a different request.
+	EditedAmount int64 `json:"edited_amount,omitempty"`
+	// LateRetry: the same request is sent again after the retention period
+	// (Params.LateAfter later), when the server may have forgotten the key.
+	LateRetry bool `json:"late_retry,omitempty"`
+}
+
+// Plan is a header and its operations.
+type Plan struct {
+	Header Header
+	Ops    []Op
+}
+
+// Duration is a time.Duration written as Go writes it ("1h2m3.5s").
+type Duration time.Duration
+
+// MarshalJSON writes d as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a string time.ParseDuration accepts.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Write writes the plan as JSON Lines. HTML characters are not escaped,
+// so that bodies read as they are sent.
+func (p *Plan) Write(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p.Header); err != nil {
+		return fmt.Errorf("write plan header: %w", err)
+	}
+	for i := range p.Ops {
+		if err := enc.Encode(&p.Ops[i]); err != nil {
+			return fmt.Errorf("write op %d: %w", p.Ops[i].N, err)
+		}
+	}
+	return bw.Flush()
+}
+
+// Bytes is the plan as Write writes it.
+func (p *Plan) Bytes() []byte {
+	var b bytes.Buffer
+	p.Write(&b) // writing to memory cannot fail
+	return b.Bytes()
+}
+
+// Read reads a plan. It returns an error naming the line for a header of
+// another format or version, or a line that is not an operation.
+func Read(r io.Reader) (*Plan, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	if !sc.Scan() {
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("read plan: %w", err)
+		}
+		return nil, errors.New("read plan: empty file, want a header line")
+	}
+	var p Plan
+	if err := json.Unmarshal(sc.Bytes(), &p.Header); err != nil {
+		return nil, fmt.Errorf("plan line 1 (header): %w", err)
+	}
+	if p.Header.Format != Format || p.Header.Version != Version {
+		return nil, fmt.Errorf("plan line 1: format %q version %d, want %q version %d (is this a day plan? lab gen makes one)",
+			p.Header.Format, p.Header.Version, Format, Version)
+	}
+	for line := 2; sc.Scan(); line++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var op Op
+		if err := json.Unmarshal(sc.Bytes(), &op); err != nil {
+			return nil, fmt.Errorf("plan line %d: %w", line, err)
+		}
+		for _, f := range op.Fate.Faults {
+			if !f.Valid() {
+				return nil, fmt.Errorf("plan line %d: unknown failure point %q", line, f)
+			}
+		}
+		if op.Endpoint != Transfers && op.Endpoint != Deposits {
+			return nil, fmt.Errorf("plan line %d: endpoint %q, want %s or %s", line, op.Endpoint, Transfers, Deposits)
+		}
+		p.Ops = append(p.Ops, op)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	return &p, nil
+}
+
+// Customers is the plan's population: the customers, tokens and accounts a
+// lab reset with the plan's parameters creates.
+func (p *Plan) Customers() []bank.Customer { return bank.Population(p.Header.Params.Reset) }

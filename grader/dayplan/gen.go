@@ -1,0 +1,255 @@
+package dayplan
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"idemlab/kit/bank"
+)
+
+// Params shape a generated day. Rates are shares of operations in 0..1.
+type Params struct {
+	Ops int `json:"ops"`
+	// Reset is the lab reset the plan is drawn for (POST /lab/reset); its
+	// seed is the plan's.
+	Reset bank.Params `json:"reset"`
+	// Day is the span the operations' start times are spread over.
+	Day Duration `json:"day"`
+	// FaultRate is the share of operations whose first attempt meets a
+	// failure point (some meet several in a row).
+	FaultRate float64 `json:"fault_rate"`
+	// RespellRate is the share of retried operations whose retries spell
+	// the body differently.
+	RespellRate     float64 `json:"respell_rate"`
+	DoubleClickRate float64 `json:"double_click_rate"`
+	EditRate        float64 `json:"edit_rate"`
+	LateRetryRate   float64 `json:"late_retry_rate"`
+	DepositRate     float64 `json:"deposit_rate"`
+	// LateAfter is how long after the day the late retries come: longer
+	// than the default retention of 24h.
+	LateAfter Duration `json:"late_after"`
+}
+
+// DefaultParams are the parameters of lab gen without flags.
+func DefaultParams(seed uint64, ops int) Params {
+	reset := bank.DefaultParams()
+	reset.Seed = seed
+	reset.Customers = 8
+	return Params{
+		Ops: ops, Reset: reset, Day: Duration(10 * time.Hour),
+		FaultRate: 0.25, RespellRate: 0.4, DoubleClickRate: 0.03, EditRate: 0.02,
+		LateRetryRate: 0.01, DepositRate: 0.15, LateAfter: Duration(25 * time.Hour),
+	}
+}
+
+// Command is the lab gen command line that makes a plan with p again: the
+// seed and size, and every flag whose value is not the default.
+func (p Params) Command() string {
+	d := DefaultParams(p.Reset.Seed, p.Ops)
+	args := []string{"lab gen", "--seed", strconv.FormatUint(p.Reset.Seed, 10), "--ops", strconv.Itoa(p.Ops)}
+	num := func(flag string, v, def float64) {
+		if v != def {
+			args = append(args, flag, strconv.FormatFloat(v, 'g', -1, 64))
+		}
+	}
+	num("--customers", float64(p.Reset.Customers), float64(d.Reset.Customers))
+	num("--accounts", float64(p.Reset.AccountsPerCustomer), float64(d.Reset.AccountsPerCustomer))
+	num("--opening-balance", float64(p.Reset.OpeningBalance), float64(d.Reset.OpeningBalance))
+	num("--fault-rate", p.FaultRate, d.FaultRate)
+	num("--respell-rate", p.RespellRate, d.RespellRate)
+	num("--double-click-rate", p.DoubleClickRate, d.DoubleClickRate)
+	num("--edit-rate", p.EditRate, d.EditRate)
+	num("--late-rate", p.LateRetryRate, d.LateRetryRate)
+	num("--deposit-rate", p.DepositRate, d.DepositRate)
+	return strings.Join(args, " ")
+}
+
+// Validate reports the first parameter out of range.
+func (p Params) Validate() error {
+	if p.Ops < 1 || p.Ops > 10_000_000 {
+		return fmt.Errorf("ops must be 1..10000000, got %d", p.Ops)
+	}
+	if err := p.Reset.Validate(); err != nil {
+		return err
+	}
+	if p.Reset.Customers < 2 {
+		return fmt.Errorf("a day needs at least 2 customers, got %d", p.Reset.Customers)
+	}
+	for _, r := range []struct {
+		name string
+		v    float64
+	}{{"fault-rate", p.FaultRate}, {"respell-rate", p.RespellRate}, {"double-click-rate", p.DoubleClickRate},
+		{"edit-rate", p.EditRate}, {"late-rate", p.LateRetryRate}, {"deposit-rate", p.DepositRate}} {
+		if r.v < 0 || r.v > 1 || math.IsNaN(r.v) {
+			return fmt.Errorf("%s must be between 0 and 1, got %g", r.name, r.v)
+		}
+	}
+	if p.Day <= 0 || p.LateAfter <= 0 {
+		return fmt.Errorf("day and late_after must be positive")
+	}
+	return nil
+}
+
+// pointWeights makes the two points that double money (the server ran the
+// request and the client does not know) as common as the other five
+// together would be on a bad day.
+var pointWeights = map[Point]int{
+	ConnectFails: 2, NeverArrives: 2, TruncatedBody: 2, Shed503: 2, Server5xx: 2,
+	ResetAfterProcessing: 5, ResponseWithheld: 5,
+}
+
+var memos = []string{"", "", "rent", "월세", "lunch", "invoice 2291", "점심값", "refund", "school fees", "groceries", "gift"}
+
+var channels = []string{"mobile", "web", "branch"}
+
+// Generate draws a day from seed. It is a pure function: the same seed
+// and parameters give the same plan, byte for byte.
+func Generate(seed uint64, p Params) (*Plan, error) {
+	p.Reset.Seed = seed
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	r := rand.New(rand.NewPCG(seed, 0xda7_91a4))
+	customers := bank.Population(p.Reset)
+	var everyAccount []string
+	for _, c := range customers {
+		everyAccount = append(everyAccount, c.Accounts...)
+	}
+	starts := make([]time.Duration, p.Ops)
+	for i := range starts {
+		starts[i] = time.Duration(r.Int64N(int64(p.Day))).Round(time.Millisecond)
+	}
+	slices.Sort(starts)
+	width := len(strconv.Itoa(p.Ops))
+
+	plan := &Plan{Header: Header{Format: Format, Version: Version, Seed: seed, Params: p, Command: p.Command()}}
+	for i := range p.Ops {
+		c := customers[r.IntN(len(customers))]
+		op := Op{
+			N: i + 1, At: Duration(starts[i]), Op: fmt.Sprintf("op-%0*d", width, i+1),
+			Customer: c.ID, Key: drawKey(r),
+		}
+		memo := memos[r.IntN(len(memos))]
+		meta := map[string]string{"op": op.Op, "channel": channels[r.IntN(len(channels))]}
+		if r.Float64() < p.DepositRate {
+			op.Endpoint = Deposits
+			op.Amount = drawAmount(r, 10_000, 3_000_000)
+			op.Body = encode(depositBody{Account: c.Accounts[r.IntN(len(c.Accounts))], Amount: op.Amount, Memo: memo, Metadata: meta})
+		} else {
+			op.Endpoint = Transfers
+			op.Amount = drawAmount(r, 1_000, 1_000_000)
+			from := c.Accounts[r.IntN(len(c.Accounts))]
+			to := from
+			for to == from {
+				to = everyAccount[r.IntN(len(everyAccount))]
+			}
+			op.Body = encode(transferBody{From: from, To: to, Amount: op.Amount, Memo: memo, Metadata: meta})
+		}
+		op.Fate = drawFate(r, p, op)
+		plan.Ops = append(plan.Ops, op)
+	}
+	return plan, nil
+}
+
+func drawFate(r *rand.Rand, p Params, op Op) Fate {
+	var f Fate
+	if r.Float64() < p.FaultRate {
+		f.Faults = append(f.Faults, drawPoint(r))
+		for len(f.Faults) < 4 && r.Float64() < 0.3 {
+			f.Faults = append(f.Faults, drawPoint(r))
+		}
+	}
+	f.DoubleClick = r.Float64() < p.DoubleClickRate
+	if r.Float64() < p.EditRate {
+		f.EditedAmount = editAmount(r, op.Amount)
+	}
+	f.LateRetry = r.Float64() < p.LateRetryRate
+	if (len(f.Faults) > 0 || f.LateRetry) && r.Float64() < p.RespellRate {
+		f.RetryBody = respell(r, op.Body)
+	}
+	return f
+}
+
+func drawPoint(r *rand.Rand) Point {
+	total := 0
+	for _, p := range Points {
+		total += pointWeights[p]
+	}
+	n := r.IntN(total)
+	for _, p := range Points {
+		if n -= pointWeights[p]; n < 0 {
+			return p
+		}
+	}
+	panic("unreachable")
+}
+
+// drawKey draws a key shaped like a version 4 UUID, what most client
+// libraries send.
+func drawKey(r *rand.Rand) string {
+	return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x",
+		r.Uint32(), r.Uint32()&0xffff, r.Uint32()&0xfff, 0x8000|r.Uint32()&0x3fff, r.Uint64()&0xffff_ffff_ffff)
+}
+
+// drawAmount draws a log-uniform amount in lo..hi, rounded the way people
+// round money: to 1,000 won, and larger amounts to 10,000.
+func drawAmount(r *rand.Rand, lo, hi int64) int64 {
+	v := math.Exp(math.Log(float64(lo)) + r.Float64()*(math.Log(float64(hi))-math.Log(float64(lo))))
+	unit := int64(1_000)
+	if v >= 100_000 {
+		unit = 10_000
+	}
+	return max(unit, int64(v)/unit*unit)
+}
+
+// editAmount is what a clerk changes the amount to: a slip of a digit, or
+// a correction by a round sum.
+func editAmount(r *rand.Rand, amount int64) int64 {
+	switch r.IntN(3) {
+	case 0:
+		if amount*10 <= 1_000_000_000 {
+			return amount * 10
+		}
+		return amount / 10
+	case 1:
+		if amount >= 10_000 {
+			return amount / 10
+		}
+		return amount + 1_000
+	default:
+		return amount + 10_000*(1+r.Int64N(5))
+	}
+}
+
+type transferBody struct {
+	From     string            `json:"from"`
+	To       string            `json:"to"`
+	Amount   int64             `json:"amount"`
+	Memo     string            `json:"memo,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+type depositBody struct {
+	Account  string            `json:"account"`
+	Amount   int64             `json:"amount"`
+	Memo     string            `json:"memo,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// encode writes v compactly without HTML escapes, as the plan stores it.
+func encode(v any) json.RawMessage {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic(err) // the body types always encode
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
