@@ -1,7 +1,10 @@
 package grader
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,6 +38,7 @@ const (
 func Main(m *testing.M, subject Subject) {
 	addr := os.Getenv(EnvServe)
 	if addr == "" {
+		selfServes.Store(true)
 		os.Exit(m.Run())
 	}
 	if err := Serve(context.Background(), subject, addr, os.Getenv(EnvDB), os.Getenv(EnvAdmin)); err != nil {
@@ -89,30 +94,50 @@ type Child struct {
 // StartChild starts binary (a stage's test binary; os.Args[0] from inside
 // one) as a lab server on a fresh database in dir.
 func StartChild(ctx context.Context, binary, dir string) (*Child, error) {
-	c := &Child{Binary: binary, DB: filepath.Join(dir, "lab.db"), Admin: "adm_child"}
+	var b [12]byte
+	rand.Read(b[:])
+	c := &Child{Binary: binary, DB: filepath.Join(dir, "lab.db"), Admin: "adm_" + hex.EncodeToString(b[:])}
 	return c, c.Start(ctx)
 }
 
-// Start (re)starts the child on its database, on a new port, and waits
-// until it answers.
+// Start (re)starts the child on its database and waits until it answers.
+// A restarted child listens on the port it had, so that a client keeps its
+// URL across a crash, as it would with a real server; if that port has
+// been taken meanwhile, it moves to a new one (see URL).
 func (c *Child) Start(ctx context.Context) error {
+	if c.URL != "" {
+		if err := c.startOn(ctx, strings.TrimPrefix(c.URL, "http://")); err == nil || ctx.Err() != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
+	return c.startOn(ctx, addr)
+}
+
+func (c *Child) startOn(ctx context.Context, addr string) error {
 	cmd := exec.Command(c.Binary)
 	cmd.Env = append(os.Environ(), EnvServe+"="+addr, EnvDB+"="+c.DB, EnvAdmin+"="+c.Admin)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start child: %w", err)
 	}
 	c.cmd, c.URL, c.exited = cmd, "http://"+addr, make(chan error, 1)
 	go func() { c.exited <- cmd.Wait() }()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	probe := &http.Client{Timeout: time.Second}
+	defer probe.CloseIdleConnections()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(15 * time.Second)
+	for {
+		if c.answers(probe) {
+			return nil
+		}
 		select {
 		case err := <-c.exited:
 			c.exited <- err
@@ -120,16 +145,47 @@ func (c *Child) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			c.Kill()
 			return ctx.Err()
-		default:
+		case <-deadline:
+			c.Kill()
+			return fmt.Errorf("child did not answer within 15s: %s", stderr.String())
+		case <-tick.C:
 		}
-		if resp, err := http.Get(c.URL + "/healthz"); err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	c.Kill()
-	return fmt.Errorf("child did not answer within 15s: %s", stderr.String())
+}
+
+// answers reports whether this child, and not some other process that
+// took its port, answers on its URL: only this child knows its admin token.
+func (c *Child) answers(client *http.Client) bool {
+	req, err := http.NewRequest("GET", c.URL+"/lab/config", nil)
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Admin)
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// lockedBuffer collects a child's stderr, written by exec's copying
+// goroutine and read by whoever reports the child's failure.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Exited reports, without waiting, whether the child has exited (after a

@@ -34,6 +34,9 @@ type Target struct {
 	Client *http.Client
 	// Server is set when the target runs in this process.
 	Server *server.Server
+	// Child is set when the target runs in a child process that checks
+	// may crash and restart (see ChildProcess and T.Restart).
+	Child *Child
 }
 
 // newClient returns a client that keeps enough connections open for

@@ -1,0 +1,127 @@
+package grader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// selfServes is set by Main when this process is a stage's test binary,
+// which serves its stage when started with IDEMLAB_SERVE: the grader can
+// then start it again as a child process to crash.
+var selfServes atomic.Bool
+
+// ChildProcess returns a Start that runs binary (a stage's test binary, or
+// anything that serves like Main) as a lab server in a child process, on a
+// fresh database file in a temporary folder, so that checks can kill it
+// and start it again on the same file.
+func ChildProcess(binary string) Start {
+	return func(ctx context.Context, subject Subject) (*Target, func(), error) {
+		dir, err := os.MkdirTemp("", "idemlab-child-")
+		if err != nil {
+			return nil, nil, err
+		}
+		c, err := StartChild(ctx, binary, dir)
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, nil, fmt.Errorf("start %s as a child process: %w", subject.Name, err)
+		}
+		client := newClient()
+		stop := func() {
+			client.CloseIdleConnections()
+			c.Kill()
+			os.RemoveAll(dir)
+		}
+		return &Target{URL: c.URL, Admin: c.Admin, Client: client, Child: c}, stop, nil
+	}
+}
+
+// ErrNoChild is returned by OnChild when the grader cannot start the
+// subject in a process of its own.
+var ErrNoChild = errors.New("this check crashes the server, so it needs one the grader can kill: run it from a stage's go test (make stage-N) or with lab grade --start")
+
+// OnChild returns a T for the same check against a server in a child
+// process, which the check may crash, Kill and Restart: the check's own
+// target if it is one, or else a child started from this test binary on a
+// fresh database, stopped when the check ends.
+func (t *T) OnChild() (*T, error) {
+	if t.target.Child != nil {
+		return t, nil
+	}
+	if !selfServes.Load() {
+		return nil, ErrNoChild
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find this test binary: %w", err)
+	}
+	target, stop, err := ChildProcess(self)(t.ctx, t.subject)
+	if err != nil {
+		return nil, err
+	}
+	t.onCleanup(stop)
+	return t.on(target), nil
+}
+
+// on returns a T for the same check, drawing from the same random source,
+// against another target.
+func (t *T) on(target *Target) *T {
+	return &T{ctx: t.ctx, target: target, subject: t.subject, seed: t.seed, rng: t.rng, cleanups: t.cleanups}
+}
+
+// onCleanup registers fn to run when the check ends.
+func (t *T) onCleanup(fn func()) {
+	t.cleanups.mu.Lock()
+	defer t.cleanups.mu.Unlock()
+	t.cleanups.fns = append(t.cleanups.fns, fn)
+}
+
+// Restart starts the target's child process again on its database, after
+// a crash fault or a Kill, and drops the client's connections to the
+// process that died. The lab clock survives (it lives in the database);
+// the config does not: a restarted server starts with the defaults.
+func (t *T) Restart() error {
+	c := t.target.Child
+	if c == nil {
+		return ErrNoChild
+	}
+	c.Kill()
+	t.target.Client.CloseIdleConnections()
+	if err := c.Start(t.ctx); err != nil {
+		return fmt.Errorf("restart the server on %s: %w", c.DB, err)
+	}
+	t.target.URL = c.URL
+	return nil
+}
+
+// Crashed waits up to d for the target's child process to exit on its
+// own, as an armed crash fault makes it, and reports how it exited.
+func (t *T) Crashed(d time.Duration) (bool, error) {
+	c := t.target.Child
+	if c == nil {
+		return false, ErrNoChild
+	}
+	return c.WaitExit(d)
+}
+
+// cleanupList is what a check leaves to do when it ends, shared by the
+// T of a check and the Ts it makes for other targets.
+type cleanupList struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+// run runs the cleanups, the last registered first.
+func (l *cleanupList) run() {
+	l.mu.Lock()
+	fns := l.fns
+	l.fns = nil
+	l.mu.Unlock()
+	for i := len(fns) - 1; i >= 0; i-- {
+		fns[i]()
+	}
+}

@@ -1,0 +1,106 @@
+package grader
+
+import (
+	"fmt"
+	"time"
+)
+
+// Pending is a request on its way, sent on its own goroutine so that a
+// check can act while the server works on it.
+type Pending struct {
+	Request Request
+	done    chan struct{}
+	res     Response
+}
+
+// Launch sends req on its own goroutine and returns at once.
+func (t *T) Launch(req Request) *Pending {
+	p := &Pending{Request: req, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.res = t.Do(req)
+	}()
+	return p
+}
+
+// Done reports, without waiting, whether the answer has come back.
+func (p *Pending) Done() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait waits for the answer.
+func (p *Pending) Wait() Response {
+	<-p.done
+	return p.res
+}
+
+// heldLatencies are the core latencies a check holds an original in flight
+// with: it starts short to keep the run fast and lengthens the wait only
+// when the machine was too slow for the check to act inside the window.
+var heldLatencies = []time.Duration{300 * time.Millisecond, 900 * time.Millisecond, 2700 * time.Millisecond}
+
+// WhileHeld runs try with each of heldLatencies until try reports that it
+// acted while the original was still in flight (conclusive), or fails. A
+// try resets the target and holds its own original with the latency it is
+// given: see Hold and Held.Early.
+func (t *T) WhileHeld(try func(latency time.Duration) (conclusive bool, err error)) error {
+	for _, l := range heldLatencies {
+		conclusive, err := try(l)
+		if err != nil || conclusive {
+			return err
+		}
+	}
+	return fmt.Errorf("the check could not act while the original was in flight, even with a core latency of %v: the machine is overloaded; run the check alone (RUN=…)", heldLatencies[len(heldLatencies)-1])
+}
+
+// Held is an original request held in the core wait.
+type Held struct {
+	*Pending
+	// Seen reports whether its key showed in progress in the key table.
+	Seen    bool
+	latency time.Duration
+	sent    time.Time
+}
+
+// Early reports whether the original has at least half of its core wait
+// still ahead: what the check sends now reaches the server while the
+// original runs, however the scheduler treats the goroutines.
+func (h *Held) Early() bool {
+	return !h.Done() && time.Since(h.sent) < h.latency/2
+}
+
+// Hold raises the core latency to latency, sends req and waits until the
+// target's key table shows req's key in progress, so that the check can
+// act while the original waits on the core. It stops waiting after a
+// quarter of the latency: a stage that claims only together with the business write
+// never shows the key in progress, and the check then sees what the
+// server does with a retry, and judges it.
+func (t *T) Hold(req Request, latency time.Duration) (*Held, error) {
+	if err := t.Configure(map[string]string{"core_latency": latency.String()}); err != nil {
+		return nil, err
+	}
+	h := &Held{latency: latency, sent: time.Now()}
+	h.Pending = t.Launch(req)
+	_, err := t.WaitFor(latency/4, func() (bool, error) {
+		if h.Done() {
+			return true, nil
+		}
+		st, err := t.State()
+		if err != nil {
+			return false, err
+		}
+		for _, row := range KeyRows(st, req.Key) {
+			if s, ok := RowState(row); ok && s == StateInProgress {
+				h.Seen = true
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return h, err
+}

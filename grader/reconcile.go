@@ -1,0 +1,244 @@
+package grader
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"idemlab/kit/labctl"
+)
+
+// Books is what a check expects of the bank after a scenario: the balance
+// of each account it touched and how many times each op ran.
+type Books struct {
+	Balances   map[string]int64
+	Executions map[string]int64
+}
+
+// NewBooks returns books for accounts that all opened with opening won
+// and ops that have not run yet.
+func NewBooks(opening int64, accounts ...string) *Books {
+	b := &Books{Balances: map[string]int64{}, Executions: map[string]int64{}}
+	for _, a := range accounts {
+		b.Balances[a] = opening
+	}
+	return b
+}
+
+// Transfer records one execution of a transfer of amount from one account
+// to another under op.
+func (b *Books) Transfer(op, from, to string, amount int64) {
+	b.Balances[from] -= amount
+	b.Balances[to] += amount
+	b.Executions[op]++
+}
+
+// Deposit records one execution of a deposit of amount under op.
+func (b *Books) Deposit(op, account string, amount int64) {
+	b.Balances[account] += amount
+	b.Executions[op]++
+}
+
+// Expect records that op must not have run (yet).
+func (b *Books) Expect(op string) {
+	if _, ok := b.Executions[op]; !ok {
+		b.Executions[op] = 0
+	}
+}
+
+// Reconcile compares the target's lab state with the books. It returns a
+// failure that shows what was sent and answered (the story so far) and
+// every difference, or nil when they agree. An op run twice is named
+// first: that is the double transfer.
+func (t *T) Reconcile(sent, answers string, want *Books) error {
+	st, err := t.State()
+	if err != nil {
+		return err
+	}
+	return reconcileState(t, st, sent, answers, want)
+}
+
+func reconcileState(t *T, st labctl.State, sent, answers string, want *Books) error {
+	var got, expected []string
+	ops := sortedKeys(want.Executions)
+	for _, op := range ops {
+		if n, w := st.Executions[op], want.Executions[op]; n != w {
+			got = append(got, fmt.Sprintf("op %s executed %s", op, times(n)))
+			expected = append(expected, fmt.Sprintf("op %s executed %s", op, times(w)))
+		}
+	}
+	balances := map[string]int64{}
+	for _, a := range st.Accounts {
+		balances[a.ID] = a.Balance
+	}
+	for _, id := range sortedKeys(want.Balances) {
+		if balances[id] != want.Balances[id] {
+			got = append(got, fmt.Sprintf("balance of %s is %d", id, balances[id]))
+			expected = append(expected, fmt.Sprintf("balance of %s is %d", id, want.Balances[id]))
+		}
+	}
+	if len(got) == 0 {
+		return nil
+	}
+	if answers != "" {
+		answers += "\n"
+	}
+	return t.Fail(sent, "%sthen /lab/state: %s", strings.Join(expected, "; "), answers, strings.Join(got, "; "))
+}
+
+func times(n int64) string {
+	switch n {
+	case 0:
+		return "never"
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return fmt.Sprintf("%d times", n)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Tally summarises many answers in one line, most frequent first:
+// "1× 201, 31× 409 /problems/duplicate-request".
+func Tally(rs []Response) string {
+	counts := map[string]int{}
+	for _, r := range rs {
+		counts[r.Short()]++
+	}
+	names := sortedKeys(counts)
+	sort.SliceStable(names, func(i, j int) bool { return counts[names[i]] > counts[names[j]] })
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%d× %s", counts[n], n)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Short describes a response by its status, problem type and replay
+// marker, without the body.
+func (r Response) Short() string {
+	if r.Err != nil {
+		return "no response (" + r.Err.Error() + ")"
+	}
+	s := fmt.Sprintf("%d", r.Status)
+	if p := r.Problem(); p != "" {
+		s += " " + p
+	}
+	if r.Replayed() {
+		s += " (replayed)"
+	}
+	return s
+}
+
+// Replayed reports whether the response carries Idempotent-Replayed: true.
+func (r Response) Replayed() bool {
+	return r.Err == nil && r.Header.Get("Idempotent-Replayed") == "true"
+}
+
+// ServerFailed reports whether no answer came back or the answer is a 5xx:
+// the client cannot tell whether its money moved.
+func (r Response) ServerFailed() bool { return r.Err != nil || r.Status >= 500 }
+
+// Is reports whether the response has the status and, when ptype is not
+// empty, the problem type.
+func (r Response) Is(status int, ptype string) bool {
+	return r.Err == nil && r.Status == status && (ptype == "" || r.Problem() == ptype)
+}
+
+// KeyRows returns the rows of idempotency_keys that hold key, in any
+// column (a stage may store it alone or inside a composite scope).
+func KeyRows(st labctl.State, key string) []map[string]any {
+	var out []map[string]any
+	for _, row := range st.Keys {
+		for col, v := range row {
+			if s, ok := v.(string); ok && col != "rowid" && strings.Contains(s, key) {
+				out = append(out, row)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// State values of the key table's state column (SPEC section 5).
+const (
+	StateInProgress = "in_progress"
+	StateCompleted  = "completed"
+)
+
+// RowState reads a key row's state column; ok is false when the table has
+// no state column (stages 1 and 2, where a row exists only once its
+// request has run).
+func RowState(row map[string]any) (state string, ok bool) {
+	v, ok := row["state"]
+	if !ok {
+		return "", false
+	}
+	s, _ := v.(string)
+	return s, true
+}
+
+// DescribeRows renders key rows for a report.
+func DescribeRows(rows []map[string]any) string {
+	if len(rows) == 0 {
+		return "no row"
+	}
+	parts := make([]string, len(rows))
+	for i, row := range rows {
+		cols := sortedKeys(row)
+		var b strings.Builder
+		b.WriteString("{")
+		for j, c := range cols {
+			if c == "rowid" {
+				continue
+			}
+			if j > 0 && b.Len() > 1 {
+				b.WriteString(", ")
+			}
+			v := fmt.Sprint(row[c])
+			if len(v) > 48 {
+				v = v[:45] + "…"
+			}
+			fmt.Fprintf(&b, "%s: %s", c, v)
+		}
+		b.WriteString("}")
+		parts[i] = b.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// pollEvery is how often WaitFor looks again.
+const pollEvery = 3 * time.Millisecond
+
+// WaitFor polls cond until it holds or d has passed, and reports whether
+// it held. A check waits for an event this way, never by sleeping a
+// guessed duration.
+func (t *T) WaitFor(d time.Duration, cond func() (bool, error)) (bool, error) {
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		ok, err := cond()
+		if err != nil || ok {
+			return ok, err
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		select {
+		case <-tick.C:
+		case <-t.ctx.Done():
+			return false, t.ctx.Err()
+		}
+	}
+}
