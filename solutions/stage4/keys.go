@@ -16,10 +16,10 @@ import (
 // decides which of two requests with one key gets to execute; state says
 // whether that execution is still running (in_progress) or has committed
 // (completed). The response columns are set when the key completes: they
-// are the answer every retry gets again (location is ” when there is
-// none). Times are clock.Format strings (RFC 3339, UTC,
-// milliseconds): fixed width, so they compare as text in the order they
-// compare as instants.
+// are the answer every retry gets again (location is empty when there is
+// none). Times are clock.Format strings (RFC 3339, UTC, milliseconds):
+// fixed width, so they compare as text in the order they compare as
+// instants.
 const keySchema = `CREATE TABLE IF NOT EXISTS idempotency_keys (
 	id           INTEGER PRIMARY KEY,
 	key          TEXT NOT NULL UNIQUE,
