@@ -1,0 +1,14 @@
+package stage5_test
+
+import (
+	"testing"
+
+	"idemlab/grader"
+	"idemlab/solutions/stage5"
+)
+
+var subject = grader.Subject{Stage: 5, Name: "solutions/stage5", New: stage5.New}
+
+func TestMain(m *testing.M) { grader.Main(m, subject) }
+
+func TestStage(t *testing.T) { grader.TestStage(t, subject) }
