@@ -4,10 +4,10 @@ import (
 	"testing"
 
 	"idemlab/grader"
-	"idemlab/solutions/stage2"
+	"idemlab/stages/stage2"
 )
 
-var subject = grader.Subject{Stage: 2, Name: "solutions/stage2", New: stage2.New}
+var subject = grader.Subject{Stage: 2, Name: "stages/stage2", New: stage2.New}
 
 func TestMain(m *testing.M) { grader.Main(m, subject) }
 

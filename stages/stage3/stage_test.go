@@ -4,10 +4,10 @@ import (
 	"testing"
 
 	"idemlab/grader"
-	"idemlab/solutions/stage3"
+	"idemlab/stages/stage3"
 )
 
-var subject = grader.Subject{Stage: 3, Name: "solutions/stage3", New: stage3.New}
+var subject = grader.Subject{Stage: 3, Name: "stages/stage3", New: stage3.New}
 
 func TestMain(m *testing.M) { grader.Main(m, subject) }
 

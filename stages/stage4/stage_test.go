@@ -4,10 +4,10 @@ import (
 	"testing"
 
 	"idemlab/grader"
-	"idemlab/solutions/stage4"
+	"idemlab/stages/stage4"
 )
 
-var subject = grader.Subject{Stage: 4, Name: "solutions/stage4", New: stage4.New}
+var subject = grader.Subject{Stage: 4, Name: "stages/stage4", New: stage4.New}
 
 func TestMain(m *testing.M) { grader.Main(m, subject) }
 

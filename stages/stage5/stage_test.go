@@ -4,10 +4,10 @@ import (
 	"testing"
 
 	"idemlab/grader"
-	"idemlab/solutions/stage5"
+	"idemlab/stages/stage5"
 )
 
-var subject = grader.Subject{Stage: 5, Name: "solutions/stage5", New: stage5.New}
+var subject = grader.Subject{Stage: 5, Name: "stages/stage5", New: stage5.New}
 
 func TestMain(m *testing.M) { grader.Main(m, subject) }
 
