@@ -1,0 +1,247 @@
+package grader
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"idemlab/kit/labctl"
+)
+
+const lesson3 = "docs/lessons/03-in-progress.md"
+
+func init() {
+	register(
+		Check{
+			ID: "S3.retry-during-original", Stage: 3, Lesson: lesson3 + "#the-window",
+			Claim: "a retry that arrives while the original runs gets 409 request-in-progress with Retry-After, and one transfer happens",
+			Why:   "\"already done\" and \"still running\" need different client behaviour: read the result, or wait and retry; a client told \"done\" while the original may still fail walks away from a payment that never happened",
+			Run:   checkRetryDuringOriginal,
+		},
+		Check{
+			ID: "S3.release-after-failure", Stage: 3, Lesson: lesson3 + "#releasing-a-failed-claim",
+			Claim: "after an internal failure before the money moved, the retry with the same key executes exactly once",
+			Why:   "a key kept after a failed attempt blocks every retry of a payment that never happened: the customer's rent is never paid, and the server says it is busy or done",
+			Run:   checkReleaseAfterFailure,
+		},
+		Check{
+			ID: "S3.never-completed-without-money", Stage: 3, Lesson: lesson3 + "#completed-means-the-money-moved",
+			Claim: "a key is completed only in the transaction that moved its money: never while the core call runs, never after a failed or crashed business write",
+			Why:   "a completed key is the server's promise that the money moved; a retry that trusts a broken promise gets \"done\" for a transfer that never happened",
+			Run:   checkNeverCompletedWithoutMoney,
+		},
+	)
+}
+
+// checkRetryDuringOriginal catches a claim made only in the business
+// transaction, after the core wait (stages 1–2: the retry waits and then
+// gets duplicate-request), a key marked completed before the money moves
+// (the retry hears "done" while the original still runs), and a lost race
+// answered with a 5xx.
+func checkRetryDuringOriginal(t *T) error {
+	return t.WhileHeld(func(latency time.Duration) (bool, error) {
+		const opening, n = 1_000_000, 8
+		cs, err := t.Reset(2, opening)
+		if err != nil {
+			return false, err
+		}
+		a, b := cs[0], cs[1]
+		amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
+		req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+		held, err := t.Hold(req, latency)
+		if err != nil {
+			return false, err
+		}
+		early := held.Early()
+		rs := t.Simultaneously(n, func(int) Request { return req })
+		stillRunning := !held.Done()
+		orig := held.Wait()
+		sent := fmt.Sprintf("%s\n(the original is still waiting on the core, %v)\nthen %d retries at once: the same request", req.String(), latency, n)
+		got := Tally(rs) + "\nand the original answered " + orig.Short()
+		if orig.Is(http.StatusConflict, pInProgress) {
+			// A retry overtook the original and claimed first: the roles
+			// swapped, and this run shows nothing either way.
+			return false, nil
+		}
+		for _, r := range rs {
+			if ok, why := inProgressAnswer(r); !ok {
+				if !early && !stillRunning {
+					return false, nil
+				}
+				return true, t.Fail(sent, got, "409 "+pInProgress+", with Retry-After, to every retry: "+why)
+			}
+		}
+		if !orig.Is(http.StatusCreated, "") {
+			return true, t.Fail(sent, got, "the original answers 201 Created once its core call returns")
+		}
+		books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+		return true, t.Reconcile(sent, got, books)
+	})
+}
+
+// inProgressAnswer reports whether r is a proper 409 request-in-progress,
+// and if not, what is wrong with it.
+func inProgressAnswer(r Response) (bool, string) {
+	if !r.Is(http.StatusConflict, pInProgress) {
+		return false, "got " + r.Short()
+	}
+	ra := r.Header.Get("Retry-After")
+	if n, err := strconv.Atoi(ra); err != nil || n < 0 {
+		return false, fmt.Sprintf("Retry-After is %q, not a number of seconds", ra)
+	}
+	return true, ""
+}
+
+// checkReleaseAfterFailure catches a claim that is not given back when the
+// business write fails: the retry is told request-in-progress (stuck) or
+// duplicate-request for a payment that never happened.
+func checkReleaseAfterFailure(t *T) error {
+	const opening = 1_000_000
+	cs, err := t.Reset(2, opening)
+	if err != nil {
+		return err
+	}
+	a, b := cs[0], cs[1]
+	books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
+	req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+	if err := t.Arm(labctl.FailInTransfer, 1); err != nil {
+		return err
+	}
+	first := t.Do(req)
+	sent := req.String() + "\n(armed: fail-in-transfer, the business write returns an internal error)"
+	if first.Err != nil || first.Status < 500 {
+		return t.Fail(sent, first.String(), "a 5xx: the business write failed and nothing was executed")
+	}
+	books.Expect(op)
+	if err := t.Reconcile(sent, first.Short(), books); err != nil {
+		return err
+	}
+	story := sent + "  →  " + first.Short()
+	retry := t.Do(req)
+	story += "\nthen the retry, the same request  →  " + retry.Short()
+	if !retry.Is(http.StatusCreated, "") || retry.Replayed() {
+		return t.Fail(story, retry.String(), "201 Created: the first attempt moved nothing, so its claim was released and the retry executes")
+	}
+	books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+	again := t.Do(req)
+	story += "\nthen another retry  →  " + again.Short()
+	if again.ServerFailed() {
+		return t.Fail(story, again.String(), "409 duplicate-request (stage 3) or the stored 201 (stage 4 on)")
+	}
+	return t.Reconcile(story, "", books)
+}
+
+// completedWithoutMoney looks at st for a row of key that is completed
+// while op has not run. A table without a state column (stages 1–2)
+// stores a row only with the money, so its rows count as completed.
+func completedWithoutMoney(st labctl.State, key, op string) bool {
+	if st.Executions[op] > 0 {
+		return false
+	}
+	for _, row := range KeyRows(st, key) {
+		if s, ok := RowState(row); !ok || s == StateCompleted {
+			return true
+		}
+	}
+	return false
+}
+
+// checkNeverCompletedWithoutMoney catches a key marked completed before the
+// money moves (at the claim, or in its own transaction before the business
+// write), and one marked completed by a failed or crashed attempt.
+func checkNeverCompletedWithoutMoney(t *T) error {
+	const opening = 1_000_000
+	cs, err := t.Reset(2, opening)
+	if err != nil {
+		return err
+	}
+	a, b := cs[0], cs[1]
+	books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	next := func() (Request, string, int64) {
+		amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
+		return Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op)), op, amount
+	}
+
+	// While the core call runs, the key may be in progress, never completed.
+	req, op, amount := next()
+	held, err := t.Hold(req, 300*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	sent := req.String() + "\n(the original waits 300ms on the core; /lab/state read while it waits)"
+	var caught *labctl.State
+	if _, err := t.WaitFor(time.Minute, func() (bool, error) {
+		st, err := t.State()
+		if err != nil || !completedWithoutMoney(st, req.Key, op) {
+			return held.Done(), err
+		}
+		// Executions only grow: if op has still not run now, it had not
+		// run when the key was read as completed.
+		again, err := t.State()
+		if err == nil && again.Executions[op] == 0 {
+			caught = &st
+			return true, nil
+		}
+		return held.Done(), err
+	}); err != nil {
+		return err
+	}
+	if caught != nil {
+		return t.Fail(sent, "key row "+DescribeRows(KeyRows(*caught, req.Key))+", and op "+op+" has not run",
+			"the key in_progress until the transaction that moves the money marks it completed")
+	}
+	if err := t.Configure(map[string]string{"core_latency": "0s"}); err != nil {
+		return err
+	}
+	orig := held.Wait()
+	if !orig.Is(http.StatusCreated, "") {
+		return t.Fail(sent, orig.String(), "201 Created once the core call returns")
+	}
+	books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+	st, err := t.State()
+	if err != nil {
+		return err
+	}
+	rows := KeyRows(st, req.Key)
+	if len(rows) != 1 {
+		return t.Fail(sent+"  →  201", fmt.Sprintf("%d key rows hold %s: %s", len(rows), req.Key, DescribeRows(rows)), "one row in idempotency_keys for the key")
+	}
+	if s, ok := RowState(rows[0]); !ok || s != StateCompleted {
+		return t.Fail(sent+"  →  201", "key row "+DescribeRows(rows),
+			"the row's state column is \"completed\" once the money moved (from stage 3 on the key table has a state column: in_progress, then completed)")
+	}
+
+	// A failed and a crashed business write leave no completed key.
+	for _, point := range []string{labctl.FailInTransfer, labctl.CrashInTransfer} {
+		req, op, _ := next()
+		if err := t.Arm(point, 1); err != nil {
+			return err
+		}
+		r := t.Do(req)
+		sent := req.String() + "\n(armed: " + point + ", the business write fails before its commit)"
+		if r.Is(http.StatusCreated, "") {
+			return t.Fail(sent, r.String(), "a 5xx or a dropped connection: the business write did not commit")
+		}
+		if t.target.Child != nil && r.Err != nil {
+			if err := t.Restart(); err != nil {
+				return err
+			}
+		}
+		st, err := t.State()
+		if err != nil {
+			return err
+		}
+		books.Expect(op)
+		if err := reconcileState(t, st, sent, r.Short(), books); err != nil {
+			return err
+		}
+		if completedWithoutMoney(st, req.Key, op) {
+			return t.Fail(sent, r.Short()+"\nthen key row "+DescribeRows(KeyRows(st, req.Key))+", and op "+op+" never ran",
+				"no completed key: the attempt failed before its money moved (the key is released, or stays in progress)")
+		}
+	}
+	return t.Reconcile("every request above", "", books)
+}
