@@ -1,0 +1,75 @@
+package grader
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"idemlab/grader/dayplan"
+	"idemlab/kit/accesslog"
+)
+
+func init() {
+	register(Check{
+		ID: "S0.tally-generated", Stage: 0, Lesson: lesson0 + "#counting-the-damage",
+		Claim: "Tally of a freshly generated day's access log equals the truth in the server's books",
+		Why:   "a tally that only matches one shipped answer key may have learned the key, not the log; a new day has new traps",
+		Run:   checkTallyGenerated,
+	})
+}
+
+// generatedDayOps is the size of the day S0.tally-generated draws: large
+// enough to meet every failure point, small enough to replay in well
+// under a second.
+const generatedDayOps = 300
+
+func checkTallyGenerated(t *T) error {
+	tally := t.Subject().Tally
+	if tally == nil {
+		return fmt.Errorf("the subject has no Tally")
+	}
+	seed := t.Seed() % 1_000_000
+	params := dayplan.DefaultParams(seed, generatedDayOps)
+	params.Reset.Customers = 4
+	plan, err := dayplan.Generate(seed, params)
+	if err != nil {
+		return err
+	}
+	var log bytes.Buffer
+	run, err := ReplayInProcess(t.Context(), t.Subject().New, plan, &log, ReplayOptions{})
+	if err != nil {
+		return fmt.Errorf("replay the generated day: %w", err)
+	}
+	got, err := tally(bytes.NewReader(log.Bytes()))
+	sent := fmt.Sprintf("Tally(the access log of %s, replayed against %s)", plan.Header.Command, t.Subject().Name)
+	if err != nil {
+		return t.Fail(sent, "error: %v", describeReport(run.Truth), err)
+	}
+	if got != run.Truth {
+		return t.Fail(sent, "%s", describeReport(run.Truth)+" (from the transfers table)", reportDiff(got, run.Truth))
+	}
+	return nil
+}
+
+// describeReport writes a report in the words of accesslog.Report's fields.
+func describeReport(r accesslog.Report) string {
+	return fmt.Sprintf("executed %d, groups %d, double_transfers %d (exact %d, edited %d), money_sent_twice %d",
+		r.Executed, r.Groups, r.DoubleTransfers, r.ExactDuplicates, r.EditedResubmissions, r.MoneySentTwice)
+}
+
+// reportDiff names the fields where got differs from want.
+func reportDiff(got, want accesslog.Report) string {
+	var d []string
+	field := func(name string, g, w int64) {
+		if g != w {
+			d = append(d, fmt.Sprintf("%s %d (want %d)", name, g, w))
+		}
+	}
+	field("executed", int64(got.Executed), int64(want.Executed))
+	field("groups", int64(got.Groups), int64(want.Groups))
+	field("double_transfers", int64(got.DoubleTransfers), int64(want.DoubleTransfers))
+	field("exact_duplicates", int64(got.ExactDuplicates), int64(want.ExactDuplicates))
+	field("edited_resubmissions", int64(got.EditedResubmissions), int64(want.EditedResubmissions))
+	field("money_sent_twice", got.MoneySentTwice, want.MoneySentTwice)
+	return strings.Join(d, ", ")
+}

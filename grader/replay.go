@@ -1,0 +1,431 @@
+package grader
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"idemlab/grader/dayplan"
+	"idemlab/kit/bank"
+	"idemlab/kit/labctl"
+	"idemlab/kit/problem"
+)
+
+// RetryPolicy is the client's retry policy of SPEC section 4: the same key
+// and the same request on every attempt, exponential backoff with full
+// jitter, and a bounded horizon after which the client gives up.
+type RetryPolicy struct {
+	// Base is the first backoff; each retry doubles it, up to Cap.
+	Base time.Duration
+	Cap  time.Duration
+	// Horizon is how long after its first attempt a client still retries
+	// (SPEC section 2: 1h). The server's retention must be longer.
+	Horizon time.Duration
+	// Timeout is how long the client waits for a response.
+	Timeout time.Duration
+}
+
+// DefaultRetryPolicy is the policy docs/api.md publishes.
+func DefaultRetryPolicy() RetryPolicy {
+	return RetryPolicy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, Horizon: time.Hour, Timeout: 10 * time.Second}
+}
+
+// backoff is the wait before retry n (1 for the first retry): a random
+// time up to Base·2^(n-1), capped, so that clients that failed together do
+// not come back together.
+func (p RetryPolicy) backoff(n int, r *rand.Rand) time.Duration {
+	ceiling := p.Cap
+	if n < 30 {
+		ceiling = min(p.Cap, p.Base<<(n-1))
+	}
+	return time.Duration(r.Int64N(int64(ceiling) + 1))
+}
+
+// The submissions of one operation.
+const (
+	SubmitOriginal    = "original"     // the operation, through its faults
+	SubmitDoubleClick = "double-click" // a second identical request, sent with the first
+	SubmitEdit        = "edit"         // a clerk's resubmission: same key, edited amount
+	SubmitLate        = "late"         // the same request after the retention period
+)
+
+// Attempt is one HTTP request of a replay and what came of it: a line of
+// history.jsonl.
+type Attempt struct {
+	Op         string `json:"op"`
+	Submission string `json:"submission"`
+	// N counts the attempts of one submission from 1.
+	N int `json:"attempt"`
+	// At is when the attempt left, on the plan's clock.
+	At       dayplan.Duration `json:"at"`
+	Key      string           `json:"key"`
+	Endpoint string           `json:"endpoint"`
+	// Respelled marks an attempt whose body is the plan's retry spelling.
+	Respelled bool          `json:"respelled,omitempty"`
+	Fault     dayplan.Point `json:"fault,omitempty"`
+	Status    int           `json:"status,omitempty"`
+	Problem   string        `json:"problem,omitempty"`
+	Replayed  bool          `json:"replayed,omitempty"`
+	// Error is what the client saw instead of a response.
+	Error string `json:"error,omitempty"`
+	// Response is the response body.
+	Response string `json:"response,omitempty"`
+	// Final marks the last attempt of a submission: its answer is what the
+	// client was told.
+	Final bool `json:"final,omitempty"`
+	// GaveUp marks a final attempt after which the retry horizon was over.
+	GaveUp     bool          `json:"gave_up,omitempty"`
+	retryAfter time.Duration // the server's Retry-After
+}
+
+// Succeeded reports whether the client was told the operation happened.
+func (a Attempt) Succeeded() bool { return a.Status >= 200 && a.Status < 300 }
+
+// retryable reports whether the client tries again after a: no answer at
+// all, an answer that says "not now" (503, 409 in progress, 429), or a
+// server error. Every other answer is the operation's outcome.
+func (a Attempt) retryable() bool {
+	switch {
+	case a.Error != "":
+		return true
+	case a.Status == http.StatusConflict:
+		return a.Problem == problem.RequestInProgress.URI()
+	case a.Status == http.StatusTooManyRequests, a.Status == http.StatusRequestTimeout:
+		return true
+	default:
+		return a.Status >= 500
+	}
+}
+
+// ReplayOptions say where and how to replay a day.
+type ReplayOptions struct {
+	// URL is the lab server's base URL; Admin its admin token (the replay
+	// resets the lab and moves its clock).
+	URL   string
+	Admin string
+	// Base carries requests to the server; nil means a fresh http.Transport.
+	Base   http.RoundTripper
+	Policy RetryPolicy
+	// Clients is how many operations run at once; 0 means 1, which makes
+	// the day's outcome (who runs out of money when) the same every time.
+	Clients int
+	// Progress, when set, is called after each operation.
+	Progress func(done, total int)
+}
+
+// ReplayResult is everything a replay saw, for Reconcile.
+type ReplayResult struct {
+	Plan *dayplan.Plan
+	// Attempts are grouped by operation, in plan order; the late
+	// retries come last.
+	Attempts []Attempt
+	// Opening is the lab state after the reset; Day after the day's
+	// operations; Final after the late retries (the same as Day when the
+	// plan has none).
+	Opening, Day, Final labctl.State
+	// LateSkipped says why the late retries were not sent, if they were not.
+	LateSkipped string
+	Elapsed     time.Duration
+}
+
+// replayer runs one replay.
+type replayer struct {
+	opts   ReplayOptions
+	plan   *dayplan.Plan
+	client *http.Client
+	tokens map[string]string
+}
+
+// Replay resets the lab to the plan's population, sends every operation
+// through a FaultTransport with the client retry policy, then moves the
+// lab clock past the retention period and sends the late retries. It
+// returns an error if the lab cannot be reset or read (a wrong URL or
+// admin token) or the server's population is not the plan's.
+func Replay(ctx context.Context, plan *dayplan.Plan, opts ReplayOptions) (*ReplayResult, error) {
+	began := time.Now()
+	if opts.Policy == (RetryPolicy{}) {
+		opts.Policy = DefaultRetryPolicy()
+	}
+	if opts.Clients < 1 {
+		opts.Clients = 1
+	}
+	base := opts.Base
+	if base == nil {
+		tr := &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}
+		defer tr.CloseIdleConnections()
+		base = tr
+	}
+	r := &replayer{
+		opts: opts, plan: plan, tokens: map[string]string{},
+		client: &http.Client{
+			Transport:     &FaultTransport{Base: base},
+			Timeout:       time.Minute,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+	res := &ReplayResult{Plan: plan}
+	if err := r.reset(ctx); err != nil {
+		return nil, err
+	}
+	var err error
+	if res.Opening, err = r.state(ctx); err != nil {
+		return nil, err
+	}
+
+	perOp := make([][]Attempt, len(plan.Ops))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	for range opts.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				perOp[i] = r.runOp(ctx, &plan.Ops[i])
+				if opts.Progress != nil {
+					mu.Lock()
+					done++
+					opts.Progress(done, len(plan.Ops))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range plan.Ops {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, as := range perOp {
+		res.Attempts = append(res.Attempts, as...)
+	}
+	if res.Day, err = r.state(ctx); err != nil {
+		return nil, err
+	}
+	res.Final = res.Day
+
+	var late []*dayplan.Op
+	for i := range plan.Ops {
+		if plan.Ops[i].Fate.LateRetry {
+			late = append(late, &plan.Ops[i])
+		}
+	}
+	if len(late) > 0 {
+		after := time.Duration(plan.Header.Params.LateAfter)
+		if err := r.admin(ctx, "POST", "/lab/clock", map[string]string{"advance": after.String()}, nil); err != nil {
+			res.LateSkipped = fmt.Sprintf("could not move the lab clock by %s: %v", after, err)
+		} else {
+			for _, op := range late {
+				res.Attempts = append(res.Attempts,
+					r.submit(ctx, op, SubmitLate, time.Duration(op.At)+after, op.RetryBytes(), op.RetryBytes(), nil)...)
+			}
+			if res.Final, err = r.state(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	res.Elapsed = time.Since(began)
+	return res, nil
+}
+
+// runOp sends one operation: its original submission through its faults,
+// with a double click released at the same moment if the plan says so,
+// then the clerk's edited resubmission.
+func (r *replayer) runOp(ctx context.Context, op *dayplan.Op) []Attempt {
+	start := time.Duration(op.At)
+	var second []Attempt
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	if op.Fate.DoubleClick {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-release
+			second = r.submit(ctx, op, SubmitDoubleClick, start, op.Body, op.Body, nil)
+		}()
+	}
+	close(release)
+	out := r.submit(ctx, op, SubmitOriginal, start, op.Body, op.RetryBytes(), op.Fate.Faults)
+	wg.Wait()
+	out = append(out, second...)
+	if op.Fate.EditedAmount != 0 {
+		edited, err := op.EditedBody()
+		if err != nil {
+			return append(out, Attempt{Op: op.Op, Submission: SubmitEdit, N: 1, Error: err.Error(), Final: true})
+		}
+		last := start
+		for _, a := range out {
+			last = max(last, time.Duration(a.At))
+		}
+		out = append(out, r.submit(ctx, op, SubmitEdit, last+time.Minute, edited, edited, nil)...)
+	}
+	return out
+}
+
+// submit sends one submission and retries it by the policy: attempt n
+// meets faults[n-1], if any. The plan's clock moves by each attempt's
+// wait and backoff; the driver really sleeps only while the server says
+// the request is in progress, and then a thousandth of the backoff,
+// because only then is there something real to wait for.
+func (r *replayer) submit(ctx context.Context, op *dayplan.Op, kind string, at time.Duration, first, retry []byte, faults []dayplan.Point) []Attempt {
+	pol := r.opts.Policy
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s/%s", op.Op, kind)
+	rng := rand.New(rand.NewPCG(r.plan.Header.Seed, h.Sum64()))
+	var out []Attempt
+	var elapsed time.Duration
+	for n := 1; ; n++ {
+		a := Attempt{Op: op.Op, Submission: kind, N: n, At: dayplan.Duration(at + elapsed), Key: op.Key, Endpoint: op.Endpoint}
+		body := first
+		if n > 1 {
+			body = retry
+			a.Respelled = !bytes.Equal(retry, first)
+		}
+		if n <= len(faults) {
+			a.Fault = faults[n-1]
+		}
+		took := r.send(ctx, op, body, &a)
+		if !a.retryable() || ctx.Err() != nil {
+			a.Final = true
+			return append(out, a)
+		}
+		wait := max(pol.backoff(n, rng), a.retryAfter)
+		if elapsed+took+wait > pol.Horizon {
+			a.Final, a.GaveUp = true, true
+			return append(out, a)
+		}
+		out = append(out, a)
+		elapsed += took + wait
+		if a.Problem == problem.RequestInProgress.URI() {
+			select {
+			case <-time.After(max(wait/1000, time.Millisecond)):
+			case <-ctx.Done():
+			}
+		}
+	}
+}
+
+// send makes one attempt and fills in a. It returns how long the attempt
+// took on the plan's clock: the client's timeout for a withheld response,
+// else nothing worth counting.
+func (r *replayer) send(ctx context.Context, op *dayplan.Op, body []byte, a *Attempt) time.Duration {
+	if a.Fault != "" {
+		ctx = WithFault(ctx, a.Fault)
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", r.opts.URL+op.Endpoint, bytes.NewReader(body))
+	if err != nil {
+		a.Error = err.Error()
+		return 0
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+r.tokens[op.Customer])
+	req.Header.Set("Idempotency-Key", op.Key)
+	resp, err := r.client.Do(req)
+	if err != nil {
+		a.Error = err.Error()
+		var fe *FaultError
+		if errors.As(err, &fe) && fe.Timeout() {
+			return r.opts.Policy.Timeout
+		}
+		return 0
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		a.Error = "read response: " + err.Error()
+		return 0
+	}
+	a.Status, a.Response = resp.StatusCode, string(raw)
+	a.Replayed = resp.Header.Get("Idempotent-Replayed") == "true"
+	if resp.StatusCode >= 400 {
+		var p problem.Body
+		json.Unmarshal(raw, &p)
+		a.Problem = p.Type
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		a.retryAfter = time.Duration(s) * time.Second
+	}
+	return 0
+}
+
+// reset gives the lab the plan's population and checks that it is the one
+// the plan was drawn from.
+func (r *replayer) reset(ctx context.Context) error {
+	var out struct {
+		Customers []bank.Customer `json:"customers"`
+	}
+	if err := r.admin(ctx, "POST", "/lab/reset", r.plan.Header.Params.Reset, &out); err != nil {
+		return err
+	}
+	want := r.plan.Customers()
+	if len(out.Customers) != len(want) {
+		return fmt.Errorf("the lab reset made %d customers; the plan has %d", len(out.Customers), len(want))
+	}
+	for i, c := range want {
+		got := out.Customers[i]
+		if got.ID != c.ID || got.Token != c.Token || !slices.Equal(got.Accounts, c.Accounts) {
+			return fmt.Errorf("the lab reset made customer %s with accounts %v; the plan expects %s with %v (does the server run another version of the kit?)",
+				got.ID, got.Accounts, c.ID, c.Accounts)
+		}
+		r.tokens[c.ID] = c.Token
+	}
+	return nil
+}
+
+func (r *replayer) state(ctx context.Context) (labctl.State, error) {
+	var st labctl.State
+	err := r.admin(ctx, "GET", "/lab/state", nil, &st)
+	return st, err
+}
+
+// admin sends a lab control request with the admin token, without faults.
+func (r *replayer) admin(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, r.opts.URL+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+r.opts.Admin)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, bytes.TrimSpace(raw))
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("%s %s: %w", method, path, err)
+		}
+	}
+	return nil
+}

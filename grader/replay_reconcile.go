@@ -1,0 +1,432 @@
+package grader
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"idemlab/grader/dayplan"
+	"idemlab/kit/problem"
+)
+
+// DayReconciliation is what a replayed day did to the money: how many times
+// the server executed each operation, against what its clients were told,
+// and whether the balances add up (SPEC section 4).
+type DayReconciliation struct {
+	// Valid is true when nothing was executed twice, nothing was lost, every
+	// answer was one the contract allows and the balances add up.
+	Valid    bool `json:"valid"`
+	Ops      int  `json:"ops"`
+	Attempts int  `json:"attempts"`
+	// FaultsMet counts the attempts that met each failure point.
+	FaultsMet map[dayplan.Point]int `json:"faults_met"`
+	Counts    DayCounts             `json:"counts"`
+	Money     DayMoney              `json:"money"`
+	// Findings are the operations and accounts behind the counts, worst first.
+	Findings []DayFinding `json:"findings,omitempty"`
+	// Notes are things a reader should know that are not failures.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// DayCounts are the named counts of results.json.
+type DayCounts struct {
+	// ExecutedOnce and NotExecuted count operations by their executions
+	// during the day.
+	ExecutedOnce int `json:"executed_once"`
+	NotExecuted  int `json:"not_executed"`
+	// DoubleApplied counts operations executed more than once.
+	DoubleApplied int `json:"double_applied"`
+	// ExtraExecutions counts the executions after each operation's first.
+	ExtraExecutions int `json:"extra_executions"`
+	// MoneyMovedTwice is the won those extra executions moved.
+	MoneyMovedTwice int64 `json:"money_moved_twice"`
+	// LostTransfers counts operations a client was told succeeded and that
+	// the server never executed.
+	LostTransfers int `json:"lost_transfers"`
+	// MismatchedReplays counts operations whose replayed answers differ
+	// from each other or from the original answer.
+	MismatchedReplays int `json:"mismatched_replays"`
+	// UnexpectedStatus counts submissions whose final answer the contract
+	// does not allow for them (a 5xx, a 400 for a valid body, no answer).
+	UnexpectedStatus int `json:"unexpected_status"`
+	// LateReexecuted counts retries after the retention period that ran
+	// as new requests: allowed, since the key had expired, and the reason
+	// the client's retry horizon must be shorter than the retention.
+	LateReexecuted    int `json:"late_reexecuted"`
+	BalanceMismatches int `json:"balance_mismatches"`
+	NegativeBalances  int `json:"negative_balances"`
+}
+
+// DayMoney is the day's money in won.
+type DayMoney struct {
+	Opening int64 `json:"opening"`
+	// Deposited is what the executed deposits brought in.
+	Deposited int64 `json:"deposited"`
+	Closing   int64 `json:"closing"`
+	// Conserved: closing = opening + deposited. Transfers only move money.
+	Conserved bool `json:"conserved"`
+}
+
+// DayFinding is one operation or account behind a count.
+type DayFinding struct {
+	// Kind is the count it belongs to, e.g. "double_applied".
+	Kind string `json:"kind"`
+	// Op or Account names what it is about.
+	Op      string `json:"op,omitempty"`
+	Account string `json:"account,omitempty"`
+	// Story says in one line what happened.
+	Story string `json:"story"`
+}
+
+// Reconcile compares what the server executed (the executions per op of
+// the lab state) with what the plan asked for and what the clients were
+// told, and checks every balance against the opening balance plus the
+// effects of the executions the server counted.
+func ReconcileDay(res *ReplayResult) DayReconciliation {
+	rc := DayReconciliation{Ops: len(res.Plan.Ops), Attempts: len(res.Attempts), FaultsMet: map[dayplan.Point]int{}}
+	bySub := map[string]map[string][]Attempt{} // op → submission → attempts
+	for _, a := range res.Attempts {
+		if a.Fault != "" {
+			rc.FaultsMet[a.Fault]++
+		}
+		if bySub[a.Op] == nil {
+			bySub[a.Op] = map[string][]Attempt{}
+		}
+		bySub[a.Op][a.Submission] = append(bySub[a.Op][a.Submission], a)
+	}
+	if res.LateSkipped != "" {
+		rc.Notes = append(rc.Notes, "the late retries were not sent: "+res.LateSkipped)
+	}
+
+	opening := map[string]int64{}
+	for _, a := range res.Opening.Accounts {
+		opening[a.ID] = a.Balance
+		rc.Money.Opening += a.Balance
+	}
+	expected := copyBalances(opening)
+	add := func(kind string, f DayFinding) {
+		f.Kind = kind
+		rc.Findings = append(rc.Findings, f)
+	}
+
+	for i := range res.Plan.Ops {
+		op := &res.Plan.Ops[i]
+		subs := bySub[op.Op]
+		day := res.Day.Executions[op.Op]
+		late := res.Final.Executions[op.Op] - day
+		story := func() string { return opStory(op, subs) }
+
+		editExecuted := int64(0)
+		if e := finalAttempt(subs[SubmitEdit]); e != nil && e.Succeeded() && !e.Replayed {
+			editExecuted = 1
+		}
+		switch {
+		case day == 0:
+			rc.Counts.NotExecuted++
+		case day == 1:
+			rc.Counts.ExecutedOnce++
+		default:
+			rc.Counts.DoubleApplied++
+			rc.Counts.ExtraExecutions += int(day - 1)
+			original := day - editExecuted
+			rc.Counts.MoneyMovedTwice += max(original-1, 0)*op.Amount + editExecuted*op.Fate.EditedAmount
+			if original == 0 {
+				rc.Counts.MoneyMovedTwice -= op.Fate.EditedAmount
+			}
+			add("double_applied", DayFinding{Op: op.Op, Story: fmt.Sprintf("executed %d times: %s", day, story())})
+		}
+		switch {
+		case late == 1:
+			rc.Counts.LateReexecuted++
+		case late > 1:
+			rc.Counts.DoubleApplied++
+			rc.Counts.ExtraExecutions += int(late - 1)
+			rc.Counts.MoneyMovedTwice += (late - 1) * op.Amount
+			add("double_applied", DayFinding{Op: op.Op, Story: fmt.Sprintf("the late retry executed %d times: %s", late, story())})
+		}
+
+		told := false
+		for _, as := range subs {
+			if a := finalAttempt(as); a != nil && a.Succeeded() {
+				told = true
+			}
+		}
+		if told && day+late == 0 {
+			rc.Counts.LostTransfers++
+			add("lost_transfers", DayFinding{Op: op.Op, Story: "the client was told it succeeded; it was never executed: " + story()})
+		}
+		if mismatchedReplay(subs[SubmitOriginal], subs[SubmitDoubleClick]) {
+			rc.Counts.MismatchedReplays++
+			add("mismatched_replays", DayFinding{Op: op.Op, Story: "the replayed answers differ from the original's: " + story()})
+		}
+		for _, kind := range []string{SubmitOriginal, SubmitDoubleClick, SubmitEdit, SubmitLate} {
+			if a := finalAttempt(subs[kind]); a != nil && !allowedFinal(kind, *a) {
+				rc.Counts.UnexpectedStatus++
+				add("unexpected_status", DayFinding{Op: op.Op, Story: fmt.Sprintf("the %s submission ended with %s: %s", kind, a.answer(), story())})
+			}
+		}
+
+		originals := day + late - editExecuted
+		if originals < 0 {
+			rc.Notes = append(rc.Notes, fmt.Sprintf("%s: the edit was answered 201 but the server counted %d executions", op.Op, day+late))
+			originals = 0
+		}
+		rc.apply(expected, op, op.Amount, originals)
+		rc.apply(expected, op, op.Fate.EditedAmount, editExecuted)
+	}
+
+	for _, a := range res.Final.Accounts {
+		rc.Money.Closing += a.Balance
+		if a.Balance < 0 {
+			rc.Counts.NegativeBalances++
+			add("negative_balances", DayFinding{Account: a.ID, Story: fmt.Sprintf("balance %s won", formatWon(a.Balance))})
+		}
+		if want, ok := expected[a.ID]; ok && want != a.Balance {
+			rc.Counts.BalanceMismatches++
+			add("balance_mismatches", DayFinding{Account: a.ID, Story: fmt.Sprintf(
+				"balance %s won; opening %s plus the executions the server counted make %s", formatWon(a.Balance), formatWon(opening[a.ID]), formatWon(want))})
+		}
+	}
+	rc.Money.Conserved = rc.Money.Closing == rc.Money.Opening+rc.Money.Deposited
+	c := rc.Counts
+	rc.Valid = c.DoubleApplied == 0 && c.LostTransfers == 0 && c.MismatchedReplays == 0 && c.UnexpectedStatus == 0 &&
+		c.BalanceMismatches == 0 && c.NegativeBalances == 0 && rc.Money.Conserved
+	order := []string{"lost_transfers", "double_applied", "mismatched_replays", "unexpected_status", "balance_mismatches", "negative_balances"}
+	slices.SortStableFunc(rc.Findings, func(a, b DayFinding) int {
+		return cmp.Compare(slices.Index(order, a.Kind), slices.Index(order, b.Kind))
+	})
+	return rc
+}
+
+// apply adds n executions of op with amount to the expected balances.
+func (rc *DayReconciliation) apply(expected map[string]int64, op *dayplan.Op, amount, n int64) {
+	if n == 0 {
+		return
+	}
+	effect, err := op.Effect(amount)
+	if err != nil {
+		rc.Notes = append(rc.Notes, err.Error())
+		return
+	}
+	for acc, d := range effect {
+		expected[acc] += n * d
+	}
+	if op.Endpoint == dayplan.Deposits {
+		rc.Money.Deposited += n * amount
+	}
+}
+
+func copyBalances(m map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func finalAttempt(as []Attempt) *Attempt {
+	if len(as) == 0 {
+		return nil
+	}
+	return &as[len(as)-1]
+}
+
+// allowedFinal reports whether the contract allows a as the answer that
+// ends a submission of this kind, at some stage.
+func allowedFinal(kind string, a Attempt) bool {
+	switch {
+	case a.Succeeded():
+		return true
+	case a.Problem == problem.InsufficientFunds.URI(), a.Problem == problem.DuplicateRequest.URI():
+		return true
+	case a.Problem == problem.IdempotencyKeyReused.URI():
+		return kind == SubmitEdit
+	}
+	return false
+}
+
+// mismatchedReplay reports whether the answers marked as replays differ
+// from each other or from the original answer the client saw.
+func mismatchedReplay(subs ...[]Attempt) bool {
+	var first string
+	seen := false
+	for _, as := range subs {
+		for _, a := range as {
+			if a.Error != "" || !(a.Succeeded() || a.Status == 422) {
+				continue
+			}
+			if !seen {
+				first, seen = a.Response, true
+				continue
+			}
+			if a.Replayed && a.Response != first {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// answer says in a few words what came back.
+func (a Attempt) answer() string {
+	switch {
+	case a.Error != "" && a.GaveUp:
+		return "no answer, and the retry horizon was over (" + a.Error + ")"
+	case a.Error != "":
+		return "no answer (" + a.Error + ")"
+	}
+	s := fmt.Sprint(a.Status)
+	if a.Problem != "" {
+		s += " " + a.Problem
+	}
+	if a.Replayed {
+		s += " (replayed)"
+	}
+	if a.GaveUp {
+		s += ", and the retry horizon was over"
+	}
+	return s
+}
+
+// opStory tells an operation's attempts in one line.
+func opStory(op *dayplan.Op, subs map[string][]Attempt) string {
+	var b strings.Builder
+	if op.Endpoint == dayplan.Deposits {
+		fmt.Fprintf(&b, "deposit of %s won", formatWon(op.Amount))
+	} else {
+		fmt.Fprintf(&b, "transfer of %s won", formatWon(op.Amount))
+	}
+	for _, kind := range []string{SubmitOriginal, SubmitDoubleClick, SubmitEdit, SubmitLate} {
+		as := subs[kind]
+		if len(as) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "; %s:", kind)
+		for _, a := range as {
+			s := a.answer()
+			if a.Fault != "" {
+				s = string(a.Fault)
+			}
+			if a.Respelled {
+				s += " (respelled)"
+			}
+			fmt.Fprintf(&b, " #%d %s", a.N, s)
+		}
+	}
+	return b.String()
+}
+
+// won writes an amount with thousands separators: 1,234,000.
+func formatWon(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
+}
+
+// WriteReport writes the reconciliation for a person: the counts in plain
+// words, then up to examples findings of each kind.
+func (rc DayReconciliation) WriteReport(w io.Writer, examples int) {
+	c := rc.Counts
+	fmt.Fprintf(w, "%d operations, %d attempts\n", rc.Ops, rc.Attempts)
+	var met []string
+	for _, p := range dayplan.Points {
+		if n := rc.FaultsMet[p]; n > 0 {
+			met = append(met, fmt.Sprintf("%s %d", p, n))
+		}
+	}
+	if len(met) > 0 {
+		fmt.Fprintf(w, "failure points met: %s\n", strings.Join(met, ", "))
+	}
+	fmt.Fprintln(w)
+	line := func(label string, v any, note string) {
+		if note != "" {
+			note = "   " + note
+		}
+		fmt.Fprintf(w, "  %-28s %v%s\n", label, v, note)
+	}
+	line("executed once", c.ExecutedOnce, "")
+	line("never executed", c.NotExecuted, "(refused: insufficient funds, or not sent)")
+	line("executed more than once", c.DoubleApplied, pick(c.DoubleApplied > 0,
+		fmt.Sprintf("<- DOUBLE: %d extra executions, %s won moved twice", c.ExtraExecutions, formatWon(c.MoneyMovedTwice)), ""))
+	line("lost", c.LostTransfers, pick(c.LostTransfers > 0, "<- LOST: told success, nothing moved", ""))
+	line("mismatched replays", c.MismatchedReplays, "")
+	line("unexpected answers", c.UnexpectedStatus, "")
+	line("re-executed after retention", c.LateReexecuted, "(allowed: the key had expired; clients must stop retrying long before)")
+	line("balances", pick(c.BalanceMismatches == 0, "every account = opening + the executions the server counted",
+		fmt.Sprintf("%d accounts do not add up", c.BalanceMismatches)), "")
+	line("money conserved", pick(rc.Money.Conserved, "yes", "NO"), fmt.Sprintf("(opening %s + deposited %s = closing %s)",
+		formatWon(rc.Money.Opening), formatWon(rc.Money.Deposited), formatWon(rc.Money.Closing)))
+	line("negative balances", c.NegativeBalances, "")
+	shown := map[string]int{}
+	for _, f := range rc.Findings {
+		if shown[f.Kind] == examples {
+			fmt.Fprintf(w, "  … more %s in results.json\n", f.Kind)
+		}
+		if shown[f.Kind]++; shown[f.Kind] > examples {
+			continue
+		}
+		if shown[f.Kind] == 1 {
+			fmt.Fprintf(w, "\n%s:\n", f.Kind)
+		}
+		fmt.Fprintf(w, "  %s%s  %s\n", f.Op, f.Account, f.Story)
+	}
+	for _, n := range rc.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	fmt.Fprintln(w)
+	if rc.Valid {
+		fmt.Fprintln(w, "VALID: every operation executed at most once, nothing lost, the books balance")
+	} else {
+		fmt.Fprintln(w, "INVALID: "+rc.verdict())
+	}
+}
+
+func (rc DayReconciliation) verdict() string {
+	c := rc.Counts
+	var why []string
+	if c.DoubleApplied > 0 {
+		why = append(why, fmt.Sprintf("%d operations executed more than once", c.DoubleApplied))
+	}
+	if c.LostTransfers > 0 {
+		why = append(why, fmt.Sprintf("%d told success and never executed", c.LostTransfers))
+	}
+	if c.MismatchedReplays > 0 {
+		why = append(why, fmt.Sprintf("%d replays differ from the original answer", c.MismatchedReplays))
+	}
+	if c.UnexpectedStatus > 0 {
+		why = append(why, fmt.Sprintf("%d answers the contract does not allow", c.UnexpectedStatus))
+	}
+	if c.BalanceMismatches > 0 || !rc.Money.Conserved || c.NegativeBalances > 0 {
+		why = append(why, "the balances do not add up")
+	}
+	return strings.Join(why, "; ")
+}
+
+func pick(cond bool, yes, no string) string {
+	if cond {
+		return yes
+	}
+	return no
+}
+
+// WriteHistory writes every attempt as one JSON line (history.jsonl).
+func WriteHistory(w io.Writer, attempts []Attempt) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, a := range attempts {
+		if err := enc.Encode(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
