@@ -28,6 +28,9 @@ const (
 	EnvServe = "IDEMLAB_SERVE" // listen address, e.g. 127.0.0.1:8080
 	EnvDB    = "IDEMLAB_DB"    // database file
 	EnvAdmin = "IDEMLAB_ADMIN" // admin token
+	// EnvSubject names the subject to serve (Subject.Name) when the
+	// binary holds several; empty means the first.
+	EnvSubject = "IDEMLAB_SUBJECT"
 )
 
 // Main is every stage's TestMain. Run normally, it runs the tests. With
@@ -35,11 +38,34 @@ const (
 // instead: that is how lab serve runs a student's stage without compiling
 // every other stage into the lab command (a half-finished stage breaks
 // only itself), and how the grader starts a server it can kill -9.
-func Main(m *testing.M, subject Subject) {
+//
+// A binary that tests several subjects (the ladder test) passes them
+// all; IDEMLAB_SUBJECT then says which one to serve, and the crash checks
+// can start any of them as a child process (see T.OnChild).
+func Main(m *testing.M, subjects ...Subject) {
 	addr := os.Getenv(EnvServe)
 	if addr == "" {
-		selfServes.Store(true)
+		for _, s := range subjects {
+			servable.Store(s.Name, true)
+		}
 		os.Exit(m.Run())
+	}
+	if len(subjects) == 0 {
+		fmt.Fprintln(os.Stderr, "lab: this binary has no subject to serve")
+		os.Exit(1)
+	}
+	subject := subjects[0]
+	if name := os.Getenv(EnvSubject); name != "" {
+		found := false
+		for _, s := range subjects {
+			if s.Name == name {
+				subject, found = s, true
+			}
+		}
+		if !found {
+			fmt.Fprintf(os.Stderr, "lab: this binary cannot serve %q\n", name)
+			os.Exit(1)
+		}
 	}
 	if err := Serve(context.Background(), subject, addr, os.Getenv(EnvDB), os.Getenv(EnvAdmin)); err != nil {
 		fmt.Fprintln(os.Stderr, "lab:", err)
@@ -84,19 +110,26 @@ func Serve(ctx context.Context, subject Subject, addr, db, admin string) error {
 // the same file.
 type Child struct {
 	Binary string
-	DB     string
-	Admin  string
-	URL    string
-	cmd    *exec.Cmd
-	exited chan error
+	// Subject is the Subject.Name the binary is asked to serve, if it
+	// holds several (see Main); empty means its first.
+	Subject string
+	DB      string
+	Admin   string
+	URL     string
+	cmd     *exec.Cmd
+	exited  chan error
 }
 
 // StartChild starts binary (a stage's test binary; os.Args[0] from inside
 // one) as a lab server on a fresh database in dir.
 func StartChild(ctx context.Context, binary, dir string) (*Child, error) {
+	return startChild(ctx, binary, "", dir)
+}
+
+func startChild(ctx context.Context, binary, subject, dir string) (*Child, error) {
 	var b [12]byte
 	rand.Read(b[:])
-	c := &Child{Binary: binary, DB: filepath.Join(dir, "lab.db"), Admin: "adm_" + hex.EncodeToString(b[:])}
+	c := &Child{Binary: binary, Subject: subject, DB: filepath.Join(dir, "lab.db"), Admin: "adm_" + hex.EncodeToString(b[:])}
 	return c, c.Start(ctx)
 }
 
@@ -121,7 +154,7 @@ func (c *Child) Start(ctx context.Context) error {
 
 func (c *Child) startOn(ctx context.Context, addr string) error {
 	cmd := exec.Command(c.Binary)
-	cmd.Env = append(os.Environ(), EnvServe+"="+addr, EnvDB+"="+c.DB, EnvAdmin+"="+c.Admin)
+	cmd.Env = append(os.Environ(), EnvServe+"="+addr, EnvDB+"="+c.DB, EnvAdmin+"="+c.Admin, EnvSubject+"="+c.Subject)
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {

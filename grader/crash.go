@@ -6,26 +6,26 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
-// selfServes is set by Main when this process is a stage's test binary,
-// which serves its stage when started with IDEMLAB_SERVE: the grader can
-// then start it again as a child process to crash.
-var selfServes atomic.Bool
+// servable holds the names of the subjects this process can serve as a
+// child of itself: Main records them when this process is a test binary,
+// which serves when started with IDEMLAB_SERVE.
+var servable sync.Map
 
 // ChildProcess returns a Start that runs binary (a stage's test binary, or
 // anything that serves like Main) as a lab server in a child process, on a
 // fresh database file in a temporary folder, so that checks can kill it
-// and start it again on the same file.
+// and start it again on the same file. The child serves the subject of
+// the same Name if the binary holds several.
 func ChildProcess(binary string) Start {
 	return func(ctx context.Context, subject Subject) (*Target, func(), error) {
 		dir, err := os.MkdirTemp("", "idemlab-child-")
 		if err != nil {
 			return nil, nil, err
 		}
-		c, err := StartChild(ctx, binary, dir)
+		c, err := startChild(ctx, binary, subject.Name, dir)
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, nil, fmt.Errorf("start %s as a child process: %w", subject.Name, err)
@@ -42,7 +42,7 @@ func ChildProcess(binary string) Start {
 
 // ErrNoChild is returned by OnChild when the grader cannot start the
 // subject in a process of its own.
-var ErrNoChild = errors.New("this check crashes the server, so it needs one the grader can kill: run it from a stage's go test (make stage-N) or with lab grade --start")
+var ErrNoChild = errors.New("this check crashes the server, so it needs one the grader can kill: run it from a stage's go test (make stage-N), whose TestMain is grader.Main, or with lab grade --start")
 
 // OnChild returns a T for the same check against a server in a child
 // process, which the check may crash, Kill and Restart: the check's own
@@ -52,7 +52,7 @@ func (t *T) OnChild() (*T, error) {
 	if t.target.Child != nil {
 		return t, nil
 	}
-	if !selfServes.Load() {
+	if _, ok := servable.Load(t.subject.Name); !ok {
 		return nil, ErrNoChild
 	}
 	self, err := os.Executable()

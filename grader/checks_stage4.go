@@ -1,0 +1,232 @@
+package grader
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+const lesson4 = "docs/lessons/04-replay.md"
+
+func init() {
+	register(
+		Check{
+			ID: "S4.replay-byte-identical", Stage: 4, Lesson: lesson4 + "#store-the-answer",
+			Claim: "a retry of a completed request gets the stored response: same status, same body bytes, same Content-Type and Location",
+			Why:   "the client retried because it lost the first answer; only the same answer lets it finish as if nothing had gone wrong, and a different one (another id, another time) looks like a second transfer",
+			Run:   checkReplayByteIdentical,
+		},
+		Check{
+			ID: "S4.replay-marker-only-on-replays", Stage: 4, Lesson: lesson4 + "#the-replay-marker",
+			Claim: "Idempotent-Replayed: true is on every replay and on no first answer",
+			Why:   "clients, logs and support staff count payments by first answers; a marker on a first answer hides a real payment, a missing one on a replay counts a payment twice",
+			Run:   checkReplayMarkerOnlyOnReplays,
+		},
+		Check{
+			ID: "S4.balance-after-unchanged", Stage: 4, Lesson: lesson4 + "#never-recompute",
+			Claim: "a replay's balance_after and created_at stay what they were, after later transfers, deposits and time",
+			Why:   "a replay rebuilt from today's balance tells the customer a balance that was never the result of this transfer: the receipt they keep is wrong",
+			Run:   checkBalanceAfterUnchanged,
+		},
+		Check{
+			ID: "S4.insufficient-funds-replayed", Stage: 4, Lesson: lesson4 + "#a-refusal-is-an-answer",
+			Claim: "a stored 422 insufficient-funds is replayed as it was, even after a deposit made the transfer affordable",
+			Why:   "the client that lost the 422 must learn the answer it was given; executing the retry later, after money arrived, moves money the customer was told would not move",
+			Run:   checkInsufficientFundsReplayed,
+		},
+	)
+}
+
+// replayMismatch compares a replay with the original answer and says what
+// differs, or "" if it is faithful.
+func replayMismatch(orig, replay Response) string {
+	if replay.Err != nil {
+		return "no response: " + replay.Err.Error()
+	}
+	if replay.Status != orig.Status {
+		return fmt.Sprintf("status %d, the original was %d", replay.Status, orig.Status)
+	}
+	var d []string
+	for _, h := range []string{"Content-Type", "Location"} {
+		if a, b := orig.Header.Get(h), replay.Header.Get(h); a != b {
+			d = append(d, fmt.Sprintf("%s %q, the original was %q", h, b, a))
+		}
+	}
+	if !bytes.Equal(orig.Body, replay.Body) {
+		d = append(d, "body differs: "+firstDifference(orig.Body, replay.Body))
+	}
+	if v := replay.Header.Values("Idempotent-Replayed"); len(v) != 1 || v[0] != "true" {
+		d = append(d, fmt.Sprintf("Idempotent-Replayed is %q, expected \"true\"", strings.Join(v, ", ")))
+	}
+	return strings.Join(d, "; ")
+}
+
+// firstDifference shows where two bodies part ways.
+func firstDifference(a, b []byte) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	from := max(0, i-24)
+	show := func(s []byte) string {
+		end := min(len(s), i+40)
+		if from >= end {
+			return "(nothing)"
+		}
+		return string(s[from:end])
+	}
+	return fmt.Sprintf("at byte %d the replay has …%s… where the original had …%s…", i, show(b), show(a))
+}
+
+// checkReplayByteIdentical catches a replay recomputed instead of stored:
+// re-encoded from the transfer row (another member order, spacing or
+// created_at), rebuilt without Location, or answered with another status.
+func checkReplayByteIdentical(t *T) error {
+	const opening = 2_000_000
+	cs, err := t.Reset(2, opening)
+	if err != nil {
+		return err
+	}
+	a, b := cs[0], cs[1]
+	reqs := []Request{
+		Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], t.Amount(1_000, 500_000), t.Op())),
+		Deposit(a, t.Key(), DepositBody(a.Accounts[1], t.Amount(1_000, 500_000), t.Op())),
+	}
+	for _, req := range reqs {
+		orig := t.Do(req)
+		if !orig.Is(http.StatusCreated, "") {
+			return t.Fail(req.String(), orig.String(), "201 Created: the first request with a fresh key executes")
+		}
+		// A second of lab time: a replay that is recomputed gets a new created_at.
+		if err := t.Advance("1s"); err != nil {
+			return err
+		}
+		for i := range 2 {
+			r := t.Do(req)
+			if d := replayMismatch(orig, r); d != "" {
+				return t.Fail(fmt.Sprintf("%s  →  %s\nthen retry %d, the same request", req.String(), orig.String(), i+1),
+					r.String()+"\n"+d, "the stored response, byte for byte: status, body, Content-Type and Location as first sent, plus Idempotent-Replayed: true")
+			}
+		}
+	}
+	return nil
+}
+
+// checkReplayMarkerOnlyOnReplays catches a server that sets the marker on
+// every answer (first answers included), or on none.
+func checkReplayMarkerOnlyOnReplays(t *T) error {
+	const opening = 1_000_000
+	cs, err := t.Reset(2, opening)
+	if err != nil {
+		return err
+	}
+	a, b := cs[0], cs[1]
+	firsts := []Request{
+		Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], t.Amount(1_000, 100_000), t.Op())),
+		Deposit(a, t.Key(), DepositBody(a.Accounts[1], t.Amount(1_000, 100_000), t.Op())),
+		// A refusal is a first answer too.
+		Transfer(a, t.Key(), TransferBody(a.Accounts[1], b.Accounts[1], 10*opening+t.Amount(1, 1_000), t.Op())),
+	}
+	for _, req := range firsts {
+		r := t.Do(req)
+		if r.ServerFailed() {
+			return t.Fail(req.String(), r.String(), "201 Created, or 422 insufficient-funds for the transfer larger than the balance")
+		}
+		if v := r.Header.Values("Idempotent-Replayed"); len(v) > 0 {
+			return t.Fail(req.String()+"  (a fresh key)", r.String(), "no Idempotent-Replayed header at all on a first answer")
+		}
+		again := t.Do(req)
+		if v := again.Header.Values("Idempotent-Replayed"); len(v) != 1 || v[0] != "true" {
+			return t.Fail(req.String()+"  →  "+r.Short()+"\nthen the retry, the same request", again.String(),
+				"Idempotent-Replayed: true on the replay")
+		}
+	}
+	return nil
+}
+
+// checkBalanceAfterUnchanged catches a replay rebuilt from current data:
+// balance_after read from the account now, created_at from the clock now.
+func checkBalanceAfterUnchanged(t *T) error {
+	const opening = 2_000_000
+	cs, err := t.Reset(2, opening)
+	if err != nil {
+		return err
+	}
+	a, b := cs[0], cs[1]
+	x := t.Amount(1_000, 500_000)
+	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], x, t.Op()))
+	orig := t.Do(req)
+	var first transferAnswer
+	if !orig.Is(http.StatusCreated, "") || json.Unmarshal(orig.Body, &first) != nil || first.BalanceAfter != opening-x {
+		return t.Fail(req.String(), orig.String(), fmt.Sprintf("201 Created with balance_after %d", opening-x))
+	}
+	story := []string{req.String() + "  →  201, balance_after " + fmt.Sprint(first.BalanceAfter)}
+	later := []Request{
+		Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[1], t.Amount(1_000, 500_000), t.Op())),
+		Deposit(a, t.Key(), DepositBody(a.Accounts[0], t.Amount(1_000, 500_000), t.Op())),
+	}
+	for _, l := range later {
+		r := t.Do(l)
+		if !r.Is(http.StatusCreated, "") {
+			return t.Fail(l.String(), r.String(), "201 Created")
+		}
+		story = append(story, "then "+l.String()+"  →  201")
+	}
+	if err := t.Advance("90s"); err != nil {
+		return err
+	}
+	story = append(story, "then 90s of lab time, and the retry of the first transfer")
+	r := t.Do(req)
+	var replay transferAnswer
+	if err := json.Unmarshal(r.Body, &replay); err != nil || !r.Is(http.StatusCreated, "") {
+		return t.Fail(strings.Join(story, "\n"), r.String(), "the stored 201")
+	}
+	if replay != first {
+		return t.Fail(strings.Join(story, "\n"),
+			fmt.Sprintf("id %s, balance_after %d, created_at %s", replay.ID, replay.BalanceAfter, replay.CreatedAt),
+			fmt.Sprintf("id %s, balance_after %d, created_at %s: what the first answer said", first.ID, first.BalanceAfter, first.CreatedAt))
+	}
+	return nil
+}
+
+// transferAnswer is the part of a transfer answer a replay must keep.
+type transferAnswer struct {
+	ID           string `json:"id"`
+	BalanceAfter int64  `json:"balance_after"`
+	CreatedAt    string `json:"created_at"`
+}
+
+// checkInsufficientFundsReplayed catches a server that stores only
+// successes: the refused transfer's retry executes once a deposit made it
+// affordable, or the refusal is recomputed without the marker.
+func checkInsufficientFundsReplayed(t *T) error {
+	const opening = 100_000
+	cs, err := t.Reset(2, opening)
+	if err != nil {
+		return err
+	}
+	a, b := cs[0], cs[1]
+	books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	amount, op := opening+t.Amount(1, 50_000), t.Op()
+	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+	orig := t.Do(req)
+	if !orig.Is(http.StatusUnprocessableEntity, pInsufficient) {
+		return t.Fail(req.String()+fmt.Sprintf("  (the account holds %d)", opening), orig.String(), "422 "+pInsufficient)
+	}
+	books.Expect(op)
+	dop, damount := t.Op(), t.Amount(50_000, 200_000)
+	dep := Deposit(a, t.Key(), DepositBody(a.Accounts[0], damount, dop))
+	if r := t.Do(dep); !r.Is(http.StatusCreated, "") {
+		return t.Fail(dep.String(), r.String(), "201 Created")
+	}
+	books.Deposit(dop, a.Accounts[0], damount)
+	sent := fmt.Sprintf("%s  →  422 insufficient-funds\nthen %s  →  201 (the account now holds %d, enough)\nthen the retry of the transfer, the same request",
+		req.String(), dep.String(), opening+damount)
+	r := t.Do(req)
+	if d := replayMismatch(orig, r); d != "" {
+		return t.Fail(sent, r.String()+"\n"+d, "the stored 422 insufficient-funds, byte for byte, with Idempotent-Replayed: true; nothing executes")
+	}
+	return t.Reconcile(sent, r.Short(), books)
+}
