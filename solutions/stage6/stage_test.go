@@ -1,0 +1,14 @@
+package stage6_test
+
+import (
+	"testing"
+
+	"idemlab/grader"
+	"idemlab/solutions/stage6"
+)
+
+var subject = grader.Subject{Stage: 6, Name: "solutions/stage6", New: stage6.New}
+
+func TestMain(m *testing.M) { grader.Main(m, subject) }
+
+func TestStage(t *testing.T) { grader.TestStage(t, subject) }
