@@ -22,6 +22,10 @@ import (
 // when there is none). Times are clock.Format strings (RFC 3339, UTC,
 // milliseconds): fixed width, so they compare as text in the order they
 // compare as instants.
+//
+// TODO(stage 6): lease the in-progress keys: add lease_owner (the token of
+// the request that holds the key) and lease_expires_at (a clock.Format
+// time, so that it compares as text).
 const keySchema = `CREATE TABLE IF NOT EXISTS idempotency_keys (
 	id           INTEGER PRIMARY KEY,
 	customer     TEXT NOT NULL,
@@ -72,6 +76,12 @@ func expiredAt(now time.Time, cfg stage.Config) string {
 // key". If the key is there, the existing row decides (see existing). Any
 // other failure is 503 unavailable: a request that could not be claimed
 // must not execute.
+//
+// TODO(stage 6): take a lease. Draw a fresh owner token for this request
+// (crypto/rand.Text() is fine) and insert it with lease_expires_at = now
+// plus cfg.Lease, on the lab clock. Return the row id with the token (a
+// small lease struct reads well), so that complete and release can prove
+// the key is still this request's.
 func claim(ctx context.Context, db *sql.DB, sc scope, fp string, now time.Time, cfg stage.Config) (id int64, stored *response, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -113,6 +123,19 @@ func claim(ctx context.Context, db *sql.DB, sc scope, fp string, now time.Time, 
 // fp, whatever the state; 409 request-in-progress (with Retry-After) while
 // the original runs; and once it has completed, its stored response, to
 // be sent again. It returns 503 unavailable if the key store fails.
+//
+// TODO(stage 6): an in-progress key is no longer always 409. If its lease
+// is live, it is: its request may still be running. If it has expired,
+// the request that held it has crashed, or is so late that a retry may act
+// for it: take the key over with ONE conditional UPDATE that sets this
+// request's owner and a fresh lease_expires_at,
+//
+//	... WHERE id = ? AND state = 'in_progress' AND lease_expires_at <= now
+//
+// and look at RowsAffected: 1 means this request holds the key now and
+// executes it; 0 means another retry was first, so 409 request-in-progress.
+// Do not read the lease and then write it: the condition in the UPDATE is
+// what makes exactly one of many simultaneous retries win.
 func existing(ctx context.Context, tx *sql.Tx, sc scope, fp string) (id int64, stored *response, err error) {
 	var storedFP, state string
 	err = tx.QueryRowContext(ctx,
@@ -146,6 +169,12 @@ func existing(ctx context.Context, tx *sql.Tx, sc scope, fp string) (id int64, s
 // the request was refused for good, as for insufficient funds). Its
 // retention period starts now. It returns 503 unavailable if the key store
 // fails.
+//
+// TODO(stage 6): complete the key only if this request still holds it:
+// add AND state = 'in_progress' AND lease_owner = ? to the UPDATE, and if
+// no row was affected, a retry has taken the key over: return 409
+// request-in-progress, so that the caller rolls back the money it was
+// about to commit. Clear the lease columns as the key completes.
 func complete(ctx context.Context, tx *sql.Tx, id int64, res response, now time.Time) error {
 	_, err := tx.ExecContext(ctx,
 		`UPDATE idempotency_keys
@@ -162,6 +191,10 @@ func complete(ctx context.Context, tx *sql.Tx, id int64, res response, now time.
 // its money moved, so that a retry executes. It is best effort: if the key
 // store fails here too, the key stays in progress and its retries get 409
 // request-in-progress (stage 6's lease is what frees such a key).
+//
+// TODO(stage 6): delete the key only if this request still holds its
+// lease (AND lease_owner = ?): a retry that took it over is executing it.
+// If the release fails, the lease expiring is what frees the key now.
 func release(ctx context.Context, db *sql.DB, id int64) {
 	db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE id = ? AND state = 'in_progress'`, id)
 }
