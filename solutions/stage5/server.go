@@ -116,14 +116,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string, raw
 	res.write(w, false)
 }
 
-// Purge deletes the completed keys whose retention period has passed, and
-// reports how many went. It never deletes a key in progress: its request
-// may still be running, and a retry that found its key gone would execute
-// a second time. It returns the key store's error.
-func (s *Server) Purge(ctx context.Context) (int64, error) {
-	return purge(ctx, s.env.DB, s.env.Clock.Now(), s.env.Config())
-}
-
 // execute waits on the core, then runs op and completes the key id with
 // its response in one transaction: the money moves and the answer is
 // stored together, or neither happens. It returns the response to send:
@@ -163,4 +155,12 @@ func (s *Server) execute(ctx context.Context, id int64, op operation) (response,
 		return response{}, err
 	}
 	return res, nil
+}
+
+// Purge deletes the completed keys whose retention period has passed, and
+// reports how many went. It never deletes a key in progress: its request
+// may still be running, and a retry that found its key gone would execute
+// a second time. It returns the key store's error.
+func (s *Server) Purge(ctx context.Context) (int64, error) {
+	return purge(ctx, s.env.DB, s.env.Clock.Now(), s.env.Config())
 }

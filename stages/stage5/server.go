@@ -127,14 +127,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, raw []byte, op op
 	res.write(w, false)
 }
 
-// TODO(stage 5): implement stage.Purger: a method Purge(ctx) (int64,
-// error) on Server that deletes the completed keys whose retention period
-// (s.env.Config().Retention, counted on s.env.Clock) has passed, and
-// reports how many went. The kit calls it every 30 seconds, after every
-// move of the lab clock and on POST /lab/purge. Never delete a key in
-// progress, however old: its request may still be running, and a retry
-// that found its key gone would execute a second time.
-
 // execute waits on the core, then runs op and completes the key id with
 // its response in one transaction: the money moves and the answer is
 // stored together, or neither happens. It returns the response to send:
@@ -175,3 +167,11 @@ func (s *Server) execute(ctx context.Context, id int64, op operation) (response,
 	}
 	return res, nil
 }
+
+// TODO(stage 5): implement stage.Purger: a method Purge(ctx) (int64,
+// error) on Server that deletes the completed keys whose retention period
+// (s.env.Config().Retention, counted on s.env.Clock) has passed, and
+// reports how many went. The kit calls it every 30 seconds, after every
+// move of the lab clock and on POST /lab/purge. Never delete a key in
+// progress, however old: its request may still be running, and a retry
+// that found its key gone would execute a second time.
