@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"idemlab/grader/dayplan"
+)
+
+func init() {
+	register(command{name: "gen", summary: "generate a day plan (JSONL): operations and what will happen to them", run: runGen})
+}
+
+func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lab gen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	seed := fs.Uint64("seed", 1, "the seed; the same seed gives the same plan, byte for byte")
+	ops := fs.Int("ops", 1000, "how many logical operations the day has")
+	out := fs.String("o", "", "write the plan to this file (default: standard output)")
+	p := dayplan.DefaultParams(0, 0)
+	fs.IntVar(&p.Reset.Customers, "customers", p.Reset.Customers, "customers in the lab reset")
+	fs.IntVar(&p.Reset.AccountsPerCustomer, "accounts", p.Reset.AccountsPerCustomer, "accounts per customer")
+	fs.Int64Var(&p.Reset.OpeningBalance, "opening-balance", p.Reset.OpeningBalance, "each account's opening balance in won")
+	fs.Float64Var(&p.FaultRate, "fault-rate", p.FaultRate, "share of operations whose first attempt meets a failure point")
+	fs.Float64Var(&p.RespellRate, "respell-rate", p.RespellRate, "share of retried operations whose retries spell the body differently")
+	fs.Float64Var(&p.DoubleClickRate, "double-click-rate", p.DoubleClickRate, "share of operations double-clicked")
+	fs.Float64Var(&p.EditRate, "edit-rate", p.EditRate, "share of operations a clerk resubmits with the same key and an edited amount")
+	fs.Float64Var(&p.LateRetryRate, "late-rate", p.LateRetryRate, "share of operations retried after the retention period")
+	fs.Float64Var(&p.DepositRate, "deposit-rate", p.DepositRate, "share of operations that are deposits")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lab gen [--seed S] [--ops N] [-o FILE] [flags]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return &exitCode{code: 2, err: err}
+	}
+	p.Ops = *ops
+	plan, err := dayplan.Generate(*seed, p)
+	if err != nil {
+		return &exitCode{code: 2, err: err}
+	}
+	if *out == "" {
+		return plan.Write(stdout)
+	}
+	f, err := os.Create(*out)
+	if err != nil {
+		return err
+	}
+	if err := plan.Write(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote %s: %d operations, seed %d (%s)\n", *out, len(plan.Ops), *seed, summarise(plan))
+	return nil
+}
+
+// summarise counts a plan's fates in one line.
+func summarise(plan *dayplan.Plan) string {
+	var faulted, doubles, edits, late, respelled int
+	for _, op := range plan.Ops {
+		if len(op.Fate.Faults) > 0 {
+			faulted++
+		}
+		if op.Fate.DoubleClick {
+			doubles++
+		}
+		if op.Fate.EditedAmount != 0 {
+			edits++
+		}
+		if op.Fate.LateRetry {
+			late++
+		}
+		if op.Fate.RetryBody != "" {
+			respelled++
+		}
+	}
+	return fmt.Sprintf("%d meet failure points, %d respelled retries, %d double clicks, %d edited resubmissions, %d late retries",
+		faulted, respelled, doubles, edits, late)
+}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"idemlab/grader"
+	"idemlab/grader/dayplan"
+	sol0 "idemlab/solutions/stage0"
+)
+
+func init() {
+	register(command{name: "replay", summary: "drive a day plan through the fault transport and reconcile the money", run: runReplay})
+}
+
+type replayFlags struct {
+	plan      string
+	stage     int
+	solution  bool
+	url       string
+	admin     string
+	accessLog string
+	answer    string
+	results   string
+	clients   int
+	examples  int
+}
+
+func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lab replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f replayFlags
+	fs.StringVar(&f.plan, "log", "", "the day plan to replay (from lab gen)")
+	fs.StringVar(&f.plan, "plan", "", "the same as --log")
+	fs.IntVar(&f.stage, "stage", 0, "the stage to replay against, 0..6")
+	fs.BoolVar(&f.solution, "solution", false, "replay against the reference solution in this process (else your stages/stageN, built and started)")
+	fs.StringVar(&f.url, "url", "", "replay against a running lab server instead (needs --admin-token)")
+	fs.StringVar(&f.admin, "admin-token", "", "the admin token of the server at --url")
+	fs.StringVar(&f.accessLog, "access-log", "", "write the server's access log to this file (with --solution)")
+	fs.StringVar(&f.answer, "answer", "", "write the tally's answer key, from the server's books, to this file (with --solution)")
+	fs.StringVar(&f.results, "results", "", "write results.json and history.jsonl into this folder")
+	fs.IntVar(&f.clients, "clients", 1, "operations in flight at once (1 makes the day's outcome repeatable)")
+	fs.IntVar(&f.examples, "examples", 5, "how many operations to show for each kind of finding")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lab replay --log PLAN [--stage N] [--solution | --url URL --admin-token T] [--access-log FILE] [--answer FILE] [--results DIR]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return &exitCode{code: 2, err: err}
+	}
+	if f.plan == "" {
+		fs.Usage()
+		return &exitCode{code: 2, err: errors.New("--log: which day plan? (lab gen -o day.jsonl makes one; datasets/day-small.plan.jsonl is shipped)")}
+	}
+	if f.url == "" {
+		if err := checkStage(f.stage, f.solution); err != nil {
+			return err
+		}
+	}
+	if (f.accessLog != "" || f.answer != "") && (f.url != "" || !f.solution) {
+		return &exitCode{code: 2, err: errors.New("--access-log and --answer need the server in this process: use them with --solution")}
+	}
+	plan, err := readPlan(f.plan)
+	if err != nil {
+		return &exitCode{code: 2, err: err}
+	}
+	opts := grader.ReplayOptions{Clients: f.clients}
+
+	var run *grader.DayRun
+	var target string
+	began := time.Now()
+	switch {
+	case f.url != "":
+		target = f.url
+		opts.URL, opts.Admin = f.url, f.admin
+		res, err := grader.Replay(ctx, plan, opts)
+		if err != nil {
+			return &exitCode{code: 2, err: err}
+		}
+		run = &grader.DayRun{Result: res}
+	case f.solution:
+		target = fmt.Sprintf("the reference solutions/stage%d, in this process", f.stage)
+		var log bytes.Buffer
+		if run, err = grader.ReplayInProcess(ctx, solutions[f.stage], plan, &log, opts); err != nil {
+			return &exitCode{code: 2, err: err}
+		}
+		if err := writeDayFiles(f, run, log.Bytes(), stderr); err != nil {
+			return err
+		}
+	default:
+		root, err := grader.Root()
+		if err != nil {
+			return &exitCode{code: 2, err: err}
+		}
+		bin, err := stageBinary(ctx, root, f.stage, stderr)
+		if err != nil {
+			return err
+		}
+		admin := drawAdminToken()
+		child, err := startStage(ctx, bin, "127.0.0.1:0", ":memory:", admin, stderr)
+		if err != nil {
+			return &exitCode{code: 2, err: err}
+		}
+		defer child.stop()
+		target = fmt.Sprintf("your stages/stage%d, as a child process", f.stage)
+		opts.URL, opts.Admin = child.url, admin
+		res, err := grader.Replay(ctx, plan, opts)
+		if err != nil {
+			return &exitCode{code: 2, err: err}
+		}
+		run = &grader.DayRun{Result: res}
+	}
+	took := time.Since(began)
+
+	rc := grader.ReconcileDay(run.Result)
+	fmt.Fprintf(stdout, "replayed %s (%s) against %s in %s\n", f.plan, plan.Header.Command, target, took.Round(time.Millisecond))
+	rc.WriteReport(stdout, f.examples)
+	if f.results != "" {
+		if err := writeResults(f.results, plan, target, rc, run.Result); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "results in %s\n", filepath.Join(f.results, "results.json"))
+	}
+	if !rc.Valid {
+		return &exitCode{code: 1, err: errors.New("the day does not reconcile: " + firstLine(rc))}
+	}
+	return nil
+}
+
+func firstLine(rc grader.DayReconciliation) string {
+	for _, f := range rc.Findings {
+		return f.Kind + ": " + f.Op + f.Account
+	}
+	return "see above"
+}
+
+func readPlan(path string) (*dayplan.Plan, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	plan, err := dayplan.Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return plan, nil
+}
+
+// writeDayFiles writes the access log and the answer key of an in-process
+// replay. The answer key comes from the server's books; the reference
+// Tally of the log must agree with it, or the dataset is not shipped.
+func writeDayFiles(f replayFlags, run *grader.DayRun, log []byte, stderr io.Writer) error {
+	if f.accessLog != "" {
+		if err := os.WriteFile(f.accessLog, log, 0o644); err != nil {
+			return err
+		}
+	}
+	if f.answer == "" {
+		return nil
+	}
+	tally, err := sol0.Tally(bytes.NewReader(log))
+	if err != nil {
+		return fmt.Errorf("the reference Tally could not read the access log: %w", err)
+	}
+	if tally != run.Truth {
+		return fmt.Errorf("the reference Tally (%+v) disagrees with the server's books (%+v): answer key not written", tally, run.Truth)
+	}
+	raw, err := json.MarshalIndent(run.Truth, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(f.answer, append(raw, '\n'), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote %s: %d double transfers (the reference Tally of the access log agrees with the server's books)\n",
+		f.answer, run.Truth.DoubleTransfers)
+	return nil
+}
+
+// resultsFile is results.json (SPEC section 4).
+type resultsFile struct {
+	Plan    string `json:"plan"`
+	Seed    uint64 `json:"seed"`
+	Target  string `json:"target"`
+	Elapsed string `json:"elapsed"`
+	grader.DayReconciliation
+}
+
+func writeResults(dir string, plan *dayplan.Plan, target string, rc grader.DayReconciliation, res *grader.ReplayResult) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	raw, err := json.MarshalIndent(resultsFile{
+		Plan: plan.Header.Command, Seed: plan.Header.Seed, Target: target,
+		Elapsed: res.Elapsed.Round(time.Millisecond).String(), DayReconciliation: rc,
+	}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(raw, '\n'), 0o644); err != nil {
+		return err
+	}
+	h, err := os.Create(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return err
+	}
+	if err := grader.WriteHistory(h, res.Attempts); err != nil {
+		h.Close()
+		return err
+	}
+	return h.Close()
+}

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"idemlab/grader"
+	"idemlab/kit/server"
+	"idemlab/kit/stage"
+	sol0 "idemlab/solutions/stage0"
+	sol1 "idemlab/solutions/stage1"
+	sol2 "idemlab/solutions/stage2"
+	sol3 "idemlab/solutions/stage3"
+	sol4 "idemlab/solutions/stage4"
+	sol5 "idemlab/solutions/stage5"
+)
+
+func init() {
+	register(command{name: "serve", summary: "serve a stage (yours, or the reference solution) as a lab server", run: runServe})
+}
+
+// solutions are the reference solutions, by stage. They always compile,
+// so the lab command links them in; a student's stage is never linked in
+// (see stageBinary).
+var solutions = []stage.Factory{sol0.New, sol1.New, sol2.New, sol3.New, sol4.New, sol5.New}
+
+// lastStage is the highest stage number.
+const lastStage = 6
+
+type serveFlags struct {
+	stage    int
+	solution bool
+	db       string
+	addr     string
+	admin    string
+	public   bool
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lab serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f serveFlags
+	fs.IntVar(&f.stage, "stage", 0, "the stage to serve, 0..6")
+	fs.BoolVar(&f.solution, "solution", false, "serve the reference solution (solutions/stageN) instead of your stages/stageN")
+	fs.StringVar(&f.db, "db", "", `the database file, or ":memory:" (default tmp/lab-stageN.db, kept across restarts)`)
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "the address to listen on")
+	fs.StringVar(&f.admin, "admin-token", "", "the token that opens /lab (default: drawn at random and printed)")
+	fs.BoolVar(&f.public, "public", false, "allow an address other than loopback (the lab endpoints reset the bank and move its clock)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lab serve [--stage N] [--solution] [--db FILE] [--addr HOST:PORT] [--admin-token T] [--public]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return &exitCode{code: 2, err: err}
+	}
+	if err := checkStage(f.stage, f.solution); err != nil {
+		return err
+	}
+	if err := checkLoopback(f.addr, f.public); err != nil {
+		return err
+	}
+	root, err := grader.Root()
+	if err != nil {
+		return err
+	}
+	if f.db == "" {
+		f.db = filepath.Join("tmp", fmt.Sprintf("lab-stage%d.db", f.stage))
+	}
+	if f.db != ":memory:" {
+		if !filepath.IsAbs(f.db) {
+			f.db = filepath.Join(root, f.db)
+		}
+		if err := os.MkdirAll(filepath.Dir(f.db), 0o755); err != nil {
+			return err
+		}
+	}
+	if f.admin == "" {
+		f.admin = drawAdminToken()
+	}
+	if f.solution {
+		return serveSolution(ctx, f, stdout)
+	}
+	return serveStudent(ctx, root, f, stdout, stderr)
+}
+
+// checkStage refuses a stage the lab does not have.
+func checkStage(n int, solution bool) error {
+	switch {
+	case n < 0 || n > lastStage:
+		return &exitCode{code: 2, err: fmt.Errorf("--stage %d: the stages are 0..%d", n, lastStage)}
+	case solution && n >= len(solutions):
+		return &exitCode{code: 2, err: fmt.Errorf("--stage %d --solution: this build of lab has solutions up to stage %d", n, len(solutions)-1)}
+	}
+	return nil
+}
+
+// checkLoopback refuses to listen beyond this machine without --public:
+// anyone holding the admin token could reset the bank.
+func checkLoopback(addr string, public bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return &exitCode{code: 2, err: fmt.Errorf("--addr %q: %v", addr, err)}
+	}
+	if public || host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return &exitCode{code: 2, err: fmt.Errorf("--addr %s is not a loopback address; the lab endpoints reset the bank and move its clock, so pass --public if you mean it", addr)}
+}
+
+func drawAdminToken() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return "adm_" + hex.EncodeToString(b[:])
+}
+
+// serveSolution serves a reference solution in this process until ctx ends.
+func serveSolution(ctx context.Context, f serveFlags, stdout io.Writer) error {
+	srv, err := server.New(ctx, server.Options{DB: f.db, Stage: solutions[f.stage], Lab: true, AdminToken: f.admin})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	printBanner(stdout, f, fmt.Sprintf("the reference solution solutions/stage%d, in this process", f.stage), "http://"+ln.Addr().String())
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(shutdown)
+	}()
+	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// serveStudent builds the student's stage and runs it as a child process
+// until ctx ends or the child exits.
+func serveStudent(ctx context.Context, root string, f serveFlags, stdout, stderr io.Writer) error {
+	bin, err := stageBinary(ctx, root, f.stage, stderr)
+	if err != nil {
+		return err
+	}
+	child, err := startStage(ctx, bin, f.addr, f.db, f.admin, stderr)
+	if err != nil {
+		return err
+	}
+	printBanner(stdout, f, fmt.Sprintf("your stages/stage%d, as a child process (%s)", f.stage, relative(root, bin)), child.url)
+	return child.wait(ctx)
+}
+
+func relative(root, path string) string {
+	if rel, err := filepath.Rel(root, path); err == nil {
+		return rel
+	}
+	return path
+}
+
+func printBanner(w io.Writer, f serveFlags, what, url string) {
+	db := f.db
+	if db != ":memory:" {
+		db += "  (kept across restarts; --db :memory: for none)"
+	}
+	fmt.Fprintf(w, "lab serve: stage %d, %s\n", f.stage, what)
+	fmt.Fprintf(w, "  url          %s\n", url)
+	fmt.Fprintf(w, "  database     %s\n", db)
+	fmt.Fprintf(w, "  admin token  %s\n", f.admin)
+	fmt.Fprintf(w, "\nset up a shell for the examples of docs/api.md:\n")
+	fmt.Fprintf(w, "  export LAB=%s ADMIN=%s\n", url, f.admin)
+	fmt.Fprintf(w, "reset the lab (seed 1: 4 customers with 2 accounts of 10,000,000 won each):\n")
+	fmt.Fprintf(w, "  curl -s -X POST %s/lab/reset -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{\"seed\":1}'\n", url, f.admin)
+	fmt.Fprintf(w, "Ctrl-C stops the server.\n")
+}
+
+// stageBinary compiles the test binary of the student's stages/stageN into
+// tmp/bin. The lab command never links a student's stage: a stage that
+// does not compile yet breaks only itself, and says so here.
+func stageBinary(ctx context.Context, root string, n int, stderr io.Writer) (string, error) {
+	bin := filepath.Join(root, "tmp", "bin", fmt.Sprintf("stage%d.test", n))
+	pkg := fmt.Sprintf("./stages/stage%d", n)
+	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, pkg)
+	cmd.Dir = root
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		fmt.Fprint(stderr, out.String())
+		return "", &exitCode{code: 2, err: fmt.Errorf("stages/stage%d does not compile (go test -c %s): fix it, or run the reference with --solution", n, pkg)}
+	}
+	return bin, nil
+}
+
+// stageChild is a student's stage served by its test binary.
+type stageChild struct {
+	url    string
+	cmd    *exec.Cmd
+	exited chan error
+}
+
+// startStage runs a stage's test binary as a lab server on addr (":0"
+// style ports are fine) and waits until it answers. The binary's TestMain
+// is grader.Main, which serves instead of testing when IDEMLAB_SERVE is set.
+func startStage(ctx context.Context, bin, addr, db, admin string, stderr io.Writer) (*stageChild, error) {
+	if strings.HasSuffix(addr, ":0") {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		addr = ln.Addr().String()
+		ln.Close()
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), grader.EnvServe+"="+addr, grader.EnvDB+"="+db, grader.EnvAdmin+"="+admin)
+	cmd.Stdout, cmd.Stderr = io.Discard, stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	c := &stageChild{url: "http://" + addr, cmd: cmd, exited: make(chan error, 1)}
+	go func() { c.exited <- cmd.Wait() }()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		select {
+		case err := <-c.exited:
+			return nil, fmt.Errorf("the stage exited as it started (%v)", err)
+		case <-ctx.Done():
+			c.stop()
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if resp, err := http.Get(c.url + "/healthz"); err == nil {
+			resp.Body.Close()
+			return c, nil
+		}
+		if time.Now().After(deadline) {
+			c.stop()
+			return nil, fmt.Errorf("the stage did not answer on %s within 15s", c.url)
+		}
+	}
+}
+
+// wait returns when the child exits, or stops it when ctx ends.
+func (c *stageChild) wait(ctx context.Context) error {
+	select {
+	case err := <-c.exited:
+		if err != nil {
+			return fmt.Errorf("the stage exited: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		c.stop()
+		return nil
+	}
+}
+
+// stop asks the child to shut down, and kills it if it does not.
+func (c *stageChild) stop() {
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(5 * time.Second):
+		c.cmd.Process.Kill()
+		<-c.exited
+	}
+}
