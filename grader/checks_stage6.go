@@ -1,0 +1,453 @@
+package grader
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/labctl"
+)
+
+const lesson6 = "docs/lessons/06-recovery.md"
+
+func init() {
+	register(
+		Check{
+			ID: "S6.lease-takeover-once", Stage: 6, Lesson: lesson6 + "#taking-over-a-lease",
+			Claim: "an in-progress key whose lease has expired is taken over by exactly one of 16 simultaneous retries, and executed once",
+			Why:   "a request that crashed after its claim leaves its key in progress; without a lease the payment is stuck forever, and with a takeover that two retries can both win it is paid twice",
+			Run:   checkLeaseTakeoverOnce,
+		},
+		Check{
+			ID: "S6.live-lease-409", Stage: 6, Lesson: lesson6 + "#a-live-lease",
+			Claim: "while an in-progress key's lease is live, a retry gets 409 request-in-progress and nothing executes",
+			Why:   "a live lease means the original may still be running; a retry that takes it over early executes the payment a second time beside it",
+			Run:   checkLiveLease409,
+		},
+		Check{
+			ID: "S6.fail-closed", Stage: 6, Lesson: lesson6 + "#fail-closed",
+			Claim: "when the key store fails, the request gets 503 unavailable and nothing executes; once it is back, the retry executes exactly once",
+			Why:   "executing without a claim is executing without protection: the retry that follows the outage pays a second time",
+			Run:   checkFailClosed,
+		},
+		Check{
+			ID: "S6.crash-recovery", Stage: 6, Lesson: lesson6 + "#crash-points",
+			Claim: "after a crash inside the business write, right after its commit, before the response, or a kill -9 under load, retries converge to exactly one execution, and no client is told success for money that never moved",
+			Why:   "processes die between any two instructions; whatever was committed is the truth, and what the retry hears must match it",
+			Run:   checkCrashRecovery,
+		},
+	)
+}
+
+// strand leaves req's key in progress the way a crash does: it arms
+// crash-in-transfer and sends req, whose business write dies before its
+// commit (in process the request is aborted; a child process exits and is
+// restarted). It returns what the client heard, and fails if it was a
+// success.
+func (t *T) strand(req Request) (Response, error) {
+	if err := t.Arm(labctl.CrashInTransfer, 1); err != nil {
+		return Response{}, err
+	}
+	r := t.Do(req)
+	if r.Is(http.StatusCreated, "") {
+		return r, t.Fail(req.String()+"\n(armed: crash-in-transfer)", r.String(), "no answer: the process died inside the business write")
+	}
+	if t.target.Child != nil {
+		if _, err := t.Crashed(10 * time.Second); err != nil {
+			return r, err
+		}
+		if err := t.Restart(); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// checkLeaseTakeoverOnce catches a key stuck in progress after a crash
+// (no lease: stages 3–5), and a takeover that is not one conditional
+// UPDATE (read the lease, then write it): two retries both take over and
+// both execute.
+func checkLeaseTakeoverOnce(t *T) error {
+	const opening, n = 1_000_000, 16
+	cs, err := t.Reset(2, opening)
+	if err != nil {
+		return err
+	}
+	if err := t.Configure(map[string]string{"lease": "10s"}); err != nil {
+		return err
+	}
+	a, b := cs[0], cs[1]
+	books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	amount, op := t.Amount(1_000, 100_000), t.Op()
+	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+	first, err := t.strand(req)
+	if err != nil {
+		return err
+	}
+	if err := t.Advance("11s"); err != nil {
+		return err
+	}
+	rs := t.Simultaneously(n, func(int) Request { return req })
+	sent := fmt.Sprintf("%s\n(lease 10s; armed crash-in-transfer: the original died inside its business write  →  %s)\nthen 11s of lab time, and %d retries at once", req.String(), first.Short(), n)
+	got := Tally(rs)
+	fresh := 0
+	for _, r := range rs {
+		switch {
+		case r.ServerFailed():
+			return t.Fail(sent, got, "no 5xx and no dropped connection: one retry takes the key over and executes, the others get 409 request-in-progress")
+		case r.Is(http.StatusCreated, "") && !r.Replayed():
+			fresh++
+		}
+	}
+	if fresh == 0 {
+		return t.Fail(sent, got, "one retry takes over the expired lease and executes: 201 Created")
+	}
+	books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+	if err := t.Reconcile(sent, got, books); err != nil {
+		return err
+	}
+	if fresh > 1 {
+		return t.Fail(sent, got, "exactly one 201 without Idempotent-Replayed: one execution, one first answer")
+	}
+	last := t.Do(req)
+	if !last.Is(http.StatusCreated, "") || !last.Replayed() {
+		return t.Fail(sent+"  →  "+got+"\nthen one more retry", last.String(), "the stored 201, with Idempotent-Replayed: true")
+	}
+	return nil
+}
+
+// checkLiveLease409 catches a takeover that does not wait for the lease to
+// expire (any in-progress key is taken over), and a lease measured on the
+// real clock or from the wrong setting.
+func checkLiveLease409(t *T) error {
+	const opening = 1_000_000
+	cs, err := t.Reset(2, opening)
+	if err != nil {
+		return err
+	}
+	if err := t.Configure(map[string]string{"lease": "10s"}); err != nil {
+		return err
+	}
+	a, b := cs[0], cs[1]
+	books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	amount, op := t.Amount(1_000, 100_000), t.Op()
+	books.Expect(op)
+	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+	first, err := t.strand(req)
+	if err != nil {
+		return err
+	}
+	story := fmt.Sprintf("%s\n(lease 10s; armed crash-in-transfer: the original died inside its business write  →  %s)", req.String(), first.Short())
+	for _, step := range []string{"", "8s"} {
+		if step != "" {
+			if err := t.Advance(step); err != nil {
+				return err
+			}
+			story += "\nthen " + step + " of lab time (the lease has 2s left)"
+		}
+		r := t.Do(req)
+		story += "\nthen the retry"
+		if ok, why := inProgressAnswer(r); !ok {
+			return t.Fail(story, r.String(), "409 "+pInProgress+" with Retry-After: the lease is live, the original may still be running ("+why+")")
+		}
+		story += "  →  " + r.Short()
+		if err := t.Reconcile(story, "", books); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkFailClosed catches a server that fails open: when the key store
+// errors it executes anyway (unprotected), or answers 500 instead of 503,
+// or leaves the key in a state that a retry executes twice.
+func checkFailClosed(t *T) error {
+	const opening = 2_000_000
+	cs, err := t.Reset(2, opening)
+	if err != nil {
+		return err
+	}
+	a, b := cs[0], cs[1]
+	books := NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
+	lease, err := t.lease()
+	if err != nil {
+		return err
+	}
+
+	// The store is down for the whole request: 503, and nothing moves.
+	for _, kind := range []string{"transfer", "deposit"} {
+		amount, op := t.Amount(1_000, 100_000), t.Op()
+		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+		if kind == "deposit" {
+			req = Deposit(a, t.Key(), DepositBody(a.Accounts[1], amount, op))
+		}
+		before, err := t.Snapshot()
+		if err != nil {
+			return err
+		}
+		if err := t.Arm(labctl.StoreUnavailable, 1000); err != nil {
+			return err
+		}
+		r := t.Do(req)
+		if err := t.Arm(labctl.StoreUnavailable, 0); err != nil {
+			return err
+		}
+		sent := req.String() + "\n(armed: store-unavailable, every statement on idempotency_keys fails)"
+		if !r.Is(http.StatusServiceUnavailable, pUnavailable) {
+			return t.Fail(sent, r.String(), "503 "+pUnavailable+": without a claim the request must not execute")
+		}
+		if err := t.unchanged(before, sent, r); err != nil {
+			return err
+		}
+		final, story, err := t.retryUntilDone(req, lease)
+		if err != nil {
+			return err
+		}
+		story = sent + "  →  " + r.Short() + "\nthen the store is back" + story
+		if !final.Is(http.StatusCreated, "") {
+			return t.Fail(story, final.String(), "201 Created: the retry after the outage executes")
+		}
+		if kind == "deposit" {
+			books.Deposit(op, a.Accounts[1], amount)
+		} else {
+			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+		}
+		if err := t.Reconcile(story, "", books); err != nil {
+			return err
+		}
+	}
+
+	// The store fails part-way through a request: whatever the request
+	// heard, its retries converge to one execution.
+	for _, failures := range []int{1, 2, 3} {
+		amount, op := t.Amount(1_000, 100_000), t.Op()
+		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+		if err := t.Arm(labctl.StoreUnavailable, failures); err != nil {
+			return err
+		}
+		r := t.Do(req)
+		if err := t.Arm(labctl.StoreUnavailable, 0); err != nil {
+			return err
+		}
+		sent := fmt.Sprintf("%s\n(armed: store-unavailable for the next %d statements on idempotency_keys)  →  %s", req.String(), failures, r.Short())
+		if !r.Is(http.StatusCreated, "") && !r.Is(http.StatusServiceUnavailable, pUnavailable) {
+			return t.Fail(sent, r.String(), "201 Created if the request got through, or 503 "+pUnavailable)
+		}
+		final, story, err := t.retryUntilDone(req, lease)
+		if err != nil {
+			return err
+		}
+		story = sent + "\nthen the store is back" + story
+		if !final.Is(http.StatusCreated, "") {
+			return t.Fail(story, final.String(), "201 Created")
+		}
+		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+		if err := t.Reconcile(story, "", books); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lease reads the lease period in force.
+func (t *T) lease() (time.Duration, error) {
+	st, err := t.State()
+	if err != nil {
+		return 0, err
+	}
+	return time.ParseDuration(st.Config.Lease)
+}
+
+// retryUntilDone retries req as a client does after losing its answer:
+// the same key and body, until it gets a final answer (anything but a 5xx,
+// a dropped connection or 409 request-in-progress). Instead of waiting
+// out Retry-After it moves the lab clock past the lease, as if the
+// client had waited. It returns the final answer and the story of the
+// attempts.
+func (t *T) retryUntilDone(req Request, lease time.Duration) (Response, string, error) {
+	var story strings.Builder
+	var r Response
+	for attempt := 1; attempt <= 5; attempt++ {
+		r = t.Do(req)
+		fmt.Fprintf(&story, "\nretry %d  →  %s", attempt, r.Short())
+		switch {
+		case r.Is(http.StatusConflict, pInProgress):
+			if err := t.Advance((lease + time.Second).String()); err != nil {
+				return r, story.String(), err
+			}
+			fmt.Fprintf(&story, ", then %v of lab time", lease+time.Second)
+		case r.ServerFailed():
+		default:
+			return r, story.String(), nil
+		}
+	}
+	return r, story.String(), nil
+}
+
+// checkCrashRecovery catches a key stuck in progress after a crash (no
+// lease), a key completed outside the business transaction (after a crash
+// between the two commits, the retry executes again, or hears "done" for
+// money that never moved), and a replay that is not stored with the
+// money. It needs a server it can kill: a child process.
+func checkCrashRecovery(t *T) error {
+	c, err := t.OnChild()
+	if err != nil {
+		return err
+	}
+	return c.crashRecovery()
+}
+
+// toldSuccess is a 201 some client heard, to check against the books.
+type toldSuccess struct {
+	req Request
+	res Response
+}
+
+func (t *T) crashRecovery() error {
+	const opening = 10_000_000
+	cs, err := t.Reset(3, opening)
+	if err != nil {
+		return err
+	}
+	a := cs[0]
+	books := NewBooks(opening, customerAccounts(cs)...)
+	var told []toldSuccess
+	var story []string
+	transfer := func() (Request, func()) {
+		to := cs[1+t.Rand().IntN(len(cs)-1)].Accounts[t.Rand().IntN(2)]
+		amount, op := t.Amount(1_000, 300_000), t.Op()
+		books.Expect(op)
+		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], to, amount, op))
+		return req, func() { books.Transfer(op, a.Accounts[0], to, amount) }
+	}
+
+	// Each crash point, one request at a time.
+	for _, point := range []string{labctl.CrashInTransfer, labctl.CrashAfterCommit, labctl.CrashBeforeResponse} {
+		req, executed := transfer()
+		if err := t.Arm(point, 1); err != nil {
+			return err
+		}
+		r := t.Do(req)
+		step := fmt.Sprintf("%s\n(armed: %s)  →  %s", req.String(), point, r.Short())
+		if r.Is(http.StatusCreated, "") {
+			told = append(told, toldSuccess{req, r})
+		}
+		exited, err := t.Crashed(10 * time.Second)
+		if err != nil && !exited {
+			return err
+		}
+		if !exited {
+			return fmt.Errorf("the %s fault was armed and the request sent, but the server did not exit", point)
+		}
+		if err := t.Restart(); err != nil {
+			return err
+		}
+		lease, err := t.lease()
+		if err != nil {
+			return err
+		}
+		final, retries, err := t.retryUntilDone(req, lease)
+		if err != nil {
+			return err
+		}
+		step += "\nthe server restarts on the same database file" + retries
+		story = append(story, step)
+		if !final.Is(http.StatusCreated, "") {
+			return t.Fail(strings.Join(story, "\n\n"), final.String(), "201 Created in the end: the retry of a crashed request executes once, or replays the answer the crash lost")
+		}
+		told = append(told, toldSuccess{req, final})
+		executed()
+		if err := t.Reconcile(strings.Join(story, "\n\n"), "", books); err != nil {
+			return err
+		}
+	}
+
+	// kill -9 under load: several transfers in flight, some answered,
+	// some waiting on the core, when the process dies.
+	const inFlight = 6
+	if err := t.Configure(map[string]string{"core_latency": "200ms"}); err != nil {
+		return err
+	}
+	answered := t.Rand().IntN(3)
+	var reqs []Request
+	var pending []*Pending
+	var done []func()
+	for range inFlight {
+		req, executed := transfer()
+		reqs, done = append(reqs, req), append(done, executed)
+		p := t.Launch(req)
+		pending = append(pending, p)
+		if _, err := t.WaitFor(5*time.Second, func() (bool, error) {
+			st, err := t.State()
+			return p.Done() || len(KeyRows(st, req.Key)) > 0, err
+		}); err != nil {
+			return err
+		}
+	}
+	if _, err := t.WaitFor(5*time.Second, func() (bool, error) {
+		n := 0
+		for _, p := range pending {
+			if p.Done() {
+				n++
+			}
+		}
+		return n >= answered, nil
+	}); err != nil {
+		return err
+	}
+	t.target.Child.Kill()
+	step := fmt.Sprintf("%d transfers in flight (core latency 200ms), kill -9 once %d had answered:", inFlight, answered)
+	for i, p := range pending {
+		r := p.Wait()
+		step += "\n  " + reqs[i].String() + "  →  " + r.Short()
+		if r.Is(http.StatusCreated, "") {
+			told = append(told, toldSuccess{reqs[i], r})
+		}
+	}
+	if err := t.Restart(); err != nil {
+		return err
+	}
+	step += "\nthe server restarts on the same database file, and each client retries"
+	lease, err := t.lease()
+	if err != nil {
+		return err
+	}
+	for i, req := range reqs {
+		final, retries, err := t.retryUntilDone(req, lease)
+		if err != nil {
+			return err
+		}
+		step += "\n  " + req.Key + ": " + strings.ReplaceAll(strings.TrimPrefix(retries, "\n"), "\n", "; ")
+		if !final.Is(http.StatusCreated, "") {
+			return t.Fail(strings.Join(append(story, step), "\n\n"), final.String(), "201 Created in the end for every transfer")
+		}
+		told = append(told, toldSuccess{req, final})
+		done[i]()
+	}
+	story = append(story, step)
+	sent := strings.Join(story, "\n\n")
+	if err := t.Reconcile(sent, "", books); err != nil {
+		return err
+	}
+	// Every success a client heard names a transfer that exists.
+	for _, s := range told {
+		id := answerID(s.res)
+		r := t.Do(Request{Method: "GET", Path: "/transfers/" + id, Token: a.Token})
+		if !r.Is(http.StatusOK, "") {
+			return t.Fail(sent+"\nthen GET /transfers/"+id, r.String(),
+				"200: the client of "+s.req.Key+" was told 201 with transfer "+id+", so that transfer must exist")
+		}
+	}
+	return nil
+}
+
+// customerAccounts lists every account of cs.
+func customerAccounts(cs []bank.Customer) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Accounts...)
+	}
+	return out
+}
