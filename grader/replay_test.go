@@ -1,0 +1,165 @@
+package grader_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"idemlab/grader"
+	"idemlab/grader/dayplan"
+	"idemlab/kit/bank"
+	"idemlab/kit/labctl"
+	"idemlab/kit/stage"
+	sol0 "idemlab/solutions/stage0"
+	sol5 "idemlab/solutions/stage5"
+)
+
+// badDay is a short day where much goes wrong.
+func badDay(t *testing.T, seed uint64) *dayplan.Plan {
+	t.Helper()
+	p := dayplan.DefaultParams(seed, 200)
+	p.FaultRate, p.DoubleClickRate, p.EditRate, p.LateRetryRate = 0.5, 0.1, 0.1, 0.05
+	plan, err := dayplan.Generate(seed, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+func replay(t *testing.T, factory stage.Factory, plan *dayplan.Plan) (*grader.DayRun, []byte) {
+	t.Helper()
+	var log bytes.Buffer
+	run, err := grader.ReplayInProcess(context.Background(), factory, plan, &log, grader.ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run, log.Bytes()
+}
+
+// TestReplay_NaiveServerExecutesRetriesTwice: the naive server runs the
+// retry of every request whose response was lost, and the reconciliation
+// says so, while the books still add up (nothing is lost, only doubled).
+func TestReplay_NaiveServerExecutesRetriesTwice(t *testing.T) {
+	plan := badDay(t, 4)
+	run, log := replay(t, sol0.New, plan)
+	rc := grader.ReconcileDay(run.Result)
+	if rc.Valid || rc.Counts.DoubleApplied == 0 {
+		t.Fatalf("the naive server reconciled as valid with %d doubles", rc.Counts.DoubleApplied)
+	}
+	if rc.Counts.LostTransfers != 0 || rc.Counts.BalanceMismatches != 0 || !rc.Money.Conserved || rc.Counts.UnexpectedStatus != 0 {
+		t.Errorf("counts %+v, money %+v: the naive server doubles money but loses none", rc.Counts, rc.Money)
+	}
+	reached := 0
+	for _, op := range plan.Ops {
+		for _, p := range op.Fate.Faults {
+			if p.Reached() {
+				reached++
+			}
+		}
+	}
+	if rc.Counts.ExtraExecutions < reached {
+		t.Errorf("%d extra executions; the plan has %d attempts the server ran and the client never heard of", rc.Counts.ExtraExecutions, reached)
+	}
+	tally, err := sol0.Tally(bytes.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tally != run.Truth || tally.DoubleTransfers == 0 || tally.EditedResubmissions == 0 {
+		t.Errorf("reference tally %+v, truth from the books %+v", tally, run.Truth)
+	}
+}
+
+// TestReplay_SafeServerExecutesOnce: with keys, fingerprints, replay and
+// retention, the same bad day executes every operation at most once; the
+// late retries run again because their keys have expired.
+func TestReplay_SafeServerExecutesOnce(t *testing.T) {
+	plan := badDay(t, 4)
+	run, _ := replay(t, sol5.New, plan)
+	rc := grader.ReconcileDay(run.Result)
+	if !rc.Valid {
+		var b bytes.Buffer
+		rc.WriteReport(&b, 5)
+		t.Fatalf("solutions/stage5 does not reconcile:\n%s", b.String())
+	}
+	late := 0
+	for _, op := range plan.Ops {
+		if op.Fate.LateRetry {
+			late++
+		}
+	}
+	if late == 0 || rc.Counts.LateReexecuted == 0 || rc.Counts.LateReexecuted > late {
+		t.Errorf("%d late retries re-executed of %d", rc.Counts.LateReexecuted, late)
+	}
+}
+
+// TestReplay_SameSeedSameOutcome: with one client at a time, a replay's
+// attempts and answers do not depend on the run.
+func TestReplay_SameSeedSameOutcome(t *testing.T) {
+	plan := badDay(t, 9)
+	a, _ := replay(t, sol0.New, plan)
+	b, _ := replay(t, sol0.New, plan)
+	ra, rb := grader.ReconcileDay(a.Result), grader.ReconcileDay(b.Result)
+	if ra.Counts != rb.Counts || a.Truth != b.Truth {
+		t.Errorf("two replays differ: %+v / %+v", ra.Counts, rb.Counts)
+	}
+}
+
+// TestReconcileDay_Findings builds replays by hand, each with one thing
+// wrong, and checks that the reconciliation names it.
+func TestReconcileDay_Findings(t *testing.T) {
+	p := dayplan.DefaultParams(1, 1)
+	p.FaultRate, p.DoubleClickRate, p.EditRate, p.LateRetryRate, p.DepositRate = 0, 0, 0, 0, 0
+	plan, err := dayplan.Generate(1, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := plan.Ops[0]
+	effect, _ := op.Effect(op.Amount)
+	opening := labctl.State{Executions: map[string]int64{}}
+	for _, c := range plan.Customers() {
+		for _, a := range c.Accounts {
+			opening.Accounts = append(opening.Accounts, bank.Balance{ID: a, Customer: c.ID, Balance: 10_000_000})
+		}
+	}
+	after := func(execs int64, skew int64) labctl.State {
+		st := labctl.State{Executions: map[string]int64{op.Op: execs}}
+		for _, a := range opening.Accounts {
+			a.Balance += execs*effect[a.ID] + skew
+			st.Accounts = append(st.Accounts, a)
+		}
+		return st
+	}
+	ok := grader.Attempt{Op: op.Op, Submission: grader.SubmitOriginal, N: 1, Status: 201, Response: `{"id":"tr_1"}`, Final: true}
+	cases := []struct {
+		name     string
+		attempts []grader.Attempt
+		final    labctl.State
+		valid    bool
+		kind     string
+	}{
+		{"executed once", []grader.Attempt{ok}, after(1, 0), true, ""},
+		{"executed twice", []grader.Attempt{{Op: op.Op, Submission: grader.SubmitOriginal, N: 1, Fault: dayplan.ResponseWithheld, Error: "timeout"}, func() grader.Attempt {
+			a := ok
+			a.N = 2
+			return a
+		}()}, after(2, 0), false, "double_applied"},
+		{"told success, never executed", []grader.Attempt{ok}, after(0, 0), false, "lost_transfers"},
+		{"replay differs", []grader.Attempt{ok, {Op: op.Op, Submission: grader.SubmitDoubleClick, N: 1, Status: 201, Replayed: true, Response: `{"id":"tr_2"}`, Final: true}},
+			after(1, 0), false, "mismatched_replays"},
+		{"gave up on 500s", []grader.Attempt{{Op: op.Op, Submission: grader.SubmitOriginal, N: 1, Status: 500, Problem: "/problems/internal", Final: true, GaveUp: true}},
+			after(0, 0), false, "unexpected_status"},
+		{"money from nowhere", []grader.Attempt{ok}, after(1, 5), false, "balance_mismatches"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := &grader.ReplayResult{Plan: plan, Attempts: c.attempts, Opening: opening, Day: c.final, Final: c.final}
+			rc := grader.ReconcileDay(res)
+			if rc.Valid != c.valid {
+				t.Fatalf("valid %v, want %v (%+v)", rc.Valid, c.valid, rc.Counts)
+			}
+			if c.kind != "" && (len(rc.Findings) == 0 || rc.Findings[0].Kind != c.kind) {
+				t.Errorf("findings %+v, want %s first", rc.Findings, c.kind)
+			}
+		})
+	}
+}
