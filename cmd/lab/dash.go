@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"idemlab/dashboard"
+)
+
+func init() {
+	register(command{name: "dash", summary: "watch a running lab server live (your make serve)", run: runDash})
+}
+
+func runDash(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lab dash", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("url", os.Getenv("LAB"), "the lab server's URL (default $LAB, which make serve prints)")
+	token := fs.String("token", os.Getenv("ADMIN"), "its admin token (default $ADMIN, which make serve prints)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lab dash --url http://127.0.0.1:8080 --token adm_…")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return &exitCode{code: 2, err: err}
+	}
+	if *url == "" || *token == "" {
+		fs.Usage()
+		return &exitCode{code: 2, err: fmt.Errorf("--url and --token are needed: make serve prints both (export LAB=… ADMIN=…)")}
+	}
+	remote := dashboard.NewRemote(*url, *token)
+	check, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err := remote.State(check)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("cannot read %s/lab/state: %w", strings.TrimRight(*url, "/"), err)
+	}
+	if !isTerminal(stdout) {
+		return fmt.Errorf("lab dash needs a terminal")
+	}
+	watch, stop := context.WithCancel(ctx)
+	defer stop()
+	model := dashboard.NewWatch(ctx, *url, time.Now())
+	return runTUI(ctx, model, stdout, func(p *tea.Program) {
+		p.Send(dashboard.SideMsg{Side: 0, Title: "your server", URL: *url, Status: "running"})
+		dashboard.Watch(watch, remote, 0, 0, p.Send)
+	})
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/term"
+
+	"idemlab/dashboard"
+	"idemlab/grader"
+	"idemlab/kit/stage"
+)
+
+func init() {
+	register(command{name: "demo", summary: "the classroom demo: the naive server and a safe one, side by side", run: runDemo})
+}
+
+// demoStages are the stages the demo can run: the solutions linked into
+// lab (see serve.go), and the student's own, built and run as a child
+// process, never linked in.
+func demoStages(root string) dashboard.Stages {
+	s := dashboard.Stages{Solutions: map[int]stage.Factory{}}
+	for n, f := range solutions {
+		s.Solutions[n] = f
+	}
+	if root != "" {
+		s.Build = func(ctx context.Context, n int) (string, error) {
+			return stageBinary(ctx, root, n, io.Discard)
+		}
+	}
+	return s
+}
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lab demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	right := fs.Int("stage", -1, "the stage on the right (default: the final solution)")
+	yours := fs.Bool("yours", false, "run your stages/stageN on the right instead of the solution")
+	plain := fs.Bool("plain", false, "no terminal UI: a line a second, then a summary (the default when stdout is not a terminal)")
+	duration := fs.Duration("duration", 10*time.Second, "how long --plain runs")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lab demo [--stage N] [--yours] [--plain [--duration 10s]]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return &exitCode{code: 2, err: err}
+	}
+	root, _ := grader.Root()
+	stages := demoStages(root)
+	if *right < 0 {
+		*right = stages.Final()
+	}
+	if _, ok := stages.Solutions[*right]; !ok && !*yours {
+		return &exitCode{code: 2, err: fmt.Errorf("--stage %d: this build has solutions for stages %v", *right, stages.Numbers())}
+	}
+	left, rightChoice := dashboard.Choice{Stage: 0}, dashboard.Choice{Stage: *right, Yours: *yours}
+	if *plain || !isTerminal(stdout) {
+		return dashboard.Plain(ctx, stages, left, rightChoice, *duration, stdout)
+	}
+
+	lab := dashboard.NewLab(stages)
+	defer lab.Close()
+	model := dashboard.NewDemo(ctx, lab, stages.Numbers(), left, rightChoice, time.Now())
+	return runTUI(ctx, model, stdout, func(p *tea.Program) {
+		if err := lab.Start(ctx, left, rightChoice, p.Send); err != nil {
+			p.Send(dashboard.FatalMsg{Err: err})
+		}
+	})
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
+}
+
+// runTUI runs a dashboard model on the terminal. start runs beside the
+// program, once it exists, to start what feeds it messages.
+func runTUI(ctx context.Context, model dashboard.Model, stdout io.Writer, start func(p *tea.Program)) error {
+	p := tea.NewProgram(model, tea.WithContext(ctx), tea.WithOutput(stdout))
+	go start(p)
+	final, err := p.Run()
+	if ctx.Err() != nil {
+		return nil // interrupted: a normal way to end a demo
+	}
+	if err != nil {
+		return err
+	}
+	if m, ok := final.(dashboard.Model); ok {
+		return m.Err()
+	}
+	return nil
+}

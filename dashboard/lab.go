@@ -1,0 +1,485 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"idemlab/grader"
+	"idemlab/kit/bank"
+	"idemlab/kit/events"
+	"idemlab/kit/labctl"
+	"idemlab/kit/stage"
+)
+
+// The sides of the demo.
+const (
+	Left  = 0
+	Right = 1
+)
+
+// EventsMsg carries a batch of one side's events.
+type EventsMsg struct {
+	Side  int
+	Epoch int // which server of that side sent them (see SideMsg)
+	// Received is when the batch was taken off the stream.
+	Received time.Time
+	Events   []events.Event
+}
+
+// StateMsg carries a state poll of one side, which started at Polled.
+type StateMsg struct {
+	Side   int
+	Epoch  int
+	Polled time.Time
+	State  labctl.State
+	Err    error
+}
+
+// SideMsg says what a side now shows. A new Epoch means a new server
+// (another stage): its counts start again.
+type SideMsg struct {
+	Side   int
+	Epoch  int
+	Title  string
+	URL    string
+	Status string
+}
+
+// NoticeMsg is a line for the status bar.
+type NoticeMsg struct {
+	Text string
+	Err  bool
+}
+
+// Choice is the code a side runs: a stage's reference solution, or the
+// student's own code in stages/stageN.
+type Choice struct {
+	Stage int
+	Yours bool
+}
+
+func (c Choice) String() string {
+	if c.Yours {
+		return fmt.Sprintf("stage %d · your code", c.Stage)
+	}
+	if c.Stage == 0 {
+		return "stage 0 · naive"
+	}
+	return fmt.Sprintf("stage %d · solution", c.Stage)
+}
+
+// Stages are the stages the demo can run.
+type Stages struct {
+	// Solutions are the reference solutions compiled into the lab command.
+	Solutions map[int]stage.Factory
+	// Build compiles the student's stages/stageN into a test binary and
+	// returns its path; nil when the student's code cannot be run.
+	Build func(ctx context.Context, n int) (string, error)
+}
+
+// Final is the highest stage with a solution.
+func (s Stages) Final() int {
+	n := 0
+	for k := range s.Solutions {
+		n = max(n, k)
+	}
+	return n
+}
+
+// Numbers are the stages with a solution, in order.
+func (s Stages) Numbers() []int {
+	var out []int
+	for k := range s.Solutions {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// Controls are what the demo's keys do. Each may block (it does I/O), so
+// the model calls them from commands, never from Update.
+type Controls interface {
+	SetPaused(bool)
+	StepRate(delta int) int
+	NextProfile(ctx context.Context) Profile
+	Burst(ctx context.Context) string
+	Edited(ctx context.Context) string
+	CrashRight(ctx context.Context) error
+	// SwitchRight runs c on the right; an error says why it cannot.
+	SwitchRight(ctx context.Context, c Choice) error
+}
+
+// Demo runs the classroom demo: two lab servers fed the same traffic
+// through the same faults, each watched by a pump that sends its events
+// and state polls to the model.
+type Demo struct {
+	send    func(tea.Msg)
+	stages  Stages
+	dir     string
+	traffic *Traffic
+	ctx     context.Context
+	cancel  context.CancelFunc
+
+	mu      sync.Mutex
+	sides   [2]*watched
+	profile int
+	wg      sync.WaitGroup
+}
+
+// watched is one side's server and the goroutines watching it.
+type watched struct {
+	backend Backend
+	choice  Choice
+	epoch   int
+	stop    context.CancelFunc
+	done    sync.WaitGroup
+}
+
+// NewLab returns a demo that has not started: its traffic exists (so that
+// keys can already change the rate or the profile), its servers do not.
+func NewLab(stages Stages) *Demo {
+	d := &Demo{stages: stages, send: func(tea.Msg) {}}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	urls := []func() string{d.urlOf(Left), d.urlOf(Right)}
+	d.traffic = NewTraffic(urls, bank.Params{Seed: 7, Customers: 4, AccountsPerCustomer: 2, OpeningBalance: 10_000_000})
+	return d
+}
+
+// Start starts both servers, resets them to the same population, starts
+// watching them (sending messages to send) and starts the traffic, until
+// ctx ends or Close. It returns an error if a server cannot start.
+func (d *Demo) Start(ctx context.Context, left, right Choice, send func(tea.Msg)) error {
+	dir, err := os.MkdirTemp("", "idemlab-demo-")
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.dir, d.send = dir, send
+	d.ctx, d.cancel = context.WithCancel(ctx)
+	ctx = d.ctx
+	d.mu.Unlock()
+	for i, c := range []Choice{left, right} {
+		if err := d.startSide(ctx, i, c, 1); err != nil {
+			return err
+		}
+	}
+	d.wg.Go(func() { d.traffic.Run(ctx) })
+	d.wg.Go(func() { d.crashLoop(ctx) })
+	return nil
+}
+
+// StartDemo is NewLab and Start.
+func StartDemo(ctx context.Context, stages Stages, left, right Choice, send func(tea.Msg)) (*Demo, error) {
+	d := NewLab(stages)
+	if err := d.Start(ctx, left, right, send); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Demo) urlOf(side int) func() string {
+	return func() string {
+		d.mu.Lock()
+		w := d.sides[side]
+		d.mu.Unlock()
+		if w == nil {
+			return "http://127.0.0.1:1"
+		}
+		return w.backend.URL()
+	}
+}
+
+// startSide starts c on side, resets it and watches it.
+func (d *Demo) startSide(ctx context.Context, side int, c Choice, epoch int) error {
+	d.send(SideMsg{Side: side, Epoch: epoch, Title: c.String(), Status: "starting"})
+	b, err := d.startBackend(ctx, c, epoch)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", c, err)
+	}
+	w := &watched{backend: b, choice: c, epoch: epoch}
+	wctx, stop := context.WithCancel(d.ctx)
+	w.stop = stop
+	w.done.Add(1)
+	go func() {
+		defer w.done.Done()
+		Watch(wctx, b, side, epoch, d.send)
+	}()
+	if err := b.Reset(ctx, d.traffic.Reset()); err != nil {
+		stop()
+		b.Close()
+		return fmt.Errorf("reset %s: %w", c, err)
+	}
+	d.configure(ctx, b)
+	d.mu.Lock()
+	d.sides[side] = w
+	d.mu.Unlock()
+	d.send(SideMsg{Side: side, Epoch: epoch, Title: c.String(), URL: b.URL(), Status: "running"})
+	return nil
+}
+
+func (d *Demo) startBackend(ctx context.Context, c Choice, epoch int) (Backend, error) {
+	dir := filepath.Join(d.dir, fmt.Sprintf("epoch%d-%d", epoch, c.Stage))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if !c.Yours {
+		f, ok := d.stages.Solutions[c.Stage]
+		if !ok {
+			return nil, fmt.Errorf("no solution for stage %d in this build", c.Stage)
+		}
+		return StartLocal(ctx, f, dir)
+	}
+	if d.stages.Build == nil {
+		return nil, errors.New("this build cannot run your code")
+	}
+	bin, err := d.stages.Build(ctx, c.Stage)
+	if err != nil {
+		return nil, err
+	}
+	return StartStudent(ctx, bin, dir)
+}
+
+// configure applies the profile's settings to a server.
+func (d *Demo) configure(ctx context.Context, b Backend) error {
+	p := d.traffic.Profile()
+	return b.Configure(ctx, map[string]string{"core_latency": p.CoreLatency.String(), "lease": "2s"})
+}
+
+// Watch sends a server's events (in batches) and, twice a second, its
+// state to send, tagged with side and epoch, until ctx ends.
+func Watch(ctx context.Context, b Backend, side, epoch int, send func(tea.Msg)) {
+	ch, cancel := b.Subscribe(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			polled := time.Now()
+			st, err := b.State(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			send(StateMsg{Side: side, Epoch: epoch, Polled: polled, State: st, Err: err})
+		}
+	})
+	for {
+		var batch []events.Event
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-ch:
+			if !ok {
+				return
+			}
+			batch = append(batch, ev)
+		}
+	more:
+		for len(batch) < 2048 {
+			select {
+			case ev, ok := <-ch:
+				if !ok {
+					break more
+				}
+				batch = append(batch, ev)
+			default:
+				break more
+			}
+		}
+		send(EventsMsg{Side: side, Epoch: epoch, Received: time.Now(), Events: batch})
+	}
+}
+
+// crashLoop crashes and restarts both servers as the profile says.
+func (d *Demo) crashLoop(ctx context.Context) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			every := d.traffic.Profile().CrashEvery
+			if every == 0 || d.traffic.Paused() {
+				last = now
+				continue
+			}
+			if now.Sub(last) >= every {
+				last = now
+				var wg sync.WaitGroup
+				for side := range d.sides {
+					wg.Go(func() { d.restart(ctx, side) })
+				}
+				wg.Wait()
+			}
+		}
+	}
+}
+
+func (d *Demo) side(i int) *watched {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.sides[i]
+}
+
+// restart crashes one side's server and starts it again on its database.
+func (d *Demo) restart(ctx context.Context, side int) error {
+	w := d.side(side)
+	if w == nil {
+		return errors.New("the server is not running yet")
+	}
+	d.send(SideMsg{Side: side, Epoch: w.epoch, Title: w.choice.String(), URL: w.backend.URL(), Status: "crashed"})
+	if err := w.backend.Restart(ctx); err != nil {
+		d.send(SideMsg{Side: side, Epoch: w.epoch, Title: w.choice.String(), Status: "down"})
+		return err
+	}
+	d.configure(ctx, w.backend)
+	d.send(SideMsg{Side: side, Epoch: w.epoch, Title: w.choice.String(), URL: w.backend.URL(), Status: "running"})
+	return nil
+}
+
+// SetPaused pauses or resumes the traffic.
+func (d *Demo) SetPaused(p bool) { d.traffic.SetPaused(p) }
+
+// StepRate changes the traffic rate by one step and returns it.
+func (d *Demo) StepRate(delta int) int { return d.traffic.StepRate(delta) }
+
+// Traffic is the demo's traffic.
+func (d *Demo) Traffic() *Traffic { return d.traffic }
+
+// NextProfile moves to the next fault profile and applies its settings
+// to both servers.
+func (d *Demo) NextProfile(ctx context.Context) Profile {
+	d.mu.Lock()
+	d.profile = (d.profile + 1) % len(Profiles)
+	d.traffic.SetProfile(d.profile)
+	sides := d.sides
+	d.mu.Unlock()
+	for _, w := range sides {
+		if w != nil {
+			d.configure(ctx, w.backend)
+		}
+	}
+	return d.traffic.Profile()
+}
+
+// Burst fires simultaneous duplicates at both servers.
+func (d *Demo) Burst(ctx context.Context) string { return d.traffic.Burst(ctx) }
+
+// Edited fires a clerk's edited resubmission at both servers.
+func (d *Demo) Edited(ctx context.Context) string { return d.traffic.Edited(ctx) }
+
+// CrashRight crashes the right server and restarts it on its database.
+func (d *Demo) CrashRight(ctx context.Context) error { return d.restart(ctx, Right) }
+
+// SwitchRight runs c on the right. Both sides start again from a fresh
+// population, so that the comparison stays fair.
+func (d *Demo) SwitchRight(ctx context.Context, c Choice) error {
+	if _, ok := d.stages.Solutions[c.Stage]; !ok && !c.Yours {
+		return fmt.Errorf("this build has no solution for stage %d", c.Stage)
+	}
+	paused := d.traffic.Paused()
+	d.traffic.SetPaused(true)
+	defer d.traffic.SetPaused(paused)
+	old := d.side(Right)
+	if old == nil {
+		return errors.New("the demo has not started yet")
+	}
+	d.mu.Lock()
+	d.sides[Right] = nil
+	d.mu.Unlock()
+	old.stop()
+	old.done.Wait()
+	old.backend.Close()
+	if err := d.startSide(ctx, Right, c, old.epoch+1); err != nil {
+		// Put back what ran before, so the demo goes on.
+		if err2 := d.startSide(ctx, Right, old.choice, old.epoch+2); err2 != nil {
+			return errors.Join(err, err2)
+		}
+		return err
+	}
+	left := d.side(Left)
+	if left == nil {
+		return errors.New("the left server is not running")
+	}
+	return left.backend.Reset(ctx, d.traffic.Reset())
+}
+
+// Close stops the traffic and both servers and removes their files.
+func (d *Demo) Close() error {
+	d.cancel()
+	d.wg.Wait()
+	var errs []error
+	for i := range d.sides {
+		if w := d.side(i); w != nil {
+			w.stop()
+			w.done.Wait()
+			errs = append(errs, w.backend.Close())
+		}
+	}
+	if d.dir != "" {
+		errs = append(errs, os.RemoveAll(d.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// Student is the student's stage running as a child process: its test
+// binary, which serves the stage when IDEMLAB_SERVE is set (grader.Main).
+// It is never compiled into the lab command, so a half-finished stage
+// breaks only itself.
+type Student struct {
+	*Remote
+	child *grader.Child
+	mu    sync.Mutex
+}
+
+// StartStudent starts a stage's test binary as a lab server on a fresh
+// database in dir.
+func StartStudent(ctx context.Context, bin, dir string) (*Student, error) {
+	child, err := grader.StartChild(ctx, bin, dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Student{child: child}
+	s.Remote = &Remote{Base: s.url, Token: child.Admin, Client: &http.Client{}}
+	return s, nil
+}
+
+func (s *Student) url() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.child.URL
+}
+
+// Restart kills the child (kill -9) and starts it again on its database.
+func (s *Student) Restart(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.child.Kill()
+	return s.child.Start(ctx)
+}
+
+// Close kills the child.
+func (s *Student) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.child.Kill()
+	return nil
+}

@@ -1,0 +1,433 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// Model is the dashboard's root model: it owns the message loop and the
+// sides' data, and draws the panes as plain values. It never does I/O in
+// Update: the servers are watched by goroutines that send it messages, and
+// what the keys do runs in commands.
+type Model struct {
+	ctx    context.Context
+	ctl    Controls // nil when only watching (lab dash)
+	keys   KeyMap
+	help   help.Model
+	styles Styles
+	sides  []*sideState
+	stages []int // the solutions the right side can switch to
+
+	width, height int
+	now           time.Time
+	started       time.Time
+
+	paused   bool
+	rate     int
+	profile  Profile
+	right    Choice
+	busy     string // the slow action under way, if any
+	notice   string
+	noticeAt time.Time
+	errored  bool
+	showHelp bool
+	fatal    error
+}
+
+// FatalMsg ends the program with an error (a server could not start).
+type FatalMsg struct{ Err error }
+
+// Err is the error a FatalMsg ended the program with, if any.
+func (m Model) Err() error { return m.fatal }
+
+// sideState is a side's data and what the model knows of its server.
+type sideState struct {
+	*Side
+	title, url, status string
+	epoch              int
+}
+
+// tickMsg moves the model's clock: ages and the sparkline follow it.
+type tickMsg time.Time
+
+// doneMsg reports what a key's command did.
+type doneMsg struct {
+	notice  string
+	err     error
+	rate    int
+	profile *Profile
+	right   *Choice
+}
+
+// NewDemo returns the model of lab demo: two sides, driven through ctl.
+// stages are the solutions the right side can run; right is what it runs
+// now.
+func NewDemo(ctx context.Context, ctl Controls, stages []int, left, right Choice, now time.Time) Model {
+	m := newModel(ctx, ctl, now)
+	m.stages, m.right = stages, right
+	m.rate, m.profile = Rates[DefaultRate], Profiles[0]
+	m.sides = []*sideState{
+		{Side: NewSide(), title: left.String()},
+		{Side: NewSide(), title: right.String()},
+	}
+	return m
+}
+
+// NewWatch returns the model of lab dash: one side, a server it only watches.
+func NewWatch(ctx context.Context, title string, now time.Time) Model {
+	m := newModel(ctx, nil, now)
+	m.sides = []*sideState{{Side: NewSide(), title: title}}
+	return m
+}
+
+func newModel(ctx context.Context, ctl Controls, now time.Time) Model {
+	h := help.New()
+	st := DefaultStyles()
+	h.Styles = st.Help
+	return Model{
+		ctx: ctx, ctl: ctl, keys: DefaultKeyMap(ctl != nil), help: h, styles: st,
+		now: now, started: now, width: 80, height: 24,
+	}
+}
+
+// Init starts the clock.
+func (m Model) Init() tea.Cmd { return tick() }
+
+func tick() tea.Cmd {
+	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+// Side returns side i's data, for tests and the plain printer.
+func (m Model) Side(i int) *Side { return m.sides[i].Side }
+
+// Update handles one message.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.help.SetWidth(msg.Width)
+	case tickMsg:
+		m.now = time.Time(msg)
+		return m, tick()
+	case EventsMsg:
+		if s := m.sideFor(msg.Side, msg.Epoch); s != nil {
+			for _, ev := range msg.Events {
+				s.Ingest(ev, msg.Received)
+			}
+		}
+	case StateMsg:
+		if s := m.sideFor(msg.Side, msg.Epoch); s != nil {
+			if msg.Err != nil {
+				s.status = "unreachable"
+			} else {
+				if s.status == "unreachable" {
+					s.status = "running"
+				}
+				s.ApplyState(msg.State, msg.Polled)
+			}
+		}
+	case SideMsg:
+		m.side(msg)
+	case NoticeMsg:
+		m.setNotice(msg.Text, msg.Err)
+	case FatalMsg:
+		m.fatal = msg.Err
+		return m, tea.Quit
+	case doneMsg:
+		m.busy = ""
+		if msg.err != nil {
+			m.setNotice(msg.err.Error(), true)
+		} else if msg.notice != "" {
+			m.setNotice(msg.notice, false)
+		}
+		if msg.rate != 0 {
+			m.rate = msg.rate
+		}
+		if msg.profile != nil {
+			m.profile = *msg.profile
+		}
+		if msg.right != nil && msg.err == nil {
+			m.right = *msg.right
+		}
+	case tea.KeyPressMsg:
+		return m.key(msg)
+	}
+	return m, nil
+}
+
+func (m *Model) setNotice(text string, isErr bool) {
+	m.notice, m.errored, m.noticeAt = text, isErr, m.now
+}
+
+func (m Model) sideFor(i, epoch int) *sideState {
+	if i < 0 || i >= len(m.sides) || m.sides[i].epoch != epoch {
+		return nil
+	}
+	return m.sides[i]
+}
+
+// side applies a SideMsg: a new epoch is a new server, counted from zero.
+func (m Model) side(msg SideMsg) {
+	if msg.Side < 0 || msg.Side >= len(m.sides) {
+		return
+	}
+	s := m.sides[msg.Side]
+	if msg.Epoch != s.epoch {
+		s.Side, s.epoch = NewSide(), msg.Epoch
+	}
+	s.title, s.status = msg.Title, msg.Status
+	if msg.URL != "" {
+		s.url = msg.URL
+	}
+	switch msg.Status {
+	case "crashed":
+		s.Note(m.now, "crashed: answers in flight are lost")
+	case "running":
+		s.Note(m.now, "running "+msg.Title)
+	}
+}
+
+func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Quit):
+		return m, tea.Quit
+	case key.Matches(msg, k.Help):
+		m.showHelp = !m.showHelp
+		return m, nil
+	case key.Matches(msg, k.Pause):
+		m.paused = !m.paused
+		if m.ctl == nil {
+			return m, nil
+		}
+		paused := m.paused
+		return m, m.run(func(ctx context.Context) doneMsg {
+			m.ctl.SetPaused(paused)
+			return doneMsg{notice: map[bool]string{true: "traffic paused", false: "traffic resumed"}[paused]}
+		})
+	case key.Matches(msg, k.Faster, k.Slower):
+		delta := 1
+		if key.Matches(msg, k.Slower) {
+			delta = -1
+		}
+		return m, m.run(func(ctx context.Context) doneMsg {
+			r := m.ctl.StepRate(delta)
+			return doneMsg{rate: r, notice: fmt.Sprintf("traffic: %d ops/s", r)}
+		})
+	case key.Matches(msg, k.Profile):
+		return m, m.run(func(ctx context.Context) doneMsg {
+			p := m.ctl.NextProfile(ctx)
+			return doneMsg{profile: &p, notice: "faults: " + p.Name}
+		})
+	case key.Matches(msg, k.Burst):
+		return m, m.run(func(ctx context.Context) doneMsg {
+			return doneMsg{notice: m.ctl.Burst(ctx)}
+		})
+	case key.Matches(msg, k.Edited):
+		return m, m.run(func(ctx context.Context) doneMsg {
+			return doneMsg{notice: m.ctl.Edited(ctx)}
+		})
+	case key.Matches(msg, k.Crash):
+		if m.busy != "" {
+			m.setNotice("wait: "+m.busy, true)
+			return m, nil
+		}
+		m.busy = "crashing the right server"
+		return m, m.run(func(ctx context.Context) doneMsg {
+			if err := m.ctl.CrashRight(ctx); err != nil {
+				return doneMsg{err: err}
+			}
+			return doneMsg{notice: "right server crashed and restarted on its database"}
+		})
+	case key.Matches(msg, k.Stage, k.Yours):
+		next := m.right
+		if key.Matches(msg, k.Yours) {
+			next.Yours = !next.Yours
+		} else {
+			next.Stage = m.nextStage(next.Stage)
+		}
+		if m.busy != "" {
+			m.setNotice("wait: "+m.busy, true)
+			return m, nil
+		}
+		m.busy = "starting " + next.String()
+		m.setNotice(m.busy+"…", false)
+		return m, m.run(func(ctx context.Context) doneMsg {
+			if err := m.ctl.SwitchRight(ctx, next); err != nil {
+				return doneMsg{err: err}
+			}
+			return doneMsg{right: &next, notice: "right: " + next.String() + "; both sides start again"}
+		})
+	}
+	return m, nil
+}
+
+// nextStage is the stage after n among the solutions, wrapping around.
+func (m Model) nextStage(n int) int {
+	for _, s := range m.stages {
+		if s > n {
+			return s
+		}
+	}
+	if len(m.stages) > 0 {
+		return m.stages[0]
+	}
+	return n
+}
+
+// run wraps what a key does in a command. Keys that drive traffic do
+// nothing when the model only watches.
+func (m Model) run(fn func(ctx context.Context) doneMsg) tea.Cmd {
+	if m.ctl == nil {
+		return nil
+	}
+	ctx := m.ctx
+	return func() tea.Msg { return fn(ctx) }
+}
+
+// View draws the dashboard.
+func (m Model) View() tea.View {
+	v := tea.NewView(m.Render())
+	v.AltScreen = true
+	v.WindowTitle = "idemlab"
+	return v
+}
+
+// Render draws the dashboard as a string of exactly the window's size
+// (or less, when the window is tiny).
+func (m Model) Render() string {
+	w, h := m.width, m.height
+	if w < 40 || h < 8 {
+		return m.tiny()
+	}
+	header := m.header(w)
+	footer := []string{m.faultLine(w), m.help.View(m.keys)}
+	if m.ctl == nil {
+		footer = footer[1:]
+	}
+	if h < 12 {
+		header = ""
+	}
+	body := h - len(footer)
+	if header != "" {
+		body--
+	}
+	var middle string
+	if m.showHelp {
+		middle = m.helpPage(w, body)
+	} else {
+		middle = m.panes(w, body)
+	}
+	parts := []string{}
+	if header != "" {
+		parts = append(parts, header)
+	}
+	parts = append(parts, middle)
+	parts = append(parts, footer...)
+	return lipgloss.JoinVertical(lipgloss.Left, parts...)
+}
+
+func (m Model) panes(w, h int) string {
+	var cols []string
+	for i, s := range m.sides {
+		pw := w / len(m.sides)
+		if i == len(m.sides)-1 {
+			pw = w - pw*(len(m.sides)-1)
+		}
+		p := pane{side: s.Side, title: s.title, url: s.url, status: s.status, now: m.now, st: m.styles}
+		p.SetSize(pw, h)
+		cols = append(cols, p.Render())
+	}
+	return lipgloss.JoinHorizontal(lipgloss.Top, cols...)
+}
+
+func (m Model) header(w int) string {
+	left := m.styles.Header.Render("idemlab")
+	if m.ctl != nil {
+		left += m.styles.Dim.Render(" · same traffic, same faults · ") + clockSince(m.now.Sub(m.started))
+	} else {
+		left += m.styles.Dim.Render(" · watching ") + m.sides[0].url
+	}
+	right := ""
+	if m.notice != "" && m.now.Sub(m.noticeAt) < 8*time.Second {
+		style := m.styles.Notice
+		if m.errored {
+			style = m.styles.Error
+		}
+		right = style.Render(m.notice)
+	}
+	room := w - lipgloss.Width(left) - 2
+	if room < 10 {
+		return truncate(left, w)
+	}
+	return left + "  " + padLeft(truncate(right, room), room)
+}
+
+func (m Model) faultLine(w int) string {
+	line := m.styles.Label.Render("faults ") + m.styles.Title.Render(m.profile.Name) +
+		m.styles.Dim.Render(" — "+m.profile.About) + fmt.Sprintf(" · %d ops/s", m.rate)
+	if m.paused {
+		line = m.styles.Badge.Render(" PAUSED ") + " " + line
+	}
+	return truncate(line, w)
+}
+
+func (m Model) helpPage(w, h int) string {
+	m.help.ShowAll = true
+	legend := strings.Join([]string{
+		m.styles.Title.Render("What the colors mean"),
+		m.styles.OK.Render("201") + " executed   " + m.styles.Replay.Render("201 ↺ replay") + " answered from the stored response",
+		m.styles.Conflict.Render("409") + " duplicate or in progress   " + m.styles.Rejected.Render("422") + " key reused with another body",
+		m.styles.Failed.Render("5xx") + " failed   " + m.styles.Double.Render(" DOUBLE ") + " this request moved money a second time",
+		"",
+		"DOUBLE TRANSFERS: executions beyond the first of an operation.",
+		"LOST TRANSFERS: the client was told success and no money moved.",
+		"Σ: total of every balance; ✓ when it equals the opening balances",
+		"plus each deposit once.",
+		"",
+		m.help.View(m.keys),
+		"",
+		m.styles.Dim.Render("? closes this page"),
+	}, "\n")
+	return lipgloss.Place(w, h, lipgloss.Center, lipgloss.Center,
+		m.styles.Pane.Padding(0, 1).Render(legend))
+}
+
+// tiny is what a window too small for panes gets: one line per side.
+func (m Model) tiny() string {
+	var lines []string
+	for _, s := range m.sides {
+		c := s.Counts
+		lines = append(lines, truncate(fmt.Sprintf("%s: %s doubles, %s lost, %s req",
+			s.title, Short(c.Doubles), Short(c.Lost), Short(c.Requests)), m.width))
+	}
+	if m.height > len(lines) {
+		lines = append(lines, truncate(m.styles.Dim.Render("q quit · enlarge for more"), m.width))
+	}
+	if len(lines) > m.height {
+		lines = lines[:max(m.height, 1)]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func clockSince(d time.Duration) string {
+	d = d.Round(time.Second)
+	return fmt.Sprintf("%02d:%02d", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+func truncate(s string, w int) string { return ansi.Truncate(s, w, "…") }
+
+func padLeft(s string, n int) string {
+	if w := lipgloss.Width(s); w < n {
+		return strings.Repeat(" ", n-w) + s
+	}
+	return s
+}

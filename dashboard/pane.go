@@ -1,0 +1,298 @@
+package dashboard
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// pane is one side drawn in a box: a plain value the root model builds
+// for each frame, sized with SetSize and drawn with Render.
+type pane struct {
+	side   *Side
+	title  string
+	url    string
+	status string
+	now    time.Time
+	st     Styles
+
+	width, height int // outside the border
+}
+
+// SetSize sets the box's outer size.
+func (p *pane) SetSize(width, height int) { p.width, p.height = width, height }
+
+// layout is how many rows each section of a pane gets.
+type layout struct {
+	bigCounters bool
+	stats       bool
+	spark       bool
+	money       int // 0, or 2 plus the account rows
+	feed        int
+	keys        int // 0, or a header plus rows
+}
+
+// plan shares out the inside height: the counters first (they are the
+// point of the demo), then the traffic summary, the money check, the
+// sparkline, and what is left to the feed and the key table.
+func plan(inner, width int, accounts int) layout {
+	var l layout
+	left := inner - 1 // title
+	take := func(n int) bool {
+		if left >= n {
+			left -= n
+			return true
+		}
+		return false
+	}
+	l.bigCounters = inner >= 14 && width >= 30 && take(4)
+	if !l.bigCounters {
+		take(1)
+	}
+	l.stats = take(1)
+	if take(2) {
+		l.money = 2
+	}
+	l.spark = inner >= 10 && take(2)
+	if left >= 6 {
+		l.keys = min(1+max(2, left*2/5-1), left-2)
+		left -= l.keys
+	}
+	if l.money > 0 && left > 12 {
+		extra := min(accounts, (left-8)/2)
+		l.money += extra
+		left -= extra
+	}
+	l.feed = left
+	return l
+}
+
+// Render draws the pane.
+func (p pane) Render() string {
+	iw, ih := max(p.width-2, 1), max(p.height-2, 1)
+	s := p.side
+	l := plan(ih, iw, len(s.Money.Accounts))
+	var lines []string
+	add := func(ls ...string) {
+		for _, line := range ls {
+			lines = append(lines, ansi.Truncate(line, iw, "…"))
+		}
+	}
+	add(p.titleLine(iw))
+	if l.bigCounters {
+		add(p.bigCounters(iw)...)
+	} else {
+		add(p.smallCounters())
+	}
+	if l.stats {
+		add(p.statsLine())
+	}
+	if l.spark {
+		add(p.sparkLines(iw)...)
+	}
+	add(p.feedLines(l.feed)...)
+	add(p.keyLines(l.keys)...)
+	if l.money > 0 {
+		add(p.moneyLines(l.money)...)
+	}
+	if len(lines) > ih {
+		lines = lines[:ih]
+	}
+	for len(lines) < ih {
+		lines = append(lines, "")
+	}
+	return p.st.Pane.Width(p.width).Height(p.height).Render(strings.Join(lines, "\n"))
+}
+
+func (p pane) titleLine(width int) string {
+	title := p.st.Title.Render(p.title)
+	switch p.status {
+	case "running", "":
+		if p.url != "" && lipgloss.Width(title)+len(p.url)+1 <= width {
+			title += " " + p.st.Dim.Render(strings.TrimPrefix(p.url, "http://"))
+		}
+	default:
+		title += " " + p.st.Badge.Render(" "+p.status+" ")
+	}
+	return title
+}
+
+func (p pane) counterStyle(n int64) lipgloss.Style {
+	if n > 0 {
+		return p.st.Bad
+	}
+	return p.st.Good
+}
+
+func (p pane) bigCounters(width int) []string {
+	c := p.side.Counts
+	half := width / 2
+	d, l := Big(c.Doubles), Big(c.Lost)
+	cell := func(s string, n int64) string {
+		return p.counterStyle(n).Render(s) + strings.Repeat(" ", max(0, half-lipgloss.Width(s)))
+	}
+	rows := []string{
+		p.st.Label.Render(padRight("DOUBLE TRANSFERS", half)) + p.st.Label.Render("LOST TRANSFERS"),
+	}
+	for i := range 3 {
+		rows = append(rows, cell(d[i], c.Doubles)+p.counterStyle(c.Lost).Render(l[i]))
+	}
+	return rows
+}
+
+func (p pane) smallCounters() string {
+	c := p.side.Counts
+	return p.st.Label.Render("doubles ") + p.counterStyle(c.Doubles).Render(Short(c.Doubles)) +
+		p.st.Label.Render("  lost ") + p.counterStyle(c.Lost).Render(Short(c.Lost))
+}
+
+func (p pane) statsLine() string {
+	c := p.side.Counts
+	line := fmt.Sprintf("req %s  %s %s  %s %s  %s %s  %s %s  %s %s",
+		Short(c.Requests),
+		p.st.OK.Render("2xx"), Short(c.Succeeded),
+		p.st.Replay.Render("↺"), Short(c.Replays),
+		p.st.Conflict.Render("409"), Short(c.Conflicts),
+		p.st.Rejected.Render("4xx"), Short(c.Rejected),
+		p.st.Failed.Render("5xx"), Short(c.Failed))
+	if c.Dropped > 0 {
+		line = p.st.Error.Render(fmt.Sprintf("⚠ %s events dropped ", Short(c.Dropped))) + line
+	}
+	return line
+}
+
+func (p pane) sparkLines(width int) []string {
+	n := max(width-6, 1)
+	req, dbl := p.side.Series(p.now, n)
+	return []string{
+		p.st.Dim.Render("req/s ") + p.st.OK.Render(Sparkline(req, 0)),
+		p.st.Dim.Render("dbl/s ") + p.st.Bad.Render(Sparkline(dbl, 1)),
+	}
+}
+
+func (p pane) feedLines(n int) []string {
+	if n <= 0 {
+		return nil
+	}
+	var out []string
+	for _, l := range p.side.Feed(n) {
+		out = append(out, p.feedLine(l))
+	}
+	if len(out) == 0 {
+		out = append(out, p.st.Dim.Render("waiting for requests…"))
+	}
+	return out
+}
+
+func (p pane) feedLine(l FeedLine) string {
+	if l.Note != "" {
+		return p.st.Dim.Render("── " + l.Note)
+	}
+	r := l.Request
+	kind := strings.TrimPrefix(r.Path, "/")
+	switch r.Path {
+	case "/transfers":
+		kind = "tr"
+	case "/deposits":
+		kind = "dp"
+	}
+	name := r.Op
+	if name == "" {
+		name = r.Key
+	}
+	text := fmt.Sprintf("%d %s %s", r.Status, kind, name)
+	style := p.st.OK
+	switch {
+	case r.Status == 409:
+		style = p.st.Conflict
+	case r.Status >= 500:
+		style = p.st.Failed
+	case r.Status >= 400:
+		style = p.st.Rejected
+	case r.Replayed:
+		style = p.st.Replay
+	}
+	if r.Status >= 400 && r.Type != "" {
+		text += " " + strings.ReplaceAll(strings.TrimPrefix(r.Type, "/problems/"), "-", " ")
+	}
+	line := style.Render(text)
+	if r.Replayed {
+		line += " " + p.st.Replay.Render("↺ replay")
+	}
+	if l.Double {
+		line += " " + p.st.Double.Render(" DOUBLE ")
+	}
+	return line
+}
+
+func (p pane) keyLines(n int) []string {
+	if n <= 0 {
+		return nil
+	}
+	if p.side.KeyCount() == 0 {
+		return []string{p.st.Dim.Render("no idempotency keys stored")}
+	}
+	keyWidth := 16
+	out := []string{p.st.Label.Render(fmt.Sprintf("%-*s %-11s %s", keyWidth, "KEY", "STATE", "AGE"))}
+	for _, k := range p.side.Keys(n - 1) {
+		state := k.State
+		style := p.st.Dim
+		switch state {
+		case "in_progress":
+			style = p.st.Conflict
+		case "completed":
+			style = p.st.OK
+		}
+		out = append(out, fmt.Sprintf("%-*s %s %s", keyWidth, ansi.Truncate(k.Key, keyWidth, "…"),
+			style.Render(padRight(state, 11)), p.st.Dim.Render(Age(p.now.Sub(k.Seen)))))
+	}
+	return out
+}
+
+func (p pane) moneyLines(n int) []string {
+	m, c := p.side.Money, p.side.Counts
+	if !m.Known {
+		return []string{p.st.Dim.Render("balances: waiting for the first state poll")}
+	}
+	var verdict string
+	switch m.Verdict {
+	case Conserved:
+		verdict = p.st.Good.Render("✓ conserved")
+	case Broken:
+		verdict = p.st.Bad.Render(fmt.Sprintf("✗ %s₩ appeared", Won(m.Surplus)))
+		if m.Surplus < 0 {
+			verdict = p.st.Bad.Render(fmt.Sprintf("✗ %s₩ vanished", Won(-m.Surplus)))
+		}
+	case Unverified:
+		verdict = p.st.Conflict.Render(fmt.Sprintf("? %d unreported executions", c.Unseen))
+	}
+	out := []string{
+		fmt.Sprintf("Σ ₩%s %s", Won(m.Total), verdict),
+		p.counterStyle(c.MovedTwice).Render("moved twice ₩"+Short(c.MovedTwice)) + p.st.Dim.Render(" · ") +
+			p.counterStyle(c.CreatedTwice).Render("created ₩"+Short(c.CreatedTwice)),
+	}
+	for _, a := range m.Accounts {
+		if len(out) >= n {
+			break
+		}
+		delta := a.Balance - a.Opening
+		ds := p.st.Dim.Render("±0")
+		if delta > 0 {
+			ds = p.st.OK.Render("+" + Won(delta))
+		} else if delta < 0 {
+			ds = p.st.Rejected.Render(Won(delta))
+		}
+		out = append(out, fmt.Sprintf("%-12s %12s %s", a.ID, Won(a.Balance), ds))
+	}
+	return out
+}
+
+func padRight(s string, n int) string {
+	if w := lipgloss.Width(s); w < n {
+		return s + strings.Repeat(" ", n-w)
+	}
+	return s
+}

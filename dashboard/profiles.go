@@ -1,0 +1,63 @@
+package dashboard
+
+import (
+	"time"
+
+	"idemlab/grader/dayplan"
+)
+
+// Profile is a fault profile: what the network, the people and the
+// machines do to the demo's traffic. Both servers get the same.
+type Profile struct {
+	Name  string
+	About string // one line for the fault pane
+	// FaultRate is the share of operations whose first attempts meet
+	// failure points, drawn from Points.
+	FaultRate float64
+	Points    []dayplan.Point
+	// DoubleClickRate and EditRate are the shares of operations that are
+	// double-clicked and that a clerk resubmits with an edited amount.
+	DoubleClickRate float64
+	EditRate        float64
+	// CoreLatency is how long every business operation waits on the core.
+	CoreLatency time.Duration
+	// CrashEvery, when set, crashes and restarts both servers that often.
+	CrashEvery time.Duration
+}
+
+// lostPoints are the failure points where the server ran the request and
+// the client never heard: the ones that move money twice.
+var lostPoints = []dayplan.Point{dayplan.ResetAfterProcessing, dayplan.ResponseWithheld}
+
+// Profiles are the fault profiles the demo cycles through, the default first.
+var Profiles = []Profile{
+	{
+		Name:      "lost responses",
+		About:     "1 in 4 answers never reach the client, which retries",
+		FaultRate: 0.25, Points: lostPoints, DoubleClickRate: 0.03, EditRate: 0.02,
+	},
+	{
+		Name:            "double-clicks",
+		About:           "1 in 4 requests leave twice at once, core waits 150ms",
+		DoubleClickRate: 0.25, CoreLatency: 150 * time.Millisecond,
+	},
+	{
+		Name:      "flaky network",
+		About:     "all seven failure points of a remote call",
+		FaultRate: 0.35, Points: dayplan.Points, DoubleClickRate: 0.03, EditRate: 0.02,
+	},
+	{
+		Name:     "clerks",
+		About:    "1 in 5 ops resubmitted with the same key, amount edited",
+		EditRate: 0.2,
+	},
+	{
+		Name:        "crashes",
+		About:       "both servers crash every 5s; answers in flight are lost",
+		CoreLatency: 100 * time.Millisecond, CrashEvery: 5 * time.Second,
+	},
+	{
+		Name:  "calm",
+		About: "nothing goes wrong: both servers agree",
+	},
+}

@@ -1,0 +1,468 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"time"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/events"
+	"idemlab/kit/labctl"
+)
+
+// Limits that keep a side's memory bounded however long the demo runs and
+// however fast events arrive.
+const (
+	// FeedSize is how many request lines the feed keeps.
+	FeedSize = 64
+	// KeyRowsKept is how many rows of the key table are kept, the most
+	// recently changed first.
+	KeyRowsKept = 256
+	// OpWindow is how many operations are remembered for telling a double
+	// or a lost transfer apart. A retry that comes back after this many
+	// newer operations is judged as if the op were new.
+	OpWindow = 1 << 16
+	// SparkSeconds is how many seconds of history the sparkline keeps.
+	SparkSeconds = 128
+	// maxSuspects bounds the successes waiting for the next state poll to
+	// say whether their money moved.
+	maxSuspects = 4096
+)
+
+// Counts are a side's counters. Each is exact for the events received:
+// nothing is sampled.
+type Counts struct {
+	Requests     int64 // responses sent
+	Succeeded    int64 // 2xx
+	Replays      int64 // answers marked Idempotent-Replayed
+	Conflicts    int64 // 409: duplicate or in progress
+	Rejected     int64 // other 4xx
+	Failed       int64 // 5xx
+	Executions   int64 // business writes committed
+	Doubles      int64 // executions beyond the first of an operation
+	Lost         int64 // a success answered for an operation that never executed
+	MovedTwice   int64 // won moved again by doubled transfers
+	CreatedTwice int64 // won created again by doubled deposits
+	DepositsOnce int64 // won deposited, each operation counted once
+	Dropped      int64 // events the server could not deliver to us
+	Unseen       int64 // executions the database shows that no event reported (a crash ate them)
+}
+
+// FeedLine is one request in the feed.
+type FeedLine struct {
+	Time    time.Time
+	Request events.Request
+	// Double marks the request whose execution was a double.
+	Double bool
+	// Note replaces the request with a marker line (a reset, a restart).
+	Note string
+}
+
+// KeyRow is one row of the server's idempotency key table, as far as the
+// dashboard can tell: the student designs the columns.
+type KeyRow struct {
+	RowID   int64
+	Key     string
+	State   string
+	Seen    time.Time // when the dashboard first saw the row
+	Changed time.Time // when it last changed
+}
+
+// Money is what the last state poll said about balances.
+type Money struct {
+	Known    bool
+	Accounts []bank.Balance
+	Total    int64
+	Opening  int64
+	// Verdict is the money-conservation check: total = opening + every
+	// deposit once. It changes only when two polls in a row agree, so a
+	// poll that lands between a commit and its event does not flicker it.
+	Verdict Verdict
+	// Surplus is total - opening - deposits once: won that appeared (or,
+	// if negative, vanished) against what the customers asked for.
+	Surplus   int64
+	candidate Verdict
+}
+
+// Verdict is the result of the money-conservation check.
+type Verdict int
+
+// The verdicts.
+const (
+	Unchecked  Verdict = iota // no poll yet
+	Conserved                 // every won accounted for
+	Broken                    // money appeared or vanished
+	Unverified                // executions happened that no event reported
+)
+
+// sparkBucket counts one second.
+type sparkBucket struct {
+	sec      int64
+	requests int64
+	doubles  int64
+}
+
+type suspect struct {
+	op       string
+	received time.Time
+}
+
+// Side is what the dashboard knows about one lab server, built from its
+// events (and a periodic state poll) alone. It does no I/O: the root model
+// feeds it. Its memory is bounded by the constants above.
+type Side struct {
+	Counts Counts
+	Money  Money
+	// Status is a short word about the server: "running", "restarting"…
+	Status string
+
+	feed     [FeedSize]FeedLine
+	feedNext int
+	feedLen  int
+
+	keys map[int64]*KeyRow
+
+	// ops remembers the highest execution count seen per op, in a FIFO
+	// window of OpWindow ops.
+	ops      map[string]int64
+	opOrder  []string
+	opNext   int
+	doubled  map[string]bool // ops whose double has not yet shown in the feed
+	suspects []suspect
+	lagging  map[string]bool // ops the last state poll showed ahead of the events
+
+	spark [SparkSeconds]sparkBucket
+}
+
+// NewSide returns an empty side.
+func NewSide() *Side {
+	s := &Side{Status: "starting"}
+	s.clear()
+	return s
+}
+
+func (s *Side) clear() {
+	s.Counts = Counts{}
+	s.Money = Money{}
+	s.keys = map[int64]*KeyRow{}
+	s.ops = map[string]int64{}
+	s.opOrder = make([]string, 0, 1024)
+	s.opNext = 0
+	s.doubled = map[string]bool{}
+	s.suspects = nil
+	s.lagging = map[string]bool{}
+	s.spark = [SparkSeconds]sparkBucket{}
+}
+
+// Ingest takes one event, received at received (the local clock).
+// Malformed data is ignored: the stream is the kit's, not the student's.
+func (s *Side) Ingest(ev events.Event, received time.Time) {
+	switch ev.Kind {
+	case events.KindRequest:
+		var r events.Request
+		if json.Unmarshal(ev.Data, &r) == nil {
+			s.request(ev.Time, r, received)
+		}
+	case events.KindExecution:
+		var e bank.Execution
+		if json.Unmarshal(ev.Data, &e) == nil && e.Kind != "" {
+			s.execution(ev.Time, e)
+		}
+	case events.KindKey:
+		var k events.Key
+		if json.Unmarshal(ev.Data, &k) == nil {
+			s.key(ev.Time, k)
+		}
+	case events.KindDropped:
+		var d events.Dropped
+		if json.Unmarshal(ev.Data, &d) == nil {
+			s.Counts.Dropped += d.Count
+		}
+	case events.KindReset:
+		s.clear()
+		s.Note(ev.Time, "reset: fresh accounts, every count back to zero")
+	}
+}
+
+// Note adds a marker line to the feed.
+func (s *Side) Note(t time.Time, text string) {
+	s.push(FeedLine{Time: t, Note: text})
+}
+
+func (s *Side) push(l FeedLine) {
+	s.feed[s.feedNext] = l
+	s.feedNext = (s.feedNext + 1) % FeedSize
+	s.feedLen = min(s.feedLen+1, FeedSize)
+}
+
+// Feed returns up to n feed lines, newest first.
+func (s *Side) Feed(n int) []FeedLine {
+	n = min(n, s.feedLen)
+	out := make([]FeedLine, n)
+	for i := range out {
+		out[i] = s.feed[(s.feedNext-1-i+2*FeedSize)%FeedSize]
+	}
+	return out
+}
+
+func (s *Side) request(t time.Time, r events.Request, received time.Time) {
+	c := &s.Counts
+	c.Requests++
+	switch {
+	case r.Status >= 200 && r.Status < 300:
+		c.Succeeded++
+	case r.Status == 409:
+		c.Conflicts++
+	case r.Status >= 500:
+		c.Failed++
+	case r.Status >= 400:
+		c.Rejected++
+	}
+	if r.Replayed {
+		c.Replays++
+	}
+	s.bucket(t).requests++
+	line := FeedLine{Time: t, Request: r}
+	if r.Op != "" && r.Status >= 200 && r.Status < 300 {
+		if s.doubled[r.Op] {
+			line.Double = true
+			delete(s.doubled, r.Op)
+		}
+		if s.ops[r.Op] == 0 {
+			s.suspect(r.Op, received)
+		}
+	}
+	s.push(line)
+}
+
+// suspect notes a success for an op no event showed executing. The kit
+// publishes an execution before the request that made it, so this is
+// either a lost transfer or an execution whose event a crash ate; the next
+// state poll tells which.
+func (s *Side) suspect(op string, received time.Time) {
+	if len(s.suspects) == maxSuspects {
+		s.Counts.Lost++ // too many to check: judged on the events alone
+		s.suspects = s.suspects[1:]
+	}
+	s.suspects = append(s.suspects, suspect{op: op, received: received})
+}
+
+func (s *Side) execution(t time.Time, e bank.Execution) {
+	c := &s.Counts
+	c.Executions++
+	if e.Op == "" {
+		if e.Kind == "deposit" {
+			c.DepositsOnce += e.Amount
+		}
+		return
+	}
+	// Count is read after the commit, so two concurrent executions can
+	// both report 2: the highest count seen is what has happened.
+	seen := s.ops[e.Op]
+	if e.Count <= seen {
+		return
+	}
+	if seen == 0 && e.Kind == "deposit" {
+		c.DepositsOnce += e.Amount
+	}
+	extra := e.Count - max(seen, 1)
+	s.remember(e.Op, e.Count)
+	if extra <= 0 {
+		return
+	}
+	c.Doubles += extra
+	if e.Kind == "deposit" {
+		c.CreatedTwice += extra * e.Amount
+	} else {
+		c.MovedTwice += extra * e.Amount
+	}
+	s.bucket(t).doubles += extra
+	if len(s.doubled) < maxSuspects {
+		s.doubled[e.Op] = true
+	}
+}
+
+// remember records an op's count, forgetting the oldest op when the
+// window is full.
+func (s *Side) remember(op string, count int64) {
+	if _, ok := s.ops[op]; !ok {
+		if len(s.opOrder) < OpWindow {
+			s.opOrder = append(s.opOrder, op)
+		} else {
+			delete(s.ops, s.opOrder[s.opNext])
+			delete(s.doubled, s.opOrder[s.opNext])
+			s.opOrder[s.opNext] = op
+			s.opNext = (s.opNext + 1) % OpWindow
+		}
+	}
+	s.ops[op] = count
+}
+
+func (s *Side) key(t time.Time, k events.Key) {
+	if k.Deleted {
+		delete(s.keys, k.RowID)
+		return
+	}
+	if k.Row == nil {
+		return
+	}
+	row, ok := s.keys[k.RowID]
+	if !ok {
+		if len(s.keys) >= KeyRowsKept {
+			s.evictOldestKey()
+		}
+		row = &KeyRow{RowID: k.RowID, Seen: t}
+		s.keys[k.RowID] = row
+	}
+	row.Key, row.State, row.Changed = keyColumn(k.Row), stateColumn(k.Row), t
+}
+
+func (s *Side) evictOldestKey() {
+	var oldest *KeyRow
+	for _, r := range s.keys {
+		if oldest == nil || r.Changed.Before(oldest.Changed) ||
+			(r.Changed.Equal(oldest.Changed) && r.RowID < oldest.RowID) {
+			oldest = r
+		}
+	}
+	delete(s.keys, oldest.RowID)
+}
+
+// keyColumn finds the key in a row of the student's table: a column named
+// like the header, or else the first text column whose name has "key" in it.
+func keyColumn(row map[string]any) string {
+	for _, name := range []string{"key", "idempotency_key", "idem_key"} {
+		if v, ok := row[name].(string); ok {
+			return v
+		}
+	}
+	names := make([]string, 0, len(row))
+	for n := range row {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if v, ok := row[n].(string); ok && strings.Contains(n, "key") {
+			return v
+		}
+	}
+	return "?"
+}
+
+// stateColumn reads the state column that stage 3 introduces; before it a
+// row's existence is its only state.
+func stateColumn(row map[string]any) string {
+	if v, ok := row["state"].(string); ok {
+		return v
+	}
+	return "claimed"
+}
+
+// Keys returns up to n key rows, the most recently changed first.
+func (s *Side) Keys(n int) []KeyRow {
+	out := make([]KeyRow, 0, len(s.keys))
+	for _, r := range s.keys {
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Changed.Equal(out[j].Changed) {
+			return out[i].Changed.After(out[j].Changed)
+		}
+		return out[i].RowID > out[j].RowID
+	})
+	return out[:min(n, len(out))]
+}
+
+// KeyCount is how many key rows the dashboard holds.
+func (s *Side) KeyCount() int { return len(s.keys) }
+
+func (s *Side) bucket(t time.Time) *sparkBucket {
+	sec := t.Unix()
+	b := &s.spark[sec%SparkSeconds]
+	if b.sec != sec {
+		*b = sparkBucket{sec: sec}
+	}
+	return b
+}
+
+// Series returns the requests and doubles of the n seconds ending at now,
+// oldest first.
+func (s *Side) Series(now time.Time, n int) (requests, doubles []int64) {
+	n = min(n, SparkSeconds)
+	requests, doubles = make([]int64, n), make([]int64, n)
+	end := now.Unix()
+	for i := range n {
+		sec := end - int64(n-1-i)
+		b := s.spark[(sec%SparkSeconds+SparkSeconds)%SparkSeconds]
+		if b.sec == sec {
+			requests[i], doubles[i] = b.requests, b.doubles
+		}
+	}
+	return requests, doubles
+}
+
+// ApplyState takes a state poll that started at polled (the local clock).
+// It settles the suspects the poll can judge, adopts the executions the
+// database shows and no event reported (after two polls in a row, since
+// an event can trail its commit), and runs the money-conservation check.
+func (s *Side) ApplyState(st labctl.State, polled time.Time) {
+	next := map[string]bool{}
+	consider := func(op string, n int64) {
+		seen := s.ops[op]
+		switch {
+		case n <= seen:
+		case s.lagging[op]:
+			s.Counts.Unseen += n - seen
+			if extra := n - max(seen, 1); extra > 0 {
+				s.Counts.Doubles += extra
+			}
+			s.remember(op, n)
+		case len(next) < maxSuspects:
+			next[op] = true
+		}
+	}
+	// Only ops the dashboard knows are judged: an op that left the window
+	// long ago would otherwise look unseen.
+	for op, n := range st.Executions {
+		if _, ok := s.ops[op]; ok || s.lagging[op] {
+			consider(op, n)
+		}
+	}
+	kept := s.suspects[:0]
+	for _, sp := range s.suspects {
+		n := st.Executions[sp.op]
+		switch {
+		case n > 0:
+			if _, ok := s.ops[sp.op]; !ok && !s.lagging[sp.op] {
+				consider(sp.op, n)
+			}
+		case sp.received.Before(polled):
+			s.Counts.Lost++
+		default:
+			kept = append(kept, sp)
+		}
+	}
+	s.suspects = kept
+	s.lagging = next
+
+	m := &s.Money
+	m.Known, m.Accounts = true, st.Accounts
+	m.Total, m.Opening = 0, 0
+	for _, a := range st.Accounts {
+		m.Total += a.Balance
+		m.Opening += a.Opening
+	}
+	m.Surplus = m.Total - m.Opening - s.Counts.DepositsOnce
+	verdict := Conserved
+	switch {
+	case s.Counts.Unseen > 0:
+		verdict = Unverified
+	case m.Surplus != 0:
+		verdict = Broken
+	}
+	if verdict == m.candidate || m.Verdict == Unchecked {
+		m.Verdict = verdict
+	}
+	m.candidate = verdict
+}

@@ -1,0 +1,344 @@
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"idemlab/grader"
+	"idemlab/grader/dayplan"
+	"idemlab/kit/bank"
+	"idemlab/kit/idemkey"
+)
+
+// Rates are the traffic rates the demo steps through, in operations per second.
+var Rates = []int{1, 2, 5, 10, 20, 50, 100}
+
+// DefaultRate is the index in Rates the demo starts at.
+const DefaultRate = 3
+
+// The client's retry policy (SPEC section 4): same key, same body,
+// exponential backoff with jitter, a bounded number of attempts.
+const (
+	maxAttempts  = 6
+	firstBackoff = 40 * time.Millisecond
+	maxBackoff   = 800 * time.Millisecond
+	// maxInFlight bounds the operations being played at once, so that a
+	// stalled server slows the traffic instead of piling up goroutines.
+	maxInFlight = 512
+	// BurstSize is how many identical requests a burst sends at once.
+	BurstSize = 16
+)
+
+// Traffic plays the same operations, through the same faults, against
+// every target at once: the operations come from day plans
+// (grader/dayplan), the faults from grader.FaultTransport. It is the
+// client side of the demo; the servers never know it is there.
+type Traffic struct {
+	targets []func() string // each target's base URL (a restart may move it)
+	client  *http.Client
+	reset   bank.Params
+	tokens  map[string]string // customer id → token
+
+	rate    atomic.Int64 // index into Rates
+	paused  atomic.Bool
+	profile atomic.Int64 // index into Profiles
+	played  atomic.Int64
+	running atomic.Int64
+
+	mu    sync.Mutex
+	plan  []dayplan.Op
+	next  int
+	chunk int
+	shown int64 // profile the plan was drawn for
+}
+
+// NewTraffic returns traffic for the targets at these base URLs, drawn for
+// the population reset (every target must be reset with it).
+func NewTraffic(targets []func() string, reset bank.Params) *Traffic {
+	tokens := map[string]string{}
+	for _, c := range bank.Population(reset) {
+		tokens[c.ID] = c.Token
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
+	t := &Traffic{
+		targets: targets, reset: reset, tokens: tokens,
+		client: &http.Client{Transport: &grader.FaultTransport{Base: tr}, Timeout: 10 * time.Second},
+		shown:  -1,
+	}
+	t.rate.Store(DefaultRate)
+	return t
+}
+
+// Reset is the population the targets must be reset with.
+func (t *Traffic) Reset() bank.Params { return t.reset }
+
+// SetPaused stops or resumes new operations; those under way finish.
+func (t *Traffic) SetPaused(p bool) { t.paused.Store(p) }
+
+// Paused reports whether the traffic is paused.
+func (t *Traffic) Paused() bool { return t.paused.Load() }
+
+// StepRate moves the rate up (+1) or down (-1) one step and returns it.
+func (t *Traffic) StepRate(delta int) int {
+	i := min(max(int(t.rate.Load())+delta, 0), len(Rates)-1)
+	t.rate.Store(int64(i))
+	return Rates[i]
+}
+
+// Rate is the rate in operations per second.
+func (t *Traffic) Rate() int { return Rates[t.rate.Load()] }
+
+// SetProfile chooses the fault profile for the operations drawn from now on.
+func (t *Traffic) SetProfile(i int) { t.profile.Store(int64(i % len(Profiles))) }
+
+// Profile is the fault profile in force.
+func (t *Traffic) Profile() Profile { return Profiles[t.profile.Load()] }
+
+// Played is how many operations have been started.
+func (t *Traffic) Played() int64 { return t.played.Load() }
+
+// Run starts operations at the chosen rate until ctx ends, then waits for
+// those under way.
+func (t *Traffic) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		timer.Reset(time.Second / time.Duration(t.Rate()))
+		if t.paused.Load() || t.running.Load() >= maxInFlight {
+			continue
+		}
+		op := t.draw()
+		t.played.Add(1)
+		t.running.Add(1)
+		wg.Go(func() {
+			defer t.running.Add(-1)
+			t.everywhere(func(url func() string) { t.play(ctx, url, op) })
+		})
+	}
+}
+
+// everywhere runs fn against every target at once and waits for all.
+func (t *Traffic) everywhere(fn func(url func() string)) {
+	var wg sync.WaitGroup
+	for _, url := range t.targets {
+		wg.Go(func() { fn(url) })
+	}
+	wg.Wait()
+}
+
+// draw takes the next operation of the plan for the profile in force,
+// drawing a new chunk of the day when the profile changes or the chunk
+// runs out.
+func (t *Traffic) draw() dayplan.Op {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.profile.Load()
+	if p != t.shown || t.next == len(t.plan) {
+		t.plan, t.next, t.shown = t.chunkFor(Profiles[p]), 0, p
+		t.chunk++
+	}
+	op := t.plan[t.next]
+	t.next++
+	return op
+}
+
+const chunkOps = 500
+
+// chunkFor draws chunkOps operations for profile. Every chunk uses the
+// population's seed (so that its customers are the targets'), which makes
+// the chunks alike: each is given its own op names and keys.
+func (t *Traffic) chunkFor(profile Profile) []dayplan.Op {
+	params := dayplan.DefaultParams(t.reset.Seed, chunkOps)
+	params.Reset = t.reset
+	params.FaultRate, params.DoubleClickRate, params.EditRate = profile.FaultRate, profile.DoubleClickRate, profile.EditRate
+	params.RespellRate, params.LateRetryRate = 0, 0
+	params.DepositRate = 0.2
+	plan, err := dayplan.Generate(t.reset.Seed, params)
+	if err != nil {
+		panic(fmt.Sprintf("dashboard: day plan parameters rejected: %v", err)) // the parameters above are valid
+	}
+	allowed := map[dayplan.Point]bool{}
+	for _, p := range profile.Points {
+		allowed[p] = true
+	}
+	ops := plan.Ops
+	for i := range ops {
+		op := &ops[i]
+		name := fmt.Sprintf("c%d.%s", t.chunk, op.Op)
+		op.Body = renameOp(op.Body, name)
+		op.Op, op.Key = name, fmt.Sprintf("c%d-%s", t.chunk, op.Key)
+		kept := op.Fate.Faults[:0]
+		for _, p := range op.Fate.Faults {
+			if allowed[p] {
+				kept = append(kept, p)
+			}
+		}
+		op.Fate.Faults = kept
+	}
+	return ops
+}
+
+// renameOp sets metadata.op in a body.
+func renameOp(body []byte, op string) []byte {
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		return body
+	}
+	meta, _ := m["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta["op"] = op
+	m["metadata"] = meta
+	out, err := json.Marshal(m)
+	if err != nil {
+		return body
+	}
+	return out
+}
+
+// outcome is what one attempt told the client.
+type outcome struct {
+	status     int
+	problem    string
+	retryAfter time.Duration
+	err        error
+}
+
+// retry reports whether the client tries again after o: when it heard
+// nothing, or heard "not now" (5xx, 503, 409 request-in-progress).
+func (o outcome) retry() bool {
+	switch {
+	case o.err != nil, o.status >= 500:
+		return true
+	case o.status == http.StatusConflict:
+		return o.problem == "/problems/request-in-progress"
+	}
+	return false
+}
+
+// play runs one operation against one target as a retrying client would,
+// then the clerk's edited resubmission if the plan has one.
+func (t *Traffic) play(ctx context.Context, url func() string, op dayplan.Op) {
+	jitter := rand.New(rand.NewPCG(opSeed(op.Op), 1))
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		body := op.Body
+		actx := ctx
+		if attempt < len(op.Fate.Faults) {
+			actx = grader.WithFault(ctx, op.Fate.Faults[attempt])
+		}
+		var click chan struct{}
+		if attempt == 0 && op.Fate.DoubleClick {
+			click = make(chan struct{})
+			go func() {
+				defer close(click)
+				t.send(ctx, url, op, op.Key, body)
+			}()
+		}
+		o := t.send(actx, url, op, op.Key, body)
+		if click != nil {
+			<-click
+		}
+		if !o.retry() {
+			break
+		}
+		wait := min(firstBackoff<<attempt, maxBackoff)
+		wait = wait/2 + time.Duration(jitter.Int64N(int64(wait)))
+		if o.retryAfter > 0 {
+			wait = max(wait, min(o.retryAfter, maxBackoff))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+	if op.Fate.EditedAmount != 0 {
+		if edited, err := op.EditedBody(); err == nil {
+			t.send(ctx, url, op, op.Key, edited)
+		}
+	}
+}
+
+// opSeed makes an operation's jitter the same against every target.
+func opSeed(op string) uint64 {
+	h := fnv.New64a()
+	io.WriteString(h, op)
+	return h.Sum64()
+}
+
+// send makes one attempt.
+func (t *Traffic) send(ctx context.Context, url func() string, op dayplan.Op, key string, body []byte) outcome {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url()+op.Endpoint, bytes.NewReader(body))
+	if err != nil {
+		return outcome{err: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+t.tokens[op.Customer])
+	req.Header.Set(idemkey.Header, key)
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return outcome{err: err}
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	o := outcome{status: resp.StatusCode}
+	if resp.StatusCode >= 400 {
+		var p struct {
+			Type string `json:"type"`
+		}
+		json.Unmarshal(raw, &p)
+		o.problem = p.Type
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+		o.retryAfter = time.Duration(s) * time.Second
+	}
+	return o
+}
+
+// Burst sends BurstSize copies of a fresh operation to every target at
+// the same moment: the race a UNIQUE constraint exists for.
+func (t *Traffic) Burst(ctx context.Context) string {
+	op := t.draw()
+	op.Fate = dayplan.Fate{}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, url := range t.targets {
+		for range BurstSize {
+			wg.Go(func() {
+				<-start
+				t.send(ctx, url, op, op.Key, op.Body)
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	return fmt.Sprintf("burst: %d copies of %s at once", BurstSize, op.Op)
+}
+
+// Edited sends a fresh operation and then a clerk's resubmission of it:
+// the same key, the amount changed.
+func (t *Traffic) Edited(ctx context.Context) string {
+	op := t.draw()
+	op.Fate = dayplan.Fate{EditedAmount: op.Amount + 50_000}
+	t.everywhere(func(url func() string) { t.play(ctx, url, op) })
+	return fmt.Sprintf("clerk: %s resent with the same key, ₩%s → ₩%s",
+		op.Op, Won(op.Amount), Won(op.Fate.EditedAmount))
+}
