@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"idemlab/kit/accesslog"
+	sol0 "idemlab/solutions/stage0"
+)
+
+func smallPlan(t *testing.T) string {
+	t.Helper()
+	plan := filepath.Join(t.TempDir(), "day.plan.jsonl")
+	if code, _, errs := runLabCommand(t, "gen", "--seed", "3", "--ops", "150", "--fault-rate", "0.5", "-o", plan); code != 0 {
+		t.Fatalf("gen: %s", errs)
+	}
+	return plan
+}
+
+// TestReplay_NaiveServerIsInvalid: the naive server doubles money, lab
+// replay says so with exit status 1, and the files it writes agree: the
+// reference Tally of the access log equals the answer key from the books.
+func TestReplay_NaiveServerIsInvalid(t *testing.T) {
+	plan := smallPlan(t)
+	dir := filepath.Dir(plan)
+	logFile, answer, results := filepath.Join(dir, "day.access.jsonl"), filepath.Join(dir, "day.answer.json"), filepath.Join(dir, "results")
+	code, out, errs := runLabCommand(t, "replay", "--log", plan, "--stage", "0", "--solution",
+		"--access-log", logFile, "--answer", answer, "--results", results)
+	if code != 1 || !strings.Contains(out, "INVALID") || !strings.Contains(out, "executed more than once") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	raw, err := os.ReadFile(answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want accesslog.Report
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := sol0.Tally(bytes.NewReader(log))
+	if err != nil || got != want || want.DoubleTransfers == 0 {
+		t.Fatalf("tally %+v (%v), answer key %+v", got, err, want)
+	}
+	var res struct {
+		Valid  bool           `json:"valid"`
+		Counts map[string]int `json:"counts"`
+	}
+	raw, err = os.ReadFile(filepath.Join(results, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &res); err != nil || res.Valid || res.Counts["double_applied"] == 0 {
+		t.Fatalf("results.json: %s", raw)
+	}
+	if h, err := os.ReadFile(filepath.Join(results, "history.jsonl")); err != nil || bytes.Count(h, []byte("\n")) < 150 {
+		t.Fatalf("history.jsonl: %d bytes, %v", len(h), err)
+	}
+}
+
+func TestReplay_SolutionIsValid(t *testing.T) {
+	plan := smallPlan(t)
+	n := len(solutions) - 1
+	code, out, errs := runLabCommand(t, "replay", "--log", plan, "--stage", strconv.Itoa(n), "--solution")
+	if code != 0 || !strings.Contains(out, "VALID") {
+		t.Fatalf("solutions/stage%d: exit %d\n%s\n%s", n, code, out, errs)
+	}
+}
+
+func TestReplay_RefusesBadFlags(t *testing.T) {
+	plan := smallPlan(t)
+	for _, args := range [][]string{
+		{"replay"},
+		{"replay", "--log", "no/such/plan.jsonl", "--solution"},
+		{"replay", "--log", plan, "--access-log", "x.jsonl"},
+		{"replay", "--log", plan, "--stage", "9", "--solution"},
+	} {
+		if code, _, errs := runLabCommand(t, args...); code != 2 || errs == "" {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and a reason", strings.Join(args, " "), code, errs)
+		}
+	}
+}
