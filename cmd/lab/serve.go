@@ -26,6 +26,7 @@ import (
 	sol3 "idemlab/solutions/stage3"
 	sol4 "idemlab/solutions/stage4"
 	sol5 "idemlab/solutions/stage5"
+	sol6 "idemlab/solutions/stage6"
 )
 
 func init() {
@@ -35,7 +36,7 @@ func init() {
 // solutions are the reference solutions, by stage. They always compile,
 // so the lab command links them in; a student's stage is never linked in
 // (see stageBinary).
-var solutions = []stage.Factory{sol0.New, sol1.New, sol2.New, sol3.New, sol4.New, sol5.New}
+var solutions = []stage.Factory{sol0.New, sol1.New, sol2.New, sol3.New, sol4.New, sol5.New, sol6.New}
 
 // lastStage is the highest stage number.
 const lastStage = 6
