@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/grader/dayplan"
 	"idemlab/kit/bank"
 	"idemlab/kit/labctl"
 )
@@ -31,6 +32,12 @@ func init() {
 			Claim: "when the key store fails, the request gets 503 unavailable and nothing executes; once it is back, the retry executes exactly once",
 			Why:   "executing without a claim is executing without protection: the retry that follows the outage pays a second time",
 			Run:   checkFailClosed,
+		},
+		Check{
+			ID: "S6.day-replay-through-faults", Stage: 6, Lesson: lesson6 + "#a-day-of-faults",
+			Claim: "a generated day replayed through every failure point of a remote call ends with 0 doubles, 0 lost transfers, faithful replays and balances that add up",
+			Why:   "each failure point is rare, but a day has thousands of payments; what is left after one bad day is the real measure of a payment API",
+			Run:   checkDayReplayThroughFaults,
 		},
 		Check{
 			ID: "S6.crash-recovery", Stage: 6, Lesson: lesson6 + "#crash-points",
@@ -450,4 +457,31 @@ func customerAccounts(cs []bank.Customer) []string {
 		out = append(out, c.Accounts...)
 	}
 	return out
+}
+
+// checkDayReplayThroughFaults catches whatever a single scenario misses:
+// a generated day mixes lost answers, resets after processing, withheld
+// responses, truncated bodies, shed requests, double clicks, respelled
+// retries, edited resubmissions and late retries, and reconciles every
+// operation and balance at the end.
+func checkDayReplayThroughFaults(t *T) error {
+	const ops = 150
+	params := dayplan.DefaultParams(t.Rand().Uint64()%1_000_000, ops)
+	params.FaultRate = 0.5
+	plan, err := dayplan.Generate(params.Reset.Seed, params)
+	if err != nil {
+		return err
+	}
+	res, err := Replay(t.ctx, plan, ReplayOptions{URL: t.target.URL, Admin: t.target.Admin, Base: t.target.Client.Transport})
+	if err != nil {
+		return err
+	}
+	rc := ReconcileDay(res)
+	if rc.Valid {
+		return nil
+	}
+	var report strings.Builder
+	rc.WriteReport(&report, 3)
+	return t.Fail(fmt.Sprintf("lab replay of the day made by: %s  (half the operations meet failure points)", params.Command()),
+		report.String(), "0 executed more than once, 0 lost, 0 mismatched replays, 0 unexpected answers, every balance = opening + executions")
 }
