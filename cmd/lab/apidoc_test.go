@@ -21,6 +21,8 @@ type docExample struct {
 	line   int      // where the sh block starts, for messages
 	script []string // logical lines: continuations joined
 	status int      // 0 for a block without curl
+	// replayed: the documented answer carries Idempotent-Replayed: true.
+	replayed bool
 }
 
 // readDocExamples extracts the examples of a markdown file: every ```sh
@@ -66,6 +68,11 @@ func readDocExamples(t *testing.T, path string) []docExample {
 					t.Fatalf("docs/api.md:%d: the answer must start with a status line, got %q", start, block[0])
 				}
 				out[len(out)-1].status = status
+				for _, h := range block[1:] {
+					if strings.EqualFold(h, "Idempotent-Replayed: true") {
+						out[len(out)-1].replayed = true
+					}
+				}
 				expectAnswer = false
 			}
 			lang = ""
@@ -133,17 +140,21 @@ func TestAPIDoc_ExamplesAnswerAsDocumented(t *testing.T) {
 						t.Fatalf("docs/api.md:%d: %q is neither an assignment nor a curl command", ex.line, line)
 					}
 					var status int
+					var header http.Header
 					var err error
 					if mode == "curl" {
-						status, last, err = runCurl(line, env)
+						status, header, last, err = runCurl(line, env)
 					} else {
-						status, last, err = translateCurl(line, env)
+						status, header, last, err = translateCurl(line, env)
 					}
 					if err != nil {
 						t.Fatalf("docs/api.md:%d: %s: %v", ex.line, line, err)
 					}
 					if status != ex.status {
 						t.Errorf("docs/api.md:%d: %s\n  answered %d %s\n  documented %d", ex.line, line, status, last, ex.status)
+					}
+					if replayed := header.Get("Idempotent-Replayed") == "true"; replayed != ex.replayed {
+						t.Errorf("docs/api.md:%d: %s\n  answered with Idempotent-Replayed %v, documented %v", ex.line, line, replayed, ex.replayed)
 					}
 				}
 			}
@@ -169,7 +180,7 @@ func pasted(t *testing.T, ex docExample, value string, last []byte) string {
 
 // runCurl runs a command line with sh and the machine's curl, and reads
 // the status line curl -i prints.
-func runCurl(line string, env map[string]string) (int, []byte, error) {
+func runCurl(line string, env map[string]string) (int, http.Header, []byte, error) {
 	cmd := exec.Command("sh", "-c", line)
 	cmd.Env = os.Environ()
 	for k, v := range env {
@@ -177,24 +188,31 @@ func runCurl(line string, env map[string]string) (int, []byte, error) {
 	}
 	out, err := cmd.Output()
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	head, body, _ := bytes.Cut(out, []byte("\r\n\r\n"))
-	f := strings.Fields(string(head))
+	lines := strings.Split(string(head), "\r\n")
+	f := strings.Fields(lines[0])
 	if len(f) < 2 || !strings.HasPrefix(f[0], "HTTP/") {
-		return 0, nil, fmt.Errorf("no status line in curl's output (use curl -si so readers see it): %q", out)
+		return 0, nil, nil, fmt.Errorf("no status line in curl's output (use curl -si so readers see it): %q", out)
+	}
+	header := http.Header{}
+	for _, l := range lines[1:] {
+		if name, value, ok := strings.Cut(l, ":"); ok {
+			header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
+		}
 	}
 	status, err := strconv.Atoi(f[1])
-	return status, body, err
+	return status, header, body, err
 }
 
 // translateCurl sends the request a curl command line describes, for a
 // machine without curl. It knows the flags docs/api.md uses and refuses
 // any other, so that the doc cannot drift from what this test checks.
-func translateCurl(line string, env map[string]string) (int, []byte, error) {
+func translateCurl(line string, env map[string]string) (int, http.Header, []byte, error) {
 	words, err := shellWords(line, env)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	method, url, header, body := "", "", http.Header{}, ""
 	hasBody := false
@@ -211,27 +229,27 @@ func translateCurl(line string, env map[string]string) (int, []byte, error) {
 		case w == "-s" || w == "-i" || w == "-si" || w == "-is" || w == "-sS":
 		case w == "-X":
 			if method, err = next(); err != nil {
-				return 0, nil, err
+				return 0, nil, nil, err
 			}
 		case w == "-H":
 			h, err := next()
 			if err != nil {
-				return 0, nil, err
+				return 0, nil, nil, err
 			}
 			name, value, ok := strings.Cut(h, ":")
 			if !ok {
-				return 0, nil, fmt.Errorf("header %q has no colon", h)
+				return 0, nil, nil, fmt.Errorf("header %q has no colon", h)
 			}
 			header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
 		case w == "-d" || w == "--data" || w == "--data-raw":
 			if body, err = next(); err != nil {
-				return 0, nil, err
+				return 0, nil, nil, err
 			}
 			hasBody = true
 		case strings.HasPrefix(w, "http://"):
 			url = w
 		default:
-			return 0, nil, fmt.Errorf("the translation does not know the curl argument %q", w)
+			return 0, nil, nil, fmt.Errorf("the translation does not know the curl argument %q", w)
 		}
 	}
 	if method == "" {
@@ -249,16 +267,16 @@ func translateCurl(line string, env map[string]string) (int, []byte, error) {
 	}
 	req, err := http.NewRequest(method, url, rd)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	req.Header = header
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
+	return resp.StatusCode, resp.Header, b, err
 }
 
 // shellWords splits a command line as sh would, for the quoting the doc
