@@ -28,6 +28,9 @@ type Check struct {
 	Lesson string
 	// Why says what goes wrong with money when the claim is false.
 	Why string
+	// Tally marks a check of stage 0's Tally exercise rather than of the
+	// server: it runs only for a subject that has a Tally.
+	Tally bool
 	// Run tests the claim; it returns a *Failure (or another error if the
 	// check itself could not run).
 	Run func(t *T) error
@@ -79,6 +82,18 @@ func Upto(n int) []Check {
 	var out []Check
 	for _, c := range Catalogue() {
 		if c.Stage <= n {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// For returns the checks of stages 0..subject.Stage that apply to subject:
+// the Tally checks only if it has a Tally.
+func For(subject Subject) []Check {
+	var out []Check
+	for _, c := range Upto(subject.Stage) {
+		if !c.Tally || subject.Tally != nil {
 			out = append(out, c)
 		}
 	}

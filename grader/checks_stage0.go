@@ -34,7 +34,7 @@ func init() {
 			Run:   checkOwnerOnlyReads,
 		},
 		Check{
-			ID: "S0.tally-shipped", Stage: 0, Lesson: lesson0 + "#counting-the-damage",
+			ID: "S0.tally-shipped", Stage: 0, Tally: true, Lesson: lesson0 + "#counting-the-damage",
 			Claim: "Tally of the shipped day's access log equals its answer key",
 			Why:   "before fixing double transfers you must be able to count them: every one is money a customer sent twice",
 			Run:   checkTallyShipped,

@@ -11,7 +11,7 @@ import (
 
 func init() {
 	register(Check{
-		ID: "S0.tally-generated", Stage: 0, Lesson: lesson0 + "#counting-the-damage",
+		ID: "S0.tally-generated", Stage: 0, Tally: true, Lesson: lesson0 + "#counting-the-damage",
 		Claim: "Tally of a freshly generated day's access log equals the truth in the server's books",
 		Why:   "a tally that only matches one shipped answer key may have learned the key, not the log; a new day has new traps",
 		Run:   checkTallyGenerated,

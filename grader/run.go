@@ -97,7 +97,7 @@ func TestStage(t *testing.T, subject Subject) {
 	only := os.Getenv("RUN")
 	t.Logf("seed %d (repeat with SEED=%d)", seed, seed)
 	ran := 0
-	for _, c := range Upto(subject.Stage) {
+	for _, c := range For(subject) {
 		if only != "" && !strings.Contains(c.ID, only) {
 			continue
 		}
