@@ -367,11 +367,12 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int) {
 	line("money conserved", pick(rc.Money.Conserved, "yes", "NO"), fmt.Sprintf("(opening %s + deposited %s = closing %s)",
 		formatWon(rc.Money.Opening), formatWon(rc.Money.Deposited), formatWon(rc.Money.Closing)))
 	line("negative balances", c.NegativeBalances, "")
+	total := map[string]int{}
+	for _, f := range rc.Findings {
+		total[f.Kind]++
+	}
 	shown := map[string]int{}
 	for _, f := range rc.Findings {
-		if shown[f.Kind] == examples {
-			fmt.Fprintf(w, "  … more %s in results.json\n", f.Kind)
-		}
 		if shown[f.Kind]++; shown[f.Kind] > examples {
 			continue
 		}
@@ -379,6 +380,9 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int) {
 			fmt.Fprintf(w, "\n%s:\n", f.Kind)
 		}
 		fmt.Fprintf(w, "  %s%s  %s\n", f.Op, f.Account, f.Story)
+		if shown[f.Kind] == examples && total[f.Kind] > examples {
+			fmt.Fprintf(w, "  … and %d more (all of them in results.json)\n", total[f.Kind]-examples)
+		}
 	}
 	for _, n := range rc.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)

@@ -72,7 +72,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return &exitCode{code: 2, err: err}
 	}
-	opts := grader.ReplayOptions{Clients: f.clients}
+	opts := grader.ReplayOptions{Clients: f.clients, Progress: progress(stderr, len(plan.Ops))}
 
 	var run *grader.DayRun
 	var target string
@@ -131,6 +131,38 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if !rc.Valid {
 		return &exitCode{code: 1, err: errors.New("the day does not reconcile: " + firstLine(rc))}
+	}
+	return nil
+}
+
+// progress reports a long replay's progress: on a terminal, one line
+// rewritten in place; otherwise a plain line every tenth of a large day.
+func progress(w io.Writer, total int) func(done, total int) {
+	f, ok := w.(*os.File)
+	tty := false
+	if ok {
+		if st, err := f.Stat(); err == nil {
+			tty = st.Mode()&os.ModeCharDevice != 0
+		}
+	}
+	switch {
+	case tty:
+		step := max(total/100, 1)
+		return func(done, total int) {
+			if done%step == 0 || done == total {
+				fmt.Fprintf(w, "\rreplaying: %d/%d operations", done, total)
+			}
+			if done == total {
+				fmt.Fprint(w, "\r\033[K")
+			}
+		}
+	case total >= 10_000:
+		step := total / 10
+		return func(done, total int) {
+			if done%step == 0 {
+				fmt.Fprintf(w, "replaying: %d/%d operations\n", done, total)
+			}
+		}
 	}
 	return nil
 }
