@@ -462,8 +462,9 @@ func customerAccounts(cs []bank.Customer) []string {
 // checkDayReplayThroughFaults catches whatever a single scenario misses:
 // a generated day mixes lost answers, resets after processing, withheld
 // responses, truncated bodies, shed requests, double clicks, respelled
-// retries, edited resubmissions and late retries, and reconciles every
-// operation and balance at the end.
+// retries, edited resubmissions and late retries, and the server crashes
+// at every crash point and is killed under load while the day runs; every
+// operation and balance is reconciled at the end.
 func checkDayReplayThroughFaults(t *T) error {
 	const ops = 150
 	params := dayplan.DefaultParams(t.Rand().Uint64()%1_000_000, ops)
@@ -472,7 +473,30 @@ func checkDayReplayThroughFaults(t *T) error {
 	if err != nil {
 		return err
 	}
-	res, err := Replay(t.ctx, plan, ReplayOptions{URL: t.target.URL, Admin: t.target.Admin, Base: t.target.Client.Transport})
+	c, err := t.OnChild()
+	if err != nil {
+		return err
+	}
+	crashes := []string{labctl.CrashInTransfer, labctl.CrashAfterCommit, labctl.CrashBeforeResponse, killUnderLoad}
+	crashes = append(crashes, crashes...)
+	t.Rand().Shuffle(len(crashes), func(i, j int) { crashes[i], crashes[j] = crashes[j], crashes[i] })
+
+	stop := make(chan struct{})
+	crashed := make(chan crashLog, 1)
+	gate := newPausable(c.target.Client.Transport)
+	go func() { crashed <- c.crashDuring(stop, gate, crashes) }()
+	// Clients give up after 20 minutes of the plan's clock instead of an
+	// hour: a key stuck in progress then fails the day in about a second
+	// of real time, while a lease of dayLease frees a stranded key long
+	// before.
+	policy := DefaultRetryPolicy()
+	policy.Horizon = 20 * time.Minute
+	res, err := Replay(t.ctx, plan, ReplayOptions{URL: c.target.URL, Admin: c.target.Admin, Base: gate, Policy: policy})
+	close(stop)
+	log := <-crashed
+	if log.err != nil {
+		return log.err
+	}
 	if err != nil {
 		return err
 	}
@@ -480,8 +504,121 @@ func checkDayReplayThroughFaults(t *T) error {
 	if rc.Valid {
 		return nil
 	}
-	var report strings.Builder
-	rc.WriteReport(&report, 3)
-	return t.Fail(fmt.Sprintf("lab replay of the day made by: %s  (half the operations meet failure points)", params.Command()),
-		report.String(), "0 executed more than once, 0 lost, 0 mismatched replays, 0 unexpected answers, every balance = opening + executions")
+	return t.Fail(fmt.Sprintf("lab replay of the day made by: %s\n(half the operations meet failure points of the network; the server crashed %d times: %s)",
+		params.Command(), len(log.fired), strings.Join(log.fired, ", ")),
+		dayReport(rc), "0 executed more than once, 0 lost, 0 mismatched replays, 0 unexpected answers, every balance = opening + executions")
+}
+
+// killUnderLoad stands for a kill -9 among the crash points of a day.
+const killUnderLoad = "kill -9"
+
+// dayLease is the lease a crashed day runs with: a key stranded by a
+// crash is taken over within a fraction of a second of real time, so the
+// day's clients, who retry for an hour of the plan's clock but a few
+// seconds of real time, find it free again.
+const dayLease = "250ms"
+
+// crashLog is what crashDuring did.
+type crashLog struct {
+	fired []string
+	err   error
+}
+
+// crashDuring crashes the target's child process once for each of
+// crashes, while a day is replayed against it, and restarts it on its
+// database each time. A crash point is armed and fires on the next
+// request that reaches it; a kill -9 lands once a drawn number of further
+// operations have executed. It waits for the day's reset (its first
+// execution) before the first crash, holds the day's new requests at gate
+// while the server is down, and stops when stop closes.
+func (t *T) crashDuring(stop <-chan struct{}, gate *pausable, crashes []string) crashLog {
+	var log crashLog
+	defer gate.resume()
+	executed := func() (int64, error) {
+		st, err := t.State()
+		var n int64
+		for _, c := range st.Executions {
+			n += c
+		}
+		return n, err
+	}
+	stopped := func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
+			return false
+		}
+	}
+	if _, err := t.WaitFor(time.Minute, func() (bool, error) {
+		n, err := executed()
+		return n > 0 || stopped(), err
+	}); err != nil {
+		log.err = err
+		return log
+	}
+	if err := t.Configure(map[string]string{"lease": dayLease}); err != nil {
+		log.err = err
+		return log
+	}
+	for _, point := range crashes {
+		if stopped() {
+			return log
+		}
+		if point == killUnderLoad {
+			before, err := executed()
+			if err != nil {
+				log.err = err
+				return log
+			}
+			more := int64(1 + t.Rand().IntN(8))
+			if _, err := t.WaitFor(time.Minute, func() (bool, error) {
+				n, err := executed()
+				return n >= before+more || stopped(), err
+			}); err != nil {
+				log.err = err
+				return log
+			}
+			if stopped() {
+				return log
+			}
+			gate.pause()
+			t.target.Child.Kill()
+		} else {
+			if err := t.Arm(point, 1); err != nil {
+				log.err = err
+				return log
+			}
+			if !t.target.Child.awaitExit(stop) {
+				t.Arm(point, 0)
+				return log
+			}
+			gate.pause()
+		}
+		log.fired = append(log.fired, point)
+		err := t.target.Child.Start(t.ctx)
+		if err == nil {
+			err = t.Configure(map[string]string{"lease": dayLease})
+		}
+		gate.resume()
+		if err != nil {
+			log.err = err
+			return log
+		}
+	}
+	return log
+}
+
+// dayReport renders a day's reconciliation for a failure, with a few
+// examples of each finding, each cut to a readable length.
+func dayReport(rc DayReconciliation) string {
+	var b strings.Builder
+	rc.WriteReport(&b, 3)
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		if r := []rune(l); len(r) > 400 {
+			lines[i] = string(r[:300]) + " … " + string(r[len(r)-80:])
+		}
+	}
+	return strings.Join(lines, "\n")
 }

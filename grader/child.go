@@ -233,6 +233,17 @@ func (c *Child) Exited() (bool, error) {
 	}
 }
 
+// awaitExit waits until the child exits, reporting true, or stop closes.
+func (c *Child) awaitExit(stop <-chan struct{}) bool {
+	select {
+	case err := <-c.exited:
+		c.exited <- err
+		return true
+	case <-stop:
+		return false
+	}
+}
+
 // WaitExit waits up to d for the child to exit on its own.
 func (c *Child) WaitExit(d time.Duration) (bool, error) {
 	select {

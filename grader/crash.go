@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -123,5 +125,65 @@ func (l *cleanupList) run() {
 	l.mu.Unlock()
 	for i := len(fns) - 1; i >= 0; i-- {
 		fns[i]()
+	}
+}
+
+// pausable carries requests to a child process that a check restarts
+// while a day is replayed against it. Once the child is seen down, new
+// requests wait for it to be back instead of failing at once: a client
+// whose connection attempt fails retries after a backoff, and a driver
+// that retried without really waiting would burn its whole retry horizon
+// in the moment a restart takes. Requests already in flight when the
+// process dies fail, as they must.
+type pausable struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	up   chan struct{}
+}
+
+func newPausable(base http.RoundTripper) *pausable {
+	up := make(chan struct{})
+	close(up)
+	return &pausable{base: base, up: up}
+}
+
+// RoundTrip sends req once the server is up. A refused connection means
+// the server is down: the attempt fails, and the gate closes until the
+// restart reopens it.
+func (p *pausable) RoundTrip(req *http.Request) (*http.Response, error) {
+	p.mu.Lock()
+	up := p.up
+	p.mu.Unlock()
+	select {
+	case <-up:
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
+	resp, err := p.base.RoundTrip(req)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		p.pause()
+	}
+	return resp, err
+}
+
+// pause holds new requests until resume.
+func (p *pausable) pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.up:
+		p.up = make(chan struct{})
+	default:
+	}
+}
+
+// resume lets held and new requests through.
+func (p *pausable) resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.up:
+	default:
+		close(p.up)
 	}
 }
