@@ -419,6 +419,9 @@ func (r *replayer) admin(ctx context.Context, method, path string, in, out any) 
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusUnauthorized {
+		return fmt.Errorf("%s %s: the server refused the admin token (lab serve prints it at start; pass it with --admin-token)", method, path)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, bytes.TrimSpace(raw))
 	}
