@@ -36,15 +36,14 @@ type Faults struct {
 // A real crash never returns; when crash does (a server simulated in
 // process), the request under it is aborted as if its process had died.
 func NewFaults(db *sqlitedb.DB, crash func(point string)) *Faults {
-	crashAndAbort := func(point string) {
+	abort := func(point string) {
 		crash(point)
 		panic(http.ErrAbortHandler)
 	}
-	crash = crashAndAbort
-	f := &Faults{Bank: &bank.Faults{Crash: crash}, db: db, crash: crash}
+	f := &Faults{Bank: &bank.Faults{Crash: abort}, db: db, crash: abort}
 	db.OnBusinessCommit(func() {
 		if f.crashAfterCommit.Fire() {
-			crash(CrashAfterCommit)
+			abort(CrashAfterCommit)
 		}
 	})
 	return f

@@ -160,3 +160,42 @@ func TestEvents_RequestAndExecutionArePublished(t *testing.T) {
 		t.Errorf("request event = %s", kinds["request"])
 	}
 }
+
+func TestCrashFault_InProcessAbortsTheRequestOnce(t *testing.T) {
+	crashes := 0
+	srv, err := server.New(context.Background(), server.Options{DB: ":memory:", Stage: stage0.New, Lab: true,
+		Crash: func(string) { crashes++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	_, reset := call(t, hs, "POST", "/lab/reset", srv.AdminToken(), `{"seed":3}`)
+	var pop struct {
+		Customers []struct {
+			Token    string
+			Accounts []string
+		}
+	}
+	json.Unmarshal([]byte(reset), &pop)
+	c0, c1 := pop.Customers[0], pop.Customers[1]
+	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5}`
+	for _, point := range []string{"crash-in-transfer", "crash-after-commit", "crash-before-response"} {
+		if code, _ := call(t, hs, "POST", "/lab/faults", srv.AdminToken(), `{"point":"`+point+`"}`); code != 200 {
+			t.Fatalf("arm %s: %d", point, code)
+		}
+		req, _ := http.NewRequest("POST", hs.URL+"/transfers", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+c0.Token)
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := hs.Client().Do(req); err == nil {
+			resp.Body.Close()
+			t.Fatalf("%s: the request got an answer (%d); a crash sends none", point, resp.StatusCode)
+		}
+		if code, _ := call(t, hs, "POST", "/transfers", c0.Token, body); code != 201 {
+			t.Fatalf("%s fired twice: the next transfer got %d", point, code)
+		}
+	}
+	if crashes != 3 {
+		t.Fatalf("crash hook ran %d times, want 3", crashes)
+	}
+}
