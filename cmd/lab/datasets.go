@@ -39,8 +39,8 @@ func runDatasets(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintln(stderr, "usage: lab datasets [--sizes N,N…] [--shipped]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return &exitCode{code: 2, err: err}
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	root, err := grader.Root()
 	if err != nil {

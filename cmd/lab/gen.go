@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,8 +35,8 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, "usage: lab gen [--seed S] [--ops N] [-o FILE] [flags]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return &exitCode{code: 2, err: err}
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	p.Ops = *ops
 	plan, err := dayplan.Generate(*seed, p)
@@ -82,4 +83,18 @@ func summarise(plan *dayplan.Plan) string {
 	}
 	return fmt.Sprintf("%d meet failure points, %d respelled retries, %d double clicks, %d edited resubmissions, %d late retries",
 		faulted, respelled, doubles, edits, late)
+}
+
+// parseFlags parses a subcommand's flags. It reports done when the
+// command must end here: after -h, which printed the usage (no error),
+// or after a bad flag (an error with status 2).
+func parseFlags(fs *flag.FlagSet, args []string) (done bool, err error) {
+	err = fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return true, nil
+	case err != nil:
+		return true, &exitCode{code: 2, err: err}
+	}
+	return false, nil
 }

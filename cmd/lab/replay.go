@@ -53,8 +53,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(stderr, "usage: lab replay --log PLAN [--stage N] [--solution | --url URL --admin-token T] [--access-log FILE] [--answer FILE] [--results DIR]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return &exitCode{code: 2, err: err}
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	if f.plan == "" {
 		fs.Usage()

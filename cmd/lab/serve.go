@@ -64,8 +64,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "usage: lab serve [--stage N] [--solution] [--db FILE] [--addr HOST:PORT] [--admin-token T] [--public]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return &exitCode{code: 2, err: err}
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	if err := checkStage(f.stage, f.solution); err != nil {
 		return err

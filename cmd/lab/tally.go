@@ -32,8 +32,8 @@ func runTally(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "usage: lab tally --log FILE [--student] [--json]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return &exitCode{code: 2, err: err}
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	if *logPath == "" {
 		fs.Usage()
