@@ -60,23 +60,26 @@ func Run(ctx context.Context, subject grader.Subject, checks []grader.Check, see
 	return cell
 }
 
-// OfStage returns the checks whose first stage is n.
-func OfStage(n int) []grader.Check {
+// OfStage returns the checks of subject's own stage that apply to it.
+func OfStage(subject grader.Subject) []grader.Check {
 	var out []grader.Check
-	for _, c := range grader.Upto(n) {
-		if c.Stage == n {
+	for _, c := range grader.For(subject) {
+		if c.Stage == subject.Stage {
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-// Before returns the checks of stages before n.
-func Before(n int) []grader.Check {
-	if n == 0 {
-		return nil
+// Before returns the checks of stages before subject's that apply to it.
+func Before(subject grader.Subject) []grader.Check {
+	var out []grader.Check
+	for _, c := range grader.For(subject) {
+		if c.Stage < subject.Stage {
+			out = append(out, c)
+		}
 	}
-	return grader.Upto(n - 1)
+	return out
 }
 
 // PrintMatrix writes the ladder as a table: one row per stage, one column

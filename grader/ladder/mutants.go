@@ -83,13 +83,16 @@ import (
 	"idemlab/grader"
 )
 
+var subject = grader.Subject{Stage: %[2]d, Name: "mutant %[3]s", New: New}
+
+func TestMain(m *testing.M) { grader.Main(m, subject) }
+
 // TestCaught passes only if check %[1]s fails on this mutant.
 func TestCaught(t *testing.T) {
 	c, ok := grader.Lookup(%[1]q)
 	if !ok {
 		t.Fatal("no check %[1]s")
 	}
-	subject := grader.Subject{Stage: %[2]d, Name: "mutant %[3]s", New: New}
 	if r := grader.RunCheck(context.Background(), subject, c, %[4]d, grader.InProcess); r.Passed() {
 		t.Fatal("mutant %[3]s (%[5]s) was not caught by %[1]s")
 	}
