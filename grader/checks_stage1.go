@@ -125,7 +125,7 @@ func checkConcurrentDuplicates(t *T) error {
 		req := Transfer(a, key, TransferBody(from, b.Accounts[0], amount, op))
 		rs := t.Simultaneously(n, func(int) Request { return req })
 		sent := fmt.Sprintf("%d× at once, behind a barrier (round %d of %d): %s", n, round+1, rounds, req.String())
-		got := Tally(rs)
+		got := Summarize(rs)
 		created := 0
 		for _, r := range rs {
 			if r.ServerFailed() {

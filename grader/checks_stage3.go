@@ -58,7 +58,7 @@ func checkRetryDuringOriginal(t *T) error {
 		stillRunning := !held.Done()
 		orig := held.Wait()
 		sent := fmt.Sprintf("%s\n(the original is still waiting on the core, %v)\nthen %d retries at once: the same request", req.String(), latency, n)
-		got := Tally(rs) + "\nand the original answered " + orig.Short()
+		got := Summarize(rs) + "\nand the original answered " + orig.Short()
 		if orig.Is(http.StatusConflict, pInProgress) {
 			// A retry overtook the original and claimed first: the roles
 			// swapped, and this run shows nothing either way.
@@ -88,10 +88,13 @@ func inProgressAnswer(r Response) (bool, string) {
 		return false, "got " + r.Short()
 	}
 	ra := r.Header.Get("Retry-After")
-	if n, err := strconv.Atoi(ra); err != nil || n < 0 {
-		return false, fmt.Sprintf("Retry-After is %q, not a number of seconds", ra)
+	if n, err := strconv.Atoi(ra); err == nil && n >= 0 {
+		return true, ""
 	}
-	return true, ""
+	if _, err := http.ParseTime(ra); err == nil {
+		return true, ""
+	}
+	return false, fmt.Sprintf("Retry-After is %q, neither a number of seconds nor an HTTP date", ra)
 }
 
 // checkReleaseAfterFailure catches a claim that is not given back when the

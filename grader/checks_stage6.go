@@ -98,7 +98,7 @@ func checkLeaseTakeoverOnce(t *T) error {
 	}
 	rs := t.Simultaneously(n, func(int) Request { return req })
 	sent := fmt.Sprintf("%s\n(lease 10s; armed crash-in-transfer: the original died inside its business write  →  %s)\nthen 11s of lab time, and %d retries at once", req.String(), first.Short(), n)
-	got := Tally(rs)
+	got := Summarize(rs)
 	fresh := 0
 	for _, r := range rs {
 		switch {

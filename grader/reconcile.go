@@ -108,9 +108,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// Tally summarises many answers in one line, most frequent first:
+// Summarize describes many answers in one line, most frequent first:
 // "1× 201, 31× 409 /problems/duplicate-request".
-func Tally(rs []Response) string {
+func Summarize(rs []Response) string {
 	counts := map[string]int{}
 	for _, r := range rs {
 		counts[r.Short()]++
