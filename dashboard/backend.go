@@ -150,6 +150,16 @@ func (c *crashWriter) Write(p []byte) (int, error) {
 	return c.w.Write(p)
 }
 
+// Flush lets the event stream through while the generation lives.
+func (c *crashWriter) Flush() {
+	if f, ok := c.w.(http.Flusher); ok && !c.gen.crashed.Load() {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the connection's writer.
+func (c *crashWriter) Unwrap() http.ResponseWriter { return c.w }
+
 // URL is the server's base URL.
 func (l *Local) URL() string { return "http://" + l.ln.Addr().String() }
 

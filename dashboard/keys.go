@@ -25,14 +25,14 @@ type KeyMap struct {
 func DefaultKeyMap(demo bool) KeyMap {
 	k := KeyMap{
 		Pause:   key.NewBinding(key.WithKeys("space", "p"), key.WithHelp("space", "pause")),
-		Profile: key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "next fault profile")),
-		Burst:   key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "burst of duplicates")),
-		Edited:  key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "clerk's edited resubmission")),
-		Crash:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "crash + restart right")),
-		Stage:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "right: next stage")),
-		Yours:   key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "right: your code ⇄ solution")),
-		Faster:  key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "more traffic")),
-		Slower:  key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "less traffic")),
+		Profile: key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "faults")),
+		Burst:   key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "burst")),
+		Edited:  key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "clerk")),
+		Crash:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "crash")),
+		Stage:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "stage")),
+		Yours:   key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yours/solution")),
+		Faster:  key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "faster")),
+		Slower:  key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "slower")),
 		Help:    key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:    key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 	}
@@ -47,7 +47,7 @@ func DefaultKeyMap(demo bool) KeyMap {
 
 // ShortHelp is the help bar.
 func (k KeyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Pause, k.Profile, k.Burst, k.Edited, k.Crash, k.Stage, k.Faster, k.Slower, k.Help, k.Quit}
+	return []key.Binding{k.Pause, k.Profile, k.Burst, k.Edited, k.Crash, k.Stage, k.Help, k.Quit}
 }
 
 // FullHelp is the help page, one column per kind of key.

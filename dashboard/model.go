@@ -40,6 +40,9 @@ type Model struct {
 	errored  bool
 	showHelp bool
 	fatal    error
+	// frozen stops the clock, so that a test's frames depend only on the
+	// messages it sends.
+	frozen bool
 }
 
 // FatalMsg ends the program with an error (a server could not start).
@@ -99,7 +102,12 @@ func newModel(ctx context.Context, ctl Controls, now time.Time) Model {
 }
 
 // Init starts the clock.
-func (m Model) Init() tea.Cmd { return tick() }
+func (m Model) Init() tea.Cmd {
+	if m.frozen {
+		return nil
+	}
+	return tick()
+}
 
 func tick() tea.Cmd {
 	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg(t) })
@@ -116,6 +124,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.help.SetWidth(msg.Width)
 	case tickMsg:
 		m.now = time.Time(msg)
+		if m.frozen {
+			return m, nil
+		}
 		return m, tick()
 	case EventsMsg:
 		if s := m.sideFor(msg.Side, msg.Epoch); s != nil {
@@ -309,7 +320,8 @@ func (m Model) Render() string {
 		return m.tiny()
 	}
 	header := m.header(w)
-	footer := []string{m.faultLine(w), m.help.View(m.keys)}
+	// The help bar can overrun its width when its ellipsis does not fit.
+	footer := []string{m.faultLine(w), truncate(m.help.View(m.keys), w)}
 	if m.ctl == nil {
 		footer = footer[1:]
 	}
@@ -372,33 +384,53 @@ func (m Model) header(w int) string {
 }
 
 func (m Model) faultLine(w int) string {
-	line := m.styles.Label.Render("faults ") + m.styles.Title.Render(m.profile.Name) +
-		m.styles.Dim.Render(" — "+m.profile.About) + fmt.Sprintf(" · %d ops/s", m.rate)
+	line := fmt.Sprintf("%d ops/s · ", m.rate) + m.styles.Label.Render("faults ") +
+		m.styles.Title.Render(m.profile.Name) + m.styles.Dim.Render(" — "+m.profile.About)
 	if m.paused {
 		line = m.styles.Badge.Render(" PAUSED ") + " " + line
 	}
 	return truncate(line, w)
 }
 
+// helpPage is the full help: every key, what the less obvious ones do,
+// and what the colors and counters mean. Sections are dropped, last
+// first, until it fits.
 func (m Model) helpPage(w, h int) string {
 	m.help.ShowAll = true
-	legend := strings.Join([]string{
-		m.styles.Title.Render("What the colors mean"),
-		m.styles.OK.Render("201") + " executed   " + m.styles.Replay.Render("201 ↺ replay") + " answered from the stored response",
-		m.styles.Conflict.Render("409") + " duplicate or in progress   " + m.styles.Rejected.Render("422") + " key reused with another body",
-		m.styles.Failed.Render("5xx") + " failed   " + m.styles.Double.Render(" DOUBLE ") + " this request moved money a second time",
-		"",
-		"DOUBLE TRANSFERS: executions beyond the first of an operation.",
-		"LOST TRANSFERS: the client was told success and no money moved.",
-		"Σ: total of every balance; ✓ when it equals the opening balances",
-		"plus each deposit once.",
-		"",
-		m.help.View(m.keys),
-		"",
-		m.styles.Dim.Render("? closes this page"),
-	}, "\n")
-	return lipgloss.Place(w, h, lipgloss.Center, lipgloss.Center,
-		m.styles.Pane.Padding(0, 1).Render(legend))
+	st := m.styles
+	sections := [][]string{{m.help.View(m.keys)}}
+	if m.ctl != nil {
+		sections = append(sections, []string{
+			"b  16 copies of one new transfer at the same instant, to both sides",
+			"e  a transfer, then the same key again with the amount edited",
+			"c  the right server crashes (answers in flight are lost), restarts",
+			"s  right: next stage's solution; y: your stages/stageN; both restart",
+		})
+	}
+	sections = append(sections, []string{
+		st.OK.Render("201") + " executed  " + st.Replay.Render("201 ↺ replay") + " the stored answer  " +
+			st.Conflict.Render("409") + " duplicate, in progress",
+		st.Rejected.Render("422") + " same key, other body  " + st.Failed.Render("5xx") + " failed  " +
+			st.Double.Render(" DOUBLE ") + " moved money again",
+		st.Label.Render("DOUBLE TRANSFERS") + " executions beyond an operation's first",
+		st.Label.Render("LOST TRANSFERS") + "   a success answered, and no money moved",
+		st.Label.Render("Σ ✓") + " balances = opening balances + each deposit once",
+	})
+	for n := len(sections); n > 0; n-- {
+		var lines []string
+		for _, sec := range sections[:n] {
+			if len(lines) > 0 {
+				lines = append(lines, "")
+			}
+			lines = append(lines, sec...)
+		}
+		lines = append(lines, "", st.Dim.Render("? closes this page"))
+		page := st.Pane.Padding(0, 1).Render(strings.Join(lines, "\n"))
+		if lipgloss.Height(page) <= h && lipgloss.Width(page) <= w {
+			return lipgloss.Place(w, h, lipgloss.Center, lipgloss.Center, page)
+		}
+	}
+	return lipgloss.Place(w, h, lipgloss.Center, lipgloss.Center, truncate(m.help.View(m.keys), w))
 }
 
 // tiny is what a window too small for panes gets: one line per side.

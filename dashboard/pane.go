@@ -38,7 +38,7 @@ type layout struct {
 // plan shares out the inside height: the counters first (they are the
 // point of the demo), then the traffic summary, the money check, the
 // sparkline, and what is left to the feed and the key table.
-func plan(inner, width int, accounts int) layout {
+func plan(inner, width, accounts int, keys bool) layout {
 	var l layout
 	left := inner - 1 // title
 	take := func(n int) bool {
@@ -57,9 +57,13 @@ func plan(inner, width int, accounts int) layout {
 		l.money = 2
 	}
 	l.spark = inner >= 10 && take(2)
-	if left >= 6 {
+	switch {
+	case left >= 6 && keys:
 		l.keys = min(1+max(2, left*2/5-1), left-2)
 		left -= l.keys
+	case left >= 3:
+		l.keys = 1 // says there are none
+		left--
 	}
 	if l.money > 0 && left > 12 {
 		extra := min(accounts, (left-8)/2)
@@ -74,7 +78,7 @@ func plan(inner, width int, accounts int) layout {
 func (p pane) Render() string {
 	iw, ih := max(p.width-2, 1), max(p.height-2, 1)
 	s := p.side
-	l := plan(ih, iw, len(s.Money.Accounts))
+	l := plan(ih, iw, len(s.Money.Accounts), s.KeyCount() > 0)
 	var lines []string
 	add := func(ls ...string) {
 		for _, line := range ls {
@@ -111,8 +115,8 @@ func (p pane) titleLine(width int) string {
 	title := p.st.Title.Render(p.title)
 	switch p.status {
 	case "running", "":
-		if p.url != "" && lipgloss.Width(title)+len(p.url)+1 <= width {
-			title += " " + p.st.Dim.Render(strings.TrimPrefix(p.url, "http://"))
+		if url := strings.TrimPrefix(p.url, "http://"); url != "" && lipgloss.Width(title)+1+len(url) <= width {
+			title += " " + p.st.Dim.Render(url)
 		}
 	default:
 		title += " " + p.st.Badge.Render(" "+p.status+" ")
@@ -151,9 +155,9 @@ func (p pane) smallCounters() string {
 
 func (p pane) statsLine() string {
 	c := p.side.Counts
-	line := fmt.Sprintf("req %s  %s %s  %s %s  %s %s  %s %s  %s %s",
+	line := fmt.Sprintf("req %s %s %s %s%s %s %s %s %s %s %s",
 		Short(c.Requests),
-		p.st.OK.Render("2xx"), Short(c.Succeeded),
+		p.st.OK.Render("ok"), Short(c.Succeeded),
 		p.st.Replay.Render("↺"), Short(c.Replays),
 		p.st.Conflict.Render("409"), Short(c.Conflicts),
 		p.st.Rejected.Render("4xx"), Short(c.Rejected),

@@ -33,12 +33,12 @@ var lostPoints = []dayplan.Point{dayplan.ResetAfterProcessing, dayplan.ResponseW
 var Profiles = []Profile{
 	{
 		Name:      "lost responses",
-		About:     "1 in 4 answers never reach the client, which retries",
+		About:     "1 in 4 answers lost; the client retries",
 		FaultRate: 0.25, Points: lostPoints, DoubleClickRate: 0.03, EditRate: 0.02,
 	},
 	{
 		Name:            "double-clicks",
-		About:           "1 in 4 requests leave twice at once, core waits 150ms",
+		About:           "1 in 4 sent twice at once; core 150ms",
 		DoubleClickRate: 0.25, CoreLatency: 150 * time.Millisecond,
 	},
 	{
@@ -48,16 +48,16 @@ var Profiles = []Profile{
 	},
 	{
 		Name:     "clerks",
-		About:    "1 in 5 ops resubmitted with the same key, amount edited",
+		About:    "1 in 5 resent: same key, amount edited",
 		EditRate: 0.2,
 	},
 	{
 		Name:        "crashes",
-		About:       "both servers crash every 5s; answers in flight are lost",
+		About:       "both servers crash every 5s",
 		CoreLatency: 100 * time.Millisecond, CrashEvery: 5 * time.Second,
 	},
 	{
 		Name:  "calm",
-		About: "nothing goes wrong: both servers agree",
+		About: "nothing goes wrong",
 	},
 }

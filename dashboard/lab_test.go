@@ -1,0 +1,211 @@
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/events"
+	"idemlab/kit/idemkey"
+	"idemlab/kit/stage"
+	"idemlab/solutions/stage0"
+	"idemlab/solutions/stage1"
+	"idemlab/solutions/stage6"
+)
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func transfer(t *testing.T, url string, c bank.Customer, key, op string) int {
+	t.Helper()
+	body := `{"from":"` + c.Accounts[0] + `","to":"` + c.Accounts[1] + `","amount":1000,"metadata":{"op":"` + op + `"}}`
+	req, _ := http.NewRequest(http.MethodPost, url+"/transfers", bytes.NewBufferString(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	req.Header.Set(idemkey.Header, key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func startLocal(t *testing.T, f stage.Factory) *Local {
+	t.Helper()
+	l, err := StartLocal(t.Context(), f, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func TestLocal_RestartKeepsTheDatabaseAndTheStream(t *testing.T) {
+	l := startLocal(t, stage6.New)
+	ch, cancel := l.Subscribe(t.Context())
+	defer cancel()
+	p := bank.DefaultParams()
+	if err := l.Reset(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	c := bank.Population(p)[0]
+	if s := transfer(t, l.URL(), c, "k-1", "op-1"); s != 201 {
+		t.Fatalf("transfer: %d", s)
+	}
+	if err := l.Restart(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// The retry after the restart is answered from the same database.
+	if s := transfer(t, l.URL(), c, "k-1", "op-1"); s != 201 {
+		t.Fatalf("retry after restart: %d", s)
+	}
+	st, err := l.State(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Executions["op-1"] != 1 {
+		t.Fatalf("op-1 executed %d times across the restart, want 1", st.Executions["op-1"])
+	}
+	var kinds []string
+	replayed := false
+	for !replayed {
+		select {
+		case ev := <-ch:
+			kinds = append(kinds, ev.Kind)
+			replayed = ev.Kind == events.KindRequest && bytes.Contains(ev.Data, []byte(`"replayed":true`))
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the stream stopped at the restart; got %v", kinds)
+		}
+	}
+}
+
+func TestRemote_ReadsWhatAnyLabServerServes(t *testing.T) {
+	l := startLocal(t, stage1.New)
+	r := NewRemote(l.URL()+"/", l.Server().AdminToken())
+	ch, cancel := r.Subscribe(t.Context())
+	defer cancel()
+	// The stream is up once a reset made after subscribing shows on it.
+	p := bank.DefaultParams()
+	deadline := time.After(5 * time.Second)
+	for got := false; !got; {
+		if err := r.Reset(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ev := <-ch:
+			got = ev.Kind == events.KindReset
+		case <-time.After(200 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("no reset event on the SSE stream")
+		}
+	}
+	if err := r.Configure(t.Context(), map[string]string{"core_latency": "5ms"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Arm(t.Context(), "fail-in-transfer", 1); err != nil {
+		t.Fatal(err)
+	}
+	st, err := r.State(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Accounts) != p.Customers*p.AccountsPerCustomer || st.Config.CoreLatency != "5ms" || len(st.Faults) != 1 {
+		t.Errorf("state = %d accounts, core latency %s, faults %v", len(st.Accounts), st.Config.CoreLatency, st.Faults)
+	}
+	if err := r.Restart(t.Context()); err == nil {
+		t.Error("a remote server restarted from here")
+	}
+}
+
+// collector plays the program: it feeds the demo's messages to a model.
+type collector struct {
+	msgs  chan tea.Msg
+	m     Model
+	polls [2]int // state polls applied, per side
+}
+
+func newCollector(t *testing.T) *collector {
+	return &collector{msgs: make(chan tea.Msg, 4096), m: demoModel(&fakeControls{})}
+}
+
+func (c *collector) send(msg tea.Msg) { c.msgs <- msg }
+
+// until applies messages until cond holds of the model.
+func (c *collector) until(t *testing.T, what string, d time.Duration, cond func(m Model) bool) {
+	t.Helper()
+	deadline := time.After(d)
+	for !cond(c.m) {
+		select {
+		case msg := <-c.msgs:
+			if st, ok := msg.(StateMsg); ok && st.Err == nil {
+				c.polls[st.Side]++
+			}
+			next, _ := c.m.Update(msg)
+			c.m = next.(Model)
+		case <-deadline:
+			t.Fatalf("gave up after %v waiting for %s; left %+v right %+v", d, what,
+				c.m.Side(Left).Counts, c.m.Side(Right).Counts)
+		}
+	}
+}
+
+func TestDemo_TheNaiveSidePaysTwiceAndTheFinalSolutionDoesNot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives two servers over HTTP")
+	}
+	col := newCollector(t)
+	stages := Stages{Solutions: map[int]stage.Factory{0: stage0.New, 1: stage1.New, 6: stage6.New}}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	d, err := StartDemo(ctx, stages, Choice{Stage: 0}, Choice{Stage: 6}, col.send)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); d.Close() }()
+	d.StepRate(+3) // 100 ops/s
+	col.until(t, "doubles on the left", 15*time.Second, func(m Model) bool {
+		return m.Side(Left).Counts.Doubles >= 3 && m.Side(Right).Counts.Requests >= 50
+	})
+	d.SetPaused(true)
+	waitFor(t, "the operations under way", 10*time.Second, func() bool { return d.Traffic().running.Load() == 0 })
+	polled := col.polls[Right]
+	col.until(t, "two polls of the right side after the traffic stopped", 5*time.Second, func(m Model) bool {
+		return col.polls[Right] >= polled+2
+	})
+	r := col.m.Side(Right).Counts
+	if r.Doubles != 0 || r.Lost != 0 {
+		t.Errorf("the final solution: %d doubles, %d lost", r.Doubles, r.Lost)
+	}
+	if r.Replays == 0 {
+		t.Errorf("the final solution replayed nothing: the lost answers were never retried")
+	}
+
+	// The right side switches to stage 1: a new epoch, both sides reset.
+	if err := d.SwitchRight(ctx, Choice{Stage: 1}); err != nil {
+		t.Fatal(err)
+	}
+	col.until(t, "stage 1 on the right", 5*time.Second, func(m Model) bool {
+		return m.sides[Right].epoch == 2 && m.sides[Right].title == "stage 1 · solution" && m.sides[Right].status == "running"
+	})
+	if err := d.CrashRight(ctx); err != nil {
+		t.Fatal(err)
+	}
+	col.until(t, "the right side back after a crash", 5*time.Second, func(m Model) bool {
+		return m.sides[Right].status == "running"
+	})
+}

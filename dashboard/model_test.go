@@ -1,0 +1,309 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/events"
+	"idemlab/kit/labctl"
+)
+
+// fakeControls records what the keys asked for.
+type fakeControls struct {
+	mu       sync.Mutex
+	calls    []string
+	paused   bool
+	rate     int
+	profile  int
+	switched []Choice
+	failNext error
+}
+
+func (f *fakeControls) note(s string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, s)
+}
+
+func (f *fakeControls) SetPaused(p bool) { f.note("pause"); f.paused = p }
+func (f *fakeControls) StepRate(d int) int {
+	f.note("rate")
+	f.rate = min(max(f.rate+d, 0), len(Rates)-1)
+	return Rates[f.rate]
+}
+func (f *fakeControls) NextProfile(context.Context) Profile {
+	f.note("profile")
+	f.profile = (f.profile + 1) % len(Profiles)
+	return Profiles[f.profile]
+}
+func (f *fakeControls) Burst(context.Context) string  { f.note("burst"); return "burst sent" }
+func (f *fakeControls) Edited(context.Context) string { f.note("edited"); return "clerk sent" }
+func (f *fakeControls) CrashRight(context.Context) error {
+	f.note("crash")
+	return nil
+}
+func (f *fakeControls) SwitchRight(_ context.Context, c Choice) error {
+	f.note("switch")
+	if err := f.failNext; err != nil {
+		f.failNext = nil
+		return err
+	}
+	f.switched = append(f.switched, c)
+	return nil
+}
+
+func press(k string) tea.KeyPressMsg {
+	switch k {
+	case "space":
+		return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
+	case "ctrl+c":
+		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	}
+	r := []rune(k)[0]
+	return tea.KeyPressMsg{Code: r, Text: k}
+}
+
+// update sends msg and then runs the command it returns, feeding its
+// message back, as the program would.
+func update(t *testing.T, m Model, msg tea.Msg) (Model, tea.Cmd) {
+	t.Helper()
+	next, cmd := m.Update(msg)
+	m = next.(Model)
+	if cmd == nil {
+		return m, nil
+	}
+	out := cmd()
+	if _, ok := out.(tickMsg); ok {
+		return m, cmd
+	}
+	if _, ok := out.(tea.QuitMsg); ok {
+		return m, cmd
+	}
+	next, _ = m.Update(out)
+	return next.(Model), cmd
+}
+
+func demoModel(ctl Controls) Model {
+	m := NewDemo(context.Background(), ctl, []int{0, 1, 2, 3, 4, 5, 6}, Choice{}, Choice{Stage: 6}, t0)
+	m.frozen = true
+	return m
+}
+
+func TestModel_EveryKeyDoesWhatItsHelpSays(t *testing.T) {
+	f := &fakeControls{rate: DefaultRate}
+	m := demoModel(f)
+	steps := []struct {
+		key   string
+		call  string
+		check func(m Model) string
+	}{
+		{"space", "pause", func(m Model) string {
+			if !m.paused || !f.paused {
+				return "space did not pause"
+			}
+			return ""
+		}},
+		{"p", "pause", func(m Model) string {
+			if m.paused || f.paused {
+				return "p did not resume"
+			}
+			return ""
+		}},
+		{"+", "rate", func(m Model) string {
+			if m.rate != Rates[DefaultRate+1] {
+				return "+ did not raise the rate"
+			}
+			return ""
+		}},
+		{"-", "rate", func(m Model) string {
+			if m.rate != Rates[DefaultRate] {
+				return "- did not lower the rate"
+			}
+			return ""
+		}},
+		{"f", "profile", func(m Model) string {
+			if m.profile.Name != Profiles[1].Name {
+				return "f did not move to the next profile"
+			}
+			return ""
+		}},
+		{"b", "burst", func(m Model) string {
+			if m.notice != "burst sent" {
+				return "b's result not shown"
+			}
+			return ""
+		}},
+		{"e", "edited", nil},
+		{"c", "crash", func(m Model) string {
+			if m.busy != "" {
+				return "still busy after the crash finished"
+			}
+			return ""
+		}},
+		{"s", "switch", func(m Model) string {
+			if m.right != (Choice{Stage: 0}) {
+				return "s did not wrap from stage 6 to stage 0: " + m.right.String()
+			}
+			return ""
+		}},
+		{"y", "switch", func(m Model) string {
+			if m.right != (Choice{Stage: 0, Yours: true}) {
+				return "y did not switch to your code: " + m.right.String()
+			}
+			return ""
+		}},
+	}
+	for _, s := range steps {
+		f.calls = nil
+		var cmd tea.Cmd
+		m, cmd = update(t, m, press(s.key))
+		if cmd == nil || len(f.calls) != 1 || f.calls[0] != s.call {
+			t.Fatalf("key %q: calls %v, want [%s]", s.key, f.calls, s.call)
+		}
+		if s.check != nil {
+			if problem := s.check(m); problem != "" {
+				t.Errorf("key %q: %s", s.key, problem)
+			}
+		}
+	}
+	m, _ = update(t, m, press("?"))
+	if !m.showHelp || !strings.Contains(ansi.Strip(m.Render()), "closes this page") {
+		t.Errorf("? did not open the help page")
+	}
+	_, cmd := m.Update(press("q"))
+	if cmd == nil {
+		t.Fatal("q returned no command")
+	}
+	if _, ok := cmd().(tea.QuitMsg); !ok {
+		t.Errorf("q did not quit")
+	}
+}
+
+func TestModel_AFailedSwitchKeepsTheStageAndSaysWhy(t *testing.T) {
+	f := &fakeControls{failNext: errors.New("stages/stage6 does not compile")}
+	m := demoModel(f)
+	m, _ = update(t, m, press("y"))
+	if m.right != (Choice{Stage: 6}) {
+		t.Errorf("right = %v after a failed switch, want stage 6's solution", m.right)
+	}
+	if !m.errored || !strings.Contains(m.notice, "does not compile") {
+		t.Errorf("notice = %q, want the build error", m.notice)
+	}
+}
+
+func TestModel_WatchOnlyHasNoTrafficKeys(t *testing.T) {
+	m := NewWatch(context.Background(), "http://127.0.0.1:8080", t0)
+	for _, k := range []string{"b", "e", "c", "s", "y", "f", "+", "-"} {
+		if _, cmd := m.Update(press(k)); cmd != nil {
+			t.Errorf("key %q did something in watch mode", k)
+		}
+	}
+	help := ansi.Strip(m.help.View(m.keys))
+	if strings.Contains(help, "burst") || !strings.Contains(help, "quit") {
+		t.Errorf("watch help bar = %q, want quit and no burst", help)
+	}
+}
+
+func TestModel_IgnoresAnOldServersEvents(t *testing.T) {
+	m := demoModel(&fakeControls{})
+	m, _ = update(t, m, SideMsg{Side: Right, Epoch: 2, Title: "stage 3 · solution", Status: "running"})
+	m, _ = update(t, m, EventsMsg{Side: Right, Epoch: 1, Received: t0, Events: []events.Event{request("x", 201, false)}})
+	if n := m.Side(Right).Counts.Requests; n != 0 {
+		t.Errorf("an old epoch's request was counted (%d)", n)
+	}
+	m, _ = update(t, m, EventsMsg{Side: Right, Epoch: 2, Received: t0, Events: []events.Event{request("x", 201, false)}})
+	if n := m.Side(Right).Counts.Requests; n != 1 {
+		t.Errorf("requests = %d, want 1", n)
+	}
+}
+
+// busyModel is a demo model with traffic on both sides: doubles on the
+// left, replays and keys on the right.
+func busyModel(t *testing.T, width, height int) Model {
+	m := demoModel(&fakeControls{})
+	m.started = t0.Add(-83 * time.Second)
+	msgs := []tea.Msg{
+		tea.WindowSizeMsg{Width: width, Height: height},
+		SideMsg{Side: Left, Epoch: 1, Title: "stage 0 · naive", URL: "http://127.0.0.1:40001", Status: "running"},
+		SideMsg{Side: Right, Epoch: 1, Title: "stage 6 · solution", URL: "http://127.0.0.1:40002", Status: "running"},
+	}
+	var left, right []events.Event
+	for i := range 12 {
+		op := "c0.op-0" + string(rune('a'+i))
+		at := t0.Add(time.Duration(i-12) * time.Second)
+		ex := event(events.KindExecution, at, bank.Execution{Op: op, Kind: "transfer", Amount: 120_000, Count: 1})
+		rq := event(events.KindRequest, at, events.Request{Method: "POST", Path: "/transfers", Status: 201, Op: op})
+		left = append(left, ex, rq)
+		right = append(right, ex, rq,
+			event(events.KindKey, at, events.Key{RowID: int64(i + 1), Row: map[string]any{"key": "c0-7f3a9e" + string(rune('a'+i)), "state": "completed"}}))
+		if i%3 == 0 {
+			dbl := event(events.KindExecution, at, bank.Execution{Op: op, Kind: "transfer", Amount: 120_000, Count: 2})
+			left = append(left, dbl, rq)
+			rp := event(events.KindRequest, at, events.Request{Method: "POST", Path: "/transfers", Status: 201, Op: op, Replayed: true})
+			right = append(right, rp)
+		}
+	}
+	right = append(right, event(events.KindRequest, t0, events.Request{Method: "POST", Path: "/deposits", Status: 409, Type: "/problems/request-in-progress", Op: "c0.op-0z"}))
+	msgs = append(msgs,
+		EventsMsg{Side: Left, Epoch: 1, Received: t0, Events: left},
+		EventsMsg{Side: Right, Epoch: 1, Received: t0, Events: right},
+	)
+	accounts := []bank.Balance{
+		{ID: "acc_7hq2kd4m", Customer: "cus_a", Balance: 9_520_000, Opening: 10_000_000},
+		{ID: "acc_p3x8wz2n", Customer: "cus_b", Balance: 10_480_000, Opening: 10_000_000},
+	}
+	for range 2 {
+		for side := range 2 {
+			msgs = append(msgs, StateMsg{Side: side, Epoch: 1, Polled: t0.Add(time.Second), State: labctl.State{Accounts: accounts}})
+		}
+	}
+	msgs = append(msgs, tickMsg(t0))
+	for _, msg := range msgs {
+		m, _ = update(t, m, msg)
+	}
+	return m
+}
+
+func TestModel_FitsTheWindowAtEverySize(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {120, 40}, {100, 30}, {72, 20}, {60, 16}, {48, 12}, {40, 8}, {39, 20}, {30, 6}, {20, 3}} {
+		m := busyModel(t, size[0], size[1])
+		for _, help := range []bool{false, true} {
+			m.showHelp = help
+			out := m.Render()
+			lines := strings.Split(out, "\n")
+			if len(lines) > size[1] {
+				t.Errorf("%dx%d help=%v: %d lines", size[0], size[1], help, len(lines))
+			}
+			for i, l := range lines {
+				if w := lipgloss.Width(l); w > size[0] {
+					t.Errorf("%dx%d help=%v: line %d is %d wide: %q", size[0], size[1], help, i, w, ansi.Strip(l))
+				}
+			}
+			if !help && !strings.Contains(ansi.Strip(out), "naive") {
+				t.Errorf("%dx%d: the naive side is not named", size[0], size[1])
+			}
+		}
+	}
+}
+
+func TestModel_ShowsDoublesOnTheLeftAndNoneOnTheRight(t *testing.T) {
+	m := busyModel(t, 80, 24)
+	if l, r := m.Side(Left).Counts.Doubles, m.Side(Right).Counts.Doubles; l != 4 || r != 0 {
+		t.Fatalf("doubles left %d right %d, want 4 and 0", l, r)
+	}
+	out := ansi.Strip(m.Render())
+	for _, want := range []string{"DOUBLE TRANSFERS", "LOST TRANSFERS", " DOUBLE ", "↺ replay", "completed", "409 dp c0.op-0z request in progress"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the 80x24 view lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,257 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/events"
+	"idemlab/kit/labctl"
+)
+
+var t0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+
+func event(kind string, at time.Time, data any) events.Event {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		panic(err)
+	}
+	return events.Event{Kind: kind, Time: at, Data: raw}
+}
+
+func execution(op, kind string, amount, count int64) events.Event {
+	return event(events.KindExecution, t0, bank.Execution{Op: op, Kind: kind, Amount: amount, Count: count, ID: "tr_" + op})
+}
+
+func request(op string, status int, replayed bool) events.Event {
+	return event(events.KindRequest, t0, events.Request{Method: "POST", Path: "/transfers", Status: status, Op: op, Replayed: replayed, Key: "k-" + op})
+}
+
+func TestSide_CountsEachExecutionBeyondTheFirstOnce(t *testing.T) {
+	s := NewSide()
+	for _, ev := range []events.Event{
+		execution("a", "transfer", 1000, 1), request("a", 201, false),
+		// a retry of a executed again: one double
+		execution("a", "transfer", 1000, 2), request("a", 201, false),
+		// b ran twice at once and both read the count after both commits
+		execution("b", "deposit", 500, 2), execution("b", "deposit", 500, 2),
+		request("b", 201, false), request("b", 201, false),
+		// c: once, then a replay
+		execution("c", "transfer", 70, 1), request("c", 201, false), request("c", 201, true),
+	} {
+		s.Ingest(ev, t0)
+	}
+	c := s.Counts
+	want := Counts{Requests: 6, Succeeded: 6, Replays: 1, Executions: 5, Doubles: 2,
+		MovedTwice: 1000, CreatedTwice: 500, DepositsOnce: 500}
+	if c != want {
+		t.Fatalf("counts = %+v\nwant     %+v", c, want)
+	}
+	doubles := 0
+	for _, l := range s.Feed(FeedSize) {
+		if l.Double {
+			doubles++
+		}
+	}
+	if doubles != 2 {
+		t.Errorf("%d feed lines marked DOUBLE, want 2 (a's retry and one of b's)", doubles)
+	}
+}
+
+func TestSide_LostIsASuccessForAnOpTheDatabaseNeverRan(t *testing.T) {
+	s := NewSide()
+	s.Ingest(request("ghost", 201, true), t0)                 // told success, no execution seen
+	s.Ingest(request("crashed", 201, true), t0)               // executed, but a crash ate its event
+	s.Ingest(request("late", 201, true), t0.Add(time.Second)) // arrives after the poll started
+	if s.Counts.Lost != 0 {
+		t.Fatalf("lost = %d before any poll, want 0: only the database can say", s.Counts.Lost)
+	}
+	st := labctl.State{Executions: map[string]int64{"crashed": 1}}
+	s.ApplyState(st, t0.Add(time.Millisecond))
+	if s.Counts.Lost != 1 {
+		t.Fatalf("lost = %d after the poll, want 1 (ghost)", s.Counts.Lost)
+	}
+	s.ApplyState(st, t0.Add(2*time.Second))
+	if s.Counts.Lost != 2 {
+		t.Fatalf("lost = %d after a later poll, want 2 (ghost, late)", s.Counts.Lost)
+	}
+	if s.Counts.Unseen != 1 {
+		t.Errorf("unseen = %d, want 1: the crashed op's execution was never reported", s.Counts.Unseen)
+	}
+}
+
+func TestSide_AdoptsExecutionsTheStreamMissedOnlyWhenTwoPollsAgree(t *testing.T) {
+	s := NewSide()
+	s.Ingest(execution("a", "transfer", 100, 1), t0)
+	ahead := labctl.State{Executions: map[string]int64{"a": 2}}
+	s.ApplyState(ahead, t0)
+	if s.Counts.Doubles != 0 {
+		t.Fatalf("doubles = %d after one poll, want 0: the event may be on its way", s.Counts.Doubles)
+	}
+	s.ApplyState(ahead, t0)
+	if s.Counts.Doubles != 1 || s.Counts.Unseen != 1 {
+		t.Fatalf("doubles = %d, unseen = %d after two polls, want 1, 1", s.Counts.Doubles, s.Counts.Unseen)
+	}
+	s.Ingest(execution("a", "transfer", 100, 2), t0) // the event, late after all
+	if s.Counts.Doubles != 1 {
+		t.Errorf("doubles = %d, want 1: one double, however it was learnt", s.Counts.Doubles)
+	}
+}
+
+func TestSide_ConservationVerdictChangesWhenTwoPollsAgree(t *testing.T) {
+	s := NewSide()
+	s.Ingest(execution("d", "deposit", 300, 1), t0)
+	balances := func(total int64) labctl.State {
+		return labctl.State{Accounts: []bank.Balance{{ID: "acc_a", Balance: total - 1000, Opening: 1000}, {ID: "acc_b", Balance: 1000, Opening: 1000}}}
+	}
+	s.ApplyState(balances(2300), t0)
+	if s.Money.Verdict != Conserved {
+		t.Fatalf("verdict = %v, want conserved: 2000 opening + 300 deposited", s.Money.Verdict)
+	}
+	s.ApplyState(balances(2600), t0) // a double deposit whose event is late, or real
+	if s.Money.Verdict != Conserved {
+		t.Fatalf("verdict changed on one poll")
+	}
+	s.ApplyState(balances(2600), t0)
+	if s.Money.Verdict != Broken || s.Money.Surplus != 300 {
+		t.Fatalf("verdict = %v surplus %d, want broken by 300", s.Money.Verdict, s.Money.Surplus)
+	}
+}
+
+func TestSide_ResetStartsFromZero(t *testing.T) {
+	s := NewSide()
+	s.Ingest(execution("a", "transfer", 1, 1), t0)
+	s.Ingest(execution("a", "transfer", 1, 2), t0)
+	s.Ingest(event(events.KindReset, t0, map[string]any{"seed": 1}), t0)
+	if s.Counts != (Counts{}) {
+		t.Fatalf("counts after reset = %+v", s.Counts)
+	}
+	s.Ingest(execution("a", "transfer", 1, 1), t0)
+	if s.Counts.Doubles != 0 {
+		t.Errorf("op a after reset counted as a double")
+	}
+}
+
+func TestSide_KeyTableFollowsTheRows(t *testing.T) {
+	s := NewSide()
+	key := func(id int64, state string, at time.Time) events.Event {
+		return event(events.KindKey, at, events.Key{RowID: id, Row: map[string]any{"idempotency_key": "k" + strconv.FormatInt(id, 10), "state": state}})
+	}
+	s.Ingest(key(1, "in_progress", t0), t0)
+	s.Ingest(key(2, "in_progress", t0.Add(time.Second)), t0)
+	s.Ingest(key(1, "completed", t0.Add(2*time.Second)), t0)
+	s.Ingest(event(events.KindKey, t0, events.Key{RowID: 2, Deleted: true}), t0)
+	rows := s.Keys(10)
+	if len(rows) != 1 || rows[0].Key != "k1" || rows[0].State != "completed" || !rows[0].Seen.Equal(t0) {
+		t.Fatalf("keys = %+v, want k1 completed, seen at t0", rows)
+	}
+}
+
+// flood writes the events of n operations starting at op i: each is
+// claimed, executed, completed and answered; every 5th is retried and
+// executed again (a double), every 7th retried and replayed, and every
+// 11th answered 201 without any execution (lost). It appends without
+// encoding/json so that a benchmark measures the dashboard, not this.
+func flood(dst []events.Event, i, n int) []events.Event {
+	for op := i; op < i+n; op++ {
+		id := strconv.Itoa(op)
+		name := "op-" + id
+		keyRow := func(state string) events.Event {
+			return events.Event{Kind: events.KindKey, Time: t0, Data: []byte(`{"rowid":` + id + `,"row":{"key":"k-` + id + `","state":"` + state + `"}}`)}
+		}
+		exec := func(count string) events.Event {
+			return events.Event{Kind: events.KindExecution, Time: t0, Data: []byte(`{"op":"` + name + `","kind":"transfer","id":"tr_` + id + `","amount":1000,"count":` + count + `}`)}
+		}
+		answer := func(op string, replayed string) events.Event {
+			return events.Event{Kind: events.KindRequest, Time: t0, Data: []byte(`{"method":"POST","path":"/transfers","key":"k-` + id + `","status":201,"replayed":` + replayed + `,"duration_ms":1.25,"op":"` + op + `"}`)}
+		}
+		if op%11 == 0 {
+			dst = append(dst, answer("lost-"+id, "false"))
+			continue
+		}
+		dst = append(dst, keyRow("in_progress"), exec("1"), keyRow("completed"), answer(name, "false"))
+		if op%5 == 0 {
+			dst = append(dst, exec("2"), answer(name, "false"))
+		}
+		if op%7 == 0 {
+			dst = append(dst, answer(name, "true"))
+		}
+	}
+	return dst
+}
+
+// floodWant is what flood's first n operations must count.
+func floodWant(n int) (requests, executions, doubles, lost int64) {
+	for op := range n {
+		if op%11 == 0 {
+			requests++
+			lost++
+			continue
+		}
+		requests++
+		executions++
+		if op%5 == 0 {
+			requests++
+			executions++
+			doubles++
+		}
+		if op%7 == 0 {
+			requests++
+		}
+	}
+	return
+}
+
+func TestSide_StaysExactAndBoundedUnderAFlood(t *testing.T) {
+	s := NewSide()
+	const ops = 100_000
+	var batch []events.Event
+	for i := 0; i < ops; i += 500 {
+		batch = flood(batch[:0], i, 500)
+		for _, ev := range batch {
+			s.Ingest(ev, t0)
+		}
+	}
+	s.ApplyState(labctl.State{Executions: map[string]int64{}}, t0.Add(time.Second))
+	requests, executions, doubles, lost := floodWant(ops)
+	c := s.Counts
+	if c.Requests != requests || c.Executions != executions || c.Doubles != doubles || c.Lost != lost {
+		t.Fatalf("requests %d executions %d doubles %d lost %d\nwant     %d            %d         %d      %d",
+			c.Requests, c.Executions, c.Doubles, c.Lost, requests, executions, doubles, lost)
+	}
+	if len(s.ops) > OpWindow || len(s.opOrder) > OpWindow || len(s.keys) > KeyRowsKept ||
+		len(s.suspects) > maxSuspects || len(s.doubled) > maxSuspects || s.feedLen > FeedSize {
+		t.Errorf("unbounded: %d ops, %d keys, %d suspects, %d doubled, %d feed lines",
+			len(s.ops), len(s.keys), len(s.suspects), len(s.doubled), s.feedLen)
+	}
+}
+
+func TestReadSSE_ParsesTheKitsStream(t *testing.T) {
+	stream := ": idemlab event stream\n\n" +
+		"id: 1\nevent: request\ndata: {\"status\":201}\n\n" +
+		": keepalive\n\n" +
+		"id: 2\nevent: key\ndata: {\"rowid\":3}\n\n" +
+		"id: 3\nevent: clock\ndata: {\"now\"\ndata: :1}\n\n"
+	var got []events.Event
+	if err := ReadSSE(strings.NewReader(stream), func(ev events.Event) bool {
+		got = append(got, ev)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("got %d events, want 3: %+v", len(got), got)
+	}
+	for i, want := range []struct {
+		seq  int64
+		kind string
+		data string
+	}{{1, "request", `{"status":201}`}, {2, "key", `{"rowid":3}`}, {3, "clock", "{\"now\"\n:1}"}} {
+		if got[i].Seq != want.seq || got[i].Kind != want.kind || string(got[i].Data) != want.data {
+			t.Errorf("event %d = %d %s %q, want %d %s %q", i, got[i].Seq, got[i].Kind, got[i].Data, want.seq, want.kind, want.data)
+		}
+	}
+}
