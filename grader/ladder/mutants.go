@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// Mutant is a reference solution with one deliberate bug: a small textual
-// edit of one file. Each bug class of the idempotency design has one, and
-// the check named in CaughtBy must catch it.
+// Mutant is a reference solution with one deliberate bug, made by a few
+// small textual edits. Each bug class of the idempotency design has one,
+// and the check named in CaughtBy must catch it.
 type Mutant struct {
 	// Name is short and names the bug, e.g. "check-then-insert".
 	Name string
@@ -18,11 +18,15 @@ type Mutant struct {
 	Bug string
 	// Stage is the solution the mutant is made from.
 	Stage int
-	// File is the solution file to edit; Old must occur in it exactly once
-	// and is replaced by New.
-	File, Old, New string
+	// Edits turn the solution into the mutant.
+	Edits []Edit
 	// CaughtBy is the ID of the check that must fail on the mutant.
 	CaughtBy string
+}
+
+// Edit replaces Old, which must occur exactly once in File, with New.
+type Edit struct {
+	File, Old, New string
 }
 
 // Dir is where mutants are built, under the project root. Go's tools skip
@@ -49,7 +53,7 @@ func Build(root string, m Mutant, seed uint64) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	applied := false
+	applied := 0
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -59,20 +63,23 @@ func Build(root string, m Mutant, seed uint64) (string, error) {
 			return "", err
 		}
 		text := string(b)
-		if filepath.Base(f) == m.File {
-			if n := strings.Count(text, m.Old); n != 1 {
+		for _, e := range m.Edits {
+			if filepath.Base(f) != e.File {
+				continue
+			}
+			if n := strings.Count(text, e.Old); n != 1 {
 				return "", fmt.Errorf("mutant %s: the text to replace occurs %d times in %s (want once); update the mutant", m.Name, n, f)
 			}
-			text = strings.Replace(text, m.Old, m.New, 1)
-			applied = true
+			text = strings.Replace(text, e.Old, e.New, 1)
+			applied++
 		}
 		text = packageLine.ReplaceAllString(text, "package mutant")
 		if err := os.WriteFile(filepath.Join(dst, filepath.Base(f)), []byte(text), 0o644); err != nil {
 			return "", err
 		}
 	}
-	if !applied {
-		return "", fmt.Errorf("mutant %s: solutions/stage%d has no file %s", m.Name, m.Stage, m.File)
+	if applied != len(m.Edits) {
+		return "", fmt.Errorf("mutant %s: %d of its %d edits found their file in solutions/stage%d", m.Name, applied, len(m.Edits), m.Stage)
 	}
 	test := fmt.Sprintf(`package mutant
 
