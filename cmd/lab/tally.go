@@ -72,7 +72,8 @@ func referenceTally(path string) (accesslog.Report, error) {
 // studentTally runs the student's Tally without linking stages/stage0
 // into the lab command (a stage that does not compile must break only
 // itself): it writes a small program under tmp/ that calls it, and runs
-// that with go run.
+// that with go run. The folder's name starts with "_" so that ./...
+// patterns (make test, go vet) never build it.
 func studentTally(ctx context.Context, path string, stderr io.Writer) (accesslog.Report, error) {
 	root, err := grader.Root()
 	if err != nil {
@@ -82,14 +83,14 @@ func studentTally(ctx context.Context, path string, stderr io.Writer) (accesslog
 	if err != nil {
 		return accesslog.Report{}, err
 	}
-	dir := filepath.Join(root, "tmp", "tally-student")
+	dir := filepath.Join(root, "tmp", "_tally-student")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return accesslog.Report{}, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(studentTallyProgram), 0o644); err != nil {
 		return accesslog.Report{}, err
 	}
-	cmd := exec.CommandContext(ctx, "go", "run", "./tmp/tally-student", abs)
+	cmd := exec.CommandContext(ctx, "go", "run", "./tmp/_tally-student", abs)
 	cmd.Dir = root
 	var out, errs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errs
