@@ -7,21 +7,19 @@ import (
 	"strings"
 
 	"idemlab/kit/bank"
+	"idemlab/kit/problem"
 )
 
 const lesson1 = "docs/lessons/01-claim.md"
 
 // The problem types the checks expect (SPEC section 2).
-const (
-	pMissingKey     = "/problems/missing-idempotency-key"
-	pInvalidKey     = "/problems/invalid-idempotency-key"
-	pDuplicate      = "/problems/duplicate-request"
-	pInProgress     = "/problems/request-in-progress"
-	pKeyReused      = "/problems/idempotency-key-reused"
-	pInsufficient   = "/problems/insufficient-funds"
-	pUnavailable    = "/problems/unavailable"
-	pInternal       = "/problems/internal"
-	pInvalidRequest = "/problems/invalid-request"
+var (
+	pMissingKey   = problem.MissingIdempotencyKey.URI()
+	pInvalidKey   = problem.InvalidIdempotencyKey.URI()
+	pInProgress   = problem.RequestInProgress.URI()
+	pKeyReused    = problem.IdempotencyKeyReused.URI()
+	pInsufficient = problem.InsufficientFunds.URI()
+	pUnavailable  = problem.Unavailable.URI()
 )
 
 func init() {

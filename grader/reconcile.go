@@ -195,24 +195,18 @@ func DescribeRows(rows []map[string]any) string {
 	}
 	parts := make([]string, len(rows))
 	for i, row := range rows {
-		cols := sortedKeys(row)
-		var b strings.Builder
-		b.WriteString("{")
-		for j, c := range cols {
+		var cols []string
+		for _, c := range sortedKeys(row) {
 			if c == "rowid" {
 				continue
 			}
-			if j > 0 && b.Len() > 1 {
-				b.WriteString(", ")
-			}
-			v := fmt.Sprint(row[c])
+			v := []rune(fmt.Sprint(row[c]))
 			if len(v) > 48 {
-				v = v[:45] + "…"
+				v = append(v[:45], '…')
 			}
-			fmt.Fprintf(&b, "%s: %s", c, v)
+			cols = append(cols, c+": "+string(v))
 		}
-		b.WriteString("}")
-		parts[i] = b.String()
+		parts[i] = "{" + strings.Join(cols, ", ") + "}"
 	}
 	return strings.Join(parts, "; ")
 }
