@@ -40,6 +40,8 @@ type Model struct {
 	errored  bool
 	showHelp bool
 	fatal    error
+	// still is the picture a frozen watch shows.
+	still string
 	// frozen stops the clock, so that a test's frames depend only on the
 	// messages it sends.
 	frozen bool
@@ -120,7 +122,10 @@ func (m Model) Side(i int) *Side { return m.sides[i].Side }
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.width, m.height = msg.Width, msg.Height
+		m.width, m.height, m.still = msg.Width, msg.Height, ""
+		if m.paused && m.ctl == nil {
+			m.still = m.Render()
+		}
 		m.help.SetWidth(msg.Width)
 	case tickMsg:
 		m.now = time.Time(msg)
@@ -194,14 +199,17 @@ func (m Model) side(msg SideMsg) {
 	if msg.Epoch != s.epoch {
 		s.Side, s.epoch = NewSide(), msg.Epoch
 	}
+	was := s.status
 	s.title, s.status = msg.Title, msg.Status
 	if msg.URL != "" {
 		s.url = msg.URL
 	}
-	switch msg.Status {
-	case "crashed":
+	switch {
+	case msg.Status == "crashed":
 		s.Note(m.now, "crashed: answers in flight are lost")
-	case "running":
+	case msg.Status == "running" && was == "crashed":
+		s.Note(m.now, "restarted on the same database")
+	case msg.Status == "running":
 		s.Note(m.now, "running "+msg.Title)
 	}
 }
@@ -216,7 +224,20 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case key.Matches(msg, k.Pause):
 		m.paused = !m.paused
+		desc := "pause"
+		switch {
+		case m.paused:
+			desc = "resume"
+		case m.ctl == nil:
+			desc = "freeze"
+		}
+		m.keys.Pause.SetHelp("space", desc)
 		if m.ctl == nil {
+			// Watching only: the picture stops, the counting does not.
+			m.still = ""
+			if m.paused {
+				m.still = m.Render()
+			}
 			return m, nil
 		}
 		paused := m.paused
@@ -316,6 +337,9 @@ func (m Model) View() tea.View {
 // (or less, when the window is tiny).
 func (m Model) Render() string {
 	w, h := m.width, m.height
+	if m.still != "" {
+		return m.still
+	}
 	if w < 40 || h < 8 {
 		return m.tiny()
 	}
@@ -367,6 +391,9 @@ func (m Model) header(w int) string {
 		left += m.styles.Dim.Render(" · same traffic, same faults · ") + clockSince(m.now.Sub(m.started))
 	} else {
 		left += m.styles.Dim.Render(" · watching ") + m.sides[0].url
+		if m.paused {
+			left = m.styles.Badge.Render(" FROZEN ") + " " + left
+		}
 	}
 	right := ""
 	if m.notice != "" && m.now.Sub(m.noticeAt) < 8*time.Second {

@@ -307,3 +307,21 @@ func TestModel_ShowsDoublesOnTheLeftAndNoneOnTheRight(t *testing.T) {
 		}
 	}
 }
+
+func TestModel_AFrozenWatchKeepsCounting(t *testing.T) {
+	m := NewWatch(context.Background(), "http://127.0.0.1:8080", t0)
+	m.frozen = true
+	m, _ = update(t, m, press("space"))
+	still := m.Render()
+	m, _ = update(t, m, EventsMsg{Received: t0, Events: []events.Event{request("x", 201, false)}})
+	if m.Render() != still {
+		t.Errorf("the frozen picture changed")
+	}
+	if !strings.Contains(ansi.Strip(still), "FROZEN") {
+		t.Errorf("the frozen picture does not say so")
+	}
+	m, _ = update(t, m, press("space"))
+	if n := m.Side(0).Counts.Requests; n != 1 || m.Render() == still {
+		t.Errorf("after thawing: %d requests counted, picture unchanged %v", n, m.Render() == still)
+	}
+}

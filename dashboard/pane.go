@@ -220,7 +220,8 @@ func (p pane) feedLine(l FeedLine) string {
 		style = p.st.Replay
 	}
 	if r.Status >= 400 && r.Type != "" {
-		text += " " + strings.ReplaceAll(strings.TrimPrefix(r.Type, "/problems/"), "-", " ")
+		name := strings.TrimPrefix(strings.TrimPrefix(r.Type, "/problems/"), "idempotency-")
+		text += " " + strings.ReplaceAll(name, "-", " ")
 	}
 	line := style.Render(text)
 	if r.Replayed {
@@ -266,9 +267,9 @@ func (p pane) moneyLines(n int) []string {
 	case Conserved:
 		verdict = p.st.Good.Render("✓ conserved")
 	case Broken:
-		verdict = p.st.Bad.Render(fmt.Sprintf("✗ %s₩ appeared", Won(m.Surplus)))
+		verdict = p.st.Bad.Render(fmt.Sprintf("✗ ₩%s appeared", Short(m.Surplus)))
 		if m.Surplus < 0 {
-			verdict = p.st.Bad.Render(fmt.Sprintf("✗ %s₩ vanished", Won(-m.Surplus)))
+			verdict = p.st.Bad.Render(fmt.Sprintf("✗ ₩%s vanished", Short(-m.Surplus)))
 		}
 	case Unverified:
 		verdict = p.st.Conflict.Render(fmt.Sprintf("? %d unreported executions", c.Unseen))

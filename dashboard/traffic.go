@@ -330,7 +330,7 @@ func (t *Traffic) Burst(ctx context.Context) string {
 	}
 	close(start)
 	wg.Wait()
-	return fmt.Sprintf("burst: %d copies of %s at once", BurstSize, op.Op)
+	return fmt.Sprintf("burst: %d × %s at once", BurstSize, op.Op)
 }
 
 // Edited sends a fresh operation and then a clerk's resubmission of it:
@@ -339,6 +339,5 @@ func (t *Traffic) Edited(ctx context.Context) string {
 	op := t.draw()
 	op.Fate = dayplan.Fate{EditedAmount: op.Amount + 50_000}
 	t.everywhere(func(url func() string) { t.play(ctx, url, op) })
-	return fmt.Sprintf("clerk: %s resent with the same key, ₩%s → ₩%s",
-		op.Op, Won(op.Amount), Won(op.Fate.EditedAmount))
+	return fmt.Sprintf("clerk: %s again, ₩%s → ₩%s", op.Op, Short(op.Amount), Short(op.Fate.EditedAmount))
 }
