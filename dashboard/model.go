@@ -465,8 +465,9 @@ func (m Model) tiny() string {
 	var lines []string
 	for _, s := range m.sides {
 		c := s.Counts
-		lines = append(lines, truncate(fmt.Sprintf("%s: %s doubles, %s lost, %s req",
-			s.title, Short(c.Doubles), Short(c.Lost), Short(c.Requests)), m.width))
+		name := strings.Replace(strings.Replace(s.title, "stage ", "#", 1), " · ", " ", 1)
+		lines = append(lines, truncate(fmt.Sprintf("%s: %s doubles, %s lost",
+			name, Short(c.Doubles), Short(c.Lost)), m.width))
 	}
 	if m.height > len(lines) {
 		lines = append(lines, truncate(m.styles.Dim.Render("q quit · enlarge for more"), m.width))

@@ -162,6 +162,9 @@ func (p pane) statsLine() string {
 		p.st.Conflict.Render("409"), Short(c.Conflicts),
 		p.st.Rejected.Render("4xx"), Short(c.Rejected),
 		p.st.Failed.Render("5xx"), Short(c.Failed))
+	if c.AfterRetention > 0 {
+		line += p.st.Dim.Render(fmt.Sprintf(" · %s re-run after retention", Short(c.AfterRetention)))
+	}
 	if c.Dropped > 0 {
 		line = p.st.Error.Render(fmt.Sprintf("⚠ %s events dropped ", Short(c.Dropped))) + line
 	}
@@ -239,6 +242,10 @@ func (p pane) keyLines(n int) []string {
 	}
 	if p.side.KeyCount() == 0 {
 		return []string{p.st.Dim.Render("no idempotency keys stored")}
+	}
+	if n == 1 {
+		newest := p.side.Keys(1)[0]
+		return []string{p.st.Label.Render("keys ") + fmt.Sprintf("%d stored, newest %s", p.side.KeyCount(), newest.State)}
 	}
 	keyWidth := 16
 	out := []string{p.st.Label.Render(fmt.Sprintf("%-*s %-11s %s", keyWidth, "KEY", "STATE", "AGE"))}

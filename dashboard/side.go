@@ -47,6 +47,10 @@ type Counts struct {
 	DepositsOnce int64 // won deposited, each operation counted once
 	Dropped      int64 // events the server could not deliver to us
 	Unseen       int64 // executions the database shows that no event reported (a crash ate them)
+	// AfterRetention counts ops executed again after the lab clock moved
+	// past the retention period: the key had expired, so the server
+	// rightly took the request as new. They are not doubles.
+	AfterRetention int64
 }
 
 // FeedLine is one request in the feed.
@@ -103,6 +107,11 @@ type sparkBucket struct {
 	doubles  int64
 }
 
+type opSeen struct {
+	count int64
+	era   int
+}
+
 type suspect struct {
 	op       string
 	received time.Time
@@ -123,9 +132,9 @@ type Side struct {
 
 	keys map[int64]*KeyRow
 
-	// ops remembers the highest execution count seen per op, in a FIFO
-	// window of OpWindow ops.
-	ops      map[string]int64
+	// ops remembers the highest execution count seen per op, and the
+	// retention era it was seen in, in a FIFO window of OpWindow ops.
+	ops      map[string]opSeen
 	opOrder  []string
 	opNext   int
 	doubled  map[string]bool // ops whose double has not yet shown in the feed
@@ -133,6 +142,12 @@ type Side struct {
 	lagging  map[string]bool // ops the last state poll showed ahead of the events
 
 	spark [SparkSeconds]sparkBucket
+
+	// era counts the times the lab clock jumped by the retention period
+	// or more; labNow and retention come from clock events and polls.
+	era       int
+	labNow    time.Time
+	retention time.Duration
 }
 
 // NewSide returns an empty side.
@@ -146,13 +161,14 @@ func (s *Side) clear() {
 	s.Counts = Counts{}
 	s.Money = Money{}
 	s.keys = map[int64]*KeyRow{}
-	s.ops = map[string]int64{}
+	s.ops = map[string]opSeen{}
 	s.opOrder = make([]string, 0, 1024)
 	s.opNext = 0
 	s.doubled = map[string]bool{}
 	s.suspects = nil
 	s.lagging = map[string]bool{}
 	s.spark = [SparkSeconds]sparkBucket{}
+	s.retention = 24 * time.Hour
 }
 
 // Ingest takes one event, received at received (the local clock).
@@ -178,6 +194,13 @@ func (s *Side) Ingest(ev events.Event, received time.Time) {
 		var d events.Dropped
 		if json.Unmarshal(ev.Data, &d) == nil {
 			s.Counts.Dropped += d.Count
+		}
+	case events.KindClock:
+		var c struct {
+			Now time.Time `json:"now"`
+		}
+		if json.Unmarshal(ev.Data, &c) == nil {
+			s.labClock(c.Now)
 		}
 	case events.KindReset:
 		s.clear()
@@ -229,7 +252,7 @@ func (s *Side) request(t time.Time, r events.Request, received time.Time) {
 			line.Double = true
 			delete(s.doubled, r.Op)
 		}
-		if s.ops[r.Op] == 0 {
+		if s.ops[r.Op].count == 0 {
 			s.suspect(r.Op, received)
 		}
 	}
@@ -259,15 +282,24 @@ func (s *Side) execution(t time.Time, e bank.Execution) {
 	}
 	// Count is read after the commit, so two concurrent executions can
 	// both report 2: the highest count seen is what has happened.
-	seen := s.ops[e.Op]
+	prev := s.ops[e.Op]
+	seen := prev.count
 	if e.Count <= seen {
+		return
+	}
+	s.remember(e.Op, e.Count)
+	if seen > 0 && prev.era < s.era {
+		// The key expired in between: a new request, rightly executed.
+		c.AfterRetention += e.Count - seen
+		if e.Kind == "deposit" {
+			c.DepositsOnce += (e.Count - seen) * e.Amount
+		}
 		return
 	}
 	if seen == 0 && e.Kind == "deposit" {
 		c.DepositsOnce += e.Amount
 	}
 	extra := e.Count - max(seen, 1)
-	s.remember(e.Op, e.Count)
 	if extra <= 0 {
 		return
 	}
@@ -296,7 +328,19 @@ func (s *Side) remember(op string, count int64) {
 			s.opNext = (s.opNext + 1) % OpWindow
 		}
 	}
-	s.ops[op] = count
+	s.ops[op] = opSeen{count: count, era: s.era}
+}
+
+// labClock follows the lab clock: a jump of the retention period or more
+// starts a new era, in which every key seen before may have expired.
+func (s *Side) labClock(now time.Time) {
+	if now.IsZero() {
+		return
+	}
+	if !s.labNow.IsZero() && now.Sub(s.labNow) >= s.retention {
+		s.era++
+	}
+	s.labNow = now
 }
 
 func (s *Side) key(t time.Time, k events.Key) {
@@ -407,14 +451,23 @@ func (s *Side) Series(now time.Time, n int) (requests, doubles []int64) {
 // database shows and no event reported (after two polls in a row, since
 // an event can trail its commit), and runs the money-conservation check.
 func (s *Side) ApplyState(st labctl.State, polled time.Time) {
+	if d, err := time.ParseDuration(st.Config.Retention); err == nil && d > 0 {
+		s.retention = d
+	}
+	if now, err := time.Parse(time.RFC3339Nano, st.Now); err == nil {
+		s.labClock(now)
+	}
 	next := map[string]bool{}
 	consider := func(op string, n int64) {
-		seen := s.ops[op]
+		seen := s.ops[op].count
 		switch {
 		case n <= seen:
 		case s.lagging[op]:
 			s.Counts.Unseen += n - seen
-			if extra := n - max(seen, 1); extra > 0 {
+			switch extra := n - max(seen, 1); {
+			case seen > 0 && s.ops[op].era < s.era:
+				s.Counts.AfterRetention += n - seen
+			case extra > 0:
 				s.Counts.Doubles += extra
 			}
 			s.remember(op, n)

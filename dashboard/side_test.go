@@ -255,3 +255,18 @@ func TestReadSSE_ParsesTheKitsStream(t *testing.T) {
 		}
 	}
 }
+
+func TestSide_ARunAfterTheKeyExpiredIsNotADouble(t *testing.T) {
+	s := NewSide()
+	s.ApplyState(labctl.State{Now: "2026-03-02T09:00:00Z", Config: labctl.ConfigJSON{Retention: "24h"}}, t0)
+	s.Ingest(execution("a", "deposit", 100, 1), t0)
+	s.Ingest(execution("b", "transfer", 100, 1), t0)
+	s.Ingest(event(events.KindClock, t0, map[string]string{"now": "2026-03-03T10:00:00Z"}), t0)
+	s.Ingest(execution("a", "deposit", 100, 2), t0) // the late retry: a new request now
+	s.Ingest(execution("c", "transfer", 100, 1), t0)
+	s.Ingest(execution("c", "transfer", 100, 2), t0) // a real double, after the jump
+	c := s.Counts
+	if c.Doubles != 1 || c.AfterRetention != 1 || c.DepositsOnce != 200 {
+		t.Errorf("doubles %d, after retention %d, deposits %d; want 1, 1, 200", c.Doubles, c.AfterRetention, c.DepositsOnce)
+	}
+}
