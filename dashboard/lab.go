@@ -368,7 +368,16 @@ func (d *Demo) Traffic() *Traffic { return d.traffic }
 // to both servers.
 func (d *Demo) NextProfile(ctx context.Context) Profile {
 	d.mu.Lock()
-	d.profile = (d.profile + 1) % len(Profiles)
+	next := (d.profile + 1) % len(Profiles)
+	d.mu.Unlock()
+	return d.SetProfile(ctx, next)
+}
+
+// SetProfile chooses fault profile i and applies its settings to both
+// servers (if they run yet; Start applies it otherwise).
+func (d *Demo) SetProfile(ctx context.Context, i int) Profile {
+	d.mu.Lock()
+	d.profile = i % len(Profiles)
 	d.traffic.SetProfile(d.profile)
 	sides := d.sides
 	d.mu.Unlock()

@@ -86,6 +86,12 @@ func NewDemo(ctx context.Context, ctl Controls, stages []int, left, right Choice
 	return m
 }
 
+// WithProfile says which fault profile the demo starts with.
+func (m Model) WithProfile(i int) Model {
+	m.profile = Profiles[i%len(Profiles)]
+	return m
+}
+
 // NewWatch returns the model of lab dash: one side, a server it only watches.
 func NewWatch(ctx context.Context, title string, now time.Time) Model {
 	m := newModel(ctx, nil, now)

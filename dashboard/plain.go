@@ -14,7 +14,7 @@ import (
 // come in, and prints a summary. It returns an error if a server could not
 // start, or if the right side runs the final solution and moved money
 // twice or lost a transfer: CI runs this.
-func Plain(ctx context.Context, stages Stages, left, right Choice, d time.Duration, w io.Writer) error {
+func Plain(ctx context.Context, stages Stages, left, right Choice, profile int, d time.Duration, w io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	msgs := make(chan tea.Msg, 1024)
 	send := func(msg tea.Msg) {
@@ -23,15 +23,17 @@ func Plain(ctx context.Context, stages Stages, left, right Choice, d time.Durati
 		case <-ctx.Done():
 		}
 	}
-	demo, err := StartDemo(ctx, stages, left, right, send)
-	if err != nil {
+	demo := NewLab(stages)
+	demo.SetProfile(ctx, profile)
+	if err := demo.Start(ctx, left, right, send); err != nil {
 		cancel()
+		demo.Close()
 		return err
 	}
 	// Cancelling first unblocks any watcher waiting in send.
 	defer func() { cancel(); demo.Close() }()
 	start := time.Now()
-	var tm tea.Model = NewDemo(ctx, demo, stages.Numbers(), left, right, start)
+	var tm tea.Model = NewDemo(ctx, demo, stages.Numbers(), left, right, start).WithProfile(profile)
 	model := func() Model { return tm.(Model) }
 	polls := [2]int{}
 	apply := func(msg tea.Msg) {

@@ -1,6 +1,9 @@
 package dashboard
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"idemlab/grader/dayplan"
@@ -60,4 +63,17 @@ var Profiles = []Profile{
 		Name:  "calm",
 		About: "nothing goes wrong",
 	},
+}
+
+// ProfileNamed finds a profile by name; it returns its index, or an error
+// listing the names.
+func ProfileNamed(name string) (int, error) {
+	var names []string
+	for i, p := range Profiles {
+		if p.Name == name {
+			return i, nil
+		}
+		names = append(names, strconv.Quote(p.Name))
+	}
+	return 0, fmt.Errorf("no fault profile %q; the profiles are %s", name, strings.Join(names, ", "))
 }

@@ -43,8 +43,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	yours := fs.Bool("yours", false, "run your stages/stageN on the right instead of the solution")
 	plain := fs.Bool("plain", false, "no terminal UI: a line a second, then a summary (the default when stdout is not a terminal)")
 	duration := fs.Duration("duration", 10*time.Second, "how long --plain runs")
+	faults := fs.String("faults", dashboard.Profiles[0].Name, "the fault profile to start with (f cycles them)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab demo [--stage N] [--yours] [--plain [--duration 10s]]")
+		fmt.Fprintln(stderr, "usage: lab demo [--stage N] [--yours] [--faults PROFILE] [--plain [--duration 10s]]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -58,14 +59,19 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if _, ok := stages.Solutions[*right]; !ok && !*yours {
 		return &exitCode{code: 2, err: fmt.Errorf("--stage %d: this build has solutions for stages %v", *right, stages.Numbers())}
 	}
+	profile, err := dashboard.ProfileNamed(*faults)
+	if err != nil {
+		return &exitCode{code: 2, err: err}
+	}
 	left, rightChoice := dashboard.Choice{Stage: 0}, dashboard.Choice{Stage: *right, Yours: *yours}
 	if *plain || !isTerminal(stdout) {
-		return dashboard.Plain(ctx, stages, left, rightChoice, *duration, stdout)
+		return dashboard.Plain(ctx, stages, left, rightChoice, profile, *duration, stdout)
 	}
 
 	lab := dashboard.NewLab(stages)
 	defer lab.Close()
-	model := dashboard.NewDemo(ctx, lab, stages.Numbers(), left, rightChoice, time.Now())
+	lab.SetProfile(ctx, profile)
+	model := dashboard.NewDemo(ctx, lab, stages.Numbers(), left, rightChoice, time.Now()).WithProfile(profile)
 	return runTUI(ctx, model, stdout, func(p *tea.Program) {
 		if err := lab.Start(ctx, left, rightChoice, p.Send); err != nil {
 			p.Send(dashboard.FatalMsg{Err: err})
