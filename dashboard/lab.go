@@ -67,6 +67,7 @@ type Choice struct {
 	Yours bool
 }
 
+// String names the choice as the pane's title shows it.
 func (c Choice) String() string {
 	if c.Yours {
 		return fmt.Sprintf("stage %d · your code", c.Stage)

@@ -123,8 +123,6 @@ type suspect struct {
 type Side struct {
 	Counts Counts
 	Money  Money
-	// Status is a short word about the server: "running", "restarting"…
-	Status string
 
 	feed     [FeedSize]FeedLine
 	feedNext int
@@ -152,7 +150,7 @@ type Side struct {
 
 // NewSide returns an empty side.
 func NewSide() *Side {
-	s := &Side{Status: "starting"}
+	s := &Side{}
 	s.clear()
 	return s
 }
