@@ -1,0 +1,130 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/clock"
+	"idemlab/kit/respond"
+	"idemlab/kit/sqlitedb"
+	"idemlab/kit/stage"
+	"idemlab/solutions/stage6"
+)
+
+// benchCeiling runs, from 64 goroutines at once, the statements the final
+// solution runs for one new transfer, straight on the database: the claim
+// (delete an expired key, insert in progress, commit), then the business
+// write and the completion with the stored response (commit). No HTTP, no
+// JSON decoding, no authentication: what is left is SQLite's ceiling.
+// The SQL mirrors solutions/stage6/keys.go; keep the two in step.
+func benchCeiling(b *testing.B) result {
+	ctx := context.Background()
+	db, err := sqlitedb.Open(filepath.Join(b.TempDir(), "ceiling.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if err := bank.Migrate(ctx, db.DB); err != nil {
+		b.Fatal(err)
+	}
+	clk, err := clock.Open(ctx, db.DB)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := stage.DefaultConfig()
+	bk := bank.New(db.DB, clk, nil, func() time.Duration { return 0 })
+	// stage6.New creates the key table exactly as the final solution has it.
+	if _, err := stage6.New(ctx, stage.Env{DB: db.DB, Bank: bk, Clock: clk, Config: func() stage.Config { return cfg }}); err != nil {
+		b.Fatal(err)
+	}
+	tx, _ := db.Begin()
+	customers, err := bank.Populate(ctx, tx, bank.Params{Seed: 1, Customers: clients, AccountsPerCustomer: 2, OpeningBalance: 1_000_000_000_000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int64
+	lat := &latencies{}
+	commits := db.Commits()
+	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1)
+			c := customers[int(i)%len(customers)]
+			t := time.Now()
+			if err := ceilingOp(ctx, db, bk, clk, cfg, c, i); err != nil {
+				b.Error(err)
+				return
+			}
+			lat.add(time.Since(t))
+		}
+	})
+	elapsed := time.Since(start)
+	b.StopTimer()
+	return report(b, lat, elapsed, db.Commits()-commits)
+}
+
+func ceilingOp(ctx context.Context, db *sqlitedb.DB, bk *bank.Bank, clk *clock.Clock, cfg stage.Config, c bank.Customer, i int64) error {
+	now := clk.Now()
+	key, owner := fmt.Sprintf("ceiling-%d", i), rand.Text()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx,
+		`DELETE FROM idempotency_keys WHERE customer = ? AND method = ? AND route = ? AND key = ?
+		   AND state = 'completed' AND completed_at <= ?`,
+		c.ID, "POST", "/transfers", key, clock.Format(now.Add(-cfg.Retention))); err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO idempotency_keys
+		 (customer, method, route, key, fingerprint, state, lease_owner, lease_expires_at, created_at)
+		 VALUES (?, ?, ?, ?, ?, 'in_progress', ?, ?, ?)`,
+		c.ID, "POST", "/transfers", key, "fp", owner, clock.Format(now.Add(cfg.Lease)), clock.Format(now))
+	if err != nil {
+		return err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	tx, err = db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	t, err := bk.Transfer(ctx, tx, c.ID, bank.TransferRequest{From: c.Accounts[0], To: c.Accounts[1], Amount: 1 + i%1000,
+		Metadata: map[string]string{"op": key}})
+	if err != nil {
+		return err
+	}
+	body, err := respond.Marshal(t)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx,
+		`UPDATE idempotency_keys
+		 SET state = 'completed', completed_at = ?, lease_owner = NULL, lease_expires_at = NULL,
+		     status = ?, content_type = ?, location = ?, body = ?
+		 WHERE id = ? AND state = 'in_progress' AND lease_owner = ?`,
+		clock.Format(clk.Now()), 201, respond.ContentType, "/transfers/"+t.ID, body, id, owner); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
