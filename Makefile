@@ -53,4 +53,5 @@ datasets: ## regenerate the larger days into datasets/large/
 
 .PHONY: bench
 bench: ## benchmarks: naive vs final vs raw SQLite; figures for docs/benchmarks.md
-	$(GO) test -run '^$$' -bench . -benchmem ./bench/... ./dashboard/...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3000x ./bench
+	$(GO) test -run '^$$' -bench . -benchmem ./dashboard

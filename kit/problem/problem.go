@@ -20,6 +20,9 @@ type Type struct {
 	Title  string
 	// Explain is the text served at GET /problems/{Name}.
 	Explain string
+	// RetryAfter, when set, is the Retry-After every problem of this type
+	// carries unless the Error names its own.
+	RetryAfter time.Duration
 }
 
 // URI is the problem type as it appears in a response body.
@@ -27,38 +30,38 @@ func (t *Type) URI() string { return "/problems/" + t.Name }
 
 // The catalogue.
 var (
-	MissingIdempotencyKey = &Type{"missing-idempotency-key", 400, "Missing Idempotency-Key header",
-		"The request moves money but carries no Idempotency-Key header, so the server could not tell a retry from a new request. Generate one key per logical operation (a UUID is fine), send it as `Idempotency-Key: \"<key>\"`, and send the same key again on every retry of that operation."}
-	InvalidIdempotencyKey = &Type{"invalid-idempotency-key", 400, "Invalid Idempotency-Key header",
-		"The Idempotency-Key header must appear once and hold 1 to 255 printable ASCII characters (0x21 to 0x7E), either bare or as a quoted RFC 8941 string."}
-	InvalidRequest = &Type{"invalid-request", 400, "Invalid request",
-		"The body is not a valid request: it must be one JSON object, valid UTF-8, with no duplicate or unknown members and members of the right types. The detail names the member and what is wrong. Nothing was stored and no money moved."}
-	Unauthorized = &Type{"unauthorized", 401, "Unauthorized",
-		"Send `Authorization: Bearer <token>` with a customer token from the lab reset."}
-	Forbidden = &Type{"forbidden", 403, "Forbidden",
-		"The account belongs to another customer. You can send money to anyone, but only from, and only deposit into, read or list your own accounts."}
-	NotFound = &Type{"not-found", 404, "Not found",
-		"There is no such resource, or no such problem type."}
-	MethodNotAllowed = &Type{"method-not-allowed", 405, "Method not allowed",
-		"This path exists but does not accept that method."}
-	DuplicateRequest = &Type{"duplicate-request", 409, "Duplicate request",
-		"This Idempotency-Key was already used. The first request was executed; this one was not. (From stage 4 on the server answers a retry with the stored response instead.)"}
-	RequestInProgress = &Type{"request-in-progress", 409, "Request in progress",
-		"A request with this Idempotency-Key is still being processed. Wait for the number of seconds in Retry-After and send the same request again with the same key: you will then get its result."}
-	RequestTooLarge = &Type{"request-too-large", 413, "Request too large",
-		"The body is over 16 KiB. Nothing was stored and no money moved."}
-	UnsupportedMediaType = &Type{"unsupported-media-type", 415, "Unsupported media type",
-		"Send the body as JSON with `Content-Type: application/json` (optionally `; charset=utf-8`)."}
-	IdempotencyKeyReused = &Type{"idempotency-key-reused", 422, "Idempotency-Key reused",
-		"This Idempotency-Key was first used with a different request body. A key names one operation; an edited request (a new amount, another account) is a new operation and needs a new key. Members in another order, other whitespace or another spelling of the same number are the same request."}
-	UnknownAccount = &Type{"unknown-account", 422, "Unknown account",
-		"An account named in the request does not exist."}
-	InsufficientFunds = &Type{"insufficient-funds", 422, "Insufficient funds",
-		"The source account's balance is lower than the amount. This is an answer, not a failure: from stage 4 on it is stored with the key and a retry gets the same answer, even if money arrived since."}
-	Internal = &Type{"internal", 500, "Internal error",
-		"The server failed. If the request carried an Idempotency-Key, retrying it with the same key is safe."}
-	Unavailable = &Type{"unavailable", 503, "Service unavailable",
-		"The server could not reach its idempotency key store, so it refused to execute the request rather than risk executing it twice. Retry with the same key later."}
+	MissingIdempotencyKey = &Type{Name: "missing-idempotency-key", Status: 400, Title: "Missing Idempotency-Key header",
+		Explain: "The request moves money but carries no Idempotency-Key header, so the server could not tell a retry from a new request. Generate one key per logical operation (a UUID is fine), send it as `Idempotency-Key: \"<key>\"`, and send the same key again on every retry of that operation."}
+	InvalidIdempotencyKey = &Type{Name: "invalid-idempotency-key", Status: 400, Title: "Invalid Idempotency-Key header",
+		Explain: "The Idempotency-Key header must appear once and hold 1 to 255 printable ASCII characters (0x21 to 0x7E), either bare or as a quoted RFC 8941 string."}
+	InvalidRequest = &Type{Name: "invalid-request", Status: 400, Title: "Invalid request",
+		Explain: "The body is not a valid request: it must be one JSON object, valid UTF-8, with no duplicate or unknown members and members of the right types. The detail names the member and what is wrong. Nothing was stored and no money moved."}
+	Unauthorized = &Type{Name: "unauthorized", Status: 401, Title: "Unauthorized",
+		Explain: "Send `Authorization: Bearer <token>` with a customer token from the lab reset."}
+	Forbidden = &Type{Name: "forbidden", Status: 403, Title: "Forbidden",
+		Explain: "The account belongs to another customer. You can send money to anyone, but only from, and only deposit into, read or list your own accounts."}
+	NotFound = &Type{Name: "not-found", Status: 404, Title: "Not found",
+		Explain: "There is no such resource, or no such problem type."}
+	MethodNotAllowed = &Type{Name: "method-not-allowed", Status: 405, Title: "Method not allowed",
+		Explain: "This path exists but does not accept that method."}
+	DuplicateRequest = &Type{Name: "duplicate-request", Status: 409, Title: "Duplicate request",
+		Explain: "This Idempotency-Key was already used. The first request was executed; this one was not. (From stage 4 on the server answers a retry with the stored response instead.)"}
+	RequestInProgress = &Type{Name: "request-in-progress", Status: 409, Title: "Request in progress",
+		Explain: "A request with this Idempotency-Key is still being processed. Wait for the number of seconds in Retry-After and send the same request again with the same key: you will then get its result."}
+	RequestTooLarge = &Type{Name: "request-too-large", Status: 413, Title: "Request too large",
+		Explain: "The body is over 16 KiB. Nothing was stored and no money moved."}
+	UnsupportedMediaType = &Type{Name: "unsupported-media-type", Status: 415, Title: "Unsupported media type",
+		Explain: "Send the body as JSON with `Content-Type: application/json` (optionally `; charset=utf-8`)."}
+	IdempotencyKeyReused = &Type{Name: "idempotency-key-reused", Status: 422, Title: "Idempotency-Key reused",
+		Explain: "This Idempotency-Key was first used with a different request body. A key names one operation; an edited request (a new amount, another account) is a new operation and needs a new key. Members in another order, other whitespace or another spelling of the same number are the same request."}
+	UnknownAccount = &Type{Name: "unknown-account", Status: 422, Title: "Unknown account",
+		Explain: "An account named in the request does not exist."}
+	InsufficientFunds = &Type{Name: "insufficient-funds", Status: 422, Title: "Insufficient funds",
+		Explain: "The source account's balance is lower than the amount. This is an answer, not a failure: from stage 4 on it is stored with the key and a retry gets the same answer, even if money arrived since."}
+	Internal = &Type{Name: "internal", Status: 500, Title: "Internal error",
+		Explain: "The server failed. If the request carried an Idempotency-Key, retrying it with the same key is safe."}
+	Unavailable = &Type{Name: "unavailable", Status: 503, Title: "Service unavailable",
+		Explain: "The server could not reach its idempotency key store, so it refused to execute the request rather than risk executing it twice. Retry with the same key after Retry-After.", RetryAfter: time.Second}
 )
 
 // Catalogue lists every type, in the order of SPEC section 2.
@@ -157,8 +160,12 @@ func Write(w http.ResponseWriter, err error) {
 	h := w.Header()
 	h.Set("Content-Type", ContentType)
 	h.Set("Cache-Control", "no-store")
-	if pe.RetryAfter > 0 {
-		secs := int(pe.RetryAfter.Round(time.Second) / time.Second)
+	retry := pe.RetryAfter
+	if retry == 0 {
+		retry = pe.Type.RetryAfter
+	}
+	if retry > 0 {
+		secs := int(retry.Round(time.Second) / time.Second)
 		if secs < 1 {
 			secs = 1
 		}

@@ -27,6 +27,14 @@ func TestWrite_RFC9457Body(t *testing.T) {
 	}
 }
 
+func TestWrite_UnavailableSaysWhenToRetry(t *testing.T) {
+	w := httptest.NewRecorder()
+	problem.Write(w, problem.New(problem.Unavailable, "key store down"))
+	if w.Code != 503 || w.Header().Get("Retry-After") != "1" {
+		t.Fatalf("got %d, Retry-After %q; want 503 with Retry-After 1", w.Code, w.Header().Get("Retry-After"))
+	}
+}
+
 func TestFrom_HidesInternalErrors(t *testing.T) {
 	err := fmt.Errorf("claim key: %w", errors.New("disk I/O error at /var/secret"))
 	w := httptest.NewRecorder()

@@ -49,7 +49,17 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		r.Body = body
 		buf := &bufferedWriter{header: http.Header{}, status: http.StatusOK}
 
+		// A crash fault aborts the request by panicking through here; the
+		// money it committed first must still be reported.
+		published := false
+		defer func() {
+			if !published {
+				s.publishExecutions(ctx, execs)
+			}
+		}()
 		s.serveRecovered(buf, r.WithContext(ctx), next)
+		s.publishExecutions(ctx, execs)
+		published = true
 		s.faults.BeforeResponse()
 
 		dst := w.Header()
@@ -59,13 +69,6 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		w.WriteHeader(buf.status)
 		w.Write(buf.body.Bytes())
 
-		committed, err := s.bank.Committed(context.WithoutCancel(ctx), execs)
-		if err != nil {
-			s.hub.Publish(events.KindExecution, map[string]string{"error": err.Error()})
-		}
-		for _, e := range committed {
-			s.hub.Publish(events.KindExecution, e)
-		}
 		ev := events.Request{
 			Method: r.Method, Path: r.URL.Path, Customer: rec.customer,
 			Key: r.Header.Get(idemkey.Header), Status: buf.status,
@@ -79,6 +82,18 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		s.hub.Publish(events.KindRequest, ev)
 		s.logAccess(ev, body.buf.Bytes())
 	})
+}
+
+// publishExecutions reports the business writes of a request that
+// committed.
+func (s *Server) publishExecutions(ctx context.Context, execs *bank.ExecutionLog) {
+	committed, err := s.bank.Committed(context.WithoutCancel(ctx), execs)
+	if err != nil {
+		s.hub.Publish(events.KindExecution, map[string]string{"error": err.Error()})
+	}
+	for _, e := range committed {
+		s.hub.Publish(events.KindExecution, e)
+	}
 }
 
 // serveRecovered runs next and turns a panic into a 500 problem, except

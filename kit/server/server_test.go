@@ -180,6 +180,8 @@ func TestCrashFault_InProcessAbortsTheRequestOnce(t *testing.T) {
 	json.Unmarshal([]byte(reset), &pop)
 	c0, c1 := pop.Customers[0], pop.Customers[1]
 	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5}`
+	events, cancel := srv.Events().Subscribe(256)
+	defer cancel()
 	for _, point := range []string{"crash-in-transfer", "crash-after-commit", "crash-before-response"} {
 		if code, _ := call(t, hs, "POST", "/lab/faults", srv.AdminToken(), `{"point":"`+point+`"}`); code != 200 {
 			t.Fatalf("arm %s: %d", point, code)
@@ -197,5 +199,17 @@ func TestCrashFault_InProcessAbortsTheRequestOnce(t *testing.T) {
 	}
 	if crashes != 3 {
 		t.Fatalf("crash hook ran %d times, want 3", crashes)
+	}
+	// Five transfers committed: the two that crashed after their commit
+	// and before their response, and the three that followed. Each must
+	// be on the event stream, crashed or not.
+	executions := 0
+	for len(events) > 0 {
+		if ev := <-events; ev.Kind == "execution" {
+			executions++
+		}
+	}
+	if executions != 5 {
+		t.Fatalf("execution events = %d, want 5 (a crash must not hide committed money)", executions)
 	}
 }
