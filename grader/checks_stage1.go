@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"idemlab/kit/bank"
+	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
 )
 
@@ -59,6 +60,12 @@ func init() {
 			Claim: "two requests with different keys and the same body are two transfers, both executed",
 			Why:   "paying the same rent twice in one month is the customer's decision; the key, not the body, says whether a request is a retry, and a server that guesses loses a real payment",
 			Run:   checkDistinctKeysSameBody,
+		},
+		Check{
+			ID: "S1.fail-closed", Stage: 1, Lesson: lesson1 + "#fail-closed",
+			Claim: "when the key store fails, the request gets 503 unavailable and nothing executes; once it is back, the retry executes exactly once",
+			Why:   "executing without a claim is executing without protection: the retry that follows the outage pays a second time",
+			Run:   checkFailClosed,
 		},
 	)
 }
@@ -322,4 +329,96 @@ func checkDistinctKeysSameBody(t *T) error {
 		}
 	}
 	return t.Reconcile(sent, "", books)
+}
+
+// checkFailClosed catches a server that fails open: when the key store
+// errors it executes anyway (unprotected), or answers 500 instead of 503,
+// or leaves the key in a state that a retry executes twice. The naive
+// server fails it: it has no key store to fail.
+func checkFailClosed(t *T) error {
+	const opening = 2_000_000
+	cs, err := t.Reset(2, opening)
+	if err != nil {
+		return err
+	}
+	a, b := cs[0], cs[1]
+	books := NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
+	lease, err := t.lease()
+	if err != nil {
+		return err
+	}
+
+	// The store is down for the whole request: 503, and nothing moves.
+	for _, kind := range []string{"transfer", "deposit"} {
+		amount, op := t.Amount(1_000, 100_000), t.Op()
+		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+		if kind == "deposit" {
+			req = Deposit(a, t.Key(), DepositBody(a.Accounts[1], amount, op))
+		}
+		before, err := t.Snapshot()
+		if err != nil {
+			return err
+		}
+		if err := t.Arm(labctl.StoreUnavailable, 1000); err != nil {
+			return err
+		}
+		r := t.Do(req)
+		if err := t.Arm(labctl.StoreUnavailable, 0); err != nil {
+			return err
+		}
+		sent := req.String() + "\n(armed: store-unavailable, every statement on idempotency_keys fails)"
+		if !r.Is(http.StatusServiceUnavailable, pUnavailable) {
+			return t.Fail(sent, r.String(), "503 "+pUnavailable+": without a claim the request must not execute")
+		}
+		if err := t.unchanged(before, sent, r); err != nil {
+			return err
+		}
+		final, story, err := t.retryUntilDone(req, lease)
+		if err != nil {
+			return err
+		}
+		story = sent + "  →  " + r.Short() + "\nthen the store is back" + story
+		if !final.Is(http.StatusCreated, "") {
+			return t.Fail(story, final.String(), "201 Created: the retry after the outage executes")
+		}
+		if kind == "deposit" {
+			books.Deposit(op, a.Accounts[1], amount)
+		} else {
+			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+		}
+		if err := t.Reconcile(story, "", books); err != nil {
+			return err
+		}
+	}
+
+	// The store fails part-way through a request: whatever the request
+	// heard, its retries converge to one execution.
+	for _, failures := range []int{1, 2, 3} {
+		amount, op := t.Amount(1_000, 100_000), t.Op()
+		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+		if err := t.Arm(labctl.StoreUnavailable, failures); err != nil {
+			return err
+		}
+		r := t.Do(req)
+		if err := t.Arm(labctl.StoreUnavailable, 0); err != nil {
+			return err
+		}
+		sent := fmt.Sprintf("%s\n(armed: store-unavailable for the next %d statements on idempotency_keys)  →  %s", req.String(), failures, r.Short())
+		if !r.Is(http.StatusCreated, "") && !r.Is(http.StatusServiceUnavailable, pUnavailable) {
+			return t.Fail(sent, r.String(), "201 Created if the request got through, or 503 "+pUnavailable)
+		}
+		final, story, err := t.retryUntilDone(req, lease)
+		if err != nil {
+			return err
+		}
+		story = sent + "\nthen the store is back" + story
+		if !final.Is(http.StatusCreated, "") {
+			return t.Fail(story, final.String(), "201 Created")
+		}
+		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+		if err := t.Reconcile(story, "", books); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -28,10 +28,10 @@ func init() {
 			Run:   checkLiveLease409,
 		},
 		Check{
-			ID: "S6.fail-closed", Stage: 6, Lesson: lesson6 + "#fail-closed",
-			Claim: "when the key store fails, the request gets 503 unavailable and nothing executes; once it is back, the retry executes exactly once",
-			Why:   "executing without a claim is executing without protection: the retry that follows the outage pays a second time",
-			Run:   checkFailClosed,
+			ID: "S6.outage-mid-request", Stage: 6, Lesson: lesson6 + "#an-outage-mid-request",
+			Claim: "when the key store fails after the claim, while the request waits on the core, the money rolls back and the retries converge to exactly one execution",
+			Why:   "a claim the server could neither complete nor release must not block the operation for good, nor let it run twice",
+			Run:   checkOutageMidRequest,
 		},
 		Check{
 			ID: "S6.day-replay-through-faults", Stage: 6, Lesson: lesson6 + "#a-day-of-faults",
@@ -167,95 +167,60 @@ func checkLiveLease409(t *T) error {
 	return nil
 }
 
-// checkFailClosed catches a server that fails open: when the key store
-// errors it executes anyway (unprotected), or answers 500 instead of 503,
-// or leaves the key in a state that a retry executes twice.
-func checkFailClosed(t *T) error {
-	const opening = 2_000_000
-	cs, err := t.Reset(2, opening)
-	if err != nil {
-		return err
-	}
-	a, b := cs[0], cs[1]
-	books := NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
-	lease, err := t.lease()
-	if err != nil {
-		return err
-	}
-
-	// The store is down for the whole request: 503, and nothing moves.
-	for _, kind := range []string{"transfer", "deposit"} {
+// checkOutageMidRequest catches a claim stuck in progress for good after
+// the key store failed at its completion and its release (no lease to
+// expire), and a completion outside the business transaction (the money
+// stays moved while the key does not say so, and the retry pays again).
+func checkOutageMidRequest(t *T) error {
+	return t.WhileHeld(func(latency time.Duration) (bool, error) {
+		const opening = 1_000_000
+		cs, err := t.Reset(2, opening)
+		if err != nil {
+			return false, err
+		}
+		a, b := cs[0], cs[1]
+		lease, err := t.lease()
+		if err != nil {
+			return false, err
+		}
 		amount, op := t.Amount(1_000, 100_000), t.Op()
 		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
-		if kind == "deposit" {
-			req = Deposit(a, t.Key(), DepositBody(a.Accounts[1], amount, op))
-		}
-		before, err := t.Snapshot()
+		held, err := t.Hold(req, latency)
 		if err != nil {
-			return err
+			return false, err
 		}
-		if err := t.Arm(labctl.StoreUnavailable, 1000); err != nil {
-			return err
+		if !held.Seen || !held.Early() {
+			held.Wait()
+			return false, nil
 		}
-		r := t.Do(req)
+		// The claim is in. The store now fails for the next two statements
+		// on the key table: the completion, and the release after it.
+		if err := t.Arm(labctl.StoreUnavailable, 2); err != nil {
+			return false, err
+		}
+		orig := held.Wait()
 		if err := t.Arm(labctl.StoreUnavailable, 0); err != nil {
-			return err
+			return false, err
 		}
-		sent := req.String() + "\n(armed: store-unavailable, every statement on idempotency_keys fails)"
-		if !r.Is(http.StatusServiceUnavailable, pUnavailable) {
-			return t.Fail(sent, r.String(), "503 "+pUnavailable+": without a claim the request must not execute")
+		if err := t.Configure(map[string]string{"core_latency": "0s"}); err != nil {
+			return false, err
 		}
-		if err := t.unchanged(before, sent, r); err != nil {
-			return err
+		sent := fmt.Sprintf("%s\n(claimed; while it waits on the core, the next 2 statements on idempotency_keys fail)  →  %s", req.String(), orig.Short())
+		if !orig.Is(http.StatusCreated, "") && !orig.Is(http.StatusServiceUnavailable, pUnavailable) {
+			return true, t.Fail(sent, orig.String(), "503 "+pUnavailable+" (or 201 Created if the store was not needed again)")
 		}
 		final, story, err := t.retryUntilDone(req, lease)
 		if err != nil {
-			return err
-		}
-		story = sent + "  →  " + r.Short() + "\nthen the store is back" + story
-		if !final.Is(http.StatusCreated, "") {
-			return t.Fail(story, final.String(), "201 Created: the retry after the outage executes")
-		}
-		if kind == "deposit" {
-			books.Deposit(op, a.Accounts[1], amount)
-		} else {
-			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-		}
-		if err := t.Reconcile(story, "", books); err != nil {
-			return err
-		}
-	}
-
-	// The store fails part-way through a request: whatever the request
-	// heard, its retries converge to one execution.
-	for _, failures := range []int{1, 2, 3} {
-		amount, op := t.Amount(1_000, 100_000), t.Op()
-		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
-		if err := t.Arm(labctl.StoreUnavailable, failures); err != nil {
-			return err
-		}
-		r := t.Do(req)
-		if err := t.Arm(labctl.StoreUnavailable, 0); err != nil {
-			return err
-		}
-		sent := fmt.Sprintf("%s\n(armed: store-unavailable for the next %d statements on idempotency_keys)  →  %s", req.String(), failures, r.Short())
-		if !r.Is(http.StatusCreated, "") && !r.Is(http.StatusServiceUnavailable, pUnavailable) {
-			return t.Fail(sent, r.String(), "201 Created if the request got through, or 503 "+pUnavailable)
-		}
-		final, story, err := t.retryUntilDone(req, lease)
-		if err != nil {
-			return err
+			return true, err
 		}
 		story = sent + "\nthen the store is back" + story
 		if !final.Is(http.StatusCreated, "") {
-			return t.Fail(story, final.String(), "201 Created")
+			return true, t.Fail(story, final.String(), "201 Created: once the lease of the failed claim expires, a retry takes it over and executes")
 		}
+		books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
 		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-		if err := t.Reconcile(story, "", books); err != nil {
-			return err
-		}
-	}
-	return nil
+		return true, t.Reconcile(story, "", books)
+	})
 }
 
 // lease reads the lease period in force.

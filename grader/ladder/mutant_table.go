@@ -82,7 +82,7 @@ var Mutants = []Mutant{
 		Edits: []Edit{{"keys.go", "WHERE state = 'completed' AND completed_at <= ?", "WHERE coalesce(completed_at, created_at) <= ?"}},
 	},
 	{
-		Name: "fail-open", Stage: 6, CaughtBy: "S6.fail-closed",
+		Name: "fail-open", Stage: 6, CaughtBy: "S1.fail-closed",
 		Bug: "ignores key-store errors and executes anyway",
 		Edits: []Edit{{"keys.go", "func unavailable(err error) error {\n",
 			"func unavailable(err error) error {\n\treturn nil\n}\n\nfunc unavailableUnused(err error) error {\n"}},
