@@ -62,8 +62,12 @@ func (t *T) strand(req Request) (Response, error) {
 		return r, t.Fail(req.String()+"\n(armed: crash-in-transfer)", r.String(), "no answer: the process died inside the business write")
 	}
 	if t.target.Child != nil {
-		if _, err := t.Crashed(10 * time.Second); err != nil {
+		exited, err := t.Crashed(10 * time.Second)
+		if err != nil {
 			return r, err
+		}
+		if !exited {
+			return r, fmt.Errorf("crash-in-transfer was armed and the request sent, but the server did not exit")
 		}
 		if err := t.Restart(); err != nil {
 			return r, err
@@ -307,7 +311,7 @@ func (t *T) crashRecovery() error {
 			told = append(told, toldSuccess{req, r})
 		}
 		exited, err := t.Crashed(10 * time.Second)
-		if err != nil && !exited {
+		if err != nil {
 			return err
 		}
 		if !exited {

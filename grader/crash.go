@@ -44,7 +44,7 @@ func ChildProcess(binary string) Start {
 
 // ErrNoChild is returned by OnChild when the grader cannot start the
 // subject in a process of its own.
-var ErrNoChild = errors.New("this check crashes the server, so it needs one the grader can kill: run it from a stage's go test (make stage-N), whose TestMain is grader.Main, or with lab grade --start")
+var ErrNoChild = errors.New("this check crashes the server, so it needs one the grader can kill and restart: run it with make stage-N, or lab grade without --url")
 
 // OnChild returns a T for the same check against a server in a child
 // process, which the check may crash, Kill and Restart: the check's own
@@ -101,13 +101,15 @@ func (t *T) Restart() error {
 }
 
 // Crashed waits up to d for the target's child process to exit on its
-// own, as an armed crash fault makes it, and reports how it exited.
+// own, as an armed crash fault makes it, and reports whether it did. Its
+// exit status is no error: a crash is what the check asked for.
 func (t *T) Crashed(d time.Duration) (bool, error) {
 	c := t.target.Child
 	if c == nil {
 		return false, ErrNoChild
 	}
-	return c.WaitExit(d)
+	exited, _ := c.WaitExit(d)
+	return exited, nil
 }
 
 // cleanupList is what a check leaves to do when it ends, shared by the

@@ -14,19 +14,18 @@ import (
 	"idemlab/kit/bank"
 	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
+	"idemlab/kit/stage"
 )
 
-// T is what a check runs with: a target, its seed's random source, the
-// customers of the last reset, and the subject.
+// T is what a check runs with: a target, its seed's random source, and
+// the subject.
 type T struct {
-	ctx       context.Context
-	target    *Target
-	subject   Subject
-	seed      uint64
-	rng       *rand.Rand
-	mu        sync.Mutex
-	customers []bank.Customer
-	cleanups  *cleanupList
+	ctx      context.Context
+	target   *Target
+	subject  Subject
+	seed     uint64
+	rng      *rand.Rand
+	cleanups *cleanupList
 }
 
 // Rand is the check's random source; draw every input from it.
@@ -238,9 +237,11 @@ func (t *T) Reset(customers int, opening int64) ([]bank.Customer, error) {
 	if err := t.admin("POST", "/lab/reset", p, &out); err != nil {
 		return nil, err
 	}
-	t.mu.Lock()
-	t.customers = out.Customers
-	t.mu.Unlock()
+	// A reset keeps the config; a check starts from the defaults, whatever
+	// the check before it set on the same server.
+	if err := t.admin("POST", "/lab/config", labctl.Wire(stage.DefaultConfig()), nil); err != nil {
+		return nil, err
+	}
 	return out.Customers, nil
 }
 
@@ -256,8 +257,14 @@ func (t *T) Configure(cfg map[string]string) error {
 	return t.admin("POST", "/lab/config", cfg, nil)
 }
 
-// Arm arms a fault point count times.
+// Arm arms a fault point count times. It refuses to arm a crash on a
+// server the grader neither runs in this process nor can restart (lab
+// grade --url): the crash would end someone's server for good.
 func (t *T) Arm(point string, count int) error {
+	crash := strings.HasPrefix(point, "crash-")
+	if crash && count > 0 && t.target.Server == nil && t.target.Child == nil {
+		return ErrNoChild
+	}
 	return t.admin("POST", "/lab/faults", map[string]any{"point": point, "count": count}, nil)
 }
 

@@ -197,15 +197,21 @@ func printBanner(w io.Writer, f serveFlags, what, url string) {
 // tmp/bin. The lab command never links a student's stage: a stage that
 // does not compile yet breaks only itself, and says so here.
 func stageBinary(ctx context.Context, root string, n int, stderr io.Writer) (string, error) {
-	bin := filepath.Join(root, "tmp", "bin", fmt.Sprintf("stage%d.test", n))
-	pkg := fmt.Sprintf("./stages/stage%d", n)
-	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, pkg)
+	return testBinary(ctx, root, fmt.Sprintf("stages/stage%d", n), stderr)
+}
+
+// testBinary compiles the test binary of the package in dir (relative to
+// root) into tmp/bin and returns its path. Its TestMain is grader.Main, so
+// it serves its stage when started with IDEMLAB_SERVE.
+func testBinary(ctx context.Context, root, dir string, stderr io.Writer) (string, error) {
+	bin := filepath.Join(root, "tmp", "bin", strings.ReplaceAll(dir, "/", "-")+".test")
+	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, "./"+dir)
 	cmd.Dir = root
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		fmt.Fprint(stderr, out.String())
-		return "", &exitCode{code: 2, err: fmt.Errorf("stages/stage%d does not compile (go test -c %s): fix it, or run the reference with --solution", n, pkg)}
+		return "", &exitCode{code: 2, err: fmt.Errorf("%s does not compile (go test -c ./%s): fix it, or use the reference with --solution", dir, dir)}
 	}
 	return bin, nil
 }

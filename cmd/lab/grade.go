@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"idemlab/grader"
+)
+
+func init() {
+	register(command{name: "grade", summary: "run the checks of a stage against your code, a solution, or a running server", run: runGrade})
+}
+
+type gradeFlags struct {
+	stage    int
+	solution bool
+	url      string
+	admin    string
+	seed     uint64
+	run      string
+	results  string
+}
+
+func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lab grade", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f gradeFlags
+	fs.IntVar(&f.stage, "stage", 0, "run the checks of stages 0..N")
+	fs.BoolVar(&f.solution, "solution", false, "grade the reference solutions/stageN instead of your stages/stageN")
+	fs.StringVar(&f.url, "url", "", "grade a server that is already running (lab mode; needs --admin-token)")
+	fs.StringVar(&f.admin, "admin-token", "", "the admin token of the server at --url")
+	fs.Uint64Var(&f.seed, "seed", 0, "the run's seed (default: a fresh one, printed)")
+	fs.StringVar(&f.run, "run", "", "run only the checks whose ID contains this")
+	fs.StringVar(&f.results, "results", "", "write results.json to this folder")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lab grade --stage N [--solution | --url URL --admin-token T] [--seed S] [--run ID] [--results DIR]")
+		fs.PrintDefaults()
+	}
+	if done, err := parseFlags(fs, args); done {
+		return err
+	}
+	if err := checkStage(f.stage, f.solution); err != nil {
+		return err
+	}
+	if f.url != "" && f.admin == "" {
+		return &exitCode{code: 2, err: errors.New("--url needs --admin-token: the checks reset the server through /lab")}
+	}
+	subject, start, err := gradeTarget(ctx, f, stderr)
+	if err != nil {
+		return err
+	}
+	var checks []grader.Check
+	for _, c := range grader.For(subject) {
+		if strings.Contains(c.ID, f.run) {
+			checks = append(checks, c)
+		}
+	}
+	if len(checks) == 0 {
+		return &exitCode{code: 2, err: fmt.Errorf("--run %q matches no check of stage %d", f.run, f.stage)}
+	}
+	if f.seed == 0 {
+		f.seed = grader.RunSeed()
+	}
+	fmt.Fprintf(stdout, "lab grade: %s, the checks of stages 0..%d (%d), seed %d\n", subject.Name, f.stage, len(checks), f.seed)
+	// A running server is one server: its checks take turns. Child
+	// processes are each check's own, so a few run at once.
+	parallel := 4
+	if f.url != "" {
+		parallel = 1
+	}
+	results := runChecks(ctx, subject, checks, f.seed, start, parallel, stdout)
+	return gradeReport(f, results, stdout)
+}
+
+// gradeTarget says what is graded and how each check gets a server: the
+// running one at --url, or a fresh child process of the stage's test
+// binary, which the crash checks may kill.
+func gradeTarget(ctx context.Context, f gradeFlags, stderr io.Writer) (grader.Subject, grader.Start, error) {
+	if f.url != "" {
+		return grader.Subject{Stage: f.stage, Name: f.url}, grader.Running(f.url, f.admin), nil
+	}
+	root, err := grader.Root()
+	if err != nil {
+		return grader.Subject{}, nil, err
+	}
+	dir := fmt.Sprintf("stages/stage%d", f.stage)
+	if f.solution {
+		dir = fmt.Sprintf("solutions/stage%d", f.stage)
+	}
+	bin, err := testBinary(ctx, root, dir, stderr)
+	if err != nil {
+		return grader.Subject{}, nil, err
+	}
+	return grader.Subject{Stage: f.stage, Name: dir}, grader.ChildProcess(bin), nil
+}
+
+// runChecks runs the checks, parallel at a time, printing a line as each
+// one ends, and returns the results in catalogue order.
+func runChecks(ctx context.Context, subject grader.Subject, checks []grader.Check, seed uint64, start grader.Start, parallel int, stdout io.Writer) []grader.Result {
+	results := make([]grader.Result, len(checks))
+	sem := make(chan struct{}, parallel)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, c := range checks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			r := grader.RunCheck(ctx, subject, c, seed, start)
+			results[i] = r
+			mu.Lock()
+			fmt.Fprintf(stdout, "  %-4s %-36s %v\n", verdictWord(r), c.ID, r.Duration.Round(1e6))
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+func verdictWord(r grader.Result) string {
+	var f *grader.Failure
+	switch {
+	case r.Passed():
+		return "pass"
+	case errors.As(r.Err, &f):
+		return "FAIL"
+	}
+	return "?"
+}
+
+// gradeResults is results.json.
+type gradeResults struct {
+	// Valid is true, false, or "unknown" when some check could not run.
+	Valid   any           `json:"valid"`
+	Subject string        `json:"subject"`
+	Stage   int           `json:"stage"`
+	Seed    uint64        `json:"seed"`
+	Passed  int           `json:"passed"`
+	Failed  int           `json:"failed"`
+	Unknown int           `json:"could_not_run"`
+	Checks  []checkResult `json:"checks"`
+}
+
+type checkResult struct {
+	ID     string `json:"id"`
+	Result string `json:"result"`
+	Lesson string `json:"lesson"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// gradeReport prints the failures grouped by lesson and the closing
+// counts, writes results.json if asked, and chooses the exit status: 0
+// valid, 1 invalid, 2 could not run.
+func gradeReport(f gradeFlags, results []grader.Result, stdout io.Writer) error {
+	out := gradeResults{Subject: subjectName(f), Stage: f.stage, Seed: f.seed}
+	byLesson := map[string][]string{}
+	for _, r := range results {
+		cr := checkResult{ID: r.Check.ID, Lesson: r.Check.Lesson}
+		switch verdictWord(r) {
+		case "pass":
+			out.Passed++
+			cr.Result = "pass"
+		case "FAIL":
+			out.Failed++
+			cr.Result = "fail"
+		default:
+			out.Unknown++
+			cr.Result = "could not run"
+		}
+		if !r.Passed() {
+			cr.Detail = r.Err.Error()
+			lesson, _, _ := strings.Cut(r.Check.Lesson, "#")
+			byLesson[lesson] = append(byLesson[lesson], grader.Format(r, reproduceGrade(f, r.Check.ID)))
+		}
+		out.Checks = append(out.Checks, cr)
+	}
+	lessons := make([]string, 0, len(byLesson))
+	for l := range byLesson {
+		lessons = append(lessons, l)
+	}
+	sort.Strings(lessons)
+	for _, l := range lessons {
+		fmt.Fprintf(stdout, "\n── %s\n", l)
+		for _, block := range byLesson[l] {
+			fmt.Fprint(stdout, "\n"+block)
+		}
+	}
+	fmt.Fprintf(stdout, "\n%d passed, %d failed", out.Passed, out.Failed)
+	if out.Unknown > 0 {
+		fmt.Fprintf(stdout, ", %d could not run", out.Unknown)
+	}
+	fmt.Fprintln(stdout)
+	out.Valid = out.Failed == 0
+	if out.Failed == 0 && out.Unknown > 0 {
+		out.Valid = "unknown"
+	}
+	if f.results != "" {
+		if err := writeGradeResults(f.results, out); err != nil {
+			return err
+		}
+	}
+	switch {
+	case out.Failed > 0:
+		return &exitCode{code: 1, err: fmt.Errorf("%d of %d checks failed", out.Failed, len(results))}
+	case out.Unknown > 0:
+		return &exitCode{code: 2, err: fmt.Errorf("%d checks could not run", out.Unknown)}
+	}
+	return nil
+}
+
+func subjectName(f gradeFlags) string {
+	switch {
+	case f.url != "":
+		return f.url
+	case f.solution:
+		return fmt.Sprintf("solutions/stage%d", f.stage)
+	}
+	return fmt.Sprintf("stages/stage%d", f.stage)
+}
+
+func reproduceGrade(f gradeFlags, id string) string {
+	cmd := fmt.Sprintf("lab grade --stage %d", f.stage)
+	switch {
+	case f.url != "":
+		cmd += fmt.Sprintf(" --url %s --admin-token %s", f.url, f.admin)
+	case f.solution:
+		cmd += " --solution"
+	}
+	return fmt.Sprintf("%s --seed %d --run %s", cmd, f.seed, id)
+}
+
+func writeGradeResults(dir string, out gradeResults) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644)
+}
