@@ -28,6 +28,9 @@ const (
 	EnvServe = "IDEMLAB_SERVE" // listen address, e.g. 127.0.0.1:8080
 	EnvDB    = "IDEMLAB_DB"    // database file
 	EnvAdmin = "IDEMLAB_ADMIN" // admin token
+	// EnvAccessLog, when set, is the file the server appends its access
+	// log to (one accesslog.Record per line).
+	EnvAccessLog = "IDEMLAB_ACCESS_LOG"
 	// EnvSubject names the subject to serve (Subject.Name) when the
 	// binary holds several; empty means the first.
 	EnvSubject = "IDEMLAB_SUBJECT"
@@ -67,20 +70,32 @@ func Main(m *testing.M, subjects ...Subject) {
 			os.Exit(1)
 		}
 	}
-	if err := Serve(context.Background(), subject, addr, os.Getenv(EnvDB), os.Getenv(EnvAdmin)); err != nil {
+	opts := server.Options{DB: os.Getenv(EnvDB), AdminToken: os.Getenv(EnvAdmin)}
+	if path := os.Getenv(EnvAccessLog); path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "lab:", err)
+			os.Exit(1)
+		}
+		opts.AccessLog = f // closed when the process ends; every record is written through
+	}
+	if err := Serve(context.Background(), subject, addr, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "lab:", err)
 		os.Exit(1)
 	}
 	os.Exit(0)
 }
 
-// Serve runs subject as a lab server on addr until interrupted. It prints
-// one line, "listening on http://ADDR", once the server accepts requests.
-func Serve(ctx context.Context, subject Subject, addr, db, admin string) error {
-	if db == "" {
-		db = "idemlab.db"
+// Serve runs subject as a lab server on addr until interrupted, with the
+// database, admin token and access log of opts (lab mode is always on).
+// It prints one line, "listening on http://ADDR", once the server accepts
+// requests.
+func Serve(ctx context.Context, subject Subject, addr string, opts server.Options) error {
+	if opts.DB == "" {
+		opts.DB = "idemlab.db"
 	}
-	srv, err := server.New(ctx, server.Options{DB: db, Stage: subject.New, Lab: true, AdminToken: admin})
+	opts.Stage, opts.Lab = subject.New, true
+	srv, err := server.New(ctx, opts)
 	if err != nil {
 		return err
 	}

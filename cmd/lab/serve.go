@@ -48,6 +48,8 @@ type serveFlags struct {
 	addr     string
 	admin    string
 	public   bool
+	// accessLog is the file the server appends its access log to.
+	accessLog string
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -59,9 +61,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&f.db, "db", "", `the database file, or ":memory:" (default tmp/lab-stageN.db, kept across restarts)`)
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "the address to listen on")
 	fs.StringVar(&f.admin, "admin-token", "", "the token that opens /lab (default: drawn at random and printed)")
+	fs.StringVar(&f.accessLog, "access-log", "", "append the server's access log (one JSON record per request, what lab tally reads) to this file")
 	fs.BoolVar(&f.public, "public", false, "allow an address other than loopback (the lab endpoints reset the bank and move its clock)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab serve [--stage N] [--solution] [--db FILE] [--addr HOST:PORT] [--admin-token T] [--public]")
+		fmt.Fprintln(stderr, "usage: lab serve [--stage N] [--solution] [--db FILE] [--addr HOST:PORT] [--admin-token T] [--access-log FILE] [--public]")
 		fs.PrintDefaults()
 	}
 	if done, err := parseFlags(fs, args); done {
@@ -132,7 +135,16 @@ func drawAdminToken() string {
 
 // serveSolution serves a reference solution in this process until ctx ends.
 func serveSolution(ctx context.Context, f serveFlags, stdout io.Writer) error {
-	srv, err := server.New(ctx, server.Options{DB: f.db, Stage: solutions[f.stage], Lab: true, AdminToken: f.admin})
+	opts := server.Options{DB: f.db, Stage: solutions[f.stage], Lab: true, AdminToken: f.admin}
+	if f.accessLog != "" {
+		log, err := os.OpenFile(f.accessLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer log.Close()
+		opts.AccessLog = log
+	}
+	srv, err := server.New(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -162,7 +174,7 @@ func serveStudent(ctx context.Context, root string, f serveFlags, stdout, stderr
 	if err != nil {
 		return err
 	}
-	child, err := startStage(ctx, bin, f.addr, f.db, f.admin, stderr)
+	child, err := startStage(ctx, bin, f.addr, f.db, f.admin, f.accessLog, stderr)
 	if err != nil {
 		return err
 	}
@@ -226,7 +238,7 @@ type stageChild struct {
 // startStage runs a stage's test binary as a lab server on addr (":0"
 // style ports are fine) and waits until it answers. The binary's TestMain
 // is grader.Main, which serves instead of testing when IDEMLAB_SERVE is set.
-func startStage(ctx context.Context, bin, addr, db, admin string, stderr io.Writer) (*stageChild, error) {
+func startStage(ctx context.Context, bin, addr, db, admin, accessLog string, stderr io.Writer) (*stageChild, error) {
 	if strings.HasSuffix(addr, ":0") {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -236,7 +248,7 @@ func startStage(ctx context.Context, bin, addr, db, admin string, stderr io.Writ
 		ln.Close()
 	}
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), grader.EnvServe+"="+addr, grader.EnvDB+"="+db, grader.EnvAdmin+"="+admin)
+	cmd.Env = append(os.Environ(), grader.EnvServe+"="+addr, grader.EnvDB+"="+db, grader.EnvAdmin+"="+admin, grader.EnvAccessLog+"="+accessLog)
 	cmd.Stdout, cmd.Stderr = io.Discard, stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
