@@ -119,9 +119,9 @@ func escapeAll(s string) string {
 }
 
 // checkEquivalentBodies catches a fingerprint over the raw bytes, or over
-// a re-encoding that is not canonical (Go's json.Marshal of a map keeps
-// 3e5 and 300000 apart; a struct re-encoding drops unknown spellings but
-// keeps member order of nested objects): one of the rewritten retries is
+// a re-encoding that is not canonical (one decoded with UseNumber or into
+// json.RawMessage keeps 3e5 and 300000 apart; a string re-encoded by
+// json.Marshal keeps Go's HTML escapes): one of the rewritten retries is
 // refused as a different request.
 func checkEquivalentBodies(t *T) error {
 	const opening = 5_000_000

@@ -334,6 +334,10 @@ func (r *replayer) send(ctx context.Context, op *dayplan.Op, body []byte, a *Att
 		a.Error = err.Error()
 		return 0
 	}
+	// Go's transport resends a request carrying an Idempotency-Key on its
+	// own when a reused connection drops, if it can rewind the body. The
+	// replay counts and makes every attempt itself.
+	req.GetBody = nil
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+r.tokens[op.Customer])
 	req.Header.Set("Idempotency-Key", op.Key)
