@@ -24,6 +24,8 @@ const (
 	KindReset     = "reset"
 	KindClock     = "clock"
 	KindDropped   = "dropped"
+	// KindPurge reports a purge the server ran on its own that failed.
+	KindPurge = "purge"
 )
 
 // Event is one thing that happened in a lab server.

@@ -164,11 +164,17 @@ func (c *Controller) State(ctx context.Context) (State, error) {
 // UTF-8 blobs are strings; other blobs are shown as hex. A stage without
 // the table (stage 0) has no rows.
 func KeyRows(ctx context.Context, db *sql.DB, where string, args ...any) ([]map[string]any, error) {
+	ctx = sqlitedb.LabRead(ctx)
+	var tables int
+	if err := db.QueryRowContext(ctx,
+		`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'idempotency_keys'`).Scan(&tables); err != nil {
+		return nil, fmt.Errorf("look for idempotency_keys: %w", err)
+	}
+	if tables == 0 {
+		return []map[string]any{}, nil
+	}
 	rows, err := db.QueryContext(ctx, `SELECT rowid AS rowid, * FROM idempotency_keys WHERE `+where, args...)
 	if err != nil {
-		if strings.Contains(err.Error(), "no such table") {
-			return []map[string]any{}, nil
-		}
 		return nil, fmt.Errorf("read idempotency_keys: %w", err)
 	}
 	defer rows.Close()
@@ -248,7 +254,7 @@ func (c *Controller) handleClock(w http.ResponseWriter, r *http.Request) {
 	}
 	c.Hub.Publish(events.KindClock, map[string]string{"now": clock.Format(now)})
 	if c.Purge != nil {
-		if _, err := c.Purge(r.Context()); err != nil {
+		if _, err := c.Purge(sqlitedb.LabRead(r.Context())); err != nil {
 			problem.Write(w, fmt.Errorf("purge after moving the clock: %w", err))
 			return
 		}
@@ -307,7 +313,7 @@ func (c *Controller) handlePurge(w http.ResponseWriter, r *http.Request) {
 		respond.JSON(w, http.StatusOK, map[string]any{"purged": 0, "note": "this stage keeps keys forever (purge arrives in stage 5)"})
 		return
 	}
-	n, err := c.Purge(r.Context())
+	n, err := c.Purge(sqlitedb.LabRead(r.Context()))
 	if err != nil {
 		problem.Write(w, err)
 		return

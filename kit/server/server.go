@@ -127,7 +127,11 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	s.ctl = &labctl.Controller{DB: s.db, Bank: s.bank, Clock: s.clock, Hub: s.hub, Settings: s.settings, Faults: s.faults}
 	if p, ok := s.handlers.(stage.Purger); ok {
 		s.ctl.Purge = p.Purge
-		s.every(30*time.Second, func() { p.Purge(context.Background()) })
+		s.every(30*time.Second, func() {
+			if _, err := p.Purge(sqlitedb.LabRead(context.Background())); err != nil {
+				s.hub.Publish(events.KindPurge, map[string]string{"error": err.Error()})
+			}
+		})
 	}
 	if opts.Lab && s.admin == "" {
 		var b [16]byte

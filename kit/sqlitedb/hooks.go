@@ -24,7 +24,7 @@ const keyTable = "idempotency_keys"
 
 type connector struct {
 	base  driver.Connector
-	hooks *Hooks
+	hooks *hooks
 }
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -55,7 +55,7 @@ func (c *connector) Driver() driver.Driver { return c.base.Driver() }
 
 type conn struct {
 	inner driver.Conn
-	hooks *Hooks
+	hooks *hooks
 	// business is set when the open transaction carried a business write.
 	business bool
 	// inTx is set while a transaction is open.
@@ -72,7 +72,7 @@ func (c *conn) committed() {
 	if len(rows) == 0 {
 		return
 	}
-	if fn := c.hooks.KeyRowsChanged.Load(); fn != nil {
+	if fn := c.hooks.keyRowsChanged.Load(); fn != nil {
 		(*fn)(dedupe(rows))
 	}
 }
@@ -92,7 +92,10 @@ func dedupe(rows []int64) []int64 {
 // Unwrap lets the sqlite driver see the connection it made.
 func (c *conn) Unwrap() driver.Conn { return c.inner }
 
-func (c *conn) checkKeyStore(query string) error {
+func (c *conn) checkKeyStore(ctx context.Context, query string) error {
+	if isLabRead(ctx) {
+		return nil
+	}
 	if c.hooks.keyStoreFailures.Left() <= 0 || !strings.Contains(strings.ToLower(query), keyTable) {
 		return nil
 	}
@@ -107,7 +110,7 @@ func (c *conn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	if err := c.checkKeyStore(query); err != nil {
+	if err := c.checkKeyStore(ctx, query); err != nil {
 		return nil, err
 	}
 	st, err := c.inner.(driver.ConnPrepareContext).PrepareContext(ctx, query)
@@ -135,7 +138,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if err := c.checkKeyStore(query); err != nil {
+	if err := c.checkKeyStore(ctx, query); err != nil {
 		return nil, err
 	}
 	res, err := c.inner.(driver.ExecerContext).ExecContext(ctx, query, args)
@@ -147,7 +150,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if err := c.checkKeyStore(query); err != nil {
+	if err := c.checkKeyStore(ctx, query); err != nil {
 		return nil, err
 	}
 	return c.inner.(driver.QueryerContext).QueryContext(ctx, query, args)
@@ -194,7 +197,7 @@ func (t *tx) Commit() error {
 	t.conn.hooks.commits.Add(1)
 	t.conn.committed()
 	if business {
-		if fn := t.conn.hooks.AfterBusinessCommit.Load(); fn != nil {
+		if fn := t.conn.hooks.afterBusinessCommit.Load(); fn != nil {
 			(*fn)()
 		}
 	}
@@ -215,7 +218,7 @@ type stmt struct {
 }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	if err := s.conn.checkKeyStore(s.query); err != nil {
+	if err := s.conn.checkKeyStore(ctx, s.query); err != nil {
 		return nil, err
 	}
 	res, err := s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
@@ -227,7 +230,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	if err := s.conn.checkKeyStore(s.query); err != nil {
+	if err := s.conn.checkKeyStore(ctx, s.query); err != nil {
 		return nil, err
 	}
 	return s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)

@@ -29,21 +29,21 @@ import (
 // switches lab mode flips.
 type DB struct {
 	*sql.DB
-	hooks *Hooks
+	hooks *hooks
 	path  string
 }
 
 // Path reports the file the database lives in, or ":memory:".
 func (db *DB) Path() string { return db.path }
 
-// Hooks are the fault switches of one database. The zero value injects nothing.
-type Hooks struct {
-	// AfterBusinessCommit, when set, runs right after a transaction that
+// hooks are the fault switches of one database. The zero value injects nothing.
+type hooks struct {
+	// afterBusinessCommit, when set, runs right after a transaction that
 	// carried a business write (see MarkBusinessWrite) has committed.
-	AfterBusinessCommit atomic.Pointer[func()]
-	// KeyRowsChanged, when set, receives the rowids of idempotency_keys rows
+	afterBusinessCommit atomic.Pointer[func()]
+	// keyRowsChanged, when set, receives the rowids of idempotency_keys rows
 	// that a committed transaction inserted, updated or deleted.
-	KeyRowsChanged atomic.Pointer[func(rowids []int64)]
+	keyRowsChanged atomic.Pointer[func(rowids []int64)]
 	// commits counts the transactions committed (explicit ones and
 	// autocommit statements that wrote).
 	commits atomic.Int64
@@ -62,10 +62,10 @@ func (db *DB) KeyStoreFailuresLeft() int64 { return db.hooks.keyStoreFailures.Le
 // carrying a business write commits; nil removes it.
 func (db *DB) OnBusinessCommit(fn func()) {
 	if fn == nil {
-		db.hooks.AfterBusinessCommit.Store(nil)
+		db.hooks.afterBusinessCommit.Store(nil)
 		return
 	}
-	db.hooks.AfterBusinessCommit.Store(&fn)
+	db.hooks.afterBusinessCommit.Store(&fn)
 }
 
 // OnKeyRowsChanged sets the function that receives the rowids of
@@ -74,10 +74,10 @@ func (db *DB) OnBusinessCommit(fn func()) {
 // the stage's design of that table (it must be a rowid table).
 func (db *DB) OnKeyRowsChanged(fn func(rowids []int64)) {
 	if fn == nil {
-		db.hooks.KeyRowsChanged.Store(nil)
+		db.hooks.keyRowsChanged.Store(nil)
 		return
 	}
-	db.hooks.KeyRowsChanged.Store(&fn)
+	db.hooks.keyRowsChanged.Store(&fn)
 }
 
 // Commits reports how many transactions have committed on db: explicit
@@ -97,13 +97,13 @@ func Open(path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	hooks := &Hooks{}
-	sdb := sql.OpenDB(&connector{base: base, hooks: hooks})
+	h := &hooks{}
+	sdb := sql.OpenDB(&connector{base: base, hooks: h})
 	if err := sdb.Ping(); err != nil {
 		sdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return &DB{DB: sdb, hooks: hooks, path: path}, nil
+	return &DB{DB: sdb, hooks: h, path: path}, nil
 }
 
 var memoryDatabases atomic.Int64
@@ -154,6 +154,21 @@ func IsBusy(err error) bool {
 	}
 	primary := serr.Code() & 0xff
 	return primary == sqlite3.SQLITE_BUSY || primary == sqlite3.SQLITE_LOCKED
+}
+
+type labReadKey struct{}
+
+// LabRead returns a context for the lab's own statements on the key table
+// (its state, its event stream, the purges it starts): the
+// store-unavailable fault spares them, so that an armed count is spent
+// only by the stage's requests.
+func LabRead(ctx context.Context) context.Context {
+	return context.WithValue(ctx, labReadKey{}, true)
+}
+
+func isLabRead(ctx context.Context) bool {
+	v, _ := ctx.Value(labReadKey{}).(bool)
+	return v
 }
 
 type businessWriteKey struct{}

@@ -197,3 +197,16 @@ func TestOnKeyRowsChanged_ReportsCommittedKeyRowsOnly(t *testing.T) {
 		t.Fatalf("changes reported = %v, want [[1] [1]] (the insert, then the update; not the rolled-back insert)", got)
 	}
 }
+
+func TestFailKeyStore_SparesTheLabsOwnReads(t *testing.T) {
+	db := openTemp(t)
+	mustExec(t, db, `CREATE TABLE idempotency_keys (k TEXT PRIMARY KEY)`)
+	db.FailKeyStore(1)
+	lab := sqlitedb.LabRead(context.Background())
+	if _, err := db.QueryContext(lab, `SELECT * FROM idempotency_keys`); err != nil {
+		t.Fatalf("the lab's own read met the fault: %v", err)
+	}
+	if _, err := db.Exec(`INSERT INTO idempotency_keys VALUES ('x')`); !errors.Is(err, sqlitedb.ErrKeyStoreUnavailable) {
+		t.Fatalf("the stage's statement did not meet the fault (the lab's read spent it?): %v", err)
+	}
+}
