@@ -23,6 +23,14 @@ type Result struct {
 // Passed reports whether the check held.
 func (r Result) Passed() bool { return r.Err == nil }
 
+// Caught reports whether the check failed with evidence against the
+// server (a *Failure), as opposed to holding or not being able to run
+// (the server did not start, the check panicked or timed out).
+func (r Result) Caught() bool {
+	var f *Failure
+	return errors.As(r.Err, &f)
+}
+
 // Start starts a fresh target for one check.
 type Start func(ctx context.Context, subject Subject) (*Target, func(), error)
 
@@ -79,22 +87,34 @@ func indent(s string) string {
 	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n            ")
 }
 
-// RunSeed reads the run's seed from SEED, or draws a fresh one.
-func RunSeed() uint64 {
-	if v := os.Getenv("SEED"); v != "" {
-		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
-			return n
-		}
+// RunSeed reads the run's seed from SEED, or draws a fresh one. It returns
+// an error if SEED is set but is not a number.
+func RunSeed() (uint64, error) {
+	v := os.Getenv("SEED")
+	if v == "" {
+		return rand.Uint64() % 100_000, nil
 	}
-	return rand.Uint64() % 100_000
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("SEED=%q is not a seed: use the number a failure printed", v)
+	}
+	return n, nil
 }
 
 // TestStage runs every check of stages 0..subject.Stage against the
 // subject, each as a subtest named by its ID, so that RUN=S3.x (or go
 // test -run) picks one. It prints the seed; SEED=n repeats a run.
 func TestStage(t *testing.T, subject Subject) {
-	seed := RunSeed()
+	seed, err := RunSeed()
+	if err != nil {
+		t.Fatal(err)
+	}
 	only := os.Getenv("RUN")
+	// The reproduce line names the make target that runs this subject.
+	target := "stage"
+	if strings.HasPrefix(subject.Name, "solutions/") {
+		target = "solution"
+	}
 	t.Logf("seed %d (repeat with SEED=%d)", seed, seed)
 	ran := 0
 	for _, c := range For(subject) {
@@ -106,7 +126,7 @@ func TestStage(t *testing.T, subject Subject) {
 			t.Parallel()
 			r := RunCheck(context.Background(), subject, c, seed, InProcess)
 			if !r.Passed() {
-				t.Error("\n" + Format(r, fmt.Sprintf("make stage-%d SEED=%d RUN=%s", subject.Stage, seed, c.ID)))
+				t.Error("\n" + Format(r, fmt.Sprintf("make %s-%d SEED=%d RUN=%s", target, subject.Stage, seed, c.ID)))
 			}
 		})
 	}

@@ -68,7 +68,9 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return &exitCode{code: 2, err: fmt.Errorf("--run %q matches no check of stage %d", f.run, f.stage)}
 	}
 	if f.seed == 0 {
-		f.seed = grader.RunSeed()
+		if f.seed, err = grader.RunSeed(); err != nil {
+			return &exitCode{code: 2, err: err}
+		}
 	}
 	fmt.Fprintf(stdout, "lab grade: %s, the checks of stages 0..%d (%d), seed %d\n", subject.Name, f.stage, len(checks), f.seed)
 	// A running server is one server: its checks take turns. Child
@@ -128,11 +130,10 @@ func runChecks(ctx context.Context, subject grader.Subject, checks []grader.Chec
 }
 
 func verdictWord(r grader.Result) string {
-	var f *grader.Failure
 	switch {
 	case r.Passed():
 		return "pass"
-	case errors.As(r.Err, &f):
+	case r.Caught():
 		return "FAIL"
 	}
 	return "?"

@@ -29,8 +29,13 @@ type Cell struct {
 	Subject string
 	Stage   int
 	Checks  []string
-	Failed  []string
-	Errors  map[string]string
+	// Failed are the checks that failed with evidence (grader.Result.Caught).
+	Failed []string
+	// Broken are the checks that could not run at all: a server that did
+	// not start, a check that panicked or timed out. They prove nothing
+	// either way, so the ladder treats them as errors.
+	Broken []string
+	Errors map[string]string
 }
 
 // Run runs checks against subject, several at a time, and reports which failed.
@@ -47,16 +52,22 @@ func Run(ctx context.Context, subject grader.Subject, checks []grader.Check, see
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			r := grader.RunCheck(ctx, subject, c, seed, grader.InProcess)
-			if !r.Passed() {
-				mu.Lock()
-				cell.Failed = append(cell.Failed, c.ID)
-				cell.Errors[c.ID] = grader.Format(r, fmt.Sprintf("SEED=%d", seed))
-				mu.Unlock()
+			if r.Passed() {
+				return
 			}
+			mu.Lock()
+			defer mu.Unlock()
+			if r.Caught() {
+				cell.Failed = append(cell.Failed, c.ID)
+			} else {
+				cell.Broken = append(cell.Broken, c.ID)
+			}
+			cell.Errors[c.ID] = grader.Format(r, fmt.Sprintf("SEED=%d", seed))
 		}()
 	}
 	wg.Wait()
 	sort.Strings(cell.Failed)
+	sort.Strings(cell.Broken)
 	return cell
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,7 +62,19 @@ func TestMain(m *testing.M) {
 // TestLadder runs the matrix of SPEC section 7 and prints it.
 func TestLadder(t *testing.T) {
 	ctx := context.Background()
-	seed := grader.RunSeed()
+	seed, err := grader.RunSeed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// run runs checks against subject; a check that could not run at all
+	// proves nothing, whichever way the cell must go, and is an error.
+	run := func(subject grader.Subject, checks []grader.Check) ladder.Cell {
+		c := ladder.Run(ctx, subject, checks, seed)
+		for _, id := range c.Broken {
+			t.Errorf("%s: %s could not run:\n%s", subject.Name, id, c.Errors[id])
+		}
+		return c
+	}
 	rows := [][]string{{"stage", "solution N, checks <= N", "solution N-1, stage-N checks", "scaffold N, stage-N checks", "scaffold N, checks < N"}}
 	for i, r := range rungs {
 		n := r.Stage
@@ -70,7 +84,7 @@ func TestLadder(t *testing.T) {
 		}
 		row := []string{fmt.Sprint(n)}
 
-		sol := ladder.Run(ctx, r.Solution, grader.For(r.Solution), seed)
+		sol := run(r.Solution, grader.For(r.Solution))
 		row = append(row, verdict(sol, true))
 		for _, id := range sol.Failed {
 			t.Errorf("solution %d must pass %s:\n%s", n, id, sol.Errors[id])
@@ -81,19 +95,19 @@ func TestLadder(t *testing.T) {
 		} else {
 			prev := rungs[i-1].Solution
 			prev.Stage = n
-			below := ladder.Run(ctx, prev, ladder.OfStage(prev), seed)
+			below := run(prev, ladder.OfStage(prev))
 			row = append(row, verdict(below, false))
 			if len(below.Failed) == 0 {
 				t.Errorf("solution %d passes every stage-%d check: the stage teaches nothing a check can see", n-1, n)
 			}
 		}
 
-		scaf := ladder.Run(ctx, r.Scaffold, ladder.OfStage(r.Scaffold), seed)
+		scaf := run(r.Scaffold, ladder.OfStage(r.Scaffold))
 		row = append(row, verdict(scaf, false))
 		if len(scaf.Failed) == 0 {
 			t.Errorf("the untouched scaffold of stage %d passes every stage-%d check", n, n)
 		}
-		earlier := ladder.Run(ctx, r.Scaffold, ladder.Before(r.Scaffold), seed)
+		earlier := run(r.Scaffold, ladder.Before(r.Scaffold))
 		row = append(row, verdict(earlier, true))
 		for _, id := range earlier.Failed {
 			t.Errorf("the scaffold of stage %d must pass the earlier check %s:\n%s", n, id, earlier.Errors[id])
@@ -109,6 +123,9 @@ func TestLadder(t *testing.T) {
 func verdict(c ladder.Cell, mustPass bool) string {
 	if len(c.Checks) == 0 {
 		return "-"
+	}
+	if len(c.Broken) > 0 {
+		return "COULD NOT RUN " + strings.Join(c.Broken, ",")
 	}
 	if mustPass {
 		if len(c.Failed) == 0 {
@@ -132,23 +149,28 @@ func TestMutants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed := grader.RunSeed()
+	seed, err := grader.RunSeed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(root, ladder.DirPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
 	var pkgs []string
-	byPkg := map[string]ladder.Mutant{}
 	for _, m := range ladder.Mutants {
 		if _, ok := grader.Lookup(m.CaughtBy); !ok {
 			t.Errorf("mutant %s names no check: %s", m.Name, m.CaughtBy)
 			continue
 		}
-		pkg, err := ladder.Build(root, m, seed)
+		pkg, err := ladder.Build(root, dir, m, seed)
 		if err != nil {
 			t.Error(err)
 			continue
 		}
 		pkgs = append(pkgs, pkg)
-		byPkg["idemlab/"+strings.TrimPrefix(pkg, "./")] = m
 	}
-	defer os.RemoveAll(root + "/" + ladder.Dir)
 	cmd := exec.Command("go", append([]string{"test", "-count=1", "-json"}, pkgs...)...)
 	cmd.Dir = root
 	var out bytes.Buffer
@@ -173,7 +195,7 @@ func TestMutants(t *testing.T) {
 	fmt.Printf("\nMutants (seed %d): each must be caught by its check\n", seed)
 	rows := [][]string{{"mutant", "bug", "caught by", "result"}}
 	for _, m := range ladder.Mutants {
-		pkg := "idemlab/" + ladder.Dir + "/" + m.Name
+		pkg := "idemlab/" + filepath.Base(dir) + "/" + m.Name
 		res := "caught"
 		if outcome[pkg] != "pass" {
 			res = "NOT CAUGHT"
@@ -186,4 +208,49 @@ func TestMutants(t *testing.T) {
 		rows = append(rows, []string{m.Name, m.Bug, m.CaughtBy, res})
 	}
 	ladder.PrintMatrix(os.Stdout, rows)
+}
+
+// TestScaffoldsMirrorSolutions holds the promise of the stage READMEs: a
+// scaffold and its solution have the same non-test files, and the same
+// stage test, so copying the solution's .go files over the scaffold makes
+// make stage-N pass (the ladder shows that solution N passes).
+func TestScaffoldsMirrorSolutions(t *testing.T) {
+	root, err := grader.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rungs {
+		sol := filepath.Join(root, r.Solution.Name)
+		scaf := filepath.Join(root, r.Scaffold.Name)
+		if got, want := goFiles(t, scaf), goFiles(t, sol); !slices.Equal(got, want) {
+			t.Errorf("stage %d: %s has %v, %s has %v", r.Stage, r.Scaffold.Name, got, r.Solution.Name, want)
+		}
+		a, err := os.ReadFile(filepath.Join(sol, "stage_test.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(scaf, "stage_test.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.ReplaceAll(string(a), r.Solution.Name, r.Scaffold.Name) != string(b) {
+			t.Errorf("stage %d: the scaffold's stage_test.go is not the solution's with the path changed", r.Stage)
+		}
+	}
+}
+
+// goFiles lists the non-test Go files of dir.
+func goFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if n := e.Name(); strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go") {
+			out = append(out, n)
+		}
+	}
+	return out
 }

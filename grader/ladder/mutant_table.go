@@ -82,10 +82,10 @@ var Mutants = []Mutant{
 		Edits: []Edit{{"keys.go", "WHERE state = 'completed' AND completed_at <= ?", "WHERE coalesce(completed_at, created_at) <= ?"}},
 	},
 	{
-		Name: "fail-open", Stage: 6, CaughtBy: "S1.fail-closed",
-		Bug: "ignores key-store errors and executes anyway",
-		Edits: []Edit{{"keys.go", "func unavailable(err error) error {\n",
-			"func unavailable(err error) error {\n\treturn nil\n}\n\nfunc unavailableUnused(err error) error {\n"}},
+		Name: "fail-open", Stage: 1, CaughtBy: "S1.fail-closed",
+		Bug: "treats a key-store error as a successful claim and executes anyway",
+		Edits: []Edit{{"keys.go", "\tdefault:\n\t\treturn problem.Wrap(problem.Unavailable, err,",
+			"\tdefault:\n\t\treturn nil\n\t\treturn problem.Wrap(problem.Unavailable, err,"}},
 	},
 	{
 		Name: "stuck-in-progress", Stage: 6, CaughtBy: "S6.crash-recovery",

@@ -29,23 +29,24 @@ type Edit struct {
 	File, Old, New string
 }
 
-// Dir is where mutants are built, under the project root. Go's tools skip
-// directories that start with an underscore when they expand ./..., so
-// the mutants are never vetted, linted or tested by accident.
-const Dir = "_mutants"
+// DirPrefix starts the name of the folder, under the project root, where
+// one run builds its mutants. Go's tools skip directories that start with
+// an underscore when they expand ./..., so the mutants are never vetted,
+// linted or tested by accident; each run has a folder of its own, so two
+// runs in one checkout do not meet.
+const DirPrefix = "_mutants-"
 
 var packageLine = regexp.MustCompile(`(?m)^package \w+`)
 
-// Build writes mutant m as a package of its own under root/_mutants/NAME:
-// the solution's non-test files with the edit applied, and a test that
-// passes only if m.CaughtBy fails on it. It returns the package's import
-// path, or an error if the edit no longer applies (the solution changed).
-func Build(root string, m Mutant, seed uint64) (string, error) {
+// Build writes mutant m as a package of its own in dir/NAME (dir is a
+// folder directly under root whose name starts with DirPrefix): the
+// solution's non-test files with the edits applied, and a test that passes
+// only if m.CaughtBy fails on it with evidence. It returns the package's
+// path relative to root, or an error if an edit no longer applies (the
+// solution changed).
+func Build(root, dir string, m Mutant, seed uint64) (string, error) {
 	src := filepath.Join(root, "solutions", fmt.Sprintf("stage%d", m.Stage))
-	dst := filepath.Join(root, Dir, m.Name)
-	if err := os.RemoveAll(dst); err != nil {
-		return "", err
-	}
+	dst := filepath.Join(dir, m.Name)
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return "", err
 	}
@@ -100,13 +101,17 @@ func TestCaught(t *testing.T) {
 	if !ok {
 		t.Fatal("no check %[1]s")
 	}
-	if r := grader.RunCheck(context.Background(), subject, c, %[4]d, grader.InProcess); r.Passed() {
+	r := grader.RunCheck(context.Background(), subject, c, %[4]d, grader.InProcess)
+	switch {
+	case r.Passed():
 		t.Fatal("mutant %[3]s (%[5]s) was not caught by %[1]s")
+	case !r.Caught():
+		t.Fatalf("%[1]s could not run on mutant %[3]s: %%v", r.Err)
 	}
 }
 `, m.CaughtBy, m.Stage, m.Name, seed, m.Bug)
 	if err := os.WriteFile(filepath.Join(dst, "caught_test.go"), []byte(test), 0o644); err != nil {
 		return "", err
 	}
-	return "./" + Dir + "/" + m.Name, nil
+	return "./" + filepath.Base(dir) + "/" + m.Name, nil
 }
