@@ -7,22 +7,6 @@ import (
 	"time"
 )
 
-// Won formats an amount of won with thousands separators: 1,250,000.
-func Won(n int64) string {
-	if n < 0 {
-		return "-" + Won(-n)
-	}
-	s := strconv.FormatInt(n, 10)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
-
 // Short formats a number in at most five characters: 950, 12.5k, 3.2M.
 func Short(n int64) string {
 	if n < 0 {

@@ -7,6 +7,8 @@ import (
 
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"idemlab/kit/bank"
 )
 
 // pane is one side drawn in a box: a plain value the root model builds
@@ -282,7 +284,7 @@ func (p pane) moneyLines(n int) []string {
 		verdict = p.st.Conflict.Render(fmt.Sprintf("? %d unreported executions", c.Unseen))
 	}
 	out := []string{
-		fmt.Sprintf("Σ ₩%s %s", Won(m.Total), verdict),
+		fmt.Sprintf("Σ ₩%s %s", bank.FormatWon(m.Total), verdict),
 		p.counterStyle(c.MovedTwice).Render("moved twice ₩"+Short(c.MovedTwice)) + p.st.Dim.Render(" · ") +
 			p.counterStyle(c.CreatedTwice).Render("created ₩"+Short(c.CreatedTwice)),
 	}
@@ -293,11 +295,11 @@ func (p pane) moneyLines(n int) []string {
 		delta := a.Balance - a.Opening
 		ds := p.st.Dim.Render("±0")
 		if delta > 0 {
-			ds = p.st.OK.Render("+" + Won(delta))
+			ds = p.st.OK.Render("+" + bank.FormatWon(delta))
 		} else if delta < 0 {
-			ds = p.st.Rejected.Render(Won(delta))
+			ds = p.st.Rejected.Render(bank.FormatWon(delta))
 		}
-		out = append(out, fmt.Sprintf("%-12s %12s %s", a.ID, Won(a.Balance), ds))
+		out = append(out, fmt.Sprintf("%-12s %12s %s", a.ID, bank.FormatWon(a.Balance), ds))
 	}
 	return out
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+
+	"idemlab/kit/bank"
 )
 
 // Plain runs the demo without a terminal: for d it prints one line a
@@ -112,7 +114,7 @@ func summary(w io.Writer, m Model, t *Traffic, right Choice, final int, took tim
 	for _, s := range m.sides {
 		c, money := s.Counts, s.Money
 		fmt.Fprintf(w, "  %-22s %5d requests  %3d replayed  %3d 409  %4d doubles  %2d lost  ₩%s moved twice  ₩%s created  money %s\n",
-			s.title, c.Requests, c.Replays, c.Conflicts, c.Doubles, c.Lost, Won(c.MovedTwice), Won(c.CreatedTwice), verdictText(money))
+			s.title, c.Requests, c.Replays, c.Conflicts, c.Doubles, c.Lost, bank.FormatWon(c.MovedTwice), bank.FormatWon(c.CreatedTwice), verdictText(money))
 	}
 	l, r := m.sides[Left].Counts, m.sides[Right].Counts
 	switch {
@@ -130,7 +132,7 @@ func verdictText(m Money) string {
 	case Conserved:
 		return "conserved"
 	case Broken:
-		return fmt.Sprintf("off by ₩%s", Won(m.Surplus))
+		return fmt.Sprintf("off by ₩%s", bank.FormatWon(m.Surplus))
 	case Unverified:
 		return "unverified (executions no event reported)"
 	}

@@ -169,6 +169,7 @@ func (c *Child) Start(ctx context.Context) error {
 
 func (c *Child) startOn(ctx context.Context, addr string) error {
 	cmd := exec.Command(c.Binary)
+	DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), EnvServe+"="+addr, EnvDB+"="+c.DB, EnvAdmin+"="+c.Admin, EnvSubject+"="+c.Subject)
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr

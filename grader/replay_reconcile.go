@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"idemlab/grader/dayplan"
+	"idemlab/kit/bank"
 	"idemlab/kit/problem"
 )
 
@@ -182,12 +183,12 @@ func ReconcileDay(res *ReplayResult) DayReconciliation {
 		rc.Money.Closing += a.Balance
 		if a.Balance < 0 {
 			rc.Counts.NegativeBalances++
-			add("negative_balances", DayFinding{Account: a.ID, Story: fmt.Sprintf("balance %s won", formatWon(a.Balance))})
+			add("negative_balances", DayFinding{Account: a.ID, Story: fmt.Sprintf("balance %s won", bank.FormatWon(a.Balance))})
 		}
 		if want, ok := expected[a.ID]; ok && want != a.Balance {
 			rc.Counts.BalanceMismatches++
 			add("balance_mismatches", DayFinding{Account: a.ID, Story: fmt.Sprintf(
-				"balance %s won; opening %s plus the executions the server counted make %s", formatWon(a.Balance), formatWon(opening[a.ID]), formatWon(want))})
+				"balance %s won; opening %s plus the executions the server counted make %s", bank.FormatWon(a.Balance), bank.FormatWon(opening[a.ID]), bank.FormatWon(want))})
 		}
 	}
 	rc.Money.Conserved = rc.Money.Closing == rc.Money.Opening+rc.Money.Deposited
@@ -295,9 +296,9 @@ func (a Attempt) answer() string {
 func opStory(op *dayplan.Op, subs map[string][]Attempt) string {
 	var b strings.Builder
 	if op.Endpoint == dayplan.Deposits {
-		fmt.Fprintf(&b, "deposit of %s won", formatWon(op.Amount))
+		fmt.Fprintf(&b, "deposit of %s won", bank.FormatWon(op.Amount))
 	} else {
-		fmt.Fprintf(&b, "transfer of %s won", formatWon(op.Amount))
+		fmt.Fprintf(&b, "transfer of %s won", bank.FormatWon(op.Amount))
 	}
 	for _, kind := range []string{SubmitOriginal, SubmitDoubleClick, SubmitEdit, SubmitLate} {
 		as := subs[kind]
@@ -320,18 +321,6 @@ func opStory(op *dayplan.Op, subs map[string][]Attempt) string {
 }
 
 // won writes an amount with thousands separators: 1,234,000.
-func formatWon(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if neg {
-		return "-" + s
-	}
-	return s
-}
 
 // WriteReport writes the reconciliation for a person: the counts in plain
 // words, then up to examples findings of each kind.
@@ -357,7 +346,7 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int) {
 	line("executed once", c.ExecutedOnce, "")
 	line("never executed", c.NotExecuted, "(refused: insufficient funds, or not sent)")
 	line("executed more than once", c.DoubleApplied, pick(c.DoubleApplied > 0,
-		fmt.Sprintf("<- DOUBLE: %d extra executions, %s won moved twice", c.ExtraExecutions, formatWon(c.MoneyMovedTwice)), ""))
+		fmt.Sprintf("<- DOUBLE: %d extra executions, %s won moved twice", c.ExtraExecutions, bank.FormatWon(c.MoneyMovedTwice)), ""))
 	line("lost", c.LostTransfers, pick(c.LostTransfers > 0, "<- LOST: told success, nothing moved", ""))
 	line("mismatched replays", c.MismatchedReplays, "")
 	line("unexpected answers", c.UnexpectedStatus, "")
@@ -365,7 +354,7 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int) {
 	line("balances", pick(c.BalanceMismatches == 0, "every account = opening + the executions the server counted",
 		fmt.Sprintf("%d accounts do not add up", c.BalanceMismatches)), "")
 	line("money conserved", pick(rc.Money.Conserved, "yes", "NO"), fmt.Sprintf("(opening %s + deposited %s = closing %s)",
-		formatWon(rc.Money.Opening), formatWon(rc.Money.Deposited), formatWon(rc.Money.Closing)))
+		bank.FormatWon(rc.Money.Opening), bank.FormatWon(rc.Money.Deposited), bank.FormatWon(rc.Money.Closing)))
 	line("negative balances", c.NegativeBalances, "")
 	total := map[string]int{}
 	for _, f := range rc.Findings {

@@ -27,8 +27,8 @@ func runDash(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "usage: lab dash --url http://127.0.0.1:8080 --token adm_…")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return &exitCode{code: 2, err: err}
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	if *url == "" || *token == "" {
 		fs.Usage()

@@ -48,8 +48,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "usage: lab demo [--stage N] [--yours] [--faults PROFILE] [--plain [--duration 10s]]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return &exitCode{code: 2, err: err}
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	root, _ := grader.Root()
 	stages := demoStages(root)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -83,18 +82,4 @@ func summarise(plan *dayplan.Plan) string {
 	}
 	return fmt.Sprintf("%d meet failure points, %d respelled retries, %d double clicks, %d edited resubmissions, %d late retries",
 		faulted, respelled, doubles, edits, late)
-}
-
-// parseFlags parses a subcommand's flags. It reports done when the
-// command must end here: after -h, which printed the usage (no error),
-// or after a bad flag (an error with status 2).
-func parseFlags(fs *flag.FlagSet, args []string) (done bool, err error) {
-	err = fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return true, nil
-	case err != nil:
-		return true, &exitCode{code: 2, err: err}
-	}
-	return false, nil
 }

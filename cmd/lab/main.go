@@ -5,6 +5,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -74,4 +76,18 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
+}
+
+// parseFlags parses a subcommand's flags. It reports done when the
+// command must end here: after -h, which printed the usage (no error),
+// or after a bad flag (an error with status 2).
+func parseFlags(fs *flag.FlagSet, args []string) (done bool, err error) {
+	err = fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return true, nil
+	case err != nil:
+		return true, &exitCode{code: 2, err: err}
+	}
+	return false, nil
 }

@@ -239,15 +239,17 @@ type stageChild struct {
 // style ports are fine) and waits until it answers. The binary's TestMain
 // is grader.Main, which serves instead of testing when IDEMLAB_SERVE is set.
 func startStage(ctx context.Context, bin, addr, db, admin, accessLog string, stderr io.Writer) (*stageChild, error) {
-	if strings.HasSuffix(addr, ":0") {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return nil, err
-		}
-		addr = ln.Addr().String()
-		ln.Close()
+	// Take the address first: if another server (an earlier make serve)
+	// holds it, say so, rather than take its answers for the stage's. A
+	// ":0" port becomes a free one.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s (is another lab serve running?): %w", addr, err)
 	}
+	addr = ln.Addr().String()
+	ln.Close()
 	cmd := exec.Command(bin)
+	grader.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), grader.EnvServe+"="+addr, grader.EnvDB+"="+db, grader.EnvAdmin+"="+admin, grader.EnvAccessLog+"="+accessLog)
 	cmd.Stdout, cmd.Stderr = io.Discard, stderr
 	if err := cmd.Start(); err != nil {

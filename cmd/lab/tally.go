@@ -15,6 +15,7 @@ import (
 
 	"idemlab/grader"
 	"idemlab/kit/accesslog"
+	"idemlab/kit/bank"
 	sol0 "idemlab/solutions/stage0"
 )
 
@@ -145,11 +146,11 @@ func writeTally(w io.Writer, r accesslog.Report, want *accesslog.Report) {
 		{"double transfers", fmt.Sprint(r.DoubleTransfers), "", "executions after the first of their group"},
 		{"  exact duplicates", fmt.Sprint(r.ExactDuplicates), "", "the same request, however it was spelled"},
 		{"  edited resubmissions", fmt.Sprint(r.EditedResubmissions), "", "the same key reused for a different request"},
-		{"money sent twice (won)", formatWon(r.MoneySentTwice), "", ""},
+		{"money sent twice (won)", bank.FormatWon(r.MoneySentTwice), "", ""},
 	}
 	if want != nil {
 		for i, v := range []string{fmt.Sprint(want.Executed), fmt.Sprint(want.Groups), fmt.Sprint(want.DoubleTransfers),
-			fmt.Sprint(want.ExactDuplicates), fmt.Sprint(want.EditedResubmissions), formatWon(want.MoneySentTwice)} {
+			fmt.Sprint(want.ExactDuplicates), fmt.Sprint(want.EditedResubmissions), bank.FormatWon(want.MoneySentTwice)} {
 			rows[i].want, rows[i].note = v, ""
 			if v != rows[i].got {
 				rows[i].note = "<- differs"
@@ -187,18 +188,4 @@ func compareAnswer(w io.Writer, logPath string, rep accesslog.Report) error {
 	}
 	writeTally(w, rep, &want)
 	return &exitCode{code: 1, err: fmt.Errorf("the tally differs from the answer key %s.answer.json", base)}
-}
-
-// formatWon writes an amount with thousands separators: 1,234,000.
-func formatWon(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if neg {
-		return "-" + s
-	}
-	return s
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"idemlab/kit/problem"
 )
@@ -187,4 +189,20 @@ func (b *Bank) checkOwned(ctx context.Context, customer, id string) error {
 		return problem.New(problem.Forbidden, "account %s belongs to another customer", id)
 	}
 	return nil
+}
+
+// FormatWon writes an amount of won with thousands separators: 1,250,000.
+func FormatWon(n int64) string {
+	if n < 0 {
+		return "-" + FormatWon(-n)
+	}
+	s := strconv.FormatInt(n, 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }

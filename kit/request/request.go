@@ -17,6 +17,7 @@ import (
 	"math/big"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -114,20 +115,11 @@ func read(r *http.Request, known ...string) ([]byte, map[string]json.RawMessage,
 		return nil, nil, invalid("the body must be a JSON object")
 	}
 	for name := range members {
-		if !contains(known, name) {
+		if !slices.Contains(known, name) {
 			return nil, nil, invalid("unknown member %q; the members are %s", name, strings.Join(known, ", "))
 		}
 	}
 	return raw, members, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func checkMediaType(header string) error {
