@@ -39,9 +39,17 @@ stage-%: ## run the checks of stage N (0..6) against YOUR code in stages/stageN
 solution-%: ## run the checks of stage N against the reference solution
 	@SEED="$(SEED)" RUN="$(RUN)" $(GO) test -count=1 ./solutions/stage$*
 
+.PHONY: lab
+lab: ## build the lab command into bin/lab (then: bin/lab help)
+	@$(GO) build -o bin/lab ./cmd/lab
+
 .PHONY: serve
-serve: ## serve your stage: make serve STAGE=3 (add SOLUTION=1 for the reference)
-	$(GO) run ./cmd/lab serve --stage $(or $(STAGE),0) $(if $(SOLUTION),--solution)
+serve: lab ## serve your stage: make serve STAGE=3 (add SOLUTION=1 for the reference)
+	@exec bin/lab serve --stage $(or $(STAGE),0) $(if $(SOLUTION),--solution)
+
+.PHONY: grade
+grade: lab ## grade your stage N in child processes: make grade STAGE=3 (SEED=, RUN= as for stage-N)
+	@exec bin/lab grade --stage $(or $(STAGE),0) $(if $(SOLUTION),--solution) $(if $(SEED),--seed $(SEED)) $(if $(RUN),--run $(RUN))
 
 .PHONY: gen
 gen: ## generate a day plan: make gen SEED=7 OPS=1000
