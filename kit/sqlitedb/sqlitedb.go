@@ -71,7 +71,10 @@ func (db *DB) OnBusinessCommit(fn func()) {
 // OnKeyRowsChanged sets the function that receives the rowids of
 // idempotency_keys rows each committed transaction changed; nil removes it.
 // The lab's event stream uses it to show key rows changing state, whatever
-// the stage's design of that table (it must be a rowid table).
+// the stage's design of that table (it must be a rowid table). A change
+// made outside a transaction by a query (INSERT … RETURNING through
+// QueryContext) is reported with the next statement or commit on its
+// connection: write the key table with Exec, or inside a transaction.
 func (db *DB) OnKeyRowsChanged(fn func(rowids []int64)) {
 	if fn == nil {
 		db.hooks.keyRowsChanged.Store(nil)
