@@ -79,18 +79,19 @@ func Main(m *testing.M, subjects ...Subject) {
 		}
 		opts.AccessLog = f // closed when the process ends; every record is written through
 	}
-	if err := Serve(context.Background(), subject, addr, opts); err != nil {
+	listening := func(url string) { fmt.Printf("listening on %s\n", url) }
+	if err := Serve(context.Background(), subject, addr, opts, listening); err != nil {
 		fmt.Fprintln(os.Stderr, "lab:", err)
 		os.Exit(1)
 	}
 	os.Exit(0)
 }
 
-// Serve runs subject as a lab server on addr until interrupted, with the
-// database, admin token and access log of opts (lab mode is always on).
-// It prints one line, "listening on http://ADDR", once the server accepts
-// requests.
-func Serve(ctx context.Context, subject Subject, addr string, opts server.Options) error {
+// Serve runs subject as a lab server on addr until ctx ends or the
+// process is interrupted, with the database, admin token and access log of
+// opts (lab mode is always on). It calls ready with the server's URL once
+// the server accepts requests, and returns the error that stopped it.
+func Serve(ctx context.Context, subject Subject, addr string, opts server.Options, ready func(url string)) error {
 	if opts.DB == "" {
 		opts.DB = "idemlab.db"
 	}
@@ -104,18 +105,22 @@ func Serve(ctx context.Context, subject Subject, addr string, opts server.Option
 	if err != nil {
 		return err
 	}
-	fmt.Printf("listening on http://%s\n", ln.Addr())
+	ready("http://" + ln.Addr().String())
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	shutdown := make(chan error, 1)
 	go func() {
 		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		wait, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		hs.Shutdown(shutdown)
+		shutdown <- hs.Shutdown(wait)
 	}()
 	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	if err := <-shutdown; err != nil {
+		return fmt.Errorf("shut down: %w", err)
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -135,7 +134,7 @@ func drawAdminToken() string {
 
 // serveSolution serves a reference solution in this process until ctx ends.
 func serveSolution(ctx context.Context, f serveFlags, stdout io.Writer) error {
-	opts := server.Options{DB: f.db, Stage: solutions[f.stage], Lab: true, AdminToken: f.admin}
+	opts := server.Options{DB: f.db, AdminToken: f.admin}
 	if f.accessLog != "" {
 		log, err := os.OpenFile(f.accessLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -144,27 +143,10 @@ func serveSolution(ctx context.Context, f serveFlags, stdout io.Writer) error {
 		defer log.Close()
 		opts.AccessLog = log
 	}
-	srv, err := server.New(ctx, opts)
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		return err
-	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	printBanner(stdout, f, fmt.Sprintf("the reference solution solutions/stage%d, in this process", f.stage), "http://"+ln.Addr().String())
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		hs.Shutdown(shutdown)
-	}()
-	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	subject := grader.Subject{Stage: f.stage, Name: fmt.Sprintf("solutions/stage%d", f.stage), New: solutions[f.stage]}
+	return grader.Serve(ctx, subject, f.addr, opts, func(url string) {
+		printBanner(stdout, f, fmt.Sprintf("the reference solution solutions/stage%d, in this process", f.stage), url)
+	})
 }
 
 // serveStudent builds the student's stage and runs it as a child process
