@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"path/filepath"
-	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,26 +50,10 @@ func benchCeiling(b *testing.B) result {
 	if err := tx.Commit(); err != nil {
 		b.Fatal(err)
 	}
-	var next atomic.Int64
-	lat := &latencies{}
 	commits := db.Commits()
-	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := next.Add(1)
-			c := customers[int(i)%len(customers)]
-			t := time.Now()
-			if err := ceilingOp(ctx, db, bk, clk, cfg, c, i); err != nil {
-				b.Error(err)
-				return
-			}
-			lat.add(time.Since(t))
-		}
+	lat, elapsed := hammer(b, func(i int64) error {
+		return ceilingOp(ctx, db, bk, clk, cfg, customers[int(i)%len(customers)], i)
 	})
-	elapsed := time.Since(start)
-	b.StopTimer()
 	return report(b, lat, elapsed, db.Commits()-commits)
 }
 
