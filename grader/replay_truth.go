@@ -2,13 +2,13 @@ package grader
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"net/http/httptest"
 
 	"idemlab/grader/dayplan"
 	"idemlab/kit/accesslog"
+	"idemlab/kit/bank"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
 )
@@ -18,36 +18,25 @@ import (
 // the order it was committed) and the plan (which key each op was sent
 // with). Tally reads the log a real team would have; this reads the
 // bank's own books, so the two are independent and must agree.
-func TallyTruth(ctx context.Context, db *sql.DB, plan *dayplan.Plan) (accesslog.Report, error) {
+func TallyTruth(ctx context.Context, books *bank.Bank, plan *dayplan.Plan) (accesslog.Report, error) {
 	keyOf := map[string]string{}
 	for _, op := range plan.Ops {
 		keyOf[op.Op] = op.Key
 	}
-	rows, err := db.QueryContext(ctx,
-		`SELECT customer_id, op, from_account, to_account, amount, memo, metadata FROM transfers ORDER BY rowid`)
+	transfers, err := books.Transfers(ctx)
 	if err != nil {
-		return accesslog.Report{}, fmt.Errorf("read transfers: %w", err)
-	}
-	defer rows.Close()
-	type transfer struct {
-		from, to, memo, metadata string
-		amount                   int64
+		return accesslog.Report{}, err
 	}
 	var rep accesslog.Report
-	first := map[[2]string]transfer{}
+	first := map[[2]string]bank.TransferRecord{}
 	counted := map[[2]string]bool{}
-	for rows.Next() {
-		var customer, op string
-		var t transfer
-		if err := rows.Scan(&customer, &op, &t.from, &t.to, &t.amount, &t.memo, &t.metadata); err != nil {
-			return accesslog.Report{}, fmt.Errorf("read transfers: %w", err)
-		}
-		key, ok := keyOf[op]
+	for _, t := range transfers {
+		key, ok := keyOf[t.Op]
 		if !ok {
-			return accesslog.Report{}, fmt.Errorf("transfer of op %q, which the plan does not have", op)
+			return accesslog.Report{}, fmt.Errorf("transfer of op %q, which the plan does not have", t.Op)
 		}
 		rep.Executed++
-		group := [2]string{customer, key}
+		group := [2]string{t.Customer, key}
 		f, seen := first[group]
 		if !seen {
 			first[group] = t
@@ -58,15 +47,12 @@ func TallyTruth(ctx context.Context, db *sql.DB, plan *dayplan.Plan) (accesslog.
 			rep.Groups++
 		}
 		rep.DoubleTransfers++
-		rep.MoneySentTwice += t.amount
+		rep.MoneySentTwice += t.Amount
 		if t == f {
 			rep.ExactDuplicates++
 		} else {
 			rep.EditedResubmissions++
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return accesslog.Report{}, fmt.Errorf("read transfers: %w", err)
 	}
 	return rep, nil
 }
@@ -94,7 +80,7 @@ func ReplayInProcess(ctx context.Context, factory stage.Factory, plan *dayplan.P
 	if err != nil {
 		return nil, err
 	}
-	truth, err := TallyTruth(ctx, srv.Lab().DB.DB, plan)
+	truth, err := TallyTruth(ctx, srv.Lab().Bank, plan)
 	if err != nil {
 		return nil, err
 	}
