@@ -61,6 +61,10 @@ var schema = []string{
 	)`,
 }
 
+// Tables are the bank's tables, each after every table that refers to it,
+// so that deleting their rows in this order satisfies the foreign keys.
+var Tables = []string{"ledger_entries", "executions", "transfers", "deposits", "tokens", "accounts", "customers"}
+
 // Migrate creates the bank's tables if they are missing.
 func Migrate(ctx context.Context, db *sql.DB) error {
 	for _, stmt := range schema {

@@ -22,6 +22,9 @@ type Clock struct {
 	offset time.Duration
 }
 
+// Table is the clock's table: one row, the offset.
+const Table = "lab_clock"
+
 const schema = `CREATE TABLE IF NOT EXISTS lab_clock (
 	id        INTEGER PRIMARY KEY CHECK (id = 1),
 	offset_ms INTEGER NOT NULL

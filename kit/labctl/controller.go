@@ -31,6 +31,9 @@ type Controller struct {
 	Faults   *Faults
 	// Purge removes expired keys; nil when the stage keeps keys forever.
 	Purge func(ctx context.Context) (int64, error)
+	// Restage has the stage create its tables again, after a reset dropped
+	// them.
+	Restage func(ctx context.Context) error
 }
 
 // Routes mounts the control endpoints on r (already behind admin auth).
@@ -46,9 +49,12 @@ func (c *Controller) Routes(r chi.Router) {
 	r.Get("/events", c.Hub.ServeHTTP)
 }
 
-// Reset empties every table except the clock's (the kit's, and the stage's
-// key table whatever its design), populates the bank from p, puts the
-// clock back on real time and disarms every fault.
+// Reset gives the lab a fresh database: it empties the kit's tables, drops
+// the stage's (its key table, whatever its design) and has the stage
+// create them again, so that a student who changed the key table's columns
+// gets the new ones without deleting the database file. Then it populates
+// the bank from p, puts the clock back on real time and disarms every
+// fault. The config stays.
 func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer, error) {
 	if err := p.Validate(); err != nil {
 		return nil, problem.New(problem.InvalidRequest, "%v", err)
@@ -59,14 +65,16 @@ func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer,
 		return nil, fmt.Errorf("reset: %w", err)
 	}
 	defer tx.Rollback()
-	tables, err := userTables(ctx, tx)
+	stageTables, err := stageTables(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range tables {
-		if t == "lab_clock" {
-			continue
+	for _, t := range stageTables {
+		if _, err := tx.ExecContext(ctx, `DROP TABLE "`+t+`"`); err != nil {
+			return nil, fmt.Errorf("reset: drop %s: %w", t, err)
 		}
+	}
+	for _, t := range bank.Tables {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM "`+t+`"`); err != nil {
 			return nil, fmt.Errorf("reset %s: %w", t, err)
 		}
@@ -78,6 +86,11 @@ func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer,
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("reset: %w", err)
 	}
+	if c.Restage != nil {
+		if err := c.Restage(ctx); err != nil {
+			return nil, fmt.Errorf("reset: the stage could not create its tables: %w", err)
+		}
+	}
 	if err := c.Clock.Reset(ctx); err != nil {
 		return nil, err
 	}
@@ -85,31 +98,30 @@ func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer,
 	return customers, nil
 }
 
-// userTables lists the database's tables, children before parents so that
-// deleting in this order satisfies the foreign keys.
-func userTables(ctx context.Context, tx *sql.Tx) ([]string, error) {
+// stageTables lists the tables that are neither the bank's nor the
+// clock's: the stage's own.
+func stageTables(ctx context.Context, tx *sql.Tx) ([]string, error) {
 	rows, err := tx.QueryContext(ctx,
 		`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list tables: %w", err)
 	}
 	defer rows.Close()
-	var all []string
+	kit := map[string]bool{clock.Table: true}
+	for _, t := range bank.Tables {
+		kit[t] = true
+	}
+	var out []string
 	for rows.Next() {
 		var n string
 		if err := rows.Scan(&n); err != nil {
 			return nil, err
 		}
-		all = append(all, n)
-	}
-	parents := map[string]bool{"customers": true, "accounts": true}
-	var out []string
-	for _, n := range all {
-		if !parents[n] {
+		if !kit[n] {
 			out = append(out, n)
 		}
 	}
-	return append(out, "accounts", "customers"), rows.Err()
+	return out, rows.Err()
 }
 
 func (c *Controller) handleReset(w http.ResponseWriter, r *http.Request) {

@@ -120,11 +120,19 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	}
 	s.faults = labctl.NewFaults(s.db, s.crash)
 	s.bank = bank.New(s.db.DB, s.clock, s.faults.Bank, func() time.Duration { return s.settings.Get().CoreLatency })
-	s.handlers, err = opts.Stage(ctx, stage.Env{DB: s.db.DB, Bank: s.bank, Clock: s.clock, Config: s.settings.Get})
+	env := stage.Env{DB: s.db.DB, Bank: s.bank, Clock: s.clock, Config: s.settings.Get}
+	s.handlers, err = opts.Stage(ctx, env)
 	if err != nil {
 		return fmt.Errorf("start stage: %w", err)
 	}
-	s.ctl = &labctl.Controller{DB: s.db, Bank: s.bank, Clock: s.clock, Hub: s.hub, Settings: s.settings, Faults: s.faults}
+	// After a reset has dropped the stage's tables, building the stage
+	// again creates them; its handlers keep serving (they hold only env).
+	restage := func(ctx context.Context) error {
+		_, err := opts.Stage(ctx, env)
+		return err
+	}
+	s.ctl = &labctl.Controller{DB: s.db, Bank: s.bank, Clock: s.clock, Hub: s.hub, Settings: s.settings,
+		Faults: s.faults, Restage: restage}
 	if p, ok := s.handlers.(stage.Purger); ok {
 		s.ctl.Purge = p.Purge
 		s.every(30*time.Second, func() {

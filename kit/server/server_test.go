@@ -6,10 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"idemlab/kit/bank"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage0"
@@ -211,5 +213,42 @@ func TestCrashFault_InProcessAbortsTheRequestOnce(t *testing.T) {
 	}
 	if executions != 5 {
 		t.Fatalf("execution events = %d, want 5 (a crash must not hide committed money)", executions)
+	}
+}
+
+func TestReset_GivesTheStageItsNewKeyTable(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "lab.db")
+	columns := "k TEXT"
+	factory := func(ctx context.Context, env stage.Env) (stage.Handlers, error) {
+		if _, err := env.DB.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS idempotency_keys (`+columns+`)`); err != nil {
+			return nil, err
+		}
+		return stage0.New(ctx, env)
+	}
+	srv, err := server.New(ctx, server.Options{DB: path, Stage: factory, Lab: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	// The student adds a column and serves again on the same file.
+	columns = "k TEXT, fingerprint TEXT"
+	srv, err = server.New(ctx, server.Options{DB: path, Stage: factory, Lab: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if _, err := srv.Lab().Reset(ctx, bank.DefaultParams()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Lab().DB.ExecContext(ctx, `INSERT INTO idempotency_keys (k, fingerprint) VALUES ('a', 'f')`); err != nil {
+		t.Fatalf("after a reset, the key table still has its old columns: %v", err)
+	}
+	st, err := srv.Lab().State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Accounts) != 8 {
+		t.Fatalf("the reset left %d accounts, want 8", len(st.Accounts))
 	}
 }
