@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -96,6 +97,9 @@ func Serve(ctx context.Context, subject Subject, addr string, opts server.Option
 		opts.DB = "idemlab.db"
 	}
 	opts.Stage, opts.Lab = subject.New, true
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	srv, err := server.New(ctx, opts)
 	if err != nil {
 		return err

@@ -152,10 +152,21 @@ func Marshal(err error) (status int, body []byte) {
 	return pe.Type.Status, append(b, '\n')
 }
 
+// CauseRecorder is implemented by a response writer that wants the cause
+// of a problem, which the client never sees: the lab server logs the cause
+// of every 5xx, so that "503 unavailable" can be traced to, say, a missing
+// column.
+type CauseRecorder interface {
+	RecordCause(error)
+}
+
 // Write sends err as a problem response. It is the one place where errors
 // meet HTTP.
 func Write(w http.ResponseWriter, err error) {
 	pe := From(err)
+	if rc, ok := w.(CauseRecorder); ok && pe.Err != nil {
+		rc.RecordCause(pe.Err)
+	}
 	status, body := Marshal(pe)
 	h := w.Header()
 	h.Set("Content-Type", ContentType)

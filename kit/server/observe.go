@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"idemlab/kit/accesslog"
@@ -79,6 +81,10 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if ev.Status >= 400 {
 			ev.Type = problemType(buf.body.Bytes())
 		}
+		if ev.Status >= 500 && s.log != nil {
+			s.log.Error("answered "+strconv.Itoa(ev.Status), "method", ev.Method, "path", ev.Path,
+				"key", ev.Key, "problem", ev.Type, "cause", buf.cause)
+		}
 		s.hub.Publish(events.KindRequest, ev)
 		s.logAccess(ev, body.buf.Bytes())
 	})
@@ -105,7 +111,8 @@ func (s *Server) serveRecovered(w *bufferedWriter, r *http.Request, next http.Ha
 				panic(v)
 			}
 			w.reset()
-			problem.Write(w, problem.New(problem.Internal, "the handler panicked; retrying with the same Idempotency-Key is safe"))
+			problem.Write(w, problem.Wrap(problem.Internal, fmt.Errorf("panic: %v", v),
+				"the handler panicked; retrying with the same Idempotency-Key is safe"))
 		}
 	}()
 	next.ServeHTTP(w, r)
@@ -156,13 +163,17 @@ func (c *captureReader) Read(p []byte) (int, error) {
 
 func (c *captureReader) Close() error { return c.r.Close() }
 
-// bufferedWriter holds a response until the handler is done.
+// bufferedWriter holds a response until the handler is done, and the
+// cause of a problem it carries (see problem.CauseRecorder).
 type bufferedWriter struct {
 	header      http.Header
 	status      int
 	wroteHeader bool
 	body        bytes.Buffer
+	cause       error
 }
+
+func (b *bufferedWriter) RecordCause(err error) { b.cause = err }
 
 func (b *bufferedWriter) Header() http.Header { return b.header }
 
@@ -181,4 +192,5 @@ func (b *bufferedWriter) reset() {
 	b.header = http.Header{}
 	b.status, b.wroteHeader = http.StatusOK, false
 	b.body.Reset()
+	b.cause = nil
 }

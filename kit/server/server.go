@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"sync"
@@ -43,6 +44,9 @@ type Options struct {
 	Config *stage.Config
 	// AccessLog, when set, receives one JSON line per request (accesslog.Record).
 	AccessLog io.Writer
+	// Log, when set, receives one line for every 5xx answer, with the cause
+	// the client is not shown.
+	Log *slog.Logger
 	// Crash is called by the crash faults. If it returns, the request is
 	// aborted as if the process had died under it. The default ends the
 	// process at once (exit status 137, as after kill -9).
@@ -62,6 +66,7 @@ type Server struct {
 	router   chi.Router
 	admin    string
 	crash    func(point string)
+	log      *slog.Logger
 
 	accessLog *accesslog.Writer
 
@@ -95,7 +100,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{db: db, settings: settings, hub: events.NewHub(),
+	s := &Server{db: db, settings: settings, hub: events.NewHub(), log: opts.Log,
 		crash: opts.Crash, admin: opts.AdminToken, stop: make(chan struct{}), keyRows: make(chan []int64, 1024)}
 	if s.crash == nil {
 		s.crash = ExitCrash

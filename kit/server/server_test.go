@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage0"
+	"idemlab/solutions/stage1"
 )
 
 func start(t *testing.T) (*server.Server, *httptest.Server) {
@@ -250,5 +252,41 @@ func TestReset_GivesTheStageItsNewKeyTable(t *testing.T) {
 	}
 	if len(st.Accounts) != 8 {
 		t.Fatalf("the reset left %d accounts, want 8", len(st.Accounts))
+	}
+}
+
+func TestLog_A5xxIsLoggedWithTheCauseTheClientDoesNotSee(t *testing.T) {
+	var logged strings.Builder
+	srv, err := server.New(context.Background(), server.Options{DB: ":memory:", Stage: stage1.New, Lab: true,
+		Log: slog.New(slog.NewTextHandler(&logged, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	customers, err := srv.Lab().Reset(context.Background(), bank.DefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := call(t, hs, "POST", "/lab/faults", srv.AdminToken(), `{"point":"store-unavailable"}`); code != 200 {
+		t.Fatal("arm")
+	}
+	c0, c1 := customers[0], customers[1]
+	req, _ := http.NewRequest("POST", hs.URL+"/transfers",
+		strings.NewReader(`{"from":"`+c0.Accounts[0]+`","to":"`+c1.Accounts[0]+`","amount":5}`))
+	req.Header.Set("Authorization", "Bearer "+c0.Token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "k-1")
+	resp, err := hs.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || strings.Contains(string(body), "injected") {
+		t.Fatalf("got %d %s; want 503 without the cause", resp.StatusCode, body)
+	}
+	if !strings.Contains(logged.String(), "key store unavailable (injected fault)") {
+		t.Fatalf("the log does not name the cause:\n%s", logged.String())
 	}
 }
