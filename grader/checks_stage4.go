@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -23,6 +24,12 @@ func init() {
 			Claim: "Idempotent-Replayed: true is on every replay and on no first answer",
 			Why:   "clients, logs and support staff count payments by first answers; a marker on a first answer hides a real payment, a missing one on a replay counts a payment twice",
 			Run:   checkReplayMarkerOnlyOnReplays,
+		},
+		Check{
+			ID: "S4.no-cookie-replayed", Stage: 4, Lesson: lesson4 + "#what-not-to-store",
+			Claim: "a replay never carries the Set-Cookie of the answer it replays",
+			Why:   "a session cookie belongs to the client that received it; replaying it hands that session to whoever retried, perhaps from another device",
+			Run:   checkNoCookieReplayed,
 		},
 		Check{
 			ID: "S4.balance-after-unchanged", Stage: 4, Lesson: lesson4 + "#never-recompute",
@@ -141,6 +148,37 @@ func checkReplayMarkerOnlyOnReplays(t *T) error {
 		if v := again.Header.Values("Idempotent-Replayed"); len(v) != 1 || v[0] != "true" {
 			return t.Fail(req.String()+"  →  "+r.Short()+"\nthen the retry, the same request", again.String(),
 				"Idempotent-Replayed: true on the replay")
+		}
+	}
+	return nil
+}
+
+// checkNoCookieReplayed catches a replay that stores the whole header map
+// of the first answer and sends it again: the kit gives every answer a
+// fresh session cookie, and the replay then carries the first one.
+func checkNoCookieReplayed(t *T) error {
+	cs, err := t.Reset(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	a, b := cs[0], cs[1]
+	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], t.Amount(1_000, 100_000), t.Op()))
+	first := t.Do(req)
+	if !first.Is(http.StatusCreated, "") {
+		return t.Fail(req.String(), first.String(), "201 Created")
+	}
+	cookies := first.Header.Values("Set-Cookie")
+	if len(cookies) == 0 {
+		return fmt.Errorf("the first answer carries no session cookie: the kit sets one on every customer answer")
+	}
+	again := t.Do(req)
+	sent := req.String() + "  →  " + first.Short() + ", Set-Cookie: " + strings.Join(cookies, "; ") + "\nthen the retry, the same request"
+	if !again.Replayed() {
+		return t.Fail(sent, again.String(), "the stored answer, with Idempotent-Replayed: true")
+	}
+	for _, c := range again.Header.Values("Set-Cookie") {
+		if slices.Contains(cookies, c) {
+			return t.Fail(sent, again.String()+"\nSet-Cookie: "+c, "no Set-Cookie of the first answer: the replay's own session cookie, or none")
 		}
 	}
 	return nil

@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -33,6 +35,24 @@ func noteCustomer(next http.Handler) http.Handler {
 		if rec, ok := r.Context().Value(recordKey{}).(*record); ok {
 			rec.customer = auth.Customer(r.Context())
 		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// SessionCookie is the name of the cookie every customer response carries.
+const SessionCookie = "lab_session"
+
+// sessionCookie gives every customer response a fresh session cookie, set
+// before the handler runs, as a real web application's session layer
+// would. It is there to be left alone: a stage that stores "the response
+// headers" and replays them hands one client's session to another, and a
+// check sees it.
+func sessionCookie(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b [12]byte
+		rand.Read(b[:])
+		c := &http.Cookie{Name: SessionCookie, Value: hex.EncodeToString(b[:]), Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode}
+		w.Header().Add("Set-Cookie", c.String())
 		next.ServeHTTP(w, r)
 	})
 }
