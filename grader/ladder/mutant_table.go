@@ -67,6 +67,16 @@ var Mutants = []Mutant{
 		Edits: []Edit{{"server.go", "res.write(w, false)", "res.write(w, true)"}},
 	},
 	{
+		Name: "replayed-cookie", Stage: 6, CaughtBy: "S4.no-cookie-replayed",
+		Bug: "keeps the first answer's headers, Set-Cookie included, and sends them with every replay",
+		Edits: []Edit{
+			{"server.go", "\t\"net/http\"\n", "\t\"net/http\"\n\t\"sync\"\n"},
+			{"server.go", "\tres.write(w, false)", "\tfirstHeaders.Store(sc, w.Header().Values(\"Set-Cookie\"))\n\tres.write(w, false)"},
+			{"server.go", "\t\tstored.write(w, true)", "\t\tif h, ok := firstHeaders.Load(sc); ok {\n\t\t\tw.Header()[\"Set-Cookie\"] = h.([]string)\n\t\t}\n\t\tstored.write(w, true)"},
+			{"server.go", "// Server holds", "var firstHeaders sync.Map\n\n// Server holds"},
+		},
+	},
+	{
 		Name: "scope-without-customer", Stage: 6, CaughtBy: "S5.customers-scoped",
 		Bug:   "scopes keys without the customer, so two customers share a key",
 		Edits: []Edit{{"server.go", "sc := scope{customer: auth.Customer(ctx),", "sc := scope{customer: \"\","}},
