@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -75,6 +76,10 @@ func TestLadder(t *testing.T) {
 		}
 		return c
 	}
+	// guards are stage-N checks that solution N-1 passes by design: they
+	// keep the new idea from overshooting (a fingerprint so strict that a
+	// reordered retry is refused), rather than demand it.
+	var guards []string
 	rows := [][]string{{"stage", "solution N, checks <= N", "solution N-1, stage-N checks", "scaffold N, stage-N checks", "scaffold N, checks < N"}}
 	for i, r := range rungs {
 		n := r.Stage
@@ -100,6 +105,11 @@ func TestLadder(t *testing.T) {
 			if len(below.Failed) == 0 {
 				t.Errorf("solution %d passes every stage-%d check: the stage teaches nothing a check can see", n-1, n)
 			}
+			for _, id := range below.Checks {
+				if !slices.Contains(below.Failed, id) && !slices.Contains(below.Broken, id) {
+					guards = append(guards, id)
+				}
+			}
 		}
 
 		scaf := run(r.Scaffold, ladder.OfStage(r.Scaffold))
@@ -116,6 +126,8 @@ func TestLadder(t *testing.T) {
 	}
 	fmt.Printf("\nThe stage ladder (seed %d):\n", seed)
 	ladder.PrintMatrix(os.Stdout, rows)
+	sort.Strings(guards)
+	fmt.Printf("guards (pass on the stage before, by design): %s\n", strings.Join(guards, ", "))
 }
 
 // verdict renders a cell: for a subject that must pass, "pass (k)" or the
