@@ -557,7 +557,7 @@ func (t *T) crashDuring(stop <-chan struct{}, gate *pausable, crashes []string) 
 			t.target.Child.Kill()
 		} else {
 			if err := t.Arm(point, 1); err != nil {
-				log.err = err
+				log.err = fmt.Errorf("arm %s after the crashes %v: %w", point, log.fired, err)
 				return log
 			}
 			if !t.target.Child.awaitExit(stop) {

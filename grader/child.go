@@ -185,8 +185,9 @@ func (c *Child) startOn(ctx context.Context, addr string) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start child: %w", err)
 	}
-	c.cmd, c.URL, c.exited = cmd, "http://"+addr, make(chan error, 1)
-	go func() { c.exited <- cmd.Wait() }()
+	exited := make(chan error, 1)
+	c.cmd, c.URL, c.exited = cmd, "http://"+addr, exited
+	go func() { exited <- cmd.Wait() }()
 	probe := &http.Client{Timeout: time.Second}
 	defer probe.CloseIdleConnections()
 	tick := time.NewTicker(10 * time.Millisecond)

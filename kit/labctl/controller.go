@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -34,19 +35,55 @@ type Controller struct {
 	// Restage has the stage create its tables again, after a reset dropped
 	// them.
 	Restage func(ctx context.Context) error
+
+	// resetting is held for writing by a reset and for reading by every
+	// request and lab read (see Shared): between a reset's drop of the
+	// stage's tables and their re-creation, nobody looks for them.
+	resetting sync.RWMutex
+}
+
+// Shared runs fn while no reset is under way (many may run at once).
+func (c *Controller) Shared(fn func()) {
+	c.resetting.RLock()
+	defer c.resetting.RUnlock()
+	fn()
+}
+
+// UnlessResetting runs fn if no reset is under way or waiting, and
+// reports whether it did. It never waits: the goroutine that publishes key
+// events uses it, because the requests a reset waits for may be waiting
+// for that goroutine, and whatever a reset interrupts it also erases.
+func (c *Controller) UnlessResetting(fn func()) bool {
+	if !c.resetting.TryRLock() {
+		return false
+	}
+	defer c.resetting.RUnlock()
+	fn()
+	return true
+}
+
+// Quiesced is middleware that serves each request while no reset is under
+// way, so that a request never meets the lab half reset.
+func (c *Controller) Quiesced(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.Shared(func() { next.ServeHTTP(w, r) })
+	})
 }
 
 // Routes mounts the control endpoints on r (already behind admin auth).
 func (c *Controller) Routes(r chi.Router) {
 	r.Post("/reset", c.handleReset)
-	r.Get("/state", c.handleState)
-	r.Post("/clock", c.handleClock)
-	r.Get("/config", c.handleGetConfig)
-	r.Post("/config", c.handleConfig)
-	r.Get("/faults", c.handleGetFaults)
-	r.Post("/faults", c.handleFaults)
-	r.Post("/purge", c.handlePurge)
 	r.Get("/events", c.Hub.ServeHTTP)
+	r.Group(func(r chi.Router) {
+		r.Use(c.Quiesced)
+		r.Get("/state", c.handleState)
+		r.Post("/clock", c.handleClock)
+		r.Get("/config", c.handleGetConfig)
+		r.Post("/config", c.handleConfig)
+		r.Get("/faults", c.handleGetFaults)
+		r.Post("/faults", c.handleFaults)
+		r.Post("/purge", c.handlePurge)
+	})
 }
 
 // Reset gives the lab a fresh database: it empties the kit's tables, drops
@@ -59,6 +96,8 @@ func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer,
 	if err := p.Validate(); err != nil {
 		return nil, problem.New(problem.InvalidRequest, "%v", err)
 	}
+	c.resetting.Lock()
+	defer c.resetting.Unlock()
 	c.Faults.DisarmAll()
 	tx, err := c.DB.BeginTx(ctx, nil)
 	if err != nil {

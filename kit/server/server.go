@@ -141,9 +141,11 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	if p, ok := s.handlers.(stage.Purger); ok {
 		s.ctl.Purge = p.Purge
 		s.every(30*time.Second, func() {
-			if _, err := p.Purge(sqlitedb.LabRead(context.Background())); err != nil {
-				s.hub.Publish(events.KindPurge, map[string]string{"error": err.Error()})
-			}
+			s.ctl.Shared(func() {
+				if _, err := p.Purge(sqlitedb.LabRead(context.Background())); err != nil {
+					s.hub.Publish(events.KindPurge, map[string]string{"error": err.Error()})
+				}
+			})
 		})
 	}
 	if opts.Lab && s.admin == "" {
@@ -191,7 +193,13 @@ func (s *Server) publishKeyRows() {
 			return
 		case rowids := <-s.keyRows:
 			for _, id := range rowids {
-				rows, err := labctl.KeyRows(context.Background(), s.db.DB, "rowid = ?", id)
+				var rows []map[string]any
+				var err error
+				if !s.ctl.UnlessResetting(func() {
+					rows, err = labctl.KeyRows(context.Background(), s.db.DB, "rowid = ?", id)
+				}) {
+					continue
+				}
 				switch {
 				case err != nil:
 					s.hub.Publish(events.KindKey, map[string]any{"rowid": id, "error": err.Error()})
@@ -216,7 +224,7 @@ func (s *Server) routes(lab bool) chi.Router {
 	r.Get("/problems/{name}", problem.Handler)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	r.Group(func(r chi.Router) {
-		r.Use(s.observe, auth.Customers(s.bank.CustomerByToken), noteCustomer, sessionCookie)
+		r.Use(s.ctl.Quiesced, s.observe, auth.Customers(s.bank.CustomerByToken), noteCustomer, sessionCookie)
 		r.Post("/transfers", s.handlers.Transfer)
 		r.Post("/deposits", s.handlers.Deposit)
 		r.Get("/accounts/{id}", s.getAccount)
