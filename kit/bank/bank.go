@@ -129,14 +129,14 @@ func (b *Bank) Transfer(ctx context.Context, tx *sql.Tx, customer string, req Tr
 	if err := b.injectFailure(); err != nil {
 		return Transfer{}, err
 	}
-	from, err := lockAccount(ctx, tx, req.From)
+	from, err := readAccount(ctx, tx, req.From)
 	if err != nil {
 		return Transfer{}, err
 	}
 	if from.Customer != customer {
 		return Transfer{}, problem.New(problem.Forbidden, "account %s belongs to another customer", req.From)
 	}
-	if _, err := lockAccount(ctx, tx, req.To); err != nil {
+	if _, err := readAccount(ctx, tx, req.To); err != nil {
 		return Transfer{}, err
 	}
 	if from.Balance < req.Amount {
@@ -184,7 +184,7 @@ func (b *Bank) Deposit(ctx context.Context, tx *sql.Tx, customer string, req Dep
 	if err := b.injectFailure(); err != nil {
 		return Deposit{}, err
 	}
-	acc, err := lockAccount(ctx, tx, req.Account)
+	acc, err := readAccount(ctx, tx, req.Account)
 	if err != nil {
 		return Deposit{}, err
 	}
@@ -237,9 +237,10 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// lockAccount reads an account. Inside a transaction, which already holds
-// SQLite's write lock (BEGIN IMMEDIATE), the balance cannot change under us.
-func lockAccount(ctx context.Context, q querier, id string) (Account, error) {
+// readAccount reads an account through q. Inside a transaction, which
+// already holds SQLite's write lock (BEGIN IMMEDIATE), the balance cannot
+// change under us; outside one (CheckTransfer) it is only a look.
+func readAccount(ctx context.Context, q querier, id string) (Account, error) {
 	var a Account
 	err := q.QueryRowContext(ctx, `SELECT id, customer_id, balance FROM accounts WHERE id = ?`, id).
 		Scan(&a.ID, &a.Customer, &a.Balance)

@@ -170,7 +170,7 @@ func (b *Bank) CheckTransfer(ctx context.Context, customer string, req TransferR
 	if err := b.checkOwned(ctx, customer, req.From); err != nil {
 		return err
 	}
-	_, err := lockAccount(ctx, b.db, req.To)
+	_, err := readAccount(ctx, b.db, req.To)
 	return err
 }
 
@@ -181,7 +181,7 @@ func (b *Bank) CheckDeposit(ctx context.Context, customer string, req DepositReq
 }
 
 func (b *Bank) checkOwned(ctx context.Context, customer, id string) error {
-	a, err := lockAccount(ctx, b.db, id)
+	a, err := readAccount(ctx, b.db, id)
 	if err != nil {
 		return err
 	}

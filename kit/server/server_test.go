@@ -132,17 +132,13 @@ func TestFaults_UnknownPointIsRefused(t *testing.T) {
 
 func TestEvents_RequestAndExecutionArePublished(t *testing.T) {
 	srv, hs := start(t)
-	_, reset := call(t, hs, "POST", "/lab/reset", srv.AdminToken(), `{"seed":3}`)
-	var pop struct {
-		Customers []struct {
-			Token    string
-			Accounts []string
-		}
+	customers, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 2, OpeningBalance: 1_000_000})
+	if err != nil {
+		t.Fatal(err)
 	}
-	json.Unmarshal([]byte(reset), &pop)
 	ch, cancel := srv.Events().Subscribe(16)
 	defer cancel()
-	c0, c1 := pop.Customers[0], pop.Customers[1]
+	c0, c1 := customers[0], customers[1]
 	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5,"metadata":{"op":"op-1"}}`
 	if code, b := call(t, hs, "POST", "/transfers", c0.Token, body); code != 201 {
 		t.Fatalf("transfer: %d %s", code, b)
@@ -174,15 +170,11 @@ func TestCrashFault_InProcessAbortsTheRequestOnce(t *testing.T) {
 	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { hs.Close(); srv.Close() })
-	_, reset := call(t, hs, "POST", "/lab/reset", srv.AdminToken(), `{"seed":3}`)
-	var pop struct {
-		Customers []struct {
-			Token    string
-			Accounts []string
-		}
+	customers, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 2, OpeningBalance: 1_000_000})
+	if err != nil {
+		t.Fatal(err)
 	}
-	json.Unmarshal([]byte(reset), &pop)
-	c0, c1 := pop.Customers[0], pop.Customers[1]
+	c0, c1 := customers[0], customers[1]
 	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5}`
 	events, cancel := srv.Events().Subscribe(256)
 	defer cancel()
