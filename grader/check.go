@@ -41,6 +41,15 @@ type Failure struct {
 	Sent     string
 	Got      string
 	Expected string
+	// Harm is what the failure did to money; empty for a contract
+	// difference found while the books still balanced.
+	Harm Harm
+	// Contract is a contract difference the check found beside a money
+	// finding: reported with it, never in its place.
+	Contract *Failure
+	// Reconciled says the books were read after the check and no
+	// operation had executed more often than asked.
+	Reconciled bool
 }
 
 func (f *Failure) Error() string {

@@ -83,7 +83,7 @@ func checkSequentialRetry(t *T) error {
 	amount := t.Amount(1_000, 200_000)
 	key, op := t.Key(), t.Op()
 	req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
-	books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 	first := t.Do(req)
 	if !first.Is(http.StatusCreated, "") {
 		return t.Fail(req.String(), first.String(), "201 Created: the first request with a fresh key executes")
@@ -122,7 +122,7 @@ func checkConcurrentDuplicates(t *T) error {
 	if err := t.Configure(map[string]string{"core_latency": "50ms"}); err != nil {
 		return err
 	}
-	books := NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
+	books := t.NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
 	for round := range rounds {
 		from := a.Accounts[round%2]
 		amount := t.Amount(1_000, 20_000)
@@ -253,7 +253,7 @@ func checkKeyForms(t *T) error {
 		return err
 	}
 	a, b := cs[0], cs[1]
-	books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 	long := t.Key()
 	long += strings.Repeat("z", 255-len(long))
 	for _, key := range []string{t.Key(), long} {
@@ -294,7 +294,7 @@ func checkDistinctKeysSameBody(t *T) error {
 	a, b := cs[0], cs[1]
 	amount, op := t.Amount(1_000, 500_000), t.Op()
 	body := TransferBody(a.Accounts[0], b.Accounts[0], amount, op)
-	books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 	ids := map[string]bool{}
 	created := func(sent string, r Response) error {
 		var tr bank.Transfer
@@ -342,7 +342,7 @@ func checkFailClosed(t *T) error {
 		return err
 	}
 	a, b := cs[0], cs[1]
-	books := NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
+	books := t.NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
 	lease, err := t.lease()
 	if err != nil {
 		return err

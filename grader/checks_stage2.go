@@ -130,7 +130,7 @@ func checkEquivalentBodies(t *T) error {
 		return err
 	}
 	a, b := cs[0], cs[1]
-	books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 	key, op := t.Key(), t.Op()
 	amount := 1000 * t.Amount(1, 900)
 	memo := fmt.Sprintf("Apt %d 월세 %d/%d", t.Amount(1, 999), t.Amount(1, 12), t.Amount(1, 28))

@@ -75,7 +75,7 @@ func checkRetryDuringOriginal(t *T) error {
 		if !orig.Is(http.StatusCreated, "") {
 			return true, t.Fail(sent, got, "the original answers 201 Created once its core call returns")
 		}
-		books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+		books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 		return true, t.Reconcile(sent, got, books)
 	})
@@ -107,7 +107,7 @@ func checkReleaseAfterFailure(t *T) error {
 		return err
 	}
 	a, b := cs[0], cs[1]
-	books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 	amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
 	req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
 	if err := t.Arm(labctl.FailInTransfer, 1); err != nil {
@@ -162,7 +162,7 @@ func checkNeverCompletedWithoutMoney(t *T) error {
 		return err
 	}
 	a, b := cs[0], cs[1]
-	books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 	next := func() (Request, string, int64) {
 		amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
 		return Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op)), op, amount

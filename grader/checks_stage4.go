@@ -246,7 +246,7 @@ func checkInsufficientFundsReplayed(t *T) error {
 		return err
 	}
 	a, b := cs[0], cs[1]
-	books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 	amount, op := opening+t.Amount(1, 50_000), t.Op()
 	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
 	orig := t.Do(req)

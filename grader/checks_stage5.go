@@ -65,7 +65,7 @@ func checkCustomersScoped(t *T) error {
 	}
 	a, b := cs[0], cs[1]
 	key := t.Key()
-	books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 	opA, opB := t.Op(), t.Op()
 	x, y := t.Amount(1_000, 500_000), t.Amount(1_000, 500_000)
 	reqs := []Request{
@@ -109,7 +109,7 @@ func checkEndpointsScoped(t *T) error {
 	}
 	a, b := cs[0], cs[1]
 	key := t.Key()
-	books := NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
+	books := t.NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
 	opT, opD := t.Op(), t.Op()
 	x, y := t.Amount(1_000, 500_000), t.Amount(1_000, 500_000)
 	reqs := []Request{
@@ -157,7 +157,7 @@ func checkRetentionBoundary(t *T) error {
 		return err
 	}
 	a, b := cs[0], cs[1]
-	books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 	amount, op := t.Amount(1_000, 500_000), t.Op()
 	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
 	orig := t.Do(req)
@@ -286,7 +286,7 @@ func checkPurgeKeepsInProgress(t *T) error {
 			return false, err
 		}
 		a, b := cs[0], cs[1]
-		books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+		books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 		amount, op := t.Amount(1_000, 100_000), t.Op()
 		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
 		held, err := t.Hold(req, latency)

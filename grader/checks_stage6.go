@@ -90,7 +90,7 @@ func checkLeaseTakeoverOnce(t *T) error {
 		return err
 	}
 	a, b := cs[0], cs[1]
-	books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 	amount, op := t.Amount(1_000, 100_000), t.Op()
 	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
 	first, err := t.strand(req)
@@ -142,7 +142,7 @@ func checkLiveLease409(t *T) error {
 		return err
 	}
 	a, b := cs[0], cs[1]
-	books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 	amount, op := t.Amount(1_000, 100_000), t.Op()
 	books.Expect(op)
 	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
@@ -221,7 +221,7 @@ func checkOutageMidRequest(t *T) error {
 		if !final.Is(http.StatusCreated, "") {
 			return true, t.Fail(story, final.String(), "201 Created: once the lease of the failed claim expires, a retry takes it over and executes")
 		}
-		books := NewBooks(opening, a.Accounts[0], b.Accounts[0])
+		books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 		return true, t.Reconcile(story, "", books)
 	})
@@ -288,7 +288,7 @@ func (t *T) crashRecovery() error {
 		return err
 	}
 	a := cs[0]
-	books := NewBooks(opening, customerAccounts(cs)...)
+	books := t.NewBooks(opening, customerAccounts(cs)...)
 	var told []toldSuccess
 	var story []string
 	transfer := func() (Request, func()) {

@@ -25,10 +25,21 @@ func (r Result) Passed() bool { return r.Err == nil }
 
 // Caught reports whether the check failed with evidence against the
 // server (a *Failure), as opposed to holding or not being able to run
-// (the server did not start, the check panicked or timed out).
+// (the server did not start, the check could not observe what it needs,
+// panicked or timed out).
 func (r Result) Caught() bool {
 	var f *Failure
 	return errors.As(r.Err, &f)
+}
+
+// Harm is what the failure did to money, or "" for a pass, a contract
+// difference, or a check that could not run.
+func (r Result) Harm() Harm {
+	var f *Failure
+	if errors.As(r.Err, &f) {
+		return f.Harm
+	}
+	return ""
 }
 
 // Start starts a fresh target for one check.
@@ -51,7 +62,7 @@ func RunCheck(ctx context.Context, subject Subject, c Check, runSeed uint64, sta
 	defer cancel()
 	t := &T{ctx: ctx, target: target, subject: subject, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x9e3779b9)), cleanups: &cleanupList{}}
 	defer t.cleanups.run()
-	err = runGuarded(c, t)
+	err = t.moneyFirst(runGuarded(c, t))
 	return Result{Check: c, Seed: runSeed, Err: err, Duration: time.Since(began)}
 }
 
@@ -64,23 +75,46 @@ func runGuarded(c Check, t *T) (err error) {
 	return c.Run(t)
 }
 
-// Format renders a failed result the way a student should read it.
+// Format renders a failed result the way a student should read it: the
+// money verdict first, then the evidence, then any contract difference
+// found beside a money finding. A check that could not run says so and
+// why, and claims nothing about the server.
 func Format(r Result, reproduce string) string {
 	var b strings.Builder
 	c := r.Check
-	fmt.Fprintf(&b, "FAIL %s  %s\n", c.ID, c.Claim)
-	fmt.Fprintf(&b, "  lesson    %s\n", c.Lesson)
 	var f *Failure
-	if errors.As(r.Err, &f) {
-		fmt.Fprintf(&b, "  sent      %s\n", indent(f.Sent))
-		fmt.Fprintf(&b, "  got       %s\n", indent(f.Got))
-		fmt.Fprintf(&b, "  expected  %s\n", indent(f.Expected))
-	} else {
-		fmt.Fprintf(&b, "  error     %s\n", indent(r.Err.Error()))
+	if !errors.As(r.Err, &f) {
+		fmt.Fprintf(&b, "COULD NOT RUN %s  %s\n", c.ID, c.Claim)
+		fmt.Fprintf(&b, "  lesson    %s\n", c.Lesson)
+		fmt.Fprintf(&b, "  why not   %s\n", indent(r.Err.Error()))
+		fmt.Fprintf(&b, "  verdict   none: this says nothing about your server's money, either way\n")
+		fmt.Fprintf(&b, "  reproduce %s\n", reproduce)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "FAIL %s  %s\n", c.ID, c.Claim)
+	switch {
+	case f.Harm != "":
+		fmt.Fprintf(&b, "  money     ✗ %s: %s\n", f.Harm, f.Harm.Explain())
+	case f.Reconciled:
+		fmt.Fprintf(&b, "  money     ✓ no operation ran more often than asked (a contract difference)\n")
+	default:
+		fmt.Fprintf(&b, "  money     ? the books could not be read after the check\n")
+	}
+	fmt.Fprintf(&b, "  lesson    %s\n", c.Lesson)
+	evidence(&b, f)
+	if f.Contract != nil {
+		fmt.Fprintf(&b, "  contract  ✗ also, beside the money finding:\n")
+		evidence(&b, f.Contract)
 	}
 	fmt.Fprintf(&b, "  why       %s\n", indent(c.Why))
 	fmt.Fprintf(&b, "  reproduce %s\n", reproduce)
 	return b.String()
+}
+
+func evidence(b *strings.Builder, f *Failure) {
+	fmt.Fprintf(b, "  sent      %s\n", indent(f.Sent))
+	fmt.Fprintf(b, "  got       %s\n", indent(f.Got))
+	fmt.Fprintf(b, "  expected  %s\n", indent(f.Expected))
 }
 
 func indent(s string) string {

@@ -26,6 +26,8 @@ type T struct {
 	seed     uint64
 	rng      *rand.Rand
 	cleanups *cleanupList
+	// books are every set of books the check kept (NewBooks).
+	books []*Books
 }
 
 // Rand is the check's random source; draw every input from it.

@@ -121,7 +121,11 @@ func runChecks(ctx context.Context, subject grader.Subject, checks []grader.Chec
 			r := grader.RunCheck(ctx, subject, c, seed, start)
 			results[i] = r
 			mu.Lock()
-			fmt.Fprintf(stdout, "  %-4s %-36s %v\n", verdictWord(r), c.ID, r.Duration.Round(1e6))
+			line := fmt.Sprintf("  %-4s %-36s %v", verdictWord(r), c.ID, r.Duration.Round(1e6))
+			if h := r.Harm(); h != "" {
+				line += "  money: " + string(h)
+			}
+			fmt.Fprintln(stdout, line)
 			mu.Unlock()
 		}()
 	}
@@ -136,18 +140,21 @@ func verdictWord(r grader.Result) string {
 	case r.Caught():
 		return "FAIL"
 	}
-	return "?"
+	return "N/A"
 }
 
 // gradeResults is results.json.
 type gradeResults struct {
 	// Valid is true, false, or "unknown" when some check could not run.
-	Valid   any           `json:"valid"`
-	Subject string        `json:"subject"`
-	Stage   int           `json:"stage"`
-	Seed    uint64        `json:"seed"`
-	Passed  int           `json:"passed"`
-	Failed  int           `json:"failed"`
+	Valid   any    `json:"valid"`
+	Subject string `json:"subject"`
+	Stage   int    `json:"stage"`
+	Seed    uint64 `json:"seed"`
+	Passed  int    `json:"passed"`
+	Failed  int    `json:"failed"`
+	// Money counts the failures that harmed money; the others are
+	// contract differences.
+	Money   int           `json:"money_failures"`
 	Unknown int           `json:"could_not_run"`
 	Checks  []checkResult `json:"checks"`
 }
@@ -155,6 +162,9 @@ type gradeResults struct {
 type checkResult struct {
 	ID     string `json:"id"`
 	Result string `json:"result"`
+	// Harm is the money verdict of a failure ("double", "lost", …); empty
+	// for a contract difference.
+	Harm   string `json:"harm,omitempty"`
 	Lesson string `json:"lesson"`
 	Detail string `json:"detail,omitempty"`
 }
@@ -174,6 +184,10 @@ func gradeReport(f gradeFlags, results []grader.Result, stdout io.Writer) error 
 		case "FAIL":
 			out.Failed++
 			cr.Result = "fail"
+			if h := r.Harm(); h != "" {
+				out.Money++
+				cr.Harm = string(h)
+			}
 		default:
 			out.Unknown++
 			cr.Result = "could not run"
@@ -197,6 +211,9 @@ func gradeReport(f gradeFlags, results []grader.Result, stdout io.Writer) error 
 		}
 	}
 	fmt.Fprintf(stdout, "\n%d passed, %d failed", out.Passed, out.Failed)
+	if out.Failed > 0 {
+		fmt.Fprintf(stdout, " (%d harmed money, %d contract differences)", out.Money, out.Failed-out.Money)
+	}
 	if out.Unknown > 0 {
 		fmt.Fprintf(stdout, ", %d could not run", out.Unknown)
 	}

@@ -1,0 +1,147 @@
+package grader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"idemlab/kit/labctl"
+)
+
+// Harm is what a failure did to money. A failure without one is a
+// contract difference: a status, a problem type or a header other than
+// the contract's, with every balance still right.
+type Harm string
+
+// The harms, in the order a report names them.
+const (
+	// Double: an operation executed more often than its client asked.
+	Double Harm = "double"
+	// MovedThoughRefused: an operation executed although its client was
+	// told it did not (it will send the money again under a new key).
+	MovedThoughRefused Harm = "moved though refused"
+	// Lost: a client was told its operation executed, and it did not.
+	Lost Harm = "lost"
+	// Unbalanced: the balances differ from the operations that executed.
+	Unbalanced Harm = "books do not balance"
+	// WrongAnswer: a client was given another operation's result, or a
+	// recomputed one instead of its own.
+	WrongAnswer Harm = "wrong answer"
+	// NoUsableAnswer: a client can never learn the result of an operation
+	// that executed: every retry is refused without it.
+	NoUsableAnswer Harm = "no usable answer"
+	// StuckKey: a key stays in progress for good; its client can neither
+	// get its result nor execute it.
+	StuckKey Harm = "stuck key"
+	// Leak: one customer was shown another customer's data.
+	Leak Harm = "cross-customer leak"
+)
+
+// Explain says in a few words what the harm means for a customer.
+func (h Harm) Explain() string {
+	switch h {
+	case Double:
+		return "an operation executed more often than its client asked: money sent twice"
+	case MovedThoughRefused:
+		return "money moved although the client was told it did not; it will send it again"
+	case Lost:
+		return "the client was told its money moved, and it did not"
+	case Unbalanced:
+		return "the balances do not add up to the operations that executed"
+	case WrongAnswer:
+		return "a client was given an answer that is not its operation's own"
+	case NoUsableAnswer:
+		return "an operation executed, and its client can never learn its result"
+	case StuckKey:
+		return "a key stays in progress for good: its operation can neither finish nor run"
+	case Leak:
+		return "one customer was shown another customer's data"
+	}
+	return string(h)
+}
+
+// Unobserved is the error of a check that could not observe what it
+// needs (a key table it cannot read, a server it may not crash, a run
+// that timed out). It is neither a pass nor a failure: the check could
+// not run, and says why.
+type Unobserved struct {
+	What string
+}
+
+func (u *Unobserved) Error() string { return "could not observe " + u.What }
+
+// CouldNotObserve returns the error of a check that cannot observe what
+// it needs; what completes "could not observe …".
+func (t *T) CouldNotObserve(what string, args ...any) error {
+	if len(args) > 0 {
+		what = fmt.Sprintf(what, args...)
+	}
+	return &Unobserved{What: what}
+}
+
+// Harmful returns a failure that harmed money, built like Fail.
+func (t *T) Harmful(harm Harm, sent, got, expected string, args ...any) error {
+	err := t.Fail(sent, got, expected, args...)
+	err.(*Failure).Harm = harm
+	return err
+}
+
+// moneyFirst reads the books once the check has run, whatever its
+// verdict, and returns err with the money verdict put first: an operation
+// that executed more often than every set of books the check kept allows
+// is a double, even if the check stopped at a contract difference before
+// it reconciled (the contract difference is kept beside it), or passed.
+// If the books cannot be read, err is returned unchanged.
+func (t *T) moneyFirst(err error) error {
+	var f *Failure
+	if errors.As(err, &f) && f.Harm != "" {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
+	defer cancel()
+	saved := t.ctx
+	t.ctx = ctx
+	st, serr := t.State()
+	t.ctx = saved
+	if serr != nil {
+		return err
+	}
+	if f != nil {
+		f.Reconciled = true
+	}
+	doubles := t.doubles(st)
+	if len(doubles) == 0 {
+		return err
+	}
+	found := &Failure{
+		Harm:     Double,
+		Sent:     "the whole scenario of this check (below: what it was checking when it stopped)",
+		Got:      "/lab/state: " + strings.Join(doubles, "; "),
+		Expected: "every operation executed at most as often as its client asked",
+		Contract: f,
+	}
+	if f == nil && err != nil {
+		found.Got += "\n(the check itself stopped with: " + err.Error() + ")"
+	}
+	return found
+}
+
+// doubles lists the operations of st that executed more often than the
+// books the check kept allow (once, for an operation no books mention).
+func (t *T) doubles(st labctl.State) []string {
+	var out []string
+	for _, op := range sortedKeys(st.Executions) {
+		allowed := int64(1)
+		for _, b := range t.books {
+			if n, ok := b.Executions[op]; ok {
+				allowed = max(allowed, n)
+			}
+		}
+		if n := st.Executions[op]; n > allowed {
+			out = append(out, fmt.Sprintf("op %s executed %s", op, times(n)))
+		}
+	}
+	return out
+}
