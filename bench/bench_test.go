@@ -29,7 +29,8 @@ import (
 	"idemlab/solutions/stage6"
 )
 
-// clients is how many requests are in flight at once (SPEC section 7: 64).
+// clients is how many requests are in flight at once, as docs/benchmarks.md
+// reports the figures.
 const clients = 64
 
 // result is one sub-benchmark's figures.

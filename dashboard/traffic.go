@@ -26,8 +26,9 @@ var Rates = []int{1, 2, 5, 10, 20, 50, 100}
 // DefaultRate is the index in Rates the demo starts at.
 const DefaultRate = 3
 
-// The client's retry policy (SPEC section 4): same key, same body,
-// exponential backoff with jitter, a bounded number of attempts.
+// The client's retry policy of docs/api.md (same key, same body,
+// exponential backoff with jitter), on a demo's time scale: a bounded
+// number of attempts rather than an hour's horizon.
 const (
 	maxAttempts  = 6
 	firstBackoff = 40 * time.Millisecond

@@ -2,7 +2,7 @@
 // them: each stage's go test (against an in-process server), lab grade
 // (against a running server) and the ladder test.
 //
-// A check attacks the HTTP contract of SPEC section 2 the way networks and
+// A check attacks the HTTP contract of docs/api.md the way networks and
 // processes fail, and on failure says what was sent, what came back, what
 // was expected, why it matters for money, and how to reproduce it with the
 // same seed. Every input (customers, accounts, amounts, keys) is drawn

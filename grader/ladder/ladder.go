@@ -1,4 +1,4 @@
-// Package ladder proves the stage ladder of SPEC section 7 holds: for every
+// Package ladder proves the stage ladder holds (docs/grader.md): for every
 // stage N, solution N passes every check of stages 0..N; solution N-1 and
 // the untouched scaffold N each fail at least one stage-N check (so every
 // stage teaches something a check can see); the scaffold passes every

@@ -60,7 +60,8 @@ func TestMain(m *testing.M) {
 	grader.Main(m, subjects...)
 }
 
-// TestLadder runs the matrix of SPEC section 7 and prints it.
+// TestLadder runs the matrix (every solution, scaffold and mutant against
+// the checks) and prints it.
 func TestLadder(t *testing.T) {
 	ctx := context.Background()
 	seed, err := grader.RunSeed()

@@ -15,7 +15,7 @@ type Params struct {
 	OpeningBalance      int64  `json:"opening_balance"`
 }
 
-// DefaultParams are the values SPEC section 5 gives.
+// DefaultParams are the defaults of POST /lab/reset (docs/api.md).
 func DefaultParams() Params {
 	return Params{Seed: 1, Customers: 4, AccountsPerCustomer: 2, OpeningBalance: 10_000_000}
 }

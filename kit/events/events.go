@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// Kinds of event (SPEC section 5).
+// Kinds of event: the event field of GET /lab/events (docs/api.md).
 const (
 	KindRequest   = "request"
 	KindExecution = "execution"

@@ -1,8 +1,8 @@
-// Package labctl is lab mode (SPEC section 5): the settings a lab server
-// runs with, the faults it can be armed with, and the control endpoints
-// under /lab that reset it, show its state, move its clock and stream its
-// events. Everything hangs off one Controller, so two lab servers can run
-// in one process.
+// Package labctl is lab mode (docs/api.md, "Lab endpoints"): the settings
+// a lab server runs with, the faults it can be armed with, and the control
+// endpoints under /lab that reset it, show its state, move its clock and
+// stream its events. Everything hangs off one Controller, so two lab
+// servers can run in one process.
 package labctl
 
 import (

@@ -10,7 +10,7 @@ import (
 	"idemlab/kit/sqlitedb"
 )
 
-// Fault points (SPEC section 5).
+// Fault points, as POST /lab/faults names them (docs/api.md).
 const (
 	CrashInTransfer     = "crash-in-transfer"
 	CrashAfterCommit    = "crash-after-commit"

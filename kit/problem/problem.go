@@ -1,6 +1,6 @@
-// Package problem is the catalogue of RFC 9457 problem types of SPEC
-// section 2, one Go value per type, and the single place where an error
-// becomes an HTTP response.
+// Package problem is the catalogue of RFC 9457 problem types the API
+// answers with (docs/api.md, "Problem types"), one Go value per type, and
+// the single place where an error becomes an HTTP response.
 package problem
 
 import (
@@ -64,7 +64,7 @@ var (
 		Explain: "The server could not reach its idempotency key store, so it refused to execute the request rather than risk executing it twice. Retry with the same key after Retry-After.", RetryAfter: time.Second}
 )
 
-// Catalogue lists every type, in the order of SPEC section 2.
+// Catalogue lists every type, by status as docs/api.md's table does.
 var Catalogue = []*Type{
 	MissingIdempotencyKey, InvalidIdempotencyKey, InvalidRequest, Unauthorized,
 	Forbidden, NotFound, MethodNotAllowed, DuplicateRequest, RequestInProgress, RequestTooLarge,

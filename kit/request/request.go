@@ -1,5 +1,5 @@
 // Package request reads and validates the bodies of POST /transfers and
-// POST /deposits exactly as SPEC section 2 says, before anything is
+// POST /deposits exactly as docs/api.md says, before anything is
 // claimed, stored or moved.
 //
 // Strict means: one JSON object and nothing after it, valid UTF-8, no
@@ -26,7 +26,7 @@ import (
 	"idemlab/kit/problem"
 )
 
-// Limits of SPEC section 2.
+// Limits the API publishes (docs/api.md, "Published figures").
 const (
 	MaxBody          = 16 << 10
 	MaxAmount        = 1_000_000_000

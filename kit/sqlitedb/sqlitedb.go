@@ -6,7 +6,7 @@
 // queue for the write lock instead of failing halfway through.
 //
 // The connections are wrapped (see hooks.go) so that lab mode can inject the
-// faults of SPEC section 5: a crash right after the commit that carried a
+// faults of lab mode: a crash right after the commit that carried a
 // business write, and a key store that returns errors.
 package sqlitedb
 

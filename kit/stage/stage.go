@@ -44,7 +44,7 @@ type Config struct {
 	RetryHorizon time.Duration `json:"retry_horizon"`
 }
 
-// DefaultConfig is SPEC section 5's defaults.
+// DefaultConfig is the config a lab server starts with (docs/api.md).
 func DefaultConfig() Config {
 	return Config{Retention: 24 * time.Hour, Lease: 30 * time.Second, RetryHorizon: time.Hour}
 }
