@@ -2,10 +2,11 @@
 // POST /deposits exactly as docs/api.md says, before anything is
 // claimed, stored or moved.
 //
-// Strict means: one JSON object and nothing after it, valid UTF-8, no
-// member name twice at any depth, no unknown top-level member, the right
-// type for every member, and an amount that is an integer however it is
-// spelled (300000, 3e5 and 300000.0 are the same amount).
+// Strict means: one JSON object and nothing after it, valid UTF-8 (and no
+// \u escape that is half of a surrogate pair), no member name twice at
+// any depth, no unknown top-level member, the right type for every member,
+// and an amount that is an integer however it is spelled (300000, 3e5 and
+// 300000.0 are the same amount).
 package request
 
 import (
@@ -20,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"idemlab/kit/bank"
@@ -108,6 +110,9 @@ func read(r *http.Request, known ...string) ([]byte, map[string]json.RawMessage,
 		return nil, nil, invalid("the body is not valid UTF-8")
 	}
 	if err := checkStructure(raw); err != nil {
+		return nil, nil, err
+	}
+	if err := checkSurrogates(raw); err != nil {
 		return nil, nil, err
 	}
 	var members map[string]json.RawMessage
@@ -202,6 +207,42 @@ func walkValue(dec *json.Decoder, path string) error {
 		}
 	}
 	return nil
+}
+
+// checkSurrogates refuses a \u escape that is half of a UTF-16 surrogate
+// pair: it is no character. encoding/json would read it as U+FFFD, so the
+// request stored would not be the one sent, and RFC 8785 gives it no
+// canonical form, so it could not be fingerprinted or tallied. raw is
+// valid JSON, so every backslash in it starts an escape.
+func checkSurrogates(raw []byte) error {
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++
+		if raw[i] != 'u' {
+			continue
+		}
+		r := hex4(raw[i+1:])
+		i += 4
+		if !utf16.IsSurrogate(r) {
+			continue
+		}
+		if r < 0xdc00 && i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+			if low := hex4(raw[i+3:]); low >= 0xdc00 && low <= 0xdfff {
+				i += 6
+				continue
+			}
+		}
+		return invalid("the body holds \\u%04x, half of a UTF-16 surrogate pair, which is no character", r)
+	}
+	return nil
+}
+
+// hex4 reads the four hex digits of a \u escape.
+func hex4(b []byte) rune {
+	n, _ := strconv.ParseUint(string(b[:4]), 16, 32)
+	return rune(n)
 }
 
 func joinPath(path, name string) string {
