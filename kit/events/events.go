@@ -132,17 +132,29 @@ func (h *Hub) Subscribe(buffer int) (<-chan Event, func()) {
 	}
 }
 
+// StreamWriteTimeout is how long one write of the event stream may take:
+// a reader that takes nothing for that long is cut off.
+const StreamWriteTimeout = 30 * time.Second
+
 // ServeHTTP streams events as server-sent events: "id:" the sequence
 // number, "event:" the kind, "data:" one JSON object. A comment line every
 // 15 seconds keeps idle connections open.
+//
+// A stream lives longer than the server's WriteTimeout, which bounds a
+// whole answer; it gives each of its writes a deadline of its own instead
+// (StreamWriteTimeout), so that a reader that keeps reading is never cut
+// off and one that stops is.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
+	rc := http.NewResponseController(w)
+	extend := func() { rc.SetWriteDeadline(time.Now().Add(StreamWriteTimeout)) }
 	ch, cancel := h.Subscribe(4096)
 	defer cancel()
+	extend()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -156,12 +168,14 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-keepalive.C:
+			extend()
 			fmt.Fprint(w, ": keepalive\n\n")
 			flusher.Flush()
 		case ev, ok := <-ch:
 			if !ok {
 				return
 			}
+			extend()
 			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Kind, ev.Data)
 			// Send what is queued in one write before flushing.
 			for more := true; more; {

@@ -1,8 +1,12 @@
 package events_test
 
 import (
+	"bufio"
 	"encoding/json"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"idemlab/kit/events"
 )
@@ -40,5 +44,36 @@ func TestHub_CancelClosesAndStopsDelivery(t *testing.T) {
 	h.Publish(events.KindReset, nil)
 	if _, ok := <-ch; ok {
 		t.Fatal("channel still open after cancel")
+	}
+}
+
+// TestServeHTTP_OutlivesTheServersWriteTimeout: a lab server's
+// WriteTimeout bounds a whole answer, and the stream is one answer that
+// never ends. Here the server's deadline has passed before the stream's
+// first write: only a stream that sets its own deadlines gets through.
+func TestServeHTTP_OutlivesTheServersWriteTimeout(t *testing.T) {
+	h := events.NewHub()
+	hs := httptest.NewUnstartedServer(h)
+	hs.Config.WriteTimeout = time.Nanosecond
+	hs.Start()
+	defer hs.Close()
+	resp, err := hs.Client().Get(hs.URL)
+	if err != nil {
+		t.Fatalf("the stream was cut by the server's WriteTimeout: %v", err)
+	}
+	defer resp.Body.Close()
+	stream := bufio.NewReader(resp.Body)
+	if line, err := stream.ReadString('\n'); err != nil || !strings.HasPrefix(line, ": idemlab event stream") {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	h.Publish(events.KindClock, map[string]string{"now": "then"})
+	for {
+		line, err := stream.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended before its first event: %v", err)
+		}
+		if line == "event: clock\n" {
+			return
+		}
 	}
 }
