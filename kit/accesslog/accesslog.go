@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"sync"
+	"unicode/utf8"
 )
 
 // Record is one line of the access log: what the server log of a real
@@ -23,6 +24,56 @@ type Record struct {
 	DurationMS float64 `json:"duration_ms"`
 	// Body is the request body exactly as received.
 	Body string `json:"body,omitempty"`
+	// Cut names the fields that were longer than their limit (MaxPath,
+	// MaxBody, MaxField) and hold only its first bytes.
+	Cut []string `json:"cut,omitempty"`
+}
+
+// Limits on what a record holds of each field a client chooses, so that a
+// line stays small whatever the client sends. A field over its limit is
+// cut to it, at a character boundary, and named in Record.Cut.
+const (
+	// MaxPath is the most of the path a record holds.
+	MaxPath = 1 << 10
+	// MaxBody is the largest body a lab server accepts
+	// (kit/request.MaxBody): every body it executed is whole.
+	MaxBody = 16 << 10
+	// MaxField is the most a record holds of the method, the customer,
+	// the Idempotency-Key, the problem type and the op.
+	MaxField = 256
+)
+
+// bounded returns rec with every field the client chooses cut to its limit.
+func (rec Record) bounded() Record {
+	rec.Cut = nil
+	for _, f := range []struct {
+		name string
+		v    *string
+		max  int
+	}{
+		{"method", &rec.Method, MaxField},
+		{"path", &rec.Path, MaxPath},
+		{"customer", &rec.Customer, MaxField},
+		{"idempotency_key", &rec.Key, MaxField},
+		{"type", &rec.Type, MaxField},
+		{"op", &rec.Op, MaxField},
+		{"body", &rec.Body, MaxBody},
+	} {
+		if len(*f.v) > f.max {
+			*f.v = cut(*f.v, f.max)
+			rec.Cut = append(rec.Cut, f.name)
+		}
+	}
+	return rec
+}
+
+// cut returns s's first n bytes, or fewer so as not to split a UTF-8
+// sequence (s need not be valid UTF-8: a client chose it).
+func cut(s string, n int) string {
+	for back := 0; back < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(s[n]); back++ {
+		n--
+	}
+	return s[:n]
 }
 
 // Writer appends records to a stream; it is safe for concurrent use.
@@ -34,9 +85,10 @@ type Writer struct {
 // NewWriter returns a Writer over w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 
-// Write appends one record and returns the stream's error, if any.
+// Write appends one record, its client-chosen fields cut to their limits,
+// and returns the stream's error, if any.
 func (l *Writer) Write(rec Record) error {
-	line, err := json.Marshal(rec)
+	line, err := json.Marshal(rec.bounded())
 	if err != nil {
 		return err
 	}
