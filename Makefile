@@ -59,6 +59,17 @@ gen: ## generate a day plan: make gen SEED=7 OPS=1000
 datasets: ## regenerate the larger days into datasets/large/
 	$(GO) run ./cmd/lab datasets
 
+# The fuzz targets, as package:target; -fuzz takes one target at a time.
+FUZZ_TARGETS = kit/request:FuzzTransfer kit/request:FuzzDeposit kit/idemkey:FuzzParse kit/canonical:FuzzTransform
+FUZZTIME ?= 30s
+
+.PHONY: fuzz
+fuzz: ## fuzz the body, key and canonical-form decoders, FUZZTIME each (default 30s); a crasher lands in testdata/fuzz
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $${t#*:} for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) ./$${t%%:*}; \
+	done
+
 .PHONY: bench
 bench: ## benchmarks: naive vs final vs raw SQLite; figures for docs/benchmarks.md
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3000x ./bench
