@@ -63,7 +63,10 @@ func (c *Controller) UnlessResetting(fn func()) bool {
 }
 
 // Quiesced is middleware that serves each request while no reset is under
-// way, so that a request never meets the lab half reset.
+// way, so that a request never meets the lab half reset. A request must
+// not wait on its client while it holds the lab: a reset waits for it, and
+// every request after the reset waits for the reset. The lab server reads
+// each body before the request gets here (kit/server).
 func (c *Controller) Quiesced(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.Shared(func() { next.ServeHTTP(w, r) })

@@ -62,6 +62,10 @@ func sessionCookie(next http.Handler) http.Handler {
 // before a byte is sent; then it sends the response and reports the
 // request, and the executions it committed, on the event stream and in
 // the access log.
+//
+// The handler runs, and its executions are read, while the lab is held
+// against a reset (labctl.Controller.Shared); the answer is sent after the
+// lab is let go, so that a client slow to read it never holds up a reset.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -71,17 +75,12 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		r.Body = body
 		buf := &bufferedWriter{header: http.Header{}, status: http.StatusOK}
 
-		// A crash fault aborts the request by panicking through here; the
-		// money it committed first must still be reported.
-		published := false
-		defer func() {
-			if !published {
-				s.publishExecutions(ctx, execs)
-			}
-		}()
-		s.serveRecovered(buf, r.WithContext(ctx), next)
-		s.publishExecutions(ctx, execs)
-		published = true
+		s.ctl.Shared(func() {
+			// A crash fault aborts the request by panicking through here;
+			// the money it committed first must still be reported.
+			defer s.publishExecutions(ctx, execs)
+			s.serveRecovered(buf, r.WithContext(ctx), next)
+		})
 		s.faults.BeforeResponse()
 
 		dst := w.Header()

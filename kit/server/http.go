@@ -1,0 +1,45 @@
+package server
+
+import (
+	"net/http"
+	"time"
+)
+
+// The limits every lab server puts on its clients, whoever starts it (lab
+// serve, the grader's child processes, the dashboard). A server students
+// attach to meets clients that are slow, stuck or hostile; none of them may
+// hold a connection, or the lab, for long.
+const (
+	// HeaderTimeout is how long a client has to send its request line and
+	// headers.
+	HeaderTimeout = 10 * time.Second
+	// DefaultBodyTimeout is how long a client has, after its headers, to
+	// send its body (see Options.BodyTimeout).
+	DefaultBodyTimeout = 10 * time.Second
+	// WriteTimeout bounds a request from the end of its headers to the end
+	// of its answer. It is longer than the longest core_latency (1m) a
+	// handler may be asked to spend; the event stream extends it for
+	// itself (see events.Hub.ServeHTTP).
+	WriteTimeout = 2 * time.Minute
+	// IdleTimeout is how long a kept-alive connection may wait for its
+	// next request.
+	IdleTimeout = time.Minute
+	// MaxHeaderBytes bounds the request line and headers (net/http allows
+	// 4 KiB over it); a larger request gets 431 Request Header Fields Too
+	// Large, from net/http itself, before any handler runs.
+	MaxHeaderBytes = 16 << 10
+)
+
+// NewHTTPServer returns the http.Server a lab server listens with: h behind
+// the limits above. The body deadline is not among them: the server's
+// handler sets it per request (see Options.BodyTimeout), so that it holds
+// under any http.Server, httptest's included.
+func NewHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: HeaderTimeout,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+	}
+}
