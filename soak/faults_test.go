@@ -1,0 +1,49 @@
+package soak
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"idemlab/grader"
+	"idemlab/grader/dayplan"
+)
+
+// faultClients is how many operations of the day of faults run at once.
+const faultClients = 16
+
+// TestDayOfFaults_EveryPointReconciles is S6.day-replay-through-faults
+// at scale, the way lab replay --stage 6 --solution drives it: a large
+// generated day where half the operations meet the seven failure points
+// of a remote call, some several in a row, with double clicks, respelled
+// retries, edited resubmissions and late retries, reconciled operation by
+// operation and account by account.
+func TestDayOfFaults_EveryPointReconciles(t *testing.T) {
+	soakOnly(t)
+	seed := soakSeed(t)
+	ctx := soakContext(t)
+	params := dayplan.DefaultParams(seed, *opsFlag)
+	params.FaultRate, params.DoubleClickRate, params.EditRate, params.LateRetryRate = 0.5, 0.1, 0.1, 0.05
+	plan, err := dayplan.Generate(seed, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := grader.ReplayInProcess(ctx, subject.New, plan, nil, grader.ReplayOptions{Clients: faultClients})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := grader.ReconcileDay(run.Result)
+	var met []string
+	for _, p := range dayplan.Points {
+		met = append(met, fmt.Sprintf("%s %d", p, rc.FaultsMet[p]))
+		if rc.FaultsMet[p] == 0 {
+			t.Errorf("no attempt met %s: the day is too small to try every failure point", p)
+		}
+	}
+	t.Logf("day of faults (%s; lab replay --stage 6 --solution --clients %d): %d operations, %d attempts; failure points met: %s; %d executed twice, %d lost, %d mismatched replays, %d unexpected answers, %d late retries re-executed (allowed), money conserved %v",
+		params.Command(), faultClients, rc.Ops, rc.Attempts, strings.Join(met, ", "),
+		rc.Counts.DoubleApplied, rc.Counts.LostTransfers, rc.Counts.MismatchedReplays, rc.Counts.UnexpectedStatus, rc.Counts.LateReexecuted, rc.Money.Conserved)
+	if !rc.Valid {
+		t.Errorf("the day does not reconcile:\n%s", report(rc))
+	}
+}
