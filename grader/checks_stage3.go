@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"idemlab/kit/labctl"
+	"idemlab/kit/problem"
 )
 
 const lesson3 = "docs/lessons/03-in-progress.md"
@@ -30,6 +31,12 @@ func init() {
 			Claim: "a key is completed only in the transaction that moved its money: never while the core call runs, never after a failed or crashed business write",
 			Why:   "a completed key is the server's promise that the money moved; a retry that trusts a broken promise gets \"done\" for a transfer that never happened",
 			Run:   checkNeverCompletedWithoutMoney,
+		},
+		Check{
+			ID: "S3.client-gives-up", Stage: 3, Lesson: lesson3 + "#a-client-that-gives-up",
+			Claim: "a client that hangs up (mid-body, during the core wait, around the business write) can retry with the same key until it has an answer: its operation executes exactly once, and its key is never left in progress",
+			Why:   "clients time out all the time; a server that treats a client gone away as a reason to keep the key (or to forget it after the money moved) leaves a payment that can never be made, or makes it twice",
+			Run:   checkClientGivesUp,
 		},
 	)
 }
@@ -125,8 +132,18 @@ func checkReleaseAfterFailure(t *T) error {
 	story := sent + "  →  " + first.Short()
 	retry := t.Do(req)
 	story += "\nthen the retry, the same request  →  " + retry.Short()
+	const released = "201 Created: the first attempt moved nothing, so its claim was released and the retry executes"
 	if !retry.Is(http.StatusCreated, "") || retry.Replayed() {
-		return t.Fail(story, retry.String(), "201 Created: the first attempt moved nothing, so its claim was released and the retry executes")
+		if err := t.Reconcile(story, retry.Short(), books); err != nil {
+			return err
+		}
+		switch {
+		case retry.Is(http.StatusConflict, pInProgress):
+			return t.Harmful(StuckKey, story, retry.String(), released+"; nothing is running, and the key says it is, for good")
+		case retry.Is(http.StatusConflict, ""), retry.Is(http.StatusCreated, ""):
+			return t.Harmful(Lost, story, retry.String(), released+"; told that its key was used, the client believes its money moved, and it never did")
+		}
+		return t.Fail(story, retry.String(), released)
 	}
 	books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 	again := t.Do(req)
@@ -247,4 +264,105 @@ func checkNeverCompletedWithoutMoney(t *T) error {
 		}
 	}
 	return t.Reconcile("every request above", "", books)
+}
+
+// checkClientGivesUp catches a claim that is not released when the
+// client's own context is cancelled: released with the request's context
+// (the DELETE fails as the client is gone), or not released at all
+// because the failed core call is not treated as a failure before the
+// money. It also catches a claim released after the money moved, which
+// the retry pays a second time.
+func checkClientGivesUp(t *T) error {
+	const opening = 10_000_000
+	cs, err := t.Reset(2, opening)
+	if err != nil {
+		return err
+	}
+	a, b := cs[0], cs[1]
+	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	type round struct {
+		how     GiveUp
+		latency time.Duration
+		delay   time.Duration
+		says    string
+	}
+	rounds := []round{{how: MidBody, says: "the client hangs up halfway through the body"}}
+	for range 3 {
+		rounds = append(rounds, round{how: OnSignal, latency: 200 * time.Millisecond,
+			says: "the client hangs up while the original waits on the core (200ms), once its key shows in progress"})
+	}
+	// Hanging up a random 0–3 ms after the body has gone, with the core
+	// answering at once, or around the end of a 20 ms core wait, lands
+	// before the claim, inside the business write or just after its
+	// commit, depending on the round.
+	for range 8 {
+		d := time.Duration(t.Rand().Int64N(int64(3 * time.Millisecond)))
+		rounds = append(rounds, round{how: AfterSent, delay: d,
+			says: fmt.Sprintf("the client hangs up %v after its body has gone (the core answers at once)", d.Round(10*time.Microsecond))})
+	}
+	for range 4 {
+		d := 18*time.Millisecond + time.Duration(t.Rand().Int64N(int64(4*time.Millisecond)))
+		rounds = append(rounds, round{how: AfterSent, latency: 20 * time.Millisecond, delay: d,
+			says: fmt.Sprintf("the client hangs up %v after its body has gone, around the end of a 20ms core wait", d.Round(10*time.Microsecond))})
+	}
+	t.Rand().Shuffle(len(rounds), func(i, j int) { rounds[i], rounds[j] = rounds[j], rounds[i] })
+	latency := time.Duration(0)
+	for _, r := range rounds {
+		if r.latency != latency {
+			if err := t.Configure(map[string]string{"core_latency": r.latency.String()}); err != nil {
+				return err
+			}
+			latency = r.latency
+		}
+		amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
+		req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+		gone := t.Abandon(req, r.how, r.delay)
+		if r.how == OnSignal {
+			if _, err := t.WaitFor(r.latency/2, func() (bool, error) {
+				st, err := t.State()
+				return gone.Done() || keyInProgress(st, key), err
+			}); err != nil {
+				return err
+			}
+			gone.GiveUp()
+		}
+		first := gone.Wait()
+		// The retries need not wait on the core: whatever the original
+		// still does, it does at once.
+		if latency != 0 {
+			if err := t.Configure(map[string]string{"core_latency": "0s"}); err != nil {
+				return err
+			}
+			latency = 0
+		}
+		retry, n := t.retryUntilAnswered(req, time.Second)
+		sent := fmt.Sprintf("%s\n(%s: it got %s)\nthen the same request again, while it is told request-in-progress: %d retries",
+			req.String(), r.says, first.Short(), n)
+		if retry.Is(http.StatusConflict, pInProgress) {
+			st, err := t.State()
+			if err != nil {
+				return err
+			}
+			return t.Harmful(StuckKey, sent, retry.String()+"\nand a second later, with no request of that key running: key row "+DescribeRows(KeyRows(st, key)),
+				"the retry executes (201), or is told the original did: a client that hung up is not a failure of the money, and its claim is released or completed")
+		}
+		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+		if err := t.Reconcile(sent, retry.Short(), books); err != nil {
+			return err
+		}
+		if !retry.Is(http.StatusCreated, "") && !retry.Is(http.StatusConflict, problem.DuplicateRequest.URI()) {
+			return t.Fail(sent, retry.String(), "201 Created (the retry executes, or from stage 4 the stored answer is replayed), or 409 duplicate-request at stage 3")
+		}
+	}
+	return nil
+}
+
+// keyInProgress reports whether st holds key in progress.
+func keyInProgress(st labctl.State, key string) bool {
+	for _, row := range KeyRows(st, key) {
+		if s, ok := RowState(row); ok && s == StateInProgress {
+			return true
+		}
+	}
+	return false
 }

@@ -1,10 +1,43 @@
 package ladder
 
-// mutantsStage3 are the mutants caught by stage 3's checks.
+// mutantsStage3 are the mutants caught by stage 3's checks: every wrong
+// turn docs/lessons/03-in-progress.md names.
 var mutantsStage3 = []Mutant{
 	{
 		Name: "completed-before-money", Stage: 3, CaughtBy: "S3.never-completed-without-money",
 		Bug:   "marks the key completed when it is claimed, before the money moves",
 		Edits: []Edit{{"keys.go", "VALUES (?, ?, 'in_progress', ?)`", "VALUES (?, ?, 'completed', ?)`"}},
+	},
+	{
+		Name: "release-with-request-context", Stage: 3, CaughtBy: "S3.client-gives-up",
+		Bug: "releases a failed claim with the request's own context, which is cancelled once the client has hung up",
+		Edits: []Edit{{"server.go", `		// The transaction rolled back, so no money moved. The release must
+		// happen even if the client has gone away, hence WithoutCancel.
+		release(context.WithoutCancel(ctx), s.env.DB, id)`, `		// The transaction rolled back, so no money moved: give the key
+		// back, so that the retry executes.
+		release(ctx, s.env.DB, id)`}},
+	},
+	{
+		Name: "no-release-when-client-gone", Stage: 3, CaughtBy: "S3.client-gives-up",
+		Bug: "does nothing once the client has hung up (nobody to answer), so the claim of its failed request is never released",
+		Edits: []Edit{
+			{"server.go", `	body, location, err := s.execute(ctx, id, op)
+	if err != nil {
+`, `	body, location, err := s.execute(ctx, id, op)
+	if ctx.Err() != nil {
+		// The client has hung up: there is nobody to answer.
+		return
+	}
+	if err != nil {
+`},
+		},
+	},
+	{
+		Name: "no-release", Stage: 3, CaughtBy: "S3.release-after-failure",
+		Bug: "never gives a failed request's claim back, so its retries are told it is still in progress",
+		Edits: []Edit{{"server.go", `		// The transaction rolled back, so no money moved. The release must
+		// happen even if the client has gone away, hence WithoutCancel.
+		release(context.WithoutCancel(ctx), s.env.DB, id)
+`, ""}},
 	},
 }
