@@ -1,12 +1,11 @@
 package grader
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
-	"idemlab/kit/bank"
 	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
 )
@@ -38,6 +37,12 @@ func init() {
 			Run:   checkConcurrentDuplicates,
 		},
 		Check{
+			ID: "S1.staggered-duplicates", Stage: 1, Lesson: lesson1 + "#the-race",
+			Claim: "8 to 16 requests with one key, arriving a few milliseconds apart, bare or quoted, execute exactly once, whether the core answers at once or slowly",
+			Why:   "retries do not arrive together: each one meets the original at another point of its work (before its claim, inside its transaction, just after its commit), and a design with a gap at any of them pays twice there",
+			Run:   checkStaggeredDuplicates,
+		},
+		Check{
 			ID: "S1.missing-key", Stage: 1, Lesson: lesson1 + "#no-key-no-money",
 			Claim: "a transfer or deposit without Idempotency-Key gets 400 missing-idempotency-key and nothing moves",
 			Why:   "without a key the server cannot tell a retry from a new request, so every lost answer becomes a possible double payment",
@@ -51,8 +56,8 @@ func init() {
 		},
 		Check{
 			ID: "S1.key-forms", Stage: 1, Lesson: lesson1 + "#what-a-key-looks-like",
-			Claim: "the quoted form (Idempotency-Key: \"k\") and the bare form (k) name the same key, up to 255 characters",
-			Why:   "clients following the IETF draft quote the key and older ones do not; if the two spellings are two keys, a retry by another library executes again",
+			Claim: "any key of 1 to 255 printable ASCII characters is one key, quoted (Idempotency-Key: \"k\", with \\\" and \\\\ escaped) or bare; keys that differ only in letter case or a trailing character are two keys",
+			Why:   "clients following the IETF draft quote the key and older ones do not: if the two spellings are two keys, a retry by another library executes again; a server that folds, trims or truncates keys makes two clients' operations one, and the second never runs",
 			Run:   checkKeyForms,
 		},
 		Check{
@@ -151,6 +156,76 @@ func checkConcurrentDuplicates(t *T) error {
 	return nil
 }
 
+// checkStaggeredDuplicates catches a claim with a gap that a barrier
+// burst does not meet: a check whose read is outside the claim's
+// transaction, a key recorded only after the money committed, a guard
+// held in memory and released before the key is stored. Most rounds run
+// with no core latency, so the original's work takes a millisecond or so
+// and the gaps land before, inside and after it; the others hold the
+// original on the core for longer than the first gaps.
+func checkStaggeredDuplicates(t *T) error {
+	const opening = 10_000_000
+	cs, err := t.Reset(2, opening)
+	if err != nil {
+		return err
+	}
+	a, b := cs[0], cs[1]
+	books := t.NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
+	type shape struct {
+		latency time.Duration
+		most    time.Duration
+	}
+	rounds := []shape{{0, 3 * time.Millisecond}, {0, time.Millisecond}, {40 * time.Millisecond, 6 * time.Millisecond},
+		{0, 3 * time.Millisecond}, {0, 2 * time.Millisecond}, {40 * time.Millisecond, 4 * time.Millisecond},
+		{0, 3 * time.Millisecond}, {0, time.Millisecond}}
+	for round, sh := range rounds {
+		if err := t.Configure(map[string]string{"core_latency": sh.latency.String()}); err != nil {
+			return err
+		}
+		from := a.Accounts[round%2]
+		amount := t.Amount(1_000, 20_000)
+		key, op := t.Key(), t.Op()
+		req := Transfer(a, key, TransferBody(from, b.Accounts[0], amount, op))
+		n := 8 + t.Rand().IntN(9)
+		gaps := t.gaps(n, sh.most)
+		quoted := make([]bool, n)
+		for i := range quoted {
+			quoted[i] = t.Rand().IntN(2) == 0
+		}
+		rs := t.Staggered(gaps, func(i int) Request {
+			r := req
+			r.Quote = quoted[i]
+			return r
+		})
+		sent := fmt.Sprintf("%d× the same request, bare or quoted, leaving %v apart (core latency %v; round %d of %d): %s",
+			n, gaps[1:], sh.latency, round+1, len(rounds), req.String())
+		got := Summarize(rs)
+		created := 0
+		for _, r := range rs {
+			if r.Is(http.StatusCreated, "") {
+				created++
+			}
+		}
+		if created == 0 {
+			books.Expect(op)
+		} else {
+			books.Transfer(op, from, b.Accounts[0], amount)
+		}
+		if err := t.Reconcile(sent, got, books); err != nil {
+			return err
+		}
+		if created == 0 {
+			return t.Fail(sent, got, "one request executes and gets 201 Created")
+		}
+		for _, r := range rs {
+			if r.ServerFailed() {
+				return t.Fail(sent, got, "no 5xx and no dropped connection: one 201, and for the others 409 (duplicate-request or request-in-progress) or the stored 201")
+			}
+		}
+	}
+	return nil
+}
+
 // checkMissingKey catches a server that treats the key as optional and
 // executes a request without one (stage 0 does).
 func checkMissingKey(t *T) error {
@@ -169,27 +244,35 @@ func checkMissingKey(t *T) error {
 	}
 	for _, req := range reqs {
 		res := t.Do(req)
-		if !res.Is(http.StatusBadRequest, pMissingKey) {
-			return t.Fail(req.String()+"  (no Idempotency-Key header)", res.String(), "400 "+pMissingKey)
-		}
 		if err := t.unchanged(before, req.String()+"  (no Idempotency-Key header)", res); err != nil {
 			return err
+		}
+		if !res.Is(http.StatusBadRequest, pMissingKey) {
+			return t.Fail(req.String()+"  (no Idempotency-Key header)", res.String(), "400 "+pMissingKey)
 		}
 	}
 	return nil
 }
 
 // unchanged fails when the target's snapshot differs from before: a
-// refused request moved money, ran an op or left a key row behind.
+// request that must be refused moved money or ran an op (money moved
+// though its client was refused), or left a key row behind (a contract
+// difference: the key is spent on a request that never ran).
 func (t *T) unchanged(before Snapshot, sent string, res Response) error {
 	after, err := t.Snapshot()
 	if err != nil {
 		return err
 	}
-	if d := before.Diff(after); d != "" {
-		return t.Fail(sent, res.Short()+", and "+d, "the refusal changes nothing: no money moves and no key row is stored")
+	d := before.Diff(after)
+	if d == "" {
+		return nil
 	}
-	return nil
+	const expected = "the refusal changes nothing: no money moves and no key row is stored"
+	keysOnly := Snapshot{Balances: before.Balances, Executions: before.Executions, Keys: after.Keys}
+	if before.Diff(keysOnly) == d {
+		return t.Fail(sent, res.Short()+", and "+d, expected)
+	}
+	return t.Harmful(MovedThoughRefused, sent, res.Short()+", and "+d, expected)
 }
 
 // badKey is one Idempotency-Key header that must be refused.
@@ -233,49 +316,124 @@ func checkInvalidKey(t *T) error {
 		req.Header = http.Header{"Idempotency-Key": bk.values}
 		res := t.Do(req)
 		sent := bk.name + ": " + req.String()
-		if !res.Is(http.StatusBadRequest, pInvalidKey) {
-			return t.Fail(sent, res.String(), "400 "+pInvalidKey+" (after unquoting, a key is 1–255 printable ASCII characters, 0x21–0x7E, in exactly one field)")
-		}
 		if err := t.unchanged(before, sent, res); err != nil {
 			return err
+		}
+		if !res.Is(http.StatusBadRequest, pInvalidKey) {
+			return t.Fail(sent, res.String(), "400 "+pInvalidKey+" (after unquoting, a key is 1–255 printable ASCII characters, 0x21–0x7E, in exactly one field)")
 		}
 	}
 	return nil
 }
 
+// keyPair is a legal key and a sibling that differs from it only in the
+// way a careless server erases: letter case, a trailing character, the
+// quotes around it.
+type keyPair struct {
+	what         string
+	key, sibling string
+}
+
+// The printable ASCII characters a key may hold, by class.
+const (
+	keyLetters     = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	keyDigits      = "0123456789"
+	keyPunctuation = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+)
+
+// keyPairs draws the keys of checkKeyForms from the check's seed: every
+// class of printable ASCII, " and \ (escaped in the quoted form), lengths
+// 1 and 255.
+func keyPairs(t *T) []keyPair {
+	pick := func(from string, n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = from[t.Rand().IntN(len(from))]
+		}
+		return string(b)
+	}
+	swapCase := func(s string) string {
+		b := []byte(s)
+		for i, c := range b {
+			switch {
+			case 'a' <= c && c <= 'z':
+				b[i] = c - 'a' + 'A'
+			case 'A' <= c && c <= 'Z':
+				b[i] = c - 'A' + 'a'
+			}
+		}
+		return string(b)
+	}
+	punct := []byte(keyPunctuation)
+	t.Rand().Shuffle(len(punct), func(i, j int) { punct[i], punct[j] = punct[j], punct[i] })
+	everyPunct := pick(keyLetters, 3) + string(punct)
+	all := keyLetters + keyDigits + keyPunctuation
+	long := pick(keyLetters+keyDigits, 1) + pick(all, 254)
+	last := long[254]
+	for long[254] == last {
+		last = all[t.Rand().IntN(len(all))]
+	}
+	mixed := pick(keyLetters, 1) + pick(keyLetters+keyDigits+"-_", 23)
+	letter := pick(keyLetters, 1)
+	inner := t.Key()
+	return []keyPair{
+		{"one letter, and the same letter in the other case", letter, swapCase(letter)},
+		{"every punctuation character (\" and \\ are escaped in the quoted form), and the same with one more at the end",
+			everyPunct, everyPunct + pick(keyPunctuation, 1)},
+		{"255 characters of every class, and the same but the last", long, long[:254] + string(last)},
+		{"letters and digits, and the same with every letter in the other case", mixed, swapCase(mixed)},
+		{"a key that starts and ends with \" (it can only be sent quoted), and the key inside the quotes", `"` + inner + `"`, inner},
+	}
+}
+
 // checkKeyForms catches a server that compares the raw header value (the
-// quoted and bare spellings become two keys, and the retry executes) and
-// one that refuses a key of exactly 255 characters.
+// quoted and bare spellings become two keys, and the retry executes), one
+// that unquotes by hand (an escaped \" or \\ stays escaped), one that
+// refuses a legal key (one character, 255, any punctuation), and one that
+// folds, trims or truncates keys, so that two clients' keys become one
+// and the second client's operation never runs.
 func checkKeyForms(t *T) error {
-	const opening = 1_000_000
+	const opening = 10_000_000
 	cs, err := t.Reset(2, opening)
 	if err != nil {
 		return err
 	}
 	a, b := cs[0], cs[1]
 	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
-	long := t.Key()
-	long += strings.Repeat("z", 255-len(long))
-	for _, key := range []string{t.Key(), long} {
-		amount, op := t.Amount(1_000, 100_000), t.Op()
-		bare := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
-		quoted := bare
-		quoted.Quote = true
-		first, second := bare, quoted
-		if t.Rand().IntN(2) == 0 {
-			first, second = quoted, bare
+	ids := map[string]bool{}
+	pairs := keyPairs(t)
+	t.Rand().Shuffle(len(pairs), func(i, j int) { pairs[i], pairs[j] = pairs[j], pairs[i] })
+	for _, p := range pairs {
+		// send sends a new operation under key, in a form drawn at random
+		// (quoted only, for a key that starts with a quote); it must execute.
+		var story []string
+		send := func(key string) (Request, error) {
+			amount, op := t.Amount(1_000, 100_000), t.Op()
+			req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+			req.Quote = strings.HasPrefix(key, `"`) || t.Rand().IntN(2) == 0
+			r := t.Do(req)
+			story = append(story, fmt.Sprintf("%s  (a %d-character key)  →  %s", req.String(), len(key), r.Short()))
+			record := func() { books.Transfer(op, a.Accounts[0], b.Accounts[0], amount) }
+			return req, t.mustExecute(p.what+":\n"+strings.Join(story, "\n"), []Response{r}, op, books, record, ids)
 		}
-		r1 := t.Do(first)
-		if !r1.Is(http.StatusCreated, "") {
-			return t.Fail(first.String()+fmt.Sprintf("  (a %d-character key)", len(key)), r1.String(), "201 Created: keys of 1 to 255 printable ASCII characters are valid, bare or quoted")
+		first, err := send(p.key)
+		if err != nil {
+			return err
 		}
-		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-		r2 := t.Do(second)
-		sent := first.String() + "  →  " + r1.Short() + "\nthen the same key in the other form: " + second.String()
-		if r2.ServerFailed() {
-			return t.Fail(sent, r2.String(), "the same key: 409 duplicate-request (stages 1–3) or the stored 201 (stage 4 on)")
+		retry := first
+		if !strings.HasPrefix(p.key, `"`) {
+			retry.Quote = !first.Quote
 		}
-		if err := t.Reconcile(sent, r2.Short(), books); err != nil {
+		r := t.Do(retry)
+		story = append(story, "the same request, the key in the other form: "+retry.String()+"  →  "+r.Short())
+		sent := p.what + ":\n" + strings.Join(story, "\n")
+		if err := t.Reconcile(sent, r.Short(), books); err != nil {
+			return err
+		}
+		if r.ServerFailed() || r.Status == http.StatusBadRequest {
+			return t.Fail(sent, r.String(), "the same key: 409 duplicate-request (stages 1–3) or the stored 201 (stage 4 on)")
+		}
+		if _, err := send(p.sibling); err != nil {
 			return err
 		}
 	}
@@ -284,7 +442,9 @@ func checkKeyForms(t *T) error {
 
 // checkDistinctKeysSameBody catches a server that deduplicates on the body
 // (a hash of the request, or the op) instead of the key: the second of two
-// identical payments is refused or answered with the first.
+// identical payments is refused or answered with the first. The payments
+// come one after the other, at once behind a barrier, and a few
+// milliseconds apart.
 func checkDistinctKeysSameBody(t *T) error {
 	const opening = 10_000_000
 	cs, err := t.Reset(2, opening)
@@ -292,43 +452,46 @@ func checkDistinctKeysSameBody(t *T) error {
 		return err
 	}
 	a, b := cs[0], cs[1]
-	amount, op := t.Amount(1_000, 500_000), t.Op()
+	amount, op := t.Amount(1_000, 200_000), t.Op()
 	body := TransferBody(a.Accounts[0], b.Accounts[0], amount, op)
 	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 	ids := map[string]bool{}
-	created := func(sent string, r Response) error {
-		var tr bank.Transfer
-		if !r.Is(http.StatusCreated, "") || r.Replayed() || json.Unmarshal(r.Body, &tr) != nil || tr.ID == "" {
-			return t.Fail(sent, r.String(), "201 Created with a new transfer: a new key is a new operation, whatever its body")
-		}
-		if ids[tr.ID] {
-			return t.Fail(sent, r.String(), "a new transfer id; "+tr.ID+" was the answer to the other key")
-		}
-		ids[tr.ID] = true
-		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-		return nil
-	}
+	record := func() { books.Transfer(op, a.Accounts[0], b.Accounts[0], amount) }
 	var story []string
 	for range 2 {
 		req := Transfer(a, t.Key(), body)
 		r := t.Do(req)
 		story = append(story, req.String()+"  →  "+r.Short())
-		if err := created(strings.Join(story, "\n"), r); err != nil {
+		if err := t.mustExecute(strings.Join(story, "\n"), []Response{r}, op, books, record, ids); err != nil {
 			return err
 		}
 	}
-	pair := []Request{Transfer(a, t.Key(), body), Transfer(a, t.Key(), body)}
-	rs := t.Simultaneously(len(pair), func(i int) Request { return pair[i] })
-	for i, r := range rs {
-		story = append(story, "at once: "+pair[i].String()+"  →  "+r.Short())
+	batches := []struct {
+		how  string
+		send func([]Request) []Response
+	}{
+		{"at once", func(reqs []Request) []Response {
+			return t.Simultaneously(len(reqs), func(i int) Request { return reqs[i] })
+		}},
+		{"a few ms apart", func(reqs []Request) []Response {
+			return t.Staggered(t.gaps(len(reqs), 2*time.Millisecond), func(i int) Request { return reqs[i] })
+		}},
 	}
-	sent := strings.Join(story, "\n")
-	for _, r := range rs {
-		if err := created(sent, r); err != nil {
+	for _, batch := range batches {
+		reqs := make([]Request, 2+t.Rand().IntN(5))
+		for i := range reqs {
+			reqs[i] = Transfer(a, t.Key(), body)
+		}
+		rs := batch.send(reqs)
+		for i, r := range rs {
+			story = append(story, batch.how+": "+reqs[i].String()+"  →  "+r.Short())
+		}
+		sent := strings.Join(story, "\n")
+		if err := t.mustExecute(sent, rs, op, books, record, ids); err != nil {
 			return err
 		}
 	}
-	return t.Reconcile(sent, "", books)
+	return nil
 }
 
 // checkFailClosed catches a server that fails open: when the key store
@@ -367,11 +530,15 @@ func checkFailClosed(t *T) error {
 			return err
 		}
 		sent := req.String() + "\n(armed: store-unavailable, every statement on idempotency_keys fails)"
-		if !r.Is(http.StatusServiceUnavailable, pUnavailable) {
-			return t.Fail(sent, r.String(), "503 "+pUnavailable+": without a claim the request must not execute")
-		}
 		if err := t.unchanged(before, sent, r); err != nil {
 			return err
+		}
+		failClosed := "503 " + pUnavailable + ": without a claim the request must not execute, and its client must hear that it may retry"
+		if r.Is(http.StatusConflict, "") || r.Is(http.StatusCreated, "") {
+			return t.Harmful(Lost, sent, r.String(), failClosed+"; told its key was used (or its operation done), the client stops, and its money never moves")
+		}
+		if !r.Is(http.StatusServiceUnavailable, pUnavailable) {
+			return t.Fail(sent, r.String(), failClosed)
 		}
 		final, story, err := t.retryUntilDone(req, lease)
 		if err != nil {

@@ -102,7 +102,8 @@ type Request struct {
 	Path   string
 	// Token authenticates; "" sends no Authorization header.
 	Token string
-	// Key is sent as Idempotency-Key (quoted if Quote); "" sends none.
+	// Key is sent as Idempotency-Key, as an RFC 8941 sf-string if Quote
+	// (quoted, with " and \ escaped); "" sends none.
 	Key   string
 	Quote bool
 	Body  string
@@ -118,7 +119,7 @@ func (r Request) String() string {
 	if r.Key != "" {
 		k := r.Key
 		if r.Quote {
-			k = `"` + k + `"`
+			k = quoteKey(k)
 		}
 		s += "  Idempotency-Key: " + k
 	}
@@ -163,7 +164,7 @@ func (t *T) Do(req Request) Response {
 	if req.Key != "" {
 		k := req.Key
 		if req.Quote {
-			k = `"` + k + `"`
+			k = quoteKey(k)
 		}
 		hr.Header.Set("Idempotency-Key", k)
 	}
