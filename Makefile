@@ -70,6 +70,16 @@ fuzz: ## fuzz the body, key and canonical-form decoders, FUZZTIME each (default 
 	  $(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) ./$${t%%:*}; \
 	done
 
+# The soak's size: operations in each soak day, and kills under load.
+SOAK_OPS   ?= 15000
+SOAK_KILLS ?= 10
+
+.PHONY: soak
+soak: ## the long tests (docs/reliability.md): kill -9 under load, duplicate load, a large day of faults (SOAK_OPS, SOAK_KILLS, SEED), then make fuzz
+	@set -o pipefail; $(GO) test -count=1 -timeout 30m -v ./soak -soak -soak.ops $(SOAK_OPS) -soak.kills $(SOAK_KILLS) $(if $(SEED),-soak.seed $(SEED)) \
+	  | grep -v -E '^=== (RUN|PAUSE|CONT)'
+	@$(MAKE) --no-print-directory fuzz
+
 .PHONY: bench
 bench: ## benchmarks: naive vs final vs raw SQLite; figures for docs/benchmarks.md
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3000x ./bench
