@@ -33,6 +33,12 @@ func init() {
 			Run:   checkNeverCompletedWithoutMoney,
 		},
 		Check{
+			ID: "S3.completed-with-the-money", Stage: 3, Lesson: lesson3 + "#completed-means-the-money-moved",
+			Claim: "the money and the key's completion commit together: a key store that fails at the completion leaves nothing moved and a retry that executes once; a crash right after the commit leaves the key completed",
+			Why:   "a completion in a transaction of its own, after the money, can fail or be cut off by a crash: the money has moved, and the key says it has not, so the client is told it failed (and pays again), or waits for good",
+			Run:   checkCompletedWithTheMoney,
+		},
+		Check{
 			ID: "S3.client-gives-up", Stage: 3, Lesson: lesson3 + "#a-client-that-gives-up",
 			Claim: "a client that hangs up (mid-body, during the core wait, around the business write) can retry with the same key until it has an answer: its operation executes exactly once, and its key is never left in progress",
 			Why:   "clients time out all the time; a server that treats a client gone away as a reason to keep the key (or to forget it after the money moved) leaves a payment that can never be made, or makes it twice",
@@ -365,4 +371,101 @@ func keyInProgress(st labctl.State, key string) bool {
 		}
 	}
 	return false
+}
+
+// checkCompletedWithTheMoney catches a key completed in a transaction of
+// its own after the business commit: the key store is made to fail at
+// the first key statement after the claim, and the server is crashed
+// right after the commit that moved the money.
+func checkCompletedWithTheMoney(t *T) error {
+	const opening = 1_000_000
+	cs, err := t.Reset(2, opening)
+	if err != nil {
+		return err
+	}
+	a, b := cs[0], cs[1]
+	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	next := func() (Request, string, int64) {
+		amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
+		return Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op)), op, amount
+	}
+
+	// The key store fails once the key is claimed: at the completion, or
+	// at whatever else the stage writes to the key table before it.
+	req, op, amount := next()
+	held, err := t.Hold(req, 100*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	if err := t.Arm(labctl.StoreUnavailable, 1); err != nil {
+		return err
+	}
+	first := held.Wait()
+	if err := t.Arm(labctl.StoreUnavailable, 0); err != nil {
+		return err
+	}
+	if err := t.Configure(map[string]string{"core_latency": "0s"}); err != nil {
+		return err
+	}
+	sent := req.String() + "\n(armed once the key is claimed, while the original waits on the core: store-unavailable, the next statement on idempotency_keys fails)"
+	executed := first.Is(http.StatusCreated, "")
+	if executed {
+		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+	} else {
+		books.Expect(op)
+	}
+	if err := t.Reconcile(sent, first.Short(), books); err != nil {
+		return err
+	}
+	retry, n := t.retryUntilAnswered(req, time.Second)
+	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told request-in-progress: %d retries", sent, first.Short(), n)
+	if !executed && retry.Is(http.StatusCreated, "") && !retry.Replayed() {
+		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+	}
+	if err := t.Reconcile(story, retry.Short(), books); err != nil {
+		return err
+	}
+	if retry.Is(http.StatusConflict, pInProgress) {
+		return t.Harmful(StuckKey, story, retry.String(), "the retry executes once: nothing runs any more, and the key says something does, for good")
+	}
+	if !executed && !retry.Is(http.StatusCreated, "") {
+		return t.Fail(story, retry.String(), "201 Created: the first attempt moved nothing, so the retry executes")
+	}
+
+	// A crash right after the commit that moved the money.
+	req, op, amount = next()
+	if err := t.Arm(labctl.CrashAfterCommit, 1); err != nil {
+		return err
+	}
+	r := t.Do(req)
+	sent = req.String() + "\n(armed: crash-after-commit, the server dies right after the commit that moves the money)"
+	if t.target.Child != nil {
+		if err := t.Restart(); err != nil {
+			return err
+		}
+	}
+	books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+	st, err := t.State()
+	if err != nil {
+		return err
+	}
+	if err := reconcileState(t, st, sent, r.Short(), books); err != nil {
+		return err
+	}
+	rows := KeyRows(st, req.Key)
+	if len(rows) == 1 {
+		if s, ok := RowState(rows[0]); ok && s == StateInProgress {
+			return t.Harmful(StuckKey, sent, r.Short()+"\nthen /lab/state: op "+op+" executed once, and key row "+DescribeRows(rows),
+				"the key completed by the very commit that moved the money: no request is running, and every retry is told to wait for good (and once stuck keys are taken over, stage 6, the retry pays again)")
+		}
+	}
+	again := t.Do(req)
+	story = sent + "  →  " + r.Short() + "\nthen the retry, the same request"
+	if err := t.Reconcile(story, again.Short(), books); err != nil {
+		return err
+	}
+	if len(rows) != 1 {
+		return t.Fail(story, again.String()+"\nkey rows: "+DescribeRows(rows), "one completed row for the key: the money moved")
+	}
+	return nil
 }

@@ -40,4 +40,31 @@ var mutantsStage3 = []Mutant{
 		release(context.WithoutCancel(ctx), s.env.DB, id)
 `, ""}},
 	},
+	{
+		Name: "completed-after-commit", Stage: 3, CaughtBy: "S3.completed-with-the-money",
+		Bug: "moves the money in one transaction and marks the key completed in another once it has committed",
+		Edits: []Edit{{"server.go", `	if err := complete(ctx, tx, id, s.env.Clock.Now()); err != nil {
+		return nil, "", err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, "", err
+	}
+`, `	if err := tx.Commit(); err != nil {
+		return nil, "", err
+	}
+	// The money has moved: now mark the key done, in a transaction of
+	// its own, so that the business write holds no key-table lock.
+	keys, err := s.env.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	defer keys.Rollback()
+	if err := complete(ctx, keys, id, s.env.Clock.Now()); err != nil {
+		return nil, "", err
+	}
+	if err := keys.Commit(); err != nil {
+		return nil, "", err
+	}
+`}},
+	},
 }
