@@ -1,6 +1,7 @@
 package grader
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -17,7 +18,7 @@ func init() {
 	register(
 		Check{
 			ID: "S6.lease-takeover-once", Stage: 6, Lesson: lesson6 + "#taking-over-a-lease",
-			Claim: "an in-progress key whose lease has expired is taken over by exactly one of 16 simultaneous retries, and executed once",
+			Claim: "an in-progress key whose lease (read from the config in force, changed mid-run) has expired is taken over by exactly one of many retries, at once or a few ms apart, and executed once",
 			Why:   "a request that crashed after its claim leaves its key in progress; without a lease the payment is stuck forever, and with a takeover that two retries can both win it is paid twice",
 			Run:   checkLeaseTakeoverOnce,
 		},
@@ -26,6 +27,12 @@ func init() {
 			Claim: "while an in-progress key's lease is live, a retry gets 409 request-in-progress and nothing executes",
 			Why:   "a live lease means the original may still be running; a retry that takes it over early executes the payment a second time beside it",
 			Run:   checkLiveLease409,
+		},
+		Check{
+			ID: "S6.late-original-fenced", Stage: 6, Lesson: lesson6 + "#a-late-original",
+			Claim: "an original that outlives its lease while a retry takes its key over neither completes, nor frees the key, nor moves money: the retry that holds the lease executes, once",
+			Why:   "a slow original is not a dead one: if it still completes after a retry took its key over, the payment runs twice; if it deletes the key it lost, a third attempt claims it afresh and runs beside the retry",
+			Run:   checkLateOriginalFenced,
 		},
 		Check{
 			ID: "S6.outage-mid-request", Stage: 6, Lesson: lesson6 + "#an-outage-mid-request",
@@ -77,56 +84,145 @@ func (t *T) strand(req Request) (Response, error) {
 }
 
 // checkLeaseTakeoverOnce catches a key stuck in progress after a crash
-// (no lease: stages 3–5), and a takeover that is not one conditional
-// UPDATE (read the lease, then write it): two retries both take over and
-// both execute.
+// (no lease: stages 3–5), a lease read once (when the server started, or
+// at its first claim) instead of from the config in force, and a
+// takeover that two retries can both win (the lease read in one statement
+// or transaction and written in another): both execute. Two rounds run on
+// one server, each with its own lease set just before it: 16 retries
+// released at once, then 16 arriving a few milliseconds apart.
 func checkLeaseTakeoverOnce(t *T) error {
 	const opening, n = 1_000_000, 16
 	cs, err := t.Reset(2, opening)
 	if err != nil {
 		return err
 	}
-	if err := t.Configure(map[string]string{"lease": "10s"}); err != nil {
-		return err
-	}
 	a, b := cs[0], cs[1]
-	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
-	amount, op := t.Amount(1_000, 100_000), t.Op()
-	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
-	first, err := t.strand(req)
-	if err != nil {
-		return err
-	}
-	if err := t.Advance("11s"); err != nil {
-		return err
-	}
-	rs := t.Simultaneously(n, func(int) Request { return req })
-	sent := fmt.Sprintf("%s\n(lease 10s; armed crash-in-transfer: the original died inside its business write  →  %s)\nthen 11s of lab time, and %d retries at once", req.String(), first.Short(), n)
-	got := Summarize(rs)
-	fresh := 0
-	for _, r := range rs {
+	books := t.NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0], b.Accounts[1])
+	// The first lease is shorter than the default's 30s, the second longer
+	// than the first.
+	first := t.drawLease(5, 20)
+	leases := []time.Duration{first, first + t.drawLease(5, 20)}
+	for round, lease := range leases {
+		if err := t.Configure(map[string]string{"lease": lease.String()}); err != nil {
+			return err
+		}
+		amount, op := t.Amount(1_000, 100_000), t.Op()
+		books.Expect(op)
+		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+		stranded, err := t.strand(req)
+		if err != nil {
+			return err
+		}
+		executed := func(rs ...Response) int {
+			k := 0
+			for _, r := range rs {
+				if fresh(r) {
+					k++
+				}
+			}
+			if k > 0 {
+				books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+			}
+			return k
+		}
+		sent := fmt.Sprintf("(POST /lab/config: lease %v)\n%s\n(armed crash-in-transfer: the original died inside its business write  →  %s)", lease, req.String(), stranded.Short())
+		if round > 0 {
+			sent = fmt.Sprintf("(after a first round with a lease of %v)\n", leases[0]) + sent
+		}
+
+		// A second before the lease expires, a retry must still wait.
+		if err := t.Advance((lease - time.Second).String()); err != nil {
+			return err
+		}
+		early := t.Do(req)
+		sent += fmt.Sprintf("\nthen %v of lab time (1s of the lease left), and a retry  →  %s", lease-time.Second, early.Short())
+		if ok, why := inProgressAnswer(early); !ok {
+			executed(early)
+			if err := t.Reconcile(sent, early.Short(), books); err != nil {
+				return err
+			}
+			return t.Fail(sent, early.String(), "409 "+pInProgress+" with Retry-After ("+why+"): the lease in force, "+lease.String()+", is still live; read it from env.Config() at each claim")
+		}
+
+		if err := t.Advance("2s"); err != nil {
+			return err
+		}
+		// The retries come in the middle of other customers' traffic: while
+		// another request holds the write lock, a takeover that reads the
+		// lease in one statement and writes it in another lets many
+		// retries read "expired" before any of them writes.
+		others := make([]Request, n)
+		for i := range others {
+			amount, op := t.Amount(1, 1_000), t.Op()
+			books.Expect(op)
+			others[i] = Transfer(b, t.Key(), TransferBody(b.Accounts[1], a.Accounts[1], amount, op))
+		}
+		burst := func(i int) Request {
+			if i%2 == 0 {
+				return req
+			}
+			return others[i/2]
+		}
+		var all []Response
+		if round == 0 {
+			all = t.Simultaneously(2*n, burst)
+			sent += fmt.Sprintf("\nthen 2s more (the lease expired 1s ago), and %d retries at once, among %d other transfers", n, n)
+		} else {
+			all = t.Staggered(t.gaps(2*n, 2*time.Millisecond), burst)
+			sent += fmt.Sprintf("\nthen 2s more (the lease expired 1s ago), and %d retries arriving a few ms apart, among %d other transfers", n, n)
+		}
+		var rs []Response
+		for i, r := range all {
+			if i%2 == 0 {
+				rs = append(rs, r)
+				continue
+			}
+			if fresh(r) {
+				var body struct {
+					Amount   int64             `json:"amount"`
+					Metadata map[string]string `json:"metadata"`
+				}
+				json.Unmarshal([]byte(others[i/2].Body), &body)
+				books.Transfer(body.Metadata["op"], b.Accounts[1], a.Accounts[1], body.Amount)
+			}
+		}
+		got := Summarize(rs)
+		k := executed(rs...)
+		if err := t.Reconcile(sent, "the retries: "+got+"; the other transfers: "+Summarize(otherAnswers(all)), books); err != nil {
+			return err
+		}
+		for i, r := range all {
+			if i%2 == 1 && !fresh(r) {
+				return t.Fail(sent, others[i/2].String()+"  →  "+r.String(), "201 Created: another customer's transfer with its own key executes")
+			}
+		}
+		for _, r := range rs {
+			if r.ServerFailed() {
+				return t.Fail(sent, got, "no 5xx and no dropped connection: one retry takes the key over and executes, the others get 409 request-in-progress")
+			}
+		}
 		switch {
-		case r.ServerFailed():
-			return t.Fail(sent, got, "no 5xx and no dropped connection: one retry takes the key over and executes, the others get 409 request-in-progress")
-		case r.Is(http.StatusCreated, "") && !r.Replayed():
-			fresh++
+		case k == 0:
+			return t.Fail(sent, got, "one retry takes over the expired lease and executes: 201 Created")
+		case k > 1:
+			return t.Fail(sent, got, "exactly one 201 without Idempotent-Replayed: one execution, one first answer")
+		}
+		last := t.Do(req)
+		if !last.Is(http.StatusCreated, "") || !last.Replayed() {
+			return t.Fail(sent+"  →  "+got+"\nthen one more retry", last.String(), "the stored 201, with Idempotent-Replayed: true")
 		}
 	}
-	if fresh == 0 {
-		return t.Fail(sent, got, "one retry takes over the expired lease and executes: 201 Created")
-	}
-	books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-	if err := t.Reconcile(sent, got, books); err != nil {
-		return err
-	}
-	if fresh > 1 {
-		return t.Fail(sent, got, "exactly one 201 without Idempotent-Replayed: one execution, one first answer")
-	}
-	last := t.Do(req)
-	if !last.Is(http.StatusCreated, "") || !last.Replayed() {
-		return t.Fail(sent+"  →  "+got+"\nthen one more retry", last.String(), "the stored 201, with Idempotent-Replayed: true")
-	}
 	return nil
+}
+
+// otherAnswers are the answers at odd places of all: the other
+// transfers of a takeover burst.
+func otherAnswers(all []Response) []Response {
+	var out []Response
+	for i := 1; i < len(all); i += 2 {
+		out = append(out, all[i])
+	}
+	return out
 }
 
 // checkLiveLease409 catches a takeover that does not wait for the lease to
@@ -169,6 +265,101 @@ func checkLiveLease409(t *T) error {
 		}
 	}
 	return nil
+}
+
+// checkLateOriginalFenced catches a completion that does not prove the
+// lease is still the request's own (the original that outlived its lease
+// completes beside the retry that took it over: twice the money, or the
+// retry's work thrown away), and a release that does not (the original,
+// refused at its completion, deletes the key the retry holds, and a third
+// attempt claims it afresh and executes beside the retry).
+func checkLateOriginalFenced(t *T) error {
+	return t.WhileHeld(func(latency time.Duration) (bool, error) {
+		const opening = 1_000_000
+		cs, err := t.Reset(2, opening)
+		if err != nil {
+			return false, err
+		}
+		lease := t.drawLease(5, 60)
+		if err := t.Configure(map[string]string{"lease": lease.String()}); err != nil {
+			return false, err
+		}
+		a, b := cs[0], cs[1]
+		books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
+		amount, op := t.Amount(1_000, 100_000), t.Op()
+		books.Expect(op)
+		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+		orig, err := t.Hold(req, latency)
+		if err != nil {
+			return false, err
+		}
+		if !orig.Seen || !orig.Early() {
+			err := t.unheld(orig, "whether the original holds its key in progress")
+			return err != nil, err
+		}
+		// The original's lease expires while it waits on the core. Its
+		// client's retry takes the key over and waits on the core twice as
+		// long, so that it still holds the key when the original wakes up.
+		if err := t.Advance((lease + time.Second).String()); err != nil {
+			return false, err
+		}
+		if err := t.Configure(map[string]string{"core_latency": (2 * latency).String()}); err != nil {
+			return false, err
+		}
+		retry := t.Launch(req)
+		first := orig.Wait()
+		tookOver := !retry.Done()
+		if err := t.Configure(map[string]string{"core_latency": "0s"}); err != nil {
+			return false, err
+		}
+		third := t.Do(req)
+		second := retry.Wait()
+		last := t.Do(req)
+		sent := fmt.Sprintf("(lease %v)\n%s  (the original, waiting %v on the core)\n"+
+			"while it waits: %v of lab time (its lease expires), and the retry (waiting %v on the core)\n"+
+			"the original wakes up and answers  %s\n"+
+			"a third attempt, while the retry still waits  →  %s\n"+
+			"the retry answers  %s\n"+
+			"then one more retry  →  %s",
+			lease, req.String(), latency, lease+time.Second, 2*latency, first.Short(), third.Short(), second.Short(), last.Short())
+		got := "the original " + first.Short() + "; the third attempt " + third.Short() + "; the retry " + second.Short()
+		executed := 0
+		for _, r := range []Response{first, third, second} {
+			if fresh(r) {
+				executed++
+			}
+		}
+		if executed > 0 {
+			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+		}
+		if err := t.Reconcile(sent, got, books); err != nil {
+			return true, err
+		}
+		if !tookOver {
+			// The retry was answered before the original woke up: it did
+			// not take the key over (S6.lease-takeover-once judges that),
+			// so there is no late original to fence.
+			return true, nil
+		}
+		if fresh(first) && second.Is(http.StatusCreated, "") && second.Replayed() {
+			// The retry reached the key only after the original had
+			// completed it: nothing to fence in this round.
+			return false, nil
+		}
+		switch {
+		case fresh(first):
+			return true, t.Fail(sent, got, "the original, whose lease had expired and been taken over, does not complete: 409 "+pInProgress+
+				", its transaction rolled back; the retry that holds the lease executes (here its work, a core call included, was thrown away, and with a completion that checks nothing the money moves twice)")
+		case fresh(third):
+			return true, t.Fail(sent, got, "409 "+pInProgress+" to the third attempt: the retry holds a live lease. "+
+				"The original, refused at its completion, must not delete a key it no longer holds (release … AND lease_owner = ?)")
+		case !fresh(second):
+			return true, t.Fail(sent, got, "201 Created to the retry that took the key over: it holds the lease, and it executes")
+		case !last.Is(http.StatusCreated, "") || !last.Replayed():
+			return true, t.Fail(sent, last.String(), "the retry's stored 201, with Idempotent-Replayed: true, to the last retry")
+		}
+		return true, nil
+	})
 }
 
 // checkOutageMidRequest catches a claim stuck in progress for good after

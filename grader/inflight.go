@@ -1,9 +1,6 @@
 package grader
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Pending is a request on its way, sent on its own goroutine so that a
 // check can act while the server works on it.
@@ -55,7 +52,7 @@ func (t *T) WhileHeld(try func(latency time.Duration) (conclusive bool, err erro
 			return err
 		}
 	}
-	return fmt.Errorf("the check could not act while the original was in flight, even with a core latency of %v: the machine is overloaded; run the check alone (RUN=…)", heldLatencies[len(heldLatencies)-1])
+	return t.CouldNotObserve("the server while an original was in flight: with core latencies of up to %v, every try found the original answered, or its key not yet in progress, before the check could act (a busy machine, or a key table the lab cannot read; run the check alone with RUN=… to tell)", heldLatencies[len(heldLatencies)-1])
 }
 
 // Held is an original request held in the core wait.

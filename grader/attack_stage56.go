@@ -1,0 +1,47 @@
+package grader
+
+import "time"
+
+// drawLease draws a lease period of lo to hi whole seconds from the
+// check's seed, so that a server which assumes one fixed lease (the
+// default's 30s, say) meets another.
+func (t *T) drawLease(lo, hi int) time.Duration {
+	return time.Duration(lo+t.Rand().IntN(hi-lo+1)) * time.Second
+}
+
+// noKeyRows is the could-not-observe error of a check that needs to see
+// key rows when GET /lab/state shows none at all: the server keeps its
+// keys somewhere the lab cannot read (in memory, in Redis), and the check
+// cannot tell a missing row from a row it cannot see.
+func (t *T) noKeyRows(what string) error {
+	return t.CouldNotObserve("the key table: GET /lab/state shows no row of idempotency_keys, so the check cannot see %s", what)
+}
+
+// keyRowsVisible reads the lab state and reports whether it shows any key
+// row at all.
+func (t *T) keyRowsVisible() (bool, error) {
+	st, err := t.State()
+	if err != nil {
+		return false, err
+	}
+	return len(st.Keys) > 0, nil
+}
+
+// unheld is what a check says when Hold never saw the original's key in
+// progress: once the original has answered, a key table without a single
+// row cannot be observed (nil is returned otherwise, and the check tries
+// again with a longer core wait).
+func (t *T) unheld(h *Held, what string) error {
+	h.Wait()
+	visible, err := t.keyRowsVisible()
+	switch {
+	case err != nil:
+		return err
+	case !visible:
+		return t.noKeyRows(what)
+	}
+	return nil
+}
+
+// fresh reports whether r is a 201 that executed now: no replay marker.
+func fresh(r Response) bool { return r.Is(201, "") && !r.Replayed() }
