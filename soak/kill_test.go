@@ -53,8 +53,11 @@ func TestKill9UnderLoad_NothingLostNothingDoubled(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	k := &killer{child: child, base: base, gate: newGate(base, child.URL), at: killPoints(seed, len(plan.Ops), *killFlag)}
+	k := &killer{child: child, base: base, gate: &gate{base: base, up: make(chan struct{})}, at: killPoints(seed, len(plan.Ops), *killFlag)}
 	k.due = make(chan int, len(k.at))
+	if err := k.gate.open(child.URL); err != nil {
+		t.Fatal(err)
+	}
 	killed := make(chan error, 1)
 	go func() {
 		err := k.run(ctx)
@@ -145,20 +148,13 @@ func (k *killer) run(ctx context.Context) error {
 
 // gate carries the day's requests to the child process, holds them while
 // it is down, and sends them to the address it listens on after a
-// restart (the same one, unless another process took its port).
+// restart (the same one, unless another process took its port). It is
+// closed until the first open.
 type gate struct {
 	base http.RoundTripper
 	mu   sync.Mutex
 	up   chan struct{}
 	host string
-}
-
-func newGate(base http.RoundTripper, serverURL string) *gate {
-	g := &gate{base: base, up: make(chan struct{})}
-	if err := g.open(serverURL); err != nil {
-		panic(err)
-	}
-	return g
 }
 
 // RoundTrip sends req once the gate is open.
