@@ -109,13 +109,13 @@ func (t *T) mustExecute(sent string, rs []Response, op string, books *Books, rec
 }
 
 // rfc8785Fingerprint is the fingerprint docs/api.md asks the key table to
-// hold for a body: the lowercase hex SHA-256 of its RFC 8785 canonical
-// form.
-func rfc8785Fingerprint(body string) (string, error) {
-	canon, err := canonical.Transform([]byte(body))
+// hold for a body, the lowercase hex SHA-256 of its RFC 8785 canonical
+// form, and that form.
+func rfc8785Fingerprint(body string) (fingerprint, canon string, err error) {
+	c, err := canonical.Transform([]byte(body))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	sum := sha256.Sum256(canon)
-	return hex.EncodeToString(sum[:]), nil
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:]), string(c), nil
 }

@@ -1,33 +1,122 @@
 package grader
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
+
+	"idemlab/kit/problem"
 )
 
 const lesson2 = "docs/lessons/02-fingerprint.md"
+
+var pDuplicate = problem.DuplicateRequest.URI()
 
 func init() {
 	register(
 		Check{
 			ID: "S2.edited-resubmission", Stage: 2, Lesson: lesson2 + "#same-key-another-request",
-			Claim: "the same key with an edited body (another amount, another payee) gets 422 idempotency-key-reused and moves nothing",
-			Why:   "a clerk who fixes the amount and resubmits with the old key believes the new amount went through; answering \"already done\" (or the old result) silently pays the wrong amount",
+			Claim: "the same key with any member of the body edited (amount, accounts, memo changed, added or removed, a metadata member added, changed or removed) gets 422 idempotency-key-reused and moves nothing",
+			Why:   "a clerk who fixes the amount and resubmits with the old key believes the new amount went through; answering \"already done\" (or the old result) silently pays the wrong amount, and executing it spends one key on two operations",
 			Run:   checkEditedResubmission,
 		},
 		Check{
 			ID: "S2.equivalent-bodies", Stage: 2, Lesson: lesson2 + "#the-canonical-form",
-			Claim: "a retry whose body differs only in member order, whitespace, string escapes (\\u0041 for A) or number spelling (3e5 for 300000) is the same request, not a 422",
-			Why:   "retries are rewritten by proxies, SDKs and other languages' JSON encoders; refusing one as \"a different request\" leaves the client unable to learn whether its money moved",
+			Claim: "a retry whose body differs only in member order, whitespace, string escapes (\\u0041 for A) or number spelling (3e5 for 300000) is answered as the same request: 409 duplicate-request, or from stage 4 the stored answer, and never executes",
+			Why:   "retries are rewritten by proxies, SDKs and other languages' JSON encoders; refusing one as a different request leaves the client unable to learn whether its money moved, and executing it pays twice",
 			Run:   checkEquivalentBodies,
+		},
+		Check{
+			ID: "S2.fingerprint-is-rfc8785", Stage: 2, Lesson: lesson2 + "#a-fingerprint-others-can-compute",
+			Claim: "the key table's fingerprint column holds the lowercase hex SHA-256 of the body's RFC 8785 canonical form, for bodies that Go's encoding/json writes otherwise",
+			Why:   "another replica, the next version during a rolling upgrade, or a service in another language must compute the same fingerprint for the same request; one that differs refuses a client's retry as another request, or takes an edited request for a retry",
+			Run:   checkFingerprintIsRFC8785,
 		},
 	)
 }
 
-// checkEditedResubmission catches a server without a fingerprint: it
-// answers 409 duplicate-request (stages 1–3) or replays the original's 201
-// (stage 4 on) to a request it never executed.
+// member is one member of a JSON object: its name and its value, already
+// written as JSON.
+type member struct{ name, value string }
+
+// object writes the members in the order given.
+func object(members ...member) string {
+	parts := make([]string, len(members))
+	for i, m := range members {
+		parts[i] = jsonString(m.name) + ":" + m.value
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// jsonString writes s as a JSON string with the fewest escapes: only ",
+// \ and control characters; <, & and U+2028 stay as they are.
+func jsonString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// body is a request body as a list of members, so that a check can edit
+// one member, add one or drop one, and keep the others as they were.
+type body []member
+
+func (b body) String() string { return object(b...) }
+
+// with returns b with member name set to value (appended if absent).
+func (b body) with(name, value string) body {
+	out := append(body{}, b...)
+	for i, m := range out {
+		if m.name == name {
+			out[i].value = value
+			return out
+		}
+	}
+	return append(out, member{name, value})
+}
+
+// without returns b without member name.
+func (b body) without(name string) body {
+	var out body
+	for _, m := range b {
+		if m.name != name {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// metadata writes a metadata object from name, value pairs.
+func metadata(pairs ...string) string {
+	var ms []member
+	for i := 0; i+1 < len(pairs); i += 2 {
+		ms = append(ms, member{pairs[i], jsonString(pairs[i+1])})
+	}
+	return object(ms...)
+}
+
+// checkEditedResubmission edits every member of a transfer and of a
+// deposit in turn and resubmits each edit under the original's key. It
+// catches a server without a fingerprint (409 duplicate-request, or from
+// stage 4 the original's 201, for a request it never executed), a
+// fingerprint over part of the body (the money only, or without the
+// metadata), and a claim that takes an edited body for a new request
+// (UNIQUE over key and fingerprint, or a claim replaced) and executes it.
 func checkEditedResubmission(t *T) error {
 	const opening = 5_000_000
 	cs, err := t.Reset(2, opening)
@@ -35,42 +124,84 @@ func checkEditedResubmission(t *T) error {
 		return err
 	}
 	a, b := cs[0], cs[1]
-	key, op := t.Key(), t.Op()
-	amount := t.Amount(10_000, 500_000)
-	orig := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
-	if r := t.Do(orig); !r.Is(http.StatusCreated, "") {
-		return t.Fail(orig.String(), r.String(), "201 Created: the first request with a fresh key executes")
+	books := t.NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0], b.Accounts[1])
+	num := func(n int64) string { return fmt.Sprint(n) }
+	str := jsonString
+
+	// Three originals: a transfer with a memo and two metadata members, one
+	// with neither memo nor ref, and a deposit.
+	amount, op, ref := t.Amount(10_000, 500_000), t.Op(), fmt.Sprintf("inv-%06d", t.Amount(0, 999_999))
+	full := body{{"from", str(a.Accounts[0])}, {"to", str(b.Accounts[0])}, {"amount", num(amount)},
+		{"memo", str(fmt.Sprintf("rent %d/%d", t.Amount(1, 12), t.Amount(1, 28)))}, {"metadata", metadata("op", op, "ref", ref)}}
+	amount2, op2 := t.Amount(10_000, 500_000), t.Op()
+	bare := body{{"from", str(a.Accounts[0])}, {"to", str(b.Accounts[0])}, {"amount", num(amount2)}, {"metadata", metadata("op", op2)}}
+	damount, dop := t.Amount(1_000, 90_000), t.Op()
+	dep := body{{"account", str(a.Accounts[1])}, {"amount", num(damount)}, {"memo", str("salary")}, {"metadata", metadata("op", dop, "ref", ref)}}
+	originals := []struct {
+		req    Request
+		record func()
+	}{
+		{Transfer(a, t.Key(), full.String()), func() { books.Transfer(op, a.Accounts[0], b.Accounts[0], amount) }},
+		{Transfer(a, t.Key(), bare.String()), func() { books.Transfer(op2, a.Accounts[0], b.Accounts[0], amount2) }},
+		{Deposit(a, t.Key(), dep.String()), func() { books.Deposit(dop, a.Accounts[1], damount) }},
 	}
-	dkey, dop, damount := t.Key(), t.Op(), t.Amount(1_000, 90_000)
-	dep := Deposit(a, dkey, DepositBody(a.Accounts[1], damount, dop))
-	if r := t.Do(dep); !r.Is(http.StatusCreated, "") {
-		return t.Fail(dep.String(), r.String(), "201 Created: the first request with a fresh key executes")
+	for _, o := range originals {
+		r := t.Do(o.req)
+		if r.Is(http.StatusCreated, "") {
+			o.record()
+		}
+		if err := t.Reconcile(o.req.String(), r.Short(), books); err != nil {
+			return err
+		}
+		if !r.Is(http.StatusCreated, "") {
+			return t.Fail(o.req.String(), r.String(), "201 Created: the first request with a fresh key executes")
+		}
 	}
 	before, err := t.Snapshot()
 	if err != nil {
 		return err
 	}
-	edits := []struct {
-		what string
-		req  Request
-	}{
-		{"the amount edited", Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount+t.Amount(1, 9_999), op))},
-		{"another payee", Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[1], amount, op))},
-		{"another source account", Transfer(a, key, TransferBody(a.Accounts[1], b.Accounts[0], amount, op))},
-		{"the deposit's amount edited", Deposit(a, dkey, DepositBody(a.Accounts[1], damount*10, dop))},
+	other := t.Op()
+	type edit struct {
+		what     string
+		original int
+		body     body
 	}
+	edits := []edit{
+		{"the amount edited", 0, full.with("amount", num(amount+t.Amount(1, 9_999)))},
+		{"another payee", 0, full.with("to", str(b.Accounts[1]))},
+		{"another source account", 0, full.with("from", str(a.Accounts[1]))},
+		{"the memo changed", 0, full.with("memo", str("rent, corrected"))},
+		{"the memo removed", 0, full.without("memo")},
+		{"a metadata member changed", 0, full.with("metadata", metadata("op", op, "ref", ref+"-2"))},
+		{"a metadata member added", 0, full.with("metadata", metadata("op", op, "ref", ref, "note", "second try"))},
+		{"a metadata member removed", 0, full.with("metadata", metadata("op", op))},
+		{"metadata.op changed", 0, full.with("metadata", metadata("op", other, "ref", ref))},
+		{"a memo added", 1, bare.with("memo", str("rent"))},
+		{"the deposit's amount edited", 2, dep.with("amount", num(damount*10))},
+		{"the deposit into another account", 2, dep.with("account", str(a.Accounts[0]))},
+		{"the deposit's memo changed", 2, dep.with("memo", str("bonus"))},
+		{"a metadata member added to the deposit", 2, dep.with("metadata", metadata("op", dop, "ref", ref, "note", "x"))},
+	}
+	t.Rand().Shuffle(len(edits), func(i, j int) { edits[i], edits[j] = edits[j], edits[i] })
+	books.Expect(other)
 	for _, e := range edits {
-		first := orig
-		if strings.HasPrefix(e.req.Path, "/deposits") {
-			first = dep
-		}
-		sent := first.String() + "  →  201\nthen the same key with " + e.what + ": " + e.req.String()
-		r := t.Do(e.req)
-		if !r.Is(http.StatusUnprocessableEntity, pKeyReused) {
-			return t.Fail(sent, r.String(), "422 "+pKeyReused+": the key names the first request, and this is another one")
-		}
+		first := originals[e.original].req
+		req := first
+		req.Body = e.body.String()
+		sent := first.String() + "  →  201\nthen the same key with " + e.what + ": " + req.String()
+		r := t.Do(req)
 		if err := t.unchanged(before, sent, r); err != nil {
 			return err
+		}
+		expected := "422 " + pKeyReused + ": the key names the first request, and this is another one; nothing executes"
+		switch {
+		case r.Is(http.StatusConflict, pDuplicate):
+			return t.Harmful(Lost, sent, r.String(), expected+"; told \"already executed\", the client believes its edited request went through, and it never did")
+		case r.Is(http.StatusCreated, ""):
+			return t.Harmful(WrongAnswer, sent, r.String(), expected+"; this 201 is the first request's, not the edited one's")
+		case !r.Is(http.StatusUnprocessableEntity, pKeyReused):
+			return t.Fail(sent, r.String(), expected)
 		}
 	}
 	return nil
@@ -83,23 +214,27 @@ type spelling struct {
 }
 
 // spellings writes one transfer in several byte-different, canonically
-// equal forms. amount is a multiple of 1000 so that it has an exponent form.
+// equal forms. amount is a multiple of 1000 so that it has an exponent
+// form; memo holds < > & (which Go's encoding/json writes as \u003c,
+// \u003e, \u0026) and no other character that needs escaping.
 func spellings(from, to string, amount int64, memo, op, ref string) []spelling {
-	plain := fmt.Sprintf(`{"from":%q,"to":%q,"amount":%d,"memo":%q,"metadata":{"op":%q,"ref":%q}}`,
-		from, to, amount, memo, op, ref)
+	q := jsonString
+	plain := fmt.Sprintf(`{"from":%s,"to":%s,"amount":%d,"memo":%s,"metadata":{"op":%s,"ref":%s}}`,
+		q(from), q(to), amount, q(memo), q(op), q(ref))
 	with := func(amountText, memoText string) string {
-		return fmt.Sprintf(`{"from":%q,"to":%q,"amount":%s,"memo":%s,"metadata":{"op":%q,"ref":%q}}`,
-			from, to, amountText, memoText, op, ref)
+		return fmt.Sprintf(`{"from":%s,"to":%s,"amount":%s,"memo":%s,"metadata":{"op":%s,"ref":%s}}`,
+			q(from), q(to), amountText, memoText, q(op), q(ref))
 	}
-	q := func(s string) string { return fmt.Sprintf("%q", s) }
+	html := strings.NewReplacer("<", `\u003c`, ">", `\u003e`, "&", `\u0026`)
 	return []spelling{
 		{"the original spelling", plain},
-		{"members in another order", fmt.Sprintf(`{"metadata":{"ref":%q,"op":%q},"memo":%q,"amount":%d,"to":%q,"from":%q}`,
-			ref, op, memo, amount, to, from)},
-		{"other whitespace", fmt.Sprintf("{\n\t\"from\" : %q,\r\n  \"to\":%q ,\n  \"amount\":\t%d,\n  \"memo\": %q,\n  \"metadata\": { \"op\": %q, \"ref\": %q }\n}\n",
-			from, to, amount, memo, op, ref)},
+		{"members in another order", fmt.Sprintf(`{"metadata":{"ref":%s,"op":%s},"memo":%s,"amount":%d,"to":%s,"from":%s}`,
+			q(ref), q(op), q(memo), amount, q(to), q(from))},
+		{"other whitespace", fmt.Sprintf("{\n\t\"from\" : %s,\r\n  \"to\":%s ,\n  \"amount\":\t%d,\n  \"memo\": %s,\n  \"metadata\": { \"op\": %s, \"ref\": %s }\n}\n",
+			q(from), q(to), amount, q(memo), q(op), q(ref))},
 		{"every memo character as a \\u escape", with(fmt.Sprint(amount), escapeAll(memo))},
 		{"a solidus written \\/", with(fmt.Sprint(amount), strings.ReplaceAll(q(memo), "/", `\/`))},
+		{"< > & written \\u003c \\u003e \\u0026, as Go's encoding/json writes them", with(fmt.Sprint(amount), html.Replace(q(memo)))},
 		{fmt.Sprintf("the amount as %de3", amount/1000), with(fmt.Sprintf("%de3", amount/1000), q(memo))},
 		{fmt.Sprintf("the amount as %d.0", amount), with(fmt.Sprintf("%d.0", amount), q(memo))},
 		{fmt.Sprintf("the amount as %d.000E+3", amount/1000), with(fmt.Sprintf("%d.000E+3", amount/1000), q(memo))},
@@ -119,10 +254,12 @@ func escapeAll(s string) string {
 }
 
 // checkEquivalentBodies catches a fingerprint over the raw bytes, or over
-// a re-encoding that is not canonical (one decoded with UseNumber or into
-// json.RawMessage keeps 3e5 and 300000 apart; a string re-encoded by
-// json.Marshal keeps Go's HTML escapes): one of the rewritten retries is
-// refused as a different request.
+// a re-encoding that is not canonical (json.Compact, or a decoding with
+// UseNumber or into json.RawMessage, keeps 3e5 and 300000 apart and the
+// escapes as they came): one of the rewritten retries is refused as a
+// different request. A retry must be answered as a retry: 409
+// duplicate-request until stage 3, the stored 201 (marked replayed) from
+// stage 4; any refusal leaves its client without a usable answer.
 func checkEquivalentBodies(t *T) error {
 	const opening = 5_000_000
 	cs, err := t.Reset(2, opening)
@@ -133,29 +270,184 @@ func checkEquivalentBodies(t *T) error {
 	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 	key, op := t.Key(), t.Op()
 	amount := 1000 * t.Amount(1, 900)
-	memo := fmt.Sprintf("Apt %d 월세 %d/%d", t.Amount(1, 999), t.Amount(1, 12), t.Amount(1, 28))
+	memo := fmt.Sprintf("Apt %d 월세 %d/%d <rent> & fees", t.Amount(1, 999), t.Amount(1, 12), t.Amount(1, 28))
 	ref := fmt.Sprintf("inv-%06d", t.Amount(0, 999_999))
 	forms := spellings(a.Accounts[0], b.Accounts[0], amount, memo, op, ref)
-	// The original is one spelling drawn at random; every other is a retry.
-	i := t.Rand().IntN(len(forms))
-	forms[0], forms[i] = forms[i], forms[0]
+	// The original is one spelling drawn at random; every other is a retry,
+	// in an order drawn at random.
+	t.Rand().Shuffle(len(forms), func(i, j int) { forms[i], forms[j] = forms[j], forms[i] })
 	orig := Transfer(a, key, forms[0].body)
 	r := t.Do(orig)
+	if r.Is(http.StatusCreated, "") {
+		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+	}
+	if err := t.Reconcile(orig.String()+"  ("+forms[0].what+")", r.Short(), books); err != nil {
+		return err
+	}
 	if !r.Is(http.StatusCreated, "") {
 		return t.Fail(orig.String()+"  ("+forms[0].what+")", r.String(), "201 Created: the first request with a fresh key executes")
 	}
-	books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 	story := orig.String() + "  (" + forms[0].what + ")  →  201"
 	for _, f := range forms[1:] {
 		retry := Transfer(a, key, f.body)
 		r := t.Do(retry)
 		sent := story + "\nthen a retry with " + f.what + ": " + retry.String()
-		if r.Is(http.StatusUnprocessableEntity, pKeyReused) || r.ServerFailed() || r.Status == http.StatusBadRequest {
-			return t.Fail(sent, r.String(), "the same request, answered as a retry: 409 duplicate-request (stages 2–3) or the stored 201 (stage 4 on); the RFC 8785 canonical forms of the two bodies are identical")
-		}
 		if err := t.Reconcile(sent, r.Short(), books); err != nil {
 			return err
 		}
+		if r.Is(http.StatusConflict, pDuplicate) || r.Is(http.StatusCreated, "") && r.Replayed() {
+			continue
+		}
+		expected := "the same request, answered as a retry: 409 " + pDuplicate + " (stages 1–3) or the stored 201 with Idempotent-Replayed: true (stage 4 on); the RFC 8785 canonical forms of the two bodies are identical"
+		if r.Status == http.StatusUnprocessableEntity || r.Status == http.StatusBadRequest {
+			return t.Harmful(NoUsableAnswer, sent, r.String(), expected+"; refused as another request, the client can never learn that its money moved")
+		}
+		return t.Fail(sent, r.String(), expected)
 	}
 	return nil
+}
+
+// checkFingerprintIsRFC8785 sends bodies whose encoding/json forms differ
+// from their RFC 8785 form (a memo with < > & and U+2028, metadata member
+// names above U+FFFF, members out of order, escapes and an exponent in the
+// input) and compares the fingerprint column of each key's row with the
+// SHA-256 of the canonical form it computes itself. On one server a
+// fingerprint over json.Marshal of the decoded body works (it is a
+// function of the decoded value); next to a replica or a service that
+// computes the RFC's, it refuses retries or accepts edits. A server that
+// tells an edited body apart but keeps its fingerprint elsewhere than a
+// fingerprint column could not be observed; one that does not tell it
+// apart has no fingerprint at all, and fails.
+func checkFingerprintIsRFC8785(t *T) error {
+	const opening = 5_000_000
+	cs, err := t.Reset(2, opening)
+	if err != nil {
+		return err
+	}
+	a, b := cs[0], cs[1]
+	books := t.NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
+	str := jsonString
+	n := t.Amount(1, 999)
+	op1, op2, op3 := t.Op(), t.Op(), t.Op()
+	amount1, amount2, amount3 := t.Amount(1_000, 90_000), 1000*t.Amount(1, 90), t.Amount(1_000, 90_000)
+	type sample struct {
+		what   string
+		req    Request
+		record func()
+	}
+	samples := []sample{
+		{"members out of order, a memo with < > &, metadata member names above U+FFFF (UTF-16 order is not UTF-8 order)",
+			Transfer(a, t.Key(), object(member{"to", str(b.Accounts[0])}, member{"metadata", object(
+				member{"op", str(op1)}, member{"！", str("fullwidth")}, member{"😀", str("smile")}, member{"z", str("last")})},
+				member{"amount", fmt.Sprint(amount1)}, member{"memo", str(fmt.Sprintf("<rent> & fees %d", n))}, member{"from", str(a.Accounts[0])})),
+			func() { books.Transfer(op1, a.Accounts[0], b.Accounts[0], amount1) }},
+		{"a memo with U+2028 and U+2029, \\u escapes and \\/ in the input, the amount as an exponent",
+			Transfer(a, t.Key(), fmt.Sprintf(`{ "from" : %s, "amount" : %de3, "to" : %s, "memo" : "line\u2028sep\u2029para \u00e9t\u00e9 3\/4", "metadata" : { "op" : %s } }`,
+				str(a.Accounts[0]), amount2/1000, str(b.Accounts[0]), str(op2))),
+			func() { books.Transfer(op2, a.Accounts[0], b.Accounts[0], amount2) }},
+		{"a deposit: members out of order, a memo with &, a metadata member name above U+FFFF",
+			Deposit(a, t.Key(), object(member{"metadata", object(member{"𝄞", str("clef")}, member{"op", str(op3)}, member{"ｏ", str("o")})},
+				member{"memo", str("salary & bonus")}, member{"amount", fmt.Sprint(amount3)}, member{"account", str(a.Accounts[1])})),
+			func() { books.Deposit(op3, a.Accounts[1], amount3) }},
+	}
+	t.Rand().Shuffle(len(samples), func(i, j int) { samples[i], samples[j] = samples[j], samples[i] })
+	for _, s := range samples {
+		r := t.Do(s.req)
+		if r.Is(http.StatusCreated, "") {
+			s.record()
+		}
+		sent := s.req.String() + "  (" + s.what + ")"
+		if err := t.Reconcile(sent, r.Short(), books); err != nil {
+			return err
+		}
+		if !r.Is(http.StatusCreated, "") {
+			return t.Fail(sent, r.String(), "201 Created: the first request with a fresh key executes")
+		}
+	}
+	st, err := t.State()
+	if err != nil {
+		return err
+	}
+	for _, s := range samples {
+		sent := s.req.String() + "  (" + s.what + ")  →  201"
+		rows := KeyRows(st, s.req.Key)
+		if len(rows) == 0 {
+			return t.CouldNotObserve("the key table: no row of idempotency_keys in GET /lab/state holds the key %s, so the fingerprint stored with it cannot be read", s.req.Key)
+		}
+		want, canon, err := rfc8785Fingerprint(s.req.Body)
+		if err != nil {
+			return fmt.Errorf("the check's own body has no canonical form: %w", err)
+		}
+		stored, ok := rows[0]["fingerprint"]
+		if !ok {
+			return t.noFingerprintColumn(s.req, sent, rows[0], books)
+		}
+		if got, _ := stored.(string); got != want {
+			return t.Fail(sent, fmt.Sprintf("the key's row: fingerprint = %v%s", stored, knownForm(s.req.Body, stored)),
+				fmt.Sprintf("fingerprint = %s, the lowercase hex SHA-256 of the body's RFC 8785 canonical form:\n%s", want, canon))
+		}
+	}
+	return nil
+}
+
+// noFingerprintColumn judges a key row without a fingerprint column. It
+// resubmits req with its amount edited under the same key: a server that
+// refuses it with 422 keeps a fingerprint the check cannot see (could not
+// observe); one that does not has no fingerprint at all (a failure).
+func (t *T) noFingerprintColumn(req Request, sent string, row map[string]any, books *Books) error {
+	var v map[string]any
+	if err := json.Unmarshal([]byte(req.Body), &v); err != nil {
+		return err
+	}
+	v["amount"] = v["amount"].(float64) + 1
+	edited := req
+	b, _ := json.Marshal(v)
+	edited.Body = string(b)
+	r := t.Do(edited)
+	sent += "\nthen the same key with the amount edited: " + edited.String()
+	if err := t.Reconcile(sent, r.Short(), books); err != nil {
+		return err
+	}
+	if r.Is(http.StatusUnprocessableEntity, pKeyReused) {
+		return t.CouldNotObserve("the key table's fingerprint column: the server tells an edited body apart, but the key's row in idempotency_keys has no column named fingerprint (%s); docs/api.md asks for one holding the lowercase hex SHA-256 of the body's RFC 8785 form", DescribeRows([]map[string]any{row}))
+	}
+	return t.Fail(sent, "the key's row: "+DescribeRows([]map[string]any{row})+"\nthe edit: "+r.String(),
+		"a fingerprint column with the lowercase hex SHA-256 of the body's RFC 8785 form, and 422 "+pKeyReused+" for the edit")
+}
+
+// knownForm names the encoding whose SHA-256 stored is, when it is one of
+// the usual wrong turns; "" otherwise.
+func knownForm(body string, stored any) string {
+	s, _ := stored.(string)
+	hash := func(b []byte) string {
+		sum := sha256.Sum256(b)
+		return hex.EncodeToString(sum[:])
+	}
+	forms := []struct {
+		what  string
+		bytes func() ([]byte, error)
+	}{
+		{"the raw body", func() ([]byte, error) { return []byte(body), nil }},
+		{"json.Compact of the raw body", func() ([]byte, error) {
+			var buf bytes.Buffer
+			err := json.Compact(&buf, []byte(body))
+			return buf.Bytes(), err
+		}},
+		{"json.Marshal of the body decoded into any", func() ([]byte, error) {
+			var v any
+			if err := json.Unmarshal([]byte(body), &v); err != nil {
+				return nil, err
+			}
+			return json.Marshal(v)
+		}},
+	}
+	for _, f := range forms {
+		if b, err := f.bytes(); err == nil && strings.EqualFold(hash(b), s) {
+			return "\n(that is the SHA-256 of " + f.what + ")"
+		}
+	}
+	if want, _, err := rfc8785Fingerprint(body); err == nil && strings.EqualFold(want, s) {
+		return "\n(the SHA-256 of the RFC 8785 form, but not in lowercase hex)"
+	}
+	return ""
 }

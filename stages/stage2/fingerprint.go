@@ -5,11 +5,14 @@ package stage2
 // body that is not JSON.
 //
 // TODO(stage 2): put raw in canonical form with canonical.Transform, hash
-// that with crypto/sha256 and return the sum in hex. Hash the canonical
-// form, never the raw bytes: a client that retries may write the members in
-// another order, other whitespace, \u0041 for A or 3e5 for 300000, and that
-// is still the same request. An edited amount is not. Wrap a Transform
-// error as problem.Wrap(problem.InvalidRequest, err, …).
+// that with crypto/sha256 and return the sum in lowercase hex. Hash the
+// canonical form, never the raw bytes: a client that retries may write the
+// members in another order, other whitespace, \u0041 for A or 3e5 for
+// 300000, and that is still the same request. An edited amount, memo or
+// metadata member is not: hash the whole body. And not json.Marshal of the
+// decoded body either: it agrees with itself, but not with RFC 8785 (<, &,
+// member order), which another replica or service computes (docs/api.md).
+// Wrap a Transform error as problem.Wrap(problem.InvalidRequest, err, …).
 func fingerprint(raw []byte) (string, error) {
 	return "", nil
 }
