@@ -67,4 +67,24 @@ var mutantsStage3 = []Mutant{
 	}
 `}},
 	},
+	{
+		Name: "in-progress-as-duplicate", Stage: 3, CaughtBy: "S3.retry-during-original",
+		Bug: "reads the fingerprint of a key already there but not its state, so a retry of a request still running is told it was executed",
+		Edits: []Edit{
+			{"keys.go", "\tvar stored, state string\n\terr = tx.QueryRowContext(ctx, `SELECT fingerprint, state FROM idempotency_keys WHERE key = ?`, key).\n\t\tScan(&stored, &state)",
+				"\tvar stored string\n\terr = tx.QueryRowContext(ctx, `SELECT fingerprint FROM idempotency_keys WHERE key = ?`, key).\n\t\tScan(&stored)"},
+			{"keys.go", `	case state == "in_progress":
+		return 0, &problem.Error{Type: problem.RequestInProgress, RetryAfter: retryAfter,
+			Detail: fmt.Sprintf("the request with Idempotency-Key %q is still being processed; retry with the same key", key)}
+`, ""},
+		},
+	},
+	{
+		Name: "in-progress-without-retry-after", Stage: 3, CaughtBy: "S3.retry-during-original",
+		Bug: "answers a retry of a running request 409 request-in-progress without Retry-After, so the client does not know when to come back",
+		Edits: []Edit{{"keys.go", `		return 0, &problem.Error{Type: problem.RequestInProgress, RetryAfter: retryAfter,
+			Detail: fmt.Sprintf("the request with Idempotency-Key %q is still being processed; retry with the same key", key)}`,
+			`		return 0, problem.New(problem.RequestInProgress,
+			"the request with Idempotency-Key %q is still being processed; retry with the same key", key)`}},
+	},
 }
