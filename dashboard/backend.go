@@ -83,7 +83,7 @@ func StartLocal(ctx context.Context, factory stage.Factory, dir string) (*Local,
 		return nil, err
 	}
 	l.gen, l.first, l.ln = gen, gen, ln
-	l.hs = &http.Server{Handler: http.HandlerFunc(l.serve), ReadHeaderTimeout: 10 * time.Second}
+	l.hs = server.NewHTTPServer(http.HandlerFunc(l.serve))
 	go l.hs.Serve(ln)
 	return l, nil
 }

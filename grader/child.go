@@ -90,8 +90,9 @@ func Main(m *testing.M, subjects ...Subject) {
 
 // Serve runs subject as a lab server on addr until ctx ends or the
 // process is interrupted, with the database, admin token and access log of
-// opts (lab mode is always on). It calls ready with the server's URL once
-// the server accepts requests, and returns the error that stopped it.
+// opts (lab mode is always on), behind the limits of server.NewHTTPServer.
+// It calls ready with the server's URL once the server accepts requests,
+// and returns the error that stopped it.
 func Serve(ctx context.Context, subject Subject, addr string, opts server.Options, ready func(url string)) error {
 	if opts.DB == "" {
 		opts.DB = "idemlab.db"
@@ -110,7 +111,7 @@ func Serve(ctx context.Context, subject Subject, addr string, opts server.Option
 		return err
 	}
 	ready("http://" + ln.Addr().String())
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := server.NewHTTPServer(srv.Handler())
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	shutdown := make(chan error, 1)
