@@ -13,9 +13,12 @@ package stage1
 //
 // claim(ctx, tx, key, now) inserts the key inside the caller's transaction
 // with a plain INSERT. The INSERT is the check. Do not look first and
-// insert after (two simultaneous requests would both see "no such key"),
-// and do not use INSERT OR IGNORE or an upsert (they hide the very answer
-// you need). Then tell the errors apart with sqlitedb.IsUniqueViolation:
+// insert after: outside this transaction two simultaneous requests would
+// both see "no such key", and inside it only this lab's one-writer SQLite
+// saves you (the lesson says where that stops). Do not use INSERT OR
+// IGNORE or an upsert either (they hide the very answer you need). Then
+// tell the errors apart with sqlitedb.IsUniqueViolation, never by the
+// error's text:
 //   - a unique violation means the key was already used: return
 //     problem.New(problem.DuplicateRequest, …), a 409;
 //   - any other error means the key store failed: return
