@@ -70,10 +70,10 @@ running:
 	// more state polls of each side, so that every success is judged.
 	demo.SetPaused(true)
 	deadline := time.After(15 * time.Second)
+	drained := make(chan error, 1)
+	go func() { drained <- demo.Traffic().Drain(ctx) }()
 	settled := false
 	var target [2]int
-	check := time.NewTicker(50 * time.Millisecond)
-	defer check.Stop()
 	for !settled || polls[Left] < target[Left] || polls[Right] < target[Right] {
 		select {
 		case <-ctx.Done():
@@ -82,10 +82,11 @@ running:
 			return fmt.Errorf("the servers did not settle within 15s of the end")
 		case msg := <-msgs:
 			apply(msg)
-		case <-check.C:
-			if !settled && demo.Traffic().running.Load() == 0 {
-				settled, target = true, [2]int{polls[Left] + 2, polls[Right] + 2}
+		case err := <-drained:
+			if err != nil {
+				return err
 			}
+			settled, target = true, [2]int{polls[Left] + 2, polls[Right] + 2}
 		}
 	}
 	return summary(w, model(), demo.Traffic(), right, stages.Final(), time.Since(start))

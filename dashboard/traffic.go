@@ -54,7 +54,10 @@ type Traffic struct {
 	paused  atomic.Bool
 	profile atomic.Int64 // index into Profiles
 	played  atomic.Int64
-	running atomic.Int64
+
+	flight  sync.Mutex
+	running int           // operations under way
+	idle    chan struct{} // closed while running is zero (see Drain)
 
 	mu    sync.Mutex
 	plan  []dayplan.Op
@@ -75,7 +78,9 @@ func NewTraffic(targets []func() string, reset bank.Params) *Traffic {
 		targets: targets, reset: reset, tokens: tokens,
 		client: &http.Client{Transport: &grader.FaultTransport{Base: tr}, Timeout: 10 * time.Second},
 		shown:  -1,
+		idle:   make(chan struct{}),
 	}
+	close(t.idle)
 	t.rate.Store(DefaultRate)
 	return t
 }
@@ -84,7 +89,11 @@ func NewTraffic(targets []func() string, reset bank.Params) *Traffic {
 func (t *Traffic) Reset() bank.Params { return t.reset }
 
 // SetPaused stops or resumes new operations; those under way finish.
-func (t *Traffic) SetPaused(p bool) { t.paused.Store(p) }
+func (t *Traffic) SetPaused(p bool) {
+	t.flight.Lock() // so that no operation begins once it returns (see begin)
+	defer t.flight.Unlock()
+	t.paused.Store(p)
+}
 
 // Paused reports whether the traffic is paused.
 func (t *Traffic) Paused() bool { return t.paused.Load() }
@@ -108,6 +117,48 @@ func (t *Traffic) Profile() Profile { return Profiles[t.profile.Load()] }
 // Played is how many operations have been started.
 func (t *Traffic) Played() int64 { return t.played.Load() }
 
+// Drain waits until none of the operations Run started is under way and
+// returns nil, or returns ctx's error if ctx ends first. Paused traffic
+// starts nothing new, so after SetPaused(true) Drain returns once the
+// operations under way have finished their retries. (Burst and Edited
+// return only when their operations have finished.)
+func (t *Traffic) Drain(ctx context.Context) error {
+	t.flight.Lock()
+	idle := t.idle
+	t.flight.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// begin counts an operation under way, unless the traffic is paused or
+// maxInFlight are; it reports whether it did.
+func (t *Traffic) begin() bool {
+	t.flight.Lock()
+	defer t.flight.Unlock()
+	if t.paused.Load() || t.running >= maxInFlight {
+		return false
+	}
+	if t.running == 0 {
+		t.idle = make(chan struct{})
+	}
+	t.running++
+	return true
+}
+
+// end counts an operation done.
+func (t *Traffic) end() {
+	t.flight.Lock()
+	defer t.flight.Unlock()
+	t.running--
+	if t.running == 0 {
+		close(t.idle)
+	}
+}
+
 // Run starts operations at the chosen rate until ctx ends, then waits for
 // those under way.
 func (t *Traffic) Run(ctx context.Context) {
@@ -122,14 +173,13 @@ func (t *Traffic) Run(ctx context.Context) {
 		case <-timer.C:
 		}
 		timer.Reset(time.Second / time.Duration(t.Rate()))
-		if t.paused.Load() || t.running.Load() >= maxInFlight {
+		if !t.begin() {
 			continue
 		}
 		op := t.draw()
 		t.played.Add(1)
-		t.running.Add(1)
 		wg.Go(func() {
-			defer t.running.Add(-1)
+			defer t.end()
 			t.everywhere(func(url func() string) { t.play(ctx, url, op) })
 		})
 	}
