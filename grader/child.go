@@ -35,6 +35,9 @@ const (
 	// EnvSubject names the subject to serve (Subject.Name) when the
 	// binary holds several; empty means the first.
 	EnvSubject = "IDEMLAB_SUBJECT"
+	// EnvRandomTokens, when set, has the server's resets draw customer
+	// tokens at random (server.Options.RandomTokens): lab serve --public.
+	EnvRandomTokens = "IDEMLAB_RANDOM_TOKENS"
 )
 
 // Main is every stage's TestMain. Run normally, it runs the tests. With
@@ -71,7 +74,7 @@ func Main(m *testing.M, subjects ...Subject) {
 			os.Exit(1)
 		}
 	}
-	opts := server.Options{DB: os.Getenv(EnvDB), AdminToken: os.Getenv(EnvAdmin)}
+	opts := server.Options{DB: os.Getenv(EnvDB), AdminToken: os.Getenv(EnvAdmin), RandomTokens: os.Getenv(EnvRandomTokens) != ""}
 	if path := os.Getenv(EnvAccessLog); path != "" {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {

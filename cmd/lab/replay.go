@@ -105,7 +105,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		admin := drawAdminToken()
-		child, err := startStage(ctx, bin, "127.0.0.1:0", ":memory:", admin, "", stderr)
+		child, err := startStage(ctx, bin, serveFlags{addr: "127.0.0.1:0", db: ":memory:", admin: admin}, stderr)
 		if err != nil {
 			return &exitCode{code: 2, err: err}
 		}

@@ -59,9 +59,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&f.solution, "solution", false, "serve the reference solution (solutions/stageN) instead of your stages/stageN")
 	fs.StringVar(&f.db, "db", "", `the database file, or ":memory:" (default tmp/lab-stageN.db, kept across restarts)`)
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "the address to listen on")
-	fs.StringVar(&f.admin, "admin-token", "", "the token that opens /lab (default: drawn at random and printed)")
+	fs.StringVar(&f.admin, "admin-token", "", "the token that opens /lab (default: drawn at random and printed; with --public, at least 32 characters)")
 	fs.StringVar(&f.accessLog, "access-log", "", "append the server's access log (one JSON record per request, what lab tally reads) to this file")
-	fs.BoolVar(&f.public, "public", false, "allow an address other than loopback (the lab endpoints reset the bank and move its clock)")
+	fs.BoolVar(&f.public, "public", false, "serve a classroom: allow an address other than loopback (the lab endpoints reset the bank and move its clock), demand a long admin token, draw customer tokens at random")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lab serve [--stage N] [--solution] [--db FILE] [--addr HOST:PORT] [--admin-token T] [--access-log FILE] [--public]")
 		fs.PrintDefaults()
@@ -73,6 +73,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if err := checkLoopback(f.addr, f.public); err != nil {
+		return err
+	}
+	if err := checkAdminToken(f.admin, f.public); err != nil {
 		return err
 	}
 	root, err := grader.Root()
@@ -126,6 +129,19 @@ func checkLoopback(addr string, public bool) error {
 	return &exitCode{code: 2, err: fmt.Errorf("--addr %s is not a loopback address; the lab endpoints reset the bank and move its clock, so pass --public if you mean it", addr)}
 }
 
+// MinPublicAdminToken is the shortest admin token a public server takes:
+// whoever guesses it can reset the bank and move its clock.
+const MinPublicAdminToken = 32
+
+// checkAdminToken refuses a short admin token on a public server. An
+// empty one is drawn later, long enough.
+func checkAdminToken(token string, public bool) error {
+	if public && token != "" && len(token) < MinPublicAdminToken {
+		return &exitCode{code: 2, err: fmt.Errorf("--admin-token is %d characters; a --public server needs at least %d (leave it out and one is drawn)", len(token), MinPublicAdminToken)}
+	}
+	return nil
+}
+
 func drawAdminToken() string {
 	var b [16]byte
 	rand.Read(b[:])
@@ -134,7 +150,7 @@ func drawAdminToken() string {
 
 // serveSolution serves a reference solution in this process until ctx ends.
 func serveSolution(ctx context.Context, f serveFlags, stdout io.Writer) error {
-	opts := server.Options{DB: f.db, AdminToken: f.admin}
+	opts := server.Options{DB: f.db, AdminToken: f.admin, RandomTokens: f.public}
 	if f.accessLog != "" {
 		log, err := os.OpenFile(f.accessLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -156,7 +172,7 @@ func serveStudent(ctx context.Context, root string, f serveFlags, stdout, stderr
 	if err != nil {
 		return err
 	}
-	child, err := startStage(ctx, bin, f.addr, f.db, f.admin, f.accessLog, stderr)
+	child, err := startStage(ctx, bin, f, stderr)
 	if err != nil {
 		return err
 	}
@@ -184,7 +200,54 @@ func printBanner(w io.Writer, f serveFlags, what, url string) {
 	fmt.Fprintf(w, "  export LAB=%s ADMIN=%s\n", url, f.admin)
 	fmt.Fprintf(w, "reset the lab (seed 1: 4 customers with 2 accounts of 10,000,000 won each):\n")
 	fmt.Fprintf(w, "  curl -s -X POST %s/lab/reset -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{\"seed\":1}'\n", url, f.admin)
+	if f.public {
+		printClassroom(w, url)
+	}
 	fmt.Fprintf(w, "Ctrl-C stops the server.\n")
+}
+
+// printClassroom says what a public server's instructor shares with the
+// students, and what they keep.
+func printClassroom(w io.Writer, url string) {
+	fmt.Fprintf(w, "\npublic: a classroom server. Share with the students:\n")
+	for _, u := range studentURLs(url) {
+		fmt.Fprintf(w, "  url          %s\n", u)
+	}
+	fmt.Fprintf(w, "  a customer   the reset's answer lists each customer's id, token and accounts: give each\n")
+	fmt.Fprintf(w, "               student one. The tokens are drawn at random at every reset (not from the\n")
+	fmt.Fprintf(w, "               seed, whose tokens anyone can draw), so a new reset means new tokens to hand out.\n")
+	fmt.Fprintf(w, "Keep the admin token to yourself: it resets the bank and moves the clock.\n")
+	fmt.Fprintf(w, "Limits on every client: headers within %v and at most %d KiB (else 431), a body within %v of\n",
+		server.HeaderTimeout, server.MaxHeaderBytes>>10, server.DefaultBodyTimeout)
+	fmt.Fprintf(w, "its headers (else 400), an answer within %v, idle connections closed after %v.\n",
+		server.WriteTimeout, server.IdleTimeout)
+}
+
+// studentURLs lists the URLs that reach a server listening at url from
+// other machines: this machine's addresses, when it listens on all of
+// them (0.0.0.0 is every IPv4 address, :: every address); else url.
+func studentURLs(url string) []string {
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(url, "http://"))
+	ip := net.ParseIP(host)
+	if err != nil || ip == nil || !ip.IsUnspecified() {
+		return []string{url}
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return []string{url}
+	}
+	var out []string
+	for _, a := range addrs {
+		n, ok := a.(*net.IPNet)
+		if !ok || n.IP.IsLoopback() || n.IP.IsLinkLocalUnicast() || (ip.To4() != nil && n.IP.To4() == nil) {
+			continue
+		}
+		out = append(out, "http://"+net.JoinHostPort(n.IP.String(), port))
+	}
+	if len(out) == 0 {
+		return []string{url}
+	}
+	return out
 }
 
 // stageBinary compiles the test binary of the student's stages/stageN into
@@ -217,10 +280,12 @@ type stageChild struct {
 	exited chan error
 }
 
-// startStage runs a stage's test binary as a lab server on addr (":0"
-// style ports are fine) and waits until it answers. The binary's TestMain
-// is grader.Main, which serves instead of testing when IDEMLAB_SERVE is set.
-func startStage(ctx context.Context, bin, addr, db, admin, accessLog string, stderr io.Writer) (*stageChild, error) {
+// startStage runs a stage's test binary as a lab server on f.addr (":0"
+// style ports are fine), with f's database, admin token, access log and
+// public mode, and waits until it answers. The binary's TestMain is
+// grader.Main, which serves instead of testing when IDEMLAB_SERVE is set.
+func startStage(ctx context.Context, bin string, f serveFlags, stderr io.Writer) (*stageChild, error) {
+	addr := f.addr
 	// Take the address first: if another server (an earlier make serve)
 	// holds it, say so, rather than take its answers for the stage's. A
 	// ":0" port becomes a free one.
@@ -232,7 +297,10 @@ func startStage(ctx context.Context, bin, addr, db, admin, accessLog string, std
 	ln.Close()
 	cmd := exec.Command(bin)
 	grader.DieWithParent(cmd)
-	cmd.Env = append(os.Environ(), grader.EnvServe+"="+addr, grader.EnvDB+"="+db, grader.EnvAdmin+"="+admin, grader.EnvAccessLog+"="+accessLog)
+	cmd.Env = append(os.Environ(), grader.EnvServe+"="+addr, grader.EnvDB+"="+f.db, grader.EnvAdmin+"="+f.admin, grader.EnvAccessLog+"="+f.accessLog)
+	if f.public {
+		cmd.Env = append(cmd.Env, grader.EnvRandomTokens+"=1")
+	}
 	cmd.Stdout, cmd.Stderr = io.Discard, stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)

@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"idemlab/kit/bank"
 )
 
 func TestServe_RefusesBadFlags(t *testing.T) {
@@ -20,6 +24,8 @@ func TestServe_RefusesBadFlags(t *testing.T) {
 		{[]string{"serve", "--stage", "7", "--solution"}, "0..6"},
 		{[]string{"serve", "--stage", "-1"}, "0..6"},
 		{[]string{"serve", "--addr", "nonsense"}, "--addr"},
+		{[]string{"serve", "--public", "--admin-token", "x", "--solution"}, "at least 32"},
+		{[]string{"serve", "--public", "--addr", "0.0.0.0:8080", "--admin-token", "adm_demo", "--solution"}, "at least 32"},
 	} {
 		code, _, errs := runLabCommand(t, c.args...)
 		if code != 2 || !strings.Contains(errs, c.why) {
@@ -109,5 +115,86 @@ func TestServe_PrintsAWorkingResetCommand(t *testing.T) {
 				t.Fatalf("reset: %d %s", resp.StatusCode, body)
 			}
 		})
+	}
+}
+
+func TestCheckAdminToken(t *testing.T) {
+	long := strings.Repeat("a", MinPublicAdminToken)
+	for _, c := range []struct {
+		token  string
+		public bool
+		ok     bool
+	}{
+		{"adm_demo", false, true}, // a loopback server is the student's own
+		{"", true, true},          // drawn later, long enough
+		{long, true, true},
+		{long[1:], true, false},
+		{"x", true, false},
+	} {
+		if err := checkAdminToken(c.token, c.public); (err == nil) != c.ok {
+			t.Errorf("%q public=%v: err %v, want allowed %v", c.token, c.public, err, c.ok)
+		}
+	}
+	if n := len(drawAdminToken()); n < MinPublicAdminToken {
+		t.Errorf("a drawn admin token has %d characters; a public server refuses fewer than %d", n, MinPublicAdminToken)
+	}
+}
+
+// TestServe_PublicDrawsCustomerTokensAtRandom: the tokens of seed 1 are
+// in docs/api.md for anyone to read. A public server hands out the seed's
+// customers and accounts with tokens nobody could have drawn, and its
+// banner says what to share.
+func TestServe_PublicDrawsCustomerTokensAtRandom(t *testing.T) {
+	url, banner := serveUntilReady(t, "--stage", "1", "--solution", "--public")
+	token := regexp.MustCompile(`admin token +(adm_\S+)`).FindStringSubmatch(banner)
+	if token == nil || !strings.Contains(banner, "Share with the students") {
+		t.Fatalf("the banner of a public server says nothing of what to share:\n%s", banner)
+	}
+	req, _ := http.NewRequest("POST", url+"/lab/reset", strings.NewReader(`{"seed":1}`))
+	req.Header.Set("Authorization", "Bearer "+token[1])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct{ Customers []bank.Customer }
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("reset: %d %v", resp.StatusCode, err)
+	}
+	seeded := bank.Population(bank.DefaultParams())
+	if len(out.Customers) != len(seeded) {
+		t.Fatalf("reset made %d customers, want %d", len(out.Customers), len(seeded))
+	}
+	for i, c := range out.Customers {
+		if c.ID != seeded[i].ID || !slices.Equal(c.Accounts, seeded[i].Accounts) {
+			t.Errorf("customer %d is %s %v; seed 1 has %s %v", i, c.ID, c.Accounts, seeded[i].ID, seeded[i].Accounts)
+		}
+		if c.Token == seeded[i].Token {
+			t.Errorf("customer %s has seed 1's token, which anyone can read in docs/api.md", c.ID)
+		}
+	}
+	for _, c := range []struct {
+		token string
+		want  int
+	}{{out.Customers[0].Token, 200}, {seeded[0].Token, 401}} {
+		req, _ := http.NewRequest("GET", url+"/accounts/"+seeded[0].Accounts[0], nil)
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("GET /accounts/{id} with %s: %d, want %d", c.token, resp.StatusCode, c.want)
+		}
+	}
+	// The server listens behind the kit's limits (server.NewHTTPServer).
+	req, _ = http.NewRequest("GET", url+"/healthz", nil)
+	req.Header.Set("X-Padding", strings.Repeat("h", 32<<10))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 431 {
+		t.Errorf("32 KiB of headers: %v %v, want 431", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 }

@@ -146,3 +146,19 @@ func TestPopulation_IsAPureFunctionOfTheSeed(t *testing.T) {
 		t.Fatal("another seed, same token")
 	}
 }
+
+func TestDrawTokens_NewTokensTheSeedsIdsAndAccounts(t *testing.T) {
+	seeded := bank.Population(bank.DefaultParams())
+	a, b := bank.Population(bank.DefaultParams()), bank.Population(bank.DefaultParams())
+	bank.DrawTokens(a)
+	bank.DrawTokens(b)
+	for i := range seeded {
+		if a[i].ID != seeded[i].ID || a[i].Accounts[1] != seeded[i].Accounts[1] {
+			t.Fatalf("customer %d changed: %+v, seed gives %+v", i, a[i], seeded[i])
+		}
+		if a[i].Token == seeded[i].Token || a[i].Token == b[i].Token || len(a[i].Token) != len(seeded[i].Token) {
+			t.Fatalf("customer %d: drawn tokens %q and %q, the seed's %q: want two new ones of its length",
+				i, a[i].Token, b[i].Token, seeded[i].Token)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package bank
 
 import (
 	"context"
+	crand "crypto/rand"
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
@@ -80,23 +81,42 @@ func randomString(r *rand.Rand, n int) string {
 	return string(b)
 }
 
-// Populate inserts a population into empty bank tables inside tx.
+// DrawTokens gives each customer a new token of the same form, drawn from
+// crypto/rand instead of the seed; ids and accounts stay the seed's. A
+// server that people other than its instructor reach needs it: anyone
+// can draw a seed's tokens (docs/api.md prints seed 1's).
+func DrawTokens(customers []Customer) {
+	var seed [32]byte
+	crand.Read(seed[:])
+	r := rand.New(rand.NewChaCha8(seed))
+	for i := range customers {
+		customers[i].Token = "tok_" + randomString(r, 24)
+	}
+}
+
+// Populate inserts the population of p into empty bank tables inside tx.
 func Populate(ctx context.Context, tx *sql.Tx, p Params) ([]Customer, error) {
 	customers := Population(p)
+	return customers, Insert(ctx, tx, customers, p.OpeningBalance)
+}
+
+// Insert inserts customers, their tokens and their accounts, each account
+// holding opening won, into empty bank tables inside tx.
+func Insert(ctx context.Context, tx *sql.Tx, customers []Customer, opening int64) error {
 	for _, c := range customers {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO customers (id, name) VALUES (?, ?)`, c.ID, c.Name); err != nil {
-			return nil, fmt.Errorf("populate: %w", err)
+			return fmt.Errorf("populate: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO tokens (token, customer_id) VALUES (?, ?)`, c.Token, c.ID); err != nil {
-			return nil, fmt.Errorf("populate: %w", err)
+			return fmt.Errorf("populate: %w", err)
 		}
 		for _, a := range c.Accounts {
 			if _, err := tx.ExecContext(ctx,
 				`INSERT INTO accounts (id, customer_id, balance, opening_balance) VALUES (?, ?, ?, ?)`,
-				a, c.ID, p.OpeningBalance, p.OpeningBalance); err != nil {
-				return nil, fmt.Errorf("populate: %w", err)
+				a, c.ID, opening, opening); err != nil {
+				return fmt.Errorf("populate: %w", err)
 			}
 		}
 	}
-	return customers, nil
+	return nil
 }

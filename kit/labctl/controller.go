@@ -35,6 +35,11 @@ type Controller struct {
 	// Restage has the stage create its tables again, after a reset dropped
 	// them.
 	Restage func(ctx context.Context) error
+	// RandomTokens has a reset draw the customers' tokens from crypto/rand
+	// (bank.DrawTokens); their ids and accounts stay the seed's. A server
+	// other people reach needs it: anyone can draw a seed's tokens, and
+	// act as its customers.
+	RandomTokens bool
 
 	// resetting is held for writing by a reset and for reading by every
 	// request and lab read (see Shared): between a reset's drop of the
@@ -93,8 +98,8 @@ func (c *Controller) Routes(r chi.Router) {
 // the stage's (its key table, whatever its design) and has the stage
 // create them again, so that a student who changed the key table's columns
 // gets the new ones without deleting the database file. Then it populates
-// the bank from p, puts the clock back on real time and disarms every
-// fault. The config stays.
+// the bank from p (with random tokens if RandomTokens is set), puts the
+// clock back on real time and disarms every fault. The config stays.
 func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer, error) {
 	if err := p.Validate(); err != nil {
 		return nil, problem.New(problem.InvalidRequest, "%v", err)
@@ -121,8 +126,11 @@ func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer,
 			return nil, fmt.Errorf("reset %s: %w", t, err)
 		}
 	}
-	customers, err := bank.Populate(ctx, tx, p)
-	if err != nil {
+	customers := bank.Population(p)
+	if c.RandomTokens {
+		bank.DrawTokens(customers)
+	}
+	if err := bank.Insert(ctx, tx, customers, p.OpeningBalance); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {

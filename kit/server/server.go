@@ -55,6 +55,10 @@ type Options struct {
 	// body; zero means DefaultBodyTimeout. A client that has not finished
 	// by then is answered 400 and loses its connection.
 	BodyTimeout time.Duration
+	// RandomTokens has a reset draw the customers' tokens from crypto/rand
+	// instead of the seed (see labctl.Controller.RandomTokens): for a server
+	// other people reach, since anyone can draw a seed's tokens.
+	RandomTokens bool
 }
 
 // Server is one lab server.
@@ -146,7 +150,7 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 		return err
 	}
 	s.ctl = &labctl.Controller{DB: s.db, Bank: s.bank, Clock: s.clock, Hub: s.hub, Settings: s.settings,
-		Faults: s.faults, Restage: restage}
+		Faults: s.faults, Restage: restage, RandomTokens: opts.RandomTokens}
 	if p, ok := s.handlers.(stage.Purger); ok {
 		s.ctl.Purge = p.Purge
 		s.every(30*time.Second, func() {
