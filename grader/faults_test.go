@@ -20,11 +20,18 @@ import (
 func TestFaultTransport_SevenPoints(t *testing.T) {
 	const body = `{"from":"acc_a","to":"acc_b","amount":300000}`
 	var mu sync.Mutex
-	var received []string // the bodies the server read, or "error: …"
+	var received []string              // the bodies the server read, or "error: …"
+	recorded := make(chan struct{}, 1) // a receipt after each append to received
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
 		mu.Lock()
 		defer mu.Unlock()
+		defer func() {
+			select {
+			case recorded <- struct{}{}:
+			default: // a receipt is already waiting
+			}
+		}()
 		if err != nil {
 			received = append(received, "error: "+err.Error())
 			http.Error(w, "truncated", http.StatusBadRequest)
@@ -107,29 +114,20 @@ func TestFaultTransport_SevenPoints(t *testing.T) {
 			case "error":
 				// The truncated upload may still be on its way when the
 				// client gives up; wait for the server's handler.
-				waitFor(t, func() bool {
+				for len(got) == 0 {
+					select {
+					case <-recorded:
+					case <-time.After(10 * time.Second):
+						t.Fatal("the server's handler recorded nothing within 10s of the cut upload")
+					}
 					mu.Lock()
-					defer mu.Unlock()
-					return len(received) > 0
-				})
-				mu.Lock()
-				got = append([]string(nil), received...)
-				mu.Unlock()
+					got = append([]string(nil), received...)
+					mu.Unlock()
+				}
 				if len(got) != 1 || !strings.HasPrefix(got[0], "error: ") {
 					t.Errorf("the server received %q, want a read error for the cut body", got)
 				}
 			}
 		})
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out waiting")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
