@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
+	"time"
+
+	"idemlab/kit/labctl"
 )
 
 const lesson4 = "docs/lessons/04-replay.md"
@@ -43,6 +47,12 @@ func init() {
 			Why:   "the client that lost the 422 must learn the answer it was given; executing the retry later, after money arrived, moves money the customer was told would not move",
 			Run:   checkInsufficientFundsReplayed,
 		},
+		Check{
+			ID: "S4.answer-stored-with-the-money", Stage: 4, Lesson: lesson4 + "#store-the-answer",
+			Claim: "the answer is stored in the transaction that moves the money: after a crash right after that commit, the retry gets the stored 201 of its own operation",
+			Why:   "a key completed without its answer is a payment whose client can never learn how it went: every retry is refused, and the receipt (id, balance_after) is lost",
+			Run:   checkAnswerStoredWithTheMoney,
+		},
 	)
 }
 
@@ -68,6 +78,28 @@ func replayMismatch(orig, replay Response) string {
 		d = append(d, fmt.Sprintf("Idempotent-Replayed is %q, expected \"true\"", strings.Join(v, ", ")))
 	}
 	return strings.Join(d, "; ")
+}
+
+// replayHarm is what a replay that differs from the original answer does
+// to its client: WrongAnswer when it tells the client something else
+// (another status, another value in the body: an id, a balance, a time);
+// nothing when it says the same in other bytes or headers, a contract
+// difference.
+func replayHarm(orig, replay Response) Harm {
+	if replay.Err == nil && (replay.Status != orig.Status || !sameJSON(orig.Body, replay.Body)) {
+		return WrongAnswer
+	}
+	return ""
+}
+
+// sameJSON reports whether a and b are JSON documents with the same
+// values, whatever their spelling: member order, spacing, escapes.
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // firstDifference shows where two bodies part ways.
@@ -113,7 +145,7 @@ func checkReplayByteIdentical(t *T) error {
 		for i := range 2 {
 			r := t.Do(req)
 			if d := replayMismatch(orig, r); d != "" {
-				return t.Fail(fmt.Sprintf("%s  →  %s\nthen retry %d, the same request", req.String(), orig.String(), i+1),
+				return t.Harmful(replayHarm(orig, r), fmt.Sprintf("%s  →  %s\nthen retry %d, the same request", req.String(), orig.String(), i+1),
 					r.String()+"\n"+d, "the stored response, byte for byte: status, body, Content-Type and Location as first sent, plus Idempotent-Replayed: true")
 			}
 		}
@@ -173,13 +205,20 @@ func checkNoCookieReplayed(t *T) error {
 	}
 	again := t.Do(req)
 	sent := req.String() + "  →  " + first.Short() + ", Set-Cookie: " + strings.Join(cookies, "; ") + "\nthen the retry, the same request"
-	if !again.Replayed() {
-		return t.Fail(sent, again.String(), "the stored answer, with Idempotent-Replayed: true")
-	}
+	// The cookie is what this check is for: it is looked at whatever else
+	// the replay got wrong, and the rest is said beside it.
+	var wrong []string
 	for _, c := range again.Header.Values("Set-Cookie") {
 		if slices.Contains(cookies, c) {
-			return t.Fail(sent, again.String()+"\nSet-Cookie: "+c, "no Set-Cookie of the first answer: the replay's own session cookie, or none")
+			wrong = append(wrong, "it carries the first answer's Set-Cookie: "+c)
 		}
+	}
+	if !again.Replayed() {
+		wrong = append(wrong, "it is not marked Idempotent-Replayed: true")
+	}
+	if len(wrong) > 0 {
+		return t.Fail(sent, again.String()+"\n"+strings.Join(wrong, "; "),
+			"the stored answer, with Idempotent-Replayed: true, and no Set-Cookie of the first answer (the replay's own session cookie, or none)")
 	}
 	return nil
 }
@@ -222,7 +261,7 @@ func checkBalanceAfterUnchanged(t *T) error {
 		return t.Fail(strings.Join(story, "\n"), r.String(), "the stored 201")
 	}
 	if replay != first {
-		return t.Fail(strings.Join(story, "\n"),
+		return t.Harmful(WrongAnswer, strings.Join(story, "\n"),
 			fmt.Sprintf("id %s, balance_after %d, created_at %s", replay.ID, replay.BalanceAfter, replay.CreatedAt),
 			fmt.Sprintf("id %s, balance_after %d, created_at %s: what the first answer said", first.ID, first.BalanceAfter, first.CreatedAt))
 	}
@@ -263,8 +302,73 @@ func checkInsufficientFundsReplayed(t *T) error {
 	sent := fmt.Sprintf("%s  →  422 insufficient-funds\nthen %s  →  201 (the account now holds %d, enough)\nthen the retry of the transfer, the same request",
 		req.String(), dep.String(), opening+damount)
 	r := t.Do(req)
-	if d := replayMismatch(orig, r); d != "" {
-		return t.Fail(sent, r.String()+"\n"+d, "the stored 422 insufficient-funds, byte for byte, with Idempotent-Replayed: true; nothing executes")
+	if err := t.Reconcile(sent, r.Short(), books); err != nil {
+		return err
 	}
-	return t.Reconcile(sent, r.Short(), books)
+	if d := replayMismatch(orig, r); d != "" {
+		return t.Harmful(replayHarm(orig, r), sent, r.String()+"\n"+d, "the stored 422 insufficient-funds, byte for byte, with Idempotent-Replayed: true; nothing executes")
+	}
+	return nil
+}
+
+// checkAnswerStoredWithTheMoney catches an answer stored after the
+// business commit, in a statement or transaction of its own: a crash
+// between the two leaves a completed key with no answer to replay, or an
+// in-progress key whose money moved.
+func checkAnswerStoredWithTheMoney(t *T) error {
+	const opening = 1_000_000
+	cs, err := t.Reset(2, opening)
+	if err != nil {
+		return err
+	}
+	a, b := cs[0], cs[1]
+	books := t.NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
+	type attempt struct {
+		req    Request
+		op     string
+		record func()
+	}
+	amount, op := t.Amount(1_000, 100_000), t.Op()
+	damount, dop := t.Amount(1_000, 100_000), t.Op()
+	reqs := []attempt{
+		{Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op)), op,
+			func() { books.Transfer(op, a.Accounts[0], b.Accounts[0], amount) }},
+		{Deposit(a, t.Key(), DepositBody(a.Accounts[1], damount, dop)), dop,
+			func() { books.Deposit(dop, a.Accounts[1], damount) }},
+	}
+	for _, r := range reqs {
+		if err := t.Arm(labctl.CrashAfterCommit, 1); err != nil {
+			return err
+		}
+		first := t.Do(r.req)
+		if t.target.Child != nil {
+			if err := t.Restart(); err != nil {
+				return err
+			}
+		}
+		r.record()
+		sent := r.req.String() + "\n(armed: crash-after-commit, the server dies right after the commit that moves the money)  →  " + first.Short()
+		if err := t.Reconcile(sent, "", books); err != nil {
+			return err
+		}
+		retry, n := t.retryUntilAnswered(r.req, time.Second)
+		story := fmt.Sprintf("%s\nthen the same request again, while it is told request-in-progress or gets no answer: %d retries", sent, n)
+		if err := t.Reconcile(story, retry.Short(), books); err != nil {
+			return err
+		}
+		var got struct {
+			Metadata map[string]string `json:"metadata"`
+		}
+		switch {
+		case retry.Is(http.StatusConflict, pInProgress):
+			return t.Harmful(StuckKey, story, retry.String(), "the stored 201 of the operation: its money moved, and nothing runs any more")
+		case !retry.Is(http.StatusCreated, ""):
+			return t.Harmful(NoUsableAnswer, story, retry.String(), "the stored 201 of the operation, marked Idempotent-Replayed: its money moved, and the answer was stored with it")
+		case json.Unmarshal(retry.Body, &got) != nil || got.Metadata["op"] != r.op:
+			return t.Harmful(WrongAnswer, story, retry.String(), "the stored 201 of operation "+r.op)
+		case !retry.Replayed():
+			return t.Fail(story, retry.String(), "the stored 201, marked Idempotent-Replayed: true")
+		}
+	}
+	return nil
 }
