@@ -16,7 +16,7 @@ func init() {
 	register(
 		Check{
 			ID: "S3.retry-during-original", Stage: 3, Lesson: lesson3 + "#the-window",
-			Claim: "a retry that arrives while the original runs gets 409 request-in-progress with Retry-After, and one transfer happens",
+			Claim: "a retry that arrives while the original runs gets 409 request-in-progress with Retry-After, and one transfer happens, whether the original waits long on the core or retries arrive a few ms apart with the core answering at once",
 			Why:   "\"already done\" and \"still running\" need different client behaviour: read the result, or wait and retry; a client told \"done\" while the original may still fail walks away from a payment that never happened",
 			Run:   checkRetryDuringOriginal,
 		},
@@ -53,7 +53,7 @@ func init() {
 // (the retry hears "done" while the original still runs), and a lost race
 // answered with a 5xx.
 func checkRetryDuringOriginal(t *T) error {
-	return t.WhileHeld(func(latency time.Duration) (bool, error) {
+	if err := t.WhileHeld(func(latency time.Duration) (bool, error) {
 		const opening, n = 1_000_000, 8
 		cs, err := t.Reset(2, opening)
 		if err != nil {
@@ -91,7 +91,56 @@ func checkRetryDuringOriginal(t *T) error {
 		books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 		return true, t.Reconcile(sent, got, books)
-	})
+	}); err != nil {
+		return err
+	}
+	return checkStaggeredRetries(t)
+}
+
+// checkStaggeredRetries sends the same request 8 times, a few ms apart,
+// with the core answering at once or after a few ms: the retries meet
+// the original before its claim, inside it, in the core wait, inside the
+// business write and after its commit. Exactly one executes; each other
+// one is told in progress (with Retry-After) or done, never a 5xx.
+func checkStaggeredRetries(t *T) error {
+	const opening, n = 1_000_000, 8
+	cs, err := t.Reset(2, opening)
+	if err != nil {
+		return err
+	}
+	a, b := cs[0], cs[1]
+	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	for _, latency := range []time.Duration{0, 2 * time.Millisecond, 5 * time.Millisecond, 0, 10 * time.Millisecond} {
+		if err := t.Configure(map[string]string{"core_latency": latency.String()}); err != nil {
+			return err
+		}
+		amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
+		req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+		gaps := t.gaps(n, 6*time.Millisecond)
+		rs := t.Staggered(gaps, func(int) Request { return req })
+		sent := fmt.Sprintf("%s\n%d times, %v apart, the core answering after %v", req.String(), n, gaps[1:], latency)
+		got := Summarize(rs)
+		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+		if err := t.Reconcile(sent, got, books); err != nil {
+			return err
+		}
+		fresh := 0
+		for _, r := range rs {
+			switch {
+			case r.Is(http.StatusCreated, "") && !r.Replayed():
+				fresh++
+			case r.Is(http.StatusCreated, ""), r.Is(http.StatusConflict, problem.DuplicateRequest.URI()):
+			default:
+				if ok, why := inProgressAnswer(r); !ok {
+					return t.Fail(sent, got, "one 201, and to every other request 409 request-in-progress with Retry-After, 409 duplicate-request or (stage 4 on) the stored 201: "+why)
+				}
+			}
+		}
+		if fresh != 1 {
+			return t.Fail(sent, got, "exactly one 201 that is not a replay: the request that executed")
+		}
+	}
+	return nil
 }
 
 // inProgressAnswer reports whether r is a proper 409 request-in-progress,
