@@ -51,7 +51,8 @@ func TestCheckLoopback(t *testing.T) {
 var bannerURL = regexp.MustCompile(`url +(http://\S+)`)
 
 // serveUntilReady runs lab serve with args on a free port until the test
-// ends, and returns its URL and banner once it answers.
+// ends, and returns its URL and banner once the whole banner is out (it is
+// printed once the server listens, a line at a time, the Ctrl-C line last).
 func serveUntilReady(t *testing.T, args ...string) (url, banner string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -68,18 +69,18 @@ func serveUntilReady(t *testing.T, args ...string) (url, banner string) {
 			t.Error("lab serve did not stop within 10s of its context ending")
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.After(60 * time.Second)
 	for {
-		if m := bannerURL.FindStringSubmatch(out.String()); m != nil {
-			return m[1], out.String()
+		printed, more := out.next()
+		if m := bannerURL.FindStringSubmatch(printed); m != nil && strings.Contains(printed, "Ctrl-C stops the server.\n") {
+			return m[1], printed
 		}
 		select {
 		case code := <-done:
 			t.Fatalf("lab serve exited with %d: %s", code, errs.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lab serve printed no URL within 60s: %s", errs.String())
+		case <-more:
+		case <-deadline:
+			t.Fatalf("lab serve printed no whole banner within 60s: %q\n%s", printed, errs.String())
 		}
 	}
 }
