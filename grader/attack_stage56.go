@@ -1,6 +1,10 @@
 package grader
 
-import "time"
+import (
+	"time"
+
+	"idemlab/kit/problem"
+)
 
 // drawLease draws a lease period of lo to hi whole seconds from the
 // check's seed, so that a server which assumes one fixed lease (the
@@ -45,3 +49,7 @@ func (t *T) unheld(h *Held, what string) error {
 
 // fresh reports whether r is a 201 that executed now: no replay marker.
 func fresh(r Response) bool { return r.Is(201, "") && !r.Replayed() }
+
+// pForbidden is the problem type of a request on another customer's
+// account.
+var pForbidden = problem.Forbidden.URI()
