@@ -295,6 +295,8 @@ func badKeys(t *T) []badKey {
 		{"a quoted key with a parameter", []string{`"` + t.Key() + `";v=1`}},
 		{"an unterminated quote", []string{`"` + t.Key()}},
 		{"a quoted key with trailing data", []string{`"` + t.Key() + `" x`}},
+		{"a quoted key with an escape other than \\\" and \\\\", []string{`"` + t.Key() + `\q"`}},
+		{"a quoted key with a raw quote inside", []string{`"` + t.Key() + `"` + t.Key() + `"`}},
 	}
 }
 
