@@ -189,3 +189,102 @@ func (p *pausable) resume() {
 		close(p.up)
 	}
 }
+
+// killUnderLoad stands for a kill -9 among the crash points of a day.
+const killUnderLoad = "kill -9"
+
+// dayLease is the lease a crashed day runs with: a key stranded by a
+// crash is taken over within a fraction of a second of real time, so the
+// day's clients, who retry for an hour of the plan's clock but a few
+// seconds of real time, find it free again.
+const dayLease = "150ms"
+
+// crashLog is what crashDuring did.
+type crashLog struct {
+	fired []string
+	err   error
+}
+
+// crashDuring crashes the target's child process once for each of
+// crashes, while a day is replayed against it, and restarts it on its
+// database each time. A crash point is armed and fires on the next
+// request that reaches it; a kill -9 lands once a drawn number of further
+// operations have executed. It waits for the day's reset (its first
+// execution) before the first crash, holds the day's new requests at gate
+// while the server is down, and stops when stop closes.
+func (t *T) crashDuring(stop <-chan struct{}, gate *pausable, crashes []string) crashLog {
+	var log crashLog
+	defer gate.resume()
+	executed := func() (int64, error) {
+		st, err := t.State()
+		var n int64
+		for _, c := range st.Executions {
+			n += c
+		}
+		return n, err
+	}
+	stopped := func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
+			return false
+		}
+	}
+	if _, err := t.WaitFor(time.Minute, func() (bool, error) {
+		n, err := executed()
+		return n > 0 || stopped(), err
+	}); err != nil {
+		log.err = err
+		return log
+	}
+	for _, point := range crashes {
+		if stopped() {
+			return log
+		}
+		if point == killUnderLoad {
+			before, err := executed()
+			if err != nil {
+				log.err = err
+				return log
+			}
+			more := int64(1 + t.Rand().IntN(8))
+			if _, err := t.WaitFor(time.Minute, func() (bool, error) {
+				n, err := executed()
+				return n >= before+more || stopped(), err
+			}); err != nil {
+				log.err = err
+				return log
+			}
+			if stopped() {
+				return log
+			}
+			gate.pause()
+			t.target.Child.Kill()
+		} else {
+			if err := t.Arm(point, 1); err != nil {
+				log.err = fmt.Errorf("arm %s after the crashes %v: %w", point, log.fired, err)
+				return log
+			}
+			if !t.target.Child.awaitExit(stop) {
+				t.Arm(point, 0)
+				return log
+			}
+			gate.pause()
+		}
+		log.fired = append(log.fired, point)
+		// Restart also drops the client's idle connections to the dead
+		// process: the new one listens on the same port, and a request
+		// sent down an old connection would die with EOF.
+		err := t.Restart()
+		if err == nil {
+			err = t.Configure(map[string]string{"lease": dayLease})
+		}
+		gate.resume()
+		if err != nil {
+			log.err = err
+			return log
+		}
+	}
+	return log
+}
