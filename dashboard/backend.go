@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 
 	"idemlab/kit/bank"
 	"idemlab/kit/events"
+	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
@@ -32,7 +34,7 @@ type Backend interface {
 	// Arm arms a fault point (POST /lab/faults).
 	Arm(ctx context.Context, point string, count int64) error
 	// Configure changes settings such as core_latency (POST /lab/config).
-	Configure(ctx context.Context, cfg map[string]string) error
+	Configure(ctx context.Context, change labclient.Config) error
 	// Restart crashes the server and starts it again on the same
 	// database: responses in flight are never sent.
 	Restart(ctx context.Context) error
@@ -250,8 +252,8 @@ func (l *Local) Arm(ctx context.Context, point string, count int64) error {
 }
 
 // Configure changes lab settings.
-func (l *Local) Configure(ctx context.Context, cfg map[string]string) error {
-	body, err := jsonBody(cfg)
+func (l *Local) Configure(ctx context.Context, change labclient.Config) error {
+	body, err := json.Marshal(change.Wire())
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"idemlab/grader"
 	"idemlab/kit/bank"
 	"idemlab/kit/events"
+	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 	"idemlab/kit/stage"
 )
@@ -253,7 +254,7 @@ func (d *Demo) startBackend(ctx context.Context, c Choice, epoch int) (Backend, 
 // configure applies the profile's settings to a server.
 func (d *Demo) configure(ctx context.Context, b Backend) error {
 	p := d.traffic.Profile()
-	return b.Configure(ctx, map[string]string{"core_latency": p.CoreLatency.String(), "lease": "2s"})
+	return b.Configure(ctx, labclient.Config{CoreLatency: p.CoreLatency, NoCoreLatency: p.CoreLatency == 0, Lease: 2 * time.Second})
 }
 
 // Watch sends a server's events (in batches) and, twice a second, its
@@ -468,7 +469,7 @@ func StartStudent(ctx context.Context, bin, dir string) (*Student, error) {
 		return nil, err
 	}
 	s := &Student{child: child}
-	s.Remote = &Remote{Base: s.url, Token: child.Admin, Client: &http.Client{}}
+	s.Remote = &Remote{Lab: &labclient.Client{Base: s.url, Token: child.Admin, HTTP: &http.Client{}}}
 	return s, nil
 }
 

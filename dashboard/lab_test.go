@@ -11,6 +11,7 @@ import (
 
 	"idemlab/kit/bank"
 	"idemlab/kit/events"
+	"idemlab/kit/labclient"
 	"idemlab/kit/idemkey"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage0"
@@ -109,7 +110,7 @@ func TestRemote_ReadsWhatAnyLabServerServes(t *testing.T) {
 			t.Fatal("no reset event on the SSE stream")
 		}
 	}
-	if err := r.Configure(t.Context(), map[string]string{"core_latency": "5ms"}); err != nil {
+	if err := r.Configure(t.Context(), labclient.Config{CoreLatency: 5 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Arm(t.Context(), "fail-in-transfer", 1); err != nil {

@@ -3,7 +3,6 @@ package dashboard
 import (
 	"encoding/json"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -226,33 +225,6 @@ func TestSide_StaysExactAndBoundedUnderAFlood(t *testing.T) {
 		len(s.suspects) > maxSuspects || len(s.doubled) > maxSuspects || s.feedLen > FeedSize {
 		t.Errorf("unbounded: %d ops, %d keys, %d suspects, %d doubled, %d feed lines",
 			len(s.ops), len(s.keys), len(s.suspects), len(s.doubled), s.feedLen)
-	}
-}
-
-func TestReadSSE_ParsesTheKitsStream(t *testing.T) {
-	stream := ": idemlab event stream\n\n" +
-		"id: 1\nevent: request\ndata: {\"status\":201}\n\n" +
-		": keepalive\n\n" +
-		"id: 2\nevent: key\ndata: {\"rowid\":3}\n\n" +
-		"id: 3\nevent: clock\ndata: {\"now\"\ndata: :1}\n\n"
-	var got []events.Event
-	if err := ReadSSE(strings.NewReader(stream), func(ev events.Event) bool {
-		got = append(got, ev)
-		return true
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 3 {
-		t.Fatalf("got %d events, want 3: %+v", len(got), got)
-	}
-	for i, want := range []struct {
-		seq  int64
-		kind string
-		data string
-	}{{1, "request", `{"status":201}`}, {2, "key", `{"rowid":3}`}, {3, "clock", "{\"now\"\n:1}"}} {
-		if got[i].Seq != want.seq || got[i].Kind != want.kind || string(got[i].Data) != want.data {
-			t.Errorf("event %d = %d %s %q, want %d %s %q", i, got[i].Seq, got[i].Kind, got[i].Data, want.seq, want.kind, want.data)
-		}
 	}
 }
 

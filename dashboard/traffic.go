@@ -9,15 +9,15 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"idemlab/grader"
 	"idemlab/grader/dayplan"
+	"idemlab/grader/faultnet"
 	"idemlab/kit/bank"
 	"idemlab/kit/idemkey"
+	"idemlab/kit/retry"
 )
 
 // Rates are the traffic rates the demo steps through, in operations per second.
@@ -26,13 +26,13 @@ var Rates = []int{1, 2, 5, 10, 20, 50, 100}
 // DefaultRate is the index in Rates the demo starts at.
 const DefaultRate = 3
 
-// The client's retry policy of docs/api.md (same key, same body,
-// exponential backoff with jitter), on a demo's time scale: a bounded
-// number of attempts rather than an hour's horizon.
+// DemoPolicy is the client's retry policy of docs/api.md (kit/retry) on
+// a demo's time scale: the same full jitter and Retry-After, with backoffs
+// of tens of milliseconds and a horizon of seconds, so that a retry shows
+// on screen while the class watches.
+var DemoPolicy = retry.Policy{Base: 40 * time.Millisecond, Cap: 800 * time.Millisecond, Horizon: 4 * time.Second, Timeout: 10 * time.Second}
+
 const (
-	maxAttempts  = 6
-	firstBackoff = 40 * time.Millisecond
-	maxBackoff   = 800 * time.Millisecond
 	// maxInFlight bounds the operations being played at once, so that a
 	// stalled server slows the traffic instead of piling up goroutines.
 	maxInFlight = 512
@@ -42,7 +42,7 @@ const (
 
 // Traffic plays the same operations, through the same faults, against
 // every target at once: the operations come from day plans
-// (grader/dayplan), the faults from grader.FaultTransport. It is the
+// (grader/dayplan), the faults from grader/faultnet. It is the
 // client side of the demo; the servers never know it is there.
 type Traffic struct {
 	targets []func() string // each target's base URL (a restart may move it)
@@ -76,7 +76,7 @@ func NewTraffic(targets []func() string, reset bank.Params) *Traffic {
 	tr := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
 	t := &Traffic{
 		targets: targets, reset: reset, tokens: tokens,
-		client: &http.Client{Transport: &grader.FaultTransport{Base: tr}, Timeout: 10 * time.Second},
+		client: &http.Client{Transport: &faultnet.Transport{Base: tr}, Timeout: DemoPolicy.Timeout},
 		shown:  -1,
 		idle:   make(chan struct{}),
 	}
@@ -265,55 +265,34 @@ func renameOp(body []byte, op string) []byte {
 	return out
 }
 
-// outcome is what one attempt told the client.
-type outcome struct {
-	status     int
-	problem    string
-	retryAfter time.Duration
-	err        error
-}
-
-// retry reports whether the client tries again after o: when it heard
-// nothing, or heard "not now" (5xx, 503, 409 request-in-progress).
-func (o outcome) retry() bool {
-	switch {
-	case o.err != nil, o.status >= 500:
-		return true
-	case o.status == http.StatusConflict:
-		return o.problem == "/problems/request-in-progress"
-	}
-	return false
-}
-
-// play runs one operation against one target as a retrying client would,
-// then the clerk's edited resubmission if the plan has one.
+// play runs one operation against one target as a retrying client would
+// (DemoPolicy), then the clerk's edited resubmission if the plan has one.
 func (t *Traffic) play(ctx context.Context, url func() string, op dayplan.Op) {
 	jitter := rand.New(rand.NewPCG(opSeed(op.Op), 1))
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		body := op.Body
+	began := time.Now()
+	for n := 1; ; n++ {
 		actx := ctx
-		if attempt < len(op.Fate.Faults) {
-			actx = grader.WithFault(ctx, op.Fate.Faults[attempt])
+		if n <= len(op.Fate.Faults) {
+			actx = faultnet.WithFault(ctx, op.Fate.Faults[n-1])
 		}
 		var click chan struct{}
-		if attempt == 0 && op.Fate.DoubleClick {
+		if n == 1 && op.Fate.DoubleClick {
 			click = make(chan struct{})
 			go func() {
 				defer close(click)
-				t.send(ctx, url, op, op.Key, body)
+				t.send(ctx, url, op, op.Body)
 			}()
 		}
-		o := t.send(actx, url, op, op.Key, body)
+		a := t.send(actx, url, op, op.Body)
 		if click != nil {
 			<-click
 		}
-		if !o.retry() {
+		if !a.Retryable() {
 			break
 		}
-		wait := min(firstBackoff<<attempt, maxBackoff)
-		wait = wait/2 + time.Duration(jitter.Int64N(int64(wait)))
-		if o.retryAfter > 0 {
-			wait = max(wait, min(o.retryAfter, maxBackoff))
+		wait := DemoPolicy.Wait(n, jitter, a)
+		if time.Since(began)+wait > DemoPolicy.Horizon {
+			break
 		}
 		select {
 		case <-ctx.Done():
@@ -323,7 +302,7 @@ func (t *Traffic) play(ctx context.Context, url func() string, op dayplan.Op) {
 	}
 	if op.Fate.EditedAmount != 0 {
 		if edited, err := op.EditedBody(); err == nil {
-			t.send(ctx, url, op, op.Key, edited)
+			t.send(ctx, url, op, edited)
 		}
 	}
 }
@@ -335,33 +314,16 @@ func opSeed(op string) uint64 {
 	return h.Sum64()
 }
 
-// send makes one attempt.
-func (t *Traffic) send(ctx context.Context, url func() string, op dayplan.Op, key string, body []byte) outcome {
+// send makes one attempt of op with body, under op's key.
+func (t *Traffic) send(ctx context.Context, url func() string, op dayplan.Op, body []byte) retry.Answer {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url()+op.Endpoint, bytes.NewReader(body))
 	if err != nil {
-		return outcome{err: err}
+		return retry.Answer{Err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+t.tokens[op.Customer])
-	req.Header.Set(idemkey.Header, key)
-	resp, err := t.client.Do(req)
-	if err != nil {
-		return outcome{err: err}
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	o := outcome{status: resp.StatusCode}
-	if resp.StatusCode >= 400 {
-		var p struct {
-			Type string `json:"type"`
-		}
-		json.Unmarshal(raw, &p)
-		o.problem = p.Type
-	}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
-		o.retryAfter = time.Duration(s) * time.Second
-	}
-	return o
+	req.Header.Set(idemkey.Header, op.Key)
+	return retry.Send(t.client, req)
 }
 
 // Burst sends BurstSize copies of a fresh operation to every target at
@@ -375,7 +337,7 @@ func (t *Traffic) Burst(ctx context.Context) string {
 		for range BurstSize {
 			wg.Go(func() {
 				<-start
-				t.send(ctx, url, op, op.Key, op.Body)
+				t.send(ctx, url, op, op.Body)
 			})
 		}
 	}

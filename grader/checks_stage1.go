@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
 )
@@ -124,7 +125,7 @@ func checkConcurrentDuplicates(t *T) error {
 	a, b := cs[0], cs[1]
 	// A short core wait lines the racers up between the validation and the
 	// write, as a slow core banking system does in production.
-	if err := t.Configure(map[string]string{"core_latency": "50ms"}); err != nil {
+	if err := t.Configure(labclient.Config{CoreLatency: 50 * time.Millisecond}); err != nil {
 		return err
 	}
 	books := t.NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
@@ -179,7 +180,7 @@ func checkStaggeredDuplicates(t *T) error {
 		{0, 3 * time.Millisecond}, {0, 2 * time.Millisecond}, {40 * time.Millisecond, 4 * time.Millisecond},
 		{0, 3 * time.Millisecond}, {0, time.Millisecond}}
 	for round, sh := range rounds {
-		if err := t.Configure(map[string]string{"core_latency": sh.latency.String()}); err != nil {
+		if err := t.Configure(labclient.Config{CoreLatency: sh.latency}); err != nil {
 			return err
 		}
 		from := a.Accounts[round%2]

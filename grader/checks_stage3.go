@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
 )
@@ -116,7 +117,7 @@ func checkStaggeredRetries(t *T) error {
 	a, b := cs[0], cs[1]
 	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 	for _, latency := range []time.Duration{0, 2 * time.Millisecond, 5 * time.Millisecond, 0, 10 * time.Millisecond} {
-		if err := t.Configure(map[string]string{"core_latency": latency.String()}); err != nil {
+		if err := t.Configure(labclient.Config{CoreLatency: latency}); err != nil {
 			return err
 		}
 		amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
@@ -273,7 +274,7 @@ func checkNeverCompletedWithoutMoney(t *T) error {
 		return t.Fail(sent, "key row "+DescribeRows(KeyRows(*caught, req.Key))+", and op "+op+" has not run",
 			"the key in_progress until the transaction that moves the money marks it completed")
 	}
-	if err := t.Configure(map[string]string{"core_latency": "0s"}); err != nil {
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
 		return err
 	}
 	orig := held.Wait()
@@ -369,7 +370,7 @@ func checkClientGivesUp(t *T) error {
 	latency := time.Duration(0)
 	for _, r := range rounds {
 		if r.latency != latency {
-			if err := t.Configure(map[string]string{"core_latency": r.latency.String()}); err != nil {
+			if err := t.Configure(labclient.Config{CoreLatency: r.latency}); err != nil {
 				return err
 			}
 			latency = r.latency
@@ -390,7 +391,7 @@ func checkClientGivesUp(t *T) error {
 		// The retries need not wait on the core: whatever the original
 		// still does, it does at once.
 		if latency != 0 {
-			if err := t.Configure(map[string]string{"core_latency": "0s"}); err != nil {
+			if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
 				return err
 			}
 			latency = 0
@@ -458,7 +459,7 @@ func checkCompletedWithTheMoney(t *T) error {
 	if err := t.Arm(labctl.StoreUnavailable, 0); err != nil {
 		return err
 	}
-	if err := t.Configure(map[string]string{"core_latency": "0s"}); err != nil {
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
 		return err
 	}
 	sent := req.String() + "\n(armed once the key is claimed, while the original waits on the core: store-unavailable, the next statement on idempotency_keys fails)"

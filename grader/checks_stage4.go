@@ -139,7 +139,7 @@ func checkReplayByteIdentical(t *T) error {
 			return t.Fail(req.String(), orig.String(), "201 Created: the first request with a fresh key executes")
 		}
 		// A second of lab time: a replay that is recomputed gets a new created_at.
-		if err := t.Advance("1s"); err != nil {
+		if err := t.Advance(time.Second); err != nil {
 			return err
 		}
 		for i := range 2 {
@@ -251,7 +251,7 @@ func checkBalanceAfterUnchanged(t *T) error {
 		}
 		story = append(story, "then "+l.String()+"  →  201")
 	}
-	if err := t.Advance("90s"); err != nil {
+	if err := t.Advance(90 * time.Second); err != nil {
 		return err
 	}
 	story = append(story, "then 90s of lab time, and the retry of the first transfer")

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"idemlab/kit/labclient"
 )
 
 const lesson5 = "docs/lessons/05-scope-retention.md"
@@ -289,7 +291,7 @@ func checkRetentionBoundary(t *T) error {
 	retentions := []time.Duration{first, first + time.Duration(1+t.Rand().IntN(10))*time.Hour}
 	story := ""
 	for _, retention := range retentions {
-		if err := t.Configure(map[string]string{"retention": retention.String()}); err != nil {
+		if err := t.Configure(labclient.Config{Retention: retention}); err != nil {
 			return err
 		}
 		amount, op := t.Amount(1_000, 500_000), t.Op()
@@ -313,7 +315,7 @@ func checkRetentionBoundary(t *T) error {
 			return t.Fail(story, orig.String(), "201 Created")
 		}
 
-		if err := t.Advance((retention - margin).String()); err != nil {
+		if err := t.Advance(retention - margin); err != nil {
 			return err
 		}
 		inside := t.Do(req)
@@ -326,7 +328,7 @@ func checkRetentionBoundary(t *T) error {
 			return t.Fail(story, inside.String()+"\n"+d, "the stored 201 with Idempotent-Replayed: true: the key is still within its retention period, "+retention.String()+" in the config in force")
 		}
 
-		if err := t.Advance((2 * margin).String()); err != nil {
+		if err := t.Advance(2 * margin); err != nil {
 			return err
 		}
 		after := t.Do(req)
@@ -360,7 +362,7 @@ func checkPurgeBounded(t *T) error {
 	if err != nil {
 		return err
 	}
-	if err := t.Configure(map[string]string{"retention": retention.String()}); err != nil {
+	if err := t.Configure(labclient.Config{Retention: retention}); err != nil {
 		return err
 	}
 	a, b := cs[0], cs[1]
@@ -380,14 +382,14 @@ func checkPurgeBounded(t *T) error {
 	if err != nil {
 		return err
 	}
-	if err := t.Advance("1h"); err != nil {
+	if err := t.Advance(time.Hour); err != nil {
 		return err
 	}
 	live, err := batch(8)
 	if err != nil {
 		return err
 	}
-	if err := t.Advance("61m"); err != nil {
+	if err := t.Advance(61 * time.Minute); err != nil {
 		return err
 	}
 	visible, err := t.keyRowsVisible()
@@ -444,7 +446,7 @@ func checkPurgeKeepsInProgress(t *T) error {
 		}
 		// A lease longer than the jump of the clock: this check is about
 		// the purge, not about taking over an expired lease (stage 6).
-		if err := t.Configure(map[string]string{"lease": "72h"}); err != nil {
+		if err := t.Configure(labclient.Config{Lease: 72 * time.Hour}); err != nil {
 			return false, err
 		}
 		a, b := cs[0], cs[1]
@@ -462,7 +464,7 @@ func checkPurgeKeepsInProgress(t *T) error {
 			return true, t.Fail(req.String(), "the key never showed in_progress while the original waited on the core",
 				"the key in progress from the claim until the business write completes it (stage 3)")
 		}
-		if err := t.Advance("25h"); err != nil {
+		if err := t.Advance(25 * time.Hour); err != nil {
 			return false, err
 		}
 		if _, err := t.Purge(); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"idemlab/grader/dayplan"
 	"idemlab/kit/bank"
+	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 )
 
@@ -75,7 +76,7 @@ func checkLeaseTakeoverOnce(t *T) error {
 	first := t.drawLease(5, 20)
 	leases := []time.Duration{first, first + t.drawLease(5, 20)}
 	for round, lease := range leases {
-		if err := t.Configure(map[string]string{"lease": lease.String()}); err != nil {
+		if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
 			return err
 		}
 		amount, op := t.Amount(1_000, 100_000), t.Op()
@@ -103,7 +104,7 @@ func checkLeaseTakeoverOnce(t *T) error {
 		}
 
 		// A second before the lease expires, a retry must still wait.
-		if err := t.Advance((lease - time.Second).String()); err != nil {
+		if err := t.Advance(lease - time.Second); err != nil {
 			return err
 		}
 		early := t.Do(req)
@@ -116,7 +117,7 @@ func checkLeaseTakeoverOnce(t *T) error {
 			return t.Fail(sent, early.String(), "409 "+pInProgress+" with Retry-After ("+why+"): the lease in force, "+lease.String()+", is still live; read it from env.Config() at each claim")
 		}
 
-		if err := t.Advance("2s"); err != nil {
+		if err := t.Advance(2 * time.Second); err != nil {
 			return err
 		}
 		// The retries come in the middle of other customers' traffic: while
@@ -206,7 +207,7 @@ func checkLiveLease409(t *T) error {
 	if err != nil {
 		return err
 	}
-	if err := t.Configure(map[string]string{"lease": "10s"}); err != nil {
+	if err := t.Configure(labclient.Config{Lease: 10 * time.Second}); err != nil {
 		return err
 	}
 	a, b := cs[0], cs[1]
@@ -219,12 +220,12 @@ func checkLiveLease409(t *T) error {
 		return err
 	}
 	story := fmt.Sprintf("%s\n(lease 10s; armed crash-in-transfer: the original died inside its business write  →  %s)", req.String(), first.Short())
-	for _, step := range []string{"", "8s"} {
-		if step != "" {
+	for _, step := range []time.Duration{0, 8 * time.Second} {
+		if step != 0 {
 			if err := t.Advance(step); err != nil {
 				return err
 			}
-			story += "\nthen " + step + " of lab time (the lease has 2s left)"
+			story += "\nthen " + step.String() + " of lab time (the lease has 2s left)"
 		}
 		r := t.Do(req)
 		story += "\nthen the retry"
@@ -253,7 +254,7 @@ func checkLateOriginalFenced(t *T) error {
 			return false, err
 		}
 		lease := t.drawLease(5, 60)
-		if err := t.Configure(map[string]string{"lease": lease.String()}); err != nil {
+		if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
 			return false, err
 		}
 		a, b := cs[0], cs[1]
@@ -272,16 +273,16 @@ func checkLateOriginalFenced(t *T) error {
 		// The original's lease expires while it waits on the core. Its
 		// client's retry takes the key over and waits on the core twice as
 		// long, so that it still holds the key when the original wakes up.
-		if err := t.Advance((lease + time.Second).String()); err != nil {
+		if err := t.Advance(lease + time.Second); err != nil {
 			return false, err
 		}
-		if err := t.Configure(map[string]string{"core_latency": (2 * latency).String()}); err != nil {
+		if err := t.Configure(labclient.Config{CoreLatency: 2 * latency}); err != nil {
 			return false, err
 		}
 		retry := t.Launch(req)
 		first := orig.Wait()
 		tookOver := !retry.Done()
-		if err := t.Configure(map[string]string{"core_latency": "0s"}); err != nil {
+		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
 			return false, err
 		}
 		third := t.Do(req)
@@ -369,7 +370,7 @@ func checkOutageMidRequest(t *T) error {
 		if err := t.Arm(labctl.StoreUnavailable, 0); err != nil {
 			return false, err
 		}
-		if err := t.Configure(map[string]string{"core_latency": "0s"}); err != nil {
+		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
 			return false, err
 		}
 		sent := fmt.Sprintf("%s\n(claimed; while it waits on the core, the next 2 statements on idempotency_keys fail)  →  %s", req.String(), orig.Short())
@@ -471,7 +472,7 @@ func (t *T) crashRecovery() error {
 	// kill -9 under load: several transfers in flight, some answered,
 	// some waiting on the core, when the process dies.
 	const inFlight = 6
-	if err := t.Configure(map[string]string{"core_latency": "200ms"}); err != nil {
+	if err := t.Configure(labclient.Config{CoreLatency: 200 * time.Millisecond}); err != nil {
 		return err
 	}
 	answered := t.Rand().IntN(3)
@@ -577,7 +578,7 @@ func checkDayReplayThroughFaults(t *T) error {
 	// Every claim of the day, the very first included, must carry the
 	// short lease: a key stranded by a crash under the default 30s lease
 	// would outlast the clients' horizon. The day's reset keeps the config.
-	if err := c.Configure(map[string]string{"lease": dayLease}); err != nil {
+	if err := c.Configure(labclient.Config{Lease: dayLease}); err != nil {
 		return err
 	}
 	crashes := []string{labctl.CrashInTransfer, labctl.CrashAfterCommit, labctl.CrashBeforeResponse, killUnderLoad}

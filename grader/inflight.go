@@ -1,6 +1,10 @@
 package grader
 
-import "time"
+import (
+	"time"
+
+	"idemlab/kit/labclient"
+)
 
 // Pending is a request on its way, sent on its own goroutine so that a
 // check can act while the server works on it.
@@ -78,7 +82,7 @@ func (h *Held) Early() bool {
 // never shows the key in progress, and the check then sees what the
 // server does with a retry, and judges it.
 func (t *T) Hold(req Request, latency time.Duration) (*Held, error) {
-	if err := t.Configure(map[string]string{"core_latency": latency.String()}); err != nil {
+	if err := t.Configure(labclient.Config{CoreLatency: latency}); err != nil {
 		return nil, err
 	}
 	h := &Held{latency: latency, sent: time.Now()}

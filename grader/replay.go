@@ -3,53 +3,28 @@ package grader
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"idemlab/grader/dayplan"
-	"idemlab/kit/bank"
+	"idemlab/grader/faultnet"
+	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
+	"idemlab/kit/retry"
 )
 
-// RetryPolicy is the client's retry policy of docs/api.md: the same key
-// and the same request on every attempt, exponential backoff with full
-// jitter, and a bounded horizon after which the client gives up.
-type RetryPolicy struct {
-	// Base is the first backoff; each retry doubles it, up to Cap.
-	Base time.Duration
-	Cap  time.Duration
-	// Horizon is how long after its first attempt a client still retries
-	// (docs/api.md publishes 1h). The server's retention must be longer.
-	Horizon time.Duration
-	// Timeout is how long the client waits for a response.
-	Timeout time.Duration
-}
+// RetryPolicy is the client's retry policy of docs/api.md (kit/retry).
+type RetryPolicy = retry.Policy
 
 // DefaultRetryPolicy is the policy docs/api.md publishes.
-func DefaultRetryPolicy() RetryPolicy {
-	return RetryPolicy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, Horizon: time.Hour, Timeout: 10 * time.Second}
-}
-
-// backoff is the wait before retry n (1 for the first retry): a random
-// time up to Base·2^(n-1), capped, so that clients that failed together do
-// not come back together.
-func (p RetryPolicy) backoff(n int, r *rand.Rand) time.Duration {
-	ceiling := p.Cap
-	if n < 30 {
-		ceiling = min(p.Cap, p.Base<<(n-1))
-	}
-	return time.Duration(r.Int64N(int64(ceiling) + 1))
-}
+func DefaultRetryPolicy() RetryPolicy { return retry.Published() }
 
 // The submissions of one operation.
 const (
@@ -84,28 +59,12 @@ type Attempt struct {
 	// client was told.
 	Final bool `json:"final,omitempty"`
 	// GaveUp marks a final attempt after which the retry horizon was over.
-	GaveUp     bool          `json:"gave_up,omitempty"`
-	retryAfter time.Duration // the server's Retry-After
+	GaveUp bool         `json:"gave_up,omitempty"`
+	got    retry.Answer // what the attempt got, for the policy
 }
 
 // Succeeded reports whether the client was told the operation happened.
 func (a Attempt) Succeeded() bool { return a.Status >= 200 && a.Status < 300 }
-
-// retryable reports whether the client tries again after a: no answer at
-// all, an answer that says "not now" (503, 409 in progress, 429), or a
-// server error. Every other answer is the operation's outcome.
-func (a Attempt) retryable() bool {
-	switch {
-	case a.Error != "":
-		return true
-	case a.Status == http.StatusConflict:
-		return a.Problem == problem.RequestInProgress.URI()
-	case a.Status == http.StatusTooManyRequests, a.Status == http.StatusRequestTimeout:
-		return true
-	default:
-		return a.Status >= 500
-	}
-}
 
 // ReplayOptions say where and how to replay a day.
 type ReplayOptions struct {
@@ -143,6 +102,7 @@ type replayer struct {
 	opts   ReplayOptions
 	plan   *dayplan.Plan
 	client *http.Client
+	lab    *labclient.Client
 	tokens map[string]string
 }
 
@@ -168,11 +128,12 @@ func Replay(ctx context.Context, plan *dayplan.Plan, opts ReplayOptions) (*Repla
 	r := &replayer{
 		opts: opts, plan: plan, tokens: map[string]string{},
 		client: &http.Client{
-			Transport:     &FaultTransport{Base: base},
+			Transport:     &faultnet.Transport{Base: base},
 			Timeout:       time.Minute,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 	}
+	r.lab = labclient.New(opts.URL, opts.Admin, r.client)
 	res := &ReplayResult{Plan: plan}
 	if err := r.reset(ctx); err != nil {
 		return nil, err
@@ -229,7 +190,7 @@ func Replay(ctx context.Context, plan *dayplan.Plan, opts ReplayOptions) (*Repla
 	}
 	if len(late) > 0 {
 		after := time.Duration(plan.Header.Params.LateAfter)
-		if err := r.admin(ctx, "POST", "/lab/clock", map[string]string{"advance": after.String()}, nil); err != nil {
+		if _, err := r.lab.Advance(ctx, after); err != nil {
 			res.LateSkipped = fmt.Sprintf("could not move the lab clock by %s: %v", after, err)
 		} else {
 			for _, op := range late {
@@ -302,11 +263,11 @@ func (r *replayer) submit(ctx context.Context, op *dayplan.Op, kind string, at t
 			a.Fault = faults[n-1]
 		}
 		took := r.send(ctx, op, body, &a)
-		if !a.retryable() || ctx.Err() != nil {
+		if !a.got.Retryable() || ctx.Err() != nil {
 			a.Final = true
 			return append(out, a)
 		}
-		wait := max(pol.backoff(n, rng), a.retryAfter)
+		wait := pol.Wait(n, rng, a.got)
 		if elapsed+took+wait > pol.Horizon {
 			a.Final, a.GaveUp = true, true
 			return append(out, a)
@@ -327,45 +288,31 @@ func (r *replayer) submit(ctx context.Context, op *dayplan.Op, kind string, at t
 // else nothing worth counting.
 func (r *replayer) send(ctx context.Context, op *dayplan.Op, body []byte, a *Attempt) time.Duration {
 	if a.Fault != "" {
-		ctx = WithFault(ctx, a.Fault)
+		ctx = faultnet.WithFault(ctx, a.Fault)
 	}
 	req, err := http.NewRequestWithContext(ctx, "POST", r.opts.URL+op.Endpoint, bytes.NewReader(body))
 	if err != nil {
 		a.Error = err.Error()
+		a.got = retry.Answer{Err: err}
 		return 0
 	}
-	// Go's transport resends a request carrying an Idempotency-Key on its
-	// own when a reused connection drops, if it can rewind the body. The
-	// replay counts and makes every attempt itself.
-	req.GetBody = nil
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+r.tokens[op.Customer])
 	req.Header.Set("Idempotency-Key", op.Key)
-	resp, err := r.client.Do(req)
-	if err != nil {
-		a.Error = err.Error()
-		var fe *FaultError
-		if errors.As(err, &fe) && fe.Timeout() {
+	ans := retry.Send(r.client, req)
+	a.got = ans
+	if ans.Err != nil {
+		a.Error = ans.Err.Error()
+		if ans.Status != 0 {
+			a.Error = "read response: " + a.Error
+		}
+		var fe *faultnet.Error
+		if errors.As(ans.Err, &fe) && fe.Timeout() {
 			return r.opts.Policy.Timeout
 		}
 		return 0
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		a.Error = "read response: " + err.Error()
-		return 0
-	}
-	a.Status, a.Response = resp.StatusCode, string(raw)
-	a.Replayed = resp.Header.Get("Idempotent-Replayed") == "true"
-	if resp.StatusCode >= 400 {
-		var p problem.Body
-		json.Unmarshal(raw, &p)
-		a.Problem = p.Type
-	}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-		a.retryAfter = time.Duration(s) * time.Second
-	}
+	a.Status, a.Response, a.Replayed, a.Problem = ans.Status, string(ans.Body), ans.Replayed, ans.Problem
 	return 0
 }
 
@@ -373,18 +320,16 @@ func (r *replayer) send(ctx context.Context, op *dayplan.Op, body []byte, a *Att
 // the plan was drawn from. The tokens are the ones the reset hands out: a
 // public server draws them at random (server.Options.RandomTokens).
 func (r *replayer) reset(ctx context.Context) error {
-	var out struct {
-		Customers []bank.Customer `json:"customers"`
-	}
-	if err := r.admin(ctx, "POST", "/lab/reset", r.plan.Header.Params.Reset, &out); err != nil {
+	customers, err := r.lab.Reset(ctx, r.plan.Header.Params.Reset)
+	if err != nil {
 		return err
 	}
 	want := r.plan.Customers()
-	if len(out.Customers) != len(want) {
-		return fmt.Errorf("the lab reset made %d customers; the plan has %d", len(out.Customers), len(want))
+	if len(customers) != len(want) {
+		return fmt.Errorf("the lab reset made %d customers; the plan has %d", len(customers), len(want))
 	}
 	for i, c := range want {
-		got := out.Customers[i]
+		got := customers[i]
 		if got.ID != c.ID || !slices.Equal(got.Accounts, c.Accounts) {
 			return fmt.Errorf("the lab reset made customer %s with accounts %v; the plan expects %s with %v (does the server run another version of the kit?)",
 				got.ID, got.Accounts, c.ID, c.Accounts)
@@ -395,45 +340,5 @@ func (r *replayer) reset(ctx context.Context) error {
 }
 
 func (r *replayer) state(ctx context.Context) (labctl.State, error) {
-	var st labctl.State
-	err := r.admin(ctx, "GET", "/lab/state", nil, &st)
-	return st, err
-}
-
-// admin sends a lab control request with the admin token, without faults.
-func (r *replayer) admin(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, r.opts.URL+path, body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+r.opts.Admin)
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode == http.StatusUnauthorized {
-		return fmt.Errorf("%s %s: the server refused the admin token (lab serve prints it at start; pass it with --admin-token)", method, path)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, bytes.TrimSpace(raw))
-	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return fmt.Errorf("%s %s: %w", method, path, err)
-		}
-	}
-	return nil
+	return r.lab.State(ctx)
 }

@@ -1,7 +1,6 @@
 package grader
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,8 +9,10 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"idemlab/kit/bank"
+	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
 	"idemlab/kit/stage"
@@ -203,61 +204,36 @@ func (t *T) Simultaneously(n int, req func(i int) Request) []Response {
 	return out
 }
 
-// admin sends a lab control request and decodes its JSON answer into out.
-func (t *T) admin(method, path string, in, out any) error {
-	var body []byte
-	if in != nil {
-		body, _ = json.Marshal(in)
-	}
-	hr, err := http.NewRequestWithContext(t.ctx, method, t.target.URL+path, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	hr.Header.Set("Authorization", "Bearer "+t.target.Admin)
-	hr.Header.Set("Content-Type", "application/json")
-	resp, err := t.target.Client.Do(hr)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
+// Lab is the target's lab API, with its admin token. The methods below
+// are the ones checks use, with the check's context.
+func (t *T) Lab() *labclient.Client {
+	return &labclient.Client{Base: func() string { return t.target.URL }, Token: t.target.Admin, HTTP: t.target.Client}
 }
 
 // Reset gives the target a fresh population drawn from the check's seed,
 // with opening balances of opening won.
 func (t *T) Reset(customers int, opening int64) ([]bank.Customer, error) {
-	var out struct {
-		Customers []bank.Customer `json:"customers"`
-	}
 	p := bank.Params{Seed: t.rng.Uint64() % 1_000_000, Customers: customers, AccountsPerCustomer: 2, OpeningBalance: opening}
-	if err := t.admin("POST", "/lab/reset", p, &out); err != nil {
+	cs, err := t.Lab().Reset(t.ctx, p)
+	if err != nil {
 		return nil, err
 	}
 	// A reset keeps the config; a check starts from the defaults, whatever
 	// the check before it set on the same server.
-	if err := t.admin("POST", "/lab/config", labctl.Wire(stage.DefaultConfig()), nil); err != nil {
+	if _, err := t.Lab().Configure(t.ctx, labclient.Whole(stage.DefaultConfig())); err != nil {
 		return nil, err
 	}
-	return out.Customers, nil
+	return cs, nil
 }
 
 // State reads the target's lab state.
-func (t *T) State() (labctl.State, error) {
-	var st labctl.State
-	err := t.admin("GET", "/lab/state", nil, &st)
-	return st, err
-}
+func (t *T) State() (labctl.State, error) { return t.Lab().State(t.ctx) }
 
-// Configure changes the target's config (members as POST /lab/config).
-func (t *T) Configure(cfg map[string]string) error {
-	return t.admin("POST", "/lab/config", cfg, nil)
+// Configure changes the members of the target's config that change sets;
+// the others stay.
+func (t *T) Configure(change labclient.Config) error {
+	_, err := t.Lab().Configure(t.ctx, change)
+	return err
 }
 
 // Arm arms a fault point count times. It refuses to arm a crash on a
@@ -268,22 +244,17 @@ func (t *T) Arm(point string, count int) error {
 	if crash && count > 0 && t.target.Server == nil && t.target.Child == nil {
 		return ErrNoChild
 	}
-	return t.admin("POST", "/lab/faults", map[string]any{"point": point, "count": count}, nil)
+	return t.Lab().Arm(t.ctx, point, int64(count))
 }
 
-// Advance moves the target's lab clock.
-func (t *T) Advance(d string) error {
-	return t.admin("POST", "/lab/clock", map[string]string{"advance": d}, nil)
+// Advance moves the target's lab clock on by d.
+func (t *T) Advance(d time.Duration) error {
+	_, err := t.Lab().Advance(t.ctx, d)
+	return err
 }
 
 // Purge asks the target to purge expired keys and reports how many went.
-func (t *T) Purge() (int64, error) {
-	var out struct {
-		Purged int64 `json:"purged"`
-	}
-	err := t.admin("POST", "/lab/purge", nil, &out)
-	return out.Purged, err
-}
+func (t *T) Purge() (int64, error) { return t.Lab().Purge(t.ctx) }
 
 // Key draws a fresh idempotency key.
 func (t *T) Key() string {

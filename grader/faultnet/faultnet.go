@@ -1,4 +1,9 @@
-package grader
+// Package faultnet is the client side of a flaky network: an
+// http.RoundTripper that makes a request meet one of the seven failure
+// points of a remote call. The replay and the demo's traffic send through
+// it; the server never knows it is there. (Server-side faults, the crash
+// points armed through POST /lab/faults, are kit/fault's.)
+package faultnet
 
 import (
 	"bytes"
@@ -14,7 +19,7 @@ import (
 	"idemlab/kit/problem"
 )
 
-// FaultTransport is an http.RoundTripper that sits between a client and a
+// Transport is an http.RoundTripper that sits between a client and a
 // server and makes a request meet one of the seven failure points of a
 // remote call (docs/grader.md numbers them), chosen per request with
 // WithFault. A request without a fault passes through to Base untouched.
@@ -27,7 +32,7 @@ import (
 //
 // Point 7 does not really wait: it fails at once with a timeout error, and
 // the replay driver moves its own clock on by the client's timeout.
-type FaultTransport struct {
+type Transport struct {
 	// Base carries the requests that reach the server.
 	Base http.RoundTripper
 }
@@ -35,7 +40,7 @@ type FaultTransport struct {
 type faultKey struct{}
 
 // WithFault returns a context whose request meets point p when it goes
-// through a FaultTransport.
+// through a Transport.
 func WithFault(ctx context.Context, p dayplan.Point) context.Context {
 	return context.WithValue(ctx, faultKey{}, p)
 }
@@ -45,9 +50,9 @@ func faultOf(ctx context.Context) dayplan.Point {
 	return p
 }
 
-// FaultError is the error a client sees at a failure point. It is a
+// Error is the error a client sees at a failure point. It is a
 // net.Error: Timeout reports true for a withheld response.
-type FaultError struct {
+type Error struct {
 	Point dayplan.Point
 	// Reached says whether the server received the request.
 	Reached bool
@@ -55,31 +60,31 @@ type FaultError struct {
 	err     error
 }
 
-func (e *FaultError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("%s (fault %s)", e.msg, e.Point)
 }
 
 // Unwrap returns the system error the fault imitates, if any.
-func (e *FaultError) Unwrap() error { return e.err }
+func (e *Error) Unwrap() error { return e.err }
 
 // Timeout reports whether the client gave up waiting.
-func (e *FaultError) Timeout() bool { return e.Point == dayplan.ResponseWithheld }
+func (e *Error) Timeout() bool { return e.Point == dayplan.ResponseWithheld }
 
 // Temporary is part of net.Error; every failure point is worth a retry.
-func (e *FaultError) Temporary() bool { return true }
+func (e *Error) Temporary() bool { return true }
 
 // RoundTrip sends req through the failure point its context names.
-func (t *FaultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := faultOf(req.Context())
 	switch p {
 	case "":
 		return t.Base.RoundTrip(req)
 	case dayplan.ConnectFails:
 		closeBody(req)
-		return nil, &FaultError{Point: p, msg: "dial tcp " + req.URL.Host + ": connect: connection refused", err: syscall.ECONNREFUSED}
+		return nil, &Error{Point: p, msg: "dial tcp " + req.URL.Host + ": connect: connection refused", err: syscall.ECONNREFUSED}
 	case dayplan.NeverArrives:
 		closeBody(req)
-		return nil, &FaultError{Point: p, msg: "write tcp " + req.URL.Host + ": the request was lost before it reached the server", err: syscall.EPIPE}
+		return nil, &Error{Point: p, msg: "write tcp " + req.URL.Host + ": the request was lost before it reached the server", err: syscall.EPIPE}
 	case dayplan.TruncatedBody:
 		return t.truncate(req)
 	case dayplan.Shed503:
@@ -98,12 +103,12 @@ func (t *FaultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		if p == dayplan.ResetAfterProcessing {
-			return nil, &FaultError{Point: p, Reached: true, msg: "read tcp " + req.URL.Host + ": connection reset by peer", err: syscall.ECONNRESET}
+			return nil, &Error{Point: p, Reached: true, msg: "read tcp " + req.URL.Host + ": connection reset by peer", err: syscall.ECONNRESET}
 		}
-		return nil, &FaultError{Point: p, Reached: true, msg: "the response was withheld until the client's timeout", err: context.DeadlineExceeded}
+		return nil, &Error{Point: p, Reached: true, msg: "the response was withheld until the client's timeout", err: context.DeadlineExceeded}
 	default:
 		closeBody(req)
-		return nil, fmt.Errorf("fault transport: unknown failure point %q", p)
+		return nil, fmt.Errorf("faultnet: unknown failure point %q", p)
 	}
 }
 
@@ -111,7 +116,7 @@ func (t *FaultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // and then breaks the connection, as a client that dies mid-upload does.
 // The server must answer 400 and execute nothing; the client never sees
 // that answer.
-func (t *FaultTransport) truncate(req *http.Request) (*http.Response, error) {
+func (t *Transport) truncate(req *http.Request) (*http.Response, error) {
 	var body []byte
 	if req.Body != nil {
 		var err error
@@ -131,7 +136,7 @@ func (t *FaultTransport) truncate(req *http.Request) (*http.Response, error) {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	return nil, &FaultError{Point: dayplan.TruncatedBody, Reached: true,
+	return nil, &Error{Point: dayplan.TruncatedBody, Reached: true,
 		msg: fmt.Sprintf("write tcp %s: the connection broke after %d of %d body bytes", req.URL.Host, cut, len(body)), err: syscall.EPIPE}
 }
 

@@ -1,4 +1,4 @@
-package grader
+package faultnet
 
 import (
 	"errors"
@@ -14,10 +14,10 @@ import (
 	"idemlab/grader/dayplan"
 )
 
-// TestFaultTransport_SevenPoints sends one request through each failure
+// TestTransport_SevenPoints sends one request through each failure
 // point to a server that records what it received, and checks what the
 // server saw and what the client was told.
-func TestFaultTransport_SevenPoints(t *testing.T) {
+func TestTransport_SevenPoints(t *testing.T) {
 	const body = `{"from":"acc_a","to":"acc_b","amount":300000}`
 	var mu sync.Mutex
 	var received []string              // the bodies the server read, or "error: …"
@@ -42,7 +42,7 @@ func TestFaultTransport_SevenPoints(t *testing.T) {
 		io.WriteString(w, `{"id":"tr_1"}`)
 	}))
 	defer srv.Close()
-	client := &http.Client{Transport: &FaultTransport{Base: srv.Client().Transport}}
+	client := &http.Client{Transport: &Transport{Base: srv.Client().Transport}}
 
 	cases := []struct {
 		point dayplan.Point
@@ -78,7 +78,7 @@ func TestFaultTransport_SevenPoints(t *testing.T) {
 					resp.Body.Close()
 					t.Fatalf("got %d, want an error", resp.StatusCode)
 				}
-				var fe *FaultError
+				var fe *Error
 				if !errors.As(err, &fe) || fe.Point != c.point {
 					t.Fatalf("error %v is not the fault %s", err, c.point)
 				}

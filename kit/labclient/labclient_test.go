@@ -1,0 +1,115 @@
+package labclient_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/events"
+	"idemlab/kit/labclient"
+	"idemlab/kit/server"
+	"idemlab/kit/stage"
+	stage5 "idemlab/solutions/stage5"
+)
+
+func startLab(t *testing.T) *labclient.Client {
+	t.Helper()
+	srv, err := server.New(context.Background(), server.Options{DB: ":memory:", Stage: stage5.New, Lab: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return labclient.New(hs.URL+"/", srv.AdminToken(), hs.Client())
+}
+
+// TestConfigure_SendsOnlyTheMembersSet catches a client that sends every
+// member (a zero lease is refused, a zero core latency undoes the last
+// change) and one that cannot set the core latency back to zero.
+func TestConfigure_SendsOnlyTheMembersSet(t *testing.T) {
+	lab := startLab(t)
+	ctx := t.Context()
+	cfg, err := lab.Configure(ctx, labclient.Config{CoreLatency: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := stage.DefaultConfig()
+	want.CoreLatency = 50 * time.Millisecond
+	if cfg != want {
+		t.Fatalf("after setting the core latency: %+v, want %+v", cfg, want)
+	}
+	if cfg, err = lab.Configure(ctx, labclient.Config{Lease: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	want.Lease = 2 * time.Second
+	if cfg != want {
+		t.Fatalf("after setting the lease: %+v, want %+v (the core latency must stay)", cfg, want)
+	}
+	if cfg, err = lab.Configure(ctx, labclient.Config{NoCoreLatency: true}); err != nil {
+		t.Fatal(err)
+	}
+	want.CoreLatency = 0
+	if cfg != want {
+		t.Fatalf("after NoCoreLatency: %+v, want %+v", cfg, want)
+	}
+	if _, err := lab.Configure(ctx, labclient.Config{Retention: 30 * time.Minute}); err == nil {
+		t.Fatal("a retention shorter than the retry horizon was accepted")
+	}
+	if cfg, err = lab.Configure(ctx, labclient.Whole(stage.DefaultConfig())); err != nil || cfg != stage.DefaultConfig() {
+		t.Fatalf("Whole(defaults) = %+v, %v", cfg, err)
+	}
+}
+
+// TestClient_ResetAdvanceStateAndEvents walks the other endpoints: a
+// reset hands out its customers, the clock moves by a time.Duration, the
+// state reads back both, and the event stream carries the clock's move.
+func TestClient_ResetAdvanceStateAndEvents(t *testing.T) {
+	lab := startLab(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	got := make(chan events.Event, 16)
+	streamErr := make(chan error, 1)
+	go func() {
+		err := lab.Events(ctx, func(ev events.Event) bool {
+			got <- ev
+			return ev.Kind != events.KindClock
+		})
+		close(got)
+		streamErr <- err
+	}()
+	cs, err := lab.Reset(ctx, bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 2, OpeningBalance: 1000})
+	if err != nil || len(cs) != 2 || cs[0].Token == "" {
+		t.Fatalf("reset: %v, %+v", err, cs)
+	}
+	before, err := lab.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := lab.Advance(ctx, 90*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	was, _ := time.Parse(time.RFC3339Nano, before.Now)
+	if d := now.Sub(was); d < 90*time.Minute || d > 91*time.Minute {
+		t.Errorf("the clock moved %v, want 90m", d)
+	}
+	if len(before.Accounts) != 4 {
+		t.Errorf("state shows %d accounts, want 4", len(before.Accounts))
+	}
+	if n, err := lab.Purge(ctx); err != nil || n != 0 {
+		t.Errorf("purge = %d, %v; want 0 keys", n, err)
+	}
+	if err := lab.Arm(ctx, "no-such-point", 1); err == nil {
+		t.Error("an unknown fault point was armed")
+	}
+	var last string
+	for ev := range got {
+		last = ev.Kind
+	}
+	if err := <-streamErr; err != nil || last != events.KindClock {
+		t.Fatalf("the stream ended on %q (%v), want the clock's move", last, err)
+	}
+}

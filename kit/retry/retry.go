@@ -1,0 +1,117 @@
+// Package retry is the client's retry policy of docs/api.md ("What a
+// client must do") and the one way the lab's clients send an attempt: the
+// same key and the same request on every attempt, a retry only after an
+// answer that says "not now" or no answer at all, exponential backoff with
+// full jitter, never less than Retry-After, and a horizon after which the
+// client gives up. The replay (lab replay) and the demo's traffic use it.
+package retry
+
+import (
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"idemlab/kit/problem"
+)
+
+// Policy is when to retry and how long to wait.
+type Policy struct {
+	// Base is the ceiling of the first backoff; each retry doubles it, up
+	// to Cap.
+	Base time.Duration
+	Cap  time.Duration
+	// Horizon is how long after its first attempt a client still retries.
+	// The server's retention must be longer.
+	Horizon time.Duration
+	// Timeout is how long the client waits for a response.
+	Timeout time.Duration
+}
+
+// Published is the policy docs/api.md publishes: up to 0.5 s before the
+// first retry, doubling up to 30 s, for an hour; a 10 s timeout.
+func Published() Policy {
+	return Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, Horizon: time.Hour, Timeout: 10 * time.Second}
+}
+
+// Backoff is the wait before retry n (1 for the first retry): a random
+// time up to Base·2^(n-1), capped at Cap ("full jitter"), so that clients
+// that failed together do not come back together.
+func (p Policy) Backoff(n int, r *rand.Rand) time.Duration {
+	ceiling := p.Cap
+	if n < 30 {
+		ceiling = min(p.Cap, p.Base<<(n-1))
+	}
+	return time.Duration(r.Int64N(int64(ceiling) + 1))
+}
+
+// Wait is the wait before retry n after answer a: the backoff, and never
+// less than the server's Retry-After.
+func (p Policy) Wait(n int, r *rand.Rand, a Answer) time.Duration {
+	return max(p.Backoff(n, r), a.RetryAfter)
+}
+
+// Answer is what one attempt got: a response, or Err when none came.
+type Answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	// Problem is the problem type of an error response, if it is one.
+	Problem string
+	// Replayed is the Idempotent-Replayed header.
+	Replayed bool
+	// RetryAfter is the Retry-After header, in whole seconds.
+	RetryAfter time.Duration
+	Err        error
+}
+
+// Retryable reports whether the policy retries after a: no answer at
+// all, 409 request-in-progress, 429, 500, 502, 503 or 504. Every other
+// answer is the operation's outcome.
+func (a Answer) Retryable() bool {
+	if a.Err != nil {
+		return true
+	}
+	switch a.Status {
+	case http.StatusConflict:
+		return a.Problem == problem.RequestInProgress.URI()
+	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// MaxBody is how much of a response Send keeps.
+const MaxBody = 1 << 20
+
+// Send makes exactly one attempt of req with c and reads the answer.
+// Go's transport resends on its own a request whose reused connection
+// dropped, if it can rewind the body; a request that carries an
+// Idempotency-Key is the client's to retry, counted and backed off by the
+// policy, so Send takes that rewind away.
+func Send(c *http.Client, req *http.Request) Answer {
+	req.GetBody = nil
+	resp, err := c.Do(req)
+	if err != nil {
+		return Answer{Err: err}
+	}
+	defer resp.Body.Close()
+	a := Answer{Status: resp.StatusCode, Header: resp.Header, Replayed: resp.Header.Get("Idempotent-Replayed") == "true"}
+	a.Body, a.Err = io.ReadAll(io.LimitReader(resp.Body, MaxBody))
+	if a.Err != nil {
+		return a
+	}
+	if resp.StatusCode >= 400 {
+		var p problem.Body
+		if json.Unmarshal(a.Body, &p) == nil {
+			a.Problem = p.Type
+		}
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		a.RetryAfter = time.Duration(s) * time.Second
+	}
+	return a
+}
