@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"idemlab/kit/labclient"
 )
 
 // servable holds the names of the subjects this process can serve as a
@@ -197,7 +199,7 @@ const killUnderLoad = "kill -9"
 // crash is taken over within a fraction of a second of real time, so the
 // day's clients, who retry for an hour of the plan's clock but a few
 // seconds of real time, find it free again.
-const dayLease = "150ms"
+const dayLease = 150 * time.Millisecond
 
 // crashLog is what crashDuring did.
 type crashLog struct {
@@ -278,7 +280,7 @@ func (t *T) crashDuring(stop <-chan struct{}, gate *pausable, crashes []string) 
 		// sent down an old connection would die with EOF.
 		err := t.Restart()
 		if err == nil {
-			err = t.Configure(map[string]string{"lease": dayLease})
+			err = t.Configure(labclient.Config{Lease: dayLease})
 		}
 		gate.resume()
 		if err != nil {

@@ -60,7 +60,7 @@ func (t *T) retryUntilDone(req Request, lease time.Duration) (Response, string, 
 		fmt.Fprintf(&story, "\nretry %d  →  %s", attempt, r.Short())
 		switch {
 		case r.Is(http.StatusConflict, pInProgress):
-			if err := t.Advance((lease + time.Second).String()); err != nil {
+			if err := t.Advance(lease + time.Second); err != nil {
 				return r, story.String(), err
 			}
 			fmt.Fprintf(&story, ", then %v of lab time", lease+time.Second)
