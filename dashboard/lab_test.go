@@ -11,8 +11,8 @@ import (
 
 	"idemlab/kit/bank"
 	"idemlab/kit/events"
-	"idemlab/kit/labclient"
 	"idemlab/kit/idemkey"
+	"idemlab/kit/labclient"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage0"
 	"idemlab/solutions/stage1"

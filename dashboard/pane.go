@@ -267,7 +267,7 @@ func (p pane) keyLines(n int) []string {
 }
 
 func (p pane) moneyLines(n int) []string {
-	m, c := p.side.Money, p.side.Counts
+	m := p.side.Money
 	if !m.Known {
 		return []string{p.st.Dim.Render("balances: waiting for the first state poll")}
 	}
@@ -281,12 +281,12 @@ func (p pane) moneyLines(n int) []string {
 			verdict = p.st.Bad.Render(fmt.Sprintf("✗ ₩%s vanished", Short(-m.Surplus)))
 		}
 	case Unverified:
-		verdict = p.st.Conflict.Render(fmt.Sprintf("? %d unreported executions", c.Unseen))
+		verdict = p.st.Conflict.Render(fmt.Sprintf("? %d unreported executions", m.Unseen))
 	}
 	out := []string{
 		fmt.Sprintf("Σ ₩%s %s", bank.FormatWon(m.Total), verdict),
-		p.counterStyle(c.MovedTwice).Render("moved twice ₩"+Short(c.MovedTwice)) + p.st.Dim.Render(" · ") +
-			p.counterStyle(c.CreatedTwice).Render("created ₩"+Short(c.CreatedTwice)),
+		p.counterStyle(m.MovedTwice).Render("moved twice ₩"+Short(m.MovedTwice)) + p.st.Dim.Render(" · ") +
+			p.counterStyle(m.CreatedTwice).Render("created ₩"+Short(m.CreatedTwice)),
 	}
 	for _, a := range m.Accounts {
 		if len(out) >= n {

@@ -85,8 +85,12 @@ type Money struct {
 	Verdict Verdict
 	// Surplus is total - opening - deposits once: won that appeared (or,
 	// if negative, vanished) against what the customers asked for.
-	Surplus   int64
-	candidate Verdict
+	Surplus int64
+	// MovedTwice, CreatedTwice and Unseen are the counts of the moment the
+	// poll was applied (see Counts), so that the money block never sets a
+	// surplus beside doubles counted later.
+	MovedTwice, CreatedTwice, Unseen int64
+	candidate                        Verdict
 }
 
 // Verdict is the result of the money-conservation check.
@@ -473,10 +477,14 @@ func (s *Side) ApplyState(st labctl.State, polled time.Time) {
 			next[op] = true
 		}
 	}
-	// Only ops the dashboard knows are judged: an op that left the window
-	// long ago would otherwise look unseen.
+	// An op the dashboard never heard of executed without an event: a
+	// crashed process took it with it (a child process killed with -9
+	// loses the events it had not streamed yet). That is only knowable
+	// while no op has left the window: after that, an unknown op may be
+	// one the dashboard forgot.
+	forgotten := len(s.opOrder) == OpWindow
 	for op, n := range st.Executions {
-		if _, ok := s.ops[op]; ok || s.lagging[op] {
+		if _, ok := s.ops[op]; ok || s.lagging[op] || !forgotten {
 			consider(op, n)
 		}
 	}
@@ -505,12 +513,20 @@ func (s *Side) ApplyState(st labctl.State, polled time.Time) {
 		m.Opening += a.Opening
 	}
 	m.Surplus = m.Total - m.Opening - s.Counts.DepositsOnce
+	// The figures shown beside the balances are the counts of this moment,
+	// not the live ones: the money block is one picture.
+	m.MovedTwice, m.CreatedTwice, m.Unseen = s.Counts.MovedTwice, s.Counts.CreatedTwice, s.Counts.Unseen
 	verdict := Conserved
 	switch {
 	case s.Counts.Unseen > 0:
 		verdict = Unverified
 	case m.Surplus != 0:
 		verdict = Broken
+	}
+	if verdict == Broken && len(s.lagging) > 0 {
+		// Executions no event has reported yet may explain the surplus:
+		// the next poll says whether they are unreported or just late.
+		return
 	}
 	if verdict == m.candidate || m.Verdict == Unchecked {
 		m.Verdict = verdict

@@ -242,3 +242,36 @@ func TestSide_ARunAfterTheKeyExpiredIsNotADouble(t *testing.T) {
 		t.Errorf("doubles %d, after retention %d, deposits %d; want 1, 1, 200", c.Doubles, c.AfterRetention, c.DepositsOnce)
 	}
 }
+
+// TestSide_MoneyBlockIsOnePicture catches a money block that sets the
+// poll's surplus beside doubles counted after it: the moved-twice figure
+// shown with Σ is the one of the poll's moment.
+func TestSide_MoneyBlockIsOnePicture(t *testing.T) {
+	s := NewSide()
+	s.Ingest(execution("a", "transfer", 100, 1), t0)
+	s.ApplyState(labctl.State{Executions: map[string]int64{"a": 1}}, t0)
+	s.Ingest(execution("a", "transfer", 100, 2), t0)
+	if s.Counts.MovedTwice != 100 || s.Money.MovedTwice != 0 {
+		t.Fatalf("live %d, shown with Σ %d; want 100 and 0 until the next poll", s.Counts.MovedTwice, s.Money.MovedTwice)
+	}
+	s.ApplyState(labctl.State{Executions: map[string]int64{"a": 2}}, t0)
+	if s.Money.MovedTwice != 100 {
+		t.Fatalf("after the poll, shown with Σ %d, want 100", s.Money.MovedTwice)
+	}
+}
+
+// TestSide_AnExecutionNoEventReportedIsUnverifiedNotAppeared catches a
+// money check that judges only the ops it heard of: a deposit a killed
+// process executed without an event would read as money that appeared.
+func TestSide_AnExecutionNoEventReportedIsUnverifiedNotAppeared(t *testing.T) {
+	s := NewSide()
+	st := labctl.State{
+		Accounts:   []bank.Balance{{ID: "acc_a", Balance: 1500, Opening: 1000}},
+		Executions: map[string]int64{"lost-deposit": 1},
+	}
+	s.ApplyState(st, t0)
+	s.ApplyState(st, t0)
+	if s.Money.Verdict != Unverified || s.Money.Unseen != 1 {
+		t.Fatalf("verdict %v with %d unreported; want Unverified with 1", s.Money.Verdict, s.Money.Unseen)
+	}
+}

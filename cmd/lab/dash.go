@@ -48,7 +48,7 @@ func runDash(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer stop()
 	model := dashboard.NewWatch(ctx, *url, time.Now())
 	return runTUI(ctx, model, stdout, func(p *tea.Program) {
-		p.Send(dashboard.SideMsg{Side: 0, Title: "your server", URL: *url, Status: "running"})
+		p.Send(dashboard.SideMsg{Side: 0, Title: "lab server", URL: *url, Status: "running"})
 		dashboard.Watch(watch, remote, 0, 0, p.Send)
 	})
 }
