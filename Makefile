@@ -38,13 +38,27 @@ lint: ## gofmt and go vet
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-stage-%: ## run the checks of stage N (0..6) against YOUR code in stages/stageN
-	@SEED="$(SEED)" RUN="$(RUN)" $(GO) test -count=1 ./stages/stage$* \
-	  && echo "stage $* passes every check of stages 0..$*: on to the next lesson" \
-	  || { echo; echo "stage $*: read the FAIL blocks above (lesson, what was sent, what came back, how to reproduce)"; exit 1; }
+stage-%: ## run the checks of stage N (0..6) against YOUR code in stages/stageN, and record your progress
+	@SEED="$(SEED)" RUN="$(RUN)" $(GO) run ./cmd/lab check $*
 
 solution-%: ## run the checks of stage N against the reference solution
-	@SEED="$(SEED)" RUN="$(RUN)" $(GO) test -count=1 ./solutions/stage$*
+	@SEED="$(SEED)" RUN="$(RUN)" $(GO) run ./cmd/lab check --solution $*
+
+# The student's loop: N= picks a stage; without it, the first stage that
+# does not pass yet.
+.PHONY: status watch hint docs diff reset
+status: ## where each stage stands: not started, failing (on which check), passing
+	@$(GO) run ./cmd/lab status
+watch: ## rerun a stage's checks on every save: make watch N=1
+	@$(GO) run ./cmd/lab watch $(N)
+hint: ## a hint for the first failing check, one step more each time: make hint N=1
+	@$(GO) run ./cmd/lab hint $(N)
+docs: ## a stage's lesson in the terminal: make docs N=1
+	@$(GO) run ./cmd/lab docs $(N)
+diff: ## your stage against the reference solution (asks first until it passes): make diff N=1
+	@$(GO) run ./cmd/lab diff $(N)
+reset: ## the untouched scaffold of a stage back, yours kept in .idemlab/backup: make reset N=1
+	@$(GO) run ./cmd/lab reset $(N)
 
 .PHONY: lab
 lab: ## build the lab command into bin/lab (then: bin/lab help)

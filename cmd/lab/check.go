@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"idemlab/studentloop"
+)
+
+func init() {
+	register(command{name: "check", summary: "run a stage's checks with a summary, and record the progress (make stage-N)", run: runCheck})
+}
+
+func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lab check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	seed := fs.String("seed", os.Getenv("SEED"), "repeat a run: the seed a failure printed (or SEED=)")
+	only := fs.String("run", os.Getenv("RUN"), "run only the checks whose ID contains this (or RUN=)")
+	solution := fs.Bool("solution", false, "run the reference solution's checks instead of yours")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lab check [N] [--seed S] [--run ID] [--solution]")
+		fs.PrintDefaults()
+	}
+	if done, err := parseFlags(fs, reorder(args)); done {
+		return err
+	}
+	root, err := findRoot()
+	if err != nil {
+		return err
+	}
+	p, err := studentloop.LoadProgress(root)
+	if err != nil {
+		return err
+	}
+	n, err := stageArg(fs.Args(), p)
+	if err != nil {
+		return err
+	}
+	r := newRunner(root, *seed, *only, *solution)
+	var o studentloop.Outcome
+	if *solution {
+		o, err = r.Run(ctx, n)
+	} else {
+		o, err = runAndRecord(ctx, root, r, n)
+	}
+	if err != nil {
+		return err
+	}
+	if *solution {
+		fmt.Fprintf(stdout, "the reference solution of stage %d (solutions/stage%d):\n", n, n)
+	}
+	studentloop.Summarize(stdout, root, o)
+	if o.State() != studentloop.Passing {
+		return &exitCode{code: 1, err: errors.New(string(o.State()))}
+	}
+	return nil
+}
+
+// reorder puts flags before the stage number, so that both
+// "lab check 1 --run S1.x" and "lab check --run S1.x 1" work (package
+// flag stops at the first argument that is not a flag).
+func reorder(args []string) []string {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case len(a) > 1 && a[0] == '-':
+			flags = append(flags, a)
+			if !hasValue(a) && i+1 < len(args) && isValueFlag(a) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return append(flags, rest...)
+}
+
+func hasValue(flag string) bool {
+	for _, c := range flag {
+		if c == '=' {
+			return true
+		}
+	}
+	return false
+}
+
+// isValueFlag says whether a flag of the loop's commands takes a value.
+func isValueFlag(flag string) bool {
+	switch flag {
+	case "-seed", "--seed", "-run", "--run", "-lang", "--lang", "-quiet", "--quiet", "-check", "--check", "-from", "--from", "-width", "--width":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"idemlab/studentloop"
+)
+
+func init() {
+	register(command{name: "hint", summary: "a hint for a stage's first failing check: one step more each time you ask", run: runHint})
+}
+
+func runHint(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lab hint", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	check := fs.String("check", "", "a hint for this check ID instead of the first failing one")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lab hint [N] [--check ID]")
+		fs.PrintDefaults()
+	}
+	if done, err := parseFlags(fs, reorder(args)); done {
+		return err
+	}
+	root, err := findRoot()
+	if err != nil {
+		return err
+	}
+	p, err := studentloop.LoadProgress(root)
+	if err != nil {
+		return err
+	}
+	n, err := stageArg(fs.Args(), p)
+	if err != nil {
+		return err
+	}
+	sp := p.Stage(n)
+	topic := *check
+	if topic == "" {
+		topic = studentloop.HintTopic(sp)
+	}
+	hintStage, key := n, fmt.Sprintf("stage%d", n)
+	if topic != "stage" {
+		if hintStage, err = studentloop.CheckStage(topic); err != nil {
+			return err
+		}
+		key = topic
+	}
+	hints, err := studentloop.LoadHints(root, hintStage)
+	if err != nil {
+		return err
+	}
+	tiers, ok := hints[topic]
+	if !ok {
+		return fmt.Errorf("no hint for %s in %s", topic, studentloop.HintsPath(hintStage))
+	}
+	switch {
+	case sp.State == studentloop.NotStarted && *check == "":
+		fmt.Fprintf(stdout, "stage %d has not run yet: lab check %d (or lab watch %d) first, so that the hint is about the check that fails.\n\n", n, n, n)
+	case topic == "stage":
+		fmt.Fprintf(stdout, "stage %d at its last run: %s.\n\n", n, sp.State)
+	default:
+		fmt.Fprintf(stdout, "hint for %s, the first failing check of stage %d at its last run:\n\n", topic, n)
+	}
+	tier := p.NextTier(key, studentloop.Tiers)
+	for i := 0; i < tier; i++ {
+		fmt.Fprintf(stdout, "%d. %s: %s\n\n", i+1, strings.ToUpper(studentloop.TierNames[i][:1])+studentloop.TierNames[i][1:], tiers[i])
+	}
+	if tier < studentloop.Tiers {
+		fmt.Fprintf(stdout, "(hint %d of %d: ask again for %s)\n", tier, studentloop.Tiers, studentloop.TierNames[tier])
+	} else {
+		fmt.Fprintf(stdout, "(that was the last hint: the lesson's exercise, then lab diff %d if you must)\n", n)
+	}
+	return p.Save(root)
+}

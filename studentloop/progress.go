@@ -1,0 +1,138 @@
+package studentloop
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ProgressFile is where the progress is kept, relative to the root; the
+// folder is git-ignored.
+const ProgressFile = ".idemlab/progress.json"
+
+// State is where a stage stands.
+type State string
+
+// The states of a stage.
+const (
+	NotStarted    State = "not started"
+	DoesNotBuild  State = "does not build"
+	Failing       State = "failing"
+	Passing       State = "passing"
+	CouldNotCheck State = "could not check"
+)
+
+// StageProgress is the outcome of the last run of a stage's checks.
+type StageProgress struct {
+	State State `json:"state"`
+	// FirstFailing is the first failing check in catalogue order.
+	FirstFailing string    `json:"first_failing,omitempty"`
+	Passed       int       `json:"passed"`
+	Total        int       `json:"total"`
+	At           time.Time `json:"at"`
+}
+
+// Progress is every stage's last outcome and the hint tier reached for
+// each check (or stage) a hint was asked for.
+type Progress struct {
+	Stages map[string]StageProgress `json:"stages"`
+	Hints  map[string]int           `json:"hints"`
+}
+
+// LoadProgress reads the progress file under root; a missing file is an
+// empty progress. It returns an error for a file that is not progress.
+func LoadProgress(root string) (*Progress, error) {
+	p := &Progress{Stages: map[string]StageProgress{}, Hints: map[string]int{}}
+	raw, err := os.ReadFile(filepath.Join(root, ProgressFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return p, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, p); err != nil {
+		return nil, fmt.Errorf("%s: %w (delete it to start the count again)", ProgressFile, err)
+	}
+	if p.Stages == nil {
+		p.Stages = map[string]StageProgress{}
+	}
+	if p.Hints == nil {
+		p.Hints = map[string]int{}
+	}
+	return p, nil
+}
+
+// Save writes the progress file under root, through a temporary file so
+// that a reader never sees half of it.
+func (p *Progress) Save(root string) error {
+	path := filepath.Join(root, ProgressFile)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	raw, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(raw, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// Stage returns stage n's progress (NotStarted if it never ran).
+func (p *Progress) Stage(n int) StageProgress {
+	sp, ok := p.Stages[strconv.Itoa(n)]
+	if !ok {
+		return StageProgress{State: NotStarted}
+	}
+	return sp
+}
+
+// Record stores an outcome as stage n's progress. A run of one check
+// (RUN=…) says nothing about the whole stage and is not recorded.
+func (p *Progress) Record(o Outcome, at time.Time) {
+	if o.Only != "" {
+		return
+	}
+	p.Stages[strconv.Itoa(o.Stage)] = StageProgress{
+		State: o.State(), FirstFailing: o.FirstFailing(),
+		Passed: len(o.Passed()), Total: len(o.Checks), At: at,
+	}
+}
+
+// NextTier moves the hint tier of topic (a check ID, or "stageN") one on,
+// up to max, and returns it.
+func (p *Progress) NextTier(topic string, max int) int {
+	t := p.Hints[topic] + 1
+	if t > max {
+		t = max
+	}
+	p.Hints[topic] = t
+	return t
+}
+
+// Current is the stage to work on: the first that does not pass yet.
+func (p *Progress) Current() int {
+	for n := 0; n < Stages; n++ {
+		if p.Stage(n).State != Passing {
+			return n
+		}
+	}
+	return Stages - 1
+}
+
+// ParseStage reads a stage number from a command line argument.
+func ParseStage(arg string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimPrefix(arg, "stage"))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a stage number (0 to %d)", arg, Stages-1)
+	}
+	return n, ValidStage(n)
+}

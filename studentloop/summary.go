@@ -1,0 +1,88 @@
+package studentloop
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+)
+
+// LessonPath returns the lesson of stage n (docs/lessons/NN-*.md, or the
+// same under docs/lessons/<lang>/ for another language than English),
+// relative to root.
+func LessonPath(root string, n int, lang string) (string, error) {
+	dir := filepath.Join("docs", "lessons")
+	if lang != "" && lang != "en" {
+		dir = filepath.Join(dir, lang)
+	}
+	matches, err := filepath.Glob(filepath.Join(root, dir, fmt.Sprintf("%02d-*.md", n)))
+	if err != nil {
+		return "", err
+	}
+	if len(matches) == 0 {
+		return "", fmt.Errorf("no lesson for stage %d in %s", n, dir)
+	}
+	return filepath.Rel(root, matches[0])
+}
+
+// Summarize writes what a run of stage's checks means for the student:
+// on a pass, the checks that passed and the next step; when the stage
+// does not build, the compiler's message and nothing else; on failures,
+// each FAIL block as the grader printed it and the first one to work on.
+func Summarize(w io.Writer, root string, o Outcome) {
+	n := o.Stage
+	switch o.State() {
+	case DoesNotBuild:
+		fmt.Fprintf(w, "stage %d does not build, so no check ran. The compiler says:\n\n", n)
+		fmt.Fprintln(w, indentBlock(o.Build, "  "))
+		fmt.Fprintf(w, "\nfix the line it names in %s and save (lab watch %d reruns by itself).\n", StageDir(n), n)
+	case CouldNotCheck:
+		fmt.Fprintf(w, "stage %d: the checks did not finish:\n\n%s\n", n, indentBlock(o.Other, "  "))
+	case Failing:
+		for _, c := range o.Failed() {
+			fmt.Fprintln(w, c.Report)
+			fmt.Fprintln(w)
+		}
+		first := o.FirstFailing()
+		fmt.Fprintf(w, "stage %d: %d of %d checks pass; %d fail (seed %s).\n", n, len(o.Passed()), len(o.Checks), len(o.Failed()), o.Seed)
+		fmt.Fprintf(w, "start with %s, the first in the list: its lesson line above names the section to read;\n", first)
+		fmt.Fprintf(w, "  lab hint %d   a hint for it, one step more each time you ask\n", n)
+	case Passing:
+		fmt.Fprintf(w, "stage %d passes all %d checks (seed %s):\n", n, len(o.Checks), o.Seed)
+		for _, c := range o.Checks {
+			fmt.Fprintf(w, "  ✓ %s\n", c.ID)
+		}
+		if o.Only != "" {
+			fmt.Fprintf(w, "only the checks matching RUN=%s ran: run lab check %d to count the stage.\n", o.Only, n)
+			return
+		}
+		if n+1 < Stages {
+			next := fmt.Sprintf("stage %d", n+1)
+			if lesson, err := LessonPath(root, n+1, ""); err == nil {
+				next += ": read " + lesson + " (lab docs " + fmt.Sprint(n+1) + ")"
+			}
+			fmt.Fprintf(w, "next: %s, then lab watch %d.\n", next, n+1)
+		} else {
+			fmt.Fprintln(w, "that was the last stage: your server survives every failure the grader knows.")
+		}
+	}
+}
+
+// FirstLine is one line on a run, for the watch and the status: the state
+// and the first failing check.
+func FirstLine(o Outcome) string {
+	switch o.State() {
+	case Passing:
+		return fmt.Sprintf("✓ stage %d passes (%d checks)", o.Stage, len(o.Checks))
+	case Failing:
+		return fmt.Sprintf("✗ stage %d: %d of %d pass; first failing: %s", o.Stage, len(o.Passed()), len(o.Checks), o.FirstFailing())
+	case DoesNotBuild:
+		first, _, _ := strings.Cut(o.Build, "\n")
+		return fmt.Sprintf("✗ stage %d does not build: %s", o.Stage, first)
+	}
+	return fmt.Sprintf("? stage %d: the checks did not finish", o.Stage)
+}
+
+func indentBlock(s, prefix string) string {
+	return prefix + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+prefix)
+}

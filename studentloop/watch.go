@@ -1,0 +1,213 @@
+package studentloop
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Watch reruns a stage's checks every time a Go file of its folder is
+// saved. Saves that come close together (an editor writes a file in
+// several steps, a "save all" writes several files) make one run.
+type Watch struct {
+	// Dir is the folder watched: the stage's.
+	Dir    string
+	Stage  int
+	Runner Runner
+	// Quiet is how long the folder must stay still after a save before
+	// the checks run again (the debounce).
+	Quiet time.Duration
+	// Poll is how often the folder is scanned when file events do not
+	// work (some network and container file systems); Polling forces it.
+	Poll    time.Duration
+	Polling bool
+	// Started is called as a run begins, with the time of the save that
+	// caused it (zero for the first run).
+	Started func(savedAt time.Time)
+	// Done is called with each run's outcome, or its error.
+	Done func(o Outcome, err error, savedAt time.Time)
+	// Fallback is called once if file events do not work and the watch
+	// polls instead, with the reason.
+	Fallback func(err error)
+}
+
+// Run runs the checks once, then again after every save, until ctx ends.
+// It returns ctx's error, or an error if the folder cannot be watched at
+// all.
+func (w Watch) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	saves := make(chan time.Time)
+	if err := w.startWatching(ctx, saves); err != nil {
+		return err
+	}
+	runs := make(chan time.Time, 1)
+	go debounce(ctx, saves, runs, w.Quiet, time.After)
+	w.runOnce(ctx, time.Time{})
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case savedAt := <-runs:
+			w.runOnce(ctx, savedAt)
+		}
+	}
+}
+
+func (w Watch) runOnce(ctx context.Context, savedAt time.Time) {
+	if w.Started != nil {
+		w.Started(savedAt)
+	}
+	o, err := w.Runner.Run(ctx, w.Stage)
+	if ctx.Err() != nil {
+		return
+	}
+	if w.Done != nil {
+		w.Done(o, err, savedAt)
+	}
+}
+
+// startWatching sends the time of every save in w.Dir on saves: from file
+// events, or from scanning the folder when they do not work.
+func (w Watch) startWatching(ctx context.Context, saves chan<- time.Time) error {
+	if _, err := os.Stat(w.Dir); err != nil {
+		return err
+	}
+	if !w.Polling {
+		fw, err := fsnotify.NewWatcher()
+		if err == nil {
+			if err = fw.Add(w.Dir); err == nil {
+				go forwardEvents(ctx, fw, saves)
+				return nil
+			}
+			fw.Close()
+		}
+		if w.Fallback != nil {
+			w.Fallback(err)
+		}
+	}
+	poll := w.Poll
+	if poll <= 0 {
+		poll = 300 * time.Millisecond
+	}
+	go pollFolder(ctx, w.Dir, scan(w.Dir), poll, saves)
+	return nil
+}
+
+// isSource says whether a file event concerns a Go file: editors also
+// write swap and backup files beside the one they save.
+func isSource(name string) bool {
+	base := filepath.Base(name)
+	return strings.HasSuffix(base, ".go") && !strings.HasPrefix(base, ".")
+}
+
+func forwardEvents(ctx context.Context, fw *fsnotify.Watcher, saves chan<- time.Time) {
+	defer fw.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-fw.Events:
+			if !ok {
+				return
+			}
+			if !isSource(ev.Name) || ev.Op == fsnotify.Chmod {
+				continue
+			}
+			select {
+			case saves <- time.Now():
+			case <-ctx.Done():
+				return
+			}
+		case _, ok := <-fw.Errors:
+			if !ok {
+				return
+			}
+		}
+	}
+}
+
+// snapshot is what polling compares: each Go file's size and time.
+type snapshot map[string][2]int64
+
+func scan(dir string) snapshot {
+	s := snapshot{}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return s
+	}
+	for _, e := range entries {
+		if !isSource(e.Name()) {
+			continue
+		}
+		if info, err := e.Info(); err == nil {
+			s[e.Name()] = [2]int64{info.Size(), info.ModTime().UnixNano()}
+		}
+	}
+	return s
+}
+
+func (s snapshot) equal(t snapshot) bool {
+	if len(s) != len(t) {
+		return false
+	}
+	for k, v := range s {
+		if t[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// pollFolder scans dir every so often and sends the time of every change
+// from last, the folder as it was when the watch began.
+func pollFolder(ctx context.Context, dir string, last snapshot, every time.Duration, saves chan<- time.Time) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			now := scan(dir)
+			if now.equal(last) {
+				continue
+			}
+			last = now
+			select {
+			case saves <- time.Now():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// debounce passes a save on to runs once no other save came for quiet,
+// with the time of the first save of the burst. A run already waiting in
+// runs absorbs the next (runs has room for one).
+func debounce(ctx context.Context, saves <-chan time.Time, runs chan<- time.Time, quiet time.Duration, after func(time.Duration) <-chan time.Time) {
+	var fire <-chan time.Time
+	var first time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case at := <-saves:
+			if fire == nil {
+				first = at
+			}
+			fire = after(quiet)
+		case <-fire:
+			fire = nil
+			select {
+			case runs <- first:
+			default:
+			}
+		}
+	}
+}
