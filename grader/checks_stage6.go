@@ -606,6 +606,14 @@ func checkDayReplayThroughFaults(t *T) error {
 	}
 	rc := ReconcileDay(res)
 	if rc.Valid {
+		// A late retry may run an operation again once its key has
+		// expired, as ReconcileDay allows: the books say so, or the
+		// verdict on the target's money (the day's own server, under lab
+		// grade) would call it a double.
+		allowed := t.NewBooks(0)
+		for op, n := range res.Final.Executions {
+			allowed.Executions[op] = n
+		}
 		return nil
 	}
 	return t.Fail(fmt.Sprintf("lab replay of the day made by: %s\n(half the operations meet failure points of the network; the server crashed %d times: %s)",
