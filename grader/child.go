@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,14 +18,14 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"idemlab/kit/server"
 )
 
-// The environment a stage's test binary reads when it is asked to serve
-// instead of test (see Main).
+// The environment that asks a binary to serve a subject as a child
+// process instead of doing its usual work (see ServeChild). Child sets it;
+// ServeChild reads it.
 const (
 	EnvServe = "IDEMLAB_SERVE" // listen address, e.g. 127.0.0.1:8080
 	EnvDB    = "IDEMLAB_DB"    // database file
@@ -40,26 +41,24 @@ const (
 	EnvRandomTokens = "IDEMLAB_RANDOM_TOKENS"
 )
 
-// Main is every stage's TestMain. Run normally, it runs the tests. With
-// IDEMLAB_SERVE set, the test binary serves the subject in lab mode
-// instead: that is how lab serve runs a student's stage without compiling
-// every other stage into the lab command (a half-finished stage breaks
-// only itself), and how the grader starts a server it can kill -9.
+// IsChild reports whether this process was started by a Child, to serve
+// a subject (EnvServe is set) instead of doing its usual work.
+func IsChild() bool { return os.Getenv(EnvServe) != "" }
+
+// ServeChild serves, in this process, the subject a Child asked for
+// through the environment (the first of subjects unless EnvSubject names
+// another), until the process is interrupted. It returns the process's
+// exit status: 0 after a clean shutdown, 1 if there was nothing to serve
+// or the server failed (the reason goes to stderr).
 //
-// A binary that tests several subjects (the ladder test) passes them
-// all; IDEMLAB_SUBJECT then says which one to serve, and the crash checks
-// can start any of them as a child process (see T.OnChild).
-func Main(m *testing.M, subjects ...Subject) {
-	addr := os.Getenv(EnvServe)
-	if addr == "" {
-		for _, s := range subjects {
-			servable.Store(s.Name, true)
-		}
-		os.Exit(m.Run())
-	}
+// A stage's test binary calls it from its TestMain (gradertest.Main):
+// that is how lab serve and lab grade run a student's stage without
+// compiling every other stage into the lab command (a half-finished stage
+// breaks only itself), and how the grader starts a server it can kill -9.
+func ServeChild(subjects ...Subject) int {
 	if len(subjects) == 0 {
 		fmt.Fprintln(os.Stderr, "lab: this binary has no subject to serve")
-		os.Exit(1)
+		return 1
 	}
 	subject := subjects[0]
 	if name := os.Getenv(EnvSubject); name != "" {
@@ -71,7 +70,7 @@ func Main(m *testing.M, subjects ...Subject) {
 		}
 		if !found {
 			fmt.Fprintf(os.Stderr, "lab: this binary cannot serve %q\n", name)
-			os.Exit(1)
+			return 1
 		}
 	}
 	opts := server.Options{DB: os.Getenv(EnvDB), AdminToken: os.Getenv(EnvAdmin), RandomTokens: os.Getenv(EnvRandomTokens) != ""}
@@ -79,16 +78,25 @@ func Main(m *testing.M, subjects ...Subject) {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "lab:", err)
-			os.Exit(1)
+			return 1
 		}
 		opts.AccessLog = f // closed when the process ends; every record is written through
 	}
 	listening := func(url string) { fmt.Printf("listening on %s\n", url) }
-	if err := Serve(context.Background(), subject, addr, opts, listening); err != nil {
+	if err := Serve(context.Background(), subject, os.Getenv(EnvServe), opts, listening); err != nil {
 		fmt.Fprintln(os.Stderr, "lab:", err)
-		os.Exit(1)
+		return 1
 	}
-	os.Exit(0)
+	return 0
+}
+
+// CanServe records that this process can serve subjects as children of
+// itself (with ServeChild), so that a check that crashes its server can
+// start one it may kill (see T.OnChild).
+func CanServe(subjects ...Subject) {
+	for _, s := range subjects {
+		servable.Store(s.Name, true)
+	}
 }
 
 // Serve runs subject as a lab server on addr until ctx ends or the
@@ -133,49 +141,81 @@ func Serve(ctx context.Context, subject Subject, addr string, opts server.Option
 	return nil
 }
 
-// Child is a lab server running as a child process on a database file, so
-// that it can be killed (kill -9, or a crash fault) and started again on
-// the same file.
+// Child is a lab server running as a child process: a binary that serves
+// with ServeChild (a stage's test binary) started with the environment
+// that asks it to. lab serve runs a student's stage as one; the grader
+// runs one per check that crashes its server, on a database file, so that
+// it can be killed (kill -9, or a crash fault) and started again on the
+// same file.
 type Child struct {
 	Binary string
 	// Subject is the Subject.Name the binary is asked to serve, if it
-	// holds several (see Main); empty means its first.
+	// holds several; empty means its first.
 	Subject string
 	DB      string
 	Admin   string
-	URL     string
-	cmd     *exec.Cmd
-	exited  chan error
+	// Addr is the address the child first listens on; empty means a free
+	// port on loopback.
+	Addr string
+	// AccessLog, if set, is the file the child appends its access log to.
+	AccessLog string
+	// RandomTokens has the child's resets draw customer tokens at random.
+	RandomTokens bool
+	// Stderr, if set, receives the child's standard error as it writes
+	// it; else the child's failure to start quotes it.
+	Stderr io.Writer
+	// URL is where the child answers, once started.
+	URL    string
+	cmd    *exec.Cmd
+	exited chan error
 }
 
 // StartChild starts binary (a stage's test binary; os.Args[0] from inside
-// one) as a lab server on a fresh database in dir.
+// one) as a lab server on a fresh database in dir, with a fresh admin
+// token, on a free port on loopback.
 func StartChild(ctx context.Context, binary, dir string) (*Child, error) {
 	return startChild(ctx, binary, "", dir)
 }
 
 func startChild(ctx context.Context, binary, subject, dir string) (*Child, error) {
-	var b [12]byte
-	rand.Read(b[:])
-	c := &Child{Binary: binary, Subject: subject, DB: filepath.Join(dir, "lab.db"), Admin: "adm_" + hex.EncodeToString(b[:])}
+	c := &Child{Binary: binary, Subject: subject, DB: filepath.Join(dir, "lab.db"), Admin: AdminToken()}
 	return c, c.Start(ctx)
+}
+
+// AdminToken draws an admin token no one can guess.
+func AdminToken() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return "adm_" + hex.EncodeToString(b[:])
 }
 
 // Start (re)starts the child on its database and waits until it answers.
 // A restarted child listens on the port it had, so that a client keeps its
 // URL across a crash, as it would with a real server; if that port has
-// been taken meanwhile, it moves to a new one (see URL).
+// been taken meanwhile, it moves to a new one (see URL). At the first
+// start, it returns an error if Addr is taken (another server holds it).
 func (c *Child) Start(ctx context.Context) error {
 	if c.URL != "" {
 		if err := c.startOn(ctx, strings.TrimPrefix(c.URL, "http://")); err == nil || ctx.Err() != nil {
 			return err
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
+	addr := c.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
 	}
-	addr := ln.Addr().String()
+	if c.URL != "" {
+		// A restart whose port was taken: any free port on the same host.
+		host, _, _ := net.SplitHostPort(addr)
+		addr = net.JoinHostPort(host, "0")
+	}
+	// Take the address first: if another server holds it, say so rather
+	// than take its answers for the child's. A ":0" port becomes a free one.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s (is another lab server running there?): %w", addr, err)
+	}
+	addr = ln.Addr().String()
 	ln.Close()
 	return c.startOn(ctx, addr)
 }
@@ -183,11 +223,17 @@ func (c *Child) Start(ctx context.Context) error {
 func (c *Child) startOn(ctx context.Context, addr string) error {
 	cmd := exec.Command(c.Binary)
 	DieWithParent(cmd)
-	cmd.Env = append(os.Environ(), EnvServe+"="+addr, EnvDB+"="+c.DB, EnvAdmin+"="+c.Admin, EnvSubject+"="+c.Subject)
+	cmd.Env = append(os.Environ(), EnvServe+"="+addr, EnvDB+"="+c.DB, EnvAdmin+"="+c.Admin, EnvSubject+"="+c.Subject, EnvAccessLog+"="+c.AccessLog)
+	if c.RandomTokens {
+		cmd.Env = append(cmd.Env, EnvRandomTokens+"=1")
+	}
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
+	if c.Stderr != nil {
+		cmd.Stderr = c.Stderr
+	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start child: %w", err)
+		return fmt.Errorf("start %s: %w", c.Binary, err)
 	}
 	exited := make(chan error, 1)
 	c.cmd, c.URL, c.exited = cmd, "http://"+addr, exited
@@ -204,16 +250,24 @@ func (c *Child) startOn(ctx context.Context, addr string) error {
 		select {
 		case err := <-c.exited:
 			c.exited <- err
-			return fmt.Errorf("child exited at start (%v): %s", err, stderr.String())
+			return fmt.Errorf("the server exited as it started (%v)%s", err, quote(stderr.String()))
 		case <-ctx.Done():
 			c.Kill()
 			return ctx.Err()
 		case <-deadline:
 			c.Kill()
-			return fmt.Errorf("child did not answer within 15s: %s", stderr.String())
+			return fmt.Errorf("the server did not answer on %s within 15s%s", c.URL, quote(stderr.String()))
 		case <-tick.C:
 		}
 	}
+}
+
+// quote renders what a child wrote to stderr after an error, if anything.
+func quote(stderr string) string {
+	if stderr = strings.TrimSpace(stderr); stderr == "" {
+		return ""
+	}
+	return ": " + stderr
 }
 
 // answers reports whether this child, and not some other process that
@@ -282,6 +336,31 @@ func (c *Child) WaitExit(d time.Duration) (bool, error) {
 		return true, err
 	case <-time.After(d):
 		return false, nil
+	}
+}
+
+// Wait returns when the child exits, with the error it exited with, or
+// stops it (see Stop) when ctx ends and returns nil.
+func (c *Child) Wait(ctx context.Context) error {
+	select {
+	case err := <-c.exited:
+		c.exited <- err
+		return err
+	case <-ctx.Done():
+		c.Stop()
+		return nil
+	}
+}
+
+// Stop asks the child to shut down (SIGTERM: it finishes the requests
+// under way), and kills it if it has not within 5 seconds.
+func (c *Child) Stop() {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return
+	}
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	if exited, _ := c.WaitExit(5 * time.Second); !exited {
+		c.Kill()
 	}
 }
 

@@ -14,15 +14,15 @@ import (
 )
 
 // servable holds the names of the subjects this process can serve as a
-// child of itself: Main records them when this process is a test binary,
-// which serves when started with IDEMLAB_SERVE.
+// child of itself: CanServe records them (a stage's test binary does, in
+// gradertest.Main), and ServeChild serves them.
 var servable sync.Map
 
 // ChildProcess returns a Start that runs binary (a stage's test binary, or
-// anything that serves like Main) as a lab server in a child process, on a
-// fresh database file in a temporary folder, so that checks can kill it
-// and start it again on the same file. The child serves the subject of
-// the same Name if the binary holds several.
+// anything that serves with ServeChild) as a lab server in a child
+// process, on a fresh database file in a temporary folder, so that checks
+// can kill it and start it again on the same file. The child serves the
+// subject of the same Name if the binary holds several.
 func ChildProcess(binary string) Start {
 	return func(ctx context.Context, subject Subject) (*Target, func(), error) {
 		dir, err := os.MkdirTemp("", "idemlab-child-")

@@ -8,7 +8,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 )
 
@@ -133,38 +132,4 @@ func RunSeed() (uint64, error) {
 		return 0, fmt.Errorf("SEED=%q is not a seed: use the number a failure printed", v)
 	}
 	return n, nil
-}
-
-// TestStage runs every check of stages 0..subject.Stage against the
-// subject, each as a subtest named by its ID, so that RUN=S3.x (or go
-// test -run) picks one. It prints the seed; SEED=n repeats a run.
-func TestStage(t *testing.T, subject Subject) {
-	seed, err := RunSeed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	only := os.Getenv("RUN")
-	// The reproduce line names the make target that runs this subject.
-	target := "stage"
-	if strings.HasPrefix(subject.Name, "solutions/") {
-		target = "solution"
-	}
-	t.Logf("seed %d (repeat with SEED=%d)", seed, seed)
-	ran := 0
-	for _, c := range For(subject) {
-		if only != "" && !strings.Contains(c.ID, only) {
-			continue
-		}
-		ran++
-		t.Run(c.ID, func(t *testing.T) {
-			t.Parallel()
-			r := RunCheck(context.Background(), subject, c, seed, InProcess)
-			if !r.Passed() {
-				t.Error("\n" + Format(r, fmt.Sprintf("make %s-%d SEED=%d RUN=%s", target, subject.Stage, seed, c.ID)))
-			}
-		})
-	}
-	if ran == 0 {
-		t.Fatalf("RUN=%q matches no check of stage %d", only, subject.Stage)
-	}
 }

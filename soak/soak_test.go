@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"idemlab/grader"
+	"idemlab/grader/gradertest"
 	"idemlab/solutions/stage6"
 )
 
@@ -28,8 +29,8 @@ var (
 var subject = grader.Subject{Stage: 6, Name: "solutions/stage6", New: stage6.New}
 
 // TestMain lets this test binary serve solution 6 when the kill test
-// starts it as a child process (see grader.Main).
-func TestMain(m *testing.M) { grader.Main(m, subject) }
+// starts it as a child process (see gradertest.Main).
+func TestMain(m *testing.M) { gradertest.Main(m, subject) }
 
 // soakOnly skips t unless the soak was asked for.
 func soakOnly(t *testing.T) {

@@ -104,14 +104,14 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
-		admin := drawAdminToken()
+		admin := grader.AdminToken()
 		child, err := startStage(ctx, bin, serveFlags{addr: "127.0.0.1:0", db: ":memory:", admin: admin}, stderr)
 		if err != nil {
 			return &exitCode{code: 2, err: err}
 		}
-		defer child.stop()
+		defer child.Stop()
 		target = fmt.Sprintf("your stages/stage%d, as a child process", f.stage)
-		opts.URL, opts.Admin = child.url, admin
+		opts.URL, opts.Admin = child.URL, admin
 		res, err := grader.Replay(ctx, plan, opts)
 		if err != nil {
 			return &exitCode{code: 2, err: err}

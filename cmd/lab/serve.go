@@ -2,19 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
 
 	"idemlab/grader"
 	"idemlab/kit/server"
@@ -94,7 +89,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if f.admin == "" {
-		f.admin = drawAdminToken()
+		f.admin = grader.AdminToken()
 	}
 	if f.solution {
 		return serveSolution(ctx, f, stdout)
@@ -142,12 +137,6 @@ func checkAdminToken(token string, public bool) error {
 	return nil
 }
 
-func drawAdminToken() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return "adm_" + hex.EncodeToString(b[:])
-}
-
 // serveSolution serves a reference solution in this process until ctx ends.
 func serveSolution(ctx context.Context, f serveFlags, stdout io.Writer) error {
 	opts := server.Options{DB: f.db, AdminToken: f.admin, RandomTokens: f.public}
@@ -176,8 +165,11 @@ func serveStudent(ctx context.Context, root string, f serveFlags, stdout, stderr
 	if err != nil {
 		return err
 	}
-	printBanner(stdout, f, fmt.Sprintf("your stages/stage%d, as a child process (%s)", f.stage, relative(root, bin)), child.url)
-	return child.wait(ctx)
+	printBanner(stdout, f, fmt.Sprintf("your stages/stage%d, as a child process (%s)", f.stage, relative(root, bin)), child.URL)
+	if err := child.Wait(ctx); err != nil {
+		return fmt.Errorf("the stage exited: %w", err)
+	}
+	return nil
 }
 
 func relative(root, path string) string {
@@ -258,8 +250,8 @@ func stageBinary(ctx context.Context, root string, n int, stderr io.Writer) (str
 }
 
 // testBinary compiles the test binary of the package in dir (relative to
-// root) into tmp/bin and returns its path. Its TestMain is grader.Main, so
-// it serves its stage when started with IDEMLAB_SERVE.
+// root) into tmp/bin and returns its path. Its TestMain is gradertest.Main,
+// so it serves its stage when started as a grader.Child.
 func testBinary(ctx context.Context, root, dir string, stderr io.Writer) (string, error) {
 	bin := filepath.Join(root, "tmp", "bin", strings.ReplaceAll(dir, "/", "-")+".test")
 	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, "./"+dir)
@@ -273,82 +265,15 @@ func testBinary(ctx context.Context, root, dir string, stderr io.Writer) (string
 	return bin, nil
 }
 
-// stageChild is a student's stage served by its test binary.
-type stageChild struct {
-	url    string
-	cmd    *exec.Cmd
-	exited chan error
-}
-
-// startStage runs a stage's test binary as a lab server on f.addr (":0"
-// style ports are fine), with f's database, admin token, access log and
-// public mode, and waits until it answers. The binary's TestMain is
-// grader.Main, which serves instead of testing when IDEMLAB_SERVE is set.
-func startStage(ctx context.Context, bin string, f serveFlags, stderr io.Writer) (*stageChild, error) {
-	addr := f.addr
-	// Take the address first: if another server (an earlier make serve)
-	// holds it, say so, rather than take its answers for the stage's. A
-	// ":0" port becomes a free one.
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("cannot listen on %s (is another lab serve running?): %w", addr, err)
+// startStage runs a stage's test binary as a lab server (a grader.Child)
+// on f.addr (":0" style ports are fine), with f's database, admin token,
+// access log and public mode, its standard error on stderr, and waits
+// until it answers. The binary's TestMain is gradertest.Main, which serves
+// instead of testing when it is started as a child.
+func startStage(ctx context.Context, bin string, f serveFlags, stderr io.Writer) (*grader.Child, error) {
+	child := &grader.Child{Binary: bin, DB: f.db, Admin: f.admin, Addr: f.addr, AccessLog: f.accessLog, RandomTokens: f.public, Stderr: stderr}
+	if err := child.Start(ctx); err != nil {
+		return nil, err
 	}
-	addr = ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin)
-	grader.DieWithParent(cmd)
-	cmd.Env = append(os.Environ(), grader.EnvServe+"="+addr, grader.EnvDB+"="+f.db, grader.EnvAdmin+"="+f.admin, grader.EnvAccessLog+"="+f.accessLog)
-	if f.public {
-		cmd.Env = append(cmd.Env, grader.EnvRandomTokens+"=1")
-	}
-	cmd.Stdout, cmd.Stderr = io.Discard, stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	c := &stageChild{url: "http://" + addr, cmd: cmd, exited: make(chan error, 1)}
-	go func() { c.exited <- cmd.Wait() }()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		select {
-		case err := <-c.exited:
-			return nil, fmt.Errorf("the stage exited as it started (%v)", err)
-		case <-ctx.Done():
-			c.stop()
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-		if resp, err := http.Get(c.url + "/healthz"); err == nil {
-			resp.Body.Close()
-			return c, nil
-		}
-		if time.Now().After(deadline) {
-			c.stop()
-			return nil, fmt.Errorf("the stage did not answer on %s within 15s", c.url)
-		}
-	}
-}
-
-// wait returns when the child exits, or stops it when ctx ends.
-func (c *stageChild) wait(ctx context.Context) error {
-	select {
-	case err := <-c.exited:
-		if err != nil {
-			return fmt.Errorf("the stage exited: %w", err)
-		}
-		return nil
-	case <-ctx.Done():
-		c.stop()
-		return nil
-	}
-}
-
-// stop asks the child to shut down, and kills it if it does not.
-func (c *stageChild) stop() {
-	c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.exited:
-	case <-time.After(5 * time.Second):
-		c.cmd.Process.Kill()
-		<-c.exited
-	}
+	return child, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"idemlab/grader"
 	"idemlab/kit/bank"
 )
 
@@ -136,7 +137,7 @@ func TestCheckAdminToken(t *testing.T) {
 			t.Errorf("%q public=%v: err %v, want allowed %v", c.token, c.public, err, c.ok)
 		}
 	}
-	if n := len(drawAdminToken()); n < MinPublicAdminToken {
+	if n := len(grader.AdminToken()); n < MinPublicAdminToken {
 		t.Errorf("a drawn admin token has %d characters; a public server refuses fewer than %d", n, MinPublicAdminToken)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"idemlab/grader"
+	"idemlab/grader/gradertest"
 	"idemlab/grader/ladder"
 	"idemlab/kit/stage"
 	sol0 "idemlab/solutions/stage0"
@@ -57,7 +58,7 @@ func TestMain(m *testing.M) {
 	for _, r := range rungs {
 		subjects = append(subjects, r.Solution, r.Scaffold)
 	}
-	grader.Main(m, subjects...)
+	gradertest.Main(m, subjects...)
 }
 
 // TestLadder runs the matrix (every solution, scaffold and mutant against

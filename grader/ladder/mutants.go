@@ -89,11 +89,12 @@ import (
 	"testing"
 
 	"idemlab/grader"
+	"idemlab/grader/gradertest"
 )
 
 var subject = grader.Subject{Stage: %[2]d, Name: "mutant %[3]s", New: New}
 
-func TestMain(m *testing.M) { grader.Main(m, subject) }
+func TestMain(m *testing.M) { gradertest.Main(m, subject) }
 
 // TestCaught passes only if check %[1]s fails on this mutant.
 func TestCaught(t *testing.T) {

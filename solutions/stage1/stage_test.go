@@ -4,11 +4,12 @@ import (
 	"testing"
 
 	"idemlab/grader"
+	"idemlab/grader/gradertest"
 	"idemlab/solutions/stage1"
 )
 
 var subject = grader.Subject{Stage: 1, Name: "solutions/stage1", New: stage1.New}
 
-func TestMain(m *testing.M) { grader.Main(m, subject) }
+func TestMain(m *testing.M) { gradertest.Main(m, subject) }
 
-func TestStage(t *testing.T) { grader.TestStage(t, subject) }
+func TestStage(t *testing.T) { gradertest.TestStage(t, subject) }

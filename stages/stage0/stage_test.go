@@ -4,11 +4,12 @@ import (
 	"testing"
 
 	"idemlab/grader"
+	"idemlab/grader/gradertest"
 	"idemlab/stages/stage0"
 )
 
 var subject = grader.Subject{Stage: 0, Name: "stages/stage0", New: stage0.New, Tally: stage0.Tally}
 
-func TestMain(m *testing.M) { grader.Main(m, subject) }
+func TestMain(m *testing.M) { gradertest.Main(m, subject) }
 
-func TestStage(t *testing.T) { grader.TestStage(t, subject) }
+func TestStage(t *testing.T) { gradertest.TestStage(t, subject) }

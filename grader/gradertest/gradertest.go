@@ -1,0 +1,64 @@
+// Package gradertest is the grader's go test glue: the TestMain and the
+// test of every stage. It lives apart from package grader so that the lab
+// command, which links the grader, does not link the testing package.
+package gradertest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"idemlab/grader"
+)
+
+// Main is every stage's TestMain. Run normally, it runs the tests. Asked
+// to serve (grader.IsChild: lab serve, lab grade and the crash checks
+// start the test binary with IDEMLAB_SERVE set), it serves the subject in
+// lab mode instead, until it is stopped.
+//
+// A binary that tests several subjects (the ladder test) passes them
+// all; IDEMLAB_SUBJECT then says which one to serve, and the crash checks
+// can start any of them as a child process (see grader.T.OnChild).
+func Main(m *testing.M, subjects ...grader.Subject) {
+	if grader.IsChild() {
+		os.Exit(grader.ServeChild(subjects...))
+	}
+	grader.CanServe(subjects...)
+	os.Exit(m.Run())
+}
+
+// TestStage runs every check of stages 0..subject.Stage against the
+// subject, each as a subtest named by its ID, so that RUN=S3.x (or go
+// test -run) picks one. It prints the seed; SEED=n repeats a run.
+func TestStage(t *testing.T, subject grader.Subject) {
+	seed, err := grader.RunSeed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	only := os.Getenv("RUN")
+	// The reproduce line names the make target that runs this subject.
+	target := "stage"
+	if strings.HasPrefix(subject.Name, "solutions/") {
+		target = "solution"
+	}
+	t.Logf("seed %d (repeat with SEED=%d)", seed, seed)
+	ran := 0
+	for _, c := range grader.For(subject) {
+		if only != "" && !strings.Contains(c.ID, only) {
+			continue
+		}
+		ran++
+		t.Run(c.ID, func(t *testing.T) {
+			t.Parallel()
+			r := grader.RunCheck(context.Background(), subject, c, seed, grader.InProcess)
+			if !r.Passed() {
+				t.Error("\n" + grader.Format(r, fmt.Sprintf("make %s-%d SEED=%d RUN=%s", target, subject.Stage, seed, c.ID)))
+			}
+		})
+	}
+	if ran == 0 {
+		t.Fatalf("RUN=%q matches no check of stage %d", only, subject.Stage)
+	}
+}
