@@ -44,15 +44,20 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run runs the command line args and returns the exit status: 0, 1 when
+// a command fails, 2 for a command line it cannot run (bare lab
+// included, which prints the usage).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(stdout)
-		return 0
-	}
-	c, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "lab: unknown command %q\n\n", args[0])
+	if len(args) == 0 {
 		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "help", "-h", "--help":
+		return help(ctx, args[1:], stdout, stderr)
+	}
+	c, ok := lookup(args[0], stderr)
+	if !ok {
 		return 2
 	}
 	if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
@@ -65,8 +70,39 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// help prints the usage of the command args name (lab help serve), or
+// the list of commands if they name none.
+func help(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stdout)
+		return 0
+	}
+	c, ok := lookup(args[0], stderr)
+	if !ok {
+		return 2
+	}
+	// Every command prints its usage, to the writer it reports errors to,
+	// when its flags are -h; asked for, the usage goes to stdout.
+	if err := c.run(ctx, []string{"-h"}, stdout, stdout); err != nil {
+		fmt.Fprintf(stderr, "lab %s: %v\n", c.name, err)
+		return 1
+	}
+	return 0
+}
+
+// lookup finds the command name, or says there is none, with the list of
+// commands, on stderr.
+func lookup(name string, stderr io.Writer) (command, bool) {
+	c, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "lab: unknown command %q\n\n", name)
+		usage(stderr)
+	}
+	return c, ok
+}
+
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: lab <command> [flags]   (lab <command> -h for its flags)")
+	fmt.Fprintln(w, "usage: lab <command> [flags]   (lab help <command>, or lab <command> -h, for its flags)")
 	fmt.Fprintln(w)
 	names := make([]string, 0, len(commands))
 	for n := range commands {
