@@ -81,15 +81,14 @@ func init() {
 // result is never read, a key stored but never looked at.
 func checkSequentialRetry(t *T) error {
 	const opening = 1_000_000
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
+	a, b, books := s.A, s.B, s.Books
 	amount := t.Amount(1_000, 200_000)
 	key, op := t.Key(), t.Op()
 	req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
-	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 	first := t.Do(req)
 	if !first.Is(http.StatusCreated, "") {
 		return t.Fail(req.String(), first.String(), "201 Created: the first request with a fresh key executes")
@@ -118,17 +117,16 @@ func checkSequentialRetry(t *T) error {
 // violation was not told apart from other errors.
 func checkConcurrentDuplicates(t *T) error {
 	const opening, n, rounds = 1_000_000, 32, 3
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
+	a, b, books := s.A, s.B, s.Books
 	// A short core wait lines the racers up between the validation and the
 	// write, as a slow core banking system does in production.
 	if err := t.Configure(labclient.Config{CoreLatency: 50 * time.Millisecond}); err != nil {
 		return err
 	}
-	books := t.NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
 	for round := range rounds {
 		from := a.Accounts[round%2]
 		amount := t.Amount(1_000, 20_000)
@@ -166,12 +164,11 @@ func checkConcurrentDuplicates(t *T) error {
 // original on the core for longer than the first gaps.
 func checkStaggeredDuplicates(t *T) error {
 	const opening = 10_000_000
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
-	books := t.NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
+	a, b, books := s.A, s.B, s.Books
 	type shape struct {
 		latency time.Duration
 		most    time.Duration
@@ -397,12 +394,11 @@ func keyPairs(t *T) []keyPair {
 // and the second client's operation never runs.
 func checkKeyForms(t *T) error {
 	const opening = 10_000_000
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
-	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	a, b, books := s.A, s.B, s.Books
 	ids := map[string]bool{}
 	pairs := keyPairs(t)
 	t.Rand().Shuffle(len(pairs), func(i, j int) { pairs[i], pairs[j] = pairs[j], pairs[i] })
@@ -450,14 +446,13 @@ func checkKeyForms(t *T) error {
 // milliseconds apart.
 func checkDistinctKeysSameBody(t *T) error {
 	const opening = 10_000_000
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
+	a, b, books := s.A, s.B, s.Books
 	amount, op := t.Amount(1_000, 200_000), t.Op()
 	body := TransferBody(a.Accounts[0], b.Accounts[0], amount, op)
-	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
 	ids := map[string]bool{}
 	record := func() { books.Transfer(op, a.Accounts[0], b.Accounts[0], amount) }
 	var story []string
@@ -503,12 +498,11 @@ func checkDistinctKeysSameBody(t *T) error {
 // server fails it: it has no key store to fail.
 func checkFailClosed(t *T) error {
 	const opening = 2_000_000
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
-	books := t.NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
+	a, b, books := s.A, s.B, s.Books
 	lease, err := t.lease()
 	if err != nil {
 		return err

@@ -119,12 +119,11 @@ func metadata(pairs ...string) string {
 // (UNIQUE over key and fingerprint, or a claim replaced) and executes it.
 func checkEditedResubmission(t *T) error {
 	const opening = 5_000_000
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
-	books := t.NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0], b.Accounts[1])
+	a, b, books := s.A, s.B, s.Books
 	num := func(n int64) string { return fmt.Sprint(n) }
 	str := jsonString
 
@@ -262,12 +261,11 @@ func escapeAll(s string) string {
 // stage 4; any refusal leaves its client without a usable answer.
 func checkEquivalentBodies(t *T) error {
 	const opening = 5_000_000
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
-	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	a, b, books := s.A, s.B, s.Books
 	key, op := t.Key(), t.Op()
 	amount := 1000 * t.Amount(1, 900)
 	memo := fmt.Sprintf("Apt %d 월세 %d/%d <rent> & fees", t.Amount(1, 999), t.Amount(1, 12), t.Amount(1, 28))
@@ -320,12 +318,11 @@ func checkEquivalentBodies(t *T) error {
 // apart has no fingerprint at all, and fails.
 func checkFingerprintIsRFC8785(t *T) error {
 	const opening = 5_000_000
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
-	books := t.NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
+	a, b, books := s.A, s.B, s.Books
 	str := jsonString
 	n := t.Amount(1, 999)
 	op1, op2, op3 := t.Op(), t.Op(), t.Op()

@@ -110,12 +110,11 @@ func checkRetryDuringOriginal(t *T) error {
 // one is told in progress (with Retry-After) or done, never a 5xx.
 func checkStaggeredRetries(t *T) error {
 	const opening, n = 1_000_000, 8
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
-	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	a, b, books := s.A, s.B, s.Books
 	for _, latency := range []time.Duration{0, 2 * time.Millisecond, 5 * time.Millisecond, 0, 10 * time.Millisecond} {
 		if err := t.Configure(labclient.Config{CoreLatency: latency}); err != nil {
 			return err
@@ -170,12 +169,11 @@ func inProgressAnswer(r Response) (bool, string) {
 // duplicate-request for a payment that never happened.
 func checkReleaseAfterFailure(t *T) error {
 	const opening = 1_000_000
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
-	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	a, b, books := s.A, s.B, s.Books
 	amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
 	req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
 	if err := t.Arm(labctl.FailInTransfer, 1); err != nil {
@@ -235,12 +233,11 @@ func completedWithoutMoney(st labctl.State, key, op string) bool {
 // write), and one marked completed by a failed or crashed attempt.
 func checkNeverCompletedWithoutMoney(t *T) error {
 	const opening = 1_000_000
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
-	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	a, b, books := s.A, s.B, s.Books
 	next := func() (Request, string, int64) {
 		amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
 		return Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op)), op, amount
@@ -335,12 +332,11 @@ func checkNeverCompletedWithoutMoney(t *T) error {
 // the retry pays a second time.
 func checkClientGivesUp(t *T) error {
 	const opening = 10_000_000
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
-	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	a, b, books := s.A, s.B, s.Books
 	type round struct {
 		how     GiveUp
 		latency time.Duration
@@ -434,12 +430,11 @@ func keyInProgress(st labctl.State, key string) bool {
 // right after the commit that moved the money.
 func checkCompletedWithTheMoney(t *T) error {
 	const opening = 1_000_000
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
-	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	a, b, books := s.A, s.B, s.Books
 	next := func() (Request, string, int64) {
 		amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
 		return Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op)), op, amount

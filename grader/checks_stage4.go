@@ -280,12 +280,11 @@ type transferAnswer struct {
 // affordable, or the refusal is recomputed without the marker.
 func checkInsufficientFundsReplayed(t *T) error {
 	const opening = 100_000
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
-	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	a, b, books := s.A, s.B, s.Books
 	amount, op := opening+t.Amount(1, 50_000), t.Op()
 	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
 	orig := t.Do(req)
@@ -317,12 +316,11 @@ func checkInsufficientFundsReplayed(t *T) error {
 // in-progress key whose money moved.
 func checkAnswerStoredWithTheMoney(t *T) error {
 	const opening = 1_000_000
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
-	books := t.NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
+	a, b, books := s.A, s.B, s.Books
 	type attempt struct {
 		req    Request
 		op     string

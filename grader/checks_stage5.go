@@ -68,12 +68,11 @@ func answerID(r Response) string {
 // customer's stored answer.
 func checkCustomersScoped(t *T) error {
 	const opening = 2_000_000
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
-	books := t.NewBooks(opening, customerAccounts(cs)...)
+	a, b, books := s.A, s.B, s.Books
 	who := []string{"customer " + a.ID, "customer " + b.ID}
 	for _, kind := range []string{"transfer", "deposit"} {
 		key := t.Key()
@@ -192,13 +191,12 @@ func (t *T) leakedAnswer(sent, answers string, rs []Response, who []string, book
 // told its own operation executed.
 func checkEndpointsScoped(t *T) error {
 	const opening = 2_000_000
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
+	a, b, books := s.A, s.B, s.Books
 	key := t.Key()
-	books := t.NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0])
 	opT, opD := t.Op(), t.Op()
 	books.Expect(opT)
 	books.Expect(opD)
@@ -280,12 +278,11 @@ func endpointName(r Request) string {
 func checkRetentionBoundary(t *T) error {
 	const opening = 2_000_000
 	const margin = 2 * time.Second
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
-	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	a, b, books := s.A, s.B, s.Books
 	// Both differ from the default's 24h, and from each other.
 	first := time.Duration(2+t.Rand().IntN(10)) * time.Hour
 	retentions := []time.Duration{first, first + time.Duration(1+t.Rand().IntN(10))*time.Hour}
@@ -440,7 +437,7 @@ func checkPurgeBounded(t *T) error {
 func checkPurgeKeepsInProgress(t *T) error {
 	return t.WhileHeld(func(latency time.Duration) (bool, error) {
 		const opening = 1_000_000
-		cs, err := t.Reset(2, opening)
+		s, err := t.Scenario(2, opening)
 		if err != nil {
 			return false, err
 		}
@@ -449,8 +446,7 @@ func checkPurgeKeepsInProgress(t *T) error {
 		if err := t.Configure(labclient.Config{Lease: 72 * time.Hour}); err != nil {
 			return false, err
 		}
-		a, b := cs[0], cs[1]
-		books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
+		a, b, books := s.A, s.B, s.Books
 		amount, op := t.Amount(1_000, 100_000), t.Op()
 		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
 		held, err := t.Hold(req, latency)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"idemlab/grader/dayplan"
-	"idemlab/kit/bank"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 )
@@ -65,12 +64,11 @@ func init() {
 // released at once, then 16 arriving a few milliseconds apart.
 func checkLeaseTakeoverOnce(t *T) error {
 	const opening, n = 1_000_000, 16
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
-	books := t.NewBooks(opening, a.Accounts[0], a.Accounts[1], b.Accounts[0], b.Accounts[1])
+	a, b, books := s.A, s.B, s.Books
 	// The first lease is shorter than the default's 30s, the second longer
 	// than the first.
 	first := t.drawLease(5, 20)
@@ -203,15 +201,14 @@ func otherAnswers(all []Response) []Response {
 // real clock or from the wrong setting.
 func checkLiveLease409(t *T) error {
 	const opening = 1_000_000
-	cs, err := t.Reset(2, opening)
+	s, err := t.Scenario(2, opening)
 	if err != nil {
 		return err
 	}
 	if err := t.Configure(labclient.Config{Lease: 10 * time.Second}); err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
-	books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
+	a, b, books := s.A, s.B, s.Books
 	amount, op := t.Amount(1_000, 100_000), t.Op()
 	books.Expect(op)
 	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
@@ -249,7 +246,7 @@ func checkLiveLease409(t *T) error {
 func checkLateOriginalFenced(t *T) error {
 	return t.WhileHeld(func(latency time.Duration) (bool, error) {
 		const opening = 1_000_000
-		cs, err := t.Reset(2, opening)
+		s, err := t.Scenario(2, opening)
 		if err != nil {
 			return false, err
 		}
@@ -257,8 +254,7 @@ func checkLateOriginalFenced(t *T) error {
 		if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
 			return false, err
 		}
-		a, b := cs[0], cs[1]
-		books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
+		a, b, books := s.A, s.B, s.Books
 		amount, op := t.Amount(1_000, 100_000), t.Op()
 		books.Expect(op)
 		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
@@ -412,12 +408,11 @@ type toldSuccess struct {
 
 func (t *T) crashRecovery() error {
 	const opening = 10_000_000
-	cs, err := t.Reset(3, opening)
+	s, err := t.Scenario(3, opening)
 	if err != nil {
 		return err
 	}
-	a := cs[0]
-	books := t.NewBooks(opening, customerAccounts(cs)...)
+	cs, a, books := s.Customers, s.A, s.Books
 	var told []toldSuccess
 	var story []string
 	transfer := func() (Request, func()) {
@@ -546,15 +541,6 @@ func (t *T) crashRecovery() error {
 		}
 	}
 	return nil
-}
-
-// customerAccounts lists every account of cs.
-func customerAccounts(cs []bank.Customer) []string {
-	var out []string
-	for _, c := range cs {
-		out = append(out, c.Accounts...)
-	}
-	return out
 }
 
 // checkDayReplayThroughFaults catches whatever a single scenario misses:

@@ -1,0 +1,37 @@
+package grader
+
+import "idemlab/kit/bank"
+
+// Scenario is the set-up most checks start from: a freshly reset bank
+// whose customers each hold two accounts of the same opening balance, and
+// books that follow every one of those accounts.
+type Scenario struct {
+	Customers []bank.Customer
+	// A and B are the first two customers: the one who sends, and the
+	// one who receives.
+	A, B bank.Customer
+	// Books start at the opening balance on every account, with no
+	// operation run; the check records what it expects to execute.
+	Books *Books
+}
+
+// Scenario resets the target to customers (at least two) with two
+// accounts of opening won each, on a bank drawn from the check's seed (as
+// Reset does: one draw), and returns them with their books. It returns
+// Reset's error.
+func (t *T) Scenario(customers int, opening int64) (Scenario, error) {
+	cs, err := t.Reset(customers, opening)
+	if err != nil {
+		return Scenario{}, err
+	}
+	return Scenario{Customers: cs, A: cs[0], B: cs[1], Books: t.NewBooks(opening, customerAccounts(cs)...)}, nil
+}
+
+// customerAccounts lists every account of cs.
+func customerAccounts(cs []bank.Customer) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Accounts...)
+	}
+	return out
+}
