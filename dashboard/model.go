@@ -15,16 +15,16 @@ import (
 
 // Model is the dashboard's root model: it owns the message loop and the
 // sides' data, and draws the panes as plain values. It never does I/O in
-// Update: the servers are watched by goroutines that send it messages, and
-// what the keys do runs in commands.
+// Update: the servers are watched by goroutines that send it messages (see
+// dashboard/backend), and what the key presses do runs in commands.
 type Model struct {
-	ctx    context.Context
-	ctl    Controls // nil when only watching (lab dash)
-	keys   KeyMap
-	help   help.Model
-	styles Styles
-	sides  []*sideState
-	stages []int // the solutions the right side can switch to
+	ctx      context.Context
+	ctl      Controls // nil when only watching (lab dash)
+	bindings Bindings
+	help     help.Model
+	styles   Styles
+	sides    []*sideState
+	stages   []int // the solutions the right side can switch to
 
 	width, height int
 	now           time.Time
@@ -47,9 +47,6 @@ type Model struct {
 	frozen bool
 }
 
-// FatalMsg ends the program with an error (a server could not start).
-type FatalMsg struct{ Err error }
-
 // Err is the error a FatalMsg ended the program with, if any.
 func (m Model) Err() error { return m.fatal }
 
@@ -63,7 +60,7 @@ type sideState struct {
 // tickMsg moves the model's clock: ages and the sparkline follow it.
 type tickMsg time.Time
 
-// doneMsg reports what a key's command did.
+// doneMsg reports what a key press's command did.
 type doneMsg struct {
 	notice  string
 	err     error
@@ -74,21 +71,16 @@ type doneMsg struct {
 
 // NewDemo returns the model of lab demo: two sides, driven through ctl.
 // stages are the solutions the right side can run; right is what it runs
-// now.
-func NewDemo(ctx context.Context, ctl Controls, stages []int, left, right Choice, now time.Time) Model {
+// now; rate (operations per second) and profile are the traffic's at the
+// start.
+func NewDemo(ctx context.Context, ctl Controls, stages []int, left, right Choice, rate int, profile Profile, now time.Time) Model {
 	m := newModel(ctx, ctl, now)
 	m.stages, m.right = stages, right
-	m.rate, m.profile = Rates[DefaultRate], Profiles[0]
+	m.rate, m.profile = rate, profile
 	m.sides = []*sideState{
 		{Side: NewSide(), title: left.String()},
 		{Side: NewSide(), title: right.String()},
 	}
-	return m
-}
-
-// WithProfile says which fault profile the demo starts with.
-func (m Model) WithProfile(i int) Model {
-	m.profile = Profiles[i%len(Profiles)]
 	return m
 }
 
@@ -104,7 +96,7 @@ func newModel(ctx context.Context, ctl Controls, now time.Time) Model {
 	st := DefaultStyles()
 	h.Styles = st.Help
 	return Model{
-		ctx: ctx, ctl: ctl, keys: DefaultKeyMap(ctl != nil), help: h, styles: st,
+		ctx: ctx, ctl: ctl, bindings: DefaultBindings(ctl != nil), help: h, styles: st,
 		now: now, started: now, width: 80, height: 24,
 	}
 }
@@ -123,6 +115,13 @@ func tick() tea.Cmd {
 
 // Side returns side i's data, for tests and the plain printer.
 func (m Model) Side(i int) *Side { return m.sides[i].Side }
+
+// Server is what the model shows of side i's server: its title, URL,
+// status and epoch.
+func (m Model) Server(i int) SideMsg {
+	s := m.sides[i]
+	return SideMsg{Side: i, Epoch: s.epoch, Title: s.title, URL: s.url, Status: s.status}
+}
 
 // Update handles one message.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -180,7 +179,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.right = *msg.right
 		}
 	case tea.KeyPressMsg:
-		return m.key(msg)
+		return m.press(msg)
 	}
 	return m, nil
 }
@@ -211,8 +210,8 @@ func (m Model) side(msg SideMsg) {
 		s.url = msg.URL
 	}
 	switch {
-	case msg.Status == "crashed":
-		s.Note(m.now, "crashed: answers in flight are lost")
+	case msg.Note != "":
+		s.Note(m.now, msg.Note)
 	case msg.Status == "running" && was == "crashed":
 		s.Note(m.now, "restarted on the same database")
 	case msg.Status == "running":
@@ -220,8 +219,9 @@ func (m Model) side(msg SideMsg) {
 	}
 }
 
-func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	k := m.keys
+// press does what a key press's binding says.
+func (m Model) press(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	k := m.bindings
 	switch {
 	case key.Matches(msg, k.Quit):
 		return m, tea.Quit
@@ -237,7 +237,7 @@ func (m Model) key(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		case m.ctl == nil:
 			desc = "freeze"
 		}
-		m.keys.Pause.SetHelp("space", desc)
+		m.bindings.Pause.SetHelp(m.bindings.Pause.Help().Key, desc)
 		if m.ctl == nil {
 			// Watching only: the picture stops, the counting does not.
 			m.still = ""
@@ -321,8 +321,8 @@ func (m Model) nextStage(n int) int {
 	return n
 }
 
-// run wraps what a key does in a command. Keys that drive traffic do
-// nothing when the model only watches.
+// run wraps what a key press does in a command. Key presses that drive
+// traffic do nothing when the model only watches.
 func (m Model) run(fn func(ctx context.Context) doneMsg) tea.Cmd {
 	if m.ctl == nil {
 		return nil
@@ -351,7 +351,7 @@ func (m Model) Render() string {
 	}
 	header := m.header(w)
 	// The help bar can overrun its width when its ellipsis does not fit.
-	footer := []string{m.faultLine(w), truncate(m.help.View(m.keys), w)}
+	footer := []string{m.faultLine(w), truncate(m.help.View(m.bindings), w)}
 	if m.ctl == nil {
 		footer = footer[1:]
 	}
@@ -425,20 +425,15 @@ func (m Model) faultLine(w int) string {
 	return truncate(line, w)
 }
 
-// helpPage is the full help: every key, what the less obvious ones do,
-// and what the colors and counters mean. Sections are dropped, last
+// helpPage is the full help: every binding, what the less obvious ones
+// do, and what the colors and counters mean. Sections are dropped, last
 // first, until it fits.
 func (m Model) helpPage(w, h int) string {
 	m.help.ShowAll = true
 	st := m.styles
-	sections := [][]string{{m.help.View(m.keys)}}
-	if m.ctl != nil {
-		sections = append(sections, []string{
-			"b  16 copies of one new transfer at the same instant, to both sides",
-			"e  a transfer, then the same key again with the amount edited",
-			"c  the right server crashes (answers in flight are lost), restarts",
-			"s  right: next stage's solution; y: your stages/stageN; both restart",
-		})
+	sections := [][]string{{m.help.View(m.bindings)}}
+	if explained := m.bindings.Explained(); len(explained) > 0 {
+		sections = append(sections, explained)
 	}
 	sections = append(sections, []string{
 		st.OK.Render("201") + " executed  " + st.Replay.Render("201 ↺ replay") + " the stored answer  " +
@@ -457,13 +452,13 @@ func (m Model) helpPage(w, h int) string {
 			}
 			lines = append(lines, sec...)
 		}
-		lines = append(lines, "", st.Dim.Render("? closes this page"))
+		lines = append(lines, "", st.Dim.Render(m.bindings.Help.Help().Key+" closes this page"))
 		page := st.Pane.Padding(0, 1).Render(strings.Join(lines, "\n"))
 		if lipgloss.Height(page) <= h && lipgloss.Width(page) <= w {
 			return lipgloss.Place(w, h, lipgloss.Center, lipgloss.Center, page)
 		}
 	}
-	return lipgloss.Place(w, h, lipgloss.Center, lipgloss.Center, truncate(m.help.View(m.keys), w))
+	return lipgloss.Place(w, h, lipgloss.Center, lipgloss.Center, truncate(m.help.View(m.bindings), w))
 }
 
 // tiny is what a window too small for panes gets: one line per side.
@@ -476,7 +471,7 @@ func (m Model) tiny() string {
 			name, Short(c.Doubles), Short(c.Lost)), m.width))
 	}
 	if m.height > len(lines) {
-		lines = append(lines, truncate(m.styles.Dim.Render("q quit · enlarge for more"), m.width))
+		lines = append(lines, truncate(m.styles.Dim.Render(hint(m.bindings.Quit)+" · enlarge for more"), m.width))
 	}
 	if len(lines) > m.height {
 		lines = lines[:max(m.height, 1)]

@@ -17,7 +17,17 @@ import (
 	"idemlab/kit/labctl"
 )
 
-// fakeControls records what the keys asked for.
+// The traffic rates and fault profiles the fake controls step through:
+// the model shows whatever its controls say (the real ones are
+// dashboard/backend's).
+var (
+	testRates    = []int{1, 2, 5, 10, 20, 50, 100}
+	testProfiles = []Profile{{Name: "lost responses", About: "1 in 4 answers lost; the client retries"}, {Name: "double-clicks", About: "1 in 4 sent twice at once; core 150ms"}, {Name: "calm", About: "nothing goes wrong"}}
+)
+
+const testRate = 3 // index in testRates the demo starts at
+
+// fakeControls records what the key presses asked for.
 type fakeControls struct {
 	mu       sync.Mutex
 	calls    []string
@@ -37,13 +47,13 @@ func (f *fakeControls) note(s string) {
 func (f *fakeControls) SetPaused(p bool) { f.note("pause"); f.paused = p }
 func (f *fakeControls) StepRate(d int) int {
 	f.note("rate")
-	f.rate = min(max(f.rate+d, 0), len(Rates)-1)
-	return Rates[f.rate]
+	f.rate = min(max(f.rate+d, 0), len(testRates)-1)
+	return testRates[f.rate]
 }
 func (f *fakeControls) NextProfile(context.Context) Profile {
 	f.note("profile")
-	f.profile = (f.profile + 1) % len(Profiles)
-	return Profiles[f.profile]
+	f.profile = (f.profile + 1) % len(testProfiles)
+	return testProfiles[f.profile]
 }
 func (f *fakeControls) Burst(context.Context) string  { f.note("burst"); return "burst sent" }
 func (f *fakeControls) Edited(context.Context) string { f.note("edited"); return "clerk sent" }
@@ -93,13 +103,13 @@ func update(t *testing.T, m Model, msg tea.Msg) (Model, tea.Cmd) {
 }
 
 func demoModel(ctl Controls) Model {
-	m := NewDemo(context.Background(), ctl, []int{0, 1, 2, 3, 4, 5, 6}, Choice{}, Choice{Stage: 6}, t0)
+	m := NewDemo(context.Background(), ctl, []int{0, 1, 2, 3, 4, 5, 6}, Choice{}, Choice{Stage: 6}, testRates[testRate], testProfiles[0], t0)
 	m.frozen = true
 	return m
 }
 
 func TestModel_EveryKeyDoesWhatItsHelpSays(t *testing.T) {
-	f := &fakeControls{rate: DefaultRate}
+	f := &fakeControls{rate: testRate}
 	m := demoModel(f)
 	steps := []struct {
 		key   string
@@ -119,19 +129,19 @@ func TestModel_EveryKeyDoesWhatItsHelpSays(t *testing.T) {
 			return ""
 		}},
 		{"+", "rate", func(m Model) string {
-			if m.rate != Rates[DefaultRate+1] {
+			if m.rate != testRates[testRate+1] {
 				return "+ did not raise the rate"
 			}
 			return ""
 		}},
 		{"-", "rate", func(m Model) string {
-			if m.rate != Rates[DefaultRate] {
+			if m.rate != testRates[testRate] {
 				return "- did not lower the rate"
 			}
 			return ""
 		}},
 		{"f", "profile", func(m Model) string {
-			if m.profile.Name != Profiles[1].Name {
+			if m.profile.Name != testProfiles[1].Name {
 				return "f did not move to the next profile"
 			}
 			return ""
@@ -207,7 +217,7 @@ func TestModel_WatchOnlyHasNoTrafficKeys(t *testing.T) {
 			t.Errorf("key %q did something in watch mode", k)
 		}
 	}
-	help := ansi.Strip(m.help.View(m.keys))
+	help := ansi.Strip(m.help.View(m.bindings))
 	if strings.Contains(help, "burst") || !strings.Contains(help, "quit") {
 		t.Errorf("watch help bar = %q, want quit and no burst", help)
 	}

@@ -12,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"idemlab/dashboard"
+	"idemlab/dashboard/backend"
 )
 
 func init() {
@@ -34,7 +35,7 @@ func runDash(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fs.Usage()
 		return &exitCode{code: 2, err: fmt.Errorf("--url and --token are needed: make serve prints both (export LAB=… ADMIN=…)")}
 	}
-	remote := dashboard.NewRemote(*url, *token)
+	remote := backend.NewRemote(*url, *token)
 	check, cancel := context.WithTimeout(ctx, 5*time.Second)
 	_, err := remote.State(check)
 	cancel()
@@ -49,6 +50,6 @@ func runDash(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	model := dashboard.NewWatch(ctx, *url, time.Now())
 	return runTUI(ctx, model, stdout, func(p *tea.Program) {
 		p.Send(dashboard.SideMsg{Side: 0, Title: "lab server", URL: *url, Status: "running"})
-		dashboard.Watch(watch, remote, 0, 0, p.Send)
+		backend.Watch(watch, remote, 0, 0, p.Send)
 	})
 }

@@ -25,7 +25,7 @@ func TestDash_NeedsAServerAndATerminal(t *testing.T) {
 		why  string
 	}{
 		{[]string{"dash"}, 2, "--url and --token"},
-		{[]string{"dash", "--url", hs.URL, "--token", "wrong"}, 1, "401"},
+		{[]string{"dash", "--url", hs.URL, "--token", "wrong"}, 1, "refused the admin token"},
 		{[]string{"dash", "--url", "http://127.0.0.1:1", "--token", "adm_t"}, 1, "cannot read"},
 		{[]string{"dash", "--url", hs.URL, "--token", "adm_t"}, 1, "needs a terminal"},
 	} {

@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"idemlab/dashboard"
+	"idemlab/dashboard/backend"
 	"idemlab/grader"
 	"idemlab/kit/stage"
 )
@@ -23,8 +24,8 @@ func init() {
 // demoStages are the stages the demo can run: the solutions linked into
 // lab (see serve.go), and the student's own, built and run as a child
 // process, never linked in.
-func demoStages(root string) dashboard.Stages {
-	s := dashboard.Stages{Solutions: map[int]stage.Factory{}}
+func demoStages(root string) backend.Stages {
+	s := backend.Stages{Solutions: map[int]stage.Factory{}}
 	for n, f := range solutions {
 		s.Solutions[n] = f
 	}
@@ -43,7 +44,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	yours := fs.Bool("yours", false, "run your stages/stageN on the right instead of the solution")
 	plain := fs.Bool("plain", false, "no terminal UI: a line a second, then a summary (the default when stdout is not a terminal)")
 	duration := fs.Duration("duration", 10*time.Second, "how long --plain runs")
-	faults := fs.String("faults", dashboard.Profiles[0].Name, "the fault profile to start with (f cycles them)")
+	faults := fs.String("faults", backend.Profiles[0].Name, "the fault profile to start with (f cycles them)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lab demo [--stage N] [--yours] [--faults PROFILE] [--plain [--duration 10s]]")
 		fs.PrintDefaults()
@@ -59,21 +60,21 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if _, ok := stages.Solutions[*right]; !ok && !*yours {
 		return &exitCode{code: 2, err: fmt.Errorf("--stage %d: this build has solutions for stages %v", *right, stages.Numbers())}
 	}
-	profile, err := dashboard.ProfileNamed(*faults)
+	profile, err := backend.ProfileNamed(*faults)
 	if err != nil {
 		return &exitCode{code: 2, err: err}
 	}
 	left, rightChoice := dashboard.Choice{Stage: 0}, dashboard.Choice{Stage: *right, Yours: *yours}
 	if *plain || !isTerminal(stdout) {
-		return dashboard.Plain(ctx, stages, left, rightChoice, profile, *duration, stdout)
+		return backend.Plain(ctx, stages, left, rightChoice, profile, *duration, stdout)
 	}
 
-	lab := dashboard.NewLab(stages)
-	defer lab.Close()
-	lab.SetProfile(ctx, profile)
-	model := dashboard.NewDemo(ctx, lab, stages.Numbers(), left, rightChoice, time.Now()).WithProfile(profile)
+	demo := backend.NewDemo(stages)
+	defer demo.Close()
+	shown := demo.SetProfile(ctx, profile).Profile
+	model := dashboard.NewDemo(ctx, demo, stages.Numbers(), left, rightChoice, demo.Traffic().Rate(), shown, time.Now())
 	return runTUI(ctx, model, stdout, func(p *tea.Program) {
-		if err := lab.Start(ctx, left, rightChoice, p.Send); err != nil {
+		if err := demo.Start(ctx, left, rightChoice, p.Send); err != nil {
 			p.Send(dashboard.FatalMsg{Err: err})
 		}
 	})

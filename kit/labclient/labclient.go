@@ -218,20 +218,47 @@ func (c *Client) Purge(ctx context.Context) (int64, error) {
 // event until emit returns false, the stream ends or ctx ends. It returns
 // an error if the stream could not be opened or broke.
 func (c *Client) Events(ctx context.Context, emit func(events.Event) bool) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base()+"/lab/events", nil)
+	s, err := c.OpenEvents(ctx)
 	if err != nil {
 		return err
+	}
+	defer s.Close()
+	return s.Read(emit)
+}
+
+// Stream is one open connection of GET /lab/events.
+type Stream struct {
+	body io.ReadCloser
+}
+
+// OpenEvents opens GET /lab/events and returns once the server has
+// answered: from then on, every event the server publishes is on the
+// stream (a reader that falls far behind is told how many were dropped).
+// It returns an error if the stream could not be opened. The stream lives
+// until ctx ends, the server goes away or Close.
+func (c *Client) OpenEvents(ctx context.Context) (*Stream, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base()+"/lab/events", nil)
+	if err != nil {
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := c.http().Do(req)
 	if err != nil {
-		return fmt.Errorf("GET /lab/events: %w", err)
+		return nil, fmt.Errorf("GET /lab/events: %w", err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return &Error{Method: http.MethodGet, Path: "/lab/events", Status: resp.StatusCode, Body: string(bytes.TrimSpace(raw))}
+		return nil, &Error{Method: http.MethodGet, Path: "/lab/events", Status: resp.StatusCode, Body: string(bytes.TrimSpace(raw))}
 	}
-	return events.Read(resp.Body, emit)
+	return &Stream{body: resp.Body}, nil
 }
+
+// Read calls emit for each event until emit returns false or the stream
+// ends; it returns the error that broke the stream, if any (see
+// events.Read).
+func (s *Stream) Read(emit func(events.Event) bool) error { return events.Read(s.body, emit) }
+
+// Close closes the stream; a Read under way returns.
+func (s *Stream) Close() error { return s.body.Close() }

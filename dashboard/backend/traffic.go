@@ -1,4 +1,4 @@
-package dashboard
+package backend
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"idemlab/dashboard"
 	"idemlab/grader/dayplan"
 	"idemlab/grader/faultnet"
 	"idemlab/kit/bank"
@@ -223,7 +224,7 @@ func (t *Traffic) chunkFor(profile Profile) []dayplan.Op {
 	params.DepositRate = 0.2
 	plan, err := dayplan.Generate(t.reset.Seed, params)
 	if err != nil {
-		panic(fmt.Sprintf("dashboard: day plan parameters rejected: %v", err)) // the parameters above are valid
+		panic(fmt.Sprintf("backend: day plan parameters rejected: %v", err)) // the parameters above are valid
 	}
 	allowed := map[dayplan.Point]bool{}
 	for _, p := range profile.Points {
@@ -352,5 +353,5 @@ func (t *Traffic) Edited(ctx context.Context) string {
 	op := t.draw()
 	op.Fate = dayplan.Fate{EditedAmount: op.Amount + 50_000}
 	t.everywhere(func(url func() string) { t.play(ctx, url, op) })
-	return fmt.Sprintf("clerk: %s again, ₩%s → ₩%s", op.Op, Short(op.Amount), Short(op.Fate.EditedAmount))
+	return fmt.Sprintf("clerk: %s again, ₩%s → ₩%s", op.Op, dashboard.Short(op.Amount), dashboard.Short(op.Fate.EditedAmount))
 }

@@ -1,4 +1,4 @@
-package dashboard
+package backend
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"idemlab/dashboard"
 	"idemlab/kit/bank"
 	"idemlab/kit/events"
 	"idemlab/kit/idemkey"
@@ -131,23 +132,26 @@ func TestRemote_ReadsWhatAnyLabServerServes(t *testing.T) {
 // collector plays the program: it feeds the demo's messages to a model.
 type collector struct {
 	msgs  chan tea.Msg
-	m     Model
+	m     dashboard.Model
 	polls [2]int // state polls applied, per side
 }
 
-func newCollector(t *testing.T) *collector {
-	return &collector{msgs: make(chan tea.Msg, 4096), m: demoModel(&fakeControls{})}
+// newCollector returns a collector whose model shows left and right; it
+// only draws what the demo sends (no controls).
+func newCollector(left, right dashboard.Choice) *collector {
+	m := dashboard.NewDemo(context.Background(), nil, nil, left, right, Rates[DefaultRate], Profiles[0].Profile, time.Now())
+	return &collector{msgs: make(chan tea.Msg, 4096), m: m}
 }
 
 func (c *collector) send(msg tea.Msg) { c.msgs <- msg }
 
 // apply feeds one message to the model.
 func (c *collector) apply(msg tea.Msg) {
-	if st, ok := msg.(StateMsg); ok && st.Err == nil {
+	if st, ok := msg.(dashboard.StateMsg); ok && st.Err == nil {
 		c.polls[st.Side]++
 	}
 	next, _ := c.m.Update(msg)
-	c.m = next.(Model)
+	c.m = next.(dashboard.Model)
 }
 
 // drain applies messages until none of the operations of the demo's
@@ -172,7 +176,7 @@ func (c *collector) drain(t *testing.T, d *Demo) {
 }
 
 // until applies messages until cond holds of the model.
-func (c *collector) until(t *testing.T, what string, cond func(m Model) bool) {
+func (c *collector) until(t *testing.T, what string, cond func(m dashboard.Model) bool) {
 	t.Helper()
 	deadline := time.After(patience)
 	for !cond(c.m) {
@@ -181,7 +185,7 @@ func (c *collector) until(t *testing.T, what string, cond func(m Model) bool) {
 			c.apply(msg)
 		case <-deadline:
 			t.Fatalf("gave up after %v waiting for %s; left %+v right %+v", patience, what,
-				c.m.Side(Left).Counts, c.m.Side(Right).Counts)
+				c.m.Side(dashboard.Left).Counts, c.m.Side(dashboard.Right).Counts)
 		}
 	}
 }
@@ -190,28 +194,28 @@ func TestDemo_TheNaiveSidePaysTwiceAndTheFinalSolutionDoesNot(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives two servers over HTTP")
 	}
-	col := newCollector(t)
+	left, right := dashboard.Choice{Stage: 0}, dashboard.Choice{Stage: 6}
+	col := newCollector(left, right)
 	stages := Stages{Solutions: map[int]stage.Factory{0: stage0.New, 1: stage1.New, 6: stage6.New}}
 	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	d, err := StartDemo(ctx, stages, Choice{Stage: 0}, Choice{Stage: 6}, col.send)
-	if err != nil {
+	d := NewDemo(stages)
+	defer func() { cancel(); d.Close() }()
+	if err := d.Start(ctx, left, right, col.send); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cancel(); d.Close() }()
 	// 20 ops/s: enough for the doubles within seconds, few enough that a
 	// slow machine finishes the operations under way soon after the pause.
 	d.StepRate(+1)
-	col.until(t, "doubles on the left", func(m Model) bool {
-		return m.Side(Left).Counts.Doubles >= 3 && m.Side(Right).Counts.Requests >= 50
+	col.until(t, "doubles on the left", func(m dashboard.Model) bool {
+		return m.Side(dashboard.Left).Counts.Doubles >= 3 && m.Side(dashboard.Right).Counts.Requests >= 50
 	})
 	d.SetPaused(true)
 	col.drain(t, d)
-	polled := col.polls[Right]
-	col.until(t, "two polls of the right side after the traffic stopped", func(m Model) bool {
-		return col.polls[Right] >= polled+2
+	polled := col.polls[dashboard.Right]
+	col.until(t, "two polls of the right side after the traffic stopped", func(m dashboard.Model) bool {
+		return col.polls[dashboard.Right] >= polled+2
 	})
-	r := col.m.Side(Right).Counts
+	r := col.m.Side(dashboard.Right).Counts
 	if r.Doubles != 0 || r.Lost != 0 {
 		t.Errorf("the final solution: %d doubles, %d lost", r.Doubles, r.Lost)
 	}
@@ -220,16 +224,17 @@ func TestDemo_TheNaiveSidePaysTwiceAndTheFinalSolutionDoesNot(t *testing.T) {
 	}
 
 	// The right side switches to stage 1: a new epoch, both sides reset.
-	if err := d.SwitchRight(ctx, Choice{Stage: 1}); err != nil {
+	if err := d.SwitchRight(ctx, dashboard.Choice{Stage: 1}); err != nil {
 		t.Fatal(err)
 	}
-	col.until(t, "stage 1 on the right", func(m Model) bool {
-		return m.sides[Right].epoch == 2 && m.sides[Right].title == "stage 1 · solution" && m.sides[Right].status == "running"
+	col.until(t, "stage 1 on the right", func(m dashboard.Model) bool {
+		s := m.Server(dashboard.Right)
+		return s.Epoch == 2 && s.Title == "stage 1 · solution" && s.Status == "running"
 	})
 	if err := d.CrashRight(ctx); err != nil {
 		t.Fatal(err)
 	}
-	col.until(t, "the right side back after a crash", func(m Model) bool {
-		return m.sides[Right].status == "running"
+	col.until(t, "the right side back after a crash", func(m dashboard.Model) bool {
+		return m.Server(dashboard.Right).Status == "running"
 	})
 }

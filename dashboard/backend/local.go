@@ -1,4 +1,9 @@
-package dashboard
+// Package backend is what the dashboard watches and the demo drives: lab
+// servers (one in this process, one reached over HTTP, the student's own
+// run as a child process), the demo's traffic and fault profiles, and the
+// watchers that turn a server's events and state into the messages the
+// dashboard draws. The dashboard package draws; this one does the I/O.
+package backend
 
 import (
 	"context"

@@ -1,10 +1,9 @@
-package dashboard
+package backend
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,71 +12,12 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"idemlab/grader"
+	"idemlab/dashboard"
 	"idemlab/kit/bank"
 	"idemlab/kit/events"
 	"idemlab/kit/labclient"
-	"idemlab/kit/labctl"
 	"idemlab/kit/stage"
 )
-
-// The sides of the demo.
-const (
-	Left  = 0
-	Right = 1
-)
-
-// EventsMsg carries a batch of one side's events.
-type EventsMsg struct {
-	Side  int
-	Epoch int // which server of that side sent them (see SideMsg)
-	// Received is when the batch was taken off the stream.
-	Received time.Time
-	Events   []events.Event
-}
-
-// StateMsg carries a state poll of one side, which started at Polled.
-type StateMsg struct {
-	Side   int
-	Epoch  int
-	Polled time.Time
-	State  labctl.State
-	Err    error
-}
-
-// SideMsg says what a side now shows. A new Epoch means a new server
-// (another stage): its counts start again.
-type SideMsg struct {
-	Side   int
-	Epoch  int
-	Title  string
-	URL    string
-	Status string
-}
-
-// NoticeMsg is a line for the status bar.
-type NoticeMsg struct {
-	Text string
-	Err  bool
-}
-
-// Choice is the code a side runs: a stage's reference solution, or the
-// student's own code in stages/stageN.
-type Choice struct {
-	Stage int
-	Yours bool
-}
-
-// String names the choice as the pane's title shows it.
-func (c Choice) String() string {
-	if c.Yours {
-		return fmt.Sprintf("stage %d · your code", c.Stage)
-	}
-	if c.Stage == 0 {
-		return "stage 0 · naive"
-	}
-	return fmt.Sprintf("stage %d · solution", c.Stage)
-}
 
 // Stages are the stages the demo can run.
 type Stages struct {
@@ -107,22 +47,10 @@ func (s Stages) Numbers() []int {
 	return out
 }
 
-// Controls are what the demo's keys do. Each may block (it does I/O), so
-// the model calls them from commands, never from Update.
-type Controls interface {
-	SetPaused(bool)
-	StepRate(delta int) int
-	NextProfile(ctx context.Context) Profile
-	Burst(ctx context.Context) string
-	Edited(ctx context.Context) string
-	CrashRight(ctx context.Context) error
-	// SwitchRight runs c on the right; an error says why it cannot.
-	SwitchRight(ctx context.Context, c Choice) error
-}
-
-// Demo runs the classroom demo: two lab servers fed the same traffic
-// through the same faults, each watched by a pump that sends its events
-// and state polls to the model.
+// Demo is the classroom demo (lab demo): two lab servers fed the same
+// traffic through the same faults, each watched by a pump that sends its
+// events and state polls to the dashboard. It implements
+// dashboard.Controls.
 type Demo struct {
 	send    func(tea.Msg)
 	stages  Stages
@@ -140,26 +68,28 @@ type Demo struct {
 // watched is one side's server and the goroutines watching it.
 type watched struct {
 	backend Backend
-	choice  Choice
+	choice  dashboard.Choice
 	epoch   int
 	stop    context.CancelFunc
 	done    sync.WaitGroup
 }
 
-// NewLab returns a demo that has not started: its traffic exists (so that
-// keys can already change the rate or the profile), its servers do not.
-func NewLab(stages Stages) *Demo {
+// NewDemo returns a demo that has not started: its traffic exists (so
+// that key presses can already change the rate or the profile), its
+// servers do not (see Start).
+func NewDemo(stages Stages) *Demo {
 	d := &Demo{stages: stages, send: func(tea.Msg) {}}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
-	urls := []func() string{d.urlOf(Left), d.urlOf(Right)}
+	urls := []func() string{d.urlOf(dashboard.Left), d.urlOf(dashboard.Right)}
 	d.traffic = NewTraffic(urls, bank.Params{Seed: 7, Customers: 4, AccountsPerCustomer: 2, OpeningBalance: 10_000_000})
 	return d
 }
 
 // Start starts both servers, resets them to the same population, starts
 // watching them (sending messages to send) and starts the traffic, until
-// ctx ends or Close. It returns an error if a server cannot start.
-func (d *Demo) Start(ctx context.Context, left, right Choice, send func(tea.Msg)) error {
+// ctx ends or Close. It returns an error if a server cannot start; the
+// caller still calls Close.
+func (d *Demo) Start(ctx context.Context, left, right dashboard.Choice, send func(tea.Msg)) error {
 	dir, err := os.MkdirTemp("", "idemlab-demo-")
 	if err != nil {
 		return err
@@ -169,7 +99,7 @@ func (d *Demo) Start(ctx context.Context, left, right Choice, send func(tea.Msg)
 	d.ctx, d.cancel = context.WithCancel(ctx)
 	ctx = d.ctx
 	d.mu.Unlock()
-	for i, c := range []Choice{left, right} {
+	for i, c := range []dashboard.Choice{left, right} {
 		if err := d.startSide(ctx, i, c, 1); err != nil {
 			return err
 		}
@@ -177,16 +107,6 @@ func (d *Demo) Start(ctx context.Context, left, right Choice, send func(tea.Msg)
 	d.wg.Go(func() { d.traffic.Run(ctx) })
 	d.wg.Go(func() { d.crashLoop(ctx) })
 	return nil
-}
-
-// StartDemo is NewLab and Start.
-func StartDemo(ctx context.Context, stages Stages, left, right Choice, send func(tea.Msg)) (*Demo, error) {
-	d := NewLab(stages)
-	if err := d.Start(ctx, left, right, send); err != nil {
-		d.Close()
-		return nil, err
-	}
-	return d, nil
 }
 
 func (d *Demo) urlOf(side int) func() string {
@@ -202,8 +122,8 @@ func (d *Demo) urlOf(side int) func() string {
 }
 
 // startSide starts c on side, resets it and watches it.
-func (d *Demo) startSide(ctx context.Context, side int, c Choice, epoch int) error {
-	d.send(SideMsg{Side: side, Epoch: epoch, Title: c.String(), Status: "starting"})
+func (d *Demo) startSide(ctx context.Context, side int, c dashboard.Choice, epoch int) error {
+	d.send(dashboard.SideMsg{Side: side, Epoch: epoch, Title: c.String(), Status: "starting"})
 	b, err := d.startBackend(ctx, c, epoch)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", c, err)
@@ -225,11 +145,11 @@ func (d *Demo) startSide(ctx context.Context, side int, c Choice, epoch int) err
 	d.mu.Lock()
 	d.sides[side] = w
 	d.mu.Unlock()
-	d.send(SideMsg{Side: side, Epoch: epoch, Title: c.String(), URL: b.URL(), Status: "running"})
+	d.send(dashboard.SideMsg{Side: side, Epoch: epoch, Title: c.String(), URL: b.URL(), Status: "running"})
 	return nil
 }
 
-func (d *Demo) startBackend(ctx context.Context, c Choice, epoch int) (Backend, error) {
+func (d *Demo) startBackend(ctx context.Context, c dashboard.Choice, epoch int) (Backend, error) {
 	dir := filepath.Join(d.dir, fmt.Sprintf("epoch%d-%d", epoch, c.Stage))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -278,7 +198,7 @@ func Watch(ctx context.Context, b Backend, side, epoch int, send func(tea.Msg)) 
 			if ctx.Err() != nil {
 				return
 			}
-			send(StateMsg{Side: side, Epoch: epoch, Polled: polled, State: st, Err: err})
+			send(dashboard.StateMsg{Side: side, Epoch: epoch, Polled: polled, State: st, Err: err})
 		}
 	})
 	for {
@@ -304,7 +224,7 @@ func Watch(ctx context.Context, b Backend, side, epoch int, send func(tea.Msg)) 
 				break more
 			}
 		}
-		send(EventsMsg{Side: side, Epoch: epoch, Received: time.Now(), Events: batch})
+		send(dashboard.EventsMsg{Side: side, Epoch: epoch, Received: time.Now(), Events: batch})
 	}
 }
 
@@ -347,14 +267,28 @@ func (d *Demo) restart(ctx context.Context, side int) error {
 	if w == nil {
 		return errors.New("the server is not running yet")
 	}
-	d.send(SideMsg{Side: side, Epoch: w.epoch, Title: w.choice.String(), URL: w.backend.URL(), Status: "crashed"})
+	d.send(dashboard.SideMsg{Side: side, Epoch: w.epoch, Title: w.choice.String(), URL: w.backend.URL(), Status: "crashed", Note: crashNote(w.choice)})
 	if err := w.backend.Restart(ctx); err != nil {
-		d.send(SideMsg{Side: side, Epoch: w.epoch, Title: w.choice.String(), Status: "down"})
+		d.send(dashboard.SideMsg{Side: side, Epoch: w.epoch, Title: w.choice.String(), Status: "down"})
 		return err
 	}
 	d.configure(ctx, w.backend)
-	d.send(SideMsg{Side: side, Epoch: w.epoch, Title: w.choice.String(), URL: w.backend.URL(), Status: "running"})
+	d.send(dashboard.SideMsg{Side: side, Epoch: w.epoch, Title: w.choice.String(), URL: w.backend.URL(), Status: "running"})
 	return nil
+}
+
+// crashNote says what a crash does to the requests under way. A stage
+// run in this process finishes them and loses their answers, the moment
+// a stored answer is for; the student's code, a child process, is killed
+// with -9 wherever it is, which is almost never between a commit and its
+// answer: the request under way dies uncommitted, and its key, claimed,
+// answers 409 until the lease lets a retry run it. So there is seldom
+// anything to replay.
+func crashNote(c dashboard.Choice) string {
+	if c.Yours {
+		return "killed -9: requests under way die uncommitted; their keys answer 409 until the lease ends"
+	}
+	return "crashed: requests under way finish, their answers are lost"
 }
 
 // SetPaused pauses or resumes the traffic.
@@ -366,13 +300,13 @@ func (d *Demo) StepRate(delta int) int { return d.traffic.StepRate(delta) }
 // Traffic is the demo's traffic.
 func (d *Demo) Traffic() *Traffic { return d.traffic }
 
-// NextProfile moves to the next fault profile and applies its settings
-// to both servers.
-func (d *Demo) NextProfile(ctx context.Context) Profile {
+// NextProfile moves to the next fault profile, applies its settings to
+// both servers and returns what the screen shows of it.
+func (d *Demo) NextProfile(ctx context.Context) dashboard.Profile {
 	d.mu.Lock()
 	next := (d.profile + 1) % len(Profiles)
 	d.mu.Unlock()
-	return d.SetProfile(ctx, next)
+	return d.SetProfile(ctx, next).Profile
 }
 
 // SetProfile chooses fault profile i and applies its settings to both
@@ -398,35 +332,35 @@ func (d *Demo) Burst(ctx context.Context) string { return d.traffic.Burst(ctx) }
 func (d *Demo) Edited(ctx context.Context) string { return d.traffic.Edited(ctx) }
 
 // CrashRight crashes the right server and restarts it on its database.
-func (d *Demo) CrashRight(ctx context.Context) error { return d.restart(ctx, Right) }
+func (d *Demo) CrashRight(ctx context.Context) error { return d.restart(ctx, dashboard.Right) }
 
 // SwitchRight runs c on the right. Both sides start again from a fresh
 // population, so that the comparison stays fair.
-func (d *Demo) SwitchRight(ctx context.Context, c Choice) error {
+func (d *Demo) SwitchRight(ctx context.Context, c dashboard.Choice) error {
 	if _, ok := d.stages.Solutions[c.Stage]; !ok && !c.Yours {
 		return fmt.Errorf("this build has no solution for stage %d", c.Stage)
 	}
 	paused := d.traffic.Paused()
 	d.traffic.SetPaused(true)
 	defer d.traffic.SetPaused(paused)
-	old := d.side(Right)
+	old := d.side(dashboard.Right)
 	if old == nil {
 		return errors.New("the demo has not started yet")
 	}
 	d.mu.Lock()
-	d.sides[Right] = nil
+	d.sides[dashboard.Right] = nil
 	d.mu.Unlock()
 	old.stop()
 	old.done.Wait()
 	old.backend.Close()
-	if err := d.startSide(ctx, Right, c, old.epoch+1); err != nil {
+	if err := d.startSide(ctx, dashboard.Right, c, old.epoch+1); err != nil {
 		// Put back what ran before, so the demo goes on.
-		if err2 := d.startSide(ctx, Right, old.choice, old.epoch+2); err2 != nil {
+		if err2 := d.startSide(ctx, dashboard.Right, old.choice, old.epoch+2); err2 != nil {
 			return errors.Join(err, err2)
 		}
 		return err
 	}
-	left := d.side(Left)
+	left := d.side(dashboard.Left)
 	if left == nil {
 		return errors.New("the left server is not running")
 	}
@@ -449,48 +383,4 @@ func (d *Demo) Close() error {
 		errs = append(errs, os.RemoveAll(d.dir))
 	}
 	return errors.Join(errs...)
-}
-
-// Student is the student's stage running as a child process: its test
-// binary, which serves the stage when IDEMLAB_SERVE is set (grader.Main).
-// It is never compiled into the lab command, so a half-finished stage
-// breaks only itself.
-type Student struct {
-	*Remote
-	child *grader.Child
-	mu    sync.Mutex
-}
-
-// StartStudent starts a stage's test binary as a lab server on a fresh
-// database in dir.
-func StartStudent(ctx context.Context, bin, dir string) (*Student, error) {
-	child, err := grader.StartChild(ctx, bin, dir)
-	if err != nil {
-		return nil, err
-	}
-	s := &Student{child: child}
-	s.Remote = &Remote{Lab: &labclient.Client{Base: s.url, Token: child.Admin, HTTP: &http.Client{}}}
-	return s, nil
-}
-
-func (s *Student) url() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.child.URL
-}
-
-// Restart kills the child (kill -9) and starts it again on its database.
-func (s *Student) Restart(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.child.Kill()
-	return s.child.Start(ctx)
-}
-
-// Close kills the child.
-func (s *Student) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.child.Kill()
-	return nil
 }

@@ -1,4 +1,4 @@
-package dashboard
+package backend
 
 import (
 	"context"
@@ -68,7 +68,7 @@ func (r *Remote) Close() error { return nil }
 // Subscribe reads GET /lab/events, reconnecting (with a short pause) when
 // the stream breaks, until cancel is called or ctx ends. Events sent while
 // the stream was down are missed; the state poll catches the executions
-// among them (see Side.ApplyState).
+// among them (see dashboard.Side.ApplyState).
 func (r *Remote) Subscribe(ctx context.Context) (<-chan events.Event, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	out := make(chan events.Event, 256)

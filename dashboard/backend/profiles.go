@@ -1,4 +1,4 @@
-package dashboard
+package backend
 
 import (
 	"fmt"
@@ -6,14 +6,15 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/dashboard"
 	"idemlab/grader/dayplan"
 )
 
 // Profile is a fault profile: what the network, the people and the
 // machines do to the demo's traffic. Both servers get the same.
 type Profile struct {
-	Name  string
-	About string // one line for the fault pane
+	// Profile is what the screen shows: the name and one line.
+	dashboard.Profile
 	// FaultRate is the share of operations whose first attempts meet
 	// failure points, drawn from Points.
 	FaultRate float64
@@ -35,33 +36,27 @@ var lostPoints = []dayplan.Point{dayplan.ResetAfterProcessing, dayplan.ResponseW
 // Profiles are the fault profiles the demo cycles through, the default first.
 var Profiles = []Profile{
 	{
-		Name:      "lost responses",
-		About:     "1 in 4 answers lost; the client retries",
+		Profile:   dashboard.Profile{Name: "lost responses", About: "1 in 4 answers lost; the client retries"},
 		FaultRate: 0.25, Points: lostPoints, DoubleClickRate: 0.03, EditRate: 0.02,
 	},
 	{
-		Name:            "double-clicks",
-		About:           "1 in 4 sent twice at once; core 150ms",
+		Profile:         dashboard.Profile{Name: "double-clicks", About: "1 in 4 sent twice at once; core 150ms"},
 		DoubleClickRate: 0.25, CoreLatency: 150 * time.Millisecond,
 	},
 	{
-		Name:      "flaky network",
-		About:     "all seven failure points of a remote call",
+		Profile:   dashboard.Profile{Name: "flaky network", About: "all seven failure points of a remote call"},
 		FaultRate: 0.35, Points: dayplan.Points, DoubleClickRate: 0.03, EditRate: 0.02,
 	},
 	{
-		Name:     "clerks",
-		About:    "1 in 5 resent: same key, amount edited",
+		Profile:  dashboard.Profile{Name: "clerks", About: "1 in 5 resent: same key, amount edited"},
 		EditRate: 0.2,
 	},
 	{
-		Name:        "crashes",
-		About:       "both servers crash every 5s",
+		Profile:     dashboard.Profile{Name: "crashes", About: "both servers crash every 5s"},
 		CoreLatency: 100 * time.Millisecond, CrashEvery: 5 * time.Second,
 	},
 	{
-		Name:  "calm",
-		About: "nothing goes wrong",
+		Profile: dashboard.Profile{Name: "calm", About: "nothing goes wrong"},
 	},
 }
 

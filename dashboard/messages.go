@@ -1,0 +1,98 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"idemlab/kit/events"
+	"idemlab/kit/labctl"
+)
+
+// The sides of the demo.
+const (
+	Left  = 0
+	Right = 1
+)
+
+// EventsMsg carries a batch of one side's events.
+type EventsMsg struct {
+	Side  int
+	Epoch int // which server of that side sent them (see SideMsg)
+	// Received is when the batch was taken off the stream.
+	Received time.Time
+	Events   []events.Event
+}
+
+// StateMsg carries a state poll of one side, which started at Polled.
+type StateMsg struct {
+	Side   int
+	Epoch  int
+	Polled time.Time
+	State  labctl.State
+	Err    error
+}
+
+// SideMsg says what a side now shows. A new Epoch means a new server
+// (another stage): its counts start again.
+type SideMsg struct {
+	Side   int
+	Epoch  int
+	Title  string
+	URL    string
+	Status string
+	// Note, if set, is a line for the side's feed: what happened to the
+	// server (a crash says which kind).
+	Note string
+}
+
+// NoticeMsg is a line for the status bar.
+type NoticeMsg struct {
+	Text string
+	Err  bool
+}
+
+// FatalMsg ends the program with an error (a server could not start).
+type FatalMsg struct{ Err error }
+
+// Choice is the code a side runs: a stage's reference solution, or the
+// student's own code in stages/stageN.
+type Choice struct {
+	Stage int
+	Yours bool
+}
+
+// String names the choice as the pane's title shows it.
+func (c Choice) String() string {
+	if c.Yours {
+		return fmt.Sprintf("stage %d · your code", c.Stage)
+	}
+	if c.Stage == 0 {
+		return "stage 0 · naive"
+	}
+	return fmt.Sprintf("stage %d · solution", c.Stage)
+}
+
+// Profile is what the screen shows of a fault profile: its name and one
+// line on what goes wrong. What the profile does lives with the traffic
+// (dashboard/backend).
+type Profile struct {
+	Name  string
+	About string
+}
+
+// Controls are what the demo's key presses do. Each may block (it does
+// I/O), so the model calls them from commands, never from Update.
+type Controls interface {
+	SetPaused(bool)
+	// StepRate moves the traffic rate one step up (+1) or down (-1) and
+	// returns it in operations per second.
+	StepRate(delta int) int
+	NextProfile(ctx context.Context) Profile
+	// Burst and Edited send their operations and return a notice.
+	Burst(ctx context.Context) string
+	Edited(ctx context.Context) string
+	CrashRight(ctx context.Context) error
+	// SwitchRight runs c on the right; an error says why it cannot.
+	SwitchRight(ctx context.Context, c Choice) error
+}
