@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
+	"idemlab/kit/sqlitedb"
 )
 
 const lesson3 = "docs/lessons/03-in-progress.md"
@@ -179,7 +181,9 @@ func checkReleaseAfterFailure(t *T) error {
 	if err := t.Arm(labctl.FailInTransfer, 1); err != nil {
 		return err
 	}
+	began := time.Now()
 	first := t.Do(req)
+	took := time.Since(began)
 	sent := req.String() + "\n(armed: fail-in-transfer, the business write returns an internal error)"
 	if first.Err != nil || first.Status < 500 {
 		return t.Fail(sent, first.String(), "a 5xx: the business write failed and nothing was executed")
@@ -196,13 +200,18 @@ func checkReleaseAfterFailure(t *T) error {
 		if err := t.Reconcile(story, retry.Short(), books); err != nil {
 			return err
 		}
+		stalled := ""
+		if lockedOut(took, first, retry) {
+			stalled = fmt.Sprintf(". The first attempt took %v: the release waited on a write lock: is it run while your own transaction is still open?",
+				took.Round(10*time.Millisecond))
+		}
 		switch {
 		case retry.Is(http.StatusConflict, pInProgress):
-			return t.Harmful(StuckKey, story, retry.String(), released+"; nothing is running, and the key says it is, for good")
+			return t.Harmful(StuckKey, story, retry.String(), released+"; nothing is running, and the key says it is, for good"+stalled)
 		case retry.Is(http.StatusConflict, ""), retry.Is(http.StatusCreated, ""):
-			return t.Harmful(Lost, story, retry.String(), released+"; told that its key was used, the client believes its money moved, and it never did")
+			return t.Harmful(Lost, story, retry.String(), released+"; told that its key was used, the client believes its money moved, and it never did"+stalled)
 		}
-		return t.Fail(story, retry.String(), released)
+		return t.Fail(story, retry.String(), released+stalled)
 	}
 	books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 	again := t.Do(req)
@@ -211,6 +220,24 @@ func checkReleaseAfterFailure(t *T) error {
 		return t.Fail(story, again.String(), "409 duplicate-request (stage 3) or the stored 201 (stage 4 on)")
 	}
 	return t.Reconcile(story, "", books)
+}
+
+// lockedOut reports whether a failed attempt looks like a release that
+// waited on SQLite's write lock: it took about the busy timeout, or a 503
+// says the database is locked. A release run while the request's own
+// business transaction is still open (its deferred Rollback not yet run)
+// does exactly that, and then fails, leaving the key in progress.
+func lockedOut(took time.Duration, rs ...Response) bool {
+	if took >= sqlitedb.BusyTimeout*9/10 {
+		return true
+	}
+	for _, r := range rs {
+		body := strings.ToLower(string(r.Body))
+		if r.Status == http.StatusServiceUnavailable && (strings.Contains(body, "database is locked") || strings.Contains(body, "sqlite_busy")) {
+			return true
+		}
+	}
+	return false
 }
 
 // completedWithoutMoney looks at st for a row of key that is completed

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -109,11 +110,17 @@ func Open(path string) (*DB, error) {
 	return &DB{DB: sdb, hooks: h, path: path}, nil
 }
 
+// BusyTimeout is how long a statement waits for a lock another connection
+// holds before it fails with "database is locked" (SQLITE_BUSY). A request
+// that takes about this long has waited on a lock: often one its own open
+// transaction holds.
+const BusyTimeout = 10 * time.Second
+
 var memoryDatabases atomic.Int64
 
 func dataSourceName(path string) (string, error) {
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Set("_txlock", "immediate")
 	if path == ":memory:" {

@@ -92,6 +92,12 @@ func (s *Server) Deposit(w http.ResponseWriter, r *http.Request) {
 // wait, op, the completion or the commit), the rollback means no money
 // moved: release the claim so that a retry executes, then write the error.
 // Release with context.WithoutCancel(ctx): the client may have gone away.
+// And release only once the business transaction has rolled back: while it
+// is open it holds SQLite's one write lock, and a release run beside it
+// (say, with defer tx.Rollback() still pending in this function) waits the
+// busy timeout, 10 s, then fails and leaves the key in progress. Roll back
+// first, or run the transaction in a function of its own and release in
+// the caller.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, raw []byte, op operation) {
 	ctx := r.Context()
 	// The key is read before anything is claimed: a request without a
