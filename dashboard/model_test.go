@@ -108,11 +108,11 @@ func demoModel(ctl Controls) Model {
 	return m
 }
 
-func TestModel_EveryKeyDoesWhatItsHelpSays(t *testing.T) {
+func TestModel_EveryBindingDoesWhatItsHelpSays(t *testing.T) {
 	f := &fakeControls{rate: testRate}
 	m := demoModel(f)
 	steps := []struct {
-		key   string
+		press string
 		call  string
 		check func(m Model) string
 	}{
@@ -175,13 +175,13 @@ func TestModel_EveryKeyDoesWhatItsHelpSays(t *testing.T) {
 	for _, s := range steps {
 		f.calls = nil
 		var cmd tea.Cmd
-		m, cmd = update(t, m, press(s.key))
+		m, cmd = update(t, m, press(s.press))
 		if cmd == nil || len(f.calls) != 1 || f.calls[0] != s.call {
-			t.Fatalf("key %q: calls %v, want [%s]", s.key, f.calls, s.call)
+			t.Fatalf("key press %q: calls %v, want [%s]", s.press, f.calls, s.call)
 		}
 		if s.check != nil {
 			if problem := s.check(m); problem != "" {
-				t.Errorf("key %q: %s", s.key, problem)
+				t.Errorf("key press %q: %s", s.press, problem)
 			}
 		}
 	}

@@ -68,8 +68,10 @@ type Answer struct {
 }
 
 // Retryable reports whether the policy retries after a: no answer at
-// all, 409 request-in-progress, 429, 500, 502, 503 or 504. Every other
-// answer is the operation's outcome.
+// all, 408, 409 request-in-progress, 429, 500, 502, 503 or 504. Every
+// other answer is the operation's outcome. A 408 says the server closed
+// the connection before it had the whole request (RFC 9110, 15.5.9): it
+// ran nothing, and the client may repeat the request.
 func (a Answer) Retryable() bool {
 	if a.Err != nil {
 		return true
@@ -77,7 +79,7 @@ func (a Answer) Retryable() bool {
 	switch a.Status {
 	case http.StatusConflict:
 		return a.Problem == problem.RequestInProgress.URI()
-	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+	case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
 		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return true
 	}

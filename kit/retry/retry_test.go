@@ -3,6 +3,9 @@ package retry_test
 import (
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,14 +15,15 @@ import (
 )
 
 // TestAnswer_RetryableIsThePublishedList catches a client that retries a
-// refusal (400, 409 duplicate, 422) or a 501, and one that gives up on
-// 429, a 503 or a request still in progress.
+// refusal (400, 409 duplicate, 422) or a 501, and one that gives up on a
+// 408, a 429, a 503 or a request still in progress.
 func TestAnswer_RetryableIsThePublishedList(t *testing.T) {
 	for _, c := range []struct {
 		a    retry.Answer
 		want bool
 	}{
 		{retry.Answer{Err: http.ErrHandlerTimeout}, true},
+		{retry.Answer{Status: 408}, true},
 		{retry.Answer{Status: 409, Problem: problem.RequestInProgress.URI()}, true},
 		{retry.Answer{Status: 409, Problem: "/problems/something-else"}, false},
 		{retry.Answer{Status: 429}, true},
@@ -41,6 +45,39 @@ func TestAnswer_RetryableIsThePublishedList(t *testing.T) {
 // TestPolicy_FullJitterUnderTheCeiling catches a backoff that adds a floor
 // (half the ceiling and more: clients that failed together come back
 // together), one that outgrows the cap, and a wait shorter than Retry-After.
+// TestAnswer_RetryableIsWhatTheDocsPublish reads the retryable statuses
+// from docs/api.md ("What a client must do") and checks every status from
+// 100 to 599 against Retryable. It catches the code and the published
+// policy drifting apart: a status added to one and not the other.
+func TestAnswer_RetryableIsWhatTheDocsPublish(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rule, ok := strings.Cut(string(doc), "**Retry with the same key and the same request**")
+	rule, _, ok2 := strings.Cut(rule, "Any other")
+	if !ok || !ok2 {
+		t.Fatal("docs/api.md has no bullet \"Retry with the same key and the same request … Any other answer\"")
+	}
+	listed := map[int]bool{}
+	for _, m := range regexp.MustCompile("`(\\d{3})").FindAllStringSubmatch(rule, -1) {
+		n, _ := strconv.Atoi(m[1])
+		listed[n] = true
+	}
+	if len(listed) == 0 {
+		t.Fatalf("no status in the published rule: %q", rule)
+	}
+	for status := 100; status < 600; status++ {
+		a := retry.Answer{Status: status}
+		if status == http.StatusConflict {
+			a.Problem = problem.RequestInProgress.URI() // the docs list "409 request-in-progress"
+		}
+		if got := a.Retryable(); got != listed[status] {
+			t.Errorf("%d: Retryable = %v, docs/api.md lists it: %v", status, got, listed[status])
+		}
+	}
+}
+
 func TestPolicy_FullJitterUnderTheCeiling(t *testing.T) {
 	p := retry.Published()
 	r := rand.New(rand.NewPCG(1, 2))
