@@ -298,7 +298,9 @@ func (r *replayer) send(ctx context.Context, op *dayplan.Op, body []byte, a *Att
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+r.tokens[op.Customer])
-	req.Header.Set("Idempotency-Key", op.Key)
+	if op.Key != "" { // a keyless operation sends no header at all
+		req.Header.Set("Idempotency-Key", op.Key)
+	}
 	ans := retry.Send(r.client, req)
 	a.got = ans
 	if ans.Err != nil {

@@ -36,6 +36,11 @@ func TallyTruth(ctx context.Context, books *bank.Bank, plan *dayplan.Plan) (acce
 			return accesslog.Report{}, fmt.Errorf("transfer of op %q, which the plan does not have", t.Op)
 		}
 		rep.Executed++
+		if key == "" {
+			// Executed, and sent without a key: nothing in the log can
+			// match a retry to it, so it is in no group.
+			continue
+		}
 		group := [2]string{t.Customer, key}
 		f, seen := first[group]
 		if !seen {

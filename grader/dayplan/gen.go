@@ -32,6 +32,12 @@ type Params struct {
 	EditRate        float64 `json:"edit_rate"`
 	LateRetryRate   float64 `json:"late_retry_rate"`
 	DepositRate     float64 `json:"deposit_rate"`
+	// KeylessRate is the share of operations sent without an
+	// Idempotency-Key, once, by a client that never retries: each is
+	// executed on its own, and no retry can be matched to it. Stage 1 on
+	// refuses them (400 missing-idempotency-key), so lab gen makes none
+	// unless asked; S0.tally-generated asks.
+	KeylessRate float64 `json:"keyless_rate,omitempty"`
 	// LateAfter is how long after the day the late retries come: longer
 	// than the default retention of 24h.
 	LateAfter Duration `json:"late_after"`
@@ -68,6 +74,7 @@ func (p Params) Command() string {
 	num("--edit-rate", p.EditRate, d.EditRate)
 	num("--late-rate", p.LateRetryRate, d.LateRetryRate)
 	num("--deposit-rate", p.DepositRate, d.DepositRate)
+	num("--keyless-rate", p.KeylessRate, d.KeylessRate)
 	return strings.Join(args, " ")
 }
 
@@ -86,7 +93,8 @@ func (p Params) Validate() error {
 		name string
 		v    float64
 	}{{"fault-rate", p.FaultRate}, {"respell-rate", p.RespellRate}, {"double-click-rate", p.DoubleClickRate},
-		{"edit-rate", p.EditRate}, {"late-rate", p.LateRetryRate}, {"deposit-rate", p.DepositRate}} {
+		{"edit-rate", p.EditRate}, {"late-rate", p.LateRetryRate}, {"deposit-rate", p.DepositRate},
+		{"keyless-rate", p.KeylessRate}} {
 		if r.v < 0 || r.v > 1 || math.IsNaN(r.v) {
 			return fmt.Errorf("%s must be between 0 and 1, got %g", r.name, r.v)
 		}
@@ -153,6 +161,11 @@ func Generate(seed uint64, p Params) (*Plan, error) {
 			op.Body = encode(transferBody{From: from, To: to, Amount: op.Amount, Memo: memo, Metadata: meta})
 		}
 		op.Fate = drawFate(r, p, op)
+		// Drawn only when asked for, so that a day without keyless
+		// operations is the same day, byte for byte, as before they existed.
+		if p.KeylessRate > 0 && r.Float64() < p.KeylessRate {
+			op.Key, op.Fate = "", Fate{}
+		}
 		plan.Ops = append(plan.Ops, op)
 	}
 	return plan, nil

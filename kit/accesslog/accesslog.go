@@ -100,10 +100,12 @@ func (l *Writer) Write(rec Record) error {
 
 // Report is what stage 0's Tally finds in a day's access log.
 type Report struct {
-	// Executed is how many POST /transfers the server executed (answered 201).
+	// Executed is how many POST /transfers the server executed (answered
+	// 201), with or without an Idempotency-Key.
 	Executed int `json:"executed"`
 	// Groups is how many (customer, Idempotency-Key) pairs were executed
-	// more than once.
+	// more than once. A transfer sent without a key is in no group: no
+	// retry can be matched to it, so it is never counted as a double.
 	Groups int `json:"groups"`
 	// DoubleTransfers is how many executions came after the first of their
 	// group: each one moved money the customer meant to move once.

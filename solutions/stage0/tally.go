@@ -26,12 +26,16 @@ func Tally(log io.Reader) (accesslog.Report, error) {
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			return accesslog.Report{}, fmt.Errorf("line %d: %w", line, err)
 		}
-		// Only transfers the server executed moved money; a request without
-		// a key cannot be told apart from a new one.
-		if rec.Method != "POST" || rec.Path != "/transfers" || rec.Status != 201 || rec.Key == "" {
+		// Only transfers the server executed moved money.
+		if rec.Method != "POST" || rec.Path != "/transfers" || rec.Status != 201 {
 			continue
 		}
 		rep.Executed++
+		// A transfer sent without a key was executed, but no retry can be
+		// matched to it: it is in no group.
+		if rec.Key == "" {
+			continue
+		}
 		canon, err := canonical.Transform([]byte(rec.Body))
 		if err != nil {
 			return accesslog.Report{}, fmt.Errorf("line %d: %w", line, err)

@@ -18,8 +18,10 @@ import (
 // (canonical.Transform), not by raw bytes: the same request can arrive with
 // its members in another order. Same canonical body: an exact duplicate.
 // Different: an edited resubmission. Add up their amounts
-// (request.Integer reads one however it is written). The Report's fields
-// say what each count means; docs/lessons/00-naive.md walks through it.
+// (request.Integer reads one however it is written). A 201 without an
+// Idempotency-Key was executed (count it) but belongs to no group: nothing
+// matches a retry to it, so it is never a double. The Report's fields say
+// what each count means; docs/lessons/00-naive.md walks through it.
 func Tally(log io.Reader) (accesslog.Report, error) {
 	return accesslog.Report{}, nil
 }
