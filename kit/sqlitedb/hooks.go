@@ -17,14 +17,16 @@ var ErrKeyStoreUnavailable = errors.New("key store unavailable (injected fault)"
 // keyTable is the table the store-unavailable fault breaks.
 const keyTable = "idempotency_keys"
 
-// The wrapper below interposes on the physical connections only to inject
-// the lab's database faults. It forwards every optional interface of the
-// modernc driver, as its documentation asks, so that contexts, BeginTx
-// options and connection validation keep working.
+// The wrapper below interposes on the physical connections to queue writers
+// at the write gate (gate.go) and to inject the lab's database faults. It
+// forwards every optional interface of the modernc driver, as its
+// documentation asks, so that contexts, BeginTx options and connection
+// validation keep working.
 
 type connector struct {
 	base  driver.Connector
 	hooks *hooks
+	gate  *writeGate
 }
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -32,7 +34,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	cn := &conn{inner: inner, hooks: c.hooks}
+	cn := &conn{inner: inner, hooks: c.hooks, gate: c.gate}
 	if hr, ok := inner.(sqlite.HookRegisterer); ok {
 		hr.RegisterPreUpdateHook(func(d sqlite.SQLitePreUpdateData) {
 			if !strings.EqualFold(d.TableName, keyTable) {
@@ -56,12 +58,17 @@ func (c *connector) Driver() driver.Driver { return c.base.Driver() }
 type conn struct {
 	inner driver.Conn
 	hooks *hooks
+	gate  *writeGate
+	// gated is set while this connection's transaction holds the gate.
+	gated bool
 	// business is set when the open transaction carried a business write.
 	business bool
 	// inTx is set while a transaction is open.
 	inTx bool
 	// keyRows are the rowids of key-table rows written and not yet committed.
 	keyRows []int64
+	// stmts are the statements this connection keeps (stmtcache.go).
+	stmts map[string]*cachedStmt
 }
 
 // committed tells the hooks what the transaction (or autocommit statement)
@@ -120,15 +127,52 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	return &stmt{Stmt: st, conn: c, query: query}, nil
 }
 
-func (c *conn) Close() error { return c.inner.Close() }
+func (c *conn) Close() error {
+	c.releaseGate()
+	for _, st := range c.stmts {
+		st.Close()
+	}
+	c.stmts = nil
+	return c.inner.Close()
+}
+
+// releaseGate gives the gate back if this connection's transaction holds it.
+func (c *conn) releaseGate() {
+	if c.gated {
+		c.gated = false
+		c.gate.release()
+	}
+}
+
+// autocommitWrite takes the gate for a statement that may write outside a
+// transaction, and returns the function that gives it back (nothing to do
+// for a statement inside a transaction, or one that only reads).
+func (c *conn) autocommitWrite(ctx context.Context, write bool) (release func(), err error) {
+	if c.inTx || !write {
+		return func() {}, nil
+	}
+	if err := c.gate.acquire(ctx); err != nil {
+		return nil, err
+	}
+	return c.gate.release, nil
+}
 
 func (c *conn) Begin() (driver.Tx, error) {
 	return c.BeginTx(context.Background(), driver.TxOptions{})
 }
 
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	// A read-only transaction begins with a plain BEGIN and takes no write
+	// lock, so it does not queue at the gate either.
+	if !opts.ReadOnly {
+		if err := c.gate.acquire(ctx); err != nil {
+			return nil, err
+		}
+		c.gated = true
+	}
 	t, err := c.inner.(driver.ConnBeginTx).BeginTx(ctx, opts)
 	if err != nil {
+		c.releaseGate()
 		return nil, err
 	}
 	c.business = false
@@ -141,7 +185,12 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err := c.checkKeyStore(ctx, query); err != nil {
 		return nil, err
 	}
-	res, err := c.inner.(driver.ExecerContext).ExecContext(ctx, query, args)
+	release, err := c.autocommitWrite(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	res, err := c.exec(ctx, query, args)
 	if err == nil && isBusinessWrite(ctx) {
 		c.business = true
 	}
@@ -153,7 +202,15 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err := c.checkKeyStore(ctx, query); err != nil {
 		return nil, err
 	}
-	return c.inner.(driver.QueryerContext).QueryContext(ctx, query, args)
+	// The driver runs the statement's first step before it returns the
+	// rows, so a write (INSERT … RETURNING) is done, and the gate can be
+	// given back, when the call returns.
+	release, err := c.autocommitWrite(ctx, writes(query))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return c.query(ctx, query, args)
 }
 
 // afterStatement ends an autocommit statement: outside a transaction, a
@@ -187,6 +244,9 @@ type tx struct {
 
 func (t *tx) Commit() error {
 	err := t.inner.Commit()
+	// The driver rolls back a transaction whose COMMIT failed: either way
+	// the write lock is free.
+	t.conn.releaseGate()
 	business := t.conn.business
 	t.conn.business = false
 	t.conn.inTx = false
@@ -208,7 +268,9 @@ func (t *tx) Rollback() error {
 	t.conn.business = false
 	t.conn.inTx = false
 	t.conn.keyRows = nil
-	return t.inner.Rollback()
+	err := t.inner.Rollback()
+	t.conn.releaseGate()
+	return err
 }
 
 type stmt struct {
@@ -221,6 +283,11 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	if err := s.conn.checkKeyStore(ctx, s.query); err != nil {
 		return nil, err
 	}
+	release, err := s.conn.autocommitWrite(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	res, err := s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
 	if err == nil && isBusinessWrite(ctx) {
 		s.conn.business = true
@@ -233,5 +300,10 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	if err := s.conn.checkKeyStore(ctx, s.query); err != nil {
 		return nil, err
 	}
+	release, err := s.conn.autocommitWrite(ctx, writes(s.query))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	return s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
 }

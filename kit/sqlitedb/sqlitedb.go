@@ -3,7 +3,10 @@
 //
 // Every connection is opened in WAL mode with a busy timeout and foreign keys
 // on, and every transaction starts with BEGIN IMMEDIATE, so that two writers
-// queue for the write lock instead of failing halfway through.
+// queue for the write lock instead of failing halfway through. The writers
+// of one process queue in Go, first come first served, at a write gate
+// (gate.go) rather than in SQLite's sleeping busy handler, and each
+// connection keeps the statements it has prepared (stmtcache.go).
 //
 // The connections are wrapped (see hooks.go) so that lab mode can inject the
 // faults of lab mode: a crash right after the commit that carried a
@@ -31,6 +34,7 @@ import (
 type DB struct {
 	*sql.DB
 	hooks *hooks
+	gate  *writeGate
 	path  string
 }
 
@@ -102,12 +106,21 @@ func Open(path string) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	h := &hooks{}
-	sdb := sql.OpenDB(&connector{base: base, hooks: h})
+	gate := newWriteGate()
+	sdb := sql.OpenDB(&connector{base: base, hooks: h, gate: gate})
+	// Each request holds a connection while it waits at the write gate, so
+	// under load there are as many connections as requests in flight.
+	// database/sql keeps only two idle ones by default and closes the rest,
+	// and opening a SQLite connection (pragmas, reading the schema) costs
+	// more than a short transaction: keep them, and let the idle ones go
+	// after a while.
+	sdb.SetMaxIdleConns(idleConns)
+	sdb.SetConnMaxIdleTime(time.Minute)
 	if err := sdb.Ping(); err != nil {
 		sdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return &DB{DB: sdb, hooks: h, path: path}, nil
+	return &DB{DB: sdb, hooks: h, gate: gate, path: path}, nil
 }
 
 // BusyTimeout is how long a statement waits for a lock another connection
@@ -115,6 +128,9 @@ func Open(path string) (*DB, error) {
 // that takes about this long has waited on a lock: often one its own open
 // transaction holds.
 const BusyTimeout = 10 * time.Second
+
+// idleConns is how many idle connections a database keeps open.
+const idleConns = 64
 
 var memoryDatabases atomic.Int64
 
@@ -156,8 +172,12 @@ func IsUniqueViolation(err error) bool {
 }
 
 // IsBusy reports whether err is SQLite giving up on a lock (SQLITE_BUSY or
-// SQLITE_LOCKED, any extended form).
+// SQLITE_LOCKED, any extended form), or a writer giving up on the write
+// gate after the same BusyTimeout.
 func IsBusy(err error) bool {
+	if errors.Is(err, errGateBusy) {
+		return true
+	}
 	var serr *sqlite.Error
 	if !errors.As(err, &serr) {
 		return false

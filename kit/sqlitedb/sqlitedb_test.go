@@ -210,3 +210,60 @@ func TestFailKeyStore_SparesTheLabsOwnReads(t *testing.T) {
 		t.Fatalf("the stage's statement did not meet the fault (the lab's read spent it?): %v", err)
 	}
 }
+
+// Each connection keeps the statements it has run. Caught: a kept statement
+// run again while rows read from it are open (the outer loop stops after
+// one row), one that still sees a dropped table's columns, and one left
+// open so that DROP TABLE fails.
+func TestKeptStatements_AreSafeToRunAgain(t *testing.T) {
+	db := openTemp(t)
+	ctx := context.Background()
+	mustExec(t, db, `CREATE TABLE s (v INTEGER)`)
+	mustExec(t, db, `INSERT INTO s VALUES (1), (2), (3)`)
+	const all = `SELECT v FROM s ORDER BY v`
+
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outer, err := tx.QueryContext(ctx, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for outer.Next() {
+		seen++
+		var inner int
+		if err := tx.QueryRowContext(ctx, all).Scan(&inner); err != nil || inner != 1 {
+			t.Fatalf("the same query inside the loop: %d, %v", inner, err)
+		}
+	}
+	if err := outer.Err(); err != nil {
+		t.Fatal(err)
+	}
+	outer.Close()
+	if seen != 3 {
+		t.Fatalf("outer loop saw %d rows, want 3", seen)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	mustExec(t, db, `DROP TABLE s`)
+	mustExec(t, db, `CREATE TABLE s (w TEXT, v INTEGER)`)
+	mustExec(t, db, `INSERT INTO s VALUES ('x', 7)`)
+	var v int
+	if err := db.QueryRowContext(ctx, all).Scan(&v); err != nil || v != 7 {
+		t.Fatalf("after the table was made again: %d, %v", v, err)
+	}
+	cols, err := db.QueryContext(ctx, `SELECT * FROM s`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, _ := cols.Columns()
+	types, err := cols.ColumnTypes()
+	cols.Close()
+	if err != nil || len(names) != 2 || len(types) != 2 || types[0].DatabaseTypeName() != "TEXT" {
+		t.Fatalf("columns %v, types %v, %v: want w TEXT, v INTEGER", names, types, err)
+	}
+}

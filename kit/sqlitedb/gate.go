@@ -1,0 +1,111 @@
+package sqlitedb
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// SQLite has one write lock per database file. Left to itself, a connection
+// that finds it taken waits in SQLite's busy handler, which sleeps and tries
+// again in steps that grow to 100 ms: under load a writer may sleep through
+// many commits it could have followed, and the slowest requests wait tens of
+// times longer than the typical one. The write gate queues this process's
+// writers in Go instead, first come first served: a writer takes the gate
+// before BEGIN IMMEDIATE (or before a write statement outside a
+// transaction) and gives it back when it commits or rolls back, so the lock
+// passes straight to the next writer in line. SQLite's busy handler still
+// arbitrates between processes (a restarted lab server on the same file).
+
+// errGateBusy is what a writer gets when it has waited BusyTimeout for the
+// write gate: what SQLite answers after its busy timeout, so IsBusy reports
+// it and the message says the same. A transaction that begins a second write
+// transaction (or writes outside it) while it is still open waits for itself
+// and ends here, exactly as it would on SQLite's own lock.
+var errGateBusy = errors.New("database is locked (5) (SQLITE_BUSY): waited " + BusyTimeout.String() +
+	" for another write transaction of this process to end")
+
+// writeGate lets one writer of a database through at a time. Waiters are
+// served in the order they arrived: a goroutine blocked sending on a channel
+// joins the channel's queue, and a release hands the slot to the first one.
+type writeGate struct {
+	slot    chan struct{} // holds a value while a writer is through
+	timeout time.Duration // how long a writer waits before errGateBusy
+}
+
+func newWriteGate() *writeGate {
+	return &writeGate{slot: make(chan struct{}, 1), timeout: BusyTimeout}
+}
+
+// acquire waits for the gate. It returns ctx's error if ctx ends first, and
+// errGateBusy after g.timeout.
+func (g *writeGate) acquire(ctx context.Context) error {
+	select {
+	case g.slot <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(g.timeout)
+	defer t.Stop()
+	select {
+	case g.slot <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return errGateBusy
+	}
+}
+
+// release lets the next writer through.
+func (g *writeGate) release() { <-g.slot }
+
+// writes reports whether a statement run through Query may write, so that
+// outside a transaction it must take the gate: anything but a SELECT,
+// VALUES, WITH or EXPLAIN, and any statement with a RETURNING clause
+// (INSERT … RETURNING read through QueryRow). Statements run through Exec
+// always take it.
+func writes(query string) bool {
+	q := strings.ToUpper(skipComments(query))
+	for _, read := range []string{"SELECT", "VALUES", "WITH", "EXPLAIN"} {
+		if hasWord(q, read) {
+			return strings.Contains(q, "RETURNING")
+		}
+	}
+	return true
+}
+
+// hasWord reports whether q starts with word as a whole word.
+func hasWord(q, word string) bool {
+	if !strings.HasPrefix(q, word) {
+		return false
+	}
+	rest := q[len(word):]
+	return rest == "" || !(unicode.IsLetter(rune(rest[0])) || unicode.IsDigit(rune(rest[0])) || rest[0] == '_')
+}
+
+// skipComments drops the white space and SQL comments before a statement's
+// first word.
+func skipComments(q string) string {
+	for {
+		q = strings.TrimLeftFunc(q, unicode.IsSpace)
+		switch {
+		case strings.HasPrefix(q, "--"):
+			i := strings.IndexByte(q, '\n')
+			if i < 0 {
+				return ""
+			}
+			q = q[i+1:]
+		case strings.HasPrefix(q, "/*"):
+			i := strings.Index(q, "*/")
+			if i < 0 {
+				return ""
+			}
+			q = q[i+2:]
+		default:
+			return q
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package sqlitedb
+
+import (
+	"context"
+	"database/sql/driver"
+	"reflect"
+)
+
+// The driver prepares every statement run through Exec or Query anew, and
+// parsing SQL is a good part of what a short transaction costs. Each
+// connection keeps the statements it has prepared, by their text, and runs
+// them again: SQLite re-prepares a kept statement by itself if the schema
+// has changed since (a lab reset drops and creates the tables).
+
+// maxCachedStmts bounds one connection's kept statements: code that builds
+// its SQL with fmt.Sprintf would otherwise keep one per value.
+const maxCachedStmts = 64
+
+// cachedStmt is a kept statement; busy is set while rows read from it are
+// open, when running it again would cut them short.
+type cachedStmt struct {
+	driver.Stmt
+	busy bool
+}
+
+// cached returns the kept statement for query, preparing and keeping it the
+// first time, or nil if it cannot be used now: it is busy, or it does not
+// prepare (the caller runs query the driver's own way, which reports the
+// same error).
+func (c *conn) cached(ctx context.Context, query string) *cachedStmt {
+	if st, ok := c.stmts[query]; ok {
+		if st.busy {
+			return nil
+		}
+		return st
+	}
+	inner, err := c.inner.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	if len(c.stmts) >= maxCachedStmts {
+		c.dropCachedStmts()
+	}
+	if c.stmts == nil {
+		c.stmts = make(map[string]*cachedStmt)
+	}
+	st := &cachedStmt{Stmt: inner}
+	c.stmts[query] = st
+	return st
+}
+
+// dropCachedStmts closes the kept statements no rows are read from.
+func (c *conn) dropCachedStmts() {
+	for q, st := range c.stmts {
+		if !st.busy {
+			st.Close()
+			delete(c.stmts, q)
+		}
+	}
+}
+
+// exec runs query with args, through its kept statement when it can.
+func (c *conn) exec(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if st := c.cached(ctx, query); st != nil {
+		return st.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
+	}
+	return c.inner.(driver.ExecerContext).ExecContext(ctx, query, args)
+}
+
+// query runs query with args, through its kept statement when it can; the
+// statement is busy until the rows are closed.
+func (c *conn) query(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	st := c.cached(ctx, query)
+	if st == nil {
+		return c.inner.(driver.QueryerContext).QueryContext(ctx, query, args)
+	}
+	rows, err := st.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	st.busy = true
+	return &cachedRows{Rows: rows, st: st}, nil
+}
+
+// cachedRows are rows read from a kept statement. They forward the
+// driver's optional column-type interfaces, which sql.Rows.ColumnTypes uses.
+type cachedRows struct {
+	driver.Rows
+	st *cachedStmt
+}
+
+func (r *cachedRows) Close() error {
+	err := r.Rows.Close()
+	r.st.busy = false
+	return err
+}
+
+func (r *cachedRows) ColumnTypeDatabaseTypeName(i int) string {
+	return r.Rows.(driver.RowsColumnTypeDatabaseTypeName).ColumnTypeDatabaseTypeName(i)
+}
+
+func (r *cachedRows) ColumnTypeLength(i int) (int64, bool) {
+	return r.Rows.(driver.RowsColumnTypeLength).ColumnTypeLength(i)
+}
+
+func (r *cachedRows) ColumnTypeNullable(i int) (nullable, ok bool) {
+	return r.Rows.(driver.RowsColumnTypeNullable).ColumnTypeNullable(i)
+}
+
+func (r *cachedRows) ColumnTypePrecisionScale(i int) (precision, scale int64, ok bool) {
+	return r.Rows.(driver.RowsColumnTypePrecisionScale).ColumnTypePrecisionScale(i)
+}
+
+func (r *cachedRows) ColumnTypeScanType(i int) reflect.Type {
+	return r.Rows.(driver.RowsColumnTypeScanType).ColumnTypeScanType(i)
+}
