@@ -2,6 +2,7 @@ package studentloop
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -89,5 +90,31 @@ func TestSummarize_FailingPrintsTheBlocks(t *testing.T) {
 func TestParseTestJSON_RejectsOtherText(t *testing.T) {
 	if _, err := ParseTestJSON(strings.NewReader("ok  idemlab/stages/stage1\n"), 1); err == nil {
 		t.Fatal("plain go test output parsed as events")
+	}
+}
+
+// TestGoTest_RunCheckRunsExactlyThatCheck runs go test on the reference
+// solution of stage 0: S0.happy-path alone is one passing check with its
+// ID in Only (so it is never recorded); S0.tally, which RUN= alone would
+// take for both S0.tally-* checks, runs none. A RunCheck that ran every
+// check, or filtered by RUN= only, fails.
+func TestGoTest_RunCheckRunsExactlyThatCheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test")
+	}
+	g := GoTest{Root: "..", Solution: true}
+	o, err := g.RunCheck(context.Background(), 0, "S0.happy-path")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.State() != Passing || len(o.Checks) != 1 || o.Checks[0].ID != "S0.happy-path" || o.Only != "S0.happy-path" {
+		t.Fatalf("state %q, only %q, checks %+v\n%s", o.State(), o.Only, o.Checks, o.Other)
+	}
+	o, err = g.RunCheck(context.Background(), 0, "S0.tally")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Checks) != 0 || o.State() != CouldNotCheck {
+		t.Fatalf("S0.tally ran %+v, want no check", o.Checks)
 	}
 }

@@ -25,10 +25,19 @@ type Watch struct {
 	// work (some network and container file systems); Polling forces it.
 	Poll    time.Duration
 	Polling bool
+	// Alone, when set, answers a save sooner: before Runner runs every
+	// check, it runs alone the check that failed first in the last run
+	// of every check, which is the one the student is working on.
+	Alone CheckRunner
 	// Started is called as a run begins, with the time of the save that
-	// caused it (zero for the first run).
-	Started func(savedAt time.Time)
-	// Done is called with each run's outcome, or its error.
+	// caused it (zero for the first run) and the ID of the check run
+	// alone first ("" when there is none).
+	Started func(savedAt time.Time, alone string)
+	// AloneDone is called with the outcome of the check run alone, or its
+	// error, before every check runs.
+	AloneDone func(o Outcome, err error, savedAt time.Time)
+	// Done is called with each run's outcome of every check, or its
+	// error: the outcome the stage's progress is made of.
 	Done func(o Outcome, err error, savedAt time.Time)
 	// Fallback is called once if file events do not work and the watch
 	// polls instead, with the reason.
@@ -47,28 +56,54 @@ func (w Watch) Run(ctx context.Context) error {
 	}
 	runs := make(chan time.Time, 1)
 	go debounce(ctx, saves, runs, w.Quiet, time.After)
-	w.runOnce(ctx, time.Time{})
+	return w.serve(ctx, runs)
+}
+
+// serve runs the checks once, then again for every save on runs, until
+// ctx ends, and returns ctx's error.
+func (w Watch) serve(ctx context.Context, runs <-chan time.Time) error {
+	first := w.runOnce(ctx, time.Time{}, "")
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case savedAt := <-runs:
-			w.runOnce(ctx, savedAt)
+			first = w.runOnce(ctx, savedAt, first)
 		}
 	}
 }
 
-func (w Watch) runOnce(ctx context.Context, savedAt time.Time) {
+// runOnce runs the check that failed first last time alone (when there
+// was one and w.Alone is set), then every check. It returns the check
+// that fails first now, or the last one if this run could not say.
+func (w Watch) runOnce(ctx context.Context, savedAt time.Time, first string) string {
+	alone := first
+	if w.Alone == nil {
+		alone = ""
+	}
 	if w.Started != nil {
-		w.Started(savedAt)
+		w.Started(savedAt, alone)
+	}
+	if alone != "" {
+		o, err := w.Alone.RunCheck(ctx, w.Stage, alone)
+		if ctx.Err() != nil {
+			return first
+		}
+		if w.AloneDone != nil {
+			w.AloneDone(o, err, savedAt)
+		}
 	}
 	o, err := w.Runner.Run(ctx, w.Stage)
 	if ctx.Err() != nil {
-		return
+		return first
 	}
 	if w.Done != nil {
 		w.Done(o, err, savedAt)
 	}
+	if err != nil {
+		return first
+	}
+	return o.FirstFailing()
 }
 
 // startWatching sends the time of every save in w.Dir on saves: from file
