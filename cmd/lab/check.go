@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,30 +15,15 @@ func init() {
 }
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := loopFlags("lab check", "lab check [N] [--seed S] [--run ID] [--solution]", stderr)
 	seed := fs.String("seed", os.Getenv("SEED"), "repeat a run: the seed a failure printed (or SEED=)")
 	only := fs.String("run", os.Getenv("RUN"), "run only the checks whose ID contains this (or RUN=)")
 	solution := fs.Bool("solution", false, "run the reference solution's checks instead of yours")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab check [N] [--seed S] [--run ID] [--solution]")
-		fs.PrintDefaults()
-	}
-	if done, err := parseFlags(fs, reorder(args)); done {
+	st, done, err := startLoop(fs, args)
+	if done {
 		return err
 	}
-	root, err := findRoot()
-	if err != nil {
-		return err
-	}
-	p, err := studentloop.LoadProgress(root)
-	if err != nil {
-		return err
-	}
-	n, err := stageArg(fs.Args(), p)
-	if err != nil {
-		return err
-	}
+	root, n := st.root, st.n
 	r := newRunner(root, *seed, *only, *solution)
 	var o studentloop.Outcome
 	if *solution {

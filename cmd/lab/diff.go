@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -14,28 +13,13 @@ func init() {
 }
 
 func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab diff", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := loopFlags("lab diff", "lab diff [N] [--yes]", stderr)
 	yes := fs.Bool("yes", false, "do not ask: show the diff even though the stage does not pass")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab diff [N] [--yes]")
-		fs.PrintDefaults()
-	}
-	if done, err := parseFlags(fs, reorder(args)); done {
+	st, done, err := startLoop(fs, args)
+	if done {
 		return err
 	}
-	root, err := findRoot()
-	if err != nil {
-		return err
-	}
-	p, err := studentloop.LoadProgress(root)
-	if err != nil {
-		return err
-	}
-	n, err := stageArg(fs.Args(), p)
-	if err != nil {
-		return err
-	}
+	root, p, n := st.root, st.progress, st.n
 	if sp := p.Stage(n); sp.State != studentloop.Passing && !*yes {
 		fmt.Fprintf(stdout, "spoiler: stage %d does not pass yet (%s), and this shows the reference solution's code.\n", n, sp.State)
 		fmt.Fprintf(stdout, "lab hint %d gives one step at a time; the lesson's exercise says what to try.\n", n)

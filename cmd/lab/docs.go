@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,30 +14,15 @@ func init() {
 }
 
 func runDocs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab docs", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := loopFlags("lab docs", "lab docs [N] [--lang en|ja] [--plain]   (lab docs 3 | less -R to page)", stderr)
 	lang := fs.String("lang", "en", "the lesson's language: en, or the name of a folder under docs/lessons")
 	plain := fs.Bool("plain", false, "print the markdown as it is, even on a terminal")
 	width := fs.Int("width", 100, "wrap the rendered lesson at this many columns")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab docs [N] [--lang en|ja] [--plain]   (lab docs 3 | less -R to page)")
-		fs.PrintDefaults()
-	}
-	if done, err := parseFlags(fs, reorder(args)); done {
+	st, done, err := startLoop(fs, args)
+	if done {
 		return err
 	}
-	root, err := findRoot()
-	if err != nil {
-		return err
-	}
-	p, err := studentloop.LoadProgress(root)
-	if err != nil {
-		return err
-	}
-	n, err := stageArg(fs.Args(), p)
-	if err != nil {
-		return err
-	}
+	root, n := st.root, st.n
 	path, err := studentloop.LessonPath(root, n, *lang)
 	if err != nil {
 		return err

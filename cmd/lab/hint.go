@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -15,28 +14,13 @@ func init() {
 }
 
 func runHint(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab hint", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := loopFlags("lab hint", "lab hint [N] [--check ID]", stderr)
 	check := fs.String("check", "", "a hint for this check ID instead of the first failing one")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab hint [N] [--check ID]")
-		fs.PrintDefaults()
-	}
-	if done, err := parseFlags(fs, reorder(args)); done {
+	st, done, err := startLoop(fs, args)
+	if done {
 		return err
 	}
-	root, err := findRoot()
-	if err != nil {
-		return err
-	}
-	p, err := studentloop.LoadProgress(root)
-	if err != nil {
-		return err
-	}
-	n, err := stageArg(fs.Args(), p)
-	if err != nil {
-		return err
-	}
+	root, p, n := st.root, st.progress, st.n
 	sp := p.Stage(n)
 	topic := *check
 	if topic == "" {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +25,43 @@ var (
 	stdin io.Reader = os.Stdin
 	now             = time.Now
 )
+
+// loopFlags returns the flag set of a subcommand of the loop, whose
+// usage line is usage, printing to stderr.
+func loopFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: "+usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// loopStage is where a subcommand of the loop starts: the checkout's
+// root, the progress so far, and the stage it works on.
+type loopStage struct {
+	root     string
+	progress *studentloop.Progress
+	n        int
+}
+
+// startLoop parses args into fs (flags before or after the stage number)
+// and finds the checkout, the progress and the stage. done is true when
+// parsing ended the command (-h, or a flag error, which err then says).
+func startLoop(fs *flag.FlagSet, args []string) (s loopStage, done bool, err error) {
+	if done, err := parseFlags(fs, reorder(args)); done {
+		return s, true, err
+	}
+	if s.root, err = findRoot(); err != nil {
+		return s, true, err
+	}
+	if s.progress, err = studentloop.LoadProgress(s.root); err != nil {
+		return s, true, err
+	}
+	s.n, err = stageArg(fs.Args(), s.progress)
+	return s, err != nil, err
+}
 
 // stageArg reads the optional stage argument; without one, the stage to
 // work on is the first that does not pass yet.

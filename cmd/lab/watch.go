@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -16,29 +15,14 @@ func init() {
 }
 
 func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab watch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := loopFlags("lab watch", "lab watch [N] [--poll]   (Ctrl-C to stop)", stderr)
 	quiet := fs.Duration("quiet", 100*time.Millisecond, "how long the folder must stay still after a save before the checks run")
 	poll := fs.Bool("poll", false, "scan the folder instead of listening for file events (where they do not work)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab watch [N] [--poll]   (Ctrl-C to stop)")
-		fs.PrintDefaults()
-	}
-	if done, err := parseFlags(fs, reorder(args)); done {
+	st, done, err := startLoop(fs, args)
+	if done {
 		return err
 	}
-	root, err := findRoot()
-	if err != nil {
-		return err
-	}
-	p, err := studentloop.LoadProgress(root)
-	if err != nil {
-		return err
-	}
-	n, err := stageArg(fs.Args(), p)
-	if err != nil {
-		return err
-	}
+	root, n := st.root, st.n
 	dir := filepath.Join(root, studentloop.StageDir(n))
 	fmt.Fprintf(stdout, "watching %s: every save reruns stage %d's checks (Ctrl-C to stop)\n", studentloop.StageDir(n), n)
 	after := func(savedAt time.Time) string {
