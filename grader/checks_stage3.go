@@ -265,10 +265,7 @@ func checkNeverCompletedWithoutMoney(t *T) error {
 		return err
 	}
 	a, b, books := s.A, s.B, s.Books
-	next := func() (Request, string, int64) {
-		amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
-		return Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op)), op, amount
-	}
+	next := func() (Request, string, int64) { return s.Payment(t) }
 
 	// While the core call runs, the key may be in progress, never completed.
 	req, op, amount := next()
@@ -462,10 +459,7 @@ func checkCompletedWithTheMoney(t *T) error {
 		return err
 	}
 	a, b, books := s.A, s.B, s.Books
-	next := func() (Request, string, int64) {
-		amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
-		return Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op)), op, amount
-	}
+	next := func() (Request, string, int64) { return s.Payment(t) }
 
 	// The key store fails once the key is claimed: at the completion, or
 	// at whatever else the stage writes to the key table before it.

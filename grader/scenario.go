@@ -35,3 +35,11 @@ func customerAccounts(cs []bank.Customer) []string {
 	}
 	return out
 }
+
+// Payment draws a fresh transfer from A's first account to B's first, of
+// 1,000 to 100,000 won under a fresh key and op, and returns the request,
+// its op and its amount.
+func (s Scenario) Payment(t *T) (req Request, op string, amount int64) {
+	amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
+	return Transfer(s.A, key, TransferBody(s.A.Accounts[0], s.B.Accounts[0], amount, op)), op, amount
+}
