@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 
 	"idemlab/studentloop"
 )
@@ -31,6 +32,7 @@ func runDocs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	raw = anchorLine.ReplaceAll(raw, nil)
 	if *plain || !isTerminal(stdout) {
 		_, err = stdout.Write(raw)
 		return err
@@ -42,3 +44,9 @@ func runDocs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	_, err = io.WriteString(stdout, out)
 	return err
 }
+
+// anchorLine is a line that only gives the heading below it an explicit
+// anchor, as the translated lessons do (<a id="the-race"></a> before
+// "## 競合", so that a check's #the-race opens it). A link target means
+// nothing in a terminal: the lesson is printed and rendered without them.
+var anchorLine = regexp.MustCompile(`(?m)^<a id="[^"]*"></a>[ \t]*\r?\n`)
