@@ -101,7 +101,13 @@ soak: ## the long tests (docs/reliability.md): kill -9 under load, duplicate loa
 	  | grep -v -E '^=== (RUN|PAUSE|CONT)'
 	@$(MAKE) --no-print-directory fuzz
 
+# BENCH_ROUNDS rounds of every transfer benchmark, taking turns; the summary
+# shows each one's median round and, on its last line, the ratios
+# (docs/benchmarks.md).
+BENCH_ROUNDS ?= 3
+
 .PHONY: bench
-bench: ## benchmarks: naive vs final vs raw SQLite; figures for docs/benchmarks.md
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3000x ./bench
+bench: ## benchmarks: the dashboard's ingest; naive and final at 1, 8, 64 clients and the engine's ceiling, ratios last
 	$(GO) test -run '^$$' -bench . -benchmem ./dashboard
+	@set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -benchtime 5000x ./bench -args -rounds $(BENCH_ROUNDS) \
+	  | awk '/^bench: /{ summary = summary $$0 "\n"; next } { print } END { printf "%s", summary }'

@@ -1,16 +1,23 @@
 // Package bench measures, in one run, what idempotency costs: the naive
-// server (stage 0), the final solution (stage 6), and the raw SQLite
-// ceiling for the final solution's statements without HTTP. Each reports
-// requests/s, p50 and p99 latency and commits per request; the parent
-// benchmark prints the ratios final/naive and final/ceiling.
+// server (stage 0) and the final solution (stage 6), over HTTP from 1, 8
+// and 64 clients at once, and the engine's ceiling: the final solution's
+// statements for one new transfer, from one writer, with no HTTP. Each
+// reports requests/s, p50 and p99 latency and commits per request
+// (allocations per request come from -benchmem). It runs them all in
+// -rounds rounds (3 unless told), then prints each one's median round
+// and, last, the ratios:
 //
-//	make bench
+//	bench: final/naive X, final/ceiling Y, final p99/p50 at 64 clients Z
+//
+// Run it with make bench; docs/benchmarks.md has the figures.
 package bench
 
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -29,13 +36,199 @@ import (
 	"idemlab/solutions/stage6"
 )
 
-// clients is how many requests are in flight at once, as docs/benchmarks.md
-// reports the figures.
-const clients = 64
+// clientCounts are the numbers of requests in flight at once that the
+// servers are measured at.
+var clientCounts = []int{1, 8, 64}
+
+// heavy is the client count whose ratios the last line prints.
+const heavy = 64
 
 // result is one sub-benchmark's figures.
 type result struct {
-	perSecond, p50, p99, commits float64
+	perSecond, p50, p99, commits, allocs float64
+}
+
+// roundsFlag is how many times every sub-benchmark runs. The rounds take
+// turns (naive, final, …, ceiling, then again), so that a burst of other
+// work on the machine lands on one round of each rather than on every
+// round of one, and the summary shows each one's median round.
+var roundsFlag = flag.Int("rounds", 3, "rounds of every transfer benchmark")
+
+// rounds holds every round's result of each sub-benchmark, by name.
+var rounds = map[string][]result{}
+
+// dbDir holds the benchmarks' database files. It is the parent benchmark's
+// temporary folder: the names testing gives repeated sub-benchmarks end in
+// #01, and a database path must not hold a '#'.
+var (
+	dbDir string
+	dbs   atomic.Int64
+)
+
+// dbPath is a new database file's path.
+func dbPath() string {
+	return filepath.Join(dbDir, fmt.Sprintf("bench-%d.db", dbs.Add(1)))
+}
+
+func BenchmarkTransfers(b *testing.B) {
+	dbDir = b.TempDir()
+	for range *roundsFlag {
+		for _, n := range clientCounts {
+			record(b, fmt.Sprintf("clients=%d/naive", n), func(b *testing.B) result { return benchServer(b, stage0.New, n) })
+			record(b, fmt.Sprintf("clients=%d/final", n), func(b *testing.B) result { return benchServer(b, stage6.New, n) })
+		}
+		record(b, "ceiling", benchCeiling)
+	}
+	if len(rounds) == 2*len(clientCounts)+1 {
+		summarize()
+	}
+}
+
+// record runs one sub-benchmark and keeps the figures of its last call
+// (testing.B calls it first with b.N = 1), unless -bench left it out or it
+// failed.
+func record(b *testing.B, name string, run func(b *testing.B) result) {
+	var last result
+	ran := false
+	b.Run(name, func(b *testing.B) { last, ran = run(b), !b.Failed() })
+	if ran {
+		rounds[name] = append(rounds[name], last)
+	}
+}
+
+// median is the result whose req/s is the median of name's rounds.
+func median(name string) result {
+	rs := slices.Clone(rounds[name])
+	slices.SortFunc(rs, func(a, b result) int {
+		switch {
+		case a.perSecond < b.perSecond:
+			return -1
+		case a.perSecond > b.perSecond:
+			return 1
+		}
+		return 0
+	})
+	return rs[len(rs)/2]
+}
+
+// summarize prints the medians and, on the last line, the ratios.
+func summarize() {
+	fmt.Printf("bench: the median of %d rounds of each (by req/s)\n", *roundsFlag)
+	fmt.Printf("bench: %-18s %9s %9s %9s %12s %11s\n", "", "req/s", "p50 ms", "p99 ms", "commits/req", "allocs/req")
+	line := func(name string, r result) {
+		fmt.Printf("bench: %-18s %9.0f %9.2f %9.2f %12.2f %11.0f\n", name, r.perSecond, r.p50, r.p99, r.commits, r.allocs)
+	}
+	for _, n := range clientCounts {
+		line(fmt.Sprintf("naive, %d clients", n), median(fmt.Sprintf("clients=%d/naive", n)))
+		line(fmt.Sprintf("final, %d clients", n), median(fmt.Sprintf("clients=%d/final", n)))
+	}
+	ceiling := median("ceiling")
+	line("ceiling, 1 writer", ceiling)
+	ratios := "bench: final/naive by clients:"
+	for _, n := range clientCounts {
+		ratios += fmt.Sprintf(" %d: %.2f", n, median(fmt.Sprintf("clients=%d/final", n)).perSecond/median(fmt.Sprintf("clients=%d/naive", n)).perSecond)
+	}
+	fmt.Println(ratios)
+	naive, final := median(fmt.Sprintf("clients=%d/naive", heavy)), median(fmt.Sprintf("clients=%d/final", heavy))
+	fmt.Printf("bench: final/naive %.2f, final/ceiling %.2f, final p99/p50 at %d clients %.1f\n",
+		final.perSecond/naive.perSecond, final.perSecond/ceiling.perSecond, heavy, final.p99/final.p50)
+}
+
+// benchServer sends transfers with fresh keys from clients goroutines at
+// once to a lab server on a database file, over real HTTP on loopback.
+func benchServer(b *testing.B, factory stage.Factory, clients int) result {
+	ctx := context.Background()
+	srv, err := server.New(ctx, server.Options{DB: dbPath(), Stage: factory, Lab: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	customers, err := srv.Lab().Reset(ctx, bank.Params{Seed: 1, Customers: heavy, AccountsPerCustomer: 2, OpeningBalance: 1_000_000_000_000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	defer client.CloseIdleConnections()
+	transfer := func(i int64) error {
+		c := customers[int(i)%len(customers)]
+		body := fmt.Sprintf(`{"from":%q,"to":%q,"amount":%d,"metadata":{"op":"op-%d"}}`,
+			c.Accounts[0], c.Accounts[1], 1+rand.IntN(1000), i)
+		req, _ := http.NewRequest("POST", hs.URL+"/transfers", bytes.NewBufferString(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%d", i))
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		// Read to the end, or the client closes the connection and dials
+		// a new one for the next request.
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	return measure(b, clients, srv.Commits, transfer)
+}
+
+// measure warms up (each client's connections opened, the database's pages
+// read), then runs op b.N times from clients goroutines at once, numbering
+// the calls from 1 on, and reports the figures.
+func measure(b *testing.B, clients int, commits func() int64, op func(i int64) error) result {
+	var next atomic.Int64
+	run := func(total int64) *latencies {
+		lat := &latencies{d: make([]time.Duration, 0, total)}
+		var wg sync.WaitGroup
+		for range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for next.Load() < total {
+					i := next.Add(1)
+					if i > total {
+						return
+					}
+					t := time.Now()
+					if err := op(i); err != nil {
+						b.Error(err)
+						return
+					}
+					lat.add(time.Since(t))
+				}
+			}()
+		}
+		wg.Wait()
+		return lat
+	}
+	warm := int64(4 * clients)
+	run(warm)
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	c0 := commits()
+	b.ResetTimer()
+	start := time.Now()
+	lat := run(warm + int64(b.N))
+	elapsed := time.Since(start)
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+
+	r := result{
+		perSecond: float64(b.N) / elapsed.Seconds(),
+		p50:       lat.quantile(0.50),
+		p99:       lat.quantile(0.99),
+		commits:   float64(commits()-c0) / float64(b.N),
+		allocs:    float64(after.Mallocs-before.Mallocs) / float64(b.N),
+	}
+	b.ReportMetric(r.perSecond, "req/s")
+	b.ReportMetric(r.p50, "p50-ms")
+	b.ReportMetric(r.p99, "p99-ms")
+	b.ReportMetric(r.commits, "commits/req")
+	return r
 }
 
 // latencies collects request durations from many goroutines.
@@ -50,97 +243,11 @@ func (l *latencies) add(d time.Duration) {
 	l.mu.Unlock()
 }
 
-func (l *latencies) quantile(q float64) time.Duration {
+// quantile is the q-quantile of the durations, in milliseconds.
+func (l *latencies) quantile(q float64) float64 {
 	slices.Sort(l.d)
 	if len(l.d) == 0 {
 		return 0
 	}
-	return l.d[int(q*float64(len(l.d)-1))]
-}
-
-func report(b *testing.B, lat *latencies, elapsed time.Duration, commits int64) result {
-	r := result{
-		perSecond: float64(b.N) / elapsed.Seconds(),
-		p50:       float64(lat.quantile(0.50).Microseconds()) / 1000,
-		p99:       float64(lat.quantile(0.99).Microseconds()) / 1000,
-		commits:   float64(commits) / float64(b.N),
-	}
-	b.ReportMetric(r.perSecond, "req/s")
-	b.ReportMetric(r.p50, "p50-ms")
-	b.ReportMetric(r.p99, "p99-ms")
-	b.ReportMetric(r.commits, "commits/req")
-	return r
-}
-
-func BenchmarkTransfers(b *testing.B) {
-	var naive, final, ceiling result
-	b.Run("naive", func(b *testing.B) { naive = benchServer(b, stage0.New) })
-	b.Run("final", func(b *testing.B) { final = benchServer(b, stage6.New) })
-	b.Run("ceiling", func(b *testing.B) { ceiling = benchCeiling(b) })
-	if naive.perSecond > 0 && ceiling.perSecond > 0 {
-		fmt.Printf("ratios: final/naive req/s = %.2f, final/ceiling req/s = %.2f; commits/req: naive %.2f, final %.2f, ceiling %.2f\n",
-			final.perSecond/naive.perSecond, final.perSecond/ceiling.perSecond,
-			naive.commits, final.commits, ceiling.commits)
-	}
-}
-
-// benchServer sends transfers with fresh keys from 64 clients at once to a
-// lab server on a database file, over real HTTP on loopback.
-func benchServer(b *testing.B, factory stage.Factory) result {
-	ctx := context.Background()
-	srv, err := server.New(ctx, server.Options{DB: filepath.Join(b.TempDir(), "bench.db"), Stage: factory, Lab: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	customers, err := srv.Lab().Reset(ctx, bank.Params{Seed: 1, Customers: clients, AccountsPerCustomer: 2, OpeningBalance: 1_000_000_000_000})
-	if err != nil {
-		b.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
-	commits := srv.Commits()
-	lat, elapsed := hammer(b, func(i int64) error {
-		c := customers[int(i)%len(customers)]
-		body := fmt.Sprintf(`{"from":%q,"to":%q,"amount":%d,"metadata":{"op":"op-%d"}}`,
-			c.Accounts[0], c.Accounts[1], 1+rand.IntN(1000), i)
-		req, _ := http.NewRequest("POST", hs.URL+"/transfers", bytes.NewBufferString(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-		req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%d", i))
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated {
-			return fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return nil
-	})
-	return report(b, lat, elapsed, srv.Commits()-commits)
-}
-
-// hammer runs op b.N times from 64 goroutines at once, numbering the calls
-// from 1, and returns each call's latency and the time it all took.
-func hammer(b *testing.B, op func(i int64) error) (*latencies, time.Duration) {
-	var next atomic.Int64
-	lat := &latencies{}
-	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			t := time.Now()
-			if err := op(next.Add(1)); err != nil {
-				b.Error(err)
-				return
-			}
-			lat.add(time.Since(t))
-		}
-	})
-	elapsed := time.Since(start)
-	b.StopTimer()
-	return lat, elapsed
+	return float64(l.d[int(q*float64(len(l.d)-1))].Microseconds()) / 1000
 }
