@@ -604,5 +604,5 @@ func checkDayReplayThroughFaults(t *T) error {
 	}
 	return t.Fail(fmt.Sprintf("lab replay of the day made by: %s\n(half the operations meet failure points of the network; the server crashed %d times: %s)",
 		params.Command(), len(log.fired), strings.Join(log.fired, ", ")),
-		dayReport(rc), "0 executed more than once, 0 lost, 0 mismatched replays, 0 unexpected answers, every balance = opening + executions")
+		dayReport(rc), "0 executed more than once, 0 lost, 0 mismatched replays, 0 unexpected answers, every client of an executed operation knows its original answer, every balance = opening + executions")
 }

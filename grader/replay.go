@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -59,8 +60,30 @@ type Attempt struct {
 	// client was told.
 	Final bool `json:"final,omitempty"`
 	// GaveUp marks a final attempt after which the retry horizon was over.
-	GaveUp bool         `json:"gave_up,omitempty"`
-	got    retry.Answer // what the attempt got, for the policy
+	GaveUp bool `json:"gave_up,omitempty"`
+	// Unseen is the server's answer when the network lost it on the way
+	// back (failure points 6 and 7): the answer the client never saw.
+	Unseen *ServerAnswer `json:"unseen,omitempty"`
+	got    retry.Answer  // what the attempt got, for the policy
+}
+
+// ServerAnswer is a response as the server sent it.
+type ServerAnswer struct {
+	Status   int    `json:"status"`
+	Replayed bool   `json:"replayed,omitempty"`
+	Response string `json:"response,omitempty"`
+}
+
+// served returns the answer the server gave to a, whether or not the
+// client saw it; ok is false if the request never got one.
+func (a Attempt) served() (ServerAnswer, bool) {
+	switch {
+	case a.Unseen != nil:
+		return *a.Unseen, true
+	case a.Error == "" && a.Status != 0:
+		return ServerAnswer{Status: a.Status, Replayed: a.Replayed, Response: a.Response}, true
+	}
+	return ServerAnswer{}, false
 }
 
 // Succeeded reports whether the client was told the operation happened.
@@ -128,7 +151,7 @@ func Replay(ctx context.Context, plan *dayplan.Plan, opts ReplayOptions) (*Repla
 	r := &replayer{
 		opts: opts, plan: plan, tokens: map[string]string{},
 		client: &http.Client{
-			Transport:     &faultnet.Transport{Base: base},
+			Transport:     &faultnet.Transport{Base: recorder{base}},
 			Timeout:       time.Minute,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
@@ -290,6 +313,8 @@ func (r *replayer) send(ctx context.Context, op *dayplan.Op, body []byte, a *Att
 	if a.Fault != "" {
 		ctx = faultnet.WithFault(ctx, a.Fault)
 	}
+	var heard ServerAnswer
+	ctx = context.WithValue(ctx, recordKey{}, &heard)
 	req, err := http.NewRequestWithContext(ctx, "POST", r.opts.URL+op.Endpoint, bytes.NewReader(body))
 	if err != nil {
 		a.Error = err.Error()
@@ -309,6 +334,9 @@ func (r *replayer) send(ctx context.Context, op *dayplan.Op, body []byte, a *Att
 			a.Error = "read response: " + a.Error
 		}
 		var fe *faultnet.Error
+		if errors.As(ans.Err, &fe) && fe.Reached && heard.Status != 0 {
+			a.Unseen = &heard
+		}
 		if errors.As(ans.Err, &fe) && fe.Timeout() {
 			return r.opts.Policy.Timeout
 		}
@@ -316,6 +344,29 @@ func (r *replayer) send(ctx context.Context, op *dayplan.Op, body []byte, a *Att
 	}
 	a.Status, a.Response, a.Replayed, a.Problem = ans.Status, string(ans.Body), ans.Replayed, ans.Problem
 	return 0
+}
+
+// recorder keeps what the server answered in the ServerAnswer its
+// request's context carries, before a failure point can throw it away: the
+// reconciliation needs the answer a lost response would have given.
+type recorder struct{ base http.RoundTripper }
+
+type recordKey struct{}
+
+func (rt recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := rt.base.RoundTrip(req)
+	heard, _ := req.Context().Value(recordKey{}).(*ServerAnswer)
+	if err != nil || heard == nil {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	*heard = ServerAnswer{Status: resp.StatusCode, Replayed: resp.Header.Get("Idempotent-Replayed") == "true", Response: string(body)}
+	return resp, nil
 }
 
 // reset gives the lab the plan's population and checks that it is the one

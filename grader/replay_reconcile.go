@@ -17,8 +17,10 @@ import (
 // the server executed each operation, against what its clients were told,
 // and whether the balances add up (docs/grader.md, "A day of faults").
 type DayReconciliation struct {
-	// Valid is true when nothing was executed twice, nothing was lost, every
-	// answer was one the contract allows and the balances add up.
+	// Valid is true when nothing was executed twice within the retention
+	// period, nothing was lost, every client whose operation executed
+	// ends knowing its original answer, every answer was one the contract
+	// allows and the balances add up.
 	Valid    bool `json:"valid"`
 	Ops      int  `json:"ops"`
 	Attempts int  `json:"attempts"`
@@ -54,9 +56,22 @@ type DayCounts struct {
 	// does not allow for them (a 5xx, a 400 for a valid body, no answer).
 	UnexpectedStatus int `json:"unexpected_status"`
 	// LateReexecuted counts retries after the retention period that ran
-	// as new requests: allowed, since the key had expired, and the reason
-	// the client's retry horizon must be shorter than the retention.
-	LateReexecuted    int `json:"late_reexecuted"`
+	// as new requests: allowed, since the client retried after the key
+	// had expired, and the reason the client's retry horizon must be
+	// shorter than the retention.
+	LateReexecuted int `json:"late_reexecuted"`
+	// What each client finally knows of an operation that executed
+	// during the day, from the last answers of its submission and its
+	// double click: the original answer (the bytes of the 201 the
+	// execution produced), a wrong answer (a 2xx with other bytes:
+	// another operation's result, a recomputed one), no usable answer
+	// (refused without the result until it stopped retrying, e.g. 409
+	// duplicate-request), or a key still in progress when its retry
+	// horizon ended.
+	OriginalAnswers   int `json:"original_answers"`
+	WrongAnswers      int `json:"wrong_answers"`
+	NoUsableAnswer    int `json:"no_usable_answer"`
+	StuckInProgress   int `json:"stuck_in_progress"`
 	BalanceMismatches int `json:"balance_mismatches"`
 	NegativeBalances  int `json:"negative_balances"`
 }
@@ -170,6 +185,22 @@ func ReconcileDay(res *ReplayResult) DayReconciliation {
 			}
 		}
 
+		if day > 0 {
+			switch knows, a := clientKnows(subs[SubmitOriginal], subs[SubmitDoubleClick]); knows {
+			case knowsOriginal:
+				rc.Counts.OriginalAnswers++
+			case knowsWrong:
+				rc.Counts.WrongAnswers++
+				add("wrong_answers", DayFinding{Op: op.Op, Story: fmt.Sprintf("executed, and the client was told %s with a body that is not the execution's (%.80s): %s", a.answer(), a.Response, story())})
+			case knowsStuck:
+				rc.Counts.StuckInProgress++
+				add("stuck_in_progress", DayFinding{Op: op.Op, Story: "executed, and the key was still in progress when the client's retry horizon ended: " + story()})
+			default:
+				rc.Counts.NoUsableAnswer++
+				add("no_usable_answer", DayFinding{Op: op.Op, Story: fmt.Sprintf("executed, and the client stopped at %s without ever learning the result: %s", a.answer(), story())})
+			}
+		}
+
 		originals := day + late - editExecuted
 		if originals < 0 {
 			rc.Notes = append(rc.Notes, fmt.Sprintf("%s: the edit was answered 201 but the server counted %d executions", op.Op, day+late))
@@ -194,8 +225,10 @@ func ReconcileDay(res *ReplayResult) DayReconciliation {
 	rc.Money.Conserved = rc.Money.Closing == rc.Money.Opening+rc.Money.Deposited
 	c := rc.Counts
 	rc.Valid = c.DoubleApplied == 0 && c.LostTransfers == 0 && c.MismatchedReplays == 0 && c.UnexpectedStatus == 0 &&
+		c.WrongAnswers == 0 && c.NoUsableAnswer == 0 && c.StuckInProgress == 0 &&
 		c.BalanceMismatches == 0 && c.NegativeBalances == 0 && rc.Money.Conserved
-	order := []string{"lost_transfers", "double_applied", "mismatched_replays", "unexpected_status", "balance_mismatches", "negative_balances"}
+	order := []string{"lost_transfers", "double_applied", "wrong_answers", "no_usable_answer", "stuck_in_progress",
+		"mismatched_replays", "unexpected_status", "balance_mismatches", "negative_balances"}
 	slices.SortStableFunc(rc.Findings, func(a, b DayFinding) int {
 		return cmp.Compare(slices.Index(order, a.Kind), slices.Index(order, b.Kind))
 	})
@@ -235,14 +268,70 @@ func finalAttempt(as []Attempt) *Attempt {
 	return &as[len(as)-1]
 }
 
+// What a client finally knows of its operation.
+const (
+	knowsNothing  = iota // no usable answer
+	knowsOriginal        // the original answer
+	knowsWrong           // a 2xx that is not the execution's
+	knowsStuck           // the key was in progress when it gave up
+)
+
+// clientKnows says what the client of an executed operation ends up
+// knowing from its submissions (the original and the double click, one
+// person's two requests), and the final answer that says so. The
+// executions' answers are the 2xx responses the server produced without
+// replaying, seen by the client or lost on the way back; a final 2xx with
+// any other bytes is a wrong answer, whatever else the client holds. When
+// the server produced none that anyone heard (it crashed before it
+// answered), the first replay it sent stands for the stored answer.
+func clientKnows(subs ...[]Attempt) (int, Attempt) {
+	executed := map[string]bool{}
+	stored, replays := "", 0
+	for _, as := range subs {
+		for _, a := range as {
+			s, ok := a.served()
+			switch {
+			case !ok || s.Status < 200 || s.Status >= 300:
+			case !s.Replayed:
+				executed[s.Response] = true
+			case replays == 0:
+				stored, replays = s.Response, 1
+			}
+		}
+	}
+	if len(executed) == 0 && replays > 0 {
+		executed[stored] = true
+	}
+	knows, why := knowsNothing, Attempt{}
+	for _, as := range subs {
+		a := finalAttempt(as)
+		switch {
+		case a == nil:
+		case a.Succeeded() && !executed[a.Response]:
+			return knowsWrong, *a
+		case a.Succeeded():
+			knows, why = knowsOriginal, *a
+		case knows == knowsNothing && a.GaveUp && a.Problem == problem.RequestInProgress.URI():
+			knows, why = knowsStuck, *a
+		case knows == knowsNothing && why.Op == "":
+			why = *a
+		}
+	}
+	return knows, why
+}
+
 // allowedFinal reports whether the contract allows a as the answer that
 // ends a submission of this kind, at some stage.
 func allowedFinal(kind string, a Attempt) bool {
 	switch {
 	case a.Succeeded():
 		return true
-	case a.Problem == problem.InsufficientFunds.URI(), a.Problem == problem.DuplicateRequest.URI():
+	case a.Problem == problem.InsufficientFunds.URI():
 		return true
+	case a.Problem == problem.DuplicateRequest.URI():
+		// An edit is another request under the same key: telling the
+		// clerk it is a duplicate says the edited amount was sent.
+		return kind != SubmitEdit
 	case a.Problem == problem.IdempotencyKeyReused.URI():
 		return kind == SubmitEdit
 	}
@@ -350,7 +439,12 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int) {
 	line("lost", c.LostTransfers, pick(c.LostTransfers > 0, "<- LOST: told success, nothing moved", ""))
 	line("mismatched replays", c.MismatchedReplays, "")
 	line("unexpected answers", c.UnexpectedStatus, "")
-	line("re-executed after retention", c.LateReexecuted, "(allowed: the key had expired; clients must stop retrying long before)")
+	fmt.Fprintln(w, "  what each client whose operation executed finally knows:")
+	line("  its original answer", c.OriginalAnswers, "")
+	line("  a wrong answer", c.WrongAnswers, pick(c.WrongAnswers > 0, "<- WRONG: a 2xx that is not its execution's", ""))
+	line("  no usable answer", c.NoUsableAnswer, pick(c.NoUsableAnswer > 0, "<- refused without the result until it stopped retrying", ""))
+	line("  key still in progress", c.StuckInProgress, pick(c.StuckInProgress > 0, "<- STUCK at the end of its retry horizon", ""))
+	line("re-executed after retention", c.LateReexecuted, "(allowed: the client retried after the retention period, when its key had expired)")
 	line("balances", pick(c.BalanceMismatches == 0, "every account = opening + the executions the server counted",
 		fmt.Sprintf("%d accounts do not add up", c.BalanceMismatches)), "")
 	line("money conserved", pick(rc.Money.Conserved, "yes", "NO"), fmt.Sprintf("(opening %s + deposited %s = closing %s)",
@@ -378,7 +472,8 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int) {
 	}
 	fmt.Fprintln(w)
 	if rc.Valid {
-		fmt.Fprintln(w, "VALID: every operation executed at most once, nothing lost, the books balance")
+		fmt.Fprintln(w, "VALID: every operation executed at most once within retention, every client knows its original answer, nothing lost, the books balance"+
+			pick(c.LateReexecuted > 0, fmt.Sprintf(" (%d retried after retention and executed again, as the contract allows)", c.LateReexecuted), ""))
 	} else {
 		fmt.Fprintln(w, "INVALID: "+rc.verdict())
 	}
@@ -392,6 +487,15 @@ func (rc DayReconciliation) verdict() string {
 	}
 	if c.LostTransfers > 0 {
 		why = append(why, fmt.Sprintf("%d told success and never executed", c.LostTransfers))
+	}
+	if c.WrongAnswers > 0 {
+		why = append(why, fmt.Sprintf("%d clients were given a wrong answer", c.WrongAnswers))
+	}
+	if c.NoUsableAnswer > 0 {
+		why = append(why, fmt.Sprintf("%d clients never learned the result of an operation that executed", c.NoUsableAnswer))
+	}
+	if c.StuckInProgress > 0 {
+		why = append(why, fmt.Sprintf("%d keys still in progress when their clients gave up", c.StuckInProgress))
 	}
 	if c.MismatchedReplays > 0 {
 		why = append(why, fmt.Sprintf("%d replays differ from the original answer", c.MismatchedReplays))

@@ -9,8 +9,10 @@ import (
 	"idemlab/grader/dayplan"
 	"idemlab/kit/bank"
 	"idemlab/kit/labctl"
+	"idemlab/kit/problem"
 	"idemlab/kit/stage"
 	sol0 "idemlab/solutions/stage0"
+	sol1 "idemlab/solutions/stage1"
 	sol5 "idemlab/solutions/stage5"
 )
 
@@ -81,6 +83,9 @@ func TestReplay_SafeServerExecutesOnce(t *testing.T) {
 		rc.WriteReport(&b, 5)
 		t.Fatalf("solutions/stage5 does not reconcile:\n%s", b.String())
 	}
+	if c := rc.Counts; c.OriginalAnswers != c.ExecutedOnce || c.NoUsableAnswer+c.WrongAnswers+c.StuckInProgress != 0 {
+		t.Errorf("counts %+v: every client of an executed operation should know its original answer", c)
+	}
 	late := 0
 	for _, op := range plan.Ops {
 		if op.Fate.LateRetry {
@@ -89,6 +94,22 @@ func TestReplay_SafeServerExecutesOnce(t *testing.T) {
 	}
 	if late == 0 || rc.Counts.LateReexecuted == 0 || rc.Counts.LateReexecuted > late {
 		t.Errorf("%d late retries re-executed of %d", rc.Counts.LateReexecuted, late)
+	}
+}
+
+// TestReplay_ForgetfulServerLeavesClientsWithoutAnswers: stage 1 executes
+// everything once, and a client whose 201 was lost is told 409
+// duplicate-request on every retry: it never learns its transfer's id, so
+// the day is invalid although the money is right.
+func TestReplay_ForgetfulServerLeavesClientsWithoutAnswers(t *testing.T) {
+	plan := badDay(t, 4)
+	run, _ := replay(t, sol1.New, plan)
+	rc := grader.ReconcileDay(run.Result)
+	if rc.Valid || rc.Counts.NoUsableAnswer == 0 || rc.Counts.DoubleApplied != 0 {
+		t.Fatalf("solutions/stage1: valid %v, counts %+v; want no doubles and clients without a usable answer", rc.Valid, rc.Counts)
+	}
+	if rc.Counts.OriginalAnswers+rc.Counts.NoUsableAnswer+rc.Counts.WrongAnswers+rc.Counts.StuckInProgress != rc.Counts.ExecutedOnce {
+		t.Errorf("counts %+v: every executed operation's client knows one thing", rc.Counts)
 	}
 }
 
@@ -130,6 +151,13 @@ func TestReconcileDay_Findings(t *testing.T) {
 		return st
 	}
 	ok := grader.Attempt{Op: op.Op, Submission: grader.SubmitOriginal, N: 1, Status: 201, Response: `{"id":"tr_1"}`, Final: true}
+	// lost is a first attempt the server executed and whose 201 the
+	// network threw away; retried is the attempt after it.
+	lost := grader.Attempt{Op: op.Op, Submission: grader.SubmitOriginal, N: 1, Fault: dayplan.ResponseWithheld, Error: "timeout",
+		Unseen: &grader.ServerAnswer{Status: 201, Response: `{"id":"tr_1"}`}}
+	retried := func(status int, replayed bool, body, prob string) grader.Attempt {
+		return grader.Attempt{Op: op.Op, Submission: grader.SubmitOriginal, N: 2, Status: status, Replayed: replayed, Response: body, Problem: prob, Final: true}
+	}
 	cases := []struct {
 		name     string
 		attempts []grader.Attempt
@@ -145,10 +173,29 @@ func TestReconcileDay_Findings(t *testing.T) {
 		}()}, after(2, 0), false, "double_applied"},
 		{"told success, never executed", []grader.Attempt{ok}, after(0, 0), false, "lost_transfers"},
 		{"replay differs", []grader.Attempt{ok, {Op: op.Op, Submission: grader.SubmitDoubleClick, N: 1, Status: 201, Replayed: true, Response: `{"id":"tr_2"}`, Final: true}},
-			after(1, 0), false, "mismatched_replays"},
+			after(1, 0), false, "wrong_answers"}, // the double click was given another answer than its execution's
 		{"gave up on 500s", []grader.Attempt{{Op: op.Op, Submission: grader.SubmitOriginal, N: 1, Status: 500, Problem: "/problems/internal", Final: true, GaveUp: true}},
 			after(0, 0), false, "unexpected_status"},
 		{"money from nowhere", []grader.Attempt{ok}, after(1, 5), false, "balance_mismatches"},
+		// What the client finally knows: a server that forgets the
+		// answer of a lost response (stages 1-3) or makes up another
+		// fails even though the money is right.
+		{"lost response, then the replayed original", []grader.Attempt{lost, retried(201, true, `{"id":"tr_1"}`, "")},
+			after(1, 0), true, ""},
+		{"the server crashed before answering, then the stored answer", []grader.Attempt{
+			{Op: op.Op, Submission: grader.SubmitOriginal, N: 1, Error: "EOF"}, retried(201, true, `{"id":"tr_1"}`, "")},
+			after(1, 0), true, ""},
+		{"lost response, then 409 duplicate-request", []grader.Attempt{lost, retried(409, false, "", problem.DuplicateRequest.URI())},
+			after(1, 0), false, "no_usable_answer"},
+		{"lost response, then another answer", []grader.Attempt{lost, retried(201, true, `{"id":"tr_2"}`, "")},
+			after(1, 0), false, "wrong_answers"},
+		{"lost response, then in progress to the end", []grader.Attempt{lost, func() grader.Attempt {
+			a := retried(409, false, "", problem.RequestInProgress.URI())
+			a.GaveUp = true
+			return a
+		}()}, after(1, 0), false, "stuck_in_progress"},
+		{"an edit told it is a duplicate", []grader.Attempt{ok, {Op: op.Op, Submission: grader.SubmitEdit, N: 1, Status: 409, Problem: problem.DuplicateRequest.URI(), Final: true}},
+			after(1, 0), false, "unexpected_status"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
