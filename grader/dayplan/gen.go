@@ -38,6 +38,13 @@ type Params struct {
 	// refuses them (400 missing-idempotency-key), so lab gen makes none
 	// unless asked; S0.tally-generated asks.
 	KeylessRate float64 `json:"keyless_rate,omitempty"`
+	// SharedKeyRate is the share of operations whose key is an earlier
+	// operation's key of another customer: a client library that draws
+	// keys badly (the same seed on every phone). A server that scopes
+	// keys to the customer (stage 5) executes both; one that does not
+	// refuses the second as a reused key, or answers it with the first
+	// customer's result.
+	SharedKeyRate float64 `json:"shared_key_rate,omitempty"`
 	// LateAfter is how long after the day the late retries come: longer
 	// than the default retention of 24h.
 	LateAfter Duration `json:"late_after"`
@@ -75,6 +82,7 @@ func (p Params) Command() string {
 	num("--late-rate", p.LateRetryRate, d.LateRetryRate)
 	num("--deposit-rate", p.DepositRate, d.DepositRate)
 	num("--keyless-rate", p.KeylessRate, d.KeylessRate)
+	num("--shared-key-rate", p.SharedKeyRate, d.SharedKeyRate)
 	return strings.Join(args, " ")
 }
 
@@ -94,7 +102,7 @@ func (p Params) Validate() error {
 		v    float64
 	}{{"fault-rate", p.FaultRate}, {"respell-rate", p.RespellRate}, {"double-click-rate", p.DoubleClickRate},
 		{"edit-rate", p.EditRate}, {"late-rate", p.LateRetryRate}, {"deposit-rate", p.DepositRate},
-		{"keyless-rate", p.KeylessRate}} {
+		{"keyless-rate", p.KeylessRate}, {"shared-key-rate", p.SharedKeyRate}} {
 		if r.v < 0 || r.v > 1 || math.IsNaN(r.v) {
 			return fmt.Errorf("%s must be between 0 and 1, got %g", r.name, r.v)
 		}
@@ -161,6 +169,12 @@ func Generate(seed uint64, p Params) (*Plan, error) {
 			op.Body = encode(transferBody{From: from, To: to, Amount: op.Amount, Memo: memo, Metadata: meta})
 		}
 		op.Fate = drawFate(r, p, op)
+		// Drawn only when asked for, like the keyless operations below.
+		if p.SharedKeyRate > 0 && r.Float64() < p.SharedKeyRate {
+			if key := keyOfAnother(r, plan.Ops, c.ID); key != "" {
+				op.Key = key
+			}
+		}
 		// Drawn only when asked for, so that a day without keyless
 		// operations is the same day, byte for byte, as before they existed.
 		if p.KeylessRate > 0 && r.Float64() < p.KeylessRate {
@@ -169,6 +183,28 @@ func Generate(seed uint64, p Params) (*Plan, error) {
 		plan.Ops = append(plan.Ops, op)
 	}
 	return plan, nil
+}
+
+// keyOfAnother draws an earlier operation's key that customer has not
+// used yet (so that it is not a retry of its own); "" if there is none.
+func keyOfAnother(r *rand.Rand, ops []Op, customer string) string {
+	if len(ops) == 0 {
+		return ""
+	}
+	used := func(key string) bool {
+		for _, o := range ops {
+			if o.Key == key && o.Customer == customer {
+				return true
+			}
+		}
+		return false
+	}
+	for i := r.IntN(len(ops)); i >= 0; i-- {
+		if ops[i].Customer != customer && ops[i].Key != "" && !used(ops[i].Key) {
+			return ops[i].Key
+		}
+	}
+	return ""
 }
 
 func drawFate(r *rand.Rand, p Params, op Op) Fate {
