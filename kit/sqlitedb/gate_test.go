@@ -163,3 +163,74 @@ func TestWrites_TellsReadsFromWrites(t *testing.T) {
 		}
 	}
 }
+
+// Every write runs on the one writer connection, each read outside a write
+// transaction on its database/sql connection's own. Caught: a read that
+// waits for the writer (the read beside the open transaction times out),
+// a RETURNING write that keeps the writer after its rows are closed or
+// never commits, and a prepared statement that writes beside the writer.
+func TestWriter_ReadsBesideWritesAndStatementsThatWrite(t *testing.T) {
+	db := openGated(t, 200*time.Millisecond)
+	ctx := context.Background()
+
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO n VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	var beside, inside int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM n`).Scan(&beside); err != nil {
+		t.Fatalf("read beside an open write transaction: %v", err)
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM n`).Scan(&inside); err != nil {
+		t.Fatal(err)
+	}
+	if beside != 0 || inside != 1 {
+		t.Fatalf("rows seen beside the transaction %d (want 0, not committed), inside it %d (want 1)", beside, inside)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	var v int
+	if err := db.QueryRowContext(ctx, `INSERT INTO n VALUES (2) RETURNING v`).Scan(&v); err != nil || v != 2 {
+		t.Fatalf("INSERT … RETURNING outside a transaction: %d, %v", v, err)
+	}
+	tx, err = db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatalf("write transaction after a RETURNING write: %v (the writer was kept)", err)
+	}
+	tx.Rollback()
+
+	ins, err := db.PrepareContext(ctx, `INSERT INTO n VALUES (?)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ins.Close()
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 20; j++ {
+				if _, err := ins.ExecContext(ctx, 3); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var count int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM n`).Scan(&count); err != nil {
+		t.Fatal(err)
+	}
+	if count != 2+160 {
+		t.Fatalf("rows = %d, want %d", count, 2+160)
+	}
+	if _, err := db.PrepareContext(ctx, `INSERT INTO nowhere VALUES (?)`); err == nil {
+		t.Fatal("a statement on a missing table prepared without an error")
+	}
+}

@@ -27,14 +27,14 @@ type cachedStmt struct {
 // first time, or nil if it cannot be used now: it is busy, or it does not
 // prepare (the caller runs query the driver's own way, which reports the
 // same error).
-func (c *conn) cached(ctx context.Context, query string) *cachedStmt {
+func (c *physical) cached(ctx context.Context, query string) *cachedStmt {
 	if st, ok := c.stmts[query]; ok {
 		if st.busy {
 			return nil
 		}
 		return st
 	}
-	inner, err := c.inner.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+	inner, err := c.conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
 	if err != nil {
 		return nil
 	}
@@ -50,7 +50,7 @@ func (c *conn) cached(ctx context.Context, query string) *cachedStmt {
 }
 
 // dropCachedStmts closes the kept statements no rows are read from.
-func (c *conn) dropCachedStmts() {
+func (c *physical) dropCachedStmts() {
 	for q, st := range c.stmts {
 		if !st.busy {
 			st.Close()
@@ -60,57 +60,72 @@ func (c *conn) dropCachedStmts() {
 }
 
 // exec runs query with args, through its kept statement when it can.
-func (c *conn) exec(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+func (c *physical) exec(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if st := c.cached(ctx, query); st != nil {
 		return st.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
 	}
-	return c.inner.(driver.ExecerContext).ExecContext(ctx, query, args)
+	return c.conn.(driver.ExecerContext).ExecContext(ctx, query, args)
 }
 
 // query runs query with args, through its kept statement when it can; the
-// statement is busy until the rows are closed.
-func (c *conn) query(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+// statement is busy until the rows are closed, and then closed calls done.
+func (c *physical) query(ctx context.Context, query string, args []driver.NamedValue, done func()) (driver.Rows, error) {
 	st := c.cached(ctx, query)
 	if st == nil {
-		return c.inner.(driver.QueryerContext).QueryContext(ctx, query, args)
+		rows, err := c.conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+		if err != nil {
+			done()
+			return nil, err
+		}
+		return &closingRows{Rows: rows, done: done}, nil
 	}
 	rows, err := st.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
 	if err != nil {
+		done()
 		return nil, err
 	}
 	st.busy = true
-	return &cachedRows{Rows: rows, st: st}, nil
+	return &closingRows{Rows: rows, st: st, done: done}, nil
 }
 
-// cachedRows are rows read from a kept statement. They forward the
-// driver's optional column-type interfaces, which sql.Rows.ColumnTypes uses.
-type cachedRows struct {
+// closingRows are rows that, once closed, free the kept statement they were
+// read from, if any, and call done. They forward the driver's optional
+// column-type interfaces, which sql.Rows.ColumnTypes uses.
+type closingRows struct {
 	driver.Rows
-	st *cachedStmt
+	st   *cachedStmt
+	done func()
 }
 
-func (r *cachedRows) Close() error {
+func (r *closingRows) Close() error {
 	err := r.Rows.Close()
-	r.st.busy = false
+	if r.st != nil {
+		r.st.busy = false
+		r.st = nil
+	}
+	if r.done != nil {
+		r.done()
+		r.done = nil
+	}
 	return err
 }
 
-func (r *cachedRows) ColumnTypeDatabaseTypeName(i int) string {
+func (r *closingRows) ColumnTypeDatabaseTypeName(i int) string {
 	return r.Rows.(driver.RowsColumnTypeDatabaseTypeName).ColumnTypeDatabaseTypeName(i)
 }
 
-func (r *cachedRows) ColumnTypeLength(i int) (int64, bool) {
+func (r *closingRows) ColumnTypeLength(i int) (int64, bool) {
 	return r.Rows.(driver.RowsColumnTypeLength).ColumnTypeLength(i)
 }
 
-func (r *cachedRows) ColumnTypeNullable(i int) (nullable, ok bool) {
+func (r *closingRows) ColumnTypeNullable(i int) (nullable, ok bool) {
 	return r.Rows.(driver.RowsColumnTypeNullable).ColumnTypeNullable(i)
 }
 
-func (r *cachedRows) ColumnTypePrecisionScale(i int) (precision, scale int64, ok bool) {
+func (r *closingRows) ColumnTypePrecisionScale(i int) (precision, scale int64, ok bool) {
 	return r.Rows.(driver.RowsColumnTypePrecisionScale).ColumnTypePrecisionScale(i)
 }
 
-func (r *cachedRows) ColumnTypeScanType(i int) reflect.Type {
+func (r *closingRows) ColumnTypeScanType(i int) reflect.Type {
 	return r.Rows.(driver.RowsColumnTypeScanType).ColumnTypeScanType(i)
 }
