@@ -76,6 +76,10 @@ grade: lab ## grade your stage N in child processes: make grade STAGE=3 (SEED=, 
 gen: ## generate a day plan: make gen SEED=7 OPS=1000
 	$(GO) run ./cmd/lab gen --seed $(or $(SEED),1) --ops $(or $(OPS),1000)
 
+.PHONY: scoreboard
+scoreboard: lab ## one day against every stage, one row each: make scoreboard (SEED=, OPS=; MINE=1 for your stages)
+	@exec bin/lab scoreboard --seed $(or $(SEED),7) --ops $(or $(OPS),2000) $(if $(MINE),--mine)
+
 .PHONY: datasets
 datasets: ## regenerate the larger days into datasets/large/
 	$(GO) run ./cmd/lab datasets

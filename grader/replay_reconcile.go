@@ -55,6 +55,14 @@ type DayCounts struct {
 	// UnexpectedStatus counts submissions whose final answer the contract
 	// does not allow for them (a 5xx, a 400 for a valid body, no answer).
 	UnexpectedStatus int `json:"unexpected_status"`
+	// Two kinds of unexpected answer counted apart as well: an edit told
+	// 409 duplicate-request (no fingerprint: the clerk believes the
+	// edited amount went), and an operation refused 422
+	// idempotency-key-reused, or 409 duplicate-request though it never
+	// executed, for a key only another customer had used (keys not scoped
+	// to the customer).
+	EditsToldDuplicate  int `json:"edits_told_duplicate"`
+	RefusedForOthersKey int `json:"refused_for_others_key"`
 	// LateReexecuted counts retries after the retention period that ran
 	// as new requests: allowed, since the client retried after the key
 	// had expired, and the reason the client's retry horizon must be
@@ -179,8 +187,27 @@ func ReconcileDay(res *ReplayResult) DayReconciliation {
 			add("mismatched_replays", DayFinding{Op: op.Op, Story: "the replayed answers differ from the original's: " + story()})
 		}
 		for _, kind := range []string{SubmitOriginal, SubmitDoubleClick, SubmitEdit, SubmitLate} {
-			if a := finalAttempt(subs[kind]); a != nil && !allowedFinal(kind, *a) {
+			a := finalAttempt(subs[kind])
+			if a == nil {
+				continue
+			}
+			// 409 duplicate-request tells a client its operation already
+			// executed: for one that never did, it is another customer's
+			// key the server took for this one's.
+			if kind != SubmitEdit && a.Problem == problem.DuplicateRequest.URI() && day+late == 0 {
 				rc.Counts.UnexpectedStatus++
+				rc.Counts.RefusedForOthersKey++
+				add("unexpected_status", DayFinding{Op: op.Op, Story: fmt.Sprintf("the %s submission was told 409 duplicate-request and the operation never executed: %s", kind, story())})
+				continue
+			}
+			if !allowedFinal(kind, *a) {
+				rc.Counts.UnexpectedStatus++
+				switch {
+				case kind == SubmitEdit && a.Problem == problem.DuplicateRequest.URI():
+					rc.Counts.EditsToldDuplicate++
+				case kind != SubmitEdit && a.Problem == problem.IdempotencyKeyReused.URI():
+					rc.Counts.RefusedForOthersKey++
+				}
 				add("unexpected_status", DayFinding{Op: op.Op, Story: fmt.Sprintf("the %s submission ended with %s: %s", kind, a.answer(), story())})
 			}
 		}
@@ -438,7 +465,8 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int) {
 		fmt.Sprintf("<- DOUBLE: %d extra executions, %s won moved twice", c.ExtraExecutions, bank.FormatWon(c.MoneyMovedTwice)), ""))
 	line("lost", c.LostTransfers, pick(c.LostTransfers > 0, "<- LOST: told success, nothing moved", ""))
 	line("mismatched replays", c.MismatchedReplays, "")
-	line("unexpected answers", c.UnexpectedStatus, "")
+	line("unexpected answers", c.UnexpectedStatus, pick(c.EditsToldDuplicate+c.RefusedForOthersKey > 0,
+		fmt.Sprintf("(%d edits told duplicate-request, %d refused for a key another customer used)", c.EditsToldDuplicate, c.RefusedForOthersKey), ""))
 	fmt.Fprintln(w, "  what each client whose operation executed finally knows:")
 	line("  its original answer", c.OriginalAnswers, "")
 	line("  a wrong answer", c.WrongAnswers, pick(c.WrongAnswers > 0, "<- WRONG: a 2xx that is not its execution's", ""))

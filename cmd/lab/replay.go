@@ -96,27 +96,10 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 	default:
-		root, err := grader.Root()
-		if err != nil {
-			return &exitCode{code: 2, err: err}
-		}
-		bin, err := stageBinary(ctx, root, f.stage, stderr)
-		if err != nil {
+		target = fmt.Sprintf("your stages/stage%d, as a child process", f.stage)
+		if run, err = replayMine(ctx, f.stage, plan, opts, stderr); err != nil {
 			return err
 		}
-		admin := grader.AdminToken()
-		child, err := startStage(ctx, bin, serveFlags{addr: "127.0.0.1:0", db: ":memory:", admin: admin}, stderr)
-		if err != nil {
-			return &exitCode{code: 2, err: err}
-		}
-		defer child.Stop()
-		target = fmt.Sprintf("your stages/stage%d, as a child process", f.stage)
-		opts.URL, opts.Admin = child.URL, admin
-		res, err := grader.Replay(ctx, plan, opts)
-		if err != nil {
-			return &exitCode{code: 2, err: err}
-		}
-		run = &grader.DayRun{Result: res}
 	}
 	took := time.Since(began)
 
@@ -133,6 +116,31 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &exitCode{code: 1, err: errors.New("the day does not reconcile: " + firstLine(rc))}
 	}
 	return nil
+}
+
+// replayMine builds the student's stages/stageN, starts it as a child
+// process on a fresh database and replays plan against it.
+func replayMine(ctx context.Context, n int, plan *dayplan.Plan, opts grader.ReplayOptions, stderr io.Writer) (*grader.DayRun, error) {
+	root, err := grader.Root()
+	if err != nil {
+		return nil, &exitCode{code: 2, err: err}
+	}
+	bin, err := stageBinary(ctx, root, n, stderr)
+	if err != nil {
+		return nil, err
+	}
+	admin := grader.AdminToken()
+	child, err := startStage(ctx, bin, serveFlags{addr: "127.0.0.1:0", db: ":memory:", admin: admin}, stderr)
+	if err != nil {
+		return nil, &exitCode{code: 2, err: err}
+	}
+	defer child.Stop()
+	opts.URL, opts.Admin = child.URL, admin
+	res, err := grader.Replay(ctx, plan, opts)
+	if err != nil {
+		return nil, &exitCode{code: 2, err: err}
+	}
+	return &grader.DayRun{Result: res}, nil
 }
 
 // progress reports a long replay's progress: on a terminal, one line

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"idemlab/grader"
+	"idemlab/grader/dayplan"
+)
+
+func init() {
+	register(command{name: "scoreboard", summary: "the same day replayed against every stage: one row per stage, one column per finding", run: runScoreboard})
+}
+
+// scoreboardSharedKeys is the share of the scoreboard's default day sent
+// with another customer's key: without it, stages 4 and 5 would look the
+// same (only stage 5 scopes keys to the customer).
+const scoreboardSharedKeys = 0.01
+
+func runScoreboard(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lab scoreboard", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	planPath := fs.String("log", "", "the day plan to replay (default: lab gen --seed SEED --ops OPS --shared-key-rate 0.01)")
+	seed := fs.Uint64("seed", 7, "the seed of the default day")
+	ops := fs.Int("ops", 2000, "how many operations the default day has")
+	shared := fs.Float64("shared-key-rate", scoreboardSharedKeys, "the default day's share of operations sent with another customer's key")
+	clients := fs.Int("clients", 1, "operations in flight at once (1 makes every row repeatable)")
+	mine := fs.Bool("mine", false, "replay your stages/stageN, built and started, instead of the reference solutions")
+	asJSON := fs.Bool("json", false, "write the rows as JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lab scoreboard [--log PLAN | --seed S --ops N] [--mine] [--json]")
+		fs.PrintDefaults()
+	}
+	if done, err := parseFlags(fs, args); done {
+		return err
+	}
+	plan, err := scoreboardDay(*planPath, *seed, *ops, *shared)
+	if err != nil {
+		return &exitCode{code: 2, err: err}
+	}
+	var rows []grader.ScoreRow
+	for n := 0; n <= lastStage; n++ {
+		if !*mine && n >= len(solutions) {
+			break
+		}
+		opts := grader.ReplayOptions{Clients: *clients}
+		began := time.Now()
+		var run *grader.DayRun
+		target := fmt.Sprintf("solutions/stage%d", n)
+		if *mine {
+			target = fmt.Sprintf("stages/stage%d", n)
+			run, err = replayMine(ctx, n, plan, opts, stderr)
+		} else {
+			run, err = grader.ReplayInProcess(ctx, solutions[n], plan, nil, opts)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", target, err)
+		}
+		row := grader.NewScoreRow(n, target, grader.ReconcileDay(run.Result))
+		row.Elapsed = time.Since(began).Round(time.Millisecond).String()
+		rows = append(rows, row)
+		fmt.Fprintf(stderr, "stage %d: %s in %s\n", n, row.Verdict, row.Elapsed)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Plan string            `json:"plan"`
+			Rows []grader.ScoreRow `json:"rows"`
+		}{plan.Header.Command, rows})
+	}
+	fmt.Fprintf(stdout, "the day: %s, replayed by %d client(s) at a time\n\n", plan.Header.Command, *clients)
+	return grader.WriteScoreboard(stdout, rows)
+}
+
+// scoreboardDay reads the plan at path, or draws the default day.
+func scoreboardDay(path string, seed uint64, ops int, shared float64) (*dayplan.Plan, error) {
+	if path != "" {
+		return readPlan(path)
+	}
+	p := dayplan.DefaultParams(seed, ops)
+	p.SharedKeyRate = shared
+	return dayplan.Generate(seed, p)
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestScoreboard_EachStageShowsItsFailure: on the default day's shape, each
+// stage below the last fails in its own way and the last is clean. It
+// catches a reconciliation that stops seeing one of the failures (stage 1
+// and 2 would merge if edits told duplicate-request went uncounted, 3 and
+// 4 if a client told 409 duplicate-request counted as knowing its answer,
+// 4 and 5 if a refusal for another customer's key did).
+func TestScoreboard_EachStageShowsItsFailure(t *testing.T) {
+	code, out, errs := runLabCommand(t, "scoreboard", "--ops", "300", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var board struct {
+		Plan string `json:"plan"`
+		Rows []struct {
+			Stage  int            `json:"stage"`
+			Valid  bool           `json:"valid"`
+			Counts map[string]int `json:"counts"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(out), &board); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(board.Plan, "--shared-key-rate 0.01") || len(board.Rows) != len(solutions) {
+		t.Fatalf("plan %q, %d rows", board.Plan, len(board.Rows))
+	}
+	// The finding each stage is the first to show, and that the next
+	// stage fixes.
+	fixed := map[int]string{0: "double_applied", 1: "edits_told_duplicate", 3: "no_usable_answer", 4: "refused_for_others_key"}
+	for stage, count := range fixed {
+		if board.Rows[stage].Counts[count] == 0 || board.Rows[stage+1].Counts[count] != 0 {
+			t.Errorf("%s: stage %d has %d, stage %d has %d; want some, then none", count,
+				stage, board.Rows[stage].Counts[count], stage+1, board.Rows[stage+1].Counts[count])
+		}
+	}
+	for _, r := range board.Rows {
+		if r.Valid != (r.Stage >= 5) {
+			t.Errorf("stage %d: valid %v", r.Stage, r.Valid)
+		}
+	}
+}

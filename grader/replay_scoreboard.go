@@ -1,0 +1,119 @@
+package grader
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// ScoreRow is one stage's line of the scoreboard: what the same day did
+// against that stage, one column per finding.
+type ScoreRow struct {
+	Stage  int    `json:"stage"`
+	Target string `json:"target"`
+	Valid  bool   `json:"valid"`
+	// Verdict is VALID, or INVALID and why.
+	Verdict string    `json:"verdict"`
+	Counts  DayCounts `json:"counts"`
+	// BooksBalance is true when every balance is the opening plus the
+	// executions the server counted, none is negative and money is
+	// conserved.
+	BooksBalance bool   `json:"books_balance"`
+	Elapsed      string `json:"elapsed"`
+}
+
+// NewScoreRow makes stage's row of the scoreboard from its reconciliation.
+func NewScoreRow(stage int, target string, rc DayReconciliation) ScoreRow {
+	row := ScoreRow{
+		Stage: stage, Target: target, Valid: rc.Valid, Counts: rc.Counts, Verdict: "VALID",
+		BooksBalance: rc.Counts.BalanceMismatches == 0 && rc.Counts.NegativeBalances == 0 && rc.Money.Conserved,
+	}
+	if !rc.Valid {
+		row.Verdict = "INVALID: " + rc.verdict()
+	}
+	return row
+}
+
+// scoreColumns are the scoreboard's columns after the stage, each a
+// finding of the day.
+var scoreColumns = []struct {
+	head string
+	cell func(ScoreRow) string
+}{
+	{"doubles", func(r ScoreRow) string { return fmt.Sprint(r.Counts.DoubleApplied) }},
+	{"lost", func(r ScoreRow) string { return fmt.Sprint(r.Counts.LostTransfers) }},
+	{"wrong answers", func(r ScoreRow) string { return fmt.Sprint(r.Counts.WrongAnswers) }},
+	{"no usable answer", func(r ScoreRow) string { return fmt.Sprint(r.Counts.NoUsableAnswer) }},
+	{"stuck", func(r ScoreRow) string { return fmt.Sprint(r.Counts.StuckInProgress) }},
+	{"edit told duplicate", func(r ScoreRow) string { return fmt.Sprint(r.Counts.EditsToldDuplicate) }},
+	{"refused for another's key", func(r ScoreRow) string { return fmt.Sprint(r.Counts.RefusedForOthersKey) }},
+	{"other unexpected answers", func(r ScoreRow) string {
+		return fmt.Sprint(r.Counts.UnexpectedStatus - r.Counts.EditsToldDuplicate - r.Counts.RefusedForOthersKey)
+	}},
+	{"mismatched replays", func(r ScoreRow) string { return fmt.Sprint(r.Counts.MismatchedReplays) }},
+	{"late re-executed", func(r ScoreRow) string { return fmt.Sprint(r.Counts.LateReexecuted) }},
+	{"books", func(r ScoreRow) string { return pick(r.BooksBalance, "balance", "DO NOT BALANCE") }},
+	{"verdict", func(r ScoreRow) string { return pick(r.Valid, "VALID", "INVALID") }},
+}
+
+// shape is which findings the row has, not how many: a stage's
+// characteristic failure. Two stages of the same shape fail in the same
+// ways on this day (their counts may differ by a race or two between a
+// double click and its original).
+func (r ScoreRow) shape() string {
+	var cells []string
+	for _, c := range scoreColumns {
+		v := c.cell(r)
+		if _, err := strconv.Atoi(v); err == nil && v != "0" {
+			v = "some"
+		}
+		cells = append(cells, v)
+	}
+	return strings.Join(cells, "|")
+}
+
+// WriteScoreboard writes the rows as a Markdown table, then a line for
+// each pair of neighbouring stages the day cannot tell apart.
+func WriteScoreboard(w io.Writer, rows []ScoreRow) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	heads := []string{"stage"}
+	rules := []string{"---"}
+	for _, c := range scoreColumns {
+		heads = append(heads, c.head)
+		rules = append(rules, "---")
+	}
+	fmt.Fprintf(tw, "| %s\t|\n", strings.Join(heads, "\t| "))
+	fmt.Fprintf(tw, "| %s\t|\n", strings.Join(rules, "\t| "))
+	for _, r := range rows {
+		cells := []string{fmt.Sprint(r.Stage)}
+		for _, c := range scoreColumns {
+			cells = append(cells, c.cell(r))
+		}
+		fmt.Fprintf(tw, "| %s\t|\n", strings.Join(cells, "\t| "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	pairs := Indistinct(rows)
+	if len(pairs) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, pair := range pairs {
+		fmt.Fprintf(w, "stages %d and %d fail in the same ways on this day (docs/grader.md, \"The scoreboard\", says why)\n", pair[0], pair[1])
+	}
+	return nil
+}
+
+// Indistinct lists the neighbouring rows of the same shape: the pairs of
+// stages the day cannot tell apart.
+func Indistinct(rows []ScoreRow) [][2]int {
+	var out [][2]int
+	for i := 1; i < len(rows); i++ {
+		if rows[i-1].shape() == rows[i].shape() {
+			out = append(out, [2]int{rows[i-1].Stage, rows[i].Stage})
+		}
+	}
+	return out
+}
