@@ -45,6 +45,14 @@ func (p *Pending) Wait() Response {
 // when the machine was too slow for the check to act inside the window.
 var heldLatencies = []time.Duration{300 * time.Millisecond, 900 * time.Millisecond, 2700 * time.Millisecond}
 
+// lastHold reports whether latency is the longest WhileHeld tries: a check
+// that found no key in progress with a shorter one may have looked too
+// slowly (Hold looks for a quarter of the latency), and tries again before
+// it judges.
+func lastHold(latency time.Duration) bool {
+	return latency == heldLatencies[len(heldLatencies)-1]
+}
+
 // WhileHeld runs try with each of heldLatencies until try reports that it
 // acted while the original was still in flight (conclusive), or fails. A
 // try resets the target and holds its own original with the latency it is
