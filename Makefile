@@ -80,6 +80,18 @@ gen: ## generate a day plan: make gen SEED=7 OPS=1000
 scoreboard: lab ## one day against every stage, one row each: make scoreboard (SEED=, OPS=; MINE=1 for your stages)
 	@exec bin/lab scoreboard --seed $(or $(SEED),7) --ops $(or $(OPS),2000) $(if $(MINE),--mine)
 
+.PHONY: replay-demo
+replay-demo: lab ## a day played into lab dash at classroom speed: make replay-demo (STAGE=0..6, RATE= operations a second, OPS=, PORT=)
+	@mkdir -p tmp
+	@bin/lab gen --seed $(or $(SEED),7) --ops $(or $(OPS),600) -o tmp/replay-demo.plan.jsonl
+	@url=http://127.0.0.1:$(or $(PORT),8090); token=replay-demo-$$$$-$$(date +%s); \
+	  bin/lab serve --stage $(or $(STAGE),6) --solution --db :memory: --addr 127.0.0.1:$(or $(PORT),8090) --admin-token $$token >tmp/replay-demo.serve.log 2>&1 & server=$$!; \
+	  trap 'kill $$server $$replay 2>/dev/null' EXIT INT TERM; \
+	  until curl -fs $$url/healthz >/dev/null 2>&1; do kill -0 $$server 2>/dev/null || { cat tmp/replay-demo.serve.log; exit 1; }; sleep 0.1; done; \
+	  bin/lab replay --log tmp/replay-demo.plan.jsonl --url $$url --admin-token $$token --rate $(or $(RATE),10) --clients 8 >tmp/replay-demo.report.txt 2>&1 & replay=$$!; \
+	  bin/lab dash --url $$url --token $$token; \
+	  echo "the replay's report so far: tmp/replay-demo.report.txt"
+
 .PHONY: datasets
 datasets: ## regenerate the larger days into datasets/large/
 	$(GO) run ./cmd/lab datasets

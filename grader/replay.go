@@ -103,6 +103,9 @@ type ReplayOptions struct {
 	Clients int
 	// Progress, when set, is called after each operation.
 	Progress func(done, total int)
+	// Pace, when set, spaces the operations' starts (lab replay --rate);
+	// nil starts each as soon as a client is free.
+	Pace *Pace
 }
 
 // ReplayResult is everything a replay saw, for Reconcile.
@@ -187,7 +190,7 @@ func Replay(ctx context.Context, plan *dayplan.Plan, opts ReplayOptions) (*Repla
 		}()
 	}
 	for i := range plan.Ops {
-		if ctx.Err() != nil {
+		if opts.Pace.wait(ctx) != nil {
 			break
 		}
 		next <- i
@@ -217,6 +220,9 @@ func Replay(ctx context.Context, plan *dayplan.Plan, opts ReplayOptions) (*Repla
 			res.LateSkipped = fmt.Sprintf("could not move the lab clock by %s: %v", after, err)
 		} else {
 			for _, op := range late {
+				if err := opts.Pace.wait(ctx); err != nil {
+					return nil, err
+				}
 				res.Attempts = append(res.Attempts,
 					r.submit(ctx, op, SubmitLate, time.Duration(op.At)+after, op.RetryBytes(), op.RetryBytes(), nil)...)
 			}

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -32,6 +33,7 @@ type replayFlags struct {
 	results   string
 	clients   int
 	examples  int
+	rate      float64
 }
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -49,8 +51,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.results, "results", "", "write results.json and history.jsonl into this folder")
 	fs.IntVar(&f.clients, "clients", 1, "operations in flight at once (1 makes the day's outcome repeatable)")
 	fs.IntVar(&f.examples, "examples", 5, "how many operations to show for each kind of finding")
+	fs.Float64Var(&f.rate, "rate", 0, "operations started per second, to watch the day go by in lab dash (0: as fast as possible)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab replay --log PLAN [--stage N] [--solution | --url URL --admin-token T] [--access-log FILE] [--answer FILE] [--results DIR]")
+		fmt.Fprintln(stderr, "usage: lab replay --log PLAN [--stage N] [--solution | --url URL --admin-token T] [--rate OPS] [--access-log FILE] [--answer FILE] [--results DIR]")
 		fs.PrintDefaults()
 	}
 	if done, err := parseFlags(fs, args); done {
@@ -59,6 +62,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if f.plan == "" {
 		fs.Usage()
 		return &exitCode{code: 2, err: errors.New("--log: which day plan? (lab gen -o day.jsonl makes one; datasets/day-small.plan.jsonl is shipped)")}
+	}
+	if f.rate < 0 || math.IsNaN(f.rate) || math.IsInf(f.rate, 0) {
+		return &exitCode{code: 2, err: fmt.Errorf("--rate %g: operations per second, 0 for as fast as possible", f.rate)}
 	}
 	if f.url == "" {
 		if err := checkStage(f.stage, f.solution); err != nil {
@@ -72,7 +78,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return &exitCode{code: 2, err: err}
 	}
-	opts := grader.ReplayOptions{Clients: f.clients, Progress: progress(stderr, len(plan.Ops))}
+	opts := grader.ReplayOptions{Clients: f.clients, Progress: progress(stderr, len(plan.Ops)), Pace: grader.NewPace(f.rate)}
+	defer opts.Pace.Stop()
 
 	var run *grader.DayRun
 	var target string

@@ -82,6 +82,7 @@ func TestReplay_RefusesBadFlags(t *testing.T) {
 		{"replay", "--log", "no/such/plan.jsonl", "--solution"},
 		{"replay", "--log", plan, "--access-log", "x.jsonl"},
 		{"replay", "--log", plan, "--stage", "9", "--solution"},
+		{"replay", "--log", plan, "--solution", "--rate", "-5"},
 	} {
 		if code, _, errs := runLabCommand(t, args...); code != 2 || errs == "" {
 			t.Errorf("%s: exit %d, stderr %q; want 2 and a reason", strings.Join(args, " "), code, errs)
