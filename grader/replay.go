@@ -164,6 +164,14 @@ func Replay(ctx context.Context, plan *dayplan.Plan, opts ReplayOptions) (*Repla
 	if err := r.reset(ctx); err != nil {
 		return nil, err
 	}
+	if plan.Crashes() > 0 {
+		// A key whose request died stays in progress until its lease
+		// ends: a short one, so that the clients, who retry for a few
+		// seconds of real time, find it free again (stage 6).
+		if _, err := r.lab.Configure(ctx, labclient.Config{Lease: dayLease}); err != nil {
+			return nil, fmt.Errorf("set the lease for the day's crashes: %w", err)
+		}
+	}
 	var err error
 	if res.Opening, err = r.state(ctx); err != nil {
 		return nil, err
@@ -174,11 +182,18 @@ func Replay(ctx context.Context, plan *dayplan.Plan, opts ReplayOptions) (*Repla
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	done := 0
+	var armErr error
+	var armOnce sync.Once
 	for range opts.Clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if c := plan.Ops[i].Fate.Crash; c != "" {
+					if err := r.lab.Arm(ctx, c, 1); err != nil {
+						armOnce.Do(func() { armErr = fmt.Errorf("arm %s before %s: %w", c, plan.Ops[i].Op, err) })
+					}
+				}
 				perOp[i] = r.runOp(ctx, &plan.Ops[i])
 				if opts.Progress != nil {
 					mu.Lock()
@@ -199,6 +214,9 @@ func Replay(ctx context.Context, plan *dayplan.Plan, opts ReplayOptions) (*Repla
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if armErr != nil {
+		return nil, armErr
 	}
 	for _, as := range perOp {
 		res.Attempts = append(res.Attempts, as...)

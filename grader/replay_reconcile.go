@@ -69,7 +69,8 @@ type DayCounts struct {
 	// shorter than the retention.
 	LateReexecuted int `json:"late_reexecuted"`
 	// What each client finally knows of an operation that executed
-	// during the day, from the last answers of its submission and its
+	// during the day (stuck_in_progress also counts those that never
+	// did because their key stayed in progress), from the last answers of its submission and its
 	// double click: the original answer (the bytes of the 201 the
 	// execution produced), a wrong answer (a 2xx with other bytes:
 	// another operation's result, a recomputed one), no usable answer
@@ -200,6 +201,9 @@ func ReconcileDay(res *ReplayResult) DayReconciliation {
 				add("unexpected_status", DayFinding{Op: op.Op, Story: fmt.Sprintf("the %s submission was told 409 duplicate-request and the operation never executed: %s", kind, story())})
 				continue
 			}
+			if (kind == SubmitOriginal || kind == SubmitDoubleClick) && a.GaveUp && a.Problem == problem.RequestInProgress.URI() {
+				continue // counted in stuck_in_progress
+			}
 			if !allowedFinal(kind, *a) {
 				rc.Counts.UnexpectedStatus++
 				switch {
@@ -212,6 +216,12 @@ func ReconcileDay(res *ReplayResult) DayReconciliation {
 			}
 		}
 
+		if day == 0 && stuck(subs[SubmitOriginal], subs[SubmitDoubleClick]) {
+			// A request that died before its money moved, and whose key
+			// nobody took over.
+			rc.Counts.StuckInProgress++
+			add("stuck_in_progress", DayFinding{Op: op.Op, Story: "never executed, and the key was still in progress when the client's retry horizon ended: " + story()})
+		}
 		if day > 0 {
 			switch knows, a := clientKnows(subs[SubmitOriginal], subs[SubmitDoubleClick]); knows {
 			case knowsOriginal:
@@ -347,6 +357,23 @@ func clientKnows(subs ...[]Attempt) (int, Attempt) {
 	return knows, why
 }
 
+// stuck reports whether a submission ended its retry horizon told its key
+// was in progress, and none ended with an answer.
+func stuck(subs ...[]Attempt) bool {
+	in := false
+	for _, as := range subs {
+		a := finalAttempt(as)
+		switch {
+		case a == nil:
+		case a.GaveUp && a.Problem == problem.RequestInProgress.URI():
+			in = true
+		case a.Status != 0:
+			return false
+		}
+	}
+	return in
+}
+
 // allowedFinal reports whether the contract allows a as the answer that
 // ends a submission of this kind, at some stage.
 func allowedFinal(kind string, a Attempt) bool {
@@ -408,6 +435,19 @@ func (a Attempt) answer() string {
 	return s
 }
 
+// short is an attempt's answer in a story: its failure point if it met
+// one, and whether it was respelled.
+func (a Attempt) short() string {
+	s := a.answer()
+	if a.Fault != "" {
+		s = string(a.Fault)
+	}
+	if a.Respelled {
+		s += " (respelled)"
+	}
+	return s
+}
+
 // opStory tells an operation's attempts in one line.
 func opStory(op *dayplan.Op, subs map[string][]Attempt) string {
 	var b strings.Builder
@@ -422,15 +462,22 @@ func opStory(op *dayplan.Op, subs map[string][]Attempt) string {
 			continue
 		}
 		fmt.Fprintf(&b, "; %s:", kind)
-		for _, a := range as {
-			s := a.answer()
-			if a.Fault != "" {
-				s = string(a.Fault)
+		// A run of attempts with the same answer is told once:
+		// "#2-#247 409 /problems/request-in-progress".
+		for i := 0; i < len(as); {
+			s := as[i].short()
+			j := i + 1
+			for j < len(as) && as[j].short() == s {
+				j++
 			}
-			if a.Respelled {
-				s += " (respelled)"
+			if j-i > 2 {
+				fmt.Fprintf(&b, " #%d-#%d %s", as[i].N, as[j-1].N, s)
+			} else {
+				for k := i; k < j; k++ {
+					fmt.Fprintf(&b, " #%d %s", as[k].N, s)
+				}
 			}
-			fmt.Fprintf(&b, " #%d %s", a.N, s)
+			i = j
 		}
 	}
 	return b.String()

@@ -194,6 +194,12 @@ func TestReconcileDay_Findings(t *testing.T) {
 			a.GaveUp = true
 			return a
 		}()}, after(1, 0), false, "stuck_in_progress"},
+		{"the server died before the money moved, and the key stayed in progress", []grader.Attempt{
+			{Op: op.Op, Submission: grader.SubmitOriginal, N: 1, Error: "EOF"}, func() grader.Attempt {
+				a := retried(409, false, "", problem.RequestInProgress.URI())
+				a.GaveUp = true
+				return a
+			}()}, after(0, 0), false, "stuck_in_progress"},
 		{"an edit told it is a duplicate", []grader.Attempt{ok, {Op: op.Op, Submission: grader.SubmitEdit, N: 1, Status: 409, Problem: problem.DuplicateRequest.URI(), Final: true}},
 			after(1, 0), false, "unexpected_status"},
 	}

@@ -32,6 +32,7 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Float64Var(&p.DepositRate, "deposit-rate", p.DepositRate, "share of operations that are deposits")
 	fs.Float64Var(&p.KeylessRate, "keyless-rate", p.KeylessRate, "share of operations sent once without an Idempotency-Key (stage 1 on refuses them)")
 	fs.Float64Var(&p.SharedKeyRate, "shared-key-rate", p.SharedKeyRate, "share of operations sent with an earlier operation's key of another customer (a bad key generator; stage 5 scopes keys to the customer)")
+	fs.Float64Var(&p.CrashRate, "crash-rate", p.CrashRate, "share of operations before which the replay arms a crash point of the server (stage 6's leases recover from it)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lab gen [--seed S] [--ops N] [-o FILE] [flags]")
 		fs.PrintDefaults()

@@ -16,18 +16,31 @@ func init() {
 	register(command{name: "scoreboard", summary: "the same day replayed against every stage: one row per stage, one column per finding", run: runScoreboard})
 }
 
-// scoreboardSharedKeys is the share of the scoreboard's default day sent
-// with another customer's key: without it, stages 4 and 5 would look the
-// same (only stage 5 scopes keys to the customer).
-const scoreboardSharedKeys = 0.01
+// The scoreboard's default day adds two knobs to lab gen's defaults, each
+// the only thing that tells a stage from the next: operations sent with
+// another customer's key (only stage 5 scopes keys to the customer), and
+// crashes of the server in the middle of a request (only stage 6's lease
+// frees the key they leave in progress).
+const (
+	scoreboardSharedKeys = 0.01
+	scoreboardCrashes    = 0.005
+)
+
+// scoreboardHorizon is the clients' retry horizon on the plan's clock:
+// ten minutes, as S6.day-replay-through-faults gives them, instead of the
+// published hour, so that a key stuck in progress costs a stage under a
+// second of real time instead of four.
+const scoreboardHorizon = 10 * time.Minute
 
 func runScoreboard(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("lab scoreboard", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	planPath := fs.String("log", "", "the day plan to replay (default: lab gen --seed SEED --ops OPS --shared-key-rate 0.01)")
+	planPath := fs.String("log", "", "the day plan to replay (default: lab gen --seed SEED --ops OPS --shared-key-rate 0.01 --crash-rate 0.005)")
 	seed := fs.Uint64("seed", 7, "the seed of the default day")
 	ops := fs.Int("ops", 2000, "how many operations the default day has")
 	shared := fs.Float64("shared-key-rate", scoreboardSharedKeys, "the default day's share of operations sent with another customer's key")
+	crashes := fs.Float64("crash-rate", scoreboardCrashes, "the default day's share of operations before which the server is made to crash")
+	horizon := fs.Duration("horizon", scoreboardHorizon, "the clients' retry horizon on the plan's clock (the published policy's is 1h)")
 	clients := fs.Int("clients", 1, "operations in flight at once (1 makes every row repeatable)")
 	mine := fs.Bool("mine", false, "replay your stages/stageN, built and started, instead of the reference solutions")
 	asJSON := fs.Bool("json", false, "write the rows as JSON")
@@ -38,7 +51,7 @@ func runScoreboard(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}
-	plan, err := scoreboardDay(*planPath, *seed, *ops, *shared)
+	plan, err := scoreboardDay(*planPath, *seed, *ops, *shared, *crashes)
 	if err != nil {
 		return &exitCode{code: 2, err: err}
 	}
@@ -47,7 +60,9 @@ func runScoreboard(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if !*mine && n >= len(solutions) {
 			break
 		}
-		opts := grader.ReplayOptions{Clients: *clients}
+		policy := grader.DefaultRetryPolicy()
+		policy.Horizon = *horizon
+		opts := grader.ReplayOptions{Clients: *clients, Policy: policy}
 		began := time.Now()
 		var run *grader.DayRun
 		target := fmt.Sprintf("solutions/stage%d", n)
@@ -73,16 +88,16 @@ func runScoreboard(ctx context.Context, args []string, stdout, stderr io.Writer)
 			Rows []grader.ScoreRow `json:"rows"`
 		}{plan.Header.Command, rows})
 	}
-	fmt.Fprintf(stdout, "the day: %s, replayed by %d client(s) at a time\n\n", plan.Header.Command, *clients)
+	fmt.Fprintf(stdout, "the day: %s, replayed by %d client(s) at a time, retrying for %s\n\n", plan.Header.Command, *clients, *horizon)
 	return grader.WriteScoreboard(stdout, rows)
 }
 
 // scoreboardDay reads the plan at path, or draws the default day.
-func scoreboardDay(path string, seed uint64, ops int, shared float64) (*dayplan.Plan, error) {
+func scoreboardDay(path string, seed uint64, ops int, shared, crashes float64) (*dayplan.Plan, error) {
 	if path != "" {
 		return readPlan(path)
 	}
 	p := dayplan.DefaultParams(seed, ops)
-	p.SharedKeyRate = shared
+	p.SharedKeyRate, p.CrashRate = shared, crashes
 	return dayplan.Generate(seed, p)
 }

@@ -11,9 +11,10 @@ import (
 // catches a reconciliation that stops seeing one of the failures (stage 1
 // and 2 would merge if edits told duplicate-request went uncounted, 3 and
 // 4 if a client told 409 duplicate-request counted as knowing its answer,
-// 4 and 5 if a refusal for another customer's key did).
+// 4 and 5 if a refusal for another customer's key did, 5 and 6 if a key
+// left in progress by a crash went uncounted).
 func TestScoreboard_EachStageShowsItsFailure(t *testing.T) {
-	code, out, errs := runLabCommand(t, "scoreboard", "--ops", "300", "--json")
+	code, out, errs := runLabCommand(t, "scoreboard", "--ops", "300", "--crash-rate", "0.03", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -28,12 +29,12 @@ func TestScoreboard_EachStageShowsItsFailure(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &board); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if !strings.Contains(board.Plan, "--shared-key-rate 0.01") || len(board.Rows) != len(solutions) {
+	if !strings.Contains(board.Plan, "--shared-key-rate 0.01 --crash-rate 0.03") || len(board.Rows) != len(solutions) {
 		t.Fatalf("plan %q, %d rows", board.Plan, len(board.Rows))
 	}
 	// The finding each stage is the first to show, and that the next
 	// stage fixes.
-	fixed := map[int]string{0: "double_applied", 1: "edits_told_duplicate", 3: "no_usable_answer", 4: "refused_for_others_key"}
+	fixed := map[int]string{0: "double_applied", 1: "edits_told_duplicate", 3: "no_usable_answer", 4: "refused_for_others_key", 5: "stuck_in_progress"}
 	for stage, count := range fixed {
 		if board.Rows[stage].Counts[count] == 0 || board.Rows[stage+1].Counts[count] != 0 {
 			t.Errorf("%s: stage %d has %d, stage %d has %d; want some, then none", count,
@@ -41,7 +42,7 @@ func TestScoreboard_EachStageShowsItsFailure(t *testing.T) {
 		}
 	}
 	for _, r := range board.Rows {
-		if r.Valid != (r.Stage >= 5) {
+		if r.Valid != (r.Stage == len(solutions)-1) {
 			t.Errorf("stage %d: valid %v", r.Stage, r.Valid)
 		}
 	}

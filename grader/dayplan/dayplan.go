@@ -127,6 +127,11 @@ type Fate struct {
 	// LateRetry: the same request is sent again after the retention period
 	// (Params.LateAfter later), when the server may have forgotten the key.
 	LateRetry bool `json:"late_retry,omitempty"`
+	// Crash, when set, is a crash point of the server (labctl's
+	// crash-in-transfer, crash-after-commit, crash-before-response) armed
+	// just before the operation is sent: the next request to reach it
+	// dies under the server, as if the process had.
+	Crash string `json:"crash,omitempty"`
 }
 
 // Plan is a header and its operations.

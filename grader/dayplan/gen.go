@@ -45,6 +45,10 @@ type Params struct {
 	// refuses the second as a reused key, or answers it with the first
 	// customer's result.
 	SharedKeyRate float64 `json:"shared_key_rate,omitempty"`
+	// CrashRate is the share of operations before which the replay arms a
+	// crash point of the server (Fate.Crash): a request that dies in the
+	// middle leaves its key in progress, and only a lease (stage 6) frees it.
+	CrashRate float64 `json:"crash_rate,omitempty"`
 	// LateAfter is how long after the day the late retries come: longer
 	// than the default retention of 24h.
 	LateAfter Duration `json:"late_after"`
@@ -83,6 +87,7 @@ func (p Params) Command() string {
 	num("--deposit-rate", p.DepositRate, d.DepositRate)
 	num("--keyless-rate", p.KeylessRate, d.KeylessRate)
 	num("--shared-key-rate", p.SharedKeyRate, d.SharedKeyRate)
+	num("--crash-rate", p.CrashRate, d.CrashRate)
 	return strings.Join(args, " ")
 }
 
@@ -102,7 +107,7 @@ func (p Params) Validate() error {
 		v    float64
 	}{{"fault-rate", p.FaultRate}, {"respell-rate", p.RespellRate}, {"double-click-rate", p.DoubleClickRate},
 		{"edit-rate", p.EditRate}, {"late-rate", p.LateRetryRate}, {"deposit-rate", p.DepositRate},
-		{"keyless-rate", p.KeylessRate}, {"shared-key-rate", p.SharedKeyRate}} {
+		{"keyless-rate", p.KeylessRate}, {"shared-key-rate", p.SharedKeyRate}, {"crash-rate", p.CrashRate}} {
 		if r.v < 0 || r.v > 1 || math.IsNaN(r.v) {
 			return fmt.Errorf("%s must be between 0 and 1, got %g", r.name, r.v)
 		}
@@ -122,6 +127,10 @@ var pointWeights = map[Point]int{
 }
 
 var memos = []string{"", "", "rent", "월세", "lunch", "invoice 2291", "점심값", "refund", "school fees", "groceries", "gift"}
+
+// crashPoints are the server's crash points a day can arm (labctl's names;
+// the plan spells them out so that it stands on its own).
+var crashPoints = []string{"crash-in-transfer", "crash-after-commit", "crash-before-response"}
 
 var channels = []string{"mobile", "web", "branch"}
 
@@ -174,6 +183,9 @@ func Generate(seed uint64, p Params) (*Plan, error) {
 			if key := keyOfAnother(r, plan.Ops, c.ID); key != "" {
 				op.Key = key
 			}
+		}
+		if p.CrashRate > 0 && r.Float64() < p.CrashRate {
+			op.Fate.Crash = crashPoints[r.IntN(len(crashPoints))]
 		}
 		// Drawn only when asked for, so that a day without keyless
 		// operations is the same day, byte for byte, as before they existed.

@@ -55,3 +55,15 @@ func (o *Op) Effect(amount int64) (map[string]int64, error) {
 		return map[string]int64{b.From: -amount, b.To: amount}, nil
 	}
 }
+
+// Crashes counts the operations before which the replay arms a crash
+// point of the server.
+func (p *Plan) Crashes() int {
+	n := 0
+	for _, op := range p.Ops {
+		if op.Fate.Crash != "" {
+			n++
+		}
+	}
+	return n
+}
