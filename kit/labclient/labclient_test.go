@@ -70,10 +70,17 @@ func TestClient_ResetAdvanceStateAndEvents(t *testing.T) {
 	lab := startLab(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
+	// Open the stream before anything happens: once OpenEvents returns,
+	// the server has subscribed it, so the clock's move cannot be missed.
+	stream, err := lab.OpenEvents(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
 	got := make(chan events.Event, 16)
 	streamErr := make(chan error, 1)
 	go func() {
-		err := lab.Events(ctx, func(ev events.Event) bool {
+		err := stream.Read(func(ev events.Event) bool {
 			got <- ev
 			return ev.Kind != events.KindClock
 		})
