@@ -25,12 +25,9 @@ test: lint ## everything CI runs: format, vet, kit and grader tests, solutions, 
 	@echo "ladder: every stage's checks fail below it and pass at it; every mutant is caught"
 	@set -o pipefail; $(GO) test -count=1 -v ./grader/ladder | grep -v -E '^(=== (RUN|PAUSE|CONT)|    --- PASS|--- PASS)' 
 
-# The ladder stays out: under -race it takes minutes, and its checks time
-# retries against an original waiting a few hundred ms on the core, which
-# the detector's slowdown can outlast. make test runs it without.
 .PHONY: test-race
-test-race: ## make test's packages under the race detector, the ladder aside (-race needs a C compiler)
-	$(GO) test -race -count=1 $(KIT_PKGS)
+test-race: ## make test's packages and the ladder under the race detector (-race needs a C compiler)
+	$(GO) test -race -count=1 $(KIT_PKGS) ./grader/ladder
 
 .PHONY: lint
 lint: ## gofmt and go vet
