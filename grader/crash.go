@@ -201,6 +201,24 @@ const killUnderLoad = "kill -9"
 // seconds of real time, find it free again.
 const dayLease = 150 * time.Millisecond
 
+// armAgainOnEOF arms point once. Arming sets a count, so sending it again
+// is safe: if the request dies on the way (a kept-alive connection the
+// server closed as it was reused ends in EOF), it is sent again, up to
+// three times, on a fresh connection. An answer from the server, a
+// refusal included, is final.
+func (t *T) armAgainOnEOF(point string) error {
+	var err error
+	for range 3 {
+		err = t.Arm(point, 1)
+		var refused *labclient.Error
+		if err == nil || errors.As(err, &refused) {
+			return err
+		}
+		t.target.Client.CloseIdleConnections()
+	}
+	return err
+}
+
 // crashLog is what crashDuring did.
 type crashLog struct {
 	fired []string
@@ -264,7 +282,7 @@ func (t *T) crashDuring(stop <-chan struct{}, gate *pausable, crashes []string) 
 			gate.pause()
 			t.target.Child.Kill()
 		} else {
-			if err := t.Arm(point, 1); err != nil {
+			if err := t.armAgainOnEOF(point); err != nil {
 				log.err = fmt.Errorf("arm %s after the crashes %v: %w", point, log.fired, err)
 				return log
 			}

@@ -54,7 +54,11 @@ func TestDebounce_ABurstOfSavesIsOneRun(t *testing.T) {
 type fakeRunner struct{ ran chan int }
 
 func (f fakeRunner) Run(ctx context.Context, stage int) (Outcome, error) {
-	f.ran <- stage
+	select {
+	case f.ran <- stage:
+	case <-ctx.Done():
+		return Outcome{}, ctx.Err()
+	}
 	return Outcome{Stage: stage, Checks: []CheckResult{{ID: "S1.x", Passed: true}}}, nil
 }
 
@@ -117,14 +121,34 @@ type answer struct {
 }
 
 func (s scriptedRunner) Run(ctx context.Context, stage int) (Outcome, error) {
-	s.ran <- "every check"
-	a := <-s.answers
+	a, err := s.ask(ctx, "every check")
+	if err != nil {
+		return Outcome{}, err
+	}
 	return a.o, a.err
 }
 
+// ask says what is run and waits for the test's answer, or for the watch
+// to end (a run the test no longer waits for must not block it).
+func (s scriptedRunner) ask(ctx context.Context, what string) (answer, error) {
+	select {
+	case s.ran <- what:
+	case <-ctx.Done():
+		return answer{}, ctx.Err()
+	}
+	select {
+	case a := <-s.answers:
+		return a, nil
+	case <-ctx.Done():
+		return answer{}, ctx.Err()
+	}
+}
+
 func (s scriptedRunner) RunCheck(ctx context.Context, stage int, id string) (Outcome, error) {
-	s.ran <- id
-	a := <-s.answers
+	a, err := s.ask(ctx, id)
+	if err != nil {
+		return Outcome{}, err
+	}
 	a.o.Only = id
 	return a.o, a.err
 }

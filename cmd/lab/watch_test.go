@@ -53,7 +53,12 @@ func (s seqRunner) Run(ctx context.Context, stage int) (studentloop.Outcome, err
 		*s.outcomes = (*s.outcomes)[1:]
 	}
 	o.Stage = stage
-	defer func() { s.ran <- struct{}{} }()
+	// A run the test no longer waits for (a second file event of one
+	// save) must not block the watch from ending.
+	select {
+	case s.ran <- struct{}{}:
+	case <-ctx.Done():
+	}
 	return o, nil
 }
 
@@ -131,15 +136,35 @@ type scriptedRunner struct {
 }
 
 func (s scriptedRunner) Run(ctx context.Context, stage int) (studentloop.Outcome, error) {
-	s.ran <- "every check"
-	o := <-s.answers
+	var o studentloop.Outcome
+	if err := s.ask(ctx, "every check", &o); err != nil {
+		return o, err
+	}
 	o.Stage = stage
 	return o, nil
 }
 
 func (s scriptedRunner) RunCheck(ctx context.Context, stage int, id string) (studentloop.Outcome, error) {
-	s.ran <- id
-	o := <-s.answers
+	var o studentloop.Outcome
+	if err := s.ask(ctx, id, &o); err != nil {
+		return o, err
+	}
 	o.Stage, o.Only = stage, id
 	return o, nil
+}
+
+// ask says what is run and waits for the test's answer, or for the watch
+// to end (a run the test no longer waits for must not block it).
+func (s scriptedRunner) ask(ctx context.Context, what string, o *studentloop.Outcome) error {
+	select {
+	case s.ran <- what:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case *o = <-s.answers:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

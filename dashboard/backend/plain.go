@@ -66,7 +66,11 @@ running:
 	// Stop the traffic, wait for the operations under way, then for two
 	// more state polls of each side, so that every success is judged.
 	demo.SetPaused(true)
-	deadline := time.After(15 * time.Second)
+	// The longest an operation under way can still take: its retries'
+	// horizon, then an attempt that waits out its timeout, and the edited
+	// resubmission that may follow it, with a margin for a loaded machine.
+	settle := DemoPolicy.Horizon + 2*DemoPolicy.Timeout + 5*time.Second
+	deadline := time.After(settle)
 	drained := make(chan error, 1)
 	go func() { drained <- demo.Traffic().Drain(ctx) }()
 	settled := false
@@ -76,7 +80,7 @@ running:
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline:
-			return fmt.Errorf("the servers did not settle within 15s of the end")
+			return fmt.Errorf("the servers did not settle within %v of the end", settle)
 		case msg := <-msgs:
 			apply(msg)
 		case err := <-drained:

@@ -97,7 +97,10 @@ func (s *Student) Subscribe(ctx context.Context) (<-chan events.Event, func()) {
 		defer close(out)
 		for r := s.first; ; {
 			// A stream blocks until its next event: cancelling closes it.
-			unhook := context.AfterFunc(ctx, func() { r.events.Close() })
+			// The loop moves r on to the next run; the callback closes this
+			// run's stream, whatever r holds by the time it fires.
+			stream := r.events
+			unhook := context.AfterFunc(ctx, func() { stream.Close() })
 			r.events.Read(forward)
 			unhook()
 			var ok bool
