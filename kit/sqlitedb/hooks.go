@@ -260,12 +260,15 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err != nil {
 		return nil, err
 	}
-	defer done()
 	res, err := p.exec(ctx, query, args)
 	if err == nil && isBusinessWrite(ctx) {
 		c.business = true
 	}
-	c.afterStatement(p, res, err)
+	rows := c.afterStatement(p, res, err)
+	// The writer is free before anyone hears of the rows: a slow listener
+	// must not hold up every writer in the process.
+	done()
+	c.committed(rows)
 	return res, err
 }
 
@@ -283,21 +286,22 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 }
 
 // afterStatement ends an autocommit statement on p: outside a transaction,
-// a statement that succeeded has committed.
-func (c *conn) afterStatement(p *physical, res driver.Result, err error) {
+// a statement that succeeded has committed. It returns the key rows the
+// statement changed, for the caller to report once the writer is free.
+func (c *conn) afterStatement(p *physical, res driver.Result, err error) []int64 {
 	if c.inTx {
-		return
+		return nil
 	}
 	if err != nil {
 		p.keyRows = nil
-		return
+		return nil
 	}
 	if n, _ := res.RowsAffected(); n > 0 {
 		c.hooks.commits.Add(1)
 	}
 	rows := p.keyRows
 	p.keyRows = nil
-	c.committed(rows)
+	return rows
 }
 
 func (c *conn) Ping(ctx context.Context) error { return c.own.conn.(driver.Pinger).Ping(ctx) }
