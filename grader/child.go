@@ -39,6 +39,11 @@ const (
 	// EnvRandomTokens, when set, has the server's resets draw customer
 	// tokens at random (server.Options.RandomTokens): lab serve --public.
 	EnvRandomTokens = "IDEMLAB_RANDOM_TOKENS"
+	// EnvListener, when set, says the child inherits its listening socket
+	// as file descriptor 3 (the first of exec.Cmd.ExtraFiles): the parent
+	// holds the port from the moment it picks it, so no other process can
+	// take it between the parent's choice and the child's start.
+	EnvListener = "IDEMLAB_LISTENER"
 )
 
 // IsChild reports whether this process was started by a Child, to serve
@@ -83,7 +88,16 @@ func ServeChild(subjects ...Subject) int {
 		opts.AccessLog = f // closed when the process ends; every record is written through
 	}
 	listening := func(url string) { fmt.Printf("listening on %s\n", url) }
-	if err := Serve(context.Background(), subject, os.Getenv(EnvServe), opts, listening); err != nil {
+	var err error
+	if os.Getenv(EnvListener) != "" {
+		var ln net.Listener
+		if ln, err = net.FileListener(os.NewFile(3, "listener")); err == nil {
+			err = serveOn(context.Background(), subject, ln, opts, listening)
+		}
+	} else {
+		err = Serve(context.Background(), subject, os.Getenv(EnvServe), opts, listening)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "lab:", err)
 		return 1
 	}
@@ -105,6 +119,16 @@ func CanServe(subjects ...Subject) {
 // It calls ready with the server's URL once the server accepts requests,
 // and returns the error that stopped it.
 func Serve(ctx context.Context, subject Subject, addr string, opts server.Options, ready func(url string)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return serveOn(ctx, subject, ln, opts, ready)
+}
+
+// serveOn is Serve on a socket already listening, which it closes.
+func serveOn(ctx context.Context, subject Subject, ln net.Listener, opts server.Options, ready func(url string)) error {
+	defer ln.Close()
 	if opts.DB == "" {
 		opts.DB = "idemlab.db"
 	}
@@ -117,10 +141,6 @@ func Serve(ctx context.Context, subject Subject, addr string, opts server.Option
 		return err
 	}
 	defer srv.Close()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
 	ready("http://" + ln.Addr().String())
 	hs := server.NewHTTPServer(srv.Handler())
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -196,8 +216,9 @@ func AdminToken() string {
 // start, it returns an error if Addr is taken (another server holds it).
 func (c *Child) Start(ctx context.Context) error {
 	if c.URL != "" {
-		if err := c.startOn(ctx, strings.TrimPrefix(c.URL, "http://")); err == nil || ctx.Err() != nil {
-			return err
+		// A restart: the port it had, so that clients keep their URL.
+		if ln, err := net.Listen("tcp", strings.TrimPrefix(c.URL, "http://")); err == nil {
+			return c.startOn(ctx, ln)
 		}
 	}
 	addr := c.Addr
@@ -209,21 +230,31 @@ func (c *Child) Start(ctx context.Context) error {
 		host, _, _ := net.SplitHostPort(addr)
 		addr = net.JoinHostPort(host, "0")
 	}
-	// Take the address first: if another server holds it, say so rather
-	// than take its answers for the child's. A ":0" port becomes a free one.
+	// Take the address here and hand the socket to the child: if another
+	// server holds it, say so rather than take its answers for the
+	// child's; and once held, no other process can take it before the
+	// child serves on it. A ":0" port becomes a free one.
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s (is another lab server running there?): %w", addr, err)
 	}
-	addr = ln.Addr().String()
-	ln.Close()
-	return c.startOn(ctx, addr)
+	return c.startOn(ctx, ln)
 }
 
-func (c *Child) startOn(ctx context.Context, addr string) error {
+// startOn starts the child on ln's socket, which it closes in this
+// process once the child holds it, and waits until the child answers.
+func (c *Child) startOn(ctx context.Context, ln net.Listener) error {
+	defer ln.Close()
+	file, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		return fmt.Errorf("hand the listening socket to the child: %w", err)
+	}
+	defer file.Close()
+	addr := ln.Addr().String()
 	cmd := exec.Command(c.Binary)
 	DieWithParent(cmd)
-	cmd.Env = append(os.Environ(), EnvServe+"="+addr, EnvDB+"="+c.DB, EnvAdmin+"="+c.Admin, EnvSubject+"="+c.Subject, EnvAccessLog+"="+c.AccessLog)
+	cmd.ExtraFiles = []*os.File{file}
+	cmd.Env = append(os.Environ(), EnvServe+"="+addr, EnvListener+"=1", EnvDB+"="+c.DB, EnvAdmin+"="+c.Admin, EnvSubject+"="+c.Subject, EnvAccessLog+"="+c.AccessLog)
 	if c.RandomTokens {
 		cmd.Env = append(cmd.Env, EnvRandomTokens+"=1")
 	}
@@ -235,6 +266,10 @@ func (c *Child) startOn(ctx context.Context, addr string) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", c.Binary, err)
 	}
+	// The child has its own copy of the socket now; this process's copies
+	// close here so that the port is free once the child exits.
+	file.Close()
+	ln.Close()
 	exited := make(chan error, 1)
 	c.cmd, c.URL, c.exited = cmd, "http://"+addr, exited
 	go func() { exited <- cmd.Wait() }()

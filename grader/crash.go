@@ -205,7 +205,9 @@ const dayLease = 150 * time.Millisecond
 // is safe: if the request dies on the way (a kept-alive connection the
 // server closed as it was reused ends in EOF), it is sent again, up to
 // three times, on a fresh connection. An answer from the server, a
-// refusal included, is final.
+// refusal included, is final. So is the child's exit: the arm arrived and
+// its crash fired on a request of the day before the arm's own answer was
+// sent, which the day's load makes happen now and then.
 func (t *T) armAgainOnEOF(point string) error {
 	var err error
 	for range 3 {
@@ -213,6 +215,9 @@ func (t *T) armAgainOnEOF(point string) error {
 		var refused *labclient.Error
 		if err == nil || errors.As(err, &refused) {
 			return err
+		}
+		if exited, _ := t.target.Child.WaitExit(time.Second); exited {
+			return nil
 		}
 		t.target.Client.CloseIdleConnections()
 	}
