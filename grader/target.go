@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"idemlab/kit/accesslog"
@@ -47,7 +48,14 @@ func newClient() *http.Client {
 }
 
 // startInProcess runs the subject in this process on a fresh in-memory
-// database, in lab mode. A crash fault aborts the request under it.
+// database, in lab mode, behind the limits every lab server has. A crash
+// fault aborts the request under it.
+//
+// Its stop waits for every handler to return before it closes the
+// database, but not for the connections themselves: net/http lingers half
+// a second on a connection whose large body went unread (a 413), so that
+// the client reads the answer before the reset, and waiting for that
+// would add half a second to every check that sends one.
 func startInProcess(ctx context.Context, subject Subject) (*Target, func(), error) {
 	srv, err := server.New(ctx, server.Options{
 		DB: ":memory:", Stage: subject.New, Lab: true,
@@ -56,14 +64,41 @@ func startInProcess(ctx context.Context, subject Subject) (*Target, func(), erro
 	if err != nil {
 		return nil, nil, fmt.Errorf("start %s: %w", subject.Name, err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		return nil, nil, fmt.Errorf("start %s: %w", subject.Name, err)
+	}
+	// Handlers hold running for reading; stop takes it for writing, so
+	// it waits for those under way and turns away any that comes late.
+	var running sync.RWMutex
+	stopped := false
+	h := srv.Handler()
+	hs := server.NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		running.RLock()
+		defer running.RUnlock()
+		if stopped {
+			http.Error(w, "the server is stopping", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		hs.Serve(ln)
+	}()
 	client := newClient()
 	stop := func() {
 		client.CloseIdleConnections()
 		hs.Close()
+		<-served
+		running.Lock()
+		stopped = true
+		running.Unlock()
 		srv.Close()
 	}
-	return &Target{URL: hs.URL, Admin: srv.AdminToken(), Client: client, Server: srv}, stop, nil
+	return &Target{URL: "http://" + ln.Addr().String(), Admin: srv.AdminToken(), Client: client, Server: srv}, stop, nil
 }
 
 // Root finds the project's root (the folder holding go.mod) from the
