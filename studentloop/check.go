@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -228,7 +229,11 @@ type CheckRunner interface {
 	RunCheck(ctx context.Context, stage int, id string) (Outcome, error)
 }
 
-// GoTest runs a stage's checks with `go test -json` in a child process.
+// GoTest runs a stage's checks the way make stage-N does, in a child
+// process: it builds (and vets) the stage's test binary with go test -c
+// and runs it under test2json. Building apart from running lets a check
+// run alone and then every check share one build: the second go test -c
+// finds the binary in Go's build cache.
 type GoTest struct {
 	Root string
 	// Go is the go command (default "go").
@@ -240,22 +245,22 @@ type GoTest struct {
 	Solution bool
 }
 
-// Run runs stage's checks and parses what go test reports. It returns an
-// error when go test could not run at all (no Go, a broken module).
+// Run runs stage's checks and parses what they report. It returns an
+// error when they could not run at all (no Go, a broken module).
 func (g GoTest) Run(ctx context.Context, stage int) (Outcome, error) {
-	return g.goTest(ctx, stage, g.Only)
+	return g.goTest(ctx, stage, g.Only, true)
 }
 
-// RunCheck runs the check id of stage alone, and without go vet, for an
+// RunCheck runs the check id of stage alone, and without vet, for an
 // answer in about a second: compiling and linking the test binary is most
-// of what is left, where a run of every check vets and then waits for
-// the slowest. Go's -run filter holds it to that exact ID (RUN= alone
-// picks every check whose ID contains it). It returns Run's errors.
+// of what is left, where a run of every check waits for the slowest. The
+// -run filter holds it to that exact ID (RUN= alone picks every check
+// whose ID contains it). It returns Run's errors.
 func (g GoTest) RunCheck(ctx context.Context, stage int, id string) (Outcome, error) {
-	return g.goTest(ctx, stage, id, "-vet=off", "-run=^TestStage$/^"+regexp.QuoteMeta(id)+"$")
+	return g.goTest(ctx, stage, id, false, "-test.run=^TestStage$/^"+regexp.QuoteMeta(id)+"$")
 }
 
-func (g GoTest) goTest(ctx context.Context, stage int, only string, flags ...string) (Outcome, error) {
+func (g GoTest) goTest(ctx context.Context, stage int, only string, vet bool, flags ...string) (Outcome, error) {
 	goCmd := g.Go
 	if goCmd == "" {
 		goCmd = "go"
@@ -264,9 +269,32 @@ func (g GoTest) goTest(ctx context.Context, stage int, only string, flags ...str
 	if g.Solution {
 		dir = SolutionDir(stage)
 	}
-	args := append([]string{"test", "-count=1", "-json"}, flags...)
-	cmd := exec.CommandContext(ctx, goCmd, append(args, "./"+dir)...)
-	cmd.Dir = g.Root
+	tmp, err := os.MkdirTemp("", "lab-check-")
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer os.RemoveAll(tmp)
+	exe := filepath.Join(tmp, "stage.test")
+	// go test -c vets as go test does (the same checks), unless told not to.
+	args := []string{"test", "-c", "-o", exe, "./" + dir}
+	if !vet {
+		args = append(args, "-vet=off")
+	}
+	build := exec.CommandContext(ctx, goCmd, args...)
+	build.Dir = g.Root
+	if out, err := build.CombinedOutput(); err != nil {
+		if ctx.Err() != nil {
+			return Outcome{}, ctx.Err()
+		}
+		msg := compilerMessage(out)
+		if msg == "" {
+			return Outcome{}, fmt.Errorf("go test -c: %v", err)
+		}
+		return Outcome{Stage: stage, Only: only, Build: msg}, nil
+	}
+	args = append([]string{"tool", "test2json", exe, "-test.v=test2json", "-test.count=1", "-test.timeout=10m"}, flags...)
+	cmd := exec.CommandContext(ctx, goCmd, args...)
+	cmd.Dir = filepath.Join(g.Root, dir)
 	cmd.Env = append(os.Environ(), "SEED="+g.Seed, "RUN="+only)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -279,11 +307,20 @@ func (g GoTest) goTest(ctx context.Context, stage int, only string, flags ...str
 		return Outcome{}, err
 	}
 	o.Only = only
-	if o.Build == "" && len(o.Checks) == 0 && o.Other == "" && runErr != nil {
-		return Outcome{}, fmt.Errorf("go test: %v: %s", runErr, strings.TrimSpace(stderr.String()))
-	}
-	if o.Build == "" && strings.TrimSpace(stderr.String()) != "" && len(o.Checks) == 0 {
-		o.Build = strings.TrimSpace(stderr.String())
+	if len(o.Checks) == 0 && o.Other == "" && runErr != nil {
+		return Outcome{}, fmt.Errorf("run the checks: %v: %s", runErr, strings.TrimSpace(stderr.String()))
 	}
 	return o, nil
+}
+
+// compilerMessage is what go test -c printed, the compiler's and vet's
+// findings, without the "# package" headers it puts above them.
+func compilerMessage(out []byte) string {
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(l, "# ") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
 }

@@ -3,7 +3,9 @@ package studentloop
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -116,5 +118,73 @@ func TestGoTest_RunCheckRunsExactlyThatCheck(t *testing.T) {
 	}
 	if len(o.Checks) != 0 || o.State() != CouldNotCheck {
 		t.Fatalf("S0.tally ran %+v, want no check", o.Checks)
+	}
+}
+
+// stageModule writes a module of its own with a stage 1 whose test file
+// is src, as a student's folder would hold it.
+func stageModule(t *testing.T, src string) string {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, StageDir(1))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		filepath.Join(root, "go.mod"):       "module example.com/lab\n\ngo 1.22\n",
+		filepath.Join(dir, "stage_test.go"): src,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// TestGoTest_BuildsVetsAndRunsLikeGoTest: a stage that does not compile
+// gets the compiler's words and no check; one that compiles but that vet
+// refuses is refused as go test would, but its check alone (no vet) still
+// runs; the checks run in the stage's folder with SEED set. A runner that
+// ran the checks of a stage vet refuses, lost the compiler's message or
+// ran them elsewhere fails.
+func TestGoTest_BuildsVetsAndRunsLikeGoTest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go")
+	}
+	const check = `package stage1
+
+import (
+	"fmt"
+	"os"
+	"testing"
+)
+
+func TestStage(t *testing.T) {
+	t.Run("S1.where", func(t *testing.T) {
+		if _, err := os.Stat("stage_test.go"); err != nil || os.Getenv("SEED") != "7" {
+			t.Error("FAIL S1.where  not in the stage's folder, or no SEED")
+		}
+		%s
+	})
+}
+
+var _ = fmt.Sprint
+`
+	ctx := context.Background()
+	broken := GoTest{Root: stageModule(t, fmt.Sprintf(check, "x := undefinedName"))}
+	o, err := broken.Run(ctx, 1)
+	if err != nil || o.State() != DoesNotBuild || !strings.Contains(o.Build, "undefined: undefinedName") || strings.Contains(o.Build, "# ") {
+		t.Fatalf("a stage that does not compile: %v, state %q, build %q", err, o.State(), o.Build)
+	}
+
+	vetted := GoTest{Root: stageModule(t, fmt.Sprintf(check, `fmt.Printf("%d\n", "not a number")`)), Seed: "7"}
+	o, err = vetted.Run(ctx, 1)
+	if err != nil || o.State() != DoesNotBuild || !strings.Contains(o.Build, "Printf") || len(o.Checks) != 0 {
+		t.Fatalf("a stage vet refuses: %v, state %q, build %q, checks %+v", err, o.State(), o.Build, o.Checks)
+	}
+	o, err = vetted.RunCheck(ctx, 1, "S1.where")
+	if err != nil || o.State() != Passing || len(o.Checks) != 1 {
+		t.Fatalf("its check alone: %v, state %q, checks %+v\n%s", err, o.State(), o.Checks, o.Other)
 	}
 }
