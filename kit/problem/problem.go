@@ -48,6 +48,8 @@ var (
 		Explain: "This Idempotency-Key was already used. The first request was executed; this one was not. (From stage 4 on the server answers a retry with the stored response instead.)"}
 	RequestInProgress = &Type{Name: "request-in-progress", Status: 409, Title: "Request in progress",
 		Explain: "A request with this Idempotency-Key is still being processed. Wait for the number of seconds in Retry-After and send the same request again with the same key: you will then get its result."}
+	RequestTimeout = &Type{Name: "request-timeout", Status: 408, Title: "Request timeout",
+		Explain: "The body did not arrive in full within 10 seconds of the headers, so the server stopped reading it and closed the connection. Nothing was stored and no money moved: send the same request again with the same key."}
 	RequestTooLarge = &Type{Name: "request-too-large", Status: 413, Title: "Request too large",
 		Explain: "The body is over 16 KiB. Nothing was stored and no money moved."}
 	UnsupportedMediaType = &Type{Name: "unsupported-media-type", Status: 415, Title: "Unsupported media type",
@@ -67,7 +69,7 @@ var (
 // Catalogue lists every type, by status as docs/api.md's table does.
 var Catalogue = []*Type{
 	MissingIdempotencyKey, InvalidIdempotencyKey, InvalidRequest, Unauthorized,
-	Forbidden, NotFound, MethodNotAllowed, DuplicateRequest, RequestInProgress, RequestTooLarge,
+	Forbidden, NotFound, MethodNotAllowed, RequestTimeout, DuplicateRequest, RequestInProgress, RequestTooLarge,
 	UnsupportedMediaType, IdempotencyKeyReused, UnknownAccount, InsufficientFunds,
 	Internal, Unavailable,
 }

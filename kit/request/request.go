@@ -18,6 +18,7 @@ import (
 	"math/big"
 	"mime"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,6 +96,11 @@ func read(r *http.Request, known ...string) ([]byte, map[string]json.RawMessage,
 		return nil, nil, problem.New(problem.RequestTooLarge, "the body is %d bytes; the limit is %d", r.ContentLength, MaxBody)
 	}
 	raw, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// A client too slow to send its body: it may well send it in time
+		// on a retry, so the answer says to retry, unlike a body refused.
+		return nil, nil, problem.New(problem.RequestTimeout, "the body did not arrive in full in time; nothing was executed")
+	}
 	if err != nil {
 		// A body shorter than its Content-Length ends here: a truncated
 		// request must never be executed.
