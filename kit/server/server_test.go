@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"idemlab/kit/bank"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
@@ -113,12 +115,84 @@ func TestClock_AdvanceIsReportedInState(t *testing.T) {
 	}
 }
 
+// TestLabEndpointsNeedTheAdminToken walks every /lab route the server
+// has (so a route added later is covered) and sends it, with a body that
+// would change something, every wrong credential: none, a customer's
+// token, another server's admin token, this one's with a character
+// changed or cut, and this one in another scheme. Each gets 401 and
+// changes nothing.
 func TestLabEndpointsNeedTheAdminToken(t *testing.T) {
-	_, hs := start(t)
-	for _, path := range []string{"/lab/state", "/lab/config", "/lab/faults", "/lab/events"} {
-		if code, _ := call(t, hs, "GET", path, "", ""); code != 401 {
-			t.Errorf("GET %s without a token: %d, want 401", path, code)
+	srv, hs := start(t)
+	other, _ := start(t)
+	customers, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 5, Customers: 1, AccountsPerCustomer: 1, OpeningBalance: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := srv.AdminToken()
+	changed := []byte(admin)
+	changed[len(changed)-1] ^= 1
+	wrong := map[string]string{
+		"no credential":               "",
+		"a customer's token":          "Bearer " + customers[0].Token,
+		"another server's token":      "Bearer " + other.AdminToken(),
+		"the token, a char changed":   "Bearer " + string(changed),
+		"the token, cut short":        "Bearer " + admin[:len(admin)-1],
+		"the token in another scheme": "Basic " + admin,
+		"the token with no scheme":    admin,
+	}
+	bodies := map[string]string{
+		"/lab/reset": `{"seed":99}`, "/lab/clock": `{"advance":"25h"}`, "/lab/config": `{"retention":"1m"}`,
+		"/lab/faults": `{"point":"crash-in-transfer","count":1}`, "/lab/purge": `{}`,
+	}
+	// The lab clock runs on, so its instant is compared apart: a clock
+	// moved by the refused advance would be a day ahead.
+	seen := func() (string, time.Time) {
+		st, err := srv.Lab().State(context.Background())
+		if err != nil {
+			t.Fatal(err)
 		}
+		now, err := time.Parse(time.RFC3339Nano, st.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Now = ""
+		_, faults := call(t, hs, "GET", "/lab/faults", admin, "")
+		b, _ := json.Marshal(st)
+		return string(b) + faults, now
+	}
+	before, then := seen()
+	routes := 0
+	err = chi.Walk(srv.Handler().(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if !strings.HasPrefix(route, "/lab/") {
+			return nil
+		}
+		routes++
+		for name, auth := range wrong {
+			req, _ := http.NewRequest(method, hs.URL+route, strings.NewReader(bodies[route]))
+			req.Header.Set("Content-Type", "application/json")
+			if auth != "" {
+				req.Header.Set("Authorization", auth)
+			}
+			resp, err := hs.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 401 {
+				t.Errorf("%s %s with %s: %d, want 401", method, route, name, resp.StatusCode)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if routes < 9 {
+		t.Fatalf("walked %d /lab routes, want every one of them (9 or more)", routes)
+	}
+	after, now := seen()
+	if after != before || now.Sub(then) > time.Hour {
+		t.Fatalf("a refused lab request changed the lab:\nbefore %s at %v\nafter  %s at %v", before, then, after, now)
 	}
 }
 
