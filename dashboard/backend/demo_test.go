@@ -238,3 +238,23 @@ func TestDemo_TheNaiveSidePaysTwiceAndTheFinalSolutionDoesNot(t *testing.T) {
 		return m.Server(dashboard.Right).Status == "running"
 	})
 }
+
+// TestDemo_StartsContextEndsTheDemo catches a Start that ignores its ctx
+// (the demo outlives the command that ran it) and one that swaps the
+// context NewDemo made for another, leaving the first for ever uncancelled.
+func TestDemo_StartsContextEndsTheDemo(t *testing.T) {
+	d := NewDemo(Stages{Solutions: map[int]stage.Factory{0: stage0.New}})
+	defer d.Close()
+	made := d.ctx
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if err := d.Start(ctx, dashboard.Choice{Stage: 0}, dashboard.Choice{Stage: 0}, func(tea.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case <-made.Done():
+	case <-time.After(patience):
+		t.Error("the context NewDemo made still runs after Start's ctx ended")
+	}
+}
