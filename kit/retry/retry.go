@@ -3,7 +3,8 @@
 // same key and the same request on every attempt, a retry only after an
 // answer that says "not now" or no answer at all, exponential backoff with
 // full jitter, never less than Retry-After, and a horizon after which the
-// client gives up. The replay (lab replay) and the demo's traffic use it.
+// client gives up. Client is that loop; the replay (lab replay) and the
+// demo's traffic both send through it.
 package retry
 
 import (
