@@ -316,7 +316,9 @@ func (t *Traffic) request(ctx context.Context, url func() string, op dayplan.Op,
 }
 
 // Burst sends BurstSize copies of a fresh operation to every target at
-// the same moment: the race a UNIQUE constraint exists for.
+// the same moment: the race a UNIQUE constraint exists for. Each copy is
+// one attempt (retry.Send), not retried, so that the screen shows the
+// answers the race itself gets.
 func (t *Traffic) Burst(ctx context.Context) string {
 	op := t.draw()
 	op.Fate = dayplan.Fate{}
