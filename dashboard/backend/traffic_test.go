@@ -66,8 +66,8 @@ func TestTraffic_DrainWaitsForTheOperationsUnderWay(t *testing.T) {
 // retries a 429 after its Retry-After, and retries the clerk's edited
 // resubmission too, each with its own key and body on every attempt, and
 // stops at an answer that is the outcome. It catches a traffic that sends
-// the edit once (the demo's old loop did, unlike the replay) and a client
-// that retries a final answer.
+// the edit once, unlike the replay's clients, one that gives up on a 429,
+// and a client that retries a final answer.
 func TestTraffic_EverySubmissionRetriesByThePolicy(t *testing.T) {
 	var mu sync.Mutex
 	var sent []string
