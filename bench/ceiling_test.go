@@ -44,8 +44,9 @@ func benchCeiling(b *testing.B) result {
 		b.Fatal(err)
 	}
 	tx, _ := db.Begin()
-	customers, err := bank.Populate(ctx, tx, bank.Params{Seed: 1, Customers: heavy, AccountsPerCustomer: 2, OpeningBalance: 1_000_000_000_000})
-	if err != nil {
+	p := bank.Params{Seed: 1, Customers: heavy, AccountsPerCustomer: 2, OpeningBalance: 1_000_000_000_000}
+	customers := bank.Population(p)
+	if err := bank.Insert(ctx, tx, customers, p.OpeningBalance); err != nil {
 		b.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -102,6 +102,15 @@ func hostileTable() []hostile {
 			return fmt.Sprintf(`{"from":%q,"to":%q,%s}`, a.Accounts[0], b.Accounts[0], members)
 		}
 	}
+	// changed is the good transfer with one thing about the request
+	// changed (its headers).
+	changed := func(change func(r *Request)) func(a, b bank.Customer, key string) Request {
+		return func(a, b bank.Customer, key string) Request {
+			r := Transfer(a, key, good(a, b))
+			change(&r)
+			return r
+		}
+	}
 	const invalid, p400 = 400, "/problems/invalid-request"
 	return []hostile{
 		{"not JSON", body(func(a, b bank.Customer) string { return `{"from":` }), invalid, p400},
@@ -134,26 +143,10 @@ func hostileTable() []hostile {
 		{"metadata value of 65 characters", body(with(`"amount":1000,"metadata":{"op":"` + strings.Repeat("x", 65) + `"}`)), invalid, p400},
 		{"metadata value a number", body(with(`"amount":1000,"metadata":{"op":1}`)), invalid, p400},
 		{"1 MiB body", body(with(`"amount":1000,"memo":"` + strings.Repeat("a", 1<<20) + `"`)), 413, "/problems/request-too-large"},
-		{"text/plain", func(a, b bank.Customer, key string) Request {
-			r := Transfer(a, key, good(a, b))
-			r.ContentType = "text/plain"
-			return r
-		}, 415, "/problems/unsupported-media-type"},
-		{"charset latin-1", func(a, b bank.Customer, key string) Request {
-			r := Transfer(a, key, good(a, b))
-			r.ContentType = "application/json; charset=latin-1"
-			return r
-		}, 415, "/problems/unsupported-media-type"},
-		{"no token", func(a, b bank.Customer, key string) Request {
-			r := Transfer(a, key, good(a, b))
-			r.Token = ""
-			return r
-		}, 401, "/problems/unauthorized"},
-		{"unknown token", func(a, b bank.Customer, key string) Request {
-			r := Transfer(a, key, good(a, b))
-			r.Token = "tok_nobody"
-			return r
-		}, 401, "/problems/unauthorized"},
+		{"text/plain", changed(func(r *Request) { r.ContentType = "text/plain" }), 415, "/problems/unsupported-media-type"},
+		{"charset latin-1", changed(func(r *Request) { r.ContentType = "application/json; charset=latin-1" }), 415, "/problems/unsupported-media-type"},
+		{"no token", changed(func(r *Request) { r.Token = "" }), 401, "/problems/unauthorized"},
+		{"unknown token", changed(func(r *Request) { r.Token = "tok_nobody" }), 401, "/problems/unauthorized"},
 		{"from another customer's account", body(func(a, b bank.Customer) string {
 			return TransferBody(b.Accounts[0], a.Accounts[0], 1000, "op-theft")
 		}), 403, "/problems/forbidden"},

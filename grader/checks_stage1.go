@@ -510,8 +510,7 @@ func checkFailClosed(t *T) error {
 
 	// The store is down for the whole request: 503, and nothing moves.
 	for _, kind := range []string{"transfer", "deposit"} {
-		amount, op := t.Amount(1_000, 100_000), t.Op()
-		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+		req, op, amount := s.Payment(t)
 		if kind == "deposit" {
 			req = Deposit(a, t.Key(), DepositBody(a.Accounts[1], amount, op))
 		}
@@ -558,8 +557,7 @@ func checkFailClosed(t *T) error {
 	// The store fails part-way through a request: whatever the request
 	// heard, its retries converge to one execution.
 	for _, failures := range []int{1, 2, 3} {
-		amount, op := t.Amount(1_000, 100_000), t.Op()
-		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+		req, op, amount := s.Payment(t)
 		if err := t.Arm(labctl.StoreUnavailable, failures); err != nil {
 			return err
 		}

@@ -56,15 +56,9 @@ func init() {
 // (the retry hears "done" while the original still runs), and a lost race
 // answered with a 5xx.
 func checkRetryDuringOriginal(t *T) error {
-	if err := t.WhileHeld(func(latency time.Duration) (bool, error) {
-		const opening, n = 1_000_000, 8
-		cs, err := t.Reset(2, opening)
-		if err != nil {
-			return false, err
-		}
-		a, b := cs[0], cs[1]
-		amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
-		req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+	if err := t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
+		const n = 8
+		req, op, amount := s.Payment(t)
 		held, err := t.Hold(req, latency)
 		if err != nil {
 			return false, err
@@ -103,9 +97,8 @@ func checkRetryDuringOriginal(t *T) error {
 		if !orig.Is(http.StatusCreated, "") {
 			return true, t.Fail(sent, got, "the original answers 201 Created once its core call returns")
 		}
-		books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
-		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-		return true, t.Reconcile(sent, got, books)
+		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
+		return true, t.Reconcile(sent, got, s.Books)
 	}); err != nil {
 		return err
 	}
@@ -128,8 +121,7 @@ func checkStaggeredRetries(t *T) error {
 		if err := t.Configure(labclient.Config{CoreLatency: latency}); err != nil {
 			return err
 		}
-		amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
-		req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+		req, op, amount := s.Payment(t)
 		gaps := t.gaps(n, 6*time.Millisecond)
 		rs := t.Staggered(gaps, func(int) Request { return req })
 		sent := fmt.Sprintf("%s\n%d times, %v apart, the core answering after %v", req.String(), n, gaps[1:], latency)
@@ -183,8 +175,7 @@ func checkReleaseAfterFailure(t *T) error {
 		return err
 	}
 	a, b, books := s.A, s.B, s.Books
-	amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
-	req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+	req, op, amount := s.Payment(t)
 	if err := t.Arm(labctl.FailInTransfer, 1); err != nil {
 		return err
 	}
@@ -402,13 +393,12 @@ func checkClientGivesUp(t *T) error {
 			}
 			latency = r.latency
 		}
-		amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
-		req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+		req, op, amount := s.Payment(t)
 		gone := t.Abandon(req, r.how, r.delay)
 		if r.how == OnSignal {
 			if _, err := t.WaitFor(r.latency/2, func() (bool, error) {
 				st, err := t.State()
-				return gone.Done() || keyInProgress(st, key), err
+				return gone.Done() || keyInProgress(st, req.Key), err
 			}); err != nil {
 				return err
 			}
@@ -431,7 +421,7 @@ func checkClientGivesUp(t *T) error {
 			if err != nil {
 				return err
 			}
-			return t.Harmful(StuckKey, sent, retry.String()+"\nand a second later, with no request of that key running: key row "+DescribeRows(KeyRows(st, key)),
+			return t.Harmful(StuckKey, sent, retry.String()+"\nand a second later, with no request of that key running: key row "+DescribeRows(KeyRows(st, req.Key)),
 				"the retry executes (201), or is told the original did: a client that hung up is not a failure of the money, and its claim is released or completed")
 		}
 		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
@@ -443,16 +433,6 @@ func checkClientGivesUp(t *T) error {
 		}
 	}
 	return nil
-}
-
-// keyInProgress reports whether st holds key in progress.
-func keyInProgress(st labctl.State, key string) bool {
-	for _, row := range KeyRows(st, key) {
-		if s, ok := RowState(row); ok && s == StateInProgress {
-			return true
-		}
-	}
-	return false
 }
 
 // checkCompletedWithTheMoney catches a key completed in a transaction of

@@ -435,20 +435,14 @@ func checkPurgeBounded(t *T) error {
 // their state, and a claim that treats an expired in-progress key as free:
 // either way the retry of a running original executes a second time.
 func checkPurgeKeepsInProgress(t *T) error {
-	return t.WhileHeld(func(latency time.Duration) (bool, error) {
-		const opening = 1_000_000
-		s, err := t.Scenario(2, opening)
-		if err != nil {
-			return false, err
-		}
+	return t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
 		// A lease longer than the jump of the clock: this check is about
 		// the purge, not about taking over an expired lease (stage 6).
 		if err := t.Configure(labclient.Config{Lease: 72 * time.Hour}); err != nil {
 			return false, err
 		}
 		a, b, books := s.A, s.B, s.Books
-		amount, op := t.Amount(1_000, 100_000), t.Op()
-		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+		req, op, amount := s.Payment(t)
 		held, err := t.Hold(req, latency)
 		if err != nil {
 			return false, err

@@ -77,9 +77,8 @@ func checkLeaseTakeoverOnce(t *T) error {
 		if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
 			return err
 		}
-		amount, op := t.Amount(1_000, 100_000), t.Op()
+		req, op, amount := s.Payment(t)
 		books.Expect(op)
-		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
 		stranded, err := t.strand(req)
 		if err != nil {
 			return err
@@ -208,10 +207,9 @@ func checkLiveLease409(t *T) error {
 	if err := t.Configure(labclient.Config{Lease: 10 * time.Second}); err != nil {
 		return err
 	}
-	a, b, books := s.A, s.B, s.Books
-	amount, op := t.Amount(1_000, 100_000), t.Op()
+	books := s.Books
+	req, op, _ := s.Payment(t)
 	books.Expect(op)
-	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
 	first, err := t.strand(req)
 	if err != nil {
 		return err
@@ -244,20 +242,14 @@ func checkLiveLease409(t *T) error {
 // refused at its completion, deletes the key the retry holds, and a third
 // attempt claims it afresh and executes beside the retry).
 func checkLateOriginalFenced(t *T) error {
-	return t.WhileHeld(func(latency time.Duration) (bool, error) {
-		const opening = 1_000_000
-		s, err := t.Scenario(2, opening)
-		if err != nil {
-			return false, err
-		}
+	return t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
 		lease := t.drawLease(5, 60)
 		if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
 			return false, err
 		}
 		a, b, books := s.A, s.B, s.Books
-		amount, op := t.Amount(1_000, 100_000), t.Op()
+		req, op, amount := s.Payment(t)
 		books.Expect(op)
-		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
 		orig, err := t.Hold(req, latency)
 		if err != nil {
 			return false, err
@@ -336,19 +328,12 @@ func checkLateOriginalFenced(t *T) error {
 // expire), and a completion outside the business transaction (the money
 // stays moved while the key does not say so, and the retry pays again).
 func checkOutageMidRequest(t *T) error {
-	return t.WhileHeld(func(latency time.Duration) (bool, error) {
-		const opening = 1_000_000
-		cs, err := t.Reset(2, opening)
-		if err != nil {
-			return false, err
-		}
-		a, b := cs[0], cs[1]
+	return t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
 		lease, err := t.lease()
 		if err != nil {
 			return false, err
 		}
-		amount, op := t.Amount(1_000, 100_000), t.Op()
-		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+		req, op, amount := s.Payment(t)
 		held, err := t.Hold(req, latency)
 		if err != nil {
 			return false, err
@@ -381,9 +366,8 @@ func checkOutageMidRequest(t *T) error {
 		if !final.Is(http.StatusCreated, "") {
 			return true, t.Fail(story, final.String(), "201 Created: once the lease of the failed claim expires, a retry takes it over and executes")
 		}
-		books := t.NewBooks(opening, a.Accounts[0], b.Accounts[0])
-		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-		return true, t.Reconcile(story, "", books)
+		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
+		return true, t.Reconcile(story, "", s.Books)
 	})
 }
 

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"idemlab/kit/labclient"
 	"idemlab/kit/server"
 )
 
@@ -275,11 +276,12 @@ func (c *Child) startOn(ctx context.Context, ln net.Listener) error {
 	go func() { exited <- cmd.Wait() }()
 	probe := &http.Client{Timeout: time.Second}
 	defer probe.CloseIdleConnections()
+	lab := labclient.New(c.URL, c.Admin, probe)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(15 * time.Second)
 	for {
-		if c.answers(probe) {
+		if c.answers(ctx, lab) {
 			return nil
 		}
 		select {
@@ -307,18 +309,9 @@ func quote(stderr string) string {
 
 // answers reports whether this child, and not some other process that
 // took its port, answers on its URL: only this child knows its admin token.
-func (c *Child) answers(client *http.Client) bool {
-	req, err := http.NewRequest("GET", c.URL+"/lab/config", nil)
-	if err != nil {
-		return false
-	}
-	req.Header.Set("Authorization", "Bearer "+c.Admin)
-	resp, err := client.Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+func (c *Child) answers(ctx context.Context, lab *labclient.Client) bool {
+	_, err := lab.Config(ctx)
+	return err == nil
 }
 
 // lockedBuffer collects a child's stderr, written by exec's copying
@@ -338,18 +331,6 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
-}
-
-// Exited reports, without waiting, whether the child has exited (after a
-// crash fault, say) and how.
-func (c *Child) Exited() (bool, error) {
-	select {
-	case err := <-c.exited:
-		c.exited <- err
-		return true, err
-	default:
-		return false, nil
-	}
 }
 
 // awaitExit waits until the child exits, reporting true, or stop closes.

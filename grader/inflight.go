@@ -54,12 +54,17 @@ func lastHold(latency time.Duration) bool {
 }
 
 // WhileHeld runs try with each of heldLatencies until try reports that it
-// acted while the original was still in flight (conclusive), or fails. A
-// try resets the target and holds its own original with the latency it is
-// given: see Hold and Held.Early.
-func (t *T) WhileHeld(try func(latency time.Duration) (conclusive bool, err error)) error {
+// acted while the original was still in flight (conclusive), or fails.
+// Each try gets a fresh Scenario (two customers, opening won on every
+// account) and holds its own original with the latency it is given: see
+// Hold and Held.Early.
+func (t *T) WhileHeld(opening int64, try func(s Scenario, latency time.Duration) (conclusive bool, err error)) error {
 	for _, l := range heldLatencies {
-		conclusive, err := try(l)
+		s, err := t.Scenario(2, opening)
+		if err != nil {
+			return err
+		}
+		conclusive, err := try(s, l)
 		if err != nil || conclusive {
 			return err
 		}
@@ -103,13 +108,8 @@ func (t *T) Hold(req Request, latency time.Duration) (*Held, error) {
 		if err != nil {
 			return false, err
 		}
-		for _, row := range KeyRows(st, req.Key) {
-			if s, ok := RowState(row); ok && s == StateInProgress {
-				h.Seen = true
-				return true, nil
-			}
-		}
-		return false, nil
+		h.Seen = keyInProgress(st, req.Key)
+		return h.Seen, nil
 	})
 	return h, err
 }

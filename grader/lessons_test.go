@@ -1,8 +1,6 @@
 package grader_test
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"go/ast"
 	"go/build"
@@ -120,43 +118,15 @@ func TestHeadingAnchors_SkipsCodeAndNumbersDuplicates(t *testing.T) {
 // gives its ATX headings (# to ######), skipping fenced code blocks. A
 // repeated anchor gets -1, -2, … as on GitHub.
 func headingAnchors(path string) (map[string]bool, error) {
-	text, err := os.ReadFile(path)
+	heads, _, _, err := mdOutline(path)
 	if err != nil {
-		return nil, fmt.Errorf("lesson file: %w", err)
+		return nil, err
 	}
 	anchors := map[string]bool{}
-	count := map[string]int{}
-	fence := ""
-	sc := bufio.NewScanner(bytes.NewReader(text))
-	for sc.Scan() {
-		line := strings.TrimRight(sc.Text(), " \t")
-		trimmed := strings.TrimLeft(line, " ")
-		if f := fenceOf(trimmed); f != "" && len(line)-len(trimmed) < 4 {
-			switch {
-			case fence == "":
-				fence = f
-			case closes(trimmed, fence):
-				fence = ""
-			}
-			continue
-		}
-		if fence != "" {
-			continue
-		}
-		heading, ok := atxHeading(line)
-		if !ok {
-			continue
-		}
-		a := githubAnchor(heading)
-		if n := count[a]; n > 0 {
-			count[a]++
-			a = fmt.Sprintf("%s-%d", a, n)
-		} else {
-			count[a] = 1
-		}
-		anchors[a] = true
+	for _, h := range heads {
+		anchors[h.anchor] = true
 	}
-	return anchors, sc.Err()
+	return anchors, nil
 }
 
 // fenceOf returns the fence (``` or ~~~, or longer) a line opens or

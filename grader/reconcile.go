@@ -210,6 +210,16 @@ func RowState(row map[string]any) (state string, ok bool) {
 	return s, true
 }
 
+// keyInProgress reports whether st holds key in progress.
+func keyInProgress(st labctl.State, key string) bool {
+	for _, row := range KeyRows(st, key) {
+		if s, ok := RowState(row); ok && s == StateInProgress {
+			return true
+		}
+	}
+	return false
+}
+
 // DescribeRows renders key rows for a report.
 func DescribeRows(rows []map[string]any) string {
 	if len(rows) == 0 {

@@ -64,7 +64,6 @@ type Attempt struct {
 	// Unseen is the server's answer when the network lost it on the way
 	// back (failure points 6 and 7): the answer the client never saw.
 	Unseen *ServerAnswer `json:"unseen,omitempty"`
-	got    retry.Answer  // what the attempt got, for the policy
 }
 
 // ServerAnswer is a response as the server sent it.
@@ -287,87 +286,89 @@ func (r *replayer) runOp(ctx context.Context, op *dayplan.Op) []Attempt {
 	return out
 }
 
-// submit sends one submission and retries it by the policy: attempt n
-// meets faults[n-1], if any. The plan's clock moves by each attempt's
-// wait and backoff; the driver really sleeps only while the server says
-// the request is in progress, and then a thousandth of the backoff,
-// because only then is there something real to wait for.
-func (r *replayer) submit(ctx context.Context, op *dayplan.Op, kind string, at time.Duration, first, retry []byte, faults []dayplan.Point) []Attempt {
-	pol := r.opts.Policy
+// submit sends one submission and retries it by the policy (a
+// retry.Client), recording every attempt: attempt n meets faults[n-1], if
+// any. The client waits on the plan's clock (planClock), which each wait
+// and each withheld response move.
+func (r *replayer) submit(ctx context.Context, op *dayplan.Op, kind string, at time.Duration, first, retried []byte, faults []dayplan.Point) []Attempt {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%s/%s", op.Op, kind)
-	rng := rand.New(rand.NewPCG(r.plan.Header.Seed, h.Sum64()))
+	clock := &planClock{}
+	c := retry.Client{HTTP: r.client, Policy: r.opts.Policy, Clock: clock, Jitter: rand.New(rand.NewPCG(r.plan.Header.Seed, h.Sum64()))}
 	var out []Attempt
-	var elapsed time.Duration
-	for n := 1; ; n++ {
-		a := Attempt{Op: op.Op, Submission: kind, N: n, At: dayplan.Duration(at + elapsed), Key: op.Key, Endpoint: op.Endpoint}
+	var heard *ServerAnswer // what the server answered the attempt under way
+	newRequest := func(n int) (*http.Request, error) {
+		a := Attempt{Op: op.Op, Submission: kind, N: n, At: dayplan.Duration(at + clock.elapsed), Key: op.Key, Endpoint: op.Endpoint}
 		body := first
 		if n > 1 {
-			body = retry
-			a.Respelled = !bytes.Equal(retry, first)
+			body = retried
+			a.Respelled = !bytes.Equal(retried, first)
 		}
+		actx := ctx
 		if n <= len(faults) {
 			a.Fault = faults[n-1]
-		}
-		took := r.send(ctx, op, body, &a)
-		if !a.got.Retryable() || ctx.Err() != nil {
-			a.Final = true
-			return append(out, a)
-		}
-		wait := pol.Wait(n, rng, a.got)
-		if elapsed+took+wait > pol.Horizon {
-			a.Final, a.GaveUp = true, true
-			return append(out, a)
+			actx = faultnet.WithFault(ctx, a.Fault)
 		}
 		out = append(out, a)
-		elapsed += took + wait
-		if a.Problem == problem.RequestInProgress.URI() {
-			select {
-			case <-time.After(max(wait/1000, time.Millisecond)):
-			case <-ctx.Done():
-			}
+		heard = &ServerAnswer{}
+		return r.request(context.WithValue(actx, recordKey{}, heard), op, body)
+	}
+	seen := func(_ int, ans retry.Answer) {
+		a := &out[len(out)-1]
+		clock.inProgress = ans.Problem == problem.RequestInProgress.URI()
+		if ans.Err == nil {
+			a.Status, a.Response, a.Replayed, a.Problem = ans.Status, string(ans.Body), ans.Replayed, ans.Problem
+			return
 		}
-	}
-}
-
-// send makes one attempt and fills in a. It returns how long the attempt
-// took on the plan's clock: the client's timeout for a withheld response,
-// else nothing worth counting.
-func (r *replayer) send(ctx context.Context, op *dayplan.Op, body []byte, a *Attempt) time.Duration {
-	if a.Fault != "" {
-		ctx = faultnet.WithFault(ctx, a.Fault)
-	}
-	var heard ServerAnswer
-	ctx = context.WithValue(ctx, recordKey{}, &heard)
-	req, err := http.NewRequestWithContext(ctx, "POST", r.opts.URL+op.Endpoint, bytes.NewReader(body))
-	if err != nil {
-		a.Error = err.Error()
-		a.got = retry.Answer{Err: err}
-		return 0
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+r.tokens[op.Customer])
-	if op.Key != "" { // a keyless operation sends no header at all
-		req.Header.Set("Idempotency-Key", op.Key)
-	}
-	ans := retry.Send(r.client, req)
-	a.got = ans
-	if ans.Err != nil {
 		a.Error = ans.Err.Error()
 		if ans.Status != 0 {
 			a.Error = "read response: " + a.Error
 		}
 		var fe *faultnet.Error
 		if errors.As(ans.Err, &fe) && fe.Reached && heard.Status != 0 {
-			a.Unseen = &heard
+			a.Unseen = heard
 		}
 		if errors.As(ans.Err, &fe) && fe.Timeout() {
-			return r.opts.Policy.Timeout
+			clock.elapsed += r.opts.Policy.Timeout // the client waited out its timeout
 		}
-		return 0
 	}
-	a.Status, a.Response, a.Replayed, a.Problem = ans.Status, string(ans.Body), ans.Replayed, ans.Problem
-	return 0
+	res := c.Do(ctx, newRequest, seen)
+	last := &out[len(out)-1]
+	last.Final, last.GaveUp = true, res.GaveUp
+	return out
+}
+
+// planClock is a submission's time on the plan's clock: a wait moves it at
+// once. The replay really sleeps only while the server says the request
+// is in progress, and then a thousandth of the wait, because only then is
+// there something real to wait for.
+type planClock struct {
+	elapsed    time.Duration // since the submission's first attempt
+	inProgress bool          // the last answer was 409 request-in-progress
+}
+
+func (c *planClock) Now() time.Time { return time.Time{}.Add(c.elapsed) }
+
+func (c *planClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.elapsed += d
+	if !c.inProgress {
+		return ctx.Err()
+	}
+	return retry.Wall.Sleep(ctx, max(d/1000, time.Millisecond))
+}
+
+// request is one attempt's request of op with body.
+func (r *replayer) request(ctx context.Context, op *dayplan.Op, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", r.opts.URL+op.Endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+r.tokens[op.Customer])
+	if op.Key != "" { // a keyless operation sends no header at all
+		req.Header.Set("Idempotency-Key", op.Key)
+	}
+	return req, nil
 }
 
 // recorder keeps what the server answered in the ServerAnswer its

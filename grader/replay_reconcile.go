@@ -557,26 +557,21 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int) {
 func (rc DayReconciliation) verdict() string {
 	c := rc.Counts
 	var why []string
-	if c.DoubleApplied > 0 {
-		why = append(why, fmt.Sprintf("%d operations executed more than once", c.DoubleApplied))
-	}
-	if c.LostTransfers > 0 {
-		why = append(why, fmt.Sprintf("%d told success and never executed", c.LostTransfers))
-	}
-	if c.WrongAnswers > 0 {
-		why = append(why, fmt.Sprintf("%d clients were given a wrong answer", c.WrongAnswers))
-	}
-	if c.NoUsableAnswer > 0 {
-		why = append(why, fmt.Sprintf("%d clients never learned the result of an operation that executed", c.NoUsableAnswer))
-	}
-	if c.StuckInProgress > 0 {
-		why = append(why, fmt.Sprintf("%d keys still in progress when their clients gave up", c.StuckInProgress))
-	}
-	if c.MismatchedReplays > 0 {
-		why = append(why, fmt.Sprintf("%d replays differ from the original answer", c.MismatchedReplays))
-	}
-	if c.UnexpectedStatus > 0 {
-		why = append(why, fmt.Sprintf("%d answers the contract does not allow", c.UnexpectedStatus))
+	for _, f := range []struct {
+		n    int
+		what string
+	}{
+		{c.DoubleApplied, "operations executed more than once"},
+		{c.LostTransfers, "told success and never executed"},
+		{c.WrongAnswers, "clients were given a wrong answer"},
+		{c.NoUsableAnswer, "clients never learned the result of an operation that executed"},
+		{c.StuckInProgress, "keys still in progress when their clients gave up"},
+		{c.MismatchedReplays, "replays differ from the original answer"},
+		{c.UnexpectedStatus, "answers the contract does not allow"},
+	} {
+		if f.n > 0 {
+			why = append(why, fmt.Sprintf("%d %s", f.n, f.what))
+		}
 	}
 	if c.BalanceMismatches > 0 || !rc.Money.Conserved || c.NegativeBalances > 0 {
 		why = append(why, "the balances do not add up")

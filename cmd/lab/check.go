@@ -15,7 +15,7 @@ func init() {
 }
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := loopFlags("lab check", "lab check [N] [--seed S] [--run ID] [--solution]", stderr)
+	fs := newFlags("lab check", "[N] [--seed S] [--run ID] [--solution]", stderr)
 	seed := fs.String("seed", os.Getenv("SEED"), "repeat a run: the seed a failure printed (or SEED=)")
 	only := fs.String("run", os.Getenv("RUN"), "run only the checks whose ID contains this (or RUN=)")
 	solution := fs.Bool("solution", false, "run the reference solution's checks instead of yours")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,20 +19,15 @@ func init() {
 }
 
 func runDash(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab dash", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("lab dash", "--url http://127.0.0.1:8080 --token adm_…", stderr)
 	url := fs.String("url", os.Getenv("LAB"), "the lab server's URL (default $LAB, which make serve prints)")
 	token := fs.String("token", os.Getenv("ADMIN"), "its admin token (default $ADMIN, which make serve prints)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab dash --url http://127.0.0.1:8080 --token adm_…")
-		fs.PrintDefaults()
-	}
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}
 	if *url == "" || *token == "" {
 		fs.Usage()
-		return &exitCode{code: 2, err: fmt.Errorf("--url and --token are needed: make serve prints both (export LAB=… ADMIN=…)")}
+		return cannotRun(fmt.Errorf("--url and --token are needed: make serve prints both (export LAB=… ADMIN=…)"))
 	}
 	remote := backend.NewRemote(*url, *token)
 	check, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -31,14 +30,9 @@ type dayFiles struct {
 func (d dayFiles) path(kind string) string { return filepath.Join(d.dir, d.name+"."+kind) }
 
 func runDatasets(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab datasets", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("lab datasets", "[--sizes N,N…] [--shipped]", stderr)
 	sizes := fs.String("sizes", "10000,100000", "the sizes of the large days, in operations")
 	shipped := fs.Bool("shipped", false, "rewrite the shipped small day in datasets/ instead (its access log gets new times and ids)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab datasets [--sizes N,N…] [--shipped]")
-		fs.PrintDefaults()
-	}
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}
@@ -53,7 +47,7 @@ func runDatasets(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		for _, s := range strings.Split(*sizes, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(s))
 			if err != nil || n < 1 {
-				return &exitCode{code: 2, err: fmt.Errorf("--sizes: %q is not a number of operations", s)}
+				return cannotRun(fmt.Errorf("--sizes: %q is not a number of operations", s))
 			}
 			days = append(days, dayFiles{dir: filepath.Join("datasets", "large"), name: fmt.Sprintf("day-%d", n), seed: uint64(n), ops: n})
 		}

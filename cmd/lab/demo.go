@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -38,17 +37,12 @@ func demoStages(root string) backend.Stages {
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("lab demo", "[--stage N] [--yours] [--faults PROFILE] [--plain [--duration 10s]]", stderr)
 	right := fs.Int("stage", -1, "the stage on the right (default: the final solution)")
 	yours := fs.Bool("yours", false, "run your stages/stageN on the right instead of the solution")
 	plain := fs.Bool("plain", false, "no terminal UI: a line a second, then a summary (the default when stdout is not a terminal)")
 	duration := fs.Duration("duration", 10*time.Second, "how long --plain runs")
 	faults := fs.String("faults", backend.Profiles[0].Name, "the fault profile to start with (f cycles them)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab demo [--stage N] [--yours] [--faults PROFILE] [--plain [--duration 10s]]")
-		fs.PrintDefaults()
-	}
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}
@@ -58,11 +52,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		*right = stages.Final()
 	}
 	if _, ok := stages.Solutions[*right]; !ok && !*yours {
-		return &exitCode{code: 2, err: fmt.Errorf("--stage %d: this build has solutions for stages %v", *right, stages.Numbers())}
+		return cannotRun(fmt.Errorf("--stage %d: this build has solutions for stages %v", *right, stages.Numbers()))
 	}
 	profile, err := backend.ProfileNamed(*faults)
 	if err != nil {
-		return &exitCode{code: 2, err: err}
+		return cannotRun(err)
 	}
 	left, rightChoice := dashboard.Choice{Stage: 0}, dashboard.Choice{Stage: *right, Yours: *yours}
 	if *plain || !isTerminal(stdout) {

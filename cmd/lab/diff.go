@@ -13,7 +13,7 @@ func init() {
 }
 
 func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := loopFlags("lab diff", "lab diff [N] [--yes]", stderr)
+	fs := newFlags("lab diff", "[N] [--yes]", stderr)
 	yes := fs.Bool("yes", false, "do not ask: show the diff even though the stage does not pass")
 	st, done, err := startLoop(fs, args)
 	if done {

@@ -15,7 +15,7 @@ func init() {
 }
 
 func runDocs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := loopFlags("lab docs", "lab docs [N] [--lang en|ja] [--plain]   (lab docs 3 | less -R to page)", stderr)
+	fs := newFlags("lab docs", "[N] [--lang en|ja] [--plain]   (lab docs 3 | less -R to page)", stderr)
 	lang := fs.String("lang", "en", "the lesson's language: en, or the name of a folder under docs/lessons")
 	plain := fs.Bool("plain", false, "print the markdown as it is, even on a terminal")
 	width := fs.Int("width", 100, "wrap the rendered lesson at this many columns")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,8 +14,7 @@ func init() {
 }
 
 func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab gen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("lab gen", "[--seed S] [--ops N] [-o FILE] [flags]", stderr)
 	seed := fs.Uint64("seed", 1, "the seed; the same seed gives the same plan, byte for byte")
 	ops := fs.Int("ops", 1000, "how many logical operations the day has")
 	out := fs.String("o", "", "write the plan to this file (default: standard output)")
@@ -33,17 +31,13 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Float64Var(&p.KeylessRate, "keyless-rate", p.KeylessRate, "share of operations sent once without an Idempotency-Key (stage 1 on refuses them)")
 	fs.Float64Var(&p.SharedKeyRate, "shared-key-rate", p.SharedKeyRate, "share of operations sent with an earlier operation's key of another customer (a bad key generator; stage 5 scopes keys to the customer)")
 	fs.Float64Var(&p.CrashRate, "crash-rate", p.CrashRate, "share of operations before which the replay arms a crash point of the server (stage 6's leases recover from it)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab gen [--seed S] [--ops N] [-o FILE] [flags]")
-		fs.PrintDefaults()
-	}
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}
 	p.Ops = *ops
 	plan, err := dayplan.Generate(*seed, p)
 	if err != nil {
-		return &exitCode{code: 2, err: err}
+		return cannotRun(err)
 	}
 	if *out == "" {
 		return plan.Write(stdout)

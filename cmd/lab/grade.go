@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,30 +20,19 @@ func init() {
 }
 
 type gradeFlags struct {
-	stage    int
-	solution bool
-	url      string
-	admin    string
-	seed     uint64
-	run      string
-	results  string
+	serverFlags
+	seed    uint64
+	run     string
+	results string
 }
 
 func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab grade", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("lab grade", "--stage N [--solution | --url URL --admin-token T] [--seed S] [--run ID] [--results DIR]", stderr)
 	var f gradeFlags
-	fs.IntVar(&f.stage, "stage", 0, "run the checks of stages 0..N")
-	fs.BoolVar(&f.solution, "solution", false, "grade the reference solutions/stageN instead of your stages/stageN")
-	fs.StringVar(&f.url, "url", "", "grade a server that is already running (lab mode; needs --admin-token)")
-	fs.StringVar(&f.admin, "admin-token", "", "the admin token of the server at --url")
+	f.define(fs, "run the checks of stages 0..N", "grade")
 	fs.Uint64Var(&f.seed, "seed", 0, "the run's seed (default: a fresh one, printed)")
 	fs.StringVar(&f.run, "run", "", "run only the checks whose ID contains this")
 	fs.StringVar(&f.results, "results", "", "write results.json to this folder")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab grade --stage N [--solution | --url URL --admin-token T] [--seed S] [--run ID] [--results DIR]")
-		fs.PrintDefaults()
-	}
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}
@@ -52,7 +40,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if f.url != "" && f.admin == "" {
-		return &exitCode{code: 2, err: errors.New("--url needs --admin-token: the checks reset the server through /lab")}
+		return cannotRun(errors.New("--url needs --admin-token: the checks reset the server through /lab"))
 	}
 	subject, start, err := gradeTarget(ctx, f, stderr)
 	if err != nil {
@@ -65,11 +53,11 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if len(checks) == 0 {
-		return &exitCode{code: 2, err: fmt.Errorf("--run %q matches no check of stage %d", f.run, f.stage)}
+		return cannotRun(fmt.Errorf("--run %q matches no check of stage %d", f.run, f.stage))
 	}
 	if f.seed == 0 {
 		if f.seed, err = grader.RunSeed(); err != nil {
-			return &exitCode{code: 2, err: err}
+			return cannotRun(err)
 		}
 	}
 	fmt.Fprintf(stdout, "lab grade: %s, the checks of stages 0..%d (%d), seed %d\n", subject.Name, f.stage, len(checks), f.seed)
@@ -231,7 +219,7 @@ func gradeReport(f gradeFlags, results []grader.Result, stdout io.Writer) error 
 	case out.Failed > 0:
 		return &exitCode{code: 1, err: fmt.Errorf("%d of %d checks failed", out.Failed, len(results))}
 	case out.Unknown > 0:
-		return &exitCode{code: 2, err: fmt.Errorf("%d checks could not run", out.Unknown)}
+		return cannotRun(fmt.Errorf("%d checks could not run", out.Unknown))
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ func init() {
 }
 
 func runHint(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := loopFlags("lab hint", "lab hint [N] [--check ID]", stderr)
+	fs := newFlags("lab hint", "[N] [--check ID]", stderr)
 	check := fs.String("check", "", "a hint for this check ID instead of the first failing one")
 	st, done, err := startLoop(fs, args)
 	if done {

@@ -26,18 +26,6 @@ var (
 	now             = time.Now
 )
 
-// loopFlags returns the flag set of a subcommand of the loop, whose
-// usage line is usage, printing to stderr.
-func loopFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: "+usage)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
 // loopStage is where a subcommand of the loop starts: the checkout's
 // root, the progress so far, and the stage it works on.
 type loopStage struct {
@@ -72,7 +60,7 @@ func stageArg(args []string, p *studentloop.Progress) (int, error) {
 	case 1:
 		return studentloop.ParseStage(args[0])
 	}
-	return 0, &exitCode{code: 2, err: errors.New("one stage number, please")}
+	return 0, cannotRun(errors.New("one stage number, please"))
 }
 
 // runAndRecord runs a stage's checks and records the outcome as the

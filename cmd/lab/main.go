@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -37,6 +38,11 @@ type exitCode struct {
 }
 
 func (e *exitCode) Error() string { return e.err.Error() }
+
+// cannotRun is err with exit status 2: the command could not run (a
+// command line it cannot run, a stage that does not build, a check that
+// could not observe what it needs).
+func cannotRun(err error) error { return &exitCode{code: 2, err: err} }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -114,6 +120,19 @@ func usage(w io.Writer) {
 	}
 }
 
+// newFlags returns the flag set of the subcommand name (lab hint): its
+// errors, and its usage ("usage: " name args, then the flags), go to
+// stderr.
+func newFlags(name, args string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, strings.TrimSpace("usage: "+name+" "+args))
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
 // parseFlags parses a subcommand's flags. It reports done when the
 // command must end here: after -h, which printed the usage (no error),
 // or after a bad flag (an error with status 2).
@@ -123,7 +142,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (done bool, err error) {
 	case errors.Is(err, flag.ErrHelp):
 		return true, nil
 	case err != nil:
-		return true, &exitCode{code: 2, err: err}
+		return true, cannotRun(err)
 	}
 	return false, nil
 }

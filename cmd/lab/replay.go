@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -23,11 +22,8 @@ func init() {
 }
 
 type replayFlags struct {
+	serverFlags
 	plan      string
-	stage     int
-	solution  bool
-	url       string
-	admin     string
 	accessLog string
 	answer    string
 	results   string
@@ -37,34 +33,26 @@ type replayFlags struct {
 }
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("lab replay", "--log PLAN [--stage N] [--solution | --url URL --admin-token T] [--rate OPS] [--access-log FILE] [--answer FILE] [--results DIR]", stderr)
 	var f replayFlags
 	fs.StringVar(&f.plan, "log", "", "the day plan to replay (from lab gen)")
 	fs.StringVar(&f.plan, "plan", "", "the same as --log")
-	fs.IntVar(&f.stage, "stage", 0, "the stage to replay against, 0..6")
-	fs.BoolVar(&f.solution, "solution", false, "replay against the reference solution in this process (else your stages/stageN, built and started)")
-	fs.StringVar(&f.url, "url", "", "replay against a running lab server instead (needs --admin-token)")
-	fs.StringVar(&f.admin, "admin-token", "", "the admin token of the server at --url")
+	f.define(fs, "the stage to replay against, 0..6", "replay against")
 	fs.StringVar(&f.accessLog, "access-log", "", "write the server's access log to this file (with --solution)")
 	fs.StringVar(&f.answer, "answer", "", "write the tally's answer key, from the server's books, to this file (with --solution)")
 	fs.StringVar(&f.results, "results", "", "write results.json and history.jsonl into this folder")
 	fs.IntVar(&f.clients, "clients", 1, "operations in flight at once (1 makes the day's outcome repeatable)")
 	fs.IntVar(&f.examples, "examples", 5, "how many operations to show for each kind of finding")
 	fs.Float64Var(&f.rate, "rate", 0, "operations started per second, to watch the day go by in lab dash (0: as fast as possible)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab replay --log PLAN [--stage N] [--solution | --url URL --admin-token T] [--rate OPS] [--access-log FILE] [--answer FILE] [--results DIR]")
-		fs.PrintDefaults()
-	}
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}
 	if f.plan == "" {
 		fs.Usage()
-		return &exitCode{code: 2, err: errors.New("--log: which day plan? (lab gen -o day.jsonl makes one; datasets/day-small.plan.jsonl is shipped)")}
+		return cannotRun(errors.New("--log: which day plan? (lab gen -o day.jsonl makes one; datasets/day-small.plan.jsonl is shipped)"))
 	}
 	if f.rate < 0 || math.IsNaN(f.rate) || math.IsInf(f.rate, 0) {
-		return &exitCode{code: 2, err: fmt.Errorf("--rate %g: operations per second, 0 for as fast as possible", f.rate)}
+		return cannotRun(fmt.Errorf("--rate %g: operations per second, 0 for as fast as possible", f.rate))
 	}
 	if f.url == "" {
 		if err := checkStage(f.stage, f.solution); err != nil {
@@ -72,11 +60,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if (f.accessLog != "" || f.answer != "") && (f.url != "" || !f.solution) {
-		return &exitCode{code: 2, err: errors.New("--access-log and --answer need the server in this process: use them with --solution")}
+		return cannotRun(errors.New("--access-log and --answer need the server in this process: use them with --solution"))
 	}
 	plan, err := readPlan(f.plan)
 	if err != nil {
-		return &exitCode{code: 2, err: err}
+		return cannotRun(err)
 	}
 	opts := grader.ReplayOptions{Clients: f.clients, Progress: progress(stderr, len(plan.Ops)), Pace: grader.NewPace(f.rate)}
 	defer opts.Pace.Stop()
@@ -90,14 +78,14 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		opts.URL, opts.Admin = f.url, f.admin
 		res, err := grader.Replay(ctx, plan, opts)
 		if err != nil {
-			return &exitCode{code: 2, err: err}
+			return cannotRun(err)
 		}
 		run = &grader.DayRun{Result: res}
 	case f.solution:
 		target = fmt.Sprintf("the reference solutions/stage%d, in this process", f.stage)
 		var log bytes.Buffer
 		if run, err = grader.ReplayInProcess(ctx, solutions[f.stage], plan, &log, opts); err != nil {
-			return &exitCode{code: 2, err: err}
+			return cannotRun(err)
 		}
 		if err := writeDayFiles(f, run, log.Bytes(), stderr); err != nil {
 			return err
@@ -130,7 +118,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func replayMine(ctx context.Context, n int, plan *dayplan.Plan, opts grader.ReplayOptions, stderr io.Writer) (*grader.DayRun, error) {
 	root, err := grader.Root()
 	if err != nil {
-		return nil, &exitCode{code: 2, err: err}
+		return nil, cannotRun(err)
 	}
 	bin, err := stageBinary(ctx, root, n, stderr)
 	if err != nil {
@@ -139,13 +127,13 @@ func replayMine(ctx context.Context, n int, plan *dayplan.Plan, opts grader.Repl
 	admin := grader.AdminToken()
 	child, err := startStage(ctx, bin, serveFlags{addr: "127.0.0.1:0", db: ":memory:", admin: admin}, stderr)
 	if err != nil {
-		return nil, &exitCode{code: 2, err: err}
+		return nil, cannotRun(err)
 	}
 	defer child.Stop()
 	opts.URL, opts.Admin = child.URL, admin
 	res, err := grader.Replay(ctx, plan, opts)
 	if err != nil {
-		return nil, &exitCode{code: 2, err: err}
+		return nil, cannotRun(err)
 	}
 	return &grader.DayRun{Result: res}, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -16,20 +15,15 @@ func init() {
 }
 
 func runReset(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab reset", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("lab reset", "N [--yes] [--from COMMIT]", stderr)
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
 	from := fs.String("from", "HEAD", "the git commit whose scaffold to put back (if you committed your own work, the commit before it)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab reset N [--yes] [--from COMMIT]")
-		fs.PrintDefaults()
-	}
 	if done, err := parseFlags(fs, reorder(args)); done {
 		return err
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return &exitCode{code: 2, err: fmt.Errorf("which stage? (lab reset N)")}
+		return cannotRun(fmt.Errorf("which stage? (lab reset N)"))
 	}
 	n, err := studentloop.ParseStage(fs.Arg(0))
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -33,8 +32,7 @@ const (
 const scoreboardHorizon = 10 * time.Minute
 
 func runScoreboard(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab scoreboard", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("lab scoreboard", "[--log PLAN | --seed S --ops N] [--mine] [--json]", stderr)
 	planPath := fs.String("log", "", "the day plan to replay (default: lab gen --seed SEED --ops OPS --shared-key-rate 0.01 --crash-rate 0.005)")
 	seed := fs.Uint64("seed", 7, "the seed of the default day")
 	ops := fs.Int("ops", 2000, "how many operations the default day has")
@@ -44,16 +42,12 @@ func runScoreboard(ctx context.Context, args []string, stdout, stderr io.Writer)
 	clients := fs.Int("clients", 1, "operations in flight at once (1 makes every row repeatable)")
 	mine := fs.Bool("mine", false, "replay your stages/stageN, built and started, instead of the reference solutions")
 	asJSON := fs.Bool("json", false, "write the rows as JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab scoreboard [--log PLAN | --seed S --ops N] [--mine] [--json]")
-		fs.PrintDefaults()
-	}
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}
 	plan, err := scoreboardDay(*planPath, *seed, *ops, *shared, *crashes)
 	if err != nil {
-		return &exitCode{code: 2, err: err}
+		return cannotRun(err)
 	}
 	var rows []grader.ScoreRow
 	for n := 0; n <= lastStage; n++ {

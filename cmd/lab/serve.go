@@ -47,8 +47,7 @@ type serveFlags struct {
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("lab serve", "[--stage N] [--solution] [--db FILE] [--addr HOST:PORT] [--admin-token T] [--access-log FILE] [--public]", stderr)
 	var f serveFlags
 	fs.IntVar(&f.stage, "stage", 0, "the stage to serve, 0..6")
 	fs.BoolVar(&f.solution, "solution", false, "serve the reference solution (solutions/stageN) instead of your stages/stageN")
@@ -57,10 +56,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&f.admin, "admin-token", "", "the token that opens /lab (default: drawn at random and printed; with --public, at least 32 characters)")
 	fs.StringVar(&f.accessLog, "access-log", "", "append the server's access log (one JSON record per request, what lab tally reads) to this file")
 	fs.BoolVar(&f.public, "public", false, "serve a classroom: allow an address other than loopback (the lab endpoints reset the bank and move its clock), demand a long admin token, draw customer tokens at random")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab serve [--stage N] [--solution] [--db FILE] [--addr HOST:PORT] [--admin-token T] [--access-log FILE] [--public]")
-		fs.PrintDefaults()
-	}
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}
@@ -97,13 +92,33 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return serveStudent(ctx, root, f, stdout, stderr)
 }
 
+// serverFlags choose the server lab grade and lab replay run against:
+// your stages/stageN, built and started; the reference solutions/stageN,
+// in this process (--solution); or a lab server already running (--url,
+// with its --admin-token, since the commands reset it through /lab).
+type serverFlags struct {
+	stage    int
+	solution bool
+	url      string
+	admin    string
+}
+
+// define adds the flags to fs: stage says what --stage is to the
+// command, verb what it does to the server ("grade").
+func (f *serverFlags) define(fs *flag.FlagSet, stage, verb string) {
+	fs.IntVar(&f.stage, "stage", 0, stage)
+	fs.BoolVar(&f.solution, "solution", false, verb+" the reference solutions/stageN, in this process, instead of your stages/stageN, built and started")
+	fs.StringVar(&f.url, "url", "", verb+" a lab server that is already running (needs --admin-token)")
+	fs.StringVar(&f.admin, "admin-token", "", "the admin token of the server at --url")
+}
+
 // checkStage refuses a stage the lab does not have.
 func checkStage(n int, solution bool) error {
 	switch {
 	case n < 0 || n > lastStage:
-		return &exitCode{code: 2, err: fmt.Errorf("--stage %d: the stages are 0..%d", n, lastStage)}
+		return cannotRun(fmt.Errorf("--stage %d: the stages are 0..%d", n, lastStage))
 	case solution && n >= len(solutions):
-		return &exitCode{code: 2, err: fmt.Errorf("--stage %d --solution: this build of lab has solutions up to stage %d", n, len(solutions)-1)}
+		return cannotRun(fmt.Errorf("--stage %d --solution: this build of lab has solutions up to stage %d", n, len(solutions)-1))
 	}
 	return nil
 }
@@ -113,7 +128,7 @@ func checkStage(n int, solution bool) error {
 func checkLoopback(addr string, public bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return &exitCode{code: 2, err: fmt.Errorf("--addr %q: %v", addr, err)}
+		return cannotRun(fmt.Errorf("--addr %q: %v", addr, err))
 	}
 	if public || host == "localhost" {
 		return nil
@@ -121,7 +136,7 @@ func checkLoopback(addr string, public bool) error {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	return &exitCode{code: 2, err: fmt.Errorf("--addr %s is not a loopback address; the lab endpoints reset the bank and move its clock, so pass --public if you mean it", addr)}
+	return cannotRun(fmt.Errorf("--addr %s is not a loopback address; the lab endpoints reset the bank and move its clock, so pass --public if you mean it", addr))
 }
 
 // MinPublicAdminToken is the shortest admin token a public server takes:
@@ -132,7 +147,7 @@ const MinPublicAdminToken = 32
 // empty one is drawn later, long enough.
 func checkAdminToken(token string, public bool) error {
 	if public && token != "" && len(token) < MinPublicAdminToken {
-		return &exitCode{code: 2, err: fmt.Errorf("--admin-token is %d characters; a --public server needs at least %d (leave it out and one is drawn)", len(token), MinPublicAdminToken)}
+		return cannotRun(fmt.Errorf("--admin-token is %d characters; a --public server needs at least %d (leave it out and one is drawn)", len(token), MinPublicAdminToken))
 	}
 	return nil
 }
@@ -260,7 +275,7 @@ func testBinary(ctx context.Context, root, dir string, stderr io.Writer) (string
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		fmt.Fprint(stderr, out.String())
-		return "", &exitCode{code: 2, err: fmt.Errorf("%s does not compile (go test -c ./%s): fix it, or use the reference with --solution", dir, dir)}
+		return "", cannotRun(fmt.Errorf("%s does not compile (go test -c ./%s): fix it, or use the reference with --solution", dir, dir))
 	}
 	return bin, nil
 }

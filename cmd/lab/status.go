@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -14,8 +13,7 @@ func init() {
 }
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("lab status", "", stderr)
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,21 +23,16 @@ func init() {
 }
 
 func runTally(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab tally", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("lab tally", "--log FILE [--student] [--json]", stderr)
 	logPath := fs.String("log", "", "the access log (JSON lines, as lab replay --access-log writes)")
 	student := fs.Bool("student", false, "run your Tally in stages/stage0 instead of the reference")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab tally --log FILE [--student] [--json]")
-		fs.PrintDefaults()
-	}
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}
 	if *logPath == "" {
 		fs.Usage()
-		return &exitCode{code: 2, err: errors.New("--log: which access log? (datasets/day-small.access.jsonl is shipped)")}
+		return cannotRun(errors.New("--log: which access log? (datasets/day-small.access.jsonl is shipped)"))
 	}
 	var rep accesslog.Report
 	var err error
@@ -97,7 +91,7 @@ func studentTally(ctx context.Context, path string, stderr io.Writer) (accesslog
 	cmd.Stdout, cmd.Stderr = &out, &errs
 	if err := cmd.Run(); err != nil {
 		fmt.Fprint(stderr, errs.String())
-		return accesslog.Report{}, &exitCode{code: 2, err: fmt.Errorf("your Tally did not run (stages/stage0): %v", err)}
+		return accesslog.Report{}, cannotRun(fmt.Errorf("your Tally did not run (stages/stage0): %v", err))
 	}
 	var rep accesslog.Report
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {

@@ -58,6 +58,7 @@ type Demo struct {
 	traffic *Traffic
 	ctx     context.Context
 	cancel  context.CancelFunc
+	unhook  func() bool // stops Start's ctx from cancelling ctx
 
 	mu      sync.Mutex
 	sides   [2]*watched
@@ -96,9 +97,11 @@ func (d *Demo) Start(ctx context.Context, left, right dashboard.Choice, send fun
 	}
 	d.mu.Lock()
 	d.dir, d.send = dir, send
-	d.ctx, d.cancel = context.WithCancel(ctx)
-	ctx = d.ctx
+	// The demo runs on the context NewDemo made, which Close cancels;
+	// ctx's end cancels it too.
+	d.unhook = context.AfterFunc(ctx, d.cancel)
 	d.mu.Unlock()
+	ctx = d.ctx
 	for i, c := range []dashboard.Choice{left, right} {
 		if err := d.startSide(ctx, i, c, 1); err != nil {
 			return err
@@ -369,6 +372,11 @@ func (d *Demo) SwitchRight(ctx context.Context, c dashboard.Choice) error {
 
 // Close stops the traffic and both servers and removes their files.
 func (d *Demo) Close() error {
+	d.mu.Lock()
+	if d.unhook != nil {
+		d.unhook()
+	}
+	d.mu.Unlock()
 	d.cancel()
 	d.wg.Wait()
 	var errs []error

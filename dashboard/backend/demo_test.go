@@ -52,26 +52,29 @@ func startLocal(t *testing.T, f stage.Factory) *Local {
 	return l
 }
 
-func TestLocal_RestartKeepsTheDatabaseAndTheStream(t *testing.T) {
-	l := startLocal(t, stage6.New)
-	ch, cancel := l.Subscribe(t.Context())
+// restartKeepsTheDatabaseAndTheStream sends a transfer to b, restarts
+// it, and retries: the retry must be answered from the same database
+// (executed once, the answer replayed), and the replay must show on the
+// stream subscribed before the restart.
+func restartKeepsTheDatabaseAndTheStream(t *testing.T, b Backend) {
+	t.Helper()
+	ch, cancel := b.Subscribe(t.Context())
 	defer cancel()
 	p := bank.DefaultParams()
-	if err := l.Reset(t.Context(), p); err != nil {
+	if err := b.Reset(t.Context(), p); err != nil {
 		t.Fatal(err)
 	}
 	c := bank.Population(p)[0]
-	if s := transfer(t, l.URL(), c, "k-1", "op-1"); s != 201 {
+	if s := transfer(t, b.URL(), c, "k-1", "op-1"); s != 201 {
 		t.Fatalf("transfer: %d", s)
 	}
-	if err := l.Restart(t.Context()); err != nil {
+	if err := b.Restart(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	// The retry after the restart is answered from the same database.
-	if s := transfer(t, l.URL(), c, "k-1", "op-1"); s != 201 {
-		t.Fatalf("retry after restart: %d", s)
+	if s := transfer(t, b.URL(), c, "k-1", "op-1"); s != 201 {
+		t.Fatalf("retry after the restart: %d", s)
 	}
-	st, err := l.State(t.Context())
+	st, err := b.State(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,16 +82,25 @@ func TestLocal_RestartKeepsTheDatabaseAndTheStream(t *testing.T) {
 		t.Fatalf("op-1 executed %d times across the restart, want 1", st.Executions["op-1"])
 	}
 	var kinds []string
-	replayed := false
-	for !replayed {
+	for replayed := false; !replayed; {
 		select {
-		case ev := <-ch:
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatalf("the stream ended; got %v", kinds)
+			}
 			kinds = append(kinds, ev.Kind)
 			replayed = ev.Kind == events.KindRequest && bytes.Contains(ev.Data, []byte(`"replayed":true`))
 		case <-time.After(patience):
-			t.Fatalf("the stream stopped at the restart; got %v", kinds)
+			t.Fatalf("no event of the retry after the restart; got %v", kinds)
 		}
 	}
+}
+
+// TestLocal_RestartKeepsTheDatabaseAndTheStream catches a restart that
+// opens a fresh database (the retry executes again) and a stream that
+// stops at the restart.
+func TestLocal_RestartKeepsTheDatabaseAndTheStream(t *testing.T) {
+	restartKeepsTheDatabaseAndTheStream(t, startLocal(t, stage6.New))
 }
 
 func TestRemote_ReadsWhatAnyLabServerServes(t *testing.T) {
@@ -237,4 +249,24 @@ func TestDemo_TheNaiveSidePaysTwiceAndTheFinalSolutionDoesNot(t *testing.T) {
 	col.until(t, "the right side back after a crash", func(m dashboard.Model) bool {
 		return m.Server(dashboard.Right).Status == "running"
 	})
+}
+
+// TestDemo_StartsContextEndsTheDemo catches a Start that ignores its ctx
+// (the demo outlives the command that ran it) and one that swaps the
+// context NewDemo made for another, leaving the first for ever uncancelled.
+func TestDemo_StartsContextEndsTheDemo(t *testing.T) {
+	d := NewDemo(Stages{Solutions: map[int]stage.Factory{0: stage0.New}})
+	defer d.Close()
+	made := d.ctx
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if err := d.Start(ctx, dashboard.Choice{Stage: 0}, dashboard.Choice{Stage: 0}, func(tea.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case <-made.Done():
+	case <-time.After(patience):
+		t.Error("the context NewDemo made still runs after Start's ctx ended")
+	}
 }

@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"bytes"
 	"context"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +9,6 @@ import (
 	"time"
 
 	"idemlab/dashboard"
-	"idemlab/kit/bank"
-	"idemlab/kit/events"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage0"
 	"idemlab/solutions/stage6"
@@ -44,35 +41,7 @@ func TestStudent_RestartMissesNoEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ch, cancel := s.Subscribe(t.Context())
-	defer cancel()
-	p := bank.DefaultParams()
-	if err := s.Reset(t.Context(), p); err != nil {
-		t.Fatal(err)
-	}
-	c := bank.Population(p)[0]
-	if status := transfer(t, s.URL(), c, "k-1", "op-1"); status != 201 {
-		t.Fatalf("transfer: %d", status)
-	}
-	if err := s.Restart(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if status := transfer(t, s.URL(), c, "k-1", "op-1"); status != 201 {
-		t.Fatalf("retry after the restart: %d", status)
-	}
-	var kinds []string
-	for replayed := false; !replayed; {
-		select {
-		case ev, ok := <-ch:
-			if !ok {
-				t.Fatalf("the stream ended; got %v", kinds)
-			}
-			kinds = append(kinds, ev.Kind)
-			replayed = ev.Kind == events.KindRequest && bytes.Contains(ev.Data, []byte(`"replayed":true`))
-		case <-time.After(patience):
-			t.Fatalf("no event of the retry after the restart; got %v", kinds)
-		}
-	}
+	restartKeepsTheDatabaseAndTheStream(t, s)
 }
 
 // TestDemo_StudentCodeUnderCrashesRaisesNoFalseAlarm plays the crashes

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -267,68 +266,59 @@ func renameOp(body []byte, op string) []byte {
 }
 
 // play runs one operation against one target as a retrying client would
-// (DemoPolicy), then the clerk's edited resubmission if the plan has one.
+// (DemoPolicy): its first attempts through the operation's faults, a
+// double click released with the first if the plan has one (retried by
+// the same policy, as the replay does), then the clerk's edited
+// resubmission if the plan has one.
 func (t *Traffic) play(ctx context.Context, url func() string, op dayplan.Op) {
-	jitter := rand.New(rand.NewPCG(opSeed(op.Op), 1))
-	began := time.Now()
-	for n := 1; ; n++ {
-		actx := ctx
-		if n <= len(op.Fate.Faults) {
-			actx = faultnet.WithFault(ctx, op.Fate.Faults[n-1])
-		}
-		var click chan struct{}
-		if n == 1 && op.Fate.DoubleClick {
-			click = make(chan struct{})
-			go func() {
-				defer close(click)
-				t.send(ctx, url, op, op.Body)
-			}()
-		}
-		a := t.send(actx, url, op, op.Body)
-		if click != nil {
-			<-click
-		}
-		if !a.Retryable() {
-			break
-		}
-		wait := DemoPolicy.Wait(n, jitter, a)
-		if time.Since(began)+wait > DemoPolicy.Horizon {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
+	var click sync.WaitGroup
+	if op.Fate.DoubleClick {
+		click.Go(func() { t.submit(ctx, url, op, "double-click", op.Body, nil) })
+	}
+	t.submit(ctx, url, op, "original", op.Body, op.Fate.Faults)
+	click.Wait()
+	if ctx.Err() != nil {
+		return
 	}
 	if op.Fate.EditedAmount != 0 {
 		if edited, err := op.EditedBody(); err == nil {
-			t.send(ctx, url, op, edited)
+			t.submit(ctx, url, op, "edit", edited, nil)
 		}
 	}
 }
 
-// opSeed makes an operation's jitter the same against every target.
-func opSeed(op string) uint64 {
+// submit sends op with body by DemoPolicy: attempt n meets faults[n-1], if
+// any. The jitter is drawn from the operation and the submission, so that
+// it is the same against every target.
+func (t *Traffic) submit(ctx context.Context, url func() string, op dayplan.Op, kind string, body []byte, faults []dayplan.Point) {
 	h := fnv.New64a()
-	io.WriteString(h, op)
-	return h.Sum64()
+	fmt.Fprintf(h, "%s/%s", op.Op, kind)
+	c := retry.Client{HTTP: t.client, Policy: DemoPolicy, Jitter: rand.New(rand.NewPCG(h.Sum64(), 1))}
+	c.Do(ctx, func(n int) (*http.Request, error) {
+		actx := ctx
+		if n <= len(faults) {
+			actx = faultnet.WithFault(ctx, faults[n-1])
+		}
+		return t.request(actx, url, op, body)
+	}, nil)
 }
 
-// send makes one attempt of op with body, under op's key.
-func (t *Traffic) send(ctx context.Context, url func() string, op dayplan.Op, body []byte) retry.Answer {
+// request is one attempt of op with body, under op's key.
+func (t *Traffic) request(ctx context.Context, url func() string, op dayplan.Op, body []byte) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url()+op.Endpoint, bytes.NewReader(body))
 	if err != nil {
-		return retry.Answer{Err: err}
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+t.tokens[op.Customer])
 	req.Header.Set(idemkey.Header, op.Key)
-	return retry.Send(t.client, req)
+	return req, nil
 }
 
 // Burst sends BurstSize copies of a fresh operation to every target at
-// the same moment: the race a UNIQUE constraint exists for.
+// the same moment: the race a UNIQUE constraint exists for. Each copy is
+// one attempt (retry.Send), not retried, so that the screen shows the
+// answers the race itself gets.
 func (t *Traffic) Burst(ctx context.Context) string {
 	op := t.draw()
 	op.Fate = dayplan.Fate{}
@@ -338,7 +328,9 @@ func (t *Traffic) Burst(ctx context.Context) string {
 		for range BurstSize {
 			wg.Go(func() {
 				<-start
-				t.send(ctx, url, op, op.Body)
+				if req, err := t.request(ctx, url, op, op.Body); err == nil {
+					retry.Send(t.client, req)
+				}
 			})
 		}
 	}

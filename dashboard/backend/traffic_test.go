@@ -3,13 +3,17 @@ package backend
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"idemlab/grader/dayplan"
 	"idemlab/kit/bank"
+	"idemlab/kit/idemkey"
 )
 
 // TestTraffic_DrainWaitsForTheOperationsUnderWay: paused traffic drains
@@ -55,5 +59,50 @@ func TestTraffic_DrainWaitsForTheOperationsUnderWay(t *testing.T) {
 	free()
 	if err := tr.Drain(t.Context()); err != nil {
 		t.Fatalf("Drain after the server answered: %v", err)
+	}
+}
+
+// TestTraffic_EverySubmissionRetriesByThePolicy: the demo's client
+// retries a 429 after its Retry-After, and retries the clerk's edited
+// resubmission too, each with its own key and body on every attempt, and
+// stops at an answer that is the outcome. It catches a traffic that sends
+// the edit once, unlike the replay's clients, one that gives up on a 429,
+// and a client that retries a final answer.
+func TestTraffic_EverySubmissionRetriesByThePolicy(t *testing.T) {
+	var mu sync.Mutex
+	var sent []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		sent = append(sent, r.Header.Get(idemkey.Header)+" "+string(body))
+		n := len(sent)
+		mu.Unlock()
+		switch n {
+		case 1: // the original
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+		case 2:
+			w.WriteHeader(http.StatusCreated)
+		case 3: // the clerk's edit
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			w.WriteHeader(http.StatusUnprocessableEntity)
+		}
+	}))
+	defer srv.Close()
+	tr := NewTraffic([]func() string{func() string { return srv.URL }}, bank.DefaultParams())
+	op := tr.draw()
+	op.Fate = dayplan.Fate{EditedAmount: op.Amount + 50_000}
+	tr.play(t.Context(), func() string { return srv.URL }, op)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 4 {
+		t.Fatalf("%d attempts, want 4: the original's 429 and its retry, the edit's 503 and its retry", len(sent))
+	}
+	if sent[0] != sent[1] || sent[2] != sent[3] {
+		t.Errorf("a retry changed its request:\n%s", strings.Join(sent, "\n"))
+	}
+	if sent[1] == sent[2] {
+		t.Errorf("the edit sent the original's body: %s", sent[2])
 	}
 }

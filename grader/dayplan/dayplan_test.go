@@ -11,9 +11,15 @@ import (
 	"idemlab/kit/canonical"
 )
 
-func mustGenerate(t *testing.T, seed uint64, ops int) *Plan {
+// mustGenerate generates the day of seed with ops operations, the default
+// parameters changed by tweaks.
+func mustGenerate(t *testing.T, seed uint64, ops int, tweaks ...func(p *Params)) *Plan {
 	t.Helper()
-	p, err := Generate(seed, DefaultParams(seed, ops))
+	params := DefaultParams(seed, ops)
+	for _, tweak := range tweaks {
+		tweak(&params)
+	}
+	p, err := Generate(seed, params)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -166,7 +166,7 @@ func Generate(seed uint64, p Params) (*Plan, error) {
 		if r.Float64() < p.DepositRate {
 			op.Endpoint = Deposits
 			op.Amount = drawAmount(r, 10_000, 3_000_000)
-			op.Body = encode(depositBody{Account: c.Accounts[r.IntN(len(c.Accounts))], Amount: op.Amount, Memo: memo, Metadata: meta})
+			op.Body = encode(bank.DepositRequest{Account: c.Accounts[r.IntN(len(c.Accounts))], Amount: op.Amount, Memo: memo, Metadata: meta})
 		} else {
 			op.Endpoint = Transfers
 			op.Amount = drawAmount(r, 1_000, 1_000_000)
@@ -175,7 +175,7 @@ func Generate(seed uint64, p Params) (*Plan, error) {
 			for to == from {
 				to = everyAccount[r.IntN(len(everyAccount))]
 			}
-			op.Body = encode(transferBody{From: from, To: to, Amount: op.Amount, Memo: memo, Metadata: meta})
+			op.Body = encode(bank.TransferRequest{From: from, To: to, Amount: op.Amount, Memo: memo, Metadata: meta})
 		}
 		op.Fate = drawFate(r, p, op)
 		// Drawn only when asked for, like the keyless operations below.
@@ -287,21 +287,6 @@ func editAmount(r *rand.Rand, amount int64) int64 {
 	default:
 		return amount + 10_000*(1+r.Int64N(5))
 	}
-}
-
-type transferBody struct {
-	From     string            `json:"from"`
-	To       string            `json:"to"`
-	Amount   int64             `json:"amount"`
-	Memo     string            `json:"memo,omitempty"`
-	Metadata map[string]string `json:"metadata,omitempty"`
-}
-
-type depositBody struct {
-	Account  string            `json:"account"`
-	Amount   int64             `json:"amount"`
-	Memo     string            `json:"memo,omitempty"`
-	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // encode writes v compactly without HTML escapes, as the plan stores it.

@@ -9,12 +9,7 @@ import (
 // no double click, no edit. (That asking for none changes no day is
 // TestGen_ShippedDayIsSeedOne, in cmd/lab.)
 func TestGenerate_KeylessOperations(t *testing.T) {
-	p := DefaultParams(7, 400)
-	p.KeylessRate = 0.1
-	plan, err := Generate(7, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := mustGenerate(t, 7, 400, func(p *Params) { p.KeylessRate = 0.1 })
 	keyless := 0
 	for _, op := range plan.Ops {
 		if op.Key != "" {
@@ -28,7 +23,7 @@ func TestGenerate_KeylessOperations(t *testing.T) {
 	if keyless < 20 || keyless > 60 {
 		t.Errorf("%d keyless operations of 400 at a rate of 0.1", keyless)
 	}
-	if got := p.Command(); got != "lab gen --seed 7 --ops 400 --keyless-rate 0.1" {
+	if got := plan.Header.Command; got != "lab gen --seed 7 --ops 400 --keyless-rate 0.1" {
 		t.Errorf("Command() = %q: it must reproduce the keyless rate", got)
 	}
 }

@@ -9,12 +9,7 @@ import (
 // the same customer's (that would be a retry or an edit), and the plan's
 // command line asks for it again.
 func TestGenerate_SharedKeys(t *testing.T) {
-	p := DefaultParams(7, 400)
-	p.SharedKeyRate = 0.1
-	plan, err := Generate(7, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := mustGenerate(t, 7, 400, func(p *Params) { p.SharedKeyRate = 0.1 })
 	owner := map[string]string{}
 	shared := 0
 	for _, op := range plan.Ops {
@@ -31,7 +26,7 @@ func TestGenerate_SharedKeys(t *testing.T) {
 	if shared < 20 || shared > 60 {
 		t.Errorf("%d operations with another customer's key of 400 at a rate of 0.1", shared)
 	}
-	if got := p.Command(); got != "lab gen --seed 7 --ops 400 --shared-key-rate 0.1" {
+	if got := plan.Header.Command; got != "lab gen --seed 7 --ops 400 --shared-key-rate 0.1" {
 		t.Errorf("Command() = %q: it must reproduce the shared-key rate", got)
 	}
 }
@@ -39,12 +34,7 @@ func TestGenerate_SharedKeys(t *testing.T) {
 // A day with crashes names one of the server's crash points before some
 // operations, and the plan's command line asks for them again.
 func TestGenerate_Crashes(t *testing.T) {
-	p := DefaultParams(7, 400)
-	p.CrashRate = 0.05
-	plan, err := Generate(7, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := mustGenerate(t, 7, 400, func(p *Params) { p.CrashRate = 0.05 })
 	points := map[string]int{}
 	for _, op := range plan.Ops {
 		if op.Fate.Crash != "" {
@@ -59,7 +49,7 @@ func TestGenerate_Crashes(t *testing.T) {
 			t.Errorf("crash point %q is not one of %v", p, crashPoints)
 		}
 	}
-	if got := p.Command(); got != "lab gen --seed 7 --ops 400 --crash-rate 0.05" {
+	if got := plan.Header.Command; got != "lab gen --seed 7 --ops 400 --crash-rate 0.05" {
 		t.Errorf("Command() = %q: it must reproduce the crash rate", got)
 	}
 }

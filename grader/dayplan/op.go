@@ -3,6 +3,8 @@ package dayplan
 import (
 	"encoding/json"
 	"fmt"
+
+	"idemlab/kit/bank"
 )
 
 // RetryBytes is the body the operation's retries send: RetryBody when the
@@ -20,14 +22,14 @@ func (o *Op) RetryBytes() []byte {
 func (o *Op) EditedBody() ([]byte, error) {
 	switch o.Endpoint {
 	case Deposits:
-		var b depositBody
+		var b bank.DepositRequest
 		if err := json.Unmarshal(o.Body, &b); err != nil {
 			return nil, fmt.Errorf("%s: %w", o.Op, err)
 		}
 		b.Amount = o.Fate.EditedAmount
 		return encode(b), nil
 	default:
-		var b transferBody
+		var b bank.TransferRequest
 		if err := json.Unmarshal(o.Body, &b); err != nil {
 			return nil, fmt.Errorf("%s: %w", o.Op, err)
 		}
@@ -42,13 +44,13 @@ func (o *Op) EditedBody() ([]byte, error) {
 func (o *Op) Effect(amount int64) (map[string]int64, error) {
 	switch o.Endpoint {
 	case Deposits:
-		var b depositBody
+		var b bank.DepositRequest
 		if err := json.Unmarshal(o.Body, &b); err != nil {
 			return nil, fmt.Errorf("%s: %w", o.Op, err)
 		}
 		return map[string]int64{b.Account: amount}, nil
 	default:
-		var b transferBody
+		var b bank.TransferRequest
 		if err := json.Unmarshal(o.Body, &b); err != nil {
 			return nil, fmt.Errorf("%s: %w", o.Op, err)
 		}

@@ -39,8 +39,8 @@ func setup(t *testing.T, opening int64) fixture {
 	tx, _ := db.Begin()
 	p := bank.DefaultParams()
 	p.OpeningBalance = opening
-	cs, err := bank.Populate(ctx, tx, p)
-	if err != nil {
+	cs := bank.Population(p)
+	if err := bank.Insert(ctx, tx, cs, p.OpeningBalance); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -94,12 +94,6 @@ func DrawTokens(customers []Customer) {
 	}
 }
 
-// Populate inserts the population of p into empty bank tables inside tx.
-func Populate(ctx context.Context, tx *sql.Tx, p Params) ([]Customer, error) {
-	customers := Population(p)
-	return customers, Insert(ctx, tx, customers, p.OpeningBalance)
-}
-
 // Insert inserts customers, their tokens and their accounts, each account
 // holding opening won, into empty bank tables inside tx.
 func Insert(ctx context.Context, tx *sql.Tx, customers []Customer, opening int64) error {

@@ -169,6 +169,15 @@ func (c *Client) Configure(ctx context.Context, change Config) (stage.Config, er
 	return parseConfig(out)
 }
 
+// Config reads the config in force (GET /lab/config).
+func (c *Client) Config(ctx context.Context) (stage.Config, error) {
+	var out labctl.ConfigJSON
+	if err := c.do(ctx, http.MethodGet, "/lab/config", nil, &out); err != nil {
+		return stage.Config{}, err
+	}
+	return parseConfig(out)
+}
+
 func parseConfig(w labctl.ConfigJSON) (stage.Config, error) {
 	var cfg stage.Config
 	for _, m := range []struct {

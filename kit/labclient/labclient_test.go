@@ -28,7 +28,8 @@ func startLab(t *testing.T) *labclient.Client {
 
 // TestConfigure_SendsOnlyTheMembersSet catches a client that sends every
 // member (a zero lease is refused, a zero core latency undoes the last
-// change) and one that cannot set the core latency back to zero.
+// change), one that cannot set the core latency back to zero, and a
+// Config that does not read what is in force.
 func TestConfigure_SendsOnlyTheMembersSet(t *testing.T) {
 	lab := startLab(t)
 	ctx := t.Context()
@@ -57,6 +58,9 @@ func TestConfigure_SendsOnlyTheMembersSet(t *testing.T) {
 	}
 	if _, err := lab.Configure(ctx, labclient.Config{Retention: 30 * time.Minute}); err == nil {
 		t.Fatal("a retention shorter than the retry horizon was accepted")
+	}
+	if cfg, err = lab.Config(ctx); err != nil || cfg != want {
+		t.Fatalf("Config after a refused change = %+v, %v; want %+v", cfg, err, want)
 	}
 	if cfg, err = lab.Configure(ctx, labclient.Whole(stage.DefaultConfig())); err != nil || cfg != stage.DefaultConfig() {
 		t.Fatalf("Whole(defaults) = %+v, %v", cfg, err)

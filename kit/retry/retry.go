@@ -3,10 +3,12 @@
 // same key and the same request on every attempt, a retry only after an
 // answer that says "not now" or no answer at all, exponential backoff with
 // full jitter, never less than Retry-After, and a horizon after which the
-// client gives up. The replay (lab replay) and the demo's traffic use it.
+// client gives up. Client is that loop; the replay (lab replay) and the
+// demo's traffic both send through it.
 package retry
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"math/rand/v2"
@@ -116,4 +118,99 @@ func Send(c *http.Client, req *http.Request) Answer {
 		a.RetryAfter = time.Duration(s) * time.Second
 	}
 	return a
+}
+
+// Clock is the time a Client waits on: the real one, a day plan's (the
+// replay runs a day in minutes), or a test's.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d; it returns ctx's error if ctx ends first.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// Wall is the wall clock, the one a Client with no Clock waits on.
+var Wall Clock = wall{}
+
+type wall struct{}
+
+func (wall) Now() time.Time { return time.Now() }
+
+// Sleep waits d on a timer; since Go 1.23 an unfired time.After is
+// collected without being stopped.
+func (wall) Sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Client sends one submission by its Policy: one request per attempt, each
+// sent once, until an answer is the outcome or the horizon is over. A
+// Client is one submission's: make a new one (it is a small value) for
+// each, since Jitter is not safe for concurrent use.
+type Client struct {
+	HTTP   *http.Client
+	Policy Policy
+	// Clock is the time the client waits on; nil means the wall clock.
+	Clock Clock
+	// Jitter draws the backoffs; nil means a fresh random source. A caller
+	// that wants the same waits every time (the replay, the demo against
+	// each of its servers) seeds its own.
+	Jitter *rand.Rand
+}
+
+// Result is how a submission ended.
+type Result struct {
+	// Answer is the last attempt's.
+	Answer Answer
+	// Attempts is how many were sent.
+	Attempts int
+	// GaveUp says the last answer was retryable and the next attempt
+	// would have left after the horizon: the client does not know the
+	// operation's outcome.
+	GaveUp bool
+}
+
+// Do sends the submission: newRequest makes the request of attempt n
+// (from 1), a new one each time with the same key and the same request,
+// and Do sends it once with Send. After each attempt it calls seen, when
+// set, with n and the answer, so that the caller can record every attempt.
+// It retries a retryable answer after Policy.Wait, on c's clock, as long
+// as the next attempt leaves within Policy.Horizon of the first; it stops
+// when ctx ends, and when newRequest fails (its error is the answer's Err).
+func (c Client) Do(ctx context.Context, newRequest func(n int) (*http.Request, error), seen func(n int, a Answer)) Result {
+	clock, jitter := c.Clock, c.Jitter
+	if clock == nil {
+		clock = Wall
+	}
+	if jitter == nil {
+		jitter = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	first := clock.Now()
+	for n := 1; ; n++ {
+		req, err := newRequest(n)
+		var a Answer
+		if err != nil {
+			a = Answer{Err: err}
+		} else {
+			a = Send(c.HTTP, req)
+		}
+		if seen != nil {
+			seen(n, a)
+		}
+		res := Result{Answer: a, Attempts: n}
+		if err != nil || !a.Retryable() || ctx.Err() != nil {
+			return res
+		}
+		wait := c.Policy.Wait(n, jitter, a)
+		if clock.Now().Sub(first)+wait > c.Policy.Horizon {
+			res.GaveUp = true
+			return res
+		}
+		if clock.Sleep(ctx, wait) != nil {
+			return res
+		}
+	}
 }
