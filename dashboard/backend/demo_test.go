@@ -270,3 +270,14 @@ func TestDemo_StartsContextEndsTheDemo(t *testing.T) {
 		t.Error("the context NewDemo made still runs after Start's ctx ended")
 	}
 }
+
+// TestLocal_ClosesOnce: a second Close (a demo closed by its caller and
+// again by a deferred cleanup) returns the first's answer instead of
+// closing its channels again, which panics.
+func TestLocal_ClosesOnce(t *testing.T) {
+	l := startLocal(t, stage0.New)
+	first := l.Close()
+	if again := l.Close(); again != first {
+		t.Fatalf("a second Close: %v, the first said %v", again, first)
+	}
+}

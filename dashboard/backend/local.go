@@ -59,6 +59,9 @@ type Local struct {
 	mu    sync.Mutex
 	gen   *generation
 	first *generation
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // generation is one life of the server, between crashes.
@@ -296,8 +299,14 @@ func (l *Local) crash(gen *generation) {
 	close(gen.done)
 }
 
-// Close stops the server and its listener.
+// Close stops the server and its listener. Closing again does nothing
+// and returns the first Close's error.
 func (l *Local) Close() error {
+	l.closeOnce.Do(func() { l.closeErr = l.close() })
+	return l.closeErr
+}
+
+func (l *Local) close() error {
 	shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	err := l.hs.Shutdown(shutdown)
