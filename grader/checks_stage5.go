@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -48,12 +49,18 @@ func init() {
 	)
 }
 
-// answerID reads the id of a transfer or deposit answer.
+// answerID reads the id of the transfer or deposit an answer names: its
+// body's id or, in an answer without one, the last segment of its
+// Location (a replay that kept the headers and lost the body still names
+// its operation there).
 func answerID(r Response) string {
 	var v struct {
 		ID string `json:"id"`
 	}
 	json.Unmarshal(r.Body, &v)
+	if v.ID == "" && r.Header.Get("Location") != "" {
+		return path.Base(r.Header.Get("Location"))
+	}
 	return v.ID
 }
 

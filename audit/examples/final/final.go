@@ -1,0 +1,139 @@
+// Package final is an audit adapter for the lab's final design written as
+// a middleware: it knows nothing of transfers, only of requests, keys and
+// answers. A key is claimed with one INSERT under a UNIQUE constraint that
+// spans the customer, the method, the path and the key; the claim carries
+// the fingerprint of the body's RFC 8785 canonical form and a lease; the
+// answer is recorded whole and replayed byte for byte, marked
+// Idempotent-Replayed; an answer that is no outcome (a refusal before
+// execution, a 5xx) frees the key; keys expire on the lab clock; an
+// expired lease is taken over by one conditional UPDATE.
+//
+// What a middleware cannot do is put its completion in the transaction
+// that moves the money: the handler commits that one itself, before the
+// middleware sees its answer. lab audit shows what that costs
+// (docs/audit.md, "The transaction boundary").
+package final
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+
+	"idemlab/audit"
+	"idemlab/kit/canonical"
+	"idemlab/kit/idemkey"
+	"idemlab/kit/problem"
+)
+
+// New is the adapter: it builds the middleware on the lab's database,
+// clock and settings, and tells it which refusals are outcomes to keep. It
+// returns an error if the key table cannot be created.
+func New(env audit.Env) (audit.Middleware, error) {
+	s, err := openStore(context.Background(), env)
+	if err != nil {
+		return audit.Middleware{}, err
+	}
+	m := &middleware{store: s, customer: env.Customer, outcomes: []string{problem.InsufficientFunds.URI()}}
+	return audit.Middleware{Wrap: m.wrap, Purge: s.purge}, nil
+}
+
+// middleware is the library: its settings and its store.
+type middleware struct {
+	store *store
+	// customer names whose key a request's is: keys chosen by two
+	// customers alike are two keys.
+	customer func(r *http.Request) string
+	// outcomes are the problem types that answer a request for good, as a
+	// success does (a refusal for insufficient funds): they are kept and
+	// replayed. Every other problem, and every 5xx, frees the key.
+	outcomes []string
+}
+
+func (m *middleware) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, err := idemkey.FromRequest(r)
+		if err != nil {
+			problem.Write(w, err)
+			return
+		}
+		raw, err := io.ReadAll(r.Body)
+		if err != nil {
+			// A body cut short: the handler refuses it, and nothing is claimed.
+			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(raw), failingReader{err}))
+			next.ServeHTTP(w, r)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(raw))
+		fp, ok := fingerprint(raw)
+		if !ok {
+			// Not JSON: the handler refuses it, and nothing is claimed.
+			next.ServeHTTP(w, r)
+			return
+		}
+		ctx := r.Context()
+		sc := scope{customer: m.customer(r), method: r.Method, path: r.URL.Path, key: key}
+		held, stored, err := m.store.claim(ctx, sc, fp)
+		switch {
+		case err != nil:
+			problem.Write(w, err)
+			return
+		case stored != nil:
+			stored.write(w, true)
+			return
+		}
+		rec := &recorder{header: http.Header{}, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		res := rec.answer()
+		// The client may have gone; the key must still be settled.
+		ctx = context.WithoutCancel(ctx)
+		if m.keeps(res) {
+			m.store.complete(ctx, held, res)
+		} else {
+			m.store.release(ctx, held)
+		}
+		res.write(w, false)
+	})
+}
+
+// keeps reports whether res answers its request for good: a 2xx, or a
+// problem of one of the outcome types.
+func (m *middleware) keeps(res answer) bool {
+	if res.status >= 200 && res.status < 300 {
+		return true
+	}
+	if !strings.HasPrefix(res.header.Get("Content-Type"), problem.ContentType) {
+		return false
+	}
+	var p struct {
+		Type string `json:"type"`
+	}
+	json.Unmarshal(res.body, &p)
+	for _, t := range m.outcomes {
+		if p.Type == t {
+			return true
+		}
+	}
+	return false
+}
+
+// fingerprint is the hex SHA-256 of raw's RFC 8785 canonical form, so that
+// a retry respelled by another JSON encoder matches its original; ok is
+// false if raw is not JSON.
+func fingerprint(raw []byte) (fp string, ok bool) {
+	canon, err := canonical.Transform(raw)
+	if err != nil {
+		return "", false
+	}
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:]), true
+}
+
+// failingReader fails every read with err.
+type failingReader struct{ err error }
+
+func (f failingReader) Read([]byte) (int, error) { return 0, f.err }
