@@ -50,6 +50,12 @@ type Env struct {
 	// lab authenticates every request before the middleware runs. A
 	// library that scopes keys to a user is given this.
 	Customer func(r *http.Request) string
+	// Share returns r with a Unit in its context: the transaction in
+	// which the handler's business write will wait for the middleware's
+	// commit. It stands for a library that opens the transaction and
+	// hands it to the handler; an adapter of a library that does not
+	// leaves it unused, and the handler commits on its own.
+	Share func(r *http.Request) (*http.Request, *Unit)
 }
 
 // Middleware is the middleware under audit, as its adapter built it.
@@ -86,11 +92,13 @@ func ServeChild(name string, new Adapter) int {
 // factory builds the naive handlers and wraps each in the middleware.
 func factory(new Adapter) stage.Factory {
 	return func(ctx context.Context, env stage.Env) (stage.Handlers, error) {
-		naive, err := stage0.New(ctx, env)
+		handlerEnv := env
+		handlerEnv.DB = handlerDB(env.DB)
+		naive, err := stage0.New(ctx, handlerEnv)
 		if err != nil {
 			return nil, err
 		}
-		mw, err := new(Env{DB: env.DB, Clock: env.Clock, Config: env.Config, Customer: customer})
+		mw, err := new(Env{DB: env.DB, Clock: env.Clock, Config: env.Config, Customer: customer, Share: share(env.DB)})
 		if err != nil {
 			return nil, fmt.Errorf("build the middleware: %w", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"idemlab/audit"
+	"idemlab/audit/examples/aftercommit"
 	"idemlab/audit/examples/final"
 	"idemlab/audit/examples/naive"
 	"idemlab/grader"
@@ -44,7 +45,9 @@ func TestSubject_AnAdapterWithoutWrapCannotRun(t *testing.T) {
 
 // The examples, check by check, with the checks that need no crash: the
 // naive one's money findings, its contract differences and what the lab
-// cannot observe of a map in memory; the final one holds.
+// cannot observe of a map in memory; the final one holds; and without the
+// shared transaction, a late original pays beside the retry that took its
+// key over.
 func TestExamples_VerdictsInProcess(t *testing.T) {
 	const (
 		pass     = "pass"
@@ -72,6 +75,9 @@ func TestExamples_VerdictsInProcess(t *testing.T) {
 		{"final", final.New, "S4.no-cookie-replayed", pass},
 		{"final", final.New, "S5.customers-scoped", pass},
 		{"final", final.New, "S5.purge-bounded", pass},
+		{"final", final.New, "S6.late-original-fenced", pass},
+		{"aftercommit", aftercommit.New, "S6.late-original-fenced", string(grader.Double)},
+		{"aftercommit", aftercommit.New, "S4.replay-byte-identical", pass},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"/"+tt.check, func(t *testing.T) {

@@ -8,10 +8,12 @@
 // execution, a 5xx) frees the key; keys expire on the lab clock; an
 // expired lease is taken over by one conditional UPDATE.
 //
-// What a middleware cannot do is put its completion in the transaction
-// that moves the money: the handler commits that one itself, before the
-// middleware sees its answer. lab audit shows what that costs
-// (docs/audit.md, "The transaction boundary").
+// And the key completes in the transaction that moves the money: the
+// middleware opens it for the handler (audit.Env.Share), the handler's
+// commit hands it back, and the middleware stores the answer and commits
+// both, or rolls both back if a retry took its key over meanwhile. A
+// middleware that completes its key after the handler's own commit cannot
+// be made safe, however careful the rest: see ../aftercommit.
 package final
 
 import (
@@ -38,7 +40,7 @@ func New(env audit.Env) (audit.Middleware, error) {
 	if err != nil {
 		return audit.Middleware{}, err
 	}
-	m := &middleware{store: s, customer: env.Customer, outcomes: []string{problem.InsufficientFunds.URI()}}
+	m := &middleware{store: s, customer: env.Customer, share: env.Share, outcomes: []string{problem.InsufficientFunds.URI()}}
 	return audit.Middleware{Wrap: m.wrap, Purge: s.purge}, nil
 }
 
@@ -48,6 +50,10 @@ type middleware struct {
 	// customer names whose key a request's is: keys chosen by two
 	// customers alike are two keys.
 	customer func(r *http.Request) string
+	// share opens the transaction the handler's business write joins, so
+	// that the key completes in the commit that moves the money; nil, the
+	// handler commits on its own, and the key completes after.
+	share func(r *http.Request) (*http.Request, *audit.Unit)
 	// outcomes are the problem types that answer a request for good, as a
 	// success does (a refusal for insufficient funds): they are kept and
 	// replayed. Every other problem, and every 5xx, frees the key.
@@ -86,19 +92,60 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 			stored.write(w, true)
 			return
 		}
+		var unit *audit.Unit
+		if m.share != nil {
+			r, unit = m.share(r)
+			defer unit.Abandon()
+		}
 		rec := &recorder{header: http.Header{}, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
 		res := rec.answer()
 		// The client may have gone; the key must still be settled.
 		ctx = context.WithoutCancel(ctx)
-		if m.keeps(res) {
-			m.store.complete(ctx, held, res)
-		} else {
-			m.store.release(ctx, held)
+		if err := m.settle(ctx, unit, held, res); err != nil {
+			problem.Write(w, err)
+			return
 		}
 		res.write(w, false)
 	})
 }
+
+// settle completes or releases the held key once the handler has
+// answered res. If the handler committed money, it waits in the unit's
+// transaction: the key completes with the answer in that transaction, and
+// the money moves with it or not at all. It returns the error to answer
+// instead of res when the money did not move after all: the key was taken
+// over by a retry (409), or the store failed (503).
+func (m *middleware) settle(ctx context.Context, unit *audit.Unit, held lease, res answer) error {
+	if tx := unit.Handed(); tx != nil {
+		err := m.store.complete(ctx, tx, held, res)
+		if err == nil {
+			err = tx.Commit()
+		}
+		if err != nil {
+			tx.Rollback()
+			m.store.release(ctx, held)
+			return unavailable(err)
+		}
+		return nil
+	}
+	// Nothing moved: the handler refused the request, or failed first. A
+	// refusal for good is kept; anything else frees the key for a retry.
+	if !m.keeps(res) {
+		m.store.release(ctx, held)
+		return nil
+	}
+	for range completeTries {
+		if err := m.store.complete(ctx, m.store.env.DB, held, res); err == nil {
+			break
+		}
+	}
+	return nil
+}
+
+// completeTries is how many times a refusal for good is stored: a store
+// that fails once must not leave it in progress.
+const completeTries = 3
 
 // keeps reports whether res answers its request for good: a 2xx, or a
 // problem of one of the outcome types.

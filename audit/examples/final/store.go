@@ -161,26 +161,35 @@ func inProgress(key string, err error) error {
 		Detail: fmt.Sprintf("the request with Idempotency-Key %q is still being processed; retry with the same key", key)}
 }
 
-// completeTries is how many times complete tries to store an answer: a
-// store that fails once must not leave a key in progress whose money moved.
-const completeTries = 3
+// execer is where a completion runs: the transaction that moves the
+// money, or the database.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
 
-// complete stores res as l's key's answer and marks it completed, if l
-// still holds the key. The handler has committed its own transaction by
-// now: if the store fails every try, the key stays in progress until its
-// lease expires.
-func (s *store) complete(ctx context.Context, l lease, res answer) {
-	for range completeTries {
-		_, err := s.env.DB.ExecContext(ctx,
-			`UPDATE idempotency_keys
-			 SET state = 'completed', completed_at = ?, lease_owner = NULL, lease_expires_at = NULL,
-			     answer_status = ?, answer_type = ?, answer_location = ?, answer_body = ?
-			 WHERE id = ? AND state = 'in_progress' AND lease_owner = ?`,
-			clock.Format(s.env.Clock.Now()), res.status, res.header.Get("Content-Type"), res.header.Get("Location"), res.body, l.id, l.owner)
-		if err == nil {
-			return
-		}
+// complete stores res as l's key's answer and marks the key completed, on
+// ex, if l still holds the key. It returns 409 request-in-progress if a
+// retry took the key over meanwhile (the caller rolls the money back: the
+// retry executes instead), and 503 if the store fails.
+func (s *store) complete(ctx context.Context, ex execer, l lease, res answer) error {
+	r, err := ex.ExecContext(ctx,
+		`UPDATE idempotency_keys
+		 SET state = 'completed', completed_at = ?, lease_owner = NULL, lease_expires_at = NULL,
+		     answer_status = ?, answer_type = ?, answer_location = ?, answer_body = ?
+		 WHERE id = ? AND state = 'in_progress' AND lease_owner = ?`,
+		clock.Format(s.env.Clock.Now()), res.status, res.header.Get("Content-Type"), res.header.Get("Location"), res.body, l.id, l.owner)
+	if err != nil {
+		return unavailable(err)
 	}
+	n, err := r.RowsAffected()
+	switch {
+	case err != nil:
+		return unavailable(err)
+	case n == 0:
+		return &problem.Error{Type: problem.RequestInProgress, RetryAfter: time.Second,
+			Detail: "this attempt outlived its lease and another one took its key over; nothing was executed here: retry with the same key for the result"}
+	}
+	return nil
 }
 
 // release frees l's key after an answer that is no outcome, so that a
