@@ -437,7 +437,14 @@ func checkClientGivesUp(t *T) error {
 			return t.Harmful(StuckKey, sent, retry.String()+"\nand a second later, with no request of that key running: key row "+DescribeRows(KeyRows(st, key)),
 				"the retry executes (201), or is told the original did: a client that hung up is not a failure of the money, and its claim is released or completed")
 		}
-		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+		// A client told 201, or 409 duplicate-request (done already), was
+		// told its money moved. One told anything else was told it did not:
+		// its operation must not have run.
+		if retry.Is(http.StatusCreated, "") || retry.Is(http.StatusConflict, problem.DuplicateRequest.URI()) {
+			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+		} else {
+			books.Expect(op)
+		}
 		if err := t.Reconcile(sent, retry.Short(), books); err != nil {
 			return err
 		}

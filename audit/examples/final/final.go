@@ -129,8 +129,10 @@ func (m *middleware) settle(ctx context.Context, unit *audit.Unit, held lease, r
 		}
 		return nil
 	}
-	// Nothing moved: the handler refused the request, or failed first. A
-	// refusal for good is kept; anything else frees the key for a retry.
+	// Nothing was handed: the handler refused the request or failed before
+	// its money moved or, without a shared transaction, committed on its
+	// own. A success, or a refusal for good, is kept (the second commit
+	// that aftercommit pays for); anything else frees the key for a retry.
 	if !m.keeps(res) {
 		m.store.release(ctx, held)
 		return nil
