@@ -194,32 +194,24 @@ func values(args []driver.NamedValue) []any {
 	return out
 }
 
+// stmt is a prepared statement: database/sql runs it through its
+// ExecContext and QueryContext, never through the older Exec and Query.
 type stmt struct {
 	conn  *conn
 	query string
 }
 
-func (s *stmt) Close() error  { return nil }
-func (s *stmt) NumInput() int { return -1 }
-func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {
-	return s.ExecContext(context.Background(), named(args))
-}
-func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
-	return s.QueryContext(context.Background(), named(args))
-}
+var errOldStmt = errors.New("audit: a statement runs through ExecContext and QueryContext")
+
+func (s *stmt) Close() error                               { return nil }
+func (s *stmt) NumInput() int                              { return -1 }
+func (s *stmt) Exec([]driver.Value) (driver.Result, error) { return nil, errOldStmt }
+func (s *stmt) Query([]driver.Value) (driver.Rows, error)  { return nil, errOldStmt }
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	return s.conn.ExecContext(ctx, s.query, args)
 }
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	return s.conn.QueryContext(ctx, s.query, args)
-}
-
-func named(args []driver.Value) []driver.NamedValue {
-	out := make([]driver.NamedValue, len(args))
-	for i, v := range args {
-		out[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
-	}
-	return out
 }
 
 // rows reads database/sql's rows as a driver's.
