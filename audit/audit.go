@@ -28,8 +28,9 @@ import (
 	"idemlab/solutions/stage0"
 )
 
-// Stage is the stage a middleware is graded as: the last one, so that
-// every check of the catalogue runs.
+// Stage is the stage a middleware is graded as: the last stage of
+// idempotency keys, so that every check of theirs runs, crash recovery
+// included.
 const Stage = 6
 
 // Env is what an adapter may use to build its middleware.
