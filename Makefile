@@ -69,6 +69,15 @@ serve: lab ## serve your stage: make serve STAGE=3 (add SOLUTION=1 for the refer
 grade: lab ## grade your stage N in child processes: make grade STAGE=3 (SEED=, RUN= as for stage-N)
 	@exec bin/lab grade --stage $(or $(STAGE),0) $(if $(SOLUTION),--solution) $(if $(SEED),--seed $(SEED)) $(if $(RUN),--run $(RUN))
 
+.PHONY: audit audit-examples
+audit: lab ## grade an idempotency middleware through its adapter: make audit PKG=./audit/examples/final (docs/audit.md)
+	@exec bin/lab audit --pkg $(or $(PKG),./audit/examples/final) $(if $(SEED),--seed $(SEED)) $(if $(RUN),--run $(RUN))
+
+audit-examples: lab ## the audits of the example middlewares: naive (money harmed), final (clean), aftercommit
+	-@bin/lab audit --pkg ./audit/examples/naive $(if $(SEED),--seed $(SEED))
+	@bin/lab audit --pkg ./audit/examples/final $(if $(SEED),--seed $(SEED))
+	-@bin/lab audit --pkg ./audit/examples/aftercommit $(if $(SEED),--seed $(SEED))
+
 .PHONY: gen
 gen: ## generate a day plan: make gen SEED=7 OPS=1000
 	$(GO) run ./cmd/lab gen --seed $(or $(SEED),1) --ops $(or $(OPS),1000)

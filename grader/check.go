@@ -1,6 +1,7 @@
 // Package grader is idemlab's catalogue of black-box checks and what runs
 // them: each stage's go test (against an in-process server), lab grade
-// (against a running server) and the ladder test.
+// (against a running server), lab audit (against a middleware wrapped
+// around the naive handlers) and the ladder test.
 //
 // A check attacks the HTTP contract of docs/api.md the way networks and
 // processes fail, and on failure says what was sent, what came back, what

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -48,12 +49,18 @@ func init() {
 	)
 }
 
-// answerID reads the id of a transfer or deposit answer.
+// answerID reads the id of the transfer or deposit an answer names: its
+// body's id or, in an answer without one, the last segment of its
+// Location (a replay that kept the headers and lost the body still names
+// its operation there).
 func answerID(r Response) string {
 	var v struct {
 		ID string `json:"id"`
 	}
 	json.Unmarshal(r.Body, &v)
+	if v.ID == "" && r.Header.Get("Location") != "" {
+		return path.Base(r.Header.Get("Location"))
+	}
 	return v.ID
 }
 
@@ -179,7 +186,8 @@ func (t *T) leakedAnswer(sent, answers string, rs []Response, who []string, book
 					money = "\nand " + f.Got
 				}
 			}
-			return t.Harmful(Leak, sent, "%s\n%s was given %s's operation %s%s", answers, who[i], owner, id, money)
+			return t.Harmful(Leak, sent, fmt.Sprintf("%s\n%s was given %s's operation %s%s", answers, who[i], owner, id, money),
+				"each customer answered with its own operation: a key belongs to the customer who sent it")
 		}
 	}
 	return nil
@@ -232,7 +240,8 @@ func checkEndpointsScoped(t *T) error {
 				money = "\nand " + f.Got
 			}
 		}
-		return t.Harmful(WrongAnswer, sent, "%s\nthe %s was answered with the %s %s%s", firsts[1].String(), endpointName(reqs[1]), endpointName(reqs[0]), id, money)
+		return t.Harmful(WrongAnswer, sent, fmt.Sprintf("%s\nthe %s was answered with the %s %s%s", firsts[1].String(), endpointName(reqs[1]), endpointName(reqs[0]), id, money),
+			"201 Created for the "+endpointName(reqs[1])+", its own operation: the same key on another endpoint is another operation")
 	}
 	if err := t.Reconcile(sent, "", books); err != nil {
 		return err

@@ -247,6 +247,23 @@ func (t *T) Arm(point string, count int) error {
 	return t.Lab().Arm(t.ctx, point, int64(count))
 }
 
+// storeUntouched is the could-not-observe error of a check that armed the
+// store-unavailable fault armed times and saw none of them fire: the
+// server ran no statement on idempotency_keys while it was armed, so it
+// keeps its keys where the fault cannot reach (in memory, in another
+// table), and the check cannot see what follows, what. It returns nil if
+// the fault fired, and the lab's error if the faults cannot be read.
+func (t *T) storeUntouched(armed int64, what string) error {
+	left, err := t.Lab().Armed(t.ctx)
+	if err != nil {
+		return err
+	}
+	if left[labctl.StoreUnavailable] < armed {
+		return nil
+	}
+	return t.CouldNotObserve("the key store: the store-unavailable fault fails statements on idempotency_keys, and the server ran none while it was armed (it keeps its keys elsewhere: in memory, or in another table), so the check cannot see %s", what)
+}
+
 // Advance moves the target's lab clock on by d.
 func (t *T) Advance(d time.Duration) error {
 	_, err := t.Lab().Advance(t.ctx, d)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,18 +22,29 @@ func init() {
 
 type gradeFlags struct {
 	serverFlags
+	runFlags
+}
+
+// runFlags are the flags of a run of the checks, lab grade's and lab
+// audit's.
+type runFlags struct {
 	seed    uint64
 	run     string
 	results string
+}
+
+// register defines the flags on fs.
+func (f *runFlags) register(fs *flag.FlagSet) {
+	fs.Uint64Var(&f.seed, "seed", 0, "the run's seed (default: a fresh one, printed)")
+	fs.StringVar(&f.run, "run", "", "run only the checks whose ID contains this")
+	fs.StringVar(&f.results, "results", "", "write results.json to this folder")
 }
 
 func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab grade", "--stage N [--solution | --url URL --admin-token T] [--seed S] [--run ID] [--results DIR]", stderr)
 	var f gradeFlags
 	f.define(fs, "run the checks of stages 0..N", "grade")
-	fs.Uint64Var(&f.seed, "seed", 0, "the run's seed (default: a fresh one, printed)")
-	fs.StringVar(&f.run, "run", "", "run only the checks whose ID contains this")
-	fs.StringVar(&f.results, "results", "", "write results.json to this folder")
+	f.register(fs)
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}
@@ -46,19 +58,9 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	var checks []grader.Check
-	for _, c := range grader.For(subject) {
-		if strings.Contains(c.ID, f.run) {
-			checks = append(checks, c)
-		}
-	}
-	if len(checks) == 0 {
-		return cannotRun(fmt.Errorf("--run %q matches no check of stage %d", f.run, f.stage))
-	}
-	if f.seed == 0 {
-		if f.seed, err = grader.RunSeed(); err != nil {
-			return cannotRun(err)
-		}
+	checks, err := f.checks(subject)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "lab grade: %s, the checks of stages 0..%d (%d), seed %d\n", subject.Name, f.stage, len(checks), f.seed)
 	// A running server is one server: its checks take turns. Child
@@ -69,6 +71,29 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	results := runChecks(ctx, subject, checks, f.seed, start, parallel, stdout)
 	return gradeReport(f, results, stdout)
+}
+
+// checks returns the checks of subject whose ID contains --run, or an
+// error with exit status 2 if none does, and draws the run's seed unless
+// --seed gave one.
+func (f *runFlags) checks(subject grader.Subject) ([]grader.Check, error) {
+	var checks []grader.Check
+	for _, c := range grader.For(subject) {
+		if strings.Contains(c.ID, f.run) {
+			checks = append(checks, c)
+		}
+	}
+	if len(checks) == 0 {
+		return nil, cannotRun(fmt.Errorf("--run %q matches no check of stage %d", f.run, subject.Stage))
+	}
+	if f.seed == 0 {
+		seed, err := grader.RunSeed()
+		if err != nil {
+			return nil, cannotRun(err)
+		}
+		f.seed = seed
+	}
+	return checks, nil
 }
 
 // gradeTarget says what is graded and how each check gets a server: the
@@ -158,12 +183,46 @@ type checkResult struct {
 }
 
 // gradeReport prints the failures grouped by lesson and the closing
-// counts, writes results.json if asked, and chooses the exit status: 0
-// valid, 1 invalid, 2 could not run.
+// counts, writes results.json if asked, and chooses the exit status.
 func gradeReport(f gradeFlags, results []grader.Result, stdout io.Writer) error {
-	out := gradeResults{Subject: subjectName(f), Stage: f.stage, Seed: f.seed}
-	byLesson := map[string][]string{}
-	for _, r := range results {
+	rep := report{subject: subjectName(f), stage: f.stage, seed: f.seed, results: results, dir: f.results,
+		reproduce: func(id string) string { return reproduceGrade(f, id) },
+		section: func(r grader.Result) string {
+			lesson, _, _ := strings.Cut(r.Check.Lesson, "#")
+			return lesson
+		}}
+	return rep.write(stdout)
+}
+
+// report is what lab grade and lab audit print and write once their
+// checks have run.
+type report struct {
+	subject string
+	stage   int
+	seed    uint64
+	results []grader.Result
+	// dir, if set, is the folder results.json goes to.
+	dir string
+	// reproduce is the command that runs one check again.
+	reproduce func(id string) string
+	// section is the heading a result that did not pass is printed under.
+	section func(r grader.Result) string
+	// order lists the headings in the order they are printed; nil means
+	// in sorted order.
+	order []string
+	// moneyOnly counts only the failures that harmed money against the
+	// verdict: the contract differences are reported, and the run is
+	// still valid (lab audit).
+	moneyOnly bool
+}
+
+// write prints the results that did not pass, section by section, and the
+// closing counts, writes results.json if asked, and chooses the exit
+// status: 0 valid, 1 invalid, 2 could not run.
+func (rep report) write(stdout io.Writer) error {
+	out := gradeResults{Subject: rep.subject, Stage: rep.stage, Seed: rep.seed}
+	sections := map[string][]string{}
+	for _, r := range rep.results {
 		cr := checkResult{ID: r.Check.ID, Lesson: r.Check.Lesson}
 		switch verdictWord(r) {
 		case "pass":
@@ -182,19 +241,24 @@ func gradeReport(f gradeFlags, results []grader.Result, stdout io.Writer) error 
 		}
 		if !r.Passed() {
 			cr.Detail = r.Err.Error()
-			lesson, _, _ := strings.Cut(r.Check.Lesson, "#")
-			byLesson[lesson] = append(byLesson[lesson], grader.Format(r, reproduceGrade(f, r.Check.ID)))
+			s := rep.section(r)
+			sections[s] = append(sections[s], grader.Format(r, rep.reproduce(r.Check.ID)))
 		}
 		out.Checks = append(out.Checks, cr)
 	}
-	lessons := make([]string, 0, len(byLesson))
-	for l := range byLesson {
-		lessons = append(lessons, l)
+	order := rep.order
+	if order == nil {
+		for s := range sections {
+			order = append(order, s)
+		}
+		sort.Strings(order)
 	}
-	sort.Strings(lessons)
-	for _, l := range lessons {
-		fmt.Fprintf(stdout, "\n── %s\n", l)
-		for _, block := range byLesson[l] {
+	for _, s := range order {
+		if len(sections[s]) == 0 {
+			continue
+		}
+		fmt.Fprintf(stdout, "\n── %s\n", s)
+		for _, block := range sections[s] {
 			fmt.Fprint(stdout, "\n"+block)
 		}
 	}
@@ -206,18 +270,24 @@ func gradeReport(f gradeFlags, results []grader.Result, stdout io.Writer) error 
 		fmt.Fprintf(stdout, ", %d could not run", out.Unknown)
 	}
 	fmt.Fprintln(stdout)
-	out.Valid = out.Failed == 0
-	if out.Failed == 0 && out.Unknown > 0 {
+	invalid := out.Failed
+	if rep.moneyOnly {
+		invalid = out.Money
+	}
+	out.Valid = invalid == 0
+	if invalid == 0 && out.Unknown > 0 {
 		out.Valid = "unknown"
 	}
-	if f.results != "" {
-		if err := writeGradeResults(f.results, out); err != nil {
+	if rep.dir != "" {
+		if err := writeGradeResults(rep.dir, out); err != nil {
 			return err
 		}
 	}
 	switch {
-	case out.Failed > 0:
-		return &exitCode{code: 1, err: fmt.Errorf("%d of %d checks failed", out.Failed, len(results))}
+	case rep.moneyOnly && invalid > 0:
+		return &exitCode{code: 1, err: fmt.Errorf("%d of %d checks found money harmed", invalid, len(rep.results))}
+	case invalid > 0:
+		return &exitCode{code: 1, err: fmt.Errorf("%d of %d checks failed", out.Failed, len(rep.results))}
 	case out.Unknown > 0:
 		return cannotRun(fmt.Errorf("%d checks could not run", out.Unknown))
 	}

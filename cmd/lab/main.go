@@ -1,6 +1,7 @@
 // Command lab is idemlab's one command line: it serves a stage, generates
-// and replays days of traffic, tallies access logs, grades servers and runs
-// the classroom demo. Each subcommand lives in its own file.
+// and replays days of traffic, tallies access logs, grades servers, audits
+// idempotency middlewares and runs the classroom demo. Each subcommand
+// lives in its own file.
 package main
 
 import (

@@ -203,6 +203,22 @@ func (c *Client) Arm(ctx context.Context, point string, count int64) error {
 	return c.do(ctx, http.MethodPost, "/lab/faults", map[string]any{"point": point, "count": count}, nil)
 }
 
+// Armed reads how many more times each armed fault point will fire (GET
+// /lab/faults); a point it does not name will not fire.
+func (c *Client) Armed(ctx context.Context) (map[string]int64, error) {
+	var out struct {
+		Armed []labctl.ArmedFault `json:"armed"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/lab/faults", nil, &out); err != nil {
+		return nil, err
+	}
+	left := map[string]int64{}
+	for _, f := range out.Armed {
+		left[f.Point] = f.Count
+	}
+	return left, nil
+}
+
 // Advance moves the lab clock on by d (POST /lab/clock) and returns the
 // lab time now.
 func (c *Client) Advance(ctx context.Context, d time.Duration) (time.Time, error) {

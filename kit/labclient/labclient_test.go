@@ -9,6 +9,7 @@ import (
 	"idemlab/kit/bank"
 	"idemlab/kit/events"
 	"idemlab/kit/labclient"
+	"idemlab/kit/labctl"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
 	stage5 "idemlab/solutions/stage5"
@@ -122,5 +123,28 @@ func TestClient_ResetAdvanceStateAndEvents(t *testing.T) {
 	}
 	if err := <-streamErr; err != nil || last != events.KindClock {
 		t.Fatalf("the stream ended on %q (%v), want the clock's move", last, err)
+	}
+}
+
+// TestArmed_ReportsTheArmedPoints catches a client that misreads GET
+// /lab/faults (no point, or a count of 0) or reports a disarmed point.
+func TestArmed_ReportsTheArmedPoints(t *testing.T) {
+	lab := startLab(t)
+	ctx := t.Context()
+	if err := lab.Arm(ctx, labctl.StoreUnavailable, 3); err != nil {
+		t.Fatal(err)
+	}
+	left, err := lab.Armed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[labctl.StoreUnavailable] != 3 {
+		t.Fatalf("armed %v, want store-unavailable 3", left)
+	}
+	if err := lab.Arm(ctx, labctl.StoreUnavailable, 0); err != nil {
+		t.Fatal(err)
+	}
+	if left, err = lab.Armed(ctx); err != nil || len(left) != 0 {
+		t.Fatalf("armed %v (%v) once disarmed, want nothing", left, err)
 	}
 }
