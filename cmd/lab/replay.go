@@ -42,7 +42,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var f replayFlags
 	fs.StringVar(&f.plan, "log", "", "the day plan to replay (from lab gen)")
 	fs.StringVar(&f.plan, "plan", "", "the same as --log")
-	fs.IntVar(&f.stage, "stage", 0, "the stage to replay against, 0..6")
+	fs.IntVar(&f.stage, "stage", 0, "the stage to replay against, 0..7")
 	fs.BoolVar(&f.solution, "solution", false, "replay against the reference solution in this process (else your stages/stageN, built and started)")
 	fs.StringVar(&f.url, "url", "", "replay against a running lab server instead (needs --admin-token)")
 	fs.StringVar(&f.admin, "admin-token", "", "the admin token of the server at --url")
