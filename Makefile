@@ -94,7 +94,7 @@ datasets: ## regenerate the larger days into datasets/large/
 	$(GO) run ./cmd/lab datasets
 
 # The fuzz targets, as package:target; -fuzz takes one target at a time.
-FUZZ_TARGETS = kit/request:FuzzTransfer kit/request:FuzzDeposit kit/idemkey:FuzzParse kit/canonical:FuzzTransform
+FUZZ_TARGETS = kit/request:FuzzTransfer kit/request:FuzzDeposit kit/request:FuzzSettings kit/idemkey:FuzzParse kit/canonical:FuzzTransform
 FUZZTIME ?= 30s
 
 .PHONY: fuzz
