@@ -263,9 +263,9 @@ func checkManyClerks(t *T) error {
 	var wins []success
 	var trouble []string
 	raise := func(c settingsCopy) Request {
-		s := c.Settings
-		s.DailyLimit += step
-		return putSettings(a, acc, s, c.ETag)
+		next := c.Settings
+		next.DailyLimit += step
+		return putSettings(a, acc, next, c.ETag)
 	}
 	// note records an answer; it reports whether the clerk is done.
 	note := func(i int, req Request, r Response) bool {
@@ -603,7 +603,7 @@ func checkSettingsContract(t *T) error {
 		{`{"nickname":"` + long + `","daily_limit":1000}`, "a nickname over 64 characters"},
 		{`{"nickname":"a\u0007b","daily_limit":1000}`, "a control character in the nickname"},
 		{`{"nickname":"x","daily_limit":-1}`, "a negative limit"},
-		{`{"nickname":"x","daily_limit":1000000000001}`, "a limit over 1,000,000,000,000"},
+		{`{"nickname":"x","daily_limit":1000000000000001}`, "a limit over 1,000,000,000,000,000"},
 		{`{"nickname":"x","daily_limit":1.5}`, "a limit that is not a whole number of won"},
 		{`{"nickname":"x","daily_limit":"1000"}`, "a limit that is a string"},
 		{`{"nickname":"x","nickname":"y","daily_limit":1000}`, "a member twice"},

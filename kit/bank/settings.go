@@ -31,9 +31,10 @@ const (
 	// MaxNickname is the longest nickname, in characters.
 	MaxNickname = 64
 	// MaxDailyLimit is the highest daily limit, in won. It is also every
-	// account's limit until a clerk lowers it: higher than any balance a
-	// lab reset gives, so it never refuses a transfer by itself.
-	MaxDailyLimit = 1_000_000_000_000
+	// account's limit until a clerk lowers it: a thousand times the largest
+	// balance a lab reset gives, so that it never refuses a transfer by
+	// itself (and still a number that every JSON reader holds exactly).
+	MaxDailyLimit = 1_000_000_000_000_000
 )
 
 // DefaultSettings are the settings of a new account.
