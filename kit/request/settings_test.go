@@ -14,7 +14,7 @@ func TestSettings_ReadsTheWholeRepresentation(t *testing.T) {
 	for body, want := range map[string]bank.Settings{
 		`{"nickname":"월급","daily_limit":2e6}`:                            {Nickname: "월급", DailyLimit: 2_000_000},
 		`{"daily_limit":0,"nickname":""}`:                                {},
-		`{"nickname":"x","daily_limit":1000000000000000}`:                   {Nickname: "x", DailyLimit: bank.MaxDailyLimit},
+		`{"nickname":"x","daily_limit":1000000000000000}`:                {Nickname: "x", DailyLimit: bank.MaxDailyLimit},
 		`{"nickname":"` + strings.Repeat("가", 64) + `","daily_limit":1}`: {Nickname: strings.Repeat("가", 64), DailyLimit: 1},
 	} {
 		got, err := request.Settings(post(body, "application/json"))
