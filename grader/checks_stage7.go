@@ -455,6 +455,10 @@ func checkDailyLimit(t *T) error {
 	acc, payee := a.Accounts[0], b.Accounts[0]
 	story += "\n(clerks A and B both hold that copy)"
 
+	if err := t.toNoon(); err != nil {
+		return err
+	}
+	story += "\n(the lab clock moves on to the next noon, UTC)"
 	limit := t.Amount(100_000, 300_000)
 	lowered := start.Settings
 	lowered.DailyLimit = limit
@@ -516,6 +520,16 @@ func checkDailyLimit(t *T) error {
 		return t.Fail(story, rb.String(), "412 "+pPreconditionFailed+" to B's rename: its copy is of the version A's PUT replaced")
 	}
 	return nil
+}
+
+// toNoon moves the lab clock on to the next noon (UTC): a story that
+// counts one day's transfers never straddles a midnight.
+func (t *T) toNoon() error {
+	now, err := t.Lab().Advance(t.ctx, 0)
+	if err != nil {
+		return err
+	}
+	return t.Advance(bank.DayStart(now).Add(36 * time.Hour).Sub(now))
 }
 
 // checkETagNamesTheVersion catches an ETag that a write does not change
