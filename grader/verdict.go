@@ -37,6 +37,10 @@ const (
 	StuckKey Harm = "stuck key"
 	// Leak: one customer was shown another customer's data.
 	Leak Harm = "cross-customer leak"
+	// LostUpdate: a change a clerk was told was saved was overwritten by
+	// one made from an older copy, or was never saved; the daily limit
+	// that guards the money may be the change that went missing.
+	LostUpdate Harm = "lost update"
 )
 
 // Explain says in a few words what the harm means for a customer.
@@ -58,6 +62,8 @@ func (h Harm) Explain() string {
 		return "a key stays in progress for good: its operation can neither finish nor run"
 	case Leak:
 		return "one customer was shown another customer's data"
+	case LostUpdate:
+		return "a saved change went missing: a clerk's edit of a stale copy put back what another clerk had changed"
 	}
 	return string(h)
 }

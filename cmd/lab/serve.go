@@ -21,6 +21,7 @@ import (
 	sol4 "idemlab/solutions/stage4"
 	sol5 "idemlab/solutions/stage5"
 	sol6 "idemlab/solutions/stage6"
+	sol7 "idemlab/solutions/stage7"
 )
 
 func init() {
@@ -30,10 +31,10 @@ func init() {
 // solutions are the reference solutions, by stage. They always compile,
 // so the lab command links them in; a student's stage is never linked in
 // (see stageBinary).
-var solutions = []stage.Factory{sol0.New, sol1.New, sol2.New, sol3.New, sol4.New, sol5.New, sol6.New}
+var solutions = []stage.Factory{sol0.New, sol1.New, sol2.New, sol3.New, sol4.New, sol5.New, sol6.New, sol7.New}
 
 // lastStage is the highest stage number.
-const lastStage = 6
+const lastStage = 7
 
 type serveFlags struct {
 	stage    int
@@ -49,7 +50,7 @@ type serveFlags struct {
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab serve", "[--stage N] [--solution] [--db FILE] [--addr HOST:PORT] [--admin-token T] [--access-log FILE] [--public]", stderr)
 	var f serveFlags
-	fs.IntVar(&f.stage, "stage", 0, "the stage to serve, 0..6")
+	fs.IntVar(&f.stage, "stage", 0, "the stage to serve, 0..7")
 	fs.BoolVar(&f.solution, "solution", false, "serve the reference solution (solutions/stageN) instead of your stages/stageN")
 	fs.StringVar(&f.db, "db", "", `the database file, or ":memory:" (default tmp/lab-stageN.db, kept across restarts)`)
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "the address to listen on")

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"idemlab/studentloop"
 )
 
 // TestStatus_NothingRunYet: every stage not started, and the next step is
@@ -10,7 +12,7 @@ import (
 func TestStatus_NothingRunYet(t *testing.T) {
 	fakeLoop(t, passingS1, "")
 	code, out, _ := runLabCommand(t, "status")
-	if code != 0 || strings.Count(out, "not started") != 7 || !strings.Contains(out, "next: stage 0 (docs/lessons/00-naive.md)") {
+	if code != 0 || strings.Count(out, "not started") != studentloop.Stages || !strings.Contains(out, "next: stage 0 (docs/lessons/00-naive.md)") {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 }

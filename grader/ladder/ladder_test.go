@@ -24,6 +24,7 @@ import (
 	sol4 "idemlab/solutions/stage4"
 	sol5 "idemlab/solutions/stage5"
 	sol6 "idemlab/solutions/stage6"
+	sol7 "idemlab/solutions/stage7"
 	stg0 "idemlab/stages/stage0"
 	stg1 "idemlab/stages/stage1"
 	stg2 "idemlab/stages/stage2"
@@ -31,6 +32,7 @@ import (
 	stg4 "idemlab/stages/stage4"
 	stg5 "idemlab/stages/stage5"
 	stg6 "idemlab/stages/stage6"
+	stg7 "idemlab/stages/stage7"
 )
 
 var rungs = []ladder.Rung{
@@ -43,6 +45,7 @@ var rungs = []ladder.Rung{
 	rung(4, sol4.New, stg4.New),
 	rung(5, sol5.New, stg5.New),
 	rung(6, sol6.New, stg6.New),
+	rung(7, sol7.New, stg7.New),
 }
 
 func rung(n int, solution, scaffold stage.Factory) ladder.Rung {

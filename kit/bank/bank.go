@@ -122,8 +122,9 @@ func (b *Bank) CallCore(ctx context.Context) error {
 
 // Transfer moves req.Amount from req.From (which must belong to customer)
 // to req.To inside tx. It returns a problem error for an unknown account
-// (422), a source account of another customer (403) and insufficient funds
-// (422); any other error is internal. Nothing is committed: the caller
+// (422), a source account of another customer (403), insufficient funds
+// (422) and a transfer over the source account's daily limit (422
+// daily-limit-exceeded); any other error is internal. Nothing is committed: the caller
 // commits tx, or rolls it back.
 func (b *Bank) Transfer(ctx context.Context, tx *sql.Tx, customer string, req TransferRequest) (Transfer, error) {
 	if err := b.injectFailure(); err != nil {
@@ -143,7 +144,11 @@ func (b *Bank) Transfer(ctx context.Context, tx *sql.Tx, customer string, req Tr
 		return Transfer{}, problem.New(problem.InsufficientFunds,
 			"account %s holds %d, the transfer needs %d", req.From, from.Balance, req.Amount)
 	}
-	now := clock.Format(b.clock.Now())
+	at := b.clock.Now()
+	if err := checkDailyLimit(ctx, tx, req.From, req.Amount, at); err != nil {
+		return Transfer{}, err
+	}
+	now := clock.Format(at)
 	t := Transfer{
 		ID: newID("tr_"), From: req.From, To: req.To, Amount: req.Amount,
 		Memo: req.Memo, Metadata: req.Metadata, BalanceAfter: from.Balance - req.Amount, CreatedAt: now,

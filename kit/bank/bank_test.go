@@ -16,6 +16,7 @@ type fixture struct {
 	db        *sqlitedb.DB
 	bank      *bank.Bank
 	faults    *bank.Faults
+	clock     *clock.Clock
 	customers []bank.Customer
 }
 
@@ -46,7 +47,7 @@ func setup(t *testing.T, opening int64) fixture {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	return fixture{db: db, bank: b, faults: faults, customers: cs}
+	return fixture{db: db, bank: b, faults: faults, clock: clk, customers: cs}
 }
 
 func (f fixture) transfer(t *testing.T, customer string, req bank.TransferRequest, commit bool) (bank.Transfer, error) {

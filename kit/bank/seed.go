@@ -95,7 +95,8 @@ func DrawTokens(customers []Customer) {
 }
 
 // Insert inserts customers, their tokens and their accounts, each account
-// holding opening won, into empty bank tables inside tx.
+// holding opening won with the default settings, into empty bank tables
+// inside tx.
 func Insert(ctx context.Context, tx *sql.Tx, customers []Customer, opening int64) error {
 	for _, c := range customers {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO customers (id, name) VALUES (?, ?)`, c.ID, c.Name); err != nil {
@@ -109,6 +110,9 @@ func Insert(ctx context.Context, tx *sql.Tx, customers []Customer, opening int64
 				`INSERT INTO accounts (id, customer_id, balance, opening_balance) VALUES (?, ?, ?, ?)`,
 				a, c.ID, opening, opening); err != nil {
 				return fmt.Errorf("populate: %w", err)
+			}
+			if err := insertSettings(ctx, tx, a); err != nil {
+				return err
 			}
 		}
 	}

@@ -58,6 +58,12 @@ var (
 		Explain: "This Idempotency-Key was first used with a different request body. A key names one operation; an edited request (a new amount, another account) is a new operation and needs a new key. Members in another order, other whitespace or another spelling of the same number are the same request."}
 	UnknownAccount = &Type{Name: "unknown-account", Status: 422, Title: "Unknown account",
 		Explain: "An account named in the request does not exist."}
+	PreconditionFailed = &Type{Name: "precondition-failed", Status: 412, Title: "Precondition failed",
+		Explain: "The If-Match header names a version of the resource that is no longer the current one: someone changed it after you read it. Nothing was changed. Read it again (GET), apply your change to what you get, and send it with the new ETag in If-Match."}
+	DailyLimitExceeded = &Type{Name: "daily-limit-exceeded", Status: 422, Title: "Daily limit exceeded",
+		Explain: "This transfer would take the source account's transfers of the day (the lab clock's UTC day) over the account's daily_limit (GET /accounts/{id}/settings). No money moved."}
+	PreconditionRequired = &Type{Name: "precondition-required", Status: 428, Title: "Precondition required",
+		Explain: "This PUT replaces a resource that others may be editing, so it must say which version it was based on: read the resource, and send its ETag in If-Match. Nothing was changed."}
 	InsufficientFunds = &Type{Name: "insufficient-funds", Status: 422, Title: "Insufficient funds",
 		Explain: "The source account's balance is lower than the amount. This is an answer, not a failure: from stage 4 on it is stored with the key and a retry gets the same answer, even if money arrived since."}
 	Internal = &Type{Name: "internal", Status: 500, Title: "Internal error",
@@ -69,9 +75,9 @@ var (
 // Catalogue lists every type, by status as docs/api.md's table does.
 var Catalogue = []*Type{
 	MissingIdempotencyKey, InvalidIdempotencyKey, InvalidRequest, Unauthorized,
-	Forbidden, NotFound, MethodNotAllowed, RequestTimeout, DuplicateRequest, RequestInProgress, RequestTooLarge,
-	UnsupportedMediaType, IdempotencyKeyReused, UnknownAccount, InsufficientFunds,
-	Internal, Unavailable,
+	Forbidden, NotFound, MethodNotAllowed, RequestTimeout, DuplicateRequest, RequestInProgress,
+	PreconditionFailed, RequestTooLarge, UnsupportedMediaType, IdempotencyKeyReused, UnknownAccount,
+	InsufficientFunds, DailyLimitExceeded, PreconditionRequired, Internal, Unavailable,
 }
 
 // Lookup finds a type by name.

@@ -352,7 +352,10 @@ func (d *decoder) metadata(name string) map[string]string {
 	return out
 }
 
-func (d *decoder) amount(name string) int64 {
+func (d *decoder) amount(name string) int64 { return d.won(name, 1, MaxAmount) }
+
+// won reads a required member that is a whole number of won in lo..hi.
+func (d *decoder) won(name string, lo, hi int64) int64 {
 	raw, ok := d.members[name]
 	if !ok {
 		d.fail(name, "is required")
@@ -363,8 +366,8 @@ func (d *decoder) amount(name string) int64 {
 		d.fail(name, "%v", err)
 		return 0
 	}
-	if n < 1 || n > MaxAmount {
-		d.fail(name, "must be between 1 and %d won, got %s", MaxAmount, raw)
+	if n < lo || n > hi {
+		d.fail(name, "must be between %d and %d won, got %s", lo, hi, raw)
 		return 0
 	}
 	return n

@@ -245,6 +245,10 @@ func (s *Server) routes(lab bool) chi.Router {
 		r.Get("/accounts/{id}/entries", s.getEntries)
 		r.Get("/transfers/{id}", s.getTransfer)
 		r.Get("/deposits/{id}", s.getDeposit)
+		if st, ok := s.handlers.(stage.Settings); ok {
+			r.Get("/accounts/{id}/settings", st.GetSettings)
+			r.Put("/accounts/{id}/settings", st.PutSettings)
+		}
 	})
 	if lab {
 		r.Route("/lab", func(r chi.Router) {

@@ -63,5 +63,15 @@ type Purger interface {
 	Purge(ctx context.Context) (int64, error)
 }
 
+// Settings is implemented by stages that serve an account's settings
+// (stage 7 on): GET and PUT /accounts/{id}/settings, owner-only, where
+// the route's {id} is the account (r.PathValue("id")). The kit owns
+// the settings' table (see bank.Settings) and enforces the daily limit on
+// every transfer; the stage owns the ETag and the conditional write.
+type Settings interface {
+	GetSettings(w http.ResponseWriter, r *http.Request)
+	PutSettings(w http.ResponseWriter, r *http.Request)
+}
+
 // Factory builds a stage's handlers; it is each stage package's New.
 type Factory func(ctx context.Context, env Env) (Handlers, error)

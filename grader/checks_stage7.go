@@ -1,0 +1,643 @@
+package grader
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/labclient"
+	"idemlab/kit/problem"
+)
+
+const lesson7 = "docs/lessons/07-lost-updates.md"
+
+func init() {
+	register(
+		Check{
+			ID: "S7.two-clerks", Stage: 7, Lesson: lesson7 + "#two-clerks",
+			Claim: "clerk A renames the account; clerk B, from the copy read before, raises its daily limit: B gets 412 and nothing changes, then re-reads and saves both changes",
+			Why:   "without If-Match the second save silently puts back what the first changed: A's rename is gone, and nobody was told",
+			Run:   checkTwoClerks,
+		},
+		Check{
+			ID: "S7.many-clerks", Stage: 7, Lesson: lesson7 + "#many-clerks-at-once",
+			Claim: "clerks that each raise the daily limit from the copy they read, at once and while the core is slow, re-reading after each 412, end with every raise counted: each successful PUT replaced the version it was based on",
+			Why:   "two saves based on one version both succeed only if one overwrote the other: a raise, or a cut, that its clerk was told was saved is gone",
+			Run:   checkManyClerks,
+		},
+		Check{
+			ID: "S7.retried-put", Stage: 7, Lesson: lesson7 + "#a-retried-put",
+			Claim: "a PUT retried with the same If-Match after its answer was lost gets 412 once the settings moved on, and never overwrites a change another clerk saved since",
+			Why:   "a client that lost the answer sends the same request again; if the stale retry is written, or told it was, the other clerk's change is undone behind everyone's back",
+			Run:   checkRetriedPut,
+		},
+		Check{
+			ID: "S7.precondition-required", Stage: 7, Lesson: lesson7 + "#require-if-match",
+			Claim: "a PUT of the settings without If-Match, or with If-Match: *, gets 428 precondition-required and changes nothing",
+			Why:   "a PUT that names no version overwrites whatever it finds; if the server accepts it, every client that forgot If-Match can lose other clerks' changes",
+			Run:   checkPreconditionRequired,
+		},
+		Check{
+			ID: "S7.daily-limit", Stage: 7, Lesson: lesson7 + "#the-money-behind-it",
+			Claim: "clerk A lowers the daily limit; clerk B, from the copy read before, renames the account and gets 412; a transfer over A's limit is refused with 422 daily-limit-exceeded and moves nothing, one within it executes, and the next day the limit starts again",
+			Why:   "a lost update of a limit is a money bug: the stale rename puts the old limit back, and transfers the owner capped go through",
+			Run:   checkDailyLimit,
+		},
+		Check{
+			ID: "S7.etag-names-the-version", Stage: 7, Lesson: lesson7 + "#the-etag-names-the-version",
+			Claim: "GET gives a strong ETag; a PUT answers 200 with the settings it saved and a new ETag, whichever member changed, that the next GET shows and the next PUT may use",
+			Why:   "an ETag that misses a change (a daily limit, a write) lets a stale copy match; one that the answer gets wrong sends the clerk's next save to 412, or through",
+			Run:   checkETagNamesTheVersion,
+		},
+		Check{
+			ID: "S7.settings-contract", Stage: 7, Lesson: lesson7 + "#the-contract",
+			Claim: "the settings are the owner's only (401 without a token, 403 for another customer's account, 404 for none), and an invalid PUT body is 400 invalid-request: nothing changes",
+			Why:   "settings that another customer can read or change, or a limit of -1 or of a string that is saved, guard no money",
+			Run:   checkSettingsContract,
+		},
+	)
+}
+
+var (
+	pPreconditionFailed   = problem.PreconditionFailed.URI()
+	pPreconditionRequired = problem.PreconditionRequired.URI()
+	pDailyLimit           = problem.DailyLimitExceeded.URI()
+)
+
+// settingsPath is the settings resource of account.
+func settingsPath(account string) string { return "/accounts/" + account + "/settings" }
+
+// settingsCopy is what a clerk holds after a GET: the settings and the
+// ETag that names their version.
+type settingsCopy struct {
+	bank.Settings
+	ETag string
+}
+
+func (c settingsCopy) String() string {
+	return fmt.Sprintf("%s, ETag %s", settingsJSON(c.Settings), c.ETag)
+}
+
+// settingsJSON writes settings as a PUT body.
+func settingsJSON(s bank.Settings) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// putSettings is a PUT of the whole settings of account by c, with
+// If-Match: ifMatch ("" sends none).
+func putSettings(c bank.Customer, account string, s bank.Settings, ifMatch string) Request {
+	req := Request{Method: "PUT", Path: settingsPath(account), Token: c.Token, Body: settingsJSON(s), Header: http.Header{}}
+	if ifMatch != "" {
+		req.Header.Set("If-Match", ifMatch)
+	}
+	return req
+}
+
+// describe writes a request with its If-Match, for a report.
+func describe(req Request) string {
+	s := req.Method + " " + req.Path
+	if v := req.Header.Get("If-Match"); v != "" {
+		s += "  If-Match: " + v
+	}
+	if req.Body != "" {
+		s += "  " + req.Body
+	}
+	return s
+}
+
+// readSettings GETs the settings of account as c. It returns a failure if
+// the answer is not 200 with the two members and an ETag.
+func (t *T) readSettings(story string, c bank.Customer, account string) (settingsCopy, error) {
+	r := t.Do(Request{Method: "GET", Path: settingsPath(account), Token: c.Token})
+	sent := strings.TrimPrefix(story+"\nGET "+settingsPath(account), "\n")
+	const expected = `200 with {"nickname":…,"daily_limit":…} and a strong ETag`
+	if !r.Is(http.StatusOK, "") {
+		return settingsCopy{}, t.Fail(sent, r.String(), expected)
+	}
+	s, ok := decodeSettings(r.Body)
+	if !ok {
+		return settingsCopy{}, t.Fail(sent, r.String(), expected)
+	}
+	etag := r.Header.Get("ETag")
+	if etag == "" {
+		return settingsCopy{}, t.Fail(sent, r.String()+" (no ETag header)", expected)
+	}
+	return settingsCopy{Settings: s, ETag: etag}, nil
+}
+
+// decodeSettings reads a settings body: both members, nothing else.
+func decodeSettings(body []byte) (bank.Settings, bool) {
+	var s struct {
+		Nickname   *string `json:"nickname"`
+		DailyLimit *int64  `json:"daily_limit"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&s) != nil || s.Nickname == nil || s.DailyLimit == nil {
+		return bank.Settings{}, false
+	}
+	return bank.Settings{Nickname: *s.Nickname, DailyLimit: *s.DailyLimit}, true
+}
+
+// saved checks the answer to a PUT that must succeed: 200 with the
+// settings it sent and an ETag. It returns that ETag.
+func (t *T) saved(story string, req Request, r Response, want bank.Settings) (string, error) {
+	sent := strings.TrimPrefix(story+"\n"+describe(req), "\n")
+	const expected = "200 with the settings saved and their new ETag: If-Match names the current version"
+	if !r.Is(http.StatusOK, "") {
+		return "", t.Fail(sent, r.String(), expected)
+	}
+	if s, ok := decodeSettings(r.Body); !ok || s != want || r.Header.Get("ETag") == "" {
+		return "", t.Fail(sent, r.String()+", ETag "+r.Header.Get("ETag"), expected)
+	}
+	return r.Header.Get("ETag"), nil
+}
+
+// nickname draws a nickname.
+func (t *T) nickname() string {
+	names := []string{"payroll", "rent", "savings", "suppliers", "월급", "생활비", "travel"}
+	return fmt.Sprintf("%s %03d", names[t.rng.IntN(len(names))], t.rng.IntN(1000))
+}
+
+// clerkStart resets the bank with two customers and gives A's first
+// account a daily limit of limit won (a PUT with the ETag of a GET); it
+// returns the scenario and the settings as every clerk then reads them.
+func (t *T) clerkStart(limit int64) (Scenario, settingsCopy, string, error) {
+	s, err := t.Scenario(2, 1_000_000)
+	if err != nil {
+		return Scenario{}, settingsCopy{}, "", err
+	}
+	acc := s.A.Accounts[0]
+	first, err := t.readSettings("", s.A, acc)
+	if err != nil {
+		return Scenario{}, settingsCopy{}, "", err
+	}
+	set := bank.Settings{Nickname: t.nickname(), DailyLimit: limit}
+	req := putSettings(s.A, acc, set, first.ETag)
+	story := "GET " + settingsPath(acc) + "  →  " + first.String()
+	if _, err := t.saved(story, req, t.Do(req), set); err != nil {
+		return Scenario{}, settingsCopy{}, "", err
+	}
+	story += "\n" + describe(req) + "  →  200"
+	start, err := t.readSettings(story, s.A, acc)
+	return s, start, story + "\nGET  →  " + start.String(), err
+}
+
+// checkTwoClerks catches a PUT that ignores If-Match (the last save wins)
+// and one whose write does not move the version on (the stale ETag still
+// matches): either way clerk B's stale copy puts A's nickname back.
+func checkTwoClerks(t *T) error {
+	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
+	if err != nil {
+		return err
+	}
+	a, acc := s.A, s.A.Accounts[0]
+	story += "\n(clerks A and B both hold that copy)"
+
+	renamed := start.Settings
+	renamed.Nickname = t.nickname()
+	reqA := putSettings(a, acc, renamed, start.ETag)
+	etagA, err := t.saved(story+"\nclerk A renames the account:", reqA, t.Do(reqA), renamed)
+	if err != nil {
+		return err
+	}
+	story += "\nclerk A renames the account: " + describe(reqA) + "  →  200, ETag " + etagA
+
+	raised := start.Settings
+	raised.DailyLimit += t.Amount(100_000, 500_000)
+	reqB := putSettings(a, acc, raised, start.ETag)
+	rb := t.Do(reqB)
+	story += "\nclerk B, from its copy, raises the limit: " + describe(reqB) + "  →  " + rb.Short()
+	after, err := t.readSettings(story, a, acc)
+	if err != nil {
+		return err
+	}
+	story += "\nthen GET  →  " + after.String()
+	if after.Nickname != renamed.Nickname {
+		return t.Harmful(LostUpdate, story, rb.String()+"\nand A's nickname "+fmt.Sprintf("%q", renamed.Nickname)+" is gone",
+			"412 "+pPreconditionFailed+" to B: its copy is of the version A's PUT replaced; nothing changes")
+	}
+	if !rb.Is(http.StatusPreconditionFailed, pPreconditionFailed) || after.Settings != renamed || after.ETag != etagA {
+		return t.Fail(story, rb.String(), "412 "+pPreconditionFailed+" to B, and the settings still A's, at A's ETag "+etagA)
+	}
+
+	retry := after.Settings
+	retry.DailyLimit = raised.DailyLimit
+	reqR := putSettings(a, acc, retry, after.ETag)
+	if _, err := t.saved(story+"\nclerk B applies its change to what it read again:", reqR, t.Do(reqR), retry); err != nil {
+		return err
+	}
+	story += "\nclerk B applies its change to what it read again: " + describe(reqR) + "  →  200"
+	final, err := t.readSettings(story, a, acc)
+	if err != nil {
+		return err
+	}
+	if final.Settings != retry {
+		return t.Harmful(LostUpdate, story+"\nthen GET", final.String(), "A's nickname and B's limit: "+settingsJSON(retry))
+	}
+	return nil
+}
+
+// checkManyClerks catches a read-then-write: a PUT that reads the version,
+// compares it in Go, waits on the core and then writes without the
+// version in its WHERE. Clerks released together all read the same
+// version before any of them writes, and all of them succeed.
+func checkManyClerks(t *T) error {
+	const clerks, step, latency = 6, 1_000, 100 * time.Millisecond
+	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
+	if err != nil {
+		return err
+	}
+	a, acc := s.A, s.A.Accounts[0]
+	if err := t.Configure(labclient.Config{CoreLatency: latency}); err != nil {
+		return err
+	}
+	type success struct{ based, made string }
+	var mu sync.Mutex
+	var wins []success
+	var trouble []string
+	raise := func(c settingsCopy) Request {
+		next := c.Settings
+		next.DailyLimit += step
+		return putSettings(a, acc, next, c.ETag)
+	}
+	// note records an answer; it reports whether the clerk is done.
+	note := func(i int, req Request, r Response) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case r.Is(http.StatusOK, ""):
+			wins = append(wins, success{req.Header.Get("If-Match"), r.Header.Get("ETag")})
+			return true
+		case r.Is(http.StatusPreconditionFailed, pPreconditionFailed):
+			return false
+		}
+		trouble = append(trouble, fmt.Sprintf("clerk %d: %s  →  %s", i+1, describe(req), r.String()))
+		return true
+	}
+	first := make([]Request, clerks)
+	for i := range first {
+		first[i] = raise(start)
+	}
+	answers := t.Simultaneously(clerks, func(i int) Request { return first[i] })
+	var wg sync.WaitGroup
+	for i, r := range answers {
+		if note(i, first[i], r) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Each failure means another clerk saved after this one read:
+			// clerks-1 of them are the most a clerk can meet.
+			for range clerks {
+				c, err := t.readSettings("", a, acc)
+				if err != nil {
+					note(i, Request{Method: "GET", Path: settingsPath(acc)}, Response{Err: err})
+					return
+				}
+				req := raise(c)
+				if note(i, req, t.Do(req)) {
+					return
+				}
+			}
+			note(i, Request{Method: "PUT", Path: settingsPath(acc)}, Response{Err: fmt.Errorf("still 412 after %d tries", clerks)})
+		}()
+	}
+	wg.Wait()
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return err
+	}
+	story += fmt.Sprintf("\n(core latency %v) %d clerks each raise daily_limit by %d from that copy, released together; a clerk told 412 reads again and raises what it reads",
+		latency, clerks, step)
+	final, err := t.readSettings(story, a, acc)
+	if err != nil {
+		return err
+	}
+	got := "first answers: " + Summarize(answers) + fmt.Sprintf("; %d successful PUTs; then GET  →  %s", len(wins), final.String())
+	// Every success must have replaced the version it was based on: one
+	// success per version, chained from the start to the final ETag.
+	byBase := map[string]int{}
+	for _, w := range wins {
+		byBase[w.based]++
+	}
+	for base, n := range byBase {
+		if n > 1 {
+			return t.Harmful(LostUpdate, story, got+fmt.Sprintf("\n%d PUTs based on the version %s all succeeded: each overwrote the one before", n, base),
+				fmt.Sprintf("one success per version: daily_limit %d, every raise counted", start.DailyLimit+clerks*step))
+		}
+	}
+	if want := start.DailyLimit + clerks*step; final.DailyLimit != want {
+		return t.Harmful(LostUpdate, story, got, fmt.Sprintf("daily_limit %d: each clerk's raise, told 200, counted once", want))
+	}
+	if len(trouble) > 0 {
+		return t.Fail(story, got+"\n"+strings.Join(trouble, "\n"), "200 or 412 "+pPreconditionFailed+" to every PUT, and 200 in the end for every clerk")
+	}
+	return nil
+}
+
+// checkRetriedPut catches a stale PUT that is answered 200 as if it were
+// a retry of a save that went through, and an If-Match that is not
+// checked: the retry of A's lost answer then undoes B's change.
+func checkRetriedPut(t *T) error {
+	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
+	if err != nil {
+		return err
+	}
+	a, acc := s.A, s.A.Accounts[0]
+
+	mine := start.Settings
+	mine.Nickname = t.nickname()
+	reqA := putSettings(a, acc, mine, start.ETag)
+	if _, err := t.saved(story+"\nclerk A:", reqA, t.Do(reqA), mine); err != nil {
+		return err
+	}
+	story += "\nclerk A: " + describe(reqA) + "  →  200, but the answer is lost on its way back"
+	seen, err := t.readSettings(story, a, acc)
+	if err != nil {
+		return err
+	}
+	theirs := seen.Settings
+	theirs.DailyLimit += t.Amount(1_000, 100_000)
+	reqB := putSettings(a, acc, theirs, seen.ETag)
+	etagB, err := t.saved(story+"\nclerk B reads ("+seen.String()+") and raises the limit:", reqB, t.Do(reqB), theirs)
+	if err != nil {
+		return err
+	}
+	story += "\nclerk B reads (" + seen.String() + ") and raises the limit: " + describe(reqB) + "  →  200, ETag " + etagB
+	retry := t.Do(reqA)
+	story += "\nclerk A's client retries the same request: " + describe(reqA) + "  →  " + retry.Short()
+	now, err := t.readSettings(story, a, acc)
+	if err != nil {
+		return err
+	}
+	story += "\nthen GET  →  " + now.String()
+	switch {
+	case now.Settings != theirs:
+		return t.Harmful(LostUpdate, story, retry.String(), "412 "+pPreconditionFailed+": the retry is based on a version B's save replaced; B's "+settingsJSON(theirs)+" stays")
+	case retry.Is(http.StatusOK, ""):
+		return t.Harmful(WrongAnswer, story, retry.String(), "412 "+pPreconditionFailed+": A's client is told its settings are saved as it sent them, and they are B's")
+	case !retry.Is(http.StatusPreconditionFailed, pPreconditionFailed) || now.ETag != etagB:
+		return t.Fail(story, retry.String(), "412 "+pPreconditionFailed+", and the settings still B's at ETag "+etagB)
+	}
+
+	// With nobody in between, the retry may be refused (the version moved
+	// on, with its own save) or told its change is in, and nothing else.
+	again := now.Settings
+	again.Nickname = t.nickname()
+	reqC := putSettings(a, acc, again, now.ETag)
+	etagC, err := t.saved(story+"\nclerk A, alone now:", reqC, t.Do(reqC), again)
+	if err != nil {
+		return err
+	}
+	story += "\nclerk A, alone now: " + describe(reqC) + "  →  200, ETag " + etagC + ", answer lost again"
+	second := t.Do(reqC)
+	story += "\nits client retries the same request  →  " + second.Short()
+	last, err := t.readSettings(story, a, acc)
+	if err != nil {
+		return err
+	}
+	body, _ := decodeSettings(second.Body)
+	switch {
+	case last.Settings != again:
+		return t.Harmful(LostUpdate, story+"\nthen GET", last.String(), "the settings A saved: "+settingsJSON(again))
+	case second.Is(http.StatusPreconditionFailed, pPreconditionFailed):
+	case second.Is(http.StatusOK, "") && body == again && second.Header.Get("ETag") == last.ETag:
+	default:
+		return t.Fail(story+"\nthen GET  →  "+last.String(), second.String(),
+			"412 "+pPreconditionFailed+" (the version moved on with A's own save), or 200 with the settings as they are and their current ETag")
+	}
+	return nil
+}
+
+// checkPreconditionRequired catches a server that takes a PUT without
+// If-Match (or with If-Match: *) as "replace whatever is there".
+func checkPreconditionRequired(t *T) error {
+	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
+	if err != nil {
+		return err
+	}
+	a, acc := s.A, s.A.Accounts[0]
+	for _, ifMatch := range []string{"", "*"} {
+		change := start.Settings
+		change.Nickname = t.nickname()
+		req := putSettings(a, acc, change, ifMatch)
+		r := t.Do(req)
+		sent := story + "\n" + describe(req)
+		after, err := t.readSettings(sent, a, acc)
+		if err != nil {
+			return err
+		}
+		if !r.Is(http.StatusPreconditionRequired, pPreconditionRequired) || after != start {
+			return t.Fail(sent+"\nthen GET  →  "+after.String(), r.String(),
+				"428 "+pPreconditionRequired+": the PUT names no version it was based on; the settings stay "+start.String())
+		}
+	}
+	return nil
+}
+
+// checkDailyLimit catches an ETag blind to the daily limit (made from the
+// nickname, or a version moved on only by a rename): clerk B's stale
+// rename matches, puts the old limit back, and a transfer the owner capped
+// goes through.
+func checkDailyLimit(t *T) error {
+	s, start, story, err := t.clerkStart(bank.MaxDailyLimit)
+	if err != nil {
+		return err
+	}
+	a, b, books := s.A, s.B, s.Books
+	acc, payee := a.Accounts[0], b.Accounts[0]
+	story += "\n(clerks A and B both hold that copy)"
+
+	if err := t.toNoon(); err != nil {
+		return err
+	}
+	story += "\n(the lab clock moves on to the next noon, UTC)"
+	limit := t.Amount(100_000, 300_000)
+	lowered := start.Settings
+	lowered.DailyLimit = limit
+	reqA := putSettings(a, acc, lowered, start.ETag)
+	if _, err := t.saved(story+"\nclerk A lowers the limit:", reqA, t.Do(reqA), lowered); err != nil {
+		return err
+	}
+	story += "\nclerk A lowers the limit: " + describe(reqA) + "  →  200"
+	renamed := start.Settings
+	renamed.Nickname = t.nickname()
+	reqB := putSettings(a, acc, renamed, start.ETag)
+	rb := t.Do(reqB)
+	story += "\nclerk B, from its copy, renames the account: " + describe(reqB) + "  →  " + rb.Short()
+
+	pay := func(amount int64) (Request, Response) {
+		op := t.Op()
+		books.Expect(op)
+		req := Transfer(a, t.Key(), TransferBody(acc, payee, amount, op))
+		r := t.Do(req)
+		if fresh(r) {
+			books.Transfer(op, acc, payee, amount)
+		}
+		return req, r
+	}
+	over := limit + t.Amount(1, 50_000)
+	req, r := pay(over)
+	story += "\na transfer over A's limit: " + req.String() + "  →  " + r.Short()
+	if fresh(r) && rb.Is(http.StatusOK, "") {
+		return t.Harmful(LostUpdate, story, r.String()+fmt.Sprintf("\nB's stale rename put the limit of %d back, and %d won moved past A's limit of %d", start.DailyLimit, over, limit),
+			"412 "+pPreconditionFailed+" to B's stale rename, and the transfer refused: 422 "+pDailyLimit+", nothing moved")
+	}
+	if !r.Is(http.StatusUnprocessableEntity, pDailyLimit) {
+		return t.Fail(story, r.String(), "422 "+pDailyLimit+": the account's limit is "+fmt.Sprint(limit)+" won a day, and nothing moves")
+	}
+	half := limit / 2
+	req, r = pay(half)
+	story += "\na transfer within it: " + req.String() + "  →  " + r.Short()
+	if !fresh(r) {
+		return t.Fail(story, r.String(), "201 Created: "+fmt.Sprint(half)+" is within the day's limit of "+fmt.Sprint(limit))
+	}
+	rest := limit - half + 1
+	req, r = pay(rest)
+	story += "\nthen one that takes the day 1 won over: " + req.String() + "  →  " + r.Short()
+	if !r.Is(http.StatusUnprocessableEntity, pDailyLimit) {
+		return t.Fail(story, r.String(), "422 "+pDailyLimit+": the day's transfers would come to "+fmt.Sprint(limit+1))
+	}
+	if err := t.Advance(24 * time.Hour); err != nil {
+		return err
+	}
+	req, r = pay(rest)
+	story += "\n24h later on the lab clock, the same amount: " + req.String() + "  →  " + r.Short()
+	if !fresh(r) {
+		return t.Fail(story, r.String(), "201 Created: a new day, and the limit counts from zero again")
+	}
+	if err := t.Reconcile(story, "", books); err != nil {
+		return err
+	}
+	if !rb.Is(http.StatusPreconditionFailed, pPreconditionFailed) {
+		return t.Fail(story, rb.String(), "412 "+pPreconditionFailed+" to B's rename: its copy is of the version A's PUT replaced")
+	}
+	return nil
+}
+
+// toNoon moves the lab clock on to the next noon (UTC): a story that
+// counts one day's transfers never straddles a midnight.
+func (t *T) toNoon() error {
+	now, err := t.Lab().Advance(t.ctx, 0)
+	if err != nil {
+		return err
+	}
+	return t.Advance(bank.DayStart(now).Add(36 * time.Hour).Sub(now))
+}
+
+// checkETagNamesTheVersion catches an ETag that a write does not change
+// (the version not moved on, or only by a rename), a weak one, and a PUT
+// that answers with the ETag it was sent instead of the new one.
+func checkETagNamesTheVersion(t *T) error {
+	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
+	if err != nil {
+		return err
+	}
+	a, acc := s.A, s.A.Accounts[0]
+	strong := func(etag string) bool {
+		return len(etag) >= 2 && strings.HasPrefix(etag, `"`) && strings.HasSuffix(etag, `"`)
+	}
+	if !strong(start.ETag) {
+		return t.Fail(story, "ETag "+start.ETag, `a strong ETag: a quoted string, "…", without W/ (If-Match compares strongly)`)
+	}
+	again, err := t.readSettings(story, a, acc)
+	if err != nil {
+		return err
+	}
+	if again != start {
+		return t.Fail(story+"\nGET again", again.String(), "the same settings at the same ETag: nothing changed them")
+	}
+	cur := start
+	for _, change := range []string{"daily_limit", "nickname"} {
+		next := cur.Settings
+		if change == "daily_limit" {
+			next.DailyLimit += t.Amount(1_000, 100_000)
+		} else {
+			next.Nickname = t.nickname()
+		}
+		req := putSettings(a, acc, next, cur.ETag)
+		etag, err := t.saved(story+"\nchange only the "+change+":", req, t.Do(req), next)
+		if err != nil {
+			return err
+		}
+		story += "\nchange only the " + change + ": " + describe(req) + "  →  200, ETag " + etag
+		if etag == cur.ETag || !strong(etag) {
+			return t.Fail(story, "ETag "+etag, "a new strong ETag: the settings changed, so the version the old one names is gone")
+		}
+		now, err := t.readSettings(story, a, acc)
+		if err != nil {
+			return err
+		}
+		if now.Settings != next || now.ETag != etag {
+			return t.Fail(story+"\nthen GET", now.String(), "the settings saved, at the ETag the PUT answered: "+settingsJSON(next)+", ETag "+etag)
+		}
+		cur = now
+	}
+	return nil
+}
+
+// checkSettingsContract holds the settings to the contract of every
+// account route and of a transfer's body.
+func checkSettingsContract(t *T) error {
+	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
+	if err != nil {
+		return err
+	}
+	a, b, acc := s.A, s.B, s.A.Accounts[0]
+	long := strings.Repeat("가", bank.MaxNickname+1)
+	type probe struct {
+		req            Request
+		status         int
+		ptype, because string
+	}
+	put := func(body string) Request {
+		req := putSettings(a, acc, bank.Settings{}, start.ETag)
+		req.Body = body
+		return req
+	}
+	probes := []probe{
+		{Request{Method: "GET", Path: settingsPath(acc)}, 401, problem.Unauthorized.URI(), "no token"},
+		{putSettings(bank.Customer{}, acc, start.Settings, start.ETag), 401, problem.Unauthorized.URI(), "no token"},
+		{Request{Method: "GET", Path: settingsPath(acc), Token: b.Token}, 403, pForbidden, "another customer's account"},
+		{putSettings(b, acc, bank.Settings{Nickname: "mine now"}, start.ETag), 403, pForbidden, "another customer's account"},
+		{Request{Method: "GET", Path: settingsPath("acc_nosuchacc"), Token: a.Token}, 404, problem.NotFound.URI(), "no such account"},
+		{putSettings(a, "acc_nosuchacc", start.Settings, start.ETag), 404, problem.NotFound.URI(), "no such account"},
+	}
+	for _, bad := range []struct{ body, because string }{
+		{`{"nickname":"x","daily_limit":1000,"color":"red"}`, "an unknown member"},
+		{`{"nickname":"x"}`, "a member missing: a PUT sends the whole representation"},
+		{`{"nickname":5,"daily_limit":1000}`, "a nickname that is not a string"},
+		{`{"nickname":"` + long + `","daily_limit":1000}`, "a nickname over 64 characters"},
+		{`{"nickname":"a\u0007b","daily_limit":1000}`, "a control character in the nickname"},
+		{`{"nickname":"x","daily_limit":-1}`, "a negative limit"},
+		{`{"nickname":"x","daily_limit":1000000000000001}`, "a limit over 1,000,000,000,000,000"},
+		{`{"nickname":"x","daily_limit":1.5}`, "a limit that is not a whole number of won"},
+		{`{"nickname":"x","daily_limit":"1000"}`, "a limit that is a string"},
+		{`{"nickname":"x","nickname":"y","daily_limit":1000}`, "a member twice"},
+		{`[]`, "not an object"},
+	} {
+		probes = append(probes, probe{put(bad.body), 400, problem.InvalidRequest.URI(), bad.because})
+	}
+	for _, p := range probes {
+		r := t.Do(p.req)
+		sent := story + "\n" + describe(p.req) + "  (" + p.because + ")"
+		if !r.Is(p.status, p.ptype) {
+			return t.Fail(sent, r.String(), fmt.Sprintf("%d %s, and nothing changes", p.status, p.ptype))
+		}
+		after, err := t.readSettings(sent, a, acc)
+		if err != nil {
+			return err
+		}
+		if after != start {
+			return t.Fail(sent+"\nthen GET", after.String(), "the settings unchanged: "+start.String())
+		}
+	}
+	return nil
+}
