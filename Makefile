@@ -22,8 +22,17 @@ demo: ## the classroom demo: naive vs safe server, side by side (plain text when
 .PHONY: test
 test: lint ## everything CI runs: format, vet, kit and grader tests, solutions, the ladder test
 	$(GO) test -count=1 $(KIT_PKGS)
+	@[ -n "$$IDEMLAB_DATABASE_URL" ] || echo "postgres: skipped, IDEMLAB_DATABASE_URL is not set (make test-pg runs the tests on a throwaway PostgreSQL)"
 	@echo "ladder: every stage's checks fail below it and pass at it; every mutant is caught"
 	@set -o pipefail; $(GO) test -count=1 -v ./grader/ladder | grep -v -E '^(=== (RUN|PAUSE|CONT)|    --- PASS|--- PASS)' 
+
+# The packages make test-pg runs on PostgreSQL: the engine's own tests, the
+# kit that runs on it.
+PG_PKGS = ./kit/labdb ./kit/pgdb ./kit/server
+
+.PHONY: test-pg
+test-pg: ## the engine, the kit and the solutions on a throwaway PostgreSQL cluster of their own (scripts/pg-cluster.sh)
+	@scripts/pg-cluster.sh $(GO) test -count=1 $(PG_PKGS)
 
 .PHONY: test-race
 test-race: ## make test's packages and the ladder under the race detector (-race needs a C compiler)

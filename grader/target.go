@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"idemlab/kit/accesslog"
+	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
 )
@@ -46,11 +47,12 @@ func newClient() *http.Client {
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
 
-// startInProcess runs the subject in this process on a fresh in-memory
-// database, in lab mode. A crash fault aborts the request under it.
+// startInProcess runs the subject in this process on a fresh database of
+// its own (in memory, or on the PostgreSQL cluster IDEMLAB_DATABASE_URL
+// names: labdb.TestTarget), in lab mode. A crash fault aborts the request under it.
 func startInProcess(ctx context.Context, subject Subject) (*Target, func(), error) {
 	srv, err := server.New(ctx, server.Options{
-		DB: ":memory:", Stage: subject.New, Lab: true,
+		DB: labdb.TestTarget(), OwnDB: true, Stage: subject.New, Lab: true,
 		Crash: func(string) {},
 	})
 	if err != nil {

@@ -77,13 +77,13 @@ func used(ctx context.Context, db *sql.DB, key string) (bool, error) {
 	{
 		Name: "lost-race-5xx", Stage: 1, CaughtBy: "S1.concurrent-duplicates",
 		Bug: "answers a busy database with 503 and every other claim error, a lost race included, with 500",
-		Edits: []Edit{{"keys.go", `	case sqlitedb.IsUniqueViolation(err):
+		Edits: []Edit{{"keys.go", `	case labdb.IsUniqueViolation(err):
 		return problem.New(problem.DuplicateRequest,
 			"Idempotency-Key %q was already used: the first request was executed, this one was not", key)
 	default:
 		return problem.Wrap(problem.Unavailable, err,
 			"the idempotency key store failed, so nothing was executed; retry with the same key")
-	}`, `	case sqlitedb.IsBusy(err):
+	}`, `	case labdb.IsBusy(err):
 		return problem.Wrap(problem.Unavailable, err,
 			"the idempotency key store is busy, so nothing was executed; retry with the same key")
 	default:
@@ -94,21 +94,20 @@ func used(ctx context.Context, db *sql.DB, key string) (bool, error) {
 		Name: "message-match", Stage: 1, CaughtBy: "S1.sequential-retry",
 		Bug: "tells a unique violation by the message text PostgreSQL writes, so on SQLite every duplicate is a 503",
 		Edits: []Edit{
-			{"keys.go", "case sqlitedb.IsUniqueViolation(err):", "case strings.Contains(err.Error(), \"duplicate key value violates unique constraint\"):"},
+			{"keys.go", "case labdb.IsUniqueViolation(err):", "case strings.Contains(err.Error(), \"duplicate key value violates unique constraint\"):"},
 			{"keys.go", "\t\"fmt\"\n", "\t\"fmt\"\n\t\"strings\"\n"},
-			{"keys.go", "\t\"idemlab/kit/sqlitedb\"\n", ""},
 		},
 	},
 	{
 		Name: "every-error-a-duplicate", Stage: 1, CaughtBy: "S1.fail-closed",
 		Bug: "takes every claim error but a busy database for a used key, so a key-store outage answers 409 and the client stops",
-		Edits: []Edit{{"keys.go", `	case sqlitedb.IsUniqueViolation(err):
+		Edits: []Edit{{"keys.go", `	case labdb.IsUniqueViolation(err):
 		return problem.New(problem.DuplicateRequest,
 			"Idempotency-Key %q was already used: the first request was executed, this one was not", key)
 	default:
 		return problem.Wrap(problem.Unavailable, err,
 			"the idempotency key store failed, so nothing was executed; retry with the same key")
-	}`, `	case sqlitedb.IsBusy(err):
+	}`, `	case labdb.IsBusy(err):
 		return problem.Wrap(problem.Unavailable, err,
 			"the idempotency key store is busy, so nothing was executed; retry with the same key")
 	default:

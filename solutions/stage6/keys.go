@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"idemlab/kit/clock"
+	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
-	"idemlab/kit/sqlitedb"
 	"idemlab/kit/stage"
 )
 
@@ -63,7 +63,7 @@ type lease struct {
 
 // createKeyTable creates idempotency_keys if it does not exist.
 func createKeyTable(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, keySchema); err != nil {
+	if err := labdb.CreateTable(ctx, db, keySchema); err != nil {
 		return fmt.Errorf("create idempotency_keys: %w", err)
 	}
 	return nil
@@ -100,18 +100,18 @@ func claim(ctx context.Context, db *sql.DB, sc scope, fp string, now time.Time, 
 		return lease{}, nil, unavailable(err)
 	}
 	held.owner = rand.Text()
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO idempotency_keys
-		 (customer, method, route, key, fingerprint, state, lease_owner, lease_expires_at, created_at)
-		 VALUES (?, ?, ?, ?, ?, 'in_progress', ?, ?, ?)`,
-		sc.customer, sc.method, sc.route, sc.key, fp,
-		held.owner, clock.Format(now.Add(cfg.Lease)), clock.Format(now))
+	err = labdb.Savepoint(ctx, tx, func() error {
+		return tx.QueryRowContext(ctx,
+			`INSERT INTO idempotency_keys
+			 (customer, method, route, key, fingerprint, state, lease_owner, lease_expires_at, created_at)
+			 VALUES (?, ?, ?, ?, ?, 'in_progress', ?, ?, ?) RETURNING id`,
+			sc.customer, sc.method, sc.route, sc.key, fp,
+			held.owner, clock.Format(now.Add(cfg.Lease)), clock.Format(now)).Scan(&held.id)
+	})
 	switch {
 	case err == nil:
-		if held.id, err = res.LastInsertId(); err != nil {
-			return lease{}, nil, unavailable(err)
-		}
-	case sqlitedb.IsUniqueViolation(err):
+		// The key is this request's, and held.id its new row.
+	case labdb.IsUniqueViolation(err):
 		if held.id, stored, err = existing(ctx, tx, sc, fp, held.owner, now, cfg); err != nil {
 			return lease{}, nil, err
 		}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"idemlab/kit/clock"
+	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
-	"idemlab/kit/sqlitedb"
 )
 
 // keySchema is the key table. It is an ordinary rowid table (the lab's
@@ -43,7 +43,7 @@ const retryAfter = time.Second
 
 // createKeyTable creates idempotency_keys if it does not exist.
 func createKeyTable(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, keySchema); err != nil {
+	if err := labdb.CreateTable(ctx, db, keySchema); err != nil {
 		return fmt.Errorf("create idempotency_keys: %w", err)
 	}
 	return nil
@@ -68,15 +68,15 @@ func claim(ctx context.Context, db *sql.DB, key, fp string, now time.Time) (id i
 		return 0, nil, unavailable(err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO idempotency_keys (key, fingerprint, state, created_at) VALUES (?, ?, 'in_progress', ?)`,
-		key, fp, clock.Format(now))
+	err = labdb.Savepoint(ctx, tx, func() error {
+		return tx.QueryRowContext(ctx,
+			`INSERT INTO idempotency_keys (key, fingerprint, state, created_at) VALUES (?, ?, 'in_progress', ?) RETURNING id`,
+			key, fp, clock.Format(now)).Scan(&id)
+	})
 	switch {
 	case err == nil:
-		if id, err = res.LastInsertId(); err != nil {
-			return 0, nil, unavailable(err)
-		}
-	case sqlitedb.IsUniqueViolation(err):
+		// The key is this request's, and id its new row.
+	case labdb.IsUniqueViolation(err):
 		if id, stored, err = existing(ctx, tx, key, fp); err != nil {
 			return 0, nil, err
 		}

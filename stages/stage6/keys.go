@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"idemlab/kit/clock"
+	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
-	"idemlab/kit/sqlitedb"
 	"idemlab/kit/stage"
 )
 
@@ -55,7 +55,7 @@ type scope struct {
 
 // createKeyTable creates idempotency_keys if it does not exist.
 func createKeyTable(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, keySchema); err != nil {
+	if err := labdb.CreateTable(ctx, db, keySchema); err != nil {
 		return fmt.Errorf("create idempotency_keys: %w", err)
 	}
 	return nil
@@ -96,16 +96,16 @@ func claim(ctx context.Context, db *sql.DB, sc scope, fp string, now time.Time, 
 	if err != nil {
 		return 0, nil, unavailable(err)
 	}
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO idempotency_keys (customer, method, route, key, fingerprint, state, created_at)
-		 VALUES (?, ?, ?, ?, ?, 'in_progress', ?)`,
-		sc.customer, sc.method, sc.route, sc.key, fp, clock.Format(now))
+	err = labdb.Savepoint(ctx, tx, func() error {
+		return tx.QueryRowContext(ctx,
+			`INSERT INTO idempotency_keys (customer, method, route, key, fingerprint, state, created_at)
+			 VALUES (?, ?, ?, ?, ?, 'in_progress', ?) RETURNING id`,
+			sc.customer, sc.method, sc.route, sc.key, fp, clock.Format(now)).Scan(&id)
+	})
 	switch {
 	case err == nil:
-		if id, err = res.LastInsertId(); err != nil {
-			return 0, nil, unavailable(err)
-		}
-	case sqlitedb.IsUniqueViolation(err):
+		// The key is this request's, and id its new row.
+	case labdb.IsUniqueViolation(err):
 		if id, stored, err = existing(ctx, tx, sc, fp); err != nil {
 			return 0, nil, err
 		}
