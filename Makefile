@@ -27,12 +27,20 @@ test: lint ## everything CI runs: format, vet, kit and grader tests, solutions, 
 	@set -o pipefail; $(GO) test -count=1 -v ./grader/ladder | grep -v -E '^(=== (RUN|PAUSE|CONT)|    --- PASS|--- PASS)' 
 
 # The packages make test-pg runs on PostgreSQL: the engine's own tests, the
-# kit that runs on it.
-PG_PKGS = ./kit/labdb ./kit/pgdb ./kit/server
+# kit that runs on it, the solutions' checks, and the ladder with its mutants.
+PG_PKGS = ./kit/labdb ./kit/pgdb ./kit/server ./solutions/...
 
-.PHONY: test-pg
-test-pg: ## the engine, the kit and the solutions on a throwaway PostgreSQL cluster of their own (scripts/pg-cluster.sh)
-	@scripts/pg-cluster.sh $(GO) test -count=1 $(PG_PKGS)
+.PHONY: test-pg pg-tests
+test-pg: ## the kit, the solutions, the ladder and the mutants on a throwaway PostgreSQL cluster of their own (scripts/pg-cluster.sh)
+	@scripts/pg-cluster.sh $(MAKE) --no-print-directory pg-tests
+
+# pg-tests runs the PostgreSQL tests on the cluster IDEMLAB_DATABASE_URL
+# names; make test-pg starts one for it.
+pg-tests:
+	@[ -n "$$IDEMLAB_DATABASE_URL" ] || { echo "pg-tests: set IDEMLAB_DATABASE_URL, or run make test-pg"; exit 2; }
+	$(GO) test -count=1 $(PG_PKGS)
+	@echo "ladder on postgres: every stage's checks fail below it and pass at it; every mutant is caught"
+	@set -o pipefail; $(GO) test -count=1 -v ./grader/ladder | grep -v -E '^(=== (RUN|PAUSE|CONT)|    --- PASS|--- PASS)'
 
 .PHONY: test-race
 test-race: ## make test's packages and the ladder under the race detector (-race needs a C compiler)

@@ -38,6 +38,7 @@ func ChildProcess(binary string) Start {
 		stop := func() {
 			client.CloseIdleConnections()
 			c.Kill()
+			c.DropDB()
 			os.RemoveAll(dir)
 		}
 		return &Target{URL: c.URL, Admin: c.Admin, Client: client, Child: c}, stop, nil

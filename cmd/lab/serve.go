@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"idemlab/grader"
+	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
 	sol0 "idemlab/solutions/stage0"
@@ -52,13 +53,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var f serveFlags
 	fs.IntVar(&f.stage, "stage", 0, "the stage to serve, 0..6")
 	fs.BoolVar(&f.solution, "solution", false, "serve the reference solution (solutions/stageN) instead of your stages/stageN")
-	fs.StringVar(&f.db, "db", "", `the database file, or ":memory:" (default tmp/lab-stageN.db, kept across restarts)`)
+	fs.StringVar(&f.db, "db", "", `the database: a SQLite file, ":memory:", or a PostgreSQL postgres://… URL (default $`+labdb.EnvURL+` if set, else tmp/lab-stageN.db; kept across restarts)`)
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "the address to listen on")
 	fs.StringVar(&f.admin, "admin-token", "", "the token that opens /lab (default: drawn at random and printed; with --public, at least 32 characters)")
 	fs.StringVar(&f.accessLog, "access-log", "", "append the server's access log (one JSON record per request, what lab tally reads) to this file")
 	fs.BoolVar(&f.public, "public", false, "serve a classroom: allow an address other than loopback (the lab endpoints reset the bank and move its clock), demand a long admin token, draw customer tokens at random")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab serve [--stage N] [--solution] [--db FILE] [--addr HOST:PORT] [--admin-token T] [--access-log FILE] [--public]")
+		fmt.Fprintln(stderr, "usage: lab serve [--stage N] [--solution] [--db FILE|URL] [--addr HOST:PORT] [--admin-token T] [--access-log FILE] [--public]")
 		fs.PrintDefaults()
 	}
 	if done, err := parseFlags(fs, args); done {
@@ -78,9 +79,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if f.db == "" {
+		f.db = os.Getenv(labdb.EnvURL)
+	}
+	if f.db == "" {
 		f.db = filepath.Join("tmp", fmt.Sprintf("lab-stage%d.db", f.stage))
 	}
-	if f.db != ":memory:" {
+	if f.db != ":memory:" && labdb.EngineOfTarget(f.db) == labdb.SQLite {
 		if !filepath.IsAbs(f.db) {
 			f.db = filepath.Join(root, f.db)
 		}
@@ -181,7 +185,9 @@ func relative(root, path string) string {
 
 func printBanner(w io.Writer, f serveFlags, what, url string) {
 	db := f.db
-	if db != ":memory:" {
+	if labdb.EngineOfTarget(db) == labdb.PostgreSQL {
+		db = labdb.Redacted(db) + "  (PostgreSQL; kept across restarts)"
+	} else if db != ":memory:" {
 		db += "  (kept across restarts; --db :memory: for none)"
 	}
 	fmt.Fprintf(w, "lab serve: stage %d, %s\n", f.stage, what)

@@ -1,5 +1,7 @@
 package ladder
 
+import "idemlab/kit/labdb"
+
 // mutantsStage1 are the mutants caught by stage 1's checks: every wrong
 // claim that docs/lessons/01-claim.md names.
 var mutantsStage1 = []Mutant{
@@ -48,6 +50,19 @@ func used(ctx context.Context, db *sql.DB, key string) (bool, error) {
 		},
 	},
 	{
+		Name: "check-in-same-transaction", Stage: 1, CaughtBy: "S1.concurrent-duplicates", Engine: labdb.PostgreSQL,
+		Bug: "looks the key up inside the transaction that moves the money, then inserts it, with no UNIQUE constraint: safe only where one writer runs at a time",
+		Edits: []Edit{
+			{"keys.go", "key        TEXT NOT NULL UNIQUE,", "key        TEXT NOT NULL,"},
+			{"keys.go", "func claim(ctx context.Context, tx *sql.Tx, key string, now time.Time) error {\n", "func claim(ctx context.Context, tx *sql.Tx, key string, now time.Time) error {\n" +
+				"\t// Look first, in the same transaction as the money.\n" +
+				"\tvar seen int\n" +
+				"\tif err := tx.QueryRowContext(ctx, `SELECT count(*) FROM idempotency_keys WHERE key = ?`, key).Scan(&seen); err != nil {\n" +
+				"\t\treturn problem.Wrap(problem.Unavailable, err, \"the key store failed\")\n\t}\n" +
+				"\tif seen > 0 {\n\t\treturn problem.New(problem.DuplicateRequest, \"Idempotency-Key %q was already used\", key)\n\t}\n"},
+		},
+	},
+	{
 		Name: "claim-after-commit", Stage: 1, CaughtBy: "S1.sequential-retry",
 		Bug: "moves the money in one transaction and records the key in another once it has committed",
 		Edits: []Edit{
@@ -91,7 +106,7 @@ func used(ctx context.Context, db *sql.DB, key string) (bool, error) {
 	}`}},
 	},
 	{
-		Name: "message-match", Stage: 1, CaughtBy: "S1.sequential-retry",
+		Name: "message-match", Stage: 1, CaughtBy: "S1.sequential-retry", Engine: labdb.SQLite,
 		Bug: "tells a unique violation by the message text PostgreSQL writes, so on SQLite every duplicate is a 503",
 		Edits: []Edit{
 			{"keys.go", "case labdb.IsUniqueViolation(err):", "case strings.Contains(err.Error(), \"duplicate key value violates unique constraint\"):"},

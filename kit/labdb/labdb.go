@@ -46,7 +46,7 @@ type DB struct {
 // Open opens the database target names: a postgres:// or postgresql://
 // URL, or else a SQLite file (created if needed) or ":memory:".
 func Open(ctx context.Context, target string) (*DB, error) {
-	if !pgdb.IsURL(target) {
+	if EngineOfTarget(target) == SQLite {
 		db, err := sqlitedb.Open(target)
 		if err != nil {
 			return nil, err
@@ -64,7 +64,7 @@ func Open(ctx context.Context, target string) (*DB, error) {
 // for a postgres:// URL, a new database on that cluster (pgdb.CreateDatabase);
 // otherwise what Open opens (":memory:" is already private).
 func OpenOwn(ctx context.Context, target string) (*DB, error) {
-	if !pgdb.IsURL(target) {
+	if EngineOfTarget(target) == SQLite {
 		return Open(ctx, target)
 	}
 	own, drop, err := pgdb.CreateDatabase(ctx, target)
@@ -78,6 +78,22 @@ func OpenOwn(ctx context.Context, target string) (*DB, error) {
 	}
 	db.closed = drop
 	return db, nil
+}
+
+// EngineOfTarget reports the engine Open would open target on.
+func EngineOfTarget(target string) Engine {
+	if pgdb.IsURL(target) {
+		return PostgreSQL
+	}
+	return SQLite
+}
+
+// Redacted is target with any password in it hidden, for printing.
+func Redacted(target string) string {
+	if EngineOfTarget(target) == PostgreSQL {
+		return pgdb.Redact(target)
+	}
+	return target
 }
 
 // Engine reports the engine db runs on.

@@ -71,8 +71,15 @@ func (c *conn) Begin() (driver.Tx, error) {
 	return c.BeginTx(context.Background(), driver.TxOptions{})
 }
 
+// BeginTx begins a transaction. pgx's transaction commits with the context
+// it began with, and a COMMIT cut short by that context (a client that hung
+// up) leaves its outcome unknown: PostgreSQL may have committed what the
+// caller is told failed, a claimed key that no one will release, say. So
+// the transaction begins without ctx's cancellation: database/sql still
+// rolls it back if ctx ends before Commit, and a Commit, once sent, is
+// answered.
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	t, err := c.pgx().BeginTx(ctx, opts)
+	t, err := c.pgx().BeginTx(context.WithoutCancel(ctx), opts)
 	if err != nil {
 		return nil, err
 	}

@@ -62,7 +62,7 @@ func IsURL(target string) bool {
 func Open(ctx context.Context, dbURL string) (*DB, error) {
 	cfg, err := pgx.ParseConfig(dbURL)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", redact(dbURL), err)
+		return nil, fmt.Errorf("open %s: %w", Redact(dbURL), err)
 	}
 	store := &fault.Store{}
 	sdb := sql.OpenDB(&connector{base: stdlib.GetConnector(*cfg), store: store})
@@ -70,7 +70,7 @@ func Open(ctx context.Context, dbURL string) (*DB, error) {
 	sdb.SetMaxIdleConns(maxOpenConns)
 	if err := sdb.PingContext(ctx); err != nil {
 		sdb.Close()
-		return nil, fmt.Errorf("open %s: %w", redact(dbURL), err)
+		return nil, fmt.Errorf("open %s: %w", Redact(dbURL), err)
 	}
 	db := &DB{DB: sdb, Store: store, url: dbURL}
 	if err := db.startListening(cfg); err != nil {
@@ -120,8 +120,8 @@ func CreateDatabase(ctx context.Context, clusterURL string) (dbURL string, drop 
 	return u.String(), drop, nil
 }
 
-// redact drops the password from a URL, for error messages.
-func redact(dbURL string) string {
+// Redact hides the password of a database URL, for messages.
+func Redact(dbURL string) string {
 	u, err := url.Parse(dbURL)
 	if err != nil {
 		return "the database URL"

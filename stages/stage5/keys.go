@@ -3,6 +3,7 @@ package stage5
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -101,6 +102,14 @@ func existing(ctx context.Context, tx *sql.Tx, key, fp string) (id int64, stored
 	err = tx.QueryRowContext(ctx, `SELECT id, fingerprint, state FROM idempotency_keys WHERE key = ?`, key).
 		Scan(&id, &storedFP, &state)
 	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		// The row our INSERT ran into is gone: its request failed before
+		// the money moved and released it, after our INSERT and before
+		// this read. On PostgreSQL, at READ COMMITTED, each statement
+		// sees what has committed when it starts; on SQLite, one writer
+		// at a time, it cannot happen. The key is free: a retry claims it.
+		return 0, nil, &problem.Error{Type: problem.RequestInProgress, RetryAfter: retryAfter,
+			Detail: fmt.Sprintf("the request with Idempotency-Key %q has just ended without executing; retry with the same key", key)}
 	case err != nil:
 		return 0, nil, unavailable(err)
 	case storedFP != fp:
