@@ -38,6 +38,18 @@ type Target struct {
 	// Child is set when the target runs in a child process that checks
 	// may crash and restart (see ChildProcess and T.Restart).
 	Child *Child
+	// Replicas are the URLs of the other server processes of the subject
+	// on the same database, if the target has any (see T.OnReplicas).
+	Replicas []string
+}
+
+// replicaURL is the URL of replica i: URL for 0, and one of Replicas
+// after it, in turn.
+func (t *Target) replicaURL(i int) string {
+	if i <= 0 || len(t.Replicas) == 0 {
+		return t.URL
+	}
+	return t.Replicas[(i-1)%len(t.Replicas)]
 }
 
 // newClient returns a client that keeps enough connections open for

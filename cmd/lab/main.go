@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"idemlab/grader"
 )
 
 // command is one subcommand.
@@ -39,6 +41,11 @@ type exitCode struct {
 func (e *exitCode) Error() string { return e.err.Error() }
 
 func main() {
+	if grader.IsChild() {
+		// lab serve --solution --replicas N runs this binary again, once
+		// per replica, to serve a reference solution.
+		os.Exit(grader.ServeChild(solutionSubjects()...))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
