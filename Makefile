@@ -136,8 +136,16 @@ soak: ## the long tests (docs/reliability.md): kill -9 under load, duplicate loa
 # (docs/benchmarks.md).
 BENCH_ROUNDS ?= 3
 
-.PHONY: bench
+.PHONY: bench bench-pg bench-transfers
 bench: ## benchmarks: the dashboard's ingest; naive and final at 1, 8, 64 clients and the engine's ceiling, ratios last
 	$(GO) test -run '^$$' -bench . -benchmem ./dashboard
+	@$(MAKE) --no-print-directory bench-transfers
+
+bench-pg: ## make bench's transfer benchmarks on a throwaway PostgreSQL cluster (scripts/pg-cluster.sh; BENCH_ROUNDS as for bench)
+	@scripts/pg-cluster.sh $(MAKE) --no-print-directory bench-transfers
+
+# bench-transfers: naive, final and ceiling, on SQLite files, or on the
+# PostgreSQL cluster IDEMLAB_DATABASE_URL names.
+bench-transfers:
 	@set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -benchtime 5000x ./bench -args -rounds $(BENCH_ROUNDS) \
 	  | awk '/^bench: /{ summary = summary $$0 "\n"; next } { print } END { printf "%s", summary }'
