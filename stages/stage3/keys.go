@@ -46,7 +46,9 @@ func createKeyTable(ctx context.Context, db *sql.DB) error {
 //
 // TODO(stage 3): insert the key with state 'in_progress' in a transaction
 // of its own (take db, not tx), commit it, and return the new row's id
-// (LastInsertId) for the completion and the release. On a unique
+// (INSERT … RETURNING id, under labdb.Savepoint so that the transaction
+// can still read after a unique violation) for the completion and the
+// release. On a unique
 // violation, read the stored state with the fingerprint: a different
 // fingerprint is still 422 whatever the state; an in-progress key is 409
 // request-in-progress with a Retry-After (a problem.Error with RetryAfter
