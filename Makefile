@@ -22,8 +22,25 @@ demo: ## the classroom demo: naive vs safe server, side by side (plain text when
 .PHONY: test
 test: lint ## everything CI runs: format, vet, kit and grader tests, solutions, the ladder test
 	$(GO) test -count=1 $(KIT_PKGS)
+	@[ -n "$$IDEMLAB_DATABASE_URL" ] || echo "postgres: skipped, IDEMLAB_DATABASE_URL is not set (make test-pg runs the tests on a throwaway PostgreSQL)"
 	@echo "ladder: every stage's checks fail below it and pass at it; every mutant is caught"
 	@set -o pipefail; $(GO) test -count=1 -v ./grader/ladder | grep -v -E '^(=== (RUN|PAUSE|CONT)|    --- PASS|--- PASS)' 
+
+# The packages make test-pg runs on PostgreSQL: the engine's own tests, the
+# kit that runs on it, the solutions' checks, and the ladder with its mutants.
+PG_PKGS = ./kit/labdb ./kit/pgdb ./kit/server ./solutions/...
+
+.PHONY: test-pg pg-tests
+test-pg: ## the kit, the solutions, the ladder and the mutants on a throwaway PostgreSQL cluster of their own (scripts/pg-cluster.sh)
+	@scripts/pg-cluster.sh $(MAKE) --no-print-directory pg-tests
+
+# pg-tests runs the PostgreSQL tests on the cluster IDEMLAB_DATABASE_URL
+# names; make test-pg starts one for it.
+pg-tests:
+	@[ -n "$$IDEMLAB_DATABASE_URL" ] || { echo "pg-tests: set IDEMLAB_DATABASE_URL, or run make test-pg"; exit 2; }
+	$(GO) test -count=1 $(PG_PKGS)
+	@echo "ladder on postgres: every stage's checks fail below it and pass at it; every mutant is caught"
+	@set -o pipefail; $(GO) test -count=1 -v ./grader/ladder | grep -v -E '^(=== (RUN|PAUSE|CONT)|    --- PASS|--- PASS)'
 
 .PHONY: test-race
 test-race: ## make test's packages and the ladder under the race detector (-race needs a C compiler)
@@ -128,8 +145,16 @@ soak: ## the long tests (docs/reliability.md): kill -9 under load, duplicate loa
 # (docs/benchmarks.md).
 BENCH_ROUNDS ?= 3
 
-.PHONY: bench
+.PHONY: bench bench-pg bench-transfers
 bench: ## benchmarks: the dashboard's ingest; naive and final at 1, 8, 64 clients and the engine's ceiling, ratios last
 	$(GO) test -run '^$$' -bench . -benchmem ./dashboard
+	@$(MAKE) --no-print-directory bench-transfers
+
+bench-pg: ## make bench's transfer benchmarks on a throwaway PostgreSQL cluster (scripts/pg-cluster.sh; BENCH_ROUNDS as for bench)
+	@scripts/pg-cluster.sh $(MAKE) --no-print-directory bench-transfers
+
+# bench-transfers: naive, final and ceiling, on SQLite files, or on the
+# PostgreSQL cluster IDEMLAB_DATABASE_URL names.
+bench-transfers:
 	@set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -benchtime 5000x ./bench -args -rounds $(BENCH_ROUNDS) \
 	  | awk '/^bench: /{ summary = summary $$0 "\n"; next } { print } END { printf "%s", summary }'

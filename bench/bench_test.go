@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"idemlab/kit/bank"
+	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage0"
@@ -65,9 +66,19 @@ var (
 	dbs   atomic.Int64
 )
 
-// dbPath is a new database file's path.
-func dbPath() string {
+// benchDB names a new database for one benchmark: a file, or, when
+// IDEMLAB_DATABASE_URL names a PostgreSQL cluster (make bench-pg), that
+// cluster, on which the benchmark gets a database of its own.
+func benchDB() string {
+	if target := labdb.TestTarget(); labdb.EngineOfTarget(target) == labdb.PostgreSQL {
+		return target
+	}
 	return filepath.Join(dbDir, fmt.Sprintf("bench-%d.db", dbs.Add(1)))
+}
+
+// openBenchDB opens a new database for one benchmark (see benchDB).
+func openBenchDB(ctx context.Context) (*labdb.DB, error) {
+	return labdb.OpenOwn(ctx, benchDB())
 }
 
 func BenchmarkTransfers(b *testing.B) {
@@ -138,7 +149,7 @@ func summarize() {
 // once to a lab server on a database file, over real HTTP on loopback.
 func benchServer(b *testing.B, factory stage.Factory, clients int) result {
 	ctx := context.Background()
-	srv, err := server.New(ctx, server.Options{DB: dbPath(), Stage: factory, Lab: true})
+	srv, err := server.New(ctx, server.Options{DB: benchDB(), OwnDB: true, Stage: factory, Lab: true})
 	if err != nil {
 		b.Fatal(err)
 	}

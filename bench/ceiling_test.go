@@ -9,8 +9,8 @@ import (
 
 	"idemlab/kit/bank"
 	"idemlab/kit/clock"
+	"idemlab/kit/labdb"
 	"idemlab/kit/respond"
-	"idemlab/kit/sqlitedb"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage6"
 )
@@ -25,7 +25,7 @@ import (
 // mirrors solutions/stage6/keys.go; keep the two in step.
 func benchCeiling(b *testing.B) result {
 	ctx := context.Background()
-	db, err := sqlitedb.Open(dbPath())
+	db, err := openBenchDB(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func benchCeiling(b *testing.B) result {
 	})
 }
 
-func ceilingOp(ctx context.Context, db *sqlitedb.DB, bk *bank.Bank, clk *clock.Clock, cfg stage.Config, c bank.Customer, i int64) error {
+func ceilingOp(ctx context.Context, db *labdb.DB, bk *bank.Bank, clk *clock.Clock, cfg stage.Config, c bank.Customer, i int64) error {
 	now := clk.Now()
 	key, owner := fmt.Sprintf("ceiling-%d", i), rand.Text()
 	tx, err := db.BeginTx(ctx, nil)
@@ -71,15 +71,14 @@ func ceilingOp(ctx context.Context, db *sqlitedb.DB, bk *bank.Bank, clk *clock.C
 		c.ID, "POST", "/transfers", key, clock.Format(now.Add(-cfg.Retention))); err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO idempotency_keys
-		 (customer, method, route, key, fingerprint, state, lease_owner, lease_expires_at, created_at)
-		 VALUES (?, ?, ?, ?, ?, 'in_progress', ?, ?, ?)`,
-		c.ID, "POST", "/transfers", key, "fp", owner, clock.Format(now.Add(cfg.Lease)), clock.Format(now))
-	if err != nil {
-		return err
-	}
-	id, err := res.LastInsertId()
+	var id int64
+	err = labdb.Savepoint(ctx, tx, func() error {
+		return tx.QueryRowContext(ctx,
+			`INSERT INTO idempotency_keys
+			 (customer, method, route, key, fingerprint, state, lease_owner, lease_expires_at, created_at)
+			 VALUES (?, ?, ?, ?, ?, 'in_progress', ?, ?, ?) RETURNING id`,
+			c.ID, "POST", "/transfers", key, "fp", owner, clock.Format(now.Add(cfg.Lease)), clock.Format(now)).Scan(&id)
+	})
 	if err != nil {
 		return err
 	}

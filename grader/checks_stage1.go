@@ -68,6 +68,12 @@ func init() {
 			Run:   checkDistinctKeysSameBody,
 		},
 		Check{
+			ID: "S1.replicas", Stage: 1, Lesson: lesson1 + "#several-servers-one-database",
+			Claim: "with two server processes on one database, a retry that reaches the other process, and duplicates spread over both at once, execute once",
+			Why:   "production runs several app servers behind a load balancer, and a retry lands on any of them: a claim kept in one process's memory is invisible to the others, and only the database is shared",
+			Run:   checkReplicas,
+		},
+		Check{
 			ID: "S1.fail-closed", Stage: 1, Lesson: lesson1 + "#fail-closed",
 			Claim: "when the key store fails, the request gets 503 unavailable and nothing executes; once it is back, the retry executes exactly once",
 			Why:   "executing without a claim is executing without protection: the retry that follows the outage pays a second time",
@@ -108,6 +114,55 @@ func checkSequentialRetry(t *T) error {
 		}
 	}
 	return nil
+}
+
+// checkReplicas catches a claim kept in a process's memory (a map or a
+// mutex standing in for the UNIQUE constraint): it holds against retries
+// that reach the same process, and the second process knows nothing of it.
+// The server runs as two processes on one database; the retry of a request
+// answered by one goes to the other, then a burst is spread over both.
+func checkReplicas(t *T) error {
+	const opening, n = 1_000_000, 16
+	rt, err := t.OnReplicas(2)
+	if err != nil {
+		return err
+	}
+	s, err := rt.Scenario(2, opening)
+	if err != nil {
+		return err
+	}
+	a, b, books := s.A, s.B, s.Books
+	amount := rt.Amount(1_000, 20_000)
+	key, op := rt.Key(), rt.Op()
+	req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+	first := rt.Do(req)
+	if !first.Is(http.StatusCreated, "") {
+		return rt.Fail("replica 1: "+req.String(), first.String(), "201 Created: the first request with a fresh key executes")
+	}
+	books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+	retry := req
+	retry.Replica = 1
+	second := rt.Do(retry)
+	sent := "replica 1: " + req.String() + "  →  " + first.Short() + "\nreplica 2: the same request again"
+	if second.ServerFailed() {
+		return rt.Fail(sent, second.String(), "an answer that is not a 5xx, and no second execution: the key is in the database both processes share")
+	}
+	if err := rt.Reconcile(sent, second.String(), books); err != nil {
+		return err
+	}
+	amount = rt.Amount(1_000, 20_000)
+	key, op = rt.Key(), rt.Op()
+	req = Transfer(a, key, TransferBody(a.Accounts[1], b.Accounts[0], amount, op))
+	rs := rt.Simultaneously(n, func(i int) Request { r := req; r.Replica = i % 2; return r })
+	sent = fmt.Sprintf("%d× at once, behind a barrier, every other one to replica 2: %s", n, req.String())
+	got := Summarize(rs)
+	for _, r := range rs {
+		if r.ServerFailed() {
+			return rt.Fail(sent, got, "no 5xx: one 201, and for the others 409 or the stored 201")
+		}
+	}
+	books.Transfer(op, a.Accounts[1], b.Accounts[0], amount)
+	return rt.Reconcile(sent, got, books)
 }
 
 // checkConcurrentDuplicates catches check-then-insert (two requests both

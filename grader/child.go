@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"idemlab/kit/labclient"
+	"idemlab/kit/labdb"
+	"idemlab/kit/pgdb"
 	"idemlab/kit/server"
 )
 
@@ -173,8 +175,10 @@ type Child struct {
 	// Subject is the Subject.Name the binary is asked to serve, if it
 	// holds several; empty means its first.
 	Subject string
-	DB      string
-	Admin   string
+	// DB is the database the child serves from, across restarts: a SQLite
+	// file, or a postgres:// URL.
+	DB    string
+	Admin string
 	// Addr is the address the child first listens on; empty means a free
 	// port on loopback.
 	Addr string
@@ -189,18 +193,41 @@ type Child struct {
 	URL    string
 	cmd    *exec.Cmd
 	exited chan error
+	// dropDB, if set, drops the database the grader created for the child.
+	dropDB func(context.Context) error
 }
 
 // StartChild starts binary (a stage's test binary; os.Args[0] from inside
-// one) as a lab server on a fresh database in dir, with a fresh admin
-// token, on a free port on loopback.
+// one) as a lab server on a fresh database, with a fresh admin token, on a
+// free port on loopback. The database is a file in dir or, when
+// IDEMLAB_DATABASE_URL names a PostgreSQL cluster, a new database on it
+// that DropDB removes.
 func StartChild(ctx context.Context, binary, dir string) (*Child, error) {
 	return startChild(ctx, binary, "", dir)
 }
 
 func startChild(ctx context.Context, binary, subject, dir string) (*Child, error) {
 	c := &Child{Binary: binary, Subject: subject, DB: filepath.Join(dir, "lab.db"), Admin: AdminToken()}
-	return c, c.Start(ctx)
+	if target := labdb.TestTarget(); pgdb.IsURL(target) {
+		var err error
+		if c.DB, c.dropDB, err = pgdb.CreateDatabase(ctx, target); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.Start(ctx); err != nil {
+		c.DropDB()
+		return nil, err
+	}
+	return c, nil
+}
+
+// DropDB drops the database the grader created for the child on a
+// PostgreSQL cluster, if it did; stop the child first.
+func (c *Child) DropDB() {
+	if c.dropDB != nil {
+		c.dropDB(context.Background())
+		c.dropDB = nil
+	}
 }
 
 // AdminToken draws an admin token no one can guess.

@@ -38,11 +38,56 @@ func ChildProcess(binary string) Start {
 		stop := func() {
 			client.CloseIdleConnections()
 			c.Kill()
+			c.DropDB()
 			os.RemoveAll(dir)
 		}
 		return &Target{URL: c.URL, Admin: c.Admin, Client: client, Child: c}, stop, nil
 	}
 }
+
+// ReplicaProcesses returns a Start that runs n copies of binary (as
+// ChildProcess runs one) as lab servers on one fresh database: several app
+// servers behind a load balancer. The target's URL is the first; the others
+// are its Replicas.
+func ReplicaProcesses(binary string, n int) Start {
+	return func(ctx context.Context, subject Subject) (*Target, func(), error) {
+		dir, err := os.MkdirTemp("", "idemlab-replicas-")
+		if err != nil {
+			return nil, nil, err
+		}
+		var children []*Child
+		stop := func() {
+			for _, c := range children {
+				c.Kill()
+			}
+			if len(children) > 0 {
+				children[0].DropDB()
+			}
+			os.RemoveAll(dir)
+		}
+		first, err := startChild(ctx, binary, subject.Name, dir)
+		if err != nil {
+			stop()
+			return nil, nil, fmt.Errorf("start %s as a child process: %w", subject.Name, err)
+		}
+		children = append(children, first)
+		target := &Target{URL: first.URL, Admin: first.Admin, Client: newClient(), Child: first}
+		for range n - 1 {
+			c := &Child{Binary: binary, Subject: subject.Name, DB: first.DB, Admin: first.Admin}
+			if err := c.Start(ctx); err != nil {
+				stop()
+				return nil, nil, fmt.Errorf("start a replica of %s: %w", subject.Name, err)
+			}
+			children = append(children, c)
+			target.Replicas = append(target.Replicas, c.URL)
+		}
+		return target, func() { target.Client.CloseIdleConnections(); stop() }, nil
+	}
+}
+
+// ErrNoReplicas is returned by OnReplicas when the grader cannot start the
+// subject in processes of its own.
+var ErrNoReplicas = errors.New("this check runs the server as several processes on one database, so it needs to start them: run it with make stage-N, or lab grade without --url")
 
 // ErrNoChild is returned by OnChild when the grader cannot start the
 // subject in a process of its own.
@@ -64,6 +109,25 @@ func (t *T) OnChild() (*T, error) {
 		return nil, fmt.Errorf("find this test binary: %w", err)
 	}
 	target, stop, err := ChildProcess(self)(t.ctx, t.subject)
+	if err != nil {
+		return nil, err
+	}
+	t.onCleanup(stop)
+	return t.on(target), nil
+}
+
+// OnReplicas returns a T for the same check against n server processes of
+// the subject, started from this test binary on one fresh database and
+// stopped when the check ends; a Request's Replica picks the process.
+func (t *T) OnReplicas(n int) (*T, error) {
+	if _, ok := servable.Load(t.subject.Name); !ok {
+		return nil, ErrNoReplicas
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find this test binary: %w", err)
+	}
+	target, stop, err := ReplicaProcesses(self, n)(t.ctx, t.subject)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"idemlab/grader/dayplan"
 	"idemlab/kit/accesslog"
 	"idemlab/kit/bank"
+	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
 )
@@ -69,11 +70,11 @@ type DayRun struct {
 	Truth accesslog.Report
 }
 
-// ReplayInProcess starts a lab server for factory on a fresh in-memory
-// database, with its access log going to accessLog (if not nil), replays
+// ReplayInProcess starts a lab server for factory on a fresh database of
+// its own (labdb.TestTarget), with its access log going to accessLog (if not nil), replays
 // plan against it and computes the tally's truth from its books.
 func ReplayInProcess(ctx context.Context, factory stage.Factory, plan *dayplan.Plan, accessLog io.Writer, opts ReplayOptions) (*DayRun, error) {
-	srv, err := server.New(ctx, server.Options{DB: ":memory:", Stage: factory, Lab: true, AccessLog: accessLog, Crash: func(string) {}})
+	srv, err := server.New(ctx, server.Options{DB: labdb.TestTarget(), OwnDB: true, Stage: factory, Lab: true, AccessLog: accessLog, Crash: func(string) {}})
 	if err != nil {
 		return nil, err
 	}

@@ -112,6 +112,10 @@ type Request struct {
 	ContentType string
 	// Header adds or replaces headers.
 	Header http.Header
+	// Replica picks the server process the request goes to, when the
+	// target has replicas (see T.OnReplicas): 0 is the first, which the
+	// lab endpoints also reach.
+	Replica int
 }
 
 // String describes the request in one line for a report.
@@ -143,7 +147,7 @@ func (t *T) Do(req Request) Response {
 	if req.Body != "" {
 		body = strings.NewReader(req.Body)
 	}
-	hr, err := http.NewRequestWithContext(t.ctx, req.Method, t.target.URL+req.Path, body)
+	hr, err := http.NewRequestWithContext(t.ctx, req.Method, t.target.replicaURL(req.Replica)+req.Path, body)
 	if err != nil {
 		return Response{Err: err}
 	}

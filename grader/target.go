@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"idemlab/kit/accesslog"
+	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
 )
@@ -38,6 +39,18 @@ type Target struct {
 	// Child is set when the target runs in a child process that checks
 	// may crash and restart (see ChildProcess and T.Restart).
 	Child *Child
+	// Replicas are the URLs of the other server processes of the subject
+	// on the same database, if the target has any (see T.OnReplicas).
+	Replicas []string
+}
+
+// replicaURL is the URL of replica i: URL for 0, and one of Replicas
+// after it, in turn.
+func (t *Target) replicaURL(i int) string {
+	if i <= 0 || len(t.Replicas) == 0 {
+		return t.URL
+	}
+	return t.Replicas[(i-1)%len(t.Replicas)]
 }
 
 // newClient returns a client that keeps enough connections open for
@@ -47,9 +60,10 @@ func newClient() *http.Client {
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
 
-// startInProcess runs the subject in this process on a fresh in-memory
-// database, in lab mode, behind the limits every lab server has. A crash
-// fault aborts the request under it.
+// startInProcess runs the subject in this process on a fresh database of
+// its own (in memory, or on the PostgreSQL cluster IDEMLAB_DATABASE_URL
+// names: labdb.TestTarget), in lab mode, behind the limits every lab
+// server has. A crash fault aborts the request under it.
 //
 // Its stop waits for every handler to return before it closes the
 // database, but not for the connections themselves: net/http lingers half
@@ -58,7 +72,7 @@ func newClient() *http.Client {
 // would add half a second to every check that sends one.
 func startInProcess(ctx context.Context, subject Subject) (*Target, func(), error) {
 	srv, err := server.New(ctx, server.Options{
-		DB: ":memory:", Stage: subject.New, Lab: true,
+		DB: labdb.TestTarget(), OwnDB: true, Stage: subject.New, Lab: true,
 		Crash: func(string) {},
 	})
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"idemlab/grader"
 )
 
 // command is one subcommand.
@@ -46,6 +48,11 @@ func (e *exitCode) Error() string { return e.err.Error() }
 func cannotRun(err error) error { return &exitCode{code: 2, err: err} }
 
 func main() {
+	if grader.IsChild() {
+		// lab serve --solution --replicas N runs this binary again, once
+		// per replica, to serve a reference solution.
+		os.Exit(grader.ServeChild(solutionSubjects()...))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))

@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"idemlab/grader"
+	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
 	sol0 "idemlab/solutions/stage0"
@@ -33,6 +35,16 @@ func init() {
 // (see stageBinary).
 var solutions = []stage.Factory{sol0.New, sol1.New, sol2.New, sol3.New, sol4.New, sol5.New, sol6.New, sol7.New}
 
+// solutionSubjects are the reference solutions as grader subjects, named
+// solutions/stageN.
+func solutionSubjects() []grader.Subject {
+	out := make([]grader.Subject, len(solutions))
+	for n, f := range solutions {
+		out[n] = grader.Subject{Stage: n, Name: fmt.Sprintf("solutions/stage%d", n), New: f}
+	}
+	return out
+}
+
 // lastStage is the highest stage number.
 const lastStage = 7
 
@@ -45,17 +57,20 @@ type serveFlags struct {
 	public   bool
 	// accessLog is the file the server appends its access log to.
 	accessLog string
+	// replicas is how many server processes serve, on one database.
+	replicas int
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab serve", "[--stage N] [--solution] [--db FILE] [--addr HOST:PORT] [--admin-token T] [--access-log FILE] [--public]", stderr)
+	fs := newFlags("lab serve", "[--stage N] [--solution] [--db FILE|URL] [--replicas N] [--addr HOST:PORT] [--admin-token T] [--access-log FILE] [--public]", stderr)
 	var f serveFlags
 	fs.IntVar(&f.stage, "stage", 0, "the stage to serve, 0..7")
 	fs.BoolVar(&f.solution, "solution", false, "serve the reference solution (solutions/stageN) instead of your stages/stageN")
-	fs.StringVar(&f.db, "db", "", `the database file, or ":memory:" (default tmp/lab-stageN.db, kept across restarts)`)
+	fs.StringVar(&f.db, "db", "", `the database: a SQLite file, ":memory:", or a PostgreSQL postgres://… URL (default $`+labdb.EnvURL+` if set, else tmp/lab-stageN.db; kept across restarts)`)
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "the address to listen on")
 	fs.StringVar(&f.admin, "admin-token", "", "the token that opens /lab (default: drawn at random and printed; with --public, at least 32 characters)")
 	fs.StringVar(&f.accessLog, "access-log", "", "append the server's access log (one JSON record per request, what lab tally reads) to this file")
+	fs.IntVar(&f.replicas, "replicas", 1, "run this many server processes on the one database (a file or a postgres:// URL), on consecutive ports: several app servers behind a load balancer, where a claim kept in a process's memory fails")
 	fs.BoolVar(&f.public, "public", false, "serve a classroom: allow an address other than loopback (the lab endpoints reset the bank and move its clock), demand a long admin token, draw customer tokens at random")
 	if done, err := parseFlags(fs, args); done {
 		return err
@@ -66,6 +81,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkLoopback(f.addr, f.public); err != nil {
 		return err
 	}
+	if f.replicas < 1 || f.replicas > 16 {
+		return cannotRun(fmt.Errorf("--replicas %d: run 1 to 16 server processes", f.replicas))
+	}
+	if f.replicas > 1 && f.db == ":memory:" {
+		return cannotRun(fmt.Errorf("--replicas %d needs a database the processes share: a file or a postgres:// URL, not :memory:", f.replicas))
+	}
 	if err := checkAdminToken(f.admin, f.public); err != nil {
 		return err
 	}
@@ -74,9 +95,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if f.db == "" {
+		f.db = os.Getenv(labdb.EnvURL)
+	}
+	if f.db == "" {
 		f.db = filepath.Join("tmp", fmt.Sprintf("lab-stage%d.db", f.stage))
 	}
-	if f.db != ":memory:" {
+	if f.db != ":memory:" && labdb.EngineOfTarget(f.db) == labdb.SQLite {
 		if !filepath.IsAbs(f.db) {
 			f.db = filepath.Join(root, f.db)
 		}
@@ -86,6 +110,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if f.admin == "" {
 		f.admin = grader.AdminToken()
+	}
+	if f.replicas > 1 {
+		return serveReplicas(ctx, root, f, stdout, stderr)
 	}
 	if f.solution {
 		return serveSolution(ctx, f, stdout)
@@ -166,7 +193,7 @@ func serveSolution(ctx context.Context, f serveFlags, stdout io.Writer) error {
 	}
 	subject := grader.Subject{Stage: f.stage, Name: fmt.Sprintf("solutions/stage%d", f.stage), New: solutions[f.stage]}
 	return grader.Serve(ctx, subject, f.addr, opts, func(url string) {
-		printBanner(stdout, f, fmt.Sprintf("the reference solution solutions/stage%d, in this process", f.stage), url)
+		printBanner(stdout, f, fmt.Sprintf("the reference solution solutions/stage%d, in this process", f.stage), url, nil)
 	})
 }
 
@@ -181,7 +208,7 @@ func serveStudent(ctx context.Context, root string, f serveFlags, stdout, stderr
 	if err != nil {
 		return err
 	}
-	printBanner(stdout, f, fmt.Sprintf("your stages/stage%d, as a child process (%s)", f.stage, relative(root, bin)), child.URL)
+	printBanner(stdout, f, fmt.Sprintf("your stages/stage%d, as a child process (%s)", f.stage, relative(root, bin)), child.URL, nil)
 	if err := child.Wait(ctx); err != nil {
 		return fmt.Errorf("the stage exited: %w", err)
 	}
@@ -195,13 +222,82 @@ func relative(root, path string) string {
 	return path
 }
 
-func printBanner(w io.Writer, f serveFlags, what, url string) {
+// serveReplicas runs f.replicas server processes of the stage (the
+// student's test binary, or this binary for a reference solution) on one
+// database until ctx ends or one of them exits.
+func serveReplicas(ctx context.Context, root string, f serveFlags, stdout, stderr io.Writer) error {
+	bin, subject := "", ""
+	what := fmt.Sprintf("your stages/stage%d", f.stage)
+	if f.solution {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		bin, subject = self, fmt.Sprintf("solutions/stage%d", f.stage)
+		what = "the reference solution " + subject
+	} else {
+		var err error
+		if bin, err = stageBinary(ctx, root, f.stage, stderr); err != nil {
+			return err
+		}
+	}
+	var children []*grader.Child
+	defer func() {
+		for _, c := range children {
+			c.Stop()
+		}
+	}()
+	var urls []string
+	for i := range f.replicas {
+		addr, err := replicaAddr(f.addr, i)
+		if err != nil {
+			return err
+		}
+		c := &grader.Child{Binary: bin, Subject: subject, DB: f.db, Admin: f.admin, Addr: addr,
+			AccessLog: f.accessLog, RandomTokens: f.public, Stderr: stderr}
+		if err := c.Start(ctx); err != nil {
+			return fmt.Errorf("start replica %d: %w", i+1, err)
+		}
+		children = append(children, c)
+		urls = append(urls, c.URL)
+	}
+	printBanner(stdout, f, fmt.Sprintf("%s, as %d processes on one database", what, f.replicas), urls[0], urls[1:])
+	exited := make(chan error, len(children))
+	for _, c := range children {
+		go func() { exited <- c.Wait(ctx) }()
+	}
+	if err := <-exited; err != nil && ctx.Err() == nil {
+		return fmt.Errorf("a replica exited: %w", err)
+	}
+	return nil
+}
+
+// replicaAddr is the address replica i (from 0) listens on: addr's port
+// plus i, or any free port if addr's is 0.
+func replicaAddr(addr string, i int) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", &exitCode{code: 2, err: fmt.Errorf("--addr %q: %v", addr, err)}
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p == 0 {
+		return addr, nil
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+i)), nil
+}
+
+func printBanner(w io.Writer, f serveFlags, what, url string, replicas []string) {
 	db := f.db
-	if db != ":memory:" {
+	if labdb.EngineOfTarget(db) == labdb.PostgreSQL {
+		db = labdb.Redacted(db) + "  (PostgreSQL; kept across restarts)"
+	} else if db != ":memory:" {
 		db += "  (kept across restarts; --db :memory: for none)"
 	}
 	fmt.Fprintf(w, "lab serve: stage %d, %s\n", f.stage, what)
 	fmt.Fprintf(w, "  url          %s\n", url)
+	for _, r := range replicas {
+		fmt.Fprintf(w, "  replica      %s\n", r)
+	}
 	fmt.Fprintf(w, "  database     %s\n", db)
 	fmt.Fprintf(w, "  admin token  %s\n", f.admin)
 	fmt.Fprintf(w, "\nset up a shell for the examples of docs/api.md:\n")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -198,5 +199,52 @@ func TestServe_PublicDrawsCustomerTokensAtRandom(t *testing.T) {
 		t.Errorf("32 KiB of headers: %v %v, want 431", resp, err)
 	} else {
 		resp.Body.Close()
+	}
+}
+
+// TestServe_ReplicasShareOneDatabase catches replicas that do not share
+// the database (each on a file of its own, or one of them never started):
+// a transfer answered by the first replica and retried on the second must
+// be a duplicate there.
+func TestServe_ReplicasShareOneDatabase(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "lab.db")
+	url, banner := serveUntilReady(t, "--stage", "1", "--solution", "--replicas", "2", "--db", db)
+	replica := regexp.MustCompile(`replica +(http://\S+)`).FindStringSubmatch(banner)
+	token := regexp.MustCompile(`admin token +(adm_\S+)`).FindStringSubmatch(banner)
+	if replica == nil || token == nil || replica[1] == url {
+		t.Fatalf("the banner names no second replica:\n%s", banner)
+	}
+	do := func(base, path, bearer, key, body string) (int, string) {
+		req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+bearer)
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	_, reset := do(url, "/lab/reset", token[1], "", `{"seed":1}`)
+	var r struct {
+		Customers []struct {
+			Token    string
+			Accounts []string
+		}
+	}
+	if err := json.Unmarshal([]byte(reset), &r); err != nil || len(r.Customers) == 0 {
+		t.Fatalf("reset: %v %s", err, reset)
+	}
+	c := r.Customers[0]
+	body := `{"from":"` + c.Accounts[0] + `","to":"` + c.Accounts[1] + `","amount":100}`
+	if code, got := do(url, "/transfers", c.Token, "k-1", body); code != http.StatusCreated {
+		t.Fatalf("the first replica answered %d %s", code, got)
+	}
+	if code, got := do(replica[1], "/transfers", c.Token, "k-1", body); code != http.StatusConflict {
+		t.Fatalf("the second replica answered the retry %d %s, want 409: it does not see the first one's claim", code, got)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"idemlab/kit/labdb"
 )
 
 // Mutant is a reference solution with one deliberate bug, made by a few
@@ -22,6 +24,11 @@ type Mutant struct {
 	Edits []Edit
 	// CaughtBy is the ID of the check that must fail on the mutant.
 	CaughtBy string
+	// Engine, if set, is the one engine the bug shows on. On the other,
+	// the pattern happens to hold, for a reason of that engine's that the
+	// lesson names (SQLite runs one writer at a time), and the mutant is
+	// not built there.
+	Engine labdb.Engine
 }
 
 // Edit replaces Old, which must occur exactly once in File, with New.
@@ -109,6 +116,8 @@ func TestCaught(t *testing.T) {
 	case !r.Caught():
 		t.Fatalf("%[1]s could not run on mutant %[3]s: %%v", r.Err)
 	}
+	// The evidence, for go test -v.
+	t.Log("\n" + grader.Format(r, "make test (the ladder's mutants)"))
 }
 `, m.CaughtBy, m.Stage, m.Name, seed, m.Bug)
 	if err := os.WriteFile(filepath.Join(dst, "caught_test.go"), []byte(test), 0o644); err != nil {

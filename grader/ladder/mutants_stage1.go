@@ -1,5 +1,7 @@
 package ladder
 
+import "idemlab/kit/labdb"
+
 // mutantsStage1 are the mutants caught by stage 1's checks: every wrong
 // claim that docs/lessons/01-claim.md names.
 var mutantsStage1 = []Mutant{
@@ -7,7 +9,7 @@ var mutantsStage1 = []Mutant{
 		Name: "check-then-insert", Stage: 1, CaughtBy: "S1.concurrent-duplicates",
 		Bug: "looks the key up first, outside the transaction, and inserts it later, with no UNIQUE constraint",
 		Edits: []Edit{
-			{"keys.go", "key        TEXT NOT NULL UNIQUE,", "key        TEXT NOT NULL,"},
+			dropUnique,
 			{"server.go", "\tif err := s.env.Bank.CallCore(ctx); err != nil {", "\tvar seen int\n" +
 				"\ts.env.DB.QueryRowContext(ctx, `SELECT count(*) FROM idempotency_keys WHERE key = ?`, key).Scan(&seen)\n" +
 				"\tif seen > 0 {\n\t\tproblem.Write(w, problem.New(problem.DuplicateRequest, \"key already used\"))\n\t\treturn\n\t}\n" +
@@ -18,7 +20,7 @@ var mutantsStage1 = []Mutant{
 		Name: "check-in-own-transaction", Stage: 1, CaughtBy: "S1.staggered-duplicates",
 		Bug: "looks the key up in a read-only transaction of its own, then inserts it with the money, with no UNIQUE constraint",
 		Edits: []Edit{
-			{"keys.go", "key        TEXT NOT NULL UNIQUE,", "key        TEXT NOT NULL,"},
+			dropUnique,
 			{"keys.go", "// claim inserts key inside tx.", `// used reports whether key was already claimed. It reads in a
 // transaction of its own, a read-only one: looking takes no write lock.
 func used(ctx context.Context, db *sql.DB, key string) (bool, error) {
@@ -45,6 +47,32 @@ func used(ctx context.Context, db *sql.DB, key string) (bool, error) {
 		return
 	}
 	if err := s.env.Bank.CallCore(ctx); err != nil {`},
+		},
+	},
+	{
+		Name: "check-in-same-transaction", Stage: 1, CaughtBy: "S1.concurrent-duplicates", Engine: labdb.PostgreSQL,
+		Bug: "looks the key up inside the transaction that moves the money, then inserts it, with no UNIQUE constraint: safe only where one writer runs at a time",
+		Edits: []Edit{
+			dropUnique,
+			{"keys.go", "func claim(ctx context.Context, tx *sql.Tx, key string, now time.Time) error {\n", "func claim(ctx context.Context, tx *sql.Tx, key string, now time.Time) error {\n" +
+				"\t// Look first, in the same transaction as the money.\n" +
+				"\tvar seen int\n" +
+				"\tif err := tx.QueryRowContext(ctx, `SELECT count(*) FROM idempotency_keys WHERE key = ?`, key).Scan(&seen); err != nil {\n" +
+				"\t\treturn problem.Wrap(problem.Unavailable, err, \"the key store failed\")\n\t}\n" +
+				"\tif seen > 0 {\n\t\treturn problem.New(problem.DuplicateRequest, \"Idempotency-Key %q was already used\", key)\n\t}\n"},
+		},
+	},
+	{
+		Name: "claims-in-memory", Stage: 1, CaughtBy: "S1.replicas",
+		Bug: "keeps its claims in a map in the process's memory, with the key row written without a UNIQUE constraint: one process at a time is safe, two are not",
+		Edits: []Edit{
+			dropUnique,
+			{"keys.go", "\t\"fmt\"\n", "\t\"fmt\"\n\t\"sync\"\n"},
+			{"keys.go", "// claim inserts key inside tx.", "// claimed holds the keys this process has claimed: a map is faster than an index.\nvar claimed sync.Map\n\n// claim inserts key inside tx."},
+			{"keys.go", "\tcase err == nil:\n\t\treturn nil\n", "\tcase err == nil:\n" +
+				"\t\tif _, dup := claimed.LoadOrStore(key, true); dup {\n" +
+				"\t\t\treturn problem.New(problem.DuplicateRequest, \"Idempotency-Key %q was already used\", key)\n\t\t}\n" +
+				"\t\treturn nil\n"},
 		},
 	},
 	{
@@ -77,13 +105,13 @@ func used(ctx context.Context, db *sql.DB, key string) (bool, error) {
 	{
 		Name: "lost-race-5xx", Stage: 1, CaughtBy: "S1.concurrent-duplicates",
 		Bug: "answers a busy database with 503 and every other claim error, a lost race included, with 500",
-		Edits: []Edit{{"keys.go", `	case sqlitedb.IsUniqueViolation(err):
+		Edits: []Edit{{"keys.go", `	case labdb.IsUniqueViolation(err):
 		return problem.New(problem.DuplicateRequest,
 			"Idempotency-Key %q was already used: the first request was executed, this one was not", key)
 	default:
 		return problem.Wrap(problem.Unavailable, err,
 			"the idempotency key store failed, so nothing was executed; retry with the same key")
-	}`, `	case sqlitedb.IsBusy(err):
+	}`, `	case labdb.IsBusy(err):
 		return problem.Wrap(problem.Unavailable, err,
 			"the idempotency key store is busy, so nothing was executed; retry with the same key")
 	default:
@@ -91,24 +119,23 @@ func used(ctx context.Context, db *sql.DB, key string) (bool, error) {
 	}`}},
 	},
 	{
-		Name: "message-match", Stage: 1, CaughtBy: "S1.sequential-retry",
+		Name: "message-match", Stage: 1, CaughtBy: "S1.sequential-retry", Engine: labdb.SQLite,
 		Bug: "tells a unique violation by the message text PostgreSQL writes, so on SQLite every duplicate is a 503",
 		Edits: []Edit{
-			{"keys.go", "case sqlitedb.IsUniqueViolation(err):", "case strings.Contains(err.Error(), \"duplicate key value violates unique constraint\"):"},
+			{"keys.go", "case labdb.IsUniqueViolation(err):", "case strings.Contains(err.Error(), \"duplicate key value violates unique constraint\"):"},
 			{"keys.go", "\t\"fmt\"\n", "\t\"fmt\"\n\t\"strings\"\n"},
-			{"keys.go", "\t\"idemlab/kit/sqlitedb\"\n", ""},
 		},
 	},
 	{
 		Name: "every-error-a-duplicate", Stage: 1, CaughtBy: "S1.fail-closed",
 		Bug: "takes every claim error but a busy database for a used key, so a key-store outage answers 409 and the client stops",
-		Edits: []Edit{{"keys.go", `	case sqlitedb.IsUniqueViolation(err):
+		Edits: []Edit{{"keys.go", `	case labdb.IsUniqueViolation(err):
 		return problem.New(problem.DuplicateRequest,
 			"Idempotency-Key %q was already used: the first request was executed, this one was not", key)
 	default:
 		return problem.Wrap(problem.Unavailable, err,
 			"the idempotency key store failed, so nothing was executed; retry with the same key")
-	}`, `	case sqlitedb.IsBusy(err):
+	}`, `	case labdb.IsBusy(err):
 		return problem.Wrap(problem.Unavailable, err,
 			"the idempotency key store is busy, so nothing was executed; retry with the same key")
 	default:
@@ -161,3 +188,7 @@ func used(ctx context.Context, db *sql.DB, key string) (bool, error) {
 			"\tfp, err := fingerprint(raw)\n\tif err != nil {\n\t\tproblem.Write(w, err)\n\t\treturn\n\t}\n\tsc.key = fp\n"}},
 	},
 }
+
+// dropUnique takes the UNIQUE constraint off stage 1's key column: the
+// wrong claims that look the key up (or keep it elsewhere) do without it.
+var dropUnique = Edit{"keys.go", "key        TEXT NOT NULL UNIQUE,", "key        TEXT NOT NULL,"}

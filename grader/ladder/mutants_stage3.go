@@ -6,7 +6,7 @@ var mutantsStage3 = []Mutant{
 	{
 		Name: "completed-before-money", Stage: 3, CaughtBy: "S3.never-completed-without-money",
 		Bug:   "marks the key completed when it is claimed, before the money moves",
-		Edits: []Edit{{"keys.go", "VALUES (?, ?, 'in_progress', ?)`", "VALUES (?, ?, 'completed', ?)`"}},
+		Edits: []Edit{{"keys.go", "VALUES (?, ?, 'in_progress', ?) RETURNING id`", "VALUES (?, ?, 'completed', ?) RETURNING id`"}},
 	},
 	{
 		Name: "release-with-request-context", Stage: 3, CaughtBy: "S3.client-gives-up",

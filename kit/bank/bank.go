@@ -21,8 +21,8 @@ import (
 
 	"idemlab/kit/clock"
 	"idemlab/kit/fault"
+	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
-	"idemlab/kit/sqlitedb"
 )
 
 // TransferRequest is a validated POST /transfers body.
@@ -130,6 +130,9 @@ func (b *Bank) Transfer(ctx context.Context, tx *sql.Tx, customer string, req Tr
 	if err := b.injectFailure(); err != nil {
 		return Transfer{}, err
 	}
+	if err := b.lockAccounts(ctx, tx, req.From, req.To); err != nil {
+		return Transfer{}, err
+	}
 	from, err := readAccount(ctx, tx, req.From)
 	if err != nil {
 		return Transfer{}, err
@@ -154,7 +157,7 @@ func (b *Bank) Transfer(ctx context.Context, tx *sql.Tx, customer string, req Tr
 		Memo: req.Memo, Metadata: req.Metadata, BalanceAfter: from.Balance - req.Amount, CreatedAt: now,
 	}
 	op := req.Metadata["op"]
-	w := sqlitedb.MarkBusinessWrite(ctx)
+	w := fault.MarkBusinessWrite(ctx)
 	steps := []struct {
 		query string
 		args  []any
@@ -189,6 +192,9 @@ func (b *Bank) Deposit(ctx context.Context, tx *sql.Tx, customer string, req Dep
 	if err := b.injectFailure(); err != nil {
 		return Deposit{}, err
 	}
+	if err := b.lockAccounts(ctx, tx, req.Account); err != nil {
+		return Deposit{}, err
+	}
 	acc, err := readAccount(ctx, tx, req.Account)
 	if err != nil {
 		return Deposit{}, err
@@ -202,7 +208,7 @@ func (b *Bank) Deposit(ctx context.Context, tx *sql.Tx, customer string, req Dep
 		Memo: req.Memo, Metadata: req.Metadata, BalanceAfter: acc.Balance + req.Amount, CreatedAt: now,
 	}
 	op := req.Metadata["op"]
-	w := sqlitedb.MarkBusinessWrite(ctx)
+	w := fault.MarkBusinessWrite(ctx)
 	if _, err := tx.ExecContext(w, `UPDATE accounts SET balance = balance + ? WHERE id = ?`, d.Amount, d.Account); err != nil {
 		return Deposit{}, fmt.Errorf("deposit: %w", err)
 	}
@@ -242,9 +248,29 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// lockAccounts makes sure that the balances of accounts ids cannot change
+// under tx until it ends. On SQLite there is nothing to do: every write
+// transaction holds the database's one write lock from its BEGIN
+// IMMEDIATE. On PostgreSQL, at READ COMMITTED, another transaction could
+// change a balance between our read and our write (and the balance_after
+// we report would be wrong, or the CHECK on the balance would fail), so it
+// locks the accounts' rows with SELECT … FOR UPDATE, in the order of their
+// ids, so that two transfers in opposite directions cannot deadlock.
+func (b *Bank) lockAccounts(ctx context.Context, tx *sql.Tx, ids ...string) error {
+	if labdb.EngineOf(b.db) != labdb.PostgreSQL {
+		return nil
+	}
+	rows, err := tx.QueryContext(ctx,
+		`SELECT id FROM accounts WHERE id = ANY (string_to_array(?, ',')) ORDER BY id FOR UPDATE`, strings.Join(ids, ","))
+	if err != nil {
+		return fmt.Errorf("lock accounts: %w", err)
+	}
+	return rows.Close()
+}
+
 // readAccount reads an account through q. Inside a transaction, which
-// already holds SQLite's write lock (BEGIN IMMEDIATE), the balance cannot
-// change under us; outside one (CheckTransfer) it is only a look.
+// holds the account's lock (see lockAccounts), the balance cannot change
+// under us; outside one (CheckTransfer) it is only a look.
 func readAccount(ctx context.Context, q querier, id string) (Account, error) {
 	var a Account
 	err := q.QueryRowContext(ctx, `SELECT id, customer_id, balance FROM accounts WHERE id = ?`, id).

@@ -24,7 +24,7 @@ func (b *Bank) countExecution(ctx context.Context, tx *sql.Tx, op, kind, id stri
 	if op != "" {
 		if _, err := tx.ExecContext(ctx,
 			`INSERT INTO executions (op, kind, count) VALUES (?, ?, 1)
-			 ON CONFLICT (op) DO UPDATE SET count = count + 1`, op, kind); err != nil {
+			 ON CONFLICT (op) DO UPDATE SET count = executions.count + 1`, op, kind); err != nil {
 			return fmt.Errorf("count execution of %s: %w", op, err)
 		}
 	}

@@ -215,11 +215,16 @@ type TransferRecord struct {
 	Amount   int64
 }
 
-// Transfers lists every executed transfer, in the order they committed.
-// The grader reconciles a day against it.
+// Transfers lists every executed transfer, in the order their ledger
+// entries were numbered: the order they committed on SQLite, which runs one
+// writer at a time; on PostgreSQL, two transactions may commit in the
+// other order than they numbered their rows. The grader reconciles a day
+// against it.
 func (b *Bank) Transfers(ctx context.Context) ([]TransferRecord, error) {
 	rows, err := b.db.QueryContext(ctx,
-		`SELECT customer_id, op, from_account, to_account, amount, memo, metadata FROM transfers ORDER BY rowid`)
+		`SELECT t.customer_id, t.op, t.from_account, t.to_account, t.amount, t.memo, t.metadata
+		 FROM transfers AS t JOIN ledger_entries AS e ON e.ref = t.id AND e.account_id = t.from_account
+		 ORDER BY e.id`)
 	if err != nil {
 		return nil, fmt.Errorf("list transfers: %w", err)
 	}

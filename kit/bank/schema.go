@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"idemlab/kit/labdb"
 )
 
 // The kit's tables. The idempotency key table is not here: it is the
@@ -68,7 +70,7 @@ var Tables = []string{"ledger_entries", "executions", "transfers", "deposits", "
 // Migrate creates the bank's tables if they are missing.
 func Migrate(ctx context.Context, db *sql.DB) error {
 	for _, stmt := range schema {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
+		if err := labdb.CreateTable(ctx, db, stmt); err != nil {
 			return fmt.Errorf("migrate bank: %w", err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"idemlab/kit/clock"
+	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
 )
 
@@ -62,7 +63,7 @@ const transfersByDay = `CREATE INDEX IF NOT EXISTS transfers_by_source_day ON tr
 func migrateSettings(ctx context.Context, db *sql.DB) error {
 	d := DefaultSettings()
 	for _, stmt := range []string{settingsSchema, transfersByDay} {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
+		if err := labdb.CreateTable(ctx, db, stmt); err != nil {
 			return fmt.Errorf("migrate settings: %w", err)
 		}
 	}
@@ -121,7 +122,9 @@ func checkDailyLimit(ctx context.Context, tx *sql.Tx, account string, amount int
 	}
 	var sent int64
 	if err := tx.QueryRowContext(ctx,
-		`SELECT coalesce(sum(amount), 0) FROM transfers WHERE from_account = ? AND created_at >= ?`,
+		// PostgreSQL sums BIGINTs into a NUMERIC; the cast, which SQLite
+		// takes too, brings it back to an integer.
+		`SELECT CAST(coalesce(sum(amount), 0) AS BIGINT) FROM transfers WHERE from_account = ? AND created_at >= ?`,
 		account, clock.Format(DayStart(now))).Scan(&sent); err != nil {
 		return fmt.Errorf("sum the day's transfers of %s: %w", account, err)
 	}

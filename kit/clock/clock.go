@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"idemlab/kit/labdb"
 )
 
 // Layout is how the lab writes instants: RFC 3339 in UTC with milliseconds.
@@ -32,7 +34,7 @@ const schema = `CREATE TABLE IF NOT EXISTS lab_clock (
 
 // Open loads the clock's offset from db, creating its table if needed.
 func Open(ctx context.Context, db *sql.DB) (*Clock, error) {
-	if _, err := db.ExecContext(ctx, schema); err != nil {
+	if err := labdb.CreateTable(ctx, db, schema); err != nil {
 		return nil, fmt.Errorf("create lab_clock: %w", err)
 	}
 	c := &Clock{db: db}

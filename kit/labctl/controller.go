@@ -17,14 +17,15 @@ import (
 	"idemlab/kit/bank"
 	"idemlab/kit/clock"
 	"idemlab/kit/events"
+	"idemlab/kit/fault"
+	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
 	"idemlab/kit/respond"
-	"idemlab/kit/sqlitedb"
 )
 
 // Controller serves /lab for one lab server.
 type Controller struct {
-	DB       *sqlitedb.DB
+	DB       *labdb.DB
 	Bank     *bank.Bank
 	Clock    *clock.Clock
 	Hub      *events.Hub
@@ -112,7 +113,7 @@ func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer,
 		return nil, fmt.Errorf("reset: %w", err)
 	}
 	defer tx.Rollback()
-	stageTables, err := stageTables(ctx, tx)
+	stageTables, err := stageTables(ctx, tx, c.DB.Engine())
 	if err != nil {
 		return nil, err
 	}
@@ -141,6 +142,9 @@ func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer,
 			return nil, fmt.Errorf("reset: the stage could not create its tables: %w", err)
 		}
 	}
+	if err := c.DB.WatchKeyTable(ctx); err != nil {
+		return nil, fmt.Errorf("reset: %w", err)
+	}
 	if err := c.Clock.Reset(ctx); err != nil {
 		return nil, err
 	}
@@ -150,9 +154,8 @@ func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer,
 
 // stageTables lists the tables that are neither the bank's nor the
 // clock's: the stage's own.
-func stageTables(ctx context.Context, tx *sql.Tx) ([]string, error) {
-	rows, err := tx.QueryContext(ctx,
-		`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+func stageTables(ctx context.Context, tx *sql.Tx, engine labdb.Engine) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, tablesQuery(engine)+` ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list tables: %w", err)
 	}
@@ -226,16 +229,17 @@ func (c *Controller) State(ctx context.Context) (State, error) {
 // UTF-8 blobs are strings; other blobs are shown as hex. A stage without
 // the table (stage 0) has no rows.
 func KeyRows(ctx context.Context, db *sql.DB, where string, args ...any) ([]map[string]any, error) {
-	ctx = sqlitedb.LabRead(ctx)
+	ctx = fault.LabRead(ctx)
+	engine := labdb.EngineOf(db)
 	var tables int
 	if err := db.QueryRowContext(ctx,
-		`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'idempotency_keys'`).Scan(&tables); err != nil {
+		`SELECT count(*) FROM (`+tablesQuery(engine)+`) AS t WHERE name = 'idempotency_keys'`).Scan(&tables); err != nil {
 		return nil, fmt.Errorf("look for idempotency_keys: %w", err)
 	}
 	if tables == 0 {
 		return []map[string]any{}, nil
 	}
-	rows, err := db.QueryContext(ctx, `SELECT rowid AS rowid, * FROM idempotency_keys WHERE `+where, args...)
+	rows, err := db.QueryContext(ctx, `SELECT * FROM (`+keyRowsQuery(engine)+`) AS k WHERE `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read idempotency_keys: %w", err)
 	}
@@ -316,7 +320,7 @@ func (c *Controller) handleClock(w http.ResponseWriter, r *http.Request) {
 	}
 	c.Hub.Publish(events.KindClock, map[string]string{"now": clock.Format(now)})
 	if c.Purge != nil {
-		if _, err := c.Purge(sqlitedb.LabRead(r.Context())); err != nil {
+		if _, err := c.Purge(fault.LabRead(r.Context())); err != nil {
 			problem.Write(w, fmt.Errorf("purge after moving the clock: %w", err))
 			return
 		}
@@ -375,7 +379,7 @@ func (c *Controller) handlePurge(w http.ResponseWriter, r *http.Request) {
 		respond.JSON(w, http.StatusOK, map[string]any{"purged": 0, "note": "this stage keeps keys forever (purge arrives in stage 5)"})
 		return
 	}
-	n, err := c.Purge(sqlitedb.LabRead(r.Context()))
+	n, err := c.Purge(fault.LabRead(r.Context()))
 	if err != nil {
 		problem.Write(w, err)
 		return
@@ -409,4 +413,22 @@ func decodeOptional(r *http.Request, v any) error {
 		return problem.New(problem.InvalidRequest, "%v", err)
 	}
 	return nil
+}
+
+// tablesQuery lists the names of the tables in the database, as "name".
+func tablesQuery(engine labdb.Engine) string {
+	if engine == labdb.PostgreSQL {
+		return `SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema()`
+	}
+	return `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`
+}
+
+// keyRowsQuery reads every idempotency_keys row with its row id first, as
+// "rowid": SQLite's own rowid; on PostgreSQL, which has none, the row's id
+// column (the one its key-row events name, see package pgdb).
+func keyRowsQuery(engine labdb.Engine) string {
+	if engine == labdb.PostgreSQL {
+		return `SELECT (to_jsonb(k) ->> 'id')::bigint AS rowid, k.* FROM idempotency_keys AS k`
+	}
+	return `SELECT rowid AS rowid, * FROM idempotency_keys`
 }

@@ -7,7 +7,6 @@ import (
 
 	"idemlab/kit/bank"
 	"idemlab/kit/fault"
-	"idemlab/kit/sqlitedb"
 )
 
 // Fault points, as POST /lab/faults names them (docs/api.md).
@@ -26,16 +25,16 @@ var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, Fa
 // in a real server ends the process at once, with no cleanup.
 type Faults struct {
 	Bank                *bank.Faults
-	db                  *sqlitedb.DB
+	db                  *fault.Store
 	crashAfterCommit    fault.Countdown
 	crashBeforeResponse fault.Countdown
 	crash               func(point string)
 }
 
-// NewFaults wires the fault switches of a bank and a database to crash.
+// NewFaults wires the fault switches of a bank and a database's store to crash.
 // A real crash never returns; when crash does (a server simulated in
 // process), the request under it is aborted as if its process had died.
-func NewFaults(db *sqlitedb.DB, crash func(point string)) *Faults {
+func NewFaults(db *fault.Store, crash func(point string)) *Faults {
 	abort := func(point string) {
 		crash(point)
 		panic(http.ErrAbortHandler)

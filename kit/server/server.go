@@ -24,16 +24,21 @@ import (
 	"idemlab/kit/bank"
 	"idemlab/kit/clock"
 	"idemlab/kit/events"
+	"idemlab/kit/fault"
 	"idemlab/kit/labctl"
+	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
-	"idemlab/kit/sqlitedb"
 	"idemlab/kit/stage"
 )
 
 // Options configure a server.
 type Options struct {
-	// DB is the database file, or ":memory:".
+	// DB is the database: a SQLite file, ":memory:", or a postgres:// URL.
 	DB string
+	// OwnDB gives the server a database no one else uses, dropped when it
+	// closes: on PostgreSQL, a new database on the cluster DB names (see
+	// labdb.OpenOwn); ":memory:" is one already.
+	OwnDB bool
 	// Stage builds the handlers of POST /transfers and POST /deposits.
 	Stage stage.Factory
 	// Lab turns on lab mode: the /lab endpoints, behind AdminToken.
@@ -63,7 +68,7 @@ type Options struct {
 
 // Server is one lab server.
 type Server struct {
-	db       *sqlitedb.DB
+	db       *labdb.DB
 	bank     *bank.Bank
 	clock    *clock.Clock
 	hub      *events.Hub
@@ -105,7 +110,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("refusing to start: %w", err)
 	}
-	db, err := sqlitedb.Open(opts.DB)
+	open := labdb.Open
+	if opts.OwnDB {
+		open = labdb.OpenOwn
+	}
+	db, err := open(ctx, opts.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -136,12 +145,15 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	if s.clock, err = clock.Open(ctx, s.db.DB); err != nil {
 		return err
 	}
-	s.faults = labctl.NewFaults(s.db, s.crash)
+	s.faults = labctl.NewFaults(s.db.Store, s.crash)
 	s.bank = bank.New(s.db.DB, s.clock, s.faults.Bank, func() time.Duration { return s.settings.Get().CoreLatency })
 	env := stage.Env{DB: s.db.DB, Bank: s.bank, Clock: s.clock, Config: s.settings.Get}
 	s.handlers, err = opts.Stage(ctx, env)
 	if err != nil {
 		return fmt.Errorf("start stage: %w", err)
+	}
+	if err := s.db.WatchKeyTable(ctx); err != nil {
+		return err
 	}
 	// After a reset has dropped the stage's tables, building the stage
 	// again creates them; its handlers keep serving (they hold only env).
@@ -155,7 +167,7 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 		s.ctl.Purge = p.Purge
 		s.every(30*time.Second, func() {
 			s.ctl.Shared(func() {
-				if _, err := p.Purge(sqlitedb.LabRead(context.Background())); err != nil {
+				if _, err := p.Purge(fault.LabRead(context.Background())); err != nil {
 					s.hub.Publish(events.KindPurge, map[string]string{"error": err.Error()})
 				}
 			})
@@ -272,7 +284,7 @@ func (s *Server) Events() *events.Hub { return s.hub }
 func (s *Server) Lab() *labctl.Controller { return s.ctl }
 
 // Commits reports how many transactions have committed on the server's
-// database (see sqlitedb.DB.Commits).
+// database (see fault.Store.Commits).
 func (s *Server) Commits() int64 { return s.db.Commits() }
 
 // Close stops the server's background work and closes its database.

@@ -15,6 +15,9 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"idemlab/kit/bank"
+	"idemlab/kit/events"
+	"idemlab/kit/labdb"
+	"idemlab/kit/pgdb"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage0"
@@ -23,7 +26,7 @@ import (
 
 func start(t *testing.T) (*server.Server, *httptest.Server) {
 	t.Helper()
-	srv, err := server.New(context.Background(), server.Options{DB: ":memory:", Stage: stage0.New, Lab: true})
+	srv, err := server.New(context.Background(), server.Options{DB: labdb.TestTarget(), OwnDB: true, Stage: stage0.New, Lab: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +97,7 @@ func TestConfig_RefusesRetentionWithinRetryHorizon(t *testing.T) {
 		t.Fatalf("a refused config changed something: %s", cfg)
 	}
 	bad := stage.Config{Retention: time.Hour, RetryHorizon: time.Hour, Lease: time.Second}
-	if _, err := server.New(context.Background(), server.Options{DB: ":memory:", Stage: stage0.New, Config: &bad}); err == nil {
+	if _, err := server.New(context.Background(), server.Options{DB: labdb.TestTarget(), OwnDB: true, Stage: stage0.New, Config: &bad}); err == nil {
 		t.Fatal("a server started with retention equal to the retry horizon")
 	}
 }
@@ -235,12 +238,57 @@ func TestEvents_RequestAndExecutionArePublished(t *testing.T) {
 	}
 }
 
+// TestEvents_KeyRowsAfterAReset catches an engine whose key-row changes
+// never reach the event stream: on PostgreSQL, a key table without the
+// trigger that reports them, as a reset that drops and recreates the table
+// would leave it if it did not put the trigger back.
+func TestEvents_KeyRowsAfterAReset(t *testing.T) {
+	srv, err := server.New(context.Background(), server.Options{DB: labdb.TestTarget(), OwnDB: true, Stage: stage1.New, Lab: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	customers, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 2, OpeningBalance: 1_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, cancel := srv.Events().Subscribe(64)
+	defer cancel()
+	c0, c1 := customers[0], customers[1]
+	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5}`
+	req, _ := http.NewRequest("POST", hs.URL+"/transfers", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+c0.Token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "k-events")
+	resp, err := hs.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("transfer: %d", resp.StatusCode)
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-ch:
+			var k events.Key
+			if ev.Kind == events.KindKey && json.Unmarshal(ev.Data, &k) == nil && k.Row["key"] == "k-events" {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no key event for the claimed key within 10s")
+		}
+	}
+}
+
 func TestCrashFault_InProcessAbortsTheRequestOnce(t *testing.T) {
 	// The hook runs on the handler's goroutine; the client learns of the
 	// crash over the network, which orders nothing in this process, so the
 	// hook reports each crash on a channel.
 	crashed := make(chan string, 3)
-	srv, err := server.New(context.Background(), server.Options{DB: ":memory:", Stage: stage0.New, Lab: true,
+	srv, err := server.New(context.Background(), server.Options{DB: labdb.TestTarget(), OwnDB: true, Stage: stage0.New, Lab: true,
 		Crash: func(point string) { crashed <- point }})
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +346,17 @@ func TestCrashFault_InProcessAbortsTheRequestOnce(t *testing.T) {
 
 func TestReset_GivesTheStageItsNewKeyTable(t *testing.T) {
 	ctx := context.Background()
+	// One database that outlives the first server: a file, or a database
+	// of the test's own on the PostgreSQL cluster make test-pg starts.
 	path := filepath.Join(t.TempDir(), "lab.db")
+	if target := labdb.TestTarget(); labdb.EngineOfTarget(target) == labdb.PostgreSQL {
+		url, drop, err := pgdb.CreateDatabase(ctx, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { drop(context.Background()) })
+		path = url
+	}
 	columns := "k TEXT"
 	factory := func(ctx context.Context, env stage.Env) (stage.Handlers, error) {
 		if _, err := env.DB.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS idempotency_keys (`+columns+`)`); err != nil {
@@ -335,7 +393,7 @@ func TestReset_GivesTheStageItsNewKeyTable(t *testing.T) {
 
 func TestLog_A5xxIsLoggedWithTheCauseTheClientDoesNotSee(t *testing.T) {
 	var logged strings.Builder
-	srv, err := server.New(context.Background(), server.Options{DB: ":memory:", Stage: stage1.New, Lab: true,
+	srv, err := server.New(context.Background(), server.Options{DB: labdb.TestTarget(), OwnDB: true, Stage: stage1.New, Lab: true,
 		Log: slog.New(slog.NewTextHandler(&logged, nil))})
 	if err != nil {
 		t.Fatal(err)

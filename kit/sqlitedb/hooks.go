@@ -3,19 +3,13 @@ package sqlitedb
 import (
 	"context"
 	"database/sql/driver"
-	"errors"
 	"strings"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"idemlab/kit/fault"
 )
-
-// ErrKeyStoreUnavailable is what a statement touching idempotency_keys
-// returns while the store-unavailable fault is armed.
-var ErrKeyStoreUnavailable = errors.New("key store unavailable (injected fault)")
-
-// keyTable is the table the store-unavailable fault breaks.
-const keyTable = "idempotency_keys"
 
 // The wrapper below interposes on the physical connections for three
 // things: every write runs on one connection, the writer, that a process's
@@ -36,7 +30,7 @@ const keyTable = "idempotency_keys"
 
 type connector struct {
 	base  driver.Connector
-	hooks *hooks
+	hooks *fault.Store
 	gate  *writeGate
 	// writer is the physical connection every write transaction and every
 	// write outside one runs on; only the holder of the gate uses it. It is
@@ -62,7 +56,7 @@ func (c *connector) open(ctx context.Context) (*physical, error) {
 	p := &physical{conn: inner}
 	if hr, ok := inner.(sqlite.HookRegisterer); ok {
 		hr.RegisterPreUpdateHook(func(d sqlite.SQLitePreUpdateData) {
-			if !strings.EqualFold(d.TableName, keyTable) {
+			if !strings.EqualFold(d.TableName, fault.KeyTable) {
 				return
 			}
 			switch d.Op {
@@ -130,7 +124,7 @@ type conn struct {
 	own       *physical
 	cur       *physical // own, or the writer while gated
 	connector *connector
-	hooks     *hooks
+	hooks     *fault.Store
 	// gated is set while this connection's transaction holds the gate.
 	gated bool
 	// business is set when the open transaction carried a business write.
@@ -139,44 +133,8 @@ type conn struct {
 	inTx bool
 }
 
-// committed tells the hooks which key rows the transaction (or autocommit
-// statement) that just ended successfully changed.
-func (c *conn) committed(rows []int64) {
-	if len(rows) == 0 {
-		return
-	}
-	if fn := c.hooks.keyRowsChanged.Load(); fn != nil {
-		(*fn)(dedupe(rows))
-	}
-}
-
-func dedupe(rows []int64) []int64 {
-	seen := make(map[int64]bool, len(rows))
-	out := rows[:0]
-	for _, r := range rows {
-		if !seen[r] {
-			seen[r] = true
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // Unwrap lets the sqlite driver see the connection statements run on now.
 func (c *conn) Unwrap() driver.Conn { return c.cur.conn }
-
-func (c *conn) checkKeyStore(ctx context.Context, query string) error {
-	if isLabRead(ctx) {
-		return nil
-	}
-	if c.hooks.keyStoreFailures.Left() <= 0 || !strings.Contains(strings.ToLower(query), keyTable) {
-		return nil
-	}
-	if !c.hooks.keyStoreFailures.Fire() {
-		return nil
-	}
-	return ErrKeyStoreUnavailable
-}
 
 func (c *conn) Prepare(query string) (driver.Stmt, error) {
 	return c.PrepareContext(context.Background(), query)
@@ -186,7 +144,7 @@ func (c *conn) Prepare(query string) (driver.Stmt, error) {
 // runs it as ExecContext and QueryContext would: on the writer when it
 // writes, through the statements each physical connection keeps.
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	if err := c.checkKeyStore(ctx, query); err != nil {
+	if err := c.hooks.CheckKeyStore(ctx, query); err != nil {
 		return nil, err
 	}
 	st, err := c.cur.conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
@@ -253,7 +211,7 @@ func (c *conn) target(ctx context.Context, write bool) (p *physical, done func()
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if err := c.checkKeyStore(ctx, query); err != nil {
+	if err := c.hooks.CheckKeyStore(ctx, query); err != nil {
 		return nil, err
 	}
 	p, done, err := c.target(ctx, true)
@@ -261,19 +219,25 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		return nil, err
 	}
 	res, err := p.exec(ctx, query, args)
-	if err == nil && isBusinessWrite(ctx) {
+	if err == nil && fault.IsBusinessWrite(ctx) {
 		c.business = true
 	}
-	rows := c.afterStatement(p, res, err)
+	rows := c.afterStatement(p, err)
 	// The writer is free before anyone hears of the rows: a slow listener
 	// must not hold up every writer in the process.
 	done()
-	c.committed(rows)
+	if err == nil && !c.inTx {
+		if n, _ := res.RowsAffected(); n > 0 {
+			c.hooks.Committed(rows, false)
+		} else {
+			c.hooks.KeyRowsChanged(rows)
+		}
+	}
 	return res, err
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if err := c.checkKeyStore(ctx, query); err != nil {
+	if err := c.hooks.CheckKeyStore(ctx, query); err != nil {
 		return nil, err
 	}
 	// A write outside a transaction (INSERT … RETURNING) holds the writer
@@ -288,16 +252,13 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 // afterStatement ends an autocommit statement on p: outside a transaction,
 // a statement that succeeded has committed. It returns the key rows the
 // statement changed, for the caller to report once the writer is free.
-func (c *conn) afterStatement(p *physical, res driver.Result, err error) []int64 {
+func (c *conn) afterStatement(p *physical, err error) []int64 {
 	if c.inTx {
 		return nil
 	}
 	if err != nil {
 		p.keyRows = nil
 		return nil
-	}
-	if n, _ := res.RowsAffected(); n > 0 {
-		c.hooks.commits.Add(1)
 	}
 	rows := p.keyRows
 	p.keyRows = nil
@@ -330,18 +291,12 @@ func (t *tx) Commit() error {
 		t.conn.releaseGate()
 		return err
 	}
-	t.conn.hooks.commits.Add(1)
 	// Taken before the writer is given back: the next writer's rows are
 	// its own.
 	rows := t.on.keyRows
 	t.on.keyRows = nil
 	t.conn.releaseGate()
-	t.conn.committed(rows)
-	if business {
-		if fn := t.conn.hooks.afterBusinessCommit.Load(); fn != nil {
-			(*fn)()
-		}
-	}
+	t.conn.hooks.Committed(rows, business)
 	return nil
 }
 

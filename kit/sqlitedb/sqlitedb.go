@@ -14,7 +14,6 @@
 package sqlitedb
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -30,68 +29,16 @@ import (
 )
 
 // DB is an open lab database: the *sql.DB every package uses, plus the fault
-// switches lab mode flips.
+// switches lab mode flips and what the database reports to it.
 type DB struct {
 	*sql.DB
-	hooks *hooks
-	gate  *writeGate
-	path  string
+	*fault.Store
+	gate *writeGate
+	path string
 }
 
 // Path reports the file the database lives in, or ":memory:".
 func (db *DB) Path() string { return db.path }
-
-// hooks are the fault switches of one database. The zero value injects nothing.
-type hooks struct {
-	// afterBusinessCommit, when set, runs right after a transaction that
-	// carried a business write (see MarkBusinessWrite) has committed.
-	afterBusinessCommit atomic.Pointer[func()]
-	// keyRowsChanged, when set, receives the rowids of idempotency_keys rows
-	// that a committed transaction inserted, updated or deleted.
-	keyRowsChanged atomic.Pointer[func(rowids []int64)]
-	// commits counts the transactions committed (explicit ones and
-	// autocommit statements that wrote).
-	commits atomic.Int64
-	// keyStoreFailures counts down the statements touching the key table that fail.
-	keyStoreFailures fault.Countdown
-}
-
-// FailKeyStore makes the next n statements that touch the idempotency_keys
-// table fail with ErrKeyStoreUnavailable.
-func (db *DB) FailKeyStore(n int64) { db.hooks.keyStoreFailures.Arm(n) }
-
-// KeyStoreFailuresLeft reports how many key-store statements will still fail.
-func (db *DB) KeyStoreFailuresLeft() int64 { return db.hooks.keyStoreFailures.Left() }
-
-// OnBusinessCommit sets the function that runs right after a transaction
-// carrying a business write commits; nil removes it.
-func (db *DB) OnBusinessCommit(fn func()) {
-	if fn == nil {
-		db.hooks.afterBusinessCommit.Store(nil)
-		return
-	}
-	db.hooks.afterBusinessCommit.Store(&fn)
-}
-
-// OnKeyRowsChanged sets the function that receives the rowids of
-// idempotency_keys rows each committed transaction changed; nil removes it.
-// The lab's event stream uses it to show key rows changing state, whatever
-// the stage's design of that table (it must be a rowid table). A change
-// made outside a transaction by a query (INSERT … RETURNING through
-// QueryContext) is reported with the next statement or commit on its
-// connection: write the key table with Exec, or inside a transaction.
-func (db *DB) OnKeyRowsChanged(fn func(rowids []int64)) {
-	if fn == nil {
-		db.hooks.keyRowsChanged.Store(nil)
-		return
-	}
-	db.hooks.keyRowsChanged.Store(&fn)
-}
-
-// Commits reports how many transactions have committed on db: explicit
-// transactions, and statements outside one that changed rows. The
-// benchmarks report it per request: each commit is a disk sync.
-func (db *DB) Commits() int64 { return db.hooks.commits.Load() }
 
 // Open opens (creating if needed) the SQLite database at path. The path
 // ":memory:" gives a private in-memory database that still allows many
@@ -105,7 +52,7 @@ func Open(path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	h := &hooks{}
+	h := &fault.Store{}
 	gate := newWriteGate()
 	sdb := sql.OpenDB(&connector{base: base, hooks: h, gate: gate})
 	// Each request holds a connection while it waits at the write gate, so
@@ -120,7 +67,7 @@ func Open(path string) (*DB, error) {
 		sdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return &DB{DB: sdb, hooks: h, gate: gate, path: path}, nil
+	return &DB{DB: sdb, Store: h, gate: gate, path: path}, nil
 }
 
 // BusyTimeout is how long a statement waits for a lock another connection
@@ -184,34 +131,4 @@ func IsBusy(err error) bool {
 	}
 	primary := serr.Code() & 0xff
 	return primary == sqlite3.SQLITE_BUSY || primary == sqlite3.SQLITE_LOCKED
-}
-
-type labReadKey struct{}
-
-// LabRead returns a context for the lab's own statements on the key table
-// (its state, its event stream, the purges it starts): the
-// store-unavailable fault spares them, so that an armed count is spent
-// only by the stage's requests.
-func LabRead(ctx context.Context) context.Context {
-	return context.WithValue(ctx, labReadKey{}, true)
-}
-
-func isLabRead(ctx context.Context) bool {
-	v, _ := ctx.Value(labReadKey{}).(bool)
-	return v
-}
-
-type businessWriteKey struct{}
-
-// MarkBusinessWrite returns a context that tells the connection a statement
-// executed with it moves money. The bank uses it, so that the
-// crash-after-commit fault fires right after the commit that carried the
-// money, whoever calls Commit.
-func MarkBusinessWrite(ctx context.Context) context.Context {
-	return context.WithValue(ctx, businessWriteKey{}, true)
-}
-
-func isBusinessWrite(ctx context.Context) bool {
-	v, _ := ctx.Value(businessWriteKey{}).(bool)
-	return v
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"idemlab/kit/fault"
 	"idemlab/kit/sqlitedb"
 )
 
@@ -120,7 +121,7 @@ func TestOnBusinessCommit_FiresOnlyAfterCommitOfAMarkedWrite(t *testing.T) {
 		}
 		wctx := ctx
 		if mark {
-			wctx = sqlitedb.MarkBusinessWrite(ctx)
+			wctx = fault.MarkBusinessWrite(ctx)
 		}
 		if _, err := tx.ExecContext(wctx, `INSERT INTO m VALUES (1)`); err != nil {
 			t.Fatal(err)
@@ -159,7 +160,7 @@ func TestFailKeyStore_FailsOnlyKeyTableStatements(t *testing.T) {
 	}
 	for i := 0; i < 2; i++ {
 		_, err := db.Exec(`INSERT INTO Idempotency_Keys VALUES ('x')`)
-		if !errors.Is(err, sqlitedb.ErrKeyStoreUnavailable) {
+		if !errors.Is(err, fault.ErrKeyStoreUnavailable) {
 			t.Fatalf("statement %d: err = %v, want ErrKeyStoreUnavailable", i, err)
 		}
 	}
@@ -202,11 +203,11 @@ func TestFailKeyStore_SparesTheLabsOwnReads(t *testing.T) {
 	db := openTemp(t)
 	mustExec(t, db, `CREATE TABLE idempotency_keys (k TEXT PRIMARY KEY)`)
 	db.FailKeyStore(1)
-	lab := sqlitedb.LabRead(context.Background())
+	lab := fault.LabRead(context.Background())
 	if _, err := db.QueryContext(lab, `SELECT * FROM idempotency_keys`); err != nil {
 		t.Fatalf("the lab's own read met the fault: %v", err)
 	}
-	if _, err := db.Exec(`INSERT INTO idempotency_keys VALUES ('x')`); !errors.Is(err, sqlitedb.ErrKeyStoreUnavailable) {
+	if _, err := db.Exec(`INSERT INTO idempotency_keys VALUES ('x')`); !errors.Is(err, fault.ErrKeyStoreUnavailable) {
 		t.Fatalf("the stage's statement did not meet the fault (the lab's read spent it?): %v", err)
 	}
 }

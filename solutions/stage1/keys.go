@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"idemlab/kit/clock"
+	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
-	"idemlab/kit/sqlitedb"
 )
 
 // keySchema is the key table. It is an ordinary rowid table (the lab's
@@ -25,7 +25,7 @@ const keySchema = `CREATE TABLE IF NOT EXISTS idempotency_keys (
 
 // createKeyTable creates idempotency_keys if it does not exist.
 func createKeyTable(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, keySchema); err != nil {
+	if err := labdb.CreateTable(ctx, db, keySchema); err != nil {
 		return fmt.Errorf("create idempotency_keys: %w", err)
 	}
 	return nil
@@ -42,7 +42,7 @@ func claim(ctx context.Context, tx *sql.Tx, key string, now time.Time) error {
 	switch {
 	case err == nil:
 		return nil
-	case sqlitedb.IsUniqueViolation(err):
+	case labdb.IsUniqueViolation(err):
 		return problem.New(problem.DuplicateRequest,
 			"Idempotency-Key %q was already used: the first request was executed, this one was not", key)
 	default:

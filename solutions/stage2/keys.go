@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"idemlab/kit/clock"
+	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
-	"idemlab/kit/sqlitedb"
 )
 
 // keySchema is the key table. It is an ordinary rowid table (the lab's
@@ -26,7 +26,7 @@ const keySchema = `CREATE TABLE IF NOT EXISTS idempotency_keys (
 
 // createKeyTable creates idempotency_keys if it does not exist.
 func createKeyTable(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, keySchema); err != nil {
+	if err := labdb.CreateTable(ctx, db, keySchema); err != nil {
 		return fmt.Errorf("create idempotency_keys: %w", err)
 	}
 	return nil
@@ -40,13 +40,16 @@ func createKeyTable(ctx context.Context, db *sql.DB) error {
 // other failure is 503 unavailable: a request that could not be claimed
 // must not execute.
 func claim(ctx context.Context, tx *sql.Tx, key, fp string, now time.Time) error {
-	_, err := tx.ExecContext(ctx,
-		`INSERT INTO idempotency_keys (key, fingerprint, created_at) VALUES (?, ?, ?)`,
-		key, fp, clock.Format(now))
+	err := labdb.Savepoint(ctx, tx, func() error {
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO idempotency_keys (key, fingerprint, created_at) VALUES (?, ?, ?)`,
+			key, fp, clock.Format(now))
+		return err
+	})
 	switch {
 	case err == nil:
 		return nil
-	case !sqlitedb.IsUniqueViolation(err):
+	case !labdb.IsUniqueViolation(err):
 		return unavailable(err)
 	}
 	var stored string

@@ -3,12 +3,13 @@ package stage4
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
 	"idemlab/kit/clock"
+	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
-	"idemlab/kit/sqlitedb"
 )
 
 // keySchema is the key table. It is an ordinary rowid table (the lab's
@@ -39,7 +40,7 @@ const retryAfter = time.Second
 
 // createKeyTable creates idempotency_keys if it does not exist.
 func createKeyTable(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, keySchema); err != nil {
+	if err := labdb.CreateTable(ctx, db, keySchema); err != nil {
 		return fmt.Errorf("create idempotency_keys: %w", err)
 	}
 	return nil
@@ -57,15 +58,15 @@ func claim(ctx context.Context, db *sql.DB, key, fp string, now time.Time) (id i
 		return 0, nil, unavailable(err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO idempotency_keys (key, fingerprint, state, created_at) VALUES (?, ?, 'in_progress', ?)`,
-		key, fp, clock.Format(now))
+	err = labdb.Savepoint(ctx, tx, func() error {
+		return tx.QueryRowContext(ctx,
+			`INSERT INTO idempotency_keys (key, fingerprint, state, created_at) VALUES (?, ?, 'in_progress', ?) RETURNING id`,
+			key, fp, clock.Format(now)).Scan(&id)
+	})
 	switch {
 	case err == nil:
-		if id, err = res.LastInsertId(); err != nil {
-			return 0, nil, unavailable(err)
-		}
-	case sqlitedb.IsUniqueViolation(err):
+		// The key is this request's, and id its new row.
+	case labdb.IsUniqueViolation(err):
 		if id, stored, err = existing(ctx, tx, key, fp); err != nil {
 			return 0, nil, err
 		}
@@ -88,6 +89,14 @@ func existing(ctx context.Context, tx *sql.Tx, key, fp string) (id int64, stored
 	err = tx.QueryRowContext(ctx, `SELECT id, fingerprint, state FROM idempotency_keys WHERE key = ?`, key).
 		Scan(&id, &storedFP, &state)
 	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		// The row our INSERT ran into is gone: its request failed before
+		// the money moved and released it, after our INSERT and before
+		// this read. On PostgreSQL, at READ COMMITTED, each statement
+		// sees what has committed when it starts; on SQLite, one writer
+		// at a time, it cannot happen. The key is free: a retry claims it.
+		return 0, nil, &problem.Error{Type: problem.RequestInProgress, RetryAfter: retryAfter,
+			Detail: fmt.Sprintf("the request with Idempotency-Key %q has just ended without executing; retry with the same key", key)}
 	case err != nil:
 		return 0, nil, unavailable(err)
 	case storedFP != fp:

@@ -2,20 +2,23 @@ package stage6
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"sync"
 	"testing"
 	"time"
 
+	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
-	"idemlab/kit/sqlitedb"
 	"idemlab/kit/stage"
 )
 
-// openKeys returns a fresh database holding only the key table.
-func openKeys(t *testing.T) *sqlitedb.DB {
+// openKeys returns a fresh database holding only the key table: SQLite in
+// memory, or one of its own on the PostgreSQL cluster make test-pg starts,
+// where simultaneous takeovers really run at once.
+func openKeys(t *testing.T) *labdb.DB {
 	t.Helper()
-	db, err := sqlitedb.Open(":memory:")
+	db, err := labdb.OpenOwn(context.Background(), labdb.TestTarget())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,9 +29,26 @@ func openKeys(t *testing.T) *sqlitedb.DB {
 	return db
 }
 
+// openConns opens n connections of db and puts them back in its pool, so
+// that n requests at once need not wait for connections to open.
+func openConns(t *testing.T, db *labdb.DB, n int) {
+	t.Helper()
+	conns := make([]*sql.Conn, n)
+	for i := range conns {
+		c, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = c
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
 // completeIn runs complete for held in a transaction of its own and
 // commits it if complete succeeds.
-func completeIn(ctx context.Context, db *sqlitedb.DB, held lease, now time.Time) error {
+func completeIn(ctx context.Context, db *labdb.DB, held lease, now time.Time) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -68,8 +88,15 @@ func TestLease_ExpiredLeaseIsTakenOverOnce(t *testing.T) {
 		mu     sync.Mutex
 		takers []lease
 	)
+	// Every retry finds a connection open and waits at a barrier, so that
+	// their transactions overlap: on PostgreSQL, where they run at once,
+	// a takeover that reads the lease and then writes it lets several
+	// through; the one conditional UPDATE lets one.
+	openConns(t, db, retries)
+	barrier := make(chan struct{})
 	for range retries {
 		wg.Go(func() {
+			<-barrier
 			held, _, err := claim(ctx, db.DB, sc, "fp", later, cfg)
 			switch {
 			case err == nil:
@@ -81,6 +108,7 @@ func TestLease_ExpiredLeaseIsTakenOverOnce(t *testing.T) {
 			}
 		})
 	}
+	close(barrier)
 	wg.Wait()
 	if len(takers) != 1 {
 		t.Fatalf("%d of %d simultaneous retries took the expired lease over, want exactly 1", len(takers), retries)

@@ -5,8 +5,9 @@ package stage1
 //
 // TODO(stage 1): write the table and the claim.
 //
-// createKeyTable(ctx, db) runs CREATE TABLE IF NOT EXISTS idempotency_keys.
-// Make it an ordinary rowid table (an INTEGER PRIMARY KEY id is fine: the
+// createKeyTable(ctx, db) runs CREATE TABLE IF NOT EXISTS idempotency_keys
+// through labdb.CreateTable (it writes the column types the way the engine
+// you run on spells them). Make it an ordinary rowid table (an INTEGER PRIMARY KEY id is fine: the
 // lab's event stream reads rows by rowid) with a key column that is UNIQUE
 // and NOT NULL. That constraint is the whole design: the database, not
 // your handler, decides which of two requests with one key executes.
@@ -17,7 +18,7 @@ package stage1
 // both see "no such key", and inside it only this lab's one-writer SQLite
 // saves you (the lesson says where that stops). Do not use INSERT OR
 // IGNORE or an upsert either (they hide the very answer you need). Then
-// tell the errors apart with sqlitedb.IsUniqueViolation, never by the
+// tell the errors apart with labdb.IsUniqueViolation, never by the
 // error's text:
 //   - a unique violation means the key was already used: return
 //     problem.New(problem.DuplicateRequest, …), a 409;

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"idemlab/kit/clock"
+	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
-	"idemlab/kit/sqlitedb"
 )
 
 // keySchema is the key table. It is an ordinary rowid table (the lab's
@@ -30,7 +30,7 @@ const keySchema = `CREATE TABLE IF NOT EXISTS idempotency_keys (
 
 // createKeyTable creates idempotency_keys if it does not exist.
 func createKeyTable(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, keySchema); err != nil {
+	if err := labdb.CreateTable(ctx, db, keySchema); err != nil {
 		return fmt.Errorf("create idempotency_keys: %w", err)
 	}
 	return nil
@@ -46,19 +46,24 @@ func createKeyTable(ctx context.Context, db *sql.DB) error {
 //
 // TODO(stage 3): insert the key with state 'in_progress' in a transaction
 // of its own (take db, not tx), commit it, and return the new row's id
-// (LastInsertId) for the completion and the release. On a unique
+// (INSERT … RETURNING id, under labdb.Savepoint so that the transaction
+// can still read after a unique violation) for the completion and the
+// release. On a unique
 // violation, read the stored state with the fingerprint: a different
 // fingerprint is still 422 whatever the state; an in-progress key is 409
 // request-in-progress with a Retry-After (a problem.Error with RetryAfter
 // set; a second is fine); a completed key is 409 duplicate-request, as now.
 func claim(ctx context.Context, tx *sql.Tx, key, fp string, now time.Time) error {
-	_, err := tx.ExecContext(ctx,
-		`INSERT INTO idempotency_keys (key, fingerprint, created_at) VALUES (?, ?, ?)`,
-		key, fp, clock.Format(now))
+	err := labdb.Savepoint(ctx, tx, func() error {
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO idempotency_keys (key, fingerprint, created_at) VALUES (?, ?, ?)`,
+			key, fp, clock.Format(now))
+		return err
+	})
 	switch {
 	case err == nil:
 		return nil
-	case !sqlitedb.IsUniqueViolation(err):
+	case !labdb.IsUniqueViolation(err):
 		return unavailable(err)
 	}
 	var stored string

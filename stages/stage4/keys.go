@@ -3,12 +3,13 @@ package stage4
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
 	"idemlab/kit/clock"
+	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
-	"idemlab/kit/sqlitedb"
 )
 
 // keySchema is the key table. It is an ordinary rowid table (the lab's
@@ -37,7 +38,7 @@ const retryAfter = time.Second
 
 // createKeyTable creates idempotency_keys if it does not exist.
 func createKeyTable(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, keySchema); err != nil {
+	if err := labdb.CreateTable(ctx, db, keySchema); err != nil {
 		return fmt.Errorf("create idempotency_keys: %w", err)
 	}
 	return nil
@@ -64,26 +65,33 @@ func claim(ctx context.Context, db *sql.DB, key, fp string, now time.Time) (int6
 		return 0, unavailable(err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO idempotency_keys (key, fingerprint, state, created_at) VALUES (?, ?, 'in_progress', ?)`,
-		key, fp, clock.Format(now))
+	var id int64
+	err = labdb.Savepoint(ctx, tx, func() error {
+		return tx.QueryRowContext(ctx,
+			`INSERT INTO idempotency_keys (key, fingerprint, state, created_at) VALUES (?, ?, 'in_progress', ?) RETURNING id`,
+			key, fp, clock.Format(now)).Scan(&id)
+	})
 	switch {
 	case err == nil:
-		id, err := res.LastInsertId()
-		if err == nil {
-			err = tx.Commit()
-		}
-		if err != nil {
+		if err := tx.Commit(); err != nil {
 			return 0, unavailable(err)
 		}
 		return id, nil
-	case !sqlitedb.IsUniqueViolation(err):
+	case !labdb.IsUniqueViolation(err):
 		return 0, unavailable(err)
 	}
 	var stored, state string
 	err = tx.QueryRowContext(ctx, `SELECT fingerprint, state FROM idempotency_keys WHERE key = ?`, key).
 		Scan(&stored, &state)
 	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		// The row our INSERT ran into is gone: its request failed before
+		// the money moved and released it, after our INSERT and before
+		// this read. On PostgreSQL, at READ COMMITTED, each statement
+		// sees what has committed when it starts; on SQLite, one writer
+		// at a time, it cannot happen. The key is free: a retry claims it.
+		return 0, &problem.Error{Type: problem.RequestInProgress, RetryAfter: retryAfter,
+			Detail: fmt.Sprintf("the request with Idempotency-Key %q has just ended without executing; retry with the same key", key)}
 	case err != nil:
 		return 0, unavailable(err)
 	case stored != fp:

@@ -3,12 +3,13 @@ package stage6
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
 	"idemlab/kit/clock"
+	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
-	"idemlab/kit/sqlitedb"
 	"idemlab/kit/stage"
 )
 
@@ -55,7 +56,7 @@ type scope struct {
 
 // createKeyTable creates idempotency_keys if it does not exist.
 func createKeyTable(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, keySchema); err != nil {
+	if err := labdb.CreateTable(ctx, db, keySchema); err != nil {
 		return fmt.Errorf("create idempotency_keys: %w", err)
 	}
 	return nil
@@ -96,16 +97,16 @@ func claim(ctx context.Context, db *sql.DB, sc scope, fp string, now time.Time, 
 	if err != nil {
 		return 0, nil, unavailable(err)
 	}
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO idempotency_keys (customer, method, route, key, fingerprint, state, created_at)
-		 VALUES (?, ?, ?, ?, ?, 'in_progress', ?)`,
-		sc.customer, sc.method, sc.route, sc.key, fp, clock.Format(now))
+	err = labdb.Savepoint(ctx, tx, func() error {
+		return tx.QueryRowContext(ctx,
+			`INSERT INTO idempotency_keys (customer, method, route, key, fingerprint, state, created_at)
+			 VALUES (?, ?, ?, ?, ?, 'in_progress', ?) RETURNING id`,
+			sc.customer, sc.method, sc.route, sc.key, fp, clock.Format(now)).Scan(&id)
+	})
 	switch {
 	case err == nil:
-		if id, err = res.LastInsertId(); err != nil {
-			return 0, nil, unavailable(err)
-		}
-	case sqlitedb.IsUniqueViolation(err):
+		// The key is this request's, and id its new row.
+	case labdb.IsUniqueViolation(err):
 		if id, stored, err = existing(ctx, tx, sc, fp); err != nil {
 			return 0, nil, err
 		}
@@ -144,6 +145,14 @@ func existing(ctx context.Context, tx *sql.Tx, sc scope, fp string) (id int64, s
 		sc.customer, sc.method, sc.route, sc.key).
 		Scan(&id, &storedFP, &state)
 	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		// The row our INSERT ran into is gone: its request failed before
+		// the money moved and released it, after our INSERT and before
+		// this read. On PostgreSQL, at READ COMMITTED, each statement
+		// sees what has committed when it starts; on SQLite, one writer
+		// at a time, it cannot happen. The key is free: a retry claims it.
+		return 0, nil, &problem.Error{Type: problem.RequestInProgress, RetryAfter: retryAfter,
+			Detail: fmt.Sprintf("the request with Idempotency-Key %q has just ended without executing; retry with the same key", sc.key)}
 	case err != nil:
 		return 0, nil, unavailable(err)
 	case storedFP != fp:

@@ -4,12 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
 	"idemlab/kit/clock"
+	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
-	"idemlab/kit/sqlitedb"
 	"idemlab/kit/stage"
 )
 
@@ -63,7 +64,7 @@ type lease struct {
 
 // createKeyTable creates idempotency_keys if it does not exist.
 func createKeyTable(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, keySchema); err != nil {
+	if err := labdb.CreateTable(ctx, db, keySchema); err != nil {
 		return fmt.Errorf("create idempotency_keys: %w", err)
 	}
 	return nil
@@ -100,18 +101,18 @@ func claim(ctx context.Context, db *sql.DB, sc scope, fp string, now time.Time, 
 		return lease{}, nil, unavailable(err)
 	}
 	held.owner = rand.Text()
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO idempotency_keys
-		 (customer, method, route, key, fingerprint, state, lease_owner, lease_expires_at, created_at)
-		 VALUES (?, ?, ?, ?, ?, 'in_progress', ?, ?, ?)`,
-		sc.customer, sc.method, sc.route, sc.key, fp,
-		held.owner, clock.Format(now.Add(cfg.Lease)), clock.Format(now))
+	err = labdb.Savepoint(ctx, tx, func() error {
+		return tx.QueryRowContext(ctx,
+			`INSERT INTO idempotency_keys
+			 (customer, method, route, key, fingerprint, state, lease_owner, lease_expires_at, created_at)
+			 VALUES (?, ?, ?, ?, ?, 'in_progress', ?, ?, ?) RETURNING id`,
+			sc.customer, sc.method, sc.route, sc.key, fp,
+			held.owner, clock.Format(now.Add(cfg.Lease)), clock.Format(now)).Scan(&held.id)
+	})
 	switch {
 	case err == nil:
-		if held.id, err = res.LastInsertId(); err != nil {
-			return lease{}, nil, unavailable(err)
-		}
-	case sqlitedb.IsUniqueViolation(err):
+		// The key is this request's, and held.id its new row.
+	case labdb.IsUniqueViolation(err):
 		if held.id, stored, err = existing(ctx, tx, sc, fp, held.owner, now, cfg); err != nil {
 			return lease{}, nil, err
 		}
@@ -139,6 +140,14 @@ func existing(ctx context.Context, tx *sql.Tx, sc scope, fp, owner string, now t
 		sc.customer, sc.method, sc.route, sc.key).
 		Scan(&id, &storedFP, &state)
 	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		// The row our INSERT ran into is gone: its request failed before
+		// the money moved and released it, after our INSERT and before
+		// this read. On PostgreSQL, at READ COMMITTED, each statement
+		// sees what has committed when it starts; on SQLite, one writer
+		// at a time, it cannot happen. The key is free: a retry claims it.
+		return 0, nil, &problem.Error{Type: problem.RequestInProgress, RetryAfter: retryAfter,
+			Detail: fmt.Sprintf("the request with Idempotency-Key %q has just ended without executing; retry with the same key", sc.key)}
 	case err != nil:
 		return 0, nil, unavailable(err)
 	case storedFP != fp:

@@ -1,0 +1,149 @@
+package fault
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+)
+
+// ErrKeyStoreUnavailable is what a statement touching idempotency_keys
+// returns while the store-unavailable fault is armed.
+var ErrKeyStoreUnavailable = errors.New("key store unavailable (injected fault)")
+
+// KeyTable is the table the store-unavailable fault breaks, and whose row
+// changes a database reports (see Store.OnKeyRowsChanged).
+const KeyTable = "idempotency_keys"
+
+// Store holds the fault switches of one database and what it reports to
+// lab mode, whichever engine the database runs on: each engine's
+// connections call CheckKeyStore before a statement, and Committed once a
+// transaction (or a statement outside one) has committed. The zero value
+// injects nothing and reports to no one.
+type Store struct {
+	// afterBusinessCommit, when set, runs right after a transaction that
+	// carried a business write (see MarkBusinessWrite) has committed.
+	afterBusinessCommit atomic.Pointer[func()]
+	// keyRowsChanged, when set, receives the row ids of idempotency_keys
+	// rows that a committed transaction inserted, updated or deleted.
+	keyRowsChanged atomic.Pointer[func(rowids []int64)]
+	// commits counts the transactions committed (explicit ones and
+	// statements outside one that wrote).
+	commits atomic.Int64
+	// keyStoreFailures counts down the statements touching the key table that fail.
+	keyStoreFailures Countdown
+}
+
+// FailKeyStore makes the next n statements that touch the idempotency_keys
+// table fail with ErrKeyStoreUnavailable.
+func (s *Store) FailKeyStore(n int64) { s.keyStoreFailures.Arm(n) }
+
+// KeyStoreFailuresLeft reports how many key-store statements will still fail.
+func (s *Store) KeyStoreFailuresLeft() int64 { return s.keyStoreFailures.Left() }
+
+// OnBusinessCommit sets the function that runs right after a transaction
+// carrying a business write commits; nil removes it.
+func (s *Store) OnBusinessCommit(fn func()) {
+	if fn == nil {
+		s.afterBusinessCommit.Store(nil)
+		return
+	}
+	s.afterBusinessCommit.Store(&fn)
+}
+
+// OnKeyRowsChanged sets the function that receives the row ids of the
+// idempotency_keys rows each committed transaction changed; nil removes
+// it. The lab's event stream uses it to show key rows changing state,
+// whatever the stage's design of that table.
+func (s *Store) OnKeyRowsChanged(fn func(rowids []int64)) {
+	if fn == nil {
+		s.keyRowsChanged.Store(nil)
+		return
+	}
+	s.keyRowsChanged.Store(&fn)
+}
+
+// Commits reports how many transactions have committed: explicit
+// transactions, and statements outside one that changed rows. The
+// benchmarks report it per request: each commit is a disk sync.
+func (s *Store) Commits() int64 { return s.commits.Load() }
+
+// CheckKeyStore returns ErrKeyStoreUnavailable, using one armed failure,
+// if query touches the key table and the store-unavailable fault is armed;
+// statements run with a LabRead context are spared.
+func (s *Store) CheckKeyStore(ctx context.Context, query string) error {
+	if isLabRead(ctx) || s.keyStoreFailures.Left() <= 0 || !strings.Contains(strings.ToLower(query), KeyTable) {
+		return nil
+	}
+	if !s.keyStoreFailures.Fire() {
+		return nil
+	}
+	return ErrKeyStoreUnavailable
+}
+
+// Committed counts a commit and tells the listeners: the key rows it
+// changed (rowids, if any), then, if it carried a business write, the
+// crash-after-commit switch.
+func (s *Store) Committed(rowids []int64, business bool) {
+	s.commits.Add(1)
+	s.KeyRowsChanged(rowids)
+	if business {
+		if fn := s.afterBusinessCommit.Load(); fn != nil {
+			(*fn)()
+		}
+	}
+}
+
+// KeyRowsChanged tells the listener, if any, that the key rows rowids
+// have changed, each named once.
+func (s *Store) KeyRowsChanged(rowids []int64) {
+	if len(rowids) == 0 {
+		return
+	}
+	if fn := s.keyRowsChanged.Load(); fn != nil {
+		(*fn)(dedupe(rowids))
+	}
+}
+
+func dedupe(rows []int64) []int64 {
+	seen := make(map[int64]bool, len(rows))
+	out := rows[:0]
+	for _, r := range rows {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+type labReadKey struct{}
+
+// LabRead returns a context for the lab's own statements on the key table
+// (its state, its event stream, the purges it starts): the
+// store-unavailable fault spares them, so that an armed count is spent
+// only by the stage's requests.
+func LabRead(ctx context.Context) context.Context {
+	return context.WithValue(ctx, labReadKey{}, true)
+}
+
+func isLabRead(ctx context.Context) bool {
+	v, _ := ctx.Value(labReadKey{}).(bool)
+	return v
+}
+
+type businessWriteKey struct{}
+
+// MarkBusinessWrite returns a context that tells the database a statement
+// executed with it moves money. The bank uses it, so that the
+// crash-after-commit fault fires right after the commit that carried the
+// money, whoever calls Commit.
+func MarkBusinessWrite(ctx context.Context) context.Context {
+	return context.WithValue(ctx, businessWriteKey{}, true)
+}
+
+// IsBusinessWrite reports whether ctx was made by MarkBusinessWrite.
+func IsBusinessWrite(ctx context.Context) bool {
+	v, _ := ctx.Value(businessWriteKey{}).(bool)
+	return v
+}

@@ -1,0 +1,207 @@
+// Package labdb opens the lab's database on either engine: SQLite (a file
+// or ":memory:", the default; package sqlitedb) or PostgreSQL (a
+// postgres:// URL; package pgdb). The kit and the stages use what it
+// returns as a plain *sql.DB, and the few things the engines do differently
+// are here, each in one small helper: telling a UNIQUE violation apart
+// (IsUniqueViolation), the column types of a CREATE TABLE (CreateTable),
+// a statement that may fail without ending its transaction (Savepoint).
+package labdb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"regexp"
+
+	"idemlab/kit/fault"
+	"idemlab/kit/pgdb"
+	"idemlab/kit/sqlitedb"
+)
+
+// Engine is a database engine the lab runs on.
+type Engine string
+
+// The engines.
+const (
+	SQLite     Engine = "sqlite"
+	PostgreSQL Engine = "postgres"
+)
+
+// EnvURL is the environment variable that names a PostgreSQL cluster for
+// the lab's tests and servers (a postgres:// URL).
+const EnvURL = "IDEMLAB_DATABASE_URL"
+
+// DB is an open lab database: the *sql.DB every package uses, the fault
+// switches lab mode flips (fault.Store), and the engine it runs on.
+type DB struct {
+	*sql.DB
+	*fault.Store
+	engine Engine
+	target string
+	pg     *pgdb.DB
+	closed func(context.Context) error
+}
+
+// Open opens the database target names: a postgres:// or postgresql://
+// URL, or else a SQLite file (created if needed) or ":memory:".
+func Open(ctx context.Context, target string) (*DB, error) {
+	if EngineOfTarget(target) == SQLite {
+		db, err := sqlitedb.Open(target)
+		if err != nil {
+			return nil, err
+		}
+		return &DB{DB: db.DB, Store: db.Store, engine: SQLite, target: target}, nil
+	}
+	db, err := pgdb.Open(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	return &DB{DB: db.DB, Store: db.Store, engine: PostgreSQL, target: target, pg: db}, nil
+}
+
+// OpenOwn opens a database no one else uses, removed when it is closed:
+// for a postgres:// URL, a new database on that cluster (pgdb.CreateDatabase);
+// otherwise what Open opens (":memory:" is already private).
+func OpenOwn(ctx context.Context, target string) (*DB, error) {
+	if EngineOfTarget(target) == SQLite {
+		return Open(ctx, target)
+	}
+	own, drop, err := pgdb.CreateDatabase(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	db, err := Open(ctx, own)
+	if err != nil {
+		drop(ctx)
+		return nil, err
+	}
+	db.closed = drop
+	return db, nil
+}
+
+// EngineOfTarget reports the engine Open would open target on.
+func EngineOfTarget(target string) Engine {
+	if pgdb.IsURL(target) {
+		return PostgreSQL
+	}
+	return SQLite
+}
+
+// Redacted is target with any password in it hidden, for printing.
+func Redacted(target string) string {
+	if EngineOfTarget(target) == PostgreSQL {
+		return pgdb.Redact(target)
+	}
+	return target
+}
+
+// Engine reports the engine db runs on.
+func (db *DB) Engine() Engine { return db.engine }
+
+// Target reports what db was opened from: a file, ":memory:", or a URL.
+func (db *DB) Target() string { return db.target }
+
+// WatchKeyTable makes db report changes to the stage's idempotency_keys
+// rows (fault.Store.OnKeyRowsChanged). Call it once the stage has created
+// its tables, and again after a reset. SQLite reports them by itself; on
+// PostgreSQL it puts a trigger on the table (see package pgdb).
+func (db *DB) WatchKeyTable(ctx context.Context) error {
+	if db.pg == nil {
+		return nil
+	}
+	return db.pg.WatchKeyTable(ctx)
+}
+
+// Close closes db, and drops it if it was opened with OpenOwn.
+func (db *DB) Close() error {
+	var err error
+	if db.pg != nil {
+		err = db.pg.Close()
+	} else {
+		err = db.DB.Close()
+	}
+	if db.closed != nil {
+		err = errors.Join(err, db.closed(context.Background()))
+	}
+	return err
+}
+
+// EngineOf reports the engine a *sql.DB opened by this package runs on.
+func EngineOf(db *sql.DB) Engine {
+	if pgdb.IsDriver(db.Driver()) {
+		return PostgreSQL
+	}
+	return SQLite
+}
+
+// IsUniqueViolation reports whether err is the database telling us that
+// an INSERT or UPDATE collided with a UNIQUE or PRIMARY KEY constraint, on
+// either engine: SQLite's extended result codes, PostgreSQL's SQLSTATE
+// 23505. It looks at codes, never at the message text: a NOT NULL, CHECK
+// or FOREIGN KEY failure, a busy database or a closed connection are all
+// different problems and must not be mistaken for "someone else has this key".
+func IsUniqueViolation(err error) bool {
+	return sqlitedb.IsUniqueViolation(err) || pgdb.IsUniqueViolation(err)
+}
+
+// IsBusy reports whether err is the database giving up on a lock: SQLite's
+// SQLITE_BUSY or SQLITE_LOCKED (or the write gate's wait), PostgreSQL's
+// deadlock, serialization failure or lock not available.
+func IsBusy(err error) bool {
+	return sqlitedb.IsBusy(err) || pgdb.IsBusy(err)
+}
+
+var (
+	integerPrimaryKey = regexp.MustCompile(`(?i)\bINTEGER\s+PRIMARY\s+KEY(\s+AUTOINCREMENT)?\b`)
+	integerType       = regexp.MustCompile(`(?i)\bINTEGER\b`)
+	blobType          = regexp.MustCompile(`(?i)\bBLOB\b`)
+)
+
+// CreateTable runs schema, a CREATE TABLE (or CREATE INDEX) statement
+// written in SQLite's words, on db's engine. The engines agree on the rest
+// but spell three column types differently, and on PostgreSQL this writes
+// them its way: an INTEGER PRIMARY KEY, which SQLite numbers by itself (the
+// rowid), becomes BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY;
+// INTEGER, which SQLite stores in 64 bits, becomes BIGINT; BLOB becomes
+// BYTEA. It returns the engine's error.
+func CreateTable(ctx context.Context, db *sql.DB, schema string) error {
+	if EngineOf(db) == PostgreSQL {
+		schema = integerPrimaryKey.ReplaceAllString(schema, "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY")
+		schema = integerType.ReplaceAllString(schema, "BIGINT")
+		schema = blobType.ReplaceAllString(schema, "BYTEA")
+	}
+	_, err := db.ExecContext(ctx, schema)
+	return err
+}
+
+// Savepoint runs fn, one statement of tx that may fail (an INSERT that may
+// hit a UNIQUE constraint), so that tx goes on if it does, as if the
+// statement had never run, and returns fn's error. SQLite undoes a failed
+// statement and keeps its transaction; PostgreSQL aborts the whole
+// transaction at the first error, and refuses every later statement until
+// it rolls back. A savepoint, which both engines have, gives PostgreSQL a
+// point to roll back to instead.
+func Savepoint(ctx context.Context, tx *sql.Tx, fn func() error) error {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT attempt`); err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT attempt`); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `RELEASE SAVEPOINT attempt`)
+	return err
+}
+
+// TestTarget is what a test's lab server opens with OpenOwn: the
+// PostgreSQL cluster EnvURL names, if it is set, and else a private
+// SQLite database in memory.
+func TestTarget() string {
+	if u := os.Getenv(EnvURL); u != "" {
+		return u
+	}
+	return ":memory:"
+}

@@ -1,0 +1,167 @@
+package labdb_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"idemlab/kit/fault"
+	"idemlab/kit/labdb"
+)
+
+const keySchema = `CREATE TABLE IF NOT EXISTS idempotency_keys (
+	id   INTEGER PRIMARY KEY,
+	key  TEXT NOT NULL UNIQUE,
+	body BLOB
+)`
+
+// engines opens a database of its own on each engine there is: SQLite in
+// memory always, PostgreSQL when IDEMLAB_DATABASE_URL names a cluster
+// (make test-pg starts one).
+func engines(t *testing.T) map[labdb.Engine]*labdb.DB {
+	t.Helper()
+	out := map[labdb.Engine]*labdb.DB{}
+	targets := []string{":memory:"}
+	if target := labdb.TestTarget(); target != ":memory:" {
+		targets = append(targets, target)
+	} else {
+		t.Log("PostgreSQL skipped: " + labdb.EnvURL + " is not set (make test-pg sets it)")
+	}
+	for _, target := range targets {
+		db, err := labdb.OpenOwn(t.Context(), target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := db.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+		if err := labdb.CreateTable(t.Context(), db.DB, keySchema); err != nil {
+			t.Fatalf("%s: %v", db.Engine(), err)
+		}
+		out[db.Engine()] = db
+	}
+	return out
+}
+
+// TestIsUniqueViolation_ByCodeOnEitherEngine catches a helper that misses
+// one engine's code for a duplicate key, or that takes another
+// constraint's failure (NOT NULL) for one.
+func TestIsUniqueViolation_ByCodeOnEitherEngine(t *testing.T) {
+	for engine, db := range engines(t) {
+		if _, err := db.Exec(`INSERT INTO idempotency_keys (key) VALUES (?)`, "k"); err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		_, err := db.Exec(`INSERT INTO idempotency_keys (key) VALUES (?)`, "k")
+		if !labdb.IsUniqueViolation(err) {
+			t.Errorf("%s: a duplicate key gave %v, not a unique violation", engine, err)
+		}
+		_, err = db.Exec(`INSERT INTO idempotency_keys (key) VALUES (NULL)`)
+		if err == nil || labdb.IsUniqueViolation(err) {
+			t.Errorf("%s: a NULL key gave %v, want an error that is not a unique violation", engine, err)
+		}
+	}
+}
+
+// TestSavepoint_KeepsTheTransaction catches a claim that, on PostgreSQL,
+// reads the winning row after its INSERT failed in the same transaction
+// without a savepoint: the transaction is aborted, and the read fails.
+func TestSavepoint_KeepsTheTransaction(t *testing.T) {
+	ctx := context.Background()
+	for engine, db := range engines(t) {
+		var first int64
+		if err := db.QueryRow(`INSERT INTO idempotency_keys (key, body) VALUES (?, ?) RETURNING id`, "k", []byte{0, 1}).Scan(&first); err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = labdb.Savepoint(ctx, tx, func() error {
+			var id int64
+			return tx.QueryRowContext(ctx, `INSERT INTO idempotency_keys (key) VALUES (?) RETURNING id`, "k").Scan(&id)
+		})
+		if !labdb.IsUniqueViolation(err) {
+			t.Fatalf("%s: Savepoint returned %v, want the unique violation", engine, err)
+		}
+		var id int64
+		var body []byte
+		if err := tx.QueryRowContext(ctx, `SELECT id, body FROM idempotency_keys WHERE key = ?`, "k").Scan(&id, &body); err != nil {
+			t.Fatalf("%s: after the savepoint, the transaction cannot read: %v", engine, err)
+		}
+		if id != first || string(body) != "\x00\x01" {
+			t.Errorf("%s: read id %d body %q, want %d and the bytes stored", engine, id, body, first)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestFaults_OnEitherEngine catches an engine whose connections skip the
+// lab's faults: the store-unavailable fault must fail a statement on the
+// key table (and spare the lab's own reads), the business-commit switch
+// must fire after, and only after, a commit that moved money, and a
+// rolled-back change to a key row must never be reported.
+func TestFaults_OnEitherEngine(t *testing.T) {
+	ctx := context.Background()
+	for engine, db := range engines(t) {
+		if err := db.WatchKeyTable(ctx); err != nil {
+			t.Fatal(err)
+		}
+		changed := make(chan []int64, 16)
+		db.OnKeyRowsChanged(func(rows []int64) { changed <- slices.Clone(rows) })
+		businessCommits := make(chan struct{}, 4)
+		db.OnBusinessCommit(func() { businessCommits <- struct{}{} })
+
+		db.FailKeyStore(1)
+		var n int
+		if err := db.QueryRowContext(fault.LabRead(ctx), `SELECT count(*) FROM idempotency_keys`).Scan(&n); err != nil {
+			t.Errorf("%s: the lab's own read failed under the fault: %v", engine, err)
+		}
+		if _, err := db.Exec(`INSERT INTO idempotency_keys (key) VALUES ('x')`); !errors.Is(err, fault.ErrKeyStoreUnavailable) {
+			t.Errorf("%s: under store-unavailable, err = %v", engine, err)
+		}
+
+		inTx := func(commit bool, key string) {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.ExecContext(fault.MarkBusinessWrite(ctx), `INSERT INTO idempotency_keys (key) VALUES (?)`, key); err != nil {
+				t.Fatal(err)
+			}
+			if commit {
+				err = tx.Commit()
+			} else {
+				err = tx.Rollback()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		inTx(false, "rolled-back")
+		inTx(true, "committed")
+		select {
+		case <-businessCommits:
+		default:
+			t.Errorf("%s: no business commit reported after the commit", engine)
+		}
+		if len(businessCommits) != 0 {
+			t.Errorf("%s: a rollback was reported as a business commit", engine)
+		}
+		var id int64
+		if err := db.QueryRow(`SELECT id FROM idempotency_keys WHERE key = 'committed'`).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		// The rolled-back row was never reported, so the first report is
+		// the committed one.
+		if got := <-changed; !slices.Equal(got, []int64{id}) {
+			t.Errorf("%s: first key rows reported %v, want [%d] (the committed row)", engine, got, id)
+		}
+		db.OnKeyRowsChanged(nil)
+		db.OnBusinessCommit(nil)
+	}
+}

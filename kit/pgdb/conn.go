@@ -1,0 +1,173 @@
+package pgdb
+
+import (
+	"context"
+	"database/sql/driver"
+
+	"idemlab/kit/fault"
+)
+
+// The wrapper below interposes on pgx's connections for two things: it
+// numbers the ? placeholders (placeholders.go), and it gives lab mode its
+// faults: a key store that returns errors, and a crash right after the
+// commit that carried a business write. It forwards the optional
+// interfaces of pgx's driver that database/sql uses.
+
+type connector struct {
+	base  driver.Connector
+	store *fault.Store
+}
+
+func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
+	inner, err := c.base.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &conn{inner: inner, store: c.store}, nil
+}
+
+func (c *connector) Driver() driver.Driver { return c.base.Driver() }
+
+// pgxConn is what pgx's stdlib connection offers and database/sql uses.
+type pgxConn interface {
+	driver.Conn
+	driver.ConnPrepareContext
+	driver.ConnBeginTx
+	driver.ExecerContext
+	driver.QueryerContext
+	driver.Pinger
+	driver.SessionResetter
+	driver.NamedValueChecker
+}
+
+type conn struct {
+	inner driver.Conn
+	store *fault.Store
+	// inTx is set while a transaction is open; business when it carried a
+	// business write.
+	inTx, business bool
+}
+
+func (c *conn) pgx() pgxConn { return c.inner.(pgxConn) }
+
+func (c *conn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	if err := c.store.CheckKeyStore(ctx, query); err != nil {
+		return nil, err
+	}
+	st, err := c.pgx().PrepareContext(ctx, numberPlaceholders(query))
+	if err != nil {
+		return nil, err
+	}
+	return &stmt{Stmt: st, conn: c, query: query}, nil
+}
+
+func (c *conn) Close() error { return c.inner.Close() }
+
+func (c *conn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+// BeginTx begins a transaction. pgx's transaction commits with the context
+// it began with, and a COMMIT cut short by that context (a client that hung
+// up) leaves its outcome unknown: PostgreSQL may have committed what the
+// caller is told failed, a claimed key that no one will release, say. So
+// the transaction begins without ctx's cancellation: database/sql still
+// rolls it back if ctx ends before Commit, and a Commit, once sent, is
+// answered.
+func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	t, err := c.pgx().BeginTx(context.WithoutCancel(ctx), opts)
+	if err != nil {
+		return nil, err
+	}
+	c.inTx, c.business = true, false
+	return &tx{inner: t, conn: c}, nil
+}
+
+func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if err := c.store.CheckKeyStore(ctx, query); err != nil {
+		return nil, err
+	}
+	res, err := c.pgx().ExecContext(ctx, numberPlaceholders(query), args)
+	if err != nil {
+		return nil, err
+	}
+	c.wrote(ctx, res)
+	return res, nil
+}
+
+// wrote notes a statement that succeeded: inside a transaction, whether it
+// moved money; outside one, a commit if it changed rows.
+func (c *conn) wrote(ctx context.Context, res driver.Result) {
+	if c.inTx {
+		if fault.IsBusinessWrite(ctx) {
+			c.business = true
+		}
+		return
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		c.store.Committed(nil, false)
+	}
+}
+
+func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if err := c.store.CheckKeyStore(ctx, query); err != nil {
+		return nil, err
+	}
+	return c.pgx().QueryContext(ctx, numberPlaceholders(query), args)
+}
+
+func (c *conn) Ping(ctx context.Context) error { return c.pgx().Ping(ctx) }
+
+func (c *conn) ResetSession(ctx context.Context) error { return c.pgx().ResetSession(ctx) }
+
+func (c *conn) CheckNamedValue(v *driver.NamedValue) error { return c.pgx().CheckNamedValue(v) }
+
+type tx struct {
+	inner driver.Tx
+	conn  *conn
+}
+
+func (t *tx) Commit() error {
+	business := t.conn.business
+	t.conn.inTx, t.conn.business = false, false
+	if err := t.inner.Commit(); err != nil {
+		return err
+	}
+	t.conn.store.Committed(nil, business)
+	return nil
+}
+
+func (t *tx) Rollback() error {
+	t.conn.inTx, t.conn.business = false, false
+	return t.inner.Rollback()
+}
+
+// stmt is a prepared statement whose runs go through the fault switches.
+type stmt struct {
+	driver.Stmt
+	conn  *conn
+	query string
+}
+
+func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	if err := s.conn.store.CheckKeyStore(ctx, s.query); err != nil {
+		return nil, err
+	}
+	res, err := s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	s.conn.wrote(ctx, res)
+	return res, nil
+}
+
+func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	if err := s.conn.store.CheckKeyStore(ctx, s.query); err != nil {
+		return nil, err
+	}
+	return s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
+}

@@ -1,0 +1,165 @@
+// Package pgdb opens the lab's database on PostgreSQL, through database/sql
+// and pgx's stdlib driver, with the same fault switches and key-row reports
+// as the SQLite database of package sqlitedb.
+//
+// What differs from SQLite, and how this package bridges it:
+//   - placeholders: the stages write ?, PostgreSQL wants $1 (placeholders.go);
+//   - key-row changes: SQLite reports them to the connection that made them
+//     (a pre-update hook); PostgreSQL has no such hook, so a trigger on
+//     idempotency_keys sends each changed row's id with NOTIFY, which
+//     PostgreSQL delivers only when, and if, the transaction commits, and a
+//     listening connection of this package hears it (keyrows.go);
+//   - isolation: one lab server's database is a database of its own on the
+//     cluster (CreateDatabase), the way ":memory:" is on SQLite.
+//
+// PostgreSQL runs transactions at READ COMMITTED and lets writers
+// interleave: nothing here serializes them, on purpose. The races the
+// lessons teach are real on this engine.
+package pgdb
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"idemlab/kit/fault"
+)
+
+// DB is an open lab database on PostgreSQL: the *sql.DB every package
+// uses, plus the fault switches lab mode flips and what the database
+// reports to it.
+type DB struct {
+	*sql.DB
+	*fault.Store
+	url    string
+	stop   context.CancelFunc
+	listen sync.WaitGroup
+}
+
+// maxOpenConns bounds one database's connections, so that many lab
+// servers can share a cluster's connection limit. A request holds one
+// connection at a time, so requests beyond it wait for a free one.
+const maxOpenConns = 48
+
+// IsURL reports whether target names a PostgreSQL database
+// (postgres://… or postgresql://…) rather than a SQLite file.
+func IsURL(target string) bool {
+	return strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://")
+}
+
+// Open connects to the PostgreSQL database at dbURL. It returns an error
+// if the URL does not parse or the database does not answer.
+func Open(ctx context.Context, dbURL string) (*DB, error) {
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", Redact(dbURL), err)
+	}
+	store := &fault.Store{}
+	sdb := sql.OpenDB(&connector{base: stdlib.GetConnector(*cfg), store: store})
+	sdb.SetMaxOpenConns(maxOpenConns)
+	sdb.SetMaxIdleConns(maxOpenConns)
+	if err := sdb.PingContext(ctx); err != nil {
+		sdb.Close()
+		return nil, fmt.Errorf("open %s: %w", Redact(dbURL), err)
+	}
+	db := &DB{DB: sdb, Store: store, url: dbURL}
+	if err := db.startListening(cfg); err != nil {
+		sdb.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Close stops listening for key-row changes and closes the database.
+func (db *DB) Close() error {
+	db.stop()
+	db.listen.Wait()
+	return db.DB.Close()
+}
+
+// CreateDatabase creates a new, empty database on the cluster clusterURL
+// names, and returns its URL and a function that drops it (ending any
+// connection still open on it). Each lab server that needs a database of
+// its own (a test's, say) gets one, so servers never see each other's rows
+// and can run side by side.
+func CreateDatabase(ctx context.Context, clusterURL string) (dbURL string, drop func(context.Context) error, err error) {
+	u, err := url.Parse(clusterURL)
+	if err != nil {
+		return "", nil, fmt.Errorf("create database: %w", err)
+	}
+	admin, err := sql.Open("pgx", clusterURL)
+	if err != nil {
+		return "", nil, fmt.Errorf("create database: %w", err)
+	}
+	name := "idemlab_" + strings.ToLower(rand.Text()[:16])
+	// template0 and the C collation: text compares byte by byte, as on
+	// SQLite, so the lab clock's fixed-width times sort as instants.
+	_, err = admin.ExecContext(ctx, `CREATE DATABASE `+name+` TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'`)
+	if err != nil {
+		admin.Close()
+		return "", nil, fmt.Errorf("create database: %w", err)
+	}
+	u.Path = "/" + name
+	drop = func(ctx context.Context) error {
+		defer admin.Close()
+		if _, err := admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
+			return fmt.Errorf("drop database %s: %w", name, err)
+		}
+		return nil
+	}
+	return u.String(), drop, nil
+}
+
+// Redact hides the password of a database URL, for messages.
+func Redact(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "the database URL"
+	}
+	return u.Redacted()
+}
+
+// IsUniqueViolation reports whether err is PostgreSQL telling us that an
+// INSERT or UPDATE collided with a UNIQUE or PRIMARY KEY constraint:
+// SQLSTATE 23505, unique_violation. It looks at the code, never at the
+// message text.
+func IsUniqueViolation(err error) bool {
+	return sqlState(err) == "23505"
+}
+
+// IsBusy reports whether err is PostgreSQL giving up on a lock or a
+// transaction it could not order: a serialization failure (40001), a
+// deadlock (40P01) or a lock not available (55P03). Each is worth
+// retrying, and none says anything about the key.
+func IsBusy(err error) bool {
+	switch sqlState(err) {
+	case "40001", "40P01", "55P03":
+		return true
+	}
+	return false
+}
+
+// IsDriver reports whether d is the driver this package opens databases
+// with, so that code given only a *sql.DB can tell which engine it has.
+func IsDriver(d driver.Driver) bool {
+	_, ok := d.(*stdlib.Driver)
+	return ok
+}
+
+func sqlState(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}
