@@ -432,3 +432,35 @@ func keyRowsQuery(engine labdb.Engine) string {
 	}
 	return `SELECT rowid AS rowid, * FROM idempotency_keys`
 }
+
+// CheckOwned refuses a database that holds tables the lab did not make.
+// A reset drops every table that is neither the bank's nor the clock's (a
+// stage's own), so a database the lab has not made its own (no lab_clock
+// table) must be empty: a --db that names another application's database
+// would otherwise lose that application's tables at the first reset.
+func CheckOwned(ctx context.Context, db *labdb.DB) error {
+	rows, err := db.QueryContext(ctx, tablesQuery(db.Engine())+` ORDER BY name`)
+	if err != nil {
+		return fmt.Errorf("list tables: %w", err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return err
+		}
+		if n == clock.Table {
+			return nil
+		}
+		names = append(names, n)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(names) > 0 {
+		return fmt.Errorf("refusing to start: %s holds tables the lab did not make (%s), and a lab reset drops every table that is not the bank's; give the lab a database of its own (a new file, or createdb idemlab)",
+			labdb.Redacted(db.Target()), strings.Join(names, ", "))
+	}
+	return nil
+}

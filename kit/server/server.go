@@ -139,10 +139,14 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 
 func (s *Server) start(ctx context.Context, opts Options) error {
 	var err error
-	if err = bank.Migrate(ctx, s.db.DB); err != nil {
+	if err = labctl.CheckOwned(ctx, s.db); err != nil {
 		return err
 	}
+	// The clock's table first: it marks the database as the lab's.
 	if s.clock, err = clock.Open(ctx, s.db.DB); err != nil {
+		return err
+	}
+	if err = bank.Migrate(ctx, s.db.DB); err != nil {
 		return err
 	}
 	s.faults = labctl.NewFaults(s.db.Store, s.crash)

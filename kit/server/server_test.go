@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	_ "modernc.org/sqlite"
 
 	"idemlab/kit/bank"
 	"idemlab/kit/events"
@@ -424,5 +426,42 @@ func TestLog_A5xxIsLoggedWithTheCauseTheClientDoesNotSee(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), "key store unavailable (injected fault)") {
 		t.Fatalf("the log does not name the cause:\n%s", logged.String())
+	}
+}
+
+// TestServer_RefusesADatabaseWithTablesItDidNotMake: a reset drops every
+// table that is not the bank's, so a --db naming another application's
+// database is refused at start, with the tables named, and loses
+// nothing; a database the lab made opens again.
+func TestServer_RefusesADatabaseWithTablesItDidNotMake(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	other, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Exec(`CREATE TABLE invoices (id TEXT PRIMARY KEY); INSERT INTO invoices VALUES ('inv-1')`); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(context.Background(), server.Options{DB: path, Stage: stage0.New, Lab: true})
+	if err == nil {
+		srv.Close()
+		t.Fatal("the lab started on a database with a table it did not make")
+	}
+	if !strings.Contains(err.Error(), "invoices") {
+		t.Fatalf("the refusal does not name the table: %v", err)
+	}
+	var n int
+	if err := other.QueryRow(`SELECT count(*) FROM invoices`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the other application's table after the refusal: %d rows, %v", n, err)
+	}
+
+	own := filepath.Join(t.TempDir(), "lab.db")
+	for range 2 {
+		srv, err := server.New(context.Background(), server.Options{DB: own, Stage: stage0.New, Lab: true})
+		if err != nil {
+			t.Fatalf("the lab's own database: %v", err)
+		}
+		srv.Close()
 	}
 }
