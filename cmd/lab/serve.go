@@ -129,6 +129,9 @@ type serverFlags struct {
 	solution bool
 	url      string
 	admin    string
+	// db is where each server the command starts gets a fresh database
+	// of its own (see freshDB).
+	db string
 }
 
 // define adds the flags to fs: stage says what --stage is to the
@@ -138,6 +141,30 @@ func (f *serverFlags) define(fs *flag.FlagSet, stage, verb string) {
 	fs.BoolVar(&f.solution, "solution", false, verb+" the reference solutions/stageN, in this process, instead of your stages/stageN, built and started")
 	fs.StringVar(&f.url, "url", "", verb+" a lab server that is already running (needs --admin-token)")
 	fs.StringVar(&f.admin, "admin-token", "", "the admin token of the server at --url")
+	defineFreshDB(fs, &f.db)
+}
+
+// defineFreshDB adds --db to fs, for a command whose servers each get a
+// fresh database of their own.
+func defineFreshDB(fs *flag.FlagSet, db *string) {
+	fs.StringVar(db, "db", "", `the database engine: ":memory:" (SQLite), or a PostgreSQL postgres://… URL, where each server gets a fresh database of its own on that cluster, dropped at the end; the URL's own tables are never touched (default $`+labdb.EnvURL+` if set, else :memory:)`)
+}
+
+// freshDB resolves --db for a command whose servers each get a fresh
+// database of their own: a postgres:// cluster, else ":memory:". A SQLite
+// file is refused: servers that ran side by side on it, or reset it, would
+// wipe its rows and each other's.
+func freshDB(db string) (string, error) {
+	if db == "" {
+		db = os.Getenv(labdb.EnvURL)
+	}
+	switch {
+	case db == "" || db == ":memory:":
+		return ":memory:", nil
+	case labdb.EngineOfTarget(db) == labdb.PostgreSQL:
+		return db, nil
+	}
+	return "", cannotRun(fmt.Errorf(`--db %s: each server gets a fresh database of its own here; give ":memory:" (SQLite) or a postgres:// URL (lab serve --db serves a file)`, db))
 }
 
 // checkStage refuses a stage the lab does not have.
