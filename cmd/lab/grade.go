@@ -55,7 +55,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if f.url != "" && f.admin == "" {
 		return cannotRun(errors.New("--url needs --admin-token: the checks reset the server through /lab"))
 	}
-	db, err := freshDB(f.db)
+	db, err := f.freshDB()
 	if err != nil {
 		return err
 	}

@@ -73,8 +73,10 @@ func TestFreshDB_DefaultsToTheClusterAndRefusesAFile(t *testing.T) {
 		{"grade", "--stage", "1", "--solution", "--db", "tmp/lab.db"},
 		{"replay", "--log", "datasets/day-small.plan.jsonl", "--solution", "--db", "tmp/lab.db"},
 		{"demo", "--plain", "--db", "tmp/lab.db"},
+		{"grade", "--stage", "1", "--url", "http://127.0.0.1:1", "--admin-token", "adm_x", "--db", ":memory:"},
+		{"replay", "--log", "datasets/day-small.plan.jsonl", "--url", "http://127.0.0.1:1", "--admin-token", "adm_x", "--db", ":memory:"},
 	} {
-		if code, _, errs := runLabCommand(t, args...); code != 2 || !strings.Contains(errs, "--db tmp/lab.db") {
+		if code, _, errs := runLabCommand(t, args...); code != 2 || !strings.Contains(errs, "--db ") {
 			t.Errorf("%s: exit %d, stderr %q; want 2 and why --db is refused", strings.Join(args, " "), code, errs)
 		}
 	}

@@ -64,7 +64,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if (f.accessLog != "" || f.answer != "") && (f.url != "" || !f.solution) {
 		return cannotRun(errors.New("--access-log and --answer need the server in this process: use them with --solution"))
 	}
-	db, err := freshDB(f.db)
+	db, err := f.freshDB()
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -165,6 +166,15 @@ func freshDB(db string) (string, error) {
 		return db, nil
 	}
 	return "", cannotRun(fmt.Errorf(`--db %s: each server gets a fresh database of its own here; give ":memory:" (SQLite) or a postgres:// URL (lab serve --db serves a file)`, db))
+}
+
+// freshDB resolves f's --db (see freshDB), and refuses it beside --url:
+// the server there has a database of its own, which lab does not choose.
+func (f *serverFlags) freshDB() (string, error) {
+	if f.url != "" && f.db != "" {
+		return "", cannotRun(errors.New("--db chooses the database of the servers lab starts; the server at --url keeps its own"))
+	}
+	return freshDB(f.db)
 }
 
 // checkStage refuses a stage the lab does not have.
