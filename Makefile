@@ -27,8 +27,11 @@ test: lint ## everything CI runs: format, vet, kit and grader tests, solutions, 
 	@set -o pipefail; $(GO) test -count=1 -v ./grader/ladder | grep -v -E '^(=== (RUN|PAUSE|CONT)|    --- PASS|--- PASS)' 
 
 # The packages make test-pg runs on PostgreSQL: the engine's own tests, the
-# kit that runs on it, the solutions' checks, and the ladder with its mutants.
-PG_PKGS = ./kit/labdb ./kit/pgdb ./kit/server ./solutions/...
+# kit that runs on it, the solutions' checks, the demo's servers, and the
+# ladder with its mutants; and lab grade's --db on the cluster (PG_LAB_TESTS:
+# the rest of cmd/lab stays on SQLite, the audit examples' SQL is SQLite's).
+PG_PKGS = ./kit/labdb ./kit/pgdb ./kit/server ./solutions/... ./dashboard/backend
+PG_LAB_TESTS = TestGrade_|TestFreshDB_
 
 .PHONY: test-pg pg-tests
 test-pg: ## the kit, the solutions, the ladder and the mutants on a throwaway PostgreSQL cluster of their own (scripts/pg-cluster.sh)
@@ -39,6 +42,7 @@ test-pg: ## the kit, the solutions, the ladder and the mutants on a throwaway Po
 pg-tests:
 	@[ -n "$$IDEMLAB_DATABASE_URL" ] || { echo "pg-tests: set IDEMLAB_DATABASE_URL, or run make test-pg"; exit 2; }
 	$(GO) test -count=1 $(PG_PKGS)
+	$(GO) test -count=1 -run '$(PG_LAB_TESTS)' ./cmd/lab
 	@echo "ladder on postgres: every stage's checks fail below it and pass at it; every mutant is caught"
 	@set -o pipefail; $(GO) test -count=1 -v ./grader/ladder | grep -v -E '^(=== (RUN|PAUSE|CONT)|    --- PASS|--- PASS)'
 

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,7 +21,6 @@ import (
 
 	"idemlab/kit/labclient"
 	"idemlab/kit/labdb"
-	"idemlab/kit/pgdb"
 	"idemlab/kit/server"
 )
 
@@ -199,20 +197,18 @@ type Child struct {
 
 // StartChild starts binary (a stage's test binary; os.Args[0] from inside
 // one) as a lab server on a fresh database, with a fresh admin token, on a
-// free port on loopback. The database is a file in dir or, when
-// IDEMLAB_DATABASE_URL names a PostgreSQL cluster, a new database on it
-// that DropDB removes.
-func StartChild(ctx context.Context, binary, dir string) (*Child, error) {
-	return startChild(ctx, binary, "", dir)
+// free port on loopback. The database is a file in dir or, when cluster is
+// a postgres:// URL (labdb.TestTarget in tests), a new database on that
+// cluster that DropDB removes (labdb.Fresh).
+func StartChild(ctx context.Context, binary, dir, cluster string) (*Child, error) {
+	return startChild(ctx, binary, "", dir, cluster)
 }
 
-func startChild(ctx context.Context, binary, subject, dir string) (*Child, error) {
-	c := &Child{Binary: binary, Subject: subject, DB: filepath.Join(dir, "lab.db"), Admin: AdminToken()}
-	if target := labdb.TestTarget(); pgdb.IsURL(target) {
-		var err error
-		if c.DB, c.dropDB, err = pgdb.CreateDatabase(ctx, target); err != nil {
-			return nil, err
-		}
+func startChild(ctx context.Context, binary, subject, dir, cluster string) (*Child, error) {
+	c := &Child{Binary: binary, Subject: subject, Admin: AdminToken()}
+	var err error
+	if c.DB, c.dropDB, err = labdb.Fresh(ctx, cluster, dir); err != nil {
+		return nil, err
 	}
 	if err := c.Start(ctx); err != nil {
 		c.DropDB()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"idemlab/kit/labclient"
+	"idemlab/kit/labdb"
 )
 
 // servable holds the names of the subjects this process can serve as a
@@ -20,16 +21,18 @@ var servable sync.Map
 
 // ChildProcess returns a Start that runs binary (a stage's test binary, or
 // anything that serves with ServeChild) as a lab server in a child
-// process, on a fresh database file in a temporary folder, so that checks
-// can kill it and start it again on the same file. The child serves the
-// subject of the same Name if the binary holds several.
-func ChildProcess(binary string) Start {
+// process, on a fresh database (a file in a temporary folder, or a new
+// database on the PostgreSQL cluster the postgres:// URL cluster names:
+// see StartChild), so that checks can kill it and start it again on the
+// same database. The child serves the subject of the same Name if the
+// binary holds several.
+func ChildProcess(binary, cluster string) Start {
 	return func(ctx context.Context, subject Subject) (*Target, func(), error) {
 		dir, err := os.MkdirTemp("", "idemlab-child-")
 		if err != nil {
 			return nil, nil, err
 		}
-		c, err := startChild(ctx, binary, subject.Name, dir)
+		c, err := startChild(ctx, binary, subject.Name, dir, cluster)
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, nil, fmt.Errorf("start %s as a child process: %w", subject.Name, err)
@@ -46,10 +49,10 @@ func ChildProcess(binary string) Start {
 }
 
 // ReplicaProcesses returns a Start that runs n copies of binary (as
-// ChildProcess runs one) as lab servers on one fresh database: several app
-// servers behind a load balancer. The target's URL is the first; the others
-// are its Replicas.
-func ReplicaProcesses(binary string, n int) Start {
+// ChildProcess runs one, on cluster) as lab servers on one fresh database:
+// several app servers behind a load balancer. The target's URL is the
+// first; the others are its Replicas.
+func ReplicaProcesses(binary, cluster string, n int) Start {
 	return func(ctx context.Context, subject Subject) (*Target, func(), error) {
 		dir, err := os.MkdirTemp("", "idemlab-replicas-")
 		if err != nil {
@@ -65,7 +68,7 @@ func ReplicaProcesses(binary string, n int) Start {
 			}
 			os.RemoveAll(dir)
 		}
-		first, err := startChild(ctx, binary, subject.Name, dir)
+		first, err := startChild(ctx, binary, subject.Name, dir, cluster)
 		if err != nil {
 			stop()
 			return nil, nil, fmt.Errorf("start %s as a child process: %w", subject.Name, err)
@@ -108,7 +111,7 @@ func (t *T) OnChild() (*T, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find this test binary: %w", err)
 	}
-	target, stop, err := ChildProcess(self)(t.ctx, t.subject)
+	target, stop, err := ChildProcess(self, labdb.TestTarget())(t.ctx, t.subject)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +130,7 @@ func (t *T) OnReplicas(n int) (*T, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find this test binary: %w", err)
 	}
-	target, stop, err := ReplicaProcesses(self, n)(t.ctx, t.subject)
+	target, stop, err := ReplicaProcesses(self, labdb.TestTarget(), n)(t.ctx, t.subject)
 	if err != nil {
 		return nil, err
 	}

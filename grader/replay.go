@@ -105,6 +105,10 @@ type ReplayOptions struct {
 	// Pace, when set, spaces the operations' starts (lab replay --rate);
 	// nil starts each as soon as a client is free.
 	Pace *Pace
+	// DB is where ReplayInProcess's server gets a fresh database of its
+	// own: ":memory:", or a new database on the PostgreSQL cluster a
+	// postgres:// URL names; empty means labdb.TestTarget().
+	DB string
 }
 
 // ReplayResult is everything a replay saw, for Reconcile.

@@ -71,10 +71,14 @@ type DayRun struct {
 }
 
 // ReplayInProcess starts a lab server for factory on a fresh database of
-// its own (labdb.TestTarget), with its access log going to accessLog (if not nil), replays
+// its own (opts.DB), with its access log going to accessLog (if not nil), replays
 // plan against it and computes the tally's truth from its books.
 func ReplayInProcess(ctx context.Context, factory stage.Factory, plan *dayplan.Plan, accessLog io.Writer, opts ReplayOptions) (*DayRun, error) {
-	srv, err := server.New(ctx, server.Options{DB: labdb.TestTarget(), OwnDB: true, Stage: factory, Lab: true, AccessLog: accessLog, Crash: func(string) {}})
+	db := opts.DB
+	if db == "" {
+		db = labdb.TestTarget()
+	}
+	srv, err := server.New(ctx, server.Options{DB: db, OwnDB: true, Stage: factory, Lab: true, AccessLog: accessLog, Crash: func(string) {}})
 	if err != nil {
 		return nil, err
 	}

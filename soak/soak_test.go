@@ -14,6 +14,7 @@ import (
 
 	"idemlab/grader"
 	"idemlab/grader/gradertest"
+	"idemlab/kit/labdb"
 	"idemlab/solutions/stage6"
 )
 
@@ -77,7 +78,7 @@ func startSolution(ctx context.Context, t *testing.T) (*grader.Child, *http.Tran
 	if err != nil {
 		t.Fatal(err)
 	}
-	child, err := grader.StartChild(ctx, self, t.TempDir())
+	child, err := grader.StartChild(ctx, self, t.TempDir(), labdb.TestTarget())
 	if err != nil {
 		t.Fatal(err)
 	}

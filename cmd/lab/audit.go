@@ -13,6 +13,7 @@ import (
 
 	"idemlab/audit"
 	"idemlab/grader"
+	"idemlab/kit/labdb"
 )
 
 func init() {
@@ -66,7 +67,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprintf(stdout, "lab audit: %s around the naive handlers, the checks of stages 0..%d (%d), seed %d\n", importPath, audit.Stage, len(checks), f.seed)
-	results := runChecks(ctx, subject, checks, f.seed, grader.ChildProcess(bin), 4, stdout)
+	results := runChecks(ctx, subject, checks, f.seed, grader.ChildProcess(bin, labdb.TestTarget()), 4, stdout)
 	rep := report{subject: importPath, stage: audit.Stage, seed: f.seed, results: results, dir: f.results,
 		reproduce: func(id string) string { return fmt.Sprintf("lab audit --pkg %s --seed %d --run %s", f.pkg, f.seed, id) },
 		section:   auditSection, order: []string{auditMoney, auditContract, auditUnseen}, moneyOnly: true}

@@ -37,17 +37,24 @@ func demoStages(root string) backend.Stages {
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab demo", "[--stage N] [--yours] [--faults PROFILE] [--plain [--duration 10s]]", stderr)
+	fs := newFlags("lab demo", "[--stage N] [--yours] [--faults PROFILE] [--db :memory:|URL] [--plain [--duration 10s]]", stderr)
 	right := fs.Int("stage", -1, "the stage on the right (default: the final solution)")
 	yours := fs.Bool("yours", false, "run your stages/stageN on the right instead of the solution")
 	plain := fs.Bool("plain", false, "no terminal UI: a line a second, then a summary (the default when stdout is not a terminal)")
 	duration := fs.Duration("duration", 10*time.Second, "how long --plain runs")
 	faults := fs.String("faults", backend.Profiles[0].Name, "the fault profile to start with (f cycles them)")
+	var db string
+	defineFreshDB(fs, &db)
 	if done, err := parseFlags(fs, args); done {
+		return err
+	}
+	db, err := freshDB(db)
+	if err != nil {
 		return err
 	}
 	root, _ := grader.Root()
 	stages := demoStages(root)
+	stages.DB = db
 	if *right < 0 {
 		*right = stages.Final()
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"idemlab/grader"
+	"idemlab/kit/labdb"
 )
 
 func init() {
@@ -41,7 +42,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 }
 
 func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab grade", "--stage N [--solution | --url URL --admin-token T] [--seed S] [--run ID] [--results DIR]", stderr)
+	fs := newFlags("lab grade", "--stage N [--solution | --url URL --admin-token T] [--db :memory:|URL] [--seed S] [--run ID] [--results DIR]", stderr)
 	var f gradeFlags
 	f.define(fs, "run the checks of stages 0..N", "grade")
 	f.register(fs)
@@ -54,7 +55,11 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if f.url != "" && f.admin == "" {
 		return cannotRun(errors.New("--url needs --admin-token: the checks reset the server through /lab"))
 	}
-	subject, start, err := gradeTarget(ctx, f, stderr)
+	db, err := f.freshDB()
+	if err != nil {
+		return err
+	}
+	subject, start, err := gradeTarget(ctx, f, db, stderr)
 	if err != nil {
 		return err
 	}
@@ -98,8 +103,9 @@ func (f *runFlags) checks(subject grader.Subject) ([]grader.Check, error) {
 
 // gradeTarget says what is graded and how each check gets a server: the
 // running one at --url, or a fresh child process of the stage's test
-// binary, which the crash checks may kill.
-func gradeTarget(ctx context.Context, f gradeFlags, stderr io.Writer) (grader.Subject, grader.Start, error) {
+// binary, which the crash checks may kill, on a fresh database on db
+// (see freshDB).
+func gradeTarget(ctx context.Context, f gradeFlags, db string, stderr io.Writer) (grader.Subject, grader.Start, error) {
 	if f.url != "" {
 		return grader.Subject{Stage: f.stage, Name: f.url}, grader.Running(f.url, f.admin), nil
 	}
@@ -115,7 +121,7 @@ func gradeTarget(ctx context.Context, f gradeFlags, stderr io.Writer) (grader.Su
 	if err != nil {
 		return grader.Subject{}, nil, err
 	}
-	return grader.Subject{Stage: f.stage, Name: dir}, grader.ChildProcess(bin), nil
+	return grader.Subject{Stage: f.stage, Name: dir}, grader.ChildProcess(bin, db), nil
 }
 
 // runChecks runs the checks, parallel at a time, printing a line as each
@@ -311,6 +317,9 @@ func reproduceGrade(f gradeFlags, id string) string {
 		cmd += fmt.Sprintf(" --url %s --admin-token %s", f.url, f.admin)
 	case f.solution:
 		cmd += " --solution"
+	}
+	if f.url == "" && f.db != "" {
+		cmd += " --db " + labdb.Redacted(f.db)
 	}
 	return fmt.Sprintf("%s --seed %d --run %s", cmd, f.seed, id)
 }

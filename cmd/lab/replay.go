@@ -14,6 +14,8 @@ import (
 
 	"idemlab/grader"
 	"idemlab/grader/dayplan"
+	"idemlab/kit/labdb"
+	"idemlab/kit/pgdb"
 	sol0 "idemlab/solutions/stage0"
 )
 
@@ -33,7 +35,7 @@ type replayFlags struct {
 }
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab replay", "--log PLAN [--stage N] [--solution | --url URL --admin-token T] [--rate OPS] [--access-log FILE] [--answer FILE] [--results DIR]", stderr)
+	fs := newFlags("lab replay", "--log PLAN [--stage N] [--solution | --url URL --admin-token T] [--db :memory:|URL] [--rate OPS] [--access-log FILE] [--answer FILE] [--results DIR]", stderr)
 	var f replayFlags
 	fs.StringVar(&f.plan, "log", "", "the day plan to replay (from lab gen)")
 	fs.StringVar(&f.plan, "plan", "", "the same as --log")
@@ -62,11 +64,15 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if (f.accessLog != "" || f.answer != "") && (f.url != "" || !f.solution) {
 		return cannotRun(errors.New("--access-log and --answer need the server in this process: use them with --solution"))
 	}
+	db, err := f.freshDB()
+	if err != nil {
+		return err
+	}
 	plan, err := readPlan(f.plan)
 	if err != nil {
 		return cannotRun(err)
 	}
-	opts := grader.ReplayOptions{Clients: f.clients, Progress: progress(stderr, len(plan.Ops)), Pace: grader.NewPace(f.rate)}
+	opts := grader.ReplayOptions{Clients: f.clients, Progress: progress(stderr, len(plan.Ops)), Pace: grader.NewPace(f.rate), DB: db}
 	defer opts.Pace.Stop()
 
 	var run *grader.DayRun
@@ -114,7 +120,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // replayMine builds the student's stages/stageN, starts it as a child
-// process on a fresh database and replays plan against it.
+// process on a fresh database of its own (opts.DB: in memory, or a new
+// database on a PostgreSQL cluster, dropped at the end) and replays plan
+// against it.
 func replayMine(ctx context.Context, n int, plan *dayplan.Plan, opts grader.ReplayOptions, stderr io.Writer) (*grader.DayRun, error) {
 	root, err := grader.Root()
 	if err != nil {
@@ -124,8 +132,16 @@ func replayMine(ctx context.Context, n int, plan *dayplan.Plan, opts grader.Repl
 	if err != nil {
 		return nil, err
 	}
+	db := opts.DB
+	if labdb.EngineOfTarget(db) == labdb.PostgreSQL {
+		var drop func(context.Context) error
+		if db, drop, err = pgdb.CreateDatabase(ctx, db); err != nil {
+			return nil, cannotRun(err)
+		}
+		defer drop(context.Background())
+	}
 	admin := grader.AdminToken()
-	child, err := startStage(ctx, bin, serveFlags{addr: "127.0.0.1:0", db: ":memory:", admin: admin}, stderr)
+	child, err := startStage(ctx, bin, serveFlags{addr: "127.0.0.1:0", db: db, admin: admin}, stderr)
 	if err != nil {
 		return nil, cannotRun(err)
 	}

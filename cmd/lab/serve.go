@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -129,6 +130,9 @@ type serverFlags struct {
 	solution bool
 	url      string
 	admin    string
+	// db is where each server the command starts gets a fresh database
+	// of its own (see freshDB).
+	db string
 }
 
 // define adds the flags to fs: stage says what --stage is to the
@@ -138,6 +142,39 @@ func (f *serverFlags) define(fs *flag.FlagSet, stage, verb string) {
 	fs.BoolVar(&f.solution, "solution", false, verb+" the reference solutions/stageN, in this process, instead of your stages/stageN, built and started")
 	fs.StringVar(&f.url, "url", "", verb+" a lab server that is already running (needs --admin-token)")
 	fs.StringVar(&f.admin, "admin-token", "", "the admin token of the server at --url")
+	defineFreshDB(fs, &f.db)
+}
+
+// defineFreshDB adds --db to fs, for a command whose servers each get a
+// fresh database of their own.
+func defineFreshDB(fs *flag.FlagSet, db *string) {
+	fs.StringVar(db, "db", "", `the database engine: ":memory:" (SQLite), or a PostgreSQL postgres://… URL, where each server gets a fresh database of its own on that cluster, dropped at the end; the URL's own tables are never touched (default $`+labdb.EnvURL+` if set, else :memory:)`)
+}
+
+// freshDB resolves --db for a command whose servers each get a fresh
+// database of their own: a postgres:// cluster, else ":memory:". A SQLite
+// file is refused: servers that ran side by side on it, or reset it, would
+// wipe its rows and each other's.
+func freshDB(db string) (string, error) {
+	if db == "" {
+		db = os.Getenv(labdb.EnvURL)
+	}
+	switch {
+	case db == "" || db == ":memory:":
+		return ":memory:", nil
+	case labdb.EngineOfTarget(db) == labdb.PostgreSQL:
+		return db, nil
+	}
+	return "", cannotRun(fmt.Errorf(`--db %s: each server gets a fresh database of its own here; give ":memory:" (SQLite) or a postgres:// URL (lab serve --db serves a file)`, db))
+}
+
+// freshDB resolves f's --db (see freshDB), and refuses it beside --url:
+// the server there has a database of its own, which lab does not choose.
+func (f *serverFlags) freshDB() (string, error) {
+	if f.url != "" && f.db != "" {
+		return "", cannotRun(errors.New("--db chooses the database of the servers lab starts; the server at --url keeps its own"))
+	}
+	return freshDB(f.db)
 }
 
 // checkStage refuses a stage the lab does not have.

@@ -19,8 +19,12 @@ import (
 	"idemlab/kit/stage"
 )
 
-// Stages are the stages the demo can run.
+// Stages are the stages the demo can run, and where their databases go.
 type Stages struct {
+	// DB is where each server gets a fresh database of its own, dropped
+	// when it stops: a new database on the PostgreSQL cluster a
+	// postgres:// URL names, or else a SQLite file in a temporary folder.
+	DB string
 	// Solutions are the reference solutions compiled into the lab command.
 	Solutions map[int]stage.Factory
 	// Build compiles the student's stages/stageN into a test binary and
@@ -162,7 +166,7 @@ func (d *Demo) startBackend(ctx context.Context, c dashboard.Choice, epoch int) 
 		if !ok {
 			return nil, fmt.Errorf("no solution for stage %d in this build", c.Stage)
 		}
-		return StartLocal(ctx, f, dir)
+		return StartLocal(ctx, f, dir, d.stages.DB)
 	}
 	if d.stages.Build == nil {
 		return nil, errors.New("this build cannot run your code")
@@ -171,7 +175,7 @@ func (d *Demo) startBackend(ctx context.Context, c dashboard.Choice, epoch int) 
 	if err != nil {
 		return nil, err
 	}
-	return StartStudent(ctx, bin, dir)
+	return StartStudent(ctx, bin, dir, d.stages.DB)
 }
 
 // configure applies the profile's settings to a server.

@@ -14,6 +14,7 @@ import (
 	"idemlab/kit/events"
 	"idemlab/kit/idemkey"
 	"idemlab/kit/labclient"
+	"idemlab/kit/labdb"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage0"
 	"idemlab/solutions/stage1"
@@ -44,7 +45,7 @@ func transfer(t *testing.T, url string, c bank.Customer, key, op string) int {
 
 func startLocal(t *testing.T, f stage.Factory) *Local {
 	t.Helper()
-	l, err := StartLocal(t.Context(), f, t.TempDir())
+	l, err := StartLocal(t.Context(), f, t.TempDir(), labdb.TestTarget())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"idemlab/kit/events"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
+	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
 )
@@ -47,12 +47,14 @@ type Backend interface {
 	Close() error
 }
 
-// Local is a lab server running in this process on a database file, served
-// on a loopback port so that its clients speak real HTTP. A restart keeps
-// the port and the file, as a supervisor restarting a crashed process would.
+// Local is a lab server running in this process on a database of its own,
+// served on a loopback port so that its clients speak real HTTP. A restart
+// keeps the port and the database, as a supervisor restarting a crashed
+// process would.
 type Local struct {
 	factory stage.Factory
 	db      string
+	dropDB  func(context.Context) error
 	ln      net.Listener
 	hs      *http.Server
 
@@ -79,17 +81,25 @@ type generation struct {
 	next     chan *generation // the generation after it, or closed at Close
 }
 
-// StartLocal starts a stage on a fresh database file in dir.
-func StartLocal(ctx context.Context, factory stage.Factory, dir string) (*Local, error) {
-	l := &Local{factory: factory, db: filepath.Join(dir, "lab.db")}
+// StartLocal starts a stage on a fresh database: a file in dir, or a new
+// database on the PostgreSQL cluster the postgres:// URL cluster names
+// (labdb.Fresh), dropped at Close.
+func StartLocal(ctx context.Context, factory stage.Factory, dir, cluster string) (*Local, error) {
+	db, drop, err := labdb.Fresh(ctx, cluster, dir)
+	if err != nil {
+		return nil, err
+	}
+	l := &Local{factory: factory, db: db, dropDB: drop}
 	gen, err := l.open(ctx)
 	if err != nil {
+		drop(ctx)
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		gen.unsub()
 		gen.srv.Close()
+		drop(ctx)
 		return nil, err
 	}
 	l.gen, l.first, l.ln = gen, gen, ln
@@ -316,5 +326,6 @@ func (l *Local) close() error {
 	gen := l.current()
 	l.crash(gen)
 	close(gen.next)
-	return errors.Join(err, gen.srv.Close())
+	err = errors.Join(err, gen.srv.Close())
+	return errors.Join(err, l.dropDB(context.Background()))
 }

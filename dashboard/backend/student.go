@@ -44,10 +44,12 @@ type run struct {
 }
 
 // StartStudent starts a stage's test binary as a lab server on a fresh
-// database in dir. It returns an error if the child does not start or
-// its event stream does not open.
-func StartStudent(ctx context.Context, bin, dir string) (*Student, error) {
-	child, err := grader.StartChild(ctx, bin, dir)
+// database: a file in dir, or a new database on the PostgreSQL cluster the
+// postgres:// URL cluster names (grader.StartChild), dropped at Close. It
+// returns an error if the child does not start or its event stream does
+// not open.
+func StartStudent(ctx context.Context, bin, dir, cluster string) (*Student, error) {
+	child, err := grader.StartChild(ctx, bin, dir, cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -138,12 +140,13 @@ func (s *Student) Restart(ctx context.Context) error {
 	return nil
 }
 
-// Close kills the child and ends its event streams.
+// Close kills the child, drops its database and ends its event streams.
 func (s *Student) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stop()
 	s.child.Kill()
+	s.child.DropDB()
 	if !s.closed && s.last != nil {
 		close(s.last.next)
 	}

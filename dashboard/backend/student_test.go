@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"idemlab/dashboard"
+	"idemlab/kit/labdb"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage0"
 	"idemlab/solutions/stage6"
@@ -36,7 +37,7 @@ func TestStudent_RestartMissesNoEvent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a stage's test binary and runs it as a child process")
 	}
-	s, err := StartStudent(t.Context(), stage6Binary(t), t.TempDir())
+	s, err := StartStudent(t.Context(), stage6Binary(t), t.TempDir(), labdb.TestTarget())
 	if err != nil {
 		t.Fatal(err)
 	}

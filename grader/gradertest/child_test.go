@@ -8,6 +8,7 @@ import (
 
 	"idemlab/grader"
 	"idemlab/grader/gradertest"
+	"idemlab/kit/labdb"
 	"idemlab/solutions/stage0"
 )
 
@@ -31,7 +32,7 @@ func listenable(addr string) bool {
 // start; it keeps no copy, so the port is free once the child is gone; a
 // restart comes back on the same port, or on another if it was taken.
 func TestChild_HoldsItsPortFromThePickAndGivesItBackWhenGone(t *testing.T) {
-	child, err := grader.StartChild(t.Context(), testBinary(t), t.TempDir())
+	child, err := grader.StartChild(t.Context(), testBinary(t), t.TempDir(), labdb.TestTarget())
 	if err != nil {
 		t.Fatal(err)
 	}

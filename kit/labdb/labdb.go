@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"errors"
 	"os"
+	"path/filepath"
 	"regexp"
 
 	"idemlab/kit/fault"
@@ -78,6 +79,20 @@ func OpenOwn(ctx context.Context, target string) (*DB, error) {
 	}
 	db.closed = drop
 	return db, nil
+}
+
+// Fresh makes a database no one else uses, for a server that may crash
+// and start again on it: a new database on the PostgreSQL cluster target
+// names (pgdb.CreateDatabase: the tables of the database in the URL are
+// never touched), or else a new SQLite file in dir, which goes with dir
+// (":memory:" too: a restarted server must find its rows). It returns
+// what Open opens and a function that drops the database, which does
+// nothing for a file. It returns the cluster's error.
+func Fresh(ctx context.Context, target, dir string) (string, func(context.Context) error, error) {
+	if EngineOfTarget(target) == SQLite {
+		return filepath.Join(dir, "lab.db"), func(context.Context) error { return nil }, nil
+	}
+	return pgdb.CreateDatabase(ctx, target)
 }
 
 // EngineOfTarget reports the engine Open would open target on.
