@@ -39,10 +39,15 @@ test-pg: ## the kit, the solutions, the ladder and the mutants on a throwaway Po
 
 # pg-tests runs the PostgreSQL tests on the cluster IDEMLAB_DATABASE_URL
 # names; make test-pg starts one for it.
+# Each server on PostgreSQL holds a pool of connections: two packages at a
+# time, four checks each, stay well within the cluster's max_connections
+# however many cores the machine has.
+PG_PARALLEL = -p 2 -parallel 4
+
 pg-tests:
 	@[ -n "$$IDEMLAB_DATABASE_URL" ] || { echo "pg-tests: set IDEMLAB_DATABASE_URL, or run make test-pg"; exit 2; }
-	$(GO) test -count=1 $(PG_PKGS)
-	$(GO) test -count=1 -run '$(PG_LAB_TESTS)' ./cmd/lab
+	$(GO) test -count=1 $(PG_PARALLEL) $(PG_PKGS)
+	$(GO) test -count=1 $(PG_PARALLEL) -run '$(PG_LAB_TESTS)' ./cmd/lab
 	@echo "ladder on postgres: every stage's checks fail below it and pass at it; every mutant is caught"
 	@set -o pipefail; $(GO) test -count=1 -v ./grader/ladder | grep -v -E '^(=== (RUN|PAUSE|CONT)|    --- PASS|--- PASS)'
 

@@ -1,8 +1,9 @@
 // Package audit grades an idempotency middleware written for net/http, a
 // library's or a team's own, with the lab's check catalogue: the
 // middleware is wrapped around the naive handlers of stage 0, which
-// execute every request they receive, and the result is graded as the
-// final stage. Whatever keeps the money from moving twice is then the
+// execute every request they receive, and the result is graded with the
+// checks of stages 0 to 6, whose ideas a middleware can hold (stage 7's
+// settings are no middleware's business). Whatever keeps the money from moving twice is then the
 // middleware's doing.
 //
 // The middleware is built by an adapter: a small package that exports

@@ -221,7 +221,9 @@ func startChild(ctx context.Context, binary, subject, dir, cluster string) (*Chi
 // PostgreSQL cluster, if it did; stop the child first.
 func (c *Child) DropDB() {
 	if c.dropDB != nil {
-		c.dropDB(context.Background())
+		if err := c.dropDB(context.Background()); err != nil {
+			fmt.Fprintf(os.Stderr, "lab: could not drop the child's database %s: %v\n", labdb.Redacted(c.DB), err)
+		}
 		c.dropDB = nil
 	}
 }

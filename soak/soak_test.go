@@ -82,6 +82,7 @@ func startSolution(ctx context.Context, t *testing.T) (*grader.Child, *http.Tran
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(child.DropDB)
 	t.Cleanup(child.Kill)
 	base := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
 	t.Cleanup(base.CloseIdleConnections)

@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // CheckResult is one check's outcome in a run of a stage.
@@ -285,6 +287,7 @@ func (g GoTest) goTest(ctx context.Context, stage int, only string, vet bool, fl
 	}
 	build := exec.CommandContext(ctx, goCmd, args...)
 	build.Dir = g.Root
+	killGroupOnCancel(build)
 	if out, err := build.CombinedOutput(); err != nil {
 		if ctx.Err() != nil {
 			return Outcome{}, ctx.Err()
@@ -301,6 +304,7 @@ func (g GoTest) goTest(ctx context.Context, stage int, only string, vet bool, fl
 	cmd.Env = append(os.Environ(), "SEED="+g.Seed, "RUN="+only)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	killGroupOnCancel(cmd)
 	runErr := cmd.Run()
 	if ctx.Err() != nil {
 		return Outcome{}, ctx.Err()
@@ -326,4 +330,15 @@ func compilerMessage(out []byte) string {
 		}
 	}
 	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+// killGroupOnCancel makes cmd the leader of a process group of its own and
+// has ctx's end kill the whole group: go tool test2json starts test2json,
+// which starts the stage's test binary, which starts lab servers, and
+// killing go alone would leave them running and holding cmd's output
+// open, so that the run would not end until they did.
+func killGroupOnCancel(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
 }

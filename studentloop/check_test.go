@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func parseFixture(t *testing.T, name string) Outcome {
@@ -186,5 +187,44 @@ var _ = fmt.Sprint
 	o, err = vetted.RunCheck(ctx, 1, "S1.where")
 	if err != nil || o.State() != Passing || len(o.Checks) != 1 {
 		t.Fatalf("its check alone: %v, state %q, checks %+v\n%s", err, o.State(), o.Checks, o.Other)
+	}
+}
+
+// TestGoTest_CancelEndsTheRunAndItsChildren: the checks run under go tool
+// test2json, three processes deep; ending the context must end them all
+// and the run at once. Killing the go command alone left the test binary
+// running and holding the output open, so the run ended only with it.
+func TestGoTest_CancelEndsTheRunAndItsChildren(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go")
+	}
+	g := GoTest{Root: stageModule(t, `package stage1
+
+import (
+	"testing"
+	"time"
+)
+
+func TestStage(t *testing.T) {
+	t.Run("S1.slow", func(t *testing.T) { time.Sleep(time.Minute) })
+}
+`)}
+	if _, err := g.RunCheck(context.Background(), 1, "S1.none"); err != nil {
+		t.Fatal(err) // builds the binary, so that the timing below is the run's
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := g.Run(ctx, 1)
+		ended <- err
+	}()
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("a cancelled run reported an outcome")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run went on 20 s after its context ended: its test binary was left running")
 	}
 }

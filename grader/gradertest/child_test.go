@@ -36,6 +36,7 @@ func TestChild_HoldsItsPortFromThePickAndGivesItBackWhenGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(child.DropDB)
 	t.Cleanup(child.Kill)
 	addr := strings.TrimPrefix(child.URL, "http://")
 	if listenable(addr) {

@@ -111,9 +111,11 @@ func DayStart(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
 
 // checkDailyLimit refuses, with 422 daily-limit-exceeded, a transfer of
 // amount from account that would take the account's transfers since the
-// start of now's day over its daily limit. It reads inside tx, which holds
-// the write lock: no other transfer or settings change can slip in between
-// this check and the transfer's writes.
+// start of now's day over its daily limit. It reads inside tx after the
+// transfer has locked its accounts: on SQLite, one writer at a time, nothing
+// else can slip in before the commit; on PostgreSQL the account's row lock
+// keeps out the account's other transfers, while a settings change may
+// still commit in between (it is then simply later than the transfer).
 func checkDailyLimit(ctx context.Context, tx *sql.Tx, account string, amount int64, now time.Time) error {
 	limit := DefaultSettings().DailyLimit
 	err := tx.QueryRowContext(ctx, `SELECT daily_limit FROM account_settings WHERE account_id = ?`, account).Scan(&limit)

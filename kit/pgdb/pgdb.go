@@ -57,8 +57,13 @@ func IsURL(target string) bool {
 	return strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://")
 }
 
+// minVersion is the oldest PostgreSQL the lab runs on, as
+// server_version_num writes it: 14.0.
+const minVersion = 140000
+
 // Open connects to the PostgreSQL database at dbURL. It returns an error
-// if the URL does not parse or the database does not answer.
+// if the URL does not parse, the database does not answer, or it is older
+// than PostgreSQL 14.
 func Open(ctx context.Context, dbURL string) (*DB, error) {
 	cfg, err := pgx.ParseConfig(dbURL)
 	if err != nil {
@@ -71,6 +76,16 @@ func Open(ctx context.Context, dbURL string) (*DB, error) {
 	if err := sdb.PingContext(ctx); err != nil {
 		sdb.Close()
 		return nil, fmt.Errorf("open %s: %w", Redact(dbURL), err)
+	}
+	var version int
+	if err := sdb.QueryRowContext(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&version); err != nil {
+		sdb.Close()
+		return nil, fmt.Errorf("open %s: read the server's version: %w", Redact(dbURL), err)
+	}
+	if version < minVersion {
+		sdb.Close()
+		return nil, fmt.Errorf("open %s: PostgreSQL %d.%d is too old: the lab needs %d or later (its key-row trigger is made with CREATE OR REPLACE TRIGGER)",
+			Redact(dbURL), version/10000, version%10000, minVersion/10000)
 	}
 	db := &DB{DB: sdb, Store: store, url: dbURL}
 	if err := db.startListening(cfg); err != nil {
