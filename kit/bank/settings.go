@@ -53,16 +53,26 @@ const settingsSchema = `CREATE TABLE IF NOT EXISTS account_settings (
 	version     INTEGER NOT NULL
 )`
 
-// transfersByDay lets the daily limit sum one account's transfers of one
-// day without reading every transfer.
-const transfersByDay = `CREATE INDEX IF NOT EXISTS transfers_by_source_day ON transfers (from_account, created_at)`
+// SpentTable keeps, for each account and lab day, the money its transfers
+// have sent: what the daily limit is checked against, kept up to date in
+// each transfer's transaction, so that a check reads one row however many
+// transfers the day has had (summing them made a day of 100,000 transfers
+// over 16 accounts four times slower).
+const SpentTable = "daily_spent"
+
+const spentSchema = `CREATE TABLE IF NOT EXISTS daily_spent (
+	account_id TEXT NOT NULL REFERENCES accounts (id),
+	day        TEXT NOT NULL,
+	spent      INTEGER NOT NULL,
+	PRIMARY KEY (account_id, day)
+)`
 
 // migrateSettings creates the settings' table and gives every account
 // that has no settings yet (one made before the table existed) the
 // default ones.
 func migrateSettings(ctx context.Context, db *sql.DB) error {
 	d := DefaultSettings()
-	for _, stmt := range []string{settingsSchema, transfersByDay} {
+	for _, stmt := range []string{settingsSchema, spentSchema} {
 		if err := labdb.CreateTable(ctx, db, stmt); err != nil {
 			return fmt.Errorf("migrate settings: %w", err)
 		}
@@ -111,28 +121,32 @@ func DayStart(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
 
 // checkDailyLimit refuses, with 422 daily-limit-exceeded, a transfer of
 // amount from account that would take the account's transfers since the
-// start of now's day over its daily limit. It reads inside tx after the
-// transfer has locked its accounts: on SQLite, one writer at a time, nothing
-// else can slip in before the commit; on PostgreSQL the account's row lock
-// keeps out the account's other transfers, while a settings change may
-// still commit in between (it is then simply later than the transfer).
+// start of now's day over its daily limit; else it counts amount as sent
+// today. It runs inside tx after the transfer has locked its accounts: on
+// SQLite, one writer at a time, nothing else can slip in before the
+// commit; on PostgreSQL the account's row lock keeps out the account's
+// other transfers, while a settings change may still commit in between
+// (it is then simply later than the transfer). If the transfer fails
+// later, tx rolls the count back with it.
 func checkDailyLimit(ctx context.Context, tx *sql.Tx, account string, amount int64, now time.Time) error {
-	limit := DefaultSettings().DailyLimit
-	err := tx.QueryRowContext(ctx, `SELECT daily_limit FROM account_settings WHERE account_id = ?`, account).Scan(&limit)
+	day := clock.Format(DayStart(now))
+	limit, sent := DefaultSettings().DailyLimit, int64(0)
+	err := tx.QueryRowContext(ctx,
+		`SELECT s.daily_limit, coalesce(d.spent, 0) FROM account_settings AS s
+		 LEFT JOIN daily_spent AS d ON d.account_id = s.account_id AND d.day = ?
+		 WHERE s.account_id = ?`, day, account).Scan(&limit, &sent)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("read daily limit of %s: %w", account, err)
-	}
-	var sent int64
-	if err := tx.QueryRowContext(ctx,
-		// PostgreSQL sums BIGINTs into a NUMERIC; the cast, which SQLite
-		// takes too, brings it back to an integer.
-		`SELECT CAST(coalesce(sum(amount), 0) AS BIGINT) FROM transfers WHERE from_account = ? AND created_at >= ?`,
-		account, clock.Format(DayStart(now))).Scan(&sent); err != nil {
-		return fmt.Errorf("sum the day's transfers of %s: %w", account, err)
+		return fmt.Errorf("read the daily limit of %s and what it has sent today: %w", account, err)
 	}
 	if sent+amount > limit {
 		return problem.New(problem.DailyLimitExceeded,
 			"account %s has sent %d won today; %d more would pass its daily limit of %d", account, sent, amount, limit)
+	}
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO daily_spent (account_id, day, spent) VALUES (?, ?, ?)
+		 ON CONFLICT (account_id, day) DO UPDATE SET spent = daily_spent.spent + excluded.spent`,
+		account, day, amount); err != nil {
+		return fmt.Errorf("count what %s has sent today: %w", account, err)
 	}
 	return nil
 }
