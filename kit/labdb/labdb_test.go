@@ -3,6 +3,7 @@ package labdb_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -69,33 +70,38 @@ func TestIsUniqueViolation_ByCodeOnEitherEngine(t *testing.T) {
 // reads the winning row after its INSERT failed in the same transaction
 // without a savepoint: the transaction is aborted, and the read fails.
 func TestSavepoint_KeepsTheTransaction(t *testing.T) {
-	ctx := context.Background()
 	for engine, db := range engines(t) {
-		var first int64
-		if err := db.QueryRow(`INSERT INTO idempotency_keys (key, body) VALUES (?, ?) RETURNING id`, "k", []byte{0, 1}).Scan(&first); err != nil {
-			t.Fatalf("%s: %v", engine, err)
-		}
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = labdb.Savepoint(ctx, tx, func() error {
+		// Unmarked, and marked with its engine as the kit marks each
+		// request: on SQLite, the marked one runs the statement alone,
+		// and the transaction must go on all the same.
+		for n, ctx := range []context.Context{context.Background(), labdb.WithEngine(context.Background(), engine)} {
+			key := fmt.Sprintf("k%d", n)
+			var first int64
+			if err := db.QueryRow(`INSERT INTO idempotency_keys (key, body) VALUES (?, ?) RETURNING id`, key, []byte{0, 1}).Scan(&first); err != nil {
+				t.Fatalf("%s: %v", engine, err)
+			}
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = labdb.Savepoint(ctx, tx, func() error {
+				var id int64
+				return tx.QueryRowContext(ctx, `INSERT INTO idempotency_keys (key) VALUES (?) RETURNING id`, key).Scan(&id)
+			})
+			if !labdb.IsUniqueViolation(err) {
+				t.Fatalf("%s, context %d: Savepoint returned %v, want the unique violation", engine, n, err)
+			}
 			var id int64
-			return tx.QueryRowContext(ctx, `INSERT INTO idempotency_keys (key) VALUES (?) RETURNING id`, "k").Scan(&id)
-		})
-		if !labdb.IsUniqueViolation(err) {
-			t.Fatalf("%s: Savepoint returned %v, want the unique violation", engine, err)
-		}
-		var id int64
-		var body []byte
-		if err := tx.QueryRowContext(ctx, `SELECT id, body FROM idempotency_keys WHERE key = ?`, "k").Scan(&id, &body); err != nil {
-			t.Fatalf("%s: after the savepoint, the transaction cannot read: %v", engine, err)
-		}
-		if id != first || string(body) != "\x00\x01" {
-			t.Errorf("%s: read id %d body %q, want %d and the bytes stored", engine, id, body, first)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
+			var body []byte
+			if err := tx.QueryRowContext(ctx, `SELECT id, body FROM idempotency_keys WHERE key = ?`, key).Scan(&id, &body); err != nil {
+				t.Fatalf("%s, context %d: after the savepoint, the transaction cannot read: %v", engine, n, err)
+			}
+			if id != first || string(body) != "\x00\x01" {
+				t.Errorf("%s, context %d: read id %d body %q, want %d and the bytes stored", engine, n, id, body, first)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

@@ -244,7 +244,7 @@ func (s *Server) publishKeyRows() {
 
 func (s *Server) routes(lab bool) chi.Router {
 	r := chi.NewRouter()
-	r.Use(readBody(s.bodyTimeout))
+	r.Use(readBody(s.bodyTimeout), s.markEngine)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, problem.New(problem.NotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
@@ -297,4 +297,13 @@ func (s *Server) Close() error {
 	s.db.OnKeyRowsChanged(nil)
 	s.wg.Wait()
 	return s.db.Close()
+}
+
+// markEngine marks each request's context with the engine the server's
+// database runs on, for labdb.Savepoint.
+func (s *Server) markEngine(next http.Handler) http.Handler {
+	engine := s.db.Engine()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(labdb.WithEngine(r.Context(), engine)))
+	})
 }
