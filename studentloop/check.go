@@ -14,8 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 )
 
 // CheckResult is one check's outcome in a run of a stage.
@@ -330,15 +328,4 @@ func compilerMessage(out []byte) string {
 		}
 	}
 	return strings.TrimSpace(strings.Join(lines, "\n"))
-}
-
-// killGroupOnCancel makes cmd the leader of a process group of its own and
-// has ctx's end kill the whole group: go tool test2json starts test2json,
-// which starts the stage's test binary, which starts lab servers, and
-// killing go alone would leave them running and holding cmd's output
-// open, so that the run would not end until they did.
-func killGroupOnCancel(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
 }

@@ -1,0 +1,15 @@
+//go:build !unix
+
+package studentloop
+
+import (
+	"os/exec"
+	"time"
+)
+
+// killGroupOnCancel, where there are no process groups to kill, kills the
+// go command at ctx's end and stops waiting for its output a second later,
+// so that a cancelled run ends even if the test binary it started lives on.
+func killGroupOnCancel(cmd *exec.Cmd) {
+	cmd.WaitDelay = time.Second
+}
