@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -155,26 +156,41 @@ func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer,
 // stageTables lists the tables that are neither the bank's nor the
 // clock's: the stage's own.
 func stageTables(ctx context.Context, tx *sql.Tx, engine labdb.Engine) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, tablesQuery(engine)+` ORDER BY name`)
+	names, err := tables(ctx, tx, engine)
 	if err != nil {
-		return nil, fmt.Errorf("list tables: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
 	kit := map[string]bool{clock.Table: true}
 	for _, t := range bank.Tables {
 		kit[t] = true
 	}
 	var out []string
+	for _, n := range names {
+		if !kit[n] {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// tables lists the tables of the database q reads, by name.
+func tables(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, engine labdb.Engine) ([]string, error) {
+	rows, err := q.QueryContext(ctx, tablesQuery(engine)+` ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	defer rows.Close()
+	var names []string
 	for rows.Next() {
 		var n string
 		if err := rows.Scan(&n); err != nil {
 			return nil, err
 		}
-		if !kit[n] {
-			out = append(out, n)
-		}
+		names = append(names, n)
 	}
-	return out, rows.Err()
+	return names, rows.Err()
 }
 
 func (c *Controller) handleReset(w http.ResponseWriter, r *http.Request) {
@@ -439,28 +455,10 @@ func keyRowsQuery(engine labdb.Engine) string {
 // table) must be empty: a --db that names another application's database
 // would otherwise lose that application's tables at the first reset.
 func CheckOwned(ctx context.Context, db *labdb.DB) error {
-	rows, err := db.QueryContext(ctx, tablesQuery(db.Engine())+` ORDER BY name`)
-	if err != nil {
-		return fmt.Errorf("list tables: %w", err)
-	}
-	defer rows.Close()
-	var names []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return err
-		}
-		if n == clock.Table {
-			return nil
-		}
-		names = append(names, n)
-	}
-	if err := rows.Err(); err != nil {
+	names, err := tables(ctx, db, db.Engine())
+	if err != nil || len(names) == 0 || slices.Contains(names, clock.Table) {
 		return err
 	}
-	if len(names) > 0 {
-		return fmt.Errorf("refusing to start: %s holds tables the lab did not make (%s), and a lab reset drops every table that is not the bank's; give the lab a database of its own (a new file, or createdb idemlab)",
-			labdb.Redacted(db.Target()), strings.Join(names, ", "))
-	}
-	return nil
+	return fmt.Errorf("refusing to start: %s holds tables the lab did not make (%s), and a lab reset drops every table that is not the bank's; give the lab a database of its own (a new file, or createdb idemlab)",
+		labdb.Redacted(db.Target()), strings.Join(names, ", "))
 }
