@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -104,71 +103,115 @@ var (
 // and returns what they say about its checks. It returns an error for a
 // stream that is not test2json events.
 func ParseTestJSON(r io.Reader, stage int) (Outcome, error) {
-	o := Outcome{Stage: stage}
-	outputs := map[string]*strings.Builder{}
-	results := map[string]bool{}
-	var build, other strings.Builder
-	packageFailed := false
+	return newEvents(stage).read(r)
+}
+
+// read folds every event of r and returns the outcome.
+func (e *events) read(r io.Reader) (Outcome, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
-		line := sc.Bytes()
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var ev testEvent
-		if err := json.Unmarshal(line, &ev); err != nil {
-			return Outcome{}, fmt.Errorf("not a go test -json event: %q", line)
-		}
-		switch ev.Action {
-		case "build-output":
-			if !strings.HasPrefix(ev.Output, "# ") {
-				build.WriteString(ev.Output)
-			}
-			continue
-		case "build-fail":
-			continue
-		}
-		if m := seedLine.FindStringSubmatch(ev.Output); m != nil && o.Seed == "" {
-			o.Seed = m[1]
-		}
-		id := ""
-		if m := checkName.FindStringSubmatch(ev.Test); m != nil {
-			id = m[1]
-		}
-		switch {
-		case id != "" && ev.Action == "output":
-			if outputs[id] == nil {
-				outputs[id] = &strings.Builder{}
-			}
-			outputs[id].WriteString(ev.Output)
-		case id != "" && (ev.Action == "pass" || ev.Action == "fail"):
-			results[id] = ev.Action == "pass"
-		case id == "" && ev.Action == "output":
-			other.WriteString(ev.Output)
-		case ev.Test == "" && ev.Action == "fail":
-			packageFailed = true
+		if err := e.add(sc.Bytes()); err != nil {
+			return Outcome{}, err
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return Outcome{}, err
 	}
-	o.Build = strings.TrimSpace(build.String())
-	for id, passed := range results {
-		c := CheckResult{ID: id, Passed: passed}
-		if !passed && outputs[id] != nil {
-			c.Report = failureReport(outputs[id].String())
+	return e.outcome(), nil
+}
+
+// events folds a stream of test2json events into an Outcome, one line
+// at a time, so that a check can be reported as soon as it ends.
+type events struct {
+	o             Outcome
+	outputs       map[string]*strings.Builder
+	results       map[string]bool
+	build, other  strings.Builder
+	packageFailed bool
+	// started and checked, when not nil, are called as the test binary
+	// starts (the build is over) and as each check ends.
+	started func()
+	checked func(CheckResult)
+}
+
+func newEvents(stage int) *events {
+	return &events{o: Outcome{Stage: stage}, outputs: map[string]*strings.Builder{}, results: map[string]bool{}}
+}
+
+// add takes one line of the stream.
+func (e *events) add(line []byte) error {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return nil
+	}
+	var ev testEvent
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return fmt.Errorf("not a go test -json event: %q", line)
+	}
+	switch ev.Action {
+	case "build-output":
+		if !strings.HasPrefix(ev.Output, "# ") {
+			e.build.WriteString(ev.Output)
 		}
-		o.Checks = append(o.Checks, c)
+		return nil
+	case "build-fail":
+		return nil
+	case "start":
+		if e.started != nil {
+			e.started()
+		}
+		return nil
+	}
+	if m := seedLine.FindStringSubmatch(ev.Output); m != nil && e.o.Seed == "" {
+		e.o.Seed = m[1]
+	}
+	id := ""
+	if m := checkName.FindStringSubmatch(ev.Test); m != nil {
+		id = m[1]
+	}
+	switch {
+	case id != "" && ev.Action == "output":
+		if e.outputs[id] == nil {
+			e.outputs[id] = &strings.Builder{}
+		}
+		e.outputs[id].WriteString(ev.Output)
+	case id != "" && (ev.Action == "pass" || ev.Action == "fail"):
+		e.results[id] = ev.Action == "pass"
+		if e.checked != nil {
+			e.checked(e.result(id))
+		}
+	case id == "" && ev.Action == "output":
+		e.other.WriteString(ev.Output)
+	case ev.Test == "" && ev.Action == "fail":
+		e.packageFailed = true
+	}
+	return nil
+}
+
+// result is check id as it ended, with its report when it failed.
+func (e *events) result(id string) CheckResult {
+	c := CheckResult{ID: id, Passed: e.results[id]}
+	if !c.Passed && e.outputs[id] != nil {
+		c.Report = failureReport(e.outputs[id].String())
+	}
+	return c
+}
+
+// outcome is what the stream said, once it has ended.
+func (e *events) outcome() Outcome {
+	o := e.o
+	o.Build = strings.TrimSpace(e.build.String())
+	for id := range e.results {
+		o.Checks = append(o.Checks, e.result(id))
 	}
 	sort.Slice(o.Checks, func(i, j int) bool { return checkLess(o.Checks[i].ID, o.Checks[j].ID) })
-	if packageFailed && o.Build == "" && len(o.Failed()) == 0 {
-		o.Other = strings.TrimSpace(other.String())
+	if e.packageFailed && o.Build == "" && len(o.Failed()) == 0 {
+		o.Other = strings.TrimSpace(e.other.String())
 		if o.Other == "" {
 			o.Other = "the checks failed without saying why"
 		}
 	}
-	return o, nil
+	return o
 }
 
 // failureReport keeps a failing check's own words: not go test's
@@ -218,22 +261,18 @@ func checkStage(id string) int {
 	return n
 }
 
-// Runner runs a stage's checks.
+// Runner runs a stage's checks. each, when not nil, is called with every
+// check as it ends, before Run returns; the Outcome is what the stage's
+// progress is made of.
 type Runner interface {
-	Run(ctx context.Context, stage int) (Outcome, error)
-}
-
-// CheckRunner runs one check of a stage alone. Its outcome has the
-// check's ID in Only, so it is never recorded as the stage's progress.
-type CheckRunner interface {
-	RunCheck(ctx context.Context, stage int, id string) (Outcome, error)
+	Run(ctx context.Context, stage int, each func(CheckResult)) (Outcome, error)
 }
 
 // GoTest runs a stage's checks the way make stage-N does, in a child
-// process: it builds (and vets) the stage's test binary with go test -c
-// and runs it under test2json. Building apart from running lets a check
-// run alone and then every check share one build: the second go test -c
-// finds the binary in Go's build cache.
+// process, and reports each check as it ends. It builds and runs them
+// with go test -json, and vets the stage while they run: a save is
+// answered without waiting for vet, and a stage vet refuses is still
+// refused, as go test would.
 type GoTest struct {
 	Root string
 	// Go is the go command (default "go").
@@ -247,75 +286,99 @@ type GoTest struct {
 
 // Run runs stage's checks and parses what they report. It returns an
 // error when they could not run at all (no Go, a broken module).
-func (g GoTest) Run(ctx context.Context, stage int) (Outcome, error) {
-	return g.goTest(ctx, stage, g.Only, true)
-}
-
-// RunCheck runs the check id of stage alone, and without vet, for an
-// answer in about a second: compiling and linking the test binary is most
-// of what is left, where a run of every check waits for the slowest. The
-// -run filter holds it to that exact ID (RUN= alone picks every check
-// whose ID contains it). It returns Run's errors.
-func (g GoTest) RunCheck(ctx context.Context, stage int, id string) (Outcome, error) {
-	return g.goTest(ctx, stage, id, false, "-test.run=^TestStage$/^"+regexp.QuoteMeta(id)+"$")
-}
-
-func (g GoTest) goTest(ctx context.Context, stage int, only string, vet bool, flags ...string) (Outcome, error) {
+func (g GoTest) Run(ctx context.Context, stage int, each func(CheckResult)) (Outcome, error) {
 	goCmd := g.Go
 	if goCmd == "" {
 		goCmd = "go"
 	}
-	dir := StageDir(stage)
+	dir := "./" + StageDir(stage)
 	if g.Solution {
-		dir = SolutionDir(stage)
+		dir = "./" + SolutionDir(stage)
 	}
-	tmp, err := os.MkdirTemp("", "lab-check-")
+	// Without the symbol table and DWARF (-s -w) the link takes about
+	// 0.35 s less, much of what a save waits for; a panic's stack trace
+	// still names every function and line.
+	cmd := exec.CommandContext(ctx, goCmd, "test", "-json", "-count=1", "-vet=off", "-ldflags=-s -w", "-timeout=10m", dir)
+	cmd.Dir = g.Root
+	cmd.Env = append(os.Environ(), "SEED="+g.Seed, "RUN="+g.Only)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return Outcome{}, err
 	}
-	defer os.RemoveAll(tmp)
-	exe := filepath.Join(tmp, "stage.test")
-	// go test -c vets as go test does (the same checks), unless told not
-	// to. Without the symbol table and DWARF (-s -w) the link takes about
-	// 0.35 s less, most of what a save waits for; a panic's stack trace
-	// still names every function and line.
-	args := []string{"test", "-c", "-ldflags=-s -w", "-o", exe, "./" + dir}
-	if !vet {
-		args = append(args, "-vet=off")
-	}
-	build := exec.CommandContext(ctx, goCmd, args...)
-	build.Dir = g.Root
-	killGroupOnCancel(build)
-	if out, err := build.CombinedOutput(); err != nil {
-		if ctx.Err() != nil {
-			return Outcome{}, ctx.Err()
-		}
-		msg := compilerMessage(out)
-		if msg == "" {
-			return Outcome{}, fmt.Errorf("go test -c: %v", err)
-		}
-		return Outcome{Stage: stage, Only: only, Build: msg}, nil
-	}
-	args = append([]string{"tool", "test2json", exe, "-test.v=test2json", "-test.count=1", "-test.timeout=10m"}, flags...)
-	cmd := exec.CommandContext(ctx, goCmd, args...)
-	cmd.Dir = filepath.Join(g.Root, dir)
-	cmd.Env = append(os.Environ(), "SEED="+g.Seed, "RUN="+only)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	killGroupOnCancel(cmd)
-	runErr := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return Outcome{}, err
+	}
+	// The stage's package is compiled once its test binary starts: vet
+	// then finds what it needs in the build cache and runs beside the
+	// checks.
+	var vet *vetRun
+	e := newEvents(stage)
+	e.checked = each
+	e.started = func() { vet = startVet(ctx, goCmd, g.Root, dir) }
+	o, parseErr := e.read(stdout)
+	if parseErr != nil {
+		cmd.Process.Kill()
+	}
+	runErr := cmd.Wait()
+	vetMsg, vetErr := vet.wait()
 	if ctx.Err() != nil {
 		return Outcome{}, ctx.Err()
 	}
-	o, err := ParseTestJSON(&stdout, stage)
-	if err != nil {
-		return Outcome{}, err
+	if parseErr != nil {
+		return Outcome{}, parseErr
 	}
-	o.Only = only
-	if len(o.Checks) == 0 && o.Other == "" && runErr != nil {
+	if vetErr != nil {
+		return Outcome{}, vetErr
+	}
+	o.Only = g.Only
+	if o.Build == "" && vetMsg != "" {
+		// go test runs no check of a stage vet refuses.
+		o.Build, o.Checks, o.Other = vetMsg, nil, ""
+	}
+	if o.Build == "" && len(o.Checks) == 0 && o.Other == "" && runErr != nil {
 		return Outcome{}, fmt.Errorf("run the checks: %v: %s", runErr, strings.TrimSpace(stderr.String()))
 	}
 	return o, nil
+}
+
+// vetRun is go vet running on a stage.
+type vetRun struct {
+	done chan struct{}
+	msg  string
+	err  error
+}
+
+// startVet runs go vet on dir, the checks go test runs before a stage's
+// tests, in the background.
+func startVet(ctx context.Context, goCmd, root, dir string) *vetRun {
+	v := &vetRun{done: make(chan struct{})}
+	cmd := exec.CommandContext(ctx, goCmd, "vet", dir)
+	cmd.Dir = root
+	killGroupOnCancel(cmd)
+	go func() {
+		defer close(v.done)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			return
+		}
+		if v.msg = compilerMessage(out); v.msg == "" {
+			v.err = fmt.Errorf("go vet: %v", err)
+		}
+	}()
+	return v
+}
+
+// wait returns vet's findings ("" for none), or an error when vet could
+// not run. A vet that never started found nothing.
+func (v *vetRun) wait() (string, error) {
+	if v == nil {
+		return "", nil
+	}
+	<-v.done
+	return v.msg, v.err
 }
 
 // compilerMessage is what go test -c printed, the compiler's and vet's

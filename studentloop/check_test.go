@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 func parseFixture(t *testing.T, name string) Outcome {
@@ -96,29 +95,74 @@ func TestParseTestJSON_RejectsOtherText(t *testing.T) {
 	}
 }
 
-// TestGoTest_RunCheckRunsExactlyThatCheck runs go test on the reference
-// solution of stage 0: S0.happy-path alone is one passing check with its
-// ID in Only (so it is never recorded); S0.tally, which RUN= alone would
-// take for both S0.tally-* checks, runs none. A RunCheck that ran every
-// check, or filtered by RUN= only, fails.
-func TestGoTest_RunCheckRunsExactlyThatCheck(t *testing.T) {
+// TestGoTest_OnlyRunsTheChecksRUNNames runs go test on the reference
+// solution of stage 0 with Only set, as make stage-0 RUN=… does: only
+// the checks whose ID contains it run, and the outcome says so (it is
+// never recorded as the stage's progress). A runner that ignored Only
+// fails.
+func TestGoTest_OnlyRunsTheChecksRUNNames(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go test")
 	}
-	g := GoTest{Root: "..", Solution: true}
-	o, err := g.RunCheck(context.Background(), 0, "S0.happy-path")
+	g := GoTest{Root: "..", Solution: true, Only: "S0.happy-path"}
+	o, err := g.Run(context.Background(), 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.State() != Passing || len(o.Checks) != 1 || o.Checks[0].ID != "S0.happy-path" || o.Only != "S0.happy-path" {
 		t.Fatalf("state %q, only %q, checks %+v\n%s", o.State(), o.Only, o.Checks, o.Other)
 	}
-	o, err = g.RunCheck(context.Background(), 0, "S0.tally")
+}
+
+// TestGoTest_EachCheckIsReportedAsItEnds: S1.slow waits until the run
+// has reported S1.fast (the report writes a file S1.slow looks for), so
+// it passes only if each check reaches the caller while the others still
+// run, which is what lets the watch answer a save without waiting for
+// the slowest check. Every check is reported once, with its report when
+// it fails.
+func TestGoTest_EachCheckIsReportedAsItEnds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go")
+	}
+	g := GoTest{Root: stageModule(t, `package stage1
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+func TestStage(t *testing.T) {
+	t.Run("S1.fast", func(t *testing.T) {})
+	t.Run("S1.fails", func(t *testing.T) { t.Error("FAIL S1.fails  on purpose") })
+	t.Run("S1.slow", func(t *testing.T) {
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat("reported"); err == nil {
+				return
+			}
+		}
+		t.Error("FAIL S1.slow  S1.fast was not reported while S1.slow ran")
+	})
+}
+`)}
+	var seen []string
+	o, err := g.Run(context.Background(), 1, func(c CheckResult) {
+		seen = append(seen, fmt.Sprintf("%s %v", c.ID, c.Passed))
+		if c.ID == "S1.fails" && !strings.Contains(c.Report, "FAIL S1.fails  on purpose") {
+			t.Errorf("S1.fails reported with %q", c.Report)
+		}
+		if c.ID == "S1.fast" {
+			os.WriteFile(filepath.Join(g.Root, StageDir(1), "reported"), nil, 0o644)
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(o.Checks) != 0 || o.State() != CouldNotCheck {
-		t.Fatalf("S0.tally ran %+v, want no check", o.Checks)
+	if want := "S1.fast true, S1.fails false, S1.slow true"; strings.Join(seen, ", ") != want {
+		t.Errorf("reported %q, want %q", strings.Join(seen, ", "), want)
+	}
+	if o.FirstFailing() != "S1.fails" || len(o.Checks) != 3 {
+		t.Errorf("outcome %+v", o.Checks)
 	}
 }
 
@@ -145,10 +189,10 @@ func stageModule(t *testing.T, src string) string {
 
 // TestGoTest_BuildsVetsAndRunsLikeGoTest: a stage that does not compile
 // gets the compiler's words and no check; one that compiles but that vet
-// refuses is refused as go test would, but its check alone (no vet) still
-// runs; the checks run in the stage's folder with SEED set. A runner that
-// ran the checks of a stage vet refuses, lost the compiler's message or
-// ran them elsewhere fails.
+// refuses is refused as go test would, with vet's words and no check;
+// the checks of a stage that builds run in its folder with SEED set. A
+// runner that skipped vet, lost the compiler's message or ran the checks
+// elsewhere fails.
 func TestGoTest_BuildsVetsAndRunsLikeGoTest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go")
@@ -174,57 +218,19 @@ var _ = fmt.Sprint
 `
 	ctx := context.Background()
 	broken := GoTest{Root: stageModule(t, fmt.Sprintf(check, "x := undefinedName"))}
-	o, err := broken.Run(ctx, 1)
+	o, err := broken.Run(ctx, 1, nil)
 	if err != nil || o.State() != DoesNotBuild || !strings.Contains(o.Build, "undefined: undefinedName") || strings.Contains(o.Build, "# ") {
 		t.Fatalf("a stage that does not compile: %v, state %q, build %q", err, o.State(), o.Build)
 	}
 
 	vetted := GoTest{Root: stageModule(t, fmt.Sprintf(check, `fmt.Printf("%d\n", "not a number")`)), Seed: "7"}
-	o, err = vetted.Run(ctx, 1)
-	if err != nil || o.State() != DoesNotBuild || !strings.Contains(o.Build, "Printf") || len(o.Checks) != 0 {
+	o, err = vetted.Run(ctx, 1, nil)
+	if err != nil || o.State() != DoesNotBuild || !strings.Contains(o.Build, "Printf") || strings.Contains(o.Build, "# ") || len(o.Checks) != 0 {
 		t.Fatalf("a stage vet refuses: %v, state %q, build %q, checks %+v", err, o.State(), o.Build, o.Checks)
 	}
-	o, err = vetted.RunCheck(ctx, 1, "S1.where")
+	clean := GoTest{Root: stageModule(t, fmt.Sprintf(check, "")), Seed: "7"}
+	o, err = clean.Run(ctx, 1, nil)
 	if err != nil || o.State() != Passing || len(o.Checks) != 1 {
-		t.Fatalf("its check alone: %v, state %q, checks %+v\n%s", err, o.State(), o.Checks, o.Other)
-	}
-}
-
-// TestGoTest_CancelEndsTheRunAndItsChildren: the checks run under go tool
-// test2json, three processes deep; ending the context must end them all
-// and the run at once. Killing the go command alone left the test binary
-// running and holding the output open, so the run ended only with it.
-func TestGoTest_CancelEndsTheRunAndItsChildren(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go")
-	}
-	g := GoTest{Root: stageModule(t, `package stage1
-
-import (
-	"testing"
-	"time"
-)
-
-func TestStage(t *testing.T) {
-	t.Run("S1.slow", func(t *testing.T) { time.Sleep(time.Minute) })
-}
-`)}
-	if _, err := g.RunCheck(context.Background(), 1, "S1.none"); err != nil {
-		t.Fatal(err) // builds the binary, so that the timing below is the run's
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	defer cancel()
-	ended := make(chan error, 1)
-	go func() {
-		_, err := g.Run(ctx, 1)
-		ended <- err
-	}()
-	select {
-	case err := <-ended:
-		if err == nil {
-			t.Fatal("a cancelled run reported an outcome")
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the run went on 20 s after its context ended: its test binary was left running")
+		t.Fatalf("a stage that builds: %v, state %q, checks %+v\n%s", err, o.State(), o.Checks, o.Other)
 	}
 }

@@ -25,17 +25,15 @@ type Watch struct {
 	// work (some network and container file systems); Polling forces it.
 	Poll    time.Duration
 	Polling bool
-	// Alone, when set, answers a save sooner: before Runner runs every
-	// check, it runs alone the check that failed first in the last run
-	// of every check, which is the one the student is working on.
-	Alone CheckRunner
 	// Started is called as a run begins, with the time of the save that
-	// caused it (zero for the first run) and the ID of the check run
-	// alone first ("" when there is none).
-	Started func(savedAt time.Time, alone string)
-	// AloneDone is called with the outcome of the check run alone, or its
-	// error, before every check runs.
-	AloneDone func(o Outcome, err error, savedAt time.Time)
+	// caused it (zero for the first run) and the check that failed first
+	// in the run before ("" when there is none): the one the student is
+	// working on.
+	Started func(savedAt time.Time, first string)
+	// Checked is called with each check as it ends, before the run does,
+	// so that the check the student is working on is answered without
+	// waiting for the slowest.
+	Checked func(c CheckResult, savedAt time.Time)
 	// Done is called with each run's outcome of every check, or its
 	// error: the outcome the stage's progress is made of.
 	Done func(o Outcome, err error, savedAt time.Time)
@@ -73,27 +71,17 @@ func (w Watch) serve(ctx context.Context, runs <-chan time.Time) error {
 	}
 }
 
-// runOnce runs the check that failed first last time alone (when there
-// was one and w.Alone is set), then every check. It returns the check
-// that fails first now, or the last one if this run could not say.
+// runOnce runs every check and returns the one that fails first now, or
+// first, the one that failed first before, if this run could not say.
 func (w Watch) runOnce(ctx context.Context, savedAt time.Time, first string) string {
-	alone := first
-	if w.Alone == nil {
-		alone = ""
-	}
 	if w.Started != nil {
-		w.Started(savedAt, alone)
+		w.Started(savedAt, first)
 	}
-	if alone != "" {
-		o, err := w.Alone.RunCheck(ctx, w.Stage, alone)
-		if ctx.Err() != nil {
-			return first
-		}
-		if w.AloneDone != nil {
-			w.AloneDone(o, err, savedAt)
-		}
+	var each func(CheckResult)
+	if w.Checked != nil {
+		each = func(c CheckResult) { w.Checked(c, savedAt) }
 	}
-	o, err := w.Runner.Run(ctx, w.Stage)
+	o, err := w.Runner.Run(ctx, w.Stage, each)
 	if ctx.Err() != nil {
 		return first
 	}

@@ -53,7 +53,7 @@ func TestDebounce_ABurstOfSavesIsOneRun(t *testing.T) {
 // fakeRunner reports each run on a channel instead of running go test.
 type fakeRunner struct{ ran chan int }
 
-func (f fakeRunner) Run(ctx context.Context, stage int) (Outcome, error) {
+func (f fakeRunner) Run(ctx context.Context, stage int, each func(CheckResult)) (Outcome, error) {
 	select {
 	case f.ran <- stage:
 	case <-ctx.Done():
@@ -108,10 +108,11 @@ func waitFor(t *testing.T, ran chan int, what string) {
 	}
 }
 
-// scriptedRunner says on ran what it was asked to run ("every check", or
-// the ID of a check run alone) and answers with what the test sends.
+// scriptedRunner runs the outcomes the test sends: it says on ran that
+// it runs, then hands each of the answer's checks to each, in order,
+// before returning the answer.
 type scriptedRunner struct {
-	ran     chan string
+	ran     chan struct{}
 	answers chan answer
 }
 
@@ -120,36 +121,23 @@ type answer struct {
 	err error
 }
 
-func (s scriptedRunner) Run(ctx context.Context, stage int) (Outcome, error) {
-	a, err := s.ask(ctx, "every check")
-	if err != nil {
-		return Outcome{}, err
-	}
-	return a.o, a.err
-}
-
-// ask says what is run and waits for the test's answer, or for the watch
-// to end (a run the test no longer waits for must not block it).
-func (s scriptedRunner) ask(ctx context.Context, what string) (answer, error) {
+func (s scriptedRunner) Run(ctx context.Context, stage int, each func(CheckResult)) (Outcome, error) {
 	select {
-	case s.ran <- what:
+	case s.ran <- struct{}{}:
 	case <-ctx.Done():
-		return answer{}, ctx.Err()
+		return Outcome{}, ctx.Err()
 	}
+	var a answer
 	select {
-	case a := <-s.answers:
-		return a, nil
+	case a = <-s.answers:
 	case <-ctx.Done():
-		return answer{}, ctx.Err()
+		return Outcome{}, ctx.Err()
 	}
-}
-
-func (s scriptedRunner) RunCheck(ctx context.Context, stage int, id string) (Outcome, error) {
-	a, err := s.ask(ctx, id)
-	if err != nil {
-		return Outcome{}, err
+	for _, c := range a.o.Checks {
+		if each != nil {
+			each(c)
+		}
 	}
-	a.o.Only = id
 	return a.o, a.err
 }
 
@@ -157,25 +145,26 @@ func failingFirst(id string) Outcome {
 	return Outcome{Stage: 1, Checks: []CheckResult{{ID: "S1.a", Passed: true}, {ID: id, Report: "FAIL " + id}, {ID: "S1.z"}}}
 }
 
-// TestWatch_ASaveRunsTheFirstFailingCheckAloneFirst: after a save, the
-// check that failed first in the last run of every check runs alone, its
-// outcome is reported, and only then does every check run. The first run
-// has nothing to run alone; an error keeps the check of the run before;
-// a stage that passes has none. A watch that ran the check alone after
-// every check, ran the check of a stale run or of the check run alone,
-// handed the lone check's outcome to Done (where progress is recorded),
-// or ran a check alone after a pass fails.
-func TestWatch_ASaveRunsTheFirstFailingCheckAloneFirst(t *testing.T) {
+// TestWatch_EachCheckIsReportedAsItEnds: every run starts naming the
+// check that failed first in the run before (none for the first run, an
+// error keeps the one before, a pass has none), each check reaches
+// Checked as it ends with the save's time, and Done comes last. A watch
+// that named a stale check, lost the save's time, or reported the checks
+// only after Done fails.
+func TestWatch_EachCheckIsReportedAsItEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r := scriptedRunner{ran: make(chan string), answers: make(chan answer)}
-	reported := make(chan string)
-	w := Watch{Stage: 1, Runner: r, Alone: r,
-		AloneDone: func(o Outcome, err error, savedAt time.Time) {
-			reported <- fmt.Sprintf("alone %s: %s at %d", o.Only, o.State(), savedAt.Unix())
+	r := scriptedRunner{ran: make(chan struct{}), answers: make(chan answer)}
+	reported := make(chan string, 16)
+	w := Watch{Stage: 1, Runner: r,
+		Started: func(savedAt time.Time, first string) {
+			reported <- fmt.Sprintf("start at %d, working on %q", savedAt.Unix(), first)
+		},
+		Checked: func(c CheckResult, savedAt time.Time) {
+			reported <- fmt.Sprintf("%s passed=%v at %d", c.ID, c.Passed, savedAt.Unix())
 		},
 		Done: func(o Outcome, err error, savedAt time.Time) {
-			reported <- fmt.Sprintf("every check: %s %s err=%v at %d", o.State(), o.FirstFailing(), err, savedAt.Unix())
+			reported <- fmt.Sprintf("done: %s %s err=%v at %d", o.State(), o.FirstFailing(), err, savedAt.Unix())
 		}}
 	runs := make(chan time.Time)
 	stopped := make(chan error)
@@ -183,29 +172,34 @@ func TestWatch_ASaveRunsTheFirstFailingCheckAloneFirst(t *testing.T) {
 	zero := time.Time{}.Unix()
 	steps := []struct {
 		save   int64 // 0: the first run, no save
-		ran    string
 		answer answer
-		report string
+		report []string
 	}{
-		{0, "every check", answer{o: failingFirst("S1.b")}, fmt.Sprintf("every check: failing S1.b err=<nil> at %d", zero)},
-		{1, "S1.b", answer{o: Outcome{Stage: 1, Checks: []CheckResult{{ID: "S1.b", Passed: true}}}}, "alone S1.b: passing at 1"},
-		{-1, "every check", answer{o: failingFirst("S1.c")}, "every check: failing S1.c err=<nil> at 1"},
-		{2, "S1.c", answer{o: failingFirst("S1.c")}, "alone S1.c: failing at 2"},
-		{-1, "every check", answer{err: errors.New("no go")}, "every check: could not check  err=no go at 2"},
-		{3, "S1.c", answer{o: Outcome{Stage: 1, Checks: []CheckResult{{ID: "S1.c", Passed: true}}}}, "alone S1.c: passing at 3"},
-		{-1, "every check", answer{o: Outcome{Stage: 1, Checks: []CheckResult{{ID: "S1.c", Passed: true}}}}, "every check: passing  err=<nil> at 3"},
-		{4, "every check", answer{o: failingFirst("S1.d")}, "every check: failing S1.d err=<nil> at 4"},
+		{0, answer{o: failingFirst("S1.b")}, []string{fmt.Sprintf(`start at %d, working on ""`, zero),
+			fmt.Sprintf("S1.a passed=true at %d", zero), fmt.Sprintf("S1.b passed=false at %d", zero), fmt.Sprintf("S1.z passed=false at %d", zero),
+			fmt.Sprintf("done: failing S1.b err=<nil> at %d", zero)}},
+		{1, answer{o: failingFirst("S1.c")}, []string{`start at 1, working on "S1.b"`,
+			"S1.a passed=true at 1", "S1.c passed=false at 1", "S1.z passed=false at 1", "done: failing S1.c err=<nil> at 1"}},
+		{2, answer{err: errors.New("no go")}, []string{`start at 2, working on "S1.c"`, "done: could not check  err=no go at 2"}},
+		{3, answer{o: Outcome{Stage: 1, Checks: []CheckResult{{ID: "S1.c", Passed: true}}}}, []string{`start at 3, working on "S1.c"`,
+			"S1.c passed=true at 3", "done: passing  err=<nil> at 3"}},
+		{4, answer{o: failingFirst("S1.d")}, []string{`start at 4, working on ""`,
+			"S1.a passed=true at 4", "S1.d passed=false at 4", "S1.z passed=false at 4", "done: failing S1.d err=<nil> at 4"}},
 	}
 	for i, s := range steps {
 		if s.save > 0 {
 			runs <- time.Unix(s.save, 0)
 		}
-		if got := receive(t, r.ran); got != s.ran {
-			t.Fatalf("step %d ran %q, want %q", i, got, s.ran)
+		select {
+		case <-r.ran:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("step %d did not run", i)
 		}
 		r.answers <- s.answer
-		if got := receive(t, reported); got != s.report {
-			t.Fatalf("step %d reported %q, want %q", i, got, s.report)
+		for _, want := range s.report {
+			if got := receive(t, reported); got != want {
+				t.Fatalf("step %d reported %q, want %q", i, got, want)
+			}
 		}
 	}
 	cancel()

@@ -27,9 +27,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	r := newRunner(root, *seed, *only, *solution)
 	var o studentloop.Outcome
 	if *solution {
-		o, err = r.Run(ctx, n)
+		o, err = r.Run(ctx, n, nil)
 	} else {
-		o, err = runAndRecord(ctx, root, r, n)
+		o, err = runAndRecord(ctx, root, r, n, nil)
 	}
 	if err != nil {
 		return err

@@ -63,10 +63,10 @@ func stageArg(args []string, p *studentloop.Progress) (int, error) {
 	return 0, cannotRun(errors.New("one stage number, please"))
 }
 
-// runAndRecord runs a stage's checks and records the outcome as the
-// stage's progress.
-func runAndRecord(ctx context.Context, root string, r studentloop.Runner, n int) (studentloop.Outcome, error) {
-	o, err := r.Run(ctx, n)
+// runAndRecord runs a stage's checks, handing each to each as it ends,
+// and records the outcome as the stage's progress.
+func runAndRecord(ctx context.Context, root string, r studentloop.Runner, n int, each func(studentloop.CheckResult)) (studentloop.Outcome, error) {
+	o, err := r.Run(ctx, n, each)
 	if err != nil {
 		return o, err
 	}

@@ -41,7 +41,7 @@ func fakeLoop(t *testing.T, outcome studentloop.Outcome, answer string) string {
 
 type fixedRunner struct{ o studentloop.Outcome }
 
-func (f fixedRunner) Run(ctx context.Context, stage int) (studentloop.Outcome, error) {
+func (f fixedRunner) Run(ctx context.Context, stage int, each func(studentloop.CheckResult)) (studentloop.Outcome, error) {
 	o := f.o
 	o.Stage = stage
 	return o, nil

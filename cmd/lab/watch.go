@@ -31,40 +31,31 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return fmt.Sprintf("  (%.2fs after the save)", now().Sub(savedAt).Seconds())
 	}
-	// What the check run alone printed, so that every check's run does
-	// not print the same report again.
-	var alone string
-	var shown studentloop.Outcome
-	r := newRunner(root, "", "", false)
+	// The check the student is working on (the first failing one of the
+	// run before), and whether its report was printed as it ended, so
+	// that the end of the run does not print it again.
+	var working string
+	var shown bool
 	w := studentloop.Watch{
 		Dir: dir, Stage: n, Quiet: *quiet, Polling: *poll,
-		Runner: recording{root: root, r: r},
+		Runner: recording{root: root, r: newRunner(root, "", "", false)},
 		Started: func(savedAt time.Time, first string) {
-			alone, shown = first, studentloop.Outcome{}
+			working, shown = first, false
 			if first == "" {
 				fmt.Fprintf(stdout, "\n── %s  running stage %d's checks…\n", now().Format("15:04:05"), n)
 				return
 			}
-			fmt.Fprintf(stdout, "\n── %s  running %s alone, then all of stage %d's checks…\n", now().Format("15:04:05"), first, n)
+			fmt.Fprintf(stdout, "\n── %s  running stage %d's checks, %s first…\n", now().Format("15:04:05"), n, first)
 		},
-		AloneDone: func(o studentloop.Outcome, err error, savedAt time.Time) {
+		Checked: func(c studentloop.CheckResult, savedAt time.Time) {
 			switch {
-			case err != nil:
-				fmt.Fprintf(stdout, "could not run %s alone (%v); running every check…\n", alone, err)
-				return
-			case o.State() == studentloop.Passing:
-				fmt.Fprintf(stdout, "✓ %s passes now%s; running the rest…\n", alone, after(savedAt))
-			case o.State() == studentloop.Failing:
-				fmt.Fprintf(stdout, "✗ %s still fails%s\n\n%s\n\nlab hint %d for a hint; the other checks are running…\n", alone, after(savedAt), o.Failed()[0].Report, n)
-			case o.State() == studentloop.DoesNotBuild:
-				fmt.Fprintln(stdout, studentloop.FirstLine(o)+after(savedAt))
-				fmt.Fprintln(stdout)
-				studentloop.Summarize(stdout, root, o)
+			case c.ID != working:
+			case c.Passed:
+				fmt.Fprintf(stdout, "✓ %s passes now%s; the rest are running…\n", c.ID, after(savedAt))
 			default:
-				fmt.Fprintf(stdout, "? %s alone did not finish; running every check…\n", alone)
-				return
+				fmt.Fprintf(stdout, "✗ %s still fails%s\n\n%s\n\nlab hint %d for a hint; the other checks are running…\n", c.ID, after(savedAt), c.Report, n)
+				shown = true
 			}
-			shown = o
 		},
 		Done: func(o studentloop.Outcome, err error, savedAt time.Time) {
 			if err != nil {
@@ -73,10 +64,8 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			fmt.Fprintln(stdout, studentloop.FirstLine(o)+after(savedAt))
 			switch {
-			case o.State() == studentloop.Failing && shown.State() == studentloop.Failing && o.FirstFailing() == alone:
-				fmt.Fprintf(stdout, "%s's report is above; lab check %d lists every failure\n", alone, n)
-			case o.State() == studentloop.DoesNotBuild && shown.Build == o.Build:
-				fmt.Fprintln(stdout, "the compiler's message is above")
+			case o.State() == studentloop.Failing && shown && o.FirstFailing() == working:
+				fmt.Fprintf(stdout, "%s's report is above; lab check %d lists every failure\n", working, n)
 			case o.State() == studentloop.Failing:
 				fmt.Fprintln(stdout)
 				fmt.Fprintln(stdout, o.Failed()[0].Report)
@@ -89,10 +78,6 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Fallback: func(err error) {
 			fmt.Fprintf(stdout, "file events do not work here (%v): scanning the folder instead\n", err)
 		},
-	}
-	// Running the first failing check alone is for runners that can.
-	if c, ok := r.(studentloop.CheckRunner); ok {
-		w.Alone = c
 	}
 	if err := w.Run(ctx); err != nil && ctx.Err() == nil {
 		return err
@@ -107,6 +92,6 @@ type recording struct {
 	r    studentloop.Runner
 }
 
-func (r recording) Run(ctx context.Context, n int) (studentloop.Outcome, error) {
-	return runAndRecord(ctx, r.root, r.r, n)
+func (r recording) Run(ctx context.Context, n int, each func(studentloop.CheckResult)) (studentloop.Outcome, error) {
+	return runAndRecord(ctx, r.root, r.r, n, each)
 }

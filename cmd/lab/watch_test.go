@@ -47,7 +47,7 @@ type seqRunner struct {
 	ran      chan struct{}
 }
 
-func (s seqRunner) Run(ctx context.Context, stage int) (studentloop.Outcome, error) {
+func (s seqRunner) Run(ctx context.Context, stage int, each func(studentloop.CheckResult)) (studentloop.Outcome, error) {
 	o := (*s.outcomes)[0]
 	if len(*s.outcomes) > 1 {
 		*s.outcomes = (*s.outcomes)[1:]
@@ -80,91 +80,88 @@ func waitOutput(t *testing.T, b *syncBuffer, want string) {
 	}
 }
 
-// TestWatch_RunsTheFirstFailingCheckAloneFirst: after a save, the watch
-// says at once whether the check that failed first still fails, then
-// runs every check. S1.missing-key passing alone is not recorded: lab
-// status follows every check's run, which fails on S1.sequential-retry.
-// A report the check run alone printed is not printed again. A watch
-// that recorded the lone check, or waited for every check, fails.
-func TestWatch_RunsTheFirstFailingCheckAloneFirst(t *testing.T) {
+// TestWatch_AnswersTheCheckBeingFixedFirst: after a save, the watch says
+// whether the check that failed first still fails as soon as that check
+// ends, while the others run; then the run's line. S1.missing-key
+// passing is not recorded alone: lab status follows the whole run, which
+// fails on S1.sequential-retry. A report printed as its check ended is
+// not printed again. A watch that waited for every check before saying
+// anything, or recorded one check's outcome, fails.
+func TestWatch_AnswersTheCheckBeingFixedFirst(t *testing.T) {
 	root := fakeLoop(t, failingS1, "")
-	r := scriptedRunner{ran: make(chan string), answers: make(chan studentloop.Outcome)}
+	r := scriptedRunner{ran: make(chan struct{}), answers: make(chan studentloop.Outcome), ended: make(chan struct{})}
 	newRunner = func(string, string, string, bool) studentloop.Runner { return r }
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &syncBuffer{}
 	done := make(chan int)
 	go func() { done <- run(ctx, []string{"watch", "1", "--quiet", "5ms"}, out, out) }()
-	step := func(want string, answer studentloop.Outcome) {
+	// step answers a run: its checks end one by one, the run's end waits
+	// for the test's word.
+	step := func(answer studentloop.Outcome) {
 		t.Helper()
-		if got := <-r.ran; got != want {
-			t.Fatalf("ran %q, want %q", got, want)
-		}
+		<-r.ran
 		r.answers <- answer
 	}
 	sequential := studentloop.CheckResult{ID: "S1.sequential-retry", Report: "FAIL S1.sequential-retry  a retry gets the first answer"}
 	failingLater := studentloop.Outcome{Seed: "8", Checks: []studentloop.CheckResult{{ID: "S0.happy-path", Passed: true}, {ID: "S1.missing-key", Passed: true}, sequential}}
-	step("every check", failingS1)
+	step(failingS1)
+	r.ended <- struct{}{}
+	waitOutput(t, out, "first failing: S1.missing-key")
 	os.WriteFile(filepath.Join(root, "stages/stage1/keys.go"), []byte("package stage1 // fixed\n"), 0o644)
-	step("S1.missing-key", studentloop.Outcome{Checks: []studentloop.CheckResult{{ID: "S1.missing-key", Passed: true}}})
+	step(failingLater)
 	waitOutput(t, out, "✓ S1.missing-key passes now")
-	if _, status, _ := runLabCommand(t, "status"); strings.Contains(status, "✓ 1") {
-		t.Fatalf("the check run alone was recorded:\n%s", status)
+	if _, status, _ := runLabCommand(t, "status"); strings.Contains(status, "S1.sequential-retry") {
+		t.Fatalf("recorded before the run ended:\n%s", status)
 	}
-	step("every check", failingLater)
+	r.ended <- struct{}{}
 	waitOutput(t, out, "first failing: S1.sequential-retry")
 	os.WriteFile(filepath.Join(root, "stages/stage1/keys.go"), []byte("package stage1 // again\n"), 0o644)
-	step("S1.sequential-retry", studentloop.Outcome{Checks: []studentloop.CheckResult{sequential}})
+	step(failingLater)
 	waitOutput(t, out, "✗ S1.sequential-retry still fails")
-	step("every check", failingLater)
+	r.ended <- struct{}{}
 	waitOutput(t, out, "S1.sequential-retry's report is above")
 	cancel()
 	<-done
 	if text := out.String(); strings.Count(text, sequential.Report) != 2 {
-		t.Errorf("want S1.sequential-retry's report once after each save:\n%s", text)
+		t.Errorf("want S1.sequential-retry's report once after each run that found it:\n%s", text)
 	}
 	_, status, _ := runLabCommand(t, "status")
 	if !strings.Contains(status, "S1.sequential-retry") {
-		t.Fatalf("status does not follow every check's run:\n%s", status)
+		t.Fatalf("status does not follow the run:\n%s", status)
 	}
 }
 
-// scriptedRunner says on ran what it was asked to run ("every check", or
-// the ID of a check run alone) and answers with what the test sends.
+// scriptedRunner says on ran that it runs, hands each of the test's
+// answer's checks to each as they end, and returns the answer when the
+// test says on ended.
 type scriptedRunner struct {
-	ran     chan string
+	ran     chan struct{}
 	answers chan studentloop.Outcome
+	ended   chan struct{}
 }
 
-func (s scriptedRunner) Run(ctx context.Context, stage int) (studentloop.Outcome, error) {
+func (s scriptedRunner) Run(ctx context.Context, stage int, each func(studentloop.CheckResult)) (studentloop.Outcome, error) {
+	select {
+	case s.ran <- struct{}{}:
+	case <-ctx.Done():
+		return studentloop.Outcome{}, ctx.Err()
+	}
 	var o studentloop.Outcome
-	if err := s.ask(ctx, "every check", &o); err != nil {
-		return o, err
+	select {
+	case o = <-s.answers:
+	case <-ctx.Done():
+		return studentloop.Outcome{}, ctx.Err()
+	}
+	for _, c := range o.Checks {
+		if each != nil {
+			each(c)
+		}
+	}
+	select {
+	case <-s.ended:
+	case <-ctx.Done():
+		return studentloop.Outcome{}, ctx.Err()
 	}
 	o.Stage = stage
 	return o, nil
-}
-
-func (s scriptedRunner) RunCheck(ctx context.Context, stage int, id string) (studentloop.Outcome, error) {
-	var o studentloop.Outcome
-	if err := s.ask(ctx, id, &o); err != nil {
-		return o, err
-	}
-	o.Stage, o.Only = stage, id
-	return o, nil
-}
-
-// ask says what is run and waits for the test's answer, or for the watch
-// to end (a run the test no longer waits for must not block it).
-func (s scriptedRunner) ask(ctx context.Context, what string, o *studentloop.Outcome) error {
-	select {
-	case s.ran <- what:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case *o = <-s.answers:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
