@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"strings"
 	"sync"
@@ -333,5 +334,35 @@ func TestModel_AFrozenWatchKeepsCounting(t *testing.T) {
 	m, _ = update(t, m, press("space"))
 	if n := m.Side(0).Counts.Requests; n != 1 || m.Render() == still {
 		t.Errorf("after thawing: %d requests counted, picture unchanged %v", n, m.Render() == still)
+	}
+}
+
+// TestModel_AWatchOfReplicasShowsWhichAnswered: requests from the merged
+// stream of three replicas are marked in the feed with the replica that
+// answered, and the traffic line counts each replica's answers; a watch
+// of one server shows neither. A pane that dropped the replica, or
+// counted every request as the first replica's, fails.
+func TestModel_AWatchOfReplicasShowsWhichAnswered(t *testing.T) {
+	m := NewWatch(context.Background(), "http://127.0.0.1:8080", t0)
+	m, _ = update(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
+	var evs []events.Event
+	for i, replica := range []int{2, 1, 2, 3, 2} {
+		ev := request(fmt.Sprintf("op-%d", i), 201, false)
+		ev.Replica = replica
+		evs = append(evs, ev)
+	}
+	m, _ = update(t, m, EventsMsg{Received: t0, Events: evs})
+	out := ansi.Strip(m.Render())
+	if !strings.Contains(out, "r3 201 tr op-3") || !strings.Contains(out, "r2 201 tr op-4") {
+		t.Errorf("the feed does not say which replica answered:\n%s", out)
+	}
+	if !strings.Contains(out, "answered by r1 1 r2 3 r3 1") {
+		t.Errorf("the traffic line does not count each replica's answers:\n%s", out)
+	}
+	one := NewWatch(context.Background(), "http://127.0.0.1:8080", t0)
+	one, _ = update(t, one, tea.WindowSizeMsg{Width: 120, Height: 40})
+	one, _ = update(t, one, EventsMsg{Received: t0, Events: []events.Event{request("op-1", 201, false)}})
+	if out := ansi.Strip(one.Render()); strings.Contains(out, "r1 ") || strings.Contains(out, "answered by") || !strings.Contains(out, "201 tr op-1") {
+		t.Errorf("one server's watch shows replicas:\n%s", out)
 	}
 }

@@ -167,6 +167,9 @@ func (p pane) statsLine() string {
 	if c.AfterRetention > 0 {
 		line += p.st.Dim.Render(fmt.Sprintf(" · %s re-run after retention", Short(c.AfterRetention)))
 	}
+	if by := replicaCounts(c.ByReplica); by != "" {
+		line += p.st.Dim.Render(" · answered by " + by)
+	}
 	if c.Dropped > 0 {
 		line = p.st.Error.Render(fmt.Sprintf("⚠ %s events dropped ", Short(c.Dropped))) + line
 	}
@@ -213,6 +216,9 @@ func (p pane) feedLine(l FeedLine) string {
 		name = r.Key
 	}
 	text := fmt.Sprintf("%d %s %s", r.Status, kind, name)
+	if l.Replica > 0 {
+		text = fmt.Sprintf("r%d %s", l.Replica, text)
+	}
 	style := p.st.OK
 	switch {
 	case r.Status == 409:
@@ -309,4 +315,20 @@ func padRight(s string, n int) string {
 		return s + strings.Repeat(" ", n-w)
 	}
 	return s
+}
+
+// replicaCounts is "r1 40 r2 38 r3 41": the responses each replica sent,
+// up to the last that sent any; "" when the side watches one server.
+func replicaCounts(by [MaxReplicas]int64) string {
+	last := -1
+	for i, n := range by {
+		if n > 0 {
+			last = i
+		}
+	}
+	parts := make([]string, 0, last+1)
+	for i := range last + 1 {
+		parts = append(parts, fmt.Sprintf("r%d %s", i+1, Short(by[i])))
+	}
+	return strings.Join(parts, " ")
 }

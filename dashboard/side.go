@@ -25,6 +25,9 @@ const (
 	OpWindow = 1 << 16
 	// SparkSeconds is how many seconds of history the sparkline keeps.
 	SparkSeconds = 128
+	// MaxReplicas is how many replicas a side tells apart (lab serve
+	// runs up to 16).
+	MaxReplicas = 16
 	// maxSuspects bounds the successes waiting for the next state poll to
 	// say whether their money moved.
 	maxSuspects = 4096
@@ -51,12 +54,17 @@ type Counts struct {
 	// past the retention period: the key had expired, so the server
 	// rightly took the request as new. They are not doubles.
 	AfterRetention int64
+	// ByReplica counts the responses each replica sent (index 0 is
+	// replica 1) when the side watches several; all zero for one server.
+	ByReplica [MaxReplicas]int64
 }
 
 // FeedLine is one request in the feed.
 type FeedLine struct {
 	Time    time.Time
 	Request events.Request
+	// Replica is the replica that answered (1 to N), or 0 for one server.
+	Replica int
 	// Double marks the request whose execution was a double.
 	Double bool
 	// Note replaces the request with a marker line (a reset, a restart).
@@ -180,7 +188,7 @@ func (s *Side) Ingest(ev events.Event, received time.Time) {
 	case events.KindRequest:
 		var r events.Request
 		if json.Unmarshal(ev.Data, &r) == nil {
-			s.request(ev.Time, r, received)
+			s.request(ev.Time, r, ev.Replica, received)
 		}
 	case events.KindExecution:
 		var e bank.Execution
@@ -231,9 +239,12 @@ func (s *Side) Feed(n int) []FeedLine {
 	return out
 }
 
-func (s *Side) request(t time.Time, r events.Request, received time.Time) {
+func (s *Side) request(t time.Time, r events.Request, replica int, received time.Time) {
 	c := &s.Counts
 	c.Requests++
+	if replica > 0 && replica <= MaxReplicas {
+		c.ByReplica[replica-1]++
+	}
 	switch {
 	case r.Status >= 200 && r.Status < 300:
 		c.Succeeded++
@@ -248,7 +259,7 @@ func (s *Side) request(t time.Time, r events.Request, received time.Time) {
 		c.Replays++
 	}
 	s.bucket(t).requests++
-	line := FeedLine{Time: t, Request: r}
+	line := FeedLine{Time: t, Request: r, Replica: replica}
 	if r.Op != "" && r.Status >= 200 && r.Status < 300 {
 		if s.doubled[r.Op] {
 			line.Double = true

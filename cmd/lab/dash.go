@@ -19,8 +19,8 @@ func init() {
 }
 
 func runDash(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab dash", "--url http://127.0.0.1:8080 --token adm_…", stderr)
-	url := fs.String("url", os.Getenv("LAB"), "the lab server's URL (default $LAB, which make serve prints)")
+	fs := newFlags("lab dash", "--url http://127.0.0.1:8080[,http://127.0.0.1:8081…] --token adm_…", stderr)
+	url := fs.String("url", os.Getenv("LAB"), "the lab server's URL (default $LAB, which make serve prints); for replicas, every replica's, comma-separated, and each request shows which one answered")
 	token := fs.String("token", os.Getenv("ADMIN"), "its admin token (default $ADMIN, which make serve prints)")
 	if done, err := parseFlags(fs, args); done {
 		return err
@@ -29,21 +29,28 @@ func runDash(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fs.Usage()
 		return cannotRun(fmt.Errorf("--url and --token are needed: make serve prints both (export LAB=… ADMIN=…)"))
 	}
-	remote := backend.NewRemote(*url, *token)
-	check, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_, err := remote.State(check)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("cannot read %s/lab/state: %w", strings.TrimRight(*url, "/"), err)
+	urls := strings.FieldsFunc(*url, func(r rune) bool { return r == ',' })
+	remote := backend.NewRemote(*token, urls...)
+	for _, lab := range remote.Replicas {
+		check, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := lab.State(check)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("cannot read %s/lab/state: %w", strings.TrimRight(lab.URL(), "/"), err)
+		}
 	}
 	if !isTerminal(stdout) {
 		return fmt.Errorf("lab dash needs a terminal")
 	}
 	watch, stop := context.WithCancel(ctx)
 	defer stop()
-	model := dashboard.NewWatch(ctx, *url, time.Now())
+	title := "lab server"
+	if len(urls) > 1 {
+		title = fmt.Sprintf("lab server, %d replicas", len(urls))
+	}
+	model := dashboard.NewWatch(ctx, urls[0], time.Now())
 	return runTUI(ctx, model, stdout, func(p *tea.Program) {
-		p.Send(dashboard.SideMsg{Side: 0, Title: "lab server", URL: *url, Status: "running"})
+		p.Send(dashboard.SideMsg{Side: 0, Title: title, URL: urls[0], Status: "running"})
 		backend.Watch(watch, remote, 0, 0, p.Send)
 	})
 }

@@ -214,6 +214,9 @@ func TestServe_ReplicasShareOneDatabase(t *testing.T) {
 	if replica == nil || token == nil || replica[1] == url {
 		t.Fatalf("the banner names no second replica:\n%s", banner)
 	}
+	if !strings.Contains(banner, "lab dash --url "+url+","+replica[1]+" --token "+token[1]) {
+		t.Errorf("the banner does not say how to watch both replicas:\n%s", banner)
+	}
 	do := func(base, path, bearer, key, body string) (int, string) {
 		req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+bearer)

@@ -106,7 +106,7 @@ func TestLocal_RestartKeepsTheDatabaseAndTheStream(t *testing.T) {
 
 func TestRemote_ReadsWhatAnyLabServerServes(t *testing.T) {
 	l := startLocal(t, stage1.New)
-	r := NewRemote(l.URL()+"/", l.Server().AdminToken())
+	r := NewRemote(l.Server().AdminToken(), l.URL()+"/")
 	ch, cancel := r.Subscribe(t.Context())
 	defer cancel()
 	// The stream is up once a reset made after subscribing shows on it.
@@ -139,6 +139,58 @@ func TestRemote_ReadsWhatAnyLabServerServes(t *testing.T) {
 	}
 	if err := r.Restart(t.Context()); err == nil {
 		t.Error("a remote server restarted from here")
+	}
+}
+
+// TestRemote_ReplicasSayWhichAnswered: of two replicas watched as one,
+// every event says which replica sent it, so a request answered by the
+// second shows as the second's, and a request event reaches the merged
+// stream from each. A merge that read one replica only, or did not mark
+// the events, fails.
+func TestRemote_ReplicasSayWhichAnswered(t *testing.T) {
+	ls := []*Local{startLocal(t, stage1.New), startLocal(t, stage1.New)}
+	r := &Remote{}
+	for _, l := range ls {
+		r.Replicas = append(r.Replicas, labclient.New(l.URL(), l.Server().AdminToken(), &http.Client{}))
+	}
+	r.Lab = r.Replicas[0]
+	ch, cancel := r.Subscribe(t.Context())
+	defer cancel()
+	p := bank.DefaultParams()
+	c := bank.Population(p)[0]
+	// Each replica's stream is up once a reset made after subscribing
+	// shows on it; then a transfer to each must come back marked.
+	for i, l := range ls {
+		replica := i + 1
+		deadline := time.After(patience)
+		for up := false; !up; {
+			if _, err := r.Replicas[i].Reset(t.Context(), p); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case ev := <-ch:
+				up = ev.Kind == events.KindReset && ev.Replica == replica
+			case <-time.After(200 * time.Millisecond):
+			case <-deadline:
+				t.Fatalf("no reset event from replica %d", replica)
+			}
+		}
+		if s := transfer(t, l.URL(), c, "k-1", "op-1"); s != 201 {
+			t.Fatalf("transfer to replica %d: %d", replica, s)
+		}
+		for answered := false; !answered; {
+			select {
+			case ev := <-ch:
+				if ev.Kind == events.KindRequest {
+					if ev.Replica != replica {
+						t.Fatalf("the request replica %d answered came as replica %d's", replica, ev.Replica)
+					}
+					answered = true
+				}
+			case <-deadline:
+				t.Fatalf("no request event from replica %d", replica)
+			}
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"idemlab/kit/bank"
@@ -13,15 +14,27 @@ import (
 )
 
 // Remote is a lab server reached over HTTP: a student's `make serve`, or a
-// stage running as a child process. It reads only what any lab server
-// serves, through the lab API's client.
+// stage running as a child process; or the replicas of one, several
+// server processes on one database (`lab serve --replicas N`). It reads
+// only what any lab server serves, through the lab API's client.
 type Remote struct {
+	// Lab is the server, or the first replica: the one whose state, reset
+	// and faults stand for the database they share.
 	Lab *labclient.Client
+	// Replicas are every replica, Lab first; one server is its only
+	// replica.
+	Replicas []*labclient.Client
 }
 
-// NewRemote returns a remote backend for the server at url.
-func NewRemote(url, token string) *Remote {
-	return &Remote{Lab: labclient.New(url, token, &http.Client{})}
+// NewRemote returns a remote backend for the server at urls[0], or for
+// the replicas at urls, which share its admin token.
+func NewRemote(token string, urls ...string) *Remote {
+	r := &Remote{}
+	for _, url := range urls {
+		r.Replicas = append(r.Replicas, labclient.New(url, token, &http.Client{}))
+	}
+	r.Lab = r.Replicas[0]
+	return r
 }
 
 // URL is the server's base URL.
@@ -51,10 +64,15 @@ func (r *Remote) Arm(ctx context.Context, point string, count int64) error {
 	return err
 }
 
-// Configure calls POST /lab/config.
+// Configure calls POST /lab/config on every replica: each process keeps
+// its own configuration.
 func (r *Remote) Configure(ctx context.Context, change labclient.Config) error {
-	_, err := call(ctx, func(ctx context.Context) (any, error) { return r.Lab.Configure(ctx, change) })
-	return err
+	for _, lab := range r.Replicas {
+		if _, err := call(ctx, func(ctx context.Context) (any, error) { return lab.Configure(ctx, change) }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Restart is not possible for a server this process did not start.
@@ -65,32 +83,50 @@ func (r *Remote) Restart(ctx context.Context) error {
 // Close does nothing: the server is not ours.
 func (r *Remote) Close() error { return nil }
 
-// Subscribe reads GET /lab/events, reconnecting (with a short pause) when
-// the stream breaks, until cancel is called or ctx ends. Events sent while
-// the stream was down are missed; the state poll catches the executions
-// among them (see dashboard.Side.ApplyState).
+// Subscribe reads GET /lab/events of every replica, reconnecting (with a
+// short pause) when a stream breaks, until cancel is called or ctx ends.
+// Events sent while a stream was down are missed; the state poll catches
+// the executions among them (see dashboard.Side.ApplyState). Of several
+// replicas, each event says which one sent it (Event.Replica): a request
+// event names the process that answered. On PostgreSQL every replica
+// hears every key row change, so a change comes once from each; a row
+// event carries the row as it is, so the copies agree once all arrive.
 func (r *Remote) Subscribe(ctx context.Context) (<-chan events.Event, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	out := make(chan events.Event, 256)
-	go func() {
-		defer close(out)
-		for first := true; ctx.Err() == nil; first = false {
-			if !first {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(500 * time.Millisecond):
-				}
-			}
-			r.Lab.Events(ctx, func(ev events.Event) bool {
-				select {
-				case out <- ev:
-					return true
-				case <-ctx.Done():
-					return false
-				}
-			})
+	var wg sync.WaitGroup
+	for i, lab := range r.Replicas {
+		replica := 0
+		if len(r.Replicas) > 1 {
+			replica = i + 1
 		}
+		wg.Go(func() { follow(ctx, lab, replica, out) })
+	}
+	go func() {
+		wg.Wait()
+		close(out)
 	}()
 	return out, cancel
+}
+
+// follow sends lab's events on out, marked as replica's, until ctx ends.
+func follow(ctx context.Context, lab *labclient.Client, replica int, out chan<- events.Event) {
+	for first := true; ctx.Err() == nil; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+		lab.Events(ctx, func(ev events.Event) bool {
+			ev.Replica = replica
+			select {
+			case out <- ev:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		})
+	}
 }

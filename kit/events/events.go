@@ -34,6 +34,10 @@ type Event struct {
 	Kind string          `json:"kind"`
 	Time time.Time       `json:"time"`
 	Data json.RawMessage `json:"data"`
+	// Replica is the server process the event came from, 1 to N, when a
+	// reader merges the streams of N replicas on one database; 0 when it
+	// reads one server. Each replica numbers its events (Seq) on its own.
+	Replica int `json:"replica,omitempty"`
 }
 
 // Request is the data of a "request" event.
