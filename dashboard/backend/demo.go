@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -230,6 +231,12 @@ func Watch(ctx context.Context, b Backend, side, epoch int, send func(tea.Msg)) 
 			default:
 				break more
 			}
+		}
+		if batch[0].Replica > 0 {
+			// Several replicas' streams arrive apart: in time order, a
+			// retry one replica refused follows the original another
+			// answered. Each stream is in order already.
+			slices.SortStableFunc(batch, func(a, b events.Event) int { return a.Time.Compare(b.Time) })
 		}
 		send(dashboard.EventsMsg{Side: side, Epoch: epoch, Received: time.Now(), Events: batch})
 	}

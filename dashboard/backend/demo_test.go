@@ -3,7 +3,10 @@ package backend
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"idemlab/kit/events"
 	"idemlab/kit/idemkey"
 	"idemlab/kit/labclient"
+	"idemlab/kit/labctl"
 	"idemlab/kit/labdb"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage0"
@@ -332,5 +336,52 @@ func TestLocal_ClosesOnce(t *testing.T) {
 	first := l.Close()
 	if again := l.Close(); again != first {
 		t.Fatalf("a second Close: %v, the first said %v", again, first)
+	}
+}
+
+// streamOnly is a Backend whose stream is the events given, then closed.
+type streamOnly struct {
+	Backend
+	evs []events.Event
+}
+
+func (s streamOnly) State(context.Context) (labctl.State, error) {
+	return labctl.State{}, errors.New("no state here")
+}
+
+func (s streamOnly) Subscribe(context.Context) (<-chan events.Event, func()) {
+	ch := make(chan events.Event, len(s.evs))
+	for _, ev := range s.evs {
+		ch <- ev
+	}
+	close(ch)
+	return ch, func() {}
+}
+
+// TestWatch_PutsReplicasEventsInTimeOrder: events that arrive one
+// replica's stream after the other's reach the dashboard in the order
+// they happened, so the original answered by r1 shows before the retry r2
+// refused. A watch that passed them on as they arrived fails.
+func TestWatch_PutsReplicasEventsInTimeOrder(t *testing.T) {
+	at := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	evs := []events.Event{
+		{Seq: 1, Kind: events.KindRequest, Time: at.Add(2 * time.Millisecond), Replica: 2},
+		{Seq: 2, Kind: events.KindRequest, Time: at.Add(4 * time.Millisecond), Replica: 2},
+		{Seq: 1, Kind: events.KindRequest, Time: at.Add(time.Millisecond), Replica: 1},
+		{Seq: 2, Kind: events.KindRequest, Time: at.Add(3 * time.Millisecond), Replica: 1},
+	}
+	var got []string
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	Watch(ctx, streamOnly{evs: evs}, 0, 0, func(msg tea.Msg) {
+		if m, ok := msg.(dashboard.EventsMsg); ok {
+			for _, ev := range m.Events {
+				got = append(got, fmt.Sprintf("r%d#%d", ev.Replica, ev.Seq))
+			}
+			cancel() // the state poll is not this test's
+		}
+	})
+	if want := "r1#1 r2#1 r1#2 r2#2"; strings.Join(got, " ") != want {
+		t.Errorf("events in the order %q, want %q", strings.Join(got, " "), want)
 	}
 }
