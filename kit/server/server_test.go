@@ -26,15 +26,36 @@ import (
 	"idemlab/solutions/stage1"
 )
 
+// start serves solution 0 in lab mode on a database of its own, until
+// the test ends.
 func start(t *testing.T) (*server.Server, *httptest.Server) {
 	t.Helper()
-	srv, err := server.New(context.Background(), server.Options{DB: labdb.TestTarget(), OwnDB: true, Stage: stage0.New, Lab: true})
+	return startWith(t, server.Options{Stage: stage0.New})
+}
+
+// startWith serves a lab server with opts on a database of its own (the
+// test target), until the test ends.
+func startWith(t *testing.T, opts server.Options) (*server.Server, *httptest.Server) {
+	t.Helper()
+	opts.DB, opts.OwnDB, opts.Lab = labdb.TestTarget(), true, true
+	srv, err := server.New(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { hs.Close(); srv.Close() })
 	return srv, hs
+}
+
+// resetTwo resets srv to two customers with two accounts of 1,000,000 won
+// each (seed 3) and returns them.
+func resetTwo(t *testing.T, srv *server.Server) (bank.Customer, bank.Customer) {
+	t.Helper()
+	customers, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 2, OpeningBalance: 1_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return customers[0], customers[1]
 }
 
 func call(t *testing.T, hs *httptest.Server, method, path, token, body string) (int, string) {
@@ -211,13 +232,9 @@ func TestFaults_UnknownPointIsRefused(t *testing.T) {
 
 func TestEvents_RequestAndExecutionArePublished(t *testing.T) {
 	srv, hs := start(t)
-	customers, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 2, OpeningBalance: 1_000_000})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c0, c1 := resetTwo(t, srv)
 	ch, cancel := srv.Events().Subscribe(16)
 	defer cancel()
-	c0, c1 := customers[0], customers[1]
 	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5,"metadata":{"op":"op-1"}}`
 	if code, b := call(t, hs, "POST", "/transfers", c0.Token, body); code != 201 {
 		t.Fatalf("transfer: %d %s", code, b)
@@ -245,19 +262,10 @@ func TestEvents_RequestAndExecutionArePublished(t *testing.T) {
 // trigger that reports them, as a reset that drops and recreates the table
 // would leave it if it did not put the trigger back.
 func TestEvents_KeyRowsAfterAReset(t *testing.T) {
-	srv, err := server.New(context.Background(), server.Options{DB: labdb.TestTarget(), OwnDB: true, Stage: stage1.New, Lab: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { hs.Close(); srv.Close() })
-	customers, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 2, OpeningBalance: 1_000_000})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, hs := startWith(t, server.Options{Stage: stage1.New})
+	c0, c1 := resetTwo(t, srv)
 	ch, cancel := srv.Events().Subscribe(64)
 	defer cancel()
-	c0, c1 := customers[0], customers[1]
 	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5}`
 	req, _ := http.NewRequest("POST", hs.URL+"/transfers", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+c0.Token)
@@ -290,18 +298,8 @@ func TestCrashFault_InProcessAbortsTheRequestOnce(t *testing.T) {
 	// crash over the network, which orders nothing in this process, so the
 	// hook reports each crash on a channel.
 	crashed := make(chan string, 3)
-	srv, err := server.New(context.Background(), server.Options{DB: labdb.TestTarget(), OwnDB: true, Stage: stage0.New, Lab: true,
-		Crash: func(point string) { crashed <- point }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { hs.Close(); srv.Close() })
-	customers, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 2, OpeningBalance: 1_000_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c0, c1 := customers[0], customers[1]
+	srv, hs := startWith(t, server.Options{Stage: stage0.New, Crash: func(point string) { crashed <- point }})
+	c0, c1 := resetTwo(t, srv)
 	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5}`
 	events, cancel := srv.Events().Subscribe(256)
 	defer cancel()
@@ -395,21 +393,11 @@ func TestReset_GivesTheStageItsNewKeyTable(t *testing.T) {
 
 func TestLog_A5xxIsLoggedWithTheCauseTheClientDoesNotSee(t *testing.T) {
 	var logged strings.Builder
-	srv, err := server.New(context.Background(), server.Options{DB: labdb.TestTarget(), OwnDB: true, Stage: stage1.New, Lab: true,
-		Log: slog.New(slog.NewTextHandler(&logged, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { hs.Close(); srv.Close() })
-	customers, err := srv.Lab().Reset(context.Background(), bank.DefaultParams())
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, hs := startWith(t, server.Options{Stage: stage1.New, Log: slog.New(slog.NewTextHandler(&logged, nil))})
+	c0, c1 := resetTwo(t, srv)
 	if code, _ := call(t, hs, "POST", "/lab/faults", srv.AdminToken(), `{"point":"store-unavailable"}`); code != 200 {
 		t.Fatal("arm")
 	}
-	c0, c1 := customers[0], customers[1]
 	req, _ := http.NewRequest("POST", hs.URL+"/transfers",
 		strings.NewReader(`{"from":"`+c0.Accounts[0]+`","to":"`+c1.Accounts[0]+`","amount":5}`))
 	req.Header.Set("Authorization", "Bearer "+c0.Token)
