@@ -58,13 +58,24 @@ func resetTwo(t *testing.T, srv *server.Server) (bank.Customer, bank.Customer) {
 	return customers[0], customers[1]
 }
 
+// call sends a JSON request with token (none if empty) and returns the
+// answer's status and body.
 func call(t *testing.T, hs *httptest.Server, method, path, token, body string) (int, string) {
+	t.Helper()
+	return callWithKey(t, hs, method, path, token, "", body)
+}
+
+// callWithKey is call with an Idempotency-Key (none if key is empty).
+func callWithKey(t *testing.T, hs *httptest.Server, method, path, token, key, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, hs.URL+path, strings.NewReader(body))
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	resp, err := hs.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -267,17 +278,8 @@ func TestEvents_KeyRowsAfterAReset(t *testing.T) {
 	ch, cancel := srv.Events().Subscribe(64)
 	defer cancel()
 	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5}`
-	req, _ := http.NewRequest("POST", hs.URL+"/transfers", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+c0.Token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", "k-events")
-	resp, err := hs.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 201 {
-		t.Fatalf("transfer: %d", resp.StatusCode)
+	if code, b := callWithKey(t, hs, "POST", "/transfers", c0.Token, "k-events", body); code != 201 {
+		t.Fatalf("transfer: %d %s", code, b)
 	}
 	deadline := time.After(10 * time.Second)
 	for {
@@ -398,19 +400,9 @@ func TestLog_A5xxIsLoggedWithTheCauseTheClientDoesNotSee(t *testing.T) {
 	if code, _ := call(t, hs, "POST", "/lab/faults", srv.AdminToken(), `{"point":"store-unavailable"}`); code != 200 {
 		t.Fatal("arm")
 	}
-	req, _ := http.NewRequest("POST", hs.URL+"/transfers",
-		strings.NewReader(`{"from":"`+c0.Accounts[0]+`","to":"`+c1.Accounts[0]+`","amount":5}`))
-	req.Header.Set("Authorization", "Bearer "+c0.Token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", "k-1")
-	resp, err := hs.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 503 || strings.Contains(string(body), "injected") {
-		t.Fatalf("got %d %s; want 503 without the cause", resp.StatusCode, body)
+	code, body := callWithKey(t, hs, "POST", "/transfers", c0.Token, "k-1", `{"from":"`+c0.Accounts[0]+`","to":"`+c1.Accounts[0]+`","amount":5}`)
+	if code != 503 || strings.Contains(body, "injected") {
+		t.Fatalf("got %d %s; want 503 without the cause", code, body)
 	}
 	if !strings.Contains(logged.String(), "key store unavailable (injected fault)") {
 		t.Fatalf("the log does not name the cause:\n%s", logged.String())
