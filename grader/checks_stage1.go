@@ -87,9 +87,7 @@ func init() {
 // result is never read, a key stored but never looked at.
 func checkSequentialRetry(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
-	amount := t.Amount(1_000, 200_000)
-	key, op := t.Key(), t.Op()
-	req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+	req, op, amount := s.Payment(t)
 	first := t.Do(req)
 	if !first.Is(http.StatusCreated, "") {
 		return t.Fail(req.String(), first.String(), "201 Created: the first request with a fresh key executes")
@@ -127,9 +125,7 @@ func checkReplicas(t *T) error {
 		return err
 	}
 	a, b, books := s.A, s.B, s.Books
-	amount := rt.Amount(1_000, 20_000)
-	key, op := rt.Key(), rt.Op()
-	req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+	req, op, amount := s.Payment(rt)
 	first := rt.Do(req)
 	if !first.Is(http.StatusCreated, "") {
 		return rt.Fail("replica 1: "+req.String(), first.String(), "201 Created: the first request with a fresh key executes")
@@ -146,7 +142,7 @@ func checkReplicas(t *T) error {
 		return err
 	}
 	amount = rt.Amount(1_000, 20_000)
-	key, op = rt.Key(), rt.Op()
+	key, op := rt.Key(), rt.Op()
 	req = Transfer(a, key, TransferBody(a.Accounts[1], b.Accounts[0], amount, op))
 	rs := rt.Simultaneously(n, func(i int) Request { r := req; r.Replica = i % 2; return r })
 	sent = fmt.Sprintf("%d× at once, behind a barrier, every other one to replica 2: %s", n, req.String())

@@ -253,10 +253,9 @@ func completedWithoutMoney(st labctl.State, key, op string) bool {
 // write), and one marked completed by a failed or crashed attempt.
 func checkNeverCompletedWithoutMoney(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
-	next := func() (Request, string, int64) { return s.Payment(t) }
 
 	// While the core call runs, the key may be in progress, never completed.
-	req, op, amount := next()
+	req, op, amount := s.Payment(t)
 	held, err := t.Hold(req, 300*time.Millisecond)
 	if err != nil {
 		return err
@@ -309,7 +308,7 @@ func checkNeverCompletedWithoutMoney(t *T, s Scenario) error {
 
 	// A failed and a crashed business write leave no completed key.
 	for _, point := range []string{labctl.FailInTransfer, labctl.CrashInTransfer} {
-		req, op, _ := next()
+		req, op, _ := s.Payment(t)
 		if err := t.Arm(point, 1); err != nil {
 			return err
 		}
@@ -436,11 +435,10 @@ func checkClientGivesUp(t *T, s Scenario) error {
 // right after the commit that moved the money.
 func checkCompletedWithTheMoney(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
-	next := func() (Request, string, int64) { return s.Payment(t) }
 
 	// The key store fails once the key is claimed: at the completion, or
 	// at whatever else the stage writes to the key table before it.
-	req, op, amount := next()
+	req, op, amount := s.Payment(t)
 	held, err := t.Hold(req, 100*time.Millisecond)
 	if err != nil {
 		return err
@@ -490,7 +488,7 @@ func checkCompletedWithTheMoney(t *T, s Scenario) error {
 	}
 
 	// A crash right after the commit that moved the money.
-	req, op, amount = next()
+	req, op, amount = s.Payment(t)
 	if err := t.Arm(labctl.CrashAfterCommit, 1); err != nil {
 		return err
 	}
