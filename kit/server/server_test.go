@@ -58,19 +58,25 @@ func resetTwo(t *testing.T, srv *server.Server) (bank.Customer, bank.Customer) {
 	return customers[0], customers[1]
 }
 
-// call sends a JSON request with token (none if empty) and returns the
-// answer's status and body.
+// call sends a JSON request with token as its bearer (none if empty)
+// and returns the answer's status and body.
 func call(t *testing.T, hs *httptest.Server, method, path, token, body string) (int, string) {
 	t.Helper()
-	return callWithKey(t, hs, method, path, token, "", body)
+	auth := ""
+	if token != "" {
+		auth = "Bearer " + token
+	}
+	return callAs(t, hs, method, path, auth, "", body)
 }
 
-// callWithKey is call with an Idempotency-Key (none if key is empty).
-func callWithKey(t *testing.T, hs *httptest.Server, method, path, token, key, body string) (int, string) {
+// callAs sends a JSON request with the Authorization header auth and the
+// Idempotency-Key key, each left out if empty, and returns the answer's
+// status and body.
+func callAs(t *testing.T, hs *httptest.Server, method, path, auth, key, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, hs.URL+path, strings.NewReader(body))
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
@@ -205,18 +211,8 @@ func TestLabEndpointsNeedTheAdminToken(t *testing.T) {
 		}
 		routes++
 		for name, auth := range wrong {
-			req, _ := http.NewRequest(method, hs.URL+route, strings.NewReader(bodies[route]))
-			req.Header.Set("Content-Type", "application/json")
-			if auth != "" {
-				req.Header.Set("Authorization", auth)
-			}
-			resp, err := hs.Client().Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != 401 {
-				t.Errorf("%s %s with %s: %d, want 401", method, route, name, resp.StatusCode)
+			if code, _ := callAs(t, hs, method, route, auth, "", bodies[route]); code != 401 {
+				t.Errorf("%s %s with %s: %d, want 401", method, route, name, code)
 			}
 		}
 		return nil
@@ -278,7 +274,7 @@ func TestEvents_KeyRowsAfterAReset(t *testing.T) {
 	ch, cancel := srv.Events().Subscribe(64)
 	defer cancel()
 	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5}`
-	if code, b := callWithKey(t, hs, "POST", "/transfers", c0.Token, "k-events", body); code != 201 {
+	if code, b := callAs(t, hs, "POST", "/transfers", "Bearer "+c0.Token, "k-events", body); code != 201 {
 		t.Fatalf("transfer: %d %s", code, b)
 	}
 	deadline := time.After(10 * time.Second)
@@ -400,7 +396,7 @@ func TestLog_A5xxIsLoggedWithTheCauseTheClientDoesNotSee(t *testing.T) {
 	if code, _ := call(t, hs, "POST", "/lab/faults", srv.AdminToken(), `{"point":"store-unavailable"}`); code != 200 {
 		t.Fatal("arm")
 	}
-	code, body := callWithKey(t, hs, "POST", "/transfers", c0.Token, "k-1", `{"from":"`+c0.Accounts[0]+`","to":"`+c1.Accounts[0]+`","amount":5}`)
+	code, body := callAs(t, hs, "POST", "/transfers", "Bearer "+c0.Token, "k-1", `{"from":"`+c0.Accounts[0]+`","to":"`+c1.Accounts[0]+`","amount":5}`)
 	if code != 503 || strings.Contains(body, "injected") {
 		t.Fatalf("got %d %s; want 503 without the cause", code, body)
 	}
