@@ -19,19 +19,19 @@ func init() {
 			ID: "S0.happy-path", Stage: 0, Lesson: lesson0 + "#the-contract",
 			Claim: "a valid transfer and a valid deposit answer 201 with Location and the money moves once",
 			Why:   "a payment API that cannot move money correctly once has nothing to make safe yet",
-			Run:   checkHappyPath,
+			Run:   withScenario(1_000_000, checkHappyPath),
 		},
 		Check{
 			ID: "S0.hostile-input", Stage: 0, Lesson: lesson0 + "#validation",
 			Claim: "malformed, oversized, mistyped or unauthorised requests get their 4xx problem and change nothing",
 			Why:   "a request the server cannot understand must never move money or leave a half-claimed key behind",
-			Run:   checkHostileInput,
+			Run:   withScenario(1_000_000, checkHostileInput),
 		},
 		Check{
 			ID: "S0.owner-only-reads", Stage: 0, Lesson: lesson0 + "#the-contract",
 			Claim: "accounts, entries and transfers are shown only to their owner: 401 without a token, 403 for someone else's, 404 for none",
 			Why:   "a replay or a read that leaks another customer's transfer is a data breach",
-			Run:   checkOwnerOnlyReads,
+			Run:   withScenario(1_000_000, checkOwnerOnlyReads),
 		},
 		Check{
 			ID: "S0.tally-shipped", Stage: 0, Tally: true, Lesson: lesson0 + "#counting-the-damage",
@@ -42,12 +42,8 @@ func init() {
 	)
 }
 
-func checkHappyPath(t *T) error {
-	cs, err := t.Reset(2, 1_000_000)
-	if err != nil {
-		return err
-	}
-	a, b := cs[0], cs[1]
+func checkHappyPath(t *T, s Scenario) error {
+	a, b := s.A, s.B
 	amount := t.Amount(1, 500_000)
 	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, t.Op()))
 	res := t.Do(req)
@@ -167,17 +163,13 @@ func manyMembers(n int) string {
 	return strings.Join(parts, ",")
 }
 
-func checkHostileInput(t *T) error {
-	cs, err := t.Reset(2, 1_000_000)
-	if err != nil {
-		return err
-	}
+func checkHostileInput(t *T, s Scenario) error {
 	before, err := t.Snapshot()
 	if err != nil {
 		return err
 	}
 	for _, h := range hostileTable() {
-		req := h.req(cs[0], cs[1], t.Key())
+		req := h.req(s.A, s.B, t.Key())
 		res := t.Do(req)
 		if res.Status != h.status || res.Problem() != h.ptype {
 			return t.Fail(h.name+": "+req.String(), res.String(), fmt.Sprintf("%d %s", h.status, h.ptype))
@@ -193,12 +185,8 @@ func checkHostileInput(t *T) error {
 	return nil
 }
 
-func checkOwnerOnlyReads(t *T) error {
-	cs, err := t.Reset(2, 1_000_000)
-	if err != nil {
-		return err
-	}
-	a, b := cs[0], cs[1]
+func checkOwnerOnlyReads(t *T, s Scenario) error {
+	a, b := s.A, s.B
 	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], 5000, t.Op()))
 	res := t.Do(req)
 	var tr bank.Transfer

@@ -29,43 +29,43 @@ func init() {
 			ID: "S1.sequential-retry", Stage: 1, Lesson: lesson1 + "#a-retry-is-not-a-new-request",
 			Claim: "a retry with the same key, sent after the original answered, does not execute again",
 			Why:   "the client retried because it never saw the first answer; executing the retry sends the customer's money twice",
-			Run:   checkSequentialRetry,
+			Run:   withScenario(1_000_000, checkSequentialRetry),
 		},
 		Check{
 			ID: "S1.concurrent-duplicates", Stage: 1, Lesson: lesson1 + "#the-race",
 			Claim: "32 simultaneous requests with one key execute exactly once, and none of them gets a 5xx",
 			Why:   "a double-click or an impatient retry races the original; two requests that both see \"no key yet\" both move money, and a 5xx tells the client nothing about whether it did",
-			Run:   checkConcurrentDuplicates,
+			Run:   withScenario(1_000_000, checkConcurrentDuplicates),
 		},
 		Check{
 			ID: "S1.staggered-duplicates", Stage: 1, Lesson: lesson1 + "#the-race",
 			Claim: "8 to 16 requests with one key, arriving a few milliseconds apart, bare or quoted, execute exactly once, whether the core answers at once or slowly",
 			Why:   "retries do not arrive together: each one meets the original at another point of its work (before its claim, inside its transaction, just after its commit), and a design with a gap at any of them pays twice there",
-			Run:   checkStaggeredDuplicates,
+			Run:   withScenario(10_000_000, checkStaggeredDuplicates),
 		},
 		Check{
 			ID: "S1.missing-key", Stage: 1, Lesson: lesson1 + "#no-key-no-money",
 			Claim: "a transfer or deposit without Idempotency-Key gets 400 missing-idempotency-key and nothing moves",
 			Why:   "without a key the server cannot tell a retry from a new request, so every lost answer becomes a possible double payment",
-			Run:   checkMissingKey,
+			Run:   withScenario(1_000_000, checkMissingKey),
 		},
 		Check{
 			ID: "S1.invalid-key", Stage: 1, Lesson: lesson1 + "#what-a-key-looks-like",
 			Claim: "an empty, too long, non-ASCII, malformed or repeated Idempotency-Key gets 400 invalid-idempotency-key and nothing moves",
 			Why:   "a key the server silently truncates, trims or picks one of is a key two clients can share, or one client can lose",
-			Run:   checkInvalidKey,
+			Run:   withScenario(1_000_000, checkInvalidKey),
 		},
 		Check{
 			ID: "S1.key-forms", Stage: 1, Lesson: lesson1 + "#what-a-key-looks-like",
 			Claim: "any key of 1 to 255 printable ASCII characters is one key, quoted (Idempotency-Key: \"k\", with \\\" and \\\\ escaped) or bare; keys that differ only in letter case or a trailing character are two keys",
 			Why:   "clients following the IETF draft quote the key and older ones do not: if the two spellings are two keys, a retry by another library executes again; a server that folds, trims or truncates keys makes two clients' operations one, and the second never runs",
-			Run:   checkKeyForms,
+			Run:   withScenario(10_000_000, checkKeyForms),
 		},
 		Check{
 			ID: "S1.distinct-keys-same-body", Stage: 1, Lesson: lesson1 + "#one-key-one-operation",
 			Claim: "two requests with different keys and the same body are two transfers, both executed",
 			Why:   "paying the same rent twice in one month is the customer's decision; the key, not the body, says whether a request is a retry, and a server that guesses loses a real payment",
-			Run:   checkDistinctKeysSameBody,
+			Run:   withScenario(10_000_000, checkDistinctKeysSameBody),
 		},
 		Check{
 			ID: "S1.replicas", Stage: 1, Lesson: lesson1 + "#several-servers-one-database",
@@ -77,7 +77,7 @@ func init() {
 			ID: "S1.fail-closed", Stage: 1, Lesson: lesson1 + "#fail-closed",
 			Claim: "when the key store fails, the request gets 503 unavailable and nothing executes; once it is back, the retry executes exactly once",
 			Why:   "executing without a claim is executing without protection: the retry that follows the outage pays a second time",
-			Run:   checkFailClosed,
+			Run:   withScenario(2_000_000, checkFailClosed),
 		},
 	)
 }
@@ -85,16 +85,9 @@ func init() {
 // checkSequentialRetry catches a server without a claim (stage 0) and a
 // claim that does not stop the retry: INSERT OR IGNORE or an upsert whose
 // result is never read, a key stored but never looked at.
-func checkSequentialRetry(t *T) error {
-	const opening = 1_000_000
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkSequentialRetry(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
-	amount := t.Amount(1_000, 200_000)
-	key, op := t.Key(), t.Op()
-	req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+	req, op, amount := s.Payment(t)
 	first := t.Do(req)
 	if !first.Is(http.StatusCreated, "") {
 		return t.Fail(req.String(), first.String(), "201 Created: the first request with a fresh key executes")
@@ -132,9 +125,7 @@ func checkReplicas(t *T) error {
 		return err
 	}
 	a, b, books := s.A, s.B, s.Books
-	amount := rt.Amount(1_000, 20_000)
-	key, op := rt.Key(), rt.Op()
-	req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+	req, op, amount := s.Payment(rt)
 	first := rt.Do(req)
 	if !first.Is(http.StatusCreated, "") {
 		return rt.Fail("replica 1: "+req.String(), first.String(), "201 Created: the first request with a fresh key executes")
@@ -151,7 +142,7 @@ func checkReplicas(t *T) error {
 		return err
 	}
 	amount = rt.Amount(1_000, 20_000)
-	key, op = rt.Key(), rt.Op()
+	key, op := rt.Key(), rt.Op()
 	req = Transfer(a, key, TransferBody(a.Accounts[1], b.Accounts[0], amount, op))
 	rs := rt.Simultaneously(n, func(i int) Request { r := req; r.Replica = i % 2; return r })
 	sent = fmt.Sprintf("%d× at once, behind a barrier, every other one to replica 2: %s", n, req.String())
@@ -170,12 +161,8 @@ func checkReplicas(t *T) error {
 // and the insert the window is wide), INSERT OR IGNORE without reading the
 // rows affected, and a lost race answered with a 5xx because the unique
 // violation was not told apart from other errors.
-func checkConcurrentDuplicates(t *T) error {
-	const opening, n, rounds = 1_000_000, 32, 3
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkConcurrentDuplicates(t *T, s Scenario) error {
+	const n, rounds = 32, 3
 	a, b, books := s.A, s.B, s.Books
 	// A short core wait lines the racers up between the validation and the
 	// write, as a slow core banking system does in production.
@@ -217,12 +204,7 @@ func checkConcurrentDuplicates(t *T) error {
 // with no core latency, so the original's work takes a millisecond or so
 // and the gaps land before, inside and after it; the others hold the
 // original on the core for longer than the first gaps.
-func checkStaggeredDuplicates(t *T) error {
-	const opening = 10_000_000
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkStaggeredDuplicates(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	type shape struct {
 		latency time.Duration
@@ -281,12 +263,8 @@ func checkStaggeredDuplicates(t *T) error {
 
 // checkMissingKey catches a server that treats the key as optional and
 // executes a request without one (stage 0 does).
-func checkMissingKey(t *T) error {
-	cs, err := t.Reset(2, 1_000_000)
-	if err != nil {
-		return err
-	}
-	a, b := cs[0], cs[1]
+func checkMissingKey(t *T, s Scenario) error {
+	a, b := s.A, s.B
 	before, err := t.Snapshot()
 	if err != nil {
 		return err
@@ -376,12 +354,8 @@ func badKeys(t *T) []badKey {
 // checkInvalidKey catches a server that executes with a key it should have
 // refused: one that trims, truncates, decodes or picks one of two fields,
 // or takes any header value as a key (stage 0 ignores the header).
-func checkInvalidKey(t *T) error {
-	cs, err := t.Reset(2, 1_000_000)
-	if err != nil {
-		return err
-	}
-	a, b := cs[0], cs[1]
+func checkInvalidKey(t *T, s Scenario) error {
+	a, b := s.A, s.B
 	before, err := t.Snapshot()
 	if err != nil {
 		return err
@@ -467,12 +441,7 @@ func keyPairs(t *T) []keyPair {
 // refuses a legal key (one character, 255, any punctuation), and one that
 // folds, trims or truncates keys, so that two clients' keys become one
 // and the second client's operation never runs.
-func checkKeyForms(t *T) error {
-	const opening = 10_000_000
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkKeyForms(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	ids := map[string]bool{}
 	pairs := keyPairs(t)
@@ -519,12 +488,7 @@ func checkKeyForms(t *T) error {
 // identical payments is refused or answered with the first. The payments
 // come one after the other, at once behind a barrier, and a few
 // milliseconds apart.
-func checkDistinctKeysSameBody(t *T) error {
-	const opening = 10_000_000
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkDistinctKeysSameBody(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	amount, op := t.Amount(1_000, 200_000), t.Op()
 	body := TransferBody(a.Accounts[0], b.Accounts[0], amount, op)
@@ -571,12 +535,7 @@ func checkDistinctKeysSameBody(t *T) error {
 // errors it executes anyway (unprotected), or answers 500 instead of 503,
 // or leaves the key in a state that a retry executes twice. The naive
 // server fails it: it has no key store to fail.
-func checkFailClosed(t *T) error {
-	const opening = 2_000_000
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkFailClosed(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	lease, err := t.lease()
 	if err != nil {

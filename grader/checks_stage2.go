@@ -22,19 +22,19 @@ func init() {
 			ID: "S2.edited-resubmission", Stage: 2, Lesson: lesson2 + "#same-key-another-request",
 			Claim: "the same key with any member of the body edited (amount, accounts, memo changed, added or removed, a metadata member added, changed or removed) gets 422 idempotency-key-reused and moves nothing",
 			Why:   "a clerk who fixes the amount and resubmits with the old key believes the new amount went through; answering \"already done\" (or the old result) silently pays the wrong amount, and executing it spends one key on two operations",
-			Run:   checkEditedResubmission,
+			Run:   withScenario(5_000_000, checkEditedResubmission),
 		},
 		Check{
 			ID: "S2.equivalent-bodies", Stage: 2, Lesson: lesson2 + "#the-canonical-form",
 			Claim: "a retry whose body differs only in member order, whitespace, string escapes (\\u0041 for A) or number spelling (3e5 for 300000) is answered as the same request: 409 duplicate-request, or from stage 4 the stored answer, and never executes",
 			Why:   "retries are rewritten by proxies, SDKs and other languages' JSON encoders; refusing one as a different request leaves the client unable to learn whether its money moved, and executing it pays twice",
-			Run:   checkEquivalentBodies,
+			Run:   withScenario(5_000_000, checkEquivalentBodies),
 		},
 		Check{
 			ID: "S2.fingerprint-is-rfc8785", Stage: 2, Lesson: lesson2 + "#a-fingerprint-others-can-compute",
 			Claim: "the key table's fingerprint column holds the lowercase hex SHA-256 of the body's RFC 8785 canonical form, for bodies that Go's encoding/json writes otherwise",
 			Why:   "another replica, the next version during a rolling upgrade, or a service in another language must compute the same fingerprint for the same request; one that differs refuses a client's retry as another request, or takes an edited request for a retry",
-			Run:   checkFingerprintIsRFC8785,
+			Run:   withScenario(5_000_000, checkFingerprintIsRFC8785),
 		},
 	)
 }
@@ -117,12 +117,7 @@ func metadata(pairs ...string) string {
 // fingerprint over part of the body (the money only, or without the
 // metadata), and a claim that takes an edited body for a new request
 // (UNIQUE over key and fingerprint, or a claim replaced) and executes it.
-func checkEditedResubmission(t *T) error {
-	const opening = 5_000_000
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkEditedResubmission(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	num := func(n int64) string { return fmt.Sprint(n) }
 	str := jsonString
@@ -259,12 +254,7 @@ func escapeAll(s string) string {
 // different request. A retry must be answered as a retry: 409
 // duplicate-request until stage 3, the stored 201 (marked replayed) from
 // stage 4; any refusal leaves its client without a usable answer.
-func checkEquivalentBodies(t *T) error {
-	const opening = 5_000_000
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkEquivalentBodies(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	key, op := t.Key(), t.Op()
 	amount := 1000 * t.Amount(1, 900)
@@ -316,12 +306,7 @@ func checkEquivalentBodies(t *T) error {
 // tells an edited body apart but keeps its fingerprint elsewhere than a
 // fingerprint column could not be observed; one that does not tell it
 // apart has no fingerprint at all, and fails.
-func checkFingerprintIsRFC8785(t *T) error {
-	const opening = 5_000_000
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkFingerprintIsRFC8785(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	str := jsonString
 	n := t.Amount(1, 999)

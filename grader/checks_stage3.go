@@ -27,25 +27,25 @@ func init() {
 			ID: "S3.release-after-failure", Stage: 3, Lesson: lesson3 + "#releasing-a-failed-claim",
 			Claim: "after an internal failure before the money moved, the retry with the same key executes exactly once",
 			Why:   "a key kept after a failed attempt blocks every retry of a payment that never happened: the customer's rent is never paid, and the server says it is busy or done",
-			Run:   checkReleaseAfterFailure,
+			Run:   withScenario(1_000_000, checkReleaseAfterFailure),
 		},
 		Check{
 			ID: "S3.never-completed-without-money", Stage: 3, Lesson: lesson3 + "#completed-means-the-money-moved",
 			Claim: "a key is completed only in the transaction that moved its money: never while the core call runs, never after a failed or crashed business write",
 			Why:   "a completed key is the server's promise that the money moved; a retry that trusts a broken promise gets \"done\" for a transfer that never happened",
-			Run:   checkNeverCompletedWithoutMoney,
+			Run:   withScenario(1_000_000, checkNeverCompletedWithoutMoney),
 		},
 		Check{
 			ID: "S3.completed-with-the-money", Stage: 3, Lesson: lesson3 + "#completed-means-the-money-moved",
 			Claim: "the money and the key's completion commit together: a key store that fails at the completion leaves nothing moved and a retry that executes once; a crash right after the commit leaves the key completed",
 			Why:   "a completion in a transaction of its own, after the money, can fail or be cut off by a crash: the money has moved, and the key says it has not, so the client is told it failed (and pays again), or waits for good",
-			Run:   checkCompletedWithTheMoney,
+			Run:   withScenario(1_000_000, checkCompletedWithTheMoney),
 		},
 		Check{
 			ID: "S3.client-gives-up", Stage: 3, Lesson: lesson3 + "#a-client-that-gives-up",
 			Claim: "a client that hangs up (mid-body, during the core wait, around the business write) can retry with the same key until it has an answer: its operation executes exactly once, and its key is never left in progress",
 			Why:   "clients time out all the time; a server that treats a client gone away as a reason to keep the key (or to forget it after the money moved) leaves a payment that can never be made, or makes it twice",
-			Run:   checkClientGivesUp,
+			Run:   withScenario(10_000_000, checkClientGivesUp),
 		},
 	)
 }
@@ -168,12 +168,7 @@ func inProgressAnswer(r Response) (bool, string) {
 // checkReleaseAfterFailure catches a claim that is not given back when the
 // business write fails: the retry is told request-in-progress (stuck) or
 // duplicate-request for a payment that never happened.
-func checkReleaseAfterFailure(t *T) error {
-	const opening = 1_000_000
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkReleaseAfterFailure(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	req, op, amount := s.Payment(t)
 	if err := t.Arm(labctl.FailInTransfer, 1); err != nil {
@@ -256,17 +251,11 @@ func completedWithoutMoney(st labctl.State, key, op string) bool {
 // checkNeverCompletedWithoutMoney catches a key marked completed before the
 // money moves (at the claim, or in its own transaction before the business
 // write), and one marked completed by a failed or crashed attempt.
-func checkNeverCompletedWithoutMoney(t *T) error {
-	const opening = 1_000_000
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkNeverCompletedWithoutMoney(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
-	next := func() (Request, string, int64) { return s.Payment(t) }
 
 	// While the core call runs, the key may be in progress, never completed.
-	req, op, amount := next()
+	req, op, amount := s.Payment(t)
 	held, err := t.Hold(req, 300*time.Millisecond)
 	if err != nil {
 		return err
@@ -319,7 +308,7 @@ func checkNeverCompletedWithoutMoney(t *T) error {
 
 	// A failed and a crashed business write leave no completed key.
 	for _, point := range []string{labctl.FailInTransfer, labctl.CrashInTransfer} {
-		req, op, _ := next()
+		req, op, _ := s.Payment(t)
 		if err := t.Arm(point, 1); err != nil {
 			return err
 		}
@@ -355,12 +344,7 @@ func checkNeverCompletedWithoutMoney(t *T) error {
 // because the failed core call is not treated as a failure before the
 // money. It also catches a claim released after the money moved, which
 // the retry pays a second time.
-func checkClientGivesUp(t *T) error {
-	const opening = 10_000_000
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkClientGivesUp(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	type round struct {
 		how     GiveUp
@@ -449,18 +433,12 @@ func checkClientGivesUp(t *T) error {
 // its own after the business commit: the key store is made to fail at
 // the first key statement after the claim, and the server is crashed
 // right after the commit that moved the money.
-func checkCompletedWithTheMoney(t *T) error {
-	const opening = 1_000_000
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkCompletedWithTheMoney(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
-	next := func() (Request, string, int64) { return s.Payment(t) }
 
 	// The key store fails once the key is claimed: at the completion, or
 	// at whatever else the stage writes to the key table before it.
-	req, op, amount := next()
+	req, op, amount := s.Payment(t)
 	held, err := t.Hold(req, 100*time.Millisecond)
 	if err != nil {
 		return err
@@ -510,7 +488,7 @@ func checkCompletedWithTheMoney(t *T) error {
 	}
 
 	// A crash right after the commit that moved the money.
-	req, op, amount = next()
+	req, op, amount = s.Payment(t)
 	if err := t.Arm(labctl.CrashAfterCommit, 1); err != nil {
 		return err
 	}

@@ -21,37 +21,37 @@ func init() {
 			ID: "S4.replay-byte-identical", Stage: 4, Lesson: lesson4 + "#store-the-answer",
 			Claim: "a retry of a completed request gets the stored response: same status, same body bytes, same Content-Type and Location",
 			Why:   "the client retried because it lost the first answer; only the same answer lets it finish as if nothing had gone wrong, and a different one (another id, another time) looks like a second transfer",
-			Run:   checkReplayByteIdentical,
+			Run:   withScenario(2_000_000, checkReplayByteIdentical),
 		},
 		Check{
 			ID: "S4.replay-marker-only-on-replays", Stage: 4, Lesson: lesson4 + "#the-replay-marker",
 			Claim: "Idempotent-Replayed: true is on every replay and on no first answer",
 			Why:   "clients, logs and support staff count payments by first answers; a marker on a first answer hides a real payment, a missing one on a replay counts a payment twice",
-			Run:   checkReplayMarkerOnlyOnReplays,
+			Run:   withScenario(1_000_000, checkReplayMarkerOnlyOnReplays),
 		},
 		Check{
 			ID: "S4.no-cookie-replayed", Stage: 4, Lesson: lesson4 + "#what-not-to-store",
 			Claim: "a replay never carries the Set-Cookie of the answer it replays",
 			Why:   "a session cookie belongs to the client that received it; replaying it hands that session to whoever retried, perhaps from another device",
-			Run:   checkNoCookieReplayed,
+			Run:   withScenario(1_000_000, checkNoCookieReplayed),
 		},
 		Check{
 			ID: "S4.balance-after-unchanged", Stage: 4, Lesson: lesson4 + "#never-recompute",
 			Claim: "a replay's balance_after and created_at stay what they were, after later transfers, deposits and time",
 			Why:   "a replay rebuilt from today's balance tells the customer a balance that was never the result of this transfer: the receipt they keep is wrong",
-			Run:   checkBalanceAfterUnchanged,
+			Run:   withScenario(2_000_000, checkBalanceAfterUnchanged),
 		},
 		Check{
 			ID: "S4.insufficient-funds-replayed", Stage: 4, Lesson: lesson4 + "#a-refusal-is-an-answer",
 			Claim: "a stored 422 insufficient-funds is replayed as it was, even after a deposit made the transfer affordable",
 			Why:   "the client that lost the 422 must learn the answer it was given; executing the retry later, after money arrived, moves money the customer was told would not move",
-			Run:   checkInsufficientFundsReplayed,
+			Run:   withScenario(100_000, checkInsufficientFundsReplayed),
 		},
 		Check{
 			ID: "S4.answer-stored-with-the-money", Stage: 4, Lesson: lesson4 + "#store-the-answer",
 			Claim: "the answer is stored in the transaction that moves the money: after a crash right after that commit, the retry gets the stored 201 of its own operation",
 			Why:   "a key completed without its answer is a payment whose client can never learn how it went: every retry is refused, and the receipt (id, balance_after) is lost",
-			Run:   checkAnswerStoredWithTheMoney,
+			Run:   withScenario(1_000_000, checkAnswerStoredWithTheMoney),
 		},
 	)
 }
@@ -122,13 +122,8 @@ func firstDifference(a, b []byte) string {
 // checkReplayByteIdentical catches a replay recomputed instead of stored:
 // re-encoded from the transfer row (another member order, spacing or
 // created_at), rebuilt without Location, or answered with another status.
-func checkReplayByteIdentical(t *T) error {
-	const opening = 2_000_000
-	cs, err := t.Reset(2, opening)
-	if err != nil {
-		return err
-	}
-	a, b := cs[0], cs[1]
+func checkReplayByteIdentical(t *T, s Scenario) error {
+	a, b := s.A, s.B
 	reqs := []Request{
 		Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], t.Amount(1_000, 500_000), t.Op())),
 		Deposit(a, t.Key(), DepositBody(a.Accounts[1], t.Amount(1_000, 500_000), t.Op())),
@@ -155,18 +150,13 @@ func checkReplayByteIdentical(t *T) error {
 
 // checkReplayMarkerOnlyOnReplays catches a server that sets the marker on
 // every answer (first answers included), or on none.
-func checkReplayMarkerOnlyOnReplays(t *T) error {
-	const opening = 1_000_000
-	cs, err := t.Reset(2, opening)
-	if err != nil {
-		return err
-	}
-	a, b := cs[0], cs[1]
+func checkReplayMarkerOnlyOnReplays(t *T, s Scenario) error {
+	a, b := s.A, s.B
 	firsts := []Request{
 		Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], t.Amount(1_000, 100_000), t.Op())),
 		Deposit(a, t.Key(), DepositBody(a.Accounts[1], t.Amount(1_000, 100_000), t.Op())),
 		// A refusal is a first answer too.
-		Transfer(a, t.Key(), TransferBody(a.Accounts[1], b.Accounts[1], 10*opening+t.Amount(1, 1_000), t.Op())),
+		Transfer(a, t.Key(), TransferBody(a.Accounts[1], b.Accounts[1], 10*s.Opening+t.Amount(1, 1_000), t.Op())),
 	}
 	for _, req := range firsts {
 		r := t.Do(req)
@@ -188,12 +178,8 @@ func checkReplayMarkerOnlyOnReplays(t *T) error {
 // checkNoCookieReplayed catches a replay that stores the whole header map
 // of the first answer and sends it again: the kit gives every answer a
 // fresh session cookie, and the replay then carries the first one.
-func checkNoCookieReplayed(t *T) error {
-	cs, err := t.Reset(2, 1_000_000)
-	if err != nil {
-		return err
-	}
-	a, b := cs[0], cs[1]
+func checkNoCookieReplayed(t *T, s Scenario) error {
+	a, b := s.A, s.B
 	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], t.Amount(1_000, 100_000), t.Op()))
 	first := t.Do(req)
 	if !first.Is(http.StatusCreated, "") {
@@ -225,19 +211,14 @@ func checkNoCookieReplayed(t *T) error {
 
 // checkBalanceAfterUnchanged catches a replay rebuilt from current data:
 // balance_after read from the account now, created_at from the clock now.
-func checkBalanceAfterUnchanged(t *T) error {
-	const opening = 2_000_000
-	cs, err := t.Reset(2, opening)
-	if err != nil {
-		return err
-	}
-	a, b := cs[0], cs[1]
+func checkBalanceAfterUnchanged(t *T, s Scenario) error {
+	a, b := s.A, s.B
 	x := t.Amount(1_000, 500_000)
 	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], x, t.Op()))
 	orig := t.Do(req)
 	var first transferAnswer
-	if !orig.Is(http.StatusCreated, "") || json.Unmarshal(orig.Body, &first) != nil || first.BalanceAfter != opening-x {
-		return t.Fail(req.String(), orig.String(), fmt.Sprintf("201 Created with balance_after %d", opening-x))
+	if !orig.Is(http.StatusCreated, "") || json.Unmarshal(orig.Body, &first) != nil || first.BalanceAfter != s.Opening-x {
+		return t.Fail(req.String(), orig.String(), fmt.Sprintf("201 Created with balance_after %d", s.Opening-x))
 	}
 	story := []string{req.String() + "  →  201, balance_after " + fmt.Sprint(first.BalanceAfter)}
 	later := []Request{
@@ -278,18 +259,13 @@ type transferAnswer struct {
 // checkInsufficientFundsReplayed catches a server that stores only
 // successes: the refused transfer's retry executes once a deposit made it
 // affordable, or the refusal is recomputed without the marker.
-func checkInsufficientFundsReplayed(t *T) error {
-	const opening = 100_000
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkInsufficientFundsReplayed(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
-	amount, op := opening+t.Amount(1, 50_000), t.Op()
+	amount, op := s.Opening+t.Amount(1, 50_000), t.Op()
 	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
 	orig := t.Do(req)
 	if !orig.Is(http.StatusUnprocessableEntity, pInsufficient) {
-		return t.Fail(req.String()+fmt.Sprintf("  (the account holds %d)", opening), orig.String(), "422 "+pInsufficient)
+		return t.Fail(req.String()+fmt.Sprintf("  (the account holds %d)", s.Opening), orig.String(), "422 "+pInsufficient)
 	}
 	books.Expect(op)
 	dop, damount := t.Op(), t.Amount(50_000, 200_000)
@@ -299,7 +275,7 @@ func checkInsufficientFundsReplayed(t *T) error {
 	}
 	books.Deposit(dop, a.Accounts[0], damount)
 	sent := fmt.Sprintf("%s  →  422 insufficient-funds\nthen %s  →  201 (the account now holds %d, enough)\nthen the retry of the transfer, the same request",
-		req.String(), dep.String(), opening+damount)
+		req.String(), dep.String(), s.Opening+damount)
 	r := t.Do(req)
 	if err := t.Reconcile(sent, r.Short(), books); err != nil {
 		return err
@@ -314,12 +290,7 @@ func checkInsufficientFundsReplayed(t *T) error {
 // business commit, in a statement or transaction of its own: a crash
 // between the two leaves a completed key with no answer to replay, or an
 // in-progress key whose money moved.
-func checkAnswerStoredWithTheMoney(t *T) error {
-	const opening = 1_000_000
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkAnswerStoredWithTheMoney(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	type attempt struct {
 		req    Request

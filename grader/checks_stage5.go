@@ -20,25 +20,25 @@ func init() {
 			ID: "S5.customers-scoped", Stage: 5, Lesson: lesson5 + "#whose-key",
 			Claim: "two customers who send the same key string get their own transfers and their own replays, never each other's",
 			Why:   "keys are chosen by clients, and two clients can choose alike; a key shared across customers refuses one customer's payment, or replays another customer's transfer to them",
-			Run:   checkCustomersScoped,
+			Run:   withScenario(2_000_000, checkCustomersScoped),
 		},
 		Check{
 			ID: "S5.endpoints-scoped", Stage: 5, Lesson: lesson5 + "#one-key-per-endpoint",
 			Claim: "the same key on POST /transfers and POST /deposits names two independent operations",
 			Why:   "a client that numbers its requests per endpoint would have its deposit refused as a reused key, or answered with a transfer",
-			Run:   checkEndpointsScoped,
+			Run:   withScenario(2_000_000, checkEndpointsScoped),
 		},
 		Check{
 			ID: "S5.retention-boundary", Stage: 5, Lesson: lesson5 + "#how-long-to-remember",
 			Claim: "a retry just inside the retention period (on the lab clock) is replayed; just after it, the same key is a new request",
 			Why:   "forget a key too early and a late retry pays twice; never forget it and the table grows without end while old keys refuse new operations",
-			Run:   checkRetentionBoundary,
+			Run:   withScenario(2_000_000, checkRetentionBoundary),
 		},
 		Check{
 			ID: "S5.purge-bounded", Stage: 5, Lesson: lesson5 + "#purging",
 			Claim: "a purge removes every expired completed key and keeps every live one, which still replays",
 			Why:   "a key table that only grows slows every claim and fills the disk; a purge that takes live keys turns the next retry into a second payment",
-			Run:   checkPurgeBounded,
+			Run:   withScenario(10_000_000, checkPurgeBounded),
 		},
 		Check{
 			ID: "S5.purge-keeps-in-progress", Stage: 5, Lesson: lesson5 + "#never-purge-in-progress",
@@ -73,12 +73,7 @@ func answerID(r Response) string {
 // request, key and body: a server that looks up the key and the body's
 // fingerprint before it looks at who is asking hands over the first
 // customer's stored answer.
-func checkCustomersScoped(t *T) error {
-	const opening = 2_000_000
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkCustomersScoped(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	who := []string{"customer " + a.ID, "customer " + b.ID}
 	for _, kind := range []string{"transfer", "deposit"} {
@@ -197,12 +192,7 @@ func (t *T) leakedAnswer(sent, answers string, rs []Response, who []string, book
 // deposit is refused as a reused key, or answered with the transfer (and
 // never executed). The money is reconciled first: a client told 201 was
 // told its own operation executed.
-func checkEndpointsScoped(t *T) error {
-	const opening = 2_000_000
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkEndpointsScoped(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	key := t.Key()
 	opT, opD := t.Op(), t.Op()
@@ -284,13 +274,8 @@ func endpointName(r Request) string {
 // in force, and expiry too early (by the retry horizon, say). It runs two
 // rounds on one server, each with a retention drawn from the seed and set
 // just before it.
-func checkRetentionBoundary(t *T) error {
-	const opening = 2_000_000
+func checkRetentionBoundary(t *T, s Scenario) error {
 	const margin = 2 * time.Second
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
 	a, b, books := s.A, s.B, s.Books
 	// Both differ from the default's 24h, and from each other.
 	first := time.Duration(2+t.Rand().IntN(10)) * time.Hour
@@ -361,17 +346,12 @@ func checkRetentionBoundary(t *T) error {
 
 // checkPurgeBounded catches a purge that does nothing (or is missing), one
 // that takes live keys with the expired, and expiry on the wrong clock.
-func checkPurgeBounded(t *T) error {
-	const opening = 10_000_000
+func checkPurgeBounded(t *T, s Scenario) error {
 	const retention = 2 * time.Hour
-	cs, err := t.Reset(2, opening)
-	if err != nil {
-		return err
-	}
 	if err := t.Configure(labclient.Config{Retention: retention}); err != nil {
 		return err
 	}
-	a, b := cs[0], cs[1]
+	a, b := s.A, s.B
 	batch := func(n int) ([]Request, error) {
 		reqs := make([]Request, n)
 		for i := range reqs {

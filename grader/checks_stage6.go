@@ -20,13 +20,13 @@ func init() {
 			ID: "S6.lease-takeover-once", Stage: 6, Lesson: lesson6 + "#taking-over-a-lease",
 			Claim: "an in-progress key whose lease (read from the config in force, changed mid-run) has expired is taken over by exactly one of many retries, at once or a few ms apart, and executed once",
 			Why:   "a request that crashed after its claim leaves its key in progress; without a lease the payment is stuck forever, and with a takeover that two retries can both win it is paid twice",
-			Run:   checkLeaseTakeoverOnce,
+			Run:   withScenario(1_000_000, checkLeaseTakeoverOnce),
 		},
 		Check{
 			ID: "S6.live-lease-409", Stage: 6, Lesson: lesson6 + "#a-live-lease",
 			Claim: "while an in-progress key's lease is live, a retry gets 409 request-in-progress and nothing executes",
 			Why:   "a live lease means the original may still be running; a retry that takes it over early executes the payment a second time beside it",
-			Run:   checkLiveLease409,
+			Run:   withScenario(1_000_000, checkLiveLease409),
 		},
 		Check{
 			ID: "S6.late-original-fenced", Stage: 6, Lesson: lesson6 + "#a-late-original",
@@ -62,12 +62,8 @@ func init() {
 // or transaction and written in another): both execute. Two rounds run on
 // one server, each with its own lease set just before it: 16 retries
 // released at once, then 16 arriving a few milliseconds apart.
-func checkLeaseTakeoverOnce(t *T) error {
-	const opening, n = 1_000_000, 16
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkLeaseTakeoverOnce(t *T, s Scenario) error {
+	const n = 16
 	a, b, books := s.A, s.B, s.Books
 	// The first lease is shorter than the default's 30s, the second longer
 	// than the first.
@@ -198,12 +194,7 @@ func otherAnswers(all []Response) []Response {
 // checkLiveLease409 catches a takeover that does not wait for the lease to
 // expire (any in-progress key is taken over), and a lease measured on the
 // real clock or from the wrong setting.
-func checkLiveLease409(t *T) error {
-	const opening = 1_000_000
-	s, err := t.Scenario(2, opening)
-	if err != nil {
-		return err
-	}
+func checkLiveLease409(t *T, s Scenario) error {
 	if err := t.Configure(labclient.Config{Lease: 10 * time.Second}); err != nil {
 		return err
 	}

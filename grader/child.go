@@ -3,8 +3,6 @@ package grader
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -228,12 +226,9 @@ func (c *Child) DropDB() {
 	}
 }
 
-// AdminToken draws an admin token no one can guess.
-func AdminToken() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return "adm_" + hex.EncodeToString(b[:])
-}
+// AdminToken draws an admin token no one can guess, for a server the
+// grader starts: server.NewAdminToken.
+func AdminToken() string { return server.NewAdminToken() }
 
 // Start (re)starts the child on its database and waits until it answers.
 // A restarted child listens on the port it had, so that a client keeps its

@@ -302,7 +302,7 @@ func undeclared(stage int, lesson string) ([]string, error) {
 			case *ast.SelectorExpr:
 				if id, ok := n.X.(*ast.Ident); ok && !local[id.Name] && !sc.declared[id.Name] {
 					if paths := sc.packagePaths(id.Name); paths != nil {
-						ok, err := sc.exports(paths, n.Sel.Name)
+						ok, err := sc.declares(paths, n.Sel.Name, false)
 						if err != nil {
 							err2 = err
 						} else if !ok {
@@ -492,15 +492,16 @@ func (sc *scaffold) packagePaths(name string) []string {
 	return sc.std[name]
 }
 
-// exports reports whether one of the packages at paths declares the
-// exported name at its top level.
-func (sc *scaffold) exports(paths []string, name string) (bool, error) {
+// declares reports whether one of the packages at paths declares the
+// exported name: at its top level, or, if member, as the name of a field
+// or method of one of its types.
+func (sc *scaffold) declares(paths []string, name string, member bool) (bool, error) {
 	for _, p := range paths {
-		top, _, err := sc.names(p)
+		top, members, err := sc.names(p)
 		if err != nil {
 			return false, err
 		}
-		if top[name] {
+		if member && members[name] || !member && top[name] {
 			return true, nil
 		}
 	}
@@ -523,16 +524,7 @@ func (sc *scaffold) member(name string) (bool, error) {
 			paths = append(paths, "idemlab/kit/"+e.Name())
 		}
 	}
-	for _, p := range paths {
-		_, members, err := sc.names(p)
-		if err != nil {
-			return false, err
-		}
-		if members[name] {
-			return true, nil
-		}
-	}
-	return false, nil
+	return sc.declares(paths, name, true)
 }
 
 // names returns a package's exported top-level names, and the names of

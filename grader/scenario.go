@@ -10,6 +10,8 @@ type Scenario struct {
 	// A and B are the first two customers: the one who sends, and the
 	// one who receives.
 	A, B bank.Customer
+	// Opening is every account's balance after the reset.
+	Opening int64
 	// Books start at the opening balance on every account, with no
 	// operation run; the check records what it expects to execute.
 	Books *Books
@@ -24,7 +26,20 @@ func (t *T) Scenario(customers int, opening int64) (Scenario, error) {
 	if err != nil {
 		return Scenario{}, err
 	}
-	return Scenario{Customers: cs, A: cs[0], B: cs[1], Books: t.NewBooks(opening, customerAccounts(cs)...)}, nil
+	return Scenario{Customers: cs, A: cs[0], B: cs[1], Opening: opening, Books: t.NewBooks(opening, customerAccounts(cs)...)}, nil
+}
+
+// withScenario is the Run of a check that starts from the usual set-up:
+// it runs check on a fresh Scenario of two customers with opening won
+// on each account, or returns the reset's error without running it.
+func withScenario(opening int64, check func(t *T, s Scenario) error) func(*T) error {
+	return func(t *T) error {
+		s, err := t.Scenario(2, opening)
+		if err != nil {
+			return err
+		}
+		return check(t, s)
+	}
 }
 
 // customerAccounts lists every account of cs.

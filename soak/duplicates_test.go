@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"idemlab/grader"
-	"idemlab/grader/dayplan"
 	"idemlab/kit/problem"
 )
 
@@ -33,19 +32,10 @@ func TestDuplicateLoad_NoServerErrorNoDouble(t *testing.T) {
 	soakOnly(t)
 	seed := soakSeed(t)
 	ctx := soakContext(t)
-	params := dayplan.DefaultParams(seed, *opsFlag)
-	params.FaultRate, params.RespellRate, params.DoubleClickRate, params.EditRate, params.LateRetryRate = 0, 0, 0, 0, 0
-	plan, err := dayplan.Generate(seed, params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	child, base := startSolution(ctx, t)
+	plan := plainDay(t, seed)
 	// The core banking call takes a moment, outside any transaction, so
 	// that the copies of a request meet while the first is in progress.
-	admin := &http.Client{Transport: base}
-	if err := configure(ctx, admin, child.URL, child.Admin, map[string]string{"core_latency": dupCoreLatency}); err != nil {
-		t.Fatal(err)
-	}
+	child, base := startSolution(ctx, t, map[string]string{"core_latency": dupCoreLatency})
 	dup := &duplicator{base: base, seed: seed, first: map[string]copyAnswer{}}
 	res, err := grader.Replay(ctx, plan, grader.ReplayOptions{URL: child.URL, Admin: child.Admin, Base: dup, Clients: dupClients})
 	if err != nil {

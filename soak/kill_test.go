@@ -39,19 +39,10 @@ func TestKill9UnderLoad_NothingLostNothingDoubled(t *testing.T) {
 	ctx, abort := context.WithCancelCause(soakContext(t))
 	defer abort(nil)
 
-	params := dayplan.DefaultParams(seed, *opsFlag)
-	params.FaultRate, params.RespellRate, params.DoubleClickRate, params.EditRate, params.LateRetryRate = 0, 0, 0, 0, 0
-	plan, err := dayplan.Generate(seed, params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	child, base := startSolution(ctx, t)
-	admin := &http.Client{Transport: base}
+	plan := plainDay(t, seed)
 	// The day's reset keeps the config, so its very first claim has the
 	// short lease.
-	if err := configure(ctx, admin, child.URL, child.Admin, map[string]string{"lease": killLease}); err != nil {
-		t.Fatal(err)
-	}
+	child, base := startSolution(ctx, t, map[string]string{"lease": killLease})
 
 	k := &killer{child: child, base: base, gate: &gate{base: base, up: make(chan struct{})}, at: killPoints(seed, len(plan.Ops), *killFlag)}
 	k.due = make(chan int, len(k.at))

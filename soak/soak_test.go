@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"idemlab/grader"
+	"idemlab/grader/dayplan"
 	"idemlab/grader/gradertest"
 	"idemlab/kit/labdb"
 	"idemlab/solutions/stage6"
@@ -69,10 +70,25 @@ func soakContext(t *testing.T) context.Context {
 	return ctx
 }
 
+// plainDay generates the day of a soak test that brings its own trouble:
+// the default plan of -ops operations drawn from seed, with none of the
+// plan's (no fault, respelling, double click, edit or late retry).
+func plainDay(t *testing.T, seed uint64) *dayplan.Plan {
+	t.Helper()
+	params := dayplan.DefaultParams(seed, *opsFlag)
+	params.FaultRate, params.RespellRate, params.DoubleClickRate, params.EditRate, params.LateRetryRate = 0, 0, 0, 0, 0
+	plan, err := dayplan.Generate(seed, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
 // startSolution starts solution 6 as a child process of this test
-// binary, on a database file of its own, with a transport for clients
-// that reach it; both end with the test.
-func startSolution(ctx context.Context, t *testing.T) (*grader.Child, *http.Transport) {
+// binary, on a database file of its own, sets its lab config to config,
+// and returns it with a transport for clients that reach it; both end
+// with the test.
+func startSolution(ctx context.Context, t *testing.T, config map[string]string) (*grader.Child, *http.Transport) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -86,6 +102,9 @@ func startSolution(ctx context.Context, t *testing.T) (*grader.Child, *http.Tran
 	t.Cleanup(child.Kill)
 	base := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
 	t.Cleanup(base.CloseIdleConnections)
+	if err := configure(ctx, &http.Client{Transport: base}, child.URL, child.Admin, config); err != nil {
+		t.Fatal(err)
+	}
 	return child, base
 }
 

@@ -106,19 +106,29 @@ func TestServe_PrintsAWorkingResetCommand(t *testing.T) {
 			if token == nil || !strings.Contains(banner, "curl -s -X POST "+url+"/lab/reset -H 'Authorization: Bearer "+token[1]+"'") {
 				t.Fatalf("the banner has no admin token or reset command:\n%s", banner)
 			}
-			req, _ := http.NewRequest("POST", url+"/lab/reset", strings.NewReader(`{"seed":1}`))
-			req.Header.Set("Authorization", "Bearer "+token[1])
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 || !strings.Contains(string(body), `"customers"`) {
-				t.Fatalf("reset: %d %s", resp.StatusCode, body)
+			if status, body := resetSeed1(t, url, token[1]); status != 200 || !strings.Contains(string(body), `"customers"`) {
+				t.Fatalf("reset: %d %s", status, body)
 			}
 		})
 	}
+}
+
+// resetSeed1 resets the lab server at url to seed 1 with its admin
+// token, and returns the answer's status and body.
+func resetSeed1(t *testing.T, url, token string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url+"/lab/reset", strings.NewReader(`{"seed":1}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, body
 }
 
 func TestCheckAdminToken(t *testing.T) {
@@ -153,17 +163,10 @@ func TestServe_PublicDrawsCustomerTokensAtRandom(t *testing.T) {
 	if token == nil || !strings.Contains(banner, "Share with the students") {
 		t.Fatalf("the banner of a public server says nothing of what to share:\n%s", banner)
 	}
-	req, _ := http.NewRequest("POST", url+"/lab/reset", strings.NewReader(`{"seed":1}`))
-	req.Header.Set("Authorization", "Bearer "+token[1])
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	status, body := resetSeed1(t, url, token[1])
 	var out struct{ Customers []bank.Customer }
-	err = json.NewDecoder(resp.Body).Decode(&out)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("reset: %d %v", resp.StatusCode, err)
+	if err := json.Unmarshal(body, &out); err != nil || status != 200 {
+		t.Fatalf("reset: %d %v", status, err)
 	}
 	seeded := bank.Population(bank.DefaultParams())
 	if len(out.Customers) != len(seeded) {
@@ -193,7 +196,7 @@ func TestServe_PublicDrawsCustomerTokensAtRandom(t *testing.T) {
 		}
 	}
 	// The server listens behind the kit's limits (server.NewHTTPServer).
-	req, _ = http.NewRequest("GET", url+"/healthz", nil)
+	req, _ := http.NewRequest("GET", url+"/healthz", nil)
 	req.Header.Set("X-Padding", strings.Repeat("h", 32<<10))
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 431 {
 		t.Errorf("32 KiB of headers: %v %v, want 431", resp, err)

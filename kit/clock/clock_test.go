@@ -10,17 +10,26 @@ import (
 	"idemlab/kit/sqlitedb"
 )
 
-func TestClock_OffsetSurvivesReopen(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "lab.db")
+// openClock opens the database at path and the lab clock kept in it.
+// The database closes when the test ends, if the test has not closed it.
+func openClock(t *testing.T, path string) (*clock.Clock, *sqlitedb.DB) {
+	t.Helper()
 	db, err := sqlitedb.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := clock.Open(ctx, db.DB)
+	t.Cleanup(func() { db.Close() })
+	c, err := clock.Open(context.Background(), db.DB)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, db
+}
+
+func TestClock_OffsetSurvivesReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "lab.db")
+	c, db := openClock(t, path)
 	before := c.Now()
 	moved, err := c.Advance(ctx, 25*time.Hour)
 	if err != nil {
@@ -31,15 +40,7 @@ func TestClock_OffsetSurvivesReopen(t *testing.T) {
 	}
 	db.Close()
 
-	db, err = sqlitedb.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	again, err := clock.Open(ctx, db.DB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	again, _ := openClock(t, path)
 	if d := again.Now().Sub(before); d < 25*time.Hour {
 		t.Fatalf("after reopening, the clock is only %v ahead of where it started; the offset was lost", d)
 	}
@@ -47,15 +48,7 @@ func TestClock_OffsetSurvivesReopen(t *testing.T) {
 
 func TestClock_SetAndFormat(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlitedb.Open(":memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	c, err := clock.Open(ctx, db.DB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := openClock(t, ":memory:")
 	target := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	if _, err := c.Set(ctx, target); err != nil {
 		t.Fatal(err)

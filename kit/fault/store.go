@@ -72,7 +72,7 @@ func (s *Store) Commits() int64 { return s.commits.Load() }
 // if query touches the key table and the store-unavailable fault is armed;
 // statements run with a LabRead context are spared.
 func (s *Store) CheckKeyStore(ctx context.Context, query string) error {
-	if isLabRead(ctx) || s.keyStoreFailures.Left() <= 0 || !strings.Contains(strings.ToLower(query), KeyTable) {
+	if labRead.in(ctx) || s.keyStoreFailures.Left() <= 0 || !strings.Contains(strings.ToLower(query), KeyTable) {
 		return nil
 	}
 	if !s.keyStoreFailures.Fire() {
@@ -117,33 +117,33 @@ func dedupe(rows []int64) []int64 {
 	return out
 }
 
-type labReadKey struct{}
+// mark is a context key for a fact about the statements run with the
+// context: set, it holds true.
+type mark int
+
+const (
+	labRead mark = iota
+	businessWrite
+)
+
+func (m mark) on(ctx context.Context) context.Context { return context.WithValue(ctx, m, true) }
+
+func (m mark) in(ctx context.Context) bool {
+	v, _ := ctx.Value(m).(bool)
+	return v
+}
 
 // LabRead returns a context for the lab's own statements on the key table
 // (its state, its event stream, the purges it starts): the
 // store-unavailable fault spares them, so that an armed count is spent
 // only by the stage's requests.
-func LabRead(ctx context.Context) context.Context {
-	return context.WithValue(ctx, labReadKey{}, true)
-}
-
-func isLabRead(ctx context.Context) bool {
-	v, _ := ctx.Value(labReadKey{}).(bool)
-	return v
-}
-
-type businessWriteKey struct{}
+func LabRead(ctx context.Context) context.Context { return labRead.on(ctx) }
 
 // MarkBusinessWrite returns a context that tells the database a statement
 // executed with it moves money. The bank uses it, so that the
 // crash-after-commit fault fires right after the commit that carried the
 // money, whoever calls Commit.
-func MarkBusinessWrite(ctx context.Context) context.Context {
-	return context.WithValue(ctx, businessWriteKey{}, true)
-}
+func MarkBusinessWrite(ctx context.Context) context.Context { return businessWrite.on(ctx) }
 
 // IsBusinessWrite reports whether ctx was made by MarkBusinessWrite.
-func IsBusinessWrite(ctx context.Context) bool {
-	v, _ := ctx.Value(businessWriteKey{}).(bool)
-	return v
-}
+func IsBusinessWrite(ctx context.Context) bool { return businessWrite.in(ctx) }

@@ -26,9 +26,19 @@ import (
 	"idemlab/solutions/stage1"
 )
 
+// start serves solution 0 in lab mode on a database of its own, until
+// the test ends.
 func start(t *testing.T) (*server.Server, *httptest.Server) {
 	t.Helper()
-	srv, err := server.New(context.Background(), server.Options{DB: labdb.TestTarget(), OwnDB: true, Stage: stage0.New, Lab: true})
+	return startWith(t, server.Options{Stage: stage0.New})
+}
+
+// startWith serves a lab server with opts on a database of its own (the
+// test target), until the test ends.
+func startWith(t *testing.T, opts server.Options) (*server.Server, *httptest.Server) {
+	t.Helper()
+	opts.DB, opts.OwnDB, opts.Lab = labdb.TestTarget(), true, true
+	srv, err := server.New(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,13 +47,41 @@ func start(t *testing.T) (*server.Server, *httptest.Server) {
 	return srv, hs
 }
 
+// resetTwo resets srv to two customers with two accounts of 1,000,000 won
+// each (seed 3) and returns them.
+func resetTwo(t *testing.T, srv *server.Server) (bank.Customer, bank.Customer) {
+	t.Helper()
+	customers, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 2, OpeningBalance: 1_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return customers[0], customers[1]
+}
+
+// call sends a JSON request with token as its bearer (none if empty)
+// and returns the answer's status and body.
 func call(t *testing.T, hs *httptest.Server, method, path, token, body string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(method, hs.URL+path, strings.NewReader(body))
+	auth := ""
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		auth = "Bearer " + token
+	}
+	return callAs(t, hs, method, path, auth, "", body)
+}
+
+// callAs sends a JSON request with the Authorization header auth and the
+// Idempotency-Key key, each left out if empty, and returns the answer's
+// status and body.
+func callAs(t *testing.T, hs *httptest.Server, method, path, auth, key, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, hs.URL+path, strings.NewReader(body))
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	resp, err := hs.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -173,18 +211,8 @@ func TestLabEndpointsNeedTheAdminToken(t *testing.T) {
 		}
 		routes++
 		for name, auth := range wrong {
-			req, _ := http.NewRequest(method, hs.URL+route, strings.NewReader(bodies[route]))
-			req.Header.Set("Content-Type", "application/json")
-			if auth != "" {
-				req.Header.Set("Authorization", auth)
-			}
-			resp, err := hs.Client().Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != 401 {
-				t.Errorf("%s %s with %s: %d, want 401", method, route, name, resp.StatusCode)
+			if code, _ := callAs(t, hs, method, route, auth, "", bodies[route]); code != 401 {
+				t.Errorf("%s %s with %s: %d, want 401", method, route, name, code)
 			}
 		}
 		return nil
@@ -211,13 +239,9 @@ func TestFaults_UnknownPointIsRefused(t *testing.T) {
 
 func TestEvents_RequestAndExecutionArePublished(t *testing.T) {
 	srv, hs := start(t)
-	customers, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 2, OpeningBalance: 1_000_000})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c0, c1 := resetTwo(t, srv)
 	ch, cancel := srv.Events().Subscribe(16)
 	defer cancel()
-	c0, c1 := customers[0], customers[1]
 	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5,"metadata":{"op":"op-1"}}`
 	if code, b := call(t, hs, "POST", "/transfers", c0.Token, body); code != 201 {
 		t.Fatalf("transfer: %d %s", code, b)
@@ -245,31 +269,13 @@ func TestEvents_RequestAndExecutionArePublished(t *testing.T) {
 // trigger that reports them, as a reset that drops and recreates the table
 // would leave it if it did not put the trigger back.
 func TestEvents_KeyRowsAfterAReset(t *testing.T) {
-	srv, err := server.New(context.Background(), server.Options{DB: labdb.TestTarget(), OwnDB: true, Stage: stage1.New, Lab: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { hs.Close(); srv.Close() })
-	customers, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 2, OpeningBalance: 1_000_000})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, hs := startWith(t, server.Options{Stage: stage1.New})
+	c0, c1 := resetTwo(t, srv)
 	ch, cancel := srv.Events().Subscribe(64)
 	defer cancel()
-	c0, c1 := customers[0], customers[1]
 	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5}`
-	req, _ := http.NewRequest("POST", hs.URL+"/transfers", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+c0.Token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", "k-events")
-	resp, err := hs.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 201 {
-		t.Fatalf("transfer: %d", resp.StatusCode)
+	if code, b := callAs(t, hs, "POST", "/transfers", "Bearer "+c0.Token, "k-events", body); code != 201 {
+		t.Fatalf("transfer: %d %s", code, b)
 	}
 	deadline := time.After(10 * time.Second)
 	for {
@@ -290,18 +296,8 @@ func TestCrashFault_InProcessAbortsTheRequestOnce(t *testing.T) {
 	// crash over the network, which orders nothing in this process, so the
 	// hook reports each crash on a channel.
 	crashed := make(chan string, 3)
-	srv, err := server.New(context.Background(), server.Options{DB: labdb.TestTarget(), OwnDB: true, Stage: stage0.New, Lab: true,
-		Crash: func(point string) { crashed <- point }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { hs.Close(); srv.Close() })
-	customers, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 2, OpeningBalance: 1_000_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c0, c1 := customers[0], customers[1]
+	srv, hs := startWith(t, server.Options{Stage: stage0.New, Crash: func(point string) { crashed <- point }})
+	c0, c1 := resetTwo(t, srv)
 	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5}`
 	events, cancel := srv.Events().Subscribe(256)
 	defer cancel()
@@ -395,34 +391,14 @@ func TestReset_GivesTheStageItsNewKeyTable(t *testing.T) {
 
 func TestLog_A5xxIsLoggedWithTheCauseTheClientDoesNotSee(t *testing.T) {
 	var logged strings.Builder
-	srv, err := server.New(context.Background(), server.Options{DB: labdb.TestTarget(), OwnDB: true, Stage: stage1.New, Lab: true,
-		Log: slog.New(slog.NewTextHandler(&logged, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { hs.Close(); srv.Close() })
-	customers, err := srv.Lab().Reset(context.Background(), bank.DefaultParams())
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, hs := startWith(t, server.Options{Stage: stage1.New, Log: slog.New(slog.NewTextHandler(&logged, nil))})
+	c0, c1 := resetTwo(t, srv)
 	if code, _ := call(t, hs, "POST", "/lab/faults", srv.AdminToken(), `{"point":"store-unavailable"}`); code != 200 {
 		t.Fatal("arm")
 	}
-	c0, c1 := customers[0], customers[1]
-	req, _ := http.NewRequest("POST", hs.URL+"/transfers",
-		strings.NewReader(`{"from":"`+c0.Accounts[0]+`","to":"`+c1.Accounts[0]+`","amount":5}`))
-	req.Header.Set("Authorization", "Bearer "+c0.Token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", "k-1")
-	resp, err := hs.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 503 || strings.Contains(string(body), "injected") {
-		t.Fatalf("got %d %s; want 503 without the cause", resp.StatusCode, body)
+	code, body := callAs(t, hs, "POST", "/transfers", "Bearer "+c0.Token, "k-1", `{"from":"`+c0.Accounts[0]+`","to":"`+c1.Accounts[0]+`","amount":5}`)
+	if code != 503 || strings.Contains(body, "injected") {
+		t.Fatalf("got %d %s; want 503 without the cause", code, body)
 	}
 	if !strings.Contains(logged.String(), "key store unavailable (injected fault)") {
 		t.Fatalf("the log does not name the cause:\n%s", logged.String())

@@ -1,0 +1,78 @@
+package ladder
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"idemlab/grader"
+)
+
+// TestMutantFiles_EditsApply checks what Build needs of every mutant
+// without building one: a unique name, a check to catch it, and edits
+// whose old text occurs exactly once in its solution's file when the
+// edits before it have been made. The test runs in grader/ladder, two
+// folders below the solutions.
+func TestMutantFiles_EditsApply(t *testing.T) {
+	seen := map[string]bool{}
+	for _, m := range Mutants {
+		if seen[m.Name] {
+			t.Errorf("two mutants are named %s", m.Name)
+		}
+		seen[m.Name] = true
+		if _, ok := grader.Lookup(m.CaughtBy); !ok {
+			t.Errorf("mutant %s names no check: %s", m.Name, m.CaughtBy)
+		}
+		texts := map[string]string{}
+		for _, e := range m.Edits {
+			text, ok := texts[e.File]
+			if !ok {
+				b, err := os.ReadFile(filepath.Join("..", "..", "solutions", fmt.Sprintf("stage%d", m.Stage), e.File))
+				if err != nil {
+					t.Errorf("mutant %s: %v", m.Name, err)
+					continue
+				}
+				text = string(b)
+			}
+			if n := strings.Count(text, e.Old); n != 1 {
+				t.Errorf("mutant %s: its old text occurs %d times in %s (want once):\n%s", m.Name, n, e.File, e.Old)
+			}
+			texts[e.File] = strings.Replace(text, e.Old, e.New, 1)
+		}
+	}
+}
+
+// TestParseMutant_Malformed shows that a mutant file which does not say
+// what Build needs is refused, not read as a mutant with a gap.
+func TestParseMutant_Malformed(t *testing.T) {
+	const header = "name: x\nstage: 1\ncaught-by: S1.sequential-retry\nbug: b\n"
+	for name, data := range map[string]string{
+		"no edits":         header,
+		"no bug":           "name: x\nstage: 1\ncaught-by: S1.sequential-retry\n-- a.go: old --\nx\n-- a.go: new --\ny\n",
+		"unknown field":    header + "colour: red\n-- a.go: old --\nx\n-- a.go: new --\ny\n",
+		"stage not number": "name: x\nstage: one\ncaught-by: S1.sequential-retry\nbug: b\n-- a.go: old --\nx\n-- a.go: new --\ny\n",
+		"old without new":  header + "-- a.go: old --\nx\n",
+		"new before old":   header + "-- a.go: new --\ny\n-- a.go: old --\nx\n",
+		"two files":        header + "-- a.go: old --\nx\n-- b.go: new --\ny\n",
+	} {
+		if m, err := ParseMutant([]byte(data)); err == nil {
+			t.Errorf("%s: parsed as %+v, want an error", name, m)
+		}
+	}
+}
+
+// TestParseMutant_LineBreaks shows the one rule of the format: the line
+// break that ends a section is not the edit's, so an edit that ends with
+// one shows a blank line.
+func TestParseMutant_LineBreaks(t *testing.T) {
+	m, err := ParseMutant([]byte("name: x\nstage: 1\ncaught-by: S1.sequential-retry\nbug: b\n" +
+		"-- a.go: old --\n\tfoo()\n-- a.go: new --\n\tfoo()\n\tbar()\n\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Edit{File: "a.go", Old: "\tfoo()", New: "\tfoo()\n\tbar()\n"}); len(m.Edits) != 1 || m.Edits[0] != want {
+		t.Errorf("edits %q, want [%q]", m.Edits, want)
+	}
+}
