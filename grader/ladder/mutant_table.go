@@ -6,4 +6,4 @@ import "slices"
 // written the way a student could plausibly get a stage wrong, and the
 // check that must catch it. The table is kept per stage of the check that
 // catches each mutant (mutants_stageN.go).
-var Mutants = slices.Concat(mutantsStage1, mutantsStage2, mutantsStage3, mutantsStage4, mutantsStage5, mutantsStage6, mutantsStage7)
+var Mutants = slices.Concat(mutantsStage1, mutantsStage2, mutantsStage3, mutantsStage4, mutantsStage5, mutantsStage6, mutantsStage7, mutantsStage8)
