@@ -99,10 +99,15 @@ func (inv invoice) body(amount int64) string {
 // location is the Location of the transfer that first paid the invoice.
 func (inv invoice) location() string { return "/transfers/" + inv.firstID }
 
-// payInvoice draws an invoice of A's to B in s, pays it once with a fresh
-// key and books it. It returns the invoice and the story so far, or a
-// failure if the first payment does not execute.
-func (t *T) payInvoice(s Scenario) (invoice, string, error) {
+// paidInvoice resets the bank to two customers and pays an invoice of A's
+// to B once, with a fresh key, and books it. It returns the scenario, the
+// invoice and the story so far, or a failure if the payment does not
+// execute.
+func (t *T) paidInvoice() (Scenario, invoice, string, error) {
+	s, err := t.Scenario(2, 1_000_000)
+	if err != nil {
+		return Scenario{}, invoice{}, "", err
+	}
 	inv := invoice{payer: s.A, from: s.A.Accounts[0], to: s.B.Accounts[0], amount: t.Amount(1_000, 100_000),
 		op: t.Op(), reference: t.reference(), firstKey: t.Key()}
 	s.Books.Expect(inv.op)
@@ -110,11 +115,21 @@ func (t *T) payInvoice(s Scenario) (invoice, string, error) {
 	r := t.Do(req)
 	story := "a clerk pays invoice " + inv.reference + ": " + req.String() + "  →  " + r.Short()
 	if !fresh(r) || resourceID(r) == "" {
-		return invoice{}, "", t.Fail(story, r.String(), "201 Created: the first transfer with this reference executes")
+		return Scenario{}, invoice{}, "", t.Fail(story, r.String(), "201 Created: the first transfer with this reference executes")
 	}
 	s.Books.Transfer(inv.op, inv.from, inv.to, inv.amount)
 	inv.firstID = resourceID(r)
-	return inv, story + ", " + inv.firstID, nil
+	return s, inv, story + ", " + inv.firstID, nil
+}
+
+// payAgain sends inv's transfer again, of amount under key, told in the
+// story as what, and checks that it is refused as a duplicate (see
+// refusedAsDuplicate). It returns the story with it and the answer.
+func (t *T) payAgain(story, what string, inv invoice, key string, amount int64, books *Books) (string, Response, error) {
+	req := Transfer(inv.payer, key, inv.body(amount))
+	r := t.Do(req)
+	story += "\n" + what + ": " + req.String() + "  →  " + r.Short()
+	return story, r, t.refusedAsDuplicate(story, r, inv, books)
 }
 
 // refusedAsDuplicate checks r, the answer to a transfer that pays inv
@@ -140,18 +155,12 @@ func (t *T) refusedAsDuplicate(story string, r Response, inv invoice, books *Boo
 // is refused only once it has moved), and one that stores the refusal in
 // the transaction that moved the money.
 func checkTwoKeys(t *T) error {
-	s, err := t.Scenario(2, 1_000_000)
+	s, inv, story, err := t.paidInvoice()
 	if err != nil {
 		return err
 	}
-	inv, story, err := t.payInvoice(s)
+	story, _, err = t.payAgain(story, "another clerk pays it again, from a new form (a new key)", inv, t.Key(), inv.amount, s.Books)
 	if err != nil {
-		return err
-	}
-	req := Transfer(inv.payer, t.Key(), inv.body(inv.amount))
-	r := t.Do(req)
-	story += "\nanother clerk pays it again, from a new form (a new key): " + req.String() + "  →  " + r.Short()
-	if err := t.refusedAsDuplicate(story, r, inv, s.Books); err != nil {
 		return err
 	}
 	// Location must name the transfer that paid the invoice.
@@ -225,74 +234,54 @@ func checkTwoClerksPay(t *T) error {
 // late retry of the first request executes again once its key is gone.
 func checkAfterExpiry(t *T) error {
 	const retention = 2 * time.Hour
-	s, err := t.Scenario(2, 1_000_000)
+	s, inv, story, err := t.paidInvoice()
 	if err != nil {
 		return err
 	}
 	if err := t.Configure(labclient.Config{Retention: retention}); err != nil {
 		return err
 	}
-	inv, story, err := t.payInvoice(s)
-	if err != nil {
-		return err
-	}
-	story = fmt.Sprintf("(retention %v)\n", retention) + story
 	if err := t.Advance(retention + time.Minute); err != nil {
 		return err
 	}
 	if _, err := t.Purge(); err != nil {
 		return err
 	}
-	story += fmt.Sprintf("\n(the lab clock moves on %v, past the key's retention; POST /lab/purge)", retention+time.Minute)
-	late := Transfer(inv.payer, inv.firstKey, inv.body(inv.amount))
-	r := t.Do(late)
-	story += "\nthe first request's late retry, its key forgotten: " + late.String() + "  →  " + r.Short()
-	if err := t.refusedAsDuplicate(story, r, inv, s.Books); err != nil {
+	story += fmt.Sprintf("\n(retention %v; the lab clock moves on %v, past it; POST /lab/purge)", retention, retention+time.Minute)
+	story, _, err = t.payAgain(story, "the first request's late retry, its key forgotten", inv, inv.firstKey, inv.amount, s.Books)
+	if err != nil {
 		return err
 	}
-	again := Transfer(inv.payer, t.Key(), inv.body(inv.amount))
-	r = t.Do(again)
-	story += "\nthe invoice paid again under a new key: " + again.String() + "  →  " + r.Short()
-	return t.refusedAsDuplicate(story, r, inv, s.Books)
+	_, _, err = t.payAgain(story, "the invoice paid again under a new key", inv, t.Key(), inv.amount, s.Books)
+	return err
 }
 
 // checkEditedPayment catches a duplicate told by the whole request rather
 // than by its reference: the corrected amount pays the invoice again.
 func checkEditedPayment(t *T) error {
-	s, err := t.Scenario(2, 1_000_000)
-	if err != nil {
-		return err
-	}
-	inv, story, err := t.payInvoice(s)
+	s, inv, story, err := t.paidInvoice()
 	if err != nil {
 		return err
 	}
 	edited := inv.amount + t.Amount(1, 10_000)
-	req := Transfer(inv.payer, t.Key(), inv.body(edited))
-	r := t.Do(req)
-	story += fmt.Sprintf("\na clerk corrects the amount to %d and submits again, under a new key: %s  →  %s", edited, req.String(), r.Short())
-	return t.refusedAsDuplicate(story, r, inv, s.Books)
+	_, _, err = t.payAgain(story, fmt.Sprintf("a clerk corrects the amount to %d and submits again, under a new key", edited), inv, t.Key(), edited, s.Books)
+	return err
 }
 
 // checkRefusalReplayed catches a refusal that is not stored under its key
 // (the key released, the refusal recomputed on every retry) and one
 // stored without its Location.
 func checkRefusalReplayed(t *T) error {
-	s, err := t.Scenario(2, 1_000_000)
+	s, inv, story, err := t.paidInvoice()
 	if err != nil {
 		return err
 	}
-	inv, story, err := t.payInvoice(s)
+	key := t.Key()
+	story, first, err := t.payAgain(story, "another clerk pays it again, under a new key", inv, key, inv.amount, s.Books)
 	if err != nil {
 		return err
 	}
-	req := Transfer(inv.payer, t.Key(), inv.body(inv.amount))
-	first := t.Do(req)
-	story += "\nanother clerk pays it again, under a new key: " + req.String() + "  →  " + first.Short()
-	if err := t.refusedAsDuplicate(story, first, inv, s.Books); err != nil {
-		return err
-	}
-	retry := t.Do(req)
+	retry := t.Do(Transfer(inv.payer, key, inv.body(inv.amount)))
 	story += "\nits answer is lost, and its client retries with the same key  →  " + retry.Short()
 	if err := t.Reconcile(story, retry.String(), s.Books); err != nil {
 		return err
@@ -310,11 +299,7 @@ func checkRefusalReplayed(t *T) error {
 // checkOtherCustomerReference catches a reference unique across every
 // customer: B's invoice number is refused because A used it.
 func checkOtherCustomerReference(t *T) error {
-	s, err := t.Scenario(2, 1_000_000)
-	if err != nil {
-		return err
-	}
-	inv, story, err := t.payInvoice(s)
+	s, inv, story, err := t.paidInvoice()
 	if err != nil {
 		return err
 	}
