@@ -27,8 +27,8 @@ const (
 
 // scoreboardLast is the last stage the scoreboard replays. A day plan
 // holds transfers and deposits only: no clerk edits an account's
-// settings, so stage 7's row would repeat stage 6's, and stage 6 stays the
-// clean last row.
+// settings, and no transfer carries a reference, so the rows of stages 7
+// and 8 would repeat stage 6's, and stage 6 stays the clean last row.
 const scoreboardLast = 6
 
 // scoreboardHorizon is the clients' retry horizon on the plan's clock:

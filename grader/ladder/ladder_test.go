@@ -26,6 +26,7 @@ import (
 	sol5 "idemlab/solutions/stage5"
 	sol6 "idemlab/solutions/stage6"
 	sol7 "idemlab/solutions/stage7"
+	sol8 "idemlab/solutions/stage8"
 	stg0 "idemlab/stages/stage0"
 	stg1 "idemlab/stages/stage1"
 	stg2 "idemlab/stages/stage2"
@@ -34,6 +35,7 @@ import (
 	stg5 "idemlab/stages/stage5"
 	stg6 "idemlab/stages/stage6"
 	stg7 "idemlab/stages/stage7"
+	stg8 "idemlab/stages/stage8"
 )
 
 var rungs = []ladder.Rung{
@@ -47,6 +49,7 @@ var rungs = []ladder.Rung{
 	rung(5, sol5.New, stg5.New),
 	rung(6, sol6.New, stg6.New),
 	rung(7, sol7.New, stg7.New),
+	rung(8, sol8.New, stg8.New),
 }
 
 func rung(n int, solution, scaffold stage.Factory) ladder.Rung {

@@ -8,4 +8,4 @@ import "slices"
 // mutant_files.go from mutants/stageN/, or a Go value; Go-written ones are
 // kept in tables per stage of the check that
 // catches each mutant (mutants_stageN.go).
-var Mutants = slices.Concat(mutantsStage1, mutantsStage2, mutantsStage3, mutantsStage4, mutantsStage5, mutantsStage6, mutantsStage7)
+var Mutants = slices.Concat(mutantsStage1, mutantsStage2, mutantsStage3, mutantsStage4, mutantsStage5, mutantsStage6, mutantsStage7, mutantsStage8)

@@ -32,6 +32,10 @@ type TransferRequest struct {
 	Amount   int64             `json:"amount"`
 	Memo     string            `json:"memo,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// Reference is the customer's business key for the transfer (an
+	// invoice number), "" when there is none. The bank stores and shows
+	// it; keeping one transfer per reference is the stage's (stage 8 on).
+	Reference string `json:"reference,omitempty"`
 }
 
 // DepositRequest is a validated POST /deposits body.
@@ -50,6 +54,7 @@ type Transfer struct {
 	Amount       int64             `json:"amount"`
 	Memo         string            `json:"memo,omitempty"`
 	Metadata     map[string]string `json:"metadata,omitempty"`
+	Reference    string            `json:"reference,omitempty"`
 	BalanceAfter int64             `json:"balance_after"`
 	CreatedAt    string            `json:"created_at"`
 }
@@ -154,7 +159,8 @@ func (b *Bank) Transfer(ctx context.Context, tx *sql.Tx, customer string, req Tr
 	now := clock.Format(at)
 	t := Transfer{
 		ID: newID("tr_"), From: req.From, To: req.To, Amount: req.Amount,
-		Memo: req.Memo, Metadata: req.Metadata, BalanceAfter: from.Balance - req.Amount, CreatedAt: now,
+		Memo: req.Memo, Metadata: req.Metadata, Reference: req.Reference,
+		BalanceAfter: from.Balance - req.Amount, CreatedAt: now,
 	}
 	op := req.Metadata["op"]
 	w := fault.MarkBusinessWrite(ctx)
@@ -164,9 +170,9 @@ func (b *Bank) Transfer(ctx context.Context, tx *sql.Tx, customer string, req Tr
 	}{
 		{`UPDATE accounts SET balance = balance - ? WHERE id = ?`, []any{req.Amount, req.From}},
 		{`UPDATE accounts SET balance = balance + ? WHERE id = ?`, []any{req.Amount, req.To}},
-		{`INSERT INTO transfers (id, customer_id, from_account, to_account, amount, memo, metadata, op, created_at)
-		  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			[]any{t.ID, customer, t.From, t.To, t.Amount, t.Memo, metadataJSON(t.Metadata), op, now}},
+		{`INSERT INTO transfers (id, customer_id, from_account, to_account, amount, memo, metadata, reference, op, created_at)
+		  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			[]any{t.ID, customer, t.From, t.To, t.Amount, t.Memo, metadataJSON(t.Metadata), t.Reference, op, now}},
 		{`INSERT INTO ledger_entries (account_id, kind, ref, amount, balance_after, created_at)
 		  VALUES (?, 'transfer', ?, ?, (SELECT balance FROM accounts WHERE id = ?), ?)`,
 			[]any{t.From, t.ID, -t.Amount, t.From, now}},

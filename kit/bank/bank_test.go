@@ -163,3 +163,46 @@ func TestDrawTokens_NewTokensTheSeedsIdsAndAccounts(t *testing.T) {
 		}
 	}
 }
+
+func TestTransfer_KeepsItsReference(t *testing.T) {
+	f := setup(t, 1000)
+	a, b := f.customers[0], f.customers[1]
+	req := bank.TransferRequest{From: a.Accounts[0], To: b.Accounts[0], Amount: 300, Reference: "INV-2026-0042"}
+	tr, err := f.transfer(t, a.ID, req, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.bank.GetTransfer(context.Background(), a.ID, tr.ID)
+	if err != nil || tr.Reference != req.Reference || got.Reference != req.Reference {
+		t.Fatalf("answered reference %q, read back %q (err %v); want %q", tr.Reference, got.Reference, err, req.Reference)
+	}
+}
+
+// TestMigrate_AddsReferenceToAnOlderDatabase: a lab database made before
+// transfers carried a reference gets the column, and its transfers read
+// back without one.
+func TestMigrate_AddsReferenceToAnOlderDatabase(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlitedb.Open(":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE transfers (
+		id TEXT PRIMARY KEY, customer_id TEXT NOT NULL, from_account TEXT NOT NULL, to_account TEXT NOT NULL,
+		amount INTEGER NOT NULL, memo TEXT NOT NULL, metadata TEXT NOT NULL, op TEXT NOT NULL, created_at TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO transfers VALUES ('tr_old', 'cus_a', 'acc_a', 'acc_b', 5, '', '', '', '')`); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := bank.Migrate(ctx, db.DB); err != nil {
+			t.Fatalf("migrate: %v", err)
+		}
+	}
+	var ref string
+	if err := db.QueryRowContext(ctx, `SELECT reference FROM transfers WHERE id = 'tr_old'`).Scan(&ref); err != nil || ref != "" {
+		t.Fatalf("reference %q, err %v; want the column, empty", ref, err)
+	}
+}

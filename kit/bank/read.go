@@ -85,10 +85,10 @@ func (b *Bank) GetTransfer(ctx context.Context, customer, id string) (Transfer, 
 	var t Transfer
 	var owner, metadata string
 	err := b.db.QueryRowContext(ctx,
-		`SELECT t.id, t.customer_id, t.from_account, t.to_account, t.amount, t.memo, t.metadata, t.created_at, e.balance_after
+		`SELECT t.id, t.customer_id, t.from_account, t.to_account, t.amount, t.memo, t.metadata, t.reference, t.created_at, e.balance_after
 		 FROM transfers t JOIN ledger_entries e ON e.ref = t.id AND e.account_id = t.from_account
 		 WHERE t.id = ?`, id).
-		Scan(&t.ID, &owner, &t.From, &t.To, &t.Amount, &t.Memo, &metadata, &t.CreatedAt, &t.BalanceAfter)
+		Scan(&t.ID, &owner, &t.From, &t.To, &t.Amount, &t.Memo, &metadata, &t.Reference, &t.CreatedAt, &t.BalanceAfter)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Transfer{}, problem.New(problem.NotFound, "no transfer %s", id)
 	}

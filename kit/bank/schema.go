@@ -33,6 +33,7 @@ var schema = []string{
 		amount       INTEGER NOT NULL CHECK (amount > 0),
 		memo         TEXT NOT NULL,
 		metadata     TEXT NOT NULL,
+		reference    TEXT NOT NULL DEFAULT '',
 		op           TEXT NOT NULL,
 		created_at   TEXT NOT NULL
 	)`,
@@ -74,5 +75,22 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("migrate bank: %w", err)
 		}
 	}
+	if err := addReference(ctx, db); err != nil {
+		return err
+	}
 	return migrateSettings(ctx, db)
+}
+
+// addReference gives the transfers table of a database made before
+// transfers carried a reference its reference column, empty for the
+// transfers already there. A database made since has it, and the SELECT
+// finds it.
+func addReference(ctx context.Context, db *sql.DB) error {
+	if rows, err := db.QueryContext(ctx, `SELECT reference FROM transfers WHERE 1 = 0`); err == nil {
+		return rows.Close()
+	}
+	if _, err := db.ExecContext(ctx, `ALTER TABLE transfers ADD COLUMN reference TEXT NOT NULL DEFAULT ''`); err != nil {
+		return fmt.Errorf("migrate bank: add transfers.reference: %w", err)
+	}
+	return nil
 }

@@ -46,6 +46,8 @@ var (
 		Explain: "This path exists but does not accept that method."}
 	DuplicateRequest = &Type{Name: "duplicate-request", Status: 409, Title: "Duplicate request",
 		Explain: "This Idempotency-Key was already used. The first request was executed; this one was not. (From stage 4 on the server answers a retry with the stored response instead.)"}
+	DuplicateReference = &Type{Name: "duplicate-reference", Status: 409, Title: "Duplicate reference",
+		Explain: "This customer already made a transfer with this reference (an invoice number, say): Location names it. A reference is paid once, whatever the Idempotency-Key and however long ago; nothing moved this time. To pay the same invoice again on purpose, use another reference. This answer is stored under the request's Idempotency-Key like any other, and a retry with that key gets it again."}
 	RequestInProgress = &Type{Name: "request-in-progress", Status: 409, Title: "Request in progress",
 		Explain: "A request with this Idempotency-Key is still being processed. Wait for the number of seconds in Retry-After and send the same request again with the same key: you will then get its result."}
 	RequestTimeout = &Type{Name: "request-timeout", Status: 408, Title: "Request timeout",
@@ -75,7 +77,7 @@ var (
 // Catalogue lists every type, by status as docs/api.md's table does.
 var Catalogue = []*Type{
 	MissingIdempotencyKey, InvalidIdempotencyKey, InvalidRequest, Unauthorized,
-	Forbidden, NotFound, MethodNotAllowed, RequestTimeout, DuplicateRequest, RequestInProgress,
+	Forbidden, NotFound, MethodNotAllowed, RequestTimeout, DuplicateRequest, DuplicateReference, RequestInProgress,
 	PreconditionFailed, RequestTooLarge, UnsupportedMediaType, IdempotencyKeyReused, UnknownAccount,
 	InsufficientFunds, DailyLimitExceeded, PreconditionRequired, Internal, Unavailable,
 }
@@ -96,6 +98,10 @@ type Error struct {
 	Type       *Type
 	Detail     string
 	RetryAfter time.Duration
+	// Location, when set, is sent as the Location header: the resource the
+	// problem is about (for duplicate-reference, the transfer that already
+	// carries the reference).
+	Location string
 	// Err is the cause, logged but never shown to the client.
 	Err error
 }
@@ -189,6 +195,9 @@ func Write(w http.ResponseWriter, err error) {
 			secs = 1
 		}
 		h.Set("Retry-After", strconv.Itoa(secs))
+	}
+	if pe.Location != "" {
+		h.Set("Location", pe.Location)
 	}
 	w.WriteHeader(status)
 	w.Write(body)

@@ -65,3 +65,16 @@ func TestEveryTypeIsServed(t *testing.T) {
 		t.Errorf("unknown problem type: %d", w.Code)
 	}
 }
+
+func TestWrite_LocationOfTheOriginal(t *testing.T) {
+	w := httptest.NewRecorder()
+	problem.Write(w, &problem.Error{Type: problem.DuplicateReference, Detail: "paid", Location: "/transfers/tr_1"})
+	if w.Code != 409 || w.Header().Get("Location") != "/transfers/tr_1" {
+		t.Fatalf("got %d, Location %q; want 409 with Location /transfers/tr_1", w.Code, w.Header().Get("Location"))
+	}
+	w = httptest.NewRecorder()
+	problem.Write(w, problem.New(problem.InsufficientFunds, "x"))
+	if _, ok := w.Header()["Location"]; ok {
+		t.Fatalf("a problem without a Location sent one: %v", w.Header())
+	}
+}

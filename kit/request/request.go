@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -37,13 +38,14 @@ const (
 	MaxMetadata      = 16
 	MaxMetadataKey   = 40
 	MaxMetadataValue = 64
+	MaxReference     = 64
 )
 
 // Transfer reads a POST /transfers body. It returns the request and the
 // body's raw bytes (what a fingerprint is computed over), or a problem
 // error: 415, 413 or 400 invalid-request.
 func Transfer(r *http.Request) (bank.TransferRequest, []byte, error) {
-	raw, members, err := read(r, "from", "to", "amount", "memo", "metadata")
+	raw, members, err := read(r, "from", "to", "amount", "memo", "metadata", "reference")
 	if err != nil {
 		return bank.TransferRequest{}, nil, err
 	}
@@ -54,6 +56,7 @@ func Transfer(r *http.Request) (bank.TransferRequest, []byte, error) {
 	req.Amount = d.amount("amount")
 	req.Memo = d.memo("memo")
 	req.Metadata = d.metadata("metadata")
+	req.Reference = d.reference("reference")
 	if d.err == nil && req.From == req.To {
 		d.fail("to", "must differ from from (%s)", req.From)
 	}
@@ -309,6 +312,33 @@ func (d *decoder) memo(name string) string {
 	s, _ := d.str(name, false)
 	if n := utf8.RuneCountInString(s); n > MaxMemo {
 		d.fail(name, "is %d characters; the limit is %d", n, MaxMemo)
+	}
+	return s
+}
+
+// reference reads an optional business key, such as an invoice number:
+// 1 to MaxReference printable characters (unicode.IsPrint: letters,
+// marks, digits, punctuation, symbols and the ASCII space), with no space
+// at either end, so that "INV-7" and "INV-7 " cannot be two references to
+// one invoice. It is compared exactly as sent.
+func (d *decoder) reference(name string) string {
+	s, ok := d.str(name, false)
+	if !ok {
+		return ""
+	}
+	if n := utf8.RuneCountInString(s); n == 0 || n > MaxReference {
+		d.fail(name, "must be 1 to %d characters, got %d", MaxReference, n)
+		return ""
+	}
+	for _, c := range s {
+		if !unicode.IsPrint(c) {
+			d.fail(name, "must hold printable characters only, got %q", s)
+			return ""
+		}
+	}
+	if strings.TrimSpace(s) != s {
+		d.fail(name, "must not start or end with a space, got %q", s)
+		return ""
 	}
 	return s
 }

@@ -61,6 +61,12 @@ func TestTransfer_RefusesWithTheRightProblem(t *testing.T) {
 		{"lone high surrogate", `{` + ok + `,"amount":5,"memo":"\ud800"}`, "", problem.InvalidRequest, `\ud800`},
 		{"lone low surrogate", `{` + ok + `,"amount":5,"metadata":{"op":"\udc00x"}}`, "", problem.InvalidRequest, `\udc00`},
 		{"surrogates reversed", `{` + ok + `,"amount":5,"memo":"\ude00\ud83d"}`, "", problem.InvalidRequest, `\ude00`},
+		{"reference not a string", `{` + ok + `,"amount":5,"reference":7}`, "", problem.InvalidRequest, "reference must be a string"},
+		{"null reference", `{` + ok + `,"amount":5,"reference":null}`, "", problem.InvalidRequest, "reference"},
+		{"empty reference", `{` + ok + `,"amount":5,"reference":""}`, "", problem.InvalidRequest, "1 to 64"},
+		{"reference too long", `{` + ok + `,"amount":5,"reference":"` + strings.Repeat("가", 65) + `"}`, "", problem.InvalidRequest, "1 to 64"},
+		{"control character in reference", `{` + ok + `,"amount":5,"reference":"INV\u0007"}`, "", problem.InvalidRequest, "printable"},
+		{"reference ends with a space", `{` + ok + `,"amount":5,"reference":"INV-7 "}`, "", problem.InvalidRequest, "space"},
 		{"no content type", `{` + ok + `,"amount":5}`, "-", problem.UnsupportedMediaType, "Content-Type"},
 		{"form", `a=b`, "application/x-www-form-urlencoded", problem.UnsupportedMediaType, ""},
 		{"other parameter", `{` + ok + `,"amount":5}`, "application/json; version=2", problem.UnsupportedMediaType, "version"},
@@ -114,5 +120,21 @@ func TestDeposit_ReadsMetadata(t *testing.T) {
 	}
 	if req.Account != "acc_a" || req.Amount != 10 || req.Memo != "월세" || req.Metadata["op"] != "x" {
 		t.Fatalf("got %+v", req)
+	}
+}
+
+func TestTransfer_ReadsReference(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"from":"acc_a","to":"acc_b","amount":5,"reference":"INV-2026-0042"}`: "INV-2026-0042",
+		`{"from":"acc_a","to":"acc_b","amount":5,"reference":"청구서 7"}`:         "청구서 7",
+		`{"from":"acc_a","to":"acc_b","amount":5}`:                             "",
+	} {
+		req, _, err := request.Transfer(post(body, "application/json"))
+		if err != nil || req.Reference != want {
+			t.Errorf("%s: reference %q, err %v; want %q", body, req.Reference, err, want)
+		}
+	}
+	if _, _, err := request.Deposit(post(`{"account":"acc_a","amount":5,"reference":"INV-1"}`, "application/json")); !errors.Is(err, problem.InvalidRequest) {
+		t.Errorf("a deposit with a reference: err %v, want invalid-request (only transfers carry one)", err)
 	}
 }

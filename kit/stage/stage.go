@@ -20,8 +20,9 @@ import (
 
 // Env is what a stage may use.
 type Env struct {
-	// DB is the lab database. The stage owns one table in it,
-	// idempotency_keys, which it creates in New.
+	// DB is the lab database. The stage owns its own tables in it, which
+	// it creates in New: idempotency_keys, and from stage 8 on
+	// transfer_references. A reset drops them and calls New again.
 	DB *sql.DB
 	// Bank moves money inside a transaction the stage owns.
 	Bank *bank.Bank

@@ -1,0 +1,421 @@
+package grader
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/labclient"
+	"idemlab/kit/problem"
+)
+
+const lesson8 = "docs/lessons/08-zombie-resources.md"
+
+func init() {
+	register(
+		Check{
+			ID: "S8.two-keys", Stage: 8, Lesson: lesson8 + "#one-invoice-two-keys",
+			Claim: "an invoice paid a second time under a new Idempotency-Key gets 409 duplicate-reference with the Location of the first transfer, and nothing moves",
+			Why:   "the key only knows its own retries: a clerk who pays the same invoice again, from a new form or another tab, sends a new key, and the invoice is paid twice",
+			Run:   checkTwoKeys,
+		},
+		Check{
+			ID: "S8.two-clerks", Stage: 8, Lesson: lesson8 + "#two-clerks-at-once",
+			Claim: "clerks paying one invoice at once under keys of their own, while the core is slow: exactly one transfer is made, and every other clerk gets 409 duplicate-reference with its Location",
+			Why:   "a server that looks for the reference and then inserts it lets every clerk who looked before the first insert pay: the database must decide, in the transaction that moves the money",
+			Run:   checkTwoClerksPay,
+		},
+		Check{
+			ID: "S8.after-expiry", Stage: 8, Lesson: lesson8 + "#after-the-key-expired",
+			Claim: "after the first transfer's key has expired and been purged, the same request (its late retry) and a new key with the same reference both get 409 duplicate-reference, and nothing moves",
+			Why:   "a key is forgotten after its retention period; a reference must not be: the retry that arrives after the purge is a zombie that pays the invoice again",
+			Run:   checkAfterExpiry,
+		},
+		Check{
+			ID: "S8.edited", Stage: 8, Lesson: lesson8 + "#an-edited-payment",
+			Claim: "the same reference with another amount, under a new key, gets 409 duplicate-reference with the Location of the first transfer, and nothing moves",
+			Why:   "a clerk who corrects the amount and submits again pays the invoice twice, once with each amount, unless the reference alone decides",
+			Run:   checkEditedPayment,
+		},
+		Check{
+			ID: "S8.refusal-replayed", Stage: 8, Lesson: lesson8 + "#the-refusal-is-an-answer",
+			Claim: "a retry of the refused request, with its key, gets the stored 409 duplicate-reference again, byte for byte, with its Location and Idempotent-Replayed: true",
+			Why:   "the refusal is that key's answer for good: recomputed, it is not marked as a replay, and the client cannot tell it from a fresh decision",
+			Run:   checkRefusalReplayed,
+		},
+		Check{
+			ID: "S8.other-customer", Stage: 8, Lesson: lesson8 + "#whose-reference",
+			Claim: "another customer's transfer with the same reference executes: a reference is unique per customer",
+			Why:   "customers number their invoices each their own way; a reference unique across customers refuses one customer's payment because of another's",
+			Run:   checkOtherCustomerReference,
+		},
+		Check{
+			ID: "S8.without-reference", Stage: 8, Lesson: lesson8 + "#without-a-reference",
+			Claim: "transfers without a reference, before and after one with a reference, each execute under their own key, as in stage 7",
+			Why:   "a transfer without a reference must not be held to one: stored as an empty reference, the second such transfer is refused, and its money never moves",
+			Run:   checkWithoutReference,
+		},
+		Check{
+			ID: "S8.reference-validated", Stage: 8, Lesson: lesson8 + "#the-contract",
+			Claim: "a reference that is not a string, empty, over 64 characters, not printable or with a space at either end gets 400 invalid-request before its key is claimed: the same key with a valid body then executes",
+			Why:   "a reference stored as sent, spaces and all, lets \"INV-7\" and \"INV-7 \" pay one invoice twice; one refused after its key was claimed leaves the key used for a request that never ran",
+			Run:   checkReferenceValidated,
+		},
+	)
+}
+
+var pDuplicateReference = problem.DuplicateReference.URI()
+
+// reference draws an invoice number.
+func (t *T) reference() string {
+	return fmt.Sprintf("INV-%d-%06d", 2020+t.rng.IntN(10), t.rng.IntN(1_000_000))
+}
+
+// ReferencedBody writes a transfer body with an op and a reference, in a
+// fixed member order.
+func ReferencedBody(from, to string, amount int64, op, reference string) string {
+	return fmt.Sprintf(`{"from":%q,"to":%q,"amount":%d,"memo":"invoice","metadata":{"op":%q},"reference":%q}`, from, to, amount, op, reference)
+}
+
+// invoice is a transfer that pays one invoice: who pays, from and to
+// which account, how much, under which op and reference.
+type invoice struct {
+	payer             bank.Customer
+	from, to          string
+	amount            int64
+	op, reference     string
+	firstKey, firstID string
+}
+
+// body is the invoice's transfer body, for amount.
+func (inv invoice) body(amount int64) string {
+	return ReferencedBody(inv.from, inv.to, amount, inv.op, inv.reference)
+}
+
+// location is the Location of the transfer that first paid the invoice.
+func (inv invoice) location() string { return "/transfers/" + inv.firstID }
+
+// paidInvoice resets the bank to two customers and pays an invoice of A's
+// to B once, with a fresh key, and books it. It returns the scenario, the
+// invoice and the story so far, or a failure if the payment does not
+// execute.
+func (t *T) paidInvoice() (Scenario, invoice, string, error) {
+	s, err := t.Scenario(2, 1_000_000)
+	if err != nil {
+		return Scenario{}, invoice{}, "", err
+	}
+	inv := invoice{payer: s.A, from: s.A.Accounts[0], to: s.B.Accounts[0], amount: t.Amount(1_000, 100_000),
+		op: t.Op(), reference: t.reference(), firstKey: t.Key()}
+	s.Books.Expect(inv.op)
+	req := Transfer(inv.payer, inv.firstKey, inv.body(inv.amount))
+	r := t.Do(req)
+	story := "a clerk pays invoice " + inv.reference + ": " + req.String() + "  →  " + r.Short()
+	if !fresh(r) || resourceID(r) == "" {
+		return Scenario{}, invoice{}, "", t.Fail(story, r.String(), "201 Created: the first transfer with this reference executes")
+	}
+	s.Books.Transfer(inv.op, inv.from, inv.to, inv.amount)
+	inv.firstID = resourceID(r)
+	return s, inv, story + ", " + inv.firstID, nil
+}
+
+// payAgain sends inv's transfer again, of amount under key, told in the
+// story as what, and checks that it is refused as a duplicate (see
+// refusedAsDuplicate). It returns the story with it and the answer.
+func (t *T) payAgain(story, what string, inv invoice, key string, amount int64, books *Books) (string, Response, error) {
+	req := Transfer(inv.payer, key, inv.body(amount))
+	r := t.Do(req)
+	story += "\n" + what + ": " + req.String() + "  →  " + r.Short()
+	return story, r, t.refusedAsDuplicate(story, r, inv, books)
+}
+
+// refusedAsDuplicate checks r, the answer to a transfer that pays inv
+// again: 409 duplicate-reference with the Location of inv's first
+// transfer. The books are reconciled first: an invoice paid twice is a
+// double, whatever the answer said.
+func (t *T) refusedAsDuplicate(story string, r Response, inv invoice, books *Books) error {
+	if err := t.Reconcile(story, r.String(), books); err != nil {
+		return err
+	}
+	expected := "409 " + pDuplicateReference + " with Location: " + inv.location() + " (the transfer that paid " + inv.reference + "); nothing moves"
+	if !r.Is(http.StatusConflict, pDuplicateReference) {
+		return t.Fail(story, r.String(), expected)
+	}
+	if got := r.Header.Get("Location"); got != inv.location() {
+		return t.Fail(story, r.String()+"\nLocation: "+got, expected)
+	}
+	return nil
+}
+
+// checkTwoKeys catches a stage that knows nothing of references, one that
+// records the reference after the money has committed (the second payment
+// is refused only once it has moved), and one that stores the refusal in
+// the transaction that moved the money.
+func checkTwoKeys(t *T) error {
+	s, inv, story, err := t.paidInvoice()
+	if err != nil {
+		return err
+	}
+	story, _, err = t.payAgain(story, "another clerk pays it again, from a new form (a new key)", inv, t.Key(), inv.amount, s.Books)
+	if err != nil {
+		return err
+	}
+	// Location must name the transfer that paid the invoice.
+	got := t.Do(Request{Method: "GET", Path: inv.location(), Token: inv.payer.Token})
+	var tr bank.Transfer
+	if !got.Is(http.StatusOK, "") || json.Unmarshal(got.Body, &tr) != nil || tr.Reference != inv.reference || tr.Amount != inv.amount {
+		return t.Fail(story+"\nGET "+inv.location(), got.String(),
+			fmt.Sprintf("200 with the first transfer: reference %q, amount %d", inv.reference, inv.amount))
+	}
+	return nil
+}
+
+// checkTwoClerksPay catches a reference looked up before it is inserted,
+// without a UNIQUE constraint to decide: every clerk that looks before the
+// first insert pays. The core's latency holds every clerk between its
+// claim and its business write, so that they reach it together; a few
+// rounds, each a new invoice, give the race more than one chance.
+func checkTwoClerksPay(t *T) error {
+	const clerks, rounds, latency = 16, 3, 50 * time.Millisecond
+	s, err := t.Scenario(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	a, payee, books := s.A, s.B.Accounts[0], s.Books
+	if err := t.Configure(labclient.Config{CoreLatency: latency}); err != nil {
+		return err
+	}
+	for round := range rounds {
+		amount, op, ref := t.Amount(1_000, 20_000), t.Op(), t.reference()
+		books.Expect(op)
+		reqs := make([]Request, clerks)
+		for i := range reqs {
+			// The clerks pay from either of the company's accounts.
+			reqs[i] = Transfer(a, t.Key(), ReferencedBody(a.Accounts[i%2], payee, amount, op, ref))
+		}
+		answers := t.Simultaneously(clerks, func(i int) Request { return reqs[i] })
+		story := fmt.Sprintf("(core latency %v) %d clerks pay invoice %s at once, each under a key of its own, from either of A's accounts, released together (round %d of %d):\n%s",
+			latency, clerks, ref, round+1, rounds, reqs[0].String())
+		if err := t.onePaid(story, answers, func(i int) { books.Transfer(op, a.Accounts[i%2], payee, amount) }, books); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// onePaid judges the answers of clerks who paid one invoice at once:
+// exactly one 201, booked with book(i) for the clerk i who got it, and
+// 409 duplicate-reference with its Location to every other clerk. The
+// books are reconciled first.
+func (t *T) onePaid(story string, answers []Response, book func(i int), books *Books) error {
+	got := Summarize(answers)
+	var paid []int
+	for i, r := range answers {
+		if fresh(r) && resourceID(r) != "" {
+			paid = append(paid, i)
+		}
+	}
+	if len(paid) > 0 {
+		book(paid[0])
+	}
+	if err := t.Reconcile(story, got, books); err != nil {
+		return err
+	}
+	if len(paid) != 1 {
+		return t.Fail(story, got, "exactly one 201 Created: one invoice, one transfer")
+	}
+	want := "/transfers/" + resourceID(answers[paid[0]])
+	for i, r := range answers {
+		if i == paid[0] {
+			continue
+		}
+		if !r.Is(http.StatusConflict, pDuplicateReference) || r.Header.Get("Location") != want {
+			return t.Fail(story, got+fmt.Sprintf("\nclerk %d: %s, Location %q", i+1, r.String(), r.Header.Get("Location")),
+				"409 "+pDuplicateReference+" with Location: "+want+" to every clerk but the one who paid; never a 5xx")
+		}
+	}
+	return nil
+}
+
+// checkAfterExpiry catches a reference kept only as long as a key: in the
+// key table, or purged with the keys. Without a reference that lasts, the
+// late retry of the first request executes again once its key is gone.
+func checkAfterExpiry(t *T) error {
+	const retention = 2 * time.Hour
+	s, inv, story, err := t.paidInvoice()
+	if err != nil {
+		return err
+	}
+	if err := t.Configure(labclient.Config{Retention: retention}); err != nil {
+		return err
+	}
+	if err := t.Advance(retention + time.Minute); err != nil {
+		return err
+	}
+	if _, err := t.Purge(); err != nil {
+		return err
+	}
+	story += fmt.Sprintf("\n(retention %v; the lab clock moves on %v, past it; POST /lab/purge)", retention, retention+time.Minute)
+	story, _, err = t.payAgain(story, "the first request's late retry, its key forgotten", inv, inv.firstKey, inv.amount, s.Books)
+	if err != nil {
+		return err
+	}
+	_, _, err = t.payAgain(story, "the invoice paid again under a new key", inv, t.Key(), inv.amount, s.Books)
+	return err
+}
+
+// checkEditedPayment catches a duplicate told by the whole request rather
+// than by its reference: the corrected amount pays the invoice again.
+func checkEditedPayment(t *T) error {
+	s, inv, story, err := t.paidInvoice()
+	if err != nil {
+		return err
+	}
+	edited := inv.amount + t.Amount(1, 10_000)
+	_, _, err = t.payAgain(story, fmt.Sprintf("a clerk corrects the amount to %d and submits again, under a new key", edited), inv, t.Key(), edited, s.Books)
+	return err
+}
+
+// checkRefusalReplayed catches a refusal that is not stored under its key
+// (the key released, the refusal recomputed on every retry) and one
+// stored without its Location.
+func checkRefusalReplayed(t *T) error {
+	s, inv, story, err := t.paidInvoice()
+	if err != nil {
+		return err
+	}
+	key := t.Key()
+	story, first, err := t.payAgain(story, "another clerk pays it again, under a new key", inv, key, inv.amount, s.Books)
+	if err != nil {
+		return err
+	}
+	retry := t.Do(Transfer(inv.payer, key, inv.body(inv.amount)))
+	story += "\nits answer is lost, and its client retries with the same key  →  " + retry.Short()
+	if err := t.Reconcile(story, retry.String(), s.Books); err != nil {
+		return err
+	}
+	same := retry.Is(first.Status, pDuplicateReference) && bytes.Equal(retry.Body, first.Body) &&
+		retry.Header.Get("Location") == first.Header.Get("Location") &&
+		retry.Header.Get("Content-Type") == first.Header.Get("Content-Type")
+	if !same || !retry.Replayed() {
+		return t.Fail(story, retry.String()+"\nLocation: "+retry.Header.Get("Location"),
+			"the stored answer again: 409 "+pDuplicateReference+", the same body bytes, Location: "+inv.location()+", and Idempotent-Replayed: true")
+	}
+	return nil
+}
+
+// checkOtherCustomerReference catches a reference unique across every
+// customer: B's invoice number is refused because A used it.
+func checkOtherCustomerReference(t *T) error {
+	s, inv, story, err := t.paidInvoice()
+	if err != nil {
+		return err
+	}
+	b := s.B
+	amount, op := t.Amount(1_000, 100_000), t.Op()
+	s.Books.Expect(op)
+	req := Transfer(b, t.Key(), ReferencedBody(b.Accounts[0], s.A.Accounts[0], amount, op, inv.reference))
+	r := t.Do(req)
+	story += "\nanother customer pays an invoice of its own with the same number: " + req.String() + "  →  " + r.Short()
+	if fresh(r) {
+		s.Books.Transfer(op, b.Accounts[0], s.A.Accounts[0], amount)
+	}
+	if err := t.Reconcile(story, r.String(), s.Books); err != nil {
+		return err
+	}
+	if !fresh(r) || resourceID(r) == inv.firstID {
+		return t.Fail(story, r.String(), "201 Created with a transfer of its own: a reference is unique per customer")
+	}
+	return nil
+}
+
+// checkWithoutReference catches a transfer without a reference held to
+// the empty one: the second transfer without a reference is refused.
+func checkWithoutReference(t *T) error {
+	s, err := t.Scenario(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	a, from, to := s.A, s.A.Accounts[0], s.B.Accounts[0]
+	amount := t.Amount(1_000, 100_000)
+	var story string
+	pay := func(what, body, op string) error {
+		s.Books.Expect(op)
+		req := Transfer(a, t.Key(), body)
+		r := t.Do(req)
+		story = strings.TrimPrefix(story+"\n"+what+": "+req.String()+"  →  "+r.Short(), "\n")
+		if fresh(r) {
+			s.Books.Transfer(op, from, to, amount)
+		}
+		if err := t.Reconcile(story, r.String(), s.Books); err != nil {
+			return err
+		}
+		if !fresh(r) {
+			return t.Fail(story, r.String(), "201 Created: a new key, and no reference to hold it to, is a new transfer")
+		}
+		return nil
+	}
+	op := t.Op()
+	if err := pay("a transfer without a reference", TransferBody(from, to, amount, op), op); err != nil {
+		return err
+	}
+	op = t.Op()
+	if err := pay("another, the same amount to the same account, under its own key", TransferBody(from, to, amount, op), op); err != nil {
+		return err
+	}
+	op = t.Op()
+	if err := pay("one with a reference", ReferencedBody(from, to, amount, op, t.reference()), op); err != nil {
+		return err
+	}
+	op = t.Op()
+	return pay("and one more without", TransferBody(from, to, amount, op), op)
+}
+
+// checkReferenceValidated holds the reference to the contract of every
+// member of a transfer's body: refused with 400 before the key is claimed.
+func checkReferenceValidated(t *T) error {
+	s, err := t.Scenario(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	a, from, to := s.A, s.A.Accounts[0], s.B.Accounts[0]
+	amount, op, key := t.Amount(1_000, 100_000), t.Op(), t.Key()
+	s.Books.Expect(op)
+	prefix := fmt.Sprintf(`{"from":%q,"to":%q,"amount":%d,"metadata":{"op":%q},"reference":`, from, to, amount, op)
+	var story string
+	for _, bad := range []struct{ value, because string }{
+		{`42`, "a number"},
+		{`null`, "null"},
+		{`""`, "empty"},
+		{`"` + strings.Repeat("가", 65) + `"`, "65 characters"},
+		{`"INV-\u0007"`, "a control character"},
+		{`"INV-7 "`, "a space at the end"},
+		{`" INV-7"`, "a space at the start"},
+	} {
+		req := Transfer(a, key, prefix+bad.value+"}")
+		r := t.Do(req)
+		story = strings.TrimPrefix(story+"\n"+req.String()+"  ("+bad.because+")  →  "+r.Short(), "\n")
+		if !r.Is(http.StatusBadRequest, problem.InvalidRequest.URI()) {
+			return t.Fail(story, r.String(), "400 "+problem.InvalidRequest.URI()+": the reference must be 1 to 64 printable characters, with no space at either end; nothing stored, nothing moves")
+		}
+	}
+	if err := t.Reconcile(story, "", s.Books); err != nil {
+		return err
+	}
+	req := Transfer(a, key, ReferencedBody(from, to, amount, op, t.reference()))
+	r := t.Do(req)
+	story += "\nthen the same key with a valid reference: " + req.String() + "  →  " + r.Short()
+	if fresh(r) {
+		s.Books.Transfer(op, from, to, amount)
+	}
+	if err := t.Reconcile(story, r.String(), s.Books); err != nil {
+		return err
+	}
+	if !fresh(r) {
+		return t.Fail(story, r.String(), "201 Created: the refused bodies claimed nothing, so the key is still new")
+	}
+	return nil
+}

@@ -1,0 +1,197 @@
+// Package stage8 keeps an invoice from being paid twice. A transfer may
+// carry a reference, the customer's own name for what it pays (an invoice
+// number), and one reference must make one transfer, for ever, whatever
+// the Idempotency-Key.
+//
+// As handed out, it is the solution of stage 7: the kit reads, stores and
+// shows a transfer's reference, and nothing keeps two transfers from
+// carrying the same one. A clerk who pays an invoice again under a new
+// key, or the late retry of a request whose key has been purged, pays it
+// twice. The TODO(stage 8) markers in server.go and references.go say
+// what to change.
+package stage8
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/http"
+
+	"idemlab/kit/auth"
+	"idemlab/kit/idemkey"
+	"idemlab/kit/problem"
+	"idemlab/kit/request"
+	"idemlab/kit/respond"
+	"idemlab/kit/stage"
+)
+
+// Server holds the handlers of stage 8.
+type Server struct {
+	env stage.Env
+}
+
+// New creates the key table if it does not exist and returns the handlers.
+// It returns an error if the table cannot be created.
+//
+// TODO(stage 8): create the reference table here too (createReferenceTable,
+// see references.go), so that it exists before the first request; return
+// the error if that fails.
+func New(ctx context.Context, env stage.Env) (stage.Handlers, error) {
+	if err := createKeyTable(ctx, env.DB); err != nil {
+		return nil, err
+	}
+	return &Server{env: env}, nil
+}
+
+// operation is one business write: it runs inside tx on behalf of customer
+// and returns the response body and the new resource's location.
+type operation func(ctx context.Context, tx *sql.Tx, customer string) (body any, location string, err error)
+
+// Transfer executes a transfer once per Idempotency-Key. A retry with the
+// same key and body gets 409 request-in-progress while the original runs
+// and the original's stored response after; one with the same key and
+// another body gets 422 idempotency-key-reused. None of them moves
+// anything.
+func (s *Server) Transfer(w http.ResponseWriter, r *http.Request) {
+	req, raw, err := request.Transfer(r)
+	if err == nil {
+		err = s.env.Bank.CheckTransfer(r.Context(), auth.Customer(r.Context()), req)
+	}
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	s.serve(w, r, "/transfers", raw, func(ctx context.Context, tx *sql.Tx, customer string) (any, string, error) {
+		t, err := s.env.Bank.Transfer(ctx, tx, customer, req)
+		if err != nil {
+			return nil, "", err
+		}
+		// TODO(stage 8): when the transfer carries a reference
+		// (req.Reference != ""), hold it here, in this transaction, right
+		// after the transfer: holdReference(ctx, tx, customer,
+		// req.Reference, t.ID, s.env.Clock.Now()), and return its error.
+		// After the transfer, not before: a transfer refused for
+		// insufficient funds must not hold the reference (the customer
+		// will pay that invoice once money arrives), and a transfer made
+		// holds it from the moment it commits, with its money. A transfer
+		// without a reference holds none: an empty one, stored, would
+		// refuse the second transfer without a reference.
+		return t, "/transfers/" + t.ID, nil
+	})
+}
+
+// Deposit executes a deposit once per Idempotency-Key, like Transfer.
+func (s *Server) Deposit(w http.ResponseWriter, r *http.Request) {
+	req, raw, err := request.Deposit(r)
+	if err == nil {
+		err = s.env.Bank.CheckDeposit(r.Context(), auth.Customer(r.Context()), req)
+	}
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	s.serve(w, r, "/deposits", raw, func(ctx context.Context, tx *sql.Tx, customer string) (any, string, error) {
+		d, err := s.env.Bank.Deposit(ctx, tx, customer, req)
+		return d, "/deposits/" + d.ID, err
+	})
+}
+
+// serve reads the request's key, scopes it to the customer, the method
+// and route (the route pattern the handler serves), and fingerprints the
+// raw body. Then it either replays the stored response of a completed key,
+// or takes a lease on the key (a new claim, or the takeover of an expired
+// one) and executes op. If op fails, no money moved, and the lease is
+// released so that a retry executes.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string, raw []byte, op operation) {
+	ctx := r.Context()
+	key, err := idemkey.FromRequest(r)
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	sc := scope{customer: auth.Customer(ctx), method: r.Method, route: route, key: key}
+	fp, err := fingerprint(raw)
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	// The claim commits on its own, before the slow call to the core: from
+	// here on, a retry finds the key in progress instead of waiting behind
+	// our transaction.
+	held, stored, err := claim(ctx, s.env.DB, sc, fp, s.env.Clock.Now(), s.env.Config())
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	if stored != nil {
+		stored.write(w, true)
+		return
+	}
+	res, err := s.execute(ctx, held, op)
+	if err != nil {
+		// The transaction rolled back, so no money moved. The release must
+		// happen even if the client has gone away, hence WithoutCancel.
+		release(context.WithoutCancel(ctx), s.env.DB, held)
+		problem.Write(w, err)
+		return
+	}
+	res.write(w, false)
+}
+
+// execute waits on the core, then runs op and completes the held key with
+// its response in one transaction: the money moves and the answer is
+// stored together, or neither happens. It returns the response to send:
+// the one it stored, byte for byte. It returns op's error, or the core's,
+// 409 request-in-progress if a retry took the lease over meanwhile, or 503
+// if the key could not be completed.
+func (s *Server) execute(ctx context.Context, held lease, op operation) (response, error) {
+	if err := s.env.Bank.CallCore(ctx); err != nil {
+		return response{}, err
+	}
+	tx, err := s.env.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return response{}, err
+	}
+	defer tx.Rollback()
+	body, location, err := op(ctx, tx, auth.Customer(ctx))
+	var res response
+	// TODO(stage 8): a duplicate reference (errors.Is(err,
+	// problem.DuplicateReference)) is, like insufficient funds, this
+	// request's answer for good; but op found it after the transfer had
+	// moved the money in tx. Roll tx back first (tx.Rollback()): storing
+	// the answer in tx would commit the transfer with it, and the client
+	// told 409 would have paid. Then store refusal(err) under the held key
+	// in a transaction of its own, with complete, and return it: write
+	// refuse(ctx, held, res) for that, so that a retry with this key gets
+	// the same 409 again, byte for byte, marked as a replay.
+	switch {
+	case errors.Is(err, problem.InsufficientFunds):
+		// A business outcome, not a failure: no money moved, and that is
+		// the answer to this request for good, even if money arrives later.
+		res = refusal(err)
+	case err != nil:
+		return response{}, err
+	default:
+		// Marshal once: these bytes are both stored and sent.
+		b, err := respond.Marshal(body)
+		if err != nil {
+			return response{}, err
+		}
+		res = response{status: http.StatusCreated, contentType: respond.ContentType, location: location, body: b}
+	}
+	if err := complete(ctx, tx, held, res, s.env.Clock.Now()); err != nil {
+		return response{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return response{}, err
+	}
+	return res, nil
+}
+
+// Purge deletes the completed keys whose retention period has passed, and
+// reports how many went. It never deletes a key in progress: its request
+// may still be running, and a retry that found its key gone would execute
+// a second time. It returns the key store's error.
+func (s *Server) Purge(ctx context.Context) (int64, error) {
+	return purge(ctx, s.env.DB, s.env.Clock.Now(), s.env.Config())
+}
