@@ -31,6 +31,7 @@ var (
 	mutantsStage5 = mustLoadStage(5)
 	mutantsStage6 = mustLoadStage(6)
 	mutantsStage7 = mustLoadStage(7)
+	mutantsStage8 = mustLoadStage(8)
 )
 
 // mustLoadStage reads the mutants caught by stage n's checks. The files
