@@ -51,7 +51,7 @@ type Receipt struct {
 var (
 	// Down is the answer while the core is down (Faults.Down).
 	Down = &problem.Type{Name: "core-down", Status: http.StatusServiceUnavailable, Title: "Core ledger down",
-		Explain: "The core ledger is down for a while. Nothing was posted: send the same posting again, with the same Idempotency-Key, after Retry-After.",
+		Explain:    "The core ledger is down for a while. Nothing was posted: send the same posting again, with the same Idempotency-Key, after Retry-After.",
 		RetryAfter: time.Second}
 	// InvalidPosting is the answer to a body that is not a posting.
 	InvalidPosting = &problem.Type{Name: "invalid-posting", Status: http.StatusBadRequest, Title: "Invalid posting",
