@@ -17,6 +17,10 @@ import (
 type Client struct {
 	url  string
 	http *http.Client
+	// Answered, when set, is called as the core's success answer has
+	// arrived, before Post returns it: where a lab server's crash point
+	// crash-after-post fires, between a relay's send and its mark.
+	Answered func()
 }
 
 // NewClient returns a client of the core at url; hc nil means a client of
@@ -65,6 +69,9 @@ func (c *Client) Post(ctx context.Context, key string, p Posting) (rc Receipt, r
 	}
 	if err := json.Unmarshal(raw, &rc); err != nil {
 		return Receipt{}, false, fmt.Errorf("core: answer to posting %s: %w", p.TransferID, err)
+	}
+	if c.Answered != nil {
+		c.Answered()
 	}
 	return rc, resp.Header.Get("Idempotent-Replayed") == "true", nil
 }
