@@ -59,28 +59,17 @@ func (t *T) Postings() ([]core.Receipt, error) {
 	return t.core.Postings(t.ctx)
 }
 
-// Drained waits until the server's outbox has nothing left to send
-// (GET /lab/state's outbox.pending is 0), or within returns: whether it
-// drained, and the last count read. The relay runs on its own, every
-// server.RelayInterval; within is generous, so that a slow machine is
-// never taken for a stuck relay.
-func (t *T) Drained(within time.Duration) (bool, int64, error) {
-	deadline := time.Now().Add(within)
-	for {
+// Drained waits up to within for the server's outbox to have nothing left
+// to send (GET /lab/state's outbox.pending is 0), and returns the last
+// count read. The relay runs on its own, every server.RelayInterval;
+// within is generous, so that a slow machine is never taken for a stuck
+// relay.
+func (t *T) Drained(within time.Duration) (int64, error) {
+	var pending int64
+	_, err := t.WaitFor(within, func() (bool, error) {
 		st, err := t.State()
-		if err != nil {
-			return false, 0, err
-		}
-		if st.Outbox.Pending == 0 {
-			return true, 0, nil
-		}
-		if time.Now().After(deadline) {
-			return false, st.Outbox.Pending, nil
-		}
-		select {
-		case <-t.ctx.Done():
-			return false, st.Outbox.Pending, t.ctx.Err()
-		case <-time.After(server.RelayInterval):
-		}
-	}
+		pending = st.Outbox.Pending
+		return err == nil && pending == 0, err
+	})
+	return pending, err
 }

@@ -194,9 +194,10 @@ func (c *Core) Reset(ctx context.Context) error {
 // Faults are the ways the core fails on purpose, for the checks and the
 // demo. The zero value fails in no way.
 type Faults struct {
-	mu   sync.Mutex
-	down bool
-	lose int
+	mu      sync.Mutex
+	down    bool
+	lose    int
+	refused int
 }
 
 // SetDown takes the core down (every posting gets 503 core-down and is not
@@ -215,9 +216,21 @@ func (f *Faults) LoseAnswers(n int) {
 	f.lose = n
 }
 
+// Refused is how many postings the core has refused while down: a check
+// waits for the relay's first try before it brings the core back.
+func (f *Faults) Refused() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refused
+}
+
+// isDown says whether the core is down, and counts a posting refused.
 func (f *Faults) isDown() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.down {
+		f.refused++
+	}
 	return f.down
 }
 

@@ -126,8 +126,8 @@ func TestFaults_DownAppliesNothingAndALostAnswerWasApplied(t *testing.T) {
 	if _, _, err := cl.Post(ctx, "outbox-1", posting); err == nil || !strings.Contains(err.Error(), "503") {
 		t.Fatalf("a post while down: %v, want 503", err)
 	}
-	if n := postings(t, cl)["tr_1"]; n != 0 {
-		t.Fatalf("posted while down (%d)", n)
+	if n := postings(t, cl)["tr_1"]; n != 0 || c.Faults.Refused() != 1 {
+		t.Fatalf("posted while down (%d), refusals counted %d", n, c.Faults.Refused())
 	}
 	c.Faults.SetDown(false)
 	c.Faults.LoseAnswers(1)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -66,8 +67,9 @@ type Options struct {
 	// other people reach, since anyone can draw a seed's tokens.
 	RandomTokens bool
 	// CoreURL is the core ledger's base URL (core.Core's handler), which a
-	// stage from 9 on posts every executed transfer to; a stage that
-	// relays an outbox does not start without it.
+	// stage from 9 on posts every executed transfer to. Empty means a core
+	// of the server's own, if the stage relays an outbox: on a loopback
+	// port, its postings in memory for as long as the server runs.
 	CoreURL string
 }
 
@@ -161,17 +163,31 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	s.faults = labctl.NewFaults(s.db.Store, s.crash)
 	s.bank = bank.New(s.db.DB, s.clock, s.faults.Bank, func() time.Duration { return s.settings.Get().CoreLatency })
 	env := stage.Env{DB: s.db.DB, Bank: s.bank, Clock: s.clock, Config: s.settings.Get}
-	if opts.CoreURL != "" {
-		env.Core = core.NewClient(opts.CoreURL, &http.Client{Timeout: 5 * time.Second})
-		env.Core.Answered = s.faults.AfterPost
+	// The stage keeps the core's client from here on, so its address is
+	// fixed before the stage starts; the core itself only if it relays.
+	coreURL := opts.CoreURL
+	var ownCore net.Listener
+	if coreURL == "" {
+		if ownCore, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return fmt.Errorf("listen for the core ledger: %w", err)
+		}
+		coreURL = "http://" + ownCore.Addr().String()
 	}
-	s.handlers, err = opts.Stage(ctx, env)
-	if err != nil {
+	env.Core = core.NewClient(coreURL, &http.Client{Timeout: 5 * time.Second})
+	env.Core.Answered = s.faults.AfterPost
+	if s.handlers, err = opts.Stage(ctx, env); err != nil {
+		if ownCore != nil {
+			ownCore.Close()
+		}
 		return fmt.Errorf("start stage: %w", err)
 	}
 	relayer, relays := s.handlers.(stage.Relayer)
-	if relays && env.Core == nil {
-		return errors.New("start stage: it relays an outbox to the core ledger, and the server was given none (Options.CoreURL)")
+	if ownCore != nil {
+		if !relays {
+			ownCore.Close()
+		} else if err := s.serveCore(ctx, ownCore); err != nil {
+			return err
+		}
 	}
 	if err := s.db.WatchKeyTable(ctx); err != nil {
 		return err
@@ -210,6 +226,34 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 		go s.relay(relayer)
 	}
 	s.router = s.routes(opts.Lab)
+	return nil
+}
+
+// serveCore runs a core ledger of the server's own on ln, in memory,
+// until the server closes.
+func (s *Server) serveCore(ctx context.Context, ln net.Listener) error {
+	db, err := labdb.Open(ctx, ":memory:")
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("start the core ledger: %w", err)
+	}
+	c, err := core.New(ctx, db.DB)
+	if err != nil {
+		ln.Close()
+		db.Close()
+		return err
+	}
+	hs := NewHTTPServer(c.Handler())
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		go func() {
+			<-s.stop
+			hs.Close()
+		}()
+		hs.Serve(ln)
+		db.Close()
+	}()
 	return nil
 }
 
