@@ -143,6 +143,9 @@ func (t *T) outboxRows() (int64, error) {
 
 // postingsSeen says what the core and the outbox held at the end.
 func postingsSeen(ps []core.Receipt, pending int64) string {
+	if pending == 0 {
+		return fmt.Sprintf("%d postings in the core ledger; no row left unsent in the outbox", len(ps))
+	}
 	return fmt.Sprintf("%d postings in the core ledger; %d rows still unsent in the outbox %v later", len(ps), pending, drainWithin)
 }
 

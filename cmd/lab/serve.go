@@ -26,6 +26,7 @@ import (
 	sol6 "idemlab/solutions/stage6"
 	sol7 "idemlab/solutions/stage7"
 	sol8 "idemlab/solutions/stage8"
+	sol9 "idemlab/solutions/stage9"
 )
 
 func init() {
@@ -35,7 +36,7 @@ func init() {
 // solutions are the reference solutions, by stage. They always compile,
 // so the lab command links them in; a student's stage is never linked in
 // (see stageBinary).
-var solutions = []stage.Factory{sol0.New, sol1.New, sol2.New, sol3.New, sol4.New, sol5.New, sol6.New, sol7.New, sol8.New}
+var solutions = []stage.Factory{sol0.New, sol1.New, sol2.New, sol3.New, sol4.New, sol5.New, sol6.New, sol7.New, sol8.New, sol9.New}
 
 // solutionSubjects are the reference solutions as grader subjects, named
 // solutions/stageN.
@@ -48,7 +49,7 @@ func solutionSubjects() []grader.Subject {
 }
 
 // lastStage is the highest stage number.
-const lastStage = 8
+const lastStage = 9
 
 type serveFlags struct {
 	stage    int
@@ -66,7 +67,7 @@ type serveFlags struct {
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab serve", "[--stage N] [--solution] [--db FILE|URL] [--replicas N] [--addr HOST:PORT] [--admin-token T] [--access-log FILE] [--public]", stderr)
 	var f serveFlags
-	fs.IntVar(&f.stage, "stage", 0, "the stage to serve, 0..8")
+	fs.IntVar(&f.stage, "stage", 0, "the stage to serve, 0..9")
 	fs.BoolVar(&f.solution, "solution", false, "serve the reference solution (solutions/stageN) instead of your stages/stageN")
 	fs.StringVar(&f.db, "db", "", `the database: a SQLite file, ":memory:", or a PostgreSQL postgres://… URL (default $`+labdb.EnvURL+` if set, else tmp/lab-stageN.db; kept across restarts)`)
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "the address to listen on")

@@ -23,8 +23,8 @@ func TestServe_RefusesBadFlags(t *testing.T) {
 	}{
 		{[]string{"serve", "--addr", "0.0.0.0:8080", "--solution"}, "--public"},
 		{[]string{"serve", "--addr", "192.0.2.1:8080", "--solution"}, "--public"},
-		{[]string{"serve", "--stage", "9", "--solution"}, "0..8"},
-		{[]string{"serve", "--stage", "-1"}, "0..8"},
+		{[]string{"serve", "--stage", "10", "--solution"}, "0..9"},
+		{[]string{"serve", "--stage", "-1"}, "0..9"},
 		{[]string{"serve", "--addr", "nonsense"}, "--addr"},
 		{[]string{"serve", "--public", "--admin-token", "x", "--solution"}, "at least 32"},
 		{[]string{"serve", "--public", "--addr", "0.0.0.0:8080", "--admin-token", "adm_demo", "--solution"}, "at least 32"},
