@@ -1,51 +1,15 @@
 package grader
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"time"
 
 	"idemlab/kit/core"
-	"idemlab/kit/labdb"
-	"idemlab/kit/server"
 )
 
 // CoreStage is the first stage whose server tells the core ledger about
 // every transfer: its checks run with a core the check watches.
 const CoreStage = 9
-
-// startCore runs a core ledger in this process, on a database of its own
-// in memory and a free loopback port, so that it outlives any crash of the
-// server under test: the checks read its postings and fail it on purpose.
-func startCore(ctx context.Context) (*core.Core, string, func(), error) {
-	db, err := labdb.Open(ctx, ":memory:")
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("start the core ledger: %w", err)
-	}
-	c, err := core.New(ctx, db.DB)
-	if err != nil {
-		db.Close()
-		return nil, "", nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		db.Close()
-		return nil, "", nil, fmt.Errorf("start the core ledger: %w", err)
-	}
-	hs := server.NewHTTPServer(c.Handler())
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		hs.Serve(ln)
-	}()
-	stop := func() {
-		hs.Close()
-		<-served
-		db.Close()
-	}
-	return c, "http://" + ln.Addr().String(), stop, nil
-}
 
 // Core is the core ledger the server under test posts to, which the check
 // may fail on purpose (Core().Faults); nil for a check before CoreStage.

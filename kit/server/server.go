@@ -232,27 +232,15 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 // serveCore runs a core ledger of the server's own on ln, in memory,
 // until the server closes.
 func (s *Server) serveCore(ctx context.Context, ln net.Listener) error {
-	db, err := labdb.Open(ctx, ":memory:")
+	_, stop, err := core.Serve(ctx, ln)
 	if err != nil {
-		ln.Close()
-		return fmt.Errorf("start the core ledger: %w", err)
-	}
-	c, err := core.New(ctx, db.DB)
-	if err != nil {
-		ln.Close()
-		db.Close()
 		return err
 	}
-	hs := NewHTTPServer(c.Handler())
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		go func() {
-			<-s.stop
-			hs.Close()
-		}()
-		hs.Serve(ln)
-		db.Close()
+		<-s.stop
+		stop()
 	}()
 	return nil
 }
