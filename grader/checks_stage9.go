@@ -160,6 +160,9 @@ func keysOf(rs []core.Receipt) string {
 // checkPostedOnce catches a stage that never tells the core (solution 8),
 // tells it twice, or tells it of a transfer that was refused.
 func checkPostedOnce(t *T) error {
+	if err := t.watchesCore(); err != nil {
+		return err
+	}
 	s, err := t.Scenario(2, 1_000_000)
 	if err != nil {
 		return err
@@ -202,6 +205,9 @@ func checkPostedOnce(t *T) error {
 // whose relay gives up, and one that marks a row sent before the core
 // acknowledged it.
 func checkCoreDown(t *T) error {
+	if err := t.watchesCore(); err != nil {
+		return err
+	}
 	s, err := t.Scenario(2, 1_000_000)
 	if err != nil {
 		return err
@@ -237,6 +243,9 @@ func checkCoreDown(t *T) error {
 
 // checkLostCoreAnswers catches a relay that sends again under a new key.
 func checkLostCoreAnswers(t *T) error {
+	if err := t.watchesCore(); err != nil {
+		return err
+	}
 	s, err := t.Scenario(2, 1_000_000)
 	if err != nil {
 		return err
@@ -256,6 +265,9 @@ func checkLostCoreAnswers(t *T) error {
 // come before the transfer's own answer is sent (the relay runs on its
 // own): the client then learns its transfer from the retry.
 func checkCrashAfterPost(t *T) error {
+	if err := t.watchesCore(); err != nil {
+		return err
+	}
 	c, err := t.OnChild()
 	if err != nil {
 		return err
@@ -315,6 +327,9 @@ func checkCrashAfterPost(t *T) error {
 // the request, after its commit, instead of through an outbox row
 // committed with the money.
 func checkCrashAfterCommitPosted(t *T) error {
+	if err := t.watchesCore(); err != nil {
+		return err
+	}
 	c, err := t.OnChild()
 	if err != nil {
 		return err

@@ -15,6 +15,21 @@ const CoreStage = 9
 // may fail on purpose (Core().Faults); nil for a check before CoreStage.
 func (t *T) Core() *core.Core { return t.core }
 
+// watchesCore returns nil when the server under test posts to the core
+// the check watches: one the grader started, in this process or as its
+// child. A server started elsewhere (lab grade --url) posts to a core of
+// its own, which the check cannot read: it could not observe, rather than
+// fail a server it cannot see.
+func (t *T) watchesCore() error {
+	switch {
+	case t.core == nil:
+		return t.CouldNotObserve("a core ledger: this check runs with one from stage %d on", CoreStage)
+	case t.target.Server == nil && t.target.Child == nil:
+		return t.CouldNotObserve("the core ledger of a server started elsewhere (lab grade --url): run stage %d's checks with make stage-%d, or lab grade without --url", CoreStage, CoreStage)
+	}
+	return nil
+}
+
 // Postings reads every posting the core applied, in the order applied.
 func (t *T) Postings() ([]core.Receipt, error) {
 	if t.core == nil {
