@@ -61,7 +61,7 @@ lint: ## gofmt and go vet
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-stage-%: ## run the checks of stage N (0..8) against YOUR code in stages/stageN, and record your progress
+stage-%: ## run the checks of stage N (0..9) against YOUR code in stages/stageN, and record your progress
 	@SEED="$(SEED)" RUN="$(RUN)" $(GO) run ./cmd/lab check $*
 
 solution-%: ## run the checks of stage N against the reference solution
@@ -113,7 +113,7 @@ scoreboard: lab ## one day against every stage, one row each: make scoreboard (S
 	@exec bin/lab scoreboard --seed $(or $(SEED),7) --ops $(or $(OPS),2000) $(if $(MINE),--mine)
 
 .PHONY: replay-demo
-replay-demo: lab ## a day played into lab dash at classroom speed: make replay-demo (STAGE=0..8, RATE= operations a second, OPS=, PORT=)
+replay-demo: lab ## a day played into lab dash at classroom speed: make replay-demo (STAGE=0..9, RATE= operations a second, OPS=, PORT=)
 	@mkdir -p tmp
 	@bin/lab gen --seed $(or $(SEED),7) --ops $(or $(OPS),600) -o tmp/replay-demo.plan.jsonl
 	@url=http://127.0.0.1:$(or $(PORT),8090); token=replay-demo-$$$$-$$(date +%s); \

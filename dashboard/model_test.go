@@ -366,3 +366,21 @@ func TestModel_AWatchOfReplicasShowsWhichAnswered(t *testing.T) {
 		t.Errorf("one server's watch shows replicas:\n%s", out)
 	}
 }
+
+// TestModel_ShowsTheOutboxDraining: a stage 9 server's outbox, as the
+// state polls show it, is on the traffic line: rows still to post, then
+// none. A server without an outbox shows no such line.
+func TestModel_ShowsTheOutboxDraining(t *testing.T) {
+	m := NewWatch(context.Background(), "http://127.0.0.1:8080", t0)
+	m, _ = update(t, m, tea.WindowSizeMsg{Width: 140, Height: 40})
+	if out := ansi.Strip(m.Render()); strings.Contains(out, "outbox") {
+		t.Fatalf("a server without an outbox shows one:\n%s", out)
+	}
+	for _, o := range []bank.OutboxCounts{{Pending: 3, Sent: 4}, {Pending: 0, Sent: 7}} {
+		m, _ = update(t, m, StateMsg{Polled: t0, State: labctl.State{Outbox: o}})
+		want := fmt.Sprintf("outbox %d to post, %d posted", o.Pending, o.Sent)
+		if out := ansi.Strip(m.Render()); !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+}

@@ -170,6 +170,14 @@ func (p pane) statsLine() string {
 	if by := replicaCounts(c.ByReplica); by != "" {
 		line += p.st.Dim.Render(" · answered by " + by)
 	}
+	if o := p.side.Outbox; o.Pending+o.Sent > 0 {
+		outbox := fmt.Sprintf(" · outbox %s to post, %s posted", Short(o.Pending), Short(o.Sent))
+		if o.Pending > 0 {
+			line += p.st.Conflict.Render(outbox)
+		} else {
+			line += p.st.Dim.Render(outbox)
+		}
+	}
 	if c.Dropped > 0 {
 		line = p.st.Error.Render(fmt.Sprintf("⚠ %s events dropped ", Short(c.Dropped))) + line
 	}

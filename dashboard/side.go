@@ -135,6 +135,9 @@ type suspect struct {
 type Side struct {
 	Counts Counts
 	Money  Money
+	// Outbox is the server's outbox as the last state poll showed it:
+	// the transfers still to tell the core ledger and those told (stage 9).
+	Outbox bank.OutboxCounts
 
 	feed     [FeedSize]FeedLine
 	feedNext int
@@ -170,6 +173,7 @@ func NewSide() *Side {
 func (s *Side) clear() {
 	s.Counts = Counts{}
 	s.Money = Money{}
+	s.Outbox = bank.OutboxCounts{}
 	s.keys = map[int64]*KeyRow{}
 	s.ops = map[string]opSeen{}
 	s.opOrder = make([]string, 0, 1024)
@@ -464,6 +468,7 @@ func (s *Side) Series(now time.Time, n int) (requests, doubles []int64) {
 // database shows and no event reported (after two polls in a row, since
 // an event can trail its commit), and runs the money-conservation check.
 func (s *Side) ApplyState(st labctl.State, polled time.Time) {
+	s.Outbox = st.Outbox
 	if d, err := time.ParseDuration(st.Config.Retention); err == nil && d > 0 {
 		s.retention = d
 	}

@@ -43,6 +43,9 @@ const (
 	// holds the port from the moment it picks it, so no other process can
 	// take it between the parent's choice and the child's start.
 	EnvListener = "IDEMLAB_LISTENER"
+	// EnvCore is the core ledger the child's server posts to
+	// (server.Options.CoreURL).
+	EnvCore = "IDEMLAB_CORE"
 )
 
 // IsChild reports whether this process was started by a Child, to serve
@@ -77,7 +80,8 @@ func ServeChild(subjects ...Subject) int {
 			return 1
 		}
 	}
-	opts := server.Options{DB: os.Getenv(EnvDB), AdminToken: os.Getenv(EnvAdmin), RandomTokens: os.Getenv(EnvRandomTokens) != ""}
+	opts := server.Options{DB: os.Getenv(EnvDB), AdminToken: os.Getenv(EnvAdmin), RandomTokens: os.Getenv(EnvRandomTokens) != "",
+		CoreURL: os.Getenv(EnvCore)}
 	if path := os.Getenv(EnvAccessLog); path != "" {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -182,6 +186,8 @@ type Child struct {
 	AccessLog string
 	// RandomTokens has the child's resets draw customer tokens at random.
 	RandomTokens bool
+	// CoreURL is the core ledger the child's server posts to, if any.
+	CoreURL string
 	// Stderr, if set, receives the child's standard error as it writes
 	// it; else the child's failure to start quotes it.
 	Stderr io.Writer
@@ -199,11 +205,11 @@ type Child struct {
 // a postgres:// URL (labdb.TestTarget in tests), a new database on that
 // cluster that DropDB removes (labdb.Fresh).
 func StartChild(ctx context.Context, binary, dir, cluster string) (*Child, error) {
-	return startChild(ctx, binary, "", dir, cluster)
+	return startChild(ctx, binary, Subject{}, dir, cluster)
 }
 
-func startChild(ctx context.Context, binary, subject, dir, cluster string) (*Child, error) {
-	c := &Child{Binary: binary, Subject: subject, Admin: AdminToken()}
+func startChild(ctx context.Context, binary string, subject Subject, dir, cluster string) (*Child, error) {
+	c := &Child{Binary: binary, Subject: subject.Name, Admin: AdminToken(), CoreURL: subject.CoreURL}
 	var err error
 	if c.DB, c.dropDB, err = labdb.Fresh(ctx, cluster, dir); err != nil {
 		return nil, err
@@ -275,7 +281,7 @@ func (c *Child) startOn(ctx context.Context, ln net.Listener) error {
 	cmd := exec.Command(c.Binary)
 	DieWithParent(cmd)
 	cmd.ExtraFiles = []*os.File{file}
-	cmd.Env = append(os.Environ(), EnvServe+"="+addr, EnvListener+"=1", EnvDB+"="+c.DB, EnvAdmin+"="+c.Admin, EnvSubject+"="+c.Subject, EnvAccessLog+"="+c.AccessLog)
+	cmd.Env = append(os.Environ(), EnvServe+"="+addr, EnvListener+"=1", EnvDB+"="+c.DB, EnvAdmin+"="+c.Admin, EnvSubject+"="+c.Subject, EnvAccessLog+"="+c.AccessLog, EnvCore+"="+c.CoreURL)
 	if c.RandomTokens {
 		cmd.Env = append(cmd.Env, EnvRandomTokens+"=1")
 	}

@@ -32,7 +32,7 @@ func ChildProcess(binary, cluster string) Start {
 		if err != nil {
 			return nil, nil, err
 		}
-		c, err := startChild(ctx, binary, subject.Name, dir, cluster)
+		c, err := startChild(ctx, binary, subject, dir, cluster)
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, nil, fmt.Errorf("start %s as a child process: %w", subject.Name, err)
@@ -68,7 +68,7 @@ func ReplicaProcesses(binary, cluster string, n int) Start {
 			}
 			os.RemoveAll(dir)
 		}
-		first, err := startChild(ctx, binary, subject.Name, dir, cluster)
+		first, err := startChild(ctx, binary, subject, dir, cluster)
 		if err != nil {
 			stop()
 			return nil, nil, fmt.Errorf("start %s as a child process: %w", subject.Name, err)
@@ -76,7 +76,7 @@ func ReplicaProcesses(binary, cluster string, n int) Start {
 		children = append(children, first)
 		target := &Target{URL: first.URL, Admin: first.Admin, Client: newClient(), Child: first}
 		for range n - 1 {
-			c := &Child{Binary: binary, Subject: subject.Name, DB: first.DB, Admin: first.Admin}
+			c := &Child{Binary: binary, Subject: subject.Name, DB: first.DB, Admin: first.Admin, CoreURL: subject.CoreURL}
 			if err := c.Start(ctx); err != nil {
 				stop()
 				return nil, nil, fmt.Errorf("start a replica of %s: %w", subject.Name, err)
@@ -141,7 +141,7 @@ func (t *T) OnReplicas(n int) (*T, error) {
 // on returns a T for the same check, drawing from the same random source,
 // against another target.
 func (t *T) on(target *Target) *T {
-	return &T{ctx: t.ctx, target: target, subject: t.subject, seed: t.seed, rng: t.rng, cleanups: t.cleanups}
+	return &T{ctx: t.ctx, target: target, subject: t.subject, seed: t.seed, rng: t.rng, cleanups: t.cleanups, core: t.core}
 }
 
 // onCleanup registers fn to run when the check ends.

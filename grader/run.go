@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"idemlab/kit/core"
 )
 
 // Result is the outcome of one check.
@@ -52,6 +54,17 @@ var InProcess Start = startInProcess
 func RunCheck(ctx context.Context, subject Subject, c Check, runSeed uint64, start Start) Result {
 	seed := CheckSeed(runSeed, c.ID)
 	began := time.Now()
+	// A core outside the server, so that it outlives the server's crashes:
+	// the checks read its postings and fail it on purpose.
+	var ledger *core.Core
+	if c.Stage >= CoreStage {
+		var stopCore func()
+		var err error
+		if ledger, subject.CoreURL, stopCore, err = core.Start(ctx); err != nil {
+			return Result{Check: c, Seed: runSeed, Err: err}
+		}
+		defer stopCore()
+	}
 	target, stop, err := start(ctx, subject)
 	if err != nil {
 		return Result{Check: c, Seed: runSeed, Err: fmt.Errorf("could not start the server: %w", err)}
@@ -59,7 +72,7 @@ func RunCheck(ctx context.Context, subject Subject, c Check, runSeed uint64, sta
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	t := &T{ctx: ctx, target: target, subject: subject, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x9e3779b9)), cleanups: &cleanupList{}}
+	t := &T{ctx: ctx, target: target, subject: subject, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x9e3779b9)), cleanups: &cleanupList{}, core: ledger}
 	defer t.cleanups.run()
 	err = t.moneyFirst(runGuarded(c, t))
 	return Result{Check: c, Seed: runSeed, Err: err, Duration: time.Since(began)}

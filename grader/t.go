@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"idemlab/kit/bank"
+	"idemlab/kit/core"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
@@ -29,6 +30,8 @@ type T struct {
 	cleanups *cleanupList
 	// books are every set of books the check kept (NewBooks).
 	books []*Books
+	// core is the core ledger the server posts to (stage 9 on).
+	core *core.Core
 }
 
 // Rand is the check's random source; draw every input from it.

@@ -27,6 +27,10 @@ type Subject struct {
 	New stage.Factory
 	// Tally is stage 0's exercise; nil for a subject without one.
 	Tally func(io.Reader) (accesslog.Report, error)
+	// CoreURL is the core ledger its server posts to (server.Options
+	// .CoreURL): set by RunCheck, for a check of stage 9 on, to a core the
+	// check watches.
+	CoreURL string
 }
 
 // Target is a lab server to send requests to.
@@ -73,7 +77,7 @@ func newClient() *http.Client {
 func startInProcess(ctx context.Context, subject Subject) (*Target, func(), error) {
 	srv, err := server.New(ctx, server.Options{
 		DB: labdb.TestTarget(), OwnDB: true, Stage: subject.New, Lab: true,
-		Crash: func(string) {},
+		Crash: func(string) {}, CoreURL: subject.CoreURL,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start %s: %w", subject.Name, err)

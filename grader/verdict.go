@@ -41,6 +41,14 @@ const (
 	// one made from an older copy, or was never saved; the daily limit
 	// that guards the money may be the change that went missing.
 	LostUpdate Harm = "lost update"
+	// NotPosted: a transfer moved money and the core ledger never heard
+	// of it (stage 9).
+	NotPosted Harm = "not posted"
+	// PostedTwice: the core ledger posted one transfer more than once.
+	PostedTwice Harm = "posted twice"
+	// PostedUnexecuted: the core ledger posted a transfer that never
+	// executed.
+	PostedUnexecuted Harm = "posted though not executed"
 )
 
 // Explain says in a few words what the harm means for a customer.
@@ -64,6 +72,12 @@ func (h Harm) Explain() string {
 		return "one customer was shown another customer's data"
 	case LostUpdate:
 		return "a saved change went missing: a clerk's edit of a stale copy put back what another clerk had changed"
+	case NotPosted:
+		return "money moved and the core ledger never heard of it: the bank's two books disagree"
+	case PostedTwice:
+		return "the core ledger posted one transfer twice: its books count the money twice"
+	case PostedUnexecuted:
+		return "the core ledger posted a transfer whose money never moved"
 	}
 	return string(h)
 }

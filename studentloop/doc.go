@@ -10,4 +10,4 @@
 package studentloop
 
 // Stages is how many stages the lab has: 0..Stages-1.
-const Stages = 9
+const Stages = 10

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -26,8 +27,9 @@ func TestDemo_PlainPrintsASecondALineAndASummary(t *testing.T) {
 }
 
 func TestDemo_RefusesAStageItDoesNotHave(t *testing.T) {
-	code, _, errs := runLabCommand(t, "demo", "--plain", "--stage", "9")
-	if code != 2 || !strings.Contains(errs, "--stage 9") {
-		t.Errorf("exit %d, stderr %q; want 2 naming --stage 9", code, errs)
+	past := fmt.Sprint(lastStage + 1)
+	code, _, errs := runLabCommand(t, "demo", "--plain", "--stage", past)
+	if code != 2 || !strings.Contains(errs, "--stage "+past) {
+		t.Errorf("exit %d, stderr %q; want 2 naming --stage %s", code, errs, past)
 	}
 }

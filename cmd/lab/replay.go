@@ -39,7 +39,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var f replayFlags
 	fs.StringVar(&f.plan, "log", "", "the day plan to replay (from lab gen)")
 	fs.StringVar(&f.plan, "plan", "", "the same as --log")
-	f.define(fs, "the stage to replay against, 0..8", "replay against")
+	f.define(fs, "the stage to replay against, 0..9", "replay against")
 	fs.StringVar(&f.accessLog, "access-log", "", "write the server's access log to this file (with --solution)")
 	fs.StringVar(&f.answer, "answer", "", "write the tally's answer key, from the server's books, to this file (with --solution)")
 	fs.StringVar(&f.results, "results", "", "write results.json and history.jsonl into this folder")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -81,7 +82,7 @@ func TestReplay_RefusesBadFlags(t *testing.T) {
 		{"replay"},
 		{"replay", "--log", "no/such/plan.jsonl", "--solution"},
 		{"replay", "--log", plan, "--access-log", "x.jsonl"},
-		{"replay", "--log", plan, "--stage", "9", "--solution"},
+		{"replay", "--log", plan, "--stage", fmt.Sprint(lastStage + 1), "--solution"},
 		{"replay", "--log", plan, "--solution", "--rate", "-5"},
 	} {
 		if code, _, errs := runLabCommand(t, args...); code != 2 || errs == "" {

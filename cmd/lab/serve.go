@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"idemlab/grader"
+	"idemlab/kit/core"
 	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
@@ -26,6 +27,7 @@ import (
 	sol6 "idemlab/solutions/stage6"
 	sol7 "idemlab/solutions/stage7"
 	sol8 "idemlab/solutions/stage8"
+	sol9 "idemlab/solutions/stage9"
 )
 
 func init() {
@@ -35,7 +37,7 @@ func init() {
 // solutions are the reference solutions, by stage. They always compile,
 // so the lab command links them in; a student's stage is never linked in
 // (see stageBinary).
-var solutions = []stage.Factory{sol0.New, sol1.New, sol2.New, sol3.New, sol4.New, sol5.New, sol6.New, sol7.New, sol8.New}
+var solutions = []stage.Factory{sol0.New, sol1.New, sol2.New, sol3.New, sol4.New, sol5.New, sol6.New, sol7.New, sol8.New, sol9.New}
 
 // solutionSubjects are the reference solutions as grader subjects, named
 // solutions/stageN.
@@ -48,7 +50,7 @@ func solutionSubjects() []grader.Subject {
 }
 
 // lastStage is the highest stage number.
-const lastStage = 8
+const lastStage = 9
 
 type serveFlags struct {
 	stage    int
@@ -61,12 +63,15 @@ type serveFlags struct {
 	accessLog string
 	// replicas is how many server processes serve, on one database.
 	replicas int
+	// core is the core ledger the servers post to (stage 9 on), which
+	// lab serve runs beside them.
+	core string
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab serve", "[--stage N] [--solution] [--db FILE|URL] [--replicas N] [--addr HOST:PORT] [--admin-token T] [--access-log FILE] [--public]", stderr)
 	var f serveFlags
-	fs.IntVar(&f.stage, "stage", 0, "the stage to serve, 0..8")
+	fs.IntVar(&f.stage, "stage", 0, "the stage to serve, 0..9")
 	fs.BoolVar(&f.solution, "solution", false, "serve the reference solution (solutions/stageN) instead of your stages/stageN")
 	fs.StringVar(&f.db, "db", "", `the database: a SQLite file, ":memory:", or a PostgreSQL postgres://… URL (default $`+labdb.EnvURL+` if set, else tmp/lab-stageN.db; kept across restarts)`)
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "the address to listen on")
@@ -112,6 +117,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if f.admin == "" {
 		f.admin = grader.AdminToken()
+	}
+	// One core ledger for every process that serves (stage 9 on), which
+	// outlives their crashes and restarts.
+	if f.stage >= grader.CoreStage {
+		_, url, stop, err := core.Start(ctx)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		f.core = url
 	}
 	if f.replicas > 1 {
 		return serveReplicas(ctx, root, f, stdout, stderr)
@@ -220,7 +235,7 @@ func checkAdminToken(token string, public bool) error {
 
 // serveSolution serves a reference solution in this process until ctx ends.
 func serveSolution(ctx context.Context, f serveFlags, stdout io.Writer) error {
-	opts := server.Options{DB: f.db, AdminToken: f.admin, RandomTokens: f.public}
+	opts := server.Options{DB: f.db, AdminToken: f.admin, RandomTokens: f.public, CoreURL: f.core}
 	if f.accessLog != "" {
 		log, err := os.OpenFile(f.accessLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -292,7 +307,7 @@ func serveReplicas(ctx context.Context, root string, f serveFlags, stdout, stder
 			return err
 		}
 		c := &grader.Child{Binary: bin, Subject: subject, DB: f.db, Admin: f.admin, Addr: addr,
-			AccessLog: f.accessLog, RandomTokens: f.public, Stderr: stderr}
+			AccessLog: f.accessLog, RandomTokens: f.public, Stderr: stderr, CoreURL: f.core}
 		if err := c.Start(ctx); err != nil {
 			return fmt.Errorf("start replica %d: %w", i+1, err)
 		}
@@ -337,6 +352,9 @@ func printBanner(w io.Writer, f serveFlags, what, url string, replicas []string)
 		fmt.Fprintf(w, "  replica      %s\n", r)
 	}
 	fmt.Fprintf(w, "  database     %s\n", db)
+	if f.core != "" {
+		fmt.Fprintf(w, "  core ledger  %s  (GET /postings; in memory, for as long as lab serve runs)\n", f.core)
+	}
 	fmt.Fprintf(w, "  admin token  %s\n", f.admin)
 	fmt.Fprintf(w, "\nset up a shell for the examples of docs/api.md:\n")
 	fmt.Fprintf(w, "  export LAB=%s ADMIN=%s\n", url, f.admin)
@@ -425,7 +443,7 @@ func testBinary(ctx context.Context, root, dir string, stderr io.Writer) (string
 // until it answers. The binary's TestMain is gradertest.Main, which serves
 // instead of testing when it is started as a child.
 func startStage(ctx context.Context, bin string, f serveFlags, stderr io.Writer) (*grader.Child, error) {
-	child := &grader.Child{Binary: bin, DB: f.db, Admin: f.admin, Addr: f.addr, AccessLog: f.accessLog, RandomTokens: f.public, Stderr: stderr}
+	child := &grader.Child{Binary: bin, DB: f.db, Admin: f.admin, Addr: f.addr, AccessLog: f.accessLog, RandomTokens: f.public, Stderr: stderr, CoreURL: f.core}
 	if err := child.Start(ctx); err != nil {
 		return nil, err
 	}

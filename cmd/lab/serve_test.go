@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"idemlab/grader"
 	"idemlab/kit/bank"
+	"idemlab/kit/core"
 )
 
 func TestServe_RefusesBadFlags(t *testing.T) {
@@ -23,8 +25,8 @@ func TestServe_RefusesBadFlags(t *testing.T) {
 	}{
 		{[]string{"serve", "--addr", "0.0.0.0:8080", "--solution"}, "--public"},
 		{[]string{"serve", "--addr", "192.0.2.1:8080", "--solution"}, "--public"},
-		{[]string{"serve", "--stage", "9", "--solution"}, "0..8"},
-		{[]string{"serve", "--stage", "-1"}, "0..8"},
+		{[]string{"serve", "--stage", "10", "--solution"}, "0..9"},
+		{[]string{"serve", "--stage", "-1"}, "0..9"},
 		{[]string{"serve", "--addr", "nonsense"}, "--addr"},
 		{[]string{"serve", "--public", "--admin-token", "x", "--solution"}, "at least 32"},
 		{[]string{"serve", "--public", "--addr", "0.0.0.0:8080", "--admin-token", "adm_demo", "--solution"}, "at least 32"},
@@ -252,5 +254,76 @@ func TestServe_ReplicasShareOneDatabase(t *testing.T) {
 	}
 	if code, got := do(replica[1], "/transfers", c.Token, "k-1", body); code != http.StatusConflict {
 		t.Fatalf("the second replica answered the retry %d %s, want 409: it does not see the first one's claim", code, got)
+	}
+}
+
+// TestServe_ReplicasTellOneCoreLedger: stage 9's replicas post to the one
+// core ledger lab serve runs and prints; a transfer made on each replica
+// is posted there once. Replicas that each ran a core of their own, or a
+// banner without the core, fail.
+func TestServe_ReplicasTellOneCoreLedger(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "lab.db")
+	url, banner := serveUntilReady(t, "--stage", "9", "--solution", "--replicas", "2", "--db", db)
+	replica := regexp.MustCompile(`replica +(http://\S+)`).FindStringSubmatch(banner)
+	token := regexp.MustCompile(`admin token +(adm_\S+)`).FindStringSubmatch(banner)
+	ledger := regexp.MustCompile(`core ledger +(http://\S+)`).FindStringSubmatch(banner)
+	if replica == nil || token == nil || ledger == nil {
+		t.Fatalf("the banner names no second replica, token or core ledger:\n%s", banner)
+	}
+	req, _ := http.NewRequest("POST", url+"/lab/reset", strings.NewReader(`{"seed":1}`))
+	req.Header.Set("Authorization", "Bearer "+token[1])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reset struct {
+		Customers []struct {
+			Token    string
+			Accounts []string
+		}
+	}
+	json.NewDecoder(resp.Body).Decode(&reset)
+	resp.Body.Close()
+	if len(reset.Customers) == 0 {
+		t.Fatalf("reset: %s", resp.Status)
+	}
+	c := reset.Customers[0]
+	var ids []string
+	for i, base := range []string{url, replica[1]} {
+		body := `{"from":"` + c.Accounts[0] + `","to":"` + c.Accounts[1] + `","amount":100}`
+		req, _ := http.NewRequest("POST", base+"/transfers", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("k-%d", i))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tr struct{ ID string }
+		json.NewDecoder(resp.Body).Decode(&tr)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("replica %d answered %d", i+1, resp.StatusCode)
+		}
+		ids = append(ids, tr.ID)
+	}
+	cl := core.NewClient(ledger[1], nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ps, err := cl.Postings(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, p := range ps {
+			got[p.TransferID]++
+		}
+		if got[ids[0]] == 1 && got[ids[1]] == 1 && len(ps) == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the core ledger has %v; want %v, each once", got, ids)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	sol6 "idemlab/solutions/stage6"
 	sol7 "idemlab/solutions/stage7"
 	sol8 "idemlab/solutions/stage8"
+	sol9 "idemlab/solutions/stage9"
 	stg0 "idemlab/stages/stage0"
 	stg1 "idemlab/stages/stage1"
 	stg2 "idemlab/stages/stage2"
@@ -36,6 +37,7 @@ import (
 	stg6 "idemlab/stages/stage6"
 	stg7 "idemlab/stages/stage7"
 	stg8 "idemlab/stages/stage8"
+	stg9 "idemlab/stages/stage9"
 )
 
 var rungs = []ladder.Rung{
@@ -50,6 +52,7 @@ var rungs = []ladder.Rung{
 	rung(6, sol6.New, stg6.New),
 	rung(7, sol7.New, stg7.New),
 	rung(8, sol8.New, stg8.New),
+	rung(9, sol9.New, stg9.New),
 }
 
 func rung(n int, solution, scaffold stage.Factory) ladder.Rung {

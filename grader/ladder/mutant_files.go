@@ -32,6 +32,7 @@ var (
 	mutantsStage6 = mustLoadStage(6)
 	mutantsStage7 = mustLoadStage(7)
 	mutantsStage8 = mustLoadStage(8)
+	mutantsStage9 = mustLoadStage(9)
 )
 
 // mustLoadStage reads the mutants caught by stage n's checks. The files

@@ -66,7 +66,7 @@ var schema = []string{
 
 // Tables are the bank's tables, each after every table that refers to it,
 // so that deleting their rows in this order satisfies the foreign keys.
-var Tables = []string{"ledger_entries", "executions", "transfers", "deposits", "tokens", SpentTable, SettingsTable, "accounts", "customers"}
+var Tables = []string{"ledger_entries", "executions", OutboxTable, "transfers", "deposits", "tokens", SpentTable, SettingsTable, "accounts", "customers"}
 
 // Migrate creates the bank's tables if they are missing.
 func Migrate(ctx context.Context, db *sql.DB) error {
@@ -78,7 +78,10 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 	if err := addReference(ctx, db); err != nil {
 		return err
 	}
-	return migrateSettings(ctx, db)
+	if err := migrateSettings(ctx, db); err != nil {
+		return err
+	}
+	return migrateOutbox(ctx, db)
 }
 
 // addReference gives the transfers table of a database made before

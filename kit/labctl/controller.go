@@ -215,6 +215,9 @@ type State struct {
 	Keys       []map[string]any `json:"keys"`
 	Config     ConfigJSON       `json:"config"`
 	Faults     []ArmedFault     `json:"faults"`
+	// Outbox counts the transfers still to tell the core ledger and
+	// those told (stage 9 on; both 0 before).
+	Outbox bank.OutboxCounts `json:"outbox"`
 }
 
 // MaxStateKeys is how many key rows GET /lab/state shows, newest first.
@@ -234,9 +237,13 @@ func (c *Controller) State(ctx context.Context) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
+	outbox, err := c.Bank.Outbox(ctx)
+	if err != nil {
+		return State{}, err
+	}
 	return State{
 		Now: clock.Format(c.Clock.Now()), Accounts: accounts, Executions: execs,
-		Keys: keys, Config: Wire(c.Settings.Get()), Faults: c.Faults.Armed(),
+		Keys: keys, Config: Wire(c.Settings.Get()), Faults: c.Faults.Armed(), Outbox: outbox,
 	}, nil
 }
 

@@ -16,10 +16,13 @@ const (
 	CrashBeforeResponse = "crash-before-response"
 	FailInTransfer      = "fail-in-transfer"
 	StoreUnavailable    = "store-unavailable"
+	// CrashAfterPost fires as the core ledger's answer to a posting has
+	// arrived (stage 9): after the send, before the relay marks it sent.
+	CrashAfterPost = "crash-after-post"
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, FailInTransfer, StoreUnavailable}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable}
 
 // Faults are the armed faults of one lab server. A crash calls Crash, which
 // in a real server ends the process at once, with no cleanup.
@@ -28,6 +31,7 @@ type Faults struct {
 	db                  *fault.Store
 	crashAfterCommit    fault.Countdown
 	crashBeforeResponse fault.Countdown
+	crashAfterPost      fault.Countdown
 	crash               func(point string)
 }
 
@@ -61,6 +65,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.crashAfterCommit.Arm(count)
 	case CrashBeforeResponse:
 		f.crashBeforeResponse.Arm(count)
+	case CrashAfterPost:
+		f.crashAfterPost.Arm(count)
 	case FailInTransfer:
 		f.Bank.FailNext.Arm(count)
 	case StoreUnavailable:
@@ -77,6 +83,7 @@ func (f *Faults) Armed() []ArmedFault {
 		CrashInTransfer:     f.Bank.CrashNext.Left(),
 		CrashAfterCommit:    f.crashAfterCommit.Left(),
 		CrashBeforeResponse: f.crashBeforeResponse.Left(),
+		CrashAfterPost:      f.crashAfterPost.Left(),
 		FailInTransfer:      f.Bank.FailNext.Left(),
 		StoreUnavailable:    f.db.KeyStoreFailuresLeft(),
 	}
@@ -101,6 +108,14 @@ type ArmedFault struct {
 func (f *Faults) BeforeResponse() {
 	if f.crashBeforeResponse.Fire() {
 		f.crash(CrashBeforeResponse)
+	}
+}
+
+// AfterPost fires crash-after-post if it is armed. The core ledger's
+// client calls it as the core's answer to a posting arrives.
+func (f *Faults) AfterPost() {
+	if f.crashAfterPost.Fire() {
+		f.crash(CrashAfterPost)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"idemlab/kit/auth"
 	"idemlab/kit/bank"
 	"idemlab/kit/clock"
+	"idemlab/kit/core"
 	"idemlab/kit/events"
 	"idemlab/kit/fault"
 	"idemlab/kit/labctl"
@@ -64,7 +66,16 @@ type Options struct {
 	// instead of the seed (see labctl.Controller.RandomTokens): for a server
 	// other people reach, since anyone can draw a seed's tokens.
 	RandomTokens bool
+	// CoreURL is the core ledger's base URL (core.Core's handler), which a
+	// stage from 9 on posts every executed transfer to. Empty means a core
+	// of the server's own, if the stage relays an outbox: on a loopback
+	// port, its postings in memory for as long as the server runs.
+	CoreURL string
 }
+
+// RelayInterval is how often the kit runs a pass of a stage's outbox relay
+// (stage.Relayer).
+const RelayInterval = 20 * time.Millisecond
 
 // Server is one lab server.
 type Server struct {
@@ -152,9 +163,31 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	s.faults = labctl.NewFaults(s.db.Store, s.crash)
 	s.bank = bank.New(s.db.DB, s.clock, s.faults.Bank, func() time.Duration { return s.settings.Get().CoreLatency })
 	env := stage.Env{DB: s.db.DB, Bank: s.bank, Clock: s.clock, Config: s.settings.Get}
-	s.handlers, err = opts.Stage(ctx, env)
-	if err != nil {
+	// The stage keeps the core's client from here on, so its address is
+	// fixed before the stage starts; the core itself only if it relays.
+	coreURL := opts.CoreURL
+	var ownCore net.Listener
+	if coreURL == "" {
+		if ownCore, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return fmt.Errorf("listen for the core ledger: %w", err)
+		}
+		coreURL = "http://" + ownCore.Addr().String()
+	}
+	env.Core = core.NewClient(coreURL, &http.Client{Timeout: 5 * time.Second})
+	env.Core.Answered = s.faults.AfterPost
+	if s.handlers, err = opts.Stage(ctx, env); err != nil {
+		if ownCore != nil {
+			ownCore.Close()
+		}
 		return fmt.Errorf("start stage: %w", err)
+	}
+	relayer, relays := s.handlers.(stage.Relayer)
+	if ownCore != nil {
+		if !relays {
+			ownCore.Close()
+		} else if err := s.serveCore(ctx, ownCore); err != nil {
+			return err
+		}
 	}
 	if err := s.db.WatchKeyTable(ctx); err != nil {
 		return err
@@ -188,8 +221,77 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	})
 	s.wg.Add(1)
 	go s.publishKeyRows()
+	if relays {
+		s.wg.Add(1)
+		go s.relay(relayer)
+	}
 	s.router = s.routes(opts.Lab)
 	return nil
+}
+
+// serveCore runs a core ledger of the server's own on ln, in memory,
+// until the server closes.
+func (s *Server) serveCore(ctx context.Context, ln net.Listener) error {
+	_, stop, err := core.Serve(ctx, ln)
+	if err != nil {
+		return err
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		<-s.stop
+		stop()
+	}()
+	return nil
+}
+
+// relay runs the stage's outbox relay a pass at a time, RelayInterval
+// apart, until the server stops. A pass never waits for a reset: it skips
+// its turn.
+func (s *Server) relay(r stage.Relayer) {
+	defer s.wg.Done()
+	// A pass waiting on the core ends with the server.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.stop
+		cancel()
+	}()
+	t := time.NewTicker(RelayInterval)
+	defer t.Stop()
+	var last string
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		s.ctl.UnlessResetting(func() {
+			err := relayPass(ctx, r)
+			// A pass that fails fails again the next time, 50 times a
+			// second, while the core is down: say so once.
+			if msg := fmt.Sprint(err); err != nil && msg != last && s.log != nil {
+				s.log.Warn("outbox relay", "error", msg)
+			}
+			last = fmt.Sprint(err)
+		})
+	}
+}
+
+// relayPass runs one pass of r. A crash point fired in the pass
+// (crash-after-post) ends it, as the process's death would, when the
+// server only simulates its crashes.
+func relayPass(ctx context.Context, r stage.Relayer) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				panic(v)
+			}
+			err = errors.New("crashed")
+		}
+	}()
+	_, err = r.Relay(ctx)
+	return err
 }
 
 // every runs fn every d until the server closes.

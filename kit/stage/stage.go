@@ -16,6 +16,7 @@ import (
 
 	"idemlab/kit/bank"
 	"idemlab/kit/clock"
+	"idemlab/kit/core"
 )
 
 // Env is what a stage may use.
@@ -30,6 +31,9 @@ type Env struct {
 	Clock *clock.Clock
 	// Config reports the settings in force now; they can change at any time.
 	Config func() Config
+	// Core is the core ledger's client (stage 9 on): every executed
+	// transfer must reach the core, over HTTP, exactly once in effect.
+	Core *core.Client
 }
 
 // Config are the lab settings a stage reads (POST /lab/config).
@@ -72,6 +76,16 @@ type Purger interface {
 type Settings interface {
 	GetSettings(w http.ResponseWriter, r *http.Request)
 	PutSettings(w http.ResponseWriter, r *http.Request)
+}
+
+// Relayer is implemented by stages that deliver an outbox (stage 9 on).
+// Relay sends every row of the outbox not yet sent to the core ledger
+// (Env.Core) and marks sent each one the core acknowledged; it returns
+// how many it marked. The kit calls it again and again, a pass at a time,
+// from one goroutine, until the server stops: a row that failed is sent
+// again on a later pass. An error ends a pass early.
+type Relayer interface {
+	Relay(ctx context.Context) (int, error)
 }
 
 // Factory builds a stage's handlers; it is each stage package's New.

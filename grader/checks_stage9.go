@@ -1,0 +1,374 @@
+package grader
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"idemlab/kit/core"
+	"idemlab/kit/labctl"
+)
+
+const lesson9 = "docs/lessons/09-delivery.md"
+
+func init() {
+	register(
+		Check{
+			ID: "S9.posted-once", Stage: 9, Lesson: lesson9 + "#the-outbox",
+			Claim: "every transfer that executed reaches the core ledger exactly once, with its accounts and amount; a refused one (insufficient funds, a reference already paid) never does; the outbox drains",
+			Why:   "the core ledger keeps the bank's books of record: a transfer it never hears of is money that moved in one book and not the other, and one it hears of twice is counted twice",
+			Run:   checkPostedOnce,
+		},
+		Check{
+			ID: "S9.core-down", Stage: 9, Lesson: lesson9 + "#when-the-core-is-down",
+			Claim: "while the core ledger is down, transfers still execute and answer 201 Created; once it is back, each reaches it exactly once",
+			Why:   "a server that calls the core inside the request fails its customers while the core is down, or moves their money and never tells the core; a relay that gives up, or marks a row sent before the core said yes, loses the posting",
+			Run:   checkCoreDown,
+		},
+		Check{
+			ID: "S9.lost-answers", Stage: 9, Lesson: lesson9 + "#a-lost-answer",
+			Claim: "when the core ledger's answers are lost (the posting applied, the answer dropped), the relay sends again and each transfer is posted exactly once",
+			Why:   "a relay that sends again under a new key makes the core post the transfer twice: the key belongs to the outbox row, not to the attempt",
+			Run:   checkLostCoreAnswers,
+		},
+		Check{
+			ID: "S9.crash-after-post", Stage: 9, Lesson: lesson9 + "#a-crash-between-send-and-mark",
+			Claim: "when the server dies after the core acknowledged a posting and before the relay marked it sent, the restarted server sends it again and it is posted exactly once",
+			Why:   "the row still looks unsent after the restart: sent under a new key it is posted twice, and a relay that marks rows before sending them loses one the same way",
+			Run:   checkCrashAfterPost,
+		},
+		Check{
+			ID: "S9.crash-after-commit", Stage: 9, Lesson: lesson9 + "#a-crash-after-the-commit",
+			Claim: "when the server dies right after a transfer committed, before its answer and before any relay ran, the restarted server still tells the core, exactly once",
+			Why:   "a server that posts to the core after its own commit, in the request, loses the posting when it dies in between: only a row committed with the money survives the crash",
+			Run:   checkCrashAfterCommitPosted,
+		},
+	)
+}
+
+// drainWithin is how long the checks give the relay to empty the outbox:
+// it runs every 20 ms, so only a stuck relay takes this long.
+const drainWithin = 10 * time.Second
+
+// owed are the postings a check's transfers owe the core, by transfer id.
+type owed map[string]core.Posting
+
+// payments makes n transfers from A's first account to B's, each under a
+// fresh key, and checks that each executes. It returns what they owe the
+// core and the story, or a failure.
+func (t *T) payments(s Scenario, n int, story *[]string) (owed, error) {
+	want := owed{}
+	for range n {
+		from, to, amount, op := s.A.Accounts[0], s.B.Accounts[t.rng.IntN(len(s.B.Accounts))], t.Amount(1_000, 50_000), t.Op()
+		s.Books.Expect(op)
+		req := Transfer(s.A, t.Key(), TransferBody(from, to, amount, op))
+		r := t.Do(req)
+		*story = append(*story, req.String()+"  →  "+r.Short())
+		if !fresh(r) || resourceID(r) == "" {
+			return nil, t.Fail(strings.Join(*story, "\n"), r.String(), "201 Created: the transfer executes, whatever the core ledger is doing")
+		}
+		s.Books.Transfer(op, from, to, amount)
+		id := resourceID(r)
+		want[id] = core.Posting{TransferID: id, From: from, To: to, Amount: amount}
+	}
+	return want, nil
+}
+
+// postedOnce reconciles the money, waits for the outbox to drain, and
+// checks the core's postings against want: each transfer exactly once,
+// with its accounts and amount, and nothing else.
+func (t *T) postedOnce(story string, s Scenario, want owed) error {
+	if err := t.Reconcile(story, "", s.Books); err != nil {
+		return err
+	}
+	pending, err := t.Drained(drainWithin)
+	if err != nil {
+		return err
+	}
+	ps, err := t.Postings()
+	if err != nil {
+		return err
+	}
+	got := map[string][]core.Receipt{}
+	for _, p := range ps {
+		got[p.TransferID] = append(got[p.TransferID], p)
+	}
+	expected := fmt.Sprintf("each of the %d transfers posted once to the core ledger, and the outbox empty", len(want))
+	seen := postingsSeen(ps, pending)
+	var missing, twice, wrong, extra []string
+	for id, w := range want {
+		switch rs := got[id]; {
+		case len(rs) == 0:
+			missing = append(missing, id)
+		case len(rs) > 1:
+			twice = append(twice, fmt.Sprintf("%s ×%d (keys %s)", id, len(rs), keysOf(rs)))
+		case rs[0].From != w.From || rs[0].To != w.To || rs[0].Amount != w.Amount:
+			wrong = append(wrong, fmt.Sprintf("%s as %s→%s %d, not %s→%s %d", id, rs[0].From, rs[0].To, rs[0].Amount, w.From, w.To, w.Amount))
+		}
+	}
+	for id := range got {
+		if _, ok := want[id]; !ok {
+			extra = append(extra, id)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(twice)
+	sort.Strings(extra)
+	switch {
+	case len(twice) > 0:
+		return t.Harmful(PostedTwice, story, seen+"\nposted more than once: "+strings.Join(twice, ", "), expected)
+	case len(extra) > 0:
+		return t.Harmful(PostedUnexecuted, story, seen+"\nposted, and no such transfer executed: "+strings.Join(extra, ", "), expected)
+	case len(missing) > 0:
+		return t.Harmful(NotPosted, story, seen+"\nnever posted: "+strings.Join(missing, ", "), expected)
+	case len(wrong) > 0:
+		return t.Harmful(NotPosted, story, seen+"\nposted wrong: "+strings.Join(wrong, ", "), expected)
+	case pending > 0:
+		return t.Fail(story, seen, expected)
+	}
+	return nil
+}
+
+// outboxRows counts the outbox's rows, sent or not: none after a transfer
+// committed means it was never written, and there is nothing to wait for.
+func (t *T) outboxRows() (int64, error) {
+	st, err := t.State()
+	if err != nil {
+		return 0, err
+	}
+	return st.Outbox.Pending + st.Outbox.Sent, nil
+}
+
+// postingsSeen says what the core and the outbox held at the end.
+func postingsSeen(ps []core.Receipt, pending int64) string {
+	if pending == 0 {
+		return fmt.Sprintf("%d postings in the core ledger; no row left unsent in the outbox", len(ps))
+	}
+	return fmt.Sprintf("%d postings in the core ledger; %d rows still unsent in the outbox %v later", len(ps), pending, drainWithin)
+}
+
+func keysOf(rs []core.Receipt) string {
+	keys := make([]string, len(rs))
+	for i, r := range rs {
+		keys[i] = r.Key
+	}
+	return strings.Join(keys, ", ")
+}
+
+// checkPostedOnce catches a stage that never tells the core (solution 8),
+// tells it twice, or tells it of a transfer that was refused.
+func checkPostedOnce(t *T) error {
+	if err := t.watchesCore(); err != nil {
+		return err
+	}
+	s, err := t.Scenario(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	var story []string
+	want, err := t.payments(s, 3+t.rng.IntN(4), &story)
+	if err != nil {
+		return err
+	}
+	// Refused: more than the account holds.
+	op := t.Op()
+	s.Books.Expect(op)
+	req := Transfer(s.A, t.Key(), TransferBody(s.A.Accounts[1], s.B.Accounts[0], 2_000_000, op))
+	r := t.Do(req)
+	story = append(story, req.String()+"  →  "+r.Short())
+	if !r.Is(http.StatusUnprocessableEntity, pInsufficient) {
+		return t.Fail(strings.Join(story, "\n"), r.String(), "422 "+pInsufficient)
+	}
+	// Refused: an invoice paid already, under a new key.
+	ref := t.reference()
+	for i := range 2 {
+		op := t.Op()
+		s.Books.Expect(op)
+		amount := t.Amount(1_000, 50_000)
+		req := Transfer(s.A, t.Key(), ReferencedBody(s.A.Accounts[0], s.B.Accounts[1], amount, op, ref))
+		r := t.Do(req)
+		story = append(story, req.String()+"  →  "+r.Short())
+		if i == 0 {
+			if !fresh(r) || resourceID(r) == "" {
+				return t.Fail(strings.Join(story, "\n"), r.String(), "201 Created: the invoice's first payment executes")
+			}
+			s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[1], amount)
+			want[resourceID(r)] = core.Posting{TransferID: resourceID(r), From: s.A.Accounts[0], To: s.B.Accounts[1], Amount: amount}
+		}
+	}
+	return t.postedOnce(strings.Join(story, "\n"), s, want)
+}
+
+// checkCoreDown catches a stage that calls the core in the request, one
+// whose relay gives up, and one that marks a row sent before the core
+// acknowledged it.
+func checkCoreDown(t *T) error {
+	if err := t.watchesCore(); err != nil {
+		return err
+	}
+	s, err := t.Scenario(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	faults := &t.Core().Faults
+	faults.SetDown(true)
+	defer faults.SetDown(false)
+	story := []string{"the core ledger is down"}
+	want, err := t.payments(s, 3+t.rng.IntN(3), &story)
+	if err != nil {
+		return err
+	}
+	// The relay has met the core down at least once before it comes back,
+	// if the outbox holds anything to send.
+	rows, err := t.outboxRows()
+	if err != nil {
+		return err
+	}
+	tried := false
+	if rows > 0 {
+		if tried, err = t.WaitFor(drainWithin, func() (bool, error) { return faults.Refused() > 0, nil }); err != nil {
+			return err
+		}
+	}
+	if tried {
+		story = append(story, fmt.Sprintf("the core refuses %d postings while down, then comes back", faults.Refused()))
+	} else {
+		story = append(story, fmt.Sprintf("no posting reached the core in %v while it was down; it comes back", drainWithin))
+	}
+	faults.SetDown(false)
+	return t.postedOnce(strings.Join(story, "\n"), s, want)
+}
+
+// checkLostCoreAnswers catches a relay that sends again under a new key.
+func checkLostCoreAnswers(t *T) error {
+	if err := t.watchesCore(); err != nil {
+		return err
+	}
+	s, err := t.Scenario(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	n := 3 + t.rng.IntN(3)
+	t.Core().Faults.LoseAnswers(n)
+	story := []string{fmt.Sprintf("the core ledger applies the next %d postings and loses its answers", n)}
+	want, err := t.payments(s, n, &story)
+	if err != nil {
+		return err
+	}
+	return t.postedOnce(strings.Join(story, "\n"), s, want)
+}
+
+// checkCrashAfterPost catches a relay that sends a row again under a new
+// key after a crash, or marks rows sent before sending them. The crash may
+// come before the transfer's own answer is sent (the relay runs on its
+// own): the client then learns its transfer from the retry.
+func checkCrashAfterPost(t *T) error {
+	if err := t.watchesCore(); err != nil {
+		return err
+	}
+	c, err := t.OnChild()
+	if err != nil {
+		return err
+	}
+	s, err := c.Scenario(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	if err := c.Arm(labctl.CrashAfterPost, 1); err != nil {
+		return err
+	}
+	from, to, amount, op := s.A.Accounts[0], s.B.Accounts[0], c.Amount(1_000, 50_000), c.Op()
+	s.Books.Expect(op)
+	req := Transfer(s.A, c.Key(), TransferBody(from, to, amount, op))
+	r := c.Do(req)
+	story := []string{req.String() + "\n(armed: " + labctl.CrashAfterPost + ")  →  " + r.Short()}
+	if fresh(r) {
+		// A server alive with an empty outbox has nothing to post, and
+		// will not crash: there is nothing to wait for.
+		if rows, err := c.outboxRows(); err == nil && rows == 0 {
+			s.Books.Transfer(op, from, to, amount)
+			id := resourceID(r)
+			story = append(story, "the outbox holds no row for the transfer")
+			return c.postedOnce(strings.Join(story, "\n"), s, owed{id: {TransferID: id, From: from, To: to, Amount: amount}})
+		}
+	}
+	exited, err := c.Crashed(drainWithin)
+	if err != nil {
+		return err
+	}
+	if exited {
+		if err := c.Restart(); err != nil {
+			return err
+		}
+		story = append(story, "the server dies as the core's answer arrives, before the relay marks the row sent; it restarts on the same database")
+	} else {
+		story = append(story, fmt.Sprintf("the server did not die in %v: the core never answered a posting of its", drainWithin))
+	}
+	lease, err := c.lease()
+	if err != nil {
+		return err
+	}
+	final, retries, err := c.retryUntilDone(req, lease)
+	if err != nil {
+		return err
+	}
+	story = append(story, "the client retries"+retries)
+	if !final.Is(http.StatusCreated, "") || resourceID(final) == "" {
+		return c.Fail(strings.Join(story, "\n"), final.String(), "201 Created: the transfer executed before the crash, and its retry gets its answer")
+	}
+	s.Books.Transfer(op, from, to, amount)
+	id := resourceID(final)
+	return c.postedOnce(strings.Join(story, "\n"), s, owed{id: {TransferID: id, From: from, To: to, Amount: amount}})
+}
+
+// checkCrashAfterCommitPosted catches a stage that posts to the core from
+// the request, after its commit, instead of through an outbox row
+// committed with the money.
+func checkCrashAfterCommitPosted(t *T) error {
+	if err := t.watchesCore(); err != nil {
+		return err
+	}
+	c, err := t.OnChild()
+	if err != nil {
+		return err
+	}
+	s, err := c.Scenario(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	from, to, amount, op := s.A.Accounts[0], s.B.Accounts[0], c.Amount(1_000, 50_000), c.Op()
+	s.Books.Expect(op)
+	req := Transfer(s.A, c.Key(), TransferBody(from, to, amount, op))
+	if err := c.Arm(labctl.CrashAfterCommit, 1); err != nil {
+		return err
+	}
+	r := c.Do(req)
+	story := []string{req.String() + "\n(armed: " + labctl.CrashAfterCommit + ")  →  " + r.Short()}
+	exited, err := c.Crashed(drainWithin)
+	if err != nil {
+		return err
+	}
+	if !exited {
+		return fmt.Errorf("the %s fault was armed and the request sent, but the server did not exit", labctl.CrashAfterCommit)
+	}
+	if err := c.Restart(); err != nil {
+		return err
+	}
+	lease, err := c.lease()
+	if err != nil {
+		return err
+	}
+	final, retries, err := c.retryUntilDone(req, lease)
+	if err != nil {
+		return err
+	}
+	story = append(story, "the server restarts on the same database"+retries)
+	if !final.Is(http.StatusCreated, "") || resourceID(final) == "" {
+		return c.Fail(strings.Join(story, "\n"), final.String(), "201 Created: the retry replays the answer the crash lost")
+	}
+	s.Books.Transfer(op, from, to, amount)
+	id := resourceID(final)
+	return c.postedOnce(strings.Join(story, "\n"), s, owed{id: {TransferID: id, From: from, To: to, Amount: amount}})
+}

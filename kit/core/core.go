@@ -1,0 +1,245 @@
+// Package core is the core ledger: a second service in the lab, which a
+// server from stage 9 on must tell about every transfer it executes. It
+// lives apart from the lab's database, so that a transfer reaches it only
+// over HTTP, the way a bank's core system, a payment network or a
+// bookkeeping service is reached at work: a call that can fail, be lost
+// or be answered twice.
+//
+// The core applies each posting once per Idempotency-Key (its inbox): a
+// posting sent again with the same key gets the first answer back, marked
+// Idempotent-Replayed. It does not look at what the posting says beyond
+// that, so a relay that sends one transfer under two keys posts it twice;
+// the grader counts postings per transfer to find out.
+package core
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"idemlab/kit/idemkey"
+	"idemlab/kit/labdb"
+	"idemlab/kit/problem"
+	"idemlab/kit/respond"
+)
+
+// Posting is what a server tells the core about one executed transfer.
+type Posting struct {
+	TransferID string `json:"transfer_id"`
+	From       string `json:"from"`
+	To         string `json:"to"`
+	Amount     int64  `json:"amount"`
+}
+
+// Receipt is the core's answer to a posting it applied.
+type Receipt struct {
+	ID         int64  `json:"id"`
+	TransferID string `json:"transfer_id"`
+	From       string `json:"from"`
+	To         string `json:"to"`
+	Amount     int64  `json:"amount"`
+	Key        string `json:"key"`
+}
+
+// The core's own problems: it is another service, with its own answers.
+var (
+	// Down is the answer while the core is down (Faults.Down).
+	Down = &problem.Type{Name: "core-down", Status: http.StatusServiceUnavailable, Title: "Core ledger down",
+		Explain:    "The core ledger is down for a while. Nothing was posted: send the same posting again, with the same Idempotency-Key, after Retry-After.",
+		RetryAfter: time.Second}
+	// InvalidPosting is the answer to a body that is not a posting.
+	InvalidPosting = &problem.Type{Name: "invalid-posting", Status: http.StatusBadRequest, Title: "Invalid posting",
+		Explain: `The body must be one JSON object {"transfer_id","from","to","amount"} with a transfer id, two accounts and a positive amount. Nothing was posted.`}
+)
+
+// Core is the core ledger service. It is safe for concurrent use.
+type Core struct {
+	db     *sql.DB
+	Faults Faults
+}
+
+const schema = `CREATE TABLE IF NOT EXISTS core_postings (
+	id INTEGER PRIMARY KEY,
+	idempotency_key TEXT NOT NULL UNIQUE,
+	fingerprint TEXT NOT NULL,
+	transfer_id TEXT NOT NULL,
+	from_account TEXT NOT NULL,
+	to_account TEXT NOT NULL,
+	amount INTEGER NOT NULL
+)`
+
+// New returns the core on db, a database of its own (never the lab's:
+// a stage must not be able to post by writing a row), creating its table.
+// It returns an error if the table cannot be created.
+func New(ctx context.Context, db *sql.DB) (*Core, error) {
+	if err := labdb.CreateTable(ctx, db, schema); err != nil {
+		return nil, fmt.Errorf("core: create table: %w", err)
+	}
+	return &Core{db: db}, nil
+}
+
+// Handler serves POST /postings (an Idempotency-Key is required) and GET
+// /postings (every posting, in the order applied).
+func (c *Core) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /postings", c.post)
+	mux.HandleFunc("GET /postings", func(w http.ResponseWriter, r *http.Request) {
+		ps, err := c.Postings(r.Context())
+		if err != nil {
+			problem.Write(w, problem.Wrap(problem.Internal, err, "read the postings"))
+			return
+		}
+		respond.JSON(w, http.StatusOK, ps)
+	})
+	return mux
+}
+
+func (c *Core) post(w http.ResponseWriter, r *http.Request) {
+	if c.Faults.isDown() {
+		problem.Write(w, problem.New(Down, "the core ledger is down; nothing was posted"))
+		return
+	}
+	key, err := idemkey.FromRequest(r)
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	var p Posting
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil || p.TransferID == "" || p.From == "" || p.To == "" || p.Amount <= 0 {
+		problem.Write(w, problem.New(InvalidPosting, "not a posting"))
+		return
+	}
+	rc, replayed, err := c.apply(r.Context(), key, p)
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	if c.Faults.takeLostAnswer() {
+		// Applied, and the answer never arrives: the caller cannot tell
+		// this from a posting that was not applied.
+		panic(http.ErrAbortHandler)
+	}
+	status := http.StatusCreated
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+		status = http.StatusOK
+	}
+	respond.JSON(w, status, rc)
+}
+
+// apply posts p under key once: a second posting with the key gets the
+// first's receipt (replayed), or 422 if it says something else.
+func (c *Core) apply(ctx context.Context, key string, p Posting) (Receipt, bool, error) {
+	raw, _ := json.Marshal(p)
+	sum := sha256.Sum256(raw)
+	fp := hex.EncodeToString(sum[:])
+	res, err := c.db.ExecContext(ctx, `INSERT INTO core_postings (idempotency_key, fingerprint, transfer_id, from_account, to_account, amount)
+		VALUES (?, ?, ?, ?, ?, ?)`, key, fp, p.TransferID, p.From, p.To, p.Amount)
+	if err == nil {
+		id, err := res.LastInsertId()
+		if err != nil {
+			return Receipt{}, false, problem.Wrap(problem.Internal, err, "post")
+		}
+		return Receipt{ID: id, TransferID: p.TransferID, From: p.From, To: p.To, Amount: p.Amount, Key: key}, false, nil
+	}
+	if !labdb.IsUniqueViolation(err) {
+		return Receipt{}, false, problem.Wrap(problem.Internal, err, "post")
+	}
+	var rc Receipt
+	var stored string
+	err = c.db.QueryRowContext(ctx, `SELECT id, fingerprint, transfer_id, from_account, to_account, amount FROM core_postings
+		WHERE idempotency_key = ?`, key).Scan(&rc.ID, &stored, &rc.TransferID, &rc.From, &rc.To, &rc.Amount)
+	if err != nil {
+		return Receipt{}, false, problem.Wrap(problem.Internal, err, "read the posting")
+	}
+	if stored != fp {
+		return Receipt{}, false, problem.New(problem.IdempotencyKeyReused, "Idempotency-Key %q was first used for another posting", key)
+	}
+	rc.Key = key
+	return rc, true, nil
+}
+
+// Postings returns every posting applied, in the order applied.
+func (c *Core) Postings(ctx context.Context) ([]Receipt, error) {
+	rows, err := c.db.QueryContext(ctx, `SELECT id, idempotency_key, transfer_id, from_account, to_account, amount FROM core_postings ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("read the postings: %w", err)
+	}
+	defer rows.Close()
+	out := []Receipt{}
+	for rows.Next() {
+		var rc Receipt
+		if err := rows.Scan(&rc.ID, &rc.Key, &rc.TransferID, &rc.From, &rc.To, &rc.Amount); err != nil {
+			return nil, fmt.Errorf("read the postings: %w", err)
+		}
+		out = append(out, rc)
+	}
+	return out, rows.Err()
+}
+
+// Reset forgets every posting (a lab reset).
+func (c *Core) Reset(ctx context.Context) error {
+	_, err := c.db.ExecContext(ctx, `DELETE FROM core_postings`)
+	return err
+}
+
+// Faults are the ways the core fails on purpose, for the checks and the
+// demo. The zero value fails in no way.
+type Faults struct {
+	mu      sync.Mutex
+	down    bool
+	lose    int
+	refused int
+}
+
+// SetDown takes the core down (every posting gets 503 core-down and is not
+// applied) or brings it back.
+func (f *Faults) SetDown(down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down = down
+}
+
+// LoseAnswers makes the core apply the next n postings and then drop the
+// connection instead of answering.
+func (f *Faults) LoseAnswers(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lose = n
+}
+
+// Refused is how many postings the core has refused while down: a check
+// waits for the relay's first try before it brings the core back.
+func (f *Faults) Refused() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refused
+}
+
+// isDown says whether the core is down, and counts a posting refused.
+func (f *Faults) isDown() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down {
+		f.refused++
+	}
+	return f.down
+}
+
+func (f *Faults) takeLostAnswer() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.lose == 0 {
+		return false
+	}
+	f.lose--
+	return true
+}

@@ -1,0 +1,175 @@
+package core_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"idemlab/kit/core"
+	"idemlab/kit/labdb"
+)
+
+// startCore serves a core on a database of its own.
+func startCore(t *testing.T) (*core.Core, *core.Client) {
+	t.Helper()
+	db, err := labdb.Open(t.Context(), ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	c, err := core.New(t.Context(), db.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c.Handler())
+	t.Cleanup(srv.Close)
+	return c, core.NewClient(srv.URL, srv.Client())
+}
+
+var posting = core.Posting{TransferID: "tr_1", From: "acc_a", To: "acc_b", Amount: 1500}
+
+// postings counts the core's postings per transfer.
+func postings(t *testing.T, cl *core.Client) map[string]int {
+	t.Helper()
+	ps, err := cl.Postings(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, p := range ps {
+		n[p.TransferID]++
+	}
+	return n
+}
+
+// TestPost_AKeyIsAppliedOnce: a posting sent again under its key gets the
+// first receipt back, marked replayed, and is posted once; the same
+// transfer under another key is another posting (the core trusts the key,
+// which is why a relay must keep one key per outbox row). A core that
+// applied every request, or deduplicated by transfer, fails.
+func TestPost_AKeyIsAppliedOnce(t *testing.T) {
+	_, cl := startCore(t)
+	ctx := t.Context()
+	first, replayed, err := cl.Post(ctx, "outbox-1", posting)
+	if err != nil || replayed {
+		t.Fatalf("first post: %v, replayed %v", err, replayed)
+	}
+	again, replayed, err := cl.Post(ctx, "outbox-1", posting)
+	if err != nil || !replayed || again != first {
+		t.Fatalf("the retry: %v, replayed %v, receipt %+v, want %+v", err, replayed, again, first)
+	}
+	if n := postings(t, cl)["tr_1"]; n != 1 {
+		t.Fatalf("one posting sent twice under one key was posted %d times", n)
+	}
+	if _, _, err := cl.Post(ctx, "outbox-2", posting); err != nil {
+		t.Fatal(err)
+	}
+	if n := postings(t, cl)["tr_1"]; n != 2 {
+		t.Fatalf("the transfer under a second key: posted %d times, want 2", n)
+	}
+}
+
+// TestPost_AKeyReusedForAnotherPostingIsRefused: 422, and nothing posted.
+func TestPost_AKeyReusedForAnotherPostingIsRefused(t *testing.T) {
+	_, cl := startCore(t)
+	if _, _, err := cl.Post(t.Context(), "outbox-1", posting); err != nil {
+		t.Fatal(err)
+	}
+	other := posting
+	other.TransferID, other.Amount = "tr_2", 99
+	if _, _, err := cl.Post(t.Context(), "outbox-1", other); err == nil || !strings.Contains(err.Error(), "422") {
+		t.Fatalf("another posting under a used key: %v, want 422", err)
+	}
+	if n := postings(t, cl); n["tr_2"] != 0 || n["tr_1"] != 1 {
+		t.Fatalf("postings %v", n)
+	}
+}
+
+// TestPost_SimultaneousRetriesPostOnce: 32 sends of one posting under one
+// key at once: one posting, every answer its receipt, no error.
+func TestPost_SimultaneousRetriesPostOnce(t *testing.T) {
+	_, cl := startCore(t)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	receipts := make([]core.Receipt, 32)
+	errs := make([]error, 32)
+	for i := range receipts {
+		wg.Go(func() {
+			<-start
+			receipts[i], _, errs[i] = cl.Post(context.Background(), "outbox-1", posting)
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i := range receipts {
+		if errs[i] != nil || receipts[i] != receipts[0] {
+			t.Fatalf("send %d: %v, receipt %+v, want %+v", i, errs[i], receipts[i], receipts[0])
+		}
+	}
+	if n := postings(t, cl)["tr_1"]; n != 1 {
+		t.Fatalf("posted %d times", n)
+	}
+}
+
+// TestFaults_DownAppliesNothingAndALostAnswerWasApplied: while the core is
+// down a posting gets 503 and is not posted; a lost answer is an error to
+// the sender although the posting was applied, and sending it again under
+// its key gets that posting's receipt. A core that applied while down, or
+// lost the answer before applying, fails.
+func TestFaults_DownAppliesNothingAndALostAnswerWasApplied(t *testing.T) {
+	c, cl := startCore(t)
+	ctx := t.Context()
+	c.Faults.SetDown(true)
+	if _, _, err := cl.Post(ctx, "outbox-1", posting); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("a post while down: %v, want 503", err)
+	}
+	if n := postings(t, cl)["tr_1"]; n != 0 || c.Faults.Refused() != 1 {
+		t.Fatalf("posted while down (%d), refusals counted %d", n, c.Faults.Refused())
+	}
+	c.Faults.SetDown(false)
+	c.Faults.LoseAnswers(1)
+	if _, _, err := cl.Post(ctx, "outbox-1", posting); err == nil {
+		t.Fatal("a lost answer came back")
+	}
+	if n := postings(t, cl)["tr_1"]; n != 1 {
+		t.Fatalf("a posting whose answer was lost: posted %d times, want 1", n)
+	}
+	rc, replayed, err := cl.Post(ctx, "outbox-1", posting)
+	if err != nil || !replayed || rc.TransferID != "tr_1" {
+		t.Fatalf("sent again: %v, replayed %v, %+v", err, replayed, rc)
+	}
+	if n := postings(t, cl)["tr_1"]; n != 1 {
+		t.Fatalf("posted %d times after the resend", n)
+	}
+}
+
+// TestPost_RefusesWhatIsNotAPosting: no key, a body that is not a posting:
+// 400, nothing posted.
+func TestPost_RefusesWhatIsNotAPosting(t *testing.T) {
+	_, cl := startCore(t)
+	for _, tc := range []struct{ name, key, body string }{
+		{"no key", "", `{"transfer_id":"tr_1","from":"a","to":"b","amount":1}`},
+		{"no amount", "k", `{"transfer_id":"tr_1","from":"a","to":"b"}`},
+		{"unknown member", "k", `{"transfer_id":"tr_1","from":"a","to":"b","amount":1,"x":1}`},
+		{"not json", "k", `{`},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, cl.URL()+"/postings", strings.NewReader(tc.body))
+		if tc.key != "" {
+			req.Header.Set("Idempotency-Key", tc.key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", tc.name, resp.StatusCode)
+		}
+	}
+	if n := postings(t, cl); len(n) != 0 {
+		t.Fatalf("posted %v", n)
+	}
+}

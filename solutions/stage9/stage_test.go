@@ -1,0 +1,15 @@
+package stage9_test
+
+import (
+	"testing"
+
+	"idemlab/grader"
+	"idemlab/grader/gradertest"
+	"idemlab/solutions/stage9"
+)
+
+var subject = grader.Subject{Stage: 9, Name: "solutions/stage9", New: stage9.New}
+
+func TestMain(m *testing.M) { gradertest.Main(m, subject) }
+
+func TestStage(t *testing.T) { gradertest.TestStage(t, subject) }

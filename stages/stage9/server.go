@@ -1,0 +1,216 @@
+// Package stage9 must tell the core ledger about every transfer it
+// executes, exactly once in effect: the core is a second service, reached
+// over HTTP (env.Core), that keeps the bank's books of record.
+//
+// As handed out, it is the solution of stage 8, and it tells the core
+// nothing: the TODO(stage 9) markers in server.go and outbox.go say what
+// to write. A row in the outbox, committed with the money, is the promise;
+// a relay that sends each row under a key of its own until the core says
+// yes keeps it.
+package stage9
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/http"
+
+	"idemlab/kit/auth"
+	"idemlab/kit/idemkey"
+	"idemlab/kit/problem"
+	"idemlab/kit/request"
+	"idemlab/kit/respond"
+	"idemlab/kit/stage"
+)
+
+// Server holds the handlers of stage 9.
+type Server struct {
+	env stage.Env
+}
+
+// New creates the key and reference tables if they do not exist and
+// returns the handlers. It returns an error if a table cannot be created.
+func New(ctx context.Context, env stage.Env) (stage.Handlers, error) {
+	if err := createKeyTable(ctx, env.DB); err != nil {
+		return nil, err
+	}
+	if err := createReferenceTable(ctx, env.DB); err != nil {
+		return nil, err
+	}
+	return &Server{env: env}, nil
+}
+
+// operation is one business write: it runs inside tx on behalf of customer
+// and returns the response body and the new resource's location.
+type operation func(ctx context.Context, tx *sql.Tx, customer string) (body any, location string, err error)
+
+// Transfer executes a transfer once per Idempotency-Key, and once per
+// reference. A retry with the same key and body gets 409
+// request-in-progress while the original runs and the original's stored
+// response after; one with the same key and another body gets 422
+// idempotency-key-reused; a transfer under another key with a reference
+// the customer has used gets 409 duplicate-reference. None of them moves
+// anything.
+func (s *Server) Transfer(w http.ResponseWriter, r *http.Request) {
+	req, raw, err := request.Transfer(r)
+	if err == nil {
+		err = s.env.Bank.CheckTransfer(r.Context(), auth.Customer(r.Context()), req)
+	}
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	s.serve(w, r, "/transfers", raw, func(ctx context.Context, tx *sql.Tx, customer string) (any, string, error) {
+		t, err := s.env.Bank.Transfer(ctx, tx, customer, req)
+		if err != nil {
+			return nil, "", err
+		}
+		// The reference goes in after the transfer, in its transaction: a
+		// transfer refused (insufficient funds) holds no reference, and one
+		// made holds it from the moment it commits.
+		if req.Reference != "" {
+			if err := holdReference(ctx, tx, customer, req.Reference, t.ID, s.env.Clock.Now()); err != nil {
+				return nil, "", err
+			}
+		}
+		// TODO(stage 9): the core ledger must hear of t. Write its row to
+		// the outbox here, in tx, with enqueue (outbox.go), and return
+		// its error: the row commits with the money or not at all. Not a
+		// call to the core from here: the core may be down (the customer
+		// would be refused for it), and the server may die between its
+		// commit and the call (the core would never hear of t).
+		return t, "/transfers/" + t.ID, nil
+	})
+}
+
+// Deposit executes a deposit once per Idempotency-Key, like Transfer.
+func (s *Server) Deposit(w http.ResponseWriter, r *http.Request) {
+	req, raw, err := request.Deposit(r)
+	if err == nil {
+		err = s.env.Bank.CheckDeposit(r.Context(), auth.Customer(r.Context()), req)
+	}
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	s.serve(w, r, "/deposits", raw, func(ctx context.Context, tx *sql.Tx, customer string) (any, string, error) {
+		d, err := s.env.Bank.Deposit(ctx, tx, customer, req)
+		return d, "/deposits/" + d.ID, err
+	})
+}
+
+// serve reads the request's key, scopes it to the customer, the method
+// and route (the route pattern the handler serves), and fingerprints the
+// raw body. Then it either replays the stored response of a completed key,
+// or takes a lease on the key (a new claim, or the takeover of an expired
+// one) and executes op. If op fails, no money moved, and the lease is
+// released so that a retry executes.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string, raw []byte, op operation) {
+	ctx := r.Context()
+	key, err := idemkey.FromRequest(r)
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	sc := scope{customer: auth.Customer(ctx), method: r.Method, route: route, key: key}
+	fp, err := fingerprint(raw)
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	// The claim commits on its own, before the slow call to the core: from
+	// here on, a retry finds the key in progress instead of waiting behind
+	// our transaction.
+	held, stored, err := claim(ctx, s.env.DB, sc, fp, s.env.Clock.Now(), s.env.Config())
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	if stored != nil {
+		stored.write(w, true)
+		return
+	}
+	res, err := s.execute(ctx, held, op)
+	if err != nil {
+		// The transaction rolled back, so no money moved. The release must
+		// happen even if the client has gone away, hence WithoutCancel.
+		release(context.WithoutCancel(ctx), s.env.DB, held)
+		problem.Write(w, err)
+		return
+	}
+	res.write(w, false)
+}
+
+// execute waits on the core, then runs op and completes the held key with
+// its response in one transaction: the money moves and the answer is
+// stored together, or neither happens. A duplicate reference is found
+// after op moved the money: that transaction rolls back, and the refusal
+// is stored on its own (see refuse). It returns the response to send: the
+// one it stored, byte for byte. It returns op's error, or the core's, 409
+// request-in-progress if a retry took the lease over meanwhile, or 503 if
+// the key could not be completed.
+func (s *Server) execute(ctx context.Context, held lease, op operation) (response, error) {
+	if err := s.env.Bank.CallCore(ctx); err != nil {
+		return response{}, err
+	}
+	tx, err := s.env.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return response{}, err
+	}
+	defer tx.Rollback()
+	body, location, err := op(ctx, tx, auth.Customer(ctx))
+	var res response
+	switch {
+	case errors.Is(err, problem.DuplicateReference):
+		// The transfer op made must not stay: roll it back, money and all.
+		tx.Rollback()
+		return s.refuse(ctx, held, refusal(err))
+	case errors.Is(err, problem.InsufficientFunds):
+		// A business outcome, not a failure: no money moved, and that is
+		// the answer to this request for good, even if money arrives later.
+		res = refusal(err)
+	case err != nil:
+		return response{}, err
+	default:
+		// Marshal once: these bytes are both stored and sent.
+		b, err := respond.Marshal(body)
+		if err != nil {
+			return response{}, err
+		}
+		res = response{status: http.StatusCreated, contentType: respond.ContentType, location: location, body: b}
+	}
+	if err := complete(ctx, tx, held, res, s.env.Clock.Now()); err != nil {
+		return response{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return response{}, err
+	}
+	return res, nil
+}
+
+// refuse completes the held key with res, a refusal that is this
+// request's answer for good, in a transaction of its own: nothing moved,
+// and a retry with the same key gets res again, byte for byte, as it
+// would any other stored answer. Errors as for execute.
+func (s *Server) refuse(ctx context.Context, held lease, res response) (response, error) {
+	tx, err := s.env.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return response{}, unavailable(err)
+	}
+	defer tx.Rollback()
+	if err := complete(ctx, tx, held, res, s.env.Clock.Now()); err != nil {
+		return response{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return response{}, unavailable(err)
+	}
+	return res, nil
+}
+
+// Purge deletes the completed keys whose retention period has passed, and
+// reports how many went. It never deletes a key in progress: its request
+// may still be running, and a retry that found its key gone would execute
+// a second time. It returns the key store's error.
+func (s *Server) Purge(ctx context.Context) (int64, error) {
+	return purge(ctx, s.env.DB, s.env.Clock.Now(), s.env.Config())
+}
