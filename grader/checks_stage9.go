@@ -260,38 +260,83 @@ func checkLostCoreAnswers(t *T) error {
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
 }
 
+// crashPayment is a transfer sent to a child server with a crash point
+// armed: who pays whom how much, under which op, and the request.
+type crashPayment struct {
+	c        *T
+	s        Scenario
+	from, to string
+	amount   int64
+	op       string
+	req      Request
+}
+
+// armedPayment starts the subject as a child process, resets it to two
+// customers, arms point once and sends one transfer of A's to B. It
+// returns the payment, its first answer and the story so far.
+func (t *T) armedPayment(point string) (crashPayment, Response, []string, error) {
+	fail := func(err error) (crashPayment, Response, []string, error) { return crashPayment{}, Response{}, nil, err }
+	if err := t.watchesCore(); err != nil {
+		return fail(err)
+	}
+	c, err := t.OnChild()
+	if err != nil {
+		return fail(err)
+	}
+	s, err := c.Scenario(2, 1_000_000)
+	if err != nil {
+		return fail(err)
+	}
+	p := crashPayment{c: c, s: s, from: s.A.Accounts[0], to: s.B.Accounts[0], amount: c.Amount(1_000, 50_000), op: c.Op()}
+	s.Books.Expect(p.op)
+	p.req = Transfer(s.A, c.Key(), TransferBody(p.from, p.to, p.amount, p.op))
+	if err := c.Arm(point, 1); err != nil {
+		return fail(err)
+	}
+	r := c.Do(p.req)
+	return p, r, []string{p.req.String() + "\n(armed: " + point + ")  →  " + r.Short()}, nil
+}
+
+// posted books the payment with id and checks it was posted once.
+func (p crashPayment) posted(story []string, id string) error {
+	p.s.Books.Transfer(p.op, p.from, p.to, p.amount)
+	return p.c.postedOnce(strings.Join(story, "\n"), p.s, owed{id: {TransferID: id, From: p.from, To: p.to, Amount: p.amount}})
+}
+
+// retriedThenPosted retries the payment with its key until it is done:
+// it executed before the crash, so the retry must get its 201; then it
+// must be posted once.
+func (p crashPayment) retriedThenPosted(story []string, expected string) error {
+	lease, err := p.c.lease()
+	if err != nil {
+		return err
+	}
+	final, retries, err := p.c.retryUntilDone(p.req, lease)
+	if err != nil {
+		return err
+	}
+	story = append(story, "the client retries"+retries)
+	if !final.Is(http.StatusCreated, "") || resourceID(final) == "" {
+		return p.c.Fail(strings.Join(story, "\n"), final.String(), expected)
+	}
+	return p.posted(story, resourceID(final))
+}
+
 // checkCrashAfterPost catches a relay that sends a row again under a new
 // key after a crash, or marks rows sent before sending them. The crash may
 // come before the transfer's own answer is sent (the relay runs on its
 // own): the client then learns its transfer from the retry.
 func checkCrashAfterPost(t *T) error {
-	if err := t.watchesCore(); err != nil {
-		return err
-	}
-	c, err := t.OnChild()
+	p, r, story, err := t.armedPayment(labctl.CrashAfterPost)
 	if err != nil {
 		return err
 	}
-	s, err := c.Scenario(2, 1_000_000)
-	if err != nil {
-		return err
-	}
-	if err := c.Arm(labctl.CrashAfterPost, 1); err != nil {
-		return err
-	}
-	from, to, amount, op := s.A.Accounts[0], s.B.Accounts[0], c.Amount(1_000, 50_000), c.Op()
-	s.Books.Expect(op)
-	req := Transfer(s.A, c.Key(), TransferBody(from, to, amount, op))
-	r := c.Do(req)
-	story := []string{req.String() + "\n(armed: " + labctl.CrashAfterPost + ")  →  " + r.Short()}
+	c := p.c
 	if fresh(r) {
 		// A server alive with an empty outbox has nothing to post, and
 		// will not crash: there is nothing to wait for.
 		if rows, err := c.outboxRows(); err == nil && rows == 0 {
-			s.Books.Transfer(op, from, to, amount)
-			id := resourceID(r)
-			story = append(story, "the outbox holds no row for the transfer")
-			return c.postedOnce(strings.Join(story, "\n"), s, owed{id: {TransferID: id, From: from, To: to, Amount: amount}})
+			return p.posted(append(story, "the outbox holds no row for the transfer"), resourceID(r))
 		}
 	}
 	exited, err := c.Crashed(drainWithin)
@@ -306,69 +351,27 @@ func checkCrashAfterPost(t *T) error {
 	} else {
 		story = append(story, fmt.Sprintf("the server did not die in %v: the core never answered a posting of its", drainWithin))
 	}
-	lease, err := c.lease()
-	if err != nil {
-		return err
-	}
-	final, retries, err := c.retryUntilDone(req, lease)
-	if err != nil {
-		return err
-	}
-	story = append(story, "the client retries"+retries)
-	if !final.Is(http.StatusCreated, "") || resourceID(final) == "" {
-		return c.Fail(strings.Join(story, "\n"), final.String(), "201 Created: the transfer executed before the crash, and its retry gets its answer")
-	}
-	s.Books.Transfer(op, from, to, amount)
-	id := resourceID(final)
-	return c.postedOnce(strings.Join(story, "\n"), s, owed{id: {TransferID: id, From: from, To: to, Amount: amount}})
+	return p.retriedThenPosted(story, "201 Created: the transfer executed before the crash, and its retry gets its answer")
 }
 
 // checkCrashAfterCommitPosted catches a stage that posts to the core from
 // the request, after its commit, instead of through an outbox row
 // committed with the money.
 func checkCrashAfterCommitPosted(t *T) error {
-	if err := t.watchesCore(); err != nil {
-		return err
-	}
-	c, err := t.OnChild()
+	p, _, story, err := t.armedPayment(labctl.CrashAfterCommit)
 	if err != nil {
 		return err
 	}
-	s, err := c.Scenario(2, 1_000_000)
-	if err != nil {
-		return err
-	}
-	from, to, amount, op := s.A.Accounts[0], s.B.Accounts[0], c.Amount(1_000, 50_000), c.Op()
-	s.Books.Expect(op)
-	req := Transfer(s.A, c.Key(), TransferBody(from, to, amount, op))
-	if err := c.Arm(labctl.CrashAfterCommit, 1); err != nil {
-		return err
-	}
-	r := c.Do(req)
-	story := []string{req.String() + "\n(armed: " + labctl.CrashAfterCommit + ")  →  " + r.Short()}
-	exited, err := c.Crashed(drainWithin)
+	exited, err := p.c.Crashed(drainWithin)
 	if err != nil {
 		return err
 	}
 	if !exited {
 		return fmt.Errorf("the %s fault was armed and the request sent, but the server did not exit", labctl.CrashAfterCommit)
 	}
-	if err := c.Restart(); err != nil {
+	if err := p.c.Restart(); err != nil {
 		return err
 	}
-	lease, err := c.lease()
-	if err != nil {
-		return err
-	}
-	final, retries, err := c.retryUntilDone(req, lease)
-	if err != nil {
-		return err
-	}
-	story = append(story, "the server restarts on the same database"+retries)
-	if !final.Is(http.StatusCreated, "") || resourceID(final) == "" {
-		return c.Fail(strings.Join(story, "\n"), final.String(), "201 Created: the retry replays the answer the crash lost")
-	}
-	s.Books.Transfer(op, from, to, amount)
-	id := resourceID(final)
-	return c.postedOnce(strings.Join(story, "\n"), s, owed{id: {TransferID: id, From: from, To: to, Amount: amount}})
+	story = append(story, "the server restarts on the same database")
+	return p.retriedThenPosted(story, "201 Created: the retry replays the answer the crash lost")
 }
