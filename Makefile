@@ -5,6 +5,11 @@ GO    ?= go
 # which are meant to fail until solved (the ladder test proves they do).
 KIT_PKGS = $$($(GO) list ./... | grep -v -e '/stages/' -e '/grader/ladder')
 
+# The ladder builds and runs every stage and mutant (eighty and more) in
+# one test binary: go test's default limit of ten minutes a package is
+# too close for it on a busy machine, under -race or on PostgreSQL.
+LADDER_TIMEOUT = 30m
+
 .DEFAULT_GOAL := help
 
 .PHONY: help
@@ -24,7 +29,7 @@ test: lint ## everything CI runs: format, vet, kit and grader tests, solutions, 
 	$(GO) test -count=1 $(KIT_PKGS)
 	@[ -n "$$IDEMLAB_DATABASE_URL" ] || echo "postgres: skipped, IDEMLAB_DATABASE_URL is not set (make test-pg runs the tests on a throwaway PostgreSQL)"
 	@echo "ladder: every stage's checks fail below it and pass at it; every mutant is caught"
-	@set -o pipefail; $(GO) test -count=1 -v ./grader/ladder | grep -v -E '^(=== (RUN|PAUSE|CONT)|    --- PASS|--- PASS)' 
+	@set -o pipefail; $(GO) test -count=1 -timeout $(LADDER_TIMEOUT) -v ./grader/ladder | grep -v -E '^(=== (RUN|PAUSE|CONT)|    --- PASS|--- PASS)' 
 
 # The packages make test-pg runs on PostgreSQL: the engine's own tests, the
 # kit that runs on it, the solutions' checks, the demo's servers, and the
@@ -49,11 +54,11 @@ pg-tests:
 	$(GO) test -count=1 $(PG_PARALLEL) $(PG_PKGS)
 	$(GO) test -count=1 $(PG_PARALLEL) -run '$(PG_LAB_TESTS)' ./cmd/lab
 	@echo "ladder on postgres: every stage's checks fail below it and pass at it; every mutant is caught"
-	@set -o pipefail; $(GO) test -count=1 -v ./grader/ladder | grep -v -E '^(=== (RUN|PAUSE|CONT)|    --- PASS|--- PASS)'
+	@set -o pipefail; $(GO) test -count=1 -timeout $(LADDER_TIMEOUT) -v ./grader/ladder | grep -v -E '^(=== (RUN|PAUSE|CONT)|    --- PASS|--- PASS)'
 
 .PHONY: test-race
 test-race: ## make test's packages and the ladder under the race detector (-race needs a C compiler)
-	$(GO) test -race -count=1 $(KIT_PKGS) ./grader/ladder
+	$(GO) test -race -count=1 -timeout $(LADDER_TIMEOUT) $(KIT_PKGS) ./grader/ladder
 
 .PHONY: lint
 lint: ## gofmt and go vet
