@@ -232,9 +232,12 @@ func checkCoreDown(t *T) error {
 			return err
 		}
 	}
-	if tried {
+	switch {
+	case rows == 0:
+		story = append(story, "the outbox holds no row for these transfers; the core comes back")
+	case tried:
 		story = append(story, fmt.Sprintf("the core refuses %d postings while down, then comes back", faults.Refused()))
-	} else {
+	default:
 		story = append(story, fmt.Sprintf("no posting reached the core in %v while it was down; it comes back", drainWithin))
 	}
 	faults.SetDown(false)
