@@ -16,7 +16,7 @@ func init() {
 
 func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab watch", "[N] [--poll]   (Ctrl-C to stop)", stderr)
-	quiet := fs.Duration("quiet", 100*time.Millisecond, "how long the folder must stay still after a save before the checks run")
+	quiet := fs.Duration("quiet", 50*time.Millisecond, "how long the folder must stay still after a save before the checks run")
 	poll := fs.Bool("poll", false, "scan the folder instead of listening for file events (where they do not work)")
 	st, done, err := startLoop(fs, args)
 	if done {
