@@ -110,8 +110,11 @@ func (s *Server) observe(next http.Handler) http.Handler {
 }
 
 // publishExecutions reports the business writes of a request that
-// committed.
+// committed, if anyone is subscribed to hear of them.
 func (s *Server) publishExecutions(ctx context.Context, execs *bank.ExecutionLog) {
+	if !s.hub.Listening() {
+		return
+	}
 	committed, err := s.bank.Committed(context.WithoutCancel(ctx), execs)
 	if err != nil {
 		s.hub.Publish(events.KindExecution, map[string]string{"error": err.Error()})
