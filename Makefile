@@ -159,13 +159,16 @@ soak: ## the long tests (docs/reliability.md): kill -9 under load, duplicate loa
 # (docs/benchmarks.md).
 BENCH_ROUNDS ?= 3
 
-.PHONY: bench bench-pg bench-transfers
+.PHONY: bench bench-pg bench-transfers bench-day
 bench: ## benchmarks: the dashboard's ingest; naive and final at 1, 8, 64 clients and the engine's ceiling, ratios last
 	$(GO) test -run '^$$' -bench . -benchmem ./dashboard
 	@$(MAKE) --no-print-directory bench-transfers
 
 bench-pg: ## make bench's transfer benchmarks on a throwaway PostgreSQL cluster (scripts/pg-cluster.sh; BENCH_ROUNDS as for bench)
 	@scripts/pg-cluster.sh $(MAKE) --no-print-directory bench-transfers
+
+bench-day: ## a whole day of faults (OPS operations, default 100,000; SEED=) replayed against the final solution in this process and reconciled: seconds per day
+	$(GO) test -run '^$$' -bench Day -benchtime 1x -timeout 30m ./bench/day -args -ops $(or $(OPS),100000) -seed $(or $(SEED),7)
 
 # bench-transfers: naive, final and ceiling, on SQLite files, or on the
 # PostgreSQL cluster IDEMLAB_DATABASE_URL names.

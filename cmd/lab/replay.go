@@ -89,8 +89,15 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		run = &grader.DayRun{Result: res}
 	case f.solution:
 		target = fmt.Sprintf("the reference solutions/stage%d, in this process", f.stage)
+		// The server writes an access log only for the files that need it:
+		// a line per request, which a day of 100,000 operations would keep
+		// in memory for nothing.
 		var log bytes.Buffer
-		if run, err = grader.ReplayInProcess(ctx, solutions[f.stage], plan, &log, opts); err != nil {
+		var accessLog io.Writer
+		if f.accessLog != "" || f.answer != "" {
+			accessLog = &log
+		}
+		if run, err = grader.ReplayInProcess(ctx, solutions[f.stage], plan, accessLog, opts); err != nil {
 			return cannotRun(err)
 		}
 		if err := writeDayFiles(f, run, log.Bytes(), stderr); err != nil {

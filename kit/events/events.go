@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -72,6 +73,8 @@ type Hub struct {
 	seq  int64
 	subs map[*subscriber]struct{}
 	now  func() time.Time
+	// listeners is len(subs), readable without the lock (Listening).
+	listeners atomic.Int64
 }
 
 type subscriber struct {
@@ -85,8 +88,15 @@ func NewHub() *Hub {
 }
 
 // Publish sends an event of kind with data (marshalled to JSON) to every
-// subscriber, without waiting for any of them.
+// subscriber, without waiting for any of them. With no subscriber, the
+// event only takes its sequence number: nobody is there to read it.
 func (h *Hub) Publish(kind string, data any) {
+	if !h.Listening() {
+		h.mu.Lock()
+		h.seq++
+		h.mu.Unlock()
+		return
+	}
 	raw, err := json.Marshal(data)
 	if err != nil {
 		raw, _ = json.Marshal(map[string]string{"error": err.Error()})
@@ -118,18 +128,25 @@ func (s *subscriber) send(ev Event) {
 	}
 }
 
+// Listening reports whether anyone is subscribed now. A publisher whose
+// event costs work to make (a read of the database) can skip that work when
+// nobody is: an event published with no subscriber reaches no one.
+func (h *Hub) Listening() bool { return h.listeners.Load() > 0 }
+
 // Subscribe returns a channel of events with room for buffer of them, and a
 // function that ends the subscription and closes the channel.
 func (h *Hub) Subscribe(buffer int) (<-chan Event, func()) {
 	s := &subscriber{ch: make(chan Event, buffer)}
 	h.mu.Lock()
 	h.subs[s] = struct{}{}
+	h.listeners.Add(1)
 	h.mu.Unlock()
 	var once sync.Once
 	return s.ch, func() {
 		once.Do(func() {
 			h.mu.Lock()
 			delete(h.subs, s)
+			h.listeners.Add(-1)
 			h.mu.Unlock()
 			close(s.ch)
 		})

@@ -47,6 +47,36 @@ func TestHub_CancelClosesAndStopsDelivery(t *testing.T) {
 	}
 }
 
+// TestHub_ListeningFollowsTheSubscribers: a publisher skips the work of
+// an event (a read of the database) while nobody listens, so Listening
+// must turn true as soon as someone subscribes and false when the last
+// one leaves; the events published meanwhile keep their place in the
+// sequence.
+func TestHub_ListeningFollowsTheSubscribers(t *testing.T) {
+	h := events.NewHub()
+	if h.Listening() {
+		t.Fatal("a new hub is listening")
+	}
+	h.Publish(events.KindRequest, map[string]int{"i": 1})
+	ch, cancel := h.Subscribe(4)
+	if !h.Listening() {
+		t.Fatal("not listening with a subscriber")
+	}
+	h.Publish(events.KindRequest, map[string]int{"i": 2})
+	if ev := <-ch; ev.Seq != 2 || string(ev.Data) != `{"i":2}` {
+		t.Fatalf("got #%d %s, want #2 {\"i\":2}", ev.Seq, ev.Data)
+	}
+	_, cancel2 := h.Subscribe(1)
+	cancel()
+	if !h.Listening() {
+		t.Fatal("not listening with one subscriber left of two")
+	}
+	cancel2()
+	if h.Listening() {
+		t.Fatal("still listening after every subscriber left")
+	}
+}
+
 // TestServeHTTP_OutlivesTheServersWriteTimeout: a lab server's
 // WriteTimeout bounds a whole answer, and the stream is one answer that
 // never ends. Here the server's deadline has passed before the stream's

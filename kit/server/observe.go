@@ -61,7 +61,7 @@ func sessionCookie(next http.Handler) http.Handler {
 // the crash-before-response fault can end the process after the work and
 // before a byte is sent; then it sends the response and reports the
 // request, and the executions it committed, on the event stream and in
-// the access log.
+// the access log (when the server keeps one, or someone is subscribed).
 //
 // The handler runs, and its executions are read, while the lab is held
 // against a reset (labctl.Controller.Shared); the answer is sent after the
@@ -90,6 +90,12 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		w.WriteHeader(buf.status)
 		w.Write(buf.body.Bytes())
 
+		// The report decodes the body and the answer again: make it only
+		// for someone who reads it.
+		logError := buf.status >= 500 && s.log != nil
+		if !logError && s.accessLog == nil && !s.hub.Listening() {
+			return
+		}
 		ev := events.Request{
 			Method: r.Method, Path: r.URL.Path, Customer: rec.customer,
 			Key: r.Header.Get(idemkey.Header), Status: buf.status,
@@ -100,7 +106,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if ev.Status >= 400 {
 			ev.Type = problemType(buf.body.Bytes())
 		}
-		if ev.Status >= 500 && s.log != nil {
+		if logError {
 			s.log.Error("answered "+strconv.Itoa(ev.Status), "method", ev.Method, "path", ev.Path,
 				"key", ev.Key, "problem", ev.Type, "cause", buf.cause)
 		}
@@ -110,8 +116,11 @@ func (s *Server) observe(next http.Handler) http.Handler {
 }
 
 // publishExecutions reports the business writes of a request that
-// committed.
+// committed, if anyone is subscribed to hear of them.
 func (s *Server) publishExecutions(ctx context.Context, execs *bank.ExecutionLog) {
+	if !s.hub.Listening() {
+		return
+	}
 	committed, err := s.bank.Committed(context.WithoutCancel(ctx), execs)
 	if err != nil {
 		s.hub.Publish(events.KindExecution, map[string]string{"error": err.Error()})

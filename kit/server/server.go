@@ -313,7 +313,9 @@ func (s *Server) every(d time.Duration, fn func()) {
 }
 
 // publishKeyRows turns committed changes to key rows into "key" events.
-// It runs on its own goroutine so that no request waits for it.
+// It runs on its own goroutine so that no request waits for it. It reads a
+// row only while someone is subscribed: with nobody to tell (a replay, a
+// benchmark), the read would be two statements per request for nothing.
 func (s *Server) publishKeyRows() {
 	defer s.wg.Done()
 	for {
@@ -321,6 +323,9 @@ func (s *Server) publishKeyRows() {
 		case <-s.stop:
 			return
 		case rowids := <-s.keyRows:
+			if !s.hub.Listening() {
+				continue
+			}
 			for _, id := range rowids {
 				var rows []map[string]any
 				var err error
