@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"idemlab/kit/labdb"
+	"idemlab/kit/problem"
 )
 
 // Serve runs a core on ln, with its postings in a database of its own in
@@ -24,7 +26,21 @@ func Serve(ctx context.Context, ln net.Listener) (c *Core, stop func(), err erro
 		db.Close()
 		return nil, nil, err
 	}
-	hs := &http.Server{Handler: c.Handler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	// Handlers hold running for reading; stop takes it for writing, so
+	// the database closes only after every posting under way has ended.
+	var running sync.RWMutex
+	stopped := false
+	h := c.Handler()
+	hs := &http.Server{ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			running.RLock()
+			defer running.RUnlock()
+			if stopped {
+				problem.Write(w, problem.New(Down, "the core ledger is stopping"))
+				return
+			}
+			h.ServeHTTP(w, r)
+		})}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -33,6 +49,9 @@ func Serve(ctx context.Context, ln net.Listener) (c *Core, stop func(), err erro
 	return c, func() {
 		hs.Close()
 		<-served
+		running.Lock()
+		stopped = true
+		running.Unlock()
 		db.Close()
 	}, nil
 }
