@@ -120,17 +120,28 @@ func (t *T) OnChild() (*T, error) {
 }
 
 // OnReplicas returns a T for the same check against n server processes of
-// the subject, started from this test binary on one fresh database and
-// stopped when the check ends; a Request's Replica picks the process.
+// the subject on one fresh database, stopped when the check ends; a
+// Request's Replica picks the process. They run the binary of the check's
+// own child process if it has one (lab audit's), or else this test
+// binary.
 func (t *T) OnReplicas(n int) (*T, error) {
-	if _, ok := servable.Load(t.subject.Name); !ok {
-		return nil, ErrNoReplicas
+	binary, cluster := "", labdb.TestTarget()
+	if c := t.target.Child; c != nil {
+		binary = c.Binary
+		if labdb.EngineOfTarget(c.DB) == labdb.SQLite {
+			cluster = ":memory:"
+		}
+	} else {
+		if _, ok := servable.Load(t.subject.Name); !ok {
+			return nil, ErrNoReplicas
+		}
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find this test binary: %w", err)
+		}
+		binary = self
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find this test binary: %w", err)
-	}
-	target, stop, err := ReplicaProcesses(self, labdb.TestTarget(), n)(t.ctx, t.subject)
+	target, stop, err := ReplicaProcesses(binary, cluster, n)(t.ctx, t.subject)
 	if err != nil {
 		return nil, err
 	}

@@ -113,6 +113,9 @@ func TestAudit_FinalExampleIsClean(t *testing.T) {
 	if results.Failed != 0 || sections[auditMoney] != "" || sections[auditContract] != "" {
 		t.Fatalf("%d checks failed:\n%s", results.Failed, out)
 	}
+	if strings.Contains(sections[auditUnseen], "S1.replicas") {
+		t.Errorf("S1.replicas could not run: the audit's replicas are its own binary's\n%s", out)
+	}
 	want := 0
 	if results.Unknown > 0 {
 		want = 2
