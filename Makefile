@@ -5,7 +5,7 @@ GO    ?= go
 # which are meant to fail until solved (the ladder test proves they do).
 KIT_PKGS = $$($(GO) list ./... | grep -v -e '/stages/' -e '/grader/ladder')
 
-# The ladder builds and runs every stage and mutant (eighty and more) in
+# The ladder builds and runs every stage and every mutant in
 # one test binary: go test's default limit of ten minutes a package is
 # too close for it on a busy machine, under -race or on PostgreSQL.
 LADDER_TIMEOUT = 30m
