@@ -185,14 +185,8 @@ func (c *Core) Postings(ctx context.Context) ([]Receipt, error) {
 	return out, rows.Err()
 }
 
-// Reset forgets every posting (a lab reset).
-func (c *Core) Reset(ctx context.Context) error {
-	_, err := c.db.ExecContext(ctx, `DELETE FROM core_postings`)
-	return err
-}
-
-// Faults are the ways the core fails on purpose, for the checks and the
-// demo. The zero value fails in no way.
+// Faults are the ways the core fails on purpose, for the checks. The zero
+// value fails in no way.
 type Faults struct {
 	mu      sync.Mutex
 	down    bool
