@@ -30,6 +30,9 @@ func runDash(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return cannotRun(fmt.Errorf("--url and --token are needed: make serve prints both (export LAB=… ADMIN=…)"))
 	}
 	urls := strings.FieldsFunc(*url, func(r rune) bool { return r == ',' })
+	if len(urls) == 0 {
+		return cannotRun(fmt.Errorf("--url %q names no server", *url))
+	}
 	remote := backend.NewRemote(*token, urls...)
 	for _, lab := range remote.Replicas {
 		check, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -28,6 +28,9 @@ func TestDash_NeedsAServerAndATerminal(t *testing.T) {
 		{[]string{"dash", "--url", hs.URL, "--token", "wrong"}, 1, "refused the admin token"},
 		{[]string{"dash", "--url", "http://127.0.0.1:1", "--token", "adm_t"}, 1, "cannot read"},
 		{[]string{"dash", "--url", hs.URL, "--token", "adm_t"}, 1, "needs a terminal"},
+		{[]string{"dash", "--url", ",", "--token", "adm_t"}, 2, "names no server"},
+		{[]string{"dash", "--url", hs.URL + ",http://127.0.0.1:1", "--token", "adm_t"}, 1, "cannot read http://127.0.0.1:1"},
+		{[]string{"dash", "--url", hs.URL + "," + hs.URL, "--token", "adm_t"}, 1, "needs a terminal"},
 	} {
 		code, _, errs := runLabCommand(t, c.args...)
 		if code != c.code || !strings.Contains(errs, c.why) {
