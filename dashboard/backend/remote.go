@@ -27,7 +27,8 @@ type Remote struct {
 }
 
 // NewRemote returns a remote backend for the server at urls[0], or for
-// the replicas at urls, which share its admin token.
+// the replicas at urls, which share its admin token. urls holds one URL
+// at least.
 func NewRemote(token string, urls ...string) *Remote {
 	r := &Remote{}
 	for _, url := range urls {
