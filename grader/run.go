@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"idemlab/kit/core"
+	"idemlab/kit/server"
 )
 
 // Result is the outcome of one check.
@@ -60,7 +61,7 @@ func RunCheck(ctx context.Context, subject Subject, c Check, runSeed uint64, sta
 	if c.Stage >= CoreStage {
 		var stopCore func()
 		var err error
-		if ledger, subject.CoreURL, stopCore, err = core.Start(ctx); err != nil {
+		if ledger, subject.CoreURL, stopCore, err = server.StartCore(ctx); err != nil {
 			return Result{Check: c, Seed: runSeed, Err: err}
 		}
 		defer stopCore()

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"idemlab/kit/accesslog"
@@ -87,33 +86,11 @@ func startInProcess(ctx context.Context, subject Subject) (*Target, func(), erro
 		srv.Close()
 		return nil, nil, fmt.Errorf("start %s: %w", subject.Name, err)
 	}
-	// Handlers hold running for reading; stop takes it for writing, so
-	// it waits for those under way and turns away any that comes late.
-	var running sync.RWMutex
-	stopped := false
-	h := srv.Handler()
-	hs := server.NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		running.RLock()
-		defer running.RUnlock()
-		if stopped {
-			http.Error(w, "the server is stopping", http.StatusServiceUnavailable)
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		hs.Serve(ln)
-	}()
+	serving := server.ServeUntilStopped(ln, srv.Handler())
 	client := newClient()
 	stop := func() {
 		client.CloseIdleConnections()
-		hs.Close()
-		<-served
-		running.Lock()
-		stopped = true
-		running.Unlock()
+		serving()
 		srv.Close()
 	}
 	return &Target{URL: "http://" + ln.Addr().String(), Admin: srv.AdminToken(), Client: client, Server: srv}, stop, nil

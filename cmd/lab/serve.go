@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"idemlab/grader"
-	"idemlab/kit/core"
 	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
@@ -121,7 +120,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// One core ledger for every process that serves (stage 9 on), which
 	// outlives their crashes and restarts.
 	if f.stage >= grader.CoreStage {
-		_, url, stop, err := core.Start(ctx)
+		_, url, stop, err := server.StartCore(ctx)
 		if err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package core_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -173,38 +172,4 @@ func TestPost_RefusesWhatIsNotAPosting(t *testing.T) {
 	if n := postings(t, cl); len(n) != 0 {
 		t.Fatalf("posted %v", n)
 	}
-}
-
-// TestServe_StopWaitsForPostingsUnderWay: stopping a core while postings
-// arrive must not close its database under a posting still being applied
-// (under -race, the old stop raced the statement cache; without it, SQLite
-// crashed on a closed connection). Every send ends in an answer or an
-// error, never a panic in the core.
-func TestServe_StopWaitsForPostingsUnderWay(t *testing.T) {
-	_, url, stop, err := core.Start(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := core.NewClient(url, nil)
-	var wg sync.WaitGroup
-	started := make(chan struct{}, 8)
-	for i := range 8 {
-		wg.Go(func() {
-			for n := 0; ; n++ {
-				p := posting
-				p.TransferID = fmt.Sprintf("tr_%d_%d", i, n)
-				if _, _, err := cl.Post(context.Background(), p.TransferID, p); err != nil {
-					return
-				}
-				if n == 0 {
-					started <- struct{}{}
-				}
-			}
-		})
-	}
-	for range 8 {
-		<-started
-	}
-	stop()
-	wg.Wait()
 }

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"net"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -41,5 +43,38 @@ func NewHTTPServer(h http.Handler) *http.Server {
 		WriteTimeout:      WriteTimeout,
 		IdleTimeout:       IdleTimeout,
 		MaxHeaderBytes:    MaxHeaderBytes,
+	}
+}
+
+// ServeUntilStopped serves h on ln behind NewHTTPServer's limits until
+// stop is called. stop closes ln and every connection, then waits for the
+// handlers under way to return, so that what they use (a database) can be
+// closed after it; a request that slips in meanwhile gets 503. It does not
+// wait for a connection to linger (net/http lingers half a second on one
+// whose large body went unread).
+func ServeUntilStopped(ln net.Listener, h http.Handler) (stop func()) {
+	// Handlers hold running for reading; stop takes it for writing.
+	var running sync.RWMutex
+	stopped := false
+	hs := NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		running.RLock()
+		defer running.RUnlock()
+		if stopped {
+			http.Error(w, "the server is stopping", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		hs.Serve(ln)
+	}()
+	return func() {
+		hs.Close()
+		<-served
+		running.Lock()
+		stopped = true
+		running.Unlock()
 	}
 }

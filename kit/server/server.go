@@ -232,7 +232,7 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 // serveCore runs a core ledger of the server's own on ln, in memory,
 // until the server closes.
 func (s *Server) serveCore(ctx context.Context, ln net.Listener) error {
-	_, stop, err := core.Serve(ctx, ln)
+	_, stop, err := ServeCore(ctx, ln)
 	if err != nil {
 		return err
 	}
@@ -267,13 +267,16 @@ func (s *Server) relay(r stage.Relayer) {
 		case <-t.C:
 		}
 		s.ctl.UnlessResetting(func() {
-			err := relayPass(ctx, r)
+			msg := ""
+			if err := relayPass(ctx, r); err != nil {
+				msg = err.Error()
+			}
 			// A pass that fails fails again the next time, 50 times a
 			// second, while the core is down: say so once.
-			if msg := fmt.Sprint(err); err != nil && msg != last && s.log != nil {
+			if msg != "" && msg != last && s.log != nil {
 				s.log.Warn("outbox relay", "error", msg)
 			}
-			last = fmt.Sprint(err)
+			last = msg
 		})
 	}
 }
