@@ -214,7 +214,7 @@ func checkStaggeredDuplicates(t *T, s Scenario) error {
 		{0, 3 * time.Millisecond}, {0, 2 * time.Millisecond}, {40 * time.Millisecond, 4 * time.Millisecond},
 		{0, 3 * time.Millisecond}, {0, time.Millisecond}}
 	for round, sh := range rounds {
-		if err := t.Configure(labclient.Config{CoreLatency: sh.latency}); err != nil {
+		if err := t.Configure(labclient.Config{}.WithCoreLatency(sh.latency)); err != nil {
 			return err
 		}
 		from := a.Accounts[round%2]

@@ -118,7 +118,7 @@ func checkStaggeredRetries(t *T) error {
 	}
 	a, b, books := s.A, s.B, s.Books
 	for _, latency := range []time.Duration{0, 2 * time.Millisecond, 5 * time.Millisecond, 0, 10 * time.Millisecond} {
-		if err := t.Configure(labclient.Config{CoreLatency: latency}); err != nil {
+		if err := t.Configure(labclient.Config{}.WithCoreLatency(latency)); err != nil {
 			return err
 		}
 		req, op, amount := s.Payment(t)
@@ -375,7 +375,7 @@ func checkClientGivesUp(t *T, s Scenario) error {
 	latency := time.Duration(0)
 	for _, r := range rounds {
 		if r.latency != latency {
-			if err := t.Configure(labclient.Config{CoreLatency: r.latency}); err != nil {
+			if err := t.Configure(labclient.Config{}.WithCoreLatency(r.latency)); err != nil {
 				return err
 			}
 			latency = r.latency

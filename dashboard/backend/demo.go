@@ -182,7 +182,7 @@ func (d *Demo) startBackend(ctx context.Context, c dashboard.Choice, epoch int) 
 // configure applies the profile's settings to a server.
 func (d *Demo) configure(ctx context.Context, b Backend) error {
 	p := d.traffic.Profile()
-	return b.Configure(ctx, labclient.Config{CoreLatency: p.CoreLatency, NoCoreLatency: p.CoreLatency == 0, Lease: 2 * time.Second})
+	return b.Configure(ctx, labclient.Config{Lease: 2 * time.Second}.WithCoreLatency(p.CoreLatency))
 }
 
 // Watch sends a server's events (in batches) and, twice a second, its

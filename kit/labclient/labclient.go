@@ -121,7 +121,9 @@ func (c *Client) State(ctx context.Context) (labctl.State, error) {
 // Config is a change of the lab config (POST /lab/config). A member left
 // zero is not sent, and the server keeps what it has: the endpoint takes
 // every member as optional. Only the core latency may be zero, so it alone
-// has a switch that sets it to zero.
+// has a switch that sets it to zero; a latency that may be zero is set
+// with WithCoreLatency, never as Config{CoreLatency: d}, which leaves the
+// last latency in force when d is zero.
 type Config struct {
 	CoreLatency  time.Duration
 	Retention    time.Duration
@@ -134,9 +136,14 @@ type Config struct {
 // Whole is the change that sets every member to c's.
 func Whole(c stage.Config) Config {
 	return Config{
-		CoreLatency: c.CoreLatency, NoCoreLatency: c.CoreLatency == 0,
 		Retention: c.Retention, Lease: c.Lease, RetryHorizon: c.RetryHorizon,
-	}
+	}.WithCoreLatency(c.CoreLatency)
+}
+
+// WithCoreLatency is c with the core latency set to d, zero included.
+func (c Config) WithCoreLatency(d time.Duration) Config {
+	c.CoreLatency, c.NoCoreLatency = d, d == 0
+	return c
 }
 
 // Wire is the body of POST /lab/config for the change: the members set,

@@ -29,7 +29,8 @@ func startLab(t *testing.T) *labclient.Client {
 
 // TestConfigure_SendsOnlyTheMembersSet catches a client that sends every
 // member (a zero lease is refused, a zero core latency undoes the last
-// change), one that cannot set the core latency back to zero, and a
+// change), one that cannot set the core latency back to zero (a
+// WithCoreLatency(0) that sends nothing), and a
 // Config that does not read what is in force.
 func TestConfigure_SendsOnlyTheMembersSet(t *testing.T) {
 	lab := startLab(t)
@@ -56,6 +57,11 @@ func TestConfigure_SendsOnlyTheMembersSet(t *testing.T) {
 	want.CoreLatency = 0
 	if cfg != want {
 		t.Fatalf("after NoCoreLatency: %+v, want %+v", cfg, want)
+	}
+	for _, d := range []time.Duration{40 * time.Millisecond, 0} {
+		if cfg, err = lab.Configure(ctx, labclient.Config{}.WithCoreLatency(d)); err != nil || cfg.CoreLatency != d {
+			t.Fatalf("WithCoreLatency(%v): the latency in force is %v (%v)", d, cfg.CoreLatency, err)
+		}
 	}
 	if _, err := lab.Configure(ctx, labclient.Config{Retention: 30 * time.Minute}); err == nil {
 		t.Fatal("a retention shorter than the retry horizon was accepted")
