@@ -27,6 +27,8 @@ demo: ## the classroom demo: naive vs safe server, side by side (plain text when
 .PHONY: test
 test: lint ## everything CI runs: format, vet, kit and grader tests, solutions, the ladder test
 	$(GO) test -count=1 $(KIT_PKGS)
+	@echo "without PostgreSQL, as make stage-N and make watch build the checks on SQLite:"
+	$(GO) test -count=1 -tags nopostgres ./kit/labdb ./solutions/stage9
 	@[ -n "$$IDEMLAB_DATABASE_URL" ] || echo "postgres: skipped, IDEMLAB_DATABASE_URL is not set (make test-pg runs the tests on a throwaway PostgreSQL)"
 	@echo "ladder: every stage's checks fail below it and pass at it; every mutant is caught"
 	@set -o pipefail; $(GO) test -count=1 -timeout $(LADDER_TIMEOUT) -v ./grader/ladder | grep -v -E '^(=== (RUN|PAUSE|CONT)|    --- PASS|--- PASS)' 

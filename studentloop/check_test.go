@@ -234,3 +234,17 @@ var _ = fmt.Sprint
 		t.Fatalf("a stage that builds: %v, state %q, checks %+v\n%s", err, o.State(), o.Checks, o.Other)
 	}
 }
+
+// TestEngineTags_LeavePostgresOutOnlyOnSQLite catches a watch that builds
+// without PostgreSQL when the checks are to run on it, and one that links
+// the driver for nothing on SQLite.
+func TestEngineTags_LeavePostgresOutOnlyOnSQLite(t *testing.T) {
+	t.Setenv("IDEMLAB_DATABASE_URL", "")
+	if got := strings.Join(engineTags(), " "); got != "-tags=nopostgres" {
+		t.Errorf("on SQLite: %q", got)
+	}
+	t.Setenv("IDEMLAB_DATABASE_URL", "postgres://lab@127.0.0.1:5432/lab")
+	if got := engineTags(); len(got) != 0 {
+		t.Errorf("on PostgreSQL: %q", got)
+	}
+}

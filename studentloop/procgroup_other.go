@@ -13,3 +13,6 @@ import (
 func killGroupOnCancel(cmd *exec.Cmd) {
 	cmd.WaitDelay = time.Second
 }
+
+// yieldCPU does nothing where there are no process groups.
+func yieldCPU(*exec.Cmd) {}

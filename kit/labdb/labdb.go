@@ -1,6 +1,7 @@
 // Package labdb opens the lab's database on either engine: SQLite (a file
 // or ":memory:", the default; package sqlitedb) or PostgreSQL (a
-// postgres:// URL; package pgdb). The kit and the stages use what it
+// postgres:// URL; package pgdb, left out of a build tagged nopostgres,
+// see postgres.go). The kit and the stages use what it
 // returns as a plain *sql.DB, and the few things the engines do differently
 // are here, each in one small helper: telling a UNIQUE violation apart
 // (IsUniqueViolation), the column types of a CREATE TABLE (CreateTable),
@@ -14,9 +15,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"idemlab/kit/fault"
-	"idemlab/kit/pgdb"
 	"idemlab/kit/sqlitedb"
 )
 
@@ -40,8 +41,15 @@ type DB struct {
 	*fault.Store
 	engine Engine
 	target string
-	pg     *pgdb.DB
+	pg     postgresDB
 	closed func(context.Context) error
+}
+
+// postgresDB is an open PostgreSQL database, as DB needs it (package
+// pgdb's DB).
+type postgresDB interface {
+	WatchKeyTable(ctx context.Context) error
+	Close() error
 }
 
 // Open opens the database target names: a postgres:// or postgresql://
@@ -54,11 +62,7 @@ func Open(ctx context.Context, target string) (*DB, error) {
 		}
 		return &DB{DB: db.DB, Store: db.Store, engine: SQLite, target: target}, nil
 	}
-	db, err := pgdb.Open(ctx, target)
-	if err != nil {
-		return nil, err
-	}
-	return &DB{DB: db.DB, Store: db.Store, engine: PostgreSQL, target: target, pg: db}, nil
+	return openPostgres(ctx, target)
 }
 
 // OpenOwn opens a database no one else uses, removed when it is closed:
@@ -68,7 +72,7 @@ func OpenOwn(ctx context.Context, target string) (*DB, error) {
 	if EngineOfTarget(target) == SQLite {
 		return Open(ctx, target)
 	}
-	own, drop, err := pgdb.CreateDatabase(ctx, target)
+	own, drop, err := createPostgresDatabase(ctx, target)
 	if err != nil {
 		return nil, err
 	}
@@ -92,12 +96,12 @@ func Fresh(ctx context.Context, target, dir string) (string, func(context.Contex
 	if EngineOfTarget(target) == SQLite {
 		return filepath.Join(dir, "lab.db"), func(context.Context) error { return nil }, nil
 	}
-	return pgdb.CreateDatabase(ctx, target)
+	return createPostgresDatabase(ctx, target)
 }
 
 // EngineOfTarget reports the engine Open would open target on.
 func EngineOfTarget(target string) Engine {
-	if pgdb.IsURL(target) {
+	if strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://") {
 		return PostgreSQL
 	}
 	return SQLite
@@ -106,7 +110,7 @@ func EngineOfTarget(target string) Engine {
 // Redacted is target with any password in it hidden, for printing.
 func Redacted(target string) string {
 	if EngineOfTarget(target) == PostgreSQL {
-		return pgdb.Redact(target)
+		return redactPostgres(target)
 	}
 	return target
 }
@@ -144,7 +148,7 @@ func (db *DB) Close() error {
 
 // EngineOf reports the engine a *sql.DB opened by this package runs on.
 func EngineOf(db *sql.DB) Engine {
-	if pgdb.IsDriver(db.Driver()) {
+	if isPostgresDriver(db.Driver()) {
 		return PostgreSQL
 	}
 	return SQLite
@@ -157,14 +161,14 @@ func EngineOf(db *sql.DB) Engine {
 // or FOREIGN KEY failure, a busy database or a closed connection are all
 // different problems and must not be mistaken for "someone else has this key".
 func IsUniqueViolation(err error) bool {
-	return sqlitedb.IsUniqueViolation(err) || pgdb.IsUniqueViolation(err)
+	return sqlitedb.IsUniqueViolation(err) || isPostgresUniqueViolation(err)
 }
 
 // IsBusy reports whether err is the database giving up on a lock: SQLite's
 // SQLITE_BUSY or SQLITE_LOCKED (or the write gate's wait), PostgreSQL's
 // deadlock, serialization failure or lock not available.
 func IsBusy(err error) bool {
-	return sqlitedb.IsBusy(err) || pgdb.IsBusy(err)
+	return sqlitedb.IsBusy(err) || isPostgresBusy(err)
 }
 
 var (

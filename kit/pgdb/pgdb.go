@@ -51,12 +51,6 @@ type DB struct {
 // connection at a time, so requests beyond it wait for a free one.
 const maxOpenConns = 48
 
-// IsURL reports whether target names a PostgreSQL database
-// (postgres://… or postgresql://…) rather than a SQLite file.
-func IsURL(target string) bool {
-	return strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://")
-}
-
 // minVersion is the oldest PostgreSQL the lab runs on, as
 // server_version_num writes it: 14.0.
 const minVersion = 140000
