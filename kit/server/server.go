@@ -142,6 +142,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		s.accessLog = accesslog.NewWriter(opts.AccessLog)
 	}
 	if err := s.start(ctx, opts); err != nil {
+		// End what start had started (the server's own core ledger).
+		close(s.stop)
+		s.wg.Wait()
 		db.Close()
 		return nil, err
 	}
