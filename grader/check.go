@@ -13,6 +13,7 @@ package grader
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -57,27 +58,29 @@ func (f *Failure) Error() string {
 	return fmt.Sprintf("sent %s; got %s; expected %s", f.Sent, f.Got, f.Expected)
 }
 
-var catalogue = map[string]Check{}
+// checksByID indexes the catalogue (catalogue.go) by ID.
+var checksByID = indexByID(catalogue)
 
-// register adds checks to the catalogue; IDs must be unique.
-func register(checks ...Check) {
+// indexByID maps each check's ID to it; it panics on an ID that is not
+// unique or not named for the check's stage, so that a catalogue with
+// either mistake cannot start.
+func indexByID(checks []Check) map[string]Check {
+	byID := make(map[string]Check, len(checks))
 	for _, c := range checks {
-		if _, dup := catalogue[c.ID]; dup {
+		if _, dup := byID[c.ID]; dup {
 			panic("grader: duplicate check " + c.ID)
 		}
 		if !strings.HasPrefix(c.ID, fmt.Sprintf("S%d.", c.Stage)) {
 			panic("grader: check " + c.ID + " is not named for its stage")
 		}
-		catalogue[c.ID] = c
+		byID[c.ID] = c
 	}
+	return byID
 }
 
 // Catalogue returns every check, by stage then ID.
 func Catalogue() []Check {
-	out := make([]Check, 0, len(catalogue))
-	for _, c := range catalogue {
-		out = append(out, c)
-	}
+	out := slices.Clone(catalogue)
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Stage != out[j].Stage {
 			return out[i].Stage < out[j].Stage
@@ -112,7 +115,7 @@ func For(subject Subject) []Check {
 
 // Lookup finds a check by ID.
 func Lookup(id string) (Check, bool) {
-	c, ok := catalogue[id]
+	c, ok := checksByID[id]
 	return c, ok
 }
 

@@ -13,43 +13,6 @@ import (
 	"idemlab/kit/sqlitedb"
 )
 
-const lesson3 = "docs/lessons/03-in-progress.md"
-
-func init() {
-	register(
-		Check{
-			ID: "S3.retry-during-original", Stage: 3, Lesson: lesson3 + "#the-window",
-			Claim: "a retry that arrives while the original runs gets 409 request-in-progress with Retry-After, and one transfer happens, whether the original waits long on the core or retries arrive a few ms apart with the core answering at once",
-			Why:   "\"already done\" and \"still running\" need different client behaviour: read the result, or wait and retry; a client told \"done\" while the original may still fail walks away from a payment that never happened",
-			Run:   checkRetryDuringOriginal,
-		},
-		Check{
-			ID: "S3.release-after-failure", Stage: 3, Lesson: lesson3 + "#releasing-a-failed-claim",
-			Claim: "after an internal failure before the money moved, the retry with the same key executes exactly once",
-			Why:   "a key kept after a failed attempt blocks every retry of a payment that never happened: the customer's rent is never paid, and the server says it is busy or done",
-			Run:   withScenario(1_000_000, checkReleaseAfterFailure),
-		},
-		Check{
-			ID: "S3.never-completed-without-money", Stage: 3, Lesson: lesson3 + "#completed-means-the-money-moved",
-			Claim: "a key is completed only in the transaction that moved its money: never while the core call runs, never after a failed or crashed business write",
-			Why:   "a completed key is the server's promise that the money moved; a retry that trusts a broken promise gets \"done\" for a transfer that never happened",
-			Run:   withScenario(1_000_000, checkNeverCompletedWithoutMoney),
-		},
-		Check{
-			ID: "S3.completed-with-the-money", Stage: 3, Lesson: lesson3 + "#completed-means-the-money-moved",
-			Claim: "the money and the key's completion commit together: a key store that fails at the completion leaves nothing moved and a retry that executes once; a crash right after the commit leaves the key completed",
-			Why:   "a completion in a transaction of its own, after the money, can fail or be cut off by a crash: the money has moved, and the key says it has not, so the client is told it failed (and pays again), or waits for good",
-			Run:   withScenario(1_000_000, checkCompletedWithTheMoney),
-		},
-		Check{
-			ID: "S3.client-gives-up", Stage: 3, Lesson: lesson3 + "#a-client-that-gives-up",
-			Claim: "a client that hangs up (mid-body, during the core wait, around the business write) can retry with the same key until it has an answer: its operation executes exactly once, and its key is never left in progress",
-			Why:   "clients time out all the time; a server that treats a client gone away as a reason to keep the key (or to forget it after the money moved) leaves a payment that can never be made, or makes it twice",
-			Run:   withScenario(10_000_000, checkClientGivesUp),
-		},
-	)
-}
-
 // checkRetryDuringOriginal catches a claim made only in the business
 // transaction, after the core wait (stages 1–2: the retry waits and then
 // gets duplicate-request), a key marked completed before the money moves
