@@ -15,10 +15,6 @@ import (
 	"idemlab/grader"
 )
 
-func init() {
-	register(command{name: "audit", summary: "run the checks against any net/http idempotency middleware, through an adapter package", run: runAudit})
-}
-
 // The headings of an audit's report, in the order it prints them.
 const (
 	auditMoney    = "money safety: the middleware let money move twice, or be lost, or a client be told something untrue"

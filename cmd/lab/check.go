@@ -10,10 +10,6 @@ import (
 	"idemlab/studentloop"
 )
 
-func init() {
-	register(command{name: "check", summary: "run a stage's checks with a summary, and record the progress (make stage-N)", run: runCheck})
-}
-
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab check", "[N] [--seed S] [--run ID] [--solution]", stderr)
 	seed := fs.String("seed", os.Getenv("SEED"), "repeat a run: the seed a failure printed (or SEED=)")

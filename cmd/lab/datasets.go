@@ -12,10 +12,6 @@ import (
 	"idemlab/grader"
 )
 
-func init() {
-	register(command{name: "datasets", summary: "regenerate the day datasets: plans, naive access logs, answer keys", run: runDatasets})
-}
-
 // shippedDay is the small day in datasets/, checked by S0.tally-shipped.
 var shippedDay = dayFiles{dir: "datasets", name: "day-small", seed: 1, ops: 1000}
 

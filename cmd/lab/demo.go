@@ -16,10 +16,6 @@ import (
 	"idemlab/kit/stage"
 )
 
-func init() {
-	register(command{name: "demo", summary: "the classroom demo: the naive server and a safe one, side by side", run: runDemo})
-}
-
 // demoStages are the stages the demo can run: the solutions linked into
 // lab (see serve.go), and the student's own, built and run as a child
 // process, never linked in.

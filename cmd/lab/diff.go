@@ -8,10 +8,6 @@ import (
 	"idemlab/studentloop"
 )
 
-func init() {
-	register(command{name: "diff", summary: "your stage against the reference solution (a spoiler: asks first until the stage passes)", run: runDiff})
-}
-
 func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab diff", "[N] [--yes]", stderr)
 	yes := fs.Bool("yes", false, "do not ask: show the diff even though the stage does not pass")

@@ -10,10 +10,6 @@ import (
 	"idemlab/studentloop"
 )
 
-func init() {
-	register(command{name: "docs", summary: "a stage's lesson in the terminal", run: runDocs})
-}
-
 func runDocs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab docs", "[N] [--lang en|ja] [--plain]   (lab docs 3 | less -R to page)", stderr)
 	lang := fs.String("lang", "en", "the lesson's language: en, or the name of a folder under docs/lessons")

@@ -9,10 +9,6 @@ import (
 	"idemlab/grader/dayplan"
 )
 
-func init() {
-	register(command{name: "gen", summary: "generate a day plan (JSONL): operations and what will happen to them", run: runGen})
-}
-
 func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab gen", "[--seed S] [--ops N] [-o FILE] [flags]", stderr)
 	seed := fs.Uint64("seed", 1, "the seed; the same seed gives the same plan, byte for byte")

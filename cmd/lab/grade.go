@@ -17,10 +17,6 @@ import (
 	"idemlab/kit/labdb"
 )
 
-func init() {
-	register(command{name: "grade", summary: "run the checks of a stage against your code, a solution, or a running server", run: runGrade})
-}
-
 type gradeFlags struct {
 	serverFlags
 	runFlags

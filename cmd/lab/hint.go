@@ -9,10 +9,6 @@ import (
 	"idemlab/studentloop"
 )
 
-func init() {
-	register(command{name: "hint", summary: "a hint for a stage's first failing check: one step more each time you ask", run: runHint})
-}
-
 func runHint(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab hint", "[N] [--check ID]", stderr)
 	check := fs.String("check", "", "a hint for this check ID instead of the first failing one")

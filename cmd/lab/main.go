@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 
@@ -28,10 +27,27 @@ type command struct {
 	run func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
-var commands = map[string]command{}
-
-// register adds a subcommand; each subcommand's file calls it from init.
-func register(c command) { commands[c.name] = c }
+// commands are lab's subcommands, in the order its usage lists them;
+// each one's run function is in the file named for it.
+var commands = []command{
+	{name: "audit", summary: "run the checks against any net/http idempotency middleware, through an adapter package", run: runAudit},
+	{name: "check", summary: "run a stage's checks with a summary, and record the progress (make stage-N)", run: runCheck},
+	{name: "dash", summary: "watch a running lab server live (your make serve)", run: runDash},
+	{name: "datasets", summary: "regenerate the day datasets: plans, naive access logs, answer keys", run: runDatasets},
+	{name: "demo", summary: "the classroom demo: the naive server and a safe one, side by side", run: runDemo},
+	{name: "diff", summary: "your stage against the reference solution (a spoiler: asks first until the stage passes)", run: runDiff},
+	{name: "docs", summary: "a stage's lesson in the terminal", run: runDocs},
+	{name: "gen", summary: "generate a day plan (JSONL): operations and what will happen to them", run: runGen},
+	{name: "grade", summary: "run the checks of a stage against your code, a solution, or a running server", run: runGrade},
+	{name: "hint", summary: "a hint for a stage's first failing check: one step more each time you ask", run: runHint},
+	{name: "replay", summary: "drive a day plan through the fault transport and reconcile the money", run: runReplay},
+	{name: "reset", summary: "put a stage's untouched scaffold back (your files are kept in .idemlab/backup)", run: runReset},
+	{name: "scoreboard", summary: "the same day replayed against every stage: one row per stage, one column per finding", run: runScoreboard},
+	{name: "serve", summary: "serve a stage (yours, or the reference solution) as a lab server", run: runServe},
+	{name: "status", summary: "where each stage stands: not started, failing (and on which check), passing", run: runStatus},
+	{name: "tally", summary: "count the double transfers in a server's access log (stage 0's exercise)", run: runTally},
+	{name: "watch", summary: "rerun a stage's checks on every save and show the first failing one", run: runWatch},
+}
 
 // exitCode lets a subcommand choose its exit status (lab grade: 1 invalid,
 // 2 could not run) while still reporting an error.
@@ -107,24 +123,21 @@ func help(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // lookup finds the command name, or says there is none, with the list of
 // commands, on stderr.
 func lookup(name string, stderr io.Writer) (command, bool) {
-	c, ok := commands[name]
-	if !ok {
-		fmt.Fprintf(stderr, "lab: unknown command %q\n\n", name)
-		usage(stderr)
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
 	}
-	return c, ok
+	fmt.Fprintf(stderr, "lab: unknown command %q\n\n", name)
+	usage(stderr)
+	return command{}, false
 }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: lab <command> [flags]   (lab help <command>, or lab <command> -h, for its flags)")
 	fmt.Fprintln(w)
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 }
 

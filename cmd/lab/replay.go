@@ -19,10 +19,6 @@ import (
 	sol0 "idemlab/solutions/stage0"
 )
 
-func init() {
-	register(command{name: "replay", summary: "drive a day plan through the fault transport and reconcile the money", run: runReplay})
-}
-
 type replayFlags struct {
 	serverFlags
 	plan      string

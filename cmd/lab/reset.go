@@ -10,10 +10,6 @@ import (
 	"idemlab/studentloop"
 )
 
-func init() {
-	register(command{name: "reset", summary: "put a stage's untouched scaffold back (your files are kept in .idemlab/backup)", run: runReset})
-}
-
 func runReset(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab reset", "N [--yes] [--from COMMIT]", stderr)
 	yes := fs.Bool("yes", false, "do not ask for confirmation")

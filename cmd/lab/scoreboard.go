@@ -11,10 +11,6 @@ import (
 	"idemlab/grader/dayplan"
 )
 
-func init() {
-	register(command{name: "scoreboard", summary: "the same day replayed against every stage: one row per stage, one column per finding", run: runScoreboard})
-}
-
 // The scoreboard's default day adds two knobs to lab gen's defaults, each
 // the only thing that tells a stage from the next: operations sent with
 // another customer's key (only stage 5 scopes keys to the customer), and

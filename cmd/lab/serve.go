@@ -29,10 +29,6 @@ import (
 	sol9 "idemlab/solutions/stage9"
 )
 
-func init() {
-	register(command{name: "serve", summary: "serve a stage (yours, or the reference solution) as a lab server", run: runServe})
-}
-
 // solutions are the reference solutions, by stage. They always compile,
 // so the lab command links them in; a student's stage is never linked in
 // (see stageBinary).

@@ -8,10 +8,6 @@ import (
 	"idemlab/studentloop"
 )
 
-func init() {
-	register(command{name: "status", summary: "where each stage stands: not started, failing (and on which check), passing", run: runStatus})
-}
-
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab status", "", stderr)
 	if done, err := parseFlags(fs, args); done {

@@ -18,10 +18,6 @@ import (
 	sol0 "idemlab/solutions/stage0"
 )
 
-func init() {
-	register(command{name: "tally", summary: "count the double transfers in a server's access log (stage 0's exercise)", run: runTally})
-}
-
 func runTally(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab tally", "--log FILE [--student] [--json]", stderr)
 	logPath := fs.String("log", "", "the access log (JSON lines, as lab replay --access-log writes)")

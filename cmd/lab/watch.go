@@ -10,10 +10,6 @@ import (
 	"idemlab/studentloop"
 )
 
-func init() {
-	register(command{name: "watch", summary: "rerun a stage's checks on every save and show the first failing one", run: runWatch})
-}
-
 func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab watch", "[N] [--poll]   (Ctrl-C to stop)", stderr)
 	quiet := fs.Duration("quiet", 50*time.Millisecond, "how long the folder must stay still after a save before the checks run")
