@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -9,8 +10,7 @@ import (
 	"idemlab/studentloop"
 )
 
-func runHint(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab hint", "[N] [--check ID]", stderr)
+func runHint(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	check := fs.String("check", "", "a hint for this check ID instead of the first failing one")
 	st, done, err := startLoop(fs, args)
 	if done {
