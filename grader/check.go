@@ -16,6 +16,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"idemlab/kit/problem"
 )
 
 // Check is one claim about a server, with the code that tests it.
@@ -57,6 +59,22 @@ type Failure struct {
 func (f *Failure) Error() string {
 	return fmt.Sprintf("sent %s; got %s; expected %s", f.Sent, f.Got, f.Expected)
 }
+
+// The problem types the checks expect (docs/api.md, "Problem types").
+var (
+	pMissingKey           = problem.MissingIdempotencyKey.URI()
+	pInvalidKey           = problem.InvalidIdempotencyKey.URI()
+	pDuplicate            = problem.DuplicateRequest.URI()
+	pInProgress           = problem.RequestInProgress.URI()
+	pKeyReused            = problem.IdempotencyKeyReused.URI()
+	pInsufficient         = problem.InsufficientFunds.URI()
+	pUnavailable          = problem.Unavailable.URI()
+	pForbidden            = problem.Forbidden.URI()
+	pPreconditionFailed   = problem.PreconditionFailed.URI()
+	pPreconditionRequired = problem.PreconditionRequired.URI()
+	pDailyLimit           = problem.DailyLimitExceeded.URI()
+	pDuplicateReference   = problem.DuplicateReference.URI()
+)
 
 // checksByID indexes the catalogue (catalogue.go) by ID.
 var checksByID = indexByID(catalogue)

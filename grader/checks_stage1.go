@@ -8,17 +8,6 @@ import (
 
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
-	"idemlab/kit/problem"
-)
-
-// The problem types the checks expect (docs/api.md, "Problem types").
-var (
-	pMissingKey   = problem.MissingIdempotencyKey.URI()
-	pInvalidKey   = problem.InvalidIdempotencyKey.URI()
-	pInProgress   = problem.RequestInProgress.URI()
-	pKeyReused    = problem.IdempotencyKeyReused.URI()
-	pInsufficient = problem.InsufficientFunds.URI()
-	pUnavailable  = problem.Unavailable.URI()
 )
 
 // checkSequentialRetry catches a server without a claim (stage 0) and a

@@ -8,11 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-
-	"idemlab/kit/problem"
 )
-
-var pDuplicate = problem.DuplicateRequest.URI()
 
 // member is one member of a JSON object: its name and its value, already
 // written as JSON.

@@ -9,7 +9,6 @@ import (
 
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
-	"idemlab/kit/problem"
 	"idemlab/kit/sqlitedb"
 )
 
@@ -98,7 +97,7 @@ func checkStaggeredRetries(t *T) error {
 			switch {
 			case r.Is(http.StatusCreated, "") && !r.Replayed():
 				fresh++
-			case r.Is(http.StatusCreated, ""), r.Is(http.StatusConflict, problem.DuplicateRequest.URI()):
+			case r.Is(http.StatusCreated, ""), r.Is(http.StatusConflict, pDuplicate):
 			default:
 				if ok, why := inProgressAnswer(r); !ok {
 					return t.Fail(sent, got, "one 201, and to every other request 409 request-in-progress with Retry-After, 409 duplicate-request or (stage 4 on) the stored 201: "+why)
@@ -377,7 +376,7 @@ func checkClientGivesUp(t *T, s Scenario) error {
 		// A client told 201, or 409 duplicate-request (done already), was
 		// told its money moved. One told anything else was told it did not:
 		// its operation must not have run.
-		if retry.Is(http.StatusCreated, "") || retry.Is(http.StatusConflict, problem.DuplicateRequest.URI()) {
+		if retry.Is(http.StatusCreated, "") || retry.Is(http.StatusConflict, pDuplicate) {
 			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 		} else {
 			books.Expect(op)
@@ -385,7 +384,7 @@ func checkClientGivesUp(t *T, s Scenario) error {
 		if err := t.Reconcile(sent, retry.Short(), books); err != nil {
 			return err
 		}
-		if !retry.Is(http.StatusCreated, "") && !retry.Is(http.StatusConflict, problem.DuplicateRequest.URI()) {
+		if !retry.Is(http.StatusCreated, "") && !retry.Is(http.StatusConflict, pDuplicate) {
 			return t.Fail(sent, retry.String(), "201 Created (the retry executes, or from stage 4 the stored answer is replayed), or 409 duplicate-request at stage 3")
 		}
 	}

@@ -14,12 +14,6 @@ import (
 	"idemlab/kit/problem"
 )
 
-var (
-	pPreconditionFailed   = problem.PreconditionFailed.URI()
-	pPreconditionRequired = problem.PreconditionRequired.URI()
-	pDailyLimit           = problem.DailyLimitExceeded.URI()
-)
-
 // settingsPath is the settings resource of account.
 func settingsPath(account string) string { return "/accounts/" + account + "/settings" }
 

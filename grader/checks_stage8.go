@@ -13,8 +13,6 @@ import (
 	"idemlab/kit/problem"
 )
 
-var pDuplicateReference = problem.DuplicateReference.URI()
-
 // reference draws an invoice number.
 func (t *T) reference() string {
 	return fmt.Sprintf("INV-%d-%06d", 2020+t.rng.IntN(10), t.rng.IntN(1_000_000))
