@@ -16,23 +16,13 @@ import (
 	"idemlab/grader"
 	"idemlab/kit/labdb"
 	"idemlab/kit/server"
-	"idemlab/kit/stage"
-	sol0 "idemlab/solutions/stage0"
-	sol1 "idemlab/solutions/stage1"
-	sol2 "idemlab/solutions/stage2"
-	sol3 "idemlab/solutions/stage3"
-	sol4 "idemlab/solutions/stage4"
-	sol5 "idemlab/solutions/stage5"
-	sol6 "idemlab/solutions/stage6"
-	sol7 "idemlab/solutions/stage7"
-	sol8 "idemlab/solutions/stage8"
-	sol9 "idemlab/solutions/stage9"
+	reference "idemlab/solutions"
 )
 
 // solutions are the reference solutions, by stage. They always compile,
 // so the lab command links them in; a student's stage is never linked in
 // (see stageBinary).
-var solutions = []stage.Factory{sol0.New, sol1.New, sol2.New, sol3.New, sol4.New, sol5.New, sol6.New, sol7.New, sol8.New, sol9.New}
+var solutions = reference.ByStage
 
 // solutionSubjects are the reference solutions as grader subjects, named
 // solutions/stageN.
