@@ -1,10 +1,6 @@
 package grader
 
-import (
-	"time"
-
-	"idemlab/kit/problem"
-)
+import "time"
 
 // drawLease draws a lease period of lo to hi whole seconds from the
 // check's seed, so that a server which assumes one fixed lease (the
@@ -49,7 +45,3 @@ func (t *T) unheld(h *Held, what string) error {
 
 // fresh reports whether r is a 201 that executed now: no replay marker.
 func fresh(r Response) bool { return r.Is(201, "") && !r.Replayed() }
-
-// pForbidden is the problem type of a request on another customer's
-// account.
-var pForbidden = problem.Forbidden.URI()

@@ -13,8 +13,11 @@ package grader
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strings"
+
+	"idemlab/kit/problem"
 )
 
 // Check is one claim about a server, with the code that tests it.
@@ -57,27 +60,45 @@ func (f *Failure) Error() string {
 	return fmt.Sprintf("sent %s; got %s; expected %s", f.Sent, f.Got, f.Expected)
 }
 
-var catalogue = map[string]Check{}
+// The problem types the checks expect (docs/api.md, "Problem types").
+var (
+	pMissingKey           = problem.MissingIdempotencyKey.URI()
+	pInvalidKey           = problem.InvalidIdempotencyKey.URI()
+	pDuplicate            = problem.DuplicateRequest.URI()
+	pInProgress           = problem.RequestInProgress.URI()
+	pKeyReused            = problem.IdempotencyKeyReused.URI()
+	pInsufficient         = problem.InsufficientFunds.URI()
+	pUnavailable          = problem.Unavailable.URI()
+	pForbidden            = problem.Forbidden.URI()
+	pPreconditionFailed   = problem.PreconditionFailed.URI()
+	pPreconditionRequired = problem.PreconditionRequired.URI()
+	pDailyLimit           = problem.DailyLimitExceeded.URI()
+	pDuplicateReference   = problem.DuplicateReference.URI()
+)
 
-// register adds checks to the catalogue; IDs must be unique.
-func register(checks ...Check) {
+// checksByID indexes the catalogue (catalogue.go) by ID.
+var checksByID = indexByID(catalogue)
+
+// indexByID maps each check's ID to it; it panics on an ID that is not
+// unique or not named for the check's stage, so that a catalogue with
+// either mistake cannot start.
+func indexByID(checks []Check) map[string]Check {
+	byID := make(map[string]Check, len(checks))
 	for _, c := range checks {
-		if _, dup := catalogue[c.ID]; dup {
+		if _, dup := byID[c.ID]; dup {
 			panic("grader: duplicate check " + c.ID)
 		}
 		if !strings.HasPrefix(c.ID, fmt.Sprintf("S%d.", c.Stage)) {
 			panic("grader: check " + c.ID + " is not named for its stage")
 		}
-		catalogue[c.ID] = c
+		byID[c.ID] = c
 	}
+	return byID
 }
 
 // Catalogue returns every check, by stage then ID.
 func Catalogue() []Check {
-	out := make([]Check, 0, len(catalogue))
-	for _, c := range catalogue {
-		out = append(out, c)
-	}
+	out := slices.Clone(catalogue)
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Stage != out[j].Stage {
 			return out[i].Stage < out[j].Stage
@@ -112,7 +133,7 @@ func For(subject Subject) []Check {
 
 // Lookup finds a check by ID.
 func Lookup(id string) (Check, bool) {
-	c, ok := catalogue[id]
+	c, ok := checksByID[id]
 	return c, ok
 }
 

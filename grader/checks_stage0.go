@@ -11,37 +11,6 @@ import (
 	"idemlab/kit/bank"
 )
 
-const lesson0 = "docs/lessons/00-naive.md"
-
-func init() {
-	register(
-		Check{
-			ID: "S0.happy-path", Stage: 0, Lesson: lesson0 + "#the-contract",
-			Claim: "a valid transfer and a valid deposit answer 201 with Location and the money moves once",
-			Why:   "a payment API that cannot move money correctly once has nothing to make safe yet",
-			Run:   withScenario(1_000_000, checkHappyPath),
-		},
-		Check{
-			ID: "S0.hostile-input", Stage: 0, Lesson: lesson0 + "#validation",
-			Claim: "malformed, oversized, mistyped or unauthorised requests get their 4xx problem and change nothing",
-			Why:   "a request the server cannot understand must never move money or leave a half-claimed key behind",
-			Run:   withScenario(1_000_000, checkHostileInput),
-		},
-		Check{
-			ID: "S0.owner-only-reads", Stage: 0, Lesson: lesson0 + "#the-contract",
-			Claim: "accounts, entries and transfers are shown only to their owner: 401 without a token, 403 for someone else's, 404 for none",
-			Why:   "a replay or a read that leaks another customer's transfer is a data breach",
-			Run:   withScenario(1_000_000, checkOwnerOnlyReads),
-		},
-		Check{
-			ID: "S0.tally-shipped", Stage: 0, Tally: true, Lesson: lesson0 + "#counting-the-damage",
-			Claim: "Tally of the shipped day's access log equals its answer key",
-			Why:   "before fixing double transfers you must be able to count them: every one is money a customer sent twice",
-			Run:   checkTallyShipped,
-		},
-	)
-}
-
 func checkHappyPath(t *T, s Scenario) error {
 	a, b := s.A, s.B
 	amount := t.Amount(1, 500_000)

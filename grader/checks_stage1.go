@@ -8,79 +8,7 @@ import (
 
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
-	"idemlab/kit/problem"
 )
-
-const lesson1 = "docs/lessons/01-claim.md"
-
-// The problem types the checks expect (docs/api.md, "Problem types").
-var (
-	pMissingKey   = problem.MissingIdempotencyKey.URI()
-	pInvalidKey   = problem.InvalidIdempotencyKey.URI()
-	pInProgress   = problem.RequestInProgress.URI()
-	pKeyReused    = problem.IdempotencyKeyReused.URI()
-	pInsufficient = problem.InsufficientFunds.URI()
-	pUnavailable  = problem.Unavailable.URI()
-)
-
-func init() {
-	register(
-		Check{
-			ID: "S1.sequential-retry", Stage: 1, Lesson: lesson1 + "#a-retry-is-not-a-new-request",
-			Claim: "a retry with the same key, sent after the original answered, does not execute again",
-			Why:   "the client retried because it never saw the first answer; executing the retry sends the customer's money twice",
-			Run:   withScenario(1_000_000, checkSequentialRetry),
-		},
-		Check{
-			ID: "S1.concurrent-duplicates", Stage: 1, Lesson: lesson1 + "#the-race",
-			Claim: "32 simultaneous requests with one key execute exactly once, and none of them gets a 5xx",
-			Why:   "a double-click or an impatient retry races the original; two requests that both see \"no key yet\" both move money, and a 5xx tells the client nothing about whether it did",
-			Run:   withScenario(1_000_000, checkConcurrentDuplicates),
-		},
-		Check{
-			ID: "S1.staggered-duplicates", Stage: 1, Lesson: lesson1 + "#the-race",
-			Claim: "8 to 16 requests with one key, arriving a few milliseconds apart, bare or quoted, execute exactly once, whether the core answers at once or slowly",
-			Why:   "retries do not arrive together: each one meets the original at another point of its work (before its claim, inside its transaction, just after its commit), and a design with a gap at any of them pays twice there",
-			Run:   withScenario(10_000_000, checkStaggeredDuplicates),
-		},
-		Check{
-			ID: "S1.missing-key", Stage: 1, Lesson: lesson1 + "#no-key-no-money",
-			Claim: "a transfer or deposit without Idempotency-Key gets 400 missing-idempotency-key and nothing moves",
-			Why:   "without a key the server cannot tell a retry from a new request, so every lost answer becomes a possible double payment",
-			Run:   withScenario(1_000_000, checkMissingKey),
-		},
-		Check{
-			ID: "S1.invalid-key", Stage: 1, Lesson: lesson1 + "#what-a-key-looks-like",
-			Claim: "an empty, too long, non-ASCII, malformed or repeated Idempotency-Key gets 400 invalid-idempotency-key and nothing moves",
-			Why:   "a key the server silently truncates, trims or picks one of is a key two clients can share, or one client can lose",
-			Run:   withScenario(1_000_000, checkInvalidKey),
-		},
-		Check{
-			ID: "S1.key-forms", Stage: 1, Lesson: lesson1 + "#what-a-key-looks-like",
-			Claim: "any key of 1 to 255 printable ASCII characters is one key, quoted (Idempotency-Key: \"k\", with \\\" and \\\\ escaped) or bare; keys that differ only in letter case or a trailing character are two keys",
-			Why:   "clients following the IETF draft quote the key and older ones do not: if the two spellings are two keys, a retry by another library executes again; a server that folds, trims or truncates keys makes two clients' operations one, and the second never runs",
-			Run:   withScenario(10_000_000, checkKeyForms),
-		},
-		Check{
-			ID: "S1.distinct-keys-same-body", Stage: 1, Lesson: lesson1 + "#one-key-one-operation",
-			Claim: "two requests with different keys and the same body are two transfers, both executed",
-			Why:   "paying the same rent twice in one month is the customer's decision; the key, not the body, says whether a request is a retry, and a server that guesses loses a real payment",
-			Run:   withScenario(10_000_000, checkDistinctKeysSameBody),
-		},
-		Check{
-			ID: "S1.replicas", Stage: 1, Lesson: lesson1 + "#several-servers-one-database",
-			Claim: "with two server processes on one database, a retry that reaches the other process, and duplicates spread over both at once, execute once",
-			Why:   "production runs several app servers behind a load balancer, and a retry lands on any of them: a claim kept in one process's memory is invisible to the others, and only the database is shared",
-			Run:   checkReplicas,
-		},
-		Check{
-			ID: "S1.fail-closed", Stage: 1, Lesson: lesson1 + "#fail-closed",
-			Claim: "when the key store fails, the request gets 503 unavailable and nothing executes; once it is back, the retry executes exactly once",
-			Why:   "executing without a claim is executing without protection: the retry that follows the outage pays a second time",
-			Run:   withScenario(2_000_000, checkFailClosed),
-		},
-	)
-}
 
 // checkSequentialRetry catches a server without a claim (stage 0) and a
 // claim that does not stop the retry: INSERT OR IGNORE or an upsert whose

@@ -8,36 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-
-	"idemlab/kit/problem"
 )
-
-const lesson2 = "docs/lessons/02-fingerprint.md"
-
-var pDuplicate = problem.DuplicateRequest.URI()
-
-func init() {
-	register(
-		Check{
-			ID: "S2.edited-resubmission", Stage: 2, Lesson: lesson2 + "#same-key-another-request",
-			Claim: "the same key with any member of the body edited (amount, accounts, memo changed, added or removed, a metadata member added, changed or removed) gets 422 idempotency-key-reused and moves nothing",
-			Why:   "a clerk who fixes the amount and resubmits with the old key believes the new amount went through; answering \"already done\" (or the old result) silently pays the wrong amount, and executing it spends one key on two operations",
-			Run:   withScenario(5_000_000, checkEditedResubmission),
-		},
-		Check{
-			ID: "S2.equivalent-bodies", Stage: 2, Lesson: lesson2 + "#the-canonical-form",
-			Claim: "a retry whose body differs only in member order, whitespace, string escapes (\\u0041 for A) or number spelling (3e5 for 300000) is answered as the same request: 409 duplicate-request, or from stage 4 the stored answer, and never executes",
-			Why:   "retries are rewritten by proxies, SDKs and other languages' JSON encoders; refusing one as a different request leaves the client unable to learn whether its money moved, and executing it pays twice",
-			Run:   withScenario(5_000_000, checkEquivalentBodies),
-		},
-		Check{
-			ID: "S2.fingerprint-is-rfc8785", Stage: 2, Lesson: lesson2 + "#a-fingerprint-others-can-compute",
-			Claim: "the key table's fingerprint column holds the lowercase hex SHA-256 of the body's RFC 8785 canonical form, for bodies that Go's encoding/json writes otherwise",
-			Why:   "another replica, the next version during a rolling upgrade, or a service in another language must compute the same fingerprint for the same request; one that differs refuses a client's retry as another request, or takes an edited request for a retry",
-			Run:   withScenario(5_000_000, checkFingerprintIsRFC8785),
-		},
-	)
-}
 
 // member is one member of a JSON object: its name and its value, already
 // written as JSON.

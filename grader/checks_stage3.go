@@ -9,46 +9,8 @@ import (
 
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
-	"idemlab/kit/problem"
 	"idemlab/kit/sqlitedb"
 )
-
-const lesson3 = "docs/lessons/03-in-progress.md"
-
-func init() {
-	register(
-		Check{
-			ID: "S3.retry-during-original", Stage: 3, Lesson: lesson3 + "#the-window",
-			Claim: "a retry that arrives while the original runs gets 409 request-in-progress with Retry-After, and one transfer happens, whether the original waits long on the core or retries arrive a few ms apart with the core answering at once",
-			Why:   "\"already done\" and \"still running\" need different client behaviour: read the result, or wait and retry; a client told \"done\" while the original may still fail walks away from a payment that never happened",
-			Run:   checkRetryDuringOriginal,
-		},
-		Check{
-			ID: "S3.release-after-failure", Stage: 3, Lesson: lesson3 + "#releasing-a-failed-claim",
-			Claim: "after an internal failure before the money moved, the retry with the same key executes exactly once",
-			Why:   "a key kept after a failed attempt blocks every retry of a payment that never happened: the customer's rent is never paid, and the server says it is busy or done",
-			Run:   withScenario(1_000_000, checkReleaseAfterFailure),
-		},
-		Check{
-			ID: "S3.never-completed-without-money", Stage: 3, Lesson: lesson3 + "#completed-means-the-money-moved",
-			Claim: "a key is completed only in the transaction that moved its money: never while the core call runs, never after a failed or crashed business write",
-			Why:   "a completed key is the server's promise that the money moved; a retry that trusts a broken promise gets \"done\" for a transfer that never happened",
-			Run:   withScenario(1_000_000, checkNeverCompletedWithoutMoney),
-		},
-		Check{
-			ID: "S3.completed-with-the-money", Stage: 3, Lesson: lesson3 + "#completed-means-the-money-moved",
-			Claim: "the money and the key's completion commit together: a key store that fails at the completion leaves nothing moved and a retry that executes once; a crash right after the commit leaves the key completed",
-			Why:   "a completion in a transaction of its own, after the money, can fail or be cut off by a crash: the money has moved, and the key says it has not, so the client is told it failed (and pays again), or waits for good",
-			Run:   withScenario(1_000_000, checkCompletedWithTheMoney),
-		},
-		Check{
-			ID: "S3.client-gives-up", Stage: 3, Lesson: lesson3 + "#a-client-that-gives-up",
-			Claim: "a client that hangs up (mid-body, during the core wait, around the business write) can retry with the same key until it has an answer: its operation executes exactly once, and its key is never left in progress",
-			Why:   "clients time out all the time; a server that treats a client gone away as a reason to keep the key (or to forget it after the money moved) leaves a payment that can never be made, or makes it twice",
-			Run:   withScenario(10_000_000, checkClientGivesUp),
-		},
-	)
-}
 
 // checkRetryDuringOriginal catches a claim made only in the business
 // transaction, after the core wait (stages 1–2: the retry waits and then
@@ -135,7 +97,7 @@ func checkStaggeredRetries(t *T) error {
 			switch {
 			case r.Is(http.StatusCreated, "") && !r.Replayed():
 				fresh++
-			case r.Is(http.StatusCreated, ""), r.Is(http.StatusConflict, problem.DuplicateRequest.URI()):
+			case r.Is(http.StatusCreated, ""), r.Is(http.StatusConflict, pDuplicate):
 			default:
 				if ok, why := inProgressAnswer(r); !ok {
 					return t.Fail(sent, got, "one 201, and to every other request 409 request-in-progress with Retry-After, 409 duplicate-request or (stage 4 on) the stored 201: "+why)
@@ -414,7 +376,7 @@ func checkClientGivesUp(t *T, s Scenario) error {
 		// A client told 201, or 409 duplicate-request (done already), was
 		// told its money moved. One told anything else was told it did not:
 		// its operation must not have run.
-		if retry.Is(http.StatusCreated, "") || retry.Is(http.StatusConflict, problem.DuplicateRequest.URI()) {
+		if retry.Is(http.StatusCreated, "") || retry.Is(http.StatusConflict, pDuplicate) {
 			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 		} else {
 			books.Expect(op)
@@ -422,7 +384,7 @@ func checkClientGivesUp(t *T, s Scenario) error {
 		if err := t.Reconcile(sent, retry.Short(), books); err != nil {
 			return err
 		}
-		if !retry.Is(http.StatusCreated, "") && !retry.Is(http.StatusConflict, problem.DuplicateRequest.URI()) {
+		if !retry.Is(http.StatusCreated, "") && !retry.Is(http.StatusConflict, pDuplicate) {
 			return t.Fail(sent, retry.String(), "201 Created (the retry executes, or from stage 4 the stored answer is replayed), or 409 duplicate-request at stage 3")
 		}
 	}

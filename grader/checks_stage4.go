@@ -13,49 +13,6 @@ import (
 	"idemlab/kit/labctl"
 )
 
-const lesson4 = "docs/lessons/04-replay.md"
-
-func init() {
-	register(
-		Check{
-			ID: "S4.replay-byte-identical", Stage: 4, Lesson: lesson4 + "#store-the-answer",
-			Claim: "a retry of a completed request gets the stored response: same status, same body bytes, same Content-Type and Location",
-			Why:   "the client retried because it lost the first answer; only the same answer lets it finish as if nothing had gone wrong, and a different one (another id, another time) looks like a second transfer",
-			Run:   withScenario(2_000_000, checkReplayByteIdentical),
-		},
-		Check{
-			ID: "S4.replay-marker-only-on-replays", Stage: 4, Lesson: lesson4 + "#the-replay-marker",
-			Claim: "Idempotent-Replayed: true is on every replay and on no first answer",
-			Why:   "clients, logs and support staff count payments by first answers; a marker on a first answer hides a real payment, a missing one on a replay counts a payment twice",
-			Run:   withScenario(1_000_000, checkReplayMarkerOnlyOnReplays),
-		},
-		Check{
-			ID: "S4.no-cookie-replayed", Stage: 4, Lesson: lesson4 + "#what-not-to-store",
-			Claim: "a replay never carries the Set-Cookie of the answer it replays",
-			Why:   "a session cookie belongs to the client that received it; replaying it hands that session to whoever retried, perhaps from another device",
-			Run:   withScenario(1_000_000, checkNoCookieReplayed),
-		},
-		Check{
-			ID: "S4.balance-after-unchanged", Stage: 4, Lesson: lesson4 + "#never-recompute",
-			Claim: "a replay's balance_after and created_at stay what they were, after later transfers, deposits and time",
-			Why:   "a replay rebuilt from today's balance tells the customer a balance that was never the result of this transfer: the receipt they keep is wrong",
-			Run:   withScenario(2_000_000, checkBalanceAfterUnchanged),
-		},
-		Check{
-			ID: "S4.insufficient-funds-replayed", Stage: 4, Lesson: lesson4 + "#a-refusal-is-an-answer",
-			Claim: "a stored 422 insufficient-funds is replayed as it was, even after a deposit made the transfer affordable",
-			Why:   "the client that lost the 422 must learn the answer it was given; executing the retry later, after money arrived, moves money the customer was told would not move",
-			Run:   withScenario(100_000, checkInsufficientFundsReplayed),
-		},
-		Check{
-			ID: "S4.answer-stored-with-the-money", Stage: 4, Lesson: lesson4 + "#store-the-answer",
-			Claim: "the answer is stored in the transaction that moves the money: after a crash right after that commit, the retry gets the stored 201 of its own operation",
-			Why:   "a key completed without its answer is a payment whose client can never learn how it went: every retry is refused, and the receipt (id, balance_after) is lost",
-			Run:   withScenario(1_000_000, checkAnswerStoredWithTheMoney),
-		},
-	)
-}
-
 // replayMismatch compares a replay with the original answer and says what
 // differs, or "" if it is faithful.
 func replayMismatch(orig, replay Response) string {

@@ -12,43 +12,6 @@ import (
 	"idemlab/kit/labclient"
 )
 
-const lesson5 = "docs/lessons/05-scope-retention.md"
-
-func init() {
-	register(
-		Check{
-			ID: "S5.customers-scoped", Stage: 5, Lesson: lesson5 + "#whose-key",
-			Claim: "two customers who send the same key string get their own transfers and their own replays, never each other's",
-			Why:   "keys are chosen by clients, and two clients can choose alike; a key shared across customers refuses one customer's payment, or replays another customer's transfer to them",
-			Run:   withScenario(2_000_000, checkCustomersScoped),
-		},
-		Check{
-			ID: "S5.endpoints-scoped", Stage: 5, Lesson: lesson5 + "#one-key-per-endpoint",
-			Claim: "the same key on POST /transfers and POST /deposits names two independent operations",
-			Why:   "a client that numbers its requests per endpoint would have its deposit refused as a reused key, or answered with a transfer",
-			Run:   withScenario(2_000_000, checkEndpointsScoped),
-		},
-		Check{
-			ID: "S5.retention-boundary", Stage: 5, Lesson: lesson5 + "#how-long-to-remember",
-			Claim: "a retry just inside the retention period (on the lab clock) is replayed; just after it, the same key is a new request",
-			Why:   "forget a key too early and a late retry pays twice; never forget it and the table grows without end while old keys refuse new operations",
-			Run:   withScenario(2_000_000, checkRetentionBoundary),
-		},
-		Check{
-			ID: "S5.purge-bounded", Stage: 5, Lesson: lesson5 + "#purging",
-			Claim: "a purge removes every expired completed key and keeps every live one, which still replays",
-			Why:   "a key table that only grows slows every claim and fills the disk; a purge that takes live keys turns the next retry into a second payment",
-			Run:   withScenario(10_000_000, checkPurgeBounded),
-		},
-		Check{
-			ID: "S5.purge-keeps-in-progress", Stage: 5, Lesson: lesson5 + "#never-purge-in-progress",
-			Claim: "a purge never removes an in-progress key, however old: a retry of the running original still gets 409; once it completes, its retention counts from the completion",
-			Why:   "the original is still moving the money; without its key, the next retry claims again and executes a second time",
-			Run:   checkPurgeKeepsInProgress,
-		},
-	)
-}
-
 // answerID reads the id of the transfer or deposit an answer names: its
 // body's id or, in an answer without one, the last segment of its
 // Location (a replay that kept the headers and lost the body still names

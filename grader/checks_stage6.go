@@ -12,49 +12,6 @@ import (
 	"idemlab/kit/labctl"
 )
 
-const lesson6 = "docs/lessons/06-recovery.md"
-
-func init() {
-	register(
-		Check{
-			ID: "S6.lease-takeover-once", Stage: 6, Lesson: lesson6 + "#taking-over-a-lease",
-			Claim: "an in-progress key whose lease (read from the config in force, changed mid-run) has expired is taken over by exactly one of many retries, at once or a few ms apart, and executed once",
-			Why:   "a request that crashed after its claim leaves its key in progress; without a lease the payment is stuck forever, and with a takeover that two retries can both win it is paid twice",
-			Run:   withScenario(1_000_000, checkLeaseTakeoverOnce),
-		},
-		Check{
-			ID: "S6.live-lease-409", Stage: 6, Lesson: lesson6 + "#a-live-lease",
-			Claim: "while an in-progress key's lease is live, a retry gets 409 request-in-progress and nothing executes",
-			Why:   "a live lease means the original may still be running; a retry that takes it over early executes the payment a second time beside it",
-			Run:   withScenario(1_000_000, checkLiveLease409),
-		},
-		Check{
-			ID: "S6.late-original-fenced", Stage: 6, Lesson: lesson6 + "#a-late-original",
-			Claim: "an original that outlives its lease while a retry takes its key over neither completes, nor frees the key, nor moves money: the retry that holds the lease executes, once",
-			Why:   "a slow original is not a dead one: if it still completes after a retry took its key over, the payment runs twice; if it deletes the key it lost, a third attempt claims it afresh and runs beside the retry",
-			Run:   checkLateOriginalFenced,
-		},
-		Check{
-			ID: "S6.outage-mid-request", Stage: 6, Lesson: lesson6 + "#an-outage-mid-request",
-			Claim: "when the key store fails after the claim, while the request waits on the core, the money rolls back and the retries converge to exactly one execution",
-			Why:   "a claim the server could neither complete nor release must not block the operation for good, nor let it run twice",
-			Run:   checkOutageMidRequest,
-		},
-		Check{
-			ID: "S6.day-replay-through-faults", Stage: 6, Lesson: lesson6 + "#a-day-of-faults",
-			Claim: "a generated day replayed through every failure point of a remote call ends with 0 doubles, 0 lost transfers, faithful replays and balances that add up",
-			Why:   "each failure point is rare, but a day has thousands of payments; what is left after one bad day is the real measure of a payment API",
-			Run:   checkDayReplayThroughFaults,
-		},
-		Check{
-			ID: "S6.crash-recovery", Stage: 6, Lesson: lesson6 + "#crash-points",
-			Claim: "after a crash inside the business write, right after its commit, before the response, or a kill -9 under load, retries converge to exactly one execution, and no client is told success for money that never moved",
-			Why:   "processes die between any two instructions; whatever was committed is the truth, and what the retry hears must match it",
-			Run:   checkCrashRecovery,
-		},
-	)
-}
-
 // checkLeaseTakeoverOnce catches a key stuck in progress after a crash
 // (no lease: stages 3–5), a lease read once (when the server started, or
 // at its first claim) instead of from the config in force, and a

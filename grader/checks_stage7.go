@@ -14,61 +14,6 @@ import (
 	"idemlab/kit/problem"
 )
 
-const lesson7 = "docs/lessons/07-lost-updates.md"
-
-func init() {
-	register(
-		Check{
-			ID: "S7.two-clerks", Stage: 7, Lesson: lesson7 + "#two-clerks",
-			Claim: "clerk A renames the account; clerk B, from the copy read before, raises its daily limit: B gets 412 and nothing changes, then re-reads and saves both changes",
-			Why:   "without If-Match the second save silently puts back what the first changed: A's rename is gone, and nobody was told",
-			Run:   checkTwoClerks,
-		},
-		Check{
-			ID: "S7.many-clerks", Stage: 7, Lesson: lesson7 + "#many-clerks-at-once",
-			Claim: "clerks that each raise the daily limit from the copy they read, at once and while the core is slow, re-reading after each 412, end with every raise counted: each successful PUT replaced the version it was based on",
-			Why:   "two saves based on one version both succeed only if one overwrote the other: a raise, or a cut, that its clerk was told was saved is gone",
-			Run:   checkManyClerks,
-		},
-		Check{
-			ID: "S7.retried-put", Stage: 7, Lesson: lesson7 + "#a-retried-put",
-			Claim: "a PUT retried with the same If-Match after its answer was lost gets 412 once the settings moved on, and never overwrites a change another clerk saved since",
-			Why:   "a client that lost the answer sends the same request again; if the stale retry is written, or told it was, the other clerk's change is undone behind everyone's back",
-			Run:   checkRetriedPut,
-		},
-		Check{
-			ID: "S7.precondition-required", Stage: 7, Lesson: lesson7 + "#require-if-match",
-			Claim: "a PUT of the settings without If-Match, or with If-Match: *, gets 428 precondition-required and changes nothing",
-			Why:   "a PUT that names no version overwrites whatever it finds; if the server accepts it, every client that forgot If-Match can lose other clerks' changes",
-			Run:   checkPreconditionRequired,
-		},
-		Check{
-			ID: "S7.daily-limit", Stage: 7, Lesson: lesson7 + "#the-money-behind-it",
-			Claim: "clerk A lowers the daily limit; clerk B, from the copy read before, renames the account and gets 412; a transfer over A's limit is refused with 422 daily-limit-exceeded and moves nothing, one within it executes, and the next day the limit starts again",
-			Why:   "a lost update of a limit is a money bug: the stale rename puts the old limit back, and transfers the owner capped go through",
-			Run:   checkDailyLimit,
-		},
-		Check{
-			ID: "S7.etag-names-the-version", Stage: 7, Lesson: lesson7 + "#the-etag-names-the-version",
-			Claim: "GET gives a strong ETag; a PUT answers 200 with the settings it saved and a new ETag, whichever member changed, that the next GET shows and the next PUT may use",
-			Why:   "an ETag that misses a change (a daily limit, a write) lets a stale copy match; one that the answer gets wrong sends the clerk's next save to 412, or through",
-			Run:   checkETagNamesTheVersion,
-		},
-		Check{
-			ID: "S7.settings-contract", Stage: 7, Lesson: lesson7 + "#the-contract",
-			Claim: "the settings are the owner's only (401 without a token, 403 for another customer's account, 404 for none), and an invalid PUT body is 400 invalid-request: nothing changes",
-			Why:   "settings that another customer can read or change, or a limit of -1 or of a string that is saved, guard no money",
-			Run:   checkSettingsContract,
-		},
-	)
-}
-
-var (
-	pPreconditionFailed   = problem.PreconditionFailed.URI()
-	pPreconditionRequired = problem.PreconditionRequired.URI()
-	pDailyLimit           = problem.DailyLimitExceeded.URI()
-)
-
 // settingsPath is the settings resource of account.
 func settingsPath(account string) string { return "/accounts/" + account + "/settings" }
 

@@ -13,63 +13,6 @@ import (
 	"idemlab/kit/problem"
 )
 
-const lesson8 = "docs/lessons/08-zombie-resources.md"
-
-func init() {
-	register(
-		Check{
-			ID: "S8.two-keys", Stage: 8, Lesson: lesson8 + "#one-invoice-two-keys",
-			Claim: "an invoice paid a second time under a new Idempotency-Key gets 409 duplicate-reference with the Location of the first transfer, and nothing moves",
-			Why:   "the key only knows its own retries: a clerk who pays the same invoice again, from a new form or another tab, sends a new key, and the invoice is paid twice",
-			Run:   checkTwoKeys,
-		},
-		Check{
-			ID: "S8.two-clerks", Stage: 8, Lesson: lesson8 + "#two-clerks-at-once",
-			Claim: "clerks paying one invoice at once under keys of their own, while the core is slow: exactly one transfer is made, and every other clerk gets 409 duplicate-reference with its Location",
-			Why:   "a server that looks for the reference and then inserts it lets every clerk who looked before the first insert pay: the database must decide, in the transaction that moves the money",
-			Run:   checkTwoClerksPay,
-		},
-		Check{
-			ID: "S8.after-expiry", Stage: 8, Lesson: lesson8 + "#after-the-key-expired",
-			Claim: "after the first transfer's key has expired and been purged, the same request (its late retry) and a new key with the same reference both get 409 duplicate-reference, and nothing moves",
-			Why:   "a key is forgotten after its retention period; a reference must not be: the retry that arrives after the purge is a zombie that pays the invoice again",
-			Run:   checkAfterExpiry,
-		},
-		Check{
-			ID: "S8.edited", Stage: 8, Lesson: lesson8 + "#an-edited-payment",
-			Claim: "the same reference with another amount, under a new key, gets 409 duplicate-reference with the Location of the first transfer, and nothing moves",
-			Why:   "a clerk who corrects the amount and submits again pays the invoice twice, once with each amount, unless the reference alone decides",
-			Run:   checkEditedPayment,
-		},
-		Check{
-			ID: "S8.refusal-replayed", Stage: 8, Lesson: lesson8 + "#the-refusal-is-an-answer",
-			Claim: "a retry of the refused request, with its key, gets the stored 409 duplicate-reference again, byte for byte, with its Location and Idempotent-Replayed: true",
-			Why:   "the refusal is that key's answer for good: recomputed, it is not marked as a replay, and the client cannot tell it from a fresh decision",
-			Run:   checkRefusalReplayed,
-		},
-		Check{
-			ID: "S8.other-customer", Stage: 8, Lesson: lesson8 + "#whose-reference",
-			Claim: "another customer's transfer with the same reference executes: a reference is unique per customer",
-			Why:   "customers number their invoices each their own way; a reference unique across customers refuses one customer's payment because of another's",
-			Run:   checkOtherCustomerReference,
-		},
-		Check{
-			ID: "S8.without-reference", Stage: 8, Lesson: lesson8 + "#without-a-reference",
-			Claim: "transfers without a reference, before and after one with a reference, each execute under their own key, as in stage 7",
-			Why:   "a transfer without a reference must not be held to one: stored as an empty reference, the second such transfer is refused, and its money never moves",
-			Run:   checkWithoutReference,
-		},
-		Check{
-			ID: "S8.reference-validated", Stage: 8, Lesson: lesson8 + "#the-contract",
-			Claim: "a reference that is not a string, empty, over 64 characters, not printable or with a space at either end gets 400 invalid-request before its key is claimed: the same key with a valid body then executes",
-			Why:   "a reference stored as sent, spaces and all, lets \"INV-7\" and \"INV-7 \" pay one invoice twice; one refused after its key was claimed leaves the key used for a request that never ran",
-			Run:   checkReferenceValidated,
-		},
-	)
-}
-
-var pDuplicateReference = problem.DuplicateReference.URI()
-
 // reference draws an invoice number.
 func (t *T) reference() string {
 	return fmt.Sprintf("INV-%d-%06d", 2020+t.rng.IntN(10), t.rng.IntN(1_000_000))

@@ -11,43 +11,6 @@ import (
 	"idemlab/kit/labctl"
 )
 
-const lesson9 = "docs/lessons/09-delivery.md"
-
-func init() {
-	register(
-		Check{
-			ID: "S9.posted-once", Stage: 9, Lesson: lesson9 + "#the-outbox",
-			Claim: "every transfer that executed reaches the core ledger exactly once, with its accounts and amount; a refused one (insufficient funds, a reference already paid) never does; the outbox drains",
-			Why:   "the core ledger keeps the bank's books of record: a transfer it never hears of is money that moved in one book and not the other, and one it hears of twice is counted twice",
-			Run:   checkPostedOnce,
-		},
-		Check{
-			ID: "S9.core-down", Stage: 9, Lesson: lesson9 + "#when-the-core-is-down",
-			Claim: "while the core ledger is down, transfers still execute and answer 201 Created; once it is back, each reaches it exactly once",
-			Why:   "a server that calls the core inside the request fails its customers while the core is down, or moves their money and never tells the core; a relay that gives up, or marks a row sent before the core said yes, loses the posting",
-			Run:   checkCoreDown,
-		},
-		Check{
-			ID: "S9.lost-answers", Stage: 9, Lesson: lesson9 + "#a-lost-answer",
-			Claim: "when the core ledger's answers are lost (the posting applied, the answer dropped), the relay sends again and each transfer is posted exactly once",
-			Why:   "a relay that sends again under a new key makes the core post the transfer twice: the key belongs to the outbox row, not to the attempt",
-			Run:   checkLostCoreAnswers,
-		},
-		Check{
-			ID: "S9.crash-after-post", Stage: 9, Lesson: lesson9 + "#a-crash-between-send-and-mark",
-			Claim: "when the server dies after the core acknowledged a posting and before the relay marked it sent, the restarted server sends it again and it is posted exactly once",
-			Why:   "the row still looks unsent after the restart: sent under a new key it is posted twice, and a relay that marks rows before sending them loses one the same way",
-			Run:   checkCrashAfterPost,
-		},
-		Check{
-			ID: "S9.crash-after-commit", Stage: 9, Lesson: lesson9 + "#a-crash-after-the-commit",
-			Claim: "when the server dies right after a transfer committed, before its answer and before any relay ran, the restarted server still tells the core, exactly once",
-			Why:   "a server that posts to the core after its own commit, in the request, loses the posting when it dies in between: only a row committed with the money survives the crash",
-			Run:   checkCrashAfterCommitPosted,
-		},
-	)
-}
-
 // drainWithin is how long the checks give the relay to empty the outbox:
 // it runs every 20 ms, so only a stuck relay takes this long.
 const drainWithin = 10 * time.Second

@@ -11,15 +11,6 @@ import (
 	"idemlab/kit/accesslog"
 )
 
-func init() {
-	register(Check{
-		ID: "S0.tally-generated", Stage: 0, Tally: true, Lesson: lesson0 + "#counting-the-damage",
-		Claim: "Tally of a freshly generated day's access log equals the truth in the server's books",
-		Why:   "a tally that only matches one shipped answer key may have learned the key, not the log; a new day has new traps",
-		Run:   checkTallyGenerated,
-	})
-}
-
 // generatedDayOps is the size of the day S0.tally-generated draws: large
 // enough to meet every failure point, small enough to replay in well
 // under a second.

@@ -15,10 +15,6 @@ import (
 	"idemlab/grader"
 )
 
-func init() {
-	register(command{name: "audit", summary: "run the checks against any net/http idempotency middleware, through an adapter package", run: runAudit})
-}
-
 // The headings of an audit's report, in the order it prints them.
 const (
 	auditMoney    = "money safety: the middleware let money move twice, or be lost, or a client be told something untrue"
@@ -31,16 +27,10 @@ type auditFlags struct {
 	runFlags
 }
 
-func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab audit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func runAudit(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	var f auditFlags
 	fs.StringVar(&f.pkg, "pkg", "", "the adapter package: its folder (./audit/examples/naive) or import path; it exports New(audit.Env) (audit.Middleware, error)")
 	f.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lab audit --pkg PATH [--seed S] [--run ID] [--results DIR]   (docs/audit.md)")
-		fs.PrintDefaults()
-	}
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}

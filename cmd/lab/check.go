@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -10,12 +11,7 @@ import (
 	"idemlab/studentloop"
 )
 
-func init() {
-	register(command{name: "check", summary: "run a stage's checks with a summary, and record the progress (make stage-N)", run: runCheck})
-}
-
-func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab check", "[N] [--seed S] [--run ID] [--solution]", stderr)
+func runCheck(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	seed := fs.String("seed", os.Getenv("SEED"), "repeat a run: the seed a failure printed (or SEED=)")
 	only := fs.String("run", os.Getenv("RUN"), "run only the checks whose ID contains this (or RUN=)")
 	solution := fs.Bool("solution", false, "run the reference solution's checks instead of yours")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,12 +15,7 @@ import (
 	"idemlab/dashboard/backend"
 )
 
-func init() {
-	register(command{name: "dash", summary: "watch a running lab server live (your make serve)", run: runDash})
-}
-
-func runDash(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab dash", "--url http://127.0.0.1:8080[,http://127.0.0.1:8081…] --token adm_…", stderr)
+func runDash(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	url := fs.String("url", os.Getenv("LAB"), "the lab server's URL (default $LAB, which make serve prints); for replicas, every replica's, comma-separated, and each request shows which one answered")
 	token := fs.String("token", os.Getenv("ADMIN"), "its admin token (default $ADMIN, which make serve prints)")
 	if done, err := parseFlags(fs, args); done {

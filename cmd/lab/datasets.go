@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,10 +12,6 @@ import (
 
 	"idemlab/grader"
 )
-
-func init() {
-	register(command{name: "datasets", summary: "regenerate the day datasets: plans, naive access logs, answer keys", run: runDatasets})
-}
 
 // shippedDay is the small day in datasets/, checked by S0.tally-shipped.
 var shippedDay = dayFiles{dir: "datasets", name: "day-small", seed: 1, ops: 1000}
@@ -29,8 +26,7 @@ type dayFiles struct {
 
 func (d dayFiles) path(kind string) string { return filepath.Join(d.dir, d.name+"."+kind) }
 
-func runDatasets(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab datasets", "[--sizes N,N…] [--shipped]", stderr)
+func runDatasets(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	sizes := fs.String("sizes", "10000,100000", "the sizes of the large days, in operations")
 	shipped := fs.Bool("shipped", false, "rewrite the shipped small day in datasets/ instead (its access log gets new times and ids)")
 	if done, err := parseFlags(fs, args); done {
@@ -65,15 +61,15 @@ func runDatasets(ctx context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 // makeDay generates one day and replays it against the naive server,
-// writing its access log and answer key.
+// writing its access log and answer key: lab gen, then lab replay.
 func makeDay(ctx context.Context, d dayFiles, stdout, stderr io.Writer) error {
 	gen := []string{"--seed", strconv.FormatUint(d.seed, 10), "--ops", strconv.Itoa(d.ops), "-o", d.path("plan.jsonl")}
-	if err := runGen(ctx, gen, stdout, stderr); err != nil {
+	if err := (command{name: "gen", run: runGen}).invoke(ctx, gen, stdout, stderr); err != nil {
 		return err
 	}
 	replay := []string{"--log", d.path("plan.jsonl"), "--stage", "0", "--solution", "--examples", "0",
 		"--access-log", d.path("access.jsonl"), "--answer", d.path("answer.json")}
-	err := runReplay(ctx, replay, io.Discard, stderr)
+	err := (command{name: "replay", run: runReplay}).invoke(ctx, replay, io.Discard, stderr)
 	if ec, ok := err.(*exitCode); ok && ec.code == 1 {
 		return nil // the naive server does not reconcile: that is the point of the day
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,10 +16,6 @@ import (
 	"idemlab/grader"
 	"idemlab/kit/stage"
 )
-
-func init() {
-	register(command{name: "demo", summary: "the classroom demo: the naive server and a safe one, side by side", run: runDemo})
-}
 
 // demoStages are the stages the demo can run: the solutions linked into
 // lab (see serve.go), and the student's own, built and run as a child
@@ -36,8 +33,7 @@ func demoStages(root string) backend.Stages {
 	return s
 }
 
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab demo", "[--stage N] [--yours] [--faults PROFILE] [--db :memory:|URL] [--plain [--duration 10s]]", stderr)
+func runDemo(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	right := fs.Int("stage", -1, "the stage on the right (default: the final solution)")
 	yours := fs.Bool("yours", false, "run your stages/stageN on the right instead of the solution")
 	plain := fs.Bool("plain", false, "no terminal UI: a line a second, then a summary (the default when stdout is not a terminal)")

@@ -2,18 +2,14 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 
 	"idemlab/studentloop"
 )
 
-func init() {
-	register(command{name: "diff", summary: "your stage against the reference solution (a spoiler: asks first until the stage passes)", run: runDiff})
-}
-
-func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab diff", "[N] [--yes]", stderr)
+func runDiff(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	yes := fs.Bool("yes", false, "do not ask: show the diff even though the stage does not pass")
 	st, done, err := startLoop(fs, args)
 	if done {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,12 +11,7 @@ import (
 	"idemlab/studentloop"
 )
 
-func init() {
-	register(command{name: "docs", summary: "a stage's lesson in the terminal", run: runDocs})
-}
-
-func runDocs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab docs", "[N] [--lang en|ja] [--plain]   (lab docs 3 | less -R to page)", stderr)
+func runDocs(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	lang := fs.String("lang", "en", "the lesson's language: en, or the name of a folder under docs/lessons")
 	plain := fs.Bool("plain", false, "print the markdown as it is, even on a terminal")
 	width := fs.Int("width", 100, "wrap the rendered lesson at this many columns")

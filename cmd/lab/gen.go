@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -9,12 +10,7 @@ import (
 	"idemlab/grader/dayplan"
 )
 
-func init() {
-	register(command{name: "gen", summary: "generate a day plan (JSONL): operations and what will happen to them", run: runGen})
-}
-
-func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab gen", "[--seed S] [--ops N] [-o FILE] [flags]", stderr)
+func runGen(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "the seed; the same seed gives the same plan, byte for byte")
 	ops := fs.Int("ops", 1000, "how many logical operations the day has")
 	out := fs.String("o", "", "write the plan to this file (default: standard output)")

@@ -17,10 +17,6 @@ import (
 	"idemlab/kit/labdb"
 )
 
-func init() {
-	register(command{name: "grade", summary: "run the checks of a stage against your code, a solution, or a running server", run: runGrade})
-}
-
 type gradeFlags struct {
 	serverFlags
 	runFlags
@@ -41,8 +37,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.results, "results", "", "write results.json to this folder")
 }
 
-func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab grade", "--stage N [--solution | --url URL --admin-token T] [--db :memory:|URL] [--seed S] [--run ID] [--results DIR]", stderr)
+func runGrade(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	var f gradeFlags
 	f.define(fs, "run the checks of stages 0..N", "grade")
 	f.register(fs)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -9,12 +10,7 @@ import (
 	"idemlab/studentloop"
 )
 
-func init() {
-	register(command{name: "hint", summary: "a hint for a stage's first failing check: one step more each time you ask", run: runHint})
-}
-
-func runHint(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab hint", "[N] [--check ID]", stderr)
+func runHint(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	check := fs.String("check", "", "a hint for this check ID instead of the first failing one")
 	st, done, err := startLoop(fs, args)
 	if done {

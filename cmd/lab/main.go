@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 
@@ -21,17 +20,37 @@ import (
 
 // command is one subcommand.
 type command struct {
-	name    string
+	name string
+	// usage is what its usage line says after "lab name": the arguments.
+	usage   string
 	summary string
-	// run gets the arguments after the subcommand's name; stdout and
-	// stderr are passed in so that tests can read them.
-	run func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	// run defines the subcommand's flags on fs, parses the arguments after
+	// its name into it, and runs; stdout and stderr are passed in so that
+	// tests can read them.
+	run func(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error
 }
 
-var commands = map[string]command{}
-
-// register adds a subcommand; each subcommand's file calls it from init.
-func register(c command) { commands[c.name] = c }
+// commands are lab's subcommands, in the order its usage lists them;
+// each one's run function is in the file named for it.
+var commands = []command{
+	{name: "audit", usage: "--pkg PATH [--seed S] [--run ID] [--results DIR]   (docs/audit.md)", summary: "run the checks against any net/http idempotency middleware, through an adapter package", run: runAudit},
+	{name: "check", usage: "[N] [--seed S] [--run ID] [--solution]", summary: "run a stage's checks with a summary, and record the progress (make stage-N)", run: runCheck},
+	{name: "dash", usage: "--url http://127.0.0.1:8080[,http://127.0.0.1:8081…] --token adm_…", summary: "watch a running lab server live (your make serve)", run: runDash},
+	{name: "datasets", usage: "[--sizes N,N…] [--shipped]", summary: "regenerate the day datasets: plans, naive access logs, answer keys", run: runDatasets},
+	{name: "demo", usage: "[--stage N] [--yours] [--faults PROFILE] [--db :memory:|URL] [--plain [--duration 10s]]", summary: "the classroom demo: the naive server and a safe one, side by side", run: runDemo},
+	{name: "diff", usage: "[N] [--yes]", summary: "your stage against the reference solution (a spoiler: asks first until the stage passes)", run: runDiff},
+	{name: "docs", usage: "[N] [--lang en|ja] [--plain]   (lab docs 3 | less -R to page)", summary: "a stage's lesson in the terminal", run: runDocs},
+	{name: "gen", usage: "[--seed S] [--ops N] [-o FILE] [flags]", summary: "generate a day plan (JSONL): operations and what will happen to them", run: runGen},
+	{name: "grade", usage: "--stage N [--solution | --url URL --admin-token T] [--db :memory:|URL] [--seed S] [--run ID] [--results DIR]", summary: "run the checks of a stage against your code, a solution, or a running server", run: runGrade},
+	{name: "hint", usage: "[N] [--check ID]", summary: "a hint for a stage's first failing check: one step more each time you ask", run: runHint},
+	{name: "replay", usage: "--log PLAN [--stage N] [--solution | --url URL --admin-token T] [--db :memory:|URL] [--rate OPS] [--access-log FILE] [--answer FILE] [--results DIR]", summary: "drive a day plan through the fault transport and reconcile the money", run: runReplay},
+	{name: "reset", usage: "N [--yes] [--from COMMIT]", summary: "put a stage's untouched scaffold back (your files are kept in .idemlab/backup)", run: runReset},
+	{name: "scoreboard", usage: "[--log PLAN | --seed S --ops N] [--mine] [--json]", summary: "the same day replayed against every stage: one row per stage, one column per finding", run: runScoreboard},
+	{name: "serve", usage: "[--stage N] [--solution] [--db FILE|URL] [--replicas N] [--addr HOST:PORT] [--admin-token T] [--access-log FILE] [--public]", summary: "serve a stage (yours, or the reference solution) as a lab server", run: runServe},
+	{name: "status", usage: "", summary: "where each stage stands: not started, failing (and on which check), passing", run: runStatus},
+	{name: "tally", usage: "--log FILE [--student] [--json]", summary: "count the double transfers in a server's access log (stage 0's exercise)", run: runTally},
+	{name: "watch", usage: "[N] [--poll]   (Ctrl-C to stop)", summary: "rerun a stage's checks on every save and show the first failing one", run: runWatch},
+}
 
 // exitCode lets a subcommand choose its exit status (lab grade: 1 invalid,
 // 2 could not run) while still reporting an error.
@@ -74,7 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 2
 	}
-	if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
+	if err := c.invoke(ctx, args[1:], stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "lab %s: %v\n", c.name, err)
 		if ec, ok := err.(*exitCode); ok {
 			return ec.code
@@ -97,7 +116,7 @@ func help(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// Every command prints its usage, to the writer it reports errors to,
 	// when its flags are -h; asked for, the usage goes to stdout.
-	if err := c.run(ctx, []string{"-h"}, stdout, stdout); err != nil {
+	if err := c.invoke(ctx, []string{"-h"}, stdout, stdout); err != nil {
 		fmt.Fprintf(stderr, "lab %s: %v\n", c.name, err)
 		return 1
 	}
@@ -107,38 +126,35 @@ func help(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // lookup finds the command name, or says there is none, with the list of
 // commands, on stderr.
 func lookup(name string, stderr io.Writer) (command, bool) {
-	c, ok := commands[name]
-	if !ok {
-		fmt.Fprintf(stderr, "lab: unknown command %q\n\n", name)
-		usage(stderr)
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
 	}
-	return c, ok
+	fmt.Fprintf(stderr, "lab: unknown command %q\n\n", name)
+	usage(stderr)
+	return command{}, false
 }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: lab <command> [flags]   (lab help <command>, or lab <command> -h, for its flags)")
 	fmt.Fprintln(w)
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 }
 
-// newFlags returns the flag set of the subcommand name (lab hint): its
-// errors, and its usage ("usage: " name args, then the flags), go to
-// stderr.
-func newFlags(name, args string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+// invoke runs c with args and a flag set named for it (lab hint), whose
+// errors, and usage ("usage: lab name" and c.usage, then the flags), go
+// to stderr.
+func (c command) invoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lab "+c.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, strings.TrimSpace("usage: "+name+" "+args))
+		fmt.Fprintln(stderr, strings.TrimSpace("usage: lab "+c.name+" "+c.usage))
 		fs.PrintDefaults()
 	}
-	return fs
+	return c.run(ctx, fs, args, stdout, stderr)
 }
 
 // parseFlags parses a subcommand's flags. It reports done when the

@@ -35,7 +35,8 @@ func TestLab_BarePrintsUsageAndExits2(t *testing.T) {
 // the list of commands instead of that command's usage, and a command
 // that does not stop at -h.
 func TestHelp_PrintsEachCommandsUsage(t *testing.T) {
-	for name := range commands {
+	for _, c := range commands {
+		name := c.name
 		t.Run(name, func(t *testing.T) {
 			var out, errb strings.Builder
 			if code := run(context.Background(), []string{"help", name}, &out, &errb); code != 0 {

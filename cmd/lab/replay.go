@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -19,10 +20,6 @@ import (
 	sol0 "idemlab/solutions/stage0"
 )
 
-func init() {
-	register(command{name: "replay", summary: "drive a day plan through the fault transport and reconcile the money", run: runReplay})
-}
-
 type replayFlags struct {
 	serverFlags
 	plan      string
@@ -34,8 +31,7 @@ type replayFlags struct {
 	rate      float64
 }
 
-func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab replay", "--log PLAN [--stage N] [--solution | --url URL --admin-token T] [--db :memory:|URL] [--rate OPS] [--access-log FILE] [--answer FILE] [--results DIR]", stderr)
+func runReplay(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	var f replayFlags
 	fs.StringVar(&f.plan, "log", "", "the day plan to replay (from lab gen)")
 	fs.StringVar(&f.plan, "plan", "", "the same as --log")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -10,12 +11,7 @@ import (
 	"idemlab/studentloop"
 )
 
-func init() {
-	register(command{name: "reset", summary: "put a stage's untouched scaffold back (your files are kept in .idemlab/backup)", run: runReset})
-}
-
-func runReset(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab reset", "N [--yes] [--from COMMIT]", stderr)
+func runReset(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
 	from := fs.String("from", "HEAD", "the git commit whose scaffold to put back (if you committed your own work, the commit before it)")
 	if done, err := parseFlags(fs, reorder(args)); done {

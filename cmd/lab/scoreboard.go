@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -10,10 +11,6 @@ import (
 	"idemlab/grader"
 	"idemlab/grader/dayplan"
 )
-
-func init() {
-	register(command{name: "scoreboard", summary: "the same day replayed against every stage: one row per stage, one column per finding", run: runScoreboard})
-}
 
 // The scoreboard's default day adds two knobs to lab gen's defaults, each
 // the only thing that tells a stage from the next: operations sent with
@@ -37,8 +34,7 @@ const scoreboardLast = 6
 // second of real time instead of four.
 const scoreboardHorizon = 10 * time.Minute
 
-func runScoreboard(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab scoreboard", "[--log PLAN | --seed S --ops N] [--mine] [--json]", stderr)
+func runScoreboard(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	planPath := fs.String("log", "", "the day plan to replay (default: lab gen --seed SEED --ops OPS --shared-key-rate 0.01 --crash-rate 0.005)")
 	seed := fs.Uint64("seed", 7, "the seed of the default day")
 	ops := fs.Int("ops", 2000, "how many operations the default day has")

@@ -16,27 +16,13 @@ import (
 	"idemlab/grader"
 	"idemlab/kit/labdb"
 	"idemlab/kit/server"
-	"idemlab/kit/stage"
-	sol0 "idemlab/solutions/stage0"
-	sol1 "idemlab/solutions/stage1"
-	sol2 "idemlab/solutions/stage2"
-	sol3 "idemlab/solutions/stage3"
-	sol4 "idemlab/solutions/stage4"
-	sol5 "idemlab/solutions/stage5"
-	sol6 "idemlab/solutions/stage6"
-	sol7 "idemlab/solutions/stage7"
-	sol8 "idemlab/solutions/stage8"
-	sol9 "idemlab/solutions/stage9"
+	reference "idemlab/solutions"
 )
-
-func init() {
-	register(command{name: "serve", summary: "serve a stage (yours, or the reference solution) as a lab server", run: runServe})
-}
 
 // solutions are the reference solutions, by stage. They always compile,
 // so the lab command links them in; a student's stage is never linked in
 // (see stageBinary).
-var solutions = []stage.Factory{sol0.New, sol1.New, sol2.New, sol3.New, sol4.New, sol5.New, sol6.New, sol7.New, sol8.New, sol9.New}
+var solutions = reference.ByStage
 
 // solutionSubjects are the reference solutions as grader subjects, named
 // solutions/stageN.
@@ -67,8 +53,7 @@ type serveFlags struct {
 	core string
 }
 
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab serve", "[--stage N] [--solution] [--db FILE|URL] [--replicas N] [--addr HOST:PORT] [--admin-token T] [--access-log FILE] [--public]", stderr)
+func runServe(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	var f serveFlags
 	fs.IntVar(&f.stage, "stage", 0, "the stage to serve, 0..9")
 	fs.BoolVar(&f.solution, "solution", false, "serve the reference solution (solutions/stageN) instead of your stages/stageN")

@@ -2,18 +2,14 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 
 	"idemlab/studentloop"
 )
 
-func init() {
-	register(command{name: "status", summary: "where each stage stands: not started, failing (and on which check), passing", run: runStatus})
-}
-
-func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab status", "", stderr)
+func runStatus(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,12 +19,7 @@ import (
 	sol0 "idemlab/solutions/stage0"
 )
 
-func init() {
-	register(command{name: "tally", summary: "count the double transfers in a server's access log (stage 0's exercise)", run: runTally})
-}
-
-func runTally(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab tally", "--log FILE [--student] [--json]", stderr)
+func runTally(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	logPath := fs.String("log", "", "the access log (JSON lines, as lab replay --access-log writes)")
 	student := fs.Bool("student", false, "run your Tally in stages/stage0 instead of the reference")
 	asJSON := fs.Bool("json", false, "print the report as JSON")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -10,12 +11,7 @@ import (
 	"idemlab/studentloop"
 )
 
-func init() {
-	register(command{name: "watch", summary: "rerun a stage's checks on every save and show the first failing one", run: runWatch})
-}
-
-func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab watch", "[N] [--poll]   (Ctrl-C to stop)", stderr)
+func runWatch(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	quiet := fs.Duration("quiet", 50*time.Millisecond, "how long the folder must stay still after a save before the checks run")
 	poll := fs.Bool("poll", false, "scan the folder instead of listening for file events (where they do not work)")
 	st, done, err := startLoop(fs, args)

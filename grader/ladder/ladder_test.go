@@ -18,16 +18,8 @@ import (
 	"idemlab/grader/ladder"
 	"idemlab/kit/labdb"
 	"idemlab/kit/stage"
+	"idemlab/solutions"
 	sol0 "idemlab/solutions/stage0"
-	sol1 "idemlab/solutions/stage1"
-	sol2 "idemlab/solutions/stage2"
-	sol3 "idemlab/solutions/stage3"
-	sol4 "idemlab/solutions/stage4"
-	sol5 "idemlab/solutions/stage5"
-	sol6 "idemlab/solutions/stage6"
-	sol7 "idemlab/solutions/stage7"
-	sol8 "idemlab/solutions/stage8"
-	sol9 "idemlab/solutions/stage9"
 	stg0 "idemlab/stages/stage0"
 	stg1 "idemlab/stages/stage1"
 	stg2 "idemlab/stages/stage2"
@@ -44,20 +36,21 @@ var rungs = []ladder.Rung{
 	{Stage: 0,
 		Solution: grader.Subject{Stage: 0, Name: "solutions/stage0", New: sol0.New, Tally: sol0.Tally},
 		Scaffold: grader.Subject{Stage: 0, Name: "stages/stage0", New: stg0.New, Tally: stg0.Tally}},
-	rung(1, sol1.New, stg1.New),
-	rung(2, sol2.New, stg2.New),
-	rung(3, sol3.New, stg3.New),
-	rung(4, sol4.New, stg4.New),
-	rung(5, sol5.New, stg5.New),
-	rung(6, sol6.New, stg6.New),
-	rung(7, sol7.New, stg7.New),
-	rung(8, sol8.New, stg8.New),
-	rung(9, sol9.New, stg9.New),
+	rung(1, stg1.New),
+	rung(2, stg2.New),
+	rung(3, stg3.New),
+	rung(4, stg4.New),
+	rung(5, stg5.New),
+	rung(6, stg6.New),
+	rung(7, stg7.New),
+	rung(8, stg8.New),
+	rung(9, stg9.New),
 }
 
-func rung(n int, solution, scaffold stage.Factory) ladder.Rung {
+// rung is stage n's rung: the reference solution and the scaffold.
+func rung(n int, scaffold stage.Factory) ladder.Rung {
 	return ladder.Rung{Stage: n,
-		Solution: grader.Subject{Stage: n, Name: fmt.Sprintf("solutions/stage%d", n), New: solution},
+		Solution: grader.Subject{Stage: n, Name: fmt.Sprintf("solutions/stage%d", n), New: solutions.ByStage[n]},
 		Scaffold: grader.Subject{Stage: n, Name: fmt.Sprintf("stages/stage%d", n), New: scaffold}}
 }
 

@@ -1,0 +1,395 @@
+package grader
+
+// The lesson of each stage, whose sections the checks name.
+const (
+	lesson0 = "docs/lessons/00-naive.md"
+	lesson1 = "docs/lessons/01-claim.md"
+	lesson2 = "docs/lessons/02-fingerprint.md"
+	lesson3 = "docs/lessons/03-in-progress.md"
+	lesson4 = "docs/lessons/04-replay.md"
+	lesson5 = "docs/lessons/05-scope-retention.md"
+	lesson6 = "docs/lessons/06-recovery.md"
+	lesson7 = "docs/lessons/07-lost-updates.md"
+	lesson8 = "docs/lessons/08-zombie-resources.md"
+	lesson9 = "docs/lessons/09-delivery.md"
+)
+
+// catalogue is every check, stage by stage, in the order the lessons teach
+// them: what a correct server does, why it matters for money, and the
+// lesson section that explains it. The code that tests each claim is in
+// checks_stageN.go (and checks_tally.go for stage 0's Tally).
+var catalogue = []Check{
+	// Stage 0: why retries hurt.
+	{
+		ID: "S0.happy-path", Stage: 0, Lesson: lesson0 + "#the-contract",
+		Claim: "a valid transfer and a valid deposit answer 201 with Location and the money moves once",
+		Why:   "a payment API that cannot move money correctly once has nothing to make safe yet",
+		Run:   withScenario(1_000_000, checkHappyPath),
+	},
+	{
+		ID: "S0.hostile-input", Stage: 0, Lesson: lesson0 + "#validation",
+		Claim: "malformed, oversized, mistyped or unauthorised requests get their 4xx problem and change nothing",
+		Why:   "a request the server cannot understand must never move money or leave a half-claimed key behind",
+		Run:   withScenario(1_000_000, checkHostileInput),
+	},
+	{
+		ID: "S0.owner-only-reads", Stage: 0, Lesson: lesson0 + "#the-contract",
+		Claim: "accounts, entries and transfers are shown only to their owner: 401 without a token, 403 for someone else's, 404 for none",
+		Why:   "a replay or a read that leaks another customer's transfer is a data breach",
+		Run:   withScenario(1_000_000, checkOwnerOnlyReads),
+	},
+	{
+		ID: "S0.tally-shipped", Stage: 0, Tally: true, Lesson: lesson0 + "#counting-the-damage",
+		Claim: "Tally of the shipped day's access log equals its answer key",
+		Why:   "before fixing double transfers you must be able to count them: every one is money a customer sent twice",
+		Run:   checkTallyShipped,
+	},
+	{
+		ID: "S0.tally-generated", Stage: 0, Tally: true, Lesson: lesson0 + "#counting-the-damage",
+		Claim: "Tally of a freshly generated day's access log equals the truth in the server's books",
+		Why:   "a tally that only matches one shipped answer key may have learned the key, not the log; a new day has new traps",
+		Run:   checkTallyGenerated,
+	},
+
+	// Stage 1: a UNIQUE constraint decides.
+	{
+		ID: "S1.sequential-retry", Stage: 1, Lesson: lesson1 + "#a-retry-is-not-a-new-request",
+		Claim: "a retry with the same key, sent after the original answered, does not execute again",
+		Why:   "the client retried because it never saw the first answer; executing the retry sends the customer's money twice",
+		Run:   withScenario(1_000_000, checkSequentialRetry),
+	},
+	{
+		ID: "S1.concurrent-duplicates", Stage: 1, Lesson: lesson1 + "#the-race",
+		Claim: "32 simultaneous requests with one key execute exactly once, and none of them gets a 5xx",
+		Why:   "a double-click or an impatient retry races the original; two requests that both see \"no key yet\" both move money, and a 5xx tells the client nothing about whether it did",
+		Run:   withScenario(1_000_000, checkConcurrentDuplicates),
+	},
+	{
+		ID: "S1.staggered-duplicates", Stage: 1, Lesson: lesson1 + "#the-race",
+		Claim: "8 to 16 requests with one key, arriving a few milliseconds apart, bare or quoted, execute exactly once, whether the core answers at once or slowly",
+		Why:   "retries do not arrive together: each one meets the original at another point of its work (before its claim, inside its transaction, just after its commit), and a design with a gap at any of them pays twice there",
+		Run:   withScenario(10_000_000, checkStaggeredDuplicates),
+	},
+	{
+		ID: "S1.missing-key", Stage: 1, Lesson: lesson1 + "#no-key-no-money",
+		Claim: "a transfer or deposit without Idempotency-Key gets 400 missing-idempotency-key and nothing moves",
+		Why:   "without a key the server cannot tell a retry from a new request, so every lost answer becomes a possible double payment",
+		Run:   withScenario(1_000_000, checkMissingKey),
+	},
+	{
+		ID: "S1.invalid-key", Stage: 1, Lesson: lesson1 + "#what-a-key-looks-like",
+		Claim: "an empty, too long, non-ASCII, malformed or repeated Idempotency-Key gets 400 invalid-idempotency-key and nothing moves",
+		Why:   "a key the server silently truncates, trims or picks one of is a key two clients can share, or one client can lose",
+		Run:   withScenario(1_000_000, checkInvalidKey),
+	},
+	{
+		ID: "S1.key-forms", Stage: 1, Lesson: lesson1 + "#what-a-key-looks-like",
+		Claim: "any key of 1 to 255 printable ASCII characters is one key, quoted (Idempotency-Key: \"k\", with \\\" and \\\\ escaped) or bare; keys that differ only in letter case or a trailing character are two keys",
+		Why:   "clients following the IETF draft quote the key and older ones do not: if the two spellings are two keys, a retry by another library executes again; a server that folds, trims or truncates keys makes two clients' operations one, and the second never runs",
+		Run:   withScenario(10_000_000, checkKeyForms),
+	},
+	{
+		ID: "S1.distinct-keys-same-body", Stage: 1, Lesson: lesson1 + "#one-key-one-operation",
+		Claim: "two requests with different keys and the same body are two transfers, both executed",
+		Why:   "paying the same rent twice in one month is the customer's decision; the key, not the body, says whether a request is a retry, and a server that guesses loses a real payment",
+		Run:   withScenario(10_000_000, checkDistinctKeysSameBody),
+	},
+	{
+		ID: "S1.replicas", Stage: 1, Lesson: lesson1 + "#several-servers-one-database",
+		Claim: "with two server processes on one database, a retry that reaches the other process, and duplicates spread over both at once, execute once",
+		Why:   "production runs several app servers behind a load balancer, and a retry lands on any of them: a claim kept in one process's memory is invisible to the others, and only the database is shared",
+		Run:   checkReplicas,
+	},
+	{
+		ID: "S1.fail-closed", Stage: 1, Lesson: lesson1 + "#fail-closed",
+		Claim: "when the key store fails, the request gets 503 unavailable and nothing executes; once it is back, the retry executes exactly once",
+		Why:   "executing without a claim is executing without protection: the retry that follows the outage pays a second time",
+		Run:   withScenario(2_000_000, checkFailClosed),
+	},
+
+	// Stage 2: same key, another request.
+	{
+		ID: "S2.edited-resubmission", Stage: 2, Lesson: lesson2 + "#same-key-another-request",
+		Claim: "the same key with any member of the body edited (amount, accounts, memo changed, added or removed, a metadata member added, changed or removed) gets 422 idempotency-key-reused and moves nothing",
+		Why:   "a clerk who fixes the amount and resubmits with the old key believes the new amount went through; answering \"already done\" (or the old result) silently pays the wrong amount, and executing it spends one key on two operations",
+		Run:   withScenario(5_000_000, checkEditedResubmission),
+	},
+	{
+		ID: "S2.equivalent-bodies", Stage: 2, Lesson: lesson2 + "#the-canonical-form",
+		Claim: "a retry whose body differs only in member order, whitespace, string escapes (\\u0041 for A) or number spelling (3e5 for 300000) is answered as the same request: 409 duplicate-request, or from stage 4 the stored answer, and never executes",
+		Why:   "retries are rewritten by proxies, SDKs and other languages' JSON encoders; refusing one as a different request leaves the client unable to learn whether its money moved, and executing it pays twice",
+		Run:   withScenario(5_000_000, checkEquivalentBodies),
+	},
+	{
+		ID: "S2.fingerprint-is-rfc8785", Stage: 2, Lesson: lesson2 + "#a-fingerprint-others-can-compute",
+		Claim: "the key table's fingerprint column holds the lowercase hex SHA-256 of the body's RFC 8785 canonical form, for bodies that Go's encoding/json writes otherwise",
+		Why:   "another replica, the next version during a rolling upgrade, or a service in another language must compute the same fingerprint for the same request; one that differs refuses a client's retry as another request, or takes an edited request for a retry",
+		Run:   withScenario(5_000_000, checkFingerprintIsRFC8785),
+	},
+
+	// Stage 3: in progress.
+	{
+		ID: "S3.retry-during-original", Stage: 3, Lesson: lesson3 + "#the-window",
+		Claim: "a retry that arrives while the original runs gets 409 request-in-progress with Retry-After, and one transfer happens, whether the original waits long on the core or retries arrive a few ms apart with the core answering at once",
+		Why:   "\"already done\" and \"still running\" need different client behaviour: read the result, or wait and retry; a client told \"done\" while the original may still fail walks away from a payment that never happened",
+		Run:   checkRetryDuringOriginal,
+	},
+	{
+		ID: "S3.release-after-failure", Stage: 3, Lesson: lesson3 + "#releasing-a-failed-claim",
+		Claim: "after an internal failure before the money moved, the retry with the same key executes exactly once",
+		Why:   "a key kept after a failed attempt blocks every retry of a payment that never happened: the customer's rent is never paid, and the server says it is busy or done",
+		Run:   withScenario(1_000_000, checkReleaseAfterFailure),
+	},
+	{
+		ID: "S3.never-completed-without-money", Stage: 3, Lesson: lesson3 + "#completed-means-the-money-moved",
+		Claim: "a key is completed only in the transaction that moved its money: never while the core call runs, never after a failed or crashed business write",
+		Why:   "a completed key is the server's promise that the money moved; a retry that trusts a broken promise gets \"done\" for a transfer that never happened",
+		Run:   withScenario(1_000_000, checkNeverCompletedWithoutMoney),
+	},
+	{
+		ID: "S3.completed-with-the-money", Stage: 3, Lesson: lesson3 + "#completed-means-the-money-moved",
+		Claim: "the money and the key's completion commit together: a key store that fails at the completion leaves nothing moved and a retry that executes once; a crash right after the commit leaves the key completed",
+		Why:   "a completion in a transaction of its own, after the money, can fail or be cut off by a crash: the money has moved, and the key says it has not, so the client is told it failed (and pays again), or waits for good",
+		Run:   withScenario(1_000_000, checkCompletedWithTheMoney),
+	},
+	{
+		ID: "S3.client-gives-up", Stage: 3, Lesson: lesson3 + "#a-client-that-gives-up",
+		Claim: "a client that hangs up (mid-body, during the core wait, around the business write) can retry with the same key until it has an answer: its operation executes exactly once, and its key is never left in progress",
+		Why:   "clients time out all the time; a server that treats a client gone away as a reason to keep the key (or to forget it after the money moved) leaves a payment that can never be made, or makes it twice",
+		Run:   withScenario(10_000_000, checkClientGivesUp),
+	},
+
+	// Stage 4: replay the answer.
+	{
+		ID: "S4.replay-byte-identical", Stage: 4, Lesson: lesson4 + "#store-the-answer",
+		Claim: "a retry of a completed request gets the stored response: same status, same body bytes, same Content-Type and Location",
+		Why:   "the client retried because it lost the first answer; only the same answer lets it finish as if nothing had gone wrong, and a different one (another id, another time) looks like a second transfer",
+		Run:   withScenario(2_000_000, checkReplayByteIdentical),
+	},
+	{
+		ID: "S4.replay-marker-only-on-replays", Stage: 4, Lesson: lesson4 + "#the-replay-marker",
+		Claim: "Idempotent-Replayed: true is on every replay and on no first answer",
+		Why:   "clients, logs and support staff count payments by first answers; a marker on a first answer hides a real payment, a missing one on a replay counts a payment twice",
+		Run:   withScenario(1_000_000, checkReplayMarkerOnlyOnReplays),
+	},
+	{
+		ID: "S4.no-cookie-replayed", Stage: 4, Lesson: lesson4 + "#what-not-to-store",
+		Claim: "a replay never carries the Set-Cookie of the answer it replays",
+		Why:   "a session cookie belongs to the client that received it; replaying it hands that session to whoever retried, perhaps from another device",
+		Run:   withScenario(1_000_000, checkNoCookieReplayed),
+	},
+	{
+		ID: "S4.balance-after-unchanged", Stage: 4, Lesson: lesson4 + "#never-recompute",
+		Claim: "a replay's balance_after and created_at stay what they were, after later transfers, deposits and time",
+		Why:   "a replay rebuilt from today's balance tells the customer a balance that was never the result of this transfer: the receipt they keep is wrong",
+		Run:   withScenario(2_000_000, checkBalanceAfterUnchanged),
+	},
+	{
+		ID: "S4.insufficient-funds-replayed", Stage: 4, Lesson: lesson4 + "#a-refusal-is-an-answer",
+		Claim: "a stored 422 insufficient-funds is replayed as it was, even after a deposit made the transfer affordable",
+		Why:   "the client that lost the 422 must learn the answer it was given; executing the retry later, after money arrived, moves money the customer was told would not move",
+		Run:   withScenario(100_000, checkInsufficientFundsReplayed),
+	},
+	{
+		ID: "S4.answer-stored-with-the-money", Stage: 4, Lesson: lesson4 + "#store-the-answer",
+		Claim: "the answer is stored in the transaction that moves the money: after a crash right after that commit, the retry gets the stored 201 of its own operation",
+		Why:   "a key completed without its answer is a payment whose client can never learn how it went: every retry is refused, and the receipt (id, balance_after) is lost",
+		Run:   withScenario(1_000_000, checkAnswerStoredWithTheMoney),
+	},
+
+	// Stage 5: whose key, and for how long.
+	{
+		ID: "S5.customers-scoped", Stage: 5, Lesson: lesson5 + "#whose-key",
+		Claim: "two customers who send the same key string get their own transfers and their own replays, never each other's",
+		Why:   "keys are chosen by clients, and two clients can choose alike; a key shared across customers refuses one customer's payment, or replays another customer's transfer to them",
+		Run:   withScenario(2_000_000, checkCustomersScoped),
+	},
+	{
+		ID: "S5.endpoints-scoped", Stage: 5, Lesson: lesson5 + "#one-key-per-endpoint",
+		Claim: "the same key on POST /transfers and POST /deposits names two independent operations",
+		Why:   "a client that numbers its requests per endpoint would have its deposit refused as a reused key, or answered with a transfer",
+		Run:   withScenario(2_000_000, checkEndpointsScoped),
+	},
+	{
+		ID: "S5.retention-boundary", Stage: 5, Lesson: lesson5 + "#how-long-to-remember",
+		Claim: "a retry just inside the retention period (on the lab clock) is replayed; just after it, the same key is a new request",
+		Why:   "forget a key too early and a late retry pays twice; never forget it and the table grows without end while old keys refuse new operations",
+		Run:   withScenario(2_000_000, checkRetentionBoundary),
+	},
+	{
+		ID: "S5.purge-bounded", Stage: 5, Lesson: lesson5 + "#purging",
+		Claim: "a purge removes every expired completed key and keeps every live one, which still replays",
+		Why:   "a key table that only grows slows every claim and fills the disk; a purge that takes live keys turns the next retry into a second payment",
+		Run:   withScenario(10_000_000, checkPurgeBounded),
+	},
+	{
+		ID: "S5.purge-keeps-in-progress", Stage: 5, Lesson: lesson5 + "#never-purge-in-progress",
+		Claim: "a purge never removes an in-progress key, however old: a retry of the running original still gets 409; once it completes, its retention counts from the completion",
+		Why:   "the original is still moving the money; without its key, the next retry claims again and executes a second time",
+		Run:   checkPurgeKeepsInProgress,
+	},
+
+	// Stage 6: crashes happen.
+	{
+		ID: "S6.lease-takeover-once", Stage: 6, Lesson: lesson6 + "#taking-over-a-lease",
+		Claim: "an in-progress key whose lease (read from the config in force, changed mid-run) has expired is taken over by exactly one of many retries, at once or a few ms apart, and executed once",
+		Why:   "a request that crashed after its claim leaves its key in progress; without a lease the payment is stuck forever, and with a takeover that two retries can both win it is paid twice",
+		Run:   withScenario(1_000_000, checkLeaseTakeoverOnce),
+	},
+	{
+		ID: "S6.live-lease-409", Stage: 6, Lesson: lesson6 + "#a-live-lease",
+		Claim: "while an in-progress key's lease is live, a retry gets 409 request-in-progress and nothing executes",
+		Why:   "a live lease means the original may still be running; a retry that takes it over early executes the payment a second time beside it",
+		Run:   withScenario(1_000_000, checkLiveLease409),
+	},
+	{
+		ID: "S6.late-original-fenced", Stage: 6, Lesson: lesson6 + "#a-late-original",
+		Claim: "an original that outlives its lease while a retry takes its key over neither completes, nor frees the key, nor moves money: the retry that holds the lease executes, once",
+		Why:   "a slow original is not a dead one: if it still completes after a retry took its key over, the payment runs twice; if it deletes the key it lost, a third attempt claims it afresh and runs beside the retry",
+		Run:   checkLateOriginalFenced,
+	},
+	{
+		ID: "S6.outage-mid-request", Stage: 6, Lesson: lesson6 + "#an-outage-mid-request",
+		Claim: "when the key store fails after the claim, while the request waits on the core, the money rolls back and the retries converge to exactly one execution",
+		Why:   "a claim the server could neither complete nor release must not block the operation for good, nor let it run twice",
+		Run:   checkOutageMidRequest,
+	},
+	{
+		ID: "S6.day-replay-through-faults", Stage: 6, Lesson: lesson6 + "#a-day-of-faults",
+		Claim: "a generated day replayed through every failure point of a remote call ends with 0 doubles, 0 lost transfers, faithful replays and balances that add up",
+		Why:   "each failure point is rare, but a day has thousands of payments; what is left after one bad day is the real measure of a payment API",
+		Run:   checkDayReplayThroughFaults,
+	},
+	{
+		ID: "S6.crash-recovery", Stage: 6, Lesson: lesson6 + "#crash-points",
+		Claim: "after a crash inside the business write, right after its commit, before the response, or a kill -9 under load, retries converge to exactly one execution, and no client is told success for money that never moved",
+		Why:   "processes die between any two instructions; whatever was committed is the truth, and what the retry hears must match it",
+		Run:   checkCrashRecovery,
+	},
+
+	// Stage 7: lost updates.
+	{
+		ID: "S7.two-clerks", Stage: 7, Lesson: lesson7 + "#two-clerks",
+		Claim: "clerk A renames the account; clerk B, from the copy read before, raises its daily limit: B gets 412 and nothing changes, then re-reads and saves both changes",
+		Why:   "without If-Match the second save silently puts back what the first changed: A's rename is gone, and nobody was told",
+		Run:   checkTwoClerks,
+	},
+	{
+		ID: "S7.many-clerks", Stage: 7, Lesson: lesson7 + "#many-clerks-at-once",
+		Claim: "clerks that each raise the daily limit from the copy they read, at once and while the core is slow, re-reading after each 412, end with every raise counted: each successful PUT replaced the version it was based on",
+		Why:   "two saves based on one version both succeed only if one overwrote the other: a raise, or a cut, that its clerk was told was saved is gone",
+		Run:   checkManyClerks,
+	},
+	{
+		ID: "S7.retried-put", Stage: 7, Lesson: lesson7 + "#a-retried-put",
+		Claim: "a PUT retried with the same If-Match after its answer was lost gets 412 once the settings moved on, and never overwrites a change another clerk saved since",
+		Why:   "a client that lost the answer sends the same request again; if the stale retry is written, or told it was, the other clerk's change is undone behind everyone's back",
+		Run:   checkRetriedPut,
+	},
+	{
+		ID: "S7.precondition-required", Stage: 7, Lesson: lesson7 + "#require-if-match",
+		Claim: "a PUT of the settings without If-Match, or with If-Match: *, gets 428 precondition-required and changes nothing",
+		Why:   "a PUT that names no version overwrites whatever it finds; if the server accepts it, every client that forgot If-Match can lose other clerks' changes",
+		Run:   checkPreconditionRequired,
+	},
+	{
+		ID: "S7.daily-limit", Stage: 7, Lesson: lesson7 + "#the-money-behind-it",
+		Claim: "clerk A lowers the daily limit; clerk B, from the copy read before, renames the account and gets 412; a transfer over A's limit is refused with 422 daily-limit-exceeded and moves nothing, one within it executes, and the next day the limit starts again",
+		Why:   "a lost update of a limit is a money bug: the stale rename puts the old limit back, and transfers the owner capped go through",
+		Run:   checkDailyLimit,
+	},
+	{
+		ID: "S7.etag-names-the-version", Stage: 7, Lesson: lesson7 + "#the-etag-names-the-version",
+		Claim: "GET gives a strong ETag; a PUT answers 200 with the settings it saved and a new ETag, whichever member changed, that the next GET shows and the next PUT may use",
+		Why:   "an ETag that misses a change (a daily limit, a write) lets a stale copy match; one that the answer gets wrong sends the clerk's next save to 412, or through",
+		Run:   checkETagNamesTheVersion,
+	},
+	{
+		ID: "S7.settings-contract", Stage: 7, Lesson: lesson7 + "#the-contract",
+		Claim: "the settings are the owner's only (401 without a token, 403 for another customer's account, 404 for none), and an invalid PUT body is 400 invalid-request: nothing changes",
+		Why:   "settings that another customer can read or change, or a limit of -1 or of a string that is saved, guard no money",
+		Run:   checkSettingsContract,
+	},
+
+	// Stage 8: zombie resources.
+	{
+		ID: "S8.two-keys", Stage: 8, Lesson: lesson8 + "#one-invoice-two-keys",
+		Claim: "an invoice paid a second time under a new Idempotency-Key gets 409 duplicate-reference with the Location of the first transfer, and nothing moves",
+		Why:   "the key only knows its own retries: a clerk who pays the same invoice again, from a new form or another tab, sends a new key, and the invoice is paid twice",
+		Run:   checkTwoKeys,
+	},
+	{
+		ID: "S8.two-clerks", Stage: 8, Lesson: lesson8 + "#two-clerks-at-once",
+		Claim: "clerks paying one invoice at once under keys of their own, while the core is slow: exactly one transfer is made, and every other clerk gets 409 duplicate-reference with its Location",
+		Why:   "a server that looks for the reference and then inserts it lets every clerk who looked before the first insert pay: the database must decide, in the transaction that moves the money",
+		Run:   checkTwoClerksPay,
+	},
+	{
+		ID: "S8.after-expiry", Stage: 8, Lesson: lesson8 + "#after-the-key-expired",
+		Claim: "after the first transfer's key has expired and been purged, the same request (its late retry) and a new key with the same reference both get 409 duplicate-reference, and nothing moves",
+		Why:   "a key is forgotten after its retention period; a reference must not be: the retry that arrives after the purge is a zombie that pays the invoice again",
+		Run:   checkAfterExpiry,
+	},
+	{
+		ID: "S8.edited", Stage: 8, Lesson: lesson8 + "#an-edited-payment",
+		Claim: "the same reference with another amount, under a new key, gets 409 duplicate-reference with the Location of the first transfer, and nothing moves",
+		Why:   "a clerk who corrects the amount and submits again pays the invoice twice, once with each amount, unless the reference alone decides",
+		Run:   checkEditedPayment,
+	},
+	{
+		ID: "S8.refusal-replayed", Stage: 8, Lesson: lesson8 + "#the-refusal-is-an-answer",
+		Claim: "a retry of the refused request, with its key, gets the stored 409 duplicate-reference again, byte for byte, with its Location and Idempotent-Replayed: true",
+		Why:   "the refusal is that key's answer for good: recomputed, it is not marked as a replay, and the client cannot tell it from a fresh decision",
+		Run:   checkRefusalReplayed,
+	},
+	{
+		ID: "S8.other-customer", Stage: 8, Lesson: lesson8 + "#whose-reference",
+		Claim: "another customer's transfer with the same reference executes: a reference is unique per customer",
+		Why:   "customers number their invoices each their own way; a reference unique across customers refuses one customer's payment because of another's",
+		Run:   checkOtherCustomerReference,
+	},
+	{
+		ID: "S8.without-reference", Stage: 8, Lesson: lesson8 + "#without-a-reference",
+		Claim: "transfers without a reference, before and after one with a reference, each execute under their own key, as in stage 7",
+		Why:   "a transfer without a reference must not be held to one: stored as an empty reference, the second such transfer is refused, and its money never moves",
+		Run:   checkWithoutReference,
+	},
+	{
+		ID: "S8.reference-validated", Stage: 8, Lesson: lesson8 + "#the-contract",
+		Claim: "a reference that is not a string, empty, over 64 characters, not printable or with a space at either end gets 400 invalid-request before its key is claimed: the same key with a valid body then executes",
+		Why:   "a reference stored as sent, spaces and all, lets \"INV-7\" and \"INV-7 \" pay one invoice twice; one refused after its key was claimed leaves the key used for a request that never ran",
+		Run:   checkReferenceValidated,
+	},
+
+	// Stage 9: delivery.
+	{
+		ID: "S9.posted-once", Stage: 9, Lesson: lesson9 + "#the-outbox",
+		Claim: "every transfer that executed reaches the core ledger exactly once, with its accounts and amount; a refused one (insufficient funds, a reference already paid) never does; the outbox drains",
+		Why:   "the core ledger keeps the bank's books of record: a transfer it never hears of is money that moved in one book and not the other, and one it hears of twice is counted twice",
+		Run:   checkPostedOnce,
+	},
+	{
+		ID: "S9.core-down", Stage: 9, Lesson: lesson9 + "#when-the-core-is-down",
+		Claim: "while the core ledger is down, transfers still execute and answer 201 Created; once it is back, each reaches it exactly once",
+		Why:   "a server that calls the core inside the request fails its customers while the core is down, or moves their money and never tells the core; a relay that gives up, or marks a row sent before the core said yes, loses the posting",
+		Run:   checkCoreDown,
+	},
+	{
+		ID: "S9.lost-answers", Stage: 9, Lesson: lesson9 + "#a-lost-answer",
+		Claim: "when the core ledger's answers are lost (the posting applied, the answer dropped), the relay sends again and each transfer is posted exactly once",
+		Why:   "a relay that sends again under a new key makes the core post the transfer twice: the key belongs to the outbox row, not to the attempt",
+		Run:   checkLostCoreAnswers,
+	},
+	{
+		ID: "S9.crash-after-post", Stage: 9, Lesson: lesson9 + "#a-crash-between-send-and-mark",
+		Claim: "when the server dies after the core acknowledged a posting and before the relay marked it sent, the restarted server sends it again and it is posted exactly once",
+		Why:   "the row still looks unsent after the restart: sent under a new key it is posted twice, and a relay that marks rows before sending them loses one the same way",
+		Run:   checkCrashAfterPost,
+	},
+	{
+		ID: "S9.crash-after-commit", Stage: 9, Lesson: lesson9 + "#a-crash-after-the-commit",
+		Claim: "when the server dies right after a transfer committed, before its answer and before any relay ran, the restarted server still tells the core, exactly once",
+		Why:   "a server that posts to the core after its own commit, in the request, loses the posting when it dies in between: only a row committed with the money survives the crash",
+		Run:   checkCrashAfterCommitPosted,
+	},
+}
