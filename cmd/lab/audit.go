@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,11 +26,11 @@ type auditFlags struct {
 	runFlags
 }
 
-func runAudit(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+func runAudit(ctx context.Context, in *invocation) error {
 	var f auditFlags
-	fs.StringVar(&f.pkg, "pkg", "", "the adapter package: its folder (./audit/examples/naive) or import path; it exports New(audit.Env) (audit.Middleware, error)")
-	f.register(fs)
-	if done, err := parseFlags(fs, args); done {
+	in.StringVar(&f.pkg, "pkg", "", "the adapter package: its folder (./audit/examples/naive) or import path; it exports New(audit.Env) (audit.Middleware, error)")
+	f.register(in.FlagSet)
+	if done, err := in.parse(); done {
 		return err
 	}
 	if f.pkg == "" {
@@ -45,7 +44,7 @@ func runAudit(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stde
 	if err != nil {
 		return err
 	}
-	bin, err := auditBinary(ctx, root, importPath, stderr)
+	bin, err := auditBinary(ctx, root, importPath, in.stderr)
 	if err != nil {
 		return err
 	}
@@ -55,14 +54,14 @@ func runAudit(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stde
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "lab audit: %s around the naive handlers, the checks of stages 0..%d (%d), seed %d\n", importPath, audit.Stage, len(checks), f.seed)
+	fmt.Fprintf(in.stdout, "lab audit: %s around the naive handlers, the checks of stages 0..%d (%d), seed %d\n", importPath, audit.Stage, len(checks), f.seed)
 	// The audit harness (audit.Env.Share and the examples' SQL) is written
 	// for SQLite: the audit runs there whatever IDEMLAB_DATABASE_URL says.
-	results := runChecks(ctx, subject, checks, f.seed, grader.ChildProcess(bin, ":memory:"), 4, stdout)
+	results := runChecks(ctx, subject, checks, f.seed, grader.ChildProcess(bin, ":memory:"), 4, in.stdout)
 	rep := report{subject: importPath, stage: audit.Stage, seed: f.seed, results: results, dir: f.results,
 		reproduce: func(id string) string { return fmt.Sprintf("lab audit --pkg %s --seed %d --run %s", f.pkg, f.seed, id) },
 		section:   auditSection, order: []string{auditMoney, auditContract, auditUnseen}, moneyOnly: true}
-	return rep.write(stdout)
+	return rep.write(in.stdout)
 }
 
 // auditSection sorts a result that did not pass into the audit's

@@ -3,19 +3,17 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 
 	"idemlab/studentloop"
 )
 
-func runCheck(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	seed := fs.String("seed", os.Getenv("SEED"), "repeat a run: the seed a failure printed (or SEED=)")
-	only := fs.String("run", os.Getenv("RUN"), "run only the checks whose ID contains this (or RUN=)")
-	solution := fs.Bool("solution", false, "run the reference solution's checks instead of yours")
-	st, done, err := startLoop(fs, args)
+func runCheck(ctx context.Context, in *invocation) error {
+	seed := in.String("seed", os.Getenv("SEED"), "repeat a run: the seed a failure printed (or SEED=)")
+	only := in.String("run", os.Getenv("RUN"), "run only the checks whose ID contains this (or RUN=)")
+	solution := in.Bool("solution", false, "run the reference solution's checks instead of yours")
+	st, done, err := startLoop(in)
 	if done {
 		return err
 	}
@@ -31,9 +29,9 @@ func runCheck(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stde
 		return err
 	}
 	if *solution {
-		fmt.Fprintf(stdout, "the reference solution of stage %d (solutions/stage%d):\n", n, n)
+		fmt.Fprintf(in.stdout, "the reference solution of stage %d (solutions/stage%d):\n", n, n)
 	}
-	studentloop.Summarize(stdout, root, o)
+	studentloop.Summarize(in.stdout, root, o)
 	if o.State() != studentloop.Passing {
 		return &exitCode{code: 1, err: errors.New(string(o.State()))}
 	}

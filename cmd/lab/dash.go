@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -15,14 +13,14 @@ import (
 	"idemlab/dashboard/backend"
 )
 
-func runDash(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	url := fs.String("url", os.Getenv("LAB"), "the lab server's URL (default $LAB, which make serve prints); for replicas, every replica's, comma-separated, and each request shows which one answered")
-	token := fs.String("token", os.Getenv("ADMIN"), "its admin token (default $ADMIN, which make serve prints)")
-	if done, err := parseFlags(fs, args); done {
+func runDash(ctx context.Context, in *invocation) error {
+	url := in.String("url", os.Getenv("LAB"), "the lab server's URL (default $LAB, which make serve prints); for replicas, every replica's, comma-separated, and each request shows which one answered")
+	token := in.String("token", os.Getenv("ADMIN"), "its admin token (default $ADMIN, which make serve prints)")
+	if done, err := in.parse(); done {
 		return err
 	}
 	if *url == "" || *token == "" {
-		fs.Usage()
+		in.Usage()
 		return cannotRun(fmt.Errorf("--url and --token are needed: make serve prints both (export LAB=… ADMIN=…)"))
 	}
 	urls := strings.FieldsFunc(*url, func(r rune) bool { return r == ',' })
@@ -38,7 +36,7 @@ func runDash(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stder
 			return fmt.Errorf("cannot read %s/lab/state: %w", strings.TrimRight(lab.URL(), "/"), err)
 		}
 	}
-	if !isTerminal(stdout) {
+	if !isTerminal(in.stdout) {
 		return fmt.Errorf("lab dash needs a terminal")
 	}
 	watch, stop := context.WithCancel(ctx)
@@ -48,7 +46,7 @@ func runDash(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stder
 		title = fmt.Sprintf("lab server, %d replicas", len(urls))
 	}
 	model := dashboard.NewWatch(ctx, urls[0], time.Now())
-	return runTUI(ctx, model, stdout, func(p *tea.Program) {
+	return runTUI(ctx, model, in.stdout, func(p *tea.Program) {
 		p.Send(dashboard.SideMsg{Side: 0, Title: title, URL: urls[0], Status: "running"})
 		backend.Watch(watch, remote, 0, 0, p.Send)
 	})

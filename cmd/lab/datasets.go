@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,10 +25,10 @@ type dayFiles struct {
 
 func (d dayFiles) path(kind string) string { return filepath.Join(d.dir, d.name+"."+kind) }
 
-func runDatasets(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	sizes := fs.String("sizes", "10000,100000", "the sizes of the large days, in operations")
-	shipped := fs.Bool("shipped", false, "rewrite the shipped small day in datasets/ instead (its access log gets new times and ids)")
-	if done, err := parseFlags(fs, args); done {
+func runDatasets(ctx context.Context, in *invocation) error {
+	sizes := in.String("sizes", "10000,100000", "the sizes of the large days, in operations")
+	shipped := in.Bool("shipped", false, "rewrite the shipped small day in datasets/ instead (its access log gets new times and ids)")
+	if done, err := in.parse(); done {
 		return err
 	}
 	root, err := grader.Root()
@@ -53,7 +52,7 @@ func runDatasets(ctx context.Context, fs *flag.FlagSet, args []string, stdout, s
 		if err := os.MkdirAll(d.dir, 0o755); err != nil {
 			return err
 		}
-		if err := makeDay(ctx, d, stdout, stderr); err != nil {
+		if err := makeDay(ctx, d, in.stdout, in.stderr); err != nil {
 			return fmt.Errorf("%s: %w", d.name, err)
 		}
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -33,15 +32,15 @@ func demoStages(root string) backend.Stages {
 	return s
 }
 
-func runDemo(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	right := fs.Int("stage", -1, "the stage on the right (default: the final solution)")
-	yours := fs.Bool("yours", false, "run your stages/stageN on the right instead of the solution")
-	plain := fs.Bool("plain", false, "no terminal UI: a line a second, then a summary (the default when stdout is not a terminal)")
-	duration := fs.Duration("duration", 10*time.Second, "how long --plain runs")
-	faults := fs.String("faults", backend.Profiles[0].Name, "the fault profile to start with (f cycles them)")
+func runDemo(ctx context.Context, in *invocation) error {
+	right := in.Int("stage", -1, "the stage on the right (default: the final solution)")
+	yours := in.Bool("yours", false, "run your stages/stageN on the right instead of the solution")
+	plain := in.Bool("plain", false, "no terminal UI: a line a second, then a summary (the default when in.stdout is not a terminal)")
+	duration := in.Duration("duration", 10*time.Second, "how long --plain runs")
+	faults := in.String("faults", backend.Profiles[0].Name, "the fault profile to start with (f cycles them)")
 	var db string
-	defineFreshDB(fs, &db)
-	if done, err := parseFlags(fs, args); done {
+	defineFreshDB(in.FlagSet, &db)
+	if done, err := in.parse(); done {
 		return err
 	}
 	db, err := freshDB(db)
@@ -62,15 +61,15 @@ func runDemo(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stder
 		return cannotRun(err)
 	}
 	left, rightChoice := dashboard.Choice{Stage: 0}, dashboard.Choice{Stage: *right, Yours: *yours}
-	if *plain || !isTerminal(stdout) {
-		return backend.Plain(ctx, stages, left, rightChoice, profile, *duration, stdout)
+	if *plain || !isTerminal(in.stdout) {
+		return backend.Plain(ctx, stages, left, rightChoice, profile, *duration, in.stdout)
 	}
 
 	demo := backend.NewDemo(stages)
 	defer demo.Close()
 	shown := demo.SetProfile(ctx, profile).Profile
 	model := dashboard.NewDemo(ctx, demo, stages.Numbers(), left, rightChoice, demo.Traffic().Rate(), shown, time.Now())
-	return runTUI(ctx, model, stdout, func(p *tea.Program) {
+	return runTUI(ctx, model, in.stdout, func(p *tea.Program) {
 		if err := demo.Start(ctx, left, rightChoice, p.Send); err != nil {
 			p.Send(dashboard.FatalMsg{Err: err})
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,11 +10,11 @@ import (
 	"idemlab/studentloop"
 )
 
-func runDocs(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	lang := fs.String("lang", "en", "the lesson's language: en, or the name of a folder under docs/lessons")
-	plain := fs.Bool("plain", false, "print the markdown as it is, even on a terminal")
-	width := fs.Int("width", 100, "wrap the rendered lesson at this many columns")
-	st, done, err := startLoop(fs, args)
+func runDocs(ctx context.Context, in *invocation) error {
+	lang := in.String("lang", "en", "the lesson's language: en, or the name of a folder under docs/lessons")
+	plain := in.Bool("plain", false, "print the markdown as it is, even on a terminal")
+	width := in.Int("width", 100, "wrap the rendered lesson at this many columns")
+	st, done, err := startLoop(in)
 	if done {
 		return err
 	}
@@ -29,15 +28,15 @@ func runDocs(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stder
 		return err
 	}
 	raw = anchorLine.ReplaceAll(raw, nil)
-	if *plain || !isTerminal(stdout) {
-		_, err = stdout.Write(raw)
+	if *plain || !isTerminal(in.stdout) {
+		_, err = in.stdout.Write(raw)
 		return err
 	}
 	out, err := studentloop.RenderLesson(raw, *width)
 	if err != nil {
 		return err
 	}
-	_, err = io.WriteString(stdout, out)
+	_, err = io.WriteString(in.stdout, out)
 	return err
 }
 

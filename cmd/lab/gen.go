@@ -2,32 +2,30 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 
 	"idemlab/grader/dayplan"
 )
 
-func runGen(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	seed := fs.Uint64("seed", 1, "the seed; the same seed gives the same plan, byte for byte")
-	ops := fs.Int("ops", 1000, "how many logical operations the day has")
-	out := fs.String("o", "", "write the plan to this file (default: standard output)")
+func runGen(ctx context.Context, in *invocation) error {
+	seed := in.Uint64("seed", 1, "the seed; the same seed gives the same plan, byte for byte")
+	ops := in.Int("ops", 1000, "how many logical operations the day has")
+	out := in.String("o", "", "write the plan to this file (default: standard output)")
 	p := dayplan.DefaultParams(0, 0)
-	fs.IntVar(&p.Reset.Customers, "customers", p.Reset.Customers, "customers in the lab reset")
-	fs.IntVar(&p.Reset.AccountsPerCustomer, "accounts", p.Reset.AccountsPerCustomer, "accounts per customer")
-	fs.Int64Var(&p.Reset.OpeningBalance, "opening-balance", p.Reset.OpeningBalance, "each account's opening balance in won")
-	fs.Float64Var(&p.FaultRate, "fault-rate", p.FaultRate, "share of operations whose first attempt meets a failure point")
-	fs.Float64Var(&p.RespellRate, "respell-rate", p.RespellRate, "share of retried operations whose retries spell the body differently")
-	fs.Float64Var(&p.DoubleClickRate, "double-click-rate", p.DoubleClickRate, "share of operations double-clicked")
-	fs.Float64Var(&p.EditRate, "edit-rate", p.EditRate, "share of operations a clerk resubmits with the same key and an edited amount")
-	fs.Float64Var(&p.LateRetryRate, "late-rate", p.LateRetryRate, "share of operations retried after the retention period")
-	fs.Float64Var(&p.DepositRate, "deposit-rate", p.DepositRate, "share of operations that are deposits")
-	fs.Float64Var(&p.KeylessRate, "keyless-rate", p.KeylessRate, "share of operations sent once without an Idempotency-Key (stage 1 on refuses them)")
-	fs.Float64Var(&p.SharedKeyRate, "shared-key-rate", p.SharedKeyRate, "share of operations sent with an earlier operation's key of another customer (a bad key generator; stage 5 scopes keys to the customer)")
-	fs.Float64Var(&p.CrashRate, "crash-rate", p.CrashRate, "share of operations before which the replay arms a crash point of the server (stage 6's leases recover from it)")
-	if done, err := parseFlags(fs, args); done {
+	in.IntVar(&p.Reset.Customers, "customers", p.Reset.Customers, "customers in the lab reset")
+	in.IntVar(&p.Reset.AccountsPerCustomer, "accounts", p.Reset.AccountsPerCustomer, "accounts per customer")
+	in.Int64Var(&p.Reset.OpeningBalance, "opening-balance", p.Reset.OpeningBalance, "each account's opening balance in won")
+	in.Float64Var(&p.FaultRate, "fault-rate", p.FaultRate, "share of operations whose first attempt meets a failure point")
+	in.Float64Var(&p.RespellRate, "respell-rate", p.RespellRate, "share of retried operations whose retries spell the body differently")
+	in.Float64Var(&p.DoubleClickRate, "double-click-rate", p.DoubleClickRate, "share of operations double-clicked")
+	in.Float64Var(&p.EditRate, "edit-rate", p.EditRate, "share of operations a clerk resubmits with the same key and an edited amount")
+	in.Float64Var(&p.LateRetryRate, "late-rate", p.LateRetryRate, "share of operations retried after the retention period")
+	in.Float64Var(&p.DepositRate, "deposit-rate", p.DepositRate, "share of operations that are deposits")
+	in.Float64Var(&p.KeylessRate, "keyless-rate", p.KeylessRate, "share of operations sent once without an Idempotency-Key (stage 1 on refuses them)")
+	in.Float64Var(&p.SharedKeyRate, "shared-key-rate", p.SharedKeyRate, "share of operations sent with an earlier operation's key of another customer (a bad key generator; stage 5 scopes keys to the customer)")
+	in.Float64Var(&p.CrashRate, "crash-rate", p.CrashRate, "share of operations before which the replay arms a crash point of the server (stage 6's leases recover from it)")
+	if done, err := in.parse(); done {
 		return err
 	}
 	p.Ops = *ops
@@ -36,7 +34,7 @@ func runGen(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr
 		return cannotRun(err)
 	}
 	if *out == "" {
-		return plan.Write(stdout)
+		return plan.Write(in.stdout)
 	}
 	f, err := os.Create(*out)
 	if err != nil {
@@ -49,7 +47,7 @@ func runGen(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr
 	if err := f.Close(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "wrote %s: %d operations, seed %d (%s)\n", *out, len(plan.Ops), *seed, summarise(plan))
+	fmt.Fprintf(in.stderr, "wrote %s: %d operations, seed %d (%s)\n", *out, len(plan.Ops), *seed, summarise(plan))
 	return nil
 }
 

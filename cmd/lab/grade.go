@@ -37,11 +37,11 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.results, "results", "", "write results.json to this folder")
 }
 
-func runGrade(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+func runGrade(ctx context.Context, in *invocation) error {
 	var f gradeFlags
-	f.define(fs, "run the checks of stages 0..N", "grade")
-	f.register(fs)
-	if done, err := parseFlags(fs, args); done {
+	f.define(in.FlagSet, "run the checks of stages 0..N", "grade")
+	f.register(in.FlagSet)
+	if done, err := in.parse(); done {
 		return err
 	}
 	if err := checkStage(f.stage, f.solution); err != nil {
@@ -54,7 +54,7 @@ func runGrade(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stde
 	if err != nil {
 		return err
 	}
-	subject, start, err := gradeTarget(ctx, f, db, stderr)
+	subject, start, err := gradeTarget(ctx, f, db, in.stderr)
 	if err != nil {
 		return err
 	}
@@ -62,15 +62,15 @@ func runGrade(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stde
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "lab grade: %s, the checks of stages 0..%d (%d), seed %d\n", subject.Name, f.stage, len(checks), f.seed)
+	fmt.Fprintf(in.stdout, "lab grade: %s, the checks of stages 0..%d (%d), seed %d\n", subject.Name, f.stage, len(checks), f.seed)
 	// A running server is one server: its checks take turns. Child
 	// processes are each check's own, so a few run at once.
 	parallel := 4
 	if f.url != "" {
 		parallel = 1
 	}
-	results := runChecks(ctx, subject, checks, f.seed, start, parallel, stdout)
-	return gradeReport(f, results, stdout)
+	results := runChecks(ctx, subject, checks, f.seed, start, parallel, in.stdout)
+	return gradeReport(f, results, in.stdout)
 }
 
 // checks returns the checks of subject whose ID contains --run, or an

@@ -2,17 +2,15 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"strings"
 
 	"idemlab/studentloop"
 )
 
-func runHint(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	check := fs.String("check", "", "a hint for this check ID instead of the first failing one")
-	st, done, err := startLoop(fs, args)
+func runHint(ctx context.Context, in *invocation) error {
+	check := in.String("check", "", "a hint for this check ID instead of the first failing one")
+	st, done, err := startLoop(in)
 	if done {
 		return err
 	}
@@ -39,20 +37,20 @@ func runHint(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stder
 	}
 	switch {
 	case sp.State == studentloop.NotStarted && *check == "":
-		fmt.Fprintf(stdout, "stage %d has not run yet: lab check %d (or lab watch %d) first, so that the hint is about the check that fails.\n\n", n, n, n)
+		fmt.Fprintf(in.stdout, "stage %d has not run yet: lab check %d (or lab watch %d) first, so that the hint is about the check that fails.\n\n", n, n, n)
 	case topic == "stage":
-		fmt.Fprintf(stdout, "stage %d at its last run: %s.\n\n", n, sp.State)
+		fmt.Fprintf(in.stdout, "stage %d at its last run: %s.\n\n", n, sp.State)
 	default:
-		fmt.Fprintf(stdout, "hint for %s, the first failing check of stage %d at its last run:\n\n", topic, n)
+		fmt.Fprintf(in.stdout, "hint for %s, the first failing check of stage %d at its last run:\n\n", topic, n)
 	}
 	tier := p.NextTier(key, studentloop.Tiers)
 	for i := 0; i < tier; i++ {
-		fmt.Fprintf(stdout, "%d. %s: %s\n\n", i+1, strings.ToUpper(studentloop.TierNames[i][:1])+studentloop.TierNames[i][1:], tiers[i])
+		fmt.Fprintf(in.stdout, "%d. %s: %s\n\n", i+1, strings.ToUpper(studentloop.TierNames[i][:1])+studentloop.TierNames[i][1:], tiers[i])
 	}
 	if tier < studentloop.Tiers {
-		fmt.Fprintf(stdout, "(hint %d of %d: ask again for %s)\n", tier, studentloop.Tiers, studentloop.TierNames[tier])
+		fmt.Fprintf(in.stdout, "(hint %d of %d: ask again for %s)\n", tier, studentloop.Tiers, studentloop.TierNames[tier])
 	} else {
-		fmt.Fprintf(stdout, "(that was the last hint: the lesson's exercise, then lab diff %d if you must)\n", n)
+		fmt.Fprintf(in.stdout, "(that was the last hint: the lesson's exercise, then lab diff %d if you must)\n", n)
 	}
 	return p.Save(root)
 }

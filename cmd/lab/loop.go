@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -37,8 +36,8 @@ type loopStage struct {
 // startLoop parses args into fs (flags before or after the stage number)
 // and finds the checkout, the progress and the stage. done is true when
 // parsing ended the command (-h, or a flag error, which err then says).
-func startLoop(fs *flag.FlagSet, args []string) (s loopStage, done bool, err error) {
-	if done, err := parseFlags(fs, reorder(args)); done {
+func startLoop(in *invocation) (s loopStage, done bool, err error) {
+	if done, err := parseFlags(in.FlagSet, reorder(in.args)); done {
 		return s, true, err
 	}
 	if s.root, err = findRoot(); err != nil {
@@ -47,7 +46,7 @@ func startLoop(fs *flag.FlagSet, args []string) (s loopStage, done bool, err err
 	if s.progress, err = studentloop.LoadProgress(s.root); err != nil {
 		return s, true, err
 	}
-	s.n, err = stageArg(fs.Args(), s.progress)
+	s.n, err = stageArg(in.Args(), s.progress)
 	return s, err != nil, err
 }
 

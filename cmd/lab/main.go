@@ -24,10 +24,18 @@ type command struct {
 	// usage is what its usage line says after "lab name": the arguments.
 	usage   string
 	summary string
-	// run defines the subcommand's flags on fs, parses the arguments after
-	// its name into it, and runs; stdout and stderr are passed in so that
-	// tests can read them.
-	run func(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error
+	// run defines the subcommand's flags on its invocation, parses the
+	// arguments into them, and runs.
+	run func(ctx context.Context, in *invocation) error
+}
+
+// invocation is one run of a command: a flag set named for it (lab hint),
+// the arguments after its name, and where it writes, passed in so that
+// tests can read it. The flag set's errors and usage go to stderr.
+type invocation struct {
+	*flag.FlagSet
+	args           []string
+	stdout, stderr io.Writer
 }
 
 // commands are lab's subcommands, in the order its usage lists them;
@@ -154,8 +162,11 @@ func (c command) invoke(ctx context.Context, args []string, stdout, stderr io.Wr
 		fmt.Fprintln(stderr, strings.TrimSpace("usage: lab "+c.name+" "+c.usage))
 		fs.PrintDefaults()
 	}
-	return c.run(ctx, fs, args, stdout, stderr)
+	return c.run(ctx, &invocation{FlagSet: fs, args: args, stdout: stdout, stderr: stderr})
 }
+
+// parse parses the arguments into the flags (see parseFlags).
+func (in *invocation) parse() (done bool, err error) { return parseFlags(in.FlagSet, in.args) }
 
 // parseFlags parses a subcommand's flags. It reports done when the
 // command must end here: after -h, which printed the usage (no error),

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -31,22 +30,22 @@ type replayFlags struct {
 	rate      float64
 }
 
-func runReplay(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+func runReplay(ctx context.Context, in *invocation) error {
 	var f replayFlags
-	fs.StringVar(&f.plan, "log", "", "the day plan to replay (from lab gen)")
-	fs.StringVar(&f.plan, "plan", "", "the same as --log")
-	f.define(fs, "the stage to replay against, 0..9", "replay against")
-	fs.StringVar(&f.accessLog, "access-log", "", "write the server's access log to this file (with --solution)")
-	fs.StringVar(&f.answer, "answer", "", "write the tally's answer key, from the server's books, to this file (with --solution)")
-	fs.StringVar(&f.results, "results", "", "write results.json and history.jsonl into this folder")
-	fs.IntVar(&f.clients, "clients", 1, "operations in flight at once (1 makes the day's outcome repeatable)")
-	fs.IntVar(&f.examples, "examples", 5, "how many operations to show for each kind of finding")
-	fs.Float64Var(&f.rate, "rate", 0, "operations started per second, to watch the day go by in lab dash (0: as fast as possible)")
-	if done, err := parseFlags(fs, args); done {
+	in.StringVar(&f.plan, "log", "", "the day plan to replay (from lab gen)")
+	in.StringVar(&f.plan, "plan", "", "the same as --log")
+	f.define(in.FlagSet, "the stage to replay against, 0..9", "replay against")
+	in.StringVar(&f.accessLog, "access-log", "", "write the server's access log to this file (with --solution)")
+	in.StringVar(&f.answer, "answer", "", "write the tally's answer key, from the server's books, to this file (with --solution)")
+	in.StringVar(&f.results, "results", "", "write results.json and history.jsonl into this folder")
+	in.IntVar(&f.clients, "clients", 1, "operations in flight at once (1 makes the day's outcome repeatable)")
+	in.IntVar(&f.examples, "examples", 5, "how many operations to show for each kind of finding")
+	in.Float64Var(&f.rate, "rate", 0, "operations started per second, to watch the day go by in lab dash (0: as fast as possible)")
+	if done, err := in.parse(); done {
 		return err
 	}
 	if f.plan == "" {
-		fs.Usage()
+		in.Usage()
 		return cannotRun(errors.New("--log: which day plan? (lab gen -o day.jsonl makes one; datasets/day-small.plan.jsonl is shipped)"))
 	}
 	if f.rate < 0 || math.IsNaN(f.rate) || math.IsInf(f.rate, 0) {
@@ -68,7 +67,7 @@ func runReplay(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	if err != nil {
 		return cannotRun(err)
 	}
-	opts := grader.ReplayOptions{Clients: f.clients, Progress: progress(stderr, len(plan.Ops)), Pace: grader.NewPace(f.rate), DB: db}
+	opts := grader.ReplayOptions{Clients: f.clients, Progress: progress(in.stderr, len(plan.Ops)), Pace: grader.NewPace(f.rate), DB: db}
 	defer opts.Pace.Stop()
 
 	var run *grader.DayRun
@@ -96,25 +95,25 @@ func runReplay(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 		if run, err = grader.ReplayInProcess(ctx, solutions[f.stage], plan, accessLog, opts); err != nil {
 			return cannotRun(err)
 		}
-		if err := writeDayFiles(f, run, log.Bytes(), stderr); err != nil {
+		if err := writeDayFiles(f, run, log.Bytes(), in.stderr); err != nil {
 			return err
 		}
 	default:
 		target = fmt.Sprintf("your stages/stage%d, as a child process", f.stage)
-		if run, err = replayMine(ctx, f.stage, plan, opts, stderr); err != nil {
+		if run, err = replayMine(ctx, f.stage, plan, opts, in.stderr); err != nil {
 			return err
 		}
 	}
 	took := time.Since(began)
 
 	rc := grader.ReconcileDay(run.Result)
-	fmt.Fprintf(stdout, "replayed %s (%s) against %s in %s\n", f.plan, plan.Header.Command, target, took.Round(time.Millisecond))
-	rc.WriteReport(stdout, f.examples)
+	fmt.Fprintf(in.stdout, "replayed %s (%s) against %s in %s\n", f.plan, plan.Header.Command, target, took.Round(time.Millisecond))
+	rc.WriteReport(in.stdout, f.examples)
 	if f.results != "" {
 		if err := writeResults(f.results, plan, target, rc, run.Result); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "results in %s\n", filepath.Join(f.results, "results.json"))
+		fmt.Fprintf(in.stdout, "results in %s\n", filepath.Join(f.results, "results.json"))
 	}
 	if !rc.Valid {
 		return &exitCode{code: 1, err: errors.New("the day does not reconcile: " + firstLine(rc))}

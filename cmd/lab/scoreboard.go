@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
 	"time"
 
 	"idemlab/grader"
@@ -34,17 +32,17 @@ const scoreboardLast = 6
 // second of real time instead of four.
 const scoreboardHorizon = 10 * time.Minute
 
-func runScoreboard(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	planPath := fs.String("log", "", "the day plan to replay (default: lab gen --seed SEED --ops OPS --shared-key-rate 0.01 --crash-rate 0.005)")
-	seed := fs.Uint64("seed", 7, "the seed of the default day")
-	ops := fs.Int("ops", 2000, "how many operations the default day has")
-	shared := fs.Float64("shared-key-rate", scoreboardSharedKeys, "the default day's share of operations sent with another customer's key")
-	crashes := fs.Float64("crash-rate", scoreboardCrashes, "the default day's share of operations before which the server is made to crash")
-	horizon := fs.Duration("horizon", scoreboardHorizon, "the clients' retry horizon on the plan's clock (the published policy's is 1h)")
-	clients := fs.Int("clients", 1, "operations in flight at once (1 makes every row repeatable)")
-	mine := fs.Bool("mine", false, "replay your stages/stageN, built and started, instead of the reference solutions")
-	asJSON := fs.Bool("json", false, "write the rows as JSON")
-	if done, err := parseFlags(fs, args); done {
+func runScoreboard(ctx context.Context, in *invocation) error {
+	planPath := in.String("log", "", "the day plan to replay (default: lab gen --seed SEED --ops OPS --shared-key-rate 0.01 --crash-rate 0.005)")
+	seed := in.Uint64("seed", 7, "the seed of the default day")
+	ops := in.Int("ops", 2000, "how many operations the default day has")
+	shared := in.Float64("shared-key-rate", scoreboardSharedKeys, "the default day's share of operations sent with another customer's key")
+	crashes := in.Float64("crash-rate", scoreboardCrashes, "the default day's share of operations before which the server is made to crash")
+	horizon := in.Duration("horizon", scoreboardHorizon, "the clients' retry horizon on the plan's clock (the published policy's is 1h)")
+	clients := in.Int("clients", 1, "operations in flight at once (1 makes every row repeatable)")
+	mine := in.Bool("mine", false, "replay your stages/stageN, built and started, instead of the reference solutions")
+	asJSON := in.Bool("json", false, "write the rows as JSON")
+	if done, err := in.parse(); done {
 		return err
 	}
 	plan, err := scoreboardDay(*planPath, *seed, *ops, *shared, *crashes)
@@ -64,7 +62,7 @@ func runScoreboard(ctx context.Context, fs *flag.FlagSet, args []string, stdout,
 		target := fmt.Sprintf("solutions/stage%d", n)
 		if *mine {
 			target = fmt.Sprintf("stages/stage%d", n)
-			run, err = replayMine(ctx, n, plan, opts, stderr)
+			run, err = replayMine(ctx, n, plan, opts, in.stderr)
 		} else {
 			run, err = grader.ReplayInProcess(ctx, solutions[n], plan, nil, opts)
 		}
@@ -74,18 +72,18 @@ func runScoreboard(ctx context.Context, fs *flag.FlagSet, args []string, stdout,
 		row := grader.NewScoreRow(n, target, grader.ReconcileDay(run.Result))
 		row.Elapsed = time.Since(began).Round(time.Millisecond).String()
 		rows = append(rows, row)
-		fmt.Fprintf(stderr, "stage %d: %s in %s\n", n, row.Verdict, row.Elapsed)
+		fmt.Fprintf(in.stderr, "stage %d: %s in %s\n", n, row.Verdict, row.Elapsed)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
+		enc := json.NewEncoder(in.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			Plan string            `json:"plan"`
 			Rows []grader.ScoreRow `json:"rows"`
 		}{plan.Header.Command, rows})
 	}
-	fmt.Fprintf(stdout, "the day: %s, replayed by %d client(s) at a time, retrying for %s\n\n", plan.Header.Command, *clients, *horizon)
-	return grader.WriteScoreboard(stdout, rows)
+	fmt.Fprintf(in.stdout, "the day: %s, replayed by %d client(s) at a time, retrying for %s\n\n", plan.Header.Command, *clients, *horizon)
+	return grader.WriteScoreboard(in.stdout, rows)
 }
 
 // scoreboardDay reads the plan at path, or draws the default day.

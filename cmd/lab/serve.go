@@ -53,17 +53,17 @@ type serveFlags struct {
 	core string
 }
 
-func runServe(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+func runServe(ctx context.Context, in *invocation) error {
 	var f serveFlags
-	fs.IntVar(&f.stage, "stage", 0, "the stage to serve, 0..9")
-	fs.BoolVar(&f.solution, "solution", false, "serve the reference solution (solutions/stageN) instead of your stages/stageN")
-	fs.StringVar(&f.db, "db", "", `the database: a SQLite file, ":memory:", or a PostgreSQL postgres://… URL (default $`+labdb.EnvURL+` if set, else tmp/lab-stageN.db; kept across restarts)`)
-	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "the address to listen on")
-	fs.StringVar(&f.admin, "admin-token", "", "the token that opens /lab (default: drawn at random and printed; with --public, at least 32 characters)")
-	fs.StringVar(&f.accessLog, "access-log", "", "append the server's access log (one JSON record per request, what lab tally reads) to this file")
-	fs.IntVar(&f.replicas, "replicas", 1, "run this many server processes on the one database (a file or a postgres:// URL), on consecutive ports: several app servers behind a load balancer, where a claim kept in a process's memory fails")
-	fs.BoolVar(&f.public, "public", false, "serve a classroom: allow an address other than loopback (the lab endpoints reset the bank and move its clock), demand a long admin token, draw customer tokens at random")
-	if done, err := parseFlags(fs, args); done {
+	in.IntVar(&f.stage, "stage", 0, "the stage to serve, 0..9")
+	in.BoolVar(&f.solution, "solution", false, "serve the reference solution (solutions/stageN) instead of your stages/stageN")
+	in.StringVar(&f.db, "db", "", `the database: a SQLite file, ":memory:", or a PostgreSQL postgres://… URL (default $`+labdb.EnvURL+` if set, else tmp/lab-stageN.db; kept across restarts)`)
+	in.StringVar(&f.addr, "addr", "127.0.0.1:8080", "the address to listen on")
+	in.StringVar(&f.admin, "admin-token", "", "the token that opens /lab (default: drawn at random and printed; with --public, at least 32 characters)")
+	in.StringVar(&f.accessLog, "access-log", "", "append the server's access log (one JSON record per request, what lab tally reads) to this file")
+	in.IntVar(&f.replicas, "replicas", 1, "run this many server processes on the one database (a file or a postgres:// URL), on consecutive ports: several app servers behind a load balancer, where a claim kept in a process's memory fails")
+	in.BoolVar(&f.public, "public", false, "serve a classroom: allow an address other than loopback (the lab endpoints reset the bank and move its clock), demand a long admin token, draw customer tokens at random")
+	if done, err := in.parse(); done {
 		return err
 	}
 	if err := checkStage(f.stage, f.solution); err != nil {
@@ -113,12 +113,12 @@ func runServe(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stde
 		f.core = url
 	}
 	if f.replicas > 1 {
-		return serveReplicas(ctx, root, f, stdout, stderr)
+		return serveReplicas(ctx, root, f, in.stdout, in.stderr)
 	}
 	if f.solution {
-		return serveSolution(ctx, f, stdout)
+		return serveSolution(ctx, f, in.stdout)
 	}
-	return serveStudent(ctx, root, f, stdout, stderr)
+	return serveStudent(ctx, root, f, in.stdout, in.stderr)
 }
 
 // serverFlags choose the server lab grade and lab replay run against:

@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 
 	"idemlab/studentloop"
 )
 
-func runStatus(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	if done, err := parseFlags(fs, args); done {
+func runStatus(ctx context.Context, in *invocation) error {
+	if done, err := in.parse(); done {
 		return err
 	}
 	root, err := findRoot()
@@ -21,7 +19,7 @@ func runStatus(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%-6s %-15s %-7s %s\n", "stage", "state", "checks", "first failing check")
+	fmt.Fprintf(in.stdout, "%-6s %-15s %-7s %s\n", "stage", "state", "checks", "first failing check")
 	for n := 0; n < studentloop.Stages; n++ {
 		sp := p.Stage(n)
 		checks := ""
@@ -35,15 +33,15 @@ func runStatus(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 		case studentloop.Failing, studentloop.DoesNotBuild:
 			mark = "✗"
 		}
-		fmt.Fprintf(stdout, "%s %-4d %-15s %-7s %s\n", mark, n, sp.State, checks, sp.FirstFailing)
+		fmt.Fprintf(in.stdout, "%s %-4d %-15s %-7s %s\n", mark, n, sp.State, checks, sp.FirstFailing)
 	}
 	cur := p.Current()
-	fmt.Fprintln(stdout)
+	fmt.Fprintln(in.stdout)
 	if p.Stage(cur).State == studentloop.Passing {
-		fmt.Fprintln(stdout, "every stage passes.")
+		fmt.Fprintln(in.stdout, "every stage passes.")
 		return nil
 	}
 	lesson, _ := studentloop.LessonPath(root, cur, "")
-	fmt.Fprintf(stdout, "next: stage %d (%s): lab docs %d, then lab watch %d; stuck? lab hint %d\n", cur, lesson, cur, cur, cur)
+	fmt.Fprintf(in.stdout, "next: stage %d (%s): lab docs %d, then lab watch %d; stuck? lab hint %d\n", cur, lesson, cur, cur, cur)
 	return nil
 }

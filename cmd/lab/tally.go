@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,15 +18,15 @@ import (
 	sol0 "idemlab/solutions/stage0"
 )
 
-func runTally(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	logPath := fs.String("log", "", "the access log (JSON lines, as lab replay --access-log writes)")
-	student := fs.Bool("student", false, "run your Tally in stages/stage0 instead of the reference")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if done, err := parseFlags(fs, args); done {
+func runTally(ctx context.Context, in *invocation) error {
+	logPath := in.String("log", "", "the access log (JSON lines, as lab replay --access-log writes)")
+	student := in.Bool("student", false, "run your Tally in stages/stage0 instead of the reference")
+	asJSON := in.Bool("json", false, "print the report as JSON")
+	if done, err := in.parse(); done {
 		return err
 	}
 	if *logPath == "" {
-		fs.Usage()
+		in.Usage()
 		return cannotRun(errors.New("--log: which access log? (datasets/day-small.access.jsonl is shipped)"))
 	}
 	var rep accesslog.Report
@@ -35,7 +34,7 @@ func runTally(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stde
 	who := "the reference Tally (solutions/stage0)"
 	if *student {
 		who = "your Tally (stages/stage0)"
-		rep, err = studentTally(ctx, *logPath, stderr)
+		rep, err = studentTally(ctx, *logPath, in.stderr)
 	} else {
 		rep, err = referenceTally(*logPath)
 	}
@@ -43,12 +42,12 @@ func runTally(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stde
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
+		enc := json.NewEncoder(in.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(stdout, "%s of %s:\n", who, *logPath)
-	return compareAnswer(stdout, *logPath, rep)
+	fmt.Fprintf(in.stdout, "%s of %s:\n", who, *logPath)
+	return compareAnswer(in.stdout, *logPath, rep)
 }
 
 func referenceTally(path string) (accesslog.Report, error) {

@@ -2,25 +2,23 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"path/filepath"
 	"time"
 
 	"idemlab/studentloop"
 )
 
-func runWatch(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	quiet := fs.Duration("quiet", 50*time.Millisecond, "how long the folder must stay still after a save before the checks run")
-	poll := fs.Bool("poll", false, "scan the folder instead of listening for file events (where they do not work)")
-	st, done, err := startLoop(fs, args)
+func runWatch(ctx context.Context, in *invocation) error {
+	quiet := in.Duration("quiet", 50*time.Millisecond, "how long the folder must stay still after a save before the checks run")
+	poll := in.Bool("poll", false, "scan the folder instead of listening for file events (where they do not work)")
+	st, done, err := startLoop(in)
 	if done {
 		return err
 	}
 	root, n := st.root, st.n
 	dir := filepath.Join(root, studentloop.StageDir(n))
-	fmt.Fprintf(stdout, "watching %s: every save reruns stage %d's checks (Ctrl-C to stop)\n", studentloop.StageDir(n), n)
+	fmt.Fprintf(in.stdout, "watching %s: every save reruns stage %d's checks (Ctrl-C to stop)\n", studentloop.StageDir(n), n)
 	after := func(savedAt time.Time) string {
 		if savedAt.IsZero() {
 			return ""
@@ -38,41 +36,41 @@ func runWatch(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stde
 		Started: func(savedAt time.Time, first string) {
 			working, shown = first, false
 			if first == "" {
-				fmt.Fprintf(stdout, "\n── %s  running stage %d's checks…\n", now().Format("15:04:05"), n)
+				fmt.Fprintf(in.stdout, "\n── %s  running stage %d's checks…\n", now().Format("15:04:05"), n)
 				return
 			}
-			fmt.Fprintf(stdout, "\n── %s  running stage %d's checks, %s first…\n", now().Format("15:04:05"), n, first)
+			fmt.Fprintf(in.stdout, "\n── %s  running stage %d's checks, %s first…\n", now().Format("15:04:05"), n, first)
 		},
 		Checked: func(c studentloop.CheckResult, savedAt time.Time) {
 			switch {
 			case c.ID != working:
 			case c.Passed:
-				fmt.Fprintf(stdout, "✓ %s passes now%s; the rest are running…\n", c.ID, after(savedAt))
+				fmt.Fprintf(in.stdout, "✓ %s passes now%s; the rest are running…\n", c.ID, after(savedAt))
 			default:
-				fmt.Fprintf(stdout, "✗ %s still fails%s\n\n%s\n\nlab hint %d for a hint; the other checks are running…\n", c.ID, after(savedAt), c.Report, n)
+				fmt.Fprintf(in.stdout, "✗ %s still fails%s\n\n%s\n\nlab hint %d for a hint; the other checks are running…\n", c.ID, after(savedAt), c.Report, n)
 				shown = true
 			}
 		},
 		Done: func(o studentloop.Outcome, err error, savedAt time.Time) {
 			if err != nil {
-				fmt.Fprintf(stdout, "could not run the checks: %v\n", err)
+				fmt.Fprintf(in.stdout, "could not run the checks: %v\n", err)
 				return
 			}
-			fmt.Fprintln(stdout, studentloop.FirstLine(o)+after(savedAt))
+			fmt.Fprintln(in.stdout, studentloop.FirstLine(o)+after(savedAt))
 			switch {
 			case o.State() == studentloop.Failing && shown && o.FirstFailing() == working:
-				fmt.Fprintf(stdout, "%s's report is above; lab check %d lists every failure\n", working, n)
+				fmt.Fprintf(in.stdout, "%s's report is above; lab check %d lists every failure\n", working, n)
 			case o.State() == studentloop.Failing:
-				fmt.Fprintln(stdout)
-				fmt.Fprintln(stdout, o.Failed()[0].Report)
-				fmt.Fprintf(stdout, "\nlab hint %d for a hint; lab check %d lists every failure\n", n, n)
+				fmt.Fprintln(in.stdout)
+				fmt.Fprintln(in.stdout, o.Failed()[0].Report)
+				fmt.Fprintf(in.stdout, "\nlab hint %d for a hint; lab check %d lists every failure\n", n, n)
 			default:
-				fmt.Fprintln(stdout)
-				studentloop.Summarize(stdout, root, o)
+				fmt.Fprintln(in.stdout)
+				studentloop.Summarize(in.stdout, root, o)
 			}
 		},
 		Fallback: func(err error) {
-			fmt.Fprintf(stdout, "file events do not work here (%v): scanning the folder instead\n", err)
+			fmt.Fprintf(in.stdout, "file events do not work here (%v): scanning the folder instead\n", err)
 		},
 	}
 	if err := w.Run(ctx); err != nil && ctx.Err() == nil {
