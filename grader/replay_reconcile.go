@@ -599,7 +599,7 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int) {
 		fmt.Fprintf(w, "  %-28s %v%s\n", label, v, note)
 	}
 	line("executed once", c.ExecutedOnce, "")
-	line("never executed", c.NotExecuted, "(refused: insufficient funds, a key another customer used, or not sent)")
+	line("never executed", c.NotExecuted, "(refused: insufficient funds, an invoice already paid, a key another customer used, or not sent)")
 	line("executed more than once", c.DoubleApplied, pick(c.DoubleApplied > 0,
 		fmt.Sprintf("<- DOUBLE: %d extra executions, %s won moved twice", c.ExtraExecutions, bank.FormatWon(c.MoneyMovedTwice)), ""))
 	line("lost", c.LostTransfers, pick(c.LostTransfers > 0, "<- LOST: told success, nothing moved", ""))
