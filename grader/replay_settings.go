@@ -150,7 +150,7 @@ func (c *clerk) send(ctx context.Context, method string, body []byte, ifMatch st
 func (rc *DayReconciliation) reconcileSettings(op *dayplan.Op, subs map[string][]Attempt) {
 	e := op.SettingsEdit
 	add := func(kind, story string) {
-		rc.Findings = append(rc.Findings, DayFinding{Kind: kind, Op: op.Op, Account: e.Account, Story: story})
+		rc.Findings = append(rc.Findings, DayFinding{Kind: kind, Op: op.Op, Story: story})
 	}
 	for _, kind := range []string{SubmitClerkA, SubmitClerkB} {
 		if as := subs[kind]; len(as) > 0 && as[0].Status == http.StatusNotFound {
@@ -166,23 +166,23 @@ func (rc *DayReconciliation) reconcileSettings(op *dayplan.Op, subs map[string][
 	}
 	for _, c := range []struct {
 		kind, field string
-		want, got   any
+		want, got   string
 	}{
-		{SubmitClerkA, "daily limit", e.DailyLimit, after.DailyLimit},
-		{SubmitClerkB, "nickname", e.Nickname, after.Nickname},
+		{SubmitClerkA, "daily limit", bank.FormatWon(e.DailyLimit) + " won", bank.FormatWon(after.DailyLimit) + " won"},
+		{SubmitClerkB, "nickname", fmt.Sprintf("%q", e.Nickname), fmt.Sprintf("%q", after.Nickname)},
 	} {
 		a := finalAttempt(subs[c.kind])
 		switch {
 		case a == nil:
 		case a.Method != http.MethodPut || a.Status != http.StatusOK:
 			rc.Counts.UnexpectedStatus++
-			add("unexpected_status", fmt.Sprintf("%s's change of the %s ended with %s %s", c.kind, c.field, a.Method, a.answer()))
+			add("unexpected_status", fmt.Sprintf("%s's change of the %s of %s ended with %s %s", c.kind, c.field, e.Account, a.Method, a.answer()))
 		case !held:
 			rc.Notes = append(rc.Notes, fmt.Sprintf("%s: the settings of %s could not be read after the clerks' edit", op.Op, e.Account))
 		case c.want != c.got:
 			rc.Counts.LostUpdates++
-			add("lost_updates", fmt.Sprintf("%s was told 200 for %s %v; the settings after both clerks hold %v: %s",
-				c.kind, c.field, c.want, c.got, settingsStory(subs)))
+			add("lost_updates", fmt.Sprintf("%s was told 200 for the %s of %s, %s; after both clerks it is %s: %s",
+				c.kind, c.field, e.Account, c.want, c.got, settingsStory(subs)))
 		}
 	}
 }

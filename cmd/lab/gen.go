@@ -64,12 +64,13 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 func summarise(plan *dayplan.Plan) string {
 	var faulted, doubles, edits, late, respelled, invoices, again, settings int
 	for _, op := range plan.Ops {
-		switch {
-		case op.Repays != "":
-			again++
-		case op.Reference != "":
+		if op.Reference != "" {
 			invoices++
-		case op.SettingsEdit != nil:
+		}
+		if op.Repays != "" {
+			again++
+		}
+		if op.SettingsEdit != nil {
 			settings++
 		}
 		if len(op.Fate.Faults) > 0 {
@@ -91,7 +92,7 @@ func summarise(plan *dayplan.Plan) string {
 	s := fmt.Sprintf("%d meet failure points, %d respelled retries, %d double clicks, %d edited resubmissions, %d late retries",
 		faulted, respelled, doubles, edits, late)
 	if invoices+again+settings > 0 {
-		s += fmt.Sprintf(", %d invoice payments, %d invoices paid again, %d settings edits", invoices, again, settings)
+		s += fmt.Sprintf(", %d invoice payments (%d paying an invoice again), %d settings edits", invoices, again, settings)
 	}
 	return s
 }
