@@ -308,12 +308,8 @@ func ReconcileDay(res *ReplayResult) DayReconciliation {
 		}
 	}
 	rc.Money.Conserved = rc.Money.Closing == rc.Money.Opening+rc.Money.Deposited
-	c := rc.Counts
-	rc.Valid = c.DoubleApplied == 0 && c.LostTransfers == 0 && c.MismatchedReplays == 0 && c.UnexpectedStatus == 0 &&
-		c.WrongAnswers == 0 && c.NoUsableAnswer == 0 && c.StuckInProgress == 0 &&
-		c.BalanceMismatches == 0 && c.NegativeBalances == 0 && rc.Money.Conserved &&
-		c.InvoicesPaidTwice == 0 && c.LostUpdates == 0 && c.EditsNotServed == 0 &&
-		c.NotPosted == 0 && c.PostedTwice == 0 && c.PostedUnexecuted == 0
+	// VALID is a day with nothing to say against it.
+	rc.Valid = rc.verdict() == ""
 	order := []string{"lost_transfers", "double_applied", "invoices_paid_twice", "lost_updates", "posted_twice", "posted_unexecuted", "not_posted",
 		"wrong_answers", "no_usable_answer", "stuck_in_progress", "mismatched_replays", "unexpected_status", "edits_not_served",
 		"balance_mismatches", "negative_balances"}
