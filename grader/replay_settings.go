@@ -1,6 +1,7 @@
 package grader
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -115,7 +116,7 @@ func (c *clerk) send(ctx context.Context, method string, body []byte, ifMatch st
 	account := c.op.SettingsEdit.Account
 	a := Attempt{Op: c.op.Op, Submission: c.kind, N: len(c.out) + 1, At: dayplan.Duration(c.at + time.Duration(len(c.out))*time.Second),
 		Method: method, Endpoint: "/accounts/" + account + "/settings"}
-	req, err := http.NewRequestWithContext(ctx, method, c.r.opts.URL+a.Endpoint, strings.NewReader(string(body)))
+	req, err := http.NewRequestWithContext(ctx, method, c.r.opts.URL+a.Endpoint, bytes.NewReader(body))
 	if err != nil {
 		a.Error = err.Error()
 		c.out = append(c.out, a)
