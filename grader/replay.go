@@ -43,9 +43,12 @@ type Attempt struct {
 	// N counts the attempts of one submission from 1.
 	N int `json:"attempt"`
 	// At is when the attempt left, on the plan's clock.
-	At       dayplan.Duration `json:"at"`
-	Key      string           `json:"key"`
-	Endpoint string           `json:"endpoint"`
+	At  dayplan.Duration `json:"at"`
+	Key string           `json:"key"`
+	// Method is the request's method when it is not POST: a settings
+	// edit's GET and PUT.
+	Method   string `json:"method,omitempty"`
+	Endpoint string `json:"endpoint"`
 	// Respelled marks an attempt whose body is the plan's retry spelling.
 	Respelled bool          `json:"respelled,omitempty"`
 	Fault     dayplan.Point `json:"fault,omitempty"`
@@ -109,6 +112,12 @@ type ReplayOptions struct {
 	// own: ":memory:", or a new database on the PostgreSQL cluster a
 	// postgres:// URL names; empty means labdb.TestTarget().
 	DB string
+	// CoreURL is the core ledger the server posts to (stage 9). When it is
+	// set, the replay waits at the end for the server's outbox to drain
+	// and reads the core's postings, and the reconciliation holds every
+	// executed transfer to one posting; when it is empty, the core is not
+	// reconciled.
+	CoreURL string
 }
 
 // ReplayResult is everything a replay saw, for Reconcile.
@@ -123,7 +132,10 @@ type ReplayResult struct {
 	Opening, Day, Final labctl.State
 	// LateSkipped says why the late retries were not sent, if they were not.
 	LateSkipped string
-	Elapsed     time.Duration
+	// Core is what the core ledger holds at the end; nil when the replay
+	// was not told where it is (ReplayOptions.CoreURL).
+	Core    *CoreBooks
+	Elapsed time.Duration
 }
 
 // replayer runs one replay.
@@ -133,6 +145,8 @@ type replayer struct {
 	client *http.Client
 	lab    *labclient.Client
 	tokens map[string]string
+	// settingsLocks runs the settings edits of one account one at a time.
+	settingsLocks accountLocks
 }
 
 // Replay resets the lab to the plan's population, sends every operation
@@ -252,14 +266,22 @@ func Replay(ctx context.Context, plan *dayplan.Plan, opts ReplayOptions) (*Repla
 			}
 		}
 	}
+	if opts.CoreURL != "" {
+		if res.Core, err = r.readCore(ctx, opts.CoreURL); err != nil {
+			return nil, fmt.Errorf("read the core ledger: %w", err)
+		}
+	}
 	res.Elapsed = time.Since(began)
 	return res, nil
 }
 
 // runOp sends one operation: its original submission through its faults,
 // with a double click released at the same moment if the plan says so,
-// then the clerk's edited resubmission.
+// then the clerk's edited resubmission; or a settings edit's clerks.
 func (r *replayer) runOp(ctx context.Context, op *dayplan.Op) []Attempt {
+	if op.Endpoint == dayplan.Settings {
+		return r.editSettings(ctx, op)
+	}
 	start := time.Duration(op.At)
 	var second []Attempt
 	var wg sync.WaitGroup

@@ -20,7 +20,10 @@ type DayReconciliation struct {
 	// Valid is true when nothing was executed twice within the retention
 	// period, nothing was lost, every client whose operation executed
 	// ends knowing its original answer, every answer was one the contract
-	// allows and the balances add up.
+	// allows and the balances add up; no invoice was paid twice, no
+	// settings change a clerk was told was saved was lost, and, when the
+	// core ledger is reconciled, every executed transfer is posted there
+	// once and nothing else is.
 	Valid    bool `json:"valid"`
 	Ops      int  `json:"ops"`
 	Attempts int  `json:"attempts"`
@@ -28,6 +31,12 @@ type DayReconciliation struct {
 	FaultsMet map[dayplan.Point]int `json:"faults_met"`
 	Counts    DayCounts             `json:"counts"`
 	Money     DayMoney              `json:"money"`
+	// Invoices counts the invoice payments of the day (transfers with a
+	// reference), SettingsEdits its settings edits; CoreReconciled says
+	// whether the core ledger's postings were read.
+	Invoices       int  `json:"invoices,omitempty"`
+	SettingsEdits  int  `json:"settings_edits,omitempty"`
+	CoreReconciled bool `json:"core_reconciled,omitempty"`
 	// Findings are the operations and accounts behind the counts, worst first.
 	Findings []DayFinding `json:"findings,omitempty"`
 	// Notes are things a reader should know that are not failures.
@@ -83,6 +92,29 @@ type DayCounts struct {
 	StuckInProgress   int `json:"stuck_in_progress"`
 	BalanceMismatches int `json:"balance_mismatches"`
 	NegativeBalances  int `json:"negative_balances"`
+	// InvoicesPaidTwice counts the invoices (a customer's reference) that
+	// more than one payment executed: payments under different keys, or
+	// a payment again after its key expired (an operation's own retries
+	// executed again within retention are double_applied). MoneyPaidTwice
+	// is what the payments after each invoice's first moved.
+	InvoicesPaidTwice int   `json:"invoices_paid_twice"`
+	MoneyPaidTwice    int64 `json:"money_paid_twice"`
+	// LostUpdates counts the settings changes a clerk was told were saved
+	// (200) that the settings read after the edit do not hold: a money
+	// finding, since the daily limit is a control on the money that
+	// leaves an account. EditsNotServed counts the settings edits of a
+	// server that serves no settings (404, before stage 7): a contract
+	// difference, not a lost update.
+	LostUpdates    int `json:"lost_updates"`
+	EditsNotServed int `json:"edits_not_served"`
+	// When the core ledger is reconciled: executions of a transfer the
+	// core has no posting of (NotPosted), transfers posted more than once
+	// (PostedTwice) and posted transfers the bank does not have
+	// (PostedUnexecuted). Each is a difference between the bank's books
+	// and the core's: money findings.
+	NotPosted        int `json:"not_posted"`
+	PostedTwice      int `json:"posted_twice"`
+	PostedUnexecuted int `json:"posted_unexecuted"`
 }
 
 // DayMoney is the day's money in won.
@@ -137,9 +169,15 @@ func ReconcileDay(res *ReplayResult) DayReconciliation {
 		rc.Findings = append(rc.Findings, f)
 	}
 
+	invoices := invoicePayments(res)
 	for i := range res.Plan.Ops {
 		op := &res.Plan.Ops[i]
 		subs := bySub[op.Op]
+		if op.Endpoint == dayplan.Settings {
+			rc.SettingsEdits++
+			rc.reconcileSettings(op, subs)
+			continue
+		}
 		day := res.Day.Executions[op.Op]
 		late := res.Final.Executions[op.Op] - day
 		story := func() string { return opStory(op, subs) }
@@ -164,6 +202,8 @@ func ReconcileDay(res *ReplayResult) DayReconciliation {
 			add("double_applied", DayFinding{Op: op.Op, Story: fmt.Sprintf("executed %d times: %s", day, story())})
 		}
 		switch {
+		case late > 0 && op.Reference != "":
+			// counted with the invoice's payments
 		case late == 1:
 			rc.Counts.LateReexecuted++
 		case late > 1:
@@ -203,6 +243,9 @@ func ReconcileDay(res *ReplayResult) DayReconciliation {
 			}
 			if (kind == SubmitOriginal || kind == SubmitDoubleClick) && a.GaveUp && a.Problem == problem.RequestInProgress.URI() {
 				continue // counted in stuck_in_progress
+			}
+			if a.Problem == problem.DuplicateReference.URI() && invoices[invoiceOf(op)] > 0 {
+				continue // the invoice is paid: the answer stage 8 gives
 			}
 			if !allowedFinal(kind, *a) {
 				rc.Counts.UnexpectedStatus++
@@ -247,6 +290,11 @@ func ReconcileDay(res *ReplayResult) DayReconciliation {
 		rc.apply(expected, op, op.Fate.EditedAmount, editExecuted)
 	}
 
+	rc.reconcileInvoices(res, invoices)
+	if res.Core != nil {
+		rc.CoreReconciled = true
+		rc.reconcileCore(res)
+	}
 	for _, a := range res.Final.Accounts {
 		rc.Money.Closing += a.Balance
 		if a.Balance < 0 {
@@ -260,16 +308,56 @@ func ReconcileDay(res *ReplayResult) DayReconciliation {
 		}
 	}
 	rc.Money.Conserved = rc.Money.Closing == rc.Money.Opening+rc.Money.Deposited
-	c := rc.Counts
-	rc.Valid = c.DoubleApplied == 0 && c.LostTransfers == 0 && c.MismatchedReplays == 0 && c.UnexpectedStatus == 0 &&
-		c.WrongAnswers == 0 && c.NoUsableAnswer == 0 && c.StuckInProgress == 0 &&
-		c.BalanceMismatches == 0 && c.NegativeBalances == 0 && rc.Money.Conserved
-	order := []string{"lost_transfers", "double_applied", "wrong_answers", "no_usable_answer", "stuck_in_progress",
-		"mismatched_replays", "unexpected_status", "balance_mismatches", "negative_balances"}
+	// VALID is a day with nothing to say against it.
+	rc.Valid = rc.verdict() == ""
+	order := []string{"lost_transfers", "double_applied", "invoices_paid_twice", "lost_updates", "posted_twice", "posted_unexecuted", "not_posted",
+		"wrong_answers", "no_usable_answer", "stuck_in_progress", "mismatched_replays", "unexpected_status", "edits_not_served",
+		"balance_mismatches", "negative_balances"}
 	slices.SortStableFunc(rc.Findings, func(a, b DayFinding) int {
 		return cmp.Compare(slices.Index(order, a.Kind), slices.Index(order, b.Kind))
 	})
 	return rc
+}
+
+// invoiceKey is a customer's reference: what stage 8 pays once.
+type invoiceKey struct{ customer, reference string }
+
+func invoiceOf(op *dayplan.Op) invoiceKey { return invoiceKey{op.Customer, op.Reference} }
+
+// invoicePayments counts, for each invoice of the day, the payments that
+// executed: one for each of its operations that executed during the day
+// (its own retries executed again are that operation's doubles), plus
+// each execution of a late retry, which came after the key had expired.
+func invoicePayments(res *ReplayResult) map[invoiceKey]int64 {
+	paid := map[invoiceKey]int64{}
+	for i := range res.Plan.Ops {
+		op := &res.Plan.Ops[i]
+		if op.Reference == "" {
+			continue
+		}
+		day := res.Day.Executions[op.Op]
+		paid[invoiceOf(op)] += min(day, 1) + res.Final.Executions[op.Op] - day
+	}
+	return paid
+}
+
+// reconcileInvoices counts the invoices paid more than once.
+func (rc *DayReconciliation) reconcileInvoices(res *ReplayResult, paid map[invoiceKey]int64) {
+	for i := range res.Plan.Ops {
+		op := &res.Plan.Ops[i]
+		if op.Reference == "" {
+			continue
+		}
+		rc.Invoices++
+		n := paid[invoiceOf(op)]
+		if op.Repays != "" || n < 2 {
+			continue // an invoice is told once, by its first payment
+		}
+		rc.Counts.InvoicesPaidTwice++
+		rc.Counts.MoneyPaidTwice += (n - 1) * op.Amount
+		rc.Findings = append(rc.Findings, DayFinding{Kind: "invoices_paid_twice", Op: op.Op,
+			Story: fmt.Sprintf("invoice %s of %s paid %d times, %s won each", op.Reference, op.Customer, n, bank.FormatWon(op.Amount))})
+	}
 }
 
 // apply adds n executions of op with amount to the expected balances.
@@ -380,7 +468,7 @@ func allowedFinal(kind string, a Attempt) bool {
 	switch {
 	case a.Succeeded():
 		return true
-	case a.Problem == problem.InsufficientFunds.URI():
+	case a.Problem == problem.InsufficientFunds.URI(), a.Problem == problem.DailyLimitExceeded.URI():
 		return true
 	case a.Problem == problem.DuplicateRequest.URI():
 		// An edit is another request under the same key: telling the
@@ -507,7 +595,7 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int) {
 		fmt.Fprintf(w, "  %-28s %v%s\n", label, v, note)
 	}
 	line("executed once", c.ExecutedOnce, "")
-	line("never executed", c.NotExecuted, "(refused: insufficient funds, a key another customer used, or not sent)")
+	line("never executed", c.NotExecuted, "(refused: insufficient funds, an invoice already paid, a key another customer used, or not sent)")
 	line("executed more than once", c.DoubleApplied, pick(c.DoubleApplied > 0,
 		fmt.Sprintf("<- DOUBLE: %d extra executions, %s won moved twice", c.ExtraExecutions, bank.FormatWon(c.MoneyMovedTwice)), ""))
 	line("lost", c.LostTransfers, pick(c.LostTransfers > 0, "<- LOST: told success, nothing moved", ""))
@@ -525,6 +613,21 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int) {
 	line("money conserved", pick(rc.Money.Conserved, "yes", "NO"), fmt.Sprintf("(opening %s + deposited %s = closing %s)",
 		bank.FormatWon(rc.Money.Opening), bank.FormatWon(rc.Money.Deposited), bank.FormatWon(rc.Money.Closing)))
 	line("negative balances", c.NegativeBalances, "")
+	if rc.Invoices > 0 {
+		line("invoices paid twice", c.InvoicesPaidTwice, pick(c.InvoicesPaidTwice > 0,
+			fmt.Sprintf("<- PAID TWICE: %s won paid again for invoices already paid", bank.FormatWon(c.MoneyPaidTwice)),
+			fmt.Sprintf("(of %d invoice payments)", rc.Invoices)))
+	}
+	if rc.SettingsEdits > 0 {
+		line("settings changes lost", c.LostUpdates, pick(c.LostUpdates > 0, "<- LOST UPDATE: a clerk was told 200 and the change is gone",
+			fmt.Sprintf("(of %d edits by two clerks)", rc.SettingsEdits)))
+		line("settings edits not served", c.EditsNotServed, pick(c.EditsNotServed > 0, "(404: the server serves no account settings)", ""))
+	}
+	if rc.CoreReconciled {
+		line("core: not posted", c.NotPosted, pick(c.NotPosted > 0, "<- executed transfers the core ledger never heard of", ""))
+		line("core: posted twice", c.PostedTwice, pick(c.PostedTwice > 0, "<- transfers the core ledger moved twice", ""))
+		line("core: posted, not executed", c.PostedUnexecuted, pick(c.PostedUnexecuted > 0, "<- postings of transfers the bank does not have", ""))
+	}
 	total := map[string]int{}
 	for _, f := range rc.Findings {
 		total[f.Kind]++
@@ -568,6 +671,12 @@ func (rc DayReconciliation) verdict() string {
 		{c.StuckInProgress, "keys still in progress when their clients gave up"},
 		{c.MismatchedReplays, "replays differ from the original answer"},
 		{c.UnexpectedStatus, "answers the contract does not allow"},
+		{c.InvoicesPaidTwice, "invoices paid twice"},
+		{c.LostUpdates, "settings changes lost"},
+		{c.EditsNotServed, "settings edits not served"},
+		{c.NotPosted, "executed transfers not posted to the core ledger"},
+		{c.PostedTwice, "transfers posted twice"},
+		{c.PostedUnexecuted, "postings of transfers never executed"},
 	} {
 		if f.n > 0 {
 			why = append(why, fmt.Sprintf("%d %s", f.n, f.what))

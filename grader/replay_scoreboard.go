@@ -54,6 +54,12 @@ var scoreColumns = []struct {
 	}},
 	{"mismatched replays", func(r ScoreRow) string { return fmt.Sprint(r.Counts.MismatchedReplays) }},
 	{"late re-executed", func(r ScoreRow) string { return fmt.Sprint(r.Counts.LateReexecuted) }},
+	{"invoices paid twice", func(r ScoreRow) string { return fmt.Sprint(r.Counts.InvoicesPaidTwice) }},
+	{"lost updates", func(r ScoreRow) string { return fmt.Sprint(r.Counts.LostUpdates) }},
+	{"edits not served", func(r ScoreRow) string { return fmt.Sprint(r.Counts.EditsNotServed) }},
+	{"not posted", func(r ScoreRow) string { return fmt.Sprint(r.Counts.NotPosted) }},
+	{"posted twice", func(r ScoreRow) string { return fmt.Sprint(r.Counts.PostedTwice) }},
+	{"posted unexecuted", func(r ScoreRow) string { return fmt.Sprint(r.Counts.PostedUnexecuted) }},
 	{"books", func(r ScoreRow) string { return pick(r.BooksBalance, "balance", "DO NOT BALANCE") }},
 	{"verdict", func(r ScoreRow) string { return pick(r.Valid, "VALID", "INVALID") }},
 }

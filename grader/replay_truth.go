@@ -71,14 +71,15 @@ type DayRun struct {
 }
 
 // ReplayInProcess starts a lab server for factory on a fresh database of
-// its own (opts.DB), with its access log going to accessLog (if not nil), replays
-// plan against it and computes the tally's truth from its books.
+// its own (opts.DB), with its access log going to accessLog (if not nil)
+// and its postings to opts.CoreURL (if set; else to a core of its own),
+// replays plan against it and computes the tally's truth from its books.
 func ReplayInProcess(ctx context.Context, factory stage.Factory, plan *dayplan.Plan, accessLog io.Writer, opts ReplayOptions) (*DayRun, error) {
 	db := opts.DB
 	if db == "" {
 		db = labdb.TestTarget()
 	}
-	srv, err := server.New(ctx, server.Options{DB: db, OwnDB: true, Stage: factory, Lab: true, AccessLog: accessLog, Crash: func(string) {}})
+	srv, err := server.New(ctx, server.Options{DB: db, OwnDB: true, Stage: factory, Lab: true, AccessLog: accessLog, Crash: func(string) {}, CoreURL: opts.CoreURL})
 	if err != nil {
 		return nil, err
 	}

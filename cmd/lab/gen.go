@@ -25,6 +25,9 @@ func runGen(ctx context.Context, in *invocation) error {
 	in.Float64Var(&p.KeylessRate, "keyless-rate", p.KeylessRate, "share of operations sent once without an Idempotency-Key (stage 1 on refuses them)")
 	in.Float64Var(&p.SharedKeyRate, "shared-key-rate", p.SharedKeyRate, "share of operations sent with an earlier operation's key of another customer (a bad key generator; stage 5 scopes keys to the customer)")
 	in.Float64Var(&p.CrashRate, "crash-rate", p.CrashRate, "share of operations before which the replay arms a crash point of the server (stage 6's leases recover from it)")
+	in.Float64Var(&p.InvoiceRate, "invoice-rate", p.InvoiceRate, "share of transfers that pay an invoice: they carry a reference (stage 8 pays each reference once)")
+	in.Float64Var(&p.RepayRate, "repay-rate", p.RepayRate, "share of operations that pay again, under a new key, an invoice their customer already paid (stage 8 refuses them)")
+	in.Float64Var(&p.SettingsEditRate, "settings-edit-rate", p.SettingsEditRate, "share of operations that are two clerks editing an account's settings, one from a stale copy (stage 7's If-Match keeps both changes)")
 	if done, err := in.parse(); done {
 		return err
 	}
@@ -53,8 +56,17 @@ func runGen(ctx context.Context, in *invocation) error {
 
 // summarise counts a plan's fates in one line.
 func summarise(plan *dayplan.Plan) string {
-	var faulted, doubles, edits, late, respelled int
+	var faulted, doubles, edits, late, respelled, invoices, again, settings int
 	for _, op := range plan.Ops {
+		if op.Reference != "" {
+			invoices++
+		}
+		if op.Repays != "" {
+			again++
+		}
+		if op.SettingsEdit != nil {
+			settings++
+		}
 		if len(op.Fate.Faults) > 0 {
 			faulted++
 		}
@@ -71,6 +83,10 @@ func summarise(plan *dayplan.Plan) string {
 			respelled++
 		}
 	}
-	return fmt.Sprintf("%d meet failure points, %d respelled retries, %d double clicks, %d edited resubmissions, %d late retries",
+	s := fmt.Sprintf("%d meet failure points, %d respelled retries, %d double clicks, %d edited resubmissions, %d late retries",
 		faulted, respelled, doubles, edits, late)
+	if invoices+again+settings > 0 {
+		s += fmt.Sprintf(", %d invoice payments (%d paying an invoice again), %d settings edits", invoices, again, settings)
+	}
+	return s
 }

@@ -16,6 +16,7 @@ import (
 	"idemlab/grader/dayplan"
 	"idemlab/kit/labdb"
 	"idemlab/kit/pgdb"
+	"idemlab/kit/server"
 	sol0 "idemlab/solutions/stage0"
 )
 
@@ -70,6 +71,16 @@ func runReplay(ctx context.Context, in *invocation) error {
 	opts := grader.ReplayOptions{Clients: f.clients, Progress: progress(in.stderr, len(plan.Ops)), Pace: grader.NewPace(f.rate), DB: db}
 	defer opts.Pace.Stop()
 
+	if f.url == "" && f.stage >= grader.CoreStage {
+		// A core ledger the replay can read: a server started elsewhere
+		// posts to one of its own, which it cannot.
+		_, url, stop, err := server.StartCore(ctx)
+		if err != nil {
+			return cannotRun(err)
+		}
+		defer stop()
+		opts.CoreURL = url
+	}
 	var run *grader.DayRun
 	var target string
 	began := time.Now()
@@ -143,7 +154,7 @@ func replayMine(ctx context.Context, n int, plan *dayplan.Plan, opts grader.Repl
 		defer drop(context.Background())
 	}
 	admin := grader.AdminToken()
-	child, err := startStage(ctx, bin, serveFlags{addr: "127.0.0.1:0", db: db, admin: admin}, stderr)
+	child, err := startStage(ctx, bin, serveFlags{addr: "127.0.0.1:0", db: db, admin: admin, core: opts.CoreURL}, stderr)
 	if err != nil {
 		return nil, cannotRun(err)
 	}

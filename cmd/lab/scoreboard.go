@@ -8,23 +8,29 @@ import (
 
 	"idemlab/grader"
 	"idemlab/grader/dayplan"
+	"idemlab/kit/server"
 )
 
-// The scoreboard's default day adds two knobs to lab gen's defaults, each
-// the only thing that tells a stage from the next: operations sent with
-// another customer's key (only stage 5 scopes keys to the customer), and
+// The scoreboard's default day adds knobs to lab gen's defaults, each the
+// only thing that tells a stage from the next: operations sent with
+// another customer's key (only stage 5 scopes keys to the customer),
 // crashes of the server in the middle of a request (only stage 6's lease
-// frees the key they leave in progress).
+// frees the key they leave in progress), two clerks editing an account's
+// settings from one copy (only stage 7's If-Match keeps both changes; the
+// stages before serve no settings), and invoices paid again under a new
+// key (only stage 8 pays a reference once). Every row's server posts to a
+// core ledger the replay reads at the end: only stage 9 tells it of every
+// transfer.
 const (
-	scoreboardSharedKeys = 0.01
-	scoreboardCrashes    = 0.005
+	scoreboardSharedKeys   = 0.01
+	scoreboardCrashes      = 0.005
+	scoreboardInvoices     = 0.1
+	scoreboardRepays       = 0.01
+	scoreboardSettingsEdit = 0.005
 )
 
-// scoreboardLast is the last stage the scoreboard replays. A day plan
-// holds transfers and deposits only: no clerk edits an account's
-// settings, and no transfer carries a reference, so the rows of stages 7
-// and 8 would repeat stage 6's, and stage 6 stays the clean last row.
-const scoreboardLast = 6
+// scoreboardLast is the last stage the scoreboard replays, the clean row.
+const scoreboardLast = 9
 
 // scoreboardHorizon is the clients' retry horizon on the plan's clock:
 // ten minutes, as S6.day-replay-through-faults gives them, instead of the
@@ -33,11 +39,15 @@ const scoreboardLast = 6
 const scoreboardHorizon = 10 * time.Minute
 
 func runScoreboard(ctx context.Context, in *invocation) error {
-	planPath := in.String("log", "", "the day plan to replay (default: lab gen --seed SEED --ops OPS --shared-key-rate 0.01 --crash-rate 0.005)")
+	planPath := in.String("log", "", "the day plan to replay (default: lab gen --seed SEED --ops OPS and the rates below)")
 	seed := in.Uint64("seed", 7, "the seed of the default day")
 	ops := in.Int("ops", 2000, "how many operations the default day has")
 	shared := in.Float64("shared-key-rate", scoreboardSharedKeys, "the default day's share of operations sent with another customer's key")
 	crashes := in.Float64("crash-rate", scoreboardCrashes, "the default day's share of operations before which the server is made to crash")
+	var knobs dayplan.Params
+	in.Float64Var(&knobs.InvoiceRate, "invoice-rate", scoreboardInvoices, "the default day's share of transfers that pay an invoice (carry a reference)")
+	in.Float64Var(&knobs.RepayRate, "repay-rate", scoreboardRepays, "the default day's share of operations that pay an invoice again under a new key")
+	in.Float64Var(&knobs.SettingsEditRate, "settings-edit-rate", scoreboardSettingsEdit, "the default day's share of operations that are two clerks editing an account's settings")
 	horizon := in.Duration("horizon", scoreboardHorizon, "the clients' retry horizon on the plan's clock (the published policy's is 1h)")
 	clients := in.Int("clients", 1, "operations in flight at once (1 makes every row repeatable)")
 	mine := in.Bool("mine", false, "replay your stages/stageN, built and started, instead of the reference solutions")
@@ -45,7 +55,8 @@ func runScoreboard(ctx context.Context, in *invocation) error {
 	if done, err := in.parse(); done {
 		return err
 	}
-	plan, err := scoreboardDay(*planPath, *seed, *ops, *shared, *crashes)
+	knobs.SharedKeyRate, knobs.CrashRate = *shared, *crashes
+	plan, err := scoreboardDay(*planPath, *seed, *ops, knobs)
 	if err != nil {
 		return cannotRun(err)
 	}
@@ -56,8 +67,14 @@ func runScoreboard(ctx context.Context, in *invocation) error {
 		}
 		policy := grader.DefaultRetryPolicy()
 		policy.Horizon = *horizon
-		opts := grader.ReplayOptions{Clients: *clients, Policy: policy}
 		began := time.Now()
+		// A core ledger of the row's own, outside the server: the replay
+		// reads its postings at the end.
+		_, coreURL, stopCore, err := server.StartCore(ctx)
+		if err != nil {
+			return cannotRun(err)
+		}
+		opts := grader.ReplayOptions{Clients: *clients, Policy: policy, CoreURL: coreURL}
 		var run *grader.DayRun
 		target := fmt.Sprintf("solutions/stage%d", n)
 		if *mine {
@@ -66,6 +83,7 @@ func runScoreboard(ctx context.Context, in *invocation) error {
 		} else {
 			run, err = grader.ReplayInProcess(ctx, solutions[n], plan, nil, opts)
 		}
+		stopCore()
 		if err != nil {
 			return fmt.Errorf("%s: %w", target, err)
 		}
@@ -86,12 +104,14 @@ func runScoreboard(ctx context.Context, in *invocation) error {
 	return grader.WriteScoreboard(in.stdout, rows)
 }
 
-// scoreboardDay reads the plan at path, or draws the default day.
-func scoreboardDay(path string, seed uint64, ops int, shared, crashes float64) (*dayplan.Plan, error) {
+// scoreboardDay reads the plan at path, or draws the default day: lab
+// gen's defaults with the knobs' rates.
+func scoreboardDay(path string, seed uint64, ops int, knobs dayplan.Params) (*dayplan.Plan, error) {
 	if path != "" {
 		return readPlan(path)
 	}
 	p := dayplan.DefaultParams(seed, ops)
-	p.SharedKeyRate, p.CrashRate = shared, crashes
+	p.SharedKeyRate, p.CrashRate = knobs.SharedKeyRate, knobs.CrashRate
+	p.InvoiceRate, p.RepayRate, p.SettingsEditRate = knobs.InvoiceRate, knobs.RepayRate, knobs.SettingsEditRate
 	return dayplan.Generate(seed, p)
 }

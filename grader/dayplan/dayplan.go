@@ -9,7 +9,10 @@
 // which Idempotency-Key and body, and its Fate: the failure points its
 // attempts meet, whether it is double-clicked, whether a clerk resubmits it
 // with the same key and an edited amount, whether it is retried after the
-// retention period. The same seed gives the same bytes.
+// retention period. From version 2 on, a plan may also hold invoice
+// payments (transfers that carry a reference, some paid again under
+// another key) and settings edits by two clerks at once. The same seed
+// gives the same bytes.
 package dayplan
 
 import (
@@ -24,10 +27,13 @@ import (
 	"idemlab/kit/bank"
 )
 
-// Format and Version name the file format in every header.
+// Format and Version name the file format in every header. Version 2
+// added invoice payments and settings edits; a plan that has neither is
+// written, and read, as version 1, so that the plans made before them
+// keep their bytes.
 const (
 	Format  = "idemlab-day-plan"
-	Version = 1
+	Version = 2
 )
 
 // Point is one of the seven failure points of a remote call
@@ -78,6 +84,9 @@ func (p Point) Valid() bool {
 const (
 	Transfers = "/transfers"
 	Deposits  = "/deposits"
+	// Settings is GET and PUT /accounts/{id}/settings, for the account
+	// Op.SettingsEdit names (version 2 on).
+	Settings = "/accounts/{id}/settings"
 )
 
 // Header is a plan's first line.
@@ -100,14 +109,38 @@ type Op struct {
 	// how the kit counts its executions.
 	Op       string `json:"op"`
 	Customer string `json:"customer"`
-	// Endpoint is Transfers or Deposits.
+	// Endpoint is Transfers, Deposits or Settings.
 	Endpoint string `json:"endpoint"`
 	Key      string `json:"key"`
-	// Body is the body of the first attempt, byte for byte.
-	Body json.RawMessage `json:"body"`
+	// Body is the body of the first attempt, byte for byte; a settings
+	// edit has none (its clerks' bodies depend on what they read).
+	Body json.RawMessage `json:"body,omitempty"`
 	// Amount is the body's amount, for readers and reconciliation.
 	Amount int64 `json:"amount"`
-	Fate   Fate  `json:"fate"`
+	// Reference is the body's reference, for readers and reconciliation:
+	// the invoice a transfer pays (version 2 on).
+	Reference string `json:"reference,omitempty"`
+	// Repays, when set, names the earlier operation whose invoice this
+	// one pays again, under a key of its own: a clerk who did not know it
+	// was paid. The body is that operation's, with its own memo and metadata.
+	Repays string `json:"repays,omitempty"`
+	// SettingsEdit is what the clerks of an operation on Settings do.
+	SettingsEdit *SettingsEdit `json:"settings_edit,omitempty"`
+	Fate         Fate          `json:"fate"`
+}
+
+// SettingsEdit is two clerks editing an account's settings at once, the
+// way careful clients do (docs/api.md, "Account settings"): both read the
+// settings; clerk A sets the daily limit; clerk B, from the copy it read
+// before A saved, sets the nickname. Each sends If-Match with the ETag it
+// read and, told 412, reads again and applies its own change to what it
+// gets. A server that writes without comparing the ETag loses A's change.
+type SettingsEdit struct {
+	Account string `json:"account"`
+	// DailyLimit is clerk A's new daily limit, in won.
+	DailyLimit int64 `json:"daily_limit"`
+	// Nickname is clerk B's new nickname.
+	Nickname string `json:"nickname"`
 }
 
 // Fate is what will happen to an operation.
@@ -199,8 +232,8 @@ func Read(r io.Reader) (*Plan, error) {
 	if err := json.Unmarshal(sc.Bytes(), &p.Header); err != nil {
 		return nil, fmt.Errorf("plan line 1 (header): %w", err)
 	}
-	if p.Header.Format != Format || p.Header.Version != Version {
-		return nil, fmt.Errorf("plan line 1: format %q version %d, want %q version %d (is this a day plan? lab gen makes one)",
+	if p.Header.Format != Format || p.Header.Version < 1 || p.Header.Version > Version {
+		return nil, fmt.Errorf("plan line 1: format %q version %d, want %q version 1 to %d (is this a day plan? lab gen makes one)",
 			p.Header.Format, p.Header.Version, Format, Version)
 	}
 	for line := 2; sc.Scan(); line++ {
@@ -216,7 +249,12 @@ func Read(r io.Reader) (*Plan, error) {
 				return nil, fmt.Errorf("plan line %d: unknown failure point %q", line, f)
 			}
 		}
-		if op.Endpoint != Transfers && op.Endpoint != Deposits {
+		switch {
+		case op.Endpoint == Settings && p.Header.Version >= 2:
+			if op.SettingsEdit == nil {
+				return nil, fmt.Errorf("plan line %d: a settings operation without settings_edit", line)
+			}
+		case op.Endpoint != Transfers && op.Endpoint != Deposits:
 			return nil, fmt.Errorf("plan line %d: endpoint %q, want %s or %s", line, op.Endpoint, Transfers, Deposits)
 		}
 		p.Ops = append(p.Ops, op)

@@ -66,7 +66,7 @@ func TestRead_RefusesOtherFiles(t *testing.T) {
 	for name, text := range map[string]string{
 		"empty":          "",
 		"access log":     `{"time":"2026-01-01T00:00:00Z","method":"POST","path":"/transfers","status":201}` + "\n",
-		"newer version":  `{"format":"idemlab-day-plan","version":2}` + "\n",
+		"newer version":  `{"format":"idemlab-day-plan","version":3}` + "\n",
 		"unknown point":  `{"format":"idemlab-day-plan","version":1}` + "\n" + `{"n":1,"at":"1s","op":"o","endpoint":"/transfers","body":{},"fate":{"faults":["gremlins"]}}` + "\n",
 		"other endpoint": `{"format":"idemlab-day-plan","version":1}` + "\n" + `{"n":1,"at":"1s","op":"o","endpoint":"/refunds","body":{},"fate":{}}` + "\n",
 	} {

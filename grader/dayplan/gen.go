@@ -49,6 +49,19 @@ type Params struct {
 	// crash point of the server (Fate.Crash): a request that dies in the
 	// middle leaves its key in progress, and only a lease (stage 6) frees it.
 	CrashRate float64 `json:"crash_rate,omitempty"`
+	// InvoiceRate is the share of transfers that pay an invoice: they
+	// carry a reference, which from stage 8 on a customer can pay only
+	// once, whatever the key.
+	InvoiceRate float64 `json:"invoice_rate,omitempty"`
+	// RepayRate is the share of operations that pay again, under a new
+	// key, an invoice their customer has already paid: a second clerk who
+	// did not know. Only a server that keeps one transfer per reference
+	// (stage 8) refuses it.
+	RepayRate float64 `json:"repay_rate,omitempty"`
+	// SettingsEditRate is the share of operations that are two clerks
+	// editing an account's settings at once (SettingsEdit). Only a server
+	// that writes them under If-Match (stage 7) keeps both changes.
+	SettingsEditRate float64 `json:"settings_edit_rate,omitempty"`
 	// LateAfter is how long after the day the late retries come: longer
 	// than the default retention of 24h.
 	LateAfter Duration `json:"late_after"`
@@ -88,6 +101,9 @@ func (p Params) Command() string {
 	num("--keyless-rate", p.KeylessRate, d.KeylessRate)
 	num("--shared-key-rate", p.SharedKeyRate, d.SharedKeyRate)
 	num("--crash-rate", p.CrashRate, d.CrashRate)
+	num("--invoice-rate", p.InvoiceRate, d.InvoiceRate)
+	num("--repay-rate", p.RepayRate, d.RepayRate)
+	num("--settings-edit-rate", p.SettingsEditRate, d.SettingsEditRate)
 	return strings.Join(args, " ")
 }
 
@@ -107,7 +123,8 @@ func (p Params) Validate() error {
 		v    float64
 	}{{"fault-rate", p.FaultRate}, {"respell-rate", p.RespellRate}, {"double-click-rate", p.DoubleClickRate},
 		{"edit-rate", p.EditRate}, {"late-rate", p.LateRetryRate}, {"deposit-rate", p.DepositRate},
-		{"keyless-rate", p.KeylessRate}, {"shared-key-rate", p.SharedKeyRate}, {"crash-rate", p.CrashRate}} {
+		{"keyless-rate", p.KeylessRate}, {"shared-key-rate", p.SharedKeyRate}, {"crash-rate", p.CrashRate},
+		{"invoice-rate", p.InvoiceRate}, {"repay-rate", p.RepayRate}, {"settings-edit-rate", p.SettingsEditRate}} {
 		if r.v < 0 || r.v > 1 || math.IsNaN(r.v) {
 			return fmt.Errorf("%s must be between 0 and 1, got %g", r.name, r.v)
 		}
@@ -116,6 +133,15 @@ func (p Params) Validate() error {
 		return fmt.Errorf("day and late_after must be positive")
 	}
 	return nil
+}
+
+// version is the format version a plan drawn with p is written in: 1
+// unless it may hold an invoice payment or a settings edit.
+func (p Params) version() int {
+	if p.InvoiceRate > 0 || p.RepayRate > 0 || p.SettingsEditRate > 0 {
+		return Version
+	}
+	return 1
 }
 
 // pointWeights makes the two points that double money (the server ran the
@@ -133,6 +159,8 @@ var memos = []string{"", "", "rent", "월세", "lunch", "invoice 2291", "점심�
 var crashPoints = []string{"crash-in-transfer", "crash-after-commit", "crash-before-response"}
 
 var channels = []string{"mobile", "web", "branch"}
+
+var nicknames = []string{"payroll", "rent account", "생활비", "savings", "invoices", "월급통장", "travel", "shop float"}
 
 // Generate draws a day from seed. It is a pure function: the same seed
 // and parameters give the same plan, byte for byte.
@@ -154,7 +182,7 @@ func Generate(seed uint64, p Params) (*Plan, error) {
 	slices.Sort(starts)
 	width := len(strconv.Itoa(p.Ops))
 
-	plan := &Plan{Header: Header{Format: Format, Version: Version, Seed: seed, Params: p, Command: p.Command()}}
+	plan := &Plan{Header: Header{Format: Format, Version: p.version(), Seed: seed, Params: p, Command: p.Command()}}
 	for i := range p.Ops {
 		c := customers[r.IntN(len(customers))]
 		op := Op{
@@ -177,6 +205,9 @@ func Generate(seed uint64, p Params) (*Plan, error) {
 			}
 			op.Body = encode(bank.TransferRequest{From: from, To: to, Amount: op.Amount, Memo: memo, Metadata: meta})
 		}
+		if op.Endpoint == Transfers {
+			drawInvoice(r, p, &op, plan.Ops)
+		}
 		op.Fate = drawFate(r, p, op)
 		// Drawn only when asked for, like the keyless operations below.
 		if p.SharedKeyRate > 0 && r.Float64() < p.SharedKeyRate {
@@ -191,6 +222,17 @@ func Generate(seed uint64, p Params) (*Plan, error) {
 		// operations is the same day, byte for byte, as before they existed.
 		if p.KeylessRate > 0 && r.Float64() < p.KeylessRate {
 			op.Key, op.Fate = "", Fate{}
+		}
+		if p.SettingsEditRate > 0 && r.Float64() < p.SettingsEditRate {
+			op = Op{N: op.N, At: op.At, Op: op.Op, Customer: c.ID, Endpoint: Settings, SettingsEdit: &SettingsEdit{
+				Account: c.Accounts[r.IntN(len(c.Accounts))],
+				// High enough that no transfer of a generated day meets
+				// it: the edit changes what the bank enforces, not what
+				// the day's transfers do, so that every stage moves the
+				// same money.
+				DailyLimit: (10 + r.Int64N(491)) * 100_000_000,
+				Nickname:   nicknames[r.IntN(len(nicknames))],
+			}}
 		}
 		plan.Ops = append(plan.Ops, op)
 	}
@@ -217,6 +259,49 @@ func keyOfAnother(r *rand.Rand, ops []Op, customer string) string {
 		}
 	}
 	return ""
+}
+
+// drawInvoice makes the transfer op an invoice payment, drawn only when
+// asked for, like the keyless operations: the payment again of an earlier
+// invoice of its customer (RepayRate), or of a new one (InvoiceRate).
+func drawInvoice(r *rand.Rand, p Params, op *Op, earlier []Op) {
+	var b bank.TransferRequest
+	if err := json.Unmarshal(op.Body, &b); err != nil {
+		panic(err) // the body was just encoded
+	}
+	if p.RepayRate > 0 && r.Float64() < p.RepayRate {
+		if first := unpaidAgain(r, earlier, op.Customer); first != nil {
+			var paid bank.TransferRequest
+			if err := json.Unmarshal(first.Body, &paid); err != nil {
+				panic(err)
+			}
+			paid.Memo, paid.Metadata = b.Memo, b.Metadata
+			op.Body, op.Amount, op.Reference, op.Repays = encode(paid), paid.Amount, paid.Reference, first.Op
+			return
+		}
+	}
+	if p.InvoiceRate > 0 && r.Float64() < p.InvoiceRate {
+		b.Reference = "INV-" + strings.TrimPrefix(op.Op, "op-")
+		op.Body, op.Reference = encode(b), b.Reference
+	}
+}
+
+// unpaidAgain draws an earlier invoice payment of customer that no
+// operation pays again yet; nil if there is none.
+func unpaidAgain(r *rand.Rand, ops []Op, customer string) *Op {
+	if len(ops) == 0 {
+		return nil
+	}
+	repaid := map[string]bool{}
+	for _, o := range ops {
+		repaid[o.Repays] = true
+	}
+	for i := r.IntN(len(ops)); i >= 0; i-- {
+		if o := &ops[i]; o.Customer == customer && o.Reference != "" && o.Repays == "" && !repaid[o.Op] {
+			return o
+		}
+	}
+	return nil
 }
 
 func drawFate(r *rand.Rand, p Params, op Op) Fate {

@@ -1,0 +1,143 @@
+package grader
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"idemlab/grader/dayplan"
+	"idemlab/kit/bank"
+	"idemlab/kit/core"
+	"idemlab/kit/retry"
+)
+
+// CoreBooks is what the core ledger holds at the end of a replay.
+type CoreBooks struct {
+	// Transfers are the transfers the core was told of, in the order of
+	// their first posting.
+	Transfers []CoreTransfer `json:"transfers"`
+	// Pending counts the outbox rows still unsent when the replay stopped
+	// waiting for the outbox to drain.
+	Pending int64 `json:"pending"`
+}
+
+// CoreTransfer is one transfer the core was told of.
+type CoreTransfer struct {
+	ID string `json:"id"`
+	// Op is the operation that made the transfer (its metadata.op); empty
+	// when the bank has no such transfer: it was posted, and never executed.
+	Op string `json:"op,omitempty"`
+	// Postings counts the core's postings of it: more than one is money
+	// the core moved twice.
+	Postings int `json:"postings"`
+}
+
+// readCore waits, up to drainWithin, for the server's outbox to have
+// nothing left to send, then reads the core's postings at url and asks
+// the bank which operation made each posted transfer (GET /transfers/{id}
+// as the customer whose account it came from).
+func (r *replayer) readCore(ctx context.Context, url string) (*CoreBooks, error) {
+	books := &CoreBooks{}
+	deadline := time.Now().Add(drainWithin)
+	for {
+		st, err := r.state(ctx)
+		if err != nil {
+			return nil, err
+		}
+		books.Pending = st.Outbox.Pending
+		if books.Pending == 0 || time.Now().After(deadline) {
+			break
+		}
+		if err := retry.Wall.Sleep(ctx, 20*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	postings, err := core.NewClient(url, r.client).Postings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	owner := map[string]string{}
+	for _, c := range r.plan.Customers() {
+		for _, a := range c.Accounts {
+			owner[a] = c.ID
+		}
+	}
+	index := map[string]int{}
+	for _, p := range postings {
+		i, seen := index[p.TransferID]
+		if !seen {
+			op, err := r.transferOp(ctx, owner[p.From], p.TransferID)
+			if err != nil {
+				return nil, err
+			}
+			i = len(books.Transfers)
+			index[p.TransferID] = i
+			books.Transfers = append(books.Transfers, CoreTransfer{ID: p.TransferID, Op: op})
+		}
+		books.Transfers[i].Postings++
+	}
+	return books, nil
+}
+
+// transferOp reads transfer id as customer and returns the operation that
+// made it; "" if the bank has no such transfer.
+func (r *replayer) transferOp(ctx context.Context, customer, id string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.opts.URL+"/transfers/"+id, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+r.tokens[customer])
+	ans := retry.Send(r.client, req)
+	switch {
+	case ans.Err != nil:
+		return "", fmt.Errorf("read transfer %s: %w", id, ans.Err)
+	case ans.Status == http.StatusNotFound:
+		return "", nil
+	case ans.Status != http.StatusOK:
+		return "", fmt.Errorf("read transfer %s: %d %s", id, ans.Status, ans.Body)
+	}
+	var t bank.Transfer
+	if err := json.Unmarshal(ans.Body, &t); err != nil {
+		return "", fmt.Errorf("read transfer %s: %w", id, err)
+	}
+	return t.Metadata["op"], nil
+}
+
+// reconcileCore compares the core's postings with the transfers the
+// server executed, operation by operation: every execution of a transfer
+// must be posted once. A server that posts nothing (before stage 9) leaves
+// every executed transfer not posted.
+func (rc *DayReconciliation) reconcileCore(res *ReplayResult) {
+	books := res.Core
+	posted := map[string]int64{}
+	for _, t := range books.Transfers {
+		switch {
+		case t.Op == "":
+			rc.Counts.PostedUnexecuted++
+			rc.Findings = append(rc.Findings, DayFinding{Kind: "posted_unexecuted",
+				Story: fmt.Sprintf("transfer %s is posted %d times in the core ledger, and the bank has no such transfer", t.ID, t.Postings)})
+			continue
+		case t.Postings > 1:
+			rc.Counts.PostedTwice++
+			rc.Findings = append(rc.Findings, DayFinding{Kind: "posted_twice", Op: t.Op,
+				Story: fmt.Sprintf("transfer %s is posted %d times in the core ledger", t.ID, t.Postings)})
+		}
+		posted[t.Op]++
+	}
+	for i := range res.Plan.Ops {
+		op := &res.Plan.Ops[i]
+		if op.Endpoint != dayplan.Transfers {
+			continue
+		}
+		if n := res.Final.Executions[op.Op] - posted[op.Op]; n > 0 {
+			rc.Counts.NotPosted += int(n)
+			rc.Findings = append(rc.Findings, DayFinding{Kind: "not_posted", Op: op.Op,
+				Story: fmt.Sprintf("executed %d times, posted %d: the core ledger never heard of %d", res.Final.Executions[op.Op], posted[op.Op], n)})
+		}
+	}
+	if books.Pending > 0 {
+		rc.Notes = append(rc.Notes, fmt.Sprintf("%d outbox rows were still unsent %s after the day", books.Pending, drainWithin))
+	}
+}
