@@ -16,18 +16,9 @@ func runGen(ctx context.Context, in *invocation) error {
 	in.IntVar(&p.Reset.Customers, "customers", p.Reset.Customers, "customers in the lab reset")
 	in.IntVar(&p.Reset.AccountsPerCustomer, "accounts", p.Reset.AccountsPerCustomer, "accounts per customer")
 	in.Int64Var(&p.Reset.OpeningBalance, "opening-balance", p.Reset.OpeningBalance, "each account's opening balance in won")
-	in.Float64Var(&p.FaultRate, "fault-rate", p.FaultRate, "share of operations whose first attempt meets a failure point")
-	in.Float64Var(&p.RespellRate, "respell-rate", p.RespellRate, "share of retried operations whose retries spell the body differently")
-	in.Float64Var(&p.DoubleClickRate, "double-click-rate", p.DoubleClickRate, "share of operations double-clicked")
-	in.Float64Var(&p.EditRate, "edit-rate", p.EditRate, "share of operations a clerk resubmits with the same key and an edited amount")
-	in.Float64Var(&p.LateRetryRate, "late-rate", p.LateRetryRate, "share of operations retried after the retention period")
-	in.Float64Var(&p.DepositRate, "deposit-rate", p.DepositRate, "share of operations that are deposits")
-	in.Float64Var(&p.KeylessRate, "keyless-rate", p.KeylessRate, "share of operations sent once without an Idempotency-Key (stage 1 on refuses them)")
-	in.Float64Var(&p.SharedKeyRate, "shared-key-rate", p.SharedKeyRate, "share of operations sent with an earlier operation's key of another customer (a bad key generator; stage 5 scopes keys to the customer)")
-	in.Float64Var(&p.CrashRate, "crash-rate", p.CrashRate, "share of operations before which the replay arms a crash point of the server (stage 6's leases recover from it)")
-	in.Float64Var(&p.InvoiceRate, "invoice-rate", p.InvoiceRate, "share of transfers that pay an invoice: they carry a reference (stage 8 pays each reference once)")
-	in.Float64Var(&p.RepayRate, "repay-rate", p.RepayRate, "share of operations that pay again, under a new key, an invoice their customer already paid (stage 8 refuses them)")
-	in.Float64Var(&p.SettingsEditRate, "settings-edit-rate", p.SettingsEditRate, "share of operations that are two clerks editing an account's settings, one from a stale copy (stage 7's If-Match keeps both changes)")
+	for _, r := range p.Rates() {
+		in.Float64Var(r.Value, r.Flag, *r.Value, r.Help)
+	}
 	if done, err := in.parse(); done {
 		return err
 	}

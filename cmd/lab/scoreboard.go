@@ -42,12 +42,10 @@ func runScoreboard(ctx context.Context, in *invocation) error {
 	planPath := in.String("log", "", "the day plan to replay (default: lab gen --seed SEED --ops OPS and the rates below)")
 	seed := in.Uint64("seed", 7, "the seed of the default day")
 	ops := in.Int("ops", 2000, "how many operations the default day has")
-	shared := in.Float64("shared-key-rate", scoreboardSharedKeys, "the default day's share of operations sent with another customer's key")
-	crashes := in.Float64("crash-rate", scoreboardCrashes, "the default day's share of operations before which the server is made to crash")
-	var knobs dayplan.Params
-	in.Float64Var(&knobs.InvoiceRate, "invoice-rate", scoreboardInvoices, "the default day's share of transfers that pay an invoice (carry a reference)")
-	in.Float64Var(&knobs.RepayRate, "repay-rate", scoreboardRepays, "the default day's share of operations that pay an invoice again under a new key")
-	in.Float64Var(&knobs.SettingsEditRate, "settings-edit-rate", scoreboardSettingsEdit, "the default day's share of operations that are two clerks editing an account's settings")
+	day := scoreboardParams()
+	for _, r := range day.Rates() {
+		in.Float64Var(r.Value, r.Flag, *r.Value, "the default day's "+r.Help)
+	}
 	horizon := in.Duration("horizon", scoreboardHorizon, "the clients' retry horizon on the plan's clock (the published policy's is 1h)")
 	clients := in.Int("clients", 1, "operations in flight at once (1 makes every row repeatable)")
 	mine := in.Bool("mine", false, "replay your stages/stageN, built and started, instead of the reference solutions")
@@ -55,8 +53,7 @@ func runScoreboard(ctx context.Context, in *invocation) error {
 	if done, err := in.parse(); done {
 		return err
 	}
-	knobs.SharedKeyRate, knobs.CrashRate = *shared, *crashes
-	plan, err := scoreboardDay(*planPath, *seed, *ops, knobs)
+	plan, err := scoreboardDay(*planPath, *seed, *ops, day)
 	if err != nil {
 		return cannotRun(err)
 	}
@@ -106,12 +103,19 @@ func runScoreboard(ctx context.Context, in *invocation) error {
 
 // scoreboardDay reads the plan at path, or draws the default day: lab
 // gen's defaults with the knobs' rates.
-func scoreboardDay(path string, seed uint64, ops int, knobs dayplan.Params) (*dayplan.Plan, error) {
+func scoreboardDay(path string, seed uint64, ops int, p dayplan.Params) (*dayplan.Plan, error) {
 	if path != "" {
 		return readPlan(path)
 	}
-	p := dayplan.DefaultParams(seed, ops)
-	p.SharedKeyRate, p.CrashRate = knobs.SharedKeyRate, knobs.CrashRate
-	p.InvoiceRate, p.RepayRate, p.SettingsEditRate = knobs.InvoiceRate, knobs.RepayRate, knobs.SettingsEditRate
+	p.Ops, p.Reset.Seed = ops, seed
 	return dayplan.Generate(seed, p)
+}
+
+// scoreboardParams are the default day's parameters: lab gen's, with the
+// scoreboard's knobs.
+func scoreboardParams() dayplan.Params {
+	p := dayplan.DefaultParams(0, 0)
+	p.SharedKeyRate, p.CrashRate = scoreboardSharedKeys, scoreboardCrashes
+	p.InvoiceRate, p.RepayRate, p.SettingsEditRate = scoreboardInvoices, scoreboardRepays, scoreboardSettingsEdit
+	return p
 }

@@ -79,6 +79,35 @@ func DefaultParams(seed uint64, ops int) Params {
 	}
 }
 
+// Rate is one of a day's shares of operations, as lab gen takes it.
+type Rate struct {
+	// Flag is lab gen's flag for it, without the dashes.
+	Flag string
+	// Value is the field of Params it sets.
+	Value *float64
+	// Help says what it is a share of, and which stage it tests.
+	Help string
+}
+
+// Rates are p's shares of operations, each with its lab gen flag, in the
+// order lab gen lists them.
+func (p *Params) Rates() []Rate {
+	return []Rate{
+		{"fault-rate", &p.FaultRate, "share of operations whose first attempt meets a failure point"},
+		{"respell-rate", &p.RespellRate, "share of retried operations whose retries spell the body differently"},
+		{"double-click-rate", &p.DoubleClickRate, "share of operations double-clicked"},
+		{"edit-rate", &p.EditRate, "share of operations a clerk resubmits with the same key and an edited amount"},
+		{"late-rate", &p.LateRetryRate, "share of operations retried after the retention period"},
+		{"deposit-rate", &p.DepositRate, "share of operations that are deposits"},
+		{"keyless-rate", &p.KeylessRate, "share of operations sent once without an Idempotency-Key (stage 1 on refuses them)"},
+		{"shared-key-rate", &p.SharedKeyRate, "share of operations sent with an earlier operation's key of another customer (a bad key generator; stage 5 scopes keys to the customer)"},
+		{"crash-rate", &p.CrashRate, "share of operations before which the replay arms a crash point of the server (stage 6's leases recover from it)"},
+		{"invoice-rate", &p.InvoiceRate, "share of transfers that pay an invoice: they carry a reference (stage 8 pays each reference once)"},
+		{"repay-rate", &p.RepayRate, "share of operations that pay again, under a new key, an invoice their customer already paid (stage 8 refuses them)"},
+		{"settings-edit-rate", &p.SettingsEditRate, "share of operations that are two clerks editing an account's settings, one from a stale copy (stage 7's If-Match keeps both changes)"},
+	}
+}
+
 // Command is the lab gen command line that makes a plan with p again: the
 // seed and size, and every flag whose value is not the default.
 func (p Params) Command() string {
@@ -92,18 +121,10 @@ func (p Params) Command() string {
 	num("--customers", float64(p.Reset.Customers), float64(d.Reset.Customers))
 	num("--accounts", float64(p.Reset.AccountsPerCustomer), float64(d.Reset.AccountsPerCustomer))
 	num("--opening-balance", float64(p.Reset.OpeningBalance), float64(d.Reset.OpeningBalance))
-	num("--fault-rate", p.FaultRate, d.FaultRate)
-	num("--respell-rate", p.RespellRate, d.RespellRate)
-	num("--double-click-rate", p.DoubleClickRate, d.DoubleClickRate)
-	num("--edit-rate", p.EditRate, d.EditRate)
-	num("--late-rate", p.LateRetryRate, d.LateRetryRate)
-	num("--deposit-rate", p.DepositRate, d.DepositRate)
-	num("--keyless-rate", p.KeylessRate, d.KeylessRate)
-	num("--shared-key-rate", p.SharedKeyRate, d.SharedKeyRate)
-	num("--crash-rate", p.CrashRate, d.CrashRate)
-	num("--invoice-rate", p.InvoiceRate, d.InvoiceRate)
-	num("--repay-rate", p.RepayRate, d.RepayRate)
-	num("--settings-edit-rate", p.SettingsEditRate, d.SettingsEditRate)
+	def := d.Rates()
+	for i, r := range p.Rates() {
+		num("--"+r.Flag, *r.Value, *def[i].Value)
+	}
 	return strings.Join(args, " ")
 }
 
