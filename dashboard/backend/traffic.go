@@ -48,7 +48,9 @@ type Traffic struct {
 	targets []func() string // each target's base URL (a restart may move it)
 	client  *http.Client
 	reset   bank.Params
+	people  []bank.Customer   // the population, which the stories draw from
 	tokens  map[string]string // customer id → token
+	stories atomic.Int64      // stories played: each gets its own names
 
 	rate    atomic.Int64 // index into Rates
 	paused  atomic.Bool
@@ -69,13 +71,14 @@ type Traffic struct {
 // NewTraffic returns traffic for the targets at these base URLs, drawn for
 // the population reset (every target must be reset with it).
 func NewTraffic(targets []func() string, reset bank.Params) *Traffic {
+	people := bank.Population(reset)
 	tokens := map[string]string{}
-	for _, c := range bank.Population(reset) {
+	for _, c := range people {
 		tokens[c.ID] = c.Token
 	}
 	tr := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
 	t := &Traffic{
-		targets: targets, reset: reset, tokens: tokens,
+		targets: targets, reset: reset, people: people, tokens: tokens,
 		client: &http.Client{Transport: &faultnet.Transport{Base: tr}, Timeout: DemoPolicy.Timeout},
 		shown:  -1,
 		idle:   make(chan struct{}),
