@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
+
 	"idemlab/dashboard"
 	"idemlab/kit/auth"
 	"idemlab/kit/bank"
@@ -15,6 +17,7 @@ import (
 	"idemlab/kit/request"
 	"idemlab/kit/respond"
 	"idemlab/kit/stage"
+	"idemlab/solutions/stage0"
 	"idemlab/solutions/stage6"
 	"idemlab/solutions/stage7"
 	"idemlab/solutions/stage8"
@@ -158,4 +161,22 @@ func TestInvoice_Stage7PaysTwiceAndStage8RefusesTheSecond(t *testing.T) {
 			t.Errorf("side %d: the invoice executed %d times, want %d (%s)", i, got, want, b)
 		}
 	}
+}
+
+// TestDemo_PlaysTheStoryOnEachSide: the demo gives the story its own
+// sides, left first, so that each outcome lands in its own pane. It
+// catches a demo that plays on one side only or swaps them.
+func TestDemo_PlaysTheStoryOnEachSide(t *testing.T) {
+	d := NewDemo(Stages{Solutions: map[int]stage.Factory{0: stage0.New, 7: stage7.New}})
+	defer d.Close()
+	d.SetPaused(true)
+	if err := d.Start(t.Context(), dashboard.Choice{Stage: 0}, dashboard.Choice{Stage: 7}, func(tea.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	story := d.Clerks(t.Context())
+	wantTold(t, "stage 0 on the left", story.Sides[dashboard.Left], dashboard.Untold, "404: no settings; stage 7 adds them")
+	wantTold(t, "solution 7 on the right", story.Sides[dashboard.Right], dashboard.Held, "both clerks' changes kept")
+	story = d.Invoice(t.Context())
+	wantTold(t, "stage 0 on the left", story.Sides[dashboard.Left], dashboard.Harmed, "INVOICE PAID TWICE")
+	wantTold(t, "solution 7 on the right", story.Sides[dashboard.Right], dashboard.Harmed, "INVOICE PAID TWICE")
 }
