@@ -15,6 +15,8 @@ type Bindings struct {
 	Profile key.Binding
 	Burst   key.Binding
 	Edited  key.Binding
+	Clerks  key.Binding
+	Invoice key.Binding
 	Crash   key.Binding
 	Stage   key.Binding
 	Yours   key.Binding
@@ -33,6 +35,8 @@ func DefaultBindings(demo bool) Bindings {
 		Profile: key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "faults")),
 		Burst:   key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "burst")),
 		Edited:  key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "clerk")),
+		Clerks:  key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "two clerks")),
+		Invoice: key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "invoice")),
 		Crash:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "crash")),
 		Stage:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "stage")),
 		Yours:   key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yours/solution")),
@@ -42,7 +46,7 @@ func DefaultBindings(demo bool) Bindings {
 		Quit:    key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 	}
 	if !demo {
-		for _, d := range []*key.Binding{&b.Profile, &b.Burst, &b.Edited, &b.Crash, &b.Stage, &b.Yours, &b.Faster, &b.Slower} {
+		for _, d := range []*key.Binding{&b.Profile, &b.Burst, &b.Edited, &b.Clerks, &b.Invoice, &b.Crash, &b.Stage, &b.Yours, &b.Faster, &b.Slower} {
 			d.SetEnabled(false)
 		}
 		b.Pause.SetHelp("space", "freeze")
@@ -55,11 +59,13 @@ func (b Bindings) ShortHelp() []key.Binding {
 	return []key.Binding{b.Pause, b.Profile, b.Burst, b.Edited, b.Crash, b.Stage, b.Help, b.Quit}
 }
 
-// FullHelp is the help page, one column per kind of key press.
+// FullHelp is the help page, one column per kind of key press: the
+// traffic, what it meets, the stories, the servers.
 func (b Bindings) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{b.Pause, b.Faster, b.Slower, b.Profile},
 		{b.Burst, b.Edited, b.Crash},
+		{b.Clerks, b.Invoice},
 		{b.Stage, b.Yours, b.Help, b.Quit},
 	}
 }
@@ -75,6 +81,8 @@ func (b Bindings) Explained() []string {
 	}
 	line(b.Burst, "16 copies of one new transfer at the same instant, to both sides")
 	line(b.Edited, "a transfer, then the same key again with the amount edited")
+	line(b.Clerks, "two clerks save settings from one copy; then a transfer over A's limit")
+	line(b.Invoice, "one invoice paid by two clerks, each under a key of their own")
 	line(b.Crash, "the right server crashes (answers in flight are lost), restarts")
 	line(b.Stage, "right: next stage's solution; %s: your stages/stageN; both restart", b.Yours.Help().Key)
 	return lines

@@ -92,7 +92,40 @@ type Controls interface {
 	// Burst and Edited send their operations and return a notice.
 	Burst(ctx context.Context) string
 	Edited(ctx context.Context) string
+	// Clerks and Invoice play a story on both sides and return what each
+	// side's server did (see Story).
+	Clerks(ctx context.Context) Story
+	Invoice(ctx context.Context) Story
 	CrashRight(ctx context.Context) error
 	// SwitchRight runs c on the right; an error says why it cannot.
 	SwitchRight(ctx context.Context, c Choice) error
 }
+
+// Story is what a one-shot story played on both sides found: a notice for
+// the status bar, and each side's outcome, drawn from what its server
+// answered and what its lab state showed.
+type Story struct {
+	Notice string
+	Sides  [2]Told
+}
+
+// Told is what a story found on one side, in a few short lines, the first
+// the verdict.
+type Told struct {
+	Outcome Outcome
+	Lines   []string
+}
+
+// Outcome is a story's verdict on one side.
+type Outcome int
+
+// The outcomes.
+const (
+	// Untold: the server does not serve what the story needs (an older
+	// stage), or it could not be asked.
+	Untold Outcome = iota
+	// Held: the server kept every change and moved money once.
+	Held
+	// Harmed: a change was lost, or money moved that should not have.
+	Harmed
+)

@@ -67,6 +67,7 @@ type doneMsg struct {
 	rate    int
 	profile *Profile
 	right   *Choice
+	story   *Story
 }
 
 // NewDemo returns the model of lab demo: two sides, driven through ctl.
@@ -178,6 +179,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.right != nil && msg.err == nil {
 			m.right = *msg.right
 		}
+		if msg.story != nil {
+			for i, s := range m.sides {
+				s.Tell(m.now, msg.story.Sides[i])
+			}
+		}
 	case tea.KeyPressMsg:
 		return m.press(msg)
 	}
@@ -272,6 +278,22 @@ func (m Model) press(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Edited):
 		return m, m.run(func(ctx context.Context) doneMsg {
 			return doneMsg{notice: m.ctl.Edited(ctx)}
+		})
+	case key.Matches(msg, k.Clerks, k.Invoice):
+		if m.busy != "" {
+			m.setNotice("wait: "+m.busy, true)
+			return m, nil
+		}
+		invoice := key.Matches(msg, k.Invoice)
+		m.busy = map[bool]string{false: "two clerks at work", true: "two clerks paying an invoice"}[invoice]
+		m.setNotice(m.busy+"…", false)
+		return m, m.run(func(ctx context.Context) doneMsg {
+			play := m.ctl.Clerks
+			if invoice {
+				play = m.ctl.Invoice
+			}
+			story := play(ctx)
+			return doneMsg{notice: story.Notice, story: &story}
 		})
 	case key.Matches(msg, k.Crash):
 		if m.busy != "" {

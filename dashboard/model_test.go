@@ -58,6 +58,23 @@ func (f *fakeControls) NextProfile(context.Context) Profile {
 }
 func (f *fakeControls) Burst(context.Context) string  { f.note("burst"); return "burst sent" }
 func (f *fakeControls) Edited(context.Context) string { f.note("edited"); return "clerk sent" }
+func (f *fakeControls) Clerks(context.Context) Story {
+	f.note("clerks")
+	return testStory("two clerks", "LOST UPDATE: A's limit put back", "both clerks' changes kept")
+}
+func (f *fakeControls) Invoice(context.Context) Story {
+	f.note("invoice")
+	return testStory("invoice", "INVOICE PAID TWICE", "invoice INV-4201 paid once")
+}
+
+// testStory is a story whose left side was harmed and right side held.
+func testStory(notice, left, right string) Story {
+	return Story{Notice: notice, Sides: [2]Told{
+		{Outcome: Harmed, Lines: []string{left, "what happened on the left"}},
+		{Outcome: Held, Lines: []string{right, "what happened on the right"}},
+	}}
+}
+
 func (f *fakeControls) CrashRight(context.Context) error {
 	f.note("crash")
 	return nil
@@ -154,6 +171,21 @@ func TestModel_EveryBindingDoesWhatItsHelpSays(t *testing.T) {
 			return ""
 		}},
 		{"e", "edited", nil},
+		{"u", "clerks", func(m Model) string {
+			if m.notice != "two clerks" || m.busy != "" {
+				return fmt.Sprintf("u's notice %q, busy %q", m.notice, m.busy)
+			}
+			if told, _ := m.Side(Left).Told(m.now); told.Outcome != Harmed || told.Lines[0] != "LOST UPDATE: A's limit put back" {
+				return fmt.Sprintf("u's outcome not on the left: %+v", told)
+			}
+			return ""
+		}},
+		{"i", "invoice", func(m Model) string {
+			if told, _ := m.Side(Right).Told(m.now); told.Outcome != Held || told.Lines[0] != "invoice INV-4201 paid once" {
+				return fmt.Sprintf("i's outcome not on the right: %+v", told)
+			}
+			return ""
+		}},
 		{"c", "crash", func(m Model) string {
 			if m.busy != "" {
 				return "still busy after the crash finished"
@@ -213,7 +245,7 @@ func TestModel_AFailedSwitchKeepsTheStageAndSaysWhy(t *testing.T) {
 
 func TestModel_WatchOnlyHasNoTrafficKeys(t *testing.T) {
 	m := NewWatch(context.Background(), "http://127.0.0.1:8080", t0)
-	for _, k := range []string{"b", "e", "c", "s", "y", "f", "+", "-"} {
+	for _, k := range []string{"b", "e", "u", "i", "c", "s", "y", "f", "+", "-"} {
 		if _, cmd := m.Update(press(k)); cmd != nil {
 			t.Errorf("key %q did something in watch mode", k)
 		}
@@ -234,6 +266,36 @@ func TestModel_IgnoresAnOldServersEvents(t *testing.T) {
 	m, _ = update(t, m, EventsMsg{Side: Right, Epoch: 2, Received: t0, Events: []events.Event{request("x", 201, false)}})
 	if n := m.Side(Right).Counts.Requests; n != 1 {
 		t.Errorf("requests = %d, want 1", n)
+	}
+}
+
+// TestModel_ShowsEachSidesStoryForAMinute: a story's outcome is pinned
+// at the top of each side's feed, in its side's words, until a minute has
+// passed or the server is reset; a story pressed while a stage is
+// starting waits.
+func TestModel_ShowsEachSidesStoryForAMinute(t *testing.T) {
+	m := busyModel(t, 80, 24)
+	m, _ = update(t, m, press("u"))
+	out := ansi.Strip(m.Render())
+	for _, want := range []string{"▶ LOST UPDATE: A's limit put back", "  what happened on the left", "▶ both clerks' changes kept", "  what happened on the right"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the view lacks %q:\n%s", want, out)
+		}
+	}
+	m, _ = update(t, m, tickMsg(t0.Add(StoryShown-time.Second)))
+	m, _ = update(t, m, EventsMsg{Side: Right, Epoch: 1, Received: t0, Events: []events.Event{event(events.KindReset, t0, struct{}{})}})
+	out = ansi.Strip(m.Render())
+	if !strings.Contains(out, "LOST UPDATE") || strings.Contains(out, "changes kept") {
+		t.Errorf("after the right side's reset, want the left's story only:\n%s", out)
+	}
+	m, _ = update(t, m, tickMsg(t0.Add(StoryShown)))
+	if out := ansi.Strip(m.Render()); strings.Contains(out, "LOST UPDATE") {
+		t.Errorf("the story is still shown a minute later:\n%s", out)
+	}
+
+	m.busy = "starting stage 7 · your code"
+	if _, cmd := m.Update(press("i")); cmd != nil {
+		t.Error("i played a story while a stage was starting")
 	}
 }
 

@@ -197,12 +197,31 @@ func (p pane) feedLines(n int) []string {
 	if n <= 0 {
 		return nil
 	}
-	var out []string
-	for _, l := range p.side.Feed(n) {
+	out := p.toldLines(n)
+	for _, l := range p.side.Feed(n - len(out)) {
 		out = append(out, p.feedLine(l))
 	}
 	if len(out) == 0 {
 		out = append(out, p.st.Dim.Render("waiting for requests…"))
+	}
+	return out
+}
+
+// toldLines are the last story's outcome, at most n lines of it: the
+// verdict in its color, then what happened.
+func (p pane) toldLines(n int) []string {
+	told, ok := p.side.Told(p.now)
+	if !ok {
+		return nil
+	}
+	verdict := map[Outcome]lipgloss.Style{Untold: p.st.Dim, Held: p.st.Good, Harmed: p.st.Bad}[told.Outcome]
+	var out []string
+	for i, line := range told.Lines[:min(n, len(told.Lines))] {
+		if i == 0 {
+			out = append(out, verdict.Render("▶ "+line))
+		} else {
+			out = append(out, p.st.Title.Render("  "+line))
+		}
 	}
 	return out
 }

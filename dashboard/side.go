@@ -31,6 +31,9 @@ const (
 	// maxSuspects bounds the successes waiting for the next state poll to
 	// say whether their money moved.
 	maxSuspects = 4096
+	// StoryShown is how long a story's outcome stays at the top of the
+	// feed: long enough to explain it to a class.
+	StoryShown = time.Minute
 )
 
 // Counts are a side's counters. Each is exact for the events received:
@@ -130,14 +133,18 @@ type suspect struct {
 }
 
 // Side is what the dashboard knows about one lab server, built from its
-// events (and a periodic state poll) alone. It does no I/O: the root model
-// feeds it. Its memory is bounded by the constants above.
+// events, a periodic state poll and the outcome of the last story played
+// on it. It does no I/O: the root model feeds it. Its memory is bounded by
+// the constants above.
 type Side struct {
 	Counts Counts
 	Money  Money
 	// Outbox is the server's outbox as the last state poll showed it:
 	// the transfers still to tell the core ledger and those told (stage 9).
 	Outbox bank.OutboxCounts
+
+	told   Told
+	toldAt time.Time
 
 	feed     [FeedSize]FeedLine
 	feedNext int
@@ -174,6 +181,7 @@ func (s *Side) clear() {
 	s.Counts = Counts{}
 	s.Money = Money{}
 	s.Outbox = bank.OutboxCounts{}
+	s.told, s.toldAt = Told{}, time.Time{}
 	s.keys = map[int64]*KeyRow{}
 	s.ops = map[string]opSeen{}
 	s.opOrder = make([]string, 0, 1024)
@@ -220,6 +228,18 @@ func (s *Side) Ingest(ev events.Event, received time.Time) {
 		s.clear()
 		s.Note(ev.Time, "reset: fresh accounts, every count back to zero")
 	}
+}
+
+// Tell pins a story's outcome at the top of the feed, from t on, for
+// StoryShown. A reset of the server takes it away.
+func (s *Side) Tell(t time.Time, told Told) { s.told, s.toldAt = told, t }
+
+// Told returns the outcome of the last story, if it is still shown at now.
+func (s *Side) Told(now time.Time) (Told, bool) {
+	if len(s.told.Lines) == 0 || now.Sub(s.toldAt) >= StoryShown {
+		return Told{}, false
+	}
+	return s.told, true
 }
 
 // Note adds a marker line to the feed.

@@ -345,6 +345,29 @@ func (d *Demo) Burst(ctx context.Context) string { return d.traffic.Burst(ctx) }
 // Edited fires a clerk's edited resubmission at both servers.
 func (d *Demo) Edited(ctx context.Context) string { return d.traffic.Edited(ctx) }
 
+// Clerks plays the two clerks' story on both servers (Traffic.Clerks).
+func (d *Demo) Clerks(ctx context.Context) dashboard.Story {
+	return d.traffic.Clerks(ctx, d.backends())
+}
+
+// Invoice plays the invoice story on both servers (Traffic.Invoice).
+func (d *Demo) Invoice(ctx context.Context) dashboard.Story {
+	return d.traffic.Invoice(ctx, d.backends())
+}
+
+// backends are the sides' servers, nil for a side not running.
+func (d *Demo) backends() []Backend {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Backend, len(d.sides))
+	for i, w := range d.sides {
+		if w != nil {
+			out[i] = w.backend
+		}
+	}
+	return out
+}
+
 // CrashRight crashes the right server and restarts it on its database.
 func (d *Demo) CrashRight(ctx context.Context) error { return d.restart(ctx, dashboard.Right) }
 

@@ -48,7 +48,9 @@ type Traffic struct {
 	targets []func() string // each target's base URL (a restart may move it)
 	client  *http.Client
 	reset   bank.Params
+	people  []bank.Customer   // the population, which the stories draw from
 	tokens  map[string]string // customer id → token
+	stories atomic.Int64      // stories played: each gets its own names
 
 	rate    atomic.Int64 // index into Rates
 	paused  atomic.Bool
@@ -69,13 +71,14 @@ type Traffic struct {
 // NewTraffic returns traffic for the targets at these base URLs, drawn for
 // the population reset (every target must be reset with it).
 func NewTraffic(targets []func() string, reset bank.Params) *Traffic {
+	people := bank.Population(reset)
 	tokens := map[string]string{}
-	for _, c := range bank.Population(reset) {
+	for _, c := range people {
 		tokens[c.ID] = c.Token
 	}
 	tr := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
 	t := &Traffic{
-		targets: targets, reset: reset, tokens: tokens,
+		targets: targets, reset: reset, people: people, tokens: tokens,
 		client: &http.Client{Transport: &faultnet.Transport{Base: tr}, Timeout: DemoPolicy.Timeout},
 		shown:  -1,
 		idle:   make(chan struct{}),
@@ -187,9 +190,14 @@ func (t *Traffic) Run(ctx context.Context) {
 
 // everywhere runs fn against every target at once and waits for all.
 func (t *Traffic) everywhere(fn func(url func() string)) {
+	each(t.targets, func(_ int, url func() string) { fn(url) })
+}
+
+// each runs fn for every item at once and waits for all.
+func each[T any](items []T, fn func(i int, item T)) {
 	var wg sync.WaitGroup
-	for _, url := range t.targets {
-		wg.Go(func() { fn(url) })
+	for i, item := range items {
+		wg.Go(func() { fn(i, item) })
 	}
 	wg.Wait()
 }
@@ -305,13 +313,23 @@ func (t *Traffic) submit(ctx context.Context, url func() string, op dayplan.Op, 
 
 // request is one attempt of op with body, under op's key.
 func (t *Traffic) request(ctx context.Context, url func() string, op dayplan.Op, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url()+op.Endpoint, bytes.NewReader(body))
+	return newRequest(ctx, http.MethodPost, url()+op.Endpoint, t.tokens[op.Customer], op.Key, body)
+}
+
+// newRequest is a customer's request, with the customer's token, under
+// key (if any), with a JSON body (if any).
+func newRequest(ctx context.Context, method, url, token, key string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+t.tokens[op.Customer])
-	req.Header.Set(idemkey.Header, op.Key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if key != "" {
+		req.Header.Set(idemkey.Header, key)
+	}
 	return req, nil
 }
 
