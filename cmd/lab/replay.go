@@ -39,7 +39,7 @@ func runReplay(ctx context.Context, in *invocation) error {
 	in.StringVar(&f.accessLog, "access-log", "", "write the server's access log to this file (with --solution)")
 	in.StringVar(&f.answer, "answer", "", "write the tally's answer key, from the server's books, to this file (with --solution)")
 	in.StringVar(&f.results, "results", "", "write results.json and history.jsonl into this folder")
-	in.IntVar(&f.clients, "clients", 1, "operations in flight at once (1 makes the day's outcome repeatable)")
+	in.IntVar(&f.clients, "clients", 1, "operations in flight at once (1 repeats the day's outcome, but for which of a double click's two requests wins the race)")
 	in.IntVar(&f.examples, "examples", 5, "how many operations to show for each kind of finding")
 	in.Float64Var(&f.rate, "rate", 0, "operations started per second, to watch the day go by in lab dash (0: as fast as possible)")
 	if done, err := in.parse(); done {

@@ -47,7 +47,7 @@ func runScoreboard(ctx context.Context, in *invocation) error {
 		in.Float64Var(r.Value, r.Flag, *r.Value, "the default day's "+r.Help)
 	}
 	horizon := in.Duration("horizon", scoreboardHorizon, "the clients' retry horizon on the plan's clock (the published policy's is 1h)")
-	clients := in.Int("clients", 1, "operations in flight at once (1 makes every row repeatable)")
+	clients := in.Int("clients", 1, "operations in flight at once (1 repeats every row, but for which of a double click's two requests wins the race)")
 	mine := in.Bool("mine", false, "replay your stages/stageN, built and started, instead of the reference solutions")
 	asJSON := in.Bool("json", false, "write the rows as JSON")
 	if done, err := in.parse(); done {
