@@ -30,8 +30,8 @@ const killLease = "150ms"
 // transfers and deposits, each with a fresh key, retrying with the same
 // key and body by the published policy; it posts every transfer to a core
 // ledger in this process, which outlives it. The process is killed with
-// SIGKILL at drawn moments (its relay with it, between a post and its
-// mark as often as not) and started again on the same file. At the end
+// SIGKILL at drawn moments (its relay with it, perhaps between a post
+// and its mark) and started again on the same file. At the end
 // every operation has executed at most once, every operation a client was
 // told succeeded has executed exactly once, every balance is the opening
 // balance plus the executions the server counted, the outbox has drained,
