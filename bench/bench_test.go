@@ -5,9 +5,9 @@
 // reports requests/s, p50 and p99 latency and commits per request
 // (allocations per request come from -benchmem); and, for a server with
 // an outbox, how many rows were still unsent when the last answer came
-// and the transfers delivered to the core ledger per second. It runs them all in
-// -rounds rounds (3 unless told), then prints each one's median round
-// and, last, the ratios:
+// and the transfers delivered to the core ledger per second. It runs them
+// all in -rounds rounds (3 unless told), then prints each one's median
+// round and, last, the ratios:
 //
 //	bench: final/naive X, final/ceiling Y, final p99/p50 at 64 clients Z
 //
