@@ -1,11 +1,13 @@
 // Package bench measures, in one run, what idempotency costs: the naive
-// server (stage 0) and the final solution (stage 6), over HTTP from 1, 8
+// server (stage 0) and the final solution (stage 9), over HTTP from 1, 8
 // and 64 clients at once, and the engine's ceiling: the final solution's
 // statements for one new transfer, from one writer, with no HTTP. Each
 // reports requests/s, p50 and p99 latency and commits per request
-// (allocations per request come from -benchmem). It runs them all in
-// -rounds rounds (3 unless told), then prints each one's median round
-// and, last, the ratios:
+// (allocations per request come from -benchmem); and, for a server with
+// an outbox, how many rows were still unsent when the last answer came
+// and the transfers delivered to the core ledger per second. It runs them
+// all in -rounds rounds (3 unless told), then prints each one's median
+// round and, last, the ratios:
 //
 //	bench: final/naive X, final/ceiling Y, final p99/p50 at 64 clients Z
 //
@@ -34,7 +36,7 @@ import (
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage0"
-	"idemlab/solutions/stage6"
+	"idemlab/solutions/stage9"
 )
 
 // clientCounts are the numbers of requests in flight at once that the
@@ -44,9 +46,12 @@ var clientCounts = []int{1, 8, 64}
 // heavy is the client count whose ratios the last line prints.
 const heavy = 64
 
-// result is one sub-benchmark's figures.
+// result is one sub-benchmark's figures. left and delivered are a
+// relaying server's: the outbox rows still unsent when the last answer
+// came, and the requests per second counted until the outbox was empty.
 type result struct {
 	perSecond, p50, p99, commits, allocs float64
+	left, delivered                      float64
 }
 
 // roundsFlag is how many times every sub-benchmark runs. The rounds take
@@ -86,7 +91,7 @@ func BenchmarkTransfers(b *testing.B) {
 	for range *roundsFlag {
 		for _, n := range clientCounts {
 			record(b, fmt.Sprintf("clients=%d/naive", n), func(b *testing.B) result { return benchServer(b, stage0.New, n) })
-			record(b, fmt.Sprintf("clients=%d/final", n), func(b *testing.B) result { return benchServer(b, stage6.New, n) })
+			record(b, fmt.Sprintf("clients=%d/final", n), func(b *testing.B) result { return benchServer(b, stage9.New, n) })
 		}
 		record(b, "ceiling", benchCeiling)
 	}
@@ -125,9 +130,13 @@ func median(name string) result {
 // summarize prints the medians and, on the last line, the ratios.
 func summarize() {
 	fmt.Printf("bench: the median of %d rounds of each (by req/s)\n", *roundsFlag)
-	fmt.Printf("bench: %-18s %9s %9s %9s %12s %11s\n", "", "req/s", "p50 ms", "p99 ms", "commits/req", "allocs/req")
+	fmt.Printf("bench: %-18s %9s %9s %9s %12s %11s %12s %11s\n", "", "req/s", "p50 ms", "p99 ms", "commits/req", "allocs/req", "outbox left", "delivered/s")
 	line := func(name string, r result) {
-		fmt.Printf("bench: %-18s %9.0f %9.2f %9.2f %12.2f %11.0f\n", name, r.perSecond, r.p50, r.p99, r.commits, r.allocs)
+		delivery := ""
+		if r.delivered > 0 {
+			delivery = fmt.Sprintf(" %12.0f %11.0f", r.left, r.delivered)
+		}
+		fmt.Printf("bench: %-18s %9.0f %9.2f %9.2f %12.2f %11.0f%s\n", name, r.perSecond, r.p50, r.p99, r.commits, r.allocs, delivery)
 	}
 	for _, n := range clientCounts {
 		line(fmt.Sprintf("naive, %d clients", n), median(fmt.Sprintf("clients=%d/naive", n)))
@@ -141,6 +150,8 @@ func summarize() {
 	}
 	fmt.Println(ratios)
 	naive, final := median(fmt.Sprintf("clients=%d/naive", heavy)), median(fmt.Sprintf("clients=%d/final", heavy))
+	fmt.Printf("bench: delivered to the core: final/naive %.2f, final/ceiling %.2f at %d clients\n",
+		final.delivered/naive.perSecond, final.delivered/ceiling.perSecond, heavy)
 	fmt.Printf("bench: final/naive %.2f, final/ceiling %.2f, final p99/p50 at %d clients %.1f\n",
 		final.perSecond/naive.perSecond, final.perSecond/ceiling.perSecond, heavy, final.p99/final.p50)
 }
@@ -183,7 +194,40 @@ func benchServer(b *testing.B, factory stage.Factory, clients int) result {
 		}
 		return nil
 	}
-	return measure(b, clients, srv.Commits, transfer)
+	r := measure(b, clients, srv.Commits, transfer)
+	r.left, r.delivered = delivery(b, srv.Lab().Bank, r.perSecond)
+	return r
+}
+
+// delivery waits, up to a minute, for the outbox of a server that writes
+// one (stage 9 on) to be empty once its last answer has gone out. It
+// returns the rows that were unsent then, and the rate of the b.N
+// requests counted until the last of them was delivered, given perSecond,
+// their rate until the last answer; zeros for a server without an outbox.
+func delivery(b *testing.B, bk *bank.Bank, perSecond float64) (left, delivered float64) {
+	ctx := context.Background()
+	start := time.Now()
+	first, err := bk.Outbox(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if first.Pending+first.Sent == 0 {
+		return 0, 0
+	}
+	for c := first; c.Pending > 0; {
+		if time.Since(start) > time.Minute {
+			b.Fatalf("%d outbox rows still unsent a minute after the last answer", c.Pending)
+		}
+		time.Sleep(time.Millisecond)
+		if c, err = bk.Outbox(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	drained := time.Since(start)
+	b.ReportMetric(float64(first.Pending), "outbox-left")
+	delivered = float64(b.N) / (float64(b.N)/perSecond + drained.Seconds())
+	b.ReportMetric(delivered, "delivered/s")
+	return float64(first.Pending), delivered
 }
 
 // measure warms up (each client's connections opened, the database's pages

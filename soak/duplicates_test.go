@@ -22,12 +22,12 @@ const dupClients = 64
 const dupCoreLatency = "20ms"
 
 // TestDuplicateLoad_NoServerErrorNoDouble: 64 clients send a day of
-// operations against solution 6, and every attempt goes out two to four
+// operations against solution 9, and every attempt goes out two to four
 // times at once, the way a client that double-submits, a proxy that
 // retries on its own and a user who taps again all meet at the server.
 // No copy may get a 5xx, every answer that is not "in progress" must be
 // the same bytes for every copy of the same key, and every operation must
-// execute once at most.
+// execute once at most, and be posted to the core ledger once.
 func TestDuplicateLoad_NoServerErrorNoDouble(t *testing.T) {
 	soakOnly(t)
 	seed := soakSeed(t)
@@ -35,14 +35,15 @@ func TestDuplicateLoad_NoServerErrorNoDouble(t *testing.T) {
 	plan := plainDay(t, seed)
 	// The core banking call takes a moment, outside any transaction, so
 	// that the copies of a request meet while the first is in progress.
-	child, base := startSolution(ctx, t, map[string]string{"core_latency": dupCoreLatency})
+	coreURL := startCore(ctx, t)
+	child, base := startSolution(ctx, t, coreURL, map[string]string{"core_latency": dupCoreLatency})
 	dup := &duplicator{base: base, seed: seed, first: map[string]copyAnswer{}}
-	res, err := grader.Replay(ctx, plan, grader.ReplayOptions{URL: child.URL, Admin: child.Admin, Base: dup, Clients: dupClients})
+	res, err := grader.Replay(ctx, plan, grader.ReplayOptions{URL: child.URL, Admin: child.Admin, Base: dup, Clients: dupClients, CoreURL: coreURL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rc := grader.ReconcileDay(res)
-	t.Logf("duplicate load: %d operations, %d clients: %s", len(plan.Ops), dupClients, dup.figures(rc))
+	t.Logf("duplicate load: %d operations, %d clients: %s; %s", len(plan.Ops), dupClients, dup.figures(rc), coreFigures(t, res, rc))
 	if len(dup.broken) > 0 {
 		t.Errorf("%d copies broke the contract; the first:\n%s", len(dup.broken), strings.Join(dup.broken[:min(3, len(dup.broken))], "\n"))
 	}

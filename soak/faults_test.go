@@ -13,11 +13,12 @@ import (
 const faultClients = 16
 
 // TestDayOfFaults_EveryPointReconciles is S6.day-replay-through-faults
-// at scale, the way lab replay --stage 6 --solution drives it: a large
-// generated day where half the operations meet the seven failure points
-// of a remote call, some several in a row, with double clicks, respelled
-// retries, edited resubmissions and late retries, reconciled operation by
-// operation and account by account.
+// at scale, against solution 9, the way lab replay --stage 9 --solution
+// drives it: a large generated day where half the operations meet the
+// seven failure points of a remote call, some several in a row, with
+// double clicks, respelled retries, edited resubmissions and late
+// retries, reconciled operation by operation, account by account and,
+// once the outbox has drained, posting by posting in the core ledger.
 func TestDayOfFaults_EveryPointReconciles(t *testing.T) {
 	soakOnly(t)
 	seed := soakSeed(t)
@@ -28,7 +29,7 @@ func TestDayOfFaults_EveryPointReconciles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := grader.ReplayInProcess(ctx, subject.New, plan, nil, grader.ReplayOptions{Clients: faultClients})
+	run, err := grader.ReplayInProcess(ctx, subject.New, plan, nil, grader.ReplayOptions{Clients: faultClients, CoreURL: startCore(ctx, t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,9 +41,10 @@ func TestDayOfFaults_EveryPointReconciles(t *testing.T) {
 			t.Errorf("no attempt met %s: the day is too small to try every failure point", p)
 		}
 	}
-	t.Logf("day of faults (%s; lab replay --stage 6 --solution --clients %d): %d operations, %d attempts; failure points met: %s; %d executed twice, %d lost, %d mismatched replays, %d unexpected answers, %d late retries re-executed (allowed), money conserved %v",
+	t.Logf("day of faults (%s; lab replay --stage 9 --solution --clients %d): %d operations, %d attempts; failure points met: %s; %d executed twice, %d lost, %d mismatched replays, %d unexpected answers, %d late retries re-executed (allowed), money conserved %v; %s",
 		params.Command(), faultClients, rc.Ops, rc.Attempts, strings.Join(met, ", "),
-		rc.Counts.DoubleApplied, rc.Counts.LostTransfers, rc.Counts.MismatchedReplays, rc.Counts.UnexpectedStatus, rc.Counts.LateReexecuted, rc.Money.Conserved)
+		rc.Counts.DoubleApplied, rc.Counts.LostTransfers, rc.Counts.MismatchedReplays, rc.Counts.UnexpectedStatus, rc.Counts.LateReexecuted, rc.Money.Conserved,
+		coreFigures(t, run.Result, rc))
 	if !rc.Valid {
 		t.Errorf("the day does not reconcile:\n%s", report(rc))
 	}

@@ -16,7 +16,8 @@ import (
 	"idemlab/grader/dayplan"
 	"idemlab/grader/gradertest"
 	"idemlab/kit/labdb"
-	"idemlab/solutions/stage6"
+	"idemlab/kit/server"
+	"idemlab/solutions/stage9"
 )
 
 // The soak's knobs. make soak passes them from SOAK_OPS, SOAK_KILLS and
@@ -28,9 +29,9 @@ var (
 	seedFlag = flag.Uint64("soak.seed", 0, "the seed (0: SEED, or a fresh one)")
 )
 
-var subject = grader.Subject{Stage: 6, Name: "solutions/stage6", New: stage6.New}
+var subject = grader.Subject{Stage: 9, Name: "solutions/stage9", New: stage9.New}
 
-// TestMain lets this test binary serve solution 6 when the kill test
+// TestMain lets this test binary serve solution 9 when the kill test
 // starts it as a child process (see gradertest.Main).
 func TestMain(m *testing.M) { gradertest.Main(m, subject) }
 
@@ -84,22 +85,37 @@ func plainDay(t *testing.T, seed uint64) *dayplan.Plan {
 	return plan
 }
 
-// startSolution starts solution 6 as a child process of this test
-// binary, on a database file of its own, sets its lab config to config,
-// and returns it with a transport for clients that reach it; both end
-// with the test.
-func startSolution(ctx context.Context, t *testing.T, config map[string]string) (*grader.Child, *http.Transport) {
+// startCore starts a core ledger in this process, which outlives every
+// server the test kills, as the grader's does, and returns its URL; it
+// stops with the test.
+func startCore(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	_, url, stop, err := server.StartCore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return url
+}
+
+// startSolution starts solution 9 as a child process of this test
+// binary, on a database file of its own, posting to the core ledger at
+// coreURL, sets its lab config to config, and returns it with a transport
+// for clients that reach it; both end with the test.
+func startSolution(ctx context.Context, t *testing.T, coreURL string, config map[string]string) (*grader.Child, *http.Transport) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	child, err := grader.StartChild(ctx, self, t.TempDir(), labdb.TestTarget())
+	s := subject
+	s.CoreURL = coreURL
+	target, stop, err := grader.ChildProcess(self, labdb.TestTarget())(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(child.DropDB)
-	t.Cleanup(child.Kill)
+	t.Cleanup(stop)
+	child := target.Child
 	base := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
 	t.Cleanup(base.CloseIdleConnections)
 	if err := configure(ctx, &http.Client{Transport: base}, child.URL, child.Admin, config); err != nil {
@@ -130,6 +146,22 @@ func configure(ctx context.Context, client *http.Client, url, admin string, conf
 		return fmt.Errorf("configure %v: %d %s", config, resp.StatusCode, bytes.TrimSpace(raw))
 	}
 	return nil
+}
+
+// coreFigures says what the core ledger holds at the end of a day
+// replayed with a CoreURL, and fails t if the outbox had not drained: the
+// reconciliation has already held every executed transfer to one posting.
+func coreFigures(t *testing.T, res *grader.ReplayResult, rc grader.DayReconciliation) string {
+	t.Helper()
+	postings := 0
+	for _, tr := range res.Core.Transfers {
+		postings += tr.Postings
+	}
+	if res.Core.Pending > 0 {
+		t.Errorf("%d outbox rows still unsent at the end of the day", res.Core.Pending)
+	}
+	return fmt.Sprintf("core ledger: %d transfers, %d postings; %d not posted, %d posted twice, %d posted and never executed; %d outbox rows unsent",
+		len(res.Core.Transfers), postings, rc.Counts.NotPosted, rc.Counts.PostedTwice, rc.Counts.PostedUnexecuted, res.Core.Pending)
 }
 
 // report renders a day's reconciliation for the test log.

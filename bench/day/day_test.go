@@ -1,8 +1,9 @@
 // Package day measures a whole day of faults: a plan from lab gen,
-// replayed against the final solution (stage 6) in this process through
-// every failure point and reconciled, as lab replay --solution does. Each
-// round must reconcile (VALID); it reports the day's seconds and
-// operations per second.
+// replayed against the final solution (stage 9) in this process through
+// every failure point and reconciled, as lab replay --stage 9 --solution
+// does: with a core ledger outside the server, whose postings are
+// reconciled too once the outbox has drained. Each round must reconcile
+// (VALID); it reports the day's seconds and operations per second.
 //
 // Run it with make bench-day (OPS= and SEED= change the day);
 // docs/benchmarks.md has the figures.
@@ -15,7 +16,8 @@ import (
 
 	"idemlab/grader"
 	"idemlab/grader/dayplan"
-	"idemlab/solutions/stage6"
+	"idemlab/kit/server"
+	"idemlab/solutions/stage9"
 )
 
 var (
@@ -29,7 +31,12 @@ func BenchmarkDay(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		run, err := grader.ReplayInProcess(context.Background(), stage6.New, plan, nil, grader.ReplayOptions{})
+		_, coreURL, stopCore, err := server.StartCore(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		run, err := grader.ReplayInProcess(context.Background(), stage9.New, plan, nil, grader.ReplayOptions{CoreURL: coreURL})
+		stopCore()
 		if err != nil {
 			b.Fatal(err)
 		}

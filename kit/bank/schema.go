@@ -57,6 +57,11 @@ var schema = []string{
 		created_at    TEXT NOT NULL
 	)`,
 	`CREATE INDEX IF NOT EXISTS ledger_entries_by_account ON ledger_entries (account_id, id)`,
+	// A transfer's or a deposit's entries are found by ref (GetTransfer,
+	// GetDeposit): without this index each such read scanned every entry
+	// of the account, or of the bank, and a replay that reads every
+	// transfer of a day back took time growing with the square of the day.
+	`CREATE INDEX IF NOT EXISTS ledger_entries_by_ref ON ledger_entries (ref, account_id)`,
 	`CREATE TABLE IF NOT EXISTS executions (
 		op    TEXT PRIMARY KEY,
 		kind  TEXT NOT NULL,
