@@ -1,6 +1,7 @@
 package grader
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -250,8 +251,15 @@ const pollEvery = 3 * time.Millisecond
 // it held. A check waits for an event this way, never by sleeping a
 // guessed duration.
 func (t *T) WaitFor(d time.Duration, cond func() (bool, error)) (bool, error) {
+	return waitFor(t.ctx, d, pollEvery, cond)
+}
+
+// waitFor calls cond every so often until it holds, returns an error, or
+// d has passed, and reports whether it held; it returns ctx's error if ctx
+// ends first.
+func waitFor(ctx context.Context, d, every time.Duration, cond func() (bool, error)) (bool, error) {
 	deadline := time.Now().Add(d)
-	tick := time.NewTicker(pollEvery)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		ok, err := cond()
@@ -263,8 +271,8 @@ func (t *T) WaitFor(d time.Duration, cond func() (bool, error)) (bool, error) {
 		}
 		select {
 		case <-tick.C:
-		case <-t.ctx.Done():
-			return false, t.ctx.Err()
+		case <-ctx.Done():
+			return false, ctx.Err()
 		}
 	}
 }

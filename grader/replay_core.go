@@ -10,6 +10,7 @@ import (
 	"idemlab/grader/dayplan"
 	"idemlab/kit/bank"
 	"idemlab/kit/core"
+	"idemlab/kit/labctl"
 	"idemlab/kit/retry"
 )
 
@@ -40,20 +41,13 @@ type CoreTransfer struct {
 // as the customer whose account it came from).
 func (r *replayer) readCore(ctx context.Context, url string) (*CoreBooks, error) {
 	books := &CoreBooks{}
-	deadline := time.Now().Add(drainWithin)
-	for {
-		st, err := r.state(ctx)
-		if err != nil {
-			return nil, err
-		}
-		books.Pending = st.Outbox.Pending
-		if books.Pending == 0 || time.Now().After(deadline) {
-			break
-		}
-		if err := retry.Wall.Sleep(ctx, 20*time.Millisecond); err != nil {
-			return nil, err
-		}
+	// A day's state lists every key it made: read it less often than a
+	// check does.
+	pending, err := drained(ctx, drainWithin, 20*time.Millisecond, func() (labctl.State, error) { return r.state(ctx) })
+	if err != nil {
+		return nil, err
 	}
+	books.Pending = pending
 	postings, err := core.NewClient(url, r.client).Postings(ctx)
 	if err != nil {
 		return nil, err
