@@ -139,15 +139,9 @@ func (p Params) Validate() error {
 	if p.Reset.Customers < 2 {
 		return fmt.Errorf("a day needs at least 2 customers, got %d", p.Reset.Customers)
 	}
-	for _, r := range []struct {
-		name string
-		v    float64
-	}{{"fault-rate", p.FaultRate}, {"respell-rate", p.RespellRate}, {"double-click-rate", p.DoubleClickRate},
-		{"edit-rate", p.EditRate}, {"late-rate", p.LateRetryRate}, {"deposit-rate", p.DepositRate},
-		{"keyless-rate", p.KeylessRate}, {"shared-key-rate", p.SharedKeyRate}, {"crash-rate", p.CrashRate},
-		{"invoice-rate", p.InvoiceRate}, {"repay-rate", p.RepayRate}, {"settings-edit-rate", p.SettingsEditRate}} {
-		if r.v < 0 || r.v > 1 || math.IsNaN(r.v) {
-			return fmt.Errorf("%s must be between 0 and 1, got %g", r.name, r.v)
+	for _, r := range p.Rates() {
+		if v := *r.Value; v < 0 || v > 1 || math.IsNaN(v) {
+			return fmt.Errorf("%s must be between 0 and 1, got %g", r.Flag, v)
 		}
 	}
 	if p.Day <= 0 || p.LateAfter <= 0 {
@@ -286,25 +280,28 @@ func keyOfAnother(r *rand.Rand, ops []Op, customer string) string {
 // asked for, like the keyless operations: the payment again of an earlier
 // invoice of its customer (RepayRate), or of a new one (InvoiceRate).
 func drawInvoice(r *rand.Rand, p Params, op *Op, earlier []Op) {
-	var b bank.TransferRequest
-	if err := json.Unmarshal(op.Body, &b); err != nil {
-		panic(err) // the body was just encoded
-	}
 	if p.RepayRate > 0 && r.Float64() < p.RepayRate {
 		if first := unpaidAgain(r, earlier, op.Customer); first != nil {
-			var paid bank.TransferRequest
-			if err := json.Unmarshal(first.Body, &paid); err != nil {
-				panic(err)
-			}
+			b, paid := transferOf(op.Body), transferOf(first.Body)
 			paid.Memo, paid.Metadata = b.Memo, b.Metadata
 			op.Body, op.Amount, op.Reference, op.Repays = encode(paid), paid.Amount, paid.Reference, first.Op
 			return
 		}
 	}
 	if p.InvoiceRate > 0 && r.Float64() < p.InvoiceRate {
+		b := transferOf(op.Body)
 		b.Reference = "INV-" + strings.TrimPrefix(op.Op, "op-")
 		op.Body, op.Reference = encode(b), b.Reference
 	}
+}
+
+// transferOf decodes a transfer's body the generator encoded.
+func transferOf(body []byte) bank.TransferRequest {
+	var b bank.TransferRequest
+	if err := json.Unmarshal(body, &b); err != nil {
+		panic(err) // the generator encoded it
+	}
+	return b
 }
 
 // unpaidAgain draws an earlier invoice payment of customer that no
