@@ -284,14 +284,13 @@ func (m Model) press(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.setNotice("wait: "+m.busy, true)
 			return m, nil
 		}
-		invoice := key.Matches(msg, k.Invoice)
-		m.busy = map[bool]string{false: "two clerks at work", true: "two clerks paying an invoice"}[invoice]
+		busy, play := "two clerks at work", m.ctl.Clerks
+		if key.Matches(msg, k.Invoice) {
+			busy, play = "two clerks paying an invoice", m.ctl.Invoice
+		}
+		m.busy = busy
 		m.setNotice(m.busy+"…", false)
 		return m, m.run(func(ctx context.Context) doneMsg {
-			play := m.ctl.Clerks
-			if invoice {
-				play = m.ctl.Invoice
-			}
 			story := play(ctx)
 			return doneMsg{notice: story.Notice, story: &story}
 		})
