@@ -81,6 +81,36 @@ func TestLessons_EachLinksToTheNext(t *testing.T) {
 	}
 }
 
+var anchorLink = regexp.MustCompile(`\]\(((?:\d\d-[a-z0-9-]+\.md)?)#([^)\s]+)\)`)
+
+// A lesson sends the student to a section, of its own (a question's
+// answer further down) or of another lesson: the heading must be there.
+func TestLessons_SectionLinksResolve(t *testing.T) {
+	anchors := map[string]map[string]bool{}
+	for _, file := range stageLessons() {
+		have, err := headingAnchors(filepath.Join(repoRoot, filepath.FromSlash(file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		anchors[pathpkg.Base(file)] = have
+	}
+	for _, file := range stageLessons() {
+		text, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range anchorLink.FindAllStringSubmatch(string(text), -1) {
+			target := m[1]
+			if target == "" {
+				target = pathpkg.Base(file)
+			}
+			if have, ok := anchors[target]; ok && !have[m[2]] {
+				t.Errorf("%s links to %s#%s, which has no such heading", file, target, m[2])
+			}
+		}
+	}
+}
+
 func TestGitHubAnchor(t *testing.T) {
 	tests := []struct{ heading, want string }{
 		{"The window", "the-window"},
