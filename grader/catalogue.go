@@ -66,7 +66,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S1.staggered-duplicates", Stage: 1, Lesson: lesson1 + "#the-race",
-		Claim: "8 to 16 requests with one key, arriving a few milliseconds apart, bare or quoted, execute exactly once, whether the core answers at once or slowly",
+		Claim: "8 to 16 requests with one key, spelled alike, arriving a few milliseconds apart, execute exactly once, whether the core answers at once or slowly",
 		Why:   "retries do not arrive together: each one meets the original at another point of its work (before its claim, inside its transaction, just after its commit), and a design with a gap at any of them pays twice there",
 		Run:   withScenario(10_000_000, checkStaggeredDuplicates),
 	},

@@ -115,9 +115,13 @@ func Format(r Result, reproduce string) string {
 	}
 	fmt.Fprintf(&b, "  lesson    %s\n", c.Lesson)
 	evidence(&b, f)
-	if f.Contract != nil {
-		fmt.Fprintf(&b, "  contract  ✗ also, beside the money finding:\n")
-		evidence(&b, f.Contract)
+	beside := "  contract  ✗ also, beside the money finding:\n"
+	if f.Harm == "" {
+		beside = "  contract  ✗ also:\n"
+	}
+	for c := f.Contract; c != nil; c = c.Contract {
+		b.WriteString(beside)
+		evidence(&b, c)
 	}
 	fmt.Fprintf(&b, "  why       %s\n", indent(c.Why))
 	fmt.Fprintf(&b, "  reproduce %s\n", reproduce)
