@@ -31,8 +31,8 @@ type T struct {
 	// books are every set of books the check kept (NewBooks).
 	books []*Books
 	// differences are the contract differences the check recorded on its
-	// way (Differ).
-	differences []*Failure
+	// way (Differ), shared by every T of the check (see on).
+	differences *[]*Failure
 	// core is the core ledger the server posts to (stage 9 on).
 	core *core.Core
 }

@@ -155,7 +155,7 @@ func (t *T) moneyFirst(err error) error {
 // hides a money finding. The report lists every difference after the
 // money verdict (see withDifferences).
 func (t *T) Differ(sent, got, expected string, args ...any) {
-	t.differences = append(t.differences, t.Fail(sent, got, expected, args...).(*Failure))
+	*t.differences = append(*t.differences, t.Fail(sent, got, expected, args...).(*Failure))
 }
 
 // note records err as a contract difference if it is one (a failure
@@ -164,7 +164,7 @@ func (t *T) Differ(sent, got, expected string, args ...any) {
 func (t *T) note(err error) error {
 	var f *Failure
 	if errors.As(err, &f) && f.Harm == "" {
-		t.differences = append(t.differences, f)
+		*t.differences = append(*t.differences, f)
 		return nil
 	}
 	return err
@@ -177,10 +177,10 @@ func (t *T) note(err error) error {
 // the differences are still evidence, and the first says where it
 // stopped.
 func (t *T) withDifferences(err error) error {
-	if len(t.differences) == 0 {
+	if len(*t.differences) == 0 {
 		return err
 	}
-	rest := t.differences
+	rest := *t.differences
 	var f *Failure
 	if !errors.As(err, &f) {
 		f, rest = rest[0], rest[1:]
