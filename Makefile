@@ -106,10 +106,13 @@ grade: lab ## grade your stage N in child processes: make grade STAGE=3 (SEED=, 
 audit: lab ## grade an idempotency middleware through its adapter: make audit PKG=./audit/examples/final (docs/audit.md)
 	@exec bin/lab audit --pkg $(or $(PKG),./audit/examples/final) $(if $(SEED),--seed $(SEED)) $(if $(RUN),--run $(RUN))
 
-audit-examples: lab ## the audits of the example middlewares: naive (money harmed), final (clean), aftercommit
+audit-examples: lab ## the audits of the example middlewares: naive (money harmed), final (clean), aftercommit, nomarker (no money finding), sharedscope, heldlock
 	-@bin/lab audit --pkg ./audit/examples/naive $(if $(SEED),--seed $(SEED))
 	@bin/lab audit --pkg ./audit/examples/final $(if $(SEED),--seed $(SEED))
 	-@bin/lab audit --pkg ./audit/examples/aftercommit $(if $(SEED),--seed $(SEED))
+	@bin/lab audit --pkg ./audit/examples/nomarker $(if $(SEED),--seed $(SEED))
+	-@bin/lab audit --pkg ./audit/examples/sharedscope $(if $(SEED),--seed $(SEED))
+	-@bin/lab audit --pkg ./audit/examples/heldlock $(if $(SEED),--seed $(SEED))
 
 .PHONY: gen
 gen: ## generate a day plan: make gen SEED=7 OPS=1000

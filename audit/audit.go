@@ -70,6 +70,15 @@ type Middleware struct {
 	Purge func(ctx context.Context) (int64, error)
 }
 
+// Within returns m with outer around it: for each handler, outer's layer
+// runs first and calls m's. An adapter adds a layer of its own to a
+// library's middleware with it.
+func (m Middleware) Within(outer func(http.Handler) http.Handler) Middleware {
+	wrap := m.Wrap
+	m.Wrap = func(next http.Handler) http.Handler { return outer(wrap(next)) }
+	return m
+}
+
 // Adapter builds a middleware from the lab's env; it is an adapter
 // package's New. The lab calls it again after every reset, which drops
 // the idempotency_keys table: an adapter creates its tables in it, if

@@ -86,7 +86,7 @@ func (t *T) mustExecute(sent string, rs []Response, op string, books *Books, rec
 	var refused []Response
 	for _, r := range rs {
 		id := resourceID(r)
-		if r.Is(http.StatusCreated, "") && !r.Replayed() && id != "" && !ids[id] {
+		if r.Is(http.StatusCreated, "") && id != "" && !ids[id] {
 			ids[id] = true
 			record()
 			continue

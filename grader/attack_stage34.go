@@ -155,11 +155,20 @@ func (w *watchedBody) Close() error { return nil }
 // first other answer, or the last one if patience ran out, and how many
 // retries it sent.
 func (t *T) retryUntilAnswered(req Request, patience time.Duration) (Response, int) {
+	return t.retryWhile(req, patience, func(r Response) bool {
+		return r.Is(http.StatusConflict, pInProgress) || r.Err != nil
+	})
+}
+
+// retryWhile retries req, with retryUntilAnswered's backoff, for as long
+// as wait says the answer asks the client to wait, and at most for
+// patience. It returns the last answer and how many were sent.
+func (t *T) retryWhile(req Request, patience time.Duration, wait func(Response) bool) (Response, int) {
 	deadline := time.Now().Add(patience)
 	backoff := 5 * time.Millisecond
 	for n := 1; ; n++ {
 		r := t.Do(req)
-		if !(r.Is(http.StatusConflict, pInProgress) || r.Err != nil) || time.Now().After(deadline) || t.ctx.Err() != nil {
+		if !wait(r) || time.Now().After(deadline) || t.ctx.Err() != nil {
 			return r, n
 		}
 		pace := time.NewTimer(backoff)

@@ -43,5 +43,28 @@ func (t *T) unheld(h *Held, what string) error {
 	return nil
 }
 
-// fresh reports whether r is a 201 that executed now: no replay marker.
+// fresh reports whether r is a 201 without the replay marker. It judges
+// the contract only: whether an operation executed is read from the books
+// and from the operations the answers name (executedOps), never from a
+// header the server chose.
 func fresh(r Response) bool { return r.Is(201, "") && !r.Replayed() }
+
+// executedOps counts the operations the 201s among rs name, each once: a
+// replay names the operation it replays, marked as a replay or not, and
+// adds none. Every 201 tells its client that an operation executed; the
+// books then say whether it did, and how often.
+func executedOps(rs ...Response) int {
+	ids := map[string]bool{}
+	for _, r := range rs {
+		if r.Is(201, "") {
+			ids[answerID(r)] = true
+		}
+	}
+	return len(ids)
+}
+
+// sameOp reports whether a and b are both 201s naming one operation: the
+// second replays the first, faithfully or not.
+func sameOp(a, b Response) bool {
+	return a.Is(201, "") && b.Is(201, "") && answerID(a) == answerID(b)
+}

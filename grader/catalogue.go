@@ -66,7 +66,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S1.staggered-duplicates", Stage: 1, Lesson: lesson1 + "#the-race",
-		Claim: "8 to 16 requests with one key, arriving a few milliseconds apart, bare or quoted, execute exactly once, whether the core answers at once or slowly",
+		Claim: "8 to 16 requests with one key, spelled alike, arriving a few milliseconds apart, execute exactly once, whether the core answers at once or slowly",
 		Why:   "retries do not arrive together: each one meets the original at another point of its work (before its claim, inside its transaction, just after its commit), and a design with a gap at any of them pays twice there",
 		Run:   withScenario(10_000_000, checkStaggeredDuplicates),
 	},
@@ -130,7 +130,7 @@ var catalogue = []Check{
 	// Stage 3: in progress.
 	{
 		ID: "S3.retry-during-original", Stage: 3, Lesson: lesson3 + "#the-window",
-		Claim: "a retry that arrives while the original runs gets 409 request-in-progress with Retry-After, and one transfer happens, whether the original waits long on the core or retries arrive a few ms apart with the core answering at once",
+		Claim: "a retry that arrives while the original runs gets 409 request-in-progress with Retry-After, and one transfer happens, whether the original waits long on the core or retries arrive a few ms apart with the core answering at once; once the original has answered, a retry is no longer told to wait",
 		Why:   "\"already done\" and \"still running\" need different client behaviour: read the result, or wait and retry; a client told \"done\" while the original may still fail walks away from a payment that never happened",
 		Run:   checkRetryDuringOriginal,
 	},
@@ -200,7 +200,7 @@ var catalogue = []Check{
 	// Stage 5: whose key, and for how long.
 	{
 		ID: "S5.customers-scoped", Stage: 5, Lesson: lesson5 + "#whose-key",
-		Claim: "two customers who send the same key string get their own transfers and their own replays, never each other's",
+		Claim: "two customers who send the same key string, at once or one after the other, get their own transfers and their own replays, never each other's",
 		Why:   "keys are chosen by clients, and two clients can choose alike; a key shared across customers refuses one customer's payment, or replays another customer's transfer to them",
 		Run:   withScenario(2_000_000, checkCustomersScoped),
 	},

@@ -48,8 +48,9 @@ type Failure struct {
 	// Harm is what the failure did to money; empty for a contract
 	// difference found while the books still balanced.
 	Harm Harm
-	// Contract is a contract difference the check found beside a money
-	// finding: reported with it, never in its place.
+	// Contract is the next contract difference the check found, beside
+	// this failure (a money finding, or a first contract difference):
+	// reported with it, never in its place. Each one may name the next.
 	Contract *Failure
 	// Reconciled says the books were read after the check and no
 	// operation had executed more often than asked.

@@ -15,8 +15,10 @@ import (
 // checkRetryDuringOriginal catches a claim made only in the business
 // transaction, after the core wait (stages 1–2: the retry waits and then
 // gets duplicate-request), a key marked completed before the money moves
-// (the retry hears "done" while the original still runs), and a lost race
-// answered with a 5xx.
+// (the retry hears "done" while the original still runs), a lost race
+// answered with a 5xx, and a lock that outlives its request (every retry
+// after the original answered is still told to wait). An answer other than
+// the contract's 409 is recorded, and the check goes on to the money.
 func checkRetryDuringOriginal(t *T) error {
 	if err := t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
 		const n = 8
@@ -53,18 +55,49 @@ func checkRetryDuringOriginal(t *T) error {
 				if !stillRunning && (!early || seen) {
 					return false, nil
 				}
-				return true, t.Fail(sent, got, "409 "+pInProgress+", with Retry-After, to every retry: "+why)
+				t.Differ(sent, got, "409 "+pInProgress+", with Retry-After, to every retry: "+why)
+				break
 			}
 		}
 		if !orig.Is(http.StatusCreated, "") {
 			return true, t.Fail(sent, got, "the original answers 201 Created once its core call returns")
 		}
 		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
-		return true, t.Reconcile(sent, got, s.Books)
+		if err := t.Reconcile(sent, got, s.Books); err != nil {
+			return true, err
+		}
+		return true, t.afterTheOriginal(req, orig, sent+"\n→  "+got, s.Books)
 	}); err != nil {
 		return err
 	}
 	return checkStaggeredRetries(t)
+}
+
+// afterTheOriginal retries req once its original has answered orig, as a
+// patient client does while it is told to wait (409 request-in-progress;
+// from stage 4 on, where a completed key replays its answer, any 409): the
+// key's lock ends with the request that held it. A key still in progress
+// after its original answered is stuck; a completed operation whose every
+// retry is refused leaves its client without its answer. The retries must
+// not execute again.
+func (t *T) afterTheOriginal(req Request, orig Response, sent string, books *Books) error {
+	const patience = time.Second
+	replays := t.Subject().Stage >= 4
+	wait := func(r Response) bool {
+		return r.Err != nil || r.Is(http.StatusConflict, pInProgress) || replays && r.Is(http.StatusConflict, "")
+	}
+	r, n := t.retryWhile(req, patience, wait)
+	story := fmt.Sprintf("%s\nthen, the original answered, the same request again, while told to wait: %d retries over %v", sent, n, patience)
+	if err := t.Reconcile(story, r.Short(), books); err != nil {
+		return err
+	}
+	switch {
+	case r.Is(http.StatusConflict, pInProgress):
+		return t.Harmful(StuckKey, story, r.String(), "the original has answered, so its key is no longer in progress: the stored 201 (stage 4 on) or 409 "+pDuplicate)
+	case replays && orig.Is(http.StatusCreated, "") && r.Is(http.StatusConflict, ""):
+		return t.Harmful(NoUsableAnswer, story, r.String(), "the original's stored 201: its money moved, its request has ended, and every retry is still refused")
+	}
+	return nil
 }
 
 // checkStaggeredRetries sends the same request 8 times, a few ms apart,
@@ -92,20 +125,17 @@ func checkStaggeredRetries(t *T) error {
 		if err := t.Reconcile(sent, got, books); err != nil {
 			return err
 		}
-		fresh := 0
 		for _, r := range rs {
 			switch {
-			case r.Is(http.StatusCreated, "") && !r.Replayed():
-				fresh++
 			case r.Is(http.StatusCreated, ""), r.Is(http.StatusConflict, pDuplicate):
 			default:
 				if ok, why := inProgressAnswer(r); !ok {
-					return t.Fail(sent, got, "one 201, and to every other request 409 request-in-progress with Retry-After, 409 duplicate-request or (stage 4 on) the stored 201: "+why)
+					t.Differ(sent, got, "one 201, and to every other request 409 request-in-progress with Retry-After, 409 duplicate-request or (stage 4 on) the stored 201: "+why)
 				}
 			}
 		}
-		if fresh != 1 {
-			return t.Fail(sent, got, "exactly one 201 that is not a replay: the request that executed")
+		if executedOps(rs...) > 1 {
+			return t.Fail(sent, got, "every 201 names one transfer: the request that executed, and its stored answer to the others")
 		}
 	}
 	return nil
@@ -151,7 +181,7 @@ func checkReleaseAfterFailure(t *T, s Scenario) error {
 	retry := t.Do(req)
 	story += "\nthen the retry, the same request  →  " + retry.Short()
 	const released = "201 Created: the first attempt moved nothing, so its claim was released and the retry executes"
-	if !retry.Is(http.StatusCreated, "") || retry.Replayed() {
+	if !retry.Is(http.StatusCreated, "") {
 		if err := t.Reconcile(story, retry.Short(), books); err != nil {
 			return err
 		}
@@ -362,21 +392,32 @@ func checkClientGivesUp(t *T, s Scenario) error {
 			}
 			latency = 0
 		}
-		retry, n := t.retryUntilAnswered(req, time.Second)
-		sent := fmt.Sprintf("%s\n(%s: it got %s)\nthen the same request again, while it is told request-in-progress: %d retries",
+		// A 409 other than duplicate-request (request-in-progress, or a
+		// 409 in any other form) tells the client to wait.
+		wait := func(r Response) bool {
+			return r.Err != nil || r.Is(http.StatusConflict, "") && !r.Is(http.StatusConflict, pDuplicate)
+		}
+		retry, n := t.retryWhile(req, time.Second, wait)
+		sent := fmt.Sprintf("%s\n(%s: it got %s)\nthen the same request again, while it is told to wait: %d retries",
 			req.String(), r.says, first.Short(), n)
-		if retry.Is(http.StatusConflict, pInProgress) {
+		if wait(retry) && retry.Err == nil && !first.Is(http.StatusCreated, "") {
 			st, err := t.State()
 			if err != nil {
 				return err
 			}
-			return t.Harmful(StuckKey, sent, retry.String()+"\nand a second later, with no request of that key running: key row "+DescribeRows(KeyRows(st, req.Key)),
-				"the retry executes (201), or is told the original did: a client that hung up is not a failure of the money, and its claim is released or completed")
+			const expected = "the retry executes (201), or is told the original did: a client that hung up is not a failure of the money, and its claim is released or completed"
+			got := retry.String() + "\nand a second later, with no request of that key running: key row " + DescribeRows(KeyRows(st, req.Key))
+			if st.Executions[op] > 0 {
+				books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+				return t.Harmful(NoUsableAnswer, sent, got+"; op "+op+" executed "+times(st.Executions[op]), expected)
+			}
+			return t.Harmful(StuckKey, sent, got, expected)
 		}
-		// A client told 201, or 409 duplicate-request (done already), was
-		// told its money moved. One told anything else was told it did not:
-		// its operation must not have run.
-		if retry.Is(http.StatusCreated, "") || retry.Is(http.StatusConflict, pDuplicate) {
+		// A client told 201 (first or on a retry), or 409
+		// duplicate-request (done already), was told its money moved. One
+		// told anything else was told it did not: its operation must not
+		// have run.
+		if executedOps(first, retry) > 0 || retry.Is(http.StatusConflict, pDuplicate) {
 			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 		} else {
 			books.Expect(op)
@@ -385,7 +426,7 @@ func checkClientGivesUp(t *T, s Scenario) error {
 			return err
 		}
 		if !retry.Is(http.StatusCreated, "") && !retry.Is(http.StatusConflict, pDuplicate) {
-			return t.Fail(sent, retry.String(), "201 Created (the retry executes, or from stage 4 the stored answer is replayed), or 409 duplicate-request at stage 3")
+			t.Differ(sent, retry.String(), "201 Created (the retry executes, or from stage 4 the stored answer is replayed), or 409 duplicate-request at stage 3")
 		}
 	}
 	return nil
@@ -436,7 +477,7 @@ func checkCompletedWithTheMoney(t *T, s Scenario) error {
 	} else if !visible {
 		unseen = t.noKeyRows("whether a store failure at the completion, or a crash right after the commit, leaves the key as the money is")
 	}
-	if !executed && retry.Is(http.StatusCreated, "") && !retry.Replayed() {
+	if !executed && retry.Is(http.StatusCreated, "") {
 		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 	}
 	if err := t.Reconcile(story, retry.Short(), books); err != nil {

@@ -31,9 +31,6 @@ func replayMismatch(orig, replay Response) string {
 	if !bytes.Equal(orig.Body, replay.Body) {
 		d = append(d, "body differs: "+firstDifference(orig.Body, replay.Body))
 	}
-	if v := replay.Header.Values("Idempotent-Replayed"); len(v) != 1 || v[0] != "true" {
-		d = append(d, fmt.Sprintf("Idempotent-Replayed is %q, expected \"true\"", strings.Join(v, ", ")))
-	}
 	return strings.Join(d, "; ")
 }
 
@@ -98,7 +95,7 @@ func checkReplayByteIdentical(t *T, s Scenario) error {
 			r := t.Do(req)
 			if d := replayMismatch(orig, r); d != "" {
 				return t.Harmful(replayHarm(orig, r), fmt.Sprintf("%s  →  %s\nthen retry %d, the same request", req.String(), orig.String(), i+1),
-					r.String()+"\n"+d, "the stored response, byte for byte: status, body, Content-Type and Location as first sent, plus Idempotent-Replayed: true")
+					r.String()+"\n"+d, "the stored response, byte for byte: status, body, Content-Type and Location as first sent")
 			}
 		}
 	}
@@ -156,12 +153,9 @@ func checkNoCookieReplayed(t *T, s Scenario) error {
 			wrong = append(wrong, "it carries the first answer's Set-Cookie: "+c)
 		}
 	}
-	if !again.Replayed() {
-		wrong = append(wrong, "it is not marked Idempotent-Replayed: true")
-	}
 	if len(wrong) > 0 {
 		return t.Fail(sent, again.String()+"\n"+strings.Join(wrong, "; "),
-			"the stored answer, with Idempotent-Replayed: true, and no Set-Cookie of the first answer (the replay's own session cookie, or none)")
+			"the stored answer, and no Set-Cookie of the first answer (the replay's own session cookie, or none)")
 	}
 	return nil
 }
@@ -238,7 +232,7 @@ func checkInsufficientFundsReplayed(t *T, s Scenario) error {
 		return err
 	}
 	if d := replayMismatch(orig, r); d != "" {
-		return t.Harmful(replayHarm(orig, r), sent, r.String()+"\n"+d, "the stored 422 insufficient-funds, byte for byte, with Idempotent-Replayed: true; nothing executes")
+		return t.Harmful(replayHarm(orig, r), sent, r.String()+"\n"+d, "the stored 422 insufficient-funds, byte for byte; nothing executes")
 	}
 	return nil
 }
@@ -289,11 +283,9 @@ func checkAnswerStoredWithTheMoney(t *T, s Scenario) error {
 		case retry.Is(http.StatusConflict, pInProgress):
 			return t.Harmful(StuckKey, story, retry.String(), "the stored 201 of the operation: its money moved, and nothing runs any more")
 		case !retry.Is(http.StatusCreated, ""):
-			return t.Harmful(NoUsableAnswer, story, retry.String(), "the stored 201 of the operation, marked Idempotent-Replayed: its money moved, and the answer was stored with it")
+			return t.Harmful(NoUsableAnswer, story, retry.String(), "the stored 201 of the operation: its money moved, and the answer was stored with it")
 		case json.Unmarshal(retry.Body, &got) != nil || got.Metadata["op"] != r.op:
 			return t.Harmful(WrongAnswer, story, retry.String(), "the stored 201 of operation "+r.op)
-		case !retry.Replayed():
-			return t.Fail(story, retry.String(), "the stored 201, marked Idempotent-Replayed: true")
 		}
 	}
 	return nil

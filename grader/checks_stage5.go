@@ -29,96 +29,129 @@ func answerID(r Response) string {
 
 // checkCustomersScoped catches a scope without the customer: the second
 // customer's request is refused (422 key reused, 409 in progress) or
-// answered with the first customer's transfer or deposit. It sends, at
-// once, two transfers and then two deposits as alike as the contract
-// allows (the same key, amount and memo; each from the customer's own
-// account), and then the second customer sends the first customer's exact
-// request, key and body: a server that looks up the key and the body's
-// fingerprint before it looks at who is asking hands over the first
-// customer's stored answer.
+// answered with the first customer's transfer or deposit. For transfers
+// and then deposits, two customers send requests as alike as the
+// contract allows (the same key, amount and memo; each from the
+// customer's own account), at once and then one after the other: at once
+// the second usually meets the first one's claim, and one after the other
+// its stored answer. Then the second customer sends the first customer's
+// exact request, key and body: a server that looks up the key and the
+// body's fingerprint before it looks at who is asking hands over the first
+// customer's stored answer. Every probe runs: a refusal is a contract
+// difference, recorded on the way.
 func checkCustomersScoped(t *T, s Scenario) error {
-	a, b, books := s.A, s.B, s.Books
-	who := []string{"customer " + a.ID, "customer " + b.ID}
 	for _, kind := range []string{"transfer", "deposit"} {
-		key := t.Key()
-		amount := t.Amount(1_000, 500_000)
-		ops := []string{t.Op(), t.Op()}
-		var reqs []Request
-		var record []func()
-		if kind == "transfer" {
-			reqs = []Request{
-				Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, ops[0])),
-				Transfer(b, key, TransferBody(b.Accounts[0], a.Accounts[0], amount, ops[1])),
+		for _, together := range []bool{true, false} {
+			if err := t.sameKeyTwoCustomers(s, kind, together); err != nil {
+				return err
 			}
-			record = []func(){
-				func() { books.Transfer(ops[0], a.Accounts[0], b.Accounts[0], amount) },
-				func() { books.Transfer(ops[1], b.Accounts[0], a.Accounts[0], amount) },
-			}
-		} else {
-			reqs = []Request{
-				Deposit(a, key, DepositBody(a.Accounts[1], amount, ops[0])),
-				Deposit(b, key, DepositBody(b.Accounts[1], amount, ops[1])),
-			}
-			record = []func(){
-				func() { books.Deposit(ops[0], a.Accounts[1], amount) },
-				func() { books.Deposit(ops[1], b.Accounts[1], amount) },
-			}
-		}
-		for _, op := range ops {
-			books.Expect(op)
-		}
-		rs := t.Simultaneously(2, func(i int) Request { return reqs[i] })
-		sent := fmt.Sprintf("at once, the same key %s from two customers:\n%s: %s\n%s: %s", key, who[0], reqs[0].String(), who[1], reqs[1].String())
-		// A customer told 201 was told its own operation executed.
-		for i, r := range rs {
-			if r.Is(http.StatusCreated, "") {
-				record[i]()
-			}
-		}
-		answers := who[0] + " got " + rs[0].Short() + "; " + who[1] + " got " + rs[1].Short()
-		if err := t.leakedAnswer(sent, answers, rs, who, books); err != nil {
-			return err
-		}
-		if err := t.Reconcile(sent, answers, books); err != nil {
-			return err
-		}
-		for i, r := range rs {
-			if !r.Is(http.StatusCreated, "") || r.Replayed() {
-				return t.Fail(sent, who[i]+" got "+r.String(), "201 Created for each: a key belongs to the customer who sent it")
-			}
-		}
-		retries := make([]Response, 2)
-		for i, req := range reqs {
-			retries[i] = t.Do(req)
-		}
-		retried := sent + "\nthen each retries its own request"
-		answers = who[0] + " got " + retries[0].Short() + "; " + who[1] + " got " + retries[1].Short()
-		if err := t.leakedAnswer(retried, answers, []Response{retries[0], retries[1]}, who, books, rs...); err != nil {
-			return err
-		}
-		if err := t.Reconcile(retried, answers, books); err != nil {
-			return err
-		}
-		for i, r := range retries {
-			if d := replayMismatch(rs[i], r); d != "" {
-				return t.Fail(retried, who[i]+" got "+r.String()+"\n"+d, who[i]+"'s own stored 201, with Idempotent-Replayed: true")
-			}
-		}
-
-		// The second customer now sends the first one's request, byte for
-		// byte: the key, and a body naming the first customer's account.
-		copied := reqs[0]
-		copied.Token = b.Token
-		r := t.Do(copied)
-		probe := retried + "\nthen " + who[1] + " sends " + who[0] + "'s exact request (its key and body, with " + who[1] + "'s token): " + copied.String()
-		if r.Status >= 200 && r.Status < 300 {
-			return t.Harmful(Leak, probe, r.String(), "403 "+pForbidden+" (the account is not theirs), and never "+who[0]+"'s stored answer: a key and a body match only within the scope of the customer who sent them")
-		}
-		if err := t.Reconcile(probe, r.Short(), books); err != nil {
-			return err
 		}
 	}
 	return nil
+}
+
+// sameKeyTwoCustomers is one round of checkCustomersScoped: a transfer or
+// a deposit, sent at once (together) or one after the other.
+func (t *T) sameKeyTwoCustomers(s Scenario, kind string, together bool) error {
+	a, b, books := s.A, s.B, s.Books
+	who := []string{"customer " + a.ID, "customer " + b.ID}
+	key := t.Key()
+	amount := t.Amount(1_000, 500_000)
+	ops := []string{t.Op(), t.Op()}
+	reqs := []Request{
+		Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, ops[0])),
+		Transfer(b, key, TransferBody(b.Accounts[0], a.Accounts[0], amount, ops[1])),
+	}
+	record := []func(){
+		func() { books.Transfer(ops[0], a.Accounts[0], b.Accounts[0], amount) },
+		func() { books.Transfer(ops[1], b.Accounts[0], a.Accounts[0], amount) },
+	}
+	if kind == "deposit" {
+		reqs = []Request{
+			Deposit(a, key, DepositBody(a.Accounts[1], amount, ops[0])),
+			Deposit(b, key, DepositBody(b.Accounts[1], amount, ops[1])),
+		}
+		record = []func(){
+			func() { books.Deposit(ops[0], a.Accounts[1], amount) },
+			func() { books.Deposit(ops[1], b.Accounts[1], amount) },
+		}
+	}
+	for _, op := range ops {
+		books.Expect(op)
+	}
+	how := "one after the other"
+	var rs []Response
+	if together {
+		how = "at once"
+		rs = t.Simultaneously(2, func(i int) Request { return reqs[i] })
+	} else {
+		rs = []Response{t.Do(reqs[0]), t.Do(reqs[1])}
+	}
+	sent := fmt.Sprintf("%s, a %s under the same key %s from two customers:\n%s: %s\n%s: %s", how, kind, key, who[0], reqs[0].String(), who[1], reqs[1].String())
+	// A customer told 201 was told its own operation executed.
+	for i, r := range rs {
+		if r.Is(http.StatusCreated, "") {
+			record[i]()
+		}
+	}
+	answers := who[0] + " got " + rs[0].Short() + "; " + who[1] + " got " + rs[1].Short()
+	if err := t.leakedAnswer(sent, answers, rs, who, books); err != nil {
+		return err
+	}
+	if err := t.Reconcile(sent, answers, books); err != nil {
+		return err
+	}
+	const own = "201 Created for each: a key belongs to the customer who sent it"
+	for i, r := range rs {
+		switch {
+		case r.Is(http.StatusConflict, pDuplicate):
+			return t.Harmful(Lost, sent, who[i]+" got "+r.String(), own+"; told that its key was used, the client believes its money moved, and it never did")
+		case !r.Is(http.StatusCreated, ""):
+			t.Differ(sent, who[i]+" got "+r.String(), own)
+		}
+	}
+
+	retries := []Response{t.Do(reqs[0]), t.Do(reqs[1])}
+	retried := sent + "\nthen each retries its own request"
+	answers = who[0] + " got " + retries[0].Short() + "; " + who[1] + " got " + retries[1].Short()
+	// A retry of a refused request may execute now; one of an executed
+	// request must not execute again.
+	for i, r := range retries {
+		if !rs[i].Is(http.StatusCreated, "") && r.Is(http.StatusCreated, "") {
+			record[i]()
+		}
+	}
+	if err := t.leakedAnswer(retried, answers, retries, who, books, rs...); err != nil {
+		return err
+	}
+	if err := t.Reconcile(retried, answers, books); err != nil {
+		return err
+	}
+	for i, r := range retries {
+		if d := replayMismatch(rs[i], r); rs[i].Is(http.StatusCreated, "") && d != "" {
+			t.Differ(retried, who[i]+" got "+r.String()+"\n"+d, who[i]+"'s own stored 201")
+		}
+	}
+
+	// The second customer now sends the first one's request, byte for
+	// byte: the key, and a body naming the first customer's account; at
+	// once with the first customer's own retry, or after it.
+	copied := reqs[0]
+	copied.Token = b.Token
+	// A refusal of any kind is right: 403 (the account is not theirs), or
+	// 422 (the second customer used the key for its own request).
+	probe := retried + "\nthen " + who[1] + " sends " + who[0] + "'s exact request (its key and body, with " + who[1] + "'s token), " + how + " with " + who[0] + "'s retry: " + copied.String()
+	var r Response
+	if together {
+		r = t.Simultaneously(2, func(i int) Request { return []Request{reqs[0], copied}[i] })[1]
+	} else {
+		t.Do(reqs[0])
+		r = t.Do(copied)
+	}
+	if r.Status >= 200 && r.Status < 300 {
+		return t.Harmful(Leak, probe, r.String(), "403 "+pForbidden+" (the account is not theirs), and never "+who[0]+"'s stored answer: a key and a body match only within the scope of the customer who sent them")
+	}
+	return t.Reconcile(probe, r.Short(), books)
 }
 
 // leakedAnswer returns a Leak if customer i's answer in rs names a
@@ -200,8 +233,8 @@ func checkEndpointsScoped(t *T, s Scenario) error {
 		return err
 	}
 	for i, r := range firsts {
-		if !r.Is(http.StatusCreated, "") || r.Replayed() {
-			return t.Fail(sent, reqs[i].Path+" got "+r.String(), "201 Created, without Idempotent-Replayed: the same key on another endpoint is another operation")
+		if !r.Is(http.StatusCreated, "") {
+			return t.Fail(sent, reqs[i].Path+" got "+r.String(), "201 Created: the same key on another endpoint is another operation")
 		}
 	}
 	for i, req := range reqs {
@@ -215,7 +248,7 @@ func checkEndpointsScoped(t *T, s Scenario) error {
 			if id := answerID(r); id != "" && id == answerID(firsts[1-i]) {
 				harm = WrongAnswer
 			}
-			f := t.Fail(retry, r.String()+"\n"+d, "the stored 201 of that endpoint's own request, with Idempotent-Replayed: true")
+			f := t.Fail(retry, r.String()+"\n"+d, "the stored 201 of that endpoint's own request")
 			f.(*Failure).Harm = harm
 			return f
 		}
@@ -251,8 +284,11 @@ func checkRetentionBoundary(t *T, s Scenario) error {
 		amount, op := t.Amount(1_000, 500_000), t.Op()
 		books.Expect(op)
 		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+		// The books expect the operation to run once when a 201 tells of
+		// it, and once more only when the key has expired: a retry within
+		// retention that runs again is a double, whatever it answers.
 		executed := func(r Response) {
-			if fresh(r) {
+			if r.Is(http.StatusCreated, "") && books.Executions[op] == 0 {
 				books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 			}
 		}
@@ -279,20 +315,23 @@ func checkRetentionBoundary(t *T, s Scenario) error {
 			return err
 		}
 		if d := replayMismatch(orig, inside); d != "" {
-			return t.Fail(story, inside.String()+"\n"+d, "the stored 201 with Idempotent-Replayed: true: the key is still within its retention period, "+retention.String()+" in the config in force")
+			return t.Fail(story, inside.String()+"\n"+d, "the stored 201: the key is still within its retention period, "+retention.String()+" in the config in force")
 		}
 
 		if err := t.Advance(2 * margin); err != nil {
 			return err
 		}
 		after := t.Do(req)
-		executed(after)
+		if after.Is(http.StatusCreated, "") && answerID(after) != answerID(orig) {
+			// After expiry the same key is a new request: it runs again.
+			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+		}
 		story += fmt.Sprintf("\nthen %v more (%v after the key expired), and the retry  →  %s", 2*margin, margin, after.Short())
 		if err := t.Reconcile(story, "", books); err != nil {
 			return err
 		}
-		if !fresh(after) || answerID(after) == answerID(orig) {
-			return t.Fail(story, after.String(), "201 Created, a new transfer without Idempotent-Replayed: after its retention period ("+retention.String()+" in the config in force) the key is forgotten, and the same key is a new request")
+		if !after.Is(http.StatusCreated, "") || answerID(after) == answerID(orig) {
+			return t.Fail(story, after.String(), "201 Created, a new transfer: after its retention period ("+retention.String()+" in the config in force) the key is forgotten, and the same key is a new request")
 		}
 		again := t.Do(req)
 		executed(again)
@@ -301,7 +340,7 @@ func checkRetentionBoundary(t *T, s Scenario) error {
 			return err
 		}
 		if d := replayMismatch(after, again); d != "" {
-			return t.Fail(story, again.String()+"\n"+d, "the new transfer's stored 201, with Idempotent-Replayed: true")
+			return t.Fail(story, again.String()+"\n"+d, "the new transfer's stored 201")
 		}
 	}
 	return nil
@@ -315,26 +354,27 @@ func checkPurgeBounded(t *T, s Scenario) error {
 		return err
 	}
 	a, b := s.A, s.B
-	batch := func(n int) ([]Request, error) {
+	batch := func(n int) ([]Request, []Response, error) {
 		reqs := make([]Request, n)
 		for i := range reqs {
 			reqs[i] = Transfer(a, t.Key(), TransferBody(a.Accounts[i%2], b.Accounts[0], t.Amount(1, 10_000), t.Op()))
 		}
-		for i, r := range t.Simultaneously(n, func(i int) Request { return reqs[i] }) {
+		rs := t.Simultaneously(n, func(i int) Request { return reqs[i] })
+		for i, r := range rs {
 			if !r.Is(http.StatusCreated, "") {
-				return nil, t.Fail(reqs[i].String(), r.String(), "201 Created")
+				return nil, nil, t.Fail(reqs[i].String(), r.String(), "201 Created")
 			}
 		}
-		return reqs, nil
+		return reqs, rs, nil
 	}
-	old, err := batch(12)
+	old, _, err := batch(12)
 	if err != nil {
 		return err
 	}
 	if err := t.Advance(time.Hour); err != nil {
 		return err
 	}
-	live, err := batch(8)
+	live, answers, err := batch(8)
 	if err != nil {
 		return err
 	}
@@ -375,10 +415,10 @@ func checkPurgeBounded(t *T, s Scenario) error {
 	if len(lost) > 0 {
 		return t.Fail(sent, fmt.Sprintf("%d of the 8 live keys gone (%s…)", len(lost), lost[0]), "the 8 keys still within retention kept")
 	}
-	req := live[t.Rand().IntN(len(live))]
-	r := t.Do(req)
-	if !r.Is(http.StatusCreated, "") || !r.Replayed() {
-		return t.Fail(sent+"\nthen the retry of one of the 8: "+req.String(), r.String(), "the stored 201, with Idempotent-Replayed: true")
+	i := t.Rand().IntN(len(live))
+	r := t.Do(live[i])
+	if d := replayMismatch(answers[i], r); d != "" {
+		return t.Fail(sent+"\nthen the retry of one of the 8: "+live[i].String(), r.String()+"\n"+d, "the stored 201")
 	}
 	return nil
 }
@@ -437,10 +477,8 @@ func checkPurgeKeepsInProgress(t *T) error {
 			return false, nil
 		}
 		books.Expect(op)
-		for _, r := range []Response{orig, retry} {
-			if fresh(r) {
-				books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-			}
+		if executedOps(orig, retry) > 0 {
+			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 		}
 		if err := t.Reconcile(sent, retry.Short()+", and the original "+orig.Short(), books); err != nil {
 			return true, err
@@ -469,7 +507,7 @@ func checkPurgeKeepsInProgress(t *T) error {
 				return true, err
 			}
 			if d := replayMismatch(orig, r); d != "" {
-				return true, t.Fail(sent, r.String()+"\n"+d, "the stored 201, with Idempotent-Replayed: true: a key's retention period counts from its completion (completed_at), not from its claim")
+				return true, t.Fail(sent, r.String()+"\n"+d, "the stored 201: a key's retention period counts from its completion (completed_at), not from its claim")
 			}
 		}
 		return true, nil

@@ -152,7 +152,7 @@ func (t *T) OnReplicas(n int) (*T, error) {
 // on returns a T for the same check, drawing from the same random source,
 // against another target.
 func (t *T) on(target *Target) *T {
-	return &T{ctx: t.ctx, target: target, subject: t.subject, seed: t.seed, rng: t.rng, cleanups: t.cleanups, core: t.core}
+	return &T{ctx: t.ctx, target: target, subject: t.subject, seed: t.seed, rng: t.rng, cleanups: t.cleanups, core: t.core, differences: t.differences}
 }
 
 // onCleanup registers fn to run when the check ends.

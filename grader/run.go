@@ -73,7 +73,7 @@ func RunCheck(ctx context.Context, subject Subject, c Check, runSeed uint64, sta
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	t := &T{ctx: ctx, target: target, subject: subject, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x9e3779b9)), cleanups: &cleanupList{}, core: ledger}
+	t := &T{ctx: ctx, target: target, subject: subject, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x9e3779b9)), cleanups: &cleanupList{}, core: ledger, differences: &[]*Failure{}}
 	defer t.cleanups.run()
 	err = t.moneyFirst(runGuarded(c, t))
 	return Result{Check: c, Seed: runSeed, Err: err, Duration: time.Since(began)}
@@ -115,9 +115,13 @@ func Format(r Result, reproduce string) string {
 	}
 	fmt.Fprintf(&b, "  lesson    %s\n", c.Lesson)
 	evidence(&b, f)
-	if f.Contract != nil {
-		fmt.Fprintf(&b, "  contract  ✗ also, beside the money finding:\n")
-		evidence(&b, f.Contract)
+	beside := "  contract  ✗ also, beside the money finding:\n"
+	if f.Harm == "" {
+		beside = "  contract  ✗ also:\n"
+	}
+	for c := f.Contract; c != nil; c = c.Contract {
+		b.WriteString(beside)
+		evidence(&b, c)
 	}
 	fmt.Fprintf(&b, "  why       %s\n", indent(c.Why))
 	fmt.Fprintf(&b, "  reproduce %s\n", reproduce)

@@ -30,6 +30,9 @@ type T struct {
 	cleanups *cleanupList
 	// books are every set of books the check kept (NewBooks).
 	books []*Books
+	// differences are the contract differences the check recorded on its
+	// way (Differ), shared by every T of the check (see on).
+	differences *[]*Failure
 	// core is the core ledger the server posts to (stage 9 on).
 	core *core.Core
 }

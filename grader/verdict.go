@@ -115,6 +115,7 @@ func (t *T) Harmful(harm Harm, sent, got, expected string, args ...any) error {
 // it reconciled (the contract difference is kept beside it), or passed.
 // If the books cannot be read, err is returned unchanged.
 func (t *T) moneyFirst(err error) error {
+	err = t.withDifferences(err)
 	var f *Failure
 	if errors.As(err, &f) && f.Harm != "" {
 		return err
@@ -146,6 +147,56 @@ func (t *T) moneyFirst(err error) error {
 		found.Got += "\n(the check itself stopped with: " + err.Error() + ")"
 	}
 	return found
+}
+
+// Differ records a contract difference (a status, a problem type, a header
+// other than the contract's) and lets the check go on: a check that finds
+// one still runs the probes it exists for, and a contract difference never
+// hides a money finding. The report lists every difference after the
+// money verdict (see withDifferences).
+func (t *T) Differ(sent, got, expected string, args ...any) {
+	*t.differences = append(*t.differences, t.Fail(sent, got, expected, args...).(*Failure))
+}
+
+// note records err as a contract difference if it is one (a failure
+// without harm) and returns nil, so that the check goes on; a money
+// finding, or an error that stops the check, it returns as it is.
+func (t *T) note(err error) error {
+	var f *Failure
+	if errors.As(err, &f) && f.Harm == "" {
+		*t.differences = append(*t.differences, f)
+		return nil
+	}
+	return err
+}
+
+// withDifferences puts the contract differences the check recorded with
+// Differ beside its verdict err: after err's own evidence if err is a
+// failure; in err's place if the check passed (the first difference names
+// the failure, the others follow it); and if the check could not go on,
+// the differences are still evidence, and the first says where it
+// stopped.
+func (t *T) withDifferences(err error) error {
+	if len(*t.differences) == 0 {
+		return err
+	}
+	rest := *t.differences
+	var f *Failure
+	if !errors.As(err, &f) {
+		f, rest = rest[0], rest[1:]
+		if err != nil {
+			f.Got += "\n(the check then could not go on: " + err.Error() + ")"
+		}
+		err = f
+	}
+	last := f
+	for last.Contract != nil {
+		last = last.Contract
+	}
+	for _, d := range rest {
+		last.Contract, last = d, d
+	}
+	return err
 }
 
 // doubles lists the operations of st that executed more often than the

@@ -10,16 +10,19 @@ import (
 	"testing"
 
 	"idemlab/grader"
+	"idemlab/kit/problem"
 )
 
-// auditRun runs lab audit on the adapter at pkg with a fixed seed and
-// returns its exit status and output, cut into the report's sections
-// (before the first heading: the list of checks), and results.json.
-func auditRun(t *testing.T, pkg string) (code int, out string, sections map[string]string, results gradeResults) {
+// auditRun runs lab audit on the adapter at pkg with a fixed seed (and
+// more flags, if given, such as --run) and returns its exit status and
+// output, cut into the report's sections (before the first heading: the
+// list of checks), and results.json.
+func auditRun(t *testing.T, pkg string, flags ...string) (code int, out string, sections map[string]string, results gradeResults) {
 	t.Helper()
 	dir := t.TempDir()
 	var stdout, stderr strings.Builder
-	code = run(context.Background(), []string{"audit", "--pkg", pkg, "--seed", "5", "--results", dir}, &stdout, &stderr)
+	args := append([]string{"audit", "--pkg", pkg, "--seed", "5", "--results", dir}, flags...)
+	code = run(context.Background(), args, &stdout, &stderr)
 	out = stdout.String()
 	sections = map[string]string{}
 	heading := ""
@@ -152,6 +155,61 @@ func TestAudit_AfterCommitExampleFailsOnlyAtTheTransactionBoundary(t *testing.T)
 	}
 	if !strings.Contains(blocks(sections[auditMoney])["S6.crash-recovery"], "money     ✗ double") {
 		t.Errorf("no double after a crash right after the handler's commit:\n%s", out)
+	}
+}
+
+// moneyFinding audits the adapter at pkg with check id alone and returns
+// the check's block under money safety; it fails the test unless the
+// block names harm.
+func moneyFinding(t *testing.T, pkg, id string, harm grader.Harm) string {
+	t.Helper()
+	_, out, sections, _ := auditRun(t, pkg, "--run", id)
+	b := blocks(sections[auditMoney])[id]
+	if !strings.Contains(b, "money     ✗ "+string(harm)) {
+		t.Fatalf("%s names no %s under money safety:\n%s", id, harm, out)
+	}
+	return b
+}
+
+// A middleware that replays every answer faithfully and never marks a
+// replay: the marker is the contract's, and one check's (a contract
+// difference); the money is judged from the books, and no check finds it
+// harmed.
+func TestAudit_NoMarkerExampleHasNoMoneyFinding(t *testing.T) {
+	code, out, sections, results := auditRun(t, "idemlab/audit/examples/nomarker")
+	if code == 1 || results.Money != 0 || sections[auditMoney] != "" {
+		t.Fatalf("exit %d, %d money findings, want none:\n%s", code, results.Money, out)
+	}
+	if _, ok := blocks(sections[auditContract])["S4.replay-marker-only-on-replays"]; !ok {
+		t.Errorf("the missing marker is not a contract difference of S4.replay-marker-only-on-replays:\n%s", out)
+	}
+}
+
+// A middleware whose keys are not scoped to the customer, and which
+// replays before the handler checks whose account a body names: the
+// second customer is handed the first one's transfer when it sends after
+// the first completed (at once, it is told to wait). The leak is the
+// money finding, and the refusals met on the way are listed beside it.
+func TestAudit_SharedScopeExampleLeaksOneAfterTheOther(t *testing.T) {
+	b := moneyFinding(t, "idemlab/audit/examples/sharedscope", "S5.customers-scoped", grader.Leak)
+	evidence, _, _ := strings.Cut(b, "contract  ✗")
+	if !strings.Contains(evidence, "one after the other") {
+		t.Errorf("the leak is not the one-after-the-other probe's:\n%s", b)
+	}
+	if !strings.Contains(b, "contract  ✗ also, beside the money finding") {
+		t.Errorf("the refusals met before the leak are not listed beside it:\n%s", b)
+	}
+}
+
+// A middleware whose lock on a key outlives a successful request and
+// answers a plain-text 409: the plain 409 during the original is a
+// contract difference, and the check goes on to what it exists for: after
+// the original answered, every retry is still refused, and its client
+// never learns the result of an operation that executed.
+func TestAudit_HeldLockExampleLeavesNoUsableAnswer(t *testing.T) {
+	b := moneyFinding(t, "idemlab/audit/examples/heldlock", "S3.retry-during-original", grader.NoUsableAnswer)
+	if !strings.Contains(b, "contract  ✗ also") || !strings.Contains(b, "expected  409 "+problem.RequestInProgress.URI()) {
+		t.Errorf("the plain-text 409 is not listed beside the money finding:\n%s", b)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"idemlab/kit/labdb"
@@ -19,9 +20,16 @@ const Layout = "2006-01-02T15:04:05.000Z07:00"
 
 // Clock is safe for concurrent use.
 type Clock struct {
-	db     *sql.DB
-	mu     sync.RWMutex
-	offset time.Duration
+	db *sql.DB
+	// moving lets one change of the offset through at a time: it stores
+	// the new offset in the database, then publishes it. Now never takes
+	// it. A transaction that holds the database's write lock (a relay's,
+	// say) and reads the clock would otherwise wait for a change that is
+	// itself waiting for that write lock: neither goes on until the busy
+	// timeout fails the change.
+	moving sync.Mutex
+	// offset is the published offset, in nanoseconds.
+	offset atomic.Int64
 }
 
 // Table is the clock's table: one row, the offset.
@@ -45,41 +53,40 @@ func Open(ctx context.Context, db *sql.DB) (*Clock, error) {
 	case err != nil:
 		return nil, fmt.Errorf("load lab clock: %w", err)
 	default:
-		c.offset = time.Duration(ms) * time.Millisecond
+		c.offset.Store(int64(time.Duration(ms) * time.Millisecond))
 	}
 	return c, nil
 }
 
 // Now is the lab's present, in UTC, to the millisecond.
 func (c *Clock) Now() time.Time {
-	c.mu.RLock()
-	off := c.offset
-	c.mu.RUnlock()
-	return time.Now().Add(off).UTC().Truncate(time.Millisecond)
+	return time.Now().Add(time.Duration(c.offset.Load())).UTC().Truncate(time.Millisecond)
 }
 
 // Advance moves the clock forward by d (or back, if d is negative).
 func (c *Clock) Advance(ctx context.Context, d time.Duration) (time.Time, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.store(ctx, c.offset+d)
+	c.moving.Lock()
+	defer c.moving.Unlock()
+	return c.store(ctx, time.Duration(c.offset.Load())+d)
 }
 
 // Set moves the clock to t.
 func (c *Clock) Set(ctx context.Context, t time.Time) (time.Time, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.moving.Lock()
+	defer c.moving.Unlock()
 	return c.store(ctx, time.Until(t))
 }
 
 // Reset puts the clock back on real time.
 func (c *Clock) Reset(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.moving.Lock()
+	defer c.moving.Unlock()
 	_, err := c.store(ctx, 0)
 	return err
 }
 
+// store writes off to the database and, once it is there, publishes it.
+// The caller holds c.moving.
 func (c *Clock) store(ctx context.Context, off time.Duration) (time.Time, error) {
 	off = off.Round(time.Millisecond)
 	_, err := c.db.ExecContext(ctx,
@@ -88,7 +95,7 @@ func (c *Clock) store(ctx context.Context, off time.Duration) (time.Time, error)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("store lab clock: %w", err)
 	}
-	c.offset = off
+	c.offset.Store(int64(off))
 	return time.Now().Add(off).UTC().Truncate(time.Millisecond), nil
 }
 

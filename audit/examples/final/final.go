@@ -44,6 +44,17 @@ func New(env audit.Env) (audit.Middleware, error) {
 	return audit.Middleware{Wrap: m.wrap, Purge: s.purge}, nil
 }
 
+// NewWithin builds the middleware as New does, with outer around it (see
+// audit.Middleware.Within): the examples that add a layer of their own to
+// this design build on it. It returns New's error.
+func NewWithin(env audit.Env, outer func(http.Handler) http.Handler) (audit.Middleware, error) {
+	mw, err := New(env)
+	if err != nil {
+		return audit.Middleware{}, err
+	}
+	return mw.Within(outer), nil
+}
+
 // middleware is the library: its settings and its store.
 type middleware struct {
 	store *store

@@ -1,0 +1,113 @@
+package grader
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// newT is a T with nothing to send to: enough for a verdict.
+func newT() *T { return &T{differences: &[]*Failure{}} }
+
+// contracts lists the contract differences f carries beside it.
+func contracts(f *Failure) []string {
+	var out []string
+	for c := f.Contract; c != nil; c = c.Contract {
+		out = append(out, c.Got)
+	}
+	return out
+}
+
+// A check that passed after recording contract differences fails with
+// the first, and carries every other beside it: none is dropped.
+func TestWithDifferences_PassedCheckFailsWithEveryDifference(t *testing.T) {
+	tt := newT()
+	tt.Differ("a", "first", "x")
+	tt.Differ("b", "second", "y")
+	tt.Differ("c", "third", "z")
+	var f *Failure
+	if !errors.As(tt.withDifferences(nil), &f) || f.Got != "first" || f.Harm != "" {
+		t.Fatalf("got %v, want the first difference as a contract failure", f)
+	}
+	if got := contracts(f); strings.Join(got, ",") != "second,third" {
+		t.Fatalf("beside it: %v, want second, third", got)
+	}
+}
+
+// A money finding stays the failure; the differences met before it are
+// listed after it, and Format prints the money verdict first.
+func TestWithDifferences_MoneyFirst(t *testing.T) {
+	tt := newT()
+	tt.Differ("a", "a plain 409", "409 request-in-progress")
+	tt.Differ("b", "a 422", "201")
+	err := tt.withDifferences(tt.Harmful(Leak, "copy", "another's transfer", "403"))
+	var f *Failure
+	if !errors.As(err, &f) || f.Harm != Leak {
+		t.Fatalf("got %v, want the leak", err)
+	}
+	if got := contracts(f); strings.Join(got, ",") != "a plain 409,a 422" {
+		t.Fatalf("beside it: %v", got)
+	}
+	out := Format(Result{Check: Check{ID: "S5.x"}, Err: err}, "again")
+	money := strings.Index(out, "money     ✗ "+string(Leak))
+	beside := strings.Index(out, "contract  ✗ also, beside the money finding")
+	if money < 0 || beside < money || strings.Count(out, "contract  ✗") != 2 {
+		t.Fatalf("the report does not put the money first and both differences after it:\n%s", out)
+	}
+}
+
+// A check that could not go on after a contract difference still reports
+// the difference, and says where it stopped.
+func TestWithDifferences_CouldNotGoOnKeepsTheEvidence(t *testing.T) {
+	tt := newT()
+	tt.Differ("a", "a 500", "201")
+	var f *Failure
+	if !errors.As(tt.withDifferences(tt.CouldNotObserve("the key table")), &f) || !strings.Contains(f.Got, "could not go on: could not observe the key table") {
+		t.Fatalf("got %+v", f)
+	}
+}
+
+// note keeps a contract difference and lets the check go on; a money
+// finding, or an error, it gives back.
+func TestNote_ContractGoesOnMoneyStops(t *testing.T) {
+	tt := newT()
+	if err := tt.note(tt.Fail("a", "b", "c")); err != nil || len(*tt.differences) != 1 {
+		t.Fatalf("a contract difference: %v, %d kept", err, len(*tt.differences))
+	}
+	if err := tt.note(tt.Harmful(Double, "a", "b", "c")); err == nil {
+		t.Fatal("a double was kept as a contract difference")
+	}
+}
+
+// created is a 201 naming id, marked as a replay or not.
+func created(id string, marked bool) Response {
+	h := http.Header{"Content-Type": {"application/json"}}
+	if marked {
+		h.Set("Idempotent-Replayed", "true")
+	}
+	return Response{Status: http.StatusCreated, Header: h, Body: []byte(`{"id":"` + id + `"}`)}
+}
+
+// The operations answers tell of are counted by the ids they name, never
+// by the replay marker: a faithful replay without it is the same
+// operation, a 201 naming another id is another one.
+func TestExecutedOps_CountsOperationsNotMarkers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rs   []Response
+		want int
+	}{
+		{"a first answer and its marked replay", []Response{created("tr_1", false), created("tr_1", true)}, 1},
+		{"a first answer and its replay without the marker", []Response{created("tr_1", false), created("tr_1", false)}, 1},
+		{"two transfers, the second marked as a replay", []Response{created("tr_1", false), created("tr_2", true)}, 2},
+		{"refusals only", []Response{{Status: http.StatusConflict, Header: http.Header{}}}, 0},
+	} {
+		if got := executedOps(tc.rs...); got != tc.want {
+			t.Errorf("%s: %d operations, want %d", tc.name, got, tc.want)
+		}
+	}
+	if !sameOp(created("tr_1", false), created("tr_1", false)) || sameOp(created("tr_1", false), created("tr_2", true)) {
+		t.Error("sameOp judges by the marker, not by the operation")
+	}
+}
