@@ -39,13 +39,18 @@ func (s *Server) PutSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// TODO(stage 7): require If-Match, the ETag of the settings this change
-	// was based on (r.Header.Values("If-Match"), joined with ", "). Without
-	// it, or with If-Match: *, the PUT names no version, and writing it
-	// would overwrite whatever another clerk saved since this one read:
-	// answer 428 (problem.PreconditionRequired) and change nothing. Read
-	// the version with parseETag; a tag that is not one of ours (a weak
-	// W/"…", a list, a typo) cannot name the current version: 412
-	// (problem.PreconditionFailed), nothing changed.
+	// was based on: request.IfMatch(r.Header) reads every If-Match field
+	// as RFC 9110 does. Without it the PUT names no version, and writing
+	// it would overwrite whatever another clerk saved since this one read:
+	// answer 428 (problem.PreconditionRequired) and change nothing. The
+	// same for If-Match: *, which RFC 9110 lets match any settings: on
+	// money that is a PUT without a version, so say why in the detail.
+	// If-Match may list several tags: it holds when ANY listed strong tag
+	// is the current version (read ours out of them with versions); a
+	// weak W/"…" tag never matches, because If-Match compares strongly.
+	// When no listed tag names the current version, or the header is not
+	// a list of tags at all: 412 (problem.PreconditionFailed), nothing
+	// changed.
 
 	// The core confirms every change of a limit, outside any transaction.
 	if err := s.env.Bank.CallCore(ctx); err != nil {
@@ -59,15 +64,15 @@ func (s *Server) PutSettings(w http.ResponseWriter, r *http.Request) {
 	// money moves past A's limit). Check and write in one statement:
 	//
 	//	UPDATE account_settings SET nickname = ?, daily_limit = ?, version = version + 1
-	//	WHERE account_id = ? AND version = ?
+	//	WHERE account_id = ? AND version IN (…the versions If-Match listed…)
 	//
-	// with the version If-Match named, and read res.RowsAffected(): 0 rows
-	// means the version moved on since this clerk read it: 412
-	// (problem.PreconditionFailed), nothing changed. Moving the version on
-	// in every write is what turns the other clerks' ETags stale. Do not
-	// SELECT the version first and compare it in Go: another clerk's write
-	// can land between your read and your write (the core call sits right
-	// there), and yours would overwrite it.
+	// No row written means the version moved on since this clerk read it:
+	// 412 (problem.PreconditionFailed), nothing changed. Moving the version
+	// on in every write, one that changes nothing included, is what turns
+	// the other clerks' ETags stale. Do not SELECT the version first and
+	// compare it in Go: another clerk's write can land between your read
+	// and your write (the core call sits right there), and yours would
+	// overwrite it.
 	if _, err := s.env.DB.ExecContext(ctx,
 		`UPDATE account_settings SET nickname = ?, daily_limit = ? WHERE account_id = ?`,
 		want.Nickname, want.DailyLimit, account); err != nil {
@@ -75,8 +80,9 @@ func (s *Server) PutSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// TODO(stage 7): answer with what this write made: want, at the version
-	// after the one If-Match named (the UPDATE moved it on by exactly one).
-	// A read after the write may already see another clerk's later write.
+	// the UPDATE made (one more than the listed version that was current;
+	// RETURNING version tells which). A read after the write may already
+	// see another clerk's later write.
 	settings, version, err := s.env.Bank.AccountSettings(ctx, auth.Customer(ctx), account)
 	if err != nil {
 		problem.Write(w, err)
@@ -91,15 +97,17 @@ func etag(version int64) string {
 	return `"v` + strconv.FormatInt(version, 10) + `"`
 }
 
-// parseETag reads the version out of an If-Match that names exactly one
-// of our entity tags, as etag wrote it. Anything else names no version
-// of ours: a weak tag (W/"…") never matches, because If-Match compares
-// strongly, and a list is not read.
-func parseETag(ifMatch string) (version int64, ok bool) {
-	tag := strings.TrimSpace(ifMatch)
-	digits := strings.TrimSuffix(strings.TrimPrefix(tag, `"v`), `"`)
-	version, err := strconv.ParseInt(digits, 10, 64)
-	return version, err == nil && etag(version) == tag
+// versions reads the versions out of the strong entity tags that are ours,
+// as etag writes them; a tag of any other form names no version of ours.
+func versions(tags []string) []int64 {
+	var out []int64
+	for _, tag := range tags {
+		digits := strings.TrimSuffix(strings.TrimPrefix(tag, `"v`), `"`)
+		if v, err := strconv.ParseInt(digits, 10, 64); err == nil && etag(v) == tag {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // writeSettings sends settings at version, with their ETag.

@@ -165,9 +165,10 @@ func (s *Server) execute(ctx context.Context, held lease, op operation) (respons
 	// refuse(ctx, held, res) for that, so that a retry with this key gets
 	// the same 409 again, byte for byte, marked as a replay.
 	switch {
-	case errors.Is(err, problem.InsufficientFunds):
+	case errors.Is(err, problem.InsufficientFunds), errors.Is(err, problem.DailyLimitExceeded):
 		// A business outcome, not a failure: no money moved, and that is
-		// the answer to this request for good, even if money arrives later.
+		// the answer to this request for good, even if money arrives or
+		// the limit is raised later.
 		res = refusal(err)
 	case err != nil:
 		return response{}, err
