@@ -327,7 +327,7 @@ var catalogue = []Check{
 	{
 		ID: "S8.two-keys", Stage: 8, Lesson: lesson8 + "#one-invoice-two-keys",
 		Claim: "an invoice paid a second time under a new Idempotency-Key gets 409 duplicate-reference with the Location of the first transfer, and nothing moves",
-		Why:   "the key only knows its own retries: a clerk who pays the same invoice again, from a new form or another tab, sends a new key, and the invoice is paid twice",
+		Why:   "the key only knows its own retries: a clerk who pays the same invoice again, from a new form or another tab, sends a new key, and the invoice can be paid twice",
 		Run:   checkTwoKeys,
 	},
 	{
@@ -338,7 +338,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S8.after-expiry", Stage: 8, Lesson: lesson8 + "#after-the-key-expired",
-		Claim: "after the first transfer's key has expired and been purged, the same request (its late retry) and a new key with the same reference both get 409 duplicate-reference, and nothing moves",
+		Claim: "after the first transfer's key has expired and been purged, and again five years and a purge later, the same request (its late retry) and a new key with the same reference get 409 duplicate-reference, and nothing moves",
 		Why:   "a key is forgotten after its retention period; a reference must not be: the retry that arrives after the purge is a zombie that pays the invoice again",
 		Run:   checkAfterExpiry,
 	},
@@ -353,6 +353,24 @@ var catalogue = []Check{
 		Claim: "a retry of the refused request, with its key, gets the stored 409 duplicate-reference again, byte for byte, with its Location and Idempotent-Replayed: true",
 		Why:   "the refusal is that key's answer for good: recomputed, it is not marked as a replay, and the client cannot tell it from a fresh decision",
 		Run:   checkRefusalReplayed,
+	},
+	{
+		ID: "S8.similar-references", Stage: 8, Lesson: lesson8 + "#a-business-key",
+		Claim: "references that differ only slightly (in case, by a suffix, by a look-alike letter of another script, by a full-width digit) are different invoices: each is paid with a transfer of its own",
+		Why:   "a reference is the customer's own name for an invoice, compared as written; one folded or cut short refuses a different invoice as paid, and that invoice stays unpaid",
+		Run:   checkSimilarReferences,
+	},
+	{
+		ID: "S8.equal-looking-reference", Stage: 8, Lesson: lesson8 + "#a-business-key",
+		Claim: "a reference with é precomposed and the same reference with e and a combining accent are one invoice: the second gets 409 duplicate-reference with the Location of the first, and nothing moves",
+		Why:   "two keyboards can spell one invoice number in two byte sequences that look the same; compared before normalisation, each pays the invoice",
+		Run:   checkEqualLookingReference,
+	},
+	{
+		ID: "S8.refused-leaves-payable", Stage: 8, Lesson: lesson8 + "#the-constraint-decides",
+		Claim: "a transfer with a reference that is refused (insufficient funds, the daily limit, an unknown account) holds no reference: the invoice is then paid with a 201",
+		Why:   "a reference held before the transfer's outcome is known stays held when the transfer is refused, and the invoice can never be paid: every later payment gets 409 for a transfer that never happened",
+		Run:   checkRefusedLeavesPayable,
 	},
 	{
 		ID: "S8.other-customer", Stage: 8, Lesson: lesson8 + "#whose-reference",
