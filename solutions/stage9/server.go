@@ -72,8 +72,8 @@ func (s *Server) Transfer(w http.ResponseWriter, r *http.Request) {
 			return nil, "", err
 		}
 		// The reference goes in after the transfer, in its transaction: a
-		// transfer refused (insufficient funds) holds no reference, and one
-		// made holds it from the moment it commits.
+		// transfer refused (insufficient funds, its daily limit) holds no
+		// reference, and one made holds it from the moment it commits.
 		if req.Reference != "" {
 			if err := holdReference(ctx, tx, customer, req.Reference, t.ID, s.env.Clock.Now()); err != nil {
 				return nil, "", err

@@ -70,12 +70,13 @@ func (s *Server) Transfer(w http.ResponseWriter, r *http.Request) {
 		// (req.Reference != ""), hold it here, in this transaction, right
 		// after the transfer: holdReference(ctx, tx, customer,
 		// req.Reference, t.ID, s.env.Clock.Now()), and return its error.
-		// After the transfer, not before: a transfer refused for
-		// insufficient funds must not hold the reference (the customer
-		// will pay that invoice once money arrives), and a transfer made
-		// holds it from the moment it commits, with its money. A transfer
-		// without a reference holds none: an empty one, stored, would
-		// refuse the second transfer without a reference.
+		// After the transfer, not before: a transfer refused (insufficient
+		// funds, its daily limit) must not hold the reference (the
+		// customer will pay that invoice once money arrives, or the limit
+		// is raised), and a transfer made holds it from the moment it
+		// commits, with its money. A transfer without a reference holds
+		// none: an empty one, stored, would refuse the second transfer
+		// without a reference.
 		return t, "/transfers/" + t.ID, nil
 	})
 }
