@@ -271,13 +271,13 @@ var catalogue = []Check{
 	{
 		ID: "S7.two-clerks", Stage: 7, Lesson: lesson7 + "#two-clerks",
 		Claim: "clerk A renames the account; clerk B, from the copy read before, raises its daily limit: B gets 412 and nothing changes, then re-reads and saves both changes",
-		Why:   "without If-Match the second save silently puts back what the first changed: A's rename is gone, and nobody was told",
+		Why:   "a save based on a stale copy, if it is written, silently puts back what another clerk changed since, and nobody is told",
 		Run:   checkTwoClerks,
 	},
 	{
 		ID: "S7.many-clerks", Stage: 7, Lesson: lesson7 + "#many-clerks-at-once",
-		Claim: "clerks that each raise the daily limit from the copy they read, at once and while the core is slow, re-reading after each 412, end with every raise counted: each successful PUT replaced the version it was based on",
-		Why:   "two saves based on one version both succeed only if one overwrote the other: a raise, or a cut, that its clerk was told was saved is gone",
+		Claim: "clerks that each raise the daily limit from the copy they read, at once, while the core is slow and every settings write is held up, re-reading after each 412, end with every raise counted: each successful PUT replaced the version it was based on and answered the ETag of the one it made",
+		Why:   "two saves based on one version can both succeed only if one overwrote the other, and then a raise, or a cut, that its clerk was told was saved is gone",
 		Run:   checkManyClerks,
 	},
 	{
@@ -293,15 +293,27 @@ var catalogue = []Check{
 		Run:   checkPreconditionRequired,
 	},
 	{
+		ID: "S7.if-match-list", Stage: 7, Lesson: lesson7 + "#require-if-match",
+		Claim: "If-Match is read as RFC 9110 says: a list (in one field or several) holds when any strong tag in it is the current ETag; a weak tag never matches, alone or in a list, and a header that is no list of tags gets 412: nothing changes",
+		Why:   "clients and proxies send lists; a server that reads only one tag refuses a clerk whose copy is current, and one that compares weakly lets a tag that promises nothing about the bytes name the version a money limit is written over",
+		Run:   checkIfMatchList,
+	},
+	{
 		ID: "S7.daily-limit", Stage: 7, Lesson: lesson7 + "#the-money-behind-it",
 		Claim: "clerk A lowers the daily limit; clerk B, from the copy read before, renames the account and gets 412; a transfer over A's limit is refused with 422 daily-limit-exceeded and moves nothing, one within it executes, and the next day the limit starts again",
-		Why:   "a lost update of a limit is a money bug: the stale rename puts the old limit back, and transfers the owner capped go through",
+		Why:   "a lost update of a limit is a money bug: a stale save that is written puts the old limit back, and then transfers the owner capped can go through",
 		Run:   checkDailyLimit,
 	},
 	{
+		ID: "S7.limit-refusal-replayed", Stage: 7, Lesson: lesson7 + "#the-money-behind-it",
+		Claim: "a transfer refused for its daily limit is that key's answer for good: after the limit is raised, its retry gets the stored 422 daily-limit-exceeded again, byte for byte, and nothing moves",
+		Why:   "the client was told its transfer was refused; if a retry can still execute it, money moves for an operation its clerk was told had failed, and may have sent again under a new key",
+		Run:   checkLimitRefusalReplayed,
+	},
+	{
 		ID: "S7.etag-names-the-version", Stage: 7, Lesson: lesson7 + "#the-etag-names-the-version",
-		Claim: "GET gives a strong ETag; a PUT answers 200 with the settings it saved and a new ETag, whichever member changed, that the next GET shows and the next PUT may use",
-		Why:   "an ETag that misses a change (a daily limit, a write) lets a stale copy match; one that the answer gets wrong sends the clerk's next save to 412, or through",
+		Claim: "GET gives a strong ETag; a PUT answers 200 with the settings it saved and a new ETag, whichever member changed and also when none did, that the next GET shows and the next PUT may use",
+		Why:   "an ETag that misses a change (a daily limit, a write) lets a stale copy match; an answer that names a version GET does not show sends the clerk's next save to 412, or lets it through",
 		Run:   checkETagNamesTheVersion,
 	},
 	{
@@ -315,7 +327,7 @@ var catalogue = []Check{
 	{
 		ID: "S8.two-keys", Stage: 8, Lesson: lesson8 + "#one-invoice-two-keys",
 		Claim: "an invoice paid a second time under a new Idempotency-Key gets 409 duplicate-reference with the Location of the first transfer, and nothing moves",
-		Why:   "the key only knows its own retries: a clerk who pays the same invoice again, from a new form or another tab, sends a new key, and the invoice is paid twice",
+		Why:   "the key only knows its own retries: a clerk who pays the same invoice again, from a new form or another tab, sends a new key, and the invoice can be paid twice",
 		Run:   checkTwoKeys,
 	},
 	{
@@ -326,7 +338,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S8.after-expiry", Stage: 8, Lesson: lesson8 + "#after-the-key-expired",
-		Claim: "after the first transfer's key has expired and been purged, the same request (its late retry) and a new key with the same reference both get 409 duplicate-reference, and nothing moves",
+		Claim: "after the first transfer's key has expired and been purged, and again five years and a purge later, the same request (its late retry) and a new key with the same reference get 409 duplicate-reference, and nothing moves",
 		Why:   "a key is forgotten after its retention period; a reference must not be: the retry that arrives after the purge is a zombie that pays the invoice again",
 		Run:   checkAfterExpiry,
 	},
@@ -341,6 +353,24 @@ var catalogue = []Check{
 		Claim: "a retry of the refused request, with its key, gets the stored 409 duplicate-reference again, byte for byte, with its Location and Idempotent-Replayed: true",
 		Why:   "the refusal is that key's answer for good: recomputed, it is not marked as a replay, and the client cannot tell it from a fresh decision",
 		Run:   checkRefusalReplayed,
+	},
+	{
+		ID: "S8.similar-references", Stage: 8, Lesson: lesson8 + "#a-business-key",
+		Claim: "references that differ only slightly (in case, by a suffix, by a look-alike letter of another script, by a full-width digit) are different invoices: each is paid with a transfer of its own",
+		Why:   "a reference is the customer's own name for an invoice, compared as written; one folded or cut short refuses a different invoice as paid, and that invoice stays unpaid",
+		Run:   checkSimilarReferences,
+	},
+	{
+		ID: "S8.equal-looking-reference", Stage: 8, Lesson: lesson8 + "#a-business-key",
+		Claim: "a reference with é precomposed and the same reference with e and a combining accent are one invoice: the second gets 409 duplicate-reference with the Location of the first, and nothing moves",
+		Why:   "two keyboards can spell one invoice number in two byte sequences that look the same; compared before normalisation, each pays the invoice",
+		Run:   checkEqualLookingReference,
+	},
+	{
+		ID: "S8.refused-leaves-payable", Stage: 8, Lesson: lesson8 + "#the-constraint-decides",
+		Claim: "a transfer with a reference that is refused (insufficient funds, the daily limit, an unknown account) holds no reference: the invoice is then paid with a 201",
+		Why:   "a reference held before the transfer's outcome is known stays held when the transfer is refused, and the invoice can never be paid: every later payment gets 409 for a transfer that never happened",
+		Run:   checkRefusedLeavesPayable,
 	},
 	{
 		ID: "S8.other-customer", Stage: 8, Lesson: lesson8 + "#whose-reference",

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"idemlab/kit/bank"
+	"idemlab/kit/fault"
 	"idemlab/kit/labclient"
+	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
 )
 
@@ -47,7 +49,7 @@ func putSettings(c bank.Customer, account string, s bank.Settings, ifMatch strin
 // describe writes a request with its If-Match, for a report.
 func describe(req Request) string {
 	s := req.Method + " " + req.Path
-	if v := req.Header.Get("If-Match"); v != "" {
+	for _, v := range req.Header.Values("If-Match") {
 		s += "  If-Match: " + v
 	}
 	if req.Body != "" {
@@ -190,9 +192,13 @@ func checkTwoClerks(t *T) error {
 }
 
 // checkManyClerks catches a read-then-write: a PUT that reads the version,
-// compares it in Go, waits on the core and then writes without the
-// version in its WHERE. Clerks released together all read the same
-// version before any of them writes, and all of them succeed.
+// compares it in Go, and then writes without the version in its WHERE.
+// Clerks released together all read the same version before any of them
+// writes, and all of them succeed. The core's latency widens the window
+// of a read before the core call; the slow-settings-write fault, which
+// holds up every write of the settings, widens one after it, on SQLite
+// too. It also catches answers that do not name what was made: two
+// successes that answer one ETag, or a PUT based on an ETag nobody made.
 func checkManyClerks(t *T) error {
 	const clerks, step, latency = 6, 1_000, 100 * time.Millisecond
 	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
@@ -201,6 +207,10 @@ func checkManyClerks(t *T) error {
 	}
 	a, acc := s.A, s.A.Accounts[0]
 	if err := t.Configure(labclient.Config{CoreLatency: latency}); err != nil {
+		return err
+	}
+	// More than every PUT the clerks may send: each of them is held up.
+	if err := t.Arm(labctl.SlowSettingsWrite, 2*clerks*clerks); err != nil {
 		return err
 	}
 	type success struct{ based, made string }
@@ -259,8 +269,11 @@ func checkManyClerks(t *T) error {
 	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
 		return err
 	}
-	story += fmt.Sprintf("\n(core latency %v) %d clerks each raise daily_limit by %d from that copy, released together; a clerk told 412 reads again and raises what it reads",
-		latency, clerks, step)
+	if err := t.Arm(labctl.SlowSettingsWrite, 0); err != nil {
+		return err
+	}
+	story += fmt.Sprintf("\n(core latency %v, every settings write held up %v) %d clerks each raise daily_limit by %d from that copy, released together; a clerk told 412 reads again and raises what it reads",
+		latency, fault.SettingsWriteDelay, clerks, step)
 	final, err := t.readSettings(story, a, acc)
 	if err != nil {
 		return err
@@ -280,6 +293,23 @@ func checkManyClerks(t *T) error {
 	}
 	if want := start.DailyLimit + clerks*step; final.DailyLimit != want {
 		return t.Harmful(LostUpdate, story, got, fmt.Sprintf("daily_limit %d: each clerk's raise, told 200, counted once", want))
+	}
+	// The successes chain: each answered an ETag of its own, each was
+	// based on the start or on another's answer, and the last is what GET
+	// shows.
+	made := map[string]bool{}
+	for _, w := range wins {
+		made[w.made] = true
+	}
+	for _, w := range wins {
+		if w.based != start.ETag && !made[w.based] {
+			return t.Fail(story, got+"\na PUT based on "+w.based+" succeeded: no GET and no answer ever gave that ETag",
+				"every ETag a clerk is answered names the version its save made, the one the next GET shows")
+		}
+	}
+	if len(made) != len(wins) || !made[final.ETag] {
+		return t.Fail(story, got+fmt.Sprintf("\n%d successful PUTs answered %d different ETags", len(wins), len(made)),
+			"each successful PUT answers the ETag of the version it made: one ETag each, the last of them what GET shows")
 	}
 	if len(trouble) > 0 {
 		return t.Fail(story, got+"\n"+strings.Join(trouble, "\n"), "200 or 412 "+pPreconditionFailed+" to every PUT, and 200 in the end for every clerk")
@@ -387,6 +417,116 @@ func checkPreconditionRequired(t *T) error {
 	return nil
 }
 
+// checkIfMatchList holds If-Match to RFC 9110: true when any strong tag
+// of the list is the current ETag, in one field or in several; a weak tag
+// never matches, alone or in a list; a header that is no list of tags
+// names no version. It catches a server that reads the header as one tag
+// (every list refused) and one that compares weakly (W/ stripped).
+func checkIfMatchList(t *T) error {
+	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
+	if err != nil {
+		return err
+	}
+	a, acc := s.A, s.A.Accounts[0]
+	cur := start
+	other := `"` + t.Key() + `"`
+	for _, split := range []bool{false, true} {
+		next := cur.Settings
+		next.Nickname = t.nickname()
+		req := putSettings(a, acc, next, "")
+		what := "If-Match lists a tag that is not ours, then the current one"
+		if split {
+			what = "the same list in two If-Match fields"
+			req.Header.Add("If-Match", other)
+			req.Header.Add("If-Match", cur.ETag)
+		} else {
+			req.Header.Add("If-Match", other+", "+cur.ETag)
+		}
+		etag, err := t.saved(story+"\n"+what+":", req, t.Do(req), next)
+		if err != nil {
+			return err
+		}
+		story += "\n" + what + ": " + describe(req) + "  →  200, ETag " + etag
+		if cur, err = t.readSettings(story, a, acc); err != nil {
+			return err
+		}
+		story += "\nthen GET  →  " + cur.String()
+	}
+	for _, p := range []struct{ ifMatch, because string }{
+		{"W/" + cur.ETag, "the current ETag, weak: If-Match compares strongly, and a weak tag never matches"},
+		{"W/" + cur.ETag + ", " + other, "a list whose only tag naming the current version is weak"},
+		{strings.Trim(cur.ETag, `"`), "the current ETag without its quotes: not an entity tag"},
+	} {
+		change := cur.Settings
+		change.Nickname = t.nickname()
+		req := putSettings(a, acc, change, p.ifMatch)
+		r := t.Do(req)
+		sent := story + "\n" + describe(req) + "  (" + p.because + ")"
+		after, err := t.readSettings(sent, a, acc)
+		if err != nil {
+			return err
+		}
+		if !r.Is(http.StatusPreconditionFailed, pPreconditionFailed) || after != cur {
+			return t.Fail(sent+"\nthen GET  →  "+after.String(), r.String(),
+				"412 "+pPreconditionFailed+": no strong tag of the list names the current version; the settings stay "+cur.String())
+		}
+	}
+	return nil
+}
+
+// checkLimitRefusalReplayed catches a daily-limit refusal that is not
+// stored with its key: once a clerk raises the limit, the retry of the
+// refused transfer executes, and the client that was told "refused" has
+// paid after all.
+func checkLimitRefusalReplayed(t *T) error {
+	s, start, story, err := t.clerkStart(bank.MaxDailyLimit)
+	if err != nil {
+		return err
+	}
+	a, acc, payee, books := s.A, s.A.Accounts[0], s.B.Accounts[0], s.Books
+	if err := t.toNoon(); err != nil {
+		return err
+	}
+	limit := t.Amount(10_000, 100_000)
+	lowered := start.Settings
+	lowered.DailyLimit = limit
+	reqL := putSettings(a, acc, lowered, start.ETag)
+	etag, err := t.saved(story+"\nclerk A lowers the limit:", reqL, t.Do(reqL), lowered)
+	if err != nil {
+		return err
+	}
+	story += "\n(the lab clock moves on to the next noon, UTC)\nclerk A lowers the limit: " + describe(reqL) + "  →  200"
+	amount, op := limit+t.Amount(1, 50_000), t.Op()
+	books.Expect(op)
+	req := Transfer(a, t.Key(), TransferBody(acc, payee, amount, op))
+	orig := t.Do(req)
+	story += "\na transfer over it: " + req.String() + "  →  " + orig.Short()
+	if fresh(orig) {
+		books.Transfer(op, acc, payee, amount)
+	}
+	if err := t.Reconcile(story, orig.String(), books); err != nil {
+		return err
+	}
+	if !orig.Is(http.StatusUnprocessableEntity, pDailyLimit) {
+		return t.Fail(story, orig.String(), "422 "+pDailyLimit+": the account's limit is "+fmt.Sprint(limit)+" won a day, and nothing moves")
+	}
+	raised := lowered
+	raised.DailyLimit = bank.MaxDailyLimit
+	reqR := putSettings(a, acc, raised, etag)
+	if _, err := t.saved(story+"\nclerk A raises the limit again:", reqR, t.Do(reqR), raised); err != nil {
+		return err
+	}
+	story += "\nclerk A raises the limit again: " + describe(reqR) + "  →  200\nthe transfer's answer had been lost: its client retries the same request"
+	r := t.Do(req)
+	if err := t.Reconcile(story, r.Short(), books); err != nil {
+		return err
+	}
+	if d := replayMismatch(orig, r); d != "" {
+		return t.Harmful(replayHarm(orig, r), story, r.String()+"\n"+d, "the stored 422 "+pDailyLimit+", byte for byte, with Idempotent-Replayed: true; nothing executes")
+	}
+	return nil
+}
+
 // checkDailyLimit catches an ETag blind to the daily limit (made from the
 // nickname, or a version moved on only by a rename): clerk B's stale
 // rename matches, puts the old limit back, and a transfer the owner capped
@@ -478,8 +618,9 @@ func (t *T) toNoon() error {
 }
 
 // checkETagNamesTheVersion catches an ETag that a write does not change
-// (the version not moved on, or only by a rename), a weak one, and a PUT
-// that answers with the ETag it was sent instead of the new one.
+// (the version not moved on, or only by a rename, or not by a save that
+// changes nothing), a weak one, and a PUT that answers an ETag the next
+// GET does not show: the one it was sent, or a version it did not make.
 func checkETagNamesTheVersion(t *T) error {
 	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
 	if err != nil {
@@ -500,21 +641,26 @@ func checkETagNamesTheVersion(t *T) error {
 		return t.Fail(story+"\nGET again", again.String(), "the same settings at the same ETag: nothing changed them")
 	}
 	cur := start
-	for _, change := range []string{"daily_limit", "nickname"} {
+	for _, change := range []string{"daily_limit", "nickname", "nothing"} {
 		next := cur.Settings
-		if change == "daily_limit" {
+		switch change {
+		case "daily_limit":
 			next.DailyLimit += t.Amount(1_000, 100_000)
-		} else {
+		case "nickname":
 			next.Nickname = t.nickname()
 		}
+		what := "change only the " + change
+		if change == "nothing" {
+			what = "save the settings as they are"
+		}
 		req := putSettings(a, acc, next, cur.ETag)
-		etag, err := t.saved(story+"\nchange only the "+change+":", req, t.Do(req), next)
+		etag, err := t.saved(story+"\n"+what+":", req, t.Do(req), next)
 		if err != nil {
 			return err
 		}
-		story += "\nchange only the " + change + ": " + describe(req) + "  →  200, ETag " + etag
+		story += "\n" + what + ": " + describe(req) + "  →  200, ETag " + etag
 		if etag == cur.ETag || !strong(etag) {
-			return t.Fail(story, "ETag "+etag, "a new strong ETag: the settings changed, so the version the old one names is gone")
+			return t.Fail(story, "ETag "+etag, "a new strong ETag: every successful PUT makes a new version, one that changes nothing included, so the version the old one names is gone")
 		}
 		now, err := t.readSettings(story, a, acc)
 		if err != nil {

@@ -206,7 +206,20 @@ func checkAfterExpiry(t *T) error {
 	if err != nil {
 		return err
 	}
-	_, _, err = t.payAgain(story, "the invoice paid again under a new key", inv, t.Key(), inv.amount, s.Books)
+	story, _, err = t.payAgain(story, "the invoice paid again under a new key", inv, t.Key(), inv.amount, s.Books)
+	if err != nil {
+		return err
+	}
+	// A reference is kept for ever: not a year, not until some purge.
+	const years = 5
+	if err := t.Advance(years * 365 * 24 * time.Hour); err != nil {
+		return err
+	}
+	if _, err := t.Purge(); err != nil {
+		return err
+	}
+	story += fmt.Sprintf("\n(the lab clock moves on %d years; POST /lab/purge)", years)
+	_, _, err = t.payAgain(story, "the invoice paid once more, under a new key", inv, t.Key(), inv.amount, s.Books)
 	return err
 }
 
@@ -359,6 +372,130 @@ func checkReferenceValidated(t *T) error {
 	}
 	if !fresh(r) {
 		return t.Fail(story, r.String(), "201 Created: the refused bodies claimed nothing, so the key is still new")
+	}
+	return nil
+}
+
+// checkSimilarReferences catches references compared loosely: folded to
+// one case, cut short, or with look-alike characters of another script or
+// width folded together (NFKC). "INV-7" and "inv-7" are two invoices;
+// refusing the second leaves it unpaid.
+func checkSimilarReferences(t *T) error {
+	s, inv, story, err := t.paidInvoice()
+	if err != nil {
+		return err
+	}
+	ref := inv.reference
+	last := []rune(ref)[len([]rune(ref))-1]
+	for _, v := range []struct{ reference, what string }{
+		{strings.ToLower(ref), "in lower case"},
+		{ref + "-2", "with a suffix"},
+		{strings.Replace(ref, "I", "\u0406", 1), "with a Cyrillic І for the Latin I"},
+		{strings.TrimSuffix(ref, string(last)) + string(last-'0'+'\uff10'), "with a full-width last digit"},
+	} {
+		op, amount := t.Op(), t.Amount(1_000, 100_000)
+		s.Books.Expect(op)
+		req := Transfer(inv.payer, t.Key(), ReferencedBody(inv.from, inv.to, amount, op, v.reference))
+		r := t.Do(req)
+		story += "\nanother invoice, its number " + v.what + ": " + req.String() + "  →  " + r.Short()
+		if fresh(r) {
+			s.Books.Transfer(op, inv.from, inv.to, amount)
+		}
+		if err := t.Reconcile(story, r.String(), s.Books); err != nil {
+			return err
+		}
+		if !fresh(r) || resourceID(r) == inv.firstID {
+			return t.Fail(story, r.String(), fmt.Sprintf("201 Created with a transfer of its own: %q is not %q; references are compared exactly, as the customer wrote them", v.reference, ref))
+		}
+	}
+	return nil
+}
+
+// checkEqualLookingReference catches a reference compared byte for byte
+// before it is normalised: "café" with a precomposed é and "café" with e
+// and a combining accent are one invoice, and the second pays it again.
+func checkEqualLookingReference(t *T) error {
+	s, inv, story, err := t.paidInvoice()
+	if err != nil {
+		return err
+	}
+	nfc := inv
+	nfc.reference = fmt.Sprintf("caf\u00e9-%d", t.rng.IntN(1_000_000))
+	nfc.op = t.Op()
+	s.Books.Expect(nfc.op)
+	req := Transfer(nfc.payer, t.Key(), nfc.body(nfc.amount))
+	r := t.Do(req)
+	story += "\nthe clerk pays invoice " + nfc.reference + " (é precomposed, U+00E9): " + req.String() + "  →  " + r.Short()
+	if !fresh(r) || resourceID(r) == "" {
+		return t.Fail(story, r.String(), "201 Created: the first transfer with this reference executes")
+	}
+	s.Books.Transfer(nfc.op, nfc.from, nfc.to, nfc.amount)
+	nfc.firstID = resourceID(r)
+	nfd := nfc
+	nfd.reference = strings.Replace(nfc.reference, "\u00e9", "e\u0301", 1)
+	_, _, err = t.payAgain(story, "another clerk pays it again, typed as e and a combining accent (U+0065 U+0301)", nfd, t.Key(), nfd.amount, s.Books)
+	return err
+}
+
+// checkRefusedLeavesPayable catches a reference held before the transfer's
+// outcome is known (inserted first, or kept when the transfer is refused):
+// after a refusal, the invoice can never be paid.
+func checkRefusedLeavesPayable(t *T) error {
+	s, err := t.Scenario(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	a, books := s.A, s.Books
+	inv := invoice{payer: a, from: a.Accounts[0], to: s.B.Accounts[0], amount: t.Amount(1_000, 100_000), op: t.Op(), reference: t.reference()}
+	// The daily limit is lowered on the other account, which the refused
+	// payment comes from.
+	limited := a.Accounts[1]
+	cur, err := t.readSettings("", a, limited)
+	if err != nil {
+		return err
+	}
+	low := cur.Settings
+	low.DailyLimit = inv.amount - 1
+	reqL := putSettings(a, limited, low, cur.ETag)
+	if _, err := t.saved("", reqL, t.Do(reqL), low); err != nil {
+		return err
+	}
+	story := "(" + describe(reqL) + "  →  200)"
+	for _, p := range []struct {
+		from, to, what string
+		amount         int64
+		status         int
+		ptype          string
+	}{
+		{inv.from, inv.to, "more than the account holds", s.Opening + inv.amount, http.StatusUnprocessableEntity, pInsufficient},
+		{limited, inv.to, "over the daily limit of the account it comes from", inv.amount, http.StatusUnprocessableEntity, pDailyLimit},
+		{inv.from, "acc_nosuchacc", "to an account that does not exist", inv.amount, http.StatusUnprocessableEntity, problem.UnknownAccount.URI()},
+	} {
+		op := t.Op()
+		books.Expect(op)
+		req := Transfer(a, t.Key(), ReferencedBody(p.from, p.to, p.amount, op, inv.reference))
+		r := t.Do(req)
+		story += "\ninvoice " + inv.reference + ", paid " + p.what + ": " + req.String() + "  →  " + r.Short()
+		if err := t.Reconcile(story, r.String(), books); err != nil {
+			return err
+		}
+		if !r.Is(p.status, p.ptype) {
+			return t.Fail(story, r.String(), fmt.Sprintf("%d %s, and nothing moves", p.status, p.ptype))
+		}
+	}
+	books.Expect(inv.op)
+	req := Transfer(a, t.Key(), inv.body(inv.amount))
+	r := t.Do(req)
+	story += "\nthen the invoice paid as it should be, under a new key: " + req.String() + "  →  " + r.Short()
+	if fresh(r) {
+		books.Transfer(inv.op, inv.from, inv.to, inv.amount)
+	}
+	if err := t.Reconcile(story, r.String(), books); err != nil {
+		return err
+	}
+	if !fresh(r) {
+		return t.Fail(story, r.String()+"\nLocation: "+r.Header.Get("Location"),
+			"201 Created: every earlier payment was refused, nothing paid the invoice, so it is still payable; a refused transfer holds no reference")
 	}
 	return nil
 }

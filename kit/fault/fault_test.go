@@ -1,6 +1,8 @@
 package fault_test
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,5 +27,40 @@ func TestCountdown_FiresExactlyTheArmedCount(t *testing.T) {
 	wg.Wait()
 	if fired.Load() != 5 || c.Left() != 0 {
 		t.Fatalf("fired %d times, %d left; want 5 and 0", fired.Load(), c.Left())
+	}
+}
+
+// TestSlowSettingsWrites_HoldsOnlyTheArmedSettingsWrites: an armed count
+// of writes of account_settings wait before they run (a waiting write
+// gives up with its context), and nothing else does: a read of the
+// settings, a write of another table, a settings write once the count is
+// spent. A fault that held reads would not widen a read-then-write
+// window; one that held every statement would slow the lab for nothing.
+func TestSlowSettingsWrites_HoldsOnlyTheArmedSettingsWrites(t *testing.T) {
+	var s fault.Store
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.SlowSettingsWrites(2)
+	for _, q := range []string{
+		`SELECT version FROM account_settings WHERE account_id = ?`,
+		`UPDATE accounts SET balance = balance - ? WHERE id = ?`,
+	} {
+		if err := s.BeforeStatement(gone, q); err != nil {
+			t.Errorf("%s: %v; want it run at once", q, err)
+		}
+	}
+	for _, q := range []string{
+		`UPDATE account_settings SET nickname = ? WHERE account_id = ?`,
+		"\n\t\tinsert into ACCOUNT_SETTINGS (account_id) values (?)",
+	} {
+		if err := s.BeforeStatement(gone, q); !errors.Is(err, context.Canceled) {
+			t.Errorf("%q while armed: %v; want it held, and given up with its context", q, err)
+		}
+	}
+	if n := s.SlowSettingsWritesLeft(); n != 0 {
+		t.Errorf("%d left after two held writes; want 0", n)
+	}
+	if err := s.BeforeStatement(gone, `UPDATE account_settings SET nickname = ?`); err != nil {
+		t.Errorf("a settings write once the count is spent: %v; want it run at once", err)
 	}
 }

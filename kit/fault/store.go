@@ -3,8 +3,10 @@ package fault
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // ErrKeyStoreUnavailable is what a statement touching idempotency_keys
@@ -15,9 +17,18 @@ var ErrKeyStoreUnavailable = errors.New("key store unavailable (injected fault)"
 // changes a database reports (see Store.OnKeyRowsChanged).
 const KeyTable = "idempotency_keys"
 
+// SettingsTable is the table of account settings, whose writes the
+// slow-settings-write fault holds up.
+const SettingsTable = "account_settings"
+
+// SettingsWriteDelay is how long the slow-settings-write fault holds up a
+// write of the settings: long enough for every clerk released at once to
+// read the settings before any of them writes.
+const SettingsWriteDelay = 100 * time.Millisecond
+
 // Store holds the fault switches of one database and what it reports to
 // lab mode, whichever engine the database runs on: each engine's
-// connections call CheckKeyStore before a statement, and Committed once a
+// connections call BeforeStatement before a statement, and Committed once a
 // transaction (or a statement outside one) has committed. The zero value
 // injects nothing and reports to no one.
 type Store struct {
@@ -32,6 +43,44 @@ type Store struct {
 	commits atomic.Int64
 	// keyStoreFailures counts down the statements touching the key table that fail.
 	keyStoreFailures Countdown
+	// slowSettingsWrites counts down the writes of the settings held up.
+	slowSettingsWrites Countdown
+}
+
+// SlowSettingsWrites makes the next n statements that write the
+// account_settings table wait SettingsWriteDelay before they run. A
+// stage that reads the settings' version and writes later, in a
+// statement of its own, then has a window that other clerks' writes land
+// in, on any engine; one conditional UPDATE has none, however late it
+// runs.
+func (s *Store) SlowSettingsWrites(n int64) { s.slowSettingsWrites.Arm(n) }
+
+// SlowSettingsWritesLeft reports how many settings writes will still be
+// held up.
+func (s *Store) SlowSettingsWritesLeft() int64 { return s.slowSettingsWrites.Left() }
+
+// BeforeStatement runs the faults armed on a statement before it runs:
+// it holds up a write of the settings (see SlowSettingsWrites), then
+// returns CheckKeyStore's error. It returns ctx's error if ctx ends while
+// the statement waits.
+func (s *Store) BeforeStatement(ctx context.Context, query string) error {
+	if s.slowSettingsWrites.Left() > 0 && writesSettings(query) && s.slowSettingsWrites.Fire() {
+		t := time.NewTimer(SettingsWriteDelay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return fmt.Errorf("slow settings write: %w", ctx.Err())
+		}
+	}
+	return s.CheckKeyStore(ctx, query)
+}
+
+// writesSettings reports whether query writes the settings table: an
+// UPDATE or INSERT that names it.
+func writesSettings(query string) bool {
+	q := strings.ToLower(strings.TrimSpace(query))
+	return (strings.HasPrefix(q, "update") || strings.HasPrefix(q, "insert")) && strings.Contains(q, SettingsTable)
 }
 
 // FailKeyStore makes the next n statements that touch the idempotency_keys

@@ -154,3 +154,25 @@ func TestArmed_ReportsTheArmedPoints(t *testing.T) {
 		t.Fatalf("armed %v (%v) once disarmed, want nothing", left, err)
 	}
 }
+
+// TestArm_EveryPointIsArmedAndReported: each fault point the lab lists
+// is armed by its name and reported with its count, so that a point added
+// to the list but not wired to its switch (or wired to another's) fails.
+func TestArm_EveryPointIsArmedAndReported(t *testing.T) {
+	lab := startLab(t)
+	ctx := t.Context()
+	for i, p := range labctl.Points {
+		if err := lab.Arm(ctx, p, int64(i+1)); err != nil {
+			t.Fatalf("arm %s: %v", p, err)
+		}
+	}
+	left, err := lab.Armed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range labctl.Points {
+		if left[p] != int64(i+1) {
+			t.Errorf("%s armed with %d, reported %d", p, i+1, left[p])
+		}
+	}
+}

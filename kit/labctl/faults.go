@@ -19,10 +19,14 @@ const (
 	// CrashAfterPost fires as the core ledger's answer to a posting has
 	// arrived (stage 9): after the send, before the relay marks it sent.
 	CrashAfterPost = "crash-after-post"
+	// SlowSettingsWrite holds up a statement that writes an account's
+	// settings (stage 7), before it runs: a read of the version and a
+	// later write of its own get a window other clerks' writes land in.
+	SlowSettingsWrite = "slow-settings-write"
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite}
 
 // Faults are the armed faults of one lab server. A crash calls Crash, which
 // in a real server ends the process at once, with no cleanup.
@@ -71,6 +75,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.Bank.FailNext.Arm(count)
 	case StoreUnavailable:
 		f.db.FailKeyStore(count)
+	case SlowSettingsWrite:
+		f.db.SlowSettingsWrites(count)
 	default:
 		return fmt.Errorf("unknown fault point %q; the points are %v", point, Points)
 	}
@@ -86,6 +92,7 @@ func (f *Faults) Armed() []ArmedFault {
 		CrashAfterPost:      f.crashAfterPost.Left(),
 		FailInTransfer:      f.Bank.FailNext.Left(),
 		StoreUnavailable:    f.db.KeyStoreFailuresLeft(),
+		SlowSettingsWrite:   f.db.SlowSettingsWritesLeft(),
 	}
 	out := []ArmedFault{}
 	for p, n := range counts {

@@ -55,7 +55,7 @@ func (c *conn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	if err := c.store.CheckKeyStore(ctx, query); err != nil {
+	if err := c.store.BeforeStatement(ctx, query); err != nil {
 		return nil, err
 	}
 	st, err := c.pgx().PrepareContext(ctx, numberPlaceholders(query))
@@ -88,7 +88,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if err := c.store.CheckKeyStore(ctx, query); err != nil {
+	if err := c.store.BeforeStatement(ctx, query); err != nil {
 		return nil, err
 	}
 	res, err := c.pgx().ExecContext(ctx, numberPlaceholders(query), args)
@@ -114,7 +114,7 @@ func (c *conn) wrote(ctx context.Context, res driver.Result) {
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if err := c.store.CheckKeyStore(ctx, query); err != nil {
+	if err := c.store.BeforeStatement(ctx, query); err != nil {
 		return nil, err
 	}
 	return c.pgx().QueryContext(ctx, numberPlaceholders(query), args)
@@ -154,7 +154,7 @@ type stmt struct {
 }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	if err := s.conn.store.CheckKeyStore(ctx, s.query); err != nil {
+	if err := s.conn.store.BeforeStatement(ctx, s.query); err != nil {
 		return nil, err
 	}
 	res, err := s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
@@ -166,7 +166,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	if err := s.conn.store.CheckKeyStore(ctx, s.query); err != nil {
+	if err := s.conn.store.BeforeStatement(ctx, s.query); err != nil {
 		return nil, err
 	}
 	return s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)

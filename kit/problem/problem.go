@@ -63,9 +63,9 @@ var (
 	PreconditionFailed = &Type{Name: "precondition-failed", Status: 412, Title: "Precondition failed",
 		Explain: "The If-Match header names a version of the resource that is no longer the current one: someone changed it after you read it. Nothing was changed. Read it again (GET), apply your change to what you get, and send it with the new ETag in If-Match."}
 	DailyLimitExceeded = &Type{Name: "daily-limit-exceeded", Status: 422, Title: "Daily limit exceeded",
-		Explain: "This transfer would take the source account's transfers of the day (the lab clock's UTC day) over the account's daily_limit (GET /accounts/{id}/settings). No money moved."}
+		Explain: "This transfer would take the source account's transfers of the day (the lab clock's UTC day) over the account's daily_limit (GET /accounts/{id}/settings). No money moved. This is an answer, not a failure: like insufficient funds it is stored with the key, and a retry gets the same answer, even after the limit is raised; send the transfer again under a new key."}
 	PreconditionRequired = &Type{Name: "precondition-required", Status: 428, Title: "Precondition required",
-		Explain: "This PUT replaces a resource that others may be editing, so it must say which version it was based on: read the resource, and send its ETag in If-Match. Nothing was changed."}
+		Explain: "This PUT replaces a resource that others may be editing, so it must say which version it was based on: read the resource, and send its ETag in If-Match. If-Match: * is refused too: it would match whatever is there, and write over a change another clerk saved since you read. Nothing was changed."}
 	InsufficientFunds = &Type{Name: "insufficient-funds", Status: 422, Title: "Insufficient funds",
 		Explain: "The source account's balance is lower than the amount. This is an answer, not a failure: from stage 4 on it is stored with the key and a retry gets the same answer, even if money arrived since."}
 	Internal = &Type{Name: "internal", Status: 500, Title: "Internal error",

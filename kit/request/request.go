@@ -28,6 +28,8 @@ import (
 
 	"idemlab/kit/bank"
 	"idemlab/kit/problem"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Limits the API publishes (docs/api.md, "Published figures").
@@ -320,12 +322,18 @@ func (d *decoder) memo(name string) string {
 // 1 to MaxReference printable characters (unicode.IsPrint: letters,
 // marks, digits, punctuation, symbols and the ASCII space), with no space
 // at either end, so that "INV-7" and "INV-7 " cannot be two references to
-// one invoice. It is compared exactly as sent.
+// one invoice. It is returned in Unicode normalisation form C: "café-7"
+// typed with a precomposed é and sent by another keyboard as e and a
+// combining accent is one reference, so that a stage compares references
+// exactly and two spellings of one invoice cannot both pay it. Every
+// other difference (case, a look-alike letter from another script, a
+// full-width digit) stays: those are other references.
 func (d *decoder) reference(name string) string {
 	s, ok := d.str(name, false)
 	if !ok {
 		return ""
 	}
+	s = norm.NFC.String(s)
 	if n := utf8.RuneCountInString(s); n == 0 || n > MaxReference {
 		d.fail(name, "must be 1 to %d characters, got %d", MaxReference, n)
 		return ""

@@ -123,6 +123,34 @@ func TestDeposit_ReadsMetadata(t *testing.T) {
 	}
 }
 
+// TestTransfer_ReferenceInNFC: "café-7" with a precomposed é (NFC) and
+// with e and a combining accent (NFD) are one invoice, so both read as the
+// precomposed form; case, a look-alike letter of another script and
+// full-width digits stay other references. A decoder that passes the
+// reference on as sent lets both spellings pay the invoice; one that folds
+// case or compatibility forms (NFKC) merges invoices that differ.
+func TestTransfer_ReferenceInNFC(t *testing.T) {
+	const nfc, nfd = "caf\u00e9-7", "cafe\u0301-7"
+	for _, c := range []struct{ sent, want string }{
+		{nfc, "café-7"},
+		{nfd, "café-7"},
+		{`CAF\u00c9-7`, "CAFÉ-7"},
+		{`caf\u00e9-\uff17`, "café-７"},
+		{`\u0441af\u00e9-7`, "сafé-7"},
+	} {
+		body := `{"from":"acc_a","to":"acc_b","amount":5,"reference":"` + c.sent + `"}`
+		req, _, err := request.Transfer(post(body, "application/json"))
+		if err != nil || req.Reference != c.want {
+			t.Errorf("reference %s: read %q (% x), err %v; want %q (% x)", c.sent, req.Reference, req.Reference, err, c.want, c.want)
+		}
+	}
+	// 64 characters once composed: the limit counts what is compared.
+	long := strings.Repeat("e\u0301", request.MaxReference)
+	if _, _, err := request.Transfer(post(`{"from":"acc_a","to":"acc_b","amount":5,"reference":"`+long+`"}`, "application/json")); err != nil {
+		t.Errorf("%d decomposed é: %v; want accepted, they are %d characters in NFC", request.MaxReference, err, request.MaxReference)
+	}
+}
+
 func TestTransfer_ReadsReference(t *testing.T) {
 	for body, want := range map[string]string{
 		`{"from":"acc_a","to":"acc_b","amount":5,"reference":"INV-2026-0042"}`: "INV-2026-0042",

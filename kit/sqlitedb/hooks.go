@@ -144,7 +144,7 @@ func (c *conn) Prepare(query string) (driver.Stmt, error) {
 // runs it as ExecContext and QueryContext would: on the writer when it
 // writes, through the statements each physical connection keeps.
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	if err := c.hooks.CheckKeyStore(ctx, query); err != nil {
+	if err := c.hooks.BeforeStatement(ctx, query); err != nil {
 		return nil, err
 	}
 	st, err := c.cur.conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
@@ -211,7 +211,7 @@ func (c *conn) target(ctx context.Context, write bool) (p *physical, done func()
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if err := c.hooks.CheckKeyStore(ctx, query); err != nil {
+	if err := c.hooks.BeforeStatement(ctx, query); err != nil {
 		return nil, err
 	}
 	p, done, err := c.target(ctx, true)
@@ -237,7 +237,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if err := c.hooks.CheckKeyStore(ctx, query); err != nil {
+	if err := c.hooks.BeforeStatement(ctx, query); err != nil {
 		return nil, err
 	}
 	// A write outside a transaction (INSERT … RETURNING) holds the writer

@@ -1,6 +1,8 @@
 package stage9
 
 import (
+	"database/sql"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -25,11 +27,14 @@ func (s *Server) GetSettings(w http.ResponseWriter, r *http.Request) {
 }
 
 // PutSettings answers PUT /accounts/{id}/settings: it replaces the
-// account's settings with the body, if, and only if, they are still at the
-// version the If-Match header names. Without If-Match it answers 428
-// precondition-required; when the version is no longer the current one,
-// 412 precondition-failed. Either way nothing changes. It answers 200
-// with the new settings and their ETag.
+// account's settings with the body if, and only if, they are still at a
+// version the If-Match header names (RFC 9110: any strong entity tag of
+// the list that is the current one; a weak tag never matches). Without
+// If-Match, or with If-Match: *, it answers 428 precondition-required;
+// when no tag names the current version, 412 precondition-failed. Either
+// way nothing changes. It answers 200 with the new settings and their
+// ETag: every PUT that succeeds makes a new version, even one that
+// changes nothing.
 func (s *Server) PutSettings(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	account := r.PathValue("id")
@@ -41,16 +46,25 @@ func (s *Server) PutSettings(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, err)
 		return
 	}
-	// A PUT without a version would overwrite whatever another clerk saved
-	// since this one read: refuse it rather than guess.
 	ifMatch := strings.Join(r.Header.Values("If-Match"), ", ")
-	if ifMatch == "" || ifMatch == "*" {
+	pre, ok := request.IfMatch(r.Header)
+	switch {
+	case !pre.Sent:
+		// A PUT without a version would overwrite whatever another clerk
+		// saved since this one read: refuse it rather than guess.
 		problem.Write(w, problem.New(problem.PreconditionRequired,
 			"send If-Match with the ETag of the settings this change was based on (GET /accounts/%s/settings)", account))
 		return
+	case pre.Any:
+		// RFC 9110 lets * match any current settings; on money that is a
+		// PUT without a version, and it would write over another clerk's
+		// change just the same.
+		problem.Write(w, problem.New(problem.PreconditionRequired,
+			"If-Match: * would write over whatever another clerk saved since you read; send the ETag of the settings this change was based on (GET /accounts/%s/settings)", account))
+		return
 	}
-	based, ok := parseETag(ifMatch)
-	if !ok {
+	based := versions(pre.Strong)
+	if !ok || len(based) == 0 {
 		problem.Write(w, stale(account, ifMatch))
 		return
 	}
@@ -62,29 +76,29 @@ func (s *Server) PutSettings(w http.ResponseWriter, r *http.Request) {
 	// One statement both checks the version and writes: there is no moment
 	// between a read and a write in which another clerk's change can land
 	// and then be overwritten. Every write moves the version on, so the
-	// ETag the other clerks hold stops matching.
-	res, err := s.env.DB.ExecContext(ctx,
-		`UPDATE account_settings SET nickname = ?, daily_limit = ?, version = version + 1
-		 WHERE account_id = ? AND version = ?`,
-		want.Nickname, want.DailyLimit, account, based)
-	if err != nil {
-		problem.Write(w, err)
-		return
+	// ETag the other clerks hold stops matching; RETURNING tells which
+	// version this write made, whichever listed tag was the current one.
+	args := []any{want.Nickname, want.DailyLimit, account}
+	for _, v := range based {
+		args = append(args, v)
 	}
-	n, err := res.RowsAffected()
+	var made int64
+	err = s.env.DB.QueryRowContext(ctx,
+		`UPDATE account_settings SET nickname = ?, daily_limit = ?, version = version + 1
+		 WHERE account_id = ? AND version IN (?`+strings.Repeat(", ?", len(based)-1)+`)
+		 RETURNING version`, args...).Scan(&made)
 	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		problem.Write(w, stale(account, ifMatch))
+		return
 	case err != nil:
 		problem.Write(w, err)
 		return
-	case n == 0:
-		problem.Write(w, stale(account, ifMatch))
-		return
 	}
-	writeSettings(w, want, based+1)
+	writeSettings(w, want, made)
 }
 
-// stale is the answer to a PUT based on a version that is not the current
-// one.
+// stale is the answer to a PUT whose If-Match names no current version.
 func stale(account, ifMatch string) error {
 	return problem.New(problem.PreconditionFailed,
 		"If-Match %s is not the current version of the settings of %s: someone changed them after you read them; GET them again and apply your change to what you get", ifMatch, account)
@@ -96,15 +110,17 @@ func etag(version int64) string {
 	return `"v` + strconv.FormatInt(version, 10) + `"`
 }
 
-// parseETag reads the version out of an If-Match that names exactly one
-// of our entity tags, as etag wrote it. Anything else names no version
-// of ours: a weak tag (W/"…") never matches, because If-Match compares
-// strongly, and a list is not read.
-func parseETag(ifMatch string) (version int64, ok bool) {
-	tag := strings.TrimSpace(ifMatch)
-	digits := strings.TrimSuffix(strings.TrimPrefix(tag, `"v`), `"`)
-	version, err := strconv.ParseInt(digits, 10, 64)
-	return version, err == nil && etag(version) == tag
+// versions reads the versions out of the strong entity tags that are ours,
+// as etag writes them; a tag of any other form names no version of ours.
+func versions(tags []string) []int64 {
+	var out []int64
+	for _, tag := range tags {
+		digits := strings.TrimSuffix(strings.TrimPrefix(tag, `"v`), `"`)
+		if v, err := strconv.ParseInt(digits, 10, 64); err == nil && etag(v) == tag {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // writeSettings sends settings at version, with their ETag.

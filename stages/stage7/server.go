@@ -138,9 +138,10 @@ func (s *Server) execute(ctx context.Context, held lease, op operation) (respons
 	body, location, err := op(ctx, tx, auth.Customer(ctx))
 	var res response
 	switch {
-	case errors.Is(err, problem.InsufficientFunds):
+	case errors.Is(err, problem.InsufficientFunds), errors.Is(err, problem.DailyLimitExceeded):
 		// A business outcome, not a failure: no money moved, and that is
-		// the answer to this request for good, even if money arrives later.
+		// the answer to this request for good, even if money arrives or
+		// the limit is raised later.
 		status, b := problem.Marshal(err)
 		res = response{status: status, contentType: problem.ContentType, body: b}
 	case err != nil:

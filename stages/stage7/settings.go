@@ -46,7 +46,9 @@ func (s *Server) PutSettings(w http.ResponseWriter, r *http.Request) {
 	// nothing. An If-Match is a list (RFC 9110): it names the current
 	// version when any strong tag in it does; a weak tag never does; one
 	// that is malformed or names none of our versions gets 412
-	// (problem.PreconditionFailed), and nothing changes.
+	// (problem.PreconditionFailed), and nothing changes. The kit reads the
+	// header's list for you (request.IfMatch); versions, below, picks our
+	// versions out of it.
 
 	// The core confirms every change of a limit, outside any transaction.
 	if err := s.env.Bank.CallCore(ctx); err != nil {
@@ -89,15 +91,17 @@ func etag(version int64) string {
 	return `"v` + strconv.FormatInt(version, 10) + `"`
 }
 
-// parseETag reads the version out of an If-Match that names exactly one
-// of our entity tags, as etag wrote it. Anything else names no version
-// of ours: a weak tag (W/"…") never matches, because If-Match compares
-// strongly, and a list is not read.
-func parseETag(ifMatch string) (version int64, ok bool) {
-	tag := strings.TrimSpace(ifMatch)
-	digits := strings.TrimSuffix(strings.TrimPrefix(tag, `"v`), `"`)
-	version, err := strconv.ParseInt(digits, 10, 64)
-	return version, err == nil && etag(version) == tag
+// versions reads the versions out of the strong entity tags that are ours,
+// as etag writes them; a tag of any other form names no version of ours.
+func versions(tags []string) []int64 {
+	var out []int64
+	for _, tag := range tags {
+		digits := strings.TrimSuffix(strings.TrimPrefix(tag, `"v`), `"`)
+		if v, err := strconv.ParseInt(digits, 10, 64); err == nil && etag(v) == tag {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // writeSettings sends settings at version, with their ETag.

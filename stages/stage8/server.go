@@ -163,9 +163,10 @@ func (s *Server) execute(ctx context.Context, held lease, op operation) (respons
 	// of its own, through complete, which checks the lease. Write refuse
 	// for that.
 	switch {
-	case errors.Is(err, problem.InsufficientFunds):
+	case errors.Is(err, problem.InsufficientFunds), errors.Is(err, problem.DailyLimitExceeded):
 		// A business outcome, not a failure: no money moved, and that is
-		// the answer to this request for good, even if money arrives later.
+		// the answer to this request for good, even if money arrives or
+		// the limit is raised later.
 		res = refusal(err)
 	case err != nil:
 		return response{}, err

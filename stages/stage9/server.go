@@ -66,8 +66,8 @@ func (s *Server) Transfer(w http.ResponseWriter, r *http.Request) {
 			return nil, "", err
 		}
 		// The reference goes in after the transfer, in its transaction: a
-		// transfer refused (insufficient funds) holds no reference, and one
-		// made holds it from the moment it commits.
+		// transfer refused (insufficient funds, its daily limit) holds no
+		// reference, and one made holds it from the moment it commits.
 		if req.Reference != "" {
 			if err := holdReference(ctx, tx, customer, req.Reference, t.ID, s.env.Clock.Now()); err != nil {
 				return nil, "", err
@@ -166,9 +166,10 @@ func (s *Server) execute(ctx context.Context, held lease, op operation) (respons
 		// The transfer op made must not stay: roll it back, money and all.
 		tx.Rollback()
 		return s.refuse(ctx, held, refusal(err))
-	case errors.Is(err, problem.InsufficientFunds):
+	case errors.Is(err, problem.InsufficientFunds), errors.Is(err, problem.DailyLimitExceeded):
 		// A business outcome, not a failure: no money moved, and that is
-		// the answer to this request for good, even if money arrives later.
+		// the answer to this request for good, even if money arrives or
+		// the limit is raised later.
 		res = refusal(err)
 	case err != nil:
 		return response{}, err
