@@ -69,6 +69,9 @@ func runWatch(ctx context.Context, in *invocation) error {
 				studentloop.Summarize(in.stdout, root, o)
 			}
 		},
+		Unchanged: func(time.Time) {
+			fmt.Fprintf(in.stdout, "── %s  saved, but the Go files are as the last run read them: nothing to rerun\n", now().Format("15:04:05"))
+		},
 		Fallback: func(err error) {
 			fmt.Fprintf(in.stdout, "file events do not work here (%v): scanning the folder instead\n", err)
 		},
