@@ -37,7 +37,8 @@ func runHint(ctx context.Context, in *invocation) error {
 	}
 	switch {
 	case sp.State == studentloop.NotStarted && *check == "":
-		fmt.Fprintf(in.stdout, "stage %d has not run yet: lab check %d (or lab watch %d) first, so that the hint is about the check that fails.\n\n", n, n, n)
+		fmt.Fprintf(in.stdout, "stage %d has not run yet: %s (or %s) first, so that the hint is about the check that fails.\n\n",
+			n, studentloop.Command("check", n), studentloop.Command("watch", n))
 	case topic == "stage":
 		fmt.Fprintf(in.stdout, "stage %d at its last run: %s.\n\n", n, sp.State)
 	default:
@@ -50,7 +51,7 @@ func runHint(ctx context.Context, in *invocation) error {
 	if tier < studentloop.Tiers {
 		fmt.Fprintf(in.stdout, "(hint %d of %d: ask again for %s)\n", tier, studentloop.Tiers, studentloop.TierNames[tier])
 	} else {
-		fmt.Fprintf(in.stdout, "(that was the last hint: the lesson's exercise, then lab diff %d if you must)\n", n)
+		fmt.Fprintf(in.stdout, "(that was the last hint: the lesson's exercise, then %s if you must)\n", studentloop.Command("diff", n))
 	}
 	return p.Save(root)
 }
