@@ -42,21 +42,12 @@ func mdOutline(path string) (heads []heading, ids []heading, stray []string, err
 		return nil, nil, nil, fmt.Errorf("lesson file: %w", err)
 	}
 	count := map[string]int{}
-	fence, pending := "", ""
+	var fence fences
+	pending := ""
 	sc := bufio.NewScanner(bytes.NewReader(text))
 	for sc.Scan() {
 		line := strings.TrimRight(sc.Text(), " \t")
-		trimmed := strings.TrimLeft(line, " ")
-		if f := fenceOf(trimmed); f != "" && len(line)-len(trimmed) < 4 {
-			switch {
-			case fence == "":
-				fence = f
-			case closes(trimmed, fence):
-				fence = ""
-			}
-			continue
-		}
-		if fence != "" {
+		if fence.step(line) {
 			continue
 		}
 		if pending != "" {
@@ -73,6 +64,7 @@ func mdOutline(path string) (heads []heading, ids []heading, stray []string, err
 		if !ok {
 			continue
 		}
+		trimmed := strings.TrimLeft(line, " ")
 		level := len(trimmed) - len(strings.TrimLeft(trimmed, "#"))
 		a := githubAnchor(text)
 		if n := count[a]; n > 0 {
@@ -283,27 +275,37 @@ func readGlossary(path string) (glossary, error) {
 // prose returns the lines of a lesson a reader reads as sentences, with
 // their line numbers: not fenced blocks, not <a id> lines.
 func prose(md string) (lines []string, numbers []int) {
-	fence := ""
+	var fence fences
 	n := 0
 	for line := range strings.Lines(md) {
 		n++
-		trimmed := strings.TrimSpace(line)
-		if f := fenceOf(trimmed); f != "" {
-			switch {
-			case fence == "":
-				fence = f
-			case closes(trimmed, fence):
-				fence = ""
-			}
+		line = strings.TrimRight(line, "\n")
+		if fence.step(line) || explicitAnchor.MatchString(strings.TrimSpace(line)) {
 			continue
 		}
-		if fence != "" || explicitAnchor.MatchString(trimmed) {
-			continue
-		}
-		lines = append(lines, strings.TrimRight(line, "\n"))
+		lines = append(lines, line)
 		numbers = append(numbers, n)
 	}
 	return lines, numbers
+}
+
+// fences follows a markdown text's fenced blocks line by line.
+type fences struct{ open string }
+
+// step takes the next line and reports whether it is not text: a fence
+// (indented less than a code block), or a line inside a fenced block.
+func (f *fences) step(line string) bool {
+	trimmed := strings.TrimLeft(line, " ")
+	if fence := fenceOf(trimmed); fence != "" && len(line)-len(trimmed) < 4 {
+		switch {
+		case f.open == "":
+			f.open = fence
+		case closes(trimmed, f.open):
+			f.open = ""
+		}
+		return true
+	}
+	return f.open != ""
 }
 
 var (
