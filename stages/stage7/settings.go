@@ -38,45 +38,44 @@ func (s *Server) PutSettings(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, err)
 		return
 	}
-	// TODO(stage 7): require If-Match, the ETag of the settings this change
-	// was based on (r.Header.Values("If-Match"), joined with ", "). Without
-	// it, or with If-Match: *, the PUT names no version, and writing it
-	// would overwrite whatever another clerk saved since this one read:
-	// answer 428 (problem.PreconditionRequired) and change nothing. Read
-	// the version with parseETag; a tag that is not one of ours (a weak
-	// W/"…", a list, a typo) cannot name the current version: 412
-	// (problem.PreconditionFailed), nothing changed.
+	// TODO(stage 7): when you are done, a PUT is written only if it names
+	// the version of the settings it was based on. Here, before the core
+	// call: a PUT without If-Match, or with If-Match: *, names no version,
+	// and writing it would overwrite whatever another clerk saved since
+	// this one read: it gets 428 (problem.PreconditionRequired) and changes
+	// nothing. An If-Match is a list (RFC 9110): it names the current
+	// version when any strong tag in it does; a weak tag never does; one
+	// that is malformed or names none of our versions gets 412
+	// (problem.PreconditionFailed), and nothing changes.
 
 	// The core confirms every change of a limit, outside any transaction.
 	if err := s.env.Bank.CallCore(ctx); err != nil {
 		problem.Write(w, err)
 		return
 	}
-	// TODO(stage 7): make this write conditional. As it is, the last clerk
-	// to save wins, whatever version they read: clerk B, saving a copy read
-	// before clerk A saved, silently puts back what A changed (A lowered
-	// the daily limit; B renamed the account; the old limit is back, and
-	// money moves past A's limit). Check and write in one statement:
-	//
-	//	UPDATE account_settings SET nickname = ?, daily_limit = ?, version = version + 1
-	//	WHERE account_id = ? AND version = ?
-	//
-	// with the version If-Match named, and read res.RowsAffected(): 0 rows
-	// means the version moved on since this clerk read it: 412
-	// (problem.PreconditionFailed), nothing changed. Moving the version on
-	// in every write is what turns the other clerks' ETags stale. Do not
-	// SELECT the version first and compare it in Go: another clerk's write
-	// can land between your read and your write (the core call sits right
-	// there), and yours would overwrite it.
+	// TODO(stage 7): as it is, the last clerk to save wins, whatever
+	// version they read: a clerk saving a copy read before another's save
+	// silently puts back what the other changed (a lowered daily limit
+	// included, and then money moves past it). When you are done, this
+	// write happens only over the version If-Match named, and the database
+	// decides that in the same step as it writes: a version read first and
+	// compared in Go leaves a window (the core call sits in it) where
+	// another clerk's save lands and is then overwritten, on SQLite as on
+	// PostgreSQL. Every successful write makes a new version, whatever it
+	// changed, so that every other clerk's ETag stops matching. A write
+	// that found the version moved on changes nothing and gets 412
+	// (problem.PreconditionFailed).
 	if _, err := s.env.DB.ExecContext(ctx,
 		`UPDATE account_settings SET nickname = ?, daily_limit = ? WHERE account_id = ?`,
 		want.Nickname, want.DailyLimit, account); err != nil {
 		problem.Write(w, err)
 		return
 	}
-	// TODO(stage 7): answer with what this write made: want, at the version
-	// after the one If-Match named (the UPDATE moved it on by exactly one).
-	// A read after the write may already see another clerk's later write.
+	// TODO(stage 7): the answer names the state this write made: the
+	// settings the clerk sent and the ETag of the version the write created,
+	// the one the clerk's next PUT will carry. Neither the If-Match it sent
+	// (already stale) nor a read after the write (it may see a later save
+	// by someone else).
 	settings, version, err := s.env.Bank.AccountSettings(ctx, auth.Customer(ctx), account)
 	if err != nil {
 		problem.Write(w, err)
