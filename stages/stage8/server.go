@@ -33,9 +33,9 @@ type Server struct {
 // New creates the key table if it does not exist and returns the handlers.
 // It returns an error if the table cannot be created.
 //
-// TODO(stage 8): create the reference table here too (createReferenceTable,
-// see references.go), so that it exists before the first request; return
-// the error if that fails.
+// TODO(stage 8): the reference table must exist before the first request
+// (createReferenceTable, see references.go); if it cannot be made, New
+// fails with that error.
 func New(ctx context.Context, env stage.Env) (stage.Handlers, error) {
 	if err := createKeyTable(ctx, env.DB); err != nil {
 		return nil, err
@@ -66,16 +66,14 @@ func (s *Server) Transfer(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, "", err
 		}
-		// TODO(stage 8): when the transfer carries a reference
-		// (req.Reference != ""), hold it here, in this transaction, right
-		// after the transfer: holdReference(ctx, tx, customer,
-		// req.Reference, t.ID, s.env.Clock.Now()), and return its error.
-		// After the transfer, not before: a transfer refused for
-		// insufficient funds must not hold the reference (the customer
-		// will pay that invoice once money arrives), and a transfer made
-		// holds it from the moment it commits, with its money. A transfer
-		// without a reference holds none: an empty one, stored, would
-		// refuse the second transfer without a reference.
+		// TODO(stage 8): when you are done, a transfer that carries a
+		// reference holds it here, in this transaction, with holdReference,
+		// and its error fails the operation. Here and not before the
+		// transfer: a transfer refused for any reason (insufficient funds,
+		// the daily limit, an unknown account) must leave its invoice
+		// payable, and only now is the outcome known. A transfer without a
+		// reference holds none: an empty one, stored, would refuse the
+		// second transfer without a reference.
 		return t, "/transfers/" + t.ID, nil
 	})
 }
@@ -155,15 +153,15 @@ func (s *Server) execute(ctx context.Context, held lease, op operation) (respons
 	defer tx.Rollback()
 	body, location, err := op(ctx, tx, auth.Customer(ctx))
 	var res response
-	// TODO(stage 8): a duplicate reference (errors.Is(err,
-	// problem.DuplicateReference)) is, like insufficient funds, this
-	// request's answer for good; but op found it after the transfer had
-	// moved the money in tx. Roll tx back first (tx.Rollback()): storing
-	// the answer in tx would commit the transfer with it, and the client
-	// told 409 would have paid. Then store refusal(err) under the held key
-	// in a transaction of its own, with complete, and return it: write
-	// refuse(ctx, held, res) for that, so that a retry with this key gets
-	// the same 409 again, byte for byte, marked as a replay.
+	// TODO(stage 8): a duplicate reference (problem.DuplicateReference) is,
+	// like insufficient funds, this request's answer for good, and a retry
+	// with this key must get the same 409 again, byte for byte, marked as a
+	// replay. But op found it after the transfer had moved the money in tx:
+	// when you are done, nothing of tx commits (storing the answer in tx
+	// would commit the transfer with it, and the client told 409 would have
+	// paid), and the refusal is stored under the held key in a transaction
+	// of its own, through complete, which checks the lease. Write refuse
+	// for that.
 	switch {
 	case errors.Is(err, problem.InsufficientFunds):
 		// A business outcome, not a failure: no money moved, and that is
