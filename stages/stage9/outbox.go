@@ -8,12 +8,16 @@ import (
 	"idemlab/kit/bank"
 )
 
-// TODO(stage 9): enqueue writes t's posting to the outbox, inside tx, the
-// transaction that moves t's money. The kit made the table (kit/bank's
-// outbox.go): INSERT INTO outbox (transfer_id, from_account, to_account,
-// amount, created_at) VALUES (?, ?, ?, ?, ?), with t.ID, t.From, t.To,
-// t.Amount and clock.Format(now). Leave sent_at NULL: the row is owed
-// until the core has acknowledged it.
+// TODO(stage 9): enqueue writes t's posting to the outbox (the kit made
+// the table: kit/bank's outbox.go), inside tx, the transaction that moves
+// t's money. When you are done, the row commits with the money or not at
+// all: a refused transfer leaves no row, and a crash after the commit
+// leaves one that a relay will find. The row is owed until the core has
+// acknowledged it, so nothing marks it sent here. Whatever key the row
+// will be posted under must name this transfer and nothing else, for the
+// transfer's whole life: not drawn per attempt, not made from the
+// posting's content (two equal payments would share it), not the client's
+// Idempotency-Key (two customers may use the same one).
 func enqueue(ctx context.Context, tx *sql.Tx, t bank.Transfer, now time.Time) error {
 	return nil
 }
@@ -22,18 +26,18 @@ func enqueue(ctx context.Context, tx *sql.Tx, t bank.Transfer, now time.Time) er
 // goroutine, for as long as the server runs. It returns how many rows it
 // marked sent.
 //
-// TODO(stage 9): read the rows whose sent_at is NULL, oldest (lowest id)
-// first, and for each: send its posting (core.Posting{TransferID, From,
-// To, Amount}) with s.env.Core.Post(ctx, key, posting), and only when Post
-// returns no error, set its sent_at (UPDATE outbox SET sent_at = ? WHERE
-// id = ?). On the first error, stop and return it: the row stays owed and
-// the next pass sends it again.
-//
-// The key is the heart of it: it must be the same every time this row is
-// sent (the transfer's id, say), never one drawn for the attempt. The core
-// applies each key once; when its answer is lost, or the server dies
-// before the UPDATE, the row is sent again, and only the same key gets the
-// posting already made instead of a second one.
+// TODO(stage 9): when you are done, every owed row reaches the core
+// once in effect. A pass reads owed rows, oldest first, and sends each
+// with s.env.Core.Post under the row's own unchanging key: the core
+// applies each key once, so a row sent again (its answer lost, or the
+// server dead before the row was marked) gets the posting already made,
+// not a second one. A row is marked sent only after the core said yes,
+// never before. An error that means "retry later" (no answer, 5xx, 429)
+// leaves the row owed for a later pass; a refusal for good (a 422,
+// core.Refusal says which) would be refused on every pass and hold up
+// every row behind it: set it aside as a dead letter with the core's
+// answer, and go on. Mark rows many at a time, not with one write per
+// row, or the relay falls behind under load.
 func (s *Server) Relay(ctx context.Context) (int, error) {
 	return 0, nil
 }

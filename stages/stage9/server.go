@@ -73,12 +73,13 @@ func (s *Server) Transfer(w http.ResponseWriter, r *http.Request) {
 				return nil, "", err
 			}
 		}
-		// TODO(stage 9): the core ledger must hear of t. Write its row to
-		// the outbox here, in tx, with enqueue (outbox.go), and return
-		// its error: the row commits with the money or not at all. Not a
-		// call to the core from here: the core may be down (the customer
-		// would be refused for it), and the server may die between its
-		// commit and the call (the core would never hear of t).
+		// TODO(stage 9): the core ledger must hear of t. When you are done,
+		// the promise to tell it (enqueue, outbox.go) is written here, in
+		// tx, and its error fails the operation: the promise commits with
+		// the money or not at all. Not a call to the core from here: the
+		// core may be down (the customer would be refused for it), and the
+		// server may die between its commit and the call (the core would
+		// never hear of t).
 		return t, "/transfers/" + t.ID, nil
 	})
 }
