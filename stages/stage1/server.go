@@ -75,10 +75,9 @@ func (s *Server) Deposit(w http.ResponseWriter, r *http.Request) {
 // or not at all, so a failed transfer leaves no claim behind.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, op operation) {
 	ctx := r.Context()
-	// TODO(stage 1): read the request's key with idemkey.FromRequest and
-	// write its error (a 400) if there is none or it is malformed. Do it
-	// here, before anything is claimed: a request without a usable key is
-	// refused with nothing stored and nothing moved.
+	// TODO(stage 1): when you are done, a request without a usable key
+	// (idemkey.FromRequest says which) gets its 400 here, before anything
+	// is claimed or moved: nothing stored, nothing moved.
 	if err := s.env.Bank.CallCore(ctx); err != nil {
 		problem.Write(w, err)
 		return
@@ -89,10 +88,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, op operation) {
 		return
 	}
 	defer tx.Rollback()
-	// TODO(stage 1): claim the key in this transaction, before the business
-	// write (see claim in keys.go), and write its error if the claim fails.
-	// Because the claim and the money share the transaction, they commit
-	// together or not at all.
+	// TODO(stage 1): the key is claimed here (claim, keys.go), in this
+	// transaction and before the business write; a failed claim answers
+	// with its error and moves nothing. Because the claim and the money
+	// share the transaction, they commit together or not at all.
 	body, location, err := op(ctx, tx, auth.Customer(ctx))
 	if err != nil {
 		problem.Write(w, err)
