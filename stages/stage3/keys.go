@@ -18,9 +18,9 @@ import (
 // clock.Format strings (RFC 3339, UTC, milliseconds): fixed width, so
 // they compare as text in the order they compare as instants.
 //
-// TODO(stage 3): add a state column, 'in_progress' or 'completed' (the lab
-// reads exactly these names; a CHECK constraint keeps them honest), and,
-// if you like, a completed_at time.
+// TODO(stage 3): every key has a state, in_progress or completed, in a
+// column named state (the lab reads exactly these names; let the database
+// refuse any other value), and, if you like, the time it was completed.
 const keySchema = `CREATE TABLE IF NOT EXISTS idempotency_keys (
 	id          INTEGER PRIMARY KEY,
 	key         TEXT NOT NULL UNIQUE,
@@ -44,15 +44,15 @@ func createKeyTable(ctx context.Context, db *sql.DB) error {
 // other failure is 503 unavailable: a request that could not be claimed
 // must not execute.
 //
-// TODO(stage 3): insert the key with state 'in_progress' in a transaction
-// of its own (take db, not tx), commit it, and return the new row's id
-// (INSERT … RETURNING id, under labdb.Savepoint so that the transaction
-// can still read after a unique violation) for the completion and the
-// release. On a unique
-// violation, read the stored state with the fingerprint: a different
+// TODO(stage 3): when you are done, the claim is in_progress and visible
+// to every retry before the core call: it commits in a transaction of its
+// own (so it takes db, not tx), and hands back the row's id for the
+// completion and the release. The write stays under labdb.Savepoint, so
+// that the transaction can still read after a unique violation. On a
+// unique violation, read the stored state with the fingerprint: a different
 // fingerprint is still 422 whatever the state; an in-progress key is 409
-// request-in-progress with a Retry-After (a problem.Error with RetryAfter
-// set; a second is fine); a completed key is 409 duplicate-request, as now.
+// request-in-progress with a Retry-After (problem.Error carries one; a
+// second is fine); a completed key is 409 duplicate-request, as now.
 func claim(ctx context.Context, tx *sql.Tx, key, fp string, now time.Time) error {
 	err := labdb.Savepoint(ctx, tx, func() error {
 		_, err := tx.ExecContext(ctx,
@@ -80,11 +80,11 @@ func claim(ctx context.Context, tx *sql.Tx, key, fp string, now time.Time) error
 	}
 }
 
-// TODO(stage 3): write complete(ctx, tx, id, now), which sets the key's
-// state to 'completed' inside the transaction that carries the business
-// write (so a key is never completed while its money did not move), and
-// release(ctx, db, id), which deletes an in-progress claim whose request
-// failed before its money moved, so that a retry executes. A key-store
+// TODO(stage 3): write complete, which makes the key completed inside the
+// transaction that carries the business write (so a key is never
+// completed while its money did not move), and release, which gives back
+// a claim whose request failed before its money moved, so that a retry
+// executes; it must never give back a completed key. A key-store
 // error in complete is a 503, like the claim's. If release itself fails
 // the key stays in progress; stage 6 is about that.
 

@@ -91,7 +91,8 @@ func (s *Server) Deposit(w http.ResponseWriter, r *http.Request) {
 // only if the money moved. If anything fails after the claim (the core
 // wait, op, the completion or the commit), the rollback means no money
 // moved: release the claim so that a retry executes, then write the error.
-// Release with context.WithoutCancel(ctx): the client may have gone away.
+// The release must run even when the client has gone away and its
+// request's context is cancelled.
 // And release only once the business transaction has rolled back: while it
 // is open it holds SQLite's one write lock, and a release run beside it
 // (say, with defer tx.Rollback() still pending in this function) waits the
