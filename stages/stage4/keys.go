@@ -20,9 +20,9 @@ import (
 // milliseconds): fixed width, so they compare as text in the order they
 // compare as instants.
 //
-// TODO(stage 4): add the response columns, set when the key completes:
-// status (INTEGER), content_type and location (TEXT) and body (BLOB: the
-// exact bytes sent).
+// TODO(stage 4): when you are done, a completed key's row holds the
+// answer it was given: its status, content type, location and the exact
+// body bytes sent, set when the key completes.
 const keySchema = `CREATE TABLE IF NOT EXISTS idempotency_keys (
 	id           INTEGER PRIMARY KEY,
 	key          TEXT NOT NULL UNIQUE,
@@ -110,9 +110,9 @@ func claim(ctx context.Context, db *sql.DB, key, fp string, now time.Time) (int6
 // carries the business write, so that the key is completed if and only if
 // the money moved. It returns 503 unavailable if the key store fails.
 //
-// TODO(stage 4): store the response with the completion, in this same
-// UPDATE: the answer is stored if and only if the transaction that carries
-// it commits.
+// TODO(stage 4): the response is stored by the same statement that
+// completes the key: the answer is stored if and only if the transaction
+// that carries it commits.
 func complete(ctx context.Context, tx *sql.Tx, id int64, now time.Time) error {
 	_, err := tx.ExecContext(ctx,
 		`UPDATE idempotency_keys SET state = 'completed', completed_at = ? WHERE id = ?`, clock.Format(now), id)

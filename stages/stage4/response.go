@@ -19,9 +19,10 @@ type response struct {
 // already executed". Nothing else is stored or sent again; in particular
 // never a Set-Cookie, which belongs to one client's session.
 //
-// TODO(stage 4): set Content-Type, and Location if res has one, then
-// Idempotent-Replayed: true if replayed, then write the status and the
-// body bytes exactly as stored. Use it for first answers too (replayed
-// false), so that a first answer and its replays are the same bytes.
+// TODO(stage 4): when you are done, write sends the stored headers
+// (Content-Type, and Location when there is one), Idempotent-Replayed:
+// true only when replayed, then the stored status and body bytes exactly
+// as stored. First answers go through it too, so that a first answer and
+// its replays are the same bytes.
 func (res response) write(w http.ResponseWriter, replayed bool) {
 }

@@ -98,7 +98,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, raw []byte, op op
 	// our transaction.
 	// TODO(stage 4): a claim that finds the key completed no longer fails
 	// with 409 duplicate-request: it hands back the stored response, and
-	// serve sends it again with response.write(w, true), and stops.
+	// serve sends it again, marked as a replay, and stops.
 	id, err := claim(ctx, s.env.DB, key, fp, s.env.Clock.Now())
 	if err != nil {
 		problem.Write(w, err)
@@ -112,8 +112,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, raw []byte, op op
 		problem.Write(w, err)
 		return
 	}
-	// TODO(stage 4): send the response that execute stored, with
-	// response.write(w, false): the same bytes every replay will get.
+	// TODO(stage 4): the first answer is the response execute stored, sent
+	// by write unmarked: the same bytes every replay will get.
 	w.Header().Set("Location", location)
 	respond.JSON(w, http.StatusCreated, body)
 }
@@ -123,16 +123,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, raw []byte, op op
 // or neither happens. It returns op's error, or the core's, or 503 if the
 // key could not be completed.
 //
-// TODO(stage 4): make the response here, inside the transaction, and
-// store it with the completion; return it instead of body and location.
-// For a success, render the body once with respond.Marshal: those bytes
-// are stored and sent, so a replay is byte for byte the first answer
+// TODO(stage 4): when you are done, the response is made here, inside the
+// transaction, stored with the completion, and returned instead of body
+// and location. A success's body is rendered once (respond.Marshal): those
+// bytes are stored and sent, so a replay is byte for byte the first answer
 // (status 201, respond.ContentType, the Location). Insufficient funds
-// (errors.Is(err, problem.InsufficientFunds)) is a business outcome, not a
-// failure: no money moved, and that is this request's answer for good,
-// even if money arrives later. Render it with problem.Marshal, store it
-// (problem.ContentType, no Location) and complete the key with it. Every
-// other error still rolls back, and the claim is released.
+// (problem.InsufficientFunds) is a business outcome, not a failure: no
+// money moved, and that is this request's answer for good, even if money
+// arrives later; it is rendered (problem.Marshal, problem.ContentType, no
+// Location), stored and committed like a success. Every other error still
+// rolls back, and the claim is released.
 func (s *Server) execute(ctx context.Context, id int64, op operation) (any, string, error) {
 	if err := s.env.Bank.CallCore(ctx); err != nil {
 		return nil, "", err
