@@ -22,9 +22,10 @@ import (
 // fixed width, so they compare as text in the order they compare as
 // instants.
 //
-// TODO(stage 5): scope the key: add customer, method and route columns,
-// and make the UNIQUE constraint span all four, UNIQUE (customer, method,
-// route, key), instead of the key alone.
+// TODO(stage 5): when you are done, a key's row names its whole scope
+// (customer, method, route pattern and key string), and the database
+// refuses a second row only for the same four together, not for the key
+// string alone.
 const keySchema = `CREATE TABLE IF NOT EXISTS idempotency_keys (
 	id           INTEGER PRIMARY KEY,
 	key          TEXT NOT NULL UNIQUE,
@@ -57,10 +58,10 @@ func createKeyTable(ctx context.Context, db *sql.DB) error {
 // existing row decides (see existing). Any other failure is 503
 // unavailable: a request that could not be claimed must not execute.
 //
-// TODO(stage 5): claim the key under its whole scope. Before the INSERT, in
-// the same transaction, delete this scope's key if it is completed and its
-// retention period has passed (completed_at at or before now minus the
-// retention): it is forgotten, and this request is a new one. Doing both
+// TODO(stage 5): the key is claimed under its whole scope. Before the
+// claim, in the same transaction, this scope's key is forgotten if it is
+// completed and its retention period, counted from its completion on the
+// lab clock, has passed: this request is then a new one. Doing both
 // in one transaction means no other request can slip in between. Never
 // delete an in-progress key here.
 func claim(ctx context.Context, db *sql.DB, key, fp string, now time.Time) (id int64, stored *response, err error) {
@@ -154,9 +155,10 @@ func release(ctx context.Context, db *sql.DB, id int64) {
 	db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE id = ? AND state = 'in_progress'`, id)
 }
 
-// TODO(stage 5): write purge(ctx, db, …), the DELETE behind Server.Purge:
-// completed keys whose completed_at is at or before now minus the
-// retention. The state condition is the point.
+// TODO(stage 5): write purge, behind Server.Purge: it forgets every
+// completed key whose retention period, counted from its completion, has
+// passed, by the same rule as the claim, and reports how many went. A key
+// in progress is never forgotten, however old.
 
 // unavailable is the answer to any failure of the key store: 503, and
 // nothing executed.
