@@ -317,7 +317,7 @@ var (
 	// spacedAlnum is a space between such a letter and a half-width
 	// letter or digit, either way round.
 	spacedAlnum = regexp.MustCompile(jaLetter + ` +[A-Za-z0-9]|[A-Za-z0-9] +` + jaLetter)
-	codeSpan    = regexp.MustCompile("`[^`]*`")
+	inlineSpan  = regexp.MustCompile("`[^`]*`")
 	isJaLetter  = regexp.MustCompile("^" + jaLetter + "$")
 	// italics is emphasis by one asterisk (*自分の*), an English device:
 	// Japanese says it with word order or 「」. Bold (**) is a term's
@@ -328,7 +328,7 @@ var (
 // tightCode returns the first inline code span of line that touches a
 // kana or a kanji, with that letter, or "".
 func tightCode(line string) string {
-	for _, span := range codeSpan.FindAllStringIndex(line, -1) {
+	for _, span := range inlineSpan.FindAllStringIndex(line, -1) {
 		before, _ := utf8.DecodeLastRuneInString(line[:span[0]])
 		after, _ := utf8.DecodeRuneInString(line[span[1]:])
 		if isJaLetter.MatchString(string(before)) || isJaLetter.MatchString(string(after)) {

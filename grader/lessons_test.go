@@ -196,11 +196,7 @@ func githubAnchor(heading string) string {
 // function to write, declared in the excerpt itself, exported by a kit
 // package or the standard library, or predeclared.
 func TestLessons_CodeNamesWhatTheScaffoldHas(t *testing.T) {
-	files := map[int]string{}
-	for _, c := range grader.Catalogue() {
-		file, _, _ := strings.Cut(c.Lesson, "#")
-		files[c.Stage] = file
-	}
+	files := stageLessons()
 	for _, stage := range slices.Sorted(maps.Keys(files)) {
 		text, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(files[stage])))
 		if err != nil {
@@ -215,6 +211,16 @@ func TestLessons_CodeNamesWhatTheScaffoldHas(t *testing.T) {
 			t.Errorf("%s names %s, which stages/stage%d does not declare (nor its TODOs, the kit or the standard library)", files[stage], m, stage)
 		}
 	}
+}
+
+// stageLessons maps each stage to the lesson file its checks name.
+func stageLessons() map[int]string {
+	files := map[int]string{}
+	for _, c := range grader.Catalogue() {
+		file, _, _ := strings.Cut(c.Lesson, "#")
+		files[c.Stage] = file
+	}
+	return files
 }
 
 func TestUndeclared(t *testing.T) {
@@ -337,30 +343,52 @@ func undeclared(stage int, lesson string) ([]string, error) {
 // goBlocks returns the text of each ```go fenced block of a markdown text.
 func goBlocks(md string) []string {
 	var blocks []string
-	var cur *strings.Builder
-	fence := ""
+	for _, b := range splitFences(md).blocks {
+		if b.info == "go" {
+			blocks = append(blocks, b.text)
+		}
+	}
+	return blocks
+}
+
+// fenced is a fenced block of a markdown text: its info string (the
+// language) and its lines, fences left out.
+type fenced struct{ info, text string }
+
+// markdownParts is a markdown text split into its fenced blocks and the
+// prose around them.
+type markdownParts struct {
+	blocks []fenced
+	prose  string
+}
+
+// splitFences splits a markdown text into its fenced blocks (``` or ~~~)
+// and the rest. A block left open at the end is not a block.
+func splitFences(md string) markdownParts {
+	var parts markdownParts
+	var prose, cur strings.Builder
+	fence, info := "", ""
 	for line := range strings.Lines(md) {
 		trimmed := strings.TrimSpace(line)
 		if f := fenceOf(trimmed); f != "" {
 			switch {
 			case fence == "":
-				fence = f
-				if strings.TrimSpace(strings.TrimLeft(trimmed, f[:1])) == "go" {
-					cur = &strings.Builder{}
-				}
+				fence, info = f, strings.TrimSpace(strings.TrimLeft(trimmed, f[:1]))
 			case closes(trimmed, fence):
-				if cur != nil {
-					blocks = append(blocks, cur.String())
-				}
-				fence, cur = "", nil
+				parts.blocks = append(parts.blocks, fenced{info, cur.String()})
+				fence = ""
+				cur.Reset()
 			}
 			continue
 		}
-		if cur != nil {
+		if fence != "" {
 			cur.WriteString(line)
+		} else {
+			prose.WriteString(line)
 		}
 	}
-	return blocks
+	parts.prose = prose.String()
+	return parts
 }
 
 // parseExcerpt parses a lesson's excerpt as what it is: a file's

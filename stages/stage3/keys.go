@@ -80,9 +80,9 @@ func claim(ctx context.Context, tx *sql.Tx, key, fp string, now time.Time) error
 	}
 }
 
-// TODO(stage 3): write complete, which makes the key completed inside the
-// transaction that carries the business write (so a key is never
-// completed while its money did not move), and release, which gives back
+// TODO(stage 3): write complete(…), which makes the key completed inside
+// the transaction that carries the business write (so a key is never
+// completed while its money did not move), and release(…), which gives back
 // a claim whose request failed before its money moved, so that a retry
 // executes; it must never give back a completed key. A key-store
 // error in complete is a 503, like the claim's. If release itself fails

@@ -24,9 +24,10 @@ import (
 // milliseconds): fixed width, so they compare as text in the order they
 // compare as instants.
 //
-// TODO(stage 6): lease the in-progress keys: add lease_owner (the token of
-// the request that holds the key) and lease_expires_at (a clock.Format
-// time, so that it compares as text).
+// TODO(stage 6): when you are done, an in-progress key is leased: its row
+// says who holds it (lease_owner, the token of the request that holds the
+// key) and until when (lease_expires_at, a clock.Format time, so that it
+// compares as text).
 const keySchema = `CREATE TABLE IF NOT EXISTS idempotency_keys (
 	id           INTEGER PRIMARY KEY,
 	customer     TEXT NOT NULL,
@@ -78,11 +79,11 @@ func expiredAt(now time.Time, cfg stage.Config) string {
 // other failure is 503 unavailable: a request that could not be claimed
 // must not execute.
 //
-// TODO(stage 6): take a lease. Draw a fresh owner token for this request
-// (crypto/rand.Text() is fine) and insert it with lease_expires_at = now
-// plus cfg.Lease, on the lab clock. Return the row id with the token (a
-// small lease struct reads well), so that complete and release can prove
-// the key is still this request's.
+// TODO(stage 6): every claim takes a lease: a fresh random owner token
+// for this request (crypto/rand has one), held until the lab clock's now
+// plus the lease in force (cfg). The claim hands back the row with the
+// token, so that complete and release can prove the key is still this
+// request's.
 func claim(ctx context.Context, db *sql.DB, sc scope, fp string, now time.Time, cfg stage.Config) (id int64, stored *response, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -128,15 +129,13 @@ func claim(ctx context.Context, db *sql.DB, sc scope, fp string, now time.Time, 
 // TODO(stage 6): an in-progress key is no longer always 409. If its lease
 // is live, it is: its request may still be running. If it has expired,
 // the request that held it has crashed, or is so late that a retry may act
-// for it: take the key over with ONE conditional UPDATE that sets this
-// request's owner and a fresh lease_expires_at,
-//
-//	... WHERE id = ? AND state = 'in_progress' AND lease_expires_at <= now
-//
-// and look at RowsAffected: 1 means this request holds the key now and
-// executes it; 0 means another retry was first, so 409 request-in-progress.
-// Do not read the lease and then write it: the condition in the UPDATE is
-// what makes exactly one of many simultaneous retries win.
+// for it: this request takes the key over, with a new owner and a new
+// expiry, and of many simultaneous retries exactly one may win. When you
+// are done, the database decides that in the same statement that writes
+// the new owner, on the condition that the key is still in progress and
+// its lease expired; the rows it changed say whether this request won
+// (it executes) or another did (409 request-in-progress). A lease read
+// first and compared in Go leaves a window for a second winner.
 func existing(ctx context.Context, tx *sql.Tx, sc scope, fp string) (id int64, stored *response, err error) {
 	var storedFP, state string
 	err = tx.QueryRowContext(ctx,
@@ -179,11 +178,10 @@ func existing(ctx context.Context, tx *sql.Tx, sc scope, fp string) (id int64, s
 // retention period starts now. It returns 503 unavailable if the key store
 // fails.
 //
-// TODO(stage 6): complete the key only if this request still holds it:
-// add AND state = 'in_progress' AND lease_owner = ? to the UPDATE, and if
-// no row was affected, a retry has taken the key over: return 409
-// request-in-progress, so that the caller rolls back the money it was
-// about to commit. Clear the lease columns as the key completes.
+// TODO(stage 6): the key is completed only if it is still in progress and
+// still held by this request's token. If it is not, a retry has taken it
+// over: 409 request-in-progress, so that the caller rolls back the money
+// it was about to commit. The lease ends as the key completes.
 func complete(ctx context.Context, tx *sql.Tx, id int64, res response, now time.Time) error {
 	_, err := tx.ExecContext(ctx,
 		`UPDATE idempotency_keys
@@ -201,8 +199,8 @@ func complete(ctx context.Context, tx *sql.Tx, id int64, res response, now time.
 // store fails here too, the key stays in progress and its retries get 409
 // request-in-progress (stage 6's lease is what frees such a key).
 //
-// TODO(stage 6): delete the key only if this request still holds its
-// lease (AND lease_owner = ?): a retry that took it over is executing it.
+// TODO(stage 6): the key is given back only if this request still holds
+// its lease: a retry that took it over is executing it.
 // If the release fails, the lease expiring is what frees the key now.
 func release(ctx context.Context, db *sql.DB, id int64) {
 	db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE id = ? AND state = 'in_progress'`, id)
