@@ -19,6 +19,7 @@ import (
 	"unicode"
 
 	"idemlab/grader"
+	"idemlab/kit/labctl"
 )
 
 // repoRoot is where the lessons' paths start: go test runs in grader/.
@@ -78,6 +79,101 @@ func TestLessons_EachLinksToTheNext(t *testing.T) {
 		if !link.Match(text) {
 			t.Errorf("%s does not link to the next lesson, [...](%s)", file, next)
 		}
+	}
+}
+
+var anchorLink = regexp.MustCompile(`\]\(((?:\d\d-[a-z0-9-]+\.md)?)#([^)\s]+)\)`)
+
+// A lesson sends the student to a section, of its own (a question's
+// answer further down) or of another lesson: the heading must be there.
+func TestLessons_SectionLinksResolve(t *testing.T) {
+	anchors := map[string]map[string]bool{}
+	for _, file := range stageLessons() {
+		have, err := headingAnchors(filepath.Join(repoRoot, filepath.FromSlash(file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		anchors[pathpkg.Base(file)] = have
+	}
+	for _, file := range stageLessons() {
+		text, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range anchorLink.FindAllStringSubmatch(string(text), -1) {
+			target := m[1]
+			if target == "" {
+				target = pathpkg.Base(file)
+			}
+			if have, ok := anchors[target]; ok && !have[m[2]] {
+				t.Errorf("%s links to %s#%s, which has no such heading", file, target, m[2])
+			}
+		}
+	}
+}
+
+var (
+	// namedWrong finds the wrong versions a lesson names: "the wrong
+	// version `x`", "mutants `x`, `y` and `z`", "the `x` wrong version".
+	namedWrong   = regexp.MustCompile("(?:wrong versions?|[Mm]utants?)((?:,? (?:and )?`[a-z0-9]+(?:-[a-z0-9]+)+`)+)|`([a-z0-9]+(?:-[a-z0-9]+)+)` wrong version")
+	parenthesis  = regexp.MustCompile("\\(`([a-z0-9]+(?:-[a-z0-9]+)+)`[,)]")
+	kebabInSpans = regexp.MustCompile("`([a-z0-9]+(?:-[a-z0-9]+)+)`")
+)
+
+// What a lesson says goes wrong must go wrong: every wrong version it
+// names, and every name it puts in parentheses as the name of one, is a
+// mutant of the ladder (which a check catches), or a lab fault point
+// (`crash-after-commit`) that the sentence arms.
+func TestLessons_WrongVersionsAreMutants(t *testing.T) {
+	known := map[string]bool{}
+	for _, p := range labctl.Points {
+		known[p] = true
+	}
+	paths, err := filepath.Glob(filepath.Join(repoRoot, "grader", "ladder", "mutants", "*", "*.txtar"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no mutants found (%v)", err)
+	}
+	for _, p := range paths {
+		known[strings.TrimSuffix(filepath.Base(p), ".txtar")] = true
+	}
+	for _, file := range stageLessons() {
+		text, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range wrongVersionsNamed(splitFences(string(text)).prose) {
+			if !known[name] {
+				t.Errorf("%s names the wrong version %q, which is no mutant in grader/ladder/mutants (nor a fault point)", file, name)
+			}
+		}
+	}
+}
+
+// wrongVersionsNamed returns the names of wrong versions a lesson's prose
+// gives, in order.
+func wrongVersionsNamed(prose string) []string {
+	var names []string
+	prose = strings.Join(strings.Fields(prose), " ")
+	for _, m := range namedWrong.FindAllStringSubmatch(prose, -1) {
+		for _, n := range kebabInSpans.FindAllStringSubmatch(m[1], -1) {
+			names = append(names, n[1])
+		}
+		if m[2] != "" {
+			names = append(names, m[2])
+		}
+	}
+	for _, m := range parenthesis.FindAllStringSubmatch(prose, -1) {
+		names = append(names, m[1])
+	}
+	return names
+}
+
+func TestWrongVersionsNamed(t *testing.T) {
+	prose := "The mutants `lowercase-key`, `truncated-key` and\n`hand-unquoted-key` fail. That is the `read-then-write` wrong version; the wrong version `x-y`. " +
+		"It arms a fault (`crash-after-commit`). A problem type `request-in-progress` is not a wrong version."
+	want := []string{"lowercase-key", "truncated-key", "hand-unquoted-key", "read-then-write", "x-y", "crash-after-commit"}
+	if got := wrongVersionsNamed(prose); !slices.Equal(got, want) {
+		t.Errorf("wrongVersionsNamed = %q, want %q", got, want)
 	}
 }
 

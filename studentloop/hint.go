@@ -10,14 +10,21 @@ import (
 )
 
 // Tiers is how many hints there are for each check: the idea, where in
-// the code, then an outline in words.
-const Tiers = 3
+// the code, an outline in words, and last the code itself (or its shape),
+// for a student who is stuck for good.
+const Tiers = 4
+
+// CodeTier is the tier that may hold code: the last one. The tiers before
+// it are words.
+const CodeTier = Tiers
 
 // TierNames name the tiers, in order.
-var TierNames = [Tiers]string{"the idea", "where in the code", "an outline"}
+var TierNames = [Tiers]string{"the idea", "where in the code", "an outline", "the code"}
 
 // Hints are the hints of one stage, by topic: a check ID, or "stage" for
 // the stage as a whole (when it does not build, or every check passes).
+// A tier's text is one paragraph, but for a fenced code block in it,
+// which keeps its lines.
 type Hints map[string][Tiers]string
 
 // HintsPath is the hint file of stage n, relative to the root.
@@ -25,9 +32,15 @@ func HintsPath(n int) string { return filepath.Join("docs", "hints", fmt.Sprintf
 
 var tierItem = regexp.MustCompile(`^([1-9])\. (.*)$`)
 
+// tierIndent is how far a tier's continuation lines are indented under
+// its number ("1. "), code blocks included.
+const tierIndent = "   "
+
 // LoadHints reads stage n's hint file: a "## <topic>" heading per check
-// (and one "## stage"), each with a numbered list of exactly three tiers.
-// It returns an error for a topic without its three tiers.
+// (and one "## stage"), each with a numbered list of exactly Tiers tiers.
+// A tier's lines are joined into one paragraph, except a fenced code block
+// (indented under its tier), whose lines are kept as they are. It returns
+// an error for a topic without its tiers, or a code block left open.
 func LoadHints(root string, n int) (Hints, error) {
 	path := HintsPath(n)
 	f, err := os.Open(filepath.Join(root, path))
@@ -36,13 +49,15 @@ func LoadHints(root string, n int) (Hints, error) {
 	}
 	defer f.Close()
 	h := Hints{}
-	topic, tier := "", 0
+	topic, tier, code := "", 0, false
 	var tiers [Tiers]string
 	flush := func() error {
-		if topic == "" {
+		switch {
+		case topic == "":
 			return nil
-		}
-		if tier != Tiers {
+		case code:
+			return fmt.Errorf("%s: %s: a code block is left open", path, topic)
+		case tier != Tiers:
 			return fmt.Errorf("%s: %s has %d tiers, not %d", path, topic, tier, Tiers)
 		}
 		h[topic] = tiers
@@ -51,6 +66,11 @@ func LoadHints(root string, n int) (Hints, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
+		if code {
+			tiers[tier-1] += "\n" + strings.TrimPrefix(line, tierIndent)
+			code = !strings.HasPrefix(strings.TrimSpace(line), "```")
+			continue
+		}
 		if rest, ok := strings.CutPrefix(line, "## "); ok {
 			if err := flush(); err != nil {
 				return nil, err
@@ -69,7 +89,15 @@ func LoadHints(root string, n int) (Hints, error) {
 			tier++
 			continue
 		}
-		if t := strings.TrimSpace(line); t != "" && tier > 0 {
+		t := strings.TrimSpace(line)
+		switch {
+		case t == "" || tier == 0:
+		case strings.HasPrefix(t, "```"):
+			tiers[tier-1] += "\n\n" + t
+			code = true
+		case strings.HasSuffix(tiers[tier-1], "```"):
+			tiers[tier-1] += "\n\n" + t
+		default:
 			tiers[tier-1] += " " + t
 		}
 	}

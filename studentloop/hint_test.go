@@ -41,21 +41,26 @@ func TestHints_CoverEveryCheck(t *testing.T) {
 	}
 }
 
-// TestHints_NeverHandOverCode: a hint is words; a Go statement or a SQL
-// statement in one is a solution handed over.
-func TestHints_NeverHandOverCode(t *testing.T) {
+// TestHints_CodeOnlyAtTheLastStep: the tiers before the last are words;
+// a Go or SQL statement in one is a solution handed over before the
+// student asked for it. The last tier gives the code, or its shape, in a
+// fenced block.
+func TestHints_CodeOnlyAtTheLastStep(t *testing.T) {
 	for n := 0; n < Stages; n++ {
 		h, err := LoadHints("..", n)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for topic, tiers := range h {
-			for i, tier := range tiers {
-				for _, code := range []string{":=", "func ", "if err != nil {", "INSERT INTO", "UPDATE idempotency_keys SET", "DELETE FROM"} {
+			for i, tier := range tiers[:CodeTier-1] {
+				for _, code := range []string{"```", ":=", "func ", "if err != nil {", "INSERT INTO", "DELETE FROM", "= ?"} {
 					if strings.Contains(tier, code) {
 						t.Errorf("%s %s tier %d holds code (%q)", HintsPath(n), topic, i+1, code)
 					}
 				}
+			}
+			if !strings.Contains(tiers[CodeTier-1], "\n```") {
+				t.Errorf("%s %s: the last tier has no code block", HintsPath(n), topic)
 			}
 		}
 	}
@@ -67,5 +72,29 @@ func TestLoadHints_RejectsAMissingTier(t *testing.T) {
 	os.WriteFile(filepath.Join(root, HintsPath(1)), []byte("## S1.x\n1. idea\n2. where\n"), 0o644)
 	if _, err := LoadHints(root, 1); err == nil || !strings.Contains(err.Error(), "2 tiers") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestLoadHints_KeepsTheCodeBlock: words are joined into one paragraph,
+// but the lines of the last tier's code block stay lines, without the
+// indent that puts them under their tier; a block left open is an error.
+func TestLoadHints_KeepsTheCodeBlock(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "docs", "hints"), 0o755)
+	file := "## S1.x\n1. the\n   idea\n2. where\n3. outline\n4. Like this:\n\n   ```go\n   if ok {\n   \treturn\n   }\n   ```\n"
+	os.WriteFile(filepath.Join(root, HintsPath(1)), []byte(file), 0o644)
+	h, err := LoadHints(root, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h["S1.x"][0]; got != "the idea" {
+		t.Errorf("tier 1 %q, want %q", got, "the idea")
+	}
+	if got, want := h["S1.x"][3], "Like this:\n\n```go\nif ok {\n\treturn\n}\n```"; got != want {
+		t.Errorf("tier 4 %q, want %q", got, want)
+	}
+	os.WriteFile(filepath.Join(root, HintsPath(1)), []byte(strings.TrimSuffix(file, "   ```\n")), 0o644)
+	if _, err := LoadHints(root, 1); err == nil || !strings.Contains(err.Error(), "left open") {
+		t.Errorf("a code block left open: err %v", err)
 	}
 }

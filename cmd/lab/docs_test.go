@@ -10,11 +10,11 @@ import (
 )
 
 // TestDocs_PlainWhenNotATerminal: into a pipe, the lesson is its markdown
-// as written.
+// as written, heading marks and code fences included.
 func TestDocs_PlainWhenNotATerminal(t *testing.T) {
 	fakeLoop(t, passingS1, "")
 	code, out, errs := runLabCommand(t, "docs", "1")
-	if code != 0 || !strings.HasPrefix(out, "# ") || !strings.Contains(out, "```go") {
+	if code != 0 || !strings.HasPrefix(out, "# ") || !strings.Contains(out, "\n```\n") {
 		t.Fatalf("exit %d %s\n%.200s", code, errs, out)
 	}
 }

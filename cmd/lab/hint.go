@@ -48,10 +48,20 @@ func runHint(ctx context.Context, in *invocation) error {
 	for i := 0; i < tier; i++ {
 		fmt.Fprintf(in.stdout, "%d. %s: %s\n\n", i+1, strings.ToUpper(studentloop.TierNames[i][:1])+studentloop.TierNames[i][1:], tiers[i])
 	}
-	if tier < studentloop.Tiers {
-		fmt.Fprintf(in.stdout, "(hint %d of %d: ask again for %s)\n", tier, studentloop.Tiers, studentloop.TierNames[tier])
-	} else {
-		fmt.Fprintf(in.stdout, "(that was the last hint: the lesson's exercise, then %s if you must)\n", studentloop.Command("diff", n))
-	}
+	fmt.Fprintln(in.stdout, stepsLeft(tier, n))
 	return p.Save(root)
+}
+
+// stepsLeft is the line under a hint: which step it was, how many remain,
+// and what the next one gives, so that a student knows the code comes
+// only at the last.
+func stepsLeft(tier, stage int) string {
+	left := studentloop.Tiers - tier
+	switch {
+	case left == 0:
+		return fmt.Sprintf("(hint %d of %d: that was the last step, the code; %s compares your stage with the solution)", tier, studentloop.Tiers, studentloop.Command("diff", stage))
+	case tier+1 == studentloop.CodeTier:
+		return fmt.Sprintf("(hint %d of %d: 1 step remains, and it gives the code: try the outline first, then ask again)", tier, studentloop.Tiers)
+	}
+	return fmt.Sprintf("(hint %d of %d: %d steps remain; ask again for %s)", tier, studentloop.Tiers, left, studentloop.TierNames[tier])
 }

@@ -73,9 +73,8 @@ func (s *Server) PutSettings(w http.ResponseWriter, r *http.Request) {
 	}
 	// TODO(stage 7): the answer names the state this write made: the
 	// settings the clerk sent and the ETag of the version the write created,
-	// the one the clerk's next PUT will carry. Neither the If-Match it sent
-	// (already stale) nor a read after the write (it may see a later save
-	// by someone else).
+	// the one the clerk's next PUT will carry, not the If-Match it sent
+	// (already stale).
 	settings, version, err := s.env.Bank.AccountSettings(ctx, auth.Customer(ctx), account)
 	if err != nil {
 		problem.Write(w, err)
