@@ -8,7 +8,7 @@ import (
 // examples of each finding, each cut to a readable length.
 func dayReport(rc DayReconciliation) string {
 	var b strings.Builder
-	rc.WriteReport(&b, 3)
+	rc.WriteReport(&b, 3, "lab replay of this day with --results DIR writes all of them to DIR/results.json")
 	lines := strings.Split(b.String(), "\n")
 	for i, l := range lines {
 		if r := []rune(l); len(r) > 400 {

@@ -571,11 +571,11 @@ func opStory(op *dayplan.Op, subs map[string][]Attempt) string {
 	return b.String()
 }
 
-// won writes an amount with thousands separators: 1,234,000.
-
 // WriteReport writes the reconciliation for a person: the counts in plain
-// words, then up to examples findings of each kind.
-func (rc DayReconciliation) WriteReport(w io.Writer, examples int) {
+// words, then up to examples findings of each kind. Where a kind has
+// more, the line that says how many more adds all, which says where the
+// whole list is (a results.json written, or how to have one written).
+func (rc DayReconciliation) WriteReport(w io.Writer, examples int, all string) {
 	c := rc.Counts
 	fmt.Fprintf(w, "%d operations, %d attempts\n", rc.Ops, rc.Attempts)
 	var met []string
@@ -642,7 +642,7 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int) {
 		}
 		fmt.Fprintf(w, "  %s%s  %s\n", f.Op, f.Account, f.Story)
 		if shown[f.Kind] == examples && total[f.Kind] > examples {
-			fmt.Fprintf(w, "  … and %d more (all of them in results.json)\n", total[f.Kind]-examples)
+			fmt.Fprintf(w, "  … and %d more%s\n", total[f.Kind]-examples, pick(all != "", " ("+all+")", ""))
 		}
 	}
 	for _, n := range rc.Notes {

@@ -80,7 +80,7 @@ func TestReplay_SafeServerExecutesOnce(t *testing.T) {
 	rc := grader.ReconcileDay(run.Result)
 	if !rc.Valid {
 		var b bytes.Buffer
-		rc.WriteReport(&b, 5)
+		rc.WriteReport(&b, 5, "")
 		t.Fatalf("solutions/stage5 does not reconcile:\n%s", b.String())
 	}
 	if c := rc.Counts; c.OriginalAnswers != c.ExecutedOnce || c.NoUsableAnswer+c.WrongAnswers+c.StuckInProgress != 0 {

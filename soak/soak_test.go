@@ -167,6 +167,6 @@ func coreFigures(t *testing.T, res *grader.ReplayResult, rc grader.DayReconcilia
 // report renders a day's reconciliation for the test log.
 func report(rc grader.DayReconciliation) string {
 	var b bytes.Buffer
-	rc.WriteReport(&b, 3)
+	rc.WriteReport(&b, 3, "")
 	return b.String()
 }

@@ -72,7 +72,7 @@ func TestSummarize_PassingNamesTheNextStep(t *testing.T) {
 	var b bytes.Buffer
 	Summarize(&b, "..", parseFixture(t, "stage1-passing.json"))
 	out := b.String()
-	for _, want := range []string{"passes all 11 checks", "✓ S1.fail-closed", "docs/lessons/02-fingerprint.md", "lab watch 2"} {
+	for _, want := range []string{"passes all 11 checks", "✓ S1.fail-closed", "docs/lessons/02-fingerprint.md", "make watch N=2"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)
 		}
@@ -84,7 +84,7 @@ func TestSummarize_FailingPrintsTheBlocks(t *testing.T) {
 	o := parseFixture(t, "stage1-failing.json")
 	Summarize(&b, "..", o)
 	out := b.String()
-	if strings.Count(out, "\nFAIL S1.")+strings.Count(out[:5], "FAIL ") != len(o.Failed()) || !strings.Contains(out, "lab hint 1") {
+	if strings.Count(out, "\nFAIL S1.")+strings.Count(out[:5], "FAIL ") != len(o.Failed()) || !strings.Contains(out, "make hint N=1") {
 		t.Fatalf("summary:\n%s", out)
 	}
 }

@@ -35,7 +35,7 @@ func Summarize(w io.Writer, root string, o Outcome) {
 	case DoesNotBuild:
 		fmt.Fprintf(w, "stage %d does not build, so no check ran. The compiler says:\n\n", n)
 		fmt.Fprintln(w, indentBlock(o.Build, "  "))
-		fmt.Fprintf(w, "\nfix the line it names in %s and save (lab watch %d reruns by itself).\n", StageDir(n), n)
+		fmt.Fprintf(w, "\nfix the line it names in %s and save (%s reruns by itself).\n", StageDir(n), Command("watch", n))
 	case CouldNotCheck:
 		fmt.Fprintf(w, "stage %d: the checks did not finish:\n\n%s\n", n, indentBlock(o.Other, "  "))
 	case Failing:
@@ -46,22 +46,22 @@ func Summarize(w io.Writer, root string, o Outcome) {
 		first := o.FirstFailing()
 		fmt.Fprintf(w, "stage %d: %d of %d checks pass; %d fail (seed %s).\n", n, len(o.Passed()), len(o.Checks), len(o.Failed()), o.Seed)
 		fmt.Fprintf(w, "start with %s, the first in the list: its lesson line above names the section to read;\n", first)
-		fmt.Fprintf(w, "  lab hint %d   a hint for it, one step more each time you ask\n", n)
+		fmt.Fprintf(w, "  %s   a hint for it, one step more each time you ask\n", Command("hint", n))
 	case Passing:
 		fmt.Fprintf(w, "stage %d passes all %d checks (seed %s):\n", n, len(o.Checks), o.Seed)
 		for _, c := range o.Checks {
 			fmt.Fprintf(w, "  ✓ %s\n", c.ID)
 		}
 		if o.Only != "" {
-			fmt.Fprintf(w, "only the checks matching RUN=%s ran: run lab check %d to count the stage.\n", o.Only, n)
+			fmt.Fprintf(w, "only the checks matching RUN=%s ran: run %s to count the stage.\n", o.Only, Command("check", n))
 			return
 		}
 		if n+1 < Stages {
 			next := fmt.Sprintf("stage %d", n+1)
 			if lesson, err := LessonPath(root, n+1, ""); err == nil {
-				next += ": read " + lesson + " (lab docs " + fmt.Sprint(n+1) + ")"
+				next += ": read " + lesson + " (" + Command("docs", n+1) + ")"
 			}
-			fmt.Fprintf(w, "next: %s, then lab watch %d.\n", next, n+1)
+			fmt.Fprintf(w, "next: %s, then %s.\n", next, Command("watch", n+1))
 		} else {
 			fmt.Fprintln(w, "that was the last stage: your server survives every failure the grader knows.")
 		}

@@ -2,6 +2,8 @@ package studentloop
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +14,9 @@ import (
 
 // Watch reruns a stage's checks every time a Go file of its folder is
 // saved. Saves that come close together (an editor writes a file in
-// several steps, a "save all" writes several files) make one run.
+// several steps, a "save all" writes several files) make one run; and
+// file events that leave the Go files as the last run read them (the
+// rest of a save that arrived late, a save without an edit) make none.
 type Watch struct {
 	// Dir is the folder watched: the stage's.
 	Dir    string
@@ -40,6 +44,9 @@ type Watch struct {
 	// Fallback is called once if file events do not work and the watch
 	// polls instead, with the reason.
 	Fallback func(err error)
+	// Unchanged is called, with the save's time, for file events after
+	// which the Go files are what the last run read: no run follows.
+	Unchanged func(savedAt time.Time)
 }
 
 // Run runs the checks once, then again after every save, until ctx ends.
@@ -57,18 +64,56 @@ func (w Watch) Run(ctx context.Context) error {
 	return w.serve(ctx, runs)
 }
 
-// serve runs the checks once, then again for every save on runs, until
-// ctx ends, and returns ctx's error.
+// serve runs the checks once, then again for every save on runs that
+// changed the Go files since the run before, until ctx ends, and returns
+// ctx's error.
+//
+// The debounce alone cannot make one save one run: an editor's save is
+// several file events, and on a busy machine the last of them can come
+// after the quiet time, when the checks already run on the saved file.
+// What the files hold can: a run starts only when they differ from what
+// the run before read.
 func (w Watch) serve(ctx context.Context, runs <-chan time.Time) error {
+	read := contents(w.Dir)
 	first := w.runOnce(ctx, time.Time{}, "")
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case savedAt := <-runs:
+			now := contents(w.Dir)
+			if now == read {
+				if w.Unchanged != nil {
+					w.Unchanged(savedAt)
+				}
+				continue
+			}
+			read = now
 			first = w.runOnce(ctx, savedAt, first)
 		}
 	}
+}
+
+// contents is a digest of the Go files of dir, their names and bytes:
+// equal digests, the same files. A file that cannot be read counts as
+// absent, so that its return is a change.
+func contents(dir string) [sha256.Size]byte {
+	h := sha256.New()
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !isSource(e.Name()) {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(h, "%s %d\n", e.Name(), len(raw))
+		h.Write(raw)
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
 }
 
 // runOnce runs every check and returns the one that fails first now, or

@@ -156,7 +156,8 @@ func TestWatch_EachCheckIsReportedAsItEnds(t *testing.T) {
 	defer cancel()
 	r := scriptedRunner{ran: make(chan struct{}), answers: make(chan answer)}
 	reported := make(chan string, 16)
-	w := Watch{Stage: 1, Runner: r,
+	dir := t.TempDir()
+	w := Watch{Dir: dir, Stage: 1, Runner: r,
 		Started: func(savedAt time.Time, first string) {
 			reported <- fmt.Sprintf("start at %d, working on %q", savedAt.Unix(), first)
 		},
@@ -188,6 +189,7 @@ func TestWatch_EachCheckIsReportedAsItEnds(t *testing.T) {
 	}
 	for i, s := range steps {
 		if s.save > 0 {
+			save(t, dir, "server.go", fmt.Sprintf("package stage1 // save %d\n", s.save))
 			runs <- time.Unix(s.save, 0)
 		}
 		select {
@@ -206,15 +208,78 @@ func TestWatch_EachCheckIsReportedAsItEnds(t *testing.T) {
 	<-stopped
 }
 
+// TestWatch_OneSaveIsOneRun: the file events of one save can reach the
+// watch as two bursts, the second after the quiet time (the rest of an
+// editor's write on a busy machine), and an editor can write a file
+// again without an edit. Neither runs the checks again: the second burst
+// finds the files as the run before read them, and says so. A later
+// edit runs them. A watch that ran on every burst of events runs the
+// second burst before the edit, with its time, and fails.
+func TestWatch_OneSaveIsOneRun(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	save(t, dir, "server.go", "package stage1\n")
+	r := fakeRunner{ran: make(chan int)}
+	done := make(chan time.Time, 4)
+	unchanged := make(chan time.Time, 4)
+	w := Watch{Dir: dir, Stage: 1, Runner: r,
+		Done:      func(o Outcome, err error, savedAt time.Time) { done <- savedAt },
+		Unchanged: func(savedAt time.Time) { unchanged <- savedAt }}
+	runs := make(chan time.Time)
+	stopped := make(chan error)
+	go func() { stopped <- w.serve(ctx, runs) }()
+	waitFor(t, r.ran, "the first run")
+	<-done
+
+	save(t, dir, "server.go", "package stage1 // edited\n")
+	runs <- time.Unix(1, 0) // the save's first burst of events
+	waitFor(t, r.ran, "a run after the save")
+	if got := <-done; got.Unix() != 1 {
+		t.Fatalf("the save's run has the time of the save at %d, want 1", got.Unix())
+	}
+	runs <- time.Unix(2, 0) // the same save's late events
+	if got := receive(t, unchanged); got.Unix() != 2 {
+		t.Fatalf("the late events of the save at %d were not told apart", got.Unix())
+	}
+	save(t, dir, "keys.go", "package stage1\n") // a new file: a change
+	runs <- time.Unix(3, 0)
+	waitFor(t, r.ran, "a run after the new file")
+	if got := <-done; got.Unix() != 3 {
+		t.Fatalf("a run for the events at %d, want 3 (the new file)", got.Unix())
+	}
+	save(t, dir, ".keys.go.swp", "an editor's swap file")
+	save(t, dir, "server.go", "package stage1 // edited\n") // written again, no edit
+	runs <- time.Unix(4, 0)
+	if got := receive(t, unchanged); got.Unix() != 4 {
+		t.Fatalf("a save without an edit at %d was not told apart", got.Unix())
+	}
+	cancel()
+	<-stopped
+	select {
+	case at := <-done:
+		t.Fatalf("an extra run for the events at %d", at.Unix())
+	default:
+	}
+}
+
+func save(t *testing.T, dir, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // receive waits for the watch's next step; the deadline only keeps a
 // broken watch from hanging the suite.
-func receive(t *testing.T, c chan string) string {
+func receive[T any](t *testing.T, c chan T) T {
 	t.Helper()
 	select {
-	case s := <-c:
-		return s
+	case v := <-c:
+		return v
 	case <-time.After(10 * time.Second):
 		t.Fatal("the watch did not go on")
-		return ""
+		var zero T
+		return zero
 	}
 }

@@ -59,9 +59,14 @@ func runAudit(ctx context.Context, in *invocation) error {
 	// for SQLite: the audit runs there whatever IDEMLAB_DATABASE_URL says.
 	results := runChecks(ctx, subject, checks, f.seed, grader.ChildProcess(bin, ":memory:"), 4, in.stdout)
 	rep := report{subject: importPath, stage: audit.Stage, seed: f.seed, results: results, dir: f.results,
-		reproduce: func(id string) string { return fmt.Sprintf("lab audit --pkg %s --seed %d --run %s", f.pkg, f.seed, id) },
+		reproduce: func(id string) string { return reproduceAudit(f, id) },
 		section:   auditSection, order: []string{auditMoney, auditContract, auditUnseen}, moneyOnly: true}
 	return rep.write(in.stdout)
+}
+
+// reproduceAudit is the command that runs check id of this audit again.
+func reproduceAudit(f auditFlags, id string) string {
+	return fmt.Sprintf("make audit PKG=%s SEED=%d RUN=%s", f.pkg, f.seed, id)
 }
 
 // auditSection sorts a result that did not pass into the audit's

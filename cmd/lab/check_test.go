@@ -11,7 +11,7 @@ import (
 func TestCheck_RecordsTheProgress(t *testing.T) {
 	fakeLoop(t, failingS1, "")
 	code, out, _ := runLabCommand(t, "check", "1")
-	if code != 1 || !strings.Contains(out, "FAIL S1.missing-key") || !strings.Contains(out, "lab hint 1") {
+	if code != 1 || !strings.Contains(out, "FAIL S1.missing-key") || !strings.Contains(out, "make hint N=1") {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 	_, status, _ := runLabCommand(t, "status")
@@ -23,7 +23,7 @@ func TestCheck_RecordsTheProgress(t *testing.T) {
 func TestCheck_PassingSaysTheNextStep(t *testing.T) {
 	fakeLoop(t, passingS1, "")
 	code, out, _ := runLabCommand(t, "check", "1")
-	if code != 0 || !strings.Contains(out, "✓ S1.missing-key") || !strings.Contains(out, "lab watch 2") {
+	if code != 0 || !strings.Contains(out, "✓ S1.missing-key") || !strings.Contains(out, "make watch N=2") {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 }

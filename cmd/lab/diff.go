@@ -17,7 +17,7 @@ func runDiff(ctx context.Context, in *invocation) error {
 	root, p, n := st.root, st.progress, st.n
 	if sp := p.Stage(n); sp.State != studentloop.Passing && !*yes {
 		fmt.Fprintf(in.stdout, "spoiler: stage %d does not pass yet (%s), and this shows the reference solution's code.\n", n, sp.State)
-		fmt.Fprintf(in.stdout, "lab hint %d gives one step at a time; the lesson's exercise says what to try.\n", n)
+		fmt.Fprintf(in.stdout, "%s gives one step at a time; the lesson's exercise says what to try.\n", studentloop.Command("hint", n))
 		if !confirm(in.stdout, "show the solution anyway?") {
 			fmt.Fprintln(in.stdout, "not shown.")
 			return nil

@@ -305,8 +305,18 @@ func subjectName(f gradeFlags) string {
 	return fmt.Sprintf("stages/stage%d", f.stage)
 }
 
+// reproduceGrade is the command that runs check id again as this run
+// did: make grade where its variables say it all, the program itself for
+// a running server or a database of one's own.
 func reproduceGrade(f gradeFlags, id string) string {
-	cmd := fmt.Sprintf("lab grade --stage %d", f.stage)
+	if f.url == "" && f.db == "" {
+		cmd := fmt.Sprintf("make grade STAGE=%d", f.stage)
+		if f.solution {
+			cmd += " SOLUTION=1"
+		}
+		return fmt.Sprintf("%s SEED=%d RUN=%s", cmd, f.seed, id)
+	}
+	cmd := fmt.Sprintf("%s grade --stage %d", program(), f.stage)
 	switch {
 	case f.url != "":
 		cmd += fmt.Sprintf(" --url %s --admin-token %s", f.url, f.admin)

@@ -37,7 +37,8 @@ func runHint(ctx context.Context, in *invocation) error {
 	}
 	switch {
 	case sp.State == studentloop.NotStarted && *check == "":
-		fmt.Fprintf(in.stdout, "stage %d has not run yet: lab check %d (or lab watch %d) first, so that the hint is about the check that fails.\n\n", n, n, n)
+		fmt.Fprintf(in.stdout, "stage %d has not run yet: %s (or %s) first, so that the hint is about the check that fails.\n\n",
+			n, studentloop.Command("check", n), studentloop.Command("watch", n))
 	case topic == "stage":
 		fmt.Fprintf(in.stdout, "stage %d at its last run: %s.\n\n", n, sp.State)
 	default:
@@ -58,7 +59,7 @@ func stepsLeft(tier, stage int) string {
 	left := studentloop.Tiers - tier
 	switch {
 	case left == 0:
-		return fmt.Sprintf("(hint %d of %d: that was the last step, the code; lab diff %d compares your stage with the solution)", tier, studentloop.Tiers, stage)
+		return fmt.Sprintf("(hint %d of %d: that was the last step, the code; %s compares your stage with the solution)", tier, studentloop.Tiers, studentloop.Command("diff", stage))
 	case tier+1 == studentloop.CodeTier:
 		return fmt.Sprintf("(hint %d of %d: 1 step remains, and it gives the code: try the outline first, then ask again)", tier, studentloop.Tiers)
 	}

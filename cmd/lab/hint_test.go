@@ -44,7 +44,7 @@ func TestHint_OneTierMoreEachTime(t *testing.T) {
 func TestHint_BeforeAnyRunSaysToCheckFirst(t *testing.T) {
 	fakeLoop(t, failingS1, "")
 	_, out, _ := runLabCommand(t, "hint", "1")
-	if !strings.Contains(out, "lab check 1") {
+	if !strings.Contains(out, "make stage-1") {
 		t.Fatalf("%s", out)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -73,6 +74,33 @@ func (e *exitCode) Error() string { return e.err.Error() }
 // command line it cannot run, a stage that does not build, a check that
 // could not observe what it needs).
 func cannotRun(err error) error { return &exitCode{code: 2, err: err} }
+
+// executable is the path of the running program; tests replace it.
+var executable = os.Executable
+
+// program is how a command printed for a person names this program, so
+// that it runs as typed from the checkout's root: bin/lab when that is
+// the binary running (make lab builds it; make serve, make grade and make
+// audit run it), go run ./cmd/lab otherwise (go run builds its copy
+// elsewhere, and a fresh clone has no bin/lab).
+func program() string {
+	root, err := findRoot()
+	if err != nil {
+		return "go run ./cmd/lab"
+	}
+	exe, err := executable()
+	if err != nil {
+		return "go run ./cmd/lab"
+	}
+	running, err := os.Stat(exe)
+	if err != nil {
+		return "go run ./cmd/lab"
+	}
+	if built, err := os.Stat(filepath.Join(root, "bin", "lab")); err == nil && os.SameFile(running, built) {
+		return "bin/lab"
+	}
+	return "go run ./cmd/lab"
+}
 
 func main() {
 	if grader.IsChild() {

@@ -119,7 +119,11 @@ func runReplay(ctx context.Context, in *invocation) error {
 
 	rc := grader.ReconcileDay(run.Result)
 	fmt.Fprintf(in.stdout, "replayed %s (%s) against %s in %s\n", f.plan, plan.Header.Command, target, took.Round(time.Millisecond))
-	rc.WriteReport(in.stdout, f.examples)
+	all := "--results DIR writes all of them to DIR/results.json"
+	if f.results != "" {
+		all = "all of them in " + filepath.Join(f.results, "results.json")
+	}
+	rc.WriteReport(in.stdout, f.examples, all)
 	if f.results != "" {
 		if err := writeResults(f.results, plan, target, rc, run.Result); err != nil {
 			return err

@@ -26,14 +26,19 @@ func smallPlan(t *testing.T) string {
 // TestReplay_NaiveServerIsInvalid: the naive server doubles money, lab
 // replay says so with exit status 1, and the files it writes agree: the
 // reference Tally of the access log equals the answer key from the books.
+// Where the report cuts a list of findings short, it names the
+// results.json it wrote, which holds them all.
 func TestReplay_NaiveServerIsInvalid(t *testing.T) {
 	plan := smallPlan(t)
 	dir := filepath.Dir(plan)
 	logFile, answer, results := filepath.Join(dir, "day.access.jsonl"), filepath.Join(dir, "day.answer.json"), filepath.Join(dir, "results")
-	code, out, errs := runLabCommand(t, "replay", "--log", plan, "--stage", "0", "--solution",
+	code, out, errs := runLabCommand(t, "replay", "--log", plan, "--stage", "0", "--solution", "--examples", "1",
 		"--access-log", logFile, "--answer", answer, "--results", results)
 	if code != 1 || !strings.Contains(out, "INVALID") || !strings.Contains(out, "executed more than once") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if more := "more (all of them in " + filepath.Join(results, "results.json") + ")"; !strings.Contains(out, more) {
+		t.Fatalf("the cut list does not say %q:\n%s", more, out)
 	}
 	raw, err := os.ReadFile(answer)
 	if err != nil {
@@ -64,6 +69,20 @@ func TestReplay_NaiveServerIsInvalid(t *testing.T) {
 	}
 	if h, err := os.ReadFile(filepath.Join(results, "history.jsonl")); err != nil || bytes.Count(h, []byte("\n")) < 150 {
 		t.Fatalf("history.jsonl: %d bytes, %v", len(h), err)
+	}
+}
+
+// TestReplay_WithoutResultsSaysHowToHaveThem: without --results, a list
+// cut short names no results.json, since none is written, but the flag
+// that writes one.
+func TestReplay_WithoutResultsSaysHowToHaveThem(t *testing.T) {
+	plan := smallPlan(t)
+	code, out, errs := runLabCommand(t, "replay", "--log", plan, "--stage", "0", "--solution", "--examples", "1")
+	if code != 1 || !strings.Contains(out, "more (--results DIR writes all of them to DIR/results.json)") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if strings.Contains(out, "in results.json") {
+		t.Fatalf("names a results.json that was not written:\n%s", out)
 	}
 }
 

@@ -344,7 +344,7 @@ func printBanner(w io.Writer, f serveFlags, what, url string, replicas []string)
 	fmt.Fprintf(w, "  export LAB=%s ADMIN=%s\n", url, f.admin)
 	if len(replicas) > 0 {
 		fmt.Fprintf(w, "watch every replica live, each request marked with the one that answered:\n")
-		fmt.Fprintf(w, "  lab dash --url %s --token %s\n", strings.Join(append([]string{url}, replicas...), ","), f.admin)
+		fmt.Fprintf(w, "  %s dash --url %s --token %s\n", program(), strings.Join(append([]string{url}, replicas...), ","), f.admin)
 	}
 	fmt.Fprintf(w, "reset the lab (seed 1: 4 customers with 2 accounts of 10,000,000 won each):\n")
 	fmt.Fprintf(w, "  curl -s -X POST %s/lab/reset -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{\"seed\":1}'\n", url, f.admin)

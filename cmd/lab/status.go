@@ -42,6 +42,7 @@ func runStatus(ctx context.Context, in *invocation) error {
 		return nil
 	}
 	lesson, _ := studentloop.LessonPath(root, cur, "")
-	fmt.Fprintf(in.stdout, "next: stage %d (%s): lab docs %d, then lab watch %d; stuck? lab hint %d\n", cur, lesson, cur, cur, cur)
+	fmt.Fprintf(in.stdout, "next: stage %d (%s): %s, then %s; stuck? %s\n", cur, lesson,
+		studentloop.Command("docs", cur), studentloop.Command("watch", cur), studentloop.Command("hint", cur))
 	return nil
 }

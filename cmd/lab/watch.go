@@ -17,6 +17,7 @@ func runWatch(ctx context.Context, in *invocation) error {
 		return err
 	}
 	root, n := st.root, st.n
+	hint, check := studentloop.Command("hint", n), studentloop.Command("check", n)
 	dir := filepath.Join(root, studentloop.StageDir(n))
 	fmt.Fprintf(in.stdout, "watching %s: every save reruns stage %d's checks (Ctrl-C to stop)\n", studentloop.StageDir(n), n)
 	after := func(savedAt time.Time) string {
@@ -47,7 +48,7 @@ func runWatch(ctx context.Context, in *invocation) error {
 			case c.Passed:
 				fmt.Fprintf(in.stdout, "✓ %s passes now%s; the rest are running…\n", c.ID, after(savedAt))
 			default:
-				fmt.Fprintf(in.stdout, "✗ %s still fails%s\n\n%s\n\nlab hint %d for a hint; the other checks are running…\n", c.ID, after(savedAt), c.Report, n)
+				fmt.Fprintf(in.stdout, "✗ %s still fails%s\n\n%s\n\n%s for a hint; the other checks are running…\n", c.ID, after(savedAt), c.Report, hint)
 				shown = true
 			}
 		},
@@ -59,15 +60,18 @@ func runWatch(ctx context.Context, in *invocation) error {
 			fmt.Fprintln(in.stdout, studentloop.FirstLine(o)+after(savedAt))
 			switch {
 			case o.State() == studentloop.Failing && shown && o.FirstFailing() == working:
-				fmt.Fprintf(in.stdout, "%s's report is above; lab check %d lists every failure\n", working, n)
+				fmt.Fprintf(in.stdout, "%s's report is above; %s lists every failure\n", working, check)
 			case o.State() == studentloop.Failing:
 				fmt.Fprintln(in.stdout)
 				fmt.Fprintln(in.stdout, o.Failed()[0].Report)
-				fmt.Fprintf(in.stdout, "\nlab hint %d for a hint; lab check %d lists every failure\n", n, n)
+				fmt.Fprintf(in.stdout, "\n%s for a hint; %s lists every failure\n", hint, check)
 			default:
 				fmt.Fprintln(in.stdout)
 				studentloop.Summarize(in.stdout, root, o)
 			}
+		},
+		Unchanged: func(time.Time) {
+			fmt.Fprintf(in.stdout, "── %s  saved, but the Go files are as the last run read them: nothing to rerun\n", now().Format("15:04:05"))
 		},
 		Fallback: func(err error) {
 			fmt.Fprintf(in.stdout, "file events do not work here (%v): scanning the folder instead\n", err)

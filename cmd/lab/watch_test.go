@@ -53,8 +53,8 @@ func (s seqRunner) Run(ctx context.Context, stage int, each func(studentloop.Che
 		*s.outcomes = (*s.outcomes)[1:]
 	}
 	o.Stage = stage
-	// A run the test no longer waits for (a second file event of one
-	// save) must not block the watch from ending.
+	// A run the test no longer waits for must not block the watch from
+	// ending.
 	select {
 	case s.ran <- struct{}{}:
 	case <-ctx.Done():

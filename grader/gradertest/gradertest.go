@@ -38,11 +38,6 @@ func TestStage(t *testing.T, subject grader.Subject) {
 		t.Fatal(err)
 	}
 	only := os.Getenv("RUN")
-	// The reproduce line names the make target that runs this subject.
-	target := "stage"
-	if strings.HasPrefix(subject.Name, "solutions/") {
-		target = "solution"
-	}
 	t.Logf("seed %d (repeat with SEED=%d)", seed, seed)
 	ran := 0
 	for _, c := range grader.For(subject) {
@@ -54,11 +49,22 @@ func TestStage(t *testing.T, subject grader.Subject) {
 			t.Parallel()
 			r := grader.RunCheck(context.Background(), subject, c, seed, grader.InProcess)
 			if !r.Passed() {
-				t.Error("\n" + grader.Format(r, fmt.Sprintf("make %s-%d SEED=%d RUN=%s", target, subject.Stage, seed, c.ID)))
+				t.Error("\n" + grader.Format(r, Reproduce(subject, seed, c.ID)))
 			}
 		})
 	}
 	if ran == 0 {
 		t.Fatalf("RUN=%q matches no check of stage %d", only, subject.Stage)
 	}
+}
+
+// Reproduce is the command that runs check id against subject again with
+// seed: the make target that runs the subject's checks (make stage-N for
+// the student's stage, make solution-N for a reference solution).
+func Reproduce(subject grader.Subject, seed uint64, id string) string {
+	target := "stage"
+	if strings.HasPrefix(subject.Name, "solutions/") {
+		target = "solution"
+	}
+	return fmt.Sprintf("make %s-%d SEED=%d RUN=%s", target, subject.Stage, seed, id)
 }
