@@ -79,6 +79,9 @@ func runServe(ctx context.Context, in *invocation) error {
 	if f.replicas > 1 && f.db == ":memory:" {
 		return cannotRun(fmt.Errorf("--replicas %d needs a database the processes share: a file or a postgres:// URL, not :memory:", f.replicas))
 	}
+	if _, err := replicaAddr(f.addr, f.replicas-1); err != nil {
+		return err
+	}
 	if err := checkAdminToken(f.admin, f.public); err != nil {
 		return err
 	}
@@ -189,12 +192,16 @@ func checkStage(n int, solution bool) error {
 	return nil
 }
 
-// checkLoopback refuses to listen beyond this machine without --public:
+// checkLoopback refuses an address that is not host:port, with a port
+// number from 0 to 65535, and one beyond this machine without --public:
 // anyone holding the admin token could reset the bank.
 func checkLoopback(addr string, public bool) error {
-	host, _, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return cannotRun(fmt.Errorf("--addr %q: %v", addr, err))
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return cannotRun(fmt.Errorf("--addr %q: the port must be a number from 0 to 65535 (0: any free port)", addr))
 	}
 	if public || host == "localhost" {
 		return nil
@@ -334,15 +341,20 @@ func serveReplicas(ctx context.Context, root string, f serveFlags, stdout, stder
 }
 
 // replicaAddr is the address replica i (from 0) listens on: addr's port
-// plus i, or any free port if addr's is 0.
+// plus i, or any free port if addr's is 0. addr has passed checkLoopback.
 func replicaAddr(addr string, i int) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", &exitCode{code: 2, err: fmt.Errorf("--addr %q: %v", addr, err)}
+		return "", cannotRun(fmt.Errorf("--addr %q: %v", addr, err))
 	}
 	p, err := strconv.Atoi(port)
-	if err != nil || p == 0 {
+	switch {
+	case err != nil:
+		return "", cannotRun(fmt.Errorf("--addr %q: the port must be a number", addr))
+	case p == 0:
 		return addr, nil
+	case p+i > 65535:
+		return "", cannotRun(fmt.Errorf("--addr %q: replica %d would listen on port %d, past 65535", addr, i+1, p+i))
 	}
 	return net.JoinHostPort(host, strconv.Itoa(p+i)), nil
 }
