@@ -403,7 +403,7 @@ func printClassroom(w io.Writer, url string) {
 	fmt.Fprintf(w, "Keep the admin token to yourself: it resets the bank and moves the clock.\n")
 	fmt.Fprintf(w, "Limits on every client: headers within %v and at most %d KiB (else 431), a body within %v of\n",
 		server.HeaderTimeout, server.MaxHeaderBytes>>10, server.DefaultBodyTimeout)
-	fmt.Fprintf(w, "its headers (else 400), an answer within %v, idle connections closed after %v.\n",
+	fmt.Fprintf(w, "its headers (else 408), an answer within %v, idle connections closed after %v.\n",
 		server.WriteTimeout, server.IdleTimeout)
 }
 

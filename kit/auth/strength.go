@@ -26,7 +26,8 @@ func FirstInvisible(token string) (int, rune) {
 // its steps from the three before it (in character codes) have not come
 // in that order before, so that a run (abcd…), a seesaw (abab…) or a word
 // said again adds nothing. 32 hexadecimal digits drawn at random (128
-// bits) come out at 93 to 140; one character repeated, at 0.
+// bits) come out at 115 on average, 93 at the lowest of 100,000 draws;
+// one character repeated, at 0.
 func EntropyBits(token string) float64 {
 	counts := make(map[byte]int)
 	for i := range len(token) {
