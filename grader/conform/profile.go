@@ -206,14 +206,38 @@ func (p *Profile) expand(s string, i int, amount int64, unique string) (string, 
 			if !ok && err == nil {
 				err = fmt.Errorf("principal %d has no var %q", i+1, name[4:])
 			}
+			// A var's value may come from the environment, never
+			// from another var.
+			v, e := expandEnv(v)
+			if e != nil && err == nil {
+				err = e
+			}
 			return v
 		default:
-			v, ok := os.LookupEnv(name[4:])
-			if !ok && err == nil {
-				err = fmt.Errorf("the environment has no %s", name[4:])
+			v, e := expandEnv(m)
+			if e != nil && err == nil {
+				err = e
 			}
 			return v
 		}
+	})
+	return out, err
+}
+
+// envPlaceholder matches {{env.NAME}}.
+var envPlaceholder = regexp.MustCompile(`\{\{env\.([A-Za-z0-9_]+)\}\}`)
+
+// expandEnv replaces the {{env.NAME}} placeholders of s with the
+// environment's values; it returns an error naming one that is not set.
+func expandEnv(s string) (string, error) {
+	var err error
+	out := envPlaceholder.ReplaceAllStringFunc(s, func(m string) string {
+		name := m[6 : len(m)-2]
+		v, ok := os.LookupEnv(name)
+		if !ok && err == nil {
+			err = fmt.Errorf("the environment has no %s", name)
+		}
+		return v
 	})
 	return out, err
 }

@@ -62,8 +62,8 @@ func (s Summary) Valid() *bool {
 // Line is the one-line summary: "3/3 MUST met, 2/4 SHOULD met, money clean".
 func (s Summary) Line() string {
 	money := "money " + s.Money
-	if s.Money == MoneyHarmed {
-		money = "money harmed"
+	if s.Money == MoneyUnobserved {
+		money = "money not observed"
 	}
 	return fmt.Sprintf("%d/%d MUST met, %d/%d SHOULD met, %s", s.MustMet, s.Must, s.ShouldMet, s.Should, money)
 }

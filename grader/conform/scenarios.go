@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 
@@ -164,10 +165,8 @@ func concurrentDuplicates(ctx context.Context, r *runner, res *Result) error {
 	// Every copy is either the original's answer or a conflict error.
 	var success *answer
 	ok := true
-	var got []string
 	for i := range answers {
 		a := answers[i]
-		got = append(got, a.String())
 		switch {
 		case a.ok() && success == nil:
 			success = &answers[i]
@@ -178,7 +177,7 @@ func concurrentDuplicates(ctx context.Context, r *runner, res *Result) error {
 		}
 	}
 	res.Sent = describe(r, key, copies) + ", released together"
-	res.Got = strings.Join(got, "; ")
+	res.Got = tally(answers)
 	contract(res, ok && success != nil, "one 2xx; every other copy 409 (a resource conflict: the original still running) or the same answer as the 2xx")
 	return b.judge(ctx, res, expect{o, 1, "one operation"})
 }
@@ -223,16 +222,15 @@ func retryAfterGivingUp(ctx context.Context, r *runner, res *Result) error {
 		return err
 	}
 	key := sf(r.key())
+	// The client gives up the moment its request is written: the server
+	// has it, and whether it runs it is the server's business; the
+	// client retries and must learn the one result.
 	impatient, cancel := context.WithCancel(ctx)
-	// The client gives up at once: its request may or may not have
-	// reached the server, and either way the retries must end with the
-	// operation executed once and its result known.
-	first := make(chan answer, 1)
-	go func() { first <- r.send(impatient, r.client, o, key) }()
-	cancel()
-	gaveUp := <-first
+	defer cancel()
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { cancel() }}
+	gaveUp := r.send(httptrace.WithClientTrace(impatient, trace), r.client, o, key)
 	final := r.untilFinal(ctx, o, key)
-	res.Sent = describe(r, key, 1) + ", given up at once, then sent again until an answer"
+	res.Sent = describe(r, key, 1) + ", given up as soon as it was written, then sent again until an answer"
 	res.Got = "first " + gaveUp.String() + "; the retry " + final.String()
 	res.Expected = "the retry answered 2xx"
 	if err := b.judge(ctx, res, expect{o, 1, "one operation"}); err != nil {
@@ -275,6 +273,35 @@ func twoPrincipals(ctx context.Context, r *runner, res *Result) error {
 		res.Saw = "the second principal was refused for a key only the first had used; " + res.Saw
 	}
 	return nil
+}
+
+// tally sums answers up: each distinct answer once, with how many
+// times it came ("201 {…} ×1; 409 {…} ×7").
+func tally(answers []answer) string {
+	var distinct []answer
+	var counts []int
+	for _, a := range answers {
+		found := false
+		for i, d := range distinct {
+			if a.same(d) || (a.err != nil && d.err != nil && a.err.Error() == d.err.Error()) {
+				counts[i]++
+				found = true
+				break
+			}
+		}
+		if !found {
+			distinct = append(distinct, a)
+			counts = append(counts, 1)
+		}
+	}
+	var out []string
+	for i, d := range distinct {
+		out = append(out, fmt.Sprintf("%s ×%d", d, counts[i]))
+	}
+	if len(distinct) > 3 {
+		out = append(out[:3], fmt.Sprintf("and %d other answers", len(distinct)-3))
+	}
+	return strings.Join(out, "; ")
 }
 
 // begin reads the books and draws one operation for the first principal.
