@@ -93,20 +93,34 @@ type runner struct {
 }
 
 // Run runs every scenario against the API and returns their results, in
-// the order of Scenarios. It returns an error only if the API cannot be
-// reached at all.
+// the order of scenarios. It returns an error, before it sends anything,
+// if a principal's placeholders cannot be filled in (a var or an
+// environment variable missing) or its witness cannot be read; and
+// during the run if a witness stops answering. An API that does not
+// answer the operation is a finding, not an error.
 func Run(ctx context.Context, o Options) ([]Result, error) {
 	r := &runner{Options: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), budget: o.MaxOperations}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	r.client = &http.Client{Transport: base, Timeout: o.Timeout}
 	r.faulty = &http.Client{Transport: &faultnet.Transport{Base: base}, Timeout: o.Timeout}
-	if o.Profile.Witness != nil {
-		if _, err := r.witness(ctx, 0); err != nil {
-			return nil, fmt.Errorf("the witness cannot be read: %w", err)
+	for i, p := range o.Profile.Principals {
+		if _, err := o.Profile.newOp(rand.New(rand.NewPCG(0, 0)), i); err != nil {
+			return nil, fmt.Errorf("principal %s: body: %w", p.Name, err)
+		}
+		if _, err := o.Profile.expand(o.Profile.Operation.Path, i, 0, ""); err != nil {
+			return nil, fmt.Errorf("principal %s: path: %w", p.Name, err)
+		}
+		if err := o.Profile.headers(http.Header{}, i); err != nil {
+			return nil, fmt.Errorf("principal %s: headers: %w", p.Name, err)
+		}
+		if o.Profile.Witness != nil {
+			if _, err := r.witness(ctx, i); err != nil {
+				return nil, fmt.Errorf("principal %s: the witness cannot be read: %w", p.Name, err)
+			}
 		}
 	}
 	var out []Result
-	for _, s := range Scenarios {
+	for _, s := range scenarios {
 		res := Result{ID: s.ID, Claim: s.Claim, Section: s.Section, Level: s.Level}
 		switch {
 		case s.Principals > len(o.Profile.Principals):

@@ -159,13 +159,40 @@ func TestReports(t *testing.T) {
 	if err := xml.Unmarshal(ju.Bytes(), &suite); err != nil {
 		t.Fatal(err)
 	}
-	if suite.Failures == 0 || suite.Skipped != 1 || suite.Tests != len(Scenarios) {
-		t.Errorf("junit: %d tests, %d failures, %d skipped; want %d tests, some failures, 1 skipped", suite.Tests, suite.Failures, suite.Skipped, len(Scenarios))
+	if suite.Failures == 0 || suite.Skipped != 1 || suite.Tests != len(scenarios) {
+		t.Errorf("junit: %d tests, %d failures, %d skipped; want %d tests, some failures, 1 skipped", suite.Tests, suite.Failures, suite.Skipped, len(scenarios))
 	}
 	var human bytes.Buffer
 	WriteHuman(&human, "payserver", results)
 	out := human.String()
 	if !strings.HasPrefix(out, "money") || !strings.Contains(out, "✗ HARMED") || !strings.HasSuffix(out, "money harmed\n") {
 		t.Errorf("human report:\n%s", out)
+	}
+}
+
+// TestRun_RefusesAnUnsetPlaceholderBeforeSending: a profile whose
+// credentials come from an unset environment variable stops the run
+// before a single request, instead of reporting an API that refused
+// every one.
+func TestRun_RefusesAnUnsetPlaceholderBeforeSending(t *testing.T) {
+	srv := payserver.New()
+	srv.Naive = true
+	p, err := Load("testdata/profiles/payserver.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Principals[1].Headers["X-Api-Key"] = "{{env.CONFORM_TEST_UNSET}}"
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	_, err = Run(context.Background(), Options{URL: ts.URL, Profile: p, Seed: 1, MaxOperations: 100, Timeout: 10 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "CONFORM_TEST_UNSET") {
+		t.Fatalf("err %v, want one naming CONFORM_TEST_UNSET", err)
+	}
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/v1/payments", nil)
+	req.Header.Set("X-Api-Key", "alice")
+	srv.ServeHTTP(rec, req)
+	if !strings.Contains(rec.Body.String(), `"items":[]`) {
+		t.Fatalf("payments were made: %s", rec.Body)
 	}
 }
