@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"net/http/httptest"
 	"os"
@@ -74,5 +75,22 @@ func TestConform_ExitsAsLabAudit(t *testing.T) {
 		if err != nil || xml.Unmarshal(data, &suite) != nil || suite.Tests == 0 {
 			t.Errorf("--junit wrote %q (%v)", data, err)
 		}
+	}
+}
+
+// TestConform_JSON: --json prints one document whose valid says the
+// verdict, and no report.
+func TestConform_JSON(t *testing.T) {
+	naiveServer := payserver.New()
+	naiveServer.Naive = true
+	naive := httptest.NewServer(naiveServer)
+	defer naive.Close()
+	code, out, errs := runLabCommand(t, "conform", "--url", naive.URL, "--profile", payProfile, "--seed", "3", "--json")
+	var doc struct {
+		Valid   *bool
+		Results []struct{ ID, Money string }
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 1 || doc.Valid == nil || *doc.Valid || len(doc.Results) == 0 {
+		t.Fatalf("exit %d, valid %v, %d results (%v)\n%s%s", code, doc.Valid, len(doc.Results), err, out, errs)
 	}
 }

@@ -54,7 +54,7 @@ type Result struct {
 	// Money is MoneyClean, MoneyHarmed or MoneyUnobserved; Contract is
 	// ContractMet, ContractUnmet or empty when the scenario states no
 	// requirement of the draft.
-	Money    string `json:"money"`
+	Money    string `json:"money,omitempty"`
 	Contract string `json:"contract,omitempty"`
 	// NotTried says why the scenario did not run; its verdicts are empty.
 	NotTried string `json:"not_tried,omitempty"`
