@@ -114,6 +114,10 @@ audit-examples: lab ## the audits of the example middlewares: naive (money harme
 	-@bin/lab audit --pkg ./audit/examples/sharedscope $(if $(SEED),--seed $(SEED))
 	-@bin/lab audit --pkg ./audit/examples/heldlock $(if $(SEED),--seed $(SEED))
 
+.PHONY: conform-examples
+conform-examples: lab ## lab conform through the public API only: stage 9 (valid), stage 0 (money harmed) and a small payments server (valid) (docs/conform.md)
+	@scripts/conform-examples.sh bin/lab
+
 .PHONY: gen
 gen: ## generate a day plan: make gen SEED=7 OPS=1000
 	$(GO) run ./cmd/lab gen --seed $(or $(SEED),1) --ops $(or $(OPS),1000)

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"idemlab/grader"
+	"idemlab/kit/auth"
 	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	reference "idemlab/solutions"
@@ -59,7 +60,7 @@ func runServe(ctx context.Context, in *invocation) error {
 	in.BoolVar(&f.solution, "solution", false, "serve the reference solution (solutions/stageN) instead of your stages/stageN")
 	in.StringVar(&f.db, "db", "", `the database: a SQLite file, ":memory:", or a PostgreSQL postgres://… URL (default $`+labdb.EnvURL+` if set, else tmp/lab-stageN.db; kept across restarts)`)
 	in.StringVar(&f.addr, "addr", "127.0.0.1:8080", "the address to listen on")
-	in.StringVar(&f.admin, "admin-token", "", "the token that opens /lab (default: drawn at random and printed; with --public, at least 32 characters)")
+	in.StringVar(&f.admin, "admin-token", "", "the token that opens /lab, visible ASCII characters (default: drawn at random and printed; with --public, at least 32 characters, hard to guess)")
 	in.StringVar(&f.accessLog, "access-log", "", "append the server's access log (one JSON record per request, what lab tally reads) to this file")
 	in.IntVar(&f.replicas, "replicas", 1, "run this many server processes on the one database (a file or a postgres:// URL), on consecutive ports: several app servers behind a load balancer, where a claim kept in a process's memory fails")
 	in.BoolVar(&f.public, "public", false, "serve a classroom: allow an address other than loopback (the lab endpoints reset the bank and move its clock), demand a long admin token, draw customer tokens at random")
@@ -77,6 +78,9 @@ func runServe(ctx context.Context, in *invocation) error {
 	}
 	if f.replicas > 1 && f.db == ":memory:" {
 		return cannotRun(fmt.Errorf("--replicas %d needs a database the processes share: a file or a postgres:// URL, not :memory:", f.replicas))
+	}
+	if _, err := replicaAddr(f.addr, f.replicas-1); err != nil {
+		return err
 	}
 	if err := checkAdminToken(f.admin, f.public); err != nil {
 		return err
@@ -188,12 +192,16 @@ func checkStage(n int, solution bool) error {
 	return nil
 }
 
-// checkLoopback refuses to listen beyond this machine without --public:
+// checkLoopback refuses an address that is not host:port, with a port
+// number from 0 to 65535, and one beyond this machine without --public:
 // anyone holding the admin token could reset the bank.
 func checkLoopback(addr string, public bool) error {
-	host, _, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return cannotRun(fmt.Errorf("--addr %q: %v", addr, err))
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return cannotRun(fmt.Errorf("--addr %q: the port must be a number from 0 to 65535 (0: any free port)", addr))
 	}
 	if public || host == "localhost" {
 		return nil
@@ -208,11 +216,34 @@ func checkLoopback(addr string, public bool) error {
 // whoever guesses it can reset the bank and move its clock.
 const MinPublicAdminToken = 32
 
-// checkAdminToken refuses a short admin token on a public server. An
-// empty one is drawn later, long enough.
+// MinPublicAdminTokenBits is the least entropy a public server's admin
+// token must hold by auth.EntropyBits' estimate, which 32 hexadecimal
+// digits drawn at random (openssl rand -hex 16) always meet.
+const MinPublicAdminTokenBits = 80
+
+// checkAdminToken refuses an admin token that no Authorization header
+// can carry as it is (a lab server that took it could never be opened),
+// and on a public server one that is short or easy to guess. An empty
+// one is drawn later, long enough.
 func checkAdminToken(token string, public bool) error {
-	if public && token != "" && len(token) < MinPublicAdminToken {
-		return cannotRun(fmt.Errorf("--admin-token is %d characters; a --public server needs at least %d (leave it out and one is drawn)", len(token), MinPublicAdminToken))
+	if token == "" {
+		return nil
+	}
+	if at, c := auth.FirstInvisible(token); at > 0 {
+		return cannotRun(fmt.Errorf("--admin-token: character %d is %q (%U); a token is made of visible ASCII characters, ! to ~, the only ones an Authorization header carries as they are", at, c, c))
+	}
+	if !public {
+		return nil
+	}
+	const draw = "(leave it out and one is drawn, or draw one with openssl rand -hex 16)"
+	switch {
+	case len(token) < MinPublicAdminToken:
+		return cannotRun(fmt.Errorf("--admin-token is %d characters; a --public server needs at least %d %s", len(token), MinPublicAdminToken, draw))
+	case strings.Count(token, token[:1]) == len(token):
+		return cannotRun(fmt.Errorf("--admin-token is one character repeated; a --public server needs a token no one can guess %s", draw))
+	}
+	if bits := auth.EntropyBits(token); bits < MinPublicAdminTokenBits {
+		return cannotRun(fmt.Errorf("--admin-token holds about %.0f bits of entropy (repeated characters and patterns count for nothing); a --public server needs %d %s", bits, MinPublicAdminTokenBits, draw))
 	}
 	return nil
 }
@@ -310,15 +341,20 @@ func serveReplicas(ctx context.Context, root string, f serveFlags, stdout, stder
 }
 
 // replicaAddr is the address replica i (from 0) listens on: addr's port
-// plus i, or any free port if addr's is 0.
+// plus i, or any free port if addr's is 0. addr has passed checkLoopback.
 func replicaAddr(addr string, i int) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", &exitCode{code: 2, err: fmt.Errorf("--addr %q: %v", addr, err)}
+		return "", cannotRun(fmt.Errorf("--addr %q: %v", addr, err))
 	}
 	p, err := strconv.Atoi(port)
-	if err != nil || p == 0 {
+	switch {
+	case err != nil:
+		return "", cannotRun(fmt.Errorf("--addr %q: the port must be a number", addr))
+	case p == 0:
 		return addr, nil
+	case p+i > 65535:
+		return "", cannotRun(fmt.Errorf("--addr %q: replica %d would listen on port %d, past 65535", addr, i+1, p+i))
 	}
 	return net.JoinHostPort(host, strconv.Itoa(p+i)), nil
 }
@@ -367,7 +403,7 @@ func printClassroom(w io.Writer, url string) {
 	fmt.Fprintf(w, "Keep the admin token to yourself: it resets the bank and moves the clock.\n")
 	fmt.Fprintf(w, "Limits on every client: headers within %v and at most %d KiB (else 431), a body within %v of\n",
 		server.HeaderTimeout, server.MaxHeaderBytes>>10, server.DefaultBodyTimeout)
-	fmt.Fprintf(w, "its headers (else 400), an answer within %v, idle connections closed after %v.\n",
+	fmt.Fprintf(w, "its headers (else 408), an answer within %v, idle connections closed after %v.\n",
 		server.WriteTimeout, server.IdleTimeout)
 }
 

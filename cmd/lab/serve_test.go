@@ -28,8 +28,14 @@ func TestServe_RefusesBadFlags(t *testing.T) {
 		{[]string{"serve", "--stage", "10", "--solution"}, "0..9"},
 		{[]string{"serve", "--stage", "-1"}, "0..9"},
 		{[]string{"serve", "--addr", "nonsense"}, "--addr"},
+		{[]string{"serve", "--addr", "127.0.0.1:abc", "--solution"}, "the port must be a number from 0 to 65535"},
+		{[]string{"serve", "--addr", "127.0.0.1:99999", "--solution"}, "the port must be a number from 0 to 65535"},
+		{[]string{"serve", "--addr", "127.0.0.1:65535", "--replicas", "2", "--db", "x.db", "--solution"}, "past 65535"},
 		{[]string{"serve", "--public", "--admin-token", "x", "--solution"}, "at least 32"},
 		{[]string{"serve", "--public", "--addr", "0.0.0.0:8080", "--admin-token", "adm_demo", "--solution"}, "at least 32"},
+		{[]string{"serve", "--public", "--admin-token", strings.Repeat(" ", 32), "--solution"}, "visible ASCII"},
+		{[]string{"serve", "--admin-token", " adm_demo", "--solution"}, "visible ASCII"},
+		{[]string{"serve", "--public", "--admin-token", strings.Repeat("adm_demo", 4), "--solution"}, "bits of entropy"},
 	} {
 		code, _, errs := runLabCommand(t, c.args...)
 		if code != 2 || !strings.Contains(errs, c.why) {
@@ -135,23 +141,38 @@ func resetSeed1(t *testing.T, url, token string) (int, []byte) {
 
 func TestCheckAdminToken(t *testing.T) {
 	long := strings.Repeat("a", MinPublicAdminToken)
+	drawn := "3f9c0a7be15d42c8906fd2a4b7e1c35d"
 	for _, c := range []struct {
 		token  string
 		public bool
-		ok     bool
+		why    string // what the refusal says; "" for a token taken
 	}{
-		{"adm_demo", false, true}, // a loopback server is the student's own
-		{"", true, true},          // drawn later, long enough
-		{long, true, true},
-		{long[1:], true, false},
-		{"x", true, false},
+		{"adm_demo", false, ""}, // a loopback server is the student's own
+		{"", true, ""},          // drawn later, long enough
+		{drawn, true, ""},
+		{"adm_" + drawn, true, ""},
+		{drawn[1:], true, "31 characters"},
+		{"x", true, "1 characters"},
+		{long, true, "one character repeated"},
+		{strings.Repeat("adm_demo", 4), true, "bits of entropy"},
+		{"abcdefghijklmnopqrstuvwxyzABCDEF", true, "bits of entropy"},
+		{strings.Repeat(" ", MinPublicAdminToken), true, "character 1 is ' ' (U+0020)"},
+		{strings.Repeat(" ", MinPublicAdminToken), false, "character 1 is ' ' (U+0020)"},
+		{"adm_demo ", false, "character 9"},
+		{drawn + "\u00a0", true, "character 33 is '\\u00a0' (U+00A0)"},
 	} {
-		if err := checkAdminToken(c.token, c.public); (err == nil) != c.ok {
-			t.Errorf("%q public=%v: err %v, want allowed %v", c.token, c.public, err, c.ok)
+		err := checkAdminToken(c.token, c.public)
+		switch {
+		case c.why == "" && err != nil:
+			t.Errorf("%q public=%v: %v, want it taken", c.token, c.public, err)
+		case c.why != "" && (err == nil || !strings.Contains(err.Error(), c.why)):
+			t.Errorf("%q public=%v: %v, want it refused: %s", c.token, c.public, err, c.why)
 		}
 	}
-	if n := len(grader.AdminToken()); n < MinPublicAdminToken {
-		t.Errorf("a drawn admin token has %d characters; a public server refuses fewer than %d", n, MinPublicAdminToken)
+	for range 1000 {
+		if err := checkAdminToken(grader.AdminToken(), true); err != nil {
+			t.Fatalf("a drawn admin token is refused by a public server: %v", err)
+		}
 	}
 }
 

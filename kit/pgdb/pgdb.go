@@ -19,13 +19,11 @@ package pgdb
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -100,9 +98,15 @@ func (db *DB) Close() error {
 // names, and returns its URL and a function that drops it (ending any
 // connection still open on it). Each lab server that needs a database of
 // its own (a test's, say) gets one, so servers never see each other's rows
-// and can run side by side.
+// and can run side by side. The first database a process creates on a
+// cluster starts its run there, which drops what killed runs left behind
+// (see runs.go).
 func CreateDatabase(ctx context.Context, clusterURL string) (dbURL string, drop func(context.Context) error, err error) {
 	u, err := url.Parse(clusterURL)
+	if err != nil {
+		return "", nil, fmt.Errorf("create database: %w", err)
+	}
+	r, err := runOn(ctx, clusterURL)
 	if err != nil {
 		return "", nil, fmt.Errorf("create database: %w", err)
 	}
@@ -110,7 +114,7 @@ func CreateDatabase(ctx context.Context, clusterURL string) (dbURL string, drop 
 	if err != nil {
 		return "", nil, fmt.Errorf("create database: %w", err)
 	}
-	name := "idemlab_" + strings.ToLower(rand.Text()[:16])
+	name := r.name()
 	// template0 and the C collation: text compares byte by byte, as on
 	// SQLite, so the lab clock's fixed-width times sort as instants.
 	_, err = admin.ExecContext(ctx, `CREATE DATABASE `+name+` TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'`)

@@ -2,7 +2,6 @@ package request
 
 import (
 	"net/http"
-	"unicode"
 	"unicode/utf8"
 
 	"idemlab/kit/bank"
@@ -11,8 +10,8 @@ import (
 // Settings reads a PUT /accounts/{id}/settings body: the whole
 // representation, both members required, as strictly as a transfer's body
 // (one JSON object, no unknown or duplicate members, the right types). The
-// nickname is at most bank.MaxNickname characters with no control
-// character; the daily limit an integer number of won in
+// nickname is at most bank.MaxNickname characters, each one a reader
+// sees (no control, invisible or bidirectional character: see hidden); the daily limit an integer number of won in
 // 0..bank.MaxDailyLimit. It returns a problem error: 415, 413 or 400
 // invalid-request.
 func Settings(r *http.Request) (bank.Settings, error) {
@@ -38,11 +37,8 @@ func (d *decoder) nickname(name string) string {
 	if n := utf8.RuneCountInString(s); n > bank.MaxNickname {
 		d.fail(name, "is %d characters; the limit is %d", n, bank.MaxNickname)
 	}
-	for _, c := range s {
-		if unicode.IsControl(c) {
-			d.fail(name, "must not hold control characters, got %q", s)
-			break
-		}
+	if at, c, why := hidden(s); at > 0 {
+		d.fail(name, "must hold only characters a reader sees: character %d is %U, %s", at, c, why)
 	}
 	return s
 }

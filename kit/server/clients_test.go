@@ -195,6 +195,82 @@ func TestOversizedHeaders_Get431(t *testing.T) {
 	}
 }
 
+// deposit is a deposit of 1,000 won into c's first account, as raw bytes
+// whose request line and headers take exactly headerBytes bytes: a
+// padding field fills them up.
+func deposit(t *testing.T, c bank.Customer, headerBytes int) string {
+	t.Helper()
+	body := `{"account":"` + c.Accounts[0] + `","amount":1000}`
+	head := fmt.Sprintf("POST /deposits HTTP/1.1\r\nHost: lab\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\nX-Padding: ", c.Token, len(body))
+	pad := headerBytes - len(head) - len("\r\n\r\n")
+	if pad < 1 {
+		t.Fatalf("%d bytes cannot hold a deposit's headers", headerBytes)
+	}
+	return head + strings.Repeat("p", pad) + "\r\n\r\n" + body
+}
+
+// TestHeaderLimit_IsTheDocumentedOne: headers of exactly
+// server.MaxHeaderBytes are served, one byte more gets 431 and nothing is
+// executed, also when the request comes pipelined behind another one on
+// its connection (net/http would count only the bytes it had not read
+// ahead with the first). A server that hands net/http MaxHeaderBytes as
+// it is lets 4 KiB more through.
+func TestHeaderLimit_IsTheDocumentedOne(t *testing.T) {
+	srv, addr, customers := listen(t, server.Options{})
+	c := customers[0]
+	balance := func() int64 {
+		st, err := srv.Lab().State(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range st.Accounts {
+			if a.ID == c.Accounts[0] {
+				return a.Balance
+			}
+		}
+		t.Fatalf("no account %s", c.Accounts[0])
+		return 0
+	}
+	for _, tc := range []struct {
+		name     string
+		requests []string
+		want     []int
+		moved    int64
+	}{
+		{"at the limit", []string{deposit(t, c, server.MaxHeaderBytes)}, []int{201}, 1000},
+		{"one byte over", []string{deposit(t, c, server.MaxHeaderBytes+1)}, []int{431}, 0},
+		{"4 KiB over", []string{deposit(t, c, server.MaxHeaderBytes+4<<10)}, []int{431}, 0},
+		{"over, pipelined behind a small request", []string{deposit(t, c, 200), deposit(t, c, server.MaxHeaderBytes+3<<10)}, []int{201, 431}, 1000},
+	} {
+		before := balance()
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(conn, strings.Join(tc.requests, "")); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		r := bufio.NewReader(conn)
+		for i, want := range tc.want {
+			resp, err := http.ReadResponse(r, nil)
+			if err != nil {
+				t.Fatalf("%s: answer %d: %v", tc.name, i+1, err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("%s: answer %d is %d, want %d", tc.name, i+1, resp.StatusCode, want)
+			}
+		}
+		conn.Close()
+		if moved := balance() - before; moved != tc.moved {
+			t.Errorf("%s: %d won moved, want %d", tc.name, moved, tc.moved)
+		}
+	}
+}
+
 // TestAccessLog_ALongPathAddsABoundedLine: a 401 for a path of 12 KiB
 // (within the header limit) adds a line that holds the path's first
 // accesslog.MaxPath bytes and says the path was cut.

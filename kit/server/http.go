@@ -26,10 +26,15 @@ const (
 	// IdleTimeout is how long a kept-alive connection may wait for its
 	// next request.
 	IdleTimeout = time.Minute
-	// MaxHeaderBytes bounds the request line and headers (net/http allows
-	// 4 KiB over it); a larger request gets 431 Request Header Fields Too
-	// Large, from net/http itself, before any handler runs.
+	// MaxHeaderBytes bounds the request line and headers, as the client
+	// sent them, the blank line that ends them included; a larger request
+	// gets 431 Request Header Fields Too Large before any handler runs.
 	MaxHeaderBytes = 16 << 10
+	// netHTTPSlack is what net/http reads beyond http.Server.MaxHeaderBytes
+	// before it refuses a request's headers (its bufio buffer, 4 KiB):
+	// the http.Server is given MaxHeaderBytes less this, so that the
+	// limit it enforces is MaxHeaderBytes.
+	netHTTPSlack = 4 << 10
 )
 
 // NewHTTPServer returns the http.Server a lab server listens with: h behind
@@ -38,12 +43,45 @@ const (
 // under any http.Server, httptest's included.
 func NewHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{
-		Handler:           h,
+		Handler:           boundHeaders(h),
 		ReadHeaderTimeout: HeaderTimeout,
 		WriteTimeout:      WriteTimeout,
 		IdleTimeout:       IdleTimeout,
-		MaxHeaderBytes:    MaxHeaderBytes,
+		MaxHeaderBytes:    MaxHeaderBytes - netHTTPSlack,
 	}
+}
+
+// boundHeaders refuses with 431 a request whose headers are over
+// MaxHeaderBytes although net/http let them through. net/http counts the
+// bytes it reads from the connection for this request, and a client that
+// pipelines requests has had the start of the next one read ahead with
+// the one before, uncounted: up to netHTTPSlack more.
+func boundHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if headerBytes(r) > MaxHeaderBytes {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "431 Request Header Fields Too Large", http.StatusRequestHeaderFieldsTooLarge)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// headerBytes is how many bytes r's request line and headers took at
+// least: net/http keeps each field's name and value but not the spaces
+// around the value, nor the fields it takes out of the header (Host is
+// counted from r.Host), so the count is never above what was sent.
+func headerBytes(r *http.Request) int {
+	n := len(r.Method) + 1 + len(r.RequestURI) + 1 + len(r.Proto) + len("\r\n")
+	if r.Host != "" {
+		n += len("Host: ") + len(r.Host) + len("\r\n")
+	}
+	for name, values := range r.Header {
+		for _, v := range values {
+			n += len(name) + len(": ") + len(v) + len("\r\n")
+		}
+	}
+	return n + len("\r\n")
 }
 
 // ServeUntilStopped serves h on ln behind NewHTTPServer's limits until

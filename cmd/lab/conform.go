@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"idemlab/grader/conform"
+)
+
+type conformFlags struct {
+	url     string
+	profile string
+	json    bool
+	junit   string
+	seed    uint64
+	maxOps  int
+	timeout time.Duration
+}
+
+func runConform(ctx context.Context, in *invocation) error {
+	var f conformFlags
+	in.StringVar(&f.url, "url", "", "the API's base URL, e.g. http://127.0.0.1:8080")
+	in.StringVar(&f.profile, "profile", "", "the profile (JSON) that names the operation, its body, the principals and a witness (docs/conform.md)")
+	in.BoolVar(&f.json, "json", false, "print the results as JSON instead of the report")
+	in.StringVar(&f.junit, "junit", "", "also write the results as a JUnit XML file")
+	in.Uint64Var(&f.seed, "seed", 0, "the run's seed: amounts, keys and unique values (default: a fresh one, printed)")
+	in.IntVar(&f.maxOps, "max-operations", 100, "send the operation at most this many times (each send could create something on a server that ignores keys)")
+	in.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long a request may take")
+	if done, err := in.parse(); done {
+		return err
+	}
+	u, err := url.Parse(f.url)
+	if f.url == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return cannotRun(errors.New("--url is the API's base URL, e.g. --url http://127.0.0.1:8080"))
+	}
+	if f.profile == "" {
+		return cannotRun(errors.New("--profile names the profile file (docs/conform.md)"))
+	}
+	if f.maxOps < 1 || f.timeout <= 0 {
+		return cannotRun(errors.New("--max-operations and --timeout must be positive"))
+	}
+	p, err := conform.Load(f.profile)
+	if err != nil {
+		return cannotRun(err)
+	}
+	if f.seed == 0 {
+		f.seed = rand.Uint64()
+	}
+	base := strings.TrimSuffix(f.url, "/")
+	if !f.json {
+		fmt.Fprintf(in.stdout, "lab conform: %s at %s, seed %d (--seed %d repeats the draws)\n", p.Name, base, f.seed, f.seed)
+	}
+	results, err := conform.Run(ctx, conform.Options{URL: base, Profile: p, Seed: f.seed, MaxOperations: f.maxOps, Timeout: f.timeout})
+	if err != nil {
+		return cannotRun(err)
+	}
+	if f.json {
+		if err := conform.WriteJSON(in.stdout, p.Name, base, f.seed, results); err != nil {
+			return err
+		}
+	} else {
+		conform.WriteHuman(in.stdout, p.Name, results)
+	}
+	if f.junit != "" {
+		out, err := os.Create(f.junit)
+		if err != nil {
+			return cannotRun(err)
+		}
+		if err := conform.WriteJUnit(out, p.Name, results); err != nil {
+			out.Close()
+			return err
+		}
+		if err := out.Close(); err != nil {
+			return err
+		}
+	}
+	s := conform.Summarize(results)
+	switch v := s.Valid(); {
+	case v == nil:
+		return cannotRun(errors.New("could not observe the money: give the profile a witness (docs/conform.md)"))
+	case !*v:
+		return &exitCode{code: 1, err: errors.New(s.Line())}
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"idemlab/grader/conform/testdata/payserver"
+)
+
+const payProfile = "../../grader/conform/testdata/profiles/payserver.json"
+
+func TestConform_RefusesBadFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		why  string
+	}{
+		{[]string{"conform", "--profile", payProfile}, "--url"},
+		{[]string{"conform", "--url", "localhost:8080", "--profile", payProfile}, "--url"},
+		{[]string{"conform", "--url", "http://127.0.0.1:1"}, "--profile"},
+		{[]string{"conform", "--url", "http://127.0.0.1:1", "--profile", "nope.json"}, "read profile"},
+		{[]string{"conform", "--url", "http://127.0.0.1:1", "--profile", payProfile, "--max-operations", "0"}, "must be positive"},
+	} {
+		code, _, errs := runLabCommand(t, c.args...)
+		if code != 2 || !strings.Contains(errs, c.why) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", strings.Join(c.args, " "), code, errs, c.why)
+		}
+	}
+}
+
+// TestConform_ExitsAsLabAudit: 0 for an API that keeps its keys, 1 for
+// one that pays every duplicate, 2 when the profile has no witness to
+// judge the money by; the report puts the money first and ends with the
+// summary line, and --junit writes a suite.
+func TestConform_ExitsAsLabAudit(t *testing.T) {
+	safe := httptest.NewServer(payserver.New())
+	defer safe.Close()
+	naiveServer := payserver.New()
+	naiveServer.Naive = true
+	naive := httptest.NewServer(naiveServer)
+	defer naive.Close()
+	profile, err := os.ReadFile(payProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blind := filepath.Join(t.TempDir(), "blind.json")
+	i := strings.Index(string(profile), `,
+  "witness"`)
+	if err := os.WriteFile(blind, append(profile[:i:i], "\n}\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	junit := filepath.Join(t.TempDir(), "conform.xml")
+	for _, c := range []struct {
+		url, profile string
+		code         int
+		last         string
+	}{
+		{safe.URL, payProfile, 0, "conform: payserver: 2/2 MUST met, 3/3 SHOULD met, money clean"},
+		{naive.URL, payProfile, 1, "money harmed"},
+		{safe.URL, blind, 2, "money not observed"},
+	} {
+		code, out, errs := runLabCommand(t, "conform", "--url", c.url, "--profile", c.profile, "--seed", "3", "--junit", junit)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code != c.code || !strings.Contains(lines[len(lines)-1], c.last) || !strings.HasPrefix(lines[1], "money") {
+			t.Errorf("%s %s: exit %d, want %d and a last line with %q\n%s%s", c.url, c.profile, code, c.code, c.last, out, errs)
+		}
+		data, err := os.ReadFile(junit)
+		var suite struct {
+			Tests int `xml:"tests,attr"`
+		}
+		if err != nil || xml.Unmarshal(data, &suite) != nil || suite.Tests == 0 {
+			t.Errorf("--junit wrote %q (%v)", data, err)
+		}
+	}
+}
+
+// TestConform_JSON: --json prints one document whose valid says the
+// verdict, and no report.
+func TestConform_JSON(t *testing.T) {
+	naiveServer := payserver.New()
+	naiveServer.Naive = true
+	naive := httptest.NewServer(naiveServer)
+	defer naive.Close()
+	code, out, errs := runLabCommand(t, "conform", "--url", naive.URL, "--profile", payProfile, "--seed", "3", "--json")
+	var doc struct {
+		Valid   *bool
+		Results []struct{ ID, Money string }
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 1 || doc.Valid == nil || *doc.Valid || len(doc.Results) == 0 {
+		t.Fatalf("exit %d, valid %v, %d results (%v)\n%s%s", code, doc.Valid, len(doc.Results), err, out, errs)
+	}
+}

@@ -1,0 +1,437 @@
+// Package conform runs the course's attacks against any HTTP API that
+// takes an Idempotency-Key, through its public API only: the operation a
+// profile names and, if the profile has one, a witness that reads the
+// operation's effect. It never calls a lab endpoint.
+//
+// Each scenario gives two verdicts, kept apart as the grader keeps them:
+// the money (read from the witness before and after, never from a status
+// or a header the server chose) and the contract, a requirement of the
+// IETF draft draft-ietf-httpapi-idempotency-key-header-07, cited by
+// section with its own level (MUST, SHOULD).
+package conform
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"idemlab/grader/dayplan"
+	"idemlab/grader/faultnet"
+)
+
+// Draft is the document the contract verdicts cite.
+const Draft = "draft-ietf-httpapi-idempotency-key-header-07"
+
+// Money verdicts.
+const (
+	MoneyClean      = "clean"
+	MoneyHarmed     = "harmed"
+	MoneyUnobserved = "could not observe"
+)
+
+// Contract verdicts.
+const (
+	ContractMet   = "met"
+	ContractUnmet = "unmet"
+)
+
+// Result is what one scenario found.
+type Result struct {
+	ID    string `json:"id"`
+	Claim string `json:"claim"`
+	// Section and Level cite the draft ("2.6", "MUST"); empty for the
+	// course's money scenarios, which the draft does not state.
+	Section string `json:"section,omitempty"`
+	Level   string `json:"level,omitempty"`
+	// Money is MoneyClean, MoneyHarmed or MoneyUnobserved; Contract is
+	// ContractMet, ContractUnmet or empty when the scenario states no
+	// requirement of the draft.
+	Money    string `json:"money,omitempty"`
+	Contract string `json:"contract,omitempty"`
+	// NotTried says why the scenario did not run; its verdicts are empty.
+	NotTried string `json:"not_tried,omitempty"`
+	// Saw is what the witness read; Sent and Got what the API was sent
+	// and answered; Expected what the draft or the money required.
+	Saw      string `json:"saw,omitempty"`
+	Sent     string `json:"sent,omitempty"`
+	Got      string `json:"got,omitempty"`
+	Expected string `json:"expected,omitempty"`
+}
+
+// Options are a conform run's settings.
+type Options struct {
+	// URL is the API's base URL, without a trailing slash.
+	URL     string
+	Profile *Profile
+	// Seed draws the amounts, keys and unique values.
+	Seed uint64
+	// MaxOperations bounds how many requests the run sends to the
+	// operation, each of which could create something on a server that
+	// ignores keys; a scenario that could go over it is not tried.
+	MaxOperations int
+	// Timeout bounds each request.
+	Timeout time.Duration
+}
+
+// runner holds a run's clients and draws.
+type runner struct {
+	Options
+	rng    *rand.Rand
+	mu     sync.Mutex
+	client *http.Client
+	faulty *http.Client
+	budget int
+	keys   int
+}
+
+// Run runs every scenario against the API and returns their results, in
+// the order of scenarios. It returns an error, before it sends anything,
+// if a principal's placeholders cannot be filled in (a var or an
+// environment variable missing) or its witness cannot be read; and
+// during the run if a witness stops answering. An API that does not
+// answer the operation is a finding, not an error.
+func Run(ctx context.Context, o Options) ([]Result, error) {
+	r := &runner{Options: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), budget: o.MaxOperations}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	r.client = &http.Client{Transport: base, Timeout: o.Timeout}
+	r.faulty = &http.Client{Transport: &faultnet.Transport{Base: base}, Timeout: o.Timeout}
+	for i, p := range o.Profile.Principals {
+		if _, err := o.Profile.newOp(rand.New(rand.NewPCG(0, 0)), i); err != nil {
+			return nil, fmt.Errorf("principal %s: body: %w", p.Name, err)
+		}
+		if _, err := o.Profile.expand(o.Profile.Operation.Path, i, 0, ""); err != nil {
+			return nil, fmt.Errorf("principal %s: path: %w", p.Name, err)
+		}
+		if err := o.Profile.headers(http.Header{}, i); err != nil {
+			return nil, fmt.Errorf("principal %s: headers: %w", p.Name, err)
+		}
+		if o.Profile.Witness != nil {
+			if _, err := r.witness(ctx, i); err != nil {
+				return nil, fmt.Errorf("principal %s: the witness cannot be read: %w", p.Name, err)
+			}
+		}
+	}
+	var out []Result
+	for _, s := range scenarios {
+		res := Result{ID: s.ID, Claim: s.Claim, Section: s.Section, Level: s.Level}
+		switch {
+		case s.Principals > len(o.Profile.Principals):
+			res.NotTried = fmt.Sprintf("needs %d principals; the profile has %d", s.Principals, len(o.Profile.Principals))
+		case s.Edit && o.Profile.Edit == "":
+			res.NotTried = "needs the profile's edit member"
+		case s.Sends > r.budget:
+			res.NotTried = fmt.Sprintf("sends the operation up to %d times; --max-operations leaves %d", s.Sends, r.budget)
+		case s.Run == nil:
+			res.NotTried = s.Why
+		default:
+			r.budget -= s.Sends
+			if err := s.Run(ctx, r, &res); err != nil {
+				return out, fmt.Errorf("%s: %w", s.ID, err)
+			}
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// answer is what one request got: a status and body, or a transport
+// error.
+type answer struct {
+	status int
+	body   []byte
+	header http.Header
+	err    error
+}
+
+func (a answer) String() string {
+	if a.err != nil {
+		return "no answer: " + a.err.Error()
+	}
+	return fmt.Sprintf("%d %s", a.status, clip(a.body))
+}
+
+func (a answer) ok() bool { return a.err == nil && a.status >= 200 && a.status < 300 }
+
+// same reports whether a and b are the same answer: status and body.
+func (a answer) same(b answer) bool {
+	return a.err == nil && b.err == nil && a.status == b.status && bytes.Equal(a.body, b.body)
+}
+
+func clip(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 160 {
+		return s[:160] + "…"
+	}
+	return s
+}
+
+// key draws a fresh idempotency key.
+func (r *runner) key() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.keys++
+	return fmt.Sprintf("conform-%d-%08x", r.keys, r.rng.Uint32())
+}
+
+// newOp draws a fresh operation for principal i.
+func (r *runner) newOp(i int) (op, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.Profile.newOp(r.rng, i)
+}
+
+// send sends o with the key field value (as written: quoted or not; ""
+// for none), through client c, in ctx.
+func (r *runner) send(ctx context.Context, c *http.Client, o op, key string) answer {
+	p := r.Profile
+	path, err := p.expand(p.Operation.Path, o.principal, o.amount, "")
+	if err != nil {
+		return answer{err: err}
+	}
+	req, err := http.NewRequestWithContext(ctx, p.Operation.Method, r.URL+path, bytes.NewReader(o.body))
+	if err != nil {
+		return answer{err: err}
+	}
+	ct := p.ContentType
+	if ct == "" {
+		ct = "application/json"
+	}
+	req.Header.Set("Content-Type", ct)
+	if err := p.headers(req.Header, o.principal); err != nil {
+		return answer{err: err}
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return answer{err: err}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return answer{status: resp.StatusCode, body: body, header: resp.Header, err: err}
+}
+
+// sf is key written as an RFC 8941 sf-string, the draft's form.
+func sf(key string) string { return strconv.Quote(key) }
+
+// retries is how many times untilFinal sends at most.
+const retries = 5
+
+// untilFinal sends o with key until the answer is neither "in
+// progress" (409) nor no answer at all, up to retries times, waiting as
+// a Retry-After asks (at most a second) or a tenth of a second; it
+// returns the last answer.
+func (r *runner) untilFinal(ctx context.Context, o op, key string) answer {
+	var a answer
+	for range retries {
+		a = r.send(ctx, r.client, o, key)
+		if a.err == nil && a.status != http.StatusConflict {
+			return a
+		}
+		wait := 100 * time.Millisecond
+		if s, err := strconv.Atoi(a.header.Get("Retry-After")); a.err == nil && err == nil && s >= 0 {
+			wait = min(time.Duration(s)*time.Second, time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return a
+		case <-time.After(wait):
+		}
+	}
+	return a
+}
+
+// lose sends o with key through the fault transport at point p (the
+// server processes the request; the client never sees the answer).
+func (r *runner) lose(ctx context.Context, o op, key string, p dayplan.Point) answer {
+	return r.send(faultnet.WithFault(ctx, p), r.faulty, o, key)
+}
+
+// witness reads principal i's witness: the count of its list or its
+// number.
+func (r *runner) witness(ctx context.Context, i int) (float64, error) {
+	w := r.Profile.Witness
+	path, err := r.Profile.expand(w.Path, i, 0, "")
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, "GET", r.URL+path, nil)
+	if err != nil {
+		return 0, err
+	}
+	if err := r.Profile.headers(req.Header, i); err != nil {
+		return 0, err
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, clip(body))
+	}
+	var doc any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return 0, fmt.Errorf("GET %s: %w", path, err)
+	}
+	pointer := w.Value
+	if w.Count != "" {
+		pointer = w.Count
+	}
+	v, err := lookup(doc, pointer)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: %w", path, err)
+	}
+	if w.Count != "" {
+		list, ok := v.([]any)
+		if !ok {
+			return 0, fmt.Errorf("GET %s: %s is not a list", path, pointer)
+		}
+		return float64(len(list)), nil
+	}
+	n, ok := v.(float64)
+	if !ok {
+		return 0, fmt.Errorf("GET %s: %s is not a number", path, pointer)
+	}
+	return n, nil
+}
+
+// effect is how far one execution of o moves the witness.
+func (r *runner) effect(o op) float64 {
+	switch r.Profile.Witness.PerOperation {
+	case "amount":
+		return float64(o.amount)
+	case "-amount":
+		return -float64(o.amount)
+	}
+	return 1
+}
+
+// lookup follows an RFC 6901 JSON pointer ("" is the whole document).
+func lookup(doc any, pointer string) (any, error) {
+	if pointer == "" {
+		return doc, nil
+	}
+	if !strings.HasPrefix(pointer, "/") {
+		return nil, fmt.Errorf("%q is not a JSON pointer", pointer)
+	}
+	v := doc
+	for _, tok := range strings.Split(pointer[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := v.(type) {
+		case map[string]any:
+			next, ok := x[tok]
+			if !ok {
+				return nil, fmt.Errorf("no member %q at %s", tok, pointer)
+			}
+			v = next
+		case []any:
+			n, err := strconv.Atoi(tok)
+			if err != nil || n < 0 || n >= len(x) {
+				return nil, fmt.Errorf("no item %q at %s", tok, pointer)
+			}
+			v = x[n]
+		default:
+			return nil, fmt.Errorf("nothing at %s", pointer)
+		}
+	}
+	return v, nil
+}
+
+// books is a witness reading taken before a scenario, to judge its money
+// after.
+type books struct {
+	r      *runner
+	before []float64
+}
+
+// open reads every principal's witness, or nil without a witness.
+func (r *runner) open(ctx context.Context) (*books, error) {
+	if r.Profile.Witness == nil {
+		return nil, nil
+	}
+	b := &books{r: r}
+	for i := range r.Profile.Principals {
+		v, err := r.witness(ctx, i)
+		if err != nil {
+			return nil, err
+		}
+		b.before = append(b.before, v)
+	}
+	return b, nil
+}
+
+// expect is an operation and how many times it must have executed.
+type expect struct {
+	op    op
+	times int
+	what  string
+}
+
+// judge reads the witnesses again and sets res.Money and res.Saw: clean
+// if every principal's witness moved by exactly what the expected
+// executions explain.
+func (b *books) judge(ctx context.Context, res *Result, want ...expect) error {
+	if b == nil {
+		res.Money = MoneyUnobserved
+		res.Saw = "no witness in the profile: whether anything executed twice, or not at all, cannot be seen"
+		return nil
+	}
+	res.Money = MoneyClean
+	var saw []string
+	for i := range b.before {
+		after, err := b.r.witness(ctx, i)
+		if err != nil {
+			return err
+		}
+		moved := after - b.before[i]
+		expected, unit, due := 0.0, 0.0, 0
+		var whats []string
+		for _, w := range want {
+			if w.op.principal != i {
+				continue
+			}
+			e := b.r.effect(w.op)
+			expected += float64(w.times) * e
+			unit, due = e, w.times
+			whats = append(whats, fmt.Sprintf("%s %d×", w.what, w.times))
+		}
+		if len(whats) == 0 {
+			continue
+		}
+		line := fmt.Sprintf("%s: the witness moved by %s; %s moves it by %s", b.r.Profile.Principals[i].Name, num(moved), strings.Join(whats, ", "), num(expected))
+		if moved != expected {
+			res.Money = MoneyHarmed
+			if unit != 0 && len(whats) == 1 {
+				line += fmt.Sprintf(" (%s executions where %d were due)", num(moved/unit), due)
+			}
+		}
+		saw = append(saw, line)
+	}
+	res.Saw = strings.Join(saw, "; ")
+	return nil
+}
+
+func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// contract sets res.Contract from ok, with what was expected.
+func contract(res *Result, ok bool, expected string) {
+	res.Contract = ContractUnmet
+	if ok {
+		res.Contract = ContractMet
+	}
+	res.Expected = expected
+}

@@ -1,0 +1,198 @@
+package conform
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"idemlab/grader/conform/testdata/payserver"
+)
+
+// attack runs every scenario against srv with the payserver profile,
+// changed by edit.
+func attack(t *testing.T, srv *payserver.Server, edit func(*Profile), maxOps int) []Result {
+	t.Helper()
+	p, err := Load("testdata/profiles/payserver.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(p)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	results, err := Run(context.Background(), Options{URL: ts.URL, Profile: p, Seed: 7, MaxOperations: maxOps, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return results
+}
+
+func byID(results []Result) map[string]Result {
+	out := make(map[string]Result)
+	for _, r := range results {
+		out[r.ID] = r
+	}
+	return out
+}
+
+// TestRun_KeyedServerIsValid: a server that keeps its keys right meets
+// every MUST and every SHOULD it is asked, with its money clean, judged
+// from the witness.
+func TestRun_KeyedServerIsValid(t *testing.T) {
+	results := attack(t, payserver.New(), nil, 100)
+	for _, r := range results {
+		if r.NotTried != "" {
+			if r.ID != "expiry-as-published" {
+				t.Errorf("%s not tried: %s", r.ID, r.NotTried)
+			}
+			continue
+		}
+		if r.Money != MoneyClean || r.Contract == ContractUnmet {
+			t.Errorf("%s: money %s, contract %s\n  got %s\n  saw %s", r.ID, r.Money, r.Contract, r.Got, r.Saw)
+		}
+	}
+	s := Summarize(results)
+	if v := s.Valid(); v == nil || !*v || s.Must != 2 || s.Should != 3 {
+		t.Errorf("summary %+v, valid %v; want 2/2 MUST, 3/3 SHOULD, valid", s, v)
+	}
+}
+
+// TestRun_NaiveServerHarmsMoney: a server that ignores the key pays
+// every duplicate; the witness shows it, and the concurrent copies'
+// answers miss the MUST.
+func TestRun_NaiveServerHarmsMoney(t *testing.T) {
+	srv := payserver.New()
+	srv.Naive = true
+	got := byID(attack(t, srv, nil, 100))
+	for _, id := range []string{"retry-replayed", "key-reused-other-payload", "concurrent-duplicates", "lost-response", "two-principals-one-key"} {
+		want := MoneyHarmed
+		if id == "two-principals-one-key" {
+			want = MoneyClean // each principal's payment made once: not a harm
+		}
+		if got[id].Money != want {
+			t.Errorf("%s: money %s, want %s (saw %s)", id, got[id].Money, want, got[id].Saw)
+		}
+	}
+	if r := got["concurrent-duplicates"]; r.Contract != ContractUnmet || !strings.Contains(r.Saw, "8 executions where 1 were due") {
+		t.Errorf("concurrent-duplicates: contract %s, saw %s", r.Contract, r.Saw)
+	}
+	if v := Summarize(byIDList(got)).Valid(); v == nil || *v {
+		t.Errorf("valid %v, want false", v)
+	}
+}
+
+func byIDList(m map[string]Result) []Result {
+	var out []Result
+	for _, r := range m {
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestRun_WithoutAWitnessMoneyIsUnobserved: without a witness, no
+// scenario calls the money clean (a naive server would pass otherwise),
+// and the run's verdict is unknown.
+func TestRun_WithoutAWitnessMoneyIsUnobserved(t *testing.T) {
+	srv := payserver.New()
+	srv.Naive = true
+	results := attack(t, srv, func(p *Profile) { p.Witness = nil }, 100)
+	for _, r := range results {
+		if r.Money == MoneyClean {
+			t.Errorf("%s: money clean without a witness", r.ID)
+		}
+	}
+	if got := byID(results)["retry-replayed"]; got.Money != MoneyUnobserved {
+		t.Errorf("retry-replayed: money %s, want %s", got.Money, MoneyUnobserved)
+	}
+}
+
+// TestRun_MaxOperationsBoundsWhatIsCreated: with a budget of 3, the
+// scenarios that would go over it are not tried, and the server holds
+// at most 3 payments.
+func TestRun_MaxOperationsBoundsWhatIsCreated(t *testing.T) {
+	srv := payserver.New()
+	srv.Naive = true
+	results := attack(t, srv, nil, 3)
+	made := 0
+	for _, who := range []string{"alice", "bob"} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/v1/payments", nil)
+		req.Header.Set("X-Api-Key", who)
+		srv.ServeHTTP(rec, req)
+		var list struct{ Items []payserver.Payment }
+		json.Unmarshal(rec.Body.Bytes(), &list)
+		made += len(list.Items)
+	}
+	if made > 3 {
+		t.Errorf("%d payments made under --max-operations 3", made)
+	}
+	if r := byID(results)["concurrent-duplicates"]; !strings.Contains(r.NotTried, "--max-operations") {
+		t.Errorf("concurrent-duplicates ran over the budget: %+v", r)
+	}
+}
+
+// TestReports: the JSON's valid is false for a naive server, and the
+// JUnit suite fails the harmed scenarios and skips what was not tried.
+func TestReports(t *testing.T) {
+	srv := payserver.New()
+	srv.Naive = true
+	results := attack(t, srv, nil, 100)
+	var js bytes.Buffer
+	if err := WriteJSON(&js, "payserver", "http://x", 7, results); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct{ Valid *bool }
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil || doc.Valid == nil || *doc.Valid {
+		t.Errorf("json valid %v (%v), want false", doc.Valid, err)
+	}
+	var ju bytes.Buffer
+	if err := WriteJUnit(&ju, "payserver", results); err != nil {
+		t.Fatal(err)
+	}
+	var suite junitSuite
+	if err := xml.Unmarshal(ju.Bytes(), &suite); err != nil {
+		t.Fatal(err)
+	}
+	if suite.Failures == 0 || suite.Skipped != 1 || suite.Tests != len(scenarios) {
+		t.Errorf("junit: %d tests, %d failures, %d skipped; want %d tests, some failures, 1 skipped", suite.Tests, suite.Failures, suite.Skipped, len(scenarios))
+	}
+	var human bytes.Buffer
+	WriteHuman(&human, "payserver", results)
+	out := human.String()
+	if !strings.HasPrefix(out, "money") || !strings.Contains(out, "✗ HARMED") || !strings.HasSuffix(out, "money harmed\n") {
+		t.Errorf("human report:\n%s", out)
+	}
+}
+
+// TestRun_RefusesAnUnsetPlaceholderBeforeSending: a profile whose
+// credentials come from an unset environment variable stops the run
+// before a single request, instead of reporting an API that refused
+// every one.
+func TestRun_RefusesAnUnsetPlaceholderBeforeSending(t *testing.T) {
+	srv := payserver.New()
+	srv.Naive = true
+	p, err := Load("testdata/profiles/payserver.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Principals[1].Headers["X-Api-Key"] = "{{env.CONFORM_TEST_UNSET}}"
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	_, err = Run(context.Background(), Options{URL: ts.URL, Profile: p, Seed: 1, MaxOperations: 100, Timeout: 10 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "CONFORM_TEST_UNSET") {
+		t.Fatalf("err %v, want one naming CONFORM_TEST_UNSET", err)
+	}
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/v1/payments", nil)
+	req.Header.Set("X-Api-Key", "alice")
+	srv.ServeHTTP(rec, req)
+	if !strings.Contains(rec.Body.String(), `"items":[]`) {
+		t.Fatalf("payments were made: %s", rec.Body)
+	}
+}

@@ -1,0 +1,276 @@
+package conform
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Profile tells lab conform how to call one operation of an API and,
+// optionally, how to see its effect. docs/conform.md walks through
+// writing one.
+type Profile struct {
+	// Name names the API in the reports.
+	Name string `json:"name"`
+	// Operation is the call under test, which takes an Idempotency-Key.
+	Operation Operation `json:"operation"`
+	// Body is the request body's template: a JSON value whose strings may
+	// hold placeholders (see expand). A string that is exactly
+	// "{{amount}}" becomes a number.
+	Body json.RawMessage `json:"body"`
+	// ContentType is the body's media type; application/json if empty.
+	ContentType string `json:"content_type"`
+	// Amount is the range {{amount}} is drawn from, fresh for every
+	// operation; 1 to 1000 if absent.
+	Amount *Range `json:"amount"`
+	// Edit names the top-level member of the body that an edited
+	// resubmission changes: a number gets one more, a string a fresh
+	// suffix.
+	Edit string `json:"edit"`
+	// Principals are the callers, each with its headers (authorisation)
+	// and the values {{var.NAME}} takes for it. The first is used for
+	// every scenario; a second one lets conform send one key as two
+	// principals.
+	Principals []Principal `json:"principals"`
+	// Witness reads an operation's effect. Without it, the checks that
+	// need one say "could not observe".
+	Witness *Witness `json:"witness"`
+}
+
+// Operation is a method and a path (which may hold placeholders).
+type Operation struct {
+	Method string `json:"method"`
+	Path   string `json:"path"`
+}
+
+// Range is an inclusive range of whole numbers.
+type Range struct {
+	Min int64 `json:"min"`
+	Max int64 `json:"max"`
+}
+
+// Principal is one caller of the API.
+type Principal struct {
+	Name    string            `json:"name"`
+	Headers map[string]string `json:"headers"`
+	Vars    map[string]string `json:"vars"`
+}
+
+// Witness is a read that shows an operation's effect, made with the
+// principal's headers before and after each scenario. Either Count (a
+// JSON pointer to an array: each operation adds one item) or Value (a
+// JSON pointer to a number that each operation moves by PerOperation:
+// "amount" or "-amount", the operation's {{amount}}).
+type Witness struct {
+	Path         string `json:"path"`
+	Count        string `json:"count"`
+	Value        string `json:"value"`
+	PerOperation string `json:"per_operation"`
+}
+
+// Load reads and checks the profile at path. It returns an error that
+// says what is missing or wrong.
+func Load(path string) (*Profile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read profile: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var p Profile
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("profile %s: %w", path, err)
+	}
+	if err := p.check(); err != nil {
+		return nil, fmt.Errorf("profile %s: %w", path, err)
+	}
+	return &p, nil
+}
+
+func (p *Profile) check() error {
+	switch {
+	case p.Operation.Method == "" || !strings.HasPrefix(p.Operation.Path, "/"):
+		return errors.New(`operation needs a method and a path starting with "/"`)
+	case len(p.Body) == 0:
+		return errors.New("body: the template of a request body is missing")
+	case len(p.Principals) == 0 || len(p.Principals) > 2:
+		return errors.New("principals: give one or two")
+	case p.Amount != nil && (p.Amount.Min < 1 || p.Amount.Max < p.Amount.Min):
+		return errors.New("amount: min must be at least 1 and max at least min")
+	}
+	var body any
+	if err := json.Unmarshal(p.Body, &body); err != nil {
+		return fmt.Errorf("body: %w", err)
+	}
+	if p.Edit != "" {
+		obj, ok := body.(map[string]any)
+		if _, has := obj[p.Edit]; !ok || !has {
+			return fmt.Errorf("edit: the body has no top-level member %q to change", p.Edit)
+		}
+	}
+	if w := p.Witness; w != nil {
+		switch {
+		case !strings.HasPrefix(w.Path, "/"):
+			return errors.New(`witness: path must start with "/"`)
+		case (w.Count == "") == (w.Value == ""):
+			return errors.New("witness: give count (a JSON pointer to a list) or value (a JSON pointer to a number), one of them")
+		case w.Value != "" && w.PerOperation != "amount" && w.PerOperation != "-amount":
+			return errors.New(`witness: with value, per_operation is "amount" or "-amount"`)
+		}
+	}
+	return nil
+}
+
+// op is one operation conform makes up: a principal, a fresh amount and
+// the body that carries it.
+type op struct {
+	principal int
+	amount    int64
+	body      []byte
+}
+
+// placeholder matches {{amount}}, {{unique}}, {{var.NAME}}, {{env.NAME}}.
+var placeholder = regexp.MustCompile(`\{\{(amount|unique|var\.[A-Za-z0-9_]+|env\.[A-Za-z0-9_]+)\}\}`)
+
+// newOp draws a fresh operation for principal i.
+func (p *Profile) newOp(rng *rand.Rand, i int) (op, error) {
+	r := Range{Min: 1, Max: 1000}
+	if p.Amount != nil {
+		r = *p.Amount
+	}
+	o := op{principal: i, amount: r.Min + rng.Int64N(r.Max-r.Min+1)}
+	unique := fmt.Sprintf("%08x", rng.Uint32())
+	var tmpl any
+	if err := json.Unmarshal(p.Body, &tmpl); err != nil {
+		return op{}, err
+	}
+	var err error
+	body := walk(tmpl, func(s string) any {
+		if s == "{{amount}}" {
+			return o.amount
+		}
+		out, e := p.expand(s, i, o.amount, unique)
+		if e != nil && err == nil {
+			err = e
+		}
+		return out
+	})
+	if err != nil {
+		return op{}, err
+	}
+	o.body, err = json.Marshal(body)
+	return o, err
+}
+
+// edited is o with the profile's Edit member changed.
+func (p *Profile) edited(o op) (op, error) {
+	var obj map[string]any
+	if err := json.Unmarshal(o.body, &obj); err != nil {
+		return op{}, err
+	}
+	switch v := obj[p.Edit].(type) {
+	case float64:
+		obj[p.Edit] = v + 1
+		if p.Edit == "amount" || v == float64(o.amount) {
+			o.amount++
+		}
+	case string:
+		obj[p.Edit] = v + "-edited"
+	default:
+		return op{}, fmt.Errorf("edit: member %q is neither a number nor a string", p.Edit)
+	}
+	body, err := json.Marshal(obj)
+	o.body = body
+	return o, err
+}
+
+// expand replaces the placeholders of s for principal i.
+func (p *Profile) expand(s string, i int, amount int64, unique string) (string, error) {
+	var err error
+	out := placeholder.ReplaceAllStringFunc(s, func(m string) string {
+		name := m[2 : len(m)-2]
+		switch {
+		case name == "amount":
+			return strconv.FormatInt(amount, 10)
+		case name == "unique":
+			return unique
+		case strings.HasPrefix(name, "var."):
+			v, ok := p.Principals[i].Vars[name[4:]]
+			if !ok && err == nil {
+				err = fmt.Errorf("principal %d has no var %q", i+1, name[4:])
+			}
+			// A var's value may come from the environment, never
+			// from another var.
+			v, e := expandEnv(v)
+			if e != nil && err == nil {
+				err = e
+			}
+			return v
+		default:
+			v, e := expandEnv(m)
+			if e != nil && err == nil {
+				err = e
+			}
+			return v
+		}
+	})
+	return out, err
+}
+
+// envPlaceholder matches {{env.NAME}}.
+var envPlaceholder = regexp.MustCompile(`\{\{env\.([A-Za-z0-9_]+)\}\}`)
+
+// expandEnv replaces the {{env.NAME}} placeholders of s with the
+// environment's values; it returns an error naming one that is not set.
+func expandEnv(s string) (string, error) {
+	var err error
+	out := envPlaceholder.ReplaceAllStringFunc(s, func(m string) string {
+		name := m[6 : len(m)-2]
+		v, ok := os.LookupEnv(name)
+		if !ok && err == nil {
+			err = fmt.Errorf("the environment has no %s", name)
+		}
+		return v
+	})
+	return out, err
+}
+
+// walk rebuilds a decoded JSON value with every string passed through f.
+func walk(v any, f func(string) any) any {
+	switch x := v.(type) {
+	case string:
+		return f(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = walk(e, f)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for k, e := range x {
+			out[k] = walk(e, f)
+		}
+		return out
+	}
+	return v
+}
+
+// headers sets principal i's headers on h.
+func (p *Profile) headers(h http.Header, i int) error {
+	for k, v := range p.Principals[i].Headers {
+		x, err := p.expand(v, i, 0, "")
+		if err != nil {
+			return err
+		}
+		h.Set(k, x)
+	}
+	return nil
+}

@@ -1,0 +1,207 @@
+package conform
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Summary counts a run's results.
+type Summary struct {
+	// MustMet of Must scenarios met the draft's MUST; ShouldMet of Should
+	// its SHOULD.
+	MustMet, Must     int
+	ShouldMet, Should int
+	// Money is MoneyHarmed if any scenario harmed money, else
+	// MoneyUnobserved if any could not observe it, else MoneyClean.
+	Money string
+}
+
+// Summarize counts results.
+func Summarize(results []Result) Summary {
+	s := Summary{Money: MoneyClean}
+	for _, r := range results {
+		if r.NotTried != "" {
+			continue
+		}
+		switch r.Level {
+		case "MUST":
+			s.Must++
+			if r.Contract == ContractMet {
+				s.MustMet++
+			}
+		case "SHOULD":
+			s.Should++
+			if r.Contract == ContractMet {
+				s.ShouldMet++
+			}
+		}
+		switch {
+		case r.Money == MoneyHarmed:
+			s.Money = MoneyHarmed
+		case r.Money == MoneyUnobserved && s.Money == MoneyClean:
+			s.Money = MoneyUnobserved
+		}
+	}
+	return s
+}
+
+// Valid is true when no money was harmed and every MUST was met, false
+// if not, and nil when nothing was harmed but money could not be
+// observed: the run cannot say.
+func (s Summary) Valid() *bool {
+	v := s.Money != MoneyHarmed && s.MustMet == s.Must
+	if v && s.Money == MoneyUnobserved {
+		return nil
+	}
+	return &v
+}
+
+// Line is the one-line summary: "3/3 MUST met, 2/4 SHOULD met, money clean".
+func (s Summary) Line() string {
+	money := "money " + s.Money
+	if s.Money == MoneyUnobserved {
+		money = "money not observed"
+	}
+	return fmt.Sprintf("%d/%d MUST met, %d/%d SHOULD met, %s", s.MustMet, s.Must, s.ShouldMet, s.Should, money)
+}
+
+// WriteHuman writes the report for a person: money first, then the
+// draft's requirements, then what was not tried, then the summary line.
+func WriteHuman(w io.Writer, name string, results []Result) {
+	fmt.Fprintln(w, "money: read from the witness, never from a status or header")
+	for _, r := range results {
+		if r.NotTried != "" {
+			continue
+		}
+		mark := map[string]string{MoneyClean: "✓ clean ", MoneyHarmed: "✗ HARMED", MoneyUnobserved: "? could not observe"}[r.Money]
+		fmt.Fprintf(w, "  %s  %s: %s\n", mark, r.ID, r.Claim)
+		if r.Money != MoneyClean {
+			writeDetail(w, r)
+		} else {
+			fmt.Fprintf(w, "      saw       %s\n", r.Saw)
+		}
+	}
+	fmt.Fprintf(w, "contract: %s\n", Draft)
+	for _, r := range results {
+		if r.NotTried != "" || r.Contract == "" {
+			continue
+		}
+		mark := "✓"
+		if r.Contract == ContractUnmet {
+			mark = "✗"
+		}
+		fmt.Fprintf(w, "  %s %-6s §%s  %s: %s\n", mark, r.Level, r.Section, r.ID, r.Claim)
+		if r.Contract == ContractUnmet {
+			writeDetail(w, r)
+		}
+	}
+	var skipped []Result
+	for _, r := range results {
+		if r.NotTried != "" {
+			skipped = append(skipped, r)
+		}
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintln(w, "not tried")
+		for _, r := range skipped {
+			level := ""
+			if r.Level != "" {
+				level = fmt.Sprintf(" (%s §%s)", r.Level, r.Section)
+			}
+			fmt.Fprintf(w, "  - %s%s: %s\n", r.ID, level, r.NotTried)
+		}
+	}
+	fmt.Fprintf(w, "conform: %s: %s\n", name, Summarize(results).Line())
+}
+
+func writeDetail(w io.Writer, r Result) {
+	for _, l := range [][2]string{{"sent", r.Sent}, {"got", r.Got}, {"expected", r.Expected}, {"saw", r.Saw}} {
+		if l[1] != "" {
+			fmt.Fprintf(w, "      %-9s %s\n", l[0], l[1])
+		}
+	}
+}
+
+// jsonReport is the --json document.
+type jsonReport struct {
+	Name    string   `json:"name"`
+	URL     string   `json:"url"`
+	Seed    uint64   `json:"seed"`
+	Draft   string   `json:"draft"`
+	Valid   *bool    `json:"valid"`
+	Summary Summary  `json:"summary"`
+	Results []Result `json:"results"`
+}
+
+// WriteJSON writes the run as one JSON document; "valid" is true, false
+// or null (could not observe), as Summary.Valid says.
+func WriteJSON(w io.Writer, name, url string, seed uint64, results []Result) error {
+	s := Summarize(results)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(jsonReport{Name: name, URL: url, Seed: seed, Draft: Draft, Valid: s.Valid(), Summary: s, Results: results})
+}
+
+type junitSuite struct {
+	XMLName  xml.Name    `xml:"testsuite"`
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name    string        `xml:"name,attr"`
+	Class   string        `xml:"classname,attr"`
+	Failure *junitMessage `xml:"failure"`
+	Skipped *junitMessage `xml:"skipped"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// WriteJUnit writes the run as a JUnit XML test suite, a test case per
+// scenario: one that harmed money or missed a requirement of the draft
+// fails (the message names the level, MUST or SHOULD); one that could not
+// observe the money, or was not tried, is skipped.
+func WriteJUnit(w io.Writer, name string, results []Result) error {
+	suite := junitSuite{Name: "lab conform: " + name, Tests: len(results)}
+	for _, r := range results {
+		c := junitCase{Name: r.ID, Class: "conform"}
+		var detail strings.Builder
+		writeDetail(&detail, r)
+		switch {
+		case r.NotTried != "":
+			c.Skipped = &junitMessage{Message: "not tried: " + r.NotTried}
+		case r.Money == MoneyHarmed:
+			c.Failure = &junitMessage{Message: "money harmed: " + r.Claim, Text: detail.String()}
+		case r.Contract == ContractUnmet:
+			c.Failure = &junitMessage{Message: fmt.Sprintf("%s §%s unmet: %s", r.Level, r.Section, r.Claim), Text: detail.String()}
+		case r.Money == MoneyUnobserved:
+			c.Skipped = &junitMessage{Message: "could not observe the money: " + r.Saw}
+		}
+		if c.Failure != nil {
+			suite.Failures++
+		}
+		if c.Skipped != nil {
+			suite.Skipped++
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(suite); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}

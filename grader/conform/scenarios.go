@@ -1,0 +1,298 @@
+package conform
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"idemlab/grader/dayplan"
+)
+
+// scenario is one attack: what it claims, what it cites, what it needs
+// and how it runs.
+type scenario struct {
+	ID    string
+	Claim string
+	// Section and Level cite the draft; empty for a money scenario of the
+	// course's own.
+	Section, Level string
+	// Principals is how many principals it needs; Edit whether it needs
+	// the profile's edit member.
+	Principals int
+	Edit       bool
+	// Sends is the most requests it sends to the operation: each one
+	// could create something on a server that ignores keys.
+	Sends int
+	// Run runs it and fills in res; nil for a scenario a black box
+	// cannot run, with Why saying so.
+	Run func(ctx context.Context, r *runner, res *Result) error
+	Why string
+}
+
+// copies is how many simultaneous duplicates the concurrent scenario
+// sends.
+const copies = 8
+
+// scenarios are every scenario, in the order they run and are reported.
+var scenarios = []scenario{
+	{ID: "key-sf-string", Section: "2.1", Level: "MUST", Principals: 1, Sends: 1,
+		Claim: "a key sent as an RFC 8941 sf-string, the draft's form, is taken and the operation executes once",
+		Run:   keySFString},
+	{ID: "missing-key", Section: "2.7", Level: "SHOULD", Principals: 1, Sends: 1,
+		Claim: "a request without Idempotency-Key gets 400",
+		Run:   missingKey},
+	{ID: "retry-replayed", Section: "2.6", Level: "SHOULD", Principals: 1, Sends: 3,
+		Claim: "retries after the original completed get its result, and the operation executes once",
+		Run:   retryReplayed},
+	{ID: "key-reused-other-payload", Section: "2.7", Level: "SHOULD", Principals: 1, Edit: true, Sends: 2,
+		Claim: "the same key with an edited payload gets 422, and the edit never executes",
+		Run:   keyReused},
+	{ID: "concurrent-duplicates", Section: "2.6", Level: "MUST", Principals: 1, Sends: copies,
+		Claim: fmt.Sprintf("%d copies sent at once: a copy that meets the original still running gets a conflict error, and the operation executes once", copies),
+		Run:   concurrentDuplicates},
+	{ID: "lost-response", Principals: 1, Sends: 2 * (1 + retries),
+		Claim: "a response lost after the server processed the request (the connection reset; or the answer too late, the client gave up waiting): the retry gets the result, and the operation executes once",
+		Run:   lostResponse},
+	{ID: "two-principals-one-key", Principals: 2, Sends: 2,
+		Claim: "two principals who send the same key each get their own operation executed, never the other's answer",
+		Run:   twoPrincipals},
+	{ID: "expiry-as-published", Section: "2.3", Level: "SHOULD", Principals: 1,
+		Claim: "a key expires as the API's documentation publishes",
+		Why:   "a black box cannot wait out a retention period of hours; read the API's published expiry policy"},
+}
+
+func keySFString(ctx context.Context, r *runner, res *Result) error {
+	b, o, err := r.begin(ctx)
+	if err != nil {
+		return err
+	}
+	key := sf(r.key())
+	a := r.send(ctx, r.client, o, key)
+	res.Sent, res.Got = describe(r, key, 1), a.String()
+	contract(res, a.ok(), "2xx: the key is a String, the draft's own syntax")
+	return b.judge(ctx, res, expect{o, 1, "one operation"})
+}
+
+func missingKey(ctx context.Context, r *runner, res *Result) error {
+	b, o, err := r.begin(ctx)
+	if err != nil {
+		return err
+	}
+	a := r.send(ctx, r.client, o, "")
+	res.Sent, res.Got = describe(r, "", 1), a.String()
+	contract(res, a.err == nil && a.status == http.StatusBadRequest, "400, with a link to the documentation")
+	// Refused, nothing may move; taken (an API that does not demand a
+	// key), it must have executed once.
+	if a.ok() {
+		return b.judge(ctx, res, expect{o, 1, "the request without a key, answered 2xx,"})
+	}
+	return b.judge(ctx, res, expect{o, 0, "the request without a key, refused,"})
+}
+
+func retryReplayed(ctx context.Context, r *runner, res *Result) error {
+	b, o, err := r.begin(ctx)
+	if err != nil {
+		return err
+	}
+	key := sf(r.key())
+	first := r.send(ctx, r.client, o, key)
+	var got []string
+	same := first.ok()
+	for range 2 {
+		a := r.send(ctx, r.client, o, key)
+		got = append(got, a.String())
+		same = same && a.same(first)
+	}
+	res.Sent = describe(r, key, 3) + ", one after the other"
+	res.Got = "original " + first.String() + "; retries " + strings.Join(got, "; ")
+	contract(res, same, "each retry answered as the original was: the same status and body")
+	return b.judge(ctx, res, expect{o, 1, "one operation"})
+}
+
+func keyReused(ctx context.Context, r *runner, res *Result) error {
+	b, o, err := r.begin(ctx)
+	if err != nil {
+		return err
+	}
+	edit, err := r.Profile.edited(o)
+	if err != nil {
+		return err
+	}
+	key := sf(r.key())
+	first := r.send(ctx, r.client, o, key)
+	second := r.send(ctx, r.client, edit, key)
+	res.Sent = describe(r, key, 1) + ", then the same key with " + r.Profile.Edit + " edited"
+	res.Got = "original " + first.String() + "; edited " + second.String()
+	contract(res, second.err == nil && second.status == http.StatusUnprocessableEntity, "422 for the edited payload")
+	if err := b.judge(ctx, res, expect{o, 1, "the original"}, expect{edit, 0, "the edit"}); err != nil {
+		return err
+	}
+	if b != nil && second.ok() && res.Money == MoneyClean {
+		res.Money = MoneyHarmed
+		res.Saw += "; the edit was answered 2xx but never executed: its client was told another operation's result"
+	}
+	return nil
+}
+
+func concurrentDuplicates(ctx context.Context, r *runner, res *Result) error {
+	b, o, err := r.begin(ctx)
+	if err != nil {
+		return err
+	}
+	key := sf(r.key())
+	answers := make([]answer, copies)
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	for i := range answers {
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			answers[i] = r.send(ctx, r.client, o, key)
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+	// Every copy is either the original's answer or a conflict error.
+	var success *answer
+	ok := true
+	for i := range answers {
+		a := answers[i]
+		switch {
+		case a.ok() && success == nil:
+			success = &answers[i]
+		case a.ok() && !a.same(*success):
+			ok = false
+		case !a.ok() && (a.err != nil || a.status != http.StatusConflict):
+			ok = false
+		}
+	}
+	res.Sent = describe(r, key, copies) + ", released together"
+	res.Got = tally(answers)
+	contract(res, ok && success != nil, "one 2xx; every other copy 409 (a resource conflict: the original still running) or the same answer as the 2xx")
+	return b.judge(ctx, res, expect{o, 1, "one operation"})
+}
+
+func lostResponse(ctx context.Context, r *runner, res *Result) error {
+	b, err := r.open(ctx)
+	if err != nil {
+		return err
+	}
+	var want []expect
+	var sent, got []string
+	ok := true
+	for _, p := range []dayplan.Point{dayplan.ResetAfterProcessing, dayplan.ResponseWithheld} {
+		o, err := r.newOp(0)
+		if err != nil {
+			return err
+		}
+		key := sf(r.key())
+		lost := r.lose(ctx, o, key, p)
+		final := r.untilFinal(ctx, o, key)
+		ok = ok && final.ok()
+		sent = append(sent, fmt.Sprintf("%s (%s), then the same again until an answer", describe(r, key, 1), p))
+		got = append(got, fmt.Sprintf("%s: %s; the retry %s", p, lost.String(), final.String()))
+		want = append(want, expect{o, 1, string(p)})
+	}
+	res.Sent, res.Got = strings.Join(sent, "; "), strings.Join(got, "; ")
+	res.Expected = "each retry answered 2xx: the client learns the result it lost"
+	if err := b.judge(ctx, res, want...); err != nil {
+		return err
+	}
+	if !ok {
+		// Seen without a witness: the client's own answers say it.
+		res.Money = MoneyHarmed
+		res.Saw = "a client whose response was lost never learned its result; " + res.Saw
+	}
+	return nil
+}
+
+func twoPrincipals(ctx context.Context, r *runner, res *Result) error {
+	b, err := r.open(ctx)
+	if err != nil {
+		return err
+	}
+	key := sf(r.key())
+	var ops [2]op
+	var answers [2]answer
+	for i := range ops {
+		if ops[i], err = r.newOp(i); err != nil {
+			return err
+		}
+		answers[i] = r.send(ctx, r.client, ops[i], key)
+	}
+	res.Sent = fmt.Sprintf("%s %s as %s, then the same key as %s with a payload of its own", r.Profile.Operation.Method, r.Profile.Operation.Path,
+		r.Profile.Principals[0].Name, r.Profile.Principals[1].Name)
+	res.Got = fmt.Sprintf("%s: %s; %s: %s", r.Profile.Principals[0].Name, answers[0], r.Profile.Principals[1].Name, answers[1])
+	res.Expected = "both answered 2xx, each with its own result"
+	if err := b.judge(ctx, res, expect{ops[0], 1, "one operation"}, expect{ops[1], 1, "one operation"}); err != nil {
+		return err
+	}
+	switch {
+	case answers[0].same(answers[1]):
+		res.Money = MoneyHarmed
+		res.Saw = "the second principal was told the first one's result; " + res.Saw
+	case !answers[1].ok():
+		res.Money = MoneyHarmed
+		res.Saw = "the second principal was refused for a key only the first had used; " + res.Saw
+	}
+	return nil
+}
+
+// tally sums answers up: each distinct answer once, with how many
+// times it came ("201 {…} ×1; 409 {…} ×7").
+func tally(answers []answer) string {
+	var distinct []answer
+	var counts []int
+	for _, a := range answers {
+		found := false
+		for i, d := range distinct {
+			if a.same(d) || (a.err != nil && d.err != nil && a.err.Error() == d.err.Error()) {
+				counts[i]++
+				found = true
+				break
+			}
+		}
+		if !found {
+			distinct = append(distinct, a)
+			counts = append(counts, 1)
+		}
+	}
+	var out []string
+	for i, d := range distinct {
+		out = append(out, fmt.Sprintf("%s ×%d", d, counts[i]))
+	}
+	if len(distinct) > 3 {
+		out = append(out[:3], fmt.Sprintf("and %d other answers", len(distinct)-3))
+	}
+	return strings.Join(out, "; ")
+}
+
+// begin reads the books and draws one operation for the first principal.
+func (r *runner) begin(ctx context.Context) (*books, op, error) {
+	b, err := r.open(ctx)
+	if err != nil {
+		return nil, op{}, err
+	}
+	o, err := r.newOp(0)
+	return b, o, err
+}
+
+// describe is the request line of what a scenario sent: n times, with
+// key (none if "").
+func describe(r *runner, key string, n int) string {
+	k := "no Idempotency-Key"
+	if key != "" {
+		k = "Idempotency-Key: " + key
+	}
+	times := ""
+	if n > 1 {
+		times = fmt.Sprintf(" ×%d", n)
+	}
+	return fmt.Sprintf("%s %s  %s%s", r.Profile.Operation.Method, r.Profile.Operation.Path, k, times)
+}

@@ -1,0 +1,140 @@
+// Package payserver is a small payments API that lab conform's tests and
+// examples attack: plain net/http, nothing of the lab's. A caller (the
+// X-Api-Key header) creates payments with POST /v1/payments, body
+// {"payee":"…","cents":N,"note":"…"}, under an Idempotency-Key (an
+// sf-string or bare), and lists its own with GET /v1/payments. Keys live
+// in a map, per caller; a key in use answers 409, a key with another
+// payload 422, a completed key its stored answer.
+package payserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+)
+
+// Payment is one payment made.
+type Payment struct {
+	ID    string `json:"id"`
+	Payee string `json:"payee"`
+	Cents int64  `json:"cents"`
+	Note  string `json:"note,omitempty"`
+}
+
+type entry struct {
+	body   []byte
+	done   bool
+	status int
+	answer []byte
+}
+
+// Server is the API's state.
+type Server struct {
+	mu       sync.Mutex
+	keys     map[string]*entry // caller + "\x00" + key
+	payments map[string][]Payment
+	next     int
+	// Naive turns the key off: every request makes a payment.
+	Naive bool
+}
+
+// New returns an empty server.
+func New() *Server {
+	return &Server{keys: make(map[string]*entry), payments: make(map[string][]Payment)}
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	caller := r.Header.Get("X-Api-Key")
+	if caller == "" {
+		http.Error(w, `{"error":"X-Api-Key missing"}`, http.StatusUnauthorized)
+		return
+	}
+	switch {
+	case r.Method == "GET" && r.URL.Path == "/v1/payments":
+		s.mu.Lock()
+		list := append([]Payment{}, s.payments[caller]...)
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"items": list})
+	case r.Method == "POST" && r.URL.Path == "/v1/payments":
+		s.create(w, r, caller)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, caller string) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 4096))
+	if err != nil {
+		http.Error(w, `{"error":"unreadable body"}`, http.StatusBadRequest)
+		return
+	}
+	var p Payment
+	if err := json.Unmarshal(body, &p); err != nil || p.Payee == "" || p.Cents < 1 {
+		http.Error(w, `{"error":"want {\"payee\":\"…\",\"cents\":N}"}`, http.StatusBadRequest)
+		return
+	}
+	if s.Naive {
+		status, answer := s.pay(caller, p)
+		reply(w, status, answer)
+		return
+	}
+	key := r.Header.Get("Idempotency-Key")
+	if unq, err := strconv.Unquote(key); err == nil && len(key) > 0 && key[0] == '"' {
+		key = unq
+	}
+	if key == "" || len(r.Header.Values("Idempotency-Key")) > 1 {
+		http.Error(w, `{"error":"one Idempotency-Key is required"}`, http.StatusBadRequest)
+		return
+	}
+	id := caller + "\x00" + key
+	s.mu.Lock()
+	e, seen := s.keys[id]
+	if !seen {
+		e = &entry{body: body}
+		s.keys[id] = e
+	}
+	s.mu.Unlock()
+	if seen {
+		s.mu.Lock()
+		same, done, status, answer := bytes.Equal(e.body, body), e.done, e.status, e.answer
+		s.mu.Unlock()
+		switch {
+		case !same:
+			http.Error(w, `{"error":"this key was used with another payload"}`, http.StatusUnprocessableEntity)
+		case !done:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, `{"error":"the first request with this key is still running"}`, http.StatusConflict)
+		default:
+			reply(w, status, answer)
+		}
+		return
+	}
+	status, answer := s.pay(caller, p)
+	s.mu.Lock()
+	e.done, e.status, e.answer = true, status, answer
+	s.mu.Unlock()
+	reply(w, status, answer)
+}
+
+// pay makes the payment and returns the answer to give.
+func (s *Server) pay(caller string, p Payment) (int, []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next++
+	p.ID = fmt.Sprintf("pay_%d", s.next)
+	s.payments[caller] = append(s.payments[caller], p)
+	answer, _ := json.Marshal(p)
+	return http.StatusCreated, answer
+}
+
+func reply(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}
