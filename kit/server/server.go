@@ -168,13 +168,14 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	env := stage.Env{DB: s.db.DB, Bank: s.bank, Clock: s.clock, Config: s.settings.Get}
 	// The stage keeps the core's client from here on, so its address is
 	// fixed before the stage starts; the core itself only if it relays.
-	coreURL := opts.CoreURL
+	coreURL, coreToken := opts.CoreURL, ""
 	var ownCore net.Listener
 	if coreURL == "" {
 		if ownCore, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 			return fmt.Errorf("listen for the core ledger: %w", err)
 		}
-		coreURL = "http://" + ownCore.Addr().String()
+		coreToken = core.NewToken()
+		coreURL = core.TokenURL("http://"+ownCore.Addr().String(), coreToken)
 	}
 	env.Core = core.NewClient(coreURL, &http.Client{Timeout: 5 * time.Second})
 	env.Core.Answered = s.faults.AfterPost
@@ -188,7 +189,7 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	if ownCore != nil {
 		if !relays {
 			ownCore.Close()
-		} else if err := s.serveCore(ctx, ownCore); err != nil {
+		} else if err := s.serveCore(ctx, ownCore, coreToken); err != nil {
 			return err
 		}
 	}
@@ -233,9 +234,10 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 }
 
 // serveCore runs a core ledger of the server's own on ln, in memory,
-// until the server closes.
-func (s *Server) serveCore(ctx context.Context, ln net.Listener) error {
-	_, stop, err := ServeCore(ctx, ln)
+// until the server closes. It reads the server's books, so it posts only
+// the transfers the server executed.
+func (s *Server) serveCore(ctx context.Context, ln net.Listener, token string) error {
+	_, stop, err := ServeCore(ctx, ln, ":memory:", core.Config{Token: token, Books: bank.NewBooks(s.db.DB)})
 	if err != nil {
 		return err
 	}
