@@ -75,6 +75,11 @@ func (e *exitCode) Error() string { return e.err.Error() }
 func cannotRun(err error) error { return &exitCode{code: 2, err: err} }
 
 func main() {
+	if grader.IsCoreChild() {
+		// lab serve --stage 9 runs this binary again to serve the core
+		// ledger as a process of its own.
+		os.Exit(grader.ServeCoreChild())
+	}
 	if grader.IsChild() {
 		// lab serve --solution --replicas N runs this binary again, once
 		// per replica, to serve a reference solution.

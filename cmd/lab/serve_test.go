@@ -267,8 +267,9 @@ func TestServe_ReplicasTellOneCoreLedger(t *testing.T) {
 	replica := regexp.MustCompile(`replica +(http://\S+)`).FindStringSubmatch(banner)
 	token := regexp.MustCompile(`admin token +(adm_\S+)`).FindStringSubmatch(banner)
 	ledger := regexp.MustCompile(`core ledger +(http://\S+)`).FindStringSubmatch(banner)
-	if replica == nil || token == nil || ledger == nil {
-		t.Fatalf("the banner names no second replica, token or core ledger:\n%s", banner)
+	coreToken := regexp.MustCompile(`core token +(\S+)`).FindStringSubmatch(banner)
+	if replica == nil || token == nil || ledger == nil || coreToken == nil {
+		t.Fatalf("the banner names no second replica, token, core ledger or core token:\n%s", banner)
 	}
 	req, _ := http.NewRequest("POST", url+"/lab/reset", strings.NewReader(`{"seed":1}`))
 	req.Header.Set("Authorization", "Bearer "+token[1])
@@ -307,7 +308,7 @@ func TestServe_ReplicasTellOneCoreLedger(t *testing.T) {
 		}
 		ids = append(ids, tr.ID)
 	}
-	cl := core.NewClient(ledger[1], nil)
+	cl := core.NewClient(core.TokenURL(ledger[1], coreToken[1]), nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ps, err := cl.Postings(t.Context())

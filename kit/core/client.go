@@ -63,6 +63,9 @@ func splitToken(address string) (base, token string) {
 // URL is the core's base URL, without its token: what may be printed.
 func (c *Client) URL() string { return c.url }
 
+// Token is the core's service token the client sends, "" for none.
+func (c *Client) Token() string { return c.token }
+
 // authorize sets the core's token on req.
 func (c *Client) authorize(req *http.Request) {
 	if c.token != "" {
