@@ -59,6 +59,14 @@ var bannerURL = regexp.MustCompile(`url +(http://\S+)`)
 // printed once the server listens, a line at a time, the Ctrl-C line last).
 func serveUntilReady(t *testing.T, args ...string) (url, banner string) {
 	t.Helper()
+	url, banner, _ = serveWatched(t, args...)
+	return url, banner
+}
+
+// serveWatched is serveUntilReady that also returns lab serve's standard
+// error, where it says which process it started again.
+func serveWatched(t *testing.T, args ...string) (url, banner string, stderr *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out, errs := &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
@@ -77,7 +85,7 @@ func serveUntilReady(t *testing.T, args ...string) (url, banner string) {
 	for {
 		printed, more := out.next()
 		if m := bannerURL.FindStringSubmatch(printed); m != nil && strings.Contains(printed, "Ctrl-C stops the server.\n") {
-			return m[1], printed
+			return m[1], printed, errs
 		}
 		select {
 		case code := <-done:
