@@ -96,8 +96,11 @@ type Server struct {
 	bodyTimeout time.Duration
 
 	keyRows chan []int64
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	// listening carries what the database says of its key-row reports:
+	// stopped (an error) or resumed (nil).
+	listening chan error
+	stop      chan struct{}
+	wg        sync.WaitGroup
 }
 
 // ExitCrash is the default crash: the process ends at once.
@@ -130,7 +133,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{db: db, settings: settings, hub: events.NewHub(), log: opts.Log,
-		crash: opts.Crash, admin: opts.AdminToken, stop: make(chan struct{}), keyRows: make(chan []int64, 1024)}
+		crash: opts.Crash, admin: opts.AdminToken, stop: make(chan struct{}), keyRows: make(chan []int64, 1024),
+		listening: make(chan error, 16)}
 	if s.crash == nil {
 		s.crash = ExitCrash
 	}
@@ -220,6 +224,12 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	s.db.OnKeyRowsChanged(func(rows []int64) {
 		select {
 		case s.keyRows <- rows:
+		case <-s.stop:
+		}
+	})
+	s.db.OnKeyRowsListening(func(err error) {
+		select {
+		case s.listening <- err:
 		case <-s.stop:
 		}
 	})
@@ -330,6 +340,8 @@ func (s *Server) publishKeyRows() {
 		select {
 		case <-s.stop:
 			return
+		case err := <-s.listening:
+			s.keyRowsListening(err)
 		case rowids := <-s.keyRows:
 			if !s.hub.Listening() {
 				continue
@@ -416,6 +428,7 @@ func (s *Server) Commits() int64 { return s.db.Commits() }
 func (s *Server) Close() error {
 	close(s.stop)
 	s.db.OnKeyRowsChanged(nil)
+	s.db.OnKeyRowsListening(nil)
 	s.wg.Wait()
 	return s.db.Close()
 }
