@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -79,20 +78,6 @@ func serveCoreChild() error {
 	return nil
 }
 
-// CoreDB is where a core ledger beside the lab's database target keeps
-// its postings: a SQLite file beside a SQLite file (lab.db: lab.core.db);
-// for a PostgreSQL database, the file tmp/lab-core.db under root; in
-// memory beside ":memory:".
-func CoreDB(root, target string) string {
-	switch {
-	case target == ":memory:":
-		return target
-	case labdb.EngineOfTarget(target) == labdb.PostgreSQL:
-		return filepath.Join(root, "tmp", "lab-core.db")
-	}
-	return strings.TrimSuffix(target, filepath.Ext(target)) + ".core.db"
-}
-
 // CoreChild is a core ledger running as a process of its own, so that it
 // outlives the lab servers that post to it: a kill -9 of a server leaves
 // the core, and the postings in its database, alone. lab serve runs one.
@@ -100,8 +85,8 @@ type CoreChild struct {
 	// Binary is a binary whose main serves with ServeCoreChild when
 	// IsCoreChild (the lab command).
 	Binary string
-	// DB is the database of the core's postings (see CoreDB), across
-	// restarts.
+	// DB is the database of the core's postings, across restarts: one of
+	// its own, never the lab's (labdb.Sibling makes one beside it).
 	DB string
 	// Books is the lab's database, read to check postings; "" for none.
 	Books string

@@ -214,7 +214,7 @@ type process struct {
 // serveProcesses runs the stage as f.replicas server processes on one
 // database (the student's test binary, or this binary for a reference
 // solution) and, from stage 9 on, the core ledger as a process of its own
-// with its postings in a database of its own (grader.CoreDB), until ctx
+// with its postings in a database of its own (labdb.Sibling), until ctx
 // ends. Like an orchestrator, it starts again any process that dies, on
 // its port, and says so on stderr: a server killed with kill -9 leaves the
 // others, the core and the postings alone. It returns an error if a
@@ -239,7 +239,9 @@ func serveProcesses(ctx context.Context, root string, f serveFlags, stdout, stde
 		}
 	}()
 	if f.stage >= grader.CoreStage {
-		f.coreDB = grader.CoreDB(root, f.db)
+		if f.coreDB, err = labdb.Sibling(ctx, f.db, "_core"); err != nil {
+			return fmt.Errorf("make the core ledger's database: %w", err)
+		}
 		c := &grader.CoreChild{Binary: self, DB: f.coreDB, Stderr: stderr}
 		if f.db != ":memory:" {
 			c.Books = f.db
@@ -356,7 +358,7 @@ func printBanner(w io.Writer, f serveFlags, what, url string, replicas []string)
 	fmt.Fprintf(w, "  database     %s\n", db)
 	if f.core != "" {
 		cl := core.NewClient(f.core, nil)
-		fmt.Fprintf(w, "  core ledger  %s  (a process of its own; postings in %s)\n", cl.URL(), f.coreDB)
+		fmt.Fprintf(w, "  core ledger  %s  (a process of its own; postings in %s)\n", cl.URL(), labdb.Redacted(f.coreDB))
 		fmt.Fprintf(w, "  core token   %s  (the servers hold it; GET /postings with it)\n", cl.Token())
 	}
 	fmt.Fprintf(w, "  admin token  %s\n", f.admin)
