@@ -227,6 +227,15 @@ func (s *Side) Ingest(ev events.Event, received time.Time) {
 	case events.KindReset:
 		s.clear()
 		s.Note(ev.Time, "reset: fresh accounts, every count back to zero")
+	case events.KindListen:
+		var l events.Listen
+		switch {
+		case json.Unmarshal(ev.Data, &l) != nil:
+		case l.Listening:
+			s.Note(ev.Time, "key events flow again: the server listens anew and sends every key row")
+		default:
+			s.Note(ev.Time, "key events stopped: the server lost its database's LISTEN connection and is reconnecting")
+		}
 	}
 }
 

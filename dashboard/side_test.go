@@ -3,6 +3,7 @@ package dashboard
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,6 +132,19 @@ func TestSide_ResetStartsFromZero(t *testing.T) {
 	s.Ingest(execution("a", "transfer", 1, 1), t0)
 	if s.Counts.Doubles != 0 {
 		t.Errorf("op a after reset counted as a double")
+	}
+}
+
+// TestSide_SaysWhenKeyEventsStopAndFlowAgain: the feed tells the
+// instructor why the key table stood still, and that it moves again. A
+// dashboard that ignored the listen events said nothing.
+func TestSide_SaysWhenKeyEventsStopAndFlowAgain(t *testing.T) {
+	s := NewSide()
+	s.Ingest(event(events.KindListen, t0, events.Listen{Error: "lost the connection"}), t0)
+	s.Ingest(event(events.KindListen, t0.Add(time.Second), events.Listen{Listening: true}), t0)
+	feed := s.Feed(2)
+	if len(feed) != 2 || !strings.Contains(feed[0].Note, "flow again") || !strings.Contains(feed[1].Note, "stopped") {
+		t.Fatalf("feed %+v, want the stop and then the reconnection", feed)
 	}
 }
 

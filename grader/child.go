@@ -192,9 +192,8 @@ type Child struct {
 	// it; else the child's failure to start quotes it.
 	Stderr io.Writer
 	// URL is where the child answers, once started.
-	URL    string
-	cmd    *exec.Cmd
-	exited chan error
+	URL string
+	running
 	// dropDB, if set, drops the database the grader created for the child.
 	dropDB func(context.Context) error
 }
@@ -357,62 +356,4 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
-}
-
-// awaitExit waits until the child exits, reporting true, or stop closes.
-func (c *Child) awaitExit(stop <-chan struct{}) bool {
-	select {
-	case err := <-c.exited:
-		c.exited <- err
-		return true
-	case <-stop:
-		return false
-	}
-}
-
-// WaitExit waits up to d for the child to exit on its own.
-func (c *Child) WaitExit(d time.Duration) (bool, error) {
-	select {
-	case err := <-c.exited:
-		c.exited <- err
-		return true, err
-	case <-time.After(d):
-		return false, nil
-	}
-}
-
-// Wait returns when the child exits, with the error it exited with, or
-// stops it (see Stop) when ctx ends and returns nil.
-func (c *Child) Wait(ctx context.Context) error {
-	select {
-	case err := <-c.exited:
-		c.exited <- err
-		return err
-	case <-ctx.Done():
-		c.Stop()
-		return nil
-	}
-}
-
-// Stop asks the child to shut down (SIGTERM: it finishes the requests
-// under way), and kills it if it has not within 5 seconds.
-func (c *Child) Stop() {
-	if c.cmd == nil || c.cmd.Process == nil {
-		return
-	}
-	c.cmd.Process.Signal(syscall.SIGTERM)
-	if exited, _ := c.WaitExit(5 * time.Second); !exited {
-		c.Kill()
-	}
-}
-
-// Kill ends the child with SIGKILL, as a machine losing power would, and
-// waits for it to be gone.
-func (c *Child) Kill() {
-	if c.cmd == nil || c.cmd.Process == nil {
-		return
-	}
-	c.cmd.Process.Kill()
-	err := <-c.exited
-	c.exited <- err
 }

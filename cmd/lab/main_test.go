@@ -10,9 +10,13 @@ import (
 	"idemlab/grader"
 )
 
-// TestMain serves a reference solution when lab serve --solution
-// --replicas starts this test binary as one of its replicas, as main does.
+// TestMain serves a reference solution when lab serve --solution starts
+// this test binary as one of its servers, and the core ledger when lab
+// serve starts it as that, as main does.
 func TestMain(m *testing.M) {
+	if grader.IsCoreChild() {
+		os.Exit(grader.ServeCoreChild())
+	}
 	if grader.IsChild() {
 		os.Exit(grader.ServeChild(solutionSubjects()...))
 	}

@@ -15,6 +15,7 @@ import (
 
 	"idemlab/grader"
 	"idemlab/kit/auth"
+	"idemlab/kit/core"
 	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	reference "idemlab/solutions"
@@ -50,8 +51,8 @@ type serveFlags struct {
 	// replicas is how many server processes serve, on one database.
 	replicas int
 	// core is the core ledger the servers post to (stage 9 on), which
-	// lab serve runs beside them.
-	core string
+	// lab serve runs beside them, and coreDB the database of its postings.
+	core, coreDB string
 }
 
 func runServe(ctx context.Context, in *invocation) error {
@@ -106,23 +107,7 @@ func runServe(ctx context.Context, in *invocation) error {
 	if f.admin == "" {
 		f.admin = grader.AdminToken()
 	}
-	// One core ledger for every process that serves (stage 9 on), which
-	// outlives their crashes and restarts.
-	if f.stage >= grader.CoreStage {
-		_, url, stop, err := server.StartCore(ctx)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		f.core = url
-	}
-	if f.replicas > 1 {
-		return serveReplicas(ctx, root, f, in.stdout, in.stderr)
-	}
-	if f.solution {
-		return serveSolution(ctx, f, in.stdout)
-	}
-	return serveStudent(ctx, root, f, in.stdout, in.stderr)
+	return serveProcesses(ctx, root, f, in.stdout, in.stderr)
 }
 
 // serverFlags choose the server lab grade and lab replay run against:
@@ -248,73 +233,57 @@ func checkAdminToken(token string, public bool) error {
 	return nil
 }
 
-// serveSolution serves a reference solution in this process until ctx ends.
-func serveSolution(ctx context.Context, f serveFlags, stdout io.Writer) error {
-	opts := server.Options{DB: f.db, AdminToken: f.admin, RandomTokens: f.public, CoreURL: f.core}
-	if f.accessLog != "" {
-		log, err := os.OpenFile(f.accessLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return err
-		}
-		defer log.Close()
-		opts.AccessLog = log
-	}
-	subject := grader.Subject{Stage: f.stage, Name: fmt.Sprintf("solutions/stage%d", f.stage), New: solutions[f.stage]}
-	return grader.Serve(ctx, subject, f.addr, opts, func(url string) {
-		printBanner(stdout, f, fmt.Sprintf("the reference solution solutions/stage%d, in this process", f.stage), url, nil)
-	})
+// process is one process lab serve runs and starts again when it dies.
+type process struct {
+	name  string
+	start func(context.Context) error
+	wait  func(context.Context) error
+	pid   func() int
+	url   func() string
 }
 
-// serveStudent builds the student's stage and runs it as a child process
-// until ctx ends or the child exits.
-func serveStudent(ctx context.Context, root string, f serveFlags, stdout, stderr io.Writer) error {
-	bin, err := stageBinary(ctx, root, f.stage, stderr)
+// serveProcesses runs the stage as f.replicas server processes on one
+// database (the student's test binary, or this binary for a reference
+// solution) and, from stage 9 on, the core ledger as a process of its own
+// with its postings in a database of its own (labdb.Sibling), until ctx
+// ends. Like an orchestrator, it starts again any process that dies, on
+// its port, and says so on stderr: a server killed with kill -9 leaves the
+// others, the core and the postings alone. It returns an error if a
+// process cannot start, or cannot start again.
+func serveProcesses(ctx context.Context, root string, f serveFlags, stdout, stderr io.Writer) error {
+	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	child, err := startStage(ctx, bin, f, stderr)
-	if err != nil {
-		return err
-	}
-	printBanner(stdout, f, fmt.Sprintf("your stages/stage%d, as a child process (%s)", f.stage, relative(root, bin)), child.URL, nil)
-	if err := child.Wait(ctx); err != nil {
-		return fmt.Errorf("the stage exited: %w", err)
-	}
-	return nil
-}
-
-func relative(root, path string) string {
-	if rel, err := filepath.Rel(root, path); err == nil {
-		return rel
-	}
-	return path
-}
-
-// serveReplicas runs f.replicas server processes of the stage (the
-// student's test binary, or this binary for a reference solution) on one
-// database until ctx ends or one of them exits.
-func serveReplicas(ctx context.Context, root string, f serveFlags, stdout, stderr io.Writer) error {
-	bin, subject := "", ""
-	what := fmt.Sprintf("your stages/stage%d", f.stage)
-	if f.solution {
-		self, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		bin, subject = self, fmt.Sprintf("solutions/stage%d", f.stage)
-		what = "the reference solution " + subject
-	} else {
-		var err error
+	bin, subject := self, fmt.Sprintf("solutions/stage%d", f.stage)
+	what := "the reference solution " + subject
+	if !f.solution {
 		if bin, err = stageBinary(ctx, root, f.stage, stderr); err != nil {
 			return err
 		}
+		subject, what = "", fmt.Sprintf("your stages/stage%d (%s)", f.stage, relative(root, bin))
 	}
-	var children []*grader.Child
+	var procs []process
 	defer func() {
-		for _, c := range children {
-			c.Stop()
+		for i := len(procs) - 1; i >= 0; i-- {
+			procs[i].wait(canceled)
 		}
 	}()
+	if f.stage >= grader.CoreStage {
+		if f.coreDB, err = labdb.Sibling(ctx, f.db, "_core"); err != nil {
+			return fmt.Errorf("make the core ledger's database: %w", err)
+		}
+		c := &grader.CoreChild{Binary: self, DB: f.coreDB, Stderr: stderr}
+		if f.db != ":memory:" {
+			c.Books = f.db
+		}
+		if err := c.Start(ctx); err != nil {
+			return err
+		}
+		procs = append(procs, process{name: "the core ledger", start: c.Start, wait: c.Wait, pid: c.Pid,
+			url: func() string { return core.NewClient(c.URL, nil).URL() }})
+		f.core = c.URL
+	}
 	var urls []string
 	for i := range f.replicas {
 		addr, err := replicaAddr(f.addr, i)
@@ -323,21 +292,72 @@ func serveReplicas(ctx context.Context, root string, f serveFlags, stdout, stder
 		}
 		c := &grader.Child{Binary: bin, Subject: subject, DB: f.db, Admin: f.admin, Addr: addr,
 			AccessLog: f.accessLog, RandomTokens: f.public, Stderr: stderr, CoreURL: f.core}
-		if err := c.Start(ctx); err != nil {
-			return fmt.Errorf("start replica %d: %w", i+1, err)
+		name := "the server"
+		if f.replicas > 1 {
+			name = fmt.Sprintf("replica %d", i+1)
 		}
-		children = append(children, c)
+		if err := c.Start(ctx); err != nil {
+			return fmt.Errorf("start %s: %w", name, err)
+		}
+		procs = append(procs, process{name: name, start: c.Start, wait: c.Wait, pid: c.Pid, url: func() string { return c.URL }})
 		urls = append(urls, c.URL)
 	}
-	printBanner(stdout, f, fmt.Sprintf("%s, as %d processes on one database", what, f.replicas), urls[0], urls[1:])
-	exited := make(chan error, len(children))
-	for _, c := range children {
-		go func() { exited <- c.Wait(ctx) }()
+	if f.replicas > 1 {
+		what = fmt.Sprintf("%s, as %d processes on one database", what, f.replicas)
+	} else {
+		what += ", as a process of its own"
 	}
-	if err := <-exited; err != nil && ctx.Err() == nil {
-		return fmt.Errorf("a replica exited: %w", err)
+	printBanner(stdout, f, what, urls[0], urls[1:])
+	printProcesses(stdout, procs)
+	return supervise(ctx, procs, stderr)
+}
+
+// canceled is a context already done: waiting with it stops a process.
+var canceled = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// supervise starts again each of procs that exits, until ctx ends.
+func supervise(ctx context.Context, procs []process, stderr io.Writer) error {
+	exited := make(chan int)
+	watch := func(i int) {
+		go func() {
+			procs[i].wait(ctx)
+			select {
+			case exited <- i:
+			case <-ctx.Done():
+			}
+		}()
 	}
-	return nil
+	for i := range procs {
+		watch(i)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case i := <-exited:
+			p := procs[i]
+			fmt.Fprintf(stderr, "lab serve: %s (pid %d) exited; starting it again, as an orchestrator would\n", p.name, p.pid())
+			if err := p.start(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("%s exited and could not start again: %w", p.name, err)
+			}
+			fmt.Fprintf(stderr, "lab serve: %s is back on %s (pid %d)\n", p.name, p.url(), p.pid())
+			watch(i)
+		}
+	}
+}
+
+func relative(root, path string) string {
+	if rel, err := filepath.Rel(root, path); err == nil {
+		return rel
+	}
+	return path
 }
 
 // replicaAddr is the address replica i (from 0) listens on: addr's port
@@ -373,7 +393,9 @@ func printBanner(w io.Writer, f serveFlags, what, url string, replicas []string)
 	}
 	fmt.Fprintf(w, "  database     %s\n", db)
 	if f.core != "" {
-		fmt.Fprintf(w, "  core ledger  %s  (GET /postings; in memory, for as long as lab serve runs)\n", f.core)
+		cl := core.NewClient(f.core, nil)
+		fmt.Fprintf(w, "  core ledger  %s  (a process of its own; postings in %s)\n", cl.URL(), labdb.Redacted(f.coreDB))
+		fmt.Fprintf(w, "  core token   %s  (the servers hold it; GET /postings with it)\n", cl.Token())
 	}
 	fmt.Fprintf(w, "  admin token  %s\n", f.admin)
 	fmt.Fprintf(w, "\nset up a shell for the examples of docs/api.md:\n")
@@ -386,6 +408,16 @@ func printBanner(w io.Writer, f serveFlags, what, url string, replicas []string)
 	fmt.Fprintf(w, "  curl -s -X POST %s/lab/reset -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{\"seed\":1}'\n", url, f.admin)
 	if f.public {
 		printClassroom(w, url)
+	}
+}
+
+// printProcesses lists the processes lab serve watches, each with its
+// pid: kill one (kill -9 PID) and lab serve starts it again. The Ctrl-C
+// line ends the banner.
+func printProcesses(w io.Writer, procs []process) {
+	fmt.Fprintf(w, "processes (kill -9 one: lab serve starts it again, the others keep serving):\n")
+	for _, p := range procs {
+		fmt.Fprintf(w, "  pid %-8d %s\n", p.pid(), p.name)
 	}
 	fmt.Fprintf(w, "Ctrl-C stops the server.\n")
 }

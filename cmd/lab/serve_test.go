@@ -65,6 +65,14 @@ var bannerURL = regexp.MustCompile(`url +(http://\S+)`)
 // printed once the server listens, a line at a time, the Ctrl-C line last).
 func serveUntilReady(t *testing.T, args ...string) (url, banner string) {
 	t.Helper()
+	url, banner, _ = serveWatched(t, args...)
+	return url, banner
+}
+
+// serveWatched is serveUntilReady that also returns lab serve's standard
+// error, where it says which process it started again.
+func serveWatched(t *testing.T, args ...string) (url, banner string, stderr *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out, errs := &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
@@ -83,7 +91,7 @@ func serveUntilReady(t *testing.T, args ...string) (url, banner string) {
 	for {
 		printed, more := out.next()
 		if m := bannerURL.FindStringSubmatch(printed); m != nil && strings.Contains(printed, "Ctrl-C stops the server.\n") {
-			return m[1], printed
+			return m[1], printed, errs
 		}
 		select {
 		case code := <-done:
@@ -288,8 +296,9 @@ func TestServe_ReplicasTellOneCoreLedger(t *testing.T) {
 	replica := regexp.MustCompile(`replica +(http://\S+)`).FindStringSubmatch(banner)
 	token := regexp.MustCompile(`admin token +(adm_\S+)`).FindStringSubmatch(banner)
 	ledger := regexp.MustCompile(`core ledger +(http://\S+)`).FindStringSubmatch(banner)
-	if replica == nil || token == nil || ledger == nil {
-		t.Fatalf("the banner names no second replica, token or core ledger:\n%s", banner)
+	coreToken := regexp.MustCompile(`core token +(\S+)`).FindStringSubmatch(banner)
+	if replica == nil || token == nil || ledger == nil || coreToken == nil {
+		t.Fatalf("the banner names no second replica, token, core ledger or core token:\n%s", banner)
 	}
 	req, _ := http.NewRequest("POST", url+"/lab/reset", strings.NewReader(`{"seed":1}`))
 	req.Header.Set("Authorization", "Bearer "+token[1])
@@ -328,7 +337,7 @@ func TestServe_ReplicasTellOneCoreLedger(t *testing.T) {
 		}
 		ids = append(ids, tr.ID)
 	}
-	cl := core.NewClient(ledger[1], nil)
+	cl := core.NewClient(core.TokenURL(ledger[1], coreToken[1]), nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ps, err := cl.Postings(t.Context())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"idemlab/kit/idemkey"
@@ -15,25 +16,62 @@ import (
 // Client posts to the core ledger over HTTP. It sends each posting once:
 // when to send it again is the caller's decision (a relay's).
 type Client struct {
-	url  string
-	http *http.Client
+	url   string
+	token string
+	http  *http.Client
 	// Answered, when set, is called as the core's success answer has
 	// arrived, before Post returns it: where a lab server's crash point
 	// crash-after-post fires, between a relay's send and its mark.
 	Answered func()
 }
 
-// NewClient returns a client of the core at url; hc nil means a client of
-// its own.
-func NewClient(url string, hc *http.Client) *Client {
+// NewClient returns a client of the core at address, a URL that carries
+// the core's token as its user (TokenURL); hc nil means a client of its
+// own.
+func NewClient(address string, hc *http.Client) *Client {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	return &Client{url: strings.TrimRight(url, "/"), http: hc}
+	base, token := splitToken(address)
+	return &Client{url: strings.TrimRight(base, "/"), token: token, http: hc}
 }
 
-// URL is the core's base URL.
+// TokenURL is the address of the core at base whose service token is
+// token: http://TOKEN@host:port, one string that a server process is
+// given (server.Options.CoreURL) and that NewClient takes apart again, as
+// a database URL carries its password.
+func TokenURL(base, token string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return base
+	}
+	u.User = url.User(token)
+	return u.String()
+}
+
+// splitToken takes the token out of an address made by TokenURL.
+func splitToken(address string) (base, token string) {
+	u, err := url.Parse(address)
+	if err != nil || u.User == nil {
+		return address, ""
+	}
+	token = u.User.Username()
+	u.User = nil
+	return u.String(), token
+}
+
+// URL is the core's base URL, without its token: what may be printed.
 func (c *Client) URL() string { return c.url }
+
+// Token is the core's service token the client sends, "" for none.
+func (c *Client) Token() string { return c.token }
+
+// authorize sets the core's token on req.
+func (c *Client) authorize(req *http.Request) {
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+}
 
 // Post sends p to the core under the Idempotency-Key key and returns the
 // core's receipt: of this posting, or of the one first sent with key
@@ -52,6 +90,7 @@ func (c *Client) Post(ctx context.Context, key string, p Posting) (rc Receipt, r
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(idemkey.Header, key)
+	c.authorize(req)
 	// net/http resends on its own a request with an Idempotency-Key whose
 	// connection broke, if it can rewind the body: one send is one send.
 	req.GetBody = nil
@@ -82,6 +121,7 @@ func (c *Client) Postings(ctx context.Context) ([]Receipt, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.authorize(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("core: read the postings: %w", err)

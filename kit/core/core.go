@@ -5,27 +5,39 @@
 // bookkeeping service is reached at work: a call that can fail, be lost
 // or be answered twice.
 //
+// The core serves only the lab server: every request carries the core's
+// service token, which the lab server holds and students do not. It reads
+// each posting as strictly as the bank reads a transfer, and, given the
+// bank's books, posts only what the bank executed: a transfer that exists,
+// between the accounts and for the amount the bank recorded.
+//
 // The core applies each posting once per Idempotency-Key (its inbox): a
 // posting sent again with the same key gets the first answer back, marked
-// Idempotent-Replayed. It does not look at what the posting says beyond
-// that, so a relay that sends one transfer under two keys posts it twice;
-// the grader counts postings per transfer to find out.
+// Idempotent-Replayed. It does not deduplicate by transfer, so a relay that
+// sends one transfer under two keys posts it twice; the grader counts
+// postings per transfer to find out.
 package core
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
 	"time"
 
+	"idemlab/kit/auth"
+	"idemlab/kit/bank"
 	"idemlab/kit/idemkey"
 	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
+	"idemlab/kit/request"
 	"idemlab/kit/respond"
 )
 
@@ -55,14 +67,55 @@ var (
 		RetryAfter: time.Second}
 	// InvalidPosting is the answer to a body that is not a posting.
 	InvalidPosting = &problem.Type{Name: "invalid-posting", Status: http.StatusBadRequest, Title: "Invalid posting",
-		Explain: `The body must be one JSON object {"transfer_id","from","to","amount"} with a transfer id, two accounts and a positive amount. Nothing was posted.`}
+		Explain: `The body must be one JSON object {"transfer_id","from","to","amount"}, valid UTF-8, each member once and no other: a transfer id (tr_…), two different account ids (acc_…) and an amount of 1 to 1,000,000,000 won. The detail names the member. Nothing was posted.`}
+	// UnknownTransfer is the answer to a posting for a transfer the bank
+	// never executed.
+	UnknownTransfer = &problem.Type{Name: "unknown-transfer", Status: http.StatusUnprocessableEntity, Title: "Unknown transfer",
+		Explain: "The bank has no transfer with this id: the core posts only transfers the bank executed and committed. Nothing was posted."}
+	// PostingMismatch is the answer to a posting that says other accounts
+	// or another amount than the transfer it names.
+	PostingMismatch = &problem.Type{Name: "posting-mismatch", Status: http.StatusUnprocessableEntity, Title: "Posting does not match its transfer",
+		Explain: "The posting names a transfer the bank executed, but with other accounts or another amount than the bank recorded. Post what the bank's transfer says. Nothing was posted."}
 )
+
+// Problems are the problem types the core answers with, by status, beside
+// the lab's own: 400 for a missing or malformed Idempotency-Key, 401 without
+// the core's token, 413 and 415 for a body too large or not JSON, 422
+// unknown-account and idempotency-key-reused.
+var Problems = []*problem.Type{InvalidPosting, UnknownTransfer, PostingMismatch, Down}
+
+// Books is the bank's record a posting is checked against, read only
+// (bank.Books, on the lab's database).
+type Books interface {
+	// AccountExists reports whether the bank has the account.
+	AccountExists(ctx context.Context, id string) (bool, error)
+	// Transfer returns the accounts and amount of the transfer the bank
+	// executed under id, and false if it executed none.
+	Transfer(ctx context.Context, id string) (bank.TransferRecord, bool, error)
+}
+
+// Config is what a core is started with.
+type Config struct {
+	// Token is the service token every request must carry, as
+	// Authorization: Bearer (NewToken draws one). It may not be empty.
+	Token string
+	// Books, when set, has the core post only transfers the bank
+	// executed, between known accounts, as the bank recorded them. Nil
+	// checks a posting's form only: for a core that cannot read the
+	// lab's database (one in another process's memory).
+	Books Books
+}
 
 // Core is the core ledger service. It is safe for concurrent use.
 type Core struct {
 	db     *sql.DB
+	token  string
+	books  Books
 	Faults Faults
 }
+
+// NewToken draws a core service token no one can guess.
+func NewToken() string { return "core_" + rand.Text() }
 
 const schema = `CREATE TABLE IF NOT EXISTS core_postings (
 	id INTEGER PRIMARY KEY,
@@ -76,16 +129,20 @@ const schema = `CREATE TABLE IF NOT EXISTS core_postings (
 
 // New returns the core on db, a database of its own (never the lab's:
 // a stage must not be able to post by writing a row), creating its table.
-// It returns an error if the table cannot be created.
-func New(ctx context.Context, db *sql.DB) (*Core, error) {
+// It returns an error if cfg has no token or the table cannot be created.
+func New(ctx context.Context, db *sql.DB, cfg Config) (*Core, error) {
+	if cfg.Token == "" {
+		return nil, errors.New("core: no service token")
+	}
 	if err := labdb.CreateTable(ctx, db, schema); err != nil {
 		return nil, fmt.Errorf("core: create table: %w", err)
 	}
-	return &Core{db: db}, nil
+	return &Core{db: db, token: cfg.Token, books: cfg.Books}, nil
 }
 
-// Handler serves POST /postings (an Idempotency-Key is required) and GET
-// /postings (every posting, in the order applied).
+// Handler serves POST /postings (an Idempotency-Key is required), GET
+// /postings (every posting, in the order applied) and GET /healthz, each
+// only to a request that carries the core's token.
 func (c *Core) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /postings", c.post)
@@ -97,7 +154,17 @@ func (c *Core) Handler() http.Handler {
 		}
 		respond.JSON(w, http.StatusOK, ps)
 	})
-	return mux
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		respond.JSON(w, http.StatusOK, map[string]bool{"ok": true})
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := auth.BearerToken(r)
+		if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(c.token)) != 1 {
+			problem.Write(w, problem.New(problem.Unauthorized, "the core ledger serves the lab server only: send Authorization: Bearer <core token>"))
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 func (c *Core) post(w http.ResponseWriter, r *http.Request) {
@@ -110,11 +177,9 @@ func (c *Core) post(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, err)
 		return
 	}
-	var p Posting
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil || p.TransferID == "" || p.From == "" || p.To == "" || p.Amount <= 0 {
-		problem.Write(w, problem.New(InvalidPosting, "not a posting"))
+	p, err := c.read(r)
+	if err != nil {
+		problem.Write(w, err)
 		return
 	}
 	rc, replayed, err := c.apply(r.Context(), key, p)
@@ -133,6 +198,44 @@ func (c *Core) post(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusOK
 	}
 	respond.JSON(w, status, rc)
+}
+
+// read reads the posting r carries and checks it against the books: a
+// problem error if it is not one, or not the bank's.
+func (c *Core) read(r *http.Request) (Posting, error) {
+	req, err := request.Posting(r)
+	if errors.Is(err, problem.InvalidRequest) {
+		return Posting{}, problem.New(InvalidPosting, "%s; nothing was posted", problem.From(err).Detail)
+	}
+	if err != nil {
+		return Posting{}, err
+	}
+	p := Posting(req)
+	if c.books == nil {
+		return p, nil
+	}
+	ctx := r.Context()
+	for _, acc := range []string{p.From, p.To} {
+		ok, err := c.books.AccountExists(ctx, acc)
+		if err != nil {
+			return Posting{}, problem.Wrap(problem.Internal, err, "read the bank's books")
+		}
+		if !ok {
+			return Posting{}, problem.New(problem.UnknownAccount, "the bank has no account %s; nothing was posted", acc)
+		}
+	}
+	t, ok, err := c.books.Transfer(ctx, p.TransferID)
+	if err != nil {
+		return Posting{}, problem.Wrap(problem.Internal, err, "read the bank's books")
+	}
+	if !ok {
+		return Posting{}, problem.New(UnknownTransfer, "the bank executed no transfer %s; nothing was posted", p.TransferID)
+	}
+	if t.From != p.From || t.To != p.To || t.Amount != p.Amount {
+		return Posting{}, problem.New(PostingMismatch, "transfer %s moved %d won from %s to %s, not %d from %s to %s; nothing was posted",
+			p.TransferID, t.Amount, t.From, t.To, p.Amount, p.From, p.To)
+	}
+	return p, nil
 }
 
 // apply posts p under key once: a second posting with the key gets the

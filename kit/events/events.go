@@ -27,6 +27,11 @@ const (
 	KindDropped   = "dropped"
 	// KindPurge reports a purge the server ran on its own that failed.
 	KindPurge = "purge"
+	// KindListen reports that the server stopped hearing of key-row
+	// changes (PostgreSQL's LISTEN connection was lost: data Listen with
+	// an error) and that it hears them again (reconnected), after which
+	// it sends every key row anew, as "key" events.
+	KindListen = "listen"
 )
 
 // Event is one thing that happened in a lab server.
@@ -60,6 +65,12 @@ type Key struct {
 	RowID   int64          `json:"rowid"`
 	Row     map[string]any `json:"row,omitempty"`
 	Deleted bool           `json:"deleted,omitempty"`
+}
+
+// Listen is the data of a "listen" event.
+type Listen struct {
+	Listening bool   `json:"listening"`
+	Error     string `json:"error,omitempty"`
 }
 
 // Dropped is the data of a "dropped" event.

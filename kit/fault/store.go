@@ -38,6 +38,9 @@ type Store struct {
 	// keyRowsChanged, when set, receives the row ids of idempotency_keys
 	// rows that a committed transaction inserted, updated or deleted.
 	keyRowsChanged atomic.Pointer[func(rowids []int64)]
+	// keyRowsListening, when set, hears that the database stopped
+	// reporting key-row changes (an error) or reports them again (nil).
+	keyRowsListening atomic.Pointer[func(err error)]
 	// commits counts the transactions committed (explicit ones and
 	// statements outside one that wrote).
 	commits atomic.Int64
@@ -110,6 +113,26 @@ func (s *Store) OnKeyRowsChanged(fn func(rowids []int64)) {
 		return
 	}
 	s.keyRowsChanged.Store(&fn)
+}
+
+// OnKeyRowsListening sets the function that hears when the database stops
+// reporting key-row changes (with the error that stopped it) and when it
+// reports them again (nil): PostgreSQL's listening connection lost and
+// made again. Changes made in between were not reported. nil removes it.
+func (s *Store) OnKeyRowsListening(fn func(err error)) {
+	if fn == nil {
+		s.keyRowsListening.Store(nil)
+		return
+	}
+	s.keyRowsListening.Store(&fn)
+}
+
+// KeyRowsListening tells the listener, if any, that key-row reports
+// stopped (err) or resumed (nil).
+func (s *Store) KeyRowsListening(err error) {
+	if fn := s.keyRowsListening.Load(); fn != nil {
+		(*fn)(err)
+	}
 }
 
 // Commits reports how many transactions have committed: explicit

@@ -99,6 +99,22 @@ func Fresh(ctx context.Context, target, dir string) (string, func(context.Contex
 	return createPostgresDatabase(ctx, target)
 }
 
+// Sibling returns a database of its own for another service beside
+// target, on its engine, made if it does not exist yet: the SQLite file
+// named after target's with suffix (lab.db: lab_core.db), or the
+// PostgreSQL database named after target's with suffix on the same cluster
+// (pgdb.Sibling); ":memory:" for ":memory:". It returns the cluster's
+// error.
+func Sibling(ctx context.Context, target, suffix string) (string, error) {
+	switch {
+	case target == ":memory:":
+		return target, nil
+	case EngineOfTarget(target) == PostgreSQL:
+		return siblingPostgres(ctx, target, suffix)
+	}
+	return strings.TrimSuffix(target, filepath.Ext(target)) + suffix + filepath.Ext(target), nil
+}
+
 // EngineOfTarget reports the engine Open would open target on.
 func EngineOfTarget(target string) Engine {
 	if strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://") {

@@ -20,6 +20,8 @@ func createPostgresDatabase(context.Context, string) (string, func(context.Conte
 	return "", nil, errNoPostgres
 }
 
+func siblingPostgres(context.Context, string, string) (string, error) { return "", errNoPostgres }
+
 func redactPostgres(target string) string { return "postgres://…" }
 
 func isPostgresDriver(driver.Driver) bool { return false }

@@ -26,6 +26,10 @@ func createPostgresDatabase(ctx context.Context, clusterURL string) (string, fun
 	return pgdb.CreateDatabase(ctx, clusterURL)
 }
 
+func siblingPostgres(ctx context.Context, target, suffix string) (string, error) {
+	return pgdb.Sibling(ctx, target, suffix)
+}
+
 func redactPostgres(target string) string { return pgdb.Redact(target) }
 
 func isPostgresDriver(d driver.Driver) bool { return pgdb.IsDriver(d) }

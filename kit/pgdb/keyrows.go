@@ -48,38 +48,89 @@ func (db *DB) WatchKeyTable(ctx context.Context) error {
 	return nil
 }
 
+// Backoffs between two tries to listen again after the listening
+// connection was lost: from the first, doubling up to the last.
+const (
+	firstRelisten = 50 * time.Millisecond
+	maxRelisten   = 2 * time.Second
+)
+
 // startListening opens the connection that hears the trigger's notices,
-// and reports each row id to the Store until Close.
+// and reports each row id to the Store until Close. When the connection
+// is lost (the server restarted, or the backend was terminated), it says
+// so to the Store (KeyRowsListening), connects and listens again, backing
+// off between tries, and says when it is back: the notices sent in
+// between are lost, and the Store's listener reads the rows anew.
 func (db *DB) startListening(cfg *pgx.ConnConfig) error {
 	ctx, stop := context.WithCancel(context.Background())
 	db.stop = stop
-	c, err := pgx.ConnectConfig(ctx, cfg)
+	c, err := listen(ctx, cfg)
 	if err != nil {
 		stop()
-		return fmt.Errorf("listen for key rows: %w", err)
-	}
-	if _, err := c.Exec(ctx, "LISTEN "+keyRowsChannel); err != nil {
-		c.Close(context.Background())
-		stop()
-		return fmt.Errorf("listen for key rows: %w", err)
+		return err
 	}
 	db.listen.Add(1)
 	go func() {
 		defer db.listen.Done()
-		defer func() {
-			closing, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			c.Close(closing)
-		}()
 		for {
-			n, err := c.WaitForNotification(ctx)
-			if err != nil {
+			err := db.hear(ctx, c)
+			if ctx.Err() != nil {
 				return
 			}
-			if id, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
-				db.KeyRowsChanged([]int64{id})
+			db.KeyRowsListening(fmt.Errorf("lost the connection that listens for key rows: %w", err))
+			if c = relisten(ctx, cfg); c == nil {
+				return
 			}
+			db.KeyRowsListening(nil)
 		}
 	}()
 	return nil
+}
+
+// listen connects and listens for the trigger's notices.
+func listen(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("listen for key rows: %w", err)
+	}
+	if _, err := c.Exec(ctx, "LISTEN "+keyRowsChannel); err != nil {
+		c.Close(context.Background())
+		return nil, fmt.Errorf("listen for key rows: %w", err)
+	}
+	return c, nil
+}
+
+// relisten tries listen until it succeeds, backing off, or ctx ends (nil).
+func relisten(ctx context.Context, cfg *pgx.ConnConfig) *pgx.Conn {
+	wait := firstRelisten
+	for {
+		if c, err := listen(ctx, cfg); err == nil {
+			return c
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil
+		}
+		wait = min(2*wait, maxRelisten)
+	}
+}
+
+// hear reports each notice c receives to the Store until c fails or ctx
+// ends, then closes c and returns why it stopped.
+func (db *DB) hear(ctx context.Context, c *pgx.Conn) error {
+	defer func() {
+		closing, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		c.Close(closing)
+	}()
+	for {
+		n, err := c.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		if id, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
+			db.KeyRowsChanged([]int64{id})
+		}
+	}
 }

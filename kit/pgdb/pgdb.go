@@ -133,6 +133,36 @@ func CreateDatabase(ctx context.Context, clusterURL string) (dbURL string, drop 
 	return u.String(), drop, nil
 }
 
+// Sibling returns the URL of the database named after dbURL's with suffix
+// added (idemlab: idemlab_core), on the same cluster, creating it as
+// CreateDatabase does if it does not exist yet: a database of its own for
+// another service, which outlives the servers that use dbURL's. It returns
+// the cluster's error.
+func Sibling(ctx context.Context, dbURL, suffix string) (string, error) {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "", fmt.Errorf("name a database beside %s: %w", Redact(dbURL), err)
+	}
+	name := strings.TrimPrefix(u.Path, "/") + suffix
+	admin, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	defer admin.Close()
+	var exists bool
+	if err := admin.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	if !exists {
+		_, err = admin.ExecContext(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()+` TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'`)
+		if err != nil && !IsUniqueViolation(err) {
+			return "", fmt.Errorf("create database %s: %w", name, err)
+		}
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
 // Redact hides the password of a database URL, for messages.
 func Redact(dbURL string) string {
 	u, err := url.Parse(dbURL)

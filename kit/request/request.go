@@ -59,9 +59,7 @@ func Transfer(r *http.Request) (bank.TransferRequest, []byte, error) {
 	req.Memo = d.memo("memo")
 	req.Metadata = d.metadata("metadata")
 	req.Reference = d.reference("reference")
-	if d.err == nil && req.From == req.To {
-		d.fail("to", "must differ from from (%s)", req.From)
-	}
+	d.distinct(req.From, req.To)
 	if d.err != nil {
 		return bank.TransferRequest{}, nil, d.err
 	}
@@ -308,6 +306,14 @@ func (d *decoder) account(name string) string {
 		d.fail(name, "must be an account id such as acc_7fk2m9qa, got %q", s)
 	}
 	return s
+}
+
+// distinct refuses a to that names the from account: money moves between
+// two accounts. It says nothing if another member was wrong already.
+func (d *decoder) distinct(from, to string) {
+	if d.err == nil && from == to {
+		d.fail("to", "must differ from from (%s)", from)
+	}
 }
 
 func (d *decoder) memo(name string) string {

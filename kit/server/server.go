@@ -96,8 +96,11 @@ type Server struct {
 	bodyTimeout time.Duration
 
 	keyRows chan []int64
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	// listening carries what the database says of its key-row reports:
+	// stopped (an error) or resumed (nil).
+	listening chan error
+	stop      chan struct{}
+	wg        sync.WaitGroup
 }
 
 // ExitCrash is the default crash: the process ends at once.
@@ -130,7 +133,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{db: db, settings: settings, hub: events.NewHub(), log: opts.Log,
-		crash: opts.Crash, admin: opts.AdminToken, stop: make(chan struct{}), keyRows: make(chan []int64, 1024)}
+		crash: opts.Crash, admin: opts.AdminToken, stop: make(chan struct{}), keyRows: make(chan []int64, 1024),
+		listening: make(chan error, 16)}
 	if s.crash == nil {
 		s.crash = ExitCrash
 	}
@@ -168,13 +172,14 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	env := stage.Env{DB: s.db.DB, Bank: s.bank, Clock: s.clock, Config: s.settings.Get}
 	// The stage keeps the core's client from here on, so its address is
 	// fixed before the stage starts; the core itself only if it relays.
-	coreURL := opts.CoreURL
+	coreURL, coreToken := opts.CoreURL, ""
 	var ownCore net.Listener
 	if coreURL == "" {
 		if ownCore, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 			return fmt.Errorf("listen for the core ledger: %w", err)
 		}
-		coreURL = "http://" + ownCore.Addr().String()
+		coreToken = core.NewToken()
+		coreURL = core.TokenURL("http://"+ownCore.Addr().String(), coreToken)
 	}
 	env.Core = core.NewClient(coreURL, &http.Client{Timeout: 5 * time.Second})
 	env.Core.Answered = s.faults.AfterPost
@@ -188,7 +193,7 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	if ownCore != nil {
 		if !relays {
 			ownCore.Close()
-		} else if err := s.serveCore(ctx, ownCore); err != nil {
+		} else if err := s.serveCore(ctx, ownCore, coreToken); err != nil {
 			return err
 		}
 	}
@@ -222,6 +227,12 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 		case <-s.stop:
 		}
 	})
+	s.db.OnKeyRowsListening(func(err error) {
+		select {
+		case s.listening <- err:
+		case <-s.stop:
+		}
+	})
 	s.wg.Add(1)
 	go s.publishKeyRows()
 	if relays {
@@ -233,9 +244,10 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 }
 
 // serveCore runs a core ledger of the server's own on ln, in memory,
-// until the server closes.
-func (s *Server) serveCore(ctx context.Context, ln net.Listener) error {
-	_, stop, err := ServeCore(ctx, ln)
+// until the server closes. It reads the server's books, so it posts only
+// the transfers the server executed.
+func (s *Server) serveCore(ctx context.Context, ln net.Listener, token string) error {
+	_, stop, err := ServeCore(ctx, ln, ":memory:", core.Config{Token: token, Books: bank.NewBooks(s.db.DB)})
 	if err != nil {
 		return err
 	}
@@ -328,6 +340,8 @@ func (s *Server) publishKeyRows() {
 		select {
 		case <-s.stop:
 			return
+		case err := <-s.listening:
+			s.keyRowsListening(err)
 		case rowids := <-s.keyRows:
 			if !s.hub.Listening() {
 				continue
@@ -414,6 +428,7 @@ func (s *Server) Commits() int64 { return s.db.Commits() }
 func (s *Server) Close() error {
 	close(s.stop)
 	s.db.OnKeyRowsChanged(nil)
+	s.db.OnKeyRowsListening(nil)
 	s.wg.Wait()
 	return s.db.Close()
 }

@@ -17,7 +17,6 @@ import (
 	_ "modernc.org/sqlite"
 
 	"idemlab/kit/bank"
-	"idemlab/kit/events"
 	"idemlab/kit/labdb"
 	"idemlab/kit/pgdb"
 	"idemlab/kit/server"
@@ -277,18 +276,7 @@ func TestEvents_KeyRowsAfterAReset(t *testing.T) {
 	if code, b := callAs(t, hs, "POST", "/transfers", "Bearer "+c0.Token, "k-events", body); code != 201 {
 		t.Fatalf("transfer: %d %s", code, b)
 	}
-	deadline := time.After(10 * time.Second)
-	for {
-		select {
-		case ev := <-ch:
-			var k events.Key
-			if ev.Kind == events.KindKey && json.Unmarshal(ev.Data, &k) == nil && k.Row["key"] == "k-events" {
-				return
-			}
-		case <-deadline:
-			t.Fatal("no key event for the claimed key within 10s")
-		}
-	}
+	awaitEvent(t, ch, "key event for the claimed key", keyEventFor("k-events"))
 }
 
 func TestCrashFault_InProcessAbortsTheRequestOnce(t *testing.T) {

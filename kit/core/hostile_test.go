@@ -1,0 +1,172 @@
+package core_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/clock"
+	"idemlab/kit/core"
+	"idemlab/kit/labdb"
+)
+
+// bankWithATransfer is a bank's database with its seeded customers and one
+// executed transfer, returned as the posting that tells the core about it.
+func bankWithATransfer(t *testing.T) (*bank.Books, core.Posting) {
+	t.Helper()
+	ctx := t.Context()
+	db, err := labdb.Open(ctx, ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := bank.Migrate(ctx, db.DB); err != nil {
+		t.Fatal(err)
+	}
+	clk, err := clock.Open(ctx, db.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := bank.DefaultParams()
+	cs := bank.Population(p)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if err := bank.Insert(ctx, tx, cs, p.OpeningBalance); err != nil {
+		t.Fatal(err)
+	}
+	b := bank.New(db.DB, clk, &bank.Faults{}, func() time.Duration { return 0 })
+	tr, err := b.Transfer(ctx, tx, cs[0].ID, bank.TransferRequest{From: cs[0].Accounts[0], To: cs[1].Accounts[0], Amount: 1500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return bank.NewBooks(db.DB), core.Posting{TransferID: tr.ID, From: tr.From, To: tr.To, Amount: tr.Amount}
+}
+
+// TestPost_RefusesHostilePostings: every request that is not the lab
+// server telling the core, in the bank's own terms, about a transfer the
+// bank executed gets a 4xx problem and posts nothing; the real posting is
+// then posted once. A core without the token check, with the lenient
+// decoder it had (the last of two members won, trailing data was ignored,
+// any Content-Type and any amount passed), or without its books (a posting
+// for a transfer that never happened, or for another amount), fails.
+func TestPost_RefusesHostilePostings(t *testing.T) {
+	books, real := bankWithATransfer(t)
+	_, cl, token := startCoreWith(t, books)
+	from, to, id := `"from":"`+real.From+`"`, `"to":"`+real.To+`"`, `"transfer_id":"`+real.TransferID+`"`
+	good := `{` + id + `,` + from + `,` + to + `,"amount":1500}`
+	bearer := "Bearer " + token
+	for i, tc := range []struct {
+		name, auth, contentType, body string
+		want                          int
+		problem                       string
+	}{
+		{"no token", "", "application/json", good, 401, "/problems/unauthorized"},
+		{"a customer's token", "Bearer tok_customer", "application/json", good, 401, "/problems/unauthorized"},
+		{"the token, not as Bearer", "Basic " + token, "application/json", good, 401, "/problems/unauthorized"},
+		{"text/plain", bearer, "text/plain", good, 415, "/problems/unsupported-media-type"},
+		{"no Content-Type", bearer, "", good, 415, "/problems/unsupported-media-type"},
+		{"trailing garbage", bearer, "application/json", good + `x`, 400, "/problems/invalid-posting"},
+		{"two values", bearer, "application/json", good + good, 400, "/problems/invalid-posting"},
+		{"a member twice, the last one wrong", bearer, "application/json", `{` + id + `,` + from + `,` + to + `,"amount":1500,"amount":9}`, 400, "/problems/invalid-posting"},
+		{"from equal to to", bearer, "application/json", `{` + id + `,` + from + `,"to":"` + real.From + `","amount":1500}`, 400, "/problems/invalid-posting"},
+		{"an amount of 9e18", bearer, "application/json", `{` + id + `,` + from + `,` + to + `,"amount":9e18}`, 400, "/problems/invalid-posting"},
+		{"a zero amount", bearer, "application/json", `{` + id + `,` + from + `,` + to + `,"amount":0}`, 400, "/problems/invalid-posting"},
+		{"half a won", bearer, "application/json", `{` + id + `,` + from + `,` + to + `,"amount":0.5}`, 400, "/problems/invalid-posting"},
+		{"an amount as a string", bearer, "application/json", `{` + id + `,` + from + `,` + to + `,"amount":"1500"}`, 400, "/problems/invalid-posting"},
+		{"invalid UTF-8", bearer, "application/json", `{"transfer_id":"tr_` + "\xff\xfe" + `",` + from + `,` + to + `,"amount":1500}`, 400, "/problems/invalid-posting"},
+		{"an unknown member", bearer, "application/json", `{` + id + `,` + from + `,` + to + `,"amount":1500,"memo":"x"}`, 400, "/problems/invalid-posting"},
+		{"no transfer id", bearer, "application/json", `{` + from + `,` + to + `,"amount":1500}`, 400, "/problems/invalid-posting"},
+		{"a deposit's id", bearer, "application/json", `{"transfer_id":"dp_1",` + from + `,` + to + `,"amount":1500}`, 400, "/problems/invalid-posting"},
+		{"an array", bearer, "application/json", `[` + good + `]`, 400, "/problems/invalid-posting"},
+		{"a body over 16 KiB", bearer, "application/json", `{` + id + `,` + from + `,` + to + `,"amount":1500` + strings.Repeat(" ", 17<<10) + `}`, 413, "/problems/request-too-large"},
+		{"an unknown account", bearer, "application/json", `{` + id + `,` + from + `,"to":"acc_nobody","amount":1500}`, 422, "/problems/unknown-account"},
+		{"a transfer that never happened", bearer, "application/json", `{"transfer_id":"tr_never",` + from + `,` + to + `,"amount":1500}`, 422, "/problems/unknown-transfer"},
+		{"another amount than the transfer's", bearer, "application/json", `{` + id + `,` + from + `,` + to + `,"amount":1501}`, 422, "/problems/posting-mismatch"},
+		{"the accounts swapped", bearer, "application/json", `{` + id + `,"from":"` + real.To + `","to":"` + real.From + `","amount":1500}`, 422, "/problems/posting-mismatch"},
+	} {
+		key := fmt.Sprintf("k-%d", i)
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, cl.URL()+"/postings", strings.NewReader(tc.body))
+			req.Header.Set("Idempotency-Key", key)
+			if tc.contentType != "" {
+				req.Header.Set("Content-Type", tc.contentType)
+			}
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			status, problemType := send(t, req)
+			if status != tc.want || problemType != tc.problem {
+				t.Errorf("%d %s, want %d %s", status, problemType, tc.want, tc.problem)
+			}
+		})
+	}
+	if n := postings(t, cl); len(n) != 0 {
+		t.Fatalf("hostile requests posted %v", n)
+	}
+	if _, _, err := cl.Post(t.Context(), "outbox-1", real); err != nil {
+		t.Fatalf("the real posting: %v", err)
+	}
+	if n := postings(t, cl); n[real.TransferID] != 1 || len(n) != 1 {
+		t.Fatalf("postings %v, want %s once", n, real.TransferID)
+	}
+}
+
+// TestCore_ReadsOnlyWithTheToken: the postings and the health check are
+// the lab server's too: 401 without the token, 200 with it. A core that
+// guarded only POST fails.
+func TestCore_ReadsOnlyWithTheToken(t *testing.T) {
+	_, cl, token := startCoreWith(t, nil)
+	for _, path := range []string{"/postings", "/healthz"} {
+		for auth, want := range map[string]int{"": 401, "Bearer wrong": 401, "Bearer " + token: 200} {
+			req, _ := http.NewRequest(http.MethodGet, cl.URL()+path, nil)
+			if auth != "" {
+				req.Header.Set("Authorization", auth)
+			}
+			if status, _ := send(t, req); status != want {
+				t.Errorf("GET %s with %q: %d, want %d", path, auth, status, want)
+			}
+		}
+	}
+}
+
+// TestClient_WithoutTheTokenIsRefused: a client given the core's address
+// without its token gets 401, and posts nothing.
+func TestClient_WithoutTheTokenIsRefused(t *testing.T) {
+	_, cl := startCore(t)
+	stranger := core.NewClient(cl.URL(), nil)
+	if _, _, err := stranger.Post(context.Background(), "k", posting); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("a post without the token: %v, want 401", err)
+	}
+	if n := postings(t, cl); len(n) != 0 {
+		t.Fatalf("posted %v", n)
+	}
+}
+
+// send sends req and returns the status and the problem type it answered.
+func send(t *testing.T, req *http.Request) (int, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct{ Type string }
+	if resp.StatusCode >= 400 {
+		if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
+			t.Errorf("a refusal as %q, not a problem", ct)
+		}
+		json.NewDecoder(resp.Body).Decode(&body)
+	}
+	return resp.StatusCode, body.Type
+}
