@@ -302,26 +302,7 @@ func (c *Child) startOn(ctx context.Context, ln net.Listener) error {
 	probe := &http.Client{Timeout: time.Second}
 	defer probe.CloseIdleConnections()
 	lab := labclient.New(c.URL, c.Admin, probe)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(15 * time.Second)
-	for {
-		if c.answers(ctx, lab) {
-			return nil
-		}
-		select {
-		case err := <-c.exited:
-			c.exited <- err
-			return fmt.Errorf("the server exited as it started (%v)%s", err, quote(stderr.String()))
-		case <-ctx.Done():
-			c.Kill()
-			return ctx.Err()
-		case <-deadline:
-			c.Kill()
-			return fmt.Errorf("the server did not answer on %s within 15s%s", c.URL, quote(stderr.String()))
-		case <-tick.C:
-		}
-	}
+	return c.awaitReady(ctx, "the server", c.URL, stderr, func() bool { return c.answers(ctx, lab) })
 }
 
 // quote renders what a child wrote to stderr after an error, if anything.

@@ -2,7 +2,6 @@ package grader
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -144,29 +143,14 @@ func (c *CoreChild) awaitAnswer(ctx context.Context, stderr *lockedBuffer) error
 	probe := &http.Client{Timeout: time.Second}
 	defer probe.CloseIdleConnections()
 	base := core.NewClient(c.URL, nil).URL()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(15 * time.Second)
-	for {
+	return c.awaitReady(ctx, "the core ledger", base, stderr, func() bool {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
 		req.Header.Set("Authorization", "Bearer "+c.token)
-		if resp, err := probe.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		resp, err := probe.Do(req)
+		if err != nil {
+			return false
 		}
-		select {
-		case err := <-c.exited:
-			c.exited <- err
-			return fmt.Errorf("the core ledger exited as it started (%v)%s", err, quote(stderr.String()))
-		case <-ctx.Done():
-			c.Kill()
-			return ctx.Err()
-		case <-deadline:
-			c.Kill()
-			return errors.New("the core ledger did not answer within 15s" + quote(stderr.String()))
-		case <-tick.C:
-		}
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }

@@ -2,6 +2,7 @@ package grader
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"syscall"
 	"time"
@@ -13,6 +14,33 @@ import (
 type running struct {
 	cmd    *exec.Cmd
 	exited chan error
+}
+
+// awaitReady calls ready every 10 ms until it reports true: the process
+// what, just started, answers at url. It returns an error if the process
+// exits first (quoting its stderr), or, killing it, when ctx ends or 15
+// seconds pass.
+func (c *running) awaitReady(ctx context.Context, what, url string, stderr *lockedBuffer, ready func() bool) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(15 * time.Second)
+	for {
+		if ready() {
+			return nil
+		}
+		select {
+		case err := <-c.exited:
+			c.exited <- err
+			return fmt.Errorf("%s exited as it started (%v)%s", what, err, quote(stderr.String()))
+		case <-ctx.Done():
+			c.Kill()
+			return ctx.Err()
+		case <-deadline:
+			c.Kill()
+			return fmt.Errorf("%s did not answer on %s within 15s%s", what, url, quote(stderr.String()))
+		case <-tick.C:
+		}
+	}
 }
 
 // awaitExit waits until the child exits, reporting true, or stop closes.
