@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -39,8 +40,8 @@ func (c *Client) URL() string { return c.url }
 // core's receipt: of this posting, or of the one first sent with key
 // (replayed is then true). It returns an error when the core did not
 // answer (the posting may or may not have been applied: send it again
-// with the same key to find out), and when it answered anything but
-// success, such as 503 while it is down (not applied).
+// with the same key to find out), and a *Refusal when it answered
+// anything but success, such as 503 while it is down (not applied).
 func (c *Client) Post(ctx context.Context, key string, p Posting) (rc Receipt, replayed bool, err error) {
 	body, err := json.Marshal(p)
 	if err != nil {
@@ -65,7 +66,7 @@ func (c *Client) Post(ctx context.Context, key string, p Posting) (rc Receipt, r
 		return Receipt{}, false, fmt.Errorf("core: answer to posting %s cut off: %w", p.TransferID, err)
 	}
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		return Receipt{}, false, fmt.Errorf("core: posting %s refused: %d %s", p.TransferID, resp.StatusCode, bytes.TrimSpace(raw))
+		return Receipt{}, false, &Refusal{TransferID: p.TransferID, Status: resp.StatusCode, Body: bytes.TrimSpace(raw)}
 	}
 	if err := json.Unmarshal(raw, &rc); err != nil {
 		return Receipt{}, false, fmt.Errorf("core: answer to posting %s: %w", p.TransferID, err)
@@ -95,4 +96,39 @@ func (c *Client) Postings(ctx context.Context) ([]Receipt, error) {
 		return nil, fmt.Errorf("core: read the postings: %w", err)
 	}
 	return out, nil
+}
+
+// Refusal is the core's answer to a posting it did not apply: its status
+// and its problem body, as they came. Post returns it as a *Refusal, for
+// errors.As.
+type Refusal struct {
+	TransferID string
+	Status     int
+	Body       []byte
+}
+
+func (r *Refusal) Error() string {
+	return fmt.Sprintf("core: posting %s refused: %d %s", r.TransferID, r.Status, r.Body)
+}
+
+// Final reports whether the refusal is for good: the same posting sent
+// again under the same key will be refused again (a 4xx such as 422: the
+// key first used with another body, a posting the core will never
+// accept). A 5xx, 408 (too slow), 409 (the same key still in progress)
+// and 429 (too many) say "not now": the posting may go through later.
+func (r *Refusal) Final() bool {
+	switch r.Status {
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests:
+		return false
+	}
+	return r.Status >= 400 && r.Status < 500
+}
+
+// Final reports whether err, from Post, is a refusal for good (see
+// Refusal.Final). Every other error says "retry later": no answer at all
+// (the posting may have been applied, and only the same key finds out), a
+// cut answer, or a refusal for now.
+func Final(err error) bool {
+	var r *Refusal
+	return errors.As(err, &r) && r.Final()
 }

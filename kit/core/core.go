@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -53,6 +54,10 @@ var (
 	Down = &problem.Type{Name: "core-down", Status: http.StatusServiceUnavailable, Title: "Core ledger down",
 		Explain:    "The core ledger is down for a while. Nothing was posted: send the same posting again, with the same Idempotency-Key, after Retry-After.",
 		RetryAfter: time.Second}
+	// Rejected is the answer to a posting the core will never apply
+	// (Faults.Poison): sent again, under any key, it is refused again.
+	Rejected = &problem.Type{Name: "posting-rejected", Status: http.StatusUnprocessableEntity, Title: "Posting rejected",
+		Explain: "The core ledger will never apply this posting. Nothing was posted, and sending it again changes nothing: set it aside for a person to look at."}
 	// InvalidPosting is the answer to a body that is not a posting.
 	InvalidPosting = &problem.Type{Name: "invalid-posting", Status: http.StatusBadRequest, Title: "Invalid posting",
 		Explain: `The body must be one JSON object {"transfer_id","from","to","amount"} with a transfer id, two accounts and a positive amount. Nothing was posted.`}
@@ -115,6 +120,10 @@ func (c *Core) post(w http.ResponseWriter, r *http.Request) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil || p.TransferID == "" || p.From == "" || p.To == "" || p.Amount <= 0 {
 		problem.Write(w, problem.New(InvalidPosting, "not a posting"))
+		return
+	}
+	if c.Faults.rejects(p.TransferID) {
+		problem.Write(w, problem.New(Rejected, "the core ledger rejects the posting of %s for good", p.TransferID))
 		return
 	}
 	rc, replayed, err := c.apply(r.Context(), key, p)
@@ -192,6 +201,10 @@ type Faults struct {
 	down    bool
 	lose    int
 	refused int
+	// poisoned are the transfers whose postings are rejected for good;
+	// poisonNext is how many of the next postings join them.
+	poisoned   map[string]bool
+	poisonNext int
 }
 
 // SetDown takes the core down (every posting gets 503 core-down and is not
@@ -236,4 +249,52 @@ func (f *Faults) takeLostAnswer() bool {
 	}
 	f.lose--
 	return true
+}
+
+// Poison makes the core reject every posting of the transfer with
+// transferID, now and for good, with 422 posting-rejected: a poison
+// message, which no retry gets through.
+func (f *Faults) Poison(transferID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.poison(transferID)
+}
+
+// PoisonNext makes the core reject the transfer of the next posting it
+// receives as Poison does, whichever transfer that is.
+func (f *Faults) PoisonNext() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.poisonNext++
+}
+
+// Poisoned lists the transfers whose postings the core rejects for good,
+// sorted.
+func (f *Faults) Poisoned() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids := make([]string, 0, len(f.poisoned))
+	for id := range f.poisoned {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (f *Faults) poison(transferID string) {
+	if f.poisoned == nil {
+		f.poisoned = map[string]bool{}
+	}
+	f.poisoned[transferID] = true
+}
+
+// rejects says whether a posting of transferID is rejected for good.
+func (f *Faults) rejects(transferID string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.poisonNext > 0 && !f.poisoned[transferID] {
+		f.poisonNext--
+		f.poison(transferID)
+	}
+	return f.poisoned[transferID]
 }
