@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"idemlab/kit/idemkey"
 )
@@ -131,4 +132,71 @@ func (r *Refusal) Final() bool {
 func Final(err error) bool {
 	var r *Refusal
 	return errors.As(err, &r) && r.Final()
+}
+
+// Send is one posting of a batch for PostAll: the key it is posted under,
+// the posting, and, once PostAll has returned, what became of it.
+type Send struct {
+	Key     string
+	Posting Posting
+	// Err is nil once the core acknowledged the posting; else Post's
+	// error, or ErrNotSent.
+	Err error
+}
+
+// ErrNotSent is the error of a posting PostAll did not send, because an
+// earlier one of the batch was refused for now or got no answer: a core
+// that is down would refuse them all. Send it again later.
+var ErrNotSent = errors.New("core: not sent: an earlier posting of the batch was refused for now")
+
+// PostAll sends the postings of batch, up to parallel at once, each under
+// its own key, and records in each what became of it. It starts them in
+// batch's order and starts no more once one has failed in a way that is
+// not final (see Final); those not started get ErrNotSent. A panic in a
+// send (a lab server's simulated crash, see Answered) is raised again in
+// the caller's goroutine once the sends under way have ended.
+func (c *Client) PostAll(ctx context.Context, batch []Send, parallel int) {
+	parallel = max(parallel, 1)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		stop     bool
+		panicked any
+	)
+	slots := make(chan struct{}, parallel)
+	for i := range batch {
+		slots <- struct{}{}
+		mu.Lock()
+		stopped := stop
+		mu.Unlock()
+		if stopped {
+			<-slots
+			for j := i; j < len(batch); j++ {
+				batch[j].Err = ErrNotSent
+			}
+			break
+		}
+		wg.Add(1)
+		go func(s *Send) {
+			defer wg.Done()
+			defer func() { <-slots }()
+			defer func() {
+				if v := recover(); v != nil {
+					mu.Lock()
+					panicked, stop = v, true
+					mu.Unlock()
+				}
+			}()
+			_, _, s.Err = c.Post(ctx, s.Key, s.Posting)
+			if s.Err != nil && !Final(s.Err) {
+				mu.Lock()
+				stop = true
+				mu.Unlock()
+			}
+		}(&batch[i])
+	}
+	wg.Wait()
+	if panicked != nil {
+		panic(panicked)
+	}
 }

@@ -205,6 +205,10 @@ type Faults struct {
 	// poisonNext is how many of the next postings join them.
 	poisoned   map[string]bool
 	poisonNext int
+	// flap is how many of the next postings still alternate down and up;
+	// flapDown says whether the last of them was refused.
+	flap     int
+	flapDown bool
 }
 
 // SetDown takes the core down (every posting gets 503 core-down and is not
@@ -223,6 +227,15 @@ func (f *Faults) LoseAnswers(n int) {
 	f.lose = n
 }
 
+// Flap makes the core flap for its next n postings: down for the first
+// (503 core-down, not applied), up for the second, down for the third, and
+// so on; then it is as before.
+func (f *Faults) Flap(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.flap, f.flapDown = n, false
+}
+
 // Refused is how many postings the core has refused while down: a check
 // waits for the relay's first try before it brings the core back.
 func (f *Faults) Refused() int {
@@ -235,10 +248,16 @@ func (f *Faults) Refused() int {
 func (f *Faults) isDown() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.down {
+	down := f.down
+	if f.flap > 0 {
+		f.flap--
+		f.flapDown = !f.flapDown
+		down = down || f.flapDown
+	}
+	if down {
 		f.refused++
 	}
-	return f.down
+	return down
 }
 
 func (f *Faults) takeLostAnswer() bool {

@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -75,5 +76,92 @@ func TestFaults_PoisonRejectsForGood(t *testing.T) {
 	}
 	if n := postings(t, cl); n["tr_1"] != 0 || n["tr_2"] != 0 || n["tr_3"] != 1 {
 		t.Errorf("postings %v, want only tr_3's", n)
+	}
+}
+
+// batch makes n postings, tr_1 … tr_n, each under its own key.
+func batch(n int) []core.Send {
+	b := make([]core.Send, n)
+	for i := range b {
+		id := fmt.Sprintf("tr_%d", i+1)
+		b[i] = core.Send{Key: "outbox-" + id, Posting: core.Posting{TransferID: id, From: "acc_a", To: "acc_b", Amount: int64(i + 1)}}
+	}
+	return b
+}
+
+// TestPostAll_GoesPastAPoisonStopsAtNotNow: a batch sent several at a
+// time is acknowledged posting by posting; one rejected for good carries
+// its final refusal and the rest still go through; while the core is
+// down, the first refusal for now stops the batch, and the postings not
+// started say ErrNotSent. A PostAll that stopped at the poison, or sent
+// the whole batch into a core that is down, fails.
+func TestPostAll_GoesPastAPoisonStopsAtNotNow(t *testing.T) {
+	c, cl := startCore(t)
+	ctx := t.Context()
+	c.Faults.Poison("tr_3")
+	b := batch(12)
+	cl.PostAll(ctx, b, 4)
+	for _, s := range b {
+		switch {
+		case s.Posting.TransferID == "tr_3" && !core.Final(s.Err):
+			t.Errorf("tr_3: %v, want rejected for good", s.Err)
+		case s.Posting.TransferID != "tr_3" && s.Err != nil:
+			t.Errorf("%s: %v, want acknowledged", s.Posting.TransferID, s.Err)
+		}
+	}
+	if n := postings(t, cl); len(n) != 11 {
+		t.Errorf("%d transfers posted, want 11", len(n))
+	}
+
+	c.Faults.SetDown(true)
+	down := batch(5)
+	cl.PostAll(ctx, down, 1)
+	var r *core.Refusal
+	if !errors.As(down[0].Err, &r) || r.Status != http.StatusServiceUnavailable || core.Final(down[0].Err) {
+		t.Errorf("first posting while down: %v, want 503 for now", down[0].Err)
+	}
+	for _, s := range down[1:] {
+		if !errors.Is(s.Err, core.ErrNotSent) {
+			t.Errorf("%s while down: %v, want not sent", s.Posting.TransferID, s.Err)
+		}
+	}
+	if got := c.Faults.Refused(); got != 1 {
+		t.Errorf("the core down was sent %d postings, want 1", got)
+	}
+}
+
+// TestPostAll_ACrashInASendReachesTheCaller: a lab server's simulated
+// crash panics in the send that fires it; PostAll raises it in the
+// caller, which the kit's relay driver recovers, rather than in a
+// goroutine of its own, which would end the whole process.
+func TestPostAll_ACrashInASendReachesTheCaller(t *testing.T) {
+	_, cl := startCore(t)
+	cl.Answered = func() { panic(http.ErrAbortHandler) }
+	defer func() {
+		if v := recover(); v != http.ErrAbortHandler {
+			t.Errorf("PostAll raised %v, want the send's panic", v)
+		}
+	}()
+	cl.PostAll(t.Context(), batch(3), 2)
+	t.Error("PostAll returned after a send panicked")
+}
+
+// TestFaults_FlapAlternates: a flapping core refuses every other posting
+// of the next n, first the first, and applies the others; then it is up.
+// A relay that sends again under the same key gets each posted once.
+func TestFaults_FlapAlternates(t *testing.T) {
+	c, cl := startCore(t)
+	ctx := t.Context()
+	c.Faults.Flap(4)
+	var got []bool
+	for i := range 6 {
+		_, _, err := cl.Post(ctx, fmt.Sprintf("k-%d", i), core.Posting{TransferID: fmt.Sprintf("tr_%d", i), From: "acc_a", To: "acc_b", Amount: 1})
+		got = append(got, err == nil)
+	}
+	if want := []bool{false, true, false, true, true, true}; !slices.Equal(got, want) {
+		t.Errorf("postings applied %v, want %v", got, want)
+	}
+	if n := c.Faults.Refused(); n != 2 {
+		t.Errorf("Refused %d, want 2", n)
 	}
 }

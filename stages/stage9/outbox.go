@@ -8,32 +8,40 @@ import (
 	"idemlab/kit/bank"
 )
 
-// TODO(stage 9): enqueue writes t's posting to the outbox, inside tx, the
-// transaction that moves t's money. The kit made the table (kit/bank's
-// outbox.go): INSERT INTO outbox (transfer_id, from_account, to_account,
-// amount, created_at) VALUES (?, ?, ?, ?, ?), with t.ID, t.From, t.To,
-// t.Amount and clock.Format(now). Leave sent_at NULL: the row is owed
-// until the core has acknowledged it.
+// TODO(stage 9): enqueue writes t's posting to the outbox (the kit made
+// the table: kit/bank's outbox.go), inside tx, the transaction that moves
+// t's money, so that the promise commits with the money or not at all.
+// The row owes the core t's accounts and amount, and it carries the
+// Idempotency-Key it will be posted under (core_key): decide here what
+// that key is made of. It must be the same on every send of this row, and
+// no other transfer may ever have it: not two rents of the same amount to
+// the same landlord, not two customers who both number their requests
+// "pay-1". Leave sent_at and dead_at NULL: the row is owed until the core
+// acknowledges it or refuses it for good.
 func enqueue(ctx context.Context, tx *sql.Tx, t bank.Transfer, now time.Time) error {
 	return nil
 }
 
-// Relay is the outbox's relay: the kit calls it every 20 ms, from one
-// goroutine, for as long as the server runs. It returns how many rows it
-// marked sent.
+// Relay is the outbox's relay: the kit calls it from one goroutine for as
+// long as the server runs, again at once after a pass that settled rows
+// and 20 ms later otherwise. It returns how many rows it settled.
 //
-// TODO(stage 9): read the rows whose sent_at is NULL, oldest (lowest id)
-// first, and for each: send its posting (core.Posting{TransferID, From,
-// To, Amount}) with s.env.Core.Post(ctx, key, posting), and only when Post
-// returns no error, set its sent_at (UPDATE outbox SET sent_at = ? WHERE
-// id = ?). On the first error, stop and return it: the row stays owed and
-// the next pass sends it again.
+// TODO(stage 9): send the rows still owed (neither sent nor set aside),
+// oldest first, each under its row's key, and settle them:
+//   - A row the core acknowledged is done: mark it sent, and only then.
+//     Mark a pass's rows together, in one statement: the server's own
+//     transfers wait behind every write the relay makes, and a relay that
+//     writes once a row falls behind them under load.
+//   - A row the core refused for good (core.Final: a 4xx such as 422)
+//     will be refused again on every pass: set it aside as a dead letter
+//     (dead_at, and the core's status and body, from the *core.Refusal)
+//     and go on with the others; never drop it, never leave it in the way.
+//   - A row refused for now (down, no answer, a 5xx) stays owed, and goes
+//     again, under the same key, on a later pass: the core applies each
+//     key once, so a posting whose answer was lost is not posted twice.
 //
-// The key is the heart of it: it must be the same every time this row is
-// sent (the transfer's id, say), never one drawn for the attempt. The core
-// applies each key once; when its answer is lost, or the server dies
-// before the UPDATE, the row is sent again, and only the same key gets the
-// posting already made instead of a second one.
+// s.env.Core.PostAll sends a batch several postings at a time and tells
+// you what became of each; s.env.Core.Post sends one.
 func (s *Server) Relay(ctx context.Context) (int, error) {
 	return 0, nil
 }
