@@ -49,8 +49,33 @@ const outboxSchema = `CREATE TABLE IF NOT EXISTS outbox (
 const outboxOwedIndex = `CREATE INDEX IF NOT EXISTS outbox_owed ON outbox (id) WHERE sent_at IS NULL AND dead_at IS NULL`
 
 func migrateOutbox(ctx context.Context, db *sql.DB) error {
-	for _, schema := range []string{outboxSchema, outboxOwedIndex} {
-		if err := labdb.CreateTable(ctx, db, schema); err != nil {
+	if err := labdb.CreateTable(ctx, db, outboxSchema); err != nil {
+		return fmt.Errorf("migrate outbox: %w", err)
+	}
+	if err := addDeadLetters(ctx, db); err != nil {
+		return err
+	}
+	if err := labdb.CreateTable(ctx, db, outboxOwedIndex); err != nil {
+		return fmt.Errorf("migrate outbox: %w", err)
+	}
+	return nil
+}
+
+// addDeadLetters gives the outbox of a database made before rows carried
+// their key and could be set aside the columns for them. The rows already
+// there keep the key they were sent under then, their transfer's id.
+func addDeadLetters(ctx context.Context, db *sql.DB) error {
+	if rows, err := db.QueryContext(ctx, `SELECT core_key FROM outbox WHERE 1 = 0`); err == nil {
+		return rows.Close()
+	}
+	for _, stmt := range []string{
+		`ALTER TABLE outbox ADD COLUMN core_key TEXT NOT NULL DEFAULT ''`,
+		`UPDATE outbox SET core_key = transfer_id`,
+		`ALTER TABLE outbox ADD COLUMN dead_at TEXT`,
+		`ALTER TABLE outbox ADD COLUMN dead_status INTEGER`,
+		`ALTER TABLE outbox ADD COLUMN dead_answer TEXT`,
+	} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("migrate outbox: %w", err)
 		}
 	}
