@@ -144,22 +144,25 @@ type Send struct {
 	Err error
 }
 
-// ErrNotSent is the error of a posting PostAll did not send, because an
-// earlier one of the batch was refused for now or got no answer: a core
-// that is down would refuse them all. Send it again later.
-var ErrNotSent = errors.New("core: not sent: an earlier posting of the batch was refused for now")
+// ErrNotSent is the error of a posting PostAll did not send, because the
+// ones before it were refused for now or got no answer: a core that is
+// down would refuse them all. Send it again later.
+var ErrNotSent = errors.New("core: not sent: the postings before it were refused for now")
 
 // PostAll sends the postings of batch, up to parallel at once, each under
 // its own key, and records in each what became of it. It starts them in
-// batch's order and starts no more once one has failed in a way that is
-// not final (see Final); those not started get ErrNotSent. A panic in a
-// send (a lab server's simulated crash, see Answered) is raised again in
-// the caller's goroutine once the sends under way have ended.
+// batch's order, and starts no more once parallel of them in a row have
+// failed in a way that is not final (see Final), with no acknowledgement
+// in between: the core looks down, not flapping. Those not started get
+// ErrNotSent. A panic in a send (a lab server's simulated crash, see
+// Answered) is raised again in the caller's goroutine once the sends
+// under way have ended.
 func (c *Client) PostAll(ctx context.Context, batch []Send, parallel int) {
 	parallel = max(parallel, 1)
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
+		failing  int
 		stop     bool
 		panicked any
 	)
@@ -188,10 +191,14 @@ func (c *Client) PostAll(ctx context.Context, batch []Send, parallel int) {
 				}
 			}()
 			_, _, s.Err = c.Post(ctx, s.Key, s.Posting)
-			if s.Err != nil && !Final(s.Err) {
-				mu.Lock()
-				stop = true
-				mu.Unlock()
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case s.Err == nil:
+				failing = 0
+			case !Final(s.Err):
+				failing++
+				stop = stop || failing >= parallel
 			}
 		}(&batch[i])
 	}

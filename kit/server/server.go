@@ -249,10 +249,11 @@ func (s *Server) serveCore(ctx context.Context, ln net.Listener) error {
 }
 
 // relay runs the stage's outbox relay a pass at a time until the server
-// stops: at once again after a pass that settled rows (there may be more
-// behind them: under load the outbox fills faster than one pass a tick
-// empties it), and otherwise RelayInterval after the last. A pass never
-// waits for a reset: it skips its turn.
+// stops: at once again after a pass that settled rows, even one that then
+// failed (there may be more behind them: under load the outbox fills
+// faster than one pass a tick empties it, and a core that flaps takes
+// some postings of each pass), and otherwise RelayInterval after the
+// last. A pass never waits for a reset: it skips its turn.
 func (s *Server) relay(r stage.Relayer) {
 	defer s.wg.Done()
 	// A pass waiting on the core ends with the server.
@@ -277,9 +278,8 @@ func (s *Server) relay(r stage.Relayer) {
 			n, err := relayPass(ctx, r)
 			if err != nil {
 				msg = err.Error()
-			} else {
-				settled = n
 			}
+			settled = n
 			// A pass that fails fails again the next time, 50 times a
 			// second, while the core is down: say so once.
 			if msg != "" && msg != last && s.log != nil {

@@ -35,7 +35,7 @@ const (
 	// relaySenders is how many postings of a pass are in flight at once:
 	// the core answers each after a round trip, and one at a time the
 	// relay would wait for every one of them in turn.
-	relaySenders = 8
+	relaySenders = 16
 )
 
 // Relay sends a batch of the outbox's owed rows to the core, oldest
@@ -53,6 +53,9 @@ func (s *Server) Relay(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	s.env.Core.PostAll(ctx, batch, relaySenders)
+	// When the core answered, not when the marks get their turn to write
+	// (behind the requests' writes): what sent_at says.
+	now := clock.Format(s.env.Clock.Now())
 	var sent []any
 	var later error
 	tx, err := s.env.DB.BeginTx(ctx, nil)
@@ -60,7 +63,6 @@ func (s *Server) Relay(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("settle the outbox: %w", err)
 	}
 	defer tx.Rollback()
-	now := clock.Format(s.env.Clock.Now())
 	dead := 0
 	for i, b := range batch {
 		var refused *core.Refusal
