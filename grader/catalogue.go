@@ -381,6 +381,12 @@ var catalogue = []Check{
 		Run:   checkCoreFlaps,
 	},
 	{
+		ID: "S9.slow-core", Stage: 9, Lesson: lesson9 + "#two-writes-one-decision",
+		Claim: "while the core ledger holds every posting unanswered, transfers still execute and answer 201 Created; once it answers, each reaches it exactly once",
+		Why:   "a transfer that waits for the core is as slow as the core, and fails when the core is slow beyond its timeout: the customer's answer must depend on the bank's own database alone",
+		Run:   checkSlowCore,
+	},
+	{
 		ID: "S9.backlog", Stage: 9, Lesson: lesson9 + "#the-relay",
 		Claim: "300 transfers made while the core ledger is down, many relay batches, all reach it exactly once within 10 s of its return",
 		Why:   "after an outage the outbox holds far more than one pass sends: a relay that sends one batch and waits, or never gets past the first, leaves the core behind for as long as the load lasts",

@@ -348,6 +348,26 @@ func checkPoison(t *T) error {
 	return t.delivered(strings.Join(story, "\n"), s, want, poisoned)
 }
 
+// checkSlowCore catches a stage whose transfers wait on the core: while
+// the core answers nothing at all, each transfer must still be answered.
+func checkSlowCore(t *T) error {
+	s, err := t.coreScenario(1_000_000)
+	if err != nil {
+		return err
+	}
+	faults := &t.Core().Faults
+	faults.Hold()
+	defer faults.Release()
+	story := []string{"the core ledger is slow beyond measure: it holds every posting, unanswered, until the transfers are done"}
+	want, err := t.payments(s, 3+t.rng.IntN(3), &story)
+	if err != nil {
+		return err
+	}
+	faults.Release()
+	story = append(story, "the core answers again")
+	return t.postedOnce(strings.Join(story, "\n"), s, want)
+}
+
 // backlogTransfers is how many transfers S9.backlog makes while the core
 // is down: many relay batches of any sensible size.
 const backlogTransfers = 300

@@ -106,6 +106,9 @@ func (c *Core) Handler() http.Handler {
 }
 
 func (c *Core) post(w http.ResponseWriter, r *http.Request) {
+	if !c.Faults.wait(r.Context()) {
+		return
+	}
 	if c.Faults.isDown() {
 		problem.Write(w, problem.New(Down, "the core ledger is down; nothing was posted"))
 		return
@@ -209,6 +212,8 @@ type Faults struct {
 	// flapDown says whether the last of them was refused.
 	flap     int
 	flapDown bool
+	// held, while not nil, keeps every posting waiting until it closes.
+	held chan struct{}
 }
 
 // SetDown takes the core down (every posting gets 503 core-down and is not
@@ -316,4 +321,42 @@ func (f *Faults) rejects(transferID string) bool {
 		f.poison(transferID)
 	}
 	return f.poisoned[transferID]
+}
+
+// Hold makes the core slow beyond measure: every posting waits,
+// unanswered and not applied, until Release (or until its caller gives
+// up).
+func (f *Faults) Hold() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held == nil {
+		f.held = make(chan struct{})
+	}
+}
+
+// Release lets the postings Hold kept waiting go on, and the next ones
+// through at once.
+func (f *Faults) Release() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held != nil {
+		close(f.held)
+		f.held = nil
+	}
+}
+
+// wait waits while the core is held; it reports false if ctx ended first.
+func (f *Faults) wait(ctx context.Context) bool {
+	f.mu.Lock()
+	held := f.held
+	f.mu.Unlock()
+	if held == nil {
+		return true
+	}
+	select {
+	case <-held:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -1,12 +1,14 @@
 package core_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"idemlab/kit/core"
 )
@@ -163,5 +165,29 @@ func TestFaults_FlapAlternates(t *testing.T) {
 	}
 	if n := c.Faults.Refused(); n != 2 {
 		t.Errorf("Refused %d, want 2", n)
+	}
+}
+
+// TestFaults_HoldKeepsPostingsWaiting: a held core answers nothing and
+// applies nothing: a caller that gives up waiting gets no answer, and
+// the posting is not applied; after Release the same posting, under the
+// same key, is applied once. A Hold that let postings through fails.
+func TestFaults_HoldKeepsPostingsWaiting(t *testing.T) {
+	c, cl := startCore(t)
+	c.Faults.Hold()
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if _, _, err := cl.Post(ctx, "outbox-1", posting); err == nil {
+		t.Fatal("a held core answered")
+	}
+	if n := postings(t, cl); n["tr_1"] != 0 {
+		t.Fatalf("a held core applied the posting")
+	}
+	c.Faults.Release()
+	if _, _, err := cl.Post(t.Context(), "outbox-1", posting); err != nil {
+		t.Fatalf("after Release: %v", err)
+	}
+	if n := postings(t, cl); n["tr_1"] != 1 {
+		t.Errorf("postings after Release %v, want tr_1 once", n)
 	}
 }
