@@ -14,7 +14,7 @@ import (
 )
 
 // drainWithin is how long the checks give the relay to empty the outbox:
-// it runs every 20 ms, so only a stuck relay takes this long.
+// it runs at least every 20 ms, so only a stuck relay takes this long.
 const drainWithin = 10 * time.Second
 
 // owed are the postings a check's transfers owe the core, by transfer id.
