@@ -163,6 +163,11 @@ soak: ## the long tests (docs/reliability.md): kill -9 under load, duplicate loa
 	  | grep -v -E '^=== (RUN|PAUSE|CONT)'
 	@$(MAKE) --no-print-directory fuzz
 
+.PHONY: delivery-check
+delivery-check: ## stage 9 under 64 clients for 30 s: the core down twice, flapping, one posting rejected for good, the server killed -9; one line of figures (on PostgreSQL: scripts/pg-cluster.sh make delivery-check)
+	@set -o pipefail; $(GO) test -count=1 -timeout 10m -run '^TestDeliveryCheck$$' -v ./soak -delivery \
+	  | grep -v -E '^(=== (RUN|PAUSE|CONT)|--- PASS|PASS$$|ok )'
+
 # BENCH_ROUNDS rounds of every transfer benchmark, taking turns; the summary
 # shows each one's median round and, on its last line, the ratios
 # (docs/benchmarks.md).

@@ -4,12 +4,12 @@
 // statements for one new transfer, from one writer, with no HTTP. Each
 // reports requests/s, p50 and p99 latency and commits per request
 // (allocations per request come from -benchmem); and, for a server with
-// an outbox, how many rows were still unsent when the last answer came
-// and the transfers delivered to the core ledger per second. It runs them
-// all in -rounds rounds (3 unless told), then prints each one's median
-// round and, last, the ratios:
+// an outbox, how many rows were still unsent when the last answer came,
+// the transfers delivered to the core ledger per second and the delivery
+// lag's p99. It runs them all in -rounds rounds (3 unless told), then
+// prints each one's median round and, last, the ratios:
 //
-//	bench: final/naive X, final/ceiling Y, final p99/p50 at 64 clients Z
+//	bench: final/naive X, final/ceiling Y, final p99/p50 at 64 clients Z, delivered/naive D, lag p99 L ms
 //
 // Run it with make bench; docs/benchmarks.md has the figures.
 package bench
@@ -46,12 +46,14 @@ var clientCounts = []int{1, 8, 64}
 // heavy is the client count whose ratios the last line prints.
 const heavy = 64
 
-// result is one sub-benchmark's figures. left and delivered are a
-// relaying server's: the outbox rows still unsent when the last answer
-// came, and the requests per second counted until the outbox was empty.
+// result is one sub-benchmark's figures. left, delivered and lagP99 are
+// a relaying server's: the outbox rows still unsent when the last answer
+// came, the requests per second counted until the outbox was empty, and
+// the p99 of the delivery lag (a transfer's commit to the core's
+// acknowledgement), in milliseconds.
 type result struct {
 	perSecond, p50, p99, commits, allocs float64
-	left, delivered                      float64
+	left, delivered, lagP99              float64
 }
 
 // roundsFlag is how many times every sub-benchmark runs. The rounds take
@@ -130,11 +132,11 @@ func median(name string) result {
 // summarize prints the medians and, on the last line, the ratios.
 func summarize() {
 	fmt.Printf("bench: the median of %d rounds of each (by req/s)\n", *roundsFlag)
-	fmt.Printf("bench: %-18s %9s %9s %9s %12s %11s %12s %11s\n", "", "req/s", "p50 ms", "p99 ms", "commits/req", "allocs/req", "outbox left", "delivered/s")
+	fmt.Printf("bench: %-18s %9s %9s %9s %12s %11s %12s %11s %11s\n", "", "req/s", "p50 ms", "p99 ms", "commits/req", "allocs/req", "outbox left", "delivered/s", "lag p99 ms")
 	line := func(name string, r result) {
 		delivery := ""
 		if r.delivered > 0 {
-			delivery = fmt.Sprintf(" %12.0f %11.0f", r.left, r.delivered)
+			delivery = fmt.Sprintf(" %12.0f %11.0f %11.0f", r.left, r.delivered, r.lagP99)
 		}
 		fmt.Printf("bench: %-18s %9.0f %9.2f %9.2f %12.2f %11.0f%s\n", name, r.perSecond, r.p50, r.p99, r.commits, r.allocs, delivery)
 	}
@@ -152,8 +154,8 @@ func summarize() {
 	naive, final := median(fmt.Sprintf("clients=%d/naive", heavy)), median(fmt.Sprintf("clients=%d/final", heavy))
 	fmt.Printf("bench: delivered to the core: final/naive %.2f, final/ceiling %.2f at %d clients\n",
 		final.delivered/naive.perSecond, final.delivered/ceiling.perSecond, heavy)
-	fmt.Printf("bench: final/naive %.2f, final/ceiling %.2f, final p99/p50 at %d clients %.1f\n",
-		final.perSecond/naive.perSecond, final.perSecond/ceiling.perSecond, heavy, final.p99/final.p50)
+	fmt.Printf("bench: final/naive %.2f, final/ceiling %.2f, final p99/p50 at %d clients %.1f, delivered/naive %.2f, lag p99 %.0f ms\n",
+		final.perSecond/naive.perSecond, final.perSecond/ceiling.perSecond, heavy, final.p99/final.p50, final.delivered/naive.perSecond, final.lagP99)
 }
 
 // benchServer sends transfers with fresh keys from clients goroutines at
@@ -195,16 +197,17 @@ func benchServer(b *testing.B, factory stage.Factory, clients int) result {
 		return nil
 	}
 	r := measure(b, clients, srv.Commits, transfer)
-	r.left, r.delivered = delivery(b, srv.Lab().Bank, r.perSecond)
+	r.left, r.delivered, r.lagP99 = delivery(b, srv.Lab().Bank, r.perSecond)
 	return r
 }
 
 // delivery waits, up to a minute, for the outbox of a server that writes
 // one (stage 9 on) to be empty once its last answer has gone out. It
-// returns the rows that were unsent then, and the rate of the b.N
-// requests counted until the last of them was delivered, given perSecond,
-// their rate until the last answer; zeros for a server without an outbox.
-func delivery(b *testing.B, bk *bank.Bank, perSecond float64) (left, delivered float64) {
+// returns the rows that were unsent then, the rate of the b.N requests
+// counted until the last of them was delivered, given perSecond, their
+// rate until the last answer, and the p99 of every row's delivery lag in
+// milliseconds; zeros for a server without an outbox.
+func delivery(b *testing.B, bk *bank.Bank, perSecond float64) (left, delivered, lagP99 float64) {
 	ctx := context.Background()
 	start := time.Now()
 	first, err := bk.Outbox(ctx)
@@ -212,7 +215,7 @@ func delivery(b *testing.B, bk *bank.Bank, perSecond float64) (left, delivered f
 		b.Fatal(err)
 	}
 	if first.Pending+first.Sent == 0 {
-		return 0, 0
+		return 0, 0, 0
 	}
 	for c := first; c.Pending > 0; {
 		if time.Since(start) > time.Minute {
@@ -227,7 +230,14 @@ func delivery(b *testing.B, bk *bank.Bank, perSecond float64) (left, delivered f
 	b.ReportMetric(float64(first.Pending), "outbox-left")
 	delivered = float64(b.N) / (float64(b.N)/perSecond + drained.Seconds())
 	b.ReportMetric(delivered, "delivered/s")
-	return float64(first.Pending), delivered
+	lags, err := bk.DeliveryLags(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(lags)
+	lagP99 = float64(lags[int(0.99*float64(len(lags)-1))].Microseconds()) / 1000
+	b.ReportMetric(lagP99, "lag-p99-ms")
+	return float64(first.Pending), delivered, lagP99
 }
 
 // measure warms up (each client's connections opened, the database's pages

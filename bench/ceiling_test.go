@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,8 +21,8 @@ import (
 // database: the claim (delete an expired key, insert in progress,
 // commit); the business write, the transfer's outbox row and the key's
 // completion with the stored response (commit); and, every relayBatch
-// transfers, the relay's pass that reads the unsent rows and marks each
-// sent (a commit of its own per row). No HTTP, no
+// transfers, the relay's pass that reads the owed rows and marks them
+// sent (one statement, one commit). No HTTP, no
 // JSON decoding, no authentication, and no other writer to wait for:
 // what is left is the engine's limit for these three commits, which no
 // number of clients can pass, since SQLite lets one writer in at a time.
@@ -104,8 +105,8 @@ func ceilingOp(ctx context.Context, db *labdb.DB, bk *bank.Bank, clk *clock.Cloc
 		return err
 	}
 	if _, err := tx.ExecContext(ctx,
-		`INSERT INTO outbox (transfer_id, from_account, to_account, amount, created_at) VALUES (?, ?, ?, ?, ?)`,
-		t.ID, t.From, t.To, t.Amount, clock.Format(clk.Now())); err != nil {
+		`INSERT INTO outbox (transfer_id, core_key, from_account, to_account, amount, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		t.ID, t.ID, t.From, t.To, t.Amount, clock.Format(clk.Now())); err != nil {
 		return err
 	}
 	body, err := respond.Marshal(t)
@@ -131,36 +132,41 @@ func ceilingOp(ctx context.Context, db *labdb.DB, bk *bank.Bank, clk *clock.Cloc
 
 // relayBatch is how many rows a pass of the relay sends at most: stage
 // 9's.
-const relayBatch = 100
+const relayBatch = 200
 
 // ceilingRelay is a pass of the relay that finds a full batch: it reads
-// the unsent rows and marks each sent, as if the core had acknowledged it
-// at once.
+// the owed rows and, as if the core had acknowledged every one at once,
+// marks them sent in one statement, in a transaction of its own.
 func ceilingRelay(ctx context.Context, db *labdb.DB, clk *clock.Clock) error {
 	rows, err := db.QueryContext(ctx,
-		`SELECT id, transfer_id, from_account, to_account, amount FROM outbox
-		 WHERE sent_at IS NULL ORDER BY id LIMIT ?`, relayBatch)
+		`SELECT id, core_key, transfer_id, from_account, to_account, amount FROM outbox
+		 WHERE sent_at IS NULL AND dead_at IS NULL ORDER BY id LIMIT ?`, relayBatch)
 	if err != nil {
 		return err
 	}
-	var ids []int64
+	var ids []any
 	for rows.Next() {
 		var id, amount int64
-		var transfer, from, to string
-		if err := rows.Scan(&id, &transfer, &from, &to, &amount); err != nil {
+		var key, transfer, from, to string
+		if err := rows.Scan(&id, &key, &transfer, &from, &to, &amount); err != nil {
 			rows.Close()
 			return err
 		}
 		ids = append(ids, id)
 	}
 	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err := rows.Err(); err != nil || len(ids) == 0 {
 		return err
 	}
-	for _, id := range ids {
-		if _, err := db.ExecContext(ctx, `UPDATE outbox SET sent_at = ? WHERE id = ?`, clock.Format(clk.Now()), id); err != nil {
-			return err
-		}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
 	}
-	return nil
+	defer tx.Rollback()
+	marks := strings.Repeat(", ?", len(ids))[2:]
+	if _, err := tx.ExecContext(ctx, `UPDATE outbox SET sent_at = ? WHERE id IN (`+marks+`)`,
+		append([]any{clock.Format(clk.Now())}, ids...)...); err != nil {
+		return err
+	}
+	return tx.Commit()
 }

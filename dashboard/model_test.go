@@ -441,8 +441,25 @@ func TestModel_ShowsTheOutboxDraining(t *testing.T) {
 	for _, o := range []bank.OutboxCounts{{Pending: 3, Sent: 4}, {Pending: 0, Sent: 7}} {
 		m, _ = update(t, m, StateMsg{Polled: t0, State: labctl.State{Outbox: o}})
 		want := fmt.Sprintf("outbox %d to post, %d posted", o.Pending, o.Sent)
-		if out := ansi.Strip(m.Render()); !strings.Contains(out, want) {
+		out := ansi.Strip(m.Render())
+		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)
 		}
+		if strings.Contains(out, "dead letter") {
+			t.Errorf("dead letters shown for an outbox with none:\n%s", out)
+		}
+	}
+}
+
+// TestModel_CountsDeadLetters: postings the core refused for good are
+// counted on the traffic line, even once nothing is left to post: they
+// wait for a person, and a pane that showed only "0 to post" would hide
+// them.
+func TestModel_CountsDeadLetters(t *testing.T) {
+	m := NewWatch(context.Background(), "http://127.0.0.1:8080", t0)
+	m, _ = update(t, m, tea.WindowSizeMsg{Width: 160, Height: 40})
+	m, _ = update(t, m, StateMsg{Polled: t0, State: labctl.State{Outbox: bank.OutboxCounts{Sent: 9, Dead: 2}}})
+	if out := ansi.Strip(m.Render()); !strings.Contains(out, "outbox 0 to post, 9 posted, 2 dead letters") {
+		t.Errorf("no dead letters counted in\n%s", out)
 	}
 }

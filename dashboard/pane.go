@@ -170,12 +170,16 @@ func (p pane) statsLine() string {
 	if by := replicaCounts(c.ByReplica); by != "" {
 		line += p.st.Dim.Render(" · answered by " + by)
 	}
-	if o := p.side.Outbox; o.Pending+o.Sent > 0 {
+	if o := p.side.Outbox; o.Pending+o.Sent+o.Dead > 0 {
 		outbox := fmt.Sprintf(" · outbox %s to post, %s posted", Short(o.Pending), Short(o.Sent))
 		if o.Pending > 0 {
 			line += p.st.Conflict.Render(outbox)
 		} else {
 			line += p.st.Dim.Render(outbox)
+		}
+		// A dead letter waits for a person: it is never posted on its own.
+		if o.Dead > 0 {
+			line += p.st.Error.Render(fmt.Sprintf(", %s dead letters", Short(o.Dead)))
 		}
 	}
 	if c.Dropped > 0 {

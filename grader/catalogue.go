@@ -405,6 +405,42 @@ var catalogue = []Check{
 		Run:   checkCoreDown,
 	},
 	{
+		ID: "S9.core-flaps", Stage: 9, Lesson: lesson9 + "#when-the-core-is-down",
+		Claim: "while the core ledger flaps (it refuses a posting, takes the next, refuses the next…), every transfer still reaches it exactly once",
+		Why:   "a relay that gives a row up after one refusal, or marks it sent on an answer it never got, loses postings a core that comes and goes would have taken",
+		Run:   checkCoreFlaps,
+	},
+	{
+		ID: "S9.slow-core", Stage: 9, Lesson: lesson9 + "#two-writes-one-decision",
+		Claim: "while the core ledger holds every posting unanswered, transfers still execute and answer 201 Created; once it answers, each reaches it exactly once",
+		Why:   "a transfer that waits for the core is as slow as the core, and fails when the core is slow beyond its timeout: the customer's answer must depend on the bank's own database alone",
+		Run:   checkSlowCore,
+	},
+	{
+		ID: "S9.backlog", Stage: 9, Lesson: lesson9 + "#the-relay",
+		Claim: "300 transfers made while the core ledger is down, many relay batches, all reach it exactly once within 10 s of its return",
+		Why:   "after an outage the outbox holds far more than one pass sends: a relay that sends one batch and waits, or never gets past the first, leaves the core behind for as long as the load lasts",
+		Run:   checkBacklog,
+	},
+	{
+		ID: "S9.same-content", Stage: 9, Lesson: lesson9 + "#a-lost-answer",
+		Claim: "two transfers with the same accounts and amount, each under its own key, each reach the core ledger once",
+		Why:   "a core key made from what the posting says (accounts, amount) is the same for the second rent of the month: the core refuses it as the first one's key reused, and the landlord's second rent never reaches the books",
+		Run:   checkSameContent,
+	},
+	{
+		ID: "S9.shared-client-key", Stage: 9, Lesson: lesson9 + "#a-lost-answer",
+		Claim: "two customers' transfers sent under the same Idempotency-Key string each reach the core ledger once",
+		Why:   "the client's key is unique only per customer (stage 5): used as the core key, one customer's \"pay-1\" is refused as another's, and that transfer never reaches the books",
+		Run:   checkSharedClientKey,
+	},
+	{
+		ID: "S9.poison", Stage: 9, Lesson: lesson9 + "#what-can-still-go-wrong",
+		Claim: "a posting the core ledger rejects for good (422) is set aside as a dead letter with the core's answer, and every other transfer still reaches it exactly once",
+		Why:   "sent again, a poison posting is refused again, for ever: a relay that stops at it stops the books, one that retries it never drains, and one that drops it loses a transfer nobody will ever look for",
+		Run:   checkPoison,
+	},
+	{
 		ID: "S9.lost-answers", Stage: 9, Lesson: lesson9 + "#a-lost-answer",
 		Claim: "when the core ledger's answers are lost (the posting applied, the answer dropped), the relay sends again and each transfer is posted exactly once",
 		Why:   "a relay that sends again under a new key makes the core post the transfer twice: the key belongs to the outbox row, not to the attempt",

@@ -3,16 +3,18 @@ package grader
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"idemlab/kit/bank"
 	"idemlab/kit/core"
 	"idemlab/kit/labctl"
 )
 
 // drainWithin is how long the checks give the relay to empty the outbox:
-// it runs every 20 ms, so only a stuck relay takes this long.
+// it runs at least every 20 ms, so only a stuck relay takes this long.
 const drainWithin = 10 * time.Second
 
 // owed are the postings a check's transfers owe the core, by transfer id.
@@ -24,25 +26,52 @@ type owed map[string]core.Posting
 func (t *T) payments(s Scenario, n int, story *[]string) (owed, error) {
 	want := owed{}
 	for range n {
-		from, to, amount, op := s.A.Accounts[0], s.B.Accounts[t.rng.IntN(len(s.B.Accounts))], t.Amount(1_000, 50_000), t.Op()
-		s.Books.Expect(op)
-		req := Transfer(s.A, t.Key(), TransferBody(from, to, amount, op))
-		r := t.Do(req)
-		*story = append(*story, req.String()+"  →  "+r.Short())
-		if !fresh(r) || resourceID(r) == "" {
-			return nil, t.Fail(strings.Join(*story, "\n"), r.String(), "201 Created: the transfer executes, whatever the core ledger is doing")
+		if err := t.pay(s, want, s.A, s.A.Accounts[0], s.B.Accounts[t.rng.IntN(len(s.B.Accounts))], t.Amount(1_000, 50_000), t.Key(), story); err != nil {
+			return nil, err
 		}
-		s.Books.Transfer(op, from, to, amount)
-		id := resourceID(r)
-		want[id] = core.Posting{TransferID: id, From: from, To: to, Amount: amount}
 	}
 	return want, nil
 }
 
+// pay makes one transfer of c's, from one of c's accounts, under key,
+// checks that it executes, books it and adds what it owes the core to
+// want; or it returns the failure.
+func (t *T) pay(s Scenario, want owed, c bank.Customer, from, to string, amount int64, key string, story *[]string) error {
+	op := t.Op()
+	s.Books.Expect(op)
+	req := Transfer(c, key, TransferBody(from, to, amount, op))
+	r := t.Do(req)
+	*story = append(*story, req.String()+"  →  "+r.Short())
+	if !fresh(r) || resourceID(r) == "" {
+		return t.Fail(strings.Join(*story, "\n"), r.String(), "201 Created: the transfer executes, whatever the core ledger is doing")
+	}
+	s.Books.Transfer(op, from, to, amount)
+	id := resourceID(r)
+	want[id] = core.Posting{TransferID: id, From: from, To: to, Amount: amount}
+	return nil
+}
+
+// coreScenario is a stage 9 check's start: two customers whose accounts
+// open with opening each, on a server whose core ledger the check
+// watches (or could-not-observe, see watchesCore).
+func (t *T) coreScenario(opening int64) (Scenario, error) {
+	if err := t.watchesCore(); err != nil {
+		return Scenario{}, err
+	}
+	return t.Scenario(2, opening)
+}
+
 // postedOnce reconciles the money, waits for the outbox to drain, and
 // checks the core's postings against want: each transfer exactly once,
-// with its accounts and amount, and nothing else.
+// with its accounts and amount, and nothing else; and no dead letters.
 func (t *T) postedOnce(story string, s Scenario, want owed) error {
+	return t.delivered(story, s, want, nil)
+}
+
+// delivered is postedOnce where the core rejects the transfers in
+// poisoned for good: each of them must be set aside as a dead letter with
+// the core's answer, and every other transfer of want posted once.
+func (t *T) delivered(story string, s Scenario, want owed, poisoned []string) error {
 	if err := t.Reconcile(story, "", s.Books); err != nil {
 		return err
 	}
@@ -54,15 +83,30 @@ func (t *T) postedOnce(story string, s Scenario, want owed) error {
 	if err != nil {
 		return err
 	}
+	st, err := t.State()
+	if err != nil {
+		return err
+	}
+	dead := map[string]bank.DeadLetter{}
+	for _, d := range st.DeadLetters {
+		dead[d.TransferID] = d
+	}
 	got := map[string][]core.Receipt{}
 	for _, p := range ps {
 		got[p.TransferID] = append(got[p.TransferID], p)
 	}
 	expected := fmt.Sprintf("each of the %d transfers posted once to the core ledger, and the outbox empty", len(want))
-	seen := postingsSeen(ps, pending)
-	var missing, twice, wrong, extra []string
+	seen := postingsSeen(ps, pending, int64(len(st.DeadLetters)))
+	var missing, twice, wrong, extra, setAside, unnamed []string
 	for id, w := range want {
+		d, isDead := dead[id]
 		switch rs := got[id]; {
+		case slices.Contains(poisoned, id):
+			if !isDead || d.Status != http.StatusUnprocessableEntity || !strings.Contains(d.Answer, core.Rejected.URI()) {
+				unnamed = append(unnamed, fmt.Sprintf("%s (dead letter: %v, status %d, answer %q)", id, isDead, d.Status, d.Answer))
+			}
+		case isDead:
+			setAside = append(setAside, fmt.Sprintf("%s (%d %s)", id, d.Status, d.Answer))
 		case len(rs) == 0:
 			missing = append(missing, id)
 		case len(rs) > 1:
@@ -76,16 +120,26 @@ func (t *T) postedOnce(story string, s Scenario, want owed) error {
 			extra = append(extra, id)
 		}
 	}
-	sort.Strings(missing)
-	sort.Strings(twice)
-	sort.Strings(extra)
+	for _, list := range [][]string{missing, twice, extra, setAside, unnamed} {
+		sort.Strings(list)
+	}
+	if len(poisoned) > 0 {
+		expected = fmt.Sprintf("each of the %d transfers the core takes posted once, the one it rejects for good (%s) set aside as a dead letter with its answer (422 %s), and nothing left owed",
+			len(want)-len(poisoned), strings.Join(poisoned, ", "), core.Rejected.URI())
+	}
 	switch {
 	case len(twice) > 0:
 		return t.Harmful(PostedTwice, story, seen+"\nposted more than once: "+strings.Join(twice, ", "), expected)
 	case len(extra) > 0:
 		return t.Harmful(PostedUnexecuted, story, seen+"\nposted, and no such transfer executed: "+strings.Join(extra, ", "), expected)
+	case len(setAside) > 0:
+		return t.Harmful(NotPosted, story, seen+"\nset aside as dead letters, though the core would have taken them: "+strings.Join(setAside, ", "), expected)
 	case len(missing) > 0:
 		return t.Harmful(NotPosted, story, seen+"\nnever posted: "+strings.Join(missing, ", "), expected)
+	case len(unnamed) > 0 && pending == 0:
+		return t.Harmful(NotPosted, story, seen+"\nrejected by the core, and no dead letter names it: "+strings.Join(unnamed, ", "), expected)
+	case len(unnamed) > 0:
+		return t.Fail(story, seen+"\nrejected by the core for good, and still owed (sent again on every pass, for ever): "+strings.Join(unnamed, ", "), expected)
 	case len(wrong) > 0:
 		return t.Harmful(NotPosted, story, seen+"\nposted wrong: "+strings.Join(wrong, ", "), expected)
 	case pending > 0:
@@ -105,11 +159,12 @@ func (t *T) outboxRows() (int64, error) {
 }
 
 // postingsSeen says what the core and the outbox held at the end.
-func postingsSeen(ps []core.Receipt, pending int64) string {
+func postingsSeen(ps []core.Receipt, pending, dead int64) string {
+	letters := fmt.Sprintf("; %d dead letters", dead)
 	if pending == 0 {
-		return fmt.Sprintf("%d postings in the core ledger; no row left unsent in the outbox", len(ps))
+		return fmt.Sprintf("%d postings in the core ledger; no row left owed in the outbox%s", len(ps), letters)
 	}
-	return fmt.Sprintf("%d postings in the core ledger; %d rows still unsent in the outbox %v later", len(ps), pending, drainWithin)
+	return fmt.Sprintf("%d postings in the core ledger; %d rows still owed in the outbox %v later%s", len(ps), pending, drainWithin, letters)
 }
 
 func keysOf(rs []core.Receipt) string {
@@ -123,10 +178,7 @@ func keysOf(rs []core.Receipt) string {
 // checkPostedOnce catches a stage that never tells the core (solution 8),
 // tells it twice, or tells it of a transfer that was refused.
 func checkPostedOnce(t *T) error {
-	if err := t.watchesCore(); err != nil {
-		return err
-	}
-	s, err := t.Scenario(2, 1_000_000)
+	s, err := t.coreScenario(1_000_000)
 	if err != nil {
 		return err
 	}
@@ -168,10 +220,7 @@ func checkPostedOnce(t *T) error {
 // whose relay gives up, and one that marks a row sent before the core
 // acknowledged it.
 func checkCoreDown(t *T) error {
-	if err := t.watchesCore(); err != nil {
-		return err
-	}
-	s, err := t.Scenario(2, 1_000_000)
+	s, err := t.coreScenario(1_000_000)
 	if err != nil {
 		return err
 	}
@@ -191,7 +240,7 @@ func checkCoreDown(t *T) error {
 	}
 	tried := false
 	if rows > 0 {
-		if tried, err = t.WaitFor(drainWithin, func() (bool, error) { return faults.Refused() > 0, nil }); err != nil {
+		if tried, err = t.WaitFor(drainWithin, func() (bool, error) { return faults.Refused() >= outageRefusals, nil }); err != nil {
 			return err
 		}
 	}
@@ -199,20 +248,153 @@ func checkCoreDown(t *T) error {
 	case rows == 0:
 		story = append(story, "the outbox holds no row for these transfers; the core comes back")
 	case tried:
-		story = append(story, fmt.Sprintf("the core refuses %d postings while down, then comes back", faults.Refused()))
+		story = append(story, fmt.Sprintf("the core refuses %d postings while down (many relay passes), then comes back", faults.Refused()))
 	default:
-		story = append(story, fmt.Sprintf("no posting reached the core in %v while it was down; it comes back", drainWithin))
+		story = append(story, fmt.Sprintf("the core was sent %d postings in %v while it was down, not %d; it comes back", faults.Refused(), drainWithin, outageRefusals))
 	}
+	faults.SetDown(false)
+	return t.postedOnce(strings.Join(story, "\n"), s, want)
+}
+
+// outageRefusals is how many postings the core refuses before it comes
+// back in S9.core-down: a relay sends a row at most once a pass, so the
+// outage lasts at least that many passes divided by the rows owed, many
+// more than a relay that gives up after a few tries would make.
+const outageRefusals = 40
+
+// checkCoreFlaps catches a relay that marks a row sent on an answer it
+// did not get, or gives a row up after a refusal, while the core answers
+// every other posting.
+func checkCoreFlaps(t *T) error {
+	s, err := t.coreScenario(1_000_000)
+	if err != nil {
+		return err
+	}
+	n := 4 + t.rng.IntN(4)
+	t.Core().Faults.Flap(4 * n)
+	story := []string{fmt.Sprintf("the core ledger flaps: of its next %d postings it refuses one (503), takes the next, refuses the next…", 4*n)}
+	want, err := t.payments(s, n, &story)
+	if err != nil {
+		return err
+	}
+	return t.postedOnce(strings.Join(story, "\n"), s, want)
+}
+
+// checkSameContent catches a core key made from what the posting says:
+// two transfers with the same accounts and amount would share it.
+func checkSameContent(t *T) error {
+	s, err := t.coreScenario(1_000_000)
+	if err != nil {
+		return err
+	}
+	story := []string{"the same rent, twice: the same accounts and amount, each under a key of its own"}
+	want := owed{}
+	from, to, amount := s.A.Accounts[0], s.B.Accounts[0], t.Amount(1_000, 50_000)
+	for range 2 {
+		if err := t.pay(s, want, s.A, from, to, amount, t.Key(), &story); err != nil {
+			return err
+		}
+	}
+	return t.postedOnce(strings.Join(story, "\n"), s, want)
+}
+
+// checkSharedClientKey catches the client's Idempotency-Key used as the
+// core key: it is unique only per customer.
+func checkSharedClientKey(t *T) error {
+	s, err := t.coreScenario(1_000_000)
+	if err != nil {
+		return err
+	}
+	key := fmt.Sprintf("pay-%d", 1+t.rng.IntN(9))
+	story := []string{fmt.Sprintf("two customers, each with a transfer under the same key string %q", key)}
+	want := owed{}
+	if err := t.pay(s, want, s.A, s.A.Accounts[0], s.B.Accounts[0], t.Amount(1_000, 50_000), key, &story); err != nil {
+		return err
+	}
+	if err := t.pay(s, want, s.B, s.B.Accounts[1], s.A.Accounts[1], t.Amount(1_000, 50_000), key, &story); err != nil {
+		return err
+	}
+	return t.postedOnce(strings.Join(story, "\n"), s, want)
+}
+
+// checkPoison catches a relay that stops at a posting the core rejects
+// for good, one that retries it for ever, and one that drops it without
+// a dead letter.
+func checkPoison(t *T) error {
+	s, err := t.coreScenario(1_000_000)
+	if err != nil {
+		return err
+	}
+	faults := &t.Core().Faults
+	faults.PoisonNext()
+	story := []string{"the core ledger rejects the first posting it receives for good (422 " + core.Rejected.URI() + ")"}
+	want, err := t.payments(s, 4+t.rng.IntN(4), &story)
+	if err != nil {
+		return err
+	}
+	rows, err := t.outboxRows()
+	if err != nil {
+		return err
+	}
+	var poisoned []string
+	if rows > 0 {
+		// The relay has sent something: wait for the rejection.
+		if _, err := t.WaitFor(drainWithin, func() (bool, error) { return len(faults.Poisoned()) > 0, nil }); err != nil {
+			return err
+		}
+		poisoned = faults.Poisoned()
+	}
+	story = append(story, fmt.Sprintf("the core rejected the posting of %v", poisoned))
+	return t.delivered(strings.Join(story, "\n"), s, want, poisoned)
+}
+
+// checkSlowCore catches a stage whose transfers wait on the core: while
+// the core answers nothing at all, each transfer must still be answered.
+func checkSlowCore(t *T) error {
+	s, err := t.coreScenario(1_000_000)
+	if err != nil {
+		return err
+	}
+	faults := &t.Core().Faults
+	faults.Hold()
+	defer faults.Release()
+	story := []string{"the core ledger is slow beyond measure: it holds every posting, unanswered, until the transfers are done"}
+	want, err := t.payments(s, 3+t.rng.IntN(3), &story)
+	if err != nil {
+		return err
+	}
+	faults.Release()
+	story = append(story, "the core answers again")
+	return t.postedOnce(strings.Join(story, "\n"), s, want)
+}
+
+// backlogTransfers is how many transfers S9.backlog makes while the core
+// is down: many relay batches of any sensible size.
+const backlogTransfers = 300
+
+// checkBacklog catches a relay that cannot drain a backlog many batches
+// long within drainWithin once the core is back.
+func checkBacklog(t *T) error {
+	s, err := t.coreScenario(1_000_000_000)
+	if err != nil {
+		return err
+	}
+	faults := &t.Core().Faults
+	faults.SetDown(true)
+	defer faults.SetDown(false)
+	var story []string
+	want, err := t.payments(s, backlogTransfers, &story)
+	if err != nil {
+		return err
+	}
+	story = []string{fmt.Sprintf("the core ledger is down for %d transfers (%s … %s); then it comes back", backlogTransfers, story[0], story[len(story)-1])}
 	faults.SetDown(false)
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
 }
 
 // checkLostCoreAnswers catches a relay that sends again under a new key.
 func checkLostCoreAnswers(t *T) error {
-	if err := t.watchesCore(); err != nil {
-		return err
-	}
-	s, err := t.Scenario(2, 1_000_000)
+	s, err := t.coreScenario(1_000_000)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,18 @@ type CoreBooks struct {
 	// Pending counts the outbox rows still unsent when the replay stopped
 	// waiting for the outbox to drain.
 	Pending int64 `json:"pending"`
+	// DeadLetters are the transfers the relay set aside because the core
+	// refused them for good: not posted, and named with the core's answer.
+	DeadLetters []CoreDeadLetter `json:"dead_letters,omitempty"`
+}
+
+// CoreDeadLetter is a transfer set aside as a dead letter.
+type CoreDeadLetter struct {
+	ID string `json:"id"`
+	// Op is the operation that made the transfer.
+	Op     string `json:"op,omitempty"`
+	Status int    `json:"status"`
+	Answer string `json:"answer"`
 }
 
 // CoreTransfer is one transfer the core was told of.
@@ -43,7 +55,12 @@ func (r *replayer) readCore(ctx context.Context, url string) (*CoreBooks, error)
 	books := &CoreBooks{}
 	// A day's state lists every key it made: read it less often than a
 	// check does.
-	pending, err := drained(ctx, drainWithin, 20*time.Millisecond, func() (labctl.State, error) { return r.state(ctx) })
+	var last labctl.State
+	pending, err := drained(ctx, drainWithin, 20*time.Millisecond, func() (labctl.State, error) {
+		st, err := r.state(ctx)
+		last = st
+		return st, err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +88,13 @@ func (r *replayer) readCore(ctx context.Context, url string) (*CoreBooks, error)
 			books.Transfers = append(books.Transfers, CoreTransfer{ID: p.TransferID, Op: op})
 		}
 		books.Transfers[i].Postings++
+	}
+	for _, d := range last.DeadLetters {
+		op, err := r.transferOp(ctx, owner[d.From], d.TransferID)
+		if err != nil {
+			return nil, err
+		}
+		books.DeadLetters = append(books.DeadLetters, CoreDeadLetter{ID: d.TransferID, Op: op, Status: d.Status, Answer: d.Answer})
 	}
 	return books, nil
 }
@@ -120,6 +144,10 @@ func (rc *DayReconciliation) reconcileCore(res *ReplayResult) {
 		}
 		posted[t.Op]++
 	}
+	dead := map[string]CoreDeadLetter{}
+	for _, d := range books.DeadLetters {
+		dead[d.Op] = d
+	}
 	for i := range res.Plan.Ops {
 		op := &res.Plan.Ops[i]
 		if op.Endpoint != dayplan.Transfers {
@@ -127,8 +155,11 @@ func (rc *DayReconciliation) reconcileCore(res *ReplayResult) {
 		}
 		if n := res.Final.Executions[op.Op] - posted[op.Op]; n > 0 {
 			rc.Counts.NotPosted += int(n)
-			rc.Findings = append(rc.Findings, DayFinding{Kind: "not_posted", Op: op.Op,
-				Story: fmt.Sprintf("executed %d times, posted %d: the core ledger never heard of %d", res.Final.Executions[op.Op], posted[op.Op], n)})
+			story := fmt.Sprintf("executed %d times, posted %d: the core ledger never heard of %d", res.Final.Executions[op.Op], posted[op.Op], n)
+			if d, ok := dead[op.Op]; ok {
+				story = fmt.Sprintf("executed %d times, posted %d: transfer %s is a dead letter, refused by the core for good (%d %s)", res.Final.Executions[op.Op], posted[op.Op], d.ID, d.Status, d.Answer)
+			}
+			rc.Findings = append(rc.Findings, DayFinding{Kind: "not_posted", Op: op.Op, Story: story})
 		}
 	}
 	if books.Pending > 0 {

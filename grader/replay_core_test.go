@@ -2,6 +2,7 @@ package grader
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"idemlab/grader/dayplan"
@@ -52,5 +53,34 @@ func TestReconcileDay_InvoicesAndCore(t *testing.T) {
 	// op-1 executed twice and posted once; op-3 never posted.
 	if c.NotPosted != 2 || c.PostedTwice != 1 || c.PostedUnexecuted != 1 {
 		t.Errorf("with a core: not posted %d, posted twice %d, posted unexecuted %d; want 2, 1, 1", c.NotPosted, c.PostedTwice, c.PostedUnexecuted)
+	}
+}
+
+// TestReconcileDay_DeadLetterNamed: a transfer the relay set aside as a
+// dead letter is counted as not posted, and its finding names it with the
+// core's answer; one never posted and never set aside says only that the
+// core never heard of it. It catches a reconciliation that let a dead
+// letter pass as posted, or lost its name.
+func TestReconcileDay_DeadLetterNamed(t *testing.T) {
+	res := booksDay(t)
+	res.Core = &CoreBooks{
+		Transfers:   []CoreTransfer{{ID: "tr_1", Op: "op-1", Postings: 2}},
+		DeadLetters: []CoreDeadLetter{{ID: "tr_2", Op: "op-2", Status: 422, Answer: `{"type":"/problems/posting-rejected"}`}},
+	}
+	rc := ReconcileDay(res)
+	if rc.Counts.NotPosted != 3 {
+		t.Errorf("not posted %d, want 3 (op-1's second execution, op-2, a dead letter, and op-3)", rc.Counts.NotPosted)
+	}
+	stories := map[string]string{}
+	for _, f := range rc.Findings {
+		if f.Kind == "not_posted" {
+			stories[f.Op] = f.Story
+		}
+	}
+	if s := stories["op-2"]; !strings.Contains(s, "dead letter") || !strings.Contains(s, "tr_2") || !strings.Contains(s, "posting-rejected") {
+		t.Errorf("op-2's finding %q does not name its dead letter and the core's answer", s)
+	}
+	if s := stories["op-3"]; strings.Contains(s, "dead letter") {
+		t.Errorf("op-3's finding %q names a dead letter it does not have", s)
 	}
 }

@@ -4,53 +4,170 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
+	"idemlab/kit/clock"
 	"idemlab/kit/labdb"
 )
 
 // The outbox holds what a transfer must still tell the core ledger (stage
 // 9 on): one row per executed transfer, written by the stage in the
 // transaction that moves the money, so that the transfer and the promise
-// to tell the core commit together or not at all. A relay sends each row
-// to the core under a key of its own and sets sent_at once the core has
-// acknowledged it. The bank makes the table and counts its rows; the
-// statements that write it are the stage's, the ones stage 9 teaches.
+// to tell the core commit together or not at all. The row carries the
+// Idempotency-Key it is posted under (core_key), chosen once, when the row
+// is written. A relay sends each row to the core under that key and sets
+// sent_at once the core has acknowledged it; a row the core refuses for
+// good (a poison message: sent again, it would be refused again) is set
+// aside as a dead letter, with the core's answer, and the relay goes on
+// with the others. A row is owed while both are NULL. The bank makes the
+// table and reads it for the lab; the statements that write it are the
+// stage's, the ones stage 9 teaches.
 
 // OutboxTable is the outbox's name.
 const OutboxTable = "outbox"
 
 // One row per transfer: a second row for one transfer is refused by the
-// database, whatever the stage does.
+// database, whatever the stage does. The key is the stage's to choose,
+// and the database does not hold it unique: a key shared by two rows is a
+// mistake the core ledger finds, as it would at work.
 const outboxSchema = `CREATE TABLE IF NOT EXISTS outbox (
 	id           INTEGER PRIMARY KEY,
 	transfer_id  TEXT NOT NULL UNIQUE REFERENCES transfers (id),
+	core_key     TEXT NOT NULL,
 	from_account TEXT NOT NULL,
 	to_account   TEXT NOT NULL,
 	amount       INTEGER NOT NULL,
 	created_at   TEXT NOT NULL,
-	sent_at      TEXT
+	sent_at      TEXT,
+	dead_at      TEXT,
+	dead_status  INTEGER,
+	dead_answer  TEXT
 )`
+
+// The relay reads the rows still owed, oldest first: an index on them
+// keeps that read short however many rows were sent.
+const outboxOwedIndex = `CREATE INDEX IF NOT EXISTS outbox_owed ON outbox (id) WHERE sent_at IS NULL AND dead_at IS NULL`
 
 func migrateOutbox(ctx context.Context, db *sql.DB) error {
 	if err := labdb.CreateTable(ctx, db, outboxSchema); err != nil {
 		return fmt.Errorf("migrate outbox: %w", err)
 	}
+	if err := addDeadLetters(ctx, db); err != nil {
+		return err
+	}
+	if err := labdb.CreateTable(ctx, db, outboxOwedIndex); err != nil {
+		return fmt.Errorf("migrate outbox: %w", err)
+	}
 	return nil
 }
 
-// OutboxCounts are how many rows the outbox holds, by whether they were sent.
+// addDeadLetters gives the outbox of a database made before rows carried
+// their key and could be set aside the columns for them. The rows already
+// there keep the key they were sent under then, their transfer's id.
+func addDeadLetters(ctx context.Context, db *sql.DB) error {
+	if rows, err := db.QueryContext(ctx, `SELECT core_key FROM outbox WHERE 1 = 0`); err == nil {
+		return rows.Close()
+	}
+	for _, stmt := range []string{
+		`ALTER TABLE outbox ADD COLUMN core_key TEXT NOT NULL DEFAULT ''`,
+		`UPDATE outbox SET core_key = transfer_id`,
+		`ALTER TABLE outbox ADD COLUMN dead_at TEXT`,
+		`ALTER TABLE outbox ADD COLUMN dead_status INTEGER`,
+		`ALTER TABLE outbox ADD COLUMN dead_answer TEXT`,
+	} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("migrate outbox: %w", err)
+		}
+	}
+	return nil
+}
+
+// OutboxCounts are how many rows the outbox holds: owed to the core (not
+// yet acknowledged, and not set aside), sent, and set aside as dead
+// letters.
 type OutboxCounts struct {
 	Pending int64 `json:"pending"`
 	Sent    int64 `json:"sent"`
+	Dead    int64 `json:"dead"`
 }
 
 // Outbox counts the outbox's rows.
 func (b *Bank) Outbox(ctx context.Context) (OutboxCounts, error) {
 	var c OutboxCounts
 	err := b.db.QueryRowContext(ctx,
-		`SELECT COUNT(*) - COUNT(sent_at), COUNT(sent_at) FROM outbox`).Scan(&c.Pending, &c.Sent)
+		`SELECT COUNT(*) - COUNT(sent_at) - COUNT(dead_at), COUNT(sent_at), COUNT(dead_at) FROM outbox`).Scan(&c.Pending, &c.Sent, &c.Dead)
 	if err != nil {
 		return OutboxCounts{}, fmt.Errorf("count the outbox: %w", err)
 	}
 	return c, nil
+}
+
+// DeadLetter is an outbox row set aside: a posting the core refused for
+// good, with the answer it gave. An operator reads the answer, fixes the
+// cause, and sends the row again under the same key (by clearing dead_at),
+// or settles the transfer another way; never under a new key, which could
+// post it twice.
+type DeadLetter struct {
+	TransferID string `json:"transfer_id"`
+	Key        string `json:"key"`
+	From       string `json:"from"`
+	To         string `json:"to"`
+	Amount     int64  `json:"amount"`
+	At         string `json:"at"`
+	Status     int    `json:"status"`
+	Answer     string `json:"answer"`
+}
+
+// DeadLetters reads the outbox's dead letters, at most limit, oldest first.
+func (b *Bank) DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error) {
+	rows, err := b.db.QueryContext(ctx,
+		`SELECT transfer_id, core_key, from_account, to_account, amount, dead_at, COALESCE(dead_status, 0), COALESCE(dead_answer, '')
+		 FROM outbox WHERE dead_at IS NOT NULL ORDER BY id LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read the dead letters: %w", err)
+	}
+	defer rows.Close()
+	out := []DeadLetter{}
+	for rows.Next() {
+		var d DeadLetter
+		if err := rows.Scan(&d.TransferID, &d.Key, &d.From, &d.To, &d.Amount, &d.At, &d.Status, &d.Answer); err != nil {
+			return nil, fmt.Errorf("read the dead letters: %w", err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the dead letters: %w", err)
+	}
+	return out, nil
+}
+
+// DeliveryLags reads, for every row sent, how long it waited between its
+// transfer's commit (created_at) and the relay's mark after the core's
+// acknowledgement (sent_at), on the lab clock, in the order written.
+func (b *Bank) DeliveryLags(ctx context.Context) ([]time.Duration, error) {
+	rows, err := b.db.QueryContext(ctx, `SELECT created_at, sent_at FROM outbox WHERE sent_at IS NOT NULL ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("read the delivery lags: %w", err)
+	}
+	defer rows.Close()
+	var out []time.Duration
+	for rows.Next() {
+		var created, sent string
+		if err := rows.Scan(&created, &sent); err != nil {
+			return nil, fmt.Errorf("read the delivery lags: %w", err)
+		}
+		c, err := time.Parse(clock.Layout, created)
+		if err != nil {
+			return nil, fmt.Errorf("read the delivery lags: %w", err)
+		}
+		s, err := time.Parse(clock.Layout, sent)
+		if err != nil {
+			return nil, fmt.Errorf("read the delivery lags: %w", err)
+		}
+		out = append(out, s.Sub(c))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the delivery lags: %w", err)
+	}
+	return out, nil
 }

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
 	"idemlab/kit/idemkey"
 )
@@ -77,8 +79,8 @@ func (c *Client) authorize(req *http.Request) {
 // core's receipt: of this posting, or of the one first sent with key
 // (replayed is then true). It returns an error when the core did not
 // answer (the posting may or may not have been applied: send it again
-// with the same key to find out), and when it answered anything but
-// success, such as 503 while it is down (not applied).
+// with the same key to find out), and a *Refusal when it answered
+// anything but success, such as 503 while it is down (not applied).
 func (c *Client) Post(ctx context.Context, key string, p Posting) (rc Receipt, replayed bool, err error) {
 	body, err := json.Marshal(p)
 	if err != nil {
@@ -104,7 +106,7 @@ func (c *Client) Post(ctx context.Context, key string, p Posting) (rc Receipt, r
 		return Receipt{}, false, fmt.Errorf("core: answer to posting %s cut off: %w", p.TransferID, err)
 	}
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		return Receipt{}, false, fmt.Errorf("core: posting %s refused: %d %s", p.TransferID, resp.StatusCode, bytes.TrimSpace(raw))
+		return Receipt{}, false, &Refusal{TransferID: p.TransferID, Status: resp.StatusCode, Body: bytes.TrimSpace(raw)}
 	}
 	if err := json.Unmarshal(raw, &rc); err != nil {
 		return Receipt{}, false, fmt.Errorf("core: answer to posting %s: %w", p.TransferID, err)
@@ -135,4 +137,113 @@ func (c *Client) Postings(ctx context.Context) ([]Receipt, error) {
 		return nil, fmt.Errorf("core: read the postings: %w", err)
 	}
 	return out, nil
+}
+
+// Refusal is the core's answer to a posting it did not apply: its status
+// and its problem body, as they came. Post returns it as a *Refusal, for
+// errors.As.
+type Refusal struct {
+	TransferID string
+	Status     int
+	Body       []byte
+}
+
+func (r *Refusal) Error() string {
+	return fmt.Sprintf("core: posting %s refused: %d %s", r.TransferID, r.Status, r.Body)
+}
+
+// Final reports whether the refusal is for good: the same posting sent
+// again under the same key will be refused again (a 4xx such as 422: the
+// key first used with another body, a posting the core will never
+// accept). A 5xx, 408 (too slow), 409 (the same key still in progress)
+// and 429 (too many) say "not now": the posting may go through later.
+func (r *Refusal) Final() bool {
+	switch r.Status {
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests:
+		return false
+	}
+	return r.Status >= 400 && r.Status < 500
+}
+
+// Final reports whether err, from Post, is a refusal for good (see
+// Refusal.Final). Every other error says "retry later": no answer at all
+// (the posting may have been applied, and only the same key finds out), a
+// cut answer, or a refusal for now.
+func Final(err error) bool {
+	var r *Refusal
+	return errors.As(err, &r) && r.Final()
+}
+
+// Send is one posting of a batch for PostAll: the key it is posted under,
+// the posting, and, once PostAll has returned, what became of it.
+type Send struct {
+	Key     string
+	Posting Posting
+	// Err is nil once the core acknowledged the posting; else Post's
+	// error, or ErrNotSent.
+	Err error
+}
+
+// ErrNotSent is the error of a posting PostAll did not send, because the
+// ones before it were refused for now or got no answer: a core that is
+// down would refuse them all. Send it again later.
+var ErrNotSent = errors.New("core: not sent: the postings before it were refused for now")
+
+// PostAll sends the postings of batch, up to parallel at once, each under
+// its own key, and records in each what became of it. It starts them in
+// batch's order, and starts no more once parallel of them in a row have
+// failed in a way that is not final (see Final), with no acknowledgement
+// in between: the core looks down, not flapping. Those not started get
+// ErrNotSent. A panic in a send (a lab server's simulated crash, see
+// Answered) is raised again in the caller's goroutine once the sends
+// under way have ended.
+func (c *Client) PostAll(ctx context.Context, batch []Send, parallel int) {
+	parallel = max(parallel, 1)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		failing  int
+		stop     bool
+		panicked any
+	)
+	slots := make(chan struct{}, parallel)
+	for i := range batch {
+		slots <- struct{}{}
+		mu.Lock()
+		stopped := stop
+		mu.Unlock()
+		if stopped {
+			<-slots
+			for j := i; j < len(batch); j++ {
+				batch[j].Err = ErrNotSent
+			}
+			break
+		}
+		wg.Add(1)
+		go func(s *Send) {
+			defer wg.Done()
+			defer func() { <-slots }()
+			defer func() {
+				if v := recover(); v != nil {
+					mu.Lock()
+					panicked, stop = v, true
+					mu.Unlock()
+				}
+			}()
+			_, _, s.Err = c.Post(ctx, s.Key, s.Posting)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case s.Err == nil:
+				failing = 0
+			case !Final(s.Err):
+				failing++
+				stop = stop || failing >= parallel
+			}
+		}(&batch[i])
+	}
+	wg.Wait()
+	if panicked != nil {
+		panic(panicked)
+	}
 }

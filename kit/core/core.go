@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,6 +66,10 @@ var (
 	Down = &problem.Type{Name: "core-down", Status: http.StatusServiceUnavailable, Title: "Core ledger down",
 		Explain:    "The core ledger is down for a while. Nothing was posted: send the same posting again, with the same Idempotency-Key, after Retry-After.",
 		RetryAfter: time.Second}
+	// Rejected is the answer to a posting the core will never apply
+	// (Faults.Poison): sent again, under any key, it is refused again.
+	Rejected = &problem.Type{Name: "posting-rejected", Status: http.StatusUnprocessableEntity, Title: "Posting rejected",
+		Explain: "The core ledger will never apply this posting. Nothing was posted, and sending it again changes nothing: set it aside for a person to look at."}
 	// InvalidPosting is the answer to a body that is not a posting.
 	InvalidPosting = &problem.Type{Name: "invalid-posting", Status: http.StatusBadRequest, Title: "Invalid posting",
 		Explain: `The body must be one JSON object {"transfer_id","from","to","amount"}, valid UTF-8, each member once and no other: a transfer id (tr_…), two different account ids (acc_…) and an amount of 1 to 1,000,000,000 won. The detail names the member. Nothing was posted.`}
@@ -168,6 +173,9 @@ func (c *Core) Handler() http.Handler {
 }
 
 func (c *Core) post(w http.ResponseWriter, r *http.Request) {
+	if !c.Faults.wait(r.Context()) {
+		return
+	}
 	if c.Faults.isDown() {
 		problem.Write(w, problem.New(Down, "the core ledger is down; nothing was posted"))
 		return
@@ -180,6 +188,10 @@ func (c *Core) post(w http.ResponseWriter, r *http.Request) {
 	p, err := c.read(r)
 	if err != nil {
 		problem.Write(w, err)
+		return
+	}
+	if c.Faults.rejects(p.TransferID) {
+		problem.Write(w, problem.New(Rejected, "the core ledger rejects the posting of %s for good", p.TransferID))
 		return
 	}
 	rc, replayed, err := c.apply(r.Context(), key, p)
@@ -295,6 +307,16 @@ type Faults struct {
 	down    bool
 	lose    int
 	refused int
+	// poisoned are the transfers whose postings are rejected for good;
+	// poisonNext is how many of the next postings join them.
+	poisoned   map[string]bool
+	poisonNext int
+	// flap is how many of the next postings still alternate down and up;
+	// flapDown says whether the last of them was refused.
+	flap     int
+	flapDown bool
+	// held, while not nil, keeps every posting waiting until it closes.
+	held chan struct{}
 }
 
 // SetDown takes the core down (every posting gets 503 core-down and is not
@@ -313,6 +335,15 @@ func (f *Faults) LoseAnswers(n int) {
 	f.lose = n
 }
 
+// Flap makes the core flap for its next n postings: down for the first
+// (503 core-down, not applied), up for the second, down for the third, and
+// so on; then it is as before.
+func (f *Faults) Flap(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.flap, f.flapDown = n, false
+}
+
 // Refused is how many postings the core has refused while down: a check
 // waits for the relay's first try before it brings the core back.
 func (f *Faults) Refused() int {
@@ -325,10 +356,16 @@ func (f *Faults) Refused() int {
 func (f *Faults) isDown() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.down {
+	down := f.down
+	if f.flap > 0 {
+		f.flap--
+		f.flapDown = !f.flapDown
+		down = down || f.flapDown
+	}
+	if down {
 		f.refused++
 	}
-	return f.down
+	return down
 }
 
 func (f *Faults) takeLostAnswer() bool {
@@ -339,4 +376,90 @@ func (f *Faults) takeLostAnswer() bool {
 	}
 	f.lose--
 	return true
+}
+
+// Poison makes the core reject every posting of the transfer with
+// transferID, now and for good, with 422 posting-rejected: a poison
+// message, which no retry gets through.
+func (f *Faults) Poison(transferID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.poison(transferID)
+}
+
+// PoisonNext makes the core reject the transfer of the next posting it
+// receives as Poison does, whichever transfer that is.
+func (f *Faults) PoisonNext() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.poisonNext++
+}
+
+// Poisoned lists the transfers whose postings the core rejects for good,
+// sorted.
+func (f *Faults) Poisoned() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids := make([]string, 0, len(f.poisoned))
+	for id := range f.poisoned {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (f *Faults) poison(transferID string) {
+	if f.poisoned == nil {
+		f.poisoned = map[string]bool{}
+	}
+	f.poisoned[transferID] = true
+}
+
+// rejects says whether a posting of transferID is rejected for good.
+func (f *Faults) rejects(transferID string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.poisonNext > 0 && !f.poisoned[transferID] {
+		f.poisonNext--
+		f.poison(transferID)
+	}
+	return f.poisoned[transferID]
+}
+
+// Hold makes the core slow beyond measure: every posting waits,
+// unanswered and not applied, until Release (or until its caller gives
+// up).
+func (f *Faults) Hold() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held == nil {
+		f.held = make(chan struct{})
+	}
+}
+
+// Release lets the postings Hold kept waiting go on, and the next ones
+// through at once.
+func (f *Faults) Release() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held != nil {
+		close(f.held)
+		f.held = nil
+	}
+}
+
+// wait waits while the core is held; it reports false if ctx ended first.
+func (f *Faults) wait(ctx context.Context) bool {
+	f.mu.Lock()
+	held := f.held
+	f.mu.Unlock()
+	if held == nil {
+		return true
+	}
+	select {
+	case <-held:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

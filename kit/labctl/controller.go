@@ -215,10 +215,16 @@ type State struct {
 	Keys       []map[string]any `json:"keys"`
 	Config     ConfigJSON       `json:"config"`
 	Faults     []ArmedFault     `json:"faults"`
-	// Outbox counts the transfers still to tell the core ledger and
-	// those told (stage 9 on; both 0 before).
+	// Outbox counts the transfers still to tell the core ledger, those
+	// told, and those set aside as dead letters (stage 9 on; all 0 before).
 	Outbox bank.OutboxCounts `json:"outbox"`
+	// DeadLetters are the postings the core refused for good, with its
+	// answers, oldest first (at most MaxStateDeadLetters).
+	DeadLetters []bank.DeadLetter `json:"dead_letters"`
 }
+
+// MaxStateDeadLetters is how many dead letters GET /lab/state shows.
+const MaxStateDeadLetters = 100
 
 // MaxStateKeys is how many key rows GET /lab/state shows, newest first.
 const MaxStateKeys = 1000
@@ -241,9 +247,15 @@ func (c *Controller) State(ctx context.Context) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
+	dead := []bank.DeadLetter{}
+	if outbox.Dead > 0 {
+		if dead, err = c.Bank.DeadLetters(ctx, MaxStateDeadLetters); err != nil {
+			return State{}, err
+		}
+	}
 	return State{
 		Now: clock.Format(c.Clock.Now()), Accounts: accounts, Executions: execs,
-		Keys: keys, Config: Wire(c.Settings.Get()), Faults: c.Faults.Armed(), Outbox: outbox,
+		Keys: keys, Config: Wire(c.Settings.Get()), Faults: c.Faults.Armed(), Outbox: outbox, DeadLetters: dead,
 	}, nil
 }
 

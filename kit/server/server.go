@@ -260,9 +260,12 @@ func (s *Server) serveCore(ctx context.Context, ln net.Listener, token string) e
 	return nil
 }
 
-// relay runs the stage's outbox relay a pass at a time, RelayInterval
-// apart, until the server stops. A pass never waits for a reset: it skips
-// its turn.
+// relay runs the stage's outbox relay a pass at a time until the server
+// stops: at once again after a pass that settled rows, even one that then
+// failed (there may be more behind them: under load the outbox fills
+// faster than one pass a tick empties it, and a core that flaps takes
+// some postings of each pass), and otherwise RelayInterval after the
+// last. A pass never waits for a reset: it skips its turn.
 func (s *Server) relay(r stage.Relayer) {
 	defer s.wg.Done()
 	// A pass waiting on the core ends with the server.
@@ -272,7 +275,7 @@ func (s *Server) relay(r stage.Relayer) {
 		<-s.stop
 		cancel()
 	}()
-	t := time.NewTicker(RelayInterval)
+	t := time.NewTimer(RelayInterval)
 	defer t.Stop()
 	var last string
 	for {
@@ -281,11 +284,14 @@ func (s *Server) relay(r stage.Relayer) {
 			return
 		case <-t.C:
 		}
+		settled := 0
 		s.ctl.UnlessResetting(func() {
 			msg := ""
-			if err := relayPass(ctx, r); err != nil {
+			n, err := relayPass(ctx, r)
+			if err != nil {
 				msg = err.Error()
 			}
+			settled = n
 			// A pass that fails fails again the next time, 50 times a
 			// second, while the core is down: say so once.
 			if msg != "" && msg != last && s.log != nil {
@@ -293,13 +299,18 @@ func (s *Server) relay(r stage.Relayer) {
 			}
 			last = msg
 		})
+		if settled > 0 {
+			t.Reset(0)
+		} else {
+			t.Reset(RelayInterval)
+		}
 	}
 }
 
 // relayPass runs one pass of r. A crash point fired in the pass
 // (crash-after-post) ends it, as the process's death would, when the
 // server only simulates its crashes.
-func relayPass(ctx context.Context, r stage.Relayer) (err error) {
+func relayPass(ctx context.Context, r stage.Relayer) (n int, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			if v != http.ErrAbortHandler {
@@ -308,8 +319,7 @@ func relayPass(ctx context.Context, r stage.Relayer) (err error) {
 			err = errors.New("crashed")
 		}
 	}()
-	_, err = r.Relay(ctx)
-	return err
+	return r.Relay(ctx)
 }
 
 // every runs fn every d until the server closes.

@@ -79,11 +79,13 @@ type Settings interface {
 }
 
 // Relayer is implemented by stages that deliver an outbox (stage 9 on).
-// Relay sends every row of the outbox not yet sent to the core ledger
-// (Env.Core) and marks sent each one the core acknowledged; it returns
-// how many it marked. The kit calls it again and again, a pass at a time,
-// from one goroutine, until the server stops: a row that failed is sent
-// again on a later pass. An error ends a pass early.
+// Relay sends rows of the outbox still owed to the core ledger (Env.Core),
+// marks sent each one the core acknowledged and sets aside each one it
+// refused for good; it returns how many rows it settled so. The kit calls
+// it again and again, a pass at a time, from one goroutine, until the
+// server stops: at once after a pass that settled rows, 20 ms later after
+// one that settled none. A row that failed for now is sent again on a
+// later pass. An error ends a pass early.
 type Relayer interface {
 	Relay(ctx context.Context) (int, error)
 }

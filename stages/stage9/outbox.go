@@ -10,34 +10,38 @@ import (
 
 // TODO(stage 9): enqueue writes t's posting to the outbox (the kit made
 // the table: kit/bank's outbox.go), inside tx, the transaction that moves
-// t's money. When you are done, the row commits with the money or not at
-// all: a refused transfer leaves no row, and a crash after the commit
-// leaves one that a relay will find. The row is owed until the core has
-// acknowledged it, so nothing marks it sent here. Whatever key the row
-// will be posted under must name this transfer and nothing else, for the
-// transfer's whole life: not drawn per attempt, not made from the
-// posting's content (two equal payments would share it), not the client's
-// Idempotency-Key (two customers may use the same one).
+// t's money, so that the promise commits with the money or not at all.
+// The row owes the core t's accounts and amount, and it carries the
+// Idempotency-Key it will be posted under (core_key): decide here what
+// that key is made of. It must be the same on every send of this row, and
+// no other transfer may ever have it: not two rents of the same amount to
+// the same landlord, not two customers who both number their requests
+// "pay-1". Leave sent_at and dead_at NULL: the row is owed until the core
+// acknowledges it or refuses it for good.
 func enqueue(ctx context.Context, tx *sql.Tx, t bank.Transfer, now time.Time) error {
 	return nil
 }
 
-// Relay is the outbox's relay: the kit calls it every 20 ms, from one
-// goroutine, for as long as the server runs. It returns how many rows it
-// marked sent.
+// Relay is the outbox's relay: the kit calls it from one goroutine for as
+// long as the server runs, again at once after a pass that settled rows
+// and 20 ms later otherwise. It returns how many rows it settled.
 //
-// TODO(stage 9): when you are done, every owed row reaches the core
-// once in effect. A pass reads owed rows, oldest first, and sends each
-// with s.env.Core.Post under the row's own unchanging key: the core
-// applies each key once, so a row sent again (its answer lost, or the
-// server dead before the row was marked) gets the posting already made,
-// not a second one. A row is marked sent only after the core said yes,
-// never before. An error that means "retry later" (no answer, 5xx, 429)
-// leaves the row owed for a later pass; a refusal for good (a 422,
-// core.Refusal says which) would be refused on every pass and hold up
-// every row behind it: set it aside as a dead letter with the core's
-// answer, and go on. Mark rows many at a time, not with one write per
-// row, or the relay falls behind under load.
+// TODO(stage 9): send the rows still owed (neither sent nor set aside),
+// oldest first, each under its row's key, and settle them:
+//   - A row the core acknowledged is done: mark it sent, and only then.
+//     Mark a pass's rows together, in one statement: the server's own
+//     transfers wait behind every write the relay makes, and a relay that
+//     writes once a row falls behind them under load.
+//   - A row the core refused for good (core.Final: a 4xx such as 422)
+//     will be refused again on every pass: set it aside as a dead letter
+//     (dead_at, and the core's status and body, from the *core.Refusal)
+//     and go on with the others; never drop it, never leave it in the way.
+//   - A row refused for now (down, no answer, a 5xx) stays owed, and goes
+//     again, under the same key, on a later pass: the core applies each
+//     key once, so a posting whose answer was lost is not posted twice.
+//
+// s.env.Core.PostAll sends a batch several postings at a time and tells
+// you what became of each; s.env.Core.Post sends one.
 func (s *Server) Relay(ctx context.Context) (int, error) {
 	return 0, nil
 }

@@ -1,0 +1,93 @@
+package bank_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/clock"
+	"idemlab/kit/sqlitedb"
+)
+
+// TestOutbox_CountsAndDeadLetters: an owed row, a sent one and one set
+// aside are each counted once, and the dead letter is read back with the
+// core's answer; the sent row's lag is its sent_at less its created_at.
+// It catches a count that took a dead letter for owed (the relay would
+// seem stuck for ever) or for sent (it would vanish from the lab's view).
+func TestOutbox_CountsAndDeadLetters(t *testing.T) {
+	f := setup(t, 1_000_000)
+	ctx := context.Background()
+	c := f.customers[0]
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i, state := range []string{"owed", "sent", "dead"} {
+		tr, err := f.transfer(t, c.ID, bank.TransferRequest{From: c.Accounts[0], To: c.Accounts[1], Amount: int64(100 + i)}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sent, dead any
+		var status, answer any
+		switch state {
+		case "sent":
+			sent = clock.Format(t0.Add(250 * time.Millisecond))
+		case "dead":
+			dead, status, answer = clock.Format(t0), 422, `{"type":"/problems/posting-rejected"}`
+		}
+		if _, err := f.db.ExecContext(ctx, `INSERT INTO outbox (transfer_id, core_key, from_account, to_account, amount, created_at, sent_at, dead_at, dead_status, dead_answer)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, tr.ID, "key-"+tr.ID, tr.From, tr.To, tr.Amount, clock.Format(t0), sent, dead, status, answer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := f.bank.Outbox(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (bank.OutboxCounts{Pending: 1, Sent: 1, Dead: 1}); got != want {
+		t.Errorf("Outbox %+v, want %+v", got, want)
+	}
+	dead, err := f.bank.DeadLetters(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dead) != 1 || dead[0].Status != 422 || dead[0].Amount != 102 || dead[0].Key != "key-"+dead[0].TransferID || dead[0].Answer == "" {
+		t.Errorf("DeadLetters %+v, want the one row set aside, with its key and the core's 422", dead)
+	}
+	lags, err := f.bank.DeliveryLags(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lags) != 1 || lags[0] != 250*time.Millisecond {
+		t.Errorf("DeliveryLags %v, want [250ms]", lags)
+	}
+}
+
+// TestMigrate_GivesAnOlderOutboxKeysAndDeadLetters: an outbox made before
+// rows carried a key gets the columns, and its rows the key they were
+// sent under then (their transfer's id); a second migration changes
+// nothing. Without it, a server on an older database file could not write
+// a row.
+func TestMigrate_GivesAnOlderOutboxKeysAndDeadLetters(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlitedb.Open(":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE outbox (id INTEGER PRIMARY KEY, transfer_id TEXT NOT NULL UNIQUE,
+		from_account TEXT NOT NULL, to_account TEXT NOT NULL, amount INTEGER NOT NULL, created_at TEXT NOT NULL, sent_at TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO outbox (transfer_id, from_account, to_account, amount, created_at) VALUES ('tr_old', 'a', 'b', 5, '')`); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := bank.Migrate(ctx, db.DB); err != nil {
+			t.Fatalf("migrate: %v", err)
+		}
+	}
+	var key string
+	var dead any
+	if err := db.QueryRowContext(ctx, `SELECT core_key, dead_at FROM outbox WHERE transfer_id = 'tr_old'`).Scan(&key, &dead); err != nil || key != "tr_old" || dead != nil {
+		t.Fatalf("core_key %q, dead_at %v, err %v; want tr_old, NULL", key, dead, err)
+	}
+}

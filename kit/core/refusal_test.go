@@ -1,0 +1,193 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"idemlab/kit/core"
+)
+
+// TestRefusal_FinalOrLater: a refusal tells "will never succeed" (a 4xx
+// such as 422) from "retry later" (5xx, 408, 409, 429), and an error that
+// is no answer at all is never final. A relay that dead-lettered a 503 or
+// a lost answer would give up a posting the core would have taken; one
+// that retried a 422 for ever would stop behind it.
+func TestRefusal_FinalOrLater(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		final  bool
+	}{
+		{http.StatusUnprocessableEntity, true},
+		{http.StatusBadRequest, true},
+		{http.StatusForbidden, true},
+		{http.StatusRequestTimeout, false},
+		{http.StatusConflict, false},
+		{http.StatusTooManyRequests, false},
+		{http.StatusInternalServerError, false},
+		{http.StatusServiceUnavailable, false},
+	} {
+		var err error = &core.Refusal{TransferID: "tr_1", Status: tc.status}
+		if got := core.Final(err); got != tc.final {
+			t.Errorf("status %d: Final %v, want %v", tc.status, got, tc.final)
+		}
+	}
+	if core.Final(errors.New("core: no answer to posting tr_1")) {
+		t.Error("no answer taken for a refusal for good")
+	}
+}
+
+// TestFaults_PoisonRejectsForGood: a poisoned posting is refused with 422
+// posting-rejected under its key and under any other, Post returns the
+// core's status and body as a final *Refusal, nothing is posted, and the
+// other postings go through. PoisonNext poisons whichever posting comes
+// next, and only that one.
+func TestFaults_PoisonRejectsForGood(t *testing.T) {
+	c, cl := startCore(t)
+	ctx := t.Context()
+	c.Faults.Poison("tr_1")
+	for _, key := range []string{"outbox-1", "outbox-1", "another"} {
+		_, _, err := cl.Post(ctx, key, posting)
+		var r *core.Refusal
+		if !errors.As(err, &r) || r.Status != http.StatusUnprocessableEntity || !core.Final(err) {
+			t.Fatalf("poisoned posting under %s: %v, want a final 422 refusal", key, err)
+		}
+		if !strings.Contains(string(r.Body), `"/problems/posting-rejected"`) {
+			t.Errorf("refusal body %s, want the core's problem", r.Body)
+		}
+	}
+	c.Faults.PoisonNext()
+	second := core.Posting{TransferID: "tr_2", From: "acc_a", To: "acc_b", Amount: 10}
+	third := core.Posting{TransferID: "tr_3", From: "acc_a", To: "acc_b", Amount: 10}
+	if _, _, err := cl.Post(ctx, "outbox-2", second); !core.Final(err) {
+		t.Fatalf("the next posting after PoisonNext: %v, want rejected for good", err)
+	}
+	if _, _, err := cl.Post(ctx, "outbox-3", third); err != nil {
+		t.Fatalf("the posting after it: %v, want posted", err)
+	}
+	if _, _, err := cl.Post(ctx, "outbox-2", second); !core.Final(err) {
+		t.Fatalf("the next posting sent again: %v, want rejected again", err)
+	}
+	if got := c.Faults.Poisoned(); !slices.Equal(got, []string{"tr_1", "tr_2"}) {
+		t.Errorf("Poisoned %v, want [tr_1 tr_2]", got)
+	}
+	if n := postings(t, cl); n["tr_1"] != 0 || n["tr_2"] != 0 || n["tr_3"] != 1 {
+		t.Errorf("postings %v, want only tr_3's", n)
+	}
+}
+
+// batch makes n postings, tr_1 … tr_n, each under its own key.
+func batch(n int) []core.Send {
+	b := make([]core.Send, n)
+	for i := range b {
+		id := fmt.Sprintf("tr_%d", i+1)
+		b[i] = core.Send{Key: "outbox-" + id, Posting: core.Posting{TransferID: id, From: "acc_a", To: "acc_b", Amount: int64(i + 1)}}
+	}
+	return b
+}
+
+// TestPostAll_GoesPastAPoisonStopsAtNotNow: a batch sent several at a
+// time is acknowledged posting by posting; one rejected for good carries
+// its final refusal and the rest still go through; while the core is
+// down, the first refusal for now stops the batch, and the postings not
+// started say ErrNotSent. A PostAll that stopped at the poison, or sent
+// the whole batch into a core that is down, fails.
+func TestPostAll_GoesPastAPoisonStopsAtNotNow(t *testing.T) {
+	c, cl := startCore(t)
+	ctx := t.Context()
+	c.Faults.Poison("tr_3")
+	b := batch(12)
+	cl.PostAll(ctx, b, 4)
+	for _, s := range b {
+		switch {
+		case s.Posting.TransferID == "tr_3" && !core.Final(s.Err):
+			t.Errorf("tr_3: %v, want rejected for good", s.Err)
+		case s.Posting.TransferID != "tr_3" && s.Err != nil:
+			t.Errorf("%s: %v, want acknowledged", s.Posting.TransferID, s.Err)
+		}
+	}
+	if n := postings(t, cl); len(n) != 11 {
+		t.Errorf("%d transfers posted, want 11", len(n))
+	}
+
+	c.Faults.SetDown(true)
+	down := batch(5)
+	cl.PostAll(ctx, down, 1)
+	var r *core.Refusal
+	if !errors.As(down[0].Err, &r) || r.Status != http.StatusServiceUnavailable || core.Final(down[0].Err) {
+		t.Errorf("first posting while down: %v, want 503 for now", down[0].Err)
+	}
+	for _, s := range down[1:] {
+		if !errors.Is(s.Err, core.ErrNotSent) {
+			t.Errorf("%s while down: %v, want not sent", s.Posting.TransferID, s.Err)
+		}
+	}
+	if got := c.Faults.Refused(); got != 1 {
+		t.Errorf("the core down was sent %d postings, want 1", got)
+	}
+}
+
+// TestPostAll_ACrashInASendReachesTheCaller: a lab server's simulated
+// crash panics in the send that fires it; PostAll raises it in the
+// caller, which the kit's relay driver recovers, rather than in a
+// goroutine of its own, which would end the whole process.
+func TestPostAll_ACrashInASendReachesTheCaller(t *testing.T) {
+	_, cl := startCore(t)
+	cl.Answered = func() { panic(http.ErrAbortHandler) }
+	defer func() {
+		if v := recover(); v != http.ErrAbortHandler {
+			t.Errorf("PostAll raised %v, want the send's panic", v)
+		}
+	}()
+	cl.PostAll(t.Context(), batch(3), 2)
+	t.Error("PostAll returned after a send panicked")
+}
+
+// TestFaults_FlapAlternates: a flapping core refuses every other posting
+// of the next n, first the first, and applies the others; then it is up.
+// A relay that sends again under the same key gets each posted once.
+func TestFaults_FlapAlternates(t *testing.T) {
+	c, cl := startCore(t)
+	ctx := t.Context()
+	c.Faults.Flap(4)
+	var got []bool
+	for i := range 6 {
+		_, _, err := cl.Post(ctx, fmt.Sprintf("k-%d", i), core.Posting{TransferID: fmt.Sprintf("tr_%d", i), From: "acc_a", To: "acc_b", Amount: 1})
+		got = append(got, err == nil)
+	}
+	if want := []bool{false, true, false, true, true, true}; !slices.Equal(got, want) {
+		t.Errorf("postings applied %v, want %v", got, want)
+	}
+	if n := c.Faults.Refused(); n != 2 {
+		t.Errorf("Refused %d, want 2", n)
+	}
+}
+
+// TestFaults_HoldKeepsPostingsWaiting: a held core answers nothing and
+// applies nothing: a caller that gives up waiting gets no answer, and
+// the posting is not applied; after Release the same posting, under the
+// same key, is applied once. A Hold that let postings through fails.
+func TestFaults_HoldKeepsPostingsWaiting(t *testing.T) {
+	c, cl := startCore(t)
+	c.Faults.Hold()
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if _, _, err := cl.Post(ctx, "outbox-1", posting); err == nil {
+		t.Fatal("a held core answered")
+	}
+	if n := postings(t, cl); n["tr_1"] != 0 {
+		t.Fatalf("a held core applied the posting")
+	}
+	c.Faults.Release()
+	if _, _, err := cl.Post(t.Context(), "outbox-1", posting); err != nil {
+		t.Fatalf("after Release: %v", err)
+	}
+	if n := postings(t, cl); n["tr_1"] != 1 {
+		t.Errorf("postings after Release %v, want tr_1 once", n)
+	}
+}

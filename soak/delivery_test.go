@@ -1,0 +1,346 @@
+package soak
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/core"
+	"idemlab/kit/labclient"
+	"idemlab/kit/labdb"
+	"idemlab/kit/retry"
+	"idemlab/kit/server"
+)
+
+// The delivery check's knobs: make delivery-check passes -delivery.
+var (
+	deliveryFlag     = flag.Bool("delivery", false, "run the delivery check (make delivery-check)")
+	deliveryDuration = flag.Duration("delivery.duration", 30*time.Second, "how long the delivery check's clients send")
+	deliveryClients  = flag.Int("delivery.clients", 64, "how many clients the delivery check runs at once")
+)
+
+// deliveryLagLimit is the delivery lag (a transfer's commit to the core's
+// acknowledgement, as the outbox records them) that the check's p99 must
+// stay under.
+const deliveryLagLimit = time.Second
+
+// deliveryPolicy is the clients' retry policy: the published one on a
+// shorter scale, so that a client that met the kill comes back within a
+// fraction of a second, and gives up only long after the load has ended.
+var deliveryPolicy = retry.Policy{Base: 20 * time.Millisecond, Cap: 500 * time.Millisecond, Horizon: time.Minute, Timeout: 10 * time.Second}
+
+// TestDeliveryCheck: solution 9 runs in a child process (on a database
+// file, or on the PostgreSQL cluster IDEMLAB_DATABASE_URL names) while
+// -delivery.clients clients send transfers for -delivery.duration, each
+// under a fresh key and retried with it. Meanwhile the core ledger, in
+// this process, goes down twice, flaps, and rejects one posting for good;
+// and the server is killed with SIGKILL in the middle and started again
+// on its database. At the end, once the outbox has drained, it prints
+//
+//	delivery: E executed, P posted once, 0 twice, 0 unposted, D dead letters, lag p99 L ms, outbox peak K
+//
+// and fails on any transfer executed or posted twice, any executed
+// transfer neither posted nor a dead letter the core's rejection names,
+// or a lag p99 over deliveryLagLimit.
+func TestDeliveryCheck(t *testing.T) {
+	if !*deliveryFlag && os.Getenv("IDEMLAB_DELIVERY") != "1" {
+		t.Skip("delivery check skipped: run it with make delivery-check, or go test ./soak -run TestDeliveryCheck -delivery")
+	}
+	ctx := soakContext(t)
+	cr, coreURL, stopCore, err := server.StartCore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopCore)
+	child, base := startSolution(ctx, t, coreURL, map[string]string{"lease": killLease})
+	g := &gate{base: base, up: make(chan struct{})}
+	if err := g.open(child.URL); err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: g}
+	lab := labclient.New(child.URL, child.Admin, &http.Client{Transport: base})
+	customers, err := lab.Reset(ctx, bank.Params{Seed: 9, Customers: *deliveryClients, AccountsPerCustomer: 2, OpeningBalance: 1_000_000_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	load := &deliveryLoad{client: hc, url: child.URL, answered: map[string]string{}}
+	loadCtx, stopLoad := context.WithTimeout(ctx, *deliveryDuration)
+	defer stopLoad()
+	var clients sync.WaitGroup
+	for i, c := range customers {
+		clients.Add(1)
+		go func() {
+			defer clients.Done()
+			load.run(loadCtx, ctx, c, customers[(i+1)%len(customers)], i)
+		}()
+	}
+	peak := &outboxPeak{}
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		peak.watch(loadCtx, func() (bank.OutboxCounts, error) {
+			st, err := lab.State(ctx)
+			return st.Outbox, err
+		})
+	}()
+	nemesis := deliveryNemesis{core: &cr.Faults, kill: func() error {
+		g.close()
+		child.Kill()
+		base.CloseIdleConnections()
+		if err := child.Start(ctx); err != nil {
+			return fmt.Errorf("restart on %s: %w", child.DB, err)
+		}
+		if err := configure(ctx, &http.Client{Transport: base}, child.URL, child.Admin, map[string]string{"lease": killLease}); err != nil {
+			return err
+		}
+		return g.open(child.URL)
+	}}
+	if err := nemesis.run(loadCtx, *deliveryDuration); err != nil {
+		t.Fatal(err)
+	}
+	clients.Wait()
+	<-watching
+	if load.gaveUp.Load() > 0 {
+		t.Errorf("%d clients gave up on a transfer: its outcome is unknown", load.gaveUp.Load())
+	}
+
+	st, err := lab.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for drain := time.Now(); st.Outbox.Pending > 0 && time.Since(drain) < time.Minute; <-tick.C {
+		if st, err = lab.State(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	postings, err := cr.Postings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lags, err := deliveryLags(ctx, child.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := judgeDelivery(st.Executions, load.answered, postings, st.DeadLetters, cr.Faults.Poisoned(), lags)
+	v.peak = peak.max()
+	fmt.Println(v.line())
+	if st.Outbox.Pending > 0 {
+		t.Errorf("%d outbox rows still owed a minute after the load", st.Outbox.Pending)
+	}
+	for _, p := range v.problems {
+		t.Error(p)
+	}
+}
+
+// deliveryLoad is the clients' traffic: each sends transfers one after
+// another, each under a fresh key, retried until it has an answer.
+type deliveryLoad struct {
+	client *http.Client
+	url    string
+	mu     sync.Mutex
+	// answered maps each transfer a client was answered 201 for to the
+	// operation that made it.
+	answered map[string]string
+	gaveUp   atomic.Int64
+}
+
+// run sends c's transfers to to's account until loadCtx ends; a transfer
+// under way then is still retried to its answer, within ctx.
+func (l *deliveryLoad) run(loadCtx, ctx context.Context, c, to bank.Customer, n int) {
+	rc := retry.Client{HTTP: &http.Client{Transport: l.client.Transport, Timeout: deliveryPolicy.Timeout}, Policy: deliveryPolicy,
+		Jitter: rand.New(rand.NewPCG(uint64(n), 9))}
+	for i := 0; loadCtx.Err() == nil; i++ {
+		op := fmt.Sprintf("c%d-op%d", n, i)
+		body := fmt.Sprintf(`{"from":%q,"to":%q,"amount":%d,"metadata":{"op":%q}}`, c.Accounts[0], to.Accounts[1], 1+i%1000, op)
+		res := rc.Do(ctx, func(int) (*http.Request, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.url+"/transfers", bytes.NewBufferString(body))
+			if err != nil {
+				return nil, err
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+c.Token)
+			req.Header.Set("Idempotency-Key", op)
+			return req, nil
+		}, nil)
+		if res.GaveUp || res.Answer.Err != nil {
+			l.gaveUp.Add(1)
+			continue
+		}
+		var tr struct {
+			ID string `json:"id"`
+		}
+		if res.Answer.Status == http.StatusCreated && json.Unmarshal(res.Answer.Body, &tr) == nil {
+			l.mu.Lock()
+			l.answered[tr.ID] = op
+			l.mu.Unlock()
+		}
+	}
+}
+
+// deliveryNemesis is what goes wrong during the load, at fixed fractions
+// of it: the core down, the server killed, the core flapping, a posting
+// rejected for good, the core down again.
+type deliveryNemesis struct {
+	core *core.Faults
+	kill func() error
+}
+
+// run plays the faults over d, or until ctx ends. The core is down for
+// 400 ms each time: twenty relay passes and more, and few enough rows
+// behind it to keep the lag's p99 within its limit once they drain.
+func (n deliveryNemesis) run(ctx context.Context, d time.Duration) error {
+	steps := []struct {
+		at float64
+		do func() error
+	}{
+		{0.15, func() error { n.core.SetDown(true); return nil }},
+		{0.15 + 0.4/d.Seconds(), func() error { n.core.SetDown(false); return nil }},
+		{0.30, func() error { n.core.Flap(400); return nil }},
+		{0.45, func() error { n.core.PoisonNext(); return nil }},
+		{0.50, n.kill},
+		{0.70, func() error { n.core.SetDown(true); return nil }},
+		{0.70 + 0.4/d.Seconds(), func() error { n.core.SetDown(false); return nil }},
+	}
+	start := time.Now()
+	defer n.core.SetDown(false)
+	for _, s := range steps {
+		t := time.NewTimer(time.Until(start.Add(time.Duration(s.at * float64(d)))))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		if err := s.do(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outboxPeak is the most rows the outbox held owed at once, as polled.
+type outboxPeak struct {
+	mu   sync.Mutex
+	most int64
+}
+
+// watch reads the outbox every 100 ms until ctx ends.
+func (p *outboxPeak) watch(ctx context.Context, read func() (bank.OutboxCounts, error)) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if c, err := read(); err == nil {
+			p.mu.Lock()
+			p.most = max(p.most, c.Pending)
+			p.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (p *outboxPeak) max() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.most
+}
+
+// deliveryLags reads the delivery lags the server's outbox recorded, from
+// its database.
+func deliveryLags(ctx context.Context, target string) ([]time.Duration, error) {
+	db, err := labdb.Open(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	return bank.New(db.DB, nil, nil, nil).DeliveryLags(ctx)
+}
+
+// deliveryVerdict is what the books say at the end of the delivery check.
+type deliveryVerdict struct {
+	executed, postedOnce, twice, unposted, dead int
+	lagP99                                      time.Duration
+	peak                                        int64
+	problems                                    []string
+}
+
+func (v deliveryVerdict) line() string {
+	return fmt.Sprintf("delivery: %d executed, %d posted once, %d twice, %d unposted, %d dead letters, lag p99 %d ms, outbox peak %d",
+		v.executed, v.postedOnce, v.twice, v.unposted, v.dead, v.lagP99.Milliseconds(), v.peak)
+}
+
+// judgeDelivery reconciles the lab's executions and the transfers its
+// clients were answered with the core's postings and the outbox's dead
+// letters: every executed transfer posted once, or set aside as a dead
+// letter of a posting the core rejected; nothing executed or posted
+// twice; nothing posted that no client was answered; and the lag's p99
+// within deliveryLagLimit.
+func judgeDelivery(executions map[string]int64, answered map[string]string, postings []core.Receipt,
+	dead []bank.DeadLetter, poisoned []string, lags []time.Duration) deliveryVerdict {
+	var v deliveryVerdict
+	for op, n := range executions {
+		v.executed += int(n)
+		if n > 1 {
+			v.problems = append(v.problems, fmt.Sprintf("%s executed %d times", op, n))
+		}
+	}
+	count := map[string]int{}
+	for _, p := range postings {
+		count[p.TransferID]++
+	}
+	isDead := map[string]bool{}
+	for _, d := range dead {
+		isDead[d.TransferID] = true
+		if !slices.Contains(poisoned, d.TransferID) {
+			v.problems = append(v.problems, fmt.Sprintf("%s set aside as a dead letter (%d %s), though the core never rejected it for good", d.TransferID, d.Status, d.Answer))
+		}
+	}
+	v.dead = len(dead)
+	for id, n := range count {
+		switch {
+		case n > 1:
+			v.twice++
+			v.problems = append(v.problems, fmt.Sprintf("%s posted %d times", id, n))
+		case answered[id] == "":
+			v.problems = append(v.problems, fmt.Sprintf("%s posted, and no client was answered for it", id))
+		default:
+			v.postedOnce++
+		}
+	}
+	for id, op := range answered {
+		if count[id] == 0 && !isDead[id] {
+			v.unposted++
+			v.problems = append(v.problems, fmt.Sprintf("%s (%s) executed and never posted, and no dead letter names it", id, op))
+		}
+	}
+	// Executions no client learned of: they are in no posting either.
+	if gap := v.executed - len(answered); gap > 0 {
+		v.unposted += gap
+		v.problems = append(v.problems, fmt.Sprintf("%d executions no client was answered for", gap))
+	}
+	if len(lags) > 0 {
+		slices.Sort(lags)
+		v.lagP99 = lags[int(0.99*float64(len(lags)-1))]
+	}
+	if v.lagP99 > deliveryLagLimit {
+		v.problems = append(v.problems, fmt.Sprintf("delivery lag p99 %v, over %v", v.lagP99, deliveryLagLimit))
+	}
+	return v
+}
