@@ -13,6 +13,7 @@ import (
 
 	"idemlab/kit/bank"
 	"idemlab/kit/core"
+	"idemlab/kit/events"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
@@ -32,6 +33,9 @@ type T struct {
 	books []*Books
 	// core is the core ledger the server posts to (stage 9 on).
 	core *core.Core
+	// history records what the check's clients sent and what the lab
+	// observed, for the timeline of a money finding.
+	history *historian
 }
 
 // Rand is the check's random source; draw every input from it.
@@ -145,7 +149,19 @@ func (r Request) String() string {
 }
 
 // Do sends req and reads the whole response.
-func (t *T) Do(req Request) Response {
+func (t *T) Do(req Request) Response { return t.send("check", req) }
+
+// send sends req as client and reads the whole response, recording both
+// in the check's history.
+func (t *T) send(client string, req Request) Response {
+	attempt := t.history.begin(client, req)
+	r := t.roundTrip(req, attempt)
+	t.history.end(attempt, r)
+	return r
+}
+
+// roundTrip sends req, named attempt, and reads the whole response.
+func (t *T) roundTrip(req Request, attempt string) Response {
 	var body io.Reader
 	if req.Body != "" {
 		body = strings.NewReader(req.Body)
@@ -176,6 +192,7 @@ func (t *T) Do(req Request) Response {
 		}
 		hr.Header.Set("Idempotency-Key", k)
 	}
+	hr.Header.Set(events.AttemptHeader, attempt)
 	for k, v := range req.Header {
 		hr.Header[k] = v
 	}
@@ -202,7 +219,7 @@ func (t *T) Simultaneously(n int, req func(i int) Request) []Response {
 			defer done.Done()
 			ready.Done()
 			<-start
-			out[i] = t.Do(r)
+			out[i] = t.send(fmt.Sprintf("client %d", i+1), r)
 		}()
 	}
 	ready.Wait()

@@ -29,6 +29,21 @@ func Main(m *testing.M, subjects ...grader.Subject) {
 	os.Exit(m.Run())
 }
 
+// TimelinesEnv names the folder the HTML timelines of failing checks go
+// to; without it, grader.TimelineDir.
+const TimelinesEnv = "IDEMLAB_TIMELINES"
+
+// ColorEnv, set to 1, draws the timelines in colour: lab check sets it
+// when it prints to a terminal.
+const ColorEnv = "IDEMLAB_COLOR"
+
+func timelineDir() string {
+	if d := os.Getenv(TimelinesEnv); d != "" {
+		return d
+	}
+	return grader.TimelineDir()
+}
+
 // TestStage runs every check of stages 0..subject.Stage against the
 // subject, each as a subtest named by its ID, so that RUN=S3.x (or go
 // test -run) picks one. It prints the seed; SEED=n repeats a run.
@@ -54,7 +69,11 @@ func TestStage(t *testing.T, subject grader.Subject) {
 			t.Parallel()
 			r := grader.RunCheck(context.Background(), subject, c, seed, grader.InProcess)
 			if !r.Passed() {
-				t.Error("\n" + grader.Format(r, fmt.Sprintf("make %s-%d SEED=%d RUN=%s", target, subject.Stage, seed, c.ID)))
+				reproduce := fmt.Sprintf("make %s-%d SEED=%d RUN=%s", target, subject.Stage, seed, c.ID)
+				if err := grader.WriteTimeline(&r, timelineDir(), reproduce); err != nil {
+					t.Log(err)
+				}
+				t.Error("\n" + grader.FormatColor(r, reproduce, os.Getenv(ColorEnv) == "1"))
 			}
 		})
 	}

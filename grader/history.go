@@ -1,0 +1,240 @@
+package grader
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"idemlab/grader/timeline"
+	"idemlab/kit/events"
+	"idemlab/kit/labclient"
+)
+
+// historian keeps a check's history on one clock (the machine's, which the
+// grader and every server it runs share): each request a client of the
+// check sent, with its answer, and what the lab observed meanwhile, read
+// from /lab/events. It is shared by the Ts of one check.
+type historian struct {
+	mu       sync.Mutex
+	attempts []timeline.Attempt
+	events   []timeline.Event
+	// keys are the idempotency keys the check sent: a key row's event is
+	// told apart by the value it holds of them.
+	keys map[string]bool
+	// rows and rowStates are the key each key row (by rowid) holds and
+	// the state it was last seen in.
+	rows, rowStates map[int64]string
+	// fenced is signalled by each clock event, which fence waits for.
+	fenced chan struct{}
+	// streams are the event streams being read.
+	streams sync.WaitGroup
+	stop    []func()
+}
+
+func newHistorian() *historian {
+	return &historian{keys: map[string]bool{}, rows: map[int64]string{}, rowStates: map[int64]string{}, fenced: make(chan struct{}, 1)}
+}
+
+// begin notes that client sent req, and returns the attempt's name for
+// the Lab-Attempt header.
+func (h *historian) begin(client string, req Request) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	id := fmt.Sprintf("a%d", len(h.attempts)+1)
+	h.attempts = append(h.attempts, timeline.Attempt{
+		ID: id, Client: client, Method: req.Method, Path: req.Path, Key: req.Key,
+		Op: opOf(req.Body), Start: time.Now(), Sent: req.String(),
+	})
+	if req.Key != "" {
+		h.keys[req.Key] = true
+	}
+	return id
+}
+
+// end notes the answer of attempt id.
+func (h *historian) end(id string, r Response) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range h.attempts {
+		if h.attempts[i].ID != id {
+			continue
+		}
+		a := &h.attempts[i]
+		a.End, a.Status, a.Problem, a.Got = time.Now(), r.Status, r.Problem(), r.String()
+		if r.Err != nil {
+			a.Err = r.Err.Error()
+		}
+		return
+	}
+}
+
+// lab notes something the grader itself saw happen to the lab: a crash
+// or a restart of a server process.
+func (h *historian) lab(kind, detail string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, timeline.Event{At: time.Now(), Kind: kind, Detail: detail})
+}
+
+// watch reads the lab's events of the server at lab until ctx ends or the
+// stream breaks (a crash ends it; Restart watches the new process). It
+// returns once the stream is open, so that every event the server
+// publishes from then on is heard.
+func (h *historian) watch(ctx context.Context, lab *labclient.Client) error {
+	ctx, cancel := context.WithCancel(ctx)
+	s, err := lab.OpenEvents(ctx)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("watch the lab's events: %w", err)
+	}
+	h.mu.Lock()
+	h.stop = append(h.stop, cancel)
+	h.mu.Unlock()
+	h.streams.Add(1)
+	go func() {
+		defer h.streams.Done()
+		defer s.Close()
+		s.Read(func(ev events.Event) bool {
+			h.heard(ev)
+			return true
+		})
+	}()
+	return nil
+}
+
+// fence waits until the events the server published before now have
+// been heard: it moves the lab clock by nothing and waits, up to a
+// second, for that clock event.
+func (h *historian) fence(ctx context.Context, lab *labclient.Client) {
+	select {
+	case <-h.fenced:
+	default:
+	}
+	if _, err := lab.Advance(ctx, 0); err != nil {
+		return
+	}
+	wait := time.NewTimer(time.Second)
+	defer wait.Stop()
+	select {
+	case <-h.fenced:
+	case <-wait.C:
+	case <-ctx.Done():
+	}
+}
+
+// close ends every stream and waits for its reader.
+func (h *historian) close() {
+	h.mu.Lock()
+	stop := h.stop
+	h.stop = nil
+	h.mu.Unlock()
+	for _, cancel := range stop {
+		cancel()
+	}
+	h.streams.Wait()
+}
+
+// heard turns one lab event into the history's terms.
+func (h *historian) heard(ev events.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	at := ev.Time
+	switch ev.Kind {
+	case events.KindExecution:
+		var e struct {
+			Op, Kind, ID  string
+			Amount, Count int64
+			At            time.Time
+			Attempt       string
+		}
+		if json.Unmarshal(ev.Data, &e) != nil || e.Op == "" {
+			return
+		}
+		if !e.At.IsZero() {
+			at = e.At
+		}
+		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Execution, Attempt: e.Attempt, Op: e.Op, Count: e.Count,
+			Detail: fmt.Sprintf("%s %s of %d won, run %s", e.Kind, e.ID, e.Amount, times(e.Count))})
+	case events.KindKey:
+		var k events.Key
+		if json.Unmarshal(ev.Data, &k) != nil {
+			return
+		}
+		h.keyRow(at, k)
+	case events.KindFault:
+		var f struct{ Point string }
+		json.Unmarshal(ev.Data, &f)
+		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Armed, Detail: f.Point})
+	case events.KindReset:
+		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Reset})
+	case events.KindClock:
+		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Clock})
+		select {
+		case h.fenced <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// keyRow turns a key row's change into a claim, a completion or a
+// release of the key it holds.
+func (h *historian) keyRow(at time.Time, k events.Key) {
+	last, seen := h.rows[k.RowID]
+	if k.Deleted {
+		if seen {
+			h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Release, Key: last})
+			delete(h.rows, k.RowID)
+			delete(h.rowStates, k.RowID)
+		}
+		return
+	}
+	key := ""
+	for _, v := range k.Row {
+		if s, ok := v.(string); ok && h.keys[s] {
+			key = s
+		}
+	}
+	if key == "" {
+		return
+	}
+	state, _ := k.Row["state"].(string)
+	switch {
+	case !seen:
+		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Claim, Key: key, Detail: state})
+		if state == "completed" {
+			h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Complete, Key: key})
+		}
+	case state == "completed" && h.rowStates[k.RowID] != "completed":
+		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Complete, Key: key})
+	}
+	h.rows[k.RowID] = key
+	h.rowStates[k.RowID] = state
+}
+
+// history is what was recorded so far.
+func (h *historian) history() *timeline.History {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := &timeline.History{Attempts: append([]timeline.Attempt(nil), h.attempts...), Events: append([]timeline.Event(nil), h.events...)}
+	for i := range out.Attempts {
+		if out.Attempts[i].End.IsZero() {
+			out.Attempts[i].End = time.Now()
+			out.Attempts[i].Err = "no answer yet when the check ended"
+		}
+	}
+	return out
+}
+
+// opOf is the op a request body names in metadata.op, if any.
+func opOf(body string) string {
+	var v struct {
+		Metadata map[string]any `json:"metadata"`
+	}
+	if json.Unmarshal([]byte(body), &v) != nil {
+		return ""
+	}
+	op, _ := v.Metadata["op"].(string)
+	return op
+}

@@ -1,0 +1,82 @@
+package grader
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"idemlab/grader/timeline"
+)
+
+// Timeline is the part of the result's history that its money finding is
+// about, with at most lanes client lanes; ok is false when the result
+// found no money harmed, or its history holds no request of the
+// operations behind the finding.
+func (r Result) Timeline(reproduce string, lanes int) (v timeline.View, ok bool) {
+	var f *Failure
+	if r.History == nil || !errors.As(r.Err, &f) || f.Harm == "" {
+		return timeline.View{}, false
+	}
+	return r.History.Focus(timeline.Finding{
+		Check: r.Check.ID, Claim: r.Check.Claim, Harm: string(f.Harm), Explain: f.Harm.Explain(),
+		Got: f.Got, Reproduce: reproduce, Excess: f.Excess, Missing: f.Missing,
+	}, lanes)
+}
+
+// WriteTimeline writes the HTML timeline of r's money finding into dir,
+// as <check ID>.html, and sets r.TimelinePath to its path (shown relative
+// to the working directory when it lies below it). It writes nothing when
+// r has no timeline (Timeline), and returns an error if the file cannot
+// be written.
+func WriteTimeline(r *Result, dir, reproduce string) error {
+	v, ok := r.Timeline(reproduce, timeline.HTMLLanes)
+	if !ok {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write the timeline of %s: %w", r.Check.ID, err)
+	}
+	path := filepath.Join(dir, r.Check.ID+".html")
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write the timeline of %s: %w", r.Check.ID, err)
+	}
+	if err := timeline.HTML(f, v); err != nil {
+		f.Close()
+		return fmt.Errorf("write the timeline of %s: %w", r.Check.ID, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write the timeline of %s: %w", r.Check.ID, err)
+	}
+	r.TimelinePath = shortPath(path)
+	return nil
+}
+
+// TimelineDir is where a run that writes no results.json puts its HTML
+// timelines: .idemlab/timelines below the project's root, or below the
+// working directory outside the project.
+func TimelineDir() string {
+	root, err := Root()
+	if err != nil {
+		root = "."
+	}
+	return filepath.Join(root, ".idemlab", "timelines")
+}
+
+// shortPath is path relative to the working directory when it lies below
+// it, or else absolute.
+func shortPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return abs
+	}
+	if rel, err := filepath.Rel(wd, abs); err == nil && filepath.IsLocal(rel) {
+		return rel
+	}
+	return abs
+}
