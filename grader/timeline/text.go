@@ -98,14 +98,15 @@ func Text(v View, o TextOptions) string {
 		if utf8.RuneCountInString(label) > labelCols {
 			label = string([]rune(label)[:labelCols-1]) + "…"
 		}
-		fmt.Fprintf(&b, "%s%s │%s│ %s\n", pad("", indentCols), pad(label, labelCols), paint(cells, hot, o.Color), clip(l.answer(), answerCols))
+		line := fmt.Sprintf("%s%s │%s│ %s", pad("", indentCols), pad(label, labelCols), paint(cells, hot, o.Color), clip(l.answer(), answerCols))
+		b.WriteString(strings.TrimRight(line, " ") + "\n")
 	}
 	if n := v.HiddenLanes(); n > 0 {
 		fmt.Fprintf(&b, "%s+ %d more %s not drawn: %s\n", pad("", indentCols), n, plural(n, "lane", "lanes"), hiddenSummary(v.Hidden))
 	}
 	fmt.Fprintf(&b, "%s%c execution  %c execution of the finding (ran more often than asked)  %c told it ran; never did\n",
 		pad("", indentCols), glyphs[Execution], glyphs["excess"], glyphs["missing"])
-	fmt.Fprintf(&b, "%s%c key claimed  %c key completed  %c key released  %c fault armed  %c crash  %c restart  %c cut on the wire\n",
+	fmt.Fprintf(&b, "%s%c %c %c key claimed, completed, released  %c fault armed  %c crash  %c restart  %c cut on the wire\n",
 		pad("", indentCols), glyphs[Claim], glyphs[Complete], glyphs[Release], glyphs[Armed], glyphs[Crash], glyphs[Restart], glyphs["cut"])
 	return b.String()
 }

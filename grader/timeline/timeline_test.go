@@ -1,0 +1,243 @@
+package timeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// fixture is a recorded history and the finding it is read for.
+type fixture struct {
+	Finding Finding `json:"finding"`
+	History History `json:"history"`
+}
+
+func load(t *testing.T, name string) fixture {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f fixture
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return f
+}
+
+func focus(t *testing.T, name string, lanes int) View {
+	t.Helper()
+	f := load(t, name)
+	v, ok := f.History.Focus(f.Finding, lanes)
+	if !ok {
+		t.Fatalf("%s: no timeline for the finding", name)
+	}
+	return v
+}
+
+// TestText_Golden draws fixed histories: a double (two executions of one
+// operation among five clients, three lanes drawn) and a loss (a client
+// told 201 for an operation that never ran).
+func TestText_Golden(t *testing.T) {
+	for _, name := range []string{"double", "lost"} {
+		t.Run(name, func(t *testing.T) {
+			got := Text(focus(t, name, 3), TextOptions{})
+			golden := filepath.Join("testdata", name+".txt")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Errorf("the timeline differs from %s (go test -update rewrites it):\n%s\nwant:\n%s", golden, got, want)
+			}
+			for _, l := range strings.Split(got, "\n") {
+				if n := utf8.RuneCountInString(l); n > 100 {
+					t.Errorf("a line of %d columns, more than 100: %q", n, l)
+				}
+			}
+		})
+	}
+}
+
+func TestFocus_HighlightsTheFindingsExecutionsOnTheirLanes(t *testing.T) {
+	v := focus(t, "double", 10)
+	hot := map[string]int{}
+	for _, l := range v.Lanes {
+		if l.Label == "check" {
+			t.Errorf("the lane of another operation is drawn: %+v", l)
+		}
+		for _, m := range l.Marks {
+			if m.Highlight {
+				hot[l.Label]++
+			}
+		}
+	}
+	if want := map[string]int{"client 1": 1, "client 2": 1}; !equalCounts(hot, want) {
+		t.Errorf("highlighted marks by lane: %v, want %v", hot, want)
+	}
+	for _, l := range v.Lanes {
+		for _, m := range l.Marks {
+			if m.Kind == Reset {
+				t.Errorf("the reset before the first request is drawn on %s", l.Label)
+			}
+		}
+	}
+}
+
+func TestFocus_KeepsTheHighlightedLanesAndCountsTheRest(t *testing.T) {
+	v := focus(t, "double", 2)
+	var labels []string
+	for _, l := range v.Lanes {
+		if !l.Lab {
+			labels = append(labels, l.Label)
+		}
+	}
+	if !slices.Equal(labels, []string{"client 1", "client 2"}) {
+		t.Errorf("client lanes %v, want the two that executed", labels)
+	}
+	if want := map[string]int{"201": 1, "409 duplicate-request": 1, "cut": 1}; !equalCounts(v.Hidden, want) {
+		t.Errorf("hidden lanes %v, want %v", v.Hidden, want)
+	}
+}
+
+func TestFocus_SplitsOverlappingRequestsOfOneClient(t *testing.T) {
+	f := load(t, "double")
+	for i := range f.History.Attempts {
+		f.History.Attempts[i].Client = "check"
+	}
+	v, _ := f.History.Focus(f.Finding, 10)
+	var labels []string
+	for _, l := range v.Lanes {
+		if !l.Lab {
+			labels = append(labels, l.Label)
+		}
+	}
+	if len(labels) != 5 || labels[0] != "check" || labels[1] != "check #2" {
+		t.Errorf("lanes %v: five overlapping requests of one client need five lanes", labels)
+	}
+}
+
+func TestText_ColorKeepsTheGlyphs(t *testing.T) {
+	v := focus(t, "double", 3)
+	colored := Text(v, TextOptions{Color: true})
+	if !strings.Contains(colored, "\x1b[1;31m✗\x1b[0m") {
+		t.Errorf("no red ✗ in the coloured timeline:\n%s", colored)
+	}
+	plain := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(colored, "")
+	if plain != Text(v, TextOptions{}) {
+		t.Errorf("without its colours the timeline reads otherwise:\n%s", plain)
+	}
+}
+
+// TestHTML_IsSelfContainedWithLanesHighlightsAndReproduce parses the page
+// and finds a lane per client, key and lab row, the two executions of the
+// double highlighted, a linked row for each request, the finding and the
+// command that reproduces it, and nothing that reaches the network.
+func TestHTML_IsSelfContainedWithLanesHighlightsAndReproduce(t *testing.T) {
+	v := focus(t, "double", HTMLLanes)
+	var buf bytes.Buffer
+	if err := HTML(&buf, v); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lanes []string
+	var excess, bars, rows int
+	var reproduce, harm string
+	for n := range doc.Descendants() {
+		if n.Type != html.ElementNode {
+			continue
+		}
+		class := attr(n, "class")
+		switch {
+		case n.Data == "script" || n.Data == "iframe" || n.Data == "img" || n.Data == "link":
+			t.Errorf("a <%s> element: the page must stand alone", n.Data)
+		case attr(n, "src") != "":
+			t.Errorf("<%s src=%q>: the page must fetch nothing", n.Data, attr(n, "src"))
+		case n.Data == "a" && !strings.HasPrefix(attr(n, "href"), "#"):
+			t.Errorf("a link out of the page: %q", attr(n, "href"))
+		}
+		switch {
+		case n.Data == "g" && strings.HasPrefix(class, "lane"):
+			lanes = append(lanes, attr(n, "data-lane"))
+		case n.Data == "circle" && class == "mark excess":
+			excess++
+		case n.Data == "rect" && strings.HasPrefix(class, "bar"):
+			bars++
+			if n.Parent.Data != "a" || n.Parent.Parent == nil || attr(n.Parent, "href") != "#"+attr(n, "data-attempt") {
+				t.Errorf("bar %s does not link to its row", attr(n, "data-attempt"))
+			}
+		case n.Data == "tr" && attr(n, "id") != "":
+			rows++
+		case n.Data == "code" && class == "reproduce":
+			reproduce = text(n)
+		case n.Data == "p" && class == "harm":
+			harm = text(n)
+		}
+	}
+	wantLanes := []string{"client 1", "client 2", "client 3", "client 4", "client 5", "key k-1", "lab"}
+	if !slices.Equal(lanes, wantLanes) {
+		t.Errorf("lanes %q, want %q", lanes, wantLanes)
+	}
+	if excess != 2 {
+		t.Errorf("%d highlighted executions, want the double's two", excess)
+	}
+	if bars != 5 || rows != 5 {
+		t.Errorf("%d bars and %d rows, want one of each per request (5)", bars, rows)
+	}
+	if reproduce != v.Finding.Reproduce {
+		t.Errorf("reproduce %q, want %q", reproduce, v.Finding.Reproduce)
+	}
+	if !strings.Contains(harm, "double") || !strings.Contains(harm, v.Finding.Explain) {
+		t.Errorf("the finding at the top reads %q", harm)
+	}
+}
+
+func attr(n *html.Node, name string) string {
+	for _, a := range n.Attr {
+		if a.Key == name {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func text(n *html.Node) string {
+	var b strings.Builder
+	for d := range n.Descendants() {
+		if d.Type == html.TextNode {
+			b.WriteString(d.Data)
+		}
+	}
+	return b.String()
+}
+
+func equalCounts(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
