@@ -53,10 +53,21 @@ func WriteTimeline(r *Result, dir, reproduce string) error {
 	return nil
 }
 
+// TimelinesEnv names the folder where make stage-N and lab check put the
+// HTML timelines of money failures (lab check sets it for its go test).
+const TimelinesEnv = "IDEMLAB_TIMELINES"
+
+// ColorEnv, set to 1, draws the terminal timelines of a stage's go test
+// in colour: lab check and lab watch set it when they print to a terminal.
+const ColorEnv = "IDEMLAB_COLOR"
+
 // TimelineDir is where a run that writes no results.json puts its HTML
-// timelines: .idemlab/timelines below the project's root, or below the
-// working directory outside the project.
+// timelines: the folder TimelinesEnv names, or else .idemlab/timelines
+// below the project's root (below the working directory outside it).
 func TimelineDir() string {
+	if d := os.Getenv(TimelinesEnv); d != "" {
+		return d
+	}
 	root, err := Root()
 	if err != nil {
 		root = "."

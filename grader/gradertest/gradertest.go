@@ -29,21 +29,6 @@ func Main(m *testing.M, subjects ...grader.Subject) {
 	os.Exit(m.Run())
 }
 
-// TimelinesEnv names the folder the HTML timelines of failing checks go
-// to; without it, grader.TimelineDir.
-const TimelinesEnv = "IDEMLAB_TIMELINES"
-
-// ColorEnv, set to 1, draws the timelines in colour: lab check sets it
-// when it prints to a terminal.
-const ColorEnv = "IDEMLAB_COLOR"
-
-func timelineDir() string {
-	if d := os.Getenv(TimelinesEnv); d != "" {
-		return d
-	}
-	return grader.TimelineDir()
-}
-
 // TestStage runs every check of stages 0..subject.Stage against the
 // subject, each as a subtest named by its ID, so that RUN=S3.x (or go
 // test -run) picks one. It prints the seed; SEED=n repeats a run.
@@ -70,10 +55,10 @@ func TestStage(t *testing.T, subject grader.Subject) {
 			r := grader.RunCheck(context.Background(), subject, c, seed, grader.InProcess)
 			if !r.Passed() {
 				reproduce := fmt.Sprintf("make %s-%d SEED=%d RUN=%s", target, subject.Stage, seed, c.ID)
-				if err := grader.WriteTimeline(&r, timelineDir(), reproduce); err != nil {
+				if err := grader.WriteTimeline(&r, grader.TimelineDir(), reproduce); err != nil {
 					t.Log(err)
 				}
-				t.Error("\n" + grader.FormatColor(r, reproduce, os.Getenv(ColorEnv) == "1"))
+				t.Error("\n" + grader.FormatColor(r, reproduce, os.Getenv(grader.ColorEnv) == "1"))
 			}
 		})
 	}
