@@ -162,6 +162,13 @@ func (t *T) on(target *Target) *T {
 	return on
 }
 
+// kill ends the target's child process with kill -9, and notes it in the
+// check's history.
+func (t *T) kill() {
+	t.target.Child.Kill()
+	t.history.lab(timeline.Crash, "kill -9")
+}
+
 // onCleanup registers fn to run when the check ends.
 func (t *T) onCleanup(fn func()) {
 	t.cleanups.mu.Lock()
@@ -375,7 +382,7 @@ func (t *T) crashDuring(stop <-chan struct{}, gate *pausable, crashes []string) 
 				return log
 			}
 			gate.pause()
-			t.target.Child.Kill()
+			t.kill()
 		} else {
 			if err := t.armAgainOnEOF(point); err != nil {
 				log.err = fmt.Errorf("arm %s after the crashes %v: %w", point, log.fired, err)
