@@ -22,7 +22,7 @@ type Result struct {
 	Err      error
 	Duration time.Duration
 	// History is what the check's clients sent and what the lab observed,
-	// kept when the check found money harmed, for its timeline.
+	// kept when the check failed, for its timeline.
 	History *timeline.History
 	// TimelinePath is where its HTML timeline was written, if it was
 	// (WriteTimeline).
@@ -88,7 +88,7 @@ func RunCheck(ctx context.Context, subject Subject, c Check, runSeed uint64, sta
 	t.history.watch(ctx, t.Lab())
 	err = t.moneyFirst(runGuarded(c, t))
 	r := Result{Check: c, Seed: runSeed, Err: err, Duration: time.Since(began)}
-	if r.Harm() != "" {
+	if r.Caught() {
 		t.history.fence(ctx, t.Lab())
 		r.History = t.history.history()
 	}

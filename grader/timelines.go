@@ -5,23 +5,58 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 
 	"idemlab/grader/timeline"
 )
 
-// Timeline is the part of the result's history that its money finding is
-// about, with at most lanes client lanes; ok is false when the result
-// found no money harmed, or its history holds no request of the
-// operations behind the finding.
+// Timeline is the part of the result's history that its failure is
+// about, with at most lanes client lanes. A money finding draws the
+// operations that executed more often than asked, or that never ran,
+// highlighted; a failure that names no such operation draws the
+// operations its evidence names (their requests), when there is a story
+// to see: more than one request, or a crash. ok is false when there is
+// nothing to draw.
 func (r Result) Timeline(reproduce string, lanes int) (v timeline.View, ok bool) {
 	var f *Failure
-	if r.History == nil || !errors.As(r.Err, &f) || f.Harm == "" {
+	if r.History == nil || !errors.As(r.Err, &f) {
 		return timeline.View{}, false
 	}
-	return r.History.Focus(timeline.Finding{
+	finding := timeline.Finding{
 		Check: r.Check.ID, Claim: r.Check.Claim, Harm: string(f.Harm), Explain: f.Harm.Explain(),
 		Got: f.Got, Reproduce: reproduce, Excess: f.Excess, Missing: f.Missing,
-	}, lanes)
+	}
+	if f.Harm == "" {
+		finding.Harm, finding.Explain = "contract", "every balance is right: what failed is the contract (a status, a problem type, a header)"
+	}
+	if len(f.Excess)+len(f.Missing) == 0 {
+		finding.Named = namedOps(f)
+	}
+	v, ok = r.History.Focus(finding, lanes)
+	if !ok || len(finding.Named) == 0 {
+		return v, ok
+	}
+	return v, v.Story()
+}
+
+// opName is the form of the operations a check draws (T.Op).
+var opName = regexp.MustCompile(`\bop-[0-9a-f]{8}\b`)
+
+// namedOps are the operations a failure's evidence names.
+func namedOps(f *Failure) []string {
+	var out []string
+	for _, part := range []*Failure{f, f.Contract} {
+		if part == nil {
+			continue
+		}
+		for _, op := range opName.FindAllString(part.Sent+"\n"+part.Got, -1) {
+			if !slices.Contains(out, op) {
+				out = append(out, op)
+			}
+		}
+	}
+	return out
 }
 
 // WriteTimeline writes the HTML timeline of r's money finding into dir,

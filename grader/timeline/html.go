@@ -137,6 +137,7 @@ body { font: 16px/1.45 system-ui, sans-serif; margin: 1.5em 2em; color: #1b1b1b;
 h1 { font-size: 1.5em; margin: 0 0 .2em; }
 .claim { font-size: 1.1em; margin: 0 0 .8em; }
 .harm { color: #b00020; font-weight: 600; font-size: 1.2em; }
+.contract { color: #205020; font-weight: 600; font-size: 1.2em; }
 pre { background: #f4f4f4; padding: .6em .8em; white-space: pre-wrap; }
 svg { display: block; max-width: 100%; height: auto; border: 1px solid #ddd; }
 svg text { font: 13px ui-monospace, monospace; }
@@ -163,7 +164,7 @@ tr.hot td:first-child { color: #b00020; font-weight: bold; }
 <body>
 <h1>{{.F.Check}}</h1>
 <p class="claim">{{.F.Claim}}</p>
-<p class="harm">✗ {{.F.Harm}}: {{.F.Explain}}</p>
+{{if eq .F.Harm "contract"}}<p class="contract">✓ {{.F.Explain}}</p>{{else}}<p class="harm">✗ {{.F.Harm}}: {{.F.Explain}}</p>{{end}}
 <pre class="got">{{.F.Got}}</pre>
 <p>reproduce: <code class="reproduce">{{.F.Reproduce}}</code></p>
 <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {{.Width}} {{.Height}}" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="timeline of {{.F.Check}}">

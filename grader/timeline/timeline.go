@@ -119,10 +119,15 @@ type Finding struct {
 	// Missing are the operations a client was told of that never executed:
 	// the answers that claimed them are highlighted.
 	Missing []string `json:"missing,omitempty"`
+	// Named are operations the evidence names, drawn without a highlight:
+	// a failure that harmed no money, or found harm in no one operation.
+	Named []string `json:"named,omitempty"`
 }
 
 // ops is every operation the finding is about.
-func (f Finding) ops() []string { return append(slices.Clone(f.Excess), f.Missing...) }
+func (f Finding) ops() []string {
+	return append(append(slices.Clone(f.Excess), f.Missing...), f.Named...)
+}
 
 // Mark is something drawn on a lane at one moment.
 type Mark struct {
@@ -165,6 +170,21 @@ type View struct {
 	Lanes    []Lane
 	// Hidden counts the client lanes left out, by their last answer.
 	Hidden map[string]int
+}
+
+// Story reports whether the view shows more than one request, or a crash
+// or restart: a single request on its own draws nothing worth a picture.
+func (v View) Story() bool {
+	requests := v.HiddenLanes()
+	for _, l := range v.Lanes {
+		requests += len(l.Attempts)
+		for _, m := range l.Marks {
+			if m.Kind == Crash || m.Kind == Restart {
+				return true
+			}
+		}
+	}
+	return requests > 1
 }
 
 // HiddenLanes is how many client lanes were left out.

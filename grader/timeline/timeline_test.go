@@ -133,6 +133,19 @@ func TestFocus_SplitsOverlappingRequestsOfOneClient(t *testing.T) {
 	}
 }
 
+func TestView_StoryNeedsTwoRequestsOrACrash(t *testing.T) {
+	f := load(t, "lost")
+	f.Finding.Named, f.Finding.Missing = f.Finding.Missing, nil
+	if v, _ := f.History.Focus(f.Finding, 10); !v.Story() {
+		t.Error("a request, a crash and a retry make no story")
+	}
+	f.History.Attempts = f.History.Attempts[1:]
+	f.History.Events = f.History.Events[3:]
+	if v, _ := f.History.Focus(f.Finding, 10); v.Story() {
+		t.Errorf("one request on its own makes a story: %+v", v.Lanes)
+	}
+}
+
 func TestText_ColorKeepsTheGlyphs(t *testing.T) {
 	v := focus(t, "double", 3)
 	colored := Text(v, TextOptions{Color: true})
