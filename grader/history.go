@@ -155,7 +155,7 @@ func (h *historian) heard(ev events.Event) {
 		if !e.At.IsZero() {
 			at = e.At
 		}
-		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Execution, Attempt: e.Attempt, Op: e.Op, Count: e.Count,
+		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Execution, Attempt: e.Attempt, Op: e.Op, Count: e.Count, Ref: e.ID,
 			Detail: fmt.Sprintf("%s %s of %d won, run %s", e.Kind, e.ID, e.Amount, times(e.Count))})
 	case events.KindKey:
 		var k events.Key

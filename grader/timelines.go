@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 
 	"idemlab/grader/timeline"
 )
@@ -31,7 +32,7 @@ func (r Result) Timeline(reproduce string, lanes int) (v timeline.View, ok bool)
 		finding.Harm, finding.Explain = "contract", "every balance is right: what failed is the contract (a status, a problem type, a header)"
 	}
 	if len(f.Excess)+len(f.Missing) == 0 {
-		finding.Named = namedOps(f)
+		finding.Named, finding.Refs = namedOps(f), namedRefs(f.Got)
 	}
 	v, ok = r.History.Focus(finding, lanes)
 	if !ok || len(finding.Named) == 0 {
@@ -42,6 +43,24 @@ func (r Result) Timeline(reproduce string, lanes int) (v timeline.View, ok bool)
 
 // opName is the form of the operations a check draws (T.Op).
 var opName = regexp.MustCompile(`\bop-[0-9a-f]{8}\b`)
+
+// refName is the form of a transfer's or a deposit's id.
+var refName = regexp.MustCompile(`\b(?:tr|dp)_[0-9A-Za-z]+\b`)
+
+// refLines begin the lines of a core ledger finding that name the
+// transfers it is about (checks_stage9.go's postedOnce).
+var refLines = []string{"never posted:", "posted more than once:", "posted, and no such transfer executed:", "posted wrong:"}
+
+// namedRefs are the transfers the core ledger finding in got is about.
+func namedRefs(got string) []string {
+	var out []string
+	for _, line := range strings.Split(got, "\n") {
+		if slices.ContainsFunc(refLines, func(p string) bool { return strings.HasPrefix(line, p) }) {
+			out = append(out, refName.FindAllString(line, -1)...)
+		}
+	}
+	return out
+}
 
 // namedOps are the operations a failure's evidence names.
 func namedOps(f *Failure) []string {

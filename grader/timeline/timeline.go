@@ -93,7 +93,9 @@ type Event struct {
 	Key     string `json:"key,omitempty"`
 	Op      string `json:"op,omitempty"`
 	// Count is, for an execution, how many times its op has now run.
-	Count  int64  `json:"count,omitempty"`
+	Count int64 `json:"count,omitempty"`
+	// Ref is, for an execution, the resource it made (tr_…, dp_…).
+	Ref    string `json:"ref,omitempty"`
 	Detail string `json:"detail,omitempty"`
 }
 
@@ -122,6 +124,10 @@ type Finding struct {
 	// Named are operations the evidence names, drawn without a highlight:
 	// a failure that harmed no money, or found harm in no one operation.
 	Named []string `json:"named,omitempty"`
+	// Refs are resources the finding is about (the transfers the core
+	// ledger never heard of): the executions that made them are
+	// highlighted.
+	Refs []string `json:"refs,omitempty"`
 }
 
 // ops is every operation the finding is about.
@@ -203,6 +209,11 @@ func (v View) HiddenLanes() int {
 // the finding's operations.
 func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 	ops := f.ops()
+	for _, e := range h.Events {
+		if e.Kind == Execution && e.Ref != "" && slices.Contains(f.Refs, e.Ref) && !slices.Contains(ops, e.Op) {
+			ops = append(ops, e.Op)
+		}
+	}
 	keys := map[string]bool{}
 	var involved []Attempt
 	for _, a := range h.Attempts {
@@ -254,7 +265,8 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 			if !slices.Contains(ops, e.Op) {
 				continue
 			}
-			m := Mark{At: e.At, Kind: Execution, Highlight: slices.Contains(f.Excess, e.Op), Detail: e.Detail}
+			hot := slices.Contains(f.Excess, e.Op) || e.Ref != "" && slices.Contains(f.Refs, e.Ref)
+			m := Mark{At: e.At, Kind: Execution, Highlight: hot, Detail: e.Detail}
 			if i, ok := byID[e.Attempt]; ok {
 				clients[i].Marks = append(clients[i].Marks, m)
 			} else if lane := opKey(involved, e.Op); lane != "" {

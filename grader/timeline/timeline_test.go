@@ -100,6 +100,20 @@ func TestFocus_HighlightsTheFindingsExecutionsOnTheirLanes(t *testing.T) {
 	}
 }
 
+func TestFocus_HighlightsTheExecutionsOfTheNamedResources(t *testing.T) {
+	f := load(t, "double")
+	f.Finding.Excess, f.Finding.Refs = nil, []string{"tr_2"}
+	v, ok := f.History.Focus(f.Finding, 10)
+	if !ok {
+		t.Fatal("no timeline for a finding about transfer tr_2")
+	}
+	for _, l := range v.Lanes {
+		if l.highlighted() != (l.Label == "client 2") {
+			t.Errorf("lane %s highlighted: %v; only tr_2's (client 2) should be", l.Label, l.highlighted())
+		}
+	}
+}
+
 func TestFocus_KeepsTheHighlightedLanesAndCountsTheRest(t *testing.T) {
 	v := focus(t, "double", 2)
 	var labels []string
