@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"time"
 )
 
@@ -79,7 +80,7 @@ func htmlView(v View) htmlPage {
 		if span <= 0 {
 			return svgLabel
 		}
-		return svgLabel + float64(t.Sub(v.From))/float64(span)*svgArea
+		return math.Round((svgLabel+float64(t.Sub(v.From))/float64(span)*svgArea)*10) / 10
 	}
 	ms := func(t time.Time) string { return Millis(t.Sub(v.From)) }
 	p := htmlPage{F: v.Finding, Width: svgLabel + svgArea + svgAnswer, Span: Millis(span) + " ms",
@@ -90,7 +91,7 @@ func htmlView(v View) htmlPage {
 	for i, l := range v.Lanes {
 		hl := htmlLane{Label: l.Label, Answer: l.answer(), Y: svgTop + svgLane*float64(i), Lab: l.Lab, Hot: l.highlighted()}
 		for _, a := range l.Attempts {
-			hl.Bars = append(hl.Bars, htmlBar{ID: a.ID, X: x(a.Start), W: max(x(a.End)-x(a.Start), 2), Cut: a.Cut, Lost: !a.Answered(),
+			hl.Bars = append(hl.Bars, htmlBar{ID: a.ID, X: x(a.Start), W: math.Round(max(x(a.End)-x(a.Start), 2)*10) / 10, Cut: a.Cut, Lost: !a.Answered(),
 				Title: fmt.Sprintf("%s  %s\nsent  %s\ngot   %s\n%s → %s ms", a.Client, a.ID, a.Sent, a.Got, ms(a.Start), ms(a.End))})
 			p.Rows = append(p.Rows, htmlRow{ID: a.ID, Client: a.Client, Sent: a.Sent, Got: a.Got, Start: ms(a.Start), End: ms(a.End), Hot: hl.Hot})
 		}
@@ -152,7 +153,7 @@ a:hover .bar, a:focus .bar { fill: #3c78b4; }
 .mark.execution { fill: #2a7a2a; }
 .mark.excess { fill: #d00020; stroke: #000; stroke-width: 1; }
 .mark.missing { fill: none; stroke: #d00020; stroke-width: 3; }
-.mark.key, .mark.lab { fill: #444; font-weight: bold; }
+.mark.glyph { fill: #444; font-weight: bold; }
 .axis { stroke: #bbb; }
 table { border-collapse: collapse; margin-top: 1em; font: 13px ui-monospace, monospace; }
 td, th { border-bottom: 1px solid #eee; padding: .2em .6em; text-align: left; vertical-align: top; }
@@ -175,7 +176,7 @@ tr.hot td:first-child { color: #b00020; font-weight: bold; }
 {{range .Bars}}<a href="#{{.ID}}"><rect class="bar{{if .Cut}} cut{{else if .Lost}} lost{{end}}" data-attempt="{{.ID}}" x="{{.X}}" y="{{$l.Y}}" width="{{.W}}" height="16" transform="translate(0 4)"><title>{{.Title}}</title></rect></a>
 {{end}}{{range .Marks}}{{if eq .Kind "execution" "excess"}}<circle class="mark {{.Kind}}" cx="{{.X}}" cy="{{$l.Y}}" r="{{if .Highlight}}9{{else}}6{{end}}" transform="translate(0 12)"><title>{{.Title}}</title></circle>
 {{else if eq .Kind "missing"}}<circle class="mark missing" cx="{{.X}}" cy="{{$l.Y}}" r="9" transform="translate(0 12)"><title>{{.Title}}</title></circle>
-{{else}}<text class="mark {{if $l.Lab}}key{{else}}lab{{end}}" x="{{.X}}" y="{{$l.Y}}" dy="17" text-anchor="middle">{{.Glyph}}<title>{{.Title}}</title></text>
+{{else}}<text class="mark glyph" x="{{.X}}" y="{{$l.Y}}" dy="17" text-anchor="middle">{{.Glyph}}<title>{{.Title}}</title></text>
 {{end}}{{end}}<text x="{{$.Width}}" y="{{.Y}}" dx="-6" dy="17" text-anchor="end">{{.Answer}}</text>
 </g>
 {{end}}</svg>

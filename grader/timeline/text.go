@@ -163,6 +163,9 @@ func axis(span time.Duration) string {
 // Millis writes d in milliseconds, with one decimal below 10 ms.
 func Millis(d time.Duration) string {
 	ms := float64(d) / float64(time.Millisecond)
+	if ms == 0 {
+		return "0"
+	}
 	if ms < 10 {
 		return strconv.FormatFloat(ms, 'f', 1, 64)
 	}

@@ -232,6 +232,14 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 		v.From = minTime(v.From, a.Start)
 		v.To = maxTime(v.To, a.End)
 	}
+	// A fault armed just before the first request is part of its story
+	// (the crash it arms comes later): the view starts there.
+	lookBack := v.From.Add(-v.To.Sub(v.From) / 4)
+	for _, e := range h.Events {
+		if e.Kind == Armed && e.At.Before(v.From) && !e.At.Before(lookBack) {
+			v.From = e.At
+		}
+	}
 	byID := map[string]int{}
 	var clients []Lane
 	for _, a := range involved {
@@ -290,6 +298,15 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 		}
 	}
 	v.Lanes = pickLanes(clients, lanes, v.Hidden)
+	if len(keyOrder) > maxKeyLanes {
+		// Many keys, one per operation: their claims and completions
+		// share one lane.
+		all := Lane{Label: fmt.Sprintf("%d keys", len(keyOrder)), Lab: true}
+		for _, k := range keyOrder {
+			all.Marks = append(all.Marks, keyLanes[k].Marks...)
+		}
+		keyLanes, keyOrder = map[string]*Lane{"": &all}, []string{""}
+	}
 	for _, k := range keyOrder {
 		v.Lanes = append(v.Lanes, *keyLanes[k])
 	}
@@ -301,6 +318,9 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 	}
 	return v, true
 }
+
+// maxKeyLanes is how many keys get a lane each; more share one.
+const maxKeyLanes = 2
 
 // pickLanes keeps at most n client lanes, by rank (a highlighted mark,
 // then any mark, then the earliest send), shown in the order their first

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
@@ -157,6 +159,37 @@ func TestView_StoryNeedsTwoRequestsOrACrash(t *testing.T) {
 	f.History.Events = f.History.Events[3:]
 	if v, _ := f.History.Focus(f.Finding, 10); v.Story() {
 		t.Errorf("one request on its own makes a story: %+v", v.Lanes)
+	}
+}
+
+func TestFocus_StartsAtTheFaultArmedJustBeforeTheFirstRequest(t *testing.T) {
+	f := load(t, "lost")
+	first := f.History.Attempts[0].Start
+	armed := first.Add(-2 * time.Millisecond)
+	long := first.Add(-time.Second)
+	f.History.Events = append(f.History.Events, Event{At: armed, Kind: Armed, Detail: "crash-in-transfer"}, Event{At: long, Kind: Armed})
+	v, _ := f.History.Focus(f.Finding, 10)
+	if !v.From.Equal(armed) {
+		t.Errorf("the view starts %v before the first request, want at the fault armed 2ms before it", first.Sub(v.From))
+	}
+}
+
+func TestFocus_ManyKeysShareOneLane(t *testing.T) {
+	f := load(t, "double")
+	for i := range f.History.Attempts {
+		k := fmt.Sprintf("k-%d", i)
+		f.History.Attempts[i].Key = k
+		f.History.Events = append(f.History.Events, Event{At: f.History.Attempts[i].Start, Kind: Claim, Key: k})
+	}
+	v, _ := f.History.Focus(f.Finding, 10)
+	var keyLanes []string
+	for _, l := range v.Lanes {
+		if l.Lab && l.Label != "lab" {
+			keyLanes = append(keyLanes, l.Label)
+		}
+	}
+	if len(keyLanes) != 1 || keyLanes[0] != "5 keys" {
+		t.Errorf("key lanes %q, want one lane for the five keys", keyLanes)
 	}
 }
 
