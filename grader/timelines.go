@@ -32,10 +32,20 @@ func (r Result) Timeline(reproduce string, lanes int) (v timeline.View, ok bool)
 		finding.Harm, finding.Explain = "contract", "every balance is right: what failed is the contract (a status, a problem type, a header)"
 	}
 	if len(f.Excess)+len(f.Missing) == 0 {
-		finding.Named, finding.Refs = namedOps(f), namedRefs(f.Got)
+		// A check that judged the money itself names its operations in
+		// its evidence: what the harm says of them decides the highlight.
+		named := namedOps(f)
+		switch f.Harm {
+		case Double, MovedThoughRefused:
+			finding.Excess = named
+		case Lost:
+			finding.Missing = named
+		default:
+			finding.Named, finding.Refs = named, namedRefs(f.Got)
+		}
 	}
 	v, ok = r.History.Focus(finding, lanes)
-	if !ok || len(finding.Named) == 0 {
+	if !ok || f.Harm != "" {
 		return v, ok
 	}
 	return v, v.Story()
