@@ -37,12 +37,13 @@ func newHistorian() *historian {
 	return &historian{keys: map[string]bool{}, rows: map[int64]string{}, rowStates: map[int64]string{}, fenced: make(chan struct{}, 1)}
 }
 
-// begin notes that client sent req, and returns the attempt's name for
-// the Lab-Attempt header.
-func (h *historian) begin(client string, req Request) string {
+// begin notes that client sent req, and returns the attempt's number
+// (for end) and name (for the Lab-Attempt header).
+func (h *historian) begin(client string, req Request) (n int, name string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	id := fmt.Sprintf("a%d", len(h.attempts)+1)
+	n = len(h.attempts)
+	id := fmt.Sprintf("a%d", n+1)
 	h.attempts = append(h.attempts, timeline.Attempt{
 		ID: id, Client: client, Method: req.Method, Path: req.Path, Key: req.Key,
 		Op: opOf(req.Body), Start: time.Now(), Sent: req.String(),
@@ -50,23 +51,17 @@ func (h *historian) begin(client string, req Request) string {
 	if req.Key != "" {
 		h.keys[req.Key] = true
 	}
-	return id
+	return n, id
 }
 
-// end notes the answer of attempt id.
-func (h *historian) end(id string, r Response) {
+// end notes the answer of attempt n.
+func (h *historian) end(n int, r Response) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for i := range h.attempts {
-		if h.attempts[i].ID != id {
-			continue
-		}
-		a := &h.attempts[i]
-		a.End, a.Status, a.Problem, a.Got = time.Now(), r.Status, r.Problem(), r.String()
-		if r.Err != nil {
-			a.Err = r.Err.Error()
-		}
-		return
+	a := &h.attempts[n]
+	a.End, a.Status, a.Problem, a.Got = time.Now(), r.Status, r.Problem(), r.String()
+	if r.Err != nil {
+		a.Err = r.Err.Error()
 	}
 }
 

@@ -154,9 +154,9 @@ func (t *T) Do(req Request) Response { return t.send("check", req) }
 // send sends req as client and reads the whole response, recording both
 // in the check's history.
 func (t *T) send(client string, req Request) Response {
-	attempt := t.history.begin(client, req)
+	n, attempt := t.history.begin(client, req)
 	r := t.roundTrip(req, attempt)
-	t.history.end(attempt, r)
+	t.history.end(n, r)
 	return r
 }
 
