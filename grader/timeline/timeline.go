@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -297,7 +298,7 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 			}
 		}
 	}
-	v.Lanes = pickLanes(clients, lanes, v.Hidden)
+	v.Lanes = pickLanes(clients, lanes, v.Hidden, v.To.Sub(v.From)/100)
 	if len(keyOrder) > maxKeyLanes {
 		// Many keys, one per operation: their claims and completions
 		// share one lane.
@@ -324,8 +325,10 @@ const maxKeyLanes = 2
 
 // pickLanes keeps at most n client lanes, by rank (a highlighted mark,
 // then any mark, then the earliest send), shown in the order their first
-// request left; it counts the others in hidden by their last answer.
-func pickLanes(clients []Lane, n int, hidden map[string]int) []Lane {
+// request left, those that left within one grain of each other (released
+// by one barrier) by their client's number; it counts the others in
+// hidden by their last answer.
+func pickLanes(clients []Lane, n int, hidden map[string]int, grain time.Duration) []Lane {
 	rank := func(l Lane) int {
 		switch {
 		case l.highlighted():
@@ -354,8 +357,48 @@ func pickLanes(clients []Lane, n int, hidden map[string]int) []Lane {
 			out = append(out, l)
 		}
 	}
-	sort.SliceStable(out, func(a, b int) bool { return out[a].Attempts[0].Start.Before(out[b].Attempts[0].Start) })
+	first := out[0].Attempts[0].Start
+	for _, l := range out {
+		first = minTime(first, l.Attempts[0].Start)
+	}
+	slot := func(l Lane) time.Duration {
+		if grain <= 0 {
+			return l.Attempts[0].Start.Sub(first)
+		}
+		return l.Attempts[0].Start.Sub(first) / grain
+	}
+	sort.SliceStable(out, func(a, b int) bool {
+		if sa, sb := slot(out[a]), slot(out[b]); sa != sb {
+			return sa < sb
+		}
+		return labelLess(out[a].Label, out[b].Label)
+	})
 	return out
+}
+
+// labelLess orders lane labels with their numbers as numbers: client 2
+// before client 10.
+func labelLess(a, b string) bool {
+	pa, na := splitNumber(a)
+	pb, nb := splitNumber(b)
+	if pa != pb || na < 0 || nb < 0 {
+		return a < b
+	}
+	return na < nb
+}
+
+// splitNumber splits "client 12" into "client " and 12; the number is -1
+// when the label does not end in one.
+func splitNumber(s string) (string, int) {
+	i := len(s)
+	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+		i--
+	}
+	n, err := strconv.Atoi(s[i:])
+	if err != nil {
+		return s, -1
+	}
+	return s[:i], n
 }
 
 // laneFor is the lane of a's client whose last request was answered

@@ -132,6 +132,25 @@ func TestFocus_KeepsTheHighlightedLanesAndCountsTheRest(t *testing.T) {
 	}
 }
 
+func TestFocus_ABarriersLanesReadInTheirClientsOrder(t *testing.T) {
+	f := load(t, "double")
+	at := f.History.Attempts[4].Start
+	for i := range f.History.Attempts {
+		f.History.Attempts[i].Start = at // released together
+		f.History.Attempts[i].Client = fmt.Sprintf("client %d", 12-i)
+	}
+	v, _ := f.History.Focus(f.Finding, 10)
+	var labels []string
+	for _, l := range v.Lanes {
+		if !l.Lab {
+			labels = append(labels, l.Label)
+		}
+	}
+	if want := []string{"client 8", "client 9", "client 10", "client 11", "client 12"}; !slices.Equal(labels, want) {
+		t.Errorf("lanes %q, want %q", labels, want)
+	}
+}
+
 func TestFocus_SplitsOverlappingRequestsOfOneClient(t *testing.T) {
 	f := load(t, "double")
 	for i := range f.History.Attempts {
