@@ -26,15 +26,15 @@ type historian struct {
 	// rows and rowStates are the key each key row (by rowid) holds and
 	// the state it was last seen in.
 	rows, rowStates map[int64]string
-	// fenced is signalled by each clock event, which fence waits for.
-	fenced chan struct{}
+	// clocks carries the time of each clock event, which fence waits for.
+	clocks chan time.Time
 	// streams are the event streams being read.
 	streams sync.WaitGroup
 	stop    []func()
 }
 
 func newHistorian() *historian {
-	return &historian{keys: map[string]bool{}, rows: map[int64]string{}, rowStates: map[int64]string{}, fenced: make(chan struct{}, 1)}
+	return &historian{keys: map[string]bool{}, rows: map[int64]string{}, rowStates: map[int64]string{}, clocks: make(chan time.Time, 64)}
 }
 
 // begin notes that client sent req, and returns the attempt's number
@@ -101,21 +101,26 @@ func (h *historian) watch(ctx context.Context, lab *labclient.Client) error {
 
 // fence waits until the events the server published before now have
 // been heard: it moves the lab clock by nothing and waits, up to a
-// second, for that clock event.
+// second, for the clock event that says so (its time is the one the move
+// answered, which no earlier move of the clock has).
 func (h *historian) fence(ctx context.Context, lab *labclient.Client) {
-	select {
-	case <-h.fenced:
-	default:
-	}
-	if _, err := lab.Advance(ctx, 0); err != nil {
+	now, err := lab.Advance(ctx, 0)
+	if err != nil {
 		return
 	}
 	wait := time.NewTimer(time.Second)
 	defer wait.Stop()
-	select {
-	case <-h.fenced:
-	case <-wait.C:
-	case <-ctx.Done():
+	for {
+		select {
+		case at := <-h.clocks:
+			if at.Equal(now) {
+				return
+			}
+		case <-wait.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -166,9 +171,19 @@ func (h *historian) heard(ev events.Event) {
 		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Reset})
 	case events.KindClock:
 		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Clock})
+		var c struct{ Now time.Time }
+		if json.Unmarshal(ev.Data, &c) != nil {
+			return
+		}
 		select {
-		case h.fenced <- struct{}{}:
+		case h.clocks <- c.Now:
 		default:
+			// Nobody is fencing: the oldest time makes room.
+			select {
+			case <-h.clocks:
+			default:
+			}
+			h.clocks <- c.Now
 		}
 	}
 }
