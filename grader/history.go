@@ -40,6 +40,9 @@ func newHistorian() *historian {
 // begin notes that client sent req, and returns the attempt's number
 // (for end) and name (for the Lab-Attempt header).
 func (h *historian) begin(client string, req Request) (n int, name string) {
+	if h == nil {
+		return 0, ""
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n = len(h.attempts)
@@ -56,13 +59,23 @@ func (h *historian) begin(client string, req Request) (n int, name string) {
 
 // end notes the answer of attempt n.
 func (h *historian) end(n int, r Response) {
+	errText := ""
+	if r.Err != nil {
+		errText = r.Err.Error()
+	}
+	h.answered(n, r.Status, r.Problem(), r.String(), errText, false)
+}
+
+// answered notes what attempt n got: a status and problem type, or the
+// error the client saw instead (cut says the fault transport made it).
+func (h *historian) answered(n, status int, problem, got, errText string, cut bool) {
+	if h == nil {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	a := &h.attempts[n]
-	a.End, a.Status, a.Problem, a.Got = time.Now(), r.Status, r.Problem(), r.String()
-	if r.Err != nil {
-		a.Err = r.Err.Error()
-	}
+	a.End, a.Status, a.Problem, a.Got, a.Err, a.Cut = time.Now(), status, problem, got, errText, cut
 }
 
 // lab notes something the grader itself saw happen to the lab: a crash

@@ -88,32 +88,21 @@ func namedOps(f *Failure) []string {
 	return out
 }
 
-// WriteTimeline writes the HTML timeline of r's money finding into dir,
-// as <check ID>.html, and sets r.TimelinePath to its path (shown relative
-// to the working directory when it lies below it). It writes nothing when
-// r has no timeline (Timeline), and returns an error if the file cannot
-// be written.
+// WriteTimeline writes the HTML timeline of r's failure into dir, as
+// <check ID>.html, and sets r.TimelinePath to its path (shown relative to
+// the working directory when it lies below it). It writes nothing when r
+// has no timeline (Timeline), and returns an error if the file cannot be
+// written.
 func WriteTimeline(r *Result, dir, reproduce string) error {
 	v, ok := r.Timeline(reproduce, timeline.HTMLLanes)
 	if !ok {
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("write the timeline of %s: %w", r.Check.ID, err)
-	}
-	path := filepath.Join(dir, r.Check.ID+".html")
-	f, err := os.Create(path)
+	path, err := timeline.WriteHTML(dir, r.Check.ID, v)
 	if err != nil {
 		return fmt.Errorf("write the timeline of %s: %w", r.Check.ID, err)
 	}
-	if err := timeline.HTML(f, v); err != nil {
-		f.Close()
-		return fmt.Errorf("write the timeline of %s: %w", r.Check.ID, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write the timeline of %s: %w", r.Check.ID, err)
-	}
-	r.TimelinePath = shortPath(path)
+	r.TimelinePath = path
 	return nil
 }
 
@@ -137,21 +126,4 @@ func TimelineDir() string {
 		root = "."
 	}
 	return filepath.Join(root, ".idemlab", "timelines")
-}
-
-// shortPath is path relative to the working directory when it lies below
-// it, or else absolute.
-func shortPath(path string) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return path
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return abs
-	}
-	if rel, err := filepath.Rel(wd, abs); err == nil && filepath.IsLocal(rel) {
-		return rel
-	}
-	return abs
 }

@@ -5,6 +5,8 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -19,6 +21,46 @@ const (
 	svgLane   = 28.0
 	svgTop    = 34.0
 )
+
+// WriteHTML writes v as an HTML page named name.html in dir, which it
+// makes if need be, and returns the page's path, relative to the working
+// directory when it lies below it. It returns an error if the page cannot
+// be written.
+func WriteHTML(dir, name string, v View) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name+".html")
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	if err := HTML(f, v); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	return shortPath(path), nil
+}
+
+// shortPath is path relative to the working directory when it lies below
+// it, or else absolute.
+func shortPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return abs
+	}
+	if rel, err := filepath.Rel(wd, abs); err == nil && filepath.IsLocal(rel) {
+		return rel
+	}
+	return abs
+}
 
 // HTML writes v as one self-contained page: inline CSS and SVG, no script
 // and nothing fetched, so that it opens on a projector with no network.

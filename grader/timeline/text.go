@@ -77,14 +77,16 @@ func Text(v View, o TextOptions) string {
 			for i := s; i <= e; i++ {
 				cells[i] = glyphs["bar"]
 			}
-			cells[s] = glyphs["start"]
+			cells[s], cells[e] = glyphs["start"], glyphs["end"]
+		}
+		// A request that got no answer keeps its end mark, even where the
+		// retry that followed it starts in the same column.
+		for _, a := range l.Attempts {
 			switch {
 			case a.Cut:
-				cells[e] = glyphs["cut"]
+				cells[col(a.End)] = glyphs["cut"]
 			case !a.Answered():
-				cells[e] = glyphs["unanswered"]
-			default:
-				cells[e] = glyphs["end"]
+				cells[col(a.End)] = glyphs["unanswered"]
 			}
 		}
 		for _, m := range l.Marks {

@@ -212,6 +212,16 @@ func TestFocus_ManyKeysShareOneLane(t *testing.T) {
 	}
 }
 
+func TestText_ACutRequestKeepsItsMarkBeforeItsRetry(t *testing.T) {
+	f := load(t, "lost")
+	f.History.Attempts[0].Status, f.History.Attempts[0].Cut, f.History.Attempts[0].Err = 0, true, "connection reset"
+	f.History.Attempts[1].Start = f.History.Attempts[0].End
+	v, _ := f.History.Focus(f.Finding, 10)
+	if lane := strings.Split(Text(v, TextOptions{}), "\n")[2]; !strings.Contains(lane, "╳") {
+		t.Errorf("the cut request's mark is gone under its retry's start: %q", lane)
+	}
+}
+
 func TestText_ColorKeepsTheGlyphs(t *testing.T) {
 	v := focus(t, "double", 3)
 	colored := Text(v, TextOptions{Color: true})
