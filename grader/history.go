@@ -149,7 +149,10 @@ func (h *historian) close() {
 	h.streams.Wait()
 }
 
-// heard turns one lab event into the history's terms.
+// heard turns one lab event into the history's terms. The stream carries
+// no time: an event is placed when it was read, a little after it
+// happened, but for an execution, which says when its write was made.
+// A reset is left out: every check starts with one, before its story.
 func (h *historian) heard(ev events.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -180,8 +183,6 @@ func (h *historian) heard(ev events.Event) {
 		var f struct{ Point string }
 		json.Unmarshal(ev.Data, &f)
 		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Armed, Detail: f.Point})
-	case events.KindReset:
-		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Reset})
 	case events.KindClock:
 		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Clock})
 		var c struct{ Now time.Time }
