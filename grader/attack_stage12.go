@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -42,7 +43,7 @@ func (t *T) Staggered(gaps []time.Duration, req func(i int) Request) []Response 
 		done.Add(1)
 		go func() {
 			defer done.Done()
-			out[i] = t.Do(r)
+			out[i] = t.send(fmt.Sprintf("client %d", i+1), r)
 		}()
 	}
 	done.Wait()

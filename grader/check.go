@@ -55,6 +55,11 @@ type Failure struct {
 	// Reconciled says the books were read after the check and no
 	// operation had executed more often than asked.
 	Reconciled bool
+	// Excess are the operations that executed more often than asked, and
+	// Missing those a client was told of that never executed: the
+	// timeline highlights their executions, or the answers that promised
+	// them.
+	Excess, Missing []string
 }
 
 func (f *Failure) Error() string {

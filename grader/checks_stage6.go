@@ -426,7 +426,7 @@ func (t *T) crashRecovery() error {
 	}); err != nil {
 		return err
 	}
-	t.target.Child.Kill()
+	t.kill()
 	step := fmt.Sprintf("%d transfers in flight (core latency 200ms), kill -9 once %d had answered:", inFlight, answered)
 	for i, p := range pending {
 		r := p.Wait()

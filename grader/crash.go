@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"idemlab/grader/timeline"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labdb"
 )
@@ -152,7 +153,20 @@ func (t *T) OnReplicas(n int) (*T, error) {
 // on returns a T for the same check, drawing from the same random source,
 // against another target.
 func (t *T) on(target *Target) *T {
-	return &T{ctx: t.ctx, target: target, subject: t.subject, seed: t.seed, rng: t.rng, cleanups: t.cleanups, core: t.core, differences: t.differences}
+	on := &T{ctx: t.ctx, target: target, subject: t.subject, seed: t.seed, rng: t.rng, cleanups: t.cleanups, core: t.core, differences: t.differences, history: t.history}
+	if target != t.target {
+		// A server of its own: its events join the same history. Without
+		// them the timeline still has every request.
+		on.history.watch(on.ctx, on.Lab())
+	}
+	return on
+}
+
+// kill ends the target's child process with kill -9, and notes it in the
+// check's history.
+func (t *T) kill() {
+	t.target.Child.Kill()
+	t.history.lab(timeline.Crash, "kill -9")
 }
 
 // onCleanup registers fn to run when the check ends.
@@ -177,6 +191,8 @@ func (t *T) Restart() error {
 		return fmt.Errorf("restart the server on %s: %w", c.DB, err)
 	}
 	t.target.URL = c.URL
+	t.history.lab(timeline.Restart, "the server process started again on its database")
+	t.history.watch(t.ctx, t.Lab())
 	return nil
 }
 
@@ -189,6 +205,9 @@ func (t *T) Crashed(d time.Duration) (bool, error) {
 		return false, ErrNoChild
 	}
 	exited, _ := c.WaitExit(d)
+	if exited {
+		t.history.lab(timeline.Crash, "the server process exited")
+	}
 	return exited, nil
 }
 
@@ -363,7 +382,7 @@ func (t *T) crashDuring(stop <-chan struct{}, gate *pausable, crashes []string) 
 				return log
 			}
 			gate.pause()
-			t.target.Child.Kill()
+			t.kill()
 		} else {
 			if err := t.armAgainOnEOF(point); err != nil {
 				log.err = fmt.Errorf("arm %s after the crashes %v: %w", point, log.fired, err)

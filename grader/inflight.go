@@ -19,7 +19,7 @@ func (t *T) Launch(req Request) *Pending {
 	p := &Pending{Request: req, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		p.res = t.Do(req)
+		p.res = t.send("in flight", req)
 	}()
 	return p
 }

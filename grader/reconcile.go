@@ -64,7 +64,7 @@ func (t *T) Reconcile(sent, answers string, want *Books) error {
 }
 
 func reconcileState(t *T, st labctl.State, sent, answers string, want *Books) error {
-	var got, expected []string
+	var got, expected, excess, missing []string
 	var harm Harm
 	// The worst harm names the failure: a double before money that moved
 	// though refused, before a lost operation, before books that differ.
@@ -87,6 +87,11 @@ func reconcileState(t *T, st labctl.State, sent, answers string, want *Books) er
 			default:
 				worse(Lost)
 			}
+			if n > w {
+				excess = append(excess, op)
+			} else {
+				missing = append(missing, op)
+			}
 		}
 	}
 	balances := map[string]int64{}
@@ -106,7 +111,9 @@ func reconcileState(t *T, st labctl.State, sent, answers string, want *Books) er
 	if answers != "" {
 		answers += "\n"
 	}
-	return t.Harmful(harm, sent, "%sthen /lab/state: %s", strings.Join(expected, "; "), answers, strings.Join(got, "; "))
+	err := t.Harmful(harm, sent, "%sthen /lab/state: %s", strings.Join(expected, "; "), answers, strings.Join(got, "; "))
+	err.(*Failure).Excess, err.(*Failure).Missing = excess, missing
+	return err
 }
 
 func times(n int64) string {

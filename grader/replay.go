@@ -15,6 +15,8 @@ import (
 
 	"idemlab/grader/dayplan"
 	"idemlab/grader/faultnet"
+	"idemlab/grader/timeline"
+	"idemlab/kit/events"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
@@ -118,6 +120,10 @@ type ReplayOptions struct {
 	// executed transfer to one posting; when it is empty, the core is not
 	// reconciled.
 	CoreURL string
+	// History, when set, records the day's history for its timelines:
+	// each attempt on the machine's clock, and the lab's events
+	// (ReplayResult.History).
+	History bool
 }
 
 // ReplayResult is everything a replay saw, for Reconcile.
@@ -136,6 +142,9 @@ type ReplayResult struct {
 	// was not told where it is (ReplayOptions.CoreURL).
 	Core    *CoreBooks
 	Elapsed time.Duration
+	// History is the day's history, when ReplayOptions.History asked for
+	// it.
+	History *timeline.History
 }
 
 // replayer runs one replay.
@@ -147,6 +156,8 @@ type replayer struct {
 	tokens map[string]string
 	// settingsLocks runs the settings edits of one account one at a time.
 	settingsLocks accountLocks
+	// history records the attempts and the lab's events, when asked for.
+	history *historian
 }
 
 // Replay resets the lab to the plan's population, sends every operation
@@ -192,6 +203,15 @@ func Replay(ctx context.Context, plan *dayplan.Plan, opts ReplayOptions) (*Repla
 	var err error
 	if res.Opening, err = r.state(ctx); err != nil {
 		return nil, err
+	}
+	if opts.History {
+		r.history = newHistorian()
+		for _, op := range plan.Ops {
+			r.history.keys[op.Key] = true
+		}
+		defer r.history.close()
+		// Without the lab's events the history still has every attempt.
+		r.history.watch(ctx, r.lab)
 	}
 
 	perOp := make([][]Attempt, len(plan.Ops))
@@ -271,6 +291,10 @@ func Replay(ctx context.Context, plan *dayplan.Plan, opts ReplayOptions) (*Repla
 			return nil, fmt.Errorf("read the core ledger: %w", err)
 		}
 	}
+	if r.history != nil {
+		r.history.fence(ctx, r.lab)
+		res.History = r.history.history()
+	}
 	res.Elapsed = time.Since(began)
 	return res, nil
 }
@@ -323,6 +347,7 @@ func (r *replayer) submit(ctx context.Context, op *dayplan.Op, kind string, at t
 	c := retry.Client{HTTP: r.client, Policy: r.opts.Policy, Clock: clock, Jitter: rand.New(rand.NewPCG(r.plan.Header.Seed, h.Sum64()))}
 	var out []Attempt
 	var heard *ServerAnswer // what the server answered the attempt under way
+	var recorded int        // the attempt under way in the day's history
 	newRequest := func(n int) (*http.Request, error) {
 		a := Attempt{Op: op.Op, Submission: kind, N: n, At: dayplan.Duration(at + clock.elapsed), Key: op.Key, Endpoint: op.Endpoint}
 		body := first
@@ -337,15 +362,24 @@ func (r *replayer) submit(ctx context.Context, op *dayplan.Op, kind string, at t
 		}
 		out = append(out, a)
 		heard = &ServerAnswer{}
-		return r.request(context.WithValue(actx, recordKey{}, heard), op, body)
+		var name string
+		recorded, name = r.history.begin(kind, Request{Method: "POST", Path: op.Endpoint, Key: op.Key, Body: string(body)})
+		req, err := r.request(context.WithValue(actx, recordKey{}, heard), op, body)
+		if err == nil && name != "" {
+			req.Header.Set(events.AttemptHeader, name)
+		}
+		return req, err
 	}
 	seen := func(_ int, ans retry.Answer) {
 		a := &out[len(out)-1]
 		clock.inProgress = ans.Problem == problem.RequestInProgress.URI()
 		if ans.Err == nil {
 			a.Status, a.Response, a.Replayed, a.Problem = ans.Status, string(ans.Body), ans.Replayed, ans.Problem
+			r.history.answered(recorded, ans.Status, ans.Problem, fmt.Sprintf("%d %s  %s", ans.Status, ans.Problem, ans.Body), "", false)
 			return
 		}
+		var cut *faultnet.Error
+		r.history.answered(recorded, 0, "", "no response: "+ans.Err.Error(), ans.Err.Error(), errors.As(ans.Err, &cut))
 		a.Error = ans.Err.Error()
 		if ans.Status != 0 {
 			a.Error = "read response: " + a.Error

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/grader/timeline"
 	"idemlab/kit/core"
 	"idemlab/kit/server"
 )
@@ -20,6 +21,12 @@ type Result struct {
 	Seed     uint64
 	Err      error
 	Duration time.Duration
+	// History is what the check's clients sent and what the lab observed,
+	// kept when the check failed, for its timeline.
+	History *timeline.History
+	// TimelinePath is where its HTML timeline was written, if it was
+	// (WriteTimeline).
+	TimelinePath string
 }
 
 // Passed reports whether the check held.
@@ -73,10 +80,19 @@ func RunCheck(ctx context.Context, subject Subject, c Check, runSeed uint64, sta
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	t := &T{ctx: ctx, target: target, subject: subject, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x9e3779b9)), cleanups: &cleanupList{}, core: ledger, differences: &[]*Failure{}}
+	t := &T{ctx: ctx, target: target, subject: subject, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x9e3779b9)), cleanups: &cleanupList{}, core: ledger,
+		differences: &[]*Failure{}, history: newHistorian()}
 	defer t.cleanups.run()
+	defer t.history.close()
+	// Without the lab's events the timeline still has every request.
+	t.history.watch(ctx, t.Lab())
 	err = t.moneyFirst(runGuarded(c, t))
-	return Result{Check: c, Seed: runSeed, Err: err, Duration: time.Since(began)}
+	r := Result{Check: c, Seed: runSeed, Err: err, Duration: time.Since(began)}
+	if r.Caught() {
+		t.history.fence(ctx, t.Lab())
+		r.History = t.history.history()
+	}
+	return r
 }
 
 func runGuarded(c Check, t *T) (err error) {
@@ -90,9 +106,14 @@ func runGuarded(c Check, t *T) (err error) {
 
 // Format renders a failed result the way a student should read it: the
 // money verdict first, then the evidence, then any contract difference
-// found beside a money finding. A check that could not run says so and
-// why, and claims nothing about the server.
-func Format(r Result, reproduce string) string {
+// found beside a money finding, and under a money finding its timeline
+// (see FormatColor). A check that could not run says so and why, and
+// claims nothing about the server.
+func Format(r Result, reproduce string) string { return FormatColor(r, reproduce, false) }
+
+// FormatColor is Format, with the timeline's highlights in colour when
+// color is set (for a terminal); its glyphs stay the same either way.
+func FormatColor(r Result, reproduce string, color bool) string {
 	var b strings.Builder
 	c := r.Check
 	var f *Failure
@@ -125,6 +146,12 @@ func Format(r Result, reproduce string) string {
 	}
 	fmt.Fprintf(&b, "  why       %s\n", indent(c.Why))
 	fmt.Fprintf(&b, "  reproduce %s\n", reproduce)
+	if v, ok := r.Timeline(reproduce, timeline.TextLanes); ok {
+		b.WriteString(timeline.Text(v, timeline.TextOptions{Color: color}))
+	}
+	if r.TimelinePath != "" {
+		fmt.Fprintf(&b, "  timeline: %s\n", r.TimelinePath)
+	}
 	return b.String()
 }
 

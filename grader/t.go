@@ -13,6 +13,7 @@ import (
 
 	"idemlab/kit/bank"
 	"idemlab/kit/core"
+	"idemlab/kit/events"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
@@ -35,6 +36,9 @@ type T struct {
 	differences *[]*Failure
 	// core is the core ledger the server posts to (stage 9 on).
 	core *core.Core
+	// history records what the check's clients sent and what the lab
+	// observed, for the timeline of a money finding.
+	history *historian
 }
 
 // Rand is the check's random source; draw every input from it.
@@ -148,7 +152,19 @@ func (r Request) String() string {
 }
 
 // Do sends req and reads the whole response.
-func (t *T) Do(req Request) Response {
+func (t *T) Do(req Request) Response { return t.send("check", req) }
+
+// send sends req as client and reads the whole response, recording both
+// in the check's history.
+func (t *T) send(client string, req Request) Response {
+	n, attempt := t.history.begin(client, req)
+	r := t.roundTrip(req, attempt)
+	t.history.end(n, r)
+	return r
+}
+
+// roundTrip sends req, named attempt, and reads the whole response.
+func (t *T) roundTrip(req Request, attempt string) Response {
 	var body io.Reader
 	if req.Body != "" {
 		body = strings.NewReader(req.Body)
@@ -179,6 +195,7 @@ func (t *T) Do(req Request) Response {
 		}
 		hr.Header.Set("Idempotency-Key", k)
 	}
+	hr.Header.Set(events.AttemptHeader, attempt)
 	for k, v := range req.Header {
 		hr.Header[k] = v
 	}
@@ -205,7 +222,7 @@ func (t *T) Simultaneously(n int, req func(i int) Request) []Response {
 			defer done.Done()
 			ready.Done()
 			<-start
-			out[i] = t.Do(r)
+			out[i] = t.send(fmt.Sprintf("client %d", i+1), r)
 		}()
 	}
 	ready.Wait()

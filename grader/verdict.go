@@ -132,7 +132,7 @@ func (t *T) moneyFirst(err error) error {
 	if f != nil {
 		f.Reconciled = true
 	}
-	doubles := t.doubles(st)
+	doubles, ops := t.doubles(st)
 	if len(doubles) == 0 {
 		return err
 	}
@@ -142,6 +142,7 @@ func (t *T) moneyFirst(err error) error {
 		Got:      "/lab/state: " + strings.Join(doubles, "; "),
 		Expected: "every operation executed at most as often as its client asked",
 		Contract: f,
+		Excess:   ops,
 	}
 	if f == nil && err != nil {
 		found.Got += "\n(the check itself stopped with: " + err.Error() + ")"
@@ -199,10 +200,10 @@ func (t *T) withDifferences(err error) error {
 	return err
 }
 
-// doubles lists the operations of st that executed more often than the
-// books the check kept allow (once, for an operation no books mention).
-func (t *T) doubles(st labctl.State) []string {
-	var out []string
+// doubles describes the operations of st that executed more often than
+// the books the check kept allow (once, for an operation no books
+// mention), and lists them.
+func (t *T) doubles(st labctl.State) (out, ops []string) {
 	for _, op := range sortedKeys(st.Executions) {
 		allowed := int64(1)
 		for _, b := range t.books {
@@ -212,7 +213,8 @@ func (t *T) doubles(st labctl.State) []string {
 		}
 		if n := st.Executions[op]; n > allowed {
 			out = append(out, fmt.Sprintf("op %s executed %s", op, times(n)))
+			ops = append(ops, op)
 		}
 	}
-	return out
+	return out, ops
 }

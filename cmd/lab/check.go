@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"idemlab/grader"
 	"idemlab/studentloop"
 )
 
@@ -18,6 +19,7 @@ func runCheck(ctx context.Context, in *invocation) error {
 		return err
 	}
 	root, n := st.root, st.n
+	colorTimelines(in)
 	r := newRunner(root, *seed, *only, *solution)
 	var o studentloop.Outcome
 	if *solution {
@@ -36,6 +38,15 @@ func runCheck(ctx context.Context, in *invocation) error {
 		return &exitCode{code: 1, err: errors.New(string(o.State()))}
 	}
 	return nil
+}
+
+// colorTimelines asks the checks' go test to draw its timelines in colour
+// when they are printed to a terminal that has not asked for none
+// (NO_COLOR).
+func colorTimelines(in *invocation) {
+	if isTerminal(in.stdout) && os.Getenv("NO_COLOR") == "" {
+		os.Setenv(grader.ColorEnv, "1")
+	}
 }
 
 // reorder puts flags before the stage number, so that both

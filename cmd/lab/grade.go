@@ -181,6 +181,8 @@ type checkResult struct {
 	Harm   string `json:"harm,omitempty"`
 	Lesson string `json:"lesson"`
 	Detail string `json:"detail,omitempty"`
+	// Timeline is the HTML timeline of a money failure, beside this file.
+	Timeline string `json:"timeline,omitempty"`
 }
 
 // gradeReport prints the failures grouped by lesson and the closing
@@ -242,8 +244,15 @@ func (rep report) write(stdout io.Writer) error {
 		}
 		if !r.Passed() {
 			cr.Detail = r.Err.Error()
+			reproduce := rep.reproduce(r.Check.ID)
+			if err := grader.WriteTimeline(&r, rep.timelineDir(), reproduce); err != nil {
+				fmt.Fprintf(stdout, "%v\n", err)
+			}
+			if r.TimelinePath != "" {
+				cr.Timeline = filepath.Base(r.TimelinePath)
+			}
 			s := rep.section(r)
-			sections[s] = append(sections[s], grader.Format(r, rep.reproduce(r.Check.ID)))
+			sections[s] = append(sections[s], grader.FormatColor(r, reproduce, isTerminal(stdout)))
 		}
 		out.Checks = append(out.Checks, cr)
 	}
@@ -293,6 +302,15 @@ func (rep report) write(stdout io.Writer) error {
 		return cannotRun(fmt.Errorf("%d checks could not run", out.Unknown))
 	}
 	return nil
+}
+
+// timelineDir is where the HTML timelines of money failures go: beside
+// results.json, or without one in the project's .idemlab/timelines.
+func (rep report) timelineDir() string {
+	if rep.dir != "" {
+		return rep.dir
+	}
+	return grader.TimelineDir()
 }
 
 func subjectName(f gradeFlags) string {

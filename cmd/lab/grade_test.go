@@ -40,9 +40,24 @@ func TestGrade_SolutionPassesItsScaffoldFails(t *testing.T) {
 	var res struct {
 		Valid  any `json:"valid"`
 		Failed int `json:"failed"`
+		Checks []struct {
+			Timeline string `json:"timeline"`
+		} `json:"checks"`
 	}
 	if err := json.Unmarshal(raw, &res); err != nil || res.Valid != false || res.Failed != 1 {
 		t.Fatalf("results.json = %s", raw)
+	}
+	// The money moved though the client was refused: its timeline lies
+	// beside results.json, and the failure names it.
+	if len(res.Checks) != 1 || res.Checks[0].Timeline == "" {
+		t.Fatalf("results.json names no timeline: %s", raw)
+	}
+	page := filepath.Join(results, res.Checks[0].Timeline)
+	if _, err := os.Stat(page); err != nil {
+		t.Errorf("the timeline results.json names: %v", err)
+	}
+	if !strings.Contains(out.String(), "timeline: ") || !strings.Contains(out.String(), res.Checks[0].Timeline) {
+		t.Errorf("the failure does not print its timeline's path:\n%s", out.String())
 	}
 }
 

@@ -10,10 +10,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"idemlab/grader"
 	"idemlab/grader/dayplan"
+	"idemlab/grader/timeline"
 	"idemlab/kit/labdb"
 	"idemlab/kit/pgdb"
 	"idemlab/kit/server"
@@ -29,6 +32,7 @@ type replayFlags struct {
 	clients   int
 	examples  int
 	rate      float64
+	op        string
 }
 
 func runReplay(ctx context.Context, in *invocation) error {
@@ -42,6 +46,7 @@ func runReplay(ctx context.Context, in *invocation) error {
 	in.IntVar(&f.clients, "clients", 1, "operations in flight at once (1 repeats the day's outcome, but for which of a double click's two requests wins the race)")
 	in.IntVar(&f.examples, "examples", 5, "how many operations to show for each kind of finding")
 	in.Float64Var(&f.rate, "rate", 0, "operations started per second, to watch the day go by in lab dash (0: as fast as possible)")
+	in.StringVar(&f.op, "op", "", "draw this operation's timeline (its attempts and what the lab saw), in the terminal and as HTML beside results.json (or in .idemlab/timelines)")
 	if done, err := in.parse(); done {
 		return err
 	}
@@ -68,7 +73,10 @@ func runReplay(ctx context.Context, in *invocation) error {
 	if err != nil {
 		return cannotRun(err)
 	}
-	opts := grader.ReplayOptions{Clients: f.clients, Progress: progress(in.stderr, len(plan.Ops)), Pace: grader.NewPace(f.rate), DB: db}
+	if f.op != "" && !slices.ContainsFunc(plan.Ops, func(op dayplan.Op) bool { return op.Op == f.op }) {
+		return cannotRun(fmt.Errorf("--op %s: the plan has no such operation", f.op))
+	}
+	opts := grader.ReplayOptions{Clients: f.clients, Progress: progress(in.stderr, len(plan.Ops)), Pace: grader.NewPace(f.rate), DB: db, History: f.op != ""}
 	defer opts.Pace.Stop()
 
 	if f.url == "" && f.stage >= grader.CoreStage {
@@ -129,6 +137,11 @@ func runReplay(ctx context.Context, in *invocation) error {
 			return err
 		}
 		fmt.Fprintf(in.stdout, "results in %s\n", filepath.Join(f.results, "results.json"))
+	}
+	if f.op != "" {
+		if err := drawOp(in.stdout, f, rc, run.Result, isTerminal(in.stdout)); err != nil {
+			return err
+		}
 	}
 	if !rc.Valid {
 		return &exitCode{code: 1, err: errors.New("the day does not reconcile: " + firstLine(rc))}
@@ -287,4 +300,63 @@ func writeResults(dir string, plan *dayplan.Plan, target string, rc grader.DayRe
 		return err
 	}
 	return h.Close()
+}
+
+// drawOp prints the timeline of operation f.op from the day's history,
+// with what the reconciliation found about it highlighted, and writes it
+// as HTML beside results.json (or in .idemlab/timelines).
+func drawOp(w io.Writer, f replayFlags, rc grader.DayReconciliation, res *grader.ReplayResult, color bool) error {
+	finding := timeline.Finding{Check: "lab replay --op " + f.op, Claim: "operation " + f.op + " of " + f.plan,
+		Harm: "reconciled", Explain: "nothing found about this operation", Reproduce: replayCommand(f)}
+	var stories []string
+	for _, d := range rc.Findings {
+		if d.Op != f.op {
+			continue
+		}
+		stories = append(stories, d.Kind+": "+d.Story)
+		finding.Harm, finding.Explain = d.Kind, d.Story
+		switch d.Kind {
+		case "double_applied":
+			finding.Excess = append(finding.Excess, f.op)
+		case "lost_transfers":
+			finding.Missing = append(finding.Missing, f.op)
+		}
+	}
+	finding.Got = strings.Join(stories, "\n")
+	if len(finding.Excess)+len(finding.Missing) == 0 {
+		finding.Named = []string{f.op}
+	}
+	v, ok := res.History.Focus(finding, timeline.TextLanes)
+	if !ok {
+		return cannotRun(fmt.Errorf("--op %s: the day's history holds no attempt of it", f.op))
+	}
+	fmt.Fprintf(w, "\n%s\n", f.op)
+	for _, s := range stories {
+		fmt.Fprintf(w, "  %s\n", s)
+	}
+	fmt.Fprint(w, timeline.Text(v, timeline.TextOptions{Color: color}))
+	dir := f.results
+	if dir == "" {
+		dir = grader.TimelineDir()
+	}
+	page, _ := res.History.Focus(finding, timeline.HTMLLanes)
+	path, err := timeline.WriteHTML(dir, "replay-"+f.op, page)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "  timeline: %s\n", path)
+	return nil
+}
+
+// replayCommand is the command that replays the same day and draws the
+// same operation.
+func replayCommand(f replayFlags) string {
+	cmd := fmt.Sprintf("bin/lab replay --log %s --stage %d", f.plan, f.stage)
+	if f.solution {
+		cmd += " --solution"
+	}
+	if f.url != "" {
+		cmd = fmt.Sprintf("bin/lab replay --log %s --url %s --admin-token …", f.plan, f.url)
+	}
+	return cmd + " --op " + f.op
 }

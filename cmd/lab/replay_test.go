@@ -109,3 +109,50 @@ func TestReplay_RefusesBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestReplay_OpDrawsItsTimeline: --op draws one operation of the day, one
+// whose answer the network lost after the naive server had processed it,
+// so that its retry pays again: the cut attempt and the highlighted
+// executions, in the terminal and in an HTML page beside results.json.
+func TestReplay_OpDrawsItsTimeline(t *testing.T) {
+	plan := smallPlan(t)
+	raw, err := os.ReadFile(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := ""
+	for _, line := range strings.Split(string(raw), "\n") {
+		var o struct {
+			Op       string `json:"op"`
+			Endpoint string `json:"endpoint"`
+			Fate     struct {
+				Faults []string `json:"faults"`
+			} `json:"fate"`
+		}
+		if json.Unmarshal([]byte(line), &o) == nil && o.Endpoint == "/deposits" && len(o.Fate.Faults) > 0 && o.Fate.Faults[0] == "reset-after-processing" {
+			op = o.Op
+			break
+		}
+	}
+	if op == "" {
+		t.Fatal("the plan has no deposit whose first answer is lost after processing")
+	}
+	results := filepath.Join(filepath.Dir(plan), "results")
+	code, out, errs := runLabCommand(t, "replay", "--log", plan, "--stage", "0", "--solution", "--results", results, "--op", op)
+	if code != 1 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	_, drawn, _ := strings.Cut(out, "\n"+op+"\n")
+	for _, want := range []string{"double_applied", "╳", "✗", "timeline: "} {
+		if !strings.Contains(drawn, want) {
+			t.Errorf("the drawing of %s lacks %q:\n%s", op, want, drawn)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(results, "replay-"+op+".html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), `class="mark excess"`) || !strings.Contains(string(page), "--op "+op) {
+		t.Errorf("the page draws no highlighted execution, or no command to draw it again")
+	}
+}

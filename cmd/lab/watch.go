@@ -31,6 +31,7 @@ func runWatch(ctx context.Context, in *invocation) error {
 	// that the end of the run does not print it again.
 	var working string
 	var shown bool
+	colorTimelines(in)
 	w := studentloop.Watch{
 		Dir: dir, Stage: n, Quiet: *quiet, Polling: *poll,
 		Runner: recording{root: root, r: newRunner(root, "", "", false)},

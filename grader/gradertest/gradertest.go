@@ -49,7 +49,11 @@ func TestStage(t *testing.T, subject grader.Subject) {
 			t.Parallel()
 			r := grader.RunCheck(context.Background(), subject, c, seed, grader.InProcess)
 			if !r.Passed() {
-				t.Error("\n" + grader.Format(r, Reproduce(subject, seed, c.ID)))
+				reproduce := Reproduce(subject, seed, c.ID)
+				if err := grader.WriteTimeline(&r, grader.TimelineDir(), reproduce); err != nil {
+					t.Log(err)
+				}
+				t.Error("\n" + grader.FormatColor(r, reproduce, os.Getenv(grader.ColorEnv) == "1"))
 			}
 		})
 	}

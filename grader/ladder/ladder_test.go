@@ -197,6 +197,9 @@ func TestMutants(t *testing.T) {
 	}
 	cmd := exec.Command("go", append([]string{"test", "-count=1", "-json"}, pkgs...)...)
 	cmd.Dir = root
+	// The mutants' failures draw their timelines here, not in the
+	// checkout's .idemlab.
+	cmd.Env = append(os.Environ(), grader.TimelinesEnv+"="+dir)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.Run()

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Execution is one run of a business operation, as the lab's event stream
@@ -16,6 +17,9 @@ type Execution struct {
 	Amount int64  `json:"amount"`
 	// Count is how many times this op has now run (1 is right; more is a double).
 	Count int64 `json:"count"`
+	// At is when the business write was made, inside its transaction: a
+	// timeline draws the execution there, not when the answer left.
+	At time.Time `json:"at,omitzero"`
 }
 
 // countExecution adds one to the op's executions and notes the execution in
@@ -29,7 +33,7 @@ func (b *Bank) countExecution(ctx context.Context, tx *sql.Tx, op, kind, id stri
 		}
 	}
 	if l, ok := ctx.Value(execLogKey{}).(*ExecutionLog); ok {
-		l.add(Execution{Op: op, Kind: kind, ID: id, Amount: amount})
+		l.add(Execution{Op: op, Kind: kind, ID: id, Amount: amount, At: time.Now().UTC()})
 	}
 	return nil
 }

@@ -57,7 +57,15 @@ type Request struct {
 	Replayed   bool    `json:"replayed"`
 	DurationMS float64 `json:"duration_ms"`
 	Op         string  `json:"op,omitempty"`
+	// Attempt is the request's Lab-Attempt header: the grader names each
+	// request it sends, so that its timeline puts an execution on the
+	// lane of the request that caused it.
+	Attempt string `json:"attempt,omitempty"`
 }
+
+// AttemptHeader is the request header a grader names its requests with;
+// the "request" and "execution" events carry it.
+const AttemptHeader = "Lab-Attempt"
 
 // Key is the data of a "key" event: a row of idempotency_keys as it is now
 // (column name → value), or Deleted.

@@ -74,11 +74,12 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		body := &captureReader{r: r.Body}
 		r.Body = body
 		buf := &bufferedWriter{header: http.Header{}, status: http.StatusOK}
+		attempt := r.Header.Get(events.AttemptHeader)
 
 		s.ctl.Shared(func() {
 			// A crash fault aborts the request by panicking through here;
 			// the money it committed first must still be reported.
-			defer s.publishExecutions(ctx, execs)
+			defer s.publishExecutions(ctx, execs, attempt)
 			s.serveRecovered(buf, r.WithContext(ctx), next)
 		})
 		s.faults.BeforeResponse()
@@ -102,6 +103,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			Replayed:   buf.header.Get("Idempotent-Replayed") == "true",
 			DurationMS: float64(time.Since(start).Microseconds()) / 1000,
 			Op:         opOf(body.buf.Bytes()),
+			Attempt:    attempt,
 		}
 		if ev.Status >= 400 {
 			ev.Type = problemType(buf.body.Bytes())
@@ -115,9 +117,17 @@ func (s *Server) observe(next http.Handler) http.Handler {
 	})
 }
 
+// Execution is the data of an "execution" event: the business write, and
+// the Lab-Attempt header of the request that made it.
+type Execution struct {
+	bank.Execution
+	Attempt string `json:"attempt,omitempty"`
+}
+
 // publishExecutions reports the business writes of a request that
-// committed, if anyone is subscribed to hear of them.
-func (s *Server) publishExecutions(ctx context.Context, execs *bank.ExecutionLog) {
+// committed, if anyone is subscribed to hear of them, with the request's
+// attempt name.
+func (s *Server) publishExecutions(ctx context.Context, execs *bank.ExecutionLog, attempt string) {
 	if !s.hub.Listening() {
 		return
 	}
@@ -126,7 +136,7 @@ func (s *Server) publishExecutions(ctx context.Context, execs *bank.ExecutionLog
 		s.hub.Publish(events.KindExecution, map[string]string{"error": err.Error()})
 	}
 	for _, e := range committed {
-		s.hub.Publish(events.KindExecution, e)
+		s.hub.Publish(events.KindExecution, Execution{Execution: e, Attempt: attempt})
 	}
 }
 

@@ -236,6 +236,47 @@ func TestFaults_UnknownPointIsRefused(t *testing.T) {
 	}
 }
 
+// TestEvents_CarryTheRequestsAttempt: the Lab-Attempt header a grader
+// names its requests with comes back in the request's event and in the
+// execution it made, with the time of the business write.
+func TestEvents_CarryTheRequestsAttempt(t *testing.T) {
+	srv, hs := start(t)
+	c0, c1 := resetTwo(t, srv)
+	ch, cancel := srv.Events().Subscribe(16)
+	defer cancel()
+	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5,"metadata":{"op":"op-1"}}`
+	req, _ := http.NewRequest("POST", hs.URL+"/transfers", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+c0.Token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(events.AttemptHeader, "a17")
+	sent := time.Now()
+	resp, err := hs.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	kinds := map[string]json.RawMessage{}
+	deadline := time.After(5 * time.Second)
+	for len(kinds) < 2 {
+		select {
+		case ev := <-ch:
+			kinds[ev.Kind] = ev.Data
+		case <-deadline:
+			t.Fatalf("events seen: %v; want request and execution", kinds)
+		}
+	}
+	var exec struct {
+		Attempt string
+		At      time.Time
+	}
+	if err := json.Unmarshal(kinds["execution"], &exec); err != nil || exec.Attempt != "a17" || exec.At.Before(sent) {
+		t.Errorf("execution event = %s; want attempt a17 and the time of its write", kinds["execution"])
+	}
+	if !strings.Contains(string(kinds["request"]), `"attempt":"a17"`) {
+		t.Errorf("request event = %s", kinds["request"])
+	}
+}
+
 func TestEvents_RequestAndExecutionArePublished(t *testing.T) {
 	srv, hs := start(t)
 	c0, c1 := resetTwo(t, srv)

@@ -1,0 +1,223 @@
+package timeline
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// The terminal layout: 100 columns in all.
+const (
+	indentCols = 2
+	labelCols  = 14
+	areaCols   = 60
+	answerCols = 20
+	// TextLanes is how many client lanes a terminal timeline draws.
+	TextLanes = 10
+)
+
+// The glyphs of the terminal timeline. Each highlighted mark has a glyph
+// of its own, so that it reads without colour.
+var glyphs = map[string]rune{
+	Execution:    '$',
+	"excess":     '✗',
+	"missing":    '○',
+	Claim:        'c',
+	Complete:     'd',
+	Release:      'r',
+	Armed:        '!',
+	Crash:        '†',
+	Restart:      '↑',
+	Reset:        '0',
+	Clock:        't',
+	"start":      '├',
+	"bar":        '─',
+	"end":        '┤',
+	"cut":        '╳',
+	"unanswered": '?',
+}
+
+// TextOptions say how Text draws.
+type TextOptions struct {
+	// Color marks the highlights in red and the executions in yellow, for
+	// a terminal; the glyphs stay the same.
+	Color bool
+}
+
+// Text draws v for a terminal, at most 100 columns wide.
+func Text(v View, o TextOptions) string {
+	var b strings.Builder
+	span := v.To.Sub(v.From)
+	col := func(t time.Time) int {
+		if span <= 0 {
+			return 0
+		}
+		c := int(float64(t.Sub(v.From)) / float64(span) * float64(areaCols-1))
+		return min(max(c, 0), areaCols-1)
+	}
+	clients := 0
+	for _, l := range v.Lanes {
+		if !l.Lab {
+			clients++
+		}
+	}
+	fmt.Fprintf(&b, "%stimeline  %s, one clock; each bar runs from a request's send to its answer\n", pad("", indentCols), countLanes(clients+v.HiddenLanes()))
+	b.WriteString(axis(span))
+	for _, l := range v.Lanes {
+		cells := make([]rune, areaCols)
+		hot := make([]bool, areaCols)
+		for i := range cells {
+			cells[i] = ' '
+		}
+		for _, a := range l.Attempts {
+			s, e := col(a.Start), col(a.End)
+			for i := s; i <= e; i++ {
+				cells[i] = glyphs["bar"]
+			}
+			cells[s], cells[e] = glyphs["start"], glyphs["end"]
+		}
+		// A request that got no answer keeps its end mark, even where the
+		// retry that followed it starts in the same column.
+		for _, a := range l.Attempts {
+			switch {
+			case a.Cut:
+				cells[col(a.End)] = glyphs["cut"]
+			case !a.Answered():
+				cells[col(a.End)] = glyphs["unanswered"]
+			}
+		}
+		for _, m := range l.Marks {
+			c := col(m.At)
+			if hot[c] && !m.Highlight {
+				continue
+			}
+			cells[c], hot[c] = markGlyph(m), m.Highlight
+		}
+		label := l.Label
+		if utf8.RuneCountInString(label) > labelCols {
+			label = string([]rune(label)[:labelCols-1]) + "…"
+		}
+		line := fmt.Sprintf("%s%s │%s│ %s", pad("", indentCols), pad(label, labelCols), paint(cells, hot, o.Color), clip(l.answer(), answerCols))
+		b.WriteString(strings.TrimRight(line, " ") + "\n")
+	}
+	if n := v.HiddenLanes(); n > 0 {
+		fmt.Fprintf(&b, "%s+ %d more %s not drawn: %s\n", pad("", indentCols), n, plural(n, "lane", "lanes"), hiddenSummary(v.Hidden))
+	}
+	fmt.Fprintf(&b, "%s%c execution  %c execution of the finding (ran more often than asked)  %c told it ran; never did\n",
+		pad("", indentCols), glyphs[Execution], glyphs["excess"], glyphs["missing"])
+	fmt.Fprintf(&b, "%s%c %c %c key claimed, completed, released  %c fault armed  %c crash  %c restart  %c cut on the wire\n",
+		pad("", indentCols), glyphs[Claim], glyphs[Complete], glyphs[Release], glyphs[Armed], glyphs[Crash], glyphs[Restart], glyphs["cut"])
+	return b.String()
+}
+
+// markGlyph is the glyph of m.
+func markGlyph(m Mark) rune {
+	if m.Kind == Execution && m.Highlight {
+		return glyphs["excess"]
+	}
+	if g, ok := glyphs[m.Kind]; ok {
+		return g
+	}
+	return '*'
+}
+
+// paint writes cells, colouring the highlights and the executions.
+func paint(cells []rune, hot []bool, color bool) string {
+	if !color {
+		return string(cells)
+	}
+	var b strings.Builder
+	for i, c := range cells {
+		switch {
+		case hot[i]:
+			b.WriteString("\x1b[1;31m" + string(c) + "\x1b[0m")
+		case c == glyphs[Execution]:
+			b.WriteString("\x1b[33m" + string(c) + "\x1b[0m")
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
+}
+
+// axis is the time scale above the lanes: 0 on the left, the span on the
+// right and its middle between.
+func axis(span time.Duration) string {
+	cells := []rune(strings.Repeat(" ", areaCols))
+	put := func(at int, s string) {
+		for i, r := range []rune(s) {
+			if at+i < len(cells) {
+				cells[at+i] = r
+			}
+		}
+	}
+	put(0, "0")
+	mid := Millis(span / 2)
+	put(areaCols/2-utf8.RuneCountInString(mid)/2, mid)
+	end := Millis(span) + " ms"
+	put(areaCols-utf8.RuneCountInString(end), end)
+	return fmt.Sprintf("%s%s  %s\n", pad("", indentCols), pad("", labelCols), string(cells))
+}
+
+// Millis writes d in milliseconds, with one decimal below 10 ms.
+func Millis(d time.Duration) string {
+	ms := float64(d) / float64(time.Millisecond)
+	if ms == 0 {
+		return "0"
+	}
+	if ms < 10 {
+		return strconv.FormatFloat(ms, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(ms, 'f', 0, 64)
+}
+
+func hiddenSummary(hidden map[string]int) string {
+	answers := make([]string, 0, len(hidden))
+	for a := range hidden {
+		answers = append(answers, a)
+	}
+	sort.Slice(answers, func(i, j int) bool {
+		if hidden[answers[i]] != hidden[answers[j]] {
+			return hidden[answers[i]] > hidden[answers[j]]
+		}
+		return answers[i] < answers[j]
+	})
+	parts := make([]string, len(answers))
+	for i, a := range answers {
+		parts[i] = fmt.Sprintf("%d× %s", hidden[a], a)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func countLanes(n int) string {
+	return fmt.Sprintf("%d %s involved", n, plural(n, "client", "clients"))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func pad(s string, n int) string {
+	if k := utf8.RuneCountInString(s); k < n {
+		return s + strings.Repeat(" ", n-k)
+	}
+	return s
+}
+
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// shortProblem is a problem type without its /problems/ prefix.
+func shortProblem(p string) string { return strings.TrimPrefix(p, "/problems/") }

@@ -1,0 +1,448 @@
+// Package timeline draws what a check's clients and the lab did, on one
+// clock, so that a student sees the race instead of imagining it: one lane
+// per client, a bar from each request's send to its answer, and marks
+// where the server claimed a key, executed an operation and completed the
+// key. The executions that made a money finding (the two of a double) are
+// highlighted, and so is the execution a client was told of and that never
+// happened (a loss).
+//
+// A History is what a check recorded; Focus picks the part a finding is
+// about; Text draws it for a terminal and HTML for a browser.
+package timeline
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// Attempt is one request a client sent and what came of it.
+type Attempt struct {
+	// ID names the attempt; the lab's events carry it (the Lab-Attempt
+	// header), so that an execution is drawn on the lane that caused it.
+	ID string `json:"id"`
+	// Client is the lane: the client that sent it ("client 3").
+	Client string `json:"client"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	Key    string `json:"key,omitempty"`
+	// Op is the logical operation the body names (metadata.op).
+	Op    string    `json:"op,omitempty"`
+	Start time.Time `json:"start"`
+	// End is when the answer came, or when the client stopped waiting.
+	End     time.Time `json:"end"`
+	Status  int       `json:"status,omitempty"`
+	Problem string    `json:"problem,omitempty"`
+	// Err is what the client saw instead of an answer.
+	Err string `json:"error,omitempty"`
+	// Cut says the fault transport broke the exchange on purpose.
+	Cut bool `json:"cut,omitempty"`
+	// Sent and Got describe the request and the answer in one line each.
+	Sent string `json:"sent"`
+	Got  string `json:"got"`
+}
+
+// Answered reports whether the client got a status back.
+func (a Attempt) Answered() bool { return a.Err == "" && a.Status != 0 }
+
+// Answer is the attempt's answer in a few words: "201", "409
+// duplicate-request", "cut", "no answer".
+func (a Attempt) Answer() string {
+	switch {
+	case a.Cut:
+		return "cut"
+	case !a.Answered():
+		return "no answer"
+	}
+	s := itoa(a.Status)
+	if a.Problem != "" {
+		s += " " + shortProblem(a.Problem)
+	}
+	return s
+}
+
+// The kinds of Event.
+const (
+	// Claim: a key row appeared (the key was claimed).
+	Claim = "claim"
+	// Complete: a key row reached the state completed.
+	Complete = "complete"
+	// Release: a key row was deleted.
+	Release = "release"
+	// Execution: the server executed an operation (its business write).
+	Execution = "execution"
+	// Armed: a fault point was armed through the lab API.
+	Armed = "armed"
+	// Crash: the server process ended.
+	Crash = "crash"
+	// Restart: the server process was started again.
+	Restart = "restart"
+	// Reset: the lab was reset.
+	Reset = "reset"
+	// Clock: the lab clock was moved.
+	Clock = "clock"
+)
+
+// Event is one thing the lab observed.
+type Event struct {
+	At   time.Time `json:"at"`
+	Kind string    `json:"kind"`
+	// Attempt is the ID of the attempt it happened in, if known.
+	Attempt string `json:"attempt,omitempty"`
+	Key     string `json:"key,omitempty"`
+	Op      string `json:"op,omitempty"`
+	// Count is, for an execution, how many times its op has now run.
+	Count int64 `json:"count,omitempty"`
+	// Ref is, for an execution, the resource it made (tr_…, dp_…).
+	Ref    string `json:"ref,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// History is everything a check recorded.
+type History struct {
+	Attempts []Attempt `json:"attempts"`
+	Events   []Event   `json:"events"`
+}
+
+// Finding is the money finding a timeline explains.
+type Finding struct {
+	Check string `json:"check"`
+	Claim string `json:"claim"`
+	// Harm names the finding ("double") and Explain says what it means.
+	Harm    string `json:"harm"`
+	Explain string `json:"explain"`
+	// Got is the evidence, as the failure printed it.
+	Got       string `json:"got"`
+	Reproduce string `json:"reproduce"`
+	// Excess are the operations that executed more often than asked:
+	// their executions are highlighted.
+	Excess []string `json:"excess,omitempty"`
+	// Missing are the operations a client was told of that never executed:
+	// the answers that claimed them are highlighted.
+	Missing []string `json:"missing,omitempty"`
+	// Named are operations the evidence names, drawn without a highlight:
+	// a failure that harmed no money, or found harm in no one operation.
+	Named []string `json:"named,omitempty"`
+	// Refs are resources the finding is about (the transfers the core
+	// ledger never heard of): the executions that made them are
+	// highlighted.
+	Refs []string `json:"refs,omitempty"`
+}
+
+// ops is every operation the finding is about.
+func (f Finding) ops() []string {
+	return append(append(slices.Clone(f.Excess), f.Missing...), f.Named...)
+}
+
+// Mark is something drawn on a lane at one moment.
+type Mark struct {
+	At   time.Time
+	Kind string
+	// Highlight marks what made the finding.
+	Highlight bool
+	Detail    string
+}
+
+// Lane is one row of a timeline: a client's attempts, or the lab's own
+// row for a key or for faults and crashes.
+type Lane struct {
+	Label    string
+	Attempts []Attempt
+	Marks    []Mark
+	// Lab says the lane is the lab's, not a client's.
+	Lab bool
+	// client is the client whose requests the lane holds.
+	client string
+}
+
+// answer is the lane's last answer.
+func (l Lane) answer() string {
+	if len(l.Attempts) == 0 {
+		return ""
+	}
+	return l.Attempts[len(l.Attempts)-1].Answer()
+}
+
+// highlighted reports whether the lane holds a highlighted mark.
+func (l Lane) highlighted() bool {
+	return slices.ContainsFunc(l.Marks, func(m Mark) bool { return m.Highlight })
+}
+
+// View is the part of a history a finding is about, ready to draw.
+type View struct {
+	Finding  Finding
+	From, To time.Time
+	Lanes    []Lane
+	// Hidden counts the client lanes left out, by their last answer.
+	Hidden map[string]int
+}
+
+// Story reports whether the view shows more than one request, or a crash
+// or restart: a single request on its own draws nothing worth a picture.
+func (v View) Story() bool {
+	requests := v.HiddenLanes()
+	for _, l := range v.Lanes {
+		requests += len(l.Attempts)
+		for _, m := range l.Marks {
+			if m.Kind == Crash || m.Kind == Restart {
+				return true
+			}
+		}
+	}
+	return requests > 1
+}
+
+// HiddenLanes is how many client lanes were left out.
+func (v View) HiddenLanes() int {
+	n := 0
+	for _, c := range v.Hidden {
+		n += c
+	}
+	return n
+}
+
+// Focus returns the part of h that f is about: the attempts of its
+// operations (and of their keys), the lab's events while they ran, and at
+// most lanes client lanes, those with a highlighted mark first; the rest
+// are counted in Hidden. ok is false when the history holds no attempt of
+// the finding's operations.
+func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
+	ops := f.ops()
+	for _, e := range h.Events {
+		if e.Kind == Execution && e.Ref != "" && slices.Contains(f.Refs, e.Ref) && !slices.Contains(ops, e.Op) {
+			ops = append(ops, e.Op)
+		}
+	}
+	keys := map[string]bool{}
+	var involved []Attempt
+	for _, a := range h.Attempts {
+		if a.Op != "" && slices.Contains(ops, a.Op) {
+			involved = append(involved, a)
+			if a.Key != "" {
+				keys[a.Key] = true
+			}
+		}
+	}
+	if len(involved) == 0 {
+		return View{}, false
+	}
+	v = View{Finding: f, From: involved[0].Start, To: involved[0].End, Hidden: map[string]int{}}
+	for _, a := range involved {
+		v.From = minTime(v.From, a.Start)
+		v.To = maxTime(v.To, a.End)
+	}
+	// A fault armed just before the first request is part of its story
+	// (the crash it arms comes later): the view starts there.
+	lookBack := v.From.Add(-v.To.Sub(v.From) / 4)
+	for _, e := range h.Events {
+		if e.Kind == Armed && e.At.Before(v.From) && !e.At.Before(lookBack) {
+			v.From = e.At
+		}
+	}
+	byID := map[string]int{}
+	var clients []Lane
+	for _, a := range involved {
+		i := laneFor(clients, a)
+		if i < 0 {
+			i = len(clients)
+			clients = append(clients, Lane{Label: a.Client, client: a.Client})
+			if n := countClient(clients, a.Client); n > 1 {
+				clients[i].Label = fmt.Sprintf("%s #%d", a.Client, n)
+			}
+		}
+		clients[i].Attempts = append(clients[i].Attempts, a)
+		byID[a.ID] = i
+	}
+	keyLanes := map[string]*Lane{}
+	var keyOrder []string
+	keyLane := func(k string) *Lane {
+		if keyLanes[k] == nil {
+			keyLanes[k] = &Lane{Label: "key " + k, Lab: true}
+			keyOrder = append(keyOrder, k)
+		}
+		return keyLanes[k]
+	}
+	lab := &Lane{Label: "lab", Lab: true}
+	for _, e := range h.Events {
+		if e.At.Before(v.From) || e.At.After(v.To) {
+			continue
+		}
+		switch e.Kind {
+		case Execution:
+			if !slices.Contains(ops, e.Op) {
+				continue
+			}
+			hot := slices.Contains(f.Excess, e.Op) || e.Ref != "" && slices.Contains(f.Refs, e.Ref)
+			m := Mark{At: e.At, Kind: Execution, Highlight: hot, Detail: e.Detail}
+			if i, ok := byID[e.Attempt]; ok {
+				clients[i].Marks = append(clients[i].Marks, m)
+			} else if lane := opKey(involved, e.Op); lane != "" {
+				keyLane(lane).Marks = append(keyLane(lane).Marks, m)
+			}
+		case Claim, Complete, Release:
+			if keys[e.Key] {
+				keyLane(e.Key).Marks = append(keyLane(e.Key).Marks, Mark{At: e.At, Kind: e.Kind, Detail: e.Detail})
+			}
+		default:
+			lab.Marks = append(lab.Marks, Mark{At: e.At, Kind: e.Kind, Detail: e.Detail})
+		}
+	}
+	// A client told its operation ran, when it never did: the answer is
+	// the highlight, since there is no execution to point at.
+	for i := range clients {
+		for _, a := range clients[i].Attempts {
+			if slices.Contains(f.Missing, a.Op) && a.Answered() && a.Status < 300 && a.Status >= 200 {
+				clients[i].Marks = append(clients[i].Marks, Mark{At: a.End, Kind: "missing", Highlight: true, Detail: "told " + a.Answer() + ", and nothing executed"})
+			}
+		}
+	}
+	v.Lanes = pickLanes(clients, lanes, v.Hidden, v.To.Sub(v.From)/100)
+	if len(keyOrder) > maxKeyLanes {
+		// Many keys, one per operation: their claims and completions
+		// share one lane.
+		all := Lane{Label: fmt.Sprintf("%d keys", len(keyOrder)), Lab: true}
+		for _, k := range keyOrder {
+			all.Marks = append(all.Marks, keyLanes[k].Marks...)
+		}
+		keyLanes, keyOrder = map[string]*Lane{"": &all}, []string{""}
+	}
+	for _, k := range keyOrder {
+		v.Lanes = append(v.Lanes, *keyLanes[k])
+	}
+	if len(lab.Marks) > 0 {
+		v.Lanes = append(v.Lanes, *lab)
+	}
+	for i := range v.Lanes {
+		sort.SliceStable(v.Lanes[i].Marks, func(a, b int) bool { return v.Lanes[i].Marks[a].At.Before(v.Lanes[i].Marks[b].At) })
+	}
+	return v, true
+}
+
+// maxKeyLanes is how many keys get a lane each; more share one.
+const maxKeyLanes = 2
+
+// pickLanes keeps at most n client lanes, by rank (a highlighted mark,
+// then any mark, then the earliest send), shown in the order their first
+// request left, those that left within one grain of each other (released
+// by one barrier) by their client's number; it counts the others in
+// hidden by their last answer.
+func pickLanes(clients []Lane, n int, hidden map[string]int, grain time.Duration) []Lane {
+	rank := func(l Lane) int {
+		switch {
+		case l.highlighted():
+			return 0
+		case len(l.Marks) > 0:
+			return 1
+		}
+		return 2
+	}
+	order := make([]int, len(clients))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return rank(clients[order[a]]) < rank(clients[order[b]]) })
+	keep := map[int]bool{}
+	for j, i := range order {
+		if j < n {
+			keep[i] = true
+		} else {
+			hidden[clients[i].answer()]++
+		}
+	}
+	var out []Lane
+	for i, l := range clients {
+		if keep[i] {
+			out = append(out, l)
+		}
+	}
+	first := out[0].Attempts[0].Start
+	for _, l := range out {
+		first = minTime(first, l.Attempts[0].Start)
+	}
+	slot := func(l Lane) time.Duration {
+		if grain <= 0 {
+			return l.Attempts[0].Start.Sub(first)
+		}
+		return l.Attempts[0].Start.Sub(first) / grain
+	}
+	sort.SliceStable(out, func(a, b int) bool {
+		if sa, sb := slot(out[a]), slot(out[b]); sa != sb {
+			return sa < sb
+		}
+		return labelLess(out[a].Label, out[b].Label)
+	})
+	return out
+}
+
+// labelLess orders lane labels with their numbers as numbers: client 2
+// before client 10.
+func labelLess(a, b string) bool {
+	pa, na := splitNumber(a)
+	pb, nb := splitNumber(b)
+	if pa != pb || na < 0 || nb < 0 {
+		return a < b
+	}
+	return na < nb
+}
+
+// splitNumber splits "client 12" into "client " and 12; the number is -1
+// when the label does not end in one.
+func splitNumber(s string) (string, int) {
+	i := len(s)
+	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+		i--
+	}
+	n, err := strconv.Atoi(s[i:])
+	if err != nil {
+		return s, -1
+	}
+	return s[:i], n
+}
+
+// laneFor is the lane of a's client whose last request was answered
+// before a left, or -1: requests of one client that overlap (sent from
+// several goroutines) get a lane each, so that no bar hides another.
+func laneFor(lanes []Lane, a Attempt) int {
+	for i, l := range lanes {
+		if l.client == a.Client && !l.Attempts[len(l.Attempts)-1].End.After(a.Start) {
+			return i
+		}
+	}
+	return -1
+}
+
+func countClient(lanes []Lane, client string) int {
+	n := 0
+	for _, l := range lanes {
+		if l.client == client {
+			n++
+		}
+	}
+	return n
+}
+
+// opKey is the key the first attempt of op was sent with.
+func opKey(as []Attempt, op string) string {
+	for _, a := range as {
+		if a.Op == op {
+			return a.Key
+		}
+	}
+	return ""
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,332 @@
+package timeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// fixture is a recorded history and the finding it is read for.
+type fixture struct {
+	Finding Finding `json:"finding"`
+	History History `json:"history"`
+}
+
+func load(t *testing.T, name string) fixture {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f fixture
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return f
+}
+
+func focus(t *testing.T, name string, lanes int) View {
+	t.Helper()
+	f := load(t, name)
+	v, ok := f.History.Focus(f.Finding, lanes)
+	if !ok {
+		t.Fatalf("%s: no timeline for the finding", name)
+	}
+	return v
+}
+
+// TestText_Golden draws fixed histories: a double (two executions of one
+// operation among five clients, three lanes drawn) and a loss (a client
+// told 201 for an operation that never ran).
+func TestText_Golden(t *testing.T) {
+	for _, name := range []string{"double", "lost"} {
+		t.Run(name, func(t *testing.T) {
+			got := Text(focus(t, name, 3), TextOptions{})
+			golden := filepath.Join("testdata", name+".txt")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Errorf("the timeline differs from %s (go test -update rewrites it):\n%s\nwant:\n%s", golden, got, want)
+			}
+			for _, l := range strings.Split(got, "\n") {
+				if n := utf8.RuneCountInString(l); n > 100 {
+					t.Errorf("a line of %d columns, more than 100: %q", n, l)
+				}
+			}
+		})
+	}
+}
+
+func TestFocus_HighlightsTheFindingsExecutionsOnTheirLanes(t *testing.T) {
+	v := focus(t, "double", 10)
+	hot := map[string]int{}
+	for _, l := range v.Lanes {
+		if l.Label == "check" {
+			t.Errorf("the lane of another operation is drawn: %+v", l)
+		}
+		for _, m := range l.Marks {
+			if m.Highlight {
+				hot[l.Label]++
+			}
+		}
+	}
+	if want := map[string]int{"client 1": 1, "client 2": 1}; !equalCounts(hot, want) {
+		t.Errorf("highlighted marks by lane: %v, want %v", hot, want)
+	}
+	for _, l := range v.Lanes {
+		for _, m := range l.Marks {
+			if m.Kind == Reset {
+				t.Errorf("the reset before the first request is drawn on %s", l.Label)
+			}
+		}
+	}
+}
+
+func TestFocus_HighlightsTheExecutionsOfTheNamedResources(t *testing.T) {
+	f := load(t, "double")
+	f.Finding.Excess, f.Finding.Refs = nil, []string{"tr_2"}
+	v, ok := f.History.Focus(f.Finding, 10)
+	if !ok {
+		t.Fatal("no timeline for a finding about transfer tr_2")
+	}
+	for _, l := range v.Lanes {
+		if l.highlighted() != (l.Label == "client 2") {
+			t.Errorf("lane %s highlighted: %v; only tr_2's (client 2) should be", l.Label, l.highlighted())
+		}
+	}
+}
+
+func TestFocus_KeepsTheHighlightedLanesAndCountsTheRest(t *testing.T) {
+	v := focus(t, "double", 2)
+	var labels []string
+	for _, l := range v.Lanes {
+		if !l.Lab {
+			labels = append(labels, l.Label)
+		}
+	}
+	if !slices.Equal(labels, []string{"client 1", "client 2"}) {
+		t.Errorf("client lanes %v, want the two that executed", labels)
+	}
+	if want := map[string]int{"201": 1, "409 duplicate-request": 1, "cut": 1}; !equalCounts(v.Hidden, want) {
+		t.Errorf("hidden lanes %v, want %v", v.Hidden, want)
+	}
+}
+
+func TestFocus_ABarriersLanesReadInTheirClientsOrder(t *testing.T) {
+	f := load(t, "double")
+	at := f.History.Attempts[4].Start
+	for i := range f.History.Attempts {
+		f.History.Attempts[i].Start = at // released together
+		f.History.Attempts[i].Client = fmt.Sprintf("client %d", 12-i)
+	}
+	v, _ := f.History.Focus(f.Finding, 10)
+	var labels []string
+	for _, l := range v.Lanes {
+		if !l.Lab {
+			labels = append(labels, l.Label)
+		}
+	}
+	if want := []string{"client 8", "client 9", "client 10", "client 11", "client 12"}; !slices.Equal(labels, want) {
+		t.Errorf("lanes %q, want %q", labels, want)
+	}
+}
+
+func TestFocus_SplitsOverlappingRequestsOfOneClient(t *testing.T) {
+	f := load(t, "double")
+	for i := range f.History.Attempts {
+		f.History.Attempts[i].Client = "check"
+	}
+	v, _ := f.History.Focus(f.Finding, 10)
+	var labels []string
+	for _, l := range v.Lanes {
+		if !l.Lab {
+			labels = append(labels, l.Label)
+		}
+	}
+	if len(labels) != 5 || labels[0] != "check" || labels[1] != "check #2" {
+		t.Errorf("lanes %v: five overlapping requests of one client need five lanes", labels)
+	}
+}
+
+func TestView_StoryNeedsTwoRequestsOrACrash(t *testing.T) {
+	f := load(t, "lost")
+	f.Finding.Named, f.Finding.Missing = f.Finding.Missing, nil
+	if v, _ := f.History.Focus(f.Finding, 10); !v.Story() {
+		t.Error("a request, a crash and a retry make no story")
+	}
+	f.History.Attempts = f.History.Attempts[1:]
+	f.History.Events = f.History.Events[3:]
+	if v, _ := f.History.Focus(f.Finding, 10); v.Story() {
+		t.Errorf("one request on its own makes a story: %+v", v.Lanes)
+	}
+}
+
+func TestFocus_StartsAtTheFaultArmedJustBeforeTheFirstRequest(t *testing.T) {
+	f := load(t, "lost")
+	first := f.History.Attempts[0].Start
+	armed := first.Add(-2 * time.Millisecond)
+	long := first.Add(-time.Second)
+	f.History.Events = append(f.History.Events, Event{At: armed, Kind: Armed, Detail: "crash-in-transfer"}, Event{At: long, Kind: Armed})
+	v, _ := f.History.Focus(f.Finding, 10)
+	if !v.From.Equal(armed) {
+		t.Errorf("the view starts %v before the first request, want at the fault armed 2ms before it", first.Sub(v.From))
+	}
+}
+
+func TestFocus_ManyKeysShareOneLane(t *testing.T) {
+	f := load(t, "double")
+	for i := range f.History.Attempts {
+		k := fmt.Sprintf("k-%d", i)
+		f.History.Attempts[i].Key = k
+		f.History.Events = append(f.History.Events, Event{At: f.History.Attempts[i].Start, Kind: Claim, Key: k})
+	}
+	v, _ := f.History.Focus(f.Finding, 10)
+	var keyLanes []string
+	for _, l := range v.Lanes {
+		if l.Lab && l.Label != "lab" {
+			keyLanes = append(keyLanes, l.Label)
+		}
+	}
+	if len(keyLanes) != 1 || keyLanes[0] != "5 keys" {
+		t.Errorf("key lanes %q, want one lane for the five keys", keyLanes)
+	}
+}
+
+func TestText_ACutRequestKeepsItsMarkBeforeItsRetry(t *testing.T) {
+	f := load(t, "lost")
+	f.History.Attempts[0].Status, f.History.Attempts[0].Cut, f.History.Attempts[0].Err = 0, true, "connection reset"
+	f.History.Attempts[1].Start = f.History.Attempts[0].End
+	v, _ := f.History.Focus(f.Finding, 10)
+	if lane := strings.Split(Text(v, TextOptions{}), "\n")[2]; !strings.Contains(lane, "╳") {
+		t.Errorf("the cut request's mark is gone under its retry's start: %q", lane)
+	}
+}
+
+func TestText_ColorKeepsTheGlyphs(t *testing.T) {
+	v := focus(t, "double", 3)
+	colored := Text(v, TextOptions{Color: true})
+	if !strings.Contains(colored, "\x1b[1;31m✗\x1b[0m") {
+		t.Errorf("no red ✗ in the coloured timeline:\n%s", colored)
+	}
+	plain := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(colored, "")
+	if plain != Text(v, TextOptions{}) {
+		t.Errorf("without its colours the timeline reads otherwise:\n%s", plain)
+	}
+}
+
+// TestHTML_IsSelfContainedWithLanesHighlightsAndReproduce parses the page
+// and finds a lane per client, key and lab row, the two executions of the
+// double highlighted, a linked row for each request, the finding and the
+// command that reproduces it, and nothing that reaches the network.
+func TestHTML_IsSelfContainedWithLanesHighlightsAndReproduce(t *testing.T) {
+	v := focus(t, "double", HTMLLanes)
+	var buf bytes.Buffer
+	if err := HTML(&buf, v); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lanes []string
+	var excess, bars, rows int
+	var reproduce, harm string
+	for n := range doc.Descendants() {
+		if n.Type != html.ElementNode {
+			continue
+		}
+		class := attr(n, "class")
+		switch {
+		case n.Data == "script" || n.Data == "iframe" || n.Data == "img" || n.Data == "link":
+			t.Errorf("a <%s> element: the page must stand alone", n.Data)
+		case attr(n, "src") != "":
+			t.Errorf("<%s src=%q>: the page must fetch nothing", n.Data, attr(n, "src"))
+		case n.Data == "a" && !strings.HasPrefix(attr(n, "href"), "#"):
+			t.Errorf("a link out of the page: %q", attr(n, "href"))
+		}
+		switch {
+		case n.Data == "g" && strings.HasPrefix(class, "lane"):
+			lanes = append(lanes, attr(n, "data-lane"))
+		case n.Data == "circle" && class == "mark excess":
+			excess++
+		case n.Data == "rect" && strings.HasPrefix(class, "bar"):
+			bars++
+			if n.Parent.Data != "a" || n.Parent.Parent == nil || attr(n.Parent, "href") != "#"+attr(n, "data-attempt") {
+				t.Errorf("bar %s does not link to its row", attr(n, "data-attempt"))
+			}
+		case n.Data == "tr" && attr(n, "id") != "":
+			rows++
+		case n.Data == "code" && class == "reproduce":
+			reproduce = text(n)
+		case n.Data == "p" && class == "harm":
+			harm = text(n)
+		}
+	}
+	wantLanes := []string{"client 1", "client 2", "client 3", "client 4", "client 5", "key k-1", "lab"}
+	if !slices.Equal(lanes, wantLanes) {
+		t.Errorf("lanes %q, want %q", lanes, wantLanes)
+	}
+	if excess != 2 {
+		t.Errorf("%d highlighted executions, want the double's two", excess)
+	}
+	if bars != 5 || rows != 5 {
+		t.Errorf("%d bars and %d rows, want one of each per request (5)", bars, rows)
+	}
+	if reproduce != v.Finding.Reproduce {
+		t.Errorf("reproduce %q, want %q", reproduce, v.Finding.Reproduce)
+	}
+	if !strings.Contains(harm, "double") || !strings.Contains(harm, v.Finding.Explain) {
+		t.Errorf("the finding at the top reads %q", harm)
+	}
+}
+
+func attr(n *html.Node, name string) string {
+	for _, a := range n.Attr {
+		if a.Key == name {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func text(n *html.Node) string {
+	var b strings.Builder
+	for d := range n.Descendants() {
+		if d.Type == html.TextNode {
+			b.WriteString(d.Data)
+		}
+	}
+	return b.String()
+}
+
+func equalCounts(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,129 @@
+package grader
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"idemlab/grader/timeline"
+)
+
+// Timeline is the part of the result's history that its failure is
+// about, with at most lanes client lanes. A money finding draws the
+// operations that executed more often than asked, or that never ran,
+// highlighted; a failure that names no such operation draws the
+// operations its evidence names (their requests), when there is a story
+// to see: more than one request, or a crash. ok is false when there is
+// nothing to draw.
+func (r Result) Timeline(reproduce string, lanes int) (v timeline.View, ok bool) {
+	var f *Failure
+	if r.History == nil || !errors.As(r.Err, &f) {
+		return timeline.View{}, false
+	}
+	finding := timeline.Finding{
+		Check: r.Check.ID, Claim: r.Check.Claim, Harm: string(f.Harm), Explain: f.Harm.Explain(),
+		Got: f.Got, Reproduce: reproduce, Excess: f.Excess, Missing: f.Missing,
+	}
+	if f.Harm == "" {
+		finding.Harm, finding.Explain = "contract", "every balance is right: what failed is the contract (a status, a problem type, a header)"
+	}
+	if len(f.Excess)+len(f.Missing) == 0 {
+		// A check that judged the money itself names its operations in
+		// its evidence: what the harm says of them decides the highlight.
+		named := namedOps(f)
+		switch f.Harm {
+		case Double, MovedThoughRefused:
+			finding.Excess = named
+		case Lost:
+			finding.Missing = named
+		default:
+			finding.Named, finding.Refs = named, namedRefs(f.Got)
+		}
+	}
+	v, ok = r.History.Focus(finding, lanes)
+	if !ok || f.Harm != "" {
+		return v, ok
+	}
+	return v, v.Story()
+}
+
+// opName is the form of the operations a check draws (T.Op).
+var opName = regexp.MustCompile(`\bop-[0-9a-f]{8}\b`)
+
+// refName is the form of a transfer's or a deposit's id.
+var refName = regexp.MustCompile(`\b(?:tr|dp)_[0-9A-Za-z]+\b`)
+
+// refLines begin the lines of a core ledger finding that name the
+// transfers it is about (checks_stage9.go's postedOnce).
+var refLines = []string{"never posted:", "posted more than once:", "posted, and no such transfer executed:", "posted wrong:"}
+
+// namedRefs are the transfers the core ledger finding in got is about.
+func namedRefs(got string) []string {
+	var out []string
+	for _, line := range strings.Split(got, "\n") {
+		if slices.ContainsFunc(refLines, func(p string) bool { return strings.HasPrefix(line, p) }) {
+			out = append(out, refName.FindAllString(line, -1)...)
+		}
+	}
+	return out
+}
+
+// namedOps are the operations a failure's evidence names.
+func namedOps(f *Failure) []string {
+	var out []string
+	for _, part := range []*Failure{f, f.Contract} {
+		if part == nil {
+			continue
+		}
+		for _, op := range opName.FindAllString(part.Sent+"\n"+part.Got, -1) {
+			if !slices.Contains(out, op) {
+				out = append(out, op)
+			}
+		}
+	}
+	return out
+}
+
+// WriteTimeline writes the HTML timeline of r's failure into dir, as
+// <check ID>.html, and sets r.TimelinePath to its path (shown relative to
+// the working directory when it lies below it). It writes nothing when r
+// has no timeline (Timeline), and returns an error if the file cannot be
+// written.
+func WriteTimeline(r *Result, dir, reproduce string) error {
+	v, ok := r.Timeline(reproduce, timeline.HTMLLanes)
+	if !ok {
+		return nil
+	}
+	path, err := timeline.WriteHTML(dir, r.Check.ID, v)
+	if err != nil {
+		return fmt.Errorf("write the timeline of %s: %w", r.Check.ID, err)
+	}
+	r.TimelinePath = path
+	return nil
+}
+
+// TimelinesEnv names the folder where make stage-N and lab check put the
+// HTML timelines of money failures (lab check sets it for its go test).
+const TimelinesEnv = "IDEMLAB_TIMELINES"
+
+// ColorEnv, set to 1, draws the terminal timelines of a stage's go test
+// in colour: lab check and lab watch set it when they print to a terminal.
+const ColorEnv = "IDEMLAB_COLOR"
+
+// TimelineDir is where a run that writes no results.json puts its HTML
+// timelines: the folder TimelinesEnv names, or else .idemlab/timelines
+// below the project's root (below the working directory outside it).
+func TimelineDir() string {
+	if d := os.Getenv(TimelinesEnv); d != "" {
+		return d
+	}
+	root, err := Root()
+	if err != nil {
+		root = "."
+	}
+	return filepath.Join(root, ".idemlab", "timelines")
+}
