@@ -17,6 +17,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"idemlab/kit/bank"
+	"idemlab/kit/events"
 	"idemlab/kit/labdb"
 	"idemlab/kit/pgdb"
 	"idemlab/kit/server"
