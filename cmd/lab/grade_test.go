@@ -24,11 +24,11 @@ func TestGrade_SolutionPassesItsScaffoldFails(t *testing.T) {
 
 	out.Reset()
 	results := t.TempDir()
-	code := run(ctx, []string{"grade", "--stage", "1", "--seed", "9", "--run", "S1.missing-key", "--results", results}, &out, &errb)
+	code := run(ctx, []string{"grade", "--stage", "1", "--seed", "9", "--run", "S1.concurrent-duplicates", "--results", results}, &out, &errb)
 	if code != 1 {
 		t.Fatalf("grading the untouched stage 1 scaffold exited %d, want 1:\n%s", code, out.String())
 	}
-	for _, want := range []string{"FAIL S1.missing-key", "docs/lessons/01-claim.md", "reproduce make grade STAGE=1 SEED=9 RUN=S1.missing-key", "0 passed, 1 failed"} {
+	for _, want := range []string{"FAIL S1.concurrent-duplicates", "docs/lessons/01-claim.md", "reproduce make grade STAGE=1 SEED=9 RUN=S1.concurrent-duplicates", "0 passed, 1 failed"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
@@ -47,8 +47,8 @@ func TestGrade_SolutionPassesItsScaffoldFails(t *testing.T) {
 	if err := json.Unmarshal(raw, &res); err != nil || res.Valid != false || res.Failed != 1 {
 		t.Fatalf("results.json = %s", raw)
 	}
-	// The money moved though the client was refused: its timeline lies
-	// beside results.json, and the failure names it.
+	// The copies paid again and again: the double's timeline lies beside
+	// results.json, and the failure names it.
 	if len(res.Checks) != 1 || res.Checks[0].Timeline == "" {
 		t.Fatalf("results.json names no timeline: %s", raw)
 	}
