@@ -75,16 +75,22 @@ func checkRetryDuringOriginal(t *T) error {
 
 // afterTheOriginal retries req once its original has answered orig, as a
 // patient client does while it is told to wait (409 request-in-progress;
-// from stage 4 on, where a completed key replays its answer, any 409): the
-// key's lock ends with the request that held it. A key still in progress
-// after its original answered is stuck; a completed operation whose every
-// retry is refused leaves its client without its answer. The retries must
-// not execute again.
+// from stage 4 on, any 409 but duplicate-request, which says the request
+// ran): the key's lock ends with the request that held it. A key still in
+// progress after its original answered is stuck; a completed operation
+// whose every retry is refused with a 409 that never says it ran leaves
+// its client without its answer. 409 duplicate-request is a stage 3
+// server's answer whatever the subject's stage: a stage 4 scaffold must
+// pass this check, and whether a completed key replays is stage 4's
+// checks' question. The retries must not execute again.
 func (t *T) afterTheOriginal(req Request, orig Response, sent string, books *Books) error {
 	const patience = time.Second
 	replays := t.Subject().Stage >= 4
+	refusedForGood := func(r Response) bool {
+		return replays && r.Is(http.StatusConflict, "") && !r.Is(http.StatusConflict, pDuplicate)
+	}
 	wait := func(r Response) bool {
-		return r.Err != nil || r.Is(http.StatusConflict, pInProgress) || replays && r.Is(http.StatusConflict, "")
+		return r.Err != nil || r.Is(http.StatusConflict, pInProgress) || refusedForGood(r)
 	}
 	r, n := t.retryWhile(req, patience, wait)
 	story := fmt.Sprintf("%s\nthen, the original answered, the same request again, while told to wait: %d retries over %v", sent, n, patience)
@@ -94,7 +100,7 @@ func (t *T) afterTheOriginal(req Request, orig Response, sent string, books *Boo
 	switch {
 	case r.Is(http.StatusConflict, pInProgress):
 		return t.Harmful(StuckKey, story, r.String(), "the original has answered, so its key is no longer in progress: the stored 201 (stage 4 on) or 409 "+pDuplicate)
-	case replays && orig.Is(http.StatusCreated, "") && r.Is(http.StatusConflict, ""):
+	case orig.Is(http.StatusCreated, "") && refusedForGood(r):
 		return t.Harmful(NoUsableAnswer, story, r.String(), "the original's stored 201: its money moved, its request has ended, and every retry is still refused")
 	}
 	return nil
