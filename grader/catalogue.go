@@ -287,6 +287,12 @@ var catalogue = []Check{
 		Run:   checkRetriedPut,
 	},
 	{
+		ID: "S7.old-copies", Stage: 7, Lesson: lesson7 + "#two-clerks",
+		Claim: "after a dozen saves, a PUT from the copy read before any of them, whichever, gets 412 precondition-failed and changes nothing",
+		Why:   "a version compared as text, by prefix or as \"at least\" holds for the first saves and then lets a copy of version 1 match version 10: a stale save puts an old limit back",
+		Run:   checkOldCopies,
+	},
+	{
 		ID: "S7.precondition-required", Stage: 7, Lesson: lesson7 + "#require-if-match",
 		Claim: "a PUT of the settings without If-Match, or with If-Match: *, gets 428 precondition-required and changes nothing",
 		Why:   "a PUT that names no version overwrites whatever it finds; if the server accepts it, every client that forgot If-Match can lose other clerks' changes",
@@ -312,7 +318,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S7.etag-names-the-version", Stage: 7, Lesson: lesson7 + "#the-etag-names-the-version",
-		Claim: "GET gives a strong ETag; a PUT answers 200 with the settings it saved and a new ETag, whichever member changed and also when none did, that the next GET shows and the next PUT may use",
+		Claim: "GET gives a strong ETag; a PUT answers 200 with the settings it saved and a new ETag, whichever member changed, also when none did or when If-Match listed an old ETag before the current one, that the next GET shows and the next PUT may use",
 		Why:   "an ETag that misses a change (a daily limit, a write) lets a stale copy match; an answer that names a version GET does not show sends the clerk's next save to 412, or lets it through",
 		Run:   checkETagNamesTheVersion,
 	},

@@ -106,6 +106,17 @@ func (t *T) saved(story string, req Request, r Response, want bank.Settings) (st
 	return r.Header.Get("ETag"), nil
 }
 
+// rename saves from's settings with a new nickname as c, from from's
+// ETag, told in the story as what. It returns the settings saved at the
+// ETag the PUT answered, and the PUT; a failure if it did not succeed.
+func (t *T) rename(story, what string, c bank.Customer, account string, from settingsCopy) (settingsCopy, Request, error) {
+	next := from.Settings
+	next.Nickname = t.nickname()
+	req := putSettings(c, account, next, from.ETag)
+	etag, err := t.saved(story+"\n"+what+":", req, t.Do(req), next)
+	return settingsCopy{Settings: next, ETag: etag}, req, err
+}
+
 // nickname draws a nickname.
 func (t *T) nickname() string {
 	names := []string{"payroll", "rent", "savings", "suppliers", "월급", "생활비", "travel"}
@@ -147,13 +158,11 @@ func checkTwoClerks(t *T) error {
 	a, acc := s.A, s.A.Accounts[0]
 	story += "\n(clerks A and B both hold that copy)"
 
-	renamed := start.Settings
-	renamed.Nickname = t.nickname()
-	reqA := putSettings(a, acc, renamed, start.ETag)
-	etagA, err := t.saved(story+"\nclerk A renames the account:", reqA, t.Do(reqA), renamed)
+	made, reqA, err := t.rename(story, "clerk A renames the account", a, acc, start)
 	if err != nil {
 		return err
 	}
+	renamed, etagA := made.Settings, made.ETag
 	story += "\nclerk A renames the account: " + describe(reqA) + "  →  200, ETag " + etagA
 
 	raised := start.Settings
@@ -620,7 +629,8 @@ func (t *T) toNoon() error {
 // checkETagNamesTheVersion catches an ETag that a write does not change
 // (the version not moved on, or only by a rename, or not by a save that
 // changes nothing), a weak one, and a PUT that answers an ETag the next
-// GET does not show: the one it was sent, or a version it did not make.
+// GET does not show: the one it was sent, or a version it did not make,
+// such as the one after the first tag of an If-Match list.
 func checkETagNamesTheVersion(t *T) error {
 	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
 	if err != nil {
@@ -641,19 +651,26 @@ func checkETagNamesTheVersion(t *T) error {
 		return t.Fail(story+"\nGET again", again.String(), "the same settings at the same ETag: nothing changed them")
 	}
 	cur := start
-	for _, change := range []string{"daily_limit", "nickname", "nothing"} {
+	for _, change := range []string{"daily_limit", "nickname", "nothing", "listed"} {
 		next := cur.Settings
+		ifMatch := cur.ETag
 		switch change {
 		case "daily_limit":
 			next.DailyLimit += t.Amount(1_000, 100_000)
-		case "nickname":
+		case "nickname", "listed":
 			next.Nickname = t.nickname()
 		}
 		what := "change only the " + change
-		if change == "nothing" {
+		switch change {
+		case "nothing":
 			what = "save the settings as they are"
+		case "listed":
+			// The answer names the version this save made, not one
+			// worked out from the first tag of the list.
+			what = "rename from a list of an old ETag, then the current one"
+			ifMatch = start.ETag + ", " + cur.ETag
 		}
-		req := putSettings(a, acc, next, cur.ETag)
+		req := putSettings(a, acc, next, ifMatch)
 		etag, err := t.saved(story+"\n"+what+":", req, t.Do(req), next)
 		if err != nil {
 			return err
@@ -729,6 +746,70 @@ func checkSettingsContract(t *T) error {
 		if after != start {
 			return t.Fail(sent+"\nthen GET", after.String(), "the settings unchanged: "+start.String())
 		}
+	}
+	return nil
+}
+
+// checkOldCopies catches a version compared by something weaker than
+// equality (as text, by prefix, as "at least"): after a dozen saves from
+// the settings as they were made, a PUT from every copy read before the
+// last save, oldest first, must get
+// 412 and change nothing. Every old copy is tried, even after one gets
+// through, so that the report lists all of them.
+func checkOldCopies(t *T) error {
+	const saves = 12
+	s, err := t.Scenario(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	a, acc := s.A, s.A.Accounts[0]
+	// The copy of the settings as they were made, before any save: a
+	// version read as text then meets its own prefix (1 and 13).
+	start, err := t.readSettings("", a, acc)
+	if err != nil {
+		return err
+	}
+	story := "GET " + settingsPath(acc) + "  →  " + start.String()
+	old := []string{start.ETag}
+	cur := start
+	for range saves {
+		if cur, _, err = t.rename(story, "clerk A saves a new nickname", a, acc, cur); err != nil {
+			return err
+		}
+		old = append(old, cur.ETag)
+	}
+	old = old[:len(old)-1]
+	story += fmt.Sprintf("\nclerk A saves a new nickname %d times, each from the ETag the save before answered: %s, then %s", saves, strings.Join(old, ", "), cur.ETag)
+	if now, err := t.readSettings(story, a, acc); err != nil {
+		return err
+	} else if now != cur {
+		return t.Fail(story+"\nthen GET", now.String(), "the last save, at the ETag it answered: "+cur.String())
+	}
+	var through, wrong []string
+	for _, etag := range old {
+		stale := cur.Settings
+		stale.DailyLimit = t.Amount(100_000, 500_000)
+		req := putSettings(a, acc, stale, etag)
+		r := t.Do(req)
+		after, err := t.readSettings(story+"\n"+describe(req), a, acc)
+		if err != nil {
+			return err
+		}
+		switch {
+		case after != cur:
+			through = append(through, describe(req)+"  →  "+r.Short()+", then GET  →  "+after.String())
+			cur = after
+		case !r.Is(http.StatusPreconditionFailed, pPreconditionFailed):
+			wrong = append(wrong, describe(req)+"  →  "+r.String())
+		}
+	}
+	story += "\nthen a clerk sets the daily limit from each copy read before, oldest first"
+	if len(through) > 0 {
+		return t.Harmful(LostUpdate, story, fmt.Sprintf("%d of %d old copies were written:\n", len(through), len(old))+strings.Join(through, "\n"),
+			"412 "+pPreconditionFailed+" to every one: an If-Match names the current version only if it is the ETag the last save answered; nothing changes")
+	}
+	if len(wrong) > 0 {
+		return t.Fail(story, strings.Join(wrong, "\n"), "412 "+pPreconditionFailed+" to every one, and nothing changes")
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"idemlab/kit/bank"
 	"idemlab/kit/labclient"
 	"idemlab/kit/problem"
+	"idemlab/kit/request"
 )
 
 // reference draws an invoice number.
@@ -95,8 +96,9 @@ func (t *T) refusedAsDuplicate(story string, r Response, inv invoice, books *Boo
 
 // checkTwoKeys catches a stage that knows nothing of references, one that
 // records the reference after the money has committed (the second payment
-// is refused only once it has moved), and one that stores the refusal in
-// the transaction that moved the money.
+// is refused only once it has moved), one that stores the refusal in the
+// transaction that moved the money, and one that holds a reference per
+// account, paying or paid, instead of per customer.
 func checkTwoKeys(t *T) error {
 	s, inv, story, err := t.paidInvoice()
 	if err != nil {
@@ -105,6 +107,21 @@ func checkTwoKeys(t *T) error {
 	story, _, err = t.payAgain(story, "another clerk pays it again, from a new form (a new key)", inv, t.Key(), inv.amount, s.Books)
 	if err != nil {
 		return err
+	}
+	// The reference is the customer's: the invoice is paid whichever of
+	// A's accounts pays it, and to whichever of B's.
+	for _, other := range []struct {
+		from, to, what string
+	}{
+		{inv.from, s.B.Accounts[1], "to B's other account"},
+		{s.A.Accounts[1], inv.to, "from A's other account"},
+	} {
+		again := inv
+		again.from, again.to = other.from, other.to
+		story, _, err = t.payAgain(story, "a clerk pays it again "+other.what+" (a new key)", again, t.Key(), inv.amount, s.Books)
+		if err != nil {
+			return err
+		}
 	}
 	// Location must name the transfer that paid the invoice.
 	got := t.Do(Request{Method: "GET", Path: inv.location(), Token: inv.payer.Token})
@@ -387,11 +404,17 @@ func checkSimilarReferences(t *T) error {
 	}
 	ref := inv.reference
 	last := []rune(ref)[len([]rune(ref))-1]
+	// Two numbers of the longest length allowed, alike but for their
+	// last character: the second is refused where a reference is cut
+	// short.
+	long := ref + "/" + strings.Repeat("0", request.MaxReference-len(ref)-2)
 	for _, v := range []struct{ reference, what string }{
 		{strings.ToLower(ref), "in lower case"},
 		{ref + "-2", "with a suffix"},
 		{strings.Replace(ref, "I", "\u0406", 1), "with a Cyrillic І for the Latin I"},
 		{strings.TrimSuffix(ref, string(last)) + string(last-'0'+'\uff10'), "with a full-width last digit"},
+		{long + "1", fmt.Sprintf("%d characters long", request.MaxReference)},
+		{long + "2", "as long, and only its last character another"},
 	} {
 		op, amount := t.Op(), t.Amount(1_000, 100_000)
 		s.Books.Expect(op)
