@@ -43,12 +43,6 @@ func (t *T) unheld(h *Held, what string) error {
 	return nil
 }
 
-// fresh reports whether r is a 201 without the replay marker. It judges
-// the contract only: whether an operation executed is read from the books
-// and from the operations the answers name (executedOps), never from a
-// header the server chose.
-func fresh(r Response) bool { return r.Is(201, "") && !r.Replayed() }
-
 // executedOps counts the operations the 201s among rs name, each once: a
 // replay names the operation it replays, marked as a replay or not, and
 // adds none. Every 201 tells its client that an operation executed; the

@@ -510,7 +510,7 @@ func checkLimitRefusalReplayed(t *T) error {
 	req := Transfer(a, t.Key(), TransferBody(acc, payee, amount, op))
 	orig := t.Do(req)
 	story += "\na transfer over it: " + req.String() + "  →  " + orig.Short()
-	if fresh(orig) {
+	if orig.Is(http.StatusCreated, "") {
 		books.Transfer(op, acc, payee, amount)
 	}
 	if err := t.Reconcile(story, orig.String(), books); err != nil {
@@ -572,7 +572,7 @@ func checkDailyLimit(t *T) error {
 		books.Expect(op)
 		req := Transfer(a, t.Key(), TransferBody(acc, payee, amount, op))
 		r := t.Do(req)
-		if fresh(r) {
+		if r.Is(http.StatusCreated, "") {
 			books.Transfer(op, acc, payee, amount)
 		}
 		return req, r
@@ -580,7 +580,7 @@ func checkDailyLimit(t *T) error {
 	over := limit + t.Amount(1, 50_000)
 	req, r := pay(over)
 	story += "\na transfer over A's limit: " + req.String() + "  →  " + r.Short()
-	if fresh(r) && rb.Is(http.StatusOK, "") {
+	if r.Is(http.StatusCreated, "") && rb.Is(http.StatusOK, "") {
 		return t.Harmful(LostUpdate, story, r.String()+fmt.Sprintf("\nB's stale rename put the limit of %d back, and %d won moved past A's limit of %d", start.DailyLimit, over, limit),
 			"412 "+pPreconditionFailed+" to B's stale rename, and the transfer refused: 422 "+pDailyLimit+", nothing moved")
 	}
@@ -590,7 +590,7 @@ func checkDailyLimit(t *T) error {
 	half := limit / 2
 	req, r = pay(half)
 	story += "\na transfer within it: " + req.String() + "  →  " + r.Short()
-	if !fresh(r) {
+	if !r.Is(http.StatusCreated, "") {
 		return t.Fail(story, r.String(), "201 Created: "+fmt.Sprint(half)+" is within the day's limit of "+fmt.Sprint(limit))
 	}
 	rest := limit - half + 1
@@ -604,7 +604,7 @@ func checkDailyLimit(t *T) error {
 	}
 	req, r = pay(rest)
 	story += "\n24h later on the lab clock, the same amount: " + req.String() + "  →  " + r.Short()
-	if !fresh(r) {
+	if !r.Is(http.StatusCreated, "") {
 		return t.Fail(story, r.String(), "201 Created: a new day, and the limit counts from zero again")
 	}
 	if err := t.Reconcile(story, "", books); err != nil {

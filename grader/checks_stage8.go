@@ -58,7 +58,7 @@ func (t *T) paidInvoice() (Scenario, invoice, string, error) {
 	req := Transfer(inv.payer, inv.firstKey, inv.body(inv.amount))
 	r := t.Do(req)
 	story := "a clerk pays invoice " + inv.reference + ": " + req.String() + "  →  " + r.Short()
-	if !fresh(r) || resourceID(r) == "" {
+	if !r.Is(http.StatusCreated, "") || resourceID(r) == "" {
 		return Scenario{}, invoice{}, "", t.Fail(story, r.String(), "201 Created: the first transfer with this reference executes")
 	}
 	s.Books.Transfer(inv.op, inv.from, inv.to, inv.amount)
@@ -174,7 +174,7 @@ func (t *T) onePaid(story string, answers []Response, book func(i int), books *B
 	got := Summarize(answers)
 	var paid []int
 	for i, r := range answers {
-		if fresh(r) && resourceID(r) != "" {
+		if r.Is(http.StatusCreated, "") && resourceID(r) != "" {
 			paid = append(paid, i)
 		}
 	}
@@ -293,13 +293,13 @@ func checkOtherCustomerReference(t *T) error {
 	req := Transfer(b, t.Key(), ReferencedBody(b.Accounts[0], s.A.Accounts[0], amount, op, inv.reference))
 	r := t.Do(req)
 	story += "\nanother customer pays an invoice of its own with the same number: " + req.String() + "  →  " + r.Short()
-	if fresh(r) {
+	if r.Is(http.StatusCreated, "") {
 		s.Books.Transfer(op, b.Accounts[0], s.A.Accounts[0], amount)
 	}
 	if err := t.Reconcile(story, r.String(), s.Books); err != nil {
 		return err
 	}
-	if !fresh(r) || resourceID(r) == inv.firstID {
+	if !r.Is(http.StatusCreated, "") || resourceID(r) == inv.firstID {
 		return t.Fail(story, r.String(), "201 Created with a transfer of its own: a reference is unique per customer")
 	}
 	return nil
@@ -320,13 +320,13 @@ func checkWithoutReference(t *T) error {
 		req := Transfer(a, t.Key(), body)
 		r := t.Do(req)
 		story = strings.TrimPrefix(story+"\n"+what+": "+req.String()+"  →  "+r.Short(), "\n")
-		if fresh(r) {
+		if r.Is(http.StatusCreated, "") {
 			s.Books.Transfer(op, from, to, amount)
 		}
 		if err := t.Reconcile(story, r.String(), s.Books); err != nil {
 			return err
 		}
-		if !fresh(r) {
+		if !r.Is(http.StatusCreated, "") {
 			return t.Fail(story, r.String(), "201 Created: a new key, and no reference to hold it to, is a new transfer")
 		}
 		return nil
@@ -381,13 +381,13 @@ func checkReferenceValidated(t *T) error {
 	req := Transfer(a, key, ReferencedBody(from, to, amount, op, t.reference()))
 	r := t.Do(req)
 	story += "\nthen the same key with a valid reference: " + req.String() + "  →  " + r.Short()
-	if fresh(r) {
+	if r.Is(http.StatusCreated, "") {
 		s.Books.Transfer(op, from, to, amount)
 	}
 	if err := t.Reconcile(story, r.String(), s.Books); err != nil {
 		return err
 	}
-	if !fresh(r) {
+	if !r.Is(http.StatusCreated, "") {
 		return t.Fail(story, r.String(), "201 Created: the refused bodies claimed nothing, so the key is still new")
 	}
 	return nil
@@ -421,13 +421,13 @@ func checkSimilarReferences(t *T) error {
 		req := Transfer(inv.payer, t.Key(), ReferencedBody(inv.from, inv.to, amount, op, v.reference))
 		r := t.Do(req)
 		story += "\nanother invoice, its number " + v.what + ": " + req.String() + "  →  " + r.Short()
-		if fresh(r) {
+		if r.Is(http.StatusCreated, "") {
 			s.Books.Transfer(op, inv.from, inv.to, amount)
 		}
 		if err := t.Reconcile(story, r.String(), s.Books); err != nil {
 			return err
 		}
-		if !fresh(r) || resourceID(r) == inv.firstID {
+		if !r.Is(http.StatusCreated, "") || resourceID(r) == inv.firstID {
 			return t.Fail(story, r.String(), fmt.Sprintf("201 Created with a transfer of its own: %q is not %q; references are compared exactly, as the customer wrote them", v.reference, ref))
 		}
 	}
@@ -449,7 +449,7 @@ func checkEqualLookingReference(t *T) error {
 	req := Transfer(nfc.payer, t.Key(), nfc.body(nfc.amount))
 	r := t.Do(req)
 	story += "\nthe clerk pays invoice " + nfc.reference + " (é precomposed, U+00E9): " + req.String() + "  →  " + r.Short()
-	if !fresh(r) || resourceID(r) == "" {
+	if !r.Is(http.StatusCreated, "") || resourceID(r) == "" {
 		return t.Fail(story, r.String(), "201 Created: the first transfer with this reference executes")
 	}
 	s.Books.Transfer(nfc.op, nfc.from, nfc.to, nfc.amount)
@@ -510,13 +510,13 @@ func checkRefusedLeavesPayable(t *T) error {
 	req := Transfer(a, t.Key(), inv.body(inv.amount))
 	r := t.Do(req)
 	story += "\nthen the invoice paid as it should be, under a new key: " + req.String() + "  →  " + r.Short()
-	if fresh(r) {
+	if r.Is(http.StatusCreated, "") {
 		books.Transfer(inv.op, inv.from, inv.to, inv.amount)
 	}
 	if err := t.Reconcile(story, r.String(), books); err != nil {
 		return err
 	}
-	if !fresh(r) {
+	if !r.Is(http.StatusCreated, "") {
 		return t.Fail(story, r.String()+"\nLocation: "+r.Header.Get("Location"),
 			"201 Created: every earlier payment was refused, nothing paid the invoice, so it is still payable; a refused transfer holds no reference")
 	}
