@@ -234,3 +234,30 @@ func TestWriter_ReadsBesideWritesAndStatementsThatWrite(t *testing.T) {
 		t.Fatal("a statement on a missing table prepared without an error")
 	}
 }
+
+// DB.Close while a write transaction is still open (a server shutting
+// down under a request, a relay mid-pass) must leave that transaction's
+// connection usable until it ends: database/sql closes the connector at
+// once, and a writer closed under the transaction made its ROLLBACK run
+// on a closed SQLite handle, which crashed the whole process. Caught: a
+// Close that closes the writer without waiting for the gate (this test's
+// process dies with SIGSEGV).
+func TestWriteGate_CloseWaitsForTheWriteTransaction(t *testing.T) {
+	db := openGated(t, 50*time.Millisecond)
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO n (v) VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err == nil || !IsBusy(err) {
+		t.Errorf("Close with a write transaction open = %v, want the gate's busy error: the writer must not be closed under it", err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Errorf("rollback after Close: %v", err)
+	}
+	if _, err := db.Exec(`INSERT INTO n (v) VALUES (2)`); err == nil {
+		t.Error("a write after Close succeeded")
+	}
+}

@@ -3,7 +3,10 @@ package sqlitedb
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -36,6 +39,8 @@ type connector struct {
 	// write outside one runs on; only the holder of the gate uses it. It is
 	// opened on first use.
 	writer *physical
+	// closed is set by Close: no writer is opened after it.
+	closed atomic.Bool
 }
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -78,6 +83,10 @@ func (c *connector) takeWriter(ctx context.Context) (*physical, error) {
 	if err := c.gate.acquire(ctx); err != nil {
 		return nil, err
 	}
+	if c.closed.Load() {
+		c.gate.release()
+		return nil, errClosed
+	}
 	if c.writer == nil {
 		w, err := c.open(ctx)
 		if err != nil {
@@ -89,9 +98,22 @@ func (c *connector) takeWriter(ctx context.Context) (*physical, error) {
 	return c.writer, nil
 }
 
-// Close closes the writer; database/sql calls it from DB.Close, once every
-// connection is closed.
+// errClosed is what a writer gets once the database is closed.
+var errClosed = errors.New("sql: database is closed")
+
+// Close closes the writer. database/sql calls it from DB.Close at once,
+// while connections still in use may be inside a write transaction on the
+// writer: closed under them, their ROLLBACK (database/sql's own, when
+// their context ends) would run on a closed SQLite handle and crash the
+// process. So Close takes the gate, as a writer would, and keeps it: it
+// closes the writer once the transaction on it has ended, and no writer
+// comes after. If the gate is not given back within its timeout, the
+// writer is left open and Close returns the gate's error.
 func (c *connector) Close() error {
+	c.closed.Store(true)
+	if err := c.gate.acquire(context.Background()); err != nil {
+		return fmt.Errorf("close the writer: a write transaction still holds it: %w", err)
+	}
 	if c.writer == nil {
 		return nil
 	}
