@@ -137,6 +137,28 @@ func (h *historian) fence(ctx context.Context, lab *labclient.Client) {
 	}
 }
 
+// executedBy lists the clients whose requests executed op, as the lab's
+// execution events name them (each carries the Lab-Attempt it ran in); ok
+// is false when no execution of op named its attempt, and the history
+// cannot tell. Fence first, so that the events are in.
+func (h *historian) executedBy(op string) (clients []string, ok bool) {
+	if h == nil {
+		return nil, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	client := map[string]string{}
+	for _, a := range h.attempts {
+		client[a.ID] = a.Client
+	}
+	for _, e := range h.events {
+		if e.Kind == timeline.Execution && e.Op == op && e.Attempt != "" {
+			clients, ok = append(clients, client[e.Attempt]), true
+		}
+	}
+	return clients, ok
+}
+
 // close ends every stream and waits for its reader.
 func (h *historian) close() {
 	h.mu.Lock()

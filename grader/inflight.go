@@ -6,6 +6,10 @@ import (
 	"idemlab/kit/labclient"
 )
 
+// inFlight is the client name of a request sent with Launch: the
+// history's lane of an original held in flight.
+const inFlight = "in flight"
+
 // Pending is a request on its way, sent on its own goroutine so that a
 // check can act while the server works on it.
 type Pending struct {
@@ -19,7 +23,7 @@ func (t *T) Launch(req Request) *Pending {
 	p := &Pending{Request: req, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		p.res = t.send("in flight", req)
+		p.res = t.send(inFlight, req)
 	}()
 	return p
 }
