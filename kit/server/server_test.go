@@ -256,16 +256,7 @@ func TestEvents_CarryTheRequestsAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	kinds := map[string]json.RawMessage{}
-	deadline := time.After(5 * time.Second)
-	for len(kinds) < 2 {
-		select {
-		case ev := <-ch:
-			kinds[ev.Kind] = ev.Data
-		case <-deadline:
-			t.Fatalf("events seen: %v; want request and execution", kinds)
-		}
-	}
+	kinds := requestAndExecution(t, ch)
 	var exec struct {
 		Attempt string
 		At      time.Time
@@ -278,15 +269,10 @@ func TestEvents_CarryTheRequestsAttempt(t *testing.T) {
 	}
 }
 
-func TestEvents_RequestAndExecutionArePublished(t *testing.T) {
-	srv, hs := start(t)
-	c0, c1 := resetTwo(t, srv)
-	ch, cancel := srv.Events().Subscribe(16)
-	defer cancel()
-	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5,"metadata":{"op":"op-1"}}`
-	if code, b := call(t, hs, "POST", "/transfers", c0.Token, body); code != 201 {
-		t.Fatalf("transfer: %d %s", code, b)
-	}
+// requestAndExecution reads ch until it has the events of one transfer,
+// its request and its execution, and returns their data by kind.
+func requestAndExecution(t *testing.T, ch <-chan events.Event) map[string]json.RawMessage {
+	t.Helper()
 	kinds := map[string]json.RawMessage{}
 	deadline := time.After(5 * time.Second)
 	for len(kinds) < 2 {
@@ -297,6 +283,19 @@ func TestEvents_RequestAndExecutionArePublished(t *testing.T) {
 			t.Fatalf("events seen: %v; want request and execution", kinds)
 		}
 	}
+	return kinds
+}
+
+func TestEvents_RequestAndExecutionArePublished(t *testing.T) {
+	srv, hs := start(t)
+	c0, c1 := resetTwo(t, srv)
+	ch, cancel := srv.Events().Subscribe(16)
+	defer cancel()
+	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5,"metadata":{"op":"op-1"}}`
+	if code, b := call(t, hs, "POST", "/transfers", c0.Token, body); code != 201 {
+		t.Fatalf("transfer: %d %s", code, b)
+	}
+	kinds := requestAndExecution(t, ch)
 	if !strings.Contains(string(kinds["execution"]), `"op":"op-1"`) || !strings.Contains(string(kinds["execution"]), `"count":1`) {
 		t.Errorf("execution event = %s", kinds["execution"])
 	}
