@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# conform-examples.sh LAB: runs lab conform (the binary LAB) against three
+# conform-examples.sh LAB: runs lab conform (the binary LAB) against
 # APIs, each through its public API only, and checks each verdict is the
 # expected one: stage 9's reference solution (valid), stage 0's naive
-# server (money harmed), both served by lab serve, and the small payments
-# server of grader/conform/testdata (valid). The lab servers are reset
-# once, with seed 1, to have customers; lab conform itself never calls
-# /lab. Ends with one line, and exits 0 only if every verdict is expected.
+# server (money harmed), both served by lab serve; the small payments
+# server of grader/conform/testdata (valid); and the six audit examples,
+# each middleware around stage 0's handlers as lab audit wraps it
+# (grader/conform/testdata/auditserve), with the verdict docs/conform.md
+# explains. The lab servers are reset once, with seed 1, to have
+# customers; lab conform itself never calls /lab. Ends with one line, and
+# exits 0 only if every verdict is expected.
 set -euo pipefail
 
 lab=${1:?usage: $0 LAB}
@@ -83,6 +86,25 @@ go build -o "$dir/payserver" ./grader/conform/testdata/payserver/serve
 "$dir/payserver" >"$dir/payserver.log" 2>&1 &
 pids+=($!)
 check "payserver" 0 "$(url_of "$dir/payserver.log")" "$profiles/payserver.json"
+
+# serve_audit NAME: serves the audit example NAME, which resets its own
+# bank and prints the lab profile's LAB_* variables before its URL; sets
+# URL and exports them.
+serve_audit() {
+	"$dir/auditserve" -example "$1" >"$dir/audit-$1.log" 2>&1 &
+	pids+=($!)
+	URL=$(url_of "$dir/audit-$1.log")
+	while IFS='=' read -r name value; do
+		export "$name=$value"
+	done < <(grep '^LAB_' "$dir/audit-$1.log")
+}
+
+# The expected exit status of each audit example: 0 valid, 1 invalid.
+go build -o "$dir/auditserve" ./grader/conform/testdata/auditserve/serve
+for example in naive:1 final:0 aftercommit:0 heldlock:1 nomarker:0 sharedscope:1; do
+	serve_audit "${example%:*}"
+	check "${example%:*}" "${example#*:}" "$URL" "$profiles/lab.json"
+done
 
 (IFS=';'; echo "conform: ${summary[*]}" | sed 's/;/; /g')
 exit $failed
