@@ -13,8 +13,9 @@ import (
 
 // TestRun_AuditExamples attacks each audit example (audit/examples)
 // through its public API with the lab's profile, and finds what it really
-// does: the naive map harms money (an edit told it succeeded, one
-// customer answered with another's transfer), the final design is clean,
+// does: the naive map harms money (the quoted and bare forms of a key
+// two keys, an edit told it succeeded, one customer answered with
+// another's transfer), the final design is clean,
 // completing the key after the handler's commit harms nothing a black box
 // can reach (its flaw needs a crash), the lock held for good leaves a
 // client that lost its answer unable ever to learn it, the missing
@@ -26,7 +27,7 @@ func TestRun_AuditExamples(t *testing.T) {
 		mustMet int
 		harmed  []string
 	}{
-		"naive":       {MoneyHarmed, 1, []string{"key-reused-other-payload", "two-principals-one-key"}},
+		"naive":       {MoneyHarmed, 1, []string{"key-forms", "key-reused-other-payload", "two-principals-one-key"}},
 		"final":       {MoneyClean, 2, nil},
 		"aftercommit": {MoneyClean, 2, nil},
 		"heldlock":    {MoneyHarmed, 2, []string{"lost-response"}},

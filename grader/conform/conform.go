@@ -160,6 +160,9 @@ func (a answer) String() string {
 
 func (a answer) ok() bool { return a.err == nil && a.status >= 200 && a.status < 300 }
 
+// refused reports whether a is a 4xx: the request was turned away.
+func (a answer) refused() bool { return a.err == nil && a.status >= 400 && a.status < 500 }
+
 // same reports whether a and b are the same answer: status and body.
 func (a answer) same(b answer) bool {
 	return a.err == nil && b.err == nil && a.status == b.status && bytes.Equal(a.body, b.body)
@@ -191,6 +194,16 @@ func (r *runner) newOp(i int) (op, error) {
 // send sends o with the key field value (as written: quoted or not; ""
 // for none), through client c, in ctx.
 func (r *runner) send(ctx context.Context, c *http.Client, o op, key string) answer {
+	var fields []string
+	if key != "" {
+		fields = []string{key}
+	}
+	return r.sendFields(ctx, c, o, fields)
+}
+
+// sendFields sends o with one Idempotency-Key field line for each of
+// fields, each as written, through client c, in ctx.
+func (r *runner) sendFields(ctx context.Context, c *http.Client, o op, fields []string) answer {
 	p := r.Profile
 	path, err := p.expand(p.Operation.Path, o.principal, o.amount, "")
 	if err != nil {
@@ -208,8 +221,8 @@ func (r *runner) send(ctx context.Context, c *http.Client, o op, key string) ans
 	if err := p.headers(req.Header, o.principal); err != nil {
 		return answer{err: err}
 	}
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
+	if len(fields) > 0 {
+		req.Header["Idempotency-Key"] = fields
 	}
 	resp, err := c.Do(req)
 	if err != nil {

@@ -58,8 +58,8 @@ func TestRun_KeyedServerIsValid(t *testing.T) {
 		}
 	}
 	s := Summarize(results)
-	if v := s.Valid(); v == nil || !*v || s.Must != 2 || s.Should != 3 {
-		t.Errorf("summary %+v, valid %v; want 2/2 MUST, 3/3 SHOULD, valid", s, v)
+	if v := s.Valid(); v == nil || !*v || s.Must != 2 || s.Should != 4 {
+		t.Errorf("summary %+v, valid %v; want 2/2 MUST, 4/4 SHOULD, valid", s, v)
 	}
 }
 
@@ -194,5 +194,35 @@ func TestRun_RefusesAnUnsetPlaceholderBeforeSending(t *testing.T) {
 	srv.ServeHTTP(rec, req)
 	if !strings.Contains(rec.Body.String(), `"items":[]`) {
 		t.Fatalf("payments were made: %s", rec.Body)
+	}
+}
+
+// TestRun_KeySyntax: each way of misreading the Idempotency-Key field
+// is caught by its scenario: a server that takes the field as sent (the
+// quoted and bare forms two keys, a malformed field a key) pays twice
+// for one operation and misses the 4xx; one that executes a malformed
+// key's request unprotected pays again on its retry; one that cuts long
+// keys short takes two keys for one.
+func TestRun_KeySyntax(t *testing.T) {
+	for _, c := range []struct {
+		keys     payserver.KeyRule
+		id       string
+		money    string
+		contract string
+	}{
+		{payserver.StrictKeys, "key-forms", MoneyClean, ""},
+		{payserver.StrictKeys, "malformed-key", MoneyClean, ContractMet},
+		{payserver.StrictKeys, "long-keys", MoneyClean, ""},
+		{payserver.RawKeys, "key-forms", MoneyHarmed, ""},
+		{payserver.RawKeys, "malformed-key", MoneyClean, ContractUnmet},
+		{payserver.IgnoreMalformed, "malformed-key", MoneyHarmed, ContractUnmet},
+		{payserver.CutKeys, "long-keys", MoneyHarmed, ""},
+	} {
+		srv := payserver.New()
+		srv.Keys = c.keys
+		r := byID(attack(t, srv, nil, 100))[c.id]
+		if r.Money != c.money || r.Contract != c.contract {
+			t.Errorf("keys %d, %s: money %s, contract %q; want money %s, contract %q\n  got %s\n  saw %s", c.keys, c.id, r.Money, r.Contract, c.money, c.contract, r.Got, r.Saw)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -43,6 +44,15 @@ var scenarios = []scenario{
 	{ID: "missing-key", Section: "2.7", Level: "SHOULD", Principals: 1, Sends: 1,
 		Claim: "a request without Idempotency-Key gets 400",
 		Run:   missingKey},
+	{ID: "key-forms", Principals: 1, Sends: 2,
+		Claim: "one key sent as an sf-string and again bare (a Token, not the String §2.1 asks for): the bare form is refused, or it is the same key, and the operation executes once",
+		Run:   keyForms},
+	{ID: "malformed-key", Section: "2.7", Level: "SHOULD", Principals: 1, Sends: 2 * len(malformedKeys),
+		Claim: "a key field that is not one RFC 8941 String (" + malformedNames() + ") gets 4xx, twice, and creates nothing",
+		Run:   malformedKey},
+	{ID: "long-keys", Principals: 1, Sends: 2,
+		Claim: fmt.Sprintf("two keys of %d characters that differ only in their last: both refused, or two operations, each executed once with its own answer (a server that cuts keys short answers one with the other's result)", longKey),
+		Run:   longKeys},
 	{ID: "retry-replayed", Section: "2.6", Level: "SHOULD", Principals: 1, Sends: 3,
 		Claim: "retries after the original completed get its result, and the operation executes once",
 		Run:   retryReplayed},
@@ -89,6 +99,139 @@ func missingKey(ctx context.Context, r *runner, res *Result) error {
 		return b.judge(ctx, res, expect{o, 1, "the request without a key, answered 2xx,"})
 	}
 	return b.judge(ctx, res, expect{o, 0, "the request without a key, refused,"})
+}
+
+// due is how many times an operation whose requests got answers must
+// have executed: once if any was a 2xx, else never.
+func due(answers ...answer) int {
+	for _, a := range answers {
+		if a.ok() {
+			return 1
+		}
+	}
+	return 0
+}
+
+func keyForms(ctx context.Context, r *runner, res *Result) error {
+	b, o, err := r.begin(ctx)
+	if err != nil {
+		return err
+	}
+	key := r.key()
+	quoted := r.send(ctx, r.client, o, sf(key))
+	bare := r.send(ctx, r.client, o, key)
+	res.Sent = describe(r, sf(key), 1) + ", then the same with Idempotency-Key: " + key
+	res.Got = "quoted " + quoted.String() + "; bare " + bare.String()
+	res.Expected = "the bare form refused (4xx), or taken as the same key: the operation executes once"
+	return b.judge(ctx, res, expect{o, due(quoted, bare), "one operation, whose requests were answered " + statuses(quoted, bare) + ","})
+}
+
+// malformedKeys are the key fields malformedKey sends, each made from a
+// fresh key k: none is one RFC 8941 String, so by RFC 8941 §4.2 the
+// field fails to parse and the request has no usable key.
+var malformedKeys = []struct {
+	name   string
+	fields func(k string) []string
+}{
+	{"non-ASCII", func(k string) []string { return []string{`"` + k + `-é"`} }},
+	{"a control character", func(k string) []string { return []string{`"` + k + "\t1" + `"`} }},
+	{"unterminated", func(k string) []string { return []string{`"` + k} }},
+	{"two keys in one field", func(k string) []string { return []string{sf(k+"-1") + ", " + sf(k+"-2")} }},
+	{"the field twice", func(k string) []string { return []string{sf(k + "-1"), sf(k + "-2")} }},
+	{"empty", func(string) []string { return []string{`""`} }},
+}
+
+func malformedNames() string {
+	var names []string
+	for _, m := range malformedKeys {
+		names = append(names, m.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func malformedKey(ctx context.Context, r *runner, res *Result) error {
+	b, err := r.open(ctx)
+	if err != nil {
+		return err
+	}
+	var want []expect
+	var sent, got []string
+	refused := true
+	for _, m := range malformedKeys {
+		o, err := r.newOp(0)
+		if err != nil {
+			return err
+		}
+		fields := m.fields(r.key())
+		first := r.sendFields(ctx, r.client, o, fields)
+		second := r.sendFields(ctx, r.client, o, fields)
+		refused = refused && first.refused() && second.refused()
+		sent = append(sent, fmt.Sprintf("%s: Idempotency-Key: %s", m.name, strings.Join(quoteFields(fields), " and ")))
+		got = append(got, m.name+": "+statuses(first, second))
+		want = append(want, expect{o, due(first, second), m.name})
+	}
+	res.Sent = describe(r, "", 2) + " for each key: " + strings.Join(sent, "; ")
+	res.Got = strings.Join(got, "; ")
+	contract(res, refused, "4xx each time: an RFC 8941 field that fails to parse is ignored (RFC 8941 §4.2), and a request without a key gets 400 (§2.7); if taken anyway, the operation executes once, never again on its retry")
+	return b.judge(ctx, res, want...)
+}
+
+// quoteFields writes each field as Go would quote it, so that a control
+// character shows in the report.
+func quoteFields(fields []string) []string {
+	out := make([]string, len(fields))
+	for i, f := range fields {
+		out[i] = strconv.QuoteToASCII(f)
+	}
+	return out
+}
+
+// longKey is how many characters long the keys of longKeys are.
+const longKey = 4096
+
+func longKeys(ctx context.Context, r *runner, res *Result) error {
+	b, err := r.open(ctx)
+	if err != nil {
+		return err
+	}
+	base := r.key()
+	base += strings.Repeat("x", longKey-len(base)-1)
+	var ops [2]op
+	var answers [2]answer
+	for i, last := range []string{"a", "b"} {
+		if ops[i], err = r.newOp(0); err != nil {
+			return err
+		}
+		answers[i] = r.send(ctx, r.client, ops[i], sf(base+last))
+	}
+	res.Sent = fmt.Sprintf("%s with a key of %d characters, then another operation with the same key but its last character", describe(r, "", 1), longKey)
+	res.Got = fmt.Sprintf("first %s; second %s", answers[0].String(), answers[1].String())
+	res.Expected = "both refused (the API limits a key's length), or both 2xx, each with its own result"
+	if err := b.judge(ctx, res, expect{ops[0], due(answers[0]), "the first"}, expect{ops[1], due(answers[1]), "the second"}); err != nil {
+		return err
+	}
+	switch {
+	case answers[0].ok() && answers[1].ok() && answers[0].same(answers[1]):
+		res.Money = MoneyHarmed
+		res.Saw = "the second key was answered with the first one's result: the server cut the keys short and took them for one; " + res.Saw
+	case answers[0].ok() != answers[1].ok():
+		res.Money = MoneyHarmed
+		res.Saw = "one key was taken and the other, as long, refused: the server cut the keys short and took them for one; " + res.Saw
+	}
+	return nil
+}
+
+// statuses sums answers up by status only: "400, 400".
+func statuses(answers ...answer) string {
+	var out []string
+	for _, a := range answers {
+		if a.err != nil {
+			out = append(out, "no answer")
+			continue
+		}
+		out = append(out, strconv.Itoa(a.status))
+	}
+	return strings.Join(out, ", ")
 }
 
 func retryReplayed(ctx context.Context, r *runner, res *Result) error {

@@ -1,10 +1,11 @@
 // Package payserver is a small payments API that lab conform's tests and
 // examples attack: plain net/http, nothing of the lab's. A caller (the
 // X-Api-Key header) creates payments with POST /v1/payments, body
-// {"payee":"…","cents":N,"note":"…"}, under an Idempotency-Key (an
-// sf-string or bare), and lists its own with GET /v1/payments. Keys live
-// in a map, per caller; a key in use answers 409, a key with another
-// payload 422, a completed key its stored answer.
+// {"payee":"…","cents":N,"note":"…"}, under an Idempotency-Key (one
+// field, an RFC 8941 String of 1 to 255 characters), and lists its own
+// with GET /v1/payments. Keys live in a map, per caller; a key in use
+// answers 409, a key with another payload 422, a completed key its stored
+// answer. Its fields break one rule at a time, for lab conform's tests.
 package payserver
 
 import (
@@ -13,8 +14,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"sync"
+
+	"github.com/dunglas/httpsfv"
 )
 
 // Payment is one payment made.
@@ -40,7 +42,32 @@ type Server struct {
 	next     int
 	// Naive turns the key off: every request makes a payment.
 	Naive bool
+	// Keys is how the Idempotency-Key field is read: StrictKeys, the
+	// draft's, unless a test breaks it.
+	Keys KeyRule
 }
+
+// KeyRule is how the server reads the Idempotency-Key field.
+type KeyRule int
+
+const (
+	// StrictKeys takes one field whose value is an RFC 8941 String of 1
+	// to 255 characters, and answers anything else 400.
+	StrictKeys KeyRule = iota
+	// RawKeys takes the field's value as it was sent, whatever it is:
+	// "k" and k are two keys, and a malformed value is a key like any
+	// other.
+	RawKeys
+	// IgnoreMalformed executes a request whose key does not parse as if
+	// it had none: unprotected, every retry pays again.
+	IgnoreMalformed
+	// CutKeys keeps the first 64 characters of a String, however long:
+	// two long keys that share them are one key.
+	CutKeys
+)
+
+// maxKey is the longest key StrictKeys takes.
+const maxKey = 255
 
 // New returns an empty server.
 func New() *Server {
@@ -84,12 +111,19 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, caller string) {
 		reply(w, status, answer)
 		return
 	}
-	key := r.Header.Get("Idempotency-Key")
-	if unq, err := strconv.Unquote(key); err == nil && len(key) > 0 && key[0] == '"' {
-		key = unq
+	fields := r.Header.Values("Idempotency-Key")
+	if len(fields) == 0 {
+		http.Error(w, `{"error":"an Idempotency-Key is required"}`, http.StatusBadRequest)
+		return
 	}
-	if key == "" || len(r.Header.Values("Idempotency-Key")) > 1 {
-		http.Error(w, `{"error":"one Idempotency-Key is required"}`, http.StatusBadRequest)
+	key, ok := s.key(fields)
+	switch {
+	case !ok && s.Keys == IgnoreMalformed:
+		status, answer := s.pay(caller, p)
+		reply(w, status, answer)
+		return
+	case !ok:
+		http.Error(w, `{"error":"Idempotency-Key must be one field, a quoted string of 1 to 255 printable characters"}`, http.StatusBadRequest)
 		return
 	}
 	id := caller + "\x00" + key
@@ -120,6 +154,26 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, caller string) {
 	e.done, e.status, e.answer = true, status, answer
 	s.mu.Unlock()
 	reply(w, status, answer)
+}
+
+// key reads the key from the Idempotency-Key fields as s.Keys says; ok
+// is false if they hold none.
+func (s *Server) key(fields []string) (key string, ok bool) {
+	if s.Keys == RawKeys {
+		return fields[0], true
+	}
+	if len(fields) != 1 {
+		return "", false
+	}
+	item, err := httpsfv.UnmarshalItem(fields)
+	if err != nil || len(item.Params.Names()) > 0 {
+		return "", false
+	}
+	key, ok = item.Value.(string)
+	if s.Keys == CutKeys && len(key) > 64 {
+		return key[:64], ok
+	}
+	return key, ok && key != "" && len(key) <= maxKey
 }
 
 // pay makes the payment and returns the answer to give.
