@@ -127,10 +127,10 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 			res.NotTried = fmt.Sprintf("needs %d principals; the profile has %d", s.Principals, len(o.Profile.Principals))
 		case s.Edit && o.Profile.Edit == "":
 			res.NotTried = "needs the profile's edit member"
+		case s.Expiry && o.Profile.Expiry == nil:
+			res.NotTried = `the profile publishes no expiry: give "expiry": {"after": "24h"} as the API's documentation states it (the draft asks that it publish one)`
 		case s.Sends > r.budget:
 			res.NotTried = fmt.Sprintf("sends the operation up to %d times; --max-operations leaves %d", s.Sends, r.budget)
-		case s.Run == nil:
-			res.NotTried = s.Why
 		default:
 			r.budget -= s.Sends
 			if err := s.Run(ctx, r, &res); err != nil {

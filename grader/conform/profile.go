@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Profile tells lab conform how to call one operation of an API and,
@@ -42,6 +43,22 @@ type Profile struct {
 	// Witness reads an operation's effect. Without it, the checks that
 	// need one say "could not observe".
 	Witness *Witness `json:"witness"`
+	// Expiry is how long the API says it keeps a key, as its
+	// documentation publishes it; without it, expiry-as-published is not
+	// tried.
+	Expiry *Expiry `json:"expiry"`
+}
+
+// Expiry is an API's published key retention.
+type Expiry struct {
+	// After is how long a key is kept after its first use: a Go
+	// duration, "24h".
+	After string `json:"after"`
+	// Header, if the API tells when a key expires, names the response
+	// header that does: an HTTP-date or an RFC 3339 time.
+	Header string `json:"header"`
+	// after is After, parsed by check.
+	after time.Duration
 }
 
 // Operation is a method and a path (which may hold placeholders).
@@ -114,6 +131,16 @@ func (p *Profile) check() error {
 		if _, has := obj[p.Edit]; !ok || !has {
 			return fmt.Errorf("edit: the body has no top-level member %q to change", p.Edit)
 		}
+	}
+	if e := p.Expiry; e != nil {
+		d, err := time.ParseDuration(e.After)
+		switch {
+		case err != nil && strings.HasSuffix(e.After, "d"):
+			return fmt.Errorf(`expiry: after %q: write days as hours, e.g. "24h" for a day, "168h" for a week`, e.After)
+		case err != nil || d <= 0:
+			return fmt.Errorf(`expiry: after %q is not a period such as "24h" or "30m"`, e.After)
+		}
+		e.after = d
 	}
 	if w := p.Witness; w != nil {
 		switch {

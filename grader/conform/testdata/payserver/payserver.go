@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/dunglas/httpsfv"
 )
@@ -28,6 +29,7 @@ type Payment struct {
 }
 
 type entry struct {
+	at     time.Time
 	body   []byte
 	done   bool
 	status int
@@ -45,6 +47,10 @@ type Server struct {
 	// Keys is how the Idempotency-Key field is read: StrictKeys, the
 	// draft's, unless a test breaks it.
 	Keys KeyRule
+	// Retention is how long a key is kept after its first use (24h from
+	// New); every answer to a keyed request tells when its key expires,
+	// in an Idempotency-Expires header (an HTTP-date).
+	Retention time.Duration
 }
 
 // KeyRule is how the server reads the Idempotency-Key field.
@@ -71,7 +77,7 @@ const maxKey = 255
 
 // New returns an empty server.
 func New() *Server {
-	return &Server{keys: make(map[string]*entry), payments: make(map[string][]Payment)}
+	return &Server{keys: make(map[string]*entry), payments: make(map[string][]Payment), Retention: 24 * time.Hour}
 }
 
 // ServeHTTP serves the API.
@@ -127,13 +133,18 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, caller string) {
 		return
 	}
 	id := caller + "\x00" + key
+	now := time.Now()
 	s.mu.Lock()
 	e, seen := s.keys[id]
+	if seen && now.Sub(e.at) >= s.Retention {
+		seen = false
+	}
 	if !seen {
-		e = &entry{body: body}
+		e = &entry{at: now, body: body}
 		s.keys[id] = e
 	}
 	s.mu.Unlock()
+	w.Header().Set("Idempotency-Expires", e.at.Add(s.Retention).UTC().Format(http.TimeFormat))
 	if seen {
 		s.mu.Lock()
 		same, done, status, answer := bytes.Equal(e.body, body), e.done, e.status, e.answer
