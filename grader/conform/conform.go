@@ -16,8 +16,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -348,7 +350,7 @@ func lookup(doc any, pointer string) (any, error) {
 		case map[string]any:
 			next, ok := x[tok]
 			if !ok {
-				return nil, fmt.Errorf("no member %q at %s", tok, pointer)
+				return nil, fmt.Errorf("no member %q at %s (the members there: %s)", tok, pointer, strings.Join(slices.Sorted(maps.Keys(x)), ", "))
 			}
 			v = next
 		case []any:
