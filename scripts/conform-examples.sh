@@ -2,8 +2,9 @@
 # conform-examples.sh LAB: runs lab conform (the binary LAB) against
 # APIs, each through its public API only, and checks each verdict is the
 # expected one: stage 9's reference solution (valid), stage 0's naive
-# server (money harmed), both served by lab serve; the small payments
-# server of grader/conform/testdata (valid); and the six audit examples,
+# server (money harmed), both served by lab serve; the two small APIs of
+# grader/conform/testdata, payserver and walletd (valid); and the six
+# audit examples,
 # each middleware around stage 0's handlers as lab audit wraps it
 # (grader/conform/testdata/auditserve), with the verdict docs/conform.md
 # explains. The lab servers are reset once, with seed 1, to have
@@ -86,6 +87,10 @@ go build -o "$dir/payserver" ./grader/conform/testdata/payserver/serve
 "$dir/payserver" >"$dir/payserver.log" 2>&1 &
 pids+=($!)
 check "payserver" 0 "$(url_of "$dir/payserver.log")" "$profiles/payserver.json"
+go build -o "$dir/walletd" ./grader/conform/testdata/walletd/serve
+"$dir/walletd" >"$dir/walletd.log" 2>&1 &
+pids+=($!)
+check "walletd" 0 "$(url_of "$dir/walletd.log")" "$profiles/walletd.json"
 
 # serve_audit NAME: serves the audit example NAME, which resets its own
 # bank and prints the lab profile's LAB_* variables before its URL; sets

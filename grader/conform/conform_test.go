@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -24,7 +25,20 @@ func attack(t *testing.T, srv *payserver.Server, edit func(*Profile), maxOps int
 	if edit != nil {
 		edit(p)
 	}
-	ts := httptest.NewServer(srv)
+	return runAgainstWithin(t, srv, p, maxOps)
+}
+
+// runAgainst runs every scenario against h with profile p.
+func runAgainst(t *testing.T, h http.Handler, p *Profile) []Result {
+	t.Helper()
+	return runAgainstWithin(t, h, p, 100)
+}
+
+// runAgainstWithin runs every scenario against h with profile p, sending
+// the operation at most maxOps times.
+func runAgainstWithin(t *testing.T, h http.Handler, p *Profile, maxOps int) []Result {
+	t.Helper()
+	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	results, err := Run(context.Background(), Options{URL: ts.URL, Profile: p, Seed: 7, MaxOperations: maxOps, Timeout: 10 * time.Second})
 	if err != nil {
