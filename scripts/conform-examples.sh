@@ -4,12 +4,11 @@
 # expected one: stage 9's reference solution (valid), stage 0's naive
 # server (money harmed), both served by lab serve; the two small APIs of
 # grader/conform/testdata, payserver and walletd (valid); and the six
-# audit examples,
-# each middleware around stage 0's handlers as lab audit wraps it
-# (grader/conform/testdata/auditserve), with the verdict docs/conform.md
-# explains. The lab servers are reset once, with seed 1, to have
-# customers; lab conform itself never calls /lab. Ends with one line, and
-# exits 0 only if every verdict is expected.
+# audit examples, each middleware around stage 0's handlers as lab audit
+# wraps it (grader/conform/testdata/auditserve), with the verdict
+# docs/conform.md explains. The lab servers are reset once, with seed 1,
+# to have customers; lab conform itself never calls /lab. Ends with one
+# line, and exits 0 only if every verdict is expected.
 set -euo pipefail
 
 lab=${1:?usage: $0 LAB}
