@@ -19,6 +19,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,6 +132,8 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 			res.NotTried = "needs the profile's edit member"
 		case s.Expiry && o.Profile.Expiry == nil:
 			res.NotTried = `the profile publishes no expiry: give "expiry": {"after": "24h"} as the API's documentation states it (the draft asks that it publish one)`
+		case s.Restart && o.Profile.Restart == "":
+			res.NotTried = "could not observe: the profile gives no restart command, and conform cannot restart a server it does not run"
 		case s.Sends > r.budget:
 			res.NotTried = fmt.Sprintf("sends the operation up to %d times; --max-operations leaves %d", s.Sends, r.budget)
 		default:
@@ -263,6 +266,37 @@ func (r *runner) untilFinal(ctx context.Context, o op, key string) answer {
 		}
 	}
 	return a
+}
+
+// restartWait bounds how long the restart command may take, and then how
+// long the API may take to answer again.
+const restartWait = time.Minute
+
+// restart runs the profile's restart command and waits until the first
+// principal's witness answers again. It returns an error saying which of
+// the two failed.
+func (r *runner) restart(ctx context.Context) error {
+	cmd, err := expandEnv(r.Profile.Restart)
+	if err != nil {
+		return fmt.Errorf("the restart command: %w", err)
+	}
+	run, cancel := context.WithTimeout(ctx, restartWait)
+	defer cancel()
+	out, err := exec.CommandContext(run, "sh", "-c", cmd).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("the restart command failed (%v): %s", err, clip(out))
+	}
+	for {
+		_, err := r.witness(run, 0)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-run.Done():
+			return fmt.Errorf("the API did not answer within %s of its restart: %w", restartWait, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // lose sends o with key through the fault transport at point p (the

@@ -57,7 +57,7 @@ func TestDocs_MaxOperationsOfAWholeRun(t *testing.T) {
 // TestNewcomer_WalletdProfile: the profile written for walletd from
 // docs/conform.md alone (a PUT, a path per principal, the amount three
 // levels deep, edited by a JSON pointer, a balance as the witness)
-// finds the server valid with every scenario tried, and finds the money
+// finds the server valid with every scenario tried but the restart, and finds the money
 // harmed when the server ignores its keys: the profile's witness really
 // sees the money.
 func TestNewcomer_WalletdProfile(t *testing.T) {
@@ -67,6 +67,9 @@ func TestNewcomer_WalletdProfile(t *testing.T) {
 	}
 	results := runAgainst(t, walletd.New(), p)
 	for _, r := range results {
+		if r.ID == "retry-after-restart" {
+			continue // walletd has no restart: it keeps everything in memory
+		}
 		if r.NotTried != "" || r.Money != MoneyClean || r.Contract == ContractUnmet {
 			t.Errorf("%s: money %s, contract %s, not tried %q\n  got %s\n  saw %s", r.ID, r.Money, r.Contract, r.NotTried, r.Got, r.Saw)
 		}

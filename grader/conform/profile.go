@@ -48,6 +48,12 @@ type Profile struct {
 	// documentation publishes it; without it, expiry-as-published is not
 	// tried.
 	Expiry *Expiry `json:"expiry"`
+	// Restart, if set, is a shell command that restarts the API (a
+	// staging server's, run with sh -c; {{env.NAME}} works in it):
+	// retry-after-restart runs it between an operation and its retry.
+	// Without it, that scenario is not tried: conform cannot restart a
+	// server it does not run.
+	Restart string `json:"restart"`
 }
 
 // Expiry is an API's published key retention.
@@ -138,6 +144,9 @@ func (p *Profile) check() error {
 		default:
 			return fmt.Errorf("edit %q: the body has an object or list there; point at a number or a string", p.Edit)
 		}
+	}
+	if p.Restart != "" && p.Witness == nil {
+		return errors.New("restart: needs a witness, which conform reads to know the API is back and what it kept")
 	}
 	if e := p.Expiry; e != nil {
 		d, err := time.ParseDuration(e.After)

@@ -24,8 +24,9 @@ type scenario struct {
 	// the profile's edit member.
 	Principals int
 	Edit       bool
-	// Expiry is whether it needs the profile's published expiry.
-	Expiry bool
+	// Expiry is whether it needs the profile's published expiry, Restart
+	// its restart command.
+	Expiry, Restart bool
 	// Sends is the most requests it sends to the operation: each one
 	// could create something on a server that ignores keys.
 	Sends int
@@ -66,6 +67,9 @@ var scenarios = []scenario{
 	{ID: "lost-response", Principals: 1, Sends: 2 * (1 + retries),
 		Claim: "a response lost after the server processed the request (the connection reset; or the answer too late, the client gave up waiting): the retry gets the result, and the operation executes once",
 		Run:   lostResponse},
+	{ID: "retry-after-restart", Principals: 1, Restart: true, Sends: 1 + retries,
+		Claim: "a retry after the API restarted (the profile's restart command) gets the result, and the operation executes once: keys kept only in a process's memory are lost with it",
+		Run:   retryAfterRestart},
 	{ID: "two-principals-one-key", Principals: 2, Sends: 2,
 		Claim: "two principals who send the same key each get their own operation executed, never the other's answer",
 		Run:   twoPrincipals},
@@ -384,6 +388,33 @@ func twoPrincipals(ctx context.Context, r *runner, res *Result) error {
 	case !answers[1].ok():
 		res.Money = MoneyHarmed
 		res.Saw = "the second principal was refused for a key only the first had used; " + res.Saw
+	}
+	return nil
+}
+
+func retryAfterRestart(ctx context.Context, r *runner, res *Result) error {
+	b, o, err := r.begin(ctx)
+	if err != nil {
+		return err
+	}
+	key := sf(r.key())
+	first := r.send(ctx, r.client, o, key)
+	res.Sent = describe(r, key, 1) + ", then the profile's restart, then the same again until an answer"
+	if err := r.restart(ctx); err != nil {
+		res.Got = "original " + first.String()
+		res.Money = MoneyUnobserved
+		res.Saw = "could not observe: " + err.Error()
+		return nil
+	}
+	final := r.untilFinal(ctx, o, key)
+	res.Got = "original " + first.String() + "; after the restart " + final.String()
+	res.Expected = "the retry answered 2xx: the client learns its result; the operation executes once"
+	if err := b.judge(ctx, res, expect{o, due(first, final), "one operation"}); err != nil {
+		return err
+	}
+	if first.ok() && !final.ok() {
+		res.Money = MoneyHarmed
+		res.Saw = "the client never learned the result of its operation after the restart; " + res.Saw
 	}
 	return nil
 }

@@ -11,9 +11,12 @@ package payserver
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -42,6 +45,8 @@ type Server struct {
 	keys     map[string]*entry // caller + "\x00" + key
 	payments map[string][]Payment
 	next     int
+	// file, if set, keeps the payments (see Open).
+	file string
 	// Naive turns the key off: every request makes a payment.
 	Naive bool
 	// Keys is how the Idempotency-Key field is read: StrictKeys, the
@@ -187,15 +192,67 @@ func (s *Server) key(fields []string) (key string, ok bool) {
 	return key, ok && key != "" && len(key) <= maxKey
 }
 
-// pay makes the payment and returns the answer to give.
+// record is one line of the payments file.
+type record struct {
+	Caller  string  `json:"caller"`
+	Payment Payment `json:"payment"`
+}
+
+// Open returns a server whose payments are kept in the file at path, one
+// JSON line each, and read back from it: a server opened again on the
+// file after a restart has every payment made before, and none of its
+// keys, which live in memory only. It returns the error of reading the
+// file.
+func Open(path string) (*Server, error) {
+	s := New()
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read payments: %w", err)
+	}
+	for line := range bytes.Lines(data) {
+		var rec record
+		if err := json.Unmarshal(line, &rec); err != nil {
+			return nil, fmt.Errorf("read payments: %w", err)
+		}
+		s.payments[rec.Caller] = append(s.payments[rec.Caller], rec.Payment)
+		s.next++
+	}
+	s.file = path
+	return s, nil
+}
+
+// pay makes the payment and returns the answer to give: 500 if the
+// payments file cannot be written, and then no payment is made.
 func (s *Server) pay(caller string, p Payment) (int, []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	p.ID = fmt.Sprintf("pay_%d", s.next+1)
+	if s.file != "" {
+		if err := appendLine(s.file, record{Caller: caller, Payment: p}); err != nil {
+			return http.StatusInternalServerError, []byte(`{"error":"the payment could not be recorded"}`)
+		}
+	}
 	s.next++
-	p.ID = fmt.Sprintf("pay_%d", s.next)
 	s.payments[caller] = append(s.payments[caller], p)
 	answer, _ := json.Marshal(p)
 	return http.StatusCreated, answer
+}
+
+// appendLine appends v to the file at path as one JSON line.
+func appendLine(path string, v any) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func reply(w http.ResponseWriter, status int, body []byte) {
