@@ -3,12 +3,13 @@
 # APIs, each through its public API only, and checks each verdict is the
 # expected one: stage 9's reference solution (valid), stage 0's naive
 # server (money harmed), both served by lab serve; the two small APIs of
-# grader/conform/testdata, payserver and walletd (valid); and the six
-# audit examples, each middleware around stage 0's handlers as lab audit
-# wraps it (grader/conform/testdata/auditserve), with the verdict
-# docs/conform.md explains. The lab servers are reset once, with seed 1,
-# to have customers; lab conform itself never calls /lab. Ends with one
-# line, and exits 0 only if every verdict is expected.
+# grader/conform/testdata, payserver and walletd (valid), and the
+# payserver again with a restart that loses its keys (money harmed); and
+# the six audit examples, each middleware around stage 0's handlers as
+# lab audit wraps it (grader/conform/testdata/auditserve), with the
+# verdict docs/conform.md explains. The lab servers are reset once, with
+# seed 1, to have customers; lab conform itself never calls /lab. Ends
+# with one line, and exits 0 only if every verdict is expected.
 set -euo pipefail
 
 lab=${1:?usage: $0 LAB}
@@ -16,6 +17,8 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/idemlab-conform.XXXXXX")
 pids=()
 stop() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	# The restarted payserver is the restart command's child, not ours.
+	[ -f "$dir/restarted.pid" ] && kill "$(cat "$dir/restarted.pid")" 2>/dev/null || true
 	wait 2>/dev/null || true
 	[ -n "${KEEP:-}" ] && echo "kept $dir" >&2 && return
 	rm -rf "$dir"
@@ -86,6 +89,18 @@ go build -o "$dir/payserver" ./grader/conform/testdata/payserver/serve
 "$dir/payserver" >"$dir/payserver.log" 2>&1 &
 pids+=($!)
 check "payserver" 0 "$(url_of "$dir/payserver.log")" "$profiles/payserver.json"
+
+# The payserver again, its payments in a file and its keys in memory,
+# with a restart command in its profile: it kills the server and starts
+# it again on the same port and file, and retry-after-restart finds the
+# operation paid twice.
+"$dir/payserver" -payments "$dir/payments.jsonl" >"$dir/restarted.log" 2>&1 &
+echo $! >"$dir/restarted.pid"
+url=$(url_of "$dir/restarted.log")
+export PAYSERVER_RESTART="pid=\$(cat '$dir/restarted.pid'); kill \$pid; while kill -0 \$pid 2>/dev/null; do sleep 0.05; done; '$dir/payserver' -addr ${url#http://} -payments '$dir/payments.jsonl' >>'$dir/restarted.log' 2>&1 & echo \$! >'$dir/restarted.pid'"
+sed 's|^  "expiry"|  "restart": "{{env.PAYSERVER_RESTART}}",\n  "expiry"|' "$profiles/payserver.json" >"$dir/restarted.json"
+check "payserver restarted" 1 "$url" "$dir/restarted.json"
+
 go build -o "$dir/walletd" ./grader/conform/testdata/walletd/serve
 "$dir/walletd" >"$dir/walletd.log" 2>&1 &
 pids+=($!)
