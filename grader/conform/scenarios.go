@@ -171,22 +171,32 @@ func malformedKey(ctx context.Context, r *runner, res *Result) error {
 		first := r.sendFields(ctx, r.client, o, fields)
 		second := r.sendFields(ctx, r.client, o, fields)
 		refused = refused && first.refused() && second.refused()
-		sent = append(sent, fmt.Sprintf("%s: Idempotency-Key: %s", m.name, strings.Join(quoteFields(fields), " and ")))
+		sent = append(sent, fmt.Sprintf("%s: Idempotency-Key: %s", m.name, strings.Join(visible(fields), " and Idempotency-Key: ")))
 		got = append(got, m.name+": "+statuses(first, second))
 		want = append(want, expect{o, due(first, second), m.name})
 	}
-	res.Sent = describe(r, "", 2) + " for each key: " + strings.Join(sent, "; ")
+	res.Sent = fmt.Sprintf("%s %s twice with each of: %s", r.Profile.Operation.Method, r.Profile.Operation.Path, strings.Join(sent, "; "))
 	res.Got = strings.Join(got, "; ")
 	contract(res, refused, "4xx each time: an RFC 8941 field that fails to parse is ignored (RFC 8941 §4.2), and a request without a key gets 400 (§2.7); if taken anyway, the operation executes once, never again on its retry")
 	return b.judge(ctx, res, want...)
 }
 
-// quoteFields writes each field as Go would quote it, so that a control
-// character shows in the report.
-func quoteFields(fields []string) []string {
+// visible writes each field as sent, but for a control character or a
+// byte beyond ASCII, written as a Go escape (\t, \u00e9) so that the
+// report shows it.
+func visible(fields []string) []string {
 	out := make([]string, len(fields))
 	for i, f := range fields {
-		out[i] = strconv.QuoteToASCII(f)
+		var b strings.Builder
+		for _, c := range f {
+			if c < 0x20 || c > 0x7e {
+				q := strconv.QuoteRuneToASCII(c)
+				b.WriteString(q[1 : len(q)-1])
+				continue
+			}
+			b.WriteRune(c)
+		}
+		out[i] = b.String()
 	}
 	return out
 }
