@@ -20,7 +20,8 @@ import (
 // can reach (its flaw needs a crash), the lock held for good leaves a
 // client that lost its answer unable ever to learn it, the missing
 // replay marker is no money matter, and keys shared between customers
-// refuse the second one's own request.
+// refuse the second one's own request and hand it the first one's
+// transfer for the first one's exact request.
 func TestRun_AuditExamples(t *testing.T) {
 	want := map[string]struct {
 		money   string
@@ -32,7 +33,7 @@ func TestRun_AuditExamples(t *testing.T) {
 		"aftercommit": {MoneyClean, 2, nil},
 		"heldlock":    {MoneyHarmed, 2, []string{"lost-response"}},
 		"nomarker":    {MoneyClean, 2, nil},
-		"sharedscope": {MoneyHarmed, 2, []string{"two-principals-one-key"}},
+		"sharedscope": {MoneyHarmed, 2, []string{"two-principals-one-key", "two-principals-same-request"}},
 	}
 	if len(want) != len(auditserve.Names()) {
 		t.Fatalf("the test knows %d examples; auditserve serves %v", len(want), auditserve.Names())

@@ -274,3 +274,21 @@ func TestRun_ExpiryAsPublished(t *testing.T) {
 		}
 	}
 }
+
+// TestRun_KeysScopedByPrincipal: a server whose keys are everyone's
+// refuses the second principal's own payload under the first one's key,
+// and hands it the first one's payment for the first one's exact
+// request; both scenarios find the money harmed.
+func TestRun_KeysScopedByPrincipal(t *testing.T) {
+	srv := payserver.New()
+	srv.Unscoped = true
+	got := byID(attack(t, srv, nil, 100))
+	for _, id := range []string{"two-principals-one-key", "two-principals-same-request"} {
+		if got[id].Money != MoneyHarmed {
+			t.Errorf("%s: money %s, want %s\n  got %s\n  saw %s", id, got[id].Money, MoneyHarmed, got[id].Got, got[id].Saw)
+		}
+	}
+	if r := got["two-principals-same-request"]; !strings.Contains(r.Saw, "bob was handed alice's result (at once, one after the other)") {
+		t.Errorf("two-principals-same-request saw %q; want the leak found at once and one after the other", r.Saw)
+	}
+}

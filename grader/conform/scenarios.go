@@ -73,6 +73,9 @@ var scenarios = []scenario{
 	{ID: "two-principals-one-key", Principals: 2, Sends: 2,
 		Claim: "two principals who send the same key each get their own operation executed, never the other's answer",
 		Run:   twoPrincipals},
+	{ID: "two-principals-same-request", Principals: 2, Sends: 4 * retries,
+		Claim: "the second principal sends the first one's exact request under the same key, at once and one after the other: it is never handed the first one's result, and the first one's operation executes once",
+		Run:   twoPrincipalsSameRequest},
 	{ID: "expiry-as-published", Section: "2.3", Level: "SHOULD", Principals: 1, Expiry: true, Sends: 2,
 		Claim: "a key is kept as the API publishes: reused well inside the period it is still honoured, and an expiry the API tells agrees with the period",
 		Run:   expiryAsPublished},
@@ -398,6 +401,59 @@ func twoPrincipals(ctx context.Context, r *runner, res *Result) error {
 	case !answers[1].ok():
 		res.Money = MoneyHarmed
 		res.Saw = "the second principal was refused for a key only the first had used; " + res.Saw
+	}
+	return nil
+}
+
+func twoPrincipalsSameRequest(ctx context.Context, r *runner, res *Result) error {
+	b, err := r.open(ctx)
+	if err != nil {
+		return err
+	}
+	names := [2]string{r.Profile.Principals[0].Name, r.Profile.Principals[1].Name}
+	var want []expect
+	var got []string
+	var leaks []string
+	for _, when := range []string{"at once", "one after the other"} {
+		o, err := r.newOp(0)
+		if err != nil {
+			return err
+		}
+		theirs := o
+		theirs.principal = 1
+		key := sf(r.key())
+		var answers [2]answer
+		if when == "at once" {
+			var done sync.WaitGroup
+			start := make(chan struct{})
+			for i, x := range []op{o, theirs} {
+				done.Go(func() {
+					<-start
+					answers[i] = r.untilFinal(ctx, x, key)
+				})
+			}
+			close(start)
+			done.Wait()
+		} else {
+			answers[0] = r.untilFinal(ctx, o, key)
+			answers[1] = r.untilFinal(ctx, theirs, key)
+		}
+		got = append(got, fmt.Sprintf("%s: %s %s; %s %s", when, names[0], answers[0], names[1], answers[1]))
+		want = append(want, expect{o, due(answers[0]), names[0] + "'s operation " + when})
+		if answers[0].ok() && answers[0].same(answers[1]) {
+			leaks = append(leaks, when)
+		}
+	}
+	res.Sent = fmt.Sprintf("%s %s as %s and, with the same key and body, as %s: at once, then one after the other (each until an answer)",
+		r.Profile.Operation.Method, r.Profile.Operation.Path, names[0], names[1])
+	res.Got = strings.Join(got, "; ")
+	res.Expected = names[1] + " refused, or answered with a result of its own; never " + names[0] + "'s"
+	if err := b.judge(ctx, res, want...); err != nil {
+		return err
+	}
+	if len(leaks) > 0 {
+		res.Money = MoneyHarmed
+		res.Saw = fmt.Sprintf("%s was handed %s's result (%s): one principal shown another's operation; %s", names[1], names[0], strings.Join(leaks, ", "), res.Saw)
 	}
 	return nil
 }

@@ -52,6 +52,9 @@ type Server struct {
 	// Keys is how the Idempotency-Key field is read: StrictKeys, the
 	// draft's, unless a test breaks it.
 	Keys KeyRule
+	// Unscoped keys its keys without the caller: one caller's key is
+	// every caller's.
+	Unscoped bool
 	// Retention is how long a key is kept after its first use (24h from
 	// New); every answer to a keyed request tells when its key expires,
 	// in an Idempotency-Expires header (an HTTP-date).
@@ -138,6 +141,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, caller string) {
 		return
 	}
 	id := caller + "\x00" + key
+	if s.Unscoped {
+		id = key
+	}
 	now := time.Now()
 	s.mu.Lock()
 	e, seen := s.keys[id]
