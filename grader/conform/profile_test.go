@@ -1,10 +1,15 @@
 package conform
 
 import (
+	"context"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"idemlab/grader/conform/testdata/payserver"
 )
 
 // TestLoad_ErrorsSayWhatToFix: each mistake a newcomer makes in the
@@ -52,5 +57,22 @@ func TestLoad_ErrorsSayWhatToFix(t *testing.T) {
 				t.Errorf("%s: %v\n  does not say %q", c.name, err, s)
 			}
 		}
+	}
+}
+
+// TestRun_AWitnessPointerToNothingSaysWhatIsThere: a witness pointer
+// that names no member of what the API answers stops the run before it
+// sends the operation, and names the members that are there.
+func TestRun_AWitnessPointerToNothingSaysWhatIsThere(t *testing.T) {
+	p, err := Load("testdata/profiles/payserver.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Witness.Count = "/payments"
+	ts := httptest.NewServer(payserver.New())
+	defer ts.Close()
+	_, err = Run(context.Background(), Options{URL: ts.URL, Profile: p, Seed: 1, MaxOperations: 100, Timeout: 10 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), `no member "payments" at /payments (the members there: items)`) {
+		t.Fatalf("err %v, want one naming the members there", err)
 	}
 }
