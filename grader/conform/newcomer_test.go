@@ -80,3 +80,26 @@ func TestNewcomer_WalletdProfile(t *testing.T) {
 		t.Errorf("walletd ignoring its keys: money %s, want %s", s.Money, MoneyHarmed)
 	}
 }
+
+// TestDocs_EveryScenarioHasARow: docs/conform.md's table of what
+// conform tries has a row for each scenario, and none for a scenario
+// that is not.
+func TestDocs_EveryScenarioHasARow(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/conform.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z-]+)` \\| .* \\| .* \\| .* \\|$").FindAllSubmatch(doc, -1) {
+		rows[string(m[1])] = true
+	}
+	for _, s := range scenarios {
+		if !rows[s.ID] {
+			t.Errorf("docs/conform.md has no row for %s", s.ID)
+		}
+		delete(rows, s.ID)
+	}
+	for id := range rows {
+		t.Errorf("docs/conform.md has a row for %s, which is no scenario", id)
+	}
+}
