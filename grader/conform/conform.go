@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -282,8 +283,12 @@ func (r *runner) restart(ctx context.Context) error {
 	}
 	run, cancel := context.WithTimeout(ctx, restartWait)
 	defer cancel()
-	out, err := exec.CommandContext(run, "sh", "-c", cmd).CombinedOutput()
-	if err != nil {
+	c := exec.CommandContext(run, "sh", "-c", cmd)
+	// A command that starts the server in the background may leave it
+	// holding the output: the command is done when the shell is.
+	c.WaitDelay = time.Second
+	out, err := c.CombinedOutput()
+	if err != nil && !errors.Is(err, exec.ErrWaitDelay) {
 		return fmt.Errorf("the restart command failed (%v): %s", err, clip(out))
 	}
 	for {

@@ -46,6 +46,7 @@ func TestRun_RetryAfterRestart(t *testing.T) {
 	}{
 		{"keys lost in the restart", "", MoneyHarmed, ""},
 		{"nothing restarted", "true", MoneyClean, ""},
+		{"a command that leaves a child holding its output", "sleep 5 &", MoneyClean, ""},
 		{"a restart command that fails", "echo no such server >&2; exit 3", MoneyUnobserved, ""},
 		{"no restart command", "-", "", "could not observe"},
 	} {
