@@ -19,8 +19,9 @@ import (
 // writers take turns on at the write gate (gate.go); each physical
 // connection keeps its prepared statements (stmtcache.go); and lab mode
 // injects its database faults. It forwards the optional interfaces of the
-// modernc driver that database/sql uses, so that contexts, BeginTx options
-// and connection validation keep working.
+// modernc driver that database/sql uses, so that BeginTx options and
+// connection validation keep working; a context is looked at before each
+// statement rather than watched during it (see driverContext).
 //
 // Why one writer: SQLite lets one connection write at a time anyway, and a
 // connection that wrote last still has the pages it needs in its cache,
