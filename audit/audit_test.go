@@ -11,6 +11,7 @@ import (
 	"idemlab/audit/examples/final"
 	"idemlab/audit/examples/naive"
 	"idemlab/grader"
+	"idemlab/grader/targets"
 )
 
 // check runs one check of the catalogue against the middleware new
@@ -21,7 +22,7 @@ func check(t *testing.T, new audit.Adapter, id string) grader.Result {
 	if !ok {
 		t.Fatalf("no check %s", id)
 	}
-	return grader.RunCheck(t.Context(), audit.Subject("test", new), c, 11, grader.InProcess)
+	return grader.RunCheck(t.Context(), audit.Subject("test", new), c, 11, targets.InProcess)
 }
 
 // A middleware that does nothing leaves the naive handlers as they are:

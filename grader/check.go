@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 
+	"idemlab/grader/targets"
 	"idemlab/kit/problem"
 )
 
@@ -127,7 +128,7 @@ func Upto(n int) []Check {
 
 // For returns the checks of stages 0..subject.Stage that apply to subject:
 // the Tally checks only if it has a Tally.
-func For(subject Subject) []Check {
+func For(subject targets.Subject) []Check {
 	var out []Check
 	for _, c := range Upto(subject.Stage) {
 		if !c.Tally || subject.Tally != nil {
@@ -150,3 +151,7 @@ func CheckSeed(run uint64, id string) uint64 {
 	fmt.Fprintf(h, "%d/%s", run, id)
 	return h.Sum64()
 }
+
+// Subject is what is being graded (targets.Subject): named here too, so
+// that a stage's stage_test.go imports the grader alone.
+type Subject = targets.Subject

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/grader/targets"
 	"idemlab/grader/timeline"
 	"idemlab/kit/core"
 	"idemlab/kit/server"
@@ -51,15 +52,9 @@ func (r Result) Harm() Harm {
 	return ""
 }
 
-// Start starts a fresh target for one check.
-type Start func(ctx context.Context, subject Subject) (*Target, func(), error)
-
-// InProcess starts the subject in this process (the default for go test).
-var InProcess Start = startInProcess
-
 // RunCheck runs one check against a fresh target, with the check's own
 // seed derived from the run's.
-func RunCheck(ctx context.Context, subject Subject, c Check, runSeed uint64, start Start) Result {
+func RunCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uint64, start targets.Start) Result {
 	seed := CheckSeed(runSeed, c.ID)
 	began := time.Now()
 	// A core outside the server, so that it outlives the server's crashes:

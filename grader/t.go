@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"idemlab/grader/targets"
 	"idemlab/kit/bank"
 	"idemlab/kit/core"
 	"idemlab/kit/events"
@@ -24,8 +25,8 @@ import (
 // the subject.
 type T struct {
 	ctx      context.Context
-	target   *Target
-	subject  Subject
+	target   *targets.Target
+	subject  targets.Subject
 	seed     uint64
 	rng      *rand.Rand
 	cleanups *cleanupList
@@ -48,10 +49,10 @@ func (t *T) Rand() *rand.Rand { return t.rng }
 func (t *T) Seed() uint64 { return t.seed }
 
 // Subject is what is being graded.
-func (t *T) Subject() Subject { return t.subject }
+func (t *T) Subject() targets.Subject { return t.subject }
 
 // Target is the server under test.
-func (t *T) Target() *Target { return t.target }
+func (t *T) Target() *targets.Target { return t.target }
 
 // Context is the check's context.
 func (t *T) Context() context.Context { return t.ctx }
@@ -169,7 +170,7 @@ func (t *T) roundTrip(req Request, attempt string) Response {
 	if req.Body != "" {
 		body = strings.NewReader(req.Body)
 	}
-	hr, err := http.NewRequestWithContext(t.ctx, req.Method, t.target.replicaURL(req.Replica)+req.Path, body)
+	hr, err := http.NewRequestWithContext(t.ctx, req.Method, t.target.ReplicaURL(req.Replica)+req.Path, body)
 	if err != nil {
 		return Response{Err: err}
 	}
@@ -269,7 +270,7 @@ func (t *T) Configure(change labclient.Config) error {
 func (t *T) Arm(point string, count int) error {
 	crash := strings.HasPrefix(point, "crash-")
 	if crash && count > 0 && t.target.Server == nil && t.target.Child == nil {
-		return ErrNoChild
+		return targets.ErrNoChild
 	}
 	return t.Lab().Arm(t.ctx, point, int64(count))
 }

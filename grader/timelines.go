@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"idemlab/grader/targets"
 	"idemlab/grader/timeline"
 )
 
@@ -121,7 +122,7 @@ func TimelineDir() string {
 	if d := os.Getenv(TimelinesEnv); d != "" {
 		return d
 	}
-	root, err := Root()
+	root, err := targets.Root()
 	if err != nil {
 		root = "."
 	}

@@ -13,6 +13,7 @@ import (
 
 	"idemlab/grader"
 	"idemlab/grader/dayplan"
+	"idemlab/grader/targets"
 )
 
 // killClients is how many clients send the day at once while the server
@@ -100,7 +101,7 @@ func killPoints(seed uint64, ops, n int) []int {
 // killer kills the child once for each of its points and starts it again
 // on the same database.
 type killer struct {
-	child *grader.Child
+	child *targets.Child
 	base  *http.Transport
 	gate  *gate
 	at    []int

@@ -15,6 +15,7 @@ import (
 	"idemlab/grader"
 	"idemlab/grader/dayplan"
 	"idemlab/grader/gradertest"
+	"idemlab/grader/targets"
 	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	"idemlab/solutions/stage9"
@@ -102,7 +103,7 @@ func startCore(ctx context.Context, t *testing.T) string {
 // binary, on a database file of its own, posting to the core ledger at
 // coreURL, sets its lab config to config, and returns it with a transport
 // for clients that reach it; both end with the test.
-func startSolution(ctx context.Context, t *testing.T, coreURL string, config map[string]string) (*grader.Child, *http.Transport) {
+func startSolution(ctx context.Context, t *testing.T, coreURL string, config map[string]string) (*targets.Child, *http.Transport) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -110,7 +111,7 @@ func startSolution(ctx context.Context, t *testing.T, coreURL string, config map
 	}
 	s := subject
 	s.CoreURL = coreURL
-	target, stop, err := grader.ChildProcess(self, labdb.TestTarget())(ctx, s)
+	target, stop, err := targets.ChildProcess(self, labdb.TestTarget())(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"idemlab/grader"
 	"idemlab/grader/dayplan"
+	"idemlab/grader/targets"
 	"idemlab/grader/timeline"
 	"idemlab/kit/labdb"
 	"idemlab/kit/pgdb"
@@ -154,7 +155,7 @@ func runReplay(ctx context.Context, in *invocation) error {
 // database on a PostgreSQL cluster, dropped at the end) and replays plan
 // against it.
 func replayMine(ctx context.Context, n int, plan *dayplan.Plan, opts grader.ReplayOptions, stderr io.Writer) (*grader.DayRun, error) {
-	root, err := grader.Root()
+	root, err := targets.Root()
 	if err != nil {
 		return nil, cannotRun(err)
 	}
@@ -170,7 +171,7 @@ func replayMine(ctx context.Context, n int, plan *dayplan.Plan, opts grader.Repl
 		}
 		defer drop(context.Background())
 	}
-	admin := grader.AdminToken()
+	admin := targets.AdminToken()
 	child, err := startStage(ctx, bin, serveFlags{addr: "127.0.0.1:0", db: db, admin: admin, core: opts.CoreURL}, stderr)
 	if err != nil {
 		return nil, cannotRun(err)

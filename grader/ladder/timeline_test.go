@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"idemlab/grader"
+	"idemlab/grader/targets"
 	"idemlab/grader/timeline"
 )
 
@@ -17,7 +18,7 @@ import (
 // server's events name the request), highlighted.
 func TestTimeline_Stage1ScaffoldDrawsItsDouble(t *testing.T) {
 	c, _ := grader.Lookup("S1.concurrent-duplicates")
-	r := grader.RunCheck(context.Background(), rungs[1].Scaffold, c, 7, grader.InProcess)
+	r := grader.RunCheck(context.Background(), rungs[1].Scaffold, c, 7, targets.InProcess)
 	if r.Harm() != grader.Double {
 		t.Fatalf("the scaffold of stage 1 passed or failed otherwise: %v", r.Err)
 	}

@@ -1,4 +1,8 @@
-package grader
+// Package targets starts the server under test, in this process or as a
+// child process it can kill -9 and start again on the same database, and
+// the core ledger it posts to: what the checks, the replay and the
+// scoreboard send their requests to. It judges nothing.
+package targets
 
 import (
 	"context"
@@ -47,23 +51,23 @@ type Target struct {
 	Replicas []string
 }
 
-// replicaURL is the URL of replica i: URL for 0, and one of Replicas
+// ReplicaURL is the URL of replica i: URL for 0, and one of Replicas
 // after it, in turn.
-func (t *Target) replicaURL(i int) string {
+func (t *Target) ReplicaURL(i int) string {
 	if i <= 0 || len(t.Replicas) == 0 {
 		return t.URL
 	}
 	return t.Replicas[(i-1)%len(t.Replicas)]
 }
 
-// newClient returns a client that keeps enough connections open for
+// NewClient returns a client that keeps enough connections open for
 // simultaneous requests, with a timeout no check should reach.
-func newClient() *http.Client {
+func NewClient() *http.Client {
 	tr := &http.Transport{MaxIdleConnsPerHost: 128, MaxConnsPerHost: 0, DisableCompression: true}
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
 
-// startInProcess runs the subject in this process on a fresh database of
+// inProcess runs the subject in this process on a fresh database of
 // its own (in memory, or on the PostgreSQL cluster IDEMLAB_DATABASE_URL
 // names: labdb.TestTarget), in lab mode, behind the limits every lab
 // server has. A crash fault aborts the request under it.
@@ -73,7 +77,7 @@ func newClient() *http.Client {
 // a second on a connection whose large body went unread (a 413), so that
 // the client reads the answer before the reset, and waiting for that
 // would add half a second to every check that sends one.
-func startInProcess(ctx context.Context, subject Subject) (*Target, func(), error) {
+func inProcess(ctx context.Context, subject Subject) (*Target, func(), error) {
 	srv, err := server.New(ctx, server.Options{
 		DB: labdb.TestTarget(), OwnDB: true, Stage: subject.New, Lab: true,
 		Crash: func(string) {}, CoreURL: subject.CoreURL,
@@ -87,7 +91,7 @@ func startInProcess(ctx context.Context, subject Subject) (*Target, func(), erro
 		return nil, nil, fmt.Errorf("start %s: %w", subject.Name, err)
 	}
 	serving := server.ServeUntilStopped(ln, srv.Handler())
-	client := newClient()
+	client := NewClient()
 	stop := func() {
 		client.CloseIdleConnections()
 		serving()
@@ -119,7 +123,7 @@ func Root() (string, error) {
 // admin token admin: every check gets the same server, and resets it
 // itself. Checks that must crash the server cannot run against it.
 func Running(url, admin string) Start {
-	client := newClient()
+	client := NewClient()
 	return func(ctx context.Context, subject Subject) (*Target, func(), error) {
 		return &Target{URL: url, Admin: admin, Client: client}, func() {}, nil
 	}

@@ -1,4 +1,4 @@
-package grader
+package targets
 
 import (
 	"context"
@@ -43,8 +43,8 @@ func (c *running) awaitReady(ctx context.Context, what, url string, stderr *lock
 	}
 }
 
-// awaitExit waits until the child exits, reporting true, or stop closes.
-func (c *running) awaitExit(stop <-chan struct{}) bool {
+// AwaitExit waits until the child exits, reporting true, or stop closes.
+func (c *running) AwaitExit(stop <-chan struct{}) bool {
 	select {
 	case err := <-c.exited:
 		c.exited <- err

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package grader
+package targets
 
 import "os/exec"
 
