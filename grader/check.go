@@ -41,32 +41,6 @@ type Check struct {
 	Run func(t *T) error
 }
 
-// Failure is a check's evidence against the server.
-type Failure struct {
-	Sent     string
-	Got      string
-	Expected string
-	// Harm is what the failure did to money; empty for a contract
-	// difference found while the books still balanced.
-	Harm Harm
-	// Contract is the next contract difference the check found, beside
-	// this failure (a money finding, or a first contract difference):
-	// reported with it, never in its place. Each one may name the next.
-	Contract *Failure
-	// Reconciled says the books were read after the check and no
-	// operation had executed more often than asked.
-	Reconciled bool
-	// Excess are the operations that executed more often than asked, and
-	// Missing those a client was told of that never executed: the
-	// timeline highlights their executions, or the answers that promised
-	// them.
-	Excess, Missing []string
-}
-
-func (f *Failure) Error() string {
-	return fmt.Sprintf("sent %s; got %s; expected %s", f.Sent, f.Got, f.Expected)
-}
-
 // The problem types the checks expect (docs/api.md, "Problem types").
 var (
 	pMissingKey           = problem.MissingIdempotencyKey.URI()

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/grader/judging"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 )
@@ -111,7 +112,7 @@ func checkConcurrentDuplicates(t *T, s Scenario) error {
 // answer or a 5xx, which tells nothing), then the contract (no 5xx, and
 // one 201), recorded so that the check goes on to its next round. record
 // books the operation's one execution.
-func (t *T) racedOnce(sent, got string, rs []Response, op string, books *Books, record func()) error {
+func (t *T) racedOnce(sent, got string, rs []Response, op string, books *judging.Books, record func()) error {
 	created, failed := 0, false
 	for _, r := range rs {
 		failed = failed || r.ServerFailed()
@@ -210,7 +211,7 @@ func checkMissingKey(t *T, s Scenario) error {
 // ran). Money that moved is harm only if the client was refused: told it
 // moved (a 2xx), the client knows what happened, and the server differs
 // from the contract by accepting what it should have refused.
-func (t *T) unchanged(before Snapshot, sent string, res Response) error {
+func (t *T) unchanged(before judging.Snapshot, sent string, res Response) error {
 	after, err := t.Snapshot()
 	if err != nil {
 		return err
@@ -220,11 +221,11 @@ func (t *T) unchanged(before Snapshot, sent string, res Response) error {
 		return nil
 	}
 	const expected = "the refusal changes nothing: no money moves and no key row is stored"
-	keysOnly := Snapshot{Balances: before.Balances, Executions: before.Executions, Keys: after.Keys}
+	keysOnly := judging.Snapshot{Balances: before.Balances, Executions: before.Executions, Keys: after.Keys}
 	if before.Diff(keysOnly) == d || res.Err == nil && res.Status >= 200 && res.Status < 300 {
 		return t.Fail(sent, res.Short()+", and "+d, expected)
 	}
-	return t.Harmful(MovedThoughRefused, sent, res.Short()+", and "+d, expected)
+	return t.Harmful(judging.MovedThoughRefused, sent, res.Short()+", and "+d, expected)
 }
 
 // keysElsewhere tells, after a store-unavailable fault that no statement
@@ -494,7 +495,7 @@ func checkFailClosed(t *T, s Scenario) error {
 		failClosed := "503 " + pUnavailable + ": without a claim the request must not execute, and its client must hear that it may retry"
 		switch {
 		case r.Is(http.StatusConflict, ""):
-			return t.Harmful(Lost, sent, r.String(), failClosed+"; told its key was used, the client stops, and its money never moves")
+			return t.Harmful(judging.Lost, sent, r.String(), failClosed+"; told its key was used, the client stops, and its money never moves")
 		case !r.Is(http.StatusServiceUnavailable, pUnavailable) && !r.Is(http.StatusCreated, ""):
 			t.Differ(sent, r.String(), failClosed)
 		}

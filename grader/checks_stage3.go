@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/grader/judging"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 	"idemlab/kit/sqlitedb"
@@ -98,7 +99,7 @@ func (t *T) overtaken(op string) bool {
 // server's answer whatever the subject's stage: a stage 4 scaffold must
 // pass this check, and whether a completed key replays is stage 4's
 // checks' question. The retries must not execute again.
-func (t *T) afterTheOriginal(req Request, orig Response, sent string, books *Books) error {
+func (t *T) afterTheOriginal(req Request, orig Response, sent string, books *judging.Books) error {
 	const patience = time.Second
 	replays := t.Subject().Stage >= 4
 	refusedForGood := func(r Response) bool {
@@ -114,9 +115,9 @@ func (t *T) afterTheOriginal(req Request, orig Response, sent string, books *Boo
 	}
 	switch {
 	case r.Is(http.StatusConflict, pInProgress):
-		return t.Harmful(StuckKey, story, r.String(), "the original has answered, so its key is no longer in progress: the stored 201 (stage 4 on) or 409 "+pDuplicate)
+		return t.Harmful(judging.StuckKey, story, r.String(), "the original has answered, so its key is no longer in progress: the stored 201 (stage 4 on) or 409 "+pDuplicate)
 	case orig.Is(http.StatusCreated, "") && refusedForGood(r):
-		return t.Harmful(NoUsableAnswer, story, r.String(), "the original's stored 201: its money moved, its request has ended, and every retry is still refused")
+		return t.Harmful(judging.NoUsableAnswer, story, r.String(), "the original's stored 201: its money moved, its request has ended, and every retry is still refused")
 	}
 	return nil
 }
@@ -213,9 +214,9 @@ func checkReleaseAfterFailure(t *T, s Scenario) error {
 		}
 		switch {
 		case retry.Is(http.StatusConflict, pInProgress):
-			return t.Harmful(StuckKey, story, retry.String(), released+"; nothing is running, and the key says it is, for good"+stalled)
+			return t.Harmful(judging.StuckKey, story, retry.String(), released+"; nothing is running, and the key says it is, for good"+stalled)
 		case retry.Is(http.StatusConflict, ""), retry.Is(http.StatusCreated, ""):
-			return t.Harmful(Lost, story, retry.String(), released+"; told that its key was used, the client believes its money moved, and it never did"+stalled)
+			return t.Harmful(judging.Lost, story, retry.String(), released+"; told that its key was used, the client believes its money moved, and it never did"+stalled)
 		}
 		return t.Fail(story, retry.String(), released+stalled)
 	}
@@ -253,8 +254,8 @@ func completedWithoutMoney(st labctl.State, key, op string) bool {
 	if st.Executions[op] > 0 {
 		return false
 	}
-	for _, row := range KeyRows(st, key) {
-		if s, ok := RowState(row); !ok || s == StateCompleted {
+	for _, row := range judging.KeyRows(st, key) {
+		if s, ok := judging.RowState(row); !ok || s == judging.StateCompleted {
 			return true
 		}
 	}
@@ -292,7 +293,7 @@ func checkNeverCompletedWithoutMoney(t *T, s Scenario) error {
 		return err
 	}
 	if caught != nil {
-		return t.Fail(sent, "key row "+DescribeRows(KeyRows(*caught, req.Key))+", and op "+op+" has not run",
+		return t.Fail(sent, "key row "+judging.DescribeRows(judging.KeyRows(*caught, req.Key))+", and op "+op+" has not run",
 			"the key in_progress until the transaction that moves the money marks it completed")
 	}
 	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
@@ -310,12 +311,12 @@ func checkNeverCompletedWithoutMoney(t *T, s Scenario) error {
 	if len(st.Keys) == 0 {
 		return t.noKeyRows("whether a key is completed only once its money moved")
 	}
-	rows := KeyRows(st, req.Key)
+	rows := judging.KeyRows(st, req.Key)
 	if len(rows) != 1 {
-		return t.Fail(sent+"  →  201", fmt.Sprintf("%d key rows hold %s: %s", len(rows), req.Key, DescribeRows(rows)), "one row in idempotency_keys for the key")
+		return t.Fail(sent+"  →  201", fmt.Sprintf("%d key rows hold %s: %s", len(rows), req.Key, judging.DescribeRows(rows)), "one row in idempotency_keys for the key")
 	}
-	if s, ok := RowState(rows[0]); !ok || s != StateCompleted {
-		return t.Fail(sent+"  →  201", "key row "+DescribeRows(rows),
+	if s, ok := judging.RowState(rows[0]); !ok || s != judging.StateCompleted {
+		return t.Fail(sent+"  →  201", "key row "+judging.DescribeRows(rows),
 			"the row's state column is \"completed\" once the money moved (from stage 3 on the key table has a state column: in_progress, then completed)")
 	}
 
@@ -344,7 +345,7 @@ func checkNeverCompletedWithoutMoney(t *T, s Scenario) error {
 			return err
 		}
 		if completedWithoutMoney(st, req.Key, op) {
-			return t.Fail(sent, r.Short()+"\nthen key row "+DescribeRows(KeyRows(st, req.Key))+", and op "+op+" never ran",
+			return t.Fail(sent, r.Short()+"\nthen key row "+judging.DescribeRows(judging.KeyRows(st, req.Key))+", and op "+op+" never ran",
 				"no completed key: the attempt failed before its money moved (the key is released, or stays in progress)")
 		}
 	}
@@ -398,7 +399,7 @@ func checkClientGivesUp(t *T, s Scenario) error {
 		if r.how == OnSignal {
 			if _, err := t.WaitFor(r.latency/2, func() (bool, error) {
 				st, err := t.State()
-				return gone.Done() || keyInProgress(st, req.Key), err
+				return gone.Done() || judging.KeyInProgress(st, req.Key), err
 			}); err != nil {
 				return err
 			}
@@ -427,12 +428,12 @@ func checkClientGivesUp(t *T, s Scenario) error {
 				return err
 			}
 			const expected = "the retry executes (201), or is told the original did: a client that hung up is not a failure of the money, and its claim is released or completed"
-			got := retry.String() + "\nand a second later, with no request of that key running: key row " + DescribeRows(KeyRows(st, req.Key))
+			got := retry.String() + "\nand a second later, with no request of that key running: key row " + judging.DescribeRows(judging.KeyRows(st, req.Key))
 			if st.Executions[op] > 0 {
 				books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-				return t.Harmful(NoUsableAnswer, sent, got+"; op "+op+" executed "+times(st.Executions[op]), expected)
+				return t.Harmful(judging.NoUsableAnswer, sent, got+"; op "+op+" executed "+times(st.Executions[op]), expected)
 			}
-			return t.Harmful(StuckKey, sent, got, expected)
+			return t.Harmful(judging.StuckKey, sent, got, expected)
 		}
 		// A client told 201 (first or on a retry), or 409
 		// duplicate-request (done already), was told its money moved. One
@@ -505,7 +506,7 @@ func checkCompletedWithTheMoney(t *T, s Scenario) error {
 		return err
 	}
 	if retry.Is(http.StatusConflict, pInProgress) {
-		return t.Harmful(StuckKey, story, retry.String(), "the retry executes once: nothing runs any more, and the key says something does, for good")
+		return t.Harmful(judging.StuckKey, story, retry.String(), "the retry executes once: nothing runs any more, and the key says something does, for good")
 	}
 	if !executed && !retry.Is(http.StatusCreated, "") {
 		return t.Fail(story, retry.String(), "201 Created: the first attempt moved nothing, so the retry executes")
@@ -531,10 +532,10 @@ func checkCompletedWithTheMoney(t *T, s Scenario) error {
 	if err := reconcileState(t, st, sent, r.Short(), books); err != nil {
 		return err
 	}
-	rows := KeyRows(st, req.Key)
+	rows := judging.KeyRows(st, req.Key)
 	if len(rows) == 1 {
-		if s, ok := RowState(rows[0]); ok && s == StateInProgress {
-			return t.Harmful(StuckKey, sent, r.Short()+"\nthen /lab/state: op "+op+" executed once, and key row "+DescribeRows(rows),
+		if s, ok := judging.RowState(rows[0]); ok && s == judging.StateInProgress {
+			return t.Harmful(judging.StuckKey, sent, r.Short()+"\nthen /lab/state: op "+op+" executed once, and key row "+judging.DescribeRows(rows),
 				"the key completed by the very commit that moved the money: no request is running, and every retry is told to wait for good (and once stuck keys are taken over, stage 6, the retry pays again)")
 		}
 	}
@@ -544,7 +545,7 @@ func checkCompletedWithTheMoney(t *T, s Scenario) error {
 		return err
 	}
 	if len(rows) != 1 && unseen == nil {
-		return t.Fail(story, again.String()+"\nkey rows: "+DescribeRows(rows), "one completed row for the key: the money moved")
+		return t.Fail(story, again.String()+"\nkey rows: "+judging.DescribeRows(rows), "one completed row for the key: the money moved")
 	}
 	return unseen
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"idemlab/grader/dayplan"
+	"idemlab/grader/judging"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 )
@@ -410,7 +411,7 @@ func (t *T) crashRecovery() error {
 		pending = append(pending, p)
 		if _, err := t.WaitFor(5*time.Second, func() (bool, error) {
 			st, err := t.State()
-			return p.Done() || len(KeyRows(st, req.Key)) > 0, err
+			return p.Done() || len(judging.KeyRows(st, req.Key)) > 0, err
 		}); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"idemlab/grader/judging"
 	"idemlab/kit/bank"
 	"idemlab/kit/fault"
 	"idemlab/kit/labclient"
@@ -176,7 +177,7 @@ func checkTwoClerks(t *T) error {
 	}
 	story += "\nthen GET  →  " + after.String()
 	if after.Nickname != renamed.Nickname {
-		return t.Harmful(LostUpdate, story, rb.String()+"\nand A's nickname "+fmt.Sprintf("%q", renamed.Nickname)+" is gone",
+		return t.Harmful(judging.LostUpdate, story, rb.String()+"\nand A's nickname "+fmt.Sprintf("%q", renamed.Nickname)+" is gone",
 			"412 "+pPreconditionFailed+" to B: its copy is of the version A's PUT replaced; nothing changes")
 	}
 	if !rb.Is(http.StatusPreconditionFailed, pPreconditionFailed) || after.Settings != renamed || after.ETag != etagA {
@@ -195,7 +196,7 @@ func checkTwoClerks(t *T) error {
 		return err
 	}
 	if final.Settings != retry {
-		return t.Harmful(LostUpdate, story+"\nthen GET", final.String(), "A's nickname and B's limit: "+settingsJSON(retry))
+		return t.Harmful(judging.LostUpdate, story+"\nthen GET", final.String(), "A's nickname and B's limit: "+settingsJSON(retry))
 	}
 	return nil
 }
@@ -296,12 +297,12 @@ func checkManyClerks(t *T) error {
 	}
 	for base, n := range byBase {
 		if n > 1 {
-			return t.Harmful(LostUpdate, story, got+fmt.Sprintf("\n%d PUTs based on the version %s all succeeded: each overwrote the one before", n, base),
+			return t.Harmful(judging.LostUpdate, story, got+fmt.Sprintf("\n%d PUTs based on the version %s all succeeded: each overwrote the one before", n, base),
 				fmt.Sprintf("one success per version: daily_limit %d, every raise counted", start.DailyLimit+clerks*step))
 		}
 	}
 	if want := start.DailyLimit + clerks*step; final.DailyLimit != want {
-		return t.Harmful(LostUpdate, story, got, fmt.Sprintf("daily_limit %d: each clerk's raise, told 200, counted once", want))
+		return t.Harmful(judging.LostUpdate, story, got, fmt.Sprintf("daily_limit %d: each clerk's raise, told 200, counted once", want))
 	}
 	// The successes chain: each answered an ETag of its own, each was
 	// based on the start or on another's answer, and the last is what GET
@@ -364,9 +365,9 @@ func checkRetriedPut(t *T) error {
 	story += "\nthen GET  →  " + now.String()
 	switch {
 	case now.Settings != theirs:
-		return t.Harmful(LostUpdate, story, retry.String(), "412 "+pPreconditionFailed+": the retry is based on a version B's save replaced; B's "+settingsJSON(theirs)+" stays")
+		return t.Harmful(judging.LostUpdate, story, retry.String(), "412 "+pPreconditionFailed+": the retry is based on a version B's save replaced; B's "+settingsJSON(theirs)+" stays")
 	case retry.Is(http.StatusOK, ""):
-		return t.Harmful(WrongAnswer, story, retry.String(), "412 "+pPreconditionFailed+": A's client is told its settings are saved as it sent them, and they are B's")
+		return t.Harmful(judging.WrongAnswer, story, retry.String(), "412 "+pPreconditionFailed+": A's client is told its settings are saved as it sent them, and they are B's")
 	case !retry.Is(http.StatusPreconditionFailed, pPreconditionFailed) || now.ETag != etagB:
 		return t.Fail(story, retry.String(), "412 "+pPreconditionFailed+", and the settings still B's at ETag "+etagB)
 	}
@@ -390,7 +391,7 @@ func checkRetriedPut(t *T) error {
 	body, _ := decodeSettings(second.Body)
 	switch {
 	case last.Settings != again:
-		return t.Harmful(LostUpdate, story+"\nthen GET", last.String(), "the settings A saved: "+settingsJSON(again))
+		return t.Harmful(judging.LostUpdate, story+"\nthen GET", last.String(), "the settings A saved: "+settingsJSON(again))
 	case second.Is(http.StatusPreconditionFailed, pPreconditionFailed):
 	case second.Is(http.StatusOK, "") && body == again && second.Header.Get("ETag") == last.ETag:
 	default:
@@ -581,7 +582,7 @@ func checkDailyLimit(t *T) error {
 	req, r := pay(over)
 	story += "\na transfer over A's limit: " + req.String() + "  →  " + r.Short()
 	if r.Is(http.StatusCreated, "") && rb.Is(http.StatusOK, "") {
-		return t.Harmful(LostUpdate, story, r.String()+fmt.Sprintf("\nB's stale rename put the limit of %d back, and %d won moved past A's limit of %d", start.DailyLimit, over, limit),
+		return t.Harmful(judging.LostUpdate, story, r.String()+fmt.Sprintf("\nB's stale rename put the limit of %d back, and %d won moved past A's limit of %d", start.DailyLimit, over, limit),
 			"412 "+pPreconditionFailed+" to B's stale rename, and the transfer refused: 422 "+pDailyLimit+", nothing moved")
 	}
 	if !r.Is(http.StatusUnprocessableEntity, pDailyLimit) {
@@ -805,7 +806,7 @@ func checkOldCopies(t *T) error {
 	}
 	story += "\nthen a clerk sets the daily limit from each copy read before, oldest first"
 	if len(through) > 0 {
-		return t.Harmful(LostUpdate, story, fmt.Sprintf("%d of %d old copies were written:\n", len(through), len(old))+strings.Join(through, "\n"),
+		return t.Harmful(judging.LostUpdate, story, fmt.Sprintf("%d of %d old copies were written:\n", len(through), len(old))+strings.Join(through, "\n"),
 			"412 "+pPreconditionFailed+" to every one: an If-Match names the current version only if it is the ETag the last save answered; nothing changes")
 	}
 	if len(wrong) > 0 {

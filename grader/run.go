@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/grader/judging"
 	"idemlab/grader/targets"
 	"idemlab/grader/timeline"
 	"idemlab/kit/core"
@@ -38,14 +39,14 @@ func (r Result) Passed() bool { return r.Err == nil }
 // (the server did not start, the check could not observe what it needs,
 // panicked or timed out).
 func (r Result) Caught() bool {
-	var f *Failure
+	var f *judging.Failure
 	return errors.As(r.Err, &f)
 }
 
 // Harm is what the failure did to money, or "" for a pass, a contract
 // difference, or a check that could not run.
-func (r Result) Harm() Harm {
-	var f *Failure
+func (r Result) Harm() judging.Harm {
+	var f *judging.Failure
 	if errors.As(r.Err, &f) {
 		return f.Harm
 	}
@@ -76,7 +77,7 @@ func RunCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uin
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	t := &T{ctx: ctx, target: target, subject: subject, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x9e3779b9)), cleanups: &cleanupList{}, core: ledger,
-		differences: &[]*Failure{}, history: newHistorian()}
+		differences: &[]*judging.Failure{}, history: newHistorian()}
 	defer t.cleanups.run()
 	defer t.history.close()
 	// Without the lab's events the timeline still has every request.
@@ -111,7 +112,7 @@ func Format(r Result, reproduce string) string { return FormatColor(r, reproduce
 func FormatColor(r Result, reproduce string, color bool) string {
 	var b strings.Builder
 	c := r.Check
-	var f *Failure
+	var f *judging.Failure
 	if !errors.As(r.Err, &f) {
 		fmt.Fprintf(&b, "COULD NOT RUN %s  %s\n", c.ID, c.Claim)
 		fmt.Fprintf(&b, "  lesson    %s\n", c.Lesson)
@@ -150,7 +151,7 @@ func FormatColor(r Result, reproduce string, color bool) string {
 	return b.String()
 }
 
-func evidence(b *strings.Builder, f *Failure) {
+func evidence(b *strings.Builder, f *judging.Failure) {
 	fmt.Fprintf(b, "  sent      %s\n", indent(f.Sent))
 	fmt.Fprintf(b, "  got       %s\n", indent(f.Got))
 	fmt.Fprintf(b, "  expected  %s\n", indent(f.Expected))

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"idemlab/grader/judging"
 	"idemlab/grader/targets"
 	"idemlab/kit/bank"
 	"idemlab/kit/core"
@@ -31,10 +32,10 @@ type T struct {
 	rng      *rand.Rand
 	cleanups *cleanupList
 	// books are every set of books the check kept (NewBooks).
-	books []*Books
+	books []*judging.Books
 	// differences are the contract differences the check recorded on its
 	// way (Differ), shared by every T of the check (see on).
-	differences *[]*Failure
+	differences *[]*judging.Failure
 	// core is the core ledger the server posts to (stage 9 on).
 	core *core.Core
 	// history records what the check's clients sent and what the lab
@@ -64,7 +65,7 @@ func (t *T) Fail(sent, got, expected string, args ...any) error {
 	if len(args) > 0 {
 		got = fmt.Sprintf(got, args...)
 	}
-	return &Failure{Sent: sent, Got: got, Expected: expected}
+	return &judging.Failure{Sent: sent, Got: got, Expected: expected}
 }
 
 // Response is what came back.
