@@ -84,8 +84,8 @@ func checkRetryDuringOriginal(t *T) error {
 // The answers alone cannot tell that from a server that made every retry
 // wait for the original; the books can.
 func (t *T) overtaken(op string) bool {
-	t.history.fence(t.ctx, t.Lab())
-	clients, ok := t.history.executedBy(op)
+	t.history.Fence(t.ctx, t.Lab())
+	clients, ok := t.history.ExecutedBy(op)
 	return ok && !slices.Contains(clients, inFlight)
 }
 

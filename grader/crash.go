@@ -75,7 +75,7 @@ func (t *T) on(target *targets.Target) *T {
 	if target != t.target {
 		// A server of its own: its events join the same history. Without
 		// them the timeline still has every request.
-		on.history.watch(on.ctx, on.Lab())
+		on.history.Watch(on.ctx, on.Lab())
 	}
 	return on
 }
@@ -84,7 +84,7 @@ func (t *T) on(target *targets.Target) *T {
 // check's history.
 func (t *T) kill() {
 	t.target.Child.Kill()
-	t.history.lab(timeline.Crash, "kill -9")
+	t.history.Lab(timeline.Crash, "kill -9")
 }
 
 // onCleanup registers fn to run when the check ends.
@@ -109,8 +109,8 @@ func (t *T) Restart() error {
 		return fmt.Errorf("restart the server on %s: %w", c.DB, err)
 	}
 	t.target.URL = c.URL
-	t.history.lab(timeline.Restart, "the server process started again on its database")
-	t.history.watch(t.ctx, t.Lab())
+	t.history.Lab(timeline.Restart, "the server process started again on its database")
+	t.history.Watch(t.ctx, t.Lab())
 	return nil
 }
 
@@ -124,7 +124,7 @@ func (t *T) Crashed(d time.Duration) (bool, error) {
 	}
 	exited, _ := c.WaitExit(d)
 	if exited {
-		t.history.lab(timeline.Crash, "the server process exited")
+		t.history.Lab(timeline.Crash, "the server process exited")
 	}
 	return exited, nil
 }

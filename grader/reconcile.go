@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/grader/history"
 	"idemlab/grader/judging"
 	"idemlab/kit/labctl"
 )
@@ -47,8 +48,8 @@ func reconcileState(t *T, st labctl.State, sent, answers string, want *judging.B
 	ops := sortedKeys(want.Executions)
 	for _, op := range ops {
 		if n, w := st.Executions[op], want.Executions[op]; n != w {
-			got = append(got, fmt.Sprintf("op %s executed %s", op, times(n)))
-			expected = append(expected, fmt.Sprintf("op %s executed %s", op, times(w)))
+			got = append(got, fmt.Sprintf("op %s executed %s", op, history.Times(n)))
+			expected = append(expected, fmt.Sprintf("op %s executed %s", op, history.Times(w)))
 			switch {
 			case n > w && w > 0:
 				worse(judging.Double)
@@ -84,18 +85,6 @@ func reconcileState(t *T, st labctl.State, sent, answers string, want *judging.B
 	err := t.Harmful(harm, sent, "%sthen /lab/state: %s", strings.Join(expected, "; "), answers, strings.Join(got, "; "))
 	err.(*judging.Failure).Excess, err.(*judging.Failure).Missing = excess, missing
 	return err
-}
-
-func times(n int64) string {
-	switch n {
-	case 0:
-		return "never"
-	case 1:
-		return "once"
-	case 2:
-		return "twice"
-	}
-	return fmt.Sprintf("%d times", n)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -15,6 +15,7 @@ import (
 
 	"idemlab/grader/dayplan"
 	"idemlab/grader/faultnet"
+	"idemlab/grader/history"
 	"idemlab/grader/timeline"
 	"idemlab/kit/events"
 	"idemlab/kit/labclient"
@@ -157,7 +158,7 @@ type replayer struct {
 	// settingsLocks runs the settings edits of one account one at a time.
 	settingsLocks accountLocks
 	// history records the attempts and the lab's events, when asked for.
-	history *historian
+	history *history.Recorder
 }
 
 // Replay resets the lab to the plan's population, sends every operation
@@ -205,13 +206,14 @@ func Replay(ctx context.Context, plan *dayplan.Plan, opts ReplayOptions) (*Repla
 		return nil, err
 	}
 	if opts.History {
-		r.history = newHistorian()
-		for _, op := range plan.Ops {
-			r.history.keys[op.Key] = true
+		keys := make([]string, len(plan.Ops))
+		for i, op := range plan.Ops {
+			keys[i] = op.Key
 		}
-		defer r.history.close()
+		r.history = history.NewRecorder(keys...)
+		defer r.history.Close()
 		// Without the lab's events the history still has every attempt.
-		r.history.watch(ctx, r.lab)
+		r.history.Watch(ctx, r.lab)
 	}
 
 	perOp := make([][]Attempt, len(plan.Ops))
@@ -292,8 +294,8 @@ func Replay(ctx context.Context, plan *dayplan.Plan, opts ReplayOptions) (*Repla
 		}
 	}
 	if r.history != nil {
-		r.history.fence(ctx, r.lab)
-		res.History = r.history.history()
+		r.history.Fence(ctx, r.lab)
+		res.History = r.history.History()
 	}
 	res.Elapsed = time.Since(began)
 	return res, nil
@@ -363,7 +365,12 @@ func (r *replayer) submit(ctx context.Context, op *dayplan.Op, kind string, at t
 		out = append(out, a)
 		heard = &ServerAnswer{}
 		var name string
-		recorded, name = r.history.begin(kind, Request{Method: "POST", Path: op.Endpoint, Key: op.Key, Body: string(body)})
+		var keys []string
+		if op.Key != "" {
+			keys = []string{op.Key}
+		}
+		sent := history.Describe(http.MethodPost, op.Endpoint, keys, string(body))
+		recorded, name = r.history.Begin(kind, http.MethodPost, op.Endpoint, op.Key, string(body), sent)
 		req, err := r.request(context.WithValue(actx, recordKey{}, heard), op, body)
 		if err == nil && name != "" {
 			req.Header.Set(events.AttemptHeader, name)
@@ -375,11 +382,11 @@ func (r *replayer) submit(ctx context.Context, op *dayplan.Op, kind string, at t
 		clock.inProgress = ans.Problem == problem.RequestInProgress.URI()
 		if ans.Err == nil {
 			a.Status, a.Response, a.Replayed, a.Problem = ans.Status, string(ans.Body), ans.Replayed, ans.Problem
-			r.history.answered(recorded, ans.Status, ans.Problem, fmt.Sprintf("%d %s  %s", ans.Status, ans.Problem, ans.Body), "", false)
+			r.history.Answered(recorded, ans.Status, ans.Problem, fmt.Sprintf("%d %s  %s", ans.Status, ans.Problem, ans.Body), "", false)
 			return
 		}
 		var cut *faultnet.Error
-		r.history.answered(recorded, 0, "", "no response: "+ans.Err.Error(), ans.Err.Error(), errors.As(ans.Err, &cut))
+		r.history.Answered(recorded, 0, "", "no response: "+ans.Err.Error(), ans.Err.Error(), errors.As(ans.Err, &cut))
 		a.Error = ans.Err.Error()
 		if ans.Status != 0 {
 			a.Error = "read response: " + a.Error

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/grader/history"
 	"idemlab/grader/judging"
 	"idemlab/grader/targets"
 	"idemlab/grader/timeline"
@@ -77,16 +78,16 @@ func RunCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uin
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	t := &T{ctx: ctx, target: target, subject: subject, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x9e3779b9)), cleanups: &cleanupList{}, core: ledger,
-		differences: &[]*judging.Failure{}, history: newHistorian()}
+		differences: &[]*judging.Failure{}, history: history.NewRecorder()}
 	defer t.cleanups.run()
-	defer t.history.close()
+	defer t.history.Close()
 	// Without the lab's events the timeline still has every request.
-	t.history.watch(ctx, t.Lab())
+	t.history.Watch(ctx, t.Lab())
 	err = t.moneyFirst(runGuarded(c, t))
 	r := Result{Check: c, Seed: runSeed, Err: err, Duration: time.Since(began)}
 	if r.Caught() {
-		t.history.fence(ctx, t.Lab())
-		r.History = t.history.history()
+		t.history.Fence(ctx, t.Lab())
+		r.History = t.history.History()
 	}
 	return r
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"idemlab/grader/history"
 	"idemlab/grader/judging"
 	"idemlab/grader/targets"
 	"idemlab/kit/bank"
@@ -40,7 +41,7 @@ type T struct {
 	core *core.Core
 	// history records what the check's clients sent and what the lab
 	// observed, for the timeline of a money finding.
-	history *historian
+	history *history.Recorder
 }
 
 // Rand is the check's random source; draw every input from it.
@@ -132,25 +133,18 @@ type Request struct {
 
 // String describes the request in one line for a report.
 func (r Request) String() string {
-	s := r.Method + " " + r.Path
+	var keys []string
 	if r.Key != "" {
 		k := r.Key
 		if r.Quote {
 			k = quoteKey(k)
 		}
-		s += "  Idempotency-Key: " + k
+		keys = append(keys, k)
 	}
 	for _, v := range r.Header.Values("Idempotency-Key") {
-		s += fmt.Sprintf("  Idempotency-Key: %q", v)
+		keys = append(keys, fmt.Sprintf("%q", v))
 	}
-	body := r.Body
-	if len(body) > 200 {
-		body = fmt.Sprintf("%s… (%d bytes)", body[:120], len(body))
-	}
-	if body != "" {
-		s += "  " + body
-	}
-	return s
+	return history.Describe(r.Method, r.Path, keys, r.Body)
 }
 
 // Do sends req and reads the whole response.
@@ -159,9 +153,13 @@ func (t *T) Do(req Request) Response { return t.send("check", req) }
 // send sends req as client and reads the whole response, recording both
 // in the check's history.
 func (t *T) send(client string, req Request) Response {
-	n, attempt := t.history.begin(client, req)
+	n, attempt := t.history.Begin(client, req.Method, req.Path, req.Key, req.Body, req.String())
 	r := t.roundTrip(req, attempt)
-	t.history.end(n, r)
+	errText := ""
+	if r.Err != nil {
+		errText = r.Err.Error()
+	}
+	t.history.Answered(n, r.Status, r.Problem(), r.String(), errText, false)
 	return r
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/grader/history"
 	"idemlab/grader/judging"
 	"idemlab/kit/labctl"
 )
@@ -131,7 +132,7 @@ func (t *T) doubles(st labctl.State) (out, ops []string) {
 			}
 		}
 		if n := st.Executions[op]; n > allowed {
-			out = append(out, fmt.Sprintf("op %s executed %s", op, times(n)))
+			out = append(out, fmt.Sprintf("op %s executed %s", op, history.Times(n)))
 			ops = append(ops, op)
 		}
 	}

@@ -1,4 +1,8 @@
-package grader
+// Package history records what the grader's clients sent and what came
+// back, and what the lab observed meanwhile, on one clock: a check's
+// history, or a replayed day's. The checks and the replay record into it;
+// grader/timeline draws it. It judges nothing.
+package history
 
 import (
 	"context"
@@ -12,11 +16,11 @@ import (
 	"idemlab/kit/labclient"
 )
 
-// historian keeps a check's history on one clock (the machine's, which the
+// Recorder keeps a check's history on one clock (the machine's, which the
 // grader and every server it runs share): each request a client of the
 // check sent, with its answer, and what the lab observed meanwhile, read
 // from /lab/events. It is shared by the Ts of one check.
-type historian struct {
+type Recorder struct {
 	mu       sync.Mutex
 	attempts []timeline.Attempt
 	events   []timeline.Event
@@ -33,13 +37,21 @@ type historian struct {
 	stop    []func()
 }
 
-func newHistorian() *historian {
-	return &historian{keys: map[string]bool{}, rows: map[int64]string{}, rowStates: map[int64]string{}, clocks: make(chan time.Time, 64)}
+// NewRecorder returns a recorder with no history yet, which knows keys
+// (a replayed day's, sent by its clients) before any request sends them.
+func NewRecorder(keys ...string) *Recorder {
+	h := &Recorder{keys: map[string]bool{}, rows: map[int64]string{}, rowStates: map[int64]string{}, clocks: make(chan time.Time, 64)}
+	for _, k := range keys {
+		h.keys[k] = true
+	}
+	return h
 }
 
-// begin notes that client sent req, and returns the attempt's number
-// (for end) and name (for the Lab-Attempt header).
-func (h *historian) begin(client string, req Request) (n int, name string) {
+// Begin notes that client sent a request to method and path with key and
+// body (sent is how a report writes it), and returns the attempt's number
+// (for Answered) and name (for the Lab-Attempt header). A nil recorder
+// notes nothing.
+func (h *Recorder) Begin(client, method, path, key, body, sent string) (n int, name string) {
 	if h == nil {
 		return 0, ""
 	}
@@ -48,27 +60,18 @@ func (h *historian) begin(client string, req Request) (n int, name string) {
 	n = len(h.attempts)
 	id := fmt.Sprintf("a%d", n+1)
 	h.attempts = append(h.attempts, timeline.Attempt{
-		ID: id, Client: client, Method: req.Method, Path: req.Path, Key: req.Key,
-		Op: opOf(req.Body), Start: time.Now(), Sent: req.String(),
+		ID: id, Client: client, Method: method, Path: path, Key: key,
+		Op: opOf(body), Start: time.Now(), Sent: sent,
 	})
-	if req.Key != "" {
-		h.keys[req.Key] = true
+	if key != "" {
+		h.keys[key] = true
 	}
 	return n, id
 }
 
-// end notes the answer of attempt n.
-func (h *historian) end(n int, r Response) {
-	errText := ""
-	if r.Err != nil {
-		errText = r.Err.Error()
-	}
-	h.answered(n, r.Status, r.Problem(), r.String(), errText, false)
-}
-
-// answered notes what attempt n got: a status and problem type, or the
+// Answered notes what attempt n got: a status and problem type, or the
 // error the client saw instead (cut says the fault transport made it).
-func (h *historian) answered(n, status int, problem, got, errText string, cut bool) {
+func (h *Recorder) Answered(n, status int, problem, got, errText string, cut bool) {
 	if h == nil {
 		return
 	}
@@ -78,19 +81,19 @@ func (h *historian) answered(n, status int, problem, got, errText string, cut bo
 	a.End, a.Status, a.Problem, a.Got, a.Err, a.Cut = time.Now(), status, problem, got, errText, cut
 }
 
-// lab notes something the grader itself saw happen to the lab: a crash
+// Lab notes something the grader itself saw happen to the lab: a crash
 // or a restart of a server process.
-func (h *historian) lab(kind, detail string) {
+func (h *Recorder) Lab(kind, detail string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.events = append(h.events, timeline.Event{At: time.Now(), Kind: kind, Detail: detail})
 }
 
-// watch reads the lab's events of the server at lab until ctx ends or the
+// Watch reads the lab's events of the server at lab until ctx ends or the
 // stream breaks (a crash ends it; Restart watches the new process). It
 // returns once the stream is open, so that every event the server
 // publishes from then on is heard.
-func (h *historian) watch(ctx context.Context, lab *labclient.Client) error {
+func (h *Recorder) Watch(ctx context.Context, lab *labclient.Client) error {
 	ctx, cancel := context.WithCancel(ctx)
 	s, err := lab.OpenEvents(ctx)
 	if err != nil {
@@ -112,11 +115,11 @@ func (h *historian) watch(ctx context.Context, lab *labclient.Client) error {
 	return nil
 }
 
-// fence waits until the events the server published before now have
+// Fence waits until the events the server published before now have
 // been heard: it moves the lab clock by nothing and waits, up to a
 // second, for the clock event that says so (its time is the one the move
 // answered, which no earlier move of the clock has).
-func (h *historian) fence(ctx context.Context, lab *labclient.Client) {
+func (h *Recorder) Fence(ctx context.Context, lab *labclient.Client) {
 	now, err := lab.Advance(ctx, 0)
 	if err != nil {
 		return
@@ -137,11 +140,11 @@ func (h *historian) fence(ctx context.Context, lab *labclient.Client) {
 	}
 }
 
-// executedBy lists the clients whose requests executed op, as the lab's
+// ExecutedBy lists the clients whose requests executed op, as the lab's
 // execution events name them (each carries the Lab-Attempt it ran in); ok
 // is false when no execution of op named its attempt, and the history
 // cannot tell. Fence first, so that the events are in.
-func (h *historian) executedBy(op string) (clients []string, ok bool) {
+func (h *Recorder) ExecutedBy(op string) (clients []string, ok bool) {
 	if h == nil {
 		return nil, false
 	}
@@ -159,8 +162,8 @@ func (h *historian) executedBy(op string) (clients []string, ok bool) {
 	return clients, ok
 }
 
-// close ends every stream and waits for its reader.
-func (h *historian) close() {
+// Close ends every stream and waits for its reader.
+func (h *Recorder) Close() {
 	h.mu.Lock()
 	stop := h.stop
 	h.stop = nil
@@ -175,7 +178,7 @@ func (h *historian) close() {
 // no time: an event is placed when it was read, a little after it
 // happened, but for an execution, which says when its write was made.
 // A reset is left out: every check starts with one, before its story.
-func (h *historian) heard(ev events.Event) {
+func (h *Recorder) heard(ev events.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	at := ev.Time
@@ -194,7 +197,7 @@ func (h *historian) heard(ev events.Event) {
 			at = e.At
 		}
 		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Execution, Attempt: e.Attempt, Op: e.Op, Count: e.Count, Ref: e.ID,
-			Detail: fmt.Sprintf("%s %s of %d won, run %s", e.Kind, e.ID, e.Amount, times(e.Count))})
+			Detail: fmt.Sprintf("%s %s of %d won, run %s", e.Kind, e.ID, e.Amount, Times(e.Count))})
 	case events.KindKey:
 		var k events.Key
 		if json.Unmarshal(ev.Data, &k) != nil {
@@ -226,7 +229,7 @@ func (h *historian) heard(ev events.Event) {
 
 // keyRow turns a key row's change into a claim, a completion or a
 // release of the key it holds.
-func (h *historian) keyRow(at time.Time, k events.Key) {
+func (h *Recorder) keyRow(at time.Time, k events.Key) {
 	last, seen := h.rows[k.RowID]
 	if k.Deleted {
 		if seen {
@@ -259,8 +262,8 @@ func (h *historian) keyRow(at time.Time, k events.Key) {
 	h.rowStates[k.RowID] = state
 }
 
-// history is what was recorded so far.
-func (h *historian) history() *timeline.History {
+// History is what was recorded so far.
+func (h *Recorder) History() *timeline.History {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := &timeline.History{Attempts: append([]timeline.Attempt(nil), h.attempts...), Events: append([]timeline.Event(nil), h.events...)}
@@ -283,4 +286,35 @@ func opOf(body string) string {
 	}
 	op, _ := v.Metadata["op"].(string)
 	return op
+}
+
+// Times says how many times an operation ran: never, once, twice, or n
+// times.
+func Times(n int64) string {
+	switch n {
+	case 0:
+		return "never"
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return fmt.Sprintf("%d times", n)
+}
+
+// Describe writes a request in one line for a report: its method and
+// path, each Idempotency-Key header as sent, and its body, cut short past
+// 200 bytes.
+func Describe(method, path string, keys []string, body string) string {
+	s := method + " " + path
+	for _, k := range keys {
+		s += "  Idempotency-Key: " + k
+	}
+	if len(body) > 200 {
+		body = fmt.Sprintf("%s… (%d bytes)", body[:120], len(body))
+	}
+	if body != "" {
+		s += "  " + body
+	}
+	return s
 }
