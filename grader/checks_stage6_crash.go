@@ -8,6 +8,7 @@ import (
 
 	"idemlab/grader/dayplan"
 	"idemlab/grader/judging"
+	"idemlab/grader/replay"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 )
@@ -189,7 +190,7 @@ func checkDayReplayThroughFaults(t *T) error {
 	// Every claim of the day, the very first included, must carry the
 	// short lease: a key stranded by a crash under the default 30s lease
 	// would outlast the clients' horizon. The day's reset keeps the config.
-	if err := c.Configure(labclient.Config{Lease: dayLease}); err != nil {
+	if err := c.Configure(labclient.Config{Lease: replay.DayLease}); err != nil {
 		return err
 	}
 	crashes := []string{labctl.CrashInTransfer, labctl.CrashAfterCommit, labctl.CrashBeforeResponse, killUnderLoad}
@@ -202,11 +203,11 @@ func checkDayReplayThroughFaults(t *T) error {
 	// Clients give up after 10 minutes of the plan's clock instead of an
 	// hour: the driver sleeps about a thousandth of each backoff, so a key
 	// stuck in progress fails the day in half a second of real time, while
-	// a lease of dayLease frees a stranded key within a few minutes of the
+	// a lease of replay.DayLease frees a stranded key within a few minutes of the
 	// plan's clock.
-	policy := DefaultRetryPolicy()
+	policy := replay.DefaultRetryPolicy()
 	policy.Horizon = 10 * time.Minute
-	res, err := Replay(t.ctx, plan, ReplayOptions{URL: c.target.URL, Admin: c.target.Admin, Base: gate, Policy: policy})
+	res, err := replay.Run(t.ctx, plan, replay.Options{URL: c.target.URL, Admin: c.target.Admin, Base: gate, Policy: policy})
 	close(stop)
 	log := <-crashed
 	if log.err != nil {
@@ -215,7 +216,7 @@ func checkDayReplayThroughFaults(t *T) error {
 	if err != nil {
 		return err
 	}
-	rc := ReconcileDay(res)
+	rc := replay.ReconcileDay(res)
 	if rc.Valid {
 		// A late retry may run an operation again once its key has
 		// expired, as ReconcileDay allows: the books say so, or the
@@ -229,5 +230,5 @@ func checkDayReplayThroughFaults(t *T) error {
 	}
 	return t.Fail(fmt.Sprintf("lab replay of the day made by: %s\n(half the operations meet failure points of the network; the server crashed %d times: %s)",
 		params.Command(), len(log.fired), strings.Join(log.fired, ", ")),
-		dayReport(rc), "0 executed more than once, 0 lost, 0 mismatched replays, 0 unexpected answers, every client of an executed operation knows its original answer, every balance = opening + executions")
+		replay.DayReport(rc), "0 executed more than once, 0 lost, 0 mismatched replays, 0 unexpected answers, every client of an executed operation knows its original answer, every balance = opening + executions")
 }

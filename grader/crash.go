@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"idemlab/grader/replay"
 	"idemlab/grader/targets"
 	"idemlab/grader/timeline"
 	"idemlab/kit/labclient"
@@ -210,12 +211,6 @@ func (p *pausable) resume() {
 // killUnderLoad stands for a kill -9 among the crash points of a day.
 const killUnderLoad = "kill -9"
 
-// dayLease is the lease a crashed day runs with: a key stranded by a
-// crash is taken over within a fraction of a second of real time, so the
-// day's clients, who retry for an hour of the plan's clock but a few
-// seconds of real time, find it free again.
-const dayLease = 150 * time.Millisecond
-
 // armAgainOnEOF arms point once. Arming sets a count, so sending it again
 // is safe: if the request dies on the way (a kept-alive connection the
 // server closed as it was reused ends in EOF), it is sent again, up to
@@ -318,7 +313,7 @@ func (t *T) crashDuring(stop <-chan struct{}, gate *pausable, crashes []string) 
 		// sent down an old connection would die with EOF.
 		err := t.Restart()
 		if err == nil {
-			err = t.Configure(labclient.Config{Lease: dayLease})
+			err = t.Configure(labclient.Config{Lease: replay.DayLease})
 		}
 		gate.resume()
 		if err != nil {

@@ -1,7 +1,6 @@
 package grader
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -150,28 +149,5 @@ const pollEvery = 3 * time.Millisecond
 // it held. A check waits for an event this way, never by sleeping a
 // guessed duration.
 func (t *T) WaitFor(d time.Duration, cond func() (bool, error)) (bool, error) {
-	return waitFor(t.ctx, d, pollEvery, cond)
-}
-
-// waitFor calls cond every so often until it holds, returns an error, or
-// d has passed, and reports whether it held; it returns ctx's error if ctx
-// ends first.
-func waitFor(ctx context.Context, d, every time.Duration, cond func() (bool, error)) (bool, error) {
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		ok, err := cond()
-		if err != nil || ok {
-			return ok, err
-		}
-		if time.Now().After(deadline) {
-			return false, nil
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return false, ctx.Err()
-		}
-	}
+	return judging.WaitFor(t.ctx, d, pollEvery, cond)
 }

@@ -15,6 +15,7 @@ import (
 	"idemlab/grader"
 	"idemlab/grader/dayplan"
 	"idemlab/grader/gradertest"
+	"idemlab/grader/replay"
 	"idemlab/grader/targets"
 	"idemlab/kit/labdb"
 	"idemlab/kit/server"
@@ -152,7 +153,7 @@ func configure(ctx context.Context, client *http.Client, url, admin string, conf
 // coreFigures says what the core ledger holds at the end of a day
 // replayed with a CoreURL, and fails t if the outbox had not drained: the
 // reconciliation has already held every executed transfer to one posting.
-func coreFigures(t *testing.T, res *grader.ReplayResult, rc grader.DayReconciliation) string {
+func coreFigures(t *testing.T, res *replay.Result, rc replay.DayReconciliation) string {
 	t.Helper()
 	postings := 0
 	for _, tr := range res.Core.Transfers {
@@ -166,7 +167,7 @@ func coreFigures(t *testing.T, res *grader.ReplayResult, rc grader.DayReconcilia
 }
 
 // report renders a day's reconciliation for the test log.
-func report(rc grader.DayReconciliation) string {
+func report(rc replay.DayReconciliation) string {
 	var b bytes.Buffer
 	rc.WriteReport(&b, 3, "")
 	return b.String()

@@ -1,4 +1,7 @@
-package grader
+// Package scoreboard lays the same day, replayed against every stage,
+// out as one row a stage and one column a finding of the day's
+// reconciliation (grader/replay).
+package scoreboard
 
 import (
 	"fmt"
@@ -6,17 +9,19 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"idemlab/grader/replay"
 )
 
-// ScoreRow is one stage's line of the scoreboard: what the same day did
+// Row is one stage's line of the scoreboard: what the same day did
 // against that stage, one column per finding.
-type ScoreRow struct {
+type Row struct {
 	Stage  int    `json:"stage"`
 	Target string `json:"target"`
 	Valid  bool   `json:"valid"`
 	// Verdict is VALID, or INVALID and why.
-	Verdict string    `json:"verdict"`
-	Counts  DayCounts `json:"counts"`
+	Verdict string           `json:"verdict"`
+	Counts  replay.DayCounts `json:"counts"`
 	// BooksBalance is true when every balance is the opening plus the
 	// executions the server counted, none is negative and money is
 	// conserved.
@@ -24,14 +29,14 @@ type ScoreRow struct {
 	Elapsed      string `json:"elapsed"`
 }
 
-// NewScoreRow makes stage's row of the scoreboard from its reconciliation.
-func NewScoreRow(stage int, target string, rc DayReconciliation) ScoreRow {
-	row := ScoreRow{
+// NewRow makes stage's row of the scoreboard from its reconciliation.
+func NewRow(stage int, target string, rc replay.DayReconciliation) Row {
+	row := Row{
 		Stage: stage, Target: target, Valid: rc.Valid, Counts: rc.Counts, Verdict: "VALID",
 		BooksBalance: rc.Counts.BalanceMismatches == 0 && rc.Counts.NegativeBalances == 0 && rc.Money.Conserved,
 	}
 	if !rc.Valid {
-		row.Verdict = "INVALID: " + rc.verdict()
+		row.Verdict = "INVALID: " + rc.Verdict()
 	}
 	return row
 }
@@ -40,35 +45,35 @@ func NewScoreRow(stage int, target string, rc DayReconciliation) ScoreRow {
 // finding of the day.
 var scoreColumns = []struct {
 	head string
-	cell func(ScoreRow) string
+	cell func(Row) string
 }{
-	{"doubles", func(r ScoreRow) string { return fmt.Sprint(r.Counts.DoubleApplied) }},
-	{"lost", func(r ScoreRow) string { return fmt.Sprint(r.Counts.LostTransfers) }},
-	{"wrong answers", func(r ScoreRow) string { return fmt.Sprint(r.Counts.WrongAnswers) }},
-	{"no usable answer", func(r ScoreRow) string { return fmt.Sprint(r.Counts.NoUsableAnswer) }},
-	{"stuck", func(r ScoreRow) string { return fmt.Sprint(r.Counts.StuckInProgress) }},
-	{"edit told duplicate", func(r ScoreRow) string { return fmt.Sprint(r.Counts.EditsToldDuplicate) }},
-	{"refused for another's key", func(r ScoreRow) string { return fmt.Sprint(r.Counts.RefusedForOthersKey) }},
-	{"other unexpected answers", func(r ScoreRow) string {
+	{"doubles", func(r Row) string { return fmt.Sprint(r.Counts.DoubleApplied) }},
+	{"lost", func(r Row) string { return fmt.Sprint(r.Counts.LostTransfers) }},
+	{"wrong answers", func(r Row) string { return fmt.Sprint(r.Counts.WrongAnswers) }},
+	{"no usable answer", func(r Row) string { return fmt.Sprint(r.Counts.NoUsableAnswer) }},
+	{"stuck", func(r Row) string { return fmt.Sprint(r.Counts.StuckInProgress) }},
+	{"edit told duplicate", func(r Row) string { return fmt.Sprint(r.Counts.EditsToldDuplicate) }},
+	{"refused for another's key", func(r Row) string { return fmt.Sprint(r.Counts.RefusedForOthersKey) }},
+	{"other unexpected answers", func(r Row) string {
 		return fmt.Sprint(r.Counts.UnexpectedStatus - r.Counts.EditsToldDuplicate - r.Counts.RefusedForOthersKey)
 	}},
-	{"mismatched replays", func(r ScoreRow) string { return fmt.Sprint(r.Counts.MismatchedReplays) }},
-	{"late re-executed", func(r ScoreRow) string { return fmt.Sprint(r.Counts.LateReexecuted) }},
-	{"invoices paid twice", func(r ScoreRow) string { return fmt.Sprint(r.Counts.InvoicesPaidTwice) }},
-	{"lost updates", func(r ScoreRow) string { return fmt.Sprint(r.Counts.LostUpdates) }},
-	{"edits not served", func(r ScoreRow) string { return fmt.Sprint(r.Counts.EditsNotServed) }},
-	{"not posted", func(r ScoreRow) string { return fmt.Sprint(r.Counts.NotPosted) }},
-	{"posted twice", func(r ScoreRow) string { return fmt.Sprint(r.Counts.PostedTwice) }},
-	{"posted unexecuted", func(r ScoreRow) string { return fmt.Sprint(r.Counts.PostedUnexecuted) }},
-	{"books", func(r ScoreRow) string { return pick(r.BooksBalance, "balance", "DO NOT BALANCE") }},
-	{"verdict", func(r ScoreRow) string { return pick(r.Valid, "VALID", "INVALID") }},
+	{"mismatched replays", func(r Row) string { return fmt.Sprint(r.Counts.MismatchedReplays) }},
+	{"late re-executed", func(r Row) string { return fmt.Sprint(r.Counts.LateReexecuted) }},
+	{"invoices paid twice", func(r Row) string { return fmt.Sprint(r.Counts.InvoicesPaidTwice) }},
+	{"lost updates", func(r Row) string { return fmt.Sprint(r.Counts.LostUpdates) }},
+	{"edits not served", func(r Row) string { return fmt.Sprint(r.Counts.EditsNotServed) }},
+	{"not posted", func(r Row) string { return fmt.Sprint(r.Counts.NotPosted) }},
+	{"posted twice", func(r Row) string { return fmt.Sprint(r.Counts.PostedTwice) }},
+	{"posted unexecuted", func(r Row) string { return fmt.Sprint(r.Counts.PostedUnexecuted) }},
+	{"books", func(r Row) string { return map[bool]string{true: "balance", false: "DO NOT BALANCE"}[r.BooksBalance] }},
+	{"verdict", func(r Row) string { return map[bool]string{true: "VALID", false: "INVALID"}[r.Valid] }},
 }
 
 // shape is which findings the row has, not how many: a stage's
 // characteristic failure. Two stages of the same shape fail in the same
 // ways on this day (their counts may differ by a race or two between a
 // double click and its original).
-func (r ScoreRow) shape() string {
+func (r Row) shape() string {
 	var cells []string
 	for _, c := range scoreColumns {
 		v := c.cell(r)
@@ -80,9 +85,9 @@ func (r ScoreRow) shape() string {
 	return strings.Join(cells, "|")
 }
 
-// WriteScoreboard writes the rows as a Markdown table, then a line for
+// Write writes the rows as a Markdown table, then a line for
 // each pair of neighbouring stages the day cannot tell apart.
-func WriteScoreboard(w io.Writer, rows []ScoreRow) error {
+func Write(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	heads := []string{"stage"}
 	rules := []string{"---"}
@@ -114,7 +119,7 @@ func WriteScoreboard(w io.Writer, rows []ScoreRow) error {
 
 // Indistinct lists the neighbouring rows of the same shape: the pairs of
 // stages the day cannot tell apart.
-func Indistinct(rows []ScoreRow) [][2]int {
+func Indistinct(rows []Row) [][2]int {
 	var out [][2]int
 	for i := 1; i < len(rows); i++ {
 		if rows[i-1].shape() == rows[i].shape() {

@@ -1,4 +1,4 @@
-package grader_test
+package replay_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"idemlab/grader"
 	"idemlab/grader/dayplan"
+	"idemlab/grader/replay"
 	sol6 "idemlab/solutions/stage6"
 )
 
@@ -52,14 +52,14 @@ func TestReplay_PaceStartsOneOperationPerTick(t *testing.T) {
 		}
 	}()
 	var ahead []int
-	opts := grader.ReplayOptions{Clients: 4, Pace: grader.PaceOf(ticks), Progress: func(done, total int) {
+	opts := replay.Options{Clients: 4, Pace: replay.PaceOf(ticks), Progress: func(done, total int) {
 		mu.Lock()
 		if done > sent {
 			ahead = append(ahead, done)
 		}
 		mu.Unlock()
 	}}
-	run, err := grader.ReplayInProcess(context.Background(), sol6.New, plan, nil, opts)
+	run, err := replay.InProcess(context.Background(), sol6.New, plan, nil, opts)
 	close(finished)
 	<-senderDone
 	if err != nil {
@@ -71,14 +71,14 @@ func TestReplay_PaceStartsOneOperationPerTick(t *testing.T) {
 	if sent != starts {
 		t.Errorf("%d ticks taken for %d operations and late retries", sent, starts)
 	}
-	if rc := grader.ReconcileDay(run.Result); !rc.Valid {
+	if rc := replay.ReconcileDay(run.Result); !rc.Valid {
 		t.Errorf("a paced day of solution 6 does not reconcile: %+v", rc.Counts)
 	}
 }
 
 // TestNewPace: no rate means no pacing.
 func TestNewPace(t *testing.T) {
-	if grader.NewPace(0) != nil || grader.NewPace(-1) != nil {
+	if replay.NewPace(0) != nil || replay.NewPace(-1) != nil {
 		t.Error("NewPace of no rate must be nil: as fast as possible")
 	}
 }

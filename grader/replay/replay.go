@@ -1,4 +1,4 @@
-package grader
+package replay
 
 import (
 	"bytes"
@@ -37,6 +37,12 @@ const (
 	SubmitEdit        = "edit"         // a clerk's resubmission: same key, edited amount
 	SubmitLate        = "late"         // the same request after the retention period
 )
+
+// DayLease is the lease a crashed day runs with: a key stranded by a
+// crash is taken over within a fraction of a second of real time, so the
+// day's clients, who retry for an hour of the plan's clock but a few
+// seconds of real time, find it free again.
+const DayLease = 150 * time.Millisecond
 
 // Attempt is one HTTP request of a replay and what came of it: a line of
 // history.jsonl.
@@ -94,8 +100,8 @@ func (a Attempt) served() (ServerAnswer, bool) {
 // Succeeded reports whether the client was told the operation happened.
 func (a Attempt) Succeeded() bool { return a.Status >= 200 && a.Status < 300 }
 
-// ReplayOptions say where and how to replay a day.
-type ReplayOptions struct {
+// Options say where and how to replay a day.
+type Options struct {
 	// URL is the lab server's base URL; Admin its admin token (the replay
 	// resets the lab and moves its clock).
 	URL   string
@@ -111,7 +117,7 @@ type ReplayOptions struct {
 	// Pace, when set, spaces the operations' starts (lab replay --rate);
 	// nil starts each as soon as a client is free.
 	Pace *Pace
-	// DB is where ReplayInProcess's server gets a fresh database of its
+	// DB is where InProcess's server gets a fresh database of its
 	// own: ":memory:", or a new database on the PostgreSQL cluster a
 	// postgres:// URL names; empty means labdb.TestTarget().
 	DB string
@@ -123,12 +129,12 @@ type ReplayOptions struct {
 	CoreURL string
 	// History, when set, records the day's history for its timelines:
 	// each attempt on the machine's clock, and the lab's events
-	// (ReplayResult.History).
+	// (Result.History).
 	History bool
 }
 
-// ReplayResult is everything a replay saw, for Reconcile.
-type ReplayResult struct {
+// Result is everything a replay saw, for Reconcile.
+type Result struct {
 	Plan *dayplan.Plan
 	// Attempts are grouped by operation, in plan order; the late
 	// retries come last.
@@ -140,17 +146,17 @@ type ReplayResult struct {
 	// LateSkipped says why the late retries were not sent, if they were not.
 	LateSkipped string
 	// Core is what the core ledger holds at the end; nil when the replay
-	// was not told where it is (ReplayOptions.CoreURL).
+	// was not told where it is (Options.CoreURL).
 	Core    *CoreBooks
 	Elapsed time.Duration
-	// History is the day's history, when ReplayOptions.History asked for
+	// History is the day's history, when Options.History asked for
 	// it.
 	History *timeline.History
 }
 
 // replayer runs one replay.
 type replayer struct {
-	opts   ReplayOptions
+	opts   Options
 	plan   *dayplan.Plan
 	client *http.Client
 	lab    *labclient.Client
@@ -161,12 +167,12 @@ type replayer struct {
 	history *history.Recorder
 }
 
-// Replay resets the lab to the plan's population, sends every operation
+// Run resets the lab to the plan's population, sends every operation
 // through a FaultTransport with the client retry policy, then moves the
 // lab clock past the retention period and sends the late retries. It
 // returns an error if the lab cannot be reset or read (a wrong URL or
 // admin token) or the server's population is not the plan's.
-func Replay(ctx context.Context, plan *dayplan.Plan, opts ReplayOptions) (*ReplayResult, error) {
+func Run(ctx context.Context, plan *dayplan.Plan, opts Options) (*Result, error) {
 	began := time.Now()
 	if opts.Policy == (RetryPolicy{}) {
 		opts.Policy = DefaultRetryPolicy()
@@ -189,7 +195,7 @@ func Replay(ctx context.Context, plan *dayplan.Plan, opts ReplayOptions) (*Repla
 		},
 	}
 	r.lab = labclient.New(opts.URL, opts.Admin, r.client)
-	res := &ReplayResult{Plan: plan}
+	res := &Result{Plan: plan}
 	if err := r.reset(ctx); err != nil {
 		return nil, err
 	}
@@ -197,7 +203,7 @@ func Replay(ctx context.Context, plan *dayplan.Plan, opts ReplayOptions) (*Repla
 		// A key whose request died stays in progress until its lease
 		// ends: a short one, so that the clients, who retry for a few
 		// seconds of real time, find it free again (stage 6).
-		if _, err := r.lab.Configure(ctx, labclient.Config{Lease: dayLease}); err != nil {
+		if _, err := r.lab.Configure(ctx, labclient.Config{Lease: DayLease}); err != nil {
 			return nil, fmt.Errorf("set the lease for the day's crashes: %w", err)
 		}
 	}

@@ -1,12 +1,12 @@
-package grader
+package replay
 
 import (
 	"strings"
 )
 
-// dayReport renders a day's reconciliation for a failure, with a few
+// DayReport renders a day's reconciliation for a failure, with a few
 // examples of each finding, each cut to a readable length.
-func dayReport(rc DayReconciliation) string {
+func DayReport(rc DayReconciliation) string {
 	var b strings.Builder
 	rc.WriteReport(&b, 3, "lab replay of this day with --results DIR writes all of them to DIR/results.json")
 	lines := strings.Split(b.String(), "\n")

@@ -1,12 +1,12 @@
-package grader_test
+package replay_test
 
 import (
 	"bytes"
 	"context"
 	"testing"
 
-	"idemlab/grader"
 	"idemlab/grader/dayplan"
+	"idemlab/grader/replay"
 	"idemlab/kit/bank"
 	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
@@ -28,10 +28,10 @@ func badDay(t *testing.T, seed uint64) *dayplan.Plan {
 	return plan
 }
 
-func replay(t *testing.T, factory stage.Factory, plan *dayplan.Plan) (*grader.DayRun, []byte) {
+func replayDay(t *testing.T, factory stage.Factory, plan *dayplan.Plan) (*replay.DayRun, []byte) {
 	t.Helper()
 	var log bytes.Buffer
-	run, err := grader.ReplayInProcess(context.Background(), factory, plan, &log, grader.ReplayOptions{})
+	run, err := replay.InProcess(context.Background(), factory, plan, &log, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,8 +43,8 @@ func replay(t *testing.T, factory stage.Factory, plan *dayplan.Plan) (*grader.Da
 // says so, while the books still add up (nothing is lost, only doubled).
 func TestReplay_NaiveServerExecutesRetriesTwice(t *testing.T) {
 	plan := badDay(t, 4)
-	run, log := replay(t, sol0.New, plan)
-	rc := grader.ReconcileDay(run.Result)
+	run, log := replayDay(t, sol0.New, plan)
+	rc := replay.ReconcileDay(run.Result)
 	if rc.Valid || rc.Counts.DoubleApplied == 0 {
 		t.Fatalf("the naive server reconciled as valid with %d doubles", rc.Counts.DoubleApplied)
 	}
@@ -76,8 +76,8 @@ func TestReplay_NaiveServerExecutesRetriesTwice(t *testing.T) {
 // late retries run again because their keys have expired.
 func TestReplay_SafeServerExecutesOnce(t *testing.T) {
 	plan := badDay(t, 4)
-	run, _ := replay(t, sol5.New, plan)
-	rc := grader.ReconcileDay(run.Result)
+	run, _ := replayDay(t, sol5.New, plan)
+	rc := replay.ReconcileDay(run.Result)
 	if !rc.Valid {
 		var b bytes.Buffer
 		rc.WriteReport(&b, 5, "")
@@ -103,8 +103,8 @@ func TestReplay_SafeServerExecutesOnce(t *testing.T) {
 // the day is invalid although the money is right.
 func TestReplay_ForgetfulServerLeavesClientsWithoutAnswers(t *testing.T) {
 	plan := badDay(t, 4)
-	run, _ := replay(t, sol1.New, plan)
-	rc := grader.ReconcileDay(run.Result)
+	run, _ := replayDay(t, sol1.New, plan)
+	rc := replay.ReconcileDay(run.Result)
 	if rc.Valid || rc.Counts.NoUsableAnswer == 0 || rc.Counts.DoubleApplied != 0 {
 		t.Fatalf("solutions/stage1: valid %v, counts %+v; want no doubles and clients without a usable answer", rc.Valid, rc.Counts)
 	}
@@ -117,9 +117,9 @@ func TestReplay_ForgetfulServerLeavesClientsWithoutAnswers(t *testing.T) {
 // attempts and answers do not depend on the run.
 func TestReplay_SameSeedSameOutcome(t *testing.T) {
 	plan := badDay(t, 9)
-	a, _ := replay(t, sol0.New, plan)
-	b, _ := replay(t, sol0.New, plan)
-	ra, rb := grader.ReconcileDay(a.Result), grader.ReconcileDay(b.Result)
+	a, _ := replayDay(t, sol0.New, plan)
+	b, _ := replayDay(t, sol0.New, plan)
+	ra, rb := replay.ReconcileDay(a.Result), replay.ReconcileDay(b.Result)
 	if ra.Counts != rb.Counts || a.Truth != b.Truth {
 		t.Errorf("two replays differ: %+v / %+v", ra.Counts, rb.Counts)
 	}
@@ -150,63 +150,63 @@ func TestReconcileDay_Findings(t *testing.T) {
 		}
 		return st
 	}
-	ok := grader.Attempt{Op: op.Op, Submission: grader.SubmitOriginal, N: 1, Status: 201, Response: `{"id":"tr_1"}`, Final: true}
+	ok := replay.Attempt{Op: op.Op, Submission: replay.SubmitOriginal, N: 1, Status: 201, Response: `{"id":"tr_1"}`, Final: true}
 	// lost is a first attempt the server executed and whose 201 the
 	// network threw away; retried is the attempt after it.
-	lost := grader.Attempt{Op: op.Op, Submission: grader.SubmitOriginal, N: 1, Fault: dayplan.ResponseWithheld, Error: "timeout",
-		Unseen: &grader.ServerAnswer{Status: 201, Response: `{"id":"tr_1"}`}}
-	retried := func(status int, replayed bool, body, prob string) grader.Attempt {
-		return grader.Attempt{Op: op.Op, Submission: grader.SubmitOriginal, N: 2, Status: status, Replayed: replayed, Response: body, Problem: prob, Final: true}
+	lost := replay.Attempt{Op: op.Op, Submission: replay.SubmitOriginal, N: 1, Fault: dayplan.ResponseWithheld, Error: "timeout",
+		Unseen: &replay.ServerAnswer{Status: 201, Response: `{"id":"tr_1"}`}}
+	retried := func(status int, replayed bool, body, prob string) replay.Attempt {
+		return replay.Attempt{Op: op.Op, Submission: replay.SubmitOriginal, N: 2, Status: status, Replayed: replayed, Response: body, Problem: prob, Final: true}
 	}
 	cases := []struct {
 		name     string
-		attempts []grader.Attempt
+		attempts []replay.Attempt
 		final    labctl.State
 		valid    bool
 		kind     string
 	}{
-		{"executed once", []grader.Attempt{ok}, after(1, 0), true, ""},
-		{"executed twice", []grader.Attempt{{Op: op.Op, Submission: grader.SubmitOriginal, N: 1, Fault: dayplan.ResponseWithheld, Error: "timeout"}, func() grader.Attempt {
+		{"executed once", []replay.Attempt{ok}, after(1, 0), true, ""},
+		{"executed twice", []replay.Attempt{{Op: op.Op, Submission: replay.SubmitOriginal, N: 1, Fault: dayplan.ResponseWithheld, Error: "timeout"}, func() replay.Attempt {
 			a := ok
 			a.N = 2
 			return a
 		}()}, after(2, 0), false, "double_applied"},
-		{"told success, never executed", []grader.Attempt{ok}, after(0, 0), false, "lost_transfers"},
-		{"replay differs", []grader.Attempt{ok, {Op: op.Op, Submission: grader.SubmitDoubleClick, N: 1, Status: 201, Replayed: true, Response: `{"id":"tr_2"}`, Final: true}},
+		{"told success, never executed", []replay.Attempt{ok}, after(0, 0), false, "lost_transfers"},
+		{"replay differs", []replay.Attempt{ok, {Op: op.Op, Submission: replay.SubmitDoubleClick, N: 1, Status: 201, Replayed: true, Response: `{"id":"tr_2"}`, Final: true}},
 			after(1, 0), false, "wrong_answers"}, // the double click was given another answer than its execution's
-		{"gave up on 500s", []grader.Attempt{{Op: op.Op, Submission: grader.SubmitOriginal, N: 1, Status: 500, Problem: "/problems/internal", Final: true, GaveUp: true}},
+		{"gave up on 500s", []replay.Attempt{{Op: op.Op, Submission: replay.SubmitOriginal, N: 1, Status: 500, Problem: "/problems/internal", Final: true, GaveUp: true}},
 			after(0, 0), false, "unexpected_status"},
-		{"money from nowhere", []grader.Attempt{ok}, after(1, 5), false, "balance_mismatches"},
+		{"money from nowhere", []replay.Attempt{ok}, after(1, 5), false, "balance_mismatches"},
 		// What the client finally knows: a server that forgets the
 		// answer of a lost response (stages 1-3) or makes up another
 		// fails even though the money is right.
-		{"lost response, then the replayed original", []grader.Attempt{lost, retried(201, true, `{"id":"tr_1"}`, "")},
+		{"lost response, then the replayed original", []replay.Attempt{lost, retried(201, true, `{"id":"tr_1"}`, "")},
 			after(1, 0), true, ""},
-		{"the server crashed before answering, then the stored answer", []grader.Attempt{
-			{Op: op.Op, Submission: grader.SubmitOriginal, N: 1, Error: "EOF"}, retried(201, true, `{"id":"tr_1"}`, "")},
+		{"the server crashed before answering, then the stored answer", []replay.Attempt{
+			{Op: op.Op, Submission: replay.SubmitOriginal, N: 1, Error: "EOF"}, retried(201, true, `{"id":"tr_1"}`, "")},
 			after(1, 0), true, ""},
-		{"lost response, then 409 duplicate-request", []grader.Attempt{lost, retried(409, false, "", problem.DuplicateRequest.URI())},
+		{"lost response, then 409 duplicate-request", []replay.Attempt{lost, retried(409, false, "", problem.DuplicateRequest.URI())},
 			after(1, 0), false, "no_usable_answer"},
-		{"lost response, then another answer", []grader.Attempt{lost, retried(201, true, `{"id":"tr_2"}`, "")},
+		{"lost response, then another answer", []replay.Attempt{lost, retried(201, true, `{"id":"tr_2"}`, "")},
 			after(1, 0), false, "wrong_answers"},
-		{"lost response, then in progress to the end", []grader.Attempt{lost, func() grader.Attempt {
+		{"lost response, then in progress to the end", []replay.Attempt{lost, func() replay.Attempt {
 			a := retried(409, false, "", problem.RequestInProgress.URI())
 			a.GaveUp = true
 			return a
 		}()}, after(1, 0), false, "stuck_in_progress"},
-		{"the server died before the money moved, and the key stayed in progress", []grader.Attempt{
-			{Op: op.Op, Submission: grader.SubmitOriginal, N: 1, Error: "EOF"}, func() grader.Attempt {
+		{"the server died before the money moved, and the key stayed in progress", []replay.Attempt{
+			{Op: op.Op, Submission: replay.SubmitOriginal, N: 1, Error: "EOF"}, func() replay.Attempt {
 				a := retried(409, false, "", problem.RequestInProgress.URI())
 				a.GaveUp = true
 				return a
 			}()}, after(0, 0), false, "stuck_in_progress"},
-		{"an edit told it is a duplicate", []grader.Attempt{ok, {Op: op.Op, Submission: grader.SubmitEdit, N: 1, Status: 409, Problem: problem.DuplicateRequest.URI(), Final: true}},
+		{"an edit told it is a duplicate", []replay.Attempt{ok, {Op: op.Op, Submission: replay.SubmitEdit, N: 1, Status: 409, Problem: problem.DuplicateRequest.URI(), Final: true}},
 			after(1, 0), false, "unexpected_status"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res := &grader.ReplayResult{Plan: plan, Attempts: c.attempts, Opening: opening, Day: c.final, Final: c.final}
-			rc := grader.ReconcileDay(res)
+			res := &replay.Result{Plan: plan, Attempts: c.attempts, Opening: opening, Day: c.final, Final: c.final}
+			rc := replay.ReconcileDay(res)
 			if rc.Valid != c.valid {
 				t.Fatalf("valid %v, want %v (%+v)", rc.Valid, c.valid, rc.Counts)
 			}

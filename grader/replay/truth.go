@@ -1,4 +1,4 @@
-package grader
+package replay
 
 import (
 	"context"
@@ -65,16 +65,16 @@ func TallyTruth(ctx context.Context, books *bank.Bank, plan *dayplan.Plan) (acce
 
 // DayRun is a day replayed against a server in this process.
 type DayRun struct {
-	Result *ReplayResult
+	Result *Result
 	// Truth is TallyTruth of the server's books after the day.
 	Truth accesslog.Report
 }
 
-// ReplayInProcess starts a lab server for factory on a fresh database of
+// InProcess starts a lab server for factory on a fresh database of
 // its own (opts.DB), with its access log going to accessLog (if not nil)
 // and its postings to opts.CoreURL (if set; else to a core of its own),
 // replays plan against it and computes the tally's truth from its books.
-func ReplayInProcess(ctx context.Context, factory stage.Factory, plan *dayplan.Plan, accessLog io.Writer, opts ReplayOptions) (*DayRun, error) {
+func InProcess(ctx context.Context, factory stage.Factory, plan *dayplan.Plan, accessLog io.Writer, opts Options) (*DayRun, error) {
 	db := opts.DB
 	if db == "" {
 		db = labdb.TestTarget()
@@ -87,7 +87,7 @@ func ReplayInProcess(ctx context.Context, factory stage.Factory, plan *dayplan.P
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 	opts.URL, opts.Admin = hs.URL, srv.AdminToken()
-	res, err := Replay(ctx, plan, opts)
+	res, err := Run(ctx, plan, opts)
 	if err != nil {
 		return nil, err
 	}

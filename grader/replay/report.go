@@ -1,4 +1,4 @@
-package grader
+package replay
 
 import (
 	"encoding/json"
@@ -88,11 +88,13 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int, all string) {
 		fmt.Fprintln(w, "VALID: every operation executed at most once within retention, every client knows its original answer, nothing lost, the books balance"+
 			pick(c.LateReexecuted > 0, fmt.Sprintf(" (%d retried after retention and executed again, as the contract allows)", c.LateReexecuted), ""))
 	} else {
-		fmt.Fprintln(w, "INVALID: "+rc.verdict())
+		fmt.Fprintln(w, "INVALID: "+rc.Verdict())
 	}
 }
 
-func (rc DayReconciliation) verdict() string {
+// Verdict says why the day is invalid, its findings joined with "; ", or
+// "" when it is valid.
+func (rc DayReconciliation) Verdict() string {
 	c := rc.Counts
 	var why []string
 	for _, f := range []struct {

@@ -1,4 +1,4 @@
-package grader
+package replay
 
 import (
 	"cmp"
@@ -139,7 +139,7 @@ type DayFinding struct {
 // the lab state) with what the plan asked for and what the clients were
 // told, and checks every balance against the opening balance plus the
 // effects of the executions the server counted.
-func ReconcileDay(res *ReplayResult) DayReconciliation {
+func ReconcileDay(res *Result) DayReconciliation {
 	rc := DayReconciliation{Ops: len(res.Plan.Ops), Attempts: len(res.Attempts), FaultsMet: map[dayplan.Point]int{}}
 	bySub := map[string]map[string][]Attempt{} // op → submission → attempts
 	for _, a := range res.Attempts {
@@ -306,7 +306,7 @@ func ReconcileDay(res *ReplayResult) DayReconciliation {
 	}
 	rc.Money.Conserved = rc.Money.Closing == rc.Money.Opening+rc.Money.Deposited
 	// VALID is a day with nothing to say against it.
-	rc.Valid = rc.verdict() == ""
+	rc.Valid = rc.Verdict() == ""
 	order := []string{"lost_transfers", "double_applied", "invoices_paid_twice", "lost_updates", "posted_twice", "posted_unexecuted", "not_posted",
 		"wrong_answers", "no_usable_answer", "stuck_in_progress", "mismatched_replays", "unexpected_status", "edits_not_served",
 		"balance_mismatches", "negative_balances"}
@@ -325,7 +325,7 @@ func invoiceOf(op *dayplan.Op) invoiceKey { return invoiceKey{op.Customer, op.Re
 // executed: one for each of its operations that executed during the day
 // (its own retries executed again are that operation's doubles), plus
 // each execution of a late retry, which came after the key had expired.
-func invoicePayments(res *ReplayResult) map[invoiceKey]int64 {
+func invoicePayments(res *Result) map[invoiceKey]int64 {
 	paid := map[invoiceKey]int64{}
 	for i := range res.Plan.Ops {
 		op := &res.Plan.Ops[i]
@@ -339,7 +339,7 @@ func invoicePayments(res *ReplayResult) map[invoiceKey]int64 {
 }
 
 // reconcileInvoices counts the invoices paid more than once.
-func (rc *DayReconciliation) reconcileInvoices(res *ReplayResult, paid map[invoiceKey]int64) {
+func (rc *DayReconciliation) reconcileInvoices(res *Result, paid map[invoiceKey]int64) {
 	for i := range res.Plan.Ops {
 		op := &res.Plan.Ops[i]
 		if op.Reference == "" {

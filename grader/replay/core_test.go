@@ -1,4 +1,4 @@
-package grader
+package replay
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 // booksDay is three transfers, op-1 an invoice that op-3 pays again,
 // with what the server executed: op-1 once during the day and again
 // after retention, op-2 and op-3 once.
-func booksDay(t *testing.T) *ReplayResult {
+func booksDay(t *testing.T) *Result {
 	t.Helper()
 	op := func(n, ref, repays string) dayplan.Op {
 		body, err := json.Marshal(bank.TransferRequest{From: "a", To: "b", Amount: 1000, Reference: ref})
@@ -23,7 +23,7 @@ func booksDay(t *testing.T) *ReplayResult {
 		return dayplan.Op{Op: n, Customer: "c", Endpoint: dayplan.Transfers, Body: body, Amount: 1000, Reference: ref, Repays: repays}
 	}
 	plan := &dayplan.Plan{Ops: []dayplan.Op{op("op-1", "INV-1", ""), op("op-2", "", ""), op("op-3", "INV-1", "op-1")}}
-	return &ReplayResult{Plan: plan,
+	return &Result{Plan: plan,
 		Day:   labctl.State{Executions: map[string]int64{"op-1": 1, "op-2": 1, "op-3": 1}},
 		Final: labctl.State{Executions: map[string]int64{"op-1": 2, "op-2": 1, "op-3": 1}},
 	}

@@ -1,4 +1,4 @@
-package grader
+package replay
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"idemlab/grader/dayplan"
+	"idemlab/grader/judging"
 	"idemlab/kit/bank"
 	"idemlab/kit/core"
 	"idemlab/kit/labctl"
@@ -47,6 +48,11 @@ type CoreTransfer struct {
 	Postings int `json:"postings"`
 }
 
+// drainWithin is how long a day gives the relay to empty the outbox once
+// its last operation is answered, as long as the checks give it: the
+// relay runs at least every 20 ms, so only a stuck relay takes this long.
+const drainWithin = 10 * time.Second
+
 // readCore waits, up to drainWithin, for the server's outbox to have
 // nothing left to send, then reads the core's postings at url and asks
 // the bank which operation made each posted transfer (GET /transfers/{id}
@@ -56,7 +62,7 @@ func (r *replayer) readCore(ctx context.Context, url string) (*CoreBooks, error)
 	// A day's state lists every key it made: read it less often than a
 	// check does.
 	var last labctl.State
-	pending, err := drained(ctx, drainWithin, 20*time.Millisecond, func() (labctl.State, error) {
+	pending, err := judging.Drained(ctx, drainWithin, 20*time.Millisecond, func() (labctl.State, error) {
 		st, err := r.state(ctx)
 		last = st
 		return st, err
@@ -127,7 +133,7 @@ func (r *replayer) transferOp(ctx context.Context, customer, id string) (string,
 // server executed, operation by operation: every execution of a transfer
 // must be posted once. A server that posts nothing (before stage 9) leaves
 // every executed transfer not posted.
-func (rc *DayReconciliation) reconcileCore(res *ReplayResult) {
+func (rc *DayReconciliation) reconcileCore(res *Result) {
 	books := res.Core
 	posted := map[string]int64{}
 	for _, t := range books.Transfers {

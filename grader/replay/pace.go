@@ -1,4 +1,4 @@
-package grader
+package replay
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package grader_test
+package replay_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"idemlab/grader"
 	"idemlab/grader/dayplan"
+	"idemlab/grader/replay"
 	"idemlab/kit/stage"
 	sol6 "idemlab/solutions/stage6"
 	sol7 "idemlab/solutions/stage7"
@@ -70,11 +70,11 @@ func TestReplay_SettingsEdits(t *testing.T) {
 		{"stage 6", sol6.New, 0, edits},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			run, err := grader.ReplayInProcess(context.Background(), tc.factory, plan, nil, grader.ReplayOptions{})
+			run, err := replay.InProcess(context.Background(), tc.factory, plan, nil, replay.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			rc := grader.ReconcileDay(run.Result)
+			rc := replay.ReconcileDay(run.Result)
 			c := rc.Counts
 			if rc.SettingsEdits != edits || c.LostUpdates != tc.lost || c.EditsNotServed != tc.notServed || c.UnexpectedStatus != 0 ||
 				rc.Valid != (tc.lost+tc.notServed == 0) {
