@@ -1,3 +1,8 @@
+// Package replay drives a day plan (grader/dayplan) through the fault
+// transport (grader/faultnet) against a lab server, with the published
+// retry policy, and reconciles the money from what the clients observed,
+// the lab's final state and the core ledger's postings. lab replay,
+// lab scoreboard and S6.day-replay-through-faults run on it.
 package replay
 
 import (
