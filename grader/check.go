@@ -8,6 +8,11 @@
 // was expected, why it matters for money, and how to reproduce it with the
 // same seed. Every input (customers, accounts, amounts, keys) is drawn
 // from the check's seed.
+//
+// The checks are built from the packages beside this one, each a role:
+// dayplan and faultnet (the traffic and its faults), targets (the server
+// under test), history (what was observed), judging (harms and evidence)
+// and replay (a day of traffic); docs/grader.md has the map.
 package grader
 
 import (
