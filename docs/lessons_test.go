@@ -1,4 +1,4 @@
-package grader_test
+package docs_test
 
 import (
 	"maps"
@@ -15,7 +15,7 @@ import (
 	"idemlab/kit/labctl"
 )
 
-// repoRoot is where the lessons' paths start: go test runs in grader/.
+// repoRoot is where the lessons' paths start: go test runs in docs/.
 const repoRoot = ".."
 
 // A failing check prints its Lesson, so a student can open the section

@@ -1,4 +1,4 @@
-package grader_test
+package docs_test
 
 import (
 	"fmt"
