@@ -7,18 +7,18 @@ import (
 	"strings"
 	"testing"
 
-	"idemlab/grader"
+	"idemlab/grader/targets"
 )
 
 // TestMain serves a reference solution when lab serve --solution starts
 // this test binary as one of its servers, and the core ledger when lab
 // serve starts it as that, as main does.
 func TestMain(m *testing.M) {
-	if grader.IsCoreChild() {
-		os.Exit(grader.ServeCoreChild())
+	if targets.IsCoreChild() {
+		os.Exit(targets.ServeCoreChild())
 	}
-	if grader.IsChild() {
-		os.Exit(grader.ServeChild(solutionSubjects()...))
+	if targets.IsChild() {
+		os.Exit(targets.ServeChild(solutionSubjects()...))
 	}
 	os.Exit(m.Run())
 }
