@@ -2,8 +2,13 @@ package ladder
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -74,5 +79,41 @@ func TestParseMutant_LineBreaks(t *testing.T) {
 	}
 	if want := (Edit{File: "a.go", Old: "\tfoo()", New: "\tfoo()\n\tbar()\n"}); len(m.Edits) != 1 || m.Edits[0] != want {
 		t.Errorf("edits %q, want [%q]", m.Edits, want)
+	}
+}
+
+// TestBuild_BugTextStaysAString catches a Build that pastes a mutant's
+// name or bug into the generated test as code: a quote, a backslash, a
+// percent sign or a line break in the text would then break the test's
+// build (and the mutant would read as not caught) or change what it says.
+// The generated file must parse, and its failure message must carry the
+// text unchanged.
+func TestBuild_BugTextStaysAString(t *testing.T) {
+	m := Mutant{Name: "quoted", Stage: 1, CaughtBy: "S1.sequential-retry",
+		Bug: "keeps \"the\" key in C:\\keys at 100%v,\nthen `forgets` it"}
+	dir := t.TempDir()
+	pkg, err := Build(filepath.Join("..", ".."), dir, m, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, filepath.Base(pkg), "caught_test.go")
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+	if err != nil {
+		t.Fatalf("the generated test does not parse: %v", err)
+	}
+	var texts []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			s, err := strconv.Unquote(lit.Value)
+			if err != nil {
+				t.Errorf("literal %s: %v", lit.Value, err)
+			}
+			texts = append(texts, s)
+		}
+		return true
+	})
+	want := "mutant quoted (" + m.Bug + ") was not caught by S1.sequential-retry"
+	if !slices.Contains(texts, want) {
+		t.Errorf("no string in the generated test reads %q; its strings: %q", want, texts)
 	}
 }

@@ -89,6 +89,8 @@ func Build(root, dir string, m Mutant, seed uint64) (string, error) {
 	if applied != len(m.Edits) {
 		return "", fmt.Errorf("mutant %s: %d of its %d edits found their file in solutions/stage%d", m.Name, applied, len(m.Edits), m.Stage)
 	}
+	// The mutant's name and bug are text from its file: they go into the
+	// generated test as Go string literals, never as code.
 	test := fmt.Sprintf(`package mutant
 
 import (
@@ -100,7 +102,7 @@ import (
 	"idemlab/grader/targets"
 )
 
-var subject = grader.Subject{Stage: %[2]d, Name: "mutant %[3]s", New: New}
+var subject = grader.Subject{Stage: %[2]d, Name: %[3]q, New: New}
 
 func TestMain(m *testing.M) { gradertest.Main(m, subject) }
 
@@ -108,19 +110,21 @@ func TestMain(m *testing.M) { gradertest.Main(m, subject) }
 func TestCaught(t *testing.T) {
 	c, ok := grader.Lookup(%[1]q)
 	if !ok {
-		t.Fatal("no check %[1]s")
+		t.Fatal("no check " + %[1]q)
 	}
 	r := grader.RunCheck(context.Background(), subject, c, %[4]d, targets.InProcess)
 	switch {
 	case r.Passed():
-		t.Fatal("mutant %[3]s (%[5]s) was not caught by %[1]s")
+		t.Fatal(%[5]q)
 	case !r.Caught():
-		t.Fatalf("%[1]s could not run on mutant %[3]s: %%v", r.Err)
+		t.Fatalf("%%s: %%v", %[6]q, r.Err)
 	}
 	// The evidence, for go test -v.
 	t.Log("\n" + grader.Format(r, "make test (the ladder's mutants)"))
 }
-`, m.CaughtBy, m.Stage, m.Name, seed, m.Bug)
+`, m.CaughtBy, m.Stage, "mutant "+m.Name, seed,
+		fmt.Sprintf("mutant %s (%s) was not caught by %s", m.Name, m.Bug, m.CaughtBy),
+		fmt.Sprintf("%s could not run on mutant %s", m.CaughtBy, m.Name))
 	if err := os.WriteFile(filepath.Join(dst, "caught_test.go"), []byte(test), 0o644); err != nil {
 		return "", err
 	}
