@@ -161,10 +161,22 @@ func (a answer) String() string {
 	if a.err != nil {
 		return "no answer: " + a.err.Error()
 	}
+	if len(bytes.TrimSpace(a.body)) == 0 {
+		return fmt.Sprintf("%d with an empty body", a.status)
+	}
 	return fmt.Sprintf("%d %s", a.status, clip(a.body))
 }
 
 func (a answer) ok() bool { return a.err == nil && a.status >= 200 && a.status < 300 }
+
+// readable reports whether a's body can carry the operation's answer: a
+// JSON value, or nothing at all under 204 No Content, which says so.
+func (a answer) readable() bool {
+	if a.status == http.StatusNoContent {
+		return true
+	}
+	return json.Valid(a.body)
+}
 
 // refused reports whether a is a 4xx: the request was turned away.
 func (a answer) refused() bool { return a.err == nil && a.status >= 400 && a.status < 500 }

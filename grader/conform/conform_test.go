@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -290,5 +291,38 @@ func TestRun_KeysScopedByPrincipal(t *testing.T) {
 	}
 	if r := got["two-principals-same-request"]; !strings.Contains(r.Saw, "bob was handed alice's result (at once, one after the other)") {
 		t.Errorf("two-principals-same-request saw %q; want the leak found at once and one after the other", r.Saw)
+	}
+}
+
+// TestRun_AnEmptyRetryAnswerIsNotAResult catches a lost-response scenario
+// that counts any 2xx as the client learning its result: a server that
+// answers a retry 201 with an empty body moved the money once (clean), but
+// its client still does not know the result, a contract difference that
+// names the empty answer.
+func TestRun_AnEmptyRetryAnswerIsNotAResult(t *testing.T) {
+	srv := payserver.New()
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	emptyRetries := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		mu.Lock()
+		retry := r.Method == http.MethodPost && key != "" && seen[key]
+		seen[key] = true
+		mu.Unlock()
+		if !retry {
+			srv.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, r)
+		w.WriteHeader(rec.Code)
+	})
+	p, err := Load("testdata/profiles/payserver.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := byID(runAgainst(t, emptyRetries, p))["lost-response"]
+	if r.Money != MoneyClean || r.Contract != ContractUnmet || !strings.Contains(r.Saw, "body empty or not JSON") || !strings.Contains(r.Saw, "the retry 201 with an empty body") {
+		t.Fatalf("money %s, contract %s, saw %q; want clean money and an unmet contract naming the empty answer", r.Money, r.Contract, r.Saw)
 	}
 }

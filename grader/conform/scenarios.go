@@ -173,7 +173,7 @@ func lostResponse(ctx context.Context, r *runner, res *Result) error {
 		return err
 	}
 	var want []expect
-	var sent, got []string
+	var sent, got, unreadable []string
 	ok := true
 	for _, p := range []dayplan.Point{dayplan.ResetAfterProcessing, dayplan.ResponseWithheld} {
 		o, err := r.newOp(0)
@@ -184,12 +184,15 @@ func lostResponse(ctx context.Context, r *runner, res *Result) error {
 		lost := r.lose(ctx, o, key, p)
 		final := r.untilFinal(ctx, o, key)
 		ok = ok && final.ok()
+		if final.ok() && !final.readable() {
+			unreadable = append(unreadable, fmt.Sprintf("%s: the retry %s", p, final.String()))
+		}
 		sent = append(sent, fmt.Sprintf("%s (%s), then the same again until an answer", describe(r, key, 1), p))
 		got = append(got, fmt.Sprintf("%s: %s; the retry %s", p, lost.String(), final.String()))
 		want = append(want, expect{o, 1, string(p)})
 	}
 	res.Sent, res.Got = strings.Join(sent, "; "), strings.Join(got, "; ")
-	res.Expected = "each retry answered 2xx: the client learns the result it lost"
+	res.Expected = "each retry answered 2xx with the operation's answer: the client learns the result it lost"
 	if err := b.judge(ctx, res, want...); err != nil {
 		return err
 	}
@@ -197,6 +200,13 @@ func lostResponse(ctx context.Context, r *runner, res *Result) error {
 		// Seen without a witness: the client's own answers say it.
 		res.Money = MoneyHarmed
 		res.Saw = "a client whose response was lost never learned its result; " + res.Saw
+	}
+	if len(unreadable) > 0 {
+		// A 2xx that carries no answer tells the client that something
+		// succeeded, not what: its result is still unknown to it.
+		res.Contract = ContractUnmet
+		res.Saw = "a 2xx without the operation's answer (its body empty or not JSON) leaves the client without its result (" +
+			strings.Join(unreadable, "; ") + "); " + res.Saw
 	}
 	return nil
 }
