@@ -71,3 +71,80 @@ func (t *T) retryUntilDone(req Request, lease time.Duration) (Response, string, 
 	}
 	return r, story.String(), nil
 }
+
+// strandedPayment is a payment whose original died inside its business
+// write, leaving its key in progress, and where its claim falls on the lab
+// clock: not before claimedFrom, not after claimedBy.
+type strandedPayment struct {
+	req                    Request
+	op                     string
+	amount                 int64
+	claimedFrom, claimedBy time.Time
+}
+
+// liveLeaseRetry strands a payment of s under lease and retries it 1s
+// before the lease expires: the retry must get 409 request-in-progress. It
+// returns the payment and the story so far.
+//
+// The lease runs from the claim, which the grader cannot see but can
+// bound on the lab clock, and that clock runs on with real time while a
+// child process dies and restarts: seconds, on a loaded machine. A retry
+// timed from the present would then arrive after the lease expired, and a
+// correct server would rightly take the key over. So the retry is aimed 1s
+// before the earliest instant the lease can expire, and any other answer
+// than 409 is judged only when the lab time read after it proves it came
+// before that instant. When it does not, the payment has run its course:
+// the money is reconciled and a fresh payment tries again, three times at
+// most before the check says it could not observe a retry in time.
+func (t *T) liveLeaseRetry(s Scenario, lease time.Duration, round int) (strandedPayment, string, error) {
+	const tries = 3
+	var p strandedPayment
+	for try := 1; ; try++ {
+		var err error
+		p.req, p.op, p.amount = s.Payment(t)
+		s.Books.Expect(p.op)
+		if p.claimedFrom, err = t.LabNow(); err != nil {
+			return p, "", err
+		}
+		stranded, err := t.strand(p.req)
+		if err != nil {
+			return p, "", err
+		}
+		if p.claimedBy, err = t.LabNow(); err != nil {
+			return p, "", err
+		}
+		sent := fmt.Sprintf("(POST /lab/config: lease %v)\n%s\n(armed crash-in-transfer: the original died inside its business write  →  %s)", lease, p.req.String(), stranded.Short())
+		if try > 1 {
+			sent = fmt.Sprintf("(the retries of %d payments before this one were answered too late to be timed against their leases)\n", try-1) + sent
+		}
+		if round > 0 {
+			sent = "(after a first round with a shorter lease)\n" + sent
+		}
+		expires := p.claimedFrom.Add(lease)
+		if err := t.SetClock(expires.Add(-time.Second)); err != nil {
+			return p, "", err
+		}
+		early := t.Do(p.req)
+		answered, err := t.LabNow()
+		if err != nil {
+			return p, "", err
+		}
+		sent += fmt.Sprintf("\nthen the lab clock set to 1s before the lease expires, and a retry  →  %s", early.Short())
+		ok, why := inProgressAnswer(early)
+		if ok {
+			return p, sent, nil
+		}
+		if executedOps(early) > 0 {
+			s.Books.Transfer(p.op, s.A.Accounts[0], s.B.Accounts[0], p.amount)
+		}
+		if err := t.Reconcile(sent, early.Short(), s.Books); err != nil {
+			return p, "", err
+		}
+		if answered.Before(expires) || early.Is(http.StatusConflict, pInProgress) {
+			return p, "", t.Fail(sent, early.String(), "409 "+pInProgress+" with Retry-After ("+why+"): the lease in force, "+lease.String()+", is still live; read it from env.Config() at each claim")
+		}
+		if try == tries {
+			return p, "", t.CouldNotObserve("a retry while the lease was live: %d times the retry aimed 1s before its lease expired was answered after it had (the lab clock runs on with real time, and the round trip took longer than 1s), so whether the server took over a live lease is unknown", tries)
+		}
+	}
+}

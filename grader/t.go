@@ -297,6 +297,25 @@ func (t *T) Advance(d time.Duration) error {
 	return err
 }
 
+// SetClock moves the target's lab clock to at, forward or back.
+func (t *T) SetClock(at time.Time) error {
+	_, err := t.Lab().Set(t.ctx, at)
+	return err
+}
+
+// LabNow reads the target's lab time.
+func (t *T) LabNow() (time.Time, error) {
+	st, err := t.State()
+	if err != nil {
+		return time.Time{}, err
+	}
+	now, err := time.Parse(time.RFC3339Nano, st.Now)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the lab time %q: %w", st.Now, err)
+	}
+	return now, nil
+}
+
 // Purge asks the target to purge expired keys and reports how many went.
 func (t *T) Purge() (int64, error) { return t.Lab().Purge(t.ctx) }
 

@@ -236,6 +236,16 @@ func (c *Client) Advance(ctx context.Context, d time.Duration) (time.Time, error
 	return out.Now, err
 }
 
+// Set moves the lab clock to at (POST /lab/clock), forward or back, and
+// returns the lab time now.
+func (c *Client) Set(ctx context.Context, at time.Time) (time.Time, error) {
+	var out struct {
+		Now time.Time `json:"now"`
+	}
+	err := c.do(ctx, http.MethodPost, "/lab/clock", map[string]string{"set": at.UTC().Format(time.RFC3339Nano)}, &out)
+	return out.Now, err
+}
+
 // Purge asks the server to purge expired keys (POST /lab/purge) and
 // reports how many went.
 func (c *Client) Purge(ctx context.Context) (int64, error) {

@@ -176,3 +176,30 @@ func TestArm_EveryPointIsArmedAndReported(t *testing.T) {
 		}
 	}
 }
+
+// TestSet_MovesTheClockToTheInstant catches a Set that sends the instant
+// in a form the server misreads (dropped milliseconds, a local zone) or
+// that moves the clock by the instant instead of to it: the lab reads
+// back the instant asked for, and then time goes on from there.
+func TestSet_MovesTheClockToTheInstant(t *testing.T) {
+	lab := startLab(t)
+	ctx := t.Context()
+	at := time.Date(2031, 3, 4, 5, 6, 7, 123_000_000, time.FixedZone("KST", 9*60*60))
+	now, err := lab.Set(ctx, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := lab.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := time.Parse(time.RFC3339Nano, st.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, got := range map[string]time.Time{"Set": now, "the state": read} {
+		if got.Before(at) || got.Sub(at) > time.Minute {
+			t.Errorf("%s says the lab time is %v, want %v or a little after", what, got, at)
+		}
+	}
+}
