@@ -275,3 +275,59 @@ func githubAnchor(heading string) string {
 	}
 	return b.String()
 }
+
+// bareLabCommands returns the code spans of a markdown text, outside its
+// fenced blocks, that name a lab subcommand as a bare `lab …`.
+func bareLabCommands(text string) []string {
+	var prose strings.Builder
+	var fence fences
+	for line := range strings.Lines(text) {
+		if !fence.step(strings.TrimRight(line, " \t\n")) {
+			prose.WriteString(line)
+		}
+	}
+	var bare []string
+	for _, span := range codeSpan.FindAllString(prose.String(), -1) {
+		words := strings.Fields(strings.Trim(span, "`"))
+		if len(words) > 1 && words[0] == "lab" {
+			bare = append(bare, span)
+		}
+	}
+	return bare
+}
+
+// A command a lesson names for a person to run must run as printed on a
+// fresh clone, where no lab is on the PATH: `go run ./cmd/lab …` (or a
+// make target), in the English and the Japanese lessons alike.
+func TestLessons_NoBareLabCommand(t *testing.T) {
+	var paths []string
+	for _, dir := range []string{"lessons", filepath.Join("lessons", "ja")} {
+		found, err := filepath.Glob(filepath.Join(repoRoot, "docs", dir, "*.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, found...)
+	}
+	if len(paths) < 20 {
+		t.Fatalf("found %d lessons, want the English and the Japanese ones", len(paths))
+	}
+	for _, path := range paths {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, span := range bareLabCommands(string(text)) {
+			t.Errorf("%s: %s does not run on a fresh clone; write `go run ./cmd/lab …`", path, span)
+		}
+	}
+}
+
+func TestBareLabCommands(t *testing.T) {
+	text := "Run `lab serve\n--replicas 2`, or `go run ./cmd/lab gen`; `lab` is the binary.\n" +
+		"```\nlab audit: the output of a run\n```\nand `lab tally --student`.\n"
+	got := bareLabCommands(text)
+	want := []string{"`lab serve\n--replicas 2`", "`lab tally --student`"}
+	if !slices.Equal(got, want) {
+		t.Errorf("bare commands %q, want %q", got, want)
+	}
+}
