@@ -1,10 +1,13 @@
 package audit_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"idemlab/audit"
 	"idemlab/audit/examples/aftercommit"
@@ -98,5 +101,91 @@ func TestExamples_VerdictsInProcess(t *testing.T) {
 				t.Fatalf("%s: got %q, want %q\n%v", tt.check, got, tt.want, r.Err)
 			}
 		})
+	}
+}
+
+// On a loaded machine a crashed server takes seconds to come back, and
+// the lab clock, which runs on with real time, moves on by as much between
+// the original's claim and the first retry. The lease checks time their
+// retries from the claim, so a correct middleware still passes. The slow
+// restart is played in process: a request aborted by the crash moves the
+// lab clock on by 3s as it dies, after its claim.
+func TestLeaseChecks_ASlowRestartIsNoFailure(t *testing.T) {
+	slowRestart := func(env audit.Env) (audit.Middleware, error) {
+		m, err := final.New(env)
+		if err != nil {
+			return m, err
+		}
+		wrap := m.Wrap
+		m.Wrap = func(next http.Handler) http.Handler {
+			inner := wrap(next)
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				defer func() {
+					if v := recover(); v != nil {
+						if v == http.ErrAbortHandler {
+							if _, err := env.Clock.Advance(context.Background(), 3*time.Second); err != nil {
+								t.Errorf("advance the lab clock: %v", err)
+							}
+						}
+						panic(v)
+					}
+				}()
+				inner.ServeHTTP(w, r)
+			})
+		}
+		return m, nil
+	}
+	for _, id := range []string{"S6.lease-takeover-once", "S6.live-lease-409"} {
+		t.Run(id, func(t *testing.T) {
+			if r := check(t, slowRestart, id); !r.Passed() {
+				t.Fatalf("a correct middleware failed %s after a slow restart:\n%v", id, r.Err)
+			}
+		})
+	}
+}
+
+// A retry whose round trip outlasts the second of lease it was aimed at
+// proves nothing either way: a correct middleware takes the expired key
+// over, and the check must say it could not observe, never fail it. Here
+// the first retry of a crashed request moves the lab clock on by 2s
+// before it reaches the middleware, as a slow round trip would.
+func TestLeaseTakeover_ARetryTooLateToTimeIsUnobserved(t *testing.T) {
+	slowRetry := func(env audit.Env) (audit.Middleware, error) {
+		m, err := final.New(env)
+		if err != nil {
+			return m, err
+		}
+		var mu sync.Mutex
+		crashed := map[string]bool{}
+		wrap := m.Wrap
+		m.Wrap = func(next http.Handler) http.Handler {
+			inner := wrap(next)
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				key := r.Header.Get("Idempotency-Key")
+				mu.Lock()
+				late := crashed[key]
+				delete(crashed, key)
+				mu.Unlock()
+				if late {
+					if _, err := env.Clock.Advance(r.Context(), 2*time.Second); err != nil {
+						t.Errorf("advance the lab clock: %v", err)
+					}
+				}
+				defer func() {
+					if v := recover(); v != nil {
+						mu.Lock()
+						crashed[key] = v == http.ErrAbortHandler
+						mu.Unlock()
+						panic(v)
+					}
+				}()
+				inner.ServeHTTP(w, r)
+			})
+		}
+		return m, nil
+	}
+	r := check(t, slowRetry, "S6.lease-takeover-once")
+	if !errors.As(r.Err, new(*judging.Unobserved)) {
+		t.Fatalf("want could not observe, got passed %v, caught %v: %v", r.Passed(), r.Caught(), r.Err)
 	}
 }
