@@ -84,4 +84,9 @@ func TestLagsBeside(t *testing.T) {
 	if s, want := got.summary(), "core down 2× 800 ms, server dead 1× 900 ms"; s != want {
 		t.Errorf("summary %q, want %q", s, want)
 	}
+	// The slowest hundredth of five rows is one: the one committed 4.8 s
+	// into the run, whose 2,500 ms are the most.
+	if s, want := got.slowest(), "1 in second 4"; s != want {
+		t.Errorf("slowest %q, want %q", s, want)
+	}
 }

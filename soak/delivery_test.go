@@ -2,10 +2,12 @@ package soak
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -152,10 +154,11 @@ func TestDeliveryCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := judgeDelivery(st.Executions, load.answered, postings, st.DeadLetters, cr.Faults.Poisoned(),
-		lagsBeside(deliveries, nemesis.outages, ahead))
+	lags := lagsBeside(deliveries, nemesis.outages, ahead)
+	v := judgeDelivery(st.Executions, load.answered, postings, st.DeadLetters, cr.Faults.Poisoned(), lags)
 	v.peak = peak.max()
 	fmt.Println(v.line())
+	fmt.Printf("delivery: the slowest 1%% outside the outages committed %s of the run\n", lags.slowest())
 	if st.Outbox.Pending > 0 {
 		t.Errorf("%d outbox rows still owed a minute after the load", st.Outbox.Pending)
 	}
@@ -286,7 +289,9 @@ type outage struct {
 // out, which is what the relay answers for.
 type deliveryLags struct {
 	recorded, relayed []time.Duration
-	outages           []outage
+	// committed is when each row's transfer committed, on the lab clock.
+	committed []time.Time
+	outages   []outage
 }
 
 // lagsBeside sets each delivery beside the outages, timed on a clock
@@ -309,8 +314,33 @@ func lagsBeside(ds []bank.Delivery, outages []outage, ahead time.Duration) deliv
 			}
 		}
 		l.relayed = append(l.relayed, lag)
+		l.committed = append(l.committed, d.Created)
 	}
 	return l
+}
+
+// slowest says when the rows of the slowest hundredth of relayed lags
+// were committed: how many in each second of the run, counted from the
+// first row's commit.
+func (l deliveryLags) slowest() string {
+	if len(l.relayed) == 0 {
+		return "no delivery"
+	}
+	order := make([]int, len(l.relayed))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(l.relayed[b], l.relayed[a]) })
+	first := slices.MinFunc(l.committed, func(a, b time.Time) int { return a.Compare(b) })
+	perSecond := map[int]int{}
+	for _, i := range order[:len(order)/100+1] {
+		perSecond[int(l.committed[i].Sub(first)/time.Second)]++
+	}
+	var parts []string
+	for _, sec := range slices.Sorted(maps.Keys(perSecond)) {
+		parts = append(parts, fmt.Sprintf("%d in second %d", perSecond[sec], sec))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // summary names the outages: how many of each kind, and how long in all.
@@ -391,12 +421,12 @@ func (v deliveryVerdict) line() string {
 		v.executed, v.postedOnce, v.twice, v.unposted, v.dead, v.lagP99.Milliseconds(), v.recordedP99.Milliseconds(), v.outages, v.peak)
 }
 
-// p99 is the 99th percentile of ds, 0 for none; it sorts ds.
+// p99 is the 99th percentile of ds, 0 for none.
 func p99(ds []time.Duration) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
-	slices.Sort(ds)
+	ds = slices.Sorted(slices.Values(ds))
 	return ds[int(0.99*float64(len(ds)-1))]
 }
 
