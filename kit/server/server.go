@@ -240,7 +240,7 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	go s.publishKeyRows()
 	if relays {
 		s.wg.Add(1)
-		go s.relay(relayer)
+		go s.relay(relayer, relayInterval)
 	}
 	s.router = s.routes(opts.Lab)
 	return nil
@@ -270,9 +270,10 @@ func (s *Server) serveCore(ctx context.Context, ln net.Listener, token string) e
 // for the others), again at once after a pass that settled rows, even one
 // that then failed (there may be more behind them: under load the outbox
 // fills faster than one pass a tick empties it, and a core that flaps
-// takes some postings of each pass), and otherwise RelayInterval after
-// the last. A pass never waits for a reset: it skips its turn.
-func (s *Server) relay(r stage.Relayer) {
+// takes some postings of each pass), and otherwise interval
+// (RelayInterval) after the last. A pass never waits for a reset: it
+// skips its turn.
+func (s *Server) relay(r stage.Relayer, interval time.Duration) {
 	defer s.wg.Done()
 	// A pass waiting on the core ends with the server.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -308,7 +309,7 @@ func (s *Server) relay(r stage.Relayer) {
 		if settled > 0 {
 			t.Reset(0)
 		} else {
-			t.Reset(relayInterval)
+			t.Reset(interval)
 		}
 	}
 }
