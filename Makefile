@@ -115,7 +115,7 @@ audit-examples: lab ## the audits of the example middlewares: naive (money harme
 	-@bin/lab audit --pkg ./audit/examples/heldlock $(if $(SEED),--seed $(SEED))
 
 .PHONY: conform-examples
-conform-examples: lab ## lab conform through the public API only: stage 9 (valid), stage 0 (money harmed) and a small payments server (valid) (docs/conform.md)
+conform-examples: lab ## lab conform through the public API only: stage 9, stage 0, a small payments server and the six audit examples, each with its expected verdict (docs/conform.md)
 	@scripts/conform-examples.sh bin/lab
 
 .PHONY: gen

@@ -23,6 +23,7 @@ import (
 	"net/http"
 
 	"idemlab/grader"
+	"idemlab/grader/targets"
 	"idemlab/kit/auth"
 	"idemlab/kit/clock"
 	"idemlab/kit/stage"
@@ -93,11 +94,11 @@ func Subject(name string, new Adapter) grader.Subject {
 }
 
 // ServeChild serves the middleware new builds as a lab server, when a
-// grader.Child starts the binary (see grader.ServeChild), and returns the
+// targets.Child starts the binary (see targets.ServeChild), and returns the
 // process's exit status. It is the whole main of the binary lab audit
 // builds around an adapter.
 func ServeChild(name string, new Adapter) int {
-	return grader.ServeChild(Subject(name, new))
+	return targets.ServeChild(Subject(name, new))
 }
 
 // factory builds the naive handlers and wraps each in the middleware.

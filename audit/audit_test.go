@@ -11,6 +11,8 @@ import (
 	"idemlab/audit/examples/final"
 	"idemlab/audit/examples/naive"
 	"idemlab/grader"
+	"idemlab/grader/judging"
+	"idemlab/grader/targets"
 )
 
 // check runs one check of the catalogue against the middleware new
@@ -21,7 +23,7 @@ func check(t *testing.T, new audit.Adapter, id string) grader.Result {
 	if !ok {
 		t.Fatalf("no check %s", id)
 	}
-	return grader.RunCheck(t.Context(), audit.Subject("test", new), c, 11, grader.InProcess)
+	return grader.RunCheck(t.Context(), audit.Subject("test", new), c, 11, targets.InProcess)
 }
 
 // A middleware that does nothing leaves the naive handlers as they are:
@@ -30,8 +32,8 @@ func TestSubject_APassThroughMiddlewarePaysARetryTwice(t *testing.T) {
 	passThrough := func(audit.Env) (audit.Middleware, error) {
 		return audit.Middleware{Wrap: func(next http.Handler) http.Handler { return next }}, nil
 	}
-	if r := check(t, passThrough, "S1.sequential-retry"); r.Harm() != grader.Double {
-		t.Fatalf("harm %q, want %q: %v", r.Harm(), grader.Double, r.Err)
+	if r := check(t, passThrough, "S1.sequential-retry"); r.Harm() != judging.Double {
+		t.Fatalf("harm %q, want %q: %v", r.Harm(), judging.Double, r.Err)
 	}
 }
 
@@ -60,9 +62,9 @@ func TestExamples_VerdictsInProcess(t *testing.T) {
 		check string
 		want  string // a Harm, or one of the words above
 	}{
-		{"naive", naive.New, "S1.concurrent-duplicates", string(grader.Double)},
-		{"naive", naive.New, "S4.replay-byte-identical", string(grader.WrongAnswer)},
-		{"naive", naive.New, "S5.customers-scoped", string(grader.Leak)},
+		{"naive", naive.New, "S1.concurrent-duplicates", string(judging.Double)},
+		{"naive", naive.New, "S4.replay-byte-identical", string(judging.WrongAnswer)},
+		{"naive", naive.New, "S5.customers-scoped", string(judging.Leak)},
 		{"naive", naive.New, "S1.missing-key", contract},
 		{"naive", naive.New, "S4.replay-marker-only-on-replays", contract},
 		{"naive", naive.New, "S1.fail-closed", unseen},
@@ -76,7 +78,7 @@ func TestExamples_VerdictsInProcess(t *testing.T) {
 		{"final", final.New, "S5.customers-scoped", pass},
 		{"final", final.New, "S5.purge-bounded", pass},
 		{"final", final.New, "S6.late-original-fenced", pass},
-		{"aftercommit", aftercommit.New, "S6.late-original-fenced", string(grader.Double)},
+		{"aftercommit", aftercommit.New, "S6.late-original-fenced", string(judging.Double)},
 		{"aftercommit", aftercommit.New, "S4.replay-byte-identical", pass},
 	}
 	for _, tt := range tests {
@@ -89,7 +91,7 @@ func TestExamples_VerdictsInProcess(t *testing.T) {
 				got = pass
 			case r.Caught() && got == "":
 				got = contract
-			case errors.As(r.Err, new(*grader.Unobserved)):
+			case errors.As(r.Err, new(*judging.Unobserved)):
 				got = unseen
 			}
 			if got != tt.want {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"idemlab/grader/judging"
 	"idemlab/kit/canonical"
 )
 
@@ -83,7 +84,7 @@ func resourceID(r Response) string {
 // ran; then the client of an answer that did not run is named: told
 // "already done" (409) it has lost its operation; handed another
 // operation's 201 it has the wrong answer.
-func (t *T) mustExecute(sent string, rs []Response, op string, books *Books, record func(), ids map[string]bool) error {
+func (t *T) mustExecute(sent string, rs []Response, op string, books *judging.Books, record func(), ids map[string]bool) error {
 	var refused []Response
 	for _, r := range rs {
 		id := resourceID(r)
@@ -102,9 +103,9 @@ func (t *T) mustExecute(sent string, rs []Response, op string, books *Books, rec
 	r := refused[0]
 	switch {
 	case r.Is(http.StatusConflict, ""):
-		return t.Harmful(Lost, sent, r.String(), expected+"; told that its key was used, the client believes its money moved, and it never did")
+		return t.Harmful(judging.Lost, sent, r.String(), expected+"; told that its key was used, the client believes its money moved, and it never did")
 	case r.Is(http.StatusCreated, ""):
-		return t.Harmful(WrongAnswer, sent, r.String(), expected+"; this answer is another operation's")
+		return t.Harmful(judging.WrongAnswer, sent, r.String(), expected+"; this answer is another operation's")
 	}
 	return t.Fail(sent, r.String(), expected)
 }

@@ -8,6 +8,11 @@
 // was expected, why it matters for money, and how to reproduce it with the
 // same seed. Every input (customers, accounts, amounts, keys) is drawn
 // from the check's seed.
+//
+// The checks are built from the packages beside this one, each a role:
+// dayplan and faultnet (the traffic and its faults), targets (the server
+// under test), history (what was observed), judging (harms and evidence)
+// and replay (a day of traffic); docs/grader.md has the map.
 package grader
 
 import (
@@ -17,6 +22,7 @@ import (
 	"sort"
 	"strings"
 
+	"idemlab/grader/targets"
 	"idemlab/kit/problem"
 )
 
@@ -38,32 +44,6 @@ type Check struct {
 	// Run tests the claim; it returns a *Failure (or another error if the
 	// check itself could not run).
 	Run func(t *T) error
-}
-
-// Failure is a check's evidence against the server.
-type Failure struct {
-	Sent     string
-	Got      string
-	Expected string
-	// Harm is what the failure did to money; empty for a contract
-	// difference found while the books still balanced.
-	Harm Harm
-	// Contract is the next contract difference the check found, beside
-	// this failure (a money finding, or a first contract difference):
-	// reported with it, never in its place. Each one may name the next.
-	Contract *Failure
-	// Reconciled says the books were read after the check and no
-	// operation had executed more often than asked.
-	Reconciled bool
-	// Excess are the operations that executed more often than asked, and
-	// Missing those a client was told of that never executed: the
-	// timeline highlights their executions, or the answers that promised
-	// them.
-	Excess, Missing []string
-}
-
-func (f *Failure) Error() string {
-	return fmt.Sprintf("sent %s; got %s; expected %s", f.Sent, f.Got, f.Expected)
 }
 
 // The problem types the checks expect (docs/api.md, "Problem types").
@@ -127,7 +107,7 @@ func Upto(n int) []Check {
 
 // For returns the checks of stages 0..subject.Stage that apply to subject:
 // the Tally checks only if it has a Tally.
-func For(subject Subject) []Check {
+func For(subject targets.Subject) []Check {
 	var out []Check
 	for _, c := range Upto(subject.Stage) {
 		if !c.Tally || subject.Tally != nil {
@@ -150,3 +130,7 @@ func CheckSeed(run uint64, id string) uint64 {
 	fmt.Fprintf(h, "%d/%s", run, id)
 	return h.Sum64()
 }
+
+// Subject is what is being graded (targets.Subject): named here too, so
+// that a stage's stage_test.go imports the grader alone.
+type Subject = targets.Subject

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"idemlab/grader/targets"
 	"idemlab/kit/accesslog"
 	"idemlab/kit/bank"
 )
@@ -192,7 +193,7 @@ func checkTallyShipped(t *T) error {
 	if tally == nil {
 		return fmt.Errorf("the subject has no Tally")
 	}
-	root, err := Root()
+	root, err := targets.Root()
 	if err != nil {
 		return err
 	}

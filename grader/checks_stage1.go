@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/grader/judging"
 	"idemlab/kit/labclient"
-	"idemlab/kit/labctl"
 )
 
 // checkSequentialRetry catches a server without a claim (stage 0) and a
@@ -111,7 +111,7 @@ func checkConcurrentDuplicates(t *T, s Scenario) error {
 // answer or a 5xx, which tells nothing), then the contract (no 5xx, and
 // one 201), recorded so that the check goes on to its next round. record
 // books the operation's one execution.
-func (t *T) racedOnce(sent, got string, rs []Response, op string, books *Books, record func()) error {
+func (t *T) racedOnce(sent, got string, rs []Response, op string, books *judging.Books, record func()) error {
 	created, failed := 0, false
 	for _, r := range rs {
 		failed = failed || r.ServerFailed()
@@ -210,7 +210,7 @@ func checkMissingKey(t *T, s Scenario) error {
 // ran). Money that moved is harm only if the client was refused: told it
 // moved (a 2xx), the client knows what happened, and the server differs
 // from the contract by accepting what it should have refused.
-func (t *T) unchanged(before Snapshot, sent string, res Response) error {
+func (t *T) unchanged(before judging.Snapshot, sent string, res Response) error {
 	after, err := t.Snapshot()
 	if err != nil {
 		return err
@@ -220,11 +220,11 @@ func (t *T) unchanged(before Snapshot, sent string, res Response) error {
 		return nil
 	}
 	const expected = "the refusal changes nothing: no money moves and no key row is stored"
-	keysOnly := Snapshot{Balances: before.Balances, Executions: before.Executions, Keys: after.Keys}
+	keysOnly := judging.Snapshot{Balances: before.Balances, Executions: before.Executions, Keys: after.Keys}
 	if before.Diff(keysOnly) == d || res.Err == nil && res.Status >= 200 && res.Status < 300 {
 		return t.Fail(sent, res.Short()+", and "+d, expected)
 	}
-	return t.Harmful(MovedThoughRefused, sent, res.Short()+", and "+d, expected)
+	return t.Harmful(judging.MovedThoughRefused, sent, res.Short()+", and "+d, expected)
 }
 
 // keysElsewhere tells, after a store-unavailable fault that no statement
@@ -245,304 +245,4 @@ func (t *T) keysElsewhere(unseen, verdict error, req Request, op string) error {
 		return verdict
 	}
 	return unseen
-}
-
-// badKey is one Idempotency-Key header that must be refused.
-type badKey struct {
-	name   string
-	values []string
-}
-
-// badKeys draws the malformed headers from the check's random source.
-func badKeys(t *T) []badKey {
-	long := t.Key() + strings.Repeat("x", 256)
-	return []badKey{
-		{"an empty bare key", []string{""}},
-		{"an empty quoted key", []string{`""`}},
-		{"256 characters", []string{long[:256]}},
-		{"256 characters, quoted", []string{`"` + long[:256] + `"`}},
-		{"a space inside", []string{t.Key() + " " + t.Key()}},
-		{"a non-ASCII character", []string{t.Key() + "키"}},
-		{"two Idempotency-Key fields", []string{t.Key(), t.Key()}},
-		{"a quoted key with a parameter", []string{`"` + t.Key() + `";v=1`}},
-		{"an unterminated quote", []string{`"` + t.Key()}},
-		{"a quoted key with trailing data", []string{`"` + t.Key() + `" x`}},
-		{"a quoted key with an escape other than \\\" and \\\\", []string{`"` + t.Key() + `\q"`}},
-		{"a quoted key with a raw quote inside", []string{`"` + t.Key() + `"` + t.Key() + `"`}},
-	}
-}
-
-// checkInvalidKey catches a server that executes with a key it should have
-// refused: one that trims, truncates, decodes or picks one of two fields,
-// or takes any header value as a key (stage 0 ignores the header).
-func checkInvalidKey(t *T, s Scenario) error {
-	a, b := s.A, s.B
-	for _, bk := range badKeys(t) {
-		before, err := t.Snapshot()
-		if err != nil {
-			return err
-		}
-		req := Transfer(a, "", TransferBody(a.Accounts[0], b.Accounts[0], t.Amount(1, 100_000), t.Op()))
-		req.Header = http.Header{"Idempotency-Key": bk.values}
-		res := t.Do(req)
-		sent := bk.name + ": " + req.String()
-		if err := t.note(t.unchanged(before, sent, res)); err != nil {
-			return err
-		}
-		if !res.Is(http.StatusBadRequest, pInvalidKey) {
-			t.Differ(sent, res.String(), "400 "+pInvalidKey+" (after unquoting, a key is 1–255 printable ASCII characters, 0x21–0x7E, in exactly one field)")
-		}
-	}
-	return nil
-}
-
-// keyPair is a legal key and a sibling that differs from it only in the
-// way a careless server erases: letter case, a trailing character, the
-// quotes around it.
-type keyPair struct {
-	what         string
-	key, sibling string
-}
-
-// The printable ASCII characters a key may hold, by class.
-const (
-	keyLetters     = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	keyDigits      = "0123456789"
-	keyPunctuation = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
-)
-
-// keyPairs draws the keys of checkKeyForms from the check's seed: every
-// class of printable ASCII, " and \ (escaped in the quoted form), lengths
-// 1 and 255.
-func keyPairs(t *T) []keyPair {
-	pick := func(from string, n int) string {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = from[t.Rand().IntN(len(from))]
-		}
-		return string(b)
-	}
-	swapCase := func(s string) string {
-		b := []byte(s)
-		for i, c := range b {
-			switch {
-			case 'a' <= c && c <= 'z':
-				b[i] = c - 'a' + 'A'
-			case 'A' <= c && c <= 'Z':
-				b[i] = c - 'A' + 'a'
-			}
-		}
-		return string(b)
-	}
-	punct := []byte(keyPunctuation)
-	t.Rand().Shuffle(len(punct), func(i, j int) { punct[i], punct[j] = punct[j], punct[i] })
-	everyPunct := pick(keyLetters, 3) + string(punct)
-	all := keyLetters + keyDigits + keyPunctuation
-	long := pick(keyLetters+keyDigits, 1) + pick(all, 254)
-	last := long[254]
-	for long[254] == last {
-		last = all[t.Rand().IntN(len(all))]
-	}
-	mixed := pick(keyLetters, 1) + pick(keyLetters+keyDigits+"-_", 23)
-	letter := pick(keyLetters, 1)
-	inner := t.Key()
-	return []keyPair{
-		{"one letter, and the same letter in the other case", letter, swapCase(letter)},
-		{"every punctuation character (\" and \\ are escaped in the quoted form), and the same with one more at the end",
-			everyPunct, everyPunct + pick(keyPunctuation, 1)},
-		{"255 characters of every class, and the same but the last", long, long[:254] + string(last)},
-		{"letters and digits, and the same with every letter in the other case", mixed, swapCase(mixed)},
-		{"a key that starts and ends with \" (it can only be sent quoted), and the key inside the quotes", `"` + inner + `"`, inner},
-	}
-}
-
-// checkKeyForms catches a server that compares the raw header value (the
-// quoted and bare spellings become two keys, and the retry executes), one
-// that unquotes by hand (an escaped \" or \\ stays escaped), one that
-// refuses a legal key (one character, 255, any punctuation), and one that
-// folds, trims or truncates keys, so that two clients' keys become one
-// and the second client's operation never runs.
-func checkKeyForms(t *T, s Scenario) error {
-	a, b, books := s.A, s.B, s.Books
-	ids := map[string]bool{}
-	pairs := keyPairs(t)
-	t.Rand().Shuffle(len(pairs), func(i, j int) { pairs[i], pairs[j] = pairs[j], pairs[i] })
-	for _, p := range pairs {
-		// send sends a new operation under key, in a form drawn at random
-		// (quoted only, for a key that starts with a quote); it must execute.
-		var story []string
-		send := func(key string) (Request, error) {
-			amount, op := t.Amount(1_000, 100_000), t.Op()
-			req := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
-			req.Quote = strings.HasPrefix(key, `"`) || t.Rand().IntN(2) == 0
-			r := t.Do(req)
-			story = append(story, fmt.Sprintf("%s  (a %d-character key)  →  %s", req.String(), len(key), r.Short()))
-			record := func() { books.Transfer(op, a.Accounts[0], b.Accounts[0], amount) }
-			return req, t.mustExecute(p.what+":\n"+strings.Join(story, "\n"), []Response{r}, op, books, record, ids)
-		}
-		first, err := send(p.key)
-		if err != nil {
-			return err
-		}
-		retry := first
-		if !strings.HasPrefix(p.key, `"`) {
-			retry.Quote = !first.Quote
-		}
-		r := t.Do(retry)
-		story = append(story, "the same request, the key in the other form: "+retry.String()+"  →  "+r.Short())
-		sent := p.what + ":\n" + strings.Join(story, "\n")
-		if err := t.Reconcile(sent, r.Short(), books); err != nil {
-			return err
-		}
-		if r.ServerFailed() || r.Status == http.StatusBadRequest {
-			return t.Fail(sent, r.String(), "the same key: 409 duplicate-request (stages 1–3) or the stored 201 (stage 4 on)")
-		}
-		if _, err := send(p.sibling); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkDistinctKeysSameBody catches a server that deduplicates on the body
-// (a hash of the request, or the op) instead of the key: the second of two
-// identical payments is refused or answered with the first. The payments
-// come one after the other, at once behind a barrier, and a few
-// milliseconds apart.
-func checkDistinctKeysSameBody(t *T, s Scenario) error {
-	a, b, books := s.A, s.B, s.Books
-	amount, op := t.Amount(1_000, 200_000), t.Op()
-	body := TransferBody(a.Accounts[0], b.Accounts[0], amount, op)
-	ids := map[string]bool{}
-	record := func() { books.Transfer(op, a.Accounts[0], b.Accounts[0], amount) }
-	var story []string
-	for range 2 {
-		req := Transfer(a, t.Key(), body)
-		r := t.Do(req)
-		story = append(story, req.String()+"  →  "+r.Short())
-		if err := t.mustExecute(strings.Join(story, "\n"), []Response{r}, op, books, record, ids); err != nil {
-			return err
-		}
-	}
-	batches := []struct {
-		how  string
-		send func([]Request) []Response
-	}{
-		{"at once", func(reqs []Request) []Response {
-			return t.Simultaneously(len(reqs), func(i int) Request { return reqs[i] })
-		}},
-		{"a few ms apart", func(reqs []Request) []Response {
-			return t.Staggered(t.gaps(len(reqs), 2*time.Millisecond), func(i int) Request { return reqs[i] })
-		}},
-	}
-	for _, batch := range batches {
-		reqs := make([]Request, 2+t.Rand().IntN(5))
-		for i := range reqs {
-			reqs[i] = Transfer(a, t.Key(), body)
-		}
-		rs := batch.send(reqs)
-		for i, r := range rs {
-			story = append(story, batch.how+": "+reqs[i].String()+"  →  "+r.Short())
-		}
-		sent := strings.Join(story, "\n")
-		if err := t.mustExecute(sent, rs, op, books, record, ids); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkFailClosed catches a server that fails open: when the key store
-// errors it executes anyway (unprotected), or answers 500 instead of 503,
-// or leaves the key in a state that a retry executes twice. The naive
-// server fails it: it has no key store to fail.
-func checkFailClosed(t *T, s Scenario) error {
-	a, b, books := s.A, s.B, s.Books
-	lease, err := t.lease()
-	if err != nil {
-		return err
-	}
-
-	// The store is down for the whole request: 503, and nothing moves.
-	for _, kind := range []string{"transfer", "deposit"} {
-		req, op, amount := s.Payment(t)
-		if kind == "deposit" {
-			req = Deposit(a, t.Key(), DepositBody(a.Accounts[1], amount, op))
-		}
-		before, err := t.Snapshot()
-		if err != nil {
-			return err
-		}
-		if err := t.Arm(labctl.StoreUnavailable, 1000); err != nil {
-			return err
-		}
-		r := t.Do(req)
-		untouched := t.storeUntouched(1000, "what the server does when its key store fails")
-		if err := t.Arm(labctl.StoreUnavailable, 0); err != nil {
-			return err
-		}
-		sent := req.String() + "\n(armed: store-unavailable, every statement on idempotency_keys fails)"
-		if untouched != nil {
-			return t.keysElsewhere(untouched, t.unchanged(before, sent, r), req, op)
-		}
-		// A server that executed without a claim (and said so) differs
-		// from the contract; its retry, which follows, must still not
-		// execute a second time.
-		if err := t.note(t.unchanged(before, sent, r)); err != nil {
-			return err
-		}
-		failClosed := "503 " + pUnavailable + ": without a claim the request must not execute, and its client must hear that it may retry"
-		switch {
-		case r.Is(http.StatusConflict, ""):
-			return t.Harmful(Lost, sent, r.String(), failClosed+"; told its key was used, the client stops, and its money never moves")
-		case !r.Is(http.StatusServiceUnavailable, pUnavailable) && !r.Is(http.StatusCreated, ""):
-			t.Differ(sent, r.String(), failClosed)
-		}
-		final, story, err := t.retryUntilDone(req, lease)
-		if err != nil {
-			return err
-		}
-		story = sent + "  →  " + r.Short() + "\nthen the store is back" + story
-		if !final.Is(http.StatusCreated, "") {
-			return t.Fail(story, final.String(), "201 Created: the retry after the outage executes")
-		}
-		if kind == "deposit" {
-			books.Deposit(op, a.Accounts[1], amount)
-		} else {
-			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-		}
-		if err := t.Reconcile(story, "", books); err != nil {
-			return err
-		}
-	}
-
-	// The store fails part-way through a request: whatever the request
-	// heard, its retries converge to one execution.
-	for _, failures := range []int{1, 2, 3} {
-		req, op, amount := s.Payment(t)
-		if err := t.Arm(labctl.StoreUnavailable, failures); err != nil {
-			return err
-		}
-		r := t.Do(req)
-		if err := t.Arm(labctl.StoreUnavailable, 0); err != nil {
-			return err
-		}
-		sent := fmt.Sprintf("%s\n(armed: store-unavailable for the next %d statements on idempotency_keys)  →  %s", req.String(), failures, r.Short())
-		if !r.Is(http.StatusCreated, "") && !r.Is(http.StatusServiceUnavailable, pUnavailable) {
-			return t.Fail(sent, r.String(), "201 Created if the request got through, or 503 "+pUnavailable)
-		}
-		final, story, err := t.retryUntilDone(req, lease)
-		if err != nil {
-			return err
-		}
-		story = sent + "\nthen the store is back" + story
-		if !final.Is(http.StatusCreated, "") {
-			return t.Fail(story, final.String(), "201 Created")
-		}
-		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-		if err := t.Reconcile(story, "", books); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"idemlab/grader/judging"
 )
 
 // member is one member of a JSON object: its name and its value, already
@@ -162,9 +164,9 @@ func checkEditedResubmission(t *T, s Scenario) error {
 		expected := "422 " + pKeyReused + ": the key names the first request, and this is another one; nothing executes"
 		switch {
 		case r.Is(http.StatusConflict, pDuplicate):
-			return t.Harmful(Lost, sent, r.String(), expected+"; told \"already executed\", the client believes its edited request went through, and it never did")
+			return t.Harmful(judging.Lost, sent, r.String(), expected+"; told \"already executed\", the client believes its edited request went through, and it never did")
 		case r.Is(http.StatusCreated, ""):
-			return t.Harmful(WrongAnswer, sent, r.String(), expected+"; this 201 is the first request's, not the edited one's")
+			return t.Harmful(judging.WrongAnswer, sent, r.String(), expected+"; this 201 is the first request's, not the edited one's")
 		case !r.Is(http.StatusUnprocessableEntity, pKeyReused):
 			return t.Fail(sent, r.String(), expected)
 		}
@@ -260,7 +262,7 @@ func checkEquivalentBodies(t *T, s Scenario) error {
 		}
 		expected := "the same request, answered as a retry: 409 " + pDuplicate + " (stages 1–3) or the stored 201 (stage 4 on); the RFC 8785 canonical forms of the two bodies are identical"
 		if r.Status == http.StatusUnprocessableEntity || r.Status == http.StatusBadRequest {
-			return t.Harmful(NoUsableAnswer, sent, r.String(), expected+"; refused as another request, the client can never learn that its money moved")
+			return t.Harmful(judging.NoUsableAnswer, sent, r.String(), expected+"; refused as another request, the client can never learn that its money moved")
 		}
 		return t.Fail(sent, r.String(), expected)
 	}
@@ -324,7 +326,7 @@ func checkFingerprintIsRFC8785(t *T, s Scenario) error {
 	}
 	for _, s := range samples {
 		sent := s.req.String() + "  (" + s.what + ")  →  201"
-		rows := KeyRows(st, s.req.Key)
+		rows := judging.KeyRows(st, s.req.Key)
 		if len(rows) == 0 {
 			return t.CouldNotObserve("the key table: no row of idempotency_keys in GET /lab/state holds the key %s, so the fingerprint stored with it cannot be read", s.req.Key)
 		}
@@ -348,7 +350,7 @@ func checkFingerprintIsRFC8785(t *T, s Scenario) error {
 // resubmits req with its amount edited under the same key: a server that
 // refuses it with 422 keeps a fingerprint the check cannot see (could not
 // observe); one that does not has no fingerprint at all (a failure).
-func (t *T) noFingerprintColumn(req Request, sent string, row map[string]any, books *Books) error {
+func (t *T) noFingerprintColumn(req Request, sent string, row map[string]any, books *judging.Books) error {
 	var v map[string]any
 	if err := json.Unmarshal([]byte(req.Body), &v); err != nil {
 		return err
@@ -363,9 +365,9 @@ func (t *T) noFingerprintColumn(req Request, sent string, row map[string]any, bo
 		return err
 	}
 	if r.Is(http.StatusUnprocessableEntity, pKeyReused) {
-		return t.CouldNotObserve("the key table's fingerprint column: the server tells an edited body apart, but the key's row in idempotency_keys has no column named fingerprint (%s); docs/api.md asks for one holding the lowercase hex SHA-256 of the body's RFC 8785 form", DescribeRows([]map[string]any{row}))
+		return t.CouldNotObserve("the key table's fingerprint column: the server tells an edited body apart, but the key's row in idempotency_keys has no column named fingerprint (%s); docs/api.md asks for one holding the lowercase hex SHA-256 of the body's RFC 8785 form", judging.DescribeRows([]map[string]any{row}))
 	}
-	return t.Fail(sent, "the key's row: "+DescribeRows([]map[string]any{row})+"\nthe edit: "+r.String(),
+	return t.Fail(sent, "the key's row: "+judging.DescribeRows([]map[string]any{row})+"\nthe edit: "+r.String(),
 		"a fingerprint column with the lowercase hex SHA-256 of the body's RFC 8785 form, and 422 "+pKeyReused+" for the edit")
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/grader/judging"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 	"idemlab/kit/sqlitedb"
@@ -83,8 +84,8 @@ func checkRetryDuringOriginal(t *T) error {
 // The answers alone cannot tell that from a server that made every retry
 // wait for the original; the books can.
 func (t *T) overtaken(op string) bool {
-	t.history.fence(t.ctx, t.Lab())
-	clients, ok := t.history.executedBy(op)
+	t.history.Fence(t.ctx, t.Lab())
+	clients, ok := t.history.ExecutedBy(op)
 	return ok && !slices.Contains(clients, inFlight)
 }
 
@@ -98,7 +99,7 @@ func (t *T) overtaken(op string) bool {
 // server's answer whatever the subject's stage: a stage 4 scaffold must
 // pass this check, and whether a completed key replays is stage 4's
 // checks' question. The retries must not execute again.
-func (t *T) afterTheOriginal(req Request, orig Response, sent string, books *Books) error {
+func (t *T) afterTheOriginal(req Request, orig Response, sent string, books *judging.Books) error {
 	const patience = time.Second
 	replays := t.Subject().Stage >= 4
 	refusedForGood := func(r Response) bool {
@@ -114,9 +115,9 @@ func (t *T) afterTheOriginal(req Request, orig Response, sent string, books *Boo
 	}
 	switch {
 	case r.Is(http.StatusConflict, pInProgress):
-		return t.Harmful(StuckKey, story, r.String(), "the original has answered, so its key is no longer in progress: the stored 201 (stage 4 on) or 409 "+pDuplicate)
+		return t.Harmful(judging.StuckKey, story, r.String(), "the original has answered, so its key is no longer in progress: the stored 201 (stage 4 on) or 409 "+pDuplicate)
 	case orig.Is(http.StatusCreated, "") && refusedForGood(r):
-		return t.Harmful(NoUsableAnswer, story, r.String(), "the original's stored 201: its money moved, its request has ended, and every retry is still refused")
+		return t.Harmful(judging.NoUsableAnswer, story, r.String(), "the original's stored 201: its money moved, its request has ended, and every retry is still refused")
 	}
 	return nil
 }
@@ -213,9 +214,9 @@ func checkReleaseAfterFailure(t *T, s Scenario) error {
 		}
 		switch {
 		case retry.Is(http.StatusConflict, pInProgress):
-			return t.Harmful(StuckKey, story, retry.String(), released+"; nothing is running, and the key says it is, for good"+stalled)
+			return t.Harmful(judging.StuckKey, story, retry.String(), released+"; nothing is running, and the key says it is, for good"+stalled)
 		case retry.Is(http.StatusConflict, ""), retry.Is(http.StatusCreated, ""):
-			return t.Harmful(Lost, story, retry.String(), released+"; told that its key was used, the client believes its money moved, and it never did"+stalled)
+			return t.Harmful(judging.Lost, story, retry.String(), released+"; told that its key was used, the client believes its money moved, and it never did"+stalled)
 		}
 		return t.Fail(story, retry.String(), released+stalled)
 	}
@@ -244,307 +245,4 @@ func lockedOut(took time.Duration, rs ...Response) bool {
 		}
 	}
 	return false
-}
-
-// completedWithoutMoney looks at st for a row of key that is completed
-// while op has not run. A table without a state column (stages 1–2)
-// stores a row only with the money, so its rows count as completed.
-func completedWithoutMoney(st labctl.State, key, op string) bool {
-	if st.Executions[op] > 0 {
-		return false
-	}
-	for _, row := range KeyRows(st, key) {
-		if s, ok := RowState(row); !ok || s == StateCompleted {
-			return true
-		}
-	}
-	return false
-}
-
-// checkNeverCompletedWithoutMoney catches a key marked completed before the
-// money moves (at the claim, or in its own transaction before the business
-// write), and one marked completed by a failed or crashed attempt.
-func checkNeverCompletedWithoutMoney(t *T, s Scenario) error {
-	a, b, books := s.A, s.B, s.Books
-
-	// While the core call runs, the key may be in progress, never completed.
-	req, op, amount := s.Payment(t)
-	held, err := t.Hold(req, 300*time.Millisecond)
-	if err != nil {
-		return err
-	}
-	sent := req.String() + "\n(the original waits 300ms on the core; /lab/state read while it waits)"
-	var caught *labctl.State
-	if _, err := t.WaitFor(time.Minute, func() (bool, error) {
-		st, err := t.State()
-		if err != nil || !completedWithoutMoney(st, req.Key, op) {
-			return held.Done(), err
-		}
-		// Executions only grow: if op has still not run now, it had not
-		// run when the key was read as completed.
-		again, err := t.State()
-		if err == nil && again.Executions[op] == 0 {
-			caught = &st
-			return true, nil
-		}
-		return held.Done(), err
-	}); err != nil {
-		return err
-	}
-	if caught != nil {
-		return t.Fail(sent, "key row "+DescribeRows(KeyRows(*caught, req.Key))+", and op "+op+" has not run",
-			"the key in_progress until the transaction that moves the money marks it completed")
-	}
-	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
-		return err
-	}
-	orig := held.Wait()
-	if !orig.Is(http.StatusCreated, "") {
-		return t.Fail(sent, orig.String(), "201 Created once the core call returns")
-	}
-	books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-	st, err := t.State()
-	if err != nil {
-		return err
-	}
-	if len(st.Keys) == 0 {
-		return t.noKeyRows("whether a key is completed only once its money moved")
-	}
-	rows := KeyRows(st, req.Key)
-	if len(rows) != 1 {
-		return t.Fail(sent+"  →  201", fmt.Sprintf("%d key rows hold %s: %s", len(rows), req.Key, DescribeRows(rows)), "one row in idempotency_keys for the key")
-	}
-	if s, ok := RowState(rows[0]); !ok || s != StateCompleted {
-		return t.Fail(sent+"  →  201", "key row "+DescribeRows(rows),
-			"the row's state column is \"completed\" once the money moved (from stage 3 on the key table has a state column: in_progress, then completed)")
-	}
-
-	// A failed and a crashed business write leave no completed key.
-	for _, point := range []string{labctl.FailInTransfer, labctl.CrashInTransfer} {
-		req, op, _ := s.Payment(t)
-		if err := t.Arm(point, 1); err != nil {
-			return err
-		}
-		r := t.Do(req)
-		sent := req.String() + "\n(armed: " + point + ", the business write fails before its commit)"
-		if r.Is(http.StatusCreated, "") {
-			return t.Fail(sent, r.String(), "a 5xx or a dropped connection: the business write did not commit")
-		}
-		if t.target.Child != nil && r.Err != nil {
-			if err := t.Restart(); err != nil {
-				return err
-			}
-		}
-		st, err := t.State()
-		if err != nil {
-			return err
-		}
-		books.Expect(op)
-		if err := reconcileState(t, st, sent, r.Short(), books); err != nil {
-			return err
-		}
-		if completedWithoutMoney(st, req.Key, op) {
-			return t.Fail(sent, r.Short()+"\nthen key row "+DescribeRows(KeyRows(st, req.Key))+", and op "+op+" never ran",
-				"no completed key: the attempt failed before its money moved (the key is released, or stays in progress)")
-		}
-	}
-	return t.Reconcile("every request above", "", books)
-}
-
-// checkClientGivesUp catches a claim that is not released when the
-// client's own context is cancelled: released with the request's context
-// (the DELETE fails as the client is gone), or not released at all
-// because the failed core call is not treated as a failure before the
-// money. It also catches a claim released after the money moved, which
-// the retry pays a second time.
-func checkClientGivesUp(t *T, s Scenario) error {
-	a, b, books := s.A, s.B, s.Books
-	type round struct {
-		how     GiveUp
-		latency time.Duration
-		delay   time.Duration
-		says    string
-	}
-	rounds := []round{{how: MidBody, says: "the client hangs up halfway through the body"}}
-	for range 3 {
-		rounds = append(rounds, round{how: OnSignal, latency: 200 * time.Millisecond,
-			says: "the client hangs up while the original waits on the core (200ms), once its key shows in progress"})
-	}
-	// Hanging up a random 0–3 ms after the body has gone, with the core
-	// answering at once, or around the end of a 20 ms core wait, lands
-	// before the claim, inside the business write or just after its
-	// commit, depending on the round.
-	for range 8 {
-		d := time.Duration(t.Rand().Int64N(int64(3 * time.Millisecond)))
-		rounds = append(rounds, round{how: AfterSent, delay: d,
-			says: fmt.Sprintf("the client hangs up %v after its body has gone (the core answers at once)", d.Round(10*time.Microsecond))})
-	}
-	for range 4 {
-		d := 18*time.Millisecond + time.Duration(t.Rand().Int64N(int64(4*time.Millisecond)))
-		rounds = append(rounds, round{how: AfterSent, latency: 20 * time.Millisecond, delay: d,
-			says: fmt.Sprintf("the client hangs up %v after its body has gone, around the end of a 20ms core wait", d.Round(10*time.Microsecond))})
-	}
-	t.Rand().Shuffle(len(rounds), func(i, j int) { rounds[i], rounds[j] = rounds[j], rounds[i] })
-	latency := time.Duration(0)
-	for _, r := range rounds {
-		if r.latency != latency {
-			if err := t.Configure(labclient.Config{}.WithCoreLatency(r.latency)); err != nil {
-				return err
-			}
-			latency = r.latency
-		}
-		req, op, amount := s.Payment(t)
-		gone := t.Abandon(req, r.how, r.delay)
-		if r.how == OnSignal {
-			if _, err := t.WaitFor(r.latency/2, func() (bool, error) {
-				st, err := t.State()
-				return gone.Done() || keyInProgress(st, req.Key), err
-			}); err != nil {
-				return err
-			}
-			gone.GiveUp()
-		}
-		first := gone.Wait()
-		// The retries need not wait on the core: whatever the original
-		// still does, it does at once.
-		if latency != 0 {
-			if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
-				return err
-			}
-			latency = 0
-		}
-		// A 409 other than duplicate-request (request-in-progress, or a
-		// 409 in any other form) tells the client to wait.
-		wait := func(r Response) bool {
-			return r.Err != nil || r.Is(http.StatusConflict, "") && !r.Is(http.StatusConflict, pDuplicate)
-		}
-		retry, n := t.retryWhile(req, time.Second, wait)
-		sent := fmt.Sprintf("%s\n(%s: it got %s)\nthen the same request again, while it is told to wait: %d retries",
-			req.String(), r.says, first.Short(), n)
-		if wait(retry) && retry.Err == nil && !first.Is(http.StatusCreated, "") {
-			st, err := t.State()
-			if err != nil {
-				return err
-			}
-			const expected = "the retry executes (201), or is told the original did: a client that hung up is not a failure of the money, and its claim is released or completed"
-			got := retry.String() + "\nand a second later, with no request of that key running: key row " + DescribeRows(KeyRows(st, req.Key))
-			if st.Executions[op] > 0 {
-				books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-				return t.Harmful(NoUsableAnswer, sent, got+"; op "+op+" executed "+times(st.Executions[op]), expected)
-			}
-			return t.Harmful(StuckKey, sent, got, expected)
-		}
-		// A client told 201 (first or on a retry), or 409
-		// duplicate-request (done already), was told its money moved. One
-		// told anything else was told it did not: its operation must not
-		// have run.
-		if executedOps(first, retry) > 0 || retry.Is(http.StatusConflict, pDuplicate) {
-			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-		} else {
-			books.Expect(op)
-		}
-		if err := t.Reconcile(sent, retry.Short(), books); err != nil {
-			return err
-		}
-		if !retry.Is(http.StatusCreated, "") && !retry.Is(http.StatusConflict, pDuplicate) {
-			t.Differ(sent, retry.String(), "201 Created (the retry executes, or from stage 4 the stored answer is replayed), or 409 duplicate-request at stage 3")
-		}
-	}
-	return nil
-}
-
-// checkCompletedWithTheMoney catches a key completed in a transaction of
-// its own after the business commit: the key store is made to fail at
-// the first key statement after the claim, and the server is crashed
-// right after the commit that moved the money.
-func checkCompletedWithTheMoney(t *T, s Scenario) error {
-	a, b, books := s.A, s.B, s.Books
-
-	// The key store fails once the key is claimed: at the completion, or
-	// at whatever else the stage writes to the key table before it.
-	req, op, amount := s.Payment(t)
-	held, err := t.Hold(req, 100*time.Millisecond)
-	if err != nil {
-		return err
-	}
-	if err := t.Arm(labctl.StoreUnavailable, 1); err != nil {
-		return err
-	}
-	first := held.Wait()
-	if err := t.Arm(labctl.StoreUnavailable, 0); err != nil {
-		return err
-	}
-	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
-		return err
-	}
-	sent := req.String() + "\n(armed once the key is claimed, while the original waits on the core: store-unavailable, the next statement on idempotency_keys fails)"
-	executed := first.Is(http.StatusCreated, "")
-	if executed {
-		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-	} else {
-		books.Expect(op)
-	}
-	if err := t.Reconcile(sent, first.Short(), books); err != nil {
-		return err
-	}
-	retry, n := t.retryUntilAnswered(req, time.Second)
-	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told request-in-progress: %d retries", sent, first.Short(), n)
-	// Once the retry has answered, a server that keeps its keys where the
-	// lab can see them shows one. One that shows none cannot be caught
-	// failing here: the check goes on to the crash, and says so at the end.
-	var unseen error
-	if visible, err := t.keyRowsVisible(); err != nil {
-		return err
-	} else if !visible {
-		unseen = t.noKeyRows("whether a store failure at the completion, or a crash right after the commit, leaves the key as the money is")
-	}
-	if !executed && retry.Is(http.StatusCreated, "") {
-		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-	}
-	if err := t.Reconcile(story, retry.Short(), books); err != nil {
-		return err
-	}
-	if retry.Is(http.StatusConflict, pInProgress) {
-		return t.Harmful(StuckKey, story, retry.String(), "the retry executes once: nothing runs any more, and the key says something does, for good")
-	}
-	if !executed && !retry.Is(http.StatusCreated, "") {
-		return t.Fail(story, retry.String(), "201 Created: the first attempt moved nothing, so the retry executes")
-	}
-
-	// A crash right after the commit that moved the money.
-	req, op, amount = s.Payment(t)
-	if err := t.Arm(labctl.CrashAfterCommit, 1); err != nil {
-		return err
-	}
-	r := t.Do(req)
-	sent = req.String() + "\n(armed: crash-after-commit, the server dies right after the commit that moves the money)"
-	if t.target.Child != nil {
-		if err := t.Restart(); err != nil {
-			return err
-		}
-	}
-	books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-	st, err := t.State()
-	if err != nil {
-		return err
-	}
-	if err := reconcileState(t, st, sent, r.Short(), books); err != nil {
-		return err
-	}
-	rows := KeyRows(st, req.Key)
-	if len(rows) == 1 {
-		if s, ok := RowState(rows[0]); ok && s == StateInProgress {
-			return t.Harmful(StuckKey, sent, r.Short()+"\nthen /lab/state: op "+op+" executed once, and key row "+DescribeRows(rows),
-				"the key completed by the very commit that moved the money: no request is running, and every retry is told to wait for good (and once stuck keys are taken over, stage 6, the retry pays again)")
-		}
-	}
-	again := t.Do(req)
-	story = sent + "  →  " + r.Short() + "\nthen the retry, the same request"
-	if err := t.Reconcile(story, again.Short(), books); err != nil {
-		return err
-	}
-	if len(rows) != 1 && unseen == nil {
-		return t.Fail(story, again.String()+"\nkey rows: "+DescribeRows(rows), "one completed row for the key: the money moved")
-	}
-	return unseen
 }

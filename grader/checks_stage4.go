@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/grader/judging"
 	"idemlab/kit/labctl"
 )
 
@@ -39,9 +40,9 @@ func replayMismatch(orig, replay Response) string {
 // (another status, another value in the body: an id, a balance, a time);
 // nothing when it says the same in other bytes or headers, a contract
 // difference.
-func replayHarm(orig, replay Response) Harm {
+func replayHarm(orig, replay Response) judging.Harm {
 	if replay.Err == nil && (replay.Status != orig.Status || !sameJSON(orig.Body, replay.Body)) {
-		return WrongAnswer
+		return judging.WrongAnswer
 	}
 	return ""
 }
@@ -193,7 +194,7 @@ func checkBalanceAfterUnchanged(t *T, s Scenario) error {
 		return t.Fail(strings.Join(story, "\n"), r.String(), "the stored 201")
 	}
 	if replay != first {
-		return t.Harmful(WrongAnswer, strings.Join(story, "\n"),
+		return t.Harmful(judging.WrongAnswer, strings.Join(story, "\n"),
 			fmt.Sprintf("id %s, balance_after %d, created_at %s", replay.ID, replay.BalanceAfter, replay.CreatedAt),
 			fmt.Sprintf("id %s, balance_after %d, created_at %s: what the first answer said", first.ID, first.BalanceAfter, first.CreatedAt))
 	}
@@ -281,11 +282,11 @@ func checkAnswerStoredWithTheMoney(t *T, s Scenario) error {
 		}
 		switch {
 		case retry.Is(http.StatusConflict, pInProgress):
-			return t.Harmful(StuckKey, story, retry.String(), "the stored 201 of the operation: its money moved, and nothing runs any more")
+			return t.Harmful(judging.StuckKey, story, retry.String(), "the stored 201 of the operation: its money moved, and nothing runs any more")
 		case !retry.Is(http.StatusCreated, ""):
-			return t.Harmful(NoUsableAnswer, story, retry.String(), "the stored 201 of the operation: its money moved, and the answer was stored with it")
+			return t.Harmful(judging.NoUsableAnswer, story, retry.String(), "the stored 201 of the operation: its money moved, and the answer was stored with it")
 		case json.Unmarshal(retry.Body, &got) != nil || got.Metadata["op"] != r.op:
-			return t.Harmful(WrongAnswer, story, retry.String(), "the stored 201 of operation "+r.op)
+			return t.Harmful(judging.WrongAnswer, story, retry.String(), "the stored 201 of operation "+r.op)
 		}
 	}
 	return nil

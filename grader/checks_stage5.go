@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/grader/judging"
 	"idemlab/kit/labclient"
 )
 
@@ -105,7 +106,7 @@ func (t *T) sameKeyTwoCustomers(s Scenario, kind string, together bool) error {
 	for i, r := range rs {
 		switch {
 		case r.Is(http.StatusConflict, pDuplicate):
-			return t.Harmful(Lost, sent, who[i]+" got "+r.String(), own+"; told that its key was used, the client believes its money moved, and it never did")
+			return t.Harmful(judging.Lost, sent, who[i]+" got "+r.String(), own+"; told that its key was used, the client believes its money moved, and it never did")
 		case !r.Is(http.StatusCreated, ""):
 			t.Differ(sent, who[i]+" got "+r.String(), own)
 		}
@@ -149,7 +150,7 @@ func (t *T) sameKeyTwoCustomers(s Scenario, kind string, together bool) error {
 		r = t.Do(copied)
 	}
 	if r.Status >= 200 && r.Status < 300 {
-		return t.Harmful(Leak, probe, r.String(), "403 "+pForbidden+" (the account is not theirs), and never "+who[0]+"'s stored answer: a key and a body match only within the scope of the customer who sent them")
+		return t.Harmful(judging.Leak, probe, r.String(), "403 "+pForbidden+" (the account is not theirs), and never "+who[0]+"'s stored answer: a key and a body match only within the scope of the customer who sent them")
 	}
 	return t.Reconcile(probe, r.Short(), books)
 }
@@ -159,7 +160,7 @@ func (t *T) sameKeyTwoCustomers(s Scenario, kind string, together bool) error {
 // earlier) named: one customer was shown another's operation, and the
 // operation it asked for did not run (the books say whether its money
 // moved).
-func (t *T) leakedAnswer(sent, answers string, rs []Response, who []string, books *Books, earlier ...Response) error {
+func (t *T) leakedAnswer(sent, answers string, rs []Response, who []string, books *judging.Books, earlier ...Response) error {
 	for i, r := range rs {
 		id := answerID(r)
 		if id == "" {
@@ -172,12 +173,12 @@ func (t *T) leakedAnswer(sent, answers string, rs []Response, who []string, book
 			owner := who[j%len(rs)]
 			money := ""
 			if err := t.Reconcile(sent, "", books); err != nil {
-				var f *Failure
+				var f *judging.Failure
 				if errors.As(err, &f) {
 					money = "\nand " + f.Got
 				}
 			}
-			return t.Harmful(Leak, sent, fmt.Sprintf("%s\n%s was given %s's operation %s%s", answers, who[i], owner, id, money),
+			return t.Harmful(judging.Leak, sent, fmt.Sprintf("%s\n%s was given %s's operation %s%s", answers, who[i], owner, id, money),
 				"each customer answered with its own operation: a key belongs to the customer who sent it")
 		}
 	}
@@ -221,12 +222,12 @@ func checkEndpointsScoped(t *T, s Scenario) error {
 	if id := answerID(firsts[1]); id != "" && id == answerID(firsts[0]) {
 		money := ""
 		if err := t.Reconcile(sent, "", books); err != nil {
-			var f *Failure
+			var f *judging.Failure
 			if errors.As(err, &f) {
 				money = "\nand " + f.Got
 			}
 		}
-		return t.Harmful(WrongAnswer, sent, fmt.Sprintf("%s\nthe %s was answered with the %s %s%s", firsts[1].String(), endpointName(reqs[1]), endpointName(reqs[0]), id, money),
+		return t.Harmful(judging.WrongAnswer, sent, fmt.Sprintf("%s\nthe %s was answered with the %s %s%s", firsts[1].String(), endpointName(reqs[1]), endpointName(reqs[0]), id, money),
 			"201 Created for the "+endpointName(reqs[1])+", its own operation: the same key on another endpoint is another operation")
 	}
 	if err := t.Reconcile(sent, "", books); err != nil {
@@ -244,12 +245,12 @@ func checkEndpointsScoped(t *T, s Scenario) error {
 			return err
 		}
 		if d := replayMismatch(firsts[i], r); d != "" {
-			harm := Harm("")
+			harm := judging.Harm("")
 			if id := answerID(r); id != "" && id == answerID(firsts[1-i]) {
-				harm = WrongAnswer
+				harm = judging.WrongAnswer
 			}
 			f := t.Fail(retry, r.String()+"\n"+d, "the stored 201 of that endpoint's own request")
-			f.(*Failure).Harm = harm
+			f.(*judging.Failure).Harm = harm
 			return f
 		}
 	}
@@ -398,7 +399,7 @@ func checkPurgeBounded(t *T, s Scenario) error {
 	}
 	var kept []string
 	for _, req := range old {
-		if rows := KeyRows(st, req.Key); len(rows) > 0 {
+		if rows := judging.KeyRows(st, req.Key); len(rows) > 0 {
 			kept = append(kept, req.Key)
 		}
 	}
@@ -408,7 +409,7 @@ func checkPurgeBounded(t *T, s Scenario) error {
 	}
 	var lost []string
 	for _, req := range live {
-		if rows := KeyRows(st, req.Key); len(rows) == 0 {
+		if rows := judging.KeyRows(st, req.Key); len(rows) == 0 {
 			lost = append(lost, req.Key)
 		}
 	}
@@ -461,7 +462,7 @@ func checkPurgeKeepsInProgress(t *T) error {
 		}
 		running := !held.Done()
 		sent := fmt.Sprintf("%s\n(the original waits %v on the core; while it waits: 25h of lab time, past the retention period, and POST /lab/purge)", req.String(), latency)
-		if len(KeyRows(st, req.Key)) == 0 {
+		if len(judging.KeyRows(st, req.Key)) == 0 {
 			held.Wait()
 			if !running {
 				return false, nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/grader/judging"
 	"idemlab/kit/bank"
 	"idemlab/kit/labclient"
 	"idemlab/kit/problem"
@@ -69,7 +70,7 @@ func (t *T) paidInvoice() (Scenario, invoice, string, error) {
 // payAgain sends inv's transfer again, of amount under key, told in the
 // story as what, and checks that it is refused as a duplicate (see
 // refusedAsDuplicate). It returns the story with it and the answer.
-func (t *T) payAgain(story, what string, inv invoice, key string, amount int64, books *Books) (string, Response, error) {
+func (t *T) payAgain(story, what string, inv invoice, key string, amount int64, books *judging.Books) (string, Response, error) {
 	req := Transfer(inv.payer, key, inv.body(amount))
 	r := t.Do(req)
 	story += "\n" + what + ": " + req.String() + "  →  " + r.Short()
@@ -80,7 +81,7 @@ func (t *T) payAgain(story, what string, inv invoice, key string, amount int64, 
 // again: 409 duplicate-reference with the Location of inv's first
 // transfer. The books are reconciled first: an invoice paid twice is a
 // double, whatever the answer said.
-func (t *T) refusedAsDuplicate(story string, r Response, inv invoice, books *Books) error {
+func (t *T) refusedAsDuplicate(story string, r Response, inv invoice, books *judging.Books) error {
 	if err := t.Reconcile(story, r.String(), books); err != nil {
 		return err
 	}
@@ -170,7 +171,7 @@ func checkTwoClerksPay(t *T) error {
 // exactly one 201, booked with book(i) for the clerk i who got it, and
 // 409 duplicate-reference with its Location to every other clerk. The
 // books are reconciled first.
-func (t *T) onePaid(story string, answers []Response, book func(i int), books *Books) error {
+func (t *T) onePaid(story string, answers []Response, book func(i int), books *judging.Books) error {
 	got := Summarize(answers)
 	var paid []int
 	for i, r := range answers {

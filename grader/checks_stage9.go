@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/grader/judging"
 	"idemlab/kit/bank"
 	"idemlab/kit/core"
 	"idemlab/kit/labctl"
@@ -129,19 +130,19 @@ func (t *T) delivered(story string, s Scenario, want owed, poisoned []string) er
 	}
 	switch {
 	case len(twice) > 0:
-		return t.Harmful(PostedTwice, story, seen+"\nposted more than once: "+strings.Join(twice, ", "), expected)
+		return t.Harmful(judging.PostedTwice, story, seen+"\nposted more than once: "+strings.Join(twice, ", "), expected)
 	case len(extra) > 0:
-		return t.Harmful(PostedUnexecuted, story, seen+"\nposted, and no such transfer executed: "+strings.Join(extra, ", "), expected)
+		return t.Harmful(judging.PostedUnexecuted, story, seen+"\nposted, and no such transfer executed: "+strings.Join(extra, ", "), expected)
 	case len(setAside) > 0:
-		return t.Harmful(NotPosted, story, seen+"\nset aside as dead letters, though the core would have taken them: "+strings.Join(setAside, ", "), expected)
+		return t.Harmful(judging.NotPosted, story, seen+"\nset aside as dead letters, though the core would have taken them: "+strings.Join(setAside, ", "), expected)
 	case len(missing) > 0:
-		return t.Harmful(NotPosted, story, seen+"\nnever posted: "+strings.Join(missing, ", "), expected)
+		return t.Harmful(judging.NotPosted, story, seen+"\nnever posted: "+strings.Join(missing, ", "), expected)
 	case len(unnamed) > 0 && pending == 0:
-		return t.Harmful(NotPosted, story, seen+"\nrejected by the core, and no dead letter names it: "+strings.Join(unnamed, ", "), expected)
+		return t.Harmful(judging.NotPosted, story, seen+"\nrejected by the core, and no dead letter names it: "+strings.Join(unnamed, ", "), expected)
 	case len(unnamed) > 0:
 		return t.Fail(story, seen+"\nrejected by the core for good, and still owed (sent again on every pass, for ever): "+strings.Join(unnamed, ", "), expected)
 	case len(wrong) > 0:
-		return t.Harmful(NotPosted, story, seen+"\nposted wrong: "+strings.Join(wrong, ", "), expected)
+		return t.Harmful(judging.NotPosted, story, seen+"\nposted wrong: "+strings.Join(wrong, ", "), expected)
 	case pending > 0:
 		return t.Fail(story, seen, expected)
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"idemlab/grader"
+	"idemlab/grader/judging"
+	"idemlab/grader/targets"
 	"idemlab/kit/server"
 	"idemlab/solutions/stage9"
 )
@@ -34,8 +36,8 @@ func TestStage9_AServerStartedElsewhereIsNotFailed(t *testing.T) {
 		if !ok {
 			t.Fatalf("no check %s", id)
 		}
-		r := grader.RunCheck(context.Background(), subject, c, 1, grader.Running("http://"+ln.Addr().String(), srv.AdminToken()))
-		var u *grader.Unobserved
+		r := grader.RunCheck(context.Background(), subject, c, 1, targets.Running("http://"+ln.Addr().String(), srv.AdminToken()))
+		var u *judging.Unobserved
 		if r.Caught() || !errors.As(r.Err, &u) {
 			t.Errorf("%s against a server started elsewhere: %v, want could not observe", id, r.Err)
 		}

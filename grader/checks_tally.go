@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"idemlab/grader/dayplan"
+	"idemlab/grader/replay"
 	"idemlab/kit/accesslog"
 )
 
@@ -38,7 +39,7 @@ func checkTallyGenerated(t *T) error {
 		return err
 	}
 	var log bytes.Buffer
-	run, err := ReplayInProcess(t.Context(), t.Subject().New, plan, &log, ReplayOptions{})
+	run, err := replay.InProcess(t.Context(), t.Subject().New, plan, &log, replay.Options{})
 	if err != nil {
 		return fmt.Errorf("replay the generated day: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"idemlab/grader"
+	"idemlab/grader/targets"
 	"idemlab/kit/accesslog"
 	sol0 "idemlab/solutions/stage0"
 )
@@ -45,7 +46,7 @@ func TestTallyGenerated_KeylessTransfers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			subject := grader.Subject{Stage: 0, Name: "solutions/stage0", New: sol0.New, Tally: tc.tally}
-			res := grader.RunCheck(context.Background(), subject, check, 42, grader.InProcess)
+			res := grader.RunCheck(context.Background(), subject, check, 42, targets.InProcess)
 			if res.Passed() != tc.wantPass {
 				t.Errorf("passed = %v, want %v; %v", res.Passed(), tc.wantPass, res.Err)
 			}

@@ -1,7 +1,6 @@
 package grader
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,92 +9,12 @@ import (
 	"syscall"
 	"time"
 
+	"idemlab/grader/replay"
+	"idemlab/grader/targets"
 	"idemlab/grader/timeline"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labdb"
 )
-
-// servable holds the names of the subjects this process can serve as a
-// child of itself: CanServe records them (a stage's test binary does, in
-// gradertest.Main), and ServeChild serves them.
-var servable sync.Map
-
-// ChildProcess returns a Start that runs binary (a stage's test binary, or
-// anything that serves with ServeChild) as a lab server in a child
-// process, on a fresh database (a file in a temporary folder, or a new
-// database on the PostgreSQL cluster the postgres:// URL cluster names:
-// see StartChild), so that checks can kill it and start it again on the
-// same database. The child serves the subject of the same Name if the
-// binary holds several.
-func ChildProcess(binary, cluster string) Start {
-	return func(ctx context.Context, subject Subject) (*Target, func(), error) {
-		dir, err := os.MkdirTemp("", "idemlab-child-")
-		if err != nil {
-			return nil, nil, err
-		}
-		c, err := startChild(ctx, binary, subject, dir, cluster)
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, nil, fmt.Errorf("start %s as a child process: %w", subject.Name, err)
-		}
-		client := newClient()
-		stop := func() {
-			client.CloseIdleConnections()
-			c.Kill()
-			c.DropDB()
-			os.RemoveAll(dir)
-		}
-		return &Target{URL: c.URL, Admin: c.Admin, Client: client, Child: c}, stop, nil
-	}
-}
-
-// ReplicaProcesses returns a Start that runs n copies of binary (as
-// ChildProcess runs one, on cluster) as lab servers on one fresh database:
-// several app servers behind a load balancer. The target's URL is the
-// first; the others are its Replicas.
-func ReplicaProcesses(binary, cluster string, n int) Start {
-	return func(ctx context.Context, subject Subject) (*Target, func(), error) {
-		dir, err := os.MkdirTemp("", "idemlab-replicas-")
-		if err != nil {
-			return nil, nil, err
-		}
-		var children []*Child
-		stop := func() {
-			for _, c := range children {
-				c.Kill()
-			}
-			if len(children) > 0 {
-				children[0].DropDB()
-			}
-			os.RemoveAll(dir)
-		}
-		first, err := startChild(ctx, binary, subject, dir, cluster)
-		if err != nil {
-			stop()
-			return nil, nil, fmt.Errorf("start %s as a child process: %w", subject.Name, err)
-		}
-		children = append(children, first)
-		target := &Target{URL: first.URL, Admin: first.Admin, Client: newClient(), Child: first}
-		for range n - 1 {
-			c := &Child{Binary: binary, Subject: subject.Name, DB: first.DB, Admin: first.Admin, CoreURL: subject.CoreURL}
-			if err := c.Start(ctx); err != nil {
-				stop()
-				return nil, nil, fmt.Errorf("start a replica of %s: %w", subject.Name, err)
-			}
-			children = append(children, c)
-			target.Replicas = append(target.Replicas, c.URL)
-		}
-		return target, func() { target.Client.CloseIdleConnections(); stop() }, nil
-	}
-}
-
-// ErrNoReplicas is returned by OnReplicas when the grader cannot start the
-// subject in processes of its own.
-var ErrNoReplicas = errors.New("this check runs the server as several processes on one database, so it needs to start them: run it with make stage-N, or lab grade without --url")
-
-// ErrNoChild is returned by OnChild when the grader cannot start the
-// subject in a process of its own.
-var ErrNoChild = errors.New("this check crashes the server, so it needs one the grader can kill and restart: run it with make stage-N, or lab grade without --url")
 
 // OnChild returns a T for the same check against a server in a child
 // process, which the check may crash, Kill and Restart: the check's own
@@ -105,14 +24,14 @@ func (t *T) OnChild() (*T, error) {
 	if t.target.Child != nil {
 		return t, nil
 	}
-	if _, ok := servable.Load(t.subject.Name); !ok {
-		return nil, ErrNoChild
+	if !targets.Servable(t.subject.Name) {
+		return nil, targets.ErrNoChild
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find this test binary: %w", err)
 	}
-	target, stop, err := ChildProcess(self, labdb.TestTarget())(t.ctx, t.subject)
+	target, stop, err := targets.ChildProcess(self, labdb.TestTarget())(t.ctx, t.subject)
 	if err != nil {
 		return nil, err
 	}
@@ -133,8 +52,8 @@ func (t *T) OnReplicas(n int) (*T, error) {
 			cluster = ":memory:"
 		}
 	} else {
-		if _, ok := servable.Load(t.subject.Name); !ok {
-			return nil, ErrNoReplicas
+		if !targets.Servable(t.subject.Name) {
+			return nil, targets.ErrNoReplicas
 		}
 		self, err := os.Executable()
 		if err != nil {
@@ -142,7 +61,7 @@ func (t *T) OnReplicas(n int) (*T, error) {
 		}
 		binary = self
 	}
-	target, stop, err := ReplicaProcesses(binary, cluster, n)(t.ctx, t.subject)
+	target, stop, err := targets.ReplicaProcesses(binary, cluster, n)(t.ctx, t.subject)
 	if err != nil {
 		return nil, err
 	}
@@ -152,12 +71,12 @@ func (t *T) OnReplicas(n int) (*T, error) {
 
 // on returns a T for the same check, drawing from the same random source,
 // against another target.
-func (t *T) on(target *Target) *T {
+func (t *T) on(target *targets.Target) *T {
 	on := &T{ctx: t.ctx, target: target, subject: t.subject, seed: t.seed, rng: t.rng, cleanups: t.cleanups, core: t.core, differences: t.differences, history: t.history}
 	if target != t.target {
 		// A server of its own: its events join the same history. Without
 		// them the timeline still has every request.
-		on.history.watch(on.ctx, on.Lab())
+		on.history.Watch(on.ctx, on.Lab())
 	}
 	return on
 }
@@ -166,7 +85,7 @@ func (t *T) on(target *Target) *T {
 // check's history.
 func (t *T) kill() {
 	t.target.Child.Kill()
-	t.history.lab(timeline.Crash, "kill -9")
+	t.history.Lab(timeline.Crash, "kill -9")
 }
 
 // onCleanup registers fn to run when the check ends.
@@ -183,7 +102,7 @@ func (t *T) onCleanup(fn func()) {
 func (t *T) Restart() error {
 	c := t.target.Child
 	if c == nil {
-		return ErrNoChild
+		return targets.ErrNoChild
 	}
 	c.Kill()
 	t.target.Client.CloseIdleConnections()
@@ -191,8 +110,8 @@ func (t *T) Restart() error {
 		return fmt.Errorf("restart the server on %s: %w", c.DB, err)
 	}
 	t.target.URL = c.URL
-	t.history.lab(timeline.Restart, "the server process started again on its database")
-	t.history.watch(t.ctx, t.Lab())
+	t.history.Lab(timeline.Restart, "the server process started again on its database")
+	t.history.Watch(t.ctx, t.Lab())
 	return nil
 }
 
@@ -202,11 +121,11 @@ func (t *T) Restart() error {
 func (t *T) Crashed(d time.Duration) (bool, error) {
 	c := t.target.Child
 	if c == nil {
-		return false, ErrNoChild
+		return false, targets.ErrNoChild
 	}
 	exited, _ := c.WaitExit(d)
 	if exited {
-		t.history.lab(timeline.Crash, "the server process exited")
+		t.history.Lab(timeline.Crash, "the server process exited")
 	}
 	return exited, nil
 }
@@ -291,12 +210,6 @@ func (p *pausable) resume() {
 
 // killUnderLoad stands for a kill -9 among the crash points of a day.
 const killUnderLoad = "kill -9"
-
-// dayLease is the lease a crashed day runs with: a key stranded by a
-// crash is taken over within a fraction of a second of real time, so the
-// day's clients, who retry for an hour of the plan's clock but a few
-// seconds of real time, find it free again.
-const dayLease = 150 * time.Millisecond
 
 // armAgainOnEOF arms point once. Arming sets a count, so sending it again
 // is safe: if the request dies on the way (a kept-alive connection the
@@ -388,7 +301,7 @@ func (t *T) crashDuring(stop <-chan struct{}, gate *pausable, crashes []string) 
 				log.err = fmt.Errorf("arm %s after the crashes %v: %w", point, log.fired, err)
 				return log
 			}
-			if !t.target.Child.awaitExit(stop) {
+			if !t.target.Child.AwaitExit(stop) {
 				t.Arm(point, 0)
 				return log
 			}
@@ -400,7 +313,7 @@ func (t *T) crashDuring(stop <-chan struct{}, gate *pausable, crashes []string) 
 		// sent down an old connection would die with EOF.
 		err := t.Restart()
 		if err == nil {
-			err = t.Configure(labclient.Config{Lease: dayLease})
+			err = t.Configure(labclient.Config{Lease: replay.DayLease})
 		}
 		gate.resume()
 		if err != nil {

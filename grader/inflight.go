@@ -3,6 +3,7 @@ package grader
 import (
 	"time"
 
+	"idemlab/grader/judging"
 	"idemlab/kit/labclient"
 )
 
@@ -112,7 +113,7 @@ func (t *T) Hold(req Request, latency time.Duration) (*Held, error) {
 		if err != nil {
 			return false, err
 		}
-		h.Seen = keyInProgress(st, req.Key)
+		h.Seen = judging.KeyInProgress(st, req.Key)
 		return h.Seen, nil
 	})
 	return h, err

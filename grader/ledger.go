@@ -1,12 +1,11 @@
 package grader
 
 import (
-	"context"
 	"fmt"
 	"time"
 
+	"idemlab/grader/judging"
 	"idemlab/kit/core"
-	"idemlab/kit/labctl"
 )
 
 // CoreStage is the first stage whose server tells the core ledger about
@@ -46,17 +45,5 @@ func (t *T) Postings() ([]core.Receipt, error) {
 // within is generous, so that a slow machine is never taken for a stuck
 // relay.
 func (t *T) Drained(within time.Duration) (int64, error) {
-	return drained(t.ctx, within, pollEvery, t.State)
-}
-
-// drained reads state every so often until its outbox has nothing left to
-// send or within has passed, and returns the last count read.
-func drained(ctx context.Context, within, every time.Duration, state func() (labctl.State, error)) (int64, error) {
-	var pending int64
-	_, err := waitFor(ctx, within, every, func() (bool, error) {
-		st, err := state()
-		pending = st.Outbox.Pending
-		return err == nil && pending == 0, err
-	})
-	return pending, err
+	return judging.Drained(t.ctx, within, pollEvery, t.State)
 }

@@ -1,61 +1,31 @@
 package grader
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
+	"idemlab/grader/history"
+	"idemlab/grader/judging"
 	"idemlab/kit/labctl"
 )
-
-// Books is what a check expects of the bank after a scenario: the balance
-// of each account it touched and how many times each op ran.
-type Books struct {
-	Balances   map[string]int64
-	Executions map[string]int64
-}
 
 // NewBooks returns books for accounts that all opened with opening won
 // and ops that have not run yet. The check keeps them: once it has run,
 // whatever its verdict, an op that executed more often than its books
 // allow is reported as a double (see moneyFirst).
-func (t *T) NewBooks(opening int64, accounts ...string) *Books {
-	b := &Books{Balances: map[string]int64{}, Executions: map[string]int64{}}
-	for _, a := range accounts {
-		b.Balances[a] = opening
-	}
+func (t *T) NewBooks(opening int64, accounts ...string) *judging.Books {
+	b := judging.NewBooks(opening, accounts...)
 	t.books = append(t.books, b)
 	return b
-}
-
-// Transfer records one execution of a transfer of amount from one account
-// to another under op.
-func (b *Books) Transfer(op, from, to string, amount int64) {
-	b.Balances[from] -= amount
-	b.Balances[to] += amount
-	b.Executions[op]++
-}
-
-// Deposit records one execution of a deposit of amount under op.
-func (b *Books) Deposit(op, account string, amount int64) {
-	b.Balances[account] += amount
-	b.Executions[op]++
-}
-
-// Expect records that op must not have run (yet).
-func (b *Books) Expect(op string) {
-	if _, ok := b.Executions[op]; !ok {
-		b.Executions[op] = 0
-	}
 }
 
 // Reconcile compares the target's lab state with the books. It returns a
 // failure that shows what was sent and answered (the story so far) and
 // every difference, or nil when they agree. An op run twice is named
 // first: that is the double transfer.
-func (t *T) Reconcile(sent, answers string, want *Books) error {
+func (t *T) Reconcile(sent, answers string, want *judging.Books) error {
 	st, err := t.State()
 	if err != nil {
 		return err
@@ -63,13 +33,13 @@ func (t *T) Reconcile(sent, answers string, want *Books) error {
 	return reconcileState(t, st, sent, answers, want)
 }
 
-func reconcileState(t *T, st labctl.State, sent, answers string, want *Books) error {
+func reconcileState(t *T, st labctl.State, sent, answers string, want *judging.Books) error {
 	var got, expected, excess, missing []string
-	var harm Harm
+	var harm judging.Harm
 	// The worst harm names the failure: a double before money that moved
 	// though refused, before a lost operation, before books that differ.
-	worse := func(h Harm) {
-		rank := map[Harm]int{Double: 4, MovedThoughRefused: 3, Lost: 2, Unbalanced: 1}
+	worse := func(h judging.Harm) {
+		rank := map[judging.Harm]int{judging.Double: 4, judging.MovedThoughRefused: 3, judging.Lost: 2, judging.Unbalanced: 1}
 		if rank[h] > rank[harm] {
 			harm = h
 		}
@@ -77,15 +47,15 @@ func reconcileState(t *T, st labctl.State, sent, answers string, want *Books) er
 	ops := sortedKeys(want.Executions)
 	for _, op := range ops {
 		if n, w := st.Executions[op], want.Executions[op]; n != w {
-			got = append(got, fmt.Sprintf("op %s executed %s", op, times(n)))
-			expected = append(expected, fmt.Sprintf("op %s executed %s", op, times(w)))
+			got = append(got, fmt.Sprintf("op %s executed %s", op, history.Times(n)))
+			expected = append(expected, fmt.Sprintf("op %s executed %s", op, history.Times(w)))
 			switch {
 			case n > w && w > 0:
-				worse(Double)
+				worse(judging.Double)
 			case n > w:
-				worse(MovedThoughRefused)
+				worse(judging.MovedThoughRefused)
 			default:
-				worse(Lost)
+				worse(judging.Lost)
 			}
 			if n > w {
 				excess = append(excess, op)
@@ -102,7 +72,7 @@ func reconcileState(t *T, st labctl.State, sent, answers string, want *Books) er
 		if balances[id] != want.Balances[id] {
 			got = append(got, fmt.Sprintf("balance of %s is %d", id, balances[id]))
 			expected = append(expected, fmt.Sprintf("balance of %s is %d", id, want.Balances[id]))
-			worse(Unbalanced)
+			worse(judging.Unbalanced)
 		}
 	}
 	if len(got) == 0 {
@@ -112,20 +82,8 @@ func reconcileState(t *T, st labctl.State, sent, answers string, want *Books) er
 		answers += "\n"
 	}
 	err := t.Harmful(harm, sent, "%sthen /lab/state: %s", strings.Join(expected, "; "), answers, strings.Join(got, "; "))
-	err.(*Failure).Excess, err.(*Failure).Missing = excess, missing
+	err.(*judging.Failure).Excess, err.(*judging.Failure).Missing = excess, missing
 	return err
-}
-
-func times(n int64) string {
-	switch n {
-	case 0:
-		return "never"
-	case 1:
-		return "once"
-	case 2:
-		return "twice"
-	}
-	return fmt.Sprintf("%d times", n)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -184,73 +142,6 @@ func (r Response) Is(status int, ptype string) bool {
 	return r.Err == nil && r.Status == status && (ptype == "" || r.Problem() == ptype)
 }
 
-// KeyRows returns the rows of idempotency_keys that hold key, in any
-// column (a stage may store it alone or inside a composite scope).
-func KeyRows(st labctl.State, key string) []map[string]any {
-	var out []map[string]any
-	for _, row := range st.Keys {
-		for col, v := range row {
-			if s, ok := v.(string); ok && col != "rowid" && strings.Contains(s, key) {
-				out = append(out, row)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// State values of the key table's state column, from stage 3 on
-// (docs/api.md, GET /lab/state).
-const (
-	StateInProgress = "in_progress"
-	StateCompleted  = "completed"
-)
-
-// RowState reads a key row's state column; ok is false when the table has
-// no state column (stages 1 and 2, where a row exists only once its
-// request has run).
-func RowState(row map[string]any) (state string, ok bool) {
-	v, ok := row["state"]
-	if !ok {
-		return "", false
-	}
-	s, _ := v.(string)
-	return s, true
-}
-
-// keyInProgress reports whether st holds key in progress.
-func keyInProgress(st labctl.State, key string) bool {
-	for _, row := range KeyRows(st, key) {
-		if s, ok := RowState(row); ok && s == StateInProgress {
-			return true
-		}
-	}
-	return false
-}
-
-// DescribeRows renders key rows for a report.
-func DescribeRows(rows []map[string]any) string {
-	if len(rows) == 0 {
-		return "no row"
-	}
-	parts := make([]string, len(rows))
-	for i, row := range rows {
-		var cols []string
-		for _, c := range sortedKeys(row) {
-			if c == "rowid" {
-				continue
-			}
-			v := []rune(fmt.Sprint(row[c]))
-			if len(v) > 48 {
-				v = append(v[:45], '…')
-			}
-			cols = append(cols, c+": "+string(v))
-		}
-		parts[i] = "{" + strings.Join(cols, ", ") + "}"
-	}
-	return strings.Join(parts, "; ")
-}
-
 // pollEvery is how often WaitFor looks again.
 const pollEvery = 3 * time.Millisecond
 
@@ -258,28 +149,5 @@ const pollEvery = 3 * time.Millisecond
 // it held. A check waits for an event this way, never by sleeping a
 // guessed duration.
 func (t *T) WaitFor(d time.Duration, cond func() (bool, error)) (bool, error) {
-	return waitFor(t.ctx, d, pollEvery, cond)
-}
-
-// waitFor calls cond every so often until it holds, returns an error, or
-// d has passed, and reports whether it held; it returns ctx's error if ctx
-// ends first.
-func waitFor(ctx context.Context, d, every time.Duration, cond func() (bool, error)) (bool, error) {
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		ok, err := cond()
-		if err != nil || ok {
-			return ok, err
-		}
-		if time.Now().After(deadline) {
-			return false, nil
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return false, ctx.Err()
-		}
-	}
+	return judging.WaitFor(t.ctx, d, pollEvery, cond)
 }

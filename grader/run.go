@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/grader/history"
+	"idemlab/grader/judging"
+	"idemlab/grader/targets"
 	"idemlab/grader/timeline"
 	"idemlab/kit/core"
 	"idemlab/kit/server"
@@ -37,29 +40,23 @@ func (r Result) Passed() bool { return r.Err == nil }
 // (the server did not start, the check could not observe what it needs,
 // panicked or timed out).
 func (r Result) Caught() bool {
-	var f *Failure
+	var f *judging.Failure
 	return errors.As(r.Err, &f)
 }
 
 // Harm is what the failure did to money, or "" for a pass, a contract
 // difference, or a check that could not run.
-func (r Result) Harm() Harm {
-	var f *Failure
+func (r Result) Harm() judging.Harm {
+	var f *judging.Failure
 	if errors.As(r.Err, &f) {
 		return f.Harm
 	}
 	return ""
 }
 
-// Start starts a fresh target for one check.
-type Start func(ctx context.Context, subject Subject) (*Target, func(), error)
-
-// InProcess starts the subject in this process (the default for go test).
-var InProcess Start = startInProcess
-
 // RunCheck runs one check against a fresh target, with the check's own
 // seed derived from the run's.
-func RunCheck(ctx context.Context, subject Subject, c Check, runSeed uint64, start Start) Result {
+func RunCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uint64, start targets.Start) Result {
 	seed := CheckSeed(runSeed, c.ID)
 	began := time.Now()
 	// A core outside the server, so that it outlives the server's crashes:
@@ -81,16 +78,16 @@ func RunCheck(ctx context.Context, subject Subject, c Check, runSeed uint64, sta
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	t := &T{ctx: ctx, target: target, subject: subject, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x9e3779b9)), cleanups: &cleanupList{}, core: ledger,
-		differences: &[]*Failure{}, history: newHistorian()}
+		differences: &[]*judging.Failure{}, history: history.NewRecorder()}
 	defer t.cleanups.run()
-	defer t.history.close()
+	defer t.history.Close()
 	// Without the lab's events the timeline still has every request.
-	t.history.watch(ctx, t.Lab())
+	t.history.Watch(ctx, t.Lab())
 	err = t.moneyFirst(runGuarded(c, t))
 	r := Result{Check: c, Seed: runSeed, Err: err, Duration: time.Since(began)}
 	if r.Caught() {
-		t.history.fence(ctx, t.Lab())
-		r.History = t.history.history()
+		t.history.Fence(ctx, t.Lab())
+		r.History = t.history.History()
 	}
 	return r
 }
@@ -116,7 +113,7 @@ func Format(r Result, reproduce string) string { return FormatColor(r, reproduce
 func FormatColor(r Result, reproduce string, color bool) string {
 	var b strings.Builder
 	c := r.Check
-	var f *Failure
+	var f *judging.Failure
 	if !errors.As(r.Err, &f) {
 		fmt.Fprintf(&b, "COULD NOT RUN %s  %s\n", c.ID, c.Claim)
 		fmt.Fprintf(&b, "  lesson    %s\n", c.Lesson)
@@ -155,7 +152,7 @@ func FormatColor(r Result, reproduce string, color bool) string {
 	return b.String()
 }
 
-func evidence(b *strings.Builder, f *Failure) {
+func evidence(b *strings.Builder, f *judging.Failure) {
 	fmt.Fprintf(b, "  sent      %s\n", indent(f.Sent))
 	fmt.Fprintf(b, "  got       %s\n", indent(f.Got))
 	fmt.Fprintf(b, "  expected  %s\n", indent(f.Expected))

@@ -1,5 +1,6 @@
 package grader
 
+import "idemlab/grader/judging"
 import "idemlab/kit/bank"
 
 // Scenario is the set-up most checks start from: a freshly reset bank
@@ -14,7 +15,7 @@ type Scenario struct {
 	Opening int64
 	// Books start at the opening balance on every account, with no
 	// operation run; the check records what it expects to execute.
-	Books *Books
+	Books *judging.Books
 }
 
 // Scenario resets the target to customers (at least two) with two

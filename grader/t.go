@@ -11,6 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"idemlab/grader/history"
+	"idemlab/grader/judging"
+	"idemlab/grader/targets"
 	"idemlab/kit/bank"
 	"idemlab/kit/core"
 	"idemlab/kit/events"
@@ -24,21 +27,21 @@ import (
 // the subject.
 type T struct {
 	ctx      context.Context
-	target   *Target
-	subject  Subject
+	target   *targets.Target
+	subject  targets.Subject
 	seed     uint64
 	rng      *rand.Rand
 	cleanups *cleanupList
 	// books are every set of books the check kept (NewBooks).
-	books []*Books
+	books []*judging.Books
 	// differences are the contract differences the check recorded on its
 	// way (Differ), shared by every T of the check (see on).
-	differences *[]*Failure
+	differences *[]*judging.Failure
 	// core is the core ledger the server posts to (stage 9 on).
 	core *core.Core
 	// history records what the check's clients sent and what the lab
 	// observed, for the timeline of a money finding.
-	history *historian
+	history *history.Recorder
 }
 
 // Rand is the check's random source; draw every input from it.
@@ -48,10 +51,10 @@ func (t *T) Rand() *rand.Rand { return t.rng }
 func (t *T) Seed() uint64 { return t.seed }
 
 // Subject is what is being graded.
-func (t *T) Subject() Subject { return t.subject }
+func (t *T) Subject() targets.Subject { return t.subject }
 
 // Target is the server under test.
-func (t *T) Target() *Target { return t.target }
+func (t *T) Target() *targets.Target { return t.target }
 
 // Context is the check's context.
 func (t *T) Context() context.Context { return t.ctx }
@@ -63,7 +66,7 @@ func (t *T) Fail(sent, got, expected string, args ...any) error {
 	if len(args) > 0 {
 		got = fmt.Sprintf(got, args...)
 	}
-	return &Failure{Sent: sent, Got: got, Expected: expected}
+	return &judging.Failure{Sent: sent, Got: got, Expected: expected}
 }
 
 // Response is what came back.
@@ -130,25 +133,18 @@ type Request struct {
 
 // String describes the request in one line for a report.
 func (r Request) String() string {
-	s := r.Method + " " + r.Path
+	var keys []string
 	if r.Key != "" {
 		k := r.Key
 		if r.Quote {
 			k = quoteKey(k)
 		}
-		s += "  Idempotency-Key: " + k
+		keys = append(keys, k)
 	}
 	for _, v := range r.Header.Values("Idempotency-Key") {
-		s += fmt.Sprintf("  Idempotency-Key: %q", v)
+		keys = append(keys, fmt.Sprintf("%q", v))
 	}
-	body := r.Body
-	if len(body) > 200 {
-		body = fmt.Sprintf("%s… (%d bytes)", body[:120], len(body))
-	}
-	if body != "" {
-		s += "  " + body
-	}
-	return s
+	return history.Describe(r.Method, r.Path, keys, r.Body)
 }
 
 // Do sends req and reads the whole response.
@@ -157,9 +153,13 @@ func (t *T) Do(req Request) Response { return t.send("check", req) }
 // send sends req as client and reads the whole response, recording both
 // in the check's history.
 func (t *T) send(client string, req Request) Response {
-	n, attempt := t.history.begin(client, req)
+	n, attempt := t.history.Begin(client, req.Method, req.Path, req.Key, req.Body, req.String())
 	r := t.roundTrip(req, attempt)
-	t.history.end(n, r)
+	errText := ""
+	if r.Err != nil {
+		errText = r.Err.Error()
+	}
+	t.history.Answered(n, r.Status, r.Problem(), r.String(), errText, false)
 	return r
 }
 
@@ -169,7 +169,7 @@ func (t *T) roundTrip(req Request, attempt string) Response {
 	if req.Body != "" {
 		body = strings.NewReader(req.Body)
 	}
-	hr, err := http.NewRequestWithContext(t.ctx, req.Method, t.target.replicaURL(req.Replica)+req.Path, body)
+	hr, err := http.NewRequestWithContext(t.ctx, req.Method, t.target.ReplicaURL(req.Replica)+req.Path, body)
 	if err != nil {
 		return Response{Err: err}
 	}
@@ -269,7 +269,7 @@ func (t *T) Configure(change labclient.Config) error {
 func (t *T) Arm(point string, count int) error {
 	crash := strings.HasPrefix(point, "crash-")
 	if crash && count > 0 && t.target.Server == nil && t.target.Child == nil {
-		return ErrNoChild
+		return targets.ErrNoChild
 	}
 	return t.Lab().Arm(t.ctx, point, int64(count))
 }

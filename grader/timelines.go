@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"idemlab/grader/judging"
+	"idemlab/grader/targets"
 	"idemlab/grader/timeline"
 )
 
@@ -20,7 +22,7 @@ import (
 // to see: more than one request, or a crash. ok is false when there is
 // nothing to draw.
 func (r Result) Timeline(reproduce string, lanes int) (v timeline.View, ok bool) {
-	var f *Failure
+	var f *judging.Failure
 	if r.History == nil || !errors.As(r.Err, &f) {
 		return timeline.View{}, false
 	}
@@ -36,9 +38,9 @@ func (r Result) Timeline(reproduce string, lanes int) (v timeline.View, ok bool)
 		// its evidence: what the harm says of them decides the highlight.
 		named := namedOps(f)
 		switch f.Harm {
-		case Double, MovedThoughRefused:
+		case judging.Double, judging.MovedThoughRefused:
 			finding.Excess = named
-		case Lost:
+		case judging.Lost:
 			finding.Missing = named
 		default:
 			finding.Named, finding.Refs = named, namedRefs(f.Got)
@@ -73,9 +75,9 @@ func namedRefs(got string) []string {
 }
 
 // namedOps are the operations a failure's evidence names.
-func namedOps(f *Failure) []string {
+func namedOps(f *judging.Failure) []string {
 	var out []string
-	for _, part := range []*Failure{f, f.Contract} {
+	for _, part := range []*judging.Failure{f, f.Contract} {
 		if part == nil {
 			continue
 		}
@@ -121,7 +123,7 @@ func TimelineDir() string {
 	if d := os.Getenv(TimelinesEnv); d != "" {
 		return d
 	}
-	root, err := Root()
+	root, err := targets.Root()
 	if err != nil {
 		root = "."
 	}

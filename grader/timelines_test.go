@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"idemlab/grader/judging"
 	"idemlab/grader/timeline"
 )
 
@@ -16,8 +17,8 @@ func TestNamedRefs_ReadsOnlyTheLinesOfTheFinding(t *testing.T) {
 }
 
 func TestNamedOps_ReadsTheEvidenceAndTheContractBesideIt(t *testing.T) {
-	f := &Failure{Sent: `POST /transfers {"metadata":{"op":"op-0000000a"}}`, Got: "op op-0000000a executed twice",
-		Contract: &Failure{Sent: `{"metadata":{"op":"op-0000000b"}}`}}
+	f := &judging.Failure{Sent: `POST /transfers {"metadata":{"op":"op-0000000a"}}`, Got: "op op-0000000a executed twice",
+		Contract: &judging.Failure{Sent: `{"metadata":{"op":"op-0000000b"}}`}}
 	if ops := namedOps(f); !slices.Equal(ops, []string{"op-0000000a", "op-0000000b"}) {
 		t.Errorf("namedOps = %v", ops)
 	}
@@ -33,12 +34,12 @@ func TestResultTimeline_HarmDecidesTheHighlight(t *testing.T) {
 		Events:   []timeline.Event{{At: t0.Add(5 * time.Millisecond), Kind: timeline.Execution, Attempt: "a1", Op: "op-0000000a"}},
 	}
 	sent := `POST /transfers {"metadata":{"op":"op-0000000a"}}`
-	moved := Result{Check: Check{ID: "S1.x"}, History: h, Err: &Failure{Harm: MovedThoughRefused, Sent: sent}}
+	moved := Result{Check: Check{ID: "S1.x"}, History: h, Err: &judging.Failure{Harm: judging.MovedThoughRefused, Sent: sent}}
 	v, ok := moved.Timeline("make stage-1", 10)
 	if !ok || len(v.Lanes) != 1 || len(v.Lanes[0].Marks) != 1 || !v.Lanes[0].Marks[0].Highlight {
 		t.Errorf("moved though refused: drawn %v, lanes %+v; want its execution highlighted", ok, v.Lanes)
 	}
-	contract := Result{Check: Check{ID: "S1.x"}, History: h, Err: &Failure{Sent: sent}}
+	contract := Result{Check: Check{ID: "S1.x"}, History: h, Err: &judging.Failure{Sent: sent}}
 	if _, ok := contract.Timeline("make stage-1", 10); ok {
 		t.Error("a contract difference of one request draws a timeline")
 	}

@@ -5,13 +5,15 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"idemlab/grader/judging"
 )
 
 // newT is a T with nothing to send to: enough for a verdict.
-func newT() *T { return &T{differences: &[]*Failure{}} }
+func newT() *T { return &T{differences: &[]*judging.Failure{}} }
 
 // contracts lists the contract differences f carries beside it.
-func contracts(f *Failure) []string {
+func contracts(f *judging.Failure) []string {
 	var out []string
 	for c := f.Contract; c != nil; c = c.Contract {
 		out = append(out, c.Got)
@@ -26,7 +28,7 @@ func TestWithDifferences_PassedCheckFailsWithEveryDifference(t *testing.T) {
 	tt.Differ("a", "first", "x")
 	tt.Differ("b", "second", "y")
 	tt.Differ("c", "third", "z")
-	var f *Failure
+	var f *judging.Failure
 	if !errors.As(tt.withDifferences(nil), &f) || f.Got != "first" || f.Harm != "" {
 		t.Fatalf("got %v, want the first difference as a contract failure", f)
 	}
@@ -41,16 +43,16 @@ func TestWithDifferences_MoneyFirst(t *testing.T) {
 	tt := newT()
 	tt.Differ("a", "a plain 409", "409 request-in-progress")
 	tt.Differ("b", "a 422", "201")
-	err := tt.withDifferences(tt.Harmful(Leak, "copy", "another's transfer", "403"))
-	var f *Failure
-	if !errors.As(err, &f) || f.Harm != Leak {
+	err := tt.withDifferences(tt.Harmful(judging.Leak, "copy", "another's transfer", "403"))
+	var f *judging.Failure
+	if !errors.As(err, &f) || f.Harm != judging.Leak {
 		t.Fatalf("got %v, want the leak", err)
 	}
 	if got := contracts(f); strings.Join(got, ",") != "a plain 409,a 422" {
 		t.Fatalf("beside it: %v", got)
 	}
 	out := Format(Result{Check: Check{ID: "S5.x"}, Err: err}, "again")
-	money := strings.Index(out, "money     ✗ "+string(Leak))
+	money := strings.Index(out, "money     ✗ "+string(judging.Leak))
 	beside := strings.Index(out, "contract  ✗ also, beside the money finding")
 	if money < 0 || beside < money || strings.Count(out, "contract  ✗") != 2 {
 		t.Fatalf("the report does not put the money first and both differences after it:\n%s", out)
@@ -62,7 +64,7 @@ func TestWithDifferences_MoneyFirst(t *testing.T) {
 func TestWithDifferences_CouldNotGoOnKeepsTheEvidence(t *testing.T) {
 	tt := newT()
 	tt.Differ("a", "a 500", "201")
-	var f *Failure
+	var f *judging.Failure
 	if !errors.As(tt.withDifferences(tt.CouldNotObserve("the key table")), &f) || !strings.Contains(f.Got, "could not go on: could not observe the key table") {
 		t.Fatalf("got %+v", f)
 	}
@@ -75,7 +77,7 @@ func TestNote_ContractGoesOnMoneyStops(t *testing.T) {
 	if err := tt.note(tt.Fail("a", "b", "c")); err != nil || len(*tt.differences) != 1 {
 		t.Fatalf("a contract difference: %v, %d kept", err, len(*tt.differences))
 	}
-	if err := tt.note(tt.Harmful(Double, "a", "b", "c")); err == nil {
+	if err := tt.note(tt.Harmful(judging.Double, "a", "b", "c")); err == nil {
 		t.Fatal("a double was kept as a contract difference")
 	}
 }

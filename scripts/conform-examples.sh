@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# conform-examples.sh LAB: runs lab conform (the binary LAB) against three
+# conform-examples.sh LAB: runs lab conform (the binary LAB) against
 # APIs, each through its public API only, and checks each verdict is the
 # expected one: stage 9's reference solution (valid), stage 0's naive
-# server (money harmed), both served by lab serve, and the small payments
-# server of grader/conform/testdata (valid). The lab servers are reset
-# once, with seed 1, to have customers; lab conform itself never calls
-# /lab. Ends with one line, and exits 0 only if every verdict is expected.
+# server (money harmed), both served by lab serve; the two small APIs of
+# grader/conform/testdata, payserver and walletd (valid), and the
+# payserver again with a restart that loses its keys (money harmed); and
+# the six audit examples, each middleware around stage 0's handlers as
+# lab audit wraps it (grader/conform/testdata/auditserve), with the
+# verdict docs/conform.md explains. The lab servers are reset once, with
+# seed 1, to have customers; lab conform itself never calls /lab. Ends
+# with one line, and exits 0 only if every verdict is expected.
 set -euo pipefail
 
 lab=${1:?usage: $0 LAB}
@@ -13,6 +17,8 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/idemlab-conform.XXXXXX")
 pids=()
 stop() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	# The restarted payserver is the restart command's child, not ours.
+	[ -f "$dir/restarted.pid" ] && kill "$(cat "$dir/restarted.pid")" 2>/dev/null || true
 	wait 2>/dev/null || true
 	[ -n "${KEEP:-}" ] && echo "kept $dir" >&2 && return
 	rm -rf "$dir"
@@ -83,6 +89,41 @@ go build -o "$dir/payserver" ./grader/conform/testdata/payserver/serve
 "$dir/payserver" >"$dir/payserver.log" 2>&1 &
 pids+=($!)
 check "payserver" 0 "$(url_of "$dir/payserver.log")" "$profiles/payserver.json"
+
+# The payserver again, its payments in a file and its keys in memory,
+# with a restart command in its profile: it kills the server and starts
+# it again on the same port and file, and retry-after-restart finds the
+# operation paid twice.
+"$dir/payserver" -payments "$dir/payments.jsonl" >"$dir/restarted.log" 2>&1 &
+echo $! >"$dir/restarted.pid"
+url=$(url_of "$dir/restarted.log")
+export PAYSERVER_RESTART="pid=\$(cat '$dir/restarted.pid'); kill \$pid; while kill -0 \$pid 2>/dev/null; do sleep 0.05; done; '$dir/payserver' -addr ${url#http://} -payments '$dir/payments.jsonl' >>'$dir/restarted.log' 2>&1 & echo \$! >'$dir/restarted.pid'"
+sed 's|^  "expiry"|  "restart": "{{env.PAYSERVER_RESTART}}",\n  "expiry"|' "$profiles/payserver.json" >"$dir/restarted.json"
+check "payserver restarted" 1 "$url" "$dir/restarted.json"
+
+go build -o "$dir/walletd" ./grader/conform/testdata/walletd/serve
+"$dir/walletd" >"$dir/walletd.log" 2>&1 &
+pids+=($!)
+check "walletd" 0 "$(url_of "$dir/walletd.log")" "$profiles/walletd.json"
+
+# serve_audit NAME: serves the audit example NAME, which resets its own
+# bank and prints the lab profile's LAB_* variables before its URL; sets
+# URL and exports them.
+serve_audit() {
+	"$dir/auditserve" -example "$1" >"$dir/audit-$1.log" 2>&1 &
+	pids+=($!)
+	URL=$(url_of "$dir/audit-$1.log")
+	while IFS='=' read -r name value; do
+		export "$name=$value"
+	done < <(grep '^LAB_' "$dir/audit-$1.log")
+}
+
+# The expected exit status of each audit example: 0 valid, 1 invalid.
+go build -o "$dir/auditserve" ./grader/conform/testdata/auditserve/serve
+for example in naive:1 final:0 aftercommit:0 heldlock:1 nomarker:0 sharedscope:1; do
+	serve_audit "${example%:*}"
+	check "${example%:*}" "${example#*:}" "$URL" "$profiles/lab.json"
+done
 
 (IFS=';'; echo "conform: ${summary[*]}" | sed 's/;/; /g')
 exit $failed

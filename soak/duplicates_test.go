@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"idemlab/grader"
+	"idemlab/grader/replay"
 	"idemlab/kit/problem"
 )
 
@@ -38,11 +38,11 @@ func TestDuplicateLoad_NoServerErrorNoDouble(t *testing.T) {
 	coreURL := startCore(ctx, t)
 	child, base := startSolution(ctx, t, coreURL, map[string]string{"core_latency": dupCoreLatency})
 	dup := &duplicator{base: base, seed: seed, first: map[string]copyAnswer{}}
-	res, err := grader.Replay(ctx, plan, grader.ReplayOptions{URL: child.URL, Admin: child.Admin, Base: dup, Clients: dupClients, CoreURL: coreURL})
+	res, err := replay.Run(ctx, plan, replay.Options{URL: child.URL, Admin: child.Admin, Base: dup, Clients: dupClients, CoreURL: coreURL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := grader.ReconcileDay(res)
+	rc := replay.ReconcileDay(res)
 	t.Logf("duplicate load: %d operations, %d clients: %s; %s", len(plan.Ops), dupClients, dup.figures(rc), coreFigures(t, res, rc))
 	if len(dup.broken) > 0 {
 		t.Errorf("%d copies broke the contract; the first:\n%s", len(dup.broken), strings.Join(dup.broken[:min(3, len(dup.broken))], "\n"))
@@ -172,7 +172,7 @@ func (d *duplicator) check(key string, a copyAnswer) {
 }
 
 // figures says what the copies heard, and the reconciliation's doubles.
-func (d *duplicator) figures(rc grader.DayReconciliation) string {
+func (d *duplicator) figures(rc replay.DayReconciliation) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return fmt.Sprintf("%d copies sent: %d original answers, %d replays, %d in progress, %d server errors, %d without an answer; %d executed twice, %d lost, money conserved %v",

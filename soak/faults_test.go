@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"idemlab/grader"
 	"idemlab/grader/dayplan"
+	"idemlab/grader/replay"
 )
 
 // faultClients is how many operations of the day of faults run at once.
@@ -29,11 +29,11 @@ func TestDayOfFaults_EveryPointReconciles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := grader.ReplayInProcess(ctx, subject.New, plan, nil, grader.ReplayOptions{Clients: faultClients, CoreURL: startCore(ctx, t)})
+	run, err := replay.InProcess(ctx, subject.New, plan, nil, replay.Options{Clients: faultClients, CoreURL: startCore(ctx, t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := grader.ReconcileDay(run.Result)
+	rc := replay.ReconcileDay(run.Result)
 	var met []string
 	for _, p := range dayplan.Points {
 		met = append(met, fmt.Sprintf("%s %d", p, rc.FaultsMet[p]))

@@ -11,8 +11,9 @@ import (
 	"sync"
 	"testing"
 
-	"idemlab/grader"
 	"idemlab/grader/dayplan"
+	"idemlab/grader/replay"
+	"idemlab/grader/targets"
 )
 
 // killClients is how many clients send the day at once while the server
@@ -22,7 +23,7 @@ const killClients = 32
 // killLease is the lease the killed server runs with: a key stranded in
 // progress by a kill is taken over within a fraction of a second, well
 // inside the retry horizon of the clients, who wait a thousandth of each
-// backoff (see grader.Replay).
+// backoff (see replay.Run).
 const killLease = "150ms"
 
 // TestKill9UnderLoad_NothingLostNothingDoubled: solution 9 runs in a
@@ -62,7 +63,7 @@ func TestKill9UnderLoad_NothingLostNothingDoubled(t *testing.T) {
 		}
 		killed <- err
 	}()
-	res, err := grader.Replay(ctx, plan, grader.ReplayOptions{
+	res, err := replay.Run(ctx, plan, replay.Options{
 		URL: child.URL, Admin: child.Admin, Base: k.gate, Clients: killClients, Progress: k.progress, CoreURL: coreURL,
 	})
 	close(k.due)
@@ -73,7 +74,7 @@ func TestKill9UnderLoad_NothingLostNothingDoubled(t *testing.T) {
 		t.Fatalf("after %d kills: %v", k.kills, err)
 	}
 
-	rc := grader.ReconcileDay(res)
+	rc := replay.ReconcileDay(res)
 	f := killFigures(res, rc, k.kills)
 	t.Logf("kill -9 under load: %d operations, %d clients, %d kills: %s; %s", len(plan.Ops), killClients, k.kills, f, coreFigures(t, res, rc))
 	if !rc.Valid || k.kills != len(k.at) {
@@ -100,7 +101,7 @@ func killPoints(seed uint64, ops, n int) []int {
 // killer kills the child once for each of its points and starts it again
 // on the same database.
 type killer struct {
-	child *grader.Child
+	child *targets.Child
 	base  *http.Transport
 	gate  *gate
 	at    []int
@@ -215,7 +216,7 @@ func (g *gate) open(serverURL string) error {
 // killFigures says what the day did: how many operations were
 // acknowledged, how many attempts the kills cut, and the reconciliation's
 // doubles and losses.
-func killFigures(res *grader.ReplayResult, rc grader.DayReconciliation, kills int) string {
+func killFigures(res *replay.Result, rc replay.DayReconciliation, kills int) string {
 	endpoint := map[string]string{}
 	for _, op := range res.Plan.Ops {
 		endpoint[op.Op] = op.Endpoint

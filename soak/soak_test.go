@@ -15,6 +15,8 @@ import (
 	"idemlab/grader"
 	"idemlab/grader/dayplan"
 	"idemlab/grader/gradertest"
+	"idemlab/grader/replay"
+	"idemlab/grader/targets"
 	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	"idemlab/solutions/stage9"
@@ -102,7 +104,7 @@ func startCore(ctx context.Context, t *testing.T) string {
 // binary, on a database file of its own, posting to the core ledger at
 // coreURL, sets its lab config to config, and returns it with a transport
 // for clients that reach it; both end with the test.
-func startSolution(ctx context.Context, t *testing.T, coreURL string, config map[string]string) (*grader.Child, *http.Transport) {
+func startSolution(ctx context.Context, t *testing.T, coreURL string, config map[string]string) (*targets.Child, *http.Transport) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -110,7 +112,7 @@ func startSolution(ctx context.Context, t *testing.T, coreURL string, config map
 	}
 	s := subject
 	s.CoreURL = coreURL
-	target, stop, err := grader.ChildProcess(self, labdb.TestTarget())(ctx, s)
+	target, stop, err := targets.ChildProcess(self, labdb.TestTarget())(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +153,7 @@ func configure(ctx context.Context, client *http.Client, url, admin string, conf
 // coreFigures says what the core ledger holds at the end of a day
 // replayed with a CoreURL, and fails t if the outbox had not drained: the
 // reconciliation has already held every executed transfer to one posting.
-func coreFigures(t *testing.T, res *grader.ReplayResult, rc grader.DayReconciliation) string {
+func coreFigures(t *testing.T, res *replay.Result, rc replay.DayReconciliation) string {
 	t.Helper()
 	postings := 0
 	for _, tr := range res.Core.Transfers {
@@ -165,7 +167,7 @@ func coreFigures(t *testing.T, res *grader.ReplayResult, rc grader.DayReconcilia
 }
 
 // report renders a day's reconciliation for the test log.
-func report(rc grader.DayReconciliation) string {
+func report(rc replay.DayReconciliation) string {
 	var b bytes.Buffer
 	rc.WriteReport(&b, 3, "")
 	return b.String()

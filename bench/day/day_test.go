@@ -14,8 +14,8 @@ import (
 	"flag"
 	"testing"
 
-	"idemlab/grader"
 	"idemlab/grader/dayplan"
+	"idemlab/grader/replay"
 	"idemlab/kit/server"
 	"idemlab/solutions/stage9"
 )
@@ -35,12 +35,12 @@ func BenchmarkDay(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		run, err := grader.ReplayInProcess(context.Background(), stage9.New, plan, nil, grader.ReplayOptions{CoreURL: coreURL})
+		run, err := replay.InProcess(context.Background(), stage9.New, plan, nil, replay.Options{CoreURL: coreURL})
 		stopCore()
 		if err != nil {
 			b.Fatal(err)
 		}
-		if rc := grader.ReconcileDay(run.Result); !rc.Valid {
+		if rc := replay.ReconcileDay(run.Result); !rc.Valid {
 			b.Fatalf("the day does not reconcile: %+v", rc.Counts)
 		}
 	}

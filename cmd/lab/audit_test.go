@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"idemlab/grader"
+	"idemlab/grader/judging"
 	"idemlab/kit/problem"
 )
 
@@ -75,12 +76,12 @@ func TestAudit_NaiveExampleMoneyApartFromContractApartFromUnseen(t *testing.T) {
 		t.Fatalf("exit %d, valid %v; want 1, false:\n%s", code, results.Valid, out)
 	}
 	money, contract, unseen := blocks(sections[auditMoney]), blocks(sections[auditContract]), blocks(sections[auditUnseen])
-	for id, harm := range map[string]grader.Harm{
-		"S1.concurrent-duplicates": grader.Double,
-		"S3.retry-during-original": grader.Double,
-		"S5.customers-scoped":      grader.Leak,
-		"S4.replay-byte-identical": grader.WrongAnswer,
-		"S6.crash-recovery":        grader.Double,
+	for id, harm := range map[string]judging.Harm{
+		"S1.concurrent-duplicates": judging.Double,
+		"S3.retry-during-original": judging.Double,
+		"S5.customers-scoped":      judging.Leak,
+		"S4.replay-byte-identical": judging.WrongAnswer,
+		"S6.crash-recovery":        judging.Double,
 	} {
 		if !strings.Contains(money[id], "money     ✗ "+string(harm)) {
 			t.Errorf("money safety does not name %s as %s:\n%s", id, harm, sections[auditMoney])
@@ -161,7 +162,7 @@ func TestAudit_AfterCommitExampleFailsOnlyAtTheTransactionBoundary(t *testing.T)
 // moneyFinding audits the adapter at pkg with check id alone and returns
 // the check's block under money safety; it fails the test unless the
 // block names harm.
-func moneyFinding(t *testing.T, pkg, id string, harm grader.Harm) string {
+func moneyFinding(t *testing.T, pkg, id string, harm judging.Harm) string {
 	t.Helper()
 	_, out, sections, _ := auditRun(t, pkg, "--run", id)
 	b := blocks(sections[auditMoney])[id]
@@ -191,7 +192,7 @@ func TestAudit_NoMarkerExampleHasNoMoneyFinding(t *testing.T) {
 // the first completed (at once, it is told to wait). The leak is the
 // money finding, and the refusals met on the way are listed beside it.
 func TestAudit_SharedScopeExampleLeaksOneAfterTheOther(t *testing.T) {
-	b := moneyFinding(t, "idemlab/audit/examples/sharedscope", "S5.customers-scoped", grader.Leak)
+	b := moneyFinding(t, "idemlab/audit/examples/sharedscope", "S5.customers-scoped", judging.Leak)
 	evidence, _, _ := strings.Cut(b, "contract  ✗")
 	if !strings.Contains(evidence, "one after the other") {
 		t.Errorf("the leak is not the one-after-the-other probe's:\n%s", b)
@@ -207,7 +208,7 @@ func TestAudit_SharedScopeExampleLeaksOneAfterTheOther(t *testing.T) {
 // the original answered, every retry is still refused, and its client
 // never learns the result of an operation that executed.
 func TestAudit_HeldLockExampleLeavesNoUsableAnswer(t *testing.T) {
-	b := moneyFinding(t, "idemlab/audit/examples/heldlock", "S3.retry-during-original", grader.NoUsableAnswer)
+	b := moneyFinding(t, "idemlab/audit/examples/heldlock", "S3.retry-during-original", judging.NoUsableAnswer)
 	if !strings.Contains(b, "contract  ✗ also") || !strings.Contains(b, "expected  409 "+problem.RequestInProgress.URI()) {
 		t.Errorf("the plain-text 409 is not listed beside the money finding:\n%s", b)
 	}
@@ -231,10 +232,10 @@ func TestAuditSection_MoneyContractUnseen(t *testing.T) {
 		err  error
 		want string
 	}{
-		{&grader.Failure{Harm: grader.Double}, auditMoney},
-		{&grader.Failure{Contract: &grader.Failure{}, Harm: grader.Lost}, auditMoney},
-		{&grader.Failure{Reconciled: true}, auditContract},
-		{&grader.Unobserved{What: "the key table"}, auditUnseen},
+		{&judging.Failure{Harm: judging.Double}, auditMoney},
+		{&judging.Failure{Contract: &judging.Failure{}, Harm: judging.Lost}, auditMoney},
+		{&judging.Failure{Reconciled: true}, auditContract},
+		{&judging.Unobserved{What: "the key table"}, auditUnseen},
 		{errors.New("the check panicked"), auditUnseen},
 	} {
 		if got := auditSection(grader.Result{Err: tt.err}); got != tt.want {

@@ -59,7 +59,7 @@ func TestConform_ExitsAsLabAudit(t *testing.T) {
 		code         int
 		last         string
 	}{
-		{safe.URL, payProfile, 0, "conform: payserver: 2/2 MUST met, 3/3 SHOULD met, money clean"},
+		{safe.URL, payProfile, 0, "conform: payserver: 2/2 MUST met, 5/5 SHOULD met, money clean"},
 		{naive.URL, payProfile, 1, "money harmed"},
 		{safe.URL, blind, 2, "money not observed"},
 	} {

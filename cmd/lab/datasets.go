@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"idemlab/grader"
+	"idemlab/grader/targets"
 )
 
 // shippedDay is the small day in datasets/, checked by S0.tally-shipped.
@@ -31,7 +31,7 @@ func runDatasets(ctx context.Context, in *invocation) error {
 	if done, err := in.parse(); done {
 		return err
 	}
-	root, err := grader.Root()
+	root, err := targets.Root()
 	if err != nil {
 		return err
 	}

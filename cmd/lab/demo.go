@@ -12,7 +12,7 @@ import (
 
 	"idemlab/dashboard"
 	"idemlab/dashboard/backend"
-	"idemlab/grader"
+	"idemlab/grader/targets"
 	"idemlab/kit/stage"
 )
 
@@ -47,7 +47,7 @@ func runDemo(ctx context.Context, in *invocation) error {
 	if err != nil {
 		return err
 	}
-	root, _ := grader.Root()
+	root, _ := targets.Root()
 	stages := demoStages(root)
 	stages.DB = db
 	if *right < 0 {

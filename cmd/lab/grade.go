@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"idemlab/grader"
+	"idemlab/grader/targets"
 	"idemlab/kit/labdb"
 )
 
@@ -100,11 +101,11 @@ func (f *runFlags) checks(subject grader.Subject) ([]grader.Check, error) {
 // running one at --url, or a fresh child process of the stage's test
 // binary, which the crash checks may kill, on a fresh database on db
 // (see freshDB).
-func gradeTarget(ctx context.Context, f gradeFlags, db string, stderr io.Writer) (grader.Subject, grader.Start, error) {
+func gradeTarget(ctx context.Context, f gradeFlags, db string, stderr io.Writer) (grader.Subject, targets.Start, error) {
 	if f.url != "" {
-		return grader.Subject{Stage: f.stage, Name: f.url}, grader.Running(f.url, f.admin), nil
+		return grader.Subject{Stage: f.stage, Name: f.url}, targets.Running(f.url, f.admin), nil
 	}
-	root, err := grader.Root()
+	root, err := targets.Root()
 	if err != nil {
 		return grader.Subject{}, nil, err
 	}
@@ -116,12 +117,12 @@ func gradeTarget(ctx context.Context, f gradeFlags, db string, stderr io.Writer)
 	if err != nil {
 		return grader.Subject{}, nil, err
 	}
-	return grader.Subject{Stage: f.stage, Name: dir}, grader.ChildProcess(bin, db), nil
+	return grader.Subject{Stage: f.stage, Name: dir}, targets.ChildProcess(bin, db), nil
 }
 
 // runChecks runs the checks, parallel at a time, printing a line as each
 // one ends, and returns the results in catalogue order.
-func runChecks(ctx context.Context, subject grader.Subject, checks []grader.Check, seed uint64, start grader.Start, parallel int, stdout io.Writer) []grader.Result {
+func runChecks(ctx context.Context, subject grader.Subject, checks []grader.Check, seed uint64, start targets.Start, parallel int, stdout io.Writer) []grader.Result {
 	results := make([]grader.Result, len(checks))
 	sem := make(chan struct{}, parallel)
 	var mu sync.Mutex

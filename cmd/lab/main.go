@@ -16,7 +16,7 @@ import (
 	"strings"
 	"syscall"
 
-	"idemlab/grader"
+	"idemlab/grader/targets"
 )
 
 // command is one subcommand.
@@ -104,15 +104,15 @@ func program() string {
 }
 
 func main() {
-	if grader.IsCoreChild() {
+	if targets.IsCoreChild() {
 		// lab serve --stage 9 runs this binary again to serve the core
 		// ledger as a process of its own.
-		os.Exit(grader.ServeCoreChild())
+		os.Exit(targets.ServeCoreChild())
 	}
-	if grader.IsChild() {
+	if targets.IsChild() {
 		// lab serve --solution --replicas N runs this binary again, once
 		// per replica, to serve a reference solution.
-		os.Exit(grader.ServeChild(solutionSubjects()...))
+		os.Exit(targets.ServeChild(solutionSubjects()...))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

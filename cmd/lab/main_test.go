@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"idemlab/grader"
+	"idemlab/grader/targets"
 )
 
 // TestMain serves a reference solution when lab serve --solution starts
@@ -15,11 +15,11 @@ import (
 // serve starts it as that, as main does; and runs lab itself when a test
 // starts this binary as lab serve (envRunLab).
 func TestMain(m *testing.M) {
-	if grader.IsCoreChild() {
-		os.Exit(grader.ServeCoreChild())
+	if targets.IsCoreChild() {
+		os.Exit(targets.ServeCoreChild())
 	}
-	if grader.IsChild() {
-		os.Exit(grader.ServeChild(solutionSubjects()...))
+	if targets.IsChild() {
+		os.Exit(targets.ServeChild(solutionSubjects()...))
 	}
 	if os.Getenv(envRunLab) == "1" {
 		// A test's lab serve in a process of its own (startLab), which

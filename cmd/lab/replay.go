@@ -16,6 +16,8 @@ import (
 
 	"idemlab/grader"
 	"idemlab/grader/dayplan"
+	"idemlab/grader/replay"
+	"idemlab/grader/targets"
 	"idemlab/grader/timeline"
 	"idemlab/kit/labdb"
 	"idemlab/kit/pgdb"
@@ -76,7 +78,7 @@ func runReplay(ctx context.Context, in *invocation) error {
 	if f.op != "" && !slices.ContainsFunc(plan.Ops, func(op dayplan.Op) bool { return op.Op == f.op }) {
 		return cannotRun(fmt.Errorf("--op %s: the plan has no such operation", f.op))
 	}
-	opts := grader.ReplayOptions{Clients: f.clients, Progress: progress(in.stderr, len(plan.Ops)), Pace: grader.NewPace(f.rate), DB: db, History: f.op != ""}
+	opts := replay.Options{Clients: f.clients, Progress: progress(in.stderr, len(plan.Ops)), Pace: replay.NewPace(f.rate), DB: db, History: f.op != ""}
 	defer opts.Pace.Stop()
 
 	if f.url == "" && f.stage >= grader.CoreStage {
@@ -89,18 +91,18 @@ func runReplay(ctx context.Context, in *invocation) error {
 		defer stop()
 		opts.CoreURL = url
 	}
-	var run *grader.DayRun
+	var run *replay.DayRun
 	var target string
 	began := time.Now()
 	switch {
 	case f.url != "":
 		target = f.url
 		opts.URL, opts.Admin = f.url, f.admin
-		res, err := grader.Replay(ctx, plan, opts)
+		res, err := replay.Run(ctx, plan, opts)
 		if err != nil {
 			return cannotRun(err)
 		}
-		run = &grader.DayRun{Result: res}
+		run = &replay.DayRun{Result: res}
 	case f.solution:
 		target = fmt.Sprintf("the reference solutions/stage%d, in this process", f.stage)
 		// The server writes an access log only for the files that need it:
@@ -111,7 +113,7 @@ func runReplay(ctx context.Context, in *invocation) error {
 		if f.accessLog != "" || f.answer != "" {
 			accessLog = &log
 		}
-		if run, err = grader.ReplayInProcess(ctx, solutions[f.stage], plan, accessLog, opts); err != nil {
+		if run, err = replay.InProcess(ctx, solutions[f.stage], plan, accessLog, opts); err != nil {
 			return cannotRun(err)
 		}
 		if err := writeDayFiles(f, run, log.Bytes(), in.stderr); err != nil {
@@ -125,7 +127,7 @@ func runReplay(ctx context.Context, in *invocation) error {
 	}
 	took := time.Since(began)
 
-	rc := grader.ReconcileDay(run.Result)
+	rc := replay.ReconcileDay(run.Result)
 	fmt.Fprintf(in.stdout, "replayed %s (%s) against %s in %s\n", f.plan, plan.Header.Command, target, took.Round(time.Millisecond))
 	all := "--results DIR writes all of them to DIR/results.json"
 	if f.results != "" {
@@ -153,8 +155,8 @@ func runReplay(ctx context.Context, in *invocation) error {
 // process on a fresh database of its own (opts.DB: in memory, or a new
 // database on a PostgreSQL cluster, dropped at the end) and replays plan
 // against it.
-func replayMine(ctx context.Context, n int, plan *dayplan.Plan, opts grader.ReplayOptions, stderr io.Writer) (*grader.DayRun, error) {
-	root, err := grader.Root()
+func replayMine(ctx context.Context, n int, plan *dayplan.Plan, opts replay.Options, stderr io.Writer) (*replay.DayRun, error) {
+	root, err := targets.Root()
 	if err != nil {
 		return nil, cannotRun(err)
 	}
@@ -170,18 +172,18 @@ func replayMine(ctx context.Context, n int, plan *dayplan.Plan, opts grader.Repl
 		}
 		defer drop(context.Background())
 	}
-	admin := grader.AdminToken()
+	admin := targets.AdminToken()
 	child, err := startStage(ctx, bin, serveFlags{addr: "127.0.0.1:0", db: db, admin: admin, core: opts.CoreURL}, stderr)
 	if err != nil {
 		return nil, cannotRun(err)
 	}
 	defer child.Stop()
 	opts.URL, opts.Admin = child.URL, admin
-	res, err := grader.Replay(ctx, plan, opts)
+	res, err := replay.Run(ctx, plan, opts)
 	if err != nil {
 		return nil, cannotRun(err)
 	}
-	return &grader.DayRun{Result: res}, nil
+	return &replay.DayRun{Result: res}, nil
 }
 
 // progress reports a long replay's progress: on a terminal, one line
@@ -216,7 +218,7 @@ func progress(w io.Writer, total int) func(done, total int) {
 	return nil
 }
 
-func firstLine(rc grader.DayReconciliation) string {
+func firstLine(rc replay.DayReconciliation) string {
 	for _, f := range rc.Findings {
 		return f.Kind + ": " + f.Op + f.Account
 	}
@@ -239,7 +241,7 @@ func readPlan(path string) (*dayplan.Plan, error) {
 // writeDayFiles writes the access log and the answer key of an in-process
 // replay. The answer key comes from the server's books; the reference
 // Tally of the log must agree with it, or the dataset is not shipped.
-func writeDayFiles(f replayFlags, run *grader.DayRun, log []byte, stderr io.Writer) error {
+func writeDayFiles(f replayFlags, run *replay.DayRun, log []byte, stderr io.Writer) error {
 	if f.accessLog != "" {
 		if err := os.WriteFile(f.accessLog, log, 0o644); err != nil {
 			return err
@@ -274,10 +276,10 @@ type resultsFile struct {
 	Seed    uint64 `json:"seed"`
 	Target  string `json:"target"`
 	Elapsed string `json:"elapsed"`
-	grader.DayReconciliation
+	replay.DayReconciliation
 }
 
-func writeResults(dir string, plan *dayplan.Plan, target string, rc grader.DayReconciliation, res *grader.ReplayResult) error {
+func writeResults(dir string, plan *dayplan.Plan, target string, rc replay.DayReconciliation, res *replay.Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -295,7 +297,7 @@ func writeResults(dir string, plan *dayplan.Plan, target string, rc grader.DayRe
 	if err != nil {
 		return err
 	}
-	if err := grader.WriteHistory(h, res.Attempts); err != nil {
+	if err := replay.WriteHistory(h, res.Attempts); err != nil {
 		h.Close()
 		return err
 	}
@@ -305,7 +307,7 @@ func writeResults(dir string, plan *dayplan.Plan, target string, rc grader.DayRe
 // drawOp prints the timeline of operation f.op from the day's history,
 // with what the reconciliation found about it highlighted, and writes it
 // as HTML beside results.json (or in .idemlab/timelines).
-func drawOp(w io.Writer, f replayFlags, rc grader.DayReconciliation, res *grader.ReplayResult, color bool) error {
+func drawOp(w io.Writer, f replayFlags, rc replay.DayReconciliation, res *replay.Result, color bool) error {
 	finding := timeline.Finding{Check: "lab replay --op " + f.op, Claim: "operation " + f.op + " of " + f.plan,
 		Harm: "reconciled", Explain: "nothing found about this operation", Reproduce: replayCommand(f)}
 	var stories []string

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"idemlab/grader"
 	"idemlab/grader/dayplan"
+	"idemlab/grader/replay"
+	"idemlab/grader/scoreboard"
 	"idemlab/kit/server"
 )
 
@@ -57,12 +58,12 @@ func runScoreboard(ctx context.Context, in *invocation) error {
 	if err != nil {
 		return cannotRun(err)
 	}
-	var rows []grader.ScoreRow
+	var rows []scoreboard.Row
 	for n := 0; n <= scoreboardLast; n++ {
 		if !*mine && n >= len(solutions) {
 			break
 		}
-		policy := grader.DefaultRetryPolicy()
+		policy := replay.DefaultRetryPolicy()
 		policy.Horizon = *horizon
 		began := time.Now()
 		// A core ledger of the row's own, outside the server: the replay
@@ -71,20 +72,20 @@ func runScoreboard(ctx context.Context, in *invocation) error {
 		if err != nil {
 			return cannotRun(err)
 		}
-		opts := grader.ReplayOptions{Clients: *clients, Policy: policy, CoreURL: coreURL}
-		var run *grader.DayRun
+		opts := replay.Options{Clients: *clients, Policy: policy, CoreURL: coreURL}
+		var run *replay.DayRun
 		target := fmt.Sprintf("solutions/stage%d", n)
 		if *mine {
 			target = fmt.Sprintf("stages/stage%d", n)
 			run, err = replayMine(ctx, n, plan, opts, in.stderr)
 		} else {
-			run, err = grader.ReplayInProcess(ctx, solutions[n], plan, nil, opts)
+			run, err = replay.InProcess(ctx, solutions[n], plan, nil, opts)
 		}
 		stopCore()
 		if err != nil {
 			return fmt.Errorf("%s: %w", target, err)
 		}
-		row := grader.NewScoreRow(n, target, grader.ReconcileDay(run.Result))
+		row := scoreboard.NewRow(n, target, replay.ReconcileDay(run.Result))
 		row.Elapsed = time.Since(began).Round(time.Millisecond).String()
 		rows = append(rows, row)
 		fmt.Fprintf(in.stderr, "stage %d: %s in %s\n", n, row.Verdict, row.Elapsed)
@@ -93,12 +94,12 @@ func runScoreboard(ctx context.Context, in *invocation) error {
 		enc := json.NewEncoder(in.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			Plan string            `json:"plan"`
-			Rows []grader.ScoreRow `json:"rows"`
+			Plan string           `json:"plan"`
+			Rows []scoreboard.Row `json:"rows"`
 		}{plan.Header.Command, rows})
 	}
 	fmt.Fprintf(in.stdout, "the day: %s, replayed by %d client(s) at a time, retrying for %s\n\n", plan.Header.Command, *clients, *horizon)
-	return grader.WriteScoreboard(in.stdout, rows)
+	return scoreboard.Write(in.stdout, rows)
 }
 
 // scoreboardDay reads the plan at path, or draws the default day: lab

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"idemlab/grader"
+	"idemlab/grader/targets"
 	"idemlab/kit/auth"
 	"idemlab/kit/core"
 	"idemlab/kit/labdb"
@@ -86,7 +87,7 @@ func runServe(ctx context.Context, in *invocation) error {
 	if err := checkAdminToken(f.admin, f.public); err != nil {
 		return err
 	}
-	root, err := grader.Root()
+	root, err := targets.Root()
 	if err != nil {
 		return err
 	}
@@ -105,7 +106,7 @@ func runServe(ctx context.Context, in *invocation) error {
 		}
 	}
 	if f.admin == "" {
-		f.admin = grader.AdminToken()
+		f.admin = targets.AdminToken()
 	}
 	return serveProcesses(ctx, root, f, in.stdout, in.stderr)
 }
@@ -273,7 +274,7 @@ func serveProcesses(ctx context.Context, root string, f serveFlags, stdout, stde
 		if f.coreDB, err = labdb.Sibling(ctx, f.db, "_core"); err != nil {
 			return fmt.Errorf("make the core ledger's database: %w", err)
 		}
-		c := &grader.CoreChild{Binary: self, DB: f.coreDB, Stderr: stderr}
+		c := &targets.CoreChild{Binary: self, DB: f.coreDB, Stderr: stderr}
 		if f.db != ":memory:" {
 			c.Books = f.db
 		}
@@ -290,7 +291,7 @@ func serveProcesses(ctx context.Context, root string, f serveFlags, stdout, stde
 		if err != nil {
 			return err
 		}
-		c := &grader.Child{Binary: bin, Subject: subject, DB: f.db, Admin: f.admin, Addr: addr,
+		c := &targets.Child{Binary: bin, Subject: subject, DB: f.db, Admin: f.admin, Addr: addr,
 			AccessLog: f.accessLog, RandomTokens: f.public, Stderr: stderr, CoreURL: f.core}
 		name := "the server"
 		if f.replicas > 1 {
@@ -475,7 +476,7 @@ func stageBinary(ctx context.Context, root string, n int, stderr io.Writer) (str
 
 // testBinary compiles the test binary of the package in dir (relative to
 // root) into tmp/bin and returns its path. Its TestMain is gradertest.Main,
-// so it serves its stage when started as a grader.Child.
+// so it serves its stage when started as a targets.Child.
 func testBinary(ctx context.Context, root, dir string, stderr io.Writer) (string, error) {
 	bin := filepath.Join(root, "tmp", "bin", strings.ReplaceAll(dir, "/", "-")+".test")
 	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, "./"+dir)
@@ -489,13 +490,13 @@ func testBinary(ctx context.Context, root, dir string, stderr io.Writer) (string
 	return bin, nil
 }
 
-// startStage runs a stage's test binary as a lab server (a grader.Child)
+// startStage runs a stage's test binary as a lab server (a targets.Child)
 // on f.addr (":0" style ports are fine), with f's database, admin token,
 // access log and public mode, its standard error on stderr, and waits
 // until it answers. The binary's TestMain is gradertest.Main, which serves
 // instead of testing when it is started as a child.
-func startStage(ctx context.Context, bin string, f serveFlags, stderr io.Writer) (*grader.Child, error) {
-	child := &grader.Child{Binary: bin, DB: f.db, Admin: f.admin, Addr: f.addr, AccessLog: f.accessLog, RandomTokens: f.public, Stderr: stderr, CoreURL: f.core}
+func startStage(ctx context.Context, bin string, f serveFlags, stderr io.Writer) (*targets.Child, error) {
+	child := &targets.Child{Binary: bin, DB: f.db, Admin: f.admin, Addr: f.addr, AccessLog: f.accessLog, RandomTokens: f.public, Stderr: stderr, CoreURL: f.core}
 	if err := child.Start(ctx); err != nil {
 		return nil, err
 	}

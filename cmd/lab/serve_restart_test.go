@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"idemlab/grader"
+	"idemlab/grader/targets"
 	"idemlab/kit/bank"
 	"idemlab/kit/core"
 	"idemlab/kit/labclient"
@@ -60,7 +60,7 @@ func startLab(t *testing.T, db string) (*lab, *exec.Cmd) {
 	cmd := exec.Command(self, "serve", "--addr", "127.0.0.1:0", "--stage", "9", "--solution", "--db", db)
 	cmd.Env = append(os.Environ(), envRunLab+"=1")
 	cmd.Stdout, cmd.Stderr = out, stderr
-	grader.DieWithParent(cmd)
+	targets.DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"idemlab/grader"
+	"idemlab/grader/targets"
 	"idemlab/kit/bank"
 	"idemlab/kit/core"
 )
@@ -178,7 +178,7 @@ func TestCheckAdminToken(t *testing.T) {
 		}
 	}
 	for range 1000 {
-		if err := checkAdminToken(grader.AdminToken(), true); err != nil {
+		if err := checkAdminToken(targets.AdminToken(), true); err != nil {
 			t.Fatalf("a drawn admin token is refused by a public server: %v", err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"idemlab/grader"
+	"idemlab/grader/targets"
 	"idemlab/kit/accesslog"
 	"idemlab/kit/bank"
 	sol0 "idemlab/solutions/stage0"
@@ -65,7 +65,7 @@ func referenceTally(path string) (accesslog.Report, error) {
 // that with go run. The folder's name starts with "_" so that ./...
 // patterns (make test, go vet) never build it.
 func studentTally(ctx context.Context, path string, stderr io.Writer) (accesslog.Report, error) {
-	root, err := grader.Root()
+	root, err := targets.Root()
 	if err != nil {
 		return accesslog.Report{}, err
 	}

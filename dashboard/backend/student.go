@@ -6,13 +6,13 @@ import (
 	"net/http"
 	"sync"
 
-	"idemlab/grader"
+	"idemlab/grader/targets"
 	"idemlab/kit/events"
 	"idemlab/kit/labclient"
 )
 
 // Student is the student's stage running as a child process: its test
-// binary, which serves the stage when IDEMLAB_SERVE is set (grader.Main).
+// binary, which serves the stage when IDEMLAB_SERVE is set (gradertest.Main).
 // It is never compiled into the lab command, so a half-finished stage
 // breaks only itself.
 //
@@ -28,7 +28,7 @@ type Student struct {
 	// mu is held across a restart: until the new child's events stream,
 	// URL waits, and so does every client of the child.
 	mu     sync.Mutex
-	child  *grader.Child
+	child  *targets.Child
 	hc     *http.Client
 	stop   context.CancelFunc // ends the streams, at Close
 	ctx    context.Context
@@ -45,11 +45,11 @@ type run struct {
 
 // StartStudent starts a stage's test binary as a lab server on a fresh
 // database: a file in dir, or a new database on the PostgreSQL cluster the
-// postgres:// URL cluster names (grader.StartChild), dropped at Close. It
+// postgres:// URL cluster names (targets.StartChild), dropped at Close. It
 // returns an error if the child does not start or its event stream does
 // not open.
 func StartStudent(ctx context.Context, bin, dir, cluster string) (*Student, error) {
-	child, err := grader.StartChild(ctx, bin, dir, cluster)
+	child, err := targets.StartChild(ctx, bin, dir, cluster)
 	if err != nil {
 		return nil, err
 	}

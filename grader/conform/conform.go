@@ -14,10 +14,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
+	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -127,10 +131,12 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 			res.NotTried = fmt.Sprintf("needs %d principals; the profile has %d", s.Principals, len(o.Profile.Principals))
 		case s.Edit && o.Profile.Edit == "":
 			res.NotTried = "needs the profile's edit member"
+		case s.Expiry && o.Profile.Expiry == nil:
+			res.NotTried = `the profile publishes no expiry: give "expiry": {"after": "24h"} as the API's documentation states it (the draft asks that it publish one)`
+		case s.Restart && o.Profile.Restart == "":
+			res.NotTried = "could not observe: the profile gives no restart command, and conform cannot restart a server it does not run"
 		case s.Sends > r.budget:
 			res.NotTried = fmt.Sprintf("sends the operation up to %d times; --max-operations leaves %d", s.Sends, r.budget)
-		case s.Run == nil:
-			res.NotTried = s.Why
 		default:
 			r.budget -= s.Sends
 			if err := s.Run(ctx, r, &res); err != nil {
@@ -159,6 +165,9 @@ func (a answer) String() string {
 }
 
 func (a answer) ok() bool { return a.err == nil && a.status >= 200 && a.status < 300 }
+
+// refused reports whether a is a 4xx: the request was turned away.
+func (a answer) refused() bool { return a.err == nil && a.status >= 400 && a.status < 500 }
 
 // same reports whether a and b are the same answer: status and body.
 func (a answer) same(b answer) bool {
@@ -191,6 +200,16 @@ func (r *runner) newOp(i int) (op, error) {
 // send sends o with the key field value (as written: quoted or not; ""
 // for none), through client c, in ctx.
 func (r *runner) send(ctx context.Context, c *http.Client, o op, key string) answer {
+	var fields []string
+	if key != "" {
+		fields = []string{key}
+	}
+	return r.sendFields(ctx, c, o, fields)
+}
+
+// sendFields sends o with one Idempotency-Key field line for each of
+// fields, each as written, through client c, in ctx.
+func (r *runner) sendFields(ctx context.Context, c *http.Client, o op, fields []string) answer {
 	p := r.Profile
 	path, err := p.expand(p.Operation.Path, o.principal, o.amount, "")
 	if err != nil {
@@ -208,8 +227,8 @@ func (r *runner) send(ctx context.Context, c *http.Client, o op, key string) ans
 	if err := p.headers(req.Header, o.principal); err != nil {
 		return answer{err: err}
 	}
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
+	if len(fields) > 0 {
+		req.Header["Idempotency-Key"] = fields
 	}
 	resp, err := c.Do(req)
 	if err != nil {
@@ -248,6 +267,41 @@ func (r *runner) untilFinal(ctx context.Context, o op, key string) answer {
 		}
 	}
 	return a
+}
+
+// restartWait bounds how long the restart command may take, and then how
+// long the API may take to answer again.
+const restartWait = time.Minute
+
+// restart runs the profile's restart command and waits until the first
+// principal's witness answers again. It returns an error saying which of
+// the two failed.
+func (r *runner) restart(ctx context.Context) error {
+	cmd, err := expandEnv(r.Profile.Restart)
+	if err != nil {
+		return fmt.Errorf("the restart command: %w", err)
+	}
+	run, cancel := context.WithTimeout(ctx, restartWait)
+	defer cancel()
+	c := exec.CommandContext(run, "sh", "-c", cmd)
+	// A command that starts the server in the background may leave it
+	// holding the output: the command is done when the shell is.
+	c.WaitDelay = time.Second
+	out, err := c.CombinedOutput()
+	if err != nil && !errors.Is(err, exec.ErrWaitDelay) {
+		return fmt.Errorf("the restart command failed (%v): %s", err, clip(out))
+	}
+	for {
+		_, err := r.witness(run, 0)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-run.Done():
+			return fmt.Errorf("the API did not answer within %s of its restart: %w", restartWait, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // lose sends o with key through the fault transport at point p (the
@@ -335,7 +389,7 @@ func lookup(doc any, pointer string) (any, error) {
 		case map[string]any:
 			next, ok := x[tok]
 			if !ok {
-				return nil, fmt.Errorf("no member %q at %s", tok, pointer)
+				return nil, fmt.Errorf("no member %q at %s (the members there: %s)", tok, pointer, strings.Join(slices.Sorted(maps.Keys(x)), ", "))
 			}
 			v = next
 		case []any:

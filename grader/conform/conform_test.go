@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -24,7 +25,20 @@ func attack(t *testing.T, srv *payserver.Server, edit func(*Profile), maxOps int
 	if edit != nil {
 		edit(p)
 	}
-	ts := httptest.NewServer(srv)
+	return runAgainstWithin(t, srv, p, maxOps)
+}
+
+// runAgainst runs every scenario against h with profile p.
+func runAgainst(t *testing.T, h http.Handler, p *Profile) []Result {
+	t.Helper()
+	return runAgainstWithin(t, h, p, 100)
+}
+
+// runAgainstWithin runs every scenario against h with profile p, sending
+// the operation at most maxOps times.
+func runAgainstWithin(t *testing.T, h http.Handler, p *Profile, maxOps int) []Result {
+	t.Helper()
+	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	results, err := Run(context.Background(), Options{URL: ts.URL, Profile: p, Seed: 7, MaxOperations: maxOps, Timeout: 10 * time.Second})
 	if err != nil {
@@ -48,7 +62,7 @@ func TestRun_KeyedServerIsValid(t *testing.T) {
 	results := attack(t, payserver.New(), nil, 100)
 	for _, r := range results {
 		if r.NotTried != "" {
-			if r.ID != "expiry-as-published" {
+			if r.ID != "retry-after-restart" {
 				t.Errorf("%s not tried: %s", r.ID, r.NotTried)
 			}
 			continue
@@ -58,8 +72,8 @@ func TestRun_KeyedServerIsValid(t *testing.T) {
 		}
 	}
 	s := Summarize(results)
-	if v := s.Valid(); v == nil || !*v || s.Must != 2 || s.Should != 3 {
-		t.Errorf("summary %+v, valid %v; want 2/2 MUST, 3/3 SHOULD, valid", s, v)
+	if v := s.Valid(); v == nil || !*v || s.Must != 2 || s.Should != 5 {
+		t.Errorf("summary %+v, valid %v; want 2/2 MUST, 5/5 SHOULD, valid", s, v)
 	}
 }
 
@@ -138,11 +152,13 @@ func TestRun_MaxOperationsBoundsWhatIsCreated(t *testing.T) {
 }
 
 // TestReports: the JSON's valid is false for a naive server, and the
-// JUnit suite fails the harmed scenarios and skips what was not tried.
+// JUnit suite fails the harmed scenarios and skips what was not tried
+// (expiry-as-published and retry-after-restart, without the profile's
+// expiry and restart).
 func TestReports(t *testing.T) {
 	srv := payserver.New()
 	srv.Naive = true
-	results := attack(t, srv, nil, 100)
+	results := attack(t, srv, func(p *Profile) { p.Expiry = nil }, 100)
 	var js bytes.Buffer
 	if err := WriteJSON(&js, "payserver", "http://x", 7, results); err != nil {
 		t.Fatal(err)
@@ -159,8 +175,8 @@ func TestReports(t *testing.T) {
 	if err := xml.Unmarshal(ju.Bytes(), &suite); err != nil {
 		t.Fatal(err)
 	}
-	if suite.Failures == 0 || suite.Skipped != 1 || suite.Tests != len(scenarios) {
-		t.Errorf("junit: %d tests, %d failures, %d skipped; want %d tests, some failures, 1 skipped", suite.Tests, suite.Failures, suite.Skipped, len(scenarios))
+	if suite.Failures == 0 || suite.Skipped != 2 || suite.Tests != len(scenarios) {
+		t.Errorf("junit: %d tests, %d failures, %d skipped; want %d tests, some failures, 2 skipped", suite.Tests, suite.Failures, suite.Skipped, len(scenarios))
 	}
 	var human bytes.Buffer
 	WriteHuman(&human, "payserver", results)
@@ -194,5 +210,85 @@ func TestRun_RefusesAnUnsetPlaceholderBeforeSending(t *testing.T) {
 	srv.ServeHTTP(rec, req)
 	if !strings.Contains(rec.Body.String(), `"items":[]`) {
 		t.Fatalf("payments were made: %s", rec.Body)
+	}
+}
+
+// TestRun_KeySyntax: each way of misreading the Idempotency-Key field
+// is caught by its scenario: a server that takes the field as sent (the
+// quoted and bare forms two keys, a malformed field a key) pays twice
+// for one operation and misses the 4xx; one that executes a malformed
+// key's request unprotected pays again on its retry; one that cuts long
+// keys short takes two keys for one.
+func TestRun_KeySyntax(t *testing.T) {
+	for _, c := range []struct {
+		keys     payserver.KeyRule
+		id       string
+		money    string
+		contract string
+	}{
+		{payserver.StrictKeys, "key-forms", MoneyClean, ""},
+		{payserver.StrictKeys, "malformed-key", MoneyClean, ContractMet},
+		{payserver.StrictKeys, "long-keys", MoneyClean, ""},
+		{payserver.RawKeys, "key-forms", MoneyHarmed, ""},
+		{payserver.RawKeys, "malformed-key", MoneyClean, ContractUnmet},
+		{payserver.IgnoreMalformed, "malformed-key", MoneyHarmed, ContractUnmet},
+		{payserver.CutKeys, "long-keys", MoneyHarmed, ""},
+	} {
+		srv := payserver.New()
+		srv.Keys = c.keys
+		r := byID(attack(t, srv, nil, 100))[c.id]
+		if r.Money != c.money || r.Contract != c.contract {
+			t.Errorf("keys %d, %s: money %s, contract %q; want money %s, contract %q\n  got %s\n  saw %s", c.keys, c.id, r.Money, r.Contract, c.money, c.contract, r.Got, r.Saw)
+		}
+	}
+}
+
+// TestRun_ExpiryAsPublished: a key honoured inside the published period
+// and an Idempotency-Expires that agrees with it meet the SHOULD; a
+// server that forgets its keys at once pays the retry again, one that
+// tells another period than the profile's misses the SHOULD, and a
+// profile without an expiry leaves the scenario not tried.
+func TestRun_ExpiryAsPublished(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		retention time.Duration
+		edit      func(*Profile)
+		money     string
+		contract  string
+	}{
+		{"kept as published", 24 * time.Hour, nil, MoneyClean, ContractMet},
+		{"published without a header", 24 * time.Hour, func(p *Profile) { p.Expiry.Header = "" }, MoneyClean, ContractMet},
+		{"forgotten at once", time.Nanosecond, nil, MoneyHarmed, ContractUnmet},
+		{"told another period", time.Hour, nil, MoneyClean, ContractUnmet},
+		{"a header the API does not send", 24 * time.Hour, func(p *Profile) { p.Expiry.Header = "Key-Expires" }, MoneyClean, ContractUnmet},
+		{"not published", 24 * time.Hour, func(p *Profile) { p.Expiry = nil }, "", ""},
+	} {
+		srv := payserver.New()
+		srv.Retention = c.retention
+		r := byID(attack(t, srv, c.edit, 100))["expiry-as-published"]
+		if r.Money != c.money || r.Contract != c.contract || (c.money == "") != (r.NotTried != "") {
+			t.Errorf("%s: money %q, contract %q, not tried %q; want money %q, contract %q\n  got %s\n  saw %s", c.name, r.Money, r.Contract, r.NotTried, c.money, c.contract, r.Got, r.Saw)
+		}
+		if c.money == MoneyClean && !strings.Contains(r.Saw, "could not observe whether the key is forgotten") {
+			t.Errorf("%s: saw %q, which does not say what the run could not observe", c.name, r.Saw)
+		}
+	}
+}
+
+// TestRun_KeysScopedByPrincipal: a server whose keys are everyone's
+// refuses the second principal's own payload under the first one's key,
+// and hands it the first one's payment for the first one's exact
+// request; both scenarios find the money harmed.
+func TestRun_KeysScopedByPrincipal(t *testing.T) {
+	srv := payserver.New()
+	srv.Unscoped = true
+	got := byID(attack(t, srv, nil, 100))
+	for _, id := range []string{"two-principals-one-key", "two-principals-same-request"} {
+		if got[id].Money != MoneyHarmed {
+			t.Errorf("%s: money %s, want %s\n  got %s\n  saw %s", id, got[id].Money, MoneyHarmed, got[id].Got, got[id].Saw)
+		}
+	}
+	if r := got["two-principals-same-request"]; !strings.Contains(r.Saw, "bob was handed alice's result (at once, one after the other)") {
+		t.Errorf("two-principals-same-request saw %q; want the leak found at once and one after the other", r.Saw)
 	}
 }

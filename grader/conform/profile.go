@@ -1,16 +1,18 @@
 package conform
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Profile tells lab conform how to call one operation of an API and,
@@ -42,6 +44,28 @@ type Profile struct {
 	// Witness reads an operation's effect. Without it, the checks that
 	// need one say "could not observe".
 	Witness *Witness `json:"witness"`
+	// Expiry is how long the API says it keeps a key, as its
+	// documentation publishes it; without it, expiry-as-published is not
+	// tried.
+	Expiry *Expiry `json:"expiry"`
+	// Restart, if set, is a shell command that restarts the API (a
+	// staging server's, run with sh -c; {{env.NAME}} works in it):
+	// retry-after-restart runs it between an operation and its retry.
+	// Without it, that scenario is not tried: conform cannot restart a
+	// server it does not run.
+	Restart string `json:"restart"`
+}
+
+// Expiry is an API's published key retention.
+type Expiry struct {
+	// After is how long a key is kept after its first use: a Go
+	// duration, "24h".
+	After string `json:"after"`
+	// Header, if the API tells when a key expires, names the response
+	// header that does: an HTTP-date or an RFC 3339 time.
+	Header string `json:"header"`
+	// after is After, parsed by check.
+	after time.Duration
 }
 
 // Operation is a method and a path (which may hold placeholders).
@@ -82,10 +106,8 @@ func Load(path string) (*Profile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read profile: %w", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var p Profile
-	if err := dec.Decode(&p); err != nil {
+	if err := decode(data, &p); err != nil {
 		return nil, fmt.Errorf("profile %s: %w", path, err)
 	}
 	if err := p.check(); err != nil {
@@ -109,11 +131,32 @@ func (p *Profile) check() error {
 	if err := json.Unmarshal(p.Body, &body); err != nil {
 		return fmt.Errorf("body: %w", err)
 	}
+	if err := p.checkPlaceholders(); err != nil {
+		return err
+	}
 	if p.Edit != "" {
-		obj, ok := body.(map[string]any)
-		if _, has := obj[p.Edit]; !ok || !has {
-			return fmt.Errorf("edit: the body has no top-level member %q to change", p.Edit)
+		v, err := lookup(body, p.editPointer())
+		if err != nil {
+			return fmt.Errorf("edit %q: the body has nothing there to change: %w", p.Edit, err)
 		}
+		switch v.(type) {
+		case string, float64:
+		default:
+			return fmt.Errorf("edit %q: the body has an object or list there; point at a number or a string", p.Edit)
+		}
+	}
+	if p.Restart != "" && p.Witness == nil {
+		return errors.New("restart: needs a witness, which conform reads to know the API is back and what it kept")
+	}
+	if e := p.Expiry; e != nil {
+		d, err := time.ParseDuration(e.After)
+		switch {
+		case err != nil && strings.HasSuffix(e.After, "d"):
+			return fmt.Errorf(`expiry: after %q: write days as hours, e.g. "24h" for a day, "168h" for a week`, e.After)
+		case err != nil || d <= 0:
+			return fmt.Errorf(`expiry: after %q is not a period such as "24h" or "30m"`, e.After)
+		}
+		e.after = d
 	}
 	if w := p.Witness; w != nil {
 		switch {
@@ -123,9 +166,58 @@ func (p *Profile) check() error {
 			return errors.New("witness: give count (a JSON pointer to a list) or value (a JSON pointer to a number), one of them")
 		case w.Value != "" && w.PerOperation != "amount" && w.PerOperation != "-amount":
 			return errors.New(`witness: with value, per_operation is "amount" or "-amount"`)
+		case w.Value != "" && !strings.Contains(string(p.Body), "{{amount}}"):
+			return fmt.Errorf(`witness: per_operation %q moves the witness by each operation's {{amount}}, and the body has no "{{amount}}"`, w.PerOperation)
+		}
+		for name, ptr := range map[string]string{"count": w.Count, "value": w.Value} {
+			if ptr != "" && !strings.HasPrefix(ptr, "/") {
+				return fmt.Errorf(`witness: %s %q is not a JSON pointer; it starts with "/": %q`, name, ptr, "/"+strings.ReplaceAll(ptr, ".", "/"))
+			}
 		}
 	}
 	return nil
+}
+
+// anyPlaceholder matches whatever is written as a placeholder, known or
+// not.
+var anyPlaceholder = regexp.MustCompile(`\{\{[^{}]*\}\}`)
+
+// checkPlaceholders returns an error for a placeholder conform does not
+// know, and for a {{var.NAME}} some principal has no value for.
+func (p *Profile) checkPlaceholders() error {
+	places := map[string]string{"body": string(p.Body), "operation.path": p.Operation.Path}
+	if p.Witness != nil {
+		places["witness.path"] = p.Witness.Path
+	}
+	for i, pr := range p.Principals {
+		for k, v := range pr.Headers {
+			places[fmt.Sprintf("principals[%d].headers.%s", i, k)] = v
+		}
+	}
+	for _, where := range slices.Sorted(maps.Keys(places)) {
+		for _, m := range anyPlaceholder.FindAllString(places[where], -1) {
+			if !placeholder.MatchString(m) {
+				return fmt.Errorf("%s: %s is not a placeholder; they are {{amount}}, {{unique}}, {{var.NAME}} and {{env.NAME}}", where, m)
+			}
+			if name, ok := strings.CutPrefix(m[2:len(m)-2], "var."); ok {
+				for i, pr := range p.Principals {
+					if _, has := pr.Vars[name]; !has {
+						return fmt.Errorf("%s uses %s, and principals[%d] (%s) has no vars.%s", where, m, i, pr.Name, name)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// editPointer is Edit as a JSON pointer: a top-level member's name is
+// written as one.
+func (p *Profile) editPointer() string {
+	if strings.HasPrefix(p.Edit, "/") {
+		return p.Edit
+	}
+	return "/" + strings.ReplaceAll(strings.ReplaceAll(p.Edit, "~", "~0"), "/", "~1")
 }
 
 // op is one operation conform makes up: a principal, a fresh amount and
@@ -169,26 +261,65 @@ func (p *Profile) newOp(rng *rand.Rand, i int) (op, error) {
 	return o, err
 }
 
-// edited is o with the profile's Edit member changed.
+// edited is o with the profile's Edit member changed: a number gets one
+// more (and, if it is the operation's amount, the amount with it), a
+// string a suffix.
 func (p *Profile) edited(o op) (op, error) {
-	var obj map[string]any
-	if err := json.Unmarshal(o.body, &obj); err != nil {
+	var doc any
+	if err := json.Unmarshal(o.body, &doc); err != nil {
 		return op{}, err
 	}
-	switch v := obj[p.Edit].(type) {
+	parent, last, err := parentOf(doc, p.editPointer())
+	if err != nil {
+		return op{}, fmt.Errorf("edit %q: %w", p.Edit, err)
+	}
+	var v any
+	switch x := parent.(type) {
+	case map[string]any:
+		v = x[last]
+	case []any:
+		n, _ := strconv.Atoi(last)
+		v = x[n]
+	}
+	switch x := v.(type) {
 	case float64:
-		obj[p.Edit] = v + 1
-		if p.Edit == "amount" || v == float64(o.amount) {
+		v = x + 1
+		if x == float64(o.amount) {
 			o.amount++
 		}
 	case string:
-		obj[p.Edit] = v + "-edited"
+		v = x + "-edited"
 	default:
-		return op{}, fmt.Errorf("edit: member %q is neither a number nor a string", p.Edit)
+		return op{}, fmt.Errorf("edit %q: neither a number nor a string", p.Edit)
 	}
-	body, err := json.Marshal(obj)
+	switch x := parent.(type) {
+	case map[string]any:
+		x[last] = v
+	case []any:
+		n, _ := strconv.Atoi(last)
+		x[n] = v
+	}
+	body, err := json.Marshal(doc)
 	o.body = body
 	return o, err
+}
+
+// parentOf returns the object or list that holds what pointer points
+// at in doc, and the last token of the pointer (its member or index).
+func parentOf(doc any, pointer string) (any, string, error) {
+	i := strings.LastIndex(pointer, "/")
+	if i < 0 {
+		return nil, "", fmt.Errorf("%q is not a JSON pointer", pointer)
+	}
+	parent, err := lookup(doc, pointer[:i])
+	if err != nil {
+		return nil, "", err
+	}
+	last := strings.ReplaceAll(strings.ReplaceAll(pointer[i+1:], "~1", "/"), "~0", "~")
+	if _, err := lookup(parent, "/"+pointer[i+1:]); err != nil {
+		return nil, "", err
+	}
+	return parent, last, nil
 }
 
 // expand replaces the placeholders of s for principal i.

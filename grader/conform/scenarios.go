@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"idemlab/grader/dayplan"
 )
@@ -22,13 +23,14 @@ type scenario struct {
 	// the profile's edit member.
 	Principals int
 	Edit       bool
+	// Expiry is whether it needs the profile's published expiry, Restart
+	// its restart command.
+	Expiry, Restart bool
 	// Sends is the most requests it sends to the operation: each one
 	// could create something on a server that ignores keys.
 	Sends int
-	// Run runs it and fills in res; nil for a scenario a black box
-	// cannot run, with Why saying so.
+	// Run runs it and fills in res.
 	Run func(ctx context.Context, r *runner, res *Result) error
-	Why string
 }
 
 // copies is how many simultaneous duplicates the concurrent scenario
@@ -43,6 +45,15 @@ var scenarios = []scenario{
 	{ID: "missing-key", Section: "2.7", Level: "SHOULD", Principals: 1, Sends: 1,
 		Claim: "a request without Idempotency-Key gets 400",
 		Run:   missingKey},
+	{ID: "key-forms", Principals: 1, Sends: 2,
+		Claim: "one key sent as an sf-string and again bare (a Token, not the String §2.1 asks for): the bare form is refused, or it is the same key, and the operation executes once",
+		Run:   keyForms},
+	{ID: "malformed-key", Section: "2.7", Level: "SHOULD", Principals: 1, Sends: 2 * len(malformedKeys),
+		Claim: "a key field that is not one RFC 8941 String (" + malformedNames() + ") gets 4xx, twice, and creates nothing",
+		Run:   malformedKey},
+	{ID: "long-keys", Principals: 1, Sends: 2,
+		Claim: fmt.Sprintf("two keys of %d characters that differ only in their last: both refused, or two operations, each executed once with its own answer (a server that cuts keys short answers one with the other's result)", longKey),
+		Run:   longKeys},
 	{ID: "retry-replayed", Section: "2.6", Level: "SHOULD", Principals: 1, Sends: 3,
 		Claim: "retries after the original completed get its result, and the operation executes once",
 		Run:   retryReplayed},
@@ -55,40 +66,18 @@ var scenarios = []scenario{
 	{ID: "lost-response", Principals: 1, Sends: 2 * (1 + retries),
 		Claim: "a response lost after the server processed the request (the connection reset; or the answer too late, the client gave up waiting): the retry gets the result, and the operation executes once",
 		Run:   lostResponse},
+	{ID: "retry-after-restart", Principals: 1, Restart: true, Sends: 1 + retries,
+		Claim: "a retry after the API restarted (the profile's restart command) gets the result, and the operation executes once: keys kept only in a process's memory are lost with it",
+		Run:   retryAfterRestart},
 	{ID: "two-principals-one-key", Principals: 2, Sends: 2,
 		Claim: "two principals who send the same key each get their own operation executed, never the other's answer",
 		Run:   twoPrincipals},
-	{ID: "expiry-as-published", Section: "2.3", Level: "SHOULD", Principals: 1,
-		Claim: "a key expires as the API's documentation publishes",
-		Why:   "a black box cannot wait out a retention period of hours; read the API's published expiry policy"},
-}
-
-func keySFString(ctx context.Context, r *runner, res *Result) error {
-	b, o, err := r.begin(ctx)
-	if err != nil {
-		return err
-	}
-	key := sf(r.key())
-	a := r.send(ctx, r.client, o, key)
-	res.Sent, res.Got = describe(r, key, 1), a.String()
-	contract(res, a.ok(), "2xx: the key is a String, the draft's own syntax")
-	return b.judge(ctx, res, expect{o, 1, "one operation"})
-}
-
-func missingKey(ctx context.Context, r *runner, res *Result) error {
-	b, o, err := r.begin(ctx)
-	if err != nil {
-		return err
-	}
-	a := r.send(ctx, r.client, o, "")
-	res.Sent, res.Got = describe(r, "", 1), a.String()
-	contract(res, a.err == nil && a.status == http.StatusBadRequest, "400, with a link to the documentation")
-	// Refused, nothing may move; taken (an API that does not demand a
-	// key), it must have executed once.
-	if a.ok() {
-		return b.judge(ctx, res, expect{o, 1, "the request without a key, answered 2xx,"})
-	}
-	return b.judge(ctx, res, expect{o, 0, "the request without a key, refused,"})
+	{ID: "two-principals-same-request", Principals: 2, Sends: 4 * retries,
+		Claim: "the second principal sends the first one's exact request under the same key, at once and one after the other: it is never handed the first one's result, and the first one's operation executes once",
+		Run:   twoPrincipalsSameRequest},
+	{ID: "expiry-as-published", Section: "2.3", Level: "SHOULD", Principals: 1, Expiry: true, Sends: 2,
+		Claim: "a key is kept as the API publishes: reused well inside the period it is still honoured, and an expiry the API tells agrees with the period",
+		Run:   expiryAsPublished},
 }
 
 func retryReplayed(ctx context.Context, r *runner, res *Result) error {
@@ -242,6 +231,152 @@ func twoPrincipals(ctx context.Context, r *runner, res *Result) error {
 		res.Saw = "the second principal was refused for a key only the first had used; " + res.Saw
 	}
 	return nil
+}
+
+func twoPrincipalsSameRequest(ctx context.Context, r *runner, res *Result) error {
+	b, err := r.open(ctx)
+	if err != nil {
+		return err
+	}
+	names := [2]string{r.Profile.Principals[0].Name, r.Profile.Principals[1].Name}
+	var want []expect
+	var got []string
+	var leaks []string
+	for _, when := range []string{"at once", "one after the other"} {
+		o, err := r.newOp(0)
+		if err != nil {
+			return err
+		}
+		theirs := o
+		theirs.principal = 1
+		key := sf(r.key())
+		var answers [2]answer
+		if when == "at once" {
+			var done sync.WaitGroup
+			start := make(chan struct{})
+			for i, x := range []op{o, theirs} {
+				done.Go(func() {
+					<-start
+					answers[i] = r.untilFinal(ctx, x, key)
+				})
+			}
+			close(start)
+			done.Wait()
+		} else {
+			answers[0] = r.untilFinal(ctx, o, key)
+			answers[1] = r.untilFinal(ctx, theirs, key)
+		}
+		got = append(got, fmt.Sprintf("%s: %s %s; %s %s", when, names[0], answers[0], names[1], answers[1]))
+		want = append(want, expect{o, due(answers[0]), names[0] + "'s operation " + when})
+		if answers[0].ok() && answers[0].same(answers[1]) {
+			leaks = append(leaks, when)
+		}
+	}
+	res.Sent = fmt.Sprintf("%s %s as %s and, with the same key and body, as %s: at once, then one after the other (each until an answer)",
+		r.Profile.Operation.Method, r.Profile.Operation.Path, names[0], names[1])
+	res.Got = strings.Join(got, "; ")
+	res.Expected = names[1] + " refused, or answered with a result of its own; never " + names[0] + "'s"
+	if err := b.judge(ctx, res, want...); err != nil {
+		return err
+	}
+	if len(leaks) > 0 {
+		res.Money = MoneyHarmed
+		res.Saw = fmt.Sprintf("%s was handed %s's result (%s): one principal shown another's operation; %s", names[1], names[0], strings.Join(leaks, ", "), res.Saw)
+	}
+	return nil
+}
+
+func retryAfterRestart(ctx context.Context, r *runner, res *Result) error {
+	b, o, err := r.begin(ctx)
+	if err != nil {
+		return err
+	}
+	key := sf(r.key())
+	first := r.send(ctx, r.client, o, key)
+	res.Sent = describe(r, key, 1) + ", then the profile's restart, then the same again until an answer"
+	if err := r.restart(ctx); err != nil {
+		res.Got = "original " + first.String()
+		res.Money = MoneyUnobserved
+		res.Saw = "could not observe: " + err.Error()
+		return nil
+	}
+	final := r.untilFinal(ctx, o, key)
+	res.Got = "original " + first.String() + "; after the restart " + final.String()
+	res.Expected = "the retry answered 2xx: the client learns its result; the operation executes once"
+	if err := b.judge(ctx, res, expect{o, due(first, final), "one operation"}); err != nil {
+		return err
+	}
+	if first.ok() && !final.ok() {
+		res.Money = MoneyHarmed
+		res.Saw = "the client never learned the result of its operation after the restart; " + res.Saw
+	}
+	return nil
+}
+
+// expirySlack is how far an expiry the API tells may be from the
+// published period after the first answer: clocks differ, and an
+// HTTP-date holds whole seconds.
+const expirySlack = time.Minute
+
+func expiryAsPublished(ctx context.Context, r *runner, res *Result) error {
+	b, o, err := r.begin(ctx)
+	if err != nil {
+		return err
+	}
+	e := r.Profile.Expiry
+	key := sf(r.key())
+	sentAt := time.Now()
+	first := r.send(ctx, r.client, o, key)
+	retry := r.send(ctx, r.client, o, key)
+	res.Sent = describe(r, key, 2) + ", the second at once, well inside the " + e.After + " the API publishes"
+	res.Got = "original " + first.String() + "; retry " + retry.String()
+	ok := first.ok() && retry.same(first)
+	expected := "the retry answered as the original was: the key honoured inside the period"
+	if e.Header != "" {
+		expected += fmt.Sprintf("; %s on both answers, %s after the first (within %s)", e.Header, e.After, expirySlack)
+		told, why := expiresAt(first, e.Header, sentAt, e.after)
+		res.Got += fmt.Sprintf("; %s: %s", e.Header, told)
+		if why != "" || retry.header.Get(e.Header) == "" {
+			ok = false
+			if why == "" {
+				why = "the retry's answer has no " + e.Header
+			}
+			res.Got += " (" + why + ")"
+		}
+	}
+	contract(res, ok, expected)
+	if err := b.judge(ctx, res, expect{o, due(first, retry), "one operation"}); err != nil {
+		return err
+	}
+	res.Saw += "; after " + e.After + ": could not observe whether the key is forgotten (the run does not wait it out)"
+	return nil
+}
+
+// expiresAt reads the expiry a tells in header, and says why it does not
+// agree with a period of after from the first answer ("" if it does).
+// The first answer's Date header is when that was, or sentAt without one.
+func expiresAt(a answer, header string, sentAt time.Time, after time.Duration) (told, why string) {
+	if a.err != nil {
+		return "no answer", "no answer to read it from"
+	}
+	v := a.header.Get(header)
+	if v == "" {
+		return "absent", "the API does not send it"
+	}
+	at, err := http.ParseTime(v)
+	if err != nil {
+		if at, err = time.Parse(time.RFC3339, v); err != nil {
+			return v, "neither an HTTP-date nor an RFC 3339 time"
+		}
+	}
+	now := sentAt
+	if d, err := http.ParseTime(a.header.Get("Date")); err == nil {
+		now = d
+	}
+	if gap := at.Sub(now); gap < after-expirySlack || gap > after+expirySlack {
+		return v, fmt.Sprintf("%s after the first answer, not %s", gap.Round(time.Second), after)
+	}
+	return v, ""
 }
 
 // tally sums answers up: each distinct answer once, with how many

@@ -8,6 +8,7 @@ import (
 
 	"idemlab/grader"
 	"idemlab/grader/gradertest"
+	"idemlab/grader/targets"
 	"idemlab/kit/labdb"
 	"idemlab/solutions/stage0"
 )
@@ -32,7 +33,7 @@ func listenable(addr string) bool {
 // start; it keeps no copy, so the port is free once the child is gone; a
 // restart comes back on the same port, or on another if it was taken.
 func TestChild_HoldsItsPortFromThePickAndGivesItBackWhenGone(t *testing.T) {
-	child, err := grader.StartChild(t.Context(), testBinary(t), t.TempDir(), labdb.TestTarget())
+	child, err := targets.StartChild(t.Context(), testBinary(t), t.TempDir(), labdb.TestTarget())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestChild_HoldsItsPortFromThePickAndGivesItBackWhenGone(t *testing.T) {
 		t.Fatalf("restarted on %s, which another process holds", got)
 	}
 
-	taken := &grader.Child{Binary: testBinary(t), DB: t.TempDir() + "/lab.db", Admin: grader.AdminToken(), Addr: addr}
+	taken := &targets.Child{Binary: testBinary(t), DB: t.TempDir() + "/lab.db", Admin: targets.AdminToken(), Addr: addr}
 	if err := taken.Start(t.Context()); err == nil || !strings.Contains(err.Error(), "cannot listen") {
 		taken.Kill()
 		t.Fatalf("started on an address another process holds: %v", err)

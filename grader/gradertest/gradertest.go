@@ -11,10 +11,11 @@ import (
 	"testing"
 
 	"idemlab/grader"
+	"idemlab/grader/targets"
 )
 
 // Main is every stage's TestMain. Run normally, it runs the tests. Asked
-// to serve (grader.IsChild: lab serve, lab grade and the crash checks
+// to serve (targets.IsChild: lab serve, lab grade and the crash checks
 // start the test binary with IDEMLAB_SERVE set), it serves the subject in
 // lab mode instead, until it is stopped.
 //
@@ -22,10 +23,10 @@ import (
 // all; IDEMLAB_SUBJECT then says which one to serve, and the crash checks
 // can start any of them as a child process (see grader.T.OnChild).
 func Main(m *testing.M, subjects ...grader.Subject) {
-	if grader.IsChild() {
-		os.Exit(grader.ServeChild(subjects...))
+	if targets.IsChild() {
+		os.Exit(targets.ServeChild(subjects...))
 	}
-	grader.CanServe(subjects...)
+	targets.CanServe(subjects...)
 	os.Exit(m.Run())
 }
 
@@ -47,7 +48,7 @@ func TestStage(t *testing.T, subject grader.Subject) {
 		ran++
 		t.Run(c.ID, func(t *testing.T) {
 			t.Parallel()
-			r := grader.RunCheck(context.Background(), subject, c, seed, grader.InProcess)
+			r := grader.RunCheck(context.Background(), subject, c, seed, targets.InProcess)
 			if !r.Passed() {
 				reproduce := Reproduce(subject, seed, c.ID)
 				if err := grader.WriteTimeline(&r, grader.TimelineDir(), reproduce); err != nil {

@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"idemlab/grader"
+	"idemlab/grader/targets"
 )
 
 // Rung is one stage: its reference solution and its student scaffold.
@@ -51,7 +52,7 @@ func Run(ctx context.Context, subject grader.Subject, checks []grader.Check, see
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			r := grader.RunCheck(ctx, subject, c, seed, grader.InProcess)
+			r := grader.RunCheck(ctx, subject, c, seed, targets.InProcess)
 			if r.Passed() {
 				return
 			}

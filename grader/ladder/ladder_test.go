@@ -16,6 +16,7 @@ import (
 	"idemlab/grader"
 	"idemlab/grader/gradertest"
 	"idemlab/grader/ladder"
+	"idemlab/grader/targets"
 	"idemlab/kit/labdb"
 	"idemlab/kit/stage"
 	"idemlab/solutions"
@@ -163,7 +164,7 @@ func TestMutants(t *testing.T) {
 	if len(ladder.Mutants) == 0 {
 		t.Fatal("no mutants")
 	}
-	root, err := grader.Root()
+	root, err := targets.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func TestMutants(t *testing.T) {
 // stage test, so copying the solution's .go files over the scaffold makes
 // make stage-N pass (the ladder shows that solution N passes).
 func TestScaffoldsMirrorSolutions(t *testing.T) {
-	root, err := grader.Root()
+	root, err := targets.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

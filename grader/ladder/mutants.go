@@ -97,6 +97,7 @@ import (
 
 	"idemlab/grader"
 	"idemlab/grader/gradertest"
+	"idemlab/grader/targets"
 )
 
 var subject = grader.Subject{Stage: %[2]d, Name: "mutant %[3]s", New: New}
@@ -109,7 +110,7 @@ func TestCaught(t *testing.T) {
 	if !ok {
 		t.Fatal("no check %[1]s")
 	}
-	r := grader.RunCheck(context.Background(), subject, c, %[4]d, grader.InProcess)
+	r := grader.RunCheck(context.Background(), subject, c, %[4]d, targets.InProcess)
 	switch {
 	case r.Passed():
 		t.Fatal("mutant %[3]s (%[5]s) was not caught by %[1]s")

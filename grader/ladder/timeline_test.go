@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"idemlab/grader"
+	"idemlab/grader/judging"
+	"idemlab/grader/targets"
 	"idemlab/grader/timeline"
 )
 
@@ -17,8 +19,8 @@ import (
 // server's events name the request), highlighted.
 func TestTimeline_Stage1ScaffoldDrawsItsDouble(t *testing.T) {
 	c, _ := grader.Lookup("S1.concurrent-duplicates")
-	r := grader.RunCheck(context.Background(), rungs[1].Scaffold, c, 7, grader.InProcess)
-	if r.Harm() != grader.Double {
+	r := grader.RunCheck(context.Background(), rungs[1].Scaffold, c, 7, targets.InProcess)
+	if r.Harm() != judging.Double {
 		t.Fatalf("the scaffold of stage 1 passed or failed otherwise: %v", r.Err)
 	}
 	reproduce := "make stage-1 SEED=7 RUN=S1.concurrent-duplicates"

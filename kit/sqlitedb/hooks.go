@@ -19,8 +19,9 @@ import (
 // writers take turns on at the write gate (gate.go); each physical
 // connection keeps its prepared statements (stmtcache.go); and lab mode
 // injects its database faults. It forwards the optional interfaces of the
-// modernc driver that database/sql uses, so that contexts, BeginTx options
-// and connection validation keep working.
+// modernc driver that database/sql uses, so that BeginTx options and
+// connection validation keep working; a context is looked at before each
+// statement rather than watched during it (see driverContext).
 //
 // Why one writer: SQLite lets one connection write at a time anyway, and a
 // connection that wrote last still has the pages it needs in its cache,
@@ -197,7 +198,12 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		}
 		c.gated, c.cur = true, w
 	}
-	t, err := c.cur.conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+	dctx, err := driverContext(ctx)
+	if err != nil {
+		c.releaseGate()
+		return nil, err
+	}
+	t, err := c.cur.conn.(driver.ConnBeginTx).BeginTx(dctx, opts)
 	if err != nil {
 		c.releaseGate()
 		return nil, err
@@ -206,6 +212,27 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	c.inTx = true
 	c.cur.keyRows = nil
 	return &tx{inner: t, conn: c, on: c.cur}, nil
+}
+
+// The driver watches the context of every statement it runs, BEGIN and
+// COMMIT included, with a goroutine of its own that interrupts the
+// statement if the context ends while it runs: a goroutine, a channel and
+// two calls into SQLite for each of the twenty or so statements of a
+// request. The lab's statements take microseconds, so the wrapper looks at
+// the context once, before a statement starts, and hands the driver a
+// context that never ends: a statement that has started runs to its end.
+// The waits that can be long still end with the request's context: the
+// write gate's (gate.go), and database/sql's own watch on a transaction,
+// which rolls it back when its context ends. A wait for another process's
+// lock ends after BusyTimeout.
+
+// driverContext returns the context the driver runs a statement of ctx
+// under, or ctx's error if ctx has ended.
+func driverContext(ctx context.Context) (context.Context, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.Background(), nil
 }
 
 // releaseGate gives the writer and the gate back if this connection's

@@ -61,6 +61,10 @@ func (c *physical) dropCachedStmts() {
 
 // exec runs query with args, through its kept statement when it can.
 func (c *physical) exec(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	ctx, err := driverContext(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if st := c.cached(ctx, query); st != nil {
 		return st.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
 	}
@@ -70,6 +74,11 @@ func (c *physical) exec(ctx context.Context, query string, args []driver.NamedVa
 // query runs query with args, through its kept statement when it can; the
 // statement is busy until the rows are closed, and then closed calls done.
 func (c *physical) query(ctx context.Context, query string, args []driver.NamedValue, done func()) (driver.Rows, error) {
+	ctx, err := driverContext(ctx)
+	if err != nil {
+		done()
+		return nil, err
+	}
 	st := c.cached(ctx, query)
 	if st == nil {
 		rows, err := c.conn.(driver.QueryerContext).QueryContext(ctx, query, args)

@@ -1,20 +1,26 @@
 // Package payserver is a small payments API that lab conform's tests and
 // examples attack: plain net/http, nothing of the lab's. A caller (the
 // X-Api-Key header) creates payments with POST /v1/payments, body
-// {"payee":"…","cents":N,"note":"…"}, under an Idempotency-Key (an
-// sf-string or bare), and lists its own with GET /v1/payments. Keys live
-// in a map, per caller; a key in use answers 409, a key with another
-// payload 422, a completed key its stored answer.
+// {"payee":"…","cents":N,"note":"…"}, under an Idempotency-Key (one
+// field, an RFC 8941 String of 1 to 255 characters), and lists its own
+// with GET /v1/payments. Keys live in a map, per caller; a key in use
+// answers 409, a key with another payload 422, a completed key its stored
+// answer. Its fields break one rule at a time, for lab conform's tests.
 package payserver
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
-	"strconv"
+	"os"
 	"sync"
+	"time"
+
+	"github.com/dunglas/httpsfv"
 )
 
 // Payment is one payment made.
@@ -26,6 +32,7 @@ type Payment struct {
 }
 
 type entry struct {
+	at     time.Time
 	body   []byte
 	done   bool
 	status int
@@ -38,13 +45,47 @@ type Server struct {
 	keys     map[string]*entry // caller + "\x00" + key
 	payments map[string][]Payment
 	next     int
+	// file, if set, keeps the payments (see Open).
+	file string
 	// Naive turns the key off: every request makes a payment.
 	Naive bool
+	// Keys is how the Idempotency-Key field is read: StrictKeys, the
+	// draft's, unless a test breaks it.
+	Keys KeyRule
+	// Unscoped keys its keys without the caller: one caller's key is
+	// every caller's.
+	Unscoped bool
+	// Retention is how long a key is kept after its first use (24h from
+	// New); every answer to a keyed request tells when its key expires,
+	// in an Idempotency-Expires header (an HTTP-date).
+	Retention time.Duration
 }
+
+// KeyRule is how the server reads the Idempotency-Key field.
+type KeyRule int
+
+const (
+	// StrictKeys takes one field whose value is an RFC 8941 String of 1
+	// to 255 characters, and answers anything else 400.
+	StrictKeys KeyRule = iota
+	// RawKeys takes the field's value as it was sent, whatever it is:
+	// "k" and k are two keys, and a malformed value is a key like any
+	// other.
+	RawKeys
+	// IgnoreMalformed executes a request whose key does not parse as if
+	// it had none: unprotected, every retry pays again.
+	IgnoreMalformed
+	// CutKeys keeps the first 64 characters of a String, however long:
+	// two long keys that share them are one key.
+	CutKeys
+)
+
+// maxKey is the longest key StrictKeys takes.
+const maxKey = 255
 
 // New returns an empty server.
 func New() *Server {
-	return &Server{keys: make(map[string]*entry), payments: make(map[string][]Payment)}
+	return &Server{keys: make(map[string]*entry), payments: make(map[string][]Payment), Retention: 24 * time.Hour}
 }
 
 // ServeHTTP serves the API.
@@ -84,22 +125,37 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, caller string) {
 		reply(w, status, answer)
 		return
 	}
-	key := r.Header.Get("Idempotency-Key")
-	if unq, err := strconv.Unquote(key); err == nil && len(key) > 0 && key[0] == '"' {
-		key = unq
+	fields := r.Header.Values("Idempotency-Key")
+	if len(fields) == 0 {
+		http.Error(w, `{"error":"an Idempotency-Key is required"}`, http.StatusBadRequest)
+		return
 	}
-	if key == "" || len(r.Header.Values("Idempotency-Key")) > 1 {
-		http.Error(w, `{"error":"one Idempotency-Key is required"}`, http.StatusBadRequest)
+	key, ok := s.key(fields)
+	switch {
+	case !ok && s.Keys == IgnoreMalformed:
+		status, answer := s.pay(caller, p)
+		reply(w, status, answer)
+		return
+	case !ok:
+		http.Error(w, `{"error":"Idempotency-Key must be one field, a quoted string of 1 to 255 printable characters"}`, http.StatusBadRequest)
 		return
 	}
 	id := caller + "\x00" + key
+	if s.Unscoped {
+		id = key
+	}
+	now := time.Now()
 	s.mu.Lock()
 	e, seen := s.keys[id]
+	if seen && now.Sub(e.at) >= s.Retention {
+		seen = false
+	}
 	if !seen {
-		e = &entry{body: body}
+		e = &entry{at: now, body: body}
 		s.keys[id] = e
 	}
 	s.mu.Unlock()
+	w.Header().Set("Idempotency-Expires", e.at.Add(s.Retention).UTC().Format(http.TimeFormat))
 	if seen {
 		s.mu.Lock()
 		same, done, status, answer := bytes.Equal(e.body, body), e.done, e.status, e.answer
@@ -122,15 +178,87 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, caller string) {
 	reply(w, status, answer)
 }
 
-// pay makes the payment and returns the answer to give.
+// key reads the key from the Idempotency-Key fields as s.Keys says; ok
+// is false if they hold none.
+func (s *Server) key(fields []string) (key string, ok bool) {
+	if s.Keys == RawKeys {
+		return fields[0], true
+	}
+	if len(fields) != 1 {
+		return "", false
+	}
+	item, err := httpsfv.UnmarshalItem(fields)
+	if err != nil || len(item.Params.Names()) > 0 {
+		return "", false
+	}
+	key, ok = item.Value.(string)
+	if s.Keys == CutKeys && len(key) > 64 {
+		return key[:64], ok
+	}
+	return key, ok && key != "" && len(key) <= maxKey
+}
+
+// record is one line of the payments file.
+type record struct {
+	Caller  string  `json:"caller"`
+	Payment Payment `json:"payment"`
+}
+
+// Open returns a server whose payments are kept in the file at path, one
+// JSON line each, and read back from it: a server opened again on the
+// file after a restart has every payment made before, and none of its
+// keys, which live in memory only. It returns the error of reading the
+// file.
+func Open(path string) (*Server, error) {
+	s := New()
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read payments: %w", err)
+	}
+	for line := range bytes.Lines(data) {
+		var rec record
+		if err := json.Unmarshal(line, &rec); err != nil {
+			return nil, fmt.Errorf("read payments: %w", err)
+		}
+		s.payments[rec.Caller] = append(s.payments[rec.Caller], rec.Payment)
+		s.next++
+	}
+	s.file = path
+	return s, nil
+}
+
+// pay makes the payment and returns the answer to give: 500 if the
+// payments file cannot be written, and then no payment is made.
 func (s *Server) pay(caller string, p Payment) (int, []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	p.ID = fmt.Sprintf("pay_%d", s.next+1)
+	if s.file != "" {
+		if err := appendLine(s.file, record{Caller: caller, Payment: p}); err != nil {
+			return http.StatusInternalServerError, []byte(`{"error":"the payment could not be recorded"}`)
+		}
+	}
 	s.next++
-	p.ID = fmt.Sprintf("pay_%d", s.next)
 	s.payments[caller] = append(s.payments[caller], p)
 	answer, _ := json.Marshal(p)
 	return http.StatusCreated, answer
+}
+
+// appendLine appends v to the file at path as one JSON line.
+func appendLine(path string, v any) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func reply(w http.ResponseWriter, status int, body []byte) {

@@ -15,12 +15,18 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "the address to listen on")
 	naive := flag.Bool("naive", false, "ignore the Idempotency-Key: every request makes a payment")
+	payments := flag.String("payments", "", "keep the payments in this file, across restarts (the keys stay in memory)")
 	flag.Parse()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		log.Fatal(err)
 	}
 	s := payserver.New()
+	if *payments != "" {
+		if s, err = payserver.Open(*payments); err != nil {
+			log.Fatal(err)
+		}
+	}
 	s.Naive = *naive
 	fmt.Printf("payserver: http://%s\n", ln.Addr())
 	log.Fatal(http.Serve(ln, s))

@@ -1,0 +1,202 @@
+package docs_test
+
+import (
+	"fmt"
+	"go/parser"
+	"go/token"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// maxShown is the share of a stage's lines to write that its lesson, its
+// README and its scaffold's comments may hold verbatim. A few short lines
+// (a problem type's name, a column list the kit requires) are fair; a
+// statement the student could paste is the answer handed over.
+const maxShown = 0.10
+
+// A lesson teaches the idea and the decisions; the code that implements
+// them is the student's to write, and lives only in solutions/ and in
+// the last step of lab hint. For each stage, the lines the student must
+// write are the solution's lines that the scaffold does not have
+// (comments, blank lines and short lines left out); the test fails when
+// more than maxShown of them stand, whitespace aside, in the lesson's
+// code (fenced blocks and code spans), the stage's README or the
+// scaffold's comments.
+func TestLessons_HoldNoSolutionCode(t *testing.T) {
+	files := stageLessons()
+	for _, stage := range slices.Sorted(maps.Keys(files)) {
+		m, err := measureShown(repoRoot, stage, files[stage])
+		if err != nil {
+			t.Errorf("stage %d: %v", stage, err)
+			continue
+		}
+		t.Logf("stage %d: %3d lines to write, %3d shown (%4.1f%%)", stage, m.toWrite, len(m.shown), 100*m.share())
+		if m.share() > maxShown {
+			t.Errorf("stage %d: %d of the %d lines a student writes (%.0f%%, more than %.0f%%) stand in %s, stages/stage%d's README or its comments:\n\t%s",
+				stage, len(m.shown), m.toWrite, 100*m.share(), 100*maxShown, files[stage], stage, strings.Join(m.shown, "\n\t"))
+		}
+	}
+}
+
+// TestMeasureShown_CatchesAPastedStatement builds a stage whose solution
+// adds three lines to write and a lesson that shows one of them, then the same
+// lesson with the line only described in words.
+func TestMeasureShown_CatchesAPastedStatement(t *testing.T) {
+	root := t.TempDir()
+	write := func(path, text string) {
+		t.Helper()
+		path = filepath.Join(root, filepath.FromSlash(path))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("stages/stage1/a.go", "package stage1\n\n// TODO(stage 1): claim the key.\nfunc f() error {\n\treturn nil\n}\n")
+	write("stages/stage1/README.md", "# Stage 1\n")
+	write("solutions/stage1/a.go", "package stage1\n\nfunc f() error {\n\t// a comment is not code to write\n\t_, err := db.Exec(`INSERT INTO idempotency_keys (key)\n\t\tVALUES (?) RETURNING id`, key)\n\tif isUnique(err) {\n\t}\n\treturn nil\n}\n")
+	tests := []struct {
+		name, lesson string
+		shown        int
+	}{
+		{"a statement in a go block", "# L\n\n```go\n_, err :=   db.Exec(`INSERT INTO idempotency_keys (key)\n```\n", 1},
+		{"a statement in a code span", "# L\n\nThen `if isUnique(err) {` tells.\n", 1},
+		{"words only", "# L\n\nInsert the key; a unique violation means another request has it.\n", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			write("docs/lessons/01-claim.md", tc.lesson)
+			m, err := measureShown(root, 1, "docs/lessons/01-claim.md")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.toWrite != 3 || len(m.shown) != tc.shown {
+				t.Errorf("%d lines to write, %d shown %q; want 3 and %d", m.toWrite, len(m.shown), m.shown, tc.shown)
+			}
+		})
+	}
+}
+
+// shownMeasure is how much of a stage's code to write its texts show.
+type shownMeasure struct {
+	toWrite int
+	shown   []string
+}
+
+func (m shownMeasure) share() float64 {
+	if m.toWrite == 0 {
+		return 0
+	}
+	return float64(len(m.shown)) / float64(m.toWrite)
+}
+
+// minLine is the length under which a normalised line is too short to
+// hand anything over (`}`, `return err`).
+const minLine = 12
+
+// measureShown compares solutions/stageN with stages/stageN under root
+// and looks for the lines to write in the lesson, the README and the
+// scaffold's comments.
+func measureShown(root string, stage int, lesson string) (shownMeasure, error) {
+	scaffoldDir := filepath.Join(root, "stages", fmt.Sprintf("stage%d", stage))
+	code, comments, err := goLines(scaffoldDir)
+	if err != nil {
+		return shownMeasure{}, err
+	}
+	solution, _, err := goLines(filepath.Join(root, "solutions", fmt.Sprintf("stage%d", stage)))
+	if err != nil {
+		return shownMeasure{}, err
+	}
+	have := map[string]bool{}
+	for _, l := range code {
+		have[l] = true
+	}
+	var toWrite []string
+	for _, l := range solution {
+		if !have[l] && len(l) >= minLine && strings.IndexFunc(l, unicode.IsLetter) >= 0 && !slices.Contains(toWrite, l) {
+			toWrite = append(toWrite, l)
+		}
+	}
+	texts := comments
+	for _, path := range []string{filepath.Join(root, filepath.FromSlash(lesson)), filepath.Join(scaffoldDir, "README.md")} {
+		md, err := os.ReadFile(path)
+		if err != nil {
+			return shownMeasure{}, err
+		}
+		texts = append(texts, markdownCode(string(md))...)
+	}
+	m := shownMeasure{toWrite: len(toWrite)}
+	for _, l := range toWrite {
+		for _, text := range texts {
+			if strings.Contains(text, l) {
+				m.shown = append(m.shown, l)
+				break
+			}
+		}
+	}
+	return m, nil
+}
+
+// goLines returns the normalised code lines of a package's non-test Go
+// files (comment lines and blank lines left out) and its comments, each
+// comment normalised to one line, so that a statement wrapped in a
+// comment's prose is found whole.
+func goLines(dir string) (code, comments []string, err error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(paths) == 0 {
+		return nil, nil, fmt.Errorf("%s: no Go files (%v)", dir, err)
+	}
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, src, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, cg := range f.Comments {
+			comments = append(comments, normaliseLine(cg.Text()))
+		}
+		for line := range strings.Lines(string(src)) {
+			if l := normaliseLine(line); l != "" && !strings.HasPrefix(l, "//") {
+				code = append(code, l)
+			}
+		}
+	}
+	return code, comments, nil
+}
+
+var codeSpan = regexp.MustCompile("`+[^`]+`+")
+
+// markdownCode returns a markdown text's fenced blocks and its code
+// spans, each normalised to one line.
+func markdownCode(md string) []string {
+	var out []string
+	parts := splitFences(md)
+	for _, b := range parts.blocks {
+		out = append(out, normaliseLine(b.text))
+	}
+	for _, span := range codeSpan.FindAllString(parts.prose, -1) {
+		out = append(out, normaliseLine(span))
+	}
+	return out
+}
+
+// normaliseLine collapses white space (line breaks included) and drops
+// what joins a line to its neighbours (backticks, commas, semicolons at
+// either end), so that a SQL line inside a Go string and the same line
+// in a comment compare equal.
+func normaliseLine(line string) string {
+	return strings.Trim(strings.Join(strings.Fields(line), " "), "`,; ")
+}

@@ -1,0 +1,234 @@
+package grader
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"idemlab/grader/dayplan"
+	"idemlab/grader/judging"
+	"idemlab/grader/replay"
+	"idemlab/kit/labclient"
+	"idemlab/kit/labctl"
+)
+
+// checkCrashRecovery catches a key stuck in progress after a crash (no
+// lease), a key completed outside the business transaction (after a crash
+// between the two commits, the retry executes again, or hears "done" for
+// money that never moved), and a replay that is not stored with the
+// money. It needs a server it can kill: a child process.
+func checkCrashRecovery(t *T) error {
+	c, err := t.OnChild()
+	if err != nil {
+		return err
+	}
+	return c.crashRecovery()
+}
+
+// toldSuccess is a 201 some client heard, to check against the books.
+type toldSuccess struct {
+	req Request
+	res Response
+}
+
+func (t *T) crashRecovery() error {
+	const opening = 10_000_000
+	s, err := t.Scenario(3, opening)
+	if err != nil {
+		return err
+	}
+	cs, a, books := s.Customers, s.A, s.Books
+	var told []toldSuccess
+	var story []string
+	transfer := func() (Request, func()) {
+		to := cs[1+t.Rand().IntN(len(cs)-1)].Accounts[t.Rand().IntN(2)]
+		amount, op := t.Amount(1_000, 300_000), t.Op()
+		books.Expect(op)
+		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], to, amount, op))
+		return req, func() { books.Transfer(op, a.Accounts[0], to, amount) }
+	}
+
+	// Each crash point, one request at a time.
+	for _, point := range []string{labctl.CrashInTransfer, labctl.CrashAfterCommit, labctl.CrashBeforeResponse} {
+		req, executed := transfer()
+		if err := t.Arm(point, 1); err != nil {
+			return err
+		}
+		r := t.Do(req)
+		step := fmt.Sprintf("%s\n(armed: %s)  →  %s", req.String(), point, r.Short())
+		if r.Is(http.StatusCreated, "") {
+			told = append(told, toldSuccess{req, r})
+		}
+		exited, err := t.Crashed(10 * time.Second)
+		if err != nil {
+			return err
+		}
+		if !exited {
+			return fmt.Errorf("the %s fault was armed and the request sent, but the server did not exit", point)
+		}
+		if err := t.Restart(); err != nil {
+			return err
+		}
+		lease, err := t.lease()
+		if err != nil {
+			return err
+		}
+		final, retries, err := t.retryUntilDone(req, lease)
+		if err != nil {
+			return err
+		}
+		step += "\nthe server restarts on the same database file" + retries
+		story = append(story, step)
+		if !final.Is(http.StatusCreated, "") {
+			return t.Fail(strings.Join(story, "\n\n"), final.String(), "201 Created in the end: the retry of a crashed request executes once, or replays the answer the crash lost")
+		}
+		told = append(told, toldSuccess{req, final})
+		executed()
+		if err := t.Reconcile(strings.Join(story, "\n\n"), "", books); err != nil {
+			return err
+		}
+	}
+
+	// kill -9 under load: several transfers in flight, some answered,
+	// some waiting on the core, when the process dies.
+	const inFlight = 6
+	if err := t.Configure(labclient.Config{CoreLatency: 200 * time.Millisecond}); err != nil {
+		return err
+	}
+	answered := t.Rand().IntN(3)
+	var reqs []Request
+	var pending []*Pending
+	var done []func()
+	for range inFlight {
+		req, executed := transfer()
+		reqs, done = append(reqs, req), append(done, executed)
+		p := t.Launch(req)
+		pending = append(pending, p)
+		if _, err := t.WaitFor(5*time.Second, func() (bool, error) {
+			st, err := t.State()
+			return p.Done() || len(judging.KeyRows(st, req.Key)) > 0, err
+		}); err != nil {
+			return err
+		}
+	}
+	if _, err := t.WaitFor(5*time.Second, func() (bool, error) {
+		n := 0
+		for _, p := range pending {
+			if p.Done() {
+				n++
+			}
+		}
+		return n >= answered, nil
+	}); err != nil {
+		return err
+	}
+	t.kill()
+	step := fmt.Sprintf("%d transfers in flight (core latency 200ms), kill -9 once %d had answered:", inFlight, answered)
+	for i, p := range pending {
+		r := p.Wait()
+		step += "\n  " + reqs[i].String() + "  →  " + r.Short()
+		if r.Is(http.StatusCreated, "") {
+			told = append(told, toldSuccess{reqs[i], r})
+		}
+	}
+	if err := t.Restart(); err != nil {
+		return err
+	}
+	step += "\nthe server restarts on the same database file, and each client retries"
+	lease, err := t.lease()
+	if err != nil {
+		return err
+	}
+	for i, req := range reqs {
+		final, retries, err := t.retryUntilDone(req, lease)
+		if err != nil {
+			return err
+		}
+		step += "\n  " + req.Key + ": " + strings.ReplaceAll(strings.TrimPrefix(retries, "\n"), "\n", "; ")
+		if !final.Is(http.StatusCreated, "") {
+			return t.Fail(strings.Join(append(story, step), "\n\n"), final.String(), "201 Created in the end for every transfer")
+		}
+		told = append(told, toldSuccess{req, final})
+		done[i]()
+	}
+	story = append(story, step)
+	sent := strings.Join(story, "\n\n")
+	if err := t.Reconcile(sent, "", books); err != nil {
+		return err
+	}
+	// Every success a client heard names a transfer that exists.
+	for _, s := range told {
+		id := answerID(s.res)
+		r := t.Do(Request{Method: "GET", Path: "/transfers/" + id, Token: a.Token})
+		if !r.Is(http.StatusOK, "") {
+			return t.Fail(sent+"\nthen GET /transfers/"+id, r.String(),
+				"200: the client of "+s.req.Key+" was told 201 with transfer "+id+", so that transfer must exist")
+		}
+	}
+	return nil
+}
+
+// checkDayReplayThroughFaults catches whatever a single scenario misses:
+// a generated day mixes lost answers, resets after processing, withheld
+// responses, truncated bodies, shed requests, double clicks, respelled
+// retries, edited resubmissions and late retries, and the server crashes
+// at every crash point and is killed under load while the day runs; every
+// operation and balance is reconciled at the end.
+func checkDayReplayThroughFaults(t *T) error {
+	const ops = 150
+	params := dayplan.DefaultParams(t.Rand().Uint64()%1_000_000, ops)
+	params.FaultRate = 0.5
+	plan, err := dayplan.Generate(params.Reset.Seed, params)
+	if err != nil {
+		return err
+	}
+	c, err := t.OnChild()
+	if err != nil {
+		return err
+	}
+	// Every claim of the day, the very first included, must carry the
+	// short lease: a key stranded by a crash under the default 30s lease
+	// would outlast the clients' horizon. The day's reset keeps the config.
+	if err := c.Configure(labclient.Config{Lease: replay.DayLease}); err != nil {
+		return err
+	}
+	crashes := []string{labctl.CrashInTransfer, labctl.CrashAfterCommit, labctl.CrashBeforeResponse, killUnderLoad}
+	t.Rand().Shuffle(len(crashes), func(i, j int) { crashes[i], crashes[j] = crashes[j], crashes[i] })
+
+	stop := make(chan struct{})
+	crashed := make(chan crashLog, 1)
+	gate := newPausable(c.target.Client.Transport)
+	go func() { crashed <- c.crashDuring(stop, gate, crashes) }()
+	// Clients give up after 10 minutes of the plan's clock instead of an
+	// hour: the driver sleeps about a thousandth of each backoff, so a key
+	// stuck in progress fails the day in half a second of real time, while
+	// a lease of replay.DayLease frees a stranded key within a few minutes of the
+	// plan's clock.
+	policy := replay.DefaultRetryPolicy()
+	policy.Horizon = 10 * time.Minute
+	res, err := replay.Run(t.ctx, plan, replay.Options{URL: c.target.URL, Admin: c.target.Admin, Base: gate, Policy: policy})
+	close(stop)
+	log := <-crashed
+	if log.err != nil {
+		return log.err
+	}
+	if err != nil {
+		return err
+	}
+	rc := replay.ReconcileDay(res)
+	if rc.Valid {
+		// A late retry may run an operation again once its key has
+		// expired, as ReconcileDay allows: the books say so, or the
+		// verdict on the target's money (the day's own server, under lab
+		// grade) would call it a double.
+		allowed := t.NewBooks(0)
+		for op, n := range res.Final.Executions {
+			allowed.Executions[op] = n
+		}
+		return nil
+	}
+	return t.Fail(fmt.Sprintf("lab replay of the day made by: %s\n(half the operations meet failure points of the network; the server crashed %d times: %s)",
+		params.Command(), len(log.fired), strings.Join(log.fired, ", ")),
+		replay.DayReport(rc), "0 executed more than once, 0 lost, 0 mismatched replays, 0 unexpected answers, every client of an executed operation knows its original answer, every balance = opening + executions")
+}

@@ -1,0 +1,426 @@
+package grader
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"idemlab/grader/judging"
+	"idemlab/kit/bank"
+	"idemlab/kit/problem"
+)
+
+// checkPreconditionRequired catches a server that takes a PUT without
+// If-Match (or with If-Match: *) as "replace whatever is there".
+func checkPreconditionRequired(t *T) error {
+	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
+	if err != nil {
+		return err
+	}
+	a, acc := s.A, s.A.Accounts[0]
+	for _, ifMatch := range []string{"", "*"} {
+		change := start.Settings
+		change.Nickname = t.nickname()
+		req := putSettings(a, acc, change, ifMatch)
+		r := t.Do(req)
+		sent := story + "\n" + describe(req)
+		after, err := t.readSettings(sent, a, acc)
+		if err != nil {
+			return err
+		}
+		if !r.Is(http.StatusPreconditionRequired, pPreconditionRequired) || after != start {
+			return t.Fail(sent+"\nthen GET  →  "+after.String(), r.String(),
+				"428 "+pPreconditionRequired+": the PUT names no version it was based on; the settings stay "+start.String())
+		}
+	}
+	return nil
+}
+
+// checkIfMatchList holds If-Match to RFC 9110: true when any strong tag
+// of the list is the current ETag, in one field or in several; a weak tag
+// never matches, alone or in a list; a header that is no list of tags
+// names no version. It catches a server that reads the header as one tag
+// (every list refused) and one that compares weakly (W/ stripped).
+func checkIfMatchList(t *T) error {
+	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
+	if err != nil {
+		return err
+	}
+	a, acc := s.A, s.A.Accounts[0]
+	cur := start
+	other := `"` + t.Key() + `"`
+	for _, split := range []bool{false, true} {
+		next := cur.Settings
+		next.Nickname = t.nickname()
+		req := putSettings(a, acc, next, "")
+		what := "If-Match lists a tag that is not ours, then the current one"
+		if split {
+			what = "the same list in two If-Match fields"
+			req.Header.Add("If-Match", other)
+			req.Header.Add("If-Match", cur.ETag)
+		} else {
+			req.Header.Add("If-Match", other+", "+cur.ETag)
+		}
+		etag, err := t.saved(story+"\n"+what+":", req, t.Do(req), next)
+		if err != nil {
+			return err
+		}
+		story += "\n" + what + ": " + describe(req) + "  →  200, ETag " + etag
+		if cur, err = t.readSettings(story, a, acc); err != nil {
+			return err
+		}
+		story += "\nthen GET  →  " + cur.String()
+	}
+	for _, p := range []struct{ ifMatch, because string }{
+		{"W/" + cur.ETag, "the current ETag, weak: If-Match compares strongly, and a weak tag never matches"},
+		{"W/" + cur.ETag + ", " + other, "a list whose only tag naming the current version is weak"},
+		{strings.Trim(cur.ETag, `"`), "the current ETag without its quotes: not an entity tag"},
+	} {
+		change := cur.Settings
+		change.Nickname = t.nickname()
+		req := putSettings(a, acc, change, p.ifMatch)
+		r := t.Do(req)
+		sent := story + "\n" + describe(req) + "  (" + p.because + ")"
+		after, err := t.readSettings(sent, a, acc)
+		if err != nil {
+			return err
+		}
+		if !r.Is(http.StatusPreconditionFailed, pPreconditionFailed) || after != cur {
+			return t.Fail(sent+"\nthen GET  →  "+after.String(), r.String(),
+				"412 "+pPreconditionFailed+": no strong tag of the list names the current version; the settings stay "+cur.String())
+		}
+	}
+	return nil
+}
+
+// checkLimitRefusalReplayed catches a daily-limit refusal that is not
+// stored with its key: once a clerk raises the limit, the retry of the
+// refused transfer executes, and the client that was told "refused" has
+// paid after all.
+func checkLimitRefusalReplayed(t *T) error {
+	s, start, story, err := t.clerkStart(bank.MaxDailyLimit)
+	if err != nil {
+		return err
+	}
+	a, acc, payee, books := s.A, s.A.Accounts[0], s.B.Accounts[0], s.Books
+	if err := t.toNoon(); err != nil {
+		return err
+	}
+	limit := t.Amount(10_000, 100_000)
+	lowered := start.Settings
+	lowered.DailyLimit = limit
+	reqL := putSettings(a, acc, lowered, start.ETag)
+	etag, err := t.saved(story+"\nclerk A lowers the limit:", reqL, t.Do(reqL), lowered)
+	if err != nil {
+		return err
+	}
+	story += "\n(the lab clock moves on to the next noon, UTC)\nclerk A lowers the limit: " + describe(reqL) + "  →  200"
+	amount, op := limit+t.Amount(1, 50_000), t.Op()
+	books.Expect(op)
+	req := Transfer(a, t.Key(), TransferBody(acc, payee, amount, op))
+	orig := t.Do(req)
+	story += "\na transfer over it: " + req.String() + "  →  " + orig.Short()
+	if orig.Is(http.StatusCreated, "") {
+		books.Transfer(op, acc, payee, amount)
+	}
+	if err := t.Reconcile(story, orig.String(), books); err != nil {
+		return err
+	}
+	if !orig.Is(http.StatusUnprocessableEntity, pDailyLimit) {
+		return t.Fail(story, orig.String(), "422 "+pDailyLimit+": the account's limit is "+fmt.Sprint(limit)+" won a day, and nothing moves")
+	}
+	raised := lowered
+	raised.DailyLimit = bank.MaxDailyLimit
+	reqR := putSettings(a, acc, raised, etag)
+	if _, err := t.saved(story+"\nclerk A raises the limit again:", reqR, t.Do(reqR), raised); err != nil {
+		return err
+	}
+	story += "\nclerk A raises the limit again: " + describe(reqR) + "  →  200\nthe transfer's answer had been lost: its client retries the same request"
+	r := t.Do(req)
+	if err := t.Reconcile(story, r.Short(), books); err != nil {
+		return err
+	}
+	if d := replayMismatch(orig, r); d != "" {
+		return t.Harmful(replayHarm(orig, r), story, r.String()+"\n"+d, "the stored 422 "+pDailyLimit+", byte for byte, with Idempotent-Replayed: true; nothing executes")
+	}
+	return nil
+}
+
+// checkDailyLimit catches an ETag blind to the daily limit (made from the
+// nickname, or a version moved on only by a rename): clerk B's stale
+// rename matches, puts the old limit back, and a transfer the owner capped
+// goes through.
+func checkDailyLimit(t *T) error {
+	s, start, story, err := t.clerkStart(bank.MaxDailyLimit)
+	if err != nil {
+		return err
+	}
+	a, b, books := s.A, s.B, s.Books
+	acc, payee := a.Accounts[0], b.Accounts[0]
+	story += "\n(clerks A and B both hold that copy)"
+
+	if err := t.toNoon(); err != nil {
+		return err
+	}
+	story += "\n(the lab clock moves on to the next noon, UTC)"
+	limit := t.Amount(100_000, 300_000)
+	lowered := start.Settings
+	lowered.DailyLimit = limit
+	reqA := putSettings(a, acc, lowered, start.ETag)
+	if _, err := t.saved(story+"\nclerk A lowers the limit:", reqA, t.Do(reqA), lowered); err != nil {
+		return err
+	}
+	story += "\nclerk A lowers the limit: " + describe(reqA) + "  →  200"
+	renamed := start.Settings
+	renamed.Nickname = t.nickname()
+	reqB := putSettings(a, acc, renamed, start.ETag)
+	rb := t.Do(reqB)
+	story += "\nclerk B, from its copy, renames the account: " + describe(reqB) + "  →  " + rb.Short()
+
+	pay := func(amount int64) (Request, Response) {
+		op := t.Op()
+		books.Expect(op)
+		req := Transfer(a, t.Key(), TransferBody(acc, payee, amount, op))
+		r := t.Do(req)
+		if r.Is(http.StatusCreated, "") {
+			books.Transfer(op, acc, payee, amount)
+		}
+		return req, r
+	}
+	over := limit + t.Amount(1, 50_000)
+	req, r := pay(over)
+	story += "\na transfer over A's limit: " + req.String() + "  →  " + r.Short()
+	if r.Is(http.StatusCreated, "") && rb.Is(http.StatusOK, "") {
+		return t.Harmful(judging.LostUpdate, story, r.String()+fmt.Sprintf("\nB's stale rename put the limit of %d back, and %d won moved past A's limit of %d", start.DailyLimit, over, limit),
+			"412 "+pPreconditionFailed+" to B's stale rename, and the transfer refused: 422 "+pDailyLimit+", nothing moved")
+	}
+	if !r.Is(http.StatusUnprocessableEntity, pDailyLimit) {
+		return t.Fail(story, r.String(), "422 "+pDailyLimit+": the account's limit is "+fmt.Sprint(limit)+" won a day, and nothing moves")
+	}
+	half := limit / 2
+	req, r = pay(half)
+	story += "\na transfer within it: " + req.String() + "  →  " + r.Short()
+	if !r.Is(http.StatusCreated, "") {
+		return t.Fail(story, r.String(), "201 Created: "+fmt.Sprint(half)+" is within the day's limit of "+fmt.Sprint(limit))
+	}
+	rest := limit - half + 1
+	req, r = pay(rest)
+	story += "\nthen one that takes the day 1 won over: " + req.String() + "  →  " + r.Short()
+	if !r.Is(http.StatusUnprocessableEntity, pDailyLimit) {
+		return t.Fail(story, r.String(), "422 "+pDailyLimit+": the day's transfers would come to "+fmt.Sprint(limit+1))
+	}
+	if err := t.Advance(24 * time.Hour); err != nil {
+		return err
+	}
+	req, r = pay(rest)
+	story += "\n24h later on the lab clock, the same amount: " + req.String() + "  →  " + r.Short()
+	if !r.Is(http.StatusCreated, "") {
+		return t.Fail(story, r.String(), "201 Created: a new day, and the limit counts from zero again")
+	}
+	if err := t.Reconcile(story, "", books); err != nil {
+		return err
+	}
+	if !rb.Is(http.StatusPreconditionFailed, pPreconditionFailed) {
+		return t.Fail(story, rb.String(), "412 "+pPreconditionFailed+" to B's rename: its copy is of the version A's PUT replaced")
+	}
+	return nil
+}
+
+// toNoon moves the lab clock on to the next noon (UTC): a story that
+// counts one day's transfers never straddles a midnight.
+func (t *T) toNoon() error {
+	now, err := t.Lab().Advance(t.ctx, 0)
+	if err != nil {
+		return err
+	}
+	return t.Advance(bank.DayStart(now).Add(36 * time.Hour).Sub(now))
+}
+
+// checkETagNamesTheVersion catches an ETag that a write does not change
+// (the version not moved on, or only by a rename, or not by a save that
+// changes nothing), a weak one, and a PUT that answers an ETag the next
+// GET does not show: the one it was sent, or a version it did not make,
+// such as the one after the first tag of an If-Match list.
+func checkETagNamesTheVersion(t *T) error {
+	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
+	if err != nil {
+		return err
+	}
+	a, acc := s.A, s.A.Accounts[0]
+	strong := func(etag string) bool {
+		return len(etag) >= 2 && strings.HasPrefix(etag, `"`) && strings.HasSuffix(etag, `"`)
+	}
+	if !strong(start.ETag) {
+		return t.Fail(story, "ETag "+start.ETag, `a strong ETag: a quoted string, "…", without W/ (If-Match compares strongly)`)
+	}
+	again, err := t.readSettings(story, a, acc)
+	if err != nil {
+		return err
+	}
+	if again != start {
+		return t.Fail(story+"\nGET again", again.String(), "the same settings at the same ETag: nothing changed them")
+	}
+	cur := start
+	for _, change := range []string{"daily_limit", "nickname", "nothing", "listed"} {
+		next := cur.Settings
+		ifMatch := cur.ETag
+		switch change {
+		case "daily_limit":
+			next.DailyLimit += t.Amount(1_000, 100_000)
+		case "nickname", "listed":
+			next.Nickname = t.nickname()
+		}
+		what := "change only the " + change
+		switch change {
+		case "nothing":
+			what = "save the settings as they are"
+		case "listed":
+			// The answer names the version this save made, not one
+			// worked out from the first tag of the list.
+			what = "rename from a list of an old ETag, then the current one"
+			ifMatch = start.ETag + ", " + cur.ETag
+		}
+		req := putSettings(a, acc, next, ifMatch)
+		etag, err := t.saved(story+"\n"+what+":", req, t.Do(req), next)
+		if err != nil {
+			return err
+		}
+		story += "\n" + what + ": " + describe(req) + "  →  200, ETag " + etag
+		if etag == cur.ETag || !strong(etag) {
+			return t.Fail(story, "ETag "+etag, "a new strong ETag: every successful PUT makes a new version, one that changes nothing included, so the version the old one names is gone")
+		}
+		now, err := t.readSettings(story, a, acc)
+		if err != nil {
+			return err
+		}
+		if now.Settings != next || now.ETag != etag {
+			return t.Fail(story+"\nthen GET", now.String(), "the settings saved, at the ETag the PUT answered: "+settingsJSON(next)+", ETag "+etag)
+		}
+		cur = now
+	}
+	return nil
+}
+
+// checkSettingsContract holds the settings to the contract of every
+// account route and of a transfer's body.
+func checkSettingsContract(t *T) error {
+	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
+	if err != nil {
+		return err
+	}
+	a, b, acc := s.A, s.B, s.A.Accounts[0]
+	long := strings.Repeat("가", bank.MaxNickname+1)
+	type probe struct {
+		req            Request
+		status         int
+		ptype, because string
+	}
+	put := func(body string) Request {
+		req := putSettings(a, acc, bank.Settings{}, start.ETag)
+		req.Body = body
+		return req
+	}
+	probes := []probe{
+		{Request{Method: "GET", Path: settingsPath(acc)}, 401, problem.Unauthorized.URI(), "no token"},
+		{putSettings(bank.Customer{}, acc, start.Settings, start.ETag), 401, problem.Unauthorized.URI(), "no token"},
+		{Request{Method: "GET", Path: settingsPath(acc), Token: b.Token}, 403, pForbidden, "another customer's account"},
+		{putSettings(b, acc, bank.Settings{Nickname: "mine now"}, start.ETag), 403, pForbidden, "another customer's account"},
+		{Request{Method: "GET", Path: settingsPath("acc_nosuchacc"), Token: a.Token}, 404, problem.NotFound.URI(), "no such account"},
+		{putSettings(a, "acc_nosuchacc", start.Settings, start.ETag), 404, problem.NotFound.URI(), "no such account"},
+	}
+	for _, bad := range []struct{ body, because string }{
+		{`{"nickname":"x","daily_limit":1000,"color":"red"}`, "an unknown member"},
+		{`{"nickname":"x"}`, "a member missing: a PUT sends the whole representation"},
+		{`{"nickname":5,"daily_limit":1000}`, "a nickname that is not a string"},
+		{`{"nickname":"` + long + `","daily_limit":1000}`, "a nickname over 64 characters"},
+		{`{"nickname":"a\u0007b","daily_limit":1000}`, "a control character in the nickname"},
+		{`{"nickname":"x","daily_limit":-1}`, "a negative limit"},
+		{`{"nickname":"x","daily_limit":1000000000000001}`, "a limit over 1,000,000,000,000,000"},
+		{`{"nickname":"x","daily_limit":1.5}`, "a limit that is not a whole number of won"},
+		{`{"nickname":"x","daily_limit":"1000"}`, "a limit that is a string"},
+		{`{"nickname":"x","nickname":"y","daily_limit":1000}`, "a member twice"},
+		{`[]`, "not an object"},
+	} {
+		probes = append(probes, probe{put(bad.body), 400, problem.InvalidRequest.URI(), bad.because})
+	}
+	for _, p := range probes {
+		r := t.Do(p.req)
+		sent := story + "\n" + describe(p.req) + "  (" + p.because + ")"
+		if !r.Is(p.status, p.ptype) {
+			return t.Fail(sent, r.String(), fmt.Sprintf("%d %s, and nothing changes", p.status, p.ptype))
+		}
+		after, err := t.readSettings(sent, a, acc)
+		if err != nil {
+			return err
+		}
+		if after != start {
+			return t.Fail(sent+"\nthen GET", after.String(), "the settings unchanged: "+start.String())
+		}
+	}
+	return nil
+}
+
+// checkOldCopies catches a version compared by something weaker than
+// equality (as text, by prefix, as "at least"): after a dozen saves from
+// the settings as they were made, a PUT from every copy read before the
+// last save, oldest first, must get
+// 412 and change nothing. Every old copy is tried, even after one gets
+// through, so that the report lists all of them.
+func checkOldCopies(t *T) error {
+	const saves = 12
+	s, err := t.Scenario(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	a, acc := s.A, s.A.Accounts[0]
+	// The copy of the settings as they were made, before any save: a
+	// version read as text then meets its own prefix (1 and 13).
+	start, err := t.readSettings("", a, acc)
+	if err != nil {
+		return err
+	}
+	story := "GET " + settingsPath(acc) + "  →  " + start.String()
+	old := []string{start.ETag}
+	cur := start
+	for range saves {
+		if cur, _, err = t.rename(story, "clerk A saves a new nickname", a, acc, cur); err != nil {
+			return err
+		}
+		old = append(old, cur.ETag)
+	}
+	old = old[:len(old)-1]
+	story += fmt.Sprintf("\nclerk A saves a new nickname %d times, each from the ETag the save before answered: %s, then %s", saves, strings.Join(old, ", "), cur.ETag)
+	if now, err := t.readSettings(story, a, acc); err != nil {
+		return err
+	} else if now != cur {
+		return t.Fail(story+"\nthen GET", now.String(), "the last save, at the ETag it answered: "+cur.String())
+	}
+	var through, wrong []string
+	for _, etag := range old {
+		stale := cur.Settings
+		stale.DailyLimit = t.Amount(100_000, 500_000)
+		req := putSettings(a, acc, stale, etag)
+		r := t.Do(req)
+		after, err := t.readSettings(story+"\n"+describe(req), a, acc)
+		if err != nil {
+			return err
+		}
+		switch {
+		case after != cur:
+			through = append(through, describe(req)+"  →  "+r.Short()+", then GET  →  "+after.String())
+			cur = after
+		case !r.Is(http.StatusPreconditionFailed, pPreconditionFailed):
+			wrong = append(wrong, describe(req)+"  →  "+r.String())
+		}
+	}
+	story += "\nthen a clerk sets the daily limit from each copy read before, oldest first"
+	if len(through) > 0 {
+		return t.Harmful(judging.LostUpdate, story, fmt.Sprintf("%d of %d old copies were written:\n", len(through), len(old))+strings.Join(through, "\n"),
+			"412 "+pPreconditionFailed+" to every one: an If-Match names the current version only if it is the ETag the last save answered; nothing changes")
+	}
+	if len(wrong) > 0 {
+		return t.Fail(story, strings.Join(wrong, "\n"), "412 "+pPreconditionFailed+" to every one, and nothing changes")
+	}
+	return nil
+}

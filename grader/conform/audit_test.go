@@ -1,0 +1,92 @@
+package conform
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"idemlab/grader/conform/testdata/auditserve"
+	"idemlab/kit/bank"
+	"idemlab/kit/labclient"
+)
+
+// TestRun_AuditExamples attacks each audit example (audit/examples)
+// through its public API with the lab's profile, and finds what it really
+// does: the naive map harms money (the quoted and bare forms of a key
+// two keys, an edit told it succeeded, one customer answered with
+// another's transfer), the final design is clean,
+// completing the key after the handler's commit harms nothing a black box
+// can reach (its flaw needs a crash), the lock held for good leaves a
+// client that lost its answer unable ever to learn it, the missing
+// replay marker is no money matter, and keys shared between customers
+// refuse the second one's own request and hand it the first one's
+// transfer for the first one's exact request.
+func TestRun_AuditExamples(t *testing.T) {
+	want := map[string]struct {
+		money   string
+		mustMet int
+		harmed  []string
+	}{
+		"naive":       {MoneyHarmed, 1, []string{"key-forms", "key-reused-other-payload", "two-principals-one-key"}},
+		"final":       {MoneyClean, 2, nil},
+		"aftercommit": {MoneyClean, 2, nil},
+		"heldlock":    {MoneyHarmed, 2, []string{"lost-response"}},
+		"nomarker":    {MoneyClean, 2, nil},
+		"sharedscope": {MoneyHarmed, 2, []string{"two-principals-one-key", "two-principals-same-request"}},
+	}
+	if len(want) != len(auditserve.Names()) {
+		t.Fatalf("the test knows %d examples; auditserve serves %v", len(want), auditserve.Names())
+	}
+	profile, err := Load("testdata/profiles/lab.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range auditserve.Names() {
+		t.Run(name, func(t *testing.T) {
+			results := attackLab(t, name, profile)
+			s := Summarize(results)
+			w := want[name]
+			if s.Money != w.money || s.MustMet != w.mustMet {
+				t.Errorf("money %s, %d MUST met; want money %s, %d MUST met", s.Money, s.MustMet, w.money, w.mustMet)
+			}
+			got := byID(results)
+			for _, id := range w.harmed {
+				if got[id].Money != MoneyHarmed {
+					t.Errorf("%s: money %s, want %s (saw %s)", id, got[id].Money, MoneyHarmed, got[id].Saw)
+				}
+			}
+		})
+	}
+}
+
+// attackLab serves the audit example name, resets its bank once (the
+// harness's doing: conform never calls /lab) and runs every scenario
+// with profile.
+func attackLab(t *testing.T, name string, profile *Profile) []Result {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := auditserve.New(ctx, name, "adm_conform_test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	customers, err := labclient.New(ts.URL+"/", srv.AdminToken(), ts.Client()).Reset(ctx, bank.DefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := auditserve.Profile(customers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	results, err := Run(ctx, Options{URL: ts.URL, Profile: profile, Seed: 7, MaxOperations: 100, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return results
+}

@@ -1,0 +1,183 @@
+package conform
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// The scenarios of the key itself: present, written as the draft writes
+// it, refused when it is not one, and never cut short.
+
+func keySFString(ctx context.Context, r *runner, res *Result) error {
+	b, o, err := r.begin(ctx)
+	if err != nil {
+		return err
+	}
+	key := sf(r.key())
+	a := r.send(ctx, r.client, o, key)
+	res.Sent, res.Got = describe(r, key, 1), a.String()
+	contract(res, a.ok(), "2xx: the key is a String, the draft's own syntax")
+	return b.judge(ctx, res, expect{o, 1, "one operation"})
+}
+
+func missingKey(ctx context.Context, r *runner, res *Result) error {
+	b, o, err := r.begin(ctx)
+	if err != nil {
+		return err
+	}
+	a := r.send(ctx, r.client, o, "")
+	res.Sent, res.Got = describe(r, "", 1), a.String()
+	contract(res, a.err == nil && a.status == http.StatusBadRequest, "400, with a link to the documentation")
+	// Refused, nothing may move; taken (an API that does not demand a
+	// key), it must have executed once.
+	if a.ok() {
+		return b.judge(ctx, res, expect{o, 1, "the request without a key, answered 2xx,"})
+	}
+	return b.judge(ctx, res, expect{o, 0, "the request without a key, refused,"})
+}
+
+// due is how many times an operation whose requests got answers must
+// have executed: once if any was a 2xx, else never.
+func due(answers ...answer) int {
+	for _, a := range answers {
+		if a.ok() {
+			return 1
+		}
+	}
+	return 0
+}
+
+func keyForms(ctx context.Context, r *runner, res *Result) error {
+	b, o, err := r.begin(ctx)
+	if err != nil {
+		return err
+	}
+	key := r.key()
+	quoted := r.send(ctx, r.client, o, sf(key))
+	bare := r.send(ctx, r.client, o, key)
+	res.Sent = describe(r, sf(key), 1) + ", then the same with Idempotency-Key: " + key
+	res.Got = "quoted " + quoted.String() + "; bare " + bare.String()
+	res.Expected = "the bare form refused (4xx), or taken as the same key: the operation executes once"
+	return b.judge(ctx, res, expect{o, due(quoted, bare), "one operation, whose requests were answered " + statuses(quoted, bare) + ","})
+}
+
+// malformedKeys are the key fields malformedKey sends, each made from a
+// fresh key k: none is one RFC 8941 String, so by RFC 8941 §4.2 the
+// field fails to parse and the request has no usable key.
+var malformedKeys = []struct {
+	name   string
+	fields func(k string) []string
+}{
+	{"non-ASCII", func(k string) []string { return []string{`"` + k + `-é"`} }},
+	{"a control character", func(k string) []string { return []string{`"` + k + "\t1" + `"`} }},
+	{"unterminated", func(k string) []string { return []string{`"` + k} }},
+	{"two keys in one field", func(k string) []string { return []string{sf(k+"-1") + ", " + sf(k+"-2")} }},
+	{"the field twice", func(k string) []string { return []string{sf(k + "-1"), sf(k + "-2")} }},
+	{"empty", func(string) []string { return []string{`""`} }},
+}
+
+func malformedNames() string {
+	var names []string
+	for _, m := range malformedKeys {
+		names = append(names, m.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func malformedKey(ctx context.Context, r *runner, res *Result) error {
+	b, err := r.open(ctx)
+	if err != nil {
+		return err
+	}
+	var want []expect
+	var sent, got []string
+	refused := true
+	for _, m := range malformedKeys {
+		o, err := r.newOp(0)
+		if err != nil {
+			return err
+		}
+		fields := m.fields(r.key())
+		first := r.sendFields(ctx, r.client, o, fields)
+		second := r.sendFields(ctx, r.client, o, fields)
+		refused = refused && first.refused() && second.refused()
+		sent = append(sent, fmt.Sprintf("%s: Idempotency-Key: %s", m.name, strings.Join(visible(fields), " and Idempotency-Key: ")))
+		got = append(got, m.name+": "+statuses(first, second))
+		want = append(want, expect{o, due(first, second), m.name})
+	}
+	res.Sent = fmt.Sprintf("%s %s twice with each of: %s", r.Profile.Operation.Method, r.Profile.Operation.Path, strings.Join(sent, "; "))
+	res.Got = strings.Join(got, "; ")
+	contract(res, refused, "4xx each time: an RFC 8941 field that fails to parse is ignored (RFC 8941 §4.2), and a request without a key gets 400 (§2.7); if taken anyway, the operation executes once, never again on its retry")
+	return b.judge(ctx, res, want...)
+}
+
+// visible writes each field as sent, but for a control character or a
+// byte beyond ASCII, written as a Go escape (\t, \u00e9) so that the
+// report shows it.
+func visible(fields []string) []string {
+	out := make([]string, len(fields))
+	for i, f := range fields {
+		var b strings.Builder
+		for _, c := range f {
+			if c < 0x20 || c > 0x7e {
+				q := strconv.QuoteRuneToASCII(c)
+				b.WriteString(q[1 : len(q)-1])
+				continue
+			}
+			b.WriteRune(c)
+		}
+		out[i] = b.String()
+	}
+	return out
+}
+
+// longKey is how many characters long the keys of longKeys are.
+const longKey = 4096
+
+func longKeys(ctx context.Context, r *runner, res *Result) error {
+	b, err := r.open(ctx)
+	if err != nil {
+		return err
+	}
+	base := r.key()
+	base += strings.Repeat("x", longKey-len(base)-1)
+	var ops [2]op
+	var answers [2]answer
+	for i, last := range []string{"a", "b"} {
+		if ops[i], err = r.newOp(0); err != nil {
+			return err
+		}
+		answers[i] = r.send(ctx, r.client, ops[i], sf(base+last))
+	}
+	res.Sent = fmt.Sprintf("%s with a key of %d characters, then another operation with the same key but its last character", describe(r, "", 1), longKey)
+	res.Got = fmt.Sprintf("first %s; second %s", answers[0].String(), answers[1].String())
+	res.Expected = "both refused (the API limits a key's length), or both 2xx, each with its own result"
+	if err := b.judge(ctx, res, expect{ops[0], due(answers[0]), "the first"}, expect{ops[1], due(answers[1]), "the second"}); err != nil {
+		return err
+	}
+	switch {
+	case answers[0].ok() && answers[1].ok() && answers[0].same(answers[1]):
+		res.Money = MoneyHarmed
+		res.Saw = "the second key was answered with the first one's result: the server cut the keys short and took them for one; " + res.Saw
+	case answers[0].ok() != answers[1].ok():
+		res.Money = MoneyHarmed
+		res.Saw = "one key was taken and the other, as long, refused: the server cut the keys short and took them for one; " + res.Saw
+	}
+	return nil
+}
+
+// statuses sums answers up by status only: "400, 400".
+func statuses(answers ...answer) string {
+	var out []string
+	for _, a := range answers {
+		if a.err != nil {
+			out = append(out, "no answer")
+			continue
+		}
+		out = append(out, strconv.Itoa(a.status))
+	}
+	return strings.Join(out, ", ")
+}

@@ -1,0 +1,105 @@
+package conform
+
+import (
+	"bytes"
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"idemlab/grader/conform/testdata/walletd"
+)
+
+// TestDocs_ProfileExampleIsTheTestdataFile: the profile docs/conform.md
+// walks through is, byte for byte, the payserver's profile the tests
+// run, and it loads: the page cannot drift from what works.
+func TestDocs_ProfileExampleIsTheTestdataFile(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/conform.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)## Writing a profile\n.*?```json\n(.*?)```").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/conform.md has no ```json block under \"## Writing a profile\"")
+	}
+	file, err := os.ReadFile("testdata/profiles/payserver.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(m[1], file) {
+		t.Errorf("the profile in docs/conform.md differs from testdata/profiles/payserver.json:\n%s\n---\n%s", m[1], file)
+	}
+	if _, err := Load("testdata/profiles/payserver.json"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestDocs_MaxOperationsOfAWholeRun: the number of sends docs/conform.md
+// says a run of every scenario needs is what the scenarios send.
+func TestDocs_MaxOperationsOfAWholeRun(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/conform.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`a run of every scenario needs (\d+)`).FindSubmatch(doc)
+	if m == nil {
+		t.Fatal(`docs/conform.md does not say "a run of every scenario needs N"`)
+	}
+	total := 0
+	for _, s := range scenarios {
+		total += s.Sends
+	}
+	if n, _ := strconv.Atoi(string(m[1])); n != total {
+		t.Errorf("docs/conform.md says %d sends; the scenarios send %d", n, total)
+	}
+}
+
+// TestNewcomer_WalletdProfile: the profile written for walletd from
+// docs/conform.md alone (a PUT, a path per principal, the amount three
+// levels deep, edited by a JSON pointer, a balance as the witness)
+// finds the server valid with every scenario tried but the restart, and finds the money
+// harmed when the server ignores its keys: the profile's witness really
+// sees the money.
+func TestNewcomer_WalletdProfile(t *testing.T) {
+	p, err := Load("testdata/profiles/walletd.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := runAgainst(t, walletd.New(), p)
+	for _, r := range results {
+		if r.ID == "retry-after-restart" {
+			continue // walletd has no restart: it keeps everything in memory
+		}
+		if r.NotTried != "" || r.Money != MoneyClean || r.Contract == ContractUnmet {
+			t.Errorf("%s: money %s, contract %s, not tried %q\n  got %s\n  saw %s", r.ID, r.Money, r.Contract, r.NotTried, r.Got, r.Saw)
+		}
+	}
+	careless := walletd.New()
+	careless.IgnoreKeys = true
+	if s := Summarize(runAgainst(t, careless, p)); s.Money != MoneyHarmed {
+		t.Errorf("walletd ignoring its keys: money %s, want %s", s.Money, MoneyHarmed)
+	}
+}
+
+// TestDocs_EveryScenarioHasARow: docs/conform.md's table of what
+// conform tries has a row for each scenario, and none for a scenario
+// that is not.
+func TestDocs_EveryScenarioHasARow(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/conform.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z-]+)` \\| .* \\| .* \\| .* \\|$").FindAllSubmatch(doc, -1) {
+		rows[string(m[1])] = true
+	}
+	for _, s := range scenarios {
+		if !rows[s.ID] {
+			t.Errorf("docs/conform.md has no row for %s", s.ID)
+		}
+		delete(rows, s.ID)
+	}
+	for id := range rows {
+		t.Errorf("docs/conform.md has a row for %s, which is no scenario", id)
+	}
+}

@@ -1,0 +1,320 @@
+// Package history records what the grader's clients sent and what came
+// back, and what the lab observed meanwhile, on one clock: a check's
+// history, or a replayed day's. The checks and the replay record into it;
+// grader/timeline draws it. It judges nothing.
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"idemlab/grader/timeline"
+	"idemlab/kit/events"
+	"idemlab/kit/labclient"
+)
+
+// Recorder keeps a check's history on one clock (the machine's, which the
+// grader and every server it runs share): each request a client of the
+// check sent, with its answer, and what the lab observed meanwhile, read
+// from /lab/events. It is shared by the Ts of one check.
+type Recorder struct {
+	mu       sync.Mutex
+	attempts []timeline.Attempt
+	events   []timeline.Event
+	// keys are the idempotency keys the check sent: a key row's event is
+	// told apart by the value it holds of them.
+	keys map[string]bool
+	// rows and rowStates are the key each key row (by rowid) holds and
+	// the state it was last seen in.
+	rows, rowStates map[int64]string
+	// clocks carries the time of each clock event, which fence waits for.
+	clocks chan time.Time
+	// streams are the event streams being read.
+	streams sync.WaitGroup
+	stop    []func()
+}
+
+// NewRecorder returns a recorder with no history yet, which knows keys
+// (a replayed day's, sent by its clients) before any request sends them.
+func NewRecorder(keys ...string) *Recorder {
+	h := &Recorder{keys: map[string]bool{}, rows: map[int64]string{}, rowStates: map[int64]string{}, clocks: make(chan time.Time, 64)}
+	for _, k := range keys {
+		h.keys[k] = true
+	}
+	return h
+}
+
+// Begin notes that client sent a request to method and path with key and
+// body (sent is how a report writes it), and returns the attempt's number
+// (for Answered) and name (for the Lab-Attempt header). A nil recorder
+// notes nothing.
+func (h *Recorder) Begin(client, method, path, key, body, sent string) (n int, name string) {
+	if h == nil {
+		return 0, ""
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n = len(h.attempts)
+	id := fmt.Sprintf("a%d", n+1)
+	h.attempts = append(h.attempts, timeline.Attempt{
+		ID: id, Client: client, Method: method, Path: path, Key: key,
+		Op: opOf(body), Start: time.Now(), Sent: sent,
+	})
+	if key != "" {
+		h.keys[key] = true
+	}
+	return n, id
+}
+
+// Answered notes what attempt n got: a status and problem type, or the
+// error the client saw instead (cut says the fault transport made it).
+func (h *Recorder) Answered(n, status int, problem, got, errText string, cut bool) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a := &h.attempts[n]
+	a.End, a.Status, a.Problem, a.Got, a.Err, a.Cut = time.Now(), status, problem, got, errText, cut
+}
+
+// Lab notes something the grader itself saw happen to the lab: a crash
+// or a restart of a server process.
+func (h *Recorder) Lab(kind, detail string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, timeline.Event{At: time.Now(), Kind: kind, Detail: detail})
+}
+
+// Watch reads the lab's events of the server at lab until ctx ends or the
+// stream breaks (a crash ends it; Restart watches the new process). It
+// returns once the stream is open, so that every event the server
+// publishes from then on is heard.
+func (h *Recorder) Watch(ctx context.Context, lab *labclient.Client) error {
+	ctx, cancel := context.WithCancel(ctx)
+	s, err := lab.OpenEvents(ctx)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("watch the lab's events: %w", err)
+	}
+	h.mu.Lock()
+	h.stop = append(h.stop, cancel)
+	h.mu.Unlock()
+	h.streams.Add(1)
+	go func() {
+		defer h.streams.Done()
+		defer s.Close()
+		s.Read(func(ev events.Event) bool {
+			h.heard(ev)
+			return true
+		})
+	}()
+	return nil
+}
+
+// Fence waits until the events the server published before now have
+// been heard: it moves the lab clock by nothing and waits, up to a
+// second, for the clock event that says so (its time is the one the move
+// answered, which no earlier move of the clock has).
+func (h *Recorder) Fence(ctx context.Context, lab *labclient.Client) {
+	now, err := lab.Advance(ctx, 0)
+	if err != nil {
+		return
+	}
+	wait := time.NewTimer(time.Second)
+	defer wait.Stop()
+	for {
+		select {
+		case at := <-h.clocks:
+			if at.Equal(now) {
+				return
+			}
+		case <-wait.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// ExecutedBy lists the clients whose requests executed op, as the lab's
+// execution events name them (each carries the Lab-Attempt it ran in); ok
+// is false when no execution of op named its attempt, and the history
+// cannot tell. Fence first, so that the events are in.
+func (h *Recorder) ExecutedBy(op string) (clients []string, ok bool) {
+	if h == nil {
+		return nil, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	client := map[string]string{}
+	for _, a := range h.attempts {
+		client[a.ID] = a.Client
+	}
+	for _, e := range h.events {
+		if e.Kind == timeline.Execution && e.Op == op && e.Attempt != "" {
+			clients, ok = append(clients, client[e.Attempt]), true
+		}
+	}
+	return clients, ok
+}
+
+// Close ends every stream and waits for its reader.
+func (h *Recorder) Close() {
+	h.mu.Lock()
+	stop := h.stop
+	h.stop = nil
+	h.mu.Unlock()
+	for _, cancel := range stop {
+		cancel()
+	}
+	h.streams.Wait()
+}
+
+// heard turns one lab event into the history's terms. The stream carries
+// no time: an event is placed when it was read, a little after it
+// happened, but for an execution, which says when its write was made.
+// A reset is left out: every check starts with one, before its story.
+func (h *Recorder) heard(ev events.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	at := ev.Time
+	switch ev.Kind {
+	case events.KindExecution:
+		var e struct {
+			Op, Kind, ID  string
+			Amount, Count int64
+			At            time.Time
+			Attempt       string
+		}
+		if json.Unmarshal(ev.Data, &e) != nil || e.Op == "" {
+			return
+		}
+		if !e.At.IsZero() {
+			at = e.At
+		}
+		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Execution, Attempt: e.Attempt, Op: e.Op, Count: e.Count, Ref: e.ID,
+			Detail: fmt.Sprintf("%s %s of %d won, run %s", e.Kind, e.ID, e.Amount, Times(e.Count))})
+	case events.KindKey:
+		var k events.Key
+		if json.Unmarshal(ev.Data, &k) != nil {
+			return
+		}
+		h.keyRow(at, k)
+	case events.KindFault:
+		var f struct{ Point string }
+		json.Unmarshal(ev.Data, &f)
+		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Armed, Detail: f.Point})
+	case events.KindClock:
+		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Clock})
+		var c struct{ Now time.Time }
+		if json.Unmarshal(ev.Data, &c) != nil {
+			return
+		}
+		select {
+		case h.clocks <- c.Now:
+		default:
+			// Nobody is fencing: the oldest time makes room.
+			select {
+			case <-h.clocks:
+			default:
+			}
+			h.clocks <- c.Now
+		}
+	}
+}
+
+// keyRow turns a key row's change into a claim, a completion or a
+// release of the key it holds.
+func (h *Recorder) keyRow(at time.Time, k events.Key) {
+	last, seen := h.rows[k.RowID]
+	if k.Deleted {
+		if seen {
+			h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Release, Key: last})
+			delete(h.rows, k.RowID)
+			delete(h.rowStates, k.RowID)
+		}
+		return
+	}
+	key := ""
+	for _, v := range k.Row {
+		if s, ok := v.(string); ok && h.keys[s] {
+			key = s
+		}
+	}
+	if key == "" {
+		return
+	}
+	state, _ := k.Row["state"].(string)
+	switch {
+	case !seen:
+		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Claim, Key: key, Detail: state})
+		if state == "completed" {
+			h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Complete, Key: key})
+		}
+	case state == "completed" && h.rowStates[k.RowID] != "completed":
+		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Complete, Key: key})
+	}
+	h.rows[k.RowID] = key
+	h.rowStates[k.RowID] = state
+}
+
+// History is what was recorded so far.
+func (h *Recorder) History() *timeline.History {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := &timeline.History{Attempts: append([]timeline.Attempt(nil), h.attempts...), Events: append([]timeline.Event(nil), h.events...)}
+	for i := range out.Attempts {
+		if out.Attempts[i].End.IsZero() {
+			out.Attempts[i].End = time.Now()
+			out.Attempts[i].Err = "no answer yet when the check ended"
+		}
+	}
+	return out
+}
+
+// opOf is the op a request body names in metadata.op, if any.
+func opOf(body string) string {
+	var v struct {
+		Metadata map[string]any `json:"metadata"`
+	}
+	if json.Unmarshal([]byte(body), &v) != nil {
+		return ""
+	}
+	op, _ := v.Metadata["op"].(string)
+	return op
+}
+
+// Times says how many times an operation ran: never, once, twice, or n
+// times.
+func Times(n int64) string {
+	switch n {
+	case 0:
+		return "never"
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return fmt.Sprintf("%d times", n)
+}
+
+// Describe writes a request in one line for a report: its method and
+// path, each Idempotency-Key header as sent, and its body, cut short past
+// 200 bytes.
+func Describe(method, path string, keys []string, body string) string {
+	s := method + " " + path
+	for _, k := range keys {
+		s += "  Idempotency-Key: " + k
+	}
+	if len(body) > 200 {
+		body = fmt.Sprintf("%s… (%d bytes)", body[:120], len(body))
+	}
+	if body != "" {
+		s += "  " + body
+	}
+	return s
+}

@@ -1,0 +1,95 @@
+package judging
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/labctl"
+)
+
+func TestBooks_FollowEveryExecution(t *testing.T) {
+	b := NewBooks(1000, "a", "b")
+	b.Transfer("op1", "a", "b", 300)
+	b.Deposit("op2", "b", 50)
+	b.Expect("op3")
+	b.Expect("op1")
+	if b.Balances["a"] != 700 || b.Balances["b"] != 1350 {
+		t.Errorf("balances = %v, want a 700, b 1350", b.Balances)
+	}
+	want := map[string]int64{"op1": 1, "op2": 1, "op3": 0}
+	for op, n := range want {
+		if got, ok := b.Executions[op]; !ok || got != n {
+			t.Errorf("executions of %s = %d (%v), want %d", op, got, ok, n)
+		}
+	}
+}
+
+func TestSnapshot_DiffNamesWhatMoved(t *testing.T) {
+	st := labctl.State{
+		Accounts:   []bank.Balance{{ID: "a", Balance: 100}, {ID: "b", Balance: 0}},
+		Executions: map[string]int64{"op1": 1},
+		Keys:       []map[string]any{{"key": "k1"}},
+	}
+	before := SnapshotOf(st)
+	if d := before.Diff(SnapshotOf(st)); d != "" {
+		t.Errorf("a snapshot differs from itself: %s", d)
+	}
+	st.Accounts = []bank.Balance{{ID: "a", Balance: 40}, {ID: "b", Balance: 60}}
+	st.Executions = map[string]int64{"op1": 2}
+	st.Keys = append(st.Keys, map[string]any{"key": "k2"})
+	d := before.Diff(SnapshotOf(st))
+	for _, want := range []string{"balance of a moved from 100 to 40", "balance of b moved from 0 to 60", "op op1 executed (count 1 → 2)", "key rows went from 1 to 2"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("Diff = %q, want it to say %q", d, want)
+		}
+	}
+}
+
+func TestKeyRows_FindTheKeyInAnyColumn(t *testing.T) {
+	st := labctl.State{Keys: []map[string]any{
+		{"rowid": "k-1", "scope": "cus_1|k-1", "state": StateInProgress},
+		{"key": "k-2", "state": StateCompleted},
+		{"key": "k-3"},
+	}}
+	if rows := KeyRows(st, "k-1"); len(rows) != 1 || rows[0]["scope"] != "cus_1|k-1" {
+		t.Errorf("KeyRows(k-1) = %v, want the row whose scope holds it (not its rowid)", rows)
+	}
+	if !KeyInProgress(st, "k-1") || KeyInProgress(st, "k-2") || KeyInProgress(st, "k-3") {
+		t.Error("KeyInProgress: want k-1 only")
+	}
+	if _, ok := RowState(st.Keys[2]); ok {
+		t.Error("RowState of a row without a state column reported one")
+	}
+	if got, want := DescribeRows(KeyRows(st, "k-2")), "{key: k-2, state: completed}"; got != want {
+		t.Errorf("DescribeRows = %q, want %q", got, want)
+	}
+	if got := DescribeRows(nil); got != "no row" {
+		t.Errorf("DescribeRows(nil) = %q, want no row", got)
+	}
+}
+
+func TestDrained_ReadsUntilTheOutboxIsEmpty(t *testing.T) {
+	counts := []int64{3, 1, 0}
+	reads := 0
+	state := func() (labctl.State, error) {
+		st := labctl.State{Outbox: bank.OutboxCounts{Pending: counts[min(reads, len(counts)-1)]}}
+		reads++
+		return st, nil
+	}
+	pending, err := Drained(context.Background(), 1<<62, 1, state)
+	if err != nil || pending != 0 || reads != 3 {
+		t.Errorf("Drained = %d, %v after %d reads; want 0, nil after 3", pending, err, reads)
+	}
+	// No time left: the one read's count is the answer.
+	reads = 0
+	if pending, err = Drained(context.Background(), -1, 1, state); err != nil || pending != 3 {
+		t.Errorf("Drained with no time = %d, %v; want 3, nil", pending, err)
+	}
+	broken := errors.New("state unreadable")
+	if _, err := Drained(context.Background(), 1<<62, 1, func() (labctl.State, error) { return labctl.State{}, broken }); !errors.Is(err, broken) {
+		t.Errorf("Drained on an unreadable state = %v, want %v", err, broken)
+	}
+}

@@ -1,0 +1,77 @@
+package judging
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"idemlab/kit/labctl"
+)
+
+// KeyRows returns the rows of idempotency_keys that hold key, in any
+// column (a stage may store it alone or inside a composite scope).
+func KeyRows(st labctl.State, key string) []map[string]any {
+	var out []map[string]any
+	for _, row := range st.Keys {
+		for col, v := range row {
+			if s, ok := v.(string); ok && col != "rowid" && strings.Contains(s, key) {
+				out = append(out, row)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// State values of the key table's state column, from stage 3 on
+// (docs/api.md, GET /lab/state).
+const (
+	StateInProgress = "in_progress"
+	StateCompleted  = "completed"
+)
+
+// RowState reads a key row's state column; ok is false when the table has
+// no state column (stages 1 and 2, where a row exists only once its
+// request has run).
+func RowState(row map[string]any) (state string, ok bool) {
+	v, ok := row["state"]
+	if !ok {
+		return "", false
+	}
+	s, _ := v.(string)
+	return s, true
+}
+
+// KeyInProgress reports whether st holds key in progress.
+func KeyInProgress(st labctl.State, key string) bool {
+	for _, row := range KeyRows(st, key) {
+		if s, ok := RowState(row); ok && s == StateInProgress {
+			return true
+		}
+	}
+	return false
+}
+
+// DescribeRows renders key rows for a report.
+func DescribeRows(rows []map[string]any) string {
+	if len(rows) == 0 {
+		return "no row"
+	}
+	parts := make([]string, len(rows))
+	for i, row := range rows {
+		var cols []string
+		for _, c := range slices.Sorted(maps.Keys(row)) {
+			if c == "rowid" {
+				continue
+			}
+			v := []rune(fmt.Sprint(row[c]))
+			if len(v) > 48 {
+				v = append(v[:45], '…')
+			}
+			cols = append(cols, c+": "+string(v))
+		}
+		parts[i] = "{" + strings.Join(cols, ", ") + "}"
+	}
+	return strings.Join(parts, "; ")
+}

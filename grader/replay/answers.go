@@ -1,0 +1,200 @@
+package replay
+
+import (
+	"fmt"
+	"strings"
+
+	"idemlab/grader/dayplan"
+	"idemlab/kit/bank"
+	"idemlab/kit/problem"
+)
+
+func finalAttempt(as []Attempt) *Attempt {
+	if len(as) == 0 {
+		return nil
+	}
+	return &as[len(as)-1]
+}
+
+// What a client finally knows of its operation.
+const (
+	knowsNothing  = iota // no usable answer
+	knowsOriginal        // the original answer
+	knowsWrong           // a 2xx that is not the execution's
+	knowsStuck           // the key was in progress when it gave up
+)
+
+// clientKnows says what the client of an executed operation ends up
+// knowing from its submissions (the original and the double click, one
+// person's two requests), and the final answer that says so. The
+// executions' answers are the 2xx responses the server produced without
+// replaying, seen by the client or lost on the way back; a final 2xx with
+// any other bytes is a wrong answer, whatever else the client holds. When
+// the server produced none that anyone heard (it crashed before it
+// answered), the first replay it sent stands for the stored answer.
+func clientKnows(subs ...[]Attempt) (int, Attempt) {
+	executed := map[string]bool{}
+	stored, replays := "", 0
+	for _, as := range subs {
+		for _, a := range as {
+			s, ok := a.served()
+			switch {
+			case !ok || s.Status < 200 || s.Status >= 300:
+			case !s.Replayed:
+				executed[s.Response] = true
+			case replays == 0:
+				stored, replays = s.Response, 1
+			}
+		}
+	}
+	if len(executed) == 0 && replays > 0 {
+		executed[stored] = true
+	}
+	knows, why := knowsNothing, Attempt{}
+	for _, as := range subs {
+		a := finalAttempt(as)
+		switch {
+		case a == nil:
+		case a.Succeeded() && !executed[a.Response]:
+			return knowsWrong, *a
+		case a.Succeeded():
+			knows, why = knowsOriginal, *a
+		case knows == knowsNothing && a.GaveUp && a.Problem == problem.RequestInProgress.URI():
+			knows, why = knowsStuck, *a
+		case knows == knowsNothing && why.Op == "":
+			why = *a
+		}
+	}
+	return knows, why
+}
+
+// stuck reports whether a submission ended its retry horizon told its key
+// was in progress, and none ended with an answer.
+func stuck(subs ...[]Attempt) bool {
+	in := false
+	for _, as := range subs {
+		a := finalAttempt(as)
+		switch {
+		case a == nil:
+		case a.GaveUp && a.Problem == problem.RequestInProgress.URI():
+			in = true
+		case a.Status != 0:
+			return false
+		}
+	}
+	return in
+}
+
+// allowedFinal reports whether the contract allows a as the answer that
+// ends a submission of this kind, at some stage.
+func allowedFinal(kind string, a Attempt) bool {
+	switch {
+	case a.Succeeded():
+		return true
+	case a.Problem == problem.InsufficientFunds.URI(), a.Problem == problem.DailyLimitExceeded.URI():
+		return true
+	case a.Problem == problem.DuplicateRequest.URI():
+		// An edit is another request under the same key: telling the
+		// clerk it is a duplicate says the edited amount was sent.
+		return kind != SubmitEdit
+	case a.Problem == problem.IdempotencyKeyReused.URI():
+		return kind == SubmitEdit
+	}
+	return false
+}
+
+// mismatchedReplay reports whether the answers marked as replays differ
+// from each other or from the original answer the client saw.
+func mismatchedReplay(subs ...[]Attempt) bool {
+	var first string
+	seen := false
+	for _, as := range subs {
+		for _, a := range as {
+			if a.Error != "" || !(a.Succeeded() || a.Status == 422) {
+				continue
+			}
+			if !seen {
+				first, seen = a.Response, true
+				continue
+			}
+			if a.Replayed && a.Response != first {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// answer says in a few words what came back.
+func (a Attempt) answer() string {
+	switch {
+	case a.Error != "" && a.GaveUp:
+		return "no answer, and the retry horizon was over (" + a.Error + ")"
+	case a.Error != "":
+		return "no answer (" + a.Error + ")"
+	}
+	s := fmt.Sprint(a.Status)
+	if a.Problem != "" {
+		s += " " + a.Problem
+	}
+	if a.Replayed {
+		s += " (replayed)"
+	}
+	if a.GaveUp {
+		s += ", and the retry horizon was over"
+	}
+	return s
+}
+
+// short is an attempt's answer in a story: its failure point if it met
+// one, and whether it was respelled.
+func (a Attempt) short() string {
+	s := a.answer()
+	if a.Fault != "" {
+		s = string(a.Fault)
+	}
+	if a.Respelled {
+		s += " (respelled)"
+	}
+	return s
+}
+
+// opStory tells an operation's attempts in one line.
+func opStory(op *dayplan.Op, subs map[string][]Attempt) string {
+	var b strings.Builder
+	if op.Endpoint == dayplan.Deposits {
+		fmt.Fprintf(&b, "deposit of %s won", bank.FormatWon(op.Amount))
+	} else {
+		fmt.Fprintf(&b, "transfer of %s won", bank.FormatWon(op.Amount))
+	}
+	for _, kind := range []string{SubmitOriginal, SubmitDoubleClick, SubmitEdit, SubmitLate} {
+		as := subs[kind]
+		if len(as) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "; %s:", kind)
+		// A run of attempts with the same answer is told once:
+		// "#2-#247 409 /problems/request-in-progress".
+		for i := 0; i < len(as); {
+			s := as[i].short()
+			j := i + 1
+			for j < len(as) && as[j].short() == s {
+				j++
+			}
+			if j-i > 2 {
+				fmt.Fprintf(&b, " #%d-#%d %s", as[i].N, as[j-1].N, s)
+			} else {
+				for k := i; k < j; k++ {
+					fmt.Fprintf(&b, " #%d %s", as[k].N, s)
+				}
+			}
+			i = j
+		}
+	}
+	return b.String()
+}
+
+// WriteReport writes the reconciliation for a person: the counts in plain
+// words, then up to examples findings of each kind. Where a kind has
+// more, the line that says how many more adds all, which says where the
+// whole list is (a results.json written, or how to have one written).

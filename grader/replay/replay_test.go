@@ -1,0 +1,218 @@
+package replay_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"idemlab/grader/dayplan"
+	"idemlab/grader/replay"
+	"idemlab/kit/bank"
+	"idemlab/kit/labctl"
+	"idemlab/kit/problem"
+	"idemlab/kit/stage"
+	sol0 "idemlab/solutions/stage0"
+	sol1 "idemlab/solutions/stage1"
+	sol5 "idemlab/solutions/stage5"
+)
+
+// badDay is a short day where much goes wrong.
+func badDay(t *testing.T, seed uint64) *dayplan.Plan {
+	t.Helper()
+	p := dayplan.DefaultParams(seed, 200)
+	p.FaultRate, p.DoubleClickRate, p.EditRate, p.LateRetryRate = 0.5, 0.1, 0.1, 0.05
+	plan, err := dayplan.Generate(seed, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+func replayDay(t *testing.T, factory stage.Factory, plan *dayplan.Plan) (*replay.DayRun, []byte) {
+	t.Helper()
+	var log bytes.Buffer
+	run, err := replay.InProcess(context.Background(), factory, plan, &log, replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run, log.Bytes()
+}
+
+// TestReplay_NaiveServerExecutesRetriesTwice: the naive server runs the
+// retry of every request whose response was lost, and the reconciliation
+// says so, while the books still add up (nothing is lost, only doubled).
+func TestReplay_NaiveServerExecutesRetriesTwice(t *testing.T) {
+	plan := badDay(t, 4)
+	run, log := replayDay(t, sol0.New, plan)
+	rc := replay.ReconcileDay(run.Result)
+	if rc.Valid || rc.Counts.DoubleApplied == 0 {
+		t.Fatalf("the naive server reconciled as valid with %d doubles", rc.Counts.DoubleApplied)
+	}
+	if rc.Counts.LostTransfers != 0 || rc.Counts.BalanceMismatches != 0 || !rc.Money.Conserved || rc.Counts.UnexpectedStatus != 0 {
+		t.Errorf("counts %+v, money %+v: the naive server doubles money but loses none", rc.Counts, rc.Money)
+	}
+	reached := 0
+	for _, op := range plan.Ops {
+		for _, p := range op.Fate.Faults {
+			if p.Reached() {
+				reached++
+			}
+		}
+	}
+	if rc.Counts.ExtraExecutions < reached {
+		t.Errorf("%d extra executions; the plan has %d attempts the server ran and the client never heard of", rc.Counts.ExtraExecutions, reached)
+	}
+	tally, err := sol0.Tally(bytes.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tally != run.Truth || tally.DoubleTransfers == 0 || tally.EditedResubmissions == 0 {
+		t.Errorf("reference tally %+v, truth from the books %+v", tally, run.Truth)
+	}
+}
+
+// TestReplay_SafeServerExecutesOnce: with keys, fingerprints, replay and
+// retention, the same bad day executes every operation at most once; the
+// late retries run again because their keys have expired.
+func TestReplay_SafeServerExecutesOnce(t *testing.T) {
+	plan := badDay(t, 4)
+	run, _ := replayDay(t, sol5.New, plan)
+	rc := replay.ReconcileDay(run.Result)
+	if !rc.Valid {
+		var b bytes.Buffer
+		rc.WriteReport(&b, 5, "")
+		t.Fatalf("solutions/stage5 does not reconcile:\n%s", b.String())
+	}
+	if c := rc.Counts; c.OriginalAnswers != c.ExecutedOnce || c.NoUsableAnswer+c.WrongAnswers+c.StuckInProgress != 0 {
+		t.Errorf("counts %+v: every client of an executed operation should know its original answer", c)
+	}
+	late := 0
+	for _, op := range plan.Ops {
+		if op.Fate.LateRetry {
+			late++
+		}
+	}
+	if late == 0 || rc.Counts.LateReexecuted == 0 || rc.Counts.LateReexecuted > late {
+		t.Errorf("%d late retries re-executed of %d", rc.Counts.LateReexecuted, late)
+	}
+}
+
+// TestReplay_ForgetfulServerLeavesClientsWithoutAnswers: stage 1 executes
+// everything once, and a client whose 201 was lost is told 409
+// duplicate-request on every retry: it never learns its transfer's id, so
+// the day is invalid although the money is right.
+func TestReplay_ForgetfulServerLeavesClientsWithoutAnswers(t *testing.T) {
+	plan := badDay(t, 4)
+	run, _ := replayDay(t, sol1.New, plan)
+	rc := replay.ReconcileDay(run.Result)
+	if rc.Valid || rc.Counts.NoUsableAnswer == 0 || rc.Counts.DoubleApplied != 0 {
+		t.Fatalf("solutions/stage1: valid %v, counts %+v; want no doubles and clients without a usable answer", rc.Valid, rc.Counts)
+	}
+	if rc.Counts.OriginalAnswers+rc.Counts.NoUsableAnswer+rc.Counts.WrongAnswers+rc.Counts.StuckInProgress != rc.Counts.ExecutedOnce {
+		t.Errorf("counts %+v: every executed operation's client knows one thing", rc.Counts)
+	}
+}
+
+// TestReplay_SameSeedSameOutcome: with one client at a time, a replay's
+// attempts and answers do not depend on the run.
+func TestReplay_SameSeedSameOutcome(t *testing.T) {
+	plan := badDay(t, 9)
+	a, _ := replayDay(t, sol0.New, plan)
+	b, _ := replayDay(t, sol0.New, plan)
+	ra, rb := replay.ReconcileDay(a.Result), replay.ReconcileDay(b.Result)
+	if ra.Counts != rb.Counts || a.Truth != b.Truth {
+		t.Errorf("two replays differ: %+v / %+v", ra.Counts, rb.Counts)
+	}
+}
+
+// TestReconcileDay_Findings builds replays by hand, each with one thing
+// wrong, and checks that the reconciliation names it.
+func TestReconcileDay_Findings(t *testing.T) {
+	p := dayplan.DefaultParams(1, 1)
+	p.FaultRate, p.DoubleClickRate, p.EditRate, p.LateRetryRate, p.DepositRate = 0, 0, 0, 0, 0
+	plan, err := dayplan.Generate(1, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := plan.Ops[0]
+	effect, _ := op.Effect(op.Amount)
+	opening := labctl.State{Executions: map[string]int64{}}
+	for _, c := range plan.Customers() {
+		for _, a := range c.Accounts {
+			opening.Accounts = append(opening.Accounts, bank.Balance{ID: a, Customer: c.ID, Balance: 10_000_000})
+		}
+	}
+	after := func(execs int64, skew int64) labctl.State {
+		st := labctl.State{Executions: map[string]int64{op.Op: execs}}
+		for _, a := range opening.Accounts {
+			a.Balance += execs*effect[a.ID] + skew
+			st.Accounts = append(st.Accounts, a)
+		}
+		return st
+	}
+	ok := replay.Attempt{Op: op.Op, Submission: replay.SubmitOriginal, N: 1, Status: 201, Response: `{"id":"tr_1"}`, Final: true}
+	// lost is a first attempt the server executed and whose 201 the
+	// network threw away; retried is the attempt after it.
+	lost := replay.Attempt{Op: op.Op, Submission: replay.SubmitOriginal, N: 1, Fault: dayplan.ResponseWithheld, Error: "timeout",
+		Unseen: &replay.ServerAnswer{Status: 201, Response: `{"id":"tr_1"}`}}
+	retried := func(status int, replayed bool, body, prob string) replay.Attempt {
+		return replay.Attempt{Op: op.Op, Submission: replay.SubmitOriginal, N: 2, Status: status, Replayed: replayed, Response: body, Problem: prob, Final: true}
+	}
+	cases := []struct {
+		name     string
+		attempts []replay.Attempt
+		final    labctl.State
+		valid    bool
+		kind     string
+	}{
+		{"executed once", []replay.Attempt{ok}, after(1, 0), true, ""},
+		{"executed twice", []replay.Attempt{{Op: op.Op, Submission: replay.SubmitOriginal, N: 1, Fault: dayplan.ResponseWithheld, Error: "timeout"}, func() replay.Attempt {
+			a := ok
+			a.N = 2
+			return a
+		}()}, after(2, 0), false, "double_applied"},
+		{"told success, never executed", []replay.Attempt{ok}, after(0, 0), false, "lost_transfers"},
+		{"replay differs", []replay.Attempt{ok, {Op: op.Op, Submission: replay.SubmitDoubleClick, N: 1, Status: 201, Replayed: true, Response: `{"id":"tr_2"}`, Final: true}},
+			after(1, 0), false, "wrong_answers"}, // the double click was given another answer than its execution's
+		{"gave up on 500s", []replay.Attempt{{Op: op.Op, Submission: replay.SubmitOriginal, N: 1, Status: 500, Problem: "/problems/internal", Final: true, GaveUp: true}},
+			after(0, 0), false, "unexpected_status"},
+		{"money from nowhere", []replay.Attempt{ok}, after(1, 5), false, "balance_mismatches"},
+		// What the client finally knows: a server that forgets the
+		// answer of a lost response (stages 1-3) or makes up another
+		// fails even though the money is right.
+		{"lost response, then the replayed original", []replay.Attempt{lost, retried(201, true, `{"id":"tr_1"}`, "")},
+			after(1, 0), true, ""},
+		{"the server crashed before answering, then the stored answer", []replay.Attempt{
+			{Op: op.Op, Submission: replay.SubmitOriginal, N: 1, Error: "EOF"}, retried(201, true, `{"id":"tr_1"}`, "")},
+			after(1, 0), true, ""},
+		{"lost response, then 409 duplicate-request", []replay.Attempt{lost, retried(409, false, "", problem.DuplicateRequest.URI())},
+			after(1, 0), false, "no_usable_answer"},
+		{"lost response, then another answer", []replay.Attempt{lost, retried(201, true, `{"id":"tr_2"}`, "")},
+			after(1, 0), false, "wrong_answers"},
+		{"lost response, then in progress to the end", []replay.Attempt{lost, func() replay.Attempt {
+			a := retried(409, false, "", problem.RequestInProgress.URI())
+			a.GaveUp = true
+			return a
+		}()}, after(1, 0), false, "stuck_in_progress"},
+		{"the server died before the money moved, and the key stayed in progress", []replay.Attempt{
+			{Op: op.Op, Submission: replay.SubmitOriginal, N: 1, Error: "EOF"}, func() replay.Attempt {
+				a := retried(409, false, "", problem.RequestInProgress.URI())
+				a.GaveUp = true
+				return a
+			}()}, after(0, 0), false, "stuck_in_progress"},
+		{"an edit told it is a duplicate", []replay.Attempt{ok, {Op: op.Op, Submission: replay.SubmitEdit, N: 1, Status: 409, Problem: problem.DuplicateRequest.URI(), Final: true}},
+			after(1, 0), false, "unexpected_status"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := &replay.Result{Plan: plan, Attempts: c.attempts, Opening: opening, Day: c.final, Final: c.final}
+			rc := replay.ReconcileDay(res)
+			if rc.Valid != c.valid {
+				t.Fatalf("valid %v, want %v (%+v)", rc.Valid, c.valid, rc.Counts)
+			}
+			if c.kind != "" && (len(rc.Findings) == 0 || rc.Findings[0].Kind != c.kind) {
+				t.Errorf("findings %+v, want %s first", rc.Findings, c.kind)
+			}
+		})
+	}
+}

@@ -1,0 +1,145 @@
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"idemlab/grader/dayplan"
+	"idemlab/kit/bank"
+)
+
+func (rc DayReconciliation) WriteReport(w io.Writer, examples int, all string) {
+	c := rc.Counts
+	fmt.Fprintf(w, "%d operations, %d attempts\n", rc.Ops, rc.Attempts)
+	var met []string
+	for _, p := range dayplan.Points {
+		if n := rc.FaultsMet[p]; n > 0 {
+			met = append(met, fmt.Sprintf("%s %d", p, n))
+		}
+	}
+	if len(met) > 0 {
+		fmt.Fprintf(w, "failure points met: %s\n", strings.Join(met, ", "))
+	}
+	fmt.Fprintln(w)
+	line := func(label string, v any, note string) {
+		if note != "" {
+			note = "   " + note
+		}
+		fmt.Fprintf(w, "  %-28s %v%s\n", label, v, note)
+	}
+	line("executed once", c.ExecutedOnce, "")
+	line("never executed", c.NotExecuted, "(refused: insufficient funds, an invoice already paid, a key another customer used, or not sent)")
+	line("executed more than once", c.DoubleApplied, pick(c.DoubleApplied > 0,
+		fmt.Sprintf("<- DOUBLE: %d extra executions, %s won moved twice", c.ExtraExecutions, bank.FormatWon(c.MoneyMovedTwice)), ""))
+	line("lost", c.LostTransfers, pick(c.LostTransfers > 0, "<- LOST: told success, nothing moved", ""))
+	line("mismatched replays", c.MismatchedReplays, "")
+	line("unexpected answers", c.UnexpectedStatus, pick(c.EditsToldDuplicate+c.RefusedForOthersKey > 0,
+		fmt.Sprintf("(%d edits told duplicate-request, %d refused for a key another customer used)", c.EditsToldDuplicate, c.RefusedForOthersKey), ""))
+	fmt.Fprintln(w, "  what each client whose operation executed finally knows:")
+	line("  its original answer", c.OriginalAnswers, "")
+	line("  a wrong answer", c.WrongAnswers, pick(c.WrongAnswers > 0, "<- WRONG: a 2xx that is not its execution's", ""))
+	line("  no usable answer", c.NoUsableAnswer, pick(c.NoUsableAnswer > 0, "<- refused without the result until it stopped retrying", ""))
+	line("  key still in progress", c.StuckInProgress, pick(c.StuckInProgress > 0, "<- STUCK at the end of its retry horizon", ""))
+	line("re-executed after retention", c.LateReexecuted, "(allowed: the client retried after the retention period, when its key had expired)")
+	line("balances", pick(c.BalanceMismatches == 0, "every account = opening + the executions the server counted",
+		fmt.Sprintf("%d accounts do not add up", c.BalanceMismatches)), "")
+	line("money conserved", pick(rc.Money.Conserved, "yes", "NO"), fmt.Sprintf("(opening %s + deposited %s = closing %s)",
+		bank.FormatWon(rc.Money.Opening), bank.FormatWon(rc.Money.Deposited), bank.FormatWon(rc.Money.Closing)))
+	line("negative balances", c.NegativeBalances, "")
+	if rc.Invoices > 0 {
+		line("invoices paid twice", c.InvoicesPaidTwice, pick(c.InvoicesPaidTwice > 0,
+			fmt.Sprintf("<- PAID TWICE: %s won paid again for invoices already paid", bank.FormatWon(c.MoneyPaidTwice)),
+			fmt.Sprintf("(of %d invoice payments)", rc.Invoices)))
+	}
+	if rc.SettingsEdits > 0 {
+		line("settings changes lost", c.LostUpdates, pick(c.LostUpdates > 0, "<- LOST UPDATE: a clerk was told 200 and the change is gone",
+			fmt.Sprintf("(of %d edits by two clerks)", rc.SettingsEdits)))
+		line("settings edits not served", c.EditsNotServed, pick(c.EditsNotServed > 0, "(404: the server serves no account settings)", ""))
+	}
+	if rc.CoreReconciled {
+		line("core: not posted", c.NotPosted, pick(c.NotPosted > 0, "<- executed transfers the core ledger never heard of", ""))
+		line("core: posted twice", c.PostedTwice, pick(c.PostedTwice > 0, "<- transfers the core ledger moved twice", ""))
+		line("core: posted, not executed", c.PostedUnexecuted, pick(c.PostedUnexecuted > 0, "<- postings of transfers the bank does not have", ""))
+	}
+	total := map[string]int{}
+	for _, f := range rc.Findings {
+		total[f.Kind]++
+	}
+	shown := map[string]int{}
+	for _, f := range rc.Findings {
+		if shown[f.Kind]++; shown[f.Kind] > examples {
+			continue
+		}
+		if shown[f.Kind] == 1 {
+			fmt.Fprintf(w, "\n%s:\n", f.Kind)
+		}
+		fmt.Fprintf(w, "  %s%s  %s\n", f.Op, f.Account, f.Story)
+		if shown[f.Kind] == examples && total[f.Kind] > examples {
+			fmt.Fprintf(w, "  … and %d more%s\n", total[f.Kind]-examples, pick(all != "", " ("+all+")", ""))
+		}
+	}
+	for _, n := range rc.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	fmt.Fprintln(w)
+	if rc.Valid {
+		fmt.Fprintln(w, "VALID: every operation executed at most once within retention, every client knows its original answer, nothing lost, the books balance"+
+			pick(c.LateReexecuted > 0, fmt.Sprintf(" (%d retried after retention and executed again, as the contract allows)", c.LateReexecuted), ""))
+	} else {
+		fmt.Fprintln(w, "INVALID: "+rc.Verdict())
+	}
+}
+
+// Verdict says why the day is invalid, its findings joined with "; ", or
+// "" when it is valid.
+func (rc DayReconciliation) Verdict() string {
+	c := rc.Counts
+	var why []string
+	for _, f := range []struct {
+		n    int
+		what string
+	}{
+		{c.DoubleApplied, "operations executed more than once"},
+		{c.LostTransfers, "told success and never executed"},
+		{c.WrongAnswers, "clients were given a wrong answer"},
+		{c.NoUsableAnswer, "clients never learned the result of an operation that executed"},
+		{c.StuckInProgress, "keys still in progress when their clients gave up"},
+		{c.MismatchedReplays, "replays differ from the original answer"},
+		{c.UnexpectedStatus, "answers the contract does not allow"},
+		{c.InvoicesPaidTwice, "invoices paid twice"},
+		{c.LostUpdates, "settings changes lost"},
+		{c.EditsNotServed, "settings edits not served"},
+		{c.NotPosted, "executed transfers not posted to the core ledger"},
+		{c.PostedTwice, "transfers posted twice"},
+		{c.PostedUnexecuted, "postings of transfers never executed"},
+	} {
+		if f.n > 0 {
+			why = append(why, fmt.Sprintf("%d %s", f.n, f.what))
+		}
+	}
+	if c.BalanceMismatches > 0 || !rc.Money.Conserved || c.NegativeBalances > 0 {
+		why = append(why, "the balances do not add up")
+	}
+	return strings.Join(why, "; ")
+}
+
+func pick(cond bool, yes, no string) string {
+	if cond {
+		return yes
+	}
+	return no
+}
+
+// WriteHistory writes every attempt as one JSON line (history.jsonl).
+func WriteHistory(w io.Writer, attempts []Attempt) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, a := range attempts {
+		if err := enc.Encode(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
