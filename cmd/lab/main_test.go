@@ -12,13 +12,19 @@ import (
 
 // TestMain serves a reference solution when lab serve --solution starts
 // this test binary as one of its servers, and the core ledger when lab
-// serve starts it as that, as main does.
+// serve starts it as that, as main does; and runs lab itself when a test
+// starts this binary as lab serve (envRunLab).
 func TestMain(m *testing.M) {
 	if targets.IsCoreChild() {
 		os.Exit(targets.ServeCoreChild())
 	}
 	if targets.IsChild() {
 		os.Exit(targets.ServeChild(solutionSubjects()...))
+	}
+	if os.Getenv(envRunLab) == "1" {
+		// A test's lab serve in a process of its own (startLab), which
+		// the test can kill.
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	neturl "net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -14,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"idemlab/grader/targets"
 	"idemlab/kit/bank"
 	"idemlab/kit/core"
 	"idemlab/kit/labclient"
@@ -36,6 +41,59 @@ func serveStage9(t *testing.T, replicas int) *lab {
 	t.Helper()
 	db := filepath.Join(t.TempDir(), "lab.db")
 	url, banner, stderr := serveWatched(t, "--stage", "9", "--solution", "--replicas", strconv.Itoa(replicas), "--db", db)
+	return readBanner(t, url, banner, stderr, replicas)
+}
+
+// envRunLab makes this test binary run lab (TestMain) instead of its tests.
+const envRunLab = "IDEMLAB_TEST_RUN_LAB"
+
+// startLab runs lab serve --stage 9 --solution on the database file db in
+// a process of its own, and reads its banner. It returns the lab and the
+// process, which t's end kills if it still runs.
+func startLab(t *testing.T, db string) (*lab, *exec.Cmd) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, stderr := &syncBuffer{}, &syncBuffer{}
+	cmd := exec.Command(self, "serve", "--addr", "127.0.0.1:0", "--stage", "9", "--solution", "--db", db)
+	cmd.Env = append(os.Environ(), envRunLab+"=1")
+	cmd.Stdout, cmd.Stderr = out, stderr
+	targets.DieWithParent(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	deadline := time.After(60 * time.Second)
+	for {
+		printed, more := out.next()
+		if m := bannerURL.FindStringSubmatch(printed); m != nil && strings.Contains(printed, "Ctrl-C stops the server.\n") {
+			return readBanner(t, m[1], printed, stderr, 1), cmd
+		}
+		select {
+		case <-exited:
+			t.Fatalf("lab serve exited: %s", stderr)
+		case <-more:
+		case <-deadline:
+			t.Fatalf("lab serve printed no whole banner within 60s: %q\n%s", printed, stderr)
+		}
+	}
+}
+
+// readBanner reads the servers, the admin token, the processes and the
+// core ledger from the banner of a lab serve with replicas servers, the
+// first at url.
+func readBanner(t *testing.T, url, banner string, stderr *syncBuffer, replicas int) *lab {
+	t.Helper()
 	l := &lab{urls: []string{url}, stderr: stderr, pids: map[string]int{}}
 	for _, m := range regexp.MustCompile(`replica +(http://\S+)`).FindAllStringSubmatch(banner, -1) {
 		l.urls = append(l.urls, m[1])
@@ -87,8 +145,13 @@ func (l *lab) kill(t *testing.T, name string) {
 // transfer makes a transfer of 100 won on url under key, retrying as a
 // client does until it has an answer, and returns the transfer's id.
 func transfer(t *testing.T, url string, c bank.Customer, key string) string {
+	return transferVia(t, http.DefaultClient, url, c, key)
+}
+
+// transferVia is transfer through hc's transport.
+func transferVia(t *testing.T, hc *http.Client, url string, c bank.Customer, key string) string {
 	policy := retry.Policy{Base: 20 * time.Millisecond, Cap: 100 * time.Millisecond, Horizon: time.Minute, Timeout: 10 * time.Second}
-	cl := retry.Client{HTTP: &http.Client{Timeout: policy.Timeout}, Policy: policy}
+	cl := retry.Client{HTTP: &http.Client{Transport: hc.Transport, Timeout: policy.Timeout}, Policy: policy}
 	body := `{"from":"` + c.Accounts[0] + `","to":"` + c.Accounts[1] + `","amount":100}`
 	res := cl.Do(context.Background(), func(int) (*http.Request, error) {
 		req, err := http.NewRequest(http.MethodPost, url+"/transfers", strings.NewReader(body))
@@ -150,39 +213,12 @@ func (l *lab) postedOnce(t *testing.T, ids []string) int {
 	return len(ps)
 }
 
-// TestServe_AKilledReplicaIsStartedAgain: a kill -9 of one replica's
-// process under lab serve --replicas 2 leaves the other and the core
-// serving; lab serve says which replica exited and starts it again on its
-// port, and no transfer's posting is lost. A lab serve that ended with
-// the replica (it did: the other replica and the core ended with it), or
-// left it dead, fails.
-func TestServe_AKilledReplicaIsStartedAgain(t *testing.T) {
-	l := serveStage9(t, 2)
-	customers, err := l.admin.Reset(t.Context(), bank.DefaultParams())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := customers[0]
-	ids := []string{transfer(t, l.urls[0], c, "k-1"), transfer(t, l.urls[1], c, "k-2")}
-	l.kill(t, "replica 2")
-	ids = append(ids, transfer(t, l.urls[0], c, "k-3"), transfer(t, l.urls[1], c, "k-4"))
-	l.postedOnce(t, ids)
-}
-
-// TestServe_KillNineUnderLoadLosesNoPosting: the server's process killed
-// with kill -9 while 8 clients make transfers, and started again by lab
-// serve: once the clients have their answers (retrying with the same key,
-// the lab clock moved past the leases of requests the kill cut off) and
-// the outbox is empty, the core holds each transfer once. A core in the
-// server's memory, or in lab serve's, lost the postings of the transfers
-// the relay had marked sent.
-func TestServe_KillNineUnderLoadLosesNoPosting(t *testing.T) {
+// underLoad makes transfers from 8 clients, each client's on one of urls
+// in turn, each retried with its key until answered, and calls kill once
+// 100 have been answered. It returns the ids of every transfer made.
+func underLoad(t *testing.T, hc *http.Client, urls []string, customers []bank.Customer, kill func()) []string {
+	t.Helper()
 	const clients, each, killAfter = 8, 40, 100
-	l := serveStage9(t, 1)
-	customers, err := l.admin.Reset(t.Context(), bank.DefaultParams())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var ids []string
 	killNow := make(chan struct{})
@@ -190,7 +226,7 @@ func TestServe_KillNineUnderLoadLosesNoPosting(t *testing.T) {
 	for i := range clients {
 		wg.Go(func() {
 			for n := range each {
-				id := transfer(t, l.urls[0], customers[i%len(customers)], fmt.Sprintf("k-%d-%d", i, n))
+				id := transferVia(t, hc, urls[i%len(urls)], customers[i%len(customers)], fmt.Sprintf("k-%d-%d", i, n))
 				mu.Lock()
 				ids = append(ids, id)
 				if len(ids) == killAfter {
@@ -201,13 +237,123 @@ func TestServe_KillNineUnderLoadLosesNoPosting(t *testing.T) {
 		})
 	}
 	<-killNow
-	l.kill(t, "the server")
+	kill()
+	wg.Wait()
+	return ids
+}
+
+// TestServe_AKilledReplicaIsStartedAgain: a kill -9 of one replica's
+// process under lab serve --replicas 2, while 8 clients make transfers on
+// both, leaves the other and the core serving; lab serve says which
+// replica exited and starts it again on its port, and no transfer's
+// posting is lost. A lab serve that ended with the replica (it did: the
+// other replica and the core ended with it), or left it dead, fails.
+func TestServe_AKilledReplicaIsStartedAgain(t *testing.T) {
+	l := serveStage9(t, 2)
+	customers, err := l.admin.Reset(t.Context(), bank.DefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := underLoad(t, http.DefaultClient, l.urls, customers, func() {
+		l.kill(t, "replica 2")
+		l.pastTheLeases(t)
+	})
+	n := l.postedOnce(t, ids)
+	t.Logf("kill -9 of replica 2 after 100 of %d transfers: %d postings", len(ids), n)
+}
+
+// pastTheLeases moves the lab clock an hour on: the keys of the requests
+// a kill cut off are taken over by their retries at once.
+func (l *lab) pastTheLeases(t *testing.T) {
+	t.Helper()
 	if _, err := l.admin.Advance(t.Context(), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	wg.Wait()
+}
+
+// TestServe_KillNineUnderLoadLosesNoPosting: the server's process killed
+// with kill -9 while 8 clients make transfers, and started again by lab
+// serve: once the clients have their answers (retrying with the same key,
+// the lab clock moved past the leases of requests the kill cut off) and
+// the outbox is empty, the core holds each transfer once. A core in the
+// server's memory, or in lab serve's, lost the postings of the transfers
+// the relay had marked sent.
+func TestServe_KillNineUnderLoadLosesNoPosting(t *testing.T) {
+	l := serveStage9(t, 1)
+	customers, err := l.admin.Reset(t.Context(), bank.DefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := underLoad(t, http.DefaultClient, l.urls, customers, func() {
+		l.kill(t, "the server")
+		l.pastTheLeases(t)
+	})
 	n := l.postedOnce(t, ids)
-	t.Logf("kill -9 of the server after %d of %d transfers: %d postings, each transfer once", killAfter, len(ids), n)
+	t.Logf("kill -9 of the server after 100 of %d transfers: %d postings", len(ids), n)
+}
+
+// TestServe_KillNineOfLabServeLosesNoPosting: lab serve itself killed
+// with kill -9 while 8 clients make transfers (its server and its core
+// ledger die with it), and lab serve started again on the same database
+// file: once the clients have their answers, following lab serve to its
+// new address, and the outbox is empty, the core holds each transfer
+// once. A core ledger that kept its postings in a process's memory, or
+// that a new lab serve started empty, lost those the relay had marked
+// sent before the kill.
+func TestServe_KillNineOfLabServeLosesNoPosting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts lab serve twice in processes of its own")
+	}
+	db := filepath.Join(t.TempDir(), "lab.db")
+	l, cmd := startLab(t, db)
+	customers, err := l.admin.Reset(t.Context(), bank.DefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := &follow{}
+	to.set(t, l.urls[0])
+	tr := to.transport()
+	defer tr.CloseIdleConnections()
+	ids := underLoad(t, &http.Client{Transport: tr}, l.urls, customers, func() {
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		l, _ = startLab(t, db)
+		to.set(t, l.urls[0])
+		l.pastTheLeases(t)
+	})
+	n := l.postedOnce(t, ids)
+	t.Logf("kill -9 of lab serve after 100 of %d transfers: %d postings", len(ids), n)
+}
+
+// follow connects each request to the lab serve set last, whatever
+// address the request names.
+type follow struct {
+	mu   sync.Mutex
+	host string
+}
+
+func (f *follow) set(t *testing.T, url string) {
+	t.Helper()
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.host = u.Host
+}
+
+// transport is an http.Transport whose connections go to the host set
+// last.
+func (f *follow) transport() *http.Transport {
+	var d net.Dialer
+	return &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		f.mu.Lock()
+		host := f.host
+		f.mu.Unlock()
+		return d.DialContext(ctx, network, host)
+	}}
 }
 
 // TestServe_AKilledCoreKeepsItsPostings: the core ledger killed with kill

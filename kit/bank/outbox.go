@@ -141,33 +141,55 @@ func (b *Bank) DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error)
 	return out, nil
 }
 
+// Delivery is one sent row's two moments on the lab clock: its
+// transfer's commit (created_at) and the relay's mark after the core's
+// acknowledgement (sent_at).
+type Delivery struct {
+	Created, Sent time.Time
+}
+
+// Lag is how long the row waited to be delivered.
+func (d Delivery) Lag() time.Duration { return d.Sent.Sub(d.Created) }
+
+// Deliveries reads every sent row's Delivery, in the order written.
+func (b *Bank) Deliveries(ctx context.Context) ([]Delivery, error) {
+	rows, err := b.db.QueryContext(ctx, `SELECT created_at, sent_at FROM outbox WHERE sent_at IS NOT NULL ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("read the deliveries: %w", err)
+	}
+	defer rows.Close()
+	var out []Delivery
+	for rows.Next() {
+		var created, sent string
+		if err := rows.Scan(&created, &sent); err != nil {
+			return nil, fmt.Errorf("read the deliveries: %w", err)
+		}
+		var d Delivery
+		if d.Created, err = time.Parse(clock.Layout, created); err != nil {
+			return nil, fmt.Errorf("read the deliveries: %w", err)
+		}
+		if d.Sent, err = time.Parse(clock.Layout, sent); err != nil {
+			return nil, fmt.Errorf("read the deliveries: %w", err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the deliveries: %w", err)
+	}
+	return out, nil
+}
+
 // DeliveryLags reads, for every row sent, how long it waited between its
 // transfer's commit (created_at) and the relay's mark after the core's
 // acknowledgement (sent_at), on the lab clock, in the order written.
 func (b *Bank) DeliveryLags(ctx context.Context) ([]time.Duration, error) {
-	rows, err := b.db.QueryContext(ctx, `SELECT created_at, sent_at FROM outbox WHERE sent_at IS NOT NULL ORDER BY id`)
+	ds, err := b.Deliveries(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the delivery lags: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	var out []time.Duration
-	for rows.Next() {
-		var created, sent string
-		if err := rows.Scan(&created, &sent); err != nil {
-			return nil, fmt.Errorf("read the delivery lags: %w", err)
-		}
-		c, err := time.Parse(clock.Layout, created)
-		if err != nil {
-			return nil, fmt.Errorf("read the delivery lags: %w", err)
-		}
-		s, err := time.Parse(clock.Layout, sent)
-		if err != nil {
-			return nil, fmt.Errorf("read the delivery lags: %w", err)
-		}
-		out = append(out, s.Sub(c))
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read the delivery lags: %w", err)
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d.Lag()
 	}
 	return out, nil
 }

@@ -194,10 +194,36 @@ var ErrNotSent = errors.New("core: not sent: the postings before it were refused
 // batch's order, and starts no more once parallel of them in a row have
 // failed in a way that is not final (see Final), with no acknowledgement
 // in between: the core looks down, not flapping. Those not started get
-// ErrNotSent. A panic in a send (a lab server's simulated crash, see
-// Answered) is raised again in the caller's goroutine once the sends
-// under way have ended.
+// ErrNotSent. A core that acknowledged some postings and refused others
+// for now (a 503 between two 201s) flaps: the refused ones are sent once
+// more, under the same keys, before PostAll returns, rather than a pass
+// later; those it refuses again keep the refusal. A panic in a send (a
+// lab server's simulated crash, see Answered) is raised again in the
+// caller's goroutine once the sends under way have ended.
 func (c *Client) PostAll(ctx context.Context, batch []Send, parallel int) {
+	sends := make([]*Send, len(batch))
+	for i := range batch {
+		sends[i] = &batch[i]
+	}
+	acked, stopped := c.postRound(ctx, sends, parallel)
+	if acked == 0 || stopped {
+		return
+	}
+	var again []*Send
+	for _, s := range sends {
+		var r *Refusal
+		if errors.As(s.Err, &r) && !r.Final() {
+			again = append(again, s)
+		}
+	}
+	if len(again) > 0 {
+		c.postRound(ctx, again, parallel)
+	}
+}
+
+// postRound is one round of PostAll over sends. It reports how many the
+// core acknowledged, and whether it stopped starting them.
+func (c *Client) postRound(ctx context.Context, sends []*Send, parallel int) (acked int, stopped bool) {
 	parallel = max(parallel, 1)
 	var (
 		wg       sync.WaitGroup
@@ -207,20 +233,20 @@ func (c *Client) PostAll(ctx context.Context, batch []Send, parallel int) {
 		panicked any
 	)
 	slots := make(chan struct{}, parallel)
-	for i := range batch {
+	for i, s := range sends {
 		slots <- struct{}{}
 		mu.Lock()
-		stopped := stop
+		stopped = stop
 		mu.Unlock()
 		if stopped {
 			<-slots
-			for j := i; j < len(batch); j++ {
-				batch[j].Err = ErrNotSent
+			for _, rest := range sends[i:] {
+				rest.Err = ErrNotSent
 			}
 			break
 		}
 		wg.Add(1)
-		go func(s *Send) {
+		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
 			defer func() {
@@ -236,14 +262,18 @@ func (c *Client) PostAll(ctx context.Context, batch []Send, parallel int) {
 			switch {
 			case s.Err == nil:
 				failing = 0
+				acked++
 			case !Final(s.Err):
 				failing++
 				stop = stop || failing >= parallel
 			}
-		}(&batch[i])
+		}()
 	}
 	wg.Wait()
 	if panicked != nil {
 		panic(panicked)
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	return acked, stopped || stop
 }

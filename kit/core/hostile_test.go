@@ -3,9 +3,11 @@ package core_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"idemlab/kit/clock"
 	"idemlab/kit/core"
 	"idemlab/kit/labdb"
+	"idemlab/kit/problem"
 )
 
 // bankWithATransfer is a bank's database with its seeded customers and one
@@ -169,4 +172,44 @@ func send(t *testing.T, req *http.Request) (int, string) {
 		json.NewDecoder(resp.Body).Decode(&body)
 	}
 	return resp.StatusCode, body.Type
+}
+
+// countedBooks counts the reads of the bank's books a core makes.
+type countedBooks struct {
+	core.Books
+	reads atomic.Int64
+}
+
+func (b *countedBooks) AccountExists(ctx context.Context, id string) (bool, error) {
+	b.reads.Add(1)
+	return b.Books.AccountExists(ctx, id)
+}
+
+func (b *countedBooks) Transfer(ctx context.Context, id string) (bank.TransferRecord, bool, error) {
+	b.reads.Add(1)
+	return b.Books.Transfer(ctx, id)
+}
+
+// TestPost_ARightPostingReadsTheBooksOnce: a posting that says what the
+// bank's transfer says costs the core one read of the bank's books (its
+// accounts exist since the transfer does); one naming an account the bank
+// does not have is still told so. A core that read every account of every
+// posting first, three reads, fails.
+func TestPost_ARightPostingReadsTheBooksOnce(t *testing.T) {
+	books, real := bankWithATransfer(t)
+	counted := &countedBooks{Books: books}
+	_, cl, _ := startCoreWith(t, counted)
+	if _, _, err := cl.Post(t.Context(), "k-1", real); err != nil {
+		t.Fatal(err)
+	}
+	if n := counted.reads.Load(); n != 1 {
+		t.Errorf("a right posting read the books %d times, want 1", n)
+	}
+	wrong := real
+	wrong.To = "acc_nobody"
+	_, _, err := cl.Post(t.Context(), "k-2", wrong)
+	var r *core.Refusal
+	if !errors.As(err, &r) || !strings.Contains(string(r.Body), problem.UnknownAccount.URI()) {
+		t.Errorf("a posting to an account the bank does not have: %v, want %s", err, problem.UnknownAccount.URI())
+	}
 }

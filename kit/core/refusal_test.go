@@ -132,6 +132,36 @@ func TestPostAll_GoesPastAPoisonStopsAtNotNow(t *testing.T) {
 	}
 }
 
+// TestPostAll_SendsAgainWhileTheCoreFlaps: a core that refuses every
+// other posting for now gets the refused ones again in the same call,
+// under the same keys, once: of 8 postings sent all at once into a core
+// flapping for 12, the first round takes 4 and the second 2 of the 4
+// refused; the other 2 keep their 503. A PostAll that left all 4 for a
+// later pass, or sent them again and again, fails.
+func TestPostAll_SendsAgainWhileTheCoreFlaps(t *testing.T) {
+	c, cl := startCore(t)
+	c.Faults.Flap(12)
+	b := batch(8)
+	cl.PostAll(t.Context(), b, len(b))
+	refused := 0
+	for _, s := range b {
+		var r *core.Refusal
+		switch {
+		case s.Err == nil:
+		case errors.As(s.Err, &r) && r.Status == http.StatusServiceUnavailable:
+			refused++
+		default:
+			t.Errorf("%s: %v, want acknowledged or 503", s.Posting.TransferID, s.Err)
+		}
+	}
+	if n := postings(t, cl); len(n) != 6 || refused != 2 {
+		t.Errorf("%d transfers posted and %d refused, want 6 and 2", len(n), refused)
+	}
+	if got := c.Faults.Refused(); got != 6 {
+		t.Errorf("the flapping core refused %d postings, want 6 (4, then 2 of the 4 sent again)", got)
+	}
+}
+
 // TestPostAll_ACrashInASendReachesTheCaller: a lab server's simulated
 // crash panics in the send that fires it; PostAll raises it in the
 // caller, which the kit's relay driver recovers, rather than in a

@@ -77,6 +77,9 @@ type Options struct {
 // (stage.Relayer).
 const RelayInterval = 20 * time.Millisecond
 
+// relayInterval is RelayInterval, which a test makes longer than itself.
+var relayInterval = RelayInterval
+
 // Server is one lab server.
 type Server struct {
 	db       *labdb.DB
@@ -237,7 +240,7 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	go s.publishKeyRows()
 	if relays {
 		s.wg.Add(1)
-		go s.relay(relayer)
+		go s.relay(relayer, relayInterval)
 	}
 	s.router = s.routes(opts.Lab)
 	return nil
@@ -261,12 +264,16 @@ func (s *Server) serveCore(ctx context.Context, ln net.Listener, token string) e
 }
 
 // relay runs the stage's outbox relay a pass at a time until the server
-// stops: at once again after a pass that settled rows, even one that then
-// failed (there may be more behind them: under load the outbox fills
-// faster than one pass a tick empties it, and a core that flaps takes
-// some postings of each pass), and otherwise RelayInterval after the
-// last. A pass never waits for a reset: it skips its turn.
-func (s *Server) relay(r stage.Relayer) {
+// stops: the first at once (a server started again after a crash owes
+// what the one before it left, and its first pass takes the connection
+// that opening the database left idle, before the clients' retries queue
+// for the others), again at once after a pass that settled rows, even one
+// that then failed (there may be more behind them: under load the outbox
+// fills faster than one pass a tick empties it, and a core that flaps
+// takes some postings of each pass), and otherwise interval
+// (RelayInterval) after the last. A pass never waits for a reset: it
+// skips its turn.
+func (s *Server) relay(r stage.Relayer, interval time.Duration) {
 	defer s.wg.Done()
 	// A pass waiting on the core ends with the server.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -275,7 +282,7 @@ func (s *Server) relay(r stage.Relayer) {
 		<-s.stop
 		cancel()
 	}()
-	t := time.NewTimer(RelayInterval)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	var last string
 	for {
@@ -302,7 +309,7 @@ func (s *Server) relay(r stage.Relayer) {
 		if settled > 0 {
 			t.Reset(0)
 		} else {
-			t.Reset(RelayInterval)
+			t.Reset(interval)
 		}
 	}
 }

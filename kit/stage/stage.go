@@ -83,8 +83,8 @@ type Settings interface {
 // marks sent each one the core acknowledged and sets aside each one it
 // refused for good; it returns how many rows it settled so. The kit calls
 // it again and again, a pass at a time, from one goroutine, until the
-// server stops: at once after a pass that settled rows, 20 ms later after
-// one that settled none. A row that failed for now is sent again on a
+// server stops: the first as the server starts, then at once after a pass
+// that settled rows, 20 ms later after one that settled none. A row that failed for now is sent again on a
 // later pass. An error ends a pass early.
 type Relayer interface {
 	Relay(ctx context.Context) (int, error)
