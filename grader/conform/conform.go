@@ -396,7 +396,7 @@ func lookup(doc any, pointer string) (any, error) {
 	}
 	v := doc
 	for _, tok := range strings.Split(pointer[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		tok = unescapeToken(tok)
 		switch x := v.(type) {
 		case map[string]any:
 			next, ok := x[tok]
@@ -415,6 +415,11 @@ func lookup(doc any, pointer string) (any, error) {
 		}
 	}
 	return v, nil
+}
+
+// unescapeToken reads one token of a JSON pointer: "~1" is '/', "~0" is '~'.
+func unescapeToken(tok string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
 }
 
 // books is a witness reading taken before a scenario, to judge its money

@@ -315,7 +315,7 @@ func parentOf(doc any, pointer string) (any, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	last := strings.ReplaceAll(strings.ReplaceAll(pointer[i+1:], "~1", "/"), "~0", "~")
+	last := unescapeToken(pointer[i+1:])
 	if _, err := lookup(parent, "/"+pointer[i+1:]); err != nil {
 		return nil, "", err
 	}

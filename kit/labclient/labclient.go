@@ -229,20 +229,22 @@ func (c *Client) Armed(ctx context.Context) (map[string]int64, error) {
 // Advance moves the lab clock on by d (POST /lab/clock) and returns the
 // lab time now.
 func (c *Client) Advance(ctx context.Context, d time.Duration) (time.Time, error) {
-	var out struct {
-		Now time.Time `json:"now"`
-	}
-	err := c.do(ctx, http.MethodPost, "/lab/clock", map[string]string{"advance": d.String()}, &out)
-	return out.Now, err
+	return c.moveClock(ctx, map[string]string{"advance": d.String()})
 }
 
 // Set moves the lab clock to at (POST /lab/clock), forward or back, and
 // returns the lab time now.
 func (c *Client) Set(ctx context.Context, at time.Time) (time.Time, error) {
+	return c.moveClock(ctx, map[string]string{"set": at.UTC().Format(time.RFC3339Nano)})
+}
+
+// moveClock posts move to /lab/clock and returns the lab time the answer
+// gives.
+func (c *Client) moveClock(ctx context.Context, move map[string]string) (time.Time, error) {
 	var out struct {
 		Now time.Time `json:"now"`
 	}
-	err := c.do(ctx, http.MethodPost, "/lab/clock", map[string]string{"set": at.UTC().Format(time.RFC3339Nano)}, &out)
+	err := c.do(ctx, http.MethodPost, "/lab/clock", move, &out)
 	return out.Now, err
 }
 
