@@ -70,11 +70,21 @@ func (c *Clock) Advance(ctx context.Context, d time.Duration) (time.Time, error)
 	return c.store(ctx, time.Duration(c.offset.Load())+d)
 }
 
-// Set moves the clock to t.
+// Set moves the clock to t: from then on it never reads earlier than t,
+// to the millisecond it keeps.
 func (c *Clock) Set(ctx context.Context, t time.Time) (time.Time, error) {
 	c.moving.Lock()
 	defer c.moving.Unlock()
-	return c.store(ctx, time.Until(t))
+	// The offset is kept in whole milliseconds: rounded to the nearest,
+	// the clock could read up to half of one before t; rounded up, the
+	// moment of the Set is at or after t.
+	off := time.Until(t)
+	if r := off % time.Millisecond; r > 0 {
+		off += time.Millisecond - r
+	} else {
+		off -= r
+	}
+	return c.store(ctx, off)
 }
 
 // Reset puts the clock back on real time.

@@ -67,6 +67,24 @@ func TestClock_SetAndFormat(t *testing.T) {
 	}
 }
 
+// After Set(t), the clock never reads earlier than t: its offset is kept
+// in whole milliseconds, and a Set that rounded it to the nearest read up
+// to half a millisecond before t, in about half of these tries.
+func TestClock_SetNeverReadsBeforeTheInstant(t *testing.T) {
+	ctx := context.Background()
+	c, _ := openClock(t, ":memory:")
+	for i := range 200 {
+		at := time.Date(2031, 3, 4, 5, 6, 7, (i%1000)*int(time.Millisecond), time.UTC)
+		now, err := c.Set(ctx, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now.Before(at) {
+			t.Fatalf("Set(%v) answered %v, before it", at, now)
+		}
+	}
+}
+
 // gatedDB is a SQLite database whose writes to lab_clock stop on their way
 // in: each one sends on entered, then waits for release (as a write waits
 // for the write lock another transaction holds) or for its context to end
