@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Books reads the bank's accounts and transfers for a service outside the
@@ -31,18 +32,34 @@ func (b *Books) AccountExists(ctx context.Context, id string) (bool, error) {
 	return true, nil
 }
 
-// Transfer reads the accounts and amount of the executed transfer id (the
-// other members of the record are left empty), and reports false if the
-// bank has no such transfer.
-func (b *Books) Transfer(ctx context.Context, id string) (TransferRecord, bool, error) {
-	var t TransferRecord
-	err := b.db.QueryRowContext(ctx, `SELECT from_account, to_account, amount FROM transfers WHERE id = ?`, id).
-		Scan(&t.From, &t.To, &t.Amount)
-	if errors.Is(err, sql.ErrNoRows) {
-		return TransferRecord{}, false, nil
+// Transfers reads the accounts and amount of each executed transfer
+// among ids (the other members of the records are left empty), in one
+// query, by id: an id the bank has no transfer under is not in the map.
+func (b *Books) Transfers(ctx context.Context, ids []string) (map[string]TransferRecord, error) {
+	if len(ids) == 0 {
+		return map[string]TransferRecord{}, nil
 	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	marks := strings.Repeat(", ?", len(ids))[2:]
+	rows, err := b.db.QueryContext(ctx, `SELECT id, from_account, to_account, amount FROM transfers WHERE id IN (`+marks+`)`, args...)
 	if err != nil {
-		return TransferRecord{}, false, fmt.Errorf("read transfer %s: %w", id, err)
+		return nil, fmt.Errorf("read %d transfers: %w", len(ids), err)
 	}
-	return t, true, nil
+	defer rows.Close()
+	out := make(map[string]TransferRecord, len(ids))
+	for rows.Next() {
+		var id string
+		var t TransferRecord
+		if err := rows.Scan(&id, &t.From, &t.To, &t.Amount); err != nil {
+			return nil, fmt.Errorf("read %d transfers: %w", len(ids), err)
+		}
+		out[id] = t
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read %d transfers: %w", len(ids), err)
+	}
+	return out, nil
 }

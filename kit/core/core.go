@@ -73,6 +73,11 @@ var (
 	// InvalidPosting is the answer to a body that is not a posting.
 	InvalidPosting = &problem.Type{Name: "invalid-posting", Status: http.StatusBadRequest, Title: "Invalid posting",
 		Explain: `The body must be one JSON object {"transfer_id","from","to","amount"}, valid UTF-8, each member once and no other: a transfer id (tr_…), two different account ids (acc_…) and an amount of 1 to 1,000,000,000 won. The detail names the member. Nothing was posted.`}
+	// InvalidBatch is the answer to a body of POST /postings/batch that is
+	// not a batch; a member's posting that is not one is answered
+	// InvalidPosting in its place, and the others are posted.
+	InvalidBatch = &problem.Type{Name: "invalid-batch", Status: http.StatusBadRequest, Title: "Invalid batch",
+		Explain: fmt.Sprintf(`The body must be one JSON array of 1 to %d members, each an object {"key","posting"}, with each member once and no other, and nothing after the array: the Idempotency-Key the posting is posted under, and the posting as POST /postings takes it. The detail says what is wrong. Nothing was posted.`, request.MaxBatch)}
 	// UnknownTransfer is the answer to a posting for a transfer the bank
 	// never executed.
 	UnknownTransfer = &problem.Type{Name: "unknown-transfer", Status: http.StatusUnprocessableEntity, Title: "Unknown transfer",
@@ -87,16 +92,17 @@ var (
 // the lab's own: 400 for a missing or malformed Idempotency-Key, 401 without
 // the core's token, 413 and 415 for a body too large or not JSON, 422
 // unknown-account and idempotency-key-reused.
-var Problems = []*problem.Type{InvalidPosting, UnknownTransfer, PostingMismatch, Down}
+var Problems = []*problem.Type{InvalidPosting, InvalidBatch, UnknownTransfer, PostingMismatch, Down}
 
 // Books is the bank's record a posting is checked against, read only
 // (bank.Books, on the lab's database).
 type Books interface {
 	// AccountExists reports whether the bank has the account.
 	AccountExists(ctx context.Context, id string) (bool, error)
-	// Transfer returns the accounts and amount of the transfer the bank
-	// executed under id, and false if it executed none.
-	Transfer(ctx context.Context, id string) (bank.TransferRecord, bool, error)
+	// Transfers returns the accounts and amount of each transfer the bank
+	// executed among ids, by id; an id it executed no transfer under is
+	// not in the map.
+	Transfers(ctx context.Context, ids []string) (map[string]bank.TransferRecord, error)
 }
 
 // Config is what a core is started with.
@@ -114,6 +120,7 @@ type Config struct {
 // Core is the core ledger service. It is safe for concurrent use.
 type Core struct {
 	db     *sql.DB
+	engine labdb.Engine
 	token  string
 	books  Books
 	Faults Faults
@@ -142,15 +149,17 @@ func New(ctx context.Context, db *sql.DB, cfg Config) (*Core, error) {
 	if err := labdb.CreateTable(ctx, db, schema); err != nil {
 		return nil, fmt.Errorf("core: create table: %w", err)
 	}
-	return &Core{db: db, token: cfg.Token, books: cfg.Books}, nil
+	return &Core{db: db, engine: labdb.EngineOf(db), token: cfg.Token, books: cfg.Books}, nil
 }
 
-// Handler serves POST /postings (an Idempotency-Key is required), GET
-// /postings (every posting, in the order applied) and GET /healthz, each
-// only to a request that carries the core's token.
+// Handler serves POST /postings (one posting; an Idempotency-Key is
+// required), POST /postings/batch (up to request.MaxBatch postings, each
+// with its key), GET /postings (every posting, in the order applied) and
+// GET /healthz, each only to a request that carries the core's token.
 func (c *Core) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /postings", c.post)
+	mux.HandleFunc("POST /postings/batch", c.postBatch)
 	mux.HandleFunc("GET /postings", func(w http.ResponseWriter, r *http.Request) {
 		ps, err := c.Postings(r.Context())
 		if err != nil {
@@ -168,124 +177,195 @@ func (c *Core) Handler() http.Handler {
 			problem.Write(w, problem.New(problem.Unauthorized, "the core ledger serves the lab server only: send Authorization: Bearer <core token>"))
 			return
 		}
-		mux.ServeHTTP(w, r)
+		mux.ServeHTTP(w, r.WithContext(labdb.WithEngine(r.Context(), c.engine)))
 	})
 }
+
+// entry is one posting of a request on its way through the core: its key
+// and posting as read, then its refusal or its receipt.
+type entry struct {
+	key      string
+	posting  Posting
+	err      error
+	receipt  Receipt
+	replayed bool
+}
+
+// acked reports whether the core acknowledged the entry.
+func (e *entry) acked() bool { return e.err == nil }
 
 func (c *Core) post(w http.ResponseWriter, r *http.Request) {
 	if !c.Faults.wait(r.Context()) {
 		return
 	}
-	if c.Faults.isDown() {
+	if c.Faults.downFor(1) || c.Faults.flaps() {
 		problem.Write(w, problem.New(Down, "the core ledger is down; nothing was posted"))
 		return
 	}
-	key, err := idemkey.FromRequest(r)
-	if err != nil {
+	var e entry
+	e.key, e.err = idemkey.FromRequest(r)
+	if e.err == nil {
+		req, err := request.Posting(r)
+		e.posting, e.err = Posting(req), postingProblem(err)
+	}
+	if err := c.settle(r.Context(), []*entry{&e}); err != nil {
 		problem.Write(w, err)
 		return
 	}
-	p, err := c.read(r)
-	if err != nil {
-		problem.Write(w, err)
+	if e.err != nil {
+		problem.Write(w, e.err)
 		return
 	}
-	if c.Faults.rejects(p.TransferID) {
-		problem.Write(w, problem.New(Rejected, "the core ledger rejects the posting of %s for good", p.TransferID))
-		return
-	}
-	rc, replayed, err := c.apply(r.Context(), key, p)
-	if err != nil {
-		problem.Write(w, err)
-		return
-	}
-	if c.Faults.takeLostAnswer() {
+	if c.Faults.losesAnswer(1) {
 		// Applied, and the answer never arrives: the caller cannot tell
 		// this from a posting that was not applied.
 		panic(http.ErrAbortHandler)
 	}
 	status := http.StatusCreated
-	if replayed {
+	if e.replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 		status = http.StatusOK
 	}
-	respond.JSON(w, status, rc)
+	respond.JSON(w, status, e.receipt)
 }
 
-// read reads the posting r carries and checks it against the books: a
-// problem error if it is not one, or not the bank's.
-func (c *Core) read(r *http.Request) (Posting, error) {
-	req, err := request.Posting(r)
+// postingProblem is err, request.Posting's, as the core names it: a body
+// that is no posting is an invalid posting.
+func postingProblem(err error) error {
 	if errors.Is(err, problem.InvalidRequest) {
-		return Posting{}, problem.New(InvalidPosting, "%s; nothing was posted", problem.From(err).Detail)
+		return problem.New(InvalidPosting, "%s; nothing was posted", problem.From(err).Detail)
 	}
-	if err != nil {
-		return Posting{}, err
+	return err
+}
+
+// settle checks each entry not yet refused against the books, refuses
+// those the core rejects for good, and applies the others, in order, in
+// one transaction. It returns a problem error, with nothing applied, if
+// the books cannot be read or the postings cannot be written.
+func (c *Core) settle(ctx context.Context, entries []*entry) error {
+	if err := c.check(ctx, entries); err != nil {
+		return err
 	}
-	p := Posting(req)
-	if c.books == nil {
-		return p, nil
-	}
-	ctx := r.Context()
-	t, ok, err := c.books.Transfer(ctx, p.TransferID)
-	if err != nil {
-		return Posting{}, problem.Wrap(problem.Internal, err, "read the bank's books")
-	}
-	if ok && t.From == p.From && t.To == p.To && t.Amount == p.Amount {
-		// The transfer as the bank recorded it: its accounts exist. One
-		// read for every posting a relay gets right, the accounts' only
-		// for one it gets wrong.
-		return p, nil
-	}
-	for _, acc := range []string{p.From, p.To} {
-		ok, err := c.books.AccountExists(ctx, acc)
-		if err != nil {
-			return Posting{}, problem.Wrap(problem.Internal, err, "read the bank's books")
+	var apply []*entry
+	for _, e := range entries {
+		if e.err == nil && c.Faults.rejects(e.posting.TransferID) {
+			e.err = problem.New(Rejected, "the core ledger rejects the posting of %s for good", e.posting.TransferID)
 		}
-		if !ok {
-			return Posting{}, problem.New(problem.UnknownAccount, "the bank has no account %s; nothing was posted", acc)
+		if e.err == nil {
+			apply = append(apply, e)
+		}
+	}
+	if len(apply) == 0 {
+		return nil
+	}
+	tx, err := c.db.BeginTx(ctx, nil)
+	if err != nil {
+		return problem.Wrap(problem.Internal, err, "post")
+	}
+	defer tx.Rollback()
+	for _, e := range apply {
+		if err := c.apply(ctx, tx, e); err != nil {
+			return problem.Wrap(problem.Internal, err, "post")
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return problem.Wrap(problem.Internal, err, "post")
+	}
+	return nil
+}
+
+// check refuses each entry not yet refused whose posting is not what the
+// bank's books say, reading every transfer the entries name at once. It
+// returns a problem error if the books cannot be read.
+func (c *Core) check(ctx context.Context, entries []*entry) error {
+	if c.books == nil {
+		return nil
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.err == nil {
+			ids = append(ids, e.posting.TransferID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	transfers, err := c.books.Transfers(ctx, ids)
+	if err != nil {
+		return problem.Wrap(problem.Internal, err, "read the bank's books")
+	}
+	for _, e := range entries {
+		if e.err != nil {
+			continue
+		}
+		t, ok := transfers[e.posting.TransferID]
+		if ok && t.From == e.posting.From && t.To == e.posting.To && t.Amount == e.posting.Amount {
+			// The transfer as the bank recorded it: its accounts exist.
+			// Only a posting the relay gets wrong costs more reads.
+			continue
+		}
+		if e.err, err = c.wrong(ctx, e.posting, t, ok); err != nil {
+			return problem.Wrap(problem.Internal, err, "read the bank's books")
+		}
+	}
+	return nil
+}
+
+// wrong says why p is not the bank's transfer t (ok false: the bank has
+// no transfer of that id): an account the bank does not have, a transfer
+// it never executed, or one it recorded otherwise. It returns an error if
+// the books cannot be read.
+func (c *Core) wrong(ctx context.Context, p Posting, t bank.TransferRecord, ok bool) (refusal, err error) {
+	for _, acc := range []string{p.From, p.To} {
+		exists, err := c.books.AccountExists(ctx, acc)
+		if err != nil {
+			return nil, err
+		}
+		if !exists {
+			return problem.New(problem.UnknownAccount, "the bank has no account %s; nothing was posted", acc), nil
 		}
 	}
 	if !ok {
-		return Posting{}, problem.New(UnknownTransfer, "the bank executed no transfer %s; nothing was posted", p.TransferID)
+		return problem.New(UnknownTransfer, "the bank executed no transfer %s; nothing was posted", p.TransferID), nil
 	}
-	if t.From != p.From || t.To != p.To || t.Amount != p.Amount {
-		return Posting{}, problem.New(PostingMismatch, "transfer %s moved %d won from %s to %s, not %d from %s to %s; nothing was posted",
-			p.TransferID, t.Amount, t.From, t.To, p.Amount, p.From, p.To)
-	}
-	return p, nil
+	return problem.New(PostingMismatch, "transfer %s moved %d won from %s to %s, not %d from %s to %s; nothing was posted",
+		p.TransferID, t.Amount, t.From, t.To, p.Amount, p.From, p.To), nil
 }
 
-// apply posts p under key once: a second posting with the key gets the
-// first's receipt (replayed), or 422 if it says something else.
-func (c *Core) apply(ctx context.Context, key string, p Posting) (Receipt, bool, error) {
-	raw, _ := json.Marshal(p)
+// apply posts e's posting under its key once, in tx: a second posting with
+// the key, in this transaction or before it, gets the first's receipt
+// (replayed), or 422 if it says something else. It returns the database's
+// error, which ends tx.
+func (c *Core) apply(ctx context.Context, tx *sql.Tx, e *entry) error {
+	raw, _ := json.Marshal(e.posting)
 	sum := sha256.Sum256(raw)
 	fp := hex.EncodeToString(sum[:])
-	res, err := c.db.ExecContext(ctx, `INSERT INTO core_postings (idempotency_key, fingerprint, transfer_id, from_account, to_account, amount)
-		VALUES (?, ?, ?, ?, ?, ?)`, key, fp, p.TransferID, p.From, p.To, p.Amount)
+	p := e.posting
+	var id int64
+	err := labdb.Savepoint(ctx, tx, func() error {
+		return tx.QueryRowContext(ctx, `INSERT INTO core_postings (idempotency_key, fingerprint, transfer_id, from_account, to_account, amount)
+			VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, e.key, fp, p.TransferID, p.From, p.To, p.Amount).Scan(&id)
+	})
 	if err == nil {
-		id, err := res.LastInsertId()
-		if err != nil {
-			return Receipt{}, false, problem.Wrap(problem.Internal, err, "post")
-		}
-		return Receipt{ID: id, TransferID: p.TransferID, From: p.From, To: p.To, Amount: p.Amount, Key: key}, false, nil
+		e.receipt = Receipt{ID: id, TransferID: p.TransferID, From: p.From, To: p.To, Amount: p.Amount, Key: e.key}
+		return nil
 	}
 	if !labdb.IsUniqueViolation(err) {
-		return Receipt{}, false, problem.Wrap(problem.Internal, err, "post")
+		return err
 	}
-	var rc Receipt
+	rc := Receipt{Key: e.key}
 	var stored string
-	err = c.db.QueryRowContext(ctx, `SELECT id, fingerprint, transfer_id, from_account, to_account, amount FROM core_postings
-		WHERE idempotency_key = ?`, key).Scan(&rc.ID, &stored, &rc.TransferID, &rc.From, &rc.To, &rc.Amount)
+	err = tx.QueryRowContext(ctx, `SELECT id, fingerprint, transfer_id, from_account, to_account, amount FROM core_postings
+		WHERE idempotency_key = ?`, e.key).Scan(&rc.ID, &stored, &rc.TransferID, &rc.From, &rc.To, &rc.Amount)
 	if err != nil {
-		return Receipt{}, false, problem.Wrap(problem.Internal, err, "read the posting")
+		return fmt.Errorf("read the posting: %w", err)
 	}
 	if stored != fp {
-		return Receipt{}, false, problem.New(problem.IdempotencyKeyReused, "Idempotency-Key %q was first used for another posting", key)
+		e.err = problem.New(problem.IdempotencyKeyReused, "Idempotency-Key %q was first used for another posting", e.key)
+		return nil
 	}
-	rc.Key = key
-	return rc, true, nil
+	e.receipt, e.replayed = rc, true
+	return nil
 }
 
 // Postings returns every posting applied, in the order applied.
@@ -326,7 +406,8 @@ type Faults struct {
 }
 
 // SetDown takes the core down (every posting gets 503 core-down and is not
-// applied) or brings it back.
+// applied; a batch is refused whole, each of its postings counted
+// refused) or brings it back.
 func (f *Faults) SetDown(down bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -334,7 +415,8 @@ func (f *Faults) SetDown(down bool) {
 }
 
 // LoseAnswers makes the core apply the next n postings and then drop the
-// connection instead of answering.
+// connection instead of answering: a batch that carries one of them is
+// applied whole and its answer lost.
 func (f *Faults) LoseAnswers(n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -343,7 +425,8 @@ func (f *Faults) LoseAnswers(n int) {
 
 // Flap makes the core flap for its next n postings: down for the first
 // (503 core-down, not applied), up for the second, down for the third, and
-// so on; then it is as before.
+// so on; then it is as before. In a batch, the postings take their turns
+// in order, each refused or applied alone.
 func (f *Faults) Flap(n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -358,29 +441,42 @@ func (f *Faults) Refused() int {
 	return f.refused
 }
 
-// isDown says whether the core is down, and counts a posting refused.
-func (f *Faults) isDown() bool {
+// downFor says whether the core is down for a request that carries n
+// postings, and counts them refused if it is.
+func (f *Faults) downFor(n int) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	down := f.down
-	if f.flap > 0 {
-		f.flap--
-		f.flapDown = !f.flapDown
-		down = down || f.flapDown
+	if f.down {
+		f.refused += n
 	}
-	if down {
-		f.refused++
-	}
-	return down
+	return f.down
 }
 
-func (f *Faults) takeLostAnswer() bool {
+// flaps says whether the core, flapping, refuses the next posting, and
+// counts it refused if it does.
+func (f *Faults) flaps() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.lose == 0 {
+	if f.flap == 0 {
 		return false
 	}
-	f.lose--
+	f.flap--
+	f.flapDown = !f.flapDown
+	if f.flapDown {
+		f.refused++
+	}
+	return f.flapDown
+}
+
+// losesAnswer says whether the answer to a request whose acked postings
+// were applied is lost, and counts them among the lost.
+func (f *Faults) losesAnswer(acked int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.lose == 0 || acked == 0 {
+		return false
+	}
+	f.lose -= min(f.lose, acked)
 	return true
 }
 

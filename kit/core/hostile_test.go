@@ -185,9 +185,9 @@ func (b *countedBooks) AccountExists(ctx context.Context, id string) (bool, erro
 	return b.Books.AccountExists(ctx, id)
 }
 
-func (b *countedBooks) Transfer(ctx context.Context, id string) (bank.TransferRecord, bool, error) {
+func (b *countedBooks) Transfers(ctx context.Context, ids []string) (map[string]bank.TransferRecord, error) {
 	b.reads.Add(1)
-	return b.Books.Transfer(ctx, id)
+	return b.Books.Transfers(ctx, ids)
 }
 
 // TestPost_ARightPostingReadsTheBooksOnce: a posting that says what the

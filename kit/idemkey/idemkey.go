@@ -49,17 +49,27 @@ func Parse(field string) (string, error) {
 		}
 		key = s
 	}
+	if err := Check(key); err != nil {
+		return "", err
+	}
+	return key, nil
+}
+
+// Check returns nil if key, already unquoted (a member of a JSON body,
+// such as a key in the core ledger's batch of postings), is a valid key,
+// and else the problem error Parse returns for it.
+func Check(key string) error {
 	switch {
 	case key == "":
-		return "", problem.New(problem.InvalidIdempotencyKey, "%s is empty", Header)
+		return problem.New(problem.InvalidIdempotencyKey, "%s is empty", Header)
 	case len(key) > MaxLen:
-		return "", problem.New(problem.InvalidIdempotencyKey, "%s is %d characters; the limit is %d", Header, len(key), MaxLen)
+		return problem.New(problem.InvalidIdempotencyKey, "%s is %d characters; the limit is %d", Header, len(key), MaxLen)
 	}
 	for i := 0; i < len(key); i++ {
 		if c := key[i]; c < 0x21 || c > 0x7e {
-			return "", problem.New(problem.InvalidIdempotencyKey,
+			return problem.New(problem.InvalidIdempotencyKey,
 				"%s may hold only printable ASCII (0x21 to 0x7E); byte %d is 0x%02X", Header, i, c)
 		}
 	}
-	return key, nil
+	return nil
 }

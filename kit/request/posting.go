@@ -3,6 +3,8 @@ package request
 import (
 	"net/http"
 	"strings"
+
+	"idemlab/kit/problem"
 )
 
 // MaxTransferID is the longest transfer id a posting may name.
@@ -23,7 +25,21 @@ type PostingRequest struct {
 // or a problem error: 415, 413, 408 or 400 invalid-request naming the
 // member.
 func Posting(r *http.Request) (PostingRequest, error) {
-	_, members, err := read(r, "transfer_id", "from", "to", "amount")
+	raw, err := readBody(r, MaxBody)
+	if err != nil {
+		return PostingRequest{}, err
+	}
+	return PostingJSON(raw)
+}
+
+// PostingJSON reads one posting from raw, the JSON of a posting carried
+// in a batch, by Posting's rules: 413 if it is over MaxBody, else 400
+// invalid-request naming the member.
+func PostingJSON(raw []byte) (PostingRequest, error) {
+	if len(raw) > MaxBody {
+		return PostingRequest{}, problem.New(problem.RequestTooLarge, "the posting is %d bytes; the limit is %d", len(raw), MaxBody)
+	}
+	members, err := parse(raw, "transfer_id", "from", "to", "amount")
 	if err != nil {
 		return PostingRequest{}, err
 	}

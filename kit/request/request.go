@@ -92,48 +92,69 @@ func invalid(format string, args ...any) error {
 // well-formed JSON object without duplicate names, and returns its
 // top-level members. Unknown members are refused here.
 func read(r *http.Request, known ...string) ([]byte, map[string]json.RawMessage, error) {
-	if err := checkMediaType(r.Header.Get("Content-Type")); err != nil {
+	raw, err := readBody(r, MaxBody)
+	if err != nil {
 		return nil, nil, err
 	}
-	if r.ContentLength > MaxBody {
-		return nil, nil, problem.New(problem.RequestTooLarge, "the body is %d bytes; the limit is %d", r.ContentLength, MaxBody)
+	members, err := parse(raw, known...)
+	if err != nil {
+		return nil, nil, err
 	}
-	raw, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	return raw, members, nil
+}
+
+// readBody checks the media type and reads a body of at most limit
+// bytes: 415, 413, 408 or 400 if it cannot.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if err := checkMediaType(r.Header.Get("Content-Type")); err != nil {
+		return nil, err
+	}
+	if r.ContentLength > limit {
+		return nil, problem.New(problem.RequestTooLarge, "the body is %d bytes; the limit is %d", r.ContentLength, limit)
+	}
+	raw, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		// A client too slow to send its body: it may well send it in time
 		// on a retry, so the answer says to retry, unlike a body refused.
-		return nil, nil, problem.New(problem.RequestTimeout, "the body did not arrive in full in time; nothing was executed")
+		return nil, problem.New(problem.RequestTimeout, "the body did not arrive in full in time; nothing was executed")
 	}
 	if err != nil {
 		// A body shorter than its Content-Length ends here: a truncated
 		// request must never be executed.
-		return nil, nil, invalid("the body could not be read in full (%v); nothing was executed", err)
+		return nil, invalid("the body could not be read in full (%v); nothing was executed", err)
 	}
-	if len(raw) > MaxBody {
-		return nil, nil, problem.New(problem.RequestTooLarge, "the body is over the limit of %d bytes", MaxBody)
+	if int64(len(raw)) > limit {
+		return nil, problem.New(problem.RequestTooLarge, "the body is over the limit of %d bytes", limit)
 	}
+	return raw, nil
+}
+
+// parse checks that raw is one well-formed JSON object, valid UTF-8,
+// without duplicate names and without members other than known, and
+// returns its top-level members.
+func parse(raw []byte, known ...string) (map[string]json.RawMessage, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil, nil, invalid("the body is empty; send a JSON object")
+		return nil, invalid("the body is empty; send a JSON object")
 	}
 	if !utf8.Valid(raw) {
-		return nil, nil, invalid("the body is not valid UTF-8")
+		return nil, invalid("the body is not valid UTF-8")
 	}
 	if err := checkStructure(raw); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := checkSurrogates(raw); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &members); err != nil {
-		return nil, nil, invalid("the body must be a JSON object")
+		return nil, invalid("the body must be a JSON object")
 	}
 	for name := range members {
 		if !slices.Contains(known, name) {
-			return nil, nil, invalid("unknown member %q; the members are %s", name, strings.Join(known, ", "))
+			return nil, invalid("unknown member %q; the members are %s", name, strings.Join(known, ", "))
 		}
 	}
-	return raw, members, nil
+	return members, nil
 }
 
 func checkMediaType(header string) error {
