@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"idemlab/kit/idemkey"
+	"idemlab/kit/request"
 )
 
 // Client posts to the core ledger over HTTP. It sends each posting once:
@@ -86,27 +87,12 @@ func (c *Client) Post(ctx context.Context, key string, p Posting) (rc Receipt, r
 	if err != nil {
 		return Receipt{}, false, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url+"/postings", bytes.NewReader(body))
-	if err != nil {
-		return Receipt{}, false, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(idemkey.Header, key)
-	c.authorize(req)
-	// net/http resends on its own a request with an Idempotency-Key whose
-	// connection broke, if it can rewind the body: one send is one send.
-	req.GetBody = nil
-	resp, err := c.http.Do(req)
+	status, replayed, raw, err := c.send(ctx, "/postings", key, body, 64<<10)
 	if err != nil {
 		return Receipt{}, false, fmt.Errorf("core: no answer to posting %s: %w", p.TransferID, err)
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err != nil {
-		return Receipt{}, false, fmt.Errorf("core: answer to posting %s cut off: %w", p.TransferID, err)
-	}
-	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		return Receipt{}, false, &Refusal{TransferID: p.TransferID, Status: resp.StatusCode, Body: bytes.TrimSpace(raw)}
+	if status != http.StatusCreated && status != http.StatusOK {
+		return Receipt{}, false, &Refusal{TransferID: p.TransferID, Status: status, Body: bytes.TrimSpace(raw)}
 	}
 	if err := json.Unmarshal(raw, &rc); err != nil {
 		return Receipt{}, false, fmt.Errorf("core: answer to posting %s: %w", p.TransferID, err)
@@ -114,7 +100,36 @@ func (c *Client) Post(ctx context.Context, key string, p Posting) (rc Receipt, r
 	if c.Answered != nil {
 		c.Answered()
 	}
-	return rc, resp.Header.Get("Idempotent-Replayed") == "true", nil
+	return rc, replayed, nil
+}
+
+// send posts body to the core at path, under the Idempotency-Key key
+// unless key is "", and returns the status, whether the answer was marked
+// replayed, and the body, of at most limit bytes. It returns an error when
+// no whole answer arrived.
+func (c *Client) send(ctx context.Context, path, key string, body []byte, limit int64) (status int, replayed bool, raw []byte, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, false, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set(idemkey.Header, key)
+	}
+	c.authorize(req)
+	// net/http resends on its own a request with an Idempotency-Key whose
+	// connection broke, if it can rewind the body: one send is one send.
+	req.GetBody = nil
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, false, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err = io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil {
+		return 0, false, nil, fmt.Errorf("answer cut off: %w", err)
+	}
+	return resp.StatusCode, resp.Header.Get("Idempotent-Replayed") == "true", raw, nil
 }
 
 // Postings reads every posting the core applied, in the order applied.
@@ -179,27 +194,33 @@ func Final(err error) bool {
 type Send struct {
 	Key     string
 	Posting Posting
-	// Err is nil once the core acknowledged the posting; else Post's
-	// error, or ErrNotSent.
+	// Err is nil once the core acknowledged the posting; else the
+	// core's *Refusal of it (of it alone, or of its whole request), an
+	// error that says no answer came, or ErrNotSent.
 	Err error
 }
 
 // ErrNotSent is the error of a posting PostAll did not send, because the
-// ones before it were refused for now or got no answer: a core that is
-// down would refuse them all. Send it again later.
+// requests before it were refused for now or got no answer: a core that
+// is down would refuse them all. Send it again later.
 var ErrNotSent = errors.New("core: not sent: the postings before it were refused for now")
 
-// PostAll sends the postings of batch, up to parallel at once, each under
-// its own key, and records in each what became of it. It starts them in
-// batch's order, and starts no more once parallel of them in a row have
-// failed in a way that is not final (see Final), with no acknowledgement
-// in between: the core looks down, not flapping. Those not started get
-// ErrNotSent. A core that acknowledged some postings and refused others
-// for now (a 503 between two 201s) flaps: the refused ones are sent once
-// more, under the same keys, before PostAll returns, rather than a pass
-// later; those it refuses again keep the refusal. A panic in a send (a
-// lab server's simulated crash, see Answered) is raised again in the
-// caller's goroutine once the sends under way have ended.
+// PostAll sends the postings of batch to the core's POST /postings/batch,
+// each under its own key, in batch's order and in as few requests as the
+// core takes (request.MaxBatch postings, request.MaxBatchBody bytes), up
+// to parallel requests at once, and records in each what became of it:
+// what the core answered for that posting, or, if it refused the whole
+// request or did not answer, that refusal or error. It starts no more
+// requests once parallel of them in a row have failed in a way that is
+// not final (see Final) and acknowledged nothing: the core looks down,
+// not flapping. The postings of those not started get ErrNotSent. A core
+// that acknowledged some postings and refused others for now (a 503
+// beside 201s) flaps: the refused ones are sent once more, under the same
+// keys, before PostAll returns, rather than a pass later; those it
+// refuses again keep the refusal. Answered is called once per request
+// the core acknowledged a posting of. A panic in a send (a lab server's
+// simulated crash, see Answered) is raised again in the caller's
+// goroutine once the requests under way have ended.
 func (c *Client) PostAll(ctx context.Context, batch []Send, parallel int) {
 	sends := make([]*Send, len(batch))
 	for i := range batch {
@@ -222,7 +243,7 @@ func (c *Client) PostAll(ctx context.Context, batch []Send, parallel int) {
 }
 
 // postRound is one round of PostAll over sends. It reports how many the
-// core acknowledged, and whether it stopped starting them.
+// core acknowledged, and whether it stopped starting requests.
 func (c *Client) postRound(ctx context.Context, sends []*Send, parallel int) (acked int, stopped bool) {
 	parallel = max(parallel, 1)
 	var (
@@ -233,21 +254,22 @@ func (c *Client) postRound(ctx context.Context, sends []*Send, parallel int) (ac
 		panicked any
 	)
 	slots := make(chan struct{}, parallel)
-	for i, s := range sends {
+	chunks := chunk(sends)
+	for i, ch := range chunks {
 		slots <- struct{}{}
 		mu.Lock()
 		stopped = stop
 		mu.Unlock()
 		if stopped {
 			<-slots
-			for _, rest := range sends[i:] {
-				rest.Err = ErrNotSent
+			for _, rest := range chunks[i:] {
+				for _, s := range rest.sends {
+					s.Err = ErrNotSent
+				}
 			}
 			break
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-slots }()
 			defer func() {
 				if v := recover(); v != nil {
@@ -256,18 +278,18 @@ func (c *Client) postRound(ctx context.Context, sends []*Send, parallel int) (ac
 					mu.Unlock()
 				}
 			}()
-			_, _, s.Err = c.Post(ctx, s.Key, s.Posting)
+			n, err := c.postBatch(ctx, ch)
 			mu.Lock()
 			defer mu.Unlock()
+			acked += n
 			switch {
-			case s.Err == nil:
+			case n > 0:
 				failing = 0
-				acked++
-			case !Final(s.Err):
+			case err != nil && !Final(err):
 				failing++
 				stop = stop || failing >= parallel
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if panicked != nil {
@@ -276,4 +298,93 @@ func (c *Client) postRound(ctx context.Context, sends []*Send, parallel int) (ac
 	mu.Lock()
 	defer mu.Unlock()
 	return acked, stopped || stop
+}
+
+// chunkOf is the postings of one request of PostAll, and its body.
+type chunkOf struct {
+	sends []*Send
+	body  []byte
+}
+
+// chunk cuts sends into requests the core takes: at most
+// request.MaxBatch postings and request.MaxBatchBody bytes each, in
+// order. A posting too large for any batch goes alone, for the core to
+// refuse.
+func chunk(sends []*Send) []chunkOf {
+	var out []chunkOf
+	var cur chunkOf
+	flush := func() {
+		if len(cur.sends) > 0 {
+			cur.body = append(cur.body, ']')
+			out = append(out, cur)
+		}
+		cur = chunkOf{}
+	}
+	for _, s := range sends {
+		m, err := json.Marshal(Member{Key: s.Key, Posting: s.Posting})
+		if err != nil {
+			// A Posting is strings and a number: it always marshals.
+			panic(err)
+		}
+		if len(cur.sends) == request.MaxBatch || len(cur.body)+len(m)+2 > request.MaxBatchBody {
+			flush()
+		}
+		if len(cur.sends) == 0 {
+			cur.body = append(cur.body, '[')
+		} else {
+			cur.body = append(cur.body, ',')
+		}
+		cur.body = append(cur.body, m...)
+		cur.sends = append(cur.sends, s)
+	}
+	flush()
+	return out
+}
+
+// postBatch sends one chunk's request and records in each of its sends
+// what became of it. It returns how many postings the core acknowledged,
+// and the error of the whole request: the core's *Refusal of it, or that
+// no usable answer came; nil when the core answered posting by posting.
+func (c *Client) postBatch(ctx context.Context, ch chunkOf) (acked int, err error) {
+	first := ch.sends[0].Posting.TransferID
+	status, _, raw, err := c.send(ctx, "/postings/batch", "", ch.body, int64(request.MaxBatchBody))
+	if err != nil {
+		err = fmt.Errorf("core: no answer to the batch of %d postings from %s: %w", len(ch.sends), first, err)
+		return 0, failAll(ch.sends, err)
+	}
+	if status != http.StatusOK {
+		// Refused whole: each posting was refused as the request was.
+		body := bytes.TrimSpace(raw)
+		for _, s := range ch.sends {
+			s.Err = &Refusal{TransferID: s.Posting.TransferID, Status: status, Body: body}
+		}
+		return 0, ch.sends[0].Err
+	}
+	var results []Result
+	if err := json.Unmarshal(raw, &results); err != nil || len(results) != len(ch.sends) {
+		err = fmt.Errorf("core: the answer to the batch of %d postings from %s is no list of as many results (%d read): %v", len(ch.sends), first, len(results), err)
+		return 0, failAll(ch.sends, err)
+	}
+	for i, s := range ch.sends {
+		switch res := results[i]; res.Status {
+		case http.StatusCreated, http.StatusOK:
+			s.Err = nil
+			acked++
+		default:
+			s.Err = &Refusal{TransferID: s.Posting.TransferID, Status: res.Status, Body: res.Body}
+		}
+	}
+	if acked > 0 && c.Answered != nil {
+		c.Answered()
+	}
+	return acked, nil
+}
+
+// failAll gives each of sends err, what became of their whole request,
+// and returns it.
+func failAll(sends []*Send, err error) error {
+	for _, s := range sends {
+		s.Err = err
+	}
+	return err
 }

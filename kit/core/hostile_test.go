@@ -18,9 +18,10 @@ import (
 	"idemlab/kit/problem"
 )
 
-// bankWithATransfer is a bank's database with its seeded customers and one
-// executed transfer, returned as the posting that tells the core about it.
-func bankWithATransfer(t *testing.T) (*bank.Books, core.Posting) {
+// bankWithTransfers is a bank's database with its seeded customers and n
+// executed transfers, returned as the postings that tell the core about
+// them.
+func bankWithTransfers(t *testing.T, n int) (*bank.Books, []core.Posting) {
 	t.Helper()
 	ctx := t.Context()
 	db, err := labdb.Open(ctx, ":memory:")
@@ -46,14 +47,53 @@ func bankWithATransfer(t *testing.T) (*bank.Books, core.Posting) {
 		t.Fatal(err)
 	}
 	b := bank.New(db.DB, clk, &bank.Faults{}, func() time.Duration { return 0 })
-	tr, err := b.Transfer(ctx, tx, cs[0].ID, bank.TransferRequest{From: cs[0].Accounts[0], To: cs[1].Accounts[0], Amount: 1500})
-	if err != nil {
-		t.Fatal(err)
+	var ps []core.Posting
+	for i := range n {
+		tr, err := b.Transfer(ctx, tx, cs[0].ID, bank.TransferRequest{From: cs[0].Accounts[0], To: cs[1].Accounts[0], Amount: int64(1500 + i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, core.Posting{TransferID: tr.ID, From: tr.From, To: tr.To, Amount: tr.Amount})
 	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	return bank.NewBooks(db.DB), core.Posting{TransferID: tr.ID, From: tr.From, To: tr.To, Amount: tr.Amount}
+	return bank.NewBooks(db.DB), ps
+}
+
+// hostile is a body that is not a posting the core may apply, with the
+// answer POST /postings gives it.
+type hostile struct {
+	name, body string
+	want       int
+	problem    string
+}
+
+// hostilePostings are bodies that are JSON values but not the bank's
+// posting of real, a transfer it executed.
+func hostilePostings(real core.Posting) []hostile {
+	from, to, id := `"from":"`+real.From+`"`, `"to":"`+real.To+`"`, `"transfer_id":"`+real.TransferID+`"`
+	good := `{` + id + `,` + from + `,` + to + `,"amount":1500}`
+	return []hostile{
+		{"a member twice, the last one wrong", `{` + id + `,` + from + `,` + to + `,"amount":1500,"amount":9}`, 400, "/problems/invalid-posting"},
+		{"from equal to to", `{` + id + `,` + from + `,"to":"` + real.From + `","amount":1500}`, 400, "/problems/invalid-posting"},
+		{"an amount of 9e18", `{` + id + `,` + from + `,` + to + `,"amount":9e18}`, 400, "/problems/invalid-posting"},
+		{"a zero amount", `{` + id + `,` + from + `,` + to + `,"amount":0}`, 400, "/problems/invalid-posting"},
+		{"half a won", `{` + id + `,` + from + `,` + to + `,"amount":0.5}`, 400, "/problems/invalid-posting"},
+		{"an amount as a string", `{` + id + `,` + from + `,` + to + `,"amount":"1500"}`, 400, "/problems/invalid-posting"},
+		{"invalid UTF-8", `{"transfer_id":"tr_` + "\xff\xfe" + `",` + from + `,` + to + `,"amount":1500}`, 400, "/problems/invalid-posting"},
+		{"a lone surrogate", `{"transfer_id":"tr_\ud800",` + from + `,` + to + `,"amount":1500}`, 400, "/problems/invalid-posting"},
+		{"an unknown member", `{` + id + `,` + from + `,` + to + `,"amount":1500,"memo":"x"}`, 400, "/problems/invalid-posting"},
+		{"no transfer id", `{` + from + `,` + to + `,"amount":1500}`, 400, "/problems/invalid-posting"},
+		{"a deposit's id", `{"transfer_id":"dp_1",` + from + `,` + to + `,"amount":1500}`, 400, "/problems/invalid-posting"},
+		{"an array", `[` + good + `]`, 400, "/problems/invalid-posting"},
+		{"a string", `"` + real.TransferID + `"`, 400, "/problems/invalid-posting"},
+		{"a body over 16 KiB", `{` + id + `,` + from + `,` + to + `,"amount":1500` + strings.Repeat(" ", 17<<10) + `}`, 413, "/problems/request-too-large"},
+		{"an unknown account", `{` + id + `,` + from + `,"to":"acc_nobody","amount":1500}`, 422, "/problems/unknown-account"},
+		{"a transfer that never happened", `{"transfer_id":"tr_never",` + from + `,` + to + `,"amount":1500}`, 422, "/problems/unknown-transfer"},
+		{"another amount than the transfer's", `{` + id + `,` + from + `,` + to + `,"amount":1501}`, 422, "/problems/posting-mismatch"},
+		{"the accounts swapped", `{` + id + `,"from":"` + real.To + `","to":"` + real.From + `","amount":1500}`, 422, "/problems/posting-mismatch"},
+	}
 }
 
 // TestPost_RefusesHostilePostings: every request that is not the lab
@@ -64,16 +104,17 @@ func bankWithATransfer(t *testing.T) (*bank.Books, core.Posting) {
 // any Content-Type and any amount passed), or without its books (a posting
 // for a transfer that never happened, or for another amount), fails.
 func TestPost_RefusesHostilePostings(t *testing.T) {
-	books, real := bankWithATransfer(t)
+	books, ps := bankWithTransfers(t, 1)
+	real := ps[0]
 	_, cl, token := startCoreWith(t, books)
-	from, to, id := `"from":"`+real.From+`"`, `"to":"`+real.To+`"`, `"transfer_id":"`+real.TransferID+`"`
-	good := `{` + id + `,` + from + `,` + to + `,"amount":1500}`
+	good := `{"transfer_id":"` + real.TransferID + `","from":"` + real.From + `","to":"` + real.To + `","amount":1500}`
 	bearer := "Bearer " + token
-	for i, tc := range []struct {
+	type request struct {
 		name, auth, contentType, body string
 		want                          int
 		problem                       string
-	}{
+	}
+	requests := []request{
 		{"no token", "", "application/json", good, 401, "/problems/unauthorized"},
 		{"a customer's token", "Bearer tok_customer", "application/json", good, 401, "/problems/unauthorized"},
 		{"the token, not as Bearer", "Basic " + token, "application/json", good, 401, "/problems/unauthorized"},
@@ -81,23 +122,11 @@ func TestPost_RefusesHostilePostings(t *testing.T) {
 		{"no Content-Type", bearer, "", good, 415, "/problems/unsupported-media-type"},
 		{"trailing garbage", bearer, "application/json", good + `x`, 400, "/problems/invalid-posting"},
 		{"two values", bearer, "application/json", good + good, 400, "/problems/invalid-posting"},
-		{"a member twice, the last one wrong", bearer, "application/json", `{` + id + `,` + from + `,` + to + `,"amount":1500,"amount":9}`, 400, "/problems/invalid-posting"},
-		{"from equal to to", bearer, "application/json", `{` + id + `,` + from + `,"to":"` + real.From + `","amount":1500}`, 400, "/problems/invalid-posting"},
-		{"an amount of 9e18", bearer, "application/json", `{` + id + `,` + from + `,` + to + `,"amount":9e18}`, 400, "/problems/invalid-posting"},
-		{"a zero amount", bearer, "application/json", `{` + id + `,` + from + `,` + to + `,"amount":0}`, 400, "/problems/invalid-posting"},
-		{"half a won", bearer, "application/json", `{` + id + `,` + from + `,` + to + `,"amount":0.5}`, 400, "/problems/invalid-posting"},
-		{"an amount as a string", bearer, "application/json", `{` + id + `,` + from + `,` + to + `,"amount":"1500"}`, 400, "/problems/invalid-posting"},
-		{"invalid UTF-8", bearer, "application/json", `{"transfer_id":"tr_` + "\xff\xfe" + `",` + from + `,` + to + `,"amount":1500}`, 400, "/problems/invalid-posting"},
-		{"an unknown member", bearer, "application/json", `{` + id + `,` + from + `,` + to + `,"amount":1500,"memo":"x"}`, 400, "/problems/invalid-posting"},
-		{"no transfer id", bearer, "application/json", `{` + from + `,` + to + `,"amount":1500}`, 400, "/problems/invalid-posting"},
-		{"a deposit's id", bearer, "application/json", `{"transfer_id":"dp_1",` + from + `,` + to + `,"amount":1500}`, 400, "/problems/invalid-posting"},
-		{"an array", bearer, "application/json", `[` + good + `]`, 400, "/problems/invalid-posting"},
-		{"a body over 16 KiB", bearer, "application/json", `{` + id + `,` + from + `,` + to + `,"amount":1500` + strings.Repeat(" ", 17<<10) + `}`, 413, "/problems/request-too-large"},
-		{"an unknown account", bearer, "application/json", `{` + id + `,` + from + `,"to":"acc_nobody","amount":1500}`, 422, "/problems/unknown-account"},
-		{"a transfer that never happened", bearer, "application/json", `{"transfer_id":"tr_never",` + from + `,` + to + `,"amount":1500}`, 422, "/problems/unknown-transfer"},
-		{"another amount than the transfer's", bearer, "application/json", `{` + id + `,` + from + `,` + to + `,"amount":1501}`, 422, "/problems/posting-mismatch"},
-		{"the accounts swapped", bearer, "application/json", `{` + id + `,"from":"` + real.To + `","to":"` + real.From + `","amount":1500}`, 422, "/problems/posting-mismatch"},
-	} {
+	}
+	for _, h := range hostilePostings(real) {
+		requests = append(requests, request{h.name, bearer, "application/json", h.body, h.want, h.problem})
+	}
+	for i, tc := range requests {
 		key := fmt.Sprintf("k-%d", i)
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodPost, cl.URL()+"/postings", strings.NewReader(tc.body))
@@ -196,7 +225,8 @@ func (b *countedBooks) Transfers(ctx context.Context, ids []string) (map[string]
 // does not have is still told so. A core that read every account of every
 // posting first, three reads, fails.
 func TestPost_ARightPostingReadsTheBooksOnce(t *testing.T) {
-	books, real := bankWithATransfer(t)
+	books, ps := bankWithTransfers(t, 1)
+	real := ps[0]
 	counted := &countedBooks{Books: books}
 	_, cl, _ := startCoreWith(t, counted)
 	if _, _, err := cl.Post(t.Context(), "k-1", real); err != nil {

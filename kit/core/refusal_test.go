@@ -91,53 +91,12 @@ func batch(n int) []core.Send {
 	return b
 }
 
-// TestPostAll_GoesPastAPoisonStopsAtNotNow: a batch sent several at a
-// time is acknowledged posting by posting; one rejected for good carries
-// its final refusal and the rest still go through; while the core is
-// down, the first refusal for now stops the batch, and the postings not
-// started say ErrNotSent. A PostAll that stopped at the poison, or sent
-// the whole batch into a core that is down, fails.
-func TestPostAll_GoesPastAPoisonStopsAtNotNow(t *testing.T) {
-	c, cl := startCore(t)
-	ctx := t.Context()
-	c.Faults.Poison("tr_3")
-	b := batch(12)
-	cl.PostAll(ctx, b, 4)
-	for _, s := range b {
-		switch {
-		case s.Posting.TransferID == "tr_3" && !core.Final(s.Err):
-			t.Errorf("tr_3: %v, want rejected for good", s.Err)
-		case s.Posting.TransferID != "tr_3" && s.Err != nil:
-			t.Errorf("%s: %v, want acknowledged", s.Posting.TransferID, s.Err)
-		}
-	}
-	if n := postings(t, cl); len(n) != 11 {
-		t.Errorf("%d transfers posted, want 11", len(n))
-	}
-
-	c.Faults.SetDown(true)
-	down := batch(5)
-	cl.PostAll(ctx, down, 1)
-	var r *core.Refusal
-	if !errors.As(down[0].Err, &r) || r.Status != http.StatusServiceUnavailable || core.Final(down[0].Err) {
-		t.Errorf("first posting while down: %v, want 503 for now", down[0].Err)
-	}
-	for _, s := range down[1:] {
-		if !errors.Is(s.Err, core.ErrNotSent) {
-			t.Errorf("%s while down: %v, want not sent", s.Posting.TransferID, s.Err)
-		}
-	}
-	if got := c.Faults.Refused(); got != 1 {
-		t.Errorf("the core down was sent %d postings, want 1", got)
-	}
-}
-
 // TestPostAll_SendsAgainWhileTheCoreFlaps: a core that refuses every
-// other posting for now gets the refused ones again in the same call,
-// under the same keys, once: of 8 postings sent all at once into a core
-// flapping for 12, the first round takes 4 and the second 2 of the 4
-// refused; the other 2 keep their 503. A PostAll that left all 4 for a
-// later pass, or sent them again and again, fails.
+// other posting for now, inside a batch it answers, gets the refused ones
+// again in the same call, under the same keys, once: of 8 postings sent
+// in one batch into a core flapping for 12, the first round takes 4 and
+// the second 2 of the 4 refused; the other 2 keep their 503. A PostAll
+// that left all 4 for a later pass, or sent them again and again, fails.
 func TestPostAll_SendsAgainWhileTheCoreFlaps(t *testing.T) {
 	c, cl := startCore(t)
 	c.Faults.Flap(12)
