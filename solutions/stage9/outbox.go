@@ -32,14 +32,13 @@ func enqueue(ctx context.Context, tx *sql.Tx, t bank.Transfer, now time.Time) er
 const (
 	// relayBatch is how many owed rows one pass reads and sends at most.
 	relayBatch = 200
-	// relaySenders is how many postings of a pass are in flight at once:
-	// the core answers each after a round trip, and one at a time the
-	// relay would wait for every one of them in turn.
+	// relaySenders is how many requests to the core PostAll may have in
+	// flight at once; a pass of relayBatch rows goes in one.
 	relaySenders = 16
 )
 
 // Relay sends a batch of the outbox's owed rows to the core, oldest
-// first, several at once, each under the key its row was written with,
+// first, in one request, each under the key its row was written with,
 // and settles the batch in one transaction: the rows the core
 // acknowledged are marked sent in one statement, and those it refused for
 // good are set aside as dead letters with its answer. A row refused for

@@ -40,8 +40,8 @@ func enqueue(ctx context.Context, tx *sql.Tx, t bank.Transfer, now time.Time) er
 //     again, under the same key, on a later pass: the core applies each
 //     key once, so a posting whose answer was lost is not posted twice.
 //
-// s.env.Core.PostAll sends a batch several postings at a time and tells
-// you what became of each; s.env.Core.Post sends one.
+// s.env.Core.PostAll sends a batch to the core, one request per 256
+// postings, and tells you what became of each; s.env.Core.Post sends one.
 func (s *Server) Relay(ctx context.Context) (int, error) {
 	return 0, nil
 }
