@@ -37,7 +37,7 @@ test: lint ## everything CI runs: format, vet, kit and grader tests, solutions, 
 # kit that runs on it, the solutions' checks, the demo's servers, and the
 # ladder with its mutants; and lab grade's --db on the cluster (PG_LAB_TESTS:
 # the rest of cmd/lab stays on SQLite, the audit examples' SQL is SQLite's).
-PG_PKGS = ./kit/labdb ./kit/pgdb ./kit/server ./solutions/... ./dashboard/backend
+PG_PKGS = ./kit/labdb ./kit/pgdb ./kit/server ./kit/core ./solutions/... ./dashboard/backend
 PG_LAB_TESTS = TestGrade_|TestFreshDB_
 
 .PHONY: test-pg pg-tests

@@ -21,10 +21,13 @@ func startCore(t *testing.T) (*core.Core, *core.Client) {
 }
 
 // startCoreWith is startCore with the bank's books; it returns the token
-// too, for requests made by hand.
+// too, for requests made by hand. The core's postings are in a database of
+// the test's own on the engine labdb.TestTarget names: PostgreSQL where
+// the environment gives a cluster, where a batch's failed insert must not
+// end its transaction.
 func startCoreWith(t *testing.T, books core.Books) (*core.Core, *core.Client, string) {
 	t.Helper()
-	db, err := labdb.Open(t.Context(), ":memory:")
+	db, err := labdb.OpenOwn(t.Context(), labdb.TestTarget())
 	if err != nil {
 		t.Fatal(err)
 	}
