@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -334,5 +336,24 @@ func TestPostAll_ALargeBatchGoesInChunksAndStopsWhileDown(t *testing.T) {
 	}
 	if n := postings(t, cl); len(n) != len(b) {
 		t.Errorf("%d transfers posted, want %d", len(n), len(b))
+	}
+}
+
+// TestBatch_TheLimitsAreTheOnesPublished: docs/api.md states the batch's
+// limits, and they are the ones the core keeps (the requests at and over
+// them are in the tests above). A limit changed in one place only fails.
+func TestBatch_TheLimitsAreTheOnesPublished(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "api.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("a JSON array of 1 to %d members", request.MaxBatch),
+		fmt.Sprintf("body of at most %d MiB", request.MaxBatchBody>>20),
+		fmt.Sprintf("more than %d postings, or a body over %d MiB", request.MaxBatch, request.MaxBatchBody>>20),
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(string(doc)), " "), want) {
+			t.Errorf("docs/api.md does not say %q", want)
+		}
 	}
 }

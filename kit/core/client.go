@@ -23,8 +23,10 @@ type Client struct {
 	token string
 	http  *http.Client
 	// Answered, when set, is called as the core's success answer has
-	// arrived, before Post returns it: where a lab server's crash point
-	// crash-after-post fires, between a relay's send and its mark.
+	// arrived, before Post returns it, and as each answer to PostAll's
+	// requests that acknowledged a posting has arrived, before PostAll
+	// returns: where a lab server's crash point crash-after-post fires,
+	// between a relay's send and its mark.
 	Answered func()
 }
 
