@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"idemlab/kit/core"
+	"idemlab/kit/labdb"
 	"idemlab/kit/request"
 )
 
@@ -355,5 +357,38 @@ func TestBatch_TheLimitsAreTheOnesPublished(t *testing.T) {
 		if !strings.Contains(strings.Join(strings.Fields(string(doc)), " "), want) {
 			t.Errorf("docs/api.md does not say %q", want)
 		}
+	}
+}
+
+// BenchmarkPostAll sends 4 batches' worth of postings, new ones each
+// time, one request at a time and four at once: whether PostAll's
+// parallel still pays once a request carries a batch.
+func BenchmarkPostAll(b *testing.B) {
+	for _, parallel := range []int{1, 4} {
+		b.Run(fmt.Sprintf("parallel=%d", parallel), func(b *testing.B) {
+			db, err := labdb.Open(b.Context(), ":memory:")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			token := core.NewToken()
+			c, err := core.New(b.Context(), db.DB, core.Config{Token: token})
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv := httptest.NewServer(c.Handler())
+			defer srv.Close()
+			cl := core.NewClient(core.TokenURL(srv.URL, token), srv.Client())
+			for i := 0; b.Loop(); i++ {
+				sends := batch(4 * request.MaxBatch)
+				for j := range sends {
+					sends[j].Key = fmt.Sprintf("%d-%s", i, sends[j].Key)
+				}
+				cl.PostAll(b.Context(), sends, parallel)
+				if sends[0].Err != nil {
+					b.Fatal(sends[0].Err)
+				}
+			}
+		})
 	}
 }
