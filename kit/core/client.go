@@ -323,11 +323,8 @@ func chunk(sends []*Send) []chunkOf {
 		cur = chunkOf{}
 	}
 	for _, s := range sends {
-		m, err := json.Marshal(Member{Key: s.Key, Posting: s.Posting})
-		if err != nil {
-			// A Posting is strings and a number: it always marshals.
-			panic(err)
-		}
+		// Strings and a number: marshalling them cannot fail.
+		m, _ := json.Marshal(Member{Key: s.Key, Posting: s.Posting})
 		if len(cur.sends) == request.MaxBatch || len(cur.body)+len(m)+2 > request.MaxBatchBody {
 			flush()
 		}
