@@ -12,10 +12,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
+	"idemlab/grader"
 	"idemlab/grader/targets"
 )
 
@@ -79,28 +79,13 @@ func cannotRun(err error) error { return &exitCode{code: 2, err: err} }
 // executable is the path of the running program; tests replace it.
 var executable = os.Executable
 
-// program is how a command printed for a person names this program, so
-// that it runs as typed from the checkout's root: bin/lab when that is
-// the binary running (make lab builds it; make serve, make grade and make
-// audit run it), go run ./cmd/lab otherwise (go run builds its copy
-// elsewhere, and a fresh clone has no bin/lab).
+// program is how a command printed for a person names this program (see
+// grader.Program): bin/lab when that is the checkout's binary
+// running, go run ./cmd/lab otherwise.
 func program() string {
-	root, err := findRoot()
-	if err != nil {
-		return "go run ./cmd/lab"
-	}
-	exe, err := executable()
-	if err != nil {
-		return "go run ./cmd/lab"
-	}
-	running, err := os.Stat(exe)
-	if err != nil {
-		return "go run ./cmd/lab"
-	}
-	if built, err := os.Stat(filepath.Join(root, "bin", "lab")); err == nil && os.SameFile(running, built) {
-		return "bin/lab"
-	}
-	return "go run ./cmd/lab"
+	root, _ := findRoot()
+	exe, _ := executable()
+	return grader.ProgramAt(root, exe)
 }
 
 func main() {

@@ -50,7 +50,9 @@ func TestPrinted_EveryCommandWorksAsTyped(t *testing.T) {
 	for _, want := range []string{"make docs N=0", "make watch N=0", "make hint N=0", "make hint N=1", "make stage-1",
 		"make watch N=2", "make diff N=1", "make grade STAGE=3 SEED=42 RUN=S3.x", "make grade STAGE=3 SOLUTION=1 SEED=42 RUN=S3.x",
 		"go run ./cmd/lab grade --stage 3 --url", "bin/lab dash --url", "go run ./cmd/lab dash --url",
-		"make audit PKG=./audit/examples/naive SEED=42 RUN=S1.x", "make stage-2 SEED=42 RUN=S2.x", "make solution-2 SEED=42 RUN=S2.x"} {
+		"make audit PKG=./audit/examples/naive SEED=42 RUN=S1.x", "make stage-2 SEED=42 RUN=S2.x", "make solution-2 SEED=42 RUN=S2.x",
+		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --stage 4 --solution --op op-0042",
+		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --url", "go run ./cmd/lab gen -o day.jsonl"} {
 		if !containsPrefix(found, want) {
 			t.Errorf("no printed command starts %q; found %q", want, found)
 		}
@@ -113,6 +115,23 @@ func printedByTheLab(t *testing.T) map[string]string {
 	out["lab audit's failures"] = "  reproduce " + reproduceAudit(audit, "S1.x")
 	out["make stage-N's failures"] = "  reproduce " + gradertest.Reproduce(grader.Subject{Stage: 2, Name: "stages/stage2"}, 42, "S2.x") +
 		"\n  reproduce " + gradertest.Reproduce(grader.Subject{Stage: 2, Name: "solutions/stage2"}, 42, "S2.x")
+
+	var replays []string
+	for _, f := range []func(*replayFlags){
+		func(*replayFlags) {},
+		func(f *replayFlags) { f.solution = true },
+		func(f *replayFlags) { f.url, f.admin = "http://127.0.0.1:8080", "adm_x" },
+	} {
+		r := replayFlags{plan: "datasets/day-small.plan.jsonl", op: "op-0042"}
+		r.stage = 4
+		f(&r)
+		replays = append(replays, "  reproduce "+replayCommand(r))
+	}
+	out["lab replay --op's reproduce"] = strings.Join(replays, "\n")
+	// Its usage comes first, then the error, which says what to run.
+	_, _, noLog := runLabCommand(t, "replay")
+	noLogLines := strings.Split(strings.TrimSpace(noLog), "\n")
+	out["lab replay without --log"] = noLogLines[len(noLogLines)-1]
 
 	var banner strings.Builder
 	printBanner(&banner, serveFlags{stage: 1, db: ":memory:", admin: "adm_x"}, "stage 1", "http://127.0.0.1:8080", []string{"http://127.0.0.1:8081"})
