@@ -3,7 +3,6 @@ package grader_test
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	"idemlab/grader/judging"
 	"idemlab/grader/targets"
 	"idemlab/kit/problem"
-	"idemlab/kit/server"
 	"idemlab/solutions/stage4"
 )
 
@@ -21,40 +19,27 @@ import (
 // POST /transfers (a key it has seen) with answer, as many times as
 // times says (0: every time).
 func retriesAnswered(t *testing.T, times int, answer http.HandlerFunc) targets.Start {
-	t.Helper()
-	srv, err := server.New(t.Context(), server.Options{DB: ":memory:", Stage: stage4.New, Lab: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
 	var mu sync.Mutex
 	seen, answered := map[string]bool{}, 0
-	next := srv.Handler()
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.URL.Path == "/transfers" {
-			key := r.Header.Get("Idempotency-Key")
-			mu.Lock()
-			retry := seen[key] && (times == 0 || answered < times)
-			if retry {
-				answered++
+	return serveWrapped(t, stage4.New, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && r.URL.Path == "/transfers" {
+				key := r.Header.Get("Idempotency-Key")
+				mu.Lock()
+				retry := seen[key] && (times == 0 || answered < times)
+				if retry {
+					answered++
+				}
+				seen[key] = true
+				mu.Unlock()
+				if retry {
+					answer(w, r)
+					return
+				}
 			}
-			seen[key] = true
-			mu.Unlock()
-			if retry {
-				answer(w, r)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
+			next.ServeHTTP(w, r)
+		})
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := server.NewHTTPServer(handler)
-	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close() })
-	return targets.Running("http://"+ln.Addr().String(), srv.AdminToken())
 }
 
 func inProgress(w http.ResponseWriter, _ *http.Request) {
