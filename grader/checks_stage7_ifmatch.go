@@ -343,6 +343,8 @@ func checkSettingsContract(t *T) error {
 		{`{"nickname":"x","daily_limit":"1000"}`, "a limit that is a string"},
 		{`{"nickname":"x","nickname":"y","daily_limit":1000}`, "a member twice"},
 		{`[]`, "not an object"},
+		{`{"nickname":"x","daily_limit":1000}{"nickname":"y","daily_limit":1000}`, "a second object after the first"},
+		{`{"nickname":"x","daily_limit":1e16}`, "a limit of 1e16, over 1,000,000,000,000,000"},
 	} {
 		probes = append(probes, probe{put(bad.body), 400, problem.InvalidRequest.URI(), bad.because})
 	}

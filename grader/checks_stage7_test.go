@@ -3,6 +3,7 @@ package grader_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -94,5 +95,34 @@ func TestSettingsHiddenCharacters_CatchesCleanedAndOvershootingNicknames(t *test
 				t.Errorf("got %q, want it to start %q", f.Got, tc.got)
 			}
 		})
+	}
+}
+
+// firstValue reads the body as encoding/json's Decoder does: the first
+// value, and whatever follows it left unread.
+func firstValue(body []byte) ([]byte, error) {
+	var first json.RawMessage
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&first); err != nil {
+		return body, nil
+	}
+	return first, nil
+}
+
+// TestSettingsContract_CatchesABodyReadToItsFirstValue: a server that
+// reads a PUT body's first JSON value and ignores what follows saves a
+// body the contract refuses; S7.settings-contract fails it.
+func TestSettingsContract_CatchesABodyReadToItsFirstValue(t *testing.T) {
+	c, ok := grader.Lookup("S7.settings-contract")
+	if !ok {
+		t.Fatal("no check S7.settings-contract")
+	}
+	subject := grader.Subject{Stage: 7, Name: "solutions/stage7", New: stage7.New}
+	r := grader.RunCheck(context.Background(), subject, c, 11, serveWrapped(t, stage7.New, settingsBodies(t, firstValue)))
+	var f *judging.Failure
+	if !errors.As(r.Err, &f) {
+		t.Fatalf("the check did not fail: %v", r.Err)
+	}
+	if !strings.Contains(f.Sent, "a second object after the first") || !strings.HasPrefix(f.Got, "200") {
+		t.Errorf("failed on %q with %q, want the second object answered 200", f.Sent, f.Got)
 	}
 }
