@@ -49,7 +49,7 @@ var commands = []command{
 	{name: "datasets", usage: "[--sizes N,N…] [--shipped]", summary: "regenerate the day datasets: plans, naive access logs, answer keys", run: runDatasets},
 	{name: "demo", usage: "[--stage N] [--yours] [--faults PROFILE] [--db :memory:|URL] [--plain [--duration 10s]]", summary: "the classroom demo: the naive server and a safe one, side by side", run: runDemo},
 	{name: "diff", usage: "[N] [--yes]", summary: "your stage against the reference solution (a spoiler: asks first until the stage passes)", run: runDiff},
-	{name: "docs", usage: "[N] [--lang en|ja] [--plain]   (lab docs 3 | less -R to page)", summary: "a stage's lesson in the terminal", run: runDocs},
+	{name: "docs", usage: "[N] [--lang en|ja] [--plain]   (go run ./cmd/lab docs 3 | less -R to page)", summary: "a stage's lesson in the terminal", run: runDocs},
 	{name: "gen", usage: "[--seed S] [--ops N] [-o FILE] [flags]", summary: "generate a day plan (JSONL): operations and what will happen to them", run: runGen},
 	{name: "grade", usage: "--stage N [--solution | --url URL --admin-token T] [--db :memory:|URL] [--seed S] [--run ID] [--results DIR]", summary: "run the checks of a stage against your code, a solution, or a running server", run: runGrade},
 	{name: "hint", usage: "[N] [--check ID]", summary: "a hint for a stage's first failing check: one step more each time you ask", run: runHint},

@@ -52,7 +52,8 @@ func TestPrinted_EveryCommandWorksAsTyped(t *testing.T) {
 		"go run ./cmd/lab grade --stage 3 --url", "bin/lab dash --url", "go run ./cmd/lab dash --url",
 		"make audit PKG=./audit/examples/naive SEED=42 RUN=S1.x", "make stage-2 SEED=42 RUN=S2.x", "make solution-2 SEED=42 RUN=S2.x",
 		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --stage 4 --solution --op op-0042",
-		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --url", "go run ./cmd/lab gen -o day.jsonl"} {
+		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --url", "go run ./cmd/lab gen -o day.jsonl",
+		"make reset N=3", "go run ./cmd/lab docs 3"} {
 		if !containsPrefix(found, want) {
 			t.Errorf("no printed command starts %q; found %q", want, found)
 		}
@@ -128,16 +129,24 @@ func printedByTheLab(t *testing.T) map[string]string {
 		replays = append(replays, "  reproduce "+replayCommand(r))
 	}
 	out["lab replay --op's reproduce"] = strings.Join(replays, "\n")
-	// Its usage comes first, then the error, which says what to run.
+	// A command's usage comes first, then the error, which says what to run.
 	_, _, noLog := runLabCommand(t, "replay")
-	noLogLines := strings.Split(strings.TrimSpace(noLog), "\n")
-	out["lab replay without --log"] = noLogLines[len(noLogLines)-1]
+	out["lab replay without --log"] = lastLine(noLog)
+	_, _, noStage := runLabCommand(t, "reset")
+	out["lab reset without a stage"] = lastLine(noStage)
+	out["lab help docs"] = labOutput(t, "help", "docs")
 
 	var banner strings.Builder
 	printBanner(&banner, serveFlags{stage: 1, db: ":memory:", admin: "adm_x"}, "stage 1", "http://127.0.0.1:8080", []string{"http://127.0.0.1:8081"})
 	out["lab serve --replicas, run by go run"] = banner.String()
 	out["lab serve --replicas, run as bin/lab"] = bannerAsBinLab(t)
 	return out
+}
+
+// lastLine is the last line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 // labOutput is what lab args printed on stdout.
@@ -209,8 +218,8 @@ func subcommandNames() string {
 
 // printedCommand is a command as printed: a make target and its
 // variables (the punctuation and backquotes around them left out), or the lab program and its arguments up to the end of the
-// line, a semicolon or a closing parenthesis.
-var printedCommand = regexp.MustCompile(`make [a-z][a-z0-9-]*(?: [A-Z][A-Z_]*=[^\s;,)\x60]*[^\s;,).\x60])*|(?:bin/lab|go run \./cmd/lab) [^;)\x60\n]*`)
+// line, a semicolon, a pipe or a closing parenthesis.
+var printedCommand = regexp.MustCompile(`make [a-z][a-z0-9-]*(?: [A-Z][A-Z_]*=[^\s;,)\x60]*[^\s;,).\x60])*|(?:bin/lab|go run \./cmd/lab) [^;|)\x60\n]*`)
 
 func commandsIn(line string) []string {
 	var cmds []string
