@@ -328,6 +328,12 @@ var catalogue = []Check{
 		Why:   "settings that another customer can read or change, or a limit of -1 or of a string that is saved, guard no money",
 		Run:   checkSettingsContract,
 	},
+	{
+		ID: "S7.settings-hidden-characters", Stage: 7, Lesson: lesson7 + "#the-contract",
+		Claim: "a nickname holding a character a reader cannot see (a bidirectional override, a zero-width, private-use or unassigned character, a line separator, a joiner that joins nothing) or a byte that is not UTF-8 is 400 invalid-request and changes nothing; an emoji sequence joined by U+200D is saved",
+		Why:   "a clerk reads the nickname before approving a payment: one that reads backwards or hides characters lets one account pass for another, and one cleaned up in silence is not the name the clerk typed",
+		Run:   checkSettingsHiddenCharacters,
+	},
 
 	// Stage 8: zombie resources.
 	{

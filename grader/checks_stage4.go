@@ -92,16 +92,46 @@ func checkReplayByteIdentical(t *T, s Scenario) error {
 		if err := t.Advance(time.Second); err != nil {
 			return err
 		}
+		const expected = "the stored response, byte for byte: status, body, Content-Type and Location as first sent"
+		// The first retry the server failed, if a second retry follows it.
+		var failed error
 		for i := range 2 {
 			r := t.Do(req)
-			if d := replayMismatch(orig, r); d != "" {
-				return t.Harmful(replayHarm(orig, r), fmt.Sprintf("%s  →  %s\nthen retry %d, the same request", req.String(), orig.String(), i+1),
-					r.String()+"\n"+d, "the stored response, byte for byte: status, body, Content-Type and Location as first sent")
+			sent := fmt.Sprintf("%s  →  %s\nthen retry %d, the same request", req.String(), orig.String(), i+1)
+			switch {
+			case r.Is(http.StatusConflict, pInProgress):
+				// Nothing was replayed, so nothing differs: the key
+				// outlived the answer its original already sent.
+				return t.Fail(sent, r.String()+"\n"+stillInProgress, expected)
+			case r.ServerFailed() && failed == nil:
+				// A client retries a 5xx: the next retry decides.
+				failed = t.Fail(sent, r.String()+"\n"+replayFailed, expected)
+				continue
+			case r.ServerFailed():
+				return t.Harmful(judging.NoUsableAnswer, sent, r.String()+"\n"+replayFailed+"; the retry before it failed too", expected)
 			}
+			if d := replayMismatch(orig, r); d != "" {
+				return t.Harmful(replayHarm(orig, r), sent, r.String()+"\nnot byte-identical: "+d, expected)
+			}
+		}
+		if failed != nil {
+			return failed
 		}
 	}
 	return nil
 }
+
+// What S4.replay-byte-identical tells a student whose retry of a
+// completed request was not answered with a replay at all, so that it
+// is not read as a replay that differs.
+const (
+	stillInProgress = "nothing was replayed: the key was still in progress, though its original had already answered. " +
+		"The key is completed, with its answer, only after that answer went out (or never): complete it in the transaction " +
+		"that moves the money, before the first answer is sent (docs/lessons/04-replay.md#store-the-answer, \"Stored when?\")"
+	replayFailed = "nothing was replayed: the server failed answering a retry of a completed key. Look at the replay path: " +
+		"reading the stored status, Content-Type, Location and body back from the key's row, and sending them " +
+		"(the server's log has the error)"
+)
 
 // checkReplayMarkerOnlyOnReplays catches a server that sets the marker on
 // every answer (first answers included), or on none.

@@ -228,7 +228,14 @@ func checkDayReplayThroughFaults(t *T) error {
 		}
 		return nil
 	}
-	return t.Fail(fmt.Sprintf("lab replay of the day made by: %s\n(half the operations meet failure points of the network; the server crashed %d times: %s)",
-		params.Command(), len(log.fired), strings.Join(log.fired, ", ")),
+	return t.Fail(fmt.Sprintf("a replay of the day that this command writes to day.jsonl: %s\n(half the operations meet failure points of the network; the server crashed %d times: %s)",
+		dayCommand(params), len(log.fired), strings.Join(log.fired, ", ")),
 		replay.DayReport(rc), "0 executed more than once, 0 lost, 0 mismatched replays, 0 unexpected answers, every client of an executed operation knows its original answer, every balance = opening + executions")
+}
+
+// dayCommand is the command, run as printed from the checkout's root,
+// that writes the day p makes to day.jsonl; the plan's header keeps the
+// bare lab gen form as the description of how it was made.
+func dayCommand(p dayplan.Params) string {
+	return p.CommandFor(Program()) + " -o day.jsonl"
 }

@@ -3,8 +3,10 @@ package grader
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"idemlab/grader/judging"
 	"idemlab/kit/bank"
@@ -341,24 +343,94 @@ func checkSettingsContract(t *T) error {
 		{`{"nickname":"x","daily_limit":"1000"}`, "a limit that is a string"},
 		{`{"nickname":"x","nickname":"y","daily_limit":1000}`, "a member twice"},
 		{`[]`, "not an object"},
+		{`{"nickname":"x","daily_limit":1000}{"nickname":"y","daily_limit":1000}`, "a second object after the first"},
+		{`{"nickname":"x","daily_limit":1e16}`, "a limit of 1e16, over 1,000,000,000,000,000"},
 	} {
 		probes = append(probes, probe{put(bad.body), 400, problem.InvalidRequest.URI(), bad.because})
 	}
 	for _, p := range probes {
-		r := t.Do(p.req)
 		sent := story + "\n" + describe(p.req) + "  (" + p.because + ")"
-		if !r.Is(p.status, p.ptype) {
-			return t.Fail(sent, r.String(), fmt.Sprintf("%d %s, and nothing changes", p.status, p.ptype))
-		}
-		after, err := t.readSettings(sent, a, acc)
-		if err != nil {
+		if err := t.refused(sent, p.req, p.status, p.ptype, a, acc, start); err != nil {
 			return err
-		}
-		if after != start {
-			return t.Fail(sent+"\nthen GET", after.String(), "the settings unchanged: "+start.String())
 		}
 	}
 	return nil
+}
+
+// refused sends req, which must get status with problem type ptype and
+// leave the settings of account, as c reads them, at start; sent tells
+// the story for a failure.
+func (t *T) refused(sent string, req Request, status int, ptype string, c bank.Customer, account string, start settingsCopy) error {
+	r := t.Do(req)
+	if !r.Is(status, ptype) {
+		return t.Fail(sent, r.String(), fmt.Sprintf("%d %s, and nothing changes", status, ptype))
+	}
+	after, err := t.readSettings(sent, c, account)
+	if err != nil {
+		return err
+	}
+	if after != start {
+		return t.Fail(sent+"\nthen GET", after.String(), "the settings unchanged: "+start.String())
+	}
+	return nil
+}
+
+// checkSettingsHiddenCharacters catches a nickname checked for control
+// characters only, or cleaned instead of refused (the character taken
+// out, a byte that is not UTF-8 turned into U+FFFD, as encoding/json
+// does): each character the contract refuses, sent as it is, must get
+// 400 invalid-request and change nothing. It also catches the overshoot,
+// a server that refuses every invisible character: an emoji sequence
+// joined by U+200D, which a reader sees as one picture, must be saved.
+func checkSettingsHiddenCharacters(t *T) error {
+	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
+	if err != nil {
+		return err
+	}
+	a, acc := s.A, s.A.Accounts[0]
+	limit := strconv.FormatInt(start.DailyLimit, 10)
+	for _, bad := range []struct{ nickname, because string }{
+		{"pay\u202eroll", "U+202E RIGHT-TO-LEFT OVERRIDE, which shows what follows it backwards"},
+		{"rent\u200b", "U+200B ZERO WIDTH SPACE at the end"},
+		{"\ufeffrent", "U+FEFF ZERO WIDTH NO-BREAK SPACE at the start"},
+		{`rent\ufeff`, "U+FEFF written as a JSON escape"},
+		{"rent\u2028bills", "U+2028 LINE SEPARATOR"},
+		{"rent\u2029bills", "U+2029 PARAGRAPH SEPARATOR"},
+		{"rent\ue000", "U+E000, a private-use code point"},
+		{"rent\u0378", "U+0378, a code point no character is assigned to"},
+		{"rent\u200d", "U+200D ZERO WIDTH JOINER at the end, joining nothing"},
+		{"rent\xffbills", "the byte FF, which is not UTF-8"},
+	} {
+		req := putSettings(a, acc, bank.Settings{}, start.ETag)
+		req.Body = `{"nickname":"` + bad.nickname + `","daily_limit":` + limit + `}`
+		sent := story + "\n" + visible(describe(req)) + "  (" + bad.because + ")"
+		if err := t.refused(sent, req, http.StatusBadRequest, problem.InvalidRequest.URI(), a, acc, start); err != nil {
+			return err
+		}
+	}
+	family := start.Settings
+	family.Nickname = "\U0001F469\u200d\U0001F469\u200d\U0001F467 family"
+	req := putSettings(a, acc, family, start.ETag)
+	_, err = t.saved(story+"\n(an emoji sequence joined by U+200D, seen as one picture)", req, t.Do(req), family)
+	return err
+}
+
+// visible spells out, for a report, what a reader of the terminal would
+// not see: every character outside printable ASCII as <U+XXXX>, and a
+// byte that is not UTF-8 as <0xXX>.
+func visible(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\ufffd"):
+			fmt.Fprintf(&b, "<0x%02X>", s[i])
+		case r < 0x20 || r > 0x7e:
+			fmt.Fprintf(&b, "<%U>", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // checkOldCopies catches a version compared by something weaker than

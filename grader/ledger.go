@@ -26,7 +26,7 @@ func (t *T) watchesCore() error {
 	case t.core == nil:
 		return t.CouldNotObserve("a core ledger: this check runs with one from stage %d on", CoreStage)
 	case t.target.Server == nil && t.target.Child == nil:
-		return t.CouldNotObserve("the core ledger of a server started elsewhere (lab grade --url): run stage %d's checks with make stage-%d, or lab grade without --url", CoreStage, CoreStage)
+		return t.CouldNotObserve("the core ledger of a server started elsewhere (lab grade --url): run stage %d's checks with make stage-%d, or %s grade --stage %d without --url", CoreStage, CoreStage, Program(), CoreStage)
 	}
 	return nil
 }

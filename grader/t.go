@@ -304,17 +304,7 @@ func (t *T) SetClock(at time.Time) error {
 }
 
 // LabNow reads the target's lab time.
-func (t *T) LabNow() (time.Time, error) {
-	st, err := t.State()
-	if err != nil {
-		return time.Time{}, err
-	}
-	now, err := time.Parse(time.RFC3339Nano, st.Now)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("read the lab time %q: %w", st.Now, err)
-	}
-	return now, nil
-}
+func (t *T) LabNow() (time.Time, error) { return t.Lab().Now(t.ctx) }
 
 // Purge asks the target to purge expired keys and reports how many went.
 func (t *T) Purge() (int64, error) { return t.Lab().Purge(t.ctx) }

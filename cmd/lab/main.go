@@ -12,10 +12,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
+	"idemlab/grader"
 	"idemlab/grader/targets"
 )
 
@@ -49,7 +49,7 @@ var commands = []command{
 	{name: "datasets", usage: "[--sizes N,N…] [--shipped]", summary: "regenerate the day datasets: plans, naive access logs, answer keys", run: runDatasets},
 	{name: "demo", usage: "[--stage N] [--yours] [--faults PROFILE] [--db :memory:|URL] [--plain [--duration 10s]]", summary: "the classroom demo: the naive server and a safe one, side by side", run: runDemo},
 	{name: "diff", usage: "[N] [--yes]", summary: "your stage against the reference solution (a spoiler: asks first until the stage passes)", run: runDiff},
-	{name: "docs", usage: "[N] [--lang en|ja] [--plain]   (lab docs 3 | less -R to page)", summary: "a stage's lesson in the terminal", run: runDocs},
+	{name: "docs", usage: "[N] [--lang en|ja] [--plain]   (go run ./cmd/lab docs 3 | less -R to page)", summary: "a stage's lesson in the terminal", run: runDocs},
 	{name: "gen", usage: "[--seed S] [--ops N] [-o FILE] [flags]", summary: "generate a day plan (JSONL): operations and what will happen to them", run: runGen},
 	{name: "grade", usage: "--stage N [--solution | --url URL --admin-token T] [--db :memory:|URL] [--seed S] [--run ID] [--results DIR]", summary: "run the checks of a stage against your code, a solution, or a running server", run: runGrade},
 	{name: "hint", usage: "[N] [--check ID]", summary: "a hint for a stage's first failing check: one step more each time you ask", run: runHint},
@@ -79,28 +79,13 @@ func cannotRun(err error) error { return &exitCode{code: 2, err: err} }
 // executable is the path of the running program; tests replace it.
 var executable = os.Executable
 
-// program is how a command printed for a person names this program, so
-// that it runs as typed from the checkout's root: bin/lab when that is
-// the binary running (make lab builds it; make serve, make grade and make
-// audit run it), go run ./cmd/lab otherwise (go run builds its copy
-// elsewhere, and a fresh clone has no bin/lab).
+// program is how a command printed for a person names this program (see
+// grader.Program): bin/lab when that is the checkout's binary
+// running, go run ./cmd/lab otherwise.
 func program() string {
-	root, err := findRoot()
-	if err != nil {
-		return "go run ./cmd/lab"
-	}
-	exe, err := executable()
-	if err != nil {
-		return "go run ./cmd/lab"
-	}
-	running, err := os.Stat(exe)
-	if err != nil {
-		return "go run ./cmd/lab"
-	}
-	if built, err := os.Stat(filepath.Join(root, "bin", "lab")); err == nil && os.SameFile(running, built) {
-		return "bin/lab"
-	}
-	return "go run ./cmd/lab"
+	root, _ := findRoot()
+	exe, _ := executable()
+	return grader.ProgramAt(root, exe)
 }
 
 func main() {

@@ -50,7 +50,10 @@ func TestPrinted_EveryCommandWorksAsTyped(t *testing.T) {
 	for _, want := range []string{"make docs N=0", "make watch N=0", "make hint N=0", "make hint N=1", "make stage-1",
 		"make watch N=2", "make diff N=1", "make grade STAGE=3 SEED=42 RUN=S3.x", "make grade STAGE=3 SOLUTION=1 SEED=42 RUN=S3.x",
 		"go run ./cmd/lab grade --stage 3 --url", "bin/lab dash --url", "go run ./cmd/lab dash --url",
-		"make audit PKG=./audit/examples/naive SEED=42 RUN=S1.x", "make stage-2 SEED=42 RUN=S2.x", "make solution-2 SEED=42 RUN=S2.x"} {
+		"make audit PKG=./audit/examples/naive SEED=42 RUN=S1.x", "make stage-2 SEED=42 RUN=S2.x", "make solution-2 SEED=42 RUN=S2.x",
+		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --stage 4 --solution --op op-0042",
+		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --url", "go run ./cmd/lab gen -o day.jsonl",
+		"make reset N=3", "go run ./cmd/lab docs 3"} {
 		if !containsPrefix(found, want) {
 			t.Errorf("no printed command starts %q; found %q", want, found)
 		}
@@ -114,11 +117,36 @@ func printedByTheLab(t *testing.T) map[string]string {
 	out["make stage-N's failures"] = "  reproduce " + gradertest.Reproduce(grader.Subject{Stage: 2, Name: "stages/stage2"}, 42, "S2.x") +
 		"\n  reproduce " + gradertest.Reproduce(grader.Subject{Stage: 2, Name: "solutions/stage2"}, 42, "S2.x")
 
+	var replays []string
+	for _, f := range []func(*replayFlags){
+		func(*replayFlags) {},
+		func(f *replayFlags) { f.solution = true },
+		func(f *replayFlags) { f.url, f.admin = "http://127.0.0.1:8080", "adm_x" },
+	} {
+		r := replayFlags{plan: "datasets/day-small.plan.jsonl", op: "op-0042"}
+		r.stage = 4
+		f(&r)
+		replays = append(replays, "  reproduce "+replayCommand(r))
+	}
+	out["lab replay --op's reproduce"] = strings.Join(replays, "\n")
+	// A command's usage comes first, then the error, which says what to run.
+	_, _, noLog := runLabCommand(t, "replay")
+	out["lab replay without --log"] = lastLine(noLog)
+	_, _, noStage := runLabCommand(t, "reset")
+	out["lab reset without a stage"] = lastLine(noStage)
+	out["lab help docs"] = labOutput(t, "help", "docs")
+
 	var banner strings.Builder
 	printBanner(&banner, serveFlags{stage: 1, db: ":memory:", admin: "adm_x"}, "stage 1", "http://127.0.0.1:8080", []string{"http://127.0.0.1:8081"})
 	out["lab serve --replicas, run by go run"] = banner.String()
 	out["lab serve --replicas, run as bin/lab"] = bannerAsBinLab(t)
 	return out
+}
+
+// lastLine is the last line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 // labOutput is what lab args printed on stdout.
@@ -190,8 +218,8 @@ func subcommandNames() string {
 
 // printedCommand is a command as printed: a make target and its
 // variables (the punctuation and backquotes around them left out), or the lab program and its arguments up to the end of the
-// line, a semicolon or a closing parenthesis.
-var printedCommand = regexp.MustCompile(`make [a-z][a-z0-9-]*(?: [A-Z][A-Z_]*=[^\s;,)\x60]*[^\s;,).\x60])*|(?:bin/lab|go run \./cmd/lab) [^;)\x60\n]*`)
+// line, a semicolon, a pipe or a closing parenthesis.
+var printedCommand = regexp.MustCompile(`make [a-z][a-z0-9-]*(?: [A-Z][A-Z_]*=[^\s;,)\x60]*[^\s;,).\x60])*|(?:bin/lab|go run \./cmd/lab) [^;|)\x60\n]*`)
 
 func commandsIn(line string) []string {
 	var cmds []string

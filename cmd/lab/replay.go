@@ -54,7 +54,7 @@ func runReplay(ctx context.Context, in *invocation) error {
 	}
 	if f.plan == "" {
 		in.Usage()
-		return cannotRun(errors.New("--log: which day plan? (lab gen -o day.jsonl makes one; datasets/day-small.plan.jsonl is shipped)"))
+		return cannotRun(fmt.Errorf("--log: which day plan? (datasets/day-small.plan.jsonl is shipped; for another, run %s gen -o day.jsonl)", program()))
 	}
 	if f.rate < 0 || math.IsNaN(f.rate) || math.IsInf(f.rate, 0) {
 		return cannotRun(fmt.Errorf("--rate %g: operations per second, 0 for as fast as possible", f.rate))
@@ -353,12 +353,12 @@ func drawOp(w io.Writer, f replayFlags, rc replay.DayReconciliation, res *replay
 // replayCommand is the command that replays the same day and draws the
 // same operation.
 func replayCommand(f replayFlags) string {
-	cmd := fmt.Sprintf("bin/lab replay --log %s --stage %d", f.plan, f.stage)
+	cmd := fmt.Sprintf("%s replay --log %s --stage %d", program(), f.plan, f.stage)
 	if f.solution {
 		cmd += " --solution"
 	}
 	if f.url != "" {
-		cmd = fmt.Sprintf("bin/lab replay --log %s --url %s --admin-token …", f.plan, f.url)
+		cmd = fmt.Sprintf("%s replay --log %s --url %s --admin-token …", program(), f.plan, f.url)
 	}
 	return cmd + " --op " + f.op
 }

@@ -17,7 +17,7 @@ func runReset(ctx context.Context, in *invocation) error {
 	}
 	if in.NArg() != 1 {
 		in.Usage()
-		return cannotRun(fmt.Errorf("which stage? (lab reset N)"))
+		return cannotRun(fmt.Errorf("which stage? (%s puts stage 3's back)", studentloop.Command("reset", 3)))
 	}
 	n, err := studentloop.ParseStage(in.Arg(0))
 	if err != nil {

@@ -217,6 +217,9 @@ func TestParams_CommandListsOnlyChangedFlags(t *testing.T) {
 	if got, want := p.Command(), "lab gen --seed 9 --ops 50 --customers 3 --fault-rate 0.5"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
+	if got, want := p.CommandFor("go run ./cmd/lab"), "go run ./cmd/lab gen --seed 9 --ops 50 --customers 3 --fault-rate 0.5"; got != want {
+		t.Errorf("CommandFor: got %q, want %q", got, want)
+	}
 }
 
 func TestParams_Validate(t *testing.T) {

@@ -109,10 +109,15 @@ func (p *Params) Rates() []Rate {
 }
 
 // Command is the lab gen command line that makes a plan with p again: the
-// seed and size, and every flag whose value is not the default.
-func (p Params) Command() string {
+// seed and size, and every flag whose value is not the default. A plan's
+// header keeps it as the description of how the plan was made.
+func (p Params) Command() string { return p.CommandFor("lab") }
+
+// CommandFor is Command with the lab program named as program, for a
+// line a person runs as printed: CommandFor("go run ./cmd/lab").
+func (p Params) CommandFor(program string) string {
 	d := DefaultParams(p.Reset.Seed, p.Ops)
-	args := []string{"lab gen", "--seed", strconv.FormatUint(p.Reset.Seed, 10), "--ops", strconv.Itoa(p.Ops)}
+	args := []string{program + " gen", "--seed", strconv.FormatUint(p.Reset.Seed, 10), "--ops", strconv.Itoa(p.Ops)}
 	num := func(flag string, v, def float64) {
 		if v != def {
 			args = append(args, flag, strconv.FormatFloat(v, 'g', -1, 64))

@@ -238,13 +238,25 @@ func (c *Client) Set(ctx context.Context, at time.Time) (time.Time, error) {
 	return c.moveClock(ctx, map[string]string{"set": at.UTC().Format(time.RFC3339Nano)})
 }
 
+// Now reads the lab time (GET /lab/clock): one small answer, where the
+// lab state would read every account and key row, and nothing moves.
+func (c *Client) Now(ctx context.Context) (time.Time, error) {
+	return c.clock(ctx, http.MethodGet, nil)
+}
+
 // moveClock posts move to /lab/clock and returns the lab time the answer
 // gives.
 func (c *Client) moveClock(ctx context.Context, move map[string]string) (time.Time, error) {
+	return c.clock(ctx, http.MethodPost, move)
+}
+
+// clock sends method to /lab/clock, with body unless it is nil, and
+// returns the lab time the answer gives.
+func (c *Client) clock(ctx context.Context, method string, body any) (time.Time, error) {
 	var out struct {
 		Now time.Time `json:"now"`
 	}
-	err := c.do(ctx, http.MethodPost, "/lab/clock", move, &out)
+	err := c.do(ctx, method, "/lab/clock", body, &out)
 	return out.Now, err
 }
 

@@ -2,6 +2,7 @@ package labclient_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -201,5 +202,53 @@ func TestSet_MovesTheClockToTheInstant(t *testing.T) {
 		if got.Before(at) || got.Sub(at) > time.Minute {
 			t.Errorf("%s says the lab time is %v, want %v or a little after", what, got, at)
 		}
+	}
+}
+
+// TestNow_ReadsTheLabTimeAndMovesNothing catches a Now that answers
+// another time than the lab's (this process's clock, a zero time), and
+// one that reads it by moving the clock (a POST /lab/clock with nothing
+// to do, which purges and tells every watcher the clock moved): the
+// first clock event after Now must be the advance that follows it.
+func TestNow_ReadsTheLabTimeAndMovesNothing(t *testing.T) {
+	lab := startLab(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	at := time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC)
+	if _, err := lab.Set(ctx, at); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := lab.OpenEvents(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	now, err := lab.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.Before(at) || now.Sub(at) > time.Minute {
+		t.Errorf("Now = %v, want %v or a little after", now, at)
+	}
+	if _, err := lab.Advance(ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	var moved struct {
+		Now time.Time `json:"now"`
+	}
+	err = stream.Read(func(ev events.Event) bool {
+		if ev.Kind != events.KindClock {
+			return true
+		}
+		if err := json.Unmarshal(ev.Data, &moved); err != nil {
+			t.Error(err)
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := moved.Now.Sub(at); d < time.Hour || d > time.Hour+time.Minute {
+		t.Errorf("the first clock event says %v: Now moved the clock or announced it", moved.Now)
 	}
 }

@@ -87,6 +87,7 @@ func (c *Controller) Routes(r chi.Router) {
 	r.Group(func(r chi.Router) {
 		r.Use(c.Quiesced)
 		r.Get("/state", c.handleState)
+		r.Get("/clock", c.handleGetClock)
 		r.Post("/clock", c.handleClock)
 		r.Get("/config", c.handleGetConfig)
 		r.Post("/config", c.handleConfig)
@@ -316,6 +317,14 @@ func (c *Controller) handleState(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	respond.JSON(w, http.StatusOK, st)
+}
+
+// handleGetClock answers the lab's time, and only that: a reader that
+// needs the time does not read the whole state, nor move the clock (a
+// POST with nothing to do would also run a purge and tell every watcher
+// the clock moved).
+func (c *Controller) handleGetClock(w http.ResponseWriter, r *http.Request) {
+	respond.JSON(w, http.StatusOK, map[string]string{"now": clock.Format(c.Clock.Now())})
 }
 
 func (c *Controller) handleClock(w http.ResponseWriter, r *http.Request) {

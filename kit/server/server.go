@@ -71,14 +71,15 @@ type Options struct {
 	// of the server's own, if the stage relays an outbox: on a loopback
 	// port, its postings in memory for as long as the server runs.
 	CoreURL string
+	// RelayInterval is how long the stage's outbox relay waits after a
+	// pass that settled nothing; zero means RelayInterval. A server's
+	// own, so that a test that changes it changes no other server.
+	RelayInterval time.Duration
 }
 
 // RelayInterval is how often the kit runs a pass of a stage's outbox relay
-// (stage.Relayer).
+// (stage.Relayer), unless Options.RelayInterval says otherwise.
 const RelayInterval = 20 * time.Millisecond
-
-// relayInterval is RelayInterval, which a test makes longer than itself.
-var relayInterval = RelayInterval
 
 // Server is one lab server.
 type Server struct {
@@ -240,7 +241,11 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	go s.publishKeyRows()
 	if relays {
 		s.wg.Add(1)
-		go s.relay(relayer, relayInterval)
+		interval := opts.RelayInterval
+		if interval == 0 {
+			interval = RelayInterval
+		}
+		go s.relay(relayer, interval)
 	}
 	s.router = s.routes(opts.Lab)
 	return nil

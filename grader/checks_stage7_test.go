@@ -1,0 +1,128 @@
+package grader_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"unicode"
+
+	"idemlab/grader"
+	"idemlab/grader/judging"
+	"idemlab/kit/problem"
+	"idemlab/solutions/stage7"
+)
+
+// settingsBodies serves stage 7's solution, with the body of every PUT
+// of the settings passed through change first: nil lets the request
+// through as it is, an error answers it.
+func settingsBodies(t *testing.T, change func([]byte) ([]byte, error)) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/settings") {
+				body, err := io.ReadAll(r.Body)
+				if err != nil {
+					t.Error(err)
+				}
+				if body, err = change(body); err != nil {
+					problem.Write(w, err)
+					return
+				}
+				r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// cleaned is the nickname "cleaned up" instead of refused: the
+// characters a reader cannot see taken out, and what is not UTF-8 turned
+// into U+FFFD, as encoding/json does.
+func cleaned(body []byte) ([]byte, error) {
+	body = bytes.ToValidUTF8(body, []byte("\uFFFD"))
+	return bytes.Map(func(r rune) rune {
+		if unicode.In(r, unicode.Cf, unicode.Co, unicode.Zl, unicode.Zp) {
+			return -1
+		}
+		return r
+	}, body), nil
+}
+
+// noJoiners refuses every body with U+200D, an emoji sequence's joiner
+// included.
+func noJoiners(body []byte) ([]byte, error) {
+	if bytes.ContainsRune(body, '\u200d') {
+		return nil, problem.New(problem.InvalidRequest, "nickname: U+200D is invisible")
+	}
+	return body, nil
+}
+
+// TestSettingsHiddenCharacters_CatchesCleanedAndOvershootingNicknames:
+// S7.settings-hidden-characters fails a server that cleans a hidden
+// character out of a nickname and saves the rest, and one that refuses
+// the joiner of an emoji sequence; the same harness letting the bodies
+// through passes.
+func TestSettingsHiddenCharacters_CatchesCleanedAndOvershootingNicknames(t *testing.T) {
+	c, ok := grader.Lookup("S7.settings-hidden-characters")
+	if !ok {
+		t.Fatal("no check S7.settings-hidden-characters")
+	}
+	subject := grader.Subject{Stage: 7, Name: "solutions/stage7", New: stage7.New}
+	asIs := func(body []byte) ([]byte, error) { return body, nil }
+	for _, tc := range []struct {
+		name   string
+		change func([]byte) ([]byte, error)
+		got    string // what the failure's got line says; "" for a pass
+	}{
+		{"the bodies as sent", asIs, ""},
+		{"hidden characters cleaned out", cleaned, "200"},
+		{"every joiner refused", noJoiners, "400 /problems/invalid-request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := grader.RunCheck(context.Background(), subject, c, 11, serveWrapped(t, stage7.New, settingsBodies(t, tc.change)))
+			var f *judging.Failure
+			switch {
+			case tc.got == "" && r.Err != nil:
+				t.Fatalf("the solution behind the harness failed: %v", r.Err)
+			case tc.got == "":
+			case !errors.As(r.Err, &f):
+				t.Fatalf("the check did not fail: %v", r.Err)
+			case !strings.HasPrefix(f.Got, tc.got):
+				t.Errorf("got %q, want it to start %q", f.Got, tc.got)
+			}
+		})
+	}
+}
+
+// firstValue reads the body as encoding/json's Decoder does: the first
+// value, and whatever follows it left unread.
+func firstValue(body []byte) ([]byte, error) {
+	var first json.RawMessage
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&first); err != nil {
+		return body, nil
+	}
+	return first, nil
+}
+
+// TestSettingsContract_CatchesABodyReadToItsFirstValue: a server that
+// reads a PUT body's first JSON value and ignores what follows saves a
+// body the contract refuses; S7.settings-contract fails it.
+func TestSettingsContract_CatchesABodyReadToItsFirstValue(t *testing.T) {
+	c, ok := grader.Lookup("S7.settings-contract")
+	if !ok {
+		t.Fatal("no check S7.settings-contract")
+	}
+	subject := grader.Subject{Stage: 7, Name: "solutions/stage7", New: stage7.New}
+	r := grader.RunCheck(context.Background(), subject, c, 11, serveWrapped(t, stage7.New, settingsBodies(t, firstValue)))
+	var f *judging.Failure
+	if !errors.As(r.Err, &f) {
+		t.Fatalf("the check did not fail: %v", r.Err)
+	}
+	if !strings.Contains(f.Sent, "a second object after the first") || !strings.HasPrefix(f.Got, "200") {
+		t.Errorf("failed on %q with %q, want the second object answered 200", f.Sent, f.Got)
+	}
+}

@@ -1,0 +1,81 @@
+package grader
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"idemlab/grader/dayplan"
+	"idemlab/grader/targets"
+)
+
+func TestProgramAt_BinLabOnlyWhenItIsTheBinaryRunning(t *testing.T) {
+	root := t.TempDir()
+	bin := filepath.Join(root, "bin", "lab")
+	other := filepath.Join(root, "lab.test")
+	os.MkdirAll(filepath.Dir(bin), 0o755)
+	os.WriteFile(bin, []byte("a built lab"), 0o755)
+	os.WriteFile(other, []byte("a test binary"), 0o755)
+	for _, tc := range []struct {
+		name, root, exe, want string
+	}{
+		{"the checkout's bin/lab", root, bin, "bin/lab"},
+		{"a test binary beside it", root, other, GoRunLab},
+		{"bin/lab of no known checkout", "", bin, GoRunLab},
+		{"no known executable", root, "", GoRunLab},
+		{"a checkout without bin/lab", t.TempDir(), other, GoRunLab},
+	} {
+		if got := ProgramAt(tc.root, tc.exe); got != tc.want {
+			t.Errorf("%s: ProgramAt = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestDayCommand_RunsAsPrinted runs the command a failing
+// S6.day-replay-through-faults prints, from the checkout's root as a
+// fresh clone has it, and requires it to write the day the check played.
+func TestDayCommand_RunsAsPrinted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the lab with go run")
+	}
+	p := dayplan.DefaultParams(4242, 30)
+	p.FaultRate = 0.5
+	printed := dayCommand(p)
+	if !strings.HasPrefix(printed, GoRunLab+" gen ") {
+		t.Fatalf("under go test the day's command is %q: on a fresh clone only %q runs the lab", printed, GoRunLab)
+	}
+	root, err := targets.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "day.jsonl")
+	args := strings.Fields(printed)
+	for i, a := range args {
+		if a == "day.jsonl" {
+			args[i] = out
+		}
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = root
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", printed, err, msg)
+	}
+	plan, err := dayplan.Generate(p.Reset.Seed, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := plan.Write(&want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("%s wrote another day than the check played:\n%s", printed, got[:min(len(got), 400)])
+	}
+}
