@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"idemlab/grader/dayplan"
@@ -81,28 +82,71 @@ func (r *replayer) readCore(ctx context.Context, url string) (*CoreBooks, error)
 			owner[a] = c.ID
 		}
 	}
+	var reads []transferRead
 	index := map[string]int{}
 	for _, p := range postings {
 		i, seen := index[p.TransferID]
 		if !seen {
-			op, err := r.transferOp(ctx, owner[p.From], p.TransferID)
-			if err != nil {
-				return nil, err
-			}
 			i = len(books.Transfers)
 			index[p.TransferID] = i
-			books.Transfers = append(books.Transfers, CoreTransfer{ID: p.TransferID, Op: op})
+			books.Transfers = append(books.Transfers, CoreTransfer{ID: p.TransferID})
+			reads = append(reads, transferRead{customer: owner[p.From], id: p.TransferID})
 		}
 		books.Transfers[i].Postings++
 	}
 	for _, d := range last.DeadLetters {
-		op, err := r.transferOp(ctx, owner[d.From], d.TransferID)
+		books.DeadLetters = append(books.DeadLetters, CoreDeadLetter{ID: d.TransferID, Status: d.Status, Answer: d.Answer})
+		reads = append(reads, transferRead{customer: owner[d.From], id: d.TransferID})
+	}
+	ops, err := r.transferOps(ctx, reads)
+	if err != nil {
+		return nil, err
+	}
+	for i := range books.Transfers {
+		books.Transfers[i].Op = ops[i]
+	}
+	for i := range books.DeadLetters {
+		books.DeadLetters[i].Op = ops[len(books.Transfers)+i]
+	}
+	return books, nil
+}
+
+// transferRead is a transfer to read back, as the customer who may read it.
+type transferRead struct{ customer, id string }
+
+// readersAtOnce is how many transfers transferOps reads back at once: the
+// reads change nothing, so the server answers them side by side on the
+// machine's other core while the replay waits on one.
+const readersAtOnce = 4
+
+// transferOps reads back every transfer of reads, readersAtOnce at a
+// time, and returns the operation that made each, in the order of reads;
+// the error is that of the first read, in that order, that failed.
+func (r *replayer) transferOps(ctx context.Context, reads []transferRead) ([]string, error) {
+	ops := make([]string, len(reads))
+	errs := make([]error, len(reads))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(readersAtOnce, len(reads)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				ops[i], errs[i] = r.transferOp(ctx, reads[i].customer, reads[i].id)
+			}
+		}()
+	}
+	for i := range reads {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		books.DeadLetters = append(books.DeadLetters, CoreDeadLetter{ID: d.TransferID, Op: op, Status: d.Status, Answer: d.Answer})
 	}
-	return books, nil
+	return ops, nil
 }
 
 // transferOp reads transfer id as customer and returns the operation that

@@ -1,7 +1,12 @@
 package replay
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -82,5 +87,61 @@ func TestReconcileDay_DeadLetterNamed(t *testing.T) {
 	}
 	if s := stories["op-3"]; strings.Contains(s, "dead letter") {
 		t.Errorf("op-3's finding %q names a dead letter it does not have", s)
+	}
+}
+
+// TestTransferOps_ReadsBackInOrder: the transfers read back side by side
+// come back in the order they were asked for, each read as its own
+// customer, and the first failure in that order is the one reported. It
+// catches reads whose answers land in another transfer's place, a read
+// sent with another customer's token, and a failure lost among the
+// successes.
+func TestTransferOps_ReadsBackInOrder(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		id := strings.TrimPrefix(req.URL.Path, "/transfers/")
+		if req.Header.Get("Authorization") != "Bearer tok-of-"+id {
+			http.Error(w, "wrong customer", http.StatusForbidden)
+			return
+		}
+		switch {
+		case strings.HasPrefix(id, "gone"):
+			http.NotFound(w, req)
+		case strings.HasPrefix(id, "bad"):
+			http.Error(w, "broken", http.StatusInternalServerError)
+		default:
+			json.NewEncoder(w).Encode(bank.Transfer{ID: id, Metadata: map[string]string{"op": "op-" + id}})
+		}
+	}))
+	defer hs.Close()
+	r := &replayer{opts: Options{URL: hs.URL}, client: hs.Client(), tokens: map[string]string{}}
+	var reads []transferRead
+	for i := range 40 {
+		id := fmt.Sprintf("t%02d", i)
+		if i == 7 {
+			id = "gone7"
+		}
+		reads = append(reads, transferRead{customer: "c-" + id, id: id})
+		r.tokens["c-"+id] = "tok-of-" + id
+	}
+	ops, err := r.transferOps(context.Background(), reads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rd := range reads {
+		want := "op-" + rd.id
+		if rd.id == "gone7" {
+			want = ""
+		}
+		if ops[i] != want {
+			t.Errorf("read %d (%s): op %q, want %q", i, rd.id, ops[i], want)
+		}
+	}
+	for _, id := range []string{"bad30", "bad35"} {
+		i, _ := strconv.Atoi(id[3:])
+		reads[i] = transferRead{customer: "c-" + id, id: id}
+		r.tokens["c-"+id] = "tok-of-" + id
+	}
+	if _, err := r.transferOps(context.Background(), reads); err == nil || !strings.Contains(err.Error(), "bad30") {
+		t.Errorf("with two reads failing: %v, want the first, bad30's", err)
 	}
 }
