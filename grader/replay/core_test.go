@@ -1,17 +1,17 @@
 package replay
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"idemlab/grader/dayplan"
 	"idemlab/kit/bank"
+	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 )
 
@@ -90,58 +90,39 @@ func TestReconcileDay_DeadLetterNamed(t *testing.T) {
 	}
 }
 
-// TestTransferOps_ReadsBackInOrder: the transfers read back side by side
-// come back in the order they were asked for, each read as its own
-// customer, and the first failure in that order is the one reported. It
-// catches reads whose answers land in another transfer's place, a read
-// sent with another customer's token, and a failure lost among the
-// successes.
-func TestTransferOps_ReadsBackInOrder(t *testing.T) {
+// TestTransferOps_ReadsEveryPage: the replay reads the bank's transfers a
+// page at a time until a short page, each page after the last id of the
+// one before, and refuses a server that lists a transfer twice instead of
+// asking for ever. It catches a reader that stops after the first page,
+// one that asks for the same page again, and one that never ends.
+func TestTransferOps_ReadsEveryPage(t *testing.T) {
+	ids := []string{"tr_a", "tr_b", "tr_c", "tr_d", "tr_e"}
+	var repeat atomic.Bool // the server lists its first page whatever it is asked
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		id := strings.TrimPrefix(req.URL.Path, "/transfers/")
-		if req.Header.Get("Authorization") != "Bearer tok-of-"+id {
-			http.Error(w, "wrong customer", http.StatusForbidden)
-			return
+		limit, _ := strconv.Atoi(req.URL.Query().Get("limit"))
+		page := []bank.TransferOp{}
+		for _, id := range ids {
+			if (repeat.Load() || id > req.URL.Query().Get("after")) && len(page) < limit {
+				page = append(page, bank.TransferOp{ID: id, Op: "op-" + id})
+			}
 		}
-		switch {
-		case strings.HasPrefix(id, "gone"):
-			http.NotFound(w, req)
-		case strings.HasPrefix(id, "bad"):
-			http.Error(w, "broken", http.StatusInternalServerError)
-		default:
-			json.NewEncoder(w).Encode(bank.Transfer{ID: id, Metadata: map[string]string{"op": "op-" + id}})
-		}
+		json.NewEncoder(w).Encode(map[string]any{"transfers": page})
 	}))
 	defer hs.Close()
-	r := &replayer{opts: Options{URL: hs.URL}, client: hs.Client(), tokens: map[string]string{}}
-	var reads []transferRead
-	for i := range 40 {
-		id := fmt.Sprintf("t%02d", i)
-		if i == 7 {
-			id = "gone7"
+	r := &replayer{lab: labclient.New(hs.URL, "admin", hs.Client())}
+	for _, page := range []int{2, 5, 1000} {
+		ops, err := r.transferOps(t.Context(), page)
+		if err != nil || len(ops) != len(ids) {
+			t.Errorf("pages of %d: %v, %v; want every one of %v", page, ops, err, ids)
 		}
-		reads = append(reads, transferRead{customer: "c-" + id, id: id})
-		r.tokens["c-"+id] = "tok-of-" + id
-	}
-	ops, err := r.transferOps(context.Background(), reads)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, rd := range reads {
-		want := "op-" + rd.id
-		if rd.id == "gone7" {
-			want = ""
-		}
-		if ops[i] != want {
-			t.Errorf("read %d (%s): op %q, want %q", i, rd.id, ops[i], want)
+		for _, id := range ids {
+			if ops[id] != "op-"+id {
+				t.Errorf("pages of %d: %s made by %q, want op-%s", page, id, ops[id], id)
+			}
 		}
 	}
-	for _, id := range []string{"bad30", "bad35"} {
-		i, _ := strconv.Atoi(id[3:])
-		reads[i] = transferRead{customer: "c-" + id, id: id}
-		r.tokens["c-"+id] = "tok-of-" + id
-	}
-	if _, err := r.transferOps(context.Background(), reads); err == nil || !strings.Contains(err.Error(), "bad30") {
-		t.Errorf("with two reads failing: %v, want the first, bad30's", err)
+	repeat.Store(true)
+	if _, err := r.transferOps(t.Context(), 2); err == nil || !strings.Contains(err.Error(), "twice") {
+		t.Errorf("a server that repeats its first page: %v, want an error", err)
 	}
 }

@@ -87,6 +87,7 @@ func (c *Controller) Routes(r chi.Router) {
 	r.Group(func(r chi.Router) {
 		r.Use(c.Quiesced)
 		r.Get("/state", c.handleState)
+		r.Get("/transfers", c.handleTransfers)
 		r.Post("/clock", c.handleClock)
 		r.Get("/config", c.handleGetConfig)
 		r.Post("/config", c.handleConfig)
