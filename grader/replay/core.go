@@ -2,9 +2,7 @@ package replay
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"idemlab/grader/dayplan"
@@ -12,7 +10,6 @@ import (
 	"idemlab/kit/bank"
 	"idemlab/kit/core"
 	"idemlab/kit/labctl"
-	"idemlab/kit/retry"
 )
 
 // CoreBooks is what the core ledger holds at the end of a replay.
@@ -55,8 +52,8 @@ const drainWithin = 10 * time.Second
 
 // readCore waits, up to drainWithin, for the server's outbox to have
 // nothing left to send, then reads the core's postings at url and asks
-// the bank which operation made each posted transfer (GET /transfers/{id}
-// as the customer whose account it came from).
+// the bank which operation made each posted transfer (GET /lab/transfers,
+// a page of transfers at a time).
 func (r *replayer) readCore(ctx context.Context, url string) (*CoreBooks, error) {
 	books := &CoreBooks{}
 	// A day's state lists every key it made: read it less often than a
@@ -75,58 +72,49 @@ func (r *replayer) readCore(ctx context.Context, url string) (*CoreBooks, error)
 	if err != nil {
 		return nil, err
 	}
-	owner := map[string]string{}
-	for _, c := range r.plan.Customers() {
-		for _, a := range c.Accounts {
-			owner[a] = c.ID
-		}
+	ops, err := r.transferOps(ctx, bank.MaxTransferOps)
+	if err != nil {
+		return nil, err
 	}
 	index := map[string]int{}
 	for _, p := range postings {
 		i, seen := index[p.TransferID]
 		if !seen {
-			op, err := r.transferOp(ctx, owner[p.From], p.TransferID)
-			if err != nil {
-				return nil, err
-			}
 			i = len(books.Transfers)
 			index[p.TransferID] = i
-			books.Transfers = append(books.Transfers, CoreTransfer{ID: p.TransferID, Op: op})
+			books.Transfers = append(books.Transfers, CoreTransfer{ID: p.TransferID, Op: ops[p.TransferID]})
 		}
 		books.Transfers[i].Postings++
 	}
 	for _, d := range last.DeadLetters {
-		op, err := r.transferOp(ctx, owner[d.From], d.TransferID)
-		if err != nil {
-			return nil, err
-		}
-		books.DeadLetters = append(books.DeadLetters, CoreDeadLetter{ID: d.TransferID, Op: op, Status: d.Status, Answer: d.Answer})
+		books.DeadLetters = append(books.DeadLetters, CoreDeadLetter{ID: d.TransferID, Op: ops[d.TransferID], Status: d.Status, Answer: d.Answer})
 	}
 	return books, nil
 }
 
-// transferOp reads transfer id as customer and returns the operation that
-// made it; "" if the bank has no such transfer.
-func (r *replayer) transferOp(ctx context.Context, customer, id string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.opts.URL+"/transfers/"+id, nil)
-	if err != nil {
-		return "", err
+// transferOps reads every transfer the bank executed, page at a time,
+// and returns the operation that made each, by the transfer's id: a
+// transfer the bank does not have is not there. It returns an error if a
+// page cannot be read, or lists a transfer a page before it listed (a
+// server that would list the same page for ever).
+func (r *replayer) transferOps(ctx context.Context, page int) (map[string]string, error) {
+	ops := map[string]string{}
+	after := ""
+	for {
+		got, err := r.lab.TransferOps(ctx, after, page)
+		if err != nil {
+			return nil, fmt.Errorf("read the bank's transfers: %w", err)
+		}
+		for _, t := range got {
+			if _, twice := ops[t.ID]; twice {
+				return nil, fmt.Errorf("read the bank's transfers: %s listed twice, again after %s", t.ID, after)
+			}
+			ops[t.ID], after = t.Op, t.ID
+		}
+		if len(got) < page {
+			return ops, nil
+		}
 	}
-	req.Header.Set("Authorization", "Bearer "+r.tokens[customer])
-	ans := retry.Send(r.client, req)
-	switch {
-	case ans.Err != nil:
-		return "", fmt.Errorf("read transfer %s: %w", id, ans.Err)
-	case ans.Status == http.StatusNotFound:
-		return "", nil
-	case ans.Status != http.StatusOK:
-		return "", fmt.Errorf("read transfer %s: %d %s", id, ans.Status, ans.Body)
-	}
-	var t bank.Transfer
-	if err := json.Unmarshal(ans.Body, &t); err != nil {
-		return "", fmt.Errorf("read transfer %s: %w", id, err)
-	}
-	return t.Metadata["op"], nil
 }
 
 // reconcileCore compares the core's postings with the transfers the

@@ -2,11 +2,16 @@ package replay
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"idemlab/grader/dayplan"
 	"idemlab/kit/bank"
+	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 )
 
@@ -82,5 +87,42 @@ func TestReconcileDay_DeadLetterNamed(t *testing.T) {
 	}
 	if s := stories["op-3"]; strings.Contains(s, "dead letter") {
 		t.Errorf("op-3's finding %q names a dead letter it does not have", s)
+	}
+}
+
+// TestTransferOps_ReadsEveryPage: the replay reads the bank's transfers a
+// page at a time until a short page, each page after the last id of the
+// one before, and refuses a server that lists a transfer twice instead of
+// asking for ever. It catches a reader that stops after the first page,
+// one that asks for the same page again, and one that never ends.
+func TestTransferOps_ReadsEveryPage(t *testing.T) {
+	ids := []string{"tr_a", "tr_b", "tr_c", "tr_d", "tr_e"}
+	var repeat atomic.Bool // the server lists its first page whatever it is asked
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		limit, _ := strconv.Atoi(req.URL.Query().Get("limit"))
+		page := []bank.TransferOp{}
+		for _, id := range ids {
+			if (repeat.Load() || id > req.URL.Query().Get("after")) && len(page) < limit {
+				page = append(page, bank.TransferOp{ID: id, Op: "op-" + id})
+			}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"transfers": page})
+	}))
+	defer hs.Close()
+	r := &replayer{lab: labclient.New(hs.URL, "admin", hs.Client())}
+	for _, page := range []int{2, 5, 1000} {
+		ops, err := r.transferOps(t.Context(), page)
+		if err != nil || len(ops) != len(ids) {
+			t.Errorf("pages of %d: %v, %v; want every one of %v", page, ops, err, ids)
+		}
+		for _, id := range ids {
+			if ops[id] != "op-"+id {
+				t.Errorf("pages of %d: %s made by %q, want op-%s", page, id, ops[id], id)
+			}
+		}
+	}
+	repeat.Store(true)
+	if _, err := r.transferOps(t.Context(), 2); err == nil || !strings.Contains(err.Error(), "twice") {
+		t.Errorf("a server that repeats its first page: %v, want an error", err)
 	}
 }

@@ -3,6 +3,8 @@ package bank_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -204,5 +206,54 @@ func TestMigrate_AddsReferenceToAnOlderDatabase(t *testing.T) {
 	var ref string
 	if err := db.QueryRowContext(ctx, `SELECT reference FROM transfers WHERE id = 'tr_old'`).Scan(&ref); err != nil || ref != "" {
 		t.Fatalf("reference %q, err %v; want the column, empty", ref, err)
+	}
+}
+
+// TestTransferOps_ListsEveryExecutedTransferInPages: paged by the last id
+// of each page, the listing holds every committed transfer once, with the
+// op its metadata names (none for a transfer without one), and nothing a
+// rolled-back transfer wrote. It catches a page that skips or repeats the
+// transfer at its edge, an op read from the wrong place, and a listing of
+// uncommitted work.
+func TestTransferOps_ListsEveryExecutedTransferInPages(t *testing.T) {
+	f := setup(t, 100_000)
+	a, b := f.customers[0], f.customers[1]
+	want := map[string]string{}
+	for i := range 7 {
+		req := bank.TransferRequest{From: a.Accounts[0], To: b.Accounts[0], Amount: 10, Metadata: map[string]string{"op": fmt.Sprintf("op-%d", i)}}
+		if i == 3 {
+			req.Metadata = nil
+		}
+		tr, err := f.transfer(t, a.ID, req, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[tr.ID] = req.Metadata["op"]
+	}
+	rolledBack, err := f.transfer(t, a.ID, bank.TransferRequest{From: a.Accounts[0], To: b.Accounts[0], Amount: 10, Metadata: map[string]string{"op": "op-x"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	after, pages := "", 0
+	for {
+		page, err := f.bank.TransferOps(context.Background(), after, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, tr := range page {
+			if _, twice := got[tr.ID]; twice || tr.ID <= after {
+				t.Errorf("transfer %s listed again or out of order (after %q)", tr.ID, after)
+			}
+			got[tr.ID] = tr.Op
+			after = tr.ID
+		}
+		if len(page) < 3 {
+			break
+		}
+	}
+	if !maps.Equal(got, want) || pages != 3 {
+		t.Errorf("listed %v in %d pages; want %v in 3 (rolled back: %s)", got, pages, want, rolledBack.ID)
 	}
 }

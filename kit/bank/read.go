@@ -102,6 +102,50 @@ func (b *Bank) GetTransfer(ctx context.Context, customer, id string) (Transfer, 
 	return t, err
 }
 
+// TransferOp is an executed transfer and the operation that made it (its
+// metadata's op; empty if it has none), as GET /lab/transfers lists them.
+type TransferOp struct {
+	ID string `json:"id"`
+	Op string `json:"op"`
+}
+
+// MaxTransferOps is the most transfers one page of TransferOps holds.
+const MaxTransferOps = 1000
+
+// TransferOps lists the executed transfers whose id sorts after after, in
+// the order of their ids, at most limit: a reconciliation reads every
+// transfer the core was told of in pages of these, where one
+// GetTransfer each cost a request. A transfer is listed as GetTransfer
+// finds it, with the ledger entry on the account it came from.
+func (b *Bank) TransferOps(ctx context.Context, after string, limit int) ([]TransferOp, error) {
+	rows, err := b.db.QueryContext(ctx,
+		`SELECT t.id, t.metadata
+		 FROM transfers t JOIN ledger_entries e ON e.ref = t.id AND e.account_id = t.from_account
+		 WHERE t.id > ? ORDER BY t.id LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list transfers after %q: %w", after, err)
+	}
+	defer rows.Close()
+	out := []TransferOp{}
+	for rows.Next() {
+		var t TransferOp
+		var metadata string
+		if err := rows.Scan(&t.ID, &metadata); err != nil {
+			return nil, fmt.Errorf("list transfers after %q: %w", after, err)
+		}
+		m, err := parseMetadata(metadata)
+		if err != nil {
+			return nil, fmt.Errorf("list transfers: transfer %s: %w", t.ID, err)
+		}
+		t.Op = m["op"]
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list transfers after %q: %w", after, err)
+	}
+	return out, nil
+}
+
 // GetDeposit reads a deposit the customer made. Errors as for GetTransfer.
 func (b *Bank) GetDeposit(ctx context.Context, customer, id string) (Deposit, error) {
 	var d Deposit

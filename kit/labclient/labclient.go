@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,6 +118,22 @@ func (c *Client) State(ctx context.Context) (labctl.State, error) {
 	var st labctl.State
 	err := c.do(ctx, http.MethodGet, "/lab/state", nil, &st)
 	return st, err
+}
+
+// TransferOps reads a page of the executed transfers (GET
+// /lab/transfers): those whose id sorts after after, in the order of
+// their ids, at most limit (1 to bank.MaxTransferOps), each with the
+// operation that made it. A page shorter than limit is the last.
+func (c *Client) TransferOps(ctx context.Context, after string, limit int) ([]bank.TransferOp, error) {
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if after != "" {
+		q.Set("after", after)
+	}
+	var out struct {
+		Transfers []bank.TransferOp `json:"transfers"`
+	}
+	err := c.do(ctx, http.MethodGet, "/lab/transfers?"+q.Encode(), nil, &out)
+	return out.Transfers, err
 }
 
 // Config is a change of the lab config (POST /lab/config). A member left

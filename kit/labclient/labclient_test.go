@@ -3,7 +3,13 @@ package labclient_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -250,5 +256,68 @@ func TestNow_ReadsTheLabTimeAndMovesNothing(t *testing.T) {
 	}
 	if d := moved.Now.Sub(at); d < time.Hour || d > time.Hour+time.Minute {
 		t.Errorf("the first clock event says %v: Now moved the clock or announced it", moved.Now)
+	}
+}
+
+// TestTransferOps_ReadsThePagesOfExecutedTransfers: three transfers read
+// two at a time come back once each, in the order of their ids, each with
+// its op, and a page size out of bounds is refused with a 400. It catches
+// a client that drops the cursor or the limit, and an endpoint that lists
+// a transfer twice or takes any limit.
+func TestTransferOps_ReadsThePagesOfExecutedTransfers(t *testing.T) {
+	srv, err := server.New(context.Background(), server.Options{DB: ":memory:", Stage: stage5.New, Lab: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	lab := labclient.New(hs.URL, srv.AdminToken(), hs.Client())
+	ctx := t.Context()
+	cs, err := lab.Reset(ctx, bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 1, OpeningBalance: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for i := range 3 {
+		body := fmt.Sprintf(`{"from":%q,"to":%q,"amount":10,"metadata":{"op":"op-%d"}}`, cs[0].Accounts[0], cs[1].Accounts[0], i)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+"/transfers", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+cs[0].Token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("key-%d", i))
+		resp, err := hs.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tr bank.Transfer
+		json.NewDecoder(resp.Body).Decode(&tr)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("transfer %d: %d", i, resp.StatusCode)
+		}
+		want[tr.ID] = fmt.Sprintf("op-%d", i)
+	}
+	got := map[string]string{}
+	var sizes []int
+	after := ""
+	for range 3 {
+		page, err := lab.TransferOps(ctx, after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(page))
+		for _, tr := range page {
+			if _, twice := got[tr.ID]; twice || tr.ID <= after {
+				t.Errorf("transfer %s listed again or out of order (after %q)", tr.ID, after)
+			}
+			got[tr.ID], after = tr.Op, tr.ID
+		}
+	}
+	if !maps.Equal(got, want) || !slices.Equal(sizes, []int{2, 1, 0}) {
+		t.Errorf("read %v in pages of %v; want %v in pages of [2 1 0]", got, sizes, want)
+	}
+	var le *labclient.Error
+	if _, err := lab.TransferOps(ctx, "", bank.MaxTransferOps+1); !errors.As(err, &le) || le.Status != http.StatusBadRequest {
+		t.Errorf("a page of %d: %v, want a 400", bank.MaxTransferOps+1, err)
 	}
 }

@@ -88,6 +88,7 @@ func (c *Controller) Routes(r chi.Router) {
 		r.Use(c.Quiesced)
 		r.Get("/state", c.handleState)
 		r.Get("/clock", c.handleGetClock)
+		r.Get("/transfers", c.handleTransfers)
 		r.Post("/clock", c.handleClock)
 		r.Get("/config", c.handleGetConfig)
 		r.Post("/config", c.handleConfig)
