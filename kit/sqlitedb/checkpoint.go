@@ -57,6 +57,10 @@ const walLimit = 4 * checkpointMark
 // 1,000 pages did before the checkpointer.
 const writerAutocheckpoint = 10 * checkpointMark
 
+// checkpointerMarks are the mark and limit a new checkpointer starts
+// with: checkpointMark and walLimit, which a test lowers.
+var checkpointerMarks = struct{ mark, limit uint32 }{checkpointMark, walLimit}
+
 // checkpointWait is how long a TRUNCATE checkpoint waits for the readers
 // (the checkpointer's busy timeout), the gate held: a reader that keeps
 // its snapshot longer makes it give up, and the checkpointer tries again
@@ -71,7 +75,7 @@ type checkpointer struct {
 	// makes it when the file is first read in WAL mode.
 	shm  *os.File
 	gate *writeGate
-	// mark and limit are checkpointMark and walLimit; a test lowers them.
+	// mark and limit are checkpointerMarks'.
 	mark, limit uint32
 	// next is the log's size, in pages, at which run empties it.
 	next uint32
@@ -99,7 +103,8 @@ func startCheckpointer(base driver.Connector, path string, gate *writeGate) (*ch
 		return nil, fmt.Errorf("open the checkpointer's connection: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	k := &checkpointer{conn: conn, path: path, gate: gate, mark: checkpointMark, limit: walLimit, next: walLimit,
+	k := &checkpointer{conn: conn, path: path, gate: gate,
+		mark: checkpointerMarks.mark, limit: checkpointerMarks.limit, next: checkpointerMarks.limit,
 		cancel: cancel, stopped: make(chan struct{}), done: make(chan struct{})}
 	go k.run(ctx)
 	return k, nil
