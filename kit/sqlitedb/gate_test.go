@@ -79,21 +79,7 @@ func TestWriteGate_EveryEndOfATransactionReleasesIt(t *testing.T) {
 	db := openGated(t, time.Second)
 	ctx := context.Background()
 	for _, end := range []string{"commit", "rollback", "commit"} {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatalf("begin after a %s: %v", end, err)
-		}
-		if _, err := tx.Exec(`INSERT INTO n VALUES (1)`); err != nil {
-			t.Fatal(err)
-		}
-		if end == "commit" {
-			err = tx.Commit()
-		} else {
-			err = tx.Rollback()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		insertAndEnd(t, db, end)
 	}
 	done, cancel := context.WithCancel(ctx)
 	cancel()
@@ -102,6 +88,27 @@ func TestWriteGate_EveryEndOfATransactionReleasesIt(t *testing.T) {
 	}
 	if _, err := db.ExecContext(ctx, `INSERT INTO n VALUES (2)`); err != nil {
 		t.Fatalf("write after a refused BEGIN: %v", err)
+	}
+}
+
+// insertAndEnd inserts a row in a write transaction and ends it with end,
+// "commit" or "rollback".
+func insertAndEnd(t *testing.T, db *DB, end string) {
+	t.Helper()
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatalf("begin, to %s: %v", end, err)
+	}
+	if _, err := tx.Exec(`INSERT INTO n VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	if end == "commit" {
+		err = tx.Commit()
+	} else {
+		err = tx.Rollback()
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -269,23 +276,8 @@ func TestWriteGate_CloseWaitsForTheWriteTransaction(t *testing.T) {
 func TestGateUse_CountsEveryHoldAndItsTime(t *testing.T) {
 	db := openGated(t, time.Second)
 	before := db.GateUse()
-	for _, end := range []string{"commit", "rollback"} {
-		tx, err := db.Begin()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(`INSERT INTO n VALUES (1)`); err != nil {
-			t.Fatal(err)
-		}
-		if end == "commit" {
-			err = tx.Commit()
-		} else {
-			err = tx.Rollback()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	insertAndEnd(t, db, "commit")
+	insertAndEnd(t, db, "rollback")
 	if _, err := db.Exec(`INSERT INTO n VALUES (2)`); err != nil {
 		t.Fatal(err)
 	}
