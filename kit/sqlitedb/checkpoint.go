@@ -26,19 +26,27 @@ import (
 //     wal-index (the "-shm" file) how many pages the log holds and how
 //     many of them have been copied already. Once checkpointMark pages
 //     wait, it runs a PASSIVE checkpoint, which takes no write lock:
-//     writers go on appending while it copies, and it copies what no
-//     reader still needs.
-//   - A reader that keeps an old snapshot keeps the log from starting over
-//     at the next commit, and a log that never starts over only grows. Once
-//     the log holds walLimit pages, the checkpointer takes the write gate,
-//     as a writer would, and runs a TRUNCATE checkpoint, which waits for
-//     the readers (up to checkpointWait), copies everything and empties
-//     the file. This process's writers wait at the gate meanwhile; it is
-//     rare.
+//     writers go on appending while it copies (and syncs), and it copies
+//     what no reader still needs.
+//   - If that copied every page it found, it takes the write gate, as a
+//     writer would, and runs a second PASSIVE checkpoint for the few pages
+//     appended during the first. The log starts over from its beginning
+//     only at a write that finds every page of it copied, and under a
+//     steady stream of commits a checkpoint beside the writers never
+//     leaves it so: a log that does not start over grows, and a longer
+//     file costs every commit. With the gate held, no page comes in
+//     between, and the next writer starts the log over (unless a reader
+//     that began before still reads from it).
+//   - A reader that keeps an old snapshot can still keep pages from being
+//     copied and the log from starting over; the checkpointer then waits
+//     for another checkpointMark pages before it tries again. Once the log
+//     holds walLimit pages, the checkpointer, the gate held, runs a
+//     RESTART checkpoint, which waits for the readers (up to
+//     checkpointWait) so that the next writer starts the log over.
 //   - The writer keeps an automatic checkpoint, at writerAutocheckpoint
 //     pages, as the last resort should the checkpointer fall behind.
-//   - Close stops it, then runs a last TRUNCATE checkpoint while it holds
-//     the gate.
+//   - Close stops it, then runs a last TRUNCATE checkpoint, which also
+//     empties the file, while it holds the gate.
 //
 // A checkpoint that fails, or is killed halfway, loses nothing: the pages
 // stay in the log, which SQLite reads and copies again (a restart after
@@ -48,7 +56,7 @@ import (
 // checkpoint: SQLite's own default for wal_autocheckpoint.
 const checkpointMark = 1000
 
-// walLimit is how many pages in the log make the checkpointer empty it
+// walLimit is how many pages in the log make the checkpointer restart it
 // under the gate.
 const walLimit = 4 * checkpointMark
 
@@ -61,10 +69,10 @@ const writerAutocheckpoint = 10 * checkpointMark
 // with: checkpointMark and walLimit, which a test lowers.
 var checkpointerMarks = struct{ mark, limit uint32 }{checkpointMark, walLimit}
 
-// checkpointWait is how long a TRUNCATE checkpoint waits for the readers
-// (the checkpointer's busy timeout), the gate held: a reader that keeps
-// its snapshot longer makes it give up, and the checkpointer tries again
-// once the log has grown by another walLimit pages.
+// checkpointWait is how long a RESTART or TRUNCATE checkpoint waits for
+// the readers (the checkpointer's busy timeout), the gate held: a reader
+// that keeps its snapshot longer makes it give up, and the checkpointer
+// tries again once the log has grown by another walLimit pages.
 const checkpointWait = 100 * time.Millisecond
 
 // checkpointer runs a database file's checkpoints (see above).
@@ -77,17 +85,23 @@ type checkpointer struct {
 	gate *writeGate
 	// mark and limit are checkpointerMarks'.
 	mark, limit uint32
-	// next is the log's size, in pages, at which run empties it.
+	// next is the log's size, in pages, at which run restarts it.
 	next uint32
+	// tried is the log's size when run last checkpointed beside the
+	// writers: a reader that keeps pages from being copied would
+	// otherwise have it try again after every commit.
+	tried uint32
 
 	cancel  context.CancelFunc // ends a wait for the gate
 	stopped chan struct{}      // closed to stop run
 	done    chan struct{}      // closed when run has returned
 	once    sync.Once
 
-	// passive and truncate count the checkpoints that ran to their end,
-	// failed those that returned an error or gave up on a reader.
-	passive, truncate, failed atomic.Int64
+	// passive, gated and restart count the checkpoints that ran to their
+	// end (PASSIVE beside the writers, PASSIVE with the gate held, and
+	// RESTART), failed those that returned an error or gave up on a
+	// reader.
+	passive, gated, restart, failed atomic.Int64
 }
 
 // startCheckpointer opens the checkpointer's connection through base and
@@ -128,12 +142,27 @@ func (k *checkpointer) pass(ctx context.Context) {
 	frames, pending, err := k.frames()
 	// A wal-index that cannot be read says nothing: checkpoint, which
 	// costs little when there is little to copy.
-	if err != nil || pending >= k.mark {
-		k.count(walCheckpoint(k.conn, "PASSIVE"), &k.passive)
+	if err == nil && frames < k.tried {
+		k.tried = 0 // the log has started over
+	}
+	if err != nil || pending >= k.mark && frames >= k.tried+k.mark {
+		k.tried = frames
+		all, err := walCheckpoint(k.conn, "PASSIVE")
+		k.count(err, &k.passive)
+		// Finish under the gate only when a reader did not hold pages
+		// back: one that does keeps the log from starting over anyway.
+		if err == nil && all {
+			if k.gate.acquire(ctx) != nil {
+				return
+			}
+			_, err = walCheckpoint(k.conn, "PASSIVE")
+			k.gate.release()
+			k.count(err, &k.gated)
+		}
 		frames, _, err = k.frames()
 	}
 	if err == nil && frames < k.limit {
-		k.next = k.limit // the log has started over since a TRUNCATE gave up
+		k.next = k.limit // the log has started over since a RESTART gave up
 	}
 	if err != nil || frames < k.next {
 		return
@@ -141,9 +170,9 @@ func (k *checkpointer) pass(ctx context.Context) {
 	if k.gate.acquire(ctx) != nil {
 		return
 	}
-	err = emptyLog(k.conn)
+	err = finalCheckpoint(k.conn, "RESTART")
 	k.gate.release()
-	k.count(err, &k.truncate)
+	k.count(err, &k.restart)
 	k.next = k.limit
 	if err != nil {
 		k.next = frames + k.limit
@@ -160,16 +189,18 @@ func (k *checkpointer) count(err error, done *atomic.Int64) {
 	done.Add(1)
 }
 
-// emptyLog runs a PASSIVE checkpoint, then a TRUNCATE one: the PASSIVE
-// copies what the readers let it without waiting, and the TRUNCATE then
-// has little left to copy while it waits for them. (Run first on a
-// connection, a TRUNCATE checkpoint also waited out the whole busy timeout
-// with no reader or writer left on the file, modernc.org/sqlite v1.62.0.)
-func emptyLog(conn driver.Conn) error {
-	if err := walCheckpoint(conn, "PASSIVE"); err != nil {
+// finalCheckpoint runs a PASSIVE checkpoint, then one in mode, RESTART or
+// TRUNCATE: the PASSIVE copies what the readers let it without waiting,
+// and the second then has little left to copy while it waits for them.
+// (Run first on a connection, a TRUNCATE checkpoint also waited out the
+// whole busy timeout with no reader or writer left on the file,
+// modernc.org/sqlite v1.62.0.)
+func finalCheckpoint(conn driver.Conn, mode string) error {
+	if _, err := walCheckpoint(conn, "PASSIVE"); err != nil {
 		return err
 	}
-	return walCheckpoint(conn, "TRUNCATE")
+	_, err := walCheckpoint(conn, mode)
+	return err
 }
 
 // frames reads the log's size from the wal-index (walFrames), opening it
@@ -185,26 +216,29 @@ func (k *checkpointer) frames() (frames, pending uint32, err error) {
 }
 
 // errCheckpointBusy is a checkpoint that could not finish: a reader kept
-// pages it had to copy, or, for a TRUNCATE, kept the log in use.
+// pages it had to copy, or, for a RESTART or TRUNCATE, kept the log in
+// use.
 var errCheckpointBusy = errors.New("checkpoint: a reader or writer held on")
 
-// walCheckpoint runs PRAGMA wal_checkpoint(mode) on conn. It returns the
-// statement's error, or errCheckpointBusy if the checkpoint could not
-// finish (the pragma's busy column).
-func walCheckpoint(conn driver.Conn, mode string) error {
+// walCheckpoint runs PRAGMA wal_checkpoint(mode) on conn, and reports
+// whether it copied every page of the log (the pragma's last two columns
+// agree; a PASSIVE checkpoint leaves the pages a reader still needs). It
+// returns the statement's error, or errCheckpointBusy if the checkpoint
+// could not finish (the pragma's busy column).
+func walCheckpoint(conn driver.Conn, mode string) (all bool, err error) {
 	rows, err := conn.(driver.QueryerContext).QueryContext(context.Background(), "PRAGMA wal_checkpoint("+mode+")", nil)
 	if err != nil {
-		return fmt.Errorf("checkpoint (%s): %w", mode, err)
+		return false, fmt.Errorf("checkpoint (%s): %w", mode, err)
 	}
 	defer rows.Close()
 	row := make([]driver.Value, len(rows.Columns()))
 	if err := rows.Next(row); err != nil {
-		return fmt.Errorf("checkpoint (%s): %w", mode, err)
+		return false, fmt.Errorf("checkpoint (%s): %w", mode, err)
 	}
 	if busy, ok := row[0].(int64); ok && busy != 0 {
-		return fmt.Errorf("%w (%s)", errCheckpointBusy, mode)
+		return false, fmt.Errorf("%w (%s)", errCheckpointBusy, mode)
 	}
-	return nil
+	return row[1] == row[2], nil
 }
 
 // stop ends run and waits for it: a checkpoint under way finishes first.
@@ -222,7 +256,7 @@ func (k *checkpointer) stop() {
 // checkpointer and holds the gate. A checkpoint that gives up is no error:
 // the pages stay in the log.
 func (k *checkpointer) close() error {
-	err := emptyLog(k.conn)
+	err := finalCheckpoint(k.conn, "TRUNCATE")
 	if errors.Is(err, errCheckpointBusy) {
 		err = nil
 	}

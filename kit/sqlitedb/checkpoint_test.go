@@ -88,10 +88,13 @@ func TestCheckpointer_ACommitRunsNoCheckpoint(t *testing.T) {
 	}
 }
 
-// A pass copies the log once checkpointMark pages wait, and empties it,
-// holding the gate, once it holds walLimit pages. Caught: a pass that never
-// checkpoints, one that checkpoints below the mark, and a log left to grow.
-func TestCheckpointer_PassCopiesPastTheMarkAndEmptiesPastTheLimit(t *testing.T) {
+// A pass copies the log once checkpointMark pages wait, beside the writers
+// and then for the rest with the gate held, and restarts it, the gate
+// held, once it holds walLimit pages: the next commit writes at its
+// beginning. Caught: a pass that never checkpoints, one that checkpoints
+// below the mark, one that does not finish under the gate, and a log left
+// to grow.
+func TestCheckpointer_PassCopiesPastTheMarkAndRestartsPastTheLimit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "lab.db")
 	db := openLog(t, path)
 	k := db.ckpt
@@ -104,25 +107,28 @@ func TestCheckpointer_PassCopiesPastTheMarkAndEmptiesPastTheLimit(t *testing.T) 
 		t.Fatalf("below the mark: %d pages wait, %d checkpoints ran; want pages waiting and none run", pending, k.passive.Load())
 	}
 	growLog(t, db, func(_, pending uint32) bool { return pending >= k.mark })
+	before := db.GateUse()
 	k.pass(ctx)
-	if _, pending := logFrames(t, db); pending != 0 || k.passive.Load() != 1 {
-		t.Fatalf("past the mark: %d pages wait after %d checkpoints; want 0 after 1", pending, k.passive.Load())
+	if _, pending := logFrames(t, db); pending != 0 || k.passive.Load() != 1 || k.gated.Load() != 1 || db.GateUse().Sub(before).Holds != 1 {
+		t.Fatalf("past the mark: %d pages wait after %d checkpoints beside the writers and %d under the gate (%d holds); want 0 after 1 and 1 (1)",
+			pending, k.passive.Load(), k.gated.Load(), db.GateUse().Sub(before).Holds)
 	}
 
 	growLog(t, db, func(frames, _ uint32) bool { return frames >= k.limit })
-	before := db.GateUse()
 	k.pass(ctx)
-	if k.truncate.Load() != 1 || db.GateUse().Sub(before).Holds != 1 {
-		t.Fatalf("past the limit: %d TRUNCATE checkpoints, %d holds of the gate; want 1 and 1", k.truncate.Load(), db.GateUse().Sub(before).Holds)
+	if k.restart.Load() != 1 {
+		t.Fatalf("past the limit: %d RESTART checkpoints; want 1", k.restart.Load())
 	}
-	if st, err := os.Stat(path + "-wal"); err != nil || st.Size() != 0 {
-		t.Fatalf("the log after a TRUNCATE checkpoint: %v, %v; want an empty file", st.Size(), err)
+	commitBlobs(t, db, 1)
+	if frames, _ := logFrames(t, db); frames > 20 {
+		t.Fatalf("the commit after a RESTART checkpoint left %d pages in the log: it did not start over", frames)
 	}
 }
 
-// A reader that keeps its snapshot makes the TRUNCATE give up after
-// checkpointWait, and the checkpointer does not try again, the gate held,
-// until the log has grown by another limit. Caught: a TRUNCATE that waits
+// A reader that keeps its snapshot makes the RESTART give up after
+// checkpointWait, and the checkpointer tries neither again, the gate held,
+// until the log has grown by another limit, nor a checkpoint beside the
+// writers until it has grown by another mark. Caught: a RESTART that waits
 // on forever, and one tried again at every commit (every writer waiting
 // checkpointWait behind it).
 func TestCheckpointer_AReaderThatHoldsOnPutsTheNextTryOff(t *testing.T) {
@@ -142,14 +148,16 @@ func TestCheckpointer_AReaderThatHoldsOnPutsTheNextTryOff(t *testing.T) {
 	}
 	growLog(t, db, func(frames, _ uint32) bool { return frames >= k.limit })
 	k.pass(ctx)
-	if k.failed.Load() != 1 || k.truncate.Load() != 0 {
-		t.Fatalf("with a reader on an old snapshot: %d checkpoints gave up, %d emptied the log; want 1 and 0", k.failed.Load(), k.truncate.Load())
+	if k.failed.Load() != 1 || k.restart.Load() != 0 || k.gated.Load() != 0 {
+		t.Fatalf("with a reader on an old snapshot: %d checkpoints gave up, %d restarted the log, %d ran under the gate; want 1, 0 and 0",
+			k.failed.Load(), k.restart.Load(), k.gated.Load())
 	}
-	holds := db.GateUse().Holds
+	holds, passive := db.GateUse().Holds, k.passive.Load()
 	commitBlobs(t, db, 1)
 	k.pass(ctx)
-	if got := db.GateUse().Holds - holds; got != 1 {
-		t.Fatalf("the next commit's pass took the gate %d times besides the commit; want it to wait for the log to grow", got-1)
+	if got := db.GateUse().Holds - holds; got != 1 || k.passive.Load() != passive {
+		t.Fatalf("the next commit's pass took the gate %d times besides the commit and checkpointed %d times; want it to wait for the log to grow",
+			got-1, k.passive.Load()-passive)
 	}
 }
 
