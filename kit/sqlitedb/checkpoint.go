@@ -87,9 +87,10 @@ type checkpointer struct {
 	mark, limit uint32
 	// next is the log's size, in pages, at which run restarts it.
 	next uint32
-	// tried is the log's size when run last checkpointed beside the
-	// writers: a reader that keeps pages from being copied would
-	// otherwise have it try again after every commit.
+	// tried is the log's size when a checkpoint beside the writers last
+	// left pages a reader held back, and 0 once one has copied them all:
+	// a reader that keeps pages from being copied would otherwise have it
+	// try again after every commit.
 	tried uint32
 
 	cancel  context.CancelFunc // ends a wait for the gate
@@ -140,15 +141,19 @@ func (k *checkpointer) run(ctx context.Context) {
 // pass runs the checkpoints the log needs now, if any.
 func (k *checkpointer) pass(ctx context.Context) {
 	frames, pending, err := k.frames()
-	// A wal-index that cannot be read says nothing: checkpoint, which
-	// costs little when there is little to copy.
 	if err == nil && frames < k.tried {
 		k.tried = 0 // the log has started over
 	}
+	// A wal-index that cannot be read says nothing: checkpoint, which
+	// costs little when there is little to copy.
 	if err != nil || pending >= k.mark && frames >= k.tried+k.mark {
-		k.tried = frames
-		all, err := walCheckpoint(k.conn, "PASSIVE")
+		var all bool
+		all, err = walCheckpoint(k.conn, "PASSIVE")
 		k.count(err, &k.passive)
+		k.tried = 0
+		if !all {
+			k.tried = frames
+		}
 		// Finish under the gate only when a reader did not hold pages
 		// back: one that does keeps the log from starting over anyway.
 		if err == nil && all {
@@ -170,7 +175,7 @@ func (k *checkpointer) pass(ctx context.Context) {
 	if k.gate.acquire(ctx) != nil {
 		return
 	}
-	err = finalCheckpoint(k.conn, "RESTART")
+	err = waitingCheckpoint(k.conn, "RESTART")
 	k.gate.release()
 	k.count(err, &k.restart)
 	k.next = k.limit
@@ -189,13 +194,14 @@ func (k *checkpointer) count(err error, done *atomic.Int64) {
 	done.Add(1)
 }
 
-// finalCheckpoint runs a PASSIVE checkpoint, then one in mode, RESTART or
-// TRUNCATE: the PASSIVE copies what the readers let it without waiting,
-// and the second then has little left to copy while it waits for them.
+// waitingCheckpoint runs a PASSIVE checkpoint, then one in mode, RESTART or
+// TRUNCATE, which waits for the readers: the PASSIVE copies what they let
+// it without waiting, and the second then has little left to copy while
+// it waits.
 // (Run first on a connection, a TRUNCATE checkpoint also waited out the
 // whole busy timeout with no reader or writer left on the file,
 // modernc.org/sqlite v1.62.0.)
-func finalCheckpoint(conn driver.Conn, mode string) error {
+func waitingCheckpoint(conn driver.Conn, mode string) error {
 	if _, err := walCheckpoint(conn, "PASSIVE"); err != nil {
 		return err
 	}
@@ -256,7 +262,7 @@ func (k *checkpointer) stop() {
 // checkpointer and holds the gate. A checkpoint that gives up is no error:
 // the pages stay in the log.
 func (k *checkpointer) close() error {
-	err := finalCheckpoint(k.conn, "TRUNCATE")
+	err := waitingCheckpoint(k.conn, "TRUNCATE")
 	if errors.Is(err, errCheckpointBusy) {
 		err = nil
 	}
