@@ -110,9 +110,10 @@ var errClosed = errors.New("sql: database is closed")
 // their context ends) would run on a closed SQLite handle and crash the
 // process. So Close takes the gate, as a writer would, and keeps it: it
 // closes the writer once the transaction on it has ended, and no writer
-// comes after. If the gate is not given back within its timeout, the
-// writer is left open and Close returns the gate's error. The checkpointer
-// stops first, and runs its last checkpoint once the gate is Close's.
+// comes after. The checkpointer stops first, and runs its last checkpoint
+// once the gate is Close's. If the gate is not given back within its
+// timeout, the writer and the checkpointer's connection are left open and
+// Close returns the gate's error.
 func (c *connector) Close() error {
 	c.closed.Store(true)
 	if c.ckpt != nil {
