@@ -347,8 +347,9 @@ func (l *latencies) quantile(q float64) float64 {
 // The gate's figures are what the gate saw: worked out from its holds and
 // held time, and, measured on a database, as many holds per request as
 // each request made. Caught: a figure that is a constant, one divided by
-// the wrong count, and a measure that reads the gate outside the timed run
-// (the warm-up's holds counted, or none).
+// the wrong count, and a measure that does not read the gate on both sides
+// of the timed run (no holds counted, or all of them since the database
+// was opened, divided by the last run's requests).
 func TestMeasure_GateFiguresComeFromTheGate(t *testing.T) {
 	us, share, holds := gateFigures(sqlitedb.GateUse{Holds: 30, Held: 3 * time.Millisecond}, 10, 6*time.Millisecond)
 	if us != 300 || share != 0.5 || holds != 3 {
