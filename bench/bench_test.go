@@ -2,14 +2,17 @@
 // server (stage 0) and the final solution (stage 9), over HTTP from 1, 8
 // and 64 clients at once, and the engine's ceiling: the final solution's
 // statements for one new transfer, from one writer, with no HTTP. Each
-// reports requests/s, p50 and p99 latency and commits per request
-// (allocations per request come from -benchmem); and, for a server with
+// reports requests/s, p50 and p99 latency, commits per request, and the
+// time the database's write gate was held per request and its share of
+// the wall time (allocations per request come from -benchmem); and, for a server with
 // an outbox, how many rows were still unsent when the last answer came,
 // the transfers delivered to the core ledger per second and the delivery
 // lag's p99. It runs them all in -rounds rounds (3 unless told), then
 // prints each one's median round and, last, the ratios:
 //
 //	bench: final/naive X, final/ceiling Y, final p99/p50 at 64 clients Z, delivered/naive D, lag p99 L ms
+//
+// after the line that bounds final/naive by the gate's time per request.
 //
 // Run it with make bench; docs/benchmarks.md has the figures.
 package bench
@@ -34,6 +37,7 @@ import (
 	"idemlab/kit/bank"
 	"idemlab/kit/labdb"
 	"idemlab/kit/server"
+	"idemlab/kit/sqlitedb"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage0"
 	"idemlab/solutions/stage9"
@@ -46,13 +50,17 @@ var clientCounts = []int{1, 8, 64}
 // heavy is the client count whose ratios the last line prints.
 const heavy = 64
 
-// result is one sub-benchmark's figures. left, delivered and lagP99 are
+// result is one sub-benchmark's figures. gateUS, gateShare and
+// gateHolds are the write gate's: the time it was held per request, in
+// microseconds, the share of the wall time it was held, and the holds per
+// request. left, delivered and lagP99 are
 // a relaying server's: the outbox rows still unsent when the last answer
 // came, the requests per second counted until the outbox was empty, and
 // the p99 of the delivery lag (a transfer's commit to the core's
 // acknowledgement), in milliseconds.
 type result struct {
 	perSecond, p50, p99, commits, allocs float64
+	gateUS, gateShare, gateHolds         float64
 	left, delivered, lagP99              float64
 }
 
@@ -132,13 +140,15 @@ func median(name string) result {
 // summarize prints the medians and, on the last line, the ratios.
 func summarize() {
 	fmt.Printf("bench: the median of %d rounds of each (by req/s)\n", *roundsFlag)
-	fmt.Printf("bench: %-18s %9s %9s %9s %12s %11s %12s %11s %11s\n", "", "req/s", "p50 ms", "p99 ms", "commits/req", "allocs/req", "outbox left", "delivered/s", "lag p99 ms")
+	fmt.Printf("bench: %-18s %9s %9s %9s %12s %11s %12s %10s %12s %11s %11s\n", "", "req/s", "p50 ms", "p99 ms", "commits/req",
+		"allocs/req", "gate µs/req", "gate held", "outbox left", "delivered/s", "lag p99 ms")
 	line := func(name string, r result) {
 		delivery := ""
 		if r.delivered > 0 {
 			delivery = fmt.Sprintf(" %12.0f %11.0f %11.0f", r.left, r.delivered, r.lagP99)
 		}
-		fmt.Printf("bench: %-18s %9.0f %9.2f %9.2f %12.2f %11.0f%s\n", name, r.perSecond, r.p50, r.p99, r.commits, r.allocs, delivery)
+		fmt.Printf("bench: %-18s %9.0f %9.2f %9.2f %12.2f %11.0f %12.0f %9.0f%%%s\n", name, r.perSecond, r.p50, r.p99, r.commits,
+			r.allocs, r.gateUS, 100*r.gateShare, delivery)
 	}
 	for _, n := range clientCounts {
 		line(fmt.Sprintf("naive, %d clients", n), median(fmt.Sprintf("clients=%d/naive", n)))
@@ -152,6 +162,9 @@ func summarize() {
 	}
 	fmt.Println(ratios)
 	naive, final := median(fmt.Sprintf("clients=%d/naive", heavy)), median(fmt.Sprintf("clients=%d/final", heavy))
+	fmt.Printf("bench: write gate at %d clients: naive %.0f µs/req (held %.0f%%), final %.0f µs/req (held %.0f%%, %.1f holds/req): final/naive %.2f, bounded by %.2f\n",
+		heavy, naive.gateUS, 100*naive.gateShare, final.gateUS, 100*final.gateShare, final.gateHolds,
+		final.perSecond/naive.perSecond, naive.gateUS/final.gateUS)
 	fmt.Printf("bench: delivered to the core: final/naive %.2f, final/ceiling %.2f at %d clients\n",
 		final.delivered/naive.perSecond, final.delivered/ceiling.perSecond, heavy)
 	fmt.Printf("bench: final/naive %.2f, final/ceiling %.2f, final p99/p50 at %d clients %.1f, delivered/naive %.2f, lag p99 %.0f ms\n",
@@ -196,7 +209,7 @@ func benchServer(b *testing.B, factory stage.Factory, clients int) result {
 		}
 		return nil
 	}
-	r := measure(b, clients, srv.Commits, transfer)
+	r := measure(b, clients, srv.Commits, srv.GateUse, transfer)
 	r.left, r.delivered, r.lagP99 = delivery(b, srv.Lab().Bank, r.perSecond)
 	return r
 }
@@ -242,8 +255,9 @@ func delivery(b *testing.B, bk *bank.Bank, perSecond float64) (left, delivered, 
 
 // measure warms up (each client's connections opened, the database's pages
 // read), then runs op b.N times from clients goroutines at once, numbering
-// the calls from 1 on, and reports the figures.
-func measure(b *testing.B, clients int, commits func() int64, op func(i int64) error) result {
+// the calls from 1 on, and reports the figures: commits and gate say what
+// the database committed and what its write gate saw.
+func measure(b *testing.B, clients int, commits func() int64, gate func() sqlitedb.GateUse, op func(i int64) error) result {
 	var next atomic.Int64
 	run := func(total int64) *latencies {
 		lat := &latencies{d: make([]time.Duration, 0, total)}
@@ -274,13 +288,14 @@ func measure(b *testing.B, clients int, commits func() int64, op func(i int64) e
 
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	c0 := commits()
+	c0, g0 := commits(), gate()
 	b.ResetTimer()
 	start := time.Now()
 	lat := run(warm + int64(b.N))
 	elapsed := time.Since(start)
 	b.StopTimer()
 	runtime.ReadMemStats(&after)
+	use := gate().Sub(g0)
 
 	r := result{
 		perSecond: float64(b.N) / elapsed.Seconds(),
@@ -289,11 +304,23 @@ func measure(b *testing.B, clients int, commits func() int64, op func(i int64) e
 		commits:   float64(commits()-c0) / float64(b.N),
 		allocs:    float64(after.Mallocs-before.Mallocs) / float64(b.N),
 	}
+	r.gateUS, r.gateShare, r.gateHolds = gateFigures(use, b.N, elapsed)
 	b.ReportMetric(r.perSecond, "req/s")
 	b.ReportMetric(r.p50, "p50-ms")
 	b.ReportMetric(r.p99, "p99-ms")
 	b.ReportMetric(r.commits, "commits/req")
+	b.ReportMetric(r.gateUS, "gate-µs/req")
+	b.ReportMetric(r.gateShare, "gate-share")
 	return r
+}
+
+// gateFigures turns what the write gate saw while n requests ran for
+// elapsed into the time it was held per request, in microseconds, the
+// share of elapsed it was held, and its holds per request. A server whose
+// gate is held nearly all the time can serve no more than one request per
+// gateUS: that bounds its rate, and the ratio of two servers' rates.
+func gateFigures(use sqlitedb.GateUse, n int, elapsed time.Duration) (gateUS, share, holds float64) {
+	return float64(use.Held) / float64(time.Microsecond) / float64(n), use.Held.Seconds() / elapsed.Seconds(), float64(use.Holds) / float64(n)
 }
 
 // latencies collects request durations from many goroutines.
@@ -315,4 +342,45 @@ func (l *latencies) quantile(q float64) float64 {
 		return 0
 	}
 	return float64(l.d[int(q*float64(len(l.d)-1))].Microseconds()) / 1000
+}
+
+// The gate's figures are what the gate saw: worked out from its holds and
+// held time, and, measured on a database, as many holds per request as
+// each request made. Caught: a figure that is a constant, one divided by
+// the wrong count, and a measure that does not read the gate on both sides
+// of the timed run (no holds counted, or all of them since the database
+// was opened, divided by the last run's requests).
+func TestMeasure_GateFiguresComeFromTheGate(t *testing.T) {
+	us, share, holds := gateFigures(sqlitedb.GateUse{Holds: 30, Held: 3 * time.Millisecond}, 10, 6*time.Millisecond)
+	if us != 300 || share != 0.5 || holds != 3 {
+		t.Fatalf("3 ms held in 30 holds by 10 requests in 6 ms: %v µs/req, share %v, %v holds/req; want 300, 0.5, 3", us, share, holds)
+	}
+
+	ctx := context.Background()
+	db, err := labdb.Open(ctx, filepath.Join(t.TempDir(), "gate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE n (v INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, writes := range []int{1, 3} {
+		var r result
+		testing.Benchmark(func(b *testing.B) {
+			r = measure(b, 2, db.Commits, db.GateUse, func(i int64) error {
+				for range writes {
+					if _, err := db.ExecContext(ctx, `INSERT INTO n VALUES (?)`, i); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		})
+		// The checkpointer may have taken the gate once or twice besides.
+		if r.gateHolds < float64(writes) || r.gateHolds > float64(writes)+0.1 || r.gateUS <= 0 || r.gateShare <= 0 || r.gateShare > 1 {
+			t.Errorf("%d writes a request: %v holds/req, %v µs/req, share %v; want %d holds/req and some time, at most all of it",
+				writes, r.gateHolds, r.gateUS, r.gateShare, writes)
+		}
+	}
 }

@@ -61,7 +61,7 @@ func benchCeiling(b *testing.B) result {
 	if err := tx.Commit(); err != nil {
 		b.Fatal(err)
 	}
-	return measure(b, 1, db.Commits, func(i int64) error {
+	return measure(b, 1, db.Commits, db.GateUse, func(i int64) error {
 		return ceilingOp(ctx, db, bk, clk, cfg, customers[int(i)%len(customers)], i)
 	})
 }

@@ -41,6 +41,7 @@ type DB struct {
 	*fault.Store
 	engine Engine
 	target string
+	lite   *sqlitedb.DB // the SQLite database, nil on PostgreSQL
 	pg     postgresDB
 	closed func(context.Context) error
 }
@@ -60,7 +61,7 @@ func Open(ctx context.Context, target string) (*DB, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &DB{DB: db.DB, Store: db.Store, engine: SQLite, target: target}, nil
+		return &DB{DB: db.DB, Store: db.Store, engine: SQLite, target: target, lite: db}, nil
 	}
 	return openPostgres(ctx, target)
 }
@@ -146,6 +147,15 @@ func (db *DB) WatchKeyTable(ctx context.Context) error {
 		return nil
 	}
 	return db.pg.WatchKeyTable(ctx)
+}
+
+// GateUse reports what a SQLite database's write gate has seen
+// (sqlitedb.GateUse); nothing on PostgreSQL, which has no gate.
+func (db *DB) GateUse() sqlitedb.GateUse {
+	if db.lite == nil {
+		return sqlitedb.GateUse{}
+	}
+	return db.lite.GateUse()
 }
 
 // Close closes db, and drops it if it was opened with OpenOwn.

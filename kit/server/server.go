@@ -30,6 +30,7 @@ import (
 	"idemlab/kit/labctl"
 	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
+	"idemlab/kit/sqlitedb"
 	"idemlab/kit/stage"
 )
 
@@ -445,6 +446,10 @@ func (s *Server) Lab() *labctl.Controller { return s.ctl }
 // Commits reports how many transactions have committed on the server's
 // database (see fault.Store.Commits).
 func (s *Server) Commits() int64 { return s.db.Commits() }
+
+// GateUse reports what the write gate of the server's database has seen
+// (sqlitedb.GateUse); nothing on PostgreSQL.
+func (s *Server) GateUse() sqlitedb.GateUse { return s.db.GateUse() }
 
 // Close stops the server's background work and closes its database.
 func (s *Server) Close() error {

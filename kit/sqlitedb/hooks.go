@@ -42,6 +42,8 @@ type connector struct {
 	writer *physical
 	// closed is set by Close: no writer is opened after it.
 	closed atomic.Bool
+	// ckpt runs a database file's checkpoints; nil in memory.
+	ckpt *checkpointer
 }
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -108,18 +110,27 @@ var errClosed = errors.New("sql: database is closed")
 // their context ends) would run on a closed SQLite handle and crash the
 // process. So Close takes the gate, as a writer would, and keeps it: it
 // closes the writer once the transaction on it has ended, and no writer
-// comes after. If the gate is not given back within its timeout, the
-// writer is left open and Close returns the gate's error.
+// comes after. The checkpointer stops first, and runs its last checkpoint
+// once the gate is Close's. If the gate is not given back within its
+// timeout, the writer and the checkpointer's connection are left open and
+// Close returns the gate's error.
 func (c *connector) Close() error {
 	c.closed.Store(true)
+	if c.ckpt != nil {
+		c.ckpt.stop()
+	}
 	if err := c.gate.acquire(context.Background()); err != nil {
 		return fmt.Errorf("close the writer: a write transaction still holds it: %w", err)
 	}
-	if c.writer == nil {
-		return nil
+	var err error
+	if c.writer != nil {
+		err = c.writer.close()
+		c.writer = nil
 	}
-	err := c.writer.close()
-	c.writer = nil
+	if c.ckpt != nil {
+		err = errors.Join(err, c.ckpt.close())
+		c.ckpt = nil
+	}
 	return err
 }
 

@@ -8,6 +8,9 @@
 // (gate.go) rather than in SQLite's sleeping busy handler, and each
 // connection keeps the statements it has prepared (stmtcache.go).
 //
+// A connection of its own runs the checkpoints of a database file, beside
+// the writers rather than inside one of their commits (checkpoint.go).
+//
 // The connections are wrapped (see hooks.go) so that lab mode can inject the
 // faults of lab mode: a crash right after the commit that carried a
 // business write, and a key store that returns errors.
@@ -34,6 +37,7 @@ type DB struct {
 	*sql.DB
 	*fault.Store
 	gate *writeGate
+	ckpt *checkpointer // nil for an in-memory database
 	path string
 }
 
@@ -54,7 +58,13 @@ func Open(path string) (*DB, error) {
 	}
 	h := &fault.Store{}
 	gate := newWriteGate()
-	sdb := sql.OpenDB(&connector{base: base, hooks: h, gate: gate})
+	c := &connector{base: base, hooks: h, gate: gate}
+	if path != ":memory:" {
+		if c.ckpt, err = startCheckpointer(base, path, gate); err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+	}
+	sdb := sql.OpenDB(c)
 	// Each request holds a connection while it waits at the write gate, so
 	// under load there are as many connections as requests in flight.
 	// database/sql keeps only two idle ones by default and closes the rest,
@@ -67,7 +77,7 @@ func Open(path string) (*DB, error) {
 		sdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return &DB{DB: sdb, Store: h, gate: gate, path: path}, nil
+	return &DB{DB: sdb, Store: h, gate: gate, ckpt: c.ckpt, path: path}, nil
 }
 
 // BusyTimeout is how long a statement waits for a lock another connection
@@ -98,6 +108,7 @@ func dataSourceName(path string) (string, error) {
 	}
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", writerAutocheckpoint))
 	return "file:" + path + "?" + q.Encode(), nil
 }
 
