@@ -161,7 +161,7 @@ func (k *checkpointer) pass(ctx context.Context) {
 				return
 			}
 			_, err = walCheckpoint(k.conn, "PASSIVE")
-			k.gate.release()
+			k.gate.releaseQuietly()
 			k.count(err, &k.gated)
 		}
 		frames, _, err = k.frames()
@@ -176,12 +176,13 @@ func (k *checkpointer) pass(ctx context.Context) {
 		return
 	}
 	err = waitingCheckpoint(k.conn, "RESTART")
-	k.gate.release()
+	k.gate.releaseQuietly()
 	k.count(err, &k.restart)
-	k.next = k.limit
-	if err != nil {
-		k.next = frames + k.limit
-	}
+	// Not k.limit, even when it restarted the log: the wal-index still
+	// counts the old pages until the next writer starts the log over, and
+	// a pass before that would restart it again, and again. Once it has
+	// started over, next is back to k.limit (above).
+	k.next = frames + k.limit
 }
 
 // count counts a checkpoint that ran to its end in done, and one that

@@ -74,18 +74,26 @@ func (g *writeGate) acquire(ctx context.Context) error {
 // release lets the next writer through, and tells the checkpointer that a
 // writer has left.
 func (g *writeGate) release() {
-	g.held.Add(int64(time.Since(g.since)))
-	g.holds.Add(1)
-	<-g.slot
+	g.releaseQuietly()
 	select {
 	case g.released <- struct{}{}:
 	default:
 	}
 }
 
+// releaseQuietly lets the next writer through without telling the
+// checkpointer: what it calls after its own holds, which wrote nothing to
+// the log (told, it would wake itself again and again on a quiet
+// database).
+func (g *writeGate) releaseQuietly() {
+	g.held.Add(int64(time.Since(g.since)))
+	g.holds.Add(1)
+	<-g.slot
+}
+
 // GateUse is what a database's write gate has seen since it was opened:
 // how many times a writer went through it (a write transaction, a write
-// outside one, a checkpoint that restarts the log), and how long, in all,
+// outside one, a checkpoint that finishes or restarts the log), and how long, in all,
 // writers held it. A hold still under way is not counted yet.
 type GateUse struct {
 	Holds int64
