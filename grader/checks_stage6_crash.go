@@ -9,6 +9,7 @@ import (
 	"idemlab/grader/dayplan"
 	"idemlab/grader/judging"
 	"idemlab/grader/replay"
+	"idemlab/grader/targets"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 )
@@ -230,7 +231,23 @@ func checkDayReplayThroughFaults(t *T) error {
 	}
 	return t.Fail(fmt.Sprintf("a replay of the day that this command writes to day.jsonl: %s\n(half the operations meet failure points of the network; the server crashed %d times: %s)",
 		dayCommand(params), len(log.fired), strings.Join(log.fired, ", ")),
-		replay.DayReport(rc), "0 executed more than once, 0 lost, 0 mismatched replays, 0 unexpected answers, every client of an executed operation knows its original answer, every balance = opening + executions")
+		replay.DayReport(rc, DayResults(t.Subject())), "0 executed more than once, 0 lost, 0 mismatched replays, 0 unexpected answers, every client of an executed operation knows its original answer, every balance = opening + executions")
+}
+
+// DayResults says how to see every finding of the day dayCommand writes:
+// the command, run as printed from the checkout's root, that replays it
+// against subject (without the crashes) and writes them all.
+func DayResults(subject targets.Subject) string {
+	against := fmt.Sprintf("--stage %d", subject.Stage)
+	switch {
+	case strings.HasPrefix(subject.Name, "solutions/"):
+		against += " --solution"
+	case !strings.HasPrefix(subject.Name, "stages/"):
+		// Not a stage of this checkout: a server the person starts.
+		against = "--url URL --admin-token TOKEN"
+	}
+	return fmt.Sprintf("`%s replay --log day.jsonl %s --results DIR` replays that day (without the crashes) and writes all of them to DIR/results.json",
+		Program(), against)
 }
 
 // dayCommand is the command, run as printed from the checkout's root,

@@ -2,6 +2,8 @@ package grader
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,5 +79,26 @@ func TestDayCommand_RunsAsPrinted(t *testing.T) {
 	}
 	if !bytes.Equal(got, want.Bytes()) {
 		t.Errorf("%s wrote another day than the check played:\n%s", printed, got[:min(len(got), 400)])
+	}
+}
+
+// TestWithRunHint_NamesTheStageAndKeepsTheError: a check that needs a
+// server of its own says, for its own stage, what to run instead, and
+// stays the error it was; any other error is left as it is.
+func TestWithRunHint_NamesTheStageAndKeepsTheError(t *testing.T) {
+	for _, sentinel := range []error{targets.ErrNoChild, targets.ErrNoReplicas} {
+		err := WithRunHint(fmt.Errorf("crash the server: %w", sentinel), 6)
+		if !errors.Is(err, sentinel) {
+			t.Errorf("%v is no longer %v", err, sentinel)
+		}
+		for _, want := range []string{"`make stage-6`", "`" + Program() + " grade --stage 6`"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%q does not say %s", err, want)
+			}
+		}
+	}
+	other := errors.New("the server answered 500")
+	if got := WithRunHint(other, 6); got != other {
+		t.Errorf("another error became %q", got)
 	}
 }

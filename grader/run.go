@@ -83,13 +83,23 @@ func RunCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uin
 	defer t.history.Close()
 	// Without the lab's events the timeline still has every request.
 	t.history.Watch(ctx, t.Lab())
-	err = t.moneyFirst(runGuarded(c, t))
+	err = t.moneyFirst(WithRunHint(runGuarded(c, t), c.Stage))
 	r := Result{Check: c, Seed: runSeed, Err: err, Duration: time.Since(began)}
 	if r.Caught() {
 		t.history.Fence(ctx, t.Lab())
 		r.History = t.history.History()
 	}
 	return r
+}
+
+// WithRunHint adds to err, when the check needed a server the grader
+// starts itself (targets.ErrNoChild, targets.ErrNoReplicas), the commands
+// that run it so, for a check of stage, as typed from the checkout's root.
+func WithRunHint(err error, stage int) error {
+	if errors.Is(err, targets.ErrNoChild) || errors.Is(err, targets.ErrNoReplicas) {
+		return fmt.Errorf("%w: run it with `make stage-%d`, or `%s grade --stage %d` (without --url)", err, stage, Program(), stage)
+	}
+	return err
 }
 
 func runGuarded(c Check, t *T) (err error) {

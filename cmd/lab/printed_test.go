@@ -14,6 +14,7 @@ import (
 
 	"idemlab/grader"
 	"idemlab/grader/gradertest"
+	"idemlab/grader/targets"
 	"idemlab/studentloop"
 )
 
@@ -53,7 +54,8 @@ func TestPrinted_EveryCommandWorksAsTyped(t *testing.T) {
 		"make audit PKG=./audit/examples/naive SEED=42 RUN=S1.x", "make stage-2 SEED=42 RUN=S2.x", "make solution-2 SEED=42 RUN=S2.x",
 		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --stage 4 --solution --op op-0042",
 		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --url", "go run ./cmd/lab gen -o day.jsonl",
-		"make reset N=3", "go run ./cmd/lab docs 3"} {
+		"make reset N=3", "go run ./cmd/lab docs 3",
+		"make stage-6", "go run ./cmd/lab grade --stage 6", "go run ./cmd/lab replay --log day.jsonl --stage 6 --solution"} {
 		if !containsPrefix(found, want) {
 			t.Errorf("no printed command starts %q; found %q", want, found)
 		}
@@ -116,6 +118,13 @@ func printedByTheLab(t *testing.T) map[string]string {
 	out["lab audit's failures"] = "  reproduce " + reproduceAudit(audit, "S1.x")
 	out["make stage-N's failures"] = "  reproduce " + gradertest.Reproduce(grader.Subject{Stage: 2, Name: "stages/stage2"}, 42, "S2.x") +
 		"\n  reproduce " + gradertest.Reproduce(grader.Subject{Stage: 2, Name: "solutions/stage2"}, 42, "S2.x")
+
+	for _, err := range []error{targets.ErrNoChild, targets.ErrNoReplicas} {
+		out["a check that needs a server of its own, under --url"] += grader.WithRunHint(err, 6).Error() + "\n"
+	}
+	for _, name := range []string{"stages/stage6", "solutions/stage6", "./audit/examples/naive"} {
+		out["S6's day, "+name] = grader.DayResults(targets.Subject{Stage: 6, Name: name})
+	}
 
 	var replays []string
 	for _, f := range []func(*replayFlags){

@@ -75,7 +75,7 @@ func TestLadder(t *testing.T) {
 	}
 	// run runs checks against subject; a check that could not run at all
 	// proves nothing, whichever way the cell must go, and is an error.
-	run := func(subject grader.Subject, checks []grader.Check) ladder.Cell {
+	run := func(t *testing.T, subject grader.Subject, checks []grader.Check) ladder.Cell {
 		c := ladder.Run(ctx, subject, checks, seed)
 		for _, id := range c.Broken {
 			t.Errorf("%s: %s could not run:\n%s", subject.Name, id, c.Errors[id])
@@ -89,52 +89,63 @@ func TestLadder(t *testing.T) {
 	rows := [][]string{{"stage", "solution N, checks <= N", "solution N-1, stage-N checks", "scaffold N, stage-N checks", "scaffold N, checks < N"}}
 	for i, r := range rungs {
 		n := r.Stage
-		if len(ladder.OfStage(r.Solution)) == 0 {
-			t.Errorf("stage %d has no checks", n)
-			continue
-		}
-		row := []string{fmt.Sprint(n)}
-
-		sol := run(r.Solution, grader.For(r.Solution))
-		row = append(row, verdict(sol, true))
-		for _, id := range sol.Failed {
-			t.Errorf("solution %d must pass %s:\n%s", n, id, sol.Errors[id])
-		}
-
-		if i == 0 {
-			row = append(row, "-")
-		} else {
-			prev := rungs[i-1].Solution
-			prev.Stage = n
-			below := run(prev, ladder.OfStage(prev))
-			row = append(row, verdict(below, false))
-			if len(below.Failed) == 0 {
-				t.Errorf("solution %d passes every stage-%d check: the stage teaches nothing a check can see", n-1, n)
-			}
-			for _, id := range below.Checks {
-				if !slices.Contains(below.Failed, id) && !slices.Contains(below.Broken, id) {
-					guards = append(guards, id)
-				}
-			}
-		}
-
-		scaf := run(r.Scaffold, ladder.OfStage(r.Scaffold))
-		row = append(row, verdict(scaf, false))
-		if len(scaf.Failed) == 0 {
-			t.Errorf("stages/stage%d passes every stage-%d check. The ladder holds the untouched scaffolds: "+
-				"if you have solved the stage, that is why (well done); your own check is make stage-%d", n, n, n)
-		}
-		earlier := run(r.Scaffold, ladder.Before(r.Scaffold))
-		row = append(row, verdict(earlier, true))
-		for _, id := range earlier.Failed {
-			t.Errorf("the scaffold of stage %d must pass the earlier check %s:\n%s", n, id, earlier.Errors[id])
-		}
-		rows = append(rows, row)
+		// A subtest a stage, so that -run 'TestLadder/stage7$' runs one
+		// rung: its row alone is printed.
+		t.Run(fmt.Sprintf("stage%d", n), func(t *testing.T) {
+			rows = append(rows, climb(t, i, run, &guards))
+		})
 	}
 	fmt.Printf("\nThe stage ladder (seed %d):\n", seed)
 	ladder.PrintMatrix(os.Stdout, rows)
 	sort.Strings(guards)
 	fmt.Printf("guards (pass on the stage before, by design): %s\n", strings.Join(guards, ", "))
+}
+
+// climb runs the rung rungs[i] through run, reports on t what does not
+// hold, adds its guards, and returns its row of the matrix.
+func climb(t *testing.T, i int, run func(*testing.T, grader.Subject, []grader.Check) ladder.Cell, guards *[]string) []string {
+	r := rungs[i]
+	n := r.Stage
+	row := []string{fmt.Sprint(n)}
+	if len(ladder.OfStage(r.Solution)) == 0 {
+		t.Errorf("stage %d has no checks", n)
+		return append(row, "no checks", "-", "-", "-")
+	}
+
+	sol := run(t, r.Solution, grader.For(r.Solution))
+	row = append(row, verdict(sol, true))
+	for _, id := range sol.Failed {
+		t.Errorf("solution %d must pass %s:\n%s", n, id, sol.Errors[id])
+	}
+
+	if i == 0 {
+		row = append(row, "-")
+	} else {
+		prev := rungs[i-1].Solution
+		prev.Stage = n
+		below := run(t, prev, ladder.OfStage(prev))
+		row = append(row, verdict(below, false))
+		if len(below.Failed) == 0 {
+			t.Errorf("solution %d passes every stage-%d check: the stage teaches nothing a check can see", n-1, n)
+		}
+		for _, id := range below.Checks {
+			if !slices.Contains(below.Failed, id) && !slices.Contains(below.Broken, id) {
+				*guards = append(*guards, id)
+			}
+		}
+	}
+
+	scaf := run(t, r.Scaffold, ladder.OfStage(r.Scaffold))
+	row = append(row, verdict(scaf, false))
+	if len(scaf.Failed) == 0 {
+		t.Errorf("stages/stage%d passes every stage-%d check. The ladder holds the untouched scaffolds: "+
+			"if you have solved the stage, that is why (well done); your own check is make stage-%d", n, n, n)
+	}
+	earlier := run(t, r.Scaffold, ladder.Before(r.Scaffold))
+	for _, id := range earlier.Failed {
+		t.Errorf("the scaffold of stage %d must pass the earlier check %s:\n%s", n, id, earlier.Errors[id])
+	}
+	return append(row, verdict(earlier, true))
 }
 
 // verdict renders a cell: for a subject that must pass, "pass (k)" or the

@@ -5,10 +5,11 @@ import (
 )
 
 // DayReport renders a day's reconciliation for a failure, with a few
-// examples of each finding, each cut to a readable length.
-func DayReport(rc DayReconciliation) string {
+// examples of each finding, each cut to a readable length; all says where
+// the rest are (see WriteReport).
+func DayReport(rc DayReconciliation, all string) string {
 	var b strings.Builder
-	rc.WriteReport(&b, 3, "lab replay of this day with --results DIR writes all of them to DIR/results.json")
+	rc.WriteReport(&b, 3, all)
 	lines := strings.Split(b.String(), "\n")
 	for i, l := range lines {
 		if r := []rune(l); len(r) > 400 {

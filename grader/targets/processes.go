@@ -96,9 +96,10 @@ func ReplicaProcesses(binary, cluster string, n int) Start {
 }
 
 // ErrNoReplicas is returned by T.OnReplicas when the grader cannot start the
-// subject in processes of its own.
-var ErrNoReplicas = errors.New("this check runs the server as several processes on one database, so it needs to start them: run it with make stage-N, or lab grade without --url")
+// subject in processes of its own. It names no command: the grader, which
+// knows the check's stage and how the lab was started, adds one.
+var ErrNoReplicas = errors.New("this check runs the server as several processes on one database, so it needs to start them itself, not reach a server started elsewhere (--url)")
 
 // ErrNoChild is returned by T.OnChild when the grader cannot start the
-// subject in a process of its own.
-var ErrNoChild = errors.New("this check crashes the server, so it needs one the grader can kill and restart: run it with make stage-N, or lab grade without --url")
+// subject in a process of its own. Like ErrNoReplicas, it names no command.
+var ErrNoChild = errors.New("this check crashes the server, so it needs one the grader can kill and restart, not a server started elsewhere (--url)")

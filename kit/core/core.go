@@ -88,12 +88,6 @@ var (
 		Explain: "The posting names a transfer the bank executed, but with other accounts or another amount than the bank recorded. Post what the bank's transfer says. Nothing was posted."}
 )
 
-// Problems are the problem types the core answers with, by status, beside
-// the lab's own: 400 for a missing or malformed Idempotency-Key, 401 without
-// the core's token, 413 and 415 for a body too large or not JSON, 422
-// unknown-account and idempotency-key-reused.
-var Problems = []*problem.Type{InvalidPosting, InvalidBatch, UnknownTransfer, PostingMismatch, Down}
-
 // Books is the bank's record a posting is checked against, read only
 // (bank.Books, on the lab's database).
 type Books interface {
