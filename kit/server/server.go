@@ -99,6 +99,8 @@ type Server struct {
 
 	accessLog   *accesslog.Writer
 	bodyTimeout time.Duration
+	// slots bound the customer requests served at once (requestSlots).
+	slots slots
 
 	keyRows chan []int64
 	// listening carries what the database says of its key-row reports:
@@ -150,6 +152,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.AccessLog != nil {
 		s.accessLog = accesslog.NewWriter(opts.AccessLog)
 	}
+	s.slots = requestSlots(db.DB)
 	if err := s.start(ctx, opts); err != nil {
 		// End what start had started (the server's own core ledger).
 		close(s.stop)
