@@ -3,6 +3,6 @@ package server
 // ReservedConns is reservedConns, for the tests of package server_test.
 const ReservedConns = reservedConns
 
-// RequestSlots reports how many customer requests s serves at once; zero
+// PoolSize reports how many connections s's database opens at most; zero
 // means no bound.
-func (s *Server) RequestSlots() int { return cap(s.slots) }
+func (s *Server) PoolSize() int { return s.db.Stats().MaxOpenConnections }
