@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"sync"
 )
 
 // reservedConns is how many of a bounded pool's connections the customer
@@ -57,4 +59,26 @@ func (s slots) release() {
 	if s != nil {
 		<-s
 	}
+}
+
+// warm opens n of db's connections at once, then leaves them idle in its
+// pool for the first requests to take. Each is held until all are open,
+// so that none is opened twice. It returns the errors of those that could
+// not be opened; the pool opens them later, as it is asked.
+func warm(ctx context.Context, db *sql.DB, n int) error {
+	errs := make([]error, n)
+	conns := make([]*sql.Conn, n)
+	var opened sync.WaitGroup
+	for i := range n {
+		opened.Go(func() {
+			conns[i], errs[i] = db.Conn(ctx)
+		})
+	}
+	opened.Wait()
+	for _, c := range conns {
+		if c != nil {
+			c.Close()
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -243,6 +243,16 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	})
 	s.wg.Add(1)
 	go s.publishKeyRows()
+	if s.slots != nil {
+		// Open now what the requests and the relay will hold at once, so
+		// that none of them waits under load for PostgreSQL to start a
+		// backend: 64 clients that come at once, or retry at once after
+		// a restart, opened 40 in the same second, and the relay's pass
+		// that came then waited its turn for one.
+		if err := warm(ctx, s.db.DB, cap(s.slots)+1); err != nil && s.log != nil {
+			s.log.Warn("open the database's connections ahead", "error", err)
+		}
+	}
 	if relays {
 		s.wg.Add(1)
 		interval := opts.RelayInterval
