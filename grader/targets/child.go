@@ -118,7 +118,9 @@ func CanServe(subjects ...Subject) {
 
 // Serve runs subject as a lab server on addr until ctx ends or the
 // process is interrupted, with the database, admin token and access log of
-// opts (lab mode is always on), behind the limits of server.NewHTTPServer.
+// opts (lab mode is always on, and the database's connections are opened
+// before it serves: server.Options.OpenAhead), behind the limits of
+// server.NewHTTPServer.
 // It calls ready with the server's URL once the server accepts requests,
 // and returns the error that stopped it.
 func Serve(ctx context.Context, subject Subject, addr string, opts server.Options, ready func(url string)) error {
@@ -135,7 +137,9 @@ func serveOn(ctx context.Context, subject Subject, ln net.Listener, opts server.
 	if opts.DB == "" {
 		opts.DB = "idemlab.db"
 	}
-	opts.Stage, opts.Lab = subject.New, true
+	// Its clients come over the network, many at once, and come back at
+	// once after a crash: its connections are opened before it serves.
+	opts.Stage, opts.Lab, opts.OpenAhead = subject.New, true, true
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}

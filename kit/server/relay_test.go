@@ -224,13 +224,13 @@ func TestRelay_PassesWhileEveryRequestSlotIsBusy(t *testing.T) {
 }
 
 // TestServer_OpensTheConnectionsItWillHoldAsItStarts: on a database whose
-// pool is bounded, a server starts with a connection open for each of
-// its request slots and one for the relay, so that 64 clients arriving at
-// once, after a reset or a restart, do not wait for PostgreSQL to start
-// 40 backends, nor the relay's pass behind them. A pool opened as asked
-// has one or two open at this point.
+// pool is bounded, a server told to open ahead starts with a connection
+// open for each of its request slots and one for the relay, so that 64
+// clients arriving at once, after a reset or a restart, do not wait for
+// PostgreSQL to start 40 backends, nor the relay's pass behind them. A
+// pool opened as asked has one or two open at this point.
 func TestServer_OpensTheConnectionsItWillHoldAsItStarts(t *testing.T) {
-	srv, _ := start(t)
+	srv, _ := startWith(t, server.Options{Stage: stage0.New, OpenAhead: true})
 	if srv.PoolSize() == 0 {
 		t.Skip("SQLite's pool of connections has no bound: a request never waits for one")
 	}

@@ -76,6 +76,13 @@ type Options struct {
 	// pass that settled nothing; zero means RelayInterval. A server's
 	// own, so that a test that changes it changes no other server.
 	RelayInterval time.Duration
+	// OpenAhead has a server on a database whose pool is bounded
+	// (PostgreSQL's) open, before it serves, a connection for each of its
+	// request slots and one for the relay, rather than one at a time as
+	// they are asked: for a server many clients reach at once, a start
+	// or a restart under load (lab serve, the grader's child processes).
+	// A connection it cannot open is logged, and opened later as asked.
+	OpenAhead bool
 }
 
 // RelayInterval is how often the kit runs a pass of a stage's outbox relay
@@ -243,7 +250,7 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	})
 	s.wg.Add(1)
 	go s.publishKeyRows()
-	if s.slots != nil {
+	if s.slots != nil && opts.OpenAhead {
 		// Open now what the requests and the relay will hold at once, so
 		// that none of them waits under load for PostgreSQL to start a
 		// backend: 64 clients that come at once, or retry at once after
