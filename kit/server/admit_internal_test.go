@@ -10,7 +10,8 @@ import (
 // TestSlots_AFullSetAdmitsNoOneUntilASlotIsReleased: with every slot
 // taken, a request that cannot wait (its context has ended) is refused,
 // and once one slot is released the next is admitted. A set that admits
-// beyond its size admits the first one too.
+// beyond its size admits the third request; one whose release frees
+// nothing refuses the fourth.
 func TestSlots_AFullSetAdmitsNoOneUntilASlotIsReleased(t *testing.T) {
 	s := make(slots, 2)
 	for i := range 2 {
