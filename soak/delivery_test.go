@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"idemlab/grader/targets"
 	"idemlab/kit/bank"
 	"idemlab/kit/core"
 	"idemlab/kit/labclient"
@@ -71,6 +72,10 @@ func TestDeliveryCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(stopCore)
+	// The server opens its connections before it serves, as lab serve's
+	// do: 64 clients start together, and come back together after the
+	// kill (on PostgreSQL; docs/reliability.md).
+	t.Setenv(targets.EnvOpenAhead, "1")
 	child, base := startSolution(ctx, t, coreURL, map[string]string{"lease": killLease})
 	g := &gate{base: base, up: make(chan struct{})}
 	if err := g.open(child.URL); err != nil {

@@ -291,8 +291,11 @@ func serveProcesses(ctx context.Context, root string, f serveFlags, stdout, stde
 		if err != nil {
 			return err
 		}
+		// Its clients come over the network, many at once, and come back
+		// at once after a crash: its connections are opened before it
+		// serves (on PostgreSQL).
 		c := &targets.Child{Binary: bin, Subject: subject, DB: f.db, Admin: f.admin, Addr: addr,
-			AccessLog: f.accessLog, RandomTokens: f.public, Stderr: stderr, CoreURL: f.core}
+			AccessLog: f.accessLog, RandomTokens: f.public, OpenAhead: true, Stderr: stderr, CoreURL: f.core}
 		name := "the server"
 		if f.replicas > 1 {
 			name = fmt.Sprintf("replica %d", i+1)

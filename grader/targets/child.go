@@ -46,6 +46,13 @@ const (
 	// EnvCore is the core ledger the child's server posts to
 	// (server.Options.CoreURL).
 	EnvCore = "IDEMLAB_CORE"
+	// EnvOpenAhead, when set, has the child's server open its database's
+	// connections before it serves (server.Options.OpenAhead): lab serve's
+	// servers, and the delivery check's. The checks' children leave it
+	// unset: a ladder on PostgreSQL runs many of them at once, and 41
+	// connections each held from the start would pass the cluster's
+	// max_connections.
+	EnvOpenAhead = "IDEMLAB_OPEN_AHEAD"
 )
 
 // IsChild reports whether this process was started by a Child, to serve
@@ -80,8 +87,7 @@ func ServeChild(subjects ...Subject) int {
 			return 1
 		}
 	}
-	opts := server.Options{DB: os.Getenv(EnvDB), AdminToken: os.Getenv(EnvAdmin), RandomTokens: os.Getenv(EnvRandomTokens) != "",
-		CoreURL: os.Getenv(EnvCore)}
+	opts := childOptions()
 	if path := os.Getenv(EnvAccessLog); path != "" {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -107,6 +113,13 @@ func ServeChild(subjects ...Subject) int {
 	return 0
 }
 
+// childOptions are the server options a child's environment gives it
+// (the Env constants), but for the access log, which it must open.
+func childOptions() server.Options {
+	return server.Options{DB: os.Getenv(EnvDB), AdminToken: os.Getenv(EnvAdmin), RandomTokens: os.Getenv(EnvRandomTokens) != "",
+		CoreURL: os.Getenv(EnvCore), OpenAhead: os.Getenv(EnvOpenAhead) != ""}
+}
+
 // CanServe records that this process can serve subjects as children of
 // itself (with ServeChild), so that a check that crashes its server can
 // start one it may kill (see T.OnChild).
@@ -118,7 +131,8 @@ func CanServe(subjects ...Subject) {
 
 // Serve runs subject as a lab server on addr until ctx ends or the
 // process is interrupted, with the database, admin token and access log of
-// opts (lab mode is always on), behind the limits of server.NewHTTPServer.
+// opts (lab mode is always on), behind the limits of
+// server.NewHTTPServer.
 // It calls ready with the server's URL once the server accepts requests,
 // and returns the error that stopped it.
 func Serve(ctx context.Context, subject Subject, addr string, opts server.Options, ready func(url string)) error {
@@ -186,6 +200,9 @@ type Child struct {
 	AccessLog string
 	// RandomTokens has the child's resets draw customer tokens at random.
 	RandomTokens bool
+	// OpenAhead has the child's server open its database's connections
+	// before it serves (EnvOpenAhead).
+	OpenAhead bool
 	// CoreURL is the core ledger the child's server posts to, if any.
 	CoreURL string
 	// Stderr, if set, receives the child's standard error as it writes
@@ -229,6 +246,19 @@ func (c *Child) DropDB() {
 		}
 		c.dropDB = nil
 	}
+}
+
+// environ is the environment the child starts with to serve on addr: this
+// process's, and the Env constants' values for c.
+func (c *Child) environ(addr string) []string {
+	env := append(os.Environ(), EnvServe+"="+addr, EnvListener+"=1", EnvDB+"="+c.DB, EnvAdmin+"="+c.Admin, EnvSubject+"="+c.Subject, EnvAccessLog+"="+c.AccessLog, EnvCore+"="+c.CoreURL)
+	if c.RandomTokens {
+		env = append(env, EnvRandomTokens+"=1")
+	}
+	if c.OpenAhead {
+		env = append(env, EnvOpenAhead+"=1")
+	}
+	return env
 }
 
 // AdminToken draws an admin token no one can guess, for a server the
@@ -280,10 +310,7 @@ func (c *Child) startOn(ctx context.Context, ln net.Listener) error {
 	cmd := exec.Command(c.Binary)
 	DieWithParent(cmd)
 	cmd.ExtraFiles = []*os.File{file}
-	cmd.Env = append(os.Environ(), EnvServe+"="+addr, EnvListener+"=1", EnvDB+"="+c.DB, EnvAdmin+"="+c.Admin, EnvSubject+"="+c.Subject, EnvAccessLog+"="+c.AccessLog, EnvCore+"="+c.CoreURL)
-	if c.RandomTokens {
-		cmd.Env = append(cmd.Env, EnvRandomTokens+"=1")
-	}
+	cmd.Env = c.environ(addr)
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	if c.Stderr != nil {

@@ -47,7 +47,9 @@ type DB struct {
 
 // maxOpenConns bounds one database's connections, so that many lab
 // servers can share a cluster's connection limit. A request holds one
-// connection at a time, so requests beyond it wait for a free one.
+// connection at a time; a lab server admits fewer requests at once than
+// this (kit/server's request slots), so that its own work (the outbox
+// relay, the /lab endpoints) never waits behind them for a connection.
 const maxOpenConns = 48
 
 // minVersion is the oldest PostgreSQL the lab runs on, as

@@ -66,6 +66,9 @@ func sessionCookie(next http.Handler) http.Handler {
 // The handler runs, and its executions are read, while the lab is held
 // against a reset (labctl.Controller.Shared); the answer is sent after the
 // lab is let go, so that a client slow to read it never holds up a reset.
+// Before all that, the request waits for one of the server's slots
+// (requestSlots), which keep database connections free for the relay and
+// the lab's own endpoints.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -76,12 +79,23 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		buf := &bufferedWriter{header: http.Header{}, status: http.StatusOK}
 		attempt := r.Header.Get(events.AttemptHeader)
 
-		s.ctl.Shared(func() {
-			// A crash fault aborts the request by panicking through here;
-			// the money it committed first must still be reported.
-			defer s.publishExecutions(ctx, execs, attempt)
-			s.serveRecovered(buf, r.WithContext(ctx), next)
-		})
+		// The wait for a slot is part of the request's duration, as the
+		// wait for a database connection was before there were slots.
+		if !s.slots.take(r.Context()) {
+			problem.Write(w, problem.New(problem.Unavailable, "the request ended while it waited for the server to take it"))
+			return
+		}
+		func() {
+			// The slot is free again before the answer goes out: a client
+			// slow to read it holds no database connection, nor a slot.
+			defer s.slots.release()
+			s.ctl.Shared(func() {
+				// A crash fault aborts the request by panicking through here;
+				// the money it committed first must still be reported.
+				defer s.publishExecutions(ctx, execs, attempt)
+				s.serveRecovered(buf, r.WithContext(ctx), next)
+			})
+		}()
 		s.faults.BeforeResponse()
 
 		dst := w.Header()

@@ -76,6 +76,13 @@ type Options struct {
 	// pass that settled nothing; zero means RelayInterval. A server's
 	// own, so that a test that changes it changes no other server.
 	RelayInterval time.Duration
+	// OpenAhead has a server on a database whose pool is bounded
+	// (PostgreSQL's) open, before it serves, a connection for each of its
+	// request slots and one for the relay, rather than one at a time as
+	// they are asked: for a server many clients reach at once, a start
+	// or a restart under load (lab serve, the grader's child processes).
+	// A connection it cannot open is logged, and opened later as asked.
+	OpenAhead bool
 }
 
 // RelayInterval is how often the kit runs a pass of a stage's outbox relay
@@ -99,6 +106,8 @@ type Server struct {
 
 	accessLog   *accesslog.Writer
 	bodyTimeout time.Duration
+	// slots bound the customer requests served at once (requestSlots).
+	slots slots
 
 	keyRows chan []int64
 	// listening carries what the database says of its key-row reports:
@@ -150,6 +159,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.AccessLog != nil {
 		s.accessLog = accesslog.NewWriter(opts.AccessLog)
 	}
+	s.slots = requestSlots(db.DB)
 	if err := s.start(ctx, opts); err != nil {
 		// End what start had started (the server's own core ledger).
 		close(s.stop)
@@ -240,6 +250,16 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	})
 	s.wg.Add(1)
 	go s.publishKeyRows()
+	if s.slots != nil && opts.OpenAhead {
+		// Open now what the requests and the relay will hold at once, so
+		// that none of them waits under load for PostgreSQL to start a
+		// backend: 64 clients that come at once, or retry at once after
+		// a restart, opened 40 in the same second, and the relay's pass
+		// that came then waited its turn for one.
+		if err := warm(ctx, s.db.DB, cap(s.slots)+1); err != nil && s.log != nil {
+			s.log.Warn("open the database's connections ahead", "error", err)
+		}
+	}
 	if relays {
 		s.wg.Add(1)
 		interval := opts.RelayInterval

@@ -1,0 +1,51 @@
+package server
+
+import (
+	"context"
+	"testing"
+
+	"idemlab/kit/sqlitedb"
+)
+
+// TestSlots_AFullSetAdmitsNoOneUntilASlotIsReleased: with every slot
+// taken, a request that cannot wait (its context has ended) is refused,
+// and once one slot is released the next is admitted. A set that admits
+// beyond its size admits the third request; one whose release frees
+// nothing refuses the fourth.
+func TestSlots_AFullSetAdmitsNoOneUntilASlotIsReleased(t *testing.T) {
+	s := make(slots, 2)
+	for i := range 2 {
+		if !s.take(context.Background()) {
+			t.Fatalf("take %d of 2 refused on a set with room", i+1)
+		}
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if s.take(ended) {
+		t.Fatal("a third request admitted while both slots were taken")
+	}
+	s.release()
+	if !s.take(ended) {
+		t.Fatal("no request admitted after a slot was released")
+	}
+}
+
+// TestRequestSlots_LeaveTheReservedConnectionsFree: a bounded pool gives
+// the customer requests all its connections but reservedConns; a pool too
+// small for that still admits one at a time; an unbounded pool (SQLite's,
+// MaxOpenConnections 0) has no slots, and admits every request.
+func TestRequestSlots_LeaveTheReservedConnectionsFree(t *testing.T) {
+	db, err := sqlitedb.Open(":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for _, c := range []struct {
+		pool, want int
+	}{{0, 0}, {48, 48 - reservedConns}, {reservedConns, 1}} {
+		db.SetMaxOpenConns(c.pool)
+		if got := cap(requestSlots(db.DB)); got != c.want {
+			t.Errorf("a pool of %d connections gives %d request slots, want %d", c.pool, got, c.want)
+		}
+	}
+}
