@@ -14,14 +14,7 @@ import (
 // instead of BusyTimeout, so that a test of the give-up is short.
 func openGated(t *testing.T, timeout time.Duration) *DB {
 	t.Helper()
-	return openWithTable(t, filepath.Join(t.TempDir(), "lab.db"), timeout)
-}
-
-// openWithTable opens the database at path, whose write gate gives up
-// after timeout, with a table n.
-func openWithTable(t *testing.T, path string, timeout time.Duration) *DB {
-	t.Helper()
-	db, err := Open(path)
+	db, err := Open(filepath.Join(t.TempDir(), "lab.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,20 +29,8 @@ import (
 // With 64 requests in flight, 64 connections taking turns made the same
 // transactions about 1.7 times slower than one connection did. Each
 // database/sql connection keeps a physical connection of its own for what
-// it reads outside a write transaction, so that reads on a database file
-// (in WAL mode) never wait for a writer, and code that holds a transaction
-// can still read beside it.
-//
-// An in-memory database has no WAL: its readers and its writer lock each
-// other out. A reader cannot start while a write transaction is open, and
-// a commit cannot finish while a reader is reading; whichever comes second
-// sleeps in SQLite's busy handler, a millisecond at first and up to 100 ms
-// a step, even when the other is done within microseconds. So on an
-// in-memory database a read takes the gate too, and runs on the writer,
-// whose cache is warm, as a write outside a transaction does; a read-only
-// transaction holds the gate until it ends. Reading beside an open write
-// transaction waits for the gate and fails with errGateBusy after
-// BusyTimeout, as SQLite's lock made it fail with SQLITE_BUSY before.
+// it reads outside a write transaction, so that reads never wait for a
+// writer, and code that holds a transaction can still read beside it.
 
 type connector struct {
 	base  driver.Connector
@@ -56,9 +44,6 @@ type connector struct {
 	closed atomic.Bool
 	// ckpt runs a database file's checkpoints; nil in memory.
 	ckpt *checkpointer
-	// memory is set for an in-memory database, whose readers take the
-	// gate too.
-	memory bool
 }
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -216,20 +201,13 @@ func (c *conn) Begin() (driver.Tx, error) {
 
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	// A read-only transaction begins with a plain BEGIN and takes no write
-	// lock, so it runs on this connection's own, and on a database file
-	// it does not queue.
-	switch {
-	case !opts.ReadOnly:
+	// lock, so it runs on this connection's own and does not queue.
+	if !opts.ReadOnly {
 		w, err := c.connector.takeWriter(ctx)
 		if err != nil {
 			return nil, err
 		}
 		c.gated, c.cur = true, w
-	case c.connector.memory:
-		if err := c.connector.gate.acquire(ctx); err != nil {
-			return nil, err
-		}
-		c.gated = true
 	}
 	dctx, err := driverContext(ctx)
 	if err != nil {
@@ -279,11 +257,10 @@ func (c *conn) releaseGate() {
 
 // target returns the physical connection a statement runs on, and the function
 // to call once it has run: inside a transaction, the transaction's; outside
-// one, the writer (through the gate) for a statement that may write, or
-// for any statement on an in-memory database, and this connection's own
-// for one that only reads a database file.
+// one, the writer (through the gate) for a statement that may write, and
+// this connection's own for one that only reads.
 func (c *conn) target(ctx context.Context, write bool) (p *physical, done func(), err error) {
-	if c.inTx || (!write && !c.connector.memory) {
+	if c.inTx || !write {
 		return c.cur, func() {}, nil
 	}
 	w, err := c.connector.takeWriter(ctx)

@@ -5,8 +5,7 @@
 // on, and every transaction starts with BEGIN IMMEDIATE, so that two writers
 // queue for the write lock instead of failing halfway through. The writers
 // of one process queue in Go, first come first served, at a write gate
-// (gate.go) rather than in SQLite's sleeping busy handler (on an in-memory
-// database, which has no WAL, so do its readers: see hooks.go), and each
+// (gate.go) rather than in SQLite's sleeping busy handler, and each
 // connection keeps the statements it has prepared (stmtcache.go).
 //
 // A connection of its own runs the checkpoints of a database file, beside
@@ -59,8 +58,8 @@ func Open(path string) (*DB, error) {
 	}
 	h := &fault.Store{}
 	gate := newWriteGate()
-	c := &connector{base: base, hooks: h, gate: gate, memory: path == ":memory:"}
-	if !c.memory {
+	c := &connector{base: base, hooks: h, gate: gate}
+	if path != ":memory:" {
 		if c.ckpt, err = startCheckpointer(base, path, gate); err != nil {
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
