@@ -257,3 +257,49 @@ func TestTransferOps_ListsEveryExecutedTransferInPages(t *testing.T) {
 		t.Errorf("listed %v in %d pages; want %v in 3 (rolled back: %s)", got, pages, want, rolledBack.ID)
 	}
 }
+
+// TestMigrate_LedgerEntriesAreNumberedWithoutASequence: a new database
+// numbers ledger entries by their rowid, with no sqlite_sequence row read
+// and written for each entry, and one made with AUTOINCREMENT keeps it and
+// goes on numbering from it. It catches AUTOINCREMENT back in the schema,
+// and a migration that cannot open the older table.
+func TestMigrate_LedgerEntriesAreNumberedWithoutASequence(t *testing.T) {
+	ctx := context.Background()
+	f := setup(t, 100_000)
+	a, b := f.customers[0], f.customers[1]
+	if _, err := f.transfer(t, a.ID, bank.TransferRequest{From: a.Accounts[0], To: b.Accounts[0], Amount: 10}, true); err != nil {
+		t.Fatal(err)
+	}
+	var sequences int
+	if err := f.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_sequence'`).Scan(&sequences); err != nil {
+		t.Fatal(err)
+	}
+	if sequences != 0 {
+		t.Fatal("a new database keeps sqlite_sequence: some table of the bank is AUTOINCREMENT")
+	}
+
+	older, err := sqlitedb.Open(":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer older.Close()
+	if _, err := older.ExecContext(ctx, `CREATE TABLE ledger_entries (
+		id INTEGER PRIMARY KEY AUTOINCREMENT, account_id TEXT NOT NULL, kind TEXT NOT NULL, ref TEXT NOT NULL,
+		amount INTEGER NOT NULL, balance_after INTEGER NOT NULL, created_at TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := older.ExecContext(ctx, `INSERT INTO sqlite_sequence (name, seq) VALUES ('ledger_entries', 41)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := bank.Migrate(ctx, older.DB); err != nil {
+		t.Fatalf("migrate a database whose ledger is AUTOINCREMENT: %v", err)
+	}
+	var id int64
+	if err := older.QueryRowContext(ctx, `INSERT INTO ledger_entries (account_id, kind, ref, amount, balance_after, created_at)
+		VALUES ('acc_a', 'deposit', 'dp_a', 1, 1, '') RETURNING id`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if id != 42 {
+		t.Fatalf("the older ledger's next entry is %d, want 42: it must keep its sequence", id)
+	}
+}
