@@ -6,6 +6,7 @@ import (
 
 	"idemlab/grader/judging"
 	"idemlab/kit/core"
+	"idemlab/kit/labctl"
 )
 
 // CoreStage is the first stage whose server tells the core ledger about
@@ -40,10 +41,10 @@ func (t *T) Postings() ([]core.Receipt, error) {
 }
 
 // Drained waits up to within for the server's outbox to have nothing left
-// to send (GET /lab/state's outbox.pending is 0), and returns the last
+// to send (GET /lab/outbox's outbox.pending is 0), and returns the last
 // count read. The relay runs on its own, every server.RelayInterval;
 // within is generous, so that a slow machine is never taken for a stuck
 // relay.
 func (t *T) Drained(within time.Duration) (int64, error) {
-	return judging.Drained(t.ctx, within, pollEvery, t.State)
+	return judging.Drained(t.ctx, within, pollEvery, func() (labctl.Outbox, error) { return t.Lab().Outbox(t.ctx) })
 }

@@ -74,10 +74,10 @@ func TestKeyRows_FindTheKeyInAnyColumn(t *testing.T) {
 func TestDrained_ReadsUntilTheOutboxIsEmpty(t *testing.T) {
 	counts := []int64{3, 1, 0}
 	reads := 0
-	state := func() (labctl.State, error) {
-		st := labctl.State{Outbox: bank.OutboxCounts{Pending: counts[min(reads, len(counts)-1)]}}
+	state := func() (labctl.Outbox, error) {
+		o := labctl.Outbox{Counts: bank.OutboxCounts{Pending: counts[min(reads, len(counts)-1)]}}
 		reads++
-		return st, nil
+		return o, nil
 	}
 	pending, err := Drained(context.Background(), 1<<62, 1, state)
 	if err != nil || pending != 0 || reads != 3 {
@@ -89,7 +89,7 @@ func TestDrained_ReadsUntilTheOutboxIsEmpty(t *testing.T) {
 		t.Errorf("Drained with no time = %d, %v; want 3, nil", pending, err)
 	}
 	broken := errors.New("state unreadable")
-	if _, err := Drained(context.Background(), 1<<62, 1, func() (labctl.State, error) { return labctl.State{}, broken }); !errors.Is(err, broken) {
+	if _, err := Drained(context.Background(), 1<<62, 1, func() (labctl.Outbox, error) { return labctl.Outbox{}, broken }); !errors.Is(err, broken) {
 		t.Errorf("Drained on an unreadable state = %v, want %v", err, broken)
 	}
 }

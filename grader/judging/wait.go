@@ -30,13 +30,13 @@ func WaitFor(ctx context.Context, d, every time.Duration, cond func() (bool, err
 	}
 }
 
-// Drained reads state every so often until its outbox has nothing left to
-// send or within has passed, and returns the last count read.
-func Drained(ctx context.Context, within, every time.Duration, state func() (labctl.State, error)) (int64, error) {
+// Drained reads outbox every so often until the outbox has nothing left
+// to send or within has passed, and returns the last count read.
+func Drained(ctx context.Context, within, every time.Duration, outbox func() (labctl.Outbox, error)) (int64, error) {
 	var pending int64
 	_, err := WaitFor(ctx, within, every, func() (bool, error) {
-		st, err := state()
-		pending = st.Outbox.Pending
+		o, err := outbox()
+		pending = o.Counts.Pending
 		return err == nil && pending == 0, err
 	})
 	return pending, err

@@ -120,6 +120,14 @@ func (c *Client) State(ctx context.Context) (labctl.State, error) {
 	return st, err
 }
 
+// Outbox reads the outbox's counts and dead letters (GET /lab/outbox):
+// what GET /lab/state says of them, without the rest.
+func (c *Client) Outbox(ctx context.Context) (labctl.Outbox, error) {
+	var o labctl.Outbox
+	err := c.do(ctx, http.MethodGet, "/lab/outbox", nil, &o)
+	return o, err
+}
+
 // TransferOps reads a page of the executed transfers (GET
 // /lab/transfers): those whose id sorts after after, in the order of
 // their ids, at most limit (1 to bank.MaxTransferOps), each with the

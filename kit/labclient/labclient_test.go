@@ -20,6 +20,7 @@ import (
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
 	stage5 "idemlab/solutions/stage5"
+	stage9 "idemlab/solutions/stage9"
 )
 
 func startLab(t *testing.T) *labclient.Client {
@@ -265,38 +266,8 @@ func TestNow_ReadsTheLabTimeAndMovesNothing(t *testing.T) {
 // a client that drops the cursor or the limit, and an endpoint that lists
 // a transfer twice or takes any limit.
 func TestTransferOps_ReadsThePagesOfExecutedTransfers(t *testing.T) {
-	srv, err := server.New(context.Background(), server.Options{DB: ":memory:", Stage: stage5.New, Lab: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
-	lab := labclient.New(hs.URL, srv.AdminToken(), hs.Client())
+	lab, _, want := threeTransfers(t, server.Options{DB: ":memory:", Stage: stage5.New, Lab: true})
 	ctx := t.Context()
-	cs, err := lab.Reset(ctx, bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 1, OpeningBalance: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]string{}
-	for i := range 3 {
-		body := fmt.Sprintf(`{"from":%q,"to":%q,"amount":10,"metadata":{"op":"op-%d"}}`, cs[0].Accounts[0], cs[1].Accounts[0], i)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+"/transfers", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+cs[0].Token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", fmt.Sprintf("key-%d", i))
-		resp, err := hs.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var tr bank.Transfer
-		json.NewDecoder(resp.Body).Decode(&tr)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated {
-			t.Fatalf("transfer %d: %d", i, resp.StatusCode)
-		}
-		want[tr.ID] = fmt.Sprintf("op-%d", i)
-	}
 	got := map[string]string{}
 	var sizes []int
 	after := ""
@@ -319,5 +290,75 @@ func TestTransferOps_ReadsThePagesOfExecutedTransfers(t *testing.T) {
 	var le *labclient.Error
 	if _, err := lab.TransferOps(ctx, "", bank.MaxTransferOps+1); !errors.As(err, &le) || le.Status != http.StatusBadRequest {
 		t.Errorf("a page of %d: %v, want a 400", bank.MaxTransferOps+1, err)
+	}
+}
+
+// threeTransfers starts a lab server with opts, resets it to two
+// customers and sends three transfers from the first to the second, each
+// under its own key and op. It returns the lab's client, the server's URL
+// and the transfers made, by id, with their ops.
+func threeTransfers(t *testing.T, opts server.Options) (*labclient.Client, string, map[string]string) {
+	t.Helper()
+	srv, err := server.New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	lab := labclient.New(hs.URL, srv.AdminToken(), hs.Client())
+	ctx := t.Context()
+	cs, err := lab.Reset(ctx, bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 1, OpeningBalance: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := map[string]string{}
+	for i := range 3 {
+		body := fmt.Sprintf(`{"from":%q,"to":%q,"amount":10,"metadata":{"op":"op-%d"}}`, cs[0].Accounts[0], cs[1].Accounts[0], i)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+"/transfers", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+cs[0].Token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("key-%d", i))
+		resp, err := hs.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tr bank.Transfer
+		json.NewDecoder(resp.Body).Decode(&tr)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("transfer %d: %d", i, resp.StatusCode)
+		}
+		made[tr.ID] = fmt.Sprintf("op-%d", i)
+	}
+	return lab, hs.URL, made
+}
+
+// TestOutbox_SaysWhatTheStateSaysOfIt: GET /lab/outbox answers the
+// outbox's counts and dead letters exactly as GET /lab/state has them,
+// here three transfers owed to the core by a server whose relay waits an
+// hour, and only to the admin. It catches an endpoint that counts another
+// table or state, and one open to anyone.
+func TestOutbox_SaysWhatTheStateSaysOfIt(t *testing.T) {
+	lab, url, _ := threeTransfers(t, server.Options{DB: ":memory:", Stage: stage9.New, Lab: true, RelayInterval: time.Hour})
+	ctx := t.Context()
+	o, err := lab.Outbox(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := lab.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Counts != st.Outbox || o.Counts.Pending != 3 || len(o.DeadLetters) != 0 || len(st.DeadLetters) != 0 {
+		t.Errorf("GET /lab/outbox says %+v, GET /lab/state %+v and %v; want 3 pending in both, no dead letter", o, st.Outbox, st.DeadLetters)
+	}
+	resp, err := http.Get(url + "/lab/outbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /lab/outbox without the admin token: %d, want 401", resp.StatusCode)
 	}
 }

@@ -89,6 +89,7 @@ func (c *Controller) Routes(r chi.Router) {
 		r.Get("/state", c.handleState)
 		r.Get("/clock", c.handleGetClock)
 		r.Get("/transfers", c.handleTransfers)
+		r.Get("/outbox", c.handleOutbox)
 		r.Post("/clock", c.handleClock)
 		r.Get("/config", c.handleGetConfig)
 		r.Post("/config", c.handleConfig)
@@ -245,20 +246,38 @@ func (c *Controller) State(ctx context.Context) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	outbox, err := c.Bank.Outbox(ctx)
+	outbox, err := c.Outbox(ctx)
 	if err != nil {
 		return State{}, err
 	}
-	dead := []bank.DeadLetter{}
-	if outbox.Dead > 0 {
-		if dead, err = c.Bank.DeadLetters(ctx, MaxStateDeadLetters); err != nil {
-			return State{}, err
-		}
-	}
 	return State{
 		Now: clock.Format(c.Clock.Now()), Accounts: accounts, Executions: execs,
-		Keys: keys, Config: Wire(c.Settings.Get()), Faults: c.Faults.Armed(), Outbox: outbox, DeadLetters: dead,
+		Keys: keys, Config: Wire(c.Settings.Get()), Faults: c.Faults.Armed(), Outbox: outbox.Counts, DeadLetters: outbox.DeadLetters,
 	}, nil
+}
+
+// Outbox is GET /lab/outbox: the outbox's part of State alone, which a
+// reader waiting for the relay to drain can poll without the rest (a
+// day's state lists an execution count for every operation of the day).
+type Outbox struct {
+	Counts      bank.OutboxCounts `json:"outbox"`
+	DeadLetters []bank.DeadLetter `json:"dead_letters"`
+}
+
+// Outbox reads the outbox's counts and its dead letters (at most
+// MaxStateDeadLetters, oldest first).
+func (c *Controller) Outbox(ctx context.Context) (Outbox, error) {
+	counts, err := c.Bank.Outbox(ctx)
+	if err != nil {
+		return Outbox{}, err
+	}
+	dead := []bank.DeadLetter{}
+	if counts.Dead > 0 {
+		if dead, err = c.Bank.DeadLetters(ctx, MaxStateDeadLetters); err != nil {
+			return Outbox{}, err
+		}
+	}
+	return Outbox{Counts: counts, DeadLetters: dead}, nil
 }
 
 // KeyRows reads rows of the stage's idempotency_keys table, whatever its

@@ -31,3 +31,14 @@ func (c *Controller) handleTransfers(w http.ResponseWriter, r *http.Request) {
 	}
 	respond.JSON(w, http.StatusOK, map[string]any{"transfers": page})
 }
+
+// handleOutbox answers GET /lab/outbox: the outbox's counts and its dead
+// letters, as GET /lab/state has them, without the rest of the state.
+func (c *Controller) handleOutbox(w http.ResponseWriter, r *http.Request) {
+	outbox, err := c.Outbox(r.Context())
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	respond.JSON(w, http.StatusOK, outbox)
+}
