@@ -40,6 +40,10 @@ func TestRequestSlots_LeaveTheReservedConnectionsFree(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	// As SQLite opens it: no bound, so no slots.
+	if got := cap(requestSlots(db.DB)); got != 0 {
+		t.Errorf("a SQLite database as opened gives %d request slots, want none", got)
+	}
 	for _, c := range []struct {
 		pool, want int
 	}{{0, 0}, {48, 48 - reservedConns}, {reservedConns, 1}} {
