@@ -2,8 +2,10 @@ package grader
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,22 +85,38 @@ func TestDayCommand_RunsAsPrinted(t *testing.T) {
 }
 
 // TestWithRunHint_NamesTheStageAndKeepsTheError: a check that needs a
-// server of its own says, for its own stage, what to run instead, and
-// stays the error it was; any other error is left as it is.
+// server of its own says what to run instead, on the stage being graded
+// and for that check, and stays the error it was; any other error is left
+// as it is.
 func TestWithRunHint_NamesTheStageAndKeepsTheError(t *testing.T) {
 	for _, sentinel := range []error{targets.ErrNoChild, targets.ErrNoReplicas} {
-		err := WithRunHint(fmt.Errorf("crash the server: %w", sentinel), 6)
+		err := WithRunHint(fmt.Errorf("crash the server: %w", sentinel), 7, "S6.crash-recovery")
 		if !errors.Is(err, sentinel) {
 			t.Errorf("%v is no longer %v", err, sentinel)
 		}
-		for _, want := range []string{"`make stage-6`", "`" + Program() + " grade --stage 6`"} {
+		for _, want := range []string{"`make stage-7 RUN=S6.crash-recovery`", "`" + Program() + " grade --stage 7 --run S6.crash-recovery`"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%q does not say %s", err, want)
 			}
 		}
 	}
 	other := errors.New("the server answered 500")
-	if got := WithRunHint(other, 6); got != other {
+	if got := WithRunHint(other, 7, "S6.crash-recovery"); got != other {
 		t.Errorf("another error became %q", got)
+	}
+}
+
+// TestRunCheck_HintNamesTheGradedStage: a check of stage 6 that needs a
+// server of its own, run on a stage 7 server reached by its URL (lab
+// grade --stage 7 --url), says to run stage 7, where it ran, and not
+// stage 6, whose code is another.
+func TestRunCheck_HintNamesTheGradedStage(t *testing.T) {
+	check := Check{ID: "S6.needs-a-child", Stage: 6, Run: func(*T) error { return targets.ErrNoChild }}
+	started := func(ctx context.Context, s targets.Subject) (*targets.Target, func(), error) {
+		return &targets.Target{URL: "http://127.0.0.1:1", Client: http.DefaultClient}, func() {}, nil
+	}
+	r := RunCheck(context.Background(), targets.Subject{Stage: 7, Name: "a server at --url"}, check, 1, started)
+	if r.Err == nil || !strings.Contains(r.Err.Error(), "make stage-7 RUN=S6.needs-a-child") || strings.Contains(r.Err.Error(), "stage-6") {
+		t.Errorf("the check said %v; want it to name make stage-7 RUN=S6.needs-a-child", r.Err)
 	}
 }

@@ -83,7 +83,7 @@ func RunCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uin
 	defer t.history.Close()
 	// Without the lab's events the timeline still has every request.
 	t.history.Watch(ctx, t.Lab())
-	err = t.moneyFirst(WithRunHint(runGuarded(c, t), c.Stage))
+	err = t.moneyFirst(WithRunHint(runGuarded(c, t), subject.Stage, c.ID))
 	r := Result{Check: c, Seed: runSeed, Err: err, Duration: time.Since(began)}
 	if r.Caught() {
 		t.history.Fence(ctx, t.Lab())
@@ -92,12 +92,15 @@ func RunCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uin
 	return r
 }
 
-// WithRunHint adds to err, when the check needed a server the grader
-// starts itself (targets.ErrNoChild, targets.ErrNoReplicas), the commands
-// that run it so, for a check of stage, as typed from the checkout's root.
-func WithRunHint(err error, stage int) error {
+// WithRunHint adds to err, when check needed a server the grader starts
+// itself (targets.ErrNoChild, targets.ErrNoReplicas), the commands that
+// run it so on the stage being graded, as typed from the checkout's root:
+// the stage's, not the check's, since grading a stage runs the checks of
+// every stage before it too.
+func WithRunHint(err error, stage int, check string) error {
 	if errors.Is(err, targets.ErrNoChild) || errors.Is(err, targets.ErrNoReplicas) {
-		return fmt.Errorf("%w: run it with `make stage-%d`, or `%s grade --stage %d` (without --url)", err, stage, Program(), stage)
+		return fmt.Errorf("%w: run it with `make stage-%d RUN=%s`, or `%s grade --stage %d --run %s` (without --url)",
+			err, stage, check, Program(), stage, check)
 	}
 	return err
 }

@@ -55,7 +55,7 @@ func TestPrinted_EveryCommandWorksAsTyped(t *testing.T) {
 		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --stage 4 --solution --op op-0042",
 		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --url", "go run ./cmd/lab gen -o day.jsonl",
 		"make reset N=3", "go run ./cmd/lab docs 3",
-		"make stage-6", "go run ./cmd/lab grade --stage 6", "go run ./cmd/lab replay --log day.jsonl --stage 6 --solution"} {
+		"make stage-7 RUN=S6.x", "go run ./cmd/lab grade --stage 7 --run S6.x", "go run ./cmd/lab replay --log day.jsonl --stage 6 --solution"} {
 		if !containsPrefix(found, want) {
 			t.Errorf("no printed command starts %q; found %q", want, found)
 		}
@@ -120,7 +120,7 @@ func printedByTheLab(t *testing.T) map[string]string {
 		"\n  reproduce " + gradertest.Reproduce(grader.Subject{Stage: 2, Name: "solutions/stage2"}, 42, "S2.x")
 
 	for _, err := range []error{targets.ErrNoChild, targets.ErrNoReplicas} {
-		out["a check that needs a server of its own, under --url"] += grader.WithRunHint(err, 6).Error() + "\n"
+		out["a check that needs a server of its own, under --url"] += grader.WithRunHint(err, 7, "S6.x").Error() + "\n"
 	}
 	for _, name := range []string{"stages/stage6", "solutions/stage6", "./audit/examples/naive"} {
 		out["S6's day, "+name] = grader.DayResults(targets.Subject{Stage: 6, Name: name})

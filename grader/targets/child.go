@@ -201,7 +201,9 @@ type Child struct {
 	// RandomTokens has the child's resets draw customer tokens at random.
 	RandomTokens bool
 	// OpenAhead has the child's server open its database's connections
-	// before it serves (EnvOpenAhead).
+	// before it serves (EnvOpenAhead). Left false, the child does as this
+	// process's environment says: the delivery check sets EnvOpenAhead
+	// for the children the grader starts for it.
 	OpenAhead bool
 	// CoreURL is the core ledger the child's server posts to, if any.
 	CoreURL string

@@ -1,15 +1,15 @@
 package targets
 
 import (
-	"os"
 	"strings"
 	"testing"
 )
 
 // TestChild_OptionsReachTheChild: what a Child is told (its database,
 // admin token, core, random tokens, connections opened ahead) is what the
-// server it starts is given, through the environment, and a child told
-// nothing of the last two opens no connections ahead.
+// server it starts is given, through the environment; a child told nothing
+// of the last two, by a process whose environment says nothing of them
+// either, draws no tokens at random and opens no connections ahead.
 func TestChild_OptionsReachTheChild(t *testing.T) {
 	for _, c := range []Child{
 		{DB: "a.db", Admin: "adm_a", CoreURL: "http://127.0.0.1:1"},
@@ -21,7 +21,7 @@ func TestChild_OptionsReachTheChild(t *testing.T) {
 			}
 			for _, kv := range c.environ("127.0.0.1:0") {
 				if name, value, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(name, "IDEMLAB_") {
-					os.Setenv(name, value)
+					t.Setenv(name, value)
 				}
 			}
 			opts := childOptions()

@@ -336,11 +336,11 @@ func threeTransfers(t *testing.T, opts server.Options) (*labclient.Client, strin
 
 // TestOutbox_SaysWhatTheStateSaysOfIt: GET /lab/outbox answers the
 // outbox's counts and dead letters exactly as GET /lab/state has them,
-// here three transfers owed to the core by a server whose relay waits an
-// hour, and only to the admin. It catches an endpoint that counts another
-// table or state, and one open to anyone.
+// here three transfers owed to a core no one answers for (nothing listens
+// on port 1), and only to the admin. It catches an endpoint that counts
+// another table or state, and one open to anyone.
 func TestOutbox_SaysWhatTheStateSaysOfIt(t *testing.T) {
-	lab, url, _ := threeTransfers(t, server.Options{DB: ":memory:", Stage: stage9.New, Lab: true, RelayInterval: time.Hour})
+	lab, url, _ := threeTransfers(t, server.Options{DB: ":memory:", Stage: stage9.New, Lab: true, CoreURL: "http://127.0.0.1:1"})
 	ctx := t.Context()
 	o, err := lab.Outbox(ctx)
 	if err != nil {

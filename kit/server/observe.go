@@ -81,22 +81,27 @@ func (s *Server) observe(next http.Handler) http.Handler {
 
 		// The wait for a slot is part of the request's duration, as the
 		// wait for a database connection was before there were slots.
-		if !s.slots.take(r.Context()) {
-			problem.Write(w, problem.New(problem.Unavailable, "the request ended while it waited for the server to take it"))
-			return
+		if s.slots.take(r.Context()) {
+			func() {
+				// The slot is free again before the answer goes out: a
+				// client slow to read it holds no database connection, nor
+				// a slot.
+				defer s.slots.release()
+				s.ctl.Shared(func() {
+					// A crash fault aborts the request by panicking through
+					// here; the money it committed first must still be
+					// reported.
+					defer s.publishExecutions(ctx, execs, attempt)
+					s.serveRecovered(buf, r.WithContext(ctx), next)
+				})
+			}()
+			s.faults.BeforeResponse()
+		} else {
+			// Its client went away while it waited: nothing ran, and the
+			// answer reaches no one, but the request is reported as any
+			// other is.
+			problem.Write(buf, problem.New(problem.Unavailable, "the request ended while it waited for the server to take it; nothing was executed"))
 		}
-		func() {
-			// The slot is free again before the answer goes out: a client
-			// slow to read it holds no database connection, nor a slot.
-			defer s.slots.release()
-			s.ctl.Shared(func() {
-				// A crash fault aborts the request by panicking through here;
-				// the money it committed first must still be reported.
-				defer s.publishExecutions(ctx, execs, attempt)
-				s.serveRecovered(buf, r.WithContext(ctx), next)
-			})
-		}()
-		s.faults.BeforeResponse()
 
 		dst := w.Header()
 		for k, v := range buf.header {
