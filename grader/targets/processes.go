@@ -97,7 +97,8 @@ func ReplicaProcesses(binary, cluster string, n int) Start {
 
 // ErrNoReplicas is returned by T.OnReplicas when the grader cannot start the
 // subject in processes of its own. It names no command: the grader, which
-// knows the check's stage and how the lab was started, adds one.
+// knows the stage being graded and how the lab was started, adds one
+// (grader.WithRunHint).
 var ErrNoReplicas = errors.New("this check runs the server as several processes on one database, so it needs to start them itself, not reach a server started elsewhere (--url)")
 
 // ErrNoChild is returned by T.OnChild when the grader cannot start the

@@ -80,7 +80,8 @@ type Options struct {
 	// (PostgreSQL's) open, before it serves, a connection for each of its
 	// request slots and one for the relay, rather than one at a time as
 	// they are asked: for a server many clients reach at once, a start
-	// or a restart under load (lab serve, the grader's child processes).
+	// or a restart under load (lab serve's servers, the delivery check's:
+	// targets.EnvOpenAhead).
 	// A connection it cannot open is logged, and opened later as asked.
 	OpenAhead bool
 }
