@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -169,8 +170,9 @@ func verdict(c ladder.Cell, mustPass bool) string {
 	return fmt.Sprintf("fails %d/%d", len(c.Failed), len(c.Checks))
 }
 
-// TestMutants builds every mutant and runs, in one go test, the check that
-// must catch each; it prints the mutant table.
+// TestMutants builds the mutants and runs the check that must catch each,
+// a subtest for each stage's mutants (-run 'TestMutants/stage7$' builds
+// only those); it prints the mutant table of the stages it ran.
 func TestMutants(t *testing.T) {
 	if len(ladder.Mutants) == 0 {
 		t.Fatal("no mutants")
@@ -191,8 +193,29 @@ func TestMutants(t *testing.T) {
 	// The engine the mutants run on: PostgreSQL when make test-pg names a
 	// cluster, else SQLite.
 	engine := labdb.EngineOfTarget(labdb.TestTarget())
-	var pkgs []string
+	byStage := map[int][]ladder.Mutant{}
 	for _, m := range ladder.Mutants {
+		byStage[m.Stage] = append(byStage[m.Stage], m)
+	}
+	rows := [][]string{{"mutant", "bug", "caught by", "result"}}
+	for _, n := range slices.Sorted(maps.Keys(byStage)) {
+		t.Run(fmt.Sprintf("stage%d", n), func(t *testing.T) {
+			rows = append(rows, runMutants(t, root, dir, seed, engine, byStage[n])...)
+		})
+	}
+	if len(rows) > 1 {
+		fmt.Printf("\nMutants on %s (seed %d): each must be caught by its check\n", engine, seed)
+		ladder.PrintMatrix(os.Stdout, rows)
+	}
+}
+
+// runMutants builds mutants in dir and runs, in one go test, the check
+// that must catch each, failing t for each one not caught. It returns
+// their rows of the mutant table; a mutant whose bug does not show on
+// engine is not built, and its row says so.
+func runMutants(t *testing.T, root, dir string, seed uint64, engine labdb.Engine, mutants []ladder.Mutant) [][]string {
+	var pkgs []string
+	for _, m := range mutants {
 		if m.Engine != "" && m.Engine != engine {
 			continue
 		}
@@ -207,33 +230,33 @@ func TestMutants(t *testing.T) {
 		}
 		pkgs = append(pkgs, pkg)
 	}
-	cmd := exec.Command("go", append([]string{"test", "-count=1", "-json"}, pkgs...)...)
-	cmd.Dir = root
-	// The mutants' failures draw their timelines here, not in the
-	// checkout's .idemlab.
-	cmd.Env = append(os.Environ(), grader.TimelinesEnv+"="+dir)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.Run()
-	outcome := map[string]string{}
-	dec := json.NewDecoder(&out)
-	var logs = map[string]*strings.Builder{}
-	for dec.More() {
-		var ev struct{ Action, Package, Test, Output string }
-		if err := dec.Decode(&ev); err != nil {
-			t.Fatalf("go test -json output: %v\n%s", err, out.String())
-		}
-		if logs[ev.Package] == nil {
-			logs[ev.Package] = &strings.Builder{}
-		}
-		logs[ev.Package].WriteString(ev.Output)
-		if ev.Test == "" && (ev.Action == "pass" || ev.Action == "fail") {
-			outcome[ev.Package] = ev.Action
+	outcome, logs := map[string]string{}, map[string]*strings.Builder{}
+	if len(pkgs) > 0 {
+		cmd := exec.Command("go", append([]string{"test", "-count=1", "-json"}, pkgs...)...)
+		cmd.Dir = root
+		// The mutants' failures draw their timelines here, not in the
+		// checkout's .idemlab.
+		cmd.Env = append(os.Environ(), grader.TimelinesEnv+"="+dir)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		cmd.Run()
+		dec := json.NewDecoder(&out)
+		for dec.More() {
+			var ev struct{ Action, Package, Test, Output string }
+			if err := dec.Decode(&ev); err != nil {
+				t.Fatalf("go test -json output: %v\n%s", err, out.String())
+			}
+			if logs[ev.Package] == nil {
+				logs[ev.Package] = &strings.Builder{}
+			}
+			logs[ev.Package].WriteString(ev.Output)
+			if ev.Test == "" && (ev.Action == "pass" || ev.Action == "fail") {
+				outcome[ev.Package] = ev.Action
+			}
 		}
 	}
-	fmt.Printf("\nMutants on %s (seed %d): each must be caught by its check\n", engine, seed)
-	rows := [][]string{{"mutant", "bug", "caught by", "result"}}
-	for _, m := range ladder.Mutants {
+	var rows [][]string
+	for _, m := range mutants {
 		if m.Engine != "" && m.Engine != engine {
 			rows = append(rows, []string{m.Name, m.Bug, m.CaughtBy, "holds on " + string(engine) + " (its lesson says why)"})
 			continue
@@ -250,7 +273,7 @@ func TestMutants(t *testing.T) {
 		}
 		rows = append(rows, []string{m.Name, m.Bug, m.CaughtBy, res})
 	}
-	ladder.PrintMatrix(os.Stdout, rows)
+	return rows
 }
 
 // TestScaffoldsMirrorSolutions holds the promise of the stage READMEs: a
