@@ -14,6 +14,10 @@ func TestNamedRefs_ReadsOnlyTheLinesOfTheFinding(t *testing.T) {
 	if refs := namedRefs(got); !slices.Equal(refs, []string{"tr_cc3", "tr_dd4"}) {
 		t.Errorf("namedRefs = %v, want the two never posted", refs)
 	}
+	got = "2 postings in the core ledger: tr_aa1, tr_bb2\nset aside as dead letters, though the core would have taken them: tr_ee5 (503 core down)"
+	if refs := namedRefs(got); !slices.Equal(refs, []string{"tr_ee5"}) {
+		t.Errorf("namedRefs = %v, want the one set aside", refs)
+	}
 }
 
 func TestNamedOps_ReadsTheEvidenceAndTheContractBesideIt(t *testing.T) {
