@@ -147,7 +147,7 @@ type Highlight struct {
 
 // The highlights, by the harm they show.
 var (
-	ranTooOften = Highlight{'✗', "excess", "execution of the finding (ran more often than asked)", "executed more often than asked"}
+	ranTooOften = Highlight{'✗', "excess", "execution of the finding (ran more often than asked)", "executed: its operation ran more often than asked"}
 	ranRefused  = Highlight{'✗', "excess", "execution of the finding (ran though its client was told it did not)", "executed though its client was told it did not"}
 	notPosted   = Highlight{'⊘', "unposted", "transfer executed, never posted to the core ledger", "executed, and the core ledger never posted it"}
 	postedTwice = Highlight{'✗', "posted-twice", "transfer executed once, posted more than once", "executed once, and the core ledger posted it more than once"}

@@ -349,7 +349,7 @@ type harmCase struct {
 
 var harmCases = []harmCase{
 	{harm: "double", fixture: "double", lane: "client 1", glyph: '✗',
-		legend: "✗ execution of the finding (ran more often than asked)", title: "executed more often than asked", ranTooOften: true},
+		legend: "✗ execution of the finding (ran more often than asked)", title: "executed: its operation ran more often than asked", ranTooOften: true},
 	{harm: "moved though refused", fixture: "double", lane: "client 1", glyph: '✗',
 		legend: "✗ execution of the finding (ran though its client was told it did not)", title: "executed though its client was told it did not"},
 	{harm: "not posted", fixture: "double", refs: []string{"tr_2"}, lane: "client 2", glyph: '⊘',
