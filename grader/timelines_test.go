@@ -48,3 +48,15 @@ func TestResultTimeline_HarmDecidesTheHighlight(t *testing.T) {
 		t.Error("a contract difference of one request draws a timeline")
 	}
 }
+
+// TestHighlight_KnowsTheHarmsThatHighlightAnExecution holds the timeline's
+// names of the harms to judging's: a harm renamed there would otherwise
+// draw its executions as merely named by the evidence.
+func TestHighlight_KnowsTheHarmsThatHighlightAnExecution(t *testing.T) {
+	named := timeline.Finding{Harm: "contract"}.Highlight()
+	for _, h := range []judging.Harm{judging.Double, judging.MovedThoughRefused, judging.NotPosted, judging.PostedTwice, judging.PostedUnexecuted} {
+		if (timeline.Finding{Harm: string(h)}).Highlight() == named {
+			t.Errorf("the timeline draws the executions of %q as merely named", h)
+		}
+	}
+}

@@ -155,8 +155,10 @@ var (
 	named       = Highlight{'◆', "named", "execution the finding names", "executed: the finding names it"}
 )
 
-// highlights maps a harm, as the grader's checks name it (judging.Harm)
-// and as lab replay counts it, to how its executions are drawn.
+// highlights maps a harm, as the grader's checks name it (judging.Harm;
+// the package stays clear of the grader's, and grader's tests hold the
+// names to judging's) and as lab replay counts it (its findings' kinds),
+// to how its executions are drawn.
 var highlights = map[string]Highlight{
 	"double": ranTooOften, "double_applied": ranTooOften,
 	"moved though refused": ranRefused,
@@ -245,7 +247,8 @@ func (v View) Story() bool {
 	return requests > 1
 }
 
-// draws reports whether a lane of v holds a mark that is.
+// draws reports whether any lane of v holds a mark of which is reports
+// true: the legend names only what the picture holds.
 func (v View) draws(is func(Mark) bool) bool {
 	for _, l := range v.Lanes {
 		if slices.ContainsFunc(l.Marks, is) {
