@@ -46,12 +46,18 @@ func DefaultBindings(demo bool) Bindings {
 		Quit:    key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 	}
 	if !demo {
-		for _, d := range []*key.Binding{&b.Profile, &b.Burst, &b.Edited, &b.Clerks, &b.Invoice, &b.Crash, &b.Stage, &b.Yours, &b.Faster, &b.Slower} {
-			d.SetEnabled(false)
-		}
+		disable(&b.Profile, &b.Burst, &b.Edited, &b.Clerks, &b.Invoice, &b.Crash, &b.Stage, &b.Yours, &b.Faster, &b.Slower)
 		b.Pause.SetHelp("space", "freeze")
 	}
 	return b
+}
+
+// disable turns bindings off: they match no key press and vanish from the
+// help.
+func disable(bindings ...*key.Binding) {
+	for _, b := range bindings {
+		b.SetEnabled(false)
+	}
 }
 
 // ShortHelp is the help bar.

@@ -81,14 +81,22 @@ type Profile struct {
 	About string
 }
 
-// Controls are what the demo's key presses do. Each may block (it does
-// I/O), so the model calls them from commands, never from Update.
-type Controls interface {
+// TrafficControls are what the demo's traffic keys do: pause it, change
+// its rate and its faults. A model given none only watches (lab dash).
+// Each may block (it does I/O), so the model calls them from commands,
+// never from Update; so do the optional controls below, which the model
+// finds by type assertion on the same value, as net/http finds a Flusher.
+type TrafficControls interface {
 	SetPaused(bool)
 	// StepRate moves the traffic rate one step up (+1) or down (-1) and
 	// returns it in operations per second.
 	StepRate(delta int) int
 	NextProfile(ctx context.Context) Profile
+}
+
+// StoryControls play the one-shot stories on both sides. Without them the
+// story keys are off and out of the help.
+type StoryControls interface {
 	// Burst and Edited send their operations and return a notice.
 	Burst(ctx context.Context) string
 	Edited(ctx context.Context) string
@@ -96,6 +104,11 @@ type Controls interface {
 	// side's server did (see Story).
 	Clerks(ctx context.Context) Story
 	Invoice(ctx context.Context) Story
+}
+
+// RightControls change the right side's server. Without them the crash,
+// stage and yours keys are off and out of the help.
+type RightControls interface {
 	CrashRight(ctx context.Context) error
 	// SwitchRight runs c on the right; an error says why it cannot.
 	SwitchRight(ctx context.Context, c Choice) error

@@ -18,8 +18,12 @@ import (
 // Update: the servers are watched by goroutines that send it messages (see
 // dashboard/backend), and what the key presses do runs in commands.
 type Model struct {
-	ctx      context.Context
-	ctl      Controls // nil when only watching (lab dash)
+	ctx context.Context
+	// traffic is nil when the model only watches (lab dash); stories
+	// and servers are nil when the controls given do not have them.
+	traffic  TrafficControls
+	stories  StoryControls
+	servers  RightControls
 	bindings Bindings
 	help     help.Model
 	styles   Styles
@@ -70,11 +74,12 @@ type doneMsg struct {
 	story   *Story
 }
 
-// NewDemo returns the model of lab demo: two sides, driven through ctl.
+// NewDemo returns the model of lab demo: two sides, driven through ctl,
+// and through its StoryControls and RightControls if it has them.
 // stages are the solutions the right side can run; right is what it runs
 // now; rate (operations per second) and profile are the traffic's at the
 // start.
-func NewDemo(ctx context.Context, ctl Controls, stages []int, left, right Choice, rate int, profile Profile, now time.Time) Model {
+func NewDemo(ctx context.Context, ctl TrafficControls, stages []int, left, right Choice, rate int, profile Profile, now time.Time) Model {
 	m := newModel(ctx, ctl, now)
 	m.stages, m.right = stages, right
 	m.rate, m.profile = rate, profile
@@ -92,14 +97,23 @@ func NewWatch(ctx context.Context, title string, now time.Time) Model {
 	return m
 }
 
-func newModel(ctx context.Context, ctl Controls, now time.Time) Model {
+func newModel(ctx context.Context, ctl TrafficControls, now time.Time) Model {
 	h := help.New()
 	st := DefaultStyles()
 	h.Styles = st.Help
-	return Model{
-		ctx: ctx, ctl: ctl, bindings: DefaultBindings(ctl != nil), help: h, styles: st,
+	m := Model{
+		ctx: ctx, traffic: ctl, bindings: DefaultBindings(ctl != nil), help: h, styles: st,
 		now: now, started: now, width: 80, height: 24,
 	}
+	m.stories, _ = ctl.(StoryControls)
+	m.servers, _ = ctl.(RightControls)
+	if m.stories == nil {
+		disable(&m.bindings.Burst, &m.bindings.Edited, &m.bindings.Clerks, &m.bindings.Invoice)
+	}
+	if m.servers == nil {
+		disable(&m.bindings.Crash, &m.bindings.Stage, &m.bindings.Yours)
+	}
+	return m
 }
 
 // Init starts the clock.
@@ -129,7 +143,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height, m.still = msg.Width, msg.Height, ""
-		if m.paused && m.ctl == nil {
+		if m.paused && m.traffic == nil {
 			m.still = m.Render()
 		}
 		m.help.SetWidth(msg.Width)
@@ -240,11 +254,11 @@ func (m Model) press(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		switch {
 		case m.paused:
 			desc = "resume"
-		case m.ctl == nil:
+		case m.traffic == nil:
 			desc = "freeze"
 		}
 		m.bindings.Pause.SetHelp(m.bindings.Pause.Help().Key, desc)
-		if m.ctl == nil {
+		if m.traffic == nil {
 			// Watching only: the picture stops, the counting does not.
 			m.still = ""
 			if m.paused {
@@ -254,7 +268,7 @@ func (m Model) press(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		paused := m.paused
 		return m, m.run(func(ctx context.Context) doneMsg {
-			m.ctl.SetPaused(paused)
+			m.traffic.SetPaused(paused)
 			return doneMsg{notice: map[bool]string{true: "traffic paused", false: "traffic resumed"}[paused]}
 		})
 	case key.Matches(msg, k.Faster, k.Slower):
@@ -263,30 +277,30 @@ func (m Model) press(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			delta = -1
 		}
 		return m, m.run(func(ctx context.Context) doneMsg {
-			r := m.ctl.StepRate(delta)
+			r := m.traffic.StepRate(delta)
 			return doneMsg{rate: r, notice: fmt.Sprintf("traffic: %d ops/s", r)}
 		})
 	case key.Matches(msg, k.Profile):
 		return m, m.run(func(ctx context.Context) doneMsg {
-			p := m.ctl.NextProfile(ctx)
+			p := m.traffic.NextProfile(ctx)
 			return doneMsg{profile: &p, notice: "faults: " + p.Name}
 		})
 	case key.Matches(msg, k.Burst):
 		return m, m.run(func(ctx context.Context) doneMsg {
-			return doneMsg{notice: m.ctl.Burst(ctx)}
+			return doneMsg{notice: m.stories.Burst(ctx)}
 		})
 	case key.Matches(msg, k.Edited):
 		return m, m.run(func(ctx context.Context) doneMsg {
-			return doneMsg{notice: m.ctl.Edited(ctx)}
+			return doneMsg{notice: m.stories.Edited(ctx)}
 		})
 	case key.Matches(msg, k.Clerks, k.Invoice):
 		if m.busy != "" {
 			m.setNotice("wait: "+m.busy, true)
 			return m, nil
 		}
-		busy, play := "two clerks at work", m.ctl.Clerks
+		busy, play := "two clerks at work", m.stories.Clerks
 		if key.Matches(msg, k.Invoice) {
-			busy, play = "two clerks paying an invoice", m.ctl.Invoice
+			busy, play = "two clerks paying an invoice", m.stories.Invoice
 		}
 		m.busy = busy
 		m.setNotice(m.busy+"…", false)
@@ -301,7 +315,7 @@ func (m Model) press(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		m.busy = "crashing the right server"
 		return m, m.run(func(ctx context.Context) doneMsg {
-			if err := m.ctl.CrashRight(ctx); err != nil {
+			if err := m.servers.CrashRight(ctx); err != nil {
 				return doneMsg{err: err}
 			}
 			return doneMsg{notice: "right server crashed and restarted on its database"}
@@ -320,7 +334,7 @@ func (m Model) press(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.busy = "starting " + next.String()
 		m.setNotice(m.busy+"…", false)
 		return m, m.run(func(ctx context.Context) doneMsg {
-			if err := m.ctl.SwitchRight(ctx, next); err != nil {
+			if err := m.servers.SwitchRight(ctx, next); err != nil {
 				return doneMsg{err: err}
 			}
 			return doneMsg{right: &next, notice: "right: " + next.String() + "; both sides start again"}
@@ -345,7 +359,7 @@ func (m Model) nextStage(n int) int {
 // run wraps what a key press does in a command. Key presses that drive
 // traffic do nothing when the model only watches.
 func (m Model) run(fn func(ctx context.Context) doneMsg) tea.Cmd {
-	if m.ctl == nil {
+	if m.traffic == nil {
 		return nil
 	}
 	ctx := m.ctx
@@ -373,7 +387,7 @@ func (m Model) Render() string {
 	header := m.header(w)
 	// The help bar can overrun its width when its ellipsis does not fit.
 	footer := []string{m.faultLine(w), truncate(m.help.View(m.bindings), w)}
-	if m.ctl == nil {
+	if m.traffic == nil {
 		footer = footer[1:]
 	}
 	if h < 12 {
@@ -414,7 +428,7 @@ func (m Model) panes(w, h int) string {
 
 func (m Model) header(w int) string {
 	left := m.styles.Header.Render("idemlab")
-	if m.ctl != nil {
+	if m.traffic != nil {
 		left += m.styles.Dim.Render(" · same traffic, same faults · ") + clockSince(m.now.Sub(m.started))
 	} else {
 		left += m.styles.Dim.Render(" · watching ") + m.sides[0].url

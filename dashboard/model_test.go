@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -120,7 +122,7 @@ func update(t *testing.T, m Model, msg tea.Msg) (Model, tea.Cmd) {
 	return next.(Model), cmd
 }
 
-func demoModel(ctl Controls) Model {
+func demoModel(ctl TrafficControls) Model {
 	m := NewDemo(context.Background(), ctl, []int{0, 1, 2, 3, 4, 5, 6}, Choice{}, Choice{Stage: 6}, testRates[testRate], testProfiles[0], t0)
 	m.frozen = true
 	return m
@@ -254,6 +256,71 @@ func TestModel_WatchOnlyHasNoTrafficKeys(t *testing.T) {
 	if strings.Contains(help, "burst") || !strings.Contains(help, "quit") {
 		t.Errorf("watch help bar = %q, want quit and no burst", help)
 	}
+}
+
+// TestModel_KeysFollowTheControlsTheBackEndHas: the story keys and the
+// right side's keys work only when the controls have them (found by type
+// assertion), and are otherwise off and out of the help; the traffic keys
+// work either way.
+func TestModel_KeysFollowTheControlsTheBackEndHas(t *testing.T) {
+	stories := []string{"b", "e", "u", "i"}
+	right := []string{"c", "s", "y"}
+	for _, c := range []struct {
+		name    string
+		has     string
+		on, off []string
+	}{
+		{"traffic only", "", nil, append(stories, right...)},
+		{"traffic and stories", "stories", stories, right},
+		{"traffic and the right side", "right", right, stories},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, k := range append([]string{"f", "+"}, c.on...) {
+				f := &fakeControls{rate: testRate}
+				if _, cmd := update(t, demoModel(partial(f, c.has)), press(k)); cmd == nil || len(f.calls) != 1 {
+					t.Errorf("key %q did nothing (calls %q)", k, f.calls)
+				}
+			}
+			f := &fakeControls{rate: testRate}
+			m := demoModel(partial(f, c.has))
+			for _, k := range c.off {
+				if _, cmd := m.Update(press(k)); cmd != nil {
+					t.Errorf("key %q did something with controls that lack it", k)
+				}
+			}
+			m.help.ShowAll = true
+			help := ansi.Strip(m.help.View(m.bindings))
+			all := DefaultBindings(true)
+			for _, b := range []key.Binding{all.Burst, all.Edited, all.Clerks, all.Invoice, all.Crash, all.Stage, all.Yours} {
+				if offered := strings.Contains(help, hint(b)); offered != slices.Contains(c.on, b.Help().Key) {
+					t.Errorf("the help offers %q: %v; the controls have it: %v\n%s", hint(b), offered, !offered, help)
+				}
+			}
+			if !strings.Contains(help, "faults") {
+				t.Errorf("the help lacks the traffic's keys:\n%s", help)
+			}
+		})
+	}
+}
+
+// partial is f with only its traffic controls, and with the stories' or
+// the right side's as has says.
+func partial(f *fakeControls, has string) TrafficControls {
+	type withStories struct {
+		TrafficControls
+		StoryControls
+	}
+	type withRight struct {
+		TrafficControls
+		RightControls
+	}
+	switch has {
+	case "stories":
+		return withStories{f, f}
+	case "right":
+		return withRight{f, f}
+	}
+	return struct{ TrafficControls }{f}
 }
 
 func TestModel_IgnoresAnOldServersEvents(t *testing.T) {

@@ -61,7 +61,8 @@ var refName = regexp.MustCompile(`\b(?:tr|dp)_[0-9A-Za-z]+\b`)
 
 // refLines begin the lines of a core ledger finding that name the
 // transfers it is about (checks_stage9.go's postedOnce).
-var refLines = []string{"never posted:", "posted more than once:", "posted, and no such transfer executed:", "posted wrong:"}
+var refLines = []string{"never posted:", "posted more than once:", "posted, and no such transfer executed:", "posted wrong:",
+	"set aside as dead letters, though the core would have taken them:", "rejected by the core, and no dead letter names it:"}
 
 // namedRefs are the transfers the core ledger finding in got is about.
 func namedRefs(got string) []string {

@@ -14,6 +14,10 @@ func TestNamedRefs_ReadsOnlyTheLinesOfTheFinding(t *testing.T) {
 	if refs := namedRefs(got); !slices.Equal(refs, []string{"tr_cc3", "tr_dd4"}) {
 		t.Errorf("namedRefs = %v, want the two never posted", refs)
 	}
+	got = "2 postings in the core ledger: tr_aa1, tr_bb2\nset aside as dead letters, though the core would have taken them: tr_ee5 (503 core down)"
+	if refs := namedRefs(got); !slices.Equal(refs, []string{"tr_ee5"}) {
+		t.Errorf("namedRefs = %v, want the one set aside", refs)
+	}
 }
 
 func TestNamedOps_ReadsTheEvidenceAndTheContractBesideIt(t *testing.T) {
@@ -42,5 +46,17 @@ func TestResultTimeline_HarmDecidesTheHighlight(t *testing.T) {
 	contract := Result{Check: Check{ID: "S1.x"}, History: h, Err: &judging.Failure{Sent: sent}}
 	if _, ok := contract.Timeline("make stage-1", 10); ok {
 		t.Error("a contract difference of one request draws a timeline")
+	}
+}
+
+// TestHighlight_KnowsTheHarmsThatHighlightAnExecution holds the timeline's
+// names of the harms to judging's: a harm renamed there would otherwise
+// draw its executions as merely named by the evidence.
+func TestHighlight_KnowsTheHarmsThatHighlightAnExecution(t *testing.T) {
+	named := timeline.Finding{Harm: "contract"}.Highlight()
+	for _, h := range []judging.Harm{judging.Double, judging.MovedThoughRefused, judging.NotPosted, judging.PostedTwice, judging.PostedUnexecuted} {
+		if (timeline.Finding{Harm: string(h)}).Highlight() == named {
+			t.Errorf("the timeline draws the executions of %q as merely named", h)
+		}
 	}
 }

@@ -163,11 +163,17 @@ func lookup(name string, stderr io.Writer) (command, bool) {
 	return command{}, false
 }
 
+// usage lists the commands, their summaries in one column past the
+// longest name.
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: lab <command> [flags]   (lab help <command>, or lab <command> -h, for its flags)")
 	fmt.Fprintln(w)
+	width := 0
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 }
 

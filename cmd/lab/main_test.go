@@ -78,6 +78,34 @@ func TestHelp_ListsTheCommands(t *testing.T) {
 	}
 }
 
+// TestHelp_AlignsTheSummaries catches a summary that starts in another
+// column than the others, or touches its command's name (a name longer
+// than the padding).
+func TestHelp_AlignsTheSummaries(t *testing.T) {
+	var out strings.Builder
+	usage(&out)
+	column := -1
+	for _, c := range commands {
+		var line string
+		for _, l := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(l, "  "+c.name+" ") {
+				line = l
+			}
+		}
+		at := strings.Index(line, c.summary)
+		switch {
+		case at < 0:
+			t.Errorf("no line lists %s with its summary:\n%s", c.name, out.String())
+		case !strings.HasSuffix(line[:at], "  "):
+			t.Errorf("the summary of %s touches its name: %q", c.name, line)
+		case column >= 0 && at != column:
+			t.Errorf("the summary of %s starts at column %d, the first one's at %d:\n%s", c.name, at, column, out.String())
+		default:
+			column = at
+		}
+	}
+}
+
 // TestHelp_RefusesAnUnknownCommand catches lab help nosuch exiting 0.
 func TestHelp_RefusesAnUnknownCommand(t *testing.T) {
 	for _, args := range [][]string{{"help", "nosuch"}, {"nosuch"}} {

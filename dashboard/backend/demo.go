@@ -54,8 +54,8 @@ func (s Stages) Numbers() []int {
 
 // Demo is the classroom demo (lab demo): two lab servers fed the same
 // traffic through the same faults, each watched by a pump that sends its
-// events and state polls to the dashboard. It implements
-// dashboard.Controls.
+// events and state polls to the dashboard. It has every control the
+// dashboard knows: its traffic's, the stories' and the right side's.
 type Demo struct {
 	send    func(tea.Msg)
 	stages  Stages
@@ -70,6 +70,14 @@ type Demo struct {
 	profile int
 	wg      sync.WaitGroup
 }
+
+// Demo keeps every control: a method renamed or dropped would turn its
+// keys off without a word.
+var _ interface {
+	dashboard.TrafficControls
+	dashboard.StoryControls
+	dashboard.RightControls
+} = (*Demo)(nil)
 
 // watched is one side's server and the goroutines watching it.
 type watched struct {

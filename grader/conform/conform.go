@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"os/exec"
@@ -487,7 +488,7 @@ func (b *books) judge(ctx context.Context, res *Result, want ...expect) error {
 		if moved != expected {
 			res.Money = MoneyHarmed
 			if unit != 0 && len(whats) == 1 {
-				line += fmt.Sprintf(" (%s executions where %d were due)", num(moved/unit), due)
+				line += " (" + executionsSaid(moved/unit, due) + ")"
 			}
 		}
 		saw = append(saw, line)
@@ -497,6 +498,22 @@ func (b *books) judge(ctx context.Context, res *Result, want ...expect) error {
 }
 
 func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// executionsSaid says how many executions of one operation a witness's
+// move of n of them makes, where due were due. A move that no whole,
+// non-negative number of executions explains is said in words: a third
+// of a payment tells the user nothing, and what it likely means is that
+// something else moves the witness.
+func executionsSaid(n float64, due int) string {
+	whole := math.Round(n)
+	if whole < 0 || math.Abs(n-whole) > 1e-9*max(1, math.Abs(n)) {
+		return fmt.Sprintf("a move no whole number of executions explains, where %d were due: does something else move this witness, another principal paying into it or a client outside this run?", due)
+	}
+	if whole == 0 {
+		whole = 0 // not -0, the quotient of nothing moved by a negative effect
+	}
+	return fmt.Sprintf("%s executions where %d were due", num(whole), due)
+}
 
 // contract sets res.Contract from ok, with what was expected.
 func contract(res *Result, ok bool, expected string) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -324,5 +325,30 @@ func TestRun_AnEmptyRetryAnswerIsNotAResult(t *testing.T) {
 	r := byID(runAgainst(t, emptyRetries, p))["lost-response"]
 	if r.Money != MoneyClean || r.Contract != ContractUnmet || !strings.Contains(r.Saw, "body empty or not JSON") || !strings.Contains(r.Saw, "the retry 201 with an empty body") {
 		t.Fatalf("money %s, contract %s, saw %q; want clean money and an unmet contract naming the empty answer", r.Money, r.Contract, r.Saw)
+	}
+}
+
+// TestExecutionsSaid: a witness that moved by whole executions says how
+// many; one that moved by a fraction of an operation, or the other way,
+// says in words that something else likely moves it, not a raw float.
+func TestExecutionsSaid(t *testing.T) {
+	const elsewhere = "no whole number of executions explains, where 1 were due: does something else move this witness"
+	for _, c := range []struct {
+		n    float64
+		want string
+	}{
+		{8, "8 executions where 1 were due"},
+		{0, "0 executions where 1 were due"},
+		{math.Copysign(0, -1), "0 executions where 1 were due"},
+		{0.1 * 3 / 0.1, "3 executions where 1 were due"},
+		{0.33137254901960783, elsewhere},
+		{-0.49560117302052786, elsewhere},
+		{-2, elsewhere},
+		{2.5, elsewhere},
+	} {
+		got := executionsSaid(c.n, 1)
+		if c.want == elsewhere && !strings.Contains(got, c.want) || c.want != elsewhere && got != c.want {
+			t.Errorf("executionsSaid(%v, 1) = %q, want it to say %q", c.n, got, c.want)
+		}
 	}
 }

@@ -80,6 +80,11 @@ type htmlPage struct {
 	Hidden       int
 	HiddenDetail string
 	Rows         []htmlRow
+	// Highlight is how the finding's executions are drawn, nil when the
+	// page draws none; Missing says it draws an answer that told of an
+	// execution that never happened. The legend names only what is drawn.
+	Highlight *Highlight
+	Missing   bool
 }
 
 type htmlTick struct {
@@ -125,8 +130,13 @@ func htmlView(v View) htmlPage {
 		return math.Round((svgLabel+float64(t.Sub(v.From))/float64(span)*svgArea)*10) / 10
 	}
 	ms := func(t time.Time) string { return Millis(t.Sub(v.From)) }
+	hot := v.Finding.Highlight()
 	p := htmlPage{F: v.Finding, Width: svgLabel + svgArea + svgAnswer, Span: Millis(span) + " ms",
 		Hidden: v.HiddenLanes(), HiddenDetail: hiddenSummary(v.Hidden)}
+	if v.draws(highlighted) {
+		p.Highlight = &hot
+	}
+	p.Missing = v.draws(missing)
 	for i := 0; i <= 4; i++ {
 		p.Ticks = append(p.Ticks, htmlTick{X: svgLabel + svgArea*float64(i)/4, Label: Millis(span*time.Duration(i)/4) + " ms"})
 	}
@@ -139,11 +149,11 @@ func htmlView(v View) htmlPage {
 		}
 		for _, m := range l.Marks {
 			kind := m.Kind
-			if m.Kind == Execution && m.Highlight {
-				kind = "excess"
+			if highlighted(m) {
+				kind = hot.Class
 			}
-			title := markTitle(m) + " at " + ms(m.At) + " ms"
-			hl.Marks = append(hl.Marks, htmlMark{X: x(m.At), Kind: kind, Glyph: string(markGlyph(m)), Highlight: m.Highlight, Title: title})
+			title := markTitle(m, hot) + " at " + ms(m.At) + " ms"
+			hl.Marks = append(hl.Marks, htmlMark{X: x(m.At), Kind: kind, Glyph: string(markGlyph(m, hot)), Highlight: m.Highlight, Title: title})
 		}
 		p.Lanes = append(p.Lanes, hl)
 	}
@@ -151,18 +161,19 @@ func htmlView(v View) htmlPage {
 	return p
 }
 
-// markTitle says what a mark is, for its hover text.
-func markTitle(m Mark) string {
+// markTitle says what a mark is, for its hover text: h's words for an
+// execution of the finding.
+func markTitle(m Mark, h Highlight) string {
 	s := map[string]string{
 		Execution: "executed", Claim: "key claimed", Complete: "key completed", Release: "key released",
 		Armed: "fault armed", Crash: "server crashed", Restart: "server restarted", Reset: "lab reset", Clock: "lab clock moved",
-		"missing": "told it ran; it never executed",
+		Missing: "told it ran; it never executed",
 	}[m.Kind]
 	if s == "" {
 		s = m.Kind
 	}
-	if m.Kind == Execution && m.Highlight {
-		s = "executed: the finding (more often than asked)"
+	if highlighted(m) {
+		s = h.Title
 	}
 	if m.Detail != "" {
 		s += " (" + m.Detail + ")"
@@ -193,7 +204,9 @@ svg text { font: 13px ui-monospace, monospace; }
 .bar.lost { fill: #ccc; }
 a:hover .bar, a:focus .bar { fill: #3c78b4; }
 .mark.execution { fill: #2a7a2a; }
-.mark.excess { fill: #d00020; stroke: #000; stroke-width: 1; }
+.mark.excess, .mark.unposted, .mark.posted-twice, .mark.unexecuted { fill: #d00020; stroke: #000; stroke-width: 1; }
+.mark.named { fill: #6a3d9a; stroke: #000; stroke-width: 1; }
+.on-mark { fill: #fff; font-weight: bold; pointer-events: none; }
 .mark.missing { fill: none; stroke: #d00020; stroke-width: 3; }
 .mark.glyph { fill: #444; font-weight: bold; }
 .axis { stroke: #bbb; }
@@ -202,6 +215,8 @@ td, th { border-bottom: 1px solid #eee; padding: .2em .6em; text-align: left; ve
 tr:target { background: #fff3b0; }
 tr.hot td:first-child { color: #b00020; font-weight: bold; }
 .legend span { margin-right: 1.2em; }
+.legend .hot { color: #d00020; }
+.legend .hot.named { color: #6a3d9a; }
 </style>
 </head>
 <body>
@@ -216,14 +231,15 @@ tr.hot td:first-child { color: #b00020; font-weight: bold; }
 <rect class="stripe" x="0" y="{{.Y}}" width="{{$.Width}}" height="24"/>
 <text class="lane-label" x="6" y="{{.Y}}" dy="17">{{.Label}}</text>
 {{range .Bars}}<a href="#{{.ID}}"><rect class="bar{{if .Cut}} cut{{else if .Lost}} lost{{end}}" data-attempt="{{.ID}}" x="{{.X}}" y="{{$l.Y}}" width="{{.W}}" height="16" transform="translate(0 4)"><title>{{.Title}}</title></rect></a>
-{{end}}{{range .Marks}}{{if eq .Kind "execution" "excess"}}<circle class="mark {{.Kind}}" cx="{{.X}}" cy="{{$l.Y}}" r="{{if .Highlight}}9{{else}}6{{end}}" transform="translate(0 12)"><title>{{.Title}}</title></circle>
+{{end}}{{range .Marks}}{{if eq .Kind "execution"}}<circle class="mark execution" cx="{{.X}}" cy="{{$l.Y}}" r="6" transform="translate(0 12)"><title>{{.Title}}</title></circle>
 {{else if eq .Kind "missing"}}<circle class="mark missing" cx="{{.X}}" cy="{{$l.Y}}" r="9" transform="translate(0 12)"><title>{{.Title}}</title></circle>
+{{else if .Highlight}}<circle class="mark {{.Kind}}" cx="{{.X}}" cy="{{$l.Y}}" r="9" transform="translate(0 12)"><title>{{.Title}}</title></circle><text class="on-mark" x="{{.X}}" y="{{$l.Y}}" dy="17" text-anchor="middle">{{.Glyph}}</text>
 {{else}}<text class="mark glyph" x="{{.X}}" y="{{$l.Y}}" dy="17" text-anchor="middle">{{.Glyph}}<title>{{.Title}}</title></text>
 {{end}}{{end}}<text x="{{$.Width}}" y="{{.Y}}" dx="-6" dy="17" text-anchor="end">{{.Answer}}</text>
 </g>
 {{end}}</svg>
 {{if .Hidden}}<p class="hidden">{{.Hidden}} more client lanes not drawn: {{.HiddenDetail}}</p>{{end}}
-<p class="legend"><span>▬ a request, from its send to its answer (orange: cut on the wire; grey: no answer)</span><span>● an execution</span><span style="color:#d00020">⬤ an execution of the finding</span><span style="color:#d00020">◯ told it ran; it never did</span><span>c d r: the key claimed, completed, released</span><span>! † ↑: a fault armed, a crash, a restart</span></p>
+<p class="legend"><span>▬ a request, from its send to its answer (orange: cut on the wire; grey: no answer)</span><span>● an execution</span>{{with .Highlight}}<span class="hot {{.Class}}">{{printf "%c" .Glyph}} {{.Legend}}</span>{{end}}{{if .Missing}}<span class="hot">◯ told it ran; it never did</span>{{end}}<span>c d r: the key claimed, completed, released</span><span>! † ↑: a fault armed, a crash, a restart</span></p>
 <table>
 <tr><th>request</th><th>client</th><th>sent at</th><th>answered at</th><th>sent</th><th>got</th></tr>
 {{range .Rows}}<tr id="{{.ID}}"{{if .Hot}} class="hot"{{end}}><td>{{.ID}}</td><td>{{.Client}}</td><td>{{.Start}} ms</td><td>{{.End}} ms</td><td>{{.Sent}}</td><td>{{.Got}}</td></tr>

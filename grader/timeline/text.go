@@ -23,8 +23,7 @@ const (
 // of its own, so that it reads without colour.
 var glyphs = map[string]rune{
 	Execution:    '$',
-	"excess":     '✗',
-	"missing":    '○',
+	Missing:      '○',
 	Claim:        'c',
 	Complete:     'd',
 	Release:      'r',
@@ -94,7 +93,7 @@ func Text(v View, o TextOptions) string {
 			if hot[c] && !m.Highlight {
 				continue
 			}
-			cells[c], hot[c] = markGlyph(m), m.Highlight
+			cells[c], hot[c] = markGlyph(m, v.Finding.Highlight()), m.Highlight
 		}
 		label := l.Label
 		if utf8.RuneCountInString(label) > labelCols {
@@ -106,17 +105,24 @@ func Text(v View, o TextOptions) string {
 	if n := v.HiddenLanes(); n > 0 {
 		fmt.Fprintf(&b, "%s+ %d more %s not drawn: %s\n", pad("", indentCols), n, plural(n, "lane", "lanes"), hiddenSummary(v.Hidden))
 	}
-	fmt.Fprintf(&b, "%s%c execution  %c execution of the finding (ran more often than asked)  %c told it ran; never did\n",
-		pad("", indentCols), glyphs[Execution], glyphs["excess"], glyphs["missing"])
+	legend := []string{fmt.Sprintf("%c execution", glyphs[Execution])}
+	if v.draws(highlighted) {
+		h := v.Finding.Highlight()
+		legend = append(legend, fmt.Sprintf("%c %s", h.Glyph, h.Legend))
+	}
+	if v.draws(missing) {
+		legend = append(legend, fmt.Sprintf("%c told it ran; never did", glyphs[Missing]))
+	}
+	fmt.Fprintf(&b, "%s%s\n", pad("", indentCols), strings.Join(legend, "  "))
 	fmt.Fprintf(&b, "%s%c %c %c key claimed, completed, released  %c fault armed  %c crash  %c restart  %c cut on the wire\n",
 		pad("", indentCols), glyphs[Claim], glyphs[Complete], glyphs[Release], glyphs[Armed], glyphs[Crash], glyphs[Restart], glyphs["cut"])
 	return b.String()
 }
 
-// markGlyph is the glyph of m.
-func markGlyph(m Mark) rune {
-	if m.Kind == Execution && m.Highlight {
-		return glyphs["excess"]
+// markGlyph is the glyph of m, h's for an execution of the finding.
+func markGlyph(m Mark, h Highlight) rune {
+	if highlighted(m) {
+		return h.Glyph
 	}
 	if g, ok := glyphs[m.Kind]; ok {
 		return g

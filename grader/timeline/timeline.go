@@ -85,6 +85,10 @@ const (
 	Clock = "clock"
 )
 
+// Missing is the kind of the mark drawn at an answer that told a client
+// its operation ran when it never did: there is no execution to point at.
+const Missing = "missing"
+
 // Event is one thing the lab observed.
 type Event struct {
 	At   time.Time `json:"at"`
@@ -131,6 +135,48 @@ type Finding struct {
 	Refs []string `json:"refs,omitempty"`
 }
 
+// Highlight is how a timeline draws the executions that made a finding:
+// its glyph (terminal), its class (HTML), what the legend says of it and
+// what each mark's hover text says, all of them the finding's harm.
+type Highlight struct {
+	Glyph  rune
+	Class  string
+	Legend string
+	Title  string
+}
+
+// The highlights, by the harm they show.
+var (
+	ranTooOften = Highlight{'✗', "excess", "execution of the finding (ran more often than asked)", "executed: its operation ran more often than asked"}
+	ranRefused  = Highlight{'✗', "excess", "execution of the finding (ran though its client was told it did not)", "executed though its client was told it did not"}
+	notPosted   = Highlight{'⊘', "unposted", "transfer executed, never posted to the core ledger", "executed, and the core ledger never posted it"}
+	postedTwice = Highlight{'✗', "posted-twice", "transfer executed once, posted more than once", "executed once, and the core ledger posted it more than once"}
+	unexecuted  = Highlight{'◇', "unexecuted", "transfer posted to the core ledger, never executed", "posted to the core ledger, and it never executed"}
+	named       = Highlight{'◆', "named", "execution the finding names", "executed: the finding names it"}
+)
+
+// highlights maps a harm, as the grader's checks name it (judging.Harm;
+// the package stays clear of the grader's, and grader's tests hold the
+// names to judging's) and as lab replay counts it (its findings' kinds),
+// to how its executions are drawn.
+var highlights = map[string]Highlight{
+	"double": ranTooOften, "double_applied": ranTooOften,
+	"moved though refused": ranRefused,
+	"not posted":           notPosted, "not_posted": notPosted,
+	"posted twice": postedTwice, "posted_twice": postedTwice,
+	"posted though not executed": unexecuted, "posted_unexecuted": unexecuted,
+}
+
+// Highlight is how the finding's executions are drawn: by its harm, and
+// for a harm that highlights no execution of its own (a contract
+// difference, a loss) as an execution the evidence names.
+func (f Finding) Highlight() Highlight {
+	if h, ok := highlights[f.Harm]; ok {
+		return h
+	}
+	return named
+}
+
 // ops is every operation the finding is about.
 func (f Finding) ops() []string {
 	return append(append(slices.Clone(f.Excess), f.Missing...), f.Named...)
@@ -170,6 +216,13 @@ func (l Lane) highlighted() bool {
 	return slices.ContainsFunc(l.Marks, func(m Mark) bool { return m.Highlight })
 }
 
+// highlighted reports whether m is an execution of the finding.
+func highlighted(m Mark) bool { return m.Kind == Execution && m.Highlight }
+
+// missing reports whether m is an answer that told of an execution that
+// never happened.
+func missing(m Mark) bool { return m.Kind == Missing }
+
 // View is the part of a history a finding is about, ready to draw.
 type View struct {
 	Finding  Finding
@@ -192,6 +245,17 @@ func (v View) Story() bool {
 		}
 	}
 	return requests > 1
+}
+
+// draws reports whether any lane of v holds a mark of which is reports
+// true: the legend names only what the picture holds.
+func (v View) draws(is func(Mark) bool) bool {
+	for _, l := range v.Lanes {
+		if slices.ContainsFunc(l.Marks, is) {
+			return true
+		}
+	}
+	return false
 }
 
 // HiddenLanes is how many client lanes were left out.
@@ -294,7 +358,7 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 	for i := range clients {
 		for _, a := range clients[i].Attempts {
 			if slices.Contains(f.Missing, a.Op) && a.Answered() && a.Status < 300 && a.Status >= 200 {
-				clients[i].Marks = append(clients[i].Marks, Mark{At: a.End, Kind: "missing", Highlight: true, Detail: "told " + a.Answer() + ", and nothing executed"})
+				clients[i].Marks = append(clients[i].Marks, Mark{At: a.End, Kind: Missing, Highlight: true, Detail: "told " + a.Answer() + ", and nothing executed"})
 			}
 		}
 	}

@@ -330,3 +330,131 @@ func equalCounts(a, b map[string]int) bool {
 	}
 	return true
 }
+
+// harmCase is a finding of one harm drawn over a fixture: what its
+// highlighted marks must show and say, in the terminal and in HTML.
+type harmCase struct {
+	harm, fixture string
+	// refs names transfers the finding is about (tr_2 is client 2's).
+	refs []string
+	// glyph is drawn on client lane, and legend and title are what the
+	// legend and the mark's hover text must say; "" when nothing is
+	// highlighted on an execution.
+	lane          string
+	glyph         rune
+	legend, title string
+	// ranTooOften says the words "more often than asked" belong.
+	ranTooOften bool
+}
+
+var harmCases = []harmCase{
+	{harm: "double", fixture: "double", lane: "client 1", glyph: '✗',
+		legend: "✗ execution of the finding (ran more often than asked)", title: "executed: its operation ran more often than asked", ranTooOften: true},
+	{harm: "moved though refused", fixture: "double", lane: "client 1", glyph: '✗',
+		legend: "✗ execution of the finding (ran though its client was told it did not)", title: "executed though its client was told it did not"},
+	{harm: "not posted", fixture: "double", refs: []string{"tr_2"}, lane: "client 2", glyph: '⊘',
+		legend: "⊘ transfer executed, never posted to the core ledger", title: "executed, and the core ledger never posted it"},
+	{harm: "not_posted", fixture: "double", refs: []string{"tr_2"}, lane: "client 2", glyph: '⊘',
+		legend: "⊘ transfer executed, never posted to the core ledger", title: "executed, and the core ledger never posted it"},
+	{harm: "posted twice", fixture: "double", refs: []string{"tr_2"}, lane: "client 2", glyph: '✗',
+		legend: "✗ transfer executed once, posted more than once", title: "executed once, and the core ledger posted it more than once"},
+	{harm: "posted though not executed", fixture: "double", refs: []string{"tr_2"}, lane: "client 2", glyph: '◇',
+		legend: "◇ transfer posted to the core ledger, never executed", title: "posted to the core ledger, and it never executed"},
+	{harm: "lost", fixture: "lost", lane: "check", glyph: '○',
+		legend: "○ told it ran; never did", title: "told it ran; it never executed"},
+	{harm: "contract", fixture: "double"},
+	{harm: "contract", fixture: "double", refs: []string{"tr_2"}, lane: "client 2", glyph: '◆',
+		legend: "◆ execution the finding names", title: "executed: the finding names it"},
+}
+
+// harmView draws c's fixture as a finding of c's harm: the double's
+// operation as excess for the harms that ran too often, the named
+// transfers for the core ledger's, and the operation named without a
+// highlight for a contract difference.
+func harmView(t *testing.T, c harmCase) View {
+	t.Helper()
+	f := load(t, c.fixture)
+	f.Finding.Harm = c.harm
+	if c.refs != nil || c.harm == "contract" {
+		f.Finding.Named, f.Finding.Excess, f.Finding.Refs = f.Finding.Excess, nil, c.refs
+	}
+	v, ok := f.History.Focus(f.Finding, 10)
+	if !ok {
+		t.Fatalf("no timeline for %q", c.harm)
+	}
+	return v
+}
+
+// TestText_TheHighlightSaysTheHarm: each harm's highlighted mark has a
+// glyph and a legend of its own, and only a double-like finding says that
+// anything ran more often than asked.
+func TestText_TheHighlightSaysTheHarm(t *testing.T) {
+	for _, c := range harmCases {
+		t.Run(fmt.Sprintf("%s %v", c.harm, c.refs), func(t *testing.T) {
+			got := Text(harmView(t, c), TextOptions{})
+			lines := strings.Split(got, "\n")
+			if c.lane != "" {
+				i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), c.lane+" ") })
+				if i < 0 || !strings.ContainsRune(lines[i], c.glyph) {
+					t.Errorf("no %c on the lane of %s:\n%s", c.glyph, c.lane, got)
+				}
+			}
+			legend := lines[len(lines)-3]
+			if c.legend != "" && !strings.Contains(legend, c.legend) {
+				t.Errorf("the legend reads %q, want it to say %q", legend, c.legend)
+			}
+			if c.legend == "" && legend != "  $ execution" {
+				t.Errorf("nothing is highlighted, and the legend reads %q", legend)
+			}
+			if strings.Contains(got, "more often than asked") != c.ranTooOften {
+				t.Errorf("\"more often than asked\" said: %v, want %v:\n%s", !c.ranTooOften, c.ranTooOften, got)
+			}
+		})
+	}
+}
+
+// TestHTML_TheHighlightSaysTheHarm: the page's legend and the hover text
+// of each highlighted mark say what the finding is.
+func TestHTML_TheHighlightSaysTheHarm(t *testing.T) {
+	for _, c := range harmCases {
+		t.Run(fmt.Sprintf("%s %v", c.harm, c.refs), func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := HTML(&buf, harmView(t, c)); err != nil {
+				t.Fatal(err)
+			}
+			doc, err := html.Parse(&buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var legend string
+			var titles []string
+			for n := range doc.Descendants() {
+				if n.Type != html.ElementNode {
+					continue
+				}
+				switch class := attr(n, "class"); {
+				case n.Data == "p" && class == "legend":
+					legend = text(n)
+				case n.Data == "circle" && strings.HasPrefix(class, "mark ") && class != "mark execution":
+					titles = append(titles, text(n))
+				}
+			}
+			wantLegend := c.legend
+			if c.glyph == '○' {
+				wantLegend = "◯ told it ran; it never did"
+			}
+			if !strings.Contains(legend, wantLegend) {
+				t.Errorf("the legend reads %q, want it to say %q", legend, wantLegend)
+			}
+			if c.title == "" && len(titles) > 0 {
+				t.Errorf("nothing should be highlighted; highlighted marks say %q", titles)
+			}
+			if c.title != "" && (len(titles) == 0 || !strings.HasPrefix(titles[0], c.title)) {
+				t.Errorf("highlighted marks say %q, want %q", titles, c.title)
+			}
+			if strings.Contains(legend+strings.Join(titles, ""), "more often than asked") != c.ranTooOften {
+				t.Errorf("\"more often than asked\" said: %v, want %v: %q %q", !c.ranTooOften, c.ranTooOften, legend, titles)
+			}
+		})
+	}
+}
