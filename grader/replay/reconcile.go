@@ -179,9 +179,10 @@ func ReconcileDay(res *Result) DayReconciliation {
 		late := res.Final.Executions[op.Op] - day
 		story := func() string { return opStory(op, subs) }
 
-		editExecuted := int64(0)
-		if e := finalAttempt(subs[SubmitEdit]); e != nil && e.Succeeded() && !e.Replayed {
-			editExecuted = 1
+		holds := res.holds(op)
+		edited := int64(0)
+		if editExecuted(holds, subs) {
+			edited = 1
 		}
 		switch {
 		case day == 0:
@@ -191,8 +192,8 @@ func ReconcileDay(res *Result) DayReconciliation {
 		default:
 			rc.Counts.DoubleApplied++
 			rc.Counts.ExtraExecutions += int(day - 1)
-			original := day - editExecuted
-			rc.Counts.MoneyMovedTwice += max(original-1, 0)*op.Amount + editExecuted*op.Fate.EditedAmount
+			original := day - edited
+			rc.Counts.MoneyMovedTwice += max(original-1, 0)*op.Amount + edited*op.Fate.EditedAmount
 			if original == 0 {
 				rc.Counts.MoneyMovedTwice -= op.Fate.EditedAmount
 			}
@@ -263,7 +264,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 			add("stuck_in_progress", DayFinding{Op: op.Op, Story: "never executed, and the key was still in progress when the client's retry horizon ended: " + story()})
 		}
 		if day > 0 {
-			switch knows, a := clientKnows(subs[SubmitOriginal], subs[SubmitDoubleClick]); knows {
+			switch knows, a := clientKnows(holds, subs[SubmitOriginal], subs[SubmitDoubleClick]); knows {
 			case knowsOriginal:
 				rc.Counts.OriginalAnswers++
 			case knowsWrong:
@@ -278,13 +279,13 @@ func ReconcileDay(res *Result) DayReconciliation {
 			}
 		}
 
-		originals := day + late - editExecuted
+		originals := day + late - edited
 		if originals < 0 {
 			rc.Notes = append(rc.Notes, fmt.Sprintf("%s: the edit was answered 201 but the server counted %d executions", op.Op, day+late))
 			originals = 0
 		}
 		rc.apply(expected, op, op.Amount, originals)
-		rc.apply(expected, op, op.Fate.EditedAmount, editExecuted)
+		rc.apply(expected, op, op.Fate.EditedAmount, edited)
 	}
 
 	rc.reconcileInvoices(res, invoices)
@@ -314,6 +315,20 @@ func ReconcileDay(res *Result) DayReconciliation {
 		return cmp.Compare(slices.Index(order, a.Kind), slices.Index(order, b.Kind))
 	})
 	return rc
+}
+
+// holds returns whether the books hold a resource, by its id, as an
+// execution of op: a transfer the bank lists with op's name. The lab lists
+// transfers only, so a deposit is taken for one by any id that is not a
+// transfer's.
+func (res *Result) holds(op *dayplan.Op) func(id string) bool {
+	if op.Endpoint == dayplan.Deposits {
+		return func(id string) bool {
+			_, transfer := res.Transfers[id]
+			return !transfer
+		}
+	}
+	return func(id string) bool { return res.Transfers[id] == op.Op }
 }
 
 // invoiceKey is a customer's reference: what stage 8 pays once.
