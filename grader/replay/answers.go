@@ -154,9 +154,14 @@ func allowedFinal(kind string, a Attempt) bool {
 	return false
 }
 
-// mismatchedReplay reports whether the answers marked as replays differ
-// from each other or from the original answer the client saw.
-func mismatchedReplay(subs ...[]Attempt) bool {
+// mismatchedReplay reports whether a replay differs from the answer it
+// replays: a 2xx naming an execution the books hold for the operation,
+// with other bytes than that execution's first answer (firstAnswers); or
+// a 422 marked as a replay with other bytes than the first answer the
+// client saw. A refusal names no execution: only its marker says it is a
+// replay, and a server that leaves the marker off answers anew.
+func mismatchedReplay(holds func(id string) bool, subs ...[]Attempt) bool {
+	executions := firstAnswers(holds, subs...)
 	var first string
 	seen := false
 	for _, as := range subs {
@@ -164,11 +169,14 @@ func mismatchedReplay(subs ...[]Attempt) bool {
 			if a.Error != "" || !(a.Succeeded() || a.Status == 422) {
 				continue
 			}
+			if e, ok := executions[resourceOf(a.Response)]; ok && a.Succeeded() && a.Response != e.Response {
+				return true
+			}
 			if !seen {
 				first, seen = a.Response, true
 				continue
 			}
-			if a.Replayed && a.Response != first {
+			if a.Status == 422 && a.Replayed && a.Response != first {
 				return true
 			}
 		}

@@ -221,7 +221,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 			rc.Counts.LostTransfers++
 			add("lost_transfers", DayFinding{Op: op.Op, Story: "the client was told it succeeded; it was never executed: " + story()})
 		}
-		if mismatchedReplay(subs[SubmitOriginal], subs[SubmitDoubleClick]) {
+		if mismatchedReplay(holds, subs[SubmitOriginal], subs[SubmitDoubleClick]) {
 			rc.Counts.MismatchedReplays++
 			add("mismatched_replays", DayFinding{Op: op.Op, Story: "the replayed answers differ from the original's: " + story()})
 		}
