@@ -55,8 +55,10 @@ type DayCounts struct {
 	// LostTransfers counts operations a client was told succeeded and that
 	// the server never executed.
 	LostTransfers int `json:"lost_transfers"`
-	// MismatchedReplays counts operations whose replayed answers differ
-	// from each other or from the original answer.
+	// MismatchedReplays counts operations with a replay that differs
+	// from the answer it replays: a 2xx naming an execution already
+	// answered, with other bytes, whatever its Idempotent-Replayed; or a
+	// 422 marked as a replay that differs from the first answer.
 	MismatchedReplays int `json:"mismatched_replays"`
 	// UnexpectedStatus counts submissions whose final answer the contract
 	// does not allow for them (a 5xx, a 400 for a valid body, no answer).
@@ -77,8 +79,8 @@ type DayCounts struct {
 	// What each client finally knows of an operation that executed
 	// during the day (stuck_in_progress also counts those that never
 	// did because their key stayed in progress), from the last answers of its submission and its
-	// double click: the original answer (the bytes of the 201 the
-	// execution produced), a wrong answer (a 2xx with other bytes:
+	// double click: the original answer (the bytes of the first answer
+	// that named the execution the books hold), a wrong answer (a 2xx with other bytes:
 	// another operation's result, a recomputed one), no usable answer
 	// (refused without the result until it stopped retrying, e.g. 409
 	// duplicate-request), or a key still in progress when its retry
