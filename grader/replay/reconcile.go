@@ -71,6 +71,13 @@ type DayCounts struct {
 	// to the customer).
 	EditsToldDuplicate  int `json:"edits_told_duplicate"`
 	RefusedForOthersKey int `json:"refused_for_others_key"`
+	// ToldDuplicate counts the submissions told 409 duplicate-request
+	// whose request the books show never executed: the edits told
+	// duplicate and the operations refused so for another customer's key.
+	// A money finding, as the checks name it ("told duplicate, never
+	// ran"): told its request already ran, the client will not send it
+	// again, and never learns what became of it.
+	ToldDuplicate int `json:"told_duplicate"`
 	// LateReexecuted counts retries after the retention period that ran
 	// as new requests: allowed, since the client retried after the key
 	// had expired, and the reason the client's retry horizon must be
@@ -232,13 +239,23 @@ func ReconcileDay(res *Result) DayReconciliation {
 			if a == nil {
 				continue
 			}
-			// 409 duplicate-request tells a client its operation already
-			// executed: for one that never did, it is another customer's
-			// key the server took for this one's.
+			// 409 duplicate-request tells a client its request already
+			// executed. For an operation the books show never did, it is
+			// another customer's key the server took for this one's.
 			if kind != SubmitEdit && a.Problem == problem.DuplicateRequest.URI() && day+late == 0 {
 				rc.Counts.UnexpectedStatus++
 				rc.Counts.RefusedForOthersKey++
-				add("unexpected_status", DayFinding{Op: op.Op, Story: fmt.Sprintf("the %s submission was told 409 duplicate-request and the operation never executed: %s", kind, story())})
+				rc.Counts.ToldDuplicate++
+				add("told_duplicate", DayFinding{Op: op.Op, Story: fmt.Sprintf("the %s submission was told 409 duplicate-request and the operation never executed: %s", kind, story())})
+				continue
+			}
+			// For an edit, which never executed since its answer is no
+			// 2xx, the server took the new amount for the old one's retry.
+			if kind == SubmitEdit && a.Problem == problem.DuplicateRequest.URI() && edited == 0 {
+				rc.Counts.UnexpectedStatus++
+				rc.Counts.EditsToldDuplicate++
+				rc.Counts.ToldDuplicate++
+				add("told_duplicate", DayFinding{Op: op.Op, Story: fmt.Sprintf("the edit to %s won was told 409 duplicate-request and never executed: %s", bank.FormatWon(op.Fate.EditedAmount), story())})
 				continue
 			}
 			if (kind == SubmitOriginal || kind == SubmitDoubleClick) && a.GaveUp && a.Problem == problem.RequestInProgress.URI() {
@@ -249,10 +266,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 			}
 			if !allowedFinal(kind, *a) {
 				rc.Counts.UnexpectedStatus++
-				switch {
-				case kind == SubmitEdit && a.Problem == problem.DuplicateRequest.URI():
-					rc.Counts.EditsToldDuplicate++
-				case kind != SubmitEdit && a.Problem == problem.IdempotencyKeyReused.URI():
+				if kind != SubmitEdit && a.Problem == problem.IdempotencyKeyReused.URI() {
 					rc.Counts.RefusedForOthersKey++
 				}
 				add("unexpected_status", DayFinding{Op: op.Op, Story: fmt.Sprintf("the %s submission ended with %s: %s", kind, a.answer(), story())})
@@ -311,7 +325,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 	// VALID is a day with nothing to say against it.
 	rc.Valid = rc.Verdict() == ""
 	order := []string{"lost_transfers", "double_applied", "invoices_paid_twice", "lost_updates", "posted_twice", "posted_unexecuted", "not_posted",
-		"wrong_answers", "no_usable_answer", "stuck_in_progress", "mismatched_replays", "unexpected_status", "edits_not_served",
+		"wrong_answers", "no_usable_answer", "told_duplicate", "stuck_in_progress", "mismatched_replays", "unexpected_status", "edits_not_served",
 		"balance_mismatches", "negative_balances"}
 	slices.SortStableFunc(rc.Findings, func(a, b DayFinding) int {
 		return cmp.Compare(slices.Index(order, a.Kind), slices.Index(order, b.Kind))
