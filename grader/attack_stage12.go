@@ -82,8 +82,8 @@ func resourceID(r Response) string {
 // seen, so that an answer carrying another operation's id is told apart.
 // Money is judged first: the books are reconciled with the answers that
 // ran; then the client of an answer that did not run is named: told
-// "already done" (409) it has lost its operation; handed another
-// operation's 201 it has the wrong answer.
+// "already done" (409), it was told duplicate and its request never ran;
+// handed another operation's 201, it has the wrong answer.
 func (t *T) mustExecute(sent string, rs []Response, op string, books *judging.Books, record func(), ids map[string]bool) error {
 	var refused []Response
 	for _, r := range rs {
@@ -103,7 +103,7 @@ func (t *T) mustExecute(sent string, rs []Response, op string, books *judging.Bo
 	r := refused[0]
 	switch {
 	case r.Is(http.StatusConflict, ""):
-		return t.Harmful(judging.Lost, sent, r.String(), expected+"; told that its key was used, the client believes its money moved, and it never did")
+		return t.toldDuplicate(sent, r.String(), expected)
 	case r.Is(http.StatusCreated, ""):
 		return t.Harmful(judging.WrongAnswer, sent, r.String(), expected+"; this answer is another operation's")
 	}

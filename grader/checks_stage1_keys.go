@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"idemlab/grader/judging"
 	"idemlab/kit/labctl"
 )
 
@@ -257,7 +256,7 @@ func checkFailClosed(t *T, s Scenario) error {
 		failClosed := "503 " + pUnavailable + ": without a claim the request must not execute, and its client must hear that it may retry"
 		switch {
 		case r.Is(http.StatusConflict, ""):
-			return t.Harmful(judging.Lost, sent, r.String(), failClosed+"; told its key was used, the client stops, and its money never moves")
+			return t.toldDuplicate(sent, r.String(), failClosed)
 		case !r.Is(http.StatusServiceUnavailable, pUnavailable) && !r.Is(http.StatusCreated, ""):
 			t.Differ(sent, r.String(), failClosed)
 		}

@@ -164,7 +164,7 @@ func checkEditedResubmission(t *T, s Scenario) error {
 		expected := "422 " + pKeyReused + ": the key names the first request, and this is another one; nothing executes"
 		switch {
 		case r.Is(http.StatusConflict, pDuplicate):
-			return t.Harmful(judging.Lost, sent, r.String(), expected+"; told \"already executed\", the client believes its edited request went through, and it never did")
+			return t.toldDuplicate(sent, r.String(), expected)
 		case r.Is(http.StatusCreated, ""):
 			return t.Harmful(judging.WrongAnswer, sent, r.String(), expected+"; this 201 is the first request's, not the edited one's")
 		case !r.Is(http.StatusUnprocessableEntity, pKeyReused):

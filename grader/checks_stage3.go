@@ -215,8 +215,10 @@ func checkReleaseAfterFailure(t *T, s Scenario) error {
 		switch {
 		case retry.Is(http.StatusConflict, pInProgress):
 			return t.Harmful(judging.StuckKey, story, retry.String(), released+"; nothing is running, and the key says it is, for good"+stalled)
-		case retry.Is(http.StatusConflict, ""), retry.Is(http.StatusCreated, ""):
-			return t.Harmful(judging.Lost, story, retry.String(), released+"; told that its key was used, the client believes its money moved, and it never did"+stalled)
+		case retry.Is(http.StatusConflict, ""):
+			err := t.toldDuplicate(story, retry.String(), released)
+			err.(*judging.Failure).Expected += stalled
+			return err
 		}
 		return t.Fail(story, retry.String(), released+stalled)
 	}

@@ -106,7 +106,7 @@ func (t *T) sameKeyTwoCustomers(s Scenario, kind string, together bool) error {
 	for i, r := range rs {
 		switch {
 		case r.Is(http.StatusConflict, pDuplicate):
-			return t.Harmful(judging.Lost, sent, who[i]+" got "+r.String(), own+"; told that its key was used, the client believes its money moved, and it never did")
+			return t.toldDuplicate(sent, who[i]+" got "+r.String(), own)
 		case !r.Is(http.StatusCreated, ""):
 			t.Differ(sent, who[i]+" got "+r.String(), own)
 		}

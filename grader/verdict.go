@@ -28,6 +28,15 @@ func (t *T) Harmful(harm judging.Harm, sent, got, expected string, args ...any) 
 	return err
 }
 
+// toldDuplicate returns the failure of a request refused as one already
+// done (409) that the books, read just before, show moved nothing: the
+// client, told its request ran, will not send it again, and can never
+// learn what became of it. It is the day replay's told_duplicate.
+func (t *T) toldDuplicate(sent, got, expected string) error {
+	return t.Harmful(judging.ToldDuplicate, sent, got,
+		expected+"; told it was already done, the client will not send it again, and the books show this request never ran")
+}
+
 // moneyFirst reads the books once the check has run, whatever its
 // verdict, and returns err with the money verdict put first: an operation
 // that executed more often than every set of books the check kept allows

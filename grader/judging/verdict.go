@@ -21,6 +21,10 @@ const (
 	MovedThoughRefused Harm = "moved though refused"
 	// Lost: a client was told its operation executed, and it did not.
 	Lost Harm = "lost"
+	// ToldDuplicate: a client was refused as a duplicate of a request
+	// already done (409), and the books show its request never ran: it
+	// will not send it again, and can never learn what became of it.
+	ToldDuplicate Harm = "told duplicate, never ran"
 	// Unbalanced: the balances differ from the operations that executed.
 	Unbalanced Harm = "books do not balance"
 	// WrongAnswer: a client was given another operation's result, or a
@@ -57,6 +61,8 @@ func (h Harm) Explain() string {
 		return "money moved although the client was told it did not; it will send it again"
 	case Lost:
 		return "the client was told its money moved, and it did not"
+	case ToldDuplicate:
+		return "the client was refused as a duplicate of a request already done, and its own never ran: it will not send it again"
 	case Unbalanced:
 		return "the balances do not add up to the operations that executed"
 	case WrongAnswer:

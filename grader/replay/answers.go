@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -24,31 +25,66 @@ const (
 	knowsStuck           // the key was in progress when it gave up
 )
 
-// clientKnows says what the client of an executed operation ends up
-// knowing from its submissions (the original and the double click, one
-// person's two requests), and the final answer that says so. The
-// executions' answers are the 2xx responses the server produced without
-// replaying, seen by the client or lost on the way back; a final 2xx with
-// any other bytes is a wrong answer, whatever else the client holds. When
-// the server produced none that anyone heard (it crashed before it
-// answered), the first replay it sent stands for the stored answer.
-func clientKnows(subs ...[]Attempt) (int, Attempt) {
-	executed := map[string]bool{}
-	stored, replays := "", 0
+// resourceOf is the id of the transfer or deposit a response body names
+// ("" for none).
+func resourceOf(body string) string {
+	var named struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal([]byte(body), &named) != nil {
+		return ""
+	}
+	return named.ID
+}
+
+// firstAnswers returns, for each resource the books hold for an operation
+// (holds) that a 2xx names, the attempt whose answer named it first: the
+// answer its execution produced, seen by the client or lost on the way
+// back. When the server crashed before it answered, the first replay it
+// sent stands for the stored answer. Idempotent-Replayed plays no part:
+// a replay is whatever names a resource after its first answer, and it
+// must repeat that answer byte for byte.
+func firstAnswers(holds func(id string) bool, subs ...[]Attempt) map[string]Attempt {
+	first := map[string]Attempt{}
 	for _, as := range subs {
 		for _, a := range as {
 			s, ok := a.served()
-			switch {
-			case !ok || s.Status < 200 || s.Status >= 300:
-			case !s.Replayed:
-				executed[s.Response] = true
-			case replays == 0:
-				stored, replays = s.Response, 1
+			if !ok || s.Status < 200 || s.Status >= 300 {
+				continue
+			}
+			id := resourceOf(s.Response)
+			if id == "" || !holds(id) {
+				continue
+			}
+			// Attempts built by hand are heard in the order given.
+			if f, seen := first[id]; !seen || s.heard < f.heardOf() {
+				a.Response, a.heard = s.Response, s.heard
+				first[id] = a
 			}
 		}
 	}
-	if len(executed) == 0 && replays > 0 {
-		executed[stored] = true
+	return first
+}
+
+// heardOf is when the server's answer to a came back, among the replay's.
+func (a Attempt) heardOf() uint64 {
+	if a.Unseen != nil {
+		return a.Unseen.heard
+	}
+	return a.heard
+}
+
+// clientKnows says what the client of an executed operation ends up
+// knowing from its submissions (the original and the double click, one
+// person's two requests), and the final answer that says so. The
+// executions' answers are the first answers that named each execution
+// the books hold for the operation (firstAnswers); a final 2xx with any
+// other bytes is a wrong answer (another operation's result, a recomputed
+// one), whatever else the client holds.
+func clientKnows(holds func(id string) bool, subs ...[]Attempt) (int, Attempt) {
+	executed := map[string]bool{}
+	for _, a := range firstAnswers(holds, subs...) {
+		executed[a.Response] = true
 	}
 	knows, why := knowsNothing, Attempt{}
 	for _, as := range subs {
@@ -66,6 +102,21 @@ func clientKnows(subs ...[]Attempt) (int, Attempt) {
 		}
 	}
 	return knows, why
+}
+
+// editExecuted reports whether the edited resubmission executed: its
+// final answer is a 2xx that names an execution of the operation the
+// books hold, and the first answer that named that execution was the
+// edit's own (a replay of the original names the original's execution,
+// answered first).
+func editExecuted(holds func(id string) bool, subs map[string][]Attempt) bool {
+	e := finalAttempt(subs[SubmitEdit])
+	if e == nil || !e.Succeeded() {
+		return false
+	}
+	id := resourceOf(e.Response)
+	first, ok := firstAnswers(holds, subs[SubmitOriginal], subs[SubmitDoubleClick], subs[SubmitEdit])[id]
+	return ok && first.Submission == SubmitEdit
 }
 
 // stuck reports whether a submission ended its retry horizon told its key
@@ -103,9 +154,14 @@ func allowedFinal(kind string, a Attempt) bool {
 	return false
 }
 
-// mismatchedReplay reports whether the answers marked as replays differ
-// from each other or from the original answer the client saw.
-func mismatchedReplay(subs ...[]Attempt) bool {
+// mismatchedReplay reports whether a replay differs from the answer it
+// replays: a 2xx naming an execution the books hold for the operation,
+// with other bytes than that execution's first answer (firstAnswers); or
+// a 422 marked as a replay with other bytes than the first answer the
+// client saw. A refusal names no execution: only its marker says it is a
+// replay, and a server that leaves the marker off answers anew.
+func mismatchedReplay(holds func(id string) bool, subs ...[]Attempt) bool {
+	executions := firstAnswers(holds, subs...)
 	var first string
 	seen := false
 	for _, as := range subs {
@@ -113,11 +169,14 @@ func mismatchedReplay(subs ...[]Attempt) bool {
 			if a.Error != "" || !(a.Succeeded() || a.Status == 422) {
 				continue
 			}
+			if e, ok := executions[resourceOf(a.Response)]; ok && a.Succeeded() && a.Response != e.Response {
+				return true
+			}
 			if !seen {
 				first, seen = a.Response, true
 				continue
 			}
-			if a.Replayed && a.Response != first {
+			if a.Status == 422 && a.Replayed && a.Response != first {
 				return true
 			}
 		}

@@ -7,7 +7,6 @@ import (
 
 	"idemlab/grader/dayplan"
 	"idemlab/grader/judging"
-	"idemlab/kit/bank"
 	"idemlab/kit/core"
 	"idemlab/kit/labctl"
 )
@@ -51,10 +50,10 @@ type CoreTransfer struct {
 const drainWithin = 10 * time.Second
 
 // readCore waits, up to drainWithin, for the server's outbox to have
-// nothing left to send, then reads the core's postings at url and asks
-// the bank which operation made each posted transfer (GET /lab/transfers,
-// a page of transfers at a time).
-func (r *replayer) readCore(ctx context.Context, url string) (*CoreBooks, error) {
+// nothing left to send, then reads the core's postings at url and names
+// the operation that made each posted transfer from ops, the bank's
+// transfers (Result.Transfers).
+func (r *replayer) readCore(ctx context.Context, url string, ops map[string]string) (*CoreBooks, error) {
 	books := &CoreBooks{}
 	// The outbox alone: a day's state counts the executions of every
 	// operation of the day.
@@ -69,10 +68,6 @@ func (r *replayer) readCore(ctx context.Context, url string) (*CoreBooks, error)
 	}
 	books.Pending = pending
 	postings, err := core.NewClient(url, r.client).Postings(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ops, err := r.transferOps(ctx, bank.MaxTransferOps)
 	if err != nil {
 		return nil, err
 	}

@@ -55,8 +55,10 @@ type DayCounts struct {
 	// LostTransfers counts operations a client was told succeeded and that
 	// the server never executed.
 	LostTransfers int `json:"lost_transfers"`
-	// MismatchedReplays counts operations whose replayed answers differ
-	// from each other or from the original answer.
+	// MismatchedReplays counts operations with a replay that differs
+	// from the answer it replays: a 2xx naming an execution already
+	// answered, with other bytes, whatever its Idempotent-Replayed; or a
+	// 422 marked as a replay that differs from the first answer.
 	MismatchedReplays int `json:"mismatched_replays"`
 	// UnexpectedStatus counts submissions whose final answer the contract
 	// does not allow for them (a 5xx, a 400 for a valid body, no answer).
@@ -69,6 +71,13 @@ type DayCounts struct {
 	// to the customer).
 	EditsToldDuplicate  int `json:"edits_told_duplicate"`
 	RefusedForOthersKey int `json:"refused_for_others_key"`
+	// ToldDuplicate counts the submissions told 409 duplicate-request
+	// whose request the books show never executed: the edits told
+	// duplicate and the operations refused so for another customer's key.
+	// A money finding, as the checks name it ("told duplicate, never
+	// ran"): told its request already ran, the client will not send it
+	// again, and never learns what became of it.
+	ToldDuplicate int `json:"told_duplicate"`
 	// LateReexecuted counts retries after the retention period that ran
 	// as new requests: allowed, since the client retried after the key
 	// had expired, and the reason the client's retry horizon must be
@@ -77,8 +86,8 @@ type DayCounts struct {
 	// What each client finally knows of an operation that executed
 	// during the day (stuck_in_progress also counts those that never
 	// did because their key stayed in progress), from the last answers of its submission and its
-	// double click: the original answer (the bytes of the 201 the
-	// execution produced), a wrong answer (a 2xx with other bytes:
+	// double click: the original answer (the bytes of the first answer
+	// that named the execution the books hold), a wrong answer (a 2xx with other bytes:
 	// another operation's result, a recomputed one), no usable answer
 	// (refused without the result until it stopped retrying, e.g. 409
 	// duplicate-request), or a key still in progress when its retry
@@ -179,9 +188,10 @@ func ReconcileDay(res *Result) DayReconciliation {
 		late := res.Final.Executions[op.Op] - day
 		story := func() string { return opStory(op, subs) }
 
-		editExecuted := int64(0)
-		if e := finalAttempt(subs[SubmitEdit]); e != nil && e.Succeeded() && !e.Replayed {
-			editExecuted = 1
+		holds := res.holds(op)
+		edited := int64(0)
+		if editExecuted(holds, subs) {
+			edited = 1
 		}
 		switch {
 		case day == 0:
@@ -191,8 +201,8 @@ func ReconcileDay(res *Result) DayReconciliation {
 		default:
 			rc.Counts.DoubleApplied++
 			rc.Counts.ExtraExecutions += int(day - 1)
-			original := day - editExecuted
-			rc.Counts.MoneyMovedTwice += max(original-1, 0)*op.Amount + editExecuted*op.Fate.EditedAmount
+			original := day - edited
+			rc.Counts.MoneyMovedTwice += max(original-1, 0)*op.Amount + edited*op.Fate.EditedAmount
 			if original == 0 {
 				rc.Counts.MoneyMovedTwice -= op.Fate.EditedAmount
 			}
@@ -220,7 +230,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 			rc.Counts.LostTransfers++
 			add("lost_transfers", DayFinding{Op: op.Op, Story: "the client was told it succeeded; it was never executed: " + story()})
 		}
-		if mismatchedReplay(subs[SubmitOriginal], subs[SubmitDoubleClick]) {
+		if mismatchedReplay(holds, subs[SubmitOriginal], subs[SubmitDoubleClick]) {
 			rc.Counts.MismatchedReplays++
 			add("mismatched_replays", DayFinding{Op: op.Op, Story: "the replayed answers differ from the original's: " + story()})
 		}
@@ -229,13 +239,23 @@ func ReconcileDay(res *Result) DayReconciliation {
 			if a == nil {
 				continue
 			}
-			// 409 duplicate-request tells a client its operation already
-			// executed: for one that never did, it is another customer's
-			// key the server took for this one's.
+			// 409 duplicate-request tells a client its request already
+			// executed. For an operation the books show never did, it is
+			// another customer's key the server took for this one's.
 			if kind != SubmitEdit && a.Problem == problem.DuplicateRequest.URI() && day+late == 0 {
 				rc.Counts.UnexpectedStatus++
 				rc.Counts.RefusedForOthersKey++
-				add("unexpected_status", DayFinding{Op: op.Op, Story: fmt.Sprintf("the %s submission was told 409 duplicate-request and the operation never executed: %s", kind, story())})
+				rc.Counts.ToldDuplicate++
+				add("told_duplicate", DayFinding{Op: op.Op, Story: fmt.Sprintf("the %s submission was told 409 duplicate-request and the operation never executed: %s", kind, story())})
+				continue
+			}
+			// For an edit, which never executed since its answer is no
+			// 2xx, the server took the new amount for the old one's retry.
+			if kind == SubmitEdit && a.Problem == problem.DuplicateRequest.URI() && edited == 0 {
+				rc.Counts.UnexpectedStatus++
+				rc.Counts.EditsToldDuplicate++
+				rc.Counts.ToldDuplicate++
+				add("told_duplicate", DayFinding{Op: op.Op, Story: fmt.Sprintf("the edit to %s won was told 409 duplicate-request and never executed: %s", bank.FormatWon(op.Fate.EditedAmount), story())})
 				continue
 			}
 			if (kind == SubmitOriginal || kind == SubmitDoubleClick) && a.GaveUp && a.Problem == problem.RequestInProgress.URI() {
@@ -246,10 +266,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 			}
 			if !allowedFinal(kind, *a) {
 				rc.Counts.UnexpectedStatus++
-				switch {
-				case kind == SubmitEdit && a.Problem == problem.DuplicateRequest.URI():
-					rc.Counts.EditsToldDuplicate++
-				case kind != SubmitEdit && a.Problem == problem.IdempotencyKeyReused.URI():
+				if kind != SubmitEdit && a.Problem == problem.IdempotencyKeyReused.URI() {
 					rc.Counts.RefusedForOthersKey++
 				}
 				add("unexpected_status", DayFinding{Op: op.Op, Story: fmt.Sprintf("the %s submission ended with %s: %s", kind, a.answer(), story())})
@@ -263,7 +280,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 			add("stuck_in_progress", DayFinding{Op: op.Op, Story: "never executed, and the key was still in progress when the client's retry horizon ended: " + story()})
 		}
 		if day > 0 {
-			switch knows, a := clientKnows(subs[SubmitOriginal], subs[SubmitDoubleClick]); knows {
+			switch knows, a := clientKnows(holds, subs[SubmitOriginal], subs[SubmitDoubleClick]); knows {
 			case knowsOriginal:
 				rc.Counts.OriginalAnswers++
 			case knowsWrong:
@@ -278,13 +295,13 @@ func ReconcileDay(res *Result) DayReconciliation {
 			}
 		}
 
-		originals := day + late - editExecuted
+		originals := day + late - edited
 		if originals < 0 {
 			rc.Notes = append(rc.Notes, fmt.Sprintf("%s: the edit was answered 201 but the server counted %d executions", op.Op, day+late))
 			originals = 0
 		}
 		rc.apply(expected, op, op.Amount, originals)
-		rc.apply(expected, op, op.Fate.EditedAmount, editExecuted)
+		rc.apply(expected, op, op.Fate.EditedAmount, edited)
 	}
 
 	rc.reconcileInvoices(res, invoices)
@@ -308,12 +325,26 @@ func ReconcileDay(res *Result) DayReconciliation {
 	// VALID is a day with nothing to say against it.
 	rc.Valid = rc.Verdict() == ""
 	order := []string{"lost_transfers", "double_applied", "invoices_paid_twice", "lost_updates", "posted_twice", "posted_unexecuted", "not_posted",
-		"wrong_answers", "no_usable_answer", "stuck_in_progress", "mismatched_replays", "unexpected_status", "edits_not_served",
+		"wrong_answers", "no_usable_answer", "told_duplicate", "stuck_in_progress", "mismatched_replays", "unexpected_status", "edits_not_served",
 		"balance_mismatches", "negative_balances"}
 	slices.SortStableFunc(rc.Findings, func(a, b DayFinding) int {
 		return cmp.Compare(slices.Index(order, a.Kind), slices.Index(order, b.Kind))
 	})
 	return rc
+}
+
+// holds returns whether the books hold a resource, by its id, as an
+// execution of op: a transfer the bank lists with op's name. The lab lists
+// transfers only, so a deposit is taken for one by any id that is not a
+// transfer's.
+func (res *Result) holds(op *dayplan.Op) func(id string) bool {
+	if op.Endpoint == dayplan.Deposits {
+		return func(id string) bool {
+			_, transfer := res.Transfers[id]
+			return !transfer
+		}
+	}
+	return func(id string) bool { return res.Transfers[id] == op.Op }
 }
 
 // invoiceKey is a customer's reference: what stage 8 pays once.

@@ -16,12 +16,14 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"idemlab/grader/dayplan"
 	"idemlab/grader/faultnet"
 	"idemlab/grader/history"
 	"idemlab/grader/timeline"
+	"idemlab/kit/bank"
 	"idemlab/kit/events"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
@@ -81,6 +83,11 @@ type Attempt struct {
 	// Unseen is the server's answer when the network lost it on the way
 	// back (failure points 6 and 7): the answer the client never saw.
 	Unseen *ServerAnswer `json:"unseen,omitempty"`
+	// heard numbers the server's answer to this attempt among all the
+	// answers of the replay, in the order they came back (0: none, or an
+	// attempt built by hand): the first answer that names an execution's
+	// resource is that execution's own.
+	heard uint64
 }
 
 // ServerAnswer is a response as the server sent it.
@@ -88,6 +95,7 @@ type ServerAnswer struct {
 	Status   int    `json:"status"`
 	Replayed bool   `json:"replayed,omitempty"`
 	Response string `json:"response,omitempty"`
+	heard    uint64
 }
 
 // served returns the answer the server gave to a, whether or not the
@@ -97,7 +105,7 @@ func (a Attempt) served() (ServerAnswer, bool) {
 	case a.Unseen != nil:
 		return *a.Unseen, true
 	case a.Error == "" && a.Status != 0:
-		return ServerAnswer{Status: a.Status, Replayed: a.Replayed, Response: a.Response}, true
+		return ServerAnswer{Status: a.Status, Replayed: a.Replayed, Response: a.Response, heard: a.heard}, true
 	}
 	return ServerAnswer{}, false
 }
@@ -150,6 +158,10 @@ type Result struct {
 	Opening, Day, Final labctl.State
 	// LateSkipped says why the late retries were not sent, if they were not.
 	LateSkipped string
+	// Transfers are the transfers the bank's books hold at the end, by id,
+	// each with the operation that made it (GET /lab/transfers): which
+	// answers are an execution's is read from them, never from a header.
+	Transfers map[string]string
 	// Core is what the core ledger holds at the end; nil when the replay
 	// was not told where it is (Options.CoreURL).
 	Core    *CoreBooks
@@ -194,7 +206,7 @@ func Run(ctx context.Context, plan *dayplan.Plan, opts Options) (*Result, error)
 	r := &replayer{
 		opts: opts, plan: plan, tokens: map[string]string{},
 		client: &http.Client{
-			Transport:     &faultnet.Transport{Base: recorder{base}},
+			Transport:     &faultnet.Transport{Base: recorder{base: base, heard: new(atomic.Uint64)}},
 			Timeout:       time.Minute,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
@@ -299,8 +311,11 @@ func Run(ctx context.Context, plan *dayplan.Plan, opts Options) (*Result, error)
 			}
 		}
 	}
+	if res.Transfers, err = r.transferOps(ctx, bank.MaxTransferOps); err != nil {
+		return nil, err
+	}
 	if opts.CoreURL != "" {
-		if res.Core, err = r.readCore(ctx, opts.CoreURL); err != nil {
+		if res.Core, err = r.readCore(ctx, opts.CoreURL, res.Transfers); err != nil {
 			return nil, fmt.Errorf("read the core ledger: %w", err)
 		}
 	}
@@ -393,6 +408,7 @@ func (r *replayer) submit(ctx context.Context, op *dayplan.Op, kind string, at t
 		clock.inProgress = ans.Problem == problem.RequestInProgress.URI()
 		if ans.Err == nil {
 			a.Status, a.Response, a.Replayed, a.Problem = ans.Status, string(ans.Body), ans.Replayed, ans.Problem
+			a.heard = heard.heard
 			r.history.Answered(recorded, ans.Status, ans.Problem, fmt.Sprintf("%d %s  %s", ans.Status, ans.Problem, ans.Body), "", false)
 			return
 		}
@@ -451,8 +467,12 @@ func (r *replayer) request(ctx context.Context, op *dayplan.Op, body []byte) (*h
 
 // recorder keeps what the server answered in the ServerAnswer its
 // request's context carries, before a failure point can throw it away: the
-// reconciliation needs the answer a lost response would have given.
-type recorder struct{ base http.RoundTripper }
+// reconciliation needs the answer a lost response would have given, and
+// the order the answers came back in.
+type recorder struct {
+	base  http.RoundTripper
+	heard *atomic.Uint64 // the answers heard so far
+}
 
 type recordKey struct{}
 
@@ -468,7 +488,7 @@ func (rt recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
-	*heard = ServerAnswer{Status: resp.StatusCode, Replayed: resp.Header.Get("Idempotent-Replayed") == "true", Response: string(body)}
+	*heard = ServerAnswer{Status: resp.StatusCode, Replayed: resp.Header.Get("Idempotent-Replayed") == "true", Response: string(body), heard: rt.heard.Add(1)}
 	return resp, nil
 }
 

@@ -200,12 +200,19 @@ func TestReconcileDay_Findings(t *testing.T) {
 				a.GaveUp = true
 				return a
 			}()}, after(0, 0), false, "stuck_in_progress"},
+		// Told 409 duplicate-request, a request the books show never
+		// ran is one verdict, the checks' "told duplicate, never ran".
 		{"an edit told it is a duplicate", []replay.Attempt{ok, {Op: op.Op, Submission: replay.SubmitEdit, N: 1, Status: 409, Problem: problem.DuplicateRequest.URI(), Final: true}},
-			after(1, 0), false, "unexpected_status"},
+			after(1, 0), false, "told_duplicate"},
+		{"an operation told it is a duplicate, never executed", []replay.Attempt{retried(409, false, "", problem.DuplicateRequest.URI())},
+			after(0, 0), false, "told_duplicate"},
+		{"an edit refused for its key", []replay.Attempt{ok, {Op: op.Op, Submission: replay.SubmitEdit, N: 1, Status: 422, Problem: problem.IdempotencyKeyReused.URI(), Final: true}},
+			after(1, 0), true, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res := &replay.Result{Plan: plan, Attempts: c.attempts, Opening: opening, Day: c.final, Final: c.final}
+			// The books hold tr_1, op's one execution, whenever it executed.
+			res := &replay.Result{Plan: plan, Attempts: c.attempts, Opening: opening, Day: c.final, Final: c.final, Transfers: map[string]string{"tr_1": op.Op}}
 			rc := replay.ReconcileDay(res)
 			if rc.Valid != c.valid {
 				t.Fatalf("valid %v, want %v (%+v)", rc.Valid, c.valid, rc.Counts)

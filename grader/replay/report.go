@@ -34,6 +34,7 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int, all string) {
 	line("executed more than once", c.DoubleApplied, pick(c.DoubleApplied > 0,
 		fmt.Sprintf("<- DOUBLE: %d extra executions, %s won moved twice", c.ExtraExecutions, bank.FormatWon(c.MoneyMovedTwice)), ""))
 	line("lost", c.LostTransfers, pick(c.LostTransfers > 0, "<- LOST: told success, nothing moved", ""))
+	line("told duplicate, never ran", c.ToldDuplicate, pick(c.ToldDuplicate > 0, "<- TOLD DUPLICATE: 409 duplicate-request, and the request never executed", ""))
 	line("mismatched replays", c.MismatchedReplays, "")
 	line("unexpected answers", c.UnexpectedStatus, pick(c.EditsToldDuplicate+c.RefusedForOthersKey > 0,
 		fmt.Sprintf("(%d edits told duplicate-request, %d refused for a key another customer used)", c.EditsToldDuplicate, c.RefusedForOthersKey), ""))
@@ -105,6 +106,7 @@ func (rc DayReconciliation) Verdict() string {
 		{c.LostTransfers, "told success and never executed"},
 		{c.WrongAnswers, "clients were given a wrong answer"},
 		{c.NoUsableAnswer, "clients never learned the result of an operation that executed"},
+		{c.ToldDuplicate, "clients told their request was a duplicate, and it never ran"},
 		{c.StuckInProgress, "keys still in progress when their clients gave up"},
 		{c.MismatchedReplays, "replays differ from the original answer"},
 		{c.UnexpectedStatus, "answers the contract does not allow"},

@@ -1,0 +1,158 @@
+package replay_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"idemlab/grader/dayplan"
+	"idemlab/grader/replay"
+	"idemlab/kit/stage"
+	sol0 "idemlab/solutions/stage0"
+	sol5 "idemlab/solutions/stage5"
+)
+
+// wrongs are what a wrongServer does wrong.
+type wrongs struct {
+	// unmark sends replays without Idempotent-Replayed; markFresh sends
+	// an execution's own answer with it.
+	unmark, markFresh bool
+	// recompute answers a replay with its balance_after computed anew;
+	// others answers it with another operation's result (the day's
+	// first, or its second for the first's own replays).
+	recompute, others bool
+}
+
+// wrongServer changes a lab server's answers to its customers on their
+// way back: with the server under it, it stands for a server that does
+// what its wrongs say.
+type wrongServer struct {
+	wrongs
+	base  http.RoundTripper
+	mu    sync.Mutex
+	fresh []string // the first two executions' answers of the day
+}
+
+func (w *wrongServer) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := w.base.RoundTrip(req)
+	if err != nil || strings.HasPrefix(req.URL.Path, "/lab/") || resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if resp.Header.Get("Idempotent-Replayed") == "true" {
+		body = w.replay(body)
+		if w.unmark {
+			resp.Header.Del("Idempotent-Replayed")
+		}
+	} else {
+		w.mu.Lock()
+		if len(w.fresh) < 2 {
+			w.fresh = append(w.fresh, string(body))
+		}
+		w.mu.Unlock()
+		if w.markFresh {
+			resp.Header.Set("Idempotent-Replayed", "true")
+		}
+	}
+	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	return resp, nil
+}
+
+// replay is the body a replay of stored gets.
+func (w *wrongServer) replay(stored []byte) []byte {
+	var t map[string]any
+	if err := json.Unmarshal(stored, &t); err != nil {
+		return stored
+	}
+	if w.others {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, other := range w.fresh {
+			var o map[string]any
+			if json.Unmarshal([]byte(other), &o) == nil && o["id"] != t["id"] {
+				return []byte(other)
+			}
+		}
+	}
+	if b, ok := t["balance_after"].(float64); ok && w.recompute {
+		t["balance_after"] = b - 1
+		out, err := json.Marshal(t)
+		if err == nil {
+			return out
+		}
+	}
+	return stored
+}
+
+// reconcileThrough replays plan against factory's server seen through w
+// and reconciles the day.
+func reconcileThrough(t *testing.T, factory stage.Factory, plan *dayplan.Plan, wrong wrongs) replay.DayReconciliation {
+	t.Helper()
+	tr := &http.Transport{DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	w := &wrongServer{wrongs: wrong, base: tr}
+	run, err := replay.InProcess(context.Background(), factory, plan, nil, replay.Options{Base: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return replay.ReconcileDay(run.Result)
+}
+
+// TestReplay_VerdictDoesNotReadTheMarker: whether an answer is an
+// execution's is read from the books, so Idempotent-Replayed, missing
+// from the replays or put on fresh executions, moves no count. It catches
+// a reconciliation that takes every unmarked 2xx for an execution's
+// answer (a server answering replays with another operation's result
+// would pass by leaving the marker off), or an edit marked as replayed
+// for one that never executed (the money moved twice would be counted at
+// the original amount).
+func TestReplay_VerdictDoesNotReadTheMarker(t *testing.T) {
+	plan := badDay(t, 4)
+	for _, c := range []struct {
+		name    string
+		factory stage.Factory
+		plain   wrongs
+		changed wrongs
+	}{
+		{"replays unmarked", sol5.New, wrongs{}, wrongs{unmark: true}},
+		{"another operation's result, unmarked", sol5.New, wrongs{others: true}, wrongs{others: true, unmark: true}},
+		{"fresh executions marked as replays", sol0.New, wrongs{}, wrongs{markFresh: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			plain := reconcileThrough(t, c.factory, plan, c.plain)
+			changed := reconcileThrough(t, c.factory, plan, c.changed)
+			if plain.Counts != changed.Counts || plain.Valid != changed.Valid {
+				t.Errorf("the marker moved the verdict:\nas the server marks: valid %v %+v\nchanged: valid %v %+v", plain.Valid, plain.Counts, changed.Valid, changed.Counts)
+			}
+			if c.plain.others && plain.Counts.WrongAnswers == 0 {
+				t.Errorf("counts %+v: replays of another operation's result are wrong answers", plain.Counts)
+			}
+		})
+	}
+}
+
+// TestReplay_RecomputedReplayIsAWrongAnswer: a server that computes a
+// replay anew (balance_after is the balance now) and leaves the marker
+// off gives its clients an answer that is not their execution's. It
+// catches a reconciliation that takes an unmarked 2xx for an execution's
+// answer.
+func TestReplay_RecomputedReplayIsAWrongAnswer(t *testing.T) {
+	rc := reconcileThrough(t, sol5.New, badDay(t, 4), wrongs{recompute: true, unmark: true})
+	if rc.Valid || rc.Counts.WrongAnswers == 0 {
+		t.Errorf("valid %v, counts %+v: recomputed replays are wrong answers", rc.Valid, rc.Counts)
+	}
+	if rc.Counts.DoubleApplied != 0 || rc.Counts.BalanceMismatches != 0 {
+		t.Errorf("counts %+v: the money itself is right", rc.Counts)
+	}
+}
