@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
+	"idemlab/grader/judging"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 )
@@ -14,9 +16,11 @@ import (
 // (no lease: stages 3–5), a lease read once (when the server started, or
 // at its first claim) instead of from the config in force, and a
 // takeover that two retries can both win (the lease read in one statement
-// or transaction and written in another): both execute. Two rounds run on
-// one server, each with its own lease set just before it: 16 retries
-// released at once, then 16 arriving a few milliseconds apart.
+// or transaction and written in another): both execute, or, where the
+// completion is fenced by the lease owner, both call the core and one
+// rolls back. Two rounds run on one server, each with its own lease set
+// just before it: 16 retries released at once, then 16 arriving a few
+// milliseconds apart.
 func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 	const n = 16
 	a, b, books := s.A, s.B, s.Books
@@ -46,6 +50,10 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 		// Counted from the latest instant the claim can have been made, so
 		// that however late the original was claimed, its lease is over.
 		if err := t.SetClock(p.claimedBy.Add(lease + time.Second)); err != nil {
+			return err
+		}
+		before, err := t.State()
+		if err != nil {
 			return err
 		}
 		// The retries come in the middle of other customers' traffic: while
@@ -108,6 +116,18 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 		case k > 1:
 			return t.Fail(sent, got, "every 201 names one transfer: one execution, and its stored answer to the others")
 		}
+		// Money holds even when two retries both won the takeover: the
+		// completion is fenced by the lease owner, so all but the last
+		// winner roll back. But each winner called the core first, a side
+		// effect the database cannot roll back; the lab counts the calls.
+		after, err := t.State()
+		if err != nil {
+			return err
+		}
+		if calls := after.CoreCalls[op] - before.CoreCalls[op]; calls > 1 {
+			return t.Fail(sent, fmt.Sprintf("%s; the core was called for this payment by %d of the retries", got, calls),
+				"one retry takes the expired lease over and calls the core, once: the takeover is decided by one conditional write, which the other retries find already made")
+		}
 		last := t.Do(req)
 		for _, r := range rs {
 			if d := replayMismatch(r, last); r.Is(http.StatusCreated, "") && d != "" {
@@ -115,7 +135,105 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 			}
 		}
 	}
-	return nil
+	return t.WhileHeld(1_000_000, t.takeoverBurst)
+}
+
+// takeoverBurst retries many expired keys at once. A takeover that reads
+// the lease in one statement and writes it in another wins twice only
+// when a second retry reads before the first one's write, and on
+// PostgreSQL the claim's INSERT, which waits for a row another
+// transaction is changing, narrows that window to the first retry's few
+// statements: one key gives it a few chances, which it takes in about
+// half the runs. So takeoverKeys payments are held on the core with
+// latency, their leases expire while they wait, and each is retried
+// takeoverRetries times, every retry released at once. Money holds even
+// when two retries win (the completion is fenced by the lease owner, and
+// all but the last winner roll back), but each winner called the core
+// first, a side effect the database cannot roll back: the lab counts the
+// calls, and one key must have at most one from its retries.
+func (t *T) takeoverBurst(s Scenario, latency time.Duration) (conclusive bool, err error) {
+	const takeoverKeys, takeoverRetries = 8, 16
+	lease := t.drawLease(5, 20)
+	if err := t.Configure(labclient.Config{Lease: lease, CoreLatency: latency}); err != nil {
+		return false, err
+	}
+	type payment struct {
+		req    Request
+		op     string
+		amount int64
+		orig   *Pending
+	}
+	ps := make([]payment, takeoverKeys)
+	for i := range ps {
+		p := &ps[i]
+		p.req, p.op, p.amount = s.Payment(t)
+		s.Books.Expect(p.op)
+		p.orig = t.Launch(p.req)
+	}
+	held, err := t.WaitFor(latency/4, func() (bool, error) {
+		st, err := t.State()
+		if err != nil {
+			return false, err
+		}
+		for _, p := range ps {
+			if !judging.KeyInProgress(st, p.req.Key) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	before, err := t.State()
+	if err != nil {
+		return false, err
+	}
+	if err := t.Advance(lease + time.Second); err != nil {
+		return false, err
+	}
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return false, err
+	}
+	all := t.Simultaneously(takeoverKeys*takeoverRetries, func(i int) Request { return ps[i%takeoverKeys].req })
+	after, err := t.State()
+	if err != nil {
+		return false, err
+	}
+	// An original that answered before its retries did completed its key
+	// (or failed it) with no takeover to judge.
+	waiting := true
+	for _, p := range ps {
+		waiting = waiting && !p.orig.Done()
+	}
+	sent := fmt.Sprintf("(lease %v) %d payments, each waiting %v on the core  (the originals)\n"+
+		"while they wait: %v of lab time (their leases expire), then %d retries of each, all at once\n"+
+		"e.g. %s", lease, takeoverKeys, latency, lease+time.Second, takeoverRetries, ps[0].req.String())
+	var got []string
+	for i, p := range ps {
+		rs := []Response{p.orig.Wait()}
+		for j := i; j < len(all); j += takeoverKeys {
+			rs = append(rs, all[j])
+		}
+		if executedOps(rs...) > 0 {
+			s.Books.Transfer(p.op, s.A.Accounts[0], s.B.Accounts[0], p.amount)
+		}
+		got = append(got, fmt.Sprintf("%s: the original %s, the retries %s", p.op, rs[0].Short(), Summarize(rs[1:])))
+	}
+	if err := t.Reconcile(sent, strings.Join(got, "\n"), s.Books); err != nil {
+		return true, err
+	}
+	if !held || !waiting {
+		err := t.unheld(&Held{Pending: ps[0].orig}, "whether the originals hold their keys in progress")
+		return err != nil, err
+	}
+	for i, p := range ps {
+		if calls := after.CoreCalls[p.op] - before.CoreCalls[p.op]; calls > 1 {
+			return true, t.Fail(sent, got[i]+fmt.Sprintf("; the core was called for %s by %d of its retries", p.op, calls),
+				"one retry takes an expired lease over and calls the core, once: the takeover is decided by one conditional write, which the other retries find already made")
+		}
+	}
+	return true, nil
 }
 
 // otherAnswers are the answers at odd places of all: the other

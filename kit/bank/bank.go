@@ -16,7 +16,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	"idemlab/kit/clock"
@@ -98,6 +100,15 @@ type Bank struct {
 	clock       *clock.Clock
 	faults      *Faults
 	coreLatency func() time.Duration
+	calls       coreCalls
+}
+
+// coreCalls counts, by op, the requests that called the core, in this
+// process's memory: what the lab observes of a side effect outside the
+// database, which a takeover that two retries both win runs twice.
+type coreCalls struct {
+	mu   sync.Mutex
+	byOp map[string]int64
 }
 
 // New returns a bank over db. coreLatency reports, at each call, how long
@@ -111,6 +122,9 @@ func New(db *sql.DB, clk *clock.Clock, faults *Faults, coreLatency func() time.D
 // transaction held open across a slow remote call blocks every other writer.
 // It returns ctx's error if the request is abandoned while waiting.
 func (b *Bank) CallCore(ctx context.Context) error {
+	if l, ok := ctx.Value(execLogKey{}).(*ExecutionLog); ok {
+		l.coreCalled()
+	}
 	d := b.coreLatency()
 	if d <= 0 {
 		return nil
@@ -123,6 +137,37 @@ func (b *Bank) CallCore(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("call core: %w", ctx.Err())
 	}
+}
+
+// CountCoreCall counts a call to the core by a request of op (see
+// ExecutionLog.OnCoreCall). A request without an op is not counted.
+func (b *Bank) CountCoreCall(op string) {
+	if op == "" {
+		return
+	}
+	b.calls.mu.Lock()
+	defer b.calls.mu.Unlock()
+	if b.calls.byOp == nil {
+		b.calls.byOp = map[string]int64{}
+	}
+	b.calls.byOp[op]++
+}
+
+// CoreCalls returns, by op, how many requests called the core since this
+// process started or the lab was last reset (ForgetCoreCalls).
+func (b *Bank) CoreCalls() map[string]int64 {
+	b.calls.mu.Lock()
+	defer b.calls.mu.Unlock()
+	out := map[string]int64{}
+	maps.Copy(out, b.calls.byOp)
+	return out
+}
+
+// ForgetCoreCalls forgets every core call counted: a reset's fresh start.
+func (b *Bank) ForgetCoreCalls() {
+	b.calls.mu.Lock()
+	defer b.calls.mu.Unlock()
+	b.calls.byOp = nil
 }
 
 // Transfer moves req.Amount from req.From (which must belong to customer)

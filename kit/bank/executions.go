@@ -44,6 +44,9 @@ func (b *Bank) countExecution(ctx context.Context, tx *sql.Tx, op, kind, id stri
 type ExecutionLog struct {
 	mu   sync.Mutex
 	runs []Execution
+	// onCoreCall, if set, runs as each of the request's calls to the core
+	// (CallCore) starts.
+	onCoreCall func()
 }
 
 type execLogKey struct{}
@@ -53,6 +56,24 @@ type execLogKey struct{}
 func WithExecutionLog(ctx context.Context) (context.Context, *ExecutionLog) {
 	l := &ExecutionLog{}
 	return context.WithValue(ctx, execLogKey{}, l), l
+}
+
+// OnCoreCall makes fn run as each of the request's calls to the core
+// (CallCore) starts, whatever comes of its business write after.
+func (l *ExecutionLog) OnCoreCall(fn func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.onCoreCall = fn
+}
+
+// coreCalled runs the function OnCoreCall set, if any.
+func (l *ExecutionLog) coreCalled() {
+	l.mu.Lock()
+	fn := l.onCoreCall
+	l.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
 }
 
 func (l *ExecutionLog) add(e Execution) {

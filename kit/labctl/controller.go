@@ -141,6 +141,7 @@ func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer,
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("reset: %w", err)
 	}
+	c.Bank.ForgetCoreCalls()
 	if c.Restage != nil {
 		if err := c.Restage(ctx); err != nil {
 			return nil, fmt.Errorf("reset: the stage could not create its tables: %w", err)
@@ -224,6 +225,10 @@ type State struct {
 	// DeadLetters are the postings the core refused for good, with its
 	// answers, oldest first (at most MaxStateDeadLetters).
 	DeadLetters []bank.DeadLetter `json:"dead_letters"`
+	// CoreCalls counts, by op, the requests that called the core since
+	// this server process started or the lab was last reset: in memory,
+	// where a takeover that two retries both won shows as two calls.
+	CoreCalls map[string]int64 `json:"core_calls"`
 }
 
 // MaxStateDeadLetters is how many dead letters GET /lab/state shows.
@@ -253,6 +258,7 @@ func (c *Controller) State(ctx context.Context) (State, error) {
 	return State{
 		Now: clock.Format(c.Clock.Now()), Accounts: accounts, Executions: execs,
 		Keys: keys, Config: Wire(c.Settings.Get()), Faults: c.Faults.Armed(), Outbox: outbox.Counts, DeadLetters: outbox.DeadLetters,
+		CoreCalls: c.Bank.CoreCalls(),
 	}, nil
 }
 

@@ -77,6 +77,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		body := &captureReader{r: r.Body}
 		r.Body = body
 		buf := &bufferedWriter{header: http.Header{}, status: http.StatusOK}
+		// Each call to the core is counted for the lab's state as it
+		// starts, by the op of the body the handler has read by then.
+		execs.OnCoreCall(func() { s.bank.CountCoreCall(opOf(body.buf.Bytes())) })
 		attempt := r.Header.Get(events.AttemptHeader)
 
 		// The wait for a slot is part of the request's duration, as the

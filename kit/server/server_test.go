@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -468,5 +470,35 @@ func TestServer_RefusesADatabaseWithTablesItDidNotMake(t *testing.T) {
 			t.Fatalf("the lab's own database: %v", err)
 		}
 		srv.Close()
+	}
+}
+
+// TestState_CountsCoreCallsByOp catches a lab that does not count the
+// calls to the core (a takeover two retries both won shows only there),
+// that counts a request refused before it called the core, or that keeps
+// the counts across a reset.
+func TestState_CountsCoreCallsByOp(t *testing.T) {
+	srv, hs := start(t)
+	c0, c1 := resetTwo(t, srv)
+	transfer := func(op string, amount int) string {
+		return fmt.Sprintf(`{"from":%q,"to":%q,"amount":%d,"metadata":{"op":%q}}`, c0.Accounts[0], c1.Accounts[0], amount, op)
+	}
+	for _, body := range []string{transfer("op-1", 5), transfer("op-1", 5), transfer("op-2", 7), transfer("op-3", -1)} {
+		call(t, hs, "POST", "/transfers", c0.Token, body)
+	}
+	ctx := context.Background()
+	st, err := srv.Lab().State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int64{"op-1": 2, "op-2": 1}; !maps.Equal(st.CoreCalls, want) {
+		t.Errorf("core_calls = %v, want %v (the naive server calls the core for each of op-1's two requests; op-3's amount is refused before)", st.CoreCalls, want)
+	}
+	resetTwo(t, srv)
+	if st, err = srv.Lab().State(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.CoreCalls) != 0 {
+		t.Errorf("core_calls after a reset = %v, want none", st.CoreCalls)
 	}
 }
