@@ -418,8 +418,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.core-flaps", Stage: 9, Lesson: lesson9 + "#when-the-core-is-down",
-		Claim: "while the core ledger flaps (it refuses a posting, takes the next, refuses the next…), every transfer still reaches it exactly once",
-		Why:   "a relay that gives a row up after one refusal, or marks it sent on an answer it never got, loses postings a core that comes and goes would have taken",
+		Claim: "transfers made while the core ledger is down still reach it exactly once when it comes back flapping (it refuses a posting, takes the next, refuses the next…)",
+		Why:   "a relay that gives a row up after one refusal, marks it sent on an answer it never got, or marks a whole batch sent because the core took part of it, loses postings a core that comes and goes would have taken",
 		Run:   checkCoreFlaps,
 	},
 	{
@@ -433,6 +433,12 @@ var catalogue = []Check{
 		Claim: "300 transfers made while the core ledger is down, many relay batches, all reach it exactly once within 10 s of its return",
 		Why:   "after an outage the outbox holds far more than one pass sends: a relay that sends one batch and waits, or never gets past the first, leaves the core behind for as long as the load lasts",
 		Run:   checkBacklog,
+	},
+	{
+		ID: "S9.commits-per-posting", Stage: 9, Lesson: lesson9 + "#the-relay",
+		Claim: "160 transfers made 16 at a time while the core ledger is down are settled, once it is back, in at most one commit for every 5 postings",
+		Why:   "each commit is a disk sync: a relay that marks each row sent in a write of its own spends one a posting, and under sustained load the outbox grows faster than it drains, however fast the core answers",
+		Run:   checkCommitsPerPosting,
 	},
 	{
 		ID: "S9.same-content", Stage: 9, Lesson: lesson9 + "#a-lost-answer",
@@ -461,7 +467,7 @@ var catalogue = []Check{
 	{
 		ID: "S9.crash-after-post", Stage: 9, Lesson: lesson9 + "#a-crash-between-send-and-mark",
 		Claim: "when the server dies after the core acknowledged a posting and before the relay marked it sent, the restarted server sends it again and it is posted exactly once",
-		Why:   "the row still looks unsent after the restart: sent under a new key it is posted twice, and a relay that marks rows before sending them loses one the same way",
+		Why:   "the row still looks unsent after the restart, and the core has posted it already: sent again under any key but the one it went out under (one drawn per attempt, or one that changes with the process), it is posted twice",
 		Run:   checkCrashAfterPost,
 	},
 	{

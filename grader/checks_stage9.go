@@ -62,6 +62,17 @@ func (t *T) coreScenario(opening int64) (Scenario, error) {
 	return t.Scenario(2, opening)
 }
 
+// coreDownScenario is coreScenario with the core ledger down: the check
+// brings it back with up, which it also defers (up twice is up once).
+func (t *T) coreDownScenario(opening int64) (s Scenario, up func(), err error) {
+	if s, err = t.coreScenario(opening); err != nil {
+		return Scenario{}, nil, err
+	}
+	faults := &t.Core().Faults
+	faults.SetDown(true)
+	return s, func() { faults.SetDown(false) }, nil
+}
+
 // postedOnce reconciles the money, waits for the outbox to drain, and
 // checks the core's postings against want: each transfer exactly once,
 // with its accounts and amount, and nothing else; and no dead letters.
@@ -221,13 +232,12 @@ func checkPostedOnce(t *T) error {
 // whose relay gives up, and one that marks a row sent before the core
 // acknowledged it.
 func checkCoreDown(t *T) error {
-	s, err := t.coreScenario(1_000_000)
+	s, up, err := t.coreDownScenario(1_000_000)
 	if err != nil {
 		return err
 	}
+	defer up()
 	faults := &t.Core().Faults
-	faults.SetDown(true)
-	defer faults.SetDown(false)
 	story := []string{"the core ledger is down"}
 	want, err := t.payments(s, 3+t.rng.IntN(3), &story)
 	if err != nil {
@@ -253,7 +263,7 @@ func checkCoreDown(t *T) error {
 	default:
 		story = append(story, fmt.Sprintf("the core was sent %d postings in %v while it was down, not %d; it comes back", faults.Refused(), drainWithin, outageRefusals))
 	}
-	faults.SetDown(false)
+	up()
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
 }
 
@@ -264,20 +274,26 @@ func checkCoreDown(t *T) error {
 const outageRefusals = 40
 
 // checkCoreFlaps catches a relay that marks a row sent on an answer it
-// did not get, or gives a row up after a refusal, while the core answers
-// every other posting.
+// did not get, gives a row up after a refusal, or marks a batch sent
+// whole once the core took part of it. The transfers are made while the
+// core is down, so that it comes back flapping to one batch of them all:
+// of a batch, it takes every other posting and refuses the rest for now,
+// and refuses some of those again when they are sent once more.
 func checkCoreFlaps(t *T) error {
-	s, err := t.coreScenario(1_000_000)
+	s, up, err := t.coreDownScenario(1_000_000)
 	if err != nil {
 		return err
 	}
+	defer up()
 	n := 4 + t.rng.IntN(4)
-	t.Core().Faults.Flap(4 * n)
-	story := []string{fmt.Sprintf("the core ledger flaps: of its next %d postings it refuses one (503), takes the next, refuses the next…", 4*n)}
+	story := []string{"the core ledger is down"}
 	want, err := t.payments(s, n, &story)
 	if err != nil {
 		return err
 	}
+	t.Core().Faults.Flap(4 * n)
+	up()
+	story = append(story, fmt.Sprintf("the core ledger comes back flapping: of its next %d postings it refuses one (503), takes the next, refuses the next…", 4*n))
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
 }
 
@@ -376,20 +392,18 @@ const backlogTransfers = 300
 // checkBacklog catches a relay that cannot drain a backlog many batches
 // long within drainWithin once the core is back.
 func checkBacklog(t *T) error {
-	s, err := t.coreScenario(1_000_000_000)
+	s, up, err := t.coreDownScenario(1_000_000_000)
 	if err != nil {
 		return err
 	}
-	faults := &t.Core().Faults
-	faults.SetDown(true)
-	defer faults.SetDown(false)
+	defer up()
 	var story []string
 	want, err := t.payments(s, backlogTransfers, &story)
 	if err != nil {
 		return err
 	}
 	story = []string{fmt.Sprintf("the core ledger is down for %d transfers (%s … %s); then it comes back", backlogTransfers, story[0], story[len(story)-1])}
-	faults.SetDown(false)
+	up()
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
 }
 
@@ -471,8 +485,10 @@ func (p crashPayment) retriedThenPosted(story []string, expected string) error {
 	return p.posted(story, resourceID(final))
 }
 
-// checkCrashAfterPost catches a relay that sends a row again under a new
-// key after a crash, or marks rows sent before sending them. The crash may
+// checkCrashAfterPost catches a relay whose row goes out under another
+// key after a restart (a key drawn per attempt, or per process). A relay
+// that marks rows sent before sending them passes it: its row was marked
+// and posted before the crash; S9.core-down catches that one. The crash may
 // come before the transfer's own answer is sent (the relay runs on its
 // own): the client then learns its transfer from the retry.
 func checkCrashAfterPost(t *T) error {

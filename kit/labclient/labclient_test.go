@@ -353,6 +353,10 @@ func TestOutbox_SaysWhatTheStateSaysOfIt(t *testing.T) {
 	if o.Counts != st.Outbox || o.Counts.Pending != 3 || len(o.DeadLetters) != 0 || len(st.DeadLetters) != 0 {
 		t.Errorf("GET /lab/outbox says %+v, GET /lab/state %+v and %v; want 3 pending in both, no dead letter", o, st.Outbox, st.DeadLetters)
 	}
+	// Each transfer committed its money and its outbox row at least.
+	if o.Commits < 3 {
+		t.Errorf("GET /lab/outbox counts %d commits after three transfers, want 3 or more", o.Commits)
+	}
 	resp, err := http.Get(url + "/lab/outbox")
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,92 @@
+package grader
+
+import (
+	"fmt"
+	"strings"
+
+	"idemlab/kit/core"
+)
+
+const (
+	// paceTransfers is how many transfers S9.commits-per-posting makes
+	// while the core ledger is down: enough that one commit a posting
+	// and one a batch are far apart, and no more than one batch of a
+	// usual size holds, so that the check judges the relay's writes
+	// alone (a backlog many batches long is S9.backlog's).
+	paceTransfers = 160
+	// paceClients is how many of them are sent at once, round after
+	// round: the load a relay must keep up with.
+	paceClients = 16
+	// postingsPerCommit is how many postings the relay must settle, at
+	// the least, for each commit it spends on them: any batch of more
+	// than a few rows marked in one transaction passes; a row marked in a
+	// write of its own, one commit a posting, does not.
+	postingsPerCommit = 5
+)
+
+// checkCommitsPerPosting catches a relay that marks each acknowledged
+// row sent in a write of its own. It counts, through the lab's commit
+// counter, the transactions the server commits while the relay drains a
+// backlog and nothing else writes: a count, never a time, so a slow
+// machine cannot fail it and a fast one cannot hide the cost.
+func checkCommitsPerPosting(t *T) error {
+	s, up, err := t.coreDownScenario(1_000_000_000)
+	if err != nil {
+		return err
+	}
+	defer up()
+	want := owed{}
+	var first, last string
+	for len(want) < paceTransfers {
+		ops := make([]string, paceClients)
+		amounts := make([]int64, paceClients)
+		for i := range ops {
+			ops[i], amounts[i] = t.Op(), t.Amount(1_000, 50_000)
+			s.Books.Expect(ops[i])
+		}
+		from, to := s.A.Accounts[0], s.B.Accounts[0]
+		reqs := make([]Request, paceClients)
+		rs := t.Simultaneously(paceClients, func(i int) Request {
+			reqs[i] = Transfer(s.A, t.Key(), TransferBody(from, to, amounts[i], ops[i]))
+			return reqs[i]
+		})
+		for i, r := range rs {
+			line := reqs[i].String() + "  →  " + r.Short()
+			if first == "" {
+				first = line
+			}
+			last = line
+			if !r.Is(201, "") || resourceID(r) == "" {
+				return t.Fail(line, r.String(), "201 Created: the transfer executes, whatever the core ledger is doing")
+			}
+			s.Books.Transfer(ops[i], from, to, amounts[i])
+			id := resourceID(r)
+			want[id] = core.Posting{TransferID: id, From: from, To: to, Amount: amounts[i]}
+		}
+	}
+	story := []string{fmt.Sprintf("the core ledger is down for %d transfers, %d at a time (%s … %s); then it comes back, and nothing else writes while the outbox drains",
+		len(want), paceClients, first, last)}
+	before, err := t.Lab().Outbox(t.ctx)
+	if err != nil {
+		return err
+	}
+	up()
+	if _, err := t.Drained(drainWithin); err != nil {
+		return err
+	}
+	after, err := t.Lab().Outbox(t.ctx)
+	if err != nil {
+		return err
+	}
+	commits := after.Commits - before.Commits
+	story = append(story, fmt.Sprintf("the server committed %d transactions while the relay settled %d postings", commits, len(want)))
+	if err := t.postedOnce(strings.Join(story, "\n"), s, want); err != nil {
+		return err
+	}
+	if most := int64(len(want) / postingsPerCommit); commits > most {
+		return t.Fail(strings.Join(story, "\n"),
+			fmt.Sprintf("%d commits for %d postings: %.1f a posting", commits, len(want), float64(commits)/float64(len(want))),
+			fmt.Sprintf("at most %d commits (one for every %d postings): the rows the core acknowledged in a batch marked sent together, in one transaction", most, postingsPerCommit))
+	}
+	return nil
+}
