@@ -236,11 +236,6 @@ type report struct {
 // status: 0 valid, 1 invalid, 2 could not run.
 func (rep report) write(stdout io.Writer) error {
 	out := gradeResults{Subject: rep.subject, Stage: rep.stage, Seed: rep.seed, NotRun: []string{}}
-	counts, err := grader.CountFindings(rep.results)
-	if err != nil {
-		return cannotRun(err)
-	}
-	out.Counts = counts
 	sections := map[string][]string{}
 	for _, r := range rep.results {
 		cr := checkResult{ID: r.Check.ID, Lesson: r.Check.Lesson}
@@ -307,6 +302,11 @@ func (rep report) write(stdout io.Writer) error {
 		out.Valid = "unknown"
 	}
 	if rep.dir != "" {
+		counts, err := grader.CountFindings(rep.results)
+		if err != nil {
+			return cannotRun(err)
+		}
+		out.Counts = counts
 		if err := writeGradeResults(rep.dir, out, rep.results); err != nil {
 			return err
 		}
