@@ -25,7 +25,8 @@ type Result struct {
 	Err      error
 	Duration time.Duration
 	// History is what the check's clients sent and what the lab observed,
-	// kept when the check failed, for its timeline.
+	// kept when the check failed, for its timeline, and whatever it found
+	// when it ran by RunCheckRecorded.
 	History *timeline.History
 	// TimelinePath is where its HTML timeline was written, if it was
 	// (WriteTimeline).
@@ -55,8 +56,20 @@ func (r Result) Harm() judging.Harm {
 }
 
 // RunCheck runs one check against a fresh target, with the check's own
-// seed derived from the run's.
+// seed derived from the run's. The result keeps its history only when the
+// check failed, for its timeline.
 func RunCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uint64, start targets.Start) Result {
+	return runCheck(ctx, subject, c, runSeed, start, false)
+}
+
+// RunCheckRecorded is RunCheck, and the result keeps its history whatever
+// the check found: a results bundle holds every attempt of every check
+// (WriteHistory).
+func RunCheckRecorded(ctx context.Context, subject targets.Subject, c Check, runSeed uint64, start targets.Start) Result {
+	return runCheck(ctx, subject, c, runSeed, start, true)
+}
+
+func runCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uint64, start targets.Start, record bool) Result {
 	seed := CheckSeed(runSeed, c.ID)
 	began := time.Now()
 	// A core outside the server, so that it outlives the server's crashes:
@@ -85,7 +98,7 @@ func RunCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uin
 	t.history.Watch(ctx, t.Lab())
 	err = t.moneyFirst(WithRunHint(runGuarded(c, t), subject.Stage, c.ID))
 	r := Result{Check: c, Seed: runSeed, Err: err, Duration: time.Since(began)}
-	if r.Caught() {
+	if record || r.Caught() {
 		t.history.Fence(ctx, t.Lab())
 		r.History = t.history.History()
 	}

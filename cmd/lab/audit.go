@@ -58,7 +58,7 @@ func runAudit(ctx context.Context, in *invocation) error {
 	fmt.Fprintf(in.stdout, "lab audit: %s around the naive handlers, the checks of stages 0..%d (%d), seed %d\n", importPath, audit.Stage, len(checks), f.seed)
 	// The audit harness (audit.Env.Share and the examples' SQL) is written
 	// for SQLite: the audit runs there whatever IDEMLAB_DATABASE_URL says.
-	results := runChecks(ctx, subject, checks, f.seed, targets.ChildProcess(bin, ":memory:"), 4, in.stdout)
+	results := runChecks(ctx, subject, checks, f.seed, targets.ChildProcess(bin, ":memory:"), 4, f.results != "", in.stdout)
 	rep := report{subject: importPath, stage: audit.Stage, seed: f.seed, results: results, dir: f.results,
 		reproduce: func(id string) string { return reproduceAudit(f, id) },
 		section:   auditSection, order: []string{auditMoney, auditContract, auditUnseen}, moneyOnly: true}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,6 +47,7 @@ func auditRun(t *testing.T, pkg string, flags ...string) (code int, out string, 
 	if err := json.Unmarshal(raw, &results); err != nil {
 		t.Fatal(err)
 	}
+	readHistory(t, filepath.Join(dir, "history.jsonl"))
 	return code, out, sections, results
 }
 
@@ -106,6 +108,12 @@ func TestAudit_NaiveExampleMoneyApartFromContractApartFromUnseen(t *testing.T) {
 	}
 	if results.Money == 0 || results.Unknown == 0 || results.Money == results.Failed {
 		t.Errorf("results.json counts %d money failures of %d, %d could not run", results.Money, results.Failed, results.Unknown)
+	}
+	if len(results.NotRun) != results.Unknown || !slices.Contains(results.NotRun, "S1.fail-closed") || !slices.Contains(results.NotRun, "S5.purge-bounded") {
+		t.Errorf("results.json names %v as the %d checks that could not run", results.NotRun, results.Unknown)
+	}
+	if c := results.Counts; c.DoubleApplied < 3 || c.CrossCustomerLeaks == 0 || c.WrongAnswers == 0 || c.ContractDifferences == 0 {
+		t.Errorf("results.json counts %+v: want the three doubles, the leak, the wrong answer and the contract differences above", c)
 	}
 }
 

@@ -35,7 +35,7 @@ type runFlags struct {
 func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", 0, "the run's seed (default: a fresh one, printed)")
 	fs.StringVar(&f.run, "run", "", "run only the checks whose ID contains this")
-	fs.StringVar(&f.results, "results", "", "write results.json to this folder")
+	fs.StringVar(&f.results, "results", "", "write results.json and history.jsonl to this folder")
 }
 
 func runGrade(ctx context.Context, in *invocation) error {
@@ -70,7 +70,7 @@ func runGrade(ctx context.Context, in *invocation) error {
 	if f.url != "" {
 		parallel = 1
 	}
-	results := runChecks(ctx, subject, checks, f.seed, start, parallel, in.stdout)
+	results := runChecks(ctx, subject, checks, f.seed, start, parallel, f.results != "", in.stdout)
 	return gradeReport(f, results, in.stdout)
 }
 
@@ -121,8 +121,13 @@ func gradeTarget(ctx context.Context, f gradeFlags, db string, stderr io.Writer)
 }
 
 // runChecks runs the checks, parallel at a time, printing a line as each
-// one ends, and returns the results in catalogue order.
-func runChecks(ctx context.Context, subject grader.Subject, checks []grader.Check, seed uint64, start targets.Start, parallel int, stdout io.Writer) []grader.Result {
+// one ends, and returns the results in catalogue order; with record, each
+// keeps its history whatever it found, for history.jsonl.
+func runChecks(ctx context.Context, subject grader.Subject, checks []grader.Check, seed uint64, start targets.Start, parallel int, record bool, stdout io.Writer) []grader.Result {
+	runCheck := grader.RunCheck
+	if record {
+		runCheck = grader.RunCheckRecorded
+	}
 	results := make([]grader.Result, len(checks))
 	sem := make(chan struct{}, parallel)
 	var mu sync.Mutex
@@ -133,7 +138,7 @@ func runChecks(ctx context.Context, subject grader.Subject, checks []grader.Chec
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			r := grader.RunCheck(ctx, subject, c, seed, start)
+			r := runCheck(ctx, subject, c, seed, start)
 			results[i] = r
 			mu.Lock()
 			line := fmt.Sprintf("  %-4s %-36s %v", verdictWord(r), c.ID, r.Duration.Round(1e6))
@@ -169,9 +174,15 @@ type gradeResults struct {
 	Failed  int    `json:"failed"`
 	// Money counts the failures that harmed money; the others are
 	// contract differences.
-	Money   int           `json:"money_failures"`
-	Unknown int           `json:"could_not_run"`
-	Checks  []checkResult `json:"checks"`
+	Money   int `json:"money_failures"`
+	Unknown int `json:"could_not_run"`
+	// NotRun names the checks that could not run: they found nothing,
+	// either way, and Counts holds nothing of them.
+	NotRun []string `json:"checks_not_run"`
+	// Counts sums the failures' findings, under the day replay's names
+	// where they mean the same (grader.Counts).
+	Counts grader.Counts `json:"counts"`
+	Checks []checkResult `json:"checks"`
 }
 
 type checkResult struct {
@@ -224,7 +235,7 @@ type report struct {
 // closing counts, writes results.json if asked, and chooses the exit
 // status: 0 valid, 1 invalid, 2 could not run.
 func (rep report) write(stdout io.Writer) error {
-	out := gradeResults{Subject: rep.subject, Stage: rep.stage, Seed: rep.seed}
+	out := gradeResults{Subject: rep.subject, Stage: rep.stage, Seed: rep.seed, NotRun: []string{}}
 	sections := map[string][]string{}
 	for _, r := range rep.results {
 		cr := checkResult{ID: r.Check.ID, Lesson: r.Check.Lesson}
@@ -241,6 +252,7 @@ func (rep report) write(stdout io.Writer) error {
 			}
 		default:
 			out.Unknown++
+			out.NotRun = append(out.NotRun, r.Check.ID)
 			cr.Result = "could not run"
 		}
 		if !r.Passed() {
@@ -290,7 +302,12 @@ func (rep report) write(stdout io.Writer) error {
 		out.Valid = "unknown"
 	}
 	if rep.dir != "" {
-		if err := writeGradeResults(rep.dir, out); err != nil {
+		counts, err := grader.CountFindings(rep.results)
+		if err != nil {
+			return cannotRun(err)
+		}
+		out.Counts = counts
+		if err := writeGradeResults(rep.dir, out, rep.results); err != nil {
 			return err
 		}
 	}
@@ -348,13 +365,29 @@ func reproduceGrade(f gradeFlags, id string) string {
 	return fmt.Sprintf("%s --seed %d --run %s", cmd, f.seed, id)
 }
 
-func writeGradeResults(dir string, out gradeResults) error {
+// writeGradeResults writes the results bundle into dir: results.json, and
+// history.jsonl with every attempt of every check that kept its history.
+func writeGradeResults(dir string, out gradeResults, results []grader.Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return fmt.Errorf("write the results: %w", err)
 	}
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
+		return fmt.Errorf("write the results: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write the results: %w", err)
+	}
+	h, err := os.Create(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return fmt.Errorf("write the history: %w", err)
+	}
+	if err := grader.WriteHistory(h, results); err != nil {
+		h.Close()
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644)
+	if err := h.Close(); err != nil {
+		return fmt.Errorf("write the history: %w", err)
+	}
+	return nil
 }

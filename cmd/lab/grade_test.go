@@ -139,3 +139,115 @@ func TestGrade_OnPostgreSQLLeavesTheURLsTablesAlone(t *testing.T) {
 		t.Fatalf("the URL's own table after grading: %q, %v; want it kept", note, err)
 	}
 }
+
+func TestGrade_ResultsBundleHoldsEveryAttemptAndTheFindingsCounts(t *testing.T) {
+	var out, errb strings.Builder
+	dir := t.TempDir()
+	// On the stage 1 scaffold: S1.key-forms pays twice, S1.missing-key and
+	// S1.invalid-key differ from the contract, S1.distinct-keys-same-body
+	// passes.
+	code := run(context.Background(), []string{"grade", "--stage", "1", "--seed", "9", "--run", "key", "--results", dir}, &out, &errb)
+	if code != 1 {
+		t.Fatalf("grading the stage 1 scaffold exited %d, want 1:\n%s%s", code, out.String(), errb.String())
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Counts map[string]int `json:"counts"`
+		NotRun []string       `json:"checks_not_run"`
+		Checks []struct {
+			ID, Result, Harm string
+		} `json:"checks"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	lines := readHistory(t, filepath.Join(dir, "history.jsonl"))
+
+	attempts := map[string]int{}
+	doubled := map[string]bool{}
+	harms := map[string]string{}
+	for _, c := range res.Checks {
+		harms[c.ID] = c.Harm
+		if c.Result == "could not run" {
+			t.Errorf("%s could not run:\n%s", c.ID, out.String())
+		}
+	}
+	for _, l := range lines {
+		if l.Event == "" {
+			attempts[l.Check]++
+		}
+		// The books' word, in a check that found a double: an operation
+		// that ran a second time (a check may run one twice on purpose,
+		// under two keys).
+		if l.Event == "execution" && l.Count >= 2 && harms[l.Check] == "double" {
+			doubled[l.Check+" "+l.Op] = true
+		}
+	}
+	var passed, failed int
+	for _, c := range res.Checks {
+		if attempts[c.ID] == 0 {
+			t.Errorf("history.jsonl holds no attempt of %s (%s)", c.ID, c.Result)
+		}
+		switch c.Result {
+		case "pass":
+			passed++
+		case "fail":
+			failed++
+		}
+	}
+	if passed == 0 || failed == 0 || len(doubled) == 0 {
+		t.Fatalf("want a check that passed and one that paid twice: %s", raw)
+	}
+	if res.NotRun == nil || len(res.NotRun) != 0 {
+		t.Errorf("checks_not_run = %v, want none", res.NotRun)
+	}
+	// Each contract difference is printed once: as the evidence of a
+	// failure whose money is right, or under "contract" beside another.
+	want := map[string]int{
+		"double_applied":       len(doubled),
+		"contract_differences": strings.Count(out.String(), "  money     ✓") + strings.Count(out.String(), "  contract  ✗"),
+	}
+	if want["contract_differences"] == 0 {
+		t.Fatalf("no contract difference printed:\n%s", out.String())
+	}
+	for _, name := range []string{"double_applied", "lost_transfers", "told_duplicate", "wrong_answers", "no_usable_answer",
+		"stuck_in_progress", "lost_updates", "not_posted", "posted_twice", "posted_unexecuted", "contract_differences"} {
+		got, ok := res.Counts[name]
+		if !ok || got != want[name] {
+			t.Errorf("counts.%s = %d (present: %t), want %d: %s", name, got, ok, want[name], raw)
+		}
+	}
+}
+
+// historyLine is what the test reads of a line of history.jsonl.
+type historyLine struct {
+	Check string `json:"check"`
+	Event string `json:"event"`
+	Op    string `json:"op"`
+	Count int64  `json:"count"`
+}
+
+// readHistory reads history.jsonl at path, a line per attempt or event,
+// each naming its check.
+func readHistory(t *testing.T, path string) []historyLine {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the results bundle: %v", err)
+	}
+	if len(raw) == 0 {
+		t.Fatal("history.jsonl is empty: no check's attempts")
+	}
+	var lines []historyLine
+	for i, s := range strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n") {
+		var l historyLine
+		if err := json.Unmarshal([]byte(s), &l); err != nil || l.Check == "" {
+			t.Fatalf("history.jsonl line %d names no check (%v): %s", i+1, err, s)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
