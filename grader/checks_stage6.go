@@ -176,7 +176,7 @@ func (t *T) takeoverBurst(s Scenario, latency time.Duration) (conclusive bool, e
 			return false, err
 		}
 		for _, p := range ps {
-			if !judging.KeyInProgress(st, p.req.Key) {
+			if !heldOnCore(st, p.req.Key, p.op) {
 				return false, nil
 			}
 		}
@@ -234,6 +234,15 @@ func (t *T) takeoverBurst(s Scenario, latency time.Duration) (conclusive bool, e
 		}
 	}
 	return true, nil
+}
+
+// heldOnCore reports whether st shows the request of key and op held on
+// the core: its key in progress and its call to the core counted. A key
+// only in progress may belong to a request between its claim and its
+// call, which, made after the burst's count began, would be counted as a
+// retry's.
+func heldOnCore(st labctl.State, key, op string) bool {
+	return judging.KeyInProgress(st, key) && st.CoreCalls[op] > 0
 }
 
 // otherAnswers are the answers at odd places of all: the other

@@ -172,7 +172,8 @@ func verdict(c ladder.Cell, mustPass bool) string {
 
 // TestMutants builds the mutants and runs the check that must catch each,
 // a subtest for each stage's mutants (-run 'TestMutants/stage7$' builds
-// only those); it prints the mutant table of the stages it ran.
+// only those, the mutants of mutants/stage7: see mutantsByStage); it
+// prints the mutant table of the stages it ran.
 func TestMutants(t *testing.T) {
 	if len(ladder.Mutants) == 0 {
 		t.Fatal("no mutants")
@@ -193,10 +194,7 @@ func TestMutants(t *testing.T) {
 	// The engine the mutants run on: PostgreSQL when make test-pg names a
 	// cluster, else SQLite.
 	engine := labdb.EngineOfTarget(labdb.TestTarget())
-	byStage := map[int][]ladder.Mutant{}
-	for _, m := range ladder.Mutants {
-		byStage[m.Stage] = append(byStage[m.Stage], m)
-	}
+	byStage := mutantsByStage(ladder.Mutants)
 	rows := [][]string{{"mutant", "bug", "caught by", "result"}}
 	for _, n := range slices.Sorted(maps.Keys(byStage)) {
 		t.Run(fmt.Sprintf("stage%d", n), func(t *testing.T) {
@@ -206,6 +204,41 @@ func TestMutants(t *testing.T) {
 	if len(rows) > 1 {
 		fmt.Printf("\nMutants on %s (seed %d): each must be caught by its check\n", engine, seed)
 		ladder.PrintMatrix(os.Stdout, rows)
+	}
+}
+
+// mutantsByStage groups mutants by the stage of the check that must
+// catch each, as their folders do (mutants/stageN): a subtest runs every
+// mutant its stage's checks catch, whichever solution each is made from.
+func mutantsByStage(ms []ladder.Mutant) map[int][]ladder.Mutant {
+	by := map[int][]ladder.Mutant{}
+	for _, m := range ms {
+		c, _ := grader.Lookup(m.CaughtBy)
+		by[c.Stage] = append(by[c.Stage], m)
+	}
+	return by
+}
+
+// TestMutantsByStage_FollowsTheFolders: TestMutants/stageN builds the
+// mutants of mutants/stageN, the ones stage N's checks catch, even those
+// made from a later stage's solution.
+func TestMutantsByStage_FollowsTheFolders(t *testing.T) {
+	by := mutantsByStage(ladder.Mutants)
+	names := func(ms []ladder.Mutant) []string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, fmt.Sprintf("%s (made from solution %d)", m.Name, m.Stage))
+		}
+		return out
+	}
+	for n := 1; n <= 9; n++ {
+		folder, err := ladder.LoadMutants(os.DirFS("."), fmt.Sprintf("mutants/stage%d", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := names(by[n]), names(folder); !slices.Equal(got, want) {
+			t.Errorf("TestMutants/stage%d builds %v, want the mutants of mutants/stage%d: %v", n, got, n, want)
+		}
 	}
 }
 
