@@ -1,6 +1,8 @@
 package grader
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -135,7 +137,11 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 			}
 		}
 	}
-	return t.WhileHeld(1_000_000, t.takeoverBurst)
+	burst, err := t.Scenario(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	return t.takeoverBurst(burst)
 }
 
 // takeoverBurst retries many expired keys at once. A takeover that reads
@@ -144,33 +150,40 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 // PostgreSQL the claim's INSERT, which waits for a row another
 // transaction is changing, narrows that window to the first retry's few
 // statements: one key gives it a few chances, which it takes in about
-// half the runs. So takeoverKeys payments are held on the core with
-// latency, their leases expire while they wait, and each is retried
-// takeoverRetries times, every retry released at once. Money holds even
-// when two retries win (the completion is fenced by the lease owner, and
-// all but the last winner roll back), but each winner called the core
+// half the runs. So takeoverKeys payments are held on the core, their
+// leases expire while they wait, and each is retried takeoverRetries
+// times, every retry released at once; then the originals' clients hang
+// up, so that, like crashed originals, they never execute (a late
+// original that does is S6.late-original-fenced's matter). Money holds
+// even when two retries win (the completion is fenced by the lease owner,
+// and all but the last winner roll back), but each winner called the core
 // first, a side effect the database cannot roll back: the lab counts the
 // calls, and one key must have at most one from its retries.
-func (t *T) takeoverBurst(s Scenario, latency time.Duration) (conclusive bool, err error) {
+func (t *T) takeoverBurst(s Scenario) error {
 	const takeoverKeys, takeoverRetries = 8, 16
+	// The originals wait far longer than the burst takes, and far longer
+	// than the check waits to see them held.
+	const hold, seen = time.Minute, 10 * time.Second
 	lease := t.drawLease(5, 20)
-	if err := t.Configure(labclient.Config{Lease: lease, CoreLatency: latency}); err != nil {
-		return false, err
+	if err := t.Configure(labclient.Config{Lease: lease, CoreLatency: hold}); err != nil {
+		return err
 	}
 	type payment struct {
-		req    Request
-		op     string
-		amount int64
-		orig   *Pending
+		req     Request
+		op      string
+		amount  int64
+		orig    *Pending
+		abandon context.CancelFunc
 	}
 	ps := make([]payment, takeoverKeys)
 	for i := range ps {
 		p := &ps[i]
 		p.req, p.op, p.amount = s.Payment(t)
 		s.Books.Expect(p.op)
-		p.orig = t.Launch(p.req)
+		p.orig, p.abandon = t.launchAbandoned(p.req)
+		defer p.abandon()
 	}
-	held, err := t.WaitFor(latency/4, func() (bool, error) {
+	held, err := t.WaitFor(seen, func() (bool, error) {
 		st, err := t.State()
 		if err != nil {
 			return false, err
@@ -183,34 +196,31 @@ func (t *T) takeoverBurst(s Scenario, latency time.Duration) (conclusive bool, e
 		return true, nil
 	})
 	if err != nil {
-		return false, err
+		return err
 	}
-	before, err := t.State()
-	if err != nil {
-		return false, err
+	var before, after labctl.State
+	var all []Response
+	if held {
+		if before, err = t.State(); err != nil {
+			return err
+		}
+		if err := t.Advance(lease + time.Second); err != nil {
+			return err
+		}
+		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+			return err
+		}
+		all = t.Simultaneously(takeoverKeys*takeoverRetries, func(i int) Request { return ps[i%takeoverKeys].req })
+		if after, err = t.State(); err != nil {
+			return err
+		}
 	}
-	if err := t.Advance(lease + time.Second); err != nil {
-		return false, err
-	}
-	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
-		return false, err
-	}
-	all := t.Simultaneously(takeoverKeys*takeoverRetries, func(i int) Request { return ps[i%takeoverKeys].req })
-	after, err := t.State()
-	if err != nil {
-		return false, err
-	}
-	// An original that answered before its retries did completed its key
-	// (or failed it) with no takeover to judge.
-	waiting := true
-	for _, p := range ps {
-		waiting = waiting && !p.orig.Done()
-	}
-	sent := fmt.Sprintf("(lease %v) %d payments, each waiting %v on the core  (the originals)\n"+
-		"while they wait: %v of lab time (their leases expire), then %d retries of each, all at once\n"+
-		"e.g. %s", lease, takeoverKeys, latency, lease+time.Second, takeoverRetries, ps[0].req.String())
+	sent := fmt.Sprintf("(lease %v) %d payments, each waiting on the core  (the originals)\n"+
+		"while they wait: %v of lab time (their leases expire), then %d retries of each, all at once; then the originals' clients hang up\n"+
+		"e.g. %s", lease, takeoverKeys, lease+time.Second, takeoverRetries, ps[0].req.String())
 	var got []string
 	for i, p := range ps {
+		p.abandon()
 		rs := []Response{p.orig.Wait()}
 		for j := i; j < len(all); j += takeoverKeys {
 			rs = append(rs, all[j])
@@ -221,19 +231,21 @@ func (t *T) takeoverBurst(s Scenario, latency time.Duration) (conclusive bool, e
 		got = append(got, fmt.Sprintf("%s: the original %s, the retries %s", p.op, rs[0].Short(), Summarize(rs[1:])))
 	}
 	if err := t.Reconcile(sent, strings.Join(got, "\n"), s.Books); err != nil {
-		return true, err
+		return err
 	}
-	if !held || !waiting {
-		err := t.unheld(&Held{Pending: ps[0].orig}, "whether the originals hold their keys in progress")
-		return err != nil, err
+	if !held {
+		if visible, err := t.keyRowsVisible(); err != nil || !visible {
+			return cmp.Or(err, t.noKeyRows("whether the originals hold their keys in progress"))
+		}
+		return t.CouldNotObserve("%d originals held on the core: within %v, their keys were not all in progress with their calls to the core made", takeoverKeys, seen)
 	}
 	for i, p := range ps {
 		if calls := after.CoreCalls[p.op] - before.CoreCalls[p.op]; calls > 1 {
-			return true, t.Fail(sent, got[i]+fmt.Sprintf("; the core was called for %s by %d of its retries", p.op, calls),
+			return t.Fail(sent, got[i]+fmt.Sprintf("; the core was called for %s by %d of its retries", p.op, calls),
 				"one retry takes an expired lease over and calls the core, once: the takeover is decided by one conditional write, which the other retries find already made")
 		}
 	}
-	return true, nil
+	return nil
 }
 
 // heldOnCore reports whether st shows the request of key and op held on

@@ -1,6 +1,7 @@
 package grader
 
 import (
+	"context"
 	"time"
 
 	"idemlab/grader/judging"
@@ -20,11 +21,22 @@ type Pending struct {
 }
 
 // Launch sends req on its own goroutine and returns at once.
-func (t *T) Launch(req Request) *Pending {
+func (t *T) Launch(req Request) *Pending { return t.launch(t.ctx, req) }
+
+// launchAbandoned sends req like Launch, and returns with it the function
+// that abandons it: its client hangs up, and the server's request ends as
+// one whose client went away does (a wait on the core returns at once).
+func (t *T) launchAbandoned(req Request) (*Pending, context.CancelFunc) {
+	ctx, abandon := context.WithCancel(t.ctx)
+	return t.launch(ctx, req), abandon
+}
+
+// launch sends req with ctx on its own goroutine and returns at once.
+func (t *T) launch(ctx context.Context, req Request) *Pending {
 	p := &Pending{Request: req, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		p.res = t.send(inFlight, req)
+		p.res = t.sendWith(ctx, inFlight, req)
 	}()
 	return p
 }

@@ -153,8 +153,13 @@ func (t *T) Do(req Request) Response { return t.send("check", req) }
 // send sends req as client and reads the whole response, recording both
 // in the check's history.
 func (t *T) send(client string, req Request) Response {
+	return t.sendWith(t.ctx, client, req)
+}
+
+// sendWith is send with ctx: when ctx ends first, the client hangs up.
+func (t *T) sendWith(ctx context.Context, client string, req Request) Response {
 	n, attempt := t.history.Begin(client, req.Method, req.Path, req.Key, req.Body, req.String())
-	r := t.roundTrip(req, attempt)
+	r := t.roundTrip(ctx, req, attempt)
 	errText := ""
 	if r.Err != nil {
 		errText = r.Err.Error()
@@ -163,13 +168,14 @@ func (t *T) send(client string, req Request) Response {
 	return r
 }
 
-// roundTrip sends req, named attempt, and reads the whole response.
-func (t *T) roundTrip(req Request, attempt string) Response {
+// roundTrip sends req, named attempt, with ctx, and reads the whole
+// response.
+func (t *T) roundTrip(ctx context.Context, req Request, attempt string) Response {
 	var body io.Reader
 	if req.Body != "" {
 		body = strings.NewReader(req.Body)
 	}
-	hr, err := http.NewRequestWithContext(t.ctx, req.Method, t.target.ReplicaURL(req.Replica)+req.Path, body)
+	hr, err := http.NewRequestWithContext(ctx, req.Method, t.target.ReplicaURL(req.Replica)+req.Path, body)
 	if err != nil {
 		return Response{Err: err}
 	}
