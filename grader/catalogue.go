@@ -92,6 +92,7 @@ var catalogue = []Check{
 		ID: "S1.distinct-keys-same-body", Stage: 1, Lesson: lesson1 + "#one-key-one-operation",
 		Claim: "two requests with different keys and the same body are two transfers, both executed",
 		Why:   "paying the same rent twice in one month is the customer's decision; the key, not the body, says whether a request is a retry, and a server that guesses loses a real payment",
+		Guard: "stage 0 has no keys and executes every request it is sent, so two requests are always two transfers; the check keeps a claim from taking the body, not the key, for what names an operation",
 		Run:   withScenario(10_000_000, checkDistinctKeysSameBody),
 	},
 	{
@@ -118,6 +119,7 @@ var catalogue = []Check{
 		ID: "S2.equivalent-bodies", Stage: 2, Lesson: lesson2 + "#the-canonical-form",
 		Claim: "a retry whose body differs only in member order, whitespace, string escapes (\\u0041 for A) or number spelling (3e5 for 300000) is answered as the same request: 409 duplicate-request, or from stage 4 the stored answer, and never executes",
 		Why:   "retries are rewritten by proxies, SDKs and other languages' JSON encoders; refusing one as a different request leaves the client unable to learn whether its money moved, and executing it pays twice",
+		Guard: "stage 1 answers every retry of a used key 409 duplicate-request, whatever its body, so a rewritten retry is answered as a retry; the check keeps a fingerprint from being so strict that it refuses one",
 		Run:   withScenario(5_000_000, checkEquivalentBodies),
 	},
 	{
@@ -138,6 +140,7 @@ var catalogue = []Check{
 		ID: "S3.release-after-failure", Stage: 3, Lesson: lesson3 + "#releasing-a-failed-claim",
 		Claim: "after an internal failure before the money moved, the retry with the same key executes exactly once",
 		Why:   "a key kept after a failed attempt blocks every retry of a payment that never happened: the customer's rent is never paid, and the server says it is busy or done",
+		Guard: "stage 2 claims the key in the transaction that moves the money, so a failure rolls the claim back with it and the retry finds the key free; the check keeps stage 3's claim, committed on its own, from being kept after a failure",
 		Run:   withScenario(1_000_000, checkReleaseAfterFailure),
 	},
 	{
@@ -150,12 +153,14 @@ var catalogue = []Check{
 		ID: "S3.completed-with-the-money", Stage: 3, Lesson: lesson3 + "#completed-means-the-money-moved",
 		Claim: "the money and the key's completion commit together: a key store that fails at the completion leaves nothing moved and a retry that executes once; a crash right after the commit leaves the key completed",
 		Why:   "a completion in a transaction of its own, after the money, can fail or be cut off by a crash: the money has moved, and the key says it has not, so the client is told it failed (and pays again), or waits for good",
+		Guard: "stage 2 claims the key in the transaction that moves the money, so there is no completion that could fail, or be cut off by a crash, apart from the money; the check keeps stage 3's completion in that transaction",
 		Run:   withScenario(1_000_000, checkCompletedWithTheMoney),
 	},
 	{
 		ID: "S3.client-gives-up", Stage: 3, Lesson: lesson3 + "#a-client-that-gives-up",
 		Claim: "a client that hangs up (mid-body, during the core wait, around the business write) can retry with the same key until it has an answer: its operation executes exactly once, and its key is never left in progress",
 		Why:   "clients time out all the time; a server that treats a client gone away as a reason to keep the key (or to forget it after the money moved) leaves a payment that can never be made, or makes it twice",
+		Guard: "stage 2 claims the key in the transaction that moves the money, so a client that hangs up rolls the claim back with the money; the check keeps stage 3's claim, committed on its own, from being left in progress when the client goes",
 		Run:   withScenario(10_000_000, checkClientGivesUp),
 	},
 
@@ -176,6 +181,7 @@ var catalogue = []Check{
 		ID: "S4.no-cookie-replayed", Stage: 4, Lesson: lesson4 + "#what-not-to-store",
 		Claim: "a replay never carries the Set-Cookie of the answer it replays",
 		Why:   "a session cookie belongs to the client that received it; replaying it hands that session to whoever retried, perhaps from another device",
+		Guard: "stage 3 stores no answer and replays none (a retry gets 409), so it cannot send the first answer's cookie again; the check keeps stage 4 from storing every header of the answer",
 		Run:   withScenario(1_000_000, checkNoCookieReplayed),
 	},
 	{
@@ -226,6 +232,7 @@ var catalogue = []Check{
 		ID: "S5.purge-keeps-in-progress", Stage: 5, Lesson: lesson5 + "#never-purge-in-progress",
 		Claim: "a purge never removes an in-progress key, however old: a retry of the running original still gets 409; once it completes, its retention counts from the completion",
 		Why:   "the original is still moving the money; without its key, the next retry claims again and executes a second time",
+		Guard: "stage 4 never purges and keeps every key for ever, so no key in progress is ever removed; the check keeps stage 5's purge to completed keys",
 		Run:   checkPurgeKeepsInProgress,
 	},
 
@@ -240,12 +247,14 @@ var catalogue = []Check{
 		ID: "S6.live-lease-409", Stage: 6, Lesson: lesson6 + "#a-live-lease",
 		Claim: "while an in-progress key's lease is live, a retry gets 409 request-in-progress and nothing executes",
 		Why:   "a live lease means the original may still be running; a retry that takes it over early executes the payment a second time beside it",
+		Guard: "stage 5 never takes a key over, so a retry of a key in progress always gets 409 request-in-progress; the check keeps stage 6's takeover from stealing a lease that is still live",
 		Run:   withScenario(1_000_000, checkLiveLease409),
 	},
 	{
 		ID: "S6.late-original-fenced", Stage: 6, Lesson: lesson6 + "#a-late-original",
 		Claim: "an original that outlives its lease while a retry takes its key over neither completes, nor frees the key, nor moves money: the retry that holds the lease executes, once",
 		Why:   "a slow original is not a dead one: if it still completes after a retry took its key over, the payment runs twice; if it deletes the key it lost, a third attempt claims it afresh and runs beside the retry",
+		Guard: "stage 5 never takes a key over, so no retry runs beside a slow original and there is nothing to fence; the check keeps stage 6's late original from completing or freeing a key a retry took over",
 		Run:   checkLateOriginalFenced,
 	},
 	{
@@ -370,6 +379,7 @@ var catalogue = []Check{
 		ID: "S8.similar-references", Stage: 8, Lesson: lesson8 + "#a-business-key",
 		Claim: "references that differ only slightly (in case, by a suffix, by a look-alike letter of another script, by a full-width digit) are different invoices: each is paid with a transfer of its own",
 		Why:   "a reference is the customer's own name for an invoice, compared as written; one folded or cut short refuses a different invoice as paid, and that invoice stays unpaid",
+		Guard: "stage 7 holds no reference, so every invoice is paid, however alike their numbers; the check keeps stage 8 from comparing references loosely (in one case, cut short, with look-alike letters folded)",
 		Run:   checkSimilarReferences,
 	},
 	{
@@ -382,24 +392,28 @@ var catalogue = []Check{
 		ID: "S8.refused-leaves-payable", Stage: 8, Lesson: lesson8 + "#the-constraint-decides",
 		Claim: "a transfer with a reference that is refused (insufficient funds, the daily limit, an unknown account) holds no reference: the invoice is then paid with a 201",
 		Why:   "a reference held before the transfer's outcome is known stays held when the transfer is refused, and the invoice can never be paid: every later payment gets 409 for a transfer that never happened",
+		Guard: "stage 7 holds no reference, so after the refused payments the invoice is paid like any transfer; the check keeps stage 8 from holding a reference for a transfer that was refused",
 		Run:   checkRefusedLeavesPayable,
 	},
 	{
 		ID: "S8.other-customer", Stage: 8, Lesson: lesson8 + "#whose-reference",
 		Claim: "another customer's transfer with the same reference executes: a reference is unique per customer",
 		Why:   "customers number their invoices each their own way; a reference unique across customers refuses one customer's payment because of another's",
+		Guard: "stage 7 holds no reference, so another customer's transfer executes like any other; the check keeps stage 8's reference unique per customer, not across customers",
 		Run:   checkOtherCustomerReference,
 	},
 	{
 		ID: "S8.without-reference", Stage: 8, Lesson: lesson8 + "#without-a-reference",
 		Claim: "transfers without a reference, before and after one with a reference, each execute under their own key, as in stage 7",
 		Why:   "a transfer without a reference must not be held to one: stored as an empty reference, the second such transfer is refused, and its money never moves",
+		Guard: "stage 7 holds no reference, so every transfer under a key of its own executes; the check keeps stage 8 from holding transfers without a reference to an empty one",
 		Run:   checkWithoutReference,
 	},
 	{
 		ID: "S8.reference-validated", Stage: 8, Lesson: lesson8 + "#the-contract",
 		Claim: "a reference that is not a string, empty, over 64 characters, not printable or with a space at either end gets 400 invalid-request before its key is claimed: the same key with a valid body then executes",
 		Why:   "a reference stored as sent, spaces and all, lets \"INV-7\" and \"INV-7 \" pay one invoice twice; one refused after its key was claimed leaves the key used for a request that never ran",
+		Guard: "the kit's input rules, which every stage reads its body with, refuse a bad reference with 400 before any key is claimed, and stage 7 keeps none; the check keeps stage 8 from refusing a bad reference only after its key is claimed",
 		Run:   checkReferenceValidated,
 	},
 

@@ -13,15 +13,7 @@ import (
 // TestCatalogueIsDocumented keeps docs/grader.md's table in step with the
 // checks: every check's ID and claim are there, and no ID that is gone.
 func TestCatalogueIsDocumented(t *testing.T) {
-	root, err := targets.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(root, "docs", "grader.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(raw)
+	doc := graderDoc(t)
 	ids := map[string]bool{}
 	for _, c := range grader.Catalogue() {
 		ids[c.ID] = true
@@ -37,4 +29,47 @@ func TestCatalogueIsDocumented(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestGuardsAreDocumented keeps docs/grader.md's table of guards in step
+// with the catalogue's declarations: a row for each declared guard with
+// its reason, and no row for a check that is no guard.
+func TestGuardsAreDocumented(t *testing.T) {
+	_, section, ok := strings.Cut(graderDoc(t), "\n### The guards\n")
+	if !ok {
+		t.Fatal(`docs/grader.md has no section "### The guards"`)
+	}
+	section, _, _ = strings.Cut(section, "\n#")
+	declared := map[string]bool{}
+	for _, c := range grader.Catalogue() {
+		if c.Guard == "" {
+			continue
+		}
+		declared[c.ID] = true
+		if !strings.Contains(section, "| `"+c.ID+"` | "+c.Guard+" |") {
+			t.Errorf("docs/grader.md's guards have no row for %s with its reason %q", c.ID, c.Guard)
+		}
+	}
+	for _, line := range strings.Split(section, "\n") {
+		if id, ok := strings.CutPrefix(line, "| `"); ok {
+			id, _, _ = strings.Cut(id, "`")
+			if !declared[id] {
+				t.Errorf("docs/grader.md lists %s among the guards, and the catalogue does not declare it one", id)
+			}
+		}
+	}
+}
+
+// graderDoc reads docs/grader.md.
+func graderDoc(t *testing.T) string {
+	t.Helper()
+	root, err := targets.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "docs", "grader.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
 }

@@ -38,6 +38,14 @@ type Check struct {
 	Lesson string
 	// Why says what goes wrong with money when the claim is false.
 	Why string
+	// Guard, when set, makes the check a guard: it says, for a student,
+	// why the stage before passes it by design. A guard keeps the stage's
+	// new idea from overshooting (a fingerprint so strict that a reordered
+	// retry is refused) rather than demand what the stage before lacks.
+	// The ladder test fails when solution N-1 passes a check that is no
+	// guard (it may have stopped catching its stage's bug), or fails one
+	// declared a guard.
+	Guard string
 	// Tally marks a check of stage 0's Tally exercise rather than of the
 	// server: it runs only for a subject that has a Tally.
 	Tally bool
@@ -66,8 +74,9 @@ var (
 var checksByID = indexByID(catalogue)
 
 // indexByID maps each check's ID to it; it panics on an ID that is not
-// unique or not named for the check's stage, so that a catalogue with
-// either mistake cannot start.
+// unique or not named for the check's stage, and on a guard of stage 0,
+// which has no stage before, so that a catalogue with any of these
+// mistakes cannot start.
 func indexByID(checks []Check) map[string]Check {
 	byID := make(map[string]Check, len(checks))
 	for _, c := range checks {
@@ -76,6 +85,9 @@ func indexByID(checks []Check) map[string]Check {
 		}
 		if !strings.HasPrefix(c.ID, fmt.Sprintf("S%d.", c.Stage)) {
 			panic("grader: check " + c.ID + " is not named for its stage")
+		}
+		if c.Guard != "" && c.Stage == 0 {
+			panic("grader: check " + c.ID + " is a guard, and stage 0 has no stage before to pass it")
 		}
 		byID[c.ID] = c
 	}

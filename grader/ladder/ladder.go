@@ -2,14 +2,17 @@
 // stage N, solution N passes every check of stages 0..N; solution N-1 and
 // the untouched scaffold N each fail at least one stage-N check (so every
 // stage teaches something a check can see); the scaffold passes every
-// earlier check (so a student starts from working code); and every mutant,
-// a deliberately broken solution, is caught by the check named for its bug.
+// earlier check (so a student starts from working code); the stage-N
+// checks that solution N-1 passes are exactly the guards the catalogue
+// declares (grader.Check.Guard); and every mutant, a deliberately broken
+// solution, is caught by the check named for its bug.
 package ladder
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -109,5 +112,58 @@ func PrintMatrix(w io.Writer, rows [][]string) {
 			fmt.Fprintf(&b, "%-*s  ", widths[i], c)
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
+
+// Guards returns the checks among checks that the catalogue declares
+// guards (grader.Check.Guard): stage-N checks that solution N-1 passes by
+// design.
+func Guards(checks []grader.Check) []grader.Check {
+	var out []grader.Check
+	for _, c := range checks {
+		if c.Guard != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// CompareGuards holds what solution N-1 did with stage N's checks (below,
+// a run of checks) to the guards the catalogue declares among them. It
+// returns a sentence for each check that passed without being declared a
+// guard (a check that stopped catching its stage's bug passes just so),
+// and for each declared guard that failed (it is then no guard). A check
+// that could not run proves nothing either way: it is left to the caller,
+// which reports it as broken.
+func CompareGuards(checks []grader.Check, below Cell) []string {
+	var out []string
+	for _, c := range checks {
+		if slices.Contains(below.Broken, c.ID) {
+			continue
+		}
+		failed := slices.Contains(below.Failed, c.ID)
+		switch {
+		case !failed && c.Guard == "":
+			out = append(out, fmt.Sprintf("%s passes on %s and is not declared a guard: either it no longer catches the bug of stage %d "+
+				"it was written for (make it catch it again), or the stage before passes it by design (say why in its Guard, grader/catalogue.go)",
+				c.ID, below.Subject, c.Stage))
+		case failed && c.Guard != "":
+			out = append(out, fmt.Sprintf("%s is declared a guard (%s), and fails on %s: it is no guard. "+
+				"Drop its Guard if the stage before should fail it, or read its failure:\n%s",
+				c.ID, c.Guard, below.Subject, below.Errors[c.ID]))
+		}
+	}
+	return out
+}
+
+// PrintGuards writes guards one a line: the check, and why the stage
+// before passes it by design.
+func PrintGuards(w io.Writer, guards []grader.Check) {
+	width := 0
+	for _, c := range guards {
+		width = max(width, len(c.ID))
+	}
+	for _, c := range guards {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.ID, c.Guard)
 	}
 }

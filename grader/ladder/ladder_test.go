@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -83,10 +82,9 @@ func TestLadder(t *testing.T) {
 		}
 		return c
 	}
-	// guards are stage-N checks that solution N-1 passes by design: they
-	// keep the new idea from overshooting (a fingerprint so strict that a
-	// reordered retry is refused), rather than demand it.
-	var guards []string
+	// guards are the declared guards of the rungs that ran: stage-N checks
+	// that solution N-1 passes by design (grader.Check.Guard).
+	var guards []grader.Check
 	rows := [][]string{{"stage", "solution N, checks <= N", "solution N-1, stage-N checks", "scaffold N, stage-N checks", "scaffold N, checks < N"}}
 	for i, r := range rungs {
 		n := r.Stage
@@ -98,13 +96,15 @@ func TestLadder(t *testing.T) {
 	}
 	fmt.Printf("\nThe stage ladder (seed %d):\n", seed)
 	ladder.PrintMatrix(os.Stdout, rows)
-	sort.Strings(guards)
-	fmt.Printf("guards (pass on the stage before, by design): %s\n", strings.Join(guards, ", "))
+	if len(guards) > 0 {
+		fmt.Println("guards, the stage-N checks that solution N-1 passes by design:")
+		ladder.PrintGuards(os.Stdout, guards)
+	}
 }
 
 // climb runs the rung rungs[i] through run, reports on t what does not
-// hold, adds its guards, and returns its row of the matrix.
-func climb(t *testing.T, i int, run func(*testing.T, grader.Subject, []grader.Check) ladder.Cell, guards *[]string) []string {
+// hold, adds its declared guards, and returns its row of the matrix.
+func climb(t *testing.T, i int, run func(*testing.T, grader.Subject, []grader.Check) ladder.Cell, guards *[]grader.Check) []string {
 	r := rungs[i]
 	n := r.Stage
 	row := []string{fmt.Sprint(n)}
@@ -124,16 +124,16 @@ func climb(t *testing.T, i int, run func(*testing.T, grader.Subject, []grader.Ch
 	} else {
 		prev := rungs[i-1].Solution
 		prev.Stage = n
-		below := run(t, prev, ladder.OfStage(prev))
+		checks := ladder.OfStage(prev)
+		below := run(t, prev, checks)
 		row = append(row, verdict(below, false))
 		if len(below.Failed) == 0 {
 			t.Errorf("solution %d passes every stage-%d check: the stage teaches nothing a check can see", n-1, n)
 		}
-		for _, id := range below.Checks {
-			if !slices.Contains(below.Failed, id) && !slices.Contains(below.Broken, id) {
-				*guards = append(*guards, id)
-			}
+		for _, m := range ladder.CompareGuards(checks, below) {
+			t.Error(m)
 		}
+		*guards = append(*guards, ladder.Guards(checks)...)
 	}
 
 	scaf := run(t, r.Scaffold, ladder.OfStage(r.Scaffold))
