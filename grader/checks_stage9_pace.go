@@ -27,8 +27,10 @@ const (
 // checkCommitsPerPosting catches a relay that marks each acknowledged
 // row sent in a write of its own. It counts, through the lab's commit
 // counter, the transactions the server commits while the relay drains a
-// backlog and nothing else writes: a count, never a time, so a slow
-// machine cannot fail it and a fast one cannot hide the cost.
+// backlog and nothing else writes: a count, never a time, so a fast
+// machine cannot hide the cost. Every commit counts, empty ones too: a
+// relay that commits on each idle pass adds one every server.RelayInterval while
+// the check waits, which a slow machine lengthens.
 func checkCommitsPerPosting(t *T) error {
 	s, up, err := t.coreDownScenario(1_000_000_000)
 	if err != nil {
