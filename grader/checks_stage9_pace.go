@@ -29,8 +29,9 @@ const (
 // counter, the transactions the server commits while the relay drains a
 // backlog and nothing else writes: a count, never a time, so a fast
 // machine cannot hide the cost. Every commit counts, empty ones too: a
-// relay that commits on each idle pass adds one every server.RelayInterval while
-// the check waits, which a slow machine lengthens.
+// relay that commits on each idle pass adds one every
+// server.RelayInterval while the check waits, which a slow machine
+// lengthens.
 func checkCommitsPerPosting(t *T) error {
 	s, up, err := t.coreDownScenario(1_000_000_000)
 	if err != nil {
