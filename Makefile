@@ -30,7 +30,7 @@ test: lint ## everything CI runs: format, vet, kit and grader tests, solutions, 
 	@echo "without PostgreSQL, as make stage-N and make watch build the checks on SQLite:"
 	$(GO) test -count=1 -tags nopostgres ./kit/labdb ./solutions/stage9
 	@[ -n "$$IDEMLAB_DATABASE_URL" ] || echo "postgres: skipped, IDEMLAB_DATABASE_URL is not set (make test-pg runs the tests on a throwaway PostgreSQL)"
-	@echo "ladder: every stage's checks fail below it and pass at it; every mutant is caught"
+	@echo "ladder: every stage passes its checks, and the stage before fails all but the declared guards; every mutant is caught"
 	@set -o pipefail; $(GO) test -count=1 -timeout $(LADDER_TIMEOUT) -v ./grader/ladder | grep -v -E '^(=== (RUN|PAUSE|CONT)|    --- PASS|--- PASS)' 
 
 # The packages make test-pg runs on PostgreSQL: the engine's own tests, the
@@ -55,7 +55,7 @@ pg-tests:
 	@[ -n "$$IDEMLAB_DATABASE_URL" ] || { echo "pg-tests: set IDEMLAB_DATABASE_URL, or run make test-pg"; exit 2; }
 	$(GO) test -count=1 $(PG_PARALLEL) $(PG_PKGS)
 	$(GO) test -count=1 $(PG_PARALLEL) -run '$(PG_LAB_TESTS)' ./cmd/lab
-	@echo "ladder on postgres: every stage's checks fail below it and pass at it; every mutant is caught"
+	@echo "ladder on postgres: every stage passes its checks, and the stage before fails all but the declared guards; every mutant is caught"
 	@set -o pipefail; $(GO) test -count=1 -timeout $(LADDER_TIMEOUT) -v ./grader/ladder | grep -v -E '^(=== (RUN|PAUSE|CONT)|    --- PASS|--- PASS)'
 
 .PHONY: test-race
