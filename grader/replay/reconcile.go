@@ -61,23 +61,27 @@ type DayCounts struct {
 	// 422 marked as a replay that differs from the first answer.
 	MismatchedReplays int `json:"mismatched_replays"`
 	// UnexpectedStatus counts submissions whose final answer the contract
-	// does not allow for them (a 5xx, a 400 for a valid body, no answer).
+	// does not allow for them (a 5xx, a 400 for a valid body, no answer),
+	// but for those told 409 duplicate-request that never ran, which are
+	// ToldDuplicate's.
 	UnexpectedStatus int `json:"unexpected_status"`
-	// Two kinds of unexpected answer counted apart as well: an edit told
-	// 409 duplicate-request (no fingerprint: the clerk believes the
-	// edited amount went), and an operation refused 422
-	// idempotency-key-reused, or 409 duplicate-request though it never
-	// executed, for a key only another customer had used (keys not scoped
-	// to the customer).
-	EditsToldDuplicate  int `json:"edits_told_duplicate"`
+	// RefusedForOthersKey counts, among the unexpected answers, the
+	// operations refused 422 idempotency-key-reused for a key only
+	// another customer had used (keys not scoped to the customer): the
+	// client knows its request did not run, and cannot send it.
 	RefusedForOthersKey int `json:"refused_for_others_key"`
 	// ToldDuplicate counts the submissions told 409 duplicate-request
-	// whose request the books show never executed: the edits told
-	// duplicate and the operations refused so for another customer's key.
-	// A money finding, as the checks name it ("told duplicate, never
-	// ran"): told its request already ran, the client will not send it
-	// again, and never learns what became of it.
-	ToldDuplicate int `json:"told_duplicate"`
+	// whose request the books show never executed: an operation refused
+	// so for another customer's key (or for a claim its own request left
+	// behind when it died), or an edit the server took for a retry of
+	// the original (no fingerprint: the clerk believes the edited amount
+	// went), counted apart as well in EditsToldDuplicate. A money
+	// finding, as the checks name it ("told duplicate, never ran"): told
+	// its request already ran, the client will not send it again, and
+	// never learns what became of it. None of them is counted in
+	// UnexpectedStatus too: each refusal has one verdict.
+	ToldDuplicate      int `json:"told_duplicate"`
+	EditsToldDuplicate int `json:"edits_told_duplicate"`
 	// LateReexecuted counts retries after the retention period that ran
 	// as new requests: allowed, since the client retried after the key
 	// had expired, and the reason the client's retry horizon must be
@@ -240,11 +244,11 @@ func ReconcileDay(res *Result) DayReconciliation {
 				continue
 			}
 			// 409 duplicate-request tells a client its request already
-			// executed. For an operation the books show never did, it is
-			// another customer's key the server took for this one's.
+			// executed. For an operation the books show never did, the
+			// server took another customer's key, or a claim left by a
+			// request that died, for this one's. One verdict, a money
+			// one: told duplicate, never ran.
 			if kind != SubmitEdit && a.Problem == problem.DuplicateRequest.URI() && day+late == 0 {
-				rc.Counts.UnexpectedStatus++
-				rc.Counts.RefusedForOthersKey++
 				rc.Counts.ToldDuplicate++
 				add("told_duplicate", DayFinding{Op: op.Op, Story: fmt.Sprintf("the %s submission was told 409 duplicate-request and the operation never executed: %s", kind, story())})
 				continue
@@ -252,7 +256,6 @@ func ReconcileDay(res *Result) DayReconciliation {
 			// For an edit, which never executed since its answer is no
 			// 2xx, the server took the new amount for the old one's retry.
 			if kind == SubmitEdit && a.Problem == problem.DuplicateRequest.URI() && edited == 0 {
-				rc.Counts.UnexpectedStatus++
 				rc.Counts.EditsToldDuplicate++
 				rc.Counts.ToldDuplicate++
 				add("told_duplicate", DayFinding{Op: op.Op, Story: fmt.Sprintf("the edit to %s won was told 409 duplicate-request and never executed: %s", bank.FormatWon(op.Fate.EditedAmount), story())})
