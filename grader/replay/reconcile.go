@@ -95,7 +95,9 @@ type DayCounts struct {
 	// another operation's result, a recomputed one), no usable answer
 	// (refused without the result until it stopped retrying, e.g. 409
 	// duplicate-request), or a key still in progress when its retry
-	// horizon ended.
+	// horizon ended. WrongAnswers also counts the clerks' edits answered
+	// with a 2xx that the books show never executed: the original's
+	// result, replayed to another request.
 	OriginalAnswers   int `json:"original_answers"`
 	WrongAnswers      int `json:"wrong_answers"`
 	NoUsableAnswer    int `json:"no_usable_answer"`
@@ -193,10 +195,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 		story := func() string { return opStory(op, subs) }
 
 		holds := res.holds(op)
-		edited := int64(0)
-		if editExecuted(holds, subs) {
-			edited = 1
-		}
+		edited := res.editExecutions(op, holds, subs)
 		switch {
 		case day == 0:
 			rc.Counts.NotExecuted++
@@ -261,6 +260,15 @@ func ReconcileDay(res *Result) DayReconciliation {
 				add("told_duplicate", DayFinding{Op: op.Op, Story: fmt.Sprintf("the edit to %s won was told 409 duplicate-request and never executed: %s", bank.FormatWon(op.Fate.EditedAmount), story())})
 				continue
 			}
+			// An edit told 2xx that the books show never executed was
+			// given the original's result: the clerk believes the edited
+			// amount went.
+			if kind == SubmitEdit && a.Succeeded() && edited == 0 {
+				rc.Counts.WrongAnswers++
+				add("wrong_answers", DayFinding{Op: op.Op, Story: fmt.Sprintf("the edit to %s won was answered %s (%.80s), and the books show it never executed: %s",
+					bank.FormatWon(op.Fate.EditedAmount), a.answer(), a.Response, story())})
+				continue
+			}
 			if (kind == SubmitOriginal || kind == SubmitDoubleClick) && a.GaveUp && a.Problem == problem.RequestInProgress.URI() {
 				continue // counted in stuck_in_progress
 			}
@@ -300,7 +308,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 
 		originals := day + late - edited
 		if originals < 0 {
-			rc.Notes = append(rc.Notes, fmt.Sprintf("%s: the edit was answered 201 but the server counted %d executions", op.Op, day+late))
+			rc.Notes = append(rc.Notes, fmt.Sprintf("%s: the books hold %d transfers of the edited amount but the server counted %d executions", op.Op, edited, day+late))
 			originals = 0
 		}
 		rc.apply(expected, op, op.Amount, originals)
@@ -347,7 +355,10 @@ func (res *Result) holds(op *dayplan.Op) func(id string) bool {
 			return !transfer
 		}
 	}
-	return func(id string) bool { return res.Transfers[id] == op.Op }
+	return func(id string) bool {
+		t, ok := res.Transfers[id]
+		return ok && t.Op == op.Op
+	}
 }
 
 // invoiceKey is a customer's reference: what stage 8 pays once.
