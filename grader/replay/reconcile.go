@@ -146,6 +146,10 @@ type DayFinding struct {
 	// Op or Account names what it is about.
 	Op      string `json:"op,omitempty"`
 	Account string `json:"account,omitempty"`
+	// Submission is, for a finding about the answer one submission of
+	// the operation ended with (told_duplicate), which it was: original,
+	// double click, edit or late.
+	Submission string `json:"submission,omitempty"`
 	// Story says in one line what happened.
 	Story string `json:"story"`
 }
@@ -249,7 +253,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 			// one: told duplicate, never ran.
 			if kind != SubmitEdit && a.Problem == problem.DuplicateRequest.URI() && day+late == 0 {
 				rc.Counts.ToldDuplicate++
-				add("told_duplicate", DayFinding{Op: op.Op, Story: fmt.Sprintf("the %s submission was told 409 duplicate-request and the operation never executed: %s", kind, story())})
+				add("told_duplicate", DayFinding{Op: op.Op, Submission: kind, Story: fmt.Sprintf("the %s submission was told 409 duplicate-request and the operation never executed: %s", kind, story())})
 				continue
 			}
 			// For an edit, which never executed since its answer is no
@@ -257,7 +261,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 			if kind == SubmitEdit && a.Problem == problem.DuplicateRequest.URI() && edited == 0 {
 				rc.Counts.EditsToldDuplicate++
 				rc.Counts.ToldDuplicate++
-				add("told_duplicate", DayFinding{Op: op.Op, Story: fmt.Sprintf("the edit to %s won was told 409 duplicate-request and never executed: %s", bank.FormatWon(op.Fate.EditedAmount), story())})
+				add("told_duplicate", DayFinding{Op: op.Op, Submission: kind, Story: fmt.Sprintf("the edit to %s won was told 409 duplicate-request and never executed: %s", bank.FormatWon(op.Fate.EditedAmount), story())})
 				continue
 			}
 			// An edit told 2xx that the books show never executed was
@@ -335,14 +339,17 @@ func ReconcileDay(res *Result) DayReconciliation {
 	rc.Money.Conserved = rc.Money.Closing == rc.Money.Opening+rc.Money.Deposited
 	// VALID is a day with nothing to say against it.
 	rc.Valid = rc.Verdict() == ""
-	order := []string{"lost_transfers", "double_applied", "invoices_paid_twice", "lost_updates", "posted_twice", "posted_unexecuted", "not_posted",
-		"wrong_answers", "no_usable_answer", "told_duplicate", "stuck_in_progress", "mismatched_replays", "unexpected_status", "edits_not_served",
-		"balance_mismatches", "negative_balances"}
 	slices.SortStableFunc(rc.Findings, func(a, b DayFinding) int {
-		return cmp.Compare(slices.Index(order, a.Kind), slices.Index(order, b.Kind))
+		return cmp.Compare(slices.Index(FindingKinds, a.Kind), slices.Index(FindingKinds, b.Kind))
 	})
 	return rc
 }
+
+// FindingKinds are the kinds of the day's findings (DayFinding.Kind),
+// worst first, the order the reconciliation lists them in.
+var FindingKinds = []string{"lost_transfers", "double_applied", "invoices_paid_twice", "lost_updates", "posted_twice", "posted_unexecuted", "not_posted",
+	"wrong_answers", "no_usable_answer", "told_duplicate", "stuck_in_progress", "mismatched_replays", "unexpected_status", "edits_not_served",
+	"balance_mismatches", "negative_balances"}
 
 // holds returns whether the books hold a resource, by its id, as an
 // execution of op: a transfer the bank lists with op's name. The lab lists
