@@ -119,6 +119,8 @@ func WriteHistory(w io.Writer, results []Result) error {
 // money finding counts the operations it names (those that executed more
 // often than asked, those that never ran, or else those its evidence
 // names), or one when it names none; each contract difference counts one.
+// A request told 409 that never ran is told_duplicate alone, as in the
+// replay: a money finding, never a contract difference as well.
 type Counts struct {
 	DoubleApplied      int `json:"double_applied"`
 	MovedThoughRefused int `json:"moved_though_refused"`

@@ -450,7 +450,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.commits-per-posting", Stage: 9, Lesson: lesson9 + "#the-relay",
-		Claim: "160 transfers made 16 at a time while the core ledger is down are settled, once it is back, in at most one commit for every 5 postings",
+		Claim: "160 transfers made 16 at a time while the core ledger is down are settled, once it is back, in at most one commit that changes outbox rows for every 5 postings",
 		Why:   "each commit is a disk sync: a relay that marks each row sent in a write of its own spends one a posting, and under sustained load the outbox grows faster than it drains, however fast the core answers",
 		Run:   checkCommitsPerPosting,
 	},

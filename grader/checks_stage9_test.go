@@ -2,6 +2,7 @@ package grader_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"net"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"idemlab/grader/judging"
 	"idemlab/grader/targets"
 	"idemlab/kit/server"
+	"idemlab/kit/stage"
 	"idemlab/solutions/stage9"
 )
 
@@ -41,5 +43,63 @@ func TestStage9_AServerStartedElsewhereIsNotFailed(t *testing.T) {
 		if r.Caught() || !errors.As(r.Err, &u) {
 			t.Errorf("%s against a server started elsewhere: %v, want could not observe", id, r.Err)
 		}
+	}
+}
+
+// idleCommits is solution 9 with a relay that, before each pass, commits
+// transactions that change nothing: one that only reads, and one whose
+// UPDATE of the outbox matches no row, many of each, as a relay would that
+// commits on every pass whether or not it has rows to settle.
+type idleCommits struct {
+	*stage9.Server
+	db *sql.DB
+}
+
+// idleCommitsPerPass is how many empty transactions of each kind the relay
+// commits before each pass: more, in one pass, than the check allows for
+// all its postings.
+const idleCommitsPerPass = 40
+
+func (s idleCommits) Relay(ctx context.Context) (int, error) {
+	for range idleCommitsPerPass {
+		for _, q := range []string{`SELECT count(*) FROM outbox`, `UPDATE outbox SET sent_at = sent_at WHERE id < 0`} {
+			tx, err := s.db.BeginTx(ctx, nil)
+			if err != nil {
+				return 0, err
+			}
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				tx.Rollback()
+				return 0, err
+			}
+			if err := tx.Commit(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return s.Server.Relay(ctx)
+}
+
+// TestCommitsPerPosting_EmptyCommitsDoNotCount: a relay that commits
+// empty transactions on every pass, however many, settles its rows in one
+// commit a batch, and S9.commits-per-posting passes it; the relay that
+// marks each row in a commit of its own is the mutant mark-row-by-row,
+// which the ladder holds the check to catch. It catches a check that
+// counts every commit, which a relay's idle passes on a slow machine
+// would fail.
+func TestCommitsPerPosting_EmptyCommitsDoNotCount(t *testing.T) {
+	factory := func(ctx context.Context, env stage.Env) (stage.Handlers, error) {
+		h, err := stage9.New(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		return idleCommits{Server: h.(*stage9.Server), db: env.DB}, nil
+	}
+	c, ok := grader.Lookup("S9.commits-per-posting")
+	if !ok {
+		t.Fatal("no check S9.commits-per-posting")
+	}
+	r := grader.RunCheck(context.Background(), grader.Subject{Stage: 9, Name: "idle commits", New: factory}, c, 1, targets.InProcess)
+	if r.Err != nil {
+		t.Errorf("a relay that commits empty transactions on every pass: %v", r.Err)
 	}
 }

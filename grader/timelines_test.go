@@ -1,11 +1,14 @@
 package grader
 
 import (
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"idemlab/grader/judging"
+	"idemlab/grader/replay"
 	"idemlab/grader/timeline"
 )
 
@@ -49,14 +52,50 @@ func TestResultTimeline_HarmDecidesTheHighlight(t *testing.T) {
 	}
 }
 
-// TestHighlight_KnowsTheHarmsThatHighlightAnExecution holds the timeline's
-// names of the harms to judging's: a harm renamed there would otherwise
-// draw its executions as merely named by the evidence.
-func TestHighlight_KnowsTheHarmsThatHighlightAnExecution(t *testing.T) {
-	named := timeline.Finding{Harm: "contract"}.Highlight()
-	for _, h := range []judging.Harm{judging.Double, judging.MovedThoughRefused, judging.NotPosted, judging.PostedTwice, judging.PostedUnexecuted} {
-		if (timeline.Finding{Harm: string(h)}).Highlight() == named {
-			t.Errorf("the timeline draws the executions of %q as merely named", h)
+// TestHighlight_KnowsEveryHarmAndEveryFindingKind holds the timeline's
+// names to judging's harms and to the day replay's finding kinds: each is
+// one the timeline knows, and a harm and the kind results.json counts it
+// under are drawn alike. It catches a harm or a kind added, or renamed, on
+// one side only (its marks would be drawn as merely named by the
+// evidence), and a harm drawn one way by lab check and another by lab
+// replay --op.
+func TestHighlight_KnowsEveryHarmAndEveryFindingKind(t *testing.T) {
+	for _, k := range replay.FindingKinds {
+		if _, ok := timeline.HighlightOf(k); !ok {
+			t.Errorf("the timeline does not know the replay's finding kind %q", k)
 		}
 	}
+	var c Counts
+	names := countNames(&c)
+	paired := 0
+	for _, h := range declaredHarms(t) {
+		drawn, ok := timeline.HighlightOf(string(h))
+		if !ok {
+			t.Errorf("the timeline does not know the harm %q", h)
+			continue
+		}
+		kind := names[c.of(h)]
+		if !slices.Contains(replay.FindingKinds, kind) {
+			continue // a harm the replay cannot see (a leak, money moved though refused)
+		}
+		paired++
+		if k, _ := timeline.HighlightOf(kind); k != drawn {
+			t.Errorf("the harm %q is drawn %c (%s), the replay's %q %c (%s)", h, drawn.Glyph, drawn.Legend, kind, k.Glyph, k.Legend)
+		}
+	}
+	if paired < 10 {
+		t.Errorf("only %d harms have a finding kind of the replay under the same count", paired)
+	}
+}
+
+// countNames maps each field of c, by its address, to its name in
+// results.json.
+func countNames(c *Counts) map[*int]string {
+	v := reflect.ValueOf(c).Elem()
+	names := map[*int]string{}
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		names[v.Field(i).Addr().Interface().(*int)] = name
+	}
+	return names
 }

@@ -322,6 +322,8 @@ func drawOp(w io.Writer, f replayFlags, rc replay.DayReconciliation, res *replay
 			finding.Excess = append(finding.Excess, f.op)
 		case "lost_transfers":
 			finding.Missing = append(finding.Missing, f.op)
+		case "told_duplicate":
+			finding.Clients = append(finding.Clients, d.Submission)
 		}
 	}
 	finding.Got = strings.Join(stories, "\n")

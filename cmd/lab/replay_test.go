@@ -9,8 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"idemlab/grader/replay"
+	"idemlab/grader/timeline"
 	"idemlab/kit/accesslog"
+	"idemlab/kit/problem"
 	sol0 "idemlab/solutions/stage0"
 )
 
@@ -154,5 +158,45 @@ func TestReplay_OpDrawsItsTimeline(t *testing.T) {
 	}
 	if !strings.Contains(string(page), `class="mark excess"`) || !strings.Contains(string(page), "--op "+op) {
 		t.Errorf("the page draws no highlighted execution, or no command to draw it again")
+	}
+}
+
+// TestDrawOp_ToldDuplicateMarksTheSubmissionItNames: lab replay --op draws
+// a told_duplicate finding about an edit on the edit's lane alone; the
+// original, whose own 409 came after its operation ran, is drawn without
+// the mark. It catches a finding drawn on every lane of its operation.
+func TestDrawOp_ToldDuplicateMarksTheSubmissionItNames(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	attempt := func(id, client string, at time.Duration, status int, prob string) timeline.Attempt {
+		return timeline.Attempt{ID: id, Client: client, Method: "POST", Path: "/transfers", Key: "k-1", Op: "op-0001",
+			Start: t0.Add(at), End: t0.Add(at + 10*time.Millisecond), Status: status, Problem: prob}
+	}
+	dup := problem.DuplicateRequest.URI()
+	res := &replay.Result{History: &timeline.History{
+		Attempts: []timeline.Attempt{attempt("a1", replay.SubmitOriginal, 0, 0, ""), attempt("a2", replay.SubmitOriginal, 20*time.Millisecond, 409, dup),
+			attempt("a3", replay.SubmitEdit, 40*time.Millisecond, 409, dup)},
+		Events: []timeline.Event{{At: t0.Add(5 * time.Millisecond), Kind: timeline.Execution, Attempt: "a1", Op: "op-0001"}},
+	}}
+	res.History.Attempts[0].Err = "connection reset"
+	rc := replay.DayReconciliation{Findings: []replay.DayFinding{
+		{Kind: "no_usable_answer", Op: "op-0001", Story: "executed, and the client stopped at 409"},
+		{Kind: "told_duplicate", Op: "op-0001", Submission: replay.SubmitEdit, Story: "the edit was told 409 duplicate-request and never executed"},
+	}}
+	var out bytes.Buffer
+	f := replayFlags{op: "op-0001", plan: "day.plan.jsonl", results: t.TempDir()}
+	if err := drawOp(&out, f, rc, res, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(out.String(), "\n") {
+		lane := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(lane, replay.SubmitEdit+" ") && !strings.Contains(l, "⊗"):
+			t.Errorf("the edit's refusal is not marked: %q\n%s", l, out.String())
+		case strings.HasPrefix(lane, replay.SubmitOriginal+" ") && strings.Contains(l, "⊗"):
+			t.Errorf("the original's 409 is marked as a request that never ran: %q\n%s", l, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "⊗ told its request was a duplicate (409); that request never ran") {
+		t.Errorf("the legend does not say what ⊗ is:\n%s", out.String())
 	}
 }

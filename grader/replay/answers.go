@@ -104,19 +104,37 @@ func clientKnows(holds func(id string) bool, subs ...[]Attempt) (int, Attempt) {
 	return knows, why
 }
 
-// editExecuted reports whether the edited resubmission executed: its
-// final answer is a 2xx that names an execution of the operation the
-// books hold, and the first answer that named that execution was the
-// edit's own (a replay of the original names the original's execution,
-// answered first).
-func editExecuted(holds func(id string) bool, subs map[string][]Attempt) bool {
+// editExecutions counts the executions of op's edited resubmission (the
+// same key, an edited amount). For a transfer the books say: the
+// transfers of op that moved the edited amount, whatever the answers
+// said and in whichever order they were heard (an original whose answer
+// was lost, then replayed to the edit, is still the original's). The lab
+// lists no deposits, so a deposit's edit executed when its final answer
+// is a 2xx naming an execution and the first answer that named it was
+// the edit's own (a replay of the original names the original's
+// execution, answered first).
+func (res *Result) editExecutions(op *dayplan.Op, holds func(id string) bool, subs map[string][]Attempt) int64 {
+	if op.Fate.EditedAmount == 0 {
+		return 0
+	}
+	if op.Endpoint == dayplan.Transfers {
+		n := int64(0)
+		for _, t := range res.Transfers {
+			if t.Op == op.Op && t.Amount == op.Fate.EditedAmount {
+				n++
+			}
+		}
+		return n
+	}
 	e := finalAttempt(subs[SubmitEdit])
 	if e == nil || !e.Succeeded() {
-		return false
+		return 0
 	}
 	id := resourceOf(e.Response)
-	first, ok := firstAnswers(holds, subs[SubmitOriginal], subs[SubmitDoubleClick], subs[SubmitEdit])[id]
-	return ok && first.Submission == SubmitEdit
+	if first, ok := firstAnswers(holds, subs[SubmitOriginal], subs[SubmitDoubleClick], subs[SubmitEdit])[id]; ok && first.Submission == SubmitEdit {
+		return 1
+	}
+	return 0
 }
 
 // stuck reports whether a submission ended its retry horizon told its key

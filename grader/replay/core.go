@@ -7,6 +7,7 @@ import (
 
 	"idemlab/grader/dayplan"
 	"idemlab/grader/judging"
+	"idemlab/kit/bank"
 	"idemlab/kit/core"
 	"idemlab/kit/labctl"
 )
@@ -53,7 +54,7 @@ const drainWithin = 10 * time.Second
 // nothing left to send, then reads the core's postings at url and names
 // the operation that made each posted transfer from ops, the bank's
 // transfers (Result.Transfers).
-func (r *replayer) readCore(ctx context.Context, url string, ops map[string]string) (*CoreBooks, error) {
+func (r *replayer) readCore(ctx context.Context, url string, ops map[string]bank.TransferOp) (*CoreBooks, error) {
 	books := &CoreBooks{}
 	// The outbox alone: a day's state counts the executions of every
 	// operation of the day.
@@ -77,23 +78,23 @@ func (r *replayer) readCore(ctx context.Context, url string, ops map[string]stri
 		if !seen {
 			i = len(books.Transfers)
 			index[p.TransferID] = i
-			books.Transfers = append(books.Transfers, CoreTransfer{ID: p.TransferID, Op: ops[p.TransferID]})
+			books.Transfers = append(books.Transfers, CoreTransfer{ID: p.TransferID, Op: ops[p.TransferID].Op})
 		}
 		books.Transfers[i].Postings++
 	}
 	for _, d := range last.DeadLetters {
-		books.DeadLetters = append(books.DeadLetters, CoreDeadLetter{ID: d.TransferID, Op: ops[d.TransferID], Status: d.Status, Answer: d.Answer})
+		books.DeadLetters = append(books.DeadLetters, CoreDeadLetter{ID: d.TransferID, Op: ops[d.TransferID].Op, Status: d.Status, Answer: d.Answer})
 	}
 	return books, nil
 }
 
 // transferOps reads every transfer the bank executed, page at a time,
-// and returns the operation that made each, by the transfer's id: a
-// transfer the bank does not have is not there. It returns an error if a
+// and returns each, with the operation that made it and its amount, by
+// its id: a transfer the bank does not have is not there. It returns an error if a
 // page cannot be read, or lists a transfer a page before it listed (a
 // server that would list the same page for ever).
-func (r *replayer) transferOps(ctx context.Context, page int) (map[string]string, error) {
-	ops := map[string]string{}
+func (r *replayer) transferOps(ctx context.Context, page int) (map[string]bank.TransferOp, error) {
+	ops := map[string]bank.TransferOp{}
 	after := ""
 	for {
 		got, err := r.lab.TransferOps(ctx, after, page)
@@ -104,7 +105,7 @@ func (r *replayer) transferOps(ctx context.Context, page int) (map[string]string
 			if _, twice := ops[t.ID]; twice {
 				return nil, fmt.Errorf("read the bank's transfers: %s listed twice, again after %s", t.ID, after)
 			}
-			ops[t.ID], after = t.Op, t.ID
+			ops[t.ID], after = t, t.ID
 		}
 		if len(got) < page {
 			return ops, nil

@@ -116,8 +116,8 @@ func TestTransferOps_ReadsEveryPage(t *testing.T) {
 			t.Errorf("pages of %d: %v, %v; want every one of %v", page, ops, err, ids)
 		}
 		for _, id := range ids {
-			if ops[id] != "op-"+id {
-				t.Errorf("pages of %d: %s made by %q, want op-%s", page, id, ops[id], id)
+			if ops[id].Op != "op-"+id {
+				t.Errorf("pages of %d: %s made by %q, want op-%s", page, id, ops[id].Op, id)
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -154,5 +155,88 @@ func TestReplay_RecomputedReplayIsAWrongAnswer(t *testing.T) {
 	}
 	if rc.Counts.DoubleApplied != 0 || rc.Counts.BalanceMismatches != 0 {
 		t.Errorf("counts %+v: the money itself is right", rc.Counts)
+	}
+}
+
+// editReplayer stands for a server that replays its stored answer to a
+// clerk's edit (no fingerprint) and whose answers to the originals of
+// edited operations the network loses, below what the replay records: it
+// sends an edit on as its original's request, so that the server under it
+// replays the original's answer, and throws away every answer to an
+// original of keys.
+type editReplayer struct {
+	base  http.RoundTripper
+	keys  map[string]bool // the keys of the edited operations
+	mu    sync.Mutex
+	first map[string][]byte // the first body sent under each key
+}
+
+func (e *editReplayer) RoundTrip(req *http.Request) (*http.Response, error) {
+	key := req.Header.Get("Idempotency-Key")
+	if !e.keys[key] || req.Body == nil {
+		return e.base.RoundTrip(req)
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	first, seen := e.first[key]
+	if !seen {
+		e.first[key], first = body, body
+	}
+	e.mu.Unlock()
+	original := bytes.Equal(body, first)
+	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(first)), int64(len(first))
+	resp, err := e.base.RoundTrip(req)
+	if err != nil || !original {
+		return resp, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return nil, errors.New("connection reset by peer (the answer to the original was lost)")
+}
+
+// TestReplay_EditTakenForTheExecutionIsNot: each edited transfer's
+// original executes and every answer to it is lost; the edit, replayed
+// the original's answer, is the first to name that execution. The books
+// hold it at the original's amount: the original executed once and the
+// edit never did, so the balances add up, nothing moved twice, and the
+// edit's 201 is a wrong answer. It catches a reconciliation that decides
+// from the order of the answers that the edit executed (it would expect
+// the edited amount to have moved and find every such account off by the
+// difference), and one that takes the edit's 201 for its own.
+func TestReplay_EditTakenForTheExecutionIsNot(t *testing.T) {
+	p := dayplan.DefaultParams(11, 60)
+	p.FaultRate, p.RespellRate, p.DoubleClickRate, p.LateRetryRate, p.DepositRate, p.EditRate = 0, 0, 0, 0, 0, 0.3
+	plan, err := dayplan.Generate(11, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	for _, op := range plan.Ops {
+		if op.Fate.EditedAmount != 0 {
+			keys[op.Key] = true
+		}
+	}
+	if len(keys) == 0 {
+		t.Fatal("the day has no edits")
+	}
+	tr := &http.Transport{DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	run, err := replay.InProcess(context.Background(), sol5.New, plan, nil,
+		replay.Options{Base: &editReplayer{base: tr, keys: keys, first: map[string][]byte{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := replay.ReconcileDay(run.Result)
+	c := rc.Counts
+	if c.BalanceMismatches != 0 || c.DoubleApplied != 0 || c.MoneyMovedTwice != 0 || len(rc.Notes) != 0 {
+		t.Errorf("counts %+v, notes %v: each original executed once and no edit did", c, rc.Notes)
+	}
+	if c.ExecutedOnce != len(plan.Ops) || c.NoUsableAnswer != len(keys) || c.WrongAnswers != len(keys) {
+		t.Errorf("counts %+v: %d operations executed once, %d of them without a usable answer and with an edit given a wrong answer",
+			c, len(plan.Ops), len(keys))
 	}
 }

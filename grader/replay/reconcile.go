@@ -61,23 +61,27 @@ type DayCounts struct {
 	// 422 marked as a replay that differs from the first answer.
 	MismatchedReplays int `json:"mismatched_replays"`
 	// UnexpectedStatus counts submissions whose final answer the contract
-	// does not allow for them (a 5xx, a 400 for a valid body, no answer).
+	// does not allow for them (a 5xx, a 400 for a valid body, no answer),
+	// but for those told 409 duplicate-request that never ran, which are
+	// ToldDuplicate's.
 	UnexpectedStatus int `json:"unexpected_status"`
-	// Two kinds of unexpected answer counted apart as well: an edit told
-	// 409 duplicate-request (no fingerprint: the clerk believes the
-	// edited amount went), and an operation refused 422
-	// idempotency-key-reused, or 409 duplicate-request though it never
-	// executed, for a key only another customer had used (keys not scoped
-	// to the customer).
-	EditsToldDuplicate  int `json:"edits_told_duplicate"`
+	// RefusedForOthersKey counts, among the unexpected answers, the
+	// operations refused 422 idempotency-key-reused for a key only
+	// another customer had used (keys not scoped to the customer): the
+	// client knows its request did not run, and cannot send it.
 	RefusedForOthersKey int `json:"refused_for_others_key"`
 	// ToldDuplicate counts the submissions told 409 duplicate-request
-	// whose request the books show never executed: the edits told
-	// duplicate and the operations refused so for another customer's key.
-	// A money finding, as the checks name it ("told duplicate, never
-	// ran"): told its request already ran, the client will not send it
-	// again, and never learns what became of it.
-	ToldDuplicate int `json:"told_duplicate"`
+	// whose request the books show never executed: an operation refused
+	// so for another customer's key (or for a claim its own request left
+	// behind when it died), or an edit the server took for a retry of
+	// the original (no fingerprint: the clerk believes the edited amount
+	// went), counted apart as well in EditsToldDuplicate. A money
+	// finding, as the checks name it ("told duplicate, never ran"): told
+	// its request already ran, the client will not send it again, and
+	// never learns what became of it. None of them is counted in
+	// UnexpectedStatus too: each refusal has one verdict.
+	ToldDuplicate      int `json:"told_duplicate"`
+	EditsToldDuplicate int `json:"edits_told_duplicate"`
 	// LateReexecuted counts retries after the retention period that ran
 	// as new requests: allowed, since the client retried after the key
 	// had expired, and the reason the client's retry horizon must be
@@ -91,7 +95,9 @@ type DayCounts struct {
 	// another operation's result, a recomputed one), no usable answer
 	// (refused without the result until it stopped retrying, e.g. 409
 	// duplicate-request), or a key still in progress when its retry
-	// horizon ended.
+	// horizon ended. WrongAnswers also counts the clerks' edits answered
+	// with a 2xx that the books show never executed: the original's
+	// result, replayed to another request.
 	OriginalAnswers   int `json:"original_answers"`
 	WrongAnswers      int `json:"wrong_answers"`
 	NoUsableAnswer    int `json:"no_usable_answer"`
@@ -140,6 +146,10 @@ type DayFinding struct {
 	// Op or Account names what it is about.
 	Op      string `json:"op,omitempty"`
 	Account string `json:"account,omitempty"`
+	// Submission is, for a finding about the answer one submission of
+	// the operation ended with (told_duplicate), which it was: original,
+	// double click, edit or late.
+	Submission string `json:"submission,omitempty"`
 	// Story says in one line what happened.
 	Story string `json:"story"`
 }
@@ -189,10 +199,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 		story := func() string { return opStory(op, subs) }
 
 		holds := res.holds(op)
-		edited := int64(0)
-		if editExecuted(holds, subs) {
-			edited = 1
-		}
+		edited := res.editExecutions(op, holds, subs)
 		switch {
 		case day == 0:
 			rc.Counts.NotExecuted++
@@ -240,22 +247,30 @@ func ReconcileDay(res *Result) DayReconciliation {
 				continue
 			}
 			// 409 duplicate-request tells a client its request already
-			// executed. For an operation the books show never did, it is
-			// another customer's key the server took for this one's.
+			// executed. For an operation the books show never did, the
+			// server took another customer's key, or a claim left by a
+			// request that died, for this one's. One verdict, a money
+			// one: told duplicate, never ran.
 			if kind != SubmitEdit && a.Problem == problem.DuplicateRequest.URI() && day+late == 0 {
-				rc.Counts.UnexpectedStatus++
-				rc.Counts.RefusedForOthersKey++
 				rc.Counts.ToldDuplicate++
-				add("told_duplicate", DayFinding{Op: op.Op, Story: fmt.Sprintf("the %s submission was told 409 duplicate-request and the operation never executed: %s", kind, story())})
+				add("told_duplicate", DayFinding{Op: op.Op, Submission: kind, Story: fmt.Sprintf("the %s submission was told 409 duplicate-request and the operation never executed: %s", kind, story())})
 				continue
 			}
 			// For an edit, which never executed since its answer is no
 			// 2xx, the server took the new amount for the old one's retry.
 			if kind == SubmitEdit && a.Problem == problem.DuplicateRequest.URI() && edited == 0 {
-				rc.Counts.UnexpectedStatus++
 				rc.Counts.EditsToldDuplicate++
 				rc.Counts.ToldDuplicate++
-				add("told_duplicate", DayFinding{Op: op.Op, Story: fmt.Sprintf("the edit to %s won was told 409 duplicate-request and never executed: %s", bank.FormatWon(op.Fate.EditedAmount), story())})
+				add("told_duplicate", DayFinding{Op: op.Op, Submission: kind, Story: fmt.Sprintf("the edit to %s won was told 409 duplicate-request and never executed: %s", bank.FormatWon(op.Fate.EditedAmount), story())})
+				continue
+			}
+			// An edit told 2xx that the books show never executed was
+			// given the original's result: the clerk believes the edited
+			// amount went.
+			if kind == SubmitEdit && a.Succeeded() && edited == 0 {
+				rc.Counts.WrongAnswers++
+				add("wrong_answers", DayFinding{Op: op.Op, Story: fmt.Sprintf("the edit to %s won was answered %s (%.80s), and the books show it never executed: %s",
+					bank.FormatWon(op.Fate.EditedAmount), a.answer(), a.Response, story())})
 				continue
 			}
 			if (kind == SubmitOriginal || kind == SubmitDoubleClick) && a.GaveUp && a.Problem == problem.RequestInProgress.URI() {
@@ -297,7 +312,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 
 		originals := day + late - edited
 		if originals < 0 {
-			rc.Notes = append(rc.Notes, fmt.Sprintf("%s: the edit was answered 201 but the server counted %d executions", op.Op, day+late))
+			rc.Notes = append(rc.Notes, fmt.Sprintf("%s: the books hold %d transfers of the edited amount but the server counted %d executions", op.Op, edited, day+late))
 			originals = 0
 		}
 		rc.apply(expected, op, op.Amount, originals)
@@ -324,14 +339,17 @@ func ReconcileDay(res *Result) DayReconciliation {
 	rc.Money.Conserved = rc.Money.Closing == rc.Money.Opening+rc.Money.Deposited
 	// VALID is a day with nothing to say against it.
 	rc.Valid = rc.Verdict() == ""
-	order := []string{"lost_transfers", "double_applied", "invoices_paid_twice", "lost_updates", "posted_twice", "posted_unexecuted", "not_posted",
-		"wrong_answers", "no_usable_answer", "told_duplicate", "stuck_in_progress", "mismatched_replays", "unexpected_status", "edits_not_served",
-		"balance_mismatches", "negative_balances"}
 	slices.SortStableFunc(rc.Findings, func(a, b DayFinding) int {
-		return cmp.Compare(slices.Index(order, a.Kind), slices.Index(order, b.Kind))
+		return cmp.Compare(slices.Index(FindingKinds, a.Kind), slices.Index(FindingKinds, b.Kind))
 	})
 	return rc
 }
+
+// FindingKinds are the kinds of the day's findings (DayFinding.Kind),
+// worst first, the order the reconciliation lists them in.
+var FindingKinds = []string{"lost_transfers", "double_applied", "invoices_paid_twice", "lost_updates", "posted_twice", "posted_unexecuted", "not_posted",
+	"wrong_answers", "no_usable_answer", "told_duplicate", "stuck_in_progress", "mismatched_replays", "unexpected_status", "edits_not_served",
+	"balance_mismatches", "negative_balances"}
 
 // holds returns whether the books hold a resource, by its id, as an
 // execution of op: a transfer the bank lists with op's name. The lab lists
@@ -344,7 +362,10 @@ func (res *Result) holds(op *dayplan.Op) func(id string) bool {
 			return !transfer
 		}
 	}
-	return func(id string) bool { return res.Transfers[id] == op.Op }
+	return func(id string) bool {
+		t, ok := res.Transfers[id]
+		return ok && t.Op == op.Op
+	}
 }
 
 // invoiceKey is a customer's reference: what stage 8 pays once.

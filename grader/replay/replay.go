@@ -159,9 +159,10 @@ type Result struct {
 	// LateSkipped says why the late retries were not sent, if they were not.
 	LateSkipped string
 	// Transfers are the transfers the bank's books hold at the end, by id,
-	// each with the operation that made it (GET /lab/transfers): which
-	// answers are an execution's is read from them, never from a header.
-	Transfers map[string]string
+	// each with the operation that made it and its amount (GET
+	// /lab/transfers): which answers are an execution's, and whether an
+	// edit executed, is read from them, never from a header.
+	Transfers map[string]bank.TransferOp
 	// Core is what the core ledger holds at the end; nil when the replay
 	// was not told where it is (Options.CoreURL).
 	Core    *CoreBooks

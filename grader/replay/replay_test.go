@@ -3,10 +3,13 @@ package replay_test
 import (
 	"bytes"
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 
 	"idemlab/grader/dayplan"
 	"idemlab/grader/replay"
+	"idemlab/grader/scoreboard"
 	"idemlab/kit/bank"
 	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
@@ -206,13 +209,15 @@ func TestReconcileDay_Findings(t *testing.T) {
 			after(1, 0), false, "told_duplicate"},
 		{"an operation told it is a duplicate, never executed", []replay.Attempt{retried(409, false, "", problem.DuplicateRequest.URI())},
 			after(0, 0), false, "told_duplicate"},
+		{"an operation refused 422 for a key another customer used", []replay.Attempt{retried(422, false, "", problem.IdempotencyKeyReused.URI())},
+			after(0, 0), false, "unexpected_status"},
 		{"an edit refused for its key", []replay.Attempt{ok, {Op: op.Op, Submission: replay.SubmitEdit, N: 1, Status: 422, Problem: problem.IdempotencyKeyReused.URI(), Final: true}},
 			after(1, 0), true, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			// The books hold tr_1, op's one execution, whenever it executed.
-			res := &replay.Result{Plan: plan, Attempts: c.attempts, Opening: opening, Day: c.final, Final: c.final, Transfers: map[string]string{"tr_1": op.Op}}
+			res := &replay.Result{Plan: plan, Attempts: c.attempts, Opening: opening, Day: c.final, Final: c.final, Transfers: map[string]bank.TransferOp{"tr_1": {ID: "tr_1", Op: op.Op, Amount: op.Amount}}}
 			rc := replay.ReconcileDay(res)
 			if rc.Valid != c.valid {
 				t.Fatalf("valid %v, want %v (%+v)", rc.Valid, c.valid, rc.Counts)
@@ -220,6 +225,52 @@ func TestReconcileDay_Findings(t *testing.T) {
 			if c.kind != "" && (len(rc.Findings) == 0 || rc.Findings[0].Kind != c.kind) {
 				t.Errorf("findings %+v, want %s first", rc.Findings, c.kind)
 			}
+			oneVerdictEach(t, rc)
 		})
+	}
+}
+
+// oneVerdictEach checks that every finding of rc has one verdict: the
+// day's verdict gives one clause a kind of finding, and the scoreboard's
+// row counts each finding in one column. It catches a refusal counted
+// both as a money finding and as an unexpected answer.
+func oneVerdictEach(t *testing.T, rc replay.DayReconciliation) {
+	t.Helper()
+	kinds := map[string]bool{}
+	findings := 0
+	for _, f := range rc.Findings {
+		switch f.Kind {
+		case "balance_mismatches", "negative_balances":
+			kinds["balances"] = true // one clause, and the books column
+		default:
+			kinds[f.Kind] = true
+			findings++
+		}
+	}
+	clauses := 0
+	if v := rc.Verdict(); v != "" {
+		clauses = len(strings.Split(v, "; "))
+	}
+	if clauses != len(kinds) {
+		t.Errorf("verdict %q: %d clauses for the findings' %d kinds %v", rc.Verdict(), clauses, len(kinds), kinds)
+	}
+	var b strings.Builder
+	if err := scoreboard.Write(&b, []scoreboard.Row{scoreboard.NewRow(1, "", rc)}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	heads, row := strings.Split(lines[0], "|"), strings.Split(lines[2], "|")
+	counted := 0
+	for i, h := range heads {
+		switch strings.TrimSpace(h) {
+		case "stage", "late re-executed": // no finding
+			continue
+		}
+		if n, err := strconv.Atoi(strings.TrimSpace(row[i])); err == nil {
+			counted += n
+		}
+	}
+	if counted != findings {
+		t.Errorf("the scoreboard counts %d findings, the reconciliation has %d:\n%s", counted, findings, b.String())
 	}
 }

@@ -34,10 +34,11 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int, all string) {
 	line("executed more than once", c.DoubleApplied, pick(c.DoubleApplied > 0,
 		fmt.Sprintf("<- DOUBLE: %d extra executions, %s won moved twice", c.ExtraExecutions, bank.FormatWon(c.MoneyMovedTwice)), ""))
 	line("lost", c.LostTransfers, pick(c.LostTransfers > 0, "<- LOST: told success, nothing moved", ""))
-	line("told duplicate, never ran", c.ToldDuplicate, pick(c.ToldDuplicate > 0, "<- TOLD DUPLICATE: 409 duplicate-request, and the request never executed", ""))
+	line("told duplicate, never ran", c.ToldDuplicate, pick(c.ToldDuplicate > 0,
+		fmt.Sprintf("<- TOLD DUPLICATE: 409 duplicate-request, and the request never executed (%d of them edits)", c.EditsToldDuplicate), ""))
 	line("mismatched replays", c.MismatchedReplays, "")
-	line("unexpected answers", c.UnexpectedStatus, pick(c.EditsToldDuplicate+c.RefusedForOthersKey > 0,
-		fmt.Sprintf("(%d edits told duplicate-request, %d refused for a key another customer used)", c.EditsToldDuplicate, c.RefusedForOthersKey), ""))
+	line("unexpected answers", c.UnexpectedStatus, pick(c.RefusedForOthersKey > 0,
+		fmt.Sprintf("(%d refused 422 for a key another customer used)", c.RefusedForOthersKey), ""))
 	fmt.Fprintln(w, "  what each client whose operation executed finally knows:")
 	line("  its original answer", c.OriginalAnswers, "")
 	line("  a wrong answer", c.WrongAnswers, pick(c.WrongAnswers > 0, "<- WRONG: a 2xx that is not its execution's", ""))

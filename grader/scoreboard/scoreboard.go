@@ -55,7 +55,7 @@ var scoreColumns = []struct {
 	{"told duplicate, never ran", func(r Row) string { return fmt.Sprint(r.Counts.ToldDuplicate) }},
 	{"refused for another's key", func(r Row) string { return fmt.Sprint(r.Counts.RefusedForOthersKey) }},
 	{"other unexpected answers", func(r Row) string {
-		return fmt.Sprint(r.Counts.UnexpectedStatus - r.Counts.EditsToldDuplicate - r.Counts.RefusedForOthersKey)
+		return fmt.Sprint(r.Counts.UnexpectedStatus - r.Counts.RefusedForOthersKey)
 	}},
 	{"mismatched replays", func(r Row) string { return fmt.Sprint(r.Counts.MismatchedReplays) }},
 	{"late re-executed", func(r Row) string { return fmt.Sprint(r.Counts.LateReexecuted) }},

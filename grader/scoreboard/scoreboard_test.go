@@ -19,7 +19,7 @@ func TestIndistinct_ComparesShapesNotCounts(t *testing.T) {
 	}
 	rows := []Row{
 		row(0, replay.DayCounts{DoubleApplied: 3}, false),
-		row(1, replay.DayCounts{NoUsableAnswer: 9, ToldDuplicate: 2, EditsToldDuplicate: 2, UnexpectedStatus: 2}, false),
+		row(1, replay.DayCounts{NoUsableAnswer: 9, ToldDuplicate: 2, EditsToldDuplicate: 2}, false),
 		row(2, replay.DayCounts{NoUsableAnswer: 9}, false),
 		row(3, replay.DayCounts{NoUsableAnswer: 8}, false),
 		row(4, replay.DayCounts{}, true),

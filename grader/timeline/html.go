@@ -204,7 +204,7 @@ svg text { font: 13px ui-monospace, monospace; }
 .bar.lost { fill: #ccc; }
 a:hover .bar, a:focus .bar { fill: #3c78b4; }
 .mark.execution { fill: #2a7a2a; }
-.mark.excess, .mark.unposted, .mark.posted-twice, .mark.unexecuted { fill: #d00020; stroke: #000; stroke-width: 1; }
+.mark.excess, .mark.unposted, .mark.posted-twice, .mark.unexecuted, .mark.refused { fill: #d00020; stroke: #000; stroke-width: 1; }
 .mark.named { fill: #6a3d9a; stroke: #000; stroke-width: 1; }
 .on-mark { fill: #fff; font-weight: bold; pointer-events: none; }
 .mark.missing { fill: none; stroke: #d00020; stroke-width: 3; }

@@ -89,6 +89,12 @@ const (
 // its operation ran when it never did: there is no execution to point at.
 const Missing = "missing"
 
+// Refused is the kind of the mark drawn at a 409 that told a request it
+// was a duplicate of one already done, for a finding that the request
+// never ran: its operation may have run (the original of an edited
+// resubmission did), the refused request did not.
+const Refused = "refused"
+
 // Event is one thing the lab observed.
 type Event struct {
 	At   time.Time `json:"at"`
@@ -133,6 +139,10 @@ type Finding struct {
 	// ledger never heard of): the executions that made them are
 	// highlighted.
 	Refs []string `json:"refs,omitempty"`
+	// Clients, when set, are the clients whose answers a finding about
+	// answers (a request told it was a duplicate) is about; the others
+	// of its operations are drawn without a highlight.
+	Clients []string `json:"clients,omitempty"`
 }
 
 // Highlight is how a timeline draws the executions that made a finding:
@@ -152,24 +162,45 @@ var (
 	notPosted   = Highlight{'⊘', "unposted", "transfer executed, never posted to the core ledger", "executed, and the core ledger never posted it"}
 	postedTwice = Highlight{'✗', "posted-twice", "transfer executed once, posted more than once", "executed once, and the core ledger posted it more than once"}
 	unexecuted  = Highlight{'◇', "unexecuted", "transfer posted to the core ledger, never executed", "posted to the core ledger, and it never executed"}
-	named       = Highlight{'◆', "named", "execution the finding names", "executed: the finding names it"}
+	// The words speak of the request, not of its operation: the original
+	// of an edited resubmission told duplicate ran, once.
+	toldDuplicate = Highlight{'⊗', "refused", "told its request was a duplicate (409); that request never ran",
+		"told it was a duplicate of a request already done; this request never ran"}
+	named = Highlight{'◆', "named", "execution the finding names", "executed: the finding names it"}
 )
 
 // highlights maps a harm, as the grader's checks name it (judging.Harm;
-// the package stays clear of the grader's, and grader's tests hold the
-// names to judging's) and as lab replay counts it (its findings' kinds),
-// to how its executions are drawn.
+// the package stays clear of the grader's) and as lab replay counts it
+// (its findings' kinds), to how its marks are drawn: every name of either
+// is here, those that highlight nothing of their own with named, and
+// grader's tests hold the names to judging's and the replay's.
 var highlights = map[string]Highlight{
 	"double": ranTooOften, "double_applied": ranTooOften,
 	"moved though refused": ranRefused,
 	"not posted":           notPosted, "not_posted": notPosted,
 	"posted twice": postedTwice, "posted_twice": postedTwice,
 	"posted though not executed": unexecuted, "posted_unexecuted": unexecuted,
+	"told duplicate, never ran": toldDuplicate, "told_duplicate": toldDuplicate,
+	"lost": named, "lost_transfers": named,
+	"books do not balance": named, "balance_mismatches": named, "negative_balances": named,
+	"wrong answer": named, "wrong_answers": named,
+	"no usable answer": named, "no_usable_answer": named,
+	"stuck key": named, "stuck_in_progress": named,
+	"cross-customer leak": named,
+	"lost update":         named, "lost_updates": named,
+	"invoices_paid_twice": named, "mismatched_replays": named, "unexpected_status": named, "edits_not_served": named,
 }
 
-// Highlight is how the finding's executions are drawn: by its harm, and
-// for a harm that highlights no execution of its own (a contract
-// difference, a loss) as an execution the evidence names.
+// HighlightOf is how the marks of a finding of harm are drawn, and
+// whether harm is one the timeline knows by name.
+func HighlightOf(harm string) (Highlight, bool) {
+	h, ok := highlights[harm]
+	return h, ok
+}
+
+// Highlight is how the finding's marks are drawn: by its harm, and for a
+// harm that highlights no mark of its own (a contract difference, a loss)
+// as an execution the evidence names.
 func (f Finding) Highlight() Highlight {
 	if h, ok := highlights[f.Harm]; ok {
 		return h
@@ -216,8 +247,9 @@ func (l Lane) highlighted() bool {
 	return slices.ContainsFunc(l.Marks, func(m Mark) bool { return m.Highlight })
 }
 
-// highlighted reports whether m is an execution of the finding.
-func highlighted(m Mark) bool { return m.Kind == Execution && m.Highlight }
+// highlighted reports whether m is an execution of the finding, or an
+// answer that refused a request the finding says never ran.
+func highlighted(m Mark) bool { return (m.Kind == Execution || m.Kind == Refused) && m.Highlight }
 
 // missing reports whether m is an answer that told of an execution that
 // never happened.
@@ -362,6 +394,21 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 			}
 		}
 	}
+	// A request told it was a duplicate (409), and never ran: the answer
+	// is the highlight, whether or not its operation ran for another
+	// request.
+	if f.Highlight() == toldDuplicate {
+		for i := range clients {
+			if len(f.Clients) > 0 && !slices.Contains(f.Clients, clients[i].client) {
+				continue
+			}
+			for _, a := range clients[i].Attempts {
+				if a.Answered() && a.Status == 409 && a.Problem != inProgress {
+					clients[i].Marks = append(clients[i].Marks, Mark{At: a.End, Kind: Refused, Highlight: true, Detail: "told " + a.Answer()})
+				}
+			}
+		}
+	}
 	v.Lanes = pickLanes(clients, lanes, v.Hidden, v.To.Sub(v.From)/100)
 	if len(keyOrder) > maxKeyLanes {
 		// Many keys, one per operation: their claims and completions
@@ -383,6 +430,10 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 	}
 	return v, true
 }
+
+// inProgress is the problem type of a 409 that says the original is still
+// running: a wait, not a refusal.
+const inProgress = "/problems/request-in-progress"
 
 // maxKeyLanes is how many keys get a lane each; more share one.
 const maxKeyLanes = 2

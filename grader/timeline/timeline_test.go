@@ -345,6 +345,8 @@ type harmCase struct {
 	legend, title string
 	// ranTooOften says the words "more often than asked" belong.
 	ranTooOften bool
+	// named says the finding names its operations (none ran too often).
+	named bool
 }
 
 var harmCases = []harmCase{
@@ -362,9 +364,17 @@ var harmCases = []harmCase{
 		legend: "◇ transfer posted to the core ledger, never executed", title: "posted to the core ledger, and it never executed"},
 	{harm: "lost", fixture: "lost", lane: "check", glyph: '○',
 		legend: "○ told it ran; never did", title: "told it ran; it never executed"},
-	{harm: "contract", fixture: "double"},
+	{harm: "contract", fixture: "double", named: true},
 	{harm: "contract", fixture: "double", refs: []string{"tr_2"}, lane: "client 2", glyph: '◆',
-		legend: "◆ execution the finding names", title: "executed: the finding names it"},
+		legend: "◆ execution the finding names", title: "executed: the finding names it", named: true},
+	// Client 3 was told 409 duplicate-request; the operation ran for
+	// others, so the words speak of the refused request alone.
+	{harm: "told duplicate, never ran", fixture: "double", lane: "client 3", glyph: '⊗', named: true,
+		legend: "⊗ told its request was a duplicate (409); that request never ran",
+		title:  "told it was a duplicate of a request already done; this request never ran"},
+	{harm: "told_duplicate", fixture: "double", lane: "client 3", glyph: '⊗', named: true,
+		legend: "⊗ told its request was a duplicate (409); that request never ran",
+		title:  "told it was a duplicate of a request already done; this request never ran"},
 }
 
 // harmView draws c's fixture as a finding of c's harm: the double's
@@ -375,7 +385,7 @@ func harmView(t *testing.T, c harmCase) View {
 	t.Helper()
 	f := load(t, c.fixture)
 	f.Finding.Harm = c.harm
-	if c.refs != nil || c.harm == "contract" {
+	if c.named {
 		f.Finding.Named, f.Finding.Excess, f.Finding.Refs = f.Finding.Excess, nil, c.refs
 	}
 	v, ok := f.History.Focus(f.Finding, 10)
@@ -456,5 +466,42 @@ func TestHTML_TheHighlightSaysTheHarm(t *testing.T) {
 				t.Errorf("\"more often than asked\" said: %v, want %v: %q %q", !c.ranTooOften, c.ranTooOften, legend, titles)
 			}
 		})
+	}
+}
+
+// TestFocus_ToldDuplicateMarksTheRefusedAnswersOnly: a finding that a
+// request told 409 duplicate-request never ran highlights that answer,
+// on the lanes of the clients it names when it names them, and none of
+// the operation's executions (which ran for other requests). It catches
+// the generic mark on the named operation's executions, a 409
+// request-in-progress taken for a refusal, and a finding of one client
+// drawn on every lane.
+func TestFocus_ToldDuplicateMarksTheRefusedAnswersOnly(t *testing.T) {
+	f := load(t, "double")
+	f.Finding.Harm, f.Finding.Named, f.Finding.Excess = "told_duplicate", f.Finding.Excess, nil
+	f.History.Attempts = append(f.History.Attempts, Attempt{ID: "a7", Client: "client 6", Method: "POST", Path: "/transfers", Key: "k-1", Op: "op-0b4f",
+		Start: f.History.Attempts[0].Start, End: f.History.Attempts[0].End, Status: 409, Problem: inProgress})
+	refused := func(v View) []string {
+		var lanes []string
+		for _, l := range v.Lanes {
+			for _, m := range l.Marks {
+				switch {
+				case m.Kind == Refused && m.Highlight:
+					lanes = append(lanes, l.Label)
+				case m.Highlight:
+					t.Errorf("%s: a %s mark is highlighted", l.Label, m.Kind)
+				}
+			}
+		}
+		return lanes
+	}
+	v, ok := f.History.Focus(f.Finding, 10)
+	if got := refused(v); !ok || !slices.Equal(got, []string{"client 3"}) {
+		t.Errorf("refusals highlighted on %v, want client 3's 409 duplicate-request alone", got)
+	}
+	f.Finding.Clients = []string{"client 5"}
+	v, _ = f.History.Focus(f.Finding, 10)
+	if got := refused(v); len(got) != 0 {
+		t.Errorf("a finding about client 5 highlights refusals on %v", got)
 	}
 }

@@ -102,11 +102,14 @@ func (b *Bank) GetTransfer(ctx context.Context, customer, id string) (Transfer, 
 	return t, err
 }
 
-// TransferOp is an executed transfer and the operation that made it (its
-// metadata's op; empty if it has none), as GET /lab/transfers lists them.
+// TransferOp is an executed transfer, the operation that made it (its
+// metadata's op; empty if it has none) and the amount it moved, as GET
+// /lab/transfers lists them: the amount tells an operation's execution
+// from that of a resubmission under its key with an edited amount.
 type TransferOp struct {
-	ID string `json:"id"`
-	Op string `json:"op"`
+	ID     string `json:"id"`
+	Op     string `json:"op"`
+	Amount int64  `json:"amount"`
 }
 
 // MaxTransferOps is the most transfers one page of TransferOps holds.
@@ -119,7 +122,7 @@ const MaxTransferOps = 1000
 // finds it, with the ledger entry on the account it came from.
 func (b *Bank) TransferOps(ctx context.Context, after string, limit int) ([]TransferOp, error) {
 	rows, err := b.db.QueryContext(ctx,
-		`SELECT t.id, t.metadata
+		`SELECT t.id, t.metadata, t.amount
 		 FROM transfers t JOIN ledger_entries e ON e.ref = t.id AND e.account_id = t.from_account
 		 WHERE t.id > ? ORDER BY t.id LIMIT ?`, after, limit)
 	if err != nil {
@@ -130,7 +133,7 @@ func (b *Bank) TransferOps(ctx context.Context, after string, limit int) ([]Tran
 	for rows.Next() {
 		var t TransferOp
 		var metadata string
-		if err := rows.Scan(&t.ID, &metadata); err != nil {
+		if err := rows.Scan(&t.ID, &metadata, &t.Amount); err != nil {
 			return nil, fmt.Errorf("list transfers after %q: %w", after, err)
 		}
 		m, err := parseMetadata(metadata)

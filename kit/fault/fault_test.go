@@ -64,3 +64,25 @@ func TestSlowSettingsWrites_HoldsOnlyTheArmedSettingsWrites(t *testing.T) {
 		t.Errorf("a settings write once the count is spent: %v; want it run at once", err)
 	}
 }
+
+// TestWritesOutbox_TellsAWriteOfTheOutboxByItsStatement: the statements
+// that insert, update or delete outbox rows, however spelled, are writes
+// of the outbox; a read of it, or a write of another table whose name
+// begins with it, is not. It catches a match on the table's name alone
+// (a SELECT would count) and one that takes outbox_archive for it.
+func TestWritesOutbox_TellsAWriteOfTheOutboxByItsStatement(t *testing.T) {
+	for q, want := range map[string]bool{
+		`INSERT INTO outbox (transfer_id, core_key) VALUES ($1, $2)`:       true,
+		"update outbox\n\tset sent_at = ? where id in (?, ?)":              true,
+		`DELETE FROM "outbox" WHERE id = 1`:                                true,
+		`WITH done AS (SELECT 1) UPDATE outbox SET sent_at = now()`:        true,
+		`INSERT INTO outbox(transfer_id) VALUES (?)`:                       true,
+		`SELECT id, core_key FROM outbox WHERE sent_at IS NULL`:            false,
+		`UPDATE outbox_archive SET sent_at = now()`:                        false,
+		`UPDATE accounts SET balance = balance - 1 WHERE id IN (SELECT 1)`: false,
+	} {
+		if got := fault.WritesOutbox(q); got != want {
+			t.Errorf("fault.WritesOutbox(%q) = %v, want %v", q, got, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,10 @@ const KeyTable = "idempotency_keys"
 // SettingsTable is the table of account settings, whose writes the
 // slow-settings-write fault holds up.
 const SettingsTable = "account_settings"
+
+// OutboxTable is the table of the postings owed to the core ledger (stage
+// 9), whose committed writes a database counts (see Store.OutboxCommits).
+const OutboxTable = "outbox"
 
 // SettingsWriteDelay is how long the slow-settings-write fault holds up a
 // write of the settings: long enough for every clerk released at once to
@@ -42,8 +47,9 @@ type Store struct {
 	// reporting key-row changes (an error) or reports them again (nil).
 	keyRowsListening atomic.Pointer[func(err error)]
 	// commits counts the transactions committed (explicit ones and
-	// statements outside one that wrote).
-	commits atomic.Int64
+	// statements outside one that wrote); outboxCommits those of them
+	// that changed rows of the outbox table.
+	commits, outboxCommits atomic.Int64
 	// keyStoreFailures counts down the statements touching the key table that fail.
 	keyStoreFailures Countdown
 	// slowSettingsWrites counts down the writes of the settings held up.
@@ -139,6 +145,25 @@ func (s *Store) KeyRowsListening(err error) {
 // transactions, and statements outside one that changed rows. The
 // benchmarks report it per request: each commit is a disk sync.
 func (s *Store) Commits() int64 { return s.commits.Load() }
+
+// OutboxCommits reports how many of the commits Commits counts changed
+// rows of the outbox table: what a relay spent on the rows it settled,
+// without the empty transactions it may commit on a pass that had nothing
+// to mark, however many a slow machine's passes make.
+func (s *Store) OutboxCommits() int64 { return s.outboxCommits.Load() }
+
+// OutboxCommitted counts a commit that changed rows of the outbox table.
+// The engine's connections call it beside Committed.
+func (s *Store) OutboxCommitted() { s.outboxCommits.Add(1) }
+
+// WritesOutbox reports whether query writes the outbox table: an INSERT
+// INTO, UPDATE or DELETE FROM that names it, as a database that cannot see
+// which table a row change is in (PostgreSQL's connections) tells a write
+// of the outbox from its statement.
+func WritesOutbox(query string) bool { return outboxWrite.MatchString(query) }
+
+// outboxWrite matches a statement that writes the outbox table.
+var outboxWrite = regexp.MustCompile(`(?is)\b(?:insert\s+into|update|delete\s+from)\s+(?:only\s+)?"?` + OutboxTable + `"?(?:\s|\(|$)`)
 
 // CheckKeyStore returns ErrKeyStoreUnavailable, using one armed failure,
 // if query touches the key table and the store-unavailable fault is armed;

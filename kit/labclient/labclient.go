@@ -131,7 +131,8 @@ func (c *Client) Outbox(ctx context.Context) (labctl.Outbox, error) {
 // TransferOps reads a page of the executed transfers (GET
 // /lab/transfers): those whose id sorts after after, in the order of
 // their ids, at most limit (1 to bank.MaxTransferOps), each with the
-// operation that made it. A page shorter than limit is the last.
+// operation that made it and its amount. A page shorter than limit is the
+// last.
 func (c *Client) TransferOps(ctx context.Context, after string, limit int) ([]bank.TransferOp, error) {
 	q := url.Values{"limit": {strconv.Itoa(limit)}}
 	if after != "" {

@@ -262,13 +262,13 @@ func TestNow_ReadsTheLabTimeAndMovesNothing(t *testing.T) {
 
 // TestTransferOps_ReadsThePagesOfExecutedTransfers: three transfers read
 // two at a time come back once each, in the order of their ids, each with
-// its op, and a page size out of bounds is refused with a 400. It catches
-// a client that drops the cursor or the limit, and an endpoint that lists
-// a transfer twice or takes any limit.
+// its op and amount, and a page size out of bounds is refused with a 400.
+// It catches a client that drops the cursor or the limit, and an endpoint
+// that lists a transfer twice, takes any limit or leaves the amount out.
 func TestTransferOps_ReadsThePagesOfExecutedTransfers(t *testing.T) {
 	lab, _, want := threeTransfers(t, server.Options{DB: ":memory:", Stage: stage5.New, Lab: true})
 	ctx := t.Context()
-	got := map[string]string{}
+	got := map[string]bank.TransferOp{}
 	var sizes []int
 	after := ""
 	for range 3 {
@@ -281,7 +281,7 @@ func TestTransferOps_ReadsThePagesOfExecutedTransfers(t *testing.T) {
 			if _, twice := got[tr.ID]; twice || tr.ID <= after {
 				t.Errorf("transfer %s listed again or out of order (after %q)", tr.ID, after)
 			}
-			got[tr.ID], after = tr.Op, tr.ID
+			got[tr.ID], after = tr, tr.ID
 		}
 	}
 	if !maps.Equal(got, want) || !slices.Equal(sizes, []int{2, 1, 0}) {
@@ -295,9 +295,9 @@ func TestTransferOps_ReadsThePagesOfExecutedTransfers(t *testing.T) {
 
 // threeTransfers starts a lab server with opts, resets it to two
 // customers and sends three transfers from the first to the second, each
-// under its own key and op. It returns the lab's client, the server's URL
-// and the transfers made, by id, with their ops.
-func threeTransfers(t *testing.T, opts server.Options) (*labclient.Client, string, map[string]string) {
+// under its own key and op, of 10, 20 and 30 won. It returns the lab's
+// client, the server's URL and the transfers made, by id.
+func threeTransfers(t *testing.T, opts server.Options) (*labclient.Client, string, map[string]bank.TransferOp) {
 	t.Helper()
 	srv, err := server.New(context.Background(), opts)
 	if err != nil {
@@ -312,9 +312,9 @@ func threeTransfers(t *testing.T, opts server.Options) (*labclient.Client, strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	made := map[string]string{}
+	made := map[string]bank.TransferOp{}
 	for i := range 3 {
-		body := fmt.Sprintf(`{"from":%q,"to":%q,"amount":10,"metadata":{"op":"op-%d"}}`, cs[0].Accounts[0], cs[1].Accounts[0], i)
+		body := fmt.Sprintf(`{"from":%q,"to":%q,"amount":%d,"metadata":{"op":"op-%d"}}`, cs[0].Accounts[0], cs[1].Accounts[0], 10*(i+1), i)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+"/transfers", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+cs[0].Token)
 		req.Header.Set("Content-Type", "application/json")
@@ -329,7 +329,7 @@ func threeTransfers(t *testing.T, opts server.Options) (*labclient.Client, strin
 		if resp.StatusCode != http.StatusCreated {
 			t.Fatalf("transfer %d: %d", i, resp.StatusCode)
 		}
-		made[tr.ID] = fmt.Sprintf("op-%d", i)
+		made[tr.ID] = bank.TransferOp{ID: tr.ID, Op: fmt.Sprintf("op-%d", i), Amount: int64(10 * (i + 1))}
 	}
 	return lab, hs.URL, made
 }
@@ -337,8 +337,10 @@ func threeTransfers(t *testing.T, opts server.Options) (*labclient.Client, strin
 // TestOutbox_SaysWhatTheStateSaysOfIt: GET /lab/outbox answers the
 // outbox's counts and dead letters exactly as GET /lab/state has them,
 // here three transfers owed to a core no one answers for (nothing listens
-// on port 1), and only to the admin. It catches an endpoint that counts
-// another table or state, and one open to anyone.
+// on port 1), with the three commits that wrote outbox rows, and only to
+// the admin. It catches an endpoint that counts another table or state,
+// one open to anyone, and an outbox commit count that takes in the
+// relay's empty settling transactions or misses the transfers'.
 func TestOutbox_SaysWhatTheStateSaysOfIt(t *testing.T) {
 	lab, url, _ := threeTransfers(t, server.Options{DB: ":memory:", Stage: stage9.New, Lab: true, CoreURL: "http://127.0.0.1:1"})
 	ctx := t.Context()
@@ -353,9 +355,10 @@ func TestOutbox_SaysWhatTheStateSaysOfIt(t *testing.T) {
 	if o.Counts != st.Outbox || o.Counts.Pending != 3 || len(o.DeadLetters) != 0 || len(st.DeadLetters) != 0 {
 		t.Errorf("GET /lab/outbox says %+v, GET /lab/state %+v and %v; want 3 pending in both, no dead letter", o, st.Outbox, st.DeadLetters)
 	}
-	// Each transfer committed its money and its outbox row at least.
-	if o.Commits < 3 {
-		t.Errorf("GET /lab/outbox counts %d commits after three transfers, want 3 or more", o.Commits)
+	// Each transfer committed its money and its outbox row at least; the
+	// relay's passes, which the core never answers, commit no outbox row.
+	if o.Commits < 3 || o.OutboxCommits != 3 {
+		t.Errorf("GET /lab/outbox counts %d commits, %d of them writing the outbox, after three transfers; want 3 or more, and 3", o.Commits, o.OutboxCommits)
 	}
 	resp, err := http.Get(url + "/lab/outbox")
 	if err != nil {

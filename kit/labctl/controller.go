@@ -269,10 +269,13 @@ type Outbox struct {
 	Counts      bank.OutboxCounts `json:"outbox"`
 	DeadLetters []bank.DeadLetter `json:"dead_letters"`
 	// Commits is how many transactions the server's database has
-	// committed since the server started (fault.Store.Commits): read
-	// before and after the relay drains a backlog, it says how many disk
-	// syncs the relay spent on it.
-	Commits int64 `json:"commits"`
+	// committed since the server started (fault.Store.Commits), and
+	// OutboxCommits how many of them changed outbox rows
+	// (fault.Store.OutboxCommits): read before and after the relay drains
+	// a backlog, it says how many disk syncs the relay spent on the rows,
+	// whatever empty transactions its idle passes committed meanwhile.
+	Commits       int64 `json:"commits"`
+	OutboxCommits int64 `json:"outbox_commits"`
 }
 
 // Outbox reads the outbox's counts and its dead letters (at most
@@ -288,7 +291,7 @@ func (c *Controller) Outbox(ctx context.Context) (Outbox, error) {
 			return Outbox{}, err
 		}
 	}
-	return Outbox{Counts: counts, DeadLetters: dead, Commits: c.DB.Commits()}, nil
+	return Outbox{Counts: counts, DeadLetters: dead, Commits: c.DB.Commits(), OutboxCommits: c.DB.OutboxCommits()}, nil
 }
 
 // KeyRows reads rows of the stage's idempotency_keys table, whatever its

@@ -9,11 +9,12 @@ import (
 	"idemlab/kit/respond"
 )
 
-// handleTransfers lists the executed transfers and the operation that
-// made each, a page at a time (GET /lab/transfers?after=ID&limit=N, in the
-// order of their ids): the replay reconciles the core ledger's postings
-// with it, a page of a thousand transfers where one read each cost a
-// request.
+// handleTransfers lists the executed transfers, the operation that made
+// each and its amount, a page at a time (GET
+// /lab/transfers?after=ID&limit=N, in the order of their ids): the replay
+// reconciles the core ledger's postings with it, a page of a thousand
+// transfers where one read each cost a request, and tells an edit's
+// execution from its original's by the amount.
 func (c *Controller) handleTransfers(w http.ResponseWriter, r *http.Request) {
 	limit := bank.MaxTransferOps
 	if v := r.URL.Query().Get("limit"); v != "" {

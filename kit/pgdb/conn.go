@@ -10,8 +10,13 @@ import (
 // The wrapper below interposes on pgx's connections for two things: it
 // numbers the ? placeholders (placeholders.go), and it gives lab mode its
 // faults: a key store that returns errors, and a crash right after the
-// commit that carried a business write. It forwards the optional
-// interfaces of pgx's driver that database/sql uses.
+// commit that carried a business write. It also counts the commits, and
+// those that changed outbox rows: PostgreSQL tells a connection how many
+// rows a statement changed but not in which table, so a statement that
+// changed rows is taken for a write of the outbox by its text
+// (fault.WritesOutbox; a write through QueryContext, UPDATE … RETURNING,
+// is not seen). It forwards the optional interfaces of pgx's driver that
+// database/sql uses.
 
 type connector struct {
 	base  driver.Connector
@@ -44,8 +49,8 @@ type conn struct {
 	inner driver.Conn
 	store *fault.Store
 	// inTx is set while a transaction is open; business when it carried a
-	// business write.
-	inTx, business bool
+	// business write, outbox when it changed outbox rows.
+	inTx, business, outbox bool
 }
 
 func (c *conn) pgx() pgxConn { return c.inner.(pgxConn) }
@@ -83,7 +88,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if err != nil {
 		return nil, err
 	}
-	c.inTx, c.business = true, false
+	c.inTx, c.business, c.outbox = true, false, false
 	return &tx{inner: t, conn: c}, nil
 }
 
@@ -95,21 +100,28 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err != nil {
 		return nil, err
 	}
-	c.wrote(ctx, res)
+	c.wrote(ctx, query, res)
 	return res, nil
 }
 
 // wrote notes a statement that succeeded: inside a transaction, whether it
-// moved money; outside one, a commit if it changed rows.
-func (c *conn) wrote(ctx context.Context, res driver.Result) {
+// moved money and whether it changed outbox rows; outside one, a commit if
+// it changed rows.
+func (c *conn) wrote(ctx context.Context, query string, res driver.Result) {
+	n, _ := res.RowsAffected()
+	outbox := n > 0 && fault.WritesOutbox(query)
 	if c.inTx {
 		if fault.IsBusinessWrite(ctx) {
 			c.business = true
 		}
+		c.outbox = c.outbox || outbox
 		return
 	}
-	if n, _ := res.RowsAffected(); n > 0 {
+	if n > 0 {
 		c.store.Committed(nil, false)
+	}
+	if outbox {
+		c.store.OutboxCommitted()
 	}
 }
 
@@ -132,17 +144,20 @@ type tx struct {
 }
 
 func (t *tx) Commit() error {
-	business := t.conn.business
-	t.conn.inTx, t.conn.business = false, false
+	business, outbox := t.conn.business, t.conn.outbox
+	t.conn.inTx, t.conn.business, t.conn.outbox = false, false, false
 	if err := t.inner.Commit(); err != nil {
 		return err
 	}
 	t.conn.store.Committed(nil, business)
+	if outbox {
+		t.conn.store.OutboxCommitted()
+	}
 	return nil
 }
 
 func (t *tx) Rollback() error {
-	t.conn.inTx, t.conn.business = false, false
+	t.conn.inTx, t.conn.business, t.conn.outbox = false, false, false
 	return t.inner.Rollback()
 }
 
@@ -161,7 +176,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	if err != nil {
 		return nil, err
 	}
-	s.conn.wrote(ctx, res)
+	s.conn.wrote(ctx, s.query, res)
 	return res, nil
 }
 

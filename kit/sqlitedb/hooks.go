@@ -58,7 +58,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 }
 
 // open makes a physical connection whose pre-update hook notes the key
-// rows written on it.
+// rows written on it, and whether it wrote outbox rows.
 func (c *connector) open(ctx context.Context) (*physical, error) {
 	inner, err := c.base.Connect(ctx)
 	if err != nil {
@@ -67,6 +67,10 @@ func (c *connector) open(ctx context.Context) (*physical, error) {
 	p := &physical{conn: inner}
 	if hr, ok := inner.(sqlite.HookRegisterer); ok {
 		hr.RegisterPreUpdateHook(func(d sqlite.SQLitePreUpdateData) {
+			if strings.EqualFold(d.TableName, fault.OutboxTable) {
+				p.outbox = true
+				return
+			}
 			if !strings.EqualFold(d.TableName, fault.KeyTable) {
 				return
 			}
@@ -140,11 +144,13 @@ func (c *connector) Close() error {
 func (c *connector) Driver() driver.Driver { return c.base.Driver() }
 
 // physical is one connection the driver made, with the statements it keeps
-// and the key rows written on it and not yet committed.
+// and the key rows written on it and not yet committed; outbox is set when
+// it wrote outbox rows not yet committed.
 type physical struct {
 	conn    driver.Conn
 	stmts   map[string]*cachedStmt
 	keyRows []int64
+	outbox  bool
 }
 
 func (p *physical) close() error {
@@ -239,7 +245,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	}
 	c.business = false
 	c.inTx = true
-	c.cur.keyRows = nil
+	c.cur.keyRows, c.cur.outbox = nil, false
 	return &tx{inner: t, conn: c, on: c.cur}, nil
 }
 
@@ -325,13 +331,16 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err == nil && fault.IsBusinessWrite(ctx) {
 		c.business = true
 	}
-	rows := c.afterStatement(p, err)
+	rows, outbox := c.afterStatement(p, err)
 	// The writer is free before anyone hears of the rows: a slow listener
 	// must not hold up every writer in the process.
 	done()
 	if err == nil && !c.inTx {
 		if n, _ := res.RowsAffected(); n > 0 {
 			c.hooks.Committed(rows, false)
+			if outbox {
+				c.hooks.OutboxCommitted()
+			}
 		} else {
 			c.hooks.KeyRowsChanged(rows)
 		}
@@ -354,18 +363,18 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 
 // afterStatement ends an autocommit statement on p: outside a transaction,
 // a statement that succeeded has committed. It returns the key rows the
-// statement changed, for the caller to report once the writer is free.
-func (c *conn) afterStatement(p *physical, err error) []int64 {
+// statement changed, and whether it changed outbox rows, for the caller to
+// report once the writer is free.
+func (c *conn) afterStatement(p *physical, err error) (rows []int64, outbox bool) {
 	if c.inTx {
-		return nil
+		return nil, false
 	}
+	rows, outbox = p.keyRows, p.outbox
+	p.keyRows, p.outbox = nil, false
 	if err != nil {
-		p.keyRows = nil
-		return nil
+		return nil, false
 	}
-	rows := p.keyRows
-	p.keyRows = nil
-	return rows
+	return rows, outbox
 }
 
 func (c *conn) Ping(ctx context.Context) error { return c.own.conn.(driver.Pinger).Ping(ctx) }
@@ -390,23 +399,26 @@ func (t *tx) Commit() error {
 	if err != nil {
 		// The driver rolls back a transaction whose COMMIT failed: either
 		// way the write lock is free.
-		t.on.keyRows = nil
+		t.on.keyRows, t.on.outbox = nil, false
 		t.conn.endTurns()
 		return err
 	}
 	// Taken before the writer is given back: the next writer's rows are
 	// its own.
-	rows := t.on.keyRows
-	t.on.keyRows = nil
+	rows, outbox := t.on.keyRows, t.on.outbox
+	t.on.keyRows, t.on.outbox = nil, false
 	t.conn.endTurns()
 	t.conn.hooks.Committed(rows, business)
+	if outbox {
+		t.conn.hooks.OutboxCommitted()
+	}
 	return nil
 }
 
 func (t *tx) Rollback() error {
 	t.conn.business = false
 	t.conn.inTx = false
-	t.on.keyRows = nil
+	t.on.keyRows, t.on.outbox = nil, false
 	err := t.inner.Rollback()
 	t.conn.endTurns()
 	return err
