@@ -192,8 +192,8 @@ bench: ## benchmarks: the dashboard's ingest; naive and final at 1, 8, 64 client
 bench-pg: ## make bench's transfer benchmarks on a throwaway PostgreSQL cluster (scripts/pg-cluster.sh; BENCH_ROUNDS as for bench)
 	@scripts/pg-cluster.sh $(MAKE) --no-print-directory bench-transfers
 
-bench-day: ## a whole day of faults (OPS operations, default 100,000; SEED=) replayed against the final solution in this process and reconciled: seconds per day, and of them those after the last answer
-	$(GO) test -run '^$$' -bench Day -benchtime 1x -timeout 30m ./bench/day -args -ops $(or $(OPS),100000) -seed $(or $(SEED),7)
+bench-day: ## a whole day of faults (OPS operations, default 100,000; SEED=; CLIENTS= at once, default 4) replayed against the final solution in this process and reconciled: seconds per day, and of them those after the last answer
+	$(GO) test -run '^$$' -bench Day -benchtime 1x -timeout 30m ./bench/day -args -ops $(or $(OPS),100000) -seed $(or $(SEED),7) -clients $(or $(CLIENTS),4)
 
 # bench-transfers: naive, final and ceiling, on SQLite files, or on the
 # PostgreSQL cluster IDEMLAB_DATABASE_URL names.

@@ -241,41 +241,25 @@ func Run(ctx context.Context, plan *dayplan.Plan, opts Options) (*Result, error)
 	}
 
 	perOp := make([][]Attempt, len(plan.Ops))
-	next := make(chan int)
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	done := 0
 	var armErr error
 	var armOnce sync.Once
-	for range opts.Clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if c := plan.Ops[i].Fate.Crash; c != "" {
-					if err := r.lab.Arm(ctx, c, 1); err != nil {
-						armOnce.Do(func() { armErr = fmt.Errorf("arm %s before %s: %w", c, plan.Ops[i].Op, err) })
-					}
-				}
-				perOp[i] = r.runOp(ctx, &plan.Ops[i])
-				if opts.Progress != nil {
-					mu.Lock()
-					done++
-					opts.Progress(done, len(plan.Ops))
-					mu.Unlock()
-				}
+	err = r.each(ctx, len(plan.Ops), func(i int) {
+		if c := plan.Ops[i].Fate.Crash; c != "" {
+			if err := r.lab.Arm(ctx, c, 1); err != nil {
+				armOnce.Do(func() { armErr = fmt.Errorf("arm %s before %s: %w", c, plan.Ops[i].Op, err) })
 			}
-		}()
-	}
-	for i := range plan.Ops {
-		if opts.Pace.wait(ctx) != nil {
-			break
 		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+		perOp[i] = r.runOp(ctx, &plan.Ops[i])
+		if opts.Progress != nil {
+			mu.Lock()
+			done++
+			opts.Progress(done, len(plan.Ops))
+			mu.Unlock()
+		}
+	})
+	if err != nil {
 		return nil, err
 	}
 	if armErr != nil {
@@ -300,12 +284,16 @@ func Run(ctx context.Context, plan *dayplan.Plan, opts Options) (*Result, error)
 		if _, err := r.lab.Advance(ctx, after); err != nil {
 			res.LateSkipped = fmt.Sprintf("could not move the lab clock by %s: %v", after, err)
 		} else {
-			for _, op := range late {
-				if err := opts.Pace.wait(ctx); err != nil {
-					return nil, err
-				}
-				res.Attempts = append(res.Attempts,
-					r.submit(ctx, op, SubmitLate, time.Duration(op.At)+after, op.RetryBytes(), op.RetryBytes(), nil)...)
+			perLate := make([][]Attempt, len(late))
+			err := r.each(ctx, len(late), func(i int) {
+				op := late[i]
+				perLate[i] = r.submit(ctx, op, SubmitLate, time.Duration(op.At)+after, op.RetryBytes(), op.RetryBytes(), nil)
+			})
+			if err != nil {
+				return nil, err
+			}
+			for _, as := range perLate {
+				res.Attempts = append(res.Attempts, as...)
 			}
 			if res.Final, err = r.state(ctx); err != nil {
 				return nil, err
@@ -326,6 +314,32 @@ func Run(ctx context.Context, plan *dayplan.Plan, opts Options) (*Result, error)
 	}
 	res.Elapsed = time.Since(began)
 	return res, nil
+}
+
+// each calls do(i) for every i from 0 to n−1, from opts.Clients workers
+// at once, starting them as opts.Pace allows, and returns when every call
+// has returned. It returns ctx's error if ctx ended first.
+func (r *replayer) each(ctx context.Context, n int, do func(i int)) error {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range r.opts.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				do(i)
+			}
+		}()
+	}
+	for i := range n {
+		if r.opts.Pace.wait(ctx) != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return ctx.Err()
 }
 
 // runOp sends one operation: its original submission through its faults,

@@ -36,6 +36,9 @@ type connector struct {
 	base  driver.Connector
 	hooks *fault.Store
 	gate  *writeGate
+	// mem takes SQLite's locks in Go on an in-memory database (memlock.go);
+	// nil for a database file.
+	mem *memTurns
 	// writer is the physical connection every write transaction and every
 	// write outside one runs on; only the holder of the gate uses it. It is
 	// opened on first use.
@@ -171,6 +174,9 @@ type conn struct {
 	business bool
 	// inTx is set while a transaction is open.
 	inTx bool
+	// giveTurn gives back the turn the open transaction holds on an
+	// in-memory database (memlock.go); nil when it holds none.
+	giveTurn func()
 }
 
 // Unwrap lets the sqlite driver see the connection statements run on now.
@@ -197,7 +203,7 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 }
 
 func (c *conn) Close() error {
-	c.releaseGate()
+	c.endTurns()
 	return c.own.close()
 }
 
@@ -208,21 +214,33 @@ func (c *conn) Begin() (driver.Tx, error) {
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	// A read-only transaction begins with a plain BEGIN and takes no write
 	// lock, so it runs on this connection's own and does not queue.
-	if !opts.ReadOnly {
+	if opts.ReadOnly {
+		give, err := c.connector.mem.shared(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.giveTurn = give
+	} else {
 		w, err := c.connector.takeWriter(ctx)
 		if err != nil {
 			return nil, err
 		}
 		c.gated, c.cur = true, w
+		give, err := c.connector.mem.exclusive(ctx)
+		if err != nil {
+			c.releaseGate()
+			return nil, err
+		}
+		c.giveTurn = give
 	}
 	dctx, err := driverContext(ctx)
 	if err != nil {
-		c.releaseGate()
+		c.endTurns()
 		return nil, err
 	}
 	t, err := c.cur.conn.(driver.ConnBeginTx).BeginTx(dctx, opts)
 	if err != nil {
-		c.releaseGate()
+		c.endTurns()
 		return nil, err
 	}
 	c.business = false
@@ -261,19 +279,44 @@ func (c *conn) releaseGate() {
 	}
 }
 
+// endTurns gives back what the connection's transaction held: its turn on
+// an in-memory database, and the write gate.
+func (c *conn) endTurns() {
+	if c.giveTurn != nil {
+		c.giveTurn()
+		c.giveTurn = nil
+	}
+	c.releaseGate()
+}
+
 // target returns the physical connection a statement runs on, and the function
 // to call once it has run: inside a transaction, the transaction's; outside
 // one, the writer (through the gate) for a statement that may write, and
 // this connection's own for one that only reads.
 func (c *conn) target(ctx context.Context, write bool) (p *physical, done func(), err error) {
-	if c.inTx || !write {
+	if c.inTx {
 		return c.cur, func() {}, nil
+	}
+	if !write {
+		give, err := c.connector.mem.shared(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c.cur, give, nil
 	}
 	w, err := c.connector.takeWriter(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	return w, c.connector.gate.release, nil
+	give, err := c.connector.mem.exclusive(ctx)
+	if err != nil {
+		c.connector.gate.release()
+		return nil, nil, err
+	}
+	return w, func() {
+		give()
+		c.connector.gate.release()
+	}, nil
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
@@ -357,14 +400,14 @@ func (t *tx) Commit() error {
 		// The driver rolls back a transaction whose COMMIT failed: either
 		// way the write lock is free.
 		t.on.keyRows, t.on.outbox = nil, false
-		t.conn.releaseGate()
+		t.conn.endTurns()
 		return err
 	}
 	// Taken before the writer is given back: the next writer's rows are
 	// its own.
 	rows, outbox := t.on.keyRows, t.on.outbox
 	t.on.keyRows, t.on.outbox = nil, false
-	t.conn.releaseGate()
+	t.conn.endTurns()
 	t.conn.hooks.Committed(rows, business)
 	if outbox {
 		t.conn.hooks.OutboxCommitted()
@@ -377,7 +420,7 @@ func (t *tx) Rollback() error {
 	t.conn.inTx = false
 	t.on.keyRows, t.on.outbox = nil, false
 	err := t.inner.Rollback()
-	t.conn.releaseGate()
+	t.conn.endTurns()
 	return err
 }
 

@@ -37,6 +37,7 @@ type DB struct {
 	*sql.DB
 	*fault.Store
 	gate *writeGate
+	mem  *memTurns     // nil for a database file
 	ckpt *checkpointer // nil for an in-memory database
 	path string
 }
@@ -59,7 +60,9 @@ func Open(path string) (*DB, error) {
 	h := &fault.Store{}
 	gate := newWriteGate()
 	c := &connector{base: base, hooks: h, gate: gate}
-	if path != ":memory:" {
+	if path == ":memory:" {
+		c.mem = newMemTurns()
+	} else {
 		if c.ckpt, err = startCheckpointer(base, path, gate); err != nil {
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
@@ -77,7 +80,7 @@ func Open(path string) (*DB, error) {
 		sdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return &DB{DB: sdb, Store: h, gate: gate, ckpt: c.ckpt, path: path}, nil
+	return &DB{DB: sdb, Store: h, gate: gate, mem: c.mem, ckpt: c.ckpt, path: path}, nil
 }
 
 // BusyTimeout is how long a statement waits for a lock another connection
@@ -133,7 +136,7 @@ func IsUniqueViolation(err error) bool {
 // SQLITE_LOCKED, any extended form), or a writer giving up on the write
 // gate after the same BusyTimeout.
 func IsBusy(err error) bool {
-	if errors.Is(err, errGateBusy) {
+	if errors.Is(err, errGateBusy) || errors.Is(err, errMemBusy) {
 		return true
 	}
 	var serr *sqlite.Error

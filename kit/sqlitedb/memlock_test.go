@@ -1,0 +1,149 @@
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// openMemory opens an in-memory database whose turns and write gate give
+// up after timeout instead of BusyTimeout, with a table n.
+func openMemory(t *testing.T, timeout time.Duration) *DB {
+	t.Helper()
+	db, err := Open(":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.gate.timeout = timeout
+	db.mem.timeout = timeout
+	if _, err := db.Exec(`CREATE TABLE n (v INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// Readers and writers of an in-memory database at once: every statement
+// succeeds and every row arrives. Caught: a turn a reader never gives back
+// (a writer waits out the timeout and is busy), and a writer that holds
+// only its COMMIT exclusive (SQLite's in-memory locks then shut readers out
+// for the whole transaction, in its busy handler, while the writer waits
+// for them in Go: both give up busy).
+func TestMemTurns_ReadersAndWritersAtOnce(t *testing.T) {
+	db := openMemory(t, 5*time.Second)
+	ctx := context.Background()
+	const workers, each = 4, 100
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for range each {
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := tx.ExecContext(ctx, `INSERT INTO n VALUES (1)`); err != nil {
+					tx.Rollback()
+					t.Error(err)
+					return
+				}
+				if err := tx.Commit(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				rows, err := db.QueryContext(ctx, `SELECT v FROM n LIMIT ?`, i)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for rows.Next() {
+				}
+				if err := rows.Close(); err != nil {
+					t.Error(err)
+				}
+				if _, err := db.ExecContext(ctx, `INSERT INTO n VALUES (2)`); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var count int
+	if err := db.QueryRow(`SELECT count(*) FROM n`).Scan(&count); err != nil {
+		t.Fatal(err)
+	}
+	if count != 2*workers*each {
+		t.Fatalf("rows = %d, want %d", count, 2*workers*each)
+	}
+}
+
+// What waits for itself on SQLite's in-memory locks waits for itself on
+// the turns too, and ends the same way: busy after the timeout, never a
+// hang. A read outside an open write transaction; a write transaction
+// begun while rows read outside it are open. Two reads at once are fine.
+// Caught: turns with no timeout (the test hangs), an error IsBusy does not
+// recognise, and a shared turn that shuts out another reader.
+func TestMemTurns_WaitingForItselfIsBusyAfterTheTimeout(t *testing.T) {
+	db := openMemory(t, 50*time.Millisecond)
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	err = db.QueryRowContext(ctx, `SELECT count(*) FROM n`).Scan(&n)
+	if !IsBusy(err) {
+		t.Fatalf("read beside an open write transaction: err = %v, want one IsBusy reports", err)
+	}
+	if _, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}); !IsBusy(err) {
+		t.Fatalf("read-only transaction beside an open write transaction: err = %v, want one IsBusy reports", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	rows, err := db.QueryContext(ctx, `SELECT v FROM n`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM n`).Scan(&n); err != nil {
+		t.Fatalf("a second read while the first one's rows are open: %v", err)
+	}
+	if _, err := db.BeginTx(ctx, nil); !IsBusy(err) {
+		t.Fatalf("write transaction while rows read outside it are open: err = %v, want one IsBusy reports", err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO n VALUES (1)`); !IsBusy(err) {
+		t.Fatalf("write while rows read outside it are open: err = %v, want one IsBusy reports", err)
+	}
+	rows.Close()
+	if _, err := db.ExecContext(ctx, `INSERT INTO n VALUES (1)`); err != nil {
+		t.Fatalf("write once the rows are closed: %v (a turn was kept)", err)
+	}
+}
+
+// A wait for a turn ends with its context. Caught: turns that ignore it.
+func TestMemTurns_WaitEndsWithTheContext(t *testing.T) {
+	db := openMemory(t, time.Hour)
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := db.QueryContext(ctx, `SELECT v FROM n`); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
