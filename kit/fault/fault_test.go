@@ -66,20 +66,31 @@ func TestSlowSettingsWrites_HoldsOnlyTheArmedSettingsWrites(t *testing.T) {
 }
 
 // TestWritesOutbox_TellsAWriteOfTheOutboxByItsStatement: the statements
-// that insert, update or delete outbox rows, however spelled, are writes
-// of the outbox; a read of it, or a write of another table whose name
-// begins with it, is not. It catches a match on the table's name alone
-// (a SELECT would count) and one that takes outbox_archive for it.
+// that insert, update, delete or merge outbox rows, however spelled
+// (quoted, in a schema, with comments), are writes of the outbox; a read
+// of it, a write of another table whose name begins with it, or a comment
+// that names it, is not. It catches a match on the table's name alone (a
+// SELECT would count), one that takes outbox_archive for it, and one that
+// misses a write a PostgreSQL relay may spell otherwise.
 func TestWritesOutbox_TellsAWriteOfTheOutboxByItsStatement(t *testing.T) {
 	for q, want := range map[string]bool{
-		`INSERT INTO outbox (transfer_id, core_key) VALUES ($1, $2)`:       true,
-		"update outbox\n\tset sent_at = ? where id in (?, ?)":              true,
-		`DELETE FROM "outbox" WHERE id = 1`:                                true,
-		`WITH done AS (SELECT 1) UPDATE outbox SET sent_at = now()`:        true,
-		`INSERT INTO outbox(transfer_id) VALUES (?)`:                       true,
-		`SELECT id, core_key FROM outbox WHERE sent_at IS NULL`:            false,
-		`UPDATE outbox_archive SET sent_at = now()`:                        false,
-		`UPDATE accounts SET balance = balance - 1 WHERE id IN (SELECT 1)`: false,
+		`INSERT INTO outbox (transfer_id, core_key) VALUES ($1, $2)`:          true,
+		"update outbox\n\tset sent_at = ? where id in (?, ?)":                 true,
+		`DELETE FROM "outbox" WHERE id = 1`:                                   true,
+		`WITH done AS (SELECT 1) UPDATE outbox SET sent_at = now()`:           true,
+		`INSERT INTO outbox(transfer_id) VALUES (?)`:                          true,
+		`UPDATE public.outbox SET sent_at = now() WHERE id = $1 RETURNING id`: true,
+		`update "public"."outbox" set sent_at = now()`:                        true,
+		`UPDATE /* the relay's mark */ outbox SET sent_at = now()`:            true,
+		"UPDATE -- the relay's mark\n outbox SET sent_at = now()":             true,
+		`DELETE FROM outbox;`: true,
+		`MERGE INTO outbox o USING sent s ON o.id = s.id WHEN MATCHED THEN DELETE`: true,
+		`SELECT id, core_key FROM outbox WHERE sent_at IS NULL`:                    false,
+		`SELECT id FROM outbox WHERE sent_at IS NULL FOR UPDATE SKIP LOCKED`:       false,
+		`UPDATE outbox_archive SET sent_at = now()`:                                false,
+		`UPDATE accounts SET balance = balance - 1 WHERE id IN (SELECT 1)`:         false,
+		"-- then update outbox\nUPDATE accounts SET balance = 1":                   false,
+		`UPDATE accounts /* not update outbox */ SET balance = 1`:                  false,
 	} {
 		if got := fault.WritesOutbox(q); got != want {
 			t.Errorf("fault.WritesOutbox(%q) = %v, want %v", q, got, want)

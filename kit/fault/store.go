@@ -157,13 +157,23 @@ func (s *Store) OutboxCommits() int64 { return s.outboxCommits.Load() }
 func (s *Store) OutboxCommitted() { s.outboxCommits.Add(1) }
 
 // WritesOutbox reports whether query writes the outbox table: an INSERT
-// INTO, UPDATE or DELETE FROM that names it, as a database that cannot see
-// which table a row change is in (PostgreSQL's connections) tells a write
-// of the outbox from its statement.
-func WritesOutbox(query string) bool { return outboxWrite.MatchString(query) }
+// INTO, UPDATE, DELETE FROM or MERGE INTO that names it, quoted or not,
+// in a schema or not, with comments anywhere, as a database that cannot
+// see which table a row change is in (PostgreSQL's connections) tells a
+// write of the outbox from its statement.
+func WritesOutbox(query string) bool {
+	return outboxWrite.MatchString(sqlComment.ReplaceAllString(query, " "))
+}
 
-// outboxWrite matches a statement that writes the outbox table.
-var outboxWrite = regexp.MustCompile(`(?is)\b(?:insert\s+into|update|delete\s+from)\s+(?:only\s+)?"?` + OutboxTable + `"?(?:\s|\(|$)`)
+var (
+	// sqlComment matches a comment: a block one, or one to the end of
+	// its line.
+	sqlComment = regexp.MustCompile(`(?s)/\*.*?\*/|--[^\n]*`)
+	// outboxWrite matches a statement, comments taken out, that writes
+	// the outbox table.
+	outboxWrite = regexp.MustCompile(`(?is)\b(?:insert\s+into|update|delete\s+from|merge\s+into)\s+(?:only\s+)?(?:"?\w+"?\s*\.\s*)?"?` +
+		OutboxTable + `"?(?:[\s(;*]|$)`)
+)
 
 // CheckKeyStore returns ErrKeyStoreUnavailable, using one armed failure,
 // if query touches the key table and the store-unavailable fault is armed;

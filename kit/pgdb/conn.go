@@ -14,9 +14,10 @@ import (
 // those that changed outbox rows: PostgreSQL tells a connection how many
 // rows a statement changed but not in which table, so a statement that
 // changed rows is taken for a write of the outbox by its text
-// (fault.WritesOutbox; a write through QueryContext, UPDATE … RETURNING,
-// is not seen). It forwards the optional interfaces of pgx's driver that
-// database/sql uses.
+// (fault.WritesOutbox). A write of the outbox run through QueryContext
+// (UPDATE … RETURNING) tells no count of rows: it changed rows if it
+// returned any (outboxRows). It forwards the optional interfaces of pgx's
+// driver that database/sql uses.
 
 type connector struct {
 	base  driver.Connector
@@ -129,7 +130,60 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err := c.store.BeforeStatement(ctx, query); err != nil {
 		return nil, err
 	}
-	return c.pgx().QueryContext(ctx, numberPlaceholders(query), args)
+	rows, err := c.pgx().QueryContext(ctx, numberPlaceholders(query), args)
+	return c.read(query, rows, err)
+}
+
+// read returns the rows of query, watched when query writes the outbox.
+func (c *conn) read(query string, rows driver.Rows, err error) (driver.Rows, error) {
+	if err != nil || !fault.WritesOutbox(query) {
+		return rows, err
+	}
+	return &outboxRows{pgxRows: rows.(pgxRows), conn: c}, nil
+}
+
+// pgxRows is what pgx's stdlib rows offer and database/sql uses.
+type pgxRows interface {
+	driver.Rows
+	driver.RowsColumnTypeDatabaseTypeName
+	driver.RowsColumnTypeLength
+	driver.RowsColumnTypePrecisionScale
+	driver.RowsColumnTypeScanType
+}
+
+// outboxRows are the rows of a statement that writes the outbox, each a
+// row it changed (RETURNING). Closed without an error after one was
+// read, they note a write of the outbox as wrote does: in the open
+// transaction, or, outside one, a commit. database/sql closes a
+// transaction's rows before it commits it.
+type outboxRows struct {
+	pgxRows
+	conn *conn
+	// changed is set once a row was read.
+	changed bool
+}
+
+func (r *outboxRows) Next(dest []driver.Value) error {
+	err := r.pgxRows.Next(dest)
+	if err == nil {
+		r.changed = true
+	}
+	return err
+}
+
+func (r *outboxRows) Close() error {
+	err := r.pgxRows.Close()
+	if err != nil || !r.changed {
+		return err
+	}
+	r.changed = false
+	if r.conn.inTx {
+		r.conn.outbox = true
+		return nil
+	}
+	r.conn.store.Committed(nil, false)
+	r.conn.store.OutboxCommitted()
+	return nil
 }
 
 func (c *conn) Ping(ctx context.Context) error { return c.pgx().Ping(ctx) }
@@ -184,5 +238,6 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	if err := s.conn.store.BeforeStatement(ctx, s.query); err != nil {
 		return nil, err
 	}
-	return s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
+	rows, err := s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
+	return s.conn.read(s.query, rows, err)
 }
