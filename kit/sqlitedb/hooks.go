@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync/atomic"
 
@@ -67,6 +68,7 @@ func (c *connector) open(ctx context.Context) (*physical, error) {
 	p := &physical{conn: inner}
 	if hr, ok := inner.(sqlite.HookRegisterer); ok {
 		hr.RegisterPreUpdateHook(func(d sqlite.SQLitePreUpdateData) {
+			p.changed = true
 			if strings.EqualFold(d.TableName, fault.OutboxTable) {
 				p.outbox = true
 				return
@@ -151,6 +153,9 @@ type physical struct {
 	stmts   map[string]*cachedStmt
 	keyRows []int64
 	outbox  bool
+	// changed is set when a statement changed a row of any table on it;
+	// what reads it clears it.
+	changed bool
 }
 
 func (p *physical) close() error {
@@ -353,12 +358,52 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		return nil, err
 	}
 	// A write outside a transaction (INSERT … RETURNING) holds the writer
-	// until its rows are closed: it commits then.
-	p, done, err := c.target(ctx, writes(query))
+	// until its rows are closed: it commits then, and what it changed is
+	// heard then, as after an Exec.
+	write := writes(query)
+	p, done, err := c.target(ctx, write)
 	if err != nil {
 		return nil, err
 	}
-	return p.query(ctx, query, args, done)
+	if !write || c.inTx {
+		return p.query(ctx, query, args, done)
+	}
+	p.changed = false
+	w := &writeRows{failed: true}
+	rows, err := p.query(ctx, query, args, func() {
+		changed := p.changed
+		p.changed = false
+		keyRows, outbox := c.afterStatement(p, nil)
+		done()
+		if w.failed || !changed {
+			return
+		}
+		c.hooks.Committed(keyRows, false)
+		if outbox {
+			c.hooks.OutboxCommitted()
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.closingRows, w.failed = rows.(*closingRows), false
+	return w, nil
+}
+
+// writeRows are the rows of a write outside a transaction: failed is set
+// when reading them failed, and then the statement, rolled back, changed
+// nothing.
+type writeRows struct {
+	*closingRows
+	failed bool
+}
+
+func (w *writeRows) Next(dest []driver.Value) error {
+	err := w.closingRows.Next(dest)
+	if err != nil && !errors.Is(err, io.EOF) {
+		w.failed = true
+	}
+	return err
 }
 
 // afterStatement ends an autocommit statement on p: outside a transaction,
