@@ -6,7 +6,9 @@
 // queue for the write lock instead of failing halfway through. The writers
 // of one process queue in Go, first come first served, at a write gate
 // (gate.go) rather than in SQLite's sleeping busy handler, and each
-// connection keeps the statements it has prepared (stmtcache.go).
+// connection keeps the statements it has prepared (stmtcache.go). On an
+// in-memory database, which has no WAL, its readers and writers also take
+// their turns in Go (memlock.go).
 //
 // A connection of its own runs the checkpoints of a database file, beside
 // the writers rather than inside one of their commits (checkpoint.go).
