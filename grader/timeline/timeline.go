@@ -439,7 +439,7 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 				continue
 			}
 			for _, a := range clients[i].Attempts {
-				if a.Answered() && a.Status == 409 && a.Problem != inProgress {
+				if a.Answered() && a.Status == 409 && a.Problem == duplicateRequest {
 					clients[i].Marks = append(clients[i].Marks, Mark{At: a.End, Kind: Refused, Highlight: true, Detail: "told " + a.Answer()})
 				}
 			}
@@ -467,9 +467,12 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 	return v, true
 }
 
-// inProgress is the problem type of a 409 that says the original is still
-// running: a wait, not a refusal.
-const inProgress = "/problems/request-in-progress"
+// duplicateRequest is the problem type of the 409 that tells a request it
+// is a duplicate of one already done. The other 409s say something else:
+// request-in-progress asks the client to wait, and stage 8's
+// duplicate-reference refuses a second payment of an invoice already
+// paid, which the day's books judge apart.
+const duplicateRequest = "/problems/duplicate-request"
 
 // maxKeyLanes is how many keys get a lane each; more share one.
 const maxKeyLanes = 2
