@@ -81,8 +81,9 @@ type htmlPage struct {
 	HiddenDetail string
 	Rows         []htmlRow
 	// Highlights are how the finding's marks the page draws are drawn
-	// (View.Highlights); Missing says it draws an answer that told of an
-	// execution that never happened. The legend names only what is drawn.
+	// (View.drawnHighlights); Missing says it draws an answer that told
+	// of an execution that never happened. The legend names only what is
+	// drawn.
 	Highlights []Highlight
 	Missing    bool
 }
@@ -131,7 +132,7 @@ func htmlView(v View) htmlPage {
 	}
 	ms := func(t time.Time) string { return Millis(t.Sub(v.From)) }
 	p := htmlPage{F: v.Finding, Width: svgLabel + svgArea + svgAnswer, Span: Millis(span) + " ms",
-		Hidden: v.HiddenLanes(), HiddenDetail: hiddenSummary(v.Hidden), Highlights: v.Highlights(), Missing: v.draws(missing)}
+		Hidden: v.HiddenLanes(), HiddenDetail: hiddenSummary(v.Hidden), Highlights: v.drawnHighlights(), Missing: v.draws(missing)}
 	for i := 0; i <= 4; i++ {
 		p.Ticks = append(p.Ticks, htmlTick{X: svgLabel + svgArea*float64(i)/4, Label: Millis(span*time.Duration(i)/4) + " ms"})
 	}

@@ -106,7 +106,7 @@ func Text(v View, o TextOptions) string {
 		fmt.Fprintf(&b, "%s+ %d more %s not drawn: %s\n", pad("", indentCols), n, plural(n, "lane", "lanes"), hiddenSummary(v.Hidden))
 	}
 	legend := []string{fmt.Sprintf("%c execution", glyphs[Execution])}
-	for _, h := range v.Highlights() {
+	for _, h := range v.drawnHighlights() {
 		legend = append(legend, fmt.Sprintf("%c %s", h.Glyph, h.Legend))
 	}
 	if v.draws(missing) {

@@ -271,10 +271,10 @@ func (l Lane) highlighted() bool {
 // answer that refused a request the finding says never ran.
 func highlighted(m Mark) bool { return (m.Kind == Execution || m.Kind == Refused) && m.Highlight }
 
-// Highlights are how the highlighted marks v draws are drawn, each once,
-// in the order the legend names them: the executions' (by the finding's
-// harm), then the refused answers'.
-func (v View) Highlights() []Highlight {
+// drawnHighlights are how the highlighted marks v draws are drawn, each
+// once, in the order the legend names them: the executions' (by the
+// finding's harm), then the refused answers'.
+func (v View) drawnHighlights() []Highlight {
 	var out []Highlight
 	for _, kind := range []string{Execution, Refused} {
 		if !v.draws(func(m Mark) bool { return m.Kind == kind && highlighted(m) }) {
