@@ -306,7 +306,10 @@ func writeResults(dir string, plan *dayplan.Plan, target string, rc replay.DayRe
 
 // drawOp prints the timeline of operation f.op from the day's history,
 // with what the reconciliation found about it highlighted, and writes it
-// as HTML beside results.json (or in .idemlab/timelines).
+// as HTML beside results.json (or in .idemlab/timelines). The worst of
+// its findings (they come worst first) names the picture and decides how
+// its executions are drawn; a told_duplicate finding among them marks the
+// 409 of the submission it names as well.
 func drawOp(w io.Writer, f replayFlags, rc replay.DayReconciliation, res *replay.Result, color bool) error {
 	finding := timeline.Finding{Check: "lab replay --op " + f.op, Claim: "operation " + f.op + " of " + f.plan,
 		Harm: "reconciled", Explain: "nothing found about this operation", Reproduce: replayCommand(f)}
@@ -315,14 +318,17 @@ func drawOp(w io.Writer, f replayFlags, rc replay.DayReconciliation, res *replay
 		if d.Op != f.op {
 			continue
 		}
+		if len(stories) == 0 {
+			finding.Harm, finding.Explain = d.Kind, d.Story
+		}
 		stories = append(stories, d.Kind+": "+d.Story)
-		finding.Harm, finding.Explain = d.Kind, d.Story
 		switch d.Kind {
 		case "double_applied":
 			finding.Excess = append(finding.Excess, f.op)
 		case "lost_transfers":
 			finding.Missing = append(finding.Missing, f.op)
 		case "told_duplicate":
+			finding.ToldDuplicate = true
 			finding.Clients = append(finding.Clients, d.Submission)
 		}
 	}

@@ -161,42 +161,104 @@ func TestReplay_OpDrawsItsTimeline(t *testing.T) {
 	}
 }
 
+// opT0 is when the hand-made histories of operation op-0001 begin.
+var opT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// opAttempt is a request of op-0001 under key k-1, sent at after opT0
+// and answered 10ms later.
+func opAttempt(id, client string, at time.Duration, status int, prob string) timeline.Attempt {
+	return timeline.Attempt{ID: id, Client: client, Method: "POST", Path: "/transfers", Key: "k-1", Op: "op-0001",
+		Start: opT0.Add(at), End: opT0.Add(at + 10*time.Millisecond), Status: status, Problem: prob}
+}
+
 // TestDrawOp_ToldDuplicateMarksTheSubmissionItNames: lab replay --op draws
 // a told_duplicate finding about an edit on the edit's lane alone; the
 // original, whose own 409 came after its operation ran, is drawn without
 // the mark. It catches a finding drawn on every lane of its operation.
 func TestDrawOp_ToldDuplicateMarksTheSubmissionItNames(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	attempt := func(id, client string, at time.Duration, status int, prob string) timeline.Attempt {
-		return timeline.Attempt{ID: id, Client: client, Method: "POST", Path: "/transfers", Key: "k-1", Op: "op-0001",
-			Start: t0.Add(at), End: t0.Add(at + 10*time.Millisecond), Status: status, Problem: prob}
-	}
 	dup := problem.DuplicateRequest.URI()
 	res := &replay.Result{History: &timeline.History{
-		Attempts: []timeline.Attempt{attempt("a1", replay.SubmitOriginal, 0, 0, ""), attempt("a2", replay.SubmitOriginal, 20*time.Millisecond, 409, dup),
-			attempt("a3", replay.SubmitEdit, 40*time.Millisecond, 409, dup)},
-		Events: []timeline.Event{{At: t0.Add(5 * time.Millisecond), Kind: timeline.Execution, Attempt: "a1", Op: "op-0001"}},
+		Attempts: []timeline.Attempt{opAttempt("a1", replay.SubmitOriginal, 0, 0, ""), opAttempt("a2", replay.SubmitOriginal, 20*time.Millisecond, 409, dup),
+			opAttempt("a3", replay.SubmitEdit, 40*time.Millisecond, 409, dup)},
+		Events: []timeline.Event{{At: opT0.Add(5 * time.Millisecond), Kind: timeline.Execution, Attempt: "a1", Op: "op-0001"}},
 	}}
 	res.History.Attempts[0].Err = "connection reset"
-	rc := replay.DayReconciliation{Findings: []replay.DayFinding{
-		{Kind: "no_usable_answer", Op: "op-0001", Story: "executed, and the client stopped at 409"},
-		{Kind: "told_duplicate", Op: "op-0001", Submission: replay.SubmitEdit, Story: "the edit was told 409 duplicate-request and never executed"},
-	}}
+	drawn, _ := drawOpOf(t, res,
+		replay.DayFinding{Kind: "no_usable_answer", Op: "op-0001", Story: "executed, and the client stopped at 409"},
+		replay.DayFinding{Kind: "told_duplicate", Op: "op-0001", Submission: replay.SubmitEdit, Story: "the edit was told 409 duplicate-request and never executed"})
+	if l := laneOf(drawn, replay.SubmitEdit); !strings.Contains(l, "⊗") {
+		t.Errorf("the edit's refusal is not marked: %q\n%s", l, drawn)
+	}
+	if l := laneOf(drawn, replay.SubmitOriginal); strings.Contains(l, "⊗") {
+		t.Errorf("the original's 409 is marked as a request that never ran: %q\n%s", l, drawn)
+	}
+	if !strings.Contains(drawn, "⊗ told its request was a duplicate (409); that request never ran") {
+		t.Errorf("the legend does not say what ⊗ is:\n%s", drawn)
+	}
+}
+
+// drawOpOf draws op-0001 of res, whose day found findings, with the
+// terminal's glyphs and no colour, and returns the drawing and the folder
+// its page went to.
+func drawOpOf(t *testing.T, res *replay.Result, findings ...replay.DayFinding) (drawn, dir string) {
+	t.Helper()
 	var out bytes.Buffer
 	f := replayFlags{op: "op-0001", plan: "day.plan.jsonl", results: t.TempDir()}
-	if err := drawOp(&out, f, rc, res, false); err != nil {
+	if err := drawOp(&out, f, replay.DayReconciliation{Findings: findings}, res, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range strings.Split(out.String(), "\n") {
-		lane := strings.TrimSpace(l)
-		switch {
-		case strings.HasPrefix(lane, replay.SubmitEdit+" ") && !strings.Contains(l, "⊗"):
-			t.Errorf("the edit's refusal is not marked: %q\n%s", l, out.String())
-		case strings.HasPrefix(lane, replay.SubmitOriginal+" ") && strings.Contains(l, "⊗"):
-			t.Errorf("the original's 409 is marked as a request that never ran: %q\n%s", l, out.String())
+	return out.String(), f.results
+}
+
+// laneOf is the line of drawn that draws client's lane, "" if none does.
+func laneOf(drawn, client string) string {
+	for _, l := range strings.Split(drawn, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), client+" ") {
+			return l
 		}
 	}
-	if !strings.Contains(out.String(), "⊗ told its request was a duplicate (409); that request never ran") {
-		t.Errorf("the legend does not say what ⊗ is:\n%s", out.String())
+	return ""
+}
+
+// TestDrawOp_EachFindingMarksWhatItNames: an operation that ran twice and
+// whose edit was told 409 duplicate-request is drawn by its worst harm,
+// the double: its two executions ✗ on the original's lane, and the edit's
+// 409 ⊗ on the edit's; the legend, in the terminal and on the page, names
+// both. It catches the picture drawn by its mildest finding (the
+// executions marked ⊗, the legend saying nothing ran more often than
+// asked) and a told-duplicate finding dropped from the picture when a
+// worse one names it.
+func TestDrawOp_EachFindingMarksWhatItNames(t *testing.T) {
+	res := &replay.Result{History: &timeline.History{
+		Attempts: []timeline.Attempt{opAttempt("a1", replay.SubmitOriginal, 0, 0, ""), opAttempt("a2", replay.SubmitOriginal, 20*time.Millisecond, 201, ""),
+			opAttempt("a3", replay.SubmitEdit, 40*time.Millisecond, 409, problem.DuplicateRequest.URI())},
+		Events: []timeline.Event{{At: opT0.Add(5 * time.Millisecond), Kind: timeline.Execution, Attempt: "a1", Op: "op-0001", Count: 1},
+			{At: opT0.Add(25 * time.Millisecond), Kind: timeline.Execution, Attempt: "a2", Op: "op-0001", Count: 2}},
+	}}
+	res.History.Attempts[0].Err, res.History.Attempts[0].Cut = "connection reset", true
+	drawn, dir := drawOpOf(t, res,
+		replay.DayFinding{Kind: "double_applied", Op: "op-0001", Story: "executed 2 times"},
+		replay.DayFinding{Kind: "told_duplicate", Op: "op-0001", Submission: replay.SubmitEdit, Story: "the edit was told 409 duplicate-request and never executed"})
+	if l := laneOf(drawn, replay.SubmitOriginal); strings.Count(l, "✗") != 2 || strings.Contains(l, "⊗") {
+		t.Errorf("the original's lane should hold its two executions as ✗ and no ⊗: %q\n%s", l, drawn)
+	}
+	if l := laneOf(drawn, replay.SubmitEdit); !strings.Contains(l, "⊗") {
+		t.Errorf("the edit's refusal is not marked ⊗: %q\n%s", l, drawn)
+	}
+	for _, want := range []string{"✗ execution of the finding (ran more often than asked)", "⊗ told its request was a duplicate (409); that request never ran"} {
+		if !strings.Contains(drawn, want) {
+			t.Errorf("the legend does not say %q:\n%s", want, drawn)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "replay-op-0001.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<title>lab replay --op op-0001: double_applied</title>`, `class="mark excess"`, `class="mark refused"`,
+		`<span class="hot excess">✗ execution of the finding (ran more often than asked)</span>`,
+		`<span class="hot refused">⊗ told its request was a duplicate (409); that request never ran</span>`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the page lacks %s", want)
+		}
 	}
 }

@@ -235,8 +235,11 @@ func TestReplay_EditTakenForTheExecutionIsNot(t *testing.T) {
 	if c.BalanceMismatches != 0 || c.DoubleApplied != 0 || c.MoneyMovedTwice != 0 || len(rc.Notes) != 0 {
 		t.Errorf("counts %+v, notes %v: each original executed once and no edit did", c, rc.Notes)
 	}
-	if c.ExecutedOnce != len(plan.Ops) || c.NoUsableAnswer != len(keys) || c.WrongAnswers != len(keys) {
+	if c.ExecutedOnce != len(plan.Ops) || c.NoUsableAnswer != len(keys) || c.WrongAnswers != len(keys) || c.EditsAnsweredWrong != len(keys) {
 		t.Errorf("counts %+v: %d operations executed once, %d of them without a usable answer and with an edit given a wrong answer",
 			c, len(plan.Ops), len(keys))
+	}
+	if got := knownCounts(t, rc); got != executedOps(run.Result) {
+		t.Errorf("the report's lines of what each client of an executed operation knows add up to %d, for %d operations executed", got, executedOps(run.Result))
 	}
 }

@@ -88,22 +88,27 @@ type DayCounts struct {
 	// shorter than the retention.
 	LateReexecuted int `json:"late_reexecuted"`
 	// What each client finally knows of an operation that executed
-	// during the day (stuck_in_progress also counts those that never
-	// did because their key stayed in progress), from the last answers of its submission and its
+	// during the day, from the last answers of its submission and its
 	// double click: the original answer (the bytes of the first answer
-	// that named the execution the books hold), a wrong answer (a 2xx with other bytes:
-	// another operation's result, a recomputed one), no usable answer
-	// (refused without the result until it stopped retrying, e.g. 409
-	// duplicate-request), or a key still in progress when its retry
-	// horizon ended. WrongAnswers also counts the clerks' edits answered
-	// with a 2xx that the books show never executed: the original's
-	// result, replayed to another request.
-	OriginalAnswers   int `json:"original_answers"`
-	WrongAnswers      int `json:"wrong_answers"`
-	NoUsableAnswer    int `json:"no_usable_answer"`
-	StuckInProgress   int `json:"stuck_in_progress"`
-	BalanceMismatches int `json:"balance_mismatches"`
-	NegativeBalances  int `json:"negative_balances"`
+	// that named the execution the books hold), a wrong answer (a 2xx
+	// with other bytes: another operation's result, a recomputed one),
+	// no usable answer (refused without the result until it stopped
+	// retrying, e.g. 409 duplicate-request), or a key still in progress
+	// when its retry horizon ended. Each such operation is counted in
+	// one of the four. WrongAnswers also counts the clerks' edits
+	// answered with a 2xx that the books show never executed (the
+	// original's result, replayed to another request), counted apart as
+	// well in EditsAnsweredWrong; StuckInProgress also counts the
+	// operations that never executed because their key stayed in
+	// progress, counted apart as well in StuckNeverExecuted.
+	OriginalAnswers    int `json:"original_answers"`
+	WrongAnswers       int `json:"wrong_answers"`
+	EditsAnsweredWrong int `json:"edits_answered_wrong"`
+	NoUsableAnswer     int `json:"no_usable_answer"`
+	StuckInProgress    int `json:"stuck_in_progress"`
+	StuckNeverExecuted int `json:"stuck_never_executed"`
+	BalanceMismatches  int `json:"balance_mismatches"`
+	NegativeBalances   int `json:"negative_balances"`
 	// InvoicesPaidTwice counts the invoices (a customer's reference) that
 	// more than one payment executed: payments under different keys, or
 	// a payment again after its key expired (an operation's own retries
@@ -269,6 +274,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 			// amount went.
 			if kind == SubmitEdit && a.Succeeded() && edited == 0 {
 				rc.Counts.WrongAnswers++
+				rc.Counts.EditsAnsweredWrong++
 				add("wrong_answers", DayFinding{Op: op.Op, Story: fmt.Sprintf("the edit to %s won was answered %s (%.80s), and the books show it never executed: %s",
 					bank.FormatWon(op.Fate.EditedAmount), a.answer(), a.Response, story())})
 				continue
@@ -292,6 +298,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 			// A request that died before its money moved, and whose key
 			// nobody took over.
 			rc.Counts.StuckInProgress++
+			rc.Counts.StuckNeverExecuted++
 			add("stuck_in_progress", DayFinding{Op: op.Op, Story: "never executed, and the key was still in progress when the client's retry horizon ended: " + story()})
 		}
 		if day > 0 {

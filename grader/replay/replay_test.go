@@ -128,15 +128,23 @@ func TestReplay_SameSeedSameOutcome(t *testing.T) {
 	}
 }
 
-// TestReconcileDay_Findings builds replays by hand, each with one thing
-// wrong, and checks that the reconciliation names it.
-func TestReconcileDay_Findings(t *testing.T) {
-	p := dayplan.DefaultParams(1, 1)
+// plainTransfers is a day of n transfers that meet no fault, with no
+// double click, edit or late retry: a test gives them the fates it needs.
+func plainTransfers(t *testing.T, n int) *dayplan.Plan {
+	t.Helper()
+	p := dayplan.DefaultParams(1, n)
 	p.FaultRate, p.DoubleClickRate, p.EditRate, p.LateRetryRate, p.DepositRate = 0, 0, 0, 0, 0
 	plan, err := dayplan.Generate(1, p)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return plan
+}
+
+// TestReconcileDay_Findings builds replays by hand, each with one thing
+// wrong, and checks that the reconciliation names it.
+func TestReconcileDay_Findings(t *testing.T) {
+	plan := plainTransfers(t, 1)
 	op := plan.Ops[0]
 	effect, _ := op.Effect(op.Amount)
 	opening := labctl.State{Executions: map[string]int64{}}

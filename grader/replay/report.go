@@ -10,6 +10,10 @@ import (
 	"idemlab/kit/bank"
 )
 
+// WriteReport writes the day's reconciliation for a person to read: the
+// failure points met, the counts (money first, then what each client of
+// an executed operation finally knows), up to examples findings of each
+// kind, with all saying where the rest are, and the verdict.
 func (rc DayReconciliation) WriteReport(w io.Writer, examples int, all string) {
 	c := rc.Counts
 	fmt.Fprintf(w, "%d operations, %d attempts\n", rc.Ops, rc.Attempts)
@@ -36,14 +40,23 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int, all string) {
 	line("lost", c.LostTransfers, pick(c.LostTransfers > 0, "<- LOST: told success, nothing moved", ""))
 	line("told duplicate, never ran", c.ToldDuplicate, pick(c.ToldDuplicate > 0,
 		fmt.Sprintf("<- TOLD DUPLICATE: 409 duplicate-request, and the request never executed (%d of them edits)", c.EditsToldDuplicate), ""))
+	line("edits told 2xx, never ran", c.EditsAnsweredWrong, pick(c.EditsAnsweredWrong > 0,
+		"<- WRONG: given the original's result, the clerk believes the edited amount went", ""))
+	line("never ran, key in progress", c.StuckNeverExecuted, pick(c.StuckNeverExecuted > 0,
+		"<- STUCK: its request died before the money moved, and no retry took the key over", ""))
 	line("mismatched replays", c.MismatchedReplays, "")
 	line("unexpected answers", c.UnexpectedStatus, pick(c.RefusedForOthersKey > 0,
 		fmt.Sprintf("(%d refused 422 for a key another customer used)", c.RefusedForOthersKey), ""))
+	// The four lines under the heading count each operation that
+	// executed once: the edits that never ran and the operations that
+	// never executed, among the wrong answers and the stuck keys in
+	// results.json, have their lines above.
 	fmt.Fprintln(w, "  what each client whose operation executed finally knows:")
+	wrong, stuck := c.WrongAnswers-c.EditsAnsweredWrong, c.StuckInProgress-c.StuckNeverExecuted
 	line("  its original answer", c.OriginalAnswers, "")
-	line("  a wrong answer", c.WrongAnswers, pick(c.WrongAnswers > 0, "<- WRONG: a 2xx that is not its execution's", ""))
+	line("  a wrong answer", wrong, pick(wrong > 0, "<- WRONG: a 2xx that is not its execution's", ""))
 	line("  no usable answer", c.NoUsableAnswer, pick(c.NoUsableAnswer > 0, "<- refused without the result until it stopped retrying", ""))
-	line("  key still in progress", c.StuckInProgress, pick(c.StuckInProgress > 0, "<- STUCK at the end of its retry horizon", ""))
+	line("  key still in progress", stuck, pick(stuck > 0, "<- STUCK at the end of its retry horizon", ""))
 	line("re-executed after retention", c.LateReexecuted, "(allowed: the client retried after the retention period, when its key had expired)")
 	line("balances", pick(c.BalanceMismatches == 0, "every account = opening + the executions the server counted",
 		fmt.Sprintf("%d accounts do not add up", c.BalanceMismatches)), "")

@@ -80,11 +80,12 @@ type htmlPage struct {
 	Hidden       int
 	HiddenDetail string
 	Rows         []htmlRow
-	// Highlight is how the finding's executions are drawn, nil when the
-	// page draws none; Missing says it draws an answer that told of an
-	// execution that never happened. The legend names only what is drawn.
-	Highlight *Highlight
-	Missing   bool
+	// Highlights are how the finding's marks the page draws are drawn
+	// (View.drawnHighlights); Missing says it draws an answer that told
+	// of an execution that never happened. The legend names only what is
+	// drawn.
+	Highlights []Highlight
+	Missing    bool
 }
 
 type htmlTick struct {
@@ -130,13 +131,8 @@ func htmlView(v View) htmlPage {
 		return math.Round((svgLabel+float64(t.Sub(v.From))/float64(span)*svgArea)*10) / 10
 	}
 	ms := func(t time.Time) string { return Millis(t.Sub(v.From)) }
-	hot := v.Finding.Highlight()
 	p := htmlPage{F: v.Finding, Width: svgLabel + svgArea + svgAnswer, Span: Millis(span) + " ms",
-		Hidden: v.HiddenLanes(), HiddenDetail: hiddenSummary(v.Hidden)}
-	if v.draws(highlighted) {
-		p.Highlight = &hot
-	}
-	p.Missing = v.draws(missing)
+		Hidden: v.HiddenLanes(), HiddenDetail: hiddenSummary(v.Hidden), Highlights: v.drawnHighlights(), Missing: v.draws(missing)}
 	for i := 0; i <= 4; i++ {
 		p.Ticks = append(p.Ticks, htmlTick{X: svgLabel + svgArea*float64(i)/4, Label: Millis(span*time.Duration(i)/4) + " ms"})
 	}
@@ -148,7 +144,7 @@ func htmlView(v View) htmlPage {
 			p.Rows = append(p.Rows, htmlRow{ID: a.ID, Client: a.Client, Sent: a.Sent, Got: a.Got, Start: ms(a.Start), End: ms(a.End), Hot: hl.Hot})
 		}
 		for _, m := range l.Marks {
-			kind := m.Kind
+			kind, hot := m.Kind, v.Finding.markHighlight(m)
 			if highlighted(m) {
 				kind = hot.Class
 			}
@@ -161,8 +157,8 @@ func htmlView(v View) htmlPage {
 	return p
 }
 
-// markTitle says what a mark is, for its hover text: h's words for an
-// execution of the finding.
+// markTitle says what a mark is, for its hover text: h's words for a
+// mark of the finding.
 func markTitle(m Mark, h Highlight) string {
 	s := map[string]string{
 		Execution: "executed", Claim: "key claimed", Complete: "key completed", Release: "key released",
@@ -239,7 +235,7 @@ tr.hot td:first-child { color: #b00020; font-weight: bold; }
 </g>
 {{end}}</svg>
 {{if .Hidden}}<p class="hidden">{{.Hidden}} more client lanes not drawn: {{.HiddenDetail}}</p>{{end}}
-<p class="legend"><span>▬ a request, from its send to its answer (orange: cut on the wire; grey: no answer)</span><span>● an execution</span>{{with .Highlight}}<span class="hot {{.Class}}">{{printf "%c" .Glyph}} {{.Legend}}</span>{{end}}{{if .Missing}}<span class="hot">◯ told it ran; it never did</span>{{end}}<span>c d r: the key claimed, completed, released</span><span>! † ↑: a fault armed, a crash, a restart</span></p>
+<p class="legend"><span>▬ a request, from its send to its answer (orange: cut on the wire; grey: no answer)</span><span>● an execution</span>{{range .Highlights}}<span class="hot {{.Class}}">{{printf "%c" .Glyph}} {{.Legend}}</span>{{end}}{{if .Missing}}<span class="hot">◯ told it ran; it never did</span>{{end}}<span>c d r: the key claimed, completed, released</span><span>! † ↑: a fault armed, a crash, a restart</span></p>
 <table>
 <tr><th>request</th><th>client</th><th>sent at</th><th>answered at</th><th>sent</th><th>got</th></tr>
 {{range .Rows}}<tr id="{{.ID}}"{{if .Hot}} class="hot"{{end}}><td>{{.ID}}</td><td>{{.Client}}</td><td>{{.Start}} ms</td><td>{{.End}} ms</td><td>{{.Sent}}</td><td>{{.Got}}</td></tr>

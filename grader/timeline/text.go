@@ -93,7 +93,7 @@ func Text(v View, o TextOptions) string {
 			if hot[c] && !m.Highlight {
 				continue
 			}
-			cells[c], hot[c] = markGlyph(m, v.Finding.Highlight()), m.Highlight
+			cells[c], hot[c] = markGlyph(m, v.Finding.markHighlight(m)), m.Highlight
 		}
 		label := l.Label
 		if utf8.RuneCountInString(label) > labelCols {
@@ -106,8 +106,7 @@ func Text(v View, o TextOptions) string {
 		fmt.Fprintf(&b, "%s+ %d more %s not drawn: %s\n", pad("", indentCols), n, plural(n, "lane", "lanes"), hiddenSummary(v.Hidden))
 	}
 	legend := []string{fmt.Sprintf("%c execution", glyphs[Execution])}
-	if v.draws(highlighted) {
-		h := v.Finding.Highlight()
+	for _, h := range v.drawnHighlights() {
 		legend = append(legend, fmt.Sprintf("%c %s", h.Glyph, h.Legend))
 	}
 	if v.draws(missing) {
@@ -119,7 +118,7 @@ func Text(v View, o TextOptions) string {
 	return b.String()
 }
 
-// markGlyph is the glyph of m, h's for an execution of the finding.
+// markGlyph is the glyph of m, h's for a mark of the finding.
 func markGlyph(m Mark, h Highlight) rune {
 	if highlighted(m) {
 		return h.Glyph

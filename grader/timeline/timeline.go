@@ -143,6 +143,11 @@ type Finding struct {
 	// answers (a request told it was a duplicate) is about; the others
 	// of its operations are drawn without a highlight.
 	Clients []string `json:"clients,omitempty"`
+	// ToldDuplicate says that, whatever the finding's harm, its evidence
+	// holds requests told 409 duplicate-request that never ran (an
+	// operation can be both run twice and refused so for its edit):
+	// their answers are marked as a told-duplicate finding's are.
+	ToldDuplicate bool `json:"told_duplicate,omitempty"`
 }
 
 // Highlight is how a timeline draws the executions that made a finding:
@@ -208,6 +213,21 @@ func (f Finding) Highlight() Highlight {
 	return named
 }
 
+// markHighlight is how m, a highlighted mark, is drawn: an answer that
+// refused a request that never ran as a told duplicate, whatever the
+// finding's harm (the mark is about the request, not its operation), and
+// an execution by the finding's harm.
+func (f Finding) markHighlight(m Mark) Highlight {
+	if m.Kind == Refused {
+		return toldDuplicate
+	}
+	return f.Highlight()
+}
+
+// refuses reports whether the finding marks the 409s that told a request
+// it was a duplicate of one already done.
+func (f Finding) refuses() bool { return f.ToldDuplicate || f.Highlight() == toldDuplicate }
+
 // ops is every operation the finding is about.
 func (f Finding) ops() []string {
 	return append(append(slices.Clone(f.Excess), f.Missing...), f.Named...)
@@ -250,6 +270,22 @@ func (l Lane) highlighted() bool {
 // highlighted reports whether m is an execution of the finding, or an
 // answer that refused a request the finding says never ran.
 func highlighted(m Mark) bool { return (m.Kind == Execution || m.Kind == Refused) && m.Highlight }
+
+// drawnHighlights are how the highlighted marks v draws are drawn, each
+// once, in the order the legend names them: the executions' (by the
+// finding's harm), then the refused answers'.
+func (v View) drawnHighlights() []Highlight {
+	var out []Highlight
+	for _, kind := range []string{Execution, Refused} {
+		if !v.draws(func(m Mark) bool { return m.Kind == kind && highlighted(m) }) {
+			continue
+		}
+		if h := v.Finding.markHighlight(Mark{Kind: kind}); !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
 
 // missing reports whether m is an answer that told of an execution that
 // never happened.
@@ -397,13 +433,13 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 	// A request told it was a duplicate (409), and never ran: the answer
 	// is the highlight, whether or not its operation ran for another
 	// request.
-	if f.Highlight() == toldDuplicate {
+	if f.refuses() {
 		for i := range clients {
 			if len(f.Clients) > 0 && !slices.Contains(f.Clients, clients[i].client) {
 				continue
 			}
 			for _, a := range clients[i].Attempts {
-				if a.Answered() && a.Status == 409 && a.Problem != inProgress {
+				if a.Answered() && a.Status == 409 && a.Problem == duplicateRequest {
 					clients[i].Marks = append(clients[i].Marks, Mark{At: a.End, Kind: Refused, Highlight: true, Detail: "told " + a.Answer()})
 				}
 			}
@@ -431,9 +467,12 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 	return v, true
 }
 
-// inProgress is the problem type of a 409 that says the original is still
-// running: a wait, not a refusal.
-const inProgress = "/problems/request-in-progress"
+// duplicateRequest is the problem type of the 409 that tells a request it
+// is a duplicate of one already done. The other 409s say something else:
+// request-in-progress asks the client to wait, and stage 8's
+// duplicate-reference refuses a second payment of an invoice already
+// paid, which the day's books judge apart.
+const duplicateRequest = "/problems/duplicate-request"
 
 // maxKeyLanes is how many keys get a lane each; more share one.
 const maxKeyLanes = 2

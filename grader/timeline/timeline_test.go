@@ -480,7 +480,7 @@ func TestFocus_ToldDuplicateMarksTheRefusedAnswersOnly(t *testing.T) {
 	f := load(t, "double")
 	f.Finding.Harm, f.Finding.Named, f.Finding.Excess = "told_duplicate", f.Finding.Excess, nil
 	f.History.Attempts = append(f.History.Attempts, Attempt{ID: "a7", Client: "client 6", Method: "POST", Path: "/transfers", Key: "k-1", Op: "op-0b4f",
-		Start: f.History.Attempts[0].Start, End: f.History.Attempts[0].End, Status: 409, Problem: inProgress})
+		Start: f.History.Attempts[0].Start, End: f.History.Attempts[0].End, Status: 409, Problem: "/problems/request-in-progress"})
 	refused := func(v View) []string {
 		var lanes []string
 		for _, l := range v.Lanes {
@@ -503,5 +503,34 @@ func TestFocus_ToldDuplicateMarksTheRefusedAnswersOnly(t *testing.T) {
 	v, _ = f.History.Focus(f.Finding, 10)
 	if got := refused(v); len(got) != 0 {
 		t.Errorf("a finding about client 5 highlights refusals on %v", got)
+	}
+}
+
+// TestFocus_ToldDuplicateMarksOnlyDuplicateRequest: of the 409s a
+// told-duplicate finding's operation met, only duplicate-request is
+// marked ⊗; stage 8's duplicate-reference (an invoice already paid) is
+// not a request told it already ran. It catches ⊗ put on every 409 that
+// is not request-in-progress.
+func TestFocus_ToldDuplicateMarksOnlyDuplicateRequest(t *testing.T) {
+	f := load(t, "double")
+	f.Finding.Harm, f.Finding.Named, f.Finding.Excess = "told_duplicate", f.Finding.Excess, nil
+	for i, a := range f.History.Attempts {
+		if a.Status == 409 {
+			f.History.Attempts[i].Problem = "/problems/duplicate-reference"
+		}
+	}
+	v, ok := f.History.Focus(f.Finding, 10)
+	if !ok {
+		t.Fatal("no timeline for the finding")
+	}
+	for _, l := range v.Lanes {
+		for _, m := range l.Marks {
+			if m.Kind == Refused {
+				t.Errorf("%s: a 409 duplicate-reference is marked as a request told it was a duplicate (%s)", l.Label, m.Detail)
+			}
+		}
+	}
+	if got := Text(v, TextOptions{}); strings.ContainsRune(got, '⊗') {
+		t.Errorf("a 409 duplicate-reference is drawn ⊗:\n%s", got)
 	}
 }
