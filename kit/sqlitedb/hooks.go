@@ -366,16 +366,18 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		return nil, err
 	}
 	if !write || c.inTx {
-		return p.query(ctx, query, args, done)
+		return p.query(ctx, query, args, func(error) { done() })
 	}
 	p.changed = false
-	w := &writeRows{failed: true}
-	rows, err := p.query(ctx, query, args, func() {
+	w := &writeRows{}
+	rows, err := p.query(ctx, query, args, func(err error) {
 		changed := p.changed
 		p.changed = false
 		keyRows, outbox := c.afterStatement(p, nil)
 		done()
-		if w.failed || !changed {
+		// A write that failed, or whose commit failed when its rows were
+		// closed (a deferred foreign key it broke), was rolled back.
+		if err != nil || w.failed || !changed {
 			return
 		}
 		c.hooks.Committed(keyRows, false)
@@ -386,7 +388,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil {
 		return nil, err
 	}
-	w.closingRows, w.failed = rows.(*closingRows), false
+	w.closingRows = rows.(*closingRows)
 	return w, nil
 }
 
