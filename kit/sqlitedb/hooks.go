@@ -218,7 +218,8 @@ func (c *conn) Begin() (driver.Tx, error) {
 
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	// A read-only transaction begins with a plain BEGIN and takes no write
-	// lock, so it runs on this connection's own and does not queue.
+	// lock, so it runs on this connection's own and does not queue at the
+	// write gate; on an in-memory database it holds a reader's turn.
 	if opts.ReadOnly {
 		give, err := c.connector.mem.shared(ctx)
 		if err != nil {
