@@ -114,12 +114,22 @@ func (db *DB) GateUse() GateUse {
 
 // writes reports whether a statement run through Query may write, so that
 // outside a transaction it must take the gate: anything but a SELECT,
-// VALUES, WITH or EXPLAIN, and any statement with a RETURNING clause
-// (INSERT … RETURNING read through QueryRow). Statements run through Exec
-// always take it.
+// VALUES, WITH or EXPLAIN, any statement with a RETURNING clause
+// (INSERT … RETURNING read through QueryRow), and a WITH whose statement
+// inserts, updates or deletes (WITH … DELETE). A read that merely names
+// one of these words takes the gate too: slower, never wrong. Statements
+// run through Exec always take it.
 func writes(query string) bool {
 	q := strings.ToUpper(skipComments(query))
-	for _, read := range []string{"SELECT", "VALUES", "WITH", "EXPLAIN"} {
+	if hasWord(q, "WITH") {
+		for _, w := range []string{"INSERT", "UPDATE", "DELETE", "REPLACE", "RETURNING"} {
+			if strings.Contains(q, w) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, read := range []string{"SELECT", "VALUES", "EXPLAIN"} {
 		if hasWord(q, read) {
 			return strings.Contains(q, "RETURNING")
 		}

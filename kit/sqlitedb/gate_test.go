@@ -153,16 +153,17 @@ func TestWriteGate_ConcurrentWritersAllCommit(t *testing.T) {
 
 func TestWrites_TellsReadsFromWrites(t *testing.T) {
 	cases := map[string]bool{
-		`SELECT 1`:                              false,
-		"  -- a comment\n select * from t":      false,
-		`/* c */ WITH x AS (SELECT 1) SELECT *`: false,
-		`VALUES (1)`:                            false,
-		`EXPLAIN QUERY PLAN SELECT 1`:           false,
-		`INSERT INTO t VALUES (1) RETURNING id`: true,
-		`insert into t values (1)`:              true,
-		`UPDATE t SET v = 1 RETURNING v`:        true,
-		`DELETE FROM t`:                         true,
-		`SELECTED`:                              true,
+		`SELECT 1`:                                          false,
+		"  -- a comment\n select * from t":                  false,
+		`/* c */ WITH x AS (SELECT 1) SELECT *`:             false,
+		"WITH x AS (SELECT 1)\n DELETE FROM t WHERE v IN x": true,
+		`VALUES (1)`:                                        false,
+		`EXPLAIN QUERY PLAN SELECT 1`:                       false,
+		`INSERT INTO t VALUES (1) RETURNING id`:             true,
+		`insert into t values (1)`:                          true,
+		`UPDATE t SET v = 1 RETURNING v`:                    true,
+		`DELETE FROM t`:                                     true,
+		`SELECTED`:                                          true,
 	}
 	for q, want := range cases {
 		if got := writes(q); got != want {

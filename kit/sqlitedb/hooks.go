@@ -219,7 +219,8 @@ func (c *conn) Begin() (driver.Tx, error) {
 
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	// A read-only transaction begins with a plain BEGIN and takes no write
-	// lock, so it runs on this connection's own and does not queue.
+	// lock, so it runs on this connection's own and does not queue at the
+	// write gate; on an in-memory database it holds a reader's turn.
 	if opts.ReadOnly {
 		give, err := c.connector.mem.shared(ctx)
 		if err != nil {
@@ -367,16 +368,18 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		return nil, err
 	}
 	if !write || c.inTx {
-		return p.query(ctx, query, args, done)
+		return p.query(ctx, query, args, func(error) { done() })
 	}
 	p.changed = false
-	w := &writeRows{failed: true}
-	rows, err := p.query(ctx, query, args, func() {
+	w := &writeRows{}
+	rows, err := p.query(ctx, query, args, func(err error) {
 		changed := p.changed
 		p.changed = false
 		keyRows, outbox := c.afterStatement(p, nil)
 		done()
-		if w.failed || !changed {
+		// A write that failed, or whose commit failed when its rows were
+		// closed (a deferred foreign key it broke), was rolled back.
+		if err != nil || w.failed || !changed {
 			return
 		}
 		c.hooks.Committed(keyRows, false)
@@ -387,7 +390,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil {
 		return nil, err
 	}
-	w.closingRows, w.failed = rows.(*closingRows), false
+	w.closingRows = rows.(*closingRows)
 	return w, nil
 }
 

@@ -25,10 +25,12 @@ import (
 // its end, after the write gate, and a write outside a transaction holds
 // it while it runs. Turns are served in the order they were asked for, so
 // a writer waiting for the readers to leave holds up the readers after
-// it. Nothing that SQLite allows waits longer than it did: a read beside
-// an open write transaction waited for it on SQLite's own locks too. A
-// database file in WAL mode needs none of this: its readers never wait
-// for a writer.
+// it. A read beside an open write transaction waited for it on SQLite's
+// own locks too, and so did a commit beside open rows. One wait is new: a
+// write transaction that ends in a rollback never waited for the readers
+// on SQLite's locks (only a commit does), and here it waits for them at
+// its BEGIN. A database file in WAL mode needs none of this: its readers
+// never wait for a writer.
 
 // memTurns is the shared and exclusive turns on an in-memory database.
 type memTurns struct {
@@ -75,6 +77,8 @@ func (m *memTurns) take(ctx context.Context, n int64) (func(), error) {
 // its turn on an in-memory database: what SQLite answers after its busy
 // timeout, so IsBusy reports it. Code that reads outside its own open
 // write transaction, or begins one while rows it read are still open,
-// waits for itself and ends here, as it would on SQLite's own locks.
+// waits for itself and ends here, as it would on SQLite's own locks (in
+// the second case only at its COMMIT there: one that rolls back went
+// through).
 var errMemBusy = errors.New("database is locked (5) (SQLITE_BUSY): waited " + BusyTimeout.String() +
 	" for the other connections of this in-memory database")

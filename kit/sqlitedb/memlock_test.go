@@ -147,3 +147,113 @@ func TestMemTurns_WaitEndsWithTheContext(t *testing.T) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
+
+// Every way a statement or a transaction ends gives its turn back: rows
+// read to their end, closed early or cut short by their context, a
+// RETURNING write read through QueryRow, a read-only transaction rolled
+// back, a write transaction whose COMMIT fails (a deferred foreign key) or
+// whose context ends, a BEGIN refused for an ended context. After each,
+// the exclusive turn is free (database/sql rolls back a transaction whose
+// context ended on a goroutine of its own, so the turn is waited for, up
+// to the timeout). Caught: a path that keeps a turn (the wait for it is
+// busy).
+func TestMemTurns_EveryEndGivesTheTurnBack(t *testing.T) {
+	db := openMemory(t, time.Second)
+	for _, q := range []string{
+		`INSERT INTO n VALUES (1), (2), (3)`,
+		`CREATE TABLE parent (id INTEGER PRIMARY KEY)`,
+		`CREATE TABLE child (parent INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bg := context.Background()
+	// read opens the rows of a read outside a transaction.
+	read := func(ctx context.Context) *sql.Rows {
+		rows, err := db.QueryContext(ctx, `SELECT v FROM n`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	// write begins a write transaction and runs insert in it.
+	write := func(ctx context.Context, insert string) *sql.Tx {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, insert); err != nil {
+			t.Fatal(err)
+		}
+		return tx
+	}
+	for _, c := range []struct {
+		name string
+		run  func(ctx context.Context, cancel func())
+	}{
+		{"rows read to their end", func(ctx context.Context, cancel func()) {
+			rows := read(ctx)
+			for rows.Next() {
+			}
+			rows.Close()
+		}},
+		{"rows closed early, twice", func(ctx context.Context, cancel func()) {
+			rows := read(ctx)
+			rows.Next()
+			rows.Close()
+			rows.Close()
+		}},
+		{"rows whose context ends", func(ctx context.Context, cancel func()) {
+			rows := read(ctx)
+			rows.Next()
+			cancel()
+			for rows.Next() {
+			}
+		}},
+		{"a RETURNING write read through QueryRow", func(ctx context.Context, cancel func()) {
+			var v int
+			if err := db.QueryRowContext(ctx, `UPDATE n SET v = v + 1 RETURNING v`).Scan(&v); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a read-only transaction rolled back", func(ctx context.Context, cancel func()) {
+			tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM n`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			tx.Rollback()
+		}},
+		{"a COMMIT that fails", func(ctx context.Context, cancel func()) {
+			if err := write(ctx, `INSERT INTO child VALUES (7)`).Commit(); err == nil {
+				t.Fatal("a transaction that breaks a deferred foreign key committed")
+			}
+		}},
+		{"a write transaction whose context ends", func(ctx context.Context, cancel func()) {
+			tx := write(ctx, `INSERT INTO n VALUES (4)`)
+			cancel()
+			if err := tx.Commit(); err == nil {
+				t.Fatal("a transaction whose context ended committed")
+			}
+		}},
+		{"a BEGIN refused for an ended context", func(ctx context.Context, cancel func()) {
+			cancel()
+			if _, err := db.BeginTx(ctx, nil); err == nil {
+				t.Fatal("BeginTx with an ended context succeeded")
+			}
+		}},
+	} {
+		ctx, cancel := context.WithCancel(bg)
+		c.run(ctx, cancel)
+		cancel()
+		give, err := db.mem.exclusive(bg)
+		if err != nil {
+			t.Fatalf("%s: a turn was kept: %v", c.name, err)
+		}
+		give()
+	}
+}

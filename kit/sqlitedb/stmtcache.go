@@ -72,25 +72,27 @@ func (c *physical) exec(ctx context.Context, query string, args []driver.NamedVa
 }
 
 // query runs query with args, through its kept statement when it can; the
-// statement is busy until the rows are closed, and then closed calls done.
-func (c *physical) query(ctx context.Context, query string, args []driver.NamedValue, done func()) (driver.Rows, error) {
+// statement is busy until the rows are closed. done is called once, with
+// the query's error if it fails, else once the rows are closed, with what
+// closing them returned (an autocommit write that commits then may fail).
+func (c *physical) query(ctx context.Context, query string, args []driver.NamedValue, done func(error)) (driver.Rows, error) {
 	ctx, err := driverContext(ctx)
 	if err != nil {
-		done()
+		done(err)
 		return nil, err
 	}
 	st := c.cached(ctx, query)
 	if st == nil {
 		rows, err := c.conn.(driver.QueryerContext).QueryContext(ctx, query, args)
 		if err != nil {
-			done()
+			done(err)
 			return nil, err
 		}
 		return &closingRows{Rows: rows, done: done}, nil
 	}
 	rows, err := st.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
 	if err != nil {
-		done()
+		done(err)
 		return nil, err
 	}
 	st.busy = true
@@ -98,12 +100,13 @@ func (c *physical) query(ctx context.Context, query string, args []driver.NamedV
 }
 
 // closingRows are rows that, once closed, free the kept statement they were
-// read from, if any, and call done. They forward the driver's optional
-// column-type interfaces, which sql.Rows.ColumnTypes uses.
+// read from, if any, and call done with what closing them returned. They
+// forward the driver's optional column-type interfaces, which
+// sql.Rows.ColumnTypes uses.
 type closingRows struct {
 	driver.Rows
 	st   *cachedStmt
-	done func()
+	done func(error)
 }
 
 func (r *closingRows) Close() error {
@@ -113,7 +116,7 @@ func (r *closingRows) Close() error {
 		r.st = nil
 	}
 	if r.done != nil {
-		r.done()
+		r.done(err)
 		r.done = nil
 	}
 	return err
