@@ -14,12 +14,22 @@ import (
 // instead of BusyTimeout, so that a test of the give-up is short.
 func openGated(t *testing.T, timeout time.Duration) *DB {
 	t.Helper()
-	db, err := Open(filepath.Join(t.TempDir(), "lab.db"))
+	return openTimed(t, filepath.Join(t.TempDir(), "lab.db"), timeout)
+}
+
+// openTimed opens the database at path, with a table n, whose waits (the
+// write gate's, and an in-memory database's turns) give up after timeout.
+func openTimed(t *testing.T, path string, timeout time.Duration) *DB {
+	t.Helper()
+	db, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
 	db.gate.timeout = timeout
+	if db.mem != nil {
+		db.mem.timeout = timeout
+	}
 	if _, err := db.Exec(`CREATE TABLE n (v INTEGER)`); err != nil {
 		t.Fatal(err)
 	}

@@ -13,17 +13,7 @@ import (
 // up after timeout instead of BusyTimeout, with a table n.
 func openMemory(t *testing.T, timeout time.Duration) *DB {
 	t.Helper()
-	db, err := Open(":memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	db.gate.timeout = timeout
-	db.mem.timeout = timeout
-	if _, err := db.Exec(`CREATE TABLE n (v INTEGER)`); err != nil {
-		t.Fatal(err)
-	}
-	return db
+	return openTimed(t, ":memory:", timeout)
 }
 
 // Readers and writers of an in-memory database at once: every statement
