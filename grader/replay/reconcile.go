@@ -191,6 +191,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 	}
 
 	invoices := invoicePayments(res)
+	moved := movedByAmount(res)
 	for i := range res.Plan.Ops {
 		op := &res.Plan.Ops[i]
 		subs := bySub[op.Op]
@@ -204,7 +205,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 		story := func() string { return opStory(op, subs) }
 
 		holds := res.holds(op)
-		edited := res.editExecutions(op, holds, subs)
+		edited := editExecutions(op, moved, holds, subs)
 		switch {
 		case day == 0:
 			rc.Counts.NotExecuted++
