@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 
 	"idemlab/grader/dayplan"
+	"idemlab/grader/targets"
 	"idemlab/kit/accesslog"
 	"idemlab/kit/bank"
 	"idemlab/kit/labdb"
@@ -74,6 +75,9 @@ type DayRun struct {
 // its own (opts.DB), with its access log going to accessLog (if not nil)
 // and its postings to opts.CoreURL (if set; else to a core of its own),
 // replays plan against it and computes the tally's truth from its books.
+// The replay reaches the server over in-memory connections
+// (targets.ServeInMemory), or over loopback TCP when opts.Base, the
+// caller's own transport, is set.
 func InProcess(ctx context.Context, factory stage.Factory, plan *dayplan.Plan, accessLog io.Writer, opts Options) (*DayRun, error) {
 	db := opts.DB
 	if db == "" {
@@ -84,9 +88,17 @@ func InProcess(ctx context.Context, factory stage.Factory, plan *dayplan.Plan, a
 		return nil, err
 	}
 	defer srv.Close()
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
-	opts.URL, opts.Admin = hs.URL, srv.AdminToken()
+	if opts.Base == nil {
+		mem := targets.ServeInMemory(srv.Handler())
+		defer mem.Close()
+		opts.URL, opts.Base = mem.URL, mem.Transport
+	} else {
+		// The caller's transport dials the network: serve it there.
+		hs := httptest.NewServer(srv.Handler())
+		defer hs.Close()
+		opts.URL = hs.URL
+	}
+	opts.Admin = srv.AdminToken()
 	res, err := Run(ctx, plan, opts)
 	if err != nil {
 		return nil, err
