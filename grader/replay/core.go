@@ -54,7 +54,7 @@ const drainWithin = 10 * time.Second
 // nothing left to send, then reads the core's postings at url and names
 // the operation that made each posted transfer from ops, the bank's
 // transfers (Result.Transfers).
-func (r *replayer) readCore(ctx context.Context, url string, ops map[string]bank.TransferOp) (*CoreBooks, error) {
+func (r *replayer) readCore(ctx context.Context, url string, ops map[string]bank.Executed) (*CoreBooks, error) {
 	books := &CoreBooks{}
 	// The outbox alone: a day's state counts the executions of every
 	// operation of the day.
@@ -93,8 +93,8 @@ func (r *replayer) readCore(ctx context.Context, url string, ops map[string]bank
 // its id: a transfer the bank does not have is not there. It returns an error if a
 // page cannot be read, or lists a transfer a page before it listed (a
 // server that would list the same page for ever).
-func (r *replayer) transferOps(ctx context.Context, page int) (map[string]bank.TransferOp, error) {
-	ops := map[string]bank.TransferOp{}
+func (r *replayer) transferOps(ctx context.Context, page int) (map[string]bank.Executed, error) {
+	ops := map[string]bank.Executed{}
 	after := ""
 	for {
 		got, err := r.lab.TransferOps(ctx, after, page)

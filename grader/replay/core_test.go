@@ -100,10 +100,10 @@ func TestTransferOps_ReadsEveryPage(t *testing.T) {
 	var repeat atomic.Bool // the server lists its first page whatever it is asked
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		limit, _ := strconv.Atoi(req.URL.Query().Get("limit"))
-		page := []bank.TransferOp{}
+		page := []bank.Executed{}
 		for _, id := range ids {
 			if (repeat.Load() || id > req.URL.Query().Get("after")) && len(page) < limit {
-				page = append(page, bank.TransferOp{ID: id, Op: "op-" + id})
+				page = append(page, bank.Executed{ID: id, Op: "op-" + id})
 			}
 		}
 		json.NewEncoder(w).Encode(map[string]any{"transfers": page})

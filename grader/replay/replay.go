@@ -162,7 +162,7 @@ type Result struct {
 	// each with the operation that made it and its amount (GET
 	// /lab/transfers): which answers are an execution's, and whether an
 	// edit executed, is read from them, never from a header.
-	Transfers map[string]bank.TransferOp
+	Transfers map[string]bank.Executed
 	// Core is what the core ledger holds at the end; nil when the replay
 	// was not told where it is (Options.CoreURL).
 	Core    *CoreBooks
@@ -300,7 +300,7 @@ func Run(ctx context.Context, plan *dayplan.Plan, opts Options) (*Result, error)
 			}
 		}
 	}
-	if res.Transfers, err = r.transferOps(ctx, bank.MaxTransferOps); err != nil {
+	if res.Transfers, err = r.transferOps(ctx, bank.MaxListed); err != nil {
 		return nil, err
 	}
 	if opts.CoreURL != "" {

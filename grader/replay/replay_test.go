@@ -225,7 +225,7 @@ func TestReconcileDay_Findings(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			// The books hold tr_1, op's one execution, whenever it executed.
-			res := &replay.Result{Plan: plan, Attempts: c.attempts, Opening: opening, Day: c.final, Final: c.final, Transfers: map[string]bank.TransferOp{"tr_1": {ID: "tr_1", Op: op.Op, Amount: op.Amount}}}
+			res := &replay.Result{Plan: plan, Attempts: c.attempts, Opening: opening, Day: c.final, Final: c.final, Transfers: map[string]bank.Executed{"tr_1": {ID: "tr_1", Op: op.Op, Amount: op.Amount}}}
 			rc := replay.ReconcileDay(res)
 			if rc.Valid != c.valid {
 				t.Fatalf("valid %v, want %v (%+v)", rc.Valid, c.valid, rc.Counts)
