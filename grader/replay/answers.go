@@ -104,47 +104,36 @@ func clientKnows(holds func(id string) bool, subs ...[]Attempt) (int, Attempt) {
 	return knows, why
 }
 
-// opAmount names the transfers of one operation that moved one amount.
+// opAmount names the executions of one operation that moved one amount.
 type opAmount struct {
 	op     string
 	amount int64
 }
 
-// movedByAmount counts the books' transfers by operation and amount, once
-// for the whole day: an edit's executions are looked up in it.
+// movedByAmount counts the books' transfers and deposits by operation and
+// amount, once for the whole day: an edit's executions are looked up in
+// it.
 func movedByAmount(res *Result) map[opAmount]int64 {
-	moved := make(map[opAmount]int64, len(res.Transfers))
-	for _, t := range res.Transfers {
-		moved[opAmount{t.Op, t.Amount}]++
+	moved := make(map[opAmount]int64, len(res.Transfers)+len(res.Deposits))
+	for _, books := range []map[string]bank.Executed{res.Transfers, res.Deposits} {
+		for _, x := range books {
+			moved[opAmount{x.Op, x.Amount}]++
+		}
 	}
 	return moved
 }
 
 // editExecutions counts the executions of op's edited resubmission (the
-// same key, an edited amount). For a transfer the books say (moved, from
-// movedByAmount): the transfers of op that moved the edited amount,
-// whatever the answers said and in whichever order they were heard (an
-// original whose answer was lost, then replayed to the edit, is still the
-// original's). The lab lists no deposits, so a deposit's edit executed
-// when its final answer is a 2xx naming an execution and the first answer
-// that named it was the edit's own (a replay of the original names the
-// original's execution, answered first).
-func editExecutions(op *dayplan.Op, moved map[opAmount]int64, holds func(id string) bool, subs map[string][]Attempt) int64 {
+// same key, an edited amount) in the books (moved, from movedByAmount):
+// the transfers or deposits of op that moved the edited amount, whatever
+// the answers said and in whichever order they were heard (an original
+// whose answer was lost, then replayed to the edit, is still the
+// original's).
+func editExecutions(op *dayplan.Op, moved map[opAmount]int64) int64 {
 	if op.Fate.EditedAmount == 0 {
 		return 0
 	}
-	if op.Endpoint == dayplan.Transfers {
-		return moved[opAmount{op.Op, op.Fate.EditedAmount}]
-	}
-	e := finalAttempt(subs[SubmitEdit])
-	if e == nil || !e.Succeeded() {
-		return 0
-	}
-	id := resourceOf(e.Response)
-	if first, ok := firstAnswers(holds, subs[SubmitOriginal], subs[SubmitDoubleClick], subs[SubmitEdit])[id]; ok && first.Submission == SubmitEdit {
-		return 1
-	}
-	return 0
+	return moved[opAmount{op.Op, op.Fate.EditedAmount}]
 }
 
 // stuck reports whether a submission ended its retry horizon told its key

@@ -54,7 +54,7 @@ const drainWithin = 10 * time.Second
 // nothing left to send, then reads the core's postings at url and names
 // the operation that made each posted transfer from ops, the bank's
 // transfers (Result.Transfers).
-func (r *replayer) readCore(ctx context.Context, url string, ops map[string]bank.TransferOp) (*CoreBooks, error) {
+func (r *replayer) readCore(ctx context.Context, url string, ops map[string]bank.Executed) (*CoreBooks, error) {
 	books := &CoreBooks{}
 	// The outbox alone: a day's state counts the executions of every
 	// operation of the day.
@@ -88,24 +88,25 @@ func (r *replayer) readCore(ctx context.Context, url string, ops map[string]bank
 	return books, nil
 }
 
-// transferOps reads every transfer the bank executed, page at a time,
-// and returns each, with the operation that made it and its amount, by
-// its id: a transfer the bank does not have is not there. It returns an error if a
-// page cannot be read, or lists a transfer a page before it listed (a
-// server that would list the same page for ever).
-func (r *replayer) transferOps(ctx context.Context, page int) (map[string]bank.TransferOp, error) {
-	ops := map[string]bank.TransferOp{}
+// readExecuted reads every transfer or deposit the bank executed (what,
+// in the plural), page at a time from list (the lab client's TransferOps
+// or DepositOps), and returns each, with the operation that made it and
+// its amount, by its id: one the bank does not have is not there. It
+// returns an error if a page cannot be read, or lists an execution a page
+// before it listed (a server that would list the same page for ever).
+func readExecuted(ctx context.Context, what string, page int, list func(ctx context.Context, after string, limit int) ([]bank.Executed, error)) (map[string]bank.Executed, error) {
+	ops := map[string]bank.Executed{}
 	after := ""
 	for {
-		got, err := r.lab.TransferOps(ctx, after, page)
+		got, err := list(ctx, after, page)
 		if err != nil {
-			return nil, fmt.Errorf("read the bank's transfers: %w", err)
+			return nil, fmt.Errorf("read the bank's %s: %w", what, err)
 		}
-		for _, t := range got {
-			if _, twice := ops[t.ID]; twice {
-				return nil, fmt.Errorf("read the bank's transfers: %s listed twice, again after %s", t.ID, after)
+		for _, x := range got {
+			if _, twice := ops[x.ID]; twice {
+				return nil, fmt.Errorf("read the bank's %s: %s listed twice, again after %s", what, x.ID, after)
 			}
-			ops[t.ID], after = t, t.ID
+			ops[x.ID], after = x, x.ID
 		}
 		if len(got) < page {
 			return ops, nil

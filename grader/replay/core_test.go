@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -90,39 +91,49 @@ func TestReconcileDay_DeadLetterNamed(t *testing.T) {
 	}
 }
 
-// TestTransferOps_ReadsEveryPage: the replay reads the bank's transfers a
-// page at a time until a short page, each page after the last id of the
-// one before, and refuses a server that lists a transfer twice instead of
-// asking for ever. It catches a reader that stops after the first page,
-// one that asks for the same page again, and one that never ends.
-func TestTransferOps_ReadsEveryPage(t *testing.T) {
-	ids := []string{"tr_a", "tr_b", "tr_c", "tr_d", "tr_e"}
+// TestReadExecuted_ReadsEveryPage: the replay reads the bank's transfers
+// and deposits a page at a time until a short page, each page after the
+// last id of the one before, and refuses a server that lists an execution
+// twice instead of asking for ever. It catches a reader that stops after
+// the first page, one that asks for the same page again, one that never
+// ends, and one that reads one listing for the other.
+func TestReadExecuted_ReadsEveryPage(t *testing.T) {
+	ids := map[string][]string{
+		"transfers": {"tr_a", "tr_b", "tr_c", "tr_d", "tr_e"},
+		"deposits":  {"dp_a", "dp_b", "dp_c"},
+	}
 	var repeat atomic.Bool // the server lists its first page whatever it is asked
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		member := strings.TrimPrefix(req.URL.Path, "/lab/")
 		limit, _ := strconv.Atoi(req.URL.Query().Get("limit"))
-		page := []bank.TransferOp{}
-		for _, id := range ids {
+		page := []bank.Executed{}
+		for _, id := range ids[member] {
 			if (repeat.Load() || id > req.URL.Query().Get("after")) && len(page) < limit {
-				page = append(page, bank.TransferOp{ID: id, Op: "op-" + id})
+				page = append(page, bank.Executed{ID: id, Op: "op-" + id})
 			}
 		}
-		json.NewEncoder(w).Encode(map[string]any{"transfers": page})
+		json.NewEncoder(w).Encode(map[string]any{member: page})
 	}))
 	defer hs.Close()
-	r := &replayer{lab: labclient.New(hs.URL, "admin", hs.Client())}
-	for _, page := range []int{2, 5, 1000} {
-		ops, err := r.transferOps(t.Context(), page)
-		if err != nil || len(ops) != len(ids) {
-			t.Errorf("pages of %d: %v, %v; want every one of %v", page, ops, err, ids)
-		}
-		for _, id := range ids {
-			if ops[id].Op != "op-"+id {
-				t.Errorf("pages of %d: %s made by %q, want op-%s", page, id, ops[id].Op, id)
+	lab := labclient.New(hs.URL, "admin", hs.Client())
+	lists := map[string]func(context.Context, string, int) ([]bank.Executed, error){"transfers": lab.TransferOps, "deposits": lab.DepositOps}
+	for what, list := range lists {
+		for _, page := range []int{2, 5, 1000} {
+			ops, err := readExecuted(t.Context(), what, page, list)
+			if err != nil || len(ops) != len(ids[what]) {
+				t.Errorf("%s in pages of %d: %v, %v; want every one of %v", what, page, ops, err, ids[what])
+			}
+			for _, id := range ids[what] {
+				if ops[id].Op != "op-"+id {
+					t.Errorf("%s in pages of %d: %s made by %q, want op-%s", what, page, id, ops[id].Op, id)
+				}
 			}
 		}
 	}
 	repeat.Store(true)
-	if _, err := r.transferOps(t.Context(), 2); err == nil || !strings.Contains(err.Error(), "twice") {
-		t.Errorf("a server that repeats its first page: %v, want an error", err)
+	for what, list := range lists {
+		if _, err := readExecuted(t.Context(), what, 2, list); err == nil || !strings.Contains(err.Error(), "twice") {
+			t.Errorf("a server that repeats its first page of %s: %v, want an error", what, err)
+		}
 	}
 }

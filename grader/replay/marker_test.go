@@ -14,6 +14,7 @@ import (
 
 	"idemlab/grader/dayplan"
 	"idemlab/grader/replay"
+	"idemlab/kit/bank"
 	"idemlab/kit/stage"
 	sol0 "idemlab/solutions/stage0"
 	sol5 "idemlab/solutions/stage5"
@@ -198,48 +199,64 @@ func (e *editReplayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	return nil, errors.New("connection reset by peer (the answer to the original was lost)")
 }
 
-// TestReplay_EditTakenForTheExecutionIsNot: each edited transfer's
-// original executes and every answer to it is lost; the edit, replayed
-// the original's answer, is the first to name that execution. The books
-// hold it at the original's amount: the original executed once and the
-// edit never did, so the balances add up, nothing moved twice, and the
-// edit's 201 is a wrong answer. It catches a reconciliation that decides
-// from the order of the answers that the edit executed (it would expect
-// the edited amount to have moved and find every such account off by the
-// difference), and one that takes the edit's 201 for its own.
+// TestReplay_EditTakenForTheExecutionIsNot: on a day of transfers and on
+// one of deposits, each edited operation's original executes and every
+// answer to it is lost; the edit, replayed the original's answer, is the
+// first to name that execution. The books hold it at the original's
+// amount: the original executed once and the edit never did, so the
+// balances add up, nothing moved twice, what the deposits brought in is
+// their original amounts, and the edit's 201 is a wrong answer. It
+// catches a reconciliation that decides from the order of the answers
+// that the edit executed (it would expect the edited amount to have moved
+// and find every such account off by the difference), and one that takes
+// the edit's 201 for its own.
 func TestReplay_EditTakenForTheExecutionIsNot(t *testing.T) {
-	p := dayplan.DefaultParams(11, 60)
-	p.FaultRate, p.RespellRate, p.DoubleClickRate, p.LateRetryRate, p.DepositRate, p.EditRate = 0, 0, 0, 0, 0, 0.3
-	plan, err := dayplan.Generate(11, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := map[string]bool{}
-	for _, op := range plan.Ops {
-		if op.Fate.EditedAmount != 0 {
-			keys[op.Key] = true
-		}
-	}
-	if len(keys) == 0 {
-		t.Fatal("the day has no edits")
-	}
-	tr := &http.Transport{DisableCompression: true}
-	defer tr.CloseIdleConnections()
-	run, err := replay.InProcess(context.Background(), sol5.New, plan, nil,
-		replay.Options{Base: &editReplayer{base: tr, keys: keys, first: map[string][]byte{}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := replay.ReconcileDay(run.Result)
-	c := rc.Counts
-	if c.BalanceMismatches != 0 || c.DoubleApplied != 0 || c.MoneyMovedTwice != 0 || len(rc.Notes) != 0 {
-		t.Errorf("counts %+v, notes %v: each original executed once and no edit did", c, rc.Notes)
-	}
-	if c.ExecutedOnce != len(plan.Ops) || c.NoUsableAnswer != len(keys) || c.WrongAnswers != len(keys) || c.EditsAnsweredWrong != len(keys) {
-		t.Errorf("counts %+v: %d operations executed once, %d of them without a usable answer and with an edit given a wrong answer",
-			c, len(plan.Ops), len(keys))
-	}
-	if got := knownCounts(t, rc); got != executedOps(run.Result) {
-		t.Errorf("the report's lines of what each client of an executed operation knows add up to %d, for %d operations executed", got, executedOps(run.Result))
+	for _, c := range []struct {
+		name        string
+		depositRate float64
+	}{{"transfers", 0}, {"deposits", 1}} {
+		t.Run(c.name, func(t *testing.T) {
+			p := dayplan.DefaultParams(11, 60)
+			p.FaultRate, p.RespellRate, p.DoubleClickRate, p.LateRetryRate, p.DepositRate, p.EditRate = 0, 0, 0, 0, c.depositRate, 0.3
+			plan, err := dayplan.Generate(11, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys := map[string]bool{}
+			var deposited int64
+			for _, op := range plan.Ops {
+				if op.Fate.EditedAmount != 0 {
+					keys[op.Key] = true
+				}
+				if op.Endpoint == dayplan.Deposits {
+					deposited += op.Amount
+				}
+			}
+			if len(keys) == 0 {
+				t.Fatal("the day has no edits")
+			}
+			tr := &http.Transport{DisableCompression: true}
+			defer tr.CloseIdleConnections()
+			run, err := replay.InProcess(context.Background(), sol5.New, plan, nil,
+				replay.Options{Base: &editReplayer{base: tr, keys: keys, first: map[string][]byte{}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc := replay.ReconcileDay(run.Result)
+			c := rc.Counts
+			if c.BalanceMismatches != 0 || c.DoubleApplied != 0 || c.MoneyMovedTwice != 0 || len(rc.Notes) != 0 {
+				t.Errorf("counts %+v, notes %v: each original executed once and no edit did", c, rc.Notes)
+			}
+			if rc.Money.Deposited != deposited || !rc.Money.Conserved {
+				t.Errorf("deposited %s won, conserved %v: the deposits brought in their original amounts, %s won", bank.FormatWon(rc.Money.Deposited), rc.Money.Conserved, bank.FormatWon(deposited))
+			}
+			if c.ExecutedOnce != len(plan.Ops) || c.NoUsableAnswer != len(keys) || c.WrongAnswers != len(keys) || c.EditsAnsweredWrong != len(keys) {
+				t.Errorf("counts %+v: %d operations executed once, %d of them without a usable answer and with an edit given a wrong answer",
+					c, len(plan.Ops), len(keys))
+			}
+			if got := knownCounts(t, rc); got != executedOps(run.Result) {
+				t.Errorf("the report's lines of what each client of an executed operation knows add up to %d, for %d operations executed", got, executedOps(run.Result))
+			}
+		})
 	}
 }

@@ -205,7 +205,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 		story := func() string { return opStory(op, subs) }
 
 		holds := res.holds(op)
-		edited := editExecutions(op, moved, holds, subs)
+		edited := editExecutions(op, moved)
 		switch {
 		case day == 0:
 			rc.Counts.NotExecuted++
@@ -320,7 +320,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 
 		originals := day + late - edited
 		if originals < 0 {
-			rc.Notes = append(rc.Notes, fmt.Sprintf("%s: the books hold %d transfers of the edited amount but the server counted %d executions", op.Op, edited, day+late))
+			rc.Notes = append(rc.Notes, fmt.Sprintf("%s: the books hold %d executions of the edited amount but the server counted %d", op.Op, edited, day+late))
 			originals = 0
 		}
 		rc.apply(expected, op, op.Amount, originals)
@@ -360,19 +360,16 @@ var FindingKinds = []string{"lost_transfers", "double_applied", "invoices_paid_t
 	"balance_mismatches", "negative_balances"}
 
 // holds returns whether the books hold a resource, by its id, as an
-// execution of op: a transfer the bank lists with op's name. The lab lists
-// transfers only, so a deposit is taken for one by any id that is not a
-// transfer's.
+// execution of op: a transfer or deposit, as op's endpoint makes, that the
+// bank lists with op's name.
 func (res *Result) holds(op *dayplan.Op) func(id string) bool {
+	books := res.Transfers
 	if op.Endpoint == dayplan.Deposits {
-		return func(id string) bool {
-			_, transfer := res.Transfers[id]
-			return !transfer
-		}
+		books = res.Deposits
 	}
 	return func(id string) bool {
-		t, ok := res.Transfers[id]
-		return ok && t.Op == op.Op
+		x, ok := books[id]
+		return ok && x.Op == op.Op
 	}
 }
 

@@ -158,11 +158,12 @@ type Result struct {
 	Opening, Day, Final labctl.State
 	// LateSkipped says why the late retries were not sent, if they were not.
 	LateSkipped string
-	// Transfers are the transfers the bank's books hold at the end, by id,
-	// each with the operation that made it and its amount (GET
-	// /lab/transfers): which answers are an execution's, and whether an
-	// edit executed, is read from them, never from a header.
-	Transfers map[string]bank.TransferOp
+	// Transfers and Deposits are the transfers and deposits the bank's
+	// books hold at the end, by id, each with the operation that made it
+	// and its amount (GET /lab/transfers, GET /lab/deposits): which
+	// answers are an execution's, and whether an edit executed, is read
+	// from them, never from a header.
+	Transfers, Deposits map[string]bank.Executed
 	// Core is what the core ledger holds at the end; nil when the replay
 	// was not told where it is (Options.CoreURL).
 	Core    *CoreBooks
@@ -300,7 +301,10 @@ func Run(ctx context.Context, plan *dayplan.Plan, opts Options) (*Result, error)
 			}
 		}
 	}
-	if res.Transfers, err = r.transferOps(ctx, bank.MaxTransferOps); err != nil {
+	if res.Transfers, err = readExecuted(ctx, "transfers", bank.MaxListed, r.lab.TransferOps); err != nil {
+		return nil, err
+	}
+	if res.Deposits, err = readExecuted(ctx, "deposits", bank.MaxListed, r.lab.DepositOps); err != nil {
 		return nil, err
 	}
 	if opts.CoreURL != "" {

@@ -132,8 +132,21 @@ func TestReplay_SameSeedSameOutcome(t *testing.T) {
 // double click, edit or late retry: a test gives them the fates it needs.
 func plainTransfers(t *testing.T, n int) *dayplan.Plan {
 	t.Helper()
+	return plainDay(t, n, 0)
+}
+
+// plainDeposits is plainTransfers' day with deposits.
+func plainDeposits(t *testing.T, n int) *dayplan.Plan {
+	t.Helper()
+	return plainDay(t, n, 1)
+}
+
+// plainDay is a day of n plain operations, a share depositRate of them
+// deposits and the others transfers.
+func plainDay(t *testing.T, n int, depositRate float64) *dayplan.Plan {
+	t.Helper()
 	p := dayplan.DefaultParams(1, n)
-	p.FaultRate, p.DoubleClickRate, p.EditRate, p.LateRetryRate, p.DepositRate = 0, 0, 0, 0, 0
+	p.FaultRate, p.DoubleClickRate, p.EditRate, p.LateRetryRate, p.DepositRate = 0, 0, 0, 0, depositRate
 	plan, err := dayplan.Generate(1, p)
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +238,7 @@ func TestReconcileDay_Findings(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			// The books hold tr_1, op's one execution, whenever it executed.
-			res := &replay.Result{Plan: plan, Attempts: c.attempts, Opening: opening, Day: c.final, Final: c.final, Transfers: map[string]bank.TransferOp{"tr_1": {ID: "tr_1", Op: op.Op, Amount: op.Amount}}}
+			res := &replay.Result{Plan: plan, Attempts: c.attempts, Opening: opening, Day: c.final, Final: c.final, Transfers: map[string]bank.Executed{"tr_1": {ID: "tr_1", Op: op.Op, Amount: op.Amount}}}
 			rc := replay.ReconcileDay(res)
 			if rc.Valid != c.valid {
 				t.Fatalf("valid %v, want %v (%+v)", rc.Valid, c.valid, rc.Counts)
@@ -234,6 +247,62 @@ func TestReconcileDay_Findings(t *testing.T) {
 				t.Errorf("findings %+v, want %s first", rc.Findings, c.kind)
 			}
 			oneVerdictEach(t, rc)
+		})
+	}
+}
+
+// TestReconcileDay_DepositEditJudgedFromTheBooks: a deposit whose
+// original answer was lost and whose clerk's edit was answered 201
+// naming dp_1, the first answer to name it. The books decide what the
+// edit did: dp_1 at the original amount is the original's execution
+// replayed to the edit (a wrong answer, and the balance holds the
+// original amount); dp_1 at the edited amount is the edit's own
+// (the original never ran). It catches a reconciliation that judges a
+// deposit's edit by which answer named the execution first (it would
+// take the first for the edit's execution, expect the edited amount and
+// find the balance off), and one that counts what the deposits brought
+// in at the planned amount when the books hold the edited one.
+func TestReconcileDay_DepositEditJudgedFromTheBooks(t *testing.T) {
+	plan := plainDeposits(t, 1)
+	op := &plan.Ops[0]
+	op.Fate.EditedAmount = op.Amount + 1000
+	opening := labctl.State{Executions: map[string]int64{}}
+	for _, c := range plan.Customers() {
+		for _, a := range c.Accounts {
+			opening.Accounts = append(opening.Accounts, bank.Balance{ID: a, Customer: c.ID, Balance: 10_000_000})
+		}
+	}
+	attempts := []replay.Attempt{
+		{Op: op.Op, Submission: replay.SubmitOriginal, N: 1, Fault: dayplan.ResponseWithheld, Error: "timeout", Final: true, GaveUp: true},
+		{Op: op.Op, Submission: replay.SubmitEdit, N: 1, Status: 201, Response: `{"id":"dp_1"}`, Final: true},
+	}
+	for _, c := range []struct {
+		name      string
+		moved     int64 // the amount the books hold dp_1 at
+		wrongEdit int   // edits answered 2xx that never ran
+	}{
+		{"the original's execution, replayed to the edit", op.Amount, 1},
+		{"the edit's own execution", op.Fate.EditedAmount, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			effect, err := op.Effect(c.moved)
+			if err != nil {
+				t.Fatal(err)
+			}
+			final := labctl.State{Executions: map[string]int64{op.Op: 1}}
+			for _, a := range opening.Accounts {
+				a.Balance += effect[a.ID]
+				final.Accounts = append(final.Accounts, a)
+			}
+			res := &replay.Result{Plan: plan, Attempts: attempts, Opening: opening, Day: final, Final: final,
+				Deposits: map[string]bank.Executed{"dp_1": {ID: "dp_1", Op: op.Op, Amount: c.moved}}}
+			rc := replay.ReconcileDay(res)
+			if rc.Counts.BalanceMismatches != 0 || rc.Money.Deposited != c.moved || !rc.Money.Conserved {
+				t.Errorf("counts %+v, money %+v: the books hold one deposit of %s won, and the balances hold it", rc.Counts, rc.Money, bank.FormatWon(c.moved))
+			}
+			if rc.Counts.EditsAnsweredWrong != c.wrongEdit {
+				t.Errorf("edits answered wrong %d, want %d", rc.Counts.EditsAnsweredWrong, c.wrongEdit)
+			}
 		})
 	}
 }

@@ -76,7 +76,7 @@ func TestWriteReport_WhatClientsKnowAddsUpToTheExecutedOperations(t *testing.T) 
 	edited.Fate.EditedAmount = edited.Amount + 1
 	executed := labctl.State{Executions: map[string]int64{edited.Op: 1}}
 	res := &replay.Result{Plan: plan, Day: executed, Final: executed,
-		Transfers: map[string]bank.TransferOp{"tr_1": {ID: "tr_1", Op: edited.Op, Amount: edited.Amount}},
+		Transfers: map[string]bank.Executed{"tr_1": {ID: "tr_1", Op: edited.Op, Amount: edited.Amount}},
 		Attempts: []replay.Attempt{
 			{Op: edited.Op, Submission: replay.SubmitOriginal, N: 1, Status: 201, Response: `{"id":"tr_1"}`, Final: true},
 			{Op: edited.Op, Submission: replay.SubmitEdit, N: 1, Status: 201, Replayed: true, Response: `{"id":"tr_1"}`, Final: true},

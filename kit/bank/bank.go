@@ -345,8 +345,21 @@ func metadataJSON(m map[string]string) string {
 
 var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 
+// idBytes is how many random bytes an id carries.
+const idBytes = 10
+
 func newID(prefix string) string {
-	var b [10]byte
+	var b [idBytes]byte
 	rand.Read(b[:])
 	return prefix + strings.ToLower(idEncoding.EncodeToString(b[:]))
+}
+
+// isID reports whether s is an id newID(prefix) could have made.
+func isID(prefix, s string) bool {
+	rest, ok := strings.CutPrefix(s, prefix)
+	if !ok || len(rest) != idEncoding.EncodedLen(idBytes) || rest != strings.ToLower(rest) {
+		return false
+	}
+	_, err := idEncoding.DecodeString(strings.ToUpper(rest))
+	return err == nil
 }

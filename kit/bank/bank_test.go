@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -209,53 +210,106 @@ func TestMigrate_AddsReferenceToAnOlderDatabase(t *testing.T) {
 	}
 }
 
-// TestTransferOps_ListsEveryExecutedTransferInPages: paged by the last id
-// of each page, the listing holds every committed transfer once, with the
-// op its metadata names (none for a transfer without one), and nothing a
-// rolled-back transfer wrote. It catches a page that skips or repeats the
-// transfer at its edge, an op read from the wrong place, and a listing of
-// uncommitted work.
-func TestTransferOps_ListsEveryExecutedTransferInPages(t *testing.T) {
+// TestExecutedOps_ListEveryExecutionInPages: paged by the last id of
+// each page, the listing of transfers and that of deposits each hold
+// every committed execution of their kind once, with the op its metadata
+// names (none for one without) and its amount, and nothing a rolled-back
+// one wrote; a cursor that is not an id of the listing's kind is refused
+// with 400. It catches a page that skips or repeats the execution at its
+// edge, an op or amount read from the wrong place, a listing of
+// uncommitted work or of the other kind, and a cursor of the other kind
+// taken, which would list every deposit after a transfer's id, or none.
+func TestExecutedOps_ListEveryExecutionInPages(t *testing.T) {
 	f := setup(t, 100_000)
 	a, b := f.customers[0], f.customers[1]
-	want := map[string]string{}
-	for i := range 7 {
-		req := bank.TransferRequest{From: a.Accounts[0], To: b.Accounts[0], Amount: 10, Metadata: map[string]string{"op": fmt.Sprintf("op-%d", i)}}
-		if i == 3 {
-			req.Metadata = nil
-		}
-		tr, err := f.transfer(t, a.ID, req, true)
+	ctx := context.Background()
+	// each executes one of a kind, of amount, as op, and returns its id.
+	type each func(t *testing.T, op string, amount int64, commit bool) string
+	deposit := func(t *testing.T, op string, amount int64, commit bool) string {
+		t.Helper()
+		tx, err := f.db.Begin()
 		if err != nil {
 			t.Fatal(err)
 		}
-		want[tr.ID] = req.Metadata["op"]
-	}
-	rolledBack, err := f.transfer(t, a.ID, bank.TransferRequest{From: a.Accounts[0], To: b.Accounts[0], Amount: 10, Metadata: map[string]string{"op": "op-x"}}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	after, pages := "", 0
-	for {
-		page, err := f.bank.TransferOps(context.Background(), after, 3)
+		defer tx.Rollback()
+		d, err := f.bank.Deposit(ctx, tx, a.ID, bank.DepositRequest{Account: a.Accounts[0], Amount: amount, Metadata: opMetadata(op)})
+		if err == nil && commit {
+			err = tx.Commit()
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		pages++
-		for _, tr := range page {
-			if _, twice := got[tr.ID]; twice || tr.ID <= after {
-				t.Errorf("transfer %s listed again or out of order (after %q)", tr.ID, after)
+		return d.ID
+	}
+	transfer := func(t *testing.T, op string, amount int64, commit bool) string {
+		t.Helper()
+		tr, err := f.transfer(t, a.ID, bank.TransferRequest{From: a.Accounts[0], To: b.Accounts[0], Amount: amount, Metadata: opMetadata(op)}, commit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.ID
+	}
+	lists := []struct {
+		kind  string
+		make  each
+		list  func(context.Context, string, int) ([]bank.Executed, error)
+		other each
+	}{
+		{"transfers", transfer, f.bank.TransferOps, deposit},
+		{"deposits", deposit, f.bank.DepositOps, transfer},
+	}
+	made := map[string]map[string]bank.Executed{}
+	for _, l := range lists {
+		made[l.kind] = map[string]bank.Executed{}
+		for i := range 7 {
+			op := fmt.Sprintf("%s-%d", l.kind, i)
+			if i == 3 {
+				op = ""
 			}
-			got[tr.ID] = tr.Op
-			after = tr.ID
+			id := l.make(t, op, int64(10+i), true)
+			made[l.kind][id] = bank.Executed{ID: id, Op: op, Amount: int64(10 + i)}
 		}
-		if len(page) < 3 {
-			break
-		}
+		l.make(t, l.kind+"-rolled-back", 99, false)
 	}
-	if !maps.Equal(got, want) || pages != 3 {
-		t.Errorf("listed %v in %d pages; want %v in 3 (rolled back: %s)", got, pages, want, rolledBack.ID)
+	for _, l := range lists {
+		t.Run(l.kind, func(t *testing.T) {
+			got := map[string]bank.Executed{}
+			after, pages := "", 0
+			for {
+				page, err := l.list(ctx, after, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pages++
+				for _, x := range page {
+					if _, twice := got[x.ID]; twice || x.ID <= after {
+						t.Errorf("%s listed again or out of order (after %q)", x.ID, after)
+					}
+					got[x.ID], after = x, x.ID
+				}
+				if len(page) < 3 {
+					break
+				}
+			}
+			if !maps.Equal(got, made[l.kind]) || pages != 3 {
+				t.Errorf("listed %v in %d pages; want %v in 3", got, pages, made[l.kind])
+			}
+			other := l.other(t, "", 1, false)
+			for _, after := range []string{other, "x", strings.ToUpper(after), after + "a"} {
+				if page, err := l.list(ctx, after, 3); !errors.Is(err, problem.InvalidRequest) {
+					t.Errorf("after %q: %v, %v; want %s", after, page, err, problem.InvalidRequest.URI())
+				}
+			}
+		})
 	}
+}
+
+// opMetadata is the metadata that names op, none for no op.
+func opMetadata(op string) map[string]string {
+	if op == "" {
+		return nil
+	}
+	return map[string]string{"op": op}
 }
 
 // TestMigrate_LedgerEntriesAreNumberedWithoutASequence: a new database

@@ -102,49 +102,74 @@ func (b *Bank) GetTransfer(ctx context.Context, customer, id string) (Transfer, 
 	return t, err
 }
 
-// TransferOp is an executed transfer, the operation that made it (its
-// metadata's op; empty if it has none) and the amount it moved, as GET
-// /lab/transfers lists them: the amount tells an operation's execution
-// from that of a resubmission under its key with an edited amount.
-type TransferOp struct {
+// Executed is an executed transfer or deposit as the lab lists them (GET
+// /lab/transfers, GET /lab/deposits): its id, the operation that made it
+// (its metadata's op; empty if it has none) and the amount it moved. The
+// amount tells an operation's execution from that of a resubmission under
+// its key with an edited amount.
+type Executed struct {
 	ID     string `json:"id"`
 	Op     string `json:"op"`
 	Amount int64  `json:"amount"`
 }
 
-// MaxTransferOps is the most transfers one page of TransferOps holds.
-const MaxTransferOps = 1000
+// MaxListed is the most transfers or deposits one page of TransferOps or
+// DepositOps holds.
+const MaxListed = 1000
 
 // TransferOps lists the executed transfers whose id sorts after after, in
 // the order of their ids, at most limit: a reconciliation reads every
-// transfer the core was told of in pages of these, where one
-// GetTransfer each cost a request. A transfer is listed as GetTransfer
-// finds it, with the ledger entry on the account it came from.
-func (b *Bank) TransferOps(ctx context.Context, after string, limit int) ([]TransferOp, error) {
-	rows, err := b.db.QueryContext(ctx,
+// transfer of a day in pages of these, where one GetTransfer each cost a
+// request. A transfer is listed as GetTransfer finds it, with the ledger
+// entry on the account it came from. It returns a problem error (400) if
+// after is neither empty nor a transfer's id.
+func (b *Bank) TransferOps(ctx context.Context, after string, limit int) ([]Executed, error) {
+	return b.listExecuted(ctx, "transfer", "tr_", after, limit,
 		`SELECT t.id, t.metadata, t.amount
 		 FROM transfers t JOIN ledger_entries e ON e.ref = t.id AND e.account_id = t.from_account
-		 WHERE t.id > ? ORDER BY t.id LIMIT ?`, after, limit)
+		 WHERE t.id > ? ORDER BY t.id LIMIT ?`)
+}
+
+// DepositOps lists the executed deposits as TransferOps lists transfers,
+// each as GetDeposit finds it, with its ledger entry. It returns a problem
+// error (400) if after is neither empty nor a deposit's id.
+func (b *Bank) DepositOps(ctx context.Context, after string, limit int) ([]Executed, error) {
+	return b.listExecuted(ctx, "deposit", "dp_", after, limit,
+		`SELECT d.id, d.metadata, d.amount
+		 FROM deposits d JOIN ledger_entries e ON e.ref = d.id
+		 WHERE d.id > ? ORDER BY d.id LIMIT ?`)
+}
+
+// listExecuted runs query, which selects the id, metadata and amount of
+// the executions of one kind whose id sorts after its first argument, at
+// most its second. A cursor that is not an id of the kind (prefix) is
+// refused: another kind's id sorts before or after every one of them, and
+// would quietly list all or none.
+func (b *Bank) listExecuted(ctx context.Context, kind, prefix, after string, limit int, query string) ([]Executed, error) {
+	if after != "" && !isID(prefix, after) {
+		return nil, problem.New(problem.InvalidRequest, "after must be a %s id (%s…, the last of the page before), got %q", kind, prefix, after)
+	}
+	rows, err := b.db.QueryContext(ctx, query, after, limit)
 	if err != nil {
-		return nil, fmt.Errorf("list transfers after %q: %w", after, err)
+		return nil, fmt.Errorf("list %ss after %q: %w", kind, after, err)
 	}
 	defer rows.Close()
-	out := []TransferOp{}
+	out := []Executed{}
 	for rows.Next() {
-		var t TransferOp
+		var x Executed
 		var metadata string
-		if err := rows.Scan(&t.ID, &metadata, &t.Amount); err != nil {
-			return nil, fmt.Errorf("list transfers after %q: %w", after, err)
+		if err := rows.Scan(&x.ID, &metadata, &x.Amount); err != nil {
+			return nil, fmt.Errorf("list %ss after %q: %w", kind, after, err)
 		}
 		m, err := parseMetadata(metadata)
 		if err != nil {
-			return nil, fmt.Errorf("list transfers: transfer %s: %w", t.ID, err)
+			return nil, fmt.Errorf("list %ss: %s %s: %w", kind, kind, x.ID, err)
 		}
-		t.Op = m["op"]
-		out = append(out, t)
+		x.Op = m["op"]
+		out = append(out, x)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list transfers after %q: %w", after, err)
+		return nil, fmt.Errorf("list %ss after %q: %w", kind, after, err)
 	}
 	return out, nil
 }

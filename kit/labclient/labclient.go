@@ -130,19 +130,35 @@ func (c *Client) Outbox(ctx context.Context) (labctl.Outbox, error) {
 
 // TransferOps reads a page of the executed transfers (GET
 // /lab/transfers): those whose id sorts after after, in the order of
-// their ids, at most limit (1 to bank.MaxTransferOps), each with the
+// their ids, at most limit (1 to bank.MaxListed), each with the
 // operation that made it and its amount. A page shorter than limit is the
 // last.
-func (c *Client) TransferOps(ctx context.Context, after string, limit int) ([]bank.TransferOp, error) {
+func (c *Client) TransferOps(ctx context.Context, after string, limit int) ([]bank.Executed, error) {
+	var out struct {
+		Transfers []bank.Executed `json:"transfers"`
+	}
+	err := c.do(ctx, http.MethodGet, pagePath("/lab/transfers", after, limit), nil, &out)
+	return out.Transfers, err
+}
+
+// DepositOps reads a page of the executed deposits (GET /lab/deposits)
+// as TransferOps reads transfers.
+func (c *Client) DepositOps(ctx context.Context, after string, limit int) ([]bank.Executed, error) {
+	var out struct {
+		Deposits []bank.Executed `json:"deposits"`
+	}
+	err := c.do(ctx, http.MethodGet, pagePath("/lab/deposits", after, limit), nil, &out)
+	return out.Deposits, err
+}
+
+// pagePath is the request for the page of the listing at path after
+// after, at most limit long.
+func pagePath(path, after string, limit int) string {
 	q := url.Values{"limit": {strconv.Itoa(limit)}}
 	if after != "" {
 		q.Set("after", after)
 	}
-	var out struct {
-		Transfers []bank.TransferOp `json:"transfers"`
-	}
-	err := c.do(ctx, http.MethodGet, "/lab/transfers?"+q.Encode(), nil, &out)
-	return out.Transfers, err
+	return path + "?" + q.Encode()
 }
 
 // Config is a change of the lab config (POST /lab/config). A member left

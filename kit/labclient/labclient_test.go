@@ -260,44 +260,48 @@ func TestNow_ReadsTheLabTimeAndMovesNothing(t *testing.T) {
 	}
 }
 
-// TestTransferOps_ReadsThePagesOfExecutedTransfers: three transfers read
-// two at a time come back once each, in the order of their ids, each with
-// its op and amount, and a page size out of bounds is refused with a 400.
-// It catches a client that drops the cursor or the limit, and an endpoint
-// that lists a transfer twice, takes any limit or leaves the amount out.
-func TestTransferOps_ReadsThePagesOfExecutedTransfers(t *testing.T) {
-	lab, _, want := threeTransfers(t, server.Options{DB: ":memory:", Stage: stage5.New, Lab: true})
+// TestTransferOps_DepositOps_ReadThePagesOfExecutions: three transfers
+// and three deposits, each listing read two at a time, come back once
+// each, in the order of their ids, each with its op and amount, and a
+// page size out of bounds is refused with a 400. It catches a client that
+// drops the cursor or the limit, reads one listing for the other or
+// decodes another member than its listing's.
+func TestTransferOps_DepositOps_ReadThePagesOfExecutions(t *testing.T) {
+	lab, _, made := threeOfEach(t, server.Options{DB: ":memory:", Stage: stage5.New, Lab: true})
 	ctx := t.Context()
-	got := map[string]bank.TransferOp{}
-	var sizes []int
-	after := ""
-	for range 3 {
-		page, err := lab.TransferOps(ctx, after, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sizes = append(sizes, len(page))
-		for _, tr := range page {
-			if _, twice := got[tr.ID]; twice || tr.ID <= after {
-				t.Errorf("transfer %s listed again or out of order (after %q)", tr.ID, after)
+	for kind, list := range map[string]func(context.Context, string, int) ([]bank.Executed, error){"transfers": lab.TransferOps, "deposits": lab.DepositOps} {
+		got := map[string]bank.Executed{}
+		var sizes []int
+		after := ""
+		for range 3 {
+			page, err := list(ctx, after, 2)
+			if err != nil {
+				t.Fatal(err)
 			}
-			got[tr.ID], after = tr, tr.ID
+			sizes = append(sizes, len(page))
+			for _, x := range page {
+				if _, twice := got[x.ID]; twice || x.ID <= after {
+					t.Errorf("%s: %s listed again or out of order (after %q)", kind, x.ID, after)
+				}
+				got[x.ID], after = x, x.ID
+			}
 		}
-	}
-	if !maps.Equal(got, want) || !slices.Equal(sizes, []int{2, 1, 0}) {
-		t.Errorf("read %v in pages of %v; want %v in pages of [2 1 0]", got, sizes, want)
-	}
-	var le *labclient.Error
-	if _, err := lab.TransferOps(ctx, "", bank.MaxTransferOps+1); !errors.As(err, &le) || le.Status != http.StatusBadRequest {
-		t.Errorf("a page of %d: %v, want a 400", bank.MaxTransferOps+1, err)
+		if !maps.Equal(got, made[kind]) || !slices.Equal(sizes, []int{2, 1, 0}) {
+			t.Errorf("%s: read %v in pages of %v; want %v in pages of [2 1 0]", kind, got, sizes, made[kind])
+		}
+		var le *labclient.Error
+		if _, err := list(ctx, "", bank.MaxListed+1); !errors.As(err, &le) || le.Status != http.StatusBadRequest {
+			t.Errorf("%s: a page of %d: %v, want a 400", kind, bank.MaxListed+1, err)
+		}
 	}
 }
 
-// threeTransfers starts a lab server with opts, resets it to two
-// customers and sends three transfers from the first to the second, each
-// under its own key and op, of 10, 20 and 30 won. It returns the lab's
-// client, the server's URL and the transfers made, by id.
-func threeTransfers(t *testing.T, opts server.Options) (*labclient.Client, string, map[string]bank.TransferOp) {
+// threeOfEach starts a lab server with opts, resets it to two customers
+// and sends three transfers from the first to the second, of 10, 20 and
+// 30 won, and three deposits into the first's account, of 100, 200 and
+// 300 won, each under its own key and op. It returns the lab's client,
+// the server's URL and what was made, "transfers" and "deposits", by id.
+func threeOfEach(t *testing.T, opts server.Options) (*labclient.Client, string, map[string]map[string]bank.Executed) {
 	t.Helper()
 	srv, err := server.New(context.Background(), opts)
 	if err != nil {
@@ -312,10 +316,15 @@ func threeTransfers(t *testing.T, opts server.Options) (*labclient.Client, strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	made := map[string]bank.TransferOp{}
-	for i := range 3 {
-		body := fmt.Sprintf(`{"from":%q,"to":%q,"amount":%d,"metadata":{"op":"op-%d"}}`, cs[0].Accounts[0], cs[1].Accounts[0], 10*(i+1), i)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+"/transfers", strings.NewReader(body))
+	made := map[string]map[string]bank.Executed{"transfers": {}, "deposits": {}}
+	for i := range 6 {
+		kind, amount := "transfers", int64(10*(i+1))
+		body := fmt.Sprintf(`{"from":%q,"to":%q,"amount":%d,"metadata":{"op":"op-%d"}}`, cs[0].Accounts[0], cs[1].Accounts[0], amount, i)
+		if i >= 3 {
+			kind, amount = "deposits", int64(100*(i-2))
+			body = fmt.Sprintf(`{"account":%q,"amount":%d,"metadata":{"op":"op-%d"}}`, cs[0].Accounts[0], amount, i)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+"/"+kind, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+cs[0].Token)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Idempotency-Key", fmt.Sprintf("key-%d", i))
@@ -323,13 +332,13 @@ func threeTransfers(t *testing.T, opts server.Options) (*labclient.Client, strin
 		if err != nil {
 			t.Fatal(err)
 		}
-		var tr bank.Transfer
-		json.NewDecoder(resp.Body).Decode(&tr)
+		var x bank.Executed
+		json.NewDecoder(resp.Body).Decode(&x)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusCreated {
-			t.Fatalf("transfer %d: %d", i, resp.StatusCode)
+			t.Fatalf("%s %d: %d", kind, i, resp.StatusCode)
 		}
-		made[tr.ID] = bank.TransferOp{ID: tr.ID, Op: fmt.Sprintf("op-%d", i), Amount: int64(10 * (i + 1))}
+		made[kind][x.ID] = bank.Executed{ID: x.ID, Op: fmt.Sprintf("op-%d", i), Amount: amount}
 	}
 	return lab, hs.URL, made
 }
@@ -337,12 +346,13 @@ func threeTransfers(t *testing.T, opts server.Options) (*labclient.Client, strin
 // TestOutbox_SaysWhatTheStateSaysOfIt: GET /lab/outbox answers the
 // outbox's counts and dead letters exactly as GET /lab/state has them,
 // here three transfers owed to a core no one answers for (nothing listens
-// on port 1), with the three commits that wrote outbox rows, and only to
+// on port 1; the three deposits owe it nothing), with the three commits
+// that wrote outbox rows, and only to
 // the admin. It catches an endpoint that counts another table or state,
 // one open to anyone, and an outbox commit count that takes in the
 // relay's empty settling transactions or misses the transfers'.
 func TestOutbox_SaysWhatTheStateSaysOfIt(t *testing.T) {
-	lab, url, _ := threeTransfers(t, server.Options{DB: ":memory:", Stage: stage9.New, Lab: true, CoreURL: "http://127.0.0.1:1"})
+	lab, url, _ := threeOfEach(t, server.Options{DB: ":memory:", Stage: stage9.New, Lab: true, CoreURL: "http://127.0.0.1:1"})
 	ctx := t.Context()
 	o, err := lab.Outbox(ctx)
 	if err != nil {

@@ -89,6 +89,7 @@ func (c *Controller) Routes(r chi.Router) {
 		r.Get("/state", c.handleState)
 		r.Get("/clock", c.handleGetClock)
 		r.Get("/transfers", c.handleTransfers)
+		r.Get("/deposits", c.handleDeposits)
 		r.Get("/outbox", c.handleOutbox)
 		r.Post("/clock", c.handleClock)
 		r.Get("/config", c.handleGetConfig)

@@ -1,0 +1,157 @@
+package labctl_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"idemlab/kit/bank"
+	"idemlab/kit/labdb"
+	"idemlab/kit/problem"
+	"idemlab/kit/server"
+	stage5 "idemlab/solutions/stage5"
+)
+
+// lab is a lab server on a database of its own (the test target), reset
+// to two customers with one account each.
+type lab struct {
+	hs        *httptest.Server
+	admin     string
+	customers []bank.Customer
+}
+
+func startLab(t *testing.T) lab {
+	t.Helper()
+	srv, err := server.New(context.Background(), server.Options{DB: labdb.TestTarget(), OwnDB: true, Lab: true, Stage: stage5.New})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	cs, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 1, OpeningBalance: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lab{hs: hs, admin: srv.AdminToken(), customers: cs}
+}
+
+// execute sends body to path (POST /transfers or /deposits) as the first
+// customer, under key, and returns the id it made.
+func (l lab) execute(t *testing.T, path, key, body string) string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, l.hs.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+l.customers[0].Token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := l.hs.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var made struct {
+		ID string `json:"id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&made); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST %s %s: %d, %v", path, body, resp.StatusCode, err)
+	}
+	return made.ID
+}
+
+// get reads path with token and returns the status, the content type and
+// the body.
+func (l lab) get(t *testing.T, path, token string) (int, string, []byte) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, l.hs.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := l.hs.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type"), body
+}
+
+// TestBooks_ListTransfersAndDepositsInPages: GET /lab/transfers and GET
+// /lab/deposits each list the executions of their kind, and only those,
+// with the op and the amount, a page at a time in the order of their ids,
+// all at once without a limit; a limit out of 1..1000 or not a number,
+// and a cursor that is not an id of the listing's kind, get 400
+// invalid-request as a problem; a customer's token gets 401. It catches a
+// listing of the other kind or of both, a page that repeats the edge or
+// skips past it, a member named otherwise than the kind, any limit taken,
+// a cursor of the other kind taken (a deposit's id sorts before every
+// transfer's, a transfer's after every deposit's: all or nothing would
+// be listed, as if it were so), and a listing open to customers.
+func TestBooks_ListTransfersAndDepositsInPages(t *testing.T) {
+	l := startLab(t)
+	from, to := l.customers[0].Accounts[0], l.customers[1].Accounts[0]
+	made := map[string]map[string]bank.Executed{"transfers": {}, "deposits": {}}
+	for i := range 3 {
+		op, amount := fmt.Sprintf("op-t%d", i), int64(10*(i+1))
+		id := l.execute(t, "/transfers", op, fmt.Sprintf(`{"from":%q,"to":%q,"amount":%d,"metadata":{"op":%q}}`, from, to, amount, op))
+		made["transfers"][id] = bank.Executed{ID: id, Op: op, Amount: amount}
+		op, amount = fmt.Sprintf("op-d%d", i), int64(100*(i+1))
+		id = l.execute(t, "/deposits", op, fmt.Sprintf(`{"account":%q,"amount":%d,"metadata":{"op":%q}}`, from, amount, op))
+		made["deposits"][id] = bank.Executed{ID: id, Op: op, Amount: amount}
+	}
+	anyID := func(kind string) string {
+		for id := range made[kind] {
+			return id
+		}
+		return ""
+	}
+	for kind, other := range map[string]string{"transfers": "deposits", "deposits": "transfers"} {
+		t.Run(kind, func(t *testing.T) {
+			read := func(query string) []bank.Executed {
+				t.Helper()
+				status, _, body := l.get(t, "/lab/"+kind+query, l.admin)
+				page := map[string][]bank.Executed{}
+				if err := json.Unmarshal(body, &page); err != nil || status != http.StatusOK || page[kind] == nil {
+					t.Fatalf("GET /lab/%s%s: %d %s", kind, query, status, body)
+				}
+				return page[kind]
+			}
+			got := map[string]bank.Executed{}
+			after := ""
+			var sizes []int
+			for range 3 {
+				page := read("?limit=2&after=" + after)
+				sizes = append(sizes, len(page))
+				for _, x := range page {
+					if _, twice := got[x.ID]; twice || x.ID <= after {
+						t.Errorf("%s listed again or out of order (after %q)", x.ID, after)
+					}
+					got[x.ID], after = x, x.ID
+				}
+			}
+			if !maps.Equal(got, made[kind]) || !slices.Equal(sizes, []int{2, 1, 0}) {
+				t.Errorf("read %v in pages of %v; want %v in pages of [2 1 0]", got, sizes, made[kind])
+			}
+			if all := read(""); len(all) != len(made[kind]) {
+				t.Errorf("without a limit: %v, want every one of %v", all, made[kind])
+			}
+			for _, query := range []string{"?limit=0", "?limit=1001", "?limit=ten", "?after=" + anyID(other), "?after=" + strings.ToUpper(anyID(kind)), "?after=x"} {
+				status, ctype, body := l.get(t, "/lab/"+kind+query, l.admin)
+				var p problem.Body
+				json.Unmarshal(body, &p)
+				if status != http.StatusBadRequest || ctype != problem.ContentType || p.Type != problem.InvalidRequest.URI() || p.Detail == "" {
+					t.Errorf("GET /lab/%s%s: %d %s %s; want 400 %s with a detail", kind, query, status, ctype, body, problem.InvalidRequest.URI())
+				}
+			}
+			if status, _, body := l.get(t, "/lab/"+kind, l.customers[0].Token); status != http.StatusUnauthorized {
+				t.Errorf("GET /lab/%s with a customer's token: %d %s; want 401", kind, status, body)
+			}
+		})
+	}
+}
