@@ -49,6 +49,36 @@ func TestMutantFiles_EditsApply(t *testing.T) {
 	}
 }
 
+// lackingMutant are the checks of stages 7 to 9 that no mutant backs,
+// each with the reason.
+var lackingMutant = map[string]string{
+	"S7.settings-hidden-characters": "the characters of a nickname are held by the kit's input rules (kit/request), which no solution's file holds for a mutant to break",
+}
+
+// TestMutants_BackTheLaterChecks: each check of stages 7 to 9 is named
+// by a mutant it must catch, or is a guard (grader.Check.Guard), or is
+// listed in lackingMutant with the reason. A check added without a wrong
+// version it catches fails, and so does one listed that has found its
+// mutant or become a guard.
+func TestMutants_BackTheLaterChecks(t *testing.T) {
+	backed := map[string]bool{}
+	for _, m := range Mutants {
+		backed[m.CaughtBy] = true
+	}
+	for _, c := range grader.Catalogue() {
+		if c.Stage < 7 {
+			continue
+		}
+		_, listed := lackingMutant[c.ID]
+		switch {
+		case listed && (backed[c.ID] || c.Guard != ""):
+			t.Errorf("%s is listed as lacking a mutant, and has one or is a guard: take it off lackingMutant", c.ID)
+		case !listed && !backed[c.ID] && c.Guard == "":
+			t.Errorf("%s is named by no mutant and is no guard: write the wrong version it catches in mutants/stage%d", c.ID, c.Stage)
+		}
+	}
+}
+
 // TestParseMutant_Malformed shows that a mutant file which does not say
 // what Build needs is refused, not read as a mutant with a gap.
 func TestParseMutant_Malformed(t *testing.T) {

@@ -32,8 +32,9 @@ type Result struct {
 // postBatch serves POST /postings/batch: a JSON array of members
 // {"key","posting"} answered with 200 and one Result per member, in
 // order. The batch is applied as if its postings had been sent one after
-// another in its order, in one transaction: the same key twice is a
-// replay of the first (or, with another posting, idempotency-key-reused).
+// another in its order, in one transaction (written in the order of their
+// keys, see settle): the same key twice is a replay of the first (or,
+// with another posting, idempotency-key-reused).
 // A member refused is refused alone. Refused whole, with one problem and
 // nothing posted: a request without the token (401), one while the core
 // is down (503), a body that is not a batch (400 invalid-batch, 413, 415)

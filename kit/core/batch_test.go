@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"idemlab/kit/core"
@@ -21,6 +23,17 @@ import (
 // a refused one.
 func postBatch(t *testing.T, cl *core.Client, token, contentType, body string) (int, []core.Result, string) {
 	t.Helper()
+	status, results, problemType, err := sendBatch(cl, token, contentType, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, results, problemType
+}
+
+// sendBatch is postBatch for a goroutine of a test: it returns an error
+// where postBatch ends the test (no answer, a refusal that is no problem,
+// an answer that is no list of results).
+func sendBatch(cl *core.Client, token, contentType, body string) (status int, results []core.Result, problemType string, err error) {
 	req, _ := http.NewRequest(http.MethodPost, cl.URL()+"/postings/batch", strings.NewReader(body))
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
@@ -30,22 +43,21 @@ func postBatch(t *testing.T, cl *core.Client, token, contentType, body string) (
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, "", err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
-			t.Errorf("a refused batch as %q, not a problem", ct)
+			return resp.StatusCode, nil, "", fmt.Errorf("a refused batch (%d) as %q, not a problem", resp.StatusCode, ct)
 		}
 		var p struct{ Type string }
 		json.NewDecoder(resp.Body).Decode(&p)
-		return resp.StatusCode, nil, p.Type
+		return resp.StatusCode, nil, p.Type, nil
 	}
-	var results []core.Result
 	if err := json.NewDecoder(resp.Body).Decode(&results); err != nil {
-		t.Fatalf("the batch's answer: %v", err)
+		return resp.StatusCode, nil, "", fmt.Errorf("the batch's answer: %w", err)
 	}
-	return resp.StatusCode, results, ""
+	return resp.StatusCode, results, "", nil
 }
 
 // member is the JSON of one member of a batch.
@@ -390,5 +402,63 @@ func BenchmarkPostAll(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestBatch_OverlappingBatchesInOppositeOrdersBothApply: two batches that
+// hold the same keys, one in the reverse order of the other (one row
+// re-sent by two relays), sent at once behind a barrier, round after
+// round: both are answered, and every posting is applied once. On
+// PostgreSQL a core that wrote a batch in the batch's order deadlocked:
+// each batch held the row of one key and waited for a key the other held,
+// and PostgreSQL aborted one (40P01), a 500 to a relay that did nothing
+// wrong.
+func TestBatch_OverlappingBatchesInOppositeOrdersBothApply(t *testing.T) {
+	if labdb.EngineOfTarget(labdb.TestTarget()) != labdb.PostgreSQL {
+		t.Skip("SQLite runs one writer at a time: two batches never each hold a key the other waits for")
+	}
+	_, cl, token := startCoreWith(t, nil)
+	const rounds, keys = 40, 16
+	for r := range rounds {
+		members := make([]string, keys)
+		for i := range members {
+			p := core.Posting{TransferID: fmt.Sprintf("tr_%d_%d", r, i), From: "acc_a", To: "acc_b", Amount: int64(i + 1)}
+			members[i] = member(fmt.Sprintf("k-%d-%d", r, i), postingJSON(p))
+		}
+		reversed := slices.Clone(members)
+		slices.Reverse(reversed)
+		bodies := [2]string{"[" + strings.Join(members, ",") + "]", "[" + strings.Join(reversed, ",") + "]"}
+		var statuses [2]int
+		var results [2][]core.Result
+		var problems [2]string
+		var errs [2]error
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i, body := range bodies {
+			wg.Go(func() {
+				<-start
+				statuses[i], results[i], problems[i], errs[i] = sendBatch(cl, token, "application/json", body)
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i := range bodies {
+			if errs[i] != nil || statuses[i] != http.StatusOK {
+				t.Fatalf("round %d, batch %d: %d %s %v, want 200: the two batches, holding the same keys, deadlocked", r, i, statuses[i], problems[i], errs[i])
+			}
+			for j, res := range results[i] {
+				if res.Status != http.StatusCreated && res.Status != http.StatusOK {
+					t.Fatalf("round %d, batch %d, member %d: %d %s, want posted", r, i, j, res.Status, res.Body)
+				}
+			}
+		}
+	}
+	n := postings(t, cl)
+	for r := range rounds {
+		for i := range keys {
+			if id := fmt.Sprintf("tr_%d_%d", r, i); n[id] != 1 {
+				t.Fatalf("%s posted %d times, want once", id, n[id])
+			}
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"idemlab/kit/idemkey"
 	"idemlab/kit/request"
@@ -28,6 +29,8 @@ type Client struct {
 	// returns: where a lab server's crash point crash-after-post fires,
 	// between a relay's send and its mark.
 	Answered func()
+	// unanswered counts the requests that got no whole answer.
+	unanswered atomic.Int64
 }
 
 // NewClient returns a client of the core at address, a URL that carries
@@ -67,6 +70,13 @@ func splitToken(address string) (base, token string) {
 
 // URL is the core's base URL, without its token: what may be printed.
 func (c *Client) URL() string { return c.url }
+
+// Unanswered is how many of the client's postings (Post, and each
+// request of PostAll) got no whole answer: the core gone, a dropped
+// connection, the caller's timeout. Each is a call its caller waited on
+// until it gave up; a request to the lab server answered while one went
+// unanswered may have waited for the core.
+func (c *Client) Unanswered() int64 { return c.unanswered.Load() }
 
 // Token is the core's service token the client sends, "" for none.
 func (c *Client) Token() string { return c.token }
@@ -124,11 +134,13 @@ func (c *Client) send(ctx context.Context, path, key string, body []byte, limit 
 	req.GetBody = nil
 	resp, err := c.http.Do(req)
 	if err != nil {
+		c.unanswered.Add(1)
 		return 0, false, nil, err
 	}
 	defer resp.Body.Close()
 	raw, err = io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
+		c.unanswered.Add(1)
 		return 0, false, nil, fmt.Errorf("answer cut off: %w", err)
 	}
 	return resp.StatusCode, resp.Header.Get("Idempotent-Replayed") == "true", raw, nil

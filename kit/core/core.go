@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -232,8 +233,8 @@ func postingProblem(err error) error {
 }
 
 // settle checks each entry not yet refused against the books, refuses
-// those the core rejects for good, and applies the others, in order, in
-// one transaction. It returns a problem error, with nothing applied, if
+// those the core rejects for good, and applies the others in one
+// transaction, in the order of their keys. It returns a problem error, with nothing applied, if
 // the books cannot be read or the postings cannot be written.
 func (c *Core) settle(ctx context.Context, entries []*entry) error {
 	if err := c.check(ctx, entries); err != nil {
@@ -251,6 +252,16 @@ func (c *Core) settle(ctx context.Context, entries []*entry) error {
 	if len(apply) == 0 {
 		return nil
 	}
+	// A key's row is held from its insert to the commit. Two batches that
+	// hold some of the same keys (one row re-sent by two relays) must take
+	// them in one order: each in its batch's order, on PostgreSQL, one
+	// would hold a key the other waits for while it waits for one the
+	// other holds, and PostgreSQL would abort it (40P01). SQLite runs one
+	// writer at a time, so there one batch is done before the next starts.
+	// Stable: the same key twice in a batch keeps its order, the first
+	// posted and the second its replay or its refusal, as if sent one
+	// after the other; the answers keep the batch's order whatever this.
+	slices.SortStableFunc(apply, func(a, b *entry) int { return strings.Compare(a.key, b.key) })
 	tx, err := c.db.BeginTx(ctx, nil)
 	if err != nil {
 		return problem.Wrap(problem.Internal, err, "post")

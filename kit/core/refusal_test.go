@@ -180,3 +180,32 @@ func TestFaults_HoldKeepsPostingsWaiting(t *testing.T) {
 		t.Errorf("postings after Release %v, want tr_1 once", n)
 	}
 }
+
+// TestClient_CountsUnanswered: a posting its caller gave up on while the
+// core held it is counted unanswered; one the core answered, with a
+// receipt or a refusal, is not. A client that counted every error, or
+// none, fails.
+func TestClient_CountsUnanswered(t *testing.T) {
+	c, cl := startCore(t)
+	c.Faults.SetDown(true)
+	if _, _, err := cl.Post(t.Context(), "outbox-1", posting); err == nil {
+		t.Fatal("a core down took the posting")
+	}
+	c.Faults.SetDown(false)
+	if _, _, err := cl.Post(t.Context(), "outbox-1", posting); err != nil {
+		t.Fatal(err)
+	}
+	if n := cl.Unanswered(); n != 0 {
+		t.Fatalf("after a refusal and a receipt: Unanswered %d, want 0", n)
+	}
+	c.Faults.Hold()
+	defer c.Faults.Release()
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if _, _, err := cl.Post(ctx, "outbox-2", posting); err == nil {
+		t.Fatal("a held core answered")
+	}
+	if n := cl.Unanswered(); n != 1 {
+		t.Errorf("after a posting given up on: Unanswered %d, want 1", n)
+	}
+}

@@ -37,6 +37,9 @@ type Controller struct {
 	// Restage has the stage create its tables again, after a reset dropped
 	// them.
 	Restage func(ctx context.Context) error
+	// CoreUnanswered counts the postings the server's core client gave up
+	// on without an answer (core.Client.Unanswered); nil reads 0.
+	CoreUnanswered func() int64
 	// RandomTokens has a reset draw the customers' tokens from crypto/rand
 	// (bank.DrawTokens); their ids and accounts stay the seed's. A server
 	// other people reach needs it: anyone can draw a seed's tokens, and
@@ -277,6 +280,11 @@ type Outbox struct {
 	// whatever empty transactions its idle passes committed meanwhile.
 	Commits       int64 `json:"commits"`
 	OutboxCommits int64 `json:"outbox_commits"`
+	// CoreUnanswered is how many postings the server has sent the core
+	// and given up waiting for since it started (core.Client.Unanswered):
+	// read before and after a transfer while the core holds every
+	// posting, it says whether the transfer's answer waited for the core.
+	CoreUnanswered int64 `json:"core_unanswered"`
 }
 
 // Outbox reads the outbox's counts and its dead letters (at most
@@ -292,7 +300,11 @@ func (c *Controller) Outbox(ctx context.Context) (Outbox, error) {
 			return Outbox{}, err
 		}
 	}
-	return Outbox{Counts: counts, DeadLetters: dead, Commits: c.DB.Commits(), OutboxCommits: c.DB.OutboxCommits()}, nil
+	out := Outbox{Counts: counts, DeadLetters: dead, Commits: c.DB.Commits(), OutboxCommits: c.DB.OutboxCommits()}
+	if c.CoreUnanswered != nil {
+		out.CoreUnanswered = c.CoreUnanswered()
+	}
+	return out, nil
 }
 
 // KeyRows reads rows of the stage's idempotency_keys table, whatever its

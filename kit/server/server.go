@@ -223,7 +223,7 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 		return err
 	}
 	s.ctl = &labctl.Controller{DB: s.db, Bank: s.bank, Clock: s.clock, Hub: s.hub, Settings: s.settings,
-		Faults: s.faults, Restage: restage, RandomTokens: opts.RandomTokens}
+		Faults: s.faults, Restage: restage, RandomTokens: opts.RandomTokens, CoreUnanswered: env.Core.Unanswered}
 	if p, ok := s.handlers.(stage.Purger); ok {
 		s.ctl.Purge = p.Purge
 		s.every(30*time.Second, func() {
