@@ -376,9 +376,9 @@ func checkPoison(t *T) error {
 // and not by a request that waited until its call to the core was given
 // up. The kit's core client gives up after 5 s, so such a request is
 // answered late rather than never; the check times nothing and reads
-// instead, around each transfer, how many postings the server has given
-// up waiting for. The relay's own calls, held too, are given up only 5 s
-// after they were sent, long after these few transfers are answered.
+// instead, around each transfer, how many postings the server sent for
+// a customer's request and gave up waiting for (the relay's own calls,
+// held too, are not counted: waiting is the relay's job).
 func checkSlowCore(t *T) error {
 	s, err := t.coreScenario(1_000_000)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"idemlab/kit/auth"
 	"idemlab/kit/idemkey"
 	"idemlab/kit/request"
 )
@@ -29,7 +30,8 @@ type Client struct {
 	// returns: where a lab server's crash point crash-after-post fires,
 	// between a relay's send and its mark.
 	Answered func()
-	// unanswered counts the requests that got no whole answer.
+	// unanswered counts the postings sent for a customer's request that
+	// got no whole answer.
 	unanswered atomic.Int64
 }
 
@@ -71,12 +73,21 @@ func splitToken(address string) (base, token string) {
 // URL is the core's base URL, without its token: what may be printed.
 func (c *Client) URL() string { return c.url }
 
-// Unanswered is how many of the client's postings (Post, and each
-// request of PostAll) got no whole answer: the core gone, a dropped
-// connection, the caller's timeout. Each is a call its caller waited on
-// until it gave up; a request to the lab server answered while one went
-// unanswered may have waited for the core.
+// Unanswered is how many postings the client sent while serving a
+// customer's request (ctx names a customer: auth.Customer) and got no whole
+// answer to: the core gone, a dropped connection, the caller's timeout.
+// Each is a call a customer's request waited on until it gave up. The
+// relay's passes, which run for no customer, are not counted: a relay
+// that waits for a core that holds its postings is doing its job.
 func (c *Client) Unanswered() int64 { return c.unanswered.Load() }
+
+// noteUnanswered counts a posting that got no answer, if a customer's
+// request sent it.
+func (c *Client) noteUnanswered(ctx context.Context) {
+	if auth.Customer(ctx) != "" {
+		c.unanswered.Add(1)
+	}
+}
 
 // Token is the core's service token the client sends, "" for none.
 func (c *Client) Token() string { return c.token }
@@ -134,13 +145,13 @@ func (c *Client) send(ctx context.Context, path, key string, body []byte, limit 
 	req.GetBody = nil
 	resp, err := c.http.Do(req)
 	if err != nil {
-		c.unanswered.Add(1)
+		c.noteUnanswered(ctx)
 		return 0, false, nil, err
 	}
 	defer resp.Body.Close()
 	raw, err = io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
-		c.unanswered.Add(1)
+		c.noteUnanswered(ctx)
 		return 0, false, nil, fmt.Errorf("answer cut off: %w", err)
 	}
 	return resp.StatusCode, resp.Header.Get("Idempotent-Replayed") == "true", raw, nil

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"idemlab/kit/auth"
 	"idemlab/kit/core"
 )
 
@@ -181,18 +182,20 @@ func TestFaults_HoldKeepsPostingsWaiting(t *testing.T) {
 	}
 }
 
-// TestClient_CountsUnanswered: a posting its caller gave up on while the
-// core held it is counted unanswered; one the core answered, with a
-// receipt or a refusal, is not. A client that counted every error, or
-// none, fails.
+// TestClient_CountsUnanswered: a posting a customer's request sent and
+// gave up on while the core held it is counted unanswered; one the core
+// answered, with a receipt or a refusal, is not, and neither is one the
+// relay (no customer) gave up on. A client that counted every error, or
+// none, or the relay's waits, fails.
 func TestClient_CountsUnanswered(t *testing.T) {
 	c, cl := startCore(t)
+	request := auth.WithCustomer(t.Context(), "cus_1")
 	c.Faults.SetDown(true)
-	if _, _, err := cl.Post(t.Context(), "outbox-1", posting); err == nil {
+	if _, _, err := cl.Post(request, "outbox-1", posting); err == nil {
 		t.Fatal("a core down took the posting")
 	}
 	c.Faults.SetDown(false)
-	if _, _, err := cl.Post(t.Context(), "outbox-1", posting); err != nil {
+	if _, _, err := cl.Post(request, "outbox-1", posting); err != nil {
 		t.Fatal(err)
 	}
 	if n := cl.Unanswered(); n != 0 {
@@ -200,12 +203,22 @@ func TestClient_CountsUnanswered(t *testing.T) {
 	}
 	c.Faults.Hold()
 	defer c.Faults.Release()
-	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-	defer cancel()
-	if _, _, err := cl.Post(ctx, "outbox-2", posting); err == nil {
-		t.Fatal("a held core answered")
-	}
-	if n := cl.Unanswered(); n != 1 {
-		t.Errorf("after a posting given up on: Unanswered %d, want 1", n)
+	for _, p := range []struct {
+		ctx  context.Context
+		key  string
+		want int64
+	}{
+		{t.Context(), "outbox-2", 0}, // the relay's
+		{request, "outbox-3", 1},
+	} {
+		ctx, cancel := context.WithTimeout(p.ctx, 200*time.Millisecond)
+		_, _, err := cl.Post(ctx, p.key, posting)
+		cancel()
+		if err == nil {
+			t.Fatal("a held core answered")
+		}
+		if n := cl.Unanswered(); n != p.want {
+			t.Errorf("after %s given up on: Unanswered %d, want %d", p.key, n, p.want)
+		}
 	}
 }
