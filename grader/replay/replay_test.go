@@ -154,18 +154,25 @@ func plainDay(t *testing.T, n int, depositRate float64) *dayplan.Plan {
 	return plan
 }
 
-// TestReconcileDay_Findings builds replays by hand, each with one thing
-// wrong, and checks that the reconciliation names it.
-func TestReconcileDay_Findings(t *testing.T) {
-	plan := plainTransfers(t, 1)
-	op := plan.Ops[0]
-	effect, _ := op.Effect(op.Amount)
+// openingOf is the lab's state after the reset to plan's population:
+// every account holds 10,000,000 won and nothing has executed.
+func openingOf(plan *dayplan.Plan) labctl.State {
 	opening := labctl.State{Executions: map[string]int64{}}
 	for _, c := range plan.Customers() {
 		for _, a := range c.Accounts {
 			opening.Accounts = append(opening.Accounts, bank.Balance{ID: a, Customer: c.ID, Balance: 10_000_000})
 		}
 	}
+	return opening
+}
+
+// TestReconcileDay_Findings builds replays by hand, each with one thing
+// wrong, and checks that the reconciliation names it.
+func TestReconcileDay_Findings(t *testing.T) {
+	plan := plainTransfers(t, 1)
+	op := plan.Ops[0]
+	effect, _ := op.Effect(op.Amount)
+	opening := openingOf(plan)
 	after := func(execs int64, skew int64) labctl.State {
 		st := labctl.State{Executions: map[string]int64{op.Op: execs}}
 		for _, a := range opening.Accounts {
@@ -266,12 +273,7 @@ func TestReconcileDay_DepositEditJudgedFromTheBooks(t *testing.T) {
 	plan := plainDeposits(t, 1)
 	op := &plan.Ops[0]
 	op.Fate.EditedAmount = op.Amount + 1000
-	opening := labctl.State{Executions: map[string]int64{}}
-	for _, c := range plan.Customers() {
-		for _, a := range c.Accounts {
-			opening.Accounts = append(opening.Accounts, bank.Balance{ID: a, Customer: c.ID, Balance: 10_000_000})
-		}
-	}
+	opening := openingOf(plan)
 	attempts := []replay.Attempt{
 		{Op: op.Op, Submission: replay.SubmitOriginal, N: 1, Fault: dayplan.ResponseWithheld, Error: "timeout", Final: true, GaveUp: true},
 		{Op: op.Op, Submission: replay.SubmitEdit, N: 1, Status: 201, Response: `{"id":"dp_1"}`, Final: true},
@@ -303,6 +305,63 @@ func TestReconcileDay_DepositEditJudgedFromTheBooks(t *testing.T) {
 			if rc.Counts.EditsAnsweredWrong != c.wrongEdit {
 				t.Errorf("edits answered wrong %d, want %d", rc.Counts.EditsAnsweredWrong, c.wrongEdit)
 			}
+		})
+	}
+}
+
+// TestReconcileDay_DepositAnswerIsItsExecutionsByTheBooks: two deposits
+// executed once each, dp_1 and dp_2 in the books; the first's 201 was
+// lost and its retry was answered 201 naming a deposit. The books say
+// whose answer that is: dp_1, listed under the operation, is its
+// execution's, replayed; dp_2, listed under the other operation, and
+// dp_9, listed under none, are wrong answers (the client was told of
+// money that is not its own). It catches a reconciliation that takes any
+// id that is not a transfer's for a deposit's execution (the client would
+// be counted as knowing its original answer, and the day valid).
+func TestReconcileDay_DepositAnswerIsItsExecutionsByTheBooks(t *testing.T) {
+	plan := plainDeposits(t, 2)
+	op, other := &plan.Ops[0], &plan.Ops[1]
+	opening := openingOf(plan)
+	final := labctl.State{Executions: map[string]int64{op.Op: 1, other.Op: 1}}
+	moved := map[string]int64{}
+	for _, o := range []*dayplan.Op{op, other} {
+		effect, err := o.Effect(o.Amount)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for acc, d := range effect {
+			moved[acc] += d
+		}
+	}
+	for _, a := range opening.Accounts {
+		a.Balance += moved[a.ID]
+		final.Accounts = append(final.Accounts, a)
+	}
+	books := map[string]bank.Executed{"dp_1": {ID: "dp_1", Op: op.Op, Amount: op.Amount}, "dp_2": {ID: "dp_2", Op: other.Op, Amount: other.Amount}}
+	for _, c := range []struct {
+		name  string
+		named string // the deposit the retry's 201 names
+		valid bool
+	}{
+		{"its own deposit, replayed", "dp_1", true},
+		{"the other operation's deposit", "dp_2", false},
+		{"a deposit the books do not hold", "dp_9", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			attempts := []replay.Attempt{
+				{Op: op.Op, Submission: replay.SubmitOriginal, N: 1, Fault: dayplan.ResponseWithheld, Error: "timeout",
+					Unseen: &replay.ServerAnswer{Status: 201, Response: `{"id":"dp_1"}`}},
+				{Op: op.Op, Submission: replay.SubmitOriginal, N: 2, Status: 201, Replayed: true, Response: `{"id":"` + c.named + `"}`, Final: true},
+				{Op: other.Op, Submission: replay.SubmitOriginal, N: 1, Status: 201, Response: `{"id":"dp_2"}`, Final: true},
+			}
+			rc := replay.ReconcileDay(&replay.Result{Plan: plan, Attempts: attempts, Opening: opening, Day: final, Final: final, Deposits: books})
+			if rc.Valid != c.valid || rc.Counts.BalanceMismatches != 0 {
+				t.Fatalf("valid %v, want %v (%+v)", rc.Valid, c.valid, rc.Counts)
+			}
+			if !c.valid && (rc.Counts.WrongAnswers != 1 || rc.Findings[0].Kind != "wrong_answers" || rc.Findings[0].Op != op.Op) {
+				t.Errorf("counts %+v, findings %+v: want one wrong answer, to %s", rc.Counts, rc.Findings, op.Op)
+			}
+			oneVerdictEach(t, rc)
 		})
 	}
 }

@@ -30,7 +30,11 @@ type InMemory struct {
 	// ledger, say) over the network as an http.Transport would.
 	Transport *http.Transport
 	srv       *http.Server
-	ln        *pipeListener
+	// handlers counts the requests under way, which Close waits for;
+	// closed, under mu, turns away those read as it closes.
+	handlers sync.WaitGroup
+	mu       sync.Mutex
+	closed   bool
 }
 
 // inMemoryHost names the in-memory server in its URL: a host no network
@@ -40,7 +44,8 @@ const inMemoryHost = "in-memory.invalid:80"
 // ServeInMemory serves h over in-memory connections until Close.
 func ServeInMemory(h http.Handler) *InMemory {
 	ln := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
-	m := &InMemory{URL: "http://" + inMemoryHost, srv: &http.Server{Handler: h}, ln: ln}
+	m := &InMemory{URL: "http://" + inMemoryHost}
+	m.srv = &http.Server{Handler: m.counted(h)}
 	var network net.Dialer
 	m.Transport = &http.Transport{
 		MaxIdleConnsPerHost: 64,
@@ -56,10 +61,34 @@ func ServeInMemory(h http.Handler) *InMemory {
 	return m
 }
 
-// Close closes the server's connections and the transport's idle ones.
+// Close closes the server's connections and the transport's idle ones,
+// then waits for the handlers under way to return, as httptest.Server's
+// Close does: what they use (a lab server's database) is closed next.
 func (m *InMemory) Close() {
 	m.Transport.CloseIdleConnections()
 	m.srv.Close()
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.handlers.Wait()
+}
+
+// counted runs h for each request, counted in m.handlers. A request read
+// from a connection as Close cut it is answered 503 and runs nothing: its
+// handler would start after Close stopped waiting.
+func (m *InMemory) counted(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			http.Error(w, "the server is closed", http.StatusServiceUnavailable)
+			return
+		}
+		m.handlers.Add(1)
+		m.mu.Unlock()
+		defer m.handlers.Done()
+		h.ServeHTTP(w, r)
+	})
 }
 
 // pipeListener hands the server end of each in-memory connection a

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"idemlab/grader/targets"
@@ -62,4 +64,36 @@ func TestServeInMemory_ClosedRefusesConnections(t *testing.T) {
 	if !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("GET after Close: %v, want %v", err, net.ErrClosed)
 	}
+}
+
+// TestServeInMemory_CloseWaitsForHandlers: Close returns once the
+// handlers under way have returned, as httptest.Server's Close does: a
+// day replayed in this process closes its server's database right after
+// (replay.InProcess). It catches a Close that cuts the connections and
+// returns with a handler still running (one whose client gave up when
+// the day was cancelled, say), on a database about to be closed.
+func TestServeInMemory_CloseWaitsForHandlers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		started, release := make(chan struct{}), make(chan struct{})
+		mem := targets.ServeInMemory(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+			close(started)
+			<-release
+		}))
+		// The request ends, with an error, when Close cuts its connection.
+		go (&http.Client{Transport: mem.Transport}).Get(mem.URL)
+		<-started
+		var closed atomic.Bool
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			mem.Close()
+			closed.Store(true)
+		}()
+		synctest.Wait() // every other goroutine is blocked: Close has returned, or it waits
+		if closed.Load() {
+			t.Error("Close returned with a handler still running")
+		}
+		close(release)
+		<-done
+	})
 }

@@ -90,9 +90,10 @@ func (l lab) get(t *testing.T, path, token string) (int, string, []byte) {
 // invalid-request as a problem; a customer's token gets 401. It catches a
 // listing of the other kind or of both, a page that repeats the edge or
 // skips past it, a member named otherwise than the kind, any limit taken,
-// a cursor of the other kind taken (a deposit's id sorts before every
-// transfer's, a transfer's after every deposit's: all or nothing would
-// be listed, as if it were so), and a listing open to customers.
+// a cursor of the other kind, or of its kind in capitals, taken (a
+// deposit's id sorts before every transfer's, a transfer's after every
+// deposit's, a capitalized id before every id of its kind: all or nothing
+// would be listed, as if it were so), and a listing open to customers.
 func TestBooks_ListTransfersAndDepositsInPages(t *testing.T) {
 	l := startLab(t)
 	from, to := l.customers[0].Accounts[0], l.customers[1].Accounts[0]
@@ -141,7 +142,9 @@ func TestBooks_ListTransfersAndDepositsInPages(t *testing.T) {
 			if all := read(""); len(all) != len(made[kind]) {
 				t.Errorf("without a limit: %v, want every one of %v", all, made[kind])
 			}
-			for _, query := range []string{"?limit=0", "?limit=1001", "?limit=ten", "?after=" + anyID(other), "?after=" + strings.ToUpper(anyID(kind)), "?after=x"} {
+			prefix, rest, _ := strings.Cut(anyID(kind), "_")
+			shouted := prefix + "_" + strings.ToUpper(rest) // sorts before every id of the kind
+			for _, query := range []string{"?limit=0", "?limit=1001", "?limit=ten", "?after=" + anyID(other), "?after=" + strings.ToUpper(anyID(kind)), "?after=" + shouted, "?after=x"} {
 				status, ctype, body := l.get(t, "/lab/"+kind+query, l.admin)
 				var p problem.Body
 				json.Unmarshal(body, &p)
