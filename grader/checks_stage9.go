@@ -377,8 +377,10 @@ func checkPoison(t *T) error {
 // up. The kit's core client gives up after 5 s, so such a request is
 // answered late rather than never; the check times nothing and reads
 // instead, around each transfer, how many postings the server sent for
-// a customer's request and gave up waiting for (the relay's own calls,
-// held too, are not counted: waiting is the relay's job).
+// a customer's request and gave up waiting for before answering it (the
+// relay's own calls, held too, are not counted: waiting is the relay's
+// job; nor is a posting a request left running as it answered, which
+// held no one up).
 func checkSlowCore(t *T) error {
 	s, err := t.coreScenario(1_000_000)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"idemlab/kit/auth"
 	"idemlab/kit/idemkey"
 	"idemlab/kit/request"
 )
@@ -30,8 +29,8 @@ type Client struct {
 	// returns: where a lab server's crash point crash-after-post fires,
 	// between a relay's send and its mark.
 	Answered func()
-	// unanswered counts the postings sent for a customer's request that
-	// got no whole answer.
+	// unanswered counts the postings a customer's request waited on and
+	// got no whole answer to (see Unanswered).
 	unanswered atomic.Int64
 }
 
@@ -73,18 +72,36 @@ func splitToken(address string) (base, token string) {
 // URL is the core's base URL, without its token: what may be printed.
 func (c *Client) URL() string { return c.url }
 
-// Unanswered is how many postings the client sent while serving a
-// customer's request (ctx names a customer: auth.Customer) and got no whole
-// answer to: the core gone, a dropped connection, the caller's timeout.
-// Each is a call a customer's request waited on until it gave up. The
-// relay's passes, which run for no customer, are not counted: a relay
-// that waits for a core that holds its postings is doing its job.
+// Unanswered is how many postings the client sent while a customer's
+// request was being served (under a context from Serving) and got no
+// whole answer to before its handler returned: the core gone, a dropped
+// connection, the caller's timeout. Each is a call the handler waited on
+// until it gave up, so the customer's answer waited for the core. Not
+// counted: the relay's passes, which serve no customer (a relay that
+// waits for a core that holds its postings is doing its job), and a
+// posting a request's handler left running as it returned (given up
+// once the request's context ends, or later, it held no one up).
 func (c *Client) Unanswered() int64 { return c.unanswered.Load() }
 
+// servingKey is the context key of a *serving.
+type servingKey struct{}
+
+// serving marks a customer's request whose handler is still running.
+type serving struct{ returned atomic.Bool }
+
+// Serving returns ctx marked as a customer's request being served, and
+// the function to call as its handler returns: a posting sent under the
+// returned context (or one derived from it) and given up on counts as
+// unanswered (see Unanswered) only until then.
+func Serving(ctx context.Context) (context.Context, func()) {
+	s := &serving{}
+	return context.WithValue(ctx, servingKey{}, s), func() { s.returned.Store(true) }
+}
+
 // noteUnanswered counts a posting that got no answer, if a customer's
-// request sent it.
+// request sent it and its handler is still running.
 func (c *Client) noteUnanswered(ctx context.Context) {
-	if auth.Customer(ctx) != "" {
+	if s, ok := ctx.Value(servingKey{}).(*serving); ok && !s.returned.Load() {
 		c.unanswered.Add(1)
 	}
 }

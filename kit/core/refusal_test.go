@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"idemlab/kit/auth"
 	"idemlab/kit/core"
 )
 
@@ -185,11 +184,15 @@ func TestFaults_HoldKeepsPostingsWaiting(t *testing.T) {
 // TestClient_CountsUnanswered: a posting a customer's request sent and
 // gave up on while the core held it is counted unanswered; one the core
 // answered, with a receipt or a refusal, is not, and neither is one the
-// relay (no customer) gave up on. A client that counted every error, or
-// none, or the relay's waits, fails.
+// relay (no customer) gave up on, nor one a request's handler left
+// running as it returned (given up after it). A client that counted every
+// error, or none, or the relay's waits, or a posting sent from a
+// goroutine of a request already answered, fails.
 func TestClient_CountsUnanswered(t *testing.T) {
 	c, cl := startCore(t)
-	request := auth.WithCustomer(t.Context(), "cus_1")
+	request, _ := core.Serving(t.Context())
+	answered, returned := core.Serving(t.Context())
+	returned()
 	c.Faults.SetDown(true)
 	if _, _, err := cl.Post(request, "outbox-1", posting); err == nil {
 		t.Fatal("a core down took the posting")
@@ -209,7 +212,8 @@ func TestClient_CountsUnanswered(t *testing.T) {
 		want int64
 	}{
 		{t.Context(), "outbox-2", 0}, // the relay's
-		{request, "outbox-3", 1},
+		{answered, "outbox-3", 0},    // left running by a handler that returned
+		{request, "outbox-4", 1},
 	} {
 		ctx, cancel := context.WithTimeout(p.ctx, 200*time.Millisecond)
 		_, _, err := cl.Post(ctx, p.key, posting)

@@ -38,8 +38,8 @@ type Controller struct {
 	// them.
 	Restage func(ctx context.Context) error
 	// CoreUnanswered counts the postings the server's core client sent
-	// for a customer's request and gave up on without an answer
-	// (core.Client.Unanswered); nil reads 0.
+	// for a customer's request and gave up on without an answer before
+	// the request was answered (core.Client.Unanswered); nil reads 0.
 	CoreUnanswered func() int64
 	// RandomTokens has a reset draw the customers' tokens from crypto/rand
 	// (bank.DrawTokens); their ids and accounts stay the seed's. A server
@@ -282,8 +282,9 @@ type Outbox struct {
 	Commits       int64 `json:"commits"`
 	OutboxCommits int64 `json:"outbox_commits"`
 	// CoreUnanswered is how many postings the server has sent the core
-	// while serving a customer's request and given up waiting for since it
-	// started (core.Client.Unanswered; the relay's are not counted):
+	// while serving a customer's request and given up waiting for before
+	// answering it, since it started (core.Client.Unanswered; the relay's
+	// are not counted, nor a posting left running after the answer):
 	// read before and after a transfer while the core holds every
 	// posting, it says whether the transfer's answer waited for the core.
 	CoreUnanswered int64 `json:"core_unanswered"`

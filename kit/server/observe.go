@@ -16,6 +16,7 @@ import (
 	"idemlab/kit/auth"
 	"idemlab/kit/bank"
 	"idemlab/kit/clock"
+	"idemlab/kit/core"
 	"idemlab/kit/events"
 	"idemlab/kit/idemkey"
 	"idemlab/kit/problem"
@@ -36,6 +37,19 @@ func noteCustomer(next http.Handler) http.Handler {
 			rec.customer = auth.Customer(r.Context())
 		}
 		next.ServeHTTP(w, r)
+	})
+}
+
+// servingCustomer marks the request as a customer's being served until
+// its handler returns (core.Serving): a posting the handler waited on and
+// gave up is then counted as one the customer's answer waited for
+// (GET /lab/outbox's core_unanswered), and one it left running as it
+// returned is not.
+func servingCustomer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, returned := core.Serving(r.Context())
+		defer returned()
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -423,7 +423,7 @@ func (s *Server) routes(lab bool) chi.Router {
 	r.Get("/problems/{name}", problem.Handler)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	r.Group(func(r chi.Router) {
-		r.Use(s.observe, auth.Customers(s.bank.CustomerByToken), noteCustomer, sessionCookie)
+		r.Use(s.observe, auth.Customers(s.bank.CustomerByToken), noteCustomer, servingCustomer, sessionCookie)
 		r.Post("/transfers", s.handlers.Transfer)
 		r.Post("/deposits", s.handlers.Deposit)
 		r.Get("/accounts/{id}", s.getAccount)
