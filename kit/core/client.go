@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"idemlab/kit/bank"
 	"idemlab/kit/idemkey"
 	"idemlab/kit/request"
 )
@@ -32,6 +33,11 @@ type Client struct {
 	// unanswered counts the postings a customer's request waited on and
 	// got no whole answer to (see Unanswered).
 	unanswered atomic.Int64
+	// mu guards serving.
+	mu sync.Mutex
+	// serving holds the transfers made by customers' requests still being
+	// served (see Serving).
+	serving map[string]bool
 }
 
 // NewClient returns a client of the core at address, a URL that carries
@@ -42,7 +48,7 @@ func NewClient(address string, hc *http.Client) *Client {
 		hc = &http.Client{}
 	}
 	base, token := splitToken(address)
-	return &Client{url: strings.TrimRight(base, "/"), token: token, http: hc}
+	return &Client{url: strings.TrimRight(base, "/"), token: token, http: hc, serving: map[string]bool{}}
 }
 
 // TokenURL is the address of the core at base whose service token is
@@ -72,37 +78,54 @@ func splitToken(address string) (base, token string) {
 // URL is the core's base URL, without its token: what may be printed.
 func (c *Client) URL() string { return c.url }
 
-// Unanswered is how many postings the client sent while a customer's
-// request was being served (under a context from Serving) and got no
-// whole answer to before its handler returned: the core gone, a dropped
-// connection, the caller's timeout. Each is a call the handler waited on
-// until it gave up, so the customer's answer waited for the core. Not
-// counted: the relay's passes, which serve no customer (a relay that
-// waits for a core that holds its postings is doing its job), and a
-// posting a request's handler left running as it returned (given up
-// once the request's context ends, or later, it held no one up).
+// Unanswered is how many postings of a transfer the client got no whole
+// answer to (the core gone, a dropped connection, the caller's timeout)
+// while the customer's request that made the transfer was still being
+// served (see Serving), whoever sent them and under whatever context.
+// That request was answered only after the give-up, so its answer waited
+// for the core: through a call of its own, or through the relay's that it
+// waited for. Not counted: a posting given up once its request was
+// answered (the relay doing its job, or a call the request left running
+// as it returned).
 func (c *Client) Unanswered() int64 { return c.unanswered.Load() }
 
-// servingKey is the context key of a *serving.
-type servingKey struct{}
-
-// serving marks a customer's request whose handler is still running.
-type serving struct{ returned atomic.Bool }
-
 // Serving returns ctx marked as a customer's request being served, and
-// the function to call as its handler returns: a posting sent under the
-// returned context (or one derived from it) and given up on counts as
-// unanswered (see Unanswered) only until then.
-func Serving(ctx context.Context) (context.Context, func()) {
-	s := &serving{}
-	return context.WithValue(ctx, servingKey{}, s), func() { s.returned.Store(true) }
+// the function to call as its handler returns: each transfer the bank
+// makes under the returned context (bank.WithMade) is one whose postings
+// given up on count as unanswered (see Unanswered) until then.
+func (c *Client) Serving(ctx context.Context) (context.Context, func()) {
+	var made []string // guarded by c.mu
+	returned := false
+	ctx = bank.WithMade(ctx, func(id string) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		// A transfer made from a goroutine the handler left running is
+		// made after the answer: it held no one up.
+		if !returned {
+			made = append(made, id)
+			c.serving[id] = true
+		}
+	})
+	return ctx, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		returned = true
+		for _, id := range made {
+			delete(c.serving, id)
+		}
+	}
 }
 
-// noteUnanswered counts a posting that got no answer, if a customer's
-// request sent it and its handler is still running.
-func (c *Client) noteUnanswered(ctx context.Context) {
-	if s, ok := ctx.Value(servingKey{}).(*serving); ok && !s.returned.Load() {
-		c.unanswered.Add(1)
+// noteUnanswered counts a request to the core that got no answer, if it
+// carried a posting of a transfer whose request is still being served.
+func (c *Client) noteUnanswered(transfers ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range transfers {
+		if c.serving[id] {
+			c.unanswered.Add(1)
+			return
+		}
 	}
 }
 
@@ -129,6 +152,7 @@ func (c *Client) Post(ctx context.Context, key string, p Posting) (rc Receipt, r
 	}
 	status, replayed, raw, err := c.send(ctx, "/postings", key, body, 64<<10)
 	if err != nil {
+		c.noteUnanswered(p.TransferID)
 		return Receipt{}, false, fmt.Errorf("core: no answer to posting %s: %w", p.TransferID, err)
 	}
 	if status != http.StatusCreated && status != http.StatusOK {
@@ -162,13 +186,11 @@ func (c *Client) send(ctx context.Context, path, key string, body []byte, limit 
 	req.GetBody = nil
 	resp, err := c.http.Do(req)
 	if err != nil {
-		c.noteUnanswered(ctx)
 		return 0, false, nil, err
 	}
 	defer resp.Body.Close()
 	raw, err = io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
-		c.noteUnanswered(ctx)
 		return 0, false, nil, fmt.Errorf("answer cut off: %w", err)
 	}
 	return resp.StatusCode, resp.Header.Get("Idempotent-Replayed") == "true", raw, nil
@@ -388,6 +410,11 @@ func (c *Client) postBatch(ctx context.Context, ch chunkOf) (acked int, err erro
 	first := ch.sends[0].Posting.TransferID
 	status, _, raw, err := c.send(ctx, "/postings/batch", "", ch.body, int64(request.MaxBatchBody))
 	if err != nil {
+		ids := make([]string, len(ch.sends))
+		for i, s := range ch.sends {
+			ids[i] = s.Posting.TransferID
+		}
+		c.noteUnanswered(ids...)
 		err = fmt.Errorf("core: no answer to the batch of %d postings from %s: %w", len(ch.sends), first, err)
 		return 0, failAll(ch.sends, err)
 	}

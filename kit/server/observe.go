@@ -16,7 +16,6 @@ import (
 	"idemlab/kit/auth"
 	"idemlab/kit/bank"
 	"idemlab/kit/clock"
-	"idemlab/kit/core"
 	"idemlab/kit/events"
 	"idemlab/kit/idemkey"
 	"idemlab/kit/problem"
@@ -41,13 +40,13 @@ func noteCustomer(next http.Handler) http.Handler {
 }
 
 // servingCustomer marks the request as a customer's being served until
-// its handler returns (core.Serving): a posting the handler waited on and
-// gave up is then counted as one the customer's answer waited for
-// (GET /lab/outbox's core_unanswered), and one it left running as it
-// returned is not.
-func servingCustomer(next http.Handler) http.Handler {
+// its handler returns (core.Client.Serving): a posting of a transfer it
+// made, given up on before then, is one the customer's answer waited for
+// (GET /lab/outbox's core_unanswered); one given up once it is answered
+// is not.
+func (s *Server) servingCustomer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, returned := core.Serving(r.Context())
+		ctx, returned := s.core.Serving(r.Context())
 		defer returned()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
