@@ -376,9 +376,12 @@ func checkPoison(t *T) error {
 // and not by a request that waited until its call to the core was given
 // up. The kit's core client gives up after 5 s, so such a request is
 // answered late rather than never; the check times nothing and reads
-// instead, around each transfer, how many postings the server sent for
-// a customer's request and gave up waiting for (the relay's own calls,
-// held too, are not counted: waiting is the relay's job).
+// instead, around each transfer, how many postings of a transfer the
+// server gave up waiting for while the request that made it was still
+// being served, whoever sent them and under whatever context (the relay's
+// own calls, held too, count only while a request waits for them: waiting
+// is the relay's job; a posting a request left running as it answered
+// held no one up).
 func checkSlowCore(t *T) error {
 	s, err := t.coreScenario(1_000_000)
 	if err != nil {
@@ -403,7 +406,7 @@ func checkSlowCore(t *T) error {
 		}
 		if n := after.CoreUnanswered - before.CoreUnanswered; n > 0 {
 			return t.Fail(strings.Join(story, "\n"),
-				fmt.Sprintf("the last 201 came after the server gave up waiting for the core's answer to %d posting(s) sent while the transfer ran: the request waited for the core", n),
+				fmt.Sprintf("the last 201 came after the server gave up waiting for the core's answer to %d posting(s) of the transfer, sent while its request was still being served: the request waited for the core", n),
 				"201 Created without waiting for the core: the transfer and its outbox row commit, and the relay posts the row on its own")
 		}
 	}

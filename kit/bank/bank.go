@@ -233,8 +233,28 @@ func (b *Bank) Transfer(ctx context.Context, tx *sql.Tx, customer string, req Tr
 	if err := b.countExecution(w, tx, op, "transfer", t.ID, t.Amount); err != nil {
 		return Transfer{}, err
 	}
+	Made(ctx, t.ID)
 	b.injectCrash()
 	return t, nil
+}
+
+// madeKey is the context key of the function WithMade installs.
+type madeKey struct{}
+
+// WithMade returns ctx under which Transfer tells made the id of each
+// transfer it makes, as it makes it (before the caller commits): how the
+// lab server learns which transfers a customer's request made while it
+// serves the request (core.Client.Serving).
+func WithMade(ctx context.Context, made func(id string)) context.Context {
+	return context.WithValue(ctx, madeKey{}, made)
+}
+
+// Made tells the function WithMade installed in ctx, if any, that the
+// transfer id was made under ctx. Transfer calls it.
+func Made(ctx context.Context, id string) {
+	if made, ok := ctx.Value(madeKey{}).(func(string)); ok {
+		made(id)
+	}
 }
 
 // Deposit puts req.Amount into req.Account, which must belong to customer,

@@ -462,3 +462,31 @@ func TestBatch_OverlappingBatchesInOppositeOrdersBothApply(t *testing.T) {
 		}
 	}
 }
+
+// TestBatch_ARepeatedKeyKeepsItsOrderWhateverTheWriteOrder: a batch
+// larger than a few members whose keys come in the reverse of the order
+// the core writes them, each key sent twice with two different postings:
+// the first of each is posted (201) and the second refused
+// (idempotency-key-reused), in their places. A core that wrote the batch
+// sorted by an unstable sort, which may put the second copy of a key
+// before the first, fails.
+func TestBatch_ARepeatedKeyKeepsItsOrderWhateverTheWriteOrder(t *testing.T) {
+	_, cl, token := startCoreWith(t, nil)
+	const keys = 40
+	var members []string
+	for i := keys - 1; i >= 0; i-- {
+		key := fmt.Sprintf("k-%02d", i)
+		first := core.Posting{TransferID: fmt.Sprintf("tr_%d", i), From: "acc_a", To: "acc_b", Amount: int64(i + 1)}
+		second := core.Posting{TransferID: fmt.Sprintf("tr_%d", i), From: "acc_b", To: "acc_a", Amount: int64(i + 1)}
+		members = append(members, member(key, postingJSON(first)), member(key, postingJSON(second)))
+	}
+	status, results, _ := postBatch(t, cl, token, "application/json", "["+strings.Join(members, ",")+"]")
+	if status != http.StatusOK || len(results) != len(members) {
+		t.Fatalf("%d with %d results, want 200 with %d", status, len(results), len(members))
+	}
+	for i := 0; i < len(results); i += 2 {
+		if results[i].Status != http.StatusCreated || problemOf(results[i+1]) != "/problems/idempotency-key-reused" {
+			t.Errorf("members %d and %d, one key: %d then %d %s, want 201 then 422 idempotency-key-reused", i, i+1, results[i].Status, results[i+1].Status, problemOf(results[i+1]))
+		}
+	}
+}

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"idemlab/kit/auth"
+	"idemlab/kit/bank"
 	"idemlab/kit/idemkey"
 	"idemlab/kit/request"
 )
@@ -30,9 +30,14 @@ type Client struct {
 	// returns: where a lab server's crash point crash-after-post fires,
 	// between a relay's send and its mark.
 	Answered func()
-	// unanswered counts the postings sent for a customer's request that
-	// got no whole answer.
+	// unanswered counts the postings a customer's request waited on and
+	// got no whole answer to (see Unanswered).
 	unanswered atomic.Int64
+	// mu guards serving.
+	mu sync.Mutex
+	// serving holds the transfers made by customers' requests still being
+	// served (see Serving).
+	serving map[string]bool
 }
 
 // NewClient returns a client of the core at address, a URL that carries
@@ -43,7 +48,7 @@ func NewClient(address string, hc *http.Client) *Client {
 		hc = &http.Client{}
 	}
 	base, token := splitToken(address)
-	return &Client{url: strings.TrimRight(base, "/"), token: token, http: hc}
+	return &Client{url: strings.TrimRight(base, "/"), token: token, http: hc, serving: map[string]bool{}}
 }
 
 // TokenURL is the address of the core at base whose service token is
@@ -73,19 +78,54 @@ func splitToken(address string) (base, token string) {
 // URL is the core's base URL, without its token: what may be printed.
 func (c *Client) URL() string { return c.url }
 
-// Unanswered is how many postings the client sent while serving a
-// customer's request (ctx names a customer: auth.Customer) and got no whole
-// answer to: the core gone, a dropped connection, the caller's timeout.
-// Each is a call a customer's request waited on until it gave up. The
-// relay's passes, which run for no customer, are not counted: a relay
-// that waits for a core that holds its postings is doing its job.
+// Unanswered is how many postings of a transfer the client got no whole
+// answer to (the core gone, a dropped connection, the caller's timeout)
+// while the customer's request that made the transfer was still being
+// served (see Serving), whoever sent them and under whatever context.
+// That request was answered only after the give-up, so its answer waited
+// for the core: through a call of its own, or through the relay's that it
+// waited for. Not counted: a posting given up once its request was
+// answered (the relay doing its job, or a call the request left running
+// as it returned).
 func (c *Client) Unanswered() int64 { return c.unanswered.Load() }
 
-// noteUnanswered counts a posting that got no answer, if a customer's
-// request sent it.
-func (c *Client) noteUnanswered(ctx context.Context) {
-	if auth.Customer(ctx) != "" {
-		c.unanswered.Add(1)
+// Serving returns ctx marked as a customer's request being served, and
+// the function to call as its handler returns: each transfer the bank
+// makes under the returned context (bank.WithMade) is one whose postings
+// given up on count as unanswered (see Unanswered) until then.
+func (c *Client) Serving(ctx context.Context) (context.Context, func()) {
+	var made []string // guarded by c.mu
+	returned := false
+	ctx = bank.WithMade(ctx, func(id string) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		// A transfer made from a goroutine the handler left running is
+		// made after the answer: it held no one up.
+		if !returned {
+			made = append(made, id)
+			c.serving[id] = true
+		}
+	})
+	return ctx, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		returned = true
+		for _, id := range made {
+			delete(c.serving, id)
+		}
+	}
+}
+
+// noteUnanswered counts a request to the core that got no answer, if it
+// carried a posting of a transfer whose request is still being served.
+func (c *Client) noteUnanswered(transfers ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range transfers {
+		if c.serving[id] {
+			c.unanswered.Add(1)
+			return
+		}
 	}
 }
 
@@ -112,6 +152,7 @@ func (c *Client) Post(ctx context.Context, key string, p Posting) (rc Receipt, r
 	}
 	status, replayed, raw, err := c.send(ctx, "/postings", key, body, 64<<10)
 	if err != nil {
+		c.noteUnanswered(p.TransferID)
 		return Receipt{}, false, fmt.Errorf("core: no answer to posting %s: %w", p.TransferID, err)
 	}
 	if status != http.StatusCreated && status != http.StatusOK {
@@ -145,13 +186,11 @@ func (c *Client) send(ctx context.Context, path, key string, body []byte, limit 
 	req.GetBody = nil
 	resp, err := c.http.Do(req)
 	if err != nil {
-		c.noteUnanswered(ctx)
 		return 0, false, nil, err
 	}
 	defer resp.Body.Close()
 	raw, err = io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
-		c.noteUnanswered(ctx)
 		return 0, false, nil, fmt.Errorf("answer cut off: %w", err)
 	}
 	return resp.StatusCode, resp.Header.Get("Idempotent-Replayed") == "true", raw, nil
@@ -371,6 +410,11 @@ func (c *Client) postBatch(ctx context.Context, ch chunkOf) (acked int, err erro
 	first := ch.sends[0].Posting.TransferID
 	status, _, raw, err := c.send(ctx, "/postings/batch", "", ch.body, int64(request.MaxBatchBody))
 	if err != nil {
+		ids := make([]string, len(ch.sends))
+		for i, s := range ch.sends {
+			ids[i] = s.Posting.TransferID
+		}
+		c.noteUnanswered(ids...)
 		err = fmt.Errorf("core: no answer to the batch of %d postings from %s: %w", len(ch.sends), first, err)
 		return 0, failAll(ch.sends, err)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"idemlab/kit/auth"
+	"idemlab/kit/bank"
 	"idemlab/kit/core"
 )
 
@@ -182,14 +182,19 @@ func TestFaults_HoldKeepsPostingsWaiting(t *testing.T) {
 	}
 }
 
-// TestClient_CountsUnanswered: a posting a customer's request sent and
-// gave up on while the core held it is counted unanswered; one the core
-// answered, with a receipt or a refusal, is not, and neither is one the
-// relay (no customer) gave up on. A client that counted every error, or
-// none, or the relay's waits, fails.
+// TestClient_CountsUnanswered: a posting of a transfer whose customer's
+// request is still being served, given up on while the core held it, is
+// counted unanswered, whoever sent it (the request under its own context
+// or a fresh one, the relay's batch while the request waits for it). Not
+// counted: one the core answered, with a receipt or a refusal; the relay's
+// when no request waits for the transfer; one given up after the request
+// was answered, or of a transfer made after it. A client that counted
+// every error, or none, or judged by the context a posting was sent
+// under, fails.
 func TestClient_CountsUnanswered(t *testing.T) {
 	c, cl := startCore(t)
-	request := auth.WithCustomer(t.Context(), "cus_1")
+	request, returned := cl.Serving(t.Context())
+	bank.Made(request, posting.TransferID)
 	c.Faults.SetDown(true)
 	if _, _, err := cl.Post(request, "outbox-1", posting); err == nil {
 		t.Fatal("a core down took the posting")
@@ -203,22 +208,42 @@ func TestClient_CountsUnanswered(t *testing.T) {
 	}
 	c.Faults.Hold()
 	defer c.Faults.Release()
+	later := core.Posting{TransferID: "tr_2", From: "acc_a", To: "acc_b", Amount: 700}
 	for _, p := range []struct {
-		ctx  context.Context
-		key  string
-		want int64
+		what   string
+		answer bool // the request is answered first
+		ctx    context.Context
+		p      core.Posting
+		batch  bool
+		want   int64
 	}{
-		{t.Context(), "outbox-2", 0}, // the relay's
-		{request, "outbox-3", 1},
+		{"the relay's, no request waiting", false, t.Context(), later, true, 0},
+		{"the request's", false, request, posting, false, 1},
+		{"the request's, under a fresh context", false, t.Context(), posting, false, 2},
+		{"the relay's, the request waiting", false, t.Context(), posting, true, 3},
+		{"the request's, once answered", true, request, posting, false, 3},
+		{"a transfer made once the request was answered", false, request, later, false, 3},
 	} {
+		if p.answer {
+			returned()
+			// As a goroutine the handler left running would make it.
+			bank.Made(request, later.TransferID)
+		}
 		ctx, cancel := context.WithTimeout(p.ctx, 200*time.Millisecond)
-		_, _, err := cl.Post(ctx, p.key, posting)
+		var err error
+		if p.batch {
+			batch := []core.Send{{Key: "outbox-" + p.p.TransferID, Posting: p.p}}
+			cl.PostAll(ctx, batch, 1)
+			err = batch[0].Err
+		} else {
+			_, _, err = cl.Post(ctx, "outbox-"+p.p.TransferID, p.p)
+		}
 		cancel()
 		if err == nil {
 			t.Fatal("a held core answered")
 		}
 		if n := cl.Unanswered(); n != p.want {
-			t.Errorf("after %s given up on: Unanswered %d, want %d", p.key, n, p.want)
+			t.Errorf("after %s given up on: Unanswered %d, want %d", p.what, n, p.want)
 		}
 	}
 }

@@ -37,9 +37,10 @@ type Controller struct {
 	// Restage has the stage create its tables again, after a reset dropped
 	// them.
 	Restage func(ctx context.Context) error
-	// CoreUnanswered counts the postings the server's core client sent
-	// for a customer's request and gave up on without an answer
-	// (core.Client.Unanswered); nil reads 0.
+	// CoreUnanswered counts the postings the server's core client gave up
+	// on without an answer while the customer's request that made their
+	// transfer was still being served (core.Client.Unanswered); nil reads
+	// 0.
 	CoreUnanswered func() int64
 	// RandomTokens has a reset draw the customers' tokens from crypto/rand
 	// (bank.DrawTokens); their ids and accounts stay the seed's. A server
@@ -282,8 +283,10 @@ type Outbox struct {
 	Commits       int64 `json:"commits"`
 	OutboxCommits int64 `json:"outbox_commits"`
 	// CoreUnanswered is how many postings the server has sent the core
-	// while serving a customer's request and given up waiting for since it
-	// started (core.Client.Unanswered; the relay's are not counted):
+	// and given up waiting for while the customer's request that made
+	// their transfer was still being served, since it started
+	// (core.Client.Unanswered; whoever sent them, the request or the
+	// relay it waited for; not a posting given up after the answer):
 	// read before and after a transfer while the core holds every
 	// posting, it says whether the transfer's answer waited for the core.
 	CoreUnanswered int64 `json:"core_unanswered"`

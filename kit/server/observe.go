@@ -39,6 +39,19 @@ func noteCustomer(next http.Handler) http.Handler {
 	})
 }
 
+// servingCustomer marks the request as a customer's being served until
+// its handler returns (core.Client.Serving): a posting of a transfer it
+// made, given up on before then, is one the customer's answer waited for
+// (GET /lab/outbox's core_unanswered); one given up once it is answered
+// is not.
+func (s *Server) servingCustomer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, returned := s.core.Serving(r.Context())
+		defer returned()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
 // SessionCookie is the name of the cookie every customer response carries.
 const SessionCookie = "lab_session"
 

@@ -100,10 +100,13 @@ type Server struct {
 	faults   *labctl.Faults
 	settings *labctl.Settings
 	handlers stage.Handlers
-	router   chi.Router
-	admin    string
-	crash    func(point string)
-	log      *slog.Logger
+	// core is the stage's client of the core ledger, through which the
+	// server watches what its customers' requests wait for.
+	core   *core.Client
+	router chi.Router
+	admin  string
+	crash  func(point string)
+	log    *slog.Logger
 
 	accessLog   *accesslog.Writer
 	bodyTimeout time.Duration
@@ -199,6 +202,7 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	}
 	env.Core = core.NewClient(coreURL, &http.Client{Timeout: 5 * time.Second})
 	env.Core.Answered = s.faults.AfterPost
+	s.core = env.Core
 	if s.handlers, err = opts.Stage(ctx, env); err != nil {
 		if ownCore != nil {
 			ownCore.Close()
@@ -223,7 +227,7 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 		return err
 	}
 	s.ctl = &labctl.Controller{DB: s.db, Bank: s.bank, Clock: s.clock, Hub: s.hub, Settings: s.settings,
-		Faults: s.faults, Restage: restage, RandomTokens: opts.RandomTokens, CoreUnanswered: env.Core.Unanswered}
+		Faults: s.faults, Restage: restage, RandomTokens: opts.RandomTokens, CoreUnanswered: s.core.Unanswered}
 	if p, ok := s.handlers.(stage.Purger); ok {
 		s.ctl.Purge = p.Purge
 		s.every(30*time.Second, func() {
@@ -423,7 +427,7 @@ func (s *Server) routes(lab bool) chi.Router {
 	r.Get("/problems/{name}", problem.Handler)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	r.Group(func(r chi.Router) {
-		r.Use(s.observe, auth.Customers(s.bank.CustomerByToken), noteCustomer, sessionCookie)
+		r.Use(s.observe, auth.Customers(s.bank.CustomerByToken), noteCustomer, s.servingCustomer, sessionCookie)
 		r.Post("/transfers", s.handlers.Transfer)
 		r.Post("/deposits", s.handlers.Deposit)
 		r.Get("/accounts/{id}", s.getAccount)
