@@ -9,12 +9,12 @@ import (
 
 // A day replayed against a server in this process (replay.InProcess: lab
 // replay --solution, the scoreboard, stage 0's tally check, make
-// bench-day) sends some 140,000 requests. Over loopback TCP each one is
-// written and read through the kernel's sockets and wakes a goroutine
-// through the network poller: a share of the day's time that measures
-// the machine's kernel, not the server or the replay (docs/benchmarks.md
-// has the figures). So such a day
-// reaches its server over in-memory connections (net.Pipe): the same
+// bench-day) sends a request for every attempt, some 140,000 in make
+// bench-day's. Over loopback TCP each one is written and read through the
+// kernel's sockets and wakes a goroutine through the network poller: a
+// share of the day's time that measures the machine's kernel, not the
+// server or the replay (docs/benchmarks.md has the figures). So such a
+// day reaches its server over in-memory connections (net.Pipe): the same
 // HTTP/1.1, byte for byte, through the same net/http server and client,
 // with the same faults on the way (grader/faultnet works on requests and
 // answers, not on sockets). What a slow or oversized client does to a
