@@ -77,10 +77,9 @@ type DayRun struct {
 // its own (opts.DB), with its access log going to accessLog (if not nil)
 // and its postings to opts.CoreURL (if set; else to a core of its own),
 // replays plan against it and, with an access log, computes the tally's
-// truth from its books.
-// The replay reaches the server over in-memory connections
-// (targets.ServeInMemory), or over loopback TCP when opts.Base, the
-// caller's own transport, is set.
+// truth from its books. The replay reaches the server over in-memory
+// connections (targets.ServeInMemory), or over loopback TCP when
+// opts.Base, the caller's own transport, is set.
 func InProcess(ctx context.Context, factory stage.Factory, plan *dayplan.Plan, accessLog io.Writer, opts Options) (*DayRun, error) {
 	db := opts.DB
 	if db == "" {

@@ -234,8 +234,9 @@ func postingProblem(err error) error {
 
 // settle checks each entry not yet refused against the books, refuses
 // those the core rejects for good, and applies the others in one
-// transaction, in the order of their keys. It returns a problem error, with nothing applied, if
-// the books cannot be read or the postings cannot be written.
+// transaction, in the order of their keys. It returns a problem error,
+// with nothing applied, if the books cannot be read or the postings cannot
+// be written.
 func (c *Core) settle(ctx context.Context, entries []*entry) error {
 	if err := c.check(ctx, entries); err != nil {
 		return err
