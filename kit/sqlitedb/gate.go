@@ -43,21 +43,42 @@ type writeGate struct {
 	// holds and held count the writers that went through and the time
 	// they held the gate, in nanoseconds (GateUse).
 	holds, held atomic.Int64
+	// waiting counts the writers waiting in take: a transaction that
+	// commits while one waits leaves its group open for it (group.go).
+	waiting atomic.Int32
+	// open is the group of transactions open on the writer, or nil; only
+	// the holder reads or writes it.
+	open *group
 }
 
 func newWriteGate() *writeGate {
 	return &writeGate{slot: make(chan struct{}, 1), timeout: BusyTimeout, released: make(chan struct{}, 1)}
 }
 
-// acquire waits for the gate. It returns ctx's error if ctx ends first, and
-// errGateBusy after g.timeout.
+// acquire waits for the gate, as take does, then commits the group of
+// transactions the last holder left open on the writer, if any: what a
+// writer that does not join the group does (group.go). The group's error
+// goes to its members.
 func (g *writeGate) acquire(ctx context.Context) error {
+	if err := g.take(ctx); err != nil {
+		return err
+	}
+	g.finishGroup()
+	return nil
+}
+
+// take waits for the gate, and leaves a group open on the writer open: what
+// a write transaction does, to join it. It returns ctx's error if ctx ends
+// first, and errGateBusy after g.timeout.
+func (g *writeGate) take(ctx context.Context) error {
 	select {
 	case g.slot <- struct{}{}:
 		g.since = time.Now()
 		return nil
 	default:
 	}
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
 	t := time.NewTimer(g.timeout)
 	defer t.Stop()
 	select {

@@ -91,9 +91,15 @@ func (c *connector) open(ctx context.Context) (*physical, error) {
 }
 
 // takeWriter waits for the gate and returns the writer, opening it the
-// first time. The caller gives the gate back when its write is over.
-func (c *connector) takeWriter(ctx context.Context) (*physical, error) {
-	if err := c.gate.acquire(ctx); err != nil {
+// first time. A write transaction joins the group open on the writer
+// (join); any other write commits it first (group.go). The caller gives
+// the gate back when its write is over.
+func (c *connector) takeWriter(ctx context.Context, join bool) (*physical, error) {
+	take := c.gate.acquire
+	if join {
+		take = c.gate.take
+	}
+	if err := take(ctx); err != nil {
 		return nil, err
 	}
 	if c.closed.Load() {
@@ -228,7 +234,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		}
 		c.giveTurn = give
 	} else {
-		w, err := c.connector.takeWriter(ctx)
+		w, err := c.connector.takeWriter(ctx, true)
 		if err != nil {
 			return nil, err
 		}
@@ -244,6 +250,17 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if err != nil {
 		c.endTurns()
 		return nil, err
+	}
+	if c.gated && c.connector.mem == nil {
+		grp, err := c.connector.joinGroup(dctx, opts)
+		if err != nil {
+			c.endTurns()
+			return nil, err
+		}
+		c.business = false
+		c.inTx = true
+		c.cur.keyRows, c.cur.outbox = nil, false
+		return &tx{conn: c, on: c.cur, group: grp}, nil
 	}
 	t, err := c.cur.conn.(driver.ConnBeginTx).BeginTx(dctx, opts)
 	if err != nil {
@@ -311,7 +328,7 @@ func (c *conn) target(ctx context.Context, write bool) (p *physical, done func()
 		}
 		return c.cur, give, nil
 	}
-	w, err := c.connector.takeWriter(ctx)
+	w, err := c.connector.takeWriter(ctx, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -434,13 +451,19 @@ func (c *conn) ResetSession(ctx context.Context) error {
 
 func (c *conn) IsValid() bool { return c.own.conn.(driver.Validator).IsValid() }
 
+// tx is a transaction: on SQLite's own (inner), or a member of the group
+// open on the writer (group, group.go).
 type tx struct {
 	inner driver.Tx
+	group *group
 	conn  *conn
 	on    *physical
 }
 
 func (t *tx) Commit() error {
+	if t.group != nil {
+		return t.commitMember()
+	}
 	err := t.inner.Commit()
 	business := t.conn.business
 	t.conn.business = false
@@ -465,6 +488,9 @@ func (t *tx) Commit() error {
 }
 
 func (t *tx) Rollback() error {
+	if t.group != nil {
+		return t.rollbackMember()
+	}
 	t.conn.business = false
 	t.conn.inTx = false
 	t.on.keyRows, t.on.outbox = nil, false

@@ -100,6 +100,7 @@ func dataSourceName(path string) (string, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", "immediate")
 	if path == ":memory:" {
 		// The memdb VFS shares one in-memory database between all the

@@ -1,0 +1,206 @@
+package sqlitedb
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Group commit. On a database file, a commit costs more than the
+// statements before it: SQLite appends every page the transaction changed
+// to the log, two system calls a page, and a transfer changes a dozen. Most
+// of those pages are the same from one transaction to the next (the last
+// page of each table the rows are appended to), so when writers queue at
+// the gate, their transactions run one after the other inside one SQLite
+// transaction on the writer, each in a savepoint of its own, and one COMMIT
+// writes the pages they changed once for all of them.
+//
+// - A transaction's Commit releases its savepoint: its changes are in the
+//   group, and it is done with the writer. If a writer is waiting at the
+//   gate, it hands the gate on and waits for the group's COMMIT; if none
+//   is, it commits the group at once. Alone, a transaction commits exactly
+//   as it would without groups.
+// - Commit returns only once the group has committed, with the group's
+//   error if its COMMIT failed: a caller that hears "committed" can tell
+//   its client so, and a caller that hears an error knows that nothing of
+//   its transaction stayed.
+// - A Rollback rolls back its savepoint only. It waits for the group too,
+//   because what it read may have been another member's changes.
+// - A member waiting for its group also waits in line at the gate: if it
+//   gets the gate back and the group is still open, the writers that were
+//   ahead of it have all gone through, and it commits the group. So a
+//   group never waits for a writer that gave up waiting.
+// - A writer that is not a transaction (a write outside one, the
+//   checkpointer, Close) commits the open group before it starts.
+//
+// Readers on other connections see a group's changes when it commits, as
+// they would see each member's on its own. Crashes keep their meaning: a
+// transaction whose Commit has not returned may be lost, one whose Commit
+// has returned is in the log. An in-memory database has no log to write
+// and does not group.
+
+// group is the SQLite transaction open on the writer while write
+// transactions take turns inside it. Only the holder of the gate touches
+// inner and members.
+type group struct {
+	inner   driver.Tx     // the SQLite transaction, begun by its first member
+	members int           // the transactions committed into it so far
+	done    chan struct{} // closed once the group has committed or failed
+	err     error         // why it failed; set before done is closed
+}
+
+// memberSavepoint is the savepoint each transaction of a group runs in.
+const memberSavepoint = "idemlab_member"
+
+// finishGroup commits the group open on the writer, if any. The caller
+// holds the gate. It returns the COMMIT's error, which every member of the
+// group gets too.
+func (g *writeGate) finishGroup() error {
+	grp := g.open
+	if grp == nil {
+		return nil
+	}
+	g.open = nil
+	if err := grp.inner.Commit(); err != nil {
+		// A failed COMMIT may leave the transaction open (a deferred
+		// foreign key broken): end it, so the next writer starts afresh.
+		grp.inner.Rollback()
+		grp.fail(fmt.Errorf("commit: %w", err))
+		return grp.err
+	}
+	close(grp.done)
+	return nil
+}
+
+// abandonGroup rolls back the group open on the writer, members and all,
+// because its transaction broke (err); every member waiting gets err. The
+// caller holds the gate.
+func (g *writeGate) abandonGroup(err error) {
+	grp := g.open
+	if grp == nil {
+		return
+	}
+	g.open = nil
+	grp.inner.Rollback()
+	grp.fail(err)
+}
+
+func (grp *group) fail(err error) {
+	grp.err = err
+	close(grp.done)
+}
+
+// leaveGroup ends the holder's part in grp, the group open on the writer:
+// if another writer waits at the gate, it gives the gate (and the writer)
+// to it by calling give, and waits for the group to commit; if none does,
+// it commits the group, then calls give. It returns the group's error.
+func (g *writeGate) leaveGroup(grp *group, give func()) error {
+	if g.waiting.Load() == 0 {
+		err := g.finishGroup()
+		give()
+		return err
+	}
+	give()
+	return g.await(grp)
+}
+
+// await waits until grp has committed or failed, in line at the gate
+// meanwhile: whoever gets the gate first, this goroutine or the one that
+// commits the group, ends the wait.
+func (g *writeGate) await(grp *group) error {
+	select {
+	case <-grp.done:
+		return grp.err
+	case g.slot <- struct{}{}:
+		g.since = time.Now()
+	}
+	// The writers that were ahead in line have gone through; if the group
+	// is still open, none of them committed it.
+	if g.open == grp {
+		g.finishGroup()
+	}
+	g.release()
+	<-grp.done
+	return grp.err
+}
+
+// errGroupBroken is what the members of a group get when a statement of a
+// later member broke the SQLite transaction they shared (an I/O error
+// rolls the whole transaction back): none of their changes stayed.
+var errGroupBroken = errors.New("the write transaction this one was committed into failed, and nothing of it stayed")
+
+// joinGroup begins a transaction in the group open on the writer, and
+// opens the group first if there is none. The caller holds the gate.
+func (c *connector) joinGroup(ctx context.Context, opts driver.TxOptions) (*group, error) {
+	g := c.gate
+	if g.open == nil {
+		t, err := c.writer.conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		g.open = &group{inner: t, done: make(chan struct{})}
+	}
+	if _, err := c.writer.exec(ctx, "SAVEPOINT "+memberSavepoint, nil); err != nil {
+		// Commit what the members before put in: they are waiting for it.
+		g.finishGroup()
+		return nil, err
+	}
+	return g.open, nil
+}
+
+// commitMember commits t, a member of a group: it releases t's savepoint,
+// then leaves the group (leaveGroup) and, once the group has committed,
+// tells the hooks what t changed, as Commit does for a transaction of its
+// own.
+func (t *tx) commitMember() error {
+	c := t.conn
+	business := c.business
+	c.business, c.inTx = false, false
+	rows, outbox := t.on.keyRows, t.on.outbox
+	t.on.keyRows, t.on.outbox = nil, false
+	g := c.connector.gate
+	if _, err := t.on.exec(context.Background(), "RELEASE "+memberSavepoint, nil); err != nil {
+		// A transaction that cannot release its savepoint is broken:
+		// roll the group back, so that nothing half done stays.
+		err = fmt.Errorf("commit: %w", err)
+		g.abandonGroup(fmt.Errorf("%w: %w", errGroupBroken, err))
+		c.endTurns()
+		return err
+	}
+	t.group.members++
+	if err := g.leaveGroup(t.group, c.endTurns); err != nil {
+		return err
+	}
+	c.hooks.Committed(rows, business)
+	if outbox {
+		c.hooks.OutboxCommitted()
+	}
+	return nil
+}
+
+// rollbackMember rolls back t's savepoint, and leaves the group. If t was
+// its only transaction so far, the group ends with it.
+func (t *tx) rollbackMember() error {
+	c := t.conn
+	c.business, c.inTx = false, false
+	t.on.keyRows, t.on.outbox = nil, false
+	g := c.connector.gate
+	_, err := t.on.exec(context.Background(), "ROLLBACK TO "+memberSavepoint, nil)
+	if err == nil {
+		_, err = t.on.exec(context.Background(), "RELEASE "+memberSavepoint, nil)
+	}
+	switch {
+	case err != nil:
+		g.abandonGroup(fmt.Errorf("%w: rollback: %w", errGroupBroken, err))
+		c.endTurns()
+		return err
+	case t.group.members == 0:
+		g.abandonGroup(nil)
+		c.endTurns()
+		return nil
+	}
+	g.leaveGroup(t.group, c.endTurns)
+	return nil
+}

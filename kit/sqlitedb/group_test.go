@@ -1,0 +1,306 @@
+package sqlitedb
+
+import (
+	"database/sql"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// waitForWaiters waits until n writers wait at db's gate.
+func waitForWaiters(t *testing.T, db *DB, n int32) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for db.gate.waiting.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writers wait at the gate, want %d", db.gate.waiting.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// within waits for ch at most 10 s: a member left waiting for ever is a
+// failure, not a hang.
+func within(t *testing.T, what string, ch <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s still waits after 10 s", what)
+		return nil
+	}
+}
+
+// count reads how many rows n has, from a connection of its own.
+func count(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM n`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// insertTx begins a write transaction and inserts v.
+func insertTx(t *testing.T, db *DB, v int) *sql.Tx {
+	t.Helper()
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO n VALUES (?)`, v); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
+// A transaction that commits while another writer waits leaves its changes
+// in the group for the next one, and its Commit returns only when the
+// group has committed: never before anyone else can read them. Caught: a
+// Commit that returns before the group's COMMIT (the first check), and no
+// grouping at all (the second: a's Commit returns at once).
+func TestGroup_CommitReturnsOnceTheGroupHasCommitted(t *testing.T) {
+	db := openGated(t, time.Hour)
+	a := insertTx(t, db, 1)
+	began := make(chan *sql.Tx)
+	go func() {
+		b, err := db.Begin()
+		if err != nil {
+			t.Error(err)
+		}
+		began <- b
+	}()
+	waitForWaiters(t, db, 1)
+	aDone := make(chan error, 1)
+	go func() { aDone <- a.Commit() }()
+	b := <-began
+	if b == nil {
+		t.FailNow()
+	}
+	if _, err := b.Exec(`INSERT INTO n VALUES (2)`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-aDone:
+		b.Rollback()
+		t.Fatalf("a's Commit returned (%v) while the group it is in is still open", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if got := count(t, db.DB); got != 0 {
+		t.Fatalf("a reader sees %d rows before the group committed, want 0", got)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatalf("b: %v", err)
+	}
+	if err := within(t, "a's Commit", aDone); err != nil {
+		t.Fatalf("a: %v", err)
+	}
+	if got := count(t, db.DB); got != 2 {
+		t.Fatalf("after both commits a reader sees %d rows, want 2", got)
+	}
+}
+
+// A rollback in a group undoes its own changes only. Caught: a rollback
+// that rolls back the whole SQLite transaction, members before it and all.
+func TestGroup_RollbackUndoesItsOwnChangesOnly(t *testing.T) {
+	db := openGated(t, time.Hour)
+	a := insertTx(t, db, 1)
+	began := make(chan *sql.Tx)
+	go func() {
+		b, _ := db.Begin()
+		began <- b
+	}()
+	waitForWaiters(t, db, 1)
+	aDone := make(chan error, 1)
+	go func() { aDone <- a.Commit() }()
+	b := <-began
+	if _, err := b.Exec(`INSERT INTO n VALUES (2)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Rollback(); err != nil {
+		t.Fatalf("b's rollback: %v", err)
+	}
+	if err := within(t, "a's Commit", aDone); err != nil {
+		t.Fatalf("a: %v", err)
+	}
+	var v int
+	if err := db.QueryRow(`SELECT group_concat(v) FROM n`).Scan(&v); err != nil || v != 1 {
+		t.Fatalf("rows after a committed and b rolled back: %v (%v), want a's 1 alone", v, err)
+	}
+}
+
+// A transaction handed the group on to a writer that then gave up
+// waiting: nobody comes to commit the group, so the transaction commits it
+// itself. Caught: a member that only waits for the group (it waits for
+// ever).
+func TestGroup_AWaiterThatGivesUpDoesNotStrandTheGroup(t *testing.T) {
+	db := openGated(t, time.Hour)
+	a := insertTx(t, db, 1)
+	// A writer that waits at the gate, and leaves before it gets in.
+	db.gate.waiting.Add(1)
+	done := make(chan error, 1)
+	go func() { done <- a.Commit() }()
+	if err := within(t, "a's Commit, in a group nobody else is in,", done); err != nil {
+		t.Fatal(err)
+	}
+	db.gate.waiting.Add(-1)
+	if got := count(t, db.DB); got != 1 {
+		t.Fatalf("a reader sees %d rows, want 1", got)
+	}
+}
+
+// Close, a writer that does not join the group, commits the group open on
+// the writer before it closes it. Caught: a Close that closes the writer
+// under an open group (its rows are lost, and its member waits for ever).
+func TestGroup_CloseCommitsTheOpenGroupFirst(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lab.db")
+	db := openTimed(t, path, time.Hour)
+	a := insertTx(t, db, 1)
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	waitForWaiters(t, db, 1)
+	committed := make(chan error, 1)
+	go func() { committed <- a.Commit() }()
+	if err := within(t, "a's Commit, with Close next in line,", committed); err != nil {
+		t.Fatalf("a: %v", err)
+	}
+	if err := within(t, "Close", closed); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	again, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if got := count(t, again.DB); got != 1 {
+		t.Fatalf("after reopening: %d rows, want a's 1", got)
+	}
+}
+
+// A member that breaks what only the group's COMMIT checks (a deferred
+// foreign key) fails the group: every member's Commit returns the error,
+// and nothing of the group stays. No member is told "committed" for
+// changes that were not. Caught: members told nil while the group rolled
+// back.
+func TestGroup_AFailedGroupFailsEveryMember(t *testing.T) {
+	db := openGated(t, time.Hour)
+	if _, err := db.Exec(`CREATE TABLE parent (id INTEGER PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE child (parent INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)`); err != nil {
+		t.Fatal(err)
+	}
+	a := insertTx(t, db, 1)
+	began := make(chan *sql.Tx)
+	go func() {
+		b, _ := db.Begin()
+		began <- b
+	}()
+	waitForWaiters(t, db, 1)
+	aDone := make(chan error, 1)
+	go func() { aDone <- a.Commit() }()
+	b := <-began
+	if _, err := b.Exec(`INSERT INTO child VALUES (42)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err == nil {
+		t.Fatal("b broke a deferred foreign key, and its Commit returned nil")
+	}
+	if err := within(t, "a's Commit", aDone); err == nil {
+		t.Fatal("a's group failed to commit, and a's Commit returned nil")
+	}
+	if got := count(t, db.DB); got != 0 {
+		t.Fatalf("a reader sees %d of the failed group's rows, want 0", got)
+	}
+	// The writer is usable again.
+	if _, err := db.Exec(`INSERT INTO n VALUES (3)`); err != nil {
+		t.Fatalf("a write after the failed group: %v", err)
+	}
+}
+
+// Many writers at once, each committing or rolling back, with writes
+// outside transactions among them: exactly the rows whose Commit (or
+// autocommit write) returned nil are there. Run with -race, it also checks
+// that the gate hands the group on without a data race.
+func TestGroup_ManyWritersKeepExactlyWhatTheyWereToldCommitted(t *testing.T) {
+	db := openGated(t, time.Hour)
+	const writers, each = 16, 60
+	var mu sync.Mutex
+	committed := map[int]bool{}
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for i := range each {
+				v := w*each + i
+				var err error
+				switch rng.IntN(5) {
+				case 0:
+					_, err = db.Exec(`INSERT INTO n VALUES (?)`, v)
+				case 1:
+					tx, berr := db.Begin()
+					if berr != nil {
+						t.Error(berr)
+						return
+					}
+					if _, xerr := tx.Exec(`INSERT INTO n VALUES (?)`, v); xerr != nil {
+						t.Error(xerr)
+					}
+					tx.Rollback()
+					continue
+				default:
+					tx, berr := db.Begin()
+					if berr != nil {
+						t.Error(berr)
+						return
+					}
+					if _, xerr := tx.Exec(`INSERT INTO n VALUES (?)`, v); xerr != nil {
+						t.Error(xerr)
+					}
+					err = tx.Commit()
+				}
+				if err != nil {
+					t.Errorf("write %d: %v", v, err)
+					continue
+				}
+				mu.Lock()
+				committed[v] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	rows, err := db.Query(`SELECT v FROM n`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	seen := map[int]bool{}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if !committed[v] {
+			t.Errorf("row %d is there, but its writer was not told it committed", v)
+		}
+		seen[v] = true
+	}
+	for v := range committed {
+		if !seen[v] {
+			t.Errorf("row %d was committed, and is not there", v)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	if len(committed) == 0 {
+		t.Fatal("nothing committed")
+	}
+	t.Logf("%d rows committed by %d writers", len(committed), writers)
+}
