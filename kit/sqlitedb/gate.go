@@ -43,6 +43,8 @@ type writeGate struct {
 	// holds and held count the writers that went through and the time
 	// they held the gate, in nanoseconds (GateUse).
 	holds, held atomic.Int64
+	// groups counts the groups that committed (group.go).
+	groups atomic.Int64
 	// waiting counts the writers waiting in take: a transaction that
 	// commits while one waits leaves its group open for it (group.go).
 	waiting atomic.Int32
@@ -114,23 +116,25 @@ func (g *writeGate) releaseQuietly() {
 
 // GateUse is what a database's write gate has seen since it was opened:
 // how many times a writer went through it (a write transaction, a write
-// outside one, a checkpoint that finishes or restarts the log), and how long, in all,
-// writers held it. A hold still under way is not counted yet.
+// outside one, a checkpoint that finishes or restarts the log), how long,
+// in all, writers held it, and how many groups of write transactions
+// committed (group.go). A hold still under way is not counted yet.
 type GateUse struct {
-	Holds int64
-	Held  time.Duration
+	Holds  int64
+	Held   time.Duration
+	Groups int64
 }
 
 // Sub is what the gate saw between an earlier reading, before, and u.
 func (u GateUse) Sub(before GateUse) GateUse {
-	return GateUse{Holds: u.Holds - before.Holds, Held: u.Held - before.Held}
+	return GateUse{Holds: u.Holds - before.Holds, Held: u.Held - before.Held, Groups: u.Groups - before.Groups}
 }
 
 // GateUse reports what the write gate has seen (see GateUse): two atomic
 // loads, cheap enough to read around a benchmark. An in-memory database
 // has a gate too.
 func (db *DB) GateUse() GateUse {
-	return GateUse{Holds: db.gate.holds.Load(), Held: time.Duration(db.gate.held.Load())}
+	return GateUse{Holds: db.gate.holds.Load(), Held: time.Duration(db.gate.held.Load()), Groups: db.gate.groups.Load()}
 }
 
 // writes reports whether a statement run through Query may write, so that

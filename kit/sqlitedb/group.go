@@ -70,6 +70,7 @@ func (g *writeGate) finishGroup() error {
 		grp.fail(fmt.Errorf("commit: %w", err))
 		return grp.err
 	}
+	g.groups.Add(1)
 	close(grp.done)
 	return nil
 }
