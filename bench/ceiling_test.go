@@ -24,8 +24,10 @@ import (
 // transfers, the relay's pass that reads the owed rows and marks them
 // sent (one statement, one commit). No HTTP, no
 // JSON decoding, no authentication, and no other writer to wait for:
-// what is left is the engine's limit for these three commits, which no
-// number of clients can pass, since SQLite lets one writer in at a time.
+// what is left is the engine's limit for these commits from one writer,
+// each on its own. A server passes it only by writing several requests'
+// transactions in one commit, as the kit does when writers queue at the
+// gate (kit/sqlitedb/group.go).
 // The relay's post to the core ledger is left out: it is a call over HTTP
 // to another service, which writes to a database of its own, not to this
 // one. The SQL mirrors solutions/stage9/keys.go (claim, complete),

@@ -5,8 +5,10 @@
 // on, and every transaction starts with BEGIN IMMEDIATE, so that two writers
 // queue for the write lock instead of failing halfway through. The writers
 // of one process queue in Go, first come first served, at a write gate
-// (gate.go) rather than in SQLite's sleeping busy handler, and each
-// connection keeps the statements it has prepared (stmtcache.go). On an
+// (gate.go) rather than in SQLite's sleeping busy handler; the write
+// transactions that queue there are committed together, one SQLite commit
+// for the group (group.go); and each connection keeps the statements it
+// has prepared (stmtcache.go). On an
 // in-memory database, which has no WAL, its readers and writers also take
 // their turns in Go (memlock.go).
 //
