@@ -132,27 +132,30 @@ func (g *writeGate) await(grp *group) error {
 // rolls the whole transaction back): none of their changes stayed.
 var errGroupBroken = errors.New("the write transaction this one was committed into failed, and nothing of it stayed")
 
-// joinGroup begins a transaction in the group open on the writer, and
-// opens the group first if there is none. The caller holds the gate.
-func (c *connector) joinGroup(ctx context.Context, opts driver.TxOptions) (*group, error) {
+// joinGroup begins a transaction in the group open on the writer, in a
+// savepoint of its own, or opens the group for it if there is none (first).
+// The first member needs no savepoint: while it runs, the group holds only
+// its changes, and its rollback ends the group. The caller holds the gate.
+func (c *connector) joinGroup(ctx context.Context, opts driver.TxOptions) (grp *group, first bool, err error) {
 	g := c.gate
 	if g.open == nil {
 		t, err := c.writer.conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		g.open = &group{inner: t, done: make(chan struct{})}
+		return g.open, true, nil
 	}
 	if _, err := c.writer.exec(ctx, "SAVEPOINT "+memberSavepoint, nil); err != nil {
 		// Commit what the members before put in: they are waiting for it.
 		g.finishGroup()
-		return nil, err
+		return nil, false, err
 	}
-	return g.open, nil
+	return g.open, false, nil
 }
 
-// commitMember commits t, a member of a group: it releases t's savepoint,
-// then leaves the group (leaveGroup) and, once the group has committed,
+// commitMember commits t, a member of a group: it releases t's savepoint
+// (the first member has none), then leaves the group (leaveGroup) and, once the group has committed,
 // tells the hooks what t changed, as Commit does for a transaction of its
 // own.
 func (t *tx) commitMember() error {
@@ -162,13 +165,15 @@ func (t *tx) commitMember() error {
 	rows, outbox := t.on.keyRows, t.on.outbox
 	t.on.keyRows, t.on.outbox = nil, false
 	g := c.connector.gate
-	if _, err := t.on.exec(context.Background(), "RELEASE "+memberSavepoint, nil); err != nil {
-		// A transaction that cannot release its savepoint is broken:
-		// roll the group back, so that nothing half done stays.
-		err = fmt.Errorf("commit: %w", err)
-		g.abandonGroup(fmt.Errorf("%w: %w", errGroupBroken, err))
-		c.endTurns()
-		return err
+	if !t.first {
+		if _, err := t.on.exec(context.Background(), "RELEASE "+memberSavepoint, nil); err != nil {
+			// A transaction that cannot release its savepoint is broken:
+			// roll the group back, so that nothing half done stays.
+			err = fmt.Errorf("commit: %w", err)
+			g.abandonGroup(fmt.Errorf("%w: %w", errGroupBroken, err))
+			c.endTurns()
+			return err
+		}
 	}
 	t.group.members++
 	if err := g.leaveGroup(t.group, c.endTurns); err != nil {
@@ -181,26 +186,26 @@ func (t *tx) commitMember() error {
 	return nil
 }
 
-// rollbackMember rolls back t's savepoint, and leaves the group. If t was
-// its only transaction so far, the group ends with it.
+// rollbackMember rolls back t's savepoint, and leaves the group. The first
+// member's rollback ends the group: nothing else is in it.
 func (t *tx) rollbackMember() error {
 	c := t.conn
 	c.business, c.inTx = false, false
 	t.on.keyRows, t.on.outbox = nil, false
 	g := c.connector.gate
+	if t.first {
+		g.abandonGroup(nil)
+		c.endTurns()
+		return nil
+	}
 	_, err := t.on.exec(context.Background(), "ROLLBACK TO "+memberSavepoint, nil)
 	if err == nil {
 		_, err = t.on.exec(context.Background(), "RELEASE "+memberSavepoint, nil)
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		g.abandonGroup(fmt.Errorf("%w: rollback: %w", errGroupBroken, err))
 		c.endTurns()
 		return err
-	case t.group.members == 0:
-		g.abandonGroup(nil)
-		c.endTurns()
-		return nil
 	}
 	g.leaveGroup(t.group, c.endTurns)
 	return nil

@@ -304,3 +304,28 @@ func TestGroup_ManyWritersKeepExactlyWhatTheyWereToldCommitted(t *testing.T) {
 	}
 	t.Logf("%d rows committed by %d writers", len(committed), writers)
 }
+
+// A transaction alone opens a group and is its only member: it needs no
+// savepoint, its rollback ends the group, and its commit is the group's.
+// Caught: a first member that rolls back a savepoint it never made (its
+// Rollback fails), and a rollback that leaves the group open (the next
+// transaction's changes would be committed by nobody, or twice counted).
+func TestGroup_ATransactionAloneCommitsAndRollsBackAsBefore(t *testing.T) {
+	db := openGated(t, time.Hour)
+	before := db.GateUse()
+	if err := insertTx(t, db, 1).Rollback(); err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	if got := count(t, db.DB); got != 0 {
+		t.Fatalf("after a rollback: %d rows, want 0", got)
+	}
+	if err := insertTx(t, db, 2).Commit(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if got := count(t, db.DB); got != 1 {
+		t.Fatalf("after a commit: %d rows, want 1", got)
+	}
+	if groups := db.GateUse().Sub(before).Groups; groups != 1 {
+		t.Fatalf("%d groups committed, want the one transaction's", groups)
+	}
+}

@@ -252,7 +252,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		return nil, err
 	}
 	if c.gated && c.connector.mem == nil {
-		grp, err := c.connector.joinGroup(dctx, opts)
+		grp, first, err := c.connector.joinGroup(dctx, opts)
 		if err != nil {
 			c.endTurns()
 			return nil, err
@@ -260,7 +260,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		c.business = false
 		c.inTx = true
 		c.cur.keyRows, c.cur.outbox = nil, false
-		return &tx{conn: c, on: c.cur, group: grp}, nil
+		return &tx{conn: c, on: c.cur, group: grp, first: first}, nil
 	}
 	t, err := c.cur.conn.(driver.ConnBeginTx).BeginTx(dctx, opts)
 	if err != nil {
@@ -452,10 +452,12 @@ func (c *conn) ResetSession(ctx context.Context) error {
 func (c *conn) IsValid() bool { return c.own.conn.(driver.Validator).IsValid() }
 
 // tx is a transaction: on SQLite's own (inner), or a member of the group
-// open on the writer (group, group.go).
+// open on the writer (group, group.go); first is set on the member that
+// opened the group.
 type tx struct {
 	inner driver.Tx
 	group *group
+	first bool
 	conn  *conn
 	on    *physical
 }
