@@ -14,8 +14,8 @@ import (
 // of those pages are the same from one transaction to the next (the last
 // page of each table the rows are appended to), so when writers queue at
 // the gate, their transactions run one after the other inside one SQLite
-// transaction on the writer, each in a savepoint of its own, and one COMMIT
-// writes the pages they changed once for all of them.
+// transaction on the writer, each after the first in a savepoint of its
+// own, and one COMMIT writes the pages they changed once for all of them.
 //
 // - A transaction's Commit releases its savepoint: its changes are in the
 //   group, and it is done with the writer. If a writer is waiting at the
