@@ -27,7 +27,9 @@ import (
 //   its client so, and a caller that hears an error knows that nothing of
 //   its transaction stayed.
 // - A Rollback rolls back its savepoint only. It waits for the group too,
-//   because what it read may have been another member's changes.
+//   because what it read may have been another member's changes, and
+//   returns the group's error if the group failed: what it read never
+//   was.
 // - A member waiting for its group also waits in line at the gate: if it
 //   gets the gate back and the group is still open, the writers that were
 //   ahead of it have all gone through, and it commits the group. So a
@@ -187,7 +189,8 @@ func (t *tx) commitMember() error {
 }
 
 // rollbackMember rolls back t's savepoint, and leaves the group. The first
-// member's rollback ends the group: nothing else is in it.
+// member's rollback ends the group: nothing else is in it. Another's
+// returns the group's error, once the group has committed or failed.
 func (t *tx) rollbackMember() error {
 	c := t.conn
 	c.business, c.inTx = false, false
@@ -207,6 +210,10 @@ func (t *tx) rollbackMember() error {
 		c.endTurns()
 		return err
 	}
-	g.leaveGroup(t.group, c.endTurns)
+	// What t read may have been the changes of the members before it: if
+	// they did not commit, its caller hears so, as they do.
+	if err := g.leaveGroup(t.group, c.endTurns); err != nil {
+		return fmt.Errorf("rollback: the transactions before it in its group, whose changes it could read, did not commit: %w", err)
+	}
 	return nil
 }

@@ -44,6 +44,37 @@ func count(t *testing.T, db *sql.DB) int {
 	return n
 }
 
+// openDeferred opens a database file like openGated, with a table child
+// whose foreign key to parent only COMMIT checks.
+func openDeferred(t *testing.T) *DB {
+	t.Helper()
+	db := openGated(t, time.Hour)
+	if _, err := db.Exec(`CREATE TABLE parent (id INTEGER PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE child (parent INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)`); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// beginNext begins a write transaction from a goroutine of its own, and
+// returns once it waits at the gate; the channel gets the transaction
+// (nil if BEGIN failed) once it is in.
+func beginNext(t *testing.T, db *DB) <-chan *sql.Tx {
+	t.Helper()
+	began := make(chan *sql.Tx, 1)
+	go func() {
+		b, err := db.Begin()
+		if err != nil {
+			t.Error(err)
+		}
+		began <- b
+	}()
+	waitForWaiters(t, db, 1)
+	return began
+}
+
 // insertTx begins a write transaction and inserts v.
 func insertTx(t *testing.T, db *DB, v int) *sql.Tx {
 	t.Helper()
@@ -65,15 +96,7 @@ func insertTx(t *testing.T, db *DB, v int) *sql.Tx {
 func TestGroup_CommitReturnsOnceTheGroupHasCommitted(t *testing.T) {
 	db := openGated(t, time.Hour)
 	a := insertTx(t, db, 1)
-	began := make(chan *sql.Tx)
-	go func() {
-		b, err := db.Begin()
-		if err != nil {
-			t.Error(err)
-		}
-		began <- b
-	}()
-	waitForWaiters(t, db, 1)
+	began := beginNext(t, db)
 	aDone := make(chan error, 1)
 	go func() { aDone <- a.Commit() }()
 	b := <-began
@@ -108,12 +131,7 @@ func TestGroup_CommitReturnsOnceTheGroupHasCommitted(t *testing.T) {
 func TestGroup_RollbackUndoesItsOwnChangesOnly(t *testing.T) {
 	db := openGated(t, time.Hour)
 	a := insertTx(t, db, 1)
-	began := make(chan *sql.Tx)
-	go func() {
-		b, _ := db.Begin()
-		began <- b
-	}()
-	waitForWaiters(t, db, 1)
+	began := beginNext(t, db)
 	aDone := make(chan error, 1)
 	go func() { aDone <- a.Commit() }()
 	b := <-began
@@ -186,20 +204,9 @@ func TestGroup_CloseCommitsTheOpenGroupFirst(t *testing.T) {
 // changes that were not. Caught: members told nil while the group rolled
 // back.
 func TestGroup_AFailedGroupFailsEveryMember(t *testing.T) {
-	db := openGated(t, time.Hour)
-	if _, err := db.Exec(`CREATE TABLE parent (id INTEGER PRIMARY KEY)`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE child (parent INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)`); err != nil {
-		t.Fatal(err)
-	}
+	db := openDeferred(t)
 	a := insertTx(t, db, 1)
-	began := make(chan *sql.Tx)
-	go func() {
-		b, _ := db.Begin()
-		began <- b
-	}()
-	waitForWaiters(t, db, 1)
+	began := beginNext(t, db)
 	aDone := make(chan error, 1)
 	go func() { aDone <- a.Commit() }()
 	b := <-began
@@ -327,5 +334,36 @@ func TestGroup_ATransactionAloneCommitsAndRollsBackAsBefore(t *testing.T) {
 	}
 	if groups := db.GateUse().Sub(before).Groups; groups != 1 {
 		t.Fatalf("%d groups committed, want the one transaction's", groups)
+	}
+}
+
+// A transaction that reads what the members before it changed, then rolls
+// back, hears when their group fails: what it read never was, and a
+// stage that answers from it (a stored response replayed, a key found in
+// progress) must not answer. Caught: a Rollback that returns nil whatever
+// became of its group.
+func TestGroup_ARollbackHearsWhenItsGroupFailed(t *testing.T) {
+	db := openDeferred(t)
+	a := insertTx(t, db, 1)
+	// The group's COMMIT will fail on this.
+	if _, err := a.Exec(`INSERT INTO child VALUES (42)`); err != nil {
+		t.Fatal(err)
+	}
+	began := beginNext(t, db)
+	aDone := make(chan error, 1)
+	go func() { aDone <- a.Commit() }()
+	b := <-began
+	var n int
+	if err := b.QueryRow(`SELECT count(*) FROM n`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("b reads %d rows (%v), want a's 1 in the open group", n, err)
+	}
+	if err := b.Rollback(); err == nil {
+		t.Error("b read a's row, its group then failed, and b's Rollback returned nil")
+	}
+	if err := within(t, "a's Commit", aDone); err == nil {
+		t.Error("a's group failed, and a's Commit returned nil")
+	}
+	if got := count(t, db.DB); got != 0 {
+		t.Fatalf("a reader sees %d rows of the failed group, want 0", got)
 	}
 }
