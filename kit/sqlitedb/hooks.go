@@ -28,7 +28,9 @@ import (
 // connection that wrote last still has the pages it needs in its cache,
 // while one that comes back after others have written must read them again.
 // With 64 requests in flight, 64 connections taking turns made the same
-// transactions about 1.7 times slower than one connection did. Each
+// transactions about 1.7 times slower than one connection did; and only
+// transactions on one connection can share one SQLite transaction, and
+// one COMMIT (group.go). Each
 // database/sql connection keeps a physical connection of its own for what
 // it reads outside a write transaction, so that on a database file reads
 // never wait for a writer, and code that holds a transaction can still read
@@ -283,7 +285,9 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 // The waits that can be long still end with the request's context: the
 // write gate's (gate.go), and database/sql's own watch on a transaction,
 // which rolls it back when its context ends. A wait for another process's
-// lock ends after BusyTimeout.
+// lock ends after BusyTimeout. A Commit's wait for its group (group.go)
+// does not end with the context: by then its changes are in the group,
+// and its caller must hear whether they stayed.
 
 // driverContext returns the context the driver runs a statement of ctx
 // under, or ctx's error if ctx has ended.
