@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"modernc.org/sqlite"
 )
 
 // Group commit. On a database file, a commit costs more than the
@@ -26,6 +28,9 @@ import (
 //   error if its COMMIT failed: a caller that hears "committed" can tell
 //   its client so, and a caller that hears an error knows that nothing of
 //   its transaction stayed.
+// - A transaction that leaves a deferred foreign key broken fails alone,
+//   at its Commit, as its own COMMIT would have failed: the group's
+//   COMMIT, which checks them, would fail every member for it.
 // - A Rollback rolls back its savepoint only. It waits for the group too,
 //   because what it read may have been another member's changes, and
 //   returns the group's error if the group failed: what it read never
@@ -66,8 +71,8 @@ func (g *writeGate) finishGroup() error {
 	}
 	g.open = nil
 	if err := grp.inner.Commit(); err != nil {
-		// A failed COMMIT may leave the transaction open (a deferred
-		// foreign key broken): end it, so the next writer starts afresh.
+		// A failed COMMIT may leave the transaction open: end it, so
+		// the next writer starts afresh.
 		grp.inner.Rollback()
 		grp.fail(fmt.Errorf("commit: %w", err))
 		return grp.err
@@ -161,6 +166,12 @@ func (c *connector) joinGroup(ctx context.Context, opts driver.TxOptions) (grp *
 // tells the hooks what t changed, as Commit does for a transaction of its
 // own.
 func (t *tx) commitMember() error {
+	if brokenForeignKey(t.on) {
+		if err := t.rollbackMember(); err != nil {
+			return errors.Join(errForeignKey, err)
+		}
+		return errForeignKey
+	}
 	c := t.conn
 	business := c.business
 	c.business, c.inTx = false, false
@@ -186,6 +197,24 @@ func (t *tx) commitMember() error {
 		c.hooks.OutboxCommitted()
 	}
 	return nil
+}
+
+// errForeignKey is what a member's Commit returns when the member left a
+// deferred foreign key broken: what SQLite's COMMIT says, and why nothing
+// of the member stayed.
+var errForeignKey = errors.New("commit: FOREIGN KEY constraint failed: a deferred foreign key this transaction broke is still broken, and nothing of the transaction stayed")
+
+// brokenForeignKey reports whether the transaction open on p has a
+// foreign key broken that COMMIT would refuse (a deferred one). Members
+// are asked as they commit, and one that finds a key broken fails alone,
+// so the one that finds it broke it.
+func brokenForeignKey(p *physical) bool {
+	s, ok := p.conn.(sqlite.DBStatus)
+	if !ok {
+		return false
+	}
+	n, _, err := s.Status(sqlite.DBStatusDeferredFKs, false)
+	return err == nil && n != 0
 }
 
 // rollbackMember rolls back t's savepoint, and leaves the group. The first
