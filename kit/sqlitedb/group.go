@@ -151,6 +151,7 @@ func (c *connector) joinGroup(ctx context.Context, opts driver.TxOptions) (grp *
 			return nil, false, err
 		}
 		g.open = &group{inner: t, done: make(chan struct{})}
+		c.writer.rolledBack = false
 		return g.open, true, nil
 	}
 	if _, err := c.writer.exec(ctx, "SAVEPOINT "+memberSavepoint, nil); err != nil {
@@ -178,6 +179,16 @@ func (t *tx) commitMember() error {
 	rows, outbox := t.on.keyRows, t.on.outbox
 	t.on.keyRows, t.on.outbox = nil, false
 	g := c.connector.gate
+	if t.on.rolledBack {
+		// SQLite rolled the group's transaction back under t, with the
+		// members before it: handed on, it would be no group, and the
+		// next member's savepoint would begin and commit a transaction
+		// of its own.
+		err := fmt.Errorf("commit: %w", errRolledBack)
+		g.abandonGroup(fmt.Errorf("%w: %w", errGroupBroken, err))
+		c.endTurns()
+		return err
+	}
 	if !t.first {
 		if _, err := t.on.exec(context.Background(), "RELEASE "+memberSavepoint, nil); err != nil {
 			// A transaction that cannot release its savepoint is broken:
@@ -198,6 +209,12 @@ func (t *tx) commitMember() error {
 	}
 	return nil
 }
+
+// errRolledBack is what a member's Commit returns when SQLite rolled its
+// transaction back on an error before it (an I/O error, a conflict
+// resolved by ROLLBACK): its statements after that ran outside any
+// transaction.
+var errRolledBack = errors.New("SQLite rolled this transaction back on an earlier error: nothing it ran before that stayed, and what it ran after ran outside any transaction")
 
 // errForeignKey is what a member's Commit returns when the member left a
 // deferred foreign key broken: what SQLite's COMMIT says, and why nothing

@@ -410,12 +410,11 @@ func TestGroup_ABrokenDeferredForeignKeyFailsItsTransactionAlone(t *testing.T) {
 	}
 }
 
-// A statement that rolls back the whole SQLite transaction (a conflict
-// resolved by ON CONFLICT ROLLBACK, an I/O error) in a later member takes
-// the members before it with it: they are told so, and the next writer
-// finds no transaction left open on the writer. Caught: members told nil
-// for changes SQLite rolled back.
-func TestGroup_AWholeTransactionRolledBackFailsTheMembersBefore(t *testing.T) {
+// openRollingBack opens a database file like openGated, with a table u
+// whose conflicts roll back the whole transaction, and a row to conflict
+// with.
+func openRollingBack(t *testing.T) *DB {
+	t.Helper()
 	db := openGated(t, groupTimeout)
 	if _, err := db.Exec(`CREATE TABLE u (v INTEGER UNIQUE ON CONFLICT ROLLBACK)`); err != nil {
 		t.Fatal(err)
@@ -423,12 +422,29 @@ func TestGroup_AWholeTransactionRolledBackFailsTheMembersBefore(t *testing.T) {
 	if _, err := db.Exec(`INSERT INTO u VALUES (7)`); err != nil {
 		t.Fatal(err)
 	}
-	a := insertTx(t, db, 1)
-	aDone, b := handOver(t, db, a)
-	if _, err := b.Exec(`INSERT INTO u VALUES (7)`); err == nil {
-		b.Rollback()
+	return db
+}
+
+// rollBackWhole runs, in tx, a statement after which SQLite rolls tx's
+// transaction back whole.
+func rollBackWhole(t *testing.T, tx *sql.Tx) {
+	t.Helper()
+	if _, err := tx.Exec(`INSERT INTO u VALUES (7)`); err == nil {
+		tx.Rollback()
 		t.Fatal("a conflict resolved by ROLLBACK did not fail")
 	}
+}
+
+// A statement that rolls back the whole SQLite transaction (a conflict
+// resolved by ON CONFLICT ROLLBACK, an I/O error) in a later member takes
+// the members before it with it: they are told so, and the next writer
+// finds no transaction left open on the writer. Caught: members told nil
+// for changes SQLite rolled back.
+func TestGroup_AWholeTransactionRolledBackFailsTheMembersBefore(t *testing.T) {
+	db := openRollingBack(t)
+	a := insertTx(t, db, 1)
+	aDone, b := handOver(t, db, a)
+	rollBackWhole(t, b)
 	if err := b.Rollback(); err == nil {
 		t.Error("b's transaction was rolled back whole, with a's changes, and its Rollback returned nil")
 	}
@@ -436,5 +452,32 @@ func TestGroup_AWholeTransactionRolledBackFailsTheMembersBefore(t *testing.T) {
 	c := insertTx(t, db, 3)
 	if err := c.Commit(); err != nil {
 		t.Fatalf("a transaction after the broken group: %v", err)
+	}
+}
+
+// The transaction that opened a group, rolled back whole by SQLite (a
+// conflict resolved by ON CONFLICT ROLLBACK), and committed anyway, hands
+// the next transaction no group: SQLite's transaction is gone, and the
+// next one must not run in one its own savepoint begins, committed by its
+// RELEASE before it is told anything. Caught: a next transaction told its
+// Commit failed while its row stayed.
+func TestGroup_AFirstTransactionRolledBackWholeHandsOnNoGroup(t *testing.T) {
+	db := openRollingBack(t)
+	a, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rollBackWhole(t, a)
+	aDone, b := handOver(t, db, a)
+	if _, err := b.Exec(`INSERT INTO n VALUES (2)`); err != nil {
+		b.Rollback()
+		t.Fatal(err)
+	}
+	err = b.Commit()
+	if got := count(t, db.DB); (err == nil) != (got == 1) {
+		t.Errorf("b's Commit returned %v, and a reader sees %d of its rows", err, got)
+	}
+	if err := within(t, "a's Commit", aDone); err == nil {
+		t.Error("SQLite rolled a's transaction back, and a's Commit returned nil")
 	}
 }

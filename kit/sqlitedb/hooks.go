@@ -70,6 +70,10 @@ func (c *connector) open(ctx context.Context) (*physical, error) {
 	}
 	p := &physical{conn: inner}
 	if hr, ok := inner.(sqlite.HookRegisterer); ok {
+		// SQLite ends a transaction by itself on some errors (an I/O
+		// error, a conflict resolved by ROLLBACK, a RAISE(ROLLBACK)): a
+		// group open on the writer must hear of it (group.go).
+		hr.RegisterRollbackHook(func() { p.rolledBack = true })
 		hr.RegisterPreUpdateHook(func(d sqlite.SQLitePreUpdateData) {
 			p.changed = true
 			if strings.EqualFold(d.TableName, fault.OutboxTable) {
@@ -165,6 +169,9 @@ type physical struct {
 	// changed is set when a statement changed a row of any table on it;
 	// what reads it clears it.
 	changed bool
+	// rolledBack is set when a transaction on it rolled back, by a
+	// ROLLBACK or by SQLite itself; a new group clears it.
+	rolledBack bool
 }
 
 func (p *physical) close() error {
