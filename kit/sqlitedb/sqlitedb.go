@@ -11,9 +11,9 @@
 // transactions that queue run one after the other inside one SQLite
 // transaction, each after the first in a savepoint, and commit together:
 // a Commit returns once that COMMIT is done, with its error if it failed
-// (group.go). On an
-// in-memory database, which has no WAL, its readers and writers also take
-// their turns in Go (memlock.go), and each transaction commits alone.
+// (group.go). On an in-memory database, which has no WAL, its readers and
+// writers also take their turns in Go (memlock.go), and each transaction
+// commits alone.
 //
 // A connection of its own runs the checkpoints of a database file, beside
 // the writers rather than inside one of their commits (checkpoint.go).
