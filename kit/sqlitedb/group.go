@@ -41,9 +41,15 @@ import (
 //   group never waits for a writer that gave up waiting.
 // - A writer that is not a transaction (a write outside one, the
 //   checkpointer, Close) commits the open group before it starts.
+// - When SQLite rolls the whole transaction back under a member (an I/O
+//   error, a conflict resolved by ROLLBACK), the group fails, with every
+//   member committed into it so far.
 //
 // Readers on other connections see a group's changes when it commits, as
-// they would see each member's on its own. Crashes keep their meaning: a
+// they would see each member's on its own. A member sees the changes of
+// the members before it, which they do not yet: code that holds a
+// transaction and reads beside it, outside it, may miss a row its own
+// transaction finds. Crashes keep their meaning: a
 // transaction whose Commit has not returned may be lost, one whose Commit
 // has returned is in the log. An in-memory database has no log to write
 // and does not group.
