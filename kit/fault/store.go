@@ -143,7 +143,9 @@ func (s *Store) KeyRowsListening(err error) {
 
 // Commits reports how many transactions have committed: explicit
 // transactions, and statements outside one that changed rows. The
-// benchmarks report it per request: each commit is a disk sync.
+// benchmarks report it per request. It counts transactions, not the
+// engine's COMMITs: on a SQLite file, the transactions that queue at the
+// write gate share one COMMIT.
 func (s *Store) Commits() int64 { return s.commits.Load() }
 
 // OutboxCommits reports how many of the commits Commits counts changed

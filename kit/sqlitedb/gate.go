@@ -15,10 +15,13 @@ import (
 // many commits it could have followed, and the slowest requests wait tens of
 // times longer than the typical one. The write gate queues this process's
 // writers in Go instead, first come first served: a writer takes the gate
-// before BEGIN IMMEDIATE (or before a write statement outside a
-// transaction) and gives it back when it commits or rolls back, so the lock
-// passes straight to the next writer in line. SQLite's busy handler still
-// arbitrates between processes (a restarted lab server on the same file).
+// before it begins (or before a write statement outside a transaction) and
+// gives it back when it commits or rolls back, so the writer connection
+// passes straight to the next writer in line. On a database file, a write
+// transaction that commits while others wait hands them SQLite's
+// transaction still open, and its Commit returns once they have committed
+// it (group.go). SQLite's busy handler still arbitrates between processes
+// (a restarted lab server on the same file).
 
 // errGateBusy is what a writer gets when it has waited BusyTimeout for the
 // write gate: what SQLite answers after its busy timeout, so IsBusy reports
@@ -105,9 +108,10 @@ func (g *writeGate) release() {
 }
 
 // releaseQuietly lets the next writer through without telling the
-// checkpointer: what it calls after its own holds, which wrote nothing to
-// the log (told, it would wake itself again and again on a quiet
-// database).
+// checkpointer: what it calls after its own holds, which left nothing in
+// the log for it to copy (the pages of a group its acquire committed
+// first, its checkpoint then copied; told, it would wake itself again and
+// again on a quiet database).
 func (g *writeGate) releaseQuietly() {
 	g.held.Add(int64(time.Since(g.since)))
 	g.holds.Add(1)
@@ -116,9 +120,11 @@ func (g *writeGate) releaseQuietly() {
 
 // GateUse is what a database's write gate has seen since it was opened:
 // how many times a writer went through it (a write transaction, a write
-// outside one, a checkpoint that finishes or restarts the log), how long,
-// in all, writers held it, and how many groups of write transactions
-// committed (group.go). A hold still under way is not counted yet.
+// outside one, a checkpoint that finishes or restarts the log, a
+// transaction that waited for its group and got the gate back first, to
+// commit the group or find it committed), how long, in all, writers held
+// it, and how many groups of write transactions committed (group.go). A
+// hold still under way is not counted yet.
 type GateUse struct {
 	Holds  int64
 	Held   time.Duration

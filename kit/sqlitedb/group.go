@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"modernc.org/sqlite"
 )
 
 // Group commit. On a database file, a commit costs more than the
@@ -26,17 +28,28 @@ import (
 //   error if its COMMIT failed: a caller that hears "committed" can tell
 //   its client so, and a caller that hears an error knows that nothing of
 //   its transaction stayed.
+// - A transaction that leaves a deferred foreign key broken fails alone,
+//   at its Commit, as its own COMMIT would have failed: the group's
+//   COMMIT, which checks them, would fail every member for it.
 // - A Rollback rolls back its savepoint only. It waits for the group too,
-//   because what it read may have been another member's changes.
+//   because what it read may have been another member's changes, and
+//   returns the group's error if the group failed: what it read never
+//   was.
 // - A member waiting for its group also waits in line at the gate: if it
 //   gets the gate back and the group is still open, the writers that were
 //   ahead of it have all gone through, and it commits the group. So a
 //   group never waits for a writer that gave up waiting.
 // - A writer that is not a transaction (a write outside one, the
 //   checkpointer, Close) commits the open group before it starts.
+// - When SQLite rolls the whole transaction back under a member (an I/O
+//   error, a conflict resolved by ROLLBACK), the group fails, with every
+//   member committed into it so far.
 //
 // Readers on other connections see a group's changes when it commits, as
-// they would see each member's on its own. Crashes keep their meaning: a
+// they would see each member's on its own. A member sees the changes of
+// the members before it, which they do not yet: code that holds a
+// transaction and reads beside it, outside it, may miss a row its own
+// transaction finds. Crashes keep their meaning: a
 // transaction whose Commit has not returned may be lost, one whose Commit
 // has returned is in the log. An in-memory database has no log to write
 // and does not group.
@@ -64,8 +77,8 @@ func (g *writeGate) finishGroup() error {
 	}
 	g.open = nil
 	if err := grp.inner.Commit(); err != nil {
-		// A failed COMMIT may leave the transaction open (a deferred
-		// foreign key broken): end it, so the next writer starts afresh.
+		// A failed COMMIT may leave the transaction open: end it, so
+		// the next writer starts afresh.
 		grp.inner.Rollback()
 		grp.fail(fmt.Errorf("commit: %w", err))
 		return grp.err
@@ -144,6 +157,7 @@ func (c *connector) joinGroup(ctx context.Context, opts driver.TxOptions) (grp *
 			return nil, false, err
 		}
 		g.open = &group{inner: t, done: make(chan struct{})}
+		c.writer.rolledBack = false
 		return g.open, true, nil
 	}
 	if _, err := c.writer.exec(ctx, "SAVEPOINT "+memberSavepoint, nil); err != nil {
@@ -159,12 +173,28 @@ func (c *connector) joinGroup(ctx context.Context, opts driver.TxOptions) (grp *
 // tells the hooks what t changed, as Commit does for a transaction of its
 // own.
 func (t *tx) commitMember() error {
+	if brokenForeignKey(t.on) {
+		if err := t.rollbackMember(); err != nil {
+			return errors.Join(errForeignKey, err)
+		}
+		return errForeignKey
+	}
 	c := t.conn
 	business := c.business
 	c.business, c.inTx = false, false
 	rows, outbox := t.on.keyRows, t.on.outbox
 	t.on.keyRows, t.on.outbox = nil, false
 	g := c.connector.gate
+	if t.on.rolledBack {
+		// SQLite rolled the group's transaction back under t, with the
+		// members before it: handed on, it would be no group, and the
+		// next member's savepoint would begin and commit a transaction
+		// of its own.
+		err := fmt.Errorf("commit: %w", errRolledBack)
+		g.abandonGroup(fmt.Errorf("%w: %w", errGroupBroken, err))
+		c.endTurns()
+		return err
+	}
 	if !t.first {
 		if _, err := t.on.exec(context.Background(), "RELEASE "+memberSavepoint, nil); err != nil {
 			// A transaction that cannot release its savepoint is broken:
@@ -186,8 +216,33 @@ func (t *tx) commitMember() error {
 	return nil
 }
 
+// errRolledBack is what a member's Commit returns when SQLite rolled its
+// transaction back on an error before it (an I/O error, a conflict
+// resolved by ROLLBACK): its statements after that ran outside any
+// transaction.
+var errRolledBack = errors.New("SQLite rolled this transaction back on an earlier error: nothing it ran before that stayed, and what it ran after ran outside any transaction")
+
+// errForeignKey is what a member's Commit returns when the member left a
+// deferred foreign key broken: what SQLite's COMMIT says, and why nothing
+// of the member stayed.
+var errForeignKey = errors.New("commit: FOREIGN KEY constraint failed: a deferred foreign key this transaction broke is still broken, and nothing of the transaction stayed")
+
+// brokenForeignKey reports whether the transaction open on p has a
+// foreign key broken that COMMIT would refuse (a deferred one). Members
+// are asked as they commit, and one that finds a key broken fails alone,
+// so the one that finds it broke it.
+func brokenForeignKey(p *physical) bool {
+	s, ok := p.conn.(sqlite.DBStatus)
+	if !ok {
+		return false
+	}
+	n, _, err := s.Status(sqlite.DBStatusDeferredFKs, false)
+	return err == nil && n != 0
+}
+
 // rollbackMember rolls back t's savepoint, and leaves the group. The first
-// member's rollback ends the group: nothing else is in it.
+// member's rollback ends the group: nothing else is in it. Another's
+// returns the group's error, once the group has committed or failed.
 func (t *tx) rollbackMember() error {
 	c := t.conn
 	c.business, c.inTx = false, false
@@ -207,6 +262,10 @@ func (t *tx) rollbackMember() error {
 		c.endTurns()
 		return err
 	}
-	g.leaveGroup(t.group, c.endTurns)
+	// What t read may have been the changes of the members before it: if
+	// they did not commit, its caller hears so, as they do.
+	if err := g.leaveGroup(t.group, c.endTurns); err != nil {
+		return fmt.Errorf("rollback: the transactions before it in its group, whose changes it could read, did not commit: %w", err)
+	}
 	return nil
 }

@@ -2,12 +2,20 @@ package sqlitedb
 
 import (
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 )
+
+// groupTimeout is the write gate's timeout in these tests: long enough
+// that no writer gives up while a test runs, short enough that a test
+// that fails with a transaction open fails rather than hangs (Close waits
+// for the gate).
+const groupTimeout = 10 * time.Second
 
 // waitForWaiters waits until n writers wait at db's gate.
 func waitForWaiters(t *testing.T, db *DB, n int32) {
@@ -44,6 +52,42 @@ func count(t *testing.T, db *sql.DB) int {
 	return n
 }
 
+// openDeferred opens a database file like openGated, with a table child
+// whose foreign key to parent only COMMIT checks.
+func openDeferred(t *testing.T) *DB {
+	t.Helper()
+	db := openGated(t, groupTimeout)
+	if _, err := db.Exec(`CREATE TABLE parent (id INTEGER PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE child (parent INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)`); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// handOver commits a while another write transaction, b, waits at the
+// gate: a hands the group on to b. It returns a's Commit's error on a
+// channel, once a's Commit returns, and b, which holds the gate.
+func handOver(t *testing.T, db *DB, a *sql.Tx) (aDone <-chan error, b *sql.Tx) {
+	t.Helper()
+	began := make(chan *sql.Tx, 1)
+	go func() {
+		b, err := db.Begin()
+		if err != nil {
+			t.Error(err)
+		}
+		began <- b
+	}()
+	waitForWaiters(t, db, 1)
+	done := make(chan error, 1)
+	go func() { done <- a.Commit() }()
+	if b = <-began; b == nil {
+		t.FailNow()
+	}
+	return done, b
+}
+
 // insertTx begins a write transaction and inserts v.
 func insertTx(t *testing.T, db *DB, v int) *sql.Tx {
 	t.Helper()
@@ -63,23 +107,9 @@ func insertTx(t *testing.T, db *DB, v int) *sql.Tx {
 // Commit that returns before the group's COMMIT (the first check), and no
 // grouping at all (the second: a's Commit returns at once).
 func TestGroup_CommitReturnsOnceTheGroupHasCommitted(t *testing.T) {
-	db := openGated(t, time.Hour)
+	db := openGated(t, groupTimeout)
 	a := insertTx(t, db, 1)
-	began := make(chan *sql.Tx)
-	go func() {
-		b, err := db.Begin()
-		if err != nil {
-			t.Error(err)
-		}
-		began <- b
-	}()
-	waitForWaiters(t, db, 1)
-	aDone := make(chan error, 1)
-	go func() { aDone <- a.Commit() }()
-	b := <-began
-	if b == nil {
-		t.FailNow()
-	}
+	aDone, b := handOver(t, db, a)
 	if _, err := b.Exec(`INSERT INTO n VALUES (2)`); err != nil {
 		t.Fatal(err)
 	}
@@ -106,17 +136,9 @@ func TestGroup_CommitReturnsOnceTheGroupHasCommitted(t *testing.T) {
 // A rollback in a group undoes its own changes only. Caught: a rollback
 // that rolls back the whole SQLite transaction, members before it and all.
 func TestGroup_RollbackUndoesItsOwnChangesOnly(t *testing.T) {
-	db := openGated(t, time.Hour)
+	db := openGated(t, groupTimeout)
 	a := insertTx(t, db, 1)
-	began := make(chan *sql.Tx)
-	go func() {
-		b, _ := db.Begin()
-		began <- b
-	}()
-	waitForWaiters(t, db, 1)
-	aDone := make(chan error, 1)
-	go func() { aDone <- a.Commit() }()
-	b := <-began
+	aDone, b := handOver(t, db, a)
 	if _, err := b.Exec(`INSERT INTO n VALUES (2)`); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +159,7 @@ func TestGroup_RollbackUndoesItsOwnChangesOnly(t *testing.T) {
 // itself. Caught: a member that only waits for the group (it waits for
 // ever).
 func TestGroup_AWaiterThatGivesUpDoesNotStrandTheGroup(t *testing.T) {
-	db := openGated(t, time.Hour)
+	db := openGated(t, groupTimeout)
 	a := insertTx(t, db, 1)
 	// A writer that waits at the gate, and leaves before it gets in.
 	db.gate.waiting.Add(1)
@@ -157,7 +179,7 @@ func TestGroup_AWaiterThatGivesUpDoesNotStrandTheGroup(t *testing.T) {
 // under an open group (its rows are lost, and its member waits for ever).
 func TestGroup_CloseCommitsTheOpenGroupFirst(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "lab.db")
-	db := openTimed(t, path, time.Hour)
+	db := openTimed(t, path, groupTimeout)
 	a := insertTx(t, db, 1)
 	closed := make(chan error, 1)
 	go func() { closed <- db.Close() }()
@@ -180,53 +202,12 @@ func TestGroup_CloseCommitsTheOpenGroupFirst(t *testing.T) {
 	}
 }
 
-// A member that breaks what only the group's COMMIT checks (a deferred
-// foreign key) fails the group: every member's Commit returns the error,
-// and nothing of the group stays. No member is told "committed" for
-// changes that were not. Caught: members told nil while the group rolled
-// back.
-func TestGroup_AFailedGroupFailsEveryMember(t *testing.T) {
-	db := openGated(t, time.Hour)
-	if _, err := db.Exec(`CREATE TABLE parent (id INTEGER PRIMARY KEY)`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE child (parent INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)`); err != nil {
-		t.Fatal(err)
-	}
-	a := insertTx(t, db, 1)
-	began := make(chan *sql.Tx)
-	go func() {
-		b, _ := db.Begin()
-		began <- b
-	}()
-	waitForWaiters(t, db, 1)
-	aDone := make(chan error, 1)
-	go func() { aDone <- a.Commit() }()
-	b := <-began
-	if _, err := b.Exec(`INSERT INTO child VALUES (42)`); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Commit(); err == nil {
-		t.Fatal("b broke a deferred foreign key, and its Commit returned nil")
-	}
-	if err := within(t, "a's Commit", aDone); err == nil {
-		t.Fatal("a's group failed to commit, and a's Commit returned nil")
-	}
-	if got := count(t, db.DB); got != 0 {
-		t.Fatalf("a reader sees %d of the failed group's rows, want 0", got)
-	}
-	// The writer is usable again.
-	if _, err := db.Exec(`INSERT INTO n VALUES (3)`); err != nil {
-		t.Fatalf("a write after the failed group: %v", err)
-	}
-}
-
 // Many writers at once, each committing or rolling back, with writes
 // outside transactions among them: exactly the rows whose Commit (or
 // autocommit write) returned nil are there. Run with -race, it also checks
 // that the gate hands the group on without a data race.
 func TestGroup_ManyWritersKeepExactlyWhatTheyWereToldCommitted(t *testing.T) {
-	db := openGated(t, time.Hour)
+	db := openGated(t, groupTimeout)
 	const writers, each = 16, 60
 	var mu sync.Mutex
 	committed := map[int]bool{}
@@ -305,13 +286,25 @@ func TestGroup_ManyWritersKeepExactlyWhatTheyWereToldCommitted(t *testing.T) {
 	t.Logf("%d rows committed by %d writers", len(committed), writers)
 }
 
+// groupFailed checks that a's group failed: a's Commit returned an
+// error, and no row of the group stayed.
+func groupFailed(t *testing.T, db *DB, aDone <-chan error) {
+	t.Helper()
+	if err := within(t, "a's Commit", aDone); err == nil {
+		t.Error("a's group failed, and a's Commit returned nil")
+	}
+	if got := count(t, db.DB); got != 0 {
+		t.Fatalf("a reader sees %d rows of the failed group, want 0", got)
+	}
+}
+
 // A transaction alone opens a group and is its only member: it needs no
 // savepoint, its rollback ends the group, and its commit is the group's.
 // Caught: a first member that rolls back a savepoint it never made (its
 // Rollback fails), and a rollback that leaves the group open (the next
 // transaction's changes would be committed by nobody, or twice counted).
 func TestGroup_ATransactionAloneCommitsAndRollsBackAsBefore(t *testing.T) {
-	db := openGated(t, time.Hour)
+	db := openGated(t, groupTimeout)
 	before := db.GateUse()
 	if err := insertTx(t, db, 1).Rollback(); err != nil {
 		t.Fatalf("rollback: %v", err)
@@ -327,5 +320,164 @@ func TestGroup_ATransactionAloneCommitsAndRollsBackAsBefore(t *testing.T) {
 	}
 	if groups := db.GateUse().Sub(before).Groups; groups != 1 {
 		t.Fatalf("%d groups committed, want the one transaction's", groups)
+	}
+}
+
+// failingCommit is a group's SQLite transaction whose COMMIT fails, as one
+// that meets an I/O error does: it rolls back instead.
+type failingCommit struct{ driver.Tx }
+
+func (f failingCommit) Commit() error {
+	f.Tx.Rollback()
+	return errors.New("disk I/O error")
+}
+
+// openFailingGroup opens a database file with a group on its writer whose
+// COMMIT will fail: a committed into it (a's row 1, a's Commit waiting on
+// the returned channel), and b, the transaction a handed the writer to.
+func openFailingGroup(t *testing.T) (db *DB, aDone <-chan error, b *sql.Tx) {
+	t.Helper()
+	db = openGated(t, groupTimeout)
+	aDone, b = handOver(t, db, insertTx(t, db, 1))
+	// b holds the gate, and with it the group.
+	db.gate.open.inner = failingCommit{db.gate.open.inner}
+	return db, aDone, b
+}
+
+// A group whose COMMIT fails fails every member: each Commit returns the
+// error, nothing of the group stays, and the writer is usable again.
+// Caught: members told nil while the group rolled back, and a failed
+// COMMIT's error given to the member that ran it alone.
+func TestGroup_AFailedCommitFailsEveryMember(t *testing.T) {
+	db, aDone, b := openFailingGroup(t)
+	if _, err := b.Exec(`INSERT INTO n VALUES (2)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err == nil {
+		t.Error("the group's COMMIT failed, and b's Commit, which ran it, returned nil")
+	}
+	groupFailed(t, db, aDone)
+	if _, err := db.Exec(`INSERT INTO n VALUES (3)`); err != nil {
+		t.Fatalf("a write after the failed group: %v", err)
+	}
+}
+
+// A transaction that reads what the members before it changed, then rolls
+// back, hears when their group fails: what it read never was, and a
+// stage that answers from it (a stored response replayed, a key found in
+// progress) must not answer. Caught: a Rollback that returns nil whatever
+// became of its group.
+func TestGroup_ARollbackHearsWhenItsGroupFailed(t *testing.T) {
+	db, aDone, b := openFailingGroup(t)
+	var n int
+	if err := b.QueryRow(`SELECT count(*) FROM n`).Scan(&n); err != nil || n != 1 {
+		b.Rollback()
+		t.Fatalf("b reads %d rows (%v), want a's 1 in the open group", n, err)
+	}
+	if err := b.Rollback(); err == nil {
+		t.Error("b read a's row, its group then failed, and b's Rollback returned nil")
+	}
+	groupFailed(t, db, aDone)
+}
+
+// A transaction that leaves a deferred foreign key broken fails alone, as
+// its own COMMIT would have: the members before it commit. Caught: a
+// member released into the group with the key broken (the group's COMMIT
+// refuses it, and every member fails for it).
+func TestGroup_ABrokenDeferredForeignKeyFailsItsTransactionAlone(t *testing.T) {
+	db := openDeferred(t)
+	a := insertTx(t, db, 1)
+	aDone, b := handOver(t, db, a)
+	if _, err := b.Exec(`INSERT INTO n VALUES (2)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Exec(`INSERT INTO child VALUES (42)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err == nil {
+		t.Error("b broke a deferred foreign key, and its Commit returned nil")
+	}
+	if err := within(t, "a's Commit", aDone); err != nil {
+		t.Errorf("a broke nothing, and its Commit returned %v", err)
+	}
+	var rows string
+	if err := db.QueryRow(`SELECT group_concat(v) || '/' || (SELECT count(*) FROM child) FROM n`).Scan(&rows); err != nil || rows != "1/0" {
+		t.Fatalf("rows of n / rows of child: %q (%v), want a's 1 alone and no child", rows, err)
+	}
+	// The writer is usable again.
+	if _, err := db.Exec(`INSERT INTO n VALUES (3)`); err != nil {
+		t.Fatalf("a write after b's failed Commit: %v", err)
+	}
+}
+
+// openRollingBack opens a database file like openGated, with a table u
+// whose conflicts roll back the whole transaction, and a row to conflict
+// with.
+func openRollingBack(t *testing.T) *DB {
+	t.Helper()
+	db := openGated(t, groupTimeout)
+	if _, err := db.Exec(`CREATE TABLE u (v INTEGER UNIQUE ON CONFLICT ROLLBACK)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO u VALUES (7)`); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// rollBackWhole runs, in tx, a statement after which SQLite rolls tx's
+// transaction back whole.
+func rollBackWhole(t *testing.T, tx *sql.Tx) {
+	t.Helper()
+	if _, err := tx.Exec(`INSERT INTO u VALUES (7)`); err == nil {
+		tx.Rollback()
+		t.Fatal("a conflict resolved by ROLLBACK did not fail")
+	}
+}
+
+// A statement that rolls back the whole SQLite transaction (a conflict
+// resolved by ON CONFLICT ROLLBACK, an I/O error) in a later member takes
+// the members before it with it: they are told so, and the next writer
+// finds no transaction left open on the writer. Caught: members told nil
+// for changes SQLite rolled back.
+func TestGroup_AWholeTransactionRolledBackFailsTheMembersBefore(t *testing.T) {
+	db := openRollingBack(t)
+	a := insertTx(t, db, 1)
+	aDone, b := handOver(t, db, a)
+	rollBackWhole(t, b)
+	if err := b.Rollback(); err == nil {
+		t.Error("b's transaction was rolled back whole, with a's changes, and its Rollback returned nil")
+	}
+	groupFailed(t, db, aDone)
+	c := insertTx(t, db, 3)
+	if err := c.Commit(); err != nil {
+		t.Fatalf("a transaction after the broken group: %v", err)
+	}
+}
+
+// The transaction that opened a group, rolled back whole by SQLite (a
+// conflict resolved by ON CONFLICT ROLLBACK), and committed anyway, hands
+// the next transaction no group: SQLite's transaction is gone, and the
+// next one must not run in one its own savepoint begins, committed by its
+// RELEASE before it is told anything. Caught: a next transaction told its
+// Commit failed while its row stayed.
+func TestGroup_AFirstTransactionRolledBackWholeHandsOnNoGroup(t *testing.T) {
+	db := openRollingBack(t)
+	a, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rollBackWhole(t, a)
+	aDone, b := handOver(t, db, a)
+	if _, err := b.Exec(`INSERT INTO n VALUES (2)`); err != nil {
+		b.Rollback()
+		t.Fatal(err)
+	}
+	err = b.Commit()
+	if got := count(t, db.DB); (err == nil) != (got == 1) {
+		t.Errorf("b's Commit returned %v, and a reader sees %d of its rows", err, got)
+	}
+	if err := within(t, "a's Commit", aDone); err == nil {
+		t.Error("SQLite rolled a's transaction back, and a's Commit returned nil")
 	}
 }

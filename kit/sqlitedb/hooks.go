@@ -28,7 +28,9 @@ import (
 // connection that wrote last still has the pages it needs in its cache,
 // while one that comes back after others have written must read them again.
 // With 64 requests in flight, 64 connections taking turns made the same
-// transactions about 1.7 times slower than one connection did. Each
+// transactions about 1.7 times slower than one connection did; and only
+// transactions on one connection can share one SQLite transaction, and
+// one COMMIT (group.go). Each
 // database/sql connection keeps a physical connection of its own for what
 // it reads outside a write transaction, so that on a database file reads
 // never wait for a writer, and code that holds a transaction can still read
@@ -68,6 +70,10 @@ func (c *connector) open(ctx context.Context) (*physical, error) {
 	}
 	p := &physical{conn: inner}
 	if hr, ok := inner.(sqlite.HookRegisterer); ok {
+		// SQLite ends a transaction by itself on some errors (an I/O
+		// error, a conflict resolved by ROLLBACK, a RAISE(ROLLBACK)): a
+		// group open on the writer must hear of it (group.go).
+		hr.RegisterRollbackHook(func() { p.rolledBack = true })
 		hr.RegisterPreUpdateHook(func(d sqlite.SQLitePreUpdateData) {
 			p.changed = true
 			if strings.EqualFold(d.TableName, fault.OutboxTable) {
@@ -163,6 +169,9 @@ type physical struct {
 	// changed is set when a statement changed a row of any table on it;
 	// what reads it clears it.
 	changed bool
+	// rolledBack is set when a transaction on it rolled back, by a
+	// ROLLBACK or by SQLite itself; a new group clears it.
+	rolledBack bool
 }
 
 func (p *physical) close() error {
@@ -283,7 +292,9 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 // The waits that can be long still end with the request's context: the
 // write gate's (gate.go), and database/sql's own watch on a transaction,
 // which rolls it back when its context ends. A wait for another process's
-// lock ends after BusyTimeout.
+// lock ends after BusyTimeout. A Commit's wait for its group (group.go)
+// does not end with the context: by then its changes are in the group,
+// and its caller must hear whether they stayed.
 
 // driverContext returns the context the driver runs a statement of ctx
 // under, or ctx's error if ctx has ended.
