@@ -30,7 +30,8 @@ import (
 //   its transaction stayed.
 // - A transaction that leaves a deferred foreign key broken fails alone,
 //   at its Commit, as its own COMMIT would have failed: the group's
-//   COMMIT, which checks them, would fail every member for it.
+//   COMMIT, which checks them, would fail every member for it. And each
+//   member begins with defer_foreign_keys off, as a transaction does.
 // - A Rollback rolls back its savepoint only. It waits for the group too,
 //   because what it read may have been another member's changes, and
 //   returns the group's error if the group failed: what it read never
@@ -160,10 +161,15 @@ func (c *connector) joinGroup(ctx context.Context, opts driver.TxOptions) (grp *
 		c.writer.rolledBack = false
 		return g.open, true, nil
 	}
-	if _, err := c.writer.exec(ctx, "SAVEPOINT "+memberSavepoint, nil); err != nil {
-		// Commit what the members before put in: they are waiting for it.
-		g.finishGroup()
-		return nil, false, err
+	// A transaction of its own would begin with defer_foreign_keys off:
+	// SQLite switches it off at each COMMIT and ROLLBACK, not at a RELEASE,
+	// and a member before may have turned it on.
+	for _, q := range []string{"PRAGMA defer_foreign_keys = OFF", "SAVEPOINT " + memberSavepoint} {
+		if _, err := c.writer.exec(ctx, q, nil); err != nil {
+			// Commit what the members before put in: they are waiting for it.
+			g.finishGroup()
+			return nil, false, err
+		}
 	}
 	return g.open, false, nil
 }

@@ -481,3 +481,32 @@ func TestGroup_AFirstTransactionRolledBackWholeHandsOnNoGroup(t *testing.T) {
 		t.Error("SQLite rolled a's transaction back, and a's Commit returned nil")
 	}
 }
+
+// PRAGMA defer_foreign_keys lasts until the end of its transaction: SQLite
+// switches it off at each COMMIT and ROLLBACK. A transaction that turns it
+// on in a group defers its own foreign keys, not those of the transactions
+// after it. Caught: a member that inherits it from the one before, whose
+// broken immediate key then passes its statement and fails only its
+// Commit (a stage that tells an unknown account by the INSERT's error
+// answers 500 instead).
+func TestGroup_DeferForeignKeysEndsWithItsTransaction(t *testing.T) {
+	db := openDeferred(t)
+	if _, err := db.Exec(`CREATE TABLE pet (parent INTEGER REFERENCES parent(id))`); err != nil {
+		t.Fatal(err)
+	}
+	a := insertTx(t, db, 1)
+	if _, err := a.Exec(`PRAGMA defer_foreign_keys = ON`); err != nil {
+		t.Fatal(err)
+	}
+	aDone, b := handOver(t, db, a)
+	_, err := b.Exec(`INSERT INTO pet VALUES (42)`)
+	if rerr := b.Rollback(); rerr != nil {
+		t.Errorf("b's rollback: %v", rerr)
+	}
+	if err == nil {
+		t.Error("b broke an immediate foreign key, and its INSERT succeeded: it ran with the defer_foreign_keys of a, the transaction before it")
+	}
+	if err := within(t, "a's Commit", aDone); err != nil {
+		t.Errorf("a: %v", err)
+	}
+}
