@@ -510,3 +510,21 @@ func TestGroup_DeferForeignKeysEndsWithItsTransaction(t *testing.T) {
 		t.Errorf("a: %v", err)
 	}
 }
+
+// An in-memory database does not group: a transaction that commits while
+// another writer waits commits alone, and its Commit returns while the
+// next writer still holds the gate. Caught: in-memory transactions
+// grouped, whose Commit waits for the writer after it (and whose group is
+// committed by a member that holds no turn on SQLite's in-memory locks).
+func TestGroup_InMemoryEachTransactionCommitsAlone(t *testing.T) {
+	db := openMemory(t, groupTimeout)
+	a := insertTx(t, db, 1)
+	aDone, b := handOver(t, db, a)
+	defer b.Rollback()
+	if err := within(t, "a's Commit, with b holding the gate,", aDone); err != nil {
+		t.Fatalf("a: %v", err)
+	}
+	if groups := db.GateUse().Groups; groups != 0 {
+		t.Fatalf("%d groups committed on an in-memory database, want none", groups)
+	}
+}
