@@ -78,9 +78,8 @@ func (g *writeGate) finishGroup() error {
 	}
 	g.open = nil
 	if err := grp.inner.Commit(); err != nil {
-		// A failed COMMIT may leave the transaction open: end it, so
-		// the next writer starts afresh.
-		grp.inner.Rollback()
+		// The driver rolls back a transaction its failed COMMIT left
+		// open: the next writer starts afresh.
 		grp.fail(fmt.Errorf("commit: %w", err))
 		return grp.err
 	}
