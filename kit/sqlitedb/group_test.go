@@ -437,21 +437,30 @@ func rollBackWhole(t *testing.T, tx *sql.Tx) {
 
 // A statement that rolls back the whole SQLite transaction (a conflict
 // resolved by ON CONFLICT ROLLBACK, an I/O error) in a later member takes
-// the members before it with it: they are told so, and the next writer
-// finds no transaction left open on the writer. Caught: members told nil
-// for changes SQLite rolled back.
+// the members before it with it, whether that member then rolls back or
+// commits anyway: they are told so, and the next writer finds no
+// transaction left open on the writer. Caught: members told nil for
+// changes SQLite rolled back, by b's Rollback or by b's Commit.
 func TestGroup_AWholeTransactionRolledBackFailsTheMembersBefore(t *testing.T) {
-	db := openRollingBack(t)
-	a := insertTx(t, db, 1)
-	aDone, b := handOver(t, db, a)
-	rollBackWhole(t, b)
-	if err := b.Rollback(); err == nil {
-		t.Error("b's transaction was rolled back whole, with a's changes, and its Rollback returned nil")
-	}
-	groupFailed(t, db, aDone)
-	c := insertTx(t, db, 3)
-	if err := c.Commit(); err != nil {
-		t.Fatalf("a transaction after the broken group: %v", err)
+	for _, end := range []string{"Rollback", "Commit"} {
+		t.Run(end, func(t *testing.T) {
+			db := openRollingBack(t)
+			a := insertTx(t, db, 1)
+			aDone, b := handOver(t, db, a)
+			rollBackWhole(t, b)
+			ending := b.Rollback
+			if end == "Commit" {
+				ending = b.Commit
+			}
+			if err := ending(); err == nil {
+				t.Errorf("b's transaction was rolled back whole, with a's changes, and its %s returned nil", end)
+			}
+			groupFailed(t, db, aDone)
+			c := insertTx(t, db, 3)
+			if err := c.Commit(); err != nil {
+				t.Fatalf("a transaction after the broken group: %v", err)
+			}
+		})
 	}
 }
 
