@@ -1,6 +1,7 @@
 package sqlitedb
 
 import (
+	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"idemlab/kit/fault"
 )
 
 // groupTimeout is the write gate's timeout in these tests: long enough
@@ -103,12 +106,30 @@ func insertTx(t *testing.T, db *DB, v int) *sql.Tx {
 
 // A transaction that commits while another writer waits leaves its changes
 // in the group for the next one, and its Commit returns only when the
-// group has committed: never before anyone else can read them. Caught: a
-// Commit that returns before the group's COMMIT (the first check), and no
-// grouping at all (the second: a's Commit returns at once).
+// group has committed: never before anyone else can read them. What the
+// lab hears of its commit (its business write, where lab mode crashes the
+// process; its key rows, which the event stream shows) comes then too: a
+// process killed there has its changes on disk. Caught: a Commit that
+// returns before the group's COMMIT (the first check), no grouping at all
+// (the second: a's Commit returns at once), and a member whose hooks run
+// as it leaves the group (the last: a reader saw none of the group).
 func TestGroup_CommitReturnsOnceTheGroupHasCommitted(t *testing.T) {
 	db := openGated(t, groupTimeout)
-	a := insertTx(t, db, 1)
+	heard := make(chan int, 1)
+	db.OnBusinessCommit(func() {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM n`).Scan(&n); err != nil {
+			n = -1
+		}
+		heard <- n
+	})
+	a, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ExecContext(fault.MarkBusinessWrite(context.Background()), `INSERT INTO n VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
 	aDone, b := handOver(t, db, a)
 	if _, err := b.Exec(`INSERT INTO n VALUES (2)`); err != nil {
 		t.Fatal(err)
@@ -130,6 +151,15 @@ func TestGroup_CommitReturnsOnceTheGroupHasCommitted(t *testing.T) {
 	}
 	if got := count(t, db.DB); got != 2 {
 		t.Fatalf("after both commits a reader sees %d rows, want 2", got)
+	}
+	// Heard, if at all, before a's Commit returned.
+	select {
+	case got := <-heard:
+		if got != 2 {
+			t.Fatalf("when a's business commit was heard, a reader saw %d rows, want the group's 2", got)
+		}
+	default:
+		t.Fatal("a's Commit returned, and its business commit was never heard")
 	}
 }
 
