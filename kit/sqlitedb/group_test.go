@@ -186,8 +186,9 @@ func TestGroup_RollbackUndoesItsOwnChangesOnly(t *testing.T) {
 
 // A transaction handed the group on to a writer that then gave up
 // waiting: nobody comes to commit the group, so the transaction commits it
-// itself. Caught: a member that only waits for the group (it waits for
-// ever).
+// itself, and gives the gate back. Caught: a member that only waits for
+// the group (it waits for ever), and one that keeps the gate it took to
+// commit the group (the next write waits out the gate's timeout).
 func TestGroup_AWaiterThatGivesUpDoesNotStrandTheGroup(t *testing.T) {
 	db := openGated(t, groupTimeout)
 	a := insertTx(t, db, 1)
@@ -201,6 +202,9 @@ func TestGroup_AWaiterThatGivesUpDoesNotStrandTheGroup(t *testing.T) {
 	db.gate.waiting.Add(-1)
 	if got := count(t, db.DB); got != 1 {
 		t.Fatalf("a reader sees %d rows, want 1", got)
+	}
+	if _, err := db.Exec(`INSERT INTO n VALUES (2)`); err != nil {
+		t.Fatalf("a write after a's Commit: %v", err)
 	}
 }
 
