@@ -57,12 +57,11 @@ import (
 
 // group is the SQLite transaction open on the writer while write
 // transactions take turns inside it. Only the holder of the gate touches
-// inner and members.
+// inner.
 type group struct {
-	inner   driver.Tx     // the SQLite transaction, begun by its first member
-	members int           // the transactions committed into it so far
-	done    chan struct{} // closed once the group has committed or failed
-	err     error         // why it failed; set before done is closed
+	inner driver.Tx     // the SQLite transaction, begun by its first member
+	done  chan struct{} // closed once the group has committed or failed
+	err   error         // why it failed; set before done is closed
 }
 
 // memberSavepoint is the savepoint each transaction of a group runs in.
@@ -210,7 +209,6 @@ func (t *tx) commitMember() error {
 			return err
 		}
 	}
-	t.group.members++
 	if err := g.leaveGroup(t.group, c.endTurns); err != nil {
 		return err
 	}
