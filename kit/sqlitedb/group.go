@@ -194,19 +194,13 @@ func (t *tx) commitMember() error {
 		// members before it: handed on, it would be no group, and the
 		// next member's savepoint would begin and commit a transaction
 		// of its own.
-		err := fmt.Errorf("commit: %w", errRolledBack)
-		g.abandonGroup(fmt.Errorf("%w: %w", errGroupBroken, err))
-		c.endTurns()
-		return err
+		return t.breakGroup(fmt.Errorf("commit: %w", errRolledBack))
 	}
 	if !t.first {
 		if _, err := t.on.exec(context.Background(), "RELEASE "+memberSavepoint, nil); err != nil {
 			// A transaction that cannot release its savepoint is broken:
 			// roll the group back, so that nothing half done stays.
-			err = fmt.Errorf("commit: %w", err)
-			g.abandonGroup(fmt.Errorf("%w: %w", errGroupBroken, err))
-			c.endTurns()
-			return err
+			return t.breakGroup(fmt.Errorf("commit: %w", err))
 		}
 	}
 	if err := g.leaveGroup(t.group, c.endTurns); err != nil {
@@ -219,7 +213,7 @@ func (t *tx) commitMember() error {
 	return nil
 }
 
-// errRolledBack is what a member's Commit returns when SQLite rolled its
+// errRolledBack is what a member's Commit or Rollback returns when SQLite rolled its
 // transaction back on an error before it (an I/O error, a conflict
 // resolved by ROLLBACK): its statements after that ran outside any
 // transaction.
@@ -243,6 +237,15 @@ func brokenForeignKey(p *physical) bool {
 	return err == nil && n != 0
 }
 
+// breakGroup rolls back the group t is in, with the members before t,
+// because t found the group's transaction broken (err), and gives back
+// what t's connection holds. It returns err.
+func (t *tx) breakGroup(err error) error {
+	t.conn.connector.gate.abandonGroup(fmt.Errorf("%w: %w", errGroupBroken, err))
+	t.conn.endTurns()
+	return err
+}
+
 // rollbackMember rolls back t's savepoint, and leaves the group. The first
 // member's rollback ends the group: nothing else is in it. Another's
 // returns the group's error, once the group has committed or failed.
@@ -256,14 +259,16 @@ func (t *tx) rollbackMember() error {
 		c.endTurns()
 		return nil
 	}
+	if t.on.rolledBack {
+		// SQLite's rollback took t's savepoint with it.
+		return t.breakGroup(fmt.Errorf("rollback: %w", errRolledBack))
+	}
 	_, err := t.on.exec(context.Background(), "ROLLBACK TO "+memberSavepoint, nil)
 	if err == nil {
 		_, err = t.on.exec(context.Background(), "RELEASE "+memberSavepoint, nil)
 	}
 	if err != nil {
-		g.abandonGroup(fmt.Errorf("%w: rollback: %w", errGroupBroken, err))
-		c.endTurns()
-		return err
+		return t.breakGroup(fmt.Errorf("rollback: %w", err))
 	}
 	// What t read may have been the changes of the members before it: if
 	// they did not commit, its caller hears so, as they do.
