@@ -7,6 +7,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,16 +22,33 @@ import (
 // for the gate).
 const groupTimeout = 10 * time.Second
 
-// waitForWaiters waits until n writers wait at db's gate.
+// waitForWaiters waits until n writers wait in line at db's gate: counted
+// in waiting, and blocked on the gate's channel. Counted alone, a writer
+// may not be in line yet, and a transaction whose Commit hands it the
+// gate finds the gate free when it waits for its group, takes it first
+// and commits the group alone.
 func waitForWaiters(t *testing.T, db *DB, n int32) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for db.gate.waiting.Load() < n {
+	for db.gate.waiting.Load() < n || inLine() < int(n) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d writers wait at the gate, want %d", db.gate.waiting.Load(), n)
+			t.Fatalf("%d writers wait at the gate (%d in line), want %d", db.gate.waiting.Load(), inLine(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// inLine counts the goroutines blocked in the write gate's take.
+func inLine() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, " [select") && strings.Contains(g, "(*writeGate).take(") {
+			n++
+		}
+	}
+	return n
 }
 
 // within waits for ch at most 10 s: a member left waiting for ever is a
@@ -71,9 +90,14 @@ func openDeferred(t *testing.T) *DB {
 
 // handOver commits a while another write transaction, b, waits at the
 // gate: a hands the group on to b. It returns a's Commit's error on a
-// channel, once a's Commit returns, and b, which holds the gate.
+// channel, once a's Commit returns, and b, which holds the gate. It stops
+// db's checkpointer first: in line at the gate, it would get the gate
+// from a, commit a's group, and leave b a group of its own.
 func handOver(t *testing.T, db *DB, a *sql.Tx) (aDone <-chan error, b *sql.Tx) {
 	t.Helper()
+	if db.ckpt != nil {
+		db.ckpt.stop()
+	}
 	began := make(chan *sql.Tx, 1)
 	go func() {
 		b, err := db.Begin()
