@@ -30,7 +30,8 @@ import (
 //   its transaction stayed.
 // - A transaction that leaves a deferred foreign key broken fails alone,
 //   at its Commit, as its own COMMIT would have failed: the group's
-//   COMMIT, which checks them, would fail every member for it.
+//   COMMIT, which checks them, would fail every member for it. And each
+//   member begins with defer_foreign_keys off, as a transaction does.
 // - A Rollback rolls back its savepoint only. It waits for the group too,
 //   because what it read may have been another member's changes, and
 //   returns the group's error if the group failed: what it read never
@@ -56,12 +57,11 @@ import (
 
 // group is the SQLite transaction open on the writer while write
 // transactions take turns inside it. Only the holder of the gate touches
-// inner and members.
+// inner.
 type group struct {
-	inner   driver.Tx     // the SQLite transaction, begun by its first member
-	members int           // the transactions committed into it so far
-	done    chan struct{} // closed once the group has committed or failed
-	err     error         // why it failed; set before done is closed
+	inner driver.Tx     // the SQLite transaction, begun by its first member
+	done  chan struct{} // closed once the group has committed or failed
+	err   error         // why it failed; set before done is closed
 }
 
 // memberSavepoint is the savepoint each transaction of a group runs in.
@@ -77,9 +77,8 @@ func (g *writeGate) finishGroup() error {
 	}
 	g.open = nil
 	if err := grp.inner.Commit(); err != nil {
-		// A failed COMMIT may leave the transaction open: end it, so
-		// the next writer starts afresh.
-		grp.inner.Rollback()
+		// The driver rolls back a transaction its failed COMMIT left
+		// open: the next writer starts afresh.
 		grp.fail(fmt.Errorf("commit: %w", err))
 		return grp.err
 	}
@@ -160,10 +159,15 @@ func (c *connector) joinGroup(ctx context.Context, opts driver.TxOptions) (grp *
 		c.writer.rolledBack = false
 		return g.open, true, nil
 	}
-	if _, err := c.writer.exec(ctx, "SAVEPOINT "+memberSavepoint, nil); err != nil {
-		// Commit what the members before put in: they are waiting for it.
-		g.finishGroup()
-		return nil, false, err
+	// A transaction of its own would begin with defer_foreign_keys off:
+	// SQLite switches it off at each COMMIT and ROLLBACK, not at a RELEASE,
+	// and a member before may have turned it on.
+	for _, q := range []string{"PRAGMA defer_foreign_keys = OFF", "SAVEPOINT " + memberSavepoint} {
+		if _, err := c.writer.exec(ctx, q, nil); err != nil {
+			// Commit what the members before put in: they are waiting for it.
+			g.finishGroup()
+			return nil, false, err
+		}
 	}
 	return g.open, false, nil
 }
@@ -190,22 +194,15 @@ func (t *tx) commitMember() error {
 		// members before it: handed on, it would be no group, and the
 		// next member's savepoint would begin and commit a transaction
 		// of its own.
-		err := fmt.Errorf("commit: %w", errRolledBack)
-		g.abandonGroup(fmt.Errorf("%w: %w", errGroupBroken, err))
-		c.endTurns()
-		return err
+		return t.breakGroup(fmt.Errorf("commit: %w", errRolledBack))
 	}
 	if !t.first {
 		if _, err := t.on.exec(context.Background(), "RELEASE "+memberSavepoint, nil); err != nil {
 			// A transaction that cannot release its savepoint is broken:
 			// roll the group back, so that nothing half done stays.
-			err = fmt.Errorf("commit: %w", err)
-			g.abandonGroup(fmt.Errorf("%w: %w", errGroupBroken, err))
-			c.endTurns()
-			return err
+			return t.breakGroup(fmt.Errorf("commit: %w", err))
 		}
 	}
-	t.group.members++
 	if err := g.leaveGroup(t.group, c.endTurns); err != nil {
 		return err
 	}
@@ -216,7 +213,7 @@ func (t *tx) commitMember() error {
 	return nil
 }
 
-// errRolledBack is what a member's Commit returns when SQLite rolled its
+// errRolledBack is what a member's Commit or Rollback returns when SQLite rolled its
 // transaction back on an error before it (an I/O error, a conflict
 // resolved by ROLLBACK): its statements after that ran outside any
 // transaction.
@@ -240,6 +237,15 @@ func brokenForeignKey(p *physical) bool {
 	return err == nil && n != 0
 }
 
+// breakGroup rolls back the group t is in, with the members before t,
+// because t found the group's transaction broken (err), and gives back
+// what t's connection holds. It returns err.
+func (t *tx) breakGroup(err error) error {
+	t.conn.connector.gate.abandonGroup(fmt.Errorf("%w: %w", errGroupBroken, err))
+	t.conn.endTurns()
+	return err
+}
+
 // rollbackMember rolls back t's savepoint, and leaves the group. The first
 // member's rollback ends the group: nothing else is in it. Another's
 // returns the group's error, once the group has committed or failed.
@@ -253,14 +259,16 @@ func (t *tx) rollbackMember() error {
 		c.endTurns()
 		return nil
 	}
+	if t.on.rolledBack {
+		// SQLite's rollback took t's savepoint with it.
+		return t.breakGroup(fmt.Errorf("rollback: %w", errRolledBack))
+	}
 	_, err := t.on.exec(context.Background(), "ROLLBACK TO "+memberSavepoint, nil)
 	if err == nil {
 		_, err = t.on.exec(context.Background(), "RELEASE "+memberSavepoint, nil)
 	}
 	if err != nil {
-		g.abandonGroup(fmt.Errorf("%w: rollback: %w", errGroupBroken, err))
-		c.endTurns()
-		return err
+		return t.breakGroup(fmt.Errorf("rollback: %w", err))
 	}
 	// What t read may have been the changes of the members before it: if
 	// they did not commit, its caller hears so, as they do.

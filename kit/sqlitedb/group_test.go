@@ -1,14 +1,19 @@
 package sqlitedb
 
 import (
+	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"idemlab/kit/fault"
 )
 
 // groupTimeout is the write gate's timeout in these tests: long enough
@@ -17,16 +22,33 @@ import (
 // for the gate).
 const groupTimeout = 10 * time.Second
 
-// waitForWaiters waits until n writers wait at db's gate.
+// waitForWaiters waits until n writers wait in line at db's gate: counted
+// in waiting, and blocked on the gate's channel. Counted alone, a writer
+// may not be in line yet, and a transaction whose Commit hands it the
+// gate finds the gate free when it waits for its group, takes it first
+// and commits the group alone.
 func waitForWaiters(t *testing.T, db *DB, n int32) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for db.gate.waiting.Load() < n {
+	for db.gate.waiting.Load() < n || inLine() < int(n) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d writers wait at the gate, want %d", db.gate.waiting.Load(), n)
+			t.Fatalf("%d writers wait at the gate (%d in line), want %d", db.gate.waiting.Load(), inLine(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// inLine counts the goroutines blocked in the write gate's take.
+func inLine() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, " [select") && strings.Contains(g, "(*writeGate).take(") {
+			n++
+		}
+	}
+	return n
 }
 
 // within waits for ch at most 10 s: a member left waiting for ever is a
@@ -68,9 +90,14 @@ func openDeferred(t *testing.T) *DB {
 
 // handOver commits a while another write transaction, b, waits at the
 // gate: a hands the group on to b. It returns a's Commit's error on a
-// channel, once a's Commit returns, and b, which holds the gate.
+// channel, once a's Commit returns, and b, which holds the gate. It stops
+// db's checkpointer first: in line at the gate, it would get the gate
+// from a, commit a's group, and leave b a group of its own.
 func handOver(t *testing.T, db *DB, a *sql.Tx) (aDone <-chan error, b *sql.Tx) {
 	t.Helper()
+	if db.ckpt != nil {
+		db.ckpt.stop()
+	}
 	began := make(chan *sql.Tx, 1)
 	go func() {
 		b, err := db.Begin()
@@ -103,12 +130,30 @@ func insertTx(t *testing.T, db *DB, v int) *sql.Tx {
 
 // A transaction that commits while another writer waits leaves its changes
 // in the group for the next one, and its Commit returns only when the
-// group has committed: never before anyone else can read them. Caught: a
-// Commit that returns before the group's COMMIT (the first check), and no
-// grouping at all (the second: a's Commit returns at once).
+// group has committed: never before anyone else can read them. What the
+// lab hears of its commit (its business write, where lab mode crashes the
+// process; its key rows, which the event stream shows) comes then too: a
+// process killed there has its changes on disk. Caught: a Commit that
+// returns before the group's COMMIT (the first check), no grouping at all
+// (the second: a's Commit returns at once), and a member whose hooks run
+// as it leaves the group (the last: a reader saw none of the group).
 func TestGroup_CommitReturnsOnceTheGroupHasCommitted(t *testing.T) {
 	db := openGated(t, groupTimeout)
-	a := insertTx(t, db, 1)
+	heard := make(chan int, 1)
+	db.OnBusinessCommit(func() {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM n`).Scan(&n); err != nil {
+			n = -1
+		}
+		heard <- n
+	})
+	a, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ExecContext(fault.MarkBusinessWrite(context.Background()), `INSERT INTO n VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
 	aDone, b := handOver(t, db, a)
 	if _, err := b.Exec(`INSERT INTO n VALUES (2)`); err != nil {
 		t.Fatal(err)
@@ -130,6 +175,15 @@ func TestGroup_CommitReturnsOnceTheGroupHasCommitted(t *testing.T) {
 	}
 	if got := count(t, db.DB); got != 2 {
 		t.Fatalf("after both commits a reader sees %d rows, want 2", got)
+	}
+	// Heard, if at all, before a's Commit returned.
+	select {
+	case got := <-heard:
+		if got != 2 {
+			t.Fatalf("when a's business commit was heard, a reader saw %d rows, want the group's 2", got)
+		}
+	default:
+		t.Fatal("a's Commit returned, and its business commit was never heard")
 	}
 }
 
@@ -156,8 +210,9 @@ func TestGroup_RollbackUndoesItsOwnChangesOnly(t *testing.T) {
 
 // A transaction handed the group on to a writer that then gave up
 // waiting: nobody comes to commit the group, so the transaction commits it
-// itself. Caught: a member that only waits for the group (it waits for
-// ever).
+// itself, and gives the gate back. Caught: a member that only waits for
+// the group (it waits for ever), and one that keeps the gate it took to
+// commit the group (the next write waits out the gate's timeout).
 func TestGroup_AWaiterThatGivesUpDoesNotStrandTheGroup(t *testing.T) {
 	db := openGated(t, groupTimeout)
 	a := insertTx(t, db, 1)
@@ -171,6 +226,9 @@ func TestGroup_AWaiterThatGivesUpDoesNotStrandTheGroup(t *testing.T) {
 	db.gate.waiting.Add(-1)
 	if got := count(t, db.DB); got != 1 {
 		t.Fatalf("a reader sees %d rows, want 1", got)
+	}
+	if _, err := db.Exec(`INSERT INTO n VALUES (2)`); err != nil {
+		t.Fatalf("a write after a's Commit: %v", err)
 	}
 }
 
@@ -437,21 +495,30 @@ func rollBackWhole(t *testing.T, tx *sql.Tx) {
 
 // A statement that rolls back the whole SQLite transaction (a conflict
 // resolved by ON CONFLICT ROLLBACK, an I/O error) in a later member takes
-// the members before it with it: they are told so, and the next writer
-// finds no transaction left open on the writer. Caught: members told nil
-// for changes SQLite rolled back.
+// the members before it with it, whether that member then rolls back or
+// commits anyway: they are told so, and the next writer finds no
+// transaction left open on the writer. Caught: members told nil for
+// changes SQLite rolled back, by b's Rollback or by b's Commit.
 func TestGroup_AWholeTransactionRolledBackFailsTheMembersBefore(t *testing.T) {
-	db := openRollingBack(t)
-	a := insertTx(t, db, 1)
-	aDone, b := handOver(t, db, a)
-	rollBackWhole(t, b)
-	if err := b.Rollback(); err == nil {
-		t.Error("b's transaction was rolled back whole, with a's changes, and its Rollback returned nil")
-	}
-	groupFailed(t, db, aDone)
-	c := insertTx(t, db, 3)
-	if err := c.Commit(); err != nil {
-		t.Fatalf("a transaction after the broken group: %v", err)
+	for _, end := range []string{"Rollback", "Commit"} {
+		t.Run(end, func(t *testing.T) {
+			db := openRollingBack(t)
+			a := insertTx(t, db, 1)
+			aDone, b := handOver(t, db, a)
+			rollBackWhole(t, b)
+			ending := b.Rollback
+			if end == "Commit" {
+				ending = b.Commit
+			}
+			if err := ending(); !errors.Is(err, errRolledBack) {
+				t.Errorf("b's transaction was rolled back whole, with a's changes, and its %s returned %v, not that SQLite rolled it back", end, err)
+			}
+			groupFailed(t, db, aDone)
+			c := insertTx(t, db, 3)
+			if err := c.Commit(); err != nil {
+				t.Fatalf("a transaction after the broken group: %v", err)
+			}
+		})
 	}
 }
 
@@ -479,5 +546,52 @@ func TestGroup_AFirstTransactionRolledBackWholeHandsOnNoGroup(t *testing.T) {
 	}
 	if err := within(t, "a's Commit", aDone); err == nil {
 		t.Error("SQLite rolled a's transaction back, and a's Commit returned nil")
+	}
+}
+
+// PRAGMA defer_foreign_keys lasts until the end of its transaction: SQLite
+// switches it off at each COMMIT and ROLLBACK. A transaction that turns it
+// on in a group defers its own foreign keys, not those of the transactions
+// after it. Caught: a member that inherits it from the one before, whose
+// broken immediate key then passes its statement and fails only its
+// Commit (a stage that tells an unknown account by the INSERT's error
+// answers 500 instead).
+func TestGroup_DeferForeignKeysEndsWithItsTransaction(t *testing.T) {
+	db := openDeferred(t)
+	if _, err := db.Exec(`CREATE TABLE pet (parent INTEGER REFERENCES parent(id))`); err != nil {
+		t.Fatal(err)
+	}
+	a := insertTx(t, db, 1)
+	if _, err := a.Exec(`PRAGMA defer_foreign_keys = ON`); err != nil {
+		t.Fatal(err)
+	}
+	aDone, b := handOver(t, db, a)
+	_, err := b.Exec(`INSERT INTO pet VALUES (42)`)
+	if rerr := b.Rollback(); rerr != nil {
+		t.Errorf("b's rollback: %v", rerr)
+	}
+	if err == nil {
+		t.Error("b broke an immediate foreign key, and its INSERT succeeded: it ran with the defer_foreign_keys of a, the transaction before it")
+	}
+	if err := within(t, "a's Commit", aDone); err != nil {
+		t.Errorf("a: %v", err)
+	}
+}
+
+// An in-memory database does not group: a transaction that commits while
+// another writer waits commits alone, and its Commit returns while the
+// next writer still holds the gate. Caught: in-memory transactions
+// grouped, whose Commit waits for the writer after it (and whose group is
+// committed by a member that holds no turn on SQLite's in-memory locks).
+func TestGroup_InMemoryEachTransactionCommitsAlone(t *testing.T) {
+	db := openMemory(t, groupTimeout)
+	a := insertTx(t, db, 1)
+	aDone, b := handOver(t, db, a)
+	defer b.Rollback()
+	if err := within(t, "a's Commit, with b holding the gate,", aDone); err != nil {
+		t.Fatalf("a: %v", err)
+	}
+	if groups := db.GateUse().Groups; groups != 0 {
+		t.Fatalf("%d groups committed on an in-memory database, want none", groups)
 	}
 }
