@@ -50,10 +50,9 @@ import (
 // they would see each member's on its own. A member sees the changes of
 // the members before it, which they do not yet: code that holds a
 // transaction and reads beside it, outside it, may miss a row its own
-// transaction finds. Crashes keep their meaning: a
-// transaction whose Commit has not returned may be lost, one whose Commit
-// has returned is in the log. An in-memory database has no log to write
-// and does not group.
+// transaction finds. Crashes keep their meaning: a transaction whose
+// Commit has not returned may be lost, one whose Commit has returned is in
+// the log. An in-memory database has no log to write and does not group.
 
 // group is the SQLite transaction open on the writer while write
 // transactions take turns inside it. Only the holder of the gate touches
@@ -173,9 +172,9 @@ func (c *connector) joinGroup(ctx context.Context, opts driver.TxOptions) (grp *
 }
 
 // commitMember commits t, a member of a group: it releases t's savepoint
-// (the first member has none), then leaves the group (leaveGroup) and, once the group has committed,
-// tells the hooks what t changed, as Commit does for a transaction of its
-// own.
+// (the first member has none), then leaves the group (leaveGroup) and,
+// once the group has committed, tells the hooks what t changed, as Commit
+// does for a transaction of its own.
 func (t *tx) commitMember() error {
 	if brokenForeignKey(t.on) {
 		if err := t.rollbackMember(); err != nil {
@@ -213,10 +212,10 @@ func (t *tx) commitMember() error {
 	return nil
 }
 
-// errRolledBack is what a member's Commit or Rollback returns when SQLite rolled its
-// transaction back on an error before it (an I/O error, a conflict
-// resolved by ROLLBACK): its statements after that ran outside any
-// transaction.
+// errRolledBack is what a member's Commit or Rollback returns when SQLite
+// rolled its transaction back on an error before it (an I/O error, a
+// conflict resolved by ROLLBACK): its statements after that ran outside
+// any transaction.
 var errRolledBack = errors.New("SQLite rolled this transaction back on an earlier error: nothing it ran before that stayed, and what it ran after ran outside any transaction")
 
 // errForeignKey is what a member's Commit returns when the member left a
