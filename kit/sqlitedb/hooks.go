@@ -260,18 +260,12 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		c.endTurns()
 		return nil, err
 	}
+	t := &tx{conn: c, on: c.cur}
 	if c.gated && c.connector.mem == nil {
-		grp, first, err := c.connector.joinGroup(dctx, opts)
-		if err != nil {
-			c.endTurns()
-			return nil, err
-		}
-		c.business = false
-		c.inTx = true
-		c.cur.keyRows, c.cur.outbox = nil, false
-		return &tx{conn: c, on: c.cur, group: grp, first: first}, nil
+		t.group, t.first, err = c.connector.joinGroup(dctx, opts)
+	} else {
+		t.inner, err = c.cur.conn.(driver.ConnBeginTx).BeginTx(dctx, opts)
 	}
-	t, err := c.cur.conn.(driver.ConnBeginTx).BeginTx(dctx, opts)
 	if err != nil {
 		c.endTurns()
 		return nil, err
@@ -279,7 +273,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	c.business = false
 	c.inTx = true
 	c.cur.keyRows, c.cur.outbox = nil, false
-	return &tx{inner: t, conn: c, on: c.cur}, nil
+	return t, nil
 }
 
 // The driver watches the context of every statement it runs, BEGIN and
