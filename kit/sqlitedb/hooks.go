@@ -30,11 +30,10 @@ import (
 // With 64 requests in flight, 64 connections taking turns made the same
 // transactions about 1.7 times slower than one connection did; and only
 // transactions on one connection can share one SQLite transaction, and
-// one COMMIT (group.go). Each
-// database/sql connection keeps a physical connection of its own for what
-// it reads outside a write transaction, so that on a database file reads
-// never wait for a writer, and code that holds a transaction can still read
-// beside it. An in-memory database has coarser locks (memlock.go).
+// one COMMIT (group.go). Each database/sql connection keeps a physical
+// connection of its own for what it reads outside a write transaction, so
+// that on a database file reads never wait for a writer, and code that
+// holds a transaction can still read beside it. An in-memory database has coarser locks (memlock.go).
 
 type connector struct {
 	base  driver.Connector

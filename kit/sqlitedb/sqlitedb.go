@@ -105,6 +105,9 @@ func dataSourceName(path string) (string, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
+	// Statement journals in memory: a savepoint's (each member of a group
+	// after the first runs in one, group.go) went to a temporary file, a
+	// write for each page the member changed.
 	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", "immediate")
 	if path == ":memory:" {
