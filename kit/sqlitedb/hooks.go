@@ -33,7 +33,8 @@ import (
 // one COMMIT (group.go). Each database/sql connection keeps a physical
 // connection of its own for what it reads outside a write transaction, so
 // that on a database file reads never wait for a writer, and code that
-// holds a transaction can still read beside it. An in-memory database has coarser locks (memlock.go).
+// holds a transaction can still read beside it. An in-memory database has
+// coarser locks (memlock.go).
 
 type connector struct {
 	base  driver.Connector
