@@ -374,32 +374,48 @@ func checkLateOriginalFenced(t *T) error {
 		if err := t.Reconcile(sent, got, books); err != nil {
 			return true, err
 		}
-		if !tookOver {
-			// The retry was answered before the original woke up: it did
-			// not take the key over (S6.lease-takeover-once judges that),
-			// so there is no late original to fence.
-			return true, nil
+		conclusive, want := lateOriginalVerdict(first, third, second, tookOver)
+		if want != "" {
+			return true, t.Fail(sent, got, want)
 		}
-		if sameOp(first, second) {
-			// The retry reached the key only after the original had
-			// completed it, and replays its answer: nothing to fence in
-			// this round.
-			return false, nil
+		if want = replayMismatch(second, last); conclusive && tookOver && want != "" {
+			return true, t.Fail(sent, last.String()+"\n"+want, "the retry's stored 201, to the last retry")
 		}
-		switch {
-		case first.Is(http.StatusCreated, ""):
-			return true, t.Fail(sent, got, "the original, whose lease had expired and been taken over, does not complete: 409 "+pInProgress+
-				", its transaction rolled back; the retry that holds the lease executes (here its work, a core call included, was thrown away, and with a completion that checks nothing the money moves twice)")
-		case third.Is(http.StatusCreated, "") && !sameOp(third, second):
-			return true, t.Fail(sent, got, "409 "+pInProgress+" to the third attempt: the retry holds a live lease. "+
-				"The original, refused at its completion, must not delete a key it no longer holds (release … AND lease_owner = ?)")
-		case !second.Is(http.StatusCreated, ""):
-			return true, t.Fail(sent, got, "201 Created to the retry that took the key over: it holds the lease, and it executes")
-		case replayMismatch(second, last) != "":
-			return true, t.Fail(sent, last.String()+"\n"+replayMismatch(second, last), "the retry's stored 201, to the last retry")
-		}
-		return true, nil
+		return conclusive, nil
 	})
+}
+
+// lateOriginalVerdict judges S6.late-original-fenced's round from its
+// answers: the original's (first), the third attempt's and the retry's
+// (second); tookOver says the retry was still waiting when the original
+// answered. It reports whether the round observed a late original, and
+// what was expected if it failed. The last retry's replay of the retry's
+// 201 is judged after it, by the caller, which can show it.
+func lateOriginalVerdict(first, third, second Response, tookOver bool) (conclusive bool, want string) {
+	if sameOp(first, second) {
+		// The retry reached the key only after the original had completed
+		// it, and replays its answer: nothing to fence in this round. On a
+		// busy machine the replay can be answered before the check sees the
+		// original's answer, so this comes before tookOver.
+		return false, ""
+	}
+	if !tookOver {
+		// The retry was answered before the original woke up, and not with
+		// its answer: it did not take the key over (S6.lease-takeover-once
+		// judges that), so there is no late original to fence.
+		return true, ""
+	}
+	switch {
+	case first.Is(http.StatusCreated, ""):
+		return true, "the original, whose lease had expired and been taken over, does not complete: 409 " + pInProgress +
+			", its transaction rolled back; the retry that holds the lease executes (here its work, a core call included, was thrown away, and with a completion that checks nothing the money moves twice)"
+	case third.Is(http.StatusCreated, "") && !sameOp(third, second):
+		return true, "409 " + pInProgress + " to the third attempt: the retry holds a live lease. " +
+			"The original, refused at its completion, must not delete a key it no longer holds (release … AND lease_owner = ?)"
+	case !second.Is(http.StatusCreated, ""):
+		return true, "201 Created to the retry that took the key over: it holds the lease, and it executes"
+	}
+	return true, ""
 }
 
 // checkOutageMidRequest catches a claim stuck in progress for good after
