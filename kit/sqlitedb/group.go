@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"modernc.org/sqlite"
@@ -160,15 +161,41 @@ func (c *connector) joinGroup(ctx context.Context, opts driver.TxOptions) (grp *
 	}
 	// A transaction of its own would begin with defer_foreign_keys off:
 	// SQLite switches it off at each COMMIT and ROLLBACK, not at a RELEASE,
-	// and a member before may have turned it on.
-	for _, q := range []string{"PRAGMA defer_foreign_keys = OFF", "SAVEPOINT " + memberSavepoint} {
-		if _, err := c.writer.exec(ctx, q, nil); err != nil {
-			// Commit what the members before put in: they are waiting for it.
-			g.finishGroup()
-			return nil, false, err
-		}
+	// and a member before may have turned it on. It is read before it is
+	// set: setting a flag pragma expires every statement the connection
+	// has prepared, and each would be compiled again at its next step.
+	err = c.writer.deferForeignKeysOff(ctx)
+	if err == nil {
+		_, err = c.writer.exec(ctx, "SAVEPOINT "+memberSavepoint, nil)
+	}
+	if err != nil {
+		// Commit what the members before put in: they are waiting for it.
+		g.finishGroup()
+		return nil, false, err
 	}
 	return g.open, false, nil
+}
+
+// deferForeignKeysOff switches defer_foreign_keys off on c if it is on.
+func (c *physical) deferForeignKeysOff(ctx context.Context) error {
+	on := false
+	rows, err := c.query(ctx, "PRAGMA defer_foreign_keys", nil, func(error) {})
+	if err != nil {
+		return err
+	}
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err == nil {
+		n, _ := v[0].(int64)
+		on = n != 0
+	} else if err != io.EOF {
+		rows.Close()
+		return err
+	}
+	if err := rows.Close(); err != nil || !on {
+		return err
+	}
+	_, err = c.exec(ctx, "PRAGMA defer_foreign_keys = OFF", nil)
+	return err
 }
 
 // commitMember commits t, a member of a group: it releases t's savepoint

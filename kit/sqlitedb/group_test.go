@@ -588,3 +588,42 @@ func TestGroup_InMemoryEachTransactionCommitsAlone(t *testing.T) {
 		t.Fatalf("%d groups committed on an in-memory database, want none", groups)
 	}
 }
+
+// A member that joins a group finds defer_foreign_keys off, as the members
+// before left it, and does not set it again: setting a flag pragma expires
+// every statement the writer has prepared, and each would be compiled
+// again at its next step, inside the gate (a sixth of the final server's
+// CPU at 64 clients when every member set it). Caught: the pragma set at
+// every join.
+func TestGroup_AMemberDoesNotExpireTheWritersStatements(t *testing.T) {
+	db := openGated(t, groupTimeout)
+	var c *connector
+	raw, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Raw(func(dc any) error {
+		c = dc.(*conn).connector
+		return nil
+	})
+	raw.Close()
+	a := insertTx(t, db, 1)
+	aDone, b := handOver(t, db, a)
+	if _, err := b.Exec(`INSERT INTO n VALUES (2)`); err != nil {
+		t.Fatal(err)
+	}
+	for q := range c.writer.stmts {
+		if strings.HasPrefix(q, "PRAGMA defer_foreign_keys =") {
+			t.Errorf("b joined a's group and ran %q, though a left defer_foreign_keys off: every statement the writer had prepared was compiled again", q)
+		}
+	}
+	if err := b.Commit(); err != nil {
+		t.Error(err)
+	}
+	if err := within(t, "a's Commit", aDone); err != nil {
+		t.Errorf("a: %v", err)
+	}
+	if n := count(t, db.DB); n != 2 {
+		t.Errorf("%d rows, want 2", n)
+	}
+}
