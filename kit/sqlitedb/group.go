@@ -177,12 +177,19 @@ func (c *connector) joinGroup(ctx context.Context, opts driver.TxOptions) (grp *
 }
 
 // deferForeignKeysOff switches defer_foreign_keys off on c if it is on.
+// The read is prepared each time, not kept: SQLite compiles the flag's
+// value into the statement, and a COMMIT clears the flag without
+// expiring anything.
 func (c *physical) deferForeignKeysOff(ctx context.Context) error {
-	on := false
-	rows, err := c.query(ctx, "PRAGMA defer_foreign_keys", nil, func(error) {})
+	ctx, err := driverContext(ctx)
 	if err != nil {
 		return err
 	}
+	rows, err := c.conn.(driver.QueryerContext).QueryContext(ctx, "PRAGMA defer_foreign_keys", nil)
+	if err != nil {
+		return err
+	}
+	on := false
 	v := make([]driver.Value, 1)
 	if err := rows.Next(v); err == nil {
 		n, _ := v[0].(int64)
