@@ -257,12 +257,37 @@ func Read(r io.Reader) (*Plan, error) {
 		case op.Endpoint != Transfers && op.Endpoint != Deposits:
 			return nil, fmt.Errorf("plan line %d: endpoint %q, want %s or %s", line, op.Endpoint, Transfers, Deposits)
 		}
+		if err := op.checkEdit(); err != nil {
+			return nil, fmt.Errorf("plan line %d: %w", line, err)
+		}
 		p.Ops = append(p.Ops, op)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read plan: %w", err)
 	}
 	return &p, nil
+}
+
+// checkEdit refuses an edit the replay could not tell from its original:
+// the reconciliation knows a transfer by its operation and amount, and an
+// edited resubmission with the first amount is the same body again, a
+// retry. A settings operation has no amount to edit.
+func (o *Op) checkEdit() error {
+	edited := o.Fate.EditedAmount
+	if edited == 0 {
+		return nil
+	}
+	if o.Endpoint == Settings {
+		return fmt.Errorf("a settings operation with edited_amount %d: only a transfer or a deposit has an amount to edit", edited)
+	}
+	var b struct {
+		Amount int64 `json:"amount"`
+	}
+	json.Unmarshal(o.Body, &b) // a body that does not read is the server's to refuse
+	if edited == b.Amount || edited == o.Amount {
+		return fmt.Errorf("edited_amount %d is the amount the operation was first sent with: an edit changes the amount (the same body again is a retry)", edited)
+	}
+	return nil
 }
 
 // Customers is the plan's population: the customers, tokens and accounts a

@@ -69,10 +69,22 @@ func TestRead_RefusesOtherFiles(t *testing.T) {
 		"newer version":  `{"format":"idemlab-day-plan","version":3}` + "\n",
 		"unknown point":  `{"format":"idemlab-day-plan","version":1}` + "\n" + `{"n":1,"at":"1s","op":"o","endpoint":"/transfers","body":{},"fate":{"faults":["gremlins"]}}` + "\n",
 		"other endpoint": `{"format":"idemlab-day-plan","version":1}` + "\n" + `{"n":1,"at":"1s","op":"o","endpoint":"/refunds","body":{},"fate":{}}` + "\n",
+		// The reconciliation knows a transfer by its op and amount: an edit
+		// to the same amount would count the original as the edit.
+		"edit to the same amount": `{"format":"idemlab-day-plan","version":1}` + "\n" + `{"n":1,"at":"1s","op":"o","endpoint":"/transfers","body":{"amount":500},"fate":{"edited_amount":500}}` + "\n",
+		"edit to the op's amount": `{"format":"idemlab-day-plan","version":1}` + "\n" + `{"n":1,"at":"1s","op":"o","endpoint":"/deposits","amount":700,"body":{"amount":700},"fate":{"edited_amount":700}}` + "\n",
+		"edited settings":         `{"format":"idemlab-day-plan","version":2}` + "\n" + `{"n":1,"at":"1s","op":"o","endpoint":"/accounts/{id}/settings","settings_edit":{"daily_limit":1,"nickname":"x"},"body":{},"fate":{"edited_amount":700}}` + "\n",
 	} {
 		if _, err := Read(strings.NewReader(text)); err == nil {
 			t.Errorf("%s: read without error", name)
+		} else if text != "" && !strings.HasPrefix(err.Error(), "plan line ") && !strings.HasPrefix(err.Error(), "read plan") {
+			t.Errorf("%s: %v, want the line named", name, err)
 		}
+	}
+	// An edit to another amount reads.
+	ok := `{"format":"idemlab-day-plan","version":1}` + "\n" + `{"n":1,"at":"1s","op":"o","endpoint":"/transfers","amount":500,"body":{"amount":500},"fate":{"edited_amount":5000}}` + "\n"
+	if _, err := Read(strings.NewReader(ok)); err != nil {
+		t.Errorf("an edit to another amount: %v", err)
 	}
 }
 
