@@ -178,8 +178,9 @@ func (c *connector) joinGroup(ctx context.Context, opts driver.TxOptions) (grp *
 
 // deferForeignKeysOff switches defer_foreign_keys off on c if it is on.
 // The read is prepared each time, not kept: SQLite compiles the flag's
-// value into the statement, and a COMMIT clears the flag without
-// expiring anything.
+// value into the statement, and neither a COMMIT, which clears the flag,
+// nor preparing the pragma that sets it (which is when SQLite sets it)
+// expires a kept statement.
 func (c *physical) deferForeignKeysOff(ctx context.Context) error {
 	ctx, err := driverContext(ctx)
 	if err != nil {
