@@ -400,9 +400,10 @@ func lateOriginalVerdict(first, third, second Response, tookOver bool) (conclusi
 		return false, ""
 	}
 	if !tookOver {
-		// The retry was answered before the original woke up, and not with
-		// its answer: it did not take the key over (S6.lease-takeover-once
-		// judges that), so there is no late original to fence.
+		// The retry was answered before the original's answer, and not with
+		// it: it was refused (S6.lease-takeover-once judges that), or it
+		// took the key over and finished first, when the reconciliation
+		// above has judged the money. There was no late original to fence.
 		return true, ""
 	}
 	switch {
