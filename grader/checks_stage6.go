@@ -378,8 +378,8 @@ func checkLateOriginalFenced(t *T) error {
 		if want != "" {
 			return true, t.Fail(sent, got, want)
 		}
-		if want = replayMismatch(second, last); conclusive && tookOver && want != "" {
-			return true, t.Fail(sent, last.String()+"\n"+want, "the retry's stored 201, to the last retry")
+		if d := replayMismatch(second, last); conclusive && tookOver && d != "" {
+			return true, t.Fail(sent, last.String()+"\n"+d, "the retry's stored 201, to the last retry")
 		}
 		return conclusive, nil
 	})
