@@ -202,7 +202,7 @@ func Generate(seed uint64, p Params) (*Plan, error) {
 	slices.Sort(starts)
 	width := len(strconv.Itoa(p.Ops))
 
-	plan := &Plan{Header: Header{Format: Format, Version: p.version(), Seed: seed, Params: p, Command: p.Command()}}
+	plan := &Plan{Header: Header{Format: Format, Version: p.version(), Seed: seed, Params: p, Command: p.Command()}, Ops: make([]Op, 0, p.Ops)}
 	for i := range p.Ops {
 		c := customers[r.IntN(len(customers))]
 		op := Op{
