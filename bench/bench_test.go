@@ -30,9 +30,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -114,7 +116,7 @@ func BenchmarkTransfers(b *testing.B) {
 		record(b, "naive-ceiling", benchNaiveCeiling)
 	}
 	if len(rounds) == 2*len(clientCounts)+2 {
-		summarize()
+		summarize(os.Stdout, rounds, labdb.EngineOfTarget(labdb.TestTarget()) != labdb.PostgreSQL)
 	}
 }
 
@@ -131,7 +133,7 @@ func record(b *testing.B, name string, run func(b *testing.B) result) {
 }
 
 // median is the result whose req/s is the median of name's rounds.
-func median(name string) result {
+func median(rounds map[string][]result, name string) result {
 	rs := slices.Clone(rounds[name])
 	slices.SortFunc(rs, func(a, b result) int {
 		switch {
@@ -145,42 +147,57 @@ func median(name string) result {
 	return rs[len(rs)/2]
 }
 
-// summarize prints the medians and, on the last line, the ratios.
-func summarize() {
-	fmt.Printf("bench: the median of %d rounds of each (by req/s)\n", *roundsFlag)
-	fmt.Printf("bench: %-18s %9s %9s %9s %12s %11s %12s %10s %12s %11s %11s\n", "", "req/s", "p50 ms", "p99 ms", "commits/req",
+// summarize prints to w the medians of rounds and, on the last line, the
+// ratios. gated says whether the engine has a write gate (SQLite): on
+// PostgreSQL, which lets many writers in at once, there is no gate to
+// report and no group commit of ours, and one writer is not the engine's
+// limit, so those lines say so instead of printing zeros and their
+// quotients.
+func summarize(w io.Writer, rounds map[string][]result, gated bool) {
+	fmt.Fprintf(w, "bench: the median of %d rounds of each (by req/s)\n", len(rounds["ceiling"]))
+	fmt.Fprintf(w, "bench: %-18s %9s %9s %9s %12s %11s %12s %10s %12s %11s %11s\n", "", "req/s", "p50 ms", "p99 ms", "commits/req",
 		"allocs/req", "gate µs/req", "gate held", "outbox left", "delivered/s", "lag p99 ms")
 	line := func(name string, r result) {
+		gate := fmt.Sprintf(" %12s %10s", "-", "-")
+		if gated {
+			gate = fmt.Sprintf(" %12.0f %9.0f%%", r.gateUS, 100*r.gateShare)
+		}
 		delivery := ""
 		if r.delivered > 0 {
 			delivery = fmt.Sprintf(" %12.0f %11.0f %11.0f", r.left, r.delivered, r.lagP99)
 		}
-		fmt.Printf("bench: %-18s %9.0f %9.2f %9.2f %12.2f %11.0f %12.0f %9.0f%%%s\n", name, r.perSecond, r.p50, r.p99, r.commits,
-			r.allocs, r.gateUS, 100*r.gateShare, delivery)
+		fmt.Fprintf(w, "bench: %-18s %9.0f %9.2f %9.2f %12.2f %11.0f%s%s\n", name, r.perSecond, r.p50, r.p99, r.commits,
+			r.allocs, gate, delivery)
 	}
 	for _, n := range clientCounts {
-		line(fmt.Sprintf("naive, %d clients", n), median(fmt.Sprintf("clients=%d/naive", n)))
-		line(fmt.Sprintf("final, %d clients", n), median(fmt.Sprintf("clients=%d/final", n)))
+		line(fmt.Sprintf("naive, %d clients", n), median(rounds, fmt.Sprintf("clients=%d/naive", n)))
+		line(fmt.Sprintf("final, %d clients", n), median(rounds, fmt.Sprintf("clients=%d/final", n)))
 	}
-	ceiling, naiveCeiling := median("ceiling"), median("naive-ceiling")
+	ceiling, naiveCeiling := median(rounds, "ceiling"), median(rounds, "naive-ceiling")
 	line("ceiling, 1 writer", ceiling)
 	line("naive ceiling", naiveCeiling)
 	ratios := "bench: final/naive by clients:"
 	for _, n := range clientCounts {
-		ratios += fmt.Sprintf(" %d: %.2f", n, median(fmt.Sprintf("clients=%d/final", n)).perSecond/median(fmt.Sprintf("clients=%d/naive", n)).perSecond)
+		ratios += fmt.Sprintf(" %d: %.2f", n, median(rounds, fmt.Sprintf("clients=%d/final", n)).perSecond/median(rounds, fmt.Sprintf("clients=%d/naive", n)).perSecond)
 	}
-	fmt.Println(ratios)
-	naive, final := median(fmt.Sprintf("clients=%d/naive", heavy)), median(fmt.Sprintf("clients=%d/final", heavy))
-	fmt.Printf("bench: write gate at %d clients: naive %.0f µs/req (held %.0f%%), final %.0f µs/req (held %.0f%%, %.1f holds/req): final/naive %.2f, bounded by %.2f\n",
-		heavy, naive.gateUS, 100*naive.gateShare, final.gateUS, 100*final.gateShare, final.gateHolds,
-		final.perSecond/naive.perSecond, naive.gateUS/final.gateUS)
-	fmt.Printf("bench: group commit at %d clients: naive %.1f transactions a commit, final %.1f; one writer alone %.1f\n",
-		heavy, naive.perGroup, final.perGroup, ceiling.perGroup)
-	fmt.Printf("bench: the statements alone, on one writer: naive %.0f µs/req, final %.0f µs/req: final/naive %.2f if both servers ran at their engine's limit\n",
-		1e6/naiveCeiling.perSecond, 1e6/ceiling.perSecond, ceiling.perSecond/naiveCeiling.perSecond)
-	fmt.Printf("bench: delivered to the core: final/naive %.2f, final/ceiling %.2f at %d clients\n",
+	fmt.Fprintln(w, ratios)
+	naive, final := median(rounds, fmt.Sprintf("clients=%d/naive", heavy)), median(rounds, fmt.Sprintf("clients=%d/final", heavy))
+	if gated {
+		fmt.Fprintf(w, "bench: write gate at %d clients: naive %.0f µs/req (held %.0f%%), final %.0f µs/req (held %.0f%%, %.1f holds/req): final/naive %.2f, bounded by %.2f\n",
+			heavy, naive.gateUS, 100*naive.gateShare, final.gateUS, 100*final.gateShare, final.gateHolds,
+			final.perSecond/naive.perSecond, naive.gateUS/final.gateUS)
+		fmt.Fprintf(w, "bench: group commit at %d clients: naive %.1f transactions a commit, final %.1f; one writer alone %.1f\n",
+			heavy, naive.perGroup, final.perGroup, ceiling.perGroup)
+		fmt.Fprintf(w, "bench: the statements alone, on one writer: naive %.0f µs/req, final %.0f µs/req: final/naive %.2f if both servers ran at their engine's limit\n",
+			1e6/naiveCeiling.perSecond, 1e6/ceiling.perSecond, ceiling.perSecond/naiveCeiling.perSecond)
+	} else {
+		fmt.Fprintln(w, "bench: no write gate and no group commit here: PostgreSQL lets many writers in at once")
+		fmt.Fprintf(w, "bench: the statements alone, from one client: naive %.0f µs/req, final %.0f µs/req (final/naive %.2f); not the engine's limit, which lets more writers in\n",
+			1e6/naiveCeiling.perSecond, 1e6/ceiling.perSecond, ceiling.perSecond/naiveCeiling.perSecond)
+	}
+	fmt.Fprintf(w, "bench: delivered to the core: final/naive %.2f, final/ceiling %.2f at %d clients\n",
 		final.delivered/naive.perSecond, final.delivered/ceiling.perSecond, heavy)
-	fmt.Printf("bench: final/naive %.2f, final/ceiling %.2f, final p99/p50 at %d clients %.1f, delivered/naive %.2f, lag p99 %.0f ms\n",
+	fmt.Fprintf(w, "bench: final/naive %.2f, final/ceiling %.2f, final p99/p50 at %d clients %.1f, delivered/naive %.2f, lag p99 %.0f ms\n",
 		final.perSecond/naive.perSecond, final.perSecond/ceiling.perSecond, heavy, final.p99/final.p50, final.delivered/naive.perSecond, final.lagP99)
 }
 
@@ -418,5 +435,50 @@ func TestMeasure_GateFiguresComeFromTheGate(t *testing.T) {
 	})
 	if r.perGroup != 1 {
 		t.Errorf("one client's transactions: %v transactions a commit, want 1", r.perGroup)
+	}
+}
+
+// The summary's last line is the one the targets are read from, on either
+// engine; the write gate's lines are SQLite's alone. Caught: gate figures
+// printed on PostgreSQL, where there is no gate (zeros, and a bound of
+// NaN), the one-writer ceiling called the engine's limit there, and a
+// summary that loses the gate's lines on SQLite.
+func TestSummarize_TheGateIsSQLitesAlone(t *testing.T) {
+	rounds := map[string][]result{
+		"ceiling":       {{perSecond: 500}},
+		"naive-ceiling": {{perSecond: 700}},
+	}
+	for _, n := range clientCounts {
+		rounds[fmt.Sprintf("clients=%d/naive", n)] = []result{{perSecond: 1000, p50: 2, p99: 4, commits: 1}}
+		rounds[fmt.Sprintf("clients=%d/final", n)] = []result{{perSecond: 600, p50: 3, p99: 6, commits: 2, delivered: 600, lagP99: 40}}
+	}
+	last := fmt.Sprintf("bench: final/naive 0.60, final/ceiling 1.20, final p99/p50 at %d clients 2.0, delivered/naive 0.60, lag p99 40 ms\n", heavy)
+
+	var pg strings.Builder
+	summarize(&pg, rounds, false)
+	out := pg.String()
+	for _, bad := range []string{"NaN", "Inf", "write gate at", "group commit at", "if both servers ran at their engine's limit"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("PostgreSQL's summary says %q:\n%s", bad, out)
+		}
+	}
+	if !strings.Contains(out, "no write gate") || !strings.HasSuffix(out, last) {
+		t.Errorf("PostgreSQL's summary: want a line that there is no gate and the ratios last (%q):\n%s", last, out)
+	}
+
+	for _, name := range []string{"clients=64/naive", "clients=64/final"} {
+		rounds[name][0].gateUS, rounds[name][0].gateShare, rounds[name][0].perGroup = 100, 0.5, 4
+	}
+	rounds["clients=64/final"][0].gateUS = 200
+	var lite strings.Builder
+	summarize(&lite, rounds, true)
+	out = lite.String()
+	for _, want := range []string{"held 50%", "bounded by 0.50", "group commit at", "if both servers ran at their engine's limit"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("SQLite's summary lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.HasSuffix(out, last) {
+		t.Errorf("SQLite's summary: want the ratios last (%q):\n%s", last, out)
 	}
 }
