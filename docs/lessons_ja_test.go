@@ -128,6 +128,12 @@ func translationProblems(enPath, jaPath string) []string {
 	enRaw, err1 := os.ReadFile(enPath)
 	jaRaw, err2 := os.ReadFile(jaPath)
 	if err1 == nil && err2 == nil {
+		// A student whose check failed looks for its ID in the lesson.
+		for _, id := range slices.Compact(slices.Sorted(slices.Values(checkIDPattern.FindAllString(string(enRaw), -1)))) {
+			if !strings.Contains(string(jaRaw), id) {
+				problems = append(problems, fmt.Sprintf("the English lesson names the check %s, the translation never does", id))
+			}
+		}
 		enBlocks, jaBlocks := fencedBlocks(string(enRaw)), fencedBlocks(string(jaRaw))
 		if len(enBlocks) != len(jaBlocks) {
 			problems = append(problems, fmt.Sprintf("%d fenced blocks, the English lesson has %d", len(jaBlocks), len(enBlocks)))
@@ -141,6 +147,9 @@ func translationProblems(enPath, jaPath string) []string {
 	}
 	return problems
 }
+
+// checkIDPattern matches a check's ID, such as S9.poison.
+var checkIDPattern = regexp.MustCompile(`S[0-9]\.[a-z0-9]+(-[a-z0-9]+)*`)
 
 // fencedBlocks returns each fenced block of a markdown text, fences
 // included.
@@ -266,6 +275,9 @@ func TestTranslationProblems(t *testing.T) {
 		{"an anchor on no heading", en, strings.Replace(ja, "<a id=\"the-race\"></a>\n## 競合", "<a id=\"the-race\"></a>\n\n## 競合", 1), `<a id="the-race"> is not on the line before a heading`},
 		{"a heading at another level", en, strings.Replace(ja, "### `BEGIN", "## `BEGIN", 1), "anchors in the order"},
 		{"a translated command", en, strings.Replace(ja, "make stage-1", "make ステージ-1", 1), "fenced block 1 differs"},
+		{"a check named in English only", en + "\nA relay that drops it fails `S1.concurrent-first` (see S1.concurrent-first.html).\n", ja,
+			"names the check S1.concurrent-first, the translation never does"},
+		{"a check named in both", en + "\nIt fails `S1.concurrent-first`.\n", ja + "\n失敗します（`S1.concurrent-first`）。\n", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

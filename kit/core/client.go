@@ -220,28 +220,44 @@ func (c *Client) Postings(ctx context.Context) ([]Receipt, error) {
 
 // Refusal is the core's answer to a posting it did not apply: its status
 // and its problem body, as they came. Post returns it as a *Refusal, for
-// errors.As.
+// errors.As. Whole says the core refused the request the posting went in,
+// a batch of several postings, as one (PostAll), and not the posting.
 type Refusal struct {
 	TransferID string
 	Status     int
 	Body       []byte
+	Whole      bool
 }
 
 func (r *Refusal) Error() string {
+	if r.Whole {
+		return fmt.Sprintf("core: the batch with posting %s refused: %d %s", r.TransferID, r.Status, r.Body)
+	}
 	return fmt.Sprintf("core: posting %s refused: %d %s", r.TransferID, r.Status, r.Body)
 }
 
-// Final reports whether the refusal is for good: the same posting sent
-// again under the same key will be refused again (a 4xx such as 422: the
-// key first used with another body, a posting the core will never
-// accept). A 5xx, 408 (too slow), 409 (the same key still in progress)
-// and 429 (too many) say "not now": the posting may go through later.
+// Final reports whether the refusal is for good: the core read the
+// posting and will refuse it however often it is sent under its key. That
+// is a 422 (a transfer it does not know, a posting that is not the
+// bank's, the key first used with another posting, a posting it rejects),
+// a 400 (a posting or a key it cannot read) and a 413 (a posting too large
+// to send). Every other refusal says "not now", and the same posting may
+// go through later: a 5xx, 408 (too slow), 409 (the same key still in
+// progress), 429 (too many); and those of the request rather than of the
+// posting, which someone mends and after which every posting goes through
+// as it is: 401 and 403 (the caller's token), 404 and 405 (the core's
+// address), 415 (how the request was sent), and a batch of several
+// postings refused whole (Whole). Set aside, each of those would make a
+// dead letter of every posting sent while it lasted.
 func (r *Refusal) Final() bool {
-	switch r.Status {
-	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests:
+	if r.Whole {
 		return false
 	}
-	return r.Status >= 400 && r.Status < 500
+	switch r.Status {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+		return true
+	}
+	return false
 }
 
 // Final reports whether err, from Post, is a refusal for good (see
@@ -419,10 +435,12 @@ func (c *Client) postBatch(ctx context.Context, ch chunkOf) (acked int, err erro
 		return 0, failAll(ch.sends, err)
 	}
 	if status != http.StatusOK {
-		// Refused whole: each posting was refused as the request was.
+		// Refused whole: each posting was refused as the request was. A
+		// request of several postings refused whole says nothing of any
+		// one of them (a posting too large for any batch goes alone).
 		body := bytes.TrimSpace(raw)
 		for _, s := range ch.sends {
-			s.Err = &Refusal{TransferID: s.Posting.TransferID, Status: status, Body: body}
+			s.Err = &Refusal{TransferID: s.Posting.TransferID, Status: status, Body: body, Whole: len(ch.sends) > 1}
 		}
 		return 0, ch.sends[0].Err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -14,32 +15,72 @@ import (
 	"idemlab/kit/core"
 )
 
-// TestRefusal_FinalOrLater: a refusal tells "will never succeed" (a 4xx
-// such as 422) from "retry later" (5xx, 408, 409, 429), and an error that
-// is no answer at all is never final. A relay that dead-lettered a 503 or
-// a lost answer would give up a posting the core would have taken; one
-// that retried a 422 for ever would stop behind it.
+// TestRefusal_FinalOrLater: a refusal tells "will never succeed" (the
+// core read the posting and refuses it: 400, 413, 422) from "retry later"
+// (5xx, 408, 409, 429, and the refusals of the request rather than of the
+// posting: 401, 403, 404, 405, 415, and a batch of several refused whole),
+// and an error that is no answer at all is never final. A relay that
+// dead-lettered a 503, a lost answer or a wrong token would give up
+// postings the core would have taken; one that retried a 422 for ever
+// would stop behind it.
 func TestRefusal_FinalOrLater(t *testing.T) {
 	for _, tc := range []struct {
 		status int
+		whole  bool
 		final  bool
 	}{
-		{http.StatusUnprocessableEntity, true},
-		{http.StatusBadRequest, true},
-		{http.StatusForbidden, true},
-		{http.StatusRequestTimeout, false},
-		{http.StatusConflict, false},
-		{http.StatusTooManyRequests, false},
-		{http.StatusInternalServerError, false},
-		{http.StatusServiceUnavailable, false},
+		{http.StatusUnprocessableEntity, false, true},
+		{http.StatusBadRequest, false, true},
+		{http.StatusRequestEntityTooLarge, false, true},
+		{http.StatusUnauthorized, false, false},
+		{http.StatusForbidden, false, false},
+		{http.StatusNotFound, false, false},
+		{http.StatusMethodNotAllowed, false, false},
+		{http.StatusUnsupportedMediaType, false, false},
+		{http.StatusRequestTimeout, false, false},
+		{http.StatusConflict, false, false},
+		{http.StatusTooManyRequests, false, false},
+		{http.StatusInternalServerError, false, false},
+		{http.StatusServiceUnavailable, false, false},
+		{http.StatusBadRequest, true, false},
+		{http.StatusRequestEntityTooLarge, true, false},
+		{http.StatusUnprocessableEntity, true, false},
 	} {
-		var err error = &core.Refusal{TransferID: "tr_1", Status: tc.status}
+		var err error = &core.Refusal{TransferID: "tr_1", Status: tc.status, Whole: tc.whole}
 		if got := core.Final(err); got != tc.final {
-			t.Errorf("status %d: Final %v, want %v", tc.status, got, tc.final)
+			t.Errorf("status %d (a batch refused whole: %v): Final %v, want %v", tc.status, tc.whole, got, tc.final)
 		}
 	}
 	if core.Final(errors.New("core: no answer to posting tr_1")) {
 		t.Error("no answer taken for a refusal for good")
+	}
+}
+
+// TestPostAll_AWrongTokenIsNotNow: a relay whose token the core does not
+// know (rotated, mistyped) gets 401 for every posting, alone or in a
+// batch: a refusal for now, so that the postings stay owed and go through
+// once the token is mended, instead of each becoming a dead letter. A
+// Final that took every 4xx but 408, 409 and 429 for good fails.
+func TestPostAll_AWrongTokenIsNotNow(t *testing.T) {
+	c, cl, _ := startCoreWith(t, nil)
+	srv := httptest.NewServer(c.Handler())
+	defer srv.Close()
+	wrong := core.NewClient(core.TokenURL(srv.URL, core.NewToken()), srv.Client())
+	if _, _, err := wrong.Post(t.Context(), "k-tr_1", posting); err == nil || core.Final(err) {
+		t.Errorf("one posting under a wrong token: %v, want a refusal for now", err)
+	}
+	for _, n := range []int{1, 3} {
+		b := batch(n)
+		wrong.PostAll(t.Context(), b, 1)
+		for _, s := range b {
+			var r *core.Refusal
+			if !errors.As(s.Err, &r) || r.Status != http.StatusUnauthorized || core.Final(s.Err) {
+				t.Errorf("a batch of %d under a wrong token, %s: %v, want a 401 for now", n, s.Posting.TransferID, s.Err)
+			}
+		}
+	}
+	if n := postings(t, cl); len(n) != 0 {
+		t.Errorf("postings %v under a wrong token, want none", n)
 	}
 }
 

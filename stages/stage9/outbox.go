@@ -32,13 +32,15 @@ func enqueue(ctx context.Context, tx *sql.Tx, t bank.Transfer, now time.Time) er
 //     Mark a pass's rows together, in one statement: the server's own
 //     transfers wait behind every write the relay makes, and a relay that
 //     writes once a row falls behind them under load.
-//   - A row the core refused for good (core.Final: a 4xx such as 422)
-//     will be refused again on every pass: set it aside as a dead letter
-//     (dead_at, and the core's status and body, from the *core.Refusal)
-//     and go on with the others; never drop it, never leave it in the way.
-//   - A row refused for now (down, no answer, a 5xx) stays owed, and goes
-//     again, under the same key, on a later pass: the core applies each
-//     key once, so a posting whose answer was lost is not posted twice.
+//   - A row the core refused for good (core.Final: it read the posting
+//     and refuses it, a 422, 400 or 413) will be refused again on every
+//     pass: set it aside as a dead letter (dead_at, and the core's status
+//     and body, from the *core.Refusal) and go on with the others; never
+//     drop it, never leave it in the way.
+//   - A row refused for now (down, no answer, a 5xx, a token the core
+//     does not know) stays owed, and goes again, under the same key, on a
+//     later pass: the core applies each key once, so a posting whose
+//     answer was lost is not posted twice.
 //
 // s.env.Core.PostAll sends a batch to the core, one request per 256
 // postings, and tells you what became of each; s.env.Core.Post sends one.
