@@ -31,6 +31,26 @@ func (h heading) String() string { return strings.Repeat("#", h.level) + " #" + 
 
 var explicitAnchor = regexp.MustCompile(`^<a id="([^"]+)"></a>$`)
 
+// anchors gives headings the anchors GitHub gives them: a repeated one
+// gets -1, -2, … in the order they come.
+type anchors map[string]int
+
+func (seen anchors) anchor(heading string) string {
+	a := githubAnchor(heading)
+	n := seen[a]
+	seen[a]++
+	if n > 0 {
+		return fmt.Sprintf("%s-%d", a, n)
+	}
+	return a
+}
+
+// headingLevel is how many #s open an ATX heading's line.
+func headingLevel(line string) int {
+	trimmed := strings.TrimLeft(line, " ")
+	return len(trimmed) - len(strings.TrimLeft(trimmed, "#"))
+}
+
 // mdOutline reads a markdown file and returns its headings in order with
 // the anchors GitHub gives them (a repeated one gets -1, -2, …), the
 // explicit <a id> anchors in order, and the anchors that sit on no
@@ -40,7 +60,7 @@ func mdOutline(path string) (heads []heading, ids []heading, stray []string, err
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("lesson file: %w", err)
 	}
-	count := map[string]int{}
+	count := anchors{}
 	var fence fences
 	pending := ""
 	sc := bufio.NewScanner(bytes.NewReader(text))
@@ -63,15 +83,7 @@ func mdOutline(path string) (heads []heading, ids []heading, stray []string, err
 		if !ok {
 			continue
 		}
-		trimmed := strings.TrimLeft(line, " ")
-		level := len(trimmed) - len(strings.TrimLeft(trimmed, "#"))
-		a := githubAnchor(text)
-		if n := count[a]; n > 0 {
-			count[a]++
-			a = fmt.Sprintf("%s-%d", a, n)
-		} else {
-			count[a] = 1
-		}
+		level, a := headingLevel(line), count.anchor(text)
 		heads = append(heads, heading{level, a})
 		if pending != "" {
 			ids = append(ids, heading{level, pending})

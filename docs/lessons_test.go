@@ -45,6 +45,87 @@ func TestLessons_EveryCheckAnchorIsAHeading(t *testing.T) {
 	}
 }
 
+// TestLessons_EveryCheckSectionNamesIt: the section a check's failure
+// sends the student to names the check (by its ID), in English and in
+// Japanese: a student who opens it finds what the check does and what it
+// catches, not a neighbouring subject. Its subsections count as part of
+// it.
+func TestLessons_EveryCheckSectionNamesIt(t *testing.T) {
+	for _, dir := range []string{"docs/lessons", jaLessons} {
+		sections := map[string]map[string]string{}
+		for _, c := range grader.Catalogue() {
+			file, anchor, _ := strings.Cut(c.Lesson, "#")
+			name := pathpkg.Base(file)
+			secs, seen := sections[name]
+			if !seen {
+				var err error
+				secs, err = sectionTexts(filepath.Join(repoRoot, filepath.FromSlash(dir), name), dir == jaLessons)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sections[name] = secs
+			}
+			switch text, ok := secs[anchor]; {
+			case !ok:
+				t.Errorf("%s: %s/%s has no section #%s", c.ID, dir, name, anchor)
+			case !strings.Contains(text, c.ID):
+				t.Errorf("%s: %s/%s#%s never names it", c.ID, dir, name, anchor)
+			}
+		}
+	}
+}
+
+// sectionTexts reads a lesson and returns each heading's section, by
+// anchor: the heading and every line up to the next heading of its level
+// or above, its subsections included. explicit takes the anchors from the
+// <a id> line before each heading (a translation's), not from the
+// heading's text.
+func sectionTexts(path string, explicit bool) (map[string]string, error) {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	type section struct {
+		level  int
+		anchor string
+		text   strings.Builder
+	}
+	out := map[string]string{}
+	count := anchors{}
+	var open []*section
+	closeTo := func(level int) {
+		for len(open) > 0 && open[len(open)-1].level >= level {
+			s := open[len(open)-1]
+			out[s.anchor] = s.text.String()
+			open = open[:len(open)-1]
+		}
+	}
+	var fence fences
+	pending := ""
+	for line := range strings.Lines(string(text)) {
+		line = strings.TrimRight(line, " \t\n")
+		if !fence.step(line) {
+			if m := explicitAnchor.FindStringSubmatch(line); m != nil {
+				pending = m[1]
+			} else if heading, ok := atxHeading(line); ok {
+				level := headingLevel(line)
+				closeTo(level)
+				a := count.anchor(heading)
+				if explicit {
+					a = pending
+				}
+				open = append(open, &section{level: level, anchor: a})
+				pending = ""
+			}
+		}
+		for _, s := range open {
+			s.text.WriteString(line + "\n")
+		}
+	}
+	closeTo(1)
+	return out, nil
+}
+
 // The lessons are a path: each one ends by sending the student to the
 // next stage's lesson.
 func TestLessons_EachLinksToTheNext(t *testing.T) {

@@ -296,7 +296,7 @@ var catalogue = []Check{
 		Run:   checkRetriedPut,
 	},
 	{
-		ID: "S7.old-copies", Stage: 7, Lesson: lesson7 + "#two-clerks",
+		ID: "S7.old-copies", Stage: 7, Lesson: lesson7 + "#the-etag-names-the-version",
 		Claim: "after a dozen saves, a PUT from the copy read before any of them, whichever, gets 412 precondition-failed and changes nothing",
 		Why:   "a version compared as text, by prefix or as \"at least\" holds for the first saves and then lets a copy of version 1 match version 10: a stale save puts an old limit back",
 		Run:   checkOldCopies,
@@ -376,14 +376,14 @@ var catalogue = []Check{
 		Run:   checkRefusalReplayed,
 	},
 	{
-		ID: "S8.similar-references", Stage: 8, Lesson: lesson8 + "#a-business-key",
+		ID: "S8.similar-references", Stage: 8, Lesson: lesson8 + "#the-contract",
 		Claim: "references that differ only slightly (in case, by a suffix, by a look-alike letter of another script, by a full-width digit) are different invoices: each is paid with a transfer of its own",
 		Why:   "a reference is the customer's own name for an invoice, compared as written; one folded or cut short refuses a different invoice as paid, and that invoice stays unpaid",
 		Guard: "stage 7 holds no reference, so every invoice is paid, however alike their numbers; the check keeps stage 8 from comparing references loosely (in one case, cut short, with look-alike letters folded)",
 		Run:   checkSimilarReferences,
 	},
 	{
-		ID: "S8.equal-looking-reference", Stage: 8, Lesson: lesson8 + "#a-business-key",
+		ID: "S8.equal-looking-reference", Stage: 8, Lesson: lesson8 + "#the-contract",
 		Claim: "a reference with é precomposed and the same reference with e and a combining accent are one invoice: the second gets 409 duplicate-reference with the Location of the first, and nothing moves",
 		Why:   "two keyboards can spell one invoice number in two byte sequences that look the same; compared before normalisation, each pays the invoice",
 		Run:   checkEqualLookingReference,
@@ -431,7 +431,7 @@ var catalogue = []Check{
 		Run:   checkCoreDown,
 	},
 	{
-		ID: "S9.core-flaps", Stage: 9, Lesson: lesson9 + "#when-the-core-is-down",
+		ID: "S9.core-flaps", Stage: 9, Lesson: lesson9 + "#the-relay",
 		Claim: "transfers made while the core ledger is down still reach it exactly once when it comes back flapping (it refuses a posting, takes the next, refuses the next…)",
 		Why:   "a relay that gives a row up after one refusal, marks it sent on an answer it never got, or marks a whole batch sent because the core took part of it, loses postings a core that comes and goes would have taken",
 		Run:   checkCoreFlaps,
@@ -467,7 +467,7 @@ var catalogue = []Check{
 		Run:   checkSharedClientKey,
 	},
 	{
-		ID: "S9.poison", Stage: 9, Lesson: lesson9 + "#what-can-still-go-wrong",
+		ID: "S9.poison", Stage: 9, Lesson: lesson9 + "#dead-letters",
 		Claim: "a posting the core ledger rejects for good (422) is set aside as a dead letter with the core's answer, and every other transfer still reaches it exactly once",
 		Why:   "sent again, a poison posting is refused again, for ever: a relay that stops at it stops the books, one that retries it never drains, and one that drops it loses a transfer nobody will ever look for",
 		Run:   checkPoison,
