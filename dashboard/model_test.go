@@ -525,8 +525,11 @@ func TestModel_ShowsTheOutboxDraining(t *testing.T) {
 func TestModel_CountsDeadLetters(t *testing.T) {
 	m := NewWatch(context.Background(), "http://127.0.0.1:8080", t0)
 	m, _ = update(t, m, tea.WindowSizeMsg{Width: 160, Height: 40})
-	m, _ = update(t, m, StateMsg{Polled: t0, State: labctl.State{Outbox: bank.OutboxCounts{Sent: 9, Dead: 2}}})
-	if out := ansi.Strip(m.Render()); !strings.Contains(out, "outbox 0 to post, 9 posted, 2 dead letters") {
-		t.Errorf("no dead letters counted in\n%s", out)
+	for dead, want := range map[int64]string{2: "outbox 0 to post, 9 posted, 2 dead letters", 1: "outbox 0 to post, 9 posted, 1 dead letter"} {
+		m, _ = update(t, m, StateMsg{Polled: t0, State: labctl.State{Outbox: bank.OutboxCounts{Sent: 9, Dead: dead}}})
+		out := ansi.Strip(m.Render())
+		if !strings.Contains(out, want) || strings.Contains(out, "1 dead letters") {
+			t.Errorf("%d dead letters: no %q in\n%s", dead, want, out)
+		}
 	}
 }

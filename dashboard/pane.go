@@ -178,7 +178,10 @@ func (p pane) statsLine() string {
 			line += p.st.Dim.Render(outbox)
 		}
 		// A dead letter waits for a person: it is never posted on its own.
-		if o.Dead > 0 {
+		switch {
+		case o.Dead == 1:
+			line += p.st.Error.Render(", 1 dead letter")
+		case o.Dead > 1:
 			line += p.st.Error.Render(fmt.Sprintf(", %s dead letters", Short(o.Dead)))
 		}
 	}

@@ -179,6 +179,9 @@ func (t *T) outboxRows() (int64, error) {
 // postingsSeen says what the core and the outbox held at the end.
 func postingsSeen(ps []core.Receipt, pending, dead int64) string {
 	letters := fmt.Sprintf("; %d dead letters", dead)
+	if dead == 1 {
+		letters = "; 1 dead letter"
+	}
 	if pending == 0 {
 		return fmt.Sprintf("%d postings in the core ledger; no row left owed in the outbox%s", len(ps), letters)
 	}

@@ -14,12 +14,13 @@ import (
 // transfer as posted once, posted twice, a dead letter or unposted, and
 // finds a problem in each way the books can go wrong: a double, a
 // transfer neither posted nor set aside, a dead letter of a posting the
-// core never rejected, a lag p99 over the limit. A clean run has none.
+// core never rejected, one without the core's answer, a lag p99 over the
+// limit. A clean run has none.
 func TestJudgeDelivery(t *testing.T) {
 	exec := map[string]int64{"op1": 1, "op2": 1, "op3": 1}
 	answered := map[string]string{"tr_1": "op1", "tr_2": "op2", "tr_3": "op3"}
 	posted := []core.Receipt{{TransferID: "tr_1"}, {TransferID: "tr_2"}}
-	dead := []bank.DeadLetter{{TransferID: "tr_3", Status: 422}}
+	dead := []bank.DeadLetter{{TransferID: "tr_3", Status: 422, Answer: `{"type":"` + core.Rejected.URI() + `","status":422}`}}
 	fast := deliveryLags{recorded: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}, relayed: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}}
 	// Slow only through an outage: not the relay's lag.
 	outage := deliveryLags{recorded: []time.Duration{3 * time.Second}, relayed: []time.Duration{20 * time.Millisecond}}
@@ -40,6 +41,8 @@ func TestJudgeDelivery(t *testing.T) {
 		{"executed twice", judgeDelivery(map[string]int64{"op1": 2, "op2": 1, "op3": 1}, answered, posted, dead, []string{"tr_3"}, fast), "executed 2 times"},
 		{"dropped", judgeDelivery(exec, answered, posted, nil, []string{"tr_3"}, fast), "never posted"},
 		{"dead though taken", judgeDelivery(exec, answered, posted, dead, nil, fast), "never rejected it"},
+		{"dead without the answer", judgeDelivery(exec, answered, posted, []bank.DeadLetter{{TransferID: "tr_3"}}, []string{"tr_3"}, fast), "without the core's answer"},
+		{"dead with another answer", judgeDelivery(exec, answered, posted, []bank.DeadLetter{{TransferID: "tr_3", Status: 503, Answer: `{"status":503}`}}, []string{"tr_3"}, fast), "without the core's answer"},
 		{"slow", judgeDelivery(exec, answered, posted, dead, []string{"tr_3"}, deliveryLags{recorded: []time.Duration{2 * time.Second}, relayed: []time.Duration{2 * time.Second}}), "lag p99"},
 	} {
 		if !strings.Contains(strings.Join(tc.v.problems, "\n"), tc.want) {

@@ -433,7 +433,8 @@ func p99(ds []time.Duration) time.Duration {
 // judgeDelivery reconciles the lab's executions and the transfers its
 // clients were answered with the core's postings and the outbox's dead
 // letters: every executed transfer posted once, or set aside as a dead
-// letter of a posting the core rejected; nothing executed or posted
+// letter of a posting the core rejected, with the core's answer (its
+// status and problem, which the operator reads); nothing executed or posted
 // twice; nothing posted that no client was answered; and the lag's p99
 // within deliveryLagLimit.
 func judgeDelivery(executions map[string]int64, answered map[string]string, postings []core.Receipt,
@@ -452,8 +453,11 @@ func judgeDelivery(executions map[string]int64, answered map[string]string, post
 	isDead := map[string]bool{}
 	for _, d := range dead {
 		isDead[d.TransferID] = true
-		if !slices.Contains(poisoned, d.TransferID) {
+		switch refusal := (core.Refusal{Status: d.Status}); {
+		case !slices.Contains(poisoned, d.TransferID):
 			v.problems = append(v.problems, fmt.Sprintf("%s set aside as a dead letter (%d %s), though the core never rejected it for good", d.TransferID, d.Status, d.Answer))
+		case !refusal.Final() || !strings.Contains(d.Answer, core.Rejected.URI()):
+			v.problems = append(v.problems, fmt.Sprintf("%s set aside as a dead letter without the core's answer: status %d, answer %q (the core answered 422 %s)", d.TransferID, d.Status, d.Answer, core.Rejected.URI()))
 		}
 	}
 	v.dead = len(dead)
