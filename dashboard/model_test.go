@@ -519,17 +519,28 @@ func TestModel_ShowsTheOutboxDraining(t *testing.T) {
 }
 
 // TestModel_CountsDeadLetters: postings the core refused for good are
-// counted on the traffic line, even once nothing is left to post: they
-// wait for a person, and a pane that showed only "0 to post" would hide
-// them.
+// counted at the start of the traffic line, even once nothing is left to
+// post, with the oldest one's transfer and the core's answer: they wait
+// for a person, and a pane that showed only "0 to post", or cut the end
+// of a long line off, would hide them.
 func TestModel_CountsDeadLetters(t *testing.T) {
 	m := NewWatch(context.Background(), "http://127.0.0.1:8080", t0)
 	m, _ = update(t, m, tea.WindowSizeMsg{Width: 160, Height: 40})
-	for dead, want := range map[int64]string{2: "outbox 0 to post, 9 posted, 2 dead letters", 1: "outbox 0 to post, 9 posted, 1 dead letter"} {
-		m, _ = update(t, m, StateMsg{Polled: t0, State: labctl.State{Outbox: bank.OutboxCounts{Sent: 9, Dead: dead}}})
+	oldest := bank.DeadLetter{TransferID: "tr_old", Status: 422, Answer: `{"type":"/problems/posting-rejected","status":422}`}
+	newer := bank.DeadLetter{TransferID: "tr_new", Status: 400, Answer: "not a problem"}
+	for _, tc := range []struct {
+		dead    int64
+		letters []bank.DeadLetter
+		want    string
+	}{
+		{2, []bank.DeadLetter{oldest, newer}, "⚠ 2 dead letters, oldest tr_old: 422 posting-rejected · req "},
+		{1, []bank.DeadLetter{newer}, "⚠ 1 dead letter, oldest tr_new: 400 · req "},
+		{1, nil, "⚠ 1 dead letter · req "},
+	} {
+		m, _ = update(t, m, StateMsg{Polled: t0, State: labctl.State{Outbox: bank.OutboxCounts{Sent: 9, Dead: tc.dead}, DeadLetters: tc.letters}})
 		out := ansi.Strip(m.Render())
-		if !strings.Contains(out, want) || strings.Contains(out, "1 dead letters") {
-			t.Errorf("%d dead letters: no %q in\n%s", dead, want, out)
+		if !strings.Contains(out, tc.want) || !strings.Contains(out, "outbox 0 to post, 9 posted") || strings.Contains(out, "1 dead letters") || (tc.letters == nil && strings.Contains(out, "oldest")) {
+			t.Errorf("%d dead letters: no %q in\n%s", tc.dead, tc.want, out)
 		}
 	}
 }

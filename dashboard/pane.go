@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"idemlab/kit/bank"
+	"idemlab/kit/problem"
 )
 
 // pane is one side drawn in a box: a plain value the root model builds
@@ -178,17 +180,41 @@ func (p pane) statsLine() string {
 			line += p.st.Dim.Render(outbox)
 		}
 		// A dead letter waits for a person: it is never posted on its own.
-		switch {
-		case o.Dead == 1:
-			line += p.st.Error.Render(", 1 dead letter")
-		case o.Dead > 1:
-			line += p.st.Error.Render(fmt.Sprintf(", %s dead letters", Short(o.Dead)))
+		// It leads the line, where a narrow pane does not cut it off.
+		if o.Dead > 0 {
+			line = p.st.Error.Render(deadLetters(o.Dead, p.side.OldestDead)+" ") + line
 		}
 	}
 	if c.Dropped > 0 {
 		line = p.st.Error.Render(fmt.Sprintf("⚠ %s events dropped ", Short(c.Dropped))) + line
 	}
 	return line
+}
+
+// deadLetters says how many dead letters there are and, when the state
+// listed them, the oldest one's transfer and the core's answer.
+func deadLetters(n int64, oldest *bank.DeadLetter) string {
+	s := fmt.Sprintf("⚠ %s dead letters", Short(n))
+	if n == 1 {
+		s = "⚠ 1 dead letter"
+	}
+	if oldest != nil {
+		s += fmt.Sprintf(", oldest %s: %d", oldest.TransferID, oldest.Status)
+		if name := problemName(oldest.Answer); name != "" {
+			s += " " + name
+		}
+	}
+	return s + " ·"
+}
+
+// problemName is the type a problem body names, without its /problems/
+// prefix, and "" for a body that is no problem.
+func problemName(body string) string {
+	var b problem.Body
+	if json.Unmarshal([]byte(body), &b) != nil {
+		return ""
+	}
+	return strings.TrimPrefix(b.Type, "/problems/")
 }
 
 func (p pane) sparkLines(width int) []string {

@@ -142,6 +142,9 @@ type Side struct {
 	// Outbox is the server's outbox as the last state poll showed it:
 	// the transfers still to tell the core ledger and those told (stage 9).
 	Outbox bank.OutboxCounts
+	// OldestDead is the oldest dead letter the last state poll listed,
+	// the one an operator looks at first; nil when there is none.
+	OldestDead *bank.DeadLetter
 
 	told   Told
 	toldAt time.Time
@@ -180,7 +183,7 @@ func NewSide() *Side {
 func (s *Side) clear() {
 	s.Counts = Counts{}
 	s.Money = Money{}
-	s.Outbox = bank.OutboxCounts{}
+	s.Outbox, s.OldestDead = bank.OutboxCounts{}, nil
 	s.told, s.toldAt = Told{}, time.Time{}
 	s.keys = map[int64]*KeyRow{}
 	s.ops = map[string]opSeen{}
@@ -497,7 +500,10 @@ func (s *Side) Series(now time.Time, n int) (requests, doubles []int64) {
 // database shows and no event reported (after two polls in a row, since
 // an event can trail its commit), and runs the money-conservation check.
 func (s *Side) ApplyState(st labctl.State, polled time.Time) {
-	s.Outbox = st.Outbox
+	s.Outbox, s.OldestDead = st.Outbox, nil
+	if len(st.DeadLetters) > 0 {
+		s.OldestDead = &st.DeadLetters[0]
+	}
 	if d, err := time.ParseDuration(st.Config.Retention); err == nil && d > 0 {
 		s.retention = d
 	}
