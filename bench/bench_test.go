@@ -471,10 +471,11 @@ func TestSummarize_TheGateIsSQLitesAlone(t *testing.T) {
 		t.Errorf("PostgreSQL's summary: want a line that there is no gate and the ratios last (%q):\n%s", last, out)
 	}
 
-	for _, name := range []string{"clients=64/naive", "clients=64/final"} {
+	naive, final := fmt.Sprintf("clients=%d/naive", heavy), fmt.Sprintf("clients=%d/final", heavy)
+	for _, name := range []string{naive, final} {
 		rounds[name][0].gateUS, rounds[name][0].gateShare, rounds[name][0].perGroup = 100, 0.5, 4
 	}
-	rounds["clients=64/final"][0].gateUS = 200
+	rounds[final][0].gateUS = 200
 	var lite strings.Builder
 	summarize(&lite, rounds, true)
 	out = lite.String()

@@ -42,6 +42,7 @@ func TestJudgeDelivery(t *testing.T) {
 		{"dropped", judgeDelivery(exec, answered, posted, nil, []string{"tr_3"}, fast), "never posted"},
 		{"dead though taken", judgeDelivery(exec, answered, posted, dead, nil, fast), "never rejected it"},
 		{"dead without the answer", judgeDelivery(exec, answered, posted, []bank.DeadLetter{{TransferID: "tr_3"}}, []string{"tr_3"}, fast), "without the core's answer"},
+		{"dead with its status and no body", judgeDelivery(exec, answered, posted, []bank.DeadLetter{{TransferID: "tr_3", Status: 422}}, []string{"tr_3"}, fast), "without the core's answer"},
 		{"dead with another answer", judgeDelivery(exec, answered, posted, []bank.DeadLetter{{TransferID: "tr_3", Status: 503, Answer: `{"status":503}`}}, []string{"tr_3"}, fast), "without the core's answer"},
 		{"slow", judgeDelivery(exec, answered, posted, dead, []string{"tr_3"}, deliveryLags{recorded: []time.Duration{2 * time.Second}, relayed: []time.Duration{2 * time.Second}}), "lag p99"},
 	} {

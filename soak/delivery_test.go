@@ -453,10 +453,10 @@ func judgeDelivery(executions map[string]int64, answered map[string]string, post
 	isDead := map[string]bool{}
 	for _, d := range dead {
 		isDead[d.TransferID] = true
-		switch refusal := (core.Refusal{Status: d.Status}); {
+		switch {
 		case !slices.Contains(poisoned, d.TransferID):
 			v.problems = append(v.problems, fmt.Sprintf("%s set aside as a dead letter (%d %s), though the core never rejected it for good", d.TransferID, d.Status, d.Answer))
-		case !refusal.Final() || !strings.Contains(d.Answer, core.Rejected.URI()):
+		case d.Status != http.StatusUnprocessableEntity || !strings.Contains(d.Answer, core.Rejected.URI()):
 			v.problems = append(v.problems, fmt.Sprintf("%s set aside as a dead letter without the core's answer: status %d, answer %q (the core answered 422 %s)", d.TransferID, d.Status, d.Answer, core.Rejected.URI()))
 		}
 	}

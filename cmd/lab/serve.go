@@ -58,7 +58,7 @@ type serveFlags struct {
 
 func runServe(ctx context.Context, in *invocation) error {
 	var f serveFlags
-	in.IntVar(&f.stage, "stage", 0, "the stage to serve, 0..9; from 9 on, the core ledger runs beside the servers as a process of its own, restarted if it dies, its postings in a database of its own beside the lab's (lab_core.db beside lab.db; the database DB_core beside DB on PostgreSQL; in memory, checking a posting's form only, with --db :memory:)")
+	in.IntVar(&f.stage, "stage", 0, "the stage to serve, 0..9; stage 9 also runs the core ledger beside the servers, as a process of its own restarted if it dies, its postings in a database of its own beside the lab's (tmp/lab-stage9_core.db beside tmp/lab-stage9.db; DB_core beside DB on PostgreSQL; with --db :memory:, in the core's memory, checking a posting's form only)")
 	in.BoolVar(&f.solution, "solution", false, "serve the reference solution (solutions/stageN) instead of your stages/stageN")
 	in.StringVar(&f.db, "db", "", `the database: a SQLite file, ":memory:", or a PostgreSQL postgres://… URL (default $`+labdb.EnvURL+` if set, else tmp/lab-stageN.db; kept across restarts)`)
 	in.StringVar(&f.addr, "addr", "127.0.0.1:8080", "the address to listen on")

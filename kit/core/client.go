@@ -220,8 +220,8 @@ func (c *Client) Postings(ctx context.Context) ([]Receipt, error) {
 
 // Refusal is the core's answer to a posting it did not apply: its status
 // and its problem body, as they came. Post returns it as a *Refusal, for
-// errors.As. Whole says the core refused the request the posting went in,
-// a batch of several postings, as one (PostAll), and not the posting.
+// errors.As. Whole says the core refused, as one, the batch request of
+// PostAll the posting went in, and not the posting itself.
 type Refusal struct {
 	TransferID string
 	Status     int
@@ -246,8 +246,8 @@ func (r *Refusal) Error() string {
 // progress), 429 (too many); and those of the request rather than of the
 // posting, which someone mends and after which every posting goes through
 // as it is: 401 and 403 (the caller's token), 404 and 405 (the core's
-// address), 415 (how the request was sent), and a batch of several
-// postings refused whole (Whole). Set aside, each of those would make a
+// address), 415 (how the request was sent), and a batch refused whole
+// (Whole): cut short on the way, say, which says nothing of its postings. Set aside, each of those would make a
 // dead letter of every posting sent while it lasted.
 func (r *Refusal) Final() bool {
 	if r.Whole {
@@ -435,12 +435,15 @@ func (c *Client) postBatch(ctx context.Context, ch chunkOf) (acked int, err erro
 		return 0, failAll(ch.sends, err)
 	}
 	if status != http.StatusOK {
-		// Refused whole: each posting was refused as the request was. A
-		// request of several postings refused whole says nothing of any
-		// one of them (a posting too large for any batch goes alone).
+		// Refused whole: each posting was refused as the request was, and
+		// the refusal says nothing of any one of them (a batch cut short
+		// on the way is invalid-batch whatever it held), but for a
+		// posting too large for any batch, which goes alone: its 413 is
+		// its own.
 		body := bytes.TrimSpace(raw)
+		own := status == http.StatusRequestEntityTooLarge && len(ch.sends) == 1
 		for _, s := range ch.sends {
-			s.Err = &Refusal{TransferID: s.Posting.TransferID, Status: status, Body: body, Whole: len(ch.sends) > 1}
+			s.Err = &Refusal{TransferID: s.Posting.TransferID, Status: status, Body: body, Whole: !own}
 		}
 		return 0, ch.sends[0].Err
 	}

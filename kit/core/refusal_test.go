@@ -288,3 +288,39 @@ func TestClient_CountsUnanswered(t *testing.T) {
 		}
 	}
 }
+
+// TestPostAll_ABatchRefusedWholeIsNotNow: a batch request the core
+// refuses as a whole (invalid-batch: cut short on the way, say) says
+// nothing of its postings, alone or several: each keeps the refusal
+// (Whole), for now. A 413 for a posting sent alone, which PostAll does
+// only with one too large for any batch, is that posting's own, for good.
+// A PostAll that marked a refusal whole only for several postings would
+// make a dead letter of a lone good posting whose batch was cut short.
+func TestPostAll_ABatchRefusedWholeIsNotNow(t *testing.T) {
+	for _, tc := range []struct {
+		status    int
+		postings  int
+		wantFinal bool
+	}{
+		{http.StatusBadRequest, 1, false},
+		{http.StatusBadRequest, 3, false},
+		{http.StatusRequestEntityTooLarge, 3, false},
+		{http.StatusRequestEntityTooLarge, 1, true},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(tc.status)
+			fmt.Fprintf(w, `{"type":"/problems/invalid-batch","status":%d}`, tc.status)
+		}))
+		cl := core.NewClient(core.TokenURL(srv.URL, core.NewToken()), srv.Client())
+		b := batch(tc.postings)
+		cl.PostAll(t.Context(), b, 1)
+		srv.Close()
+		for _, s := range b {
+			var r *core.Refusal
+			if !errors.As(s.Err, &r) || r.Status != tc.status || r.Whole == tc.wantFinal || core.Final(s.Err) != tc.wantFinal {
+				t.Errorf("%d for a batch of %d, %s: %v (Whole %v), want Whole %v and Final %v", tc.status, tc.postings, s.Posting.TransferID, s.Err, r != nil && r.Whole, !tc.wantFinal, tc.wantFinal)
+			}
+		}
+	}
+}
