@@ -162,6 +162,23 @@ func (h *Recorder) ExecutedBy(op string) (clients []string, ok bool) {
 	return clients, ok
 }
 
+// ExecutedAt is when op was first executed, as the lab's execution events
+// say; ok is false when none has been heard. Fence first, so that the
+// events are in.
+func (h *Recorder) ExecutedAt(op string) (at time.Time, ok bool) {
+	if h == nil {
+		return time.Time{}, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range h.events {
+		if e.Kind == timeline.Execution && e.Op == op && (!ok || e.At.Before(at)) {
+			at, ok = e.At, true
+		}
+	}
+	return at, ok
+}
+
 // Close ends every stream and waits for its reader.
 func (h *Recorder) Close() {
 	h.mu.Lock()
