@@ -437,6 +437,12 @@ var catalogue = []Check{
 		Run:   checkCoreFlaps,
 	},
 	{
+		ID: "S9.token-rotated", Stage: 9, Lesson: lesson9 + "#the-relay",
+		Claim: "while the core ledger refuses the relay's token (401, as after a rotation), transfers still execute; once the token is mended, each reaches the core exactly once, and none is set aside as a dead letter",
+		Why:   "a 401 refuses the caller, not the posting: a relay that takes it for good makes a dead letter of every posting sent while it lasts, postings the core takes as they are once the token is mended",
+		Run:   checkTokenRotated,
+	},
+	{
 		ID: "S9.slow-core", Stage: 9, Lesson: lesson9 + "#two-writes-one-decision",
 		Claim: "while the core ledger holds every posting unanswered, transfers still execute and answer 201 Created; once it answers, each reaches it exactly once",
 		Why:   "a transfer that waits for the core is as slow as the core, and fails when the core is slow beyond its timeout: the customer's answer must depend on the bank's own database alone",

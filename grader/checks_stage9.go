@@ -246,35 +246,64 @@ func checkCoreDown(t *T) error {
 		return err
 	}
 	defer up()
+	return t.throughRefusals(s, []string{"the core ledger is down"}, up, outageRefusals, "postings while down", "comes back")
+}
+
+// checkTokenRotated catches a relay that takes a refusal of its caller
+// (401: a token the core no longer knows) for a refusal of the posting:
+// while the core refuses the token, every pass is refused whole, and a
+// relay that sets such postings aside as dead letters leaves them there
+// once the token is mended.
+func checkTokenRotated(t *T) error {
+	s, err := t.coreScenario(1_000_000)
+	if err != nil {
+		return err
+	}
 	faults := &t.Core().Faults
-	story := []string{"the core ledger is down"}
+	faults.RefuseToken(true)
+	mended := func() { faults.RefuseToken(false) }
+	defer mended()
+	story := []string{"the core ledger refuses the relay's token (rotated, and not yet mended on the relay's side): 401 to every posting request"}
+	return t.throughRefusals(s, story, mended, tokenRefusals, "requests for the token", "takes the mended token")
+}
+
+// throughRefusals makes a few transfers while the core refuses what the
+// relay sends, waits until the core has refused enough (many relay
+// passes, if the outbox holds anything to send), ends the refusal and
+// checks that each transfer is posted once. refusing names what the core
+// refused, and ends how the refusal ended, for the story.
+func (t *T) throughRefusals(s Scenario, story []string, end func(), enough int, refusing, ends string) error {
+	faults := &t.Core().Faults
 	want, err := t.payments(s, 3+t.rng.IntN(3), &story)
 	if err != nil {
 		return err
 	}
-	// The relay has met the core down at least once before it comes back,
-	// if the outbox holds anything to send.
 	rows, err := t.outboxRows()
 	if err != nil {
 		return err
 	}
 	tried := false
 	if rows > 0 {
-		if tried, err = t.WaitFor(drainWithin, func() (bool, error) { return faults.Refused() >= outageRefusals, nil }); err != nil {
+		if tried, err = t.WaitFor(drainWithin, func() (bool, error) { return faults.Refused() >= enough, nil }); err != nil {
 			return err
 		}
 	}
 	switch {
 	case rows == 0:
-		story = append(story, "the outbox holds no row for these transfers; the core comes back")
+		story = append(story, "the outbox holds no row for these transfers; the core "+ends)
 	case tried:
-		story = append(story, fmt.Sprintf("the core refuses %d postings while down (many relay passes), then comes back", faults.Refused()))
+		story = append(story, fmt.Sprintf("the core refuses %d %s (many relay passes), then %s", faults.Refused(), refusing, ends))
 	default:
-		story = append(story, fmt.Sprintf("the core was sent %d postings in %v while it was down, not %d; it comes back", faults.Refused(), drainWithin, outageRefusals))
+		story = append(story, fmt.Sprintf("the core refused %d %s in %v, not %d; then it %s", faults.Refused(), refusing, drainWithin, enough, ends))
 	}
-	up()
+	end()
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
 }
+
+// tokenRefusals is how many posting requests the core refuses in
+// S9.token-rotated before the token is mended: a request a pass, so
+// several passes.
+const tokenRefusals = 10
 
 // outageRefusals is how many postings the core refuses before it comes
 // back in S9.core-down: a relay sends a row at most once a pass, so the

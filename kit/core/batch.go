@@ -40,7 +40,7 @@ type Result struct {
 // is down (503), a body that is not a batch (400 invalid-batch, 413, 415)
 // and a core that cannot read its books or write (500).
 func (c *Core) postBatch(w http.ResponseWriter, r *http.Request) {
-	if !c.Faults.wait(r.Context()) {
+	if !c.Faults.wait(r.Context()) || c.refuseToken(w) {
 		return
 	}
 	members, err := request.PostingBatch(r)

@@ -189,7 +189,7 @@ type entry struct {
 func (e *entry) acked() bool { return e.err == nil }
 
 func (c *Core) post(w http.ResponseWriter, r *http.Request) {
-	if !c.Faults.wait(r.Context()) {
+	if !c.Faults.wait(r.Context()) || c.refuseToken(w) {
 		return
 	}
 	if c.Faults.downFor(1) || c.Faults.flaps() {
@@ -413,6 +413,40 @@ type Faults struct {
 	flapDown bool
 	// held, while not nil, keeps every posting waiting until it closes.
 	held chan struct{}
+	// tokenRefused refuses the caller's token, as after a rotation the
+	// caller has not caught up with.
+	tokenRefused bool
+}
+
+// RefuseToken makes the core answer every posting request 401
+// unauthorized, as if its token had been rotated and the caller still sent
+// the old one, until it is called with false: a refusal of the caller, not
+// of any posting. Each request refused counts one in Refused.
+func (f *Faults) RefuseToken(refuse bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tokenRefused = refuse
+}
+
+// refusesToken says whether the core refuses the token of a posting
+// request now, and counts the request refused if it does.
+func (f *Faults) refusesToken() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.tokenRefused {
+		f.refused++
+	}
+	return f.tokenRefused
+}
+
+// refuseToken answers a posting request 401 while RefuseToken holds, and
+// reports whether it did.
+func (c *Core) refuseToken(w http.ResponseWriter) bool {
+	if !c.Faults.refusesToken() {
+		return false
+	}
+	problem.Write(w, problem.New(problem.Unauthorized, "the core ledger does not know this token (rotated): send the current core token"))
+	return true
 }
 
 // SetDown takes the core down (every posting gets 503 core-down and is not
@@ -443,8 +477,9 @@ func (f *Faults) Flap(n int) {
 	f.flap, f.flapDown = n, false
 }
 
-// Refused is how many postings the core has refused while down: a check
-// waits for the relay's first try before it brings the core back.
+// Refused is how many postings the core has refused while down, and
+// requests while it refused their token: a check waits for the relay's
+// first tries before it brings the core back.
 func (f *Faults) Refused() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
