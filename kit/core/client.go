@@ -236,19 +236,20 @@ func (r *Refusal) Error() string {
 	return fmt.Sprintf("core: posting %s refused: %d %s", r.TransferID, r.Status, r.Body)
 }
 
-// Final reports whether the refusal is for good: the core read the
-// posting and will refuse it however often it is sent under its key. That
-// is a 422 (a transfer it does not know, a posting that is not the
-// bank's, the key first used with another posting, a posting it rejects),
-// a 400 (a posting or a key it cannot read) and a 413 (a posting too large
-// to send). Every other refusal says "not now", and the same posting may
-// go through later: a 5xx, 408 (too slow), 409 (the same key still in
-// progress), 429 (too many); and those of the request rather than of the
-// posting, which someone mends and after which every posting goes through
-// as it is: 401 and 403 (the caller's token), 404 and 405 (the core's
-// address), 415 (how the request was sent), and a batch refused whole
-// (Whole): cut short on the way, say, which says nothing of its postings. Set aside, each of those would make a
-// dead letter of every posting sent while it lasted.
+// Final reports whether the refusal is for good: the core refused the
+// posting itself, and will refuse it however often it is sent under its
+// key. That is a 422 (a transfer it does not know, a posting that is not
+// the bank's, the key first used with another posting, a posting it
+// rejects), a 400 (a posting or a key it cannot parse) and a 413 (a
+// posting too large to send). Every other refusal says "not now", and the
+// same posting may go through later: a 5xx, 408 (too slow), 409 (the same
+// key still in progress), 429 (too many); and those of the request rather
+// than of the posting, which someone mends and after which every posting
+// goes through as it is: 401 and 403 (the caller's token), 404 and 405
+// (the core's address), 415 (how the request was sent), and a batch
+// refused whole (Whole: cut short on the way, say), which says nothing of
+// its postings. Taken for good, each of those would make a dead letter of
+// every posting sent while it lasted.
 func (r *Refusal) Final() bool {
 	if r.Whole {
 		return false
