@@ -251,9 +251,9 @@ func checkCoreDown(t *T) error {
 
 // checkTokenRotated catches a relay that takes a refusal of its caller
 // (401: a token the core no longer knows) for a refusal of the posting:
-// while the core refuses the token, every pass is refused whole, and a
-// relay that sets such postings aside as dead letters leaves them there
-// once the token is mended.
+// while the core refuses the token, every posting request of every pass
+// is refused, and a relay that sets such postings aside as dead letters
+// leaves them there once the token is mended.
 func checkTokenRotated(t *T) error {
 	s, err := t.coreScenario(1_000_000)
 	if err != nil {
@@ -264,7 +264,7 @@ func checkTokenRotated(t *T) error {
 	mended := func() { faults.RefuseToken(false) }
 	defer mended()
 	story := []string{"the core ledger refuses the relay's token (rotated, and not yet mended on the relay's side): 401 to every posting request"}
-	return t.throughRefusals(s, story, mended, tokenRefusals, "requests for the token", "takes the mended token")
+	return t.throughRefusals(s, story, mended, tokenRefusals, "posting requests under the old token", "takes the mended token")
 }
 
 // throughRefusals makes a few transfers while the core refuses what the
@@ -282,19 +282,32 @@ func (t *T) throughRefusals(s Scenario, story []string, end func(), enough int, 
 	if err != nil {
 		return err
 	}
-	tried := false
+	tried, owed := false, true
 	if rows > 0 {
-		if tried, err = t.WaitFor(drainWithin, func() (bool, error) { return faults.Refused() >= enough, nil }); err != nil {
+		// Until the core has refused enough, or the relay has nothing
+		// left to send (it set every row aside), which a relay that keeps
+		// them owed never reaches while the refusal lasts.
+		if tried, err = t.WaitFor(drainWithin, func() (bool, error) {
+			if faults.Refused() >= enough {
+				return true, nil
+			}
+			st, err := t.State()
+			owed = err == nil && st.Outbox.Pending > 0
+			return !owed, err
+		}); err != nil {
 			return err
 		}
 	}
+	refused := faults.Refused()
 	switch {
 	case rows == 0:
 		story = append(story, "the outbox holds no row for these transfers; the core "+ends)
-	case tried:
-		story = append(story, fmt.Sprintf("the core refuses %d %s (many relay passes), then %s", faults.Refused(), refusing, ends))
+	case refused >= enough:
+		story = append(story, fmt.Sprintf("the core refuses %d %s (many relay passes), then %s", refused, refusing, ends))
+	case tried && !owed:
+		story = append(story, fmt.Sprintf("the relay stopped sending after the core refused %d of its %s: nothing was left owed; then the core %s", refused, refusing, ends))
 	default:
-		story = append(story, fmt.Sprintf("the core refused %d %s in %v, not %d; then it %s", faults.Refused(), refusing, drainWithin, enough, ends))
+		story = append(story, fmt.Sprintf("the core refused %d of the %s in %v, not %d; then it %s", refused, refusing, drainWithin, enough, ends))
 	}
 	end()
 	return t.postedOnce(strings.Join(story, "\n"), s, want)

@@ -162,18 +162,34 @@ func (h *Recorder) ExecutedBy(op string) (clients []string, ok bool) {
 	return clients, ok
 }
 
-// ExecutedAt is when op was first executed, as the lab's execution events
-// say; ok is false when none has been heard. Fence first, so that the
-// events are in.
-func (h *Recorder) ExecutedAt(op string) (at time.Time, ok bool) {
+// CompletedAt is when the lab first saw key's row completed: a row event,
+// published once its transaction has committed. ok is false when none has
+// been heard. Fence first, so that the events are in.
+func (h *Recorder) CompletedAt(key string) (at time.Time, ok bool) {
 	if h == nil {
 		return time.Time{}, false
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range h.events {
-		if e.Kind == timeline.Execution && e.Op == op && (!ok || e.At.Before(at)) {
+		if e.Kind == timeline.Complete && e.Key == key && (!ok || e.At.Before(at)) {
 			at, ok = e.At, true
+		}
+	}
+	return at, ok
+}
+
+// AnsweredAt is when client's last request with key was answered; ok is
+// false when it sent none, or none was answered.
+func (h *Recorder) AnsweredAt(client, key string) (at time.Time, ok bool) {
+	if h == nil {
+		return time.Time{}, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, a := range h.attempts {
+		if a.Client == client && a.Key == key && !a.End.IsZero() {
+			at, ok = a.End, true
 		}
 	}
 	return at, ok
