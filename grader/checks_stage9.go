@@ -284,12 +284,18 @@ func (t *T) throughRefusals(s Scenario, story []string, end func(), enough int, 
 	}
 	tried, owed := false, true
 	if rows > 0 {
-		// Until the core has refused enough, or the relay has nothing
-		// left to send (it set every row aside), which a relay that keeps
-		// them owed never reaches while the refusal lasts.
+		// Until the core has refused enough, or, once it has refused the
+		// relay something, the relay has nothing left owed (it gave every
+		// row up), which a relay that keeps them owed never reaches while
+		// the refusal lasts. Not before the first refusal: a relay that
+		// marks its rows before it sends them has none owed, and must
+		// meet the refusal, not a core that is back.
 		if tried, err = t.WaitFor(drainWithin, func() (bool, error) {
-			if faults.Refused() >= enough {
+			switch n := faults.Refused(); {
+			case n >= enough:
 				return true, nil
+			case n == 0:
+				return false, nil
 			}
 			st, err := t.State()
 			owed = err == nil && st.Outbox.Pending > 0
