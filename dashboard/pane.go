@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"idemlab/kit/bank"
-	"idemlab/kit/problem"
 )
 
 // pane is one side drawn in a box: a plain value the root model builds
@@ -192,29 +190,16 @@ func (p pane) statsLine() string {
 }
 
 // deadLetters says how many dead letters there are and, when the state
-// listed them, the oldest one's transfer and the core's answer.
-func deadLetters(n int64, oldest *bank.DeadLetter) string {
+// listed them, which is the oldest (Side.OldestDead).
+func deadLetters(n int64, oldest string) string {
 	s := fmt.Sprintf("⚠ %s dead letters", Short(n))
 	if n == 1 {
 		s = "⚠ 1 dead letter"
 	}
-	if oldest != nil {
-		s += fmt.Sprintf(", oldest %s: %d", oldest.TransferID, oldest.Status)
-		if name := problemName(oldest.Answer); name != "" {
-			s += " " + name
-		}
+	if oldest != "" {
+		s += ", oldest " + oldest
 	}
 	return s + " ·"
-}
-
-// problemName is the type a problem body names, without its /problems/
-// prefix, and "" for a body that is no problem.
-func problemName(body string) string {
-	var b problem.Body
-	if json.Unmarshal([]byte(body), &b) != nil {
-		return ""
-	}
-	return strings.TrimPrefix(b.Type, "/problems/")
 }
 
 func (p pane) sparkLines(width int) []string {

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"idemlab/kit/bank"
 	"idemlab/kit/events"
 	"idemlab/kit/labctl"
+	"idemlab/kit/problem"
 )
 
 // Limits that keep a side's memory bounded however long the demo runs and
@@ -142,9 +144,10 @@ type Side struct {
 	// Outbox is the server's outbox as the last state poll showed it:
 	// the transfers still to tell the core ledger and those told (stage 9).
 	Outbox bank.OutboxCounts
-	// OldestDead is the oldest dead letter the last state poll listed,
-	// the one an operator looks at first; nil when there is none.
-	OldestDead *bank.DeadLetter
+	// OldestDead names the oldest dead letter the last state poll listed,
+	// the one an operator looks at first: its transfer and the core's
+	// answer ("tr_…: 422 posting-rejected"); "" when there is none.
+	OldestDead string
 
 	told   Told
 	toldAt time.Time
@@ -183,7 +186,7 @@ func NewSide() *Side {
 func (s *Side) clear() {
 	s.Counts = Counts{}
 	s.Money = Money{}
-	s.Outbox, s.OldestDead = bank.OutboxCounts{}, nil
+	s.Outbox, s.OldestDead = bank.OutboxCounts{}, ""
 	s.told, s.toldAt = Told{}, time.Time{}
 	s.keys = map[int64]*KeyRow{}
 	s.ops = map[string]opSeen{}
@@ -500,9 +503,13 @@ func (s *Side) Series(now time.Time, n int) (requests, doubles []int64) {
 // database shows and no event reported (after two polls in a row, since
 // an event can trail its commit), and runs the money-conservation check.
 func (s *Side) ApplyState(st labctl.State, polled time.Time) {
-	s.Outbox, s.OldestDead = st.Outbox, nil
+	s.Outbox, s.OldestDead = st.Outbox, ""
 	if len(st.DeadLetters) > 0 {
-		s.OldestDead = &st.DeadLetters[0]
+		d := st.DeadLetters[0]
+		s.OldestDead = fmt.Sprintf("%s: %d", d.TransferID, d.Status)
+		if name := problemName(d.Answer); name != "" {
+			s.OldestDead += " " + name
+		}
 	}
 	if d, err := time.ParseDuration(st.Config.Retention); err == nil && d > 0 {
 		s.retention = d
@@ -583,4 +590,14 @@ func (s *Side) ApplyState(st labctl.State, polled time.Time) {
 		m.Verdict = verdict
 	}
 	m.candidate = verdict
+}
+
+// problemName is the type a problem body names, without its /problems/
+// prefix, and "" for a body that is no problem.
+func problemName(body string) string {
+	var b problem.Body
+	if json.Unmarshal([]byte(body), &b) != nil {
+		return ""
+	}
+	return strings.TrimPrefix(b.Type, "/problems/")
 }

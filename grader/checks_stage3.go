@@ -47,9 +47,14 @@ func checkRetryDuringOriginal(t *T) error {
 		for _, r := range rs {
 			seen = seen || r.Is(http.StatusConflict, pInProgress)
 		}
-		wrong, late := "", 0
+		wrong, late, fenced := "", 0, false
 		for i, r := range rs {
 			ok, why := inProgressAnswer(r)
+			if !ok && seen && !fenced {
+				// The lab's events up to now, once, for doneAfterCompletion.
+				t.history.Fence(t.ctx, t.Lab())
+				fenced = true
+			}
 			switch {
 			case ok:
 			case seen && t.doneAfterCompletion(r, fmt.Sprintf("client %d", i+1), req.Key):
@@ -96,12 +101,11 @@ func checkRetryDuringOriginal(t *T) error {
 // after the lab saw key completed, which it publishes once the original's
 // transaction has committed: on a busy machine the original's own answer
 // can still be on its way then, and a retry that reached the claim after
-// the commit is rightly told the request is done.
+// the commit is rightly told the request is done. Fence the history first.
 func (t *T) doneAfterCompletion(r Response, client, key string) bool {
 	if r.Status != http.StatusCreated && !r.Is(http.StatusConflict, pDuplicate) {
 		return false
 	}
-	t.history.Fence(t.ctx, t.Lab())
 	completed, ok := t.history.CompletedAt(key)
 	answered, ok2 := t.history.AnsweredAt(client, key)
 	return ok && ok2 && completed.Before(answered)
