@@ -443,6 +443,12 @@ var catalogue = []Check{
 		Run:   checkTokenRotated,
 	},
 	{
+		ID: "S9.batch-cut-short", Stage: 9, Lesson: lesson9 + "#the-relay",
+		Claim: "while every batch request reaches the core ledger cut short (refused whole, 400 invalid-batch), transfers still execute; once the bodies arrive whole, each reaches the core exactly once, and none is set aside as a dead letter",
+		Why:   "a batch refused whole says nothing of the postings in it, though its 400 is a status that would be for good for a posting of its own: a relay that reads the status and not whose refusal it is makes a dead letter of every posting in every batch cut short",
+		Run:   checkBatchCutShort,
+	},
+	{
 		ID: "S9.slow-core", Stage: 9, Lesson: lesson9 + "#two-writes-one-decision",
 		Claim: "while the core ledger holds every posting unanswered, transfers still execute and answer 201 Created; once it answers, each reaches it exactly once",
 		Why:   "a transfer that waits for the core is as slow as the core, and fails when the core is slow beyond its timeout: the customer's answer must depend on the bank's own database alone",

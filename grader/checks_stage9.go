@@ -255,16 +255,36 @@ func checkCoreDown(t *T) error {
 // is refused, and a relay that sets such postings aside as dead letters
 // leaves them there once the token is mended.
 func checkTokenRotated(t *T) error {
+	return t.whileRefused((*core.Faults).RefuseToken,
+		"the core ledger refuses the relay's token (rotated, and not yet mended on the relay's side): 401 to every posting request",
+		"posting requests under the old token", "takes the mended token")
+}
+
+// checkBatchCutShort catches a relay that takes a batch refused whole for
+// a refusal of each posting in it: while every batch request arrives cut
+// short, the core answers each 400 invalid-batch, a status that, for a
+// posting of its own, would be for good. A relay that reads the status
+// alone, and not whose refusal it is, sets aside postings the core takes
+// as they are once the bodies arrive whole.
+func checkBatchCutShort(t *T) error {
+	return t.whileRefused((*core.Faults).CutBatches,
+		"a proxy between the relay and the core ledger cuts every batch request short: the core refuses each whole, 400 "+core.InvalidBatch.URI()+", and posts none of it",
+		"batch requests cut short", "gets whole bodies again")
+}
+
+// whileRefused makes a few transfers while fault(faults, true) has the
+// core refuse the relay's requests (not its postings), through
+// throughRefusals, and ends the refusal with fault(faults, false).
+func (t *T) whileRefused(fault func(*core.Faults, bool), story, refusing, ends string) error {
 	s, err := t.coreScenario(1_000_000)
 	if err != nil {
 		return err
 	}
 	faults := &t.Core().Faults
-	faults.RefuseToken(true)
-	mended := func() { faults.RefuseToken(false) }
-	defer mended()
-	story := []string{"the core ledger refuses the relay's token (rotated, and not yet mended on the relay's side): 401 to every posting request"}
-	return t.throughRefusals(s, story, mended, tokenRefusals, "posting requests under the old token", "takes the mended token")
+	fault(faults, true)
+	end := func() { fault(faults, false) }
+	defer end()
+	return t.throughRefusals(s, []string{story}, end, tokenRefusals, refusing, ends)
 }
 
 // throughRefusals makes a few transfers while the core refuses what the
@@ -320,8 +340,8 @@ func (t *T) throughRefusals(s Scenario, story []string, end func(), enough int, 
 }
 
 // tokenRefusals is how many posting requests the core refuses in
-// S9.token-rotated before the token is mended: a request a pass, so
-// several passes.
+// S9.token-rotated before the token is mended, and in S9.batch-cut-short
+// before the bodies arrive whole: a request a pass, so several passes.
 const tokenRefusals = 10
 
 // outageRefusals is how many postings the core refuses before it comes

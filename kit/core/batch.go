@@ -43,6 +43,7 @@ func (c *Core) postBatch(w http.ResponseWriter, r *http.Request) {
 	if !c.Faults.wait(r.Context()) || c.refuseToken(w) {
 		return
 	}
+	c.Faults.cutsBatch(r)
 	members, err := request.PostingBatch(r)
 	if c.Faults.downFor(max(len(members), 1)) {
 		problem.Write(w, problem.New(Down, "the core ledger is down; nothing of the batch was posted"))

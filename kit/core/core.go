@@ -19,6 +19,7 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -28,6 +29,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -416,6 +418,39 @@ type Faults struct {
 	// tokenRefused refuses the caller's token, as after a rotation the
 	// caller has not caught up with.
 	tokenRefused bool
+	// batchesCut cuts every batch request's body short on the way in.
+	batchesCut bool
+}
+
+// CutBatches makes the core read every batch request with its body cut
+// short, the first half only, as from a proxy on the way that drops the
+// rest, until it is called with false. The core refuses each such
+// request whole (400 invalid-batch) and posts none of it: a refusal of
+// the request, not of any posting in it, and the same postings go
+// through once the bodies arrive whole. A posting sent alone is not cut.
+// Each request cut counts one in Refused.
+func (f *Faults) CutBatches(cut bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.batchesCut = cut
+}
+
+// cutsBatch cuts the body of r, a batch request, to its first half while
+// CutBatches holds, and counts the request refused if it does.
+func (f *Faults) cutsBatch(r *http.Request) {
+	f.mu.Lock()
+	cut := f.batchesCut
+	if cut {
+		f.refused++
+	}
+	f.mu.Unlock()
+	if !cut {
+		return
+	}
+	// More than the core reads of a batch: its own limit refuses the rest.
+	raw, _ := io.ReadAll(io.LimitReader(r.Body, int64(request.MaxBatchBody)+1))
+	half := raw[:len(raw)/2]
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(half)), int64(len(half))
 }
 
 // RefuseToken makes the core answer every posting request 401
@@ -478,7 +513,7 @@ func (f *Faults) Flap(n int) {
 }
 
 // Refused is how many postings the core has refused while down, and
-// requests while it refused their token: a check waits for the relay's
+// requests while it refused their token or cut their bodies: a check waits for the relay's
 // first tries before it brings the core back.
 func (f *Faults) Refused() int {
 	f.mu.Lock()

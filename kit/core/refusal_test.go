@@ -358,3 +358,49 @@ func TestFaults_RefuseTokenIsARefusalOfTheCaller(t *testing.T) {
 		t.Errorf("postings %v, want the batch's 3", n)
 	}
 }
+
+// TestFaults_CutBatchesIsARefusalOfTheRequest: while the core cuts batch
+// bodies short, every batch request, of one posting or of several, is
+// refused whole with 400 invalid-batch, for now, and nothing is posted; a
+// posting sent alone goes through; each cut request counts in Refused;
+// once the bodies arrive whole, the same batches under the same keys go
+// through. A fault that cut nothing, cut single postings, or posted part
+// of a cut batch, fails.
+func TestFaults_CutBatchesIsARefusalOfTheRequest(t *testing.T) {
+	c, cl := startCore(t)
+	c.Faults.CutBatches(true)
+	one, three := batch(1), batch(4)[1:]
+	for _, b := range [][]core.Send{one, three} {
+		cl.PostAll(t.Context(), b, 1)
+		for i := range b {
+			s := &b[i]
+			var r *core.Refusal
+			if !errors.As(s.Err, &r) || r.Status != http.StatusBadRequest || !r.Whole || core.Final(s.Err) ||
+				!strings.Contains(string(r.Body), "invalid-batch") {
+				t.Errorf("%s in a batch of %d cut short: %v, want the batch refused whole, 400 invalid-batch, for now", s.Posting.TransferID, len(b), s.Err)
+			}
+		}
+	}
+	if n := c.Faults.Refused(); n != 2 {
+		t.Errorf("Refused %d after two batch requests cut short, want 2", n)
+	}
+	if got := postings(t, cl); len(got) != 0 {
+		t.Errorf("postings %v while every batch is cut short, want none", got)
+	}
+	alone := core.Posting{TransferID: "tr_9", From: "acc_a", To: "acc_b", Amount: 9}
+	if _, _, err := cl.Post(t.Context(), "outbox-tr_9", alone); err != nil {
+		t.Errorf("a posting sent alone while batches are cut: %v, want it posted", err)
+	}
+	c.Faults.CutBatches(false)
+	for _, b := range [][]core.Send{one, three} {
+		cl.PostAll(t.Context(), b, 1)
+		for i := range b {
+			if s := b[i]; s.Err != nil {
+				t.Errorf("%s once the bodies arrive whole: %v", s.Posting.TransferID, s.Err)
+			}
+		}
+	}
+	if got := postings(t, cl); len(got) != 5 {
+		t.Errorf("postings %v, want the 4 of the batches and the one sent alone", got)
+	}
+}

@@ -33,14 +33,15 @@ func enqueue(ctx context.Context, tx *sql.Tx, t bank.Transfer, now time.Time) er
 //     transfers wait behind every write the relay makes, and a relay that
 //     writes once a row falls behind them under load.
 //   - A row the core refused for good (core.Final: it read the posting
-//     and refuses it, a 422, 400 or 413) will be refused again on every
-//     pass: set it aside as a dead letter (dead_at, and the core's status
-//     and body, from the *core.Refusal) and go on with the others; never
-//     drop it, never leave it in the way.
+//     and refuses it, a 422, 400 or 413, and not the batch request that
+//     carried it) will be refused again on every pass: set it aside as a
+//     dead letter (dead_at, and the core's status and body, from the
+//     *core.Refusal) and go on with the others; never drop it, never
+//     leave it in the way.
 //   - A row refused for now (down, no answer, a 5xx, a token the core
-//     does not know) stays owed, and goes again, under the same key, on a
-//     later pass: the core applies each key once, so a posting whose
-//     answer was lost is not posted twice.
+//     does not know, a batch refused whole) stays owed, and goes again,
+//     under the same key, on a later pass: the core applies each key
+//     once, so a posting whose answer was lost is not posted twice.
 //
 // s.env.Core.PostAll sends a batch to the core, one request per 256
 // postings, and tells you what became of each; s.env.Core.Post sends one.
