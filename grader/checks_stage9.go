@@ -115,13 +115,15 @@ func (t *T) delivered(story string, s Scenario, want owed, poisoned []string) er
 	}
 	expected := fmt.Sprintf("each of the %d transfers posted once to the core ledger, and the outbox empty", len(want))
 	seen := postingsSeen(ps, pending, int64(len(st.DeadLetters)))
-	var missing, twice, wrong, extra, setAside, unnamed []string
+	var missing, twice, wrong, extra, setAside, unnamed, deadSent []string
 	for id, w := range want {
 		d, isDead := dead[id]
 		switch rs := got[id]; {
 		case slices.Contains(poisoned, id):
 			if !isDead || d.Status != http.StatusUnprocessableEntity || !strings.Contains(d.Answer, core.Rejected.URI()) {
 				unnamed = append(unnamed, fmt.Sprintf("%s (dead letter: %v, status %d, answer %q)", id, isDead, d.Status, d.Answer))
+			} else if d.SentAt != "" {
+				deadSent = append(deadSent, fmt.Sprintf("%s (set aside at %s, marked sent at %s)", id, d.At, d.SentAt))
 			}
 		case isDead:
 			setAside = append(setAside, fmt.Sprintf("%s (%d %s)", id, d.Status, d.Answer))
@@ -138,11 +140,11 @@ func (t *T) delivered(story string, s Scenario, want owed, poisoned []string) er
 			extra = append(extra, id)
 		}
 	}
-	for _, list := range [][]string{missing, twice, extra, setAside, unnamed} {
+	for _, list := range [][]string{missing, twice, extra, setAside, unnamed, deadSent} {
 		sort.Strings(list)
 	}
 	if len(poisoned) > 0 {
-		expected = fmt.Sprintf("each of the %d transfers the core takes posted once, the one it rejects for good (%s) set aside as a dead letter with its answer (422 %s), and nothing left owed",
+		expected = fmt.Sprintf("each of the %d transfers the core takes posted once, the one it rejects for good (%s) set aside as a dead letter with its answer (422 %s) and not marked sent, and nothing left owed",
 			len(want)-len(poisoned), strings.Join(poisoned, ", "), core.Rejected.URI())
 	}
 	switch {
@@ -158,6 +160,8 @@ func (t *T) delivered(story string, s Scenario, want owed, poisoned []string) er
 		return t.Harmful(judging.NotPosted, story, seen+"\nrejected by the core, and no dead letter names it: "+strings.Join(unnamed, ", "), expected)
 	case len(unnamed) > 0:
 		return t.Fail(story, seen+"\nrejected by the core for good, and still owed (sent again on every pass, for ever): "+strings.Join(unnamed, ", "), expected)
+	case len(deadSent) > 0:
+		return t.Fail(story, seen+"\nset aside as dead letters and marked sent as well, though the core never took them (an operator who sends one again, by clearing dead_at, finds it sent, and it is never posted): "+strings.Join(deadSent, ", "), expected)
 	case len(wrong) > 0:
 		return t.Harmful(judging.NotPosted, story, seen+"\nposted wrong: "+strings.Join(wrong, ", "), expected)
 	case pending > 0:
@@ -508,15 +512,20 @@ func checkBacklog(t *T) error {
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
 }
 
-// checkLostCoreAnswers catches a relay that sends again under a new key.
+// checkLostCoreAnswers catches a relay that sends again under a new key,
+// and one that takes no answer for an acknowledgement: the core first
+// drops requests before it applies anything, then loses the answers of
+// postings it applied, and the relay cannot tell the two apart.
 func checkLostCoreAnswers(t *T) error {
 	s, err := t.coreScenario(1_000_000)
 	if err != nil {
 		return err
 	}
-	n := 3 + t.rng.IntN(3)
-	t.Core().Faults.LoseAnswers(n)
-	story := []string{fmt.Sprintf("the core ledger applies the next %d postings and loses its answers", n)}
+	dropped, n := 1+t.rng.IntN(2), 3+t.rng.IntN(3)
+	faults := &t.Core().Faults
+	faults.DropUnapplied(dropped)
+	faults.LoseAnswers(n)
+	story := []string{fmt.Sprintf("the core ledger drops its next %d posting requests before it applies anything (no answer, nothing posted), then applies the next %d postings and loses its answers", dropped, n)}
 	want, err := t.payments(s, n, &story)
 	if err != nil {
 		return err

@@ -95,7 +95,7 @@ type OutboxCounts struct {
 func (b *Bank) Outbox(ctx context.Context) (OutboxCounts, error) {
 	var c OutboxCounts
 	err := b.db.QueryRowContext(ctx,
-		`SELECT COUNT(*) - COUNT(sent_at) - COUNT(dead_at), COUNT(sent_at), COUNT(dead_at) FROM outbox`).Scan(&c.Pending, &c.Sent, &c.Dead)
+		`SELECT COUNT(CASE WHEN sent_at IS NULL AND dead_at IS NULL THEN 1 END), COUNT(sent_at), COUNT(dead_at) FROM outbox`).Scan(&c.Pending, &c.Sent, &c.Dead)
 	if err != nil {
 		return OutboxCounts{}, fmt.Errorf("count the outbox: %w", err)
 	}
@@ -116,12 +116,16 @@ type DeadLetter struct {
 	At         string `json:"at"`
 	Status     int    `json:"status"`
 	Answer     string `json:"answer"`
+	// SentAt is empty: a row set aside was never acknowledged. A dead
+	// letter also marked sent is a relay's mistake, and a row an
+	// operator sends again by clearing dead_at would stay unsent.
+	SentAt string `json:"sent_at,omitempty"`
 }
 
 // DeadLetters reads the outbox's dead letters, at most limit, oldest first.
 func (b *Bank) DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error) {
 	rows, err := b.db.QueryContext(ctx,
-		`SELECT transfer_id, core_key, from_account, to_account, amount, dead_at, COALESCE(dead_status, 0), COALESCE(dead_answer, '')
+		`SELECT transfer_id, core_key, from_account, to_account, amount, dead_at, COALESCE(dead_status, 0), COALESCE(dead_answer, ''), COALESCE(sent_at, '')
 		 FROM outbox WHERE dead_at IS NOT NULL ORDER BY id LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read the dead letters: %w", err)
@@ -130,7 +134,7 @@ func (b *Bank) DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error)
 	out := []DeadLetter{}
 	for rows.Next() {
 		var d DeadLetter
-		if err := rows.Scan(&d.TransferID, &d.Key, &d.From, &d.To, &d.Amount, &d.At, &d.Status, &d.Answer); err != nil {
+		if err := rows.Scan(&d.TransferID, &d.Key, &d.From, &d.To, &d.Amount, &d.At, &d.Status, &d.Answer, &d.SentAt); err != nil {
 			return nil, fmt.Errorf("read the dead letters: %w", err)
 		}
 		out = append(out, d)

@@ -13,14 +13,16 @@ import (
 // TestOutbox_CountsAndDeadLetters: an owed row, a sent one and one set
 // aside are each counted once, and the dead letter is read back with the
 // core's answer; the sent row's lag is its sent_at less its created_at.
-// It catches a count that took a dead letter for owed (the relay would
-// seem stuck for ever) or for sent (it would vanish from the lab's view).
+// A row a wrong relay both set aside and marked sent counts in each, never
+// as owed less one, and its dead letter says it was marked sent. It
+// catches a count that took a dead letter for owed (the relay would seem
+// stuck for ever) or for sent (it would vanish from the lab's view).
 func TestOutbox_CountsAndDeadLetters(t *testing.T) {
 	f := setup(t, 1_000_000)
 	ctx := context.Background()
 	c := f.customers[0]
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for i, state := range []string{"owed", "sent", "dead"} {
+	for i, state := range []string{"owed", "sent", "dead", "dead and sent"} {
 		tr, err := f.transfer(t, c.ID, bank.TransferRequest{From: c.Accounts[0], To: c.Accounts[1], Amount: int64(100 + i)}, true)
 		if err != nil {
 			t.Fatal(err)
@@ -32,6 +34,8 @@ func TestOutbox_CountsAndDeadLetters(t *testing.T) {
 			sent = clock.Format(t0.Add(250 * time.Millisecond))
 		case "dead":
 			dead, status, answer = clock.Format(t0), 422, `{"type":"/problems/posting-rejected"}`
+		case "dead and sent":
+			sent, dead, status, answer = clock.Format(t0.Add(time.Second)), clock.Format(t0), 422, `{"type":"/problems/posting-rejected"}`
 		}
 		if _, err := f.db.ExecContext(ctx, `INSERT INTO outbox (transfer_id, core_key, from_account, to_account, amount, created_at, sent_at, dead_at, dead_status, dead_answer)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, tr.ID, "key-"+tr.ID, tr.From, tr.To, tr.Amount, clock.Format(t0), sent, dead, status, answer); err != nil {
@@ -42,22 +46,25 @@ func TestOutbox_CountsAndDeadLetters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (bank.OutboxCounts{Pending: 1, Sent: 1, Dead: 1}); got != want {
+	if want := (bank.OutboxCounts{Pending: 1, Sent: 2, Dead: 2}); got != want {
 		t.Errorf("Outbox %+v, want %+v", got, want)
 	}
 	dead, err := f.bank.DeadLetters(ctx, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(dead) != 1 || dead[0].Status != 422 || dead[0].Amount != 102 || dead[0].Key != "key-"+dead[0].TransferID || dead[0].Answer == "" {
-		t.Errorf("DeadLetters %+v, want the one row set aside, with its key and the core's 422", dead)
+	if len(dead) != 2 || dead[0].Status != 422 || dead[0].Amount != 102 || dead[0].Key != "key-"+dead[0].TransferID || dead[0].Answer == "" || dead[0].SentAt != "" {
+		t.Errorf("DeadLetters %+v, want the two rows set aside, the first with its key and the core's 422 and not sent", dead)
+	}
+	if len(dead) == 2 && dead[1].SentAt != clock.Format(t0.Add(time.Second)) {
+		t.Errorf("the dead letter also marked sent reads sent_at %q, want %q", dead[1].SentAt, clock.Format(t0.Add(time.Second)))
 	}
 	lags, err := f.bank.DeliveryLags(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(lags) != 1 || lags[0] != 250*time.Millisecond {
-		t.Errorf("DeliveryLags %v, want [250ms]", lags)
+	if len(lags) != 2 || lags[0] != 250*time.Millisecond || lags[1] != time.Second {
+		t.Errorf("DeliveryLags %v, want [250ms 1s]: the rows marked sent", lags)
 	}
 }
 

@@ -43,6 +43,10 @@ func (c *Core) postBatch(w http.ResponseWriter, r *http.Request) {
 	if !c.Faults.wait(r.Context()) || c.refuseToken(w) {
 		return
 	}
+	if c.Faults.drops() {
+		// Nothing of the batch applied, and no answer.
+		panic(http.ErrAbortHandler)
+	}
 	c.Faults.cutsBatch(r)
 	members, err := request.PostingBatch(r)
 	if c.Faults.downFor(max(len(members), 1)) {

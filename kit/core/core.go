@@ -194,6 +194,10 @@ func (c *Core) post(w http.ResponseWriter, r *http.Request) {
 	if !c.Faults.wait(r.Context()) || c.refuseToken(w) {
 		return
 	}
+	if c.Faults.drops() {
+		// Nothing applied, and no answer.
+		panic(http.ErrAbortHandler)
+	}
 	if c.Faults.downFor(1) || c.Faults.flaps() {
 		problem.Write(w, problem.New(Down, "the core ledger is down; nothing was posted"))
 		return
@@ -404,6 +408,9 @@ type Faults struct {
 	mu      sync.Mutex
 	down    bool
 	lose    int
+	// drop is how many of the next posting requests lose their
+	// connection before anything is applied.
+	drop int
 	refused int
 	// poisoned are the transfers whose postings are rejected for good;
 	// poisonNext is how many of the next postings join them.
@@ -500,6 +507,29 @@ func (f *Faults) LoseAnswers(n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lose = n
+}
+
+// DropUnapplied makes the core drop the connection of its next n posting
+// requests, alone or in a batch, before it applies anything: no answer,
+// and nothing posted. The caller cannot tell this from an answer lost
+// after the posting was applied (LoseAnswers): only sending again, under
+// the same key, finds out.
+func (f *Faults) DropUnapplied(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drop = n
+}
+
+// drops says whether the core drops the connection of this posting
+// request before it applies anything, and counts it among the dropped.
+func (f *Faults) drops() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.drop == 0 {
+		return false
+	}
+	f.drop--
+	return true
 }
 
 // Flap makes the core flap for its next n postings: down for the first

@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -156,5 +157,45 @@ func TestFaults_DownAppliesNothingAndALostAnswerWasApplied(t *testing.T) {
 	}
 	if n := postings(t, cl)["tr_1"]; n != 1 {
 		t.Fatalf("posted %d times after the resend", n)
+	}
+}
+
+// TestFaults_DropUnappliedAppliesNothing: a posting request dropped
+// before it is applied, alone or in a batch, is an error to the sender,
+// just as a lost answer is, and nothing of it is posted; sent again under
+// the same keys, it is posted then, once. A core that applied what it
+// dropped, or answered, fails.
+func TestFaults_DropUnappliedAppliesNothing(t *testing.T) {
+	c, cl := startCore(t)
+	ctx := t.Context()
+	c.Faults.DropUnapplied(2)
+	if _, _, err := cl.Post(ctx, "outbox-1", posting); err == nil {
+		t.Fatal("a dropped posting was answered")
+	}
+	b := []core.Send{
+		{Key: "outbox-2", Posting: core.Posting{TransferID: "tr_2", From: "acc_a", To: "acc_b", Amount: 2}},
+		{Key: "outbox-3", Posting: core.Posting{TransferID: "tr_3", From: "acc_a", To: "acc_b", Amount: 3}},
+	}
+	cl.PostAll(ctx, b, 1)
+	for _, s := range b {
+		var r *core.Refusal
+		if s.Err == nil || errors.As(s.Err, &r) {
+			t.Errorf("%s of a dropped batch: %v, want no answer", s.Posting.TransferID, s.Err)
+		}
+	}
+	if n := postings(t, cl); len(n) != 0 {
+		t.Fatalf("postings %v after two dropped requests, want none", n)
+	}
+	if _, replayed, err := cl.Post(ctx, "outbox-1", posting); err != nil || replayed {
+		t.Fatalf("sent again: %v, replayed %v, want posted now", err, replayed)
+	}
+	cl.PostAll(ctx, b, 1)
+	for _, s := range b {
+		if s.Err != nil {
+			t.Errorf("%s sent again: %v", s.Posting.TransferID, s.Err)
+		}
+	}
+	if n := postings(t, cl); len(n) != 3 || n["tr_1"] != 1 || n["tr_2"] != 1 || n["tr_3"] != 1 {
+		t.Fatalf("postings %v, want tr_1, tr_2 and tr_3 once each", n)
 	}
 }
