@@ -405,12 +405,12 @@ func (c *Core) Postings(ctx context.Context) ([]Receipt, error) {
 // Faults are the ways the core fails on purpose, for the checks. The zero
 // value fails in no way.
 type Faults struct {
-	mu      sync.Mutex
-	down    bool
-	lose    int
+	mu   sync.Mutex
+	down bool
+	lose int
 	// drop is how many of the next posting requests lose their
 	// connection before anything is applied.
-	drop int
+	drop    int
 	refused int
 	// poisoned are the transfers whose postings are rejected for good;
 	// poisonNext is how many of the next postings join them.
