@@ -449,6 +449,12 @@ var catalogue = []Check{
 		Run:   checkBatchCutShort,
 	},
 	{
+		ID: "S9.one-in-progress", Stage: 9, Lesson: lesson9 + "#the-relay",
+		Claim: "while the core ledger answers one transfer's posting 409 (its key still in progress there) pass after pass, the relay marks the others sent; once the core takes it, it is posted exactly once, and nothing is set aside",
+		Why:   "a 409 from the core says a request under that key has not finished, not that the posting was made: a relay that takes it for a yes loses the posting, one that stops its pass at it holds back every row behind it, and one that gives the row up after so many tries makes a dead letter of a posting the core would take",
+		Run:   checkOneInProgress,
+	},
+	{
 		ID: "S9.slow-core", Stage: 9, Lesson: lesson9 + "#two-writes-one-decision",
 		Claim: "while the core ledger holds every posting unanswered, transfers still execute and answer 201 Created; once it answers, each reaches it exactly once",
 		Why:   "a transfer that waits for the core is as slow as the core, and fails when the core is slow beyond its timeout: the customer's answer must depend on the bank's own database alone",

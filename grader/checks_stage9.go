@@ -12,6 +12,7 @@ import (
 	"idemlab/kit/bank"
 	"idemlab/kit/core"
 	"idemlab/kit/labctl"
+	"idemlab/kit/problem"
 )
 
 // drainWithin is how long the checks give the relay to empty the outbox:
@@ -290,6 +291,69 @@ func (t *T) whileRefused(fault func(*core.Faults, bool), story, refusing, ends s
 	defer end()
 	return t.throughRefusals(s, []string{story}, end, tokenRefusals, refusing, ends)
 }
+
+// checkOneInProgress catches a relay that takes a 409 from the core for
+// a posting already made, one that stops its pass at the first refusal
+// for now (the rows the core took beside it are never marked, and sent
+// again on every pass), and one that sets a row aside after so many
+// refusals for now: the core answers one transfer's posting 409, its key
+// still in progress there, pass after pass, and takes the others.
+func checkOneInProgress(t *T) error {
+	s, err := t.coreScenario(1_000_000)
+	if err != nil {
+		return err
+	}
+	faults := &t.Core().Faults
+	faults.InProgressNext()
+	defer faults.EndInProgress()
+	story := []string{"the core ledger answers the first transfer's posting 409 " + problem.RequestInProgress.URI() + " (a request under its key still running there), and posts the others"}
+	want, err := t.payments(s, 4+t.rng.IntN(3), &story)
+	if err != nil {
+		return err
+	}
+	rows, err := t.outboxRows()
+	if err != nil {
+		return err
+	}
+	var st labctl.State
+	if rows > 0 {
+		// Until the core has answered it 409 many times (many passes),
+		// or, once it has answered it once, until the relay has nothing
+		// left owed (it took the 409 for a yes, or gave the row up).
+		if _, err := t.WaitFor(drainWithin, func() (bool, error) {
+			n := faults.Refused()
+			if n == 0 {
+				return false, nil
+			}
+			var err error
+			if st, err = t.State(); err != nil {
+				return false, err
+			}
+			return n >= inProgressRefusals || st.Outbox.Pending == 0, nil
+		}); err != nil {
+			return err
+		}
+	}
+	held, refused := faults.InProgress(), faults.Refused()
+	switch {
+	case rows == 0:
+		story = append(story, "the outbox holds no row for these transfers; then the core lets the first through")
+	case st.Outbox.Pending > 0 && st.Outbox.Sent < int64(len(want)-1):
+		story = append(story, fmt.Sprintf("the core answers %s 409 %d times (many relay passes), and takes the others each time they are sent", held, refused))
+		return t.Fail(strings.Join(story, "\n"), fmt.Sprintf("%d of the other %d transfers' rows marked sent by then, %d rows still owed (sent again on every pass)", st.Outbox.Sent, len(want)-1, st.Outbox.Pending),
+			"the rows the core took marked sent while one is refused for now: one posting refused for now holds back none of the others")
+	default:
+		story = append(story, fmt.Sprintf("the core answers %s 409 %d times (many relay passes), then lets it through", held, refused))
+	}
+	faults.EndInProgress()
+	return t.postedOnce(strings.Join(story, "\n"), s, want)
+}
+
+// inProgressRefusals is how many 409s the core answers in
+// S9.one-in-progress before it lets the transfer through: a relay sends a
+// row refused for now twice a pass at most (PostAll sends it once more),
+// so at least 50 passes.
+const inProgressRefusals = 100
 
 // throughRefusals makes a few transfers while the core refuses what the
 // relay sends, waits until the core has refused enough (many relay

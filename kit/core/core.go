@@ -252,6 +252,9 @@ func (c *Core) settle(ctx context.Context, entries []*entry) error {
 		if e.err == nil && c.Faults.rejects(e.posting.TransferID) {
 			e.err = problem.New(Rejected, "the core ledger rejects the posting of %s for good", e.posting.TransferID)
 		}
+		if e.err == nil && c.Faults.inProgress(e.posting.TransferID) {
+			e.err = problem.New(problem.RequestInProgress, "a request under this key is still in progress at the core ledger; nothing was posted: send it again later")
+		}
 		if e.err == nil {
 			apply = append(apply, e)
 		}
@@ -427,6 +430,53 @@ type Faults struct {
 	tokenRefused bool
 	// batchesCut cuts every batch request's body short on the way in.
 	batchesCut bool
+	// stuck is the transfer whose postings are answered 409, in
+	// progress, while stuckNext is set or stuck is not empty.
+	stuck     string
+	stuckNext bool
+}
+
+// InProgressNext makes the core answer every posting of the transfer of
+// the next posting it receives 409 request-in-progress, and apply none,
+// as if a request under its key (another sender's, or one the core is
+// still working on) had not finished, until EndInProgress: a refusal for
+// now of one posting, pass after pass, while the others go through. Each
+// such answer counts one in Refused.
+func (f *Faults) InProgressNext() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stuck, f.stuckNext = "", true
+}
+
+// EndInProgress lets the transfer InProgressNext took through: its next
+// posting is applied as any other.
+func (f *Faults) EndInProgress() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stuck, f.stuckNext = "", false
+}
+
+// InProgress is the transfer InProgressNext took, if it has taken one
+// and EndInProgress has not let it through.
+func (f *Faults) InProgress() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stuck
+}
+
+// inProgress says whether a posting of transferID is answered 409 in
+// progress, and counts it refused if it is.
+func (f *Faults) inProgress(transferID string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stuckNext {
+		f.stuck, f.stuckNext = transferID, false
+	}
+	if f.stuck == "" || f.stuck != transferID {
+		return false
+	}
+	f.refused++
+	return true
 }
 
 // CutBatches makes the core read every batch request with its body cut
@@ -542,9 +592,10 @@ func (f *Faults) Flap(n int) {
 	f.flap, f.flapDown = n, false
 }
 
-// Refused is how many postings the core has refused while down, and
-// requests while it refused their token or cut their bodies: a check waits for the relay's
-// first tries before it brings the core back.
+// Refused is how many postings the core has refused while down or in
+// progress, and requests while it refused their token or cut their
+// bodies: a check waits for the relay's first tries before it brings the
+// core back.
 func (f *Faults) Refused() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -404,3 +404,46 @@ func TestFaults_CutBatchesIsARefusalOfTheRequest(t *testing.T) {
 		t.Errorf("postings %v, want the 4 of the batches and the one sent alone", got)
 	}
 }
+
+// TestFaults_InProgressNextHoldsOneTransferBack: the transfer of the next
+// posting received is answered 409 request-in-progress, for now and
+// unapplied, alone or in a batch beside postings the core takes, each
+// time counted in Refused, until EndInProgress; then the same key posts
+// it once. A fault that held back another transfer, applied the held
+// one, or held it for good, fails.
+func TestFaults_InProgressNextHoldsOneTransferBack(t *testing.T) {
+	c, cl := startCore(t)
+	c.Faults.InProgressNext()
+	b := batch(3)
+	for range 2 {
+		cl.PostAll(t.Context(), b, 1)
+		var r *core.Refusal
+		if !errors.As(b[0].Err, &r) || r.Status != http.StatusConflict || r.Whole || core.Final(b[0].Err) {
+			t.Errorf("tr_1 held back: %v, want 409 for now, its own", b[0].Err)
+		}
+		if b[1].Err != nil || b[2].Err != nil {
+			t.Errorf("beside it: %v, %v, want both taken", b[1].Err, b[2].Err)
+		}
+	}
+	if got := c.Faults.InProgress(); got != "tr_1" {
+		t.Errorf("InProgress %q, want tr_1", got)
+	}
+	// PostAll sends a posting refused for now beside others taken once
+	// more in the same call: two calls, four refusals.
+	if n := c.Faults.Refused(); n != 4 {
+		t.Errorf("Refused %d, want 4", n)
+	}
+	if n := postings(t, cl); n["tr_1"] != 0 || n["tr_2"] != 1 || n["tr_3"] != 1 {
+		t.Errorf("postings %v while tr_1 is held back, want tr_2 and tr_3 once", n)
+	}
+	c.Faults.EndInProgress()
+	cl.PostAll(t.Context(), b, 1)
+	for _, s := range b {
+		if s.Err != nil {
+			t.Errorf("%s once let through: %v", s.Posting.TransferID, s.Err)
+		}
+	}
+	if n := postings(t, cl); n["tr_1"] != 1 || n["tr_2"] != 1 || n["tr_3"] != 1 {
+		t.Errorf("postings %v, want each once", n)
+	}
+}
