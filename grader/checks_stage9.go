@@ -507,7 +507,24 @@ func checkPoison(t *T) error {
 		poisoned = faults.Poisoned()
 	}
 	story = append(story, fmt.Sprintf("the core rejected the posting of %v", poisoned))
-	return t.delivered(strings.Join(story, "\n"), s, want, poisoned)
+	if err := t.delivered(strings.Join(story, "\n"), s, want, poisoned); err != nil || len(poisoned) == 0 {
+		return err
+	}
+	// Set aside, it stays aside: the passes that deliver one more
+	// transfer must not send it again.
+	before := faults.PoisonedSends()
+	story = append(story, "set aside as a dead letter; then one more transfer")
+	if err := t.payment(s, want, &story); err != nil {
+		return err
+	}
+	if err := t.delivered(strings.Join(story, "\n"), s, want, poisoned); err != nil {
+		return err
+	}
+	if n := faults.PoisonedSends() - before; n > 0 {
+		return t.Fail(strings.Join(story, "\n"), fmt.Sprintf("the relay sent the dead letter of %s to the core %d more times after it set it aside", poisoned[0], n),
+			"a dead letter sent no more: the core refuses it for good, and a relay that reads dead letters as owed sends them on every pass, as many as there are, and fills its batches with them")
+	}
+	return nil
 }
 
 // checkSlowCore catches a stage whose transfers wait on the core: while

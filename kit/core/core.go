@@ -419,6 +419,8 @@ type Faults struct {
 	// poisonNext is how many of the next postings join them.
 	poisoned   map[string]bool
 	poisonNext int
+	// poisonedSends counts the postings of poisoned transfers received.
+	poisonedSends int
 	// flap is how many of the next postings still alternate down and up;
 	// flapDown says whether the last of them was refused.
 	flap     int
@@ -686,7 +688,18 @@ func (f *Faults) rejects(transferID string) bool {
 		f.poisonNext--
 		f.poison(transferID)
 	}
+	if f.poisoned[transferID] {
+		f.poisonedSends++
+	}
 	return f.poisoned[transferID]
+}
+
+// PoisonedSends is how many postings of the poisoned transfers the core
+// has received, and rejected: a relay that set one aside sends it no more.
+func (f *Faults) PoisonedSends() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.poisonedSends
 }
 
 // Hold makes the core slow beyond measure: every posting waits,

@@ -118,6 +118,10 @@ func TestFaults_PoisonRejectsForGood(t *testing.T) {
 	if got := c.Faults.Poisoned(); !slices.Equal(got, []string{"tr_1", "tr_2"}) {
 		t.Errorf("Poisoned %v, want [tr_1 tr_2]", got)
 	}
+	// Three sends of tr_1, two of tr_2; tr_3's is not counted.
+	if n := c.Faults.PoisonedSends(); n != 5 {
+		t.Errorf("PoisonedSends %d, want 5", n)
+	}
 	if n := postings(t, cl); n["tr_1"] != 0 || n["tr_2"] != 0 || n["tr_3"] != 1 {
 		t.Errorf("postings %v, want only tr_3's", n)
 	}
