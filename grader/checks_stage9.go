@@ -11,6 +11,7 @@ import (
 	"idemlab/grader/judging"
 	"idemlab/kit/bank"
 	"idemlab/kit/core"
+	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
 )
@@ -470,10 +471,27 @@ func checkSharedClientKey(t *T) error {
 	key := fmt.Sprintf("pay-%d", 1+t.rng.IntN(9))
 	story := []string{fmt.Sprintf("two customers, each with a transfer under the same key string %q", key)}
 	want := owed{}
-	if err := t.pay(s, want, s.A, s.A.Accounts[0], s.B.Accounts[0], t.Amount(1_000, 50_000), key, &story); err != nil {
+	first := t.Amount(1_000, 50_000)
+	if err := t.pay(s, want, s.A, s.A.Accounts[0], s.B.Accounts[0], first, key, &story); err != nil {
 		return err
 	}
 	if err := t.pay(s, want, s.B, s.B.Accounts[1], s.A.Accounts[1], t.Amount(1_000, 50_000), key, &story); err != nil {
+		return err
+	}
+	// The same customer's key again, once its retention is over (stage
+	// 5): a new request, a new transfer, a new posting.
+	if _, err := t.Drained(drainWithin); err != nil {
+		return err
+	}
+	retention := time.Duration(2+t.rng.IntN(10)) * time.Hour
+	if err := t.Configure(labclient.Config{Retention: retention}); err != nil {
+		return err
+	}
+	if err := t.Advance(retention + time.Minute); err != nil {
+		return err
+	}
+	story = append(story, fmt.Sprintf("(POST /lab/config: retention %v; then %v of lab time: %q has expired) and the first customer uses it again, for another amount", retention, retention+time.Minute, key))
+	if err := t.pay(s, want, s.A, s.A.Accounts[0], s.B.Accounts[0], first+1+t.rng.Int64N(1_000), key, &story); err != nil {
 		return err
 	}
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
