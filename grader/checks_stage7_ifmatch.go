@@ -305,13 +305,19 @@ func checkETagNamesTheVersion(t *T) error {
 }
 
 // checkSettingsContract holds the settings to the contract of every
-// account route and of a transfer's body.
+// account route and of a transfer's body. It first holds a PUT to the
+// account it names (saveOwnAccountOnly).
 func checkSettingsContract(t *T) error {
-	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
+	s, err := t.Scenario(2, 1_000_000)
 	if err != nil {
 		return err
 	}
 	a, b, acc := s.A, s.B, s.A.Accounts[0]
+	start, err := t.saveOwnAccountOnly(s)
+	if err != nil {
+		return err
+	}
+	story := "GET " + settingsPath(acc) + "  →  " + start.String()
 	long := strings.Repeat("가", bank.MaxNickname+1)
 	type probe struct {
 		req            Request
@@ -355,6 +361,78 @@ func checkSettingsContract(t *T) error {
 		}
 	}
 	return nil
+}
+
+// saveOwnAccountOnly catches a write whose WHERE reaches past the account
+// in the path: the account left out of it, or an OR that no parentheses
+// hold to the account. Clerk A saves A's first account from the ETag a
+// GET gave, then, once A's second account and B's first have each been
+// saved once by their owners (as many saves as A's: the same version,
+// where a version counts saves), from a list of A's first ETag and its
+// current one. After each of A's saves, the other two must be as their
+// owners last saw them. It returns A's settings as a GET then shows them.
+func (t *T) saveOwnAccountOnly(s Scenario) (settingsCopy, error) {
+	a, acc := s.A, s.A.Accounts[0]
+	others := []struct {
+		owner             bank.Customer
+		who, account, how string // how: what the owner sees if A's save reached it
+		harm              judging.Harm
+	}{
+		{s.B, "B's account", s.B.Accounts[0], "B is shown A's nickname, and its daily limit is the one A set", judging.Leak},
+		{a, "A's other account", a.Accounts[1], "its nickname and daily limit are the ones A saved on " + acc, judging.LostUpdate},
+	}
+	first, err := t.readSettings("", a, acc)
+	if err != nil {
+		return settingsCopy{}, err
+	}
+	story := "clerk A: GET " + settingsPath(acc) + "  →  " + first.String()
+	copies := make([]settingsCopy, len(others))
+	for i, o := range others {
+		if copies[i], err = t.readSettings(story, o.owner, o.account); err != nil {
+			return settingsCopy{}, err
+		}
+		story += "\n" + o.who + ", as its owner: GET " + settingsPath(o.account) + "  →  " + copies[i].String()
+	}
+	// untouched holds the other accounts to what their owners last saw.
+	untouched := func(story string) error {
+		for i, o := range others {
+			sent := story + "\nthen " + o.who + ", as its owner: GET " + settingsPath(o.account)
+			now, err := t.readSettings(sent, o.owner, o.account)
+			if err != nil {
+				return err
+			}
+			if now != copies[i] {
+				return t.Harmful(o.harm, sent, now.String()+"\n"+o.how,
+					o.who+" as its owner last saw it, "+copies[i].String()+": a PUT writes the settings of the account in its path, and no other")
+			}
+		}
+		return nil
+	}
+	save := func(what, ifMatch string) (settingsCopy, error) {
+		next := bank.Settings{Nickname: t.nickname(), DailyLimit: t.Amount(100_000, 500_000)}
+		req := putSettings(a, acc, next, ifMatch)
+		etag, err := t.saved(story+"\n"+what+":", req, t.Do(req), next)
+		if err != nil {
+			return settingsCopy{}, err
+		}
+		story += "\n" + what + ": " + describe(req) + "  →  200, ETag " + etag
+		return settingsCopy{Settings: next, ETag: etag}, untouched(story)
+	}
+	mine, err := save("clerk A sets a nickname and a daily limit", first.ETag)
+	if err != nil {
+		return settingsCopy{}, err
+	}
+	for i, o := range others {
+		var req Request
+		if copies[i], req, err = t.rename(story, o.who+" is saved once too, by its owner", o.owner, o.account, copies[i]); err != nil {
+			return settingsCopy{}, err
+		}
+		story += "\n" + o.who + " is saved once too, by its owner: " + describe(req) + "  →  200, ETag " + copies[i].ETag
+	}
+	if _, err := save("clerk A saves again, from a list of its first ETag, then its current one", first.ETag+", "+mine.ETag); err != nil {
+		return settingsCopy{}, err
+	}
+	return t.readSettings(story, a, acc)
 }
 
 // refused sends req, which must get status with problem type ptype and
