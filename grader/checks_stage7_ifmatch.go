@@ -40,35 +40,47 @@ func checkPreconditionRequired(t *T) error {
 }
 
 // checkIfMatchList holds If-Match to RFC 9110: true when any strong tag
-// of the list is the current ETag, in one field or in several; a weak tag
-// never matches, alone or in a list; a header that is no list of tags
-// names no version. It catches a server that reads the header as one tag
-// (every list refused) and one that compares weakly (W/ stripped).
+// of the list is the current ETag, in one field or in several, first,
+// last or between old ones; a weak tag never matches, alone or in a list;
+// a header that is no list of tags names no version. It catches a server
+// that reads the header as one tag (every list refused), one that reads
+// one tag of the list (the last, say), and one that compares weakly (W/
+// stripped).
 func checkIfMatchList(t *T) error {
 	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
 	if err != nil {
 		return err
 	}
 	a, acc := s.A, s.A.Accounts[0]
-	cur := start
+	// prev is the ETag of the version before cur: old, and ours.
+	cur, prev := start, start
 	other := `"` + t.Key() + `"`
-	for _, split := range []bool{false, true} {
+	for _, list := range []string{"other, current", "other | current", "current, old", "old, current, old"} {
 		next := cur.Settings
 		next.Nickname = t.nickname()
 		req := putSettings(a, acc, next, "")
-		what := "If-Match lists a tag that is not ours, then the current one"
-		if split {
+		var what string
+		switch list {
+		case "other, current":
+			what = "If-Match lists a tag that is not ours, then the current one"
+			req.Header.Add("If-Match", other+", "+cur.ETag)
+		case "other | current":
 			what = "the same list in two If-Match fields"
 			req.Header.Add("If-Match", other)
 			req.Header.Add("If-Match", cur.ETag)
-		} else {
-			req.Header.Add("If-Match", other+", "+cur.ETag)
+		case "current, old":
+			what = "If-Match lists the current ETag first, then an old one"
+			req.Header.Add("If-Match", cur.ETag+", "+start.ETag)
+		case "old, current, old":
+			what = "If-Match lists the current ETag between two old ones"
+			req.Header.Add("If-Match", start.ETag+", "+cur.ETag+", "+prev.ETag)
 		}
 		etag, err := t.saved(story+"\n"+what+":", req, t.Do(req), next)
 		if err != nil {
 			return err
 		}
 		story += "\n" + what + ": " + describe(req) + "  →  200, ETag " + etag
+		prev = cur
 		if cur, err = t.readSettings(story, a, acc); err != nil {
 			return err
 		}
