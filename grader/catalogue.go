@@ -297,8 +297,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S7.old-copies", Stage: 7, Lesson: lesson7 + "#the-etag-names-the-version",
-		Claim: "after a dozen saves, a PUT from the copy read before any of them, whichever, gets 412 precondition-failed and changes nothing",
-		Why:   "a version compared as text, by prefix or as \"at least\" holds for the first saves and then lets a copy of version 1 match version 10: a stale save puts an old limit back",
+		Claim: "after a dozen saves, the last from an If-Match list of the first ETag and the current one, a PUT from the copy read before any of them, whichever, gets 412 precondition-failed and changes nothing",
+		Why:   "a version compared as text, by prefix or as \"at least\" holds for the first saves and then lets a copy of version 1 match version 10, and one set from a listed tag plus one goes back to a version an old copy holds: either way a stale save puts an old limit back",
 		Run:   checkOldCopies,
 	},
 	{

@@ -3,6 +3,7 @@ package grader
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -524,11 +525,14 @@ func visible(s string) string {
 }
 
 // checkOldCopies catches a version compared by something weaker than
-// equality (as text, by prefix, as "at least"): after a dozen saves from
-// the settings as they were made, a PUT from every copy read before the
-// last save, oldest first, must get
-// 412 and change nothing. Every old copy is tried, even after one gets
-// through, so that the report lists all of them.
+// equality (as text, by prefix, as "at least"), and a version set from a
+// tag of the If-Match list instead of moved on (a list that names an old
+// copy first takes the version back to one that copy's successor held):
+// after a dozen saves from the settings as they were made, the last from
+// a list of the first ETag and the current one, a PUT from every copy
+// read before the last save, oldest first, must get 412 and change
+// nothing. Every old copy is tried, even after one gets through, so that
+// the report lists all of them.
 func checkOldCopies(t *T) error {
 	const saves = 12
 	s, err := t.Scenario(2, 1_000_000)
@@ -545,19 +549,32 @@ func checkOldCopies(t *T) error {
 	story := "GET " + settingsPath(acc) + "  →  " + start.String()
 	old := []string{start.ETag}
 	cur := start
-	for range saves {
+	for range saves - 1 {
 		if cur, _, err = t.rename(story, "clerk A saves a new nickname", a, acc, cur); err != nil {
 			return err
 		}
 		old = append(old, cur.ETag)
 	}
-	old = old[:len(old)-1]
-	story += fmt.Sprintf("\nclerk A saves a new nickname %d times, each from the ETag the save before answered: %s, then %s", saves, strings.Join(old, ", "), cur.ETag)
+	story += fmt.Sprintf("\nclerk A saves a new nickname %d times, each from the ETag the save before answered: %s", saves-1, strings.Join(old, ", "))
+	// The last save lists the first copy's ETag before the current one,
+	// as a client that holds both may: its version must be new all the
+	// same, not one worked out from a tag of the list.
+	next := cur.Settings
+	next.Nickname = t.nickname()
+	req := putSettings(a, acc, next, start.ETag+", "+cur.ETag)
+	what := "then once more, from a list of the first ETag and the current one"
+	etag, err := t.saved(story+"\n"+what+":", req, t.Do(req), next)
+	if err != nil {
+		return err
+	}
+	cur = settingsCopy{Settings: next, ETag: etag}
+	story += "\n" + what + ": " + describe(req) + "  →  200, ETag " + etag
 	if now, err := t.readSettings(story, a, acc); err != nil {
 		return err
 	} else if now != cur {
 		return t.Fail(story+"\nthen GET", now.String(), "the last save, at the ETag it answered: "+cur.String())
 	}
+	last := cur
 	var through, wrong []string
 	for _, etag := range old {
 		stale := cur.Settings
@@ -578,7 +595,11 @@ func checkOldCopies(t *T) error {
 	}
 	story += "\nthen a clerk sets the daily limit from each copy read before, oldest first"
 	if len(through) > 0 {
-		return t.Harmful(judging.LostUpdate, story, fmt.Sprintf("%d of %d old copies were written:\n", len(through), len(old))+strings.Join(through, "\n"),
+		got := fmt.Sprintf("%d of %d old copies were written:\n", len(through), len(old)) + strings.Join(through, "\n")
+		if slices.Contains(old, last.ETag) {
+			got = "the last save answered ETag " + last.ETag + ", the ETag of a copy read before it\n" + got
+		}
+		return t.Harmful(judging.LostUpdate, story, got,
 			"412 "+pPreconditionFailed+" to every one: an If-Match names the current version only if it is the ETag the last save answered; nothing changes")
 	}
 	if len(wrong) > 0 {
