@@ -21,24 +21,30 @@ func (t *T) reference() string {
 }
 
 // ReferencedBody writes a transfer body with an op and a reference, in a
-// fixed member order.
+// fixed member order, its memo "invoice".
 func ReferencedBody(from, to string, amount int64, op, reference string) string {
-	return fmt.Sprintf(`{"from":%q,"to":%q,"amount":%d,"memo":"invoice","metadata":{"op":%q},"reference":%q}`, from, to, amount, op, reference)
+	return referencedBody(from, to, amount, "invoice", op, reference)
+}
+
+// referencedBody is ReferencedBody with memo for a memo.
+func referencedBody(from, to string, amount int64, memo, op, reference string) string {
+	return fmt.Sprintf(`{"from":%q,"to":%q,"amount":%d,"memo":%q,"metadata":{"op":%q},"reference":%q}`, from, to, amount, memo, op, reference)
 }
 
 // invoice is a transfer that pays one invoice: who pays, from and to
-// which account, how much, under which op and reference.
+// which account, how much, with which memo, under which op and reference.
 type invoice struct {
 	payer             bank.Customer
 	from, to          string
 	amount            int64
+	memo              string
 	op, reference     string
 	firstKey, firstID string
 }
 
 // body is the invoice's transfer body, for amount.
 func (inv invoice) body(amount int64) string {
-	return ReferencedBody(inv.from, inv.to, amount, inv.op, inv.reference)
+	return referencedBody(inv.from, inv.to, amount, inv.memo, inv.op, inv.reference)
 }
 
 // location is the Location of the transfer that first paid the invoice.
@@ -54,7 +60,7 @@ func (t *T) paidInvoice() (Scenario, invoice, string, error) {
 		return Scenario{}, invoice{}, "", err
 	}
 	inv := invoice{payer: s.A, from: s.A.Accounts[0], to: s.B.Accounts[0], amount: t.Amount(1_000, 100_000),
-		op: t.Op(), reference: t.reference(), firstKey: t.Key()}
+		memo: "invoice", op: t.Op(), reference: t.reference(), firstKey: t.Key()}
 	s.Books.Expect(inv.op)
 	req := Transfer(inv.payer, inv.firstKey, inv.body(inv.amount))
 	r := t.Do(req)
@@ -241,15 +247,29 @@ func checkAfterExpiry(t *T) error {
 	return err
 }
 
-// checkEditedPayment catches a duplicate told by the whole request rather
-// than by its reference: the corrected amount pays the invoice again.
+// checkEditedPayment catches a duplicate told by more of the request
+// than its reference: the corrected amount, another memo, or another of
+// the payee's accounts with a corrected amount pays the invoice again.
 func checkEditedPayment(t *T) error {
 	s, inv, story, err := t.paidInvoice()
 	if err != nil {
 		return err
 	}
-	edited := inv.amount + t.Amount(1, 10_000)
-	_, _, err = t.payAgain(story, fmt.Sprintf("a clerk corrects the amount to %d and submits again, under a new key", edited), inv, t.Key(), edited, s.Books)
+	corrected := inv.amount + t.Amount(1, 10_000)
+	story, _, err = t.payAgain(story, fmt.Sprintf("a clerk corrects the amount to %d and submits again, under a new key", corrected), inv, t.Key(), corrected, s.Books)
+	if err != nil {
+		return err
+	}
+	memo := inv
+	memo.memo = "invoice, paid late"
+	story, _, err = t.payAgain(story, fmt.Sprintf("a clerk changes the memo to %q and submits again, under a new key", memo.memo), memo, t.Key(), inv.amount, s.Books)
+	if err != nil {
+		return err
+	}
+	payee := inv
+	payee.to = s.B.Accounts[1]
+	corrected = inv.amount - t.Amount(1, 999)
+	_, _, err = t.payAgain(story, fmt.Sprintf("a clerk pays it to B's other account, the amount corrected to %d, under a new key", corrected), payee, t.Key(), corrected, s.Books)
 	return err
 }
 
@@ -470,7 +490,7 @@ func checkRefusedLeavesPayable(t *T) error {
 		return err
 	}
 	a, books := s.A, s.Books
-	inv := invoice{payer: a, from: a.Accounts[0], to: s.B.Accounts[0], amount: t.Amount(1_000, 100_000), op: t.Op(), reference: t.reference()}
+	inv := invoice{payer: a, from: a.Accounts[0], to: s.B.Accounts[0], amount: t.Amount(1_000, 100_000), memo: "invoice", op: t.Op(), reference: t.reference()}
 	// The daily limit is lowered on the other account, which the refused
 	// payment comes from.
 	limited := a.Accounts[1]
