@@ -397,9 +397,9 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S8.other-customer", Stage: 8, Lesson: lesson8 + "#whose-reference",
-		Claim: "another customer's transfer with the same reference executes: a reference is unique per customer",
-		Why:   "customers number their invoices each their own way; a reference unique across customers refuses one customer's payment because of another's",
-		Guard: "stage 7 holds no reference, so another customer's transfer executes like any other; the check keeps stage 8's reference unique per customer, not across customers",
+		Claim: "other customers' transfers with the same reference execute, one of them to the payee of the first: a reference is unique per paying customer; the second customer, paying its own invoice again, gets 409 duplicate-reference with the Location of its own transfer",
+		Why:   "customers number their invoices each their own way; a reference unique across customers, or held under the customer paid, refuses one customer's payment because of another's, and one looked up by its number alone answers a customer with another customer's transfer",
+		Guard: "stage 7 holds no reference, so every customer's transfer executes like any other, and the second customer's second payment too (S8.two-keys fails that); the check keeps stage 8's reference unique per paying customer, not across customers nor per payee, and its refusal naming the customer's own transfer",
 		Run:   checkOtherCustomerReference,
 	},
 	{

@@ -50,27 +50,44 @@ func (inv invoice) body(amount int64) string {
 // location is the Location of the transfer that first paid the invoice.
 func (inv invoice) location() string { return "/transfers/" + inv.firstID }
 
-// paidInvoice resets the bank to two customers and pays an invoice of A's
-// to B once, with a fresh key, and books it. It returns the scenario, the
-// invoice and the story so far, or a failure if the payment does not
-// execute.
-func (t *T) paidInvoice() (Scenario, invoice, string, error) {
-	s, err := t.Scenario(2, 1_000_000)
+// paidInvoice resets the bank to that many customers (at least two) and
+// pays an invoice of A's to B once, with a fresh key, and books it. It
+// returns the scenario, the invoice and the story so far, or a failure if
+// the payment does not execute.
+func (t *T) paidInvoice(customers int) (Scenario, invoice, string, error) {
+	s, err := t.Scenario(customers, 1_000_000)
 	if err != nil {
 		return Scenario{}, invoice{}, "", err
 	}
-	inv := invoice{payer: s.A, from: s.A.Accounts[0], to: s.B.Accounts[0], amount: t.Amount(1_000, 100_000),
-		memo: "invoice", op: t.Op(), reference: t.reference(), firstKey: t.Key()}
+	inv, story, err := t.payInvoice("", "a clerk pays invoice", s, s.A, s.B.Accounts[0], t.reference(),
+		"201 Created: the first transfer with this reference executes")
+	if err != nil {
+		return Scenario{}, invoice{}, "", err
+	}
+	return s, inv, story, nil
+}
+
+// payInvoice has payer pay an invoice numbered reference, from its first
+// account to the account to, once, with a fresh key, and books it. It
+// returns the invoice and the story with the payment told as what, or,
+// if the payment does not execute, a failure that expected says should
+// have happened.
+func (t *T) payInvoice(story, what string, s Scenario, payer bank.Customer, to, reference, expected string) (invoice, string, error) {
+	inv := invoice{payer: payer, from: payer.Accounts[0], to: to, amount: t.Amount(1_000, 100_000),
+		memo: "invoice", op: t.Op(), reference: reference, firstKey: t.Key()}
 	s.Books.Expect(inv.op)
 	req := Transfer(inv.payer, inv.firstKey, inv.body(inv.amount))
 	r := t.Do(req)
-	story := "a clerk pays invoice " + inv.reference + ": " + req.String() + "  →  " + r.Short()
+	story = strings.TrimPrefix(story+"\n"+what+" "+inv.reference+": "+req.String()+"  →  "+r.Short(), "\n")
 	if !r.Is(http.StatusCreated, "") || resourceID(r) == "" {
-		return Scenario{}, invoice{}, "", t.Fail(story, r.String(), "201 Created: the first transfer with this reference executes")
+		if err := t.Reconcile(story, r.String(), s.Books); err != nil {
+			return invoice{}, "", err
+		}
+		return invoice{}, "", t.Fail(story, r.String(), expected)
 	}
 	s.Books.Transfer(inv.op, inv.from, inv.to, inv.amount)
 	inv.firstID = resourceID(r)
-	return s, inv, story + ", " + inv.firstID, nil
+	return inv, story + ", " + inv.firstID, nil
 }
 
 // payAgain sends inv's transfer again, of amount under key, told in the
@@ -107,7 +124,7 @@ func (t *T) refusedAsDuplicate(story string, r Response, inv invoice, books *jud
 // transaction that moved the money, and one that holds a reference per
 // account, paying or paid, instead of per customer.
 func checkTwoKeys(t *T) error {
-	s, inv, story, err := t.paidInvoice()
+	s, inv, story, err := t.paidInvoice(2)
 	if err != nil {
 		return err
 	}
@@ -212,7 +229,7 @@ func (t *T) onePaid(story string, answers []Response, book func(i int), books *j
 // late retry of the first request executes again once its key is gone.
 func checkAfterExpiry(t *T) error {
 	const retention = 2 * time.Hour
-	s, inv, story, err := t.paidInvoice()
+	s, inv, story, err := t.paidInvoice(2)
 	if err != nil {
 		return err
 	}
@@ -251,7 +268,7 @@ func checkAfterExpiry(t *T) error {
 // than its reference: the corrected amount, another memo, or another of
 // the payee's accounts with a corrected amount pays the invoice again.
 func checkEditedPayment(t *T) error {
-	s, inv, story, err := t.paidInvoice()
+	s, inv, story, err := t.paidInvoice(2)
 	if err != nil {
 		return err
 	}
@@ -277,7 +294,7 @@ func checkEditedPayment(t *T) error {
 // (the key released, the refusal recomputed on every retry) and one
 // stored without its Location.
 func checkRefusalReplayed(t *T) error {
-	s, inv, story, err := t.paidInvoice()
+	s, inv, story, err := t.paidInvoice(2)
 	if err != nil {
 		return err
 	}
@@ -301,29 +318,44 @@ func checkRefusalReplayed(t *T) error {
 	return nil
 }
 
-// checkOtherCustomerReference catches a reference unique across every
-// customer: B's invoice number is refused because A used it.
+// checkOtherCustomerReference catches a reference that is not the paying
+// customer's own: unique across every customer (B's invoice number is
+// refused because A used it), held under the customer paid instead of the
+// one paying (C's invoice to B is refused because A paid B one with that
+// number), or, when a customer pays its own invoice again, looked up by
+// the number alone (the refusal names A's transfer, which B may not read).
 func checkOtherCustomerReference(t *T) error {
-	s, inv, story, err := t.paidInvoice()
+	s, inv, story, err := t.paidInvoice(3)
 	if err != nil {
 		return err
 	}
-	b := s.B
-	amount, op := t.Amount(1_000, 100_000), t.Op()
-	s.Books.Expect(op)
-	req := Transfer(b, t.Key(), ReferencedBody(b.Accounts[0], s.A.Accounts[0], amount, op, inv.reference))
-	r := t.Do(req)
-	story += "\nanother customer pays an invoice of its own with the same number: " + req.String() + "  →  " + r.Short()
-	if r.Is(http.StatusCreated, "") {
-		s.Books.Transfer(op, b.Accounts[0], s.A.Accounts[0], amount)
-	}
-	if err := t.Reconcile(story, r.String(), s.Books); err != nil {
+	const expected = "201 Created with a transfer of its own: a reference is unique per customer, the customer who pays"
+	b, c := s.B, s.Customers[2]
+	mine, story, err := t.payInvoice(story, "another customer, B, pays an invoice of its own to A, with the same number,", s, b, s.A.Accounts[0], inv.reference, expected)
+	if err != nil {
 		return err
 	}
-	if !r.Is(http.StatusCreated, "") || resourceID(r) == inv.firstID {
-		return t.Fail(story, r.String(), "201 Created with a transfer of its own: a reference is unique per customer")
+	theirs, story, err := t.payInvoice(story, "a third customer, C, pays an invoice of its own to B, whom A paid, with the same number,", s, c, inv.to, inv.reference, expected)
+	if err != nil {
+		return err
 	}
-	return nil
+	if mine.firstID == inv.firstID || theirs.firstID == inv.firstID {
+		return t.Fail(story, "", expected)
+	}
+	// B pays its own invoice again: the refusal names B's transfer. A
+	// stage that holds no reference pays it again; S8.two-keys fails
+	// that, and this check, about whose reference it is, lets it be.
+	again := mine
+	again.op = t.Op()
+	s.Books.Expect(again.op)
+	req := Transfer(b, t.Key(), again.body(again.amount))
+	r := t.Do(req)
+	story += "\nB pays its invoice again, under a new key: " + req.String() + "  →  " + r.Short()
+	if r.Is(http.StatusCreated, "") {
+		s.Books.Transfer(again.op, again.from, again.to, again.amount)
+		return t.Reconcile(story, r.String(), s.Books)
+	}
+	return t.refusedAsDuplicate(story, r, mine, s.Books)
 }
 
 // checkWithoutReference catches a transfer without a reference held to
@@ -419,7 +451,7 @@ func checkReferenceValidated(t *T) error {
 // width folded together (NFKC). "INV-7" and "inv-7" are two invoices;
 // refusing the second leaves it unpaid.
 func checkSimilarReferences(t *T) error {
-	s, inv, story, err := t.paidInvoice()
+	s, inv, story, err := t.paidInvoice(2)
 	if err != nil {
 		return err
 	}
@@ -459,7 +491,7 @@ func checkSimilarReferences(t *T) error {
 // before it is normalised: "café" with a precomposed é and "café" with e
 // and a combining accent are one invoice, and the second pays it again.
 func checkEqualLookingReference(t *T) error {
-	s, inv, story, err := t.paidInvoice()
+	s, inv, story, err := t.paidInvoice(2)
 	if err != nil {
 		return err
 	}
