@@ -377,9 +377,9 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S8.similar-references", Stage: 8, Lesson: lesson8 + "#the-contract",
-		Claim: "references that differ only slightly (in case, by a suffix, by a look-alike letter of another script, by a full-width digit) are different invoices: each is paid with a transfer of its own",
-		Why:   "a reference is the customer's own name for an invoice, compared as written; one folded or cut short refuses a different invoice as paid, and that invoice stays unpaid",
-		Guard: "stage 7 holds no reference, so every invoice is paid, however alike their numbers; the check keeps stage 8 from comparing references loosely (in one case, cut short, with look-alike letters folded)",
+		Claim: "references that differ only slightly (in case, by a suffix, by a look-alike letter of another script, by a full-width digit, by where a hyphen stands or whether it is there) are different invoices: each is paid with a transfer of its own",
+		Why:   "a reference is the customer's own name for an invoice, compared as written; one folded, cut short or stripped of its separators refuses a different invoice as paid (INV-12-3 for INV-1-23), and that invoice stays unpaid",
+		Guard: "stage 7 holds no reference, so every invoice is paid, however alike their numbers; the check keeps stage 8 from comparing references loosely (in one case, cut short, with look-alike letters folded, without separators)",
 		Run:   checkSimilarReferences,
 	},
 	{

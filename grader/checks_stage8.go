@@ -447,9 +447,10 @@ func checkReferenceValidated(t *T) error {
 }
 
 // checkSimilarReferences catches references compared loosely: folded to
-// one case, cut short, or with look-alike characters of another script or
-// width folded together (NFKC). "INV-7" and "inv-7" are two invoices;
-// refusing the second leaves it unpaid.
+// one case, cut short, with look-alike characters of another script or
+// width folded together (NFKC), or with their separators taken out.
+// "INV-7" and "inv-7" are two invoices, and so are "INV-12-3" and
+// "INV-1-23"; refusing the second leaves it unpaid.
 func checkSimilarReferences(t *T) error {
 	s, inv, story, err := t.paidInvoice(2)
 	if err != nil {
@@ -461,6 +462,9 @@ func checkSimilarReferences(t *T) error {
 	// last character: the second is refused where a reference is cut
 	// short.
 	long := ref + "/" + strings.Repeat("0", request.MaxReference-len(ref)-2)
+	// Numbers alike but for their separators: where a hyphen stands, or
+	// whether it is one, tells INV-12-3 from INV-1-23.
+	sep := strings.LastIndex(ref, "-")
 	for _, v := range []struct{ reference, what string }{
 		{strings.ToLower(ref), "in lower case"},
 		{ref + "-2", "with a suffix"},
@@ -468,6 +472,9 @@ func checkSimilarReferences(t *T) error {
 		{strings.TrimSuffix(ref, string(last)) + string(last-'0'+'\uff10'), "with a full-width last digit"},
 		{long + "1", fmt.Sprintf("%d characters long", request.MaxReference)},
 		{long + "2", "as long, and only its last character another"},
+		{ref[:sep] + ref[sep+1:sep+2] + "-" + ref[sep+2:], "with its last hyphen one character later"},
+		{strings.Replace(ref, "-", " ", 1), "with a space for its first hyphen"},
+		{strings.ReplaceAll(ref, "-", ""), "without its hyphens"},
 	} {
 		op, amount := t.Op(), t.Amount(1_000, 100_000)
 		s.Books.Expect(op)
