@@ -487,7 +487,7 @@ var catalogue = []Check{
 	{
 		ID: "S9.poison", Stage: 9, Lesson: lesson9 + "#dead-letters",
 		Claim: "a posting the core ledger rejects for good (422) is set aside as a dead letter with the core's answer, not marked sent and sent no more, and every other transfer still reaches it exactly once",
-		Why:   "sent again, a poison posting is refused again, for ever: a relay that stops at it stops the books, one that retries it never drains, and one that drops it loses a transfer nobody will ever look for",
+		Why:   "sent again, a poison posting is refused again, for ever: a relay that stops at it stops the books, one that retries it never drains, and one that drops it loses a transfer nobody will ever look for; a dead letter also marked sent is lost when an operator sends it again, and one read as owed is sent on every pass, until enough of them fill every batch",
 		Run:   checkPoison,
 	},
 	{

@@ -555,7 +555,7 @@ func checkOldCopies(t *T) error {
 		}
 		old = append(old, cur.ETag)
 	}
-	story += fmt.Sprintf("\nclerk A saves a new nickname %d times, each from the ETag the save before answered: %s", saves-1, strings.Join(old, ", "))
+	story += fmt.Sprintf("\nclerk A saves a new nickname %d times, from %s on, each from the ETag the save before answered: %s", saves-1, old[0], strings.Join(old[1:], ", "))
 	// The last save lists the first copy's ETag before the current one,
 	// as a client that holds both may: its version must be new all the
 	// same, not one worked out from a tag of the list.

@@ -116,9 +116,10 @@ type DeadLetter struct {
 	At         string `json:"at"`
 	Status     int    `json:"status"`
 	Answer     string `json:"answer"`
-	// SentAt is empty: a row set aside was never acknowledged. A dead
-	// letter also marked sent is a relay's mistake, and a row an
-	// operator sends again by clearing dead_at would stay unsent.
+	// SentAt is when the row was marked sent, and a dead letter's is
+	// empty: a row set aside was never acknowledged. One also marked
+	// sent is a relay's mistake: an operator who sends it again, by
+	// clearing dead_at, finds it sent, and it is never posted.
 	SentAt string `json:"sent_at,omitempty"`
 }
 

@@ -433,7 +433,8 @@ type Faults struct {
 	// batchesCut cuts every batch request's body short on the way in.
 	batchesCut bool
 	// stuck is the transfer whose postings are answered 409, in
-	// progress, while stuckNext is set or stuck is not empty.
+	// progress, if any; stuckNext says the next posting's transfer
+	// becomes it.
 	stuck     string
 	stuckNext bool
 }
@@ -506,7 +507,8 @@ func (f *Faults) cutsBatch(r *http.Request) {
 	if !cut {
 		return
 	}
-	// More than the core reads of a batch: its own limit refuses the rest.
+	// At most one byte more than the core reads of a batch: cut, even a
+	// body too large is one it cannot parse.
 	raw, _ := io.ReadAll(io.LimitReader(r.Body, int64(request.MaxBatchBody)+1))
 	half := raw[:len(raw)/2]
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(half)), int64(len(half))
@@ -573,7 +575,8 @@ func (f *Faults) DropUnapplied(n int) {
 }
 
 // drops says whether the core drops the connection of this posting
-// request before it applies anything, and counts it among the dropped.
+// request before it applies anything, and uses up one of the requests
+// DropUnapplied named if it does.
 func (f *Faults) drops() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()

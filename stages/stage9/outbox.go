@@ -38,10 +38,12 @@ func enqueue(ctx context.Context, tx *sql.Tx, t bank.Transfer, now time.Time) er
 //     dead letter (dead_at, and the core's status and body, from the
 //     *core.Refusal) and go on with the others; never drop it, never
 //     leave it in the way.
-//   - A row refused for now (down, no answer, a 5xx, a token the core
-//     does not know, a batch refused whole) stays owed, and goes again,
+//   - A row refused for now (down, no answer, a 5xx, a 409 for its key
+//     still in progress at the core, a token the core does not know, a
+//     batch refused whole) stays owed, however often, and goes again,
 //     under the same key, on a later pass: the core applies each key
-//     once, so a posting whose answer was lost is not posted twice.
+//     once, so a posting whose answer was lost is not posted twice. It
+//     holds back none of the others: they are settled all the same.
 //
 // s.env.Core.PostAll sends a batch to the core, one request per 256
 // postings, and tells you what became of each; s.env.Core.Post sends one.
