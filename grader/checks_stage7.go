@@ -110,9 +110,14 @@ func (t *T) saved(story string, req Request, r Response, want bank.Settings) (st
 // ETag, told in the story as what. It returns the settings saved at the
 // ETag the PUT answered, and the PUT; a failure if it did not succeed.
 func (t *T) rename(story, what string, c bank.Customer, account string, from settingsCopy) (settingsCopy, Request, error) {
+	return t.renameIf(story, what, c, account, from, from.ETag)
+}
+
+// renameIf is rename with ifMatch for If-Match.
+func (t *T) renameIf(story, what string, c bank.Customer, account string, from settingsCopy, ifMatch string) (settingsCopy, Request, error) {
 	next := from.Settings
 	next.Nickname = t.nickname()
-	req := putSettings(c, account, next, from.ETag)
+	req := putSettings(c, account, next, ifMatch)
 	etag, err := t.saved(story+"\n"+what+":", req, t.Do(req), next)
 	return settingsCopy{Settings: next, ETag: etag}, req, err
 }

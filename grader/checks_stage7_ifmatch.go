@@ -559,16 +559,12 @@ func checkOldCopies(t *T) error {
 	// The last save lists the first copy's ETag before the current one,
 	// as a client that holds both may: its version must be new all the
 	// same, not one worked out from a tag of the list.
-	next := cur.Settings
-	next.Nickname = t.nickname()
-	req := putSettings(a, acc, next, start.ETag+", "+cur.ETag)
 	what := "then once more, from a list of the first ETag and the current one"
-	etag, err := t.saved(story+"\n"+what+":", req, t.Do(req), next)
+	cur, req, err := t.renameIf(story, what, a, acc, cur, start.ETag+", "+cur.ETag)
 	if err != nil {
 		return err
 	}
-	cur = settingsCopy{Settings: next, ETag: etag}
-	story += "\n" + what + ": " + describe(req) + "  →  200, ETag " + etag
+	story += "\n" + what + ": " + describe(req) + "  →  200, ETag " + cur.ETag
 	if now, err := t.readSettings(story, a, acc); err != nil {
 		return err
 	} else if now != cur {
