@@ -97,3 +97,42 @@ func TestWritesOutbox_TellsAWriteOfTheOutboxByItsStatement(t *testing.T) {
 		}
 	}
 }
+
+// TestFailOutboxWrites_RefusesOnlyTheArmedOutboxInserts: an armed count
+// of statements that insert into the outbox, however spelled, fail with
+// ErrOutboxWriteRefused, and nothing else does: a read of the outbox, the
+// relay's marks, an insert into another table whose name begins with it,
+// an outbox insert once the count is spent. A fault that refused the
+// marks would hold rows owed for ever; one that refused every statement
+// would fail the transfer before its money and its outbox row.
+func TestFailOutboxWrites_RefusesOnlyTheArmedOutboxInserts(t *testing.T) {
+	var s fault.Store
+	ctx := context.Background()
+	s.FailOutboxWrites(3)
+	for _, q := range []string{
+		`SELECT id, core_key FROM outbox WHERE sent_at IS NULL`,
+		`UPDATE outbox SET sent_at = ? WHERE id IN (?, ?)`,
+		`INSERT INTO outbox_archive (id) VALUES (?)`,
+		`INSERT INTO transfers (id, amount) VALUES (?, ?)`,
+		"-- then insert into outbox\nUPDATE accounts SET balance = 1",
+	} {
+		if err := s.BeforeStatement(ctx, q); err != nil {
+			t.Errorf("%q: %v; want it run", q, err)
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO outbox (transfer_id, core_key) VALUES (?, ?)`,
+		"insert into \"public\".\"outbox\"(transfer_id)\n values ($1)",
+		`INSERT OR IGNORE INTO outbox (transfer_id) VALUES (?)`,
+	} {
+		if err := s.BeforeStatement(ctx, q); !errors.Is(err, fault.ErrOutboxWriteRefused) {
+			t.Errorf("%q while armed: %v; want %v", q, err, fault.ErrOutboxWriteRefused)
+		}
+	}
+	if n := s.OutboxWriteFailuresLeft(); n != 0 {
+		t.Errorf("%d left after three refused inserts; want 0", n)
+	}
+	if err := s.BeforeStatement(ctx, `INSERT INTO outbox (transfer_id) VALUES (?)`); err != nil {
+		t.Errorf("an outbox insert once the count is spent: %v; want it run", err)
+	}
+}

@@ -14,6 +14,11 @@ import (
 // returns while the store-unavailable fault is armed.
 var ErrKeyStoreUnavailable = errors.New("key store unavailable (injected fault)")
 
+// ErrOutboxWriteRefused is what an INSERT into the outbox returns while
+// the fail-outbox-write fault is armed, as a full disk or a broken
+// constraint would make the database refuse it.
+var ErrOutboxWriteRefused = errors.New("outbox write refused (injected fault)")
+
 // KeyTable is the table the store-unavailable fault breaks, and whose row
 // changes a database reports (see Store.OnKeyRowsChanged).
 const KeyTable = "idempotency_keys"
@@ -54,6 +59,8 @@ type Store struct {
 	keyStoreFailures Countdown
 	// slowSettingsWrites counts down the writes of the settings held up.
 	slowSettingsWrites Countdown
+	// outboxWriteFailures counts down the outbox INSERTs that fail.
+	outboxWriteFailures Countdown
 }
 
 // SlowSettingsWrites makes the next n statements that write the
@@ -68,10 +75,21 @@ func (s *Store) SlowSettingsWrites(n int64) { s.slowSettingsWrites.Arm(n) }
 // held up.
 func (s *Store) SlowSettingsWritesLeft() int64 { return s.slowSettingsWrites.Left() }
 
+// FailOutboxWrites makes the next n statements that insert into the
+// outbox table fail with ErrOutboxWriteRefused, before they reach the
+// engine: the transaction they run in goes on, on PostgreSQL too, so a
+// stage that drops the error commits the money without its outbox row.
+// The relay's marks (UPDATE) are spared.
+func (s *Store) FailOutboxWrites(n int64) { s.outboxWriteFailures.Arm(n) }
+
+// OutboxWriteFailuresLeft reports how many outbox INSERTs will still fail.
+func (s *Store) OutboxWriteFailuresLeft() int64 { return s.outboxWriteFailures.Left() }
+
 // BeforeStatement runs the faults armed on a statement before it runs:
-// it holds up a write of the settings (see SlowSettingsWrites), then
-// returns CheckKeyStore's error. It returns ctx's error if ctx ends while
-// the statement waits.
+// it holds up a write of the settings (see SlowSettingsWrites), refuses
+// an INSERT into the outbox (see FailOutboxWrites), then returns
+// CheckKeyStore's error. It returns ctx's error if ctx ends while the
+// statement waits.
 func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 	if s.slowSettingsWrites.Left() > 0 && writesSettings(query) && s.slowSettingsWrites.Fire() {
 		t := time.NewTimer(SettingsWriteDelay)
@@ -81,6 +99,9 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 		case <-ctx.Done():
 			return fmt.Errorf("slow settings write: %w", ctx.Err())
 		}
+	}
+	if s.outboxWriteFailures.Left() > 0 && insertsOutbox(query) && s.outboxWriteFailures.Fire() {
+		return ErrOutboxWriteRefused
 	}
 	return s.CheckKeyStore(ctx, query)
 }
@@ -167,14 +188,24 @@ func WritesOutbox(query string) bool {
 	return outboxWrite.MatchString(sqlComment.ReplaceAllString(query, " "))
 }
 
+// insertsOutbox reports whether query inserts rows into the outbox table,
+// spelled as WritesOutbox allows, SQLite's INSERT OR IGNORE (OR REPLACE…)
+// too.
+func insertsOutbox(query string) bool {
+	return outboxInsert.MatchString(sqlComment.ReplaceAllString(query, " "))
+}
+
 var (
 	// sqlComment matches a comment: a block one, or one to the end of
 	// its line.
 	sqlComment = regexp.MustCompile(`(?s)/\*.*?\*/|--[^\n]*`)
+	// outboxName matches the outbox table's name after the verb that
+	// writes it: quoted or not, in a schema or not.
+	outboxName = `\s+(?:only\s+)?(?:"?\w+"?\s*\.\s*)?"?` + OutboxTable + `"?(?:[\s(;*]|$)`
 	// outboxWrite matches a statement, comments taken out, that writes
-	// the outbox table.
-	outboxWrite = regexp.MustCompile(`(?is)\b(?:insert\s+into|update|delete\s+from|merge\s+into)\s+(?:only\s+)?(?:"?\w+"?\s*\.\s*)?"?` +
-		OutboxTable + `"?(?:[\s(;*]|$)`)
+	// the outbox table; outboxInsert one that inserts into it.
+	outboxWrite  = regexp.MustCompile(`(?is)\b(?:insert\s+into|update|delete\s+from|merge\s+into)` + outboxName)
+	outboxInsert = regexp.MustCompile(`(?is)\binsert(?:\s+or\s+\w+)?\s+into` + outboxName)
 )
 
 // CheckKeyStore returns ErrKeyStoreUnavailable, using one armed failure,

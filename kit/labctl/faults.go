@@ -23,10 +23,14 @@ const (
 	// settings (stage 7), before it runs: a read of the version and a
 	// later write of its own get a window other clerks' writes land in.
 	SlowSettingsWrite = "slow-settings-write"
+	// FailOutboxWrite makes the database refuse a statement that inserts
+	// an outbox row (stage 9), as a full disk or a constraint would: the
+	// transfer whose row it is must fail with it.
+	FailOutboxWrite = "fail-outbox-write"
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, FailOutboxWrite}
 
 // Faults are the armed faults of one lab server. A crash calls Crash, which
 // in a real server ends the process at once, with no cleanup.
@@ -77,6 +81,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.FailKeyStore(count)
 	case SlowSettingsWrite:
 		f.db.SlowSettingsWrites(count)
+	case FailOutboxWrite:
+		f.db.FailOutboxWrites(count)
 	default:
 		return fmt.Errorf("unknown fault point %q; the points are %v", point, Points)
 	}
@@ -93,6 +99,7 @@ func (f *Faults) Armed() []ArmedFault {
 		FailInTransfer:      f.Bank.FailNext.Left(),
 		StoreUnavailable:    f.db.KeyStoreFailuresLeft(),
 		SlowSettingsWrite:   f.db.SlowSettingsWritesLeft(),
+		FailOutboxWrite:     f.db.OutboxWriteFailuresLeft(),
 	}
 	out := []ArmedFault{}
 	for p, n := range counts {

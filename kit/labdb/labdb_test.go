@@ -171,3 +171,57 @@ func TestFaults_OnEitherEngine(t *testing.T) {
 		db.OnBusinessCommit(nil)
 	}
 }
+
+// TestOutboxWriteFault_OnEitherEngine catches an engine whose connections
+// skip the fail-outbox-write fault, and one where the refusal reaches the
+// engine: the armed INSERT into the outbox must fail inside its
+// transaction, and the transaction must go on and commit without the row
+// (on PostgreSQL a statement the server refused would abort it, and a
+// stage that drops the error would commit nothing, money included).
+func TestOutboxWriteFault_OnEitherEngine(t *testing.T) {
+	ctx := context.Background()
+	for engine, db := range engines(t) {
+		if err := labdb.CreateTable(ctx, db.DB, `CREATE TABLE IF NOT EXISTS outbox (id INTEGER PRIMARY KEY, transfer_id TEXT NOT NULL)`); err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		db.FailOutboxWrites(1)
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (transfer_id) VALUES (?)`, "refused"); !errors.Is(err, fault.ErrOutboxWriteRefused) {
+			t.Errorf("%s: the armed outbox insert: err = %v, want %v", engine, err, fault.ErrOutboxWriteRefused)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (key) VALUES (?)`, "beside-the-refused-row"); err != nil {
+			t.Errorf("%s: a statement after the refused insert, in its transaction: %v", engine, err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Errorf("%s: commit after the refused insert: %v", engine, err)
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO outbox (transfer_id) VALUES (?)`, "taken"); err != nil {
+			t.Errorf("%s: the insert after the armed one: %v", engine, err)
+		}
+		var ids []string
+		rows, err := db.QueryContext(ctx, `SELECT transfer_id FROM outbox ORDER BY id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ids, []string{"taken"}) {
+			t.Errorf("%s: the outbox holds %v; want [taken]", engine, ids)
+		}
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM idempotency_keys WHERE key = 'beside-the-refused-row'`).Scan(&n); err != nil || n != 1 {
+			t.Errorf("%s: the transaction's other row: %d rows, %v; want it committed", engine, n, err)
+		}
+	}
+}
