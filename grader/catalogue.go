@@ -508,4 +508,10 @@ var catalogue = []Check{
 		Why:   "a server that posts to the core after its own commit, in the request, loses the posting when it dies in between: only a row committed with the money survives the crash",
 		Run:   checkCrashAfterCommitPosted,
 	},
+	{
+		ID: "S9.outbox-write-fails", Stage: 9, Lesson: lesson9 + "#two-writes-one-decision",
+		Claim: "when the database refuses a transfer's outbox row once, the client's retry with the same key and body leaves the transfer executed exactly once and posted to the core ledger exactly once",
+		Why:   "the row is the only promise to tell the core: a transfer that commits without it (the INSERT's error logged or dropped) has moved money, answered 201, and will never reach the books of record; its error must fail the transfer, which then moves nothing and can be retried",
+		Run:   checkOutboxWriteFails,
+	},
 }

@@ -664,9 +664,9 @@ func checkLostCoreAnswers(t *T) error {
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
 }
 
-// crashPayment is a transfer sent to a child server with a crash point
-// armed: who pays whom how much, under which op, and the request.
-type crashPayment struct {
+// armedTransfer is a transfer sent with a fault point armed: who pays
+// whom how much, under which op, and the request.
+type armedTransfer struct {
 	c        *T
 	s        Scenario
 	from, to string
@@ -675,34 +675,40 @@ type crashPayment struct {
 	req      Request
 }
 
-// armedPayment starts the subject as a child process, resets it to two
-// customers, arms point once and sends one transfer of A's to B. It
-// returns the payment, its first answer and the story so far.
-func (t *T) armedPayment(point string) (crashPayment, Response, []string, error) {
-	fail := func(err error) (crashPayment, Response, []string, error) { return crashPayment{}, Response{}, nil, err }
+// armedPayment starts the subject as a child process and sends payArmed's
+// transfer there, point armed: a crash point needs a server that can die
+// and restart.
+func (t *T) armedPayment(point string) (armedTransfer, Response, []string, error) {
 	if err := t.watchesCore(); err != nil {
-		return fail(err)
+		return armedTransfer{}, Response{}, nil, err
 	}
 	c, err := t.OnChild()
 	if err != nil {
-		return fail(err)
+		return armedTransfer{}, Response{}, nil, err
 	}
-	s, err := c.Scenario(2, 1_000_000)
+	return c.payArmed(point)
+}
+
+// payArmed resets the subject to two customers, arms point once and sends
+// one transfer of A's to B. It returns the payment, its first answer and
+// the story so far.
+func (t *T) payArmed(point string) (armedTransfer, Response, []string, error) {
+	s, err := t.Scenario(2, 1_000_000)
 	if err != nil {
-		return fail(err)
+		return armedTransfer{}, Response{}, nil, err
 	}
-	p := crashPayment{c: c, s: s, from: s.A.Accounts[0], to: s.B.Accounts[0], amount: c.Amount(1_000, 50_000), op: c.Op()}
+	p := armedTransfer{c: t, s: s, from: s.A.Accounts[0], to: s.B.Accounts[0], amount: t.Amount(1_000, 50_000), op: t.Op()}
 	s.Books.Expect(p.op)
-	p.req = Transfer(s.A, c.Key(), TransferBody(p.from, p.to, p.amount, p.op))
-	if err := c.Arm(point, 1); err != nil {
-		return fail(err)
+	p.req = Transfer(s.A, t.Key(), TransferBody(p.from, p.to, p.amount, p.op))
+	if err := t.Arm(point, 1); err != nil {
+		return armedTransfer{}, Response{}, nil, err
 	}
-	r := c.Do(p.req)
+	r := t.Do(p.req)
 	return p, r, []string{p.req.String() + "\n(armed: " + point + ")  →  " + r.Short()}, nil
 }
 
 // posted books the payment with id and checks it was posted once.
-func (p crashPayment) posted(story []string, id string) error {
+func (p armedTransfer) posted(story []string, id string) error {
 	p.s.Books.Transfer(p.op, p.from, p.to, p.amount)
 	return p.c.postedOnce(strings.Join(story, "\n"), p.s, owed{id: {TransferID: id, From: p.from, To: p.to, Amount: p.amount}})
 }
@@ -710,7 +716,7 @@ func (p crashPayment) posted(story []string, id string) error {
 // retriedThenPosted retries the payment with its key until it is done:
 // it executed before the crash, so the retry must get its 201; then it
 // must be posted once.
-func (p crashPayment) retriedThenPosted(story []string, expected string) error {
+func (p armedTransfer) retriedThenPosted(story []string, expected string) error {
 	lease, err := p.c.lease()
 	if err != nil {
 		return err
@@ -780,4 +786,53 @@ func checkCrashAfterCommitPosted(t *T) error {
 	}
 	story = append(story, "the server restarts on the same database")
 	return p.retriedThenPosted(story, "201 Created: the retry replays the answer the crash lost")
+}
+
+// checkOutboxWriteFails catches a transfer that commits without its
+// outbox row: an enqueue whose error is logged or dropped. The database
+// refuses the row once; the transfer must fail with it, moving nothing
+// and releasing its claim, so that the client's retry executes it; or, if
+// it executed anyway, its row must be there all the same. Either way the
+// books judge: executed once, posted once.
+func checkOutboxWriteFails(t *T) error {
+	if err := t.watchesCore(); err != nil {
+		return err
+	}
+	p, first, story, err := t.payArmed(labctl.FailOutboxWrite)
+	if err != nil {
+		return err
+	}
+	left, err := t.Lab().Armed(t.ctx)
+	if err != nil {
+		return err
+	}
+	if left[labctl.FailOutboxWrite] > 0 {
+		story = append(story, "(the fault did not fire: no statement inserted an outbox row)")
+	} else {
+		story = append(story, "(the fault fired: the database refused the transfer's outbox row)")
+	}
+	if first.Is(http.StatusCreated, "") && resourceID(first) != "" {
+		return p.posted(story, resourceID(first))
+	}
+	// Money first: the attempt that failed must have moved nothing.
+	if err := t.Reconcile(strings.Join(story, "\n"), first.Short(), p.s.Books); err != nil {
+		return err
+	}
+	lease, err := t.lease()
+	if err != nil {
+		return err
+	}
+	final, retries, err := t.retryUntilDone(p.req, lease)
+	if err != nil {
+		return err
+	}
+	story = append(story, "the client retries"+retries)
+	if !final.Is(http.StatusCreated, "") || resourceID(final) == "" {
+		if err := t.Reconcile(strings.Join(story, "\n"), final.Short(), p.s.Books); err != nil {
+			return err
+		}
+		return t.Fail(strings.Join(story, "\n"), final.String(),
+			"201 Created: the first attempt failed with its outbox row and moved nothing, its claim was released (stage 3), and the retry executes")
+	}
+	return p.posted(story, resourceID(final))
 }
