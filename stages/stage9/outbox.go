@@ -17,7 +17,10 @@ import (
 // no other transfer may ever have it: not two rents of the same amount to
 // the same landlord, not two customers who both number their requests
 // "pay-1". Leave sent_at and dead_at NULL: the row is owed until the core
-// acknowledges it or refuses it for good.
+// acknowledges it or refuses it for good. A row the database refuses is
+// the transfer's failure too: return the error, so that the money rolls
+// back with it; committed without its row, the transfer is money the core
+// never hears of.
 func enqueue(ctx context.Context, tx *sql.Tx, t bank.Transfer, now time.Time) error {
 	return nil
 }
