@@ -474,8 +474,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.same-content", Stage: 9, Lesson: lesson9 + "#a-lost-answer",
-		Claim: "two transfers with the same accounts and amount, each under its own key, each reach the core ledger once",
-		Why:   "a core key made from what the posting says (accounts, amount) is the same for the second rent of the month: the core refuses it as the first one's key reused, and the landlord's second rent never reaches the books",
+		Claim: "transfers with the same accounts and amount, each under its own key, each reach the core ledger once, even when they are written in the same millisecond",
+		Why:   "a core key made from what the posting says (accounts, amount) is the same for the second rent of the month, and one made from that and the time is the same for two rents written in the same millisecond: the core refuses the second as the first one's key reused, and the landlord's second rent never reaches the books",
 		Run:   checkSameContent,
 	},
 	{
