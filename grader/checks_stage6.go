@@ -332,19 +332,12 @@ func checkLateOriginalFenced(t *T) error {
 		a, b, books := s.A, s.B, s.Books
 		req, op, amount := s.Payment(t)
 		books.Expect(op)
-		orig, err := t.Hold(req, latency)
-		if err != nil {
-			return false, err
-		}
-		if !orig.Seen || !orig.Early() {
-			err := t.unheld(orig, "whether the original holds its key in progress")
-			return err != nil, err
-		}
 		// The original's lease expires while it waits on the core. Its
 		// client's retry takes the key over and waits on the core twice as
 		// long, so that it still holds the key when the original wakes up.
-		if err := t.Advance(lease + time.Second); err != nil {
-			return false, err
+		orig, held, err := t.outliveLease(req, latency, lease)
+		if !held || err != nil {
+			return err != nil, err
 		}
 		if err := t.Configure(labclient.Config{CoreLatency: 2 * latency}); err != nil {
 			return false, err

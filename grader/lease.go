@@ -37,6 +37,23 @@ func (t *T) strand(req Request) (Response, error) {
 	return r, nil
 }
 
+// outliveLease holds req on the core for latency (see Hold) and then
+// moves the lab clock past lease, so that the original outlives its lease
+// while it waits. It reports whether the original was held: if it was not
+// (it answered, or its key did not show in progress, before the check
+// could act), the check tries again with a longer wait, and err is the
+// could-not-observe error of a key table the lab cannot read.
+func (t *T) outliveLease(req Request, latency, lease time.Duration) (orig *Held, held bool, err error) {
+	orig, err = t.Hold(req, latency)
+	if err != nil {
+		return nil, false, err
+	}
+	if !orig.Seen || !orig.Early() {
+		return nil, false, t.unheld(orig, "whether the original holds its key in progress")
+	}
+	return orig, true, t.Advance(lease + time.Second)
+}
+
 // lease reads the lease period in force.
 func (t *T) lease() (time.Duration, error) {
 	st, err := t.State()
