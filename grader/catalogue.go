@@ -376,6 +376,13 @@ var catalogue = []Check{
 		Run:   checkRefusalReplayed,
 	},
 	{
+		ID: "S8.late-original", Stage: 8, Lesson: lesson8 + "#the-refusal-is-an-answer",
+		Claim: "an original that outlives its lease while its retry takes the key over and pays the invoice, then wakes up to find the reference held, stores nothing: every later retry gets the retry's 201 again, byte for byte, and the original is not told it was refused",
+		Why:   "the refusal is a completion like any other: stored without checking the lease, it writes 409 duplicate-reference over the retry's 201, and the client is told that its own payment is a duplicate of itself",
+		Guard: "stage 7 holds no reference, so the late original makes its transfer again and its completion, fenced by the lease, rolls it back (S6.late-original-fenced), leaving the retry's 201 stored; the check keeps stage 8's refusal of a duplicate reference fenced by the lease too",
+		Run:   checkLateOriginal,
+	},
+	{
 		ID: "S8.similar-references", Stage: 8, Lesson: lesson8 + "#the-contract",
 		Claim: "references that differ only slightly (in case, by a suffix, by a look-alike letter of another script, by a full-width digit, by where a hyphen stands or whether it is there) are different invoices: each is paid with a transfer of its own",
 		Why:   "a reference is the customer's own name for an invoice, compared as written; one folded, cut short or stripped of its separators refuses a different invoice as paid (INV-12-3 for INV-1-23), and that invoice stays unpaid",

@@ -160,8 +160,10 @@ func (s *Server) execute(ctx context.Context, held lease, op operation) (respons
 	// when you are done, nothing of tx commits (storing the answer in tx
 	// would commit the transfer with it, and the client told 409 would have
 	// paid), and the refusal is stored under the held key in a transaction
-	// of its own, through complete, which checks the lease. Write refuse
-	// for that.
+	// of its own, through complete, which checks the lease: a late
+	// original whose lease a retry took over finds the reference held by
+	// its retry's transfer, and must not store its 409 over the retry's
+	// 201. Write refuse for that.
 	switch {
 	case errors.Is(err, problem.InsufficientFunds), errors.Is(err, problem.DailyLimitExceeded):
 		// A business outcome, not a failure: no money moved, and that is

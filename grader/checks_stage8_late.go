@@ -1,0 +1,92 @@
+package grader
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"idemlab/grader/judging"
+	"idemlab/kit/labclient"
+)
+
+// checkLateOriginal catches a refusal stored without the lease: the
+// original of a payment outlives its lease on the core, its retry takes
+// the key over and pays the invoice, and the original, waking up, finds
+// the reference held (by its own retry's transfer) and stores 409
+// duplicate-reference over the retry's 201. Every later retry of the key
+// is then told that its payment is a duplicate of itself.
+func checkLateOriginal(t *T) error {
+	return t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
+		lease := t.drawLease(5, 60)
+		if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
+			return false, err
+		}
+		inv := invoice{payer: s.A, from: s.A.Accounts[0], to: s.B.Accounts[0], amount: t.Amount(1_000, 100_000),
+			memo: "invoice", op: t.Op(), reference: t.reference(), firstKey: t.Key()}
+		s.Books.Expect(inv.op)
+		req := Transfer(inv.payer, inv.firstKey, inv.body(inv.amount))
+		// The original's lease expires while it waits on the core. Its
+		// client's retry takes the key over, finds the core quick again,
+		// and pays the invoice while the original still waits.
+		orig, held, err := t.outliveLease(req, latency, lease)
+		if !held || err != nil {
+			return err != nil, err
+		}
+		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+			return false, err
+		}
+		retry := t.Do(req)
+		tookOver := !orig.Done()
+		first := orig.Wait()
+		last := t.Do(req)
+		sent := fmt.Sprintf("(lease %v)\n%s  (the original, paying invoice %s, waiting %v on the core)\n"+
+			"while it waits: %v of lab time (its lease expires), and the retry, the core quick again  →  %s\n"+
+			"the original wakes up and answers  %s\n"+
+			"then one more retry  →  %s",
+			lease, req.String(), inv.reference, latency, lease+time.Second, retry.Short(), first.Short(), last.Short())
+		got := "the retry " + retry.Short() + "; the original " + first.Short() + "; the last retry " + last.Short()
+		// One operation, asked for once: a 201 to any attempt means the
+		// books expect it to have run once.
+		if executedOps(first, retry, last) > 0 {
+			s.Books.Transfer(inv.op, inv.from, inv.to, inv.amount)
+		}
+		if err := t.Reconcile(sent, got, s.Books); err != nil {
+			return true, err
+		}
+		conclusive, harm, want := lateRefusalVerdict(first, retry, last, tookOver)
+		if want != "" {
+			if d := replayMismatch(retry, last); d != "" {
+				got += "\nthe last retry: " + last.String() + ", Location " + fmt.Sprintf("%q", last.Header.Get("Location")) + "\ncompared with the retry's 201: " + d
+			}
+			return true, t.Harmful(harm, sent, got, want)
+		}
+		return conclusive, nil
+	})
+}
+
+// lateRefusalVerdict judges S8.late-original's round from its answers:
+// the original's (first), the retry's that took its key over (retry) and
+// the one more retry's, sent after both had answered (last); tookOver
+// says the original was still waiting when the retry was answered. It
+// reports whether the round observed a late original, and, if it failed,
+// what the failure did and what was expected. The books are reconciled
+// before: one transfer for the payment, however many answers named one.
+func lateRefusalVerdict(first, retry, last Response, tookOver bool) (conclusive bool, harm judging.Harm, want string) {
+	if sameOp(first, retry) {
+		// The original completed before the retry reached its key, and
+		// the retry replayed its 201: no late original in this round.
+		return false, "", ""
+	}
+	if !retry.Is(http.StatusCreated, "") {
+		return true, "", "201 Created to the retry: the original's lease had expired, so the retry takes the key over and pays the invoice"
+	}
+	if d := replayMismatch(retry, last); d != "" {
+		return true, replayHarm(retry, last), "the retry's stored 201 again, byte for byte, to every later retry: the payment executed once, by the retry's transfer. " +
+			"The original, late, found the reference held by that transfer; its refusal is a completion like any other, and with its lease taken over it stores nothing"
+	}
+	if !first.Is(http.StatusConflict, pInProgress) && !first.ServerFailed() {
+		return true, judging.WrongAnswer, "409 " + pInProgress + " to the original, whose lease a retry took over (or the retry's own 201): " +
+			"its payment executed, by the retry's transfer, so no answer may tell its client it was refused"
+	}
+	return tookOver, "", ""
+}

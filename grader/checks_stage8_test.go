@@ -1,0 +1,49 @@
+package grader
+
+import (
+	"net/http"
+	"testing"
+
+	"idemlab/grader/judging"
+	"idemlab/kit/problem"
+)
+
+// S8.late-original judges a round only when the retry took the key over
+// and paid while the original waited, and then the stored answer first:
+// a late original's refusal written over the retry's 201 is a wrong
+// answer to every later retry, whatever the original itself was told.
+func TestLateRefusalVerdict(t *testing.T) {
+	created := func(id string) Response {
+		return Response{Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/transfers/" + id}},
+			Body: []byte(`{"id":"` + id + `"}`)}
+	}
+	refused := func(ptype, location string) Response {
+		return Response{Status: http.StatusConflict, Header: http.Header{"Content-Type": {problem.ContentType}, "Location": {location}},
+			Body: []byte(`{"type":"` + ptype + `"}`)}
+	}
+	inProgress, duplicate := refused(pInProgress, ""), refused(pDuplicateReference, "/transfers/t-2")
+	unavailable := Response{Status: http.StatusServiceUnavailable}
+	tests := []struct {
+		name               string
+		first, retry, last Response
+		tookOver           bool
+		conclusive         bool
+		harm               judging.Harm
+		wantsFail          bool
+	}{
+		{"the retry replays the original, which completed first", created("t-1"), created("t-1"), created("t-1"), false, false, "", false},
+		{"fenced: the original told 409 request-in-progress", inProgress, created("t-2"), created("t-2"), true, true, "", false},
+		{"fenced: the original's store failed", unavailable, created("t-2"), created("t-2"), true, true, "", false},
+		{"fenced, but the original answered before the retry: not the late refusal", inProgress, created("t-2"), created("t-2"), false, false, "", false},
+		{"unfenced: the refusal stored over the retry's 201", duplicate, created("t-2"), duplicate, true, true, judging.WrongAnswer, true},
+		{"fenced, and the original told it was refused", duplicate, created("t-2"), created("t-2"), true, true, judging.WrongAnswer, true},
+		{"the retry that took over does not pay", inProgress, inProgress, inProgress, true, true, "", true},
+	}
+	for _, tc := range tests {
+		conclusive, harm, want := lateRefusalVerdict(tc.first, tc.retry, tc.last, tc.tookOver)
+		if conclusive != tc.conclusive || harm != tc.harm || (want != "") != tc.wantsFail {
+			t.Errorf("%s: conclusive %v, harm %q, want %q; expected conclusive %v, harm %q, a failure %v",
+				tc.name, conclusive, harm, want, tc.conclusive, tc.harm, tc.wantsFail)
+		}
+	}
+}
