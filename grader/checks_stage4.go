@@ -14,19 +14,20 @@ import (
 	"idemlab/kit/labctl"
 )
 
-// replayMismatch compares a replay with the original answer and says what
-// differs, or "" if it is faithful.
-func replayMismatch(orig, replay Response) string {
+// replayMismatch compares a replay with the answer it replays, orig, and
+// says what differs, or "" if it is faithful. whose names orig in what it
+// says ("the original", "the retry's"): "status 409, the retry's was 201".
+func replayMismatch(orig, replay Response, whose string) string {
 	if replay.Err != nil {
 		return "no response: " + replay.Err.Error()
 	}
 	if replay.Status != orig.Status {
-		return fmt.Sprintf("status %d, the original was %d", replay.Status, orig.Status)
+		return fmt.Sprintf("status %d, %s was %d", replay.Status, whose, orig.Status)
 	}
 	var d []string
 	for _, h := range []string{"Content-Type", "Location"} {
 		if a, b := orig.Header.Get(h), replay.Header.Get(h); a != b {
-			d = append(d, fmt.Sprintf("%s %q, the original was %q", h, b, a))
+			d = append(d, fmt.Sprintf("%s %q, %s was %q", h, b, whose, a))
 		}
 	}
 	if !bytes.Equal(orig.Body, replay.Body) {
@@ -110,7 +111,7 @@ func checkReplayByteIdentical(t *T, s Scenario) error {
 			case r.ServerFailed():
 				return t.Harmful(judging.NoUsableAnswer, sent, r.String()+"\n"+replayFailed+"; the retry before it failed too", expected)
 			}
-			if d := replayMismatch(orig, r); d != "" {
+			if d := replayMismatch(orig, r, "the original"); d != "" {
 				return t.Harmful(replayHarm(orig, r), sent, r.String()+"\nnot byte-identical: "+d, expected)
 			}
 		}
@@ -262,7 +263,7 @@ func checkInsufficientFundsReplayed(t *T, s Scenario) error {
 	if err := t.Reconcile(sent, r.Short(), books); err != nil {
 		return err
 	}
-	if d := replayMismatch(orig, r); d != "" {
+	if d := replayMismatch(orig, r, "the original"); d != "" {
 		return t.Harmful(replayHarm(orig, r), sent, r.String()+"\n"+d, "the stored 422 insufficient-funds, byte for byte; nothing executes")
 	}
 	return nil

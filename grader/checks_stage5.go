@@ -129,7 +129,7 @@ func (t *T) sameKeyTwoCustomers(s Scenario, kind string, together bool) error {
 		return err
 	}
 	for i, r := range retries {
-		if d := replayMismatch(rs[i], r); rs[i].Is(http.StatusCreated, "") && d != "" {
+		if d := replayMismatch(rs[i], r, "the original"); rs[i].Is(http.StatusCreated, "") && d != "" {
 			t.Differ(retried, who[i]+" got "+r.String()+"\n"+d, who[i]+"'s own stored 201")
 		}
 	}
@@ -244,7 +244,7 @@ func checkEndpointsScoped(t *T, s Scenario) error {
 		if err := t.Reconcile(retry, r.Short(), books); err != nil {
 			return err
 		}
-		if d := replayMismatch(firsts[i], r); d != "" {
+		if d := replayMismatch(firsts[i], r, "the original"); d != "" {
 			harm := judging.Harm("")
 			if id := answerID(r); id != "" && id == answerID(firsts[1-i]) {
 				harm = judging.WrongAnswer
@@ -315,7 +315,7 @@ func checkRetentionBoundary(t *T, s Scenario) error {
 		if err := t.Reconcile(story, "", books); err != nil {
 			return err
 		}
-		if d := replayMismatch(orig, inside); d != "" {
+		if d := replayMismatch(orig, inside, "the original"); d != "" {
 			return t.Fail(story, inside.String()+"\n"+d, "the stored 201: the key is still within its retention period, "+retention.String()+" in the config in force")
 		}
 
@@ -340,7 +340,7 @@ func checkRetentionBoundary(t *T, s Scenario) error {
 		if err := t.Reconcile(story, "", books); err != nil {
 			return err
 		}
-		if d := replayMismatch(after, again); d != "" {
+		if d := replayMismatch(after, again, "the original"); d != "" {
 			return t.Fail(story, again.String()+"\n"+d, "the new transfer's stored 201")
 		}
 	}
@@ -418,7 +418,7 @@ func checkPurgeBounded(t *T, s Scenario) error {
 	}
 	i := t.Rand().IntN(len(live))
 	r := t.Do(live[i])
-	if d := replayMismatch(answers[i], r); d != "" {
+	if d := replayMismatch(answers[i], r, "the original"); d != "" {
 		return t.Fail(sent+"\nthen the retry of one of the 8: "+live[i].String(), r.String()+"\n"+d, "the stored 201")
 	}
 	return nil
@@ -507,7 +507,7 @@ func checkPurgeKeepsInProgress(t *T) error {
 			if err := t.Reconcile(sent, "", books); err != nil {
 				return true, err
 			}
-			if d := replayMismatch(orig, r); d != "" {
+			if d := replayMismatch(orig, r, "the original"); d != "" {
 				return true, t.Fail(sent, r.String()+"\n"+d, "the stored 201: a key's retention period counts from its completion (completed_at), not from its claim")
 			}
 		}

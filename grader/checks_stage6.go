@@ -132,7 +132,7 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 		}
 		last := t.Do(req)
 		for _, r := range rs {
-			if d := replayMismatch(r, last); r.Is(http.StatusCreated, "") && d != "" {
+			if d := replayMismatch(r, last, "the original"); r.Is(http.StatusCreated, "") && d != "" {
 				return t.Fail(sent+"  →  "+got+"\nthen one more retry", last.String()+"\n"+d, "the stored 201 of the retry that executed")
 			}
 		}
@@ -371,7 +371,7 @@ func checkLateOriginalFenced(t *T) error {
 		if want != "" {
 			return true, t.Fail(sent, got, want)
 		}
-		if d := replayMismatch(second, last); conclusive && tookOver && d != "" {
+		if d := replayMismatch(second, last, "the original"); conclusive && tookOver && d != "" {
 			return true, t.Fail(sent, last.String()+"\n"+d, "the retry's stored 201, to the last retry")
 		}
 		return conclusive, nil

@@ -156,7 +156,7 @@ func checkLimitRefusalReplayed(t *T) error {
 	if err := t.Reconcile(story, r.Short(), books); err != nil {
 		return err
 	}
-	if d := replayMismatch(orig, r); d != "" {
+	if d := replayMismatch(orig, r, "the original"); d != "" {
 		return t.Harmful(replayHarm(orig, r), story, r.String()+"\n"+d, "the stored 422 "+pDailyLimit+", byte for byte, with Idempotent-Replayed: true; nothing executes")
 	}
 	return nil

@@ -47,3 +47,25 @@ func TestLateRefusalVerdict(t *testing.T) {
 		}
 	}
 }
+
+// A replay's difference names the answer it was compared with: a check
+// that compares the last retry with a retry's 201 says so, not "the
+// original", which in its story is another request.
+func TestReplayMismatch_NamesWhatItComparesWith(t *testing.T) {
+	stored := Response{Status: http.StatusCreated, Header: http.Header{"Location": {"/transfers/t-1"}}, Body: []byte(`{"id":"t-1"}`)}
+	moved := Response{Status: http.StatusCreated, Header: http.Header{"Location": {"/transfers/t-2"}}, Body: []byte(`{"id":"t-1"}`)}
+	refused := Response{Status: http.StatusConflict, Body: []byte(`{}`)}
+	for _, tc := range []struct {
+		orig, replay Response
+		whose, want  string
+	}{
+		{stored, refused, "the retry's", "status 409, the retry's was 201"},
+		{stored, refused, "the original", "status 409, the original was 201"},
+		{stored, moved, "the original", `Location "/transfers/t-2", the original was "/transfers/t-1"`},
+		{stored, stored, "the retry's", ""},
+	} {
+		if got := replayMismatch(tc.orig, tc.replay, tc.whose); got != tc.want {
+			t.Errorf("replayMismatch, %s: %q, want %q", tc.whose, got, tc.want)
+		}
+	}
+}
