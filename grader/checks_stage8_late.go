@@ -53,7 +53,12 @@ func checkLateOriginal(t *T) error {
 		if err := t.Reconcile(sent, got, s.Books); err != nil {
 			return true, err
 		}
-		conclusive, harm, want := lateRefusalVerdict(first, retry, last, tookOver)
+		// Two 201s naming one transfer: the retry replayed the original's,
+		// which executed first, or the late original, refused a
+		// completion, read its key's row and answered the retry's. The
+		// lab's execution events say which attempt paid.
+		retryPaid := sameOp(first, retry) && tookOver && t.overtaken(inv.op)
+		conclusive, harm, want := lateRefusalVerdict(first, retry, last, tookOver, retryPaid)
 		if want != "" {
 			if d := replayMismatch(retry, last, "the retry's"); d != "" {
 				got += "\nthe last retry: " + last.String() + ", Location " + fmt.Sprintf("%q", last.Header.Get("Location")) + "\ncompared with the retry's 201: " + d
@@ -67,14 +72,17 @@ func checkLateOriginal(t *T) error {
 // lateRefusalVerdict judges S8.late-original's round from its answers:
 // the original's (first), the retry's that took its key over (retry) and
 // the one more retry's, sent after both had answered (last); tookOver
-// says the original was still waiting when the retry was answered. It
-// reports whether the round observed a late original, and, if it failed,
-// what the failure did and what was expected. The books are reconciled
-// before: one transfer for the payment, however many answers named one.
-func lateRefusalVerdict(first, retry, last Response, tookOver bool) (conclusive bool, harm judging.Harm, want string) {
-	if sameOp(first, retry) {
-		// The original completed before the retry reached its key, and
-		// the retry replayed its 201: no late original in this round.
+// says the original was still waiting when the retry was answered, and
+// retryPaid that the lab's execution events name the retry's attempt, not
+// the original's, as the one that paid (the check asks them only when
+// the original and the retry were answered one 201). It reports whether the round
+// observed a late original, and, if it failed, what the failure did and
+// what was expected. The books are reconciled before: one transfer for
+// the payment, however many answers named one.
+func lateRefusalVerdict(first, retry, last Response, tookOver, retryPaid bool) (conclusive bool, harm judging.Harm, want string) {
+	if sameOp(first, retry) && !(tookOver && retryPaid) {
+		// The original executed, and the retry replayed its 201 (or the
+		// events cannot tell who paid): no late original in this round.
 		return false, "", ""
 	}
 	if !retry.Is(http.StatusCreated, "") {
@@ -84,7 +92,9 @@ func lateRefusalVerdict(first, retry, last Response, tookOver bool) (conclusive 
 		return true, replayHarm(retry, last), "the retry's stored 201 again, byte for byte, to every later retry: the payment executed once, by the retry's transfer. " +
 			"The original, late, found the reference held by that transfer; its refusal is a completion like any other, and with its lease taken over it stores nothing"
 	}
-	if !first.Is(http.StatusConflict, pInProgress) && !first.ServerFailed() {
+	// The late original, answered with the retry's 201 (read from its
+	// key's row once its completion failed), is told the truth.
+	if !sameOp(first, retry) && !first.Is(http.StatusConflict, pInProgress) && !first.ServerFailed() {
 		return true, judging.WrongAnswer, "409 " + pInProgress + " to the original, whose lease a retry took over (or the retry's own 201): " +
 			"its payment executed, by the retry's transfer, so no answer may tell its client it was refused"
 	}

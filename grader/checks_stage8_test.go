@@ -9,7 +9,9 @@ import (
 )
 
 // S8.late-original judges a round only when the retry took the key over
-// and paid while the original waited, and then the stored answer first:
+// and paid while the original waited (when both were answered one 201,
+// the execution events say the retry's attempt paid), and then the
+// stored answer first:
 // a late original's refusal written over the retry's 201 is a wrong
 // answer to every later retry, whatever the original itself was told.
 func TestLateRefusalVerdict(t *testing.T) {
@@ -27,20 +29,25 @@ func TestLateRefusalVerdict(t *testing.T) {
 		name               string
 		first, retry, last Response
 		tookOver           bool
+		retryPaid          bool
 		conclusive         bool
 		harm               judging.Harm
 		wantsFail          bool
 	}{
-		{"the retry replays the original, which completed first", created("t-1"), created("t-1"), created("t-1"), false, false, "", false},
-		{"fenced: the original told 409 request-in-progress", inProgress, created("t-2"), created("t-2"), true, true, "", false},
-		{"fenced: the original's store failed", unavailable, created("t-2"), created("t-2"), true, true, "", false},
-		{"fenced, but the original answered before the retry: not the late refusal", inProgress, created("t-2"), created("t-2"), false, false, "", false},
-		{"unfenced: the refusal stored over the retry's 201", duplicate, created("t-2"), duplicate, true, true, judging.WrongAnswer, true},
-		{"fenced, and the original told it was refused", duplicate, created("t-2"), created("t-2"), true, true, judging.WrongAnswer, true},
-		{"the retry that took over does not pay", inProgress, inProgress, inProgress, true, true, "", true},
+		{"the retry replays the original, which completed first", created("t-1"), created("t-1"), created("t-1"), false, false, false, "", false},
+		{"the retry replays the original, which paid while it waited", created("t-1"), created("t-1"), created("t-1"), true, false, false, "", false},
+		{"the events name the retry, but the original answered first", created("t-2"), created("t-2"), created("t-2"), false, true, false, "", false},
+		{"fenced: the original told the retry's 201", created("t-2"), created("t-2"), created("t-2"), true, true, true, "", false},
+		{"fenced: the original told the retry's 201, the last retry not", created("t-2"), created("t-2"), duplicate, true, true, true, judging.WrongAnswer, true},
+		{"fenced: the original told 409 request-in-progress", inProgress, created("t-2"), created("t-2"), true, true, true, "", false},
+		{"fenced: the original's store failed", unavailable, created("t-2"), created("t-2"), true, true, true, "", false},
+		{"fenced, but the original answered before the retry: not the late refusal", inProgress, created("t-2"), created("t-2"), false, true, false, "", false},
+		{"unfenced: the refusal stored over the retry's 201", duplicate, created("t-2"), duplicate, true, true, true, judging.WrongAnswer, true},
+		{"fenced, and the original told it was refused", duplicate, created("t-2"), created("t-2"), true, true, true, judging.WrongAnswer, true},
+		{"the retry that took over does not pay", inProgress, inProgress, inProgress, true, false, true, "", true},
 	}
 	for _, tc := range tests {
-		conclusive, harm, want := lateRefusalVerdict(tc.first, tc.retry, tc.last, tc.tookOver)
+		conclusive, harm, want := lateRefusalVerdict(tc.first, tc.retry, tc.last, tc.tookOver, tc.retryPaid)
 		if conclusive != tc.conclusive || harm != tc.harm || (want != "") != tc.wantsFail {
 			t.Errorf("%s: conclusive %v, harm %q, want %q; expected conclusive %v, harm %q, a failure %v",
 				tc.name, conclusive, harm, want, tc.conclusive, tc.harm, tc.wantsFail)
