@@ -371,7 +371,7 @@ func checkLateOriginalFenced(t *T) error {
 		if want != "" {
 			return true, t.Fail(sent, got, want)
 		}
-		if d := replayMismatch(second, last, "the original"); conclusive && tookOver && d != "" {
+		if d := replayMismatch(second, last, "the retry's"); conclusive && tookOver && d != "" {
 			return true, t.Fail(sent, last.String()+"\n"+d, "the retry's stored 201, to the last retry")
 		}
 		return conclusive, nil
