@@ -99,19 +99,23 @@ func TestWritesOutbox_TellsAWriteOfTheOutboxByItsStatement(t *testing.T) {
 }
 
 // TestFailOutboxWrites_RefusesOnlyTheArmedOutboxInserts: an armed count
-// of statements that insert into the outbox, however spelled, fail with
-// ErrOutboxWriteRefused, and nothing else does: a read of the outbox, the
-// relay's marks, an insert into another table whose name begins with it,
-// an outbox insert once the count is spent. A fault that refused the
-// marks would hold rows owed for ever; one that refused every statement
-// would fail the transfer before its money and its outbox row.
+// of statements that insert into the outbox, however spelled (REPLACE
+// INTO, a MERGE that inserts), fail with ErrOutboxWriteRefused, and
+// nothing else does: a read of the outbox, the relay's marks (a MERGE
+// that only marks too), an insert into another table whose name begins
+// with it, an outbox insert once the count is spent. A spelling missed
+// would let a stage's transfer through with the fault still armed; a
+// fault that refused the marks would hold rows owed for ever; one that
+// refused every statement would fail the transfer before its money and
+// its outbox row.
 func TestFailOutboxWrites_RefusesOnlyTheArmedOutboxInserts(t *testing.T) {
 	var s fault.Store
 	ctx := context.Background()
-	s.FailOutboxWrites(3)
+	s.FailOutboxWrites(5)
 	for _, q := range []string{
 		`SELECT id, core_key FROM outbox WHERE sent_at IS NULL`,
 		`UPDATE outbox SET sent_at = ? WHERE id IN (?, ?)`,
+		`MERGE INTO outbox o USING sent s ON o.id = s.id WHEN MATCHED THEN UPDATE SET sent_at = now()`,
 		`INSERT INTO outbox_archive (id) VALUES (?)`,
 		`INSERT INTO transfers (id, amount) VALUES (?, ?)`,
 		"-- then insert into outbox\nUPDATE accounts SET balance = 1",
@@ -124,13 +128,15 @@ func TestFailOutboxWrites_RefusesOnlyTheArmedOutboxInserts(t *testing.T) {
 		`INSERT INTO outbox (transfer_id, core_key) VALUES (?, ?)`,
 		"insert into \"public\".\"outbox\"(transfer_id)\n values ($1)",
 		`INSERT OR IGNORE INTO outbox (transfer_id) VALUES (?)`,
+		`REPLACE INTO outbox (transfer_id, core_key) VALUES (?, ?)`,
+		"MERGE INTO outbox o USING (VALUES ($1)) v (id) ON o.transfer_id = v.id\nWHEN NOT MATCHED THEN INSERT (transfer_id) VALUES (v.id)",
 	} {
 		if err := s.BeforeStatement(ctx, q); !errors.Is(err, fault.ErrOutboxWriteRefused) {
 			t.Errorf("%q while armed: %v; want %v", q, err, fault.ErrOutboxWriteRefused)
 		}
 	}
 	if n := s.OutboxWriteFailuresLeft(); n != 0 {
-		t.Errorf("%d left after three refused inserts; want 0", n)
+		t.Errorf("%d left after five refused inserts; want 0", n)
 	}
 	if err := s.BeforeStatement(ctx, `INSERT INTO outbox (transfer_id) VALUES (?)`); err != nil {
 		t.Errorf("an outbox insert once the count is spent: %v; want it run", err)

@@ -15,8 +15,13 @@ import (
 var ErrKeyStoreUnavailable = errors.New("key store unavailable (injected fault)")
 
 // ErrOutboxWriteRefused is what an INSERT into the outbox returns while
-// the fail-outbox-write fault is armed, as a full disk or a broken
-// constraint would make the database refuse it.
+// the fail-outbox-write fault is armed. The refusal comes from the
+// connection, before the statement reaches the engine, as a driver's or
+// a cancelled context's error would: the transaction stays usable on
+// either engine. (A statement PostgreSQL itself refuses, a full disk or a
+// broken constraint, aborts its transaction, and the COMMIT that follows
+// rolls back; SQLite leaves the transaction open after a failed
+// statement, and the COMMIT keeps the rest.)
 var ErrOutboxWriteRefused = errors.New("outbox write refused (injected fault)")
 
 // KeyTable is the table the store-unavailable fault breaks, and whose row
@@ -77,9 +82,11 @@ func (s *Store) SlowSettingsWritesLeft() int64 { return s.slowSettingsWrites.Lef
 
 // FailOutboxWrites makes the next n statements that insert into the
 // outbox table fail with ErrOutboxWriteRefused, before they reach the
-// engine: the transaction they run in goes on, on PostgreSQL too, so a
-// stage that drops the error commits the money without its outbox row.
-// The relay's marks (UPDATE) are spared.
+// engine, so the transaction they run in can still commit on either
+// engine: a stage that drops the error commits the money without its
+// outbox row, as one whose INSERT failed in the engine would on SQLite,
+// or on PostgreSQL under a savepoint. A prepared statement counts when it
+// runs, not when it is prepared. The relay's marks (UPDATE) are spared.
 func (s *Store) FailOutboxWrites(n int64) { s.outboxWriteFailures.Arm(n) }
 
 // OutboxWriteFailuresLeft reports how many outbox INSERTs will still fail.
@@ -189,8 +196,9 @@ func WritesOutbox(query string) bool {
 }
 
 // insertsOutbox reports whether query inserts rows into the outbox table,
-// spelled as WritesOutbox allows, SQLite's INSERT OR IGNORE (OR REPLACE…)
-// too.
+// spelled as WritesOutbox allows, SQLite's INSERT OR IGNORE (OR
+// REPLACE…) and REPLACE INTO too, and a MERGE that inserts when no row
+// matches.
 func insertsOutbox(query string) bool {
 	return outboxInsert.MatchString(sqlComment.ReplaceAllString(query, " "))
 }
@@ -205,7 +213,7 @@ var (
 	// outboxWrite matches a statement, comments taken out, that writes
 	// the outbox table; outboxInsert one that inserts into it.
 	outboxWrite  = regexp.MustCompile(`(?is)\b(?:insert\s+into|update|delete\s+from|merge\s+into)` + outboxName)
-	outboxInsert = regexp.MustCompile(`(?is)\binsert(?:\s+or\s+\w+)?\s+into` + outboxName)
+	outboxInsert = regexp.MustCompile(`(?is)\b(?:insert(?:\s+or\s+\w+)?\s+into|replace\s+into)` + outboxName + `|\bmerge\s+into` + outboxName + `.*\bthen\s+insert\b`)
 )
 
 // CheckKeyStore returns ErrKeyStoreUnavailable, using one armed failure,

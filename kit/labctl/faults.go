@@ -23,9 +23,10 @@ const (
 	// settings (stage 7), before it runs: a read of the version and a
 	// later write of its own get a window other clerks' writes land in.
 	SlowSettingsWrite = "slow-settings-write"
-	// FailOutboxWrite makes the database refuse a statement that inserts
-	// an outbox row (stage 9), as a full disk or a constraint would: the
-	// transfer whose row it is must fail with it.
+	// FailOutboxWrite makes the database connection refuse a statement
+	// that inserts an outbox row (stage 9), before the engine sees it, so
+	// the transaction can still commit on either engine: the transfer
+	// whose row it is must fail with it, or it commits without the row.
 	FailOutboxWrite = "fail-outbox-write"
 )
 

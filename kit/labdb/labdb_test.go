@@ -225,3 +225,40 @@ func TestOutboxWriteFault_OnEitherEngine(t *testing.T) {
 		}
 	}
 }
+
+// TestArmedFaults_CountPreparedStatementsOnceOnEitherEngine catches a
+// connection that runs the faults when a statement is prepared as well
+// as when it runs: an armed count of 1 would be spent by the prepare,
+// and the run it was armed for would go through. Each armed statement,
+// prepared and then run, must be refused at its run, once.
+func TestArmedFaults_CountPreparedStatementsOnceOnEitherEngine(t *testing.T) {
+	ctx := context.Background()
+	for engine, db := range engines(t) {
+		if err := labdb.CreateTable(ctx, db.DB, `CREATE TABLE IF NOT EXISTS outbox (id INTEGER PRIMARY KEY, transfer_id TEXT NOT NULL)`); err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		for _, armed := range []struct {
+			arm   func(int64)
+			query string
+			want  error
+		}{
+			{db.FailOutboxWrites, `INSERT INTO outbox (transfer_id) VALUES (?)`, fault.ErrOutboxWriteRefused},
+			{db.FailKeyStore, `INSERT INTO idempotency_keys (key) VALUES (?)`, fault.ErrKeyStoreUnavailable},
+		} {
+			armed.arm(1)
+			st, err := db.PrepareContext(ctx, armed.query)
+			if err != nil {
+				t.Fatalf("%s: prepare %q with one failure armed: %v; want it prepared, the failure kept for its run", engine, armed.query, err)
+			}
+			if _, err := st.ExecContext(ctx, "prepared-"+string(engine)); !errors.Is(err, armed.want) {
+				t.Errorf("%s: the first run of %q: err = %v, want %v", engine, armed.query, err, armed.want)
+			}
+			if _, err := st.ExecContext(ctx, "prepared-again-"+string(engine)); err != nil {
+				t.Errorf("%s: the second run of %q, the count spent: %v", engine, armed.query, err)
+			}
+			if err := st.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}

@@ -60,10 +60,10 @@ func (c *conn) Prepare(query string) (driver.Stmt, error) {
 	return c.PrepareContext(context.Background(), query)
 }
 
+// PrepareContext prepares query. The faults wait for the statement's
+// runs (stmt): a count armed on a statement counts the statements run,
+// and a prepared one run once spends one.
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	if err := c.store.BeforeStatement(ctx, query); err != nil {
-		return nil, err
-	}
 	st, err := c.pgx().PrepareContext(ctx, numberPlaceholders(query))
 	if err != nil {
 		return nil, err

@@ -209,11 +209,10 @@ func (c *conn) Prepare(query string) (driver.Stmt, error) {
 
 // PrepareContext checks that query prepares, and returns a statement that
 // runs it as ExecContext and QueryContext would: on the writer when it
-// writes, through the statements each physical connection keeps.
+// writes, through the statements each physical connection keeps. The
+// faults wait for those runs: a count armed on a statement counts the
+// statements run, and a prepared one run once spends one.
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	if err := c.hooks.BeforeStatement(ctx, query); err != nil {
-		return nil, err
-	}
 	st, err := c.cur.conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
