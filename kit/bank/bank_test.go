@@ -213,7 +213,8 @@ func TestMigrate_AddsReferenceToAnOlderDatabase(t *testing.T) {
 // TestExecutedOps_ListEveryExecutionInPages: paged by the last id of
 // each page, the listing of transfers and that of deposits each hold
 // every committed execution of their kind once, with the op its metadata
-// names (none for one without) and its amount, and nothing a rolled-back
+// names (none for one without), its amount and, for a transfer, its
+// outbox row's created_at if it has one, and nothing a rolled-back
 // one wrote; a cursor that is not an id of the listing's kind is refused
 // with 400. It catches a page that skips or repeats the execution at its
 // edge, an op or amount read from the wrong place, a listing of
@@ -269,6 +270,15 @@ func TestExecutedOps_ListEveryExecutionInPages(t *testing.T) {
 			}
 			id := l.make(t, op, int64(10+i), true)
 			made[l.kind][id] = bank.Executed{ID: id, Op: op, Amount: int64(10 + i)}
+			if l.kind == "transfers" && i == 5 {
+				// A stage 9 transfer: its outbox row's instant is listed.
+				const at = "2026-03-01T09:00:00.123Z"
+				if _, err := f.db.ExecContext(ctx, `INSERT INTO outbox (transfer_id, core_key, from_account, to_account, amount, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+					id, id, a.Accounts[0], b.Accounts[0], 15, at); err != nil {
+					t.Fatal(err)
+				}
+				made[l.kind][id] = bank.Executed{ID: id, Op: op, Amount: 15, OutboxAt: at}
+			}
 		}
 		l.make(t, l.kind+"-rolled-back", 99, false)
 	}

@@ -106,11 +106,14 @@ func (b *Bank) GetTransfer(ctx context.Context, customer, id string) (Transfer, 
 // /lab/transfers, GET /lab/deposits): its id, the operation that made it
 // (its metadata's op; empty if it has none) and the amount it moved. The
 // amount tells an operation's execution from that of a resubmission under
-// its key with an edited amount.
+// its key with an edited amount. A transfer whose outbox row the stage
+// wrote (stage 9) has the row's created_at as OutboxAt: the instants the
+// rows were written, which a core key made of the time would be made of.
 type Executed struct {
-	ID     string `json:"id"`
-	Op     string `json:"op"`
-	Amount int64  `json:"amount"`
+	ID       string `json:"id"`
+	Op       string `json:"op"`
+	Amount   int64  `json:"amount"`
+	OutboxAt string `json:"outbox_at,omitempty"`
 }
 
 // MaxListed is the most transfers or deposits one page of TransferOps or
@@ -125,8 +128,9 @@ const MaxListed = 1000
 // after is neither empty nor a transfer's id.
 func (b *Bank) TransferOps(ctx context.Context, after string, limit int) ([]Executed, error) {
 	return b.listExecuted(ctx, "transfer", "tr_", after, limit,
-		`SELECT t.id, t.metadata, t.amount
+		`SELECT t.id, t.metadata, t.amount, COALESCE(o.created_at, '')
 		 FROM transfers t JOIN ledger_entries e ON e.ref = t.id AND e.account_id = t.from_account
+		 LEFT JOIN outbox o ON o.transfer_id = t.id
 		 WHERE t.id > ? ORDER BY t.id LIMIT ?`)
 }
 
@@ -135,14 +139,14 @@ func (b *Bank) TransferOps(ctx context.Context, after string, limit int) ([]Exec
 // error (400) if after is neither empty nor a deposit's id.
 func (b *Bank) DepositOps(ctx context.Context, after string, limit int) ([]Executed, error) {
 	return b.listExecuted(ctx, "deposit", "dp_", after, limit,
-		`SELECT d.id, d.metadata, d.amount
+		`SELECT d.id, d.metadata, d.amount, ''
 		 FROM deposits d JOIN ledger_entries e ON e.ref = d.id
 		 WHERE d.id > ? ORDER BY d.id LIMIT ?`)
 }
 
-// listExecuted runs query, which selects the id, metadata and amount of
-// the executions of one kind whose id sorts after its first argument, at
-// most its second. A cursor that is not an id of the kind (prefix) is
+// listExecuted runs query, which selects the id, metadata, amount and
+// outbox row's created_at (empty without one) of the executions of one
+// kind whose id sorts after its first argument, at most its second. A cursor that is not an id of the kind (prefix) is
 // refused: another kind's id sorts before or after every one of them, and
 // would quietly list all or none.
 func (b *Bank) listExecuted(ctx context.Context, kind, prefix, after string, limit int, query string) ([]Executed, error) {
@@ -158,7 +162,7 @@ func (b *Bank) listExecuted(ctx context.Context, kind, prefix, after string, lim
 	for rows.Next() {
 		var x Executed
 		var metadata string
-		if err := rows.Scan(&x.ID, &metadata, &x.Amount); err != nil {
+		if err := rows.Scan(&x.ID, &metadata, &x.Amount, &x.OutboxAt); err != nil {
 			return nil, fmt.Errorf("list %ss after %q: %w", kind, after, err)
 		}
 		m, err := parseMetadata(metadata)
