@@ -18,9 +18,11 @@ import (
 // the same landlord, not two customers who both number their requests
 // "pay-1". Leave sent_at and dead_at NULL: the row is owed until the core
 // acknowledges it or refuses it for good. A row the database refuses is
-// the transfer's failure too: return the error, so that the money rolls
-// back with it; committed without its row, the transfer is money the core
-// never hears of.
+// the transfer's failure too: the transfer must fail with it, moving
+// nothing and telling the client so, on either engine. Committed without
+// its row, the transfer is money the core never hears of; and whether a
+// refusal left unanswered commits that or rolls back by accident depends
+// on the engine and on where the error came from.
 func enqueue(ctx context.Context, tx *sql.Tx, t bank.Transfer, now time.Time) error {
 	return nil
 }
