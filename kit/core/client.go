@@ -33,6 +33,9 @@ type Client struct {
 	// unanswered counts the postings a customer's request waited on and
 	// got no whole answer to (see Unanswered).
 	unanswered atomic.Int64
+	// givenUp counts every request to the core that got no whole answer
+	// (see GivenUp).
+	givenUp atomic.Int64
 	// mu guards serving.
 	mu sync.Mutex
 	// serving holds the transfers made by customers' requests still being
@@ -89,6 +92,14 @@ func (c *Client) URL() string { return c.url }
 // as it returned).
 func (c *Client) Unanswered() int64 { return c.unanswered.Load() }
 
+// GivenUp is how many requests to the core, a posting alone or a batch,
+// the client got no whole answer to (the core gone, a dropped
+// connection, the caller's timeout), whoever sent them and whenever:
+// while the core holds every posting, the calls given up on. Counted
+// before the call returns to its caller, so before anything the caller
+// does next.
+func (c *Client) GivenUp() int64 { return c.givenUp.Load() }
+
 // Serving returns ctx marked as a customer's request being served, and
 // the function to call as its handler returns: each transfer the bank
 // makes under the returned context (bank.WithMade) is one whose postings
@@ -116,9 +127,11 @@ func (c *Client) Serving(ctx context.Context) (context.Context, func()) {
 	}
 }
 
-// noteUnanswered counts a request to the core that got no answer, if it
-// carried a posting of a transfer whose request is still being served.
+// noteUnanswered counts a request to the core that got no answer: given
+// up, and unanswered too if it carried a posting of a transfer whose
+// request is still being served.
 func (c *Client) noteUnanswered(transfers ...string) {
+	c.givenUp.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, id := range transfers {

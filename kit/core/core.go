@@ -425,8 +425,10 @@ type Faults struct {
 	// flapDown says whether the last of them was refused.
 	flap     int
 	flapDown bool
-	// held, while not nil, keeps every posting waiting until it closes.
-	held chan struct{}
+	// held, while not nil, keeps every posting waiting until it closes;
+	// arrivals counts the requests that came to wait on it.
+	held     chan struct{}
+	arrivals int
 	// tokenRefused refuses the caller's token, as after a rotation the
 	// caller has not caught up with.
 	tokenRefused bool
@@ -727,10 +729,25 @@ func (f *Faults) Release() {
 	}
 }
 
+// Held is how many posting requests, alone or batches, have come to the
+// core while Hold kept them waiting, since it started: those its caller
+// has not given up on (core.Client.GivenUp, counted where the caller
+// gives up) are the calls still waiting now. A request counts as it
+// arrives; the core does not see its caller give up, since it reads
+// nothing of a held request.
+func (f *Faults) Held() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.arrivals
+}
+
 // wait waits while the core is held; it reports false if ctx ended first.
 func (f *Faults) wait(ctx context.Context) bool {
 	f.mu.Lock()
 	held := f.held
+	if held != nil {
+		f.arrivals++
+	}
 	f.mu.Unlock()
 	if held == nil {
 		return true

@@ -235,7 +235,9 @@ func TestFaults_HoldKeepsPostingsWaiting(t *testing.T) {
 // when no request waits for the transfer; one given up after the request
 // was answered, or of a transfer made after it. A client that counted
 // every error, or none, or judged by the context a posting was sent
-// under, fails.
+// under, fails. Every request given up on counts in GivenUp, and every
+// one the held core kept waiting in Held: a client that counted only the
+// unanswered, or a core that counted the requests it answered, fails.
 func TestClient_CountsUnanswered(t *testing.T) {
 	c, cl := startCore(t)
 	request, returned := cl.Serving(t.Context())
@@ -251,8 +253,12 @@ func TestClient_CountsUnanswered(t *testing.T) {
 	if n := cl.Unanswered(); n != 0 {
 		t.Fatalf("after a refusal and a receipt: Unanswered %d, want 0", n)
 	}
+	if n, h := cl.GivenUp(), c.Faults.Held(); n != 0 || h != 0 {
+		t.Fatalf("after a refusal and a receipt: GivenUp %d, Held %d, want 0 and 0", n, h)
+	}
 	c.Faults.Hold()
 	defer c.Faults.Release()
+	var given int64
 	later := core.Posting{TransferID: "tr_2", From: "acc_a", To: "acc_b", Amount: 700}
 	for _, p := range []struct {
 		what   string
@@ -290,6 +296,13 @@ func TestClient_CountsUnanswered(t *testing.T) {
 		if n := cl.Unanswered(); n != p.want {
 			t.Errorf("after %s given up on: Unanswered %d, want %d", p.what, n, p.want)
 		}
+		given++
+		if n := cl.GivenUp(); n != given {
+			t.Errorf("after %s given up on: GivenUp %d, want %d", p.what, n, given)
+		}
+	}
+	if n := c.Faults.Held(); n != int(given) {
+		t.Errorf("Held %d after %d requests came while the core held them, want %d", n, given, given)
 	}
 }
 

@@ -42,6 +42,9 @@ type Controller struct {
 	// transfer was still being served (core.Client.Unanswered); nil reads
 	// 0.
 	CoreUnanswered func() int64
+	// CoreGivenUp counts every request the server's core client gave up
+	// on without an answer (core.Client.GivenUp); nil reads 0.
+	CoreGivenUp func() int64
 	// RandomTokens has a reset draw the customers' tokens from crypto/rand
 	// (bank.DrawTokens); their ids and accounts stay the seed's. A server
 	// other people reach needs it: anyone can draw a seed's tokens, and
@@ -290,6 +293,13 @@ type Outbox struct {
 	// read before and after a transfer while the core holds every
 	// posting, it says whether the transfer's answer waited for the core.
 	CoreUnanswered int64 `json:"core_unanswered"`
+	// CoreGivenUp is how many requests to the core the server has given
+	// up waiting for, whoever sent them and whenever, since it started
+	// (core.Client.GivenUp): read before and after a transfer while the
+	// core holds every posting and the relay waits inside its call, it
+	// says whether the transfer was answered only after that call was
+	// given up.
+	CoreGivenUp int64 `json:"core_given_up"`
 }
 
 // Outbox reads the outbox's counts and its dead letters (at most
@@ -308,6 +318,9 @@ func (c *Controller) Outbox(ctx context.Context) (Outbox, error) {
 	out := Outbox{Counts: counts, DeadLetters: dead, Commits: c.DB.Commits(), OutboxCommits: c.DB.OutboxCommits()}
 	if c.CoreUnanswered != nil {
 		out.CoreUnanswered = c.CoreUnanswered()
+	}
+	if c.CoreGivenUp != nil {
+		out.CoreGivenUp = c.CoreGivenUp()
 	}
 	return out, nil
 }

@@ -227,7 +227,8 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 		return err
 	}
 	s.ctl = &labctl.Controller{DB: s.db, Bank: s.bank, Clock: s.clock, Hub: s.hub, Settings: s.settings,
-		Faults: s.faults, Restage: restage, RandomTokens: opts.RandomTokens, CoreUnanswered: s.core.Unanswered}
+		Faults: s.faults, Restage: restage, RandomTokens: opts.RandomTokens, CoreUnanswered: s.core.Unanswered,
+		CoreGivenUp: s.core.GivenUp}
 	if p, ok := s.handlers.(stage.Purger); ok {
 		s.ctl.Purge = p.Purge
 		s.every(30*time.Second, func() {
