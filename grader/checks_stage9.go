@@ -683,15 +683,19 @@ func checkPoison(t *T) error {
 
 // checkSlowCore catches a stage whose transfers wait on the core: while
 // the core answers nothing at all, each transfer must still be answered,
-// and not by a request that waited until its call to the core was given
+// and not by a request that waited until a call to the core was given
 // up. The kit's core client gives up after 5 s, so such a request is
 // answered late rather than never; the check times nothing and reads
-// instead, around each transfer, how many postings of a transfer the
-// server gave up waiting for while the request that made it was still
-// being served, whoever sent them and under whatever context (the relay's
-// own calls, held too, count only while a request waits for them: waiting
-// is the relay's job; a posting a request left running as it answered
-// held no one up).
+// instead, around each transfer, two counts of the server's: the
+// postings of a transfer it gave up waiting for while the request that
+// made it was still being served (the request's own call, or the
+// relay's that it waited for: waiting is the relay's job; a posting a
+// request left running as it answered held no one up), and every call
+// to the core it gave up on. After the first transfer it sends each
+// transfer only while a call the core holds is waiting (the relay inside
+// its call with the first's posting): a relay that holds the database
+// while it calls (on SQLite, its transaction's write lock) makes every
+// transfer wait until that call is given up.
 func checkSlowCore(t *T) error {
 	s, err := t.coreScenario(1_000_000)
 	if err != nil {
@@ -702,10 +706,28 @@ func checkSlowCore(t *T) error {
 	defer faults.Release()
 	story := []string{"the core ledger is slow beyond measure: it holds every posting, unanswered, until the transfers are done"}
 	want := owed{}
-	for range 3 + t.rng.IntN(3) {
+	// spans counts the transfers in a row answered only after a call to
+	// the core, waiting there when they were sent, was given up. A
+	// correct relay's call can be given up during a 1 ms transfer by
+	// chance, once in thousands; the next transfer then waits for the
+	// relay's next call, 5 s from its own give-up, so two in a row never
+	// do. A relay that holds the database across its calls makes every
+	// transfer wait for one. The counts are read before the wait for the
+	// call: read while such a relay calls, they wait for its give-up.
+	spans := 0
+	relayCalls := true
+	for i := range 3 + t.rng.IntN(3) {
 		before, err := t.Lab().Outbox(t.ctx)
 		if err != nil {
 			return err
+		}
+		if i > 0 && relayCalls {
+			if relayCalls, err = t.coreCallWaiting(faults, before.CoreGivenUp); err != nil {
+				return err
+			}
+			if !relayCalls {
+				story = append(story, fmt.Sprintf("the server sent the core nothing that waited there in %v", drainWithin))
+			}
 		}
 		if err := t.payment(s, want, &story); err != nil {
 			return err
@@ -719,10 +741,33 @@ func checkSlowCore(t *T) error {
 				fmt.Sprintf("the last 201 came after the server gave up waiting for the core's answer to %d posting(s) of the transfer, sent while its request was still being served: the request waited for the core", n),
 				"201 Created without waiting for the core: the transfer and its outbox row commit, and the relay posts the row on its own")
 		}
+		if i > 0 && relayCalls && after.CoreGivenUp > before.CoreGivenUp {
+			spans++
+			story[len(story)-1] += "  (sent while a call to the core waited there; answered after the server gave it up)"
+		} else {
+			spans = 0
+		}
+		if spans == 2 {
+			return t.Fail(strings.Join(story, "\n"),
+				"the last two 201s each came only after the server gave up a call to the core that was waiting there when the transfer was sent (the kit's core client gives up after 5 s): each transfer waited for the relay's call to the core",
+				"201 Created at once while the relay waits for the core: a relay that holds its transaction across its call to the core holds what every transfer needs (on SQLite, the write lock, from the transaction's first write), and every transfer waits for the core")
+		}
 	}
 	faults.Release()
 	story = append(story, "the core answers again")
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
+}
+
+// coreCallWaiting waits until a call to the core waits inside it: the
+// held core has taken more requests than the server had given up on
+// (given) when the check last read its count. It reports false if none
+// came within drainWithin. It reads nothing of the server's: a server
+// that holds its database while it calls the core would keep the check
+// waiting as well, until the call was given up.
+func (t *T) coreCallWaiting(faults *core.Faults, given int64) (bool, error) {
+	return t.WaitFor(drainWithin, func() (bool, error) {
+		return int64(faults.Held()) > given, nil
+	})
 }
 
 // backlogTransfers is how many transfers S9.backlog makes while the core
