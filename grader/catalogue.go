@@ -463,8 +463,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.slow-core", Stage: 9, Lesson: lesson9 + "#two-writes-one-decision",
-		Claim: "while the core ledger holds every posting unanswered, transfers still execute and answer 201 Created; once it answers, each reaches it exactly once",
-		Why:   "a transfer that waits for the core is as slow as the core, and fails when the core is slow beyond its timeout: the customer's answer must depend on the bank's own database alone",
+		Claim: "while the core ledger holds every posting unanswered, transfers still execute and answer 201 Created, also while the relay waits inside its call to the core; once it answers, each reaches it exactly once",
+		Why:   "a transfer that waits for the core is as slow as the core, and fails when the core is slow beyond its timeout: the customer's answer must depend on the bank's own database alone, and a relay that holds the database while it calls the core (on SQLite, its transaction's write lock) makes every transfer wait for the core",
 		Run:   checkSlowCore,
 	},
 	{
