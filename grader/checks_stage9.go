@@ -721,6 +721,13 @@ func checkSlowCore(t *T) error {
 		if err != nil {
 			return err
 		}
+		if i > 0 && relayCalls && before.Counts.Pending == 0 {
+			// Nothing owed, nothing for a relay to send: no call to wait
+			// for (a stage with no outbox rows fails when the core
+			// answers again).
+			relayCalls = false
+			story = append(story, "the outbox held nothing owed to the core")
+		}
 		if i > 0 && relayCalls {
 			if relayCalls, err = t.coreCallWaiting(faults, before.CoreGivenUp); err != nil {
 				return err
