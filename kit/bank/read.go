@@ -146,9 +146,10 @@ func (b *Bank) DepositOps(ctx context.Context, after string, limit int) ([]Execu
 
 // listExecuted runs query, which selects the id, metadata, amount and
 // outbox row's created_at (empty without one) of the executions of one
-// kind whose id sorts after its first argument, at most its second. A cursor that is not an id of the kind (prefix) is
-// refused: another kind's id sorts before or after every one of them, and
-// would quietly list all or none.
+// kind whose id sorts after its first argument, at most its second. A
+// cursor that is not an id of the kind (prefix) is refused: another
+// kind's id sorts before or after every one of them, and would quietly
+// list all or none.
 func (b *Bank) listExecuted(ctx context.Context, kind, prefix, after string, limit int, query string) ([]Executed, error) {
 	if after != "" && !isID(prefix, after) {
 		return nil, problem.New(problem.InvalidRequest, "after must be a %s id (%s…, the last of the page before), got %q", kind, prefix, after)

@@ -16,12 +16,13 @@ var ErrKeyStoreUnavailable = errors.New("key store unavailable (injected fault)"
 
 // ErrOutboxWriteRefused is what an INSERT into the outbox returns while
 // the fail-outbox-write fault is armed. The refusal comes from the
-// connection, before the statement reaches the engine, as a driver's or
-// a cancelled context's error would: the transaction stays usable on
-// either engine. (A statement PostgreSQL itself refuses, a full disk or a
-// broken constraint, aborts its transaction, and the COMMIT that follows
-// rolls back; SQLite leaves the transaction open after a failed
-// statement, and the COMMIT keeps the rest.)
+// connection, before the statement reaches the engine, as a driver's
+// refusal of an argument it cannot encode would: the transaction stays
+// usable on either engine. (A statement PostgreSQL itself refuses, a
+// broken constraint say, aborts its transaction, and the COMMIT that
+// follows rolls back; SQLite keeps the transaction open after most failed
+// statements, a broken constraint among them, and the COMMIT keeps the
+// rest, though a full disk or an I/O error may roll it back whole.)
 var ErrOutboxWriteRefused = errors.New("outbox write refused (injected fault)")
 
 // KeyTable is the table the store-unavailable fault breaks, and whose row
@@ -84,9 +85,10 @@ func (s *Store) SlowSettingsWritesLeft() int64 { return s.slowSettingsWrites.Lef
 // outbox table fail with ErrOutboxWriteRefused, before they reach the
 // engine, so the transaction they run in can still commit on either
 // engine: a stage that drops the error commits the money without its
-// outbox row, as one whose INSERT failed in the engine would on SQLite,
-// or on PostgreSQL under a savepoint. A prepared statement counts when it
-// runs, not when it is prepared. The relay's marks (UPDATE) are spared.
+// outbox row, as one whose INSERT broke a constraint would on SQLite, or
+// on PostgreSQL under a savepoint the code rolls back to (as
+// labdb.Savepoint does). A prepared statement counts when it runs, not
+// when it is prepared. The relay's marks (UPDATE) are spared.
 func (s *Store) FailOutboxWrites(n int64) { s.outboxWriteFailures.Arm(n) }
 
 // OutboxWriteFailuresLeft reports how many outbox INSERTs will still fail.
