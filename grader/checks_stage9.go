@@ -567,7 +567,8 @@ func checkSameContent(t *T) error {
 // outboxInstants counts the milliseconds in which the outbox rows of the
 // transfers ids were written (their created_at, GET /lab/transfers): as
 // many as ids when no two shared one. A created_at the lab cannot read as
-// an instant counts as one of its own.
+// an instant is one with every other written the same way; a transfer
+// without an outbox row counts as one of its own.
 func (t *T) outboxInstants(ids []string) (int, error) {
 	wanted := map[string]bool{}
 	for _, id := range ids {
@@ -586,6 +587,8 @@ func (t *T) outboxInstants(ids []string) (int, error) {
 			at := x.ID
 			if w, err := time.Parse(time.RFC3339Nano, x.OutboxAt); err == nil {
 				at = w.UTC().Truncate(time.Millisecond).String()
+			} else if x.OutboxAt != "" {
+				at = "as written: " + x.OutboxAt
 			}
 			instants[at] = true
 		}
@@ -704,19 +707,30 @@ func checkSlowCore(t *T) error {
 	faults := &t.Core().Faults
 	faults.Hold()
 	defer faults.Release()
+	// The core's count of the requests it held and the server's of the
+	// calls it gave up on, as the hold begins: the check compares what
+	// each adds from here.
+	held0 := faults.Held()
+	start, err := t.Lab().Outbox(t.ctx)
+	if err != nil {
+		return err
+	}
 	story := []string{"the core ledger is slow beyond measure: it holds every posting, unanswered, until the transfers are done"}
 	want := owed{}
-	// spans counts the transfers in a row answered only after a call to
-	// the core, waiting there when they were sent, was given up. A
-	// correct relay's call can be given up during a 1 ms transfer by
-	// chance, once in thousands; the next transfer then waits for the
-	// relay's next call, 5 s from its own give-up, so two in a row never
-	// do. A relay that holds the database across its calls makes every
-	// transfer wait for one. The counts are read before the wait for the
-	// call: read while such a relay calls, they wait for its give-up.
+	// spans counts the transfers in a row, from the second on, answered
+	// only after a call to the core, waiting there when they were sent,
+	// was given up. A correct relay's call can be given up during a
+	// transfer by chance (sooner if it gives its calls a short timeout
+	// of its own), so the check fails only when every transfer after
+	// the first (spansToFail of them) waited. A relay that
+	// holds the database across its calls makes every transfer wait for
+	// one. The counts are read before the wait for the call: on an
+	// in-memory database, read while such a relay calls, they wait for
+	// its give-up as well.
+	const spansToFail = 3
 	spans := 0
 	relayCalls := true
-	for i := range 3 + t.rng.IntN(3) {
+	for i := range 1 + spansToFail {
 		before, err := t.Lab().Outbox(t.ctx)
 		if err != nil {
 			return err
@@ -729,7 +743,8 @@ func checkSlowCore(t *T) error {
 			story = append(story, "the outbox held nothing owed to the core")
 		}
 		if i > 0 && relayCalls {
-			if relayCalls, err = t.coreCallWaiting(faults, before.CoreGivenUp); err != nil {
+			given := before.CoreGivenUp - start.CoreGivenUp
+			if relayCalls, err = t.coreCallWaiting(faults, held0, given); err != nil {
 				return err
 			}
 			if !relayCalls {
@@ -754,10 +769,10 @@ func checkSlowCore(t *T) error {
 		} else {
 			spans = 0
 		}
-		if spans == 2 {
+		if spans == spansToFail {
 			return t.Fail(strings.Join(story, "\n"),
-				"the last two 201s each came only after the server gave up a call to the core that was waiting there when the transfer was sent (the kit's core client gives up after 5 s): each transfer waited for the relay's call to the core",
-				"201 Created at once while the relay waits for the core: a relay that holds its transaction across its call to the core holds what every transfer needs (on SQLite, the write lock, from the transaction's first write), and every transfer waits for the core")
+				fmt.Sprintf("the %d 201s after the first each came only after the server gave up a call to the core that was waiting there when the transfer was sent: each transfer waited for the relay's call to the core", spansToFail),
+				"201 Created at once while the relay waits for the core: a relay that holds its transaction across its call to the core holds what every transfer needs (on SQLite, the write lock, which a read-write transaction takes at BEGIN), and every transfer waits for the core")
 		}
 	}
 	faults.Release()
@@ -766,14 +781,15 @@ func checkSlowCore(t *T) error {
 }
 
 // coreCallWaiting waits until a call to the core waits inside it: the
-// held core has taken more requests than the server had given up on
-// (given) when the check last read its count. It reports false if none
+// held core has taken more requests since the hold began (its count
+// less held0) than the server had given up on since then (given), when
+// the check last read that count. It reports false if none
 // came within drainWithin. It reads nothing of the server's: a server
 // that holds its database while it calls the core would keep the check
 // waiting as well, until the call was given up.
-func (t *T) coreCallWaiting(faults *core.Faults, given int64) (bool, error) {
+func (t *T) coreCallWaiting(faults *core.Faults, held0 int, given int64) (bool, error) {
 	return t.WaitFor(drainWithin, func() (bool, error) {
-		return int64(faults.Held()) > given, nil
+		return int64(faults.Held()-held0) > given, nil
 	})
 }
 
