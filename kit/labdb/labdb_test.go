@@ -2,6 +2,7 @@ package labdb_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -228,11 +229,24 @@ func TestOutboxWriteFault_OnEitherEngine(t *testing.T) {
 
 // TestArmedFaults_CountPreparedStatementsOnceOnEitherEngine catches a
 // connection that runs the faults when a statement is prepared as well
-// as when it runs: an armed count of 1 would be spent by the prepare,
-// and the run it was armed for would go through. Each armed statement,
-// prepared and then run, must be refused at its run, once.
+// as when it runs, or twice at a run: an armed count would be spent by
+// the prepare (or by half the runs), and a run it was armed for would go
+// through. Armed with two, a statement prepared once must be refused at
+// its first two runs and go through at its third, whether it is run
+// with Exec or with Query.
 func TestArmedFaults_CountPreparedStatementsOnceOnEitherEngine(t *testing.T) {
 	ctx := context.Background()
+	exec := func(st *sql.Stmt, arg string) error {
+		_, err := st.ExecContext(ctx, arg)
+		return err
+	}
+	query := func(st *sql.Stmt, arg string) error {
+		rows, err := st.QueryContext(ctx, arg)
+		if err != nil {
+			return err
+		}
+		return rows.Close()
+	}
 	for engine, db := range engines(t) {
 		if err := labdb.CreateTable(ctx, db.DB, `CREATE TABLE IF NOT EXISTS outbox (id INTEGER PRIMARY KEY, transfer_id TEXT NOT NULL)`); err != nil {
 			t.Fatalf("%s: %v", engine, err)
@@ -240,21 +254,26 @@ func TestArmedFaults_CountPreparedStatementsOnceOnEitherEngine(t *testing.T) {
 		for _, armed := range []struct {
 			arm   func(int64)
 			query string
+			run   func(*sql.Stmt, string) error
 			want  error
 		}{
-			{db.FailOutboxWrites, `INSERT INTO outbox (transfer_id) VALUES (?)`, fault.ErrOutboxWriteRefused},
-			{db.FailKeyStore, `INSERT INTO idempotency_keys (key) VALUES (?)`, fault.ErrKeyStoreUnavailable},
+			{db.FailOutboxWrites, `INSERT INTO outbox (transfer_id) VALUES (?)`, exec, fault.ErrOutboxWriteRefused},
+			{db.FailKeyStore, `INSERT INTO idempotency_keys (key) VALUES (?)`, exec, fault.ErrKeyStoreUnavailable},
+			{db.FailKeyStore, `SELECT key FROM idempotency_keys WHERE key = ?`, query, fault.ErrKeyStoreUnavailable},
 		} {
-			armed.arm(1)
+			armed.arm(2)
 			st, err := db.PrepareContext(ctx, armed.query)
 			if err != nil {
-				t.Fatalf("%s: prepare %q with one failure armed: %v; want it prepared, the failure kept for its run", engine, armed.query, err)
+				t.Fatalf("%s: prepare %q with two failures armed: %v; want it prepared, the failures kept for its runs", engine, armed.query, err)
 			}
-			if _, err := st.ExecContext(ctx, "prepared-"+string(engine)); !errors.Is(err, armed.want) {
-				t.Errorf("%s: the first run of %q: err = %v, want %v", engine, armed.query, err, armed.want)
-			}
-			if _, err := st.ExecContext(ctx, "prepared-again-"+string(engine)); err != nil {
-				t.Errorf("%s: the second run of %q, the count spent: %v", engine, armed.query, err)
+			for run := 1; run <= 3; run++ {
+				err := armed.run(st, fmt.Sprintf("prepared-%s-%d", engine, run))
+				switch {
+				case run <= 2 && !errors.Is(err, armed.want):
+					t.Errorf("%s: run %d of %q, two armed: err = %v, want %v", engine, run, armed.query, err, armed.want)
+				case run == 3 && err != nil:
+					t.Errorf("%s: run 3 of %q, the two armed spent: %v", engine, armed.query, err)
+				}
 			}
 			if err := st.Close(); err != nil {
 				t.Error(err)
