@@ -333,8 +333,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S7.settings-contract", Stage: 7, Lesson: lesson7 + "#the-contract",
-		Claim: "the settings are the owner's only (401 without a token, 403 for another customer's account, 404 for none), a PUT writes the account in its path and no other (another account saved as often, the customer's or another customer's, stays as it was, also after a PUT from a list), and an invalid PUT body is 400 invalid-request: nothing changes",
-		Why:   "settings that another customer can read or change, a save that also rewrites every other account at its version, or a limit of -1 or of a string that is saved, guard no money",
+		Claim: "the settings are the owner's only (401 without a token, 403 for another customer's account, 404 for none, whatever If-Match says or lacks), a PUT writes the account in its path and no other (another account saved as often, the customer's or another customer's, stays as it was, also after a PUT from a list), and an invalid PUT body is 400 invalid-request: nothing changes",
+		Why:   "settings that another customer can read or change, a 412 that tells a stranger its ETag is not the current version (and a 403 that it is), a save that also rewrites every other account at its version, or a limit of -1 or of a string that is saved, guard no money",
 		Run:   checkSettingsContract,
 	},
 	{

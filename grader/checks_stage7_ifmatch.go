@@ -319,14 +319,18 @@ func checkETagNamesTheVersion(t *T) error {
 
 // checkSettingsContract holds the settings to the contract of every
 // account route and of a transfer's body. It first holds a PUT to the
-// account it names (saveOwnAccountOnly).
+// account it names (saveOwnAccountOnly). The owner and the account come
+// before If-Match: another customer's PUT is 403, and one to no account
+// 404, without If-Match or with an old ETag as with the current one; a
+// server that holds them to If-Match first answers a stranger 412 for
+// every ETag but the current one, and so tells which version is current.
 func checkSettingsContract(t *T) error {
 	s, err := t.Scenario(2, 1_000_000)
 	if err != nil {
 		return err
 	}
 	a, b, acc := s.A, s.B, s.A.Accounts[0]
-	start, err := t.saveOwnAccountOnly(s)
+	start, old, err := t.saveOwnAccountOnly(s)
 	if err != nil {
 		return err
 	}
@@ -347,8 +351,12 @@ func checkSettingsContract(t *T) error {
 		{putSettings(bank.Customer{}, acc, start.Settings, start.ETag), 401, problem.Unauthorized.URI(), "no token"},
 		{Request{Method: "GET", Path: settingsPath(acc), Token: b.Token}, 403, pForbidden, "another customer's account"},
 		{putSettings(b, acc, bank.Settings{Nickname: "mine now"}, start.ETag), 403, pForbidden, "another customer's account"},
+		{putSettings(b, acc, bank.Settings{Nickname: "mine now"}, old), 403, pForbidden, "another customer's account, from an old ETag: the owner comes before If-Match"},
+		{putSettings(b, acc, bank.Settings{Nickname: "mine now"}, ""), 403, pForbidden, "another customer's account, without If-Match: the owner comes before If-Match"},
 		{Request{Method: "GET", Path: settingsPath("acc_nosuchacc"), Token: a.Token}, 404, problem.NotFound.URI(), "no such account"},
 		{putSettings(a, "acc_nosuchacc", start.Settings, start.ETag), 404, problem.NotFound.URI(), "no such account"},
+		{putSettings(a, "acc_nosuchacc", start.Settings, old), 404, problem.NotFound.URI(), "no such account, from an old ETag: the account comes before If-Match"},
+		{putSettings(a, "acc_nosuchacc", start.Settings, ""), 404, problem.NotFound.URI(), "no such account, without If-Match: the account comes before If-Match"},
 	}
 	for _, bad := range []struct{ body, because string }{
 		{`{"nickname":"x","daily_limit":1000,"color":"red"}`, "an unknown member"},
@@ -383,8 +391,9 @@ func checkSettingsContract(t *T) error {
 // saved once by their owners (as many saves as A's: the same version,
 // where a version counts saves), from a list of A's first ETag and its
 // current one. After each of A's saves, the other two must be as their
-// owners last saw them. It returns A's settings as a GET then shows them.
-func (t *T) saveOwnAccountOnly(s Scenario) (settingsCopy, error) {
+// owners last saw them. It returns A's settings as a GET then shows them,
+// and the ETag of the first copy, old by then.
+func (t *T) saveOwnAccountOnly(s Scenario) (settingsCopy, string, error) {
 	a, acc := s.A, s.A.Accounts[0]
 	others := []struct {
 		owner             bank.Customer
@@ -396,13 +405,13 @@ func (t *T) saveOwnAccountOnly(s Scenario) (settingsCopy, error) {
 	}
 	first, err := t.readSettings("", a, acc)
 	if err != nil {
-		return settingsCopy{}, err
+		return settingsCopy{}, "", err
 	}
 	story := "clerk A: GET " + settingsPath(acc) + "  →  " + first.String()
 	copies := make([]settingsCopy, len(others))
 	for i, o := range others {
 		if copies[i], err = t.readSettings(story, o.owner, o.account); err != nil {
-			return settingsCopy{}, err
+			return settingsCopy{}, "", err
 		}
 		story += "\n" + o.who + ", as its owner: GET " + settingsPath(o.account) + "  →  " + copies[i].String()
 	}
@@ -433,26 +442,32 @@ func (t *T) saveOwnAccountOnly(s Scenario) (settingsCopy, error) {
 	}
 	mine, err := save("clerk A sets a nickname and a daily limit", first.ETag)
 	if err != nil {
-		return settingsCopy{}, err
+		return settingsCopy{}, "", err
 	}
 	for i, o := range others {
 		var req Request
 		if copies[i], req, err = t.rename(story, o.who+" is saved once too, by its owner", o.owner, o.account, copies[i]); err != nil {
-			return settingsCopy{}, err
+			return settingsCopy{}, "", err
 		}
 		story += "\n" + o.who + " is saved once too, by its owner: " + describe(req) + "  →  200, ETag " + copies[i].ETag
 	}
 	if _, err := save("clerk A saves again, from a list of its first ETag, then its current one", first.ETag+", "+mine.ETag); err != nil {
-		return settingsCopy{}, err
+		return settingsCopy{}, "", err
 	}
-	return t.readSettings(story, a, acc)
+	now, err := t.readSettings(story, a, acc)
+	return now, first.ETag, err
 }
 
 // refused sends req, which must get status with problem type ptype and
 // leave the settings of account, as c reads them, at start; sent tells
-// the story for a failure.
+// the story for a failure. A 412 where 403 is due is a leak: it tells
+// another customer that its ETag is not the current one.
 func (t *T) refused(sent string, req Request, status int, ptype string, c bank.Customer, account string, start settingsCopy) error {
 	r := t.Do(req)
+	if status == http.StatusForbidden && r.Is(http.StatusPreconditionFailed, "") {
+		return t.Harmful(judging.Leak, sent, r.String()+"\na stranger told which ETags are not the current version learns which one is",
+			fmt.Sprintf("%d %s whatever If-Match says, and nothing changes", status, ptype))
+	}
 	if !r.Is(status, ptype) {
 		return t.Fail(sent, r.String(), fmt.Sprintf("%d %s, and nothing changes", status, ptype))
 	}
