@@ -213,6 +213,10 @@ func checkTwoClerks(t *T) error {
 // holds up every write of the settings, widens one after it, on SQLite
 // too. It also catches answers that do not name what was made: two
 // successes that answer one ETag, or a PUT based on an ETag nobody made.
+// The slow-settings-reread fault holds up a read of the settings that a
+// save makes after its write, long enough for another clerk's save to
+// land in between: an answer taken from that read names the other's
+// version.
 func checkManyClerks(t *T) error {
 	const clerks, step, latency = 6, 1_000, 100 * time.Millisecond
 	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
@@ -225,6 +229,9 @@ func checkManyClerks(t *T) error {
 	}
 	// More than every PUT the clerks may send: each of them is held up.
 	if err := t.Arm(labctl.SlowSettingsWrite, 2*clerks*clerks); err != nil {
+		return err
+	}
+	if err := t.Arm(labctl.SlowSettingsReread, 2*clerks*clerks); err != nil {
 		return err
 	}
 	type success struct{ based, made string }
@@ -286,8 +293,11 @@ func checkManyClerks(t *T) error {
 	if err := t.Arm(labctl.SlowSettingsWrite, 0); err != nil {
 		return err
 	}
-	story += fmt.Sprintf("\n(core latency %v, every settings write held up %v) %d clerks each raise daily_limit by %d from that copy, released together; a clerk told 412 reads again and raises what it reads",
-		latency, fault.SettingsWriteDelay, clerks, step)
+	if err := t.Arm(labctl.SlowSettingsReread, 0); err != nil {
+		return err
+	}
+	story += fmt.Sprintf("\n(core latency %v, every settings write held up %v, and a read of the settings after a save's write %v) %d clerks each raise daily_limit by %d from that copy, released together; a clerk told 412 reads again and raises what it reads",
+		latency, fault.SettingsWriteDelay, fault.SettingsRereadDelay, clerks, step)
 	final, err := t.readSettings(story, a, acc)
 	if err != nil {
 		return err
@@ -308,22 +318,22 @@ func checkManyClerks(t *T) error {
 	if want := start.DailyLimit + clerks*step; final.DailyLimit != want {
 		return t.Harmful(judging.LostUpdate, story, got, fmt.Sprintf("daily_limit %d: each clerk's raise, told 200, counted once", want))
 	}
-	// The successes chain: each answered an ETag of its own, each was
-	// based on the start or on another's answer, and the last is what GET
-	// shows.
+	// The successes chain: each answered an ETag of its own, the last of
+	// them what GET shows, and each was based on the start or on another's
+	// answer, as a GET showed it.
 	made := map[string]bool{}
 	for _, w := range wins {
 		made[w.made] = true
 	}
-	for _, w := range wins {
-		if w.based != start.ETag && !made[w.based] {
-			return t.Fail(story, got+"\na PUT based on "+w.based+" succeeded: no GET and no answer ever gave that ETag",
-				"every ETag a clerk is answered names the version its save made, the one the next GET shows")
-		}
-	}
 	if len(made) != len(wins) || !made[final.ETag] {
 		return t.Fail(story, got+fmt.Sprintf("\n%d successful PUTs answered %d different ETags", len(wins), len(made)),
 			"each successful PUT answers the ETag of the version it made: one ETag each, the last of them what GET shows")
+	}
+	for _, w := range wins {
+		if w.based != start.ETag && !made[w.based] {
+			return t.Fail(story, got+"\na PUT based on "+w.based+", as a GET showed it, succeeded: no successful PUT was answered that ETag, so the save that made it was answered another",
+				"every ETag a clerk is answered names the version its save made, the one the next GET shows")
+		}
 	}
 	if len(trouble) > 0 {
 		return t.Fail(story, got+"\n"+strings.Join(trouble, "\n"), "200 or 412 "+pPreconditionFailed+" to every PUT, and 200 in the end for every clerk")

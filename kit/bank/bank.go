@@ -129,14 +129,10 @@ func (b *Bank) CallCore(ctx context.Context) error {
 	if d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("call core: %w", ctx.Err())
+	if err := fault.Hold(ctx, d); err != nil {
+		return fmt.Errorf("call core: %w", err)
 	}
+	return nil
 }
 
 // CountCoreCall counts a call to the core by a request of op (see

@@ -42,6 +42,12 @@ const OutboxTable = "outbox"
 // read the settings before any of them writes.
 const SettingsWriteDelay = 100 * time.Millisecond
 
+// SettingsRereadDelay is how long the slow-settings-reread fault holds up
+// a read of the settings that follows a write of them in one request:
+// longer than another clerk takes to read the version that write made,
+// wait on the core and save over it, with its write held up as well.
+const SettingsRereadDelay = 500 * time.Millisecond
+
 // Store holds the fault switches of one database and what it reports to
 // lab mode, whichever engine the database runs on: each engine's
 // connections call BeforeStatement before a statement, and Committed once a
@@ -65,6 +71,9 @@ type Store struct {
 	keyStoreFailures Countdown
 	// slowSettingsWrites counts down the writes of the settings held up.
 	slowSettingsWrites Countdown
+	// slowSettingsRereads counts down the reads of the settings held up
+	// that follow a write of them in one request.
+	slowSettingsRereads Countdown
 	// outboxWriteFailures counts down the outbox INSERTs that fail.
 	outboxWriteFailures Countdown
 }
@@ -81,6 +90,35 @@ func (s *Store) SlowSettingsWrites(n int64) { s.slowSettingsWrites.Arm(n) }
 // held up.
 func (s *Store) SlowSettingsWritesLeft() int64 { return s.slowSettingsWrites.Left() }
 
+// SlowSettingsRereads makes the next n statements that read the
+// account_settings table in a request that has already written it (see
+// WithRequest) wait SettingsRereadDelay before they run. A stage that
+// answers a save with what a read after its write finds then answers
+// another clerk's save, which landed in between; one that answers what
+// its write made is not held up at all.
+func (s *Store) SlowSettingsRereads(n int64) { s.slowSettingsRereads.Arm(n) }
+
+// SlowSettingsRereadsLeft reports how many reads of the settings after a
+// write of them will still be held up.
+func (s *Store) SlowSettingsRereadsLeft() int64 { return s.slowSettingsRereads.Left() }
+
+// request is what the database notes about the statements of one
+// request (see WithRequest).
+type request struct {
+	// wroteSettings is set once a statement of the request has written
+	// the settings.
+	wroteSettings atomic.Bool
+}
+
+type requestKey struct{}
+
+// WithRequest returns a context for the statements of one request: the
+// database notes in it when the request writes the settings, so that the
+// slow-settings-reread fault can hold up a read of them that follows.
+func WithRequest(ctx context.Context) context.Context {
+	return context.WithValue(ctx, requestKey{}, &request{})
+}
+
 // FailOutboxWrites makes the next n statements that insert into the
 // outbox table fail with ErrOutboxWriteRefused, before they reach the
 // engine, so the transaction they run in can still commit on either
@@ -95,18 +133,25 @@ func (s *Store) FailOutboxWrites(n int64) { s.outboxWriteFailures.Arm(n) }
 func (s *Store) OutboxWriteFailuresLeft() int64 { return s.outboxWriteFailures.Left() }
 
 // BeforeStatement runs the faults armed on a statement before it runs:
-// it holds up a write of the settings (see SlowSettingsWrites), refuses
-// an INSERT into the outbox (see FailOutboxWrites), then returns
+// it holds up a write of the settings (see SlowSettingsWrites) and a read
+// of them after a write in the same request (see SlowSettingsRereads),
+// refuses an INSERT into the outbox (see FailOutboxWrites), then returns
 // CheckKeyStore's error. It returns ctx's error if ctx ends while the
 // statement waits.
 func (s *Store) BeforeStatement(ctx context.Context, query string) error {
-	if s.slowSettingsWrites.Left() > 0 && writesSettings(query) && s.slowSettingsWrites.Fire() {
-		t := time.NewTimer(SettingsWriteDelay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return fmt.Errorf("slow settings write: %w", ctx.Err())
+	writes := writesSettings(query)
+	if s.slowSettingsWrites.Left() > 0 && writes && s.slowSettingsWrites.Fire() {
+		if err := Hold(ctx, SettingsWriteDelay); err != nil {
+			return fmt.Errorf("slow settings write: %w", err)
+		}
+	}
+	if req, ok := ctx.Value(requestKey{}).(*request); ok {
+		if writes {
+			req.wroteSettings.Store(true)
+		} else if req.wroteSettings.Load() && s.slowSettingsRereads.Left() > 0 && readsSettings(query) && s.slowSettingsRereads.Fire() {
+			if err := Hold(ctx, SettingsRereadDelay); err != nil {
+				return fmt.Errorf("slow settings reread: %w", err)
+			}
 		}
 	}
 	if s.outboxWriteFailures.Left() > 0 && insertsOutbox(query) && s.outboxWriteFailures.Fire() {
@@ -115,11 +160,31 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 	return s.CheckKeyStore(ctx, query)
 }
 
+// Hold waits d, or until ctx ends, and then returns ctx's error: how a
+// fault, or the core's latency, holds up what it delays.
+func Hold(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // writesSettings reports whether query writes the settings table: an
 // UPDATE or INSERT that names it.
 func writesSettings(query string) bool {
 	q := strings.ToLower(strings.TrimSpace(query))
 	return (strings.HasPrefix(q, "update") || strings.HasPrefix(q, "insert")) && strings.Contains(q, SettingsTable)
+}
+
+// readsSettings reports whether query reads the settings table: a SELECT
+// that names it.
+func readsSettings(query string) bool {
+	q := strings.ToLower(strings.TrimSpace(query))
+	return strings.HasPrefix(q, "select") && strings.Contains(q, SettingsTable)
 }
 
 // FailKeyStore makes the next n statements that touch the idempotency_keys

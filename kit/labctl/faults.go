@@ -23,6 +23,11 @@ const (
 	// settings (stage 7), before it runs: a read of the version and a
 	// later write of its own get a window other clerks' writes land in.
 	SlowSettingsWrite = "slow-settings-write"
+	// SlowSettingsReread holds up a statement that reads an account's
+	// settings in a request that has already written them (stage 7):
+	// another clerk's save lands between a save and a read of what it
+	// made.
+	SlowSettingsReread = "slow-settings-reread"
 	// FailOutboxWrite makes the database connection refuse a statement
 	// that inserts an outbox row (stage 9), before the engine sees it, so
 	// the transaction can still commit on either engine: the transfer
@@ -31,7 +36,7 @@ const (
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, FailOutboxWrite}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite}
 
 // Faults are the armed faults of one lab server. A crash calls Crash, which
 // in a real server ends the process at once, with no cleanup.
@@ -82,6 +87,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.FailKeyStore(count)
 	case SlowSettingsWrite:
 		f.db.SlowSettingsWrites(count)
+	case SlowSettingsReread:
+		f.db.SlowSettingsRereads(count)
 	case FailOutboxWrite:
 		f.db.FailOutboxWrites(count)
 	default:
@@ -100,6 +107,7 @@ func (f *Faults) Armed() []ArmedFault {
 		FailInTransfer:      f.Bank.FailNext.Left(),
 		StoreUnavailable:    f.db.KeyStoreFailuresLeft(),
 		SlowSettingsWrite:   f.db.SlowSettingsWritesLeft(),
+		SlowSettingsReread:  f.db.SlowSettingsRereadsLeft(),
 		FailOutboxWrite:     f.db.OutboxWriteFailuresLeft(),
 	}
 	out := []ArmedFault{}

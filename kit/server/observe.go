@@ -17,6 +17,7 @@ import (
 	"idemlab/kit/bank"
 	"idemlab/kit/clock"
 	"idemlab/kit/events"
+	"idemlab/kit/fault"
 	"idemlab/kit/idemkey"
 	"idemlab/kit/problem"
 	"idemlab/kit/request"
@@ -86,7 +87,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &record{}
-		ctx, execs := bank.WithExecutionLog(context.WithValue(r.Context(), recordKey{}, rec))
+		// The database notes in the context what the request's statements
+		// did, for the faults that hold up a statement after another.
+		ctx, execs := bank.WithExecutionLog(fault.WithRequest(context.WithValue(r.Context(), recordKey{}, rec)))
 		body := &captureReader{r: r.Body}
 		r.Body = body
 		buf := &bufferedWriter{header: http.Header{}, status: http.StatusOK}
