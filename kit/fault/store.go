@@ -91,8 +91,9 @@ func (s *Store) SlowSettingsWrites(n int64) { s.slowSettingsWrites.Arm(n) }
 func (s *Store) SlowSettingsWritesLeft() int64 { return s.slowSettingsWrites.Left() }
 
 // SlowSettingsRereads makes the next n statements that read the
-// account_settings table in a request that has already written it (see
-// WithRequest) wait SettingsRereadDelay before they run. A stage that
+// account_settings table in a request that has already written it, while
+// the fault was armed (see WithRequest), wait SettingsRereadDelay before
+// they run. A stage that
 // answers a save with what a read after its write finds then answers
 // another clerk's save, which landed in between; one that answers what
 // its write made is not held up at all.
@@ -139,25 +140,39 @@ func (s *Store) OutboxWriteFailuresLeft() int64 { return s.outboxWriteFailures.L
 // CheckKeyStore's error. It returns ctx's error if ctx ends while the
 // statement waits.
 func (s *Store) BeforeStatement(ctx context.Context, query string) error {
-	writes := writesSettings(query)
-	if s.slowSettingsWrites.Left() > 0 && writes && s.slowSettingsWrites.Fire() {
+	if s.slowSettingsWrites.Left() > 0 && writesSettings(query) && s.slowSettingsWrites.Fire() {
 		if err := Hold(ctx, SettingsWriteDelay); err != nil {
 			return fmt.Errorf("slow settings write: %w", err)
 		}
 	}
-	if req, ok := ctx.Value(requestKey{}).(*request); ok {
-		if writes {
-			req.wroteSettings.Store(true)
-		} else if req.wroteSettings.Load() && s.slowSettingsRereads.Left() > 0 && readsSettings(query) && s.slowSettingsRereads.Fire() {
-			if err := Hold(ctx, SettingsRereadDelay); err != nil {
-				return fmt.Errorf("slow settings reread: %w", err)
-			}
+	// A request's writes of the settings are noted only while rereads are
+	// armed (the check arms it before its clerks save): every statement
+	// of every request is not read for them.
+	if s.slowSettingsRereads.Left() > 0 {
+		if err := s.holdReread(ctx, query); err != nil {
+			return err
 		}
 	}
 	if s.outboxWriteFailures.Left() > 0 && insertsOutbox(query) && s.outboxWriteFailures.Fire() {
 		return ErrOutboxWriteRefused
 	}
 	return s.CheckKeyStore(ctx, query)
+}
+
+// holdReread notes in ctx's request (see WithRequest) a write of the
+// settings, and holds up a read of them that follows one.
+func (s *Store) holdReread(ctx context.Context, query string) error {
+	req, ok := ctx.Value(requestKey{}).(*request)
+	switch {
+	case !ok:
+	case writesSettings(query):
+		req.wroteSettings.Store(true)
+	case req.wroteSettings.Load() && readsSettings(query) && s.slowSettingsRereads.Fire():
+		if err := Hold(ctx, SettingsRereadDelay); err != nil {
+			return fmt.Errorf("slow settings reread: %w", err)
+		}
+	}
+	return nil
 }
 
 // Hold waits d, or until ctx ends, and then returns ctx's error: how a
