@@ -41,31 +41,14 @@ func checkCommitsPerPosting(t *T) error {
 	want := owed{}
 	var first, last string
 	for len(want) < paceTransfers {
-		ops := make([]string, paceClients)
-		amounts := make([]int64, paceClients)
-		for i := range ops {
-			ops[i], amounts[i] = t.Op(), t.Amount(1_000, 50_000)
-			s.Books.Expect(ops[i])
+		f, l, err := t.paymentsAtOnce(s, want, paceClients)
+		if err != nil {
+			return err
 		}
-		from, to := s.A.Accounts[0], s.B.Accounts[0]
-		reqs := make([]Request, paceClients)
-		rs := t.Simultaneously(paceClients, func(i int) Request {
-			reqs[i] = Transfer(s.A, t.Key(), TransferBody(from, to, amounts[i], ops[i]))
-			return reqs[i]
-		})
-		for i, r := range rs {
-			line := reqs[i].String() + "  →  " + r.Short()
-			if first == "" {
-				first = line
-			}
-			last = line
-			if !r.Is(201, "") || resourceID(r) == "" {
-				return t.Fail(line, r.String(), "201 Created: the transfer executes, whatever the core ledger is doing")
-			}
-			s.Books.Transfer(ops[i], from, to, amounts[i])
-			id := resourceID(r)
-			want[id] = core.Posting{TransferID: id, From: from, To: to, Amount: amounts[i]}
+		if first == "" {
+			first = f
 		}
+		last = l
 	}
 	story := []string{fmt.Sprintf("the core ledger is down for %d transfers, %d at a time (%s … %s); then it comes back, and nothing else writes while the outbox drains",
 		len(want), paceClients, first, last)}
@@ -92,4 +75,37 @@ func checkCommitsPerPosting(t *T) error {
 			fmt.Sprintf("at most %d commits (one for every %d postings): the rows the core acknowledged in a batch marked sent together, in one transaction", most, postingsPerCommit))
 	}
 	return nil
+}
+
+// paymentsAtOnce makes n transfers from A's first account to B's first at
+// once, behind a barrier, each under a fresh key, and checks that each
+// executes. It books them, adds what they owe the core to want, and
+// returns the first and the last as story lines, or a failure.
+func (t *T) paymentsAtOnce(s Scenario, want owed, n int) (first, last string, err error) {
+	ops := make([]string, n)
+	amounts := make([]int64, n)
+	for i := range ops {
+		ops[i], amounts[i] = t.Op(), t.Amount(1_000, 50_000)
+		s.Books.Expect(ops[i])
+	}
+	from, to := s.A.Accounts[0], s.B.Accounts[0]
+	reqs := make([]Request, n)
+	rs := t.Simultaneously(n, func(i int) Request {
+		reqs[i] = Transfer(s.A, t.Key(), TransferBody(from, to, amounts[i], ops[i]))
+		return reqs[i]
+	})
+	for i, r := range rs {
+		line := reqs[i].String() + "  →  " + r.Short()
+		if first == "" {
+			first = line
+		}
+		last = line
+		if !r.Is(201, "") || resourceID(r) == "" {
+			return "", "", t.Fail(line, r.String(), "201 Created: the transfer executes, whatever the core ledger is doing")
+		}
+		s.Books.Transfer(ops[i], from, to, amounts[i])
+		id := resourceID(r)
+		want[id] = core.Posting{TransferID: id, From: from, To: to, Amount: amounts[i]}
+	}
+	return first, last, nil
 }
