@@ -798,7 +798,16 @@ func (t *T) coreCallWaiting(faults *core.Faults, held0 int, given int64) (bool, 
 const backlogTransfers = 300
 
 // checkBacklog catches a relay that cannot drain a backlog many batches
-// long within drainWithin once the core is back.
+// long within drainWithin once the core is back, and one that leaves its
+// oldest rows behind while new transfers keep coming: it reads the
+// newest first. The core comes back holding each request until the
+// check lets it go, so that the check sees the relay a pass at a time:
+// while each pass waits there, the check makes as many transfers as the
+// relay's last pass posted (as many as the backlog, before the first),
+// a load as fast as the relay. Once the core holds as many postings as
+// the backlog held rows, a relay that sends the oldest rows first has
+// posted the oldest of them; one that reads the newest first posts only
+// the load, for as long as it lasts.
 func checkBacklog(t *T) error {
 	s, up, err := t.coreDownScenario(1_000_000_000)
 	if err != nil {
@@ -806,13 +815,87 @@ func checkBacklog(t *T) error {
 	}
 	defer up()
 	var story []string
-	want, err := t.payments(s, backlogTransfers, &story)
-	if err != nil {
+	want := owed{}
+	if err := t.payment(s, want, &story); err != nil {
 		return err
 	}
-	story = []string{fmt.Sprintf("the core ledger is down for %d transfers (%s … %s); then it comes back", backlogTransfers, story[0], story[len(story)-1])}
+	oldest := slices.Collect(maps.Keys(want))[0]
+	for len(want) < backlogTransfers {
+		if err := t.payment(s, want, &story); err != nil {
+			return err
+		}
+	}
+	story = []string{fmt.Sprintf("the core ledger is down for %d transfers (%s … %s); then it comes back, holding each request until the check lets it go", backlogTransfers, story[0], story[len(story)-1])}
+	faults := &t.Core().Faults
+	faults.Hold()
+	defer faults.Release()
 	up()
+	arrived, posted, load := faults.Held(), 0, backlogTransfers
+	for round := 1; ; round++ {
+		waits, err := t.relayWaits(faults, arrived)
+		if err != nil {
+			return err
+		}
+		if !waits {
+			break
+		}
+		ps, err := t.Postings()
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(ps, func(p core.Receipt) bool { return p.TransferID == oldest }) {
+			break
+		}
+		if len(ps) >= backlogTransfers {
+			story = append(story, loaded(len(want)))
+			return t.Fail(strings.Join(story, "\n"),
+				fmt.Sprintf("%d postings in the core ledger, as many as the backlog held rows, and the oldest transfer of the backlog (%s) not among them: the relay sent newer rows first", len(ps), oldest),
+				"the backlog posted before the transfers made after it: a relay that reads the newest rows first leaves the oldest owed for as long as new transfers keep coming")
+		}
+		if round > 1 {
+			// The last pass's postings; none (its call given up): the
+			// load stops, and the relay drains what is owed.
+			if load = len(ps) - posted; load == 0 {
+				break
+			}
+		}
+		posted = len(ps)
+		for n := 0; n < load; n += paceClients {
+			if _, _, err := t.paymentsAtOnce(s, want, min(paceClients, load-n)); err != nil {
+				return err
+			}
+		}
+		arrived = faults.Held()
+		faults.Release()
+		faults.Hold()
+	}
+	faults.Release()
+	if len(want) > backlogTransfers {
+		story = append(story, loaded(len(want))+"; then the core answers at once")
+	}
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
+}
+
+// loaded says, for S9.backlog's story, how many transfers the check made
+// after the backlog, made transfers in all.
+func loaded(made int) string {
+	return fmt.Sprintf("%d transfers more, made while the relay's passes waited in the core, as many each time as the pass before posted", made-backlogTransfers)
+}
+
+// relayWaits waits until a request of the relay's waits in the held
+// core (it has held more than arrived), or until nothing is owed. It
+// reports false if nothing waits there.
+func (t *T) relayWaits(faults *core.Faults, arrived int) (bool, error) {
+	if _, err := t.WaitFor(drainWithin, func() (bool, error) {
+		if faults.Held() > arrived {
+			return true, nil
+		}
+		st, err := t.State()
+		return err == nil && st.Outbox.Pending == 0, err
+	}); err != nil {
+		return false, err
+	}
+	return faults.Held() > arrived, nil
 }
 
 // checkLostCoreAnswers catches a relay that sends again under a new key,
