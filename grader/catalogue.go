@@ -474,6 +474,12 @@ var catalogue = []Check{
 		Run:   checkBacklog,
 	},
 	{
+		ID: "S9.commit-order", Stage: 9, Lesson: lesson9 + "#the-relay",
+		Claim: "transfers made 16 at a time by two customers paying each other from accounts that share no row, while the core ledger is up and the relay runs, each reach it exactly once",
+		Why:   "transfers that run side by side commit their outbox rows in an order of their own, not that of their ids (on PostgreSQL): a relay that reads only the rows after the last one it settled never reads a row that committed after it had passed that row's id, and the core never hears of that transfer",
+		Run:   checkCommitOrder,
+	},
+	{
 		ID: "S9.commits-per-posting", Stage: 9, Lesson: lesson9 + "#the-relay",
 		Claim: "160 transfers made 16 at a time while the core ledger is down are settled, once it is back, in at most one commit that changes outbox rows for every 5 postings",
 		Why:   "each commit is a disk sync: a relay that marks each row sent in a write of its own spends one a posting, and under sustained load the outbox grows faster than it drains, however fast the core answers",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"idemlab/kit/bank"
 	"idemlab/kit/core"
 )
 
@@ -39,16 +40,9 @@ func checkCommitsPerPosting(t *T) error {
 	}
 	defer up()
 	want := owed{}
-	var first, last string
-	for len(want) < paceTransfers {
-		f, l, err := t.paymentsAtOnce(s, want, paceClients)
-		if err != nil {
-			return err
-		}
-		if first == "" {
-			first = f
-		}
-		last = l
+	first, last, err := t.paymentsInRounds(s, want, paceTransfers)
+	if err != nil {
+		return err
 	}
 	story := []string{fmt.Sprintf("the core ledger is down for %d transfers, %d at a time (%s … %s); then it comes back, and nothing else writes while the outbox drains",
 		len(want), paceClients, first, last)}
@@ -77,21 +71,45 @@ func checkCommitsPerPosting(t *T) error {
 	return nil
 }
 
-// paymentsAtOnce makes n transfers from A's first account to B's first at
-// once, behind a barrier, each under a fresh key, and checks that each
-// executes. It books them, adds what they owe the core to want, and
-// returns the first and the last as story lines, or a failure.
+// paymentsInRounds makes n transfers paceClients at a time, each round
+// through paymentsAtOnce, and returns the first and the last as story
+// lines, or a failure.
+func (t *T) paymentsInRounds(s Scenario, want owed, n int) (first, last string, err error) {
+	for made := 0; made < n; made += paceClients {
+		f, l, err := t.paymentsAtOnce(s, want, min(paceClients, n-made))
+		if err != nil {
+			return "", "", err
+		}
+		if first == "" {
+			first = f
+		}
+		last = l
+	}
+	return first, last, nil
+}
+
+// paymentsAtOnce makes n transfers at once, behind a barrier, each under a
+// fresh key: A pays from its first account to B's first, and B from its
+// second to A's second, by turns, so that no two of A's and B's
+// transactions share an account's row and they run side by side. It
+// checks that each executes, books them, adds what they owe the core to
+// want, and returns the first and the last as story lines, or a failure.
 func (t *T) paymentsAtOnce(s Scenario, want owed, n int) (first, last string, err error) {
 	ops := make([]string, n)
 	amounts := make([]int64, n)
+	payers := make([]bank.Customer, n)
+	froms, tos := make([]string, n), make([]string, n)
 	for i := range ops {
 		ops[i], amounts[i] = t.Op(), t.Amount(1_000, 50_000)
+		payers[i], froms[i], tos[i] = s.A, s.A.Accounts[0], s.B.Accounts[0]
+		if i%2 == 1 {
+			payers[i], froms[i], tos[i] = s.B, s.B.Accounts[1], s.A.Accounts[1]
+		}
 		s.Books.Expect(ops[i])
 	}
-	from, to := s.A.Accounts[0], s.B.Accounts[0]
 	reqs := make([]Request, n)
 	rs := t.Simultaneously(n, func(i int) Request {
-		reqs[i] = Transfer(s.A, t.Key(), TransferBody(from, to, amounts[i], ops[i]))
+		reqs[i] = Transfer(payers[i], t.Key(), TransferBody(froms[i], tos[i], amounts[i], ops[i]))
 		return reqs[i]
 	})
 	for i, r := range rs {
@@ -103,9 +121,9 @@ func (t *T) paymentsAtOnce(s Scenario, want owed, n int) (first, last string, er
 		if !r.Is(201, "") || resourceID(r) == "" {
 			return "", "", t.Fail(line, r.String(), "201 Created: the transfer executes, whatever the core ledger is doing")
 		}
-		s.Books.Transfer(ops[i], from, to, amounts[i])
+		s.Books.Transfer(ops[i], froms[i], tos[i], amounts[i])
 		id := resourceID(r)
-		want[id] = core.Posting{TransferID: id, From: from, To: to, Amount: amounts[i]}
+		want[id] = core.Posting{TransferID: id, From: froms[i], To: tos[i], Amount: amounts[i]}
 	}
 	return first, last, nil
 }
