@@ -107,6 +107,32 @@ func TestSlowSettingsRereads_HoldsOnlyAReadAfterTheRequestsWrite(t *testing.T) {
 	}
 }
 
+// TestSlowBegins_HoldsOnlyTheArmedBegins: an armed count of
+// transactions wait before they begin (a waiting one gives up with its
+// context), and once the count is spent a transaction begins at once. A
+// fault that held nothing would leave a look in a statement of its own
+// and the transaction that writes after it without a window on SQLite.
+func TestSlowBegins_HoldsOnlyTheArmedBegins(t *testing.T) {
+	var s fault.Store
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.BeforeBegin(gone); err != nil {
+		t.Errorf("a begin with nothing armed: %v; want it at once", err)
+	}
+	s.SlowBegins(2)
+	for i := range 2 {
+		if err := s.BeforeBegin(gone); !errors.Is(err, context.Canceled) {
+			t.Errorf("begin %d while armed: %v; want it held, and given up with its context", i+1, err)
+		}
+	}
+	if n := s.SlowBeginsLeft(); n != 0 {
+		t.Errorf("%d left after two held begins; want 0", n)
+	}
+	if err := s.BeforeBegin(gone); err != nil {
+		t.Errorf("a begin once the count is spent: %v; want it at once", err)
+	}
+}
+
 // TestWritesOutbox_TellsAWriteOfTheOutboxByItsStatement: the statements
 // that insert, update, delete or merge outbox rows, however spelled
 // (quoted, in a schema, with comments), are writes of the outbox; a read

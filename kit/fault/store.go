@@ -48,6 +48,11 @@ const SettingsWriteDelay = 100 * time.Millisecond
 // wait on the core and save over it, with its write held up as well.
 const SettingsRereadDelay = 500 * time.Millisecond
 
+// BeginDelay is how long the slow-begin fault holds up a transaction
+// before it begins: long enough for every clerk released at once to have
+// looked before any of them starts the transaction that writes.
+const BeginDelay = 100 * time.Millisecond
+
 // Store holds the fault switches of one database and what it reports to
 // lab mode, whichever engine the database runs on: each engine's
 // connections call BeforeStatement before a statement, and Committed once a
@@ -76,6 +81,8 @@ type Store struct {
 	slowSettingsRereads Countdown
 	// outboxWriteFailures counts down the outbox INSERTs that fail.
 	outboxWriteFailures Countdown
+	// slowBegins counts down the write transactions held up before they begin.
+	slowBegins Countdown
 }
 
 // SlowSettingsWrites makes the next n statements that write the
@@ -132,6 +139,32 @@ func (s *Store) FailOutboxWrites(n int64) { s.outboxWriteFailures.Arm(n) }
 
 // OutboxWriteFailuresLeft reports how many outbox INSERTs will still fail.
 func (s *Store) OutboxWriteFailuresLeft() int64 { return s.outboxWriteFailures.Left() }
+
+// SlowBegins makes the next n transactions that may write wait
+// BeginDelay before they begin, before any lock is taken: a stage that
+// looks for a row in a statement of its own and writes it later, in a
+// transaction, then has a window other clerks' looks land in, on any
+// engine and wherever the look is (before the core call or after it); a
+// look inside the transaction that writes, on SQLite where that
+// transaction holds the write lock from its BEGIN, or an INSERT a UNIQUE
+// constraint decides, has none.
+func (s *Store) SlowBegins(n int64) { s.slowBegins.Arm(n) }
+
+// SlowBeginsLeft reports how many transactions will still be held up.
+func (s *Store) SlowBeginsLeft() int64 { return s.slowBegins.Left() }
+
+// BeforeBegin runs the fault armed on a transaction that may write,
+// before it begins: it holds the transaction up (see SlowBegins). It
+// returns ctx's error if ctx ends while the transaction waits.
+func (s *Store) BeforeBegin(ctx context.Context) error {
+	if s.slowBegins.Left() <= 0 || !s.slowBegins.Fire() {
+		return nil
+	}
+	if err := Hold(ctx, BeginDelay); err != nil {
+		return fmt.Errorf("slow begin: %w", err)
+	}
+	return nil
+}
 
 // BeforeStatement runs the faults armed on a statement before it runs:
 // it holds up a write of the settings (see SlowSettingsWrites) and a read

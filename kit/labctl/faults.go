@@ -33,10 +33,14 @@ const (
 	// the transaction can still commit on either engine: the transfer
 	// whose row it is must fail with it, or it commits without the row.
 	FailOutboxWrite = "fail-outbox-write"
+	// SlowBegin holds up a transaction that may write, before it begins
+	// (stage 8): a look in a statement of its own and a write in a later
+	// transaction get a window other clerks' looks land in.
+	SlowBegin = "slow-begin"
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin}
 
 // Faults are the armed faults of one lab server. A crash calls Crash, which
 // in a real server ends the process at once, with no cleanup.
@@ -91,6 +95,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.SlowSettingsRereads(count)
 	case FailOutboxWrite:
 		f.db.FailOutboxWrites(count)
+	case SlowBegin:
+		f.db.SlowBegins(count)
 	default:
 		return fmt.Errorf("unknown fault point %q; the points are %v", point, Points)
 	}
@@ -109,6 +115,7 @@ func (f *Faults) Armed() []ArmedFault {
 		SlowSettingsWrite:   f.db.SlowSettingsWritesLeft(),
 		SlowSettingsReread:  f.db.SlowSettingsRereadsLeft(),
 		FailOutboxWrite:     f.db.OutboxWriteFailuresLeft(),
+		SlowBegin:           f.db.SlowBeginsLeft(),
 	}
 	out := []ArmedFault{}
 	for p, n := range counts {

@@ -227,6 +227,44 @@ func TestOutboxWriteFault_OnEitherEngine(t *testing.T) {
 	}
 }
 
+// TestSlowBeginFault_OnEitherEngine catches an engine whose connections
+// skip the slow-begin fault, and one that holds read-only transactions
+// too: the armed write transaction must still be waiting when its context
+// ends, well inside the delay; a read-only one, and a write transaction
+// once the count is spent, must begin.
+func TestSlowBeginFault_OnEitherEngine(t *testing.T) {
+	ctx := context.Background()
+	for engine, db := range engines(t) {
+		db.SlowBegins(1)
+		ro, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatalf("%s: a read-only transaction while armed: %v", engine, err)
+		}
+		if err := ro.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		short, cancel := context.WithTimeout(ctx, fault.BeginDelay/2)
+		tx, err := db.BeginTx(short, nil)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			if err == nil {
+				tx.Rollback()
+			}
+			t.Errorf("%s: a write transaction while armed: err = %v; want it held past its context's end (%v)", engine, err, context.DeadlineExceeded)
+		}
+		if n := db.SlowBeginsLeft(); n != 0 {
+			t.Errorf("%s: %d left after the armed begin; want 0", engine, n)
+		}
+		tx, err = db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatalf("%s: a write transaction once the count is spent: %v", engine, err)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestArmedFaults_CountPreparedStatementsOnceOnEitherEngine catches a
 // connection that runs the faults when a statement is prepared as well
 // as when it runs, or twice at a run: an armed count would be spent by

@@ -85,6 +85,11 @@ func (c *conn) Begin() (driver.Tx, error) {
 // rolls it back if ctx ends before Commit, and a Commit, once sent, is
 // answered.
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if !opts.ReadOnly {
+		if err := c.store.BeforeBegin(ctx); err != nil {
+			return nil, err
+		}
+	}
 	t, err := c.pgx().BeginTx(context.WithoutCancel(ctx), opts)
 	if err != nil {
 		return nil, err

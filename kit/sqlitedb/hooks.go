@@ -242,6 +242,9 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		}
 		c.giveTurn = give
 	} else {
+		if err := c.hooks.BeforeBegin(ctx); err != nil {
+			return nil, err
+		}
 		w, err := c.connector.takeWriter(ctx, true)
 		if err != nil {
 			return nil, err
