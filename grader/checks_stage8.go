@@ -10,7 +10,9 @@ import (
 
 	"idemlab/grader/judging"
 	"idemlab/kit/bank"
+	"idemlab/kit/fault"
 	"idemlab/kit/labclient"
+	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
 	"idemlab/kit/request"
 )
@@ -160,8 +162,13 @@ func checkTwoKeys(t *T) error {
 // checkTwoClerksPay catches a reference looked up before it is inserted,
 // without a UNIQUE constraint to decide: every clerk that looks before the
 // first insert pays. The core's latency holds every clerk between its
-// claim and its business write, so that they reach it together; a few
-// rounds, each a new invoice, give the race more than one chance.
+// claim and its business write, so that a look before the core call
+// happens before any clerk's insert; the slow-begin fault holds every
+// transaction that may write before it begins, so that a look after the
+// core call, in a statement of its own, happens before any clerk's
+// insert too, on SQLite as well, where the clerks leave the core one
+// after the other, as their claims committed. A few rounds, each a new
+// invoice, give the race more than one chance.
 func checkTwoClerksPay(t *T) error {
 	const clerks, rounds, latency = 16, 3, 50 * time.Millisecond
 	s, err := t.Scenario(2, 1_000_000)
@@ -170,6 +177,11 @@ func checkTwoClerksPay(t *T) error {
 	}
 	a, payee, books := s.A, s.B.Accounts[0], s.Books
 	if err := t.Configure(labclient.Config{CoreLatency: latency}); err != nil {
+		return err
+	}
+	// More than every transaction the clerks may begin: a claim, the
+	// payment, a refusal stored, a release, in each round.
+	if err := t.Arm(labctl.SlowBegin, 4*clerks*rounds); err != nil {
 		return err
 	}
 	for round := range rounds {
@@ -181,13 +193,13 @@ func checkTwoClerksPay(t *T) error {
 			reqs[i] = Transfer(a, t.Key(), ReferencedBody(a.Accounts[i%2], payee, amount, op, ref))
 		}
 		answers := t.Simultaneously(clerks, func(i int) Request { return reqs[i] })
-		story := fmt.Sprintf("(core latency %v) %d clerks pay invoice %s at once, each under a key of its own, from either of A's accounts, released together (round %d of %d):\n%s",
-			latency, clerks, ref, round+1, rounds, reqs[0].String())
+		story := fmt.Sprintf("(core latency %v, every transaction held up %v before it begins) %d clerks pay invoice %s at once, each under a key of its own, from either of A's accounts, released together (round %d of %d):\n%s",
+			latency, fault.BeginDelay, clerks, ref, round+1, rounds, reqs[0].String())
 		if err := t.onePaid(story, answers, func(i int) { books.Transfer(op, a.Accounts[i%2], payee, amount) }, books); err != nil {
 			return err
 		}
 	}
-	return nil
+	return t.Arm(labctl.SlowBegin, 0)
 }
 
 // onePaid judges the answers of clerks who paid one invoice at once:
