@@ -827,10 +827,12 @@ func checkBacklog(t *T) error {
 	}
 	story = []string{fmt.Sprintf("the core ledger is down for %d transfers (%s … %s); then it comes back, holding each request until the check lets it go", backlogTransfers, story[0], story[len(story)-1])}
 	faults := &t.Core().Faults
+	// The count is read before the hold: a pass that comes between the
+	// two is held, and counts as one the check waits for.
+	arrived, posted, load := faults.Held(), 0, backlogTransfers
 	faults.Hold()
 	defer faults.Release()
 	up()
-	arrived, posted, load := faults.Held(), 0, backlogTransfers
 	for round := 1; ; round++ {
 		waits, err := t.relayWaits(faults, arrived)
 		if err != nil {

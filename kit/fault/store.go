@@ -98,12 +98,13 @@ func (s *Store) SlowSettingsWrites(n int64) { s.slowSettingsWrites.Arm(n) }
 func (s *Store) SlowSettingsWritesLeft() int64 { return s.slowSettingsWrites.Left() }
 
 // SlowSettingsRereads makes the next n statements that read the
-// account_settings table in a request that has already written it, while
-// the fault was armed (see WithRequest), wait SettingsRereadDelay before
-// they run. A stage that
-// answers a save with what a read after its write finds then answers
-// another clerk's save, which landed in between; one that answers what
-// its write made is not held up at all.
+// account_settings table in a request that has already sent a write of
+// it (an UPDATE or INSERT that names the table, whatever rows it
+// matched) while the fault was armed (see WithRequest), wait
+// SettingsRereadDelay before they run. A stage that answers a save with
+// what a read after its write finds then answers another clerk's save,
+// which landed in between; one that answers what its write made is not
+// held up at all.
 func (s *Store) SlowSettingsRereads(n int64) { s.slowSettingsRereads.Arm(n) }
 
 // SlowSettingsRereadsLeft reports how many reads of the settings after a

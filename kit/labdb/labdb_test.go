@@ -265,6 +265,45 @@ func TestSlowBeginFault_OnEitherEngine(t *testing.T) {
 	}
 }
 
+// TestSlowSettingsRereadFault_OnEitherEngine: each engine's connection
+// hands a statement's context to the faults, so that a read of the
+// settings after a write of them in one request (fault.WithRequest) is
+// held up while armed, and the read before the write is not.
+func TestSlowSettingsRereadFault_OnEitherEngine(t *testing.T) {
+	for engine, db := range engines(t) {
+		ctx := fault.WithRequest(context.Background())
+		if err := labdb.CreateTable(ctx, db.DB, `CREATE TABLE IF NOT EXISTS account_settings (account_id TEXT PRIMARY KEY, version INTEGER NOT NULL)`); err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO account_settings (account_id, version) VALUES ('acc', 1)`); err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		db.SlowSettingsRereads(1)
+		read := func(ctx context.Context) error {
+			var v int
+			return db.QueryRowContext(ctx, `SELECT version FROM account_settings WHERE account_id = 'acc'`).Scan(&v)
+		}
+		if err := read(ctx); err != nil {
+			t.Errorf("%s: a read before the request's write, armed: %v; want it at once", engine, err)
+		}
+		if _, err := db.ExecContext(ctx, `UPDATE account_settings SET version = version + 1 WHERE account_id = 'acc'`); err != nil {
+			t.Fatalf("%s: the request's write: %v", engine, err)
+		}
+		short, cancel := context.WithTimeout(ctx, fault.SettingsRereadDelay/5)
+		err := read(short)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: a read after the request's write, armed: err = %v; want it held past its context's end (%v)", engine, err, context.DeadlineExceeded)
+		}
+		if n := db.SlowSettingsRereadsLeft(); n != 0 {
+			t.Errorf("%s: %d left after the held read; want 0", engine, n)
+		}
+		if err := read(ctx); err != nil {
+			t.Errorf("%s: a read once the count is spent: %v", engine, err)
+		}
+	}
+}
+
 // TestArmedFaults_CountPreparedStatementsOnceOnEitherEngine catches a
 // connection that runs the faults when a statement is prepared as well
 // as when it runs, or twice at a run: an armed count would be spent by

@@ -87,9 +87,15 @@ func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &record{}
-		// The database notes in the context what the request's statements
-		// did, for the faults that hold up a statement after another.
-		ctx, execs := bank.WithExecutionLog(fault.WithRequest(context.WithValue(r.Context(), recordKey{}, rec)))
+		ctx := context.WithValue(r.Context(), recordKey{}, rec)
+		if s.db.SlowSettingsRereadsLeft() > 0 {
+			// The database notes in the context what the request's
+			// statements did, for the fault that holds up a read after
+			// a write; only while it is armed, as it is before its
+			// check's clerks save.
+			ctx = fault.WithRequest(ctx)
+		}
+		ctx, execs := bank.WithExecutionLog(ctx)
 		body := &captureReader{r: r.Body}
 		r.Body = body
 		buf := &bufferedWriter{header: http.Header{}, status: http.StatusOK}
