@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"idemlab/kit/fault"
 )
@@ -130,6 +131,28 @@ func TestSlowBegins_HoldsOnlyTheArmedBegins(t *testing.T) {
 	}
 	if err := s.BeforeBegin(gone); err != nil {
 		t.Errorf("a begin once the count is spent: %v; want it at once", err)
+	}
+}
+
+// TestSlowCommits_HoldOnlyTransactionsThatMovedMoney: an armed count is
+// spent only by the commits of transactions that carried a business
+// write, each held CommitDelay; a commit of any other transaction, and
+// one once the count is spent, goes at once. A fault that held every
+// commit would hold up the claims and the refusals too.
+func TestSlowCommits_HoldOnlyTransactionsThatMovedMoney(t *testing.T) {
+	var s fault.Store
+	s.SlowCommits(1)
+	s.BeforeCommit(false)
+	if n := s.SlowCommitsLeft(); n != 1 {
+		t.Fatalf("%d left after a commit that moved no money; want 1", n)
+	}
+	start := time.Now()
+	s.BeforeCommit(true)
+	if held := time.Since(start); held < fault.CommitDelay {
+		t.Errorf("the armed commit was held %v; want at least %v", held, fault.CommitDelay)
+	}
+	if n := s.SlowCommitsLeft(); n != 0 {
+		t.Errorf("%d left after the armed commit; want 0", n)
 	}
 }
 

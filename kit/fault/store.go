@@ -53,6 +53,12 @@ const SettingsRereadDelay = 500 * time.Millisecond
 // looked before any of them starts the transaction that writes.
 const BeginDelay = 100 * time.Millisecond
 
+// CommitDelay is how long the slow-commit fault holds up a transaction
+// that moved money before its COMMIT: long enough for the clerks released
+// at once whose transactions take no lock in common to have looked before
+// any of them commits.
+const CommitDelay = 100 * time.Millisecond
+
 // Store holds the fault switches of one database and what it reports to
 // lab mode, whichever engine the database runs on: each engine's
 // connections call BeforeStatement before a statement, and Committed once a
@@ -83,6 +89,9 @@ type Store struct {
 	outboxWriteFailures Countdown
 	// slowBegins counts down the write transactions held up before they begin.
 	slowBegins Countdown
+	// slowCommits counts down the transactions that moved money held up
+	// before they commit.
+	slowCommits Countdown
 }
 
 // SlowSettingsWrites makes the next n statements that write the
@@ -153,6 +162,32 @@ func (s *Store) SlowBegins(n int64) { s.slowBegins.Arm(n) }
 
 // SlowBeginsLeft reports how many transactions will still be held up.
 func (s *Store) SlowBeginsLeft() int64 { return s.slowBegins.Left() }
+
+// SlowCommits makes the next n transactions that carried a business
+// write (see MarkBusinessWrite) wait CommitDelay before their COMMIT,
+// holding every lock they took: on PostgreSQL, at READ COMMITTED, a stage
+// that looks for a row in the transaction that moves the money and
+// inserts it if it is not there then lets every clerk whose transaction
+// shares no locked row with the first (another account, another op) look
+// before the first commits; an INSERT a UNIQUE constraint decides waits
+// for the first to commit, and fails. On SQLite the transaction holds the
+// write lock from its BEGIN, and the others simply wait.
+func (s *Store) SlowCommits(n int64) { s.slowCommits.Arm(n) }
+
+// SlowCommitsLeft reports how many transactions that moved money will
+// still be held up before they commit.
+func (s *Store) SlowCommitsLeft() int64 { return s.slowCommits.Left() }
+
+// BeforeCommit runs the fault armed on a transaction's COMMIT: it holds
+// up one that carried a business write (see SlowCommits). A COMMIT takes
+// no context, and once the caller has asked for it the answer must come,
+// so the wait does not end early.
+func (s *Store) BeforeCommit(business bool) {
+	if !business || s.slowCommits.Left() <= 0 || !s.slowCommits.Fire() {
+		return
+	}
+	Hold(context.Background(), CommitDelay)
+}
 
 // BeforeBegin runs the fault armed on a transaction that may write,
 // before it begins: it holds the transaction up (see SlowBegins). It

@@ -37,10 +37,14 @@ const (
 	// (stage 8): a look in a statement of its own and a write in a later
 	// transaction get a window other clerks' looks land in.
 	SlowBegin = "slow-begin"
+	// SlowCommit holds up a transaction that moved money, before its
+	// COMMIT (stage 8): on PostgreSQL, clerks whose transactions lock no
+	// row in common look before any of them commits.
+	SlowCommit = "slow-commit"
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit}
 
 // Faults are the armed faults of one lab server. A crash calls Crash, which
 // in a real server ends the process at once, with no cleanup.
@@ -97,6 +101,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.FailOutboxWrites(count)
 	case SlowBegin:
 		f.db.SlowBegins(count)
+	case SlowCommit:
+		f.db.SlowCommits(count)
 	default:
 		return fmt.Errorf("unknown fault point %q; the points are %v", point, Points)
 	}
@@ -116,6 +122,7 @@ func (f *Faults) Armed() []ArmedFault {
 		SlowSettingsReread:  f.db.SlowSettingsRereadsLeft(),
 		FailOutboxWrite:     f.db.OutboxWriteFailuresLeft(),
 		SlowBegin:           f.db.SlowBeginsLeft(),
+		SlowCommit:          f.db.SlowCommitsLeft(),
 	}
 	out := []ArmedFault{}
 	for p, n := range counts {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"idemlab/kit/fault"
 	"idemlab/kit/labdb"
@@ -300,6 +301,45 @@ func TestSlowSettingsRereadFault_OnEitherEngine(t *testing.T) {
 		}
 		if err := read(ctx); err != nil {
 			t.Errorf("%s: a read once the count is spent: %v", engine, err)
+		}
+	}
+}
+
+// TestSlowCommitFault_OnEitherEngine catches an engine whose connections
+// skip the slow-commit fault, and one that holds a transaction that moved
+// no money: the armed count must be spent by the commit of a transaction
+// with a business write, held at least CommitDelay, and by nothing before.
+func TestSlowCommitFault_OnEitherEngine(t *testing.T) {
+	ctx := context.Background()
+	for engine, db := range engines(t) {
+		db.SlowCommits(1)
+		commit := func(key string, business bool) time.Duration {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := ctx
+			if business {
+				w = fault.MarkBusinessWrite(ctx)
+			}
+			if _, err := tx.ExecContext(w, `INSERT INTO idempotency_keys (key) VALUES (?)`, key); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			return time.Since(start)
+		}
+		commit("slow-commit-1", false)
+		if n := db.SlowCommitsLeft(); n != 1 {
+			t.Errorf("%s: %d left after a commit that moved no money; want 1", engine, n)
+		}
+		if held := commit("slow-commit-2", true); held < fault.CommitDelay {
+			t.Errorf("%s: the armed commit was held %v; want at least %v", engine, held, fault.CommitDelay)
+		}
+		if n := db.SlowCommitsLeft(); n != 0 {
+			t.Errorf("%s: %d left after the armed commit; want 0", engine, n)
 		}
 	}
 }

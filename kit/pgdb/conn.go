@@ -204,6 +204,7 @@ type tx struct {
 
 func (t *tx) Commit() error {
 	business, outbox := t.conn.business, t.conn.outbox
+	t.conn.store.BeforeCommit(business)
 	t.conn.inTx, t.conn.business, t.conn.outbox = false, false, false
 	if err := t.inner.Commit(); err != nil {
 		return err

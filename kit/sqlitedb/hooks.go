@@ -470,6 +470,7 @@ type tx struct {
 }
 
 func (t *tx) Commit() error {
+	t.conn.hooks.BeforeCommit(t.conn.business)
 	if t.group != nil {
 		return t.commitMember()
 	}
