@@ -167,15 +167,25 @@ func checkTwoKeys(t *T) error {
 // transaction that may write before it begins, so that a look after the
 // core call, in a statement of its own, happens before any clerk's
 // insert too, on SQLite as well, where the clerks leave the core one
-// after the other, as their claims committed. A few rounds, each a new
-// invoice, give the race more than one chance.
+// after the other, as their claims committed. The clerks sit at two
+// desks that pay from two different accounts of A to two different
+// accounts of B, each under an op of its own: on PostgreSQL the clerks of
+// one desk queue behind each other's locks on their accounts (and on
+// their op's execution count), but the two desks share no row, and the
+// slow-commit fault holds each desk's first transfer before its COMMIT,
+// so that a look in the transaction that moved the money finds neither.
+// A few rounds, each a new invoice, give the race more than one chance:
+// on PostgreSQL the first round's clerks also wait for the server's pool
+// to open their connections, one backend after another, which can set a
+// clerk on an open connection more than the fault's delay ahead of the
+// other desk; the later rounds find the connections open.
 func checkTwoClerksPay(t *T) error {
-	const clerks, rounds, latency = 16, 3, 50 * time.Millisecond
+	const clerks, desks, rounds, latency = 16, 2, 3, 50 * time.Millisecond
 	s, err := t.Scenario(2, 1_000_000)
 	if err != nil {
 		return err
 	}
-	a, payee, books := s.A, s.B.Accounts[0], s.Books
+	a, b, books := s.A, s.B, s.Books
 	if err := t.Configure(labclient.Config{CoreLatency: latency}); err != nil {
 		return err
 	}
@@ -185,19 +195,31 @@ func checkTwoClerksPay(t *T) error {
 		return err
 	}
 	for round := range rounds {
-		amount, op, ref := t.Amount(1_000, 20_000), t.Op(), t.reference()
-		books.Expect(op)
-		reqs := make([]Request, clerks)
-		for i := range reqs {
-			// The clerks pay from either of the company's accounts.
-			reqs[i] = Transfer(a, t.Key(), ReferencedBody(a.Accounts[i%2], payee, amount, op, ref))
-		}
-		answers := t.Simultaneously(clerks, func(i int) Request { return reqs[i] })
-		story := fmt.Sprintf("(core latency %v, every transaction held up %v before it begins) %d clerks pay invoice %s at once, each under a key of its own, from either of A's accounts, released together (round %d of %d):\n%s",
-			latency, fault.BeginDelay, clerks, ref, round+1, rounds, reqs[0].String())
-		if err := t.onePaid(story, answers, func(i int) { books.Transfer(op, a.Accounts[i%2], payee, amount) }, books); err != nil {
+		// The first transfer of each desk to come to its COMMIT.
+		if err := t.Arm(labctl.SlowCommit, desks); err != nil {
 			return err
 		}
+		amount, ref := t.Amount(1_000, 20_000), t.reference()
+		var ops [desks]string
+		for d := range ops {
+			ops[d] = t.Op()
+			books.Expect(ops[d])
+		}
+		reqs := make([]Request, clerks)
+		for i := range reqs {
+			d := i % desks
+			reqs[i] = Transfer(a, t.Key(), ReferencedBody(a.Accounts[d], b.Accounts[d], amount, ops[d], ref))
+		}
+		answers := t.Simultaneously(clerks, func(i int) Request { return reqs[i] })
+		story := fmt.Sprintf("(core latency %v, every transaction held up %v before it begins, each desk's first transfer %v before it commits) %d clerks pay invoice %s at once, each under a key of its own, at %d desks: desk 1 from %s to %s, desk 2 from %s to %s, released together (round %d of %d):\n%s",
+			latency, fault.BeginDelay, fault.CommitDelay, clerks, ref, desks, a.Accounts[0], b.Accounts[0], a.Accounts[1], b.Accounts[1], round+1, rounds, reqs[0].String())
+		book := func(i int) { books.Transfer(ops[i%desks], a.Accounts[i%desks], b.Accounts[i%desks], amount) }
+		if err := t.onePaid(story, answers, book, books); err != nil {
+			return err
+		}
+	}
+	if err := t.Arm(labctl.SlowCommit, 0); err != nil {
+		return err
 	}
 	return t.Arm(labctl.SlowBegin, 0)
 }
