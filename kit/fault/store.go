@@ -49,8 +49,9 @@ const SettingsWriteDelay = 100 * time.Millisecond
 const SettingsRereadDelay = 500 * time.Millisecond
 
 // BeginDelay is how long the slow-begin fault holds up a transaction
-// before it begins: long enough for every clerk released at once to have
-// looked before any of them starts the transaction that writes.
+// before it begins: clerks that leave the core within it of each other
+// have all looked before the first of them starts the transaction that
+// writes.
 const BeginDelay = 100 * time.Millisecond
 
 // CommitDelay is how long the slow-commit fault holds up a transaction
