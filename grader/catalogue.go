@@ -475,8 +475,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.commit-order", Stage: 9, Lesson: lesson9 + "#the-relay",
-		Claim: "transfers made 16 at a time by two customers paying each other from accounts that share no row, while the core ledger is up and the relay runs, each reach it exactly once",
-		Why:   "transfers that run side by side commit their outbox rows in an order of their own, not that of their ids (on PostgreSQL): a relay that reads only the rows after the last one it settled never reads a row that committed after it had passed that row's id, and the core never hears of that transfer",
+		Claim: "transfers made 16 at a time by two customers paying each other from accounts that share no row, while the core ledger is up and the relay runs and the commit of one transfer of each round is held 100 ms behind the others, each reach it exactly once",
+		Why:   "transfers that run side by side commit their outbox rows in an order of their own, not that of their ids (on PostgreSQL): a relay that reads only the rows after the last one it settled never reads a row that committed after it had passed that row's id, and the core never hears of that transfer; the held commit makes that happen in every round, not by chance",
 		Run:   checkCommitOrder,
 	},
 	{
