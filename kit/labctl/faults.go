@@ -38,8 +38,9 @@ const (
 	// transaction get a window other clerks' looks land in.
 	SlowBegin = "slow-begin"
 	// SlowCommit holds up a transaction that moved money, before its
-	// COMMIT (stage 8): on PostgreSQL, clerks whose transactions lock no
-	// row in common look before any of them commits.
+	// COMMIT (stages 8 and 9): on PostgreSQL, clerks whose transactions
+	// lock no row in common look before any of them commits, and
+	// transfers beside it commit outbox rows with later ids first.
 	SlowCommit = "slow-commit"
 )
 
