@@ -286,7 +286,7 @@ var catalogue = []Check{
 	{
 		ID: "S7.many-clerks", Stage: 7, Lesson: lesson7 + "#many-clerks-at-once",
 		Claim: "clerks that each raise the daily limit from the copy they read, at once, while the core is slow, every settings write is held up and so is a read of the settings after a save's write, re-reading after each 412, end with every raise counted: each successful PUT replaced the version it was based on and answered the ETag of the one it made",
-		Why:   "two saves based on one version can both succeed only if one overwrote the other, and then a raise, or a cut, that its clerk was told was saved is gone",
+		Why:   "two saves based on one version can both succeed only if one overwrote the other, and then a raise, or a cut, that its clerk was told was saved is gone; a save answered another clerk's ETag holds its own settings under that version, and its next save from them puts back what the other changed",
 		Run:   checkManyClerks,
 	},
 	{
@@ -334,7 +334,7 @@ var catalogue = []Check{
 	{
 		ID: "S7.settings-contract", Stage: 7, Lesson: lesson7 + "#the-contract",
 		Claim: "the settings are the owner's only (401 without a token, 403 for another customer's account, 404 for none, whatever If-Match says or lacks), a PUT writes the account in its path and no other (another account saved as often, the customer's or another customer's, stays as it was, also after a PUT from a list), and an invalid PUT body is 400 invalid-request: nothing changes",
-		Why:   "settings that another customer can read or change, a 412 that tells a stranger its ETag is not the current version (and a 403 that it is), a save that also rewrites every other account at its version, or a limit of -1 or of a string that is saved, guard no money",
+		Why:   "settings that another customer can read or change, a 428 or 412 to a stranger, who may not change the settings whatever If-Match says (a 412 tells it its ETag is not the current version, a 403 that it is), a save that also rewrites every other account at its version, or a limit of -1 or of a string that is saved, guard no money",
 		Run:   checkSettingsContract,
 	},
 	{

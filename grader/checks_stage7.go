@@ -321,16 +321,27 @@ func checkManyClerks(t *T) error {
 	// The successes chain: each answered an ETag of its own, the last of
 	// them what GET shows, and each was based on the start or on another's
 	// answer, as a GET showed it.
-	made := map[string]bool{}
+	made := map[string]int{}
+	var answered []string
 	for _, w := range wins {
-		made[w.made] = true
+		made[w.made]++
+		answered = append(answered, w.made)
 	}
-	if len(made) != len(wins) || !made[final.ETag] {
-		return t.Fail(story, got+fmt.Sprintf("\n%d successful PUTs answered %d different ETags", len(wins), len(made)),
-			"each successful PUT answers the ETag of the version it made: one ETag each, the last of them what GET shows")
+	if len(made) != len(wins) || made[final.ETag] == 0 {
+		got += fmt.Sprintf("\n%d successful PUTs answered %d different ETags: %s", len(wins), len(made), strings.Join(answered, ", "))
+		for _, etag := range sortedKeys(made) {
+			if made[etag] > 1 {
+				got += fmt.Sprintf("\n%d clerks were answered %s: at most one of them made that version", made[etag], etag)
+			}
+		}
+		if made[final.ETag] == 0 {
+			got += "\nno clerk was answered " + final.ETag + ", the version GET shows"
+		}
+		return t.Fail(story, got,
+			"each successful PUT answers the ETag of the version its own write made, not of whatever a read after it finds (see \"Which ETag does the answer carry?\" in the lesson): one ETag each, the last of them what GET shows")
 	}
 	for _, w := range wins {
-		if w.based != start.ETag && !made[w.based] {
+		if w.based != start.ETag && made[w.based] == 0 {
 			return t.Fail(story, got+"\na PUT based on "+w.based+", as a GET showed it, succeeded: no successful PUT was answered that ETag, so the save that made it was answered another",
 				"every ETag a clerk is answered names the version its save made, the one the next GET shows")
 		}

@@ -334,7 +334,7 @@ func checkSettingsContract(t *T) error {
 	if err != nil {
 		return err
 	}
-	story := "GET " + settingsPath(acc) + "  →  " + start.String()
+	story := "the owner: GET " + settingsPath(acc) + "  →  " + start.String()
 	long := strings.Repeat("가", bank.MaxNickname+1)
 	type probe struct {
 		req            Request
