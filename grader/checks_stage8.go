@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -211,10 +213,11 @@ func checkTwoClerksPay(t *T) error {
 			reqs[i] = Transfer(a, t.Key(), ReferencedBody(a.Accounts[d], b.Accounts[d], amount, ops[d], ref))
 		}
 		answers := t.Simultaneously(clerks, func(i int) Request { return reqs[i] })
-		story := fmt.Sprintf("(core latency %v, every transaction held up %v before it begins, each desk's first transfer %v before it commits) %d clerks pay invoice %s at once, each under a key of its own, at %d desks: desk 1 from %s to %s, desk 2 from %s to %s, released together (round %d of %d):\n%s",
-			latency, fault.BeginDelay, fault.CommitDelay, clerks, ref, desks, a.Accounts[0], b.Accounts[0], a.Accounts[1], b.Accounts[1], round+1, rounds, reqs[0].String())
+		story := fmt.Sprintf("(core latency %v, every transaction held up %v before it begins, each desk's first transfer %v before it commits) %d clerks pay invoice %s at once, each under a key of its own, at %d desks: desk 1 (clerks 1, 3, 5, …, op %s) from %s to %s, desk 2 (clerks 2, 4, 6, …, op %s) from %s to %s, released together (round %d of %d):\n%s",
+			latency, fault.BeginDelay, fault.CommitDelay, clerks, ref, desks, ops[0], a.Accounts[0], b.Accounts[0], ops[1], a.Accounts[1], b.Accounts[1], round+1, rounds, reqs[0].String())
 		book := func(i int) { books.Transfer(ops[i%desks], a.Accounts[i%desks], b.Accounts[i%desks], amount) }
-		if err := t.onePaid(story, answers, book, books); err != nil {
+		op := func(i int) string { return ops[i%desks] }
+		if err := t.onePaid(story, answers, book, op, books); err != nil {
 			return err
 		}
 	}
@@ -225,24 +228,48 @@ func checkTwoClerksPay(t *T) error {
 }
 
 // onePaid judges the answers of clerks who paid one invoice at once:
-// exactly one 201, booked with book(i) for the clerk i who got it, and
-// 409 duplicate-reference with its Location to every other clerk. The
-// books are reconciled first.
-func (t *T) onePaid(story string, answers []Response, book func(i int), books *judging.Books) error {
+// exactly one 201, and 409 duplicate-reference with its Location to every
+// other clerk. The books are reconciled first, each clerk told 201 booked
+// with book(i): money that moved for a clerk told 409 is money moved
+// though refused. Then more than one 201 is the invoice paid more than
+// once, a double whichever ops the clerks sent.
+func (t *T) onePaid(story string, answers []Response, book func(i int), ops func(i int) string, books *judging.Books) error {
 	got := Summarize(answers)
 	var paid []int
 	for i, r := range answers {
 		if r.Is(http.StatusCreated, "") && resourceID(r) != "" {
 			paid = append(paid, i)
+			book(i)
 		}
-	}
-	if len(paid) > 0 {
-		book(paid[0])
 	}
 	if err := t.Reconcile(story, got, books); err != nil {
 		return err
 	}
-	if len(paid) != 1 {
+	if len(paid) > 1 {
+		var excess []string
+		clerks, transfers := map[string][]string{}, map[string][]string{}
+		for _, i := range paid {
+			op := ops(i)
+			if !slices.Contains(excess, op) {
+				excess = append(excess, op)
+			}
+			clerks[op] = append(clerks[op], strconv.Itoa(i+1))
+			transfers[op] = append(transfers[op], resourceID(answers[i]))
+		}
+		got += fmt.Sprintf("\nthe invoice was paid %d times, each clerk who paid told 201:", len(paid))
+		for _, op := range excess {
+			who := "clerk "
+			if len(clerks[op]) > 1 {
+				who = "clerks "
+			}
+			got += fmt.Sprintf("\nop %s, %s%s: %s", op, who, strings.Join(clerks[op], ", "), strings.Join(transfers[op], ", "))
+		}
+		err := t.Harmful(judging.Double, story, got,
+			"exactly one 201 Created: one invoice, one transfer; 409 "+pDuplicateReference+" to every other clerk")
+		err.(*judging.Failure).Excess = excess
+		return err
+	}
+	if len(paid) == 0 {
 		return t.Fail(story, got, "exactly one 201 Created: one invoice, one transfer")
 	}
 	want := "/transfers/" + resourceID(answers[paid[0]])
