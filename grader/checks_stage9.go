@@ -852,7 +852,7 @@ func checkBacklog(t *T) error {
 		if len(ps) >= backlogTransfers {
 			story = append(story, loaded(len(want)))
 			return t.Fail(strings.Join(story, "\n"),
-				fmt.Sprintf("%d postings in the core ledger, as many as the backlog held rows, and the oldest transfer of the backlog (%s) not among them: the relay sent newer rows first", len(ps), oldest),
+				fmt.Sprintf("%d postings in the core ledger, at least as many as the backlog's %d rows, and the oldest transfer of the backlog (%s, the first above) not among them: the relay sent newer rows first", len(ps), backlogTransfers, oldest),
 				"the backlog posted before the transfers made after it: a relay that reads the newest rows first leaves the oldest owed for as long as new transfers keep coming")
 		}
 		if round > 1 {
