@@ -174,8 +174,10 @@ func checkTwoKeys(t *T) error {
 // accounts of B, each under an op of its own: on PostgreSQL the clerks of
 // one desk queue behind each other's locks on their accounts (and on
 // their op's execution count), but the two desks share no row, and the
-// slow-commit fault holds each desk's first transfer before its COMMIT,
-// so that a look in the transaction that moved the money finds neither.
+// slow-commit fault holds the first two transfers to reach their COMMIT
+// (on PostgreSQL one from each desk, whose clerks queue on the desk's
+// rows), so that a look in the transaction that moved the money finds
+// neither.
 // A few rounds, each a new invoice, give the race more than one chance:
 // on PostgreSQL the first round's clerks also wait for the server's pool
 // to open their connections, one backend after another, which can set a
@@ -197,7 +199,8 @@ func checkTwoClerksPay(t *T) error {
 		return err
 	}
 	for round := range rounds {
-		// The first transfer of each desk to come to its COMMIT.
+		// The first two transfers to come to their COMMIT: on PostgreSQL
+		// one from each desk (a right server commits one a round).
 		if err := t.Arm(labctl.SlowCommit, desks); err != nil {
 			return err
 		}
@@ -213,7 +216,7 @@ func checkTwoClerksPay(t *T) error {
 			reqs[i] = Transfer(a, t.Key(), ReferencedBody(a.Accounts[d], b.Accounts[d], amount, ops[d], ref))
 		}
 		answers := t.Simultaneously(clerks, func(i int) Request { return reqs[i] })
-		story := fmt.Sprintf("(core latency %v, every transaction held up %v before it begins, each desk's first transfer %v before it commits) %d clerks pay invoice %s at once, each under a key of its own, at %d desks: desk 1 (clerks 1, 3, 5, …, op %s) from %s to %s, desk 2 (clerks 2, 4, 6, …, op %s) from %s to %s, released together (round %d of %d):\n%s",
+		story := fmt.Sprintf("(core latency %v, every transaction held up %v before it begins, the first two transfers to reach their COMMIT %v before it) %d clerks pay invoice %s at once, each under a key of its own, at %d desks: desk 1 (clerks 1, 3, 5, …, op %s) from %s to %s, desk 2 (clerks 2, 4, 6, …, op %s) from %s to %s, released together (round %d of %d):\n%s",
 			latency, fault.BeginDelay, fault.CommitDelay, clerks, ref, desks, ops[0], a.Accounts[0], b.Accounts[0], ops[1], a.Accounts[1], b.Accounts[1], round+1, rounds, reqs[0].String())
 		book := func(i int) { books.Transfer(ops[i%desks], a.Accounts[i%desks], b.Accounts[i%desks], amount) }
 		op := func(i int) string { return ops[i%desks] }
