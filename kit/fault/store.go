@@ -62,8 +62,9 @@ const CommitDelay = 100 * time.Millisecond
 
 // Store holds the fault switches of one database and what it reports to
 // lab mode, whichever engine the database runs on: each engine's
-// connections call BeforeStatement before a statement, and Committed once a
-// transaction (or a statement outside one) has committed. The zero value
+// connections call BeforeBegin before a transaction that may write begins,
+// BeforeStatement before a statement, BeforeCommit before a COMMIT, and
+// Committed once a transaction (or a statement outside one) has committed. The zero value
 // injects nothing and reports to no one.
 type Store struct {
 	// afterBusinessCommit, when set, runs right after a transaction that
@@ -110,7 +111,8 @@ func (s *Store) SlowSettingsWritesLeft() int64 { return s.slowSettingsWrites.Lef
 // SlowSettingsRereads makes the next n statements that read the
 // account_settings table in a request that has already sent a write of
 // it (an UPDATE or INSERT that names the table, whatever rows it
-// matched) while the fault was armed (see WithRequest), wait
+// matched), in a request begun while the fault was armed (the server
+// notes a request's statements only then: see WithRequest), wait
 // SettingsRereadDelay before they run. A stage that answers a save with
 // what a read after its write finds then answers another clerk's save,
 // which landed in between; one that answers what its write made is not
