@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"idemlab/kit/fault"
@@ -136,24 +137,44 @@ func TestSlowBegins_HoldsOnlyTheArmedBegins(t *testing.T) {
 
 // TestSlowCommits_HoldOnlyTransactionsThatMovedMoney: an armed count is
 // spent only by the commits of transactions that carried a business
-// write, each held CommitDelay; a commit of any other transaction, and
-// one once the count is spent, goes at once. A fault that held every
-// commit would hold up the claims and the refusals too.
+// write, each held CommitDelay; a commit of any other transaction, one
+// once the count is spent, and one once the fault is disarmed, goes at
+// once. A fault that held every commit would hold up the claims and the
+// refusals too; one that held a transaction that moved money whether or
+// not a firing was left would hold every one of them for ever after. The
+// commits are held on a synctest bubble's clock, which moves only while
+// everything in the bubble waits: a hold moves it by CommitDelay exactly,
+// a commit let through at once not at all, however busy the machine.
 func TestSlowCommits_HoldOnlyTransactionsThatMovedMoney(t *testing.T) {
-	var s fault.Store
-	s.SlowCommits(1)
-	s.BeforeCommit(false)
-	if n := s.SlowCommitsLeft(); n != 1 {
-		t.Fatalf("%d left after a commit that moved no money; want 1", n)
-	}
-	start := time.Now()
-	s.BeforeCommit(true)
-	if held := time.Since(start); held < fault.CommitDelay {
-		t.Errorf("the armed commit was held %v; want at least %v", held, fault.CommitDelay)
-	}
-	if n := s.SlowCommitsLeft(); n != 0 {
-		t.Errorf("%d left after the armed commit; want 0", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var s fault.Store
+		held := func(business bool) time.Duration {
+			start := time.Now()
+			s.BeforeCommit(business)
+			return time.Since(start)
+		}
+		s.SlowCommits(1)
+		if d := held(false); d != 0 {
+			t.Errorf("a commit that moved no money, armed, was held %v; want it at once", d)
+		}
+		if n := s.SlowCommitsLeft(); n != 1 {
+			t.Fatalf("%d left after a commit that moved no money; want 1", n)
+		}
+		if d := held(true); d != fault.CommitDelay {
+			t.Errorf("the armed commit was held %v; want %v", d, fault.CommitDelay)
+		}
+		if n := s.SlowCommitsLeft(); n != 0 {
+			t.Errorf("%d left after the armed commit; want 0", n)
+		}
+		if d := held(true); d != 0 {
+			t.Errorf("a commit that moved money once the count is spent was held %v; want it at once", d)
+		}
+		s.SlowCommits(1)
+		s.SlowCommits(0)
+		if d := held(true); d != 0 {
+			t.Errorf("a commit that moved money once the fault is disarmed (SlowCommits(0)) was held %v; want it at once", d)
+		}
+	})
 }
 
 // TestWritesOutbox_TellsAWriteOfTheOutboxByItsStatement: the statements

@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"idemlab/kit/fault"
@@ -24,8 +26,22 @@ const keySchema = `CREATE TABLE IF NOT EXISTS idempotency_keys (
 // (make test-pg starts one).
 func engines(t *testing.T) map[labdb.Engine]*labdb.DB {
 	t.Helper()
+	return openEngines(t, ":memory:")
+}
+
+// fileEngines is engines with SQLite on a file, in WAL mode: a reader
+// never waits for the writer there, and sees only what is committed.
+func fileEngines(t *testing.T) map[labdb.Engine]*labdb.DB {
+	t.Helper()
+	return openEngines(t, filepath.Join(t.TempDir(), "lab.db"))
+}
+
+// openEngines opens a database of its own on each engine there is: SQLite
+// at lite always, PostgreSQL when IDEMLAB_DATABASE_URL names a cluster.
+func openEngines(t *testing.T, lite string) map[labdb.Engine]*labdb.DB {
+	t.Helper()
 	out := map[labdb.Engine]*labdb.DB{}
-	targets := []string{":memory:"}
+	targets := []string{lite}
 	if target := labdb.TestTarget(); target != ":memory:" {
 		targets = append(targets, target)
 	} else {
@@ -306,42 +322,132 @@ func TestSlowSettingsRereadFault_OnEitherEngine(t *testing.T) {
 }
 
 // TestSlowCommitFault_OnEitherEngine catches an engine whose connections
-// skip the slow-commit fault, and one that holds a transaction that moved
-// no money: the armed count must be spent by the commit of a transaction
-// with a business write, held at least CommitDelay, and by nothing before.
+// skip the slow-commit fault, one that holds a transaction that moved no
+// money, and a fault that holds one that moved money with no firing left:
+// the armed count must be spent by the commit of a transaction with a
+// business write, held CommitDelay, and by nothing before; once it is
+// spent, or the fault disarmed, such a commit goes at once. Each COMMIT
+// runs in a synctest bubble (see commitInBubble).
 func TestSlowCommitFault_OnEitherEngine(t *testing.T) {
-	ctx := context.Background()
 	for engine, db := range engines(t) {
 		db.SlowCommits(1)
-		commit := func(key string, business bool) time.Duration {
-			tx, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w := ctx
-			if business {
-				w = fault.MarkBusinessWrite(ctx)
-			}
-			if _, err := tx.ExecContext(w, `INSERT INTO idempotency_keys (key) VALUES (?)`, key); err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
-			return time.Since(start)
+		if d := commitInBubble(t, begin(t, db, "slow-commit-1", false)); d != 0 {
+			t.Errorf("%s: a commit that moved no money, armed, was held %v; want it at once", engine, d)
 		}
-		commit("slow-commit-1", false)
 		if n := db.SlowCommitsLeft(); n != 1 {
 			t.Errorf("%s: %d left after a commit that moved no money; want 1", engine, n)
 		}
-		if held := commit("slow-commit-2", true); held < fault.CommitDelay {
-			t.Errorf("%s: the armed commit was held %v; want at least %v", engine, held, fault.CommitDelay)
+		if d := commitInBubble(t, begin(t, db, "slow-commit-2", true)); d != fault.CommitDelay {
+			t.Errorf("%s: the armed commit was held %v; want %v", engine, d, fault.CommitDelay)
 		}
 		if n := db.SlowCommitsLeft(); n != 0 {
 			t.Errorf("%s: %d left after the armed commit; want 0", engine, n)
 		}
+		if d := commitInBubble(t, begin(t, db, "slow-commit-3", true)); d != 0 {
+			t.Errorf("%s: a commit that moved money once the count is spent was held %v; want it at once", engine, d)
+		}
+		db.SlowCommits(1)
+		db.SlowCommits(0)
+		if d := commitInBubble(t, begin(t, db, "slow-commit-4", true)); d != 0 {
+			t.Errorf("%s: a commit that moved money once the fault is disarmed was held %v; want it at once", engine, d)
+		}
 	}
+}
+
+// TestSlowCommitFault_HoldsBeforeTheCommitOnEitherEngine catches an
+// engine that holds the transaction after its COMMIT rather than before:
+// while the commit is held, another connection must not see the row the
+// transaction wrote (SQLite on a file, in WAL mode, where the reader
+// does not wait for the writer; PostgreSQL at READ COMMITTED), and once
+// the commit returns it must. The commit runs in a synctest bubble whose
+// clock moves only while everything in it waits: the hold cannot end
+// while the test reads, however busy the machine.
+func TestSlowCommitFault_HoldsBeforeTheCommitOnEitherEngine(t *testing.T) {
+	for engine, db := range fileEngines(t) {
+		// The reader's connection is taken before the bubble, as the
+		// transaction is begun before it: nothing the pool opens or
+		// starts belongs to the bubble.
+		reader, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := func(t *testing.T) bool {
+			var n int
+			if err := reader.QueryRowContext(context.Background(), `SELECT count(*) FROM idempotency_keys WHERE key = ?`, "held").Scan(&n); err != nil {
+				t.Fatalf("%s: the reader: %v", engine, err)
+			}
+			return n == 1
+		}
+		tx := begin(t, db, "held", true)
+		db.SlowCommits(1)
+		synctest.Test(t, func(t *testing.T) {
+			done := make(chan error)
+			go func() { done <- tx.Commit() }()
+			synctest.Wait() // the commit waits in its hold, or has returned
+			if n := db.SlowCommitsLeft(); n != 0 {
+				t.Errorf("%s: %d left with the commit under way; want it held", engine, n)
+			}
+			if seen(t) {
+				t.Errorf("%s: another connection sees the row while its commit is held: the hold comes after the COMMIT, not before it with the transaction's locks", engine)
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("%s: the held commit: %v", engine, err)
+			}
+			if !seen(t) {
+				t.Errorf("%s: another connection does not see the row once its commit has returned", engine)
+			}
+		})
+		if err := reader.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// begin begins a transaction on db that inserts key into
+// idempotency_keys, marked as moving money if business.
+func begin(t *testing.T, db *labdb.DB, key string, business bool) *sql.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ctx
+	if business {
+		w = fault.MarkBusinessWrite(ctx)
+	}
+	if _, err := tx.ExecContext(w, `INSERT INTO idempotency_keys (key) VALUES (?)`, key); err != nil {
+		t.Fatal(err)
+	}
+	// A read in the transaction makes the channel its context is done
+	// on here, as the goroutine database/sql starts for it waits on that
+	// channel outside any bubble: made by Commit in a bubble, it would be
+	// the bubble's (see commitInBubble).
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM idempotency_keys WHERE key = ?`, key).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the transaction reads back its own row: %d rows, err %v", n, err)
+	}
+	return tx
+}
+
+// commitInBubble commits tx in a synctest bubble and returns how far the
+// bubble's clock moved meanwhile. That clock moves only while everything
+// in the bubble waits on it: a fault's hold (fault.Hold) moves it by the
+// hold exactly, and a COMMIT that waits on no timer, however long the
+// engine takes, not at all. The transaction is begun outside the bubble,
+// so that the connection it runs on, and whatever the pool starts, are
+// not the bubble's.
+func commitInBubble(t *testing.T, tx *sql.Tx) time.Duration {
+	t.Helper()
+	var d time.Duration
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		d = time.Since(start)
+	})
+	return d
 }
 
 // TestArmedFaults_CountPreparedStatementsOnceOnEitherEngine catches a
