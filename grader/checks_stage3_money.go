@@ -195,7 +195,7 @@ func checkClientGivesUp(t *T, s Scenario) error {
 			got := retry.String() + "\nand a second later, with no request of that key running: key row " + judging.DescribeRows(judging.KeyRows(st, req.Key))
 			if st.Executions[op] > 0 {
 				books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-				return t.Harmful(judging.NoUsableAnswer, sent, got+"; op "+op+" executed "+history.Times(st.Executions[op]), expected)
+				return t.Harmful(judging.NoUsableAnswer, sent, got+"; op "+op+" "+history.Executed(st.Executions[op]), expected)
 			}
 			return t.Harmful(judging.StuckKey, sent, got, expected)
 		}

@@ -47,8 +47,8 @@ func reconcileState(t *T, st labctl.State, sent, answers string, want *judging.B
 	ops := sortedKeys(want.Executions)
 	for _, op := range ops {
 		if n, w := st.Executions[op], want.Executions[op]; n != w {
-			got = append(got, fmt.Sprintf("op %s executed %s", op, history.Times(n)))
-			expected = append(expected, fmt.Sprintf("op %s executed %s", op, history.Times(w)))
+			got = append(got, fmt.Sprintf("op %s %s", op, history.Executed(n)))
+			expected = append(expected, fmt.Sprintf("op %s %s", op, history.Executed(w)))
 			switch {
 			case n > w && w > 0:
 				worse(judging.Double)

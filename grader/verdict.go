@@ -141,7 +141,7 @@ func (t *T) doubles(st labctl.State) (out, ops []string) {
 			}
 		}
 		if n := st.Executions[op]; n > allowed {
-			out = append(out, fmt.Sprintf("op %s executed %s", op, history.Times(n)))
+			out = append(out, fmt.Sprintf("op %s %s", op, history.Executed(n)))
 			ops = append(ops, op)
 		}
 	}

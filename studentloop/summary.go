@@ -48,7 +48,11 @@ func Summarize(w io.Writer, root string, o Outcome) {
 		fmt.Fprintf(w, "start with %s, the first in the list: its lesson line above names the section to read;\n", first)
 		fmt.Fprintf(w, "  %s   a hint for it, one step more each time you ask\n", Command("hint", n))
 	case Passing:
-		fmt.Fprintf(w, "stage %d passes all %d checks (seed %s):\n", n, len(o.Checks), o.Seed)
+		all := fmt.Sprintf("all %d checks", len(o.Checks))
+		if len(o.Checks) == 1 {
+			all = "its one check"
+		}
+		fmt.Fprintf(w, "stage %d passes %s (seed %s):\n", n, all, o.Seed)
 		for _, c := range o.Checks {
 			fmt.Fprintf(w, "  ✓ %s\n", c.ID)
 		}

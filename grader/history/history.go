@@ -321,6 +321,15 @@ func opOf(body string) string {
 	return op
 }
 
+// Executed says how often an operation executed, as a report reads it:
+// "never executed", "executed once", "executed twice", "executed n times".
+func Executed(n int64) string {
+	if n == 0 {
+		return "never executed"
+	}
+	return "executed " + Times(n)
+}
+
 // Times says how many times an operation ran: never, once, twice, or n
 // times.
 func Times(n int64) string {
