@@ -151,23 +151,34 @@ func (t *T) delivered(story string, s Scenario, want owed, poisoned []string) er
 		expected = fmt.Sprintf("each of the %d transfers the core takes posted once, the one it rejects for good (%s) set aside as a dead letter with its answer (422 %s) and not marked sent, and nothing left owed",
 			len(want)-len(poisoned), strings.Join(poisoned, ", "), core.Rejected.URI())
 	}
+	// finding fails with label and a few of list, each entry of which
+	// begins with its transfer's id: the timeline draws every one.
+	finding := func(harm judging.Harm, label string, list []string) error {
+		err := t.Fail(story, seen+"\n"+label+": "+fewOf(list), expected)
+		f := err.(*judging.Failure)
+		f.Harm = harm
+		for _, entry := range list {
+			f.Refs = append(f.Refs, strings.Fields(entry)[0])
+		}
+		return err
+	}
 	switch {
 	case len(twice) > 0:
-		return t.Harmful(judging.PostedTwice, story, seen+"\nposted more than once: "+fewOf(twice), expected)
+		return finding(judging.PostedTwice, "posted more than once", twice)
 	case len(extra) > 0:
-		return t.Harmful(judging.PostedUnexecuted, story, seen+"\nposted, and no such transfer executed: "+fewOf(extra), expected)
+		return finding(judging.PostedUnexecuted, "posted, and no such transfer executed", extra)
 	case len(setAside) > 0:
-		return t.Harmful(judging.NotPosted, story, seen+"\nset aside as dead letters, though each is a posting the core takes when it is sent as it should be: "+fewOf(setAside), expected)
+		return finding(judging.NotPosted, "set aside as dead letters, though each is a posting the core takes when it is sent as it should be", setAside)
 	case len(missing) > 0:
-		return t.Harmful(judging.NotPosted, story, seen+"\nnever posted: "+fewOf(missing), expected)
+		return finding(judging.NotPosted, "never posted", missing)
 	case len(unnamed) > 0 && pending == 0:
-		return t.Harmful(judging.NotPosted, story, seen+"\nrejected by the core, and no dead letter names it: "+fewOf(unnamed), expected)
+		return finding(judging.NotPosted, "rejected by the core, and no dead letter names it", unnamed)
 	case len(unnamed) > 0:
-		return t.Fail(story, seen+"\nrejected by the core for good, and still owed (sent again on every pass, for ever): "+fewOf(unnamed), expected)
+		return finding("", "rejected by the core for good, and still owed (sent again on every pass, for ever)", unnamed)
 	case len(deadSent) > 0:
-		return t.Fail(story, seen+"\nset aside as dead letters and marked sent as well, though the core never took them (an operator who sends one again, by clearing dead_at, finds it sent, and it is never posted): "+fewOf(deadSent), expected)
+		return finding("", "set aside as dead letters and marked sent as well, though the core never took them (an operator who sends one again, by clearing dead_at, finds it sent, and it is never posted)", deadSent)
 	case len(wrong) > 0:
-		return t.Harmful(judging.NotPosted, story, seen+"\nposted wrong: "+fewOf(wrong), expected)
+		return finding(judging.NotPosted, "posted wrong", wrong)
 	case pending > 0:
 		return t.Fail(story, seen, expected)
 	}

@@ -43,7 +43,16 @@ func (r Result) Timeline(reproduce string, lanes int) (v timeline.View, ok bool)
 		case judging.Lost:
 			finding.Missing = named
 		default:
-			finding.Named, finding.Refs = named, namedRefs(f.Got)
+			finding.Named, finding.Refs = named, f.Refs
+			if len(f.Refs) == 0 {
+				finding.Refs = namedRefs(f.Got)
+			}
+			if len(finding.Refs) > 0 {
+				// A core ledger finding names the transfers it is about;
+				// the requests its story shows (the first and the last of
+				// a load) are there to tell what was sent, not what failed.
+				finding.Named = opsIn(f.Got)
+			}
 		}
 	}
 	v, ok = r.History.Focus(finding, lanes)
@@ -77,15 +86,19 @@ func namedRefs(got string) []string {
 
 // namedOps are the operations a failure's evidence names.
 func namedOps(f *judging.Failure) []string {
+	texts := []string{f.Sent, f.Got}
+	if f.Contract != nil {
+		texts = append(texts, f.Contract.Sent, f.Contract.Got)
+	}
+	return opsIn(texts...)
+}
+
+// opsIn are the operations texts name, each once, in the order named.
+func opsIn(texts ...string) []string {
 	var out []string
-	for _, part := range []*judging.Failure{f, f.Contract} {
-		if part == nil {
-			continue
-		}
-		for _, op := range opName.FindAllString(part.Sent+"\n"+part.Got, -1) {
-			if !slices.Contains(out, op) {
-				out = append(out, op)
-			}
+	for _, op := range opName.FindAllString(strings.Join(texts, "\n"), -1) {
+		if !slices.Contains(out, op) {
+			out = append(out, op)
 		}
 	}
 	return out

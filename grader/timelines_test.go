@@ -1,6 +1,7 @@
 package grader
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -28,6 +29,44 @@ func TestNamedOps_ReadsTheEvidenceAndTheContractBesideIt(t *testing.T) {
 		Contract: &judging.Failure{Sent: `{"metadata":{"op":"op-0000000b"}}`}}
 	if ops := namedOps(f); !slices.Equal(ops, []string{"op-0000000a", "op-0000000b"}) {
 		t.Errorf("namedOps = %v", ops)
+	}
+}
+
+// TestResultTimeline_ACoreFindingDrawsTheTransfersItNames: a transfer
+// never posted is drawn on its lane; the requests the story shows beside
+// it (the first and the last of a load) are not lanes of the finding.
+func TestResultTimeline_ACoreFindingDrawsTheTransfersItNames(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := &timeline.History{}
+	for i, op := range []string{"op-0000000a", "op-0000000b", "op-0000000c"} {
+		id := fmt.Sprintf("a%d", i)
+		at := t0.Add(time.Duration(i) * 20 * time.Millisecond)
+		h.Attempts = append(h.Attempts, timeline.Attempt{ID: id, Client: fmt.Sprintf("client %d", i+1), Op: op, Start: at, End: at.Add(10 * time.Millisecond), Status: 201})
+		h.Events = append(h.Events, timeline.Event{At: at.Add(5 * time.Millisecond), Kind: timeline.Execution, Attempt: id, Op: op, Ref: fmt.Sprintf("tr_%d", i)})
+	}
+	sent := "POST /transfers {\"metadata\":{\"op\":\"op-0000000a\"}}  →  201\n…\nPOST /transfers {\"metadata\":{\"op\":\"op-0000000c\"}}  →  201"
+	r := Result{Check: Check{ID: "S9.x"}, History: h, Err: &judging.Failure{Harm: judging.NotPosted, Sent: sent, Got: "2 postings in the core ledger\nnever posted: tr_1"}}
+	clientLanes := func() []string {
+		v, ok := r.Timeline("make stage-9", 10)
+		if !ok {
+			t.Fatal("a transfer never posted draws no timeline")
+		}
+		var lanes []string
+		for _, l := range v.Lanes {
+			if !l.Lab {
+				lanes = append(lanes, l.Label)
+			}
+		}
+		return lanes
+	}
+	if lanes := clientLanes(); !slices.Equal(lanes, []string{"client 2"}) {
+		t.Errorf("lanes %v; want the lane of the transfer never posted alone (client 2)", lanes)
+	}
+	// Every transfer the finding counts is drawn, not only the few its
+	// text names.
+	r.Err.(*judging.Failure).Refs = []string{"tr_1", "tr_2"}
+	if lanes := clientLanes(); !slices.Equal(lanes, []string{"client 2", "client 3"}) {
+		t.Errorf("lanes %v; want the lanes of every transfer the finding counts (clients 2 and 3)", lanes)
 	}
 }
 

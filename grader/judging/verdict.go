@@ -115,6 +115,10 @@ type Failure struct {
 	// timeline highlights their executions, or the answers that promised
 	// them.
 	Excess, Missing []string
+	// Refs are the resources a finding is about, every one, where Got
+	// names a few (the transfers a core ledger finding counts): the
+	// timeline draws their requests.
+	Refs []string
 }
 
 func (f *Failure) Error() string {
