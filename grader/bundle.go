@@ -162,7 +162,7 @@ func CountFindings(results []Result) (Counts, error) {
 		if n == nil {
 			return Counts{}, fmt.Errorf("count the findings of %s: no count for the harm %q", r.Check.ID, f.Harm)
 		}
-		*n += max(len(findingOps(f)), 1)
+		*n += max(findingCount(f), 1)
 	}
 	return c, nil
 }
@@ -198,6 +198,16 @@ func (c *Counts) of(h judging.Harm) *int {
 		return &c.PostedUnexecuted
 	}
 	return nil
+}
+
+// findingCount is how many things a money finding is about: the
+// transfers a core ledger finding counts (Refs), where it names them,
+// or else its operations (findingOps).
+func findingCount(f *judging.Failure) int {
+	if len(f.Refs) > 0 {
+		return len(f.Refs)
+	}
+	return len(findingOps(f))
 }
 
 // findingOps are the operations a money finding is about: those it

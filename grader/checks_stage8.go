@@ -249,18 +249,23 @@ func (t *T) onePaid(story string, answers []Response, book func(i int), ops func
 		return err
 	}
 	if len(paid) > 1 {
-		var excess []string
+		// The payments after the first are the excess: each clerk's op
+		// may have run once, but the invoice was paid more than once.
+		var paying, excess []string
 		clerks, transfers := map[string][]string{}, map[string][]string{}
-		for _, i := range paid {
+		for n, i := range paid {
 			op := ops(i)
-			if !slices.Contains(excess, op) {
+			if !slices.Contains(paying, op) {
+				paying = append(paying, op)
+			}
+			if n > 0 && !slices.Contains(excess, op) {
 				excess = append(excess, op)
 			}
 			clerks[op] = append(clerks[op], strconv.Itoa(i+1))
 			transfers[op] = append(transfers[op], resourceID(answers[i]))
 		}
 		got += fmt.Sprintf("\nthe invoice was paid %d times, each clerk who paid told 201:", len(paid))
-		for _, op := range excess {
+		for _, op := range paying {
 			who := "clerk "
 			if len(clerks[op]) > 1 {
 				who = "clerks "

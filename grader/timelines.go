@@ -44,10 +44,7 @@ func (r Result) Timeline(reproduce string, lanes int) (v timeline.View, ok bool)
 			finding.Missing = named
 		default:
 			finding.Named, finding.Refs = named, f.Refs
-			if len(f.Refs) == 0 {
-				finding.Refs = namedRefs(f.Got)
-			}
-			if len(finding.Refs) > 0 {
+			if len(f.Refs) > 0 {
 				// A core ledger finding names the transfers it is about;
 				// the requests its story shows (the first and the last of
 				// a load) are there to tell what was sent, not what failed.
@@ -64,25 +61,6 @@ func (r Result) Timeline(reproduce string, lanes int) (v timeline.View, ok bool)
 
 // opName is the form of the operations a check draws (T.Op).
 var opName = regexp.MustCompile(`\bop-[0-9a-f]{8}\b`)
-
-// refName is the form of a transfer's or a deposit's id.
-var refName = regexp.MustCompile(`\b(?:tr|dp)_[0-9A-Za-z]+\b`)
-
-// refLines begin the lines of a core ledger finding that name the
-// transfers it is about (checks_stage9.go's postedOnce).
-var refLines = []string{"never posted:", "posted more than once:", "posted, and no such transfer executed:", "posted wrong:",
-	"set aside as dead letters, though the core would have taken them:", "rejected by the core, and no dead letter names it:"}
-
-// namedRefs are the transfers the core ledger finding in got is about.
-func namedRefs(got string) []string {
-	var out []string
-	for _, line := range strings.Split(got, "\n") {
-		if slices.ContainsFunc(refLines, func(p string) bool { return strings.HasPrefix(line, p) }) {
-			out = append(out, refName.FindAllString(line, -1)...)
-		}
-	}
-	return out
-}
 
 // namedOps are the operations a failure's evidence names.
 func namedOps(f *judging.Failure) []string {

@@ -13,17 +13,6 @@ import (
 	"idemlab/grader/timeline"
 )
 
-func TestNamedRefs_ReadsOnlyTheLinesOfTheFinding(t *testing.T) {
-	got := "2 postings in the core ledger: tr_aa1, tr_bb2\nnever posted: tr_cc3, tr_dd4"
-	if refs := namedRefs(got); !slices.Equal(refs, []string{"tr_cc3", "tr_dd4"}) {
-		t.Errorf("namedRefs = %v, want the two never posted", refs)
-	}
-	got = "2 postings in the core ledger: tr_aa1, tr_bb2\nset aside as dead letters, though the core would have taken them: tr_ee5 (503 core down)"
-	if refs := namedRefs(got); !slices.Equal(refs, []string{"tr_ee5"}) {
-		t.Errorf("namedRefs = %v, want the one set aside", refs)
-	}
-}
-
 func TestNamedOps_ReadsTheEvidenceAndTheContractBesideIt(t *testing.T) {
 	f := &judging.Failure{Sent: `POST /transfers {"metadata":{"op":"op-0000000a"}}`, Got: "op op-0000000a executed twice",
 		Contract: &judging.Failure{Sent: `{"metadata":{"op":"op-0000000b"}}`}}
@@ -32,10 +21,11 @@ func TestNamedOps_ReadsTheEvidenceAndTheContractBesideIt(t *testing.T) {
 	}
 }
 
-// TestResultTimeline_ACoreFindingDrawsTheTransfersItNames: a transfer
-// never posted is drawn on its lane; the requests the story shows beside
-// it (the first and the last of a load) are not lanes of the finding.
-func TestResultTimeline_ACoreFindingDrawsTheTransfersItNames(t *testing.T) {
+// TestResultTimeline_ACoreFindingDrawsTheTransfersItCounts: each
+// transfer the finding counts (Refs) is drawn on its lane, those its text
+// does not name too; the requests the story shows beside them (the first
+// and the last of a load) are not lanes of the finding.
+func TestResultTimeline_ACoreFindingDrawsTheTransfersItCounts(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	h := &timeline.History{}
 	for i, op := range []string{"op-0000000a", "op-0000000b", "op-0000000c"} {
@@ -45,7 +35,8 @@ func TestResultTimeline_ACoreFindingDrawsTheTransfersItNames(t *testing.T) {
 		h.Events = append(h.Events, timeline.Event{At: at.Add(5 * time.Millisecond), Kind: timeline.Execution, Attempt: id, Op: op, Ref: fmt.Sprintf("tr_%d", i)})
 	}
 	sent := "POST /transfers {\"metadata\":{\"op\":\"op-0000000a\"}}  →  201\n…\nPOST /transfers {\"metadata\":{\"op\":\"op-0000000c\"}}  →  201"
-	r := Result{Check: Check{ID: "S9.x"}, History: h, Err: &judging.Failure{Harm: judging.NotPosted, Sent: sent, Got: "2 postings in the core ledger\nnever posted: tr_1"}}
+	r := Result{Check: Check{ID: "S9.x"}, History: h, Err: &judging.Failure{Harm: judging.NotPosted, Sent: sent,
+		Got: "1 posting in the core ledger\nnever posted: tr_1, tr_2", Refs: []string{"tr_1"}}}
 	clientLanes := func() []string {
 		v, ok := r.Timeline("make stage-9", 10)
 		if !ok {
@@ -60,10 +51,8 @@ func TestResultTimeline_ACoreFindingDrawsTheTransfersItNames(t *testing.T) {
 		return lanes
 	}
 	if lanes := clientLanes(); !slices.Equal(lanes, []string{"client 2"}) {
-		t.Errorf("lanes %v; want the lane of the transfer never posted alone (client 2)", lanes)
+		t.Errorf("lanes %v; want the lane of the transfer the finding counts alone (client 2)", lanes)
 	}
-	// Every transfer the finding counts is drawn, not only the few its
-	// text names.
 	r.Err.(*judging.Failure).Refs = []string{"tr_1", "tr_2"}
 	if lanes := clientLanes(); !slices.Equal(lanes, []string{"client 2", "client 3"}) {
 		t.Errorf("lanes %v; want the lanes of every transfer the finding counts (clients 2 and 3)", lanes)
