@@ -79,6 +79,18 @@ func TestSummarize_PassingNamesTheNextStep(t *testing.T) {
 	}
 }
 
+// TestSummarize_OneCheckPassing: a run of one check (RUN=) says the
+// stage passes its one check, not "all 1 checks".
+func TestSummarize_OneCheckPassing(t *testing.T) {
+	o := parseFixture(t, "stage1-passing.json")
+	o.Checks, o.Only = o.Checks[:1], o.Checks[0].ID
+	var b bytes.Buffer
+	Summarize(&b, "..", o)
+	if out := b.String(); !strings.Contains(out, "passes its one check") || strings.Contains(out, "all 1 checks") {
+		t.Errorf("summary:\n%s", out)
+	}
+}
+
 func TestSummarize_FailingPrintsTheBlocks(t *testing.T) {
 	var b bytes.Buffer
 	o := parseFixture(t, "stage1-failing.json")

@@ -23,6 +23,14 @@ func TestDescribe_OneLinePerRequest(t *testing.T) {
 	}
 }
 
+func TestExecuted(t *testing.T) {
+	for n, want := range map[int64]string{0: "never executed", 1: "executed once", 2: "executed twice", 5: "executed 5 times"} {
+		if got := Executed(n); got != want {
+			t.Errorf("Executed(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
 func TestTimes(t *testing.T) {
 	for n, want := range map[int64]string{0: "never", 1: "once", 2: "twice", 5: "5 times"} {
 		if got := Times(n); got != want {

@@ -436,7 +436,12 @@ func begin(t *testing.T, db *labdb.DB, key string, business bool) *sql.Tx {
 // hold exactly, and a COMMIT that waits on no timer, however long the
 // engine takes, not at all. The transaction is begun outside the bubble,
 // so that the connection it runs on, and whatever the pool starts, are
-// not the bubble's.
+// not the bubble's. That leans on database/sql as it is: the channel the
+// transaction's context is done on is made before the bubble (begin's
+// read), and the pool's connection cleaner (SQLite's connections have an
+// idle time) was started before it, when the schema was made; a cleaner
+// started by a connection put back inside the bubble would keep the
+// bubble from ending.
 func commitInBubble(t *testing.T, tx *sql.Tx) time.Duration {
 	t.Helper()
 	var d time.Duration
