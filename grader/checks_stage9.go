@@ -917,9 +917,9 @@ const commitOrderRounds = 3
 // that a pass that read the others settles after the held row committed.
 // That catches a relay that marks every owed row up to the last id it
 // read as well: the held row, with a lower id, committed between its read
-// and its mark. (SQLite runs one
-// writer at a time: the held transaction keeps the write lock, everyone
-// waits, and its rows commit in the order of their ids.)
+// and its mark. (SQLite runs one writer at a time: the held transaction
+// keeps the write lock, everyone waits, and its rows commit in the order
+// of their ids.)
 func checkCommitOrder(t *T) error {
 	s, err := t.coreScenario(1_000_000_000)
 	if err != nil {
