@@ -232,16 +232,19 @@ func checkTwoClerksPay(t *T) error {
 
 // onePaid judges the answers of clerks who paid one invoice at once:
 // exactly one 201, and 409 duplicate-reference with its Location to every
-// other clerk. The books are reconciled first, each clerk told 201 booked
-// with book(i): money that moved for a clerk told 409 is money moved
-// though refused. Then more than one 201 is the invoice paid more than
-// once, a double whichever ops the clerks sent.
+// other clerk. The books are reconciled first, the first clerk told 201
+// for each transfer booked with book(i): money that moved for a clerk
+// told 409 is money moved though refused. Then 201s for more than one
+// transfer are the invoice paid more than once, a double whichever ops
+// the clerks sent; a second 201 for the same transfer is an answer the
+// contract does not give, and moved nothing.
 func (t *T) onePaid(story string, answers []Response, book func(i int), ops func(i int) string, books *judging.Books) error {
 	got := Summarize(answers)
 	var paid []int
+	var transfers []string
 	for i, r := range answers {
-		if r.Is(http.StatusCreated, "") && resourceID(r) != "" {
-			paid = append(paid, i)
+		if id := resourceID(r); r.Is(http.StatusCreated, "") && id != "" && !slices.Contains(transfers, id) {
+			paid, transfers = append(paid, i), append(transfers, id)
 			book(i)
 		}
 	}
@@ -252,7 +255,7 @@ func (t *T) onePaid(story string, answers []Response, book func(i int), ops func
 		// The payments after the first are the excess: each clerk's op
 		// may have run once, but the invoice was paid more than once.
 		var paying, excess []string
-		clerks, transfers := map[string][]string{}, map[string][]string{}
+		clerks, made := map[string][]string{}, map[string][]string{}
 		for n, i := range paid {
 			op := ops(i)
 			if !slices.Contains(paying, op) {
@@ -262,15 +265,15 @@ func (t *T) onePaid(story string, answers []Response, book func(i int), ops func
 				excess = append(excess, op)
 			}
 			clerks[op] = append(clerks[op], strconv.Itoa(i+1))
-			transfers[op] = append(transfers[op], resourceID(answers[i]))
+			made[op] = append(made[op], resourceID(answers[i]))
 		}
-		got += fmt.Sprintf("\nthe invoice was paid %d times, each clerk who paid told 201:", len(paid))
+		got += fmt.Sprintf("\nthe invoice was paid %d times, each payment's clerk told 201:", len(paid))
 		for _, op := range paying {
 			who := "clerk "
 			if len(clerks[op]) > 1 {
 				who = "clerks "
 			}
-			got += fmt.Sprintf("\nop %s, %s%s: %s", op, who, strings.Join(clerks[op], ", "), strings.Join(transfers[op], ", "))
+			got += fmt.Sprintf("\nop %s, %s%s: %s", op, who, strings.Join(clerks[op], ", "), strings.Join(made[op], ", "))
 		}
 		err := t.Harmful(judging.Double, story, got,
 			"exactly one 201 Created: one invoice, one transfer; 409 "+pDuplicateReference+" to every other clerk")
