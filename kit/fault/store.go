@@ -64,8 +64,8 @@ const CommitDelay = 100 * time.Millisecond
 // lab mode, whichever engine the database runs on: each engine's
 // connections call BeforeBegin before a transaction that may write begins,
 // BeforeStatement before a statement, BeforeCommit before a COMMIT, and
-// Committed once a transaction (or a statement outside one) has committed. The zero value
-// injects nothing and reports to no one.
+// Committed once a transaction (or a statement outside one) has
+// committed. The zero value injects nothing and reports to no one.
 type Store struct {
 	// afterBusinessCommit, when set, runs right after a transaction that
 	// carried a business write (see MarkBusinessWrite) has committed.
