@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"idemlab/grader/judging"
+	"idemlab/kit/fault"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 )
@@ -150,10 +151,15 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 // PostgreSQL the claim's INSERT, which waits for a row another
 // transaction is changing, narrows that window to the first retry's few
 // statements: one key gives it a few chances, which it takes in about
-// half the runs. So takeoverKeys payments are held on the core, their
+// half the runs, and many keys took it in all but one run in many on a
+// loaded machine. So takeoverKeys payments are held on the core, their
 // leases expire while they wait, and each is retried takeoverRetries
-// times, every retry released at once; then the originals' clients hang
-// up, so that, like crashed originals, they never execute (a late
+// times, every retry released at once, with the slow-key-update fault
+// holding the first takeoverKeys updates of the key table: a retry that
+// read its lease expired writes it 100 ms later, while the other retries
+// read it expired too, and a takeover by one conditional UPDATE matches
+// nothing that late if another retry took the key meanwhile. Then the
+// originals' clients hang up, so that, like crashed originals, they never execute (a late
 // original that does is S6.late-original-fenced's matter). Money holds
 // even when two retries win (the completion is fenced by the lease owner,
 // and all but the last winner roll back), but each winner called the core
@@ -210,14 +216,20 @@ func (t *T) takeoverBurst(s Scenario) error {
 		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
 			return err
 		}
+		if err := t.Arm(labctl.SlowKeyUpdate, takeoverKeys); err != nil {
+			return err
+		}
 		all = t.Simultaneously(takeoverKeys*takeoverRetries, func(i int) Request { return ps[i%takeoverKeys].req })
+		if err := t.Arm(labctl.SlowKeyUpdate, 0); err != nil {
+			return err
+		}
 		if after, err = t.State(); err != nil {
 			return err
 		}
 	}
 	sent := fmt.Sprintf("(lease %v) %d payments, each waiting on the core  (the originals)\n"+
-		"while they wait: %v of lab time (their leases expire), then %d retries of each, all at once; then the originals' clients hang up\n"+
-		"e.g. %s", lease, takeoverKeys, lease+time.Second, takeoverRetries, ps[0].req.String())
+		"while they wait: %v of lab time (their leases expire), then %d retries of each, all at once, with the slow-key-update fault holding the first %d updates of the key table for %v; then the originals' clients hang up\n"+
+		"e.g. %s", lease, takeoverKeys, lease+time.Second, takeoverRetries, takeoverKeys, fault.KeyUpdateDelay, ps[0].req.String())
 	var got []string
 	for i, p := range ps {
 		p.abandon()

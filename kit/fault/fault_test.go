@@ -135,6 +135,52 @@ func TestSlowBegins_HoldsOnlyTheArmedBegins(t *testing.T) {
 	}
 }
 
+// TestSlowKeyUpdates_HoldsOnlyTheArmedUpdatesOfTheKeyTable: an armed
+// count of statements that update idempotency_keys, however spelled,
+// wait before they run (a waiting one gives up with its context), and
+// nothing else does: a read of the table (one that locks its rows too),
+// an insert, an upsert or a delete of its rows, an update of another
+// table, one whose name begins with it, a comment that names it, an
+// update once the count is spent. A fault that missed a spelling would
+// leave a takeover's two statements without a window; one that held the
+// claims' inserts would spend its count before any retry reads a lease.
+func TestSlowKeyUpdates_HoldsOnlyTheArmedUpdatesOfTheKeyTable(t *testing.T) {
+	var s fault.Store
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.SlowKeyUpdates(4)
+	for _, q := range []string{
+		`SELECT lease_expires_at FROM idempotency_keys WHERE id = ?`,
+		`SELECT id FROM idempotency_keys WHERE id = $1 FOR UPDATE`,
+		`INSERT INTO idempotency_keys (key, state) VALUES (?, 'in_progress')`,
+		`INSERT INTO idempotency_keys (key) VALUES ($1) ON CONFLICT (key) DO UPDATE SET key = excluded.key`,
+		`DELETE FROM idempotency_keys WHERE id = ?`,
+		`UPDATE accounts SET balance = balance - ? WHERE id = ?`,
+		`UPDATE idempotency_keys_archive SET state = 'expired'`,
+		"-- then update idempotency_keys\nUPDATE accounts SET balance = 1",
+	} {
+		if err := s.BeforeStatement(gone, q); err != nil {
+			t.Errorf("%q: %v; want it run at once", q, err)
+		}
+	}
+	for _, q := range []string{
+		`UPDATE idempotency_keys SET lease_owner = ?, lease_expires_at = ? WHERE id = ?`,
+		"\n\t\tupdate \"public\".\"IDEMPOTENCY_KEYS\"\n set lease_owner = $1",
+		`UPDATE OR ROLLBACK idempotency_keys SET state = 'completed' WHERE id = ?`,
+		`WITH expired AS (SELECT 1) UPDATE /* the takeover */ idempotency_keys SET lease_owner = ?`,
+	} {
+		if err := s.BeforeStatement(gone, q); !errors.Is(err, context.Canceled) {
+			t.Errorf("%q while armed: %v; want it held, and given up with its context", q, err)
+		}
+	}
+	if n := s.SlowKeyUpdatesLeft(); n != 0 {
+		t.Errorf("%d left after four held updates; want 0", n)
+	}
+	if err := s.BeforeStatement(gone, `UPDATE idempotency_keys SET lease_owner = ?`); err != nil {
+		t.Errorf("an update of the key table once the count is spent: %v; want it run at once", err)
+	}
+}
+
 // TestSlowCommits_HoldOnlyTransactionsThatMovedMoney: an armed count is
 // spent only by the commits of transactions that carried a business
 // write, each held CommitDelay; a commit of any other transaction, one

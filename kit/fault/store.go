@@ -54,6 +54,12 @@ const SettingsRereadDelay = 500 * time.Millisecond
 // writes.
 const BeginDelay = 100 * time.Millisecond
 
+// KeyUpdateDelay is how long the slow-key-update fault holds up a
+// statement that updates a row of the key table: long enough for every
+// retry released at once to read an expired lease before the first of
+// them writes its takeover.
+const KeyUpdateDelay = 100 * time.Millisecond
+
 // CommitDelay is how long the slow-commit fault holds up a transaction
 // that moved money before its COMMIT: long enough for the clerks released
 // at once whose transactions take no lock in common to have looked before
@@ -94,6 +100,8 @@ type Store struct {
 	// slowCommits counts down the transactions that moved money held up
 	// before they commit.
 	slowCommits Countdown
+	// slowKeyUpdates counts down the updates of the key table held up.
+	slowKeyUpdates Countdown
 }
 
 // SlowSettingsWrites makes the next n statements that write the
@@ -181,6 +189,22 @@ func (s *Store) SlowCommits(n int64) { s.slowCommits.Arm(n) }
 // still be held up before they commit.
 func (s *Store) SlowCommitsLeft() int64 { return s.slowCommits.Left() }
 
+// SlowKeyUpdates makes the next n statements that update the
+// idempotency_keys table wait KeyUpdateDelay before they run, before they
+// lock any row. A takeover that reads the lease in one statement and
+// writes the new owner in another then lets every retry that arrives
+// meanwhile read the lease expired, and each of them writes it, on
+// PostgreSQL, where a plain UPDATE waits for the row and then writes it
+// anyway; one conditional UPDATE that matches only an expired lease
+// matches nothing once another retry has taken the key, however late it
+// runs. On SQLite the transaction holds the write lock from its BEGIN,
+// and the others wait. Inserts and deletes of the table are spared.
+func (s *Store) SlowKeyUpdates(n int64) { s.slowKeyUpdates.Arm(n) }
+
+// SlowKeyUpdatesLeft reports how many updates of the key table will
+// still be held up.
+func (s *Store) SlowKeyUpdatesLeft() int64 { return s.slowKeyUpdates.Left() }
+
 // BeforeCommit runs the fault armed on a transaction's COMMIT: it holds
 // up one that carried a business write (see SlowCommits). A COMMIT takes
 // no context, and once the caller has asked for it the answer must come,
@@ -206,10 +230,10 @@ func (s *Store) BeforeBegin(ctx context.Context) error {
 }
 
 // BeforeStatement runs the faults armed on a statement before it runs:
-// it holds up a write of the settings (see SlowSettingsWrites) and a read
-// of them after a write in the same request (see SlowSettingsRereads),
-// refuses an INSERT into the outbox (see FailOutboxWrites), then returns
-// CheckKeyStore's error. It returns ctx's error if ctx ends while the
+// it holds up a write of the settings (see SlowSettingsWrites), a read
+// of them after a write in the same request (see SlowSettingsRereads) and
+// an update of the key table (see SlowKeyUpdates), refuses an INSERT into
+// the outbox (see FailOutboxWrites), then returns CheckKeyStore's error. It returns ctx's error if ctx ends while the
 // statement waits.
 func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 	if s.slowSettingsWrites.Left() > 0 && writesSettings(query) && s.slowSettingsWrites.Fire() {
@@ -223,6 +247,11 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 	if s.slowSettingsRereads.Left() > 0 {
 		if err := s.holdReread(ctx, query); err != nil {
 			return err
+		}
+	}
+	if s.slowKeyUpdates.Left() > 0 && updatesKeys(query) && s.slowKeyUpdates.Fire() {
+		if err := Hold(ctx, KeyUpdateDelay); err != nil {
+			return fmt.Errorf("slow key update: %w", err)
 		}
 	}
 	if s.outboxWriteFailures.Left() > 0 && insertsOutbox(query) && s.outboxWriteFailures.Fire() {
@@ -357,18 +386,33 @@ func insertsOutbox(query string) bool {
 	return outboxInsert.MatchString(sqlComment.ReplaceAllString(query, " "))
 }
 
+// updatesKeys reports whether query updates the key table, its name
+// spelled as WritesOutbox allows the outbox's.
+func updatesKeys(query string) bool {
+	return keyUpdate.MatchString(sqlComment.ReplaceAllString(query, " "))
+}
+
 var (
 	// sqlComment matches a comment: a block one, or one to the end of
 	// its line.
 	sqlComment = regexp.MustCompile(`(?s)/\*.*?\*/|--[^\n]*`)
 	// outboxName matches the outbox table's name after the verb that
 	// writes it: quoted or not, in a schema or not.
-	outboxName = `\s+(?:only\s+)?(?:"?\w+"?\s*\.\s*)?"?` + OutboxTable + `"?(?:[\s(;*]|$)`
+	outboxName = tableName(OutboxTable)
 	// outboxWrite matches a statement, comments taken out, that writes
 	// the outbox table; outboxInsert one that inserts into it.
 	outboxWrite  = regexp.MustCompile(`(?is)\b(?:insert\s+into|update|delete\s+from|merge\s+into)` + outboxName)
 	outboxInsert = regexp.MustCompile(`(?is)\b(?:insert(?:\s+or\s+\w+)?\s+into|replace\s+into)` + outboxName + `|\bmerge\s+into` + outboxName + `.*\bthen\s+insert\b`)
+	// keyUpdate matches a statement, comments taken out, that updates the
+	// key table (SQLite's UPDATE OR … too).
+	keyUpdate = regexp.MustCompile(`(?is)\bupdate(?:\s+or\s+\w+)?` + tableName(KeyTable))
 )
+
+// tableName is a pattern for table's name after a verb that writes it:
+// quoted or not, in a schema or not.
+func tableName(table string) string {
+	return `\s+(?:only\s+)?(?:"?\w+"?\s*\.\s*)?"?` + table + `"?(?:[\s(;*]|$)`
+}
 
 // CheckKeyStore returns ErrKeyStoreUnavailable, using one armed failure,
 // if query touches the key table and the store-unavailable fault is armed;

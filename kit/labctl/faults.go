@@ -42,10 +42,15 @@ const (
 	// lock no row in common look before any of them commits, and
 	// transfers beside it commit outbox rows with later ids first.
 	SlowCommit = "slow-commit"
+	// SlowKeyUpdate holds up a statement that updates a row of the key
+	// table (stage 6), before it runs: a takeover that read the lease
+	// earlier, in a statement of its own, gives the other retries a
+	// window to read it expired too.
+	SlowKeyUpdate = "slow-key-update"
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate}
 
 // Faults are the armed faults of one lab server. A crash calls Crash, which
 // in a real server ends the process at once, with no cleanup.
@@ -104,6 +109,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.SlowBegins(count)
 	case SlowCommit:
 		f.db.SlowCommits(count)
+	case SlowKeyUpdate:
+		f.db.SlowKeyUpdates(count)
 	default:
 		return fmt.Errorf("unknown fault point %q; the points are %v", point, Points)
 	}
@@ -124,6 +131,7 @@ func (f *Faults) Armed() []ArmedFault {
 		FailOutboxWrite:     f.db.OutboxWriteFailuresLeft(),
 		SlowBegin:           f.db.SlowBeginsLeft(),
 		SlowCommit:          f.db.SlowCommitsLeft(),
+		SlowKeyUpdate:       f.db.SlowKeyUpdatesLeft(),
 	}
 	out := []ArmedFault{}
 	for p, n := range counts {

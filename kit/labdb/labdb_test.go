@@ -282,6 +282,44 @@ func TestSlowBeginFault_OnEitherEngine(t *testing.T) {
 	}
 }
 
+// TestSlowKeyUpdateFault_OnEitherEngine catches an engine whose
+// connections skip the slow-key-update fault: inside a transaction, as a
+// takeover runs, a read of the key table must run, the armed update of
+// it must still be waiting when its context ends, well inside the delay,
+// and an update once the count is spent must run.
+func TestSlowKeyUpdateFault_OnEitherEngine(t *testing.T) {
+	ctx := context.Background()
+	for engine, db := range engines(t) {
+		if _, err := db.ExecContext(ctx, `INSERT INTO idempotency_keys (key) VALUES ('leased')`); err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		db.SlowKeyUpdates(1)
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id int64
+		if err := tx.QueryRowContext(ctx, `SELECT id FROM idempotency_keys WHERE key = 'leased'`).Scan(&id); err != nil {
+			t.Errorf("%s: a read of the key table while armed: %v", engine, err)
+		}
+		short, cancel := context.WithTimeout(ctx, fault.KeyUpdateDelay/2)
+		_, err = tx.ExecContext(short, `UPDATE idempotency_keys SET key = 'taken' WHERE id = ?`, id)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: an update of the key table while armed: err = %v; want it held past its context's end (%v)", engine, err, context.DeadlineExceeded)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if n := db.SlowKeyUpdatesLeft(); n != 0 {
+			t.Errorf("%s: %d left after the armed update; want 0", engine, n)
+		}
+		if _, err := db.ExecContext(ctx, `UPDATE idempotency_keys SET key = 'taken' WHERE key = 'leased'`); err != nil {
+			t.Errorf("%s: an update of the key table once the count is spent: %v", engine, err)
+		}
+	}
+}
+
 // TestSlowSettingsRereadFault_OnEitherEngine: each engine's connection
 // hands a statement's context to the faults, so that a read of the
 // settings after a write of them in one request (fault.WithRequest) is
