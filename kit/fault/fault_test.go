@@ -223,6 +223,54 @@ func TestSlowCommits_HoldOnlyTransactionsThatMovedMoney(t *testing.T) {
 	})
 }
 
+// TestHoldCommits_HoldUntilReleased: the armed commit of a transaction
+// that moved money waits until the fault is disarmed, however long that
+// takes below HeldCommitMax, and HeldCommitMax at most; a commit that
+// moved no money, one once the count is spent, goes at once. A fault held
+// for a fixed time would let the lab's held row commit before a relay
+// pass read the rows beside it on a slow machine; one that missed the
+// release would hold every such commit HeldCommitMax. Held on a synctest
+// bubble's clock, as TestSlowCommits_HoldOnlyTransactionsThatMovedMoney.
+func TestHoldCommits_HoldUntilReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var s fault.Store
+		held := func(business bool) time.Duration {
+			start := time.Now()
+			s.BeforeCommit(business)
+			return time.Since(start)
+		}
+		s.HoldCommits(1)
+		if d := held(false); d != 0 {
+			t.Errorf("a commit that moved no money, armed, was held %v; want it at once", d)
+		}
+		const wait = 3 * time.Second
+		done := make(chan time.Duration)
+		go func() { done <- held(true) }()
+		time.Sleep(wait)
+		synctest.Wait()
+		select {
+		case d := <-done:
+			t.Fatalf("the armed commit went after %v, before the fault was disarmed", d)
+		default:
+		}
+		if n := s.HeldCommitsLeft(); n != 0 {
+			t.Errorf("%d left while the armed commit is held; want 0", n)
+		}
+		s.HoldCommits(0)
+		if d := <-done; d != wait {
+			t.Errorf("the armed commit was held %v; want it let go when the fault was disarmed, %v", d, wait)
+		}
+		if d := held(true); d != 0 {
+			t.Errorf("a commit that moved money once the count is spent was held %v; want it at once", d)
+		}
+		s.HoldCommits(1)
+		if d := held(true); d != fault.HeldCommitMax {
+			t.Errorf("an armed commit never released was held %v; want %v", d, fault.HeldCommitMax)
+		}
+		s.HoldCommits(0)
+	})
+}
+
 // TestWritesOutbox_TellsAWriteOfTheOutboxByItsStatement: the statements
 // that insert, update, delete or merge outbox rows, however spelled
 // (quoted, in a schema, with comments), are writes of the outbox; a read

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -53,6 +54,10 @@ const SettingsRereadDelay = 500 * time.Millisecond
 // have all looked before the first of them starts the transaction that
 // writes.
 const BeginDelay = 100 * time.Millisecond
+
+// HeldCommitMax is how long the held-commit fault holds up a transaction
+// that moved money at most, if the fault is never disarmed.
+const HeldCommitMax = 5 * time.Second
 
 // KeyUpdateDelay is how long the slow-key-update fault holds up a
 // statement that updates a row of the key table: long enough for every
@@ -102,6 +107,13 @@ type Store struct {
 	slowCommits Countdown
 	// slowKeyUpdates counts down the updates of the key table held up.
 	slowKeyUpdates Countdown
+	// heldCommits counts down the transactions that moved money held at
+	// their COMMIT until released: closing release lets them go.
+	// releaseMu makes a firing and the channel it waits on one step, so
+	// that a release never misses a commit that fired before it.
+	releaseMu   sync.Mutex
+	heldCommits Countdown
+	release     chan struct{}
 }
 
 // SlowSettingsWrites makes the next n statements that write the
@@ -205,15 +217,65 @@ func (s *Store) SlowKeyUpdates(n int64) { s.slowKeyUpdates.Arm(n) }
 // still be held up.
 func (s *Store) SlowKeyUpdatesLeft() int64 { return s.slowKeyUpdates.Left() }
 
-// BeforeCommit runs the fault armed on a transaction's COMMIT: it holds
-// up one that carried a business write (see SlowCommits). A COMMIT takes
-// no context, and once the caller has asked for it the answer must come,
-// so the wait does not end early.
+// HoldCommits makes the next n transactions that carried a business
+// write (see MarkBusinessWrite) wait before their COMMIT, holding every
+// lock they took, until the fault is disarmed (HoldCommits(0), which lets
+// every held one go) or HeldCommitMax has passed. Where SlowCommits holds
+// for a fixed time, this one holds for as long as the lab needs something
+// to happen meanwhile: on PostgreSQL, transfers beside the held one commit
+// outbox rows with later ids, and a relay pass reads them, before the
+// held row is seen. On SQLite the transaction holds the write lock, and
+// the others wait.
+func (s *Store) HoldCommits(n int64) {
+	s.releaseMu.Lock()
+	defer s.releaseMu.Unlock()
+	s.heldCommits.Arm(n)
+	if n == 0 && s.release != nil {
+		close(s.release)
+		s.release = nil
+	}
+}
+
+// HeldCommitsLeft reports how many transactions that moved money will
+// still be held at their COMMIT until released.
+func (s *Store) HeldCommitsLeft() int64 { return s.heldCommits.Left() }
+
+// BeforeCommit runs the faults armed on a transaction's COMMIT: it holds
+// up one that carried a business write (see SlowCommits and
+// HoldCommits). A COMMIT takes no context, and once the caller has asked
+// for it the answer must come, so the wait does not end early.
 func (s *Store) BeforeCommit(business bool) {
-	if !business || s.slowCommits.Left() <= 0 || !s.slowCommits.Fire() {
+	if !business {
 		return
 	}
-	Hold(context.Background(), CommitDelay)
+	if release := s.fireHeldCommit(); release != nil {
+		t := time.NewTimer(HeldCommitMax)
+		defer t.Stop()
+		select {
+		case <-release:
+		case <-t.C:
+		}
+	}
+	if s.slowCommits.Left() > 0 && s.slowCommits.Fire() {
+		Hold(context.Background(), CommitDelay)
+	}
+}
+
+// fireHeldCommit uses one firing of the held-commit fault, and returns
+// the channel whose closing releases it, or nil if none was left.
+func (s *Store) fireHeldCommit() <-chan struct{} {
+	if s.heldCommits.Left() <= 0 {
+		return nil
+	}
+	s.releaseMu.Lock()
+	defer s.releaseMu.Unlock()
+	if !s.heldCommits.Fire() {
+		return nil
+	}
+	if s.release == nil {
+		s.release = make(chan struct{})
+	}
+	return s.release
 }
 
 // BeforeBegin runs the fault armed on a transaction that may write,

@@ -38,19 +38,23 @@ const (
 	// transaction get a window other clerks' looks land in.
 	SlowBegin = "slow-begin"
 	// SlowCommit holds up a transaction that moved money, before its
-	// COMMIT (stages 8 and 9): on PostgreSQL, clerks whose transactions
-	// lock no row in common look before any of them commits, and
-	// transfers beside it commit outbox rows with later ids first.
+	// COMMIT (stage 8): on PostgreSQL, clerks whose transactions lock no
+	// row in common look before any of them commits.
 	SlowCommit = "slow-commit"
 	// SlowKeyUpdate holds up a statement that updates a row of the key
 	// table (stage 6), before it runs: a takeover that read the lease
 	// earlier, in a statement of its own, gives the other retries a
 	// window to read it expired too.
 	SlowKeyUpdate = "slow-key-update"
+	// HeldCommit holds up a transaction that moved money, before its
+	// COMMIT, until the fault is disarmed (stage 9): on PostgreSQL,
+	// transfers beside it commit outbox rows with later ids first, and
+	// the check lets it go once a relay pass has read them.
+	HeldCommit = "held-commit"
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit}
 
 // Faults are the armed faults of one lab server. A crash calls Crash, which
 // in a real server ends the process at once, with no cleanup.
@@ -111,6 +115,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.SlowCommits(count)
 	case SlowKeyUpdate:
 		f.db.SlowKeyUpdates(count)
+	case HeldCommit:
+		f.db.HoldCommits(count)
 	default:
 		return fmt.Errorf("unknown fault point %q; the points are %v", point, Points)
 	}
@@ -132,6 +138,7 @@ func (f *Faults) Armed() []ArmedFault {
 		SlowBegin:           f.db.SlowBeginsLeft(),
 		SlowCommit:          f.db.SlowCommitsLeft(),
 		SlowKeyUpdate:       f.db.SlowKeyUpdatesLeft(),
+		HeldCommit:          f.db.HeldCommitsLeft(),
 	}
 	out := []ArmedFault{}
 	for p, n := range counts {

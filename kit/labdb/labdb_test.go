@@ -389,6 +389,15 @@ func TestSlowCommitFault_OnEitherEngine(t *testing.T) {
 		if d := commitInBubble(t, begin(t, db, "slow-commit-4", true)); d != 0 {
 			t.Errorf("%s: a commit that moved money once the fault is disarmed was held %v; want it at once", engine, d)
 		}
+		// The held-commit fault rides the same hook: never released, it
+		// holds the armed commit HeldCommitMax.
+		db.HoldCommits(1)
+		if d := commitInBubble(t, begin(t, db, "held-commit", true)); d != fault.HeldCommitMax {
+			t.Errorf("%s: the commit armed by held-commit, never released, was held %v; want %v", engine, d, fault.HeldCommitMax)
+		}
+		if n := db.HeldCommitsLeft(); n != 0 {
+			t.Errorf("%s: %d held commits left after the armed commit; want 0", engine, n)
+		}
 	}
 }
 
