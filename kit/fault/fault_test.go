@@ -194,11 +194,7 @@ func TestSlowKeyUpdates_HoldsOnlyTheArmedUpdatesOfTheKeyTable(t *testing.T) {
 func TestSlowCommits_HoldOnlyTransactionsThatMovedMoney(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var s fault.Store
-		held := func(business bool) time.Duration {
-			start := time.Now()
-			s.BeforeCommit(business)
-			return time.Since(start)
-		}
+		held := func(business bool) time.Duration { return commitHeld(&s, business) }
 		s.SlowCommits(1)
 		if d := held(false); d != 0 {
 			t.Errorf("a commit that moved no money, armed, was held %v; want it at once", d)
@@ -223,6 +219,14 @@ func TestSlowCommits_HoldOnlyTransactionsThatMovedMoney(t *testing.T) {
 	})
 }
 
+// commitHeld is how long s held up a COMMIT of a transaction that moved
+// money (business) or not, on the clock of the synctest bubble it runs in.
+func commitHeld(s *fault.Store, business bool) time.Duration {
+	start := time.Now()
+	s.BeforeCommit(business)
+	return time.Since(start)
+}
+
 // TestHoldCommits_HoldUntilReleased: the armed commit of a transaction
 // that moved money waits until the fault is disarmed, however long that
 // takes below HeldCommitMax, and HeldCommitMax at most; a commit that
@@ -234,11 +238,7 @@ func TestSlowCommits_HoldOnlyTransactionsThatMovedMoney(t *testing.T) {
 func TestHoldCommits_HoldUntilReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var s fault.Store
-		held := func(business bool) time.Duration {
-			start := time.Now()
-			s.BeforeCommit(business)
-			return time.Since(start)
-		}
+		held := func(business bool) time.Duration { return commitHeld(&s, business) }
 		s.HoldCommits(1)
 		if d := held(false); d != 0 {
 			t.Errorf("a commit that moved no money, armed, was held %v; want it at once", d)
