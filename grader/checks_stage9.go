@@ -960,21 +960,16 @@ func checkCommitOrder(t *T) error {
 		// else that moved money has committed before it, so a relay
 		// request that reaches the core carries rows read while the held
 		// one was not yet seen. Then the held commit goes.
-		type release struct {
-			behind bool
-			err    error
-		}
-		released := make(chan release, 1)
+		released := make(chan heldRelease, 1)
 		go func() {
-			behind, err := t.WaitFor(commitHeldFor, func() (bool, error) { return faults.Held() > arrived, nil })
-			released <- release{behind, cmp.Or(err, t.Arm(labctl.HeldCommit, 0))}
+			released <- t.releaseHeldCommits(commitHeldFor, func() (bool, error) { return faults.Held() > arrived, nil })
 		}()
 		f, l, err := t.paymentsAtOnce(s, want, paceClients)
 		r := <-released
 		if err != nil || r.err != nil {
 			return cmp.Or(err, r.err)
 		}
-		if r.behind {
+		if r.held && r.seen {
 			readBehind++
 		}
 		// Every transfer of the round has committed, the held one too:
@@ -986,18 +981,13 @@ func checkCommitOrder(t *T) error {
 			first = f
 		}
 		last = l
-		left, err := t.Lab().Armed(t.ctx)
-		if err != nil {
-			return err
-		}
-		commitHeld := left[labctl.HeldCommit] == 0
-		if commitHeld {
+		if r.held {
 			held++
 		}
 		if passWaited {
 			waited++
 		}
-		if commitHeld && passWaited {
+		if r.held && passWaited {
 			observed++
 		}
 	}
@@ -1010,6 +1000,25 @@ func checkCommitOrder(t *T) error {
 	// wait in the core meanwhile: whether the relay reads, or marks, a
 	// row that commits behind higher ids stays unseen.
 	return t.CouldNotObserve(fmt.Sprintf("a row committed behind higher ids: with the held-commit fault armed, a transaction that moved money was held at its COMMIT in %d of %d rounds, and a relay pass waited in the core while the round's transfers were made in %d; no round had both, so whether the relay reads, or marks, a row that commits after it read higher ids is unknown", held, rounds, waited))
+}
+
+// heldRelease is what releaseHeldCommits saw: whether every commit the
+// held-commit fault was armed for was held (seen before the release), and
+// whether the awaited event came.
+type heldRelease struct {
+	held, seen bool
+	err        error
+}
+
+// releaseHeldCommits waits until event reports true, or within has
+// passed, then disarms the held-commit fault, which lets every commit it
+// holds go. It reports whether the armed commits were all held by then
+// (one that reaches its COMMIT after is let through at once).
+func (t *T) releaseHeldCommits(within time.Duration, event func() (bool, error)) heldRelease {
+	seen, waitErr := t.WaitFor(within, event)
+	left, armedErr := t.Lab().Armed(t.ctx)
+	held := armedErr == nil && left[labctl.HeldCommit] == 0
+	return heldRelease{held: held, seen: seen, err: cmp.Or(waitErr, armedErr, t.Arm(labctl.HeldCommit, 0))}
 }
 
 // relayWaits waits until a request of the relay's waits in the held
