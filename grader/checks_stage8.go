@@ -218,7 +218,21 @@ func checkTwoClerksPay(t *T) error {
 		answers := t.Simultaneously(clerks, func(i int) Request { return reqs[i] })
 		story := fmt.Sprintf("(core latency %v, every transaction held up %v before it begins, the first two transfers to reach their COMMIT %v before it) %d clerks pay invoice %s at once, each under a key of its own, at %d desks: desk 1 (clerks 1, 3, 5, …, op %s) from %s to %s, desk 2 (clerks 2, 4, 6, …, op %s) from %s to %s, released together (round %d of %d):\n%s",
 			latency, fault.BeginDelay, fault.CommitDelay, clerks, ref, desks, ops[0], a.Accounts[0], b.Accounts[0], ops[1], a.Accounts[1], b.Accounts[1], round+1, rounds, reqs[0].String())
-		book := func(i int) { books.Transfer(ops[i%desks], a.Accounts[i%desks], b.Accounts[i%desks], amount) }
+		// A transfer is booked for the desk it was paid from, which a 201
+		// names: a server may tell one desk's clerk of the transfer the
+		// other desk made.
+		book := func(i int, r Response) {
+			d := i % desks
+			var paid struct {
+				From string `json:"from"`
+			}
+			if json.Unmarshal(r.Body, &paid) == nil {
+				if k := slices.Index(a.Accounts[:desks], paid.From); k >= 0 {
+					d = k
+				}
+			}
+			books.Transfer(ops[d], a.Accounts[d], b.Accounts[d], amount)
+		}
 		op := func(i int) string { return ops[i%desks] }
 		if err := t.onePaid(story, answers, book, op, books); err != nil {
 			return err
@@ -232,20 +246,21 @@ func checkTwoClerksPay(t *T) error {
 
 // onePaid judges the answers of clerks who paid one invoice at once:
 // exactly one 201, and 409 duplicate-reference with its Location to every
-// other clerk. The books are reconciled first, the first clerk told 201
-// for each transfer booked with book(i): money that moved for a clerk
-// told 409 is money moved though refused. Then 201s for more than one
-// transfer are the invoice paid more than once, a double whichever ops
-// the clerks sent; a second 201 for the same transfer is an answer the
-// contract does not give, and moved nothing.
-func (t *T) onePaid(story string, answers []Response, book func(i int), ops func(i int) string, books *judging.Books) error {
+// other clerk. The books are reconciled first, each transfer a 201 names
+// booked once, with book(i, r), r the first clerk i's answer that names
+// it: money that moved for a clerk told 409 is money moved though
+// refused. Then 201s for more than one transfer are the invoice paid more
+// than once, a double whichever ops the clerks sent; a second 201 for the
+// same transfer is an answer the contract does not give, and moved
+// nothing.
+func (t *T) onePaid(story string, answers []Response, book func(i int, r Response), ops func(i int) string, books *judging.Books) error {
 	got := Summarize(answers)
 	var paid []int
 	var transfers []string
 	for i, r := range answers {
 		if id := resourceID(r); r.Is(http.StatusCreated, "") && id != "" && !slices.Contains(transfers, id) {
 			paid, transfers = append(paid, i), append(transfers, id)
-			book(i)
+			book(i, r)
 		}
 	}
 	if err := t.Reconcile(story, got, books); err != nil {
@@ -290,7 +305,7 @@ func (t *T) onePaid(story string, answers []Response, book func(i int), ops func
 		}
 		if !r.Is(http.StatusConflict, pDuplicateReference) || r.Header.Get("Location") != want {
 			return t.Fail(story, got+fmt.Sprintf("\nclerk %d: %s, Location %q", i+1, r.String(), r.Header.Get("Location")),
-				"409 "+pDuplicateReference+" with Location: "+want+" to every clerk but the one who paid; never a 5xx")
+				"409 "+pDuplicateReference+" with Location: "+want+" to every clerk but the one who paid, which tells them nothing moved this time (a 201 would tell them their payment was made); never a 5xx")
 		}
 	}
 	return nil
