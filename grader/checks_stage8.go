@@ -298,7 +298,17 @@ func (t *T) onePaid(story string, answers []Response, book func(i int, r Respons
 	if len(paid) == 0 {
 		return t.Fail(story, got, "exactly one 201 Created: one invoice, one transfer")
 	}
-	want := "/transfers/" + resourceID(answers[paid[0]])
+	want := "/transfers/" + transfers[0]
+	var told []string
+	for i, r := range answers {
+		if r.Is(http.StatusCreated, "") && resourceID(r) == transfers[0] {
+			told = append(told, strconv.Itoa(i+1))
+		}
+	}
+	if len(told) > 1 {
+		return t.Fail(story, got+fmt.Sprintf("\nclerks %s: 201 for the same transfer %s", strings.Join(told, ", "), transfers[0]),
+			"one transfer was made, so one clerk is told 201 Created, and every other clerk 409 "+pDuplicateReference+" with Location: "+want+", which tells them nothing moved this time (a 201 tells a clerk their payment was made)")
+	}
 	for i, r := range answers {
 		if i == paid[0] {
 			continue

@@ -165,8 +165,8 @@ func TestSlowKeyUpdates_HoldsOnlyTheArmedUpdatesOfTheKeyTable(t *testing.T) {
 	}
 	for _, q := range []string{
 		`UPDATE idempotency_keys SET lease_owner = ?, lease_expires_at = ? WHERE id = ?`,
-		"\n\t\tupdate \"public\".\"IDEMPOTENCY_KEYS\"\n set lease_owner = $1",
-		`UPDATE OR ROLLBACK idempotency_keys SET state = 'completed' WHERE id = ?`,
+		"\n\t\tUPDATE \"public\".\"idempotency_keys\"\n set lease_owner = $1",
+		`update or rollback IDEMPOTENCY_KEYS set state = 'completed' where id = ?`,
 		`WITH expired AS (SELECT 1) UPDATE /* the takeover */ idempotency_keys SET lease_owner = ?`,
 	} {
 		if err := s.BeforeStatement(gone, q); !errors.Is(err, context.Canceled) {

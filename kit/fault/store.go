@@ -295,8 +295,8 @@ func (s *Store) BeforeBegin(ctx context.Context) error {
 // it holds up a write of the settings (see SlowSettingsWrites), a read
 // of them after a write in the same request (see SlowSettingsRereads) and
 // an update of the key table (see SlowKeyUpdates), refuses an INSERT into
-// the outbox (see FailOutboxWrites), then returns CheckKeyStore's error. It returns ctx's error if ctx ends while the
-// statement waits.
+// the outbox (see FailOutboxWrites), then returns CheckKeyStore's error.
+// It returns ctx's error if ctx ends while the statement waits.
 func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 	if s.slowSettingsWrites.Left() > 0 && writesSettings(query) && s.slowSettingsWrites.Fire() {
 		if err := Hold(ctx, SettingsWriteDelay); err != nil {
@@ -470,7 +470,7 @@ var (
 	keyUpdate = regexp.MustCompile(`(?is)\bupdate(?:\s+or\s+\w+)?` + tableName(KeyTable))
 )
 
-// tableName is a pattern for table's name after a verb that writes it:
+// tableName is a pattern for a table's name after a verb that writes it:
 // quoted or not, in a schema or not.
 func tableName(table string) string {
 	return `\s+(?:only\s+)?(?:"?\w+"?\s*\.\s*)?"?` + table + `"?(?:[\s(;*]|$)`

@@ -47,9 +47,10 @@ const (
 	// window to read it expired too.
 	SlowKeyUpdate = "slow-key-update"
 	// HeldCommit holds up a transaction that moved money, before its
-	// COMMIT, until the fault is disarmed (stage 9): on PostgreSQL,
-	// transfers beside it commit outbox rows with later ids first, and
-	// the check lets it go once a relay pass has read them.
+	// COMMIT, until the fault is disarmed or 5 s have passed (stage 9):
+	// on PostgreSQL, transfers beside it commit outbox rows with later ids
+	// first, and the check lets it go once a relay request reaches the
+	// core ledger.
 	HeldCommit = "held-commit"
 )
 
