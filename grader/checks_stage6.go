@@ -151,16 +151,16 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 // PostgreSQL the claim's INSERT, which waits for a row another
 // transaction is changing, narrows that window to the first retry's few
 // statements: one key gives it a few chances, which it takes in about
-// half the runs, and many keys took it in all but one run in many on a
-// loaded machine. So takeoverKeys payments are held on the core, their
+// half the runs. So takeoverKeys payments are held on the core, their
 // leases expire while they wait, and each is retried takeoverRetries
 // times, every retry released at once, with the slow-key-update fault
 // holding the first takeoverKeys updates of the key table: a retry that
 // read its lease expired writes it 100 ms later, while the other retries
 // read it expired too, and a takeover by one conditional UPDATE matches
 // nothing that late if another retry took the key meanwhile. Then the
-// originals' clients hang up, so that, like crashed originals, they never execute (a late
-// original that does is S6.late-original-fenced's matter). Money holds
+// originals' clients hang up, so that, like crashed originals, they
+// never execute (a late original that does is
+// S6.late-original-fenced's matter). Money holds
 // even when two retries win (the completion is fenced by the lease owner,
 // and all but the last winner roll back), but each winner called the core
 // first, a side effect the database cannot roll back: the lab counts the
