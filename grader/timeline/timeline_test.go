@@ -151,6 +151,30 @@ func TestFocus_ABarriersLanesReadInTheirClientsOrder(t *testing.T) {
 	}
 }
 
+// TestPickLanes_AReleaseStraddlingAGrainReadsInItsClientsOrder: lanes
+// whose first sends follow each other within a grain are one release,
+// read by client number, however far the release spreads; a wider gap
+// starts the next. Slots of a grain cut from the first send split the
+// release below into clients 11 and 12, then 9 and 10, then 8.
+func TestPickLanes_AReleaseStraddlingAGrainReadsInItsClientsOrder(t *testing.T) {
+	const grain = 10 * time.Millisecond
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	lane := func(client int, after time.Duration) Lane {
+		return Lane{Label: fmt.Sprintf("client %d", client), Attempts: []Attempt{{Start: at.Add(after)}}}
+	}
+	clients := []Lane{lane(1, 100*time.Millisecond)}
+	for i, c := range []int{12, 11, 10, 9, 8} {
+		clients = append(clients, lane(c, time.Duration(i)*6*time.Millisecond))
+	}
+	var labels []string
+	for _, l := range pickLanes(clients, 10, map[string]int{}, grain) {
+		labels = append(labels, l.Label)
+	}
+	if want := []string{"client 8", "client 9", "client 10", "client 11", "client 12", "client 1"}; !slices.Equal(labels, want) {
+		t.Errorf("lanes %q, want %q", labels, want)
+	}
+}
+
 func TestFocus_SplitsOverlappingRequestsOfOneClient(t *testing.T) {
 	f := load(t, "double")
 	for i := range f.History.Attempts {
