@@ -909,7 +909,7 @@ func loaded(made int) string {
 const commitOrderRounds = 3
 
 // commitHeldFor is how long S9.commit-order lets the held commit wait at
-// most for a relay pass to reach the core. On PostgreSQL one does within
+// most for a relay request to reach the core. On PostgreSQL one does within
 // a few tens of milliseconds; on SQLite none does (the held transaction
 // keeps the write lock, and nothing else commits), and each round waits
 // this long.
@@ -925,10 +925,10 @@ const commitHeldFor = 500 * time.Millisecond
 // no row, with the relay running, and the held-commit fault holds up the
 // COMMIT of the round's first transaction to move money, its outbox row
 // written with it, while the other customer's transfers commit rows with
-// later ids, until a relay request reaches the core (or commitHeldFor); the core holds the relay's requests until every
-// transfer of the round has answered, so that a pass that read the others
-// settles after the held row committed.
-// That catches a relay that marks every owed row up to the last id it
+// later ids, until a relay request reaches the core (or commitHeldFor);
+// the core holds the relay's requests until every transfer of the round
+// has answered, so that a pass that read the others settles after the
+// held row committed. That catches a relay that marks every owed row up to the last id it
 // read as well: the held row, with a lower id, committed between its read
 // and its mark. (SQLite runs one writer at a time: the held transaction
 // keeps the write lock, everyone waits, and its rows commit in the order

@@ -517,28 +517,16 @@ func pickLanes(clients []Lane, n int, hidden map[string]int, grain time.Duration
 	// slot's edge, and draw clients 12 to 16 above 7 to 11.
 	start := func(l Lane) time.Time { return l.Attempts[0].Start }
 	sort.SliceStable(out, func(a, b int) bool { return start(out[a]).Before(start(out[b])) })
-	release := make([]int, len(out))
-	for i := 1; i < len(out); i++ {
-		release[i] = release[i-1]
-		if start(out[i]).Sub(start(out[i-1])) > grain {
-			release[i]++
+	for i := 0; i < len(out); {
+		j := i + 1
+		for j < len(out) && start(out[j]).Sub(start(out[j-1])) <= grain {
+			j++
 		}
+		release := out[i:j]
+		sort.SliceStable(release, func(a, b int) bool { return labelLess(release[a].Label, release[b].Label) })
+		i = j
 	}
-	order = order[:len(out)]
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		if ra, rb := release[order[a]], release[order[b]]; ra != rb {
-			return ra < rb
-		}
-		return labelLess(out[order[a]].Label, out[order[b]].Label)
-	})
-	lanes := make([]Lane, len(out))
-	for i, j := range order {
-		lanes[i] = out[j]
-	}
-	return lanes
+	return out
 }
 
 // labelLess orders lane labels with their numbers as numbers: client 2
