@@ -98,10 +98,10 @@ func checkRetryDuringOriginal(t *T) error {
 
 // doneAfterCompletion reports whether r, client's answer to a retry of
 // key, says the request is done (201, or 409 duplicate-request) and came
-// after the lab saw key completed, which it publishes once the original's
-// transaction has committed: on a busy machine the original's own answer
-// can still be on its way then, and a retry that reached the claim after
-// the commit is rightly told the request is done. Fence the history first.
+// after the lab heard the commit that completed key: on a busy machine
+// the original's own answer can still be on its way then, and a retry
+// that reached the claim after the commit is rightly told the request is
+// done. Fence the history first.
 func (t *T) doneAfterCompletion(r Response, client, key string) bool {
 	if r.Status != http.StatusCreated && !r.Is(http.StatusConflict, pDuplicate) {
 		return false

@@ -162,8 +162,8 @@ func (h *Recorder) ExecutedBy(op string) (clients []string, ok bool) {
 	return clients, ok
 }
 
-// CompletedAt is when the lab first saw key's row completed: a row event,
-// published once its transaction has committed. ok is false when none has
+// CompletedAt is when the lab first heard key's row completed: the
+// commit of the change, as its row event says. ok is false when none has
 // been heard. Fence first, so that the events are in.
 func (h *Recorder) CompletedAt(key string) (at time.Time, ok bool) {
 	if h == nil {
@@ -207,9 +207,10 @@ func (h *Recorder) Close() {
 	h.streams.Wait()
 }
 
-// heard turns one lab event into the history's terms. The stream carries
-// no time: an event is placed when it was read, a little after it
-// happened, but for an execution, which says when its write was made.
+// heard turns one lab event into the history's terms. An event is placed
+// when it was published, a little after it happened, but for an
+// execution, which says when its write was made, and a key row's change,
+// which says when its commit was heard.
 // A reset is left out: every check starts with one, before its story.
 func (h *Recorder) heard(ev events.Event) {
 	h.mu.Lock()
@@ -235,6 +236,9 @@ func (h *Recorder) heard(ev events.Event) {
 		var k events.Key
 		if json.Unmarshal(ev.Data, &k) != nil {
 			return
+		}
+		if !k.At.IsZero() {
+			at = k.At
 		}
 		h.keyRow(at, k)
 	case events.KindFault:

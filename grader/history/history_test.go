@@ -1,8 +1,12 @@
 package history
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"idemlab/kit/events"
 )
 
 func TestDescribe_OneLinePerRequest(t *testing.T) {
@@ -36,5 +40,32 @@ func TestTimes(t *testing.T) {
 		if got := Times(n); got != want {
 			t.Errorf("Times(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestCompletedAt_IsWhenTheCommitWasHeard catches a history that places a
+// key row's completion when its event was published: the server reads
+// the row first, and a retry that read the committed row can be answered
+// in between, which S3.retry-during-original would then take for a
+// "done" told while the original still ran.
+func TestCompletedAt_IsWhenTheCommitWasHeard(t *testing.T) {
+	h := NewRecorder("k-1")
+	committed := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	published := committed.Add(40 * time.Millisecond)
+	row := func(state string, at time.Time) events.Event {
+		data, _ := json.Marshal(events.Key{RowID: 7, Row: map[string]any{"key": "k-1", "state": state}, At: at})
+		return events.Event{Kind: events.KindKey, Time: published, Data: data}
+	}
+	h.heard(row("in_progress", committed.Add(-time.Second)))
+	h.heard(row("completed", committed))
+	if at, ok := h.CompletedAt("k-1"); !ok || !at.Equal(committed) {
+		t.Fatalf("CompletedAt = %v, %v; want %v, the commit's, not the event's %v", at, ok, committed, published)
+	}
+	// A row sent anew (after the stream reconnected) says no commit: it
+	// is placed when it was published.
+	h = NewRecorder("k-1")
+	h.heard(row("completed", time.Time{}))
+	if at, ok := h.CompletedAt("k-1"); !ok || !at.Equal(published) {
+		t.Fatalf("CompletedAt of a row sent anew = %v, %v; want %v", at, ok, published)
 	}
 }

@@ -113,7 +113,7 @@ type Server struct {
 	// slots bound the customer requests served at once (requestSlots).
 	slots slots
 
-	keyRows chan []int64
+	keyRows chan keyRowsChanged
 	// listening carries what the database says of its key-row reports:
 	// stopped (an error) or resumed (nil).
 	listening chan error
@@ -151,7 +151,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{db: db, settings: settings, hub: events.NewHub(), log: opts.Log,
-		crash: opts.Crash, admin: opts.AdminToken, stop: make(chan struct{}), keyRows: make(chan []int64, 1024),
+		crash: opts.Crash, admin: opts.AdminToken, stop: make(chan struct{}), keyRows: make(chan keyRowsChanged, 1024),
 		listening: make(chan error, 16)}
 	if s.crash == nil {
 		s.crash = ExitCrash
@@ -244,7 +244,7 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	}
 	s.db.OnKeyRowsChanged(func(rows []int64) {
 		select {
-		case s.keyRows <- rows:
+		case s.keyRows <- keyRowsChanged{rows, time.Now()}:
 		case <-s.stop:
 		}
 	})
@@ -379,6 +379,13 @@ func (s *Server) every(d time.Duration, fn func()) {
 	}()
 }
 
+// keyRowsChanged is one commit's report of the key rows it changed, and
+// when it was heard: right after the commit, before anyone reads a row.
+type keyRowsChanged struct {
+	rowids []int64
+	at     time.Time
+}
+
 // publishKeyRows turns committed changes to key rows into "key" events.
 // It runs on its own goroutine so that no request waits for it. It reads a
 // row only while someone is subscribed: with nobody to tell (a replay, a
@@ -391,11 +398,11 @@ func (s *Server) publishKeyRows() {
 			return
 		case err := <-s.listening:
 			s.keyRowsListening(err)
-		case rowids := <-s.keyRows:
+		case changed := <-s.keyRows:
 			if !s.hub.Listening() {
 				continue
 			}
-			for _, id := range rowids {
+			for _, id := range changed.rowids {
 				var rows []map[string]any
 				var err error
 				if !s.ctl.UnlessResetting(func() {
@@ -407,9 +414,9 @@ func (s *Server) publishKeyRows() {
 				case err != nil:
 					s.hub.Publish(events.KindKey, map[string]any{"rowid": id, "error": err.Error()})
 				case len(rows) == 0:
-					s.hub.Publish(events.KindKey, events.Key{RowID: id, Deleted: true})
+					s.hub.Publish(events.KindKey, events.Key{RowID: id, Deleted: true, At: changed.at})
 				default:
-					s.hub.Publish(events.KindKey, events.Key{RowID: id, Row: rows[0]})
+					s.hub.Publish(events.KindKey, events.Key{RowID: id, Row: rows[0], At: changed.at})
 				}
 			}
 		}

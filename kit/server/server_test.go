@@ -322,6 +322,32 @@ func TestEvents_KeyRowsAfterAReset(t *testing.T) {
 	awaitEvent(t, ch, "key event for the claimed key", keyEventFor("k-events"))
 }
 
+// TestEvents_KeyRowSaysWhenItsCommitWasHeard catches a key event that
+// carries only the time it was published: the server reads the row after
+// the commit, and a retry that read the row meanwhile can be answered
+// before the event goes out, so a history that placed the change then
+// would have a "done" told before the key was completed.
+func TestEvents_KeyRowSaysWhenItsCommitWasHeard(t *testing.T) {
+	srv, hs := startWith(t, server.Options{Stage: stage1.New})
+	c0, c1 := resetTwo(t, srv)
+	ch, cancel := srv.Events().Subscribe(64)
+	defer cancel()
+	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5}`
+	before := time.Now()
+	if code, b := callAs(t, hs, "POST", "/transfers", "Bearer "+c0.Token, "k-heard", body); code != 201 {
+		t.Fatalf("transfer: %d %s", code, b)
+	}
+	var k events.Key
+	var published time.Time
+	awaitEvent(t, ch, "key event for the claimed key", func(ev events.Event) bool {
+		published = ev.Time
+		return keyEventFor("k-heard")(ev) && json.Unmarshal(ev.Data, &k) == nil
+	})
+	if k.At.IsZero() || k.At.Before(before) || k.At.After(published) {
+		t.Fatalf("the key event's at = %v; want the commit's, after the request was sent (%v) and no later than the event (%v)", k.At, before, published)
+	}
+}
+
 func TestCrashFault_InProcessAbortsTheRequestOnce(t *testing.T) {
 	// The hook runs on the handler's goroutine; the client learns of the
 	// crash over the network, which orders nothing in this process, so the
