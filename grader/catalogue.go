@@ -438,6 +438,12 @@ var catalogue = []Check{
 		Run:   checkCoreDown,
 	},
 	{
+		ID: "S9.long-outage", Stage: 9, Lesson: lesson9 + "#when-the-core-is-down",
+		Claim: "after the core ledger has refused the relay's tries for 4 s, each transfer made while it was down reaches it exactly once within 2 s of its return",
+		Why:   "an outage is over when the core is back, not when the relay next looks: a relay whose waits between tries of a row grow without a cap keeps the postings from a core that is up for about as long again as it was down, an hour more after an hour's outage",
+		Run:   checkLongOutage,
+	},
+	{
 		ID: "S9.core-flaps", Stage: 9, Lesson: lesson9 + "#the-relay",
 		Claim: "transfers made while the core ledger is down still reach it exactly once when it comes back flapping (it refuses a posting, takes the next, refuses the next…)",
 		Why:   "a relay that gives a row up after one refusal, marks it sent on an answer it never got, or marks a whole batch sent because the core took part of it, loses postings a core that comes and goes would have taken",

@@ -301,6 +301,95 @@ func checkCoreDown(t *T) error {
 	return t.throughRefusals(s, []string{"the core ledger is down"}, up, outageRefusals, "postings while down", "comes back")
 }
 
+// Constants of S9.long-outage: how long the core stays down once the
+// relay's first try was refused, and how soon after its return every
+// posting owed must be in it. A relay that sends every owed row on each
+// pass (every 20 ms while the core refuses) needs a pass or two; one that
+// waits between tries of a row can keep its waits under the bound, and
+// only one whose waits grow with the outage cannot.
+const (
+	longOutage = 4 * time.Second
+	backWithin = 2 * time.Second
+)
+
+// checkLongOutage catches a relay whose waits between tries of a row grow
+// without a cap: the core stays down longOutage after the relay's first
+// refused try, and comes back right after a try it refused, so that the
+// row's next try is due as long after as the wait that try began; every
+// posting must then reach the core within backWithin.
+func checkLongOutage(t *T) error {
+	s, up, err := t.coreDownScenario(1_000_000)
+	if err != nil {
+		return err
+	}
+	defer up()
+	story := []string{"the core ledger is down"}
+	want, err := t.payments(s, 2+t.rng.IntN(3), &story)
+	if err != nil {
+		return err
+	}
+	rows, err := t.outboxRows()
+	if err != nil {
+		return err
+	}
+	if rows == 0 {
+		up()
+		return t.postedOnce(strings.Join(append(story, "the outbox holds no row for these transfers; the core comes back"), "\n"), s, want)
+	}
+	faults := &t.Core().Faults
+	tried, err := t.WaitFor(drainWithin, func() (bool, error) { return faults.Refused() > 0, nil })
+	if err != nil {
+		return err
+	}
+	if !tried {
+		up()
+		story = append(story, fmt.Sprintf("the relay tried none of them in %v; the core comes back", drainWithin))
+		return t.postedOnce(strings.Join(story, "\n"), s, want)
+	}
+	select {
+	case <-time.After(longOutage):
+	case <-t.ctx.Done():
+		return t.ctx.Err()
+	}
+	// Back right after a try: the wait that try began is the whole wait
+	// ahead of the row.
+	before := faults.Refused()
+	if _, err := t.WaitFor(longOutage, func() (bool, error) { return faults.Refused() > before, nil }); err != nil {
+		return err
+	}
+	up()
+	refused := faults.Refused()
+	story = append(story, fmt.Sprintf("the core refuses the relay's tries for %v from the first (%d postings), and comes back right after one of them", longOutage, refused))
+	in, err := t.WaitFor(backWithin, func() (bool, error) { return t.coreHoldsAll(want) })
+	if err != nil {
+		return err
+	}
+	if !in {
+		ps, err := t.Postings()
+		if err != nil {
+			return err
+		}
+		st, err := t.State()
+		if err != nil {
+			return err
+		}
+		return t.Fail(strings.Join(story, "\n"), fmt.Sprintf("%v after the core came back, it held %d of the %d transfers' postings; still owed in the outbox: %d", backWithin, postedOf(ps, want), len(want), st.Outbox.Pending),
+			fmt.Sprintf("each transfer posted within %v of the core's return: an outage is over when the core is back, however long it lasted", backWithin))
+	}
+	return t.postedOnce(strings.Join(story, "\n"), s, want)
+}
+
+// postedOf counts the transfers of want that ps posts.
+func postedOf(ps []core.Receipt, want owed) int {
+	in := map[string]bool{}
+	for _, p := range ps {
+		if _, ok := want[p.TransferID]; ok {
+			in[p.TransferID] = true
+		}
+	}
+	return len(in)
+}
+
 // checkTokenRotated catches a relay that takes a refusal of its caller
 // (401: a token the core no longer knows) for a refusal of the posting:
 // while the core refuses the token, every posting request of every pass
