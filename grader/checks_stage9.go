@@ -359,7 +359,7 @@ func checkLongOutage(t *T) error {
 	}
 	up()
 	refused := faults.Refused()
-	story = append(story, fmt.Sprintf("the core refuses the relay's tries for %v from the first (%d postings), and comes back right after one of them", longOutage, refused))
+	story = append(story, fmt.Sprintf("the core refuses every try of the relay for %v after its first (%d postings refused), then comes back right after a try it refused", longOutage, refused))
 	in, err := t.WaitFor(backWithin, func() (bool, error) { return t.coreHoldsAll(want) })
 	if err != nil {
 		return err
