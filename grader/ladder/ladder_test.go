@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"idemlab/grader"
-	"idemlab/grader/gradertest"
 	"idemlab/grader/ladder"
 	"idemlab/grader/targets"
 	"idemlab/kit/labdb"
@@ -56,13 +56,47 @@ func rung(n int, scaffold stage.Factory) ladder.Rung {
 }
 
 // TestMain lets this test binary serve any rung's subject as a child
-// process, for the checks that crash the server.
+// process, for the checks that crash the server. Once the tests have run
+// it lists, last, the first line of each thing that did not hold: the
+// ladder's output is long, and its end is what a CI log shows.
 func TestMain(m *testing.M) {
 	var subjects []grader.Subject
 	for _, r := range rungs {
 		subjects = append(subjects, r.Solution, r.Scaffold)
 	}
-	gradertest.Main(m, subjects...)
+	if targets.IsChild() {
+		os.Exit(targets.ServeChild(subjects...))
+	}
+	targets.CanServe(subjects...)
+	code := m.Run()
+	if len(failed.lines) > 0 {
+		fmt.Printf("\nWhat did not hold (%d):\n", len(failed.lines))
+		for _, l := range failed.lines {
+			fmt.Println("  " + l)
+		}
+	}
+	os.Exit(code)
+}
+
+// failed gathers the first line of each error the ladder's tests report.
+var failed struct {
+	sync.Mutex
+	lines []string
+}
+
+// errorf reports an error on t, as t.Errorf does, and gathers its first
+// line, under t's name, for TestMain's list.
+func errorf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	first, _, _ := strings.Cut(msg, "\n")
+	if r := []rune(first); len(r) > 240 {
+		first = string(r[:240]) + "…"
+	}
+	failed.Lock()
+	failed.lines = append(failed.lines, t.Name()+": "+first)
+	failed.Unlock()
+	t.Error(msg)
 }
 
 // TestLadder runs the matrix (every solution, scaffold and mutant against
@@ -78,7 +112,7 @@ func TestLadder(t *testing.T) {
 	run := func(t *testing.T, subject grader.Subject, checks []grader.Check) ladder.Cell {
 		c := ladder.Run(ctx, subject, checks, seed)
 		for _, id := range c.Broken {
-			t.Errorf("%s: %s could not run:\n%s", subject.Name, id, c.Errors[id])
+			errorf(t, "%s: %s could not run:\n%s", subject.Name, id, c.Errors[id])
 		}
 		return c
 	}
@@ -109,14 +143,14 @@ func climb(t *testing.T, i int, run func(*testing.T, grader.Subject, []grader.Ch
 	n := r.Stage
 	row := []string{fmt.Sprint(n)}
 	if len(ladder.OfStage(r.Solution)) == 0 {
-		t.Errorf("stage %d has no checks", n)
+		errorf(t, "stage %d has no checks", n)
 		return append(row, "no checks", "-", "-", "-")
 	}
 
 	sol := run(t, r.Solution, grader.For(r.Solution))
 	row = append(row, verdict(sol, true))
 	for _, id := range sol.Failed {
-		t.Errorf("solution %d must pass %s:\n%s", n, id, sol.Errors[id])
+		errorf(t, "solution %d must pass %s:\n%s", n, id, sol.Errors[id])
 	}
 
 	if i == 0 {
@@ -128,10 +162,10 @@ func climb(t *testing.T, i int, run func(*testing.T, grader.Subject, []grader.Ch
 		below := run(t, prev, checks)
 		row = append(row, verdict(below, false))
 		if len(below.Failed) == 0 {
-			t.Errorf("solution %d passes every stage-%d check: the stage teaches nothing a check can see", n-1, n)
+			errorf(t, "solution %d passes every stage-%d check: the stage teaches nothing a check can see", n-1, n)
 		}
 		for _, m := range ladder.CompareGuards(checks, below) {
-			t.Error(m)
+			errorf(t, "%s", m)
 		}
 		*guards = append(*guards, ladder.Guards(checks)...)
 	}
@@ -139,12 +173,12 @@ func climb(t *testing.T, i int, run func(*testing.T, grader.Subject, []grader.Ch
 	scaf := run(t, r.Scaffold, ladder.OfStage(r.Scaffold))
 	row = append(row, verdict(scaf, false))
 	if len(scaf.Failed) == 0 {
-		t.Errorf("stages/stage%d passes every stage-%d check. The ladder holds the untouched scaffolds: "+
+		errorf(t, "stages/stage%d passes every stage-%d check. The ladder holds the untouched scaffolds: "+
 			"if you have solved the stage, that is why (well done); your own check is make stage-%d", n, n, n)
 	}
 	earlier := run(t, r.Scaffold, ladder.Before(r.Scaffold))
 	for _, id := range earlier.Failed {
-		t.Errorf("the scaffold of stage %d must pass the earlier check %s:\n%s", n, id, earlier.Errors[id])
+		errorf(t, "the scaffold of stage %d must pass the earlier check %s:\n%s", n, id, earlier.Errors[id])
 	}
 	return append(row, verdict(earlier, true))
 }
@@ -237,7 +271,7 @@ func TestMutantsByStage_FollowsTheFolders(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got, want := names(by[n]), names(folder); !slices.Equal(got, want) {
-			t.Errorf("TestMutants/stage%d builds %v, want the mutants of mutants/stage%d: %v", n, got, n, want)
+			errorf(t, "TestMutants/stage%d builds %v, want the mutants of mutants/stage%d: %v", n, got, n, want)
 		}
 	}
 }
@@ -253,12 +287,12 @@ func runMutants(t *testing.T, root, dir string, seed uint64, engine labdb.Engine
 			continue
 		}
 		if _, ok := grader.Lookup(m.CaughtBy); !ok {
-			t.Errorf("mutant %s names no check: %s", m.Name, m.CaughtBy)
+			errorf(t, "mutant %s names no check: %s", m.Name, m.CaughtBy)
 			continue
 		}
 		pkg, err := ladder.Build(root, dir, m, seed)
 		if err != nil {
-			t.Error(err)
+			errorf(t, "%v", err)
 			continue
 		}
 		pkgs = append(pkgs, pkg)
@@ -302,7 +336,7 @@ func runMutants(t *testing.T, root, dir string, seed uint64, engine labdb.Engine
 			if logs[pkg] != nil {
 				log = logs[pkg].String()
 			}
-			t.Errorf("mutant %s (%s) was not caught by %s:\n%s", m.Name, m.Bug, m.CaughtBy, log)
+			errorf(t, "mutant %s (%s) was not caught by %s:\n%s", m.Name, m.Bug, m.CaughtBy, log)
 		}
 		rows = append(rows, []string{m.Name, m.Bug, m.CaughtBy, res})
 	}
@@ -322,7 +356,7 @@ func TestScaffoldsMirrorSolutions(t *testing.T) {
 		sol := filepath.Join(root, r.Solution.Name)
 		scaf := filepath.Join(root, r.Scaffold.Name)
 		if got, want := goFiles(t, scaf), goFiles(t, sol); !slices.Equal(got, want) {
-			t.Errorf("stage %d: %s has %v, %s has %v", r.Stage, r.Scaffold.Name, got, r.Solution.Name, want)
+			errorf(t, "stage %d: %s has %v, %s has %v", r.Stage, r.Scaffold.Name, got, r.Solution.Name, want)
 		}
 		a, err := os.ReadFile(filepath.Join(sol, "stage_test.go"))
 		if err != nil {
@@ -333,7 +367,7 @@ func TestScaffoldsMirrorSolutions(t *testing.T) {
 			t.Fatal(err)
 		}
 		if strings.ReplaceAll(string(a), r.Solution.Name, r.Scaffold.Name) != string(b) {
-			t.Errorf("stage %d: the scaffold's stage_test.go is not the solution's with the path changed", r.Stage)
+			errorf(t, "stage %d: the scaffold's stage_test.go is not the solution's with the path changed", r.Stage)
 		}
 	}
 }
