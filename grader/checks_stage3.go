@@ -57,7 +57,7 @@ func checkRetryDuringOriginal(t *T) error {
 			}
 			switch {
 			case ok:
-			case seen && t.doneAfterCompletion(r, fmt.Sprintf("client %d", i+1), req.Key):
+			case seen && t.doneAfterCompletion(r, fmt.Sprintf("client %d", i+1), req.Key, op):
 				// Its claim came after the original's commit, and "done"
 				// is then right, though the original's own answer was
 				// still on its way: it proves nothing.
@@ -98,17 +98,27 @@ func checkRetryDuringOriginal(t *T) error {
 
 // doneAfterCompletion reports whether r, client's answer to a retry of
 // key, says the request is done (201, or 409 duplicate-request) and came
-// after the lab heard the commit that completed key: on a busy machine
-// the original's own answer can still be on its way then, and a retry
-// that reached the claim after the commit is rightly told the request is
-// done. Fence the history first.
-func (t *T) doneAfterCompletion(r Response, client, key string) bool {
+// after the original's commit: on a busy machine the original's own
+// answer can still be on its way then, and a retry that reached the claim
+// after the commit is rightly told the request is done. The commit is
+// placed at the earlier of the business write of op, which precedes it,
+// and the lab hearing key completed, which follows it: on PostgreSQL the
+// lab hears it on a connection of its own, which a retry's answer can
+// beat. A "done" before the write is wrong on any server. Fence the
+// history first.
+func (t *T) doneAfterCompletion(r Response, client, key, op string) bool {
 	if r.Status != http.StatusCreated && !r.Is(http.StatusConflict, pDuplicate) {
 		return false
 	}
-	completed, ok := t.history.CompletedAt(key)
-	answered, ok2 := t.history.AnsweredAt(client, key)
-	return ok && ok2 && completed.Before(answered)
+	answered, ok := t.history.AnsweredAt(client, key)
+	if !ok {
+		return false
+	}
+	if completed, ok := t.history.CompletedAt(key); ok && completed.Before(answered) {
+		return true
+	}
+	wrote, ok := t.history.ExecutedAt(op)
+	return ok && wrote.Before(answered)
 }
 
 // overtaken reports whether op was executed by a retry rather than by the

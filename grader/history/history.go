@@ -162,6 +162,23 @@ func (h *Recorder) ExecutedBy(op string) (clients []string, ok bool) {
 	return clients, ok
 }
 
+// ExecutedAt is when op's first execution made its business write, as
+// its execution event says; ok is false when none has been heard. Fence
+// first, so that the events are in.
+func (h *Recorder) ExecutedAt(op string) (at time.Time, ok bool) {
+	if h == nil {
+		return time.Time{}, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range h.events {
+		if e.Kind == timeline.Execution && e.Op == op && (!ok || e.At.Before(at)) {
+			at, ok = e.At, true
+		}
+	}
+	return at, ok
+}
+
 // CompletedAt is when the lab first heard key's row completed: the
 // commit of the change, as its row event says. ok is false when none has
 // been heard. Fence first, so that the events are in.

@@ -69,3 +69,23 @@ func TestCompletedAt_IsWhenTheCommitWasHeard(t *testing.T) {
 		t.Fatalf("CompletedAt of a row sent anew = %v, %v; want %v", at, ok, published)
 	}
 }
+
+// TestExecutedAt_IsTheFirstWriteOfTheOp: an execution is placed at its
+// business write, which its event says, and the first of an op's counts.
+func TestExecutedAt_IsTheFirstWriteOfTheOp(t *testing.T) {
+	h := NewRecorder()
+	wrote := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	exec := func(op string, at time.Time) events.Event {
+		data, _ := json.Marshal(map[string]any{"op": op, "kind": "transfer", "id": "tr_1", "amount": 5, "count": 1, "at": at})
+		return events.Event{Kind: events.KindExecution, Time: at.Add(time.Second), Data: data}
+	}
+	h.heard(exec("op-1", wrote.Add(time.Minute)))
+	h.heard(exec("op-1", wrote))
+	h.heard(exec("op-2", wrote.Add(-time.Minute)))
+	if at, ok := h.ExecutedAt("op-1"); !ok || !at.Equal(wrote) {
+		t.Fatalf("ExecutedAt(op-1) = %v, %v; want %v", at, ok, wrote)
+	}
+	if _, ok := h.ExecutedAt("op-3"); ok {
+		t.Fatal("ExecutedAt of an op never executed says ok")
+	}
+}

@@ -69,7 +69,7 @@ const AttemptHeader = "Lab-Attempt"
 
 // Key is the data of a "key" event: a row of idempotency_keys as it is now
 // (column name → value), or Deleted. At is when the server heard the
-// commit that changed it, before it read the row to publish it: the
+// last commit that changed it before it read the row to publish it: the
 // event itself goes out later, and a request that read the committed row
 // can be answered in between. Zero when the row was sent anew rather than
 // heard changed (after the event stream reconnected).

@@ -114,6 +114,9 @@ type Server struct {
 	slots slots
 
 	keyRows chan keyRowsChanged
+	// heard is the last commit heard to change each key row whose report
+	// the publisher has not yet read (publishKeyRows).
+	heard heardCommits
 	// listening carries what the database says of its key-row reports:
 	// stopped (an error) or resumed (nil).
 	listening chan error
@@ -243,8 +246,12 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 		s.admin = NewAdminToken()
 	}
 	s.db.OnKeyRowsChanged(func(rows []int64) {
+		at := time.Now()
+		if s.hub.Listening() {
+			s.heard.note(rows, at)
+		}
 		select {
-		case s.keyRows <- keyRowsChanged{rows, time.Now()}:
+		case s.keyRows <- keyRowsChanged{rows, at}:
 		case <-s.stop:
 		}
 	})
@@ -386,6 +393,43 @@ type keyRowsChanged struct {
 	at     time.Time
 }
 
+// heardCommits keeps, for each key row, when the last commit that changed
+// it was heard, until that commit's own report is read. A report waits in
+// line, and by the time its row is read a later commit may have changed
+// it again (a claim's report read once the key is completed): the row
+// read is the later commit's, and is placed there, not at the claim's.
+type heardCommits struct {
+	mu   sync.Mutex
+	last map[int64]time.Time
+}
+
+// note records that a commit heard at changed rowids.
+func (h *heardCommits) note(rowids []int64, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.last == nil {
+		h.last = map[int64]time.Time{}
+	}
+	for _, id := range rowids {
+		h.last[id] = at
+	}
+}
+
+// of returns when the last commit that changed row id was heard, for a
+// row read after report's commit: report's own time unless a later commit
+// was heard since. It forgets the row once its last commit's report is
+// the one read, so that only rows with a report still in line are kept.
+func (h *heardCommits) of(id int64, report time.Time) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	at, ok := h.last[id]
+	if !ok || !at.After(report) {
+		delete(h.last, id)
+		return report
+	}
+	return at
+}
+
 // publishKeyRows turns committed changes to key rows into "key" events.
 // It runs on its own goroutine so that no request waits for it. It reads a
 // row only while someone is subscribed: with nobody to tell (a replay, a
@@ -400,23 +444,29 @@ func (s *Server) publishKeyRows() {
 			s.keyRowsListening(err)
 		case changed := <-s.keyRows:
 			if !s.hub.Listening() {
+				for _, id := range changed.rowids {
+					s.heard.of(id, changed.at)
+				}
 				continue
 			}
 			for _, id := range changed.rowids {
 				var rows []map[string]any
 				var err error
-				if !s.ctl.UnlessResetting(func() {
+				read := s.ctl.UnlessResetting(func() {
 					rows, err = labctl.KeyRows(context.Background(), s.db.DB, "rowid = ?", id)
-				}) {
+				})
+				// After the read: a commit heard before it is in the row.
+				at := s.heard.of(id, changed.at)
+				if !read {
 					continue
 				}
 				switch {
 				case err != nil:
 					s.hub.Publish(events.KindKey, map[string]any{"rowid": id, "error": err.Error()})
 				case len(rows) == 0:
-					s.hub.Publish(events.KindKey, events.Key{RowID: id, Deleted: true, At: changed.at})
+					s.hub.Publish(events.KindKey, events.Key{RowID: id, Deleted: true, At: at})
 				default:
-					s.hub.Publish(events.KindKey, events.Key{RowID: id, Row: rows[0], At: changed.at})
+					s.hub.Publish(events.KindKey, events.Key{RowID: id, Row: rows[0], At: at})
 				}
 			}
 		}

@@ -323,10 +323,13 @@ func TestEvents_KeyRowsAfterAReset(t *testing.T) {
 }
 
 // TestEvents_KeyRowSaysWhenItsCommitWasHeard catches a key event that
-// carries only the time it was published: the server reads the row after
-// the commit, and a retry that read the row meanwhile can be answered
-// before the event goes out, so a history that placed the change then
-// would have a "done" told before the key was completed.
+// carries no time of its commit: the server reads the row after the
+// commit, and a retry that read the row meanwhile can be answered before
+// the event goes out, so a history that placed the change then would have
+// a "done" told before the key was completed. On SQLite the commit is
+// heard on the committing goroutine, before the handler answers, so the
+// time precedes the answer; on PostgreSQL it is heard on the listening
+// connection, which races the answer.
 func TestEvents_KeyRowSaysWhenItsCommitWasHeard(t *testing.T) {
 	srv, hs := startWith(t, server.Options{Stage: stage1.New})
 	c0, c1 := resetTwo(t, srv)
@@ -337,6 +340,7 @@ func TestEvents_KeyRowSaysWhenItsCommitWasHeard(t *testing.T) {
 	if code, b := callAs(t, hs, "POST", "/transfers", "Bearer "+c0.Token, "k-heard", body); code != 201 {
 		t.Fatalf("transfer: %d %s", code, b)
 	}
+	answered := time.Now()
 	var k events.Key
 	var published time.Time
 	awaitEvent(t, ch, "key event for the claimed key", func(ev events.Event) bool {
@@ -345,6 +349,9 @@ func TestEvents_KeyRowSaysWhenItsCommitWasHeard(t *testing.T) {
 	})
 	if k.At.IsZero() || k.At.Before(before) || k.At.After(published) {
 		t.Fatalf("the key event's at = %v; want the commit's, after the request was sent (%v) and no later than the event (%v)", k.At, before, published)
+	}
+	if labdb.EngineOfTarget(labdb.TestTarget()) == labdb.SQLite && k.At.After(answered) {
+		t.Fatalf("the key event's at = %v, after the transfer was answered (%v): not its commit's", k.At, answered)
 	}
 }
 
