@@ -166,30 +166,26 @@ func (h *Recorder) ExecutedBy(op string) (clients []string, ok bool) {
 // its execution event says; ok is false when none has been heard. Fence
 // first, so that the events are in.
 func (h *Recorder) ExecutedAt(op string) (at time.Time, ok bool) {
-	if h == nil {
-		return time.Time{}, false
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, e := range h.events {
-		if e.Kind == timeline.Execution && e.Op == op && (!ok || e.At.Before(at)) {
-			at, ok = e.At, true
-		}
-	}
-	return at, ok
+	return h.first(func(e timeline.Event) bool { return e.Kind == timeline.Execution && e.Op == op })
 }
 
 // CompletedAt is when the lab first heard key's row completed: the
 // commit of the change, as its row event says. ok is false when none has
 // been heard. Fence first, so that the events are in.
 func (h *Recorder) CompletedAt(key string) (at time.Time, ok bool) {
+	return h.first(func(e timeline.Event) bool { return e.Kind == timeline.Complete && e.Key == key })
+}
+
+// first is the earliest time of the events that match; ok is false when
+// none does.
+func (h *Recorder) first(match func(timeline.Event) bool) (at time.Time, ok bool) {
 	if h == nil {
 		return time.Time{}, false
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range h.events {
-		if e.Kind == timeline.Complete && e.Key == key && (!ok || e.At.Before(at)) {
+		if match(e) && (!ok || e.At.Before(at)) {
 			at, ok = e.At, true
 		}
 	}
