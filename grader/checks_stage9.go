@@ -206,16 +206,7 @@ func (t *T) coreHoldsAll(want owed) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	held := map[string]bool{}
-	for _, p := range ps {
-		held[p.TransferID] = true
-	}
-	for id := range want {
-		if !held[id] {
-			return false, nil
-		}
-	}
-	return true, nil
+	return postedOf(ps, want) == len(want), nil
 }
 
 // outboxRows counts the outbox's rows, sent or not: none after a transfer
@@ -340,11 +331,11 @@ func checkLongOutage(t *T) error {
 		return t.postedOnce(strings.Join(append(story, "the outbox holds no row for these transfers; the core comes back"), "\n"), s, want)
 	}
 	faults := &t.Core().Faults
-	refusedOnce := func() (bool, error) { return faults.Refused() > 0, nil }
-	if tried, err := t.WaitFor(drainWithin, refusedOnce); err != nil || !tried {
-		if err != nil {
-			return err
-		}
+	tried, err := t.WaitFor(drainWithin, func() (bool, error) { return faults.Refused() > 0, nil })
+	if err != nil {
+		return err
+	}
+	if !tried {
 		up()
 		story = append(story, fmt.Sprintf("the relay tried none of them in %v; the core comes back", drainWithin))
 		return t.postedOnce(strings.Join(story, "\n"), s, want)
@@ -358,7 +349,7 @@ func checkLongOutage(t *T) error {
 	// Back right after a try: the wait that try began is the whole wait
 	// ahead of the row.
 	before := faults.Refused()
-	tried, err := t.WaitFor(drainWithin, func() (bool, error) { return faults.Refused() > before, nil })
+	tried, err = t.WaitFor(drainWithin, func() (bool, error) { return faults.Refused() > before, nil })
 	if err != nil {
 		return err
 	}
@@ -1026,11 +1017,11 @@ const commitHeldFor = 500 * time.Millisecond
 // later ids, until a relay request reaches the core (or commitHeldFor);
 // the core holds the relay's requests until every transfer of the round
 // has answered, so that a pass that read the others settles after the
-// held row committed. That catches a relay that marks every owed row up to the last id it
-// read as well: the held row, with a lower id, committed between its read
-// and its mark. (SQLite runs one writer at a time: the held transaction
-// keeps the write lock, everyone waits, and its rows commit in the order
-// of their ids.)
+// held row committed. That catches a relay that marks every owed row up
+// to the last id it read as well: the held row, with a lower id,
+// committed between its read and its mark. (SQLite runs one writer at a
+// time: the held transaction keeps the write lock, everyone waits, and
+// its rows commit in the order of their ids.)
 func checkCommitOrder(t *T) error {
 	s, err := t.coreScenario(1_000_000_000)
 	if err != nil {
