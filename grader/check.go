@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
-	"sort"
 	"strings"
 
 	"idemlab/grader/targets"
@@ -94,15 +93,12 @@ func indexByID(checks []Check) map[string]Check {
 	return byID
 }
 
-// Catalogue returns every check, by stage then ID.
+// Catalogue returns every check, by stage, and within a stage in the
+// order its lesson teaches them (the order they are listed in): a student
+// told to start with the first failing check starts where the lesson does.
 func Catalogue() []Check {
 	out := slices.Clone(catalogue)
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Stage != out[j].Stage {
-			return out[i].Stage < out[j].Stage
-		}
-		return out[i].ID < out[j].ID
-	})
+	slices.SortStableFunc(out, func(a, b Check) int { return a.Stage - b.Stage })
 	return out
 }
 

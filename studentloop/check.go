@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"idemlab/grader"
 	"idemlab/kit/labdb"
 )
 
@@ -36,7 +37,7 @@ type Outcome struct {
 	// Build is the compiler's (or vet's) message when the stage did not
 	// build; then there are no checks.
 	Build string
-	// Checks are in catalogue order: by stage, then ID.
+	// Checks are in catalogue order: by stage, then as its lesson teaches them.
 	Checks []CheckResult
 	// Other is what the run printed outside any check when it failed
 	// without a failing check (a panic, a timeout, a bad SEED).
@@ -231,11 +232,31 @@ func failureReport(out string) string {
 	return strings.TrimSpace(strings.Join(lines, "\n"))
 }
 
-// checkLess orders check IDs as the catalogue does: by stage, then name.
+// catalogueOrder is each check's place in the catalogue: by stage, and
+// within a stage in the order its lesson teaches them.
+var catalogueOrder = func() map[string]int {
+	order := map[string]int{}
+	for i, c := range grader.Catalogue() {
+		order[c.ID] = i
+	}
+	return order
+}()
+
+// checkLess orders check IDs as the catalogue does; an ID it does not
+// hold (a check of a newer catalogue) goes after its stage's others,
+// by name.
 func checkLess(a, b string) bool {
 	sa, sb := checkStage(a), checkStage(b)
 	if sa != sb {
 		return sa < sb
+	}
+	ia, okA := catalogueOrder[a]
+	ib, okB := catalogueOrder[b]
+	switch {
+	case okA && okB:
+		return ia < ib
+	case okA != okB:
+		return okA
 	}
 	return a < b
 }

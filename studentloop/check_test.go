@@ -33,8 +33,8 @@ func TestParseTestJSON_Failing(t *testing.T) {
 	if o.State() != Failing || o.Seed != "73172" {
 		t.Fatalf("state %q seed %q", o.State(), o.Seed)
 	}
-	if got := o.FirstFailing(); got != "S1.concurrent-duplicates" {
-		t.Errorf("first failing %s, want S1.concurrent-duplicates (catalogue order)", got)
+	if got := o.FirstFailing(); got != "S1.sequential-retry" {
+		t.Errorf("first failing %s, want S1.sequential-retry (catalogue order, as lesson 01 teaches them)", got)
 	}
 	if len(o.Checks) != 11 || len(o.Passed()) != 4 {
 		t.Errorf("%d checks, %d pass; want 11 and 4", len(o.Checks), len(o.Passed()))
