@@ -81,5 +81,8 @@ if [ -z "$started" ]; then
 fi
 
 export IDEMLAB_DATABASE_URL="postgres://idemlab@127.0.0.1:$port/postgres?sslmode=disable"
+# The lab prints a command to run again with this script in front (reproduce
+# lines): the cluster is gone once "$@" ends.
+export IDEMLAB_PG_THROWAWAY=1
 echo "pg-cluster: PostgreSQL $("$bin/postgres" -V | awk '{print $3}') at $IDEMLAB_DATABASE_URL (data in $dir, deleted at the end)" >&2
 "$@"

@@ -350,7 +350,7 @@ func reproduceGrade(f gradeFlags, id string) string {
 		if f.solution {
 			cmd += " SOLUTION=1"
 		}
-		return fmt.Sprintf("%s SEED=%d RUN=%s", cmd, f.seed, id)
+		return fmt.Sprintf("%s%s SEED=%d RUN=%s", labdb.AgainPrefix(), cmd, f.seed, id)
 	}
 	cmd := fmt.Sprintf("%s grade --stage %d", program(), f.stage)
 	switch {

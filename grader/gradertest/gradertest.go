@@ -12,6 +12,7 @@ import (
 
 	"idemlab/grader"
 	"idemlab/grader/targets"
+	"idemlab/kit/labdb"
 )
 
 // Main is every stage's TestMain. Run normally, it runs the tests. Asked
@@ -65,11 +66,14 @@ func TestStage(t *testing.T, subject grader.Subject) {
 
 // Reproduce is the command that runs check id against subject again with
 // seed: the make target that runs the subject's checks (make stage-N for
-// the student's stage, make solution-N for a reference solution).
+// the student's stage, make solution-N for a reference solution), with
+// scripts/pg-cluster.sh in front when the checks ran on a throwaway
+// PostgreSQL cluster: without it, the same seed runs on SQLite, where a
+// failure of PostgreSQL's may not show.
 func Reproduce(subject grader.Subject, seed uint64, id string) string {
 	target := "stage"
 	if strings.HasPrefix(subject.Name, "solutions/") {
 		target = "solution"
 	}
-	return fmt.Sprintf("make %s-%d SEED=%d RUN=%s", target, subject.Stage, seed, id)
+	return fmt.Sprintf("%smake %s-%d SEED=%d RUN=%s", labdb.AgainPrefix(), target, subject.Stage, seed, id)
 }

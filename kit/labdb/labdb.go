@@ -34,6 +34,22 @@ const (
 // the lab's tests and servers (a postgres:// URL).
 const EnvURL = "IDEMLAB_DATABASE_URL"
 
+// EnvThrowaway is set, beside EnvURL, by scripts/pg-cluster.sh: the
+// cluster EnvURL names lives only as long as the command it runs.
+const EnvThrowaway = "IDEMLAB_PG_THROWAWAY"
+
+// AgainPrefix is what a command printed for a person to run again needs
+// in front of it to run on the engine this process runs on:
+// "scripts/pg-cluster.sh " under a throwaway cluster, which is gone once
+// its command ends, and nothing otherwise (SQLite, or a cluster of one's
+// own, which EnvURL still names in that person's shell).
+func AgainPrefix() string {
+	if os.Getenv(EnvURL) != "" && os.Getenv(EnvThrowaway) != "" {
+		return "scripts/pg-cluster.sh "
+	}
+	return ""
+}
+
 // DB is an open lab database: the *sql.DB every package uses, the fault
 // switches lab mode flips (fault.Store), and the engine it runs on.
 type DB struct {
