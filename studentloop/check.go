@@ -387,11 +387,19 @@ type vetRun struct {
 	err  error
 }
 
-// startVet runs go vet on dir, the checks go test runs before a stage's
-// tests, in the background.
+// goTestVet is the subset of go vet's analyzers that go test runs before
+// a package's tests (go help test): a finding of another one, such as
+// unreachable code left while editing, does not keep go test from
+// running the checks, and must not keep make stage-N from it either.
+var goTestVet = []string{"-atomic", "-bool", "-buildtags", "-directive", "-errorsas",
+	"-ifaceassert", "-nilfunc", "-printf", "-stringintconv", "-tests"}
+
+// startVet runs go vet on dir, with the checks go test runs before a
+// stage's tests, in the background.
 func startVet(ctx context.Context, goCmd, root, dir string) *vetRun {
 	v := &vetRun{done: make(chan struct{})}
-	cmd := exec.CommandContext(ctx, goCmd, append(append([]string{"vet"}, engineTags()...), dir)...)
+	args := append(append(append([]string{"vet"}, goTestVet...), engineTags()...), dir)
+	cmd := exec.CommandContext(ctx, goCmd, args...)
 	cmd.Dir = root
 	killGroupOnCancel(cmd)
 	var out bytes.Buffer

@@ -201,7 +201,8 @@ func stageModule(t *testing.T, src string) string {
 
 // TestGoTest_BuildsVetsAndRunsLikeGoTest: a stage that does not compile
 // gets the compiler's words and no check; one that compiles but that vet
-// refuses is refused as go test would, with vet's words and no check;
+// refuses is refused as go test would, with vet's words and no check,
+// and one only vet's other analyzers find fault with runs its checks;
 // the checks of a stage that builds run in its folder with SEED set. A
 // runner that skipped vet, lost the compiler's message or ran the checks
 // elsewhere fails.
@@ -239,6 +240,13 @@ var _ = fmt.Sprint
 	o, err = vetted.Run(ctx, 1, nil)
 	if err != nil || o.State() != DoesNotBuild || !strings.Contains(o.Build, "Printf") || strings.Contains(o.Build, "# ") || len(o.Checks) != 0 {
 		t.Fatalf("a stage vet refuses: %v, state %q, build %q, checks %+v", err, o.State(), o.Build, o.Checks)
+	}
+	// Unreachable code is a finding of go vet's, not of go test's: the
+	// checks run, as go test ./stages/stage1 would run them.
+	unreachable := GoTest{Root: stageModule(t, fmt.Sprintf(check, "return\n\t\tfmt.Println()")), Seed: "7"}
+	o, err = unreachable.Run(ctx, 1, nil)
+	if err != nil || o.State() != Passing || len(o.Checks) != 1 {
+		t.Fatalf("a stage go test runs but go vet's unreachable finds fault with: %v, state %q, build %q, checks %+v", err, o.State(), o.Build, o.Checks)
 	}
 	clean := GoTest{Root: stageModule(t, fmt.Sprintf(check, "")), Seed: "7"}
 	o, err = clean.Run(ctx, 1, nil)
