@@ -279,6 +279,15 @@ func TestExecutedOps_ListEveryExecutionInPages(t *testing.T) {
 				}
 				made[l.kind][id] = bank.Executed{ID: id, Op: op, Amount: 15, OutboxAt: at}
 			}
+			if l.kind == "transfers" && i == 6 {
+				// One whose row the relay marked sent: that too.
+				const at, sent = "2026-03-01T09:00:01.000Z", "2026-03-01T09:00:01.250Z"
+				if _, err := f.db.ExecContext(ctx, `INSERT INTO outbox (transfer_id, core_key, from_account, to_account, amount, created_at, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+					id, id, a.Accounts[0], b.Accounts[0], 16, at, sent); err != nil {
+					t.Fatal(err)
+				}
+				made[l.kind][id] = bank.Executed{ID: id, Op: op, Amount: 16, OutboxAt: at, OutboxSentAt: sent}
+			}
 		}
 		l.make(t, l.kind+"-rolled-back", 99, false)
 	}

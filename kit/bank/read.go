@@ -108,12 +108,16 @@ func (b *Bank) GetTransfer(ctx context.Context, customer, id string) (Transfer, 
 // amount tells an operation's execution from that of a resubmission under
 // its key with an edited amount. A transfer whose outbox row the stage
 // wrote (stage 9) has the row's created_at as OutboxAt: the instants the
-// rows were written, which a core key made of the time would be made of.
+// rows were written, which a core key made of the time would be made of;
+// and its sent_at, once the relay marked it sent, as OutboxSentAt: a row
+// marked sent whose posting the core lacks was marked before the core
+// took it.
 type Executed struct {
-	ID       string `json:"id"`
-	Op       string `json:"op"`
-	Amount   int64  `json:"amount"`
-	OutboxAt string `json:"outbox_at,omitempty"`
+	ID           string `json:"id"`
+	Op           string `json:"op"`
+	Amount       int64  `json:"amount"`
+	OutboxAt     string `json:"outbox_at,omitempty"`
+	OutboxSentAt string `json:"outbox_sent_at,omitempty"`
 }
 
 // MaxListed is the most transfers or deposits one page of TransferOps or
@@ -128,7 +132,7 @@ const MaxListed = 1000
 // after is neither empty nor a transfer's id.
 func (b *Bank) TransferOps(ctx context.Context, after string, limit int) ([]Executed, error) {
 	return b.listExecuted(ctx, "transfer", "tr_", after, limit,
-		`SELECT t.id, t.metadata, t.amount, COALESCE(o.created_at, '')
+		`SELECT t.id, t.metadata, t.amount, COALESCE(o.created_at, ''), COALESCE(o.sent_at, '')
 		 FROM transfers t JOIN ledger_entries e ON e.ref = t.id AND e.account_id = t.from_account
 		 LEFT JOIN outbox o ON o.transfer_id = t.id
 		 WHERE t.id > ? ORDER BY t.id LIMIT ?`)
@@ -139,13 +143,13 @@ func (b *Bank) TransferOps(ctx context.Context, after string, limit int) ([]Exec
 // error (400) if after is neither empty nor a deposit's id.
 func (b *Bank) DepositOps(ctx context.Context, after string, limit int) ([]Executed, error) {
 	return b.listExecuted(ctx, "deposit", "dp_", after, limit,
-		`SELECT d.id, d.metadata, d.amount, ''
+		`SELECT d.id, d.metadata, d.amount, '', ''
 		 FROM deposits d JOIN ledger_entries e ON e.ref = d.id
 		 WHERE d.id > ? ORDER BY d.id LIMIT ?`)
 }
 
 // listExecuted runs query, which selects the id, metadata, amount and
-// outbox row's created_at (empty without one) of the executions of one
+// outbox row's created_at and sent_at (empty without) of the executions of one
 // kind whose id sorts after its first argument, at most its second. A
 // cursor that is not an id of the kind (prefix) is refused: another
 // kind's id sorts before or after every one of them, and would quietly
@@ -163,7 +167,7 @@ func (b *Bank) listExecuted(ctx context.Context, kind, prefix, after string, lim
 	for rows.Next() {
 		var x Executed
 		var metadata string
-		if err := rows.Scan(&x.ID, &metadata, &x.Amount, &x.OutboxAt); err != nil {
+		if err := rows.Scan(&x.ID, &metadata, &x.Amount, &x.OutboxAt, &x.OutboxSentAt); err != nil {
 			return nil, fmt.Errorf("list %ss after %q: %w", kind, after, err)
 		}
 		m, err := parseMetadata(metadata)
