@@ -171,14 +171,14 @@ func (t *T) delivered(story string, s Scenario, want owed, poisoned []string) er
 	}
 	// finding fails with label and a few of list, each entry of which
 	// begins with its transfer's id: the timeline draws every one.
-	finding := func(harm judging.Harm, label string, list []string) error {
+	finding := func(harm judging.Harm, label string, list []string) *judging.Failure {
 		err := t.Fail(story, seen+"\n"+label+": "+fewOf(list), expected)
 		f := err.(*judging.Failure)
 		f.Harm = harm
 		for _, entry := range list {
 			f.Refs = append(f.Refs, strings.Fields(entry)[0])
 		}
-		return err
+		return f
 	}
 	switch {
 	case len(twice) > 0:
@@ -188,7 +188,9 @@ func (t *T) delivered(story string, s Scenario, want owed, poisoned []string) er
 	case len(setAside) > 0:
 		return finding(judging.NotPosted, "set aside as dead letters, though each is a posting the core takes when it is sent as it should be", setAside)
 	case len(markedSent) > 0:
-		return finding(judging.NotPosted, "marked sent in the outbox, and never posted: the core ledger never took them", markedSent)
+		f := finding(judging.NotPosted, "marked sent in the outbox, and never posted: the core ledger never took them", markedSent)
+		f.Why = "a row is done only once the core has said yes to it: one marked sent before that (before the send, or whatever the answer) is never sent again when the core was down, refused it for now or never answered, and nobody is told"
+		return f
 	case len(missing) > 0:
 		return finding(judging.NotPosted, "never posted", missing)
 	case len(unnamed) > 0 && pending == 0:

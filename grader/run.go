@@ -1,6 +1,7 @@
 package grader
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -167,7 +168,7 @@ func FormatColor(r Result, reproduce string, color bool) string {
 		b.WriteString(beside)
 		evidence(&b, c)
 	}
-	fmt.Fprintf(&b, "  why       %s\n", indent(c.Why))
+	fmt.Fprintf(&b, "  why       %s\n", indent(cmp.Or(f.Why, c.Why)))
 	fmt.Fprintf(&b, "  reproduce %s\n", reproduce)
 	if v, ok := r.Timeline(reproduce, timeline.TextLanes); ok {
 		b.WriteString(timeline.Text(v, timeline.TextOptions{Color: color}))

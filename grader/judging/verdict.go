@@ -119,6 +119,11 @@ type Failure struct {
 	// names a few (the transfers a core ledger finding counts): the
 	// timeline draws their requests.
 	Refs []string
+	// Why, when set, says why this finding matters, in place of the
+	// check's own why: a finding any check of delivery may make (rows
+	// marked sent before the core took them) is not the one the check
+	// exists for, and its why would send the student after another bug.
+	Why string
 }
 
 func (f *Failure) Error() string {
