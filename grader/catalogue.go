@@ -327,8 +327,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S7.etag-names-the-version", Stage: 7, Lesson: lesson7 + "#the-etag-names-the-version",
-		Claim: "GET gives a strong ETag; a PUT answers 200 with the settings it saved and a new ETag, whichever member changed, also when none did or when If-Match listed an old ETag before the current one, that the next GET shows and the next PUT may use",
-		Why:   "an ETag that misses a change (a daily limit, a write) lets a stale copy match; an answer that names a version GET does not show sends the clerk's next save to 412, or lets it through",
+		Claim: "GET gives a strong ETag; a PUT answers 200 with the settings it saved and a new ETag, whichever member changed, also when none did or when If-Match listed an old ETag before the current one, or the current one before a tag this account has not reached, that the next GET shows and the next PUT may use",
+		Why:   "an ETag that misses a change (a daily limit, a write) lets a stale copy match; an answer that names a version GET does not show sends the clerk's next save to 412, and once the settings reach that version lets a stale copy through",
 		Run:   checkETagNamesTheVersion,
 	},
 	{

@@ -256,7 +256,9 @@ func (t *T) toNoon() error {
 // (the version not moved on, or only by a rename, or not by a save that
 // changes nothing), a weak one, and a PUT that answers an ETag the next
 // GET does not show: the one it was sent, or a version it did not make,
-// such as the one after the first tag of an If-Match list.
+// such as the one after the first tag of an If-Match list, or after the
+// highest (a list of the current ETag and a tag this account has not
+// reached yet: A's other account's, saved twice more than this one).
 func checkETagNamesTheVersion(t *T) error {
 	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
 	if err != nil {
@@ -276,14 +278,14 @@ func checkETagNamesTheVersion(t *T) error {
 	if again != start {
 		return t.Fail(story+"\nGET again", again.String(), "the same settings at the same ETag: nothing changed them")
 	}
-	cur := start
-	for _, change := range []string{"daily_limit", "nickname", "nothing", "listed"} {
+	cur, saves := start, 1
+	for _, change := range []string{"daily_limit", "nickname", "nothing", "listed", "ahead"} {
 		next := cur.Settings
 		ifMatch := cur.ETag
 		switch change {
 		case "daily_limit":
 			next.DailyLimit += t.Amount(1_000, 100_000)
-		case "nickname", "listed":
+		case "nickname", "listed", "ahead":
 			next.Nickname = t.nickname()
 		}
 		what := "change only the " + change
@@ -295,12 +297,30 @@ func checkETagNamesTheVersion(t *T) error {
 			// worked out from the first tag of the list.
 			what = "rename from a list of an old ETag, then the current one"
 			ifMatch = start.ETag + ", " + cur.ETag
+		case "ahead":
+			// Nor one worked out from the highest tag: where a version
+			// counts saves, the other account's tag names a version this
+			// account has not reached, so only the current ETag matches.
+			other := a.Accounts[1]
+			ahead, err := t.readSettings(story, a, other)
+			if err != nil {
+				return err
+			}
+			for range saves + 2 {
+				if ahead, _, err = t.rename(story, "A's other account is saved", a, other, ahead); err != nil {
+					return err
+				}
+			}
+			story += fmt.Sprintf("\nA's other account, %s, is saved %d times, from its GET on: ETag %s", other, saves+2, ahead.ETag)
+			what = "rename from a list of the current ETag, then the other account's, one this account has not reached"
+			ifMatch = cur.ETag + ", " + ahead.ETag
 		}
 		req := putSettings(a, acc, next, ifMatch)
 		etag, err := t.saved(story+"\n"+what+":", req, t.Do(req), next)
 		if err != nil {
 			return err
 		}
+		saves++
 		story += "\n" + what + ": " + describe(req) + "  →  200, ETag " + etag
 		if etag == cur.ETag || !strong(etag) {
 			return t.Fail(story, "ETag "+etag, "a new strong ETag: every successful PUT makes a new version, one that changes nothing included, so the version the old one names is gone")
@@ -309,8 +329,12 @@ func checkETagNamesTheVersion(t *T) error {
 		if err != nil {
 			return err
 		}
-		if now.Settings != next || now.ETag != etag {
+		if now.Settings != next {
 			return t.Fail(story+"\nthen GET", now.String(), "the settings saved, at the ETag the PUT answered: "+settingsJSON(next)+", ETag "+etag)
+		}
+		if now.ETag != etag {
+			return t.Fail(story+"\nthen GET", now.String()+"\nthe PUT answered ETag "+etag+"; GET shows "+now.ETag,
+				"GET shows the ETag the PUT answered, the version its save made. Told "+etag+", the clerk's next save, from it, is refused 412 though nobody else saved; and once later saves bring the settings to "+etag+", that copy, stale by then, matches, and its save puts back what they changed")
 		}
 		cur = now
 	}
