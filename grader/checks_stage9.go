@@ -414,6 +414,15 @@ func checkLongOutage(t *T) error {
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
 }
 
+// timesOver says how many times the core refused a posting, and over
+// how many tries of the relay's: one, or many passes.
+func timesOver(n int) string {
+	if n == 1 {
+		return "once (one try of the relay's)"
+	}
+	return fmt.Sprintf("%d times (as many tries of the relay's)", n)
+}
+
 // postedOf counts the transfers of want that ps posts.
 func postedOf(ps []core.Receipt, want owed) int {
 	in := map[string]bool{}
@@ -512,7 +521,7 @@ func checkOneInProgress(t *T) error {
 	case refused == 0:
 		story = append(story, fmt.Sprintf("the relay sent the core nothing in %v; then the core lets the first posting through", drainWithin))
 	case st.Outbox.Pending > 0 && st.Outbox.Sent < int64(len(want)-1):
-		story = append(story, fmt.Sprintf("the core answers %s 409 %d times (many relay passes)", held, refused))
+		story = append(story, fmt.Sprintf("the core answers %s 409 %s", held, timesOver(refused)))
 		ps, err := t.Postings()
 		if err != nil {
 			return err
@@ -520,7 +529,7 @@ func checkOneInProgress(t *T) error {
 		return t.Fail(strings.Join(story, "\n"), fmt.Sprintf("%d of the other %d transfers' rows marked sent by then, %d rows still owed; the core ledger holds %d postings", st.Outbox.Sent, len(want)-1, st.Outbox.Pending, len(ps)),
 			"the rows the core took marked sent while one is refused for now: one posting refused for now holds back none of the others")
 	default:
-		story = append(story, fmt.Sprintf("the core answers %s 409 %d times (many relay passes), then lets it through", held, refused))
+		story = append(story, fmt.Sprintf("the core answers %s 409 %s, then lets it through", held, timesOver(refused)))
 	}
 	faults.EndInProgress()
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
