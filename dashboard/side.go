@@ -126,7 +126,10 @@ type sparkBucket struct {
 
 type opSeen struct {
 	count int64
-	era   int
+	// at is the lab clock as the dashboard last knew it when the count
+	// was seen (zero if it knew none): the key of that execution expires
+	// a retention period after it.
+	at time.Time
 }
 
 type suspect struct {
@@ -158,8 +161,8 @@ type Side struct {
 
 	keys map[int64]*KeyRow
 
-	// ops remembers the highest execution count seen per op, and the
-	// retention era it was seen in, in a FIFO window of OpWindow ops.
+	// ops remembers the highest execution count seen per op, and the lab
+	// clock when it was seen, in a FIFO window of OpWindow ops.
 	ops      map[string]opSeen
 	opOrder  []string
 	opNext   int
@@ -169,9 +172,7 @@ type Side struct {
 
 	spark [SparkSeconds]sparkBucket
 
-	// era counts the times the lab clock jumped by the retention period
-	// or more; labNow and retention come from clock events and polls.
-	era       int
+	// labNow and retention come from clock events and polls.
 	labNow    time.Time
 	retention time.Duration
 }
@@ -340,7 +341,7 @@ func (s *Side) execution(t time.Time, e bank.Execution) {
 		return
 	}
 	s.remember(e.Op, e.Count)
-	if seen > 0 && prev.era < s.era {
+	if seen > 0 && s.expired(prev) {
 		// The key expired in between: a new request, rightly executed.
 		c.AfterRetention += e.Count - seen
 		if e.Kind == "deposit" {
@@ -380,19 +381,22 @@ func (s *Side) remember(op string, count int64) {
 			s.opNext = (s.opNext + 1) % OpWindow
 		}
 	}
-	s.ops[op] = opSeen{count: count, era: s.era}
+	s.ops[op] = opSeen{count: count, at: s.labNow}
 }
 
-// labClock follows the lab clock: a jump of the retention period or more
-// starts a new era, in which every key seen before may have expired.
+// expired reports whether the key of the execution seen has outlived the
+// retention period by the lab clock now: a run of its op since is a new
+// request, rightly executed, however many steps the clock took to get
+// there.
+func (s *Side) expired(seen opSeen) bool {
+	return !seen.at.IsZero() && !s.labNow.IsZero() && s.labNow.Sub(seen.at) >= s.retention
+}
+
+// labClock follows the lab clock.
 func (s *Side) labClock(now time.Time) {
-	if now.IsZero() {
-		return
+	if !now.IsZero() {
+		s.labNow = now
 	}
-	if !s.labNow.IsZero() && now.Sub(s.labNow) >= s.retention {
-		s.era++
-	}
-	s.labNow = now
 }
 
 func (s *Side) key(t time.Time, k events.Key) {
@@ -525,7 +529,7 @@ func (s *Side) ApplyState(st labctl.State, polled time.Time) {
 		case s.lagging[op]:
 			s.Counts.Unseen += n - seen
 			switch extra := n - max(seen, 1); {
-			case seen > 0 && s.ops[op].era < s.era:
+			case seen > 0 && s.expired(s.ops[op]):
 				s.Counts.AfterRetention += n - seen
 			case extra > 0:
 				s.Counts.Doubles += extra

@@ -257,6 +257,26 @@ func TestSide_ARunAfterTheKeyExpiredIsNotADouble(t *testing.T) {
 	}
 }
 
+// TestSide_AKeyExpiresInManySteps: the retention period set to 3h, the
+// clock moved 2h59m58s, then 4s: the run after the second step is a new
+// request, not a double; a key whose retention has not passed by then is
+// still a double. A dashboard that only counted one jump of the whole
+// period, or that counted from the last step, fails.
+func TestSide_AKeyExpiresInManySteps(t *testing.T) {
+	s := NewSide()
+	s.ApplyState(labctl.State{Now: "2026-03-02T09:00:00Z", Config: labctl.ConfigJSON{Retention: "3h"}}, t0)
+	s.Ingest(execution("a", "transfer", 100, 1), t0)
+	s.Ingest(event(events.KindClock, t0, map[string]string{"now": "2026-03-02T11:59:58Z"}), t0)
+	s.Ingest(execution("b", "transfer", 100, 1), t0)
+	s.Ingest(event(events.KindClock, t0, map[string]string{"now": "2026-03-02T12:00:02Z"}), t0)
+	s.Ingest(execution("a", "transfer", 100, 2), t0) // its key expired at 12:00:00
+	s.Ingest(execution("b", "transfer", 100, 2), t0) // its key lives until 14:59:58
+	c := s.Counts
+	if c.Doubles != 1 || c.AfterRetention != 1 {
+		t.Errorf("doubles %d, after retention %d; want 1 (b), 1 (a)", c.Doubles, c.AfterRetention)
+	}
+}
+
 // TestSide_MoneyBlockIsOnePicture catches a money block that sets the
 // poll's surplus beside doubles counted after it: the moved-twice figure
 // shown with Σ is the one of the poll's moment.
