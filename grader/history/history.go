@@ -244,7 +244,7 @@ func (h *Recorder) heard(ev events.Event) {
 			at = e.At
 		}
 		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Execution, Attempt: e.Attempt, Op: e.Op, Count: e.Count, Ref: e.ID,
-			Detail: fmt.Sprintf("%s %s of %d won, run %s", e.Kind, e.ID, e.Amount, Times(e.Count))})
+			Detail: fmt.Sprintf("%s %s of %d won, the %s run of its operation", e.Kind, e.ID, e.Amount, Ordinal(e.Count))})
 	case events.KindKey:
 		var k events.Key
 		if json.Unmarshal(ev.Data, &k) != nil {
@@ -359,6 +359,23 @@ func Times(n int64) string {
 		return "twice"
 	}
 	return fmt.Sprintf("%d times", n)
+}
+
+// Ordinal is n as a place in order: "1st", "2nd", "3rd", "11th", "22nd".
+func Ordinal(n int64) string {
+	suffix := "th"
+	switch n % 10 {
+	case 1:
+		suffix = "st"
+	case 2:
+		suffix = "nd"
+	case 3:
+		suffix = "rd"
+	}
+	if n%100 >= 11 && n%100 <= 13 {
+		suffix = "th"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
 }
 
 // Describe writes a request in one line for a report: its method and

@@ -89,3 +89,11 @@ func TestExecutedAt_IsTheFirstWriteOfTheOp(t *testing.T) {
 		t.Fatal("ExecutedAt of an op never executed says ok")
 	}
 }
+
+func TestOrdinal(t *testing.T) {
+	for n, want := range map[int64]string{1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 11: "11th", 12: "12th", 13: "13th", 20: "20th", 21: "21st", 22: "22nd", 32: "32nd", 111: "111th", 101: "101st"} {
+		if got := Ordinal(n); got != want {
+			t.Errorf("Ordinal(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
