@@ -97,6 +97,12 @@ func runCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uin
 	defer t.history.Close()
 	// Without the lab's events the timeline still has every request.
 	t.history.Watch(ctx, t.Lab())
+	// A server the checks share (lab grade --url) holds what the checks
+	// before this one did: the money verdict counts only what this one
+	// adds, as a fresh server would.
+	if before, err := t.State(); err == nil {
+		t.before = &before
+	}
 	err = t.moneyFirst(WithRunHint(runGuarded(c, t), subject.Stage, c.ID))
 	r := Result{Check: c, Seed: runSeed, Err: err, Duration: time.Since(began)}
 	if record || r.Caught() {

@@ -1,0 +1,52 @@
+package grader_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+
+	"idemlab/grader"
+	"idemlab/grader/targets"
+	sol6 "idemlab/solutions/stage6"
+)
+
+// sameOpTwice is a check that runs one operation twice on purpose, under
+// two keys, and keeps books that allow it: what S5.retention-boundary
+// does when a key has expired. It passes on a correct server, and leaves
+// the op executed twice on it.
+var sameOpTwice = grader.Check{ID: "S5.same-op-twice", Stage: 5, Run: func(t *grader.T) error {
+	s, err := t.Scenario(2, 100_000)
+	if err != nil {
+		return err
+	}
+	op, from, to := t.Op(), s.A.Accounts[0], s.B.Accounts[0]
+	for range 2 {
+		r := t.Do(grader.Transfer(s.A, t.Key(), grader.TransferBody(from, to, 1_000, op)))
+		if !r.Is(http.StatusCreated, "") {
+			return t.Fail("a transfer", r.String(), "201")
+		}
+		s.Books.Transfer(op, from, to, 1_000)
+	}
+	return t.Reconcile("one op under two keys", "", s.Books)
+}}
+
+// On a server every check shares (lab grade --url), a check is judged on
+// what it did itself: a check that stops before acting, because it needs
+// a server it may crash, could not run, whatever the check before it left
+// on the books. It is not a double of an op it never sent.
+func TestRunCheck_OnASharedServerACheckIsJudgedOnItsOwnOps(t *testing.T) {
+	start := serveWrapped(t, sol6.New, func(h http.Handler) http.Handler { return h })
+	subject := grader.Subject{Stage: 6, Name: "a server started elsewhere", New: sol6.New}
+	crash, ok := grader.Lookup("S6.crash-recovery")
+	if !ok {
+		t.Fatal("no check S6.crash-recovery")
+	}
+	if r := grader.RunCheck(context.Background(), subject, sameOpTwice, 1, start); !r.Passed() {
+		t.Fatalf("%s: %v, want a pass", sameOpTwice.ID, r.Err)
+	}
+	r := grader.RunCheck(context.Background(), subject, crash, 1, start)
+	if r.Caught() || !errors.Is(r.Err, targets.ErrNoChild) {
+		t.Fatalf("%s after %s: %v (money: %q), want could not run: %v", crash.ID, sameOpTwice.ID, r.Err, r.Harm(), targets.ErrNoChild)
+	}
+}
