@@ -16,7 +16,7 @@ LADDER_TIMEOUT = 30m
 help: ## list the targets
 	@echo "idemlab — make a money-transfer API safe to retry"
 	@echo
-	@grep -hE '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## /  \1\t/' | expand -t 18
+	@grep -hE '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## /\1\t/' | awk -F'\t' '{ printf "  %-16s %s\n", $$1, $$2 }'
 	@echo
 	@echo "  stage-N takes SEED=<n> to repeat a run and RUN=<check id> to run one check."
 
@@ -115,7 +115,7 @@ audit-examples: lab ## the audits of the example middlewares: naive (money harme
 	-@bin/lab audit --pkg ./audit/examples/heldlock $(if $(SEED),--seed $(SEED))
 
 .PHONY: conform-examples
-conform-examples: lab ## lab conform through the public API only: stage 9, stage 0, a small payments server and the six audit examples, each with its expected verdict (docs/conform.md)
+conform-examples: lab ## lab conform through the public API only: stage 9, stage 0, two small APIs of its own (one restarted) and the six audit examples, each with its expected verdict (docs/conform.md)
 	@scripts/conform-examples.sh bin/lab
 
 .PHONY: gen
