@@ -249,8 +249,8 @@ func (c *Core) settle(ctx context.Context, entries []*entry) error {
 	}
 	var apply []*entry
 	for _, e := range entries {
-		if e.err == nil && c.Faults.rejects(e.posting.TransferID) {
-			e.err = problem.New(Rejected, "the core ledger rejects the posting of %s for good", e.posting.TransferID)
+		if e.err == nil {
+			e.err = c.Faults.refusesForGood(e.posting)
 		}
 		if e.err == nil && c.Faults.inProgress(e.posting.TransferID) {
 			e.err = problem.New(problem.RequestInProgress, "a request under this key is still in progress at the core ledger; nothing was posted: send it again later")
@@ -419,8 +419,15 @@ type Faults struct {
 	// poisonNext is how many of the next postings join them.
 	poisoned   map[string]bool
 	poisonNext int
-	// poisonedSends counts the postings of poisoned transfers received.
+	// poisonedSends counts the postings refused for good received: those
+	// of poisoned transfers, and those over maxAmount.
 	poisonedSends int
+	// maxAmount, when not 0, is the most a posting may move: the core's
+	// own rule, stricter than the bank's.
+	maxAmount int64
+	// answers are the core's answers to the postings it refused for good,
+	// by transfer.
+	answers map[string]Result
 	// flap is how many of the next postings still alternate down and up;
 	// flapDown says whether the last of them was refused.
 	flap     int
@@ -685,22 +692,60 @@ func (f *Faults) poison(transferID string) {
 	f.poisoned[transferID] = true
 }
 
-// rejects says whether a posting of transferID is rejected for good.
-func (f *Faults) rejects(transferID string) bool {
+// LimitAmount makes the core refuse for good every posting of more than
+// max won, with 400 invalid-posting naming its amount, until it is called
+// with 0: a rule of the core's own, stricter than the bank's, which a
+// posting the bank executed breaks however often it is sent. A posting
+// over the limit is not one PoisonNext takes.
+func (f *Faults) LimitAmount(max int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.poisonNext > 0 && !f.poisoned[transferID] {
-		f.poisonNext--
-		f.poison(transferID)
-	}
-	if f.poisoned[transferID] {
-		f.poisonedSends++
-	}
-	return f.poisoned[transferID]
+	f.maxAmount = max
 }
 
-// PoisonedSends is how many postings of the poisoned transfers the core
-// has received, and rejected: a relay that set one aside sends it no more.
+// refusesForGood returns the core's refusal of p if its faults refuse p
+// for good (over the limit of LimitAmount, or poisoned), and nil if they
+// do not; it counts each refusal in PoisonedSends and keeps its answer
+// for Answer.
+func (f *Faults) refusesForGood(p Posting) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var err error
+	switch {
+	case f.maxAmount > 0 && p.Amount > f.maxAmount:
+		err = problem.New(InvalidPosting, "amount: the core ledger posts at most %d won at once, and the posting of %s moves %d; nothing was posted", f.maxAmount, p.TransferID, p.Amount)
+	case f.poisonNext > 0 && !f.poisoned[p.TransferID]:
+		f.poisonNext--
+		f.poison(p.TransferID)
+		fallthrough
+	case f.poisoned[p.TransferID]:
+		err = problem.New(Rejected, "the core ledger rejects the posting of %s for good", p.TransferID)
+	default:
+		return nil
+	}
+	f.poisonedSends++
+	status, body := problem.Marshal(err)
+	if f.answers == nil {
+		f.answers = map[string]Result{}
+	}
+	f.answers[p.TransferID] = Result{Status: status, Body: trimNewline(body)}
+	return err
+}
+
+// Answer is the core's last answer to a posting of transferID that it
+// refused for good (Poison, PoisonNext, LimitAmount): its status and
+// body as it sent them, without the line break that ends a body sent
+// alone. It reports false if the core has refused none.
+func (f *Faults) Answer(transferID string) (Result, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, ok := f.answers[transferID]
+	return a, ok
+}
+
+// PoisonedSends is how many postings the core has received and refused
+// for good, those of the poisoned transfers and those over the limit of
+// LimitAmount: a relay that set one aside sends it no more.
 func (f *Faults) PoisonedSends() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -124,6 +125,51 @@ func TestFaults_PoisonRejectsForGood(t *testing.T) {
 	}
 	if n := postings(t, cl); n["tr_1"] != 0 || n["tr_2"] != 0 || n["tr_3"] != 1 {
 		t.Errorf("postings %v, want only tr_3's", n)
+	}
+}
+
+// TestFaults_LimitAmountRefusesForGood: a posting over the core's own
+// limit is refused alone in its batch with 400 invalid-posting, for good,
+// sent alone or again; the others are posted, and the first of them, not
+// the one over the limit, is the one PoisonNext takes. Answer holds each
+// refusal exactly as the client got it, status and body. A limit that
+// spoiled the batch, a refusal for now, or an Answer that differs from
+// what came fails.
+func TestFaults_LimitAmountRefusesForGood(t *testing.T) {
+	c, cl := startCore(t)
+	c.Faults.LimitAmount(10)
+	c.Faults.PoisonNext()
+	b := batch(5)
+	b[0].Posting.Amount = 11
+	cl.PostAll(t.Context(), b, 1)
+	for i, s := range b {
+		id := s.Posting.TransferID
+		var r *core.Refusal
+		switch {
+		case i == 0 && !(errors.As(s.Err, &r) && r.Status == http.StatusBadRequest && core.Final(s.Err)):
+			t.Errorf("%s, over the limit: %v, want refused for good with 400", id, s.Err)
+		case i == 1 && !(errors.As(s.Err, &r) && r.Status == http.StatusUnprocessableEntity):
+			t.Errorf("%s, the first PoisonNext could take: %v, want 422", id, s.Err)
+		case i > 1 && s.Err != nil:
+			t.Errorf("%s: %v, want acknowledged", id, s.Err)
+		}
+		if a, ok := c.Faults.Answer(id); r != nil && (!ok || a.Status != r.Status || !bytes.Equal(a.Body, r.Body)) {
+			t.Errorf("Answer(%s) %d %s (%v), want what came: %d %s", id, a.Status, a.Body, ok, r.Status, r.Body)
+		}
+	}
+	_, _, err := cl.Post(t.Context(), "another", b[0].Posting)
+	var alone *core.Refusal
+	if a, _ := c.Faults.Answer("tr_1"); !errors.As(err, &alone) || !alone.Final() || !bytes.Equal(alone.Body, a.Body) {
+		t.Errorf("tr_1 sent alone under another key: %v, want refused for good as Answer says (%s)", err, a.Body)
+	}
+	if _, ok := c.Faults.Answer("tr_3"); ok {
+		t.Error("Answer(tr_3) found, for a posting the core took")
+	}
+	if n := c.Faults.PoisonedSends(); n != 3 {
+		t.Errorf("PoisonedSends %d, want 3 (tr_1 twice, tr_2)", n)
+	}
+	if n := postings(t, cl); len(n) != 3 || n["tr_1"] != 0 || n["tr_2"] != 0 {
+		t.Errorf("postings %v, want tr_3 … tr_5", n)
 	}
 }
 
