@@ -90,10 +90,11 @@ func (t *T) postedOnce(story string, s Scenario, want owed) error {
 	return t.delivered(story, s, want, nil)
 }
 
-// delivered is postedOnce where the core rejects the transfers in
-// poisoned for good: each of them must be set aside as a dead letter with
-// the core's answer, and every other transfer of want posted once.
-func (t *T) delivered(story string, s Scenario, want owed, poisoned []string) error {
+// delivered is postedOnce where the core refuses the transfers in
+// forGood for good: each of them must be set aside as a dead letter with
+// the core's answer as it came (core.Faults.Answer), status and body, and
+// every other transfer of want posted once.
+func (t *T) delivered(story string, s Scenario, want owed, forGood []string) error {
 	if err := t.Reconcile(story, "", s.Books); err != nil {
 		return err
 	}
@@ -119,14 +120,21 @@ func (t *T) delivered(story string, s Scenario, want owed, poisoned []string) er
 	}
 	expected := fmt.Sprintf("each of the %d transfers posted once to the core ledger, and the outbox empty", len(want))
 	seen := postingsSeen(ps, pending, int64(len(st.DeadLetters)))
-	var missing, twice, wrong, extra, setAside, unnamed, deadSent []string
+	var missing, twice, wrong, extra, setAside, unnamed, misanswered, deadSent []string
+	var answers []string
 	for id, w := range want {
 		d, isDead := dead[id]
 		switch rs := got[id]; {
-		case slices.Contains(poisoned, id):
-			if !isDead || d.Status != http.StatusUnprocessableEntity || !strings.Contains(d.Answer, core.Rejected.URI()) {
-				unnamed = append(unnamed, fmt.Sprintf("%s (dead letter: %v, status %d, answer %q)", id, isDead, d.Status, d.Answer))
-			} else if d.SentAt != "" {
+		case slices.Contains(forGood, id):
+			a, _ := t.Core().Faults.Answer(id)
+			answered := answerText(a.Status, string(a.Body))
+			answers = append(answers, id+": "+answered)
+			switch {
+			case !isDead:
+				unnamed = append(unnamed, fmt.Sprintf("%s (the core answered %s)", id, answered))
+			case d.Status != a.Status || d.Answer != string(a.Body):
+				misanswered = append(misanswered, fmt.Sprintf("%s (stored %s; the core answered %s)", id, answerText(d.Status, d.Answer), answered))
+			case d.SentAt != "":
 				deadSent = append(deadSent, fmt.Sprintf("%s (set aside at %s, marked sent at %s)", id, d.At, d.SentAt))
 			}
 		case isDead:
@@ -162,12 +170,12 @@ func (t *T) delivered(story string, s Scenario, want owed, poisoned []string) er
 		}
 		missing = unsent
 	}
-	for _, list := range [][]string{missing, markedSent, twice, wrong, extra, setAside, unnamed, deadSent} {
+	for _, list := range [][]string{missing, markedSent, twice, wrong, extra, setAside, unnamed, misanswered, deadSent, answers} {
 		sort.Strings(list)
 	}
-	if len(poisoned) > 0 {
-		expected = fmt.Sprintf("each of the %d transfers the core takes posted once, the one it rejects for good (%s) set aside as a dead letter with its answer (422 %s) and not marked sent, and nothing left owed",
-			len(want)-len(poisoned), strings.Join(poisoned, ", "), core.Rejected.URI())
+	if len(forGood) > 0 {
+		expected = fmt.Sprintf("each of the %d transfers the core takes posted once; each it refuses for good set aside as a dead letter with its answer, status and body as they came, and not marked sent (%s); and nothing left owed",
+			len(want)-len(forGood), strings.Join(answers, "; "))
 	}
 	// finding fails with label and a few of list, each entry of which
 	// begins with its transfer's id: the timeline draws every one.
@@ -194,9 +202,11 @@ func (t *T) delivered(story string, s Scenario, want owed, poisoned []string) er
 	case len(missing) > 0:
 		return finding(judging.NotPosted, "never posted", missing)
 	case len(unnamed) > 0 && pending == 0:
-		return finding(judging.NotPosted, "rejected by the core, and no dead letter names it", unnamed)
+		return finding(judging.NotPosted, "refused by the core for good, and no dead letter names it", unnamed)
 	case len(unnamed) > 0:
-		return finding("", "rejected by the core for good, and still owed (sent again on every pass, for ever)", unnamed)
+		return finding("", "refused by the core for good, and still owed: the relay sends it again on every pass and the core refuses it every time, so it never succeeds, and with no dead letter nobody is told", unnamed)
+	case len(misanswered) > 0:
+		return finding("", "set aside with another answer than the core's: the person who looks at a dead letter finds its cause in the core's status and body, as they came", misanswered)
 	case len(deadSent) > 0:
 		return finding("", "set aside as dead letters and marked sent as well, though the core never took them (an operator who sends one again, by clearing dead_at, finds it sent, and it is never posted)", deadSent)
 	case len(wrong) > 0:
@@ -205,6 +215,14 @@ func (t *T) delivered(story string, s Scenario, want owed, poisoned []string) er
 		return t.Fail(story, seen, expected)
 	}
 	return nil
+}
+
+// answerText is a status and body as a failure shows them.
+func answerText(status int, body string) string {
+	if body == "" {
+		return fmt.Sprintf("%d with no body", status)
+	}
+	return fmt.Sprintf("%d %s", status, body)
 }
 
 // fewShown is how many transfers a finding of delivered names: the
@@ -797,9 +815,17 @@ func checkSharedClientKey(t *T) error {
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
 }
 
-// checkPoison catches a relay that stops at a posting the core rejects
-// for good, one that retries it for ever, and one that drops it without
-// a dead letter.
+// coreLimit is the most a posting may move in S9.poison, the core's own
+// limit (core.Faults.LimitAmount): above every payment's amount but one.
+const coreLimit = 100_000
+
+// checkPoison catches a relay that stops at a posting the core refuses
+// for good, one that retries it for ever, one that drops it without a
+// dead letter, and one that sets it aside with another answer than the
+// core's. The core refuses two postings for good, each alone in its
+// batch: the first it receives with 422 posting-rejected, and the one
+// over its own limit with 400 invalid-posting, a status a relay that
+// takes only 422 for good keeps sending.
 func checkPoison(t *T) error {
 	s, err := t.coreScenario(1_000_000)
 	if err != nil {
@@ -807,39 +833,59 @@ func checkPoison(t *T) error {
 	}
 	faults := &t.Core().Faults
 	faults.PoisonNext()
-	story := []string{"the core ledger rejects the first posting it receives for good (422 " + core.Rejected.URI() + ")"}
-	want, err := t.payments(s, 4+t.rng.IntN(4), &story)
-	if err != nil {
-		return err
+	faults.LimitAmount(coreLimit)
+	story := []string{fmt.Sprintf("the core ledger rejects the first posting it receives for good (422 %s), and every posting of more than %d won (400 %s: a limit of its own, which the bank does not have)",
+		core.Rejected.URI(), coreLimit, core.InvalidPosting.URI())}
+	n := 4 + t.rng.IntN(4)
+	big, overLimit := t.rng.IntN(n), ""
+	want := owed{}
+	for i := range n {
+		if i != big {
+			if err := t.payment(s, want, &story); err != nil {
+				return err
+			}
+			continue
+		}
+		one := owed{}
+		if err := t.pay(s, one, s.A, s.A.Accounts[0], s.B.Accounts[0], t.Amount(coreLimit+1, 3*coreLimit), t.Key(), &story); err != nil {
+			return err
+		}
+		for id, p := range one {
+			overLimit, want[id] = id, p
+		}
 	}
 	rows, err := t.outboxRows()
 	if err != nil {
 		return err
 	}
-	var poisoned []string
+	var forGood []string
 	if rows > 0 {
-		// The relay has sent something: wait for the rejection.
-		if _, err := t.WaitFor(drainWithin, func() (bool, error) { return len(faults.Poisoned()) > 0, nil }); err != nil {
+		// The relay has sent something: wait for both refusals.
+		refused := func() (bool, error) {
+			_, ok := faults.Answer(overLimit)
+			return ok && len(faults.Poisoned()) > 0, nil
+		}
+		if _, err := t.WaitFor(drainWithin, refused); err != nil {
 			return err
 		}
-		poisoned = faults.Poisoned()
+		forGood = append(faults.Poisoned(), overLimit)
 	}
-	story = append(story, fmt.Sprintf("the core rejected the posting of %v", poisoned))
-	if err := t.delivered(strings.Join(story, "\n"), s, want, poisoned); err != nil || len(poisoned) == 0 {
+	story = append(story, fmt.Sprintf("the core refused the postings of %v for good", forGood))
+	if err := t.delivered(strings.Join(story, "\n"), s, want, forGood); err != nil || len(forGood) == 0 {
 		return err
 	}
-	// Set aside, it stays aside: the passes that deliver one more
-	// transfer must not send it again.
+	// Set aside, they stay aside: the passes that deliver one more
+	// transfer must not send them again.
 	before := faults.PoisonedSends()
-	story = append(story, "set aside as a dead letter; then one more transfer")
+	story = append(story, "set aside as dead letters; then one more transfer")
 	if err := t.payment(s, want, &story); err != nil {
 		return err
 	}
-	if err := t.delivered(strings.Join(story, "\n"), s, want, poisoned); err != nil {
+	if err := t.delivered(strings.Join(story, "\n"), s, want, forGood); err != nil {
 		return err
 	}
 	if n := faults.PoisonedSends() - before; n > 0 {
-		return t.Fail(strings.Join(story, "\n"), fmt.Sprintf("the relay sent the dead letter of %s to the core %d more times after it set it aside", poisoned[0], n),
+		return t.Fail(strings.Join(story, "\n"), fmt.Sprintf("the relay sent the dead letters of %s to the core %d more times after it set them aside", strings.Join(forGood, " and "), n),
 			"a dead letter sent no more: the core refuses it for good, and a relay that reads dead letters as owed sends them on every pass, as many as there are, and fills its batches with them")
 	}
 	return nil
