@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -174,6 +175,9 @@ func FormatColor(r Result, reproduce string, color bool) string {
 		b.WriteString(beside)
 		evidence(&b, c)
 	}
+	if r.History != nil && len(r.History.ServerErrors) > 0 {
+		fmt.Fprintf(&b, "  server    %s\n", indent(serverErrors(r.History.ServerErrors)))
+	}
 	fmt.Fprintf(&b, "  why       %s\n", indent(cmp.Or(f.Why, c.Why)))
 	fmt.Fprintf(&b, "  reproduce %s\n", reproduce)
 	if v, ok := r.Timeline(reproduce, timeline.TextLanes); ok {
@@ -207,4 +211,23 @@ func RunSeed() (uint64, error) {
 		return 0, fmt.Errorf("SEED=%q is not a seed: use the number a failure printed", v)
 	}
 	return n, nil
+}
+
+// serverErrors says what the server logged behind its 5xx answers, each
+// different cause once, the first three: a client sees only the problem
+// type, and the cause (a statement PostgreSQL refused, a missing column)
+// is what a student fixes.
+func serverErrors(lines []string) string {
+	var causes []string
+	for _, l := range lines {
+		if !slices.Contains(causes, l) {
+			causes = append(causes, l)
+		}
+	}
+	out := fmt.Sprintf("what the server logged behind its 5xx answers (%d of them):\n%s",
+		len(lines), strings.Join(causes[:min(len(causes), 3)], "\n"))
+	if len(causes) > 3 {
+		out += fmt.Sprintf("\n… and %d other causes", len(causes)-3)
+	}
+	return out
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"idemlab/grader"
+	"idemlab/grader/judging"
 	"idemlab/grader/targets"
+	"idemlab/grader/timeline"
 	sol6 "idemlab/solutions/stage6"
 )
 
@@ -48,5 +51,23 @@ func TestRunCheck_OnASharedServerACheckIsJudgedOnItsOwnOps(t *testing.T) {
 	r := grader.RunCheck(context.Background(), subject, crash, 1, start)
 	if r.Caught() || !errors.Is(r.Err, targets.ErrNoChild) {
 		t.Fatalf("%s after %s: %v (money: %q), want could not run: %v", crash.ID, sameOpTwice.ID, r.Err, r.Harm(), targets.ErrNoChild)
+	}
+}
+
+// TestFormat_SaysWhatTheServerLoggedBehindItsFiveHundreds: a failure whose
+// history holds the causes of 5xx answers shows each cause once, so that
+// a student told 500 /problems/internal reads the database's words.
+func TestFormat_SaysWhatTheServerLoggedBehindItsFiveHundreds(t *testing.T) {
+	aborted := "POST /transfers → 500: hold reference: current transaction is aborted"
+	r := grader.Result{Check: grader.Check{ID: "S8.x", Claim: "c", Why: "w"}, Err: &judging.Failure{Got: "500 /problems/internal"},
+		History: &timeline.History{ServerErrors: []string{aborted, aborted, "POST /transfers → 503: key store down"}}}
+	out := grader.Format(r, "make stage-8")
+	want := "  server    what the server logged behind its 5xx answers (3 of them):\n            " + aborted + "\n            POST /transfers → 503: key store down\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("the report:\n%s\nwants:\n%s", out, want)
+	}
+	r.History.ServerErrors = nil
+	if out := grader.Format(r, "make stage-8"); strings.Contains(out, "  server ") {
+		t.Errorf("a failure without 5xx causes shows a server line:\n%s", out)
 	}
 }

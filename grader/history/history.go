@@ -24,6 +24,8 @@ type Recorder struct {
 	mu       sync.Mutex
 	attempts []timeline.Attempt
 	events   []timeline.Event
+	// serverErrors are the causes of the server's 5xx answers.
+	serverErrors []string
 	// keys are the idempotency keys the check sent: a key row's event is
 	// told apart by the value it holds of them.
 	keys map[string]bool
@@ -245,6 +247,12 @@ func (h *Recorder) heard(ev events.Event) {
 		}
 		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Execution, Attempt: e.Attempt, Op: e.Op, Count: e.Count, Ref: e.ID,
 			Detail: fmt.Sprintf("%s %s of %d won, the %s run of its operation", e.Kind, e.ID, e.Amount, Ordinal(e.Count))})
+	case events.KindRequest:
+		var r events.Request
+		if json.Unmarshal(ev.Data, &r) != nil || r.Cause == "" {
+			return
+		}
+		h.serverErrors = append(h.serverErrors, fmt.Sprintf("%s %s → %d: %s", r.Method, r.Path, r.Status, r.Cause))
 	case events.KindKey:
 		var k events.Key
 		if json.Unmarshal(ev.Data, &k) != nil {
@@ -316,7 +324,8 @@ func (h *Recorder) keyRow(at time.Time, k events.Key) {
 func (h *Recorder) History() *timeline.History {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := &timeline.History{Attempts: append([]timeline.Attempt(nil), h.attempts...), Events: append([]timeline.Event(nil), h.events...)}
+	out := &timeline.History{Attempts: append([]timeline.Attempt(nil), h.attempts...), Events: append([]timeline.Event(nil), h.events...),
+		ServerErrors: append([]string(nil), h.serverErrors...)}
 	for i := range out.Attempts {
 		if out.Attempts[i].End.IsZero() {
 			out.Attempts[i].End = time.Now()

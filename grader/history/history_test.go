@@ -97,3 +97,20 @@ func TestOrdinal(t *testing.T) {
 		}
 	}
 }
+
+// TestServerErrors_KeepsTheCausesOfFiveHundreds: a request event with a
+// cause is kept for the report; one without (a 4xx, a 2xx) is not.
+func TestServerErrors_KeepsTheCausesOfFiveHundreds(t *testing.T) {
+	h := NewRecorder()
+	request := func(status int, cause string) events.Event {
+		data, _ := json.Marshal(events.Request{Method: "POST", Path: "/transfers", Status: status, Cause: cause})
+		return events.Event{Kind: events.KindRequest, Time: time.Now(), Data: data}
+	}
+	h.heard(request(201, ""))
+	h.heard(request(500, "hold reference: current transaction is aborted"))
+	h.heard(request(409, ""))
+	got := h.History().ServerErrors
+	if len(got) != 1 || got[0] != "POST /transfers → 500: hold reference: current transaction is aborted" {
+		t.Errorf("server errors %q", got)
+	}
+}

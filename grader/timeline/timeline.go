@@ -114,6 +114,10 @@ type Event struct {
 type History struct {
 	Attempts []Attempt `json:"attempts"`
 	Events   []Event   `json:"events"`
+	// ServerErrors are the causes the server gave for its 5xx answers
+	// (the lab's request events), one line each: "POST /transfers → 500:
+	// <cause>".
+	ServerErrors []string `json:"server_errors,omitempty"`
 }
 
 // Finding is the money finding a timeline explains.

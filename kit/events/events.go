@@ -61,6 +61,11 @@ type Request struct {
 	// request it sends, so that its timeline puts an execution on the
 	// lane of the request that caused it.
 	Attempt string `json:"attempt,omitempty"`
+	// Cause is, for a 5xx, the error behind it as the server logged it:
+	// the client sees only the problem type, and a student reading why a
+	// check got 500 needs the database's words ("current transaction is
+	// aborted"). Only lab mode's admin stream carries it.
+	Cause string `json:"cause,omitempty"`
 }
 
 // AttemptHeader is the request header a grader names its requests with;

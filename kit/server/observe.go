@@ -152,6 +152,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if ev.Status >= 400 {
 			ev.Type = problemType(buf.body.Bytes())
 		}
+		if buf.status >= 500 && buf.cause != nil {
+			ev.Cause = buf.cause.Error()
+		}
 		if logError {
 			s.log.Error("answered "+strconv.Itoa(ev.Status), "method", ev.Method, "path", ev.Path,
 				"key", ev.Key, "problem", ev.Type, "cause", buf.cause)

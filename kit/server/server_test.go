@@ -306,6 +306,45 @@ func TestEvents_RequestAndExecutionArePublished(t *testing.T) {
 	}
 }
 
+// TestEvents_AFiveHundredCarriesItsCause: a transfer whose business write
+// fails (fail-in-transfer) is answered 500 /problems/internal, which says
+// nothing of why; the lab's request event carries the cause the server
+// logged, for the grader to show. A 201's event carries none.
+func TestEvents_AFiveHundredCarriesItsCause(t *testing.T) {
+	srv, hs := start(t)
+	c0, c1 := resetTwo(t, srv)
+	if code, _ := call(t, hs, "POST", "/lab/faults", srv.AdminToken(), `{"point":"fail-in-transfer"}`); code != 200 {
+		t.Fatal("arm fail-in-transfer")
+	}
+	ch, cancel := srv.Events().Subscribe(16)
+	defer cancel()
+	body := `{"from":"` + c0.Accounts[0] + `","to":"` + c1.Accounts[0] + `","amount":5}`
+	for _, want := range []int{500, 201} {
+		if code, b := call(t, hs, "POST", "/transfers", c0.Token, body); code != want {
+			t.Fatalf("transfer: %d %s; want %d", code, b, want)
+		}
+		deadline := time.After(5 * time.Second)
+		for seen := false; !seen; {
+			select {
+			case ev := <-ch:
+				if ev.Kind != events.KindRequest {
+					continue
+				}
+				var r events.Request
+				if err := json.Unmarshal(ev.Data, &r); err != nil {
+					t.Fatal(err)
+				}
+				if (want == 500) != (r.Cause != "") || (want == 500 && !strings.Contains(r.Cause, "fail")) {
+					t.Errorf("%d's request event: cause %q", want, r.Cause)
+				}
+				seen = true
+			case <-deadline:
+				t.Fatalf("no request event for the %d", want)
+			}
+		}
+	}
+}
+
 // TestEvents_KeyRowsAfterAReset catches an engine whose key-row changes
 // never reach the event stream: on PostgreSQL, a key table without the
 // trigger that reports them, as a reset that drops and recreates the table
