@@ -100,7 +100,9 @@ func runCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uin
 	t.history.Watch(ctx, t.Lab())
 	// A server the checks share (lab grade --url) holds what the checks
 	// before this one did: the money verdict counts only what this one
-	// adds, as a fresh server would.
+	// adds, as a fresh server would. If that read fails the server is
+	// taken as fresh (what every target but --url's is): a double the
+	// check made is never let go for want of a baseline.
 	if before, err := t.State(); err == nil {
 		t.before = &before
 	}

@@ -34,10 +34,11 @@ type T struct {
 	cleanups *cleanupList
 	// books are every set of books the check kept (NewBooks).
 	books []*judging.Books
-	// before is the target's lab state when the check began, nil if it
-	// could not be read: a server every check shares (lab grade --url)
-	// still holds what the checks before this one did, and the check is
-	// judged only on what it did itself (see moneyFirst).
+	// before is the target's lab state when the check began, nil when
+	// it could not be read (the server is then taken as fresh): a server
+	// every check shares (lab grade --url) still holds what the checks
+	// before this one did, and the check is judged only on what it did
+	// itself (see moneyFirst).
 	before *labctl.State
 	// differences are the contract differences the check recorded on its
 	// way (Differ), shared by every T of the check (see on).
