@@ -126,8 +126,11 @@ func (t *T) delivered(story string, s Scenario, want owed, forGood []string) err
 		d, isDead := dead[id]
 		switch rs := got[id]; {
 		case slices.Contains(forGood, id):
-			a, _ := t.Core().Faults.Answer(id)
+			a, sent := t.Core().Faults.Answer(id)
 			answered := answerText(a.Status, string(a.Body))
+			if !sent {
+				answered = "nothing: it never received it"
+			}
 			answers = append(answers, id+": "+answered)
 			switch {
 			case !isDead:
