@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"idemlab/grader"
 	"idemlab/kit/labdb"
@@ -233,14 +234,15 @@ func failureReport(out string) string {
 }
 
 // catalogueOrder is each check's place in the catalogue: by stage, and
-// within a stage in the order its lesson teaches them.
-var catalogueOrder = func() map[string]int {
+// within a stage in the order its lesson teaches them. Made on first use,
+// not when the lab starts: most subcommands never sort checks.
+var catalogueOrder = sync.OnceValue(func() map[string]int {
 	order := map[string]int{}
 	for i, c := range grader.Catalogue() {
 		order[c.ID] = i
 	}
 	return order
-}()
+})
 
 // checkLess orders check IDs as the catalogue does; an ID it does not
 // hold (a check of a newer catalogue) goes after its stage's others,
@@ -250,8 +252,9 @@ func checkLess(a, b string) bool {
 	if sa != sb {
 		return sa < sb
 	}
-	ia, okA := catalogueOrder[a]
-	ib, okB := catalogueOrder[b]
+	order := catalogueOrder()
+	ia, okA := order[a]
+	ib, okB := order[b]
 	switch {
 	case okA && okB:
 		return ia < ib
