@@ -544,3 +544,24 @@ func TestModel_CountsDeadLetters(t *testing.T) {
 		}
 	}
 }
+
+// On a narrow pane (two side by side on a classroom's terminal) the
+// outbox's figures take a line of their own rather than be cut off the end
+// of the traffic line.
+func TestModel_ANarrowPaneShowsTheOutboxOnALineOfItsOwn(t *testing.T) {
+	m := NewWatch(context.Background(), "http://127.0.0.1:8080", t0)
+	m, _ = update(t, m, tea.WindowSizeMsg{Width: 50, Height: 30})
+	var evs []events.Event
+	for i := range 1200 {
+		evs = append(evs, request(fmt.Sprintf("op-%d", i), 201, i%3 == 0))
+	}
+	m, _ = update(t, m, EventsMsg{Received: t0, Events: evs})
+	m, _ = update(t, m, StateMsg{Polled: t0, State: labctl.State{Outbox: bank.OutboxCounts{Pending: 1234, Sent: 56789}}})
+	out := ansi.Strip(m.Render())
+	if !strings.Contains(out, "outbox 1234 to post, 56.8k posted") {
+		t.Errorf("the outbox's figures are not all shown on a pane 50 wide:\n%s", out)
+	}
+	if !strings.Contains(out, "5xx 0") {
+		t.Errorf("the traffic line is cut:\n%s", out)
+	}
+}

@@ -30,7 +30,7 @@ func (p *pane) SetSize(width, height int) { p.width, p.height = width, height }
 // layout is how many rows each section of a pane gets.
 type layout struct {
 	bigCounters bool
-	stats       bool
+	stats       int
 	spark       bool
 	money       int // 0, or 2 plus the account rows
 	feed        int
@@ -40,7 +40,7 @@ type layout struct {
 // plan shares out the inside height: the counters first (they are the
 // point of the demo), then the traffic summary, the money check, the
 // sparkline, and what is left to the feed and the key table.
-func plan(inner, width, accounts int, keys bool) layout {
+func plan(inner, width, accounts int, keys bool, stats int) layout {
 	var l layout
 	left := inner - 1 // title
 	take := func(n int) bool {
@@ -54,7 +54,12 @@ func plan(inner, width, accounts int, keys bool) layout {
 	if !l.bigCounters {
 		take(1)
 	}
-	l.stats = take(1)
+	switch {
+	case take(stats):
+		l.stats = stats
+	case take(1):
+		l.stats = 1
+	}
 	if take(2) {
 		l.money = 2
 	}
@@ -80,7 +85,8 @@ func plan(inner, width, accounts int, keys bool) layout {
 func (p pane) Render() string {
 	iw, ih := max(p.width-2, 1), max(p.height-2, 1)
 	s := p.side
-	l := plan(ih, iw, len(s.Money.Accounts), s.KeyCount() > 0)
+	stats := p.statsLines(iw)
+	l := plan(ih, iw, len(s.Money.Accounts), s.KeyCount() > 0, len(stats))
 	var lines []string
 	add := func(ls ...string) {
 		for _, line := range ls {
@@ -93,9 +99,7 @@ func (p pane) Render() string {
 	} else {
 		add(p.smallCounters())
 	}
-	if l.stats {
-		add(p.statsLine())
-	}
+	add(stats[:l.stats]...)
 	if l.spark {
 		add(p.sparkLines(iw)...)
 	}
@@ -155,7 +159,11 @@ func (p pane) smallCounters() string {
 		p.st.Label.Render("  lost ") + p.counterStyle(c.Lost).Render(Short(c.Lost))
 }
 
-func (p pane) statsLine() string {
+// statsLines are the traffic summary and, from stage 9 on, the outbox: one
+// line when both fit the width, else the outbox's figures on a line of
+// their own, so that a narrow pane (two side by side on a classroom's
+// terminal) still shows what is owed to the core ledger.
+func (p pane) statsLines(width int) []string {
 	c := p.side.Counts
 	line := fmt.Sprintf("req %s %s %s %s%s %s %s %s %s %s %s",
 		Short(c.Requests),
@@ -170,23 +178,28 @@ func (p pane) statsLine() string {
 	if by := replicaCounts(c.ByReplica); by != "" {
 		line += p.st.Dim.Render(" · answered by " + by)
 	}
-	if o := p.side.Outbox; o.Pending+o.Sent+o.Dead > 0 {
-		outbox := fmt.Sprintf(" · outbox %s to post, %s posted", Short(o.Pending), Short(o.Sent))
-		if o.Pending > 0 {
-			line += p.st.Conflict.Render(outbox)
-		} else {
-			line += p.st.Dim.Render(outbox)
-		}
-		// A dead letter waits for a person: it is never posted on its own.
-		// It leads the line, where a narrow pane does not cut it off.
-		if o.Dead > 0 {
-			line = p.st.Error.Render(deadLetters(o.Dead, p.side.OldestDead)+" ") + line
-		}
-	}
 	if c.Dropped > 0 {
 		line = p.st.Error.Render(fmt.Sprintf("⚠ %s events dropped ", Short(c.Dropped))) + line
 	}
-	return line
+	o := p.side.Outbox
+	if o.Pending+o.Sent+o.Dead == 0 {
+		return []string{line}
+	}
+	outbox := fmt.Sprintf("outbox %s to post, %s posted", Short(o.Pending), Short(o.Sent))
+	if o.Pending > 0 {
+		outbox = p.st.Conflict.Render(outbox)
+	} else {
+		outbox = p.st.Dim.Render(outbox)
+	}
+	// A dead letter waits for a person: it is never posted on its own.
+	// It leads the first line, where a narrow pane does not cut it off.
+	if o.Dead > 0 {
+		line = p.st.Error.Render(deadLetters(o.Dead, p.side.OldestDead)+" ") + line
+	}
+	if one := line + p.st.Dim.Render(" · ") + outbox; lipgloss.Width(one) <= width {
+		return []string{one}
+	}
+	return []string{line, outbox}
 }
 
 // deadLetters says how many dead letters there are and, when the state

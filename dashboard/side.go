@@ -25,8 +25,9 @@ const (
 	// or a lost transfer apart. A retry that comes back after this many
 	// newer operations is judged as if the op were new.
 	OpWindow = 1 << 16
-	// SparkSeconds is how many seconds of history the sparkline keeps.
-	SparkSeconds = 128
+	// SparkSeconds is how many seconds of history the sparkline keeps: one
+	// a cell, wider than the widest terminal a class is shown.
+	SparkSeconds = 512
 	// MaxReplicas is how many replicas a side tells apart (lab serve
 	// runs up to 16).
 	MaxReplicas = 16

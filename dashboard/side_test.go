@@ -309,3 +309,21 @@ func TestSide_AnExecutionNoEventReportedIsUnverifiedNotAppeared(t *testing.T) {
 		t.Fatalf("verdict %v with %d unreported; want Unverified with 1", s.Money.Verdict, s.Money.Unseen)
 	}
 }
+
+// On a projector's wide terminal the sparkline runs to the pane's border:
+// the side keeps a second for every cell of it, the oldest too.
+func TestSide_SparklineKeepsASecondForEveryCellOfAWideTerminal(t *testing.T) {
+	s := NewSide()
+	const cells = 200 - 6
+	oldest := t0.Add(-(cells - 1) * time.Second)
+	ev := request("op-1", 201, false)
+	ev.Time = oldest
+	s.Ingest(ev, oldest)
+	req, _ := s.Series(t0, cells)
+	if len(req) != cells {
+		t.Fatalf("%d seconds of history for a sparkline %d cells wide", len(req), cells)
+	}
+	if req[0] != 1 {
+		t.Errorf("the oldest cell holds %d requests, want the 1 made %v earlier", req[0], t0.Sub(oldest))
+	}
+}

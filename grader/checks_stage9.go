@@ -119,6 +119,9 @@ func (t *T) delivered(story string, s Scenario, want owed, forGood []string) err
 		got[p.TransferID] = append(got[p.TransferID], p)
 	}
 	expected := fmt.Sprintf("each of the %d transfers posted once to the core ledger, and the outbox empty", len(want))
+	if len(want) == 1 {
+		expected = "the transfer posted once to the core ledger, and the outbox empty"
+	}
 	seen := postingsSeen(ps, pending, int64(len(st.DeadLetters)))
 	var missing, twice, wrong, extra, setAside, unnamed, misanswered, deadSent []string
 	var answers []string
@@ -264,14 +267,20 @@ func (t *T) outboxRows() (int64, error) {
 
 // postingsSeen says what the core and the outbox held at the end.
 func postingsSeen(ps []core.Receipt, pending, dead int64) string {
-	letters := fmt.Sprintf("; %d dead letters", dead)
-	if dead == 1 {
-		letters = "; 1 dead letter"
-	}
+	posted := counted(len(ps), "posting", "postings")
+	letters := counted(int(dead), "dead letter", "dead letters")
 	if pending == 0 {
-		return fmt.Sprintf("%d postings in the core ledger; no row left owed in the outbox%s", len(ps), letters)
+		return fmt.Sprintf("%s in the core ledger; no row left owed in the outbox; %s", posted, letters)
 	}
-	return fmt.Sprintf("%d postings in the core ledger; %d rows still owed in the outbox %v later%s", len(ps), pending, drainWithin, letters)
+	return fmt.Sprintf("%s in the core ledger; %s still owed in the outbox %v later; %s", posted, counted(int(pending), "row", "rows"), drainWithin, letters)
+}
+
+// counted says how many of a thing, "1 row" or "3 rows".
+func counted(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func keysOf(rs []core.Receipt) string {
