@@ -75,7 +75,7 @@ var (
 		Explain: "The core ledger will never apply this posting. Nothing was posted, and sending it again changes nothing: set it aside for a person to look at."}
 	// InvalidPosting is the answer to a body that is not a posting.
 	InvalidPosting = &problem.Type{Name: "invalid-posting", Status: http.StatusBadRequest, Title: "Invalid posting",
-		Explain: `The body must be one JSON object {"transfer_id","from","to","amount"}, valid UTF-8, each member once and no other: a transfer id (tr_…), two different account ids (acc_…) and an amount of 1 to 1,000,000,000 won. The detail names the member. Nothing was posted.`}
+		Explain: `The body must be one JSON object {"transfer_id","from","to","amount"}, valid UTF-8, each member once and no other: a transfer id (tr_…), two different account ids (acc_…) and an amount of 1 to 1,000,000,000 won, or less where the core ledger sets a limit of its own. The detail names the member, and the limit when it is the core's. Nothing was posted.`}
 	// InvalidBatch is the answer to a body of POST /postings/batch that is
 	// not a batch; a member's posting that is not one is answered
 	// InvalidPosting in its place, and the others are posted.
