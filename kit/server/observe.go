@@ -129,7 +129,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 
 		dst := w.Header()
-		for k, v := range buf.header {
+		for k, v := range buf.headers() {
 			dst[k] = v
 		}
 		w.WriteHeader(buf.status)
@@ -144,7 +144,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		ev := events.Request{
 			Method: r.Method, Path: r.URL.Path, Customer: rec.customer,
 			Key: r.Header.Get(idemkey.Header), Status: buf.status,
-			Replayed:   buf.header.Get("Idempotent-Replayed") == "true",
+			Replayed:   buf.headers().Get("Idempotent-Replayed") == "true",
 			DurationMS: float64(time.Since(start).Microseconds()) / 1000,
 			Op:         opOf(body.buf.Bytes()),
 			Attempt:    attempt,
@@ -249,9 +249,13 @@ func (c *captureReader) Read(p []byte) (int, error) {
 func (c *captureReader) Close() error { return c.r.Close() }
 
 // bufferedWriter holds a response until the handler is done, and the
-// cause of a problem it carries (see problem.CauseRecorder).
+// cause of a problem it carries (see problem.CauseRecorder). Its headers
+// are those the handler had set when it wrote the status, as on a plain
+// net/http server, where a header set after WriteHeader never reaches the
+// client: holding the response back must not make such code work here.
 type bufferedWriter struct {
 	header      http.Header
+	sent        http.Header // the headers as they were at WriteHeader
 	status      int
 	wroteHeader bool
 	body        bytes.Buffer
@@ -265,7 +269,16 @@ func (b *bufferedWriter) Header() http.Header { return b.header }
 func (b *bufferedWriter) WriteHeader(status int) {
 	if !b.wroteHeader {
 		b.status, b.wroteHeader = status, true
+		b.sent = b.header.Clone()
 	}
+}
+
+// headers are the headers the response goes out with.
+func (b *bufferedWriter) headers() http.Header {
+	if b.wroteHeader {
+		return b.sent
+	}
+	return b.header
 }
 
 func (b *bufferedWriter) Write(p []byte) (int, error) {
@@ -274,7 +287,7 @@ func (b *bufferedWriter) Write(p []byte) (int, error) {
 }
 
 func (b *bufferedWriter) reset() {
-	b.header = http.Header{}
+	b.header, b.sent = http.Header{}, nil
 	b.status, b.wroteHeader = http.StatusOK, false
 	b.body.Reset()
 	b.cause = nil

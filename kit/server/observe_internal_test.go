@@ -44,3 +44,35 @@ func TestObserve_ARequestsStatementsAreNotedWhileTheRereadFaultIsArmed(t *testin
 		t.Errorf("the read after the request's write, the fault armed: %v; want it held past its context's end (%v)", reread, context.DeadlineExceeded)
 	}
 }
+
+// TestObserve_AHeaderSetAfterTheStatusIsNotSent: the lab holds a response
+// back until its handler returns, but what goes out is what a plain
+// net/http server would send: a header set after WriteHeader is dropped,
+// so a replay that writes the status first and its Location and marker
+// after fails here as it would in production.
+func TestObserve_AHeaderSetAfterTheStatusIsNotSent(t *testing.T) {
+	srv, err := New(context.Background(), Options{DB: ":memory:", OwnDB: true, Lab: true, Stage: stage0.New})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		w.Header().Set("Location", "/transfers/tr_1")
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.Write([]byte(`{}`))
+	}
+	want := httptest.NewRecorder()
+	http.HandlerFunc(handler).ServeHTTP(want, httptest.NewRequest(http.MethodPost, "/transfers", nil))
+	got := httptest.NewRecorder()
+	srv.observe(http.HandlerFunc(handler)).ServeHTTP(got, httptest.NewRequest(http.MethodPost, "/transfers", nil))
+	if got.Code != want.Code {
+		t.Errorf("status %d, want %d", got.Code, want.Code)
+	}
+	for _, h := range []string{"Content-Type", "Location", "Idempotent-Replayed"} {
+		if g, w := got.Header().Get(h), want.Result().Header.Get(h); g != w {
+			t.Errorf("%s: %q through the lab, %q from net/http", h, g, w)
+		}
+	}
+}
