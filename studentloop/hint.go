@@ -111,8 +111,12 @@ func LoadHints(root string, n int) (Hints, error) {
 }
 
 // HintTopic is what a hint is about for stage n at its last recorded
-// run: its first failing check, or the stage itself.
+// run: the check a run of it alone last failed, else the stage's first
+// failing check, or the stage itself.
 func HintTopic(sp StageProgress) string {
+	if sp.Focus != "" {
+		return sp.Focus
+	}
 	if sp.State == Failing && sp.FirstFailing != "" {
 		return sp.FirstFailing
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,10 @@ type StageProgress struct {
 	Passed       int       `json:"passed"`
 	Total        int       `json:"total"`
 	At           time.Time `json:"at"`
+	// Focus is the check a run of some of the stage's checks (RUN=…)
+	// failed since the stage's last full run: the one the student is
+	// working on, and the one a hint is about.
+	Focus string `json:"focus,omitempty"`
 }
 
 // Progress is every stage's last outcome and the hint tier reached for
@@ -95,13 +100,25 @@ func (p *Progress) Stage(n int) StageProgress {
 	return sp
 }
 
-// Record stores an outcome as stage n's progress. A run of one check
-// (RUN=…) says nothing about the whole stage and is not recorded.
+// Record stores an outcome as stage n's progress. A run of some of its
+// checks (RUN=…) says nothing about the whole stage: it only moves the
+// focus, to the check it saw fail, or off a check it saw pass.
 func (p *Progress) Record(o Outcome, at time.Time) {
+	key := strconv.Itoa(o.Stage)
 	if o.Only != "" {
+		sp := p.Stage(o.Stage)
+		switch first := o.FirstFailing(); {
+		case first != "":
+			sp.Focus = first
+		case slices.ContainsFunc(o.Checks, func(c CheckResult) bool { return c.ID == sp.Focus }):
+			sp.Focus = ""
+		default:
+			return
+		}
+		p.Stages[key] = sp
 		return
 	}
-	p.Stages[strconv.Itoa(o.Stage)] = StageProgress{
+	p.Stages[key] = StageProgress{
 		State: o.State(), FirstFailing: o.FirstFailing(),
 		Passed: len(o.Passed()), Total: len(o.Checks), At: at,
 	}

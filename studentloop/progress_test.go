@@ -42,3 +42,33 @@ func TestProgress_RoundTrip(t *testing.T) {
 		t.Errorf("current %d, hint tier %d", q.Current(), q.Hints["S1.b"])
 	}
 }
+
+// TestProgress_ARunOfOneCheckMovesTheHintsFocus: after a full run, a run
+// of one check (RUN=…) that fails makes it the check a hint is about,
+// though the stage's count stays the full run's; a later RUN= pass of it,
+// or a full run, gives the hint back to the first failing check.
+func TestProgress_ARunOfOneCheckMovesTheHintsFocus(t *testing.T) {
+	p := &Progress{Stages: map[string]StageProgress{}, Hints: map[string]int{}}
+	full := Outcome{Stage: 5, Checks: []CheckResult{{ID: "S5.a"}, {ID: "S5.b"}, {ID: "S0.x", Passed: true}}}
+	p.Record(full, time.Unix(0, 0))
+	if got := HintTopic(p.Stage(5)); got != "S5.a" {
+		t.Fatalf("after a full run the hint is about %q, want S5.a", got)
+	}
+	p.Record(Outcome{Stage: 5, Only: "S5.b", Checks: []CheckResult{{ID: "S5.b"}}}, time.Unix(1, 0))
+	if got, s := HintTopic(p.Stage(5)), p.Stage(5); got != "S5.b" || s.Passed != 1 || s.Total != 3 {
+		t.Errorf("after RUN=S5.b failed: hint about %q (want S5.b), stage %+v (want the full run's count)", got, s)
+	}
+	p.Record(Outcome{Stage: 5, Only: "S5.a", Checks: []CheckResult{{ID: "S5.a", Passed: true}}}, time.Unix(2, 0))
+	if got := HintTopic(p.Stage(5)); got != "S5.b" {
+		t.Errorf("a RUN= pass of another check moved the focus to %q, want S5.b still", got)
+	}
+	p.Record(Outcome{Stage: 5, Only: "S5.b", Checks: []CheckResult{{ID: "S5.b", Passed: true}}}, time.Unix(3, 0))
+	if got := HintTopic(p.Stage(5)); got != "S5.a" {
+		t.Errorf("after RUN=S5.b passed the hint is about %q, want the full run's S5.a", got)
+	}
+	p.Record(Outcome{Stage: 5, Only: "S5.b", Checks: []CheckResult{{ID: "S5.b"}}}, time.Unix(4, 0))
+	p.Record(full, time.Unix(5, 0))
+	if got := HintTopic(p.Stage(5)); got != "S5.a" {
+		t.Errorf("after a full run the hint is about %q, want S5.a", got)
+	}
+}

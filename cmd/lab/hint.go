@@ -36,11 +36,13 @@ func runHint(ctx context.Context, in *invocation) error {
 		return fmt.Errorf("no hint for %s in %s", topic, studentloop.HintsPath(hintStage))
 	}
 	switch {
-	case sp.State == studentloop.NotStarted && *check == "":
+	case sp.State == studentloop.NotStarted && topic == "stage":
 		fmt.Fprintf(in.stdout, "stage %d has not run yet: %s (or %s) first, so that the hint is about the check that fails.\n\n",
 			n, studentloop.Command("check", n), studentloop.Command("watch", n))
 	case topic == "stage":
 		fmt.Fprintf(in.stdout, "stage %d at its last run: %s.\n\n", n, sp.State)
+	case *check == "" && topic == sp.Focus:
+		fmt.Fprintf(in.stdout, "hint for %s, the check that failed when you last ran it with RUN=:\n\n", topic)
 	default:
 		fmt.Fprintf(in.stdout, "hint for %s, the first failing check of stage %d at its last run:\n\n", topic, n)
 	}
