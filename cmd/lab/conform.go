@@ -82,10 +82,15 @@ func runConform(ctx context.Context, in *invocation) error {
 	}
 	s := conform.Summarize(results)
 	switch v := s.Valid(); {
-	case v == nil:
+	case v == nil && s.Money == conform.MoneyUnobserved:
 		return cannotRun(errors.New("could not observe the money: give the profile a witness (docs/conform.md)"))
-	case !*v:
+	case v == nil:
+		return cannotRun(fmt.Errorf("%d scenarios the verdict needs were not tried (a MUST, or money): unknown, never met; give what they need (docs/conform.md)", s.Undecided))
+	case !*v && f.json:
 		return &exitCode{code: 1, err: errors.New(s.Line())}
+	case !*v:
+		// The report's last line has said it.
+		return &exitCode{code: 1}
 	}
 	return nil
 }

@@ -94,3 +94,23 @@ func TestConform_JSON(t *testing.T) {
 		t.Fatalf("exit %d, valid %v, %d results (%v)\n%s%s", code, doc.Valid, len(doc.Results), err, out, errs)
 	}
 }
+
+// TestConform_NotTriedIsNeverAPass: a run that left a MUST or money
+// scenario out exits 2, unknown, not 0; a failing run says its verdict
+// once, in the report's last line, not again on stderr.
+func TestConform_NotTriedIsNeverAPass(t *testing.T) {
+	safe := httptest.NewServer(payserver.New())
+	defer safe.Close()
+	code, out, errs := runLabCommand(t, "conform", "--url", safe.URL, "--profile", payProfile, "--seed", "3", "--max-operations", "20")
+	if code != 2 || !strings.Contains(out, "the verdict is unknown") || !strings.Contains(errs, "were not tried") {
+		t.Errorf("--max-operations 20: exit %d, want 2, the line and stderr saying the verdict is unknown\n%s%s", code, out, errs)
+	}
+	naiveServer := payserver.New()
+	naiveServer.Naive = true
+	naive := httptest.NewServer(naiveServer)
+	defer naive.Close()
+	code, out, errs = runLabCommand(t, "conform", "--url", naive.URL, "--profile", payProfile, "--seed", "3", "--max-operations", "20")
+	if code != 1 || errs != "" || strings.Count(out, "money harmed") != 1 {
+		t.Errorf("a naive server, 20 operations: exit %d, stderr %q; want 1 (harmed beats unknown), the verdict said once\n%s", code, errs, out)
+	}
+}

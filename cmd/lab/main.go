@@ -69,7 +69,14 @@ type exitCode struct {
 	err  error
 }
 
-func (e *exitCode) Error() string { return e.err.Error() }
+// Error is err's text; an exitCode without err is a status whose reason
+// the command has already printed, and run prints nothing more.
+func (e *exitCode) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
 
 // cannotRun is err with exit status 2: the command could not run (a
 // command line it cannot run, a stage that does not build, a check that
@@ -121,8 +128,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := c.invoke(ctx, args[1:], stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "lab %s: %v\n", c.name, err)
-		if ec, ok := err.(*exitCode); ok {
+		ec, ok := err.(*exitCode)
+		if !ok || ec.err != nil {
+			fmt.Fprintf(stderr, "lab %s: %v\n", c.name, err)
+		}
+		if ok {
 			return ec.code
 		}
 		return 1

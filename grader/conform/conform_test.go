@@ -183,7 +183,7 @@ func TestReports(t *testing.T) {
 	var human bytes.Buffer
 	WriteHuman(&human, "payserver", results)
 	out := human.String()
-	if !strings.HasPrefix(out, "money") || !strings.Contains(out, "✗ HARMED") || !strings.HasSuffix(out, "money harmed\n") {
+	if !strings.HasPrefix(out, "money") || !strings.Contains(out, "✗ HARMED") || !strings.HasSuffix(out, "money harmed, 2 not tried\n") {
 		t.Errorf("human report:\n%s", out)
 	}
 }
@@ -349,6 +349,47 @@ func TestExecutionsSaid(t *testing.T) {
 		got := executionsSaid(c.n, 1)
 		if c.want == elsewhere && !strings.Contains(got, c.want) || c.want != elsewhere && got != c.want {
 			t.Errorf("executionsSaid(%v, 1) = %q, want it to say %q", c.n, got, c.want)
+		}
+	}
+}
+
+// TestSummary_NotTriedIsUnknownNeverMet: a MUST or money scenario left
+// out (by --max-operations, or by a profile with one principal) leaves
+// the verdict unknown, never met: the summary line counts what was not
+// tried, valid is null in the JSON and the JUnit suite has errors.
+func TestSummary_NotTriedIsUnknownNeverMet(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		edit   func(*Profile)
+		maxOps int
+		line   string
+	}{
+		{"--max-operations 20", nil, 20, "1/2 MUST met, 3/5 SHOULD met, money clean, 7 not tried (4 of them a MUST or money scenario: the verdict is unknown)"},
+		{"one principal", func(p *Profile) { p.Principals = p.Principals[:1] }, 100, "2/2 MUST met, 5/5 SHOULD met, money clean, 3 not tried (2 of them a MUST or money scenario: the verdict is unknown)"},
+	} {
+		results := attack(t, payserver.New(), c.edit, c.maxOps)
+		s := Summarize(results)
+		if v := s.Valid(); v != nil || s.Line() != c.line {
+			t.Errorf("%s: valid %v, line %q; want null and %q", c.name, v, s.Line(), c.line)
+		}
+		var js bytes.Buffer
+		if err := WriteJSON(&js, "payserver", "http://x", 7, results); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Valid   *bool
+			Summary map[string]any
+		}
+		if err := json.Unmarshal(js.Bytes(), &doc); err != nil || doc.Valid != nil || doc.Summary["not_tried"] == nil || doc.Summary["must_met"] == nil {
+			t.Errorf("%s: json valid %v, summary %v (%v); want null, snake_case counts with not_tried", c.name, doc.Valid, doc.Summary, err)
+		}
+		var ju bytes.Buffer
+		if err := WriteJUnit(&ju, "payserver", results); err != nil {
+			t.Fatal(err)
+		}
+		var suite junitSuite
+		if err := xml.Unmarshal(ju.Bytes(), &suite); err != nil || suite.Errors != s.Undecided || suite.Errors == 0 {
+			t.Errorf("%s: junit %d errors (%v), want %d: a scenario the verdict needs, not tried, is no pass", c.name, suite.Errors, err, s.Undecided)
 		}
 	}
 }

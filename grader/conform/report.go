@@ -10,33 +10,51 @@ import (
 
 // Summary counts a run's results.
 type Summary struct {
-	// MustMet of Must scenarios met the draft's MUST; ShouldMet of Should
-	// its SHOULD.
-	MustMet, Must     int
-	ShouldMet, Should int
+	// MustMet of Must scenarios met the draft's MUST, ShouldMet of Should
+	// its SHOULD; Must and Should count the scenarios not tried too, which
+	// are never met. MustUnmet counts those tried that missed it.
+	MustMet   int `json:"must_met"`
+	Must      int `json:"must"`
+	MustUnmet int `json:"must_unmet"`
+	ShouldMet int `json:"should_met"`
+	Should    int `json:"should"`
 	// Money is MoneyHarmed if any scenario harmed money, else
-	// MoneyUnobserved if any could not observe it, else MoneyClean.
-	Money string
+	// MoneyUnobserved if any could not observe it, else MoneyClean: what
+	// the scenarios tried showed.
+	Money string `json:"money"`
+	// NotTried counts the scenarios not tried; Undecided those of them
+	// whose verdict the run's needs: a MUST, or one of the course's money
+	// scenarios (retry-after-restart aside: a black box restarts only
+	// with the profile's command, as it crashes only never).
+	NotTried  int `json:"not_tried"`
+	Undecided int `json:"undecided"`
 }
 
 // Summarize counts results.
 func Summarize(results []Result) Summary {
 	s := Summary{Money: MoneyClean}
 	for _, r := range results {
-		if r.NotTried != "" {
-			continue
-		}
 		switch r.Level {
 		case "MUST":
 			s.Must++
-			if r.Contract == ContractMet {
+			switch r.Contract {
+			case ContractMet:
 				s.MustMet++
+			case ContractUnmet:
+				s.MustUnmet++
 			}
 		case "SHOULD":
 			s.Should++
 			if r.Contract == ContractMet {
 				s.ShouldMet++
 			}
+		}
+		if r.NotTried != "" {
+			s.NotTried++
+			if decides(r) {
+				s.Undecided++
+			}
+			continue
 		}
 		switch {
 		case r.Money == MoneyHarmed:
@@ -48,24 +66,50 @@ func Summarize(results []Result) Summary {
 	return s
 }
 
-// Valid is true when no money was harmed and every MUST was met, false
-// if not, and nil when nothing was harmed but money could not be
-// observed: the run cannot say.
+// decides reports whether the run's verdict needs r's: a MUST of the
+// draft, or a money scenario of the course's own. A SHOULD missed does
+// not fail a run, so one not tried leaves it no less known; nor does
+// retry-after-restart without the profile's restart, which a black box
+// cannot try, like a crash inside a request (docs/conform.md).
+func decides(r Result) bool {
+	if r.Level == "SHOULD" {
+		return false
+	}
+	for _, s := range scenarios {
+		if s.ID == r.ID {
+			return !s.Restart
+		}
+	}
+	return true
+}
+
+// Valid is false when money was harmed or a MUST tried was missed; else
+// nil when the run cannot say (money not observed, or a MUST or money
+// scenario not tried: unknown, never met); else true.
 func (s Summary) Valid() *bool {
-	v := s.Money != MoneyHarmed && s.MustMet == s.Must
-	if v && s.Money == MoneyUnobserved {
+	v := s.Money != MoneyHarmed && s.MustUnmet == 0
+	if v && (s.Money == MoneyUnobserved || s.Undecided > 0) {
 		return nil
 	}
 	return &v
 }
 
-// Line is the one-line summary: "3/3 MUST met, 2/4 SHOULD met, money clean".
+// Line is the one-line summary: "3/3 MUST met, 2/4 SHOULD met, money
+// clean", then how many scenarios were not tried and, if that leaves the
+// verdict unknown, so.
 func (s Summary) Line() string {
 	money := "money " + s.Money
 	if s.Money == MoneyUnobserved {
 		money = "money not observed"
 	}
-	return fmt.Sprintf("%d/%d MUST met, %d/%d SHOULD met, %s", s.MustMet, s.Must, s.ShouldMet, s.Should, money)
+	line := fmt.Sprintf("%d/%d MUST met, %d/%d SHOULD met, %s", s.MustMet, s.Must, s.ShouldMet, s.Should, money)
+	if s.NotTried > 0 {
+		line += fmt.Sprintf(", %d not tried", s.NotTried)
+		if s.Undecided > 0 && s.Valid() == nil {
+			line += fmt.Sprintf(" (%d of them a MUST or money scenario: the verdict is unknown)", s.Undecided)
+		}
+	}
+	return line
 }
 
 // WriteHuman writes the report for a person: money first, then the
@@ -107,14 +151,23 @@ func WriteHuman(w io.Writer, name string, results []Result) {
 	if len(skipped) > 0 {
 		fmt.Fprintln(w, "not tried")
 		for _, r := range skipped {
-			level := ""
-			if r.Level != "" {
-				level = fmt.Sprintf(" (%s §%s)", r.Level, r.Section)
+			unknown := ""
+			if decides(r) {
+				unknown = ": unknown, and so is the run's verdict"
 			}
-			fmt.Fprintf(w, "  - %s%s: %s\n", r.ID, level, r.NotTried)
+			fmt.Fprintf(w, "  - %s%s: %s%s\n", r.ID, cited(r), r.NotTried, unknown)
 		}
 	}
 	fmt.Fprintf(w, "conform: %s: %s\n", name, Summarize(results).Line())
+}
+
+// cited is r's citation of the draft, " (MUST §2.6)", or "" for a money
+// scenario of the course's own.
+func cited(r Result) string {
+	if r.Level == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (%s §%s)", r.Level, r.Section)
 }
 
 func writeDetail(w io.Writer, r Result) {
@@ -150,6 +203,7 @@ type junitSuite struct {
 	Name     string      `xml:"name,attr"`
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
 	Skipped  int         `xml:"skipped,attr"`
 	Cases    []junitCase `xml:"testcase"`
 }
@@ -158,6 +212,7 @@ type junitCase struct {
 	Name    string        `xml:"name,attr"`
 	Class   string        `xml:"classname,attr"`
 	Failure *junitMessage `xml:"failure"`
+	Error   *junitMessage `xml:"error"`
 	Skipped *junitMessage `xml:"skipped"`
 }
 
@@ -168,8 +223,10 @@ type junitMessage struct {
 
 // WriteJUnit writes the run as a JUnit XML test suite, a test case per
 // scenario: one that harmed money or missed a requirement of the draft
-// fails (the message names the level, MUST or SHOULD); one that could not
-// observe the money, or was not tried, is skipped.
+// fails (the message names the level, MUST or SHOULD); one whose verdict
+// the run needs but does not have (a MUST or money scenario not tried,
+// money not observed) is an error, as the run's exit status 2 is; one
+// not tried that the verdict does not need is skipped.
 func WriteJUnit(w io.Writer, name string, results []Result) error {
 	suite := junitSuite{Name: "lab conform: " + name, Tests: len(results)}
 	for _, r := range results {
@@ -177,17 +234,22 @@ func WriteJUnit(w io.Writer, name string, results []Result) error {
 		var detail strings.Builder
 		writeDetail(&detail, r)
 		switch {
+		case r.NotTried != "" && decides(r):
+			c.Error = &junitMessage{Message: "not tried, so unknown" + cited(r) + ": " + r.NotTried}
 		case r.NotTried != "":
-			c.Skipped = &junitMessage{Message: "not tried: " + r.NotTried}
+			c.Skipped = &junitMessage{Message: "not tried" + cited(r) + ": " + r.NotTried}
 		case r.Money == MoneyHarmed:
 			c.Failure = &junitMessage{Message: "money harmed: " + r.Claim, Text: detail.String()}
 		case r.Contract == ContractUnmet:
 			c.Failure = &junitMessage{Message: fmt.Sprintf("%s §%s unmet: %s", r.Level, r.Section, r.Claim), Text: detail.String()}
 		case r.Money == MoneyUnobserved:
-			c.Skipped = &junitMessage{Message: "could not observe the money: " + r.Saw}
+			c.Error = &junitMessage{Message: "could not observe the money: " + r.Saw}
 		}
 		if c.Failure != nil {
 			suite.Failures++
+		}
+		if c.Error != nil {
+			suite.Errors++
 		}
 		if c.Skipped != nil {
 			suite.Skipped++
