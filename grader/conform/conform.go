@@ -69,6 +69,10 @@ type Result struct {
 	Sent     string `json:"sent,omitempty"`
 	Got      string `json:"got,omitempty"`
 	Expected string `json:"expected,omitempty"`
+	// Note qualifies a verdict with what the run could not see: a race
+	// whose copies all came as one answer, none seen while the original
+	// ran, may never have been reached.
+	Note string `json:"note,omitempty"`
 }
 
 // Options are a conform run's settings.
@@ -104,10 +108,7 @@ type runner struct {
 // during the run if a witness stops answering. An API that does not
 // answer the operation is a finding, not an error.
 func Run(ctx context.Context, o Options) ([]Result, error) {
-	r := &runner{Options: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), budget: o.MaxOperations}
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	r.client = &http.Client{Transport: base, Timeout: o.Timeout}
-	r.faulty = &http.Client{Transport: &faultnet.Transport{Base: base}, Timeout: o.Timeout}
+	r := newRunner(o)
 	for i, p := range o.Profile.Principals {
 		if _, err := o.Profile.newOp(rand.New(rand.NewPCG(0, 0)), i); err != nil {
 			return nil, fmt.Errorf("principal %s: body: %w", p.Name, err)
@@ -147,6 +148,15 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// newRunner makes a run's clients and draws from o.
+func newRunner(o Options) *runner {
+	r := &runner{Options: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), budget: o.MaxOperations}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	r.client = &http.Client{Transport: base, Timeout: o.Timeout}
+	r.faulty = &http.Client{Transport: &faultnet.Transport{Base: base}, Timeout: o.Timeout}
+	return r
 }
 
 // answer is what one request got: a status and body, or a transport

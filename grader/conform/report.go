@@ -140,6 +140,8 @@ func WriteHuman(w io.Writer, name string, results []Result) {
 		fmt.Fprintf(w, "  %s %-6s §%s  %s: %s\n", mark, r.Level, r.Section, r.ID, r.Claim)
 		if r.Contract == ContractUnmet {
 			writeDetail(w, r)
+		} else if r.Note != "" {
+			fmt.Fprintf(w, "      %-9s %s\n", "but", r.Note)
 		}
 	}
 	var skipped []Result
@@ -171,7 +173,7 @@ func cited(r Result) string {
 }
 
 func writeDetail(w io.Writer, r Result) {
-	for _, l := range [][2]string{{"sent", r.Sent}, {"got", r.Got}, {"expected", r.Expected}, {"saw", r.Saw}} {
+	for _, l := range [][2]string{{"sent", r.Sent}, {"got", r.Got}, {"expected", r.Expected}, {"saw", r.Saw}, {"but", r.Note}} {
 		if l[1] != "" {
 			fmt.Fprintf(w, "      %-9s %s\n", l[0], l[1])
 		}
@@ -214,6 +216,8 @@ type junitCase struct {
 	Failure *junitMessage `xml:"failure"`
 	Error   *junitMessage `xml:"error"`
 	Skipped *junitMessage `xml:"skipped"`
+	// Output holds a passing case's note: what the run could not see.
+	Output string `xml:"system-out,omitempty"`
 }
 
 type junitMessage struct {
@@ -230,7 +234,7 @@ type junitMessage struct {
 func WriteJUnit(w io.Writer, name string, results []Result) error {
 	suite := junitSuite{Name: "lab conform: " + name, Tests: len(results)}
 	for _, r := range results {
-		c := junitCase{Name: r.ID, Class: "conform"}
+		c := junitCase{Name: r.ID, Class: "conform", Output: r.Note}
 		var detail strings.Builder
 		writeDetail(&detail, r)
 		switch {

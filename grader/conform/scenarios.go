@@ -150,6 +150,7 @@ func concurrentDuplicates(ctx context.Context, r *runner, res *Result) error {
 	// Every copy is either the original's answer or a conflict error.
 	var success *answer
 	ok := true
+	conflicts := 0
 	for i := range answers {
 		a := answers[i]
 		switch {
@@ -159,11 +160,20 @@ func concurrentDuplicates(ctx context.Context, r *runner, res *Result) error {
 			ok = false
 		case !a.ok() && (a.err != nil || a.status != http.StatusConflict):
 			ok = false
+		case !a.ok():
+			conflicts++
 		}
 	}
 	res.Sent = describe(r, key, copies) + ", released together"
 	res.Got = tally(answers)
 	contract(res, ok && success != nil, "one 2xx; every other copy 409 (a resource conflict: the original still running) or the same answer as the 2xx")
+	if res.Contract == ContractMet && conflicts == 0 {
+		// Met, but only as retries are: the MUST is about a copy that
+		// meets the original still running, and none was seen to. A
+		// server without a lock passes the same way when its operation
+		// is over before the next copy reads the key.
+		res.Note = fmt.Sprintf("no copy was seen while the original ran: all %d answered as one (%s), none 409; the race may not have been reached, and a server without a lock answers so too when its operation is quicker than the copies' spread", copies, res.Got)
+	}
 	return b.judge(ctx, res, expect{o, 1, "one operation"})
 }
 
