@@ -456,6 +456,15 @@ func (r *runner) open(ctx context.Context) (*books, error) {
 	return b, nil
 }
 
+// moved is how far principal i's witness has moved since b was read.
+func (b *books) moved(ctx context.Context, i int) (float64, error) {
+	after, err := b.r.witness(ctx, i)
+	if err != nil {
+		return 0, err
+	}
+	return after - b.before[i], nil
+}
+
 // expect is an operation and how many times it must have executed.
 type expect struct {
 	op    op
@@ -475,11 +484,10 @@ func (b *books) judge(ctx context.Context, res *Result, want ...expect) error {
 	res.Money = MoneyClean
 	var saw []string
 	for i := range b.before {
-		after, err := b.r.witness(ctx, i)
+		moved, err := b.moved(ctx, i)
 		if err != nil {
 			return err
 		}
-		moved := after - b.before[i]
 		expected, unit, due := 0.0, 0.0, 0
 		var whats []string
 		for _, w := range want {
