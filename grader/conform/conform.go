@@ -30,6 +30,7 @@ import (
 
 	"idemlab/grader/dayplan"
 	"idemlab/grader/faultnet"
+	"idemlab/grader/history"
 )
 
 // Draft is the document the contract verdicts cite.
@@ -488,7 +489,8 @@ func (b *books) judge(ctx context.Context, res *Result, want ...expect) error {
 		if err != nil {
 			return err
 		}
-		expected, unit, due := 0.0, 0.0, 0
+		expected, due := 0.0, 0
+		units := map[float64]bool{}
 		var whats []string
 		for _, w := range want {
 			if w.op.principal != i {
@@ -496,17 +498,24 @@ func (b *books) judge(ctx context.Context, res *Result, want ...expect) error {
 			}
 			e := b.r.effect(w.op)
 			expected += float64(w.times) * e
-			unit, due = e, w.times
-			whats = append(whats, fmt.Sprintf("%s %d×", w.what, w.times))
+			due += w.times
+			units[e] = true
+			whats = append(whats, w.what+" "+history.Times(int64(w.times)))
 		}
 		if len(whats) == 0 {
 			continue
 		}
-		line := fmt.Sprintf("%s: the witness moved by %s; %s moves it by %s", b.r.Profile.Principals[i].Name, num(moved), strings.Join(whats, ", "), num(expected))
+		line := fmt.Sprintf("%s: due %s, a move of %s; the witness moved by %s", b.r.Profile.Principals[i].Name, andList(whats), num(expected), num(moved))
 		if moved != expected {
 			res.Money = MoneyHarmed
-			if unit != 0 && len(whats) == 1 {
-				line += " (" + executionsSaid(moved/unit, due) + ")"
+			// Executions can be counted when every operation moves the
+			// witness alike: a count, or one amount.
+			if len(units) == 1 {
+				for unit := range units {
+					if unit != 0 {
+						line += " (" + executionsSaid(moved/unit, due) + ")"
+					}
+				}
 			}
 		}
 		saw = append(saw, line)
@@ -525,12 +534,28 @@ func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 func executionsSaid(n float64, due int) string {
 	whole := math.Round(n)
 	if whole < 0 || math.Abs(n-whole) > 1e-9*max(1, math.Abs(n)) {
-		return fmt.Sprintf("a move no whole number of executions explains, where %d were due: does something else move this witness, another principal paying into it or a client outside this run?", due)
+		return fmt.Sprintf("a move no whole number of executions explains, where %s: does something else move this witness, another principal paying into it or a client outside this run?", dueSaid(due))
 	}
 	if whole == 0 {
 		whole = 0 // not -0, the quotient of nothing moved by a negative effect
 	}
-	return fmt.Sprintf("%s executions where %d were due", num(whole), due)
+	return fmt.Sprintf("%s executions where %s", num(whole), dueSaid(due))
+}
+
+// dueSaid is "1 was due" or "n were due".
+func dueSaid(n int) string {
+	if n == 1 {
+		return "1 was due"
+	}
+	return fmt.Sprintf("%d were due", n)
+}
+
+// andList joins items as a sentence does: "a", "a and b", "a, b and c".
+func andList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
 
 // contract sets res.Contract from ok, with what was expected.

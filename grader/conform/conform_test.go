@@ -95,7 +95,7 @@ func TestRun_NaiveServerHarmsMoney(t *testing.T) {
 			t.Errorf("%s: money %s, want %s (saw %s)", id, got[id].Money, want, got[id].Saw)
 		}
 	}
-	if r := got["concurrent-duplicates"]; r.Contract != ContractUnmet || !strings.Contains(r.Saw, "8 executions where 1 were due") {
+	if r := got["concurrent-duplicates"]; r.Contract != ContractUnmet || !strings.Contains(r.Saw, "8 executions where 1 was due") {
 		t.Errorf("concurrent-duplicates: contract %s, saw %s", r.Contract, r.Saw)
 	}
 	if v := Summarize(byIDList(got)).Valid(); v == nil || *v {
@@ -333,15 +333,15 @@ func TestRun_AnEmptyRetryAnswerIsNotAResult(t *testing.T) {
 // many; one that moved by a fraction of an operation, or the other way,
 // says in words that something else likely moves it, not a raw float.
 func TestExecutionsSaid(t *testing.T) {
-	const elsewhere = "no whole number of executions explains, where 1 were due: does something else move this witness"
+	const elsewhere = "no whole number of executions explains, where 1 was due: does something else move this witness"
 	for _, c := range []struct {
 		n    float64
 		want string
 	}{
-		{8, "8 executions where 1 were due"},
-		{0, "0 executions where 1 were due"},
-		{math.Copysign(0, -1), "0 executions where 1 were due"},
-		{0.1 * 3 / 0.1, "3 executions where 1 were due"},
+		{8, "8 executions where 1 was due"},
+		{0, "0 executions where 1 was due"},
+		{math.Copysign(0, -1), "0 executions where 1 was due"},
+		{0.1 * 3 / 0.1, "3 executions where 1 was due"},
 		{0.33137254901960783, elsewhere},
 		{-0.49560117302052786, elsewhere},
 		{-2, elsewhere},
@@ -527,6 +527,25 @@ func TestTwoPrincipalsSameRequest_NamesWhoGotWhose(t *testing.T) {
 	} {
 		if r.Money != MoneyHarmed || !strings.Contains(r.Saw, want) {
 			t.Errorf("money %s, saw %s\n  want %q (got %s)", r.Money, r.Saw, want, r.Got)
+		}
+	}
+}
+
+// TestBooks_SawSaysWhatWasDueAndWhatMoved: a scenario of several
+// operations says how often each was due, what that moves the witness by,
+// and then what it moved by, with the executions that make when they can
+// be counted; "the edit 0×" once read as "the edit ran 0 times".
+func TestBooks_SawSaysWhatWasDueAndWhatMoved(t *testing.T) {
+	srv := payserver.New()
+	srv.Naive = true
+	got := byID(attack(t, srv, nil, 100))
+	for id, want := range map[string]string{
+		"key-reused-other-payload": "alice: due the original once and the edit never, a move of 1; the witness moved by 2 (2 executions where 1 was due)",
+		"lost-response":            "alice: due reset-after-processing once and response-withheld once, a move of 2; the witness moved by 4 (4 executions where 2 were due)",
+		"retry-replayed":           "alice: due one operation once, a move of 1; the witness moved by 3 (3 executions where 1 was due)",
+	} {
+		if r := got[id]; !strings.Contains(r.Saw, want) {
+			t.Errorf("%s saw %q\n  want %q", id, r.Saw, want)
 		}
 	}
 }

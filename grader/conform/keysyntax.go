@@ -106,7 +106,7 @@ func malformedKey(ctx context.Context, r *runner, res *Result) error {
 		refused = refused && first.refused() && second.refused()
 		sent = append(sent, fmt.Sprintf("%s: Idempotency-Key: %s", m.name, strings.Join(visible(fields), " and Idempotency-Key: ")))
 		got = append(got, m.name+": "+statuses(first, second))
-		want = append(want, expect{o, due(first, second), m.name})
+		want = append(want, expect{o, due(first, second), "the operation keyed " + m.name})
 	}
 	res.Sent = fmt.Sprintf("%s %s twice with each of: %s", r.Profile.Operation.Method, r.Profile.Operation.Path, strings.Join(sent, "; "))
 	res.Got = strings.Join(got, "; ")

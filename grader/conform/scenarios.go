@@ -296,7 +296,7 @@ func twoPrincipalsSameRequest(ctx context.Context, r *runner, res *Result) error
 		var round Result
 		err = b.judge(ctx, &round,
 			expect{o, due(answers[0]), names[0] + "'s operation"},
-			expect{theirs, due(answers[1]), names[1] + "'s"})
+			expect{theirs, due(answers[1]), names[1] + "'s operation"})
 		if err != nil {
 			return err
 		}
