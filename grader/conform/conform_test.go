@@ -549,3 +549,12 @@ func TestBooks_SawSaysWhatWasDueAndWhatMoved(t *testing.T) {
 		}
 	}
 }
+
+// TestLongKeys_SaysWhatWasSent: the sent line shows the long key, cut,
+// and says how the second differs; it once read "no Idempotency-Key".
+func TestLongKeys_SaysWhatWasSent(t *testing.T) {
+	r := runScenario(t, payserver.New(), "long-keys")
+	if strings.Contains(r.Sent, "no Idempotency-Key") || !strings.Contains(r.Sent, `Idempotency-Key: "conform-`) || !strings.Contains(r.Sent, "xxx…xa\" (4096 characters), then another operation whose key ends in b instead") {
+		t.Errorf("sent %q", r.Sent)
+	}
+}

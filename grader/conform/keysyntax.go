@@ -152,7 +152,8 @@ func longKeys(ctx context.Context, r *runner, res *Result) error {
 		}
 		answers[i] = r.send(ctx, r.client, ops[i], sf(base+last))
 	}
-	res.Sent = fmt.Sprintf("%s with a key of %d characters, then another operation with the same key but its last character", describe(r, "", 1), longKey)
+	res.Sent = fmt.Sprintf("%s %s  Idempotency-Key: \"%sxxx…xa\" (%d characters), then another operation whose key ends in b instead: the same but for its last character",
+		r.Profile.Operation.Method, r.Profile.Operation.Path, base[:strings.IndexByte(base, 'x')], longKey)
 	res.Got = fmt.Sprintf("first %s; second %s", answers[0].String(), answers[1].String())
 	res.Expected = "both refused (the API limits a key's length), or both 2xx, each with its own result"
 	if err := b.judge(ctx, res, expect{ops[0], due(answers[0]), "the first"}, expect{ops[1], due(answers[1]), "the second"}); err != nil {
