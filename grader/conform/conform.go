@@ -53,6 +53,11 @@ const (
 type Result struct {
 	ID    string `json:"id"`
 	Claim string `json:"claim"`
+	// ClaimMoney and ClaimContract are the Claim's two halves, each the
+	// one its verdict judges: what the money must show, and what the
+	// draft requires (empty for a money scenario).
+	ClaimMoney    string `json:"claim_money"`
+	ClaimContract string `json:"claim_contract,omitempty"`
 	// Section and Level cite the draft ("2.6", "MUST"); empty for the
 	// course's money scenarios, which the draft does not state.
 	Section string `json:"section,omitempty"`
@@ -128,7 +133,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	}
 	var out []Result
 	for _, s := range scenarios {
-		res := Result{ID: s.ID, Claim: s.Claim, Section: s.Section, Level: s.Level}
+		res := s.result()
 		switch {
 		case s.Principals > len(o.Profile.Principals):
 			res.NotTried = fmt.Sprintf("needs %d principals; the profile has %d", s.Principals, len(o.Profile.Principals))

@@ -113,7 +113,7 @@ func byIDList(m map[string]Result) []Result {
 
 // TestRun_WithoutAWitnessMoneyIsUnobserved: without a witness, no
 // scenario calls the money clean (a naive server would pass otherwise),
-// and the run's verdict is unknown.
+// and a MUST missed still fails the run (docs/conform.md, step 5).
 func TestRun_WithoutAWitnessMoneyIsUnobserved(t *testing.T) {
 	srv := payserver.New()
 	srv.Naive = true
@@ -125,6 +125,11 @@ func TestRun_WithoutAWitnessMoneyIsUnobserved(t *testing.T) {
 	}
 	if got := byID(results)["retry-replayed"]; got.Money != MoneyUnobserved {
 		t.Errorf("retry-replayed: money %s, want %s", got.Money, MoneyUnobserved)
+	}
+	// The naive server misses the MUST of concurrent-duplicates, which
+	// the answers alone show: the run fails, witness or not.
+	if v := Summarize(results).Valid(); v == nil || *v {
+		t.Errorf("valid %v, want false: a MUST missed is seen without a witness", v)
 	}
 }
 
@@ -408,7 +413,7 @@ func runScenario(t *testing.T, h http.Handler, id string) Result {
 	r := newRunner(Options{URL: ts.URL, Profile: p, Seed: 7, MaxOperations: 100, Timeout: 10 * time.Second})
 	for _, s := range scenarios {
 		if s.ID == id {
-			res := Result{ID: s.ID, Claim: s.Claim, Section: s.Section, Level: s.Level}
+			res := s.result()
 			if err := s.Run(context.Background(), r, &res); err != nil {
 				t.Fatal(err)
 			}
@@ -556,5 +561,37 @@ func TestLongKeys_SaysWhatWasSent(t *testing.T) {
 	r := runScenario(t, payserver.New(), "long-keys")
 	if strings.Contains(r.Sent, "no Idempotency-Key") || !strings.Contains(r.Sent, `Idempotency-Key: "conform-`) || !strings.Contains(r.Sent, "xxx…xa\" (4096 characters), then another operation whose key ends in b instead") {
 		t.Errorf("sent %q", r.Sent)
+	}
+}
+
+// TestReport_EachVerdictWithItsOwnClaim: the money section says what the
+// money showed, the contract section what the draft requires; neither
+// claims what only the other saw. Without a witness, a MUST met says the
+// key was taken, not that the operation executed once; a money line
+// clean says nothing of a 400 the API never sent.
+func TestReport_EachVerdictWithItsOwnClaim(t *testing.T) {
+	srv := payserver.New()
+	srv.Naive = true
+	var human bytes.Buffer
+	WriteHuman(&human, "x", []Result{runScenario(t, srv, "missing-key")})
+	blind := payserver.New()
+	p, err := Load("testdata/profiles/payserver.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Witness = nil
+	WriteHuman(&human, "x", runAgainstWithin(t, blind, p, 1))
+	out := human.String()
+	for _, want := range []string{
+		"✓ clean   missing-key: a request without Idempotency-Key executes once if it is taken, never if it is refused\n",
+		"✗ SHOULD §2.7  missing-key: a request without Idempotency-Key gets 400\n",
+		"✓ MUST   §2.1  key-sf-string: a key sent as an RFC 8941 sf-string, the draft's form, is taken (2xx)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "✓ clean   missing-key: a request without Idempotency-Key gets 400") || strings.Contains(out, "is taken and the operation executes once") {
+		t.Errorf("a verdict claims what it did not see:\n%s", out)
 	}
 }

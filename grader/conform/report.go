@@ -121,7 +121,7 @@ func WriteHuman(w io.Writer, name string, results []Result) {
 			continue
 		}
 		mark := map[string]string{MoneyClean: "✓ clean ", MoneyHarmed: "✗ HARMED", MoneyUnobserved: "? could not observe"}[r.Money]
-		fmt.Fprintf(w, "  %s  %s: %s\n", mark, r.ID, r.Claim)
+		fmt.Fprintf(w, "  %s  %s: %s\n", mark, r.ID, r.ClaimMoney)
 		if r.Money != MoneyClean {
 			writeDetail(w, r)
 		} else {
@@ -137,7 +137,7 @@ func WriteHuman(w io.Writer, name string, results []Result) {
 		if r.Contract == ContractUnmet {
 			mark = "✗"
 		}
-		fmt.Fprintf(w, "  %s %-6s §%s  %s: %s\n", mark, r.Level, r.Section, r.ID, r.Claim)
+		fmt.Fprintf(w, "  %s %-6s §%s  %s: %s\n", mark, r.Level, r.Section, r.ID, r.ClaimContract)
 		if r.Contract == ContractUnmet {
 			writeDetail(w, r)
 		} else if r.Note != "" {
