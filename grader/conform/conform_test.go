@@ -595,3 +595,24 @@ func TestReport_EachVerdictWithItsOwnClaim(t *testing.T) {
 		t.Errorf("a verdict claims what it did not see:\n%s", out)
 	}
 }
+
+// TestJUnit_AFailureNamesEveryVerdictItMissed: a case both harmed and
+// short of a MUST says both, each with its own claim and the MUST's
+// level; it once said only "money harmed".
+func TestJUnit_AFailureNamesEveryVerdictItMissed(t *testing.T) {
+	srv := payserver.New()
+	srv.Naive = true
+	r := runScenario(t, srv, "concurrent-duplicates")
+	var ju bytes.Buffer
+	if err := WriteJUnit(&ju, "payserver", []Result{r}); err != nil {
+		t.Fatal(err)
+	}
+	var suite junitSuite
+	if err := xml.Unmarshal(ju.Bytes(), &suite); err != nil {
+		t.Fatal(err)
+	}
+	want := "money harmed: 8 copies sent at once: the operation executes once; MUST §2.6 unmet: 8 copies sent at once: a copy that meets the original still running gets a conflict error"
+	if f := suite.Cases[0].Failure; f == nil || f.Message != want {
+		t.Errorf("failure %+v\n  want the message %q", f, want)
+	}
+}

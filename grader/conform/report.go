@@ -137,7 +137,11 @@ func WriteHuman(w io.Writer, name string, results []Result) {
 		if r.Contract == ContractUnmet {
 			mark = "✗"
 		}
-		fmt.Fprintf(w, "  %s %-6s §%s  %s: %s\n", mark, r.Level, r.Section, r.ID, r.ClaimContract)
+		cite := fmt.Sprintf("%-6s §%s", r.Level, r.Section)
+		if r.Level == "" {
+			cite = "answer" // a contract of the course's own: the client's answer
+		}
+		fmt.Fprintf(w, "  %s %s  %s: %s\n", mark, cite, r.ID, r.ClaimContract)
 		if r.Contract == ContractUnmet {
 			writeDetail(w, r)
 		} else if r.Note != "" {
@@ -161,6 +165,15 @@ func WriteHuman(w io.Writer, name string, results []Result) {
 		}
 	}
 	fmt.Fprintf(w, "conform: %s: %s\n", name, Summarize(results).Line())
+}
+
+// unmet says which requirement r missed: the draft's, with its level,
+// or one of the course's own.
+func unmet(r Result) string {
+	if r.Level == "" {
+		return "the answer unmet: " + r.ClaimContract
+	}
+	return fmt.Sprintf("%s §%s unmet: %s", r.Level, r.Section, r.ClaimContract)
 }
 
 // cited is r's citation of the draft, " (MUST §2.6)", or "" for a money
@@ -242,10 +255,15 @@ func WriteJUnit(w io.Writer, name string, results []Result) error {
 			c.Error = &junitMessage{Message: "not tried, so unknown" + cited(r) + ": " + r.NotTried}
 		case r.NotTried != "":
 			c.Skipped = &junitMessage{Message: "not tried" + cited(r) + ": " + r.NotTried}
-		case r.Money == MoneyHarmed:
-			c.Failure = &junitMessage{Message: "money harmed: " + r.Claim, Text: detail.String()}
-		case r.Contract == ContractUnmet:
-			c.Failure = &junitMessage{Message: fmt.Sprintf("%s §%s unmet: %s", r.Level, r.Section, r.Claim), Text: detail.String()}
+		case r.Money == MoneyHarmed || r.Contract == ContractUnmet:
+			var why []string
+			if r.Money == MoneyHarmed {
+				why = append(why, "money harmed: "+r.ClaimMoney)
+			}
+			if r.Contract == ContractUnmet {
+				why = append(why, unmet(r))
+			}
+			c.Failure = &junitMessage{Message: strings.Join(why, "; "), Text: detail.String()}
 		case r.Money == MoneyUnobserved:
 			c.Error = &junitMessage{Message: "could not observe the money: " + r.Saw}
 		}
