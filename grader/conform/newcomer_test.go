@@ -2,6 +2,7 @@ package conform
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"regexp"
 	"strconv"
@@ -101,5 +102,26 @@ func TestDocs_EveryScenarioHasARow(t *testing.T) {
 	}
 	for id := range rows {
 		t.Errorf("docs/conform.md has a row for %s, which is no scenario", id)
+	}
+}
+
+// TestDocs_LabProfileVariablesAreListed: every environment variable the
+// lab's profile reads is named in docs/conform.md, with where it comes
+// from; "(LAB_TOKEN_A, LAB_FROM_A, …)" left a newcomer to guess the rest.
+func TestDocs_LabProfileVariablesAreListed(t *testing.T) {
+	doc, errDoc := os.ReadFile("../../docs/conform.md")
+	profile, err := os.ReadFile("testdata/profiles/lab.json")
+	if err := errors.Join(errDoc, err); err != nil {
+		t.Fatal(err)
+	}
+	names := regexp.MustCompile(`\{\{env\.([A-Z_]+)\}\}`).FindAllSubmatch(profile, -1)
+	if len(names) == 0 {
+		t.Fatal("lab.json reads no environment variable")
+	}
+	for _, m := range names {
+		row := regexp.MustCompile("(?m)^\\| `" + string(m[1]) + "` \\| `customers\\[[0-9]\\]\\..*\\|$")
+		if !row.Match(doc) {
+			t.Errorf("docs/conform.md has no table row for `%s` that says where in the reset's answer it comes from", m[1])
+		}
 	}
 }
