@@ -71,6 +71,12 @@ var catalogue = []Check{
 		Run:   withScenario(10_000_000, checkStaggeredDuplicates),
 	},
 	{
+		ID: "S1.retry-after-failure", Stage: 1, Lesson: lesson1 + "#what-you-decide",
+		Claim: "after an internal failure between the claim and the money, the retry with the same key executes exactly once",
+		Why:   "a key spent by a request that moved nothing blocks every retry of a payment that never happened: the client is told it was already done, and the customer's rent is never paid",
+		Run:   withScenario(1_000_000, checkReleaseAfterFailure),
+	},
+	{
 		ID: "S1.missing-key", Stage: 1, Lesson: lesson1 + "#no-key-no-money",
 		Claim: "a transfer or deposit without Idempotency-Key gets 400 missing-idempotency-key and nothing moves",
 		Why:   "without a key the server cannot tell a retry from a new request, so every lost answer becomes a possible double payment",

@@ -222,9 +222,12 @@ func inProgressAnswer(r Response) (bool, string) {
 	return false, fmt.Sprintf("Retry-After is %q, neither a number of seconds nor an HTTP date", ra)
 }
 
-// checkReleaseAfterFailure catches a claim that is not given back when the
-// business write fails: the retry is told request-in-progress (stuck) or
-// duplicate-request for a payment that never happened.
+// checkReleaseAfterFailure catches a claim that outlives a business write
+// that failed: the retry is told request-in-progress (stuck) or
+// duplicate-request for a payment that never happened. Two checks run it:
+// S1.retry-after-failure, for a claim committed apart from the money
+// (stage 1 rolls the claim back with it), and S3.release-after-failure,
+// for stage 3's claim, committed on its own and released on a failure.
 func checkReleaseAfterFailure(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	req, op, amount := s.Payment(t)
@@ -245,7 +248,7 @@ func checkReleaseAfterFailure(t *T, s Scenario) error {
 	story := sent + "  →  " + first.Short()
 	retry := t.Do(req)
 	story += "\nthen the retry, the same request  →  " + retry.Short()
-	const released = "201 Created: the first attempt moved nothing, so its claim was released and the retry executes"
+	const released = "201 Created: the first attempt moved nothing, so it left no claim behind (rolled back with the money, or released) and the retry executes"
 	if !retry.Is(http.StatusCreated, "") {
 		if err := t.Reconcile(story, retry.Short(), books); err != nil {
 			return err
@@ -269,7 +272,7 @@ func checkReleaseAfterFailure(t *T, s Scenario) error {
 	again := t.Do(req)
 	story += "\nthen another retry  →  " + again.Short()
 	if again.ServerFailed() {
-		return t.Fail(story, again.String(), "409 duplicate-request (stage 3) or the stored 201 (stage 4 on)")
+		return t.Fail(story, again.String(), "409 duplicate-request (stages 1–3) or the stored 201 (stage 4 on)")
 	}
 	return t.Reconcile(story, "", books)
 }
