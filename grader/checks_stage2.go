@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"idemlab/grader/judging"
+	"idemlab/kit/canonical"
 )
 
 // member is one member of a JSON object: its name and its value, already
@@ -284,8 +285,9 @@ func checkFingerprintIsRFC8785(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	str := jsonString
 	n := t.Amount(1, 999)
-	op1, op2, op3 := t.Op(), t.Op(), t.Op()
+	op1, op2, op3, op4 := t.Op(), t.Op(), t.Op(), t.Op()
 	amount1, amount2, amount3 := t.Amount(1_000, 90_000), 1000*t.Amount(1, 90), t.Amount(1_000, 90_000)
+	amount4, amount5 := t.Amount(1_000, 90_000), t.Amount(1_000, 90_000)
 	type sample struct {
 		what   string
 		req    Request
@@ -305,6 +307,16 @@ func checkFingerprintIsRFC8785(t *T, s Scenario) error {
 			Deposit(a, t.Key(), object(member{"metadata", object(member{"𝄞", str("clef")}, member{"op", str(op3)}, member{"ｏ", str("o")})},
 				member{"memo", str("salary & bonus")}, member{"amount", fmt.Sprint(amount3)}, member{"account", str(a.Accounts[1])})),
 			func() { books.Deposit(op3, a.Accounts[1], amount3) }},
+		{"an empty memo, which is a member of the body all the same (a struct's omitempty drops it)",
+			Transfer(a, t.Key(), object(member{"from", str(a.Accounts[1])}, member{"to", str(b.Accounts[0])},
+				member{"amount", fmt.Sprint(amount4)}, member{"memo", str("")}, member{"metadata", object(member{"op", str(op4)})})),
+			func() { books.Transfer(op4, a.Accounts[1], b.Accounts[0], amount4) }},
+		// With empty metadata the deposit names no op: its books are the
+		// balance alone.
+		{"a deposit with empty metadata, which is a member of the body all the same (a struct's omitempty drops it)",
+			Deposit(a, t.Key(), object(member{"account", str(a.Accounts[0])}, member{"amount", fmt.Sprint(amount5)},
+				member{"memo", str("tips")}, member{"metadata", "{}"})),
+			func() { books.Balances[a.Accounts[0]] += amount5 }},
 	}
 	t.Rand().Shuffle(len(samples), func(i, j int) { samples[i], samples[j] = samples[j], samples[i] })
 	for _, s := range samples {
@@ -395,6 +407,23 @@ func knownForm(body string, stored any) string {
 				return nil, err
 			}
 			return json.Marshal(v)
+		}},
+		{"the RFC 8785 form of the body without its empty memo or metadata, as a struct with omitempty writes it", func() ([]byte, error) {
+			var v map[string]any
+			if err := json.Unmarshal([]byte(body), &v); err != nil {
+				return nil, err
+			}
+			if v["memo"] == "" {
+				delete(v, "memo")
+			}
+			if m, ok := v["metadata"].(map[string]any); ok && len(m) == 0 {
+				delete(v, "metadata")
+			}
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			return canonical.Transform(b)
 		}},
 	}
 	for _, f := range forms {
