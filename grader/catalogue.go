@@ -122,6 +122,12 @@ var catalogue = []Check{
 		Run:   withScenario(5_000_000, checkEditedResubmission),
 	},
 	{
+		ID: "S2.edited-races-original", Stage: 2, Lesson: lesson2 + "#on-postgresql",
+		Claim: "an edited copy sent at the same moment as its original, under the same key, is never told it was executed: one of the two runs, and the other gets 422 idempotency-key-reused (or, from stage 3, 409 request-in-progress)",
+		Why:   "a clerk who corrects a transfer while the first one is still on its way is told \"already executed\" for an amount that never moved, and walks away from it",
+		Run:   withScenario(5_000_000, checkEditedRacesOriginal),
+	},
+	{
 		ID: "S2.equivalent-bodies", Stage: 2, Lesson: lesson2 + "#the-canonical-form",
 		Claim: "a retry whose body differs only in member order, whitespace, string escapes (\\u0041 for A) or number spelling (3e5 for 300000) is answered as the same request: 409 duplicate-request, or from stage 4 the stored answer, and never executes",
 		Why:   "retries are rewritten by proxies, SDKs and other languages' JSON encoders; refusing one as a different request leaves the client unable to learn whether its money moved, and executing it pays twice",

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"idemlab/grader/judging"
 	"idemlab/kit/canonical"
+	"idemlab/kit/labclient"
 )
 
 // member is one member of a JSON object: its name and its value, already
@@ -435,4 +437,58 @@ func knownForm(body string, stored any) string {
 		return "\n(the SHA-256 of the RFC 8785 form, but not in lowercase hex)"
 	}
 	return ""
+}
+
+// checkEditedRacesOriginal catches a claim that reads the stored
+// fingerprint before its INSERT and takes a lost race for a retry: on
+// PostgreSQL, an edited copy sent at the same moment as its original finds
+// no row, loses at the INSERT, and is told "already executed" for money
+// that never moved. Each round releases the original and the edited copy
+// together behind a barrier, after a short core wait that lines them up.
+func checkEditedRacesOriginal(t *T, s Scenario) error {
+	const rounds = 6
+	a, b, books := s.A, s.B, s.Books
+	if err := t.Configure(labclient.Config{CoreLatency: 30 * time.Millisecond}); err != nil {
+		return err
+	}
+	for round := range rounds {
+		key, op := t.Key(), t.Op()
+		amounts := []int64{t.Amount(1_000, 20_000), 0}
+		amounts[1] = amounts[0] + t.Amount(1, 9_999)
+		reqs := make([]Request, 2)
+		for i, amount := range amounts {
+			reqs[i] = Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+		}
+		rs := t.Simultaneously(2, func(i int) Request { return reqs[i] })
+		sent := fmt.Sprintf("at once, behind a barrier (round %d of %d):\n%s  →  %s\nand the same key with the amount edited:\n%s  →  %s",
+			round+1, rounds, reqs[0].String(), rs[0].Short(), reqs[1].String(), rs[1].Short())
+		ran := -1
+		for i, r := range rs {
+			if r.Is(http.StatusCreated, "") && ran < 0 {
+				ran = i
+				books.Transfer(op, a.Accounts[0], b.Accounts[0], amounts[i])
+			}
+		}
+		if ran < 0 && !rs[0].ServerFailed() && !rs[1].ServerFailed() {
+			books.Expect(op)
+		}
+		got := Summarize(rs)
+		if err := t.Reconcile(sent, got, books); err != nil {
+			return err
+		}
+		expected := "one of the two executes (201 Created); the other, another request under a used key, gets 422 " + pKeyReused + " (or, while the first still runs, 409 " + pInProgress + ")"
+		for i, r := range rs {
+			switch {
+			case i == ran || r.Is(http.StatusUnprocessableEntity, pKeyReused) || r.Is(http.StatusConflict, pInProgress):
+			case ran >= 0 && (r.Is(http.StatusConflict, pDuplicate) || r.Err == nil && r.Status >= 200 && r.Status < 300):
+				return t.toldDuplicate(sent, r.String(), expected)
+			default:
+				t.Differ(sent, r.String(), expected)
+			}
+		}
+		if ran < 0 {
+			t.Differ(sent, got, expected)
+		}
+	}
+	return nil
 }
