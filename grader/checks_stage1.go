@@ -28,7 +28,8 @@ func checkSequentialRetry(t *T, s Scenario) error {
 		story = append(story, fmt.Sprintf("retry %d, the same request  →  %s", i+1, r.Short()))
 		sent := strings.Join(story, "\n")
 		if r.ServerFailed() {
-			return t.Fail(sent, r.String(), "an answer that is not a 5xx: 409 duplicate-request (stages 1–3) or the stored 201 (stage 4 on); the retry must not execute")
+			return because(t.Fail(sent, r.String(), "an answer that is not a 5xx: 409 duplicate-request (stages 1–3) or the stored 201 (stage 4 on); the retry must not execute"),
+				"the client retried to learn what became of its payment, and a 5xx tells it nothing: it cannot tell whether the money moved, so it retries until it gives up, or asks a person, about a payment that was in fact made")
 		}
 		if err := t.Reconcile(sent, "", books); err != nil {
 			return err

@@ -214,6 +214,11 @@ func checkDistinctKeysSameBody(t *T, s Scenario) error {
 	return nil
 }
 
+// why500 is why a key store's failure answered with a 5xx other than 503
+// matters when nothing executed: the money is right, and the client
+// cannot know it.
+const why500 = "a 500 tells the client only that the server broke, not whether its money moved: a client that cannot tell gives up on a payment it could safely have retried; 503 unavailable says that nothing ran and that the same key may be sent again"
+
 // checkFailClosed catches a server that fails open: when the key store
 // errors it executes anyway (unprotected), or answers 500 instead of 503,
 // or leaves the key in a state that a retry executes twice. The naive
@@ -257,6 +262,10 @@ func checkFailClosed(t *T, s Scenario) error {
 		switch {
 		case r.Is(http.StatusConflict, ""):
 			return t.toldDuplicate(sent, r.String(), failClosed)
+		case r.Err == nil && r.Status >= 500 && r.Status != http.StatusServiceUnavailable:
+			if err := t.note(because(t.Fail(sent, r.String(), failClosed), why500)); err != nil {
+				return err
+			}
 		case !r.Is(http.StatusServiceUnavailable, pUnavailable) && !r.Is(http.StatusCreated, ""):
 			t.Differ(sent, r.String(), failClosed)
 		}
@@ -291,7 +300,11 @@ func checkFailClosed(t *T, s Scenario) error {
 		}
 		sent := fmt.Sprintf("%s\n(armed: store-unavailable for the next %d statements on idempotency_keys)  →  %s", req.String(), failures, r.Short())
 		if !r.Is(http.StatusCreated, "") && !r.Is(http.StatusServiceUnavailable, pUnavailable) {
-			return t.Fail(sent, r.String(), "201 Created if the request got through, or 503 "+pUnavailable)
+			err := t.Fail(sent, r.String(), "201 Created if the request got through, or 503 "+pUnavailable)
+			if r.Err == nil && r.Status >= 500 && r.Status != http.StatusServiceUnavailable {
+				err = because(err, why500)
+			}
+			return err
 		}
 		final, story, err := t.retryUntilDone(req, lease)
 		if err != nil {

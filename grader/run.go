@@ -35,6 +35,16 @@ type Result struct {
 	TimelinePath string
 }
 
+// Lesson is the lesson section to read for r: the finding's own
+// (judging.Failure.Lesson) if it has one, else the check's.
+func (r Result) Lesson() string {
+	var f *judging.Failure
+	if errors.As(r.Err, &f) && f.Lesson != "" {
+		return f.Lesson
+	}
+	return r.Check.Lesson
+}
+
 // Passed reports whether the check held.
 func (r Result) Passed() bool { return r.Err == nil }
 
@@ -112,7 +122,29 @@ func runCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uin
 		t.history.Fence(ctx, t.Lab())
 		r.History = t.history.History()
 	}
+	var f *judging.Failure
+	if errors.As(err, &f) && f.Lesson == "" && r.History != nil && abortedTransaction(r.History.ServerErrors) {
+		f.Lesson = postgresLesson(subject.Stage)
+	}
 	return r
+}
+
+// abortedTransaction reports whether the server logged, behind a 5xx,
+// PostgreSQL's refusal of a statement that followed a failed one in the
+// same transaction (SQLSTATE 25P02): an error the stage's own SQL made,
+// which the lessons' PostgreSQL sections explain, whatever check met it.
+func abortedTransaction(serverErrors []string) bool {
+	return slices.ContainsFunc(serverErrors, func(l string) bool { return strings.Contains(l, "25P02") })
+}
+
+// postgresLesson is the section that explains an aborted transaction to
+// a student of stage: stage 1's lesson, or from stage 2 on, where the
+// claim reads after a failed INSERT, the savepoint of stage 2's.
+func postgresLesson(stage int) string {
+	if stage < 2 {
+		return lesson1 + "#on-postgresql"
+	}
+	return lesson2 + "#on-postgresql"
 }
 
 // WithRunHint adds to err, when check needed a server the grader starts
@@ -167,7 +199,7 @@ func FormatColor(r Result, reproduce string, color bool) string {
 	default:
 		fmt.Fprintf(&b, "  money     ? the books could not be read after the check\n")
 	}
-	fmt.Fprintf(&b, "  lesson    %s\n", c.Lesson)
+	fmt.Fprintf(&b, "  lesson    %s\n", r.Lesson())
 	evidence(&b, f)
 	beside := "  contract  ✗ also, beside the money finding:\n"
 	if f.Harm == "" {

@@ -28,6 +28,13 @@ func (t *T) Harmful(harm judging.Harm, sent, got, expected string, args ...any) 
 	return err
 }
 
+// because returns err, a *judging.Failure, with why in place of the
+// check's why: the finding is not the one the check exists for.
+func because(err error, why string) error {
+	err.(*judging.Failure).Why = why
+	return err
+}
+
 // toldDuplicate returns the failure of a request refused as one already
 // done (409) that the books, read just before, show moved nothing: the
 // client, told its request ran, will not send it again, and can never

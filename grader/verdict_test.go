@@ -113,3 +113,30 @@ func TestExecutedOps_CountsOperationsNotMarkers(t *testing.T) {
 		t.Error("sameOp judges by the marker, not by the operation")
 	}
 }
+
+// TestAbortedTransaction_SendsTheStudentToThePostgreSQLSection: a 5xx
+// whose logged cause is PostgreSQL refusing a statement after a failed
+// one (25P02) points at the section that explains it, stage 1's before
+// the savepoint is taught and stage 2's from then on; other causes keep
+// the check's section.
+func TestAbortedTransaction_SendsTheStudentToThePostgreSQLSection(t *testing.T) {
+	aborted := "POST /transfers → 503: ERROR: current transaction is aborted, commands ignored until end of transaction block (SQLSTATE 25P02)"
+	if !abortedTransaction([]string{"POST /transfers → 500: disk full", aborted}) {
+		t.Errorf("25P02 among the causes is not seen")
+	}
+	if abortedTransaction([]string{"POST /transfers → 500: disk full"}) {
+		t.Errorf("a cause without 25P02 is taken for an aborted transaction")
+	}
+	for stage, want := range map[int]string{1: lesson1 + "#on-postgresql", 2: lesson2 + "#on-postgresql", 6: lesson2 + "#on-postgresql"} {
+		if got := postgresLesson(stage); got != want {
+			t.Errorf("stage %d: %s, want %s", stage, got, want)
+		}
+	}
+	c := Check{ID: "S1.x", Lesson: lesson1 + "#a-retry-is-not-a-new-request"}
+	if got := (Result{Check: c, Err: &judging.Failure{}}).Lesson(); got != c.Lesson {
+		t.Errorf("a finding without a lesson of its own: %s, want the check's %s", got, c.Lesson)
+	}
+	if got := (Result{Check: c, Err: &judging.Failure{Lesson: lesson2 + "#on-postgresql"}}).Lesson(); got != lesson2+"#on-postgresql" {
+		t.Errorf("a finding with a lesson of its own: %s, want it", got)
+	}
+}

@@ -203,7 +203,7 @@ func gradeReport(f gradeFlags, results []grader.Result, stdout io.Writer) error 
 	rep := report{subject: subjectName(f), stage: f.stage, seed: f.seed, results: results, dir: f.results,
 		reproduce: func(id string) string { return reproduceGrade(f, id) },
 		section: func(r grader.Result) string {
-			lesson, _, _ := strings.Cut(r.Check.Lesson, "#")
+			lesson, _, _ := strings.Cut(r.Lesson(), "#")
 			return lesson
 		}}
 	return rep.write(stdout)
@@ -238,7 +238,7 @@ func (rep report) write(stdout io.Writer) error {
 	out := gradeResults{Subject: rep.subject, Stage: rep.stage, Seed: rep.seed, NotRun: []string{}}
 	sections := map[string][]string{}
 	for _, r := range rep.results {
-		cr := checkResult{ID: r.Check.ID, Lesson: r.Check.Lesson}
+		cr := checkResult{ID: r.Check.ID, Lesson: r.Lesson()}
 		switch verdictWord(r) {
 		case "pass":
 			out.Passed++

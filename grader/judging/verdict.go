@@ -124,6 +124,11 @@ type Failure struct {
 	// marked sent before the core took them) is not the one the check
 	// exists for, and its why would send the student after another bug.
 	Why string
+	// Lesson, when set, is the lesson section for this finding, in place
+	// of the check's: the one that explains the cause the server logged
+	// (a statement PostgreSQL refused after a failed one), where the
+	// check's section would explain a bug the server does not have.
+	Lesson string
 }
 
 func (f *Failure) Error() string {
