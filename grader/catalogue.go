@@ -251,13 +251,13 @@ var catalogue = []Check{
 	// Stage 6: crashes happen.
 	{
 		ID: "S6.lease-takeover-once", Stage: 6, Lesson: lesson6 + "#taking-over-a-lease",
-		Claim: "an in-progress key whose lease (read from the config in force, changed mid-run) has expired is taken over by exactly one of many retries, at once or a few ms apart, and executed once",
+		Claim: "an in-progress key whose lease (read from the config in force, changed mid-run) has expired is taken over by exactly one of many retries, at once or a few ms apart, and executed once; the same key with an edited body gets 422 even then",
 		Why:   "a request that crashed after its claim leaves its key in progress; without a lease the payment is stuck forever, and with a takeover that two retries can both win it is paid twice",
 		Run:   withScenario(1_000_000, checkLeaseTakeoverOnce),
 	},
 	{
 		ID: "S6.live-lease-409", Stage: 6, Lesson: lesson6 + "#a-live-lease",
-		Claim: "while an in-progress key's lease is live, a retry gets 409 request-in-progress and nothing executes",
+		Claim: "while an in-progress key's lease is live, the original's or the one a takeover started, a retry gets 409 request-in-progress and nothing executes",
 		Why:   "a live lease means the original may still be running; a retry that takes it over early executes the payment a second time beside it",
 		Guard: "stage 5 never takes a key over, so a retry of a key in progress always gets 409 request-in-progress; the check keeps stage 6's takeover from stealing a lease that is still live",
 		Run:   withScenario(1_000_000, checkLiveLease409),

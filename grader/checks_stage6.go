@@ -55,6 +55,9 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 		if err := t.SetClock(p.claimedBy.Add(lease + time.Second)); err != nil {
 			return err
 		}
+		if err := t.editedAtExpiredLease(s, p, &sent); err != nil {
+			return err
+		}
 		before, err := t.State()
 		if err != nil {
 			return err
@@ -78,10 +81,10 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 		var all []Response
 		if round == 0 {
 			all = t.Simultaneously(2*n, burst)
-			sent += fmt.Sprintf("\nthen the lab clock set to 1s after the lease expired, and %d retries at once, among %d other transfers", n, n)
+			sent += fmt.Sprintf("\nthen %d retries at once, among %d other transfers", n, n)
 		} else {
 			all = t.Staggered(t.gaps(2*n, 2*time.Millisecond), burst)
-			sent += fmt.Sprintf("\nthen the lab clock set to 1s after the lease expired, and %d retries arriving a few ms apart, among %d other transfers", n, n)
+			sent += fmt.Sprintf("\nthen %d retries arriving a few ms apart, among %d other transfers", n, n)
 		}
 		var rs []Response
 		for i, r := range all {
@@ -143,6 +146,36 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 		return err
 	}
 	return t.takeoverBurst(burst)
+}
+
+// editedAtExpiredLease sends p's request with its amount edited, under
+// its key, once p's lease has expired: an edited request is not a retry,
+// and a takeover is for the request the key was first used with. It gets
+// 422 idempotency-key-reused, whatever the key's state, and nothing moves;
+// a server that looks at the state before the fingerprint lets it take
+// the key over and execute another amount, which every retry of the
+// crashed original is then answered with. sent gets the step.
+func (t *T) editedAtExpiredLease(s Scenario, p strandedPayment, sent *string) error {
+	before, err := t.Snapshot()
+	if err != nil {
+		return err
+	}
+	edited := p.req
+	edited.Body = TransferBody(s.A.Accounts[0], s.B.Accounts[0], p.amount+t.Amount(1, 9_999), p.op)
+	r := t.Do(edited)
+	*sent += "\nthen the lab clock set to 1s after the lease expired, and the same key with the amount edited: " + edited.String() + "  →  " + r.Short()
+	expected := "422 " + pKeyReused + ": an edited request is not a retry, whatever the state of the key; nothing executes, and the key stays the original's, for its retries to take over"
+	if r.Is(http.StatusCreated, "") {
+		return t.Harmful(judging.WrongAnswer, *sent, r.String(), expected+
+			"; here the edited request took over the crashed original's key and ran another amount, and every retry of the original will be answered with this transfer")
+	}
+	if err := t.unchanged(before, *sent, r); err != nil {
+		return err
+	}
+	if !r.Is(http.StatusUnprocessableEntity, pKeyReused) {
+		t.Differ(*sent, r.String(), expected)
+	}
+	return nil
 }
 
 // takeoverBurst retries many expired keys at once. A takeover that reads
@@ -288,7 +321,7 @@ func checkLiveLease409(t *T, s Scenario) error {
 		return err
 	}
 	books := s.Books
-	req, op, _ := s.Payment(t)
+	req, op, amount := s.Payment(t)
 	books.Expect(op)
 	// The lease runs from the claim, which comes after this instant; the
 	// lab clock runs on with real time while a child dies and restarts,
@@ -298,6 +331,10 @@ func checkLiveLease409(t *T, s Scenario) error {
 		return err
 	}
 	first, err := t.strand(req)
+	if err != nil {
+		return err
+	}
+	claimedBy, err := t.LabNow()
 	if err != nil {
 		return err
 	}
@@ -325,6 +362,76 @@ func checkLiveLease409(t *T, s Scenario) error {
 		if err := t.Reconcile(story, "", books); err != nil {
 			return err
 		}
+	}
+	// More than a lease after the expiry, a retry takes the key over: its
+	// lease runs from now, and a second retry while it waits on the core
+	// finds it live.
+	if err := t.SetClock(claimedBy.Add(2*lease + 2*time.Second)); err != nil {
+		return err
+	}
+	story += "\nthen the lab clock set to more than a lease after the lease expired"
+	return t.liveAfterTakeover(s, req, op, amount, story)
+}
+
+// liveAfterTakeover sends req, whose key's lease expired more than a lease
+// ago, and holds it on the core; while it waits there, it sends req again.
+// The first retry takes the key over with a lease of its own, which runs
+// from now: the second gets 409 request-in-progress, and the core is called
+// once. A takeover that extends the expired lease (old expiry plus the
+// lease) writes one already over, and the second retry takes the key over
+// too. A server that takes no key over (stage 5) answers both at once:
+// there is no new lease to judge.
+func (t *T) liveAfterTakeover(s Scenario, req Request, op string, amount int64, story string) error {
+	const latency, seen = time.Second, 5 * time.Second
+	before, err := t.State()
+	if err != nil {
+		return err
+	}
+	if err := t.Configure(labclient.Config{CoreLatency: latency}); err != nil {
+		return err
+	}
+	takeover := t.Launch(req)
+	onCore, err := t.WaitFor(seen, func() (bool, error) {
+		st, err := t.State()
+		return takeover.Done() || st.CoreCalls[op] > before.CoreCalls[op], err
+	})
+	if err != nil {
+		return err
+	}
+	var second Response
+	early := onCore && !takeover.Done()
+	if early {
+		second = t.Do(req)
+	}
+	first := takeover.Wait()
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return err
+	}
+	after, err := t.State()
+	if err != nil {
+		return err
+	}
+	story += fmt.Sprintf(", and a retry (waiting %v on the core)", latency)
+	got := "the first retry " + first.Short()
+	if early {
+		story += "\nwhile it waits, a second retry"
+		got += "; the second retry " + second.Short()
+	}
+	if executedOps(first, second) > 0 {
+		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
+	}
+	if err := t.Reconcile(story, got, s.Books); err != nil {
+		return err
+	}
+	if !early {
+		return nil
+	}
+	expected := "409 " + pInProgress + " with Retry-After to the second retry: the first took the key over with a lease that runs from the takeover (now plus the lease), live while it waits; the core is called once"
+	if calls := after.CoreCalls[op] - before.CoreCalls[op]; calls > 1 {
+		return t.Fail(story, fmt.Sprintf("%s; the core was called for this payment by %d of the retries", got, calls), expected)
+	}
+	if ok, why := inProgressAnswer(second); !ok && !sameOp(first, second) {
+		return t.Fail(story, second.String(), expected+" ("+why+")")
 	}
 	return nil
 }
