@@ -268,14 +268,16 @@ func endpointName(r Request) string {
 // checkRetentionBoundary catches keys that never expire (stage 4), expiry
 // on the real clock instead of the lab clock, a retention read once (when
 // the server started, or at its first request) instead of from the config
-// in force, and expiry too early (by the retry horizon, say). It runs two
-// rounds on one server, each with a retention drawn from the seed and set
-// just before it.
+// in force, and expiry too early (by the retry horizon, say, or by a
+// retention cut to whole hours). It runs two rounds on one server, each
+// with a retention drawn from the seed and set just before it.
 func checkRetentionBoundary(t *T, s Scenario) error {
 	const margin = 2 * time.Second
 	a, b, books := s.A, s.B, s.Books
-	// Both differ from the default's 24h, and from each other.
-	first := time.Duration(2+t.Rand().IntN(10)) * time.Hour
+	// Both differ from the default's 24h, and from each other, and carry
+	// minutes: a retention cut to whole hours forgets a key that many
+	// minutes early, and the retry just inside it pays again.
+	first := time.Duration(2+t.Rand().IntN(10))*time.Hour + time.Duration(1+t.Rand().IntN(59))*time.Minute
 	retentions := []time.Duration{first, first + time.Duration(1+t.Rand().IntN(10))*time.Hour}
 	story := ""
 	for _, retention := range retentions {
