@@ -285,13 +285,18 @@ func (h *Recorder) heard(ev events.Event) {
 	}
 }
 
-// keyRow turns a key row's change into a claim, a completion or a
-// release of the key it holds.
+// keyRow turns a key row's change into a claim, a completion, a release
+// (an in-progress row deleted) or a forgetting (a completed row deleted,
+// by a purge or by a claim that found it expired) of the key it holds.
 func (h *Recorder) keyRow(at time.Time, k events.Key) {
 	last, seen := h.rows[k.RowID]
 	if k.Deleted {
 		if seen {
-			h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Release, Key: last})
+			kind := timeline.Release
+			if h.rowStates[k.RowID] == "completed" {
+				kind = timeline.Forget
+			}
+			h.events = append(h.events, timeline.Event{At: at, Kind: kind, Key: last})
 			delete(h.rows, k.RowID)
 			delete(h.rowStates, k.RowID)
 		}

@@ -161,7 +161,7 @@ func htmlView(v View) htmlPage {
 // mark of the finding.
 func markTitle(m Mark, h Highlight) string {
 	s := map[string]string{
-		Execution: "executed", Claim: "key claimed", Complete: "key completed", Release: "key released",
+		Execution: "executed", Claim: "key claimed", Complete: "key completed", Release: "key released", Forget: "key purged (a completed key deleted: by a purge, or by a claim that found it expired)",
 		Armed: "fault armed", Crash: "server crashed", Restart: "server restarted", Reset: "lab reset", Clock: "lab clock moved",
 		Missing: "told it ran; it never executed",
 	}[m.Kind]
@@ -235,7 +235,7 @@ tr.hot td:first-child { color: #b00020; font-weight: bold; }
 </g>
 {{end}}</svg>
 {{if .Hidden}}<p class="hidden">{{.Hidden}} more client lanes not drawn: {{.HiddenDetail}}</p>{{end}}
-<p class="legend"><span>▬ a request, from its send to its answer (orange: cut on the wire; grey: no answer)</span><span>● an execution</span>{{range .Highlights}}<span class="hot {{.Class}}">{{printf "%c" .Glyph}} {{.Legend}}</span>{{end}}{{if .Missing}}<span class="hot">◯ told it ran; it never did</span>{{end}}<span>c d r: the key claimed, completed, released</span><span>! † ↑: a fault armed, a crash, a restart</span></p>
+<p class="legend"><span>▬ a request, from its send to its answer (orange: cut on the wire; grey: no answer)</span><span>● an execution</span>{{range .Highlights}}<span class="hot {{.Class}}">{{printf "%c" .Glyph}} {{.Legend}}</span>{{end}}{{if .Missing}}<span class="hot">◯ told it ran; it never did</span>{{end}}<span>c d r p: the key claimed, completed, released, purged</span><span>! † ↑: a fault armed, a crash, a restart</span></p>
 <table>
 <tr><th>request</th><th>client</th><th>sent at</th><th>answered at</th><th>sent</th><th>got</th></tr>
 {{range .Rows}}<tr id="{{.ID}}"{{if .Hot}} class="hot"{{end}}><td>{{.ID}}</td><td>{{.Client}}</td><td>{{.Start}} ms</td><td>{{.End}} ms</td><td>{{.Sent}}</td><td>{{.Got}}</td></tr>

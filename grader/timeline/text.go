@@ -27,6 +27,7 @@ var glyphs = map[string]rune{
 	Claim:        'c',
 	Complete:     'd',
 	Release:      'r',
+	Forget:       'p',
 	Armed:        '!',
 	Crash:        '†',
 	Restart:      '↑',
@@ -113,8 +114,8 @@ func Text(v View, o TextOptions) string {
 		legend = append(legend, fmt.Sprintf("%c told it ran; never did", glyphs[Missing]))
 	}
 	fmt.Fprintf(&b, "%s%s\n", pad("", indentCols), strings.Join(legend, "  "))
-	fmt.Fprintf(&b, "%s%c %c %c key claimed, completed, released  %c fault armed  %c crash  %c restart  %c cut on the wire\n",
-		pad("", indentCols), glyphs[Claim], glyphs[Complete], glyphs[Release], glyphs[Armed], glyphs[Crash], glyphs[Restart], glyphs["cut"])
+	fmt.Fprintf(&b, "%s%c %c %c %c claimed, completed, released, purged  %c fault armed  %c crash  %c restart  %c cut on the wire\n",
+		pad("", indentCols), glyphs[Claim], glyphs[Complete], glyphs[Release], glyphs[Forget], glyphs[Armed], glyphs[Crash], glyphs[Restart], glyphs["cut"])
 	return b.String()
 }
 

@@ -69,8 +69,12 @@ const (
 	Claim = "claim"
 	// Complete: a key row reached the state completed.
 	Complete = "complete"
-	// Release: a key row was deleted.
+	// Release: an in-progress key row was deleted (its request gave it
+	// back).
 	Release = "release"
+	// Forget: a completed key row was deleted (purged, or forgotten by a
+	// claim that found it expired): the timeline says purged.
+	Forget = "forget"
 	// Execution: the server executed an operation (its business write).
 	Execution = "execution"
 	// Armed: a fault point was armed through the lab API.
@@ -417,7 +421,7 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 			} else if lane := opKey(involved, e.Op); lane != "" {
 				keyLane(lane).Marks = append(keyLane(lane).Marks, m)
 			}
-		case Claim, Complete, Release:
+		case Claim, Complete, Release, Forget:
 			if keys[e.Key] {
 				keyLane(e.Key).Marks = append(keyLane(e.Key).Marks, Mark{At: e.At, Kind: e.Kind, Detail: e.Detail})
 			}
