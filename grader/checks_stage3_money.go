@@ -57,7 +57,7 @@ func checkNeverCompletedWithoutMoney(t *T, s Scenario) error {
 		return err
 	}
 	if caught != nil {
-		return t.Fail(sent, "key row "+judging.DescribeRows(judging.KeyRows(*caught, req.Key))+", and op "+op+" has not run",
+		return t.toldDoneWithoutMoney(sent, "", req, op, *caught,
 			"the key in_progress until the transaction that moves the money marks it completed")
 	}
 	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
@@ -109,11 +109,31 @@ func checkNeverCompletedWithoutMoney(t *T, s Scenario) error {
 			return err
 		}
 		if completedWithoutMoney(st, req.Key, op) {
-			return t.Fail(sent, r.Short()+"\nthen key row "+judging.DescribeRows(judging.KeyRows(st, req.Key))+", and op "+op+" never ran",
+			return t.toldDoneWithoutMoney(sent, r.Short()+"\nthen ", req, op, st,
 				"no completed key: the attempt failed before its money moved (the key is released, or stays in progress)")
 		}
 	}
 	return t.Reconcile("every request above", "", books)
+}
+
+// toldDoneWithoutMoney is the verdict on req's key caught completed (in
+// st, after what got begins with) while its op had not run: money harm,
+// whatever the retry hears. From the completion on, the key answers every
+// retry "done": a client that retries now is told its money moved when it
+// has not, and if the business write failed, or fails later, or the
+// process dies, it never will. The check sends that retry, so that the
+// finding shows what a client hears.
+func (t *T) toldDoneWithoutMoney(sent, got string, req Request, op string, st labctl.State, expected string) error {
+	r := t.Do(req)
+	got += "key row " + judging.DescribeRows(judging.KeyRows(st, req.Key)) + ", and op " + op + " has not run\nthen the retry  →  " + r.Short()
+	if after, err := t.State(); err == nil && after.Executions[op] == 0 {
+		got += ", answered while op " + op + " still had not run"
+	}
+	harm := judging.Lost
+	if r.Is(http.StatusConflict, pDuplicate) {
+		harm = judging.ToldDuplicate
+	}
+	return t.Harmful(harm, sent, got, expected+": a completed key tells every retry that the money moved")
 }
 
 // checkClientGivesUp catches a claim that is not released when the
