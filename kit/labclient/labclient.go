@@ -306,11 +306,24 @@ func (c *Client) clock(ctx context.Context, method string, body any) (time.Time,
 // Purge asks the server to purge expired keys (POST /lab/purge) and
 // reports how many went.
 func (c *Client) Purge(ctx context.Context) (int64, error) {
-	var out struct {
-		Purged int64 `json:"purged"`
-	}
+	p, err := c.PurgeAnswer(ctx)
+	return p.Count, err
+}
+
+// Purged is the answer of POST /lab/purge.
+type Purged struct {
+	Count int64 `json:"purged"`
+	// Note says why nothing could be purged: the stage has no purge
+	// (labctl.NoPurge); empty when it has one.
+	Note string `json:"note,omitempty"`
+}
+
+// PurgeAnswer asks the server to purge expired keys (POST /lab/purge) and
+// returns its whole answer.
+func (c *Client) PurgeAnswer(ctx context.Context) (Purged, error) {
+	var out Purged
 	err := c.do(ctx, http.MethodPost, "/lab/purge", nil, &out)
-	return out.Purged, err
+	return out, err
 }
 
 // Events reads one connection of GET /lab/events, calling emit for each

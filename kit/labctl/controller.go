@@ -483,9 +483,14 @@ func (c *Controller) handleFaults(w http.ResponseWriter, r *http.Request) {
 	respond.JSON(w, http.StatusOK, map[string]any{"armed": c.Faults.Armed()})
 }
 
+// NoPurge is the note of POST /lab/purge on a server whose stage has no
+// Purge method: before stage 5 by design, from stage 5 on a method whose
+// signature is not stage.Purger's, which the lab never calls.
+const NoPurge = "nothing was purged: the stage's handlers have no method Purge(ctx context.Context) (int64, error), so its keys are kept for ever (stages 0 to 4 have none; from stage 5 on, look at the method's signature)"
+
 func (c *Controller) handlePurge(w http.ResponseWriter, r *http.Request) {
 	if c.Purge == nil {
-		respond.JSON(w, http.StatusOK, map[string]any{"purged": 0, "note": "this stage keeps keys forever (purge arrives in stage 5)"})
+		respond.JSON(w, http.StatusOK, map[string]any{"purged": 0, "note": NoPurge})
 		return
 	}
 	n, err := c.Purge(fault.LabRead(r.Context()))
