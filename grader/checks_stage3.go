@@ -224,10 +224,11 @@ func inProgressAnswer(r Response) (bool, string) {
 
 // checkReleaseAfterFailure catches a claim that outlives a business write
 // that failed: the retry is told request-in-progress (stuck) or
-// duplicate-request for a payment that never happened. Two checks run it:
-// S1.retry-after-failure, for a claim committed apart from the money
-// (stage 1 rolls the claim back with it), and S3.release-after-failure,
-// for stage 3's claim, committed on its own and released on a failure.
+// duplicate-request for a payment that never happened. S1.retry-after-failure
+// runs it for a claim committed apart from the money (stage 1 rolls the
+// claim back with it). S3.release-after-failure, for stage 3's claim,
+// committed on its own and released on a failure, runs it and then
+// catches a claim kept after a refusal (see refusalNotStuck).
 func checkReleaseAfterFailure(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	req, op, amount := s.Payment(t)
@@ -274,7 +275,50 @@ func checkReleaseAfterFailure(t *T, s Scenario) error {
 	if again.ServerFailed() {
 		return t.Fail(story, again.String(), "409 duplicate-request (stages 1–3) or the stored 201 (stage 4 on)")
 	}
-	return t.Reconcile(story, "", books)
+	if err := t.Reconcile(story, "", books); err != nil {
+		return err
+	}
+	return refusalNotStuck(t, s)
+}
+
+// refusalNotStuck sends a transfer of more than its account ever held,
+// refused (422 insufficient-funds) inside the business write, after the
+// claim, and retries it: a refusal moved nothing, like any failure before
+// the money, so its key is not left in progress. At stage 3 the claim is
+// released and the retry executes, and is refused again; from stage 4 the
+// refusal is stored and replayed. Either way no retry is told to wait.
+func refusalNotStuck(t *T, s Scenario) error {
+	a, b, books := s.A, s.B, s.Books
+	amount, op := s.Opening+t.Amount(1, 50_000), t.Op()
+	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+	first := t.Do(req)
+	sent := fmt.Sprintf("%s  (the account holds at most %d)", req.String(), s.Opening)
+	books.Expect(op)
+	if err := t.Reconcile(sent, first.Short(), books); err != nil {
+		return err
+	}
+	if !first.Is(http.StatusUnprocessableEntity, pInsufficient) {
+		return t.Fail(sent, first.String(), "422 "+pInsufficient)
+	}
+	const patience = time.Second
+	wait := func(r Response) bool { return r.Err != nil || r.Is(http.StatusConflict, pInProgress) }
+	retry, n := t.retryWhile(req, patience, wait)
+	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told to wait: %d retries over %v", sent, first.Short(), n, patience)
+	if err := t.Reconcile(story, retry.Short(), books); err != nil {
+		return err
+	}
+	st, err := t.State()
+	if err != nil {
+		return err
+	}
+	expected := "422 " + pInsufficient + " again: the refusal moved nothing, so its claim is released and the retry executes (stage 3), or the refusal is stored and replayed (stage 4 on); no request of that key is running, and none is told to wait"
+	if retry.Is(http.StatusConflict, pInProgress) || judging.KeyInProgress(st, req.Key) {
+		return t.Harmful(judging.StuckKey, story, retry.String()+"\nthen /lab/state: key row "+judging.DescribeRows(judging.KeyRows(st, req.Key)), expected)
+	}
+	if !retry.Is(http.StatusUnprocessableEntity, pInsufficient) {
+		t.Differ(story, retry.String(), expected)
+	}
+	return nil
 }
 
 // lockedOut reports whether a failed attempt looks like a release that
