@@ -181,6 +181,50 @@ func TestSlowKeyUpdates_HoldsOnlyTheArmedUpdatesOfTheKeyTable(t *testing.T) {
 	}
 }
 
+// TestSlowKeyReads_HoldsOnlyTheArmedReadsOfTheKeyTable: an armed count
+// of statements that read idempotency_keys, however spelled, wait before
+// they run, and nothing else does: the lab's own reads, an insert, a
+// delete or an update of the table, a read of another table, a comment
+// that names it, a read once the count is spent. One that held the
+// lab's reads, or the claims' inserts, would spend its count before the
+// retry's read.
+func TestSlowKeyReads_HoldsOnlyTheArmedReadsOfTheKeyTable(t *testing.T) {
+	var s fault.Store
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.SlowKeyReads(3)
+	if err := s.BeforeStatement(fault.LabRead(gone), `SELECT rowid AS rowid, * FROM idempotency_keys`); err != nil {
+		t.Errorf("the lab's read of the key table: %v; want it run at once", err)
+	}
+	for _, q := range []string{
+		`INSERT INTO idempotency_keys (key, state) VALUES (?, 'in_progress') RETURNING id`,
+		`DELETE FROM idempotency_keys WHERE id = ? AND state = 'in_progress'`,
+		`UPDATE idempotency_keys SET state = 'completed' WHERE id = ?`,
+		`SELECT balance FROM accounts WHERE id = ?`,
+		`SELECT state FROM idempotency_keys_archive WHERE key = ?`,
+		"-- then select from idempotency_keys\nSELECT 1",
+	} {
+		if err := s.BeforeStatement(gone, q); err != nil {
+			t.Errorf("%q: %v; want it run at once", q, err)
+		}
+	}
+	for _, q := range []string{
+		`SELECT fingerprint, state FROM idempotency_keys WHERE key = ?`,
+		"\n\t\tselect id\n from \"public\".\"idempotency_keys\" where key = $1 FOR UPDATE",
+		`/* the claim */ SELECT k.state FROM IDEMPOTENCY_KEYS AS k WHERE k.key = ?`,
+	} {
+		if err := s.BeforeStatement(gone, q); !errors.Is(err, context.Canceled) {
+			t.Errorf("%q while armed: %v; want it held, and given up with its context", q, err)
+		}
+	}
+	if n := s.SlowKeyReadsLeft(); n != 0 {
+		t.Errorf("%d left after three held reads; want 0", n)
+	}
+	if err := s.BeforeStatement(gone, `SELECT state FROM idempotency_keys WHERE key = ?`); err != nil {
+		t.Errorf("a read of the key table once the count is spent: %v; want it run at once", err)
+	}
+}
+
 // TestSlowCommits_HoldOnlyTransactionsThatMovedMoney: an armed count is
 // spent only by the commits of transactions that carried a business
 // write, each held CommitDelay; a commit of any other transaction, one

@@ -65,6 +65,11 @@ const HeldCommitMax = 5 * time.Second
 // them writes its takeover.
 const KeyUpdateDelay = 100 * time.Millisecond
 
+// KeyReadDelay is how long the slow-key-read fault holds up a statement
+// that reads the key table: longer than an original still waiting on a
+// short core call takes to fail and give its key back.
+const KeyReadDelay = 300 * time.Millisecond
+
 // CommitDelay is how long the slow-commit fault holds up a transaction
 // that moved money before its COMMIT: long enough for the clerks released
 // at once whose transactions take no lock in common to have looked before
@@ -107,6 +112,8 @@ type Store struct {
 	slowCommits Countdown
 	// slowKeyUpdates counts down the updates of the key table held up.
 	slowKeyUpdates Countdown
+	// slowKeyReads counts down the reads of the key table held up.
+	slowKeyReads Countdown
 	// heldCommits counts down the transactions that moved money held at
 	// their COMMIT until released: closing release lets them go.
 	// releaseMu makes a firing and the channel it waits on one step, so
@@ -217,6 +224,21 @@ func (s *Store) SlowKeyUpdates(n int64) { s.slowKeyUpdates.Arm(n) }
 // still be held up.
 func (s *Store) SlowKeyUpdatesLeft() int64 { return s.slowKeyUpdates.Left() }
 
+// SlowKeyReads makes the next n statements that read the idempotency_keys
+// table (a SELECT from it, one that locks its rows too) wait KeyReadDelay
+// before they run; the lab's own reads (LabRead) are spared. A claim whose
+// INSERT ran into a key in progress, and that reads the key's row in a
+// statement of its own, then reads it after the original has failed and
+// given the key back: on PostgreSQL, at READ COMMITTED, it finds no row at
+// all. On SQLite the claim's transaction holds the write lock from its
+// BEGIN, the original's release waits for it, and the read finds the key
+// in progress.
+func (s *Store) SlowKeyReads(n int64) { s.slowKeyReads.Arm(n) }
+
+// SlowKeyReadsLeft reports how many reads of the key table will still be
+// held up.
+func (s *Store) SlowKeyReadsLeft() int64 { return s.slowKeyReads.Left() }
+
 // HoldCommits makes the next n transactions that carried a business
 // write (see MarkBusinessWrite) wait before their COMMIT, holding every
 // lock they took, until the fault is disarmed (HoldCommits(0), which lets
@@ -294,7 +316,8 @@ func (s *Store) BeforeBegin(ctx context.Context) error {
 // BeforeStatement runs the faults armed on a statement before it runs:
 // it holds up a write of the settings (see SlowSettingsWrites), a read
 // of them after a write in the same request (see SlowSettingsRereads) and
-// an update of the key table (see SlowKeyUpdates), refuses an INSERT into
+// an update or a read of the key table (see SlowKeyUpdates and
+// SlowKeyReads), refuses an INSERT into
 // the outbox (see FailOutboxWrites), then returns CheckKeyStore's error.
 // It returns ctx's error if ctx ends while the statement waits.
 func (s *Store) BeforeStatement(ctx context.Context, query string) error {
@@ -314,6 +337,11 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 	if s.slowKeyUpdates.Left() > 0 && updatesKeys(query) && s.slowKeyUpdates.Fire() {
 		if err := Hold(ctx, KeyUpdateDelay); err != nil {
 			return fmt.Errorf("slow key update: %w", err)
+		}
+	}
+	if s.slowKeyReads.Left() > 0 && !labRead.in(ctx) && readsKeys(query) && s.slowKeyReads.Fire() {
+		if err := Hold(ctx, KeyReadDelay); err != nil {
+			return fmt.Errorf("slow key read: %w", err)
 		}
 	}
 	if s.outboxWriteFailures.Left() > 0 && insertsOutbox(query) && s.outboxWriteFailures.Fire() {
@@ -454,6 +482,12 @@ func updatesKeys(query string) bool {
 	return keyUpdate.MatchString(sqlComment.ReplaceAllString(query, " "))
 }
 
+// readsKeys reports whether query reads the key table: a SELECT from it,
+// its name spelled as WritesOutbox allows the outbox's.
+func readsKeys(query string) bool {
+	return keyRead.MatchString(sqlComment.ReplaceAllString(query, " "))
+}
+
 var (
 	// sqlComment matches a comment: a block one, or one to the end of
 	// its line.
@@ -468,6 +502,9 @@ var (
 	// keyUpdate matches a statement, comments taken out, that updates the
 	// key table (SQLite's UPDATE OR … too).
 	keyUpdate = regexp.MustCompile(`(?is)\bupdate(?:\s+or\s+\w+)?` + tableName(KeyTable))
+	// keyRead matches a statement, comments taken out, that begins with
+	// SELECT and reads the key table.
+	keyRead = regexp.MustCompile(`(?is)^\s*select\b.*\bfrom` + tableName(KeyTable))
 )
 
 // tableName is a pattern for a table's name after a verb that writes it:

@@ -52,10 +52,14 @@ const (
 	// first, and the check lets it go once a relay request reaches the
 	// core ledger.
 	HeldCommit = "held-commit"
+	// SlowKeyRead holds up a statement that reads the key table (stage
+	// 3), before it runs: a claim whose INSERT ran into a key in progress
+	// reads the key's row after the original has given it back.
+	SlowKeyRead = "slow-key-read"
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, SlowKeyRead}
 
 // Faults are the armed faults of one lab server. A crash calls Crash, which
 // in a real server ends the process at once, with no cleanup.
@@ -118,6 +122,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.SlowKeyUpdates(count)
 	case HeldCommit:
 		f.db.HoldCommits(count)
+	case SlowKeyRead:
+		f.db.SlowKeyReads(count)
 	default:
 		return fmt.Errorf("unknown fault point %q; the points are %v", point, Points)
 	}
@@ -140,6 +146,7 @@ func (f *Faults) Armed() []ArmedFault {
 		SlowCommit:          f.db.SlowCommitsLeft(),
 		SlowKeyUpdate:       f.db.SlowKeyUpdatesLeft(),
 		HeldCommit:          f.db.HeldCommitsLeft(),
+		SlowKeyRead:         f.db.SlowKeyReadsLeft(),
 	}
 	out := []ArmedFault{}
 	for p, n := range counts {

@@ -320,6 +320,30 @@ func TestSlowKeyUpdateFault_OnEitherEngine(t *testing.T) {
 	}
 }
 
+// TestSlowKeyReadFault_OnEitherEngine catches an engine whose
+// connections skip the slow-key-read fault: the armed read of the key
+// table, as a claim's, must still be waiting when its context ends, well
+// inside the delay, and a read once the count is spent must run.
+func TestSlowKeyReadFault_OnEitherEngine(t *testing.T) {
+	for engine, db := range engines(t) {
+		db.SlowKeyReads(1)
+		var n int
+		read := `SELECT count(*) FROM idempotency_keys WHERE key = 'claimed'`
+		short, cancel := context.WithTimeout(context.Background(), fault.KeyReadDelay/2)
+		err := db.QueryRowContext(short, read).Scan(&n)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: a read of the key table while armed: err = %v; want it held past its context's end (%v)", engine, err, context.DeadlineExceeded)
+		}
+		if left := db.SlowKeyReadsLeft(); left != 0 {
+			t.Errorf("%s: %d left after the armed read; want 0", engine, left)
+		}
+		if err := db.QueryRowContext(context.Background(), read).Scan(&n); err != nil {
+			t.Errorf("%s: a read of the key table once the count is spent: %v", engine, err)
+		}
+	}
+}
+
 // TestSlowSettingsRereadFault_OnEitherEngine: each engine's connection
 // hands a statement's context to the faults, so that a read of the
 // settings after a write of them in one request (fault.WithRequest) is
