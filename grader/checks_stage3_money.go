@@ -331,5 +331,39 @@ func checkCompletedWithTheMoney(t *T, s Scenario) error {
 	if len(rows) != 1 && unseen == nil {
 		return t.Fail(story, again.String()+"\nkey rows: "+judging.DescribeRows(rows), "one completed row for the key: the money moved")
 	}
+	if err := commitAnswerLost(t, s); err != nil {
+		return err
+	}
 	return unseen
+}
+
+// commitAnswerLost lets the commit that moves the money go through and
+// tells the server it failed (commit-answer-lost), as a connection that
+// drops between the database's commit and its answer does: the key was
+// completed by that commit, and nothing may give it back. A release that
+// deletes the key whatever its state hands it to a retry that pays again.
+func commitAnswerLost(t *T, s Scenario) error {
+	a, b, books := s.A, s.B, s.Books
+	req, op, amount := s.Payment(t)
+	if err := t.Arm(labctl.CommitAnswerLost, 1); err != nil {
+		return err
+	}
+	first := t.Do(req)
+	if err := t.Arm(labctl.CommitAnswerLost, 0); err != nil {
+		return err
+	}
+	sent := req.String() + "\n(armed: commit-answer-lost, the commit that moves the money goes through, and the server is told it failed)"
+	books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+	if err := t.Reconcile(sent, first.Short(), books); err != nil {
+		return err
+	}
+	retry, n := t.retryUntilAnswered(req, time.Second)
+	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told request-in-progress: %d retries", sent, first.Short(), n)
+	if err := t.Reconcile(story, retry.Short(), books); err != nil {
+		return err
+	}
+	if retry.Is(http.StatusConflict, pInProgress) {
+		return t.Harmful(judging.StuckKey, story, retry.String(), "409 "+pDuplicate+" (stage 3) or the stored 201 (stage 4 on): the money moved, and its commit completed the key")
+	}
+	return nil
 }

@@ -26,6 +26,12 @@ var ErrKeyStoreUnavailable = errors.New("key store unavailable (injected fault)"
 // rest, though a full disk or an I/O error may roll it back whole.)
 var ErrOutboxWriteRefused = errors.New("outbox write refused (injected fault)")
 
+// ErrCommitAnswerLost is what a COMMIT that went through returns while
+// the commit-answer-lost fault is armed: the transaction committed, and
+// its caller is told it failed, as when a connection drops between the
+// database's commit and its answer.
+var ErrCommitAnswerLost = errors.New("the COMMIT's answer was lost (injected fault); the transaction committed")
+
 // KeyTable is the table the store-unavailable fault breaks, and whose row
 // changes a database reports (see Store.OnKeyRowsChanged).
 const KeyTable = "idempotency_keys"
@@ -114,6 +120,9 @@ type Store struct {
 	slowKeyUpdates Countdown
 	// slowKeyReads counts down the reads of the key table held up.
 	slowKeyReads Countdown
+	// commitAnswersLost counts down the commits of transactions that
+	// moved money whose caller is told they failed.
+	commitAnswersLost Countdown
 	// heldCommits counts down the transactions that moved money held at
 	// their COMMIT until released: closing release lets them go.
 	// releaseMu makes a firing and the channel it waits on one step, so
@@ -238,6 +247,28 @@ func (s *Store) SlowKeyReads(n int64) { s.slowKeyReads.Arm(n) }
 // SlowKeyReadsLeft reports how many reads of the key table will still be
 // held up.
 func (s *Store) SlowKeyReadsLeft() int64 { return s.slowKeyReads.Left() }
+
+// LoseCommitAnswers makes the next n transactions that carried a business
+// write (see MarkBusinessWrite) commit, and then tells their callers the
+// COMMIT failed (ErrCommitAnswerLost): a stage that takes a failed commit
+// for one that did not happen, and gives the key back, hands a completed
+// key, whose money moved, to a retry that pays again.
+func (s *Store) LoseCommitAnswers(n int64) { s.commitAnswersLost.Arm(n) }
+
+// CommitAnswersLostLeft reports how many commits of transactions that
+// moved money will still be told they failed.
+func (s *Store) CommitAnswersLostLeft() int64 { return s.commitAnswersLost.Left() }
+
+// CommitAnswer is what a COMMIT that went through answers its caller:
+// ErrCommitAnswerLost, using one armed firing of commit-answer-lost, for a
+// transaction that carried a business write; nil otherwise. Each engine's
+// connections return it once the commit is done and reported (Committed).
+func (s *Store) CommitAnswer(business bool) error {
+	if !business || s.commitAnswersLost.Left() <= 0 || !s.commitAnswersLost.Fire() {
+		return nil
+	}
+	return ErrCommitAnswerLost
+}
 
 // HoldCommits makes the next n transactions that carried a business
 // write (see MarkBusinessWrite) wait before their COMMIT, holding every

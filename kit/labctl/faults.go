@@ -56,10 +56,14 @@ const (
 	// 3), before it runs: a claim whose INSERT ran into a key in progress
 	// reads the key's row after the original has given it back.
 	SlowKeyRead = "slow-key-read"
+	// CommitAnswerLost lets a transaction that moved money commit, then
+	// tells its caller the COMMIT failed (stage 3): the key was completed
+	// with the money, and nothing may give it back.
+	CommitAnswerLost = "commit-answer-lost"
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, SlowKeyRead}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, SlowKeyRead, CommitAnswerLost}
 
 // Faults are the armed faults of one lab server. A crash calls Crash, which
 // in a real server ends the process at once, with no cleanup.
@@ -124,6 +128,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.HoldCommits(count)
 	case SlowKeyRead:
 		f.db.SlowKeyReads(count)
+	case CommitAnswerLost:
+		f.db.LoseCommitAnswers(count)
 	default:
 		return fmt.Errorf("unknown fault point %q; the points are %v", point, Points)
 	}
@@ -147,6 +153,7 @@ func (f *Faults) Armed() []ArmedFault {
 		SlowKeyUpdate:       f.db.SlowKeyUpdatesLeft(),
 		HeldCommit:          f.db.HeldCommitsLeft(),
 		SlowKeyRead:         f.db.SlowKeyReadsLeft(),
+		CommitAnswerLost:    f.db.CommitAnswersLostLeft(),
 	}
 	out := []ArmedFault{}
 	for p, n := range counts {

@@ -320,6 +320,32 @@ func TestSlowKeyUpdateFault_OnEitherEngine(t *testing.T) {
 	}
 }
 
+// TestCommitAnswerLostFault_OnEitherEngine catches an engine whose
+// connections skip the commit-answer-lost fault, or fire it before the
+// commit: the armed commit of a transaction that moved money reports
+// ErrCommitAnswerLost and its row is there; a commit that moved none, and
+// one once the count is spent, report nothing.
+func TestCommitAnswerLostFault_OnEitherEngine(t *testing.T) {
+	ctx := context.Background()
+	for engine, db := range engines(t) {
+		db.LoseCommitAnswers(1)
+		commit := func(key string, business bool) error { return begin(t, db, key, business).Commit() }
+		if err := commit("no-money", false); err != nil {
+			t.Errorf("%s: a commit that moved no money, armed: %v; want nil", engine, err)
+		}
+		if err := commit("lost-answer", true); !errors.Is(err, fault.ErrCommitAnswerLost) {
+			t.Errorf("%s: the armed commit: err = %v; want %v", engine, err, fault.ErrCommitAnswerLost)
+		}
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM idempotency_keys WHERE key = 'lost-answer'`).Scan(&n); err != nil || n != 1 {
+			t.Errorf("%s: rows of the commit whose answer was lost: %d (%v); want 1: it committed", engine, n, err)
+		}
+		if err := commit("answered", true); err != nil {
+			t.Errorf("%s: a commit once the count is spent: %v; want nil", engine, err)
+		}
+	}
+}
+
 // TestSlowKeyReadFault_OnEitherEngine catches an engine whose
 // connections skip the slow-key-read fault: the armed read of the key
 // table, as a claim's, must still be waiting when its context ends, well

@@ -213,7 +213,7 @@ func (t *tx) Commit() error {
 	if outbox {
 		t.conn.store.OutboxCommitted()
 	}
-	return nil
+	return t.conn.store.CommitAnswer(business)
 }
 
 func (t *tx) Rollback() error {

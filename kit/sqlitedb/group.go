@@ -244,7 +244,7 @@ func (t *tx) commitMember() error {
 	if outbox {
 		c.hooks.OutboxCommitted()
 	}
-	return nil
+	return c.hooks.CommitAnswer(business)
 }
 
 // errRolledBack is what a member's Commit or Rollback returns when SQLite

@@ -494,7 +494,7 @@ func (t *tx) Commit() error {
 	if outbox {
 		t.conn.hooks.OutboxCommitted()
 	}
-	return nil
+	return t.conn.hooks.CommitAnswer(business)
 }
 
 func (t *tx) Rollback() error {
