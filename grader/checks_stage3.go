@@ -223,14 +223,27 @@ func inProgressAnswer(r Response) (bool, string) {
 	return false, fmt.Sprintf("Retry-After is %q, neither a number of seconds nor an HTTP date", ra)
 }
 
-// checkReleaseAfterFailure catches a claim that outlives a business write
-// that failed: the retry is told request-in-progress (stuck) or
-// duplicate-request for a payment that never happened. S1.retry-after-failure
-// runs it for a claim committed apart from the money (stage 1 rolls the
-// claim back with it). S3.release-after-failure, for stage 3's claim,
-// committed on its own and released on a failure, runs it and then
-// catches a claim kept after a refusal (see refusalNotStuck).
+// checkReleaseAfterFailure is S3.release-after-failure: stage 3's claim,
+// committed on its own, is given back when the business write fails
+// (checkRetryAfterFailure), also to a retry that meets the release
+// (retryMeetsTheRelease), and after a refusal (refusalNotStuck).
 func checkReleaseAfterFailure(t *T, s Scenario) error {
+	if err := checkRetryAfterFailure(t, s); err != nil {
+		return err
+	}
+	if err := retryMeetsTheRelease(t, s); err != nil {
+		return err
+	}
+	return refusalNotStuck(t, s)
+}
+
+// checkRetryAfterFailure catches a claim that outlives a business write
+// that failed: the retry is told request-in-progress (stuck) or
+// duplicate-request for a payment that never happened. It is
+// S1.retry-after-failure, for a claim committed apart from the money
+// (stage 1 rolls the claim back with it), and the first part of
+// S3.release-after-failure.
+func checkRetryAfterFailure(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	req, op, amount := s.Payment(t)
 	if err := t.Arm(labctl.FailInTransfer, 1); err != nil {
@@ -276,13 +289,7 @@ func checkReleaseAfterFailure(t *T, s Scenario) error {
 	if again.ServerFailed() {
 		return t.Fail(story, again.String(), "409 duplicate-request (stages 1–3) or the stored 201 (stage 4 on)")
 	}
-	if err := t.Reconcile(story, "", books); err != nil {
-		return err
-	}
-	if err := retryMeetsTheRelease(t, s); err != nil {
-		return err
-	}
-	return refusalNotStuck(t, s)
+	return t.Reconcile(story, "", books)
 }
 
 // retryMeetsTheRelease sends a retry while its original waits on the core
