@@ -248,18 +248,27 @@ func RunSeed() (uint64, error) {
 }
 
 // serverErrors says what the server logged behind its 5xx answers, each
-// different cause once, the first three: a client sees only the problem
-// type, and the cause (a statement PostgreSQL refused, a missing column)
-// is what a student fixes.
+// different cause once (with how many answers it was behind, when more
+// than one), the first three: a client sees only the problem type, and
+// the cause (a statement PostgreSQL refused, a missing column) is what a
+// student fixes.
 func serverErrors(lines []string) string {
 	var causes []string
+	times := map[string]int{}
 	for _, l := range lines {
-		if !slices.Contains(causes, l) {
+		if times[l]++; times[l] == 1 {
 			causes = append(causes, l)
 		}
 	}
+	shown := make([]string, 0, 3)
+	for _, c := range causes[:min(len(causes), 3)] {
+		if n := times[c]; n > 1 {
+			c += fmt.Sprintf("  (×%d)", n)
+		}
+		shown = append(shown, c)
+	}
 	out := fmt.Sprintf("what the server logged behind its 5xx answers (%d of them):\n%s",
-		len(lines), strings.Join(causes[:min(len(causes), 3)], "\n"))
+		len(lines), strings.Join(shown, "\n"))
 	if len(causes) > 3 {
 		out += fmt.Sprintf("\n… and %d other causes", len(causes)-3)
 	}

@@ -56,13 +56,14 @@ func TestRunCheck_OnASharedServerACheckIsJudgedOnItsOwnOps(t *testing.T) {
 
 // TestFormat_SaysWhatTheServerLoggedBehindItsFiveHundreds: a failure whose
 // history holds the causes of 5xx answers shows each cause once, so that
-// a student told 500 /problems/internal reads the database's words.
+// a student told 500 /problems/internal reads the database's words, and
+// how many answers each was behind, so that the count adds up.
 func TestFormat_SaysWhatTheServerLoggedBehindItsFiveHundreds(t *testing.T) {
 	aborted := "POST /transfers → 500: hold reference: current transaction is aborted"
 	r := grader.Result{Check: grader.Check{ID: "S8.x", Claim: "c", Why: "w"}, Err: &judging.Failure{Got: "500 /problems/internal"},
 		History: &timeline.History{ServerErrors: []string{aborted, aborted, "POST /transfers → 503: key store down"}}}
 	out := grader.Format(r, "make stage-8")
-	want := "  server    what the server logged behind its 5xx answers (3 of them):\n            " + aborted + "\n            POST /transfers → 503: key store down\n"
+	want := "  server    what the server logged behind its 5xx answers (3 of them):\n            " + aborted + "  (×2)\n            POST /transfers → 503: key store down\n"
 	if !strings.Contains(out, want) {
 		t.Errorf("the report:\n%s\nwants:\n%s", out, want)
 	}
