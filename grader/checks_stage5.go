@@ -537,9 +537,5 @@ func checkPurgeKeepsInProgress(t *T) error {
 // went wrong is a completed key purged (or forgotten) before its retention
 // period, counted from its completion, had passed.
 func completedPurged(err error) error {
-	var f *judging.Failure
-	if errors.As(err, &f) {
-		f.Why = "a completed key is kept for the retention period from its completion (completed_at): purged or forgotten sooner (with no condition on completed_at, or counted from created_at), the next retry is a new request and pays a second time"
-	}
-	return err
+	return because(err, "a completed key is kept for the retention period from its completion (completed_at): purged or forgotten sooner (with no condition on completed_at, or counted from created_at), the next retry is a new request and pays a second time")
 }

@@ -28,10 +28,14 @@ func (t *T) Harmful(harm judging.Harm, sent, got, expected string, args ...any) 
 	return err
 }
 
-// because returns err, a *judging.Failure, with why in place of the
-// check's why: the finding is not the one the check exists for.
+// because returns err with why in place of the check's why, when err is
+// a *judging.Failure: the finding is not the one the check exists for.
+// Any other error (the check could not run) is returned as it is.
 func because(err error, why string) error {
-	err.(*judging.Failure).Why = why
+	var f *judging.Failure
+	if errors.As(err, &f) {
+		f.Why = why
+	}
 	return err
 }
 
