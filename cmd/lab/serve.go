@@ -17,6 +17,7 @@ import (
 	"idemlab/grader/targets"
 	"idemlab/kit/auth"
 	"idemlab/kit/core"
+	"idemlab/kit/labctl"
 	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	reference "idemlab/solutions"
@@ -298,7 +299,13 @@ func serveProcesses(ctx context.Context, root string, f serveFlags, stdout, stde
 			AccessLog: f.accessLog, RandomTokens: f.public, OpenAhead: true, Stderr: stderr, CoreURL: f.core}
 		name := "the server"
 		if f.replicas > 1 {
-			name = fmt.Sprintf("replica %d", i+1)
+			// They share the lab's clock, config and resets: the first
+			// starts the lab with its config, the others (and any
+			// replica started again) adopt the one in force.
+			name, c.Replica = fmt.Sprintf("replica %d", i+1), labctl.Join
+			if i == 0 {
+				c.Replica = labctl.Lead
+			}
 		}
 		if err := c.Start(ctx); err != nil {
 			return fmt.Errorf("start %s: %w", name, err)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"idemlab/kit/labclient"
+	"idemlab/kit/labctl"
 	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 )
@@ -53,7 +54,16 @@ const (
 	// connections each held from the start would pass the cluster's
 	// max_connections.
 	EnvOpenAhead = "IDEMLAB_OPEN_AHEAD"
+	// EnvReplica, when set, has the child's server share its lab clock,
+	// config and resets with the other servers on its database
+	// (server.Options.Replica): "lead" for the first replica of a lab
+	// that starts, "join" for the others and for any replica started
+	// again while they run.
+	EnvReplica = "IDEMLAB_REPLICA"
 )
+
+// replicaRoles are EnvReplica's values.
+var replicaRoles = map[string]labctl.Role{"": labctl.Alone, "lead": labctl.Lead, "join": labctl.Join}
 
 // IsChild reports whether this process was started by a Child, to serve
 // a subject (EnvServe is set) instead of doing its usual work.
@@ -117,7 +127,7 @@ func ServeChild(subjects ...Subject) int {
 // (the Env constants), but for the access log, which it must open.
 func childOptions() server.Options {
 	return server.Options{DB: os.Getenv(EnvDB), AdminToken: os.Getenv(EnvAdmin), RandomTokens: os.Getenv(EnvRandomTokens) != "",
-		CoreURL: os.Getenv(EnvCore), OpenAhead: os.Getenv(EnvOpenAhead) != ""}
+		CoreURL: os.Getenv(EnvCore), OpenAhead: os.Getenv(EnvOpenAhead) != "", Replica: replicaRoles[os.Getenv(EnvReplica)]}
 }
 
 // CanServe records that this process can serve subjects as children of
@@ -207,6 +217,10 @@ type Child struct {
 	OpenAhead bool
 	// CoreURL is the core ledger the child's server posts to, if any.
 	CoreURL string
+	// Replica is what the child is among the servers on its database
+	// (EnvReplica): after a Lead's first start, Start starts it again as
+	// one that joins the others, and adopts their config.
+	Replica labctl.Role
 	// Stderr, if set, receives the child's standard error as it writes
 	// it; else the child's failure to start quotes it.
 	Stderr io.Writer
@@ -223,11 +237,11 @@ type Child struct {
 // a postgres:// URL (labdb.TestTarget in tests), a new database on that
 // cluster that DropDB removes (labdb.Fresh).
 func StartChild(ctx context.Context, binary, dir, cluster string) (*Child, error) {
-	return startChild(ctx, binary, Subject{}, dir, cluster)
+	return startChild(ctx, binary, Subject{}, dir, cluster, labctl.Alone)
 }
 
-func startChild(ctx context.Context, binary string, subject Subject, dir, cluster string) (*Child, error) {
-	c := &Child{Binary: binary, Subject: subject.Name, Admin: AdminToken(), CoreURL: subject.CoreURL}
+func startChild(ctx context.Context, binary string, subject Subject, dir, cluster string, role labctl.Role) (*Child, error) {
+	c := &Child{Binary: binary, Subject: subject.Name, Admin: AdminToken(), CoreURL: subject.CoreURL, Replica: role}
 	var err error
 	if c.DB, c.dropDB, err = labdb.Fresh(ctx, cluster, dir); err != nil {
 		return nil, err
@@ -259,6 +273,11 @@ func (c *Child) environ(addr string) []string {
 	}
 	if c.OpenAhead {
 		env = append(env, EnvOpenAhead+"=1")
+	}
+	for name, role := range replicaRoles {
+		if role == c.Replica && role != labctl.Alone {
+			env = append(env, EnvReplica+"="+name)
+		}
 	}
 	return env
 }
@@ -313,6 +332,11 @@ func (c *Child) startOn(ctx context.Context, ln net.Listener) error {
 	DieWithParent(cmd)
 	cmd.ExtraFiles = []*os.File{file}
 	cmd.Env = c.environ(addr)
+	if c.Replica == labctl.Lead {
+		// A lead starts the lab once: started again, it joins the
+		// replicas that run on.
+		c.Replica = labctl.Join
+	}
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	if c.Stderr != nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+
+	"idemlab/kit/labctl"
 )
 
 // Start starts a fresh target for one check.
@@ -39,7 +41,7 @@ func ChildProcess(binary, cluster string) Start {
 		if err != nil {
 			return nil, nil, err
 		}
-		c, err := startChild(ctx, binary, subject, dir, cluster)
+		c, err := startChild(ctx, binary, subject, dir, cluster, labctl.Alone)
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, nil, fmt.Errorf("start %s as a child process: %w", subject.Name, err)
@@ -57,8 +59,9 @@ func ChildProcess(binary, cluster string) Start {
 
 // ReplicaProcesses returns a Start that runs n copies of binary (as
 // ChildProcess runs one, on cluster) as lab servers on one fresh database:
-// several app servers behind a load balancer. The target's URL is the
-// first; the others are its Replicas.
+// several app servers behind a load balancer, which share the lab's
+// clock, config and resets (server.Options.Replica). The target's URL is
+// the first; the others are its Replicas.
 func ReplicaProcesses(binary, cluster string, n int) Start {
 	return func(ctx context.Context, subject Subject) (*Target, func(), error) {
 		dir, err := os.MkdirTemp("", "idemlab-replicas-")
@@ -75,7 +78,7 @@ func ReplicaProcesses(binary, cluster string, n int) Start {
 			}
 			os.RemoveAll(dir)
 		}
-		first, err := startChild(ctx, binary, subject, dir, cluster)
+		first, err := startChild(ctx, binary, subject, dir, cluster, labctl.Lead)
 		if err != nil {
 			stop()
 			return nil, nil, fmt.Errorf("start %s as a child process: %w", subject.Name, err)
@@ -83,7 +86,7 @@ func ReplicaProcesses(binary, cluster string, n int) Start {
 		children = append(children, first)
 		target := &Target{URL: first.URL, Admin: first.Admin, Client: NewClient(), Child: first}
 		for range n - 1 {
-			c := &Child{Binary: binary, Subject: subject.Name, DB: first.DB, Admin: first.Admin, CoreURL: subject.CoreURL}
+			c := &Child{Binary: binary, Subject: subject.Name, DB: first.DB, Admin: first.Admin, CoreURL: subject.CoreURL, Replica: labctl.Join}
 			if err := c.Start(ctx); err != nil {
 				stop()
 				return nil, nil, fmt.Errorf("start a replica of %s: %w", subject.Name, err)

@@ -1,7 +1,10 @@
 // Package clock is the lab clock: real time plus an offset that the lab can
 // move. Retention and leases are tested by moving this clock, never by
 // sleeping. The offset is stored in the database, so a server restarted on
-// the same file after a crash keeps the same timeline.
+// the same file after a crash keeps the same timeline, and the server
+// processes that share a database (lab serve --replicas) read the same
+// clock: each adopts the stored offset before it serves a request (see
+// labctl.Replica).
 package clock
 
 import (
@@ -57,6 +60,16 @@ func Open(ctx context.Context, db *sql.DB) (*Clock, error) {
 	}
 	return c, nil
 }
+
+// Adopt publishes off, an offset read from the database after another
+// server process on it moved the clock (labctl.Replica): from then on Now
+// reads it, as if this process had moved the clock itself.
+func (c *Clock) Adopt(off time.Duration) { c.offset.Store(int64(off)) }
+
+// OffsetExpr is an SQL expression that reads the stored offset, in
+// milliseconds (0 before the clock was ever moved): a statement that
+// selects it with what else it reads gets both in one snapshot.
+const OffsetExpr = `COALESCE((SELECT offset_ms FROM lab_clock WHERE id = 1), 0)`
 
 // Now is the lab's present, in UTC, to the millisecond.
 func (c *Clock) Now() time.Time {

@@ -37,6 +37,14 @@ func (s *Settings) Get() stage.Config {
 	return s.cfg
 }
 
+// set puts cfg in force: a config another replica stored (Replica.Sync),
+// which it checked before.
+func (s *Settings) set(cfg stage.Config) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg = cfg
+}
+
 func check(c stage.Config) error {
 	switch {
 	case c.CoreLatency < 0 || c.CoreLatency > time.Minute:

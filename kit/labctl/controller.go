@@ -50,6 +50,9 @@ type Controller struct {
 	// other people reach needs it: anyone can draw a seed's tokens, and
 	// act as its customers.
 	RandomTokens bool
+	// Replica keeps the server in step with the other server processes
+	// on its database; nil when it has the database to itself (Alone).
+	Replica *Replica
 
 	// resetting is held for writing by a reset and for reading by every
 	// request and lab read (see Shared): between a reset's drop of the
@@ -113,7 +116,9 @@ func (c *Controller) Routes(r chi.Router) {
 // create them again, so that a student who changed the key table's columns
 // gets the new ones without deleting the database file. Then it populates
 // the bank from p (with random tokens if RandomTokens is set), puts the
-// clock back on real time and disarms every fault. The config stays.
+// clock back on real time and disarms every fault. The config stays. The
+// other replicas, if any, disarm theirs and forget their core calls at
+// their next request (Replica.Sync).
 func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer, error) {
 	if err := p.Validate(); err != nil {
 		return nil, problem.New(problem.InvalidRequest, "%v", err)
@@ -147,8 +152,17 @@ func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer,
 	if err := bank.Insert(ctx, tx, customers, p.OpeningBalance); err != nil {
 		return nil, err
 	}
+	var resets int64
+	if c.Replica != nil {
+		if resets, err = c.Replica.countReset(ctx, tx); err != nil {
+			return nil, err
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("reset: %w", err)
+	}
+	if c.Replica != nil {
+		c.Replica.caughtUp(resets)
 	}
 	c.Bank.ForgetCoreCalls()
 	if c.Restage != nil {
@@ -162,18 +176,31 @@ func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer,
 	if err := c.Clock.Reset(ctx); err != nil {
 		return nil, err
 	}
+	if err := c.sync(ctx); err != nil {
+		return nil, err
+	}
 	c.Hub.Publish(events.KindReset, map[string]any{"seed": p.Seed, "customers": customers})
 	return customers, nil
 }
 
-// stageTables lists the tables that are neither the bank's nor the
-// clock's: the stage's own.
+// sync, on a replica, adopts what the replicas share (Replica.Sync) once
+// this process has changed it: whatever a Sync that read before the
+// change published, the requests after it see the change.
+func (c *Controller) sync(ctx context.Context) error {
+	if c.Replica == nil {
+		return nil
+	}
+	return c.Replica.Sync(ctx)
+}
+
+// stageTables lists the tables that are neither the bank's, nor the
+// clock's, nor the replicas' (SharedTable): the stage's own.
 func stageTables(ctx context.Context, tx *sql.Tx, engine labdb.Engine) ([]string, error) {
 	names, err := tables(ctx, tx, engine)
 	if err != nil {
 		return nil, err
 	}
-	kit := map[string]bool{clock.Table: true}
+	kit := map[string]bool{clock.Table: true, SharedTable: true}
 	for _, t := range bank.Tables {
 		kit[t] = true
 	}
@@ -423,6 +450,9 @@ func (c *Controller) handleClock(w http.ResponseWriter, r *http.Request) {
 	default:
 		now = c.Clock.Now()
 	}
+	if err == nil {
+		err = c.sync(r.Context())
+	}
 	if err != nil {
 		problem.Write(w, err)
 		return
@@ -454,6 +484,18 @@ func (c *Controller) handleConfig(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		problem.Write(w, problem.New(problem.InvalidRequest, "%v", err))
 		return
+	}
+	if c.Replica != nil {
+		// The request's sync read the config the others stored, which the
+		// body changed; store the result for them.
+		if err := c.Replica.storeConfig(r.Context(), cfg); err != nil {
+			problem.Write(w, err)
+			return
+		}
+		if err := c.Replica.Sync(r.Context()); err != nil {
+			problem.Write(w, err)
+			return
+		}
 	}
 	respond.JSON(w, http.StatusOK, Wire(cfg))
 }

@@ -84,6 +84,14 @@ type Options struct {
 	// targets.EnvOpenAhead).
 	// A connection it cannot open is logged, and opened later as asked.
 	OpenAhead bool
+	// Replica is what the server is among the server processes that
+	// share its database (lab serve --replicas): Alone, the zero value,
+	// keeps its clock's offset and its config in memory and reads neither
+	// before a request; Lead and Join read them, with the count of the
+	// lab's resets, before each request and each pass of the relay or the
+	// purge, so that a change answered by any replica holds on all of
+	// them at once (labctl.Replica).
+	Replica labctl.Role
 }
 
 // RelayInterval is how often the kit runs a pass of a stage's outbox relay
@@ -232,11 +240,21 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	s.ctl = &labctl.Controller{DB: s.db, Bank: s.bank, Clock: s.clock, Hub: s.hub, Settings: s.settings,
 		Faults: s.faults, Restage: restage, RandomTokens: opts.RandomTokens, CoreUnanswered: s.core.Unanswered,
 		CoreGivenUp: s.core.GivenUp}
+	if opts.Replica != labctl.Alone {
+		if s.ctl.Replica, err = labctl.OpenReplica(ctx, s.db.DB, opts.Replica, s.clock, s.settings, s.bank, s.faults); err != nil {
+			return err
+		}
+	}
 	if p, ok := s.handlers.(stage.Purger); ok {
 		s.ctl.Purge = p.Purge
 		s.every(30*time.Second, func() {
 			s.ctl.Shared(func() {
-				if _, err := p.Purge(fault.LabRead(context.Background())); err != nil {
+				ctx := fault.LabRead(context.Background())
+				if err := s.sync(ctx); err != nil {
+					s.hub.Publish(events.KindPurge, map[string]string{"error": err.Error()})
+					return
+				}
+				if _, err := p.Purge(ctx); err != nil {
 					s.hub.Publish(events.KindPurge, map[string]string{"error": err.Error()})
 				}
 			})
@@ -333,7 +351,10 @@ func (s *Server) relay(r stage.Relayer, interval time.Duration) {
 		settled := 0
 		s.ctl.UnlessResetting(func() {
 			msg := ""
-			n, err := relayPass(ctx, r)
+			n, err := 0, s.sync(ctx)
+			if err == nil {
+				n, err = relayPass(ctx, r)
+			}
 			if err != nil {
 				msg = err.Error()
 			}
@@ -485,7 +506,7 @@ func (s *Server) routes(lab bool) chi.Router {
 	r.Get("/problems/{name}", problem.Handler)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	r.Group(func(r chi.Router) {
-		r.Use(s.observe, auth.Customers(s.bank.CustomerByToken), noteCustomer, s.servingCustomer, sessionCookie)
+		r.Use(s.observe, s.synced, auth.Customers(s.bank.CustomerByToken), noteCustomer, s.servingCustomer, sessionCookie)
 		r.Post("/transfers", s.handlers.Transfer)
 		r.Post("/deposits", s.handlers.Deposit)
 		r.Get("/accounts/{id}", s.getAccount)
@@ -499,7 +520,7 @@ func (s *Server) routes(lab bool) chi.Router {
 	})
 	if lab {
 		r.Route("/lab", func(r chi.Router) {
-			r.Use(auth.Admin(s.admin))
+			r.Use(auth.Admin(s.admin), s.synced)
 			s.ctl.Routes(r)
 		})
 	}
@@ -541,6 +562,30 @@ func (s *Server) Close() error {
 	s.db.OnKeyRowsListening(nil)
 	s.wg.Wait()
 	return s.db.Close()
+}
+
+// sync, on a replica, adopts what the replicas share (labctl.Replica.Sync).
+func (s *Server) sync(ctx context.Context) error {
+	if s.ctl.Replica == nil {
+		return nil
+	}
+	return s.ctl.Replica.Sync(ctx)
+}
+
+// synced is middleware that, on a replica, has each request see the lab
+// clock, config and resets that the replicas share, as they are when it
+// comes; on a server alone it adds nothing.
+func (s *Server) synced(next http.Handler) http.Handler {
+	if s.ctl.Replica == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.ctl.Replica.Sync(r.Context()); err != nil {
+			problem.Write(w, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // markEngine marks each request's context with the engine the server's
