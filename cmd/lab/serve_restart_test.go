@@ -262,6 +262,40 @@ func TestServe_AKilledReplicaIsStartedAgain(t *testing.T) {
 	t.Logf("kill -9 of replica 2 after 100 of %d transfers: %d postings", len(ids), n)
 }
 
+// TestServe_AReplicaStartedAgainAdoptsTheLab: under lab serve --replicas
+// 2, a clock move and a config change sent to replica 1 hold on replica 2
+// at once, and still once lab serve has started replica 2 again after a
+// kill -9: it adopts the config the lab runs with, not a default of its
+// own, and writes its outbox rows on the lab's clock.
+func TestServe_AReplicaStartedAgainAdoptsTheLab(t *testing.T) {
+	l := serveStage9(t, 2)
+	r2 := labclient.New(l.urls[1], l.admin.Token, nil)
+	if _, err := l.admin.Configure(t.Context(), labclient.Config{CoreLatency: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.admin.Advance(t.Context(), 25*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		cfg, err := r2.Config(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		now, err := r2.Now(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ahead := time.Until(now); cfg.CoreLatency != 200*time.Millisecond || ahead < 25*time.Hour-time.Minute {
+			t.Fatalf("%s, replica 2 runs with core_latency %v, its clock %v ahead; replica 1 was told 200ms and 25h",
+				when, cfg.CoreLatency, ahead.Round(time.Second))
+		}
+	}
+	check("at once")
+	l.kill(t, "replica 2")
+	check("started again")
+}
+
 // pastTheLeases moves the lab clock an hour on: the keys of the requests
 // a kill cut off are taken over by their retries at once.
 func (l *lab) pastTheLeases(t *testing.T) {

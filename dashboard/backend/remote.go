@@ -11,6 +11,7 @@ import (
 	"idemlab/kit/events"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
+	"idemlab/kit/stage"
 )
 
 // Remote is a lab server reached over HTTP: a student's `make serve`, or a
@@ -18,8 +19,10 @@ import (
 // server processes on one database (`lab serve --replicas N`). It reads
 // only what any lab server serves, through the lab API's client.
 type Remote struct {
-	// Lab is the server, or the first replica: the one whose state, reset
-	// and faults stand for the database they share.
+	// Lab is the server, or the first replica: the one the dashboard
+	// reads the state of and sends its controls to (reset, config,
+	// faults). Replicas share the bank, the clock and the config; a fault
+	// is armed on Lab alone.
 	Lab *labclient.Client
 	// Replicas are every replica, Lab first; one server is its only
 	// replica.
@@ -65,15 +68,11 @@ func (r *Remote) Arm(ctx context.Context, point string, count int64) error {
 	return err
 }
 
-// Configure calls POST /lab/config on every replica: each process keeps
-// its own configuration.
+// Configure calls POST /lab/config. Replicas share the config: what
+// one is told, the others hold from their next request.
 func (r *Remote) Configure(ctx context.Context, change labclient.Config) error {
-	for _, lab := range r.Replicas {
-		if _, err := call(ctx, func(ctx context.Context) (any, error) { return lab.Configure(ctx, change) }); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := call(ctx, func(ctx context.Context) (stage.Config, error) { return r.Lab.Configure(ctx, change) })
+	return err
 }
 
 // Restart is not possible for a server this process did not start.
