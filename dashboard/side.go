@@ -173,9 +173,14 @@ type Side struct {
 
 	spark [SparkSeconds]sparkBucket
 
-	// labNow and retention come from clock events and polls.
-	labNow    time.Time
-	retention time.Duration
+	// labNow and retention come from clock events and polls. clockHeard
+	// is when (the local clock) the latest clock event or reset arrived,
+	// resetHeard when the latest reset did: a poll that started before
+	// them may have been answered before them.
+	labNow     time.Time
+	retention  time.Duration
+	clockHeard time.Time
+	resetHeard time.Time
 }
 
 // NewSide returns an empty side.
@@ -231,9 +236,14 @@ func (s *Side) Ingest(ev events.Event, received time.Time) {
 		}
 		if json.Unmarshal(ev.Data, &c) == nil {
 			s.labClock(c.Now)
+			s.clockHeard = received
 		}
 	case events.KindReset:
 		s.clear()
+		// A reset puts the lab clock back on real time, with no clock
+		// event: the server publishes the reset on real time right after.
+		s.labNow = ev.Time
+		s.clockHeard, s.resetHeard = received, received
 		s.Note(ev.Time, "reset: fresh accounts, every count back to zero")
 	case events.KindListen:
 		var l events.Listen
@@ -507,7 +517,15 @@ func (s *Side) Series(now time.Time, n int) (requests, doubles []int64) {
 // It settles the suspects the poll can judge, adopts the executions the
 // database shows and no event reported (after two polls in a row, since
 // an event can trail its commit), and runs the money-conservation check.
+// A poll that started before the latest reset arrived is dropped: it may
+// show the lab before the reset. One that started before the latest clock
+// event arrived is taken without its time: the server may have answered
+// it before the clock moved, and taking it would put the clock back, so
+// that a retry after the retention period read as a double.
 func (s *Side) ApplyState(st labctl.State, polled time.Time) {
+	if !s.resetHeard.IsZero() && !polled.After(s.resetHeard) {
+		return
+	}
 	s.Outbox, s.OldestDead = st.Outbox, ""
 	if len(st.DeadLetters) > 0 {
 		d := st.DeadLetters[0]
@@ -519,7 +537,7 @@ func (s *Side) ApplyState(st labctl.State, polled time.Time) {
 	if d, err := time.ParseDuration(st.Config.Retention); err == nil && d > 0 {
 		s.retention = d
 	}
-	if now, err := time.Parse(time.RFC3339Nano, st.Now); err == nil {
+	if now, err := time.Parse(time.RFC3339Nano, st.Now); err == nil && polled.After(s.clockHeard) {
 		s.labClock(now)
 	}
 	next := map[string]bool{}

@@ -327,3 +327,57 @@ func TestSide_SparklineKeepsASecondForEveryCellOfAWideTerminal(t *testing.T) {
 		t.Errorf("the oldest cell holds %d requests, want the 1 made %v earlier", req[0], t0.Sub(oldest))
 	}
 }
+
+// TestSide_APollAnsweredBeforeTheClockMovedKeepsTheClock: a poll the
+// server answered just before the lab clock moved 25h is applied after the
+// clock event. Taken with its time, it put the dashboard's clock back, and
+// the late retry, rightly executed again after the retention period, read
+// as a DOUBLE on a correct solution (make replay-demo STAGE=9).
+func TestSide_APollAnsweredBeforeTheClockMovedKeepsTheClock(t *testing.T) {
+	s := NewSide()
+	s.ApplyState(labctl.State{Now: t0.Format(time.RFC3339Nano), Executions: map[string]int64{}}, t0)
+	s.Ingest(execution("a", "transfer", 1000, 1), t0)
+	s.Ingest(event(events.KindClock, t0, map[string]string{"now": t0.Add(25 * time.Hour).Format(time.RFC3339Nano)}), t0.Add(time.Second))
+	// started before the clock event arrived, answered before the move
+	s.ApplyState(labctl.State{Now: t0.Add(time.Second).Format(time.RFC3339Nano), Executions: map[string]int64{"a": 1}}, t0.Add(time.Second/2))
+	s.Ingest(execution("a", "transfer", 1000, 2), t0.Add(2*time.Second))
+	if c := s.Counts; c.Doubles != 0 || c.AfterRetention != 1 {
+		t.Errorf("doubles %d, after retention %d; want 0, 1: a poll older than the clock event put the clock back", c.Doubles, c.AfterRetention)
+	}
+	// A poll that started after the clock event tells the time, even one
+	// earlier than the event's (the clock was set back since).
+	s.ApplyState(labctl.State{Now: t0.Format(time.RFC3339Nano)}, t0.Add(3*time.Second))
+	if !s.labNow.Equal(t0) {
+		t.Errorf("lab clock %v after a fresh poll, want %v", s.labNow, t0)
+	}
+}
+
+// TestSide_AResetPutsTheClockBack: a reset puts the lab clock back on
+// real time without a clock event. A side that kept the clock of before
+// the reset, or took it from a poll answered before the reset, judged a
+// retry 25h after the reset by a clock 25h ahead: a DOUBLE.
+func TestSide_AResetPutsTheClockBack(t *testing.T) {
+	later := t0.Add(time.Minute)
+	ahead := labctl.State{Now: t0.Add(25 * time.Hour).Format(time.RFC3339Nano),
+		Accounts: []bank.Balance{{ID: "acc_a", Balance: 900, Opening: 1000}}}
+	for _, stalePoll := range []bool{false, true} {
+		s := NewSide()
+		s.ApplyState(labctl.State{Now: t0.Format(time.RFC3339Nano)}, t0)
+		s.Ingest(event(events.KindClock, t0, map[string]string{"now": ahead.Now}), t0)
+		s.ApplyState(ahead, t0.Add(time.Second))
+		s.Ingest(event(events.KindReset, later, map[string]any{"seed": 1}), later)
+		if stalePoll {
+			// started before the reset arrived: the lab as it was
+			s.ApplyState(ahead, later.Add(-time.Millisecond))
+			if s.Money.Known {
+				t.Errorf("a poll started before the reset shows money after it: %+v", s.Money)
+			}
+		}
+		s.Ingest(execution("a", "transfer", 100, 1), later)
+		s.Ingest(event(events.KindClock, later, map[string]string{"now": later.Add(25 * time.Hour).Format(time.RFC3339Nano)}), later.Add(time.Second))
+		s.Ingest(execution("a", "transfer", 100, 2), later.Add(2*time.Second))
+		if c := s.Counts; c.Doubles != 0 || c.AfterRetention != 1 {
+			t.Errorf("stale poll %v: doubles %d, after retention %d; want 0, 1", stalePoll, c.Doubles, c.AfterRetention)
+		}
+	}
+}
