@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -37,7 +38,8 @@ func runDash(ctx context.Context, in *invocation) error {
 		}
 	}
 	if !isTerminal(in.stdout) {
-		return fmt.Errorf("lab dash needs a terminal")
+		// main names the command before the error: "lab dash: needs …".
+		return errors.New("needs a terminal to draw in: run it in a terminal window, with its output neither piped nor redirected")
 	}
 	watch, stop := context.WithCancel(ctx)
 	defer stop()

@@ -33,7 +33,7 @@ func TestDash_NeedsAServerAndATerminal(t *testing.T) {
 		{[]string{"dash", "--url", hs.URL + "," + hs.URL, "--token", "adm_t"}, 1, "needs a terminal"},
 	} {
 		code, _, errs := runLabCommand(t, c.args...)
-		if code != c.code || !strings.Contains(errs, c.why) {
+		if code != c.code || !strings.Contains(errs, c.why) || strings.Contains(errs, "lab dash: lab dash") {
 			t.Errorf("%s: exit %d, stderr %q; want %d and %q", strings.Join(c.args, " "), code, errs, c.code, c.why)
 		}
 	}
