@@ -15,6 +15,7 @@ const (
 	labelCols  = 14
 	areaCols   = 60
 	answerCols = 20
+	textCols   = 100
 	// TextLanes is how many client lanes a terminal timeline draws.
 	TextLanes = 10
 )
@@ -66,6 +67,7 @@ func Text(v View, o TextOptions) string {
 	}
 	fmt.Fprintf(&b, "%stimeline  %s, one clock; each bar runs from a request's send to its answer\n", pad("", indentCols), countLanes(clients+v.HiddenLanes()))
 	b.WriteString(axis(span))
+	drawn := map[rune]bool{}
 	for _, l := range v.Lanes {
 		cells := make([]rune, areaCols)
 		hot := make([]bool, areaCols)
@@ -96,6 +98,9 @@ func Text(v View, o TextOptions) string {
 			}
 			cells[c], hot[c] = markGlyph(m, v.Finding.markHighlight(m)), m.Highlight
 		}
+		for i, c := range cells {
+			drawn[c] = drawn[c] || !hot[i]
+		}
 		label := l.Label
 		if utf8.RuneCountInString(label) > labelCols {
 			label = string([]rune(label)[:labelCols-1]) + "…"
@@ -114,10 +119,50 @@ func Text(v View, o TextOptions) string {
 		legend = append(legend, fmt.Sprintf("%c told it ran; never did", glyphs[Missing]))
 	}
 	fmt.Fprintf(&b, "%s%s\n", pad("", indentCols), strings.Join(legend, "  "))
-	fmt.Fprintf(&b, "%s%c %c %c %c claimed, completed, released, purged  %c fault armed  %c crash  %c restart  %c cut on the wire\n",
-		pad("", indentCols), glyphs[Claim], glyphs[Complete], glyphs[Release], glyphs[Forget], glyphs[Armed], glyphs[Crash], glyphs[Restart], glyphs["cut"])
+	line := ""
+	for _, g := range textMarks {
+		if !drawn[g.glyph] {
+			continue
+		}
+		entry := fmt.Sprintf("%c %s", g.glyph, g.words)
+		if line != "" && utf8.RuneCountInString(line+"  "+entry) > textCols-indentCols {
+			fmt.Fprintf(&b, "%s%s\n", pad("", indentCols), line)
+			line = ""
+		}
+		if line != "" {
+			line += "  "
+		}
+		line += entry
+	}
+	if line != "" {
+		fmt.Fprintf(&b, "%s%s\n", pad("", indentCols), line)
+	}
 	return b.String()
 }
+
+// textMarks say what each glyph the lanes draw stands for, other than the
+// bars, the executions and the finding's marks, in the order the legend's
+// second line names those the picture holds.
+var textMarks = []struct {
+	glyph rune
+	words string
+}{
+	{glyphs[Claim], "key claimed"},
+	{glyphs[Complete], "key completed"},
+	{glyphs[Release], "key released"},
+	{glyphs[Forget], "key purged"},
+	{glyphs[Armed], "fault armed"},
+	{glyphs[Crash], "crash"},
+	{glyphs[Restart], "restart"},
+	{glyphs[Reset], "lab reset"},
+	{glyphs[Clock], "lab clock moved"},
+	{glyphs["cut"], "cut on the wire"},
+	{glyphs["unanswered"], "no answer"},
+	{otherMark, "another lab event"},
+}
+
+// otherMark is the glyph of a mark of a kind the timeline has no glyph for.
+const otherMark = '*'
 
 // markGlyph is the glyph of m, h's for a mark of the finding.
 func markGlyph(m Mark, h Highlight) rune {
@@ -127,7 +172,7 @@ func markGlyph(m Mark, h Highlight) rune {
 	if g, ok := glyphs[m.Kind]; ok {
 		return g
 	}
-	return '*'
+	return otherMark
 }
 
 // paint writes cells, colouring the highlights and the executions.

@@ -246,6 +246,54 @@ func TestText_ACutRequestKeepsItsMarkBeforeItsRetry(t *testing.T) {
 	}
 }
 
+// TestText_TheLegendNamesEveryGlyphDrawnAndNoOther draws every kind of
+// mark, a request cut on the wire and one that got no answer: each glyph
+// on the lanes is named under them, and a picture without them names
+// none of them. A legend typed once missed the lab clock (t), the reset
+// (0) and the unanswered request (?).
+func TestText_TheLegendNamesEveryGlyphDrawnAndNoOther(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	attempt := func(id string, from, to int) Attempt {
+		return Attempt{ID: id, Client: "client 1", Start: at(from), End: at(to), Status: 201}
+	}
+	cut, unanswered := attempt("a2", 20, 30), attempt("a3", 40, 50)
+	cut.Status, cut.Cut, cut.Err = 0, true, "connection reset"
+	unanswered.Status, unanswered.Err = 0, "timeout"
+	lab := Lane{Label: "lab", Lab: true}
+	for i, kind := range []string{Claim, Complete, Release, Forget, Armed, Crash, Restart, Reset, Clock, "something new"} {
+		lab.Marks = append(lab.Marks, Mark{At: at(5 + 10*i), Kind: kind})
+	}
+	v := View{From: t0, To: at(100), Lanes: []Lane{
+		{Label: "client 1", Attempts: []Attempt{attempt("a1", 0, 10), cut, unanswered},
+			Marks: []Mark{{At: at(5), Kind: Execution}}},
+		lab,
+	}}
+	got := Text(v, TextOptions{})
+	lines := strings.Split(strings.TrimRight(got, "\n"), "\n")
+	var legend []string
+	for i, l := range lines {
+		if strings.HasPrefix(l, "  $ execution") {
+			legend = lines[i:]
+		}
+		if n := utf8.RuneCountInString(l); n > 100 {
+			t.Errorf("a line of %d columns, more than 100: %q", n, l)
+		}
+	}
+	named := "  " + strings.Join(legend, "  ")
+	for _, l := range lines[2 : len(lines)-len(legend)] {
+		for _, r := range strings.Split(l, "│")[1] {
+			if !strings.ContainsRune(" ├─┤", r) && !strings.Contains(named, "  "+string(r)+" ") {
+				t.Errorf("%c is drawn and the legend does not name it:\n%s", r, got)
+			}
+		}
+	}
+	bare := Text(View{From: t0, To: at(100), Lanes: v.Lanes[:1]}, TextOptions{})
+	if !strings.HasSuffix(bare, "  $ execution\n  ╳ cut on the wire  ? no answer\n") {
+		t.Errorf("without the lab's lane the legend still names its marks, or not the requests':\n%s", bare)
+	}
+}
+
 func TestText_ColorKeepsTheGlyphs(t *testing.T) {
 	v := focus(t, "double", 3)
 	colored := Text(v, TextOptions{Color: true})
@@ -433,7 +481,11 @@ func TestText_TheHighlightSaysTheHarm(t *testing.T) {
 					t.Errorf("no %c on the lane of %s:\n%s", c.glyph, c.lane, got)
 				}
 			}
-			legend := lines[len(lines)-3]
+			i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "  $ execution") })
+			if i < 0 {
+				t.Fatalf("no legend of the executions:\n%s", got)
+			}
+			legend := lines[i]
 			if c.legend != "" && !strings.Contains(legend, c.legend) {
 				t.Errorf("the legend reads %q, want it to say %q", legend, c.legend)
 			}
