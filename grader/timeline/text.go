@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -68,31 +69,35 @@ func Text(v View, o TextOptions) string {
 	fmt.Fprintf(&b, "%stimeline  %s, one clock; each bar runs from a request's send to its answer\n", pad("", indentCols), countLanes(clients+v.HiddenLanes()))
 	b.WriteString(axis(span))
 	drawn := map[rune]bool{}
-	for _, l := range v.Lanes {
+	for _, l := range textRows(v.Lanes, col) {
 		cells := make([]rune, areaCols)
 		hot := make([]bool, areaCols)
 		for i := range cells {
 			cells[i] = ' '
 		}
+		ends := map[int]int{} // a request's end column → its start column
 		for _, a := range l.Attempts {
 			s, e := col(a.Start), col(a.End)
+			ends[e] = s
 			for i := s; i <= e; i++ {
 				cells[i] = glyphs["bar"]
 			}
 			cells[s], cells[e] = glyphs["start"], glyphs["end"]
-		}
-		// A request that got no answer keeps its end mark, even where the
-		// retry that followed it starts in the same column.
-		for _, a := range l.Attempts {
 			switch {
 			case a.Cut:
-				cells[col(a.End)] = glyphs["cut"]
+				cells[e] = glyphs["cut"]
 			case !a.Answered():
-				cells[col(a.End)] = glyphs["unanswered"]
+				cells[e] = glyphs["unanswered"]
 			}
 		}
 		for _, m := range l.Marks {
 			c := col(m.At)
+			// An execution came before its request's answer: drawn on the
+			// answer's column, it would hide how the request ended (cut,
+			// no answer), so it goes one column earlier, inside the bar.
+			if s, ok := ends[c]; ok && m.Kind == Execution && c-1 > s {
+				c--
+			}
 			if hot[c] && !m.Highlight {
 				continue
 			}
@@ -138,6 +143,41 @@ func Text(v View, o TextOptions) string {
 		fmt.Fprintf(&b, "%s%s\n", pad("", indentCols), line)
 	}
 	return b.String()
+}
+
+// textRows splits each lane into rows, so that no request starts in the
+// column where the one before it on its row ended: there a retry sent the
+// moment its request was cut read as one bar with it, and the cut was
+// lost. A lane's second row and the next are labelled "↳" and its label;
+// a mark goes on the row of the earliest request it happened during.
+func textRows(lanes []Lane, col func(time.Time) int) []Lane {
+	var out []Lane
+	for _, l := range lanes {
+		rows := []Lane{{Label: l.Label, Lab: l.Lab, client: l.client}}
+		for _, a := range l.Attempts {
+			i := slices.IndexFunc(rows, func(r Lane) bool {
+				return len(r.Attempts) == 0 || col(r.Attempts[len(r.Attempts)-1].End) < col(a.Start)
+			})
+			if i < 0 {
+				i = len(rows)
+				rows = append(rows, Lane{Label: "↳ " + l.Label, Lab: l.Lab, client: l.client})
+			}
+			rows[i].Attempts = append(rows[i].Attempts, a)
+		}
+		for _, m := range l.Marks {
+			row, from := 0, time.Time{}
+			for i, r := range rows {
+				for _, a := range r.Attempts {
+					if !m.At.Before(a.Start) && !m.At.After(a.End) && (from.IsZero() || a.Start.Before(from)) {
+						row, from = i, a.Start
+					}
+				}
+			}
+			rows[row].Marks = append(rows[row].Marks, m)
+		}
+		out = append(out, rows...)
+	}
+	return out
 }
 
 // textMarks say what each glyph the lanes draw stands for, other than the

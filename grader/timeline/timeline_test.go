@@ -294,6 +294,42 @@ func TestText_TheLegendNamesEveryGlyphDrawnAndNoOther(t *testing.T) {
 	}
 }
 
+// TestText_ARetrySentTheMomentItsRequestWasCutIsABarOfItsOwn: a client
+// whose first request was cut retries at once, in the column where the
+// cut request ended. Drawn on one row, the two read as one bar ending in
+// the retry's 409, with no mark of the cut (lab replay --op of a response
+// withheld); each gets a bar of its own, the cut marked though the
+// execution came in its last column, and the header still counts one
+// client.
+func TestText_ARetrySentTheMomentItsRequestWasCutIsABarOfItsOwn(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	first := Attempt{ID: "a1", Client: "original", Op: "op-1", Start: t0, End: t0.Add(50 * time.Millisecond), Err: "connection reset", Cut: true}
+	retry := Attempt{ID: "a2", Client: "original", Op: "op-1", Start: first.End.Add(time.Microsecond), End: t0.Add(100 * time.Millisecond),
+		Status: 409, Problem: duplicateRequest}
+	h := History{Attempts: []Attempt{first, retry},
+		Events: []Event{{At: first.End.Add(-100 * time.Microsecond), Kind: Execution, Attempt: "a1", Op: "op-1"}}}
+	v, _ := h.Focus(Finding{Named: []string{"op-1"}}, TextLanes)
+	got := Text(v, TextOptions{})
+	var bars []string
+	for _, l := range strings.Split(got, "\n") {
+		if strings.Contains(l, "├") {
+			bars = append(bars, l)
+		}
+	}
+	if len(bars) != 2 || strings.Count(got, "├") != 2 {
+		t.Fatalf("want two bars, each on a row of its own:\n%s", got)
+	}
+	if !strings.Contains(bars[0], "╳") || !strings.Contains(bars[0], "$") || !strings.HasSuffix(bars[0], "│ cut") {
+		t.Errorf("the cut request's row lacks its cut, its execution or its answer: %q", bars[0])
+	}
+	if !strings.HasPrefix(bars[1], "  ↳ original") || !strings.Contains(bars[1], "409 duplicate") || strings.Contains(bars[1], "$") {
+		t.Errorf("the retry's row is not the same client's, or not its own: %q", bars[1])
+	}
+	if !strings.Contains(got, "1 client involved") {
+		t.Errorf("one client, counted otherwise:\n%s", got)
+	}
+}
+
 func TestText_ColorKeepsTheGlyphs(t *testing.T) {
 	v := focus(t, "double", 3)
 	colored := Text(v, TextOptions{Color: true})
