@@ -52,7 +52,7 @@ func TestPrinted_EveryCommandWorksAsTyped(t *testing.T) {
 		"make watch N=2", "make diff N=1", "make grade STAGE=3 SEED=42 RUN=S3.x", "make grade STAGE=3 SOLUTION=1 SEED=42 RUN=S3.x",
 		"go run ./cmd/lab grade --stage 3 --url", "bin/lab dash --url", "go run ./cmd/lab dash --url",
 		"make audit PKG=./audit/examples/naive SEED=42 RUN=S1.x", "make stage-2 SEED=42 RUN=S2.x", "make solution-2 SEED=42 RUN=S2.x",
-		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --stage 4 --solution --op op-0042",
+		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --stage 4 --solution --clients 8 --op op-0042",
 		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --url", "go run ./cmd/lab gen -o day.jsonl",
 		"make reset N=3", "go run ./cmd/lab docs 3",
 		"make stage-7 RUN=S6.x", "go run ./cmd/lab grade --stage 7 --run S6.x", "go run ./cmd/lab replay --log day.jsonl --stage 6 --solution"} {
@@ -129,7 +129,7 @@ func printedByTheLab(t *testing.T) map[string]string {
 	var replays []string
 	for _, f := range []func(*replayFlags){
 		func(*replayFlags) {},
-		func(f *replayFlags) { f.solution = true },
+		func(f *replayFlags) { f.solution, f.clients = true, 8 },
 		func(f *replayFlags) { f.url, f.admin = "http://127.0.0.1:8080", "adm_x" },
 	} {
 		r := replayFlags{plan: "datasets/day-small.plan.jsonl", op: "op-0042"}

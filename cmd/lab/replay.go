@@ -368,5 +368,9 @@ func replayCommand(f replayFlags) string {
 	if f.url != "" {
 		cmd = fmt.Sprintf("%s replay --log %s --url %s --admin-token …", program(), f.plan, f.url)
 	}
+	if f.clients > 1 {
+		// The operations in flight at once decide which requests race.
+		cmd += fmt.Sprintf(" --clients %d", f.clients)
+	}
 	return cmd + " --op " + f.op
 }

@@ -161,6 +161,33 @@ func TestReplay_OpDrawsItsTimeline(t *testing.T) {
 	}
 }
 
+// TestDrawOp_ThePageReproducesTheSameDay: the command the page and the
+// terminal give to draw the operation again replays the day with as many
+// clients in flight as this one had; without --clients 8 it ran them one
+// at a time, and the races the picture shows did not happen.
+func TestDrawOp_ThePageReproducesTheSameDay(t *testing.T) {
+	f := replayFlags{op: "op-002", plan: "day.plan.jsonl", results: t.TempDir(), clients: 8}
+	f.stage, f.solution = 3, true
+	res := &replay.Result{History: &timeline.History{Attempts: []timeline.Attempt{opAttempt("a1", replay.SubmitOriginal, 0, 201, "")}}}
+	res.History.Attempts[0].Op = "op-002"
+	var out bytes.Buffer
+	if err := drawOp(&out, f, replay.DayReconciliation{}, res, false); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(f.results, "replay-op-002.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "replay --log day.plan.jsonl --stage 3 --solution --clients 8 --op op-002"
+	if !strings.Contains(string(page), want) {
+		t.Errorf("the page does not say %q", want)
+	}
+	f.clients = 1
+	if got := replayCommand(f); strings.Contains(got, "--clients") {
+		t.Errorf("one client, the default, spelled out: %q", got)
+	}
+}
+
 // opT0 is when the hand-made histories of operation op-0001 begin.
 var opT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
