@@ -23,7 +23,11 @@ type Bindings struct {
 	Faster  key.Binding
 	Slower  key.Binding
 	Help    key.Binding
-	Quit    key.Binding
+	// Up and Down scroll the help page when the window is too small to
+	// hold it; they say so at its foot, and nowhere else.
+	Up   key.Binding
+	Down key.Binding
+	Quit key.Binding
 }
 
 // DefaultBindings returns the bindings. With demo false (lab dash, which
@@ -43,6 +47,8 @@ func DefaultBindings(demo bool) Bindings {
 		Faster:  key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "faster")),
 		Slower:  key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "slower")),
 		Help:    key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Up:      key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑", "scroll up")),
+		Down:    key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓", "scroll down")),
 		Quit:    key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 	}
 	if !demo {

@@ -43,7 +43,10 @@ type Model struct {
 	noticeAt time.Time
 	errored  bool
 	showHelp bool
-	fatal    error
+	// helpTop is the first line of the help page shown, when the window
+	// is too small for all of it.
+	helpTop int
+	fatal   error
 	// still is the picture a frozen watch shows.
 	still string
 	// frozen stops the clock, so that a test's frames depend only on the
@@ -246,7 +249,18 @@ func (m Model) press(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Quit):
 		return m, tea.Quit
 	case key.Matches(msg, k.Help):
-		m.showHelp = !m.showHelp
+		m.showHelp, m.helpTop = !m.showHelp, 0
+		return m, nil
+	case m.showHelp && key.Matches(msg, k.Up, k.Down):
+		// Clamped to the page as the window has it now: it may have
+		// been resized since the last press.
+		w, h := m.helpSize()
+		last := helpScroll(len(m.helpLines(w)), h)
+		if key.Matches(msg, k.Up) {
+			m.helpTop = max(min(m.helpTop, last)-1, 0)
+		} else {
+			m.helpTop = min(m.helpTop+1, last)
+		}
 		return m, nil
 	case key.Matches(msg, k.Pause):
 		m.paused = !m.paused
@@ -377,26 +391,14 @@ func (m Model) View() tea.View {
 // Render draws the dashboard as a string of exactly the window's size
 // (or less, when the window is tiny).
 func (m Model) Render() string {
-	w, h := m.width, m.height
+	w := m.width
 	if m.still != "" {
 		return m.still
 	}
-	if w < 40 || h < 8 {
+	if w < 40 || m.height < 8 {
 		return m.tiny()
 	}
-	header := m.header(w)
-	// The help bar can overrun its width when its ellipsis does not fit.
-	footer := []string{m.faultLine(w), truncate(m.help.View(m.bindings), w)}
-	if m.traffic == nil {
-		footer = footer[1:]
-	}
-	if h < 12 {
-		header = ""
-	}
-	body := h - len(footer)
-	if header != "" {
-		body--
-	}
+	header, footer, body := m.layout()
 	var middle string
 	if m.showHelp {
 		middle = m.helpPage(w, body)
@@ -410,6 +412,26 @@ func (m Model) Render() string {
 	parts = append(parts, middle)
 	parts = append(parts, footer...)
 	return lipgloss.JoinVertical(lipgloss.Left, parts...)
+}
+
+// layout is the header line ("" on a short window), the footer lines and
+// the height left between them.
+func (m Model) layout() (header string, footer []string, body int) {
+	w, h := m.width, m.height
+	header = m.header(w)
+	// The help bar can overrun its width when its ellipsis does not fit.
+	footer = []string{m.faultLine(w), truncate(m.help.View(m.bindings), w)}
+	if m.traffic == nil {
+		footer = footer[1:]
+	}
+	if h < 12 {
+		header = ""
+	}
+	body = h - len(footer)
+	if header != "" {
+		body--
+	}
+	return header, footer, body
 }
 
 func (m Model) panes(w, h int) string {
@@ -461,16 +483,64 @@ func (m Model) faultLine(w int) string {
 }
 
 // helpPage is the full help: every binding, what the less obvious ones
-// do, and what the colors and counters mean. Sections are dropped, last
-// first, until it fits.
+// do, and what the colors and counters mean, in a box w×h at most. On a
+// window too small for all of it the box shows the lines from helpTop
+// on, and its last line says how to scroll.
 func (m Model) helpPage(w, h int) string {
-	m.help.ShowAll = true
 	st := m.styles
-	sections := [][]string{{m.help.View(m.bindings)}}
-	if explained := m.bindings.Explained(); len(explained) > 0 {
-		sections = append(sections, explained)
+	iw, room := m.helpSize()
+	lines := m.helpLines(iw)
+	closes := m.bindings.Help.Help().Key + " closes this page"
+	if len(lines)+2 > room {
+		// The box keeps its width as it scrolls.
+		top := min(m.helpTop, helpScroll(len(lines), room))
+		end := min(top+room-1, len(lines))
+		foot := fmt.Sprintf("%d–%d of %d · %s%s scroll · %s", top+1, end, len(lines),
+			m.bindings.Up.Help().Key, m.bindings.Down.Help().Key, closes)
+		lines = append(lines[top:end:end], truncate(st.Dim.Render(foot), iw))
+		for i, l := range lines {
+			lines[i] = padRight(l, iw)
+		}
+	} else {
+		lines = append(lines, "", st.Dim.Render(closes))
 	}
-	sections = append(sections, []string{
+	page := st.Pane.Padding(0, 1).Render(strings.Join(lines, "\n"))
+	return lipgloss.Place(w, h, lipgloss.Center, lipgloss.Center, page)
+}
+
+// helpScroll is the highest first line a help page of n lines can show
+// in a box room lines high, its last line saying how to scroll.
+func helpScroll(n, room int) int { return max(n-(room-1), 0) }
+
+// helpSize is the width and height inside the help page's box: the body
+// of the window less the border and the padding.
+func (m Model) helpSize() (w, h int) {
+	_, _, body := m.layout()
+	return m.width - 4, body - 2
+}
+
+// helpLines are the help page's lines, at most w wide, without the line
+// that says how to close it: the key presses in columns, or one after the
+// other where the columns do not fit, then the sections below them,
+// wrapped.
+func (m Model) helpLines(w int) []string {
+	st := m.styles
+	full := m.help
+	full.ShowAll = true
+	keys := full.View(m.bindings)
+	if lipgloss.Width(keys) > w {
+		var hints []string
+		for _, column := range m.bindings.FullHelp() {
+			for _, b := range column {
+				if b.Enabled() {
+					hints = append(hints, st.Help.FullKey.Render(b.Help().Key)+" "+st.Help.FullDesc.Render(b.Help().Desc))
+				}
+			}
+		}
+		keys = flow(hints, w)
+	}
+	lines := strings.Split(keys, "\n")
+	sections := [][]string{m.bindings.Explained(), {
 		st.OK.Render("201") + " executed  " + st.Replay.Render("201 ↺ replay") + " the stored answer  " +
 			st.Conflict.Render("409") + " duplicate, in progress",
 		st.Rejected.Render("422") + " same key, other body  " + st.Failed.Render("5xx") + " failed  " +
@@ -478,22 +548,39 @@ func (m Model) helpPage(w, h int) string {
 		st.Label.Render("DOUBLE TRANSFERS") + " executions beyond an operation's first",
 		st.Label.Render("LOST TRANSFERS") + "   a success answered, and no money moved",
 		st.Label.Render("Σ ✓") + " balances = opening balances + each deposit once",
-	})
-	for n := len(sections); n > 0; n-- {
-		var lines []string
-		for _, sec := range sections[:n] {
-			if len(lines) > 0 {
-				lines = append(lines, "")
-			}
-			lines = append(lines, sec...)
+	}}
+	for _, sec := range sections {
+		if len(sec) == 0 {
+			continue
 		}
-		lines = append(lines, "", st.Dim.Render(m.bindings.Help.Help().Key+" closes this page"))
-		page := st.Pane.Padding(0, 1).Render(strings.Join(lines, "\n"))
-		if lipgloss.Height(page) <= h && lipgloss.Width(page) <= w {
-			return lipgloss.Place(w, h, lipgloss.Center, lipgloss.Center, page)
+		lines = append(lines, "")
+		for _, l := range sec {
+			// A line that wraps goes on indented, under its words.
+			wrapped := strings.Split(ansi.Wrap(l, w-3, ""), "\n")
+			for i := 1; i < len(wrapped); i++ {
+				wrapped[i] = "   " + wrapped[i]
+			}
+			lines = append(lines, wrapped...)
 		}
 	}
-	return lipgloss.Place(w, h, lipgloss.Center, lipgloss.Center, truncate(m.help.View(m.bindings), w))
+	return lines
+}
+
+// flow sets items on lines at most w wide, two spaces apart.
+func flow(items []string, w int) string {
+	var lines []string
+	line := ""
+	for _, it := range items {
+		if line != "" && lipgloss.Width(line)+2+lipgloss.Width(it) > w {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += "  "
+		}
+		line += it
+	}
+	return strings.Join(append(lines, line), "\n")
 }
 
 // tiny is what a window too small for panes gets: one line per side.

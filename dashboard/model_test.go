@@ -435,6 +435,79 @@ func TestModel_FitsTheWindowAtEverySize(t *testing.T) {
 	}
 }
 
+// TestModel_HelpPageScrollsOnASmallWindow: at 60×18 the help page's
+// first frame offers every key press, and scrolling down reaches every
+// line that explains them and the colors, in a box that fits the window
+// and keeps its width; scrolling up comes back. The page that dropped
+// sections until it fit showed, at this size, one line cut short.
+func TestModel_HelpPageScrollsOnASmallWindow(t *testing.T) {
+	const width, height = 60, 18
+	m := busyModel(t, width, height)
+	m, _ = update(t, m, press("?"))
+	frame := func(m Model) string {
+		out := m.Render()
+		lines := strings.Split(out, "\n")
+		if len(lines) > height {
+			t.Errorf("%d lines on a window %d high", len(lines), height)
+		}
+		for _, l := range lines {
+			if w := lipgloss.Width(l); w > width {
+				t.Errorf("a line %d wide: %q", w, ansi.Strip(l))
+			}
+		}
+		return ansi.Strip(out)
+	}
+	first := frame(m)
+	for _, b := range m.bindings.FullHelp() {
+		for _, k := range b {
+			if k.Enabled() && !strings.Contains(first, hint(k)) {
+				t.Errorf("the first frame does not offer %q:\n%s", hint(k), first)
+			}
+		}
+	}
+	if !strings.Contains(first, "scroll") || !strings.Contains(first, "closes this page") {
+		t.Errorf("the first frame does not say how to scroll and close:\n%s", first)
+	}
+	seen := first
+	last := first
+	for range 60 {
+		m, _ = update(t, m, tea.KeyPressMsg{Code: tea.KeyDown})
+		last = frame(m)
+		seen += last
+	}
+	want := []string{"Σ ✓ balances", "LOST TRANSFERS", "422 same key"}
+	for _, l := range m.bindings.Explained() {
+		want = append(want, l[:3])
+	}
+	for _, w := range want {
+		if !strings.Contains(seen, w) {
+			t.Errorf("scrolling never shows %q:\n%s", w, seen)
+		}
+	}
+	if boxWidth(first) != boxWidth(last) {
+		t.Errorf("the box is %d wide at the top and %d at the bottom", boxWidth(first), boxWidth(last))
+	}
+	m, _ = update(t, m, tea.KeyPressMsg{Code: tea.KeyUp})
+	if frame(m) == last {
+		t.Errorf("↑ after scrolling to the end did not scroll up")
+	}
+	m, _ = update(t, m, press("?"))
+	m, _ = update(t, m, press("?"))
+	if frame(m) != first {
+		t.Errorf("the help page opened again does not start at its top")
+	}
+}
+
+// boxWidth is the width of the help page's box: its top border.
+func boxWidth(frame string) int {
+	for _, l := range strings.Split(frame, "\n") {
+		if strings.Contains(l, "╭") {
+			return lipgloss.Width(strings.TrimSpace(l))
+		}
+	}
+	return 0
+}
+
 func TestModel_ShowsDoublesOnTheLeftAndNoneOnTheRight(t *testing.T) {
 	m := busyModel(t, 80, 24)
 	if l, r := m.Side(Left).Counts.Doubles, m.Side(Right).Counts.Doubles; l != 4 || r != 0 {

@@ -19,8 +19,14 @@ import (
 // testdata/<test name>.golden (go test -update rewrites it).
 func golden(t *testing.T, m Model, msgs ...tea.Msg) {
 	t.Helper()
+	goldenAt(t, 80, 24, m, msgs...)
+}
+
+// goldenAt is golden on a window width×height.
+func goldenAt(t *testing.T, width, height int, m Model, msgs ...tea.Msg) {
+	t.Helper()
 	tm := teatest.NewTestModel(t, m,
-		teatest.WithInitialTermSize(80, 24),
+		teatest.WithInitialTermSize(width, height),
 		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.ANSI)))
 	for _, msg := range msgs {
 		tm.Send(msg)
@@ -31,8 +37,8 @@ func golden(t *testing.T, m Model, msgs ...tea.Msg) {
 	}, teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
 	tm.Send(press("q"))
 	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(Model)
-	if final.width != 80 || final.height != 24 {
-		t.Fatalf("the program saw %dx%d, want 80x24", final.width, final.height)
+	if final.width != width || final.height != height {
+		t.Fatalf("the program saw %dx%d, want %dx%d", final.width, final.height, width, height)
 	}
 	var frame bytes.Buffer
 	w := colorprofile.NewWriter(&frame, nil)
@@ -49,6 +55,14 @@ func TestProgram_DemoAt80x24(t *testing.T) {
 func TestProgram_HelpPageAt80x24(t *testing.T) {
 	m := busyModel(t, 80, 24)
 	golden(t, m, press("?"))
+}
+
+// TestProgram_HelpPageScrollsAt60x18: on a small window the help page
+// shows the key presses and the first lines that explain them, and says
+// how to scroll to the rest; it showed one line and "…".
+func TestProgram_HelpPageScrollsAt60x18(t *testing.T) {
+	m := busyModel(t, 60, 18)
+	goldenAt(t, 60, 18, m, press("?"), tea.KeyPressMsg{Code: tea.KeyDown})
 }
 
 func TestProgram_WatchAt80x24(t *testing.T) {
