@@ -31,6 +31,7 @@ func badKeys(t *T) []badKey {
 		{"a quoted key with trailing data", []string{`"` + t.Key() + `" x`}},
 		{"a quoted key with an escape other than \\\" and \\\\", []string{`"` + t.Key() + `\q"`}},
 		{"a quoted key with a raw quote inside", []string{`"` + t.Key() + `"` + t.Key() + `"`}},
+		{"a quoted key with a space at each end, inside the quotes", []string{`" ` + t.Key() + ` "`}},
 	}
 }
 
