@@ -6,9 +6,12 @@
 // moved gives its key back, so that its retry executes.
 //
 // As handed out, it is the solution of stage 2: the claim commits with the
-// money, so a retry that arrives during the original waits behind its
-// transaction and is then told "duplicate", and a key is only ever
-// "there" or "not there". The TODO(stage 3) markers say what to change.
+// money, after the call to the core, so a retry that arrives during the
+// original finds nothing to tell it so. It calls the core itself, and only
+// then tries to claim the key: it is told "duplicate" once the original
+// has committed (waiting behind the original's transaction if that is
+// still open), and a key is only ever "there" or "not there". The
+// TODO(stage 3) markers say what to change.
 package stage3
 
 import (
