@@ -231,6 +231,45 @@ func (c *Client) Postings(ctx context.Context) ([]Receipt, error) {
 	return out, nil
 }
 
+// ArmPoisonNext has the core reject for good the transfers of the next n
+// postings it receives (POST /faults/poison-next; 0 disarms) and returns
+// how many it now will. It returns an error if the core did not say so.
+func (c *Client) ArmPoisonNext(ctx context.Context, n int64) (int64, error) {
+	return c.poisonNext(ctx, http.MethodPost, fmt.Sprintf(`{"count":%d}`, n))
+}
+
+// PoisonNextLeft is how many of the next postings the core will still
+// reject for good (GET /faults/poison-next). It returns an error if the
+// core did not say.
+func (c *Client) PoisonNextLeft(ctx context.Context) (int64, error) {
+	return c.poisonNext(ctx, http.MethodGet, "")
+}
+
+func (c *Client) poisonNext(ctx context.Context, method, body string) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.url+"/faults/poison-next", strings.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	c.authorize(req)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("core: poison-next: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("core: poison-next: %s %s", resp.Status, bytes.TrimSpace(raw))
+	}
+	var out struct {
+		Left *int64 `json:"left"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil || out.Left == nil {
+		return 0, fmt.Errorf("core: poison-next: answer %q is not {\"left\": n}", raw)
+	}
+	return *out.Left, nil
+}
+
 // Refusal is the core's answer to a posting it did not apply: its status
 // and its problem body, as they came. Post returns it as a *Refusal, for
 // errors.As. Whole says the core refused, as one, the batch request of

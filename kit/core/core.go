@@ -150,12 +150,17 @@ func New(ctx context.Context, db *sql.DB, cfg Config) (*Core, error) {
 
 // Handler serves POST /postings (one posting; an Idempotency-Key is
 // required), POST /postings/batch (up to request.MaxBatch postings, each
-// with its key), GET /postings (every posting, in the order applied) and
-// GET /healthz, each only to a request that carries the core's token.
+// with its key), GET /postings (every posting, in the order applied),
+// GET and POST /faults/poison-next (how many of the next postings the core
+// refuses for good, as Faults.ArmPoisonNext sets it: the lab server's
+// poison-posting fault, for a core in a process of its own) and GET
+// /healthz, each only to a request that carries the core's token.
 func (c *Core) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /postings", c.post)
 	mux.HandleFunc("POST /postings/batch", c.postBatch)
+	mux.HandleFunc("GET /faults/poison-next", c.poisonNext)
+	mux.HandleFunc("POST /faults/poison-next", c.poisonNext)
 	mux.HandleFunc("GET /postings", func(w http.ResponseWriter, r *http.Request) {
 		ps, err := c.Postings(r.Context())
 		if err != nil {
@@ -175,6 +180,29 @@ func (c *Core) Handler() http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// MaxPoisonNext is the most postings POST /faults/poison-next arms.
+const MaxPoisonNext = 1_000_000
+
+// poisonNext serves GET /faults/poison-next, and POST with {"count": n},
+// 0 to MaxPoisonNext, which arms n (Faults.ArmPoisonNext); both answer
+// {"left": n}, how many of the next postings the core still refuses for
+// good.
+func (c *Core) poisonNext(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		var in struct {
+			Count *int `json:"count"`
+		}
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<10))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil || in.Count == nil || *in.Count < 0 || *in.Count > MaxPoisonNext {
+			problem.Write(w, problem.New(problem.InvalidRequest, `the body must be {"count": n}, n from 0 to %d`, MaxPoisonNext))
+			return
+		}
+		c.Faults.ArmPoisonNext(*in.Count)
+	}
+	respond.JSON(w, http.StatusOK, map[string]int{"left": c.Faults.PoisonNextLeft()})
 }
 
 // entry is one posting of a request on its way through the core: its key
@@ -670,6 +698,23 @@ func (f *Faults) PoisonNext() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.poisonNext++
+}
+
+// ArmPoisonNext makes the core reject the transfers of the next n
+// postings it receives as PoisonNext does, in place of those armed before;
+// 0 disarms it. The transfers already poisoned stay so.
+func (f *Faults) ArmPoisonNext(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.poisonNext = n
+}
+
+// PoisonNextLeft is how many of the next postings the core will still
+// reject as PoisonNext does.
+func (f *Faults) PoisonNextLeft() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.poisonNext
 }
 
 // Poisoned lists the transfers whose postings the core rejects for good,

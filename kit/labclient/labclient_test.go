@@ -167,7 +167,15 @@ func TestArmed_ReportsTheArmedPoints(t *testing.T) {
 // is armed by its name and reported with its count, so that a point added
 // to the list but not wired to its switch (or wired to another's) fails.
 func TestArm_EveryPointIsArmedAndReported(t *testing.T) {
-	lab := startLab(t)
+	// Stage 9, whose core ledger poison-posting arms.
+	srv, err := server.New(context.Background(), server.Options{DB: ":memory:", Stage: stage9.New, Lab: true, RelayInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	lab := labclient.New(hs.URL+"/", srv.AdminToken(), hs.Client())
 	ctx := t.Context()
 	for i, p := range labctl.Points {
 		if err := lab.Arm(ctx, p, int64(i+1)); err != nil {
@@ -182,6 +190,96 @@ func TestArm_EveryPointIsArmedAndReported(t *testing.T) {
 		if left[p] != int64(i+1) {
 			t.Errorf("%s armed with %d, reported %d", p, i+1, left[p])
 		}
+	}
+}
+
+// TestArm_PoisonPostingMakesADeadLetter: poison-posting armed through
+// the lab API arms the core ledger the server posts to, here one it
+// reaches only over HTTP, as lab serve runs it in a process of its own:
+// the next transfer's posting is refused for good, and the relay's dead
+// letter, in GET /lab/state, carries the core's answer. Lab reset
+// disarms it on the core. It catches a point armed on the server alone,
+// which no posting crosses, one the state does not report, and one a
+// reset leaves armed.
+func TestArm_PoisonPostingMakesADeadLetter(t *testing.T) {
+	ctx := t.Context()
+	c, coreURL, stopCore, err := server.StartCore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopCore)
+	srv, err := server.New(context.Background(), server.Options{DB: ":memory:", Stage: stage9.New, Lab: true, CoreURL: coreURL, RelayInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	lab := labclient.New(hs.URL, srv.AdminToken(), hs.Client())
+	cs, err := lab.Reset(ctx, bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 1, OpeningBalance: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.Arm(ctx, labctl.PoisonPosting, 1); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := lab.Armed(ctx); err != nil || left[labctl.PoisonPosting] != 1 {
+		t.Fatalf("armed %v (%v), want poison-posting 1", left, err)
+	}
+	body := fmt.Sprintf(`{"from":%q,"to":%q,"amount":10}`, cs[0].Accounts[0], cs[1].Accounts[0])
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+"/transfers", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+cs[0].Token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "poisoned")
+	resp, err := hs.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x bank.Executed
+	json.NewDecoder(resp.Body).Decode(&x)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("transfer: %d", resp.StatusCode)
+	}
+	var st labctl.State
+	for deadline := time.Now().Add(30 * time.Second); len(st.DeadLetters) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no dead letter 30 s after the transfer: outbox %+v", st.Outbox)
+		}
+		if st, err = lab.State(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer, refused := c.Faults.Answer(x.ID)
+	if d := st.DeadLetters; len(d) != 1 || d[0].TransferID != x.ID || !refused || d[0].Status != http.StatusUnprocessableEntity || d[0].Status != answer.Status || d[0].Answer != string(answer.Body) {
+		t.Fatalf("dead letters %+v after %s was poisoned; want it alone, with the core's answer %+v (refused: %v)", d, x.ID, answer, refused)
+	}
+	if len(st.Faults) != 0 {
+		t.Errorf("armed %v once the posting was refused, want nothing", st.Faults)
+	}
+	if err := lab.Arm(ctx, labctl.PoisonPosting, 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lab.Reset(ctx, bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 1, OpeningBalance: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Faults.PoisonNextLeft(); n != 0 {
+		t.Errorf("the core still refuses the next %d postings after a lab reset, want 0", n)
+	}
+}
+
+// TestArm_PoisonPostingNeedsACore: a server with no core ledger (stage 5)
+// refuses poison-posting with a problem that says why, rather than arming
+// a fault that can never fire; disarming it is no error.
+func TestArm_PoisonPostingNeedsACore(t *testing.T) {
+	lab := startLab(t)
+	var le *labclient.Error
+	err := lab.Arm(t.Context(), labctl.PoisonPosting, 1)
+	if !errors.As(err, &le) || le.Status != http.StatusBadRequest || !strings.Contains(le.Body, "invalid-request") || !strings.Contains(le.Body, "stage 9") {
+		t.Fatalf("poison-posting armed on stage 5: %v; want 400 invalid-request saying the core runs from stage 9", err)
+	}
+	if err := lab.Arm(t.Context(), labctl.PoisonPosting, 0); err != nil {
+		t.Errorf("poison-posting disarmed on stage 5: %v", err)
 	}
 }
 

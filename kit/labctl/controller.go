@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -518,6 +519,12 @@ func (c *Controller) handleFaults(w http.ResponseWriter, r *http.Request) {
 		count = *in.Count
 	}
 	if err := c.Faults.Arm(in.Point, count); err != nil {
+		// A core ledger that did not answer is the lab's failure, not
+		// the request's.
+		if pe := (*problem.Error)(nil); errors.As(err, &pe) {
+			problem.Write(w, pe)
+			return
+		}
 		problem.Write(w, problem.New(problem.InvalidRequest, "%v", err))
 		return
 	}

@@ -1,12 +1,15 @@
 package labctl
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sort"
+	"time"
 
 	"idemlab/kit/bank"
 	"idemlab/kit/fault"
+	"idemlab/kit/problem"
 )
 
 // Fault points, as POST /lab/faults names them (docs/api.md).
@@ -60,10 +63,30 @@ const (
 	// tells its caller the COMMIT failed (stage 3): the key was completed
 	// with the money, and nothing may give it back.
 	CommitAnswerLost = "commit-answer-lost"
+	// PoisonPosting has the core ledger reject for good the transfers of
+	// the next postings it receives, 422 posting-rejected however often
+	// they are sent (stage 9): a poison message, which a relay sets aside
+	// as a dead letter. It arms the core, wherever it runs; a server with
+	// no core ledger refuses it.
+	PoisonPosting = "poison-posting"
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, SlowKeyRead, CommitAnswerLost}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, SlowKeyRead, CommitAnswerLost, PoisonPosting}
+
+// Core is the core ledger whose faults a lab server arms (core.Client):
+// in a process of its own under lab serve, in the server's under lab
+// check.
+type Core interface {
+	// ArmPoisonNext has the core reject for good the transfers of the
+	// next n postings (0 disarms), and returns how many it now will.
+	ArmPoisonNext(ctx context.Context, n int64) (int64, error)
+	// PoisonNextLeft is how many of the next postings it still will.
+	PoisonNextLeft(ctx context.Context) (int64, error)
+}
+
+// coreTimeout bounds a call that arms the core's fault or reads it.
+const coreTimeout = 5 * time.Second
 
 // Faults are the armed faults of one lab server. A crash calls Crash, which
 // in a real server ends the process at once, with no cleanup.
@@ -74,6 +97,9 @@ type Faults struct {
 	crashBeforeResponse fault.Countdown
 	crashAfterPost      fault.Countdown
 	crash               func(point string)
+	// Core is the core ledger poison-posting arms; nil on a server that
+	// has none (a stage before 9, or one whose stage relays nothing).
+	Core Core
 }
 
 // NewFaults wires the fault switches of a bank and a database's store to crash.
@@ -130,6 +156,18 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.SlowKeyReads(count)
 	case CommitAnswerLost:
 		f.db.LoseCommitAnswers(count)
+	case PoisonPosting:
+		if f.Core == nil {
+			if count == 0 {
+				return nil
+			}
+			return fmt.Errorf("%s arms the core ledger, and this server has none: the core runs from stage 9 on, beside a server whose stage relays its outbox to it", point)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), coreTimeout)
+		defer cancel()
+		if _, err := f.Core.ArmPoisonNext(ctx, count); err != nil {
+			return problem.New(problem.Internal, "arm %s on the core ledger: %v", point, err)
+		}
 	default:
 		return fmt.Errorf("unknown fault point %q; the points are %v", point, Points)
 	}
@@ -154,6 +192,13 @@ func (f *Faults) Armed() []ArmedFault {
 		HeldCommit:          f.db.HeldCommitsLeft(),
 		SlowKeyRead:         f.db.SlowKeyReadsLeft(),
 		CommitAnswerLost:    f.db.CommitAnswersLostLeft(),
+	}
+	if f.Core != nil {
+		// A core that does not answer (restarting under lab serve) has
+		// nothing armed that the server can report.
+		ctx, cancel := context.WithTimeout(context.Background(), coreTimeout)
+		counts[PoisonPosting], _ = f.Core.PoisonNextLeft(ctx)
+		cancel()
 	}
 	out := []ArmedFault{}
 	for p, n := range counts {

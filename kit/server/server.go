@@ -228,6 +228,11 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
+	if relays || opts.CoreURL != "" {
+		// The core is there to arm: the server's own, or the one it was
+		// given (lab serve's process, the grader's).
+		s.faults.Core = s.core
+	}
 	if err := s.db.WatchKeyTable(ctx); err != nil {
 		return err
 	}
