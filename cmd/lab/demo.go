@@ -33,9 +33,9 @@ func demoStages(root string) backend.Stages {
 }
 
 func runDemo(ctx context.Context, in *invocation) error {
-	right := in.Int("stage", -1, "the stage on the right (default: the final solution)")
+	right := in.Int("stage", demoStages("").Final(), "the stage on the right: its solution, or yours with --yours")
 	yours := in.Bool("yours", false, "run your stages/stageN on the right instead of the solution")
-	plain := in.Bool("plain", false, "no terminal UI: a line a second, then a summary (the default when in.stdout is not a terminal)")
+	plain := in.Bool("plain", false, "no terminal UI: a line a second, then a summary (the default when the output is not a terminal: a pipe, a file)")
 	duration := in.Duration("duration", 10*time.Second, "how long --plain runs")
 	faults := in.String("faults", backend.Profiles[0].Name, "the fault profile to start with (f cycles them)")
 	var db string
@@ -50,9 +50,6 @@ func runDemo(ctx context.Context, in *invocation) error {
 	root, _ := targets.Root()
 	stages := demoStages(root)
 	stages.DB = db
-	if *right < 0 {
-		*right = stages.Final()
-	}
 	if _, ok := stages.Solutions[*right]; !ok && !*yours {
 		return cannotRun(fmt.Errorf("--stage %d: this build has solutions for stages %v", *right, stages.Numbers()))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -61,6 +62,26 @@ func TestHelp_PrintsEachCommandsUsage(t *testing.T) {
 				t.Errorf("lab help %s wrote to stderr: %s", name, errb.String())
 			}
 		})
+	}
+}
+
+// TestHelp_SaysEachDefaultOnceInPlainWords catches a flag whose help
+// names its default in words and flag prints another after it ("(default:
+// the final solution) (default -1)"), and help that leaks a name of the
+// code (in.stdout) where a student reads it.
+func TestHelp_SaysEachDefaultOnceInPlainWords(t *testing.T) {
+	code := regexp.MustCompile(`\bin\.[a-z]\w*`)
+	for _, c := range commands {
+		var out, errb strings.Builder
+		run(context.Background(), []string{"help", c.name}, &out, &errb)
+		for _, entry := range strings.Split(out.String(), "\n  -")[1:] {
+			if n := strings.Count(entry, "(default"); n > 1 {
+				t.Errorf("lab %s -%s names its default %d times:\n  -%s", c.name, entry[:strings.IndexAny(entry+" ", " \n")], n, entry)
+			}
+			if m := code.FindString(entry); m != "" {
+				t.Errorf("lab %s help says %q, a name of the code:\n  -%s", c.name, m, entry)
+			}
+		}
 	}
 }
 
