@@ -41,6 +41,8 @@ type StageProgress struct {
 	// failed since the stage's last full run: the one the student is
 	// working on, and the one a hint is about.
 	Focus string `json:"focus,omitempty"`
+	// FocusRun is the RUN= of the run that set Focus.
+	FocusRun string `json:"focus_run,omitempty"`
 }
 
 // Progress is every stage's last outcome and the hint tier reached for
@@ -109,9 +111,9 @@ func (p *Progress) Record(o Outcome, at time.Time) {
 		sp := p.Stage(o.Stage)
 		switch first := o.FirstFailing(); {
 		case first != "":
-			sp.Focus = first
+			sp.Focus, sp.FocusRun = first, o.Only
 		case slices.ContainsFunc(o.Checks, func(c CheckResult) bool { return c.ID == sp.Focus }):
-			sp.Focus = ""
+			sp.Focus, sp.FocusRun = "", ""
 		default:
 			return
 		}

@@ -41,8 +41,10 @@ func runHint(ctx context.Context, in *invocation) error {
 			n, studentloop.Command("check", n), studentloop.Command("watch", n))
 	case topic == "stage":
 		fmt.Fprintf(in.stdout, "stage %d at its last run: %s.\n\n", n, sp.State)
+	case *check == "" && topic == sp.Focus && sp.FocusRun != "":
+		fmt.Fprintf(in.stdout, "hint for %s, the check that failed when you last ran it with RUN=%s:\n\n", topic, sp.FocusRun)
 	case *check == "" && topic == sp.Focus:
-		fmt.Fprintf(in.stdout, "hint for %s, the check that failed when you last ran it with RUN=:\n\n", topic)
+		fmt.Fprintf(in.stdout, "hint for %s, the check that failed when you last ran some of stage %d's checks alone:\n\n", topic, n)
 	default:
 		fmt.Fprintf(in.stdout, "hint for %s, the first failing check of stage %d at its last run:\n\n", topic, n)
 	}

@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"idemlab/kit/labdb"
 )
 
 // TestHint_OneTierMoreEachTime: the hint is about the first failing check
@@ -46,5 +49,54 @@ func TestHint_BeforeAnyRunSaysToCheckFirst(t *testing.T) {
 	_, out, _ := runLabCommand(t, "hint", "1")
 	if !strings.Contains(out, "make stage-1") {
 		t.Fatalf("%s", out)
+	}
+}
+
+// TestHint_AfterARunOfSomeChecksNamesItsRUN: after make stage-1 RUN=S1
+// failed, the hint says it is about the check that failed with RUN=S1,
+// not "RUN=:" with the value left out.
+func TestHint_AfterARunOfSomeChecksNamesItsRUN(t *testing.T) {
+	some := failingS1
+	some.Only = "S1"
+	fakeLoop(t, some, "")
+	runLabCommand(t, "check", "1", "--run", "S1")
+	_, out, _ := runLabCommand(t, "hint", "1")
+	if !strings.Contains(out, "hint for S1.missing-key, the check that failed when you last ran it with RUN=S1:") {
+		t.Fatalf("the hint after RUN=S1 does not name it:\n%s", out)
+	}
+}
+
+// TestLoop_CommandsWorkFromAStageFolder: lab started in stages/stage1
+// (go run ../../cmd/lab check 1) prints its next commands to go to the
+// checkout's root first, where make finds its targets: the summary's
+// hint line and the hint's last line.
+func TestLoop_CommandsWorkFromAStageFolder(t *testing.T) {
+	t.Setenv(labdb.EnvRootFrom, "../..")
+	fakeLoop(t, failingS1, "")
+	_, out, _ := runLabCommand(t, "check", "1")
+	if !strings.Contains(out, "cd ../.. && make hint N=1") {
+		t.Errorf("the summary from stages/stage1 does not go to the root for its hint:\n%s", out)
+	}
+	for range 3 {
+		runLabCommand(t, "hint", "1")
+	}
+	if _, out, _ = runLabCommand(t, "hint", "1"); !strings.Contains(out, "cd ../.. && make diff N=1") {
+		t.Errorf("the last hint from stages/stage1 does not go to the root for make diff:\n%s", out)
+	}
+}
+
+// TestRootFrom: the way to the root from a folder under it, and nothing
+// at the root or outside it.
+func TestRootFrom(t *testing.T) {
+	root := filepath.FromSlash("/home/you/idemlab")
+	for _, c := range []struct{ wd, want string }{
+		{root, ""},
+		{filepath.Join(root, "stages", "stage3"), "../.."},
+		{filepath.Join(root, "cmd"), ".."},
+		{filepath.FromSlash("/home/you/other"), ""},
+	} {
+		if got := rootFrom(root, c.wd); got != c.want {
+			t.Errorf("rootFrom(%s, %s) = %q, want %q", root, c.wd, got, c.want)
+		}
 	}
 }

@@ -12,11 +12,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
 	"idemlab/grader"
 	"idemlab/grader/targets"
+	"idemlab/kit/labdb"
 )
 
 // command is one subcommand.
@@ -108,7 +110,27 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if root, err := findRoot(); err == nil {
+		if wd, err := os.Getwd(); err == nil {
+			if dir := rootFrom(root, wd); dir != "" {
+				os.Setenv(labdb.EnvRootFrom, dir)
+			}
+		}
+	}
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// rootFrom is the way from wd to the checkout's root when wd is a folder
+// under it ("../.." from stages/stage3), so that the commands lab prints
+// to be typed, written for the root, can say to go there first
+// (labdb.FromRoot); "" at the root, or outside it.
+func rootFrom(root, wd string) string {
+	rel, err := filepath.Rel(wd, root)
+	if err != nil || strings.Trim(filepath.ToSlash(rel), "./") != "" || rel == "." {
+		// At the root, or not under it.
+		return ""
+	}
+	return filepath.ToSlash(rel)
 }
 
 // run runs the command line args and returns the exit status: 0, 1 when

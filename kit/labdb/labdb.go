@@ -38,16 +38,34 @@ const EnvURL = "IDEMLAB_DATABASE_URL"
 // cluster EnvURL names lives only as long as the command it runs.
 const EnvThrowaway = "IDEMLAB_PG_THROWAWAY"
 
-// AgainPrefix is what a command printed for a person to run again needs
-// in front of it to run on the engine this process runs on:
-// "scripts/pg-cluster.sh " under a throwaway cluster, which is gone once
-// its command ends, and nothing otherwise (SQLite, or a cluster of one's
-// own, which EnvURL still names in that person's shell).
-func AgainPrefix() string {
-	if os.Getenv(EnvURL) != "" && os.Getenv(EnvThrowaway) != "" {
-		return "scripts/pg-cluster.sh "
+// EnvRootFrom is set by lab, for itself and the checks it runs, when it
+// was started in a folder under the checkout's root, not at the root: the
+// way from that folder to the root ("../.." from stages/stage3), where
+// the make targets and scripts it prints are.
+const EnvRootFrom = "IDEMLAB_ROOT_FROM"
+
+// FromRoot is what a command printed for a person to type, written to be
+// run at the checkout's root, needs in front of it to run where lab was
+// started: "cd ../.. && " from stages/stage3 (EnvRootFrom), and nothing
+// at the root.
+func FromRoot() string {
+	if dir := os.Getenv(EnvRootFrom); dir != "" {
+		return "cd " + dir + " && "
 	}
 	return ""
+}
+
+// AgainPrefix is what a command printed for a person to run again needs
+// in front of it to run where lab was started (FromRoot) and on the
+// engine this process runs on: "scripts/pg-cluster.sh " under a throwaway
+// cluster, which is gone once its command ends, and nothing otherwise
+// (SQLite, or a cluster of one's own, which EnvURL still names in that
+// person's shell).
+func AgainPrefix() string {
+	if os.Getenv(EnvURL) != "" && os.Getenv(EnvThrowaway) != "" {
+		return FromRoot() + "scripts/pg-cluster.sh "
+	}
+	return FromRoot()
 }
 
 // DB is an open lab database: the *sql.DB every package uses, the fault
