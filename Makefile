@@ -119,8 +119,9 @@ conform-examples: lab ## lab conform through the public API only: stage 9, stage
 	@scripts/conform-examples.sh bin/lab
 
 .PHONY: gen
-gen: ## generate a day plan: make gen SEED=7 OPS=1000
-	$(GO) run ./cmd/lab gen --seed $(or $(SEED),1) --ops $(or $(OPS),1000)
+gen: ## generate a day plan into a file, and say which: make gen SEED=7 OPS=1000 (OUT=, else tmp/day-SEED-OPS.plan.jsonl)
+	@mkdir -p $(dir $(or $(OUT),tmp/))
+	$(GO) run ./cmd/lab gen --seed $(or $(SEED),1) --ops $(or $(OPS),1000) -o $(or $(OUT),tmp/day-$(or $(SEED),1)-$(or $(OPS),1000).plan.jsonl)
 
 .PHONY: scoreboard
 scoreboard: lab ## one day against every stage, one row each: make scoreboard (SEED=, OPS=; MINE=1 for your stages)

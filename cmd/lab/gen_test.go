@@ -98,3 +98,21 @@ func TestGen_RefusesBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestMakeGen_WritesAFile: make gen, as the README shows it (OPS=1000),
+// writes the plan to a file and says which, instead of a thousand lines of
+// JSON to the terminal: its recipe gives lab gen an -o.
+func TestMakeGen_WritesAFile(t *testing.T) {
+	raw, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rule, ok := strings.Cut(string(raw), "\ngen:")
+	if !ok {
+		t.Fatal("the Makefile has no gen target")
+	}
+	recipe, _, _ := strings.Cut(rule, "\n\n")
+	if !strings.Contains(recipe, "lab gen") || !strings.Contains(recipe, " -o ") {
+		t.Errorf("make gen runs lab gen without -o, and prints the plan to the terminal:\ngen:%s", recipe)
+	}
+}
