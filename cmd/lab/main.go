@@ -55,7 +55,7 @@ var commands = []command{
 	{name: "gen", usage: "[--seed S] [--ops N] [-o FILE] [flags]", summary: "generate a day plan (JSONL): operations and what will happen to them", run: runGen},
 	{name: "grade", usage: "--stage N [--solution | --url URL --admin-token T] [--db :memory:|URL] [--seed S] [--run ID] [--results DIR]", summary: "run the checks of a stage against your code, a solution, or a running server", run: runGrade},
 	{name: "hint", usage: "[N] [--check ID]", summary: "a hint for a stage's first failing check: one step more each time you ask", run: runHint},
-	{name: "replay", usage: "--log PLAN [--stage N] [--solution | --url URL --admin-token T] [--db :memory:|URL] [--rate OPS] [--access-log FILE] [--answer FILE] [--results DIR]", summary: "drive a day plan through the fault transport and reconcile the money", run: runReplay},
+	{name: "replay", usage: "--log PLAN [--stage N] [--solution | --url URL --admin-token T [--core URL]] [--db :memory:|URL] [--rate OPS] [--access-log FILE] [--answer FILE] [--results DIR]", summary: "drive a day plan through the fault transport and reconcile the money", run: runReplay},
 	{name: "reset", usage: "N [--yes] [--from COMMIT]", summary: "put a stage's untouched scaffold back (your files are kept in .idemlab/backup)", run: runReset},
 	{name: "scoreboard", usage: "[--log PLAN | --seed S --ops N] [--mine] [--json]", summary: "the same day replayed against every stage: one row per stage, one column per finding", run: runScoreboard},
 	{name: "serve", usage: "[--stage N] [--solution] [--db FILE|URL] [--replicas N] [--addr HOST:PORT] [--admin-token T] [--access-log FILE] [--public]", summary: "serve a stage (yours, or the reference solution) as a lab server", run: runServe},

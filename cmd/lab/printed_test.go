@@ -53,7 +53,7 @@ func TestPrinted_EveryCommandWorksAsTyped(t *testing.T) {
 		"go run ./cmd/lab grade --stage 3 --url", "bin/lab dash --url", "go run ./cmd/lab dash --url",
 		"make audit PKG=./audit/examples/naive SEED=42 RUN=S1.x", "make stage-2 SEED=42 RUN=S2.x", "make solution-2 SEED=42 RUN=S2.x",
 		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --stage 4 --solution --clients 8 --op op-0042",
-		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --url", "go run ./cmd/lab gen -o day.jsonl",
+		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --url", "go run ./cmd/lab replay --log PLAN --url http://127.0.0.1:8080 --admin-token adm_x --core http://core_x@127.0.0.1:8079", "go run ./cmd/lab gen -o day.jsonl",
 		"make reset N=3", "go run ./cmd/lab docs 3",
 		"make stage-7 RUN=S6.x", "go run ./cmd/lab grade --stage 7 --run S6.x", "go run ./cmd/lab replay --log day.jsonl --stage 6 --solution"} {
 		if !containsPrefix(found, want) {
@@ -148,6 +148,9 @@ func printedByTheLab(t *testing.T) map[string]string {
 	var banner strings.Builder
 	printBanner(&banner, serveFlags{stage: 1, db: ":memory:", admin: "adm_x"}, "stage 1", "http://127.0.0.1:8080", []string{"http://127.0.0.1:8081"})
 	out["lab serve --replicas, run by go run"] = banner.String()
+	var core strings.Builder
+	printBanner(&core, serveFlags{stage: 9, db: ":memory:", admin: "adm_x", core: "http://core_x@127.0.0.1:8079"}, "stage 9", "http://127.0.0.1:8080", nil)
+	out["lab serve --stage 9"] = core.String()
 	out["lab serve --replicas, run as bin/lab"] = bannerAsBinLab(t)
 	return out
 }

@@ -35,6 +35,8 @@ type replayFlags struct {
 	examples  int
 	rate      float64
 	op        string
+	// core is the core ledger the server at url posts to (--core).
+	core string
 }
 
 func runReplay(ctx context.Context, in *invocation) error {
@@ -48,6 +50,7 @@ func runReplay(ctx context.Context, in *invocation) error {
 	in.IntVar(&f.clients, "clients", 1, "operations in flight at once (1 repeats the day's outcome, but for which of a double click's two requests wins the race)")
 	in.IntVar(&f.examples, "examples", 5, "how many operations to show for each kind of finding")
 	in.Float64Var(&f.rate, "rate", 0, "operations started per second, to watch the day go by in lab dash (0: as fast as possible)")
+	in.StringVar(&f.core, "core", "", "with --url: the core ledger that server posts to, as lab serve prints it (http://TOKEN@HOST:PORT), whose postings the replay then reconciles with the transfers too")
 	in.StringVar(&f.op, "op", "", "draw this operation's timeline (its attempts and what the lab saw), in the terminal and as HTML beside results.json (or in .idemlab/timelines)")
 	if done, err := in.parse(); done {
 		return err
@@ -63,6 +66,9 @@ func runReplay(ctx context.Context, in *invocation) error {
 		if err := checkStage(f.stage, f.solution); err != nil {
 			return err
 		}
+	}
+	if f.core != "" && f.url == "" {
+		return cannotRun(errors.New("--core is the core ledger of the server at --url: without --url, the replay runs a core of its own from stage 9 on"))
 	}
 	if (f.accessLog != "" || f.answer != "") && (f.url != "" || !f.solution) {
 		return cannotRun(errors.New("--access-log and --answer need the server in this process: use them with --solution"))
@@ -97,7 +103,7 @@ func runReplay(ctx context.Context, in *invocation) error {
 	switch {
 	case f.url != "":
 		target = f.url
-		opts.URL, opts.Admin = f.url, f.admin
+		opts.URL, opts.Admin, opts.CoreURL = f.url, f.admin, f.core
 		res, err := replay.Run(ctx, plan, opts)
 		if err != nil {
 			return cannotRun(err)
@@ -367,6 +373,9 @@ func replayCommand(f replayFlags) string {
 	}
 	if f.url != "" {
 		cmd = fmt.Sprintf("%s replay --log %s --url %s --admin-token …", program(), f.plan, f.url)
+		if f.core != "" {
+			cmd += " --core …"
+		}
 	}
 	if f.clients > 1 {
 		// The operations in flight at once decide which requests race.

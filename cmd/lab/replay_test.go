@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,7 +16,9 @@ import (
 	"idemlab/grader/timeline"
 	"idemlab/kit/accesslog"
 	"idemlab/kit/problem"
+	"idemlab/kit/server"
 	sol0 "idemlab/solutions/stage0"
+	sol9 "idemlab/solutions/stage9"
 )
 
 func smallPlan(t *testing.T) string {
@@ -107,6 +110,7 @@ func TestReplay_RefusesBadFlags(t *testing.T) {
 		{"replay", "--log", plan, "--access-log", "x.jsonl"},
 		{"replay", "--log", plan, "--stage", fmt.Sprint(lastStage + 1), "--solution"},
 		{"replay", "--log", plan, "--solution", "--rate", "-5"},
+		{"replay", "--log", plan, "--solution", "--core", "http://t@127.0.0.1:1"},
 	} {
 		if code, _, errs := runLabCommand(t, args...); code != 2 || errs == "" {
 			t.Errorf("%s: exit %d, stderr %q; want 2 and a reason", strings.Join(args, " "), code, errs)
@@ -287,5 +291,36 @@ func TestDrawOp_EachFindingMarksWhatItNames(t *testing.T) {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("the page lacks %s", want)
 		}
+	}
+}
+
+// TestReplay_CoreReconcilesAServerElsewhere: lab replay --url of a stage 9
+// server reconciles the core ledger it posts to only when told where that
+// is (--core, as lab serve prints it): a transfer the core refused for
+// good (here every one over its own limit) is then a not_posted finding
+// that names the dead letter with the core's answer. It catches a --core
+// that is read and not passed on.
+func TestReplay_CoreReconcilesAServerElsewhere(t *testing.T) {
+	plan := smallPlan(t)
+	c, coreURL, stopCore, err := server.StartCore(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopCore)
+	c.Faults.LimitAmount(100_000)
+	srv, err := server.New(t.Context(), server.Options{DB: ":memory:", Stage: sol9.New, Lab: true, CoreURL: coreURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	args := []string{"replay", "--log", plan, "--url", hs.URL, "--admin-token", srv.AdminToken()}
+	if code, out, errs := runLabCommand(t, args...); code != 0 || strings.Contains(out, "dead letter") {
+		t.Fatalf("without --core: exit %d, want 0 and no core reconciled\n%s\n%s", code, out, errs)
+	}
+	code, out, errs := runLabCommand(t, append(args, "--core", coreURL)...)
+	if code != 1 || !strings.Contains(out, "is a dead letter, refused by the core for good (400 ") {
+		t.Fatalf("with --core: exit %d, want 1 and the dead letters named with the core's answer\n%s\n%s", code, out, errs)
 	}
 }

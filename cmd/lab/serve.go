@@ -415,6 +415,10 @@ func printBanner(w io.Writer, f serveFlags, what, url string, replicas []string)
 		fmt.Fprintf(w, "watch every replica live, each request marked with the one that answered:\n")
 		fmt.Fprintf(w, "  %s dash --url %s --token %s\n", program(), strings.Join(append([]string{url}, replicas...), ","), f.admin)
 	}
+	if f.core != "" {
+		fmt.Fprintf(w, "replay a day into it, the core ledger's postings reconciled too:\n")
+		fmt.Fprintf(w, "  %s replay --log PLAN --url %s --admin-token %s --core %s\n", program(), url, f.admin, f.core)
+	}
 	fmt.Fprintf(w, "reset the lab (seed 1: 4 customers with 2 accounts of 10,000,000 won each):\n")
 	fmt.Fprintf(w, "  curl -s -X POST %s/lab/reset -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{\"seed\":1}'\n", url, f.admin)
 	if f.public {
