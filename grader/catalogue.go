@@ -396,9 +396,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S8.similar-references", Stage: 8, Lesson: lesson8 + "#the-contract",
-		Claim: "references that differ only slightly (in case, by a suffix, by a look-alike letter of another script, by a full-width digit, by where a hyphen stands or whether it is there) are different invoices: each is paid with a transfer of its own",
-		Why:   "a reference is the customer's own name for an invoice, compared as written; one folded, cut short or stripped of its separators refuses a different invoice as paid (INV-12-3 for INV-1-23), and that invoice stays unpaid",
-		Guard: "stage 7 holds no reference, so every invoice is paid, however alike their numbers; the check keeps stage 8 from comparing references loosely (in one case, cut short, with look-alike letters folded, without separators)",
+		Claim: "references that differ only slightly (in case, by a suffix, by a look-alike letter of another script, by a full-width digit, by where a hyphen stands or whether it is there, by one space or two, by an _ or a %) are different invoices: each is paid with a transfer of its own, and paid again, is refused with the Location of its own transfer",
+		Why:   "a reference is the customer's own name for an invoice, compared as written; one folded, cut short or stripped of its separators refuses a different invoice as paid (INV-12-3 for INV-1-23), and that invoice stays unpaid; one looked up loosely (in one case, or with LIKE, where _ and % match other characters) tells the clerk that another invoice's transfer paid it",
 		Run:   checkSimilarReferences,
 	},
 	{

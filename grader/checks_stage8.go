@@ -545,9 +545,12 @@ func checkReferenceValidated(t *T) error {
 
 // checkSimilarReferences catches references compared loosely: folded to
 // one case, cut short, with look-alike characters of another script or
-// width folded together (NFKC), or with their separators taken out.
-// "INV-7" and "inv-7" are two invoices, and so are "INV-12-3" and
-// "INV-1-23"; refusing the second leaves it unpaid.
+// width folded together (NFKC), with their separators taken out or their
+// spaces collapsed. "INV-7" and "inv-7" are two invoices, and so are
+// "INV-12-3" and "INV-1-23"; refusing the second leaves it unpaid. Some of
+// them are then paid again: the refusal must name that invoice's own
+// transfer, which a holder looked up loosely (in one case, or with LIKE,
+// where _ and % match other characters) does not.
 func checkSimilarReferences(t *T) error {
 	s, inv, story, err := t.paidInvoice(2)
 	if err != nil {
@@ -562,16 +565,26 @@ func checkSimilarReferences(t *T) error {
 	// Numbers alike but for their separators: where a hyphen stands, or
 	// whether it is one, tells INV-12-3 from INV-1-23.
 	sep := strings.LastIndex(ref, "-")
-	for _, v := range []struct{ reference, what string }{
-		{strings.ToLower(ref), "in lower case"},
-		{ref + "-2", "with a suffix"},
-		{strings.Replace(ref, "I", "\u0406", 1), "with a Cyrillic І for the Latin I"},
-		{strings.TrimSuffix(ref, string(last)) + string(last-'0'+'\uff10'), "with a full-width last digit"},
-		{long + "1", fmt.Sprintf("%d characters long", request.MaxReference)},
-		{long + "2", "as long, and only its last character another"},
-		{ref[:sep] + ref[sep+1:sep+2] + "-" + ref[sep+2:], "with its last hyphen one character later"},
-		{strings.Replace(ref, "-", " ", 1), "with a space for its first hyphen"},
-		{strings.ReplaceAll(ref, "-", ""), "without its hyphens"},
+	// again marks the invoices paid a second time once every one is paid:
+	// each refusal must name the invoice's own transfer, not the first
+	// invoice's, which a lookup in one case or with LIKE finds too.
+	var paid []invoice
+	for _, v := range []struct {
+		reference, what string
+		again           bool
+	}{
+		{strings.ToLower(ref), "in lower case", true},
+		{ref + "-2", "with a suffix", false},
+		{strings.Replace(ref, "I", "\u0406", 1), "with a Cyrillic І for the Latin I", false},
+		{strings.TrimSuffix(ref, string(last)) + string(last-'0'+'\uff10'), "with a full-width last digit", false},
+		{long + "1", fmt.Sprintf("%d characters long", request.MaxReference), false},
+		{long + "2", "as long, and only its last character another", false},
+		{ref[:sep] + ref[sep+1:sep+2] + "-" + ref[sep+2:], "with its last hyphen one character later", false},
+		{strings.Replace(ref, "-", " ", 1), "with a space for its first hyphen", false},
+		{strings.Replace(ref, "-", "  ", 1), "with two spaces for its first hyphen", false},
+		{strings.ReplaceAll(ref, "-", ""), "without its hyphens", false},
+		{strings.Replace(ref, "-", "_", 1), "with an underscore for its first hyphen", true},
+		{ref[:sep] + "%", "with a % for its last part", true},
 	} {
 		op, amount := t.Op(), t.Amount(1_000, 100_000)
 		s.Books.Expect(op)
@@ -586,6 +599,16 @@ func checkSimilarReferences(t *T) error {
 		}
 		if !r.Is(http.StatusCreated, "") || resourceID(r) == inv.firstID {
 			return t.Fail(story, r.String(), fmt.Sprintf("201 Created with a transfer of its own: %q is not %q; references are compared exactly, as the customer wrote them", v.reference, ref))
+		}
+		if v.again {
+			paid = append(paid, invoice{payer: inv.payer, from: inv.from, to: inv.to, amount: amount, memo: "invoice",
+				op: op, reference: v.reference, firstID: resourceID(r)})
+		}
+	}
+	for _, p := range paid {
+		story, _, err = t.payAgain(story, "invoice "+p.reference+" paid again (a new key)", p, t.Key(), p.amount, s.Books)
+		if err != nil {
+			return err
 		}
 	}
 	return nil
