@@ -214,10 +214,10 @@ func checkTallyShipped(t *T) error {
 	got, err := tally(f)
 	sent := "Tally(" + ShippedDay + ".access.jsonl)"
 	if err != nil {
-		return t.Fail(sent, "error: %v", fmt.Sprintf("%+v", want), err)
+		return t.Fail(sent, "error: %v", describeReport(want), err)
 	}
 	if got != want {
-		return t.Fail(sent, "%+v", fmt.Sprintf("%+v (%s.answer.json)", want, ShippedDay), got)
+		return t.Fail(sent, "%s", fmt.Sprintf("%s (%s.answer.json)", describeReport(want), ShippedDay), reportDiff(got, want))
 	}
 	return nil
 }

@@ -5,13 +5,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
 	"idemlab/grader"
 	"idemlab/grader/targets"
 	"idemlab/kit/accesslog"
+	"idemlab/kit/canonical"
+	"idemlab/kit/request"
 	sol0 "idemlab/solutions/stage0"
 )
 
@@ -81,5 +85,137 @@ func rewriteKeyless(t *testing.T, edit func(accesslog.Record) (accesslog.Record,
 			t.Errorf("the generated day has %d keyless transfers; want at least 2, or no tally can get them wrong", keyless)
 		}
 		return sol0.Tally(strings.NewReader(out.String()))
+	}
+}
+
+// S0.tally-traps catches the wrong tallies that a generated day lets pass:
+// each of these passes S0.tally-shipped and S0.tally-generated, and
+// S0.tally-traps fails it. The reference passes.
+func TestTallyTraps_WrongTallies(t *testing.T) {
+	check, ok := grader.Lookup("S0.tally-traps")
+	if !ok {
+		t.Fatal("no S0.tally-traps in the catalogue")
+	}
+	byCustomerKey := func(rec accesslog.Record, _ string) string { return rec.Customer + "\x00" + rec.Key }
+	canon := func(body string) string {
+		c, err := canonical.Transform([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(c)
+	}
+	tests := []struct {
+		name     string
+		tally    func(io.Reader) (accesslog.Report, error)
+		wantPass bool
+	}{
+		{"the reference", sol0.Tally, true},
+		{"grouped by the key alone", wrongTally(t, wrong{group: func(rec accesslog.Record, _ string) string { return rec.Key }}), false},
+		{"grouped by the log's op", wrongTally(t, wrong{group: func(rec accesslog.Record, _ string) string { return rec.Op }}), false},
+		{"grouped by (from account, key)", wrongTally(t, wrong{group: func(rec accesslog.Record, from string) string { return from + "\x00" + rec.Key }}), false},
+		{"each double compared with the one before it", wrongTally(t, wrong{group: byCustomerKey, withPrevious: true}), false},
+		{"each double compared with every earlier one", wrongTally(t, wrong{group: byCustomerKey, withAnyEarlier: true}), false},
+		{"only from, to and amount compared", wrongTally(t, wrong{group: byCustomerKey, same: func(body string) string {
+			var b struct {
+				From, To string
+				Amount   json.Number
+			}
+			json.Unmarshal([]byte(body), &b)
+			n, _ := request.Integer(b.Amount.String())
+			return fmt.Sprintf("%s %s %d", b.From, b.To, n)
+		}}), false},
+		{"a line that is not a record skipped", wrongTally(t, wrong{group: byCustomerKey, skipBroken: true}), false},
+		{"the reference written again (the test's own tally is right)", wrongTally(t, wrong{group: byCustomerKey, same: canon}), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			subject := grader.Subject{Stage: 0, Name: "solutions/stage0", New: sol0.New, Tally: tc.tally}
+			res := grader.RunCheck(context.Background(), subject, check, 42, targets.InProcess)
+			if res.Passed() != tc.wantPass {
+				t.Errorf("passed = %v, want %v; %v", res.Passed(), tc.wantPass, res.Err)
+			}
+		})
+	}
+}
+
+// wrong is how a wrong tally groups and compares: group names a
+// transfer's group from its record and its from account; same reduces a
+// body to what is compared (the canonical form if nil); a double is
+// compared with the one before it, or with any earlier one, instead of
+// its group's first; a line that is not a record is skipped.
+type wrong struct {
+	group                        func(rec accesslog.Record, from string) string
+	same                         func(body string) string
+	withPrevious, withAnyEarlier bool
+	skipBroken                   bool
+}
+
+// wrongTally is a tally written as w says, otherwise as the lesson says.
+func wrongTally(t *testing.T, w wrong) func(io.Reader) (accesslog.Report, error) {
+	same := w.same
+	if same == nil {
+		same = func(body string) string {
+			c, err := canonical.Transform([]byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(c)
+		}
+	}
+	return func(log io.Reader) (accesslog.Report, error) {
+		var rep accesslog.Report
+		seen := map[string][]string{}
+		sc := bufio.NewScanner(log)
+		for sc.Scan() {
+			var rec accesslog.Record
+			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+				if w.skipBroken {
+					continue
+				}
+				return accesslog.Report{}, err
+			}
+			if rec.Method != "POST" || rec.Path != "/transfers" || rec.Status != 201 {
+				continue
+			}
+			rep.Executed++
+			if rec.Key == "" {
+				continue
+			}
+			var body struct {
+				From   string      `json:"from"`
+				Amount json.Number `json:"amount"`
+			}
+			if err := json.Unmarshal([]byte(rec.Body), &body); err != nil {
+				return accesslog.Report{}, err
+			}
+			g, s := w.group(rec, body.From), same(rec.Body)
+			earlier := seen[g]
+			seen[g] = append(earlier, s)
+			if len(earlier) == 0 {
+				continue
+			}
+			if len(earlier) == 1 {
+				rep.Groups++
+			}
+			rep.DoubleTransfers++
+			exact := s == earlier[0]
+			switch {
+			case w.withPrevious:
+				exact = s == earlier[len(earlier)-1]
+			case w.withAnyEarlier:
+				exact = slices.Contains(earlier, s)
+			}
+			if exact {
+				rep.ExactDuplicates++
+			} else {
+				rep.EditedResubmissions++
+			}
+			amount, err := request.Integer(body.Amount.String())
+			if err != nil {
+				return accesslog.Report{}, err
+			}
+			rep.MoneySentTwice += amount
+		}
+		return rep, sc.Err()
 	}
 }

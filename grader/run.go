@@ -173,7 +173,8 @@ func runGuarded(c Check, t *T) (err error) {
 // money verdict first, then the evidence, then any contract difference
 // found beside a money finding, and under a money finding its timeline
 // (see FormatColor). A check that could not run says so and why, and
-// claims nothing about the server.
+// claims nothing about the server; a check of stage 0's Tally claims
+// nothing about money.
 func Format(r Result, reproduce string) string { return FormatColor(r, reproduce, false) }
 
 // FormatColor is Format, with the timeline's highlights in colour when
@@ -194,6 +195,10 @@ func FormatColor(r Result, reproduce string, color bool) string {
 	switch {
 	case f.Harm != "":
 		fmt.Fprintf(&b, "  money     ✗ %s: %s\n", f.Harm, f.Harm.Explain())
+	case c.Tally:
+		// Stage 0's Tally counts a log: it moves no money, and the books
+		// say nothing of it.
+		fmt.Fprintf(&b, "  money     none: this check counts a log, it moves no money\n")
 	case f.Reconciled:
 		fmt.Fprintf(&b, "  money     ✓ no operation ran more often than asked (a contract difference)\n")
 	default:
