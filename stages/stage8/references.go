@@ -3,27 +3,26 @@ package stage8
 // This file owns the transfer_references table: every statement that
 // touches it lives here.
 //
-// TODO(stage 8): write createReferenceTable and holdReference here.
+// TODO(stage 8): when you are done, this file makes the stage's table of
+// references (New makes it before the first request) and holds the
+// reference of each transfer that carries one, and these hold:
 //
-// createReferenceTable creates, through labdb.CreateTable, the table of
-// business keys: one row for each transfer that carried a reference,
-// enough to tell a second payment which transfer paid the invoice. When
-// you are done, the database itself refuses a second row for one
-// (customer, reference), whoever looked before: that constraint decides,
-// as the key table's does for keys, which of two clerks paying one
-// invoice at once is paid. Scope it to the customer, because two
-// customers may number their invoices alike. Nothing ever deletes a row:
-// a key is purged after its retention period, and the late retry of a
-// purged key must still find its invoice paid.
+//   - An invoice (one customer's reference) is paid at most once: by
+//     clerks who pay it at once under keys of their own, from any of the
+//     customer's accounts to any of the payee's, with another amount or
+//     memo, or years after the first payment's key was purged. Another
+//     customer's invoice with the same number is its own.
+//   - A payment of an invoice already paid gets 409
+//     problem.DuplicateReference whose Location names the transfer that
+//     paid that invoice, and moves nothing. Any other failure fails the
+//     request, and moves nothing.
+//   - References that differ in any way (case, a space, a look-alike
+//     letter, a separator) are different invoices, found as written. The
+//     kit hands the reference over already in NFC.
 //
-// holdReference records the reference inside the transaction that has
-// just made the transfer, so that the reference commits with the money
-// or not at all. The write itself is the check (a look first leaves a
-// window in which two clerks both see "not paid yet"; the lesson says on
-// which engine). On PostgreSQL a failed statement ends its transaction:
-// run the write under labdb.Savepoint. A unique violation (tell it apart
-// with labdb.IsUniqueViolation, never by the message) is answered with
-// 409 problem.DuplicateReference whose Location names the transfer that
-// holds the reference; any other error is returned, wrapped, and nothing
-// moves. The reference is compared exactly as the kit hands it over
-// (already NFC): case and every other difference are significant.
+// Why: a key knows only its own retries, and a clerk who pays an invoice
+// again sends a new one; the reference names the thing in the world that
+// must not be paid twice. Settle the questions of the lesson's "The
+// constraint decides" (docs/lessons/08-zombie-resources.md) before you
+// write: its last paragraph says what a failed statement does on
+// PostgreSQL.

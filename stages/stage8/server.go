@@ -34,8 +34,7 @@ type Server struct {
 // It returns an error if the table cannot be created.
 //
 // TODO(stage 8): the reference table must exist before the first request
-// (createReferenceTable, see references.go); if it cannot be made, New
-// fails with that error.
+// (see references.go); if it cannot be made, New fails with that error.
 func New(ctx context.Context, env stage.Env) (stage.Handlers, error) {
 	if err := createKeyTable(ctx, env.DB); err != nil {
 		return nil, err
@@ -66,14 +65,13 @@ func (s *Server) Transfer(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, "", err
 		}
-		// TODO(stage 8): when you are done, a transfer that carries a
-		// reference holds it here, in this transaction, with holdReference,
-		// and its error fails the operation. Here and not before the
-		// transfer: a transfer refused for any reason (insufficient funds,
-		// the daily limit, an unknown account) must leave its invoice
-		// payable, and only now is the outcome known. A transfer without a
-		// reference holds none: an empty one, stored, would refuse the
-		// second transfer without a reference.
+		// TODO(stage 8): a transfer that carries a reference pays an
+		// invoice. When you are done: a transfer refused for any reason
+		// (insufficient funds, the daily limit, an unknown account) leaves
+		// its invoice payable; a transfer that commits is always found
+		// paid; a reference never names a transfer that did not commit;
+		// and a transfer without a reference is paid as in stage 7, however
+		// many there are.
 		return t, "/transfers/" + t.ID, nil
 	})
 }
@@ -154,16 +152,14 @@ func (s *Server) execute(ctx context.Context, held lease, op operation) (respons
 	body, location, err := op(ctx, tx, auth.Customer(ctx))
 	var res response
 	// TODO(stage 8): a duplicate reference (problem.DuplicateReference) is,
-	// like insufficient funds, this request's answer for good, and a retry
-	// with this key must get the same 409 again, byte for byte, marked as a
-	// replay. But op found it after the transfer had moved the money in tx:
-	// when you are done, nothing of tx commits (storing the answer in tx
-	// would commit the transfer with it, and the client told 409 would have
-	// paid), and the refusal is stored under the held key in a transaction
-	// of its own, through complete, which checks the lease: a late
-	// original whose lease a retry took over finds the reference held by
-	// its retry's transfer, and must not store its 409 over the retry's
-	// 201. Write refuse for that.
+	// like insufficient funds, this request's answer for good: a retry with
+	// this key gets the same 409 again, byte for byte, marked as a replay.
+	// When you are done, these hold too: a client told 409 has paid
+	// nothing, though op found the reference held only after the transfer
+	// was made in tx; and an original that outlived its lease, whose retry
+	// took the key over and paid the invoice, finds the reference held by
+	// that transfer and leaves the retry's stored 201 as it is. The lesson's
+	// "The refusal is an answer" says why each matters.
 	switch {
 	case errors.Is(err, problem.InsufficientFunds), errors.Is(err, problem.DailyLimitExceeded):
 		// A business outcome, not a failure: no money moved, and that is
