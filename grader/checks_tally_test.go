@@ -219,3 +219,23 @@ func wrongTally(t *testing.T, w wrong) func(io.Reader) (accesslog.Report, error)
 		return rep, sc.Err()
 	}
 }
+
+// A failed check of Tally says its money line is not judged: it counts a
+// log, so "✓ no operation ran more often than asked", true of the books
+// the check did not touch, would claim what it never looked at.
+func TestFormat_TallyClaimsNothingOfMoney(t *testing.T) {
+	check, ok := grader.Lookup("S0.tally-traps")
+	if !ok {
+		t.Fatal("no S0.tally-traps in the catalogue")
+	}
+	nothing := func(io.Reader) (accesslog.Report, error) { return accesslog.Report{}, nil }
+	subject := grader.Subject{Stage: 0, Name: "stages/stage0", New: sol0.New, Tally: nothing}
+	res := grader.RunCheck(context.Background(), subject, check, 42, targets.InProcess)
+	if res.Passed() {
+		t.Fatal("a Tally that counts nothing passes S0.tally-traps")
+	}
+	out := grader.Format(res, "make stage-0")
+	if !strings.Contains(out, "\n  money     none: this check counts a log, it moves no money\n") || strings.Contains(out, "✓") {
+		t.Errorf("the report of a Tally check:\n%s\nwants its money line to say it is not judged, and no ✓", out)
+	}
+}
