@@ -303,7 +303,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S7.many-clerks", Stage: 7, Lesson: lesson7 + "#many-clerks-at-once",
-		Claim: "clerks that each raise the daily limit from the copy they read, at once, while the core is slow, every settings write is held up and so is a read of the settings after a save's write, re-reading after each 412, end with every raise counted: each successful PUT replaced the version it was based on and answered the ETag of the one it made",
+		Claim: "clerks that each raise the daily limit from the copy they read and sign the nickname (no two send the same change), at once, while the core is slow, every settings write is held up and so is a read of the settings after a save's write, re-reading after each 412, end with every raise counted: each successful PUT replaced the version it was based on and answered the ETag of the one it made",
 		Why:   "two saves based on one version can both succeed only if one overwrote the other, and then a raise, or a cut, that its clerk was told was saved is gone; a save answered another clerk's ETag holds its own settings under that version, and its next save from them puts back what the other changed",
 		Run:   checkManyClerks,
 	},

@@ -238,9 +238,13 @@ func checkManyClerks(t *T) error {
 	var mu sync.Mutex
 	var wins []success
 	var trouble []string
-	raise := func(c settingsCopy) Request {
+	// Each clerk's change is its own: it signs the nickname. A server may
+	// answer a PUT whose change is already there 200 (lesson 07, "A
+	// retried PUT"); six alike bodies would let it answer all six.
+	raise := func(i int, c settingsCopy) Request {
 		next := c.Settings
 		next.DailyLimit += step
+		next.Nickname = fmt.Sprintf("raised by clerk %d", i+1)
 		return putSettings(a, acc, next, c.ETag)
 	}
 	// note records an answer; it reports whether the clerk is done.
@@ -259,7 +263,7 @@ func checkManyClerks(t *T) error {
 	}
 	first := make([]Request, clerks)
 	for i := range first {
-		first[i] = raise(start)
+		first[i] = raise(i, start)
 	}
 	answers := t.Simultaneously(clerks, func(i int) Request { return first[i] })
 	var wg sync.WaitGroup
@@ -278,7 +282,7 @@ func checkManyClerks(t *T) error {
 					note(i, Request{Method: "GET", Path: settingsPath(acc)}, Response{Err: err})
 					return
 				}
-				req := raise(c)
+				req := raise(i, c)
 				if note(i, req, t.Do(req)) {
 					return
 				}
@@ -296,7 +300,7 @@ func checkManyClerks(t *T) error {
 	if err := t.Arm(labctl.SlowSettingsReread, 0); err != nil {
 		return err
 	}
-	story += fmt.Sprintf("\n(core latency %v, every settings write held up %v, and a read of the settings after a save's write %v) %d clerks each raise daily_limit by %d from that copy, released together; a clerk told 412 reads again and raises what it reads",
+	story += fmt.Sprintf("\n(core latency %v, every settings write held up %v, and a read of the settings after a save's write %v) %d clerks each raise daily_limit by %d from that copy and sign the nickname (\"raised by clerk N\"), released together; a clerk told 412 reads again and raises what it reads",
 		latency, fault.SettingsWriteDelay, fault.SettingsRereadDelay, clerks, step)
 	final, err := t.readSettings(story, a, acc)
 	if err != nil {

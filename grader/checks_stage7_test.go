@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"unicode"
 
 	"idemlab/grader"
 	"idemlab/grader/judging"
+	"idemlab/kit/bank"
 	"idemlab/kit/problem"
 	"idemlab/solutions/stage7"
 )
@@ -124,5 +127,60 @@ func TestSettingsContract_CatchesABodyReadToItsFirstValue(t *testing.T) {
 	}
 	if !strings.Contains(f.Sent, "a second object after the first") || !strings.HasPrefix(f.Got, "200") {
 		t.Errorf("failed on %q with %q, want the second object answered 200", f.Sent, f.Got)
+	}
+}
+
+// alreadyThere answers a PUT of the settings that the solution refuses
+// 412 as lesson 07's "A retried PUT" allows (RFC 9110: the change is
+// already there): if a GET then shows the settings the PUT sent, 200
+// with them and their current ETag.
+func alreadyThere(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPut || !strings.HasSuffix(r.URL.Path, "/settings") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		put := httptest.NewRecorder()
+		next.ServeHTTP(put, r)
+		answer := put
+		if put.Code == http.StatusPreconditionFailed {
+			get := httptest.NewRecorder()
+			read := r.Clone(r.Context())
+			read.Method, read.Body, read.ContentLength = http.MethodGet, http.NoBody, 0
+			read.Header.Del("If-Match")
+			next.ServeHTTP(get, read)
+			var sent, now bank.Settings
+			if get.Code == http.StatusOK && json.Unmarshal(body, &sent) == nil &&
+				json.Unmarshal(get.Body.Bytes(), &now) == nil && sent == now {
+				answer = get
+			}
+		}
+		maps.Copy(w.Header(), answer.Header())
+		w.WriteHeader(answer.Code)
+		w.Write(answer.Body.Bytes())
+	})
+}
+
+// TestStage7_AChangeAlreadyThereIsAnswered200: a server that answers a
+// PUT whose change is already there 200, with the current ETag, as lesson
+// 07 allows, passes the stage-7 checks of lost updates; the many clerks'
+// PUTs each carry a change of their own, so none of them finds its change
+// there before it made it.
+func TestStage7_AChangeAlreadyThereIsAnswered200(t *testing.T) {
+	subject := grader.Subject{Stage: 7, Name: "solutions/stage7", New: stage7.New}
+	for _, id := range []string{"S7.many-clerks", "S7.retried-put", "S7.two-clerks"} {
+		t.Run(id, func(t *testing.T) {
+			c, ok := grader.Lookup(id)
+			if !ok {
+				t.Fatal("no check " + id)
+			}
+			for _, seed := range []uint64{1, 7} {
+				if r := grader.RunCheck(context.Background(), subject, c, seed, serveWrapped(t, stage7.New, alreadyThere)); r.Err != nil {
+					t.Errorf("seed %d: %v", seed, r.Err)
+				}
+			}
+		})
 	}
 }
