@@ -43,10 +43,11 @@ func checkPreconditionRequired(t *T) error {
 // checkIfMatchList holds If-Match to RFC 9110: true when any strong tag
 // of the list is the current ETag, in one field or in several, first,
 // last or between old ones; a weak tag never matches, alone or in a list;
-// a header that is no list of tags names no version. It catches a server
+// a header that is no list of tags names no version, and neither does a
+// tag of a version the account has not reached. It catches a server
 // that reads the header as one tag (every list refused), one that reads
-// one tag of the list (the last, say), and one that compares weakly (W/
-// stripped).
+// one tag of the list (the last, say), one that compares weakly (W/
+// stripped), and one whose write takes any version up to the tag's.
 func checkIfMatchList(t *T) error {
 	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
 	if err != nil {
@@ -87,7 +88,22 @@ func checkIfMatchList(t *T) error {
 		}
 		story += "\nthen GET  →  " + cur.String()
 	}
+	// A's other account, saved more often than this one: its ETag names a
+	// version this account has not reached, and never matches here.
+	twin := a.Accounts[1]
+	ahead, err := t.readSettings(story, a, twin)
+	if err != nil {
+		return err
+	}
+	const saves = 10
+	for range saves {
+		if ahead, _, err = t.rename(story, "A's other account "+twin+" is saved", a, twin, ahead); err != nil {
+			return err
+		}
+	}
+	story += fmt.Sprintf("\nA's other account, %s, is saved %d times: ETag %s", twin, saves, ahead.ETag)
 	for _, p := range []struct{ ifMatch, because string }{
+		{ahead.ETag, "the other account's ETag: a version this account has not reached"},
 		{"W/" + cur.ETag, "the current ETag, weak: If-Match compares strongly, and a weak tag never matches"},
 		{"W/" + cur.ETag + ", " + other, "a list whose only tag naming the current version is weak"},
 		{strings.Trim(cur.ETag, `"`), "the current ETag without its quotes: not an entity tag"},
