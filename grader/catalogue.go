@@ -516,8 +516,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.shared-client-key", Stage: 9, Lesson: lesson9 + "#a-lost-answer",
-		Claim: "two customers' transfers sent under the same Idempotency-Key string, and a customer's transfer under its key again once the key has expired, each reach the core ledger once",
-		Why:   "the client's key is unique only per customer (stage 5), and only while it is kept: used as the core key, even scoped by the customer, one transfer's \"pay-1\" is refused as another's, and that transfer never reaches the books",
+		Claim: "two customers' transfers sent under the same Idempotency-Key string, paying invoices of the same reference, and a customer's transfer under its key again once the key has expired, each reach the core ledger once",
+		Why:   "the client's key is unique only per customer (stage 5), and only while it is kept, and an invoice's reference only per customer (stage 8): used as the core key, the key even scoped by the customer, one transfer's \"pay-1\" is refused as another's, and that transfer never reaches the books",
 		Run:   checkSharedClientKey,
 	},
 	{

@@ -48,9 +48,18 @@ func (t *T) payment(s Scenario, want owed, story *[]string) error {
 // checks that it executes, books it and adds what it owes the core to
 // want; or it returns the failure.
 func (t *T) pay(s Scenario, want owed, c bank.Customer, from, to string, amount int64, key string, story *[]string) error {
+	return t.payRef(s, want, c, from, to, amount, key, "", story)
+}
+
+// payRef is pay with a reference, when reference is not empty.
+func (t *T) payRef(s Scenario, want owed, c bank.Customer, from, to string, amount int64, key, reference string, story *[]string) error {
 	op := t.Op()
 	s.Books.Expect(op)
-	req := Transfer(c, key, TransferBody(from, to, amount, op))
+	body := TransferBody(from, to, amount, op)
+	if reference != "" {
+		body = ReferencedBody(from, to, amount, op, reference)
+	}
+	req := Transfer(c, key, body)
 	r := t.Do(req)
 	*story = append(*story, req.String()+"  →  "+r.Short())
 	if !r.Is(201, "") || resourceID(r) == "" {
@@ -791,20 +800,21 @@ func (t *T) transfersListed(ids []string) (map[string]bank.Executed, error) {
 }
 
 // checkSharedClientKey catches the client's Idempotency-Key used as the
-// core key: it is unique only per customer.
+// core key, and the invoice's reference: each is unique only per
+// customer, and the two customers' transfers share both.
 func checkSharedClientKey(t *T) error {
 	s, err := t.coreScenario(1_000_000)
 	if err != nil {
 		return err
 	}
-	key := fmt.Sprintf("pay-%d", 1+t.rng.IntN(9))
-	story := []string{fmt.Sprintf("two customers, each with a transfer under the same key string %q", key)}
+	key, ref := fmt.Sprintf("pay-%d", 1+t.rng.IntN(9)), t.reference()
+	story := []string{fmt.Sprintf("two customers, each with a transfer under the same key string %q, paying an invoice of the same reference %q", key, ref)}
 	want := owed{}
 	first := t.Amount(1_000, 50_000)
-	if err := t.pay(s, want, s.A, s.A.Accounts[0], s.B.Accounts[0], first, key, &story); err != nil {
+	if err := t.payRef(s, want, s.A, s.A.Accounts[0], s.B.Accounts[0], first, key, ref, &story); err != nil {
 		return err
 	}
-	if err := t.pay(s, want, s.B, s.B.Accounts[1], s.A.Accounts[1], t.Amount(1_000, 50_000), key, &story); err != nil {
+	if err := t.payRef(s, want, s.B, s.B.Accounts[1], s.A.Accounts[1], t.Amount(1_000, 50_000), key, ref, &story); err != nil {
 		return err
 	}
 	// The same customer's key again, once its retention is over (stage
