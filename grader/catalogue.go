@@ -462,7 +462,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.core-flaps", Stage: 9, Lesson: lesson9 + "#the-relay",
-		Claim: "transfers made while the core ledger is down still reach it exactly once when it comes back flapping (it refuses a posting, takes the next, refuses the next…)",
+		Claim: "transfers made while the core ledger is down still reach it exactly once when it comes back flapping (it refuses a posting for now, takes the next, refuses the next…, the refusals answered 503, 500, 502, 504, 429 and 408 in turn, in an order of the seed's)",
 		Why:   "a relay that gives a row up after one refusal, marks it sent on an answer it never got, or marks a whole batch sent because the core took part of it, loses postings a core that comes and goes would have taken",
 		Run:   checkCoreFlaps,
 	},

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -650,8 +651,9 @@ const tokenRefusals = 10
 const outageRefusals = 40
 
 // checkCoreFlaps catches a relay that marks a row sent on an answer it
-// did not get, gives a row up after a refusal, or marks a batch sent
-// whole once the core took part of it. The transfers are made while the
+// did not get, gives a row up after a refusal (or after one it takes for
+// good, a 500 or a 429, say), or marks a batch sent whole once the core
+// took part of it. The transfers are made while the
 // core is down, so that it comes back flapping to one batch of them all:
 // of a batch, it takes every other posting and refuses the rest for now,
 // and refuses some of those again when they are sent once more.
@@ -667,9 +669,17 @@ func checkCoreFlaps(t *T) error {
 	if err != nil {
 		return err
 	}
-	t.Core().Faults.Flap(4 * n)
+	// Each "not now" a core or a proxy before it may answer, in an order
+	// of the seed's: the refusals, 2n of them, take each in turn.
+	notNow := []*problem.Type{core.Down, core.Failed, core.BadGateway, core.GatewayTimeout, core.TooMany, core.TooSlow}
+	t.rng.Shuffle(len(notNow), func(i, j int) { notNow[i], notNow[j] = notNow[j], notNow[i] })
+	var statuses []string
+	for _, p := range notNow {
+		statuses = append(statuses, strconv.Itoa(p.Status))
+	}
+	t.Core().Faults.Flap(4*n, notNow...)
 	up()
-	story = append(story, fmt.Sprintf("the core ledger comes back flapping: of its next %d postings it refuses one (503), takes the next, refuses the next…", 4*n))
+	story = append(story, fmt.Sprintf("the core ledger comes back flapping: of its next %d postings it refuses one for now, takes the next, refuses the next…, the refusals answered %s in turn", 4*n, strings.Join(statuses, ", ")))
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
 }
 

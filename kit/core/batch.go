@@ -89,9 +89,10 @@ func (c *Core) postBatch(w http.ResponseWriter, r *http.Request) {
 // posting.
 func (c *Core) member(i int, m request.BatchMember) *entry {
 	e := &entry{}
+	not := c.Faults.flaps()
 	switch {
-	case c.Faults.flaps():
-		e.err = problem.New(Down, "the core ledger is down; nothing was posted")
+	case not != nil:
+		e.err = problem.New(not, "not now; nothing was posted")
 	case m.Key == nil:
 		e.err = problem.New(problem.MissingIdempotencyKey, "batch[%d] has no key; send the same key on every send of one posting", i)
 	case json.Unmarshal(m.Key, &e.key) != nil:

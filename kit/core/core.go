@@ -69,6 +69,20 @@ var (
 	Down = &problem.Type{Name: "core-down", Status: http.StatusServiceUnavailable, Title: "Core ledger down",
 		Explain:    "The core ledger is down for a while. Nothing was posted: send the same posting again, with the same Idempotency-Key, after Retry-After.",
 		RetryAfter: time.Second}
+	// Failed, BadGateway, GatewayTimeout, TooMany and TooSlow are the
+	// other answers that say "not now", by which a flapping core (or a
+	// proxy before it) refuses a posting besides Down (Faults.Flap).
+	Failed = &problem.Type{Name: "core-failed", Status: http.StatusInternalServerError, Title: "Core ledger failed",
+		Explain: "The core ledger failed while it handled the posting. Nothing was posted: send the same posting again, with the same Idempotency-Key."}
+	BadGateway = &problem.Type{Name: "core-bad-gateway", Status: http.StatusBadGateway, Title: "Bad gateway",
+		Explain: "The proxy before the core ledger got no usable answer from it. Nothing was posted: send the same posting again, with the same Idempotency-Key."}
+	GatewayTimeout = &problem.Type{Name: "core-gateway-timeout", Status: http.StatusGatewayTimeout, Title: "Gateway timeout",
+		Explain: "The proxy before the core ledger gave up waiting for it. Nothing was posted: send the same posting again, with the same Idempotency-Key."}
+	TooMany = &problem.Type{Name: "core-too-many-requests", Status: http.StatusTooManyRequests, Title: "Too many requests",
+		Explain:    "The core ledger takes no more postings from this caller for a while. Nothing was posted: send the same posting again, with the same Idempotency-Key, after Retry-After.",
+		RetryAfter: time.Second}
+	TooSlow = &problem.Type{Name: "core-request-timeout", Status: http.StatusRequestTimeout, Title: "Request timeout",
+		Explain: "The core ledger stopped waiting for the request. Nothing was posted: send the same posting again, with the same Idempotency-Key."}
 	// Rejected is the answer to a posting the core will never apply
 	// (Faults.Poison): sent again, under any key, it is refused again.
 	Rejected = &problem.Type{Name: "posting-rejected", Status: http.StatusUnprocessableEntity, Title: "Posting rejected",
@@ -226,8 +240,12 @@ func (c *Core) post(w http.ResponseWriter, r *http.Request) {
 		// Nothing applied, and no answer.
 		panic(http.ErrAbortHandler)
 	}
-	if c.Faults.downFor(1) || c.Faults.flaps() {
+	if c.Faults.downFor(1) {
 		problem.Write(w, problem.New(Down, "the core ledger is down; nothing was posted"))
+		return
+	}
+	if not := c.Faults.flaps(); not != nil {
+		problem.Write(w, problem.New(not, "not now; nothing was posted"))
 		return
 	}
 	var e entry
@@ -457,9 +475,12 @@ type Faults struct {
 	// by transfer.
 	answers map[string]Result
 	// flap is how many of the next postings still alternate down and up;
-	// flapDown says whether the last of them was refused.
-	flap     int
-	flapDown bool
+	// flapDown says whether the last of them was refused. The refused
+	// are answered flapAnswers in turn, from flapNext.
+	flap        int
+	flapDown    bool
+	flapAnswers []*problem.Type
+	flapNext    int
 	// held, while not nil, keeps every posting waiting until it closes;
 	// arrivals counts the requests that came to wait on it.
 	held     chan struct{}
@@ -625,13 +646,17 @@ func (f *Faults) drops() bool {
 }
 
 // Flap makes the core flap for its next n postings: down for the first
-// (503 core-down, not applied), up for the second, down for the third, and
-// so on; then it is as before. In a batch, the postings take their turns
-// in order, each refused or applied alone.
-func (f *Faults) Flap(n int) {
+// (not applied), up for the second, down for the third, and so on; then it
+// is as before. In a batch, the postings take their turns in order, each
+// refused or applied alone. The refused are answered with answers in
+// turn, each a refusal for now; with none, 503 core-down.
+func (f *Faults) Flap(n int, answers ...*problem.Type) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.flap, f.flapDown = n, false
+	if len(answers) == 0 {
+		answers = []*problem.Type{Down}
+	}
+	f.flap, f.flapDown, f.flapAnswers, f.flapNext = n, false, answers, 0
 }
 
 // Refused is how many postings the core has refused while down or in
@@ -655,20 +680,23 @@ func (f *Faults) downFor(n int) bool {
 	return f.down
 }
 
-// flaps says whether the core, flapping, refuses the next posting, and
-// counts it refused if it does.
-func (f *Faults) flaps() bool {
+// flaps says how the core, flapping, refuses the next posting, nil if it
+// does not, and counts it refused if it does.
+func (f *Faults) flaps() *problem.Type {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.flap == 0 {
-		return false
+		return nil
 	}
 	f.flap--
 	f.flapDown = !f.flapDown
-	if f.flapDown {
-		f.refused++
+	if !f.flapDown {
+		return nil
 	}
-	return f.flapDown
+	f.refused++
+	not := f.flapAnswers[f.flapNext%len(f.flapAnswers)]
+	f.flapNext++
+	return not
 }
 
 // losesAnswer says whether the answer to a request whose acked postings

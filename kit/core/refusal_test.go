@@ -249,6 +249,28 @@ func TestFaults_FlapAlternates(t *testing.T) {
 	}
 }
 
+// TestFaults_FlapAnswersInTurn: a core flapping with answers refuses
+// with each in turn, and the relay's client takes every one for now.
+func TestFaults_FlapAnswersInTurn(t *testing.T) {
+	c, cl := startCore(t)
+	c.Faults.Flap(6, core.Failed, core.TooMany)
+	var got []int
+	for i := range 6 {
+		_, _, err := cl.Post(t.Context(), fmt.Sprintf("k-%d", i), core.Posting{TransferID: fmt.Sprintf("tr_%d", i), From: "acc_a", To: "acc_b", Amount: 1})
+		var r *core.Refusal
+		switch {
+		case err == nil:
+		case errors.As(err, &r) && !r.Final():
+			got = append(got, r.Status)
+		default:
+			t.Errorf("posting %d: %v, want applied or refused for now", i, err)
+		}
+	}
+	if want := []int{500, 429, 500}; !slices.Equal(got, want) {
+		t.Errorf("refused with %v, want %v", got, want)
+	}
+}
+
 // TestFaults_HoldKeepsPostingsWaiting: a held core answers nothing and
 // applies nothing: a caller that gives up waiting gets no answer, and
 // the posting is not applied; after Release the same posting, under the
