@@ -592,8 +592,13 @@ func checkOneInProgress(t *T) error {
 		if err != nil {
 			return err
 		}
-		return t.Fail(strings.Join(story, "\n"), fmt.Sprintf("%d of the other %d transfers' rows marked sent by then, %d rows still owed; the core ledger holds %d postings", st.Outbox.Sent, len(want)-1, st.Outbox.Pending, len(ps)),
-			"the rows the core took marked sent while one is refused for now: one posting refused for now holds back none of the others")
+		got := fmt.Sprintf("%d of the other %d transfers' rows marked sent by then, %s still owed", st.Outbox.Sent, len(want)-1, counted(int(st.Outbox.Pending), "row", "rows"))
+		if held := st.Outbox.Pending + st.Outbox.Sent + st.Outbox.Dead; held < rows {
+			got += fmt.Sprintf("; %s of the %d the transfers wrote gone from the outbox", counted(int(rows-held), "row", "rows"), rows)
+		}
+		got += "; the core ledger holds " + counted(len(ps), "posting", "postings")
+		return t.Fail(strings.Join(story, "\n"), got,
+			"the rows the core took marked sent, and kept, while one is refused for now: one posting refused for now holds back none of the others")
 	default:
 		story = append(story, fmt.Sprintf("the core answers %s 409 %s, then lets it through", held, timesOver(refused)))
 	}
