@@ -48,13 +48,7 @@ func TestTallyGenerated_KeylessTransfers(t *testing.T) {
 		}), false},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			subject := grader.Subject{Stage: 0, Name: "solutions/stage0", New: sol0.New, Tally: tc.tally}
-			res := grader.RunCheck(context.Background(), subject, check, 42, targets.InProcess)
-			if res.Passed() != tc.wantPass {
-				t.Errorf("passed = %v, want %v; %v", res.Passed(), tc.wantPass, res.Err)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { runTally(t, check, tc.tally, tc.wantPass) })
 	}
 }
 
@@ -85,6 +79,17 @@ func rewriteKeyless(t *testing.T, edit func(accesslog.Record) (accesslog.Record,
 			t.Errorf("the generated day has %d keyless transfers; want at least 2, or no tally can get them wrong", keyless)
 		}
 		return sol0.Tally(strings.NewReader(out.String()))
+	}
+}
+
+// runTally runs check with tally as the student's Tally and fails the
+// test unless it passes exactly when wantPass.
+func runTally(t *testing.T, check grader.Check, tally func(io.Reader) (accesslog.Report, error), wantPass bool) {
+	t.Helper()
+	subject := grader.Subject{Stage: 0, Name: "solutions/stage0", New: sol0.New, Tally: tally}
+	res := grader.RunCheck(context.Background(), subject, check, 42, targets.InProcess)
+	if res.Passed() != wantPass {
+		t.Errorf("passed = %v, want %v; %v", res.Passed(), wantPass, res.Err)
 	}
 }
 
@@ -128,13 +133,7 @@ func TestTallyTraps_WrongTallies(t *testing.T) {
 		{"the reference written again (the test's own tally is right)", wrongTally(t, wrong{group: byCustomerKey, same: canon}), true},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			subject := grader.Subject{Stage: 0, Name: "solutions/stage0", New: sol0.New, Tally: tc.tally}
-			res := grader.RunCheck(context.Background(), subject, check, 42, targets.InProcess)
-			if res.Passed() != tc.wantPass {
-				t.Errorf("passed = %v, want %v; %v", res.Passed(), tc.wantPass, res.Err)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { runTally(t, check, tc.tally, tc.wantPass) })
 	}
 }
 

@@ -227,20 +227,7 @@ func TestArm_PoisonPostingMakesADeadLetter(t *testing.T) {
 		t.Fatalf("armed %v (%v), want poison-posting 1", left, err)
 	}
 	body := fmt.Sprintf(`{"from":%q,"to":%q,"amount":10}`, cs[0].Accounts[0], cs[1].Accounts[0])
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+"/transfers", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+cs[0].Token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", "poisoned")
-	resp, err := hs.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var x bank.Executed
-	json.NewDecoder(resp.Body).Decode(&x)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("transfer: %d", resp.StatusCode)
-	}
+	x := create(t, hs, cs[0].Token, "transfers", body, "poisoned")
 	var st labctl.State
 	for deadline := time.Now().Add(30 * time.Second); len(st.DeadLetters) == 0; {
 		if time.Now().After(deadline) {
@@ -399,6 +386,27 @@ func TestTransferOps_DepositOps_ReadThePagesOfExecutions(t *testing.T) {
 // 30 won, and three deposits into the first's account, of 100, 200 and
 // 300 won, each under its own key and op. It returns the lab's client,
 // the server's URL and what was made, "transfers" and "deposits", by id.
+// create posts body to /kind as the customer of token, under key, and
+// returns what the server made; anything but 201 fails the test.
+func create(t *testing.T, hs *httptest.Server, token, kind, body, key string) bank.Executed {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, hs.URL+"/"+kind, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := hs.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var x bank.Executed
+	json.NewDecoder(resp.Body).Decode(&x)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("%s %s: %d", kind, key, resp.StatusCode)
+	}
+	return x
+}
+
 func threeOfEach(t *testing.T, opts server.Options) (*labclient.Client, string, map[string]map[string]bank.Executed) {
 	t.Helper()
 	srv, err := server.New(context.Background(), opts)
@@ -422,20 +430,7 @@ func threeOfEach(t *testing.T, opts server.Options) (*labclient.Client, string, 
 			kind, amount = "deposits", int64(100*(i-2))
 			body = fmt.Sprintf(`{"account":%q,"amount":%d,"metadata":{"op":"op-%d"}}`, cs[0].Accounts[0], amount, i)
 		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+"/"+kind, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+cs[0].Token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", fmt.Sprintf("key-%d", i))
-		resp, err := hs.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var x bank.Executed
-		json.NewDecoder(resp.Body).Decode(&x)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated {
-			t.Fatalf("%s %d: %d", kind, i, resp.StatusCode)
-		}
+		x := create(t, hs, cs[0].Token, kind, body, fmt.Sprintf("key-%d", i))
 		made[kind][x.ID] = bank.Executed{ID: x.ID, Op: fmt.Sprintf("op-%d", i), Amount: amount}
 	}
 	return lab, hs.URL, made
