@@ -215,7 +215,7 @@ func benchServer(b *testing.B, factory stage.Factory, clients int) result {
 		b.Fatal(err)
 	}
 	defer srv.Close()
-	customers, err := srv.Lab().Reset(ctx, bank.Params{Seed: 1, Customers: heavy, AccountsPerCustomer: 2, OpeningBalance: 1_000_000_000_000})
+	customers, _, err := srv.Lab().Reset(ctx, bank.Params{Seed: 1, Customers: heavy, AccountsPerCustomer: 2, OpeningBalance: 1_000_000_000_000})
 	if err != nil {
 		b.Fatal(err)
 	}

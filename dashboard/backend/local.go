@@ -260,7 +260,7 @@ func (l *Local) State(ctx context.Context) (labctl.State, error) {
 
 // Reset repopulates the bank.
 func (l *Local) Reset(ctx context.Context, p bank.Params) error {
-	_, err := l.Server().Lab().Reset(ctx, p)
+	_, _, err := l.Server().Lab().Reset(ctx, p)
 	return err
 }
 

@@ -35,7 +35,7 @@ func startLab(t *testing.T) lab {
 	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { hs.Close(); srv.Close() })
-	cs, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 1, OpeningBalance: 1000})
+	cs, _, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 1, OpeningBalance: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,31 +119,37 @@ func (c *Controller) Routes(r chi.Router) {
 // the bank from p (with random tokens if RandomTokens is set), puts the
 // clock back on real time and disarms every fault. The config stays. The
 // other replicas, if any, disarm theirs and forget their core calls at
-// their next request (Replica.Sync).
-func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer, error) {
+// their next request (Replica.Sync). A core ledger that could not be told
+// to disarm its fault does not stop the reset: the note says so.
+func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer, string, error) {
 	if err := p.Validate(); err != nil {
-		return nil, problem.New(problem.InvalidRequest, "%v", err)
+		return nil, "", problem.New(problem.InvalidRequest, "%v", err)
 	}
 	c.resetting.Lock()
 	defer c.resetting.Unlock()
-	c.Faults.DisarmAll()
+	// A core ledger that does not answer (restarting under lab serve, or
+	// gone) keeps no reset from happening: the reset says so in its note.
+	var note string
+	if err := c.Faults.DisarmAll(); err != nil {
+		note = fmt.Sprintf("the core ledger could not be told to disarm %s, and may still reject postings: %v", PoisonPosting, err)
+	}
 	tx, err := c.DB.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("reset: %w", err)
+		return nil, "", fmt.Errorf("reset: %w", err)
 	}
 	defer tx.Rollback()
 	stageTables, err := stageTables(ctx, tx, c.DB.Engine())
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	for _, t := range stageTables {
 		if _, err := tx.ExecContext(ctx, `DROP TABLE "`+t+`"`); err != nil {
-			return nil, fmt.Errorf("reset: drop %s: %w", t, err)
+			return nil, "", fmt.Errorf("reset: drop %s: %w", t, err)
 		}
 	}
 	for _, t := range bank.Tables {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM "`+t+`"`); err != nil {
-			return nil, fmt.Errorf("reset %s: %w", t, err)
+			return nil, "", fmt.Errorf("reset %s: %w", t, err)
 		}
 	}
 	customers := bank.Population(p)
@@ -151,16 +157,16 @@ func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer,
 		bank.DrawTokens(customers)
 	}
 	if err := bank.Insert(ctx, tx, customers, p.OpeningBalance); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var resets int64
 	if c.Replica != nil {
 		if resets, err = c.Replica.countReset(ctx, tx); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("reset: %w", err)
+		return nil, "", fmt.Errorf("reset: %w", err)
 	}
 	if c.Replica != nil {
 		c.Replica.caughtUp(resets)
@@ -168,20 +174,20 @@ func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer,
 	c.Bank.ForgetCoreCalls()
 	if c.Restage != nil {
 		if err := c.Restage(ctx); err != nil {
-			return nil, fmt.Errorf("reset: the stage could not create its tables: %w", err)
+			return nil, "", fmt.Errorf("reset: the stage could not create its tables: %w", err)
 		}
 	}
 	if err := c.DB.WatchKeyTable(ctx); err != nil {
-		return nil, fmt.Errorf("reset: %w", err)
+		return nil, "", fmt.Errorf("reset: %w", err)
 	}
 	if err := c.Clock.Reset(ctx); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := c.sync(ctx); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	c.Hub.Publish(events.KindReset, map[string]any{"seed": p.Seed, "customers": customers})
-	return customers, nil
+	return customers, note, nil
 }
 
 // sync, on a replica, adopts what the replicas share (Replica.Sync) once
@@ -240,12 +246,16 @@ func (c *Controller) handleReset(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, err)
 		return
 	}
-	customers, err := c.Reset(r.Context(), p)
+	customers, note, err := c.Reset(r.Context(), p)
 	if err != nil {
 		problem.Write(w, err)
 		return
 	}
-	respond.JSON(w, http.StatusOK, map[string]any{"customers": customers})
+	answer := map[string]any{"customers": customers}
+	if note != "" {
+		answer["note"] = note
+	}
+	respond.JSON(w, http.StatusOK, answer)
 }
 
 // State is GET /lab/state.
@@ -528,8 +538,9 @@ func (c *Controller) handleFaults(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, problem.New(problem.InvalidRequest, "%v", err))
 		return
 	}
-	c.Hub.Publish(events.KindFault, map[string]any{"point": in.Point, "count": count, "armed": c.Faults.Armed()})
-	respond.JSON(w, http.StatusOK, map[string]any{"armed": c.Faults.Armed()})
+	armed := c.Faults.Armed()
+	c.Hub.Publish(events.KindFault, map[string]any{"point": in.Point, "count": count, "armed": armed})
+	respond.JSON(w, http.StatusOK, map[string]any{"armed": armed})
 }
 
 // NoPurge is the note of POST /lab/purge on a server whose stage has no

@@ -232,9 +232,23 @@ func (f *Faults) AfterPost() {
 	}
 }
 
-// DisarmAll disarms every fault.
-func (f *Faults) DisarmAll() {
+// DisarmAll disarms every fault, the core ledger's poison-posting
+// included. It returns an error if the core could not be told: its
+// faults may still be armed.
+func (f *Faults) DisarmAll() error {
+	f.DisarmOwn()
+	return f.Arm(PoisonPosting, 0)
+}
+
+// DisarmOwn disarms the faults this process keeps: every one but
+// poison-posting, which lives in the core ledger that every replica
+// posts to. A replica catching up with a reset another made
+// (Replica.Sync) disarms only these: the core was disarmed by the reset,
+// and may have been armed again since.
+func (f *Faults) DisarmOwn() {
 	for _, p := range Points {
-		f.Arm(p, 0)
+		if p != PoisonPosting {
+			f.Arm(p, 0)
+		}
 	}
 }

@@ -57,9 +57,10 @@ const sharedSchema = `CREATE TABLE IF NOT EXISTS lab_shared (
 //
 // Syncs may run at once and finish in any order. Each takes a ticket
 // before it reads, and one publishes what it read only if no Sync with a
-// later ticket has published yet: a later ticket read later, so what a
-// request sees never goes back past what the database held when it
-// started.
+// later ticket has published yet. A request's own Sync takes its ticket
+// after the request began, so whatever Sync published last by the time
+// the request reads holds at least what the database held when it began:
+// what a request sees never goes back past that.
 type Replica struct {
 	db       *sql.DB
 	clock    *clock.Clock
@@ -105,7 +106,7 @@ func OpenReplica(ctx context.Context, db *sql.DB, role Role, clk *clock.Clock, s
 // Sync reads what the replicas share and adopts it: the clock's offset,
 // the config and, if another replica reset the lab since the last Sync,
 // the reset of what this process keeps in memory (its count of core calls
-// and its armed faults).
+// and the faults it arms itself, Faults.DisarmOwn).
 func (r *Replica) Sync(ctx context.Context) error {
 	ticket := r.tickets.Add(1)
 	var offMS int64
@@ -128,7 +129,7 @@ func (r *Replica) Sync(ctx context.Context) error {
 	r.settings.set(cfg)
 	if resets > r.resets {
 		r.resets = resets
-		r.faults.DisarmAll()
+		r.faults.DisarmOwn()
 		r.bank.ForgetCoreCalls()
 	}
 	return nil

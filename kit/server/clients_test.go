@@ -38,7 +38,7 @@ func listen(t *testing.T, opts server.Options) (*server.Server, string, []bank.C
 	hs := server.NewHTTPServer(srv.Handler())
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close(); srv.Close() })
-	customers, err := srv.Lab().Reset(context.Background(), bank.DefaultParams())
+	customers, _, err := srv.Lab().Reset(context.Background(), bank.DefaultParams())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage5"
+	"idemlab/solutions/stage9"
 )
 
 // replica serves solution 5 on db as one of the lab's replicas, with
@@ -134,5 +135,78 @@ func TestReplicas_ALeadStartsTheConfigAJoinerAdoptsIt(t *testing.T) {
 		if _, cfg := call(t, hs, "GET", "/lab/config", admin, ""); cfg != `{"core_latency":"0s","retention":"24h0m0s","lease":"30s","retry_horizon":"1h0m0s"}`+"\n" {
 			t.Fatalf("a new lab's %s has config %s, want the lead's default", name, cfg)
 		}
+	}
+}
+
+// TestReplicas_AResetDisarmsEachReplicasOwnFaultsNotTheCoreArmedSince
+// arms a fault in one replica, resets the lab through the other, then
+// arms poison-posting on the core they share: the first replica's next
+// request disarms its own fault, and leaves the core armed. It catches a
+// replica that does not catch up with another's reset (its fault stays
+// armed), and one that disarms the shared core as it catches up (the
+// poison armed after the reset is lost, and no dead letter comes).
+func TestReplicas_AResetDisarmsEachReplicasOwnFaultsNotTheCoreArmedSince(t *testing.T) {
+	c, coreURL, stopCore, err := server.StartCore(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopCore)
+	db, admin := replicasDB(t), server.NewAdminToken()
+	start := func(role labctl.Role) *httptest.Server {
+		// An hour between relay passes: only the requests below sync.
+		srv, err := server.New(context.Background(), server.Options{Stage: stage9.New, DB: db, Lab: true,
+			AdminToken: admin, Replica: role, CoreURL: coreURL, RelayInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(srv.Handler())
+		t.Cleanup(func() { hs.Close(); srv.Close() })
+		return hs
+	}
+	r1, r2 := start(labctl.Lead), start(labctl.Join)
+	for _, step := range []struct {
+		hs                 *httptest.Server
+		method, path, body string
+	}{
+		{r2, "POST", "/lab/faults", `{"point":"fail-in-transfer","count":1}`},
+		{r1, "POST", "/lab/reset", `{"seed":3,"customers":2,"accounts_per_customer":1}`},
+		{r1, "POST", "/lab/faults", `{"point":"poison-posting","count":1}`},
+	} {
+		if code, body := call(t, step.hs, step.method, step.path, admin, step.body); code != 200 {
+			t.Fatalf("%s %s: %d %s", step.method, step.path, code, body)
+		}
+	}
+	code, body := call(t, r2, "GET", "/lab/faults", admin, "")
+	var got struct{ Armed []labctl.ArmedFault }
+	if err := json.Unmarshal([]byte(body), &got); code != 200 || err != nil {
+		t.Fatalf("GET /lab/faults: %d %s", code, body)
+	}
+	want := []labctl.ArmedFault{{Point: labctl.PoisonPosting, Count: 1}}
+	if fmt.Sprint(got.Armed) != fmt.Sprint(want) || c.Faults.PoisonNextLeft() != 1 {
+		t.Errorf("the second replica reports %v armed after the reset through the first, and the core %d postings to refuse; want %v: its own fault disarmed, the poison armed since kept",
+			got.Armed, c.Faults.PoisonNextLeft(), want)
+	}
+}
+
+// TestReset_ACoreThatDoesNotAnswerLeavesANote: a reset goes on when the
+// core ledger cannot be told to disarm poison-posting (it is restarting,
+// say), and its answer says so. It catches a reset that fails for it, and
+// one that keeps it quiet.
+func TestReset_ACoreThatDoesNotAnswerLeavesANote(t *testing.T) {
+	srv, err := server.New(context.Background(), server.Options{Stage: stage9.New, DB: ":memory:", Lab: true,
+		CoreURL: "http://127.0.0.1:1", RelayInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	code, body := call(t, hs, "POST", "/lab/reset", srv.AdminToken(), `{"seed":3}`)
+	var out struct {
+		Customers []json.RawMessage
+		Note      string
+	}
+	if err := json.Unmarshal([]byte(body), &out); code != 200 || err != nil || len(out.Customers) == 0 ||
+		!strings.Contains(out.Note, "could not be told to disarm poison-posting") {
+		t.Errorf("POST /lab/reset with the core unreachable: %d %s; want 200, the customers, and a note on the core", code, body)
 	}
 }

@@ -53,7 +53,7 @@ func startWith(t *testing.T, opts server.Options) (*server.Server, *httptest.Ser
 // each (seed 3) and returns them.
 func resetTwo(t *testing.T, srv *server.Server) (bank.Customer, bank.Customer) {
 	t.Helper()
-	customers, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 2, OpeningBalance: 1_000_000})
+	customers, _, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 2, OpeningBalance: 1_000_000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestClock_AdvanceIsReportedInState(t *testing.T) {
 func TestLabEndpointsNeedTheAdminToken(t *testing.T) {
 	srv, hs := start(t)
 	other, _ := start(t)
-	customers, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 5, Customers: 1, AccountsPerCustomer: 1, OpeningBalance: 1000})
+	customers, _, err := srv.Lab().Reset(context.Background(), bank.Params{Seed: 5, Customers: 1, AccountsPerCustomer: 1, OpeningBalance: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +477,7 @@ func TestReset_GivesTheStageItsNewKeyTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	if _, err := srv.Lab().Reset(ctx, bank.DefaultParams()); err != nil {
+	if _, _, err := srv.Lab().Reset(ctx, bank.DefaultParams()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := srv.Lab().DB.ExecContext(ctx, `INSERT INTO idempotency_keys (k, fingerprint) VALUES ('a', 'f')`); err != nil {
