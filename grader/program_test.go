@@ -14,6 +14,7 @@ import (
 
 	"idemlab/grader/dayplan"
 	"idemlab/grader/targets"
+	"idemlab/kit/labdb"
 )
 
 func TestProgramAt_BinLabOnlyWhenItIsTheBinaryRunning(t *testing.T) {
@@ -86,8 +87,8 @@ func TestDayCommand_RunsAsPrinted(t *testing.T) {
 
 // TestWithRunHint_NamesTheStageAndKeepsTheError: a check that needs a
 // server of its own says what to run instead, on the stage being graded
-// and for that check, and stays the error it was; any other error is left
-// as it is.
+// and for that check, in commands that work where lab was started, and
+// stays the error it was; any other error is left as it is.
 func TestWithRunHint_NamesTheStageAndKeepsTheError(t *testing.T) {
 	for _, sentinel := range []error{targets.ErrNoChild, targets.ErrNoReplicas} {
 		err := WithRunHint(fmt.Errorf("crash the server: %w", sentinel), 7, "S6.crash-recovery")
@@ -98,6 +99,13 @@ func TestWithRunHint_NamesTheStageAndKeepsTheError(t *testing.T) {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%q does not say %s", err, want)
 			}
+		}
+	}
+	t.Setenv(labdb.EnvRootFrom, "../..") // lab started in stages/stage7
+	err := WithRunHint(targets.ErrNoChild, 7, "S6.crash-recovery")
+	for _, want := range []string{"`cd ../.. && make stage-7 ", "`cd ../.. && " + Program() + " grade "} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("from a stage's folder, %q does not say %s", err, want)
 		}
 	}
 	other := errors.New("the server answered 500")

@@ -17,6 +17,7 @@ import (
 	"idemlab/grader/targets"
 	"idemlab/grader/timeline"
 	"idemlab/kit/core"
+	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 )
 
@@ -149,13 +150,14 @@ func postgresLesson(stage int) string {
 
 // WithRunHint adds to err, when check needed a server the grader starts
 // itself (targets.ErrNoChild, targets.ErrNoReplicas), the commands that
-// run it so on the stage being graded, as typed from the checkout's root:
+// run it so on the stage being graded, as typed where lab was started
+// (labdb.FromRoot):
 // the stage's, not the check's, since grading a stage runs the checks of
 // every stage before it too.
 func WithRunHint(err error, stage int, check string) error {
 	if errors.Is(err, targets.ErrNoChild) || errors.Is(err, targets.ErrNoReplicas) {
-		return fmt.Errorf("%w: run it with `make stage-%d RUN=%s`, or `%s grade --stage %d --run %s` (without --url)",
-			err, stage, check, Program(), stage, check)
+		return fmt.Errorf("%w: run it with `%smake stage-%d RUN=%s`, or `%s%s grade --stage %d --run %s` (without --url)",
+			err, labdb.FromRoot(), stage, check, labdb.FromRoot(), Program(), stage, check)
 	}
 	return err
 }

@@ -13,6 +13,7 @@ import (
 	"idemlab/audit"
 	"idemlab/grader"
 	"idemlab/grader/targets"
+	"idemlab/kit/labdb"
 )
 
 // The headings of an audit's report, in the order it prints them.
@@ -67,7 +68,7 @@ func runAudit(ctx context.Context, in *invocation) error {
 
 // reproduceAudit is the command that runs check id of this audit again.
 func reproduceAudit(f auditFlags, id string) string {
-	return fmt.Sprintf("make audit PKG=%s SEED=%d RUN=%s", f.pkg, f.seed, id)
+	return fmt.Sprintf("%smake audit PKG=%s SEED=%d RUN=%s", labdb.FromRoot(), f.pkg, f.seed, id)
 }
 
 // auditSection sorts a result that did not pass into the audit's
