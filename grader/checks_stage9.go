@@ -462,8 +462,8 @@ func checkLongOutage(t *T) error {
 	perSecond := float64(knocks) / longOutage.Seconds()
 	if limit := float64(hammering * int(rows) * passesPerSecond); perSecond > limit {
 		return t.Fail(strings.Join(story, "\n"), fmt.Sprintf("in the %v of the outage, the core refused %d postings of the %d rows owed: %.0f a second", longOutage, knocks, rows, perSecond),
-			fmt.Sprintf("at most %d tries a second of each owed row, and far fewer would do: the kit runs the next pass %v after one that settled nothing, and at once only after one that settled rows, as the count a pass returns says (%.0f a second is over %d times that cadence for %d rows); a pass that counts rows it read, not rows it settled, knocks without pause on a core that is down",
-				passesPerSecond, server.RelayInterval, perSecond, hammering, rows))
+			fmt.Sprintf("at most %d tries a second of each owed row (%d times the kit's cadence), and far fewer would do: the kit runs the next pass %v after one that settled nothing, %d a second, and at once only after one that settled rows, as the count a pass returns says; a pass that counts rows it read, not rows it settled, knocks without pause on a core that is down",
+				hammering*passesPerSecond, hammering, server.RelayInterval, passesPerSecond))
 	}
 	return nil
 }
