@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"idemlab/grader/dayplan"
@@ -177,7 +178,7 @@ func checkTallyTraps(t *T) error {
 	if err != nil {
 		return err
 	}
-	const sent = "Tally(a log of 17 lines written by the check: one key sent by two customers; one key a customer reused for two operations; an edited resubmission and then its retry; a resubmission whose memo alone changed; a retry with its members in another order; two keyless transfers; a deposit sent twice; a refusal; a read)"
+	sent := "Tally(a log of " + strconv.Itoa(len(trapsLog)) + " lines written by the check: one key sent by two customers; one key a customer reused for two operations; an edited resubmission and then its retry; a resubmission whose memo alone changed; a retry with its members in another order; two keyless transfers; a deposit sent twice; a refusal; a read)"
 	// The line that is not a record goes in the middle, after a double,
 	// so a tally that stops there with no error reports too little.
 	cut := bytes.Index(log, []byte(`"k-memo"`))

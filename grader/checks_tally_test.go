@@ -93,9 +93,10 @@ func runTally(t *testing.T, check grader.Check, tally func(io.Reader) (accesslog
 	}
 }
 
-// S0.tally-traps catches the wrong tallies that a generated day lets pass:
-// each of these passes S0.tally-shipped and S0.tally-generated, and
-// S0.tally-traps fails it. The reference passes.
+// S0.tally-traps catches the wrong tallies that a generated day lets pass
+// (each of them passed S0.tally-shipped and S0.tally-generated when the
+// check was written): S0.tally-traps fails every one. The reference, and
+// a right tally written like the wrong ones, pass.
 func TestTallyTraps_WrongTallies(t *testing.T) {
 	check, ok := grader.Lookup("S0.tally-traps")
 	if !ok {
