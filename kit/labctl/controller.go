@@ -183,21 +183,14 @@ func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer,
 	if err := c.Clock.Reset(ctx); err != nil {
 		return nil, "", err
 	}
-	if err := c.sync(ctx); err != nil {
+	// On a replica, adopt what the replicas share now that this process
+	// changed it: whatever a Sync that read before the change published,
+	// the requests after it see the change.
+	if err := c.Replica.Sync(ctx); err != nil {
 		return nil, "", err
 	}
 	c.Hub.Publish(events.KindReset, map[string]any{"seed": p.Seed, "customers": customers})
 	return customers, note, nil
-}
-
-// sync, on a replica, adopts what the replicas share (Replica.Sync) once
-// this process has changed it: whatever a Sync that read before the
-// change published, the requests after it see the change.
-func (c *Controller) sync(ctx context.Context) error {
-	if c.Replica == nil {
-		return nil
-	}
-	return c.Replica.Sync(ctx)
 }
 
 // stageTables lists the tables that are neither the bank's, nor the
@@ -462,7 +455,7 @@ func (c *Controller) handleClock(w http.ResponseWriter, r *http.Request) {
 		now = c.Clock.Now()
 	}
 	if err == nil {
-		err = c.sync(r.Context())
+		err = c.Replica.Sync(r.Context())
 	}
 	if err != nil {
 		problem.Write(w, err)

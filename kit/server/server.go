@@ -255,7 +255,7 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 		s.every(30*time.Second, func() {
 			s.ctl.Shared(func() {
 				ctx := fault.LabRead(context.Background())
-				if err := s.sync(ctx); err != nil {
+				if err := s.ctl.Replica.Sync(ctx); err != nil {
 					s.hub.Publish(events.KindPurge, map[string]string{"error": err.Error()})
 					return
 				}
@@ -356,7 +356,7 @@ func (s *Server) relay(r stage.Relayer, interval time.Duration) {
 		settled := 0
 		s.ctl.UnlessResetting(func() {
 			msg := ""
-			n, err := 0, s.sync(ctx)
+			n, err := 0, s.ctl.Replica.Sync(ctx)
 			if err == nil {
 				n, err = relayPass(ctx, r)
 			}
@@ -567,14 +567,6 @@ func (s *Server) Close() error {
 	s.db.OnKeyRowsListening(nil)
 	s.wg.Wait()
 	return s.db.Close()
-}
-
-// sync, on a replica, adopts what the replicas share (labctl.Replica.Sync).
-func (s *Server) sync(ctx context.Context) error {
-	if s.ctl.Replica == nil {
-		return nil
-	}
-	return s.ctl.Replica.Sync(ctx)
 }
 
 // synced is middleware that, on a replica, has each request see the lab
