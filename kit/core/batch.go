@@ -40,7 +40,8 @@ type Result struct {
 // is down (503), a body that is not a batch (400 invalid-batch, 413, 415)
 // and a core that cannot read its books or write (500).
 func (c *Core) postBatch(w http.ResponseWriter, r *http.Request) {
-	if !c.Faults.wait(r.Context()) || c.refuseToken(w) {
+	down, ok := c.Faults.wait(r.Context())
+	if !ok || c.refuseToken(w) {
 		return
 	}
 	if c.Faults.drops() {
@@ -49,7 +50,7 @@ func (c *Core) postBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	c.Faults.cutsBatch(r)
 	members, err := request.PostingBatch(r)
-	if c.Faults.downFor(max(len(members), 1)) {
+	if c.Faults.refuseDown(down, max(len(members), 1)) {
 		problem.Write(w, problem.New(Down, "the core ledger is down; nothing of the batch was posted"))
 		return
 	}

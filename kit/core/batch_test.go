@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"idemlab/kit/core"
 	"idemlab/kit/labdb"
@@ -34,7 +36,12 @@ func postBatch(t *testing.T, cl *core.Client, token, contentType, body string) (
 // where postBatch ends the test (no answer, a refusal that is no problem,
 // an answer that is no list of results).
 func sendBatch(cl *core.Client, token, contentType, body string) (status int, results []core.Result, problemType string, err error) {
-	req, _ := http.NewRequest(http.MethodPost, cl.URL()+"/postings/batch", strings.NewReader(body))
+	return sendBatchFrom(cl, token, contentType, strings.NewReader(body))
+}
+
+// sendBatchFrom is sendBatch with a body the test may still be writing.
+func sendBatchFrom(cl *core.Client, token, contentType string, body io.Reader) (status int, results []core.Result, problemType string, err error) {
+	req, _ := http.NewRequest(http.MethodPost, cl.URL()+"/postings/batch", body)
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
@@ -350,6 +357,59 @@ func TestPostAll_ALargeBatchGoesInChunksAndStopsWhileDown(t *testing.T) {
 	}
 	if n := postings(t, cl); len(n) != len(b) {
 		t.Errorf("%d transfers posted, want %d", len(n), len(b))
+	}
+}
+
+// TestFaults_DownIsDecidedBeforeTheBody: whether the core is down for a
+// request is decided as the request arrives, or as the hold it waited in
+// is released, not once its body has been read. A batch released while
+// the core is down, whose body ends only after the core is back, is
+// refused whole with 503 and nothing of it is applied; one released once
+// the core is back is applied. A core that looked only after reading the
+// body applied the first: a relay's pass that came while the core was
+// down went through unheld after it came back, where S9.backlog counts
+// on holding every pass that posts.
+func TestFaults_DownIsDecidedBeforeTheBody(t *testing.T) {
+	books, ps := bankWithTransfers(t, 2)
+	c, cl, token := startCoreWith(t, books)
+	for i, downAtRelease := range []bool{true, false} {
+		p := ps[i]
+		body := "[" + member(fmt.Sprintf("outbox-%d", i), postingJSON(p)) + "]"
+		c.Faults.SetDown(true)
+		c.Faults.Hold()
+		held := c.Faults.Held()
+		type answer struct {
+			status      int
+			problemType string
+			err         error
+		}
+		answered := make(chan answer, 1)
+		r, w := io.Pipe()
+		go func() {
+			status, _, problemType, err := sendBatchFrom(cl, token, "application/json", r)
+			answered <- answer{status, problemType, err}
+		}()
+		for c.Faults.Held() == held {
+			time.Sleep(time.Millisecond)
+		}
+		if !downAtRelease {
+			c.Faults.SetDown(false)
+		}
+		c.Faults.Release()
+		c.Faults.SetDown(false)
+		io.WriteString(w, body)
+		w.Close()
+		a := <-answered
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		posted := postings(t, cl)[p.TransferID]
+		switch {
+		case downAtRelease && (a.status != http.StatusServiceUnavailable || a.problemType != core.Down.URI() || posted != 0):
+			t.Errorf("released while down, the body sent once the core was back: %d %s, posted %d times; want 503 %s, nothing posted", a.status, a.problemType, posted, core.Down.URI())
+		case !downAtRelease && (a.status != http.StatusOK || posted != 1):
+			t.Errorf("released once the core was back: %d %s, posted %d times; want 200, posted once", a.status, a.problemType, posted)
+		}
 	}
 }
 

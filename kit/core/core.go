@@ -233,14 +233,15 @@ type entry struct {
 func (e *entry) acked() bool { return e.err == nil }
 
 func (c *Core) post(w http.ResponseWriter, r *http.Request) {
-	if !c.Faults.wait(r.Context()) || c.refuseToken(w) {
+	down, ok := c.Faults.wait(r.Context())
+	if !ok || c.refuseToken(w) {
 		return
 	}
 	if c.Faults.drops() {
 		// Nothing applied, and no answer.
 		panic(http.ErrAbortHandler)
 	}
-	if c.Faults.downFor(1) {
+	if c.Faults.refuseDown(down, 1) {
 		problem.Write(w, problem.New(Down, "the core ledger is down; nothing was posted"))
 		return
 	}
@@ -481,9 +482,9 @@ type Faults struct {
 	flapDown    bool
 	flapAnswers []*problem.Type
 	flapNext    int
-	// held, while not nil, keeps every posting waiting until it closes;
+	// held, while not nil, keeps every posting waiting until Release;
 	// arrivals counts the requests that came to wait on it.
-	held     chan struct{}
+	held     *hold
 	arrivals int
 	// tokenRefused refuses the caller's token, as after a rotation the
 	// caller has not caught up with.
@@ -669,15 +670,16 @@ func (f *Faults) Refused() int {
 	return f.refused
 }
 
-// downFor says whether the core is down for a request that carries n
-// postings, and counts them refused if it is.
-func (f *Faults) downFor(n int) bool {
+// refuseDown counts the n postings of a request refused while the core
+// was down (wait said so), if it was, and reports whether it was.
+func (f *Faults) refuseDown(down bool, n int) bool {
+	if !down {
+		return false
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.down {
-		f.refused += n
-	}
-	return f.down
+	f.refused += n
+	return true
 }
 
 // flaps says how the core, flapping, refuses the next posting, nil if it
@@ -825,6 +827,16 @@ func (f *Faults) PoisonedSends() int {
 	return f.poisonedSends
 }
 
+// hold is one Hold, from Hold to Release: the requests that came during
+// it wait for released to close, and then go on as the core was at the
+// Release, down or not.
+type hold struct {
+	released chan struct{}
+	// down is whether the core was down at the Release; written before
+	// released closes.
+	down bool
+}
+
 // Hold makes the core slow beyond measure: every posting waits,
 // unanswered and not applied, until Release (or until its caller gives
 // up).
@@ -832,17 +844,20 @@ func (f *Faults) Hold() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.held == nil {
-		f.held = make(chan struct{})
+		f.held = &hold{released: make(chan struct{})}
 	}
 }
 
 // Release lets the postings Hold kept waiting go on, and the next ones
-// through at once.
+// through at once. Whether the core is down for the postings it lets go
+// is decided now: a core that goes down or comes back after the Release
+// changes nothing for them.
 func (f *Faults) Release() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.held != nil {
-		close(f.held)
+		f.held.down = f.down
+		close(f.held.released)
 		f.held = nil
 	}
 }
@@ -859,21 +874,26 @@ func (f *Faults) Held() int {
 	return f.arrivals
 }
 
-// wait waits while the core is held; it reports false if ctx ended first.
-func (f *Faults) wait(ctx context.Context) bool {
+// wait waits while the core is held, then says whether the core is down
+// for the request: decided as it arrives, or as the hold it waited for is
+// released, before its body is read. A request that came while the core
+// was down is refused whole even if the core comes back while its body
+// is still arriving, so that a check that brings the core back while it
+// holds every request sees each relay pass either refused or held, and
+// none applied unheld. It reports ok false if ctx ended first.
+func (f *Faults) wait(ctx context.Context) (down, ok bool) {
 	f.mu.Lock()
-	held := f.held
-	if held != nil {
-		f.arrivals++
+	h := f.held
+	if h == nil {
+		defer f.mu.Unlock()
+		return f.down, true
 	}
+	f.arrivals++
 	f.mu.Unlock()
-	if held == nil {
-		return true
-	}
 	select {
-	case <-held:
-		return true
+	case <-h.released:
+		return h.down, true
 	case <-ctx.Done():
-		return false
+		return false, false
 	}
 }
