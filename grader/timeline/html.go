@@ -86,6 +86,9 @@ type htmlPage struct {
 	// drawn.
 	Highlights []Highlight
 	Missing    bool
+	// Marks name the other glyphs the lanes draw (the lab's events), in
+	// the terminal legend's words and order.
+	Marks []string
 }
 
 type htmlTick struct {
@@ -136,6 +139,7 @@ func htmlView(v View) htmlPage {
 	for i := 0; i <= 4; i++ {
 		p.Ticks = append(p.Ticks, htmlTick{X: svgLabel + svgArea*float64(i)/4, Label: Millis(span*time.Duration(i)/4) + " ms"})
 	}
+	drawn := map[rune]bool{}
 	for i, l := range v.Lanes {
 		hl := htmlLane{Label: l.Label, Answer: l.answer(), Y: svgTop + svgLane*float64(i), Lab: l.Lab, Hot: l.highlighted()}
 		for _, a := range l.Attempts {
@@ -149,9 +153,18 @@ func htmlView(v View) htmlPage {
 				kind = hot.Class
 			}
 			title := markTitle(m, hot) + " at " + ms(m.At) + " ms"
-			hl.Marks = append(hl.Marks, htmlMark{X: x(m.At), Kind: kind, Glyph: string(markGlyph(m, hot)), Highlight: m.Highlight, Title: title})
+			glyph := markGlyph(m, hot)
+			if kind != Execution && kind != Missing && !m.Highlight {
+				drawn[glyph] = true
+			}
+			hl.Marks = append(hl.Marks, htmlMark{X: x(m.At), Kind: kind, Glyph: string(glyph), Highlight: m.Highlight, Title: title})
 		}
 		p.Lanes = append(p.Lanes, hl)
+	}
+	for _, g := range textMarks {
+		if drawn[g.glyph] {
+			p.Marks = append(p.Marks, fmt.Sprintf("%c %s", g.glyph, g.words))
+		}
 	}
 	p.Height = svgTop + svgLane*float64(len(v.Lanes)) + 10
 	return p
@@ -235,7 +248,7 @@ tr.hot td:first-child { color: #b00020; font-weight: bold; }
 </g>
 {{end}}</svg>
 {{if .Hidden}}<p class="hidden">{{.Hidden}} more client lanes not drawn: {{.HiddenDetail}}</p>{{end}}
-<p class="legend"><span>▬ a request, from its send to its answer (orange: cut on the wire; grey: no answer)</span><span>● an execution</span>{{range .Highlights}}<span class="hot {{.Class}}">{{printf "%c" .Glyph}} {{.Legend}}</span>{{end}}{{if .Missing}}<span class="hot">◯ told it ran; it never did</span>{{end}}<span>c d r p: the key claimed, completed, released, purged</span><span>! † ↑: a fault armed, a crash, a restart</span></p>
+<p class="legend"><span>▬ a request, from its send to its answer (orange: cut on the wire; grey: no answer)</span><span>● an execution</span>{{range .Highlights}}<span class="hot {{.Class}}">{{printf "%c" .Glyph}} {{.Legend}}</span>{{end}}{{if .Missing}}<span class="hot">◯ told it ran; it never did</span>{{end}}{{range .Marks}}<span>{{.}}</span>{{end}}</p>
 <table>
 <tr><th>request</th><th>client</th><th>sent at</th><th>answered at</th><th>sent</th><th>got</th></tr>
 {{range .Rows}}<tr id="{{.ID}}"{{if .Hot}} class="hot"{{end}}><td>{{.ID}}</td><td>{{.Client}}</td><td>{{.Start}} ms</td><td>{{.End}} ms</td><td>{{.Sent}}</td><td>{{.Got}}</td></tr>

@@ -246,12 +246,10 @@ func TestText_ACutRequestKeepsItsMarkBeforeItsRetry(t *testing.T) {
 	}
 }
 
-// TestText_TheLegendNamesEveryGlyphDrawnAndNoOther draws every kind of
-// mark, a request cut on the wire and one that got no answer: each glyph
-// on the lanes is named under them, and a picture without them names
-// none of them. A legend typed once missed the lab clock (t), the reset
-// (0) and the unanswered request (?).
-func TestText_TheLegendNamesEveryGlyphDrawnAndNoOther(t *testing.T) {
+// everyMark is a view of one client lane with a request answered, one
+// cut on the wire and one that got no answer, and the lab's lane with a
+// mark of every kind and of one the timeline does not know.
+func everyMark() View {
 	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	attempt := func(id string, from, to int) Attempt {
@@ -264,11 +262,20 @@ func TestText_TheLegendNamesEveryGlyphDrawnAndNoOther(t *testing.T) {
 	for i, kind := range []string{Claim, Complete, Release, Forget, Armed, Crash, Restart, Reset, Clock, "something new"} {
 		lab.Marks = append(lab.Marks, Mark{At: at(5 + 10*i), Kind: kind})
 	}
-	v := View{From: t0, To: at(100), Lanes: []Lane{
+	return View{From: t0, To: at(100), Lanes: []Lane{
 		{Label: "client 1", Attempts: []Attempt{attempt("a1", 0, 10), cut, unanswered},
 			Marks: []Mark{{At: at(5), Kind: Execution}}},
 		lab,
 	}}
+}
+
+// TestText_TheLegendNamesEveryGlyphDrawnAndNoOther draws every kind of
+// mark, a request cut on the wire and one that got no answer: each glyph
+// on the lanes is named under them, and a picture without them names
+// none of them. A legend typed once missed the lab clock (t), the reset
+// (0) and the unanswered request (?).
+func TestText_TheLegendNamesEveryGlyphDrawnAndNoOther(t *testing.T) {
+	v := everyMark()
 	got := Text(v, TextOptions{})
 	lines := strings.Split(strings.TrimRight(got, "\n"), "\n")
 	var legend []string
@@ -288,9 +295,43 @@ func TestText_TheLegendNamesEveryGlyphDrawnAndNoOther(t *testing.T) {
 			}
 		}
 	}
-	bare := Text(View{From: t0, To: at(100), Lanes: v.Lanes[:1]}, TextOptions{})
+	bare := Text(View{From: v.From, To: v.To, Lanes: v.Lanes[:1]}, TextOptions{})
 	if !strings.HasSuffix(bare, "  $ execution\n  ╳ cut on the wire  ? no answer\n") {
 		t.Errorf("without the lab's lane the legend still names its marks, or not the requests':\n%s", bare)
+	}
+}
+
+// TestHTML_TheLegendNamesEveryGlyphDrawnAndNoOther: each glyph the page
+// draws on its lanes is named in its legend, and a page without the lab's
+// lane names none of the lab's marks. A legend typed once named the lab
+// clock (t) and the reset (0) only in their hover text.
+func TestHTML_TheLegendNamesEveryGlyphDrawnAndNoOther(t *testing.T) {
+	v := everyMark()
+	page := func(v View) (glyphs []string, legend string) {
+		var b bytes.Buffer
+		if err := HTML(&b, v); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`class="mark glyph"[^>]*>([^<]+)<title>`).FindAllStringSubmatch(b.String(), -1) {
+			glyphs = append(glyphs, m[1])
+		}
+		l := regexp.MustCompile(`(?s)<p class="legend">(.*?)</p>`).FindStringSubmatch(b.String())
+		if l == nil {
+			t.Fatalf("no legend:\n%s", b.String())
+		}
+		return glyphs, l[1]
+	}
+	glyphs, legend := page(v)
+	if len(glyphs) != len(v.Lanes[1].Marks) {
+		t.Fatalf("%d glyphs drawn (%q), want the lab lane's %d", len(glyphs), glyphs, len(v.Lanes[1].Marks))
+	}
+	for _, g := range glyphs {
+		if !strings.Contains(legend, "<span>"+g+" ") {
+			t.Errorf("%s is drawn and the legend does not name it: %s", g, legend)
+		}
+	}
+	if _, bare := page(View{From: v.From, To: v.To, Lanes: v.Lanes[:1]}); strings.Contains(bare, "key claimed") || strings.Contains(bare, "lab clock") {
+		t.Errorf("without the lab's lane the legend still names its marks: %s", bare)
 	}
 }
 
