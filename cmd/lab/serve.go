@@ -390,7 +390,13 @@ func replicaAddr(addr string, i int) (string, error) {
 	return net.JoinHostPort(host, strconv.Itoa(p+i)), nil
 }
 
-func printBanner(w io.Writer, f serveFlags, what, url string, replicas []string) {
+func printBanner(w io.Writer, f serveFlags, what, listening string, listeningReplicas []string) {
+	// The commands are typed on this machine: a server that listens on
+	// every address is reached here on the loopback address.
+	url, replicas := localURL(listening), []string{}
+	for _, r := range listeningReplicas {
+		replicas = append(replicas, localURL(r))
+	}
 	db := f.db
 	if labdb.EngineOfTarget(db) == labdb.PostgreSQL {
 		db = labdb.Redacted(db) + "  (PostgreSQL; kept across restarts)"
@@ -422,7 +428,7 @@ func printBanner(w io.Writer, f serveFlags, what, url string, replicas []string)
 	fmt.Fprintf(w, "reset the lab (seed 1: 4 customers with 2 accounts of 10,000,000 won each):\n")
 	fmt.Fprintf(w, "  curl -s -X POST %s/lab/reset -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{\"seed\":1}'\n", url, f.admin)
 	if f.public {
-		printClassroom(w, url)
+		printClassroom(w, listening)
 	}
 }
 
@@ -452,6 +458,17 @@ func printClassroom(w io.Writer, url string) {
 		server.HeaderTimeout, server.MaxHeaderBytes>>10, server.DefaultBodyTimeout)
 	fmt.Fprintf(w, "its headers (else 408), an answer within %v, idle connections closed after %v.\n",
 		server.WriteTimeout, server.IdleTimeout)
+}
+
+// localURL is url as this machine reaches it: the loopback address for a
+// server that listens on every address (0.0.0.0, or ::, which a listener
+// on 0.0.0.0 reports too), else url.
+func localURL(url string) string {
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(url, "http://"))
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsUnspecified() {
+		return url
+	}
+	return "http://" + net.JoinHostPort("127.0.0.1", port)
 }
 
 // studentURLs lists the URLs that reach a server listening at url from

@@ -236,6 +236,32 @@ func TestServe_PublicDrawsCustomerTokensAtRandom(t *testing.T) {
 	}
 }
 
+// TestBanner_AServerOnEveryAddressIsTypedAsLoopback: a server asked to
+// listen on 0.0.0.0 reports [::]; the banner's own URLs and commands are
+// typed on this machine, and name the loopback address, while the
+// classroom part lists the addresses students use. A banner that printed
+// http://[::]:8080 for the instructor's shell fails.
+func TestBanner_AServerOnEveryAddressIsTypedAsLoopback(t *testing.T) {
+	var b strings.Builder
+	printBanner(&b, serveFlags{stage: 9, db: ":memory:", admin: "adm_x", core: "http://core_x@127.0.0.1:8079", public: true},
+		"stage 9", "http://[::]:8080", []string{"http://[::]:8081"})
+	own, classroom, ok := strings.Cut(b.String(), "public: a classroom server")
+	if !ok {
+		t.Fatalf("a public server's banner without its classroom part:\n%s", b.String())
+	}
+	for _, want := range []string{"url          http://127.0.0.1:8080", "replica      http://127.0.0.1:8081", "export LAB=http://127.0.0.1:8080 ", "--url http://127.0.0.1:8080,http://127.0.0.1:8081 "} {
+		if !strings.Contains(own, want) {
+			t.Errorf("the banner does not say %q:\n%s", want, own)
+		}
+	}
+	if strings.Contains(own, "[::]") {
+		t.Errorf("the banner names the unspecified address for this machine's commands:\n%s", own)
+	}
+	if !strings.Contains(classroom, "url          http://") || strings.Contains(classroom, "127.0.0.1") {
+		t.Errorf("the classroom part names no URL, or the loopback one:\n%s", classroom)
+	}
+}
+
 // TestServe_ReplicasShareOneDatabase catches replicas that do not share
 // the database (each on a file of its own, or one of them never started):
 // a transfer answered by the first replica and retried on the second must
