@@ -381,5 +381,13 @@ func replayCommand(f replayFlags) string {
 		// The operations in flight at once decide which requests race.
 		cmd += fmt.Sprintf(" --clients %d", f.clients)
 	}
+	if f.rate > 0 {
+		// So do the pace the operations start at,
+		cmd += fmt.Sprintf(" --rate %g", f.rate)
+	}
+	if f.url == "" && f.db != "" && f.db != ":memory:" {
+		// and the engine (its password left out, as --admin-token's is).
+		cmd += " --db " + labdb.Redacted(f.db)
+	}
 	return cmd + " --op " + f.op
 }

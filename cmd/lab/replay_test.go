@@ -168,7 +168,8 @@ func TestReplay_OpDrawsItsTimeline(t *testing.T) {
 // TestDrawOp_ThePageReproducesTheSameDay: the command the page and the
 // terminal give to draw the operation again replays the day with as many
 // clients in flight as this one had; without --clients 8 it ran them one
-// at a time, and the races the picture shows did not happen.
+// at a time, and the races the picture shows did not happen. It keeps the
+// pace (--rate) and the engine (--db, without its password) as well.
 func TestDrawOp_ThePageReproducesTheSameDay(t *testing.T) {
 	f := replayFlags{op: "op-002", plan: "day.plan.jsonl", results: t.TempDir(), clients: 8}
 	f.stage, f.solution = 3, true
@@ -189,6 +190,13 @@ func TestDrawOp_ThePageReproducesTheSameDay(t *testing.T) {
 	f.clients = 1
 	if got := replayCommand(f); strings.Contains(got, "--clients") {
 		t.Errorf("one client, the default, spelled out: %q", got)
+	}
+	// The pace and the engine decide the races too; a password is not
+	// printed.
+	f.rate, f.db = 20, "postgres://lab:secret@127.0.0.1:5432/postgres"
+	got := replayCommand(f)
+	if !strings.Contains(got, " --rate 20 ") || !strings.Contains(got, " --db postgres://") || strings.Contains(got, "secret") {
+		t.Errorf("a day replayed at 20 operations a second on PostgreSQL reproduced as %q", got)
 	}
 }
 
