@@ -310,7 +310,7 @@ func serveProcesses(ctx context.Context, root string, f serveFlags, stdout, stde
 		if err := c.Start(ctx); err != nil {
 			return fmt.Errorf("start %s: %w", name, err)
 		}
-		procs = append(procs, process{name: name, start: c.Start, wait: c.Wait, pid: c.Pid, url: func() string { return c.URL }})
+		procs = append(procs, process{name: name, start: c.Start, wait: c.Wait, pid: c.Pid, url: func() string { return localURL(c.URL) }})
 		urls = append(urls, c.URL)
 	}
 	if f.replicas > 1 {
