@@ -521,6 +521,12 @@ var catalogue = []Check{
 		Run:   checkSharedClientKey,
 	},
 	{
+		ID: "S9.outbox-times", Stage: 9, Lesson: lesson9 + "#the-relay",
+		Claim: "once the lab clock has been moved on by hours, a transfer's outbox row is written (created_at) and marked sent (sent_at) on the lab clock: no earlier than the transfer was sent, sent no earlier than written, and both by the time the core holds its posting",
+		Why:   "the outbox's times are read on the lab clock, as every other time of the server: the delivery lag the lab, the dashboard and make delivery-check report is sent_at less created_at, and an instructor's timeline puts each row where the lab clock says; a time from the machine's clock reads as hours before the transfer was made once the lab clock was moved, and the lag is off by as much",
+		Run:   checkOutboxTimes,
+	},
+	{
 		ID: "S9.poison", Stage: 9, Lesson: lesson9 + "#dead-letters",
 		Claim: "a posting the core ledger refuses for good (422, or 400 for one it cannot take) is set aside as a dead letter with the core's answer as it came, status and body, not marked sent and sent no more, and every other transfer still reaches it exactly once",
 		Why:   "sent again, a poison posting is refused again, for ever: a relay that stops at it stops the books, one that retries it (a 400 taken for a refusal for now, say) never drains and tells no one, and one that drops it loses a transfer nobody will ever look for; a dead letter without the core's answer as it came leaves the person who looks at it without the cause; a dead letter also marked sent is lost when an operator sends it again, and one read as owed is sent on every pass, until enough of them fill every batch",

@@ -13,6 +13,7 @@ import (
 
 	"idemlab/grader/judging"
 	"idemlab/kit/bank"
+	"idemlab/kit/clock"
 	"idemlab/kit/core"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
@@ -876,6 +877,62 @@ func checkSharedClientKey(t *T) error {
 		return err
 	}
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
+}
+
+// checkOutboxTimes catches an outbox row's times taken from the
+// machine's clock (time.Now()) instead of the lab clock, when the row is
+// written (created_at) or marked sent (sent_at): the lab moves its clock
+// on by hours first, so that the two clocks are hours apart, and reads
+// the row's times (GET /lab/transfers) against the lab clock before the
+// transfer was sent and once it was delivered.
+func checkOutboxTimes(t *T) error {
+	s, err := t.coreScenario(1_000_000)
+	if err != nil {
+		return err
+	}
+	moved := time.Duration(2+t.rng.IntN(47)) * time.Hour
+	if err := t.Advance(moved); err != nil {
+		return err
+	}
+	before, err := t.LabNow()
+	if err != nil {
+		return err
+	}
+	story := []string{fmt.Sprintf("(POST /lab/clock: the lab clock moved on %v, to %s) then a transfer", moved, clock.Format(before))}
+	want := owed{}
+	if err := t.payment(s, want, &story); err != nil {
+		return err
+	}
+	if err := t.postedOnce(strings.Join(story, "\n"), s, want); err != nil {
+		return err
+	}
+	after, err := t.LabNow()
+	if err != nil {
+		return err
+	}
+	id := slices.Collect(maps.Keys(want))[0]
+	listed, err := t.transfersListed([]string{id})
+	if err != nil {
+		return err
+	}
+	x := listed[id]
+	if x.OutboxAt == "" || x.OutboxSentAt == "" {
+		return t.CouldNotObserve("when the outbox row of %s was written and sent: GET /lab/transfers lists its created_at as %q and its sent_at as %q", id, x.OutboxAt, x.OutboxSentAt)
+	}
+	created, errC := time.Parse(time.RFC3339Nano, x.OutboxAt)
+	sent, errS := time.Parse(time.RFC3339Nano, x.OutboxSentAt)
+	if errC == nil && errS == nil && !created.Before(before) && !sent.Before(created) && !after.Before(sent) {
+		return nil
+	}
+	story = append(story, fmt.Sprintf("(the lab clock read %s before the transfer was sent, and %s once the core held its posting)", clock.Format(before), clock.Format(after)))
+	got := fmt.Sprintf("%s's outbox row: created_at %s, sent_at %s", id, x.OutboxAt, x.OutboxSentAt)
+	if errC == nil && errS == nil {
+		got += fmt.Sprintf(" (a delivery lag of %v, where the lab clock allows at most %v)", sent.Sub(created), after.Sub(before))
+	}
+	f := t.Fail(strings.Join(story, "\n"), got,
+		fmt.Sprintf("created_at and sent_at on the lab clock: %s ≤ created_at ≤ sent_at ≤ %s", clock.Format(before), clock.Format(after))).(*judging.Failure)
+	f.Why = "the outbox's times are read on the lab clock, as every other time of the server: the delivery lag (sent_at less created_at) the lab, the dashboard and make delivery-check report, and an instructor's timeline once the lab clock was moved; a time from the machine's clock (time.Now()) reads as hours before the transfer was made, and the lag is off by as much as the clock was moved"
+	return f
 }
 
 // coreLimit is the most a posting may move in S9.poison, the core's own
