@@ -924,7 +924,7 @@ func checkOutboxTimes(t *T) error {
 	if errC == nil && errS == nil && !created.Before(before) && !sent.Before(created) && !after.Before(sent) {
 		return nil
 	}
-	story = append(story, fmt.Sprintf("(the lab clock read %s before the transfer was sent, and %s once the core held its posting)", clock.Format(before), clock.Format(after)))
+	story = append(story, fmt.Sprintf("(the lab clock read %s before the transfer was sent, and %s once the outbox had drained)", clock.Format(before), clock.Format(after)))
 	got := fmt.Sprintf("%s's outbox row: created_at %s, sent_at %s", id, x.OutboxAt, x.OutboxSentAt)
 	if errC == nil && errS == nil {
 		got += fmt.Sprintf(" (a delivery lag of %v, where the lab clock allows at most %v)", sent.Sub(created), after.Sub(before))
