@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,6 +27,13 @@ type CheckResult struct {
 	// Report is the check's failure as the grader printed it (the FAIL or
 	// COULD NOT RUN block), empty for a pass.
 	Report string
+}
+
+// CouldNotRun reports whether the check did not pass because it could
+// not observe what it needs (the grader's COULD NOT RUN block): it says
+// nothing of the server, for or against.
+func (c CheckResult) CouldNotRun() bool {
+	return !c.Passed && strings.HasPrefix(c.Report, "COULD NOT RUN ")
 }
 
 // Outcome is what one run of a stage's checks found.
@@ -80,12 +88,29 @@ func (o Outcome) Passed() []CheckResult {
 	return out
 }
 
-// FirstFailing is the ID of the first failing check, or "".
+// FirstFailing is the ID of the first failing check, one that found
+// something against the server before one that could not run, or "".
 func (o Outcome) FirstFailing() string {
-	if f := o.Failed(); len(f) > 0 {
-		return f[0].ID
+	f := o.Failed()
+	if len(f) == 0 {
+		return ""
 	}
-	return ""
+	if i := slices.IndexFunc(f, func(c CheckResult) bool { return !c.CouldNotRun() }); i >= 0 {
+		return f[i].ID
+	}
+	return f[0].ID
+}
+
+// CouldNotRun returns the checks that could not run, in catalogue order:
+// among Failed, those that found nothing against the server.
+func (o Outcome) CouldNotRun() []CheckResult {
+	var out []CheckResult
+	for _, c := range o.Checks {
+		if c.CouldNotRun() {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // testEvent is one line of `go test -json` (cmd/test2json).

@@ -101,6 +101,35 @@ func TestSummarize_FailingPrintsTheBlocks(t *testing.T) {
 	}
 }
 
+// TestSummarize_ACheckThatCouldNotRunIsNoFailure: a check that could not
+// observe what it needs is counted apart from the failures, and the
+// student is sent to a failure first; with nothing but such checks, to
+// no check at all. A summary that said "1 fail" and "start with" a check
+// that found nothing against the server fails.
+func TestSummarize_ACheckThatCouldNotRunIsNoFailure(t *testing.T) {
+	unknown := CheckResult{ID: "S9.a", Report: "COULD NOT RUN S9.a  a claim\n  could not observe …"}
+	failed := CheckResult{ID: "S9.b", Report: "FAIL S9.b  a claim"}
+	passed := CheckResult{ID: "S9.c", Passed: true}
+	var b bytes.Buffer
+	o := Outcome{Stage: 9, Seed: "7", Checks: []CheckResult{unknown, failed, passed}}
+	Summarize(&b, "..", o)
+	if out := b.String(); !strings.Contains(out, "1 of 3 checks pass; 1 fail, 1 could not run (seed 7)") || !strings.Contains(out, "start with S9.b") {
+		t.Errorf("a failure and a check that could not run:\n%s", out)
+	}
+	if got := FirstLine(o); !strings.Contains(got, "first failing: S9.b") {
+		t.Errorf("first line %q, want S9.b first", got)
+	}
+	b.Reset()
+	o.Checks = []CheckResult{unknown, passed}
+	Summarize(&b, "..", o)
+	if out := b.String(); !strings.Contains(out, "1 of 2 checks pass; 0 fail, 1 could not run") || strings.Contains(out, "start with") || !strings.Contains(out, "says nothing of your server") {
+		t.Errorf("only a check that could not run:\n%s", out)
+	}
+	if got := FirstLine(o); !strings.HasPrefix(got, "? stage 9") || !strings.Contains(got, "S9.a could not run") {
+		t.Errorf("first line %q, want it to say S9.a could not run", got)
+	}
+}
+
 func TestParseTestJSON_RejectsOtherText(t *testing.T) {
 	if _, err := ParseTestJSON(strings.NewReader("ok  idemlab/stages/stage1\n"), 1); err == nil {
 		t.Fatal("plain go test output parsed as events")

@@ -43,8 +43,18 @@ func Summarize(w io.Writer, root string, o Outcome) {
 			fmt.Fprintln(w, c.Report)
 			fmt.Fprintln(w)
 		}
-		first := o.FirstFailing()
-		fmt.Fprintf(w, "stage %d: %d of %d checks pass; %d fail (seed %s).\n", n, len(o.Passed()), len(o.Checks), len(o.Failed()), o.Seed)
+		first, unknown := o.FirstFailing(), len(o.CouldNotRun())
+		failing := fmt.Sprintf("%d fail", len(o.Failed())-unknown)
+		if unknown > 0 {
+			failing += fmt.Sprintf(", %d could not run", unknown)
+		}
+		fmt.Fprintf(w, "stage %d: %d of %d checks pass; %s (seed %s).\n", n, len(o.Passed()), len(o.Checks), failing, o.Seed)
+		if unknown == len(o.Failed()) {
+			// Nothing against the server: nothing to fix in it yet.
+			fmt.Fprintf(w, "a check that could not run says nothing of your server, for or against: its block above says\n")
+			fmt.Fprintf(w, "what it could not observe; run %s again once that is fixed.\n", Command("check", n))
+			return
+		}
 		fmt.Fprintf(w, "start with %s, the first in the list: its lesson line above names the section to read;\n", first)
 		fmt.Fprintf(w, "  %s   a hint for it, one step more each time you ask\n", Command("hint", n))
 	case Passing:
@@ -79,6 +89,9 @@ func FirstLine(o Outcome) string {
 	case Passing:
 		return fmt.Sprintf("✓ stage %d passes (%d checks)", o.Stage, len(o.Checks))
 	case Failing:
+		if len(o.CouldNotRun()) == len(o.Failed()) {
+			return fmt.Sprintf("? stage %d: %d of %d pass; %s could not run", o.Stage, len(o.Passed()), len(o.Checks), o.FirstFailing())
+		}
 		return fmt.Sprintf("✗ stage %d: %d of %d pass; first failing: %s", o.Stage, len(o.Passed()), len(o.Checks), o.FirstFailing())
 	case DoesNotBuild:
 		first, _, _ := strings.Cut(o.Build, "\n")
