@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"idemlab/grader/judging"
+	"idemlab/kit/fault"
 	"idemlab/kit/labclient"
+	"idemlab/kit/labctl"
 )
 
 // answerID reads the id of the transfer or deposit an answer names: its
@@ -345,6 +347,64 @@ func checkRetentionBoundary(t *T, s Scenario) error {
 		if d := replayMismatch(after, again, "the original"); d != "" {
 			return t.Fail(story, again.String()+"\n"+d, "the new transfer's stored 201")
 		}
+		ran := func() { books.Transfer(op, a.Accounts[0], b.Accounts[0], amount) }
+		if err := t.lateRetriesAtOnce(req, after, retention, ran, books, &story); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lateRetriesAtOnce sends many copies of req at once when its key, whose
+// stored answer is last, has expired and is still in the table, as it is
+// between two runs of a periodic purge: one copy runs the payment again
+// (ran tells books so), and the others get 409 request-in-progress or
+// that copy's stored answer. The kit purges whenever the lab clock moves,
+// so the key is made to expire by cutting the retention in the config
+// instead. A server that reads the expired row and then reuses it with a
+// plain UPDATE lets every copy that read it before the first one wrote
+// run the payment: the slow-key-update fault holds that first write up,
+// as a loaded database would. story gets the step.
+func (t *T) lateRetriesAtOnce(req Request, last Response, retention time.Duration, ran func(), books *judging.Books, story *string) error {
+	const n = 8
+	const margin = 2 * time.Second
+	if err := t.Advance(retention - margin); err != nil {
+		return err
+	}
+	cut := retention - 2*margin
+	if err := t.Configure(labclient.Config{Retention: cut}); err != nil {
+		return err
+	}
+	if err := t.Arm(labctl.SlowKeyUpdate, 1); err != nil {
+		return err
+	}
+	rs := t.Simultaneously(n, func(int) Request { return req })
+	if err := t.Arm(labctl.SlowKeyUpdate, 0); err != nil {
+		return err
+	}
+	var fresh []Response
+	for _, r := range rs {
+		if r.Is(http.StatusCreated, "") && answerID(r) != answerID(last) {
+			fresh = append(fresh, r)
+		}
+	}
+	if len(fresh) > 0 {
+		// The key was forgotten: the payment runs once more, and once only.
+		ran()
+	}
+	*story += fmt.Sprintf("\nthen %v of lab time, and the retention cut to %v in the config: that transfer's key expired %v ago and is still in the table, as between two runs of a periodic purge; %d retries at once, with the slow-key-update fault holding the first update of the key table for %v  →  %s",
+		retention-margin, cut, margin, n, fault.KeyUpdateDelay, Summarize(rs))
+	if err := t.Reconcile(*story, "", books); err != nil {
+		return err
+	}
+	if len(fresh) == 0 {
+		return t.Fail(*story, Summarize(rs), "one of the retries runs the payment again: 201 Created, a new transfer; the key has expired")
+	}
+	for _, r := range rs {
+		if ok, _ := inProgressAnswer(r); ok || sameOp(r, fresh[0]) {
+			continue
+		}
+		return t.Fail(*story, r.String(), "one retry runs the payment again (201 Created, a new transfer); the others get 409 "+pInProgress+" or that transfer's stored 201: the expired key is forgotten once, by the claim that replaces it")
 	}
 	return nil
 }
