@@ -191,8 +191,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S4.replay-marker-only-on-replays", Stage: 4, Lesson: lesson4 + "#the-replay-marker",
-		Claim: "Idempotent-Replayed: true is on every replay and on no first answer",
-		Why:   "clients, logs and support staff count payments by first answers; a marker on a first answer hides a real payment, a missing one on a replay counts a payment twice",
+		Claim: "Idempotent-Replayed: true is on every replay and on no other answer: no first answer, no 409 request-in-progress, no 422 idempotency-key-reused",
+		Why:   "clients, logs and support staff count payments by first answers; a marker on a first answer hides a real payment, a missing one on a replay counts a payment twice; a marker on a 409 or a 422 about the key tells the client that this refusal is its request's stored answer, and it stops retrying a payment that is still running or already ran",
 		Run:   withScenario(1_000_000, checkReplayMarkerOnlyOnReplays),
 	},
 	{

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"idemlab/grader/judging"
+	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 )
 
@@ -135,7 +136,9 @@ const (
 )
 
 // checkReplayMarkerOnlyOnReplays catches a server that sets the marker on
-// every answer (first answers included), or on none.
+// every answer (first answers included), or on none, and one that marks
+// the answers it reads from the key table without replaying anything: a
+// 422 idempotency-key-reused, a 409 request-in-progress (notAReplay).
 func checkReplayMarkerOnlyOnReplays(t *T, s Scenario) error {
 	a, b := s.A, s.B
 	firsts := []Request{
@@ -157,6 +160,51 @@ func checkReplayMarkerOnlyOnReplays(t *T, s Scenario) error {
 			return t.Fail(req.String()+"  →  "+r.Short()+"\nthen the retry, the same request", again.String(),
 				"Idempotent-Replayed: true on the replay")
 		}
+	}
+	return notAReplay(t, s, firsts[0])
+}
+
+// notAReplay sends, under used keys, two answers that come from the key
+// table and replay nothing: an edited copy of used (422
+// idempotency-key-reused) and a retry of a transfer still waiting on the
+// core (409 request-in-progress). Neither may carry the marker: a client
+// that trusts it takes the refusal for its request's stored answer, and
+// stops retrying a payment that is still running, or that did run. An
+// answer of another kind is other checks' matter, and the retry is tried
+// with a longer core wait when the machine was too slow to meet the
+// original in flight.
+func notAReplay(t *T, s Scenario, used Request) error {
+	const expected = "no Idempotent-Replayed header: only the stored answer of a completed key is a replay; this answer replays nothing"
+	marked := func(r Response) bool { return len(r.Header.Values("Idempotent-Replayed")) > 0 }
+	edited := used
+	edited.Body = TransferBody(s.A.Accounts[0], s.B.Accounts[0], 100_001+t.Amount(1, 1_000), t.Op())
+	if r := t.Do(edited); r.Is(http.StatusUnprocessableEntity, pKeyReused) && marked(r) {
+		return t.Fail(used.String()+"  →  201\nthen the same key with another body: "+edited.String(), r.String(), expected)
+	}
+	for _, latency := range heldLatencies {
+		req := Transfer(s.A, t.Key(), TransferBody(s.A.Accounts[1], s.B.Accounts[1], t.Amount(1_000, 100_000), t.Op()))
+		held, err := t.Hold(req, latency)
+		if err != nil {
+			return err
+		}
+		retry := t.Do(req)
+		orig := held.Wait()
+		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+			return err
+		}
+		// On a busy machine the retry can claim first, and the roles swap.
+		waited := retry
+		if orig.Is(http.StatusConflict, pInProgress) {
+			waited = orig
+		}
+		if !waited.Is(http.StatusConflict, pInProgress) {
+			continue
+		}
+		if marked(waited) {
+			sent := fmt.Sprintf("%s\n(the original waits %v on the core)\nthen, while it waits, the same request again", req.String(), latency)
+			return t.Fail(sent, "the original answered "+orig.Short()+", the retry "+retry.Short()+"\n"+waited.String(), expected)
+		}
+		return nil
 	}
 	return nil
 }
