@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/text/unicode/norm"
+
 	"idemlab/grader/judging"
 	"idemlab/kit/canonical"
 	"idemlab/kit/labclient"
@@ -275,7 +277,8 @@ func checkEquivalentBodies(t *T, s Scenario) error {
 // checkFingerprintIsRFC8785 sends bodies whose encoding/json forms differ
 // from their RFC 8785 form (a memo with < > & and U+2028, metadata member
 // names above U+FFFF, members out of order, escapes and an exponent in the
-// input) and compares the fingerprint column of each key's row with the
+// input), and a memo with a decomposed accent, which RFC 8785 keeps as it
+// is and a Unicode normalisation would change, and compares the fingerprint column of each key's row with the
 // SHA-256 of the canonical form it computes itself. On one server a
 // fingerprint over json.Marshal of the decoded body works (it is a
 // function of the decoded value); next to a replica or a service that
@@ -287,9 +290,9 @@ func checkFingerprintIsRFC8785(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	str := jsonString
 	n := t.Amount(1, 999)
-	op1, op2, op3, op4 := t.Op(), t.Op(), t.Op(), t.Op()
+	op1, op2, op3, op4, op6 := t.Op(), t.Op(), t.Op(), t.Op(), t.Op()
 	amount1, amount2, amount3 := t.Amount(1_000, 90_000), 1000*t.Amount(1, 90), t.Amount(1_000, 90_000)
-	amount4, amount5 := t.Amount(1_000, 90_000), t.Amount(1_000, 90_000)
+	amount4, amount5, amount6 := t.Amount(1_000, 90_000), t.Amount(1_000, 90_000), t.Amount(1_000, 90_000)
 	type sample struct {
 		what   string
 		req    Request
@@ -319,6 +322,10 @@ func checkFingerprintIsRFC8785(t *T, s Scenario) error {
 			Deposit(a, t.Key(), object(member{"account", str(a.Accounts[0])}, member{"amount", fmt.Sprint(amount5)},
 				member{"memo", str("tips")}, member{"metadata", "{}"})),
 			func() { books.Balances[a.Accounts[0]] += amount5 }},
+		{"a memo with a decomposed accent (e and U+0301): RFC 8785 keeps every code point as sent, and normalises nothing",
+			Transfer(a, t.Key(), object(member{"from", str(a.Accounts[0])}, member{"to", str(b.Accounts[1])},
+				member{"amount", fmt.Sprint(amount6)}, member{"memo", str(fmt.Sprintf("cafe\u0301 %d", n))}, member{"metadata", object(member{"op", str(op6)})})),
+			func() { books.Transfer(op6, a.Accounts[0], b.Accounts[1], amount6) }},
 	}
 	t.Rand().Shuffle(len(samples), func(i, j int) { samples[i], samples[j] = samples[j], samples[i] })
 	for _, s := range samples {
@@ -426,6 +433,9 @@ func knownForm(body string, stored any) string {
 				return nil, err
 			}
 			return canonical.Transform(b)
+		}},
+		{"the RFC 8785 form of the body put into Unicode NFC, a normalisation RFC 8785 does not make", func() ([]byte, error) {
+			return canonical.Transform(norm.NFC.Bytes([]byte(body)))
 		}},
 	}
 	for _, f := range forms {
