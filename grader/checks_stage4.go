@@ -172,7 +172,7 @@ func checkReplayMarkerOnlyOnReplays(t *T, s Scenario) error {
 // stops retrying a payment that is still running, or that did run. An
 // answer of another kind is other checks' matter, and the retry is tried
 // with a longer core wait when the machine was too slow to meet the
-// original in flight.
+// original in flight (WhileHeld), until it could not observe.
 func notAReplay(t *T, s Scenario, used Request) error {
 	const expected = "no Idempotent-Replayed header: only the stored answer of a completed key is a replay; this answer replays nothing"
 	marked := func(r Response) bool { return len(r.Header.Values("Idempotent-Replayed")) > 0 }
@@ -181,16 +181,16 @@ func notAReplay(t *T, s Scenario, used Request) error {
 	if r := t.Do(edited); r.Is(http.StatusUnprocessableEntity, pKeyReused) && marked(r) {
 		return t.Fail(used.String()+"  →  201\nthen the same key with another body: "+edited.String(), r.String(), expected)
 	}
-	for _, latency := range heldLatencies {
+	return t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
 		req := Transfer(s.A, t.Key(), TransferBody(s.A.Accounts[1], s.B.Accounts[1], t.Amount(1_000, 100_000), t.Op()))
 		held, err := t.Hold(req, latency)
 		if err != nil {
-			return err
+			return false, err
 		}
 		retry := t.Do(req)
 		orig := held.Wait()
 		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
-			return err
+			return false, err
 		}
 		// On a busy machine the retry can claim first, and the roles swap.
 		waited := retry
@@ -198,15 +198,14 @@ func notAReplay(t *T, s Scenario, used Request) error {
 			waited = orig
 		}
 		if !waited.Is(http.StatusConflict, pInProgress) {
-			continue
+			return false, nil
 		}
 		if marked(waited) {
 			sent := fmt.Sprintf("%s\n(the original waits %v on the core)\nthen, while it waits, the same request again", req.String(), latency)
-			return t.Fail(sent, "the original answered "+orig.Short()+", the retry "+retry.Short()+"\n"+waited.String(), expected)
+			return true, t.Fail(sent, "the original answered "+orig.Short()+", the retry "+retry.Short()+"\n"+waited.String(), expected)
 		}
-		return nil
-	}
-	return nil
+		return true, nil
+	})
 }
 
 // checkNoCookieReplayed catches a replay that stores the whole header map
