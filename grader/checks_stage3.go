@@ -292,6 +292,13 @@ func checkRetryAfterFailure(t *T, s Scenario) error {
 	return t.Reconcile(story, "", books)
 }
 
+// releaseTries is how many payments retryMeetsTheRelease makes: a retry
+// meets the release only if its held read starts before the original has
+// given its key back and ends after, and a loaded machine's scheduling can
+// put it on either side (the mutant claim-lost-row-unavailable escaped one
+// try in two or three at a load average of 23).
+const releaseTries = 3
+
 // retryMeetsTheRelease sends a retry while its original waits on the core
 // and is about to fail, and holds the retry's first read of the key table
 // (slow-key-read) until the original has failed and given its key back.
@@ -304,56 +311,60 @@ func checkRetryAfterFailure(t *T, s Scenario) error {
 func retryMeetsTheRelease(t *T, s Scenario) error {
 	const latency = 100 * time.Millisecond
 	a, b, books := s.A, s.B, s.Books
-	req, op, amount := s.Payment(t)
-	if err := t.Arm(labctl.FailInTransfer, 1); err != nil {
-		return err
-	}
-	held, err := t.Hold(req, latency)
-	if err != nil {
-		return err
-	}
-	if err := t.Arm(labctl.SlowKeyRead, 1); err != nil {
-		return err
-	}
-	retry := t.Do(req)
-	orig := held.Wait()
-	for _, point := range []string{labctl.SlowKeyRead, labctl.FailInTransfer} {
-		if err := t.Arm(point, 0); err != nil {
+	differed := false
+	for range releaseTries {
+		req, op, amount := s.Payment(t)
+		if err := t.Arm(labctl.FailInTransfer, 1); err != nil {
 			return err
 		}
-	}
-	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
-		return err
-	}
-	sent := fmt.Sprintf("%s\n(armed: fail-in-transfer; the original waits %v on the core, then its business write fails and its key is given back)\n"+
-		"then, the key in progress, the same request again, its first read of the key table held %v (slow-key-read)", req.String(), latency, fault.KeyReadDelay)
-	got := "the original answered " + orig.Short() + ", the retry " + retry.Short()
-	wait := func(r Response) bool {
-		return r.Err != nil || r.ServerFailed() || r.Is(http.StatusConflict, pInProgress)
-	}
-	last, n := retry, 0
-	if wait(retry) {
-		last, n = t.retryWhile(req, time.Second, wait)
-		got += fmt.Sprintf("\nthen %d retries, while told to wait  →  %s", n, last.Short())
-	}
-	if executedOps(orig, retry, last) > 0 || last.Is(http.StatusConflict, pDuplicate) {
-		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-	} else {
-		books.Expect(op)
-	}
-	if err := t.Reconcile(sent, got, books); err != nil {
-		return err
-	}
-	// On a busy machine the retry can claim first, and the roles swap:
-	// either may be the one whose business write failed.
-	if orig.ServerFailed() && retry.ServerFailed() {
-		t.Differ(sent, got, "one of the two answers the failed business write's 5xx; the other, whose claim ran into the key in progress and read it a moment later, once it had been given back, gets 409 "+pInProgress+" with Retry-After, or 201: the key store did not fail, and a second 5xx says it did")
-	}
-	switch {
-	case last.Is(http.StatusConflict, pInProgress):
-		return t.Harmful(judging.StuckKey, sent, got, "201 Created: the original moved nothing and gave its key back, so a retry executes")
-	case !last.Is(http.StatusCreated, "") && !last.Is(http.StatusConflict, pDuplicate):
-		return t.Fail(sent, got, "201 Created: the original moved nothing and gave its key back, so a retry executes, once")
+		held, err := t.Hold(req, latency)
+		if err != nil {
+			return err
+		}
+		if err := t.Arm(labctl.SlowKeyRead, 1); err != nil {
+			return err
+		}
+		retry := t.Do(req)
+		orig := held.Wait()
+		for _, point := range []string{labctl.SlowKeyRead, labctl.FailInTransfer} {
+			if err := t.Arm(point, 0); err != nil {
+				return err
+			}
+		}
+		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+			return err
+		}
+		sent := fmt.Sprintf("%s\n(armed: fail-in-transfer; the original waits %v on the core, then its business write fails and its key is given back)\n"+
+			"then, the key in progress, the same request again, its first read of the key table held %v (slow-key-read)", req.String(), latency, fault.KeyReadDelay)
+		got := "the original answered " + orig.Short() + ", the retry " + retry.Short()
+		wait := func(r Response) bool {
+			return r.Err != nil || r.ServerFailed() || r.Is(http.StatusConflict, pInProgress)
+		}
+		last, n := retry, 0
+		if wait(retry) {
+			last, n = t.retryWhile(req, time.Second, wait)
+			got += fmt.Sprintf("\nthen %d retries, while told to wait  →  %s", n, last.Short())
+		}
+		if executedOps(orig, retry, last) > 0 || last.Is(http.StatusConflict, pDuplicate) {
+			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+		} else {
+			books.Expect(op)
+		}
+		if err := t.Reconcile(sent, got, books); err != nil {
+			return err
+		}
+		// On a busy machine the retry can claim first, and the roles swap:
+		// either may be the one whose business write failed.
+		if orig.ServerFailed() && retry.ServerFailed() && !differed {
+			differed = true
+			t.Differ(sent, got, "one of the two answers the failed business write's 5xx; the other, whose claim ran into the key in progress and read it a moment later, once it had been given back, gets 409 "+pInProgress+" with Retry-After, or 201: the key store did not fail, and a second 5xx says it did")
+		}
+		switch {
+		case last.Is(http.StatusConflict, pInProgress):
+			return t.Harmful(judging.StuckKey, sent, got, "201 Created: the original moved nothing and gave its key back, so a retry executes")
+		case !last.Is(http.StatusCreated, "") && !last.Is(http.StatusConflict, pDuplicate):
+			return t.Fail(sent, got, "201 Created: the original moved nothing and gave its key back, so a retry executes, once")
+		}
 	}
 	return nil
 }
