@@ -91,14 +91,20 @@ func (o Outcome) Passed() []CheckResult {
 // FirstFailing is the ID of the first failing check, one that found
 // something against the server before one that could not run, or "".
 func (o Outcome) FirstFailing() string {
+	return o.First().ID
+}
+
+// First is the first failing check FirstFailing names, with its report;
+// the zero CheckResult if none failed.
+func (o Outcome) First() CheckResult {
 	f := o.Failed()
 	if len(f) == 0 {
-		return ""
+		return CheckResult{}
 	}
 	if i := slices.IndexFunc(f, func(c CheckResult) bool { return !c.CouldNotRun() }); i >= 0 {
-		return f[i].ID
+		return f[i]
 	}
-	return f[0].ID
+	return f[0]
 }
 
 // CouldNotRun returns the checks that could not run, in catalogue order:

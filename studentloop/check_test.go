@@ -104,8 +104,9 @@ func TestSummarize_FailingPrintsTheBlocks(t *testing.T) {
 // TestSummarize_ACheckThatCouldNotRunIsNoFailure: a check that could not
 // observe what it needs is counted apart from the failures, and the
 // student is sent to a failure first; with nothing but such checks, to
-// no check at all. A summary that said "1 fail" and "start with" a check
-// that found nothing against the server fails.
+// no check at all. The failure's block comes first, the check to start
+// with. A summary that said "1 fail" and "start with" a check that found
+// nothing against the server, or printed its block first, fails.
 func TestSummarize_ACheckThatCouldNotRunIsNoFailure(t *testing.T) {
 	unknown := CheckResult{ID: "S9.a", Report: "COULD NOT RUN S9.a  a claim\n  could not observe …"}
 	failed := CheckResult{ID: "S9.b", Report: "FAIL S9.b  a claim"}
@@ -113,11 +114,11 @@ func TestSummarize_ACheckThatCouldNotRunIsNoFailure(t *testing.T) {
 	var b bytes.Buffer
 	o := Outcome{Stage: 9, Seed: "7", Checks: []CheckResult{unknown, failed, passed}}
 	Summarize(&b, "..", o)
-	if out := b.String(); !strings.Contains(out, "1 of 3 checks pass; 1 fail, 1 could not run (seed 7)") || !strings.Contains(out, "start with S9.b") {
+	if out := b.String(); !strings.HasPrefix(out, failed.Report) || !strings.Contains(out, "1 of 3 checks pass; 1 fail, 1 could not run (seed 7)") || !strings.Contains(out, "start with S9.b") {
 		t.Errorf("a failure and a check that could not run:\n%s", out)
 	}
-	if got := FirstLine(o); !strings.Contains(got, "first failing: S9.b") {
-		t.Errorf("first line %q, want S9.b first", got)
+	if got := FirstLine(o); !strings.Contains(got, "first failing: S9.b") || o.First().Report != failed.Report {
+		t.Errorf("first line %q, first report %q: want S9.b first", got, o.First().Report)
 	}
 	b.Reset()
 	o.Checks = []CheckResult{unknown, passed}

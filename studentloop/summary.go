@@ -1,9 +1,11 @@
 package studentloop
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -39,7 +41,13 @@ func Summarize(w io.Writer, root string, o Outcome) {
 	case CouldNotCheck:
 		fmt.Fprintf(w, "stage %d: the checks did not finish:\n\n%s\n", n, indentBlock(o.Other, "  "))
 	case Failing:
-		for _, c := range o.Failed() {
+		// The failures first, then the checks that could not run: the
+		// first block is the check to start with.
+		failed := o.Failed()
+		slices.SortStableFunc(failed, func(a, b CheckResult) int {
+			return cmp.Compare(boolInt(a.CouldNotRun()), boolInt(b.CouldNotRun()))
+		})
+		for _, c := range failed {
 			fmt.Fprintln(w, c.Report)
 			fmt.Fprintln(w)
 		}
@@ -89,7 +97,10 @@ func FirstLine(o Outcome) string {
 	case Passing:
 		return fmt.Sprintf("✓ stage %d passes (%d checks)", o.Stage, len(o.Checks))
 	case Failing:
-		if len(o.CouldNotRun()) == len(o.Failed()) {
+		if n := len(o.CouldNotRun()); n == len(o.Failed()) {
+			if n > 1 {
+				return fmt.Sprintf("? stage %d: %d of %d pass; %d could not run, first %s", o.Stage, len(o.Passed()), len(o.Checks), n, o.FirstFailing())
+			}
 			return fmt.Sprintf("? stage %d: %d of %d pass; %s could not run", o.Stage, len(o.Passed()), len(o.Checks), o.FirstFailing())
 		}
 		return fmt.Sprintf("✗ stage %d: %d of %d pass; first failing: %s", o.Stage, len(o.Passed()), len(o.Checks), o.FirstFailing())
@@ -98,6 +109,14 @@ func FirstLine(o Outcome) string {
 		return fmt.Sprintf("✗ stage %d does not build: %s", o.Stage, first)
 	}
 	return fmt.Sprintf("? stage %d: the checks did not finish", o.Stage)
+}
+
+// boolInt is 1 for true, 0 for false, to sort by a condition.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func indentBlock(s, prefix string) string {

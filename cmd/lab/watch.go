@@ -48,6 +48,9 @@ func runWatch(ctx context.Context, in *invocation) error {
 			case c.ID != working:
 			case c.Passed:
 				fmt.Fprintf(in.stdout, "✓ %s passes now%s; the rest are running…\n", c.ID, after(savedAt))
+			case c.CouldNotRun():
+				fmt.Fprintf(in.stdout, "? %s could not run%s: it says nothing of your server\n\n%s\n\nthe other checks are running…\n", c.ID, after(savedAt), c.Report)
+				shown = true
 			default:
 				fmt.Fprintf(in.stdout, "✗ %s still fails%s\n\n%s\n\n%s for a hint; the other checks are running…\n", c.ID, after(savedAt), c.Report, hint)
 				shown = true
@@ -64,7 +67,7 @@ func runWatch(ctx context.Context, in *invocation) error {
 				fmt.Fprintf(in.stdout, "%s's report is above; %s lists every failure\n", working, check)
 			case o.State() == studentloop.Failing:
 				fmt.Fprintln(in.stdout)
-				fmt.Fprintln(in.stdout, o.Failed()[0].Report)
+				fmt.Fprintln(in.stdout, o.First().Report)
 				fmt.Fprintf(in.stdout, "\n%s for a hint; %s lists every failure\n", hint, check)
 			default:
 				fmt.Fprintln(in.stdout)
