@@ -278,14 +278,15 @@ func checkEquivalentBodies(t *T, s Scenario) error {
 // from their RFC 8785 form (a memo with < > & and U+2028, metadata member
 // names above U+FFFF, members out of order, escapes and an exponent in the
 // input), and a memo with a decomposed accent, which RFC 8785 keeps as it
-// is and a Unicode normalisation would change, and compares the fingerprint column of each key's row with the
-// SHA-256 of the canonical form it computes itself. On one server a
-// fingerprint over json.Marshal of the decoded body works (it is a
-// function of the decoded value); next to a replica or a service that
-// computes the RFC's, it refuses retries or accepts edits. A server that
-// tells an edited body apart but keeps its fingerprint elsewhere than a
-// fingerprint column could not be observed; one that does not tell it
-// apart has no fingerprint at all, and fails.
+// is and a Unicode normalisation would change, and compares the
+// fingerprint column of each key's row with the SHA-256 of the canonical
+// form it computes itself. On one server a fingerprint over json.Marshal
+// of the decoded body works (it is a function of the decoded value); next
+// to a replica or a service that computes the RFC's, it refuses retries
+// or accepts edits. A server that tells an edited body apart but keeps
+// its fingerprint elsewhere than a fingerprint column could not be
+// observed; one that does not tell it apart has no fingerprint at all,
+// and fails.
 func checkFingerprintIsRFC8785(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	str := jsonString

@@ -928,9 +928,11 @@ func checkOutboxTimes(t *T) error {
 	got := fmt.Sprintf("%s's outbox row: created_at %s, sent_at %s", id, x.OutboxAt, x.OutboxSentAt)
 	if errC == nil && errS == nil {
 		got += fmt.Sprintf(" (a delivery lag of %v, where the lab clock allows at most %v)", sent.Sub(created), after.Sub(before))
+	} else {
+		got += " (not both RFC 3339 instants, as the lab clock writes them)"
 	}
 	f := t.Fail(strings.Join(story, "\n"), got,
-		fmt.Sprintf("created_at and sent_at on the lab clock: %s ≤ created_at ≤ sent_at ≤ %s", clock.Format(before), clock.Format(after))).(*judging.Failure)
+		fmt.Sprintf("created_at and sent_at RFC 3339 instants on the lab clock: %s ≤ created_at ≤ sent_at ≤ %s", clock.Format(before), clock.Format(after))).(*judging.Failure)
 	f.Why = "the outbox's times are read on the lab clock, as every other time of the server: the delivery lag (sent_at less created_at) the lab, the dashboard and make delivery-check report, and an instructor's timeline once the lab clock was moved; a time from the machine's clock (time.Now()) reads as hours before the transfer was made, and the lag is off by as much as the clock was moved"
 	return f
 }
@@ -1219,7 +1221,7 @@ func checkBacklog(t *T) error {
 		// the next round makes as many again.
 		if after.CoreGivenUp > before.CoreGivenUp {
 			if givenUp++; givenUp == backlogGivenUp {
-				return fmt.Errorf("the server gave up its call to the held core in %d rounds in a row while the check made %d transfers: this machine is too slow for S9.backlog to see the relay a pass at a time", givenUp, load)
+				return t.CouldNotObserve("the relay a pass at a time: the server gave up its call to the held core in %d rounds in a row while the check made %d transfers (a busy machine)", givenUp, load)
 			}
 		} else {
 			givenUp = 0

@@ -389,8 +389,12 @@ func TestFaults_DownIsDecidedBeforeTheBody(t *testing.T) {
 			status, _, problemType, err := sendBatchFrom(cl, token, "application/json", r)
 			answered <- answer{status, problemType, err}
 		}()
-		for c.Faults.Held() == held {
-			time.Sleep(time.Millisecond)
+		// The request's headers reach the core before its body: it waits
+		// in the hold. A core that read the body first never counts it.
+		for deadline := time.Now().Add(10 * time.Second); c.Faults.Held() == held; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the batch never reached the held core before its body")
+			}
 		}
 		if !downAtRelease {
 			c.Faults.SetDown(false)
