@@ -1,11 +1,9 @@
 package studentloop
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
@@ -43,13 +41,13 @@ func Summarize(w io.Writer, root string, o Outcome) {
 	case Failing:
 		// The failures first, then the checks that could not run: the
 		// first block is the check to start with.
-		failed := o.Failed()
-		slices.SortStableFunc(failed, func(a, b CheckResult) int {
-			return cmp.Compare(boolInt(a.CouldNotRun()), boolInt(b.CouldNotRun()))
-		})
-		for _, c := range failed {
-			fmt.Fprintln(w, c.Report)
-			fmt.Fprintln(w)
+		for _, unknown := range []bool{false, true} {
+			for _, c := range o.Failed() {
+				if c.CouldNotRun() == unknown {
+					fmt.Fprintln(w, c.Report)
+					fmt.Fprintln(w)
+				}
+			}
 		}
 		first, unknown := o.FirstFailing(), len(o.CouldNotRun())
 		failing := fmt.Sprintf("%d fail", len(o.Failed())-unknown)
@@ -109,14 +107,6 @@ func FirstLine(o Outcome) string {
 		return fmt.Sprintf("✗ stage %d does not build: %s", o.Stage, first)
 	}
 	return fmt.Sprintf("? stage %d: the checks did not finish", o.Stage)
-}
-
-// boolInt is 1 for true, 0 for false, to sort by a condition.
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func indentBlock(s, prefix string) string {

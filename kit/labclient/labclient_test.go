@@ -25,14 +25,23 @@ import (
 
 func startLab(t *testing.T) *labclient.Client {
 	t.Helper()
-	srv, err := server.New(context.Background(), server.Options{DB: ":memory:", Stage: stage5.New, Lab: true})
+	lab, _ := startLabWith(t, server.Options{DB: ":memory:", Stage: stage5.New, Lab: true})
+	return lab
+}
+
+// startLabWith serves a lab server made with opts for the test, and
+// returns a client of it (given its URL with a trailing slash, which the
+// client drops) and the HTTP server it listens on.
+func startLabWith(t *testing.T, opts server.Options) (*labclient.Client, *httptest.Server) {
+	t.Helper()
+	srv, err := server.New(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	return labclient.New(hs.URL+"/", srv.AdminToken(), hs.Client())
+	return labclient.New(hs.URL+"/", srv.AdminToken(), hs.Client()), hs
 }
 
 // TestConfigure_SendsOnlyTheMembersSet catches a client that sends every
@@ -168,14 +177,7 @@ func TestArmed_ReportsTheArmedPoints(t *testing.T) {
 // to the list but not wired to its switch (or wired to another's) fails.
 func TestArm_EveryPointIsArmedAndReported(t *testing.T) {
 	// Stage 9, whose core ledger poison-posting arms.
-	srv, err := server.New(context.Background(), server.Options{DB: ":memory:", Stage: stage9.New, Lab: true, RelayInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	lab := labclient.New(hs.URL+"/", srv.AdminToken(), hs.Client())
+	lab, _ := startLabWith(t, server.Options{DB: ":memory:", Stage: stage9.New, Lab: true, RelayInterval: time.Hour})
 	ctx := t.Context()
 	for i, p := range labctl.Points {
 		if err := lab.Arm(ctx, p, int64(i+1)); err != nil {
@@ -208,14 +210,7 @@ func TestArm_PoisonPostingMakesADeadLetter(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(stopCore)
-	srv, err := server.New(context.Background(), server.Options{DB: ":memory:", Stage: stage9.New, Lab: true, CoreURL: coreURL, RelayInterval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	lab := labclient.New(hs.URL, srv.AdminToken(), hs.Client())
+	lab, hs := startLabWith(t, server.Options{DB: ":memory:", Stage: stage9.New, Lab: true, CoreURL: coreURL, RelayInterval: 10 * time.Millisecond})
 	cs, err := lab.Reset(ctx, bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 1, OpeningBalance: 1000})
 	if err != nil {
 		t.Fatal(err)
@@ -409,14 +404,7 @@ func create(t *testing.T, hs *httptest.Server, token, kind, body, key string) ba
 
 func threeOfEach(t *testing.T, opts server.Options) (*labclient.Client, string, map[string]map[string]bank.Executed) {
 	t.Helper()
-	srv, err := server.New(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	lab := labclient.New(hs.URL, srv.AdminToken(), hs.Client())
+	lab, hs := startLabWith(t, opts)
 	ctx := t.Context()
 	cs, err := lab.Reset(ctx, bank.Params{Seed: 3, Customers: 2, AccountsPerCustomer: 1, OpeningBalance: 1000})
 	if err != nil {
