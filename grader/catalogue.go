@@ -289,7 +289,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S6.crash-recovery", Stage: 6, Lesson: lesson6 + "#crash-points",
-		Claim: "after a crash inside the business write, right after its commit, before the response, or a kill -9 under load, retries converge to exactly one execution, and no client is told success for money that never moved",
+		Claim: "after a crash inside the business write (of a transfer, then of a deposit), right after its commit, before the response, or a kill -9 under load, retries converge to exactly one execution, and no client is told success for money that never moved",
 		Why:   "processes die between any two instructions; whatever was committed is the truth, and what the retry hears must match it",
 		Run:   checkCrashRecovery,
 	},

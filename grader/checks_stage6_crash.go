@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"idemlab/grader/dayplan"
+	"idemlab/grader/history"
 	"idemlab/grader/judging"
 	"idemlab/grader/replay"
 	"idemlab/grader/targets"
@@ -15,10 +16,11 @@ import (
 )
 
 // checkCrashRecovery catches a key stuck in progress after a crash (no
-// lease), a key completed outside the business transaction (after a crash
-// between the two commits, the retry executes again, or hears "done" for
-// money that never moved), and a replay that is not stored with the
-// money. It needs a server it can kill: a child process.
+// lease, or a takeover on one route only: a deposit crashes inside its
+// business write too), a key completed outside the business transaction
+// (after a crash between the two commits, the retry executes again, or
+// hears "done" for money that never moved), and a replay that is not
+// stored with the money. It needs a server it can kill: a child process.
 func checkCrashRecovery(t *T) error {
 	c, err := t.OnChild()
 	if err != nil {
@@ -42,17 +44,29 @@ func (t *T) crashRecovery() error {
 	cs, a, books := s.Customers, s.A, s.Books
 	var told []toldSuccess
 	var story []string
-	transfer := func() (Request, func()) {
+	transfer := func() (Request, string, func()) {
 		to := cs[1+t.Rand().IntN(len(cs)-1)].Accounts[t.Rand().IntN(2)]
 		amount, op := t.Amount(1_000, 300_000), t.Op()
 		books.Expect(op)
 		req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], to, amount, op))
-		return req, func() { books.Transfer(op, a.Accounts[0], to, amount) }
+		return req, op, func() { books.Transfer(op, a.Accounts[0], to, amount) }
+	}
+	deposit := func() (Request, string, func()) {
+		amount, op := t.Amount(1_000, 300_000), t.Op()
+		books.Expect(op)
+		req := Deposit(a, t.Key(), DepositBody(a.Accounts[1], amount, op))
+		return req, op, func() { books.Deposit(op, a.Accounts[1], amount) }
 	}
 
-	// Each crash point, one request at a time.
-	for _, point := range []string{labctl.CrashInTransfer, labctl.CrashAfterCommit, labctl.CrashBeforeResponse} {
-		req, executed := transfer()
+	// Each crash point, one request at a time; then a deposit that dies
+	// inside its business write, whose key a retry must take over as it
+	// does a transfer's.
+	for _, c := range []struct {
+		point   string
+		payment func() (Request, string, func())
+	}{{labctl.CrashInTransfer, transfer}, {labctl.CrashAfterCommit, transfer}, {labctl.CrashBeforeResponse, transfer}, {labctl.CrashInTransfer, deposit}} {
+		point := c.point
+		req, op, executed := c.payment()
 		if err := t.Arm(point, 1); err != nil {
 			return err
 		}
@@ -82,7 +96,8 @@ func (t *T) crashRecovery() error {
 		step += "\nthe server restarts on the same database file" + retries
 		story = append(story, step)
 		if !final.Is(http.StatusCreated, "") {
-			return t.Fail(strings.Join(story, "\n\n"), final.String(), "201 Created in the end: the retry of a crashed request executes once, or replays the answer the crash lost")
+			return t.judgeUnconverged(strings.Join(story, "\n\n"), []unconverged{{req, final, op, executed}}, books,
+				"201 Created in the end: the retry of a crashed request executes once, or replays the answer the crash lost")
 		}
 		told = append(told, toldSuccess{req, final})
 		executed()
@@ -99,11 +114,12 @@ func (t *T) crashRecovery() error {
 	}
 	answered := t.Rand().IntN(3)
 	var reqs []Request
+	var ops []string
 	var pending []*Pending
 	var done []func()
 	for range inFlight {
-		req, executed := transfer()
-		reqs, done = append(reqs, req), append(done, executed)
+		req, op, executed := transfer()
+		reqs, ops, done = append(reqs, req), append(ops, op), append(done, executed)
 		p := t.Launch(req)
 		pending = append(pending, p)
 		if _, err := t.WaitFor(5*time.Second, func() (bool, error) {
@@ -141,6 +157,7 @@ func (t *T) crashRecovery() error {
 	if err != nil {
 		return err
 	}
+	var stuck []unconverged
 	for i, req := range reqs {
 		final, retries, err := t.retryUntilDone(req, lease)
 		if err != nil {
@@ -148,26 +165,72 @@ func (t *T) crashRecovery() error {
 		}
 		step += "\n  " + req.Key + ": " + strings.ReplaceAll(strings.TrimPrefix(retries, "\n"), "\n", "; ")
 		if !final.Is(http.StatusCreated, "") {
-			return t.Fail(strings.Join(append(story, step), "\n\n"), final.String(), "201 Created in the end for every transfer")
+			stuck = append(stuck, unconverged{req, final, ops[i], done[i]})
+			continue
 		}
 		told = append(told, toldSuccess{req, final})
 		done[i]()
 	}
 	story = append(story, step)
 	sent := strings.Join(story, "\n\n")
+	if len(stuck) > 0 {
+		return t.judgeUnconverged(sent, stuck, books, "201 Created in the end for every transfer")
+	}
 	if err := t.Reconcile(sent, "", books); err != nil {
 		return err
 	}
-	// Every success a client heard names a transfer that exists.
+	// Every success a client heard names a transfer or deposit that exists.
 	for _, s := range told {
 		id := answerID(s.res)
-		r := t.Do(Request{Method: "GET", Path: "/transfers/" + id, Token: a.Token})
+		r := t.Do(Request{Method: "GET", Path: s.req.Path + "/" + id, Token: a.Token})
 		if !r.Is(http.StatusOK, "") {
-			return t.Fail(sent+"\nthen GET /transfers/"+id, r.String(),
-				"200: the client of "+s.req.Key+" was told 201 with transfer "+id+", so that transfer must exist")
+			kind := strings.TrimSuffix(strings.TrimPrefix(s.req.Path, "/"), "s")
+			return t.Fail(sent+"\nthen GET "+s.req.Path+"/"+id, r.String(),
+				"200: the client of "+s.req.Key+" was told 201 with "+kind+" "+id+", so that "+kind+" must exist")
 		}
 	}
 	return nil
+}
+
+// unconverged is a crashed request whose retries never got 201: final
+// is the last answer, and executed records its op in the books.
+type unconverged struct {
+	req      Request
+	final    Response
+	op       string
+	executed func()
+}
+
+// judgeUnconverged judges the crashed requests us whose retries never got
+// 201, money first: the books, read now, record each one's op as executed
+// if it ran, and must reconcile. A key still in progress after its lease
+// has expired several times over is a key stuck for good: its client can
+// never learn its result, nor execute it. Any other final answer fails
+// against expected.
+func (t *T) judgeUnconverged(sent string, us []unconverged, books *judging.Books, expected string) error {
+	st, err := t.State()
+	if err != nil {
+		return err
+	}
+	for _, u := range us {
+		if st.Executions[u.op] > 0 {
+			u.executed()
+		}
+	}
+	if err := t.Reconcile(sent, us[0].final.Short(), books); err != nil {
+		return err
+	}
+	for _, u := range us {
+		if !u.final.Is(http.StatusConflict, pInProgress) {
+			continue
+		}
+		got := u.req.Key + ": " + u.final.String() + "\nthen /lab/state: op " + u.op + " " + history.Executed(st.Executions[u.op]) + ", and its key row " + judging.DescribeRows(judging.KeyRows(st, u.req.Key))
+		if st.Executions[u.op] > 0 {
+			return t.Harmful(judging.NoUsableAnswer, sent, got, expected+"; the operation executed, and every retry is refused its result")
+		}
+		return t.Harmful(judging.StuckKey, sent, got, expected+"; the lease in force has run out several times over and nothing runs any more, yet the key says something does, for good: its client can neither get its result nor execute it")
+	}
+	return t.Fail(sent, us[0].req.Key+": "+us[0].final.String(), expected)
 }
 
 // checkDayReplayThroughFaults catches whatever a single scenario misses:
