@@ -64,14 +64,18 @@ func (t *T) crashRecovery() error {
 	for _, c := range []struct {
 		point   string
 		payment func() (Request, string, func())
-	}{{labctl.CrashInTransfer, transfer}, {labctl.CrashAfterCommit, transfer}, {labctl.CrashBeforeResponse, transfer}, {labctl.CrashInTransfer, deposit}} {
-		point := c.point
+	}{
+		{labctl.CrashInTransfer, transfer},
+		{labctl.CrashAfterCommit, transfer},
+		{labctl.CrashBeforeResponse, transfer},
+		{labctl.CrashInTransfer, deposit},
+	} {
 		req, op, executed := c.payment()
-		if err := t.Arm(point, 1); err != nil {
+		if err := t.Arm(c.point, 1); err != nil {
 			return err
 		}
 		r := t.Do(req)
-		step := fmt.Sprintf("%s\n(armed: %s)  →  %s", req.String(), point, r.Short())
+		step := fmt.Sprintf("%s\n(armed: %s)  →  %s", req.String(), c.point, r.Short())
 		if r.Is(http.StatusCreated, "") {
 			told = append(told, toldSuccess{req, r})
 		}
@@ -80,7 +84,7 @@ func (t *T) crashRecovery() error {
 			return err
 		}
 		if !exited {
-			return fmt.Errorf("the %s fault was armed and the request sent, but the server did not exit", point)
+			return fmt.Errorf("the %s fault was armed and the request sent, but the server did not exit", c.point)
 		}
 		if err := t.Restart(); err != nil {
 			return err
