@@ -36,6 +36,30 @@ func (c CheckResult) CouldNotRun() bool {
 	return !c.Passed && strings.HasPrefix(c.Report, "COULD NOT RUN ")
 }
 
+// WhyNot is what a check that could not run says it could not observe
+// (its report's "why not", on one line), or "" for any other result.
+func (c CheckResult) WhyNot() string {
+	if !c.CouldNotRun() {
+		return ""
+	}
+	var why []string
+	for _, l := range strings.Split(c.Report, "\n") {
+		switch rest, ok := strings.CutPrefix(l, "  why not "); {
+		case ok:
+			why = append(why, strings.TrimSpace(rest))
+		case len(why) > 0 && strings.HasPrefix(l, whyNotIndent):
+			why = append(why, strings.TrimSpace(l))
+		case len(why) > 0:
+			return strings.Join(why, " ")
+		}
+	}
+	return strings.Join(why, " ")
+}
+
+// whyNotIndent is how far the grader indents the lines of a report's
+// field after its first (grader.Format).
+const whyNotIndent = "            "
+
 // Outcome is what one run of a stage's checks found.
 type Outcome struct {
 	Stage int
@@ -88,23 +112,21 @@ func (o Outcome) Passed() []CheckResult {
 	return out
 }
 
-// FirstFailing is the ID of the first failing check, one that found
-// something against the server before one that could not run, or "".
+// FirstFailing is the ID of the first check that found something
+// against the server, or "": a check that could not run is never the one
+// to start with.
 func (o Outcome) FirstFailing() string {
 	return o.First().ID
 }
 
-// First is the first failing check FirstFailing names, with its report;
-// the zero CheckResult if none failed.
+// First is the check FirstFailing names, with its report; the zero
+// CheckResult if none failed or every one that did could not run.
 func (o Outcome) First() CheckResult {
 	f := o.Failed()
-	if len(f) == 0 {
-		return CheckResult{}
-	}
 	if i := slices.IndexFunc(f, func(c CheckResult) bool { return !c.CouldNotRun() }); i >= 0 {
 		return f[i]
 	}
-	return f[0]
+	return CheckResult{}
 }
 
 // CouldNotRun returns the checks that could not run, in catalogue order:

@@ -3,11 +3,14 @@ package studentloop
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"idemlab/grader"
 )
 
 func parseFixture(t *testing.T, name string) Outcome {
@@ -128,6 +131,24 @@ func TestSummarize_ACheckThatCouldNotRunIsNoFailure(t *testing.T) {
 	}
 	if got := FirstLine(o); !strings.HasPrefix(got, "? stage 9") || !strings.Contains(got, "S9.a could not run") {
 		t.Errorf("first line %q, want it to say S9.a could not run", got)
+	}
+	if got := o.First(); got.ID != "" || o.FirstFailing() != "" {
+		t.Errorf("with nothing but a check that could not run, the first failing check is %q, want none", got.ID)
+	}
+}
+
+// TestWhyNot_IsTheReportsWhyNotOnOneLine: what a check that could not run
+// could not observe, read back from the block grader.Format prints, every
+// line of it; nothing for a failure.
+func TestWhyNot_IsTheReportsWhyNotOnOneLine(t *testing.T) {
+	r := grader.Result{Check: grader.Check{ID: "S9.a", Claim: "a claim", Lesson: "docs/lessons/09-x.md#y"},
+		Err: errors.New("the outbox table is not there\nrun the stage's migrations")}
+	c := CheckResult{ID: "S9.a", Report: strings.TrimSpace(grader.Format(r, "make stage-9 RUN=S9.a SEED=7"))}
+	if got, want := c.WhyNot(), "the outbox table is not there run the stage's migrations"; got != want {
+		t.Errorf("why not %q, want %q, from\n%s", got, want, c.Report)
+	}
+	if got := (CheckResult{ID: "S9.b", Report: "FAIL S9.b  a claim\n  why not   …"}).WhyNot(); got != "" {
+		t.Errorf("a failure's why not: %q, want none", got)
 	}
 }
 

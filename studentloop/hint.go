@@ -112,7 +112,9 @@ func LoadHints(root string, n int) (Hints, error) {
 
 // HintTopic is what a hint is about for stage n at its last recorded
 // run: the check a run of it alone last failed, else the stage's first
-// failing check, or the stage itself.
+// failing check, or the stage itself. A stage whose last run found
+// nothing but checks that could not run (OnlyCouldNotRun) has no hint
+// to give: there is nothing to fix in the server yet.
 func HintTopic(sp StageProgress) string {
 	if sp.Focus != "" {
 		return sp.Focus

@@ -32,17 +32,35 @@ const (
 // StageProgress is the outcome of the last run of a stage's checks.
 type StageProgress struct {
 	State State `json:"state"`
-	// FirstFailing is the first failing check in catalogue order.
-	FirstFailing string    `json:"first_failing,omitempty"`
-	Passed       int       `json:"passed"`
-	Total        int       `json:"total"`
-	At           time.Time `json:"at"`
+	// FirstFailing is the first check in catalogue order that found
+	// something against the server; a check that could not run is never it.
+	FirstFailing string `json:"first_failing,omitempty"`
+	// CouldNotRun are the checks that could not run, in catalogue order,
+	// each with what it could not observe.
+	CouldNotRun []NotRun  `json:"could_not_run,omitempty"`
+	Passed      int       `json:"passed"`
+	Total       int       `json:"total"`
+	At          time.Time `json:"at"`
 	// Focus is the check a run of some of the stage's checks (RUN=…)
 	// failed since the stage's last full run: the one the student is
 	// working on, and the one a hint is about.
 	Focus string `json:"focus,omitempty"`
 	// FocusRun is the RUN= of the run that set Focus.
 	FocusRun string `json:"focus_run,omitempty"`
+}
+
+// NotRun is a check that could not run at a stage's last run, and what
+// it could not observe (its report's "why not").
+type NotRun struct {
+	ID     string `json:"id"`
+	WhyNot string `json:"why_not"`
+}
+
+// OnlyCouldNotRun reports whether the stage's last run failed with
+// nothing but checks that could not run: nothing against the server, and
+// no check to start with.
+func (sp StageProgress) OnlyCouldNotRun() bool {
+	return sp.State == Failing && sp.FirstFailing == "" && len(sp.CouldNotRun) > 0
 }
 
 // Progress is every stage's last outcome and the hint tier reached for
@@ -104,7 +122,9 @@ func (p *Progress) Stage(n int) StageProgress {
 
 // Record stores an outcome as stage n's progress. A run of some of its
 // checks (RUN=…) says nothing about the whole stage: it only moves the
-// focus, to the check it saw fail, or off a check it saw pass.
+// focus, to the check it saw fail, or off a check it saw pass. A check
+// that could not run neither takes the focus nor gives it up: it says
+// nothing of the server.
 func (p *Progress) Record(o Outcome, at time.Time) {
 	key := strconv.Itoa(o.Stage)
 	if o.Only != "" {
@@ -112,7 +132,7 @@ func (p *Progress) Record(o Outcome, at time.Time) {
 		switch first := o.FirstFailing(); {
 		case first != "":
 			sp.Focus, sp.FocusRun = first, o.Only
-		case slices.ContainsFunc(o.Checks, func(c CheckResult) bool { return c.ID == sp.Focus }):
+		case slices.ContainsFunc(o.Checks, func(c CheckResult) bool { return c.ID == sp.Focus && c.Passed }):
 			sp.Focus, sp.FocusRun = "", ""
 		default:
 			return
@@ -120,8 +140,12 @@ func (p *Progress) Record(o Outcome, at time.Time) {
 		p.Stages[key] = sp
 		return
 	}
+	var notRun []NotRun
+	for _, c := range o.CouldNotRun() {
+		notRun = append(notRun, NotRun{ID: c.ID, WhyNot: c.WhyNot()})
+	}
 	p.Stages[key] = StageProgress{
-		State: o.State(), FirstFailing: o.FirstFailing(),
+		State: o.State(), FirstFailing: o.FirstFailing(), CouldNotRun: notRun,
 		Passed: len(o.Passed()), Total: len(o.Checks), At: at,
 	}
 }

@@ -72,3 +72,27 @@ func TestProgress_ARunOfOneCheckMovesTheHintsFocus(t *testing.T) {
 		t.Errorf("after a full run the hint is about %q, want S5.a", got)
 	}
 }
+
+// TestProgress_ACheckThatCouldNotRunIsNeverTheFocus: a full run with
+// nothing but a check that could not run has no first failing check and
+// keeps what it could not observe; a RUN= run of a check that could not
+// run neither takes the focus nor takes it off the check it was on.
+func TestProgress_ACheckThatCouldNotRunIsNeverTheFocus(t *testing.T) {
+	p := &Progress{Stages: map[string]StageProgress{}, Hints: map[string]int{}}
+	unknown := CheckResult{ID: "S7.a", Report: "COULD NOT RUN S7.a  a claim\n  why not   no PostgreSQL\n  verdict   none"}
+	p.Record(Outcome{Stage: 7, Checks: []CheckResult{unknown, {ID: "S7.b", Passed: true}}}, time.Unix(0, 0))
+	s := p.Stage(7)
+	if s.FirstFailing != "" || !s.OnlyCouldNotRun() || len(s.CouldNotRun) != 1 || s.CouldNotRun[0] != (NotRun{ID: "S7.a", WhyNot: "no PostgreSQL"}) {
+		t.Errorf("after a run where S7.a could not run: %+v, want no first failing check and S7.a's why not", s)
+	}
+	p.Record(Outcome{Stage: 7, Checks: []CheckResult{unknown, {ID: "S7.b"}}}, time.Unix(1, 0))
+	p.Record(Outcome{Stage: 7, Only: "S7.a", Checks: []CheckResult{unknown}}, time.Unix(2, 0))
+	if got := HintTopic(p.Stage(7)); got != "S7.b" {
+		t.Errorf("after RUN=S7.a could not run the hint is about %q, want the failing S7.b", got)
+	}
+	p.Record(Outcome{Stage: 7, Only: "S7.b", Checks: []CheckResult{{ID: "S7.b"}}}, time.Unix(3, 0))
+	p.Record(Outcome{Stage: 7, Only: "S7.b", Checks: []CheckResult{{ID: "S7.b", Report: "COULD NOT RUN S7.b  a claim"}}}, time.Unix(4, 0))
+	if s := p.Stage(7); s.Focus != "S7.b" {
+		t.Errorf("a RUN= run where S7.b could not run took the focus off it: %+v", s)
+	}
+}

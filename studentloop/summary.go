@@ -49,7 +49,7 @@ func Summarize(w io.Writer, root string, o Outcome) {
 				}
 			}
 		}
-		first, unknown := o.FirstFailing(), len(o.CouldNotRun())
+		unknown := len(o.CouldNotRun())
 		failing := fmt.Sprintf("%d fail", len(o.Failed())-unknown)
 		if unknown > 0 {
 			failing += fmt.Sprintf(", %d could not run", unknown)
@@ -61,7 +61,7 @@ func Summarize(w io.Writer, root string, o Outcome) {
 			fmt.Fprintf(w, "what it could not observe; run %s again once that is fixed.\n", Command("check", n))
 			return
 		}
-		fmt.Fprintf(w, "start with %s, the first in the list: its lesson line above names the section to read;\n", first)
+		fmt.Fprintf(w, "start with %s, the first in the list: its lesson line above names the section to read;\n", o.FirstFailing())
 		fmt.Fprintf(w, "  %s   a hint for it, one step more each time you ask\n", Command("hint", n))
 	case Passing:
 		all := fmt.Sprintf("all %d checks", len(o.Checks))
@@ -95,11 +95,11 @@ func FirstLine(o Outcome) string {
 	case Passing:
 		return fmt.Sprintf("✓ stage %d passes (%d checks)", o.Stage, len(o.Checks))
 	case Failing:
-		if n := len(o.CouldNotRun()); n == len(o.Failed()) {
-			if n > 1 {
-				return fmt.Sprintf("? stage %d: %d of %d pass; %d could not run, first %s", o.Stage, len(o.Passed()), len(o.Checks), n, o.FirstFailing())
+		if unknown := o.CouldNotRun(); len(unknown) == len(o.Failed()) {
+			if n := len(unknown); n > 1 {
+				return fmt.Sprintf("? stage %d: %d of %d pass; %d could not run, first %s", o.Stage, len(o.Passed()), len(o.Checks), n, unknown[0].ID)
 			}
-			return fmt.Sprintf("? stage %d: %d of %d pass; %s could not run", o.Stage, len(o.Passed()), len(o.Checks), o.FirstFailing())
+			return fmt.Sprintf("? stage %d: %d of %d pass; %s could not run", o.Stage, len(o.Passed()), len(o.Checks), unknown[0].ID)
 		}
 		return fmt.Sprintf("✗ stage %d: %d of %d pass; first failing: %s", o.Stage, len(o.Passed()), len(o.Checks), o.FirstFailing())
 	case DoesNotBuild:

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"idemlab/studentloop"
@@ -17,6 +19,10 @@ func runHint(ctx context.Context, in *invocation) error {
 	root, p, n := st.root, st.progress, st.n
 	sp := p.Stage(n)
 	topic := *check
+	if topic == "" && sp.Focus == "" && sp.OnlyCouldNotRun() {
+		couldNotRun(in.stdout, n, sp.CouldNotRun)
+		return nil
+	}
 	if topic == "" {
 		topic = studentloop.HintTopic(sp)
 	}
@@ -54,6 +60,20 @@ func runHint(ctx context.Context, in *invocation) error {
 	}
 	fmt.Fprintln(in.stdout, stepsLeft(tier, n))
 	return p.Save(root)
+}
+
+// couldNotRun is the answer to a hint for a stage whose last run failed
+// with nothing but checks that could not run: no hint, since nothing
+// found against the server needs a fix, but what each could not observe,
+// which is what to set right before the checks can say anything.
+func couldNotRun(w io.Writer, n int, checks []studentloop.NotRun) {
+	fmt.Fprintf(w, "stage %d at its last run: no check failed against your server, but %d could not run.\n", n, len(checks))
+	fmt.Fprintf(w, "A check that could not run says nothing of your server, for or against: there is no fix to hint at yet.\n")
+	fmt.Fprintf(w, "What each could not observe:\n\n")
+	for _, c := range checks {
+		fmt.Fprintf(w, "  %s\n    %s\n", c.ID, cmp.Or(c.WhyNot, "(see its COULD NOT RUN block)"))
+	}
+	fmt.Fprintf(w, "\nset that right, then run %s again; a hint is about the first check that fails.\n", studentloop.Command("check", n))
 }
 
 // stepsLeft is the line under a hint: which step it was, how many remain,

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"idemlab/kit/labdb"
+	"idemlab/studentloop"
 )
 
 // TestHint_OneTierMoreEachTime: the hint is about the first failing check
@@ -63,6 +64,34 @@ func TestHint_AfterARunOfSomeChecksNamesItsRUN(t *testing.T) {
 	_, out, _ := runLabCommand(t, "hint", "1")
 	if !strings.Contains(out, "hint for S1.missing-key, the check that failed when you last ran it with RUN=S1:") {
 		t.Fatalf("the hint after RUN=S1 does not name it:\n%s", out)
+	}
+}
+
+// couldNotRunS1 is a run of stage 1 where its one check could not run.
+var couldNotRunS1 = studentloop.Outcome{Seed: "7", Checks: []studentloop.CheckResult{
+	{ID: "S0.happy-path", Passed: true},
+	{ID: "S1.missing-key", Report: "COULD NOT RUN S1.missing-key  a transfer without a key gets 400\n" +
+		"  lesson    docs/lessons/01-keys.md#x\n  why not   the lab could not start your server\n" +
+		"  verdict   none: this says nothing about your server's money, either way"},
+}}
+
+// TestHint_NothingButChecksThatCouldNotRunGetsNoHint: when every check
+// that did not pass could not run, the hint hints at no fix, since
+// nothing was found against the server: it says so, and what each check
+// could not observe. A hint that sent the student to fix the check that
+// could not run fails.
+func TestHint_NothingButChecksThatCouldNotRunGetsNoHint(t *testing.T) {
+	fakeLoop(t, couldNotRunS1, "")
+	runLabCommand(t, "check", "1")
+	for ask := range 2 {
+		code, out, errs := runLabCommand(t, "hint", "1")
+		if code != 0 || strings.Contains(out, "1. The idea") || !strings.Contains(out, "could not run") ||
+			!strings.Contains(out, "S1.missing-key\n    the lab could not start your server") {
+			t.Fatalf("ask %d: exit %d, want no hint but what S1.missing-key could not observe:\n%s%s", ask+1, code, out, errs)
+		}
+	}
+	if _, out, _ := runLabCommand(t, "status"); !strings.Contains(out, "could not run: S1.missing-key") {
+		t.Errorf("the status does not say S1.missing-key could not run:\n%s", out)
 	}
 }
 

@@ -26,14 +26,16 @@ func runStatus(ctx context.Context, in *invocation) error {
 		if sp.Total > 0 {
 			checks = fmt.Sprintf("%d/%d", sp.Passed, sp.Total)
 		}
-		mark := " "
-		switch sp.State {
-		case studentloop.Passing:
+		mark, first := " ", sp.FirstFailing
+		switch {
+		case sp.State == studentloop.Passing:
 			mark = "✓"
-		case studentloop.Failing, studentloop.DoesNotBuild:
+		case sp.OnlyCouldNotRun():
+			mark, first = "?", "none; could not run: "+sp.CouldNotRun[0].ID
+		case sp.State == studentloop.Failing, sp.State == studentloop.DoesNotBuild:
 			mark = "✗"
 		}
-		fmt.Fprintf(in.stdout, "%s %-4d %-15s %-7s %s\n", mark, n, sp.State, checks, sp.FirstFailing)
+		fmt.Fprintf(in.stdout, "%s %-4d %-15s %-7s %s\n", mark, n, sp.State, checks, first)
 	}
 	cur := p.Current()
 	fmt.Fprintln(in.stdout)

@@ -65,7 +65,7 @@ func runWatch(ctx context.Context, in *invocation) error {
 			switch {
 			case o.State() == studentloop.Failing && shown && o.FirstFailing() == working:
 				fmt.Fprintf(in.stdout, "%s's report is above; %s lists every failure\n", working, check)
-			case o.State() == studentloop.Failing:
+			case o.FirstFailing() != "":
 				fmt.Fprintln(in.stdout)
 				fmt.Fprintln(in.stdout, o.First().Report)
 				fmt.Fprintf(in.stdout, "\n%s for a hint; %s lists every failure\n", hint, check)

@@ -42,6 +42,26 @@ func TestWatch_ShowsTheFirstFailingCheckThenGreen(t *testing.T) {
 	}
 }
 
+// TestWatch_ACheckThatCouldNotRunIsNoFailure: when the one check that
+// did not pass could not run, the watch prints its block and says it says
+// nothing of the server; it sends the student to no hint. A watch that
+// printed an empty report and "make hint" fails.
+func TestWatch_ACheckThatCouldNotRunIsNoFailure(t *testing.T) {
+	fakeLoop(t, couldNotRunS1, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	done := make(chan int)
+	go func() { done <- run(ctx, []string{"watch", "1", "--quiet", "5ms"}, out, out) }()
+	waitOutput(t, out, "once that is fixed")
+	cancel()
+	<-done
+	text := out.String()
+	if !strings.Contains(text, "? stage 1: 1 of 2 pass; S1.missing-key could not run") ||
+		!strings.Contains(text, "COULD NOT RUN S1.missing-key") || strings.Contains(text, "make hint") {
+		t.Fatalf("%s", text)
+	}
+}
+
 type seqRunner struct {
 	outcomes *[]studentloop.Outcome
 	ran      chan struct{}
