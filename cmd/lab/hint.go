@@ -70,8 +70,19 @@ func couldNotRun(w io.Writer, n int, checks []studentloop.NotRun) {
 	fmt.Fprintf(w, "stage %d at its last run: no check failed against your server, but %d could not run.\n", n, len(checks))
 	fmt.Fprintf(w, "A check that could not run says nothing of your server, for or against: there is no fix to hint at yet.\n")
 	fmt.Fprintf(w, "What each could not observe:\n\n")
+	// Checks that could not run for one reason (no database, say) are
+	// listed under it once.
+	var whys []string
+	ids := map[string][]string{}
 	for _, c := range checks {
-		fmt.Fprintf(w, "  %s\n    %s\n", c.ID, cmp.Or(c.WhyNot, "(see its COULD NOT RUN block)"))
+		why := cmp.Or(c.WhyNot, "(see its COULD NOT RUN block)")
+		if ids[why] == nil {
+			whys = append(whys, why)
+		}
+		ids[why] = append(ids[why], c.ID)
+	}
+	for _, why := range whys {
+		fmt.Fprintf(w, "  %s\n    %s\n", strings.Join(ids[why], ", "), why)
 	}
 	fmt.Fprintf(w, "\nset that right, then run %s again; a hint is about the first check that fails.\n", studentloop.Command("check", n))
 }

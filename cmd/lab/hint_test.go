@@ -67,30 +67,37 @@ func TestHint_AfterARunOfSomeChecksNamesItsRUN(t *testing.T) {
 	}
 }
 
-// couldNotRunS1 is a run of stage 1 where its one check could not run.
+// couldNotRunS1 is a run of stage 1 where no check could run, for one
+// reason.
 var couldNotRunS1 = studentloop.Outcome{Seed: "7", Checks: []studentloop.CheckResult{
-	{ID: "S0.happy-path", Passed: true},
-	{ID: "S1.missing-key", Report: "COULD NOT RUN S1.missing-key  a transfer without a key gets 400\n" +
-		"  lesson    docs/lessons/01-keys.md#x\n  why not   the lab could not start your server\n" +
-		"  verdict   none: this says nothing about your server's money, either way"},
+	{ID: "S0.happy-path", Report: notRunReport("S0.happy-path")},
+	{ID: "S1.missing-key", Report: notRunReport("S1.missing-key")},
 }}
+
+// notRunReport is the COULD NOT RUN block of check id when the lab could
+// not start the server.
+func notRunReport(id string) string {
+	return "COULD NOT RUN " + id + "  a claim\n  lesson    docs/lessons/01-keys.md#x\n" +
+		"  why not   the lab could not start your server\n" +
+		"  verdict   none: this says nothing about your server's money, either way"
+}
 
 // TestHint_NothingButChecksThatCouldNotRunGetsNoHint: when every check
 // that did not pass could not run, the hint hints at no fix, since
 // nothing was found against the server: it says so, and what each check
-// could not observe. A hint that sent the student to fix the check that
-// could not run fails.
+// could not observe, once for checks that could not run for one reason.
+// A hint that sent the student to fix the check that could not run fails.
 func TestHint_NothingButChecksThatCouldNotRunGetsNoHint(t *testing.T) {
 	fakeLoop(t, couldNotRunS1, "")
 	runLabCommand(t, "check", "1")
 	for ask := range 2 {
 		code, out, errs := runLabCommand(t, "hint", "1")
 		if code != 0 || strings.Contains(out, "1. The idea") || !strings.Contains(out, "could not run") ||
-			!strings.Contains(out, "S1.missing-key\n    the lab could not start your server") {
+			!strings.Contains(out, "S0.happy-path, S1.missing-key\n    the lab could not start your server") {
 			t.Fatalf("ask %d: exit %d, want no hint but what S1.missing-key could not observe:\n%s%s", ask+1, code, out, errs)
 		}
 	}
-	if _, out, _ := runLabCommand(t, "status"); !strings.Contains(out, "could not run: S1.missing-key") {
+	if _, out, _ := runLabCommand(t, "status"); !strings.Contains(out, "could not run: S0.happy-path") {
 		t.Errorf("the status does not say S1.missing-key could not run:\n%s", out)
 	}
 }
