@@ -117,7 +117,9 @@ func contents(dir string) [sha256.Size]byte {
 }
 
 // runOnce runs every check and returns the one that fails first now, or
-// first, the one that failed first before, if this run could not say.
+// first, the one that failed first before, if this run could not say (an
+// error, or a stage that does not build: a typo fixed, the check the
+// student was working on is still the one to answer first).
 func (w Watch) runOnce(ctx context.Context, savedAt time.Time, first string) string {
 	if w.Started != nil {
 		w.Started(savedAt, first)
@@ -133,7 +135,7 @@ func (w Watch) runOnce(ctx context.Context, savedAt time.Time, first string) str
 	if w.Done != nil {
 		w.Done(o, err, savedAt)
 	}
-	if err != nil {
+	if err != nil || o.State() == DoesNotBuild {
 		return first
 	}
 	return o.FirstFailing()

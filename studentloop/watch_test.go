@@ -147,7 +147,8 @@ func failingFirst(id string) Outcome {
 
 // TestWatch_EachCheckIsReportedAsItEnds: every run starts naming the
 // check that failed first in the run before (none for the first run, an
-// error keeps the one before, a pass has none), each check reaches
+// error or a stage that does not build keeps the one before, a pass has
+// none), each check reaches
 // Checked as it ends with the save's time, and Done comes last. A watch
 // that named a stale check, lost the save's time, or reported the checks
 // only after Done fails.
@@ -182,10 +183,12 @@ func TestWatch_EachCheckIsReportedAsItEnds(t *testing.T) {
 		{1, answer{o: failingFirst("S1.c")}, []string{`start at 1, working on "S1.b"`,
 			"S1.a passed=true at 1", "S1.c passed=false at 1", "S1.z passed=false at 1", "done: failing S1.c err=<nil> at 1"}},
 		{2, answer{err: errors.New("no go")}, []string{`start at 2, working on "S1.c"`, "done: could not check  err=no go at 2"}},
-		{3, answer{o: Outcome{Stage: 1, Checks: []CheckResult{{ID: "S1.c", Passed: true}}}}, []string{`start at 3, working on "S1.c"`,
-			"S1.c passed=true at 3", "done: passing  err=<nil> at 3"}},
-		{4, answer{o: failingFirst("S1.d")}, []string{`start at 4, working on ""`,
-			"S1.a passed=true at 4", "S1.d passed=false at 4", "S1.z passed=false at 4", "done: failing S1.d err=<nil> at 4"}},
+		{3, answer{o: Outcome{Stage: 1, Build: "server.go:1:1: expected declaration"}}, []string{`start at 3, working on "S1.c"`,
+			"done: does not build  err=<nil> at 3"}},
+		{4, answer{o: Outcome{Stage: 1, Checks: []CheckResult{{ID: "S1.c", Passed: true}}}}, []string{`start at 4, working on "S1.c"`,
+			"S1.c passed=true at 4", "done: passing  err=<nil> at 4"}},
+		{5, answer{o: failingFirst("S1.d")}, []string{`start at 5, working on ""`,
+			"S1.a passed=true at 5", "S1.d passed=false at 5", "S1.z passed=false at 5", "done: failing S1.d err=<nil> at 5"}},
 	}
 	for i, s := range steps {
 		if s.save > 0 {
