@@ -32,7 +32,7 @@ func runDocs(ctx context.Context, in *invocation) error {
 		_, err = in.stdout.Write(raw)
 		return err
 	}
-	out, err := studentloop.RenderLesson(raw, *width)
+	out, err := studentloop.RenderLesson(raw, *width, filepath.Dir(filepath.Join(root, path)))
 	if err != nil {
 		return err
 	}

@@ -22,9 +22,26 @@ func TestDocs_PlainWhenNotATerminal(t *testing.T) {
 // TestRenderLesson_Styles: rendered for a terminal, the markdown's
 // heading marks are gone.
 func TestRenderLesson_Styles(t *testing.T) {
-	out, err := studentloop.RenderLesson([]byte("# Title\n\nSome `code`.\n"), 60)
+	out, err := studentloop.RenderLesson([]byte("# Title\n\nSome `code`.\n"), 60, "/idemlab/docs/lessons")
 	if err != nil || strings.Contains(out, "# Title") || !strings.Contains(out, "Title") {
 		t.Fatalf("%v\n%q", err, out)
+	}
+}
+
+// TestRenderLesson_LinksNameTheirFiles: a lesson's relative link is
+// printed as the file it names, from the lesson's folder: the next lesson
+// beside it, a page one folder up. Printed as glamour does without a base
+// (/09-delivery.md, /grader.md), they name files that are not there.
+func TestRenderLesson_LinksNameTheirFiles(t *testing.T) {
+	md := "[Stage 9](09-delivery.md) and [the grader](../grader.md#the-scoreboard).\n"
+	out, err := studentloop.RenderLesson([]byte(md), 200, "/home/you/idemlab/docs/lessons")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"/home/you/idemlab/docs/lessons/09-delivery.md", "/home/you/idemlab/docs/grader.md#the-scoreboard"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the rendered lesson does not name %s:\n%q", want, out)
+		}
 	}
 }
 
