@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"idemlab/grader"
+	"idemlab/grader/ladder"
 	"idemlab/kit/labctl"
 )
 
@@ -41,6 +42,31 @@ func TestLessons_EveryCheckAnchorIsAHeading(t *testing.T) {
 		if have != nil && !have[anchor] {
 			t.Errorf("%s: %s has no heading whose anchor is #%s (its anchors: %s)",
 				c.ID, file, anchor, strings.Join(slices.Sorted(maps.Keys(have)), ", "))
+		}
+	}
+}
+
+// A mutant whose failure must send the student to a section of its own
+// (ladder.Mutant.Lesson) names one that is there: the ladder compares
+// the failure's lesson with the name as written, and would hold both to a
+// heading that was renamed.
+func TestLessons_EveryMutantLessonIsAHeading(t *testing.T) {
+	for _, m := range ladder.Mutants {
+		if m.Lesson == "" {
+			continue
+		}
+		file, anchor, ok := strings.Cut(m.Lesson, "#")
+		if !ok || file == "" || anchor == "" {
+			t.Errorf("mutant %s: lesson %q is not a file#anchor", m.Name, m.Lesson)
+			continue
+		}
+		have, err := headingAnchors(filepath.Join(repoRoot, filepath.FromSlash(file)))
+		if err != nil {
+			t.Errorf("mutant %s: %v", m.Name, err)
+			continue
+		}
+		if !have[anchor] {
+			t.Errorf("mutant %s: %s has no heading whose anchor is #%s", m.Name, file, anchor)
 		}
 	}
 }

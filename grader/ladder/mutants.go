@@ -24,6 +24,10 @@ type Mutant struct {
 	Edits []Edit
 	// CaughtBy is the ID of the check that must fail on the mutant.
 	CaughtBy string
+	// Lesson, if set, is the lesson section the failure must send the
+	// student to (grader.Result.Lesson): the finding's own, where the
+	// check's section would not explain this bug.
+	Lesson string
 	// Engine, if set, is the one engine the bug shows on. On the other,
 	// the pattern happens to hold, for a reason of that engine's that the
 	// lesson names (SQLite runs one writer at a time), and the mutant is
@@ -48,7 +52,8 @@ var packageLine = regexp.MustCompile(`(?m)^package \w+`)
 // Build writes mutant m as a package of its own in dir/NAME (dir is a
 // folder directly under root whose name starts with DirPrefix): the
 // solution's non-test files with the edits applied, and a test that passes
-// only if m.CaughtBy fails on it with evidence. It returns the package's
+// only if m.CaughtBy fails on it with evidence (and sends the student to
+// m.Lesson, if set). It returns the package's
 // path relative to root, or an error if an edit no longer applies (the
 // solution changed).
 func Build(root, dir string, m Mutant, seed uint64) (string, error) {
@@ -118,13 +123,15 @@ func TestCaught(t *testing.T) {
 		t.Fatal(%[5]q)
 	case !r.Caught():
 		t.Fatalf("%%s: %%v", %[6]q, r.Err)
+	case %[7]q != "" && r.Lesson() != %[7]q:
+		t.Fatalf("mutant %[8]s: the failure sends the student to %%s, want %[7]s", r.Lesson())
 	}
 	// The evidence, for go test -v.
 	t.Log("\n" + grader.Format(r, "make test (the ladder's mutants)"))
 }
 `, m.CaughtBy, m.Stage, "mutant "+m.Name, seed,
 		fmt.Sprintf("mutant %s (%s) was not caught by %s", m.Name, m.Bug, m.CaughtBy),
-		fmt.Sprintf("%s could not run on mutant %s", m.CaughtBy, m.Name))
+		fmt.Sprintf("%s could not run on mutant %s", m.CaughtBy, m.Name), m.Lesson, m.Name)
 	if err := os.WriteFile(filepath.Join(dst, "caught_test.go"), []byte(test), 0o644); err != nil {
 		return "", err
 	}
