@@ -65,6 +65,9 @@ type Outcome struct {
 	Stage int
 	// Only is the RUN filter the run had, if any.
 	Only string
+	// Solution says the checks ran against the reference solution, not
+	// the student's stage.
+	Solution bool
 	// Seed is the run's seed, as the grader printed it.
 	Seed string
 	// Build is the compiler's (or vet's) message when the stage did not
@@ -414,7 +417,7 @@ func (g GoTest) Run(ctx context.Context, stage int, each func(CheckResult)) (Out
 	if vetErr != nil {
 		return Outcome{}, vetErr
 	}
-	o.Only = g.Only
+	o.Only, o.Solution = g.Only, g.Solution
 	if o.Build == "" && vetMsg != "" {
 		// go test runs no check of a stage vet refuses.
 		o.Build, o.Checks, o.Other = vetMsg, nil, ""

@@ -319,3 +319,31 @@ func TestEngineTags_LeavePostgresOutOnlyOnSQLite(t *testing.T) {
 		t.Errorf("on PostgreSQL: %q", got)
 	}
 }
+
+// TestSummarize_TheReferenceSolutionsRunSpeaksOfTheSolution: a run of the
+// reference solution's checks (lab check --solution) is run again with
+// make solution-N, and sends the reader to no hint and no next stage: a
+// summary that said "run make stage-8 to count the stage" (the student's
+// own stage) or "make hint" fails.
+func TestSummarize_TheReferenceSolutionsRunSpeaksOfTheSolution(t *testing.T) {
+	passing := parseFixture(t, "stage1-passing.json")
+	passing.Solution = true
+	var b bytes.Buffer
+	Summarize(&b, "..", passing)
+	if out := b.String(); strings.Contains(out, "next:") || strings.Contains(out, "make watch") {
+		t.Errorf("a passing reference is sent to the next stage:\n%s", out)
+	}
+	b.Reset()
+	passing.Checks, passing.Only = passing.Checks[:1], passing.Checks[0].ID
+	Summarize(&b, "..", passing)
+	if out := b.String(); !strings.Contains(out, "run make solution-1 to count the stage") {
+		t.Errorf("a RUN= run of the reference:\n%s", out)
+	}
+	failing := parseFixture(t, "stage1-failing.json")
+	failing.Solution = true
+	b.Reset()
+	Summarize(&b, "..", failing)
+	if out := b.String(); strings.Contains(out, "make hint") || !strings.Contains(out, "not in your code") {
+		t.Errorf("a failing reference:\n%s", out)
+	}
+}

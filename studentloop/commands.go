@@ -19,3 +19,13 @@ func Command(verb string, n int) string {
 	}
 	return fmt.Sprintf("%smake %s N=%d", labdb.FromRoot(), verb, n)
 }
+
+// CheckCommand returns the line that runs again the checks o ran: the
+// student's stage (Command("check", n)), or the reference solution's
+// ("make solution-1").
+func CheckCommand(o Outcome) string {
+	if o.Solution {
+		return fmt.Sprintf("%smake solution-%d", labdb.FromRoot(), o.Stage)
+	}
+	return Command("check", o.Stage)
+}

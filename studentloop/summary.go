@@ -58,7 +58,14 @@ func Summarize(w io.Writer, root string, o Outcome) {
 		if unknown == len(o.Failed()) {
 			// Nothing against the server: nothing to fix in it yet.
 			fmt.Fprintf(w, "a check that could not run says nothing of your server, for or against: its block above says\n")
-			fmt.Fprintf(w, "what it could not observe; run %s again once that is fixed.\n", Command("check", n))
+			fmt.Fprintf(w, "what it could not observe; run %s again once that is fixed.\n", CheckCommand(o))
+			return
+		}
+		if o.Solution {
+			// A hint is about the student's code; the reference is meant
+			// to pass.
+			fmt.Fprintf(w, "the reference solution passes every check on an unloaded machine: run the reproduce line above\n")
+			fmt.Fprintf(w, "once more; a failure that repeats is a fault in the course, not in your code.\n")
 			return
 		}
 		fmt.Fprintf(w, "start with %s, the first in the list: its lesson line above names the section to read;\n", o.FirstFailing())
@@ -73,7 +80,10 @@ func Summarize(w io.Writer, root string, o Outcome) {
 			fmt.Fprintf(w, "  ✓ %s\n", c.ID)
 		}
 		if o.Only != "" {
-			fmt.Fprintf(w, "only the checks matching RUN=%s ran: run %s to count the stage.\n", o.Only, Command("check", n))
+			fmt.Fprintf(w, "only the checks matching RUN=%s ran: run %s to count the stage.\n", o.Only, CheckCommand(o))
+			return
+		}
+		if o.Solution {
 			return
 		}
 		if n+1 < Stages {
