@@ -333,7 +333,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S7.daily-limit", Stage: 7, Lesson: lesson7 + "#the-money-behind-it",
-		Claim: "clerk A lowers the daily limit; clerk B, from the copy read before, renames the account and gets 412; a transfer over A's limit is refused with 422 daily-limit-exceeded and moves nothing, one within it executes, and the next day the limit starts again",
+		Claim: "clerk A lowers the daily limit; clerk B, from the copy read before, renames the account and gets 412; a transfer over A's limit is refused with 422 daily-limit-exceeded and moves nothing, one within it executes, and the next day the limit starts again; once A sets the limit to 0, a transfer within the old limit is refused too",
 		Why:   "a lost update of a limit is a money bug: a stale save that is written puts the old limit back, and then transfers the owner capped can go through",
 		Run:   checkDailyLimit,
 	},
@@ -345,13 +345,13 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S7.etag-names-the-version", Stage: 7, Lesson: lesson7 + "#the-etag-names-the-version",
-		Claim: "GET gives a strong ETag; a PUT answers 200 with the settings it saved and a new ETag, whichever member changed, also when none did or when If-Match listed an old ETag before the current one, or the current one before a tag this account has not reached, that the next GET shows and the next PUT may use",
+		Claim: "GET gives a strong ETag; a PUT answers 200 with the settings it saved (an empty nickname included) and a new ETag, whichever member changed, also when none did or when If-Match listed an old ETag before the current one, or the current one before a tag this account has not reached, that the next GET shows and the next PUT may use",
 		Why:   "an ETag that misses a change (a daily limit, a write) lets a stale copy match; an answer that names a version GET does not show sends the clerk's next save to 412, and once the settings reach that version lets a stale copy through",
 		Run:   checkETagNamesTheVersion,
 	},
 	{
 		ID: "S7.settings-contract", Stage: 7, Lesson: lesson7 + "#the-contract",
-		Claim: "the settings are the owner's only (401 without a token, 403 for another customer's account, 404 for none, whatever If-Match says or lacks), a PUT writes the account in its path and no other (another account saved as often, the customer's or another customer's, stays as it was, also after a PUT from a list), and an invalid PUT body is 400 invalid-request: nothing changes",
+		Claim: "the settings are the owner's only (401 without a token, 403 for another customer's account, 404 for none, whatever If-Match says or lacks), a PUT writes the account in its path and no other (another account saved as often, the customer's or another customer's, stays as it was, also after a PUT from a list), and an invalid PUT body is 400 invalid-request, also without If-Match or from an old ETag: nothing changes",
 		Why:   "settings that another customer can read or change, a 428 or 412 to a stranger, who may not change the settings whatever If-Match says (a 412 tells it its ETag is not the current version, a 403 that it is), a save that also rewrites every other account at its version, or a limit of -1 or of a string that is saved, guard no money",
 		Run:   checkSettingsContract,
 	},

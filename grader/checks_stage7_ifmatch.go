@@ -181,7 +181,9 @@ func checkLimitRefusalReplayed(t *T) error {
 // checkDailyLimit catches an ETag blind to the daily limit (made from the
 // nickname, or a version moved on only by a rename): clerk B's stale
 // rename matches, puts the old limit back, and a transfer the owner capped
-// goes through.
+// goes through. It also catches a limit of 0 read as a member left out
+// (Go's zero value) and not written: the owner who stops the account's
+// transfers is told 200, and a transfer within the old limit goes through.
 func checkDailyLimit(t *T) error {
 	s, start, story, err := t.clerkStart(bank.MaxDailyLimit)
 	if err != nil {
@@ -249,8 +251,31 @@ func checkDailyLimit(t *T) error {
 	if !r.Is(http.StatusCreated, "") {
 		return t.Fail(story, r.String(), "201 Created: a new day, and the limit counts from zero again")
 	}
-	if err := t.Reconcile(story, "", books); err != nil {
+	// A limit of 0 stops the account's transfers: it is a limit like any
+	// other, not a member left out (Go's zero value).
+	now, err := t.readSettings(story, a, acc)
+	if err != nil {
 		return err
+	}
+	stop := now.Settings
+	stop.DailyLimit = 0
+	reqS := putSettings(a, acc, stop, now.ETag)
+	if _, err := t.saved(story+"\nclerk A stops the account's transfers:", reqS, t.Do(reqS), stop); err != nil {
+		return err
+	}
+	story += "\nclerk A stops the account's transfers: " + describe(reqS) + "  →  200"
+	small := t.Amount(1, limit-rest)
+	req, r = pay(small)
+	story += fmt.Sprintf("\na transfer of %d won, within the limit of %d there was: ", small, limit) + req.String() + "  →  " + r.Short()
+	if err := t.Reconcile(story, r.String(), books); err != nil {
+		return err
+	}
+	if r.Is(http.StatusCreated, "") {
+		return t.Harmful(judging.LostUpdate, story, r.String()+fmt.Sprintf("\nA was told the limit of 0 was saved, and %d won moved under the limit of %d it replaced", small, limit),
+			"422 "+pDailyLimit+": a daily limit of 0 lets no transfer through; nothing moves")
+	}
+	if !r.Is(http.StatusUnprocessableEntity, pDailyLimit) {
+		return t.Fail(story, r.String(), "422 "+pDailyLimit+": a daily limit of 0 lets no transfer through; nothing moves")
 	}
 	if !rb.Is(http.StatusPreconditionFailed, pPreconditionFailed) {
 		return t.Fail(story, rb.String(), "412 "+pPreconditionFailed+" to B's rename: its copy is of the version A's PUT replaced")
@@ -270,8 +295,9 @@ func (t *T) toNoon() error {
 
 // checkETagNamesTheVersion catches an ETag that a write does not change
 // (the version not moved on, or only by a rename, or not by a save that
-// changes nothing), a weak one, and a PUT that answers an ETag the next
-// GET does not show: the one it was sent, or a version it did not make,
+// changes nothing), a weak one, a PUT that answers settings the next GET
+// does not show (an empty nickname read as a member left out, and the old
+// one kept), and a PUT that answers an ETag the next GET does not show: the one it was sent, or a version it did not make,
 // such as the one after the first tag of an If-Match list, or after the
 // highest (a list of the current ETag and a tag this account has not
 // reached yet: A's other account's, saved twice more than this one).
@@ -295,7 +321,7 @@ func checkETagNamesTheVersion(t *T) error {
 		return t.Fail(story+"\nGET again", again.String(), "the same settings at the same ETag: nothing changed them")
 	}
 	cur, saves := start, 1
-	for _, change := range []string{"daily_limit", "nickname", "nothing", "listed", "ahead"} {
+	for _, change := range []string{"daily_limit", "nickname", "cleared", "nothing", "listed", "ahead"} {
 		next := cur.Settings
 		ifMatch := cur.ETag
 		switch change {
@@ -303,9 +329,15 @@ func checkETagNamesTheVersion(t *T) error {
 			next.DailyLimit += t.Amount(1_000, 100_000)
 		case "nickname", "listed", "ahead":
 			next.Nickname = t.nickname()
+		case "cleared":
+			// An empty nickname is one a clerk may save, not a member
+			// left out: the PUT replaces the whole representation.
+			next.Nickname = ""
 		}
 		what := "change only the " + change
 		switch change {
+		case "cleared":
+			what = "clear the nickname"
 		case "nothing":
 			what = "save the settings as they are"
 		case "listed":
@@ -346,7 +378,9 @@ func checkETagNamesTheVersion(t *T) error {
 			return err
 		}
 		if now.Settings != next {
-			return t.Fail(story+"\nthen GET", now.String(), "the settings saved, at the ETag the PUT answered: "+settingsJSON(next)+", ETag "+etag)
+			// The clerk was told its change was saved, and it was not.
+			return t.Harmful(judging.LostUpdate, story+"\nthen GET", now.String()+"\nthe PUT answered 200 with "+settingsJSON(next)+"; GET shows other settings",
+				"the settings saved, at the ETag the PUT answered: "+settingsJSON(next)+", ETag "+etag)
 		}
 		if now.ETag != etag {
 			return t.Fail(story+"\nthen GET", now.String()+"\nthe PUT answered ETag "+etag+"; GET shows "+now.ETag,
@@ -364,6 +398,8 @@ func checkETagNamesTheVersion(t *T) error {
 // 404, without If-Match or with an old ETag as with the current one; a
 // server that holds them to If-Match first answers a stranger 412 for
 // every ETag but the current one, and so tells which version is current.
+// So does the body: an invalid one is 400 without If-Match or from an old
+// ETag, where a server that reads it after If-Match answers 428 or 412.
 func checkSettingsContract(t *T) error {
 	s, err := t.Scenario(2, 1_000_000)
 	if err != nil {
@@ -414,6 +450,16 @@ func checkSettingsContract(t *T) error {
 		{`{"nickname":"x","daily_limit":1e16}`, "a limit of 1e16, over 1,000,000,000,000,000"},
 	} {
 		probes = append(probes, probe{put(bad.body), 400, problem.InvalidRequest.URI(), bad.because})
+	}
+	// An invalid body would not be written whatever If-Match says: it is
+	// 400 from an old ETag and without one too, never 412 or 428.
+	for _, p := range []struct{ ifMatch, because string }{
+		{old, "a member missing, from an old ETag: the body comes before If-Match"},
+		{"", "a member missing, without If-Match: the body comes before If-Match"},
+	} {
+		req := putSettings(a, acc, bank.Settings{}, p.ifMatch)
+		req.Body = `{"nickname":"x"}`
+		probes = append(probes, probe{req, 400, problem.InvalidRequest.URI(), p.because})
 	}
 	for _, p := range probes {
 		sent := story + "\n" + describe(p.req) + "  (" + p.because + ")"
