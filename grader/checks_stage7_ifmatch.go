@@ -297,10 +297,11 @@ func (t *T) toNoon() error {
 // (the version not moved on, or only by a rename, or not by a save that
 // changes nothing), a weak one, a PUT that answers settings the next GET
 // does not show (an empty nickname read as a member left out, and the old
-// one kept), and a PUT that answers an ETag the next GET does not show: the one it was sent, or a version it did not make,
-// such as the one after the first tag of an If-Match list, or after the
-// highest (a list of the current ETag and a tag this account has not
-// reached yet: A's other account's, saved twice more than this one).
+// one kept), and a PUT that answers an ETag the next GET does not show:
+// the one it was sent, or a version it did not make, such as the one
+// after the first tag of an If-Match list, or after the highest (a list
+// of the current ETag and a tag this account has not reached yet: A's
+// other account's, saved twice more than this one).
 func checkETagNamesTheVersion(t *T) error {
 	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
 	if err != nil {
@@ -398,8 +399,9 @@ func checkETagNamesTheVersion(t *T) error {
 // 404, without If-Match or with an old ETag as with the current one; a
 // server that holds them to If-Match first answers a stranger 412 for
 // every ETag but the current one, and so tells which version is current.
-// So does the body: an invalid one is 400 without If-Match or from an old
-// ETag, where a server that reads it after If-Match answers 428 or 412.
+// The body comes before If-Match too: an invalid one is 400 without
+// If-Match or from an old ETag, where a server that reads it after
+// If-Match answers 428 or 412.
 func checkSettingsContract(t *T) error {
 	s, err := t.Scenario(2, 1_000_000)
 	if err != nil {
