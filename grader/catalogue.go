@@ -334,7 +334,7 @@ var catalogue = []Check{
 	{
 		ID: "S7.daily-limit", Stage: 7, Lesson: lesson7 + "#the-money-behind-it",
 		Claim: "clerk A lowers the daily limit; clerk B, from the copy read before, renames the account and gets 412; a transfer over A's limit is refused with 422 daily-limit-exceeded and moves nothing, one within it executes, and the next day the limit starts again; once A sets the limit to 0, a transfer within the old limit is refused too",
-		Why:   "a lost update of a limit is a money bug: a stale save that is written puts the old limit back, and then transfers the owner capped can go through",
+		Why:   "a lost update of a limit is a money bug: a stale save that is written puts the old limit back, as does a save of 0 read as a member left out, and then transfers the owner capped can go through",
 		Run:   checkDailyLimit,
 	},
 	{
