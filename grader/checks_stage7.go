@@ -342,7 +342,7 @@ func checkManyClerks(t *T) error {
 			got += "\nno clerk was answered " + final.ETag + ", the version GET shows"
 		}
 		return t.Fail(story, got,
-			"each successful PUT answers the ETag of the version its own write made, not of whatever a read after it finds (see \"Which ETag does the answer carry?\" in the lesson): one ETag each, the last of them what GET shows")
+			"each successful PUT answers the ETag of the version its own write made, not of whatever a read after it finds (the lesson's decision on which ETag the answer carries): one ETag each, the last of them what GET shows")
 	}
 	for _, w := range wins {
 		if w.based != start.ETag && made[w.based] == 0 {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"idemlab/studentloop"
 )
@@ -36,8 +38,39 @@ func runDocs(ctx context.Context, in *invocation) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.WriteString(in.stdout, out)
-	return err
+	return page(ctx, in.stdout, out, os.LookupEnv, exec.LookPath)
+}
+
+// page writes a rendered lesson to a terminal through a pager, so that
+// a lesson longer than the screen starts at its first line: $PAGER if it
+// is set ("" or "cat" for none), else less if there is one (-F: no pager
+// for a lesson that fits the screen; -R: keep the colours; -X: leave the
+// lesson on the screen after q). Without a pager it writes the lesson
+// as it is. It returns the pager's error, or the write's.
+func page(ctx context.Context, w io.Writer, text string, lookupEnv func(string) (string, bool), lookPath func(string) (string, error)) error {
+	argv := pagerCommand(lookupEnv, lookPath)
+	if argv == nil {
+		_, err := io.WriteString(w, text)
+		return err
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(text), w, os.Stderr
+	return cmd.Run()
+}
+
+// pagerCommand is the pager page runs, as an argv, or nil for none.
+func pagerCommand(lookupEnv func(string) (string, bool), lookPath func(string) (string, error)) []string {
+	if p, set := lookupEnv("PAGER"); set {
+		if f := strings.Fields(p); len(f) > 0 && f[0] != "cat" {
+			return f
+		}
+		return nil
+	}
+	less, err := lookPath("less")
+	if err != nil {
+		return nil
+	}
+	return []string{less, "-FRX"}
 }
 
 // anchorLine is a line that only gives the heading below it an explicit

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,5 +82,46 @@ func TestAnchorLine(t *testing.T) {
 	want := "## 競合\n\nsee <a id=\"x\"></a> inline\n## next\n"
 	if got := string(anchorLine.ReplaceAll([]byte(in), nil)); got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestPagerCommand: a lesson on a terminal goes through $PAGER when it is
+// set, through no pager when it is set empty or to cat, and else through
+// less if there is one, with colours kept (-R) and no pager for a lesson
+// that fits the screen (-F); with no less, through none.
+func TestPagerCommand(t *testing.T) {
+	less := func(string) (string, error) { return "/usr/bin/less", nil }
+	noLess := func(string) (string, error) { return "", errors.New("not found") }
+	env := func(v string, set bool) func(string) (string, bool) {
+		return func(string) (string, bool) { return v, set }
+	}
+	for _, c := range []struct {
+		name     string
+		env      func(string) (string, bool)
+		lookPath func(string) (string, error)
+		want     []string
+	}{
+		{"PAGER set", env("most -s", true), less, []string{"most", "-s"}},
+		{"PAGER empty", env("", true), less, nil},
+		{"PAGER cat", env("cat", true), less, nil},
+		{"no PAGER", env("", false), less, []string{"/usr/bin/less", "-FRX"}},
+		{"no PAGER, no less", env("", false), noLess, nil},
+	} {
+		if got := pagerCommand(c.env, c.lookPath); !slices.Equal(got, c.want) {
+			t.Errorf("%s: pager %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestPage_WritesThroughThePager: the lesson reaches the terminal through
+// the pager's output, whole.
+func TestPage_WritesThroughThePager(t *testing.T) {
+	var b strings.Builder
+	env := func(string) (string, bool) { return "tr a-z A-Z", true }
+	if err := page(t.Context(), &b, "a lesson\n", env, exec.LookPath); err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != "A LESSON\n" {
+		t.Errorf("through the pager: %q", b.String())
 	}
 }
