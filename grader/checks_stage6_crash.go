@@ -296,9 +296,18 @@ func checkDayReplayThroughFaults(t *T) error {
 		}
 		return nil
 	}
-	return t.Fail(fmt.Sprintf("a replay of the day that this command writes to day.jsonl: %s\n(half the operations meet failure points of the network; the server crashed %d times: %s)",
-		dayCommand(params), len(log.fired), strings.Join(log.fired, ", ")),
-		replay.DayReport(rc, DayResults(t.Subject())), "0 executed more than once, 0 lost, 0 mismatched replays, 0 unexpected answers, every client of an executed operation knows its original answer, every balance = opening + executions")
+	return t.dayFailure(rc, fmt.Sprintf("a replay of the day that this command writes to day.jsonl: %s\n(half the operations meet failure points of the network; the server crashed %d times: %s)",
+		dayCommand(params), len(log.fired), strings.Join(log.fired, ", ")), DayResults(t.Subject()))
+}
+
+// dayFailure is the failure of a day rc found invalid, sent as sent: its
+// report, with all saying where the rest of its findings are. Money
+// first: a day whose counts show a money finding is judged that harm, the
+// worst of them (rc.Harm); only a day of contract differences alone (an
+// answer the contract does not allow, a replay in other bytes) is one.
+func (t *T) dayFailure(rc replay.DayReconciliation, sent, all string) error {
+	return t.Harmful(rc.Harm(), sent, replay.DayReport(rc, all),
+		"0 executed more than once, 0 lost, 0 mismatched replays, 0 unexpected answers, every client of an executed operation knows its original answer, every balance = opening + executions")
 }
 
 // DayResults says how to see every finding of the day dayCommand writes:

@@ -1,9 +1,13 @@
 package grader
 
 import (
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
+	"idemlab/grader/judging"
+	"idemlab/grader/replay"
 	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
 )
@@ -61,5 +65,54 @@ func TestLateOriginalVerdict(t *testing.T) {
 		if conclusive != tc.conclusive || (want != "") != tc.wantsFail {
 			t.Errorf("%s: conclusive %v, want %q; expected conclusive %v, a failure %v", tc.name, conclusive, want, tc.conclusive, tc.wantsFail)
 		}
+	}
+}
+
+// S6.day-replay-through-faults judges an invalid day money first: a day
+// whose counts show a money finding fails as that harm, the worst of
+// them, and only a day of contract differences alone is one. It catches
+// a check that fails every invalid day without a harm, whose report then
+// says of a day with a key stuck for good that no operation ran more
+// often than asked, a contract difference.
+func TestDayFailureMoneyFirst(t *testing.T) {
+	day := func(edit func(c *replay.DayCounts)) replay.DayReconciliation {
+		rc := replay.DayReconciliation{Ops: 3, Money: replay.DayMoney{Conserved: true}}
+		edit(&rc.Counts)
+		return rc
+	}
+	tests := []struct {
+		name string
+		rc   replay.DayReconciliation
+		want judging.Harm
+	}{
+		{"a key stuck in progress", day(func(c *replay.DayCounts) { c.StuckInProgress, c.StuckNeverExecuted = 1, 1 }), judging.StuckKey},
+		{"a stuck key beside an unexpected answer", day(func(c *replay.DayCounts) { c.StuckInProgress, c.UnexpectedStatus = 1, 1 }), judging.StuckKey},
+		{"no usable answer before a stuck key", day(func(c *replay.DayCounts) { c.StuckInProgress, c.NoUsableAnswer = 1, 1 }), judging.NoUsableAnswer},
+		{"a wrong answer before no usable answer", day(func(c *replay.DayCounts) { c.NoUsableAnswer, c.WrongAnswers = 1, 1 }), judging.WrongAnswer},
+		{"told duplicate, never ran", day(func(c *replay.DayCounts) { c.ToldDuplicate = 1 }), judging.ToldDuplicate},
+		{"a lost operation before a wrong answer", day(func(c *replay.DayCounts) { c.WrongAnswers, c.LostTransfers = 1, 1 }), judging.Lost},
+		{"a double before a lost operation", day(func(c *replay.DayCounts) { c.LostTransfers, c.DoubleApplied = 1, 1 }), judging.Double},
+		{"an invoice paid twice", day(func(c *replay.DayCounts) { c.InvoicesPaidTwice = 1 }), judging.Double},
+		{"a balance off", day(func(c *replay.DayCounts) { c.BalanceMismatches = 1 }), judging.Unbalanced},
+		{"money not conserved", replay.DayReconciliation{}, judging.Unbalanced},
+		{"a settings change lost", day(func(c *replay.DayCounts) { c.LostUpdates = 1 }), judging.LostUpdate},
+		{"a transfer not posted", day(func(c *replay.DayCounts) { c.NotPosted = 1 }), judging.NotPosted},
+		{"answers the contract does not allow, alone", day(func(c *replay.DayCounts) { c.UnexpectedStatus, c.MismatchedReplays, c.EditsNotServed = 2, 1, 1 }), ""},
+	}
+	for _, tc := range tests {
+		err := newT().dayFailure(tc.rc, "a day", "all of them")
+		var f *judging.Failure
+		if !errors.As(err, &f) {
+			t.Fatalf("%s: %v, want a failure", tc.name, err)
+		}
+		if f.Harm != tc.want {
+			t.Errorf("%s: harm %q, want %q\n%s", tc.name, f.Harm, tc.want, f.Got)
+		}
+	}
+	f := newT().dayFailure(day(func(c *replay.DayCounts) { c.StuckInProgress, c.StuckNeverExecuted = 1, 1 }), "a day", "all of them").(*judging.Failure)
+	f.Reconciled = true
+	out := Format(Result{Check: Check{ID: "S6.day-replay-through-faults"}, Err: f}, "again")
+	if !strings.Contains(out, "  money     ✗ stuck key: ") || strings.Contains(out, "a contract difference") {
+		t.Errorf("the report of a day with a key stuck for good:\n%s\nwants its money line to name the stuck key, never a contract difference", out)
 	}
 }

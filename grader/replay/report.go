@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"idemlab/grader/dayplan"
+	"idemlab/grader/judging"
 	"idemlab/kit/bank"
 )
 
@@ -139,6 +140,41 @@ func (rc DayReconciliation) Verdict() string {
 		why = append(why, "the balances do not add up")
 	}
 	return strings.Join(why, "; ")
+}
+
+// Harm is the worst harm the day did to money, in the order a report
+// names the harms (judging.Harm's constants): an operation executed more
+// often than asked or an invoice paid twice, a lost operation, a client
+// told its request was a duplicate when it never ran, balances that do
+// not add up, a client given a wrong answer, one that never learned the
+// result of an operation that executed, a key stuck in progress, a lost
+// settings change, then a core ledger finding. It is "" when every
+// finding of the day is a contract difference (a replay in other bytes,
+// an answer the contract does not allow, a settings edit not served), or
+// there is none.
+func (rc DayReconciliation) Harm() judging.Harm {
+	c := rc.Counts
+	for _, h := range []struct {
+		found bool
+		harm  judging.Harm
+	}{
+		{c.DoubleApplied > 0 || c.InvoicesPaidTwice > 0, judging.Double},
+		{c.LostTransfers > 0, judging.Lost},
+		{c.ToldDuplicate > 0, judging.ToldDuplicate},
+		{c.BalanceMismatches > 0 || !rc.Money.Conserved || c.NegativeBalances > 0, judging.Unbalanced},
+		{c.WrongAnswers > 0, judging.WrongAnswer},
+		{c.NoUsableAnswer > 0, judging.NoUsableAnswer},
+		{c.StuckInProgress > 0, judging.StuckKey},
+		{c.LostUpdates > 0, judging.LostUpdate},
+		{c.NotPosted > 0, judging.NotPosted},
+		{c.PostedTwice > 0, judging.PostedTwice},
+		{c.PostedUnexecuted > 0, judging.PostedUnexecuted},
+	} {
+		if h.found {
+			return h.harm
+		}
+	}
+	return ""
 }
 
 func pick(cond bool, yes, no string) string {
