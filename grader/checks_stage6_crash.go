@@ -285,15 +285,16 @@ func checkDayReplayThroughFaults(t *T) error {
 		return err
 	}
 	rc := replay.ReconcileDay(res)
+	// A late retry may run an operation again once its key has expired,
+	// as ReconcileDay allows: the books say so, or the verdict on the
+	// target's money (the day's own server, under lab grade) would call
+	// it a double, whether the day passes or fails for another reason.
+	// The day's own doubles are rc's to judge.
+	allowed := t.NewBooks(0)
+	for op, n := range res.Final.Executions {
+		allowed.Executions[op] = n
+	}
 	if rc.Valid {
-		// A late retry may run an operation again once its key has
-		// expired, as ReconcileDay allows: the books say so, or the
-		// verdict on the target's money (the day's own server, under lab
-		// grade) would call it a double.
-		allowed := t.NewBooks(0)
-		for op, n := range res.Final.Executions {
-			allowed.Executions[op] = n
-		}
 		return nil
 	}
 	return t.dayFailure(rc, fmt.Sprintf("a replay of the day that this command writes to day.jsonl: %s\n(half the operations meet failure points of the network; the server crashed %d times: %s)",
