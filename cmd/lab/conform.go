@@ -29,7 +29,7 @@ func runConform(ctx context.Context, in *invocation) error {
 	in.StringVar(&f.profile, "profile", "", "the profile (JSON) that names the operation, its body, the principals and a witness (docs/conform.md)")
 	in.BoolVar(&f.json, "json", false, "print the results as JSON instead of the report")
 	in.StringVar(&f.junit, "junit", "", "also write the results as a JUnit XML file")
-	in.Uint64Var(&f.seed, "seed", 0, "the run's seed: amounts, keys and unique values (default: a fresh one, printed)")
+	in.Uint64Var(&f.seed, "seed", 0, "the run's seed: amounts and unique values; keys are fresh every run (default: a fresh seed, printed)")
 	in.IntVar(&f.maxOps, "max-operations", 100, "send the operation at most this many times (each send could create something on a server that ignores keys)")
 	in.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long a request may take")
 	if done, err := in.parse(); done {

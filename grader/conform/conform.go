@@ -86,7 +86,8 @@ type Options struct {
 	// URL is the API's base URL, without a trailing slash.
 	URL     string
 	Profile *Profile
-	// Seed draws the amounts, keys and unique values.
+	// Seed draws the amounts and unique values; the keys are fresh for
+	// every run (see runner.run).
 	Seed uint64
 	// MaxOperations bounds how many requests the run sends to the
 	// operation, each of which could create something on a server that
@@ -105,6 +106,11 @@ type runner struct {
 	faulty *http.Client
 	budget int
 	keys   int
+	// run is drawn fresh for every run, never from the seed: it sets
+	// the run's keys apart from every earlier run's, which the server
+	// may still keep. A key repeated from a run with the same seed
+	// would be a retry, answered with the old result and never executed.
+	run uint32
 }
 
 // Run runs every scenario against the API and returns their results, in
@@ -158,7 +164,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 
 // newRunner makes a run's clients and draws from o.
 func newRunner(o Options) *runner {
-	r := &runner{Options: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), budget: o.MaxOperations}
+	r := &runner{Options: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), budget: o.MaxOperations, run: rand.Uint32()}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	r.client = &http.Client{Transport: base, Timeout: o.Timeout}
 	r.faulty = &http.Client{Transport: &faultnet.Transport{Base: base}, Timeout: o.Timeout}
@@ -211,12 +217,12 @@ func clip(b []byte) string {
 	return s
 }
 
-// key draws a fresh idempotency key.
+// key makes a fresh idempotency key: the run's, then a count.
 func (r *runner) key() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.keys++
-	return fmt.Sprintf("conform-%d-%08x", r.keys, r.rng.Uint32())
+	return fmt.Sprintf("conform-%08x-%d", r.run, r.keys)
 }
 
 // newOp draws a fresh operation for principal i.

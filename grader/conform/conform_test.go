@@ -616,3 +616,27 @@ func TestJUnit_AFailureNamesEveryVerdictItMissed(t *testing.T) {
 		t.Errorf("failure %+v\n  want the message %q", f, want)
 	}
 }
+
+// TestRun_SameSeedTwiceIsStillValid: a run repeated with the seed the
+// report prints, against the same server, sends keys of its own. A key
+// the server kept from the first run would make every operation of the
+// second a retry, replayed and never executed: a right server harmed.
+func TestRun_SameSeedTwiceIsStillValid(t *testing.T) {
+	p, err := Load("testdata/profiles/payserver.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(payserver.New())
+	t.Cleanup(ts.Close)
+	for run := range 2 {
+		results, err := Run(context.Background(), Options{URL: ts.URL, Profile: p, Seed: 7, MaxOperations: 100, Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range results {
+			if r.NotTried == "" && (r.Money != MoneyClean || r.Contract == ContractUnmet) {
+				t.Errorf("run %d, %s: money %s, contract %s\n  sent %s\n  saw %s", run+1, r.ID, r.Money, r.Contract, r.Sent, r.Saw)
+			}
+		}
+	}
+}
