@@ -111,14 +111,19 @@ type runner struct {
 	// may still keep. A key repeated from a run with the same seed
 	// would be a retry, answered with the old result and never executed.
 	run uint32
+	// first is the answer to the run's first request to the operation,
+	// and answered whether there has been one (see reached).
+	first    answer
+	answered bool
 }
 
 // Run runs every scenario against the API and returns their results, in
 // the order of scenarios. It returns an error, before it sends anything,
 // if a principal's placeholders cannot be filled in (a var or an
 // environment variable missing) or its witness cannot be read; and
-// during the run if a witness stops answering. An API that does not
-// answer the operation is a finding, not an error.
+// during the run if a witness stops answering, or if the run's first
+// request to the operation met no API (see reached). An API that stops
+// answering later is a finding, not an error.
 func Run(ctx context.Context, o Options) ([]Result, error) {
 	r := newRunner(o)
 	for i, p := range o.Profile.Principals {
@@ -155,6 +160,9 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 			r.budget -= s.Sends
 			if err := s.Run(ctx, r, &res); err != nil {
 				return out, fmt.Errorf("%s: %w", s.ID, err)
+			}
+			if err := r.reached(); err != nil {
+				return out, err
 			}
 		}
 		out = append(out, res)
@@ -265,6 +273,17 @@ func (r *runner) sendFields(ctx context.Context, c *http.Client, o op, fields []
 	if len(fields) > 0 {
 		req.Header["Idempotency-Key"] = fields
 	}
+	a := do(c, req)
+	r.mu.Lock()
+	if !r.answered {
+		r.first, r.answered = a, true
+	}
+	r.mu.Unlock()
+	return a
+}
+
+// do sends req through c and reads its answer.
+func do(c *http.Client, req *http.Request) answer {
 	resp, err := c.Do(req)
 	if err != nil {
 		return answer{err: err}
@@ -272,6 +291,26 @@ func (r *runner) sendFields(ctx context.Context, c *http.Client, o op, fields []
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	return answer{status: resp.StatusCode, body: body, header: resp.Header, err: err}
+}
+
+// reached returns an error when the run's first request to the operation
+// met no API: no answer at all, or a web page (a proxy's or a web
+// server's, at a wrong base URL or path). What follows would judge an
+// API that was never reached, its money harmed on no evidence; a
+// witness, read before anything is sent, finds most of these first.
+func (r *runner) reached() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a := r.first
+	switch {
+	case !r.answered:
+		return nil
+	case a.err != nil:
+		return fmt.Errorf("the API does not answer %s %s: %w", r.Profile.Operation.Method, r.Profile.Operation.Path, a.err)
+	case strings.HasPrefix(a.header.Get("Content-Type"), "text/html"):
+		return fmt.Errorf("%s %s answers a web page (text/html), not the API's JSON: is --url the API's base URL and operation.path its path? It answered %s", r.Profile.Operation.Method, r.Profile.Operation.Path, a)
+	}
+	return nil
 }
 
 // sf is key written as an RFC 8941 sf-string, the draft's form.
@@ -374,7 +413,7 @@ func (r *runner) witness(ctx context.Context, i int) (float64, error) {
 	}
 	var doc any
 	if err := json.Unmarshal(body, &doc); err != nil {
-		return 0, fmt.Errorf("GET %s: %w", path, err)
+		return 0, fmt.Errorf("GET %s: the answer is not JSON (%w; Content-Type %q): %s", path, err, resp.Header.Get("Content-Type"), clip(body))
 	}
 	pointer := w.Value
 	if w.Count != "" {

@@ -640,3 +640,32 @@ func TestRun_SameSeedTwiceIsStillValid(t *testing.T) {
 		}
 	}
 }
+
+// TestRun_NoAPIAtTheURLCannotRun: without a witness to read first, an
+// API that does not answer, or a web page answering in its place (a
+// wrong base URL behind a proxy), stops the run after the first
+// operation with what it met: nothing there says how the API treats
+// money, and a verdict of "harmed" would blame an API never reached.
+func TestRun_NoAPIAtTheURLCannotRun(t *testing.T) {
+	p, err := Load("testdata/profiles/payserver.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Witness = nil
+	closed := httptest.NewServer(payserver.New())
+	closed.Close()
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte("<html><body>Welcome to nginx!</body></html>"))
+	}))
+	defer page.Close()
+	for _, c := range []struct{ url, want string }{
+		{closed.URL, "the API does not answer"},
+		{page.URL, "answers a web page (text/html), not the API's JSON"},
+	} {
+		results, err := Run(context.Background(), Options{URL: c.url, Profile: p, Seed: 1, MaxOperations: 100, Timeout: 10 * time.Second})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, results %d; want an error saying %q", c.url, err, len(results), c.want)
+		}
+	}
+}
