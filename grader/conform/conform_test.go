@@ -669,3 +669,46 @@ func TestRun_NoAPIAtTheURLCannotRun(t *testing.T) {
 		}
 	}
 }
+
+// acks answers every 2xx of h with one body that names no operation,
+// {"status":"accepted"}, as an API that works asynchronously does.
+func acks(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		if rec.Code >= 200 && rec.Code < 300 && r.Method == http.MethodPost {
+			w.Write([]byte(`{"status":"accepted"}`))
+			return
+		}
+		w.Write(rec.Body.Bytes())
+	})
+}
+
+// TestRun_AlikeAnswersThatNameNoOperationAreNoLeak: an API whose every
+// answer is the same acknowledgement answers two principals alike
+// without handing either the other's result. With a witness that shows
+// each principal's operation executed once, the money is clean; without
+// one, it is not observed, never harmed on a guess.
+func TestRun_AlikeAnswersThatNameNoOperationAreNoLeak(t *testing.T) {
+	for _, witness := range []bool{true, false} {
+		p, err := Load("testdata/profiles/payserver.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Expiry = nil
+		want := MoneyClean
+		if !witness {
+			p.Witness, want = nil, MoneyUnobserved
+		}
+		got := byID(runAgainst(t, acks(payserver.New()), p))
+		for _, id := range []string{"two-principals-one-key", "two-principals-same-request"} {
+			if r := got[id]; r.Money != want {
+				t.Errorf("witness %v, %s: money %s, want %s\n  got %s\n  saw %s", witness, id, r.Money, want, r.Got, r.Saw)
+			}
+		}
+	}
+}

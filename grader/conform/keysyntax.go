@@ -160,7 +160,7 @@ func longKeys(ctx context.Context, r *runner, res *Result) error {
 		return err
 	}
 	switch {
-	case answers[0].ok() && answers[1].ok() && answers[0].same(answers[1]):
+	case r.handedOver(answers[0], answers[1]):
 		res.Money = MoneyHarmed
 		res.Saw = "the second key was answered with the first one's result: the server cut the keys short and took them for one; " + res.Saw
 	case answers[0].ok() != answers[1].ok():

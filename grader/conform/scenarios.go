@@ -272,7 +272,7 @@ func twoPrincipals(ctx context.Context, r *runner, res *Result) error {
 		return err
 	}
 	switch {
-	case answers[0].same(answers[1]):
+	case r.handedOver(answers[0], answers[1]):
 		res.Money = MoneyHarmed
 		res.Saw = "the second principal was told the first one's result; " + res.Saw
 	case !answers[1].ok():
@@ -315,7 +315,7 @@ func twoPrincipalsSameRequest(ctx context.Context, r *runner, res *Result) error
 			answers[1] = r.untilFinal(ctx, theirs, key)
 		}
 		got = append(got, fmt.Sprintf("%s: %s %s; %s %s", when, names[0], answers[0], names[1], answers[1]))
-		if answers[0].ok() && answers[0].same(answers[1]) {
+		if r.handedOver(answers[0], answers[1]) {
 			leak, err := whoseResult(ctx, b, names, o, theirs)
 			if err != nil {
 				return err
