@@ -573,9 +573,13 @@ func (b *books) judge(ctx context.Context, res *Result, want ...expect) error {
 		line := fmt.Sprintf("%s: due %s, a move of %s; the witness moved by %s", b.r.Profile.Principals[i].Name, andList(whats), num(expected), num(moved))
 		if moved != expected {
 			res.Money = MoneyHarmed
-			// Executions can be counted when every operation moves the
-			// witness alike: a count, or one amount.
-			if len(units) == 1 {
+			// A move by exactly what was due, the other way, is the
+			// profile's sign, not the API's money. Else executions can be
+			// counted when every operation moves the witness alike: a
+			// count, or one amount.
+			if b.r.Profile.Witness.Value != "" && expected != 0 && moved == -expected {
+				line += ` (the move due, the other way: is per_operation's sign right? "amount" moves the witness up by each operation's amount, "-amount" down)`
+			} else if len(units) == 1 {
 				for unit := range units {
 					if unit != 0 {
 						line += " (" + executionsSaid(moved/unit, due) + ")"

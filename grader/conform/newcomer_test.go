@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"idemlab/grader/conform/testdata/walletd"
@@ -123,5 +124,21 @@ func TestDocs_LabProfileVariablesAreListed(t *testing.T) {
 		if !row.Match(doc) {
 			t.Errorf("docs/conform.md has no table row for `%s` that says where in the reset's answer it comes from", m[1])
 		}
+	}
+}
+
+// TestNewcomer_PerOperationTheWrongWay: a profile whose per_operation
+// has the wrong sign sees every operation move the witness by what was
+// due, the other way; the report says to check the sign, not that
+// something else moves the witness.
+func TestNewcomer_PerOperationTheWrongWay(t *testing.T) {
+	p, err := Load("testdata/profiles/walletd.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Witness.PerOperation = "amount"
+	r := byID(runAgainst(t, walletd.New(), p))["key-sf-string"]
+	if want := `is per_operation's sign right`; !strings.Contains(r.Saw, want) || strings.Contains(r.Saw, "something else") {
+		t.Errorf("saw %s\n  want it to say %q, and not blame something else", r.Saw, want)
 	}
 }
