@@ -58,6 +58,18 @@ func runConform(ctx context.Context, in *invocation) error {
 	}
 	results, err := conform.Run(ctx, conform.Options{URL: base, Profile: p, Seed: f.seed, MaxOperations: f.maxOps, Timeout: f.timeout})
 	if err != nil {
+		// The reports asked for are still written, valid null with the
+		// reason: a CI job finds them, and never reads nothing as a pass.
+		if f.json {
+			if werr := conform.WriteJSONCouldNotRun(in.stdout, p.Name, base, f.seed, results, err); werr != nil {
+				return werr
+			}
+		}
+		if f.junit != "" {
+			if werr := writeJUnitFile(f.junit, func(out *os.File) error { return conform.WriteJUnitCouldNotRun(out, p.Name, results, err) }); werr != nil {
+				return cannotRun(werr)
+			}
+		}
 		return cannotRun(err)
 	}
 	if f.json {
@@ -68,16 +80,8 @@ func runConform(ctx context.Context, in *invocation) error {
 		conform.WriteHuman(in.stdout, p.Name, results)
 	}
 	if f.junit != "" {
-		out, err := os.Create(f.junit)
-		if err != nil {
+		if err := writeJUnitFile(f.junit, func(out *os.File) error { return conform.WriteJUnit(out, p.Name, results) }); err != nil {
 			return cannotRun(err)
-		}
-		if err := conform.WriteJUnit(out, p.Name, results); err != nil {
-			out.Close()
-			return err
-		}
-		if err := out.Close(); err != nil {
-			return err
 		}
 	}
 	s := conform.Summarize(results)
@@ -93,4 +97,17 @@ func runConform(ctx context.Context, in *invocation) error {
 		return &exitCode{code: 1}
 	}
 	return nil
+}
+
+// writeJUnitFile creates the file at path and writes it with write.
+func writeJUnitFile(path string, write func(*os.File) error) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(out); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

@@ -114,3 +114,32 @@ func TestConform_NotTriedIsNeverAPass(t *testing.T) {
 		t.Errorf("a naive server, 20 operations: exit %d, stderr %q; want 1 (harmed beats unknown), the verdict said once\n%s", code, errs, out)
 	}
 }
+
+// TestConform_CouldNotRunStillWritesItsReports: a run that cannot be
+// made once the profile is read (here, no API at the URL) exits 2 and
+// still prints its --json document, valid null with the reason, and
+// writes its --junit suite with the reason as an error: a CI job reads
+// what it was asked for, never nothing.
+func TestConform_CouldNotRunStillWritesItsReports(t *testing.T) {
+	gone := httptest.NewServer(payserver.New())
+	gone.Close()
+	junit := filepath.Join(t.TempDir(), "conform.xml")
+	code, out, errs := runLabCommand(t, "conform", "--url", gone.URL, "--profile", payProfile, "--seed", "3", "--json", "--junit", junit)
+	var doc struct {
+		Valid *bool
+		Error string
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 2 || doc.Valid != nil || !strings.Contains(doc.Error, "witness cannot be read") {
+		t.Fatalf("exit %d, valid %v, error %q (%v)\n%s%s", code, doc.Valid, doc.Error, err, out, errs)
+	}
+	data, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suite struct {
+		Errors int `xml:"errors,attr"`
+	}
+	if err := xml.Unmarshal(data, &suite); err != nil || suite.Errors != 1 || !strings.Contains(string(data), "witness cannot be read") {
+		t.Errorf("junit (%v), %d errors:\n%s", err, suite.Errors, data)
+	}
+}

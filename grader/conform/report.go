@@ -202,15 +202,30 @@ type jsonReport struct {
 	Valid   *bool    `json:"valid"`
 	Summary Summary  `json:"summary"`
 	Results []Result `json:"results"`
+	// Error says why the run could not be made; valid is then null.
+	Error string `json:"error,omitempty"`
 }
 
 // WriteJSON writes the run as one JSON document; "valid" is true, false
 // or null (could not observe), as Summary.Valid says.
 func WriteJSON(w io.Writer, name, url string, seed uint64, results []Result) error {
 	s := Summarize(results)
+	return writeJSON(w, jsonReport{Name: name, URL: url, Seed: seed, Draft: Draft, Valid: s.Valid(), Summary: s, Results: results})
+}
+
+// WriteJSONCouldNotRun writes a run that could not be made, stopped by
+// runErr after results: "valid" null and "error" the reason.
+func WriteJSONCouldNotRun(w io.Writer, name, url string, seed uint64, results []Result, runErr error) error {
+	return writeJSON(w, jsonReport{Name: name, URL: url, Seed: seed, Draft: Draft, Summary: Summarize(results), Results: results, Error: runErr.Error()})
+}
+
+func writeJSON(w io.Writer, doc jsonReport) error {
+	if doc.Results == nil {
+		doc.Results = []Result{}
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(jsonReport{Name: name, URL: url, Seed: seed, Draft: Draft, Valid: s.Valid(), Summary: s, Results: results})
+	return enc.Encode(doc)
 }
 
 type junitSuite struct {
@@ -245,7 +260,23 @@ type junitMessage struct {
 // money not observed) is an error, as the run's exit status 2 is; one
 // not tried that the verdict does not need is skipped.
 func WriteJUnit(w io.Writer, name string, results []Result) error {
+	return writeJUnit(w, name, results, nil)
+}
+
+// WriteJUnitCouldNotRun writes a run that could not be made, stopped by
+// runErr after results, as WriteJUnit does, with one more test case, an
+// error that gives the reason.
+func WriteJUnitCouldNotRun(w io.Writer, name string, results []Result, runErr error) error {
+	return writeJUnit(w, name, results, runErr)
+}
+
+func writeJUnit(w io.Writer, name string, results []Result, runErr error) error {
 	suite := junitSuite{Name: "lab conform: " + name, Tests: len(results)}
+	if runErr != nil {
+		suite.Tests++
+		suite.Errors++
+		suite.Cases = append(suite.Cases, junitCase{Name: "run", Class: "conform", Error: &junitMessage{Message: "could not run: " + runErr.Error()}})
+	}
 	for _, r := range results {
 		c := junitCase{Name: r.ID, Class: "conform", Output: r.Note}
 		var detail strings.Builder
