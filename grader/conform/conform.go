@@ -129,6 +129,7 @@ type runner struct {
 // answering later is a finding, not an error.
 func Run(ctx context.Context, o Options) ([]Result, error) {
 	r := newRunner(o)
+	var sends []http.Header
 	for i, p := range o.Profile.Principals {
 		if _, err := o.Profile.newOp(rand.New(rand.NewPCG(0, 0)), i); err != nil {
 			return nil, fmt.Errorf("principal %s: body: %w", p.Name, err)
@@ -136,9 +137,18 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 		if _, err := o.Profile.expand(o.Profile.Operation.Path, i, 0, ""); err != nil {
 			return nil, fmt.Errorf("principal %s: path: %w", p.Name, err)
 		}
-		if err := o.Profile.headers(http.Header{}, i); err != nil {
+		h := http.Header{}
+		if err := o.Profile.headers(h, i); err != nil {
 			return nil, fmt.Errorf("principal %s: headers: %w", p.Name, err)
 		}
+		// Two principals the API cannot tell apart are one caller: its
+		// right answers to one would be reported as a leak between two.
+		for j, other := range sends {
+			if maps.EqualFunc(h, other, slices.Equal) {
+				return nil, fmt.Errorf("principals: %s and %s send the same headers, so the API cannot tell them apart: give each its own credentials", o.Profile.Principals[j].Name, p.Name)
+			}
+		}
+		sends = append(sends, h)
 		if o.Profile.Witness != nil {
 			if _, err := r.witness(ctx, i); err != nil {
 				return nil, fmt.Errorf("principal %s: the witness cannot be read: %w", p.Name, err)

@@ -32,6 +32,9 @@ func decode(data []byte, p *Profile) error {
 	if err := dec.Decode(p); err != nil {
 		var typ *json.UnmarshalTypeError
 		if errors.As(err, &typ) {
+			if typ.Field == "" {
+				return fmt.Errorf("a JSON %s where a profile, one JSON object, is wanted", typ.Value)
+			}
 			return fmt.Errorf("%s: a JSON %s where %s is wanted", typ.Field, typ.Value, kind(typ.Type))
 		}
 		return err

@@ -76,3 +76,36 @@ func TestRun_AWitnessPointerToNothingSaysWhatIsThere(t *testing.T) {
 		t.Fatalf("err %v, want one naming the members there", err)
 	}
 }
+
+// TestRun_PrincipalsWithOneCredential: two principals whose headers come
+// out the same (a copied principal, or two variables holding one key)
+// are one caller to the API; the run stops before it sends anything
+// instead of reporting a right API's answers to one caller as a leak
+// between two.
+func TestRun_PrincipalsWithOneCredential(t *testing.T) {
+	p, err := Load("testdata/profiles/payserver.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Principals[1].Headers = map[string]string{"X-Api-Key": "{{env.CONFORM_TEST_KEY}}"}
+	t.Setenv("CONFORM_TEST_KEY", "alice")
+	ts := httptest.NewServer(payserver.New())
+	defer ts.Close()
+	_, err = Run(context.Background(), Options{URL: ts.URL, Profile: p, Seed: 1, MaxOperations: 100, Timeout: 10 * time.Second})
+	if want := "alice and bob send the same headers"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err %v, want one saying %q", err, want)
+	}
+}
+
+// TestLoad_ARootThatIsNoObject: a profile that is a JSON list says that a
+// profile is one object, not ": a JSON array".
+func TestLoad_ARootThatIsNoObject(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "profile.json")
+	if err := os.WriteFile(path, []byte("[1, 2]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if want := "a JSON array where a profile, one JSON object, is wanted"; err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), ": :") {
+		t.Fatalf("err %v, want one saying %q", err, want)
+	}
+}
