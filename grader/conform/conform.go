@@ -112,8 +112,10 @@ type runner struct {
 	// would be a retry, answered with the old result and never executed.
 	run uint32
 	// first is the answer to the run's first request to the operation,
-	// and answered whether there has been one (see reached).
+	// firstBy the principal who sent it, and answered whether there has
+	// been one (see reached).
 	first    answer
+	firstBy  int
 	answered bool
 	// other is first once its scenario is over: an answer to an
 	// operation of no later scenario (see handedOver).
@@ -290,7 +292,7 @@ func (r *runner) sendFields(ctx context.Context, c *http.Client, o op, fields []
 	a := do(c, req)
 	r.mu.Lock()
 	if !r.answered {
-		r.first, r.answered = a, true
+		r.first, r.firstBy, r.answered = a, o.principal, true
 	}
 	r.mu.Unlock()
 	return a
@@ -319,21 +321,28 @@ func do(c *http.Client, req *http.Request) answer {
 }
 
 // reached returns an error when the run's first request to the operation
-// met no API: no answer at all, or a web page (a proxy's or a web
-// server's, at a wrong base URL or path). What follows would judge an
-// API that was never reached, its money harmed on no evidence; a
-// witness, read before anything is sent, finds most of these first.
+// met no API, or not as the profile's caller: no answer at all, a web
+// page (a proxy's or a web server's, at a wrong base URL or path), no
+// such operation (404, 405) or the principal's credentials refused (401,
+// 403). What follows would judge an API that was never reached, a MUST
+// unmet and money harmed on no evidence; a witness, read before anything
+// is sent, finds most of these first.
 func (r *runner) reached() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	a := r.first
+	a, what := r.first, r.Profile.Operation.Method+" "+r.Profile.Operation.Path
+	const check = "is --url the API's base URL and operation.path its path?"
 	switch {
 	case !r.answered:
 		return nil
 	case a.err != nil:
-		return fmt.Errorf("the API does not answer %s %s: %w", r.Profile.Operation.Method, r.Profile.Operation.Path, a.err)
+		return fmt.Errorf("the API does not answer %s: %w", what, a.err)
 	case strings.HasPrefix(a.header.Get("Content-Type"), "text/html"):
-		return fmt.Errorf("%s %s answers a web page (text/html), not the API's JSON: is --url the API's base URL and operation.path its path? It answered %s", r.Profile.Operation.Method, r.Profile.Operation.Path, a)
+		return fmt.Errorf("%s answers a web page (text/html), not the API's JSON: %s It answered %s", what, check, a)
+	case a.status == http.StatusNotFound || a.status == http.StatusMethodNotAllowed:
+		return fmt.Errorf("%s is not there (%d): %s It answered %s", what, a.status, check, a)
+	case a.status == http.StatusUnauthorized || a.status == http.StatusForbidden:
+		return fmt.Errorf("%s refuses %s's credentials (%d): check the principal's headers. It answered %s", what, r.Profile.Principals[r.firstBy].Name, a.status, a)
 	}
 	return nil
 }

@@ -642,9 +642,9 @@ func TestRun_SameSeedTwiceIsStillValid(t *testing.T) {
 }
 
 // TestRun_NoAPIAtTheURLCannotRun: without a witness to read first, an
-// API that does not answer, or a web page answering in its place (a
-// wrong base URL behind a proxy), stops the run after the first
-// operation with what it met: nothing there says how the API treats
+// API that does not answer, a web page answering in its place (a wrong
+// base URL behind a proxy), an operation that is not there or credentials
+// it refuses stop the run after the first operation with what it met: nothing there says how the API treats
 // money, and a verdict of "harmed" would blame an API never reached.
 func TestRun_NoAPIAtTheURLCannotRun(t *testing.T) {
 	p, err := Load("testdata/profiles/payserver.json")
@@ -659,9 +659,19 @@ func TestRun_NoAPIAtTheURLCannotRun(t *testing.T) {
 		w.Write([]byte("<html><body>Welcome to nginx!</body></html>"))
 	}))
 	defer page.Close()
+	refused := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"error":"unknown api key"}`))
+	}))
+	defer refused.Close()
+	missing := httptest.NewServer(http.NotFoundHandler())
+	defer missing.Close()
 	for _, c := range []struct{ url, want string }{
 		{closed.URL, "the API does not answer"},
 		{page.URL, "answers a web page (text/html), not the API's JSON"},
+		{refused.URL, "refuses alice's credentials (401)"},
+		{missing.URL, "is not there (404)"},
 	} {
 		results, err := Run(context.Background(), Options{URL: c.url, Profile: p, Seed: 1, MaxOperations: 100, Timeout: 10 * time.Second})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
