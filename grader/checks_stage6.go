@@ -150,20 +150,30 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 	return t.takeoverBurst(burst)
 }
 
-// noTakeover judges a round in which no retry took p's expired lease
-// over (rs, told got). When every one was told to wait, one more retry
-// comes once the lease has expired three times over: still 409
-// request-in-progress is a key stuck for good, money first
-// (judgeUnconverged, ran recording p's execution in books if the lab saw
-// one); any other answer fails the contract.
+// noTakeover judges a round in which none of the retries rs (summed up
+// as got) took p's expired lease over. When every one was told to wait,
+// one more retry comes once the client's retry horizon is over (and three
+// leases at least): still 409 request-in-progress is a key stuck for
+// good, its client gone, money first (judgeUnconverged, ran recording
+// p's execution in books if the lab saw one). A lease read once at start
+// (the default's 30s) has run out by then, and its late takeover fails
+// the contract, as any other answer does.
 func (t *T) noTakeover(sent, got string, p strandedPayment, lease time.Duration, rs []Response, ran func(), books *judging.Books) error {
 	const expected = "one retry takes over the expired lease and executes: 201 Created"
 	if !slices.ContainsFunc(rs, func(r Response) bool { return !r.Is(http.StatusConflict, pInProgress) }) {
-		if err := t.SetClock(p.claimedBy.Add(3*lease + time.Second)); err != nil {
+		st, err := t.State()
+		if err != nil {
+			return err
+		}
+		horizon, err := time.ParseDuration(st.Config.RetryHorizon)
+		if err != nil {
+			return err
+		}
+		if err := t.SetClock(p.claimedBy.Add(max(3*lease, horizon) + time.Second)); err != nil {
 			return err
 		}
 		again := t.Do(p.req)
-		sent += "  →  " + got + "\nthen the lab clock set to 1s after three leases, and one more retry  →  " + again.Short()
+		sent += "  →  " + got + "\nthen the lab clock set to 1s after the client's retry horizon, and one more retry  →  " + again.Short()
 		return t.judgeUnconverged(sent, []unconverged{{p.req, again, p.op, ran}}, books, expected)
 	}
 	return t.Fail(sent, got, expected)

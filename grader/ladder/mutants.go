@@ -28,6 +28,11 @@ type Mutant struct {
 	// student to (grader.Result.Lesson): the finding's own, where the
 	// check's section would not explain this bug.
 	Lesson string
+	// Harm, if set, is the verdict on money the failure must give: a
+	// judging.Harm ("stuck key"), or "none" for a contract difference
+	// found while the books balanced, where a wrong harm would send the
+	// student after a bug the server does not have.
+	Harm string
 	// Engine, if set, is the one engine the bug shows on. On the other,
 	// the pattern happens to hold, for a reason of that engine's that the
 	// lesson names (SQLite runs one writer at a time), and the mutant is
@@ -53,7 +58,7 @@ var packageLine = regexp.MustCompile(`(?m)^package \w+`)
 // folder directly under root whose name starts with DirPrefix): the
 // solution's non-test files with the edits applied, and a test that passes
 // only if m.CaughtBy fails on it with evidence (and sends the student to
-// m.Lesson, if set). It returns the package's
+// m.Lesson, and judges money as m.Harm, if set). It returns the package's
 // path relative to root, or an error if an edit no longer applies (the
 // solution changed).
 func Build(root, dir string, m Mutant, seed uint64) (string, error) {
@@ -99,6 +104,7 @@ func Build(root, dir string, m Mutant, seed uint64) (string, error) {
 	test := fmt.Sprintf(`package mutant
 
 import (
+	"cmp"
 	"context"
 	"testing"
 
@@ -125,13 +131,15 @@ func TestCaught(t *testing.T) {
 		t.Fatalf("%%s: %%v", %[6]q, r.Err)
 	case %[7]q != "" && r.Lesson() != %[7]q:
 		t.Fatalf("mutant %[8]s: the failure sends the student to %%s, want %[7]s", r.Lesson())
+	case %[9]q != "" && cmp.Or(string(r.Harm()), "none") != %[9]q:
+		t.Fatalf("mutant %[8]s: the failure's harm is %%q, want %[9]s:\n%%s", cmp.Or(string(r.Harm()), "none"), grader.Format(r, ""))
 	}
 	// The evidence, for go test -v.
 	t.Log("\n" + grader.Format(r, "make test (the ladder's mutants)"))
 }
 `, m.CaughtBy, m.Stage, "mutant "+m.Name, seed,
 		fmt.Sprintf("mutant %s (%s) was not caught by %s", m.Name, m.Bug, m.CaughtBy),
-		fmt.Sprintf("%s could not run on mutant %s", m.CaughtBy, m.Name), m.Lesson, m.Name)
+		fmt.Sprintf("%s could not run on mutant %s", m.CaughtBy, m.Name), m.Lesson, m.Name, m.Harm)
 	if err := os.WriteFile(filepath.Join(dst, "caught_test.go"), []byte(test), 0o644); err != nil {
 		return "", err
 	}
