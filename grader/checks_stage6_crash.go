@@ -3,6 +3,7 @@ package grader
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -206,12 +207,41 @@ type unconverged struct {
 }
 
 // judgeUnconverged judges the crashed requests us whose retries never got
-// 201, money first: the books, read now, record each one's op as executed
-// if it ran, and must reconcile. A key still in progress after its lease
-// has expired several times over is a key stuck for good: its client can
-// never learn its result, nor execute it. Any other final answer fails
-// against expected.
+// 201, money first. A key still told 409 request-in-progress gets one
+// more retry once the client's retry horizon is over (and three leases
+// at least): its client has given up by then. The books, read next,
+// record each one's op as executed if it ran, and must reconcile. Then,
+// the worst first: a key still in progress whose operation ran leaves a
+// client with no usable answer; one whose operation never ran is a key
+// stuck for good, which its client can neither finish nor run. Any other
+// final answer fails against expected.
 func (t *T) judgeUnconverged(sent string, us []unconverged, books *judging.Books, expected string) error {
+	inProgress := func(u unconverged) bool { return u.final.Is(http.StatusConflict, pInProgress) }
+	if slices.ContainsFunc(us, inProgress) {
+		st, err := t.State()
+		if err != nil {
+			return err
+		}
+		horizon, err := time.ParseDuration(st.Config.RetryHorizon)
+		if err != nil {
+			return err
+		}
+		lease, err := time.ParseDuration(st.Config.Lease)
+		if err != nil {
+			return err
+		}
+		wait := max(horizon, 3*lease) + time.Second
+		if err := t.Advance(wait); err != nil {
+			return err
+		}
+		sent += fmt.Sprintf("\nthen %v of lab time (past the client's retry horizon, %v), and one more retry of each key still in progress:", wait, horizon)
+		for i, u := range us {
+			if inProgress(u) {
+				us[i].final = t.Do(u.req)
+				sent += "\n  " + u.req.Key + "  →  " + us[i].final.Short()
+			}
+		}
+	}
 	st, err := t.State()
 	if err != nil {
 		return err
@@ -224,17 +254,22 @@ func (t *T) judgeUnconverged(sent string, us []unconverged, books *judging.Books
 	if err := t.Reconcile(sent, us[0].final.Short(), books); err != nil {
 		return err
 	}
-	for _, u := range us {
-		if !u.final.Is(http.StatusConflict, pInProgress) {
-			continue
-		}
-		got := u.req.Key + ": " + u.final.String() + "\nthen /lab/state: op " + u.op + " " + history.Executed(st.Executions[u.op]) + ", and its key row " + judging.DescribeRows(judging.KeyRows(st, u.req.Key))
-		if st.Executions[u.op] > 0 {
-			return t.Harmful(judging.NoUsableAnswer, sent, got, expected+"; the operation executed, and every retry is refused its result")
-		}
-		return t.Harmful(judging.StuckKey, sent, got, expected+"; the lease in force has run out several times over and nothing runs any more, yet the key says something does, for good: its client can neither get its result nor execute it")
+	got := func(u unconverged) string {
+		return u.req.Key + ": " + u.final.String() + "\nthen /lab/state: op " + u.op + " " + history.Executed(st.Executions[u.op]) + ", and its key row " + judging.DescribeRows(judging.KeyRows(st, u.req.Key))
 	}
-	return t.Fail(sent, us[0].req.Key+": "+us[0].final.String(), expected)
+	for _, u := range us {
+		if inProgress(u) && st.Executions[u.op] > 0 {
+			return t.Harmful(judging.NoUsableAnswer, sent, got(u), expected+"; the operation executed, and every retry is refused its result until the client gives up")
+		}
+	}
+	for _, u := range us {
+		if inProgress(u) {
+			return t.Harmful(judging.StuckKey, sent, got(u), expected+"; the lease in force has run out many times over and nothing runs any more, yet the key says something does, past the client's retry horizon: its client can neither get its result nor execute it")
+		}
+	}
+	// A late 201 still fails: the retries before the horizon got none.
+	u := us[max(slices.IndexFunc(us, func(u unconverged) bool { return !u.final.Is(http.StatusCreated, "") }), 0)]
+	return t.Fail(sent, u.req.Key+": "+u.final.String(), expected)
 }
 
 // checkDayReplayThroughFaults catches whatever a single scenario misses:

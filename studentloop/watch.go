@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -119,7 +120,8 @@ func contents(dir string) [sha256.Size]byte {
 // runOnce runs every check and returns the one that fails first now, or
 // first, the one that failed first before, if this run could not say (an
 // error, or a stage that does not build: a typo fixed, the check the
-// student was working on is still the one to answer first).
+// student was working on is still the one to answer first) or first
+// could not run (it says nothing of the server, as Progress.Record has it).
 func (w Watch) runOnce(ctx context.Context, savedAt time.Time, first string) string {
 	if w.Started != nil {
 		w.Started(savedAt, first)
@@ -138,7 +140,10 @@ func (w Watch) runOnce(ctx context.Context, savedAt time.Time, first string) str
 	if err != nil || o.State() == DoesNotBuild {
 		return first
 	}
-	return o.FirstFailing()
+	if f := o.FirstFailing(); f != "" || !slices.ContainsFunc(o.CouldNotRun(), func(c CheckResult) bool { return c.ID == first }) {
+		return f
+	}
+	return first
 }
 
 // startWatching sends the time of every save in w.Dir on saves: from file

@@ -147,8 +147,8 @@ func failingFirst(id string) Outcome {
 
 // TestWatch_EachCheckIsReportedAsItEnds: every run starts naming the
 // check that failed first in the run before (none for the first run, an
-// error or a stage that does not build keeps the one before, a pass has
-// none), each check reaches
+// error, a stage that does not build or a run in which the check could
+// not run keeps the one before, a pass has none), each check reaches
 // Checked as it ends with the save's time, and Done comes last. A watch
 // that named a stale check, lost the save's time, or reported the checks
 // only after Done fails.
@@ -185,10 +185,12 @@ func TestWatch_EachCheckIsReportedAsItEnds(t *testing.T) {
 		{2, answer{err: errors.New("no go")}, []string{`start at 2, working on "S1.c"`, "done: could not check  err=no go at 2"}},
 		{3, answer{o: Outcome{Stage: 1, Build: "server.go:1:1: expected declaration"}}, []string{`start at 3, working on "S1.c"`,
 			"done: does not build  err=<nil> at 3"}},
-		{4, answer{o: Outcome{Stage: 1, Checks: []CheckResult{{ID: "S1.c", Passed: true}}}}, []string{`start at 4, working on "S1.c"`,
-			"S1.c passed=true at 4", "done: passing  err=<nil> at 4"}},
-		{5, answer{o: failingFirst("S1.d")}, []string{`start at 5, working on ""`,
-			"S1.a passed=true at 5", "S1.d passed=false at 5", "S1.z passed=false at 5", "done: failing S1.d err=<nil> at 5"}},
+		{4, answer{o: Outcome{Stage: 1, Checks: []CheckResult{{ID: "S1.c", Report: "COULD NOT RUN S1.c  a claim"}}}}, []string{`start at 4, working on "S1.c"`,
+			"S1.c passed=false at 4", "done: failing  err=<nil> at 4"}},
+		{5, answer{o: Outcome{Stage: 1, Checks: []CheckResult{{ID: "S1.c", Passed: true}}}}, []string{`start at 5, working on "S1.c"`,
+			"S1.c passed=true at 5", "done: passing  err=<nil> at 5"}},
+		{6, answer{o: failingFirst("S1.d")}, []string{`start at 6, working on ""`,
+			"S1.a passed=true at 6", "S1.d passed=false at 6", "S1.z passed=false at 6", "done: failing S1.d err=<nil> at 6"}},
 	}
 	for i, s := range steps {
 		if s.save > 0 {

@@ -45,8 +45,9 @@ func runDocs(ctx context.Context, in *invocation) error {
 // a lesson longer than the screen starts at its first line: $PAGER if it
 // is set ("" or "cat" for none), else less if there is one (-F: no pager
 // for a lesson that fits the screen; -R: keep the colours; -X: leave the
-// lesson on the screen after q). Without a pager it writes the lesson
-// as it is. It returns the pager's error, or the write's.
+// lesson on the screen after q; the same in $LESS when it is not set).
+// Without a pager it writes the lesson as it is. It returns the pager's
+// error, or the write's.
 func page(ctx context.Context, w io.Writer, text string, lookupEnv func(string) (string, bool), lookPath func(string) (string, error)) error {
 	argv := pagerCommand(lookupEnv, lookPath)
 	if argv == nil {
@@ -55,6 +56,11 @@ func page(ctx context.Context, w io.Writer, text string, lookupEnv func(string) 
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(text), w, os.Stderr
+	if _, set := lookupEnv("LESS"); !set {
+		// As git does: a PAGER=less of the reader's own keeps the
+		// colours too.
+		cmd.Env = append(os.Environ(), "LESS=FRX")
+	}
 	return cmd.Run()
 }
 
@@ -62,7 +68,8 @@ func page(ctx context.Context, w io.Writer, text string, lookupEnv func(string) 
 func pagerCommand(lookupEnv func(string) (string, bool), lookPath func(string) (string, error)) []string {
 	if p, set := lookupEnv("PAGER"); set {
 		if f := strings.Fields(p); len(f) > 0 && f[0] != "cat" {
-			return f
+			// A command line, as git runs it.
+			return []string{"sh", "-c", p}
 		}
 		return nil
 	}

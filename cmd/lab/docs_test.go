@@ -101,7 +101,7 @@ func TestPagerCommand(t *testing.T) {
 		lookPath func(string) (string, error)
 		want     []string
 	}{
-		{"PAGER set", env("most -s", true), less, []string{"most", "-s"}},
+		{"PAGER set", env("most -s", true), less, []string{"sh", "-c", "most -s"}},
 		{"PAGER empty", env("", true), less, nil},
 		{"PAGER cat", env("cat", true), less, nil},
 		{"no PAGER", env("", false), less, []string{"/usr/bin/less", "-FRX"}},
@@ -114,14 +114,33 @@ func TestPagerCommand(t *testing.T) {
 }
 
 // TestPage_WritesThroughThePager: the lesson reaches the terminal through
-// the pager's output, whole.
+// the pager's output, whole; with $LESS not set, the pager is given
+// LESS=FRX, so that a reader's PAGER=less keeps the colours.
 func TestPage_WritesThroughThePager(t *testing.T) {
 	var b strings.Builder
-	env := func(string) (string, bool) { return "tr a-z A-Z", true }
+	env := func(name string) (string, bool) {
+		if name == "PAGER" {
+			return "tr a-z A-Z", true
+		}
+		return "", false
+	}
 	if err := page(t.Context(), &b, "a lesson\n", env, exec.LookPath); err != nil {
 		t.Fatal(err)
 	}
 	if b.String() != "A LESSON\n" {
 		t.Errorf("through the pager: %q", b.String())
+	}
+	b.Reset()
+	env = func(name string) (string, bool) {
+		if name == "PAGER" {
+			return "sh -c 'echo $LESS'", true
+		}
+		return "", false
+	}
+	if err := page(t.Context(), &b, "", env, exec.LookPath); err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != "FRX\n" {
+		t.Errorf("the pager's LESS: %q, want FRX", b.String())
 	}
 }
