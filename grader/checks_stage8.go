@@ -112,13 +112,13 @@ func (t *T) payAgain(story, what string, inv invoice, key string, amount int64, 
 func (t *T) refusedAsDuplicate(story string, r Response, inv invoice, books *judging.Books) error {
 	if err := t.Reconcile(story, r.String(), books); err != nil {
 		var f *judging.Failure
-		if r.Is(http.StatusConflict, pDuplicateReference) && errors.As(err, &f) && f.Harm != "" {
+		if r.Is(http.StatusConflict, pDuplicateReference) && errors.As(err, &f) && (f.Harm == judging.Double || f.Harm == judging.MovedThoughRefused) {
 			// The server found the reference taken and said so, and the
 			// money moved all the same: the refusal shared a commit with
 			// the transfer, a decision the check's own section does not
 			// explain.
 			f.Lesson = lesson8 + "#the-refusal-is-an-answer"
-			f.Why = "the server answered 409, nothing moved, and the books say the money moved: the transfer it made before it found the reference taken committed with the refusal, so the invoice was paid again and the client told it was not"
+			f.Why = "the server answered 409 (nothing moved), and the books say the money moved: the transfer it made before it found the reference taken committed with the refusal, so the invoice was paid again and the client told it was not"
 		}
 		return err
 	}
