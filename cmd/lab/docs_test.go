@@ -117,30 +117,17 @@ func TestPagerCommand(t *testing.T) {
 // the pager's output, whole; with $LESS not set, the pager is given
 // LESS=FRX, so that a reader's PAGER=less keeps the colours.
 func TestPage_WritesThroughThePager(t *testing.T) {
-	var b strings.Builder
-	env := func(name string) (string, bool) {
-		if name == "PAGER" {
-			return "tr a-z A-Z", true
+	for _, c := range []struct{ pager, lesson, want string }{
+		{"tr a-z A-Z", "a lesson\n", "A LESSON\n"},
+		{"echo $LESS", "", "FRX\n"},
+	} {
+		env := func(name string) (string, bool) { return c.pager, name == "PAGER" }
+		var b strings.Builder
+		if err := page(t.Context(), &b, c.lesson, env, exec.LookPath); err != nil {
+			t.Fatal(err)
 		}
-		return "", false
-	}
-	if err := page(t.Context(), &b, "a lesson\n", env, exec.LookPath); err != nil {
-		t.Fatal(err)
-	}
-	if b.String() != "A LESSON\n" {
-		t.Errorf("through the pager: %q", b.String())
-	}
-	b.Reset()
-	env = func(name string) (string, bool) {
-		if name == "PAGER" {
-			return "sh -c 'echo $LESS'", true
+		if b.String() != c.want {
+			t.Errorf("through PAGER=%q: %q, want %q", c.pager, b.String(), c.want)
 		}
-		return "", false
-	}
-	if err := page(t.Context(), &b, "", env, exec.LookPath); err != nil {
-		t.Fatal(err)
-	}
-	if b.String() != "FRX\n" {
-		t.Errorf("the pager's LESS: %q, want FRX", b.String())
 	}
 }
