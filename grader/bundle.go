@@ -200,10 +200,13 @@ func (c *Counts) of(h judging.Harm) *int {
 	return nil
 }
 
-// findingCount is how many things a money finding is about: the
-// transfers a core ledger finding counts (Refs), where it names them,
-// or else its operations (findingOps).
+// findingCount is how many things a money finding is about: its Count,
+// where it has one, the transfers a core ledger finding counts (Refs),
+// where it names them, or else its operations (findingOps).
 func findingCount(f *judging.Failure) int {
+	if f.Count > 0 {
+		return f.Count
+	}
 	if len(f.Refs) > 0 {
 		return len(f.Refs)
 	}

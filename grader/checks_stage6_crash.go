@@ -341,9 +341,13 @@ func checkDayReplayThroughFaults(t *T) error {
 // first: a day whose counts show a money finding is judged that harm, the
 // worst of them (rc.Harm); only a day of contract differences alone (an
 // answer the contract does not allow, a replay in other bytes) is one.
+// Its Count is how many operations or accounts that harm's findings name.
 func (t *T) dayFailure(rc replay.DayReconciliation, sent, all string) error {
-	return t.Harmful(rc.Harm(), sent, replay.DayReport(rc, all),
+	harm, n := rc.Harmed()
+	err := t.Harmful(harm, sent, replay.DayReport(rc, all),
 		"0 executed more than once, 0 lost, 0 mismatched replays, 0 unexpected answers, every client of an executed operation knows its original answer, every balance = opening + executions")
+	err.(*judging.Failure).Count = n
+	return err
 }
 
 // DayResults says how to see every finding of the day dayCommand writes:

@@ -116,3 +116,27 @@ func TestDayFailureMoneyFirst(t *testing.T) {
 		t.Errorf("the report of a day with a key stuck for good:\n%s\nwants its money line to name the stuck key, never a contract difference", out)
 	}
 }
+
+// A failing day counts in results.json every operation its worst harm's
+// findings name, each once: the day's operations (op-010) are not named
+// as a check's are, and a day with three doubles was counted one.
+func TestDayFailure_CountsEveryOperationOfItsHarm(t *testing.T) {
+	rc := replay.DayReconciliation{Ops: 150, Money: replay.DayMoney{Conserved: true},
+		Counts: replay.DayCounts{DoubleApplied: 2, InvoicesPaidTwice: 2, LostTransfers: 1},
+		Findings: []replay.DayFinding{
+			{Kind: "lost_transfers", Op: "op-004"},
+			{Kind: "double_applied", Op: "op-010"},
+			{Kind: "double_applied", Op: "op-122"},
+			{Kind: "invoices_paid_twice", Op: "op-010"},
+			{Kind: "invoices_paid_twice", Op: "op-057"},
+			{Kind: "balance_mismatches", Account: "acc_a"},
+		}}
+	err := newT().dayFailure(rc, "a day", "all of them")
+	got, cerr := CountFindings([]Result{{Check: Check{ID: "S6.day-replay-through-faults"}, Err: err}})
+	if cerr != nil {
+		t.Fatal(cerr)
+	}
+	if want := (Counts{DoubleApplied: 3}); got != want {
+		t.Errorf("CountFindings of the day = %+v, want %+v", got, want)
+	}
+}

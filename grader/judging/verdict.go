@@ -119,6 +119,10 @@ type Failure struct {
 	// names a few (the transfers a core ledger finding counts): the
 	// timeline draws their requests.
 	Refs []string
+	// Count, when set, is how many operations or accounts the finding is
+	// about where its evidence does not name them as a check's operations
+	// (a generated day's findings).
+	Count int
 	// Why, when set, says why this finding matters, in place of the
 	// check's own why: a finding any check of delivery may make (rows
 	// marked sent before the core took them) is not the one the check

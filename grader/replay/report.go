@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"idemlab/grader/dayplan"
@@ -153,28 +154,46 @@ func (rc DayReconciliation) Verdict() string {
 // an answer the contract does not allow, a settings edit not served), or
 // there is none.
 func (rc DayReconciliation) Harm() judging.Harm {
+	h, _ := rc.Harmed()
+	return h
+}
+
+// Harmed is the day's worst harm (Harm) and how many operations or
+// accounts the day's findings of that harm name, each once: what a
+// results.json counts, since the day's operations are not named as a
+// check's are. The count is 0 where no finding names one (money not
+// conserved, with every balance read right).
+func (rc DayReconciliation) Harmed() (judging.Harm, int) {
 	c := rc.Counts
 	for _, h := range []struct {
 		found bool
 		harm  judging.Harm
+		kinds []string // the kinds of the findings behind it
 	}{
-		{c.DoubleApplied > 0 || c.InvoicesPaidTwice > 0, judging.Double},
-		{c.LostTransfers > 0, judging.Lost},
-		{c.ToldDuplicate > 0, judging.ToldDuplicate},
-		{c.BalanceMismatches > 0 || !rc.Money.Conserved || c.NegativeBalances > 0, judging.Unbalanced},
-		{c.WrongAnswers > 0, judging.WrongAnswer},
-		{c.NoUsableAnswer > 0, judging.NoUsableAnswer},
-		{c.StuckInProgress > 0, judging.StuckKey},
-		{c.LostUpdates > 0, judging.LostUpdate},
-		{c.NotPosted > 0, judging.NotPosted},
-		{c.PostedTwice > 0, judging.PostedTwice},
-		{c.PostedUnexecuted > 0, judging.PostedUnexecuted},
+		{c.DoubleApplied > 0 || c.InvoicesPaidTwice > 0, judging.Double, []string{"double_applied", "invoices_paid_twice"}},
+		{c.LostTransfers > 0, judging.Lost, []string{"lost_transfers"}},
+		{c.ToldDuplicate > 0, judging.ToldDuplicate, []string{"told_duplicate"}},
+		{c.BalanceMismatches > 0 || !rc.Money.Conserved || c.NegativeBalances > 0, judging.Unbalanced, []string{"balance_mismatches", "negative_balances"}},
+		{c.WrongAnswers > 0, judging.WrongAnswer, []string{"wrong_answers"}},
+		{c.NoUsableAnswer > 0, judging.NoUsableAnswer, []string{"no_usable_answer"}},
+		{c.StuckInProgress > 0, judging.StuckKey, []string{"stuck_in_progress"}},
+		{c.LostUpdates > 0, judging.LostUpdate, []string{"lost_updates"}},
+		{c.NotPosted > 0, judging.NotPosted, []string{"not_posted"}},
+		{c.PostedTwice > 0, judging.PostedTwice, []string{"posted_twice"}},
+		{c.PostedUnexecuted > 0, judging.PostedUnexecuted, []string{"posted_unexecuted"}},
 	} {
-		if h.found {
-			return h.harm
+		if !h.found {
+			continue
 		}
+		named := map[string]bool{}
+		for _, f := range rc.Findings {
+			if slices.Contains(h.kinds, f.Kind) && f.Op+f.Account != "" {
+				named[f.Op+"\x00"+f.Account] = true
+			}
+		}
+		return h.harm, len(named)
 	}
-	return ""
+	return "", 0
 }
 
 func pick(cond bool, yes, no string) string {
