@@ -20,7 +20,9 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"mime"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -201,7 +203,9 @@ type answer struct {
 	status int
 	body   []byte
 	header http.Header
-	err    error
+	// url is the request's, which a relative Location is read against.
+	url *url.URL
+	err error
 }
 
 func (a answer) String() string {
@@ -229,8 +233,96 @@ func (a answer) readable() bool {
 func (a answer) refused() bool { return a.err == nil && a.status >= 400 && a.status < 500 }
 
 // same reports whether a and b are the same answer: status and body.
+// It compares two operations' answers (a result handed over) and groups
+// answers for a report; a retry's answer to its original's is compared
+// by replays, which asks for more.
 func (a answer) same(b answer) bool {
 	return a.err == nil && b.err == nil && a.status == b.status && bytes.Equal(a.body, b.body)
+}
+
+// replayHeaders are the headers that are part of an operation's result,
+// which a retry answered with that result (§2.6) must carry as the
+// original did: Content-Type says how to read the body (the same bytes
+// under another media type are another answer), Location and
+// Content-Location name the resource the operation made or the body is
+// (another one points the client at another resource). The headers about
+// the exchange rather than the result may differ and are not compared:
+// Date, a request id, rate limits, a replay marker such as
+// Idempotent-Replayed, Retry-After, the key's expiry (expiry-as-published
+// reads that itself), ETag and Last-Modified (the resource as it is now,
+// which may have moved on), Content-Length and Content-Encoding (the body
+// itself is compared, as received).
+var replayHeaders = []string{"Content-Type", "Location", "Content-Location"}
+
+// replays reports whether a is orig's answer again, as a retry must get
+// it: the same status and body, and the same replayHeaders.
+func (a answer) replays(orig answer) bool { return a.same(orig) && a.headersDiffer(orig, "") == "" }
+
+// headersDiffer says which of the replayHeaders a carries other than orig
+// did, each with both values, orig's named by whose ("Location
+// \"/p/2\" (the original's \"/p/1\")"), or "" when a keeps them all.
+func (a answer) headersDiffer(orig answer, whose string) string {
+	var out []string
+	for _, h := range replayHeaders {
+		mine, theirs := a.header.Values(h), orig.header.Values(h)
+		if sameField(h, a, mine, orig, theirs) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %s (%s %s)", h, quoteField(mine), whose, quoteField(theirs)))
+	}
+	return strings.Join(out, " and ")
+}
+
+// sameField reports whether header h says the same in a (its values
+// mine) as in b (theirs): a media type as RFC 9110 §8.3.1 compares them
+// (type, subtype and parameter names without case, a charset's value
+// too), a Location or Content-Location as the URL it names, read against
+// its request's URL; anything else as written.
+func sameField(h string, a answer, mine []string, b answer, theirs []string) bool {
+	if len(mine) != 1 || len(theirs) != 1 {
+		return slices.Equal(mine, theirs)
+	}
+	x, y := mine[0], theirs[0]
+	switch h {
+	case "Content-Type":
+		tx, px, errx := mime.ParseMediaType(x)
+		ty, py, erry := mime.ParseMediaType(y)
+		if errx != nil || erry != nil {
+			return x == y
+		}
+		for _, p := range []map[string]string{px, py} {
+			if cs, ok := p["charset"]; ok {
+				p["charset"] = strings.ToLower(cs)
+			}
+		}
+		return tx == ty && maps.Equal(px, py)
+	case "Location", "Content-Location":
+		return resolve(a.url, x) == resolve(b.url, y)
+	}
+	return x == y
+}
+
+// resolve is the URL ref names, read against base; ref as written if
+// either cannot be read.
+func resolve(base *url.URL, ref string) string {
+	u, err := url.Parse(ref)
+	if base == nil || err != nil {
+		return ref
+	}
+	return base.ResolveReference(u).String()
+}
+
+// quoteField writes a header's values as a report shows them: quoted,
+// or "none".
+func quoteField(values []string) string {
+	if len(values) == 0 {
+		return "none"
+	}
+	q := make([]string, len(values))
+	for i, v := range values {
+		q[i] = strconv.Quote(v)
+	}
+	return strings.Join(q, " and ")
 }
 
 func clip(b []byte) string {
@@ -317,7 +409,7 @@ func do(c *http.Client, req *http.Request) answer {
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	return answer{status: resp.StatusCode, body: body, header: resp.Header, err: err}
+	return answer{status: resp.StatusCode, body: body, header: resp.Header, url: req.URL, err: err}
 }
 
 // reached returns an error when the run's first request to the operation

@@ -3,7 +3,9 @@ package conform
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +48,10 @@ func (s scenario) result() Result {
 	}
 	return res
 }
+
+// replayed says what a retry answered with the original's result keeps
+// of it (see replayHeaders).
+var replayed = "the same status and body, with the same " + andList(replayHeaders)
 
 // copies is how many simultaneous duplicates the concurrent scenario
 // sends.
@@ -117,15 +123,19 @@ func retryReplayed(ctx context.Context, r *runner, res *Result) error {
 	key := sf(r.key())
 	first := r.send(ctx, r.client, o, key)
 	var got []string
+	differ := map[string][]string{}
 	same := first.ok()
-	for range 2 {
+	for _, nth := range []string{"the first retry", "the second retry"} {
 		a := r.send(ctx, r.client, o, key)
 		got = append(got, a.String())
-		same = same && a.same(first)
+		same = same && a.replays(first)
+		if d := a.headersDiffer(first, "the original's"); a.same(first) && d != "" {
+			differ[d] = append(differ[d], nth)
+		}
 	}
 	res.Sent = describe(r, key, 3) + ", one after the other"
-	res.Got = "original " + first.String() + "; retries " + strings.Join(got, "; ")
-	contract(res, same, "each retry answered as the original was: the same status and body")
+	res.Got = "original " + first.String() + "; retries " + strings.Join(got, "; ") + butHeaders(differ, "both retries")
+	contract(res, same, "each retry answered as the original was: "+replayed)
 	return b.judge(ctx, res, expect{o, 1, "one operation"})
 }
 
@@ -178,15 +188,20 @@ func concurrentDuplicates(ctx context.Context, r *runner, res *Result) error {
 	done.Wait()
 	// Every copy is either the original's answer or a conflict error.
 	var success *answer
+	var first string
+	differ := map[string][]string{}
 	ok := true
 	conflicts := 0
 	for i := range answers {
 		a := answers[i]
 		switch {
 		case a.ok() && success == nil:
-			success = &answers[i]
-		case a.ok() && !a.same(*success):
+			success, first = &answers[i], fmt.Sprintf("copy %d's", i+1)
+		case a.ok() && !a.replays(*success):
 			ok = false
+			if d := a.headersDiffer(*success, first); a.same(*success) && d != "" {
+				differ[d] = append(differ[d], fmt.Sprintf("copy %d", i+1))
+			}
 		case !a.ok() && (a.err != nil || a.status != http.StatusConflict):
 			ok = false
 		case !a.ok():
@@ -194,8 +209,8 @@ func concurrentDuplicates(ctx context.Context, r *runner, res *Result) error {
 		}
 	}
 	res.Sent = describe(r, key, copies) + ", released together"
-	res.Got = tally(answers)
-	contract(res, ok && success != nil, "one 2xx; every other copy 409 (a resource conflict: the original still running) or the same answer as the 2xx")
+	res.Got = tally(answers) + butHeaders(differ, "")
+	contract(res, ok && success != nil, "one 2xx; every other copy 409 (a resource conflict: the original still running) or the same answer as the 2xx: "+replayed)
 	if res.Contract == ContractMet && conflicts == 0 {
 		// Met, but only as retries are: the MUST is about a copy that
 		// meets the original still running, and none was seen to. A
@@ -425,8 +440,11 @@ func expiryAsPublished(ctx context.Context, r *runner, res *Result) error {
 	retry := r.send(ctx, r.client, o, key)
 	res.Sent = describe(r, key, 2) + ", the second at once, well inside the " + e.After + " the API publishes"
 	res.Got = "original " + first.String() + "; retry " + retry.String()
-	ok := first.ok() && retry.same(first)
-	expected := "the retry answered as the original was: the key honoured inside the period"
+	if d := retry.headersDiffer(first, "the original's"); retry.same(first) && d != "" {
+		res.Got += butHeaders(map[string][]string{d: {"the retry"}}, "")
+	}
+	ok := first.ok() && retry.replays(first)
+	expected := "the retry answered as the original was (" + replayed + "): the key honoured inside the period"
 	if e.Header != "" {
 		expected += fmt.Sprintf("; %s on both answers, %s after the first (within %s)", e.Header, e.After, expirySlack)
 		told, why := expiresAt(first, e.Header, sentAt, e.after)
@@ -472,6 +490,29 @@ func expiresAt(a answer, header string, sentAt time.Time, after time.Duration) (
 		return v, fmt.Sprintf("%s after the first answer, not %s", gap.Round(time.Second), after)
 	}
 	return v, ""
+}
+
+// butHeaders says, for a Got line, which answers came with the status and
+// body they were compared with but other headers: differ maps what
+// headersDiffer said to the answers it said it of ("; the same status and
+// body, but the first retry: Location …"). Answers that all differ alike
+// are named once, as all if all is not empty. It is "" for no difference.
+func butHeaders(differ map[string][]string, all string) string {
+	if len(differ) == 0 {
+		return ""
+	}
+	var out []string
+	for _, d := range slices.Sorted(maps.Keys(differ)) {
+		who := andList(differ[d])
+		if len(differ) == 1 && all != "" && len(differ[d]) > 1 {
+			who = all
+		}
+		if len(differ[d]) > 1 && strings.HasPrefix(who, "copy ") {
+			who = "copies " + strings.ReplaceAll(who, "copy ", "")
+		}
+		out = append(out, who+": "+d)
+	}
+	return "; the same status and body, but " + strings.Join(out, "; ")
 }
 
 // tally sums answers up: each distinct answer once, with how many
