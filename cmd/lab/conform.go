@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,21 +36,27 @@ func runConform(ctx context.Context, in *invocation) error {
 	in.IntVar(&f.maxOps, "max-operations", 100, "send the operation at most this many times (each send could create something on a server that ignores keys)")
 	in.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long a request may take")
 	if done, err := in.parse(); done {
-		return err
+		if err != nil {
+			// The flags after the one that stopped the parse are still
+			// read for the reports a CI job asked for.
+			f.json, f.junit = reportFlags(in.FlagSet, in.args)
+			return f.couldNotRun(in.stdout, "", nil, err)
+		}
+		return nil
 	}
 	u, err := url.Parse(f.url)
 	if f.url == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return cannotRun(errors.New("--url is the API's base URL, e.g. --url http://127.0.0.1:8080"))
+		return f.couldNotRun(in.stdout, "", nil, errors.New("--url is the API's base URL, e.g. --url http://127.0.0.1:8080"))
 	}
 	if f.profile == "" {
-		return cannotRun(errors.New("--profile names the profile file (docs/conform.md)"))
+		return f.couldNotRun(in.stdout, "", nil, errors.New("--profile names the profile file (docs/conform.md)"))
 	}
 	if f.maxOps < 1 || f.timeout <= 0 {
-		return cannotRun(errors.New("--max-operations and --timeout must be positive"))
+		return f.couldNotRun(in.stdout, "", nil, errors.New("--max-operations and --timeout must be positive"))
 	}
 	p, err := conform.Load(f.profile)
 	if err != nil {
-		return cannotRun(err)
+		return f.couldNotRun(in.stdout, "", nil, err)
 	}
 	if f.seed == 0 {
 		f.seed = rand.Uint64()
@@ -58,19 +67,7 @@ func runConform(ctx context.Context, in *invocation) error {
 	}
 	results, err := conform.Run(ctx, conform.Options{URL: base, Profile: p, Seed: f.seed, MaxOperations: f.maxOps, Timeout: f.timeout})
 	if err != nil {
-		// The reports asked for are still written, valid null with the
-		// reason: a CI job finds them, and never reads nothing as a pass.
-		if f.json {
-			if werr := conform.WriteJSONCouldNotRun(in.stdout, p.Name, base, f.seed, results, err); werr != nil {
-				return werr
-			}
-		}
-		if f.junit != "" {
-			if werr := writeJUnitFile(f.junit, func(out *os.File) error { return conform.WriteJUnitCouldNotRun(out, p.Name, results, err) }); werr != nil {
-				return cannotRun(werr)
-			}
-		}
-		return cannotRun(err)
+		return f.couldNotRun(in.stdout, p.Name, results, err)
 	}
 	if f.json {
 		if err := conform.WriteJSON(in.stdout, p.Name, base, f.seed, results); err != nil {
@@ -97,6 +94,64 @@ func runConform(ctx context.Context, in *invocation) error {
 		return &exitCode{code: 1}
 	}
 	return nil
+}
+
+// couldNotRun ends a run that could not be made, stopped by runErr after
+// results (none if it stopped before sending anything), with exit status
+// 2; the reports asked for are still written, valid null with the
+// reason: a CI job finds them, and never reads nothing as a pass. name
+// is the profile's, "" before it was read.
+func (f *conformFlags) couldNotRun(stdout io.Writer, name string, results []conform.Result, runErr error) error {
+	url := strings.TrimSuffix(f.url, "/")
+	if f.json {
+		if err := conform.WriteJSONCouldNotRun(stdout, name, url, f.seed, results, runErr); err != nil {
+			return err
+		}
+	}
+	if f.junit != "" {
+		if err := writeJUnitFile(f.junit, func(out *os.File) error { return conform.WriteJUnitCouldNotRun(out, name, results, runErr) }); err != nil {
+			return cannotRun(fmt.Errorf("%w; and --junit: %w", runErr, err))
+		}
+	}
+	return cannotRun(runErr)
+}
+
+// reportFlags reads --json and --junit from args as fs would, past a
+// flag fs could not parse: the parse stops there, and the reports asked
+// for after it are still due. A value that does not parse (--json=maybe)
+// asks for nothing.
+func reportFlags(fs *flag.FlagSet, args []string) (asJSON bool, junit string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || len(a) < 2 || a[0] != '-' {
+			return asJSON, junit
+		}
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
+		fl := fs.Lookup(name)
+		if fl == nil {
+			continue
+		}
+		if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			if !hasValue {
+				value = "true"
+			}
+		} else if !hasValue {
+			if i+1 == len(args) {
+				return asJSON, junit
+			}
+			i++
+			value = args[i]
+		}
+		switch name {
+		case "json":
+			if v, err := strconv.ParseBool(value); err == nil {
+				asJSON = v
+			}
+		case "junit":
+			junit = value
+		}
+	}
+	return asJSON, junit
 }
 
 // writeJUnitFile creates the file at path and writes it with write.

@@ -143,3 +143,62 @@ func TestConform_CouldNotRunStillWritesItsReports(t *testing.T) {
 		t.Errorf("junit (%v), %d errors:\n%s", err, suite.Errors, data)
 	}
 }
+
+// TestConform_FlagAndProfileErrorsStillWriteTheirReports: a bad flag
+// (before or after --json and --junit), a flag missing and a profile
+// with a mistake stop the run before it sends anything, exit 2, and
+// still print the --json document, valid null with the reason, and write
+// the --junit suite with the reason as its error, as a run stopped later
+// does: a CI job always gets what it asked for. A --json whose value
+// does not parse asks for nothing.
+func TestConform_FlagAndProfileErrorsStillWriteTheirReports(t *testing.T) {
+	dir := t.TempDir()
+	typo := filepath.Join(dir, "typo.json")
+	if err := os.WriteFile(typo, []byte(`{"operation": {"method": "POST", "path": "/v1/payments"}, "body": {}, "principals": [{"name": "a"}], "witness": {"path": "/v1/payments", "counts": "/items"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const url = "http://127.0.0.1:1"
+	for _, c := range []struct {
+		args []string
+		why  string
+	}{
+		{[]string{"--seed", "abc", "--json", "--url", url, "--profile", payProfile}, `invalid value "abc" for flag -seed`},
+		{[]string{"--json", "--url", url, "--profile", payProfile, "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"-json=true", "--profile", payProfile}, "--url is the API's base URL"},
+		{[]string{"--json", "--url", url}, "--profile names the profile file"},
+		{[]string{"--json", "--url", url, "--profile", payProfile, "--timeout", "0s"}, "must be positive"},
+		{[]string{"--json", "--url", url, "--profile", filepath.Join(dir, "nope.json")}, "read profile"},
+		{[]string{"--json", "--url", url, "--profile", typo}, `did you mean "count"?`},
+	} {
+		junit := filepath.Join(dir, "conform.xml")
+		os.Remove(junit)
+		args := append([]string{"conform", "--junit", junit}, c.args...)
+		code, out, errs := runLabCommand(t, args...)
+		var doc struct {
+			Valid   *bool
+			Error   string
+			Summary struct{ Money string }
+			Results []any
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 2 || doc.Valid != nil || !strings.Contains(doc.Error, c.why) || doc.Results == nil || doc.Summary.Money != "could not observe" {
+			t.Errorf("%s: exit %d, valid %v, error %q, money %q, results %v (%v); want 2, null, an error saying %q, money not observed, results []\n%s%s",
+				strings.Join(args, " "), code, doc.Valid, doc.Error, doc.Summary.Money, doc.Results, err, c.why, out, errs)
+		}
+		data, err := os.ReadFile(junit)
+		var suite struct {
+			Errors int `xml:"errors,attr"`
+			Cases  []struct {
+				Error struct {
+					Message string `xml:"message,attr"`
+				} `xml:"error"`
+			} `xml:"testcase"`
+		}
+		if err != nil || xml.Unmarshal(data, &suite) != nil || suite.Errors != 1 || len(suite.Cases) != 1 || !strings.Contains(suite.Cases[0].Error.Message, c.why) {
+			t.Errorf("%s: junit (%v), %d errors:\n%s", strings.Join(args, " "), err, suite.Errors, data)
+		}
+	}
+	code, out, _ := runLabCommand(t, "conform", "--json=maybe", "--url", url, "--profile", payProfile)
+	if code != 2 || out != "" {
+		t.Errorf("--json=maybe: exit %d, stdout %q; want 2 and nothing: the flag asked for no document", code, out)
+	}
+}

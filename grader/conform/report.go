@@ -214,9 +214,17 @@ func WriteJSON(w io.Writer, name, url string, seed uint64, results []Result) err
 }
 
 // WriteJSONCouldNotRun writes a run that could not be made, stopped by
-// runErr after results: "valid" null and "error" the reason.
+// runErr after results (none if it stopped before sending anything, or
+// before its profile was read, name then ""): "valid" null and "error"
+// the reason. The summary's money is harmed if a scenario run harmed it,
+// else not observed: the run's money was never all seen, and a run that
+// saw none of it is not clean.
 func WriteJSONCouldNotRun(w io.Writer, name, url string, seed uint64, results []Result, runErr error) error {
-	return writeJSON(w, jsonReport{Name: name, URL: url, Seed: seed, Draft: Draft, Summary: Summarize(results), Results: results, Error: runErr.Error()})
+	s := Summarize(results)
+	if s.Money == MoneyClean {
+		s.Money = MoneyUnobserved
+	}
+	return writeJSON(w, jsonReport{Name: name, URL: url, Seed: seed, Draft: Draft, Summary: s, Results: results, Error: runErr.Error()})
 }
 
 func writeJSON(w io.Writer, doc jsonReport) error {
@@ -271,7 +279,10 @@ func WriteJUnitCouldNotRun(w io.Writer, name string, results []Result, runErr er
 }
 
 func writeJUnit(w io.Writer, name string, results []Result, runErr error) error {
-	suite := junitSuite{Name: "lab conform: " + name, Tests: len(results)}
+	suite := junitSuite{Name: "lab conform", Tests: len(results)}
+	if name != "" {
+		suite.Name += ": " + name
+	}
 	if runErr != nil {
 		suite.Tests++
 		suite.Errors++
