@@ -122,6 +122,15 @@ type runner struct {
 	// other is first once its scenario is over: an answer to an
 	// operation of no later scenario (see handedOver).
 	other answer
+	// scenario is the index of the running scenario's result; stalled
+	// how many readings in a row, due to grow the first principal's
+	// list, found it as long as before, at stalledAt items; and short the
+	// results whose witness moved less than was due, which a list found
+	// full later explains (see pageCheck).
+	scenario  int
+	stalled   int
+	stalledAt float64
+	short     []shortfall
 }
 
 // Run runs every scenario against the API and returns their results, in
@@ -175,7 +184,12 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 			res.NotTried = fmt.Sprintf("sends the operation up to %d times; --max-operations leaves %d", s.Sends, r.budget)
 		default:
 			r.budget -= s.Sends
+			r.scenario = len(out)
 			if err := s.Run(ctx, r, &res); err != nil {
+				var full *fullList
+				if errors.As(err, &full) {
+					r.unjudge(out, full)
+				}
 				return out, fmt.Errorf("%s: %w", s.ID, err)
 			}
 			if err := r.reached(); err != nil {
@@ -510,36 +524,43 @@ func (r *runner) lose(ctx context.Context, o op, key string, p dayplan.Point) an
 	return r.send(faultnet.WithFault(ctx, p), r.faulty, o, key)
 }
 
-// witness reads principal i's witness: the count of its list or its
-// number.
-func (r *runner) witness(ctx context.Context, i int) (float64, error) {
+// reading is one read of a witness: its number (a count or a value)
+// and, when it counts a list, the list's items, each as JSON.
+type reading struct {
+	n     float64
+	items []string
+}
+
+// witness reads principal i's witness: the count of its list (or the
+// number that counts them) or its value.
+func (r *runner) witness(ctx context.Context, i int) (reading, error) {
 	w := r.Profile.Witness
 	path, err := r.Profile.expand(w.Path, i, 0, "")
 	if err != nil {
-		return 0, err
+		return reading{}, err
 	}
 	req, err := http.NewRequestWithContext(ctx, "GET", r.URL+path, nil)
 	if err != nil {
-		return 0, err
+		return reading{}, err
 	}
 	if err := r.Profile.headers(req.Header, i); err != nil {
-		return 0, err
+		return reading{}, err
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("GET %s: %w", path, err)
+		return reading{}, fmt.Errorf("GET %s: %w", path, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, fmt.Errorf("GET %s: %w", path, err)
+		return reading{}, fmt.Errorf("GET %s: %w", path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, clip(body))
+		return reading{}, fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, clip(body))
 	}
 	var doc any
 	if err := json.Unmarshal(body, &doc); err != nil {
-		return 0, fmt.Errorf("GET %s: the answer is not JSON (%w; Content-Type %q): %s", path, err, resp.Header.Get("Content-Type"), clip(body))
+		return reading{}, fmt.Errorf("GET %s: the answer is not JSON (%w; Content-Type %q): %s", path, err, resp.Header.Get("Content-Type"), clip(body))
 	}
 	pointer := w.Value
 	if w.Count != "" {
@@ -547,20 +568,24 @@ func (r *runner) witness(ctx context.Context, i int) (float64, error) {
 	}
 	v, err := lookup(doc, pointer)
 	if err != nil {
-		return 0, fmt.Errorf("GET %s: %w", path, err)
+		return reading{}, fmt.Errorf("GET %s: %w", path, err)
 	}
-	if w.Count != "" {
-		list, ok := v.([]any)
-		if !ok {
-			return 0, fmt.Errorf("GET %s: %s is not a list", path, pointer)
+	if list, ok := v.([]any); ok && w.Count != "" {
+		items := make([]string, len(list))
+		for k, item := range list {
+			b, _ := json.Marshal(item) // decoded JSON: it encodes again
+			items[k] = string(b)
 		}
-		return float64(len(list)), nil
+		return reading{n: float64(len(list)), items: items}, nil
 	}
 	n, ok := v.(float64)
-	if !ok {
-		return 0, fmt.Errorf("GET %s: %s is not a number", path, pointer)
+	switch {
+	case !ok && w.Count != "":
+		return reading{}, fmt.Errorf("GET %s: %s is neither a list nor a number", path, pointer)
+	case !ok:
+		return reading{}, fmt.Errorf("GET %s: %s is not a number", path, pointer)
 	}
-	return n, nil
+	return reading{n: n}, nil
 }
 
 // effect is how far one execution of o moves the witness.
@@ -614,7 +639,7 @@ func unescapeToken(tok string) string {
 // after.
 type books struct {
 	r      *runner
-	before []float64
+	before []reading
 }
 
 // open reads every principal's witness, or nil without a witness.
@@ -639,7 +664,7 @@ func (b *books) moved(ctx context.Context, i int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return after - b.before[i], nil
+	return after.n - b.before[i].n, nil
 }
 
 // expect is an operation and how many times it must have executed.
@@ -660,11 +685,13 @@ func (b *books) judge(ctx context.Context, res *Result, want ...expect) error {
 	}
 	res.Money = MoneyClean
 	var saw []string
+	var short []shortfall
 	for i := range b.before {
-		moved, err := b.moved(ctx, i)
+		after, err := b.r.witness(ctx, i)
 		if err != nil {
 			return err
 		}
+		moved := after.n - b.before[i].n
 		expected, due := 0.0, 0
 		units := map[float64]bool{}
 		var whats []string
@@ -681,9 +708,15 @@ func (b *books) judge(ctx context.Context, res *Result, want ...expect) error {
 		if len(whats) == 0 {
 			continue
 		}
+		if err := b.r.pageCheck(i, b.before[i], after, expected); err != nil {
+			return err
+		}
 		line := fmt.Sprintf("%s: due %s, a move of %s; the witness moved by %s", b.r.Profile.Principals[i].Name, andList(whats), num(expected), num(moved))
 		if moved != expected {
 			res.Money = MoneyHarmed
+			if moved < expected {
+				short = append(short, shortfall{result: b.r.scenario, principal: i, length: after.n})
+			}
 			// A move by exactly what was due, the other way, is the
 			// profile's sign, not the API's money. Else executions can be
 			// counted when every operation moves the witness alike: a
@@ -701,6 +734,10 @@ func (b *books) judge(ctx context.Context, res *Result, want ...expect) error {
 		saw = append(saw, line)
 	}
 	res.Saw = strings.Join(saw, "; ")
+	for _, f := range short {
+		f.saw = res.Saw
+		b.r.short = append(b.r.short, f)
+	}
 	return nil
 }
 

@@ -89,7 +89,8 @@ type Principal struct {
 
 // Witness is a read that shows an operation's effect, made with the
 // principal's headers before and after each scenario. Either Count (a
-// JSON pointer to an array: each operation adds one item) or Value (a
+// JSON pointer to an array, each operation adding one item, or to a
+// number that counts them, a total) or Value (a
 // JSON pointer to a number that each operation moves by PerOperation:
 // "amount" or "-amount", the operation's {{amount}}).
 type Witness struct {
@@ -163,7 +164,7 @@ func (p *Profile) check() error {
 		case !strings.HasPrefix(w.Path, "/"):
 			return errors.New(`witness: path must start with "/"`)
 		case (w.Count == "") == (w.Value == ""):
-			return errors.New("witness: give count (a JSON pointer to a list) or value (a JSON pointer to a number), one of them")
+			return errors.New("witness: give count (a JSON pointer to a list, or to a number that counts its items) or value (a JSON pointer to a number), one of them")
 		case w.Value != "" && w.PerOperation != "amount" && w.PerOperation != "-amount":
 			return errors.New(`witness: with value, per_operation is "amount" or "-amount"`)
 		case w.Value != "" && !strings.Contains(string(p.Body), "{{amount}}"):
