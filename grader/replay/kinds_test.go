@@ -71,3 +71,35 @@ func TestFindingKinds_AreTheKindsTheReconciliationWrites(t *testing.T) {
 		}
 	}
 }
+
+// A day's findings are listed in the order its harm is judged: whatever
+// two money harms a day has, its first finding is one of the harm Harm
+// names (a day judged a double listed its lost operation first).
+func TestFindings_TheFirstIsOfTheHarmTheDayIsJudged(t *testing.T) {
+	count := func(c *DayCounts, kind string) {
+		for field, n := range map[string]*int{"double_applied": &c.DoubleApplied, "invoices_paid_twice": &c.InvoicesPaidTwice,
+			"lost_transfers": &c.LostTransfers, "told_duplicate": &c.ToldDuplicate, "balance_mismatches": &c.BalanceMismatches,
+			"negative_balances": &c.NegativeBalances, "wrong_answers": &c.WrongAnswers, "no_usable_answer": &c.NoUsableAnswer,
+			"stuck_in_progress": &c.StuckInProgress, "lost_updates": &c.LostUpdates, "not_posted": &c.NotPosted,
+			"posted_twice": &c.PostedTwice, "posted_unexecuted": &c.PostedUnexecuted} {
+			if field == kind {
+				*n++
+				return
+			}
+		}
+		t.Fatalf("no count for the kind %q", kind)
+	}
+	for i, worse := range harmKinds {
+		for _, better := range harmKinds[i+1:] {
+			rc := DayReconciliation{Money: DayMoney{Conserved: true}, Findings: []DayFinding{
+				{Kind: better.kinds[0], Op: "op-002"}, {Kind: worse.kinds[len(worse.kinds)-1], Op: "op-001"}}}
+			for _, f := range rc.Findings {
+				count(&rc.Counts, f.Kind)
+			}
+			sortFindings(rc.Findings)
+			if h, n := rc.Harmed(); h != worse.harm || n != 1 || rc.Findings[0].Kind != worse.kinds[len(worse.kinds)-1] {
+				t.Errorf("a day with %s and %s: judged %q (%d named), first finding %s", better.kinds[0], worse.kinds[len(worse.kinds)-1], h, n, rc.Findings[0].Kind)
+			}
+		}
+	}
+}

@@ -347,17 +347,17 @@ func ReconcileDay(res *Result) DayReconciliation {
 	rc.Money.Conserved = rc.Money.Closing == rc.Money.Opening+rc.Money.Deposited
 	// VALID is a day with nothing to say against it.
 	rc.Valid = rc.Verdict() == ""
-	slices.SortStableFunc(rc.Findings, func(a, b DayFinding) int {
-		return cmp.Compare(slices.Index(FindingKinds, a.Kind), slices.Index(FindingKinds, b.Kind))
-	})
+	sortFindings(rc.Findings)
 	return rc
 }
 
-// FindingKinds are the kinds of the day's findings (DayFinding.Kind),
-// worst first, the order the reconciliation lists them in.
-var FindingKinds = []string{"lost_transfers", "double_applied", "invoices_paid_twice", "lost_updates", "posted_twice", "posted_unexecuted", "not_posted",
-	"wrong_answers", "no_usable_answer", "told_duplicate", "stuck_in_progress", "mismatched_replays", "unexpected_status", "edits_not_served",
-	"balance_mismatches", "negative_balances"}
+// sortFindings puts findings in FindingKinds' order, worst first, each
+// kind's in the order found.
+func sortFindings(findings []DayFinding) {
+	slices.SortStableFunc(findings, func(a, b DayFinding) int {
+		return cmp.Compare(slices.Index(FindingKinds, a.Kind), slices.Index(FindingKinds, b.Kind))
+	})
+}
 
 // holds returns whether the books hold a resource, by its id, as an
 // execution of op: a transfer or deposit, as op's endpoint makes, that the

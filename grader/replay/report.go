@@ -165,24 +165,21 @@ func (rc DayReconciliation) Harm() judging.Harm {
 // conserved, with every balance read right).
 func (rc DayReconciliation) Harmed() (judging.Harm, int) {
 	c := rc.Counts
-	for _, h := range []struct {
-		found bool
-		harm  judging.Harm
-		kinds []string // the kinds of the findings behind it
-	}{
-		{c.DoubleApplied > 0 || c.InvoicesPaidTwice > 0, judging.Double, []string{"double_applied", "invoices_paid_twice"}},
-		{c.LostTransfers > 0, judging.Lost, []string{"lost_transfers"}},
-		{c.ToldDuplicate > 0, judging.ToldDuplicate, []string{"told_duplicate"}},
-		{c.BalanceMismatches > 0 || !rc.Money.Conserved || c.NegativeBalances > 0, judging.Unbalanced, []string{"balance_mismatches", "negative_balances"}},
-		{c.WrongAnswers > 0, judging.WrongAnswer, []string{"wrong_answers"}},
-		{c.NoUsableAnswer > 0, judging.NoUsableAnswer, []string{"no_usable_answer"}},
-		{c.StuckInProgress > 0, judging.StuckKey, []string{"stuck_in_progress"}},
-		{c.LostUpdates > 0, judging.LostUpdate, []string{"lost_updates"}},
-		{c.NotPosted > 0, judging.NotPosted, []string{"not_posted"}},
-		{c.PostedTwice > 0, judging.PostedTwice, []string{"posted_twice"}},
-		{c.PostedUnexecuted > 0, judging.PostedUnexecuted, []string{"posted_unexecuted"}},
-	} {
-		if !h.found {
+	found := map[judging.Harm]bool{
+		judging.Double:           c.DoubleApplied > 0 || c.InvoicesPaidTwice > 0,
+		judging.Lost:             c.LostTransfers > 0,
+		judging.ToldDuplicate:    c.ToldDuplicate > 0,
+		judging.Unbalanced:       c.BalanceMismatches > 0 || !rc.Money.Conserved || c.NegativeBalances > 0,
+		judging.WrongAnswer:      c.WrongAnswers > 0,
+		judging.NoUsableAnswer:   c.NoUsableAnswer > 0,
+		judging.StuckKey:         c.StuckInProgress > 0,
+		judging.LostUpdate:       c.LostUpdates > 0,
+		judging.NotPosted:        c.NotPosted > 0,
+		judging.PostedTwice:      c.PostedTwice > 0,
+		judging.PostedUnexecuted: c.PostedUnexecuted > 0,
+	}
+	for _, h := range harmKinds {
+		if !found[h.harm] {
 			continue
 		}
 		named := map[string]bool{}
@@ -195,6 +192,37 @@ func (rc DayReconciliation) Harmed() (judging.Harm, int) {
 	}
 	return "", 0
 }
+
+// harmKinds are the day's money harms, worst first (judging.Harm's
+// order), each with the kinds of the findings behind it.
+var harmKinds = []struct {
+	harm  judging.Harm
+	kinds []string
+}{
+	{judging.Double, []string{"double_applied", "invoices_paid_twice"}},
+	{judging.Lost, []string{"lost_transfers"}},
+	{judging.ToldDuplicate, []string{"told_duplicate"}},
+	{judging.Unbalanced, []string{"balance_mismatches", "negative_balances"}},
+	{judging.WrongAnswer, []string{"wrong_answers"}},
+	{judging.NoUsableAnswer, []string{"no_usable_answer"}},
+	{judging.StuckKey, []string{"stuck_in_progress"}},
+	{judging.LostUpdate, []string{"lost_updates"}},
+	{judging.NotPosted, []string{"not_posted"}},
+	{judging.PostedTwice, []string{"posted_twice"}},
+	{judging.PostedUnexecuted, []string{"posted_unexecuted"}},
+}
+
+// FindingKinds are the kinds of the day's findings (DayFinding.Kind),
+// worst first, the order the reconciliation lists them in: those of each
+// money harm in the order the day's harm is judged (Harm), then the
+// contract's.
+var FindingKinds = func() []string {
+	var kinds []string
+	for _, h := range harmKinds {
+		kinds = append(kinds, h.kinds...)
+	}
+	return append(kinds, "mismatched_replays", "unexpected_status", "edits_not_served")
+}()
 
 func pick(cond bool, yes, no string) string {
 	if cond {
