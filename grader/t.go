@@ -333,8 +333,19 @@ func (t *T) Op() string {
 
 // Amount draws an amount in won between lo and hi.
 func (t *T) Amount(lo, hi int64) int64 {
-	return lo + t.rng.Int64N(hi-lo+1)
+	n := lo + t.rng.Int64N(hi-lo+1)
+	if amountsAtTop {
+		return hi
+	}
+	return n
 }
+
+// amountsAtTop, when set, makes Amount return the top of its range in
+// place of its draw (the draw is still made, so the seed's other inputs
+// stay as they were). Only the grader's own tests set it, to run the
+// checks at their draws' worst case: a check whose amounts, at their
+// tops, outrun what it funded fails a right server at some seed.
+var amountsAtTop bool
 
 // TransferBody writes a transfer body with an op, in a fixed member order.
 func TransferBody(from, to string, amount int64, op string) string {
