@@ -461,58 +461,68 @@ func (t *T) liveAfterTakeover(s Scenario, req Request, op string, amount int64, 
 // refused at its completion, deletes the key the retry holds, and a third
 // attempt claims it afresh and executes beside the retry).
 func checkLateOriginalFenced(t *T) error {
-	return t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
-		lease := t.drawLease(5, 60)
-		if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
-			return false, err
+	for _, p := range payments {
+		if err := t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
+			return t.lateOriginalFenced(s, latency, p)
+		}); err != nil {
+			return err
 		}
-		a, b, books := s.A, s.B, s.Books
-		req, op, amount := s.Payment(t)
-		books.Expect(op)
-		// The original's lease expires while it waits on the core. Its
-		// client's retry takes the key over and waits on the core twice as
-		// long, so that it still holds the key when the original wakes up.
-		orig, held, err := t.outliveLease(req, latency, lease)
-		if !held || err != nil {
-			return err != nil, err
-		}
-		if err := t.Configure(labclient.Config{CoreLatency: 2 * latency}); err != nil {
-			return false, err
-		}
-		retry := t.Launch(req)
-		first := orig.Wait()
-		tookOver := !retry.Done()
-		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
-			return false, err
-		}
-		third := t.Do(req)
-		second := retry.Wait()
-		last := t.Do(req)
-		sent := fmt.Sprintf("(lease %v)\n%s  (the original, waiting %v on the core)\n"+
-			"while it waits: %v of lab time (its lease expires), and the retry (waiting %v on the core)\n"+
-			"the original wakes up and answers  %s\n"+
-			"a third attempt, while the retry still waits  →  %s\n"+
-			"the retry answers  %s\n"+
-			"then one more retry  →  %s",
-			lease, req.String(), latency, lease+time.Second, 2*latency, first.Short(), third.Short(), second.Short(), last.Short())
-		got := "the original " + first.Short() + "; the third attempt " + third.Short() + "; the retry " + second.Short()
-		// One operation, asked for once: a 201 to any attempt means the
-		// books expect it to have run once.
-		if executedOps(first, third, second) > 0 {
-			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-		}
-		if err := t.Reconcile(sent, got, books); err != nil {
-			return true, err
-		}
-		conclusive, want := lateOriginalVerdict(first, third, second, tookOver)
-		if want != "" {
-			return true, t.Fail(sent, got, want)
-		}
-		if d := replayMismatch(second, last, "the retry's"); conclusive && tookOver && d != "" {
-			return true, t.Fail(sent, last.String()+"\n"+d, "the retry's stored 201, to the last retry")
-		}
-		return conclusive, nil
-	})
+	}
+	return nil
+}
+
+// lateOriginalFenced is one round of S6.late-original-fenced, with the
+// payment draw makes: it reports whether the round saw a late original,
+// as WhileHeld's try does.
+func (t *T) lateOriginalFenced(s Scenario, latency time.Duration, draw func(*T, Scenario) (Request, func())) (bool, error) {
+	lease := t.drawLease(5, 60)
+	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
+		return false, err
+	}
+	req, executed := draw(t, s)
+	// The original's lease expires while it waits on the core. Its
+	// client's retry takes the key over and waits on the core twice as
+	// long, so that it still holds the key when the original wakes up.
+	orig, held, err := t.outliveLease(req, latency, lease)
+	if !held || err != nil {
+		return err != nil, err
+	}
+	if err := t.Configure(labclient.Config{CoreLatency: 2 * latency}); err != nil {
+		return false, err
+	}
+	retry := t.Launch(req)
+	first := orig.Wait()
+	tookOver := !retry.Done()
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return false, err
+	}
+	third := t.Do(req)
+	second := retry.Wait()
+	last := t.Do(req)
+	sent := fmt.Sprintf("(lease %v)\n%s  (the original, waiting %v on the core)\n"+
+		"while it waits: %v of lab time (its lease expires), and the retry (waiting %v on the core)\n"+
+		"the original wakes up and answers  %s\n"+
+		"a third attempt, while the retry still waits  →  %s\n"+
+		"the retry answers  %s\n"+
+		"then one more retry  →  %s",
+		lease, req.String(), latency, lease+time.Second, 2*latency, first.Short(), third.Short(), second.Short(), last.Short())
+	got := "the original " + first.Short() + "; the third attempt " + third.Short() + "; the retry " + second.Short()
+	// One operation, asked for once: a 201 to any attempt means the
+	// books expect it to have run once.
+	if executedOps(first, third, second) > 0 {
+		executed()
+	}
+	if err := t.Reconcile(sent, got, s.Books); err != nil {
+		return true, err
+	}
+	conclusive, want := lateOriginalVerdict(first, third, second, tookOver)
+	if want != "" {
+		return true, t.Fail(sent, got, want)
+	}
+	if d := replayMismatch(second, last, "the retry's"); conclusive && tookOver && d != "" {
+		return true, t.Fail(sent, last.String()+"\n"+d, "the retry's stored 201, to the last retry")
+	}
+	return conclusive, nil
 }
 
 // lateOriginalVerdict judges S6.late-original-fenced's round from its

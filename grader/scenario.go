@@ -59,3 +59,22 @@ func (s Scenario) Payment(t *T) (req Request, op string, amount int64) {
 	amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
 	return Transfer(s.A, key, TransferBody(s.A.Accounts[0], s.B.Accounts[0], amount, op)), op, amount
 }
+
+// payments are the two payments a check may hold past their lease, each
+// a function of the scenario that draws one, expects its op in s's books,
+// and returns the request and what books its one execution: a transfer
+// (Payment), and a deposit of as much to A's second account. A lease is
+// fenced on both routes alike, and a check that sends only transfers
+// passes a server that fences only those.
+var payments = []func(t *T, s Scenario) (req Request, executed func()){
+	func(t *T, s Scenario) (Request, func()) {
+		req, op, amount := s.Payment(t)
+		s.Books.Expect(op)
+		return req, func() { s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount) }
+	},
+	func(t *T, s Scenario) (Request, func()) {
+		amount, key, op := t.Amount(1_000, 100_000), t.Key(), t.Op()
+		s.Books.Expect(op)
+		return Deposit(s.A, key, DepositBody(s.A.Accounts[1], amount, op)), func() { s.Books.Deposit(op, s.A.Accounts[1], amount) }
+	},
+}
