@@ -555,6 +555,8 @@ func lateOriginalVerdict(first, third, second Response, tookOver bool) (conclusi
 			"The original, refused at its completion, must not delete a key it no longer holds (release … AND lease_owner = ?)"
 	case !second.Is(http.StatusCreated, ""):
 		return true, "201 Created to the retry that took the key over: it holds the lease, and it executes"
+	case !first.Is(http.StatusConflict, pInProgress):
+		return true, "409 " + pInProgress + " to the original, whose lease was taken over: the retry that holds it is executing, and the original's client, told to retry, is answered with its result; told anything else, it stops without it, or pays again under a new key"
 	}
 	return true, ""
 }
