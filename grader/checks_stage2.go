@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -93,8 +94,10 @@ func metadata(pairs ...string) string {
 // catches a server without a fingerprint (409 duplicate-request, or from
 // stage 4 the original's 201, for a request it never executed), a
 // fingerprint over part of the body (the money only, or without the
-// metadata), and a claim that takes an edited body for a new request
-// (UNIQUE over key and fingerprint, or a claim replaced) and executes it.
+// metadata), a claim that takes an edited body for a new request
+// (UNIQUE over key and fingerprint, or a claim replaced) and executes it,
+// and, from stage 3, a claim that reads the key's state before its
+// fingerprint (see editedWhileRunning).
 func checkEditedResubmission(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	num := func(n int64) string { return fmt.Sprint(n) }
@@ -175,6 +178,65 @@ func checkEditedResubmission(t *T, s Scenario) error {
 		case !r.Is(http.StatusUnprocessableEntity, pKeyReused):
 			return t.Fail(sent, r.String(), expected)
 		}
+	}
+	return t.editedWhileRunning(s)
+}
+
+// editedWhileRunning sends a transfer with its amount edited under the key
+// of an original that still waits on the core, its key in progress: the
+// edited copy is another request whatever the key's state, and gets 422
+// idempotency-key-reused as it would once the original has completed. It
+// catches a claim that reads the state before the fingerprint and tells
+// the clerk to wait and retry (409 request-in-progress), as if the request
+// still running were the clerk's own, with its amount. A key never seen in
+// progress (stages 1 and 2 claim with the money, or the machine was too
+// slow at every latency) leaves nothing to judge.
+func (t *T) editedWhileRunning(s Scenario) error {
+	for _, latency := range heldLatencies {
+		req, op, amount := s.Payment(t)
+		held, err := t.Hold(req, latency)
+		if err != nil {
+			return err
+		}
+		edited := req
+		edited.Body = TransferBody(s.A.Accounts[0], s.B.Accounts[0], amount+t.Amount(1, 9_999), op)
+		var r Response
+		conclusive := held.Seen && held.Early()
+		if conclusive {
+			r = t.Do(edited)
+		}
+		orig := held.Wait()
+		sent := fmt.Sprintf("%s\n(the original is still waiting on the core, %v, its key in progress)\nthen the same key with the amount edited: %s", req.String(), latency, edited.String())
+		got := r.Short() + "\nand the original answered " + orig.Short()
+		if orig.Is(http.StatusCreated, "") {
+			s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
+		} else {
+			s.Books.Expect(op)
+		}
+		if err := t.Reconcile(sent, got, s.Books); err != nil {
+			return err
+		}
+		if !conclusive {
+			continue
+		}
+		if !orig.Is(http.StatusCreated, "") {
+			return t.Fail(sent, got, "the original answers 201 Created once its core call returns")
+		}
+		expected := "422 " + pKeyReused + ": the key names the original, still running, and this is another request; it is another request whatever the key's state, and nothing executes"
+		switch {
+		case r.Is(http.StatusConflict, pDuplicate):
+			return t.toldDuplicate(sent, r.String(), expected)
+		case !r.Is(http.StatusUnprocessableEntity, pKeyReused):
+			err := t.Fail(sent, r.String(), expected)
+			var f *judging.Failure
+			if errors.As(err, &f) {
+				// What a used key answers in progress is stage 3's
+				// decision, which lesson 2 does not explain.
+				f.Lesson = lesson3 + "#the-window"
+			}
+			return err
+		}
+		return nil
 	}
 	return nil
 }
