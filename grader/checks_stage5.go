@@ -273,7 +273,8 @@ func endpointName(r Request) string {
 // in force, and expiry too early (by the retry horizon, say, or by a
 // retention cut to whole hours), and a claim that takes an expired key
 // over without deciding in the database which retry gets it
-// (lateRetriesAtOnce). It runs two rounds on one server, each with a
+// (lateRetriesAtOnce), and one that forgets an expired key only for the
+// body it was first used with (editedAfterExpiry). It runs two rounds on one server, each with a
 // retention drawn from the seed and set just before it.
 func checkRetentionBoundary(t *T, s Scenario) error {
 	const margin = 2 * time.Second
@@ -349,10 +350,63 @@ func checkRetentionBoundary(t *T, s Scenario) error {
 		if d := replayMismatch(after, again, "the original"); d != "" {
 			return t.Fail(story, again.String()+"\n"+d, "the new transfer's stored 201")
 		}
+		// A second transfer completes with that one, so that it expires
+		// with it in lateRetriesAtOnce, while its row is still there.
+		sideAmount, sideOp := t.Amount(1_000, 100_000), t.Op()
+		books.Expect(sideOp)
+		side := Transfer(a, t.Key(), TransferBody(a.Accounts[1], b.Accounts[0], sideAmount, sideOp))
+		sideAnswer := t.Do(side)
+		if sideAnswer.Is(http.StatusCreated, "") {
+			books.Transfer(sideOp, a.Accounts[1], b.Accounts[0], sideAmount)
+		}
+		story += "\nthen another transfer, with a fresh key: " + side.String() + "  →  " + sideAnswer.Short()
+		if err := t.Reconcile(story, "", books); err != nil {
+			return err
+		}
+		if !sideAnswer.Is(http.StatusCreated, "") {
+			return t.Fail(story, sideAnswer.String(), "201 Created: the first request with a fresh key executes")
+		}
 		ran := func() { books.Transfer(op, a.Accounts[0], b.Accounts[0], amount) }
 		if err := t.lateRetriesAtOnce(req, after, retention, ran, books, &story); err != nil {
 			return err
 		}
+		if err := t.editedAfterExpiry(side, sideAnswer, books, &story); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// editedAfterExpiry sends, under the key of side (whose stored answer is
+// last), a transfer with another amount and op, when that key has expired
+// and is still in the table (lateRetriesAtOnce cut the retention without
+// moving the clock, so no purge ran). The key is forgotten, so the edited
+// request is a new one and runs: a claim that forgets an expired key only
+// for the body it was first used with answers 422 idempotency-key-reused
+// to a request the key no longer names. books gets the transfer if it
+// runs, and story the step.
+func (t *T) editedAfterExpiry(side Request, last Response, books *judging.Books, story *string) error {
+	var orig struct {
+		From, To string
+		Amount   int64
+	}
+	if err := json.Unmarshal([]byte(side.Body), &orig); err != nil {
+		return err
+	}
+	amount, op := orig.Amount+t.Amount(1, 9_999), t.Op()
+	books.Expect(op)
+	req := side
+	req.Body = TransferBody(orig.From, orig.To, amount, op)
+	r := t.Do(req)
+	if r.Is(http.StatusCreated, "") && answerID(r) != answerID(last) {
+		books.Transfer(op, orig.From, orig.To, amount)
+	}
+	*story += "\nthen, the other transfer's key expired too and still in the table, the same key with another amount: " + req.String() + "  →  " + r.Short()
+	if err := t.Reconcile(*story, "", books); err != nil {
+		return err
+	}
+	if !r.Is(http.StatusCreated, "") || answerID(r) == answerID(last) {
+		return t.Fail(*story, r.String(), "201 Created, a new transfer: after its retention period the key is forgotten, whatever the body it was first used with, and the same key is a new request")
 	}
 	return nil
 }
