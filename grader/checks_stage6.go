@@ -539,12 +539,20 @@ func lateOriginalVerdict(first, third, second Response, tookOver bool) (conclusi
 		// original's answer, so this comes before tookOver.
 		return false, ""
 	}
-	if !tookOver {
-		// The retry was answered before the original's answer, and not with
-		// it: it was refused (S6.lease-takeover-once judges that), or it
-		// took the key over and finished first, when the reconciliation
-		// above has judged the money. There was no late original to fence.
+	if !tookOver && !second.Is(http.StatusCreated, "") {
+		// The retry was answered before the original's answer, and refused
+		// (S6.lease-takeover-once judges that): there was no late original
+		// to fence.
 		return true, ""
+	}
+	if !tookOver {
+		// The retry took the key over and finished before the check saw
+		// the original's answer (a busy machine: the reconciliation above
+		// has judged the money). Its key was completed, not held, when the
+		// original failed its completion, so a release that checks no
+		// owner had nothing to delete: the round saw no late original
+		// beside a retry, and a longer hold tries again.
+		return false, ""
 	}
 	switch {
 	case first.Is(http.StatusCreated, ""):

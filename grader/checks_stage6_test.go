@@ -56,6 +56,7 @@ func TestLateOriginalVerdict(t *testing.T) {
 		{"the retry replays the original, answered before the check looked", created("t-1"), created("t-1"), created("t-1"), false, false, false},
 		{"the retry replays the original, answered after", created("t-1"), created("t-1"), created("t-1"), true, false, false},
 		{"the retry answered 409 before the original woke up", created("t-1"), created("t-1"), inProgress, false, true, false},
+		{"the retry took over and finished before the original's answer was seen", inProgress, inProgress, created("t-2"), false, false, false},
 		{"fenced: the original refused, the retry executes", inProgress, inProgress, created("t-2"), true, true, false},
 		{"unfenced: both complete", created("t-1"), inProgress, created("t-2"), true, true, true},
 		{"released without owner: the third attempt executes afresh", inProgress, created("t-3"), created("t-2"), true, true, true},
