@@ -3,6 +3,7 @@ package grader
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -306,20 +307,39 @@ func (t *T) storeUntouched(armed int64, what string) error {
 // Advance moves the target's lab clock on by d.
 func (t *T) Advance(d time.Duration) error {
 	_, err := t.Lab().Advance(t.ctx, d)
-	return err
+	return t.purgeFailure(fmt.Sprintf(`POST /lab/clock {"advance":%q}`, d.String()), err)
 }
 
 // SetClock moves the target's lab clock to at, forward or back.
 func (t *T) SetClock(at time.Time) error {
 	_, err := t.Lab().Set(t.ctx, at)
-	return err
+	return t.purgeFailure(fmt.Sprintf(`POST /lab/clock {"set":%q}`, at.UTC().Format(time.RFC3339Nano)), err)
 }
 
 // LabNow reads the target's lab time.
 func (t *T) LabNow() (time.Time, error) { return t.Lab().Now(t.ctx) }
 
 // Purge asks the target to purge expired keys and reports how many went.
-func (t *T) Purge() (int64, error) { return t.Lab().Purge(t.ctx) }
+func (t *T) Purge() (int64, error) {
+	n, err := t.Lab().Purge(t.ctx)
+	return n, t.purgeFailure("POST /lab/purge", err)
+}
+
+// purgeFailure is err, the lab's answer to sent, as the check's failure
+// when it says the stage's Purge failed (labctl.PurgeFailed): the kit
+// runs the purge after every move of the lab clock, and a purge that
+// fails or never ends is the server's fault, not a lab that cannot be
+// driven (could not run). Any other err is returned as it is.
+func (t *T) purgeFailure(sent string, err error) error {
+	var le *labclient.Error
+	if !errors.As(err, &le) || !strings.Contains(le.Body, labctl.PurgeFailed) {
+		return err
+	}
+	return &judging.Failure{Sent: sent, Got: fmt.Sprintf("%d %s", le.Status, le.Body),
+		Expected: fmt.Sprintf("200: the stage's Purge returns within %v, the expired completed keys deleted", labctl.PurgeLimit),
+		Lesson:   lesson5 + "#purging",
+		Why:      "the kit runs the stage's Purge after every move of the lab clock, as a timer would in production; a purge that fails, or that never ends, leaves every expired key in the table and holds the database while it runs"}
+}
 
 // Key draws a fresh idempotency key.
 func (t *T) Key() string {

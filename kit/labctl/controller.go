@@ -463,8 +463,8 @@ func (c *Controller) handleClock(w http.ResponseWriter, r *http.Request) {
 	}
 	c.Hub.Publish(events.KindClock, map[string]string{"now": clock.Format(now)})
 	if c.Purge != nil {
-		if _, err := c.Purge(fault.LabRead(r.Context())); err != nil {
-			problem.Write(w, fmt.Errorf("purge after moving the clock: %w", err))
+		if _, err := c.runPurge(r.Context()); err != nil {
+			problem.Write(w, err)
 			return
 		}
 	}
@@ -546,12 +546,41 @@ func (c *Controller) handlePurge(w http.ResponseWriter, r *http.Request) {
 		respond.JSON(w, http.StatusOK, map[string]any{"purged": 0, "note": NoPurge})
 		return
 	}
-	n, err := c.Purge(fault.LabRead(r.Context()))
+	n, err := c.runPurge(r.Context())
 	if err != nil {
 		problem.Write(w, err)
 		return
 	}
 	respond.JSON(w, http.StatusOK, map[string]any{"purged": n})
+}
+
+// PurgeLimit is how long the stage's Purge may run when the lab calls it
+// (after each move of the lab clock, and on POST /lab/purge): a purge that
+// does not end would hold the lab's request until its client gave up,
+// and the checks would read that as a lab that cannot be driven.
+const PurgeLimit = 10 * time.Second
+
+// PurgeFailed begins the detail of the lab's answer when the stage's
+// Purge failed or did not return within PurgeLimit: the fault is the
+// stage's, and the grader says so.
+const PurgeFailed = "the stage's Purge failed"
+
+// runPurge runs the stage's Purge for at most PurgeLimit. Its error is a
+// problem whose detail begins with PurgeFailed and says why, of the
+// purge's own problem type where it returned one (503 for a key store
+// that failed), 500 otherwise.
+func (c *Controller) runPurge(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(fault.LabRead(ctx), PurgeLimit)
+	defer cancel()
+	n, err := c.Purge(ctx)
+	if err == nil {
+		return n, nil
+	}
+	why := err.Error()
+	if ctx.Err() != nil {
+		why = fmt.Sprintf("it did not return within %v (%v)", PurgeLimit, err)
+	}
+	return 0, &problem.Error{Type: problem.From(err).Type, Detail: PurgeFailed + ": " + why, Err: err}
 }
 
 func readSmall(r *http.Request) ([]byte, error) {
