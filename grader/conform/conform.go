@@ -290,7 +290,7 @@ func (a answer) headersDiffer(orig answer, whose string) string {
 // sameField reports whether header h says the same in a (its values
 // mine) as in b (theirs): a media type as RFC 9110 §8.3.1 compares them
 // (type, subtype and parameter names without case, a charset's value
-// too), a Location or Content-Location as the URL it names, read against
+// too; for JSON, a charset of UTF-8 as none), a Location or Content-Location as the URL it names, read against
 // its request's URL; anything else as written.
 func sameField(h string, a answer, mine []string, b answer, theirs []string) bool {
 	if len(mine) != 1 || len(theirs) != 1 {
@@ -307,6 +307,12 @@ func sameField(h string, a answer, mine []string, b answer, theirs []string) boo
 		for _, p := range []map[string]string{px, py} {
 			if cs, ok := p["charset"]; ok {
 				p["charset"] = strings.ToLower(cs)
+			}
+			if json := tx == "application/json" || strings.HasSuffix(tx, "+json"); json && p["charset"] == "utf-8" {
+				// JSON is UTF-8 and defines no charset (RFC 8259 §11):
+				// one written on one path and not on another says the
+				// same.
+				delete(p, "charset")
 			}
 		}
 		return tx == ty && maps.Equal(px, py)

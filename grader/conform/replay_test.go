@@ -123,6 +123,10 @@ func TestHeadersDiffer(t *testing.T) {
 		want string
 	}{
 		{with("Content-Type", "application/json; charset=UTF-8"), with("Content-Type", "Application/JSON;charset=utf-8"), ""},
+		{with("Content-Type", "application/json"), with("Content-Type", "application/json; charset=utf-8"), ""},
+		{with("Content-Type", "application/problem+json; charset=UTF-8"), with("Content-Type", "application/problem+json"), ""},
+		{with("Content-Type", "application/json; charset=iso-8859-1"), with("Content-Type", "application/json"), `Content-Type "application/json; charset=iso-8859-1" (the original's "application/json")`},
+		{with("Content-Type", "text/plain; charset=utf-8"), with("Content-Type", "text/plain"), `Content-Type "text/plain; charset=utf-8" (the original's "text/plain")`},
 		{with("Location", "/v1/payments/p1"), with("Location", "http://api.example/v1/payments/p1"), ""},
 		{with("Location", "p1"), with("Location", "/v1/payments/p1"), `Location "p1" (the original's "/v1/payments/p1")`},
 		{with("Content-Type", "application/json"), with("Content-Type", "application/problem+json"), `Content-Type "application/json" (the original's "application/problem+json")`},
