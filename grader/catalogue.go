@@ -129,7 +129,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S2.edited-races-original", Stage: 2, Lesson: lesson2 + "#on-postgresql",
-		Claim: "an edited copy sent at the same moment as its original, under the same key, is never told it was executed: one of the two runs, and the other gets 422 idempotency-key-reused (or, from stage 3, 409 request-in-progress)",
+		Claim: "an edited copy sent at the same moment as its original, under the same key, is never told it was executed: one of the two runs, and the other gets 422 idempotency-key-reused (or, from stage 3, 409 request-in-progress when the first failed and gave its key back as the edit met it)",
 		Why:   "a clerk who corrects a transfer while the first one is still on its way is told \"already executed\" for an amount that never moved, and walks away from it",
 		Run:   withScenario(5_000_000, checkEditedRacesOriginal),
 	},

@@ -274,8 +274,9 @@ func endpointName(r Request) string {
 // retention cut to whole hours), and a claim that takes an expired key
 // over without deciding in the database which retry gets it
 // (lateRetriesAtOnce), and one that forgets an expired key only for the
-// body it was first used with (editedAfterExpiry). It runs two rounds on one server, each with a
-// retention drawn from the seed and set just before it.
+// body it was first used with (editedAfterExpiry). It runs two rounds on
+// one server, each with a retention drawn from the seed and set just
+// before it.
 func checkRetentionBoundary(t *T, s Scenario) error {
 	const margin = 2 * time.Second
 	a, b, books := s.A, s.B, s.Books
@@ -401,7 +402,7 @@ func (t *T) editedAfterExpiry(side Request, last Response, books *judging.Books,
 	if r.Is(http.StatusCreated, "") && answerID(r) != answerID(last) {
 		books.Transfer(op, orig.From, orig.To, amount)
 	}
-	*story += "\nthen, the other transfer's key expired too and still in the table, the same key with another amount: " + req.String() + "  →  " + r.Short()
+	*story += "\nthen, with the other transfer's key expired too but still in the table, the same key with another amount: " + req.String() + "  →  " + r.Short()
 	if err := t.Reconcile(*story, "", books); err != nil {
 		return err
 	}

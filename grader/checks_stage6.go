@@ -459,7 +459,9 @@ func (t *T) liveAfterTakeover(s Scenario, req Request, op string, amount int64, 
 // completes beside the retry that took it over: twice the money, or the
 // retry's work thrown away), and a release that does not (the original,
 // refused at its completion, deletes the key the retry holds, and a third
-// attempt claims it afresh and executes beside the retry).
+// attempt claims it afresh and executes beside the retry). It holds a
+// transfer, then a deposit (a completion fenced on one route only), and
+// the refused original must be told to retry, 409 request-in-progress.
 func checkLateOriginalFenced(t *T) error {
 	for _, p := range payments {
 		if err := t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
