@@ -2,6 +2,7 @@ package conform
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -12,9 +13,10 @@ import (
 // does when the API cannot be reached, with what to point the witness
 // at. From the outside a full page is known in two ways:
 //
-//   - items came into the list while as many or more went out, so that
-//     it grew by less than what came in: a window over a longer list
-//     (the newest items first). One reading shows it.
+//   - items came into the list at one end while as many or more went out
+//     at the other, the rest unchanged in their places, so that it grew
+//     by less than what came in: a window over a longer list (the newest
+//     items first, or last). One reading shows it.
 //   - the first principal's list stayed at one length, not empty, in two
 //     readings in a row that were each due to grow it: a page of the
 //     oldest items, which what the run makes never enters. One reading
@@ -58,7 +60,7 @@ func (r *runner) pageCheck(i int, before, after reading, expected float64) error
 	}
 	in := arrived(before.items, after.items)
 	grew := after.n - before.n
-	if grew < expected && float64(in) > grew {
+	if grew < expected && float64(in) > grew && window(before.items, after.items, in) {
 		return r.fullList(i, after.n, fmt.Sprintf("%d new items came into it and %s went out: it shows at most %s, one page of a longer list", in, num(float64(in)-grew), num(after.n)))
 	}
 	if i != 0 {
@@ -88,6 +90,26 @@ func (r *runner) fullList(i int, length float64, why string) *fullList {
 			`Point the witness at a total the API keeps ("count" may point at a number that counts the items, such as "/total"), `+
 			"or at a query whose list has room for every item the run makes (filtered to what the run makes, or a page larger than --max-operations)",
 		r.Profile.Principals[i].Name, w.Count, w.Path, num(length), why)}
+}
+
+// window reports whether after is before slid by in new items: the new
+// ones at one end, what went out from the other, and the items both show,
+// one at least, the same and in the same places. A list whose items
+// change between readings (a status that moves on) is no window: an item
+// that changed counts as one in and one out, and an operation the API
+// lost would pass for a page.
+func window(before, after []string, in int) bool {
+	kept := len(after) - in
+	if in == 0 || kept < 1 || kept > len(before) {
+		// Nothing kept shows no slide: every item changed as well.
+		return false
+	}
+	// Newest first: the new items lead, and the oldest went out last.
+	if slices.Equal(after[in:], before[:kept]) {
+		return true
+	}
+	// Newest last: the new items trail, and the oldest went out first.
+	return slices.Equal(after[:kept], before[len(before)-kept:])
 }
 
 // arrived counts the items of after that were not in before, each item

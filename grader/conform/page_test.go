@@ -139,6 +139,42 @@ func TestRun_AListThatStopsOnceIsNoPage(t *testing.T) {
 	if r := byID(runAgainst(t, &serialized{h: lost}, mustLoad(t)))["key-sf-string"]; r.Money != MoneyHarmed {
 		t.Errorf("an operation answered 201 and never made: money %s, saw %s", r.Money, r.Saw)
 	}
+	// The same loss, with a list whose items change between readings (a
+	// status that settles): an item that changed is no item that went
+	// out of a page, and the loss is still harm, the run not stopped.
+	settled := payserver.New()
+	prefill(t, settled, "alice", 2)
+	lostOnce := true
+	reads := map[string]int{}
+	settling := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && lostOnce {
+			lostOnce = false
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			w.Write([]byte(`{"id":"pay_lost"}`))
+			return
+		}
+		if r.Method != http.MethodGet {
+			settled.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		settled.ServeHTTP(rec, r)
+		var list struct{ Items []map[string]any }
+		if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
+			t.Error(err)
+		}
+		for _, it := range list.Items {
+			id, _ := json.Marshal(it)
+			reads[string(id)]++
+			it["status"] = map[bool]string{true: "settled", false: "pending"}[reads[string(id)] > 2]
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"items": list.Items})
+	})
+	if r := byID(runAgainst(t, &serialized{h: settling}, mustLoad(t)))["key-sf-string"]; r.Money != MoneyHarmed {
+		t.Errorf("an operation answered 201 and never made, its list's items settling: money %s, saw %s", r.Money, r.Saw)
+	}
 	unscoped := payserver.New()
 	unscoped.Unscoped = true
 	prefill(t, unscoped, "alice", 5)
