@@ -125,18 +125,7 @@ func TestRun_AListThatIsOnePageStopsTheRun(t *testing.T) {
 func TestRun_AListThatStopsOnceIsNoPage(t *testing.T) {
 	srv := payserver.New()
 	prefill(t, srv, "alice", 5)
-	first := true
-	lost := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && first {
-			first = false
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusCreated)
-			w.Write([]byte(`{"id":"pay_lost"}`))
-			return
-		}
-		srv.ServeHTTP(w, r)
-	})
-	if r := byID(runAgainst(t, &serialized{h: lost}, mustLoad(t)))["key-sf-string"]; r.Money != MoneyHarmed {
+	if r := byID(runAgainst(t, &serialized{h: losesFirstPayment(srv)}, mustLoad(t)))["key-sf-string"]; r.Money != MoneyHarmed {
 		t.Errorf("an operation answered 201 and never made: money %s, saw %s", r.Money, r.Saw)
 	}
 	// The same loss, with a list whose items change between readings (a
@@ -144,16 +133,8 @@ func TestRun_AListThatStopsOnceIsNoPage(t *testing.T) {
 	// out of a page, and the loss is still harm, the run not stopped.
 	settled := payserver.New()
 	prefill(t, settled, "alice", 2)
-	lostOnce := true
 	reads := map[string]int{}
 	settling := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && lostOnce {
-			lostOnce = false
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusCreated)
-			w.Write([]byte(`{"id":"pay_lost"}`))
-			return
-		}
 		if r.Method != http.MethodGet {
 			settled.ServeHTTP(w, r)
 			return
@@ -172,7 +153,7 @@ func TestRun_AListThatStopsOnceIsNoPage(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"items": list.Items})
 	})
-	if r := byID(runAgainst(t, &serialized{h: settling}, mustLoad(t)))["key-sf-string"]; r.Money != MoneyHarmed {
+	if r := byID(runAgainst(t, &serialized{h: losesFirstPayment(settling)}, mustLoad(t)))["key-sf-string"]; r.Money != MoneyHarmed {
 		t.Errorf("an operation answered 201 and never made, its list's items settling: money %s, saw %s", r.Money, r.Saw)
 	}
 	unscoped := payserver.New()
@@ -185,6 +166,22 @@ func TestRun_AListThatStopsOnceIsNoPage(t *testing.T) {
 			t.Errorf("keys for everyone, lists not empty, %s: money %s, want harmed\n  saw %s", id, got[id].Money, got[id].Saw)
 		}
 	}
+}
+
+// losesFirstPayment serves h, but answers the first payment 201 without
+// making it: an operation the API lost.
+func losesFirstPayment(h http.Handler) http.Handler {
+	first := true
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && first {
+			first = false
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			w.Write([]byte(`{"id":"pay_lost"}`))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func mustLoad(t *testing.T) *Profile {
