@@ -63,9 +63,9 @@ func (s Scenario) Payment(t *T) (req Request, op string, amount int64) {
 // payments are the two payments a check may hold past their lease, each
 // a function of the scenario that draws one, expects its op in s's books,
 // and returns the request and a function that books its one execution: a
-// transfer (Payment), and a deposit of as much to A's second account. A lease is
-// fenced on both routes alike, and a check that sends only transfers
-// passes a server that fences only those.
+// transfer (Payment), and a deposit of as much to A's second account. A
+// lease is fenced on both routes alike, and a check that sends only
+// transfers passes a server that fences only those.
 var payments = []func(t *T, s Scenario) (req Request, executed func()){
 	func(t *T, s Scenario) (Request, func()) {
 		req, op, amount := s.Payment(t)
