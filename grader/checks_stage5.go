@@ -371,36 +371,30 @@ func checkRetentionBoundary(t *T, s Scenario) error {
 		if err := t.lateRetriesAtOnce(req, after, retention, ran, books, &story); err != nil {
 			return err
 		}
-		if err := t.editedAfterExpiry(side, sideAnswer, books, &story); err != nil {
+		if err := t.editedAfterExpiry(side, a.Accounts[1], b.Accounts[0], sideAmount, sideAnswer, books, &story); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// editedAfterExpiry sends, under the key of side (whose stored answer is
-// last), a transfer with another amount and op, when that key has expired
+// editedAfterExpiry sends, under the key of side (a transfer of
+// sideAmount from from to to, whose stored answer is last), a transfer
+// with another amount and op, when that key has expired
 // and is still in the table (lateRetriesAtOnce cut the retention without
 // moving the clock, so no purge ran). The key is forgotten, so the edited
 // request is a new one and runs: a claim that forgets an expired key only
 // for the body it was first used with answers 422 idempotency-key-reused
 // to a request the key no longer names. books gets the transfer if it
 // runs, and story the step.
-func (t *T) editedAfterExpiry(side Request, last Response, books *judging.Books, story *string) error {
-	var orig struct {
-		From, To string
-		Amount   int64
-	}
-	if err := json.Unmarshal([]byte(side.Body), &orig); err != nil {
-		return err
-	}
-	amount, op := orig.Amount+t.Amount(1, 9_999), t.Op()
+func (t *T) editedAfterExpiry(side Request, from, to string, sideAmount int64, last Response, books *judging.Books, story *string) error {
+	amount, op := sideAmount+t.Amount(1, 9_999), t.Op()
 	books.Expect(op)
 	req := side
-	req.Body = TransferBody(orig.From, orig.To, amount, op)
+	req.Body = TransferBody(from, to, amount, op)
 	r := t.Do(req)
 	if r.Is(http.StatusCreated, "") && answerID(r) != answerID(last) {
-		books.Transfer(op, orig.From, orig.To, amount)
+		books.Transfer(op, from, to, amount)
 	}
 	*story += "\nthen, with the other transfer's key expired too but still in the table, the same key with another amount: " + req.String() + "  →  " + r.Short()
 	if err := t.Reconcile(*story, "", books); err != nil {

@@ -164,22 +164,8 @@ func (rc DayReconciliation) Harm() judging.Harm {
 // check's are. The count is 0 where no finding names one (money not
 // conserved, with every balance read right).
 func (rc DayReconciliation) Harmed() (judging.Harm, int) {
-	c := rc.Counts
-	found := map[judging.Harm]bool{
-		judging.Double:           c.DoubleApplied > 0 || c.InvoicesPaidTwice > 0,
-		judging.Lost:             c.LostTransfers > 0,
-		judging.ToldDuplicate:    c.ToldDuplicate > 0,
-		judging.Unbalanced:       c.BalanceMismatches > 0 || !rc.Money.Conserved || c.NegativeBalances > 0,
-		judging.WrongAnswer:      c.WrongAnswers > 0,
-		judging.NoUsableAnswer:   c.NoUsableAnswer > 0,
-		judging.StuckKey:         c.StuckInProgress > 0,
-		judging.LostUpdate:       c.LostUpdates > 0,
-		judging.NotPosted:        c.NotPosted > 0,
-		judging.PostedTwice:      c.PostedTwice > 0,
-		judging.PostedUnexecuted: c.PostedUnexecuted > 0,
-	}
 	for _, h := range harmKinds {
-		if !found[h.harm] {
+		if !h.found(rc) {
 			continue
 		}
 		named := map[string]bool{}
@@ -194,22 +180,27 @@ func (rc DayReconciliation) Harmed() (judging.Harm, int) {
 }
 
 // harmKinds are the day's money harms, worst first (judging.Harm's
-// order), each with the kinds of the findings behind it.
+// order), each with whether a day's counts show it and the kinds of the
+// findings behind it.
 var harmKinds = []struct {
 	harm  judging.Harm
+	found func(rc DayReconciliation) bool
 	kinds []string
 }{
-	{judging.Double, []string{"double_applied", "invoices_paid_twice"}},
-	{judging.Lost, []string{"lost_transfers"}},
-	{judging.ToldDuplicate, []string{"told_duplicate"}},
-	{judging.Unbalanced, []string{"balance_mismatches", "negative_balances"}},
-	{judging.WrongAnswer, []string{"wrong_answers"}},
-	{judging.NoUsableAnswer, []string{"no_usable_answer"}},
-	{judging.StuckKey, []string{"stuck_in_progress"}},
-	{judging.LostUpdate, []string{"lost_updates"}},
-	{judging.NotPosted, []string{"not_posted"}},
-	{judging.PostedTwice, []string{"posted_twice"}},
-	{judging.PostedUnexecuted, []string{"posted_unexecuted"}},
+	{judging.Double, func(rc DayReconciliation) bool { return rc.Counts.DoubleApplied > 0 || rc.Counts.InvoicesPaidTwice > 0 },
+		[]string{"double_applied", "invoices_paid_twice"}},
+	{judging.Lost, func(rc DayReconciliation) bool { return rc.Counts.LostTransfers > 0 }, []string{"lost_transfers"}},
+	{judging.ToldDuplicate, func(rc DayReconciliation) bool { return rc.Counts.ToldDuplicate > 0 }, []string{"told_duplicate"}},
+	{judging.Unbalanced, func(rc DayReconciliation) bool {
+		return rc.Counts.BalanceMismatches > 0 || !rc.Money.Conserved || rc.Counts.NegativeBalances > 0
+	}, []string{"balance_mismatches", "negative_balances"}},
+	{judging.WrongAnswer, func(rc DayReconciliation) bool { return rc.Counts.WrongAnswers > 0 }, []string{"wrong_answers"}},
+	{judging.NoUsableAnswer, func(rc DayReconciliation) bool { return rc.Counts.NoUsableAnswer > 0 }, []string{"no_usable_answer"}},
+	{judging.StuckKey, func(rc DayReconciliation) bool { return rc.Counts.StuckInProgress > 0 }, []string{"stuck_in_progress"}},
+	{judging.LostUpdate, func(rc DayReconciliation) bool { return rc.Counts.LostUpdates > 0 }, []string{"lost_updates"}},
+	{judging.NotPosted, func(rc DayReconciliation) bool { return rc.Counts.NotPosted > 0 }, []string{"not_posted"}},
+	{judging.PostedTwice, func(rc DayReconciliation) bool { return rc.Counts.PostedTwice > 0 }, []string{"posted_twice"}},
+	{judging.PostedUnexecuted, func(rc DayReconciliation) bool { return rc.Counts.PostedUnexecuted > 0 }, []string{"posted_unexecuted"}},
 }
 
 // FindingKinds are the kinds of the day's findings (DayFinding.Kind),
