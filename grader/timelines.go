@@ -84,12 +84,17 @@ func opsIn(texts ...string) []string {
 
 // WriteTimeline writes the HTML timeline of r's failure into dir, as
 // <check ID>.html, and sets r.TimelinePath to its path (shown relative to
-// the working directory when it lies below it). It writes nothing when r
-// has no timeline (Timeline), and returns an error if the file cannot be
-// written.
+// the working directory when it lies below it). When r has no timeline
+// (Timeline: it passed, could not run, or its failure has nothing to draw),
+// it removes the page an earlier run of the check left there, so that a
+// student who opens the folder never reads a failure that is gone. It
+// returns an error if the file cannot be written or removed.
 func WriteTimeline(r *Result, dir, reproduce string) error {
 	v, ok := r.Timeline(reproduce, timeline.HTMLLanes)
 	if !ok {
+		if err := timeline.RemoveHTML(dir, r.Check.ID); err != nil {
+			return fmt.Errorf("remove the old timeline of %s: %w", r.Check.ID, err)
+		}
 		return nil
 	}
 	path, err := timeline.WriteHTML(dir, r.Check.ID, v)

@@ -1,7 +1,10 @@
 package grader
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -126,4 +129,51 @@ func countNames(c *Counts) map[*int]string {
 		names[v.Field(i).Addr().Interface().(*int)] = name
 	}
 	return names
+}
+
+// TestWriteTimeline_ARunWithNothingToDrawRemovesTheLastRunsPage: a check
+// that failed on money leaves its page in the folder; when it passes
+// next, or could not run, the page goes, so a student who opens the folder
+// never reads a failure that is gone. Another check's page stays.
+func TestWriteTimeline_ARunWithNothingToDrawRemovesTheLastRunsPage(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := &timeline.History{
+		Attempts: []timeline.Attempt{{ID: "a1", Client: "check", Op: "op-0000000a", Start: t0, End: t0.Add(10 * time.Millisecond), Status: 400}},
+		Events:   []timeline.Event{{At: t0.Add(5 * time.Millisecond), Kind: timeline.Execution, Attempt: "a1", Op: "op-0000000a"}},
+	}
+	failed := func(id string) Result {
+		return Result{Check: Check{ID: id}, History: h, Err: &judging.Failure{Harm: judging.MovedThoughRefused,
+			Sent: `POST /transfers {"metadata":{"op":"op-0000000a"}}`}}
+	}
+	dir := t.TempDir()
+	page := func(id string) bool {
+		_, err := os.Stat(filepath.Join(dir, id+".html"))
+		return err == nil
+	}
+	for _, id := range []string{"S1.x", "S1.y"} {
+		r := failed(id)
+		if err := WriteTimeline(&r, dir, "make stage-1"); err != nil {
+			t.Fatal(err)
+		}
+		if r.TimelinePath == "" || !page(id) {
+			t.Fatalf("%s failed on money: no page written (path %q)", id, r.TimelinePath)
+		}
+	}
+	for _, r := range []Result{
+		{Check: Check{ID: "S1.x"}, History: h},
+		{Check: Check{ID: "S1.x"}, Err: errors.New("could not run")},
+	} {
+		if err := WriteTimeline(&r, dir, "make stage-1"); err != nil {
+			t.Fatal(err)
+		}
+		if page("S1.x") {
+			t.Errorf("S1.x then ended %v: the earlier run's page is still there", r.Err)
+		}
+		if r.TimelinePath != "" {
+			t.Errorf("S1.x ended %v: TimelinePath %q", r.Err, r.TimelinePath)
+		}
+	}
+	if !page("S1.y") {
+		t.Error("S1.y's page went when S1.x passed")
+	}
 }

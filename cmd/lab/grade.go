@@ -255,12 +255,12 @@ func (rep report) write(stdout io.Writer) error {
 			out.NotRun = append(out.NotRun, r.Check.ID)
 			cr.Result = "could not run"
 		}
+		reproduce := rep.reproduce(r.Check.ID)
+		if err := grader.WriteTimeline(&r, rep.timelineDir(), reproduce); err != nil {
+			fmt.Fprintf(stdout, "%v\n", err)
+		}
 		if !r.Passed() {
 			cr.Detail = r.Err.Error()
-			reproduce := rep.reproduce(r.Check.ID)
-			if err := grader.WriteTimeline(&r, rep.timelineDir(), reproduce); err != nil {
-				fmt.Fprintf(stdout, "%v\n", err)
-			}
 			if r.TimelinePath != "" {
 				cr.Timeline = filepath.Base(r.TimelinePath)
 			}

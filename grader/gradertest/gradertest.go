@@ -50,11 +50,11 @@ func TestStage(t *testing.T, subject grader.Subject) {
 		t.Run(c.ID, func(t *testing.T) {
 			t.Parallel()
 			r := grader.RunCheck(context.Background(), subject, c, seed, targets.InProcess)
+			reproduce := Reproduce(subject, seed, c.ID)
+			if err := grader.WriteTimeline(&r, grader.TimelineDir(), reproduce); err != nil {
+				t.Log(err)
+			}
 			if !r.Passed() {
-				reproduce := Reproduce(subject, seed, c.ID)
-				if err := grader.WriteTimeline(&r, grader.TimelineDir(), reproduce); err != nil {
-					t.Log(err)
-				}
 				t.Error("\n" + grader.FormatColor(r, reproduce, os.Getenv(grader.ColorEnv) == "1"))
 			}
 		})

@@ -1,9 +1,11 @@
 package timeline
 
 import (
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -43,6 +45,17 @@ func WriteHTML(dir, name string, v View) (string, error) {
 		return "", err
 	}
 	return shortPath(path), nil
+}
+
+// RemoveHTML removes the page WriteHTML would write as name.html in dir,
+// if there is one: a page drawn by an earlier run must not pass for this
+// run's. It returns an error if the page is there and cannot be removed.
+func RemoveHTML(dir, name string) error {
+	err := os.Remove(filepath.Join(dir, name+".html"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // shortPath is path relative to the working directory when it lies below
