@@ -93,7 +93,9 @@ type Options struct {
 	Seed uint64
 	// MaxOperations bounds how many requests the run sends to the
 	// operation, each of which could create something on a server that
-	// ignores keys; a scenario that could go over it is not tried.
+	// ignores keys; a scenario that could go over it is not tried, and
+	// the operation that settles a list left short (see settle) is sent
+	// only while it leaves one.
 	MaxOperations int
 	// Timeout bounds each request.
 	Timeout time.Duration
@@ -122,15 +124,6 @@ type runner struct {
 	// other is first once its scenario is over: an answer to an
 	// operation of no later scenario (see handedOver).
 	other answer
-	// scenario is the index of the running scenario's result; stalled
-	// how many readings in a row, due to grow the first principal's
-	// list, found it as long as before, at stalledAt items; and short the
-	// results whose witness moved less than was due, which a list found
-	// full later explains (see pageCheck).
-	scenario  int
-	stalled   int
-	stalledAt float64
-	short     []shortfall
 }
 
 // Run runs every scenario against the API and returns their results, in
@@ -184,12 +177,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 			res.NotTried = fmt.Sprintf("sends the operation up to %d times; --max-operations leaves %d", s.Sends, r.budget)
 		default:
 			r.budget -= s.Sends
-			r.scenario = len(out)
 			if err := s.Run(ctx, r, &res); err != nil {
-				var full *fullList
-				if errors.As(err, &full) {
-					r.unjudge(out, full)
-				}
 				return out, fmt.Errorf("%s: %w", s.ID, err)
 			}
 			if err := r.reached(); err != nil {
@@ -682,21 +670,26 @@ type expect struct {
 
 // judge reads the witnesses again and sets res.Money and res.Saw: clean
 // if every principal's witness moved by exactly what the expected
-// executions explain.
+// executions explain, else harmed, or not observed when a list left
+// short could not be told from a full page. A list that is a full page
+// stops the run: judge returns the error that says so (see settle).
 func (b *books) judge(ctx context.Context, res *Result, want ...expect) error {
 	if b == nil {
 		res.Money = MoneyUnobserved
 		res.Saw = "no witness in the profile: whether anything executed twice, or not at all, cannot be seen"
 		return nil
 	}
-	res.Money = MoneyClean
-	var saw []string
-	var short []shortfall
+	afters := make([]reading, len(b.before))
 	for i := range b.before {
 		after, err := b.r.witness(ctx, i)
 		if err != nil {
 			return err
 		}
+		afters[i] = after
+	}
+	harmed, unseen := false, false
+	var saw []string
+	for i, after := range afters {
 		moved := after.n - b.before[i].n
 		expected, due := 0.0, 0
 		units := map[float64]bool{}
@@ -714,15 +707,8 @@ func (b *books) judge(ctx context.Context, res *Result, want ...expect) error {
 		if len(whats) == 0 {
 			continue
 		}
-		if err := b.r.pageCheck(i, b.before[i], after, expected); err != nil {
-			return err
-		}
 		line := fmt.Sprintf("%s: due %s, a move of %s; the witness moved by %s", b.r.Profile.Principals[i].Name, andList(whats), num(expected), num(moved))
 		if moved != expected {
-			res.Money = MoneyHarmed
-			if moved < expected {
-				short = append(short, shortfall{result: b.r.scenario, principal: i, length: after.n})
-			}
 			// A move by exactly what was due, the other way, is the
 			// profile's sign, not the API's money. Else executions can be
 			// counted when every operation moves the witness alike: a
@@ -736,13 +722,33 @@ func (b *books) judge(ctx context.Context, res *Result, want ...expect) error {
 					}
 				}
 			}
+			cannot := false
+			if moved < expected {
+				// A list left short may be a full page: settled here,
+				// the run stopped if it is one.
+				why, c, err := b.r.settle(ctx, i, b.before[i], after, expected)
+				if err != nil {
+					return err
+				}
+				if why != "" {
+					line += ", " + why
+				}
+				cannot = c
+			}
+			harmed = harmed || !cannot
+			unseen = unseen || cannot
 		}
 		saw = append(saw, line)
 	}
 	res.Saw = strings.Join(saw, "; ")
-	for _, f := range short {
-		f.saw = res.Saw
-		b.r.short = append(b.r.short, f)
+	switch {
+	case harmed:
+		res.Money = MoneyHarmed
+	case unseen:
+		res.Money = MoneyUnobserved
+		res.Saw = "could not observe: " + res.Saw
+	default:
+		res.Money = MoneyClean
 	}
 	return nil
 }

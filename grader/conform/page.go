@@ -1,9 +1,9 @@
 package conform
 
 import (
+	"context"
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // A count witness that is a list the API cuts to one page (the first 50
@@ -11,85 +11,89 @@ import (
 // operation after that is one the witness cannot show, and a right API
 // would be reported money harmed. The run stops instead (exit 2), as it
 // does when the API cannot be reached, with what to point the witness
-// at. From the outside a full page is known in two ways:
+// at. Each reading of a list that grew by less than was due, whichever
+// principal's and wherever the books read it, is settled there, before
+// anything else is sent:
 //
 //   - items came into the list at one end while as many or more went out
 //     at the other, the rest unchanged in their places, so that it grew
 //     by less than what came in: a window over a longer list (the newest
-//     items first, or last). One reading shows it.
-//   - the first principal's list stayed at one length, not empty, in two
-//     readings in a row that were each due to grow it: a page of the
-//     oldest items, which what the run makes never enters. One reading
-//     cannot tell it from an operation answered 2xx that never executed,
-//     nor from an API that handed the principal another's result: the
-//     list then grows again in the next scenario, and the harm stands.
-//     Two in a row cannot tell it from an API that answers 2xx and
-//     executes nothing at all, which the message names. The second
-//     principal's list is read only by the scenarios that, on a wrong
-//     API, refuse it or hand it the first one's result, time after time,
-//     so its readings in a row are not taken for a page.
+//     items first, or last). The reading shows it.
+//   - else, unless the list is empty or shorter than before (a page is
+//     neither), conform sends one more operation of the principal's,
+//     under a fresh key, and reads the list again. If it did not grow,
+//     the list is full: a page of the oldest items, which what the run
+//     makes never enters, or an API that answers 2xx and executes
+//     nothing, which the message names. If it grew, the list has room,
+//     and the shortfall is the API's: an operation answered 2xx that
+//     never executed, or a principal handed another's result (the fresh
+//     key is one no principal has used, so such an API executes it).
+//     That operation counts against --max-operations: with none left
+//     to send, or the one sent refused, the lab cannot tell, and the
+//     money is not observed, never harmed on what it could not see.
 //
-// A total the API keeps, a number that counts the items, has no page.
+// No result is judged from a full page, then: the run stops on the
+// first reading it explains. A total the API keeps, a number that counts
+// the items, has no page.
 
-// shortfall is a result whose witness moved less than was due: the
-// result's index, the principal, the length its list was left at, and
-// the result's Saw as the books judged it.
-type shortfall struct {
-	result    int
-	principal int
-	length    float64
-	saw       string
-}
-
-// fullList is the error that stops a run whose count witness is a list
-// that cannot grow: a page, full.
-type fullList struct {
-	principal int
-	length    float64
-	msg       string
-}
-
-func (e *fullList) Error() string { return e.msg }
-
-// pageCheck returns a *fullList when principal i's count witness, read
-// before and after a scenario that was due to move it by expected, is a
-// full page (see above); nil for a witness that is no list.
-func (r *runner) pageCheck(i int, before, after reading, expected float64) error {
+// settle settles a reading of principal i's count witness, before and
+// after, that moved less than expected: it returns an error when the
+// list is a full page (see above); else what the operation sent to tell
+// showed, for the report ("the list has room": the shortfall is the
+// API's), or, with cannot, why the lab cannot tell. A witness that is no
+// list, or a list that shrank or is empty, is not settled: a page is
+// neither, and the shortfall is the API's.
+func (r *runner) settle(ctx context.Context, i int, before, after reading, expected float64) (why string, cannot bool, err error) {
 	if before.items == nil || after.items == nil || expected <= 0 {
-		return nil
+		return "", false, nil
 	}
 	in := arrived(before.items, after.items)
 	grew := after.n - before.n
-	if grew < expected && float64(in) > grew && window(before.items, after.items, in) {
-		return r.fullList(i, after.n, fmt.Sprintf("%d new items came into it and %s went out: it shows at most %s, one page of a longer list", in, num(float64(in)-grew), num(after.n)))
+	if float64(in) > grew && window(before.items, after.items, in) {
+		return "", false, r.fullList(i, after.n, fmt.Sprintf("%d new items came into it and %s went out: it shows at most %s, one page of a longer list", in, num(float64(in)-grew), num(after.n)))
 	}
-	if i != 0 {
-		return nil
+	if after.n == 0 || grew < 0 {
+		return "", false, nil
 	}
-	if grew != 0 || after.n == 0 {
-		r.stalled = 0
-		return nil
+	const tell = "but a list left short may be a full page, and "
+	if r.budget < 1 {
+		return tell + "--max-operations left no operation to send to tell", true, nil
 	}
-	if r.stalled == 0 || r.stalledAt != after.n {
-		r.stalled, r.stalledAt = 0, after.n
+	r.budget--
+	o, err := r.newOp(i)
+	if err != nil {
+		return "", false, err
 	}
-	r.stalled++
-	if r.stalled < 2 {
-		return nil
+	a := r.send(ctx, r.client, o, sf(r.key()))
+	again, err := r.witness(ctx, i)
+	if err != nil {
+		return "", false, err
 	}
-	return r.fullList(i, after.n, fmt.Sprintf("it held as many before and after %d scenarios in a row, each due to add to it: a page of at most %s that what the run makes never enters, or an API that answers 2xx and executes nothing; a total tells which", r.stalled, num(after.n)))
+	if !a.ok() {
+		return tell + "one more operation, sent to tell, was answered " + a.String(), true, nil
+	}
+	if again.n > after.n {
+		return "and one more operation sent after it came into the list: the list has room", false, nil
+	}
+	if in := arrived(after.items, again.items); float64(in) > again.n-after.n && window(after.items, again.items, in) {
+		return "", false, r.fullList(i, again.n, fmt.Sprintf("one more operation, sent to tell a full page from a loss, came into it as another went out: it shows at most %s, one page of a longer list", num(again.n)))
+	}
+	if again.n < after.n {
+		return "", false, nil
+	}
+	return "", false, r.fullList(i, again.n, fmt.Sprintf("it held as many after a reading due to add to it, and again after one more operation sent to tell a full page from a loss, answered %d: a page of at most %s that what the run makes never enters, or an API that answers 2xx and executes nothing; a total tells which", a.status, num(again.n)))
 }
 
 // fullList is the error that stops the run: principal i's witness is a
 // list full at length items, as why says.
-func (r *runner) fullList(i int, length float64, why string) *fullList {
+func (r *runner) fullList(i int, length float64, why string) error {
 	w := r.Profile.Witness
-	return &fullList{principal: i, length: length, msg: fmt.Sprintf(
+	return fmt.Errorf(
 		"the witness cannot show what the run makes: %s's list (%s of GET %s) stopped growing at %s items: %s. "+
 			"conform would report each operation it cannot show as money harmed. "+
 			`Point the witness at a total the API keeps ("count" may point at a number that counts the items, such as "/total"), `+
 			"or at a query whose list has room for every item the run makes (filtered to what the run makes, or a page larger than --max-operations)",
-		r.Profile.Principals[i].Name, w.Count, w.Path, num(length), why)}
+		r.Profile.Principals[i].Name, w.Count, w.Path, num(length), why)
 }
 
 // window reports whether after is before slid by in new items: the new
@@ -128,22 +132,4 @@ func arrived(before, after []string) int {
 		n++
 	}
 	return n
-}
-
-// unjudge takes back the money harm of the results in out that full
-// explains: each whose witness for full's principal was left short at
-// the full list's length, and harmed by that alone (no finding of the
-// answers said before the books'). Their money is then not observed.
-func (r *runner) unjudge(out []Result, full *fullList) {
-	for _, f := range r.short {
-		if f.principal != full.principal || f.length != full.length || f.result >= len(out) {
-			continue
-		}
-		res := &out[f.result]
-		if res.Money != MoneyHarmed || !strings.HasPrefix(res.Saw, f.saw) {
-			continue
-		}
-		res.Money = MoneyUnobserved
-		res.Saw = fmt.Sprintf("could not observe: the witness's list was full at %s items, and showed none of what came after (the run stopped on it); ", num(full.length)) + res.Saw
-	}
 }

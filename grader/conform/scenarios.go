@@ -356,11 +356,14 @@ func twoPrincipalsSameRequest(ctx context.Context, r *runner, res *Result) error
 	res.Expected = "each refused, or answered with a result of its own, never the other's; each operation answered 2xx executes once"
 	res.Saw = strings.Join(saw, "; ")
 	switch {
-	case blind != "":
-		res.Money = MoneyUnobserved
-		res.Saw = blind
 	case harmed:
 		res.Money = MoneyHarmed
+	case blind != "":
+		res.Money = MoneyUnobserved
+		if r.Profile.Witness == nil {
+			// Each round says the same: no witness.
+			res.Saw = blind
+		}
 	default:
 		res.Money = MoneyClean
 	}
