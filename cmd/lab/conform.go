@@ -35,13 +35,19 @@ func runConform(ctx context.Context, in *invocation) error {
 	in.Uint64Var(&f.seed, "seed", 0, "the run's seed: amounts and unique values; keys are fresh every run (default: a fresh seed, printed)")
 	in.IntVar(&f.maxOps, "max-operations", 100, "send the operation at most this many times (each send could create something on a server that ignores keys)")
 	in.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long a request may take")
-	if done, err := in.parse(); done {
-		if err != nil {
-			// The flags after the one that stopped the parse are still
-			// read for the reports a CI job asked for.
-			f.json, f.junit = reportFlags(in.FlagSet, in.args)
-			return f.couldNotRun(in.stdout, "", nil, err)
-		}
+	done, err := in.parse()
+	if err == nil && !done && in.NArg() > 0 {
+		// An argument stops the parse as a bad flag does: the flags
+		// after it were never read.
+		err = fmt.Errorf("arguments it does not take: %s (its settings are flags)", strings.Join(in.Args(), " "))
+	}
+	if err != nil {
+		// The flags after what stopped the parse are still read for the
+		// reports a CI job asked for.
+		f.json, f.junit = reportFlags(in.FlagSet, in.args)
+		return f.couldNotRun(in.stdout, "", nil, err)
+	}
+	if done {
 		return nil
 	}
 	u, err := url.Parse(f.url)
@@ -116,15 +122,17 @@ func (f *conformFlags) couldNotRun(stdout io.Writer, name string, results []conf
 	return cannotRun(runErr)
 }
 
-// reportFlags reads --json and --junit from args as fs would, past a
-// flag fs could not parse: the parse stops there, and the reports asked
-// for after it are still due. A value that does not parse (--json=maybe)
+// reportFlags reads --json and --junit from args as fs would, past
+// whatever stopped the parse (a flag fs does not define, its value
+// perhaps, a bare argument, "--"): the reports asked for after it are
+// still due. A flag fs defines takes its value as fs would, the next
+// argument unless it has "="; a value that does not parse (--json=maybe)
 // asks for nothing.
 func reportFlags(fs *flag.FlagSet, args []string) (asJSON bool, junit string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if a == "--" || len(a) < 2 || a[0] != '-' {
-			return asJSON, junit
+		if len(a) < 2 || a[0] != '-' || a == "--" {
+			continue
 		}
 		name, value, hasValue := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
 		fl := fs.Lookup(name)

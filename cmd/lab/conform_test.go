@@ -164,6 +164,9 @@ func TestConform_FlagAndProfileErrorsStillWriteTheirReports(t *testing.T) {
 	}{
 		{[]string{"--seed", "abc", "--json", "--url", url, "--profile", payProfile}, `invalid value "abc" for flag -seed`},
 		{[]string{"--json", "--url", url, "--profile", payProfile, "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"--bogus", "3", "--json", "--url", url, "--profile", payProfile}, "flag provided but not defined: -bogus"},
+		{[]string{"--url", url, "--profile", payProfile, "3", "--json"}, "arguments it does not take: 3 --json"},
+		{[]string{"--url", url, "--profile", payProfile, "--", "-json"}, "arguments it does not take: -json"},
 		{[]string{"-json=true", "--profile", payProfile}, "--url is the API's base URL"},
 		{[]string{"--json", "--url", url}, "--profile names the profile file"},
 		{[]string{"--json", "--url", url, "--profile", payProfile, "--timeout", "0s"}, "must be positive"},
