@@ -22,9 +22,11 @@ import (
 // takeover that two retries can both win (the lease read in one statement
 // or transaction and written in another): both execute, or, where the
 // completion is fenced by the lease owner, both call the core and one
-// rolls back. Two rounds run on one server, each with its own lease set
-// just before it: 16 retries released at once, then 16 arriving a few
-// milliseconds apart.
+// rolls back; and a takeover that keeps a key from the next retry longer
+// than the lease in force (see retakenAtExpiry). Two rounds run on one
+// server, each with its own lease set just before it: 16 retries released
+// at once, then 16 arriving a few milliseconds apart; then a retry that
+// takes a key over dies, and many keys are retried at once (takeoverBurst).
 func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 	const n = 16
 	a, b, books := s.A, s.B, s.Books
@@ -120,7 +122,7 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 		switch {
 		case k == 0:
 			ran := func() { books.Transfer(op, a.Accounts[0], b.Accounts[0], p.amount) }
-			return t.noTakeover(sent, got, p, rs, ran, books)
+			return t.noTakeover(sent, got, p, rs, ran, books, "one retry takes over the expired lease and executes: 201 Created")
 		case k > 1:
 			return t.Fail(sent, got, "every 201 names one transfer: one execution, and its stored answer to the others")
 		}
@@ -143,11 +145,98 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 			}
 		}
 	}
+	if err := t.retakenAtExpiry(s); err != nil {
+		return err
+	}
 	burst, err := t.Scenario(2, 1_000_000)
 	if err != nil {
 		return err
 	}
 	return t.takeoverBurst(burst)
+}
+
+// retakenAtExpiry catches a takeover that leases the key for longer than
+// the lease in force (the default's 30s, whatever the config says) and a
+// takeover that waits past the expiry (a second of grace): either tells a
+// retry to wait longer than the lease the API promised. It strands a
+// payment of s under a lease drawn from the seed, lets a retry take the
+// key over once that lease has expired and crashes the retry too, inside
+// its business write; then, just past the lease that ran from that
+// takeover, one more retry must take the key over and execute.
+//
+// The takeover falls between the instant the retry was sent and the
+// instant its client lost the connection, and the last retry is aimed
+// pastExpiry after the latest expiry that allows: in process that window
+// is one request's round trip, so a server with a second of grace, told
+// a few ms later, still says wait. (A child process's restart comes inside
+// the window, and a grace that short may then pass unseen there.)
+func (t *T) retakenAtExpiry(s Scenario) error {
+	const pastExpiry = 100 * time.Millisecond
+	lease := t.drawLease(5, 20)
+	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
+		return err
+	}
+	var p strandedPayment
+	p.req, p.op, p.amount = s.Payment(t)
+	s.Books.Expect(p.op)
+	ran := func() { s.Books.Transfer(p.op, s.A.Accounts[0], s.B.Accounts[0], p.amount) }
+	stranded, err := t.strand(p.req)
+	if err != nil {
+		return err
+	}
+	if p.claimedBy, err = t.LabNow(); err != nil {
+		return err
+	}
+	if err := t.SetClock(p.claimedBy.Add(lease + time.Second)); err != nil {
+		return err
+	}
+	if err := t.Arm(labctl.CrashInTransfer, 1); err != nil {
+		return err
+	}
+	taker := t.Do(p.req)
+	sent := fmt.Sprintf("(POST /lab/config: lease %v)\n%s\n(armed crash-in-transfer: the original died inside its business write  →  %s)\n"+
+		"then the lab clock set to 1s after its lease expired, and a retry (armed crash-in-transfer: it takes the key over and dies too)  →  %s",
+		lease, p.req.String(), stranded.Short(), taker.Short())
+	expected := fmt.Sprintf("201 Created: a retry that took the key over leased it for the lease in force, %v, from its takeover; once that lease is over, the next retry takes the key over at once and executes, and is not told to wait longer than the lease the API promised", lease)
+	if taker.Err == nil {
+		// The server answered: the crash did not fire, and the retry did
+		// not reach the business write.
+		if err := t.Arm(labctl.CrashInTransfer, 0); err != nil {
+			return err
+		}
+		if executedOps(taker) > 0 {
+			ran()
+		}
+		if err := t.Reconcile(sent, taker.Short(), s.Books); err != nil {
+			return err
+		}
+		if taker.Is(http.StatusCreated, "") {
+			return t.Fail(sent, taker.String(), "no answer: the retry took the key over, and died inside its business write")
+		}
+		return t.noTakeover(sent, taker.Short(), p, []Response{taker}, ran, s.Books, "the retry takes over the expired lease and runs its business write, where the armed crash ends it: no answer")
+	}
+	if err := t.restartCrashed(); err != nil {
+		return err
+	}
+	takenBy, err := t.LabNow()
+	if err != nil {
+		return err
+	}
+	if err := t.SetClock(takenBy.Add(lease + pastExpiry)); err != nil {
+		return err
+	}
+	r := t.Do(p.req)
+	sent += fmt.Sprintf("\nthen the lab clock set to %v after the lease of that takeover (%v) expired at the latest, and one more retry", pastExpiry, lease)
+	if executedOps(r) > 0 {
+		ran()
+	}
+	if err := t.Reconcile(sent, r.Short(), s.Books); err != nil {
+		return err
+	}
+	if r.Is(http.StatusCreated, "") {
+		return nil
+	}
+	return t.noTakeover(sent, r.Short(), p, []Response{r}, ran, s.Books, expected)
 }
 
 // noTakeover judges a round in which none of the retries rs (summed up
@@ -156,10 +245,9 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 // (judgeUnconverged: one more retry once the client's retry horizon is
 // over, money first, ran recording p's execution in books if the lab saw
 // one). A lease read once at start (the default's 30s) has run out by
-// then, and its late takeover fails the contract, as any other answer
-// does.
-func (t *T) noTakeover(sent, got string, p strandedPayment, rs []Response, ran func(), books *judging.Books) error {
-	const expected = "one retry takes over the expired lease and executes: 201 Created"
+// then, and its late takeover fails the contract against expected, as
+// any other answer does.
+func (t *T) noTakeover(sent, got string, p strandedPayment, rs []Response, ran func(), books *judging.Books, expected string) error {
 	if !slices.ContainsFunc(rs, func(r Response) bool { return !r.Is(http.StatusConflict, pInProgress) }) {
 		return t.judgeUnconverged(sent+"  →  "+got, []unconverged{{p.req, rs[len(rs)-1], p.op, ran}}, books, expected)
 	}

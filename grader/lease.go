@@ -22,19 +22,24 @@ func (t *T) strand(req Request) (Response, error) {
 	if r.Is(http.StatusCreated, "") {
 		return r, t.Fail(req.String()+"\n(armed: crash-in-transfer)", r.String(), "no answer: the process died inside the business write")
 	}
-	if t.target.Child != nil {
-		exited, err := t.Crashed(10 * time.Second)
-		if err != nil {
-			return r, err
-		}
-		if !exited {
-			return r, fmt.Errorf("crash-in-transfer was armed and the request sent, but the server did not exit")
-		}
-		if err := t.Restart(); err != nil {
-			return r, err
-		}
+	return r, t.restartCrashed()
+}
+
+// restartCrashed waits for a child process that crash-in-transfer ended
+// to exit, and restarts it on its database; in process there is nothing
+// to do.
+func (t *T) restartCrashed() error {
+	if t.target.Child == nil {
+		return nil
 	}
-	return r, nil
+	exited, err := t.Crashed(10 * time.Second)
+	if err != nil {
+		return err
+	}
+	if !exited {
+		return fmt.Errorf("crash-in-transfer was armed and the request sent, but the server did not exit")
+	}
+	return t.Restart()
 }
 
 // outliveLease holds req on the core for latency (see Hold) and then
