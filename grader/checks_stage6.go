@@ -165,11 +165,13 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 // takeover, one more retry must take the key over and execute.
 //
 // The takeover falls between the instant the retry was sent and the
-// instant its client lost the connection, and the last retry is aimed
-// pastExpiry after the latest expiry that allows: in process that window
-// is one request's round trip, so a server with a second of grace, told
-// a few ms later, still says wait. (A child process's restart comes inside
-// the window, and a grace that short may then pass unseen there.)
+// instant its client lost the connection. The last retry is aimed
+// pastExpiry after the latest expiry that allows (past it, not at it:
+// whether a lease is over at the very instant it ends is not this step's
+// matter). In process that window is one request's round trip, and a
+// server with a second of grace, asked a few ms later, still says wait. A
+// child process restarts inside the window, and a grace of a second may
+// then pass unseen there.
 func (t *T) retakenAtExpiry(s Scenario) error {
 	const pastExpiry = 100 * time.Millisecond
 	lease := t.drawLease(5, 20)
