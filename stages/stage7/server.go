@@ -1,8 +1,8 @@
 // Package stage7 keeps two clerks from losing each other's changes. An
 // account's settings (a nickname and a daily limit on its transfers) carry
 // a strong ETag that names their version; a PUT must say, in If-Match,
-// which version it was based on, and it is one conditional UPDATE that
-// writes only over that version.
+// which version it was based on, and one based on a version that is no
+// longer the current one changes nothing.
 //
 // As handed out, it is the solution of stage 6 with settings whose last
 // writer wins: a clerk who saves a stale copy silently reverts what

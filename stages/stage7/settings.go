@@ -59,14 +59,13 @@ func (s *Server) PutSettings(w http.ResponseWriter, r *http.Request) {
 	// version they read: a clerk saving a copy read before another's save
 	// silently puts back what the other changed (a lowered daily limit
 	// included, and then money moves past it). When you are done, this
-	// write happens only over the version If-Match named, and the database
-	// decides that in the same step as it writes: a version read first and
-	// compared in Go leaves a window (the core call sits in it) where
-	// another clerk's save lands and is then overwritten, on SQLite as on
-	// PostgreSQL. Every successful write makes a new version, whatever it
-	// changed, so that every other clerk's ETag stops matching. A write
-	// that found the version moved on changes nothing and gets 412
-	// (problem.PreconditionFailed).
+	// write happens only over the version If-Match named, even when
+	// another clerk's save lands between the check above and here (the
+	// core call sits in between), on SQLite as on PostgreSQL: lesson 07,
+	// "One conditional write", weighs the ways. Every successful write
+	// makes a new version, whatever it changed, so that every other
+	// clerk's ETag stops matching. A write that found the version moved on
+	// changes nothing and gets 412 (problem.PreconditionFailed).
 	if _, err := s.env.DB.ExecContext(ctx,
 		`UPDATE account_settings SET nickname = ?, daily_limit = ? WHERE account_id = ?`,
 		want.Nickname, want.DailyLimit, account); err != nil {

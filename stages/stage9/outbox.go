@@ -31,27 +31,24 @@ func enqueue(ctx context.Context, tx *sql.Tx, t bank.Transfer, now time.Time) er
 // long as the server runs, again at once after a pass that settled rows
 // and 20 ms later otherwise. It returns how many rows it settled.
 //
-// TODO(stage 9): send the rows still owed (neither sent nor set aside),
-// oldest first, each under its row's key, and settle them:
-//   - A row the core acknowledged is done: mark it sent, and only then.
-//     Mark a pass's rows together, in one statement: the server's own
-//     transfers wait behind every write the relay makes, and a relay that
-//     writes once a row falls behind them under load.
-//   - A row the core refused for good (core.Final: it read the posting
-//     and refuses it, a 422, 400 or 413, and not the batch request that
-//     carried it) will be refused again on every pass: set it aside as a
-//     dead letter (dead_at, and the core's status and body, from the
-//     *core.Refusal) and go on with the others; never drop it, never
-//     leave it in the way.
-//   - A row refused for now (down, no answer, a 5xx, a 409 for its key
-//     still in progress at the core, a token the core does not know, a
-//     batch refused whole) stays owed, however often, and goes again,
-//     under the same key, on a later pass: the core applies each key
-//     once, so a posting whose answer was lost is not posted twice. It
-//     holds back none of the others: they are settled all the same.
+// TODO(stage 9): deliver the rows the core is still owed, and settle each.
+// When you are done:
+//   - every transfer is posted once, never twice, however often a pass
+//     fails half-way, an answer is lost, or the server dies between the
+//     send and the write that records it;
+//   - a row the core will refuse on every try (core.Final tells that
+//     refusal from one that may pass later) is set aside where an
+//     operator finds it, with the core's answer, and never holds up the
+//     rows behind it; nothing is ever dropped;
+//   - a row refused for now is still owed, and goes again later;
+//   - delivery keeps up with the transfers under load: the relay's writes
+//     wait at the same write gate as the requests' (lesson 09, "The
+//     relay", weighs what that costs).
 //
-// s.env.Core.PostAll sends a batch to the core, one request per 256
-// postings, and tells you what became of each; s.env.Core.Post sends one.
+// The outbox table is the kit's (kit/bank's outbox.go): read what each
+// column is for. s.env.Core.PostAll sends a batch to the core, one request
+// per 256 postings, and tells you what became of each; s.env.Core.Post
+// sends one.
 func (s *Server) Relay(ctx context.Context) (int, error) {
 	return 0, nil
 }

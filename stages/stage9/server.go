@@ -73,13 +73,11 @@ func (s *Server) Transfer(w http.ResponseWriter, r *http.Request) {
 				return nil, "", err
 			}
 		}
-		// TODO(stage 9): the core ledger must hear of t. When you are done,
-		// the promise to tell it (enqueue, outbox.go) is written here, in
-		// tx, and its error fails the operation: the promise commits with
-		// the money or not at all. Not a call to the core from here: the
-		// core may be down (the customer would be refused for it), and the
-		// server may die between its commit and the call (the core would
-		// never hear of t).
+		// TODO(stage 9): the core ledger must hear of t, even when the
+		// core is down now, and even when the server dies the instant
+		// this transaction commits; and it must never hear of a transfer
+		// that did not commit. Lesson 09, "Two writes, one decision",
+		// shows how each obvious way loses one of those.
 		return t, "/transfers/" + t.ID, nil
 	})
 }
