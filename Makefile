@@ -141,10 +141,10 @@ replay-demo: lab ## a day played into lab dash at classroom speed: make replay-d
 
 # The timelines docs/timelines keeps: stage:check, each the characteristic
 # failure of that stage's untouched scaffold.
-TIMELINES = 1:S1.concurrent-duplicates 3:S3.retry-during-original 6:S6.crash-recovery 9:S9.posted-once
+TIMELINES = 1:S1.concurrent-duplicates 3:S3.retry-during-original 6:S6.crash-recovery 8:S8.two-clerks 9:S9.posted-once
 
 .PHONY: timelines
-timelines: ## redraw docs/timelines from real runs of the untouched scaffolds of stages 1, 3, 6 and 9 (SEED=, default 42)
+timelines: ## redraw docs/timelines from real runs of the untouched scaffolds of stages 1, 3, 6, 8 and 9 (SEED=, default 42)
 	@set -e; for t in $(TIMELINES); do n=$${t%%:*}; id=$${t#*:}; rm -f docs/timelines/$$id.html; \
 	  IDEMLAB_TIMELINES=$(CURDIR)/docs/timelines SEED=$(or $(SEED),42) RUN=$$id $(GO) test -tags nopostgres -count=1 -run TestStage ./stages/stage$$n >/dev/null || true; \
 	  [ -f docs/timelines/$$id.html ] || { echo "timelines: $$id on stages/stage$$n drew no timeline (is the scaffold untouched?)"; exit 1; }; \
