@@ -132,11 +132,34 @@ func tightCode(line string) string {
 	return ""
 }
 
+// jaPunct is full-width punctuation or a bracket: inline code beside one
+// takes no space.
+const jaPunct = "、。，．：；！？（）「」『』【】"
+
+// spacedCode returns the first inline code span of line with a space
+// between it and full-width punctuation or a bracket, with the two, or
+// "".
+func spacedCode(line string) string {
+	for _, span := range inlineSpan.FindAllStringIndex(line, -1) {
+		head := strings.TrimRight(line[:span[0]], " ")
+		before, _ := utf8.DecodeLastRuneInString(head)
+		if len(head) < span[0] && strings.ContainsRune(jaPunct, before) {
+			return string(before) + line[len(head):span[1]]
+		}
+		tail := strings.TrimLeft(line[span[1]:], " ")
+		after, _ := utf8.DecodeRuneInString(tail)
+		if len(tail) < len(line)-span[1] && strings.ContainsRune(jaPunct, after) {
+			return line[span[0]:len(line)-len(tail)] + string(after)
+		}
+	}
+	return ""
+}
+
 // styleProblems lists what a Japanese lesson says against the glossary:
 // an avoided word outside its term's first-mention form, a literal
 // rendering (spaces aside), italics, a space between Japanese and
-// half-width letters or digits, and inline code without a space beside
-// Japanese.
+// half-width letters or digits, inline code without a space beside
+// Japanese, and inline code with one beside punctuation or a bracket.
 func styleProblems(md string, g glossary) []string {
 	var problems []string
 	lines, numbers := prose(md)
@@ -159,6 +182,9 @@ func styleProblems(md string, g glossary) []string {
 		}
 		if m := tightCode(line); m != "" {
 			problems = append(problems, fmt.Sprintf("%s: inline code needs a space beside Japanese text: %q", at, m))
+		}
+		if m := spacedCode(line); m != "" {
+			problems = append(problems, fmt.Sprintf("%s: no space between inline code and punctuation or a bracket: %q", at, m))
 		}
 		text := codeOrLink.ReplaceAllString(line, "\x00")
 		if m := italics.FindString(text); m != "" {
@@ -214,6 +240,8 @@ func TestStyleProblems(t *testing.T) {
 		{"inline code glued to Japanese", "`make stage-7`を実行します。\n", "inline code needs a space"},
 		{"the second of two spans glued", "`a` と`b` です。\n", "inline code needs a space"},
 		{"inline code spaced, in brackets, in a link", "`make stage-7` を実行します（`If-Match`）。[ステージ8](08-zombie-resources.md)へ。\n", ""},
+		{"a space after a full stop, before inline code", "開いてください。 `make stage-9` を実行します。\n", "inline code and punctuation"},
+		{"a space before a closing bracket", "（`If-Match` ）です。\n", "inline code and punctuation"},
 		{"italics", "Bは*自分の*内容を保存します。\n", "no italics"},
 		{"bold and a list", "- **更新の消失**は起きません。\n", ""},
 		{"an anchor line", "<a id=\"the-race\"></a>\n## 競合\n", ""},
