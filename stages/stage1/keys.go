@@ -3,27 +3,26 @@ package stage1
 // This file owns the idempotency_keys table: every statement that touches
 // it lives here.
 //
-// TODO(stage 1): write the table and the claim.
+// TODO(stage 1): write the table (createKeyTable, for New) and the claim
+// (claim, for serve).
 //
-// createKeyTable(ctx, db) creates the idempotency_keys table through
-// labdb.CreateTable (it writes the column types the way the engine you run
-// on spells them). It is an ordinary rowid table (the lab's event stream
-// reads rows by rowid). When you are done, the database itself refuses a
-// second row with one key: that constraint is the whole design, because
-// the database, not your handler, then decides which of two requests with
-// one key executes.
+// The table is made through labdb.CreateTable (it writes the column types
+// the way the engine you run on spells them), and it is an ordinary rowid
+// table (the lab's event stream reads rows by rowid).
 //
-// claim(ctx, tx, key, now) records the key inside the caller's
-// transaction, and the write itself is the check. A look first leaves a
-// window: outside this transaction two simultaneous requests both see "no
-// such key", and inside it only this lab's one-writer SQLite saves you
-// (the lesson says where that stops). A write that can never fail (an
-// insert that ignores conflicts, an upsert) hides the very answer you
-// need. Tell the outcomes apart with labdb.IsUniqueViolation, never by the
-// error's text: a unique violation means the key was already used (409,
-// problem.DuplicateRequest); any other error means the key store failed
-// (503, problem.Unavailable). Fail closed: a request that could not be
-// claimed must never execute.
+// When you are done, of any number of requests with one key, at the same
+// instant or one after another, exactly one is claimed and executes, on
+// SQLite as on PostgreSQL and whatever the isolation level; every other one
+// gets 409 (problem.DuplicateRequest) and executes nothing. Why: a retry
+// whose answer was lost must not pay again, and your handler cannot decide
+// that alone, because two requests that both look see "no such key"
+// (lesson 01, "The race", shows the designs that look right and pay twice,
+// and "Why a check inside the transaction passes here, and where it
+// stops" why this lab's one-writer SQLite hides some of them). A claim
+// that cannot find out whether the key is free (any error other than the
+// key being taken) gets 503 (problem.Unavailable) and executes nothing:
+// fail closed ("Fail closed"). labdb.IsUniqueViolation tells the two
+// apart; never the error's text.
 //
 // Store times with clock.Format (fixed-width RFC 3339 text, so that later
 // stages can compare them as text) and take them from the lab clock.

@@ -1,6 +1,6 @@
 // Package stage1 claims each request's Idempotency-Key under a UNIQUE
 // constraint before it moves money. Of many requests with one key, the
-// database lets exactly one insert it, and only that one executes; the
+// database lets exactly one claim it, and only that one executes; the
 // others are told the key was already used.
 //
 // As handed out, it is still the naive server of stage 0: it executes
@@ -27,8 +27,8 @@ type Server struct {
 // New creates the key table if it does not exist and returns the handlers.
 // It returns an error if the table cannot be created.
 //
-// TODO(stage 1): create the key table here (see keys.go), so that it exists
-// before the first request; return the error if that fails.
+// TODO(stage 1): the key table exists before the first request (see
+// keys.go); if it cannot be made, New fails with that error.
 func New(ctx context.Context, env stage.Env) (stage.Handlers, error) {
 	return &Server{env: env}, nil
 }
@@ -88,10 +88,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, op operation) {
 		return
 	}
 	defer tx.Rollback()
-	// TODO(stage 1): the key is claimed here (claim, keys.go), in this
-	// transaction and before the business write; a failed claim answers
-	// with its error and moves nothing. Because the claim and the money
-	// share the transaction, they commit together or not at all.
+	// TODO(stage 1): when you are done, the key is claimed here (claim,
+	// keys.go), and a key is spent if and only if its money moved: no
+	// money moves under a key that was not claimed, and a request that
+	// fails after its claim (insufficient funds, an internal error, a
+	// client that hangs up during the core wait) leaves its key free, so
+	// that its retry executes instead of hearing 409 "already executed"
+	// for money that never moved. A failed claim answers with its error
+	// and moves nothing. Lesson 01, "What you decide", weighs where the
+	// claim can go and what each place costs.
 	body, location, err := op(ctx, tx, auth.Customer(ctx))
 	if err != nil {
 		problem.Write(w, err)
