@@ -43,12 +43,18 @@ func createKeyTable(ctx context.Context, db *sql.DB) error {
 // 503 unavailable for any other failure: a request that could not be
 // claimed must not execute.
 //
-// TODO(stage 2): the request's fingerprint is recorded with the key. On a
-// unique violation, do not answer 409 at once: read the stored
-// fingerprint (in tx) and compare. Different means another request under
-// the same key: 422, problem.IdempotencyKeyReused, and nothing moves. The
-// same means a retry: 409 duplicate-request, as now. If that read fails,
-// the key store failed: 503, as for the INSERT.
+// TODO(stage 2): when you are done, the claim records the request's
+// fingerprint with its key, and a request whose key is already used is
+// told which request used it: the same one (a retry) gets 409
+// duplicate-request, as now; another one under that key (an edited
+// amount, another account) gets 422, problem.IdempotencyKeyReused; neither
+// moves anything. That answer holds on PostgreSQL as on SQLite, and for an
+// edited copy sent at the same instant as its original, whichever of them
+// wins: the loser is never told 409 "already executed" for an amount that
+// never moved. When the key store cannot say which request used the key,
+// the answer is 503, as for the claim. Lesson 02, "What you decide" and
+// "On PostgreSQL" (what a failed statement does to its transaction there;
+// the kit has labdb.Savepoint), weighs the ways.
 func claim(ctx context.Context, tx *sql.Tx, key string, now time.Time) error {
 	_, err := tx.ExecContext(ctx,
 		`INSERT INTO idempotency_keys (key, created_at) VALUES (?, ?)`, key, clock.Format(now))

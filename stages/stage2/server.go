@@ -44,8 +44,10 @@ type operation func(ctx context.Context, tx *sql.Tx, customer string) (body any,
 // same key and body gets 409 duplicate-request, one with the same key and
 // another body gets 422 idempotency-key-reused; neither moves anything.
 //
-// TODO(stage 2): keep the raw body that request.Transfer returns (here and
-// in Deposit) and hand it to serve: the fingerprint is computed over it.
+// TODO(stage 2): the fingerprint is of the whole body exactly as the
+// client sent it, here and in Deposit: the raw bytes that request.Transfer
+// (and request.Deposit) return beside the decoded request, whose
+// re-encoding is not the form another replica computes (fingerprint.go).
 func (s *Server) Transfer(w http.ResponseWriter, r *http.Request) {
 	req, _, err := request.Transfer(r)
 	if err == nil {
@@ -89,9 +91,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, op operation) {
 		problem.Write(w, err)
 		return
 	}
-	// TODO(stage 2): fingerprint the raw body (fingerprint.go) here, next
-	// to reading the key and before anything is claimed, and write its
-	// error if it fails.
+	// TODO(stage 2): when you are done, a body that cannot be fingerprinted
+	// (fingerprint.go) gets its 400 here, like a missing key: nothing
+	// claimed, nothing moved.
 	if err := s.env.Bank.CallCore(ctx); err != nil {
 		problem.Write(w, err)
 		return
@@ -102,8 +104,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, op operation) {
 		return
 	}
 	defer tx.Rollback()
-	// TODO(stage 2): pass the fingerprint to claim, which stores it with the
-	// key and compares it when the key is already there.
+	// TODO(stage 2): the claim made here knows what this request asked for,
+	// so that a used key's answer can tell a retry from another request
+	// (see claim, keys.go).
 	if err := claim(ctx, tx, key, s.env.Clock.Now()); err != nil {
 		problem.Write(w, err)
 		return
