@@ -44,15 +44,19 @@ func createKeyTable(ctx context.Context, db *sql.DB) error {
 // other failure is 503 unavailable: a request that could not be claimed
 // must not execute.
 //
-// TODO(stage 3): when you are done, the claim is in_progress and visible
-// to every retry before the core call: it commits in a transaction of its
-// own (so it takes db, not tx), and hands back the row's id for the
-// completion and the release. The write stays under labdb.Savepoint, so
-// that the transaction can still read after a unique violation. On a
-// unique violation, read the stored state with the fingerprint: a different
-// fingerprint is still 422 whatever the state; an in-progress key is 409
-// request-in-progress with a Retry-After (problem.Error carries one; a
-// second is fine); a completed key is 409 duplicate-request, as now.
+// TODO(stage 3): when you are done, every retry sees a key as in_progress
+// from the moment its request claims it, before the core call, until the
+// commit that moves its money, and is told so: 409 request-in-progress
+// with a Retry-After (problem.Error carries one; a second is fine). Why: a
+// retry told "already executed" while its original may still fail stops
+// retrying, and the payment is lost; a retry that sees nothing calls the
+// core a second time. A completed key is still 409 duplicate-request, and a
+// different fingerprint still 422 whatever the state. A key whose request
+// ended without executing while this claim was finding out is free again,
+// which on PostgreSQL can happen: that is 409 request-in-progress too, so
+// that the retry claims it, never 503. The completion and the release
+// (below) must be able to find the row this claim made. Lesson 03, "The
+// window", "What you decide" and "On PostgreSQL", weighs the ways.
 func claim(ctx context.Context, tx *sql.Tx, key, fp string, now time.Time) error {
 	err := labdb.Savepoint(ctx, tx, func() error {
 		_, err := tx.ExecContext(ctx,
@@ -80,13 +84,18 @@ func claim(ctx context.Context, tx *sql.Tx, key, fp string, now time.Time) error
 	}
 }
 
-// TODO(stage 3): write complete(…), which makes the key completed inside
-// the transaction that carries the business write (so a key is never
-// completed while its money did not move), and release(…), which gives back
-// a claim whose request failed before its money moved, so that a retry
-// executes; it must never give back a completed key. A key-store
-// error in complete is a 503, like the claim's. If release itself fails
-// the key stays in progress; stage 6 is about that.
+// TODO(stage 3): write complete and release, for serve. When you are
+// done, a key is completed if and only if its money moved: never while the
+// original still waits or may still fail (S3.never-completed-without-money
+// reads the state meanwhile), and always once the money has moved, even
+// when the commit went through and the server was told it failed. A
+// request that failed before its money moved (an internal error,
+// insufficient funds, a client that hung up) gives its key back, so that
+// its retry executes; a completed key is never given back, or its retry
+// pays again. A key-store error in complete is a 503, like the claim's. If
+// the release itself fails, the key stays in progress; stage 6 is about
+// that. Lesson 03, "Releasing a failed claim" and "Completed means the
+// money moved", says which rows each may touch and why.
 
 // unavailable is the answer to any failure of the key store: 503, and
 // nothing executed.

@@ -1,6 +1,6 @@
 // Package stage3 records each Idempotency-Key in two phases: in progress
-// when it is claimed, before the slow call to the core, and completed in
-// the transaction that moves the money. A retry that arrives while the
+// from its claim, before the slow call to the core, until the money
+// moves, and completed from then on. A retry that arrives while the
 // original is still running is told so, and waits; one that arrives after
 // is told the key was already used. A request that fails before its money
 // moved gives its key back, so that its retry executes.
@@ -85,23 +85,19 @@ func (s *Server) Deposit(w http.ResponseWriter, r *http.Request) {
 // and the money commit together or not at all, so a failed transfer leaves
 // no claim behind.
 //
-// TODO(stage 3): split the one transaction in two. First claim the key as
-// in progress in its own short transaction that commits at once (claim in
-// keys.go), before CallCore: from then on a retry sees "in progress" and
-// is told to wait, instead of queueing behind a transaction held open
-// across a slow call. Then wait on the core, and run op and mark the key
-// completed in one second transaction, so that the key is completed if and
-// only if the money moved. If anything fails after the claim (the core
-// wait, op, the completion or the commit), the rollback means no money
-// moved: release the claim so that a retry executes, then write the error.
-// The release must run even when the client has gone away and its
-// request's context is cancelled.
-// And release only once the business transaction has rolled back: while it
-// is open it holds SQLite's one write lock, and a release run beside it
-// (say, with defer tx.Rollback() still pending in this function) waits the
-// busy timeout, 10 s, then fails and leaves the key in progress. Roll back
-// first, or run the transaction in a function of its own and release in
-// the caller.
+// TODO(stage 3): when you are done, serve keeps the promises of claim,
+// complete and release (keys.go) together: a retry that arrives while its
+// original waits on the core is told at once that it is in progress, and
+// neither calls the core nor queues behind the original's work; the key is
+// completed if and only if the money moved; and a request that fails at
+// any point after its claim (the core wait, op, the completion, the
+// commit) gives its key back before it answers, so that its retry
+// executes, even when the client has gone away and its request's context
+// is cancelled. On this lab's SQLite a release that runs while your own
+// business transaction is still open waits for that transaction's write
+// lock, fails after the 10 s busy timeout, and leaves the key in progress.
+// Lesson 03, "What you decide" and "Releasing a failed claim", weighs the
+// order and the traps.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, raw []byte, op operation) {
 	ctx := r.Context()
 	// The key is read before anything is claimed: a request without a
