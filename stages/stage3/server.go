@@ -87,17 +87,17 @@ func (s *Server) Deposit(w http.ResponseWriter, r *http.Request) {
 //
 // TODO(stage 3): when you are done, serve keeps the promises of claim,
 // complete and release (keys.go) together: a retry that arrives while its
-// original waits on the core is told at once that it is in progress, and
-// neither calls the core nor queues behind the original's work; the key is
-// completed if and only if the money moved; and a request that fails at
-// any point after its claim (the core wait, op, the completion, the
-// commit) gives its key back before it answers, so that its retry
-// executes, even when the client has gone away and its request's context
-// is cancelled. On this lab's SQLite a release that runs while your own
-// business transaction is still open waits for that transaction's write
-// lock, fails after the 10 s busy timeout, and leaves the key in progress.
-// Lesson 03, "What you decide" and "Releasing a failed claim", weighs the
-// order and the traps.
+// original waits on the core is told at once that it is in progress,
+// without calling the core itself or queueing behind the original; the key
+// is completed if and only if the money moved; and a request that fails at
+// any point after its claim (the core wait, op, the completion, the commit)
+// gives its key back before it answers, so that its retry executes, even
+// when the client has gone away and its request's context is cancelled. On
+// this lab's SQLite a release that runs while your own business transaction
+// is still open waits for that transaction's write lock, fails after the
+// busy timeout (ten seconds), and leaves the key in progress. Lesson 03,
+// "What you decide" and "Releasing a failed claim", weighs the order and
+// the traps.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, raw []byte, op operation) {
 	ctx := r.Context()
 	// The key is read before anything is claimed: a request without a
