@@ -54,8 +54,8 @@ func createKeyTable(ctx context.Context, db *sql.DB) error {
 // other failure is 503 unavailable: a request that could not be claimed
 // must not execute.
 //
-// TODO(stage 4): when the key is there, completed and with the same
-// fingerprint, read its stored response (in tx) and return it to be sent
+// TODO(stage 4): when you are done, a retry whose key has completed, with
+// the same fingerprint, gets back the answer its original got, to be sent
 // again, instead of 409 duplicate-request. A fingerprint mismatch is still
 // 422 and an in-progress key still 409 request-in-progress: there is no
 // answer to replay yet.
@@ -110,9 +110,10 @@ func claim(ctx context.Context, db *sql.DB, key, fp string, now time.Time) (int6
 // carries the business write, so that the key is completed if and only if
 // the money moved. It returns 503 unavailable if the key store fails.
 //
-// TODO(stage 4): the response is stored by the same statement that
-// completes the key: the answer is stored if and only if the transaction
-// that carries it commits.
+// TODO(stage 4): when you are done, a key completes with its answer and
+// never without it: the answer is stored if and only if the transaction
+// that completes the key commits, so that no retry ever finds a completed
+// key with nothing to replay (lesson 04, "Store the answer").
 func complete(ctx context.Context, tx *sql.Tx, id int64, now time.Time) error {
 	_, err := tx.ExecContext(ctx,
 		`UPDATE idempotency_keys SET state = 'completed', completed_at = ? WHERE id = ?`, clock.Format(now), id)

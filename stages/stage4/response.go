@@ -19,10 +19,10 @@ type response struct {
 // already executed". Nothing else is stored or sent again; in particular
 // never a Set-Cookie, which belongs to one client's session.
 //
-// TODO(stage 4): when you are done, write sends the stored headers
-// (Content-Type, and Location when there is one), Idempotent-Replayed:
-// true only when replayed, then the stored status and body bytes exactly
-// as stored. First answers go through it too, so that a first answer and
-// its replays are the same bytes.
+// TODO(stage 4): when you are done, what write sends is res and nothing
+// else: its status, its Content-Type, its Location when it has one, and
+// its body bytes exactly as stored, plus Idempotent-Replayed: true on a
+// replay and only there. A first answer and its replays are then the same
+// bytes (lesson 04, "Store the answer" and "The replay marker").
 func (res response) write(w http.ResponseWriter, replayed bool) {
 }

@@ -1,6 +1,6 @@
 // Package stage4 answers a retry with the answer its original got. The
 // response (status, Content-Type, Location and the exact body bytes) is
-// stored with the key in the transaction that moves the money, and a retry
+// stored with the key, together with the money it reports, and a retry
 // of a completed key gets it again, byte for byte, marked
 // Idempotent-Replayed. A refusal for insufficient funds is an answer too:
 // it is stored and replayed like a success.
@@ -96,9 +96,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, raw []byte, op op
 	// The claim commits on its own, before the slow call to the core: from
 	// here on, a retry finds the key in progress instead of waiting behind
 	// our transaction.
-	// TODO(stage 4): a claim that finds the key completed no longer fails
-	// with 409 duplicate-request: it hands back the stored response, and
-	// serve sends it again, marked as a replay, and stops.
+	// TODO(stage 4): when you are done, a retry of a completed key is
+	// answered here with its original's answer again, marked as a replay,
+	// and nothing executes.
 	id, err := claim(ctx, s.env.DB, key, fp, s.env.Clock.Now())
 	if err != nil {
 		problem.Write(w, err)
@@ -112,8 +112,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, raw []byte, op op
 		problem.Write(w, err)
 		return
 	}
-	// TODO(stage 4): the first answer is the response execute stored, sent
-	// by write unmarked: the same bytes every replay will get.
+	// TODO(stage 4): when you are done, the first answer is byte for byte
+	// what every replay of this key will get, without the replay marker.
 	w.Header().Set("Location", location)
 	respond.JSON(w, http.StatusCreated, body)
 }
@@ -123,16 +123,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, raw []byte, op op
 // or neither happens. It returns op's error, or the core's, or 503 if the
 // key could not be completed.
 //
-// TODO(stage 4): when you are done, the response is made here, inside the
-// transaction, stored with the completion, and returned instead of body
-// and location. A success's body is rendered once (respond.Marshal): those
-// bytes are stored and sent, so a replay is byte for byte the first answer
-// (status 201, respond.ContentType, the Location). Insufficient funds
+// TODO(stage 4): when you are done, this request's answer is stored with
+// its key if and only if the key completes (its money moved, or it was
+// refused for good, below), and what is stored is what is sent: a replay of
+// a 201 is the first answer byte for byte (its Location, and its
+// balance_after and created_at as they were then, even after later
+// transfers and a move of the clock; the kit renders bodies to bytes with
+// respond.Marshal and problem.Marshal). Insufficient funds
 // (problem.InsufficientFunds) is a business outcome, not a failure: no
-// money moved, and that is this request's answer for good, even if money
-// arrives later; it is rendered (problem.Marshal, problem.ContentType, no
-// Location), stored and committed like a success. Every other error still
-// rolls back, and the claim is released.
+// money moved, and that 422 is this request's answer for good, stored and
+// replayed like a success, even after a deposit would have made the
+// transfer possible. Every other error still moves nothing and gives the
+// key back. Lesson 04, "Store the answer", "Never recompute" and "A refusal
+// is an answer", weighs the ways.
 func (s *Server) execute(ctx context.Context, id int64, op operation) (any, string, error) {
 	if err := s.env.Bank.CallCore(ctx); err != nil {
 		return nil, "", err
