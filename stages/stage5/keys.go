@@ -22,10 +22,11 @@ import (
 // fixed width, so they compare as text in the order they compare as
 // instants.
 //
-// TODO(stage 5): when you are done, a key's row names its whole scope
-// (customer, method, route pattern and key string), and the database
-// refuses a second row only for the same four together, not for the key
-// string alone.
+// TODO(stage 5): when you are done, a key is one customer's, on one
+// method and route pattern: the same key string sent by another customer,
+// or by this one to another endpoint, is another key with its own result,
+// and within one scope the database still decides which of two requests
+// executes. Lesson 05, "Whose key" and "What you decide".
 const keySchema = `CREATE TABLE IF NOT EXISTS idempotency_keys (
 	id           INTEGER PRIMARY KEY,
 	key          TEXT NOT NULL UNIQUE,
@@ -58,12 +59,15 @@ func createKeyTable(ctx context.Context, db *sql.DB) error {
 // existing row decides (see existing). Any other failure is 503
 // unavailable: a request that could not be claimed must not execute.
 //
-// TODO(stage 5): the key is claimed under its whole scope. Before the
-// claim, in the same transaction, this scope's key is forgotten if it is
-// completed and its retention period, counted from its completion on the
-// lab clock, has passed: this request is then a new one. Doing both
-// in one transaction means no other request can slip in between. Never
-// delete an in-progress key here.
+// TODO(stage 5): when you are done, the key is claimed under its whole
+// scope, and a completed key of that scope whose retention period has
+// passed, counted from its completion on the lab clock with the retention
+// in force, is forgotten: a request with it is a new request, whatever its
+// body, and executes once, however many such requests arrive at once. A
+// key one moment younger is still replayed, and a key in progress is
+// never forgotten, however old. The claim forgets by the same rule as the
+// purge (below). Lesson 05, "How long to remember", weighs where and when
+// forgetting happens.
 func claim(ctx context.Context, db *sql.DB, key, fp string, now time.Time) (id int64, stored *response, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -97,7 +101,9 @@ func claim(ctx context.Context, db *sql.DB, key, fp string, now time.Time) (id i
 // runs; and once it has completed, its stored response, to be sent again.
 // It returns 503 unavailable if the key store fails.
 //
-// TODO(stage 5): find the row by its whole scope, not by the key alone.
+// TODO(stage 5): when you are done, a used key is answered from its own
+// scope's row, never from another scope's: one customer is never replayed
+// another's transfer, nor told 422 for another's body.
 func existing(ctx context.Context, tx *sql.Tx, key, fp string) (id int64, stored *response, err error) {
 	var storedFP, state string
 	err = tx.QueryRowContext(ctx, `SELECT id, fingerprint, state FROM idempotency_keys WHERE key = ?`, key).

@@ -85,13 +85,13 @@ func (s *Server) Deposit(w http.ResponseWriter, r *http.Request) {
 // progress and executes op. If op fails, no money moved, and the claim is
 // released so that a retry executes.
 //
-// TODO(stage 5): scope the key. A key string is the client's choice, and
-// two customers may choose the same one; it names an operation only
-// together with who sent it (auth.Customer), the method (r.Method) and the
-// route pattern the handler serves ("/transfers" or "/deposits": let
-// Transfer and Deposit pass theirs in). Claim the key under that whole
-// scope. Pass the claim the config in force too (s.env.Config()), for its
-// retention period.
+// TODO(stage 5): when you are done, the key claimed here is scoped. A key
+// string is the client's choice, and two customers may choose the same
+// one; it names an operation only together with who sent it (the
+// authenticated caller, auth.Customer, never anything from the body), the
+// method and the route pattern the handler serves ("/transfers" or
+// "/deposits"). The retention a key is judged by is the one in force for
+// this request (s.env.Config()): the lab changes it while a server runs.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, raw []byte, op operation) {
 	ctx := r.Context()
 	key, err := idemkey.FromRequest(r)
