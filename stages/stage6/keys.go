@@ -25,9 +25,9 @@ import (
 // compare as instants.
 //
 // TODO(stage 6): when you are done, an in-progress key is leased: its row
-// says who holds it (lease_owner, the token of the request that holds the
-// key) and until when (lease_expires_at, a clock.Format time, so that it
-// compares as text).
+// says which request holds it (by a token only that request knows) and
+// until when on the lab clock (a clock.Format time, so that it compares as
+// text). Lesson 06, "Leases".
 const keySchema = `CREATE TABLE IF NOT EXISTS idempotency_keys (
 	id           INTEGER PRIMARY KEY,
 	customer     TEXT NOT NULL,
@@ -79,10 +79,11 @@ func expiredAt(now time.Time, cfg stage.Config) string {
 // other failure is 503 unavailable: a request that could not be claimed
 // must not execute.
 //
-// TODO(stage 6): every claim takes a lease: a fresh random owner token
-// for this request (crypto/rand has one), held until the lab clock's now
-// plus the lease in force (cfg). The claim hands back the row with the
-// token, so that complete and release can prove the key is still this
+// TODO(stage 6): when you are done, every claim takes a lease on its key
+// for this request alone (a token no other request holds; crypto/rand has
+// one), for the lease period in force (cfg, read at each claim: the lab
+// changes it while a server runs) from now on the lab clock; and
+// complete and release (below) can prove that the key is still this
 // request's.
 func claim(ctx context.Context, db *sql.DB, sc scope, fp string, now time.Time, cfg stage.Config) (id int64, stored *response, err error) {
 	tx, err := db.BeginTx(ctx, nil)
@@ -126,16 +127,18 @@ func claim(ctx context.Context, db *sql.DB, sc scope, fp string, now time.Time, 
 // the original runs; and once it has completed, its stored response, to
 // be sent again. It returns 503 unavailable if the key store fails.
 //
-// TODO(stage 6): an in-progress key is no longer always 409. If its lease
-// is live, it is: its request may still be running. If it has expired,
-// the request that held it has crashed, or is so late that a retry may act
-// for it: this request takes the key over, with a new owner and a new
-// expiry, and of many simultaneous retries exactly one may win. When you
-// are done, the database decides that in the same statement that writes
-// the new owner, on the condition that the key is still in progress and
-// its lease expired; the rows it changed say whether this request won
-// (it executes) or another did (409 request-in-progress). A lease read
-// first and compared in Go leaves a window for a second winner.
+// TODO(stage 6): an in-progress key is no longer always 409. When you are
+// done: while its lease is live, a retry gets 409 request-in-progress (its
+// request may still be running). From the moment its lease expires (the
+// request that held it crashed, or is so late that a retry may act for
+// it), a retry takes the key over, with a lease of its own that runs for
+// the lease in force from now, and executes it. Of many retries at once,
+// exactly one takes the key over and the others get 409, on SQLite as on
+// PostgreSQL, and even when writes to the key table are slow (the lab's
+// slow-key-update fault): a lease judged expired in one step and taken in
+// another lets two retries both win, and the money moves twice. Lesson 06,
+// "Taking over a lease" and "Reading the lease, then writing it", weighs
+// the ways.
 func existing(ctx context.Context, tx *sql.Tx, sc scope, fp string) (id int64, stored *response, err error) {
 	var storedFP, state string
 	err = tx.QueryRowContext(ctx,
@@ -178,10 +181,12 @@ func existing(ctx context.Context, tx *sql.Tx, sc scope, fp string) (id int64, s
 // retention period starts now. It returns 503 unavailable if the key store
 // fails.
 //
-// TODO(stage 6): the key is completed only if it is still in progress and
-// still held by this request's token. If it is not, a retry has taken it
-// over: 409 request-in-progress, so that the caller rolls back the money
-// it was about to commit. The lease ends as the key completes.
+// TODO(stage 6): when you are done, a request whose key a retry took over
+// while it waited never completes that key, and learns so here: 409
+// request-in-progress (not duplicate-request: its client must retry for
+// the result), so that its caller rolls back the money it was about to
+// commit, on every route that claims a key. A completed key is held by
+// nobody. Lesson 06, "One transaction" and "A late original".
 func complete(ctx context.Context, tx *sql.Tx, id int64, res response, now time.Time) error {
 	_, err := tx.ExecContext(ctx,
 		`UPDATE idempotency_keys
@@ -199,9 +204,11 @@ func complete(ctx context.Context, tx *sql.Tx, id int64, res response, now time.
 // store fails here too, the key stays in progress and its retries get 409
 // request-in-progress (stage 6's lease is what frees such a key).
 //
-// TODO(stage 6): the key is given back only if this request still holds
-// its lease: a retry that took it over is executing it.
-// If the release fails, the lease expiring is what frees the key now.
+// TODO(stage 6): when you are done, a key is given back only by the
+// request that still holds its lease: a retry that took it over is
+// executing it, and a key deleted under it lets a third attempt execute
+// beside it. If the release fails, the lease expiring is what frees the
+// key now.
 func release(ctx context.Context, db *sql.DB, id int64) {
 	db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE id = ? AND state = 'in_progress'`, id)
 }

@@ -1,11 +1,9 @@
 // Package stage6 survives crashes. A claim is a lease: an in-progress key
 // is held by one request (its lease owner) until its lease expires on the
 // lab clock. A process that dies mid-request leaves its key in progress,
-// and once the lease has expired, the first retry takes the key over with
-// one conditional UPDATE and executes it. The business write and the
-// completion stay in one transaction, and the completion checks the lease
-// owner: a request whose lease was taken over while it waited rolls back
-// instead of executing a second time.
+// and once the lease has expired, exactly one retry takes the key over and
+// executes it. A request whose lease was taken over while it waited rolls
+// back instead of executing a second time.
 //
 // As handed out, it is the solution of stage 5: a request that dies
 // between its claim and its commit (kill -9, a power cut) leaves its key
@@ -102,9 +100,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string, raw
 	// The claim commits on its own, before the slow call to the core: from
 	// here on, a retry finds the key in progress instead of waiting behind
 	// our transaction.
-	// TODO(stage 6): the claim now hands back a lease (the row and this
-	// request's owner token) rather than a bare row id; pass it on to
-	// execute and to release, which act only while it is still ours.
+	// TODO(stage 6): when you are done, what this request does to its key
+	// from here on (complete it in execute, release it) it does only while
+	// it still holds the key's lease.
 	id, stored, err := claim(ctx, s.env.DB, sc, fp, s.env.Clock.Now(), s.env.Config())
 	if err != nil {
 		problem.Write(w, err)
@@ -131,10 +129,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string, raw
 // the one it stored, byte for byte. It returns op's error, or the core's,
 // or 503 if the key could not be completed.
 //
-// TODO(stage 6): complete the key only while this request still holds its
-// lease (see complete in keys.go). If a retry took the lease over while
-// this request waited on the core, complete fails, and returning its
-// error here rolls the transaction back: the money does not move twice.
+// TODO(stage 6): when you are done, an original that outlived its lease
+// while it waited on the core, and whose key a retry took over, moves no
+// money here, whatever op did: the money moves only if this request still
+// holds the key when its transaction commits, so that it moves once, by
+// the request that holds the key (lesson 06, "One transaction").
 func (s *Server) execute(ctx context.Context, id int64, op operation) (response, error) {
 	if err := s.env.Bank.CallCore(ctx); err != nil {
 		return response{}, err
