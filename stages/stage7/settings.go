@@ -75,7 +75,8 @@ func (s *Server) PutSettings(w http.ResponseWriter, r *http.Request) {
 	// TODO(stage 7): the answer names the state this write made: the
 	// settings the clerk sent and the ETag of the version the write created,
 	// the one the clerk's next PUT will carry, not the If-Match it sent
-	// (already stale).
+	// (already stale), and not another clerk's version saved just after
+	// this one (lesson 07, "The ETag names the version").
 	settings, version, err := s.env.Bank.AccountSettings(ctx, auth.Customer(ctx), account)
 	if err != nil {
 		problem.Write(w, err)

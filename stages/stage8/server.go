@@ -154,12 +154,12 @@ func (s *Server) execute(ctx context.Context, held lease, op operation) (respons
 	// TODO(stage 8): a duplicate reference (problem.DuplicateReference) is,
 	// like insufficient funds, this request's answer for good: a retry with
 	// this key gets the same 409 again, byte for byte, marked as a replay.
-	// When you are done, these hold too: a client told 409 has paid
-	// nothing, though op found the reference held only after the transfer
-	// was made in tx; and an original that outlived its lease, whose retry
-	// took the key over and paid the invoice, finds the reference held by
-	// that transfer and leaves the retry's stored 201 as it is. The lesson's
-	// "The refusal is an answer" says why each matters.
+	// When you are done, these hold too: a client told 409 has paid nothing,
+	// whichever step of this request found the reference taken; and an
+	// original that outlived its lease, whose retry took the key over and paid
+	// the invoice, finds the reference held by that transfer and leaves the
+	// retry's stored 201 as it is. The lesson's "The refusal is an answer"
+	// says why each matters.
 	switch {
 	case errors.Is(err, problem.InsufficientFunds), errors.Is(err, problem.DailyLimitExceeded):
 		// A business outcome, not a failure: no money moved, and that is
