@@ -3,8 +3,8 @@ package stage1
 // This file owns the idempotency_keys table: every statement that touches
 // it lives here.
 //
-// TODO(stage 1): write the table (createKeyTable, for New) and the claim
-// (claim, for serve).
+// TODO(stage 1): write the table (createKeyTable(…), for New) and the
+// claim (claim(…), for serve).
 //
 // The table is made through labdb.CreateTable (it writes the column types
 // the way the engine you run on spells them), and it is an ordinary rowid

@@ -84,18 +84,18 @@ func claim(ctx context.Context, tx *sql.Tx, key, fp string, now time.Time) error
 	}
 }
 
-// TODO(stage 3): write complete and release, for serve. When you are
+// TODO(stage 3): write complete(…) and release(…), for serve. When you are
 // done, a key is completed if and only if its money moved: never while the
 // original still waits or may still fail (S3.never-completed-without-money
 // reads the state meanwhile), and always once the money has moved, even
-// when the commit went through and the server was told it failed. A
-// request that failed before its money moved (an internal error,
-// insufficient funds, a client that hung up) gives its key back, so that
-// its retry executes; a completed key is never given back, or its retry
-// pays again. A key-store error in complete is a 503, like the claim's. If
-// the release itself fails, the key stays in progress; stage 6 is about
-// that. Lesson 03, "Releasing a failed claim" and "Completed means the
-// money moved", says which rows each may touch and why.
+// when the commit went through and the server was told it failed. A request
+// that failed before its money moved (an internal error, insufficient
+// funds, a client that hung up) gives its key back, so that its retry
+// executes; a completed key is never given back, or its retry pays again. A
+// key-store error in complete is a 503, like the claim's. If the release
+// itself fails, the key stays in progress; stage 6 is about that. Lesson
+// 03, "Releasing a failed claim" and "Completed means the money moved",
+// says which rows each may touch and why.
 
 // unavailable is the answer to any failure of the key store: 503, and
 // nothing executed.
