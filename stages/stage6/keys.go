@@ -130,15 +130,15 @@ func claim(ctx context.Context, db *sql.DB, sc scope, fp string, now time.Time, 
 // TODO(stage 6): an in-progress key is no longer always 409. When you are
 // done: while its lease is live, a retry gets 409 request-in-progress (its
 // request may still be running). From the moment its lease expires (the
-// request that held it crashed, or is so late that a retry may act for
-// it), a retry takes the key over, with a lease of its own that runs for
-// the lease in force from now, and executes it. Of many retries at once,
-// exactly one takes the key over and the others get 409, on SQLite as on
-// PostgreSQL, and even when writes to the key table are slow (the lab's
-// slow-key-update fault): a lease judged expired in one step and taken in
-// another lets two retries both win, and the money moves twice. Lesson 06,
-// "Taking over a lease" and "Reading the lease, then writing it", weighs
-// the ways.
+// request that held it crashed, or is so late that a retry may act for it),
+// a retry takes the key over, with a lease of its own that runs for the
+// lease in force from now, and executes it; another request under the key
+// (another fingerprint) is still 422. Of many retries at once, exactly one
+// takes the key over and the others get 409, on SQLite as on PostgreSQL,
+// and even when writes to the key table are slow (the lab's slow-key-update
+// fault): a lease judged expired in one step and taken in another lets two
+// retries both win, and the money moves twice. Lesson 06, "Taking over a
+// lease" and "Reading the lease, then writing it", weighs the ways.
 func existing(ctx context.Context, tx *sql.Tx, sc scope, fp string) (id int64, stored *response, err error) {
 	var storedFP, state string
 	err = tx.QueryRowContext(ctx,
