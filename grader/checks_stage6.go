@@ -673,7 +673,7 @@ func lateOriginalVerdict(first, third, second Response, tookOver bool) (conclusi
 			", its transaction rolled back; the retry that holds the lease executes (here its work, a core call included, was thrown away, and with a completion that checks nothing the money moves twice)"
 	case third.Is(http.StatusCreated, "") && !sameOp(third, second):
 		return true, "409 " + pInProgress + " to the third attempt: the retry holds a live lease. " +
-			"The original, refused at its completion, must not delete a key it no longer holds (release … AND lease_owner = ?)"
+			"The original, refused at its completion, must not give back a key it no longer holds: the retry's"
 	case !second.Is(http.StatusCreated, ""):
 		return true, "201 Created to the retry that took the key over: it holds the lease, and it executes"
 	case !first.Is(http.StatusConflict, pInProgress):
