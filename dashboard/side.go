@@ -34,6 +34,9 @@ const (
 	// maxSuspects bounds the successes waiting for the next state poll to
 	// say whether their money moved.
 	maxSuspects = 4096
+	// maxDeposited bounds the deposits heard that wait for a state poll
+	// started after them.
+	maxDeposited = 4096
 	// StoryShown is how long a story's outcome stays at the top of the
 	// feed: long enough to explain it to a class.
 	StoryShown = time.Minute
@@ -98,7 +101,8 @@ type Money struct {
 	// poll that lands between a commit and its event does not flicker it.
 	Verdict Verdict
 	// Surplus is total - opening - deposits once: won that appeared (or,
-	// if negative, vanished) against what the customers asked for.
+	// if negative, vanished) against what the customers asked for, as of
+	// the poll that set Verdict.
 	Surplus int64
 	// MovedTwice, CreatedTwice and Unseen are the counts of the moment the
 	// poll was applied (see Counts), so that the money block never sets a
@@ -131,6 +135,11 @@ type opSeen struct {
 	// was seen (zero if it knew none): the key of that execution expires
 	// a retention period after it.
 	at time.Time
+}
+
+type heardDeposit struct {
+	received time.Time
+	amount   int64
 }
 
 type suspect struct {
@@ -170,6 +179,11 @@ type Side struct {
 	doubled  map[string]bool // ops whose double has not yet shown in the feed
 	suspects []suspect
 	lagging  map[string]bool // ops the last state poll showed ahead of the events
+	// deposited is the won each deposit event added to DepositsOnce, with
+	// when it arrived (the local clock), kept until a poll that started
+	// after it: a poll's balances may not hold the deposits heard while
+	// it was under way.
+	deposited []heardDeposit
 
 	spark [SparkSeconds]sparkBucket
 
@@ -202,6 +216,7 @@ func (s *Side) clear() {
 	s.doubled = map[string]bool{}
 	s.suspects = nil
 	s.lagging = map[string]bool{}
+	s.deposited = nil
 	s.spark = [SparkSeconds]sparkBucket{}
 	s.retention = 24 * time.Hour
 }
@@ -218,7 +233,14 @@ func (s *Side) Ingest(ev events.Event, received time.Time) {
 	case events.KindExecution:
 		var e bank.Execution
 		if json.Unmarshal(ev.Data, &e) == nil && e.Kind != "" {
+			before := s.Counts.DepositsOnce
 			s.execution(ev.Time, e)
+			if d := s.Counts.DepositsOnce - before; d != 0 {
+				if len(s.deposited) == maxDeposited {
+					s.deposited = s.deposited[1:]
+				}
+				s.deposited = append(s.deposited, heardDeposit{received: received, amount: d})
+			}
 		}
 	case events.KindKey:
 		var k events.Key
@@ -593,7 +615,18 @@ func (s *Side) ApplyState(st labctl.State, polled time.Time) {
 		m.Total += a.Balance
 		m.Opening += a.Opening
 	}
-	m.Surplus = m.Total - m.Opening - s.Counts.DepositsOnce
+	surplus := m.Total - m.Opening - s.Counts.DepositsOnce
+	// The deposits heard since the poll started may or may not be in its
+	// balances: a shortfall they cover is no money that vanished.
+	var late int64
+	waiting := s.deposited[:0]
+	for _, d := range s.deposited {
+		if d.received.After(polled) {
+			late += d.amount
+			waiting = append(waiting, d)
+		}
+	}
+	s.deposited = waiting
 	// The figures shown beside the balances are the counts of this moment,
 	// not the live ones: the money block is one picture.
 	m.MovedTwice, m.CreatedTwice, m.Unseen = s.Counts.MovedTwice, s.Counts.CreatedTwice, s.Counts.Unseen
@@ -601,16 +634,20 @@ func (s *Side) ApplyState(st labctl.State, polled time.Time) {
 	switch {
 	case s.Counts.Unseen > 0:
 		verdict = Unverified
-	case m.Surplus != 0:
+	case surplus != 0:
 		verdict = Broken
 	}
-	if verdict == Broken && len(s.lagging) > 0 {
-		// Executions no event has reported yet may explain the surplus:
-		// the next poll says whether they are unreported or just late.
+	if verdict == Broken && (len(s.lagging) > 0 || (surplus < 0 && surplus+late >= 0)) {
+		// Executions no event has reported yet, or deposits heard while
+		// the poll was under way, may explain the surplus: the next poll
+		// says whether they are real or just late.
 		return
 	}
 	if verdict == m.candidate || m.Verdict == Unchecked {
-		m.Verdict = verdict
+		// The surplus shown is the one of the verdict shown: a red ✗ is
+		// never set beside the balanced figure of a poll that waits for
+		// a second to agree.
+		m.Verdict, m.Surplus = verdict, surplus
 	}
 	m.candidate = verdict
 }

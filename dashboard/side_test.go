@@ -381,3 +381,62 @@ func TestSide_AResetPutsTheClockBack(t *testing.T) {
 		}
 	}
 }
+
+// TestSide_APollOlderThanTheDepositsHeardIsNoVanishedMoney catches a money
+// check that sets a poll's balances beside deposits whose events arrived
+// while the poll was under way: its balances may predate those commits,
+// and on a fast replay two polls in a row can each read as money that
+// vanished from a server that lost nothing.
+func TestSide_APollOlderThanTheDepositsHeardIsNoVanishedMoney(t *testing.T) {
+	s := NewSide()
+	balances := func(total int64) labctl.State {
+		return labctl.State{
+			Accounts:   []bank.Balance{{ID: "acc_a", Balance: total, Opening: 1000}},
+			Executions: map[string]int64{"d1": 1},
+		}
+	}
+	s.Ingest(execution("d1", "deposit", 300, 1), t0)
+	s.ApplyState(balances(1300), t0.Add(time.Millisecond))
+	// Two polls in a row start, then each hears a deposit its balances do
+	// not hold yet.
+	for i, op := range []string{"d2", "d3"} {
+		polled := t0.Add(time.Duration(i+1) * time.Second)
+		s.Ingest(execution(op, "deposit", 200, 1), polled.Add(time.Millisecond))
+		s.ApplyState(balances(1300+int64(i)*200), polled)
+	}
+	if s.Money.Verdict != Conserved {
+		t.Fatalf("verdict %v, surplus %d: balances older than the deposits heard read as money that vanished", s.Money.Verdict, s.Money.Surplus)
+	}
+	// Money that vanished for good is still seen: two polls that started
+	// after every deposit was heard.
+	for i := range 2 {
+		s.ApplyState(balances(1500), t0.Add(time.Duration(3+i)*time.Second))
+	}
+	if s.Money.Verdict != Broken || s.Money.Surplus != -200 {
+		t.Fatalf("verdict %v, surplus %d; want broken, 200 vanished", s.Money.Verdict, s.Money.Surplus)
+	}
+}
+
+// TestSide_TheSurplusShownIsTheVerdicts catches a money block that shows
+// the red verdict of earlier polls beside the surplus of the latest one
+// ("✗ ₩0 appeared") while a change of verdict waits for a second poll.
+func TestSide_TheSurplusShownIsTheVerdicts(t *testing.T) {
+	s := NewSide()
+	st := func(total int64) labctl.State {
+		return labctl.State{Accounts: []bank.Balance{{ID: "acc_a", Balance: total, Opening: 1000}}}
+	}
+	s.ApplyState(st(1000), t0)
+	s.ApplyState(st(1400), t0)
+	s.ApplyState(st(1400), t0)
+	if s.Money.Verdict != Broken || s.Money.Surplus != 400 {
+		t.Fatalf("verdict %v, surplus %d; want broken by 400", s.Money.Verdict, s.Money.Surplus)
+	}
+	s.ApplyState(st(1000), t0) // one poll: the verdict waits for a second
+	if s.Money.Verdict == Broken && s.Money.Surplus == 0 {
+		t.Fatalf("broken shown with a surplus of 0")
+	}
+	s.ApplyState(st(1000), t0)
+	if s.Money.Verdict != Conserved {
+		t.Fatalf("verdict %v after two polls that balance, want conserved", s.Money.Verdict)
+	}
+}
