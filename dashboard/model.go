@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -419,8 +420,7 @@ func (m Model) Render() string {
 func (m Model) layout() (header string, footer []string, body int) {
 	w, h := m.width, m.height
 	header = m.header(w)
-	// The help bar can overrun its width when its ellipsis does not fit.
-	footer = []string{m.faultLine(w), truncate(m.help.View(m.bindings), w)}
+	footer = []string{m.faultLine(w), m.helpBar(w)}
 	if m.traffic == nil {
 		footer = footer[1:]
 	}
@@ -432,6 +432,23 @@ func (m Model) layout() (header string, footer []string, body int) {
 		body--
 	}
 	return header, footer, body
+}
+
+// helpBar is the help bar, w columns at most. On a window too narrow for
+// all of it, the keys that drive the traffic give way, the last first:
+// ? help, which lists every key, and q quit stay at its end.
+func (m Model) helpBar(w int) string {
+	keys := m.bindings.ShortHelp()
+	h := m.help
+	h.SetWidth(0)
+	for {
+		bar := h.ShortHelpView(keys)
+		if lipgloss.Width(bar) <= w || len(keys) <= 2 {
+			// Cut all the same when even ? help and q quit do not fit.
+			return truncate(bar, w)
+		}
+		keys = slices.Delete(keys, len(keys)-3, len(keys)-2)
+	}
 }
 
 func (m Model) panes(w, h int) string {

@@ -638,3 +638,17 @@ func TestModel_ANarrowPaneShowsTheOutboxOnALineOfItsOwn(t *testing.T) {
 		t.Errorf("the traffic line is cut:\n%s", out)
 	}
 }
+
+// On a window too narrow for the whole help bar (a projector's small
+// terminal) the bar still ends with ? help, which lists every key, and
+// q quit: the keys that drive the traffic give way first.
+func TestModel_ANarrowHelpBarKeepsHelpAndQuit(t *testing.T) {
+	for _, w := range []int{40, 60, 79} {
+		m, _ := update(t, demoModel(&fakeControls{rate: testRate}), tea.WindowSizeMsg{Width: w, Height: 24})
+		lines := strings.Split(ansi.Strip(m.Render()), "\n")
+		bar := strings.TrimRight(lines[len(lines)-1], " ")
+		if !strings.HasSuffix(bar, "? help • q quit") || !strings.HasPrefix(bar, "space pause") || lipgloss.Width(bar) > w {
+			t.Errorf("help bar %d wide: %q", w, bar)
+		}
+	}
+}
