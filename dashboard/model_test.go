@@ -652,3 +652,25 @@ func TestModel_ANarrowHelpBarKeepsHelpAndQuit(t *testing.T) {
 		}
 	}
 }
+
+// The outbox's figures take a line of their own or not by the pane's width
+// and the traffic's counts, never by how many rows wait to be posted: that
+// number comes and goes at every poll, and a pane whose rows jumped up and
+// down with it would jitter in front of the class.
+func TestPane_TheOutboxLineDoesNotComeAndGoWithThePending(t *testing.T) {
+	s := NewSide()
+	for i := range 1500 {
+		s.Ingest(request(fmt.Sprintf("op-%d", i), 201, i%5 == 0), t0)
+	}
+	for w := 40; w <= 140; w++ {
+		rows := map[int]bool{}
+		for _, pending := range []int64{0, 7, 12, 345, 99999} {
+			s.Outbox = bank.OutboxCounts{Pending: pending, Sent: 1200}
+			p := pane{side: s, st: DefaultStyles()}
+			rows[len(p.statsLines(w))] = true
+		}
+		if len(rows) > 1 {
+			t.Errorf("a pane %d wide draws the traffic and the outbox on 1 or 2 lines as the rows to post change", w)
+		}
+	}
+}

@@ -196,8 +196,12 @@ func (p pane) statsLines(width int) []string {
 	if o.Dead > 0 {
 		line = p.st.Error.Render(deadLetters(o.Dead, p.side.OldestDead)+" ") + line
 	}
-	if one := line + p.st.Dim.Render(" · ") + outbox; lipgloss.Width(one) <= width {
-		return []string{one}
+	// Whether both fit is judged with room for the widest count of rows to
+	// post (Short's five characters): that count comes and goes at every
+	// poll, and the pane's rows must not jump up and down with it.
+	widest := len(fmt.Sprintf("outbox %5s to post, %s posted", "", Short(o.Sent)))
+	if lipgloss.Width(line)+lipgloss.Width(" · ")+widest <= width {
+		return []string{line + p.st.Dim.Render(" · ") + outbox}
 	}
 	return []string{line, outbox}
 }
