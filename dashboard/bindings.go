@@ -91,7 +91,7 @@ func (b Bindings) Explained() []string {
 			lines = append(lines, k.Help().Key+"  "+fmt.Sprintf(format, args...))
 		}
 	}
-	line(b.Burst, "16 copies of one new transfer at the same instant, to both sides")
+	line(b.Burst, "16 copies of one new operation at the same instant, to both sides")
 	line(b.Edited, "a transfer, then the same key again with the amount edited")
 	line(b.Clerks, "two clerks save settings from one copy; then a transfer over A's limit")
 	line(b.Invoice, "one invoice paid by two clerks, each under a key of their own")
