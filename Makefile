@@ -129,6 +129,7 @@ scoreboard: lab ## one day against every stage, one row each: make scoreboard (S
 
 .PHONY: replay-demo
 replay-demo: lab ## a day played into lab dash at classroom speed: make replay-demo (STAGE=0..9, RATE= operations a second, OPS=, PORT=)
+	@command -v curl >/dev/null || { echo "replay-demo: curl is needed to wait for the server (and by the curl examples of docs/api.md)"; exit 1; }
 	@mkdir -p tmp
 	@bin/lab gen --seed $(or $(SEED),7) --ops $(or $(OPS),600) -o tmp/replay-demo.plan.jsonl
 	@url=http://127.0.0.1:$(or $(PORT),8090); token=replay-demo-$$$$-$$(date +%s); \
