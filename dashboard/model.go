@@ -452,14 +452,22 @@ func (m Model) helpBar(w int) string {
 }
 
 func (m Model) panes(w, h int) string {
-	var cols []string
+	ps := make([]pane, len(m.sides))
+	rows := 0
 	for i, s := range m.sides {
 		pw := w / len(m.sides)
 		if i == len(m.sides)-1 {
 			pw = w - pw*(len(m.sides)-1)
 		}
-		p := pane{side: s.Side, title: s.title, url: s.url, status: s.status, now: m.now, st: m.styles}
-		p.SetSize(pw, h)
+		ps[i] = pane{side: s.Side, title: s.title, url: s.url, status: s.status, now: m.now, st: m.styles}
+		ps[i].SetSize(pw, h)
+		rows = max(rows, len(ps[i].statsLines(max(pw-2, 1))))
+	}
+	var cols []string
+	for _, p := range ps {
+		// Each pane gives its traffic summary as many rows as the
+		// longest, so that the rows under it face each other.
+		p.statsRows = rows
 		cols = append(cols, p.Render())
 	}
 	return lipgloss.JoinHorizontal(lipgloss.Top, cols...)

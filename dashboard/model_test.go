@@ -674,3 +674,21 @@ func TestPane_TheOutboxLineDoesNotComeAndGoWithThePending(t *testing.T) {
 		}
 	}
 }
+
+// Side by side, a row of one pane faces the same row of the other: when
+// stage 9's outbox takes a line of its own on a narrow pane, the other
+// pane leaves that line blank, so that the sparklines, the feeds and the
+// big counters still line up for a class comparing them.
+func TestModel_ThePanesRowsLineUpWhenOneHasAnOutboxLine(t *testing.T) {
+	m := busyModel(t, 80, 24)
+	m, _ = update(t, m, StateMsg{Side: Right, Epoch: 1, Polled: t0.Add(2 * time.Second), State: labctl.State{Outbox: bank.OutboxCounts{Pending: 2, Sent: 133}}})
+	out := ansi.Strip(m.Render())
+	if !strings.Contains(out, "outbox 2 to post, 133 posted") {
+		t.Fatalf("no outbox line on the right:\n%s", out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if i := strings.Index(l, "req/s"); i >= 0 && strings.Count(l, "req/s") != 2 {
+			t.Fatalf("the sparklines are not on one row:\n%s", out)
+		}
+	}
+}

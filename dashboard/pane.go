@@ -20,6 +20,9 @@ type pane struct {
 	status string
 	now    time.Time
 	st     Styles
+	// statsRows is the least number of rows the traffic summary takes:
+	// side by side, the most any pane's takes.
+	statsRows int
 
 	width, height int // outside the border
 }
@@ -86,6 +89,9 @@ func (p pane) Render() string {
 	iw, ih := max(p.width-2, 1), max(p.height-2, 1)
 	s := p.side
 	stats := p.statsLines(iw)
+	for len(stats) < p.statsRows {
+		stats = append(stats, "")
+	}
 	l := plan(ih, iw, len(s.Money.Accounts), s.KeyCount() > 0, len(stats))
 	var lines []string
 	add := func(ls ...string) {
