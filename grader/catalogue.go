@@ -450,8 +450,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.core-down", Stage: 9, Lesson: lesson9 + "#when-the-core-is-down",
-		Claim: "while the core ledger is down, transfers still execute and answer 201 Created; once it is back, each reaches it exactly once",
-		Why:   "a server that calls the core inside the request fails its customers while the core is down, or moves their money and never tells the core; a relay that gives up, or marks a row sent before the core said yes, loses the posting",
+		Claim: "while the core ledger is down, transfers still execute and answer 201 Created; once it is back, however long it was down (days, on the lab clock), each reaches it exactly once",
+		Why:   "a server that calls the core inside the request fails its customers while the core is down, or moves their money and never tells the core; a relay that gives up (after so many tries, or once a row has waited so long), or marks a row sent before the core said yes, loses the posting",
 		Run:   checkCoreDown,
 	},
 	{
@@ -529,7 +529,7 @@ var catalogue = []Check{
 	{
 		ID: "S9.poison", Stage: 9, Lesson: lesson9 + "#dead-letters",
 		Claim: "a posting the core ledger refuses for good (422, or 400 for one it cannot take) is set aside as a dead letter with the core's answer as it came, status and body, not marked sent and sent no more, and every other transfer still reaches it exactly once",
-		Why:   "sent again, a poison posting is refused again, for ever: a relay that stops at it stops the books, one that retries it (a 400 taken for a refusal for now, say) never drains and tells no one, and one that drops it loses a transfer nobody will ever look for; a dead letter without the core's answer as it came leaves the person who looks at it without the cause; a dead letter also marked sent is lost when an operator sends it again, and one read as owed is sent on every pass, until enough of them fill every batch",
+		Why:   "sent again, a poison posting is refused again, for ever: a relay that stops at it stops the books, one that retries it (a 400 taken for a refusal for now, say) never drains and tells no one, and one that drops it loses a transfer nobody will ever look for; a dead letter without the core's answer as it came, or with another posting's, leaves the person who looks at it without the cause; a dead letter also marked sent is lost when an operator sends it again, and one read as owed is sent on every pass, until enough of them fill every batch",
 		Run:   checkPoison,
 	},
 	{

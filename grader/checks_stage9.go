@@ -345,15 +345,27 @@ func checkPostedOnce(t *T) error {
 }
 
 // checkCoreDown catches a stage that calls the core in the request, one
-// whose relay gives up, and one that marks a row sent before the core
-// acknowledged it.
+// whose relay gives up (after so many tries, or once a row has waited so
+// long: the lab clock moves on days while the core is down), and one that
+// marks a row sent before the core acknowledged it.
 func checkCoreDown(t *T) error {
 	s, up, err := t.coreDownScenario(1_000_000)
 	if err != nil {
 		return err
 	}
 	defer up()
-	return t.throughRefusals(s, []string{"the core ledger is down"}, up, outageRefusals, "postings while down", "comes back")
+	outage := time.Duration(24+t.rng.IntN(48)) * time.Hour
+	var moved error
+	back := func() {
+		moved = t.Advance(outage)
+		up()
+	}
+	err = t.throughRefusals(s, []string{"the core ledger is down"}, back, outageRefusals, "postings while down",
+		fmt.Sprintf("comes back after an outage of %v on the lab clock (POST /lab/clock: moved on %v while it was down)", outage, outage))
+	if moved != nil {
+		return moved
+	}
+	return err
 }
 
 // Constants of S9.long-outage: how long the core stays down once the
@@ -944,19 +956,23 @@ const coreLimit = 100_000
 // checkPoison catches a relay that stops at a posting the core refuses
 // for good, one that retries it for ever, one that drops it without a
 // dead letter, and one that sets it aside with another answer than the
-// core's. The core refuses two postings for good, each alone in its
-// batch: the first it receives with 422 posting-rejected, and the one
-// over its own limit with 400 invalid-posting, a status a relay that
-// takes only 422 for good keeps sending.
+// core's. The core refuses two postings for good: the first it receives
+// with 422 posting-rejected, and the one over its own limit with 400
+// invalid-posting, a status a relay that takes only 422 for good keeps
+// sending. Both go in one pass: the transfers are made while the core is
+// down, and it comes back once the relay has met the closed door with
+// passes that read them all, so that a relay that sets a pass's dead
+// letters aside with one answer for all stores another's for one of them.
 func checkPoison(t *T) error {
-	s, err := t.coreScenario(1_000_000)
+	s, up, err := t.coreDownScenario(1_000_000)
 	if err != nil {
 		return err
 	}
+	defer up()
 	faults := &t.Core().Faults
 	faults.PoisonNext()
 	faults.LimitAmount(coreLimit)
-	story := []string{fmt.Sprintf("the core ledger rejects the first posting it receives for good (422 %s), and every posting of more than %d won (400 %s: a limit of its own, which the bank does not have)",
+	story := []string{fmt.Sprintf("the core ledger is down while the transfers are made; once back, it rejects the first posting it receives for good (422 %s), and every posting of more than %d won (400 %s: a limit of its own, which the bank does not have)",
 		core.Rejected.URI(), coreLimit, core.InvalidPosting.URI())}
 	n := 4 + t.rng.IntN(4)
 	big, overLimit := t.rng.IntN(n), ""
@@ -982,6 +998,24 @@ func checkPoison(t *T) error {
 	}
 	var forGood []string
 	if rows > 0 {
+		// A pass that read the outbox before the last transfer carries
+		// fewer than rows postings, and there is one such pass at most:
+		// once the core has refused twice rows postings, the passes since
+		// read them all, and so will the first after its return. Unless
+		// the relay owes nothing any more (it marked its rows, or set
+		// them aside): then no pass comes.
+		before := faults.Refused()
+		if _, err := t.WaitFor(drainWithin, func() (bool, error) {
+			if faults.Refused()-before >= 2*int(rows) {
+				return true, nil
+			}
+			st, err := t.State()
+			return err == nil && st.Outbox.Pending == 0, err
+		}); err != nil {
+			return err
+		}
+		up()
+		story = append(story, fmt.Sprintf("the core refuses %d postings while down, then comes back", faults.Refused()))
 		// The relay has sent something: wait for both refusals.
 		refused := func() (bool, error) {
 			_, ok := faults.Answer(overLimit)
@@ -992,6 +1026,7 @@ func checkPoison(t *T) error {
 		}
 		forGood = append(faults.Poisoned(), overLimit)
 	}
+	up()
 	story = append(story, fmt.Sprintf("the core refused the postings of %v for good", forGood))
 	if err := t.delivered(strings.Join(story, "\n"), s, want, forGood); err != nil || len(forGood) == 0 {
 		return err
