@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"regexp"
@@ -266,7 +267,20 @@ func (e *events) outcome() Outcome {
 	}
 	sort.Slice(o.Checks, func(i, j int) bool { return checkLess(o.Checks[i].ID, o.Checks[j].ID) })
 	if e.packageFailed && o.Build == "" && len(o.Failed()) == 0 {
-		o.Other = strings.TrimSpace(e.other.String())
+		other := []string{strings.TrimSpace(e.other.String())}
+		// A check that never ended was running as the test binary died:
+		// go test gives what the binary printed last (a panic's message
+		// and stack) to the test that printed last, and only that
+		// check's output says why.
+		for _, id := range slices.Sorted(maps.Keys(e.outputs)) {
+			if _, ended := e.results[id]; ended {
+				continue
+			}
+			if r := failureReport(e.outputs[id].String()); r != "" {
+				other = append(other, id+" was running as the checks stopped:\n"+r)
+			}
+		}
+		o.Other = strings.TrimSpace(strings.Join(other, "\n"))
 		if o.Other == "" {
 			o.Other = "the checks failed without saying why"
 		}

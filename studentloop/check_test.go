@@ -152,6 +152,44 @@ func TestWhyNot_IsTheReportsWhyNotOnOneLine(t *testing.T) {
 	}
 }
 
+// TestParseTestJSON_APanicShowsWhere: a stage whose code panics (a
+// relay's nil pointer, say) kills the test binary in the middle of the
+// checks, and go test gives the panic's message and stack to the check
+// that printed last, which never ends. The outcome says the checks did
+// not finish and shows them, under that check's name, without go test's
+// framing. A parser that kept only the output outside any check told the
+// student nothing of why.
+func TestParseTestJSON_APanicShowsWhere(t *testing.T) {
+	stream := strings.Join([]string{
+		`{"Action":"start"}`,
+		`{"Action":"run","Test":"TestStage"}`,
+		`{"Action":"output","Test":"TestStage","Output":"    gradertest.go:43: seed 3 (repeat with SEED=3)\n"}`,
+		`{"Action":"output","Test":"TestStage/S9.posted-once","Output":"=== RUN   TestStage/S9.posted-once\n"}`,
+		`{"Action":"pass","Test":"TestStage/S9.posted-once"}`,
+		`{"Action":"output","Test":"TestStage/S9.core-down","Output":"=== CONT  TestStage/S9.core-down\n"}`,
+		`{"Action":"output","Test":"TestStage/S9.lost-answers","Output":"=== CONT  TestStage/S9.lost-answers\n"}`,
+		`{"Action":"output","Test":"TestStage/S9.lost-answers","Output":"panic: runtime error: invalid memory address or nil pointer dereference\n"}`,
+		`{"Action":"output","Test":"TestStage/S9.lost-answers","Output":"\tidemlab/stages/stage9/outbox.go:71 +0x36\n"}`,
+		`{"Action":"output","Output":"FAIL\tidemlab/stages/stage9\t0.945s\n"}`,
+		`{"Action":"fail"}`,
+	}, "\n")
+	o, err := ParseTestJSON(strings.NewReader(stream), 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.State() != CouldNotCheck {
+		t.Fatalf("state %q, want %q", o.State(), CouldNotCheck)
+	}
+	for _, want := range []string{"S9.lost-answers was running as the checks stopped", "panic: runtime error: invalid memory address", "outbox.go:71"} {
+		if !strings.Contains(o.Other, want) {
+			t.Errorf("no %q in what the run printed:\n%s", want, o.Other)
+		}
+	}
+	if strings.Contains(o.Other, "=== ") || strings.Contains(o.Other, "S9.core-down") {
+		t.Errorf("go test's framing, or a check that printed nothing, in what the run printed:\n%s", o.Other)
+	}
+}
+
 func TestParseTestJSON_RejectsOtherText(t *testing.T) {
 	if _, err := ParseTestJSON(strings.NewReader("ok  idemlab/stages/stage1\n"), 1); err == nil {
 		t.Fatal("plain go test output parsed as events")
