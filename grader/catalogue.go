@@ -382,6 +382,12 @@ var catalogue = []Check{
 		Run:   checkAfterExpiry,
 	},
 	{
+		ID: "S8.after-restart", Stage: 8, Lesson: lesson8 + "#after-the-key-expired",
+		Claim: "an invoice paid before the server restarts, paid again after it under a new key, gets 409 duplicate-reference with the Location of the first transfer, and nothing moves",
+		Why:   "a reference kept anywhere but the database, in the server's memory say, ends with the process that held it (a deploy, a crash), and the invoice is paid again: only the database outlives the process",
+		Run:   checkAfterRestart,
+	},
+	{
 		ID: "S8.edited", Stage: 8, Lesson: lesson8 + "#an-edited-payment",
 		Claim: "the same reference with another amount, another memo, or another of the payee's accounts and another amount, each under a new key, gets 409 duplicate-reference with the Location of the first transfer, and nothing moves",
 		Why:   "a clerk who corrects the amount, the memo or the payee's account and submits again pays the invoice twice, once with each version, unless the reference alone decides",

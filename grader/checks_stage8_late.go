@@ -100,3 +100,25 @@ func lateRefusalVerdict(first, retry, last Response, tookOver, retryPaid bool) (
 	}
 	return tookOver, "", ""
 }
+
+// checkAfterRestart catches references kept anywhere but the database (a
+// map in the server's memory, say): one process decides one payment per
+// invoice, but when it ends (a deploy, a crash) the references go with
+// it, and the invoice it knew paid is paid again. It needs a server it
+// can restart: a child process.
+func checkAfterRestart(t *T) error {
+	c, err := t.OnChild()
+	if err != nil {
+		return err
+	}
+	s, inv, story, err := c.paidInvoice(2)
+	if err != nil {
+		return err
+	}
+	if err := c.Restart(); err != nil {
+		return err
+	}
+	story += "\n(the server restarts: its process is killed and started again on the same database)"
+	_, _, err = c.payAgain(story, "the invoice paid again under a new key", inv, c.Key(), inv.amount, s.Books)
+	return err
+}
