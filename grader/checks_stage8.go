@@ -662,7 +662,8 @@ func checkEqualLookingReference(t *T) error {
 
 // checkRefusedLeavesPayable catches a reference held before the transfer's
 // outcome is known (inserted first, or kept when the transfer is refused):
-// after a refusal, the invoice can never be paid.
+// after a refusal, the invoice can never be paid. It then catches one held
+// outside the transaction that moves the money (see failedLeavesPayable).
 func checkRefusedLeavesPayable(t *T) error {
 	s, err := t.Scenario(2, 1_000_000)
 	if err != nil {
@@ -720,5 +721,70 @@ func checkRefusedLeavesPayable(t *T) error {
 		return t.Fail(story, r.String()+"\nLocation: "+r.Header.Get("Location"),
 			"201 Created: every earlier payment was refused, nothing paid the invoice, so it is still payable; a refused transfer holds no reference")
 	}
-	return nil
+	return t.failedLeavesPayable()
+}
+
+// failedLeavesPayable pays an invoice whose key store fails while the
+// payment waits on the core: its completion fails, its transaction rolls
+// back (503), and the reference must roll back with the money, so that a
+// retry, once the lease has expired, pays the invoice. A reference held
+// outside that transaction (on the database handle) commits before the
+// money, stays when the money rolls back, and names a transfer that never
+// was: the retry is refused as a duplicate of it, and the invoice is never
+// paid. On SQLite such a reference waits for the write lock its own
+// transaction holds, and the earlier payments fail already.
+func (t *T) failedLeavesPayable() error {
+	return t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
+		lease, err := t.lease()
+		if err != nil {
+			return false, err
+		}
+		inv := invoice{payer: s.A, from: s.A.Accounts[0], to: s.B.Accounts[0], amount: t.Amount(1_000, 100_000),
+			memo: "invoice", op: t.Op(), reference: t.reference(), firstKey: t.Key()}
+		s.Books.Expect(inv.op)
+		req := Transfer(inv.payer, inv.firstKey, inv.body(inv.amount))
+		held, err := t.Hold(req, latency)
+		if err != nil {
+			return false, err
+		}
+		if !held.Seen || !held.Early() {
+			return false, t.unheld(held, "whether the payment holds its key in progress while it waits on the core")
+		}
+		// The claim is in. The store now fails for the next two statements
+		// on the key table: the completion, and the release after it.
+		if err := t.Arm(labctl.StoreUnavailable, 2); err != nil {
+			return false, err
+		}
+		orig := held.Wait()
+		if err := t.Arm(labctl.StoreUnavailable, 0); err != nil {
+			return false, err
+		}
+		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+			return false, err
+		}
+		story := fmt.Sprintf("invoice %s paid: %s\n(claimed; while it waits on the core, the next 2 statements on idempotency_keys fail: the completion, and the release after it)  →  %s", inv.reference, req.String(), orig.Short())
+		if !orig.Is(http.StatusCreated, "") && !orig.Is(http.StatusServiceUnavailable, pUnavailable) {
+			return true, t.Fail(story, orig.String(), "503 "+pUnavailable+": the payment could not be completed, so its transaction rolled back, money and reference (or 201 Created if the store was not needed again)")
+		}
+		final, retries, err := t.retryUntilDone(req, lease)
+		if err != nil {
+			return true, err
+		}
+		story += "\nthen the store is back, and its client retries the same request" + retries
+		if executedOps(orig, final) > 0 {
+			s.Books.Transfer(inv.op, inv.from, inv.to, inv.amount)
+		}
+		if err := t.Reconcile(story, final.String(), s.Books); err != nil {
+			return true, err
+		}
+		const expected = "201 Created: the failed attempt's transaction rolled back, its transfer and its reference with it, so nothing paid the invoice, and the retry, once the lease has expired, pays it"
+		if final.Is(http.StatusConflict, pDuplicateReference) {
+			return true, t.Harmful(judging.ToldDuplicate, story, final.String()+"\nLocation: "+final.Header.Get("Location"),
+				expected+". A reference held outside the money's transaction commits before the money, stays when the money rolls back, and names a transfer that never was")
+		}
+		if !final.Is(http.StatusCreated, "") {
+			return true, t.Fail(story, final.String(), expected)
+		}
+		return true, nil
+	})
 }
