@@ -395,8 +395,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S8.refusal-replayed", Stage: 8, Lesson: lesson8 + "#the-refusal-is-an-answer",
-		Claim: "a retry of the refused request, with its key, gets the stored 409 duplicate-reference again, byte for byte, with its Location and Idempotent-Replayed: true",
-		Why:   "the refusal is that key's answer for good: recomputed, it is not marked as a replay, and the client cannot tell it from a fresh decision",
+		Claim: "a retry of the refused request, with its key, gets the stored 409 duplicate-reference again, byte for byte, with its Location and Idempotent-Replayed: true, which the refusal, sent the first time, does not carry",
+		Why:   "the refusal is that key's answer for good: recomputed, it is not marked as a replay, and the client cannot tell it from a fresh decision; marked the first time, it tells the client that its key had been answered before, and a stored answer can no longer be told from a fresh one",
 		Run:   checkRefusalReplayed,
 	},
 	{

@@ -403,8 +403,9 @@ func checkEditedPayment(t *T) error {
 }
 
 // checkRefusalReplayed catches a refusal that is not stored under its key
-// (the key released, the refusal recomputed on every retry) and one
-// stored without its Location.
+// (the key released, the refusal recomputed on every retry), one stored
+// without its Location, and one marked Idempotent-Replayed the first time
+// it is sent, as if "already paid" were a replay: only its retry is one.
 func checkRefusalReplayed(t *T) error {
 	s, inv, story, err := t.paidInvoice(2)
 	if err != nil {
@@ -414,6 +415,10 @@ func checkRefusalReplayed(t *T) error {
 	story, first, err := t.payAgain(story, "another clerk pays it again, under a new key", inv, key, inv.amount, s.Books)
 	if err != nil {
 		return err
+	}
+	if len(first.Header.Values("Idempotent-Replayed")) > 0 {
+		return t.Fail(story, first.String(),
+			"409 "+pDuplicateReference+" without Idempotent-Replayed: this is the request's own answer, decided now; the transfer that paid the invoice was another request's, and only a retry of this key gets a stored answer, marked as one")
 	}
 	retry := t.Do(Transfer(inv.payer, key, inv.body(inv.amount)))
 	story += "\nits answer is lost, and its client retries with the same key  →  " + retry.Short()
