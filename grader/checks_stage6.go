@@ -203,6 +203,11 @@ func (t *T) retakeOnce(s Scenario, lease time.Duration) (wide bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	// A child process started again has forgotten the config: the lease
+	// the takeover must write is set again.
+	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
+		return false, err
+	}
 	if p.claimedBy, err = t.LabNow(); err != nil {
 		return false, err
 	}
