@@ -94,10 +94,12 @@ func NewDemo(ctx context.Context, ctl TrafficControls, stages []int, left, right
 	return m
 }
 
-// NewWatch returns the model of lab dash: one side, a server it only watches.
+// NewWatch returns the model of lab dash: one side, a server it only
+// watches, which may have run before: its first state poll is the side's
+// baseline (see Attach).
 func NewWatch(ctx context.Context, title string, now time.Time) Model {
 	m := newModel(ctx, nil, now)
-	m.sides = []*sideState{{Side: NewSide(), title: title}}
+	m.sides = []*sideState{{Side: newAttachedSide(), title: title}}
 	return m
 }
 

@@ -692,3 +692,26 @@ func TestModel_ThePanesRowsLineUpWhenOneHasAnOutboxLine(t *testing.T) {
 		}
 	}
 }
+
+// TestModel_AWatchShowsWhatWasThereBeforeAttach: lab dash attached to a
+// server with a replayed day behind it says so, and neither calls the day
+// unreported executions nor says no keys are stored.
+func TestModel_AWatchShowsWhatWasThereBeforeAttach(t *testing.T) {
+	m := NewWatch(context.Background(), "http://127.0.0.1:8080", t0)
+	m.frozen = true
+	m, _ = update(t, m, tea.WindowSizeMsg{Width: 80, Height: 30})
+	for range 2 {
+		m, _ = update(t, m, StateMsg{Polled: t0, State: history(0)})
+	}
+	got := ansi.Strip(m.Render())
+	for _, want := range []string{"before attach: 4 executions, 1 doubled, 3 keys", "✓ conserved"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the pane does not say %q:\n%s", want, got)
+		}
+	}
+	for _, wrong := range []string{"unreported", "no idempotency keys stored"} {
+		if strings.Contains(got, wrong) {
+			t.Errorf("the pane says %q:\n%s", wrong, got)
+		}
+	}
+}

@@ -35,15 +35,16 @@ type layout struct {
 	bigCounters bool
 	stats       int
 	spark       bool
-	money       int // 0, or 2 plus the account rows
+	money       int // 0, or its rows plus the account rows
 	feed        int
 	keys        int // 0, or a header plus rows
 }
 
 // plan shares out the inside height: the counters first (they are the
-// point of the demo), then the traffic summary, the money check, the
+// point of the demo), then the traffic summary, the money check (money
+// rows, more for the accounts if there is room), the
 // sparkline, and what is left to the feed and the key table.
-func plan(inner, width, accounts int, keys bool, stats int) layout {
+func plan(inner, width, accounts int, keys bool, stats, money int) layout {
 	var l layout
 	left := inner - 1 // title
 	take := func(n int) bool {
@@ -63,8 +64,8 @@ func plan(inner, width, accounts int, keys bool, stats int) layout {
 	case take(1):
 		l.stats = 1
 	}
-	if take(2) {
-		l.money = 2
+	if take(money) {
+		l.money = money
 	}
 	l.spark = inner >= 10 && take(2)
 	switch {
@@ -92,7 +93,11 @@ func (p pane) Render() string {
 	for len(stats) < p.statsRows {
 		stats = append(stats, "")
 	}
-	l := plan(ih, iw, len(s.Money.Accounts), s.KeyCount() > 0, len(stats))
+	money := 2
+	if s.Before.Found {
+		money++ // what was there before attach
+	}
+	l := plan(ih, iw, len(s.Money.Accounts), s.KeyCount() > 0, len(stats), money)
 	var lines []string
 	add := func(ls ...string) {
 		for _, line := range ls {
@@ -328,6 +333,10 @@ func (p pane) keyLines(n int) []string {
 	for _, k := range p.side.Keys(n - 1) {
 		state := k.State
 		style := p.st.Dim
+		age := Age(p.now.Sub(k.Seen))
+		if k.Before {
+			age = "before attach"
+		}
 		switch state {
 		case "in_progress":
 			style = p.st.Conflict
@@ -335,7 +344,7 @@ func (p pane) keyLines(n int) []string {
 			style = p.st.OK
 		}
 		out = append(out, fmt.Sprintf("%-*s %s %s", keyWidth, ansi.Truncate(k.Key, keyWidth, "…"),
-			style.Render(padRight(state, 11)), p.st.Dim.Render(Age(p.now.Sub(k.Seen)))))
+			style.Render(padRight(state, 11)), p.st.Dim.Render(age)))
 	}
 	return out
 }
@@ -357,10 +366,18 @@ func (p pane) moneyLines(n int) []string {
 	case Unverified:
 		verdict = p.st.Conflict.Render(fmt.Sprintf("? %d unreported executions", m.Unseen))
 	}
+	if v := p.side.Before.Vanished; v > 0 {
+		// Broken before attach: whatever the check says since, the
+		// books were not clean when the dashboard came.
+		verdict += p.st.Bad.Render(fmt.Sprintf(" · ✗ ₩%s short at attach", Short(v)))
+	}
 	out := []string{
 		fmt.Sprintf("Σ ₩%s %s", bank.FormatWon(m.Total), verdict),
 		p.counterStyle(m.MovedTwice).Render("moved twice ₩"+Short(m.MovedTwice)) + p.st.Dim.Render(" · ") +
 			p.counterStyle(m.CreatedTwice).Render("created ₩"+Short(m.CreatedTwice)),
+	}
+	if b := p.side.Before; b.Found {
+		out = append(out, p.beforeLine(b))
 	}
 	for _, a := range m.Accounts {
 		if len(out) >= n {
@@ -376,6 +393,18 @@ func (p pane) moneyLines(n int) []string {
 		out = append(out, fmt.Sprintf("%-12s %12s %s", a.ID, bank.FormatWon(a.Balance), ds))
 	}
 	return out
+}
+
+// beforeLine says what the server had done before the dashboard attached
+// to it: history, not counted above.
+func (p pane) beforeLine(b Attach) string {
+	keys := Short(int64(b.Keys))
+	if b.KeysMore {
+		keys += "+"
+	}
+	line := p.st.Dim.Render(fmt.Sprintf("before attach: %s executions, ", Short(b.Executions))) +
+		p.counterStyle(b.Doubles).Render(Short(b.Doubles)+" doubled") + p.st.Dim.Render(", "+keys+" keys")
+	return line
 }
 
 func padRight(s string, n int) string {

@@ -88,6 +88,9 @@ type KeyRow struct {
 	State   string
 	Seen    time.Time // when the dashboard first saw the row
 	Changed time.Time // when it last changed
+	// Before marks a row stored before the dashboard attached, unchanged
+	// since: its age is not known.
+	Before bool
 }
 
 // Money is what the last state poll said about balances.
@@ -195,6 +198,35 @@ type Side struct {
 	retention  time.Duration
 	clockHeard time.Time
 	resetHeard time.Time
+
+	// Before is what the first state poll showed was there before the
+	// dashboard attached (lab dash on a server with a past).
+	Before Attach
+	// attaching is set until the first poll of a side that attaches to
+	// a running server: that poll is its baseline, not news.
+	attaching bool
+	// base is the surplus the baseline poll found, which the deposits
+	// made before attach explain: the money check judges from it.
+	base int64
+}
+
+// Attach is the history a server had when the dashboard attached to it,
+// as its first state poll showed it: shown as such, never counted as new.
+type Attach struct {
+	// Found is set once the baseline was taken and showed any history.
+	Found bool
+	// Executions are the executions of ops no event reported, and
+	// Doubles those beyond each op's first (or re-runs after a key
+	// expired: the poll cannot tell them apart).
+	Executions, Doubles int64
+	// Keys is how many key rows the poll listed; KeysMore that it listed
+	// as many as it lists, so there may be more.
+	Keys     int
+	KeysMore bool
+	// Vanished is the won the balances were short of the opening ones and
+	// the deposits heard: deposits only add money and transfers move it,
+	// so the books were broken before attach.
+	Vanished int64
 }
 
 // NewSide returns an empty side.
@@ -219,6 +251,16 @@ func (s *Side) clear() {
 	s.deposited = nil
 	s.spark = [SparkSeconds]sparkBucket{}
 	s.retention = 24 * time.Hour
+	s.Before, s.attaching, s.base = Attach{}, false, 0
+}
+
+// newAttachedSide returns an empty side for a server that may have run
+// before the dashboard attached (lab dash): its first state poll is taken
+// as the baseline. A reset makes it a fresh server's side.
+func newAttachedSide() *Side {
+	s := NewSide()
+	s.attaching = true
+	return s
 }
 
 // Ingest takes one event, received at received (the local clock).
@@ -448,6 +490,9 @@ func (s *Side) key(t time.Time, k events.Key) {
 		row = &KeyRow{RowID: k.RowID, Seen: t}
 		s.keys[k.RowID] = row
 	}
+	if row.Before {
+		row.Seen, row.Before = t, false
+	}
 	row.Key, row.State, row.Changed = keyColumn(k.Row), stateColumn(k.Row), t
 }
 
@@ -562,6 +607,10 @@ func (s *Side) ApplyState(st labctl.State, polled time.Time) {
 	if now, err := time.Parse(time.RFC3339Nano, st.Now); err == nil && polled.After(s.clockHeard) {
 		s.labClock(now)
 	}
+	if s.attaching {
+		s.attaching = false
+		s.baseline(st)
+	}
 	next := map[string]bool{}
 	consider := func(op string, n int64) {
 		seen := s.ops[op].count
@@ -615,7 +664,7 @@ func (s *Side) ApplyState(st labctl.State, polled time.Time) {
 		m.Total += a.Balance
 		m.Opening += a.Opening
 	}
-	surplus := m.Total - m.Opening - s.Counts.DepositsOnce
+	surplus := m.Total - m.Opening - s.Counts.DepositsOnce - s.base
 	// The deposits heard since the poll started may or may not be in its
 	// balances: a shortfall they cover is no money that vanished.
 	var late int64
@@ -650,6 +699,46 @@ func (s *Side) ApplyState(st labctl.State, polled time.Time) {
 		m.Verdict, m.Surplus = verdict, surplus
 	}
 	m.candidate = verdict
+}
+
+// baseline takes the first poll of a server attached to as what was
+// there before: the executions and key rows no event reported, and the
+// balances' surplus over the opening ones, which the deposits made before
+// explain (their amounts are not in the state, so the books of the past
+// are judged only where they cannot be right: money short of the opening
+// balances). The money check then judges from the baseline.
+func (s *Side) baseline(st labctl.State) {
+	b := &s.Before
+	for op, n := range st.Executions {
+		if n <= 0 || s.ops[op].count > 0 {
+			continue
+		}
+		s.remember(op, n)
+		b.Executions += n
+		b.Doubles += n - 1
+	}
+	for _, row := range st.Keys {
+		id, ok := row["rowid"].(float64)
+		if !ok {
+			continue
+		}
+		b.Keys++
+		if _, heard := s.keys[int64(id)]; !heard && len(s.keys) < KeyRowsKept {
+			s.keys[int64(id)] = &KeyRow{RowID: int64(id), Key: keyColumn(row), State: stateColumn(row), Before: true}
+		}
+	}
+	b.KeysMore = len(st.Keys) >= labctl.MaxStateKeys
+	var total, opening int64
+	for _, a := range st.Accounts {
+		total += a.Balance
+		opening += a.Opening
+	}
+	surplus := total - opening - s.Counts.DepositsOnce
+	if surplus < 0 {
+		b.Vanished, surplus = -surplus, 0
+	}
+	s.base = surplus
+	b.Found = b.Executions > 0 || b.Keys > 0 || s.base != 0 || b.Vanished > 0
 }
 
 // problemName is the type a problem body names, without its /problems/

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"idemlab/kit/bank"
 	"idemlab/kit/events"
 	"idemlab/kit/labctl"
@@ -438,5 +440,81 @@ func TestSide_TheSurplusShownIsTheVerdicts(t *testing.T) {
 	s.ApplyState(st(1000), t0)
 	if s.Money.Verdict != Conserved {
 		t.Fatalf("verdict %v after two polls that balance, want conserved", s.Money.Verdict)
+	}
+}
+
+// history is a server's state as lab dash finds it after a replayed day:
+// four executions of three ops (c ran twice), three key rows, and ₩500
+// deposited, all before the dashboard attached.
+func history(extra int64) labctl.State {
+	return labctl.State{
+		Accounts:   []bank.Balance{{ID: "acc_a", Balance: 1500 + extra, Opening: 1000}, {ID: "acc_b", Balance: 1000, Opening: 1000}},
+		Executions: map[string]int64{"a": 1, "b": 1, "c": 2},
+		Keys: []map[string]any{
+			{"rowid": float64(3), "key": "k-c", "state": "completed"},
+			{"rowid": float64(2), "key": "k-b", "state": "completed"},
+			{"rowid": float64(1), "key": "k-a", "state": "completed"},
+		},
+	}
+}
+
+// TestSide_AttachedToAServerWithHistory catches a lab dash that reads what
+// a server did before it attached as news: executions no event reported
+// (a killed server's), keys it never heard of, and deposits that appeared.
+func TestSide_AttachedToAServerWithHistory(t *testing.T) {
+	s := newAttachedSide()
+	s.ApplyState(history(0), t0)
+	s.ApplyState(history(0), t0)
+	if s.Counts.Unseen != 0 || s.Counts.Doubles != 0 || s.Money.Verdict != Conserved {
+		t.Fatalf("unseen %d, doubles %d, verdict %v; want 0, 0, conserved: all of it was before attach",
+			s.Counts.Unseen, s.Counts.Doubles, s.Money.Verdict)
+	}
+	want := Attach{Found: true, Executions: 4, Doubles: 1, Keys: 3}
+	if s.Before != want {
+		t.Fatalf("before attach = %+v, want %+v", s.Before, want)
+	}
+	if s.KeyCount() != 3 {
+		t.Fatalf("key table holds %d rows, want the 3 stored", s.KeyCount())
+	}
+	// From the baseline on, the books are judged as on a fresh server.
+	s.Ingest(execution("d", "deposit", 200, 1), t0)
+	s.ApplyState(history(200), t0.Add(time.Second))
+	s.ApplyState(history(200), t0.Add(time.Second))
+	if s.Money.Verdict != Conserved {
+		t.Fatalf("verdict %v after a deposit once, want conserved", s.Money.Verdict)
+	}
+	s.Ingest(execution("d", "deposit", 200, 2), t0)
+	s.Ingest(execution("c", "transfer", 70, 3), t0) // a late retry of an op of the history, run again
+	s.ApplyState(history(400), t0.Add(2*time.Second))
+	s.ApplyState(history(400), t0.Add(2*time.Second))
+	if s.Money.Verdict != Broken || s.Money.Surplus != 200 || s.Counts.Doubles != 2 {
+		t.Fatalf("verdict %v surplus %d doubles %d, want broken by 200 with 2 doubles", s.Money.Verdict, s.Money.Surplus, s.Counts.Doubles)
+	}
+}
+
+// TestSide_BooksBrokenBeforeAttachDoNotReadClean: money that vanished
+// before the dashboard attached is found at attach and stays said.
+func TestSide_BooksBrokenBeforeAttachDoNotReadClean(t *testing.T) {
+	s := newAttachedSide()
+	st := history(-800) // 300 short of the opening balances
+	s.ApplyState(st, t0)
+	s.ApplyState(st, t0)
+	if s.Before.Vanished != 300 {
+		t.Fatalf("vanished before attach = %d, want 300", s.Before.Vanished)
+	}
+	p := pane{side: s, title: "lab server", status: "running", now: t0, st: DefaultStyles()}
+	p.SetSize(80, 24)
+	if got := ansi.Strip(p.Render()); !strings.Contains(got, "₩300 vanished") || !strings.Contains(got, "at attach") {
+		t.Fatalf("the pane does not say the books were broken at attach:\n%s", got)
+	}
+}
+
+// A fresh server's first poll is no history: the demo judges it as ever.
+func TestSide_AFreshSideTakesNoBaseline(t *testing.T) {
+	s := NewSide()
+	s.ApplyState(history(0), t0)
+	s.ApplyState(history(0), t0)
+	if s.Before.Found || s.Counts.Unseen != 4 {
+		t.Fatalf("before %+v, unseen %d; want no baseline and 4 unreported", s.Before, s.Counts.Unseen)
 	}
 }
