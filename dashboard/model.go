@@ -265,6 +265,10 @@ func (m Model) press(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.helpTop = min(m.helpTop+1, last)
 		}
 		return m, nil
+	case m.showHelp:
+		// The page covers the panes: nothing acts behind it but its own
+		// keys (scroll, close) and quit.
+		return m, nil
 	case key.Matches(msg, k.Pause):
 		m.paused = !m.paused
 		desc := "pause"

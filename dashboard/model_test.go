@@ -715,3 +715,32 @@ func TestModel_AWatchShowsWhatWasThereBeforeAttach(t *testing.T) {
 		}
 	}
 }
+
+// TestModel_TheHelpPageTakesOnlyItsOwnKeys: while the help page is up, a
+// key that drives the demo does nothing behind it (s changed the stage and
+// f the faults out of sight); scroll, close and quit still act.
+func TestModel_TheHelpPageTakesOnlyItsOwnKeys(t *testing.T) {
+	f := &fakeControls{rate: testRate}
+	m := demoModel(f)
+	m, _ = update(t, m, press("?"))
+	for _, k := range []string{"space", "p", "+", "-", "f", "b", "e", "u", "i", "c", "s", "y"} {
+		var cmd tea.Cmd
+		m, cmd = update(t, m, press(k))
+		if cmd != nil || len(f.calls) != 0 || m.paused || !m.showHelp {
+			t.Fatalf("%q behind the help page: command %v, calls %v, paused %v, help shown %v", k, cmd != nil, f.calls, m.paused, m.showHelp)
+		}
+	}
+	if m.right != (Choice{Stage: 6}) || m.profile != testProfiles[0] {
+		t.Fatalf("behind the help page the right side became %s and the faults %s", m.right, m.profile.Name)
+	}
+	if _, cmd := m.Update(press("q")); cmd == nil {
+		t.Fatal("q does not quit from the help page")
+	}
+	m, _ = update(t, m, press("?"))
+	if m.showHelp {
+		t.Fatal("? did not close the help page")
+	}
+	if update(t, m, press("s")); len(f.calls) != 1 {
+		t.Fatalf("s after the help page closed: calls %v", f.calls)
+	}
+}
