@@ -27,7 +27,11 @@ type Bindings struct {
 	// hold it; they say so at its foot, and nowhere else.
 	Up   key.Binding
 	Down key.Binding
-	Quit key.Binding
+	// Dismiss takes away the error a key press's action left on screen
+	// (your code that does not compile); the error says so beside
+	// itself, and nothing else does.
+	Dismiss key.Binding
+	Quit    key.Binding
 }
 
 // DefaultBindings returns the bindings. With demo false (lab dash, which
@@ -49,10 +53,11 @@ func DefaultBindings(demo bool) Bindings {
 		Help:    key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Up:      key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑", "scroll up")),
 		Down:    key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓", "scroll down")),
+		Dismiss: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "dismiss error")),
 		Quit:    key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 	}
 	if !demo {
-		disable(&b.Profile, &b.Burst, &b.Edited, &b.Clerks, &b.Invoice, &b.Crash, &b.Stage, &b.Yours, &b.Faster, &b.Slower)
+		disable(&b.Profile, &b.Burst, &b.Edited, &b.Clerks, &b.Invoice, &b.Crash, &b.Stage, &b.Yours, &b.Faster, &b.Slower, &b.Dismiss)
 		b.Pause.SetHelp("space", "freeze")
 	}
 	return b
@@ -72,7 +77,8 @@ func (b Bindings) ShortHelp() []key.Binding {
 }
 
 // FullHelp is the help page, one column per kind of key press: the
-// traffic, what it meets, the stories, the servers.
+// traffic, what it meets, the stories, the servers. Dismiss is not on
+// it: the error it takes away says so beside itself.
 func (b Bindings) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{b.Pause, b.Faster, b.Slower, b.Profile},

@@ -43,6 +43,10 @@ type Model struct {
 	notice   string
 	noticeAt time.Time
 	errored  bool
+	// failure is the error the last action left, shown whole under the
+	// panes until dismissed or replaced: an instructor reads a build
+	// error's file and line out to the class.
+	failure  string
 	showHelp bool
 	// helpTop is the first line of the help page shown, when the window
 	// is too small for all of it.
@@ -186,9 +190,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case doneMsg:
 		m.busy = ""
 		if msg.err != nil {
-			m.setNotice(msg.err.Error(), true)
+			m.failure = msg.err.Error()
 		} else if msg.notice != "" {
 			m.setNotice(msg.notice, false)
+		}
+		if msg.right != nil && msg.err == nil {
+			m.failure = "" // what failed to start is no longer the question
 		}
 		if msg.rate != 0 {
 			m.rate = msg.rate
@@ -264,6 +271,9 @@ func (m Model) press(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		} else {
 			m.helpTop = min(m.helpTop+1, last)
 		}
+		return m, nil
+	case m.failure != "" && key.Matches(msg, k.Dismiss):
+		m.failure = ""
 		return m, nil
 	case m.showHelp:
 		// The page covers the panes: nothing acts behind it but its own
@@ -433,11 +443,30 @@ func (m Model) layout() (header string, footer []string, body int) {
 	if h < 12 {
 		header = ""
 	}
+	footer = append(m.failureLines(w, max(h/4, 1)), footer...)
 	body = h - len(footer)
 	if header != "" {
 		body--
 	}
 	return header, footer, body
+}
+
+// failureLines are the error the last action left, wrapped to w columns
+// in at most n lines (the panes keep the rest of the window), with the key
+// that dismisses it; none when there is none.
+func (m Model) failureLines(w, n int) []string {
+	if m.failure == "" {
+		return nil
+	}
+	text := "✗ " + m.failure + "  (" + hint(m.bindings.Dismiss) + ")"
+	lines := strings.Split(ansi.Wrap(text, w, " /"), "\n")
+	if len(lines) > n {
+		lines = append(lines[:n-1], truncate(strings.Join(lines[n-1:], " "), w))
+	}
+	for i, l := range lines {
+		lines[i] = m.styles.Error.Render(l)
+	}
+	return lines
 }
 
 // helpBar is the help bar, w columns at most. On a window too narrow for

@@ -97,6 +97,8 @@ func press(k string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
 	case "ctrl+c":
 		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
 	}
 	r := []rune(k)[0]
 	return tea.KeyPressMsg{Code: r, Text: k}
@@ -240,8 +242,42 @@ func TestModel_AFailedSwitchKeepsTheStageAndSaysWhy(t *testing.T) {
 	if m.right != (Choice{Stage: 6}) {
 		t.Errorf("right = %v after a failed switch, want stage 6's solution", m.right)
 	}
-	if !m.errored || !strings.Contains(m.notice, "does not compile") {
-		t.Errorf("notice = %q, want the build error", m.notice)
+	if !strings.Contains(ansi.Strip(m.Render()), "does not compile") {
+		t.Errorf("the build error is not on screen:\n%s", ansi.Strip(m.Render()))
+	}
+}
+
+// compileError is what a stage that does not compile says: the file, the
+// line and the compiler's message, longer than a window is wide.
+const compileError = "stages/stage1 does not compile: stages/stage1/claim.go:42:9: undefined: claimKey (go test -c ./stages/stage1)"
+
+// TestModel_ABuildErrorStaysWholeUntilDismissed: the error of your code's
+// build is drawn whole, wrapped to the window, and stays there while the
+// clock runs, until esc dismisses it or another result replaces it. It was
+// cut to "…stages/stage1 does not comp…" in the header and gone in 8 s.
+func TestModel_ABuildErrorStaysWholeUntilDismissed(t *testing.T) {
+	f := &fakeControls{failNext: errors.New(compileError)}
+	m := demoModel(f)
+	m, _ = update(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
+	m, _ = update(t, m, press("y"))
+	m, _ = update(t, m, tickMsg(t0.Add(time.Minute)))
+	frame := m.Render()
+	if lipgloss.Height(frame) != 24 || boxWidth(frame) > 80 {
+		t.Fatalf("the frame is %d lines, %d wide; want 24 lines within 80 columns", lipgloss.Height(frame), boxWidth(frame))
+	}
+	flat := strings.Join(strings.Fields(ansi.Strip(frame)), " ")
+	if !strings.Contains(flat, "stages/stage1/claim.go:42:9: undefined: claimKey") {
+		t.Fatalf("a minute later the error is not whole on screen:\n%s", ansi.Strip(frame))
+	}
+	m, _ = update(t, m, press("esc"))
+	if strings.Contains(ansi.Strip(m.Render()), "claimKey") {
+		t.Fatalf("esc did not dismiss the error")
+	}
+	f.failNext = errors.New(compileError)
+	m, _ = update(t, m, press("y"))
+	m, _ = update(t, m, press("y"))
+	if strings.Contains(ansi.Strip(m.Render()), "claimKey") {
+		t.Fatalf("a switch that worked did not replace the error")
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -26,11 +28,45 @@ func demoStages(root string) backend.Stages {
 	}
 	if root != "" {
 		s.Build = func(ctx context.Context, n int) (string, error) {
-			return stageBinary(ctx, root, n, io.Discard)
+			var out strings.Builder
+			bin, err := stageBinary(ctx, root, n, &out)
+			if err != nil {
+				// The dashboard shows one line: the compiler's first
+				// error, with its file and line.
+				return "", fmt.Errorf("stages/stage%d does not compile: %s", n, firstCompileError(out.String()))
+			}
+			return bin, nil
 		}
 	}
 	return s
 }
+
+// firstCompileError is the first error in the go command's output of a
+// build that failed, "file.go:line:col: message", or else its first line
+// that is not a package header ("# idemlab/…").
+func firstCompileError(out string) string {
+	first := ""
+	for line := range strings.Lines(out) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if compilerError.MatchString(line) {
+			return line
+		}
+		if first == "" {
+			first = line
+		}
+	}
+	if first == "" {
+		return "go test -c failed with no output"
+	}
+	return first
+}
+
+// compilerError matches a compiler's error line: a Go file, a line, a
+// message.
+var compilerError = regexp.MustCompile(`^\S+\.go:\d+(:\d+)?: `)
 
 func runDemo(ctx context.Context, in *invocation) error {
 	right := in.Int("stage", demoStages("").Final(), "the stage on the right: its solution, or yours with --yours")
