@@ -510,10 +510,18 @@ func (m Model) panes(w, h int) string {
 
 func (m Model) header(w int) string {
 	left := m.styles.Header.Render("idemlab")
+	engine := m.engine()
 	if m.traffic != nil {
-		left += m.styles.Dim.Render(" · same traffic, same faults · ") + clockSince(m.now.Sub(m.started))
+		left += m.styles.Dim.Render(" · same traffic, same faults · ")
+		if engine != "" {
+			left += engine + m.styles.Dim.Render(" · ")
+		}
+		left += clockSince(m.now.Sub(m.started))
 	} else {
 		left += m.styles.Dim.Render(" · watching ") + m.sides[0].url
+		if engine != "" {
+			left += m.styles.Dim.Render(" · ") + engine
+		}
 		if m.paused {
 			left = m.styles.Badge.Render(" FROZEN ") + " " + left
 		}
@@ -531,6 +539,25 @@ func (m Model) header(w int) string {
 		return truncate(left, w)
 	}
 	return left + "  " + padLeft(truncate(right, room), room)
+}
+
+// engine names the database engine the servers run on, as their state
+// polls say: "SQLite", "PostgreSQL", or "" before any poll did. The demo
+// runs both sides on one engine; a side that names none yet waits for the
+// other.
+func (m Model) engine() string {
+	for _, s := range m.sides {
+		switch s.Engine {
+		case "postgres":
+			return "PostgreSQL"
+		case "sqlite":
+			return "SQLite"
+		case "":
+		default:
+			return s.Engine
+		}
+	}
+	return ""
 }
 
 func (m Model) faultLine(w int) string {

@@ -18,6 +18,7 @@ import (
 	"idemlab/kit/bank"
 	"idemlab/kit/events"
 	"idemlab/kit/labctl"
+	"idemlab/kit/labdb"
 )
 
 // The traffic rates and fault profiles the fake controls step through:
@@ -778,5 +779,25 @@ func TestModel_TheHelpPageTakesOnlyItsOwnKeys(t *testing.T) {
 	}
 	if update(t, m, press("s")); len(f.calls) != 1 {
 		t.Fatalf("s after the help page closed: calls %v", f.calls)
+	}
+}
+
+// TestModel_SaysWhichEngine: the header names the database engine the
+// servers run on, as their state says, next to what it watches.
+func TestModel_SaysWhichEngine(t *testing.T) {
+	for engine, want := range map[string]string{"postgres": "PostgreSQL", "sqlite": "SQLite"} {
+		m := NewWatch(context.Background(), "http://127.0.0.1:8080", t0)
+		m.frozen = true
+		m, _ = update(t, m, SideMsg{Title: "lab server", URL: "http://127.0.0.1:8080", Status: "running"})
+		m, _ = update(t, m, StateMsg{Polled: t0, State: labctl.State{Engine: labdb.Engine(engine)}})
+		header := strings.SplitN(ansi.Strip(m.Render()), "\n", 2)[0]
+		if !strings.Contains(header, "http://127.0.0.1:8080 · "+want) {
+			t.Errorf("on %s the header is %q, want the URL and %s", engine, header, want)
+		}
+		d := demoModel(&fakeControls{rate: testRate})
+		d, _ = update(t, d, StateMsg{Side: Right, Polled: t0, State: labctl.State{Engine: labdb.Engine(engine)}})
+		if header := strings.SplitN(ansi.Strip(d.Render()), "\n", 2)[0]; !strings.Contains(header, "same faults · "+want+" · ") {
+			t.Errorf("on %s the demo's header is %q, want %s", engine, header, want)
+		}
 	}
 }

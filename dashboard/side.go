@@ -164,6 +164,10 @@ type Side struct {
 	// the one an operator looks at first: its transfer and the core's
 	// answer ("tr_…: 422 posting-rejected"); "" when there is none.
 	OldestDead string
+	// Engine is the database engine the last state poll named ("sqlite"
+	// or "postgres"), "" before one did. A reset keeps it: the server
+	// keeps its database.
+	Engine string
 
 	told   Told
 	toldAt time.Time
@@ -594,6 +598,9 @@ func (s *Side) ApplyState(st labctl.State, polled time.Time) {
 		return
 	}
 	s.Outbox, s.OldestDead = st.Outbox, ""
+	if st.Engine != "" {
+		s.Engine = string(st.Engine)
+	}
 	if len(st.DeadLetters) > 0 {
 		d := st.DeadLetters[0]
 		s.OldestDead = fmt.Sprintf("%s: %d", d.TransferID, d.Status)

@@ -253,7 +253,10 @@ func (c *Controller) handleReset(w http.ResponseWriter, r *http.Request) {
 
 // State is GET /lab/state.
 type State struct {
-	Now        string           `json:"now"`
+	Now string `json:"now"`
+	// Engine is the database engine the server runs on: "sqlite" or
+	// "postgres" (labdb.Engine).
+	Engine     labdb.Engine     `json:"engine"`
 	Accounts   []bank.Balance   `json:"accounts"`
 	Executions map[string]int64 `json:"executions"`
 	Keys       []map[string]any `json:"keys"`
@@ -298,7 +301,7 @@ func (c *Controller) State(ctx context.Context) (State, error) {
 	return State{
 		Now: clock.Format(c.Clock.Now()), Accounts: accounts, Executions: execs,
 		Keys: keys, Config: Wire(c.Settings.Get()), Faults: c.Faults.Armed(), Outbox: outbox.Counts, DeadLetters: outbox.DeadLetters,
-		CoreCalls: c.Bank.CoreCalls(),
+		CoreCalls: c.Bank.CoreCalls(), Engine: c.DB.Engine(),
 	}, nil
 }
 

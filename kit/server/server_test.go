@@ -574,3 +574,17 @@ func TestState_CountsCoreCallsByOp(t *testing.T) {
 		t.Errorf("core_calls after a reset = %v, want none", st.CoreCalls)
 	}
 }
+
+// TestState_NamesTheEngine: the state says which database engine the
+// server runs on, the one its test target names, so that a dashboard can
+// show it.
+func TestState_NamesTheEngine(t *testing.T) {
+	srv, _ := start(t)
+	st, err := srv.Lab().State(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := labdb.EngineOfTarget(labdb.TestTarget()); st.Engine != want {
+		t.Errorf("engine = %q, want %q", st.Engine, want)
+	}
+}
