@@ -116,14 +116,21 @@ func Text(v View, o TextOptions) string {
 	if n := v.HiddenLanes(); n > 0 {
 		fmt.Fprintf(&b, "%s+ %d more %s not drawn: %s\n", pad("", indentCols), n, plural(n, "lane", "lanes"), hiddenSummary(v.Hidden))
 	}
-	legend := []string{fmt.Sprintf("%c execution", glyphs[Execution])}
+	// Each glyph is named only where the picture draws it: a finding's
+	// executions are its highlight, and none may be drawn as a plain one.
+	var legend []string
+	if drawn[glyphs[Execution]] {
+		legend = append(legend, fmt.Sprintf("%c execution", glyphs[Execution]))
+	}
 	for _, h := range v.drawnHighlights() {
 		legend = append(legend, fmt.Sprintf("%c %s", h.Glyph, h.Legend))
 	}
 	if v.draws(missing) {
 		legend = append(legend, fmt.Sprintf("%c told it ran; never did", glyphs[Missing]))
 	}
-	fmt.Fprintf(&b, "%s%s\n", pad("", indentCols), strings.Join(legend, "  "))
+	if len(legend) > 0 {
+		fmt.Fprintf(&b, "%s%s\n", pad("", indentCols), strings.Join(legend, "  "))
+	}
 	line := ""
 	for _, g := range textMarks {
 		if !drawn[g.glyph] {

@@ -301,6 +301,66 @@ func TestText_TheLegendNamesEveryGlyphDrawnAndNoOther(t *testing.T) {
 	}
 }
 
+// namesOnlyDrawn fails t for each glyph the legend names that no lane
+// draws.
+func namesOnlyDrawn(t *testing.T, lanes []string, legend, got string) {
+	t.Helper()
+	drawn := ""
+	for _, l := range lanes {
+		if parts := strings.Split(l, "│"); len(parts) == 3 {
+			drawn += parts[1]
+		}
+	}
+	for entry := range strings.SplitSeq(legend, "  ") {
+		if entry = strings.TrimSpace(entry); entry == "" {
+			continue
+		}
+		if g, _ := utf8.DecodeRuneInString(entry); !strings.ContainsRune(drawn, g) {
+			t.Errorf("the legend names %q, and no lane draws %c:\n%s", entry, g, got)
+		}
+	}
+}
+
+// TestText_TheLegendNamesNoExecutionWhereOnlyTheFindingsAreDrawn: every
+// execution of a concurrent duplicate is the finding's ✗ (make stage-1
+// RUN=S1.concurrent-duplicates); the legend named "$ execution" all the
+// same, and the page "● an execution", with none drawn.
+func TestText_TheLegendNamesNoExecutionWhereOnlyTheFindingsAreDrawn(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	var lanes []Lane
+	for i := range 3 {
+		lanes = append(lanes, Lane{Label: fmt.Sprintf("client %d", i+1),
+			Attempts: []Attempt{{ID: fmt.Sprintf("a%d", i), Client: fmt.Sprintf("client %d", i+1), Start: at(0), End: at(20 + 10*i), Status: 201}},
+			Marks:    []Mark{{At: at(10 + 10*i), Kind: Execution, Highlight: true}}})
+	}
+	v := View{Finding: Finding{Harm: "double", Excess: []string{"op-1"}}, From: t0, To: at(50), Lanes: lanes}
+	got := Text(v, TextOptions{})
+	lines := strings.Split(strings.TrimRight(got, "\n"), "\n")
+	if !strings.Contains(got, ranTooOften.Legend) || strings.Contains(got, "$ execution") {
+		t.Errorf("the legend does not name the finding's ✗ alone:\n%s", got)
+	}
+	namesOnlyDrawn(t, lines[2:5], strings.Join(lines[5:], "  "), got)
+	var b bytes.Buffer
+	if err := HTML(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "● an execution") {
+		t.Errorf("the page names a plain execution it does not draw")
+	}
+	v.Lanes[0].Marks[0].Highlight = false
+	if got := Text(v, TextOptions{}); !strings.Contains(got, "  $ execution  ✗ ") {
+		t.Errorf("a plain execution drawn beside the finding's is not named first:\n%s", got)
+	}
+	b.Reset()
+	if err := HTML(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "● an execution") {
+		t.Errorf("the page does not name the plain execution it draws")
+	}
+}
+
 // TestHTML_TheLegendNamesEveryGlyphDrawnAndNoOther: each glyph the page
 // draws on its lanes is named in its legend, and a page without the lab's
 // lane names none of the lab's marks. A legend typed once named the lab
@@ -558,16 +618,21 @@ func TestText_TheHighlightSaysTheHarm(t *testing.T) {
 					t.Errorf("no %c on the lane of %s:\n%s", c.glyph, c.lane, got)
 				}
 			}
-			i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "  $ execution") })
-			if i < 0 {
-				t.Fatalf("no legend of the executions:\n%s", got)
+			// The legend is what follows the lanes (and the line that
+			// counts those not drawn).
+			i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "│") })
+			for i < len(lines) && (strings.Contains(lines[i], "│") || strings.HasPrefix(lines[i], "  + ")) {
+				i++
 			}
-			legend := lines[i]
+			legend := strings.Join(lines[i:], "  ")
+			namesOnlyDrawn(t, lines[:i], legend, got)
 			if c.legend != "" && !strings.Contains(legend, c.legend) {
 				t.Errorf("the legend reads %q, want it to say %q", legend, c.legend)
 			}
-			if c.legend == "" && legend != "  $ execution" {
-				t.Errorf("nothing is highlighted, and the legend reads %q", legend)
+			for _, h := range []Highlight{ranTooOften, ranRefused, notPosted, postedTwice, unexecuted, toldDuplicate, named} {
+				if c.legend == "" && strings.Contains(legend, h.Legend) {
+					t.Errorf("nothing is highlighted, and the legend reads %q", legend)
+				}
 			}
 			if strings.Contains(got, "more often than asked") != c.ranTooOften {
 				t.Errorf("\"more often than asked\" said: %v, want %v:\n%s", !c.ranTooOften, c.ranTooOften, got)
