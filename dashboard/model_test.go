@@ -741,7 +741,7 @@ func TestModel_AWatchShowsWhatWasThereBeforeAttach(t *testing.T) {
 		m, _ = update(t, m, StateMsg{Polled: t0, State: history(0)})
 	}
 	got := ansi.Strip(m.Render())
-	for _, want := range []string{"before attach: 4 executions, 1 doubled, 3 keys", "✓ conserved"} {
+	for _, want := range []string{"before attach: 4 executions, 1 doubled, 3 keys", "✓ conserved since attach · ✗ at attach: 1 doubled"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the pane does not say %q:\n%s", want, got)
 		}

@@ -366,10 +366,22 @@ func (p pane) moneyLines(n int) []string {
 	case Unverified:
 		verdict = p.st.Conflict.Render(fmt.Sprintf("? %d unreported executions", m.Unseen))
 	}
-	if v := p.side.Before.Vanished; v > 0 {
+	if b := p.side.Before; b.Found {
+		if m.Verdict == Conserved {
+			verdict += p.st.Good.Render(" since attach")
+		}
 		// Broken before attach: whatever the check says since, the
 		// books were not clean when the dashboard came.
-		verdict += p.st.Bad.Render(fmt.Sprintf(" · ✗ ₩%s short at attach", Short(v)))
+		var found []string
+		if b.Doubles > 0 {
+			found = append(found, Short(b.Doubles)+" doubled")
+		}
+		if b.Vanished > 0 {
+			found = append(found, "₩"+Short(b.Vanished)+" short")
+		}
+		if len(found) > 0 {
+			verdict += p.st.Bad.Render(" · ✗ at attach: " + strings.Join(found, ", "))
+		}
 	}
 	out := []string{
 		fmt.Sprintf("Σ ₩%s %s", bank.FormatWon(m.Total), verdict),

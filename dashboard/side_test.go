@@ -504,7 +504,7 @@ func TestSide_BooksBrokenBeforeAttachDoNotReadClean(t *testing.T) {
 	}
 	p := pane{side: s, title: "lab server", status: "running", now: t0, st: DefaultStyles()}
 	p.SetSize(80, 24)
-	if got := ansi.Strip(p.Render()); !strings.Contains(got, "₩300 vanished") || !strings.Contains(got, "at attach") {
+	if got := ansi.Strip(p.Render()); !strings.Contains(got, "✗ ₩300 vanished · ✗ at attach: 1 doubled, ₩300 short") {
 		t.Fatalf("the pane does not say the books were broken at attach:\n%s", got)
 	}
 }
