@@ -361,6 +361,12 @@ var catalogue = []Check{
 		Why:   "a clerk reads the nickname before approving a payment: one that reads backwards or hides characters lets one account pass for another, and one cleaned up in silence is not the name the clerk typed",
 		Run:   checkSettingsHiddenCharacters,
 	},
+	{
+		ID: "S7.save-beside-transfers", Stage: 7, Lesson: lesson7 + "#one-conditional-write",
+		Claim: "while a transfer waits on the core, a save of another account's settings, whose own call to the core takes twice as long, does not hold it up: the transfer is answered 201 when its own core wait is over, before the save",
+		Why:   "a save that waits on the core inside its writing transaction holds, on SQLite, the write lock of the whole database, and every transfer, whatever its account, waits for the core with it",
+		Run:   checkSaveBesideTransfers,
+	},
 
 	// Stage 8: zombie resources.
 	{

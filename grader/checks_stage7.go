@@ -429,3 +429,73 @@ func checkRetriedPut(t *T) error {
 	}
 	return nil
 }
+
+// checkSaveBesideTransfers catches a save that waits on the core inside
+// its writing transaction: on SQLite that transaction holds the write
+// lock of the whole database, and a transfer whose own core wait is over
+// waits for the save's before it can write. It holds a transfer on the
+// core, raises the core's latency to twice the transfer's, and saves the
+// settings of an account the transfer does not touch: a right server
+// answers the transfer when its own wait is over, before the save. A try
+// where the transfer answered after the save, or only once the save's
+// core wait was over, is tried again with a longer latency; the check
+// fails only when the longest one waited too.
+func checkSaveBesideTransfers(t *T) error {
+	return t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
+		b, acc := s.B, s.B.Accounts[1]
+		cur, err := t.readSettings("", b, acc)
+		if err != nil {
+			return false, err
+		}
+		req, op, amount := s.Payment(t)
+		s.Books.Expect(op)
+		held, err := t.Hold(req, latency)
+		if err != nil {
+			return false, err
+		}
+		if !held.Seen || !held.Early() {
+			held.Wait()
+			return false, nil
+		}
+		if err := t.Configure(labclient.Config{CoreLatency: 2 * latency}); err != nil {
+			return false, err
+		}
+		next := cur.Settings
+		next.Nickname = t.nickname()
+		put := putSettings(b, acc, next, cur.ETag)
+		sent := time.Now()
+		save := t.Launch(put)
+		orig, saved := held.Wait(), save.Wait()
+		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+			return true, err
+		}
+		story := fmt.Sprintf("(core latency %v) a transfer: %s\n(its key in progress: it waits on the core) the core's latency is raised to %v; B's clerk saves the settings of %s, an account the transfer does not touch: %s",
+			latency, req.String(), 2*latency, acc, describe(put))
+		answers := "transfer  →  " + orig.Short() + "\nsave  →  " + saved.Short()
+		if orig.Is(http.StatusCreated, "") {
+			s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
+		}
+		if err := t.Reconcile(story, answers, s.Books); err != nil {
+			return true, err
+		}
+		if !orig.Is(http.StatusCreated, "") {
+			return true, t.Fail(story, orig.String(), "201 Created: the transfer is within the balance and the daily limit")
+		}
+		if _, err := t.saved(story, put, saved, next); err != nil {
+			return true, err
+		}
+		// The transfer's own core wait ends about latency after it was
+		// sent; the save's, 2×latency after it was sent, later still.
+		behind := held.at.After(save.at) || held.at.Sub(sent) >= 2*latency
+		if !behind {
+			return true, nil
+		}
+		if !lastHold(latency) {
+			return false, nil
+		}
+		return true, t.Fail(story,
+			fmt.Sprintf("%s\nthe transfer answered %v after the save was sent, the save %v after: the transfer, its own core wait of %v over, waited for the save's wait on the core",
+				answers, held.at.Sub(sent).Round(time.Millisecond), save.at.Sub(sent).Round(time.Millisecond), latency),
+			fmt.Sprintf("201 Created to the transfer once its own core wait is over (about %v after it was sent), before the save's answer: a save that waits on the core inside its writing transaction holds what every transfer needs to write (on SQLite, the write lock of the whole database), and every transfer waits for the core with it", latency))
+	})
+}

@@ -18,6 +18,8 @@ type Pending struct {
 	Request Request
 	done    chan struct{}
 	res     Response
+	// at is when the answer came back.
+	at time.Time
 }
 
 // Launch sends req on its own goroutine and returns at once.
@@ -37,6 +39,7 @@ func (t *T) launch(ctx context.Context, req Request) *Pending {
 	go func() {
 		defer close(p.done)
 		p.res = t.sendWith(ctx, inFlight, req)
+		p.at = time.Now()
 	}()
 	return p
 }
