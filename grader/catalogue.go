@@ -546,8 +546,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.lost-answers", Stage: 9, Lesson: lesson9 + "#a-lost-answer",
-		Claim: "when the core ledger's answers are lost (before the posting was applied, or after), the relay sends again and each transfer is posted exactly once",
-		Why:   "no answer says nothing of the posting: a relay that takes it for an acknowledgement loses the postings the core never applied, and one that sends again under a new key makes the core post the others twice; the key belongs to the outbox row, not to the attempt",
+		Claim: "when the core ledger's answers are lost (before the posting was applied, or after) or never come (the call timed out), the relay sends again and each transfer is posted exactly once",
+		Why:   "no answer says nothing of the posting, and a timeout is no answer: a relay that takes either for an acknowledgement loses the postings the core never applied, and one that sends again under a new key makes the core post the others twice; the key belongs to the outbox row, not to the attempt",
 		Run:   checkLostCoreAnswers,
 	},
 	{

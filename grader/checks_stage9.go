@@ -1440,19 +1440,27 @@ func (t *T) relayWaits(faults *core.Faults, arrived int) (bool, error) {
 }
 
 // checkLostCoreAnswers catches a relay that sends again under a new key,
-// and one that takes no answer for an acknowledgement: the core first
-// drops requests before it applies anything, then loses the answers of
-// postings it applied, and the relay cannot tell the two apart.
+// and one that takes no answer for an acknowledgement, a timeout
+// included: the core first keeps silent on a request until the server
+// gives up waiting (armed with core-timeout, after 100 ms rather than
+// 5 s), then drops requests before it applies anything, then loses the
+// answers of postings it applied; nothing of the first two is posted,
+// and the relay cannot tell any of them from the third.
 func checkLostCoreAnswers(t *T) error {
 	s, err := t.coreScenario(1_000_000)
 	if err != nil {
 		return err
 	}
+	if err := t.Arm(labctl.CoreTimeout, 1); err != nil {
+		return err
+	}
 	dropped, n := 1+t.rng.IntN(2), 3+t.rng.IntN(3)
 	faults := &t.Core().Faults
+	faults.Silence(1)
 	faults.DropUnapplied(dropped)
 	faults.LoseAnswers(n)
-	story := []string{fmt.Sprintf("the core ledger drops its next %d posting requests before it applies anything (no answer, nothing posted), then applies the next %d postings and loses its answers", dropped, n)}
+	story := []string{fmt.Sprintf("the core ledger keeps silent on its next posting request until the server gives up waiting (armed: %s, so after %v), applying nothing; then it drops its next %d posting requests before it applies anything (no answer, nothing posted), then applies the next %d postings and loses its answers",
+		labctl.CoreTimeout, core.HurriedTimeout, dropped, n)}
 	want, err := t.payments(s, n, &story)
 	if err != nil {
 		return err

@@ -44,6 +44,9 @@ func (c *Core) postBatch(w http.ResponseWriter, r *http.Request) {
 	if !ok || c.refuseToken(w) {
 		return
 	}
+	if c.Faults.silences() {
+		silent(r)
+	}
 	if c.Faults.drops() {
 		// Nothing of the batch applied, and no answer.
 		panic(http.ErrAbortHandler)

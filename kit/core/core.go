@@ -237,6 +237,9 @@ func (c *Core) post(w http.ResponseWriter, r *http.Request) {
 	if !ok || c.refuseToken(w) {
 		return
 	}
+	if c.Faults.silences() {
+		silent(r)
+	}
 	if c.Faults.drops() {
 		// Nothing applied, and no answer.
 		panic(http.ErrAbortHandler)
@@ -460,7 +463,10 @@ type Faults struct {
 	lose int
 	// drop is how many of the next posting requests lose their
 	// connection before anything is applied.
-	drop    int
+	drop int
+	// silent is how many of the next posting requests get no answer and
+	// have nothing applied, until their caller gives up.
+	silent  int
 	refused int
 	// poisoned are the transfers whose postings are rejected for good;
 	// poisonNext is how many of the next postings join them.
@@ -631,6 +637,38 @@ func (f *Faults) DropUnapplied(n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.drop = n
+}
+
+// Silence makes the core take its next n posting requests, alone or in
+// a batch, and answer nothing and apply nothing until their caller gives
+// up waiting (a timeout, the kit client's or the caller's own): a core
+// slower than its caller's patience, which never got as far as the
+// posting. Only sending again, under the same key, posts it.
+func (f *Faults) Silence(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.silent = n
+}
+
+// silences says whether the core keeps silent for this posting request,
+// and uses up one of the requests Silence named if it does.
+func (f *Faults) silences() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.silent == 0 {
+		return false
+	}
+	f.silent--
+	return true
+}
+
+// silent answers nothing to r and applies nothing until its caller gives
+// up. It reads the body first: the server sees the caller hang up (and
+// ends r's context) only once the body has been read.
+func silent(r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	<-r.Context().Done()
+	panic(http.ErrAbortHandler)
 }
 
 // drops says whether the core drops the connection of this posting

@@ -6,7 +6,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"idemlab/kit/core"
 	"idemlab/kit/labdb"
@@ -157,6 +159,55 @@ func TestFaults_DownAppliesNothingAndALostAnswerWasApplied(t *testing.T) {
 	}
 	if n := postings(t, cl)["tr_1"]; n != 1 {
 		t.Fatalf("posted %d times after the resend", n)
+	}
+}
+
+// TestFaults_SilenceTimesOutAndAppliesNothing: a posting request the
+// core keeps silent on, alone or in a batch, is given up by a client
+// that Hurried hurries, after core.HurriedTimeout, with a timeout error
+// (context.DeadlineExceeded, as the client's own timeout gives), and
+// nothing of it is posted; sent again under the same keys, unhurried, it
+// is posted then, once. A core that applied what it kept silent on, or
+// answered it, or a client that did not hurry (it would wait until the
+// test's own deadline), fails.
+func TestFaults_SilenceTimesOutAndAppliesNothing(t *testing.T) {
+	c, cl := startCore(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	var hurried atomic.Int64
+	hurried.Store(2)
+	cl.Hurried = func() bool { return hurried.Add(-1) >= 0 }
+	c.Faults.Silence(2)
+	timedOut := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "Client.Timeout") {
+			t.Errorf("%s: %v, want the client's timeout", what, err)
+		}
+	}
+	_, _, err := cl.Post(ctx, "outbox-1", posting)
+	timedOut("a posting alone", err)
+	b := []core.Send{
+		{Key: "outbox-2", Posting: core.Posting{TransferID: "tr_2", From: "acc_a", To: "acc_b", Amount: 2}},
+		{Key: "outbox-3", Posting: core.Posting{TransferID: "tr_3", From: "acc_a", To: "acc_b", Amount: 3}},
+	}
+	cl.PostAll(ctx, b, 1)
+	for _, s := range b {
+		timedOut(s.Posting.TransferID+" of a batch", s.Err)
+	}
+	if n := postings(t, cl); len(n) != 0 {
+		t.Fatalf("postings %v after two requests the core kept silent on, want none", n)
+	}
+	if _, replayed, err := cl.Post(ctx, "outbox-1", posting); err != nil || replayed {
+		t.Fatalf("sent again: %v, replayed %v, want posted now", err, replayed)
+	}
+	cl.PostAll(ctx, b, 1)
+	for _, s := range b {
+		if s.Err != nil {
+			t.Errorf("%s sent again: %v", s.Posting.TransferID, s.Err)
+		}
+	}
+	if n := postings(t, cl); len(n) != 3 || n["tr_1"] != 1 || n["tr_2"] != 1 || n["tr_3"] != 1 {
+		t.Fatalf("postings %v, want tr_1, tr_2 and tr_3 once each", n)
 	}
 }
 

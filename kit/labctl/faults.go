@@ -69,10 +69,15 @@ const (
 	// as a dead letter. It arms the core, wherever it runs; a server with
 	// no core ledger refuses it.
 	PoisonPosting = "poison-posting"
+	// CoreTimeout makes a request of postings to the core ledger give up
+	// waiting for its answer after core.HurriedTimeout rather than the
+	// core client's 5 s (stage 9): a check that has the core keep silent
+	// sees the relay's call timed out without waiting 5 s for it.
+	CoreTimeout = "core-timeout"
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, SlowKeyRead, CommitAnswerLost, PoisonPosting}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, SlowKeyRead, CommitAnswerLost, PoisonPosting, CoreTimeout}
 
 // Core is the core ledger whose faults a lab server arms (core.Client):
 // in a process of its own under lab serve, in the server's under lab
@@ -96,6 +101,7 @@ type Faults struct {
 	crashAfterCommit    fault.Countdown
 	crashBeforeResponse fault.Countdown
 	crashAfterPost      fault.Countdown
+	hurryCore           fault.Countdown
 	crash               func(point string)
 	// Core is the core ledger poison-posting arms; nil on a server that
 	// has none (a stage before 9, or one whose stage relays nothing).
@@ -134,6 +140,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.crashBeforeResponse.Arm(count)
 	case CrashAfterPost:
 		f.crashAfterPost.Arm(count)
+	case CoreTimeout:
+		f.hurryCore.Arm(count)
 	case FailInTransfer:
 		f.Bank.FailNext.Arm(count)
 	case StoreUnavailable:
@@ -181,6 +189,7 @@ func (f *Faults) Armed() []ArmedFault {
 		CrashAfterCommit:    f.crashAfterCommit.Left(),
 		CrashBeforeResponse: f.crashBeforeResponse.Left(),
 		CrashAfterPost:      f.crashAfterPost.Left(),
+		CoreTimeout:         f.hurryCore.Left(),
 		FailInTransfer:      f.Bank.FailNext.Left(),
 		StoreUnavailable:    f.db.KeyStoreFailuresLeft(),
 		SlowSettingsWrite:   f.db.SlowSettingsWritesLeft(),
@@ -230,6 +239,13 @@ func (f *Faults) AfterPost() {
 	if f.crashAfterPost.Fire() {
 		f.crash(CrashAfterPost)
 	}
+}
+
+// HurryCore fires core-timeout if it is armed. The core ledger's client
+// calls it as each request of postings starts: true makes that request
+// give up after core.HurriedTimeout.
+func (f *Faults) HurryCore() bool {
+	return f.hurryCore.Fire()
 }
 
 // DisarmAll disarms every fault, the core ledger's poison-posting

@@ -213,6 +213,7 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	}
 	env.Core = core.NewClient(coreURL, &http.Client{Timeout: 5 * time.Second})
 	env.Core.Answered = s.faults.AfterPost
+	env.Core.Hurried = s.faults.HurryCore
 	s.core = env.Core
 	if s.handlers, err = opts.Stage(ctx, env); err != nil {
 		if ownCore != nil {
