@@ -135,7 +135,7 @@ func (t *T) delivered(story string, s Scenario, want owed, forGood []string) err
 		expected = "the transfer posted once to the core ledger, and the outbox empty"
 	}
 	seen := postingsSeen(ps, pending, int64(len(st.DeadLetters)))
-	var missing, twice, wrong, extra, setAside, unnamed, misanswered, deadSent []string
+	var missing, twice, wrong, extra, setAside, deadHeld, unnamed, misanswered, deadSent []string
 	var answers []string
 	for id, w := range want {
 		d, isDead := dead[id]
@@ -155,8 +155,10 @@ func (t *T) delivered(story string, s Scenario, want owed, forGood []string) err
 			case d.SentAt != "":
 				deadSent = append(deadSent, fmt.Sprintf("%s (set aside at %s, marked sent at %s)", id, d.At, d.SentAt))
 			}
-		case isDead:
+		case isDead && len(rs) == 0:
 			setAside = append(setAside, fmt.Sprintf("%s (%d %s)", id, d.Status, d.Answer))
+		case isDead && len(rs) == 1:
+			deadHeld = append(deadHeld, fmt.Sprintf("%s (set aside with %d %s; the core posted it under key %s)", id, d.Status, d.Answer, rs[0].Key))
 		case len(rs) == 0:
 			missing = append(missing, id)
 		case len(rs) > 1:
@@ -188,7 +190,7 @@ func (t *T) delivered(story string, s Scenario, want owed, forGood []string) err
 		}
 		missing = unsent
 	}
-	for _, list := range [][]string{missing, markedSent, twice, wrong, extra, setAside, unnamed, misanswered, deadSent, answers} {
+	for _, list := range [][]string{missing, markedSent, twice, wrong, extra, setAside, deadHeld, unnamed, misanswered, deadSent, answers} {
 		sort.Strings(list)
 	}
 	if len(forGood) > 0 {
@@ -229,6 +231,12 @@ func (t *T) delivered(story string, s Scenario, want owed, forGood []string) err
 		return finding("", "set aside as dead letters and marked sent as well, though the core never took them (an operator who sends one again, by clearing dead_at, finds it sent, and it is never posted)", deadSent)
 	case len(wrong) > 0:
 		return finding(judging.NotPosted, "posted wrong", wrong)
+	case len(deadHeld) > 0:
+		// The books agree: the core holds each posting once. The harm is
+		// to come, from the person the dead letter sends to settle it.
+		f := finding("", "set aside as dead letters, though the core holds each one's posting: a dead letter says the core never took it", deadHeld)
+		f.Why = "a dead letter sends a person to settle by hand a posting the core never took: one set aside though the core acknowledged it (a whole batch set aside for the one poison in it, say) is a false dead letter, and the operator who compensates it reverses a transfer the core holds; only the core's refusal of a posting for good makes it a dead letter"
+		return f
 	case pending > 0:
 		return t.Fail(story, seen, expected)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 
 	"idemlab/grader"
@@ -101,5 +102,51 @@ func TestCommitsPerPosting_EmptyCommitsDoNotCount(t *testing.T) {
 	r := grader.RunCheck(context.Background(), grader.Subject{Stage: 9, Name: "idle commits", New: factory}, c, 1, targets.InProcess)
 	if r.Err != nil {
 		t.Errorf("a relay that commits empty transactions on every pass: %v", r.Err)
+	}
+}
+
+// asideOnceSent is solution 9 with a relay that, after each pass, sets
+// aside as a dead letter every row the core acknowledged, unmarking it
+// sent: the false dead letters of a relay that sets a whole batch aside
+// for the poison in it (poison-sets-the-batch-aside), made on every
+// batch.
+type asideOnceSent struct {
+	*stage9.Server
+	db *sql.DB
+}
+
+func (s asideOnceSent) Relay(ctx context.Context) (int, error) {
+	n, err := s.Server.Relay(ctx)
+	if err != nil {
+		return n, err
+	}
+	_, err = s.db.ExecContext(ctx, `UPDATE outbox SET dead_at = sent_at, dead_status = 422, dead_answer = '{"detail":"set aside"}', sent_at = NULL WHERE sent_at IS NOT NULL`)
+	return n, err
+}
+
+// TestDelivered_ADeadLetterTheCoreHoldsIsNotNotPosted: a dead letter for
+// a posting the core holds once is a false dead letter, not a posting
+// the core never heard of: the books agree, so the finding names no harm
+// to money, and it says the core holds the posting. It catches a finding
+// that calls it not posted, as delivered once did.
+func TestDelivered_ADeadLetterTheCoreHoldsIsNotNotPosted(t *testing.T) {
+	factory := func(ctx context.Context, env stage.Env) (stage.Handlers, error) {
+		h, err := stage9.New(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		return asideOnceSent{Server: h.(*stage9.Server), db: env.DB}, nil
+	}
+	c, ok := grader.Lookup("S9.posted-once")
+	if !ok {
+		t.Fatal("no check S9.posted-once")
+	}
+	r := grader.RunCheck(context.Background(), grader.Subject{Stage: 9, Name: "aside once sent", New: factory}, c, 1, targets.InProcess)
+	var f *judging.Failure
+	if !errors.As(r.Err, &f) {
+		t.Fatalf("a relay that sets aside what the core took: %v, want a failure", r.Err)
+	}
+	if f.Harm != "" || !strings.Contains(f.Got, "though the core holds each one's posting") {
+		t.Errorf("harm %q, got %s; want no harm to money and the core's posting named", f.Harm, f.Got)
 	}
 }
