@@ -38,8 +38,8 @@ func TestMain(m *testing.M) { gradertest.Main(m, references...) }
 // draws the second from the first.
 //
 // A check that could not run is skipped, not failed: it judged no
-// server. The setting is the package's: this test does not run in parallel with
-// the package's other tests, only its subtests do.
+// server. The setting is the package's: this test does not run in
+// parallel with the package's other tests, only its subtests do.
 func TestChecks_TheReferencePassesWithEveryAmountAtItsTop(t *testing.T) {
 	grader.AmountsAtTop(t)
 	for _, c := range grader.Catalogue() {
