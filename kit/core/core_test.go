@@ -197,18 +197,7 @@ func TestFaults_SilenceTimesOutAndAppliesNothing(t *testing.T) {
 	if n := postings(t, cl); len(n) != 0 {
 		t.Fatalf("postings %v after two requests the core kept silent on, want none", n)
 	}
-	if _, replayed, err := cl.Post(ctx, "outbox-1", posting); err != nil || replayed {
-		t.Fatalf("sent again: %v, replayed %v, want posted now", err, replayed)
-	}
-	cl.PostAll(ctx, b, 1)
-	for _, s := range b {
-		if s.Err != nil {
-			t.Errorf("%s sent again: %v", s.Posting.TransferID, s.Err)
-		}
-	}
-	if n := postings(t, cl); len(n) != 3 || n["tr_1"] != 1 || n["tr_2"] != 1 || n["tr_3"] != 1 {
-		t.Fatalf("postings %v, want tr_1, tr_2 and tr_3 once each", n)
-	}
+	postedOnceSentAgain(t, cl, b)
 }
 
 // TestFaults_DropUnappliedAppliesNothing: a posting request dropped
@@ -237,6 +226,15 @@ func TestFaults_DropUnappliedAppliesNothing(t *testing.T) {
 	if n := postings(t, cl); len(n) != 0 {
 		t.Fatalf("postings %v after two dropped requests, want none", n)
 	}
+	postedOnceSentAgain(t, cl, b)
+}
+
+// postedOnceSentAgain sends posting again under outbox-1, and batch b
+// again under its keys, none of which the core applied: each is posted
+// now, and tr_1, tr_2 and tr_3 are in the core once each.
+func postedOnceSentAgain(t *testing.T, cl *core.Client, b []core.Send) {
+	t.Helper()
+	ctx := t.Context()
 	if _, replayed, err := cl.Post(ctx, "outbox-1", posting); err != nil || replayed {
 		t.Fatalf("sent again: %v, replayed %v, want posted now", err, replayed)
 	}
