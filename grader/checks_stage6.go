@@ -706,16 +706,8 @@ func checkOutageMidRequest(t *T) error {
 			held.Wait()
 			return false, nil
 		}
-		// The claim is in. The store now fails for the next two statements
-		// on the key table: the completion, and the release after it.
-		if err := t.Arm(labctl.StoreUnavailable, 2); err != nil {
-			return false, err
-		}
-		orig := held.Wait()
-		if err := t.Arm(labctl.StoreUnavailable, 0); err != nil {
-			return false, err
-		}
-		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		orig, err := t.storeFailsAfterClaim(held)
+		if err != nil {
 			return false, err
 		}
 		sent := fmt.Sprintf("%s\n(claimed; while it waits on the core, the next 2 statements on idempotency_keys fail)  →  %s", req.String(), orig.Short())

@@ -755,16 +755,8 @@ func (t *T) failedLeavesPayable() error {
 		if !held.Seen || !held.Early() {
 			return false, t.unheld(held, "whether the payment holds its key in progress while it waits on the core")
 		}
-		// The claim is in. The store now fails for the next two statements
-		// on the key table: the completion, and the release after it.
-		if err := t.Arm(labctl.StoreUnavailable, 2); err != nil {
-			return false, err
-		}
-		orig := held.Wait()
-		if err := t.Arm(labctl.StoreUnavailable, 0); err != nil {
-			return false, err
-		}
-		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		orig, err := t.storeFailsAfterClaim(held)
+		if err != nil {
 			return false, err
 		}
 		story := fmt.Sprintf("invoice %s paid: %s\n(claimed; while it waits on the core, the next 2 statements on idempotency_keys fail: the completion, and the release after it)  →  %s", inv.reference, req.String(), orig.Short())

@@ -6,6 +6,7 @@ import (
 
 	"idemlab/grader/judging"
 	"idemlab/kit/labclient"
+	"idemlab/kit/labctl"
 )
 
 // inFlight is the client name of a request sent with Launch: the
@@ -132,4 +133,20 @@ func (t *T) Hold(req Request, latency time.Duration) (*Held, error) {
 		return h.Seen, nil
 	})
 	return h, err
+}
+
+// storeFailsAfterClaim waits for held, an original whose claim is in and
+// which waits on the core, with the key store failing for the next two
+// statements on the key table (its completion, and the release after
+// it), and returns its answer, the store and the core's latency back to
+// normal.
+func (t *T) storeFailsAfterClaim(held *Held) (Response, error) {
+	if err := t.Arm(labctl.StoreUnavailable, 2); err != nil {
+		return Response{}, err
+	}
+	orig := held.Wait()
+	if err := t.Arm(labctl.StoreUnavailable, 0); err != nil {
+		return Response{}, err
+	}
+	return orig, t.Configure(labclient.Config{NoCoreLatency: true})
 }
