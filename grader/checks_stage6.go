@@ -219,15 +219,16 @@ func (t *T) retakeOnce(s Scenario, lease time.Duration) (wide bool, err error) {
 	if err := t.Arm(labctl.CrashInTransfer, 1); err != nil {
 		return false, err
 	}
+	// The takeover falls before the retry's death, which its client sees
+	// at once, and the lab clock runs at the wall's pace: sentAt plus the
+	// time from before the clock was read to the death bounds it. A
+	// child's restart after the death is no part of the window.
+	before := time.Now()
 	sentAt, err := t.LabNow()
 	if err != nil {
 		return false, err
 	}
-	before := time.Now()
 	taker := t.Do(p.req)
-	// The takeover fell between sentAt and the retry's death, which its
-	// client saw at once: the lab clock ran at the wall's pace meanwhile,
-	// and a child's restart after it is no part of the window.
 	window := time.Since(before)
 	sent := fmt.Sprintf("(POST /lab/config: lease %v)\n%s\n(armed crash-in-transfer: the original died inside its business write  →  %s)\n"+
 		"then the lab clock set to 1s after its lease expired, and a retry (armed crash-in-transfer: it takes the key over and dies too)  →  %s",
