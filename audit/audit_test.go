@@ -1,9 +1,11 @@
 package audit_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -187,5 +189,124 @@ func TestLeaseTakeover_ARetryTooLateToTimeIsUnobserved(t *testing.T) {
 	r := check(t, slowRetry, "S6.lease-takeover-once")
 	if !errors.As(r.Err, new(*judging.Unobserved)) {
 		t.Fatalf("want could not observe, got passed %v, caught %v: %v", r.Passed(), r.Caught(), r.Err)
+	}
+}
+
+// A middleware that keys answers by the key alone hands one customer the
+// other's operation; the report must name the customer whose operation did
+// not run as the one given the other's, never the other way round. This
+// one serialises the requests of a key (no double): when two customers
+// send one key at once, the one whose id sorts last runs, so that which
+// customer is handed the other's operation does not depend on a race.
+func TestCustomersScoped_NamesTheCustomerHandedAnothersOperation(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		changed = sync.NewCond(&mu)
+		answers = map[string]*bodyRecorder{}
+		senders = map[string][]string{} // key -> the customers who sent it
+		alone   = map[string]bool{}     // key -> no second sender came in time
+		ran     = map[string]string{}   // key -> the customer whose request executed
+	)
+	keyOnly := func(env audit.Env) (audit.Middleware, error) {
+		return audit.Middleware{Wrap: func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				key, who := r.Header.Get("Idempotency-Key"), env.Customer(r)
+				mu.Lock()
+				defer mu.Unlock()
+				if !slices.Contains(senders[key], who) {
+					senders[key] = append(senders[key], who)
+				}
+				changed.Broadcast()
+				if len(senders[key]) == 1 {
+					time.AfterFunc(300*time.Millisecond, func() {
+						mu.Lock()
+						alone[key] = true
+						changed.Broadcast()
+						mu.Unlock()
+					})
+				}
+				for answers[key] == nil && !alone[key] && (len(senders[key]) < 2 || who != slices.Max(senders[key])) {
+					changed.Wait()
+				}
+				if a := answers[key]; a != nil {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(a.status)
+					w.Write(a.body.Bytes())
+					return
+				}
+				rec := &bodyRecorder{ResponseWriter: w, status: http.StatusOK}
+				next.ServeHTTP(rec, r)
+				answers[key], ran[key] = rec, who
+				changed.Broadcast()
+			})
+		}}, nil
+	}
+	r := check(t, keyOnly, "S5.customers-scoped")
+	var f *judging.Failure
+	if r.Harm() != judging.Leak || !errors.As(r.Err, &f) {
+		t.Fatalf("want a cross-customer leak, got harm %q: %v", r.Harm(), r.Err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, owner := range ran {
+		if strings.Contains(f.Got, "was given customer "+owner+"'s operation") {
+			return
+		}
+	}
+	t.Fatalf("the report names the wrong customer as handed another's operation (executed: %v):\n%s", ran, f.Got)
+}
+
+// bodyRecorder passes a response through and keeps its status and body.
+type bodyRecorder struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (r *bodyRecorder) WriteHeader(status int) {
+	r.status = status
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *bodyRecorder) Write(b []byte) (int, error) {
+	r.body.Write(b)
+	return r.ResponseWriter.Write(b)
+}
+
+// A middleware that scopes its keys by customer but keeps no fingerprint
+// answers the second customer, sending the first one's exact request, with
+// the second customer's own earlier operation: a wrong answer (the
+// request it sent never ran), not a cross-customer leak, and the report
+// must not say it was the first customer's.
+func TestCustomersScoped_AnOwnEarlierAnswerIsNoLeak(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		answers = map[string]*bodyRecorder{}
+	)
+	scopedNoFingerprint := func(env audit.Env) (audit.Middleware, error) {
+		return audit.Middleware{Wrap: func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				key := env.Customer(r) + " " + r.URL.Path + " " + r.Header.Get("Idempotency-Key")
+				mu.Lock()
+				defer mu.Unlock()
+				if a := answers[key]; a != nil {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(a.status)
+					w.Write(a.body.Bytes())
+					return
+				}
+				rec := &bodyRecorder{ResponseWriter: w, status: http.StatusOK}
+				next.ServeHTTP(rec, r)
+				answers[key] = rec
+			})
+		}}, nil
+	}
+	r := check(t, scopedNoFingerprint, "S5.customers-scoped")
+	var f *judging.Failure
+	if r.Harm() != judging.WrongAnswer || !errors.As(r.Err, &f) {
+		t.Fatalf("want a wrong answer, got harm %q: %v", r.Harm(), r.Err)
+	}
+	if !strings.Contains(f.Got, "its own earlier operation") {
+		t.Fatalf("the report does not say the answer was the customer's own earlier operation:\n%s", f.Got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -98,7 +99,7 @@ func (t *T) sameKeyTwoCustomers(s Scenario, kind string, together bool) error {
 		}
 	}
 	answers := who[0] + " got " + rs[0].Short() + "; " + who[1] + " got " + rs[1].Short()
-	if err := t.leakedAnswer(sent, answers, rs, who, books); err != nil {
+	if err := t.leakedAnswer(sent, answers, rs, who, ops, books); err != nil {
 		return err
 	}
 	if err := t.Reconcile(sent, answers, books); err != nil {
@@ -124,7 +125,7 @@ func (t *T) sameKeyTwoCustomers(s Scenario, kind string, together bool) error {
 			record[i]()
 		}
 	}
-	if err := t.leakedAnswer(retried, answers, retries, who, books, rs...); err != nil {
+	if err := t.leakedAnswer(retried, answers, retries, who, ops, books, rs...); err != nil {
 		return err
 	}
 	if err := t.Reconcile(retried, answers, books); err != nil {
@@ -151,8 +152,15 @@ func (t *T) sameKeyTwoCustomers(s Scenario, kind string, together bool) error {
 		t.Do(reqs[0])
 		r = t.Do(copied)
 	}
+	refused := "403 " + pForbidden + " (the account is not theirs), and never " + who[0] + "'s stored answer: a key and a body match only within the scope of the customer who sent them"
+	if id := answerID(r); id != "" && r.Status >= 200 && r.Status < 300 && slices.ContainsFunc([]Response{rs[1], retries[1]}, func(own Response) bool { return answerID(own) == id }) {
+		// Its own scope, its own stored answer, whatever the body: no
+		// leak, but no fingerprint either (S2.edited-resubmission's
+		// dimension), and a 201 for a request that never ran.
+		return t.Harmful(judging.WrongAnswer, probe, r.String()+"\n"+who[1]+" was answered with its own earlier operation "+id+", for a request with another body, which never ran: the key is scoped by customer, and its fingerprint is not checked (S2.edited-resubmission)", refused)
+	}
 	if r.Status >= 200 && r.Status < 300 {
-		return t.Harmful(judging.Leak, probe, r.String(), "403 "+pForbidden+" (the account is not theirs), and never "+who[0]+"'s stored answer: a key and a body match only within the scope of the customer who sent them")
+		return t.Harmful(judging.Leak, probe, r.String(), refused)
 	}
 	return t.Reconcile(probe, r.Short(), books)
 }
@@ -161,18 +169,20 @@ func (t *T) sameKeyTwoCustomers(s Scenario, kind string, together bool) error {
 // transfer or deposit that another customer's answer (in rs or in
 // earlier) named: one customer was shown another's operation, and the
 // operation it asked for did not run (the books say whether its money
-// moved).
-func (t *T) leakedAnswer(sent, answers string, rs []Response, who []string, books *judging.Books, earlier ...Response) error {
+// moved). ops are the customers' own operations, in rs's order: the one
+// the operation belongs to (operationOwner) is never the one said to be
+// given another's.
+func (t *T) leakedAnswer(sent, answers string, rs []Response, who, ops []string, books *judging.Books, earlier ...Response) error {
+	all := append(append([]Response{}, rs...), earlier...)
 	for i, r := range rs {
 		id := answerID(r)
 		if id == "" {
 			continue
 		}
-		for j, other := range append(append([]Response{}, rs...), earlier...) {
+		for j, other := range all {
 			if j%len(rs) == i || answerID(other) != id {
 				continue
 			}
-			owner := who[j%len(rs)]
 			money := ""
 			if err := t.Reconcile(sent, "", books); err != nil {
 				var f *judging.Failure
@@ -180,11 +190,48 @@ func (t *T) leakedAnswer(sent, answers string, rs []Response, who []string, book
 					money = "\nand " + f.Got
 				}
 			}
-			return t.Harmful(judging.Leak, sent, fmt.Sprintf("%s\n%s was given %s's operation %s%s", answers, who[i], owner, id, money),
+			given := fmt.Sprintf("%s and %s were both answered with operation %s", who[i], who[j%len(rs)], id)
+			if owner := t.operationOwner(id, all, ops); owner >= 0 {
+				given = fmt.Sprintf("%s was given %s's operation %s", who[1-owner], who[owner], id)
+			}
+			return t.Harmful(judging.Leak, sent, fmt.Sprintf("%s\n%s%s", answers, given, money),
 				"each customer answered with its own operation: a key belongs to the customer who sent it")
 		}
 	}
 	return nil
+}
+
+// operationOwner returns the index in ops (two customers' own operations)
+// of the one whose transfer or deposit id is: the operation an answer
+// naming id carries in its body's metadata or, when none does (a replay
+// without its body), the only one of the two the books show executed; -1
+// if neither tells.
+func (t *T) operationOwner(id string, rs []Response, ops []string) int {
+	for _, r := range rs {
+		if answerID(r) != id {
+			continue
+		}
+		var v struct {
+			Metadata struct {
+				Op string `json:"op"`
+			} `json:"metadata"`
+		}
+		json.Unmarshal(r.Body, &v)
+		if k := slices.Index(ops, v.Metadata.Op); k >= 0 && v.Metadata.Op != "" {
+			return k
+		}
+	}
+	st, err := t.State()
+	if err != nil {
+		return -1
+	}
+	switch ran0, ran1 := st.Executions[ops[0]] > 0, st.Executions[ops[1]] > 0; {
+	case ran0 && !ran1:
+		return 0
+	case ran1 && !ran0:
+		return 1
+	}
+	return -1
 }
 
 // checkEndpointsScoped catches a scope without the method and route: the
