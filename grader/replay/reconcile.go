@@ -66,9 +66,10 @@ type DayCounts struct {
 	// ToldDuplicate's.
 	UnexpectedStatus int `json:"unexpected_status"`
 	// RefusedForOthersKey counts, among the unexpected answers, the
-	// operations refused 422 idempotency-key-reused for a key only
-	// another customer had used (keys not scoped to the customer): the
-	// client knows its request did not run, and cannot send it.
+	// operations refused 422 idempotency-key-reused for a key another
+	// customer had used too (keys not scoped to the customer): the
+	// client knows its request did not run, and cannot send it. A 422
+	// for a key no other customer used is not one of them.
 	RefusedForOthersKey int `json:"refused_for_others_key"`
 	// ToldDuplicate counts the submissions told 409 duplicate-request
 	// whose request the books show never executed: an operation refused
@@ -159,6 +160,26 @@ type DayFinding struct {
 	Story string `json:"story"`
 }
 
+// sharedKeys are the keys of plan that operations of more than one
+// customer use: a 422 idempotency-key-reused for one of them is a refusal
+// for another customer's key, and for any other key it is not (a retry
+// another encoder spelled, refused by a fingerprint of the raw bytes).
+func sharedKeys(plan *dayplan.Plan) map[string]bool {
+	first := map[string]string{} // key -> the first customer seen using it
+	shared := map[string]bool{}
+	for _, op := range plan.Ops {
+		if op.Key == "" {
+			continue
+		}
+		if c, ok := first[op.Key]; !ok {
+			first[op.Key] = op.Customer
+		} else if c != op.Customer {
+			shared[op.Key] = true
+		}
+	}
+	return shared
+}
+
 // Reconcile compares what the server executed (the executions per op of
 // the lab state) with what the plan asked for and what the clients were
 // told, and checks every balance against the opening balance plus the
@@ -192,6 +213,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 
 	invoices := invoicePayments(res)
 	moved := movedByAmount(res)
+	shared := sharedKeys(res.Plan)
 	for i := range res.Plan.Ops {
 		op := &res.Plan.Ops[i]
 		subs := bySub[op.Op]
@@ -288,7 +310,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 			}
 			if !allowedFinal(kind, *a) {
 				rc.Counts.UnexpectedStatus++
-				if kind != SubmitEdit && a.Problem == problem.IdempotencyKeyReused.URI() {
+				if kind != SubmitEdit && a.Problem == problem.IdempotencyKeyReused.URI() && shared[op.Key] {
 					rc.Counts.RefusedForOthersKey++
 				}
 				add("unexpected_status", DayFinding{Op: op.Op, Story: fmt.Sprintf("the %s submission ended with %s: %s", kind, a.answer(), story())})

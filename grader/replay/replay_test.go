@@ -410,3 +410,42 @@ func oneVerdictEach(t *testing.T, rc replay.DayReconciliation) {
 		t.Errorf("the scoreboard counts %d findings, the reconciliation has %d:\n%s", counted, findings, b.String())
 	}
 }
+
+// A 422 idempotency-key-reused for a key only its own operation used (a
+// retry the server refused because another encoder spelled it) is an
+// unexpected answer, not a refusal for another customer's key; the same
+// refusal for a key another customer used first is one.
+func TestReconcileDay_RefusedForOthersKeyOnlyWhenAnotherCustomerUsedIt(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		plan := plainTransfers(t, 2)
+		first, second := plan.Ops[0], &plan.Ops[1]
+		if shared {
+			if second.Customer == first.Customer {
+				t.Skip("the plan's two operations are one customer's")
+			}
+			second.Key = first.Key
+		}
+		opening := openingOf(plan)
+		final := labctl.State{Executions: map[string]int64{first.Op: 1}}
+		effect, _ := first.Effect(first.Amount)
+		for _, a := range opening.Accounts {
+			a.Balance += effect[a.ID]
+			final.Accounts = append(final.Accounts, a)
+		}
+		attempts := []replay.Attempt{
+			{Op: first.Op, Submission: replay.SubmitOriginal, N: 1, Status: 201, Response: `{"id":"tr_1"}`, Final: true},
+			{Op: second.Op, Submission: replay.SubmitOriginal, N: 1, Fault: dayplan.ResetAfterProcessing, Error: "reset"},
+			{Op: second.Op, Submission: replay.SubmitOriginal, N: 2, Status: 422, Problem: problem.IdempotencyKeyReused.URI(), Respelled: !shared, Final: true},
+		}
+		res := &replay.Result{Plan: plan, Attempts: attempts, Opening: opening, Day: final, Final: final,
+			Transfers: map[string]bank.Executed{"tr_1": {ID: "tr_1", Op: first.Op, Amount: first.Amount}}}
+		rc := replay.ReconcileDay(res)
+		want := 0
+		if shared {
+			want = 1
+		}
+		if rc.Counts.UnexpectedStatus != 1 || rc.Counts.RefusedForOthersKey != want {
+			t.Errorf("shared key %v: unexpected answers %d, refused for another's key %d; want 1 and %d", shared, rc.Counts.UnexpectedStatus, rc.Counts.RefusedForOthersKey, want)
+		}
+	}
+}
