@@ -106,16 +106,17 @@ grade: lab ## grade your stage N in child processes: make grade STAGE=3 (SEED=, 
 audit: lab ## grade an idempotency middleware through its adapter: make audit PKG=./audit/examples/final (docs/audit.md)
 	@exec bin/lab audit --pkg $(or $(PKG),./audit/examples/final) $(if $(SEED),--seed $(SEED)) $(if $(RUN),--run $(RUN))
 
-audit-examples: lab ## the audits of the example middlewares: naive (money harmed), final (clean), aftercommit, nomarker (no money finding), sharedscope, heldlock
+audit-examples: lab ## the audits of the example middlewares: naive (money harmed), final (clean), aftercommit, nomarker (no money finding), sharedscope, heldlock, successonly (money moved though refused)
 	-@bin/lab audit --pkg ./audit/examples/naive $(if $(SEED),--seed $(SEED))
 	@bin/lab audit --pkg ./audit/examples/final $(if $(SEED),--seed $(SEED))
 	-@bin/lab audit --pkg ./audit/examples/aftercommit $(if $(SEED),--seed $(SEED))
 	@bin/lab audit --pkg ./audit/examples/nomarker $(if $(SEED),--seed $(SEED))
 	-@bin/lab audit --pkg ./audit/examples/sharedscope $(if $(SEED),--seed $(SEED))
 	-@bin/lab audit --pkg ./audit/examples/heldlock $(if $(SEED),--seed $(SEED))
+	-@bin/lab audit --pkg ./audit/examples/successonly $(if $(SEED),--seed $(SEED))
 
 .PHONY: conform-examples
-conform-examples: lab ## lab conform through the public API only: stage 9, stage 0, two small APIs of its own (one restarted) and the six audit examples, each with its expected verdict (docs/conform.md)
+conform-examples: lab ## lab conform through the public API only: stage 9, stage 0, two small APIs of its own (one restarted) and the seven audit examples, each with its expected verdict (docs/conform.md)
 	@scripts/conform-examples.sh bin/lab
 
 .PHONY: gen

@@ -5,7 +5,7 @@
 # server (money harmed), both served by lab serve; the two small APIs of
 # grader/conform/testdata, payserver and walletd (valid), and the
 # payserver again with a restart that loses its keys (money harmed); and
-# the six audit examples, each middleware around stage 0's handlers as
+# the seven audit examples, each middleware around stage 0's handlers as
 # lab audit wraps it (grader/conform/testdata/auditserve), with the
 # verdict docs/conform.md explains. The lab servers are reset once, with
 # seed 1, to have customers; lab conform itself never calls /lab. Ends
@@ -120,7 +120,7 @@ serve_audit() {
 
 # The expected exit status of each audit example: 0 valid, 1 invalid.
 go build -o "$dir/auditserve" ./grader/conform/testdata/auditserve/serve
-for example in naive:1 final:0 aftercommit:0 heldlock:1 nomarker:0 sharedscope:1; do
+for example in naive:1 final:0 aftercommit:0 heldlock:1 nomarker:0 sharedscope:1 successonly:0; do
 	serve_audit "${example%:*}"
 	check "${example%:*}" "${example#*:}" "$URL" "$profiles/lab.json"
 done

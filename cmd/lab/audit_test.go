@@ -251,3 +251,11 @@ func TestAuditSection_MoneyContractUnseen(t *testing.T) {
 		}
 	}
 }
+
+// A middleware that keeps only its successes frees the key of a refusal
+// for insufficient funds: the retry of a client that lost the refusal
+// executes once money has come in, money its client was told would not
+// move, and the audit reads it from the books.
+func TestAudit_SuccessOnlyExampleMovesMoneyThoughRefused(t *testing.T) {
+	moneyFinding(t, "idemlab/audit/examples/successonly", "S4.insufficient-funds-replayed", judging.MovedThoughRefused)
+}

@@ -21,7 +21,9 @@ import (
 // client that lost its answer unable ever to learn it, the missing
 // replay marker is no money matter, and keys shared between customers
 // refuse the second one's own request and hand it the first one's
-// transfer for the first one's exact request.
+// transfer for the first one's exact request; a middleware that keeps only
+// its successes is clean from the outside, which never retries a refusal
+// once its reason has gone.
 func TestRun_AuditExamples(t *testing.T) {
 	want := map[string]struct {
 		money   string
@@ -34,6 +36,7 @@ func TestRun_AuditExamples(t *testing.T) {
 		"heldlock":    {MoneyHarmed, 2, []string{"lost-response"}},
 		"nomarker":    {MoneyClean, 2, nil},
 		"sharedscope": {MoneyHarmed, 2, []string{"two-principals-one-key", "two-principals-same-request"}},
+		"successonly": {MoneyClean, 2, nil},
 	}
 	if len(want) != len(auditserve.Names()) {
 		t.Fatalf("the test knows %d examples; auditserve serves %v", len(want), auditserve.Names())

@@ -36,11 +36,18 @@ import (
 // clock and settings, and tells it which refusals are outcomes to keep. It
 // returns an error if the key table cannot be created.
 func New(env audit.Env) (audit.Middleware, error) {
+	return NewKeeping(env, problem.InsufficientFunds.URI())
+}
+
+// NewKeeping builds the middleware as New does, keeping as outcomes the
+// refusals of the problem types outcomes names and no other: the examples
+// that keep fewer build on it. It returns New's error.
+func NewKeeping(env audit.Env, outcomes ...string) (audit.Middleware, error) {
 	s, err := openStore(context.Background(), env)
 	if err != nil {
 		return audit.Middleware{}, err
 	}
-	m := &middleware{store: s, customer: env.Customer, share: env.Share, outcomes: []string{problem.InsufficientFunds.URI()}}
+	m := &middleware{store: s, customer: env.Customer, share: env.Share, outcomes: outcomes}
 	return audit.Middleware{Wrap: m.wrap, Purge: s.purge}, nil
 }
 

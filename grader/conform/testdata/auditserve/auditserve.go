@@ -19,6 +19,7 @@ import (
 	"idemlab/audit/examples/naive"
 	"idemlab/audit/examples/nomarker"
 	"idemlab/audit/examples/sharedscope"
+	"idemlab/audit/examples/successonly"
 	"idemlab/kit/bank"
 	"idemlab/kit/server"
 )
@@ -31,6 +32,7 @@ var examples = map[string]audit.Adapter{
 	"heldlock":    heldlock.New,
 	"nomarker":    nomarker.New,
 	"sharedscope": sharedscope.New,
+	"successonly": successonly.New,
 }
 
 // Names are the examples' names, sorted.
