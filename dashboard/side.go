@@ -412,8 +412,8 @@ func (s *Side) execution(t time.Time, e bank.Execution) {
 		}
 		return
 	}
-	// Count is read after the commit, so two concurrent executions can
-	// both report 2: the highest count seen is what has happened.
+	// Events can arrive out of order (the 3rd run's before the 2nd's):
+	// the highest count seen is what has happened.
 	prev := s.ops[e.Op]
 	seen := prev.count
 	if e.Count <= seen {

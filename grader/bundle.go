@@ -50,7 +50,7 @@ type HistoryLine struct {
 	// them.
 	Sent string `json:"sent,omitempty"`
 	Got  string `json:"got,omitempty"`
-	// Count is, for an execution, how many times its operation had run,
+	// Count is, for an execution, which run of its operation it was,
 	// and Ref the transfer or deposit it made.
 	Count  int64  `json:"count,omitempty"`
 	Ref    string `json:"ref,omitempty"`

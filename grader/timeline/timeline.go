@@ -107,7 +107,7 @@ type Event struct {
 	Attempt string `json:"attempt,omitempty"`
 	Key     string `json:"key,omitempty"`
 	Op      string `json:"op,omitempty"`
-	// Count is, for an execution, how many times its op has now run.
+	// Count is, for an execution, which run of its op it was.
 	Count int64 `json:"count,omitempty"`
 	// Ref is, for an execution, the resource it made (tr_…, dp_…).
 	Ref    string `json:"ref,omitempty"`

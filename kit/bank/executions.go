@@ -15,7 +15,8 @@ type Execution struct {
 	Kind   string `json:"kind"`
 	ID     string `json:"id"`
 	Amount int64  `json:"amount"`
-	// Count is how many times this op has now run (1 is right; more is a double).
+	// Count is which run of its op this one was, counted in the
+	// transaction that wrote it (1 is right; more is a double).
 	Count int64 `json:"count"`
 	// At is when the business write was made, inside its transaction: a
 	// timeline draws the execution there, not when the answer left.
@@ -23,17 +24,21 @@ type Execution struct {
 }
 
 // countExecution adds one to the op's executions and notes the execution in
-// the request's log, if it has one.
+// the request's log, if it has one, with the count its own write made: the
+// row stays locked by tx until it ends, so no other run of the op comes
+// between them, on either engine.
 func (b *Bank) countExecution(ctx context.Context, tx *sql.Tx, op, kind, id string, amount int64) error {
+	var count int64
 	if op != "" {
-		if _, err := tx.ExecContext(ctx,
+		if err := tx.QueryRowContext(ctx,
 			`INSERT INTO executions (op, kind, count) VALUES (?, ?, 1)
-			 ON CONFLICT (op) DO UPDATE SET count = executions.count + 1`, op, kind); err != nil {
+			 ON CONFLICT (op) DO UPDATE SET count = executions.count + 1
+			 RETURNING count`, op, kind).Scan(&count); err != nil {
 			return fmt.Errorf("count execution of %s: %w", op, err)
 		}
 	}
 	if l, ok := ctx.Value(execLogKey{}).(*ExecutionLog); ok {
-		l.add(Execution{Op: op, Kind: kind, ID: id, Amount: amount, At: time.Now().UTC()})
+		l.add(Execution{Op: op, Kind: kind, ID: id, Amount: amount, Count: count, At: time.Now().UTC()})
 	}
 	return nil
 }
@@ -83,7 +88,7 @@ func (l *ExecutionLog) add(e Execution) {
 }
 
 // Committed reports which of the logged writes were committed, each with
-// its op's execution count as it stands now.
+// the run of its op it was.
 func (b *Bank) Committed(ctx context.Context, l *ExecutionLog) ([]Execution, error) {
 	l.mu.Lock()
 	runs := append([]Execution(nil), l.runs...)
@@ -100,11 +105,6 @@ func (b *Bank) Committed(ctx context.Context, l *ExecutionLog) ([]Execution, err
 		}
 		if n == 0 {
 			continue
-		}
-		if e.Op != "" {
-			if err := b.db.QueryRowContext(ctx, `SELECT count FROM executions WHERE op = ?`, e.Op).Scan(&e.Count); err != nil {
-				return done, fmt.Errorf("count executions of %s: %w", e.Op, err)
-			}
 		}
 		done = append(done, e)
 	}
