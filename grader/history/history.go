@@ -34,6 +34,11 @@ type Recorder struct {
 	rows, rowStates map[int64]string
 	// clocks carries the time of each clock event, which fence waits for.
 	clocks chan time.Time
+	// clockAt is the lab time each clock event in events announced, by its
+	// index there, and fences the times of the moves by nothing that Fence
+	// made: a timeline leaves those out, since the clock did not move.
+	clockAt map[int]time.Time
+	fences  map[time.Time]bool
 	// streams are the event streams being read.
 	streams sync.WaitGroup
 	stop    []func()
@@ -42,7 +47,8 @@ type Recorder struct {
 // NewRecorder returns a recorder with no history yet, which knows keys
 // (a replayed day's, sent by its clients) before any request sends them.
 func NewRecorder(keys ...string) *Recorder {
-	h := &Recorder{keys: map[string]bool{}, rows: map[int64]string{}, rowStates: map[int64]string{}, clocks: make(chan time.Time, 64)}
+	h := &Recorder{keys: map[string]bool{}, rows: map[int64]string{}, rowStates: map[int64]string{}, clocks: make(chan time.Time, 64),
+		clockAt: map[int]time.Time{}, fences: map[time.Time]bool{}}
 	for _, k := range keys {
 		h.keys[k] = true
 	}
@@ -126,12 +132,21 @@ func (h *Recorder) Fence(ctx context.Context, lab *labclient.Client) {
 	if err != nil {
 		return
 	}
+	h.awaitFence(ctx, now)
+}
+
+// awaitFence waits, up to a second, for the clock event of the fence that
+// answered now, and notes that it moved nothing.
+func (h *Recorder) awaitFence(ctx context.Context, now time.Time) {
 	wait := time.NewTimer(time.Second)
 	defer wait.Stop()
 	for {
 		select {
 		case at := <-h.clocks:
 			if at.Equal(now) {
+				h.mu.Lock()
+				h.fences[now] = true
+				h.mu.Unlock()
 				return
 			}
 		case <-wait.C:
@@ -272,6 +287,7 @@ func (h *Recorder) heard(ev events.Event) {
 		if json.Unmarshal(ev.Data, &c) != nil {
 			return
 		}
+		h.clockAt[len(h.events)-1] = c.Now
 		select {
 		case h.clocks <- c.Now:
 		default:
@@ -329,8 +345,14 @@ func (h *Recorder) keyRow(at time.Time, k events.Key) {
 func (h *Recorder) History() *timeline.History {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := &timeline.History{Attempts: append([]timeline.Attempt(nil), h.attempts...), Events: append([]timeline.Event(nil), h.events...),
+	out := &timeline.History{Attempts: append([]timeline.Attempt(nil), h.attempts...),
 		ServerErrors: append([]string(nil), h.serverErrors...)}
+	for i, e := range h.events {
+		if now, ok := h.clockAt[i]; ok && h.fences[now] {
+			continue
+		}
+		out.Events = append(out.Events, e)
+	}
 	for i := range out.Attempts {
 		if out.Attempts[i].End.IsZero() {
 			out.Attempts[i].End = time.Now()

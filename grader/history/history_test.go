@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"idemlab/grader/timeline"
 	"idemlab/kit/events"
 )
 
@@ -112,5 +113,30 @@ func TestServerErrors_KeepsTheCausesOfFiveHundreds(t *testing.T) {
 	got := h.History().ServerErrors
 	if len(got) != 1 || got[0] != "POST /transfers → 500: hold reference: current transaction is aborted" {
 		t.Errorf("server errors %q", got)
+	}
+}
+
+// TestHistory_LeavesOutTheFencesMovesByNothing catches a timeline that
+// draws "lab clock moved" where the grader only fenced the event stream
+// (a move of the clock by nothing), while a real move stays drawn.
+func TestHistory_LeavesOutTheFencesMovesByNothing(t *testing.T) {
+	h := NewRecorder()
+	base := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	clock := func(now time.Time) events.Event {
+		data, _ := json.Marshal(map[string]time.Time{"now": now})
+		return events.Event{Kind: events.KindClock, Time: now, Data: data}
+	}
+	moved, fenced := base.Add(25*time.Hour), base.Add(25*time.Hour+time.Second)
+	h.heard(clock(moved))
+	h.heard(clock(fenced))
+	h.awaitFence(t.Context(), fenced)
+	var drawn []time.Time
+	for _, e := range h.History().Events {
+		if e.Kind == timeline.Clock {
+			drawn = append(drawn, e.At)
+		}
+	}
+	if len(drawn) != 1 || !drawn[0].Equal(moved) {
+		t.Fatalf("clock events drawn at %v, want only the real move at %v", drawn, moved)
 	}
 }
