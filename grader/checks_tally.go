@@ -194,7 +194,7 @@ func checkTallyTraps(t *T) error {
 		return t.Fail(sent, "error: %v", describeReport(trapsTruth), err)
 	}
 	if got != trapsTruth {
-		return t.Fail(sent, "%s", describeReport(trapsTruth)+"; a group is one customer's one key, whatever op or account it names, and each double is compared with its group's first, every member of the body counted", reportDiff(got, trapsTruth))
+		return t.Fail(sent, "%s", describeReport(trapsTruth)+"; a group is one customer's one key, whatever op or account it names, each double is compared with its group's first, every member of the body counted, and a transfer answered 201 without a key is executed and in no group", reportDiff(got, trapsTruth))
 	}
 	return nil
 }
