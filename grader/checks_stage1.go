@@ -1,6 +1,7 @@
 package grader
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -195,12 +196,30 @@ func checkMissingKey(t *T, s Scenario) error {
 		}
 		res := t.Do(req)
 		sent := req.String() + "  (no Idempotency-Key header)"
-		if err := t.note(t.unchanged(before, sent, res)); err != nil {
+		if err := t.refusedUnchanged(before, sent, res, res.Is(http.StatusBadRequest, pMissingKey), "400 "+pMissingKey); err != nil {
 			return err
 		}
-		if !res.Is(http.StatusBadRequest, pMissingKey) {
-			t.Differ(sent, res.String(), "400 "+pMissingKey)
-		}
+	}
+	return nil
+}
+
+// refusedUnchanged records a request that must be refused with expected as one
+// contract difference: its answer, if it was not that refusal (refused
+// false), with what it changed, if it changed anything (unchanged's
+// finding). A money finding, or an error, it returns.
+func (t *T) refusedUnchanged(before judging.Snapshot, sent string, res Response, refused bool, expected string) error {
+	changed := t.unchanged(before, sent, res)
+	var f *judging.Failure
+	if changed != nil && (!errors.As(changed, &f) || f.Harm != "") {
+		return changed
+	}
+	switch {
+	case refused:
+		return t.note(changed)
+	case f == nil:
+		t.Differ(sent, res.String(), expected)
+	default:
+		t.Differ(sent, res.String()+"\n"+f.Got, expected+"; "+f.Expected)
 	}
 	return nil
 }

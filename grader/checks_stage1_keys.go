@@ -49,11 +49,9 @@ func checkInvalidKey(t *T, s Scenario) error {
 		req.Header = http.Header{"Idempotency-Key": bk.values}
 		res := t.Do(req)
 		sent := bk.name + ": " + req.String()
-		if err := t.note(t.unchanged(before, sent, res)); err != nil {
+		if err := t.refusedUnchanged(before, sent, res, res.Is(http.StatusBadRequest, pInvalidKey),
+			"400 "+pInvalidKey+" (after unquoting, a key is 1–255 printable ASCII characters, 0x21–0x7E, in exactly one field)"); err != nil {
 			return err
-		}
-		if !res.Is(http.StatusBadRequest, pInvalidKey) {
-			t.Differ(sent, res.String(), "400 "+pInvalidKey+" (after unquoting, a key is 1–255 printable ASCII characters, 0x21–0x7E, in exactly one field)")
 		}
 	}
 	return nil

@@ -212,9 +212,19 @@ func FormatColor(r Result, reproduce string, color bool) string {
 	if f.Harm == "" {
 		beside = "  contract  ✗ also:\n"
 	}
+	shown := 0
+	var more []string
 	for c := f.Contract; c != nil; c = c.Contract {
+		if shown == alsoShown {
+			more = append(more, cut(c.Sent, 100))
+			continue
+		}
+		shown++
 		b.WriteString(beside)
 		evidence(&b, c)
+	}
+	if len(more) > 0 {
+		fmt.Fprintf(&b, "  contract  ✗ and %d more of the same kind, sent as:\n            %s\n", len(more), strings.Join(more, "\n            "))
 	}
 	if r.History != nil && len(r.History.ServerErrors) > 0 {
 		fmt.Fprintf(&b, "  server    %s\n", indent(serverErrors(r.History.ServerErrors)))
@@ -228,6 +238,21 @@ func FormatColor(r Result, reproduce string, color bool) string {
 		fmt.Fprintf(&b, "  timeline: %s\n", r.TimelinePath)
 	}
 	return b.String()
+}
+
+// alsoShown is how many contract differences beside a check's first
+// finding its report shows in full; the others are listed by what was
+// sent (a check of many bad inputs finds one for each: the first few show
+// what is wrong, and a student who fixes them sees the next).
+const alsoShown = 3
+
+// cut is s's first line, at most n runes of it.
+func cut(s string, n int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 func evidence(b *strings.Builder, f *judging.Failure) {

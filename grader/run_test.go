@@ -3,6 +3,7 @@ package grader_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -70,5 +71,27 @@ func TestFormat_SaysWhatTheServerLoggedBehindItsFiveHundreds(t *testing.T) {
 	r.History.ServerErrors = nil
 	if out := grader.Format(r, "make stage-8"); strings.Contains(out, "  server ") {
 		t.Errorf("a failure without 5xx causes shows a server line:\n%s", out)
+	}
+}
+
+// TestFormat_ListsTheDifferencesPastTheFirstFewByWhatWasSent: a check of
+// many bad inputs (S1.invalid-key) finds a contract difference for each;
+// its report shows the first few in full and lists the others by what
+// was sent, each once, so that the report stays readable and none is
+// left out.
+func TestFormat_ListsTheDifferencesPastTheFirstFewByWhatWasSent(t *testing.T) {
+	f := &judging.Failure{Sent: "bad key 0: POST /transfers", Got: "201", Expected: "400"}
+	last := f
+	for i := 1; i <= 6; i++ {
+		last.Contract = &judging.Failure{Sent: fmt.Sprintf("bad key %d: POST /transfers\n(more)", i), Got: "201", Expected: "400"}
+		last = last.Contract
+	}
+	out := grader.Format(grader.Result{Check: grader.Check{ID: "S1.x", Claim: "c", Why: "w"}, Err: f}, "make stage-1")
+	if n := strings.Count(out, "  got       201"); n != 4 {
+		t.Errorf("%d differences in full, want the finding and 3 beside it:\n%s", n, out)
+	}
+	want := "  contract  ✗ and 3 more of the same kind, sent as:\n            bad key 4: POST /transfers\n            bad key 5: POST /transfers\n            bad key 6: POST /transfers\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("the report:\n%s\nwants:\n%s", out, want)
 	}
 }
