@@ -79,6 +79,10 @@ type Outcome struct {
 	// Other is what the run printed outside any check when it failed
 	// without a failing check (a panic, a timeout, a bad SEED).
 	Other string
+	// Ahead are the later stages the student's progress shows passing
+	// already (set where the run is recorded): a pass names as next the
+	// first later stage that does not.
+	Ahead map[int]bool
 }
 
 // State is where the outcome leaves the stage.

@@ -82,6 +82,33 @@ func TestSummarize_PassingNamesTheNextStep(t *testing.T) {
 	}
 }
 
+// TestSummarize_PassingSkipsTheStagesThatPassAlready: a student who
+// goes back to stage 1 with stages 2 and 3 passing is sent to stage 4,
+// not to stage 2; with every later stage passing, to no stage.
+func TestSummarize_PassingSkipsTheStagesThatPassAlready(t *testing.T) {
+	o := parseFixture(t, "stage1-passing.json")
+	o.Ahead = map[int]bool{2: true, 3: true}
+	var b bytes.Buffer
+	Summarize(&b, "..", o)
+	out := b.String()
+	for _, want := range []string{"stages 2 to 3 pass already (make status)", "docs/lessons/04-replay.md", "make watch N=4"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "N=2") {
+		t.Errorf("sent to stage 2, which passes:\n%s", out)
+	}
+	for n := 2; n < Stages; n++ {
+		o.Ahead[n] = true
+	}
+	b.Reset()
+	Summarize(&b, "..", o)
+	if out := b.String(); !strings.Contains(out, "stages 2 to 9 pass already") || strings.Contains(out, "next:") {
+		t.Errorf("with every later stage passing:\n%s", out)
+	}
+}
+
 // TestSummarize_OneCheckPassing: a run of one check (RUN=) says the
 // stage passes its one check, not "all 1 checks".
 func TestSummarize_OneCheckPassing(t *testing.T) {

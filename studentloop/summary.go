@@ -5,6 +5,8 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+
+	"idemlab/kit/labdb"
 )
 
 // LessonPath returns the lesson of stage n (docs/lessons/NN-*.md, or the
@@ -86,13 +88,24 @@ func Summarize(w io.Writer, root string, o Outcome) {
 		if o.Solution {
 			return
 		}
-		if n+1 < Stages {
-			next := fmt.Sprintf("stage %d", n+1)
-			if lesson, err := LessonPath(root, n+1, ""); err == nil {
-				next += ": read " + lesson + " (" + Command("docs", n+1) + ")"
+		next := n + 1
+		for next < Stages && o.Ahead[next] {
+			next++
+		}
+		switch {
+		case next == n+2:
+			fmt.Fprintf(w, "stage %d passes already (%smake status).\n", n+1, labdb.FromRoot())
+		case next > n+2:
+			fmt.Fprintf(w, "stages %d to %d pass already (%smake status).\n", n+1, next-1, labdb.FromRoot())
+		}
+		switch {
+		case next < Stages:
+			what := fmt.Sprintf("stage %d", next)
+			if lesson, err := LessonPath(root, next, ""); err == nil {
+				what += ": read " + lesson + " (" + Command("docs", next) + ")"
 			}
-			fmt.Fprintf(w, "next: %s, then %s.\n", next, Command("watch", n+1))
-		} else {
+			fmt.Fprintf(w, "next: %s, then %s.\n", what, Command("watch", next))
+		case n+1 == Stages:
 			fmt.Fprintln(w, "that was the last stage: your server survives every failure the grader knows.")
 		}
 	}

@@ -74,6 +74,10 @@ func runAndRecord(ctx context.Context, root string, r studentloop.Runner, n int,
 		return o, err
 	}
 	p.Record(o, now())
+	o.Ahead = map[int]bool{}
+	for later := n + 1; later < studentloop.Stages; later++ {
+		o.Ahead[later] = p.Stage(later).State == studentloop.Passing
+	}
 	return o, p.Save(root)
 }
 
