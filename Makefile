@@ -87,8 +87,8 @@ docs: ## a stage's lesson in the terminal: make docs N=1
 	@$(GO) run ./cmd/lab docs $(N)
 diff: ## your stage against the reference solution (asks first until it passes): make diff N=1
 	@$(GO) run ./cmd/lab diff $(N)
-reset: ## the untouched scaffold of a stage back, yours kept in .idemlab/backup: make reset N=1 (YES=1: without asking)
-	@$(GO) run ./cmd/lab reset $(if $(YES),--yes) $(N)
+reset: ## the untouched scaffold of a stage back, yours kept in .idemlab/backup: make reset N=1 (YES=1: without asking; FROM=COMMIT: the scaffold of that commit, if you committed your own work)
+	@$(GO) run ./cmd/lab reset $(if $(YES),--yes) $(if $(FROM),--from $(FROM)) $(N)
 
 .PHONY: lab
 lab: ## build the lab command into bin/lab (then: bin/lab help)
