@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"idemlab/kit/labdb"
 	"idemlab/studentloop"
 )
 
@@ -21,6 +22,12 @@ func runHint(ctx context.Context, in *invocation) error {
 	topic := *check
 	if topic == "" && sp.Focus == "" && sp.OnlyCouldNotRun() {
 		couldNotRun(in.stdout, n, sp.CouldNotRun)
+		return nil
+	}
+	if topic == "" && sp.State == studentloop.Passing {
+		// Nothing fails: a hint step shown now would be spent on nothing.
+		fmt.Fprintf(in.stdout, "stage %d passed every check at its last run: there is nothing to hint at. %s says what is next.\n",
+			n, labdb.FromRoot()+"make status")
 		return nil
 	}
 	if topic == "" {

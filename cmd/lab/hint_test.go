@@ -136,3 +136,22 @@ func TestRootFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestHint_OnAPassingStageSpendsNoStep: after a pass, a hint has nothing
+// to be about: it says so, shows no step, and counts none, so that the
+// next failure's hint starts at its first step.
+func TestHint_OnAPassingStageSpendsNoStep(t *testing.T) {
+	root := fakeLoop(t, passingS1, "")
+	runLabCommand(t, "check", "1")
+	code, out, errs := runLabCommand(t, "hint", "1")
+	if code != 0 || !strings.Contains(out, "nothing to hint at") || strings.Contains(out, "\n1. ") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	p, err := studentloop.LoadProgress(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Hints) != 0 {
+		t.Errorf("hint steps counted on a passing stage: %v", p.Hints)
+	}
+}
