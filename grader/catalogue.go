@@ -163,7 +163,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S3.never-completed-without-money", Stage: 3, Lesson: lesson3 + "#completed-means-the-money-moved",
-		Claim: "a key is completed only in the transaction that moved its money: never while the core call runs, never after a failed or crashed business write",
+		Claim: "a key is completed only in the transaction that moved its money: never while the core call runs, never before that transaction commits, never after a failed or crashed business write",
 		Why:   "a completed key is the server's promise that the money moved; a retry that trusts a broken promise gets \"done\" for a transfer that never happened",
 		Run:   withScenario(1_000_000, checkNeverCompletedWithoutMoney),
 	},

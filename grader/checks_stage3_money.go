@@ -28,7 +28,9 @@ func completedWithoutMoney(st labctl.State, key, op string) bool {
 
 // checkNeverCompletedWithoutMoney catches a key marked completed before the
 // money moves (at the claim, or in its own transaction before the business
-// write), and one marked completed by a failed or crashed attempt.
+// write), one marked completed on another connection before the business
+// transaction commits (heldCommitNotCompleted), and one marked completed by
+// a failed or crashed attempt.
 func checkNeverCompletedWithoutMoney(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 
@@ -84,6 +86,10 @@ func checkNeverCompletedWithoutMoney(t *T, s Scenario) error {
 			"the row's state column is \"completed\" once the money moved (from stage 3 on the key table has a state column: in_progress, then completed)")
 	}
 
+	if err := t.heldCommitNotCompleted(s); err != nil {
+		return err
+	}
+
 	// A failed and a crashed business write leave no completed key.
 	for _, point := range []string{labctl.FailInTransfer, labctl.CrashInTransfer} {
 		req, op, _ := s.Payment(t)
@@ -114,6 +120,55 @@ func checkNeverCompletedWithoutMoney(t *T, s Scenario) error {
 		}
 	}
 	return t.Reconcile("every request above", "", books)
+}
+
+// heldCommitNotCompleted holds the COMMIT of a payment's business write
+// (the held-commit fault) and reads /lab/state while it waits there: the
+// key must not show completed yet. A key completed by a statement of its
+// own, on another connection, before the business transaction commits
+// (on PostgreSQL; on SQLite it waits for the write lock the business
+// transaction holds) is a promise made before the money moved: a crash
+// or a failed COMMIT at that moment leaves it completed for a payment
+// that never happened. If the commit is never held (the request ended
+// first), there is nothing to see, and the step moves on.
+func (t *T) heldCommitNotCompleted(s Scenario) error {
+	const within = 10 * time.Second
+	req, op, amount := s.Payment(t)
+	if err := t.Arm(labctl.HeldCommit, 1); err != nil {
+		return err
+	}
+	// Disarming lets the held COMMIT go, whatever happens here.
+	defer t.Arm(labctl.HeldCommit, 0)
+	orig := t.Launch(req)
+	var st labctl.State
+	held, err := t.WaitFor(within, func() (bool, error) {
+		left, err := t.Lab().Armed(t.ctx)
+		if err != nil || orig.Done() {
+			return true, err
+		}
+		return left[labctl.HeldCommit] == 0, nil
+	})
+	if err != nil {
+		return err
+	}
+	if held && !orig.Done() {
+		if st, err = t.State(); err != nil {
+			return err
+		}
+	}
+	sent := req.String() + "\n(armed: held-commit, the COMMIT of its business write waits; /lab/state read while it waits)"
+	if completedWithoutMoney(st, req.Key, op) {
+		return t.toldDoneWithoutMoney(sent, "", req, op, st,
+			"the key in_progress until the transaction that moves the money commits, and completes it with the money")
+	}
+	if err := t.Arm(labctl.HeldCommit, 0); err != nil {
+		return err
+	}
+	if r := orig.Wait(); executedOps(r) > 0 {
+		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
+	}
+	s.Books.Expect(op)
+	return nil
 }
 
 // toldDoneWithoutMoney is the verdict on req's key caught completed (in
