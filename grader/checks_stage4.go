@@ -158,7 +158,7 @@ func checkReplayMarkerOnlyOnReplays(t *T, s Scenario) error {
 		again := t.Do(req)
 		if v := again.Header.Values("Idempotent-Replayed"); len(v) != 1 || v[0] != "true" {
 			return t.Fail(req.String()+"  →  "+r.Short()+"\nthen the retry, the same request", again.String(),
-				"Idempotent-Replayed: true on the replay")
+				"Idempotent-Replayed: true: the first answer, stored with its key, is replayed to the retry, with the marker (an answer without it is either a replay left unmarked or the request worked out again, a refusal included)")
 		}
 	}
 	return notAReplay(t, s, firsts[0])
