@@ -60,7 +60,7 @@ var catalogue = []Check{
 	// Stage 1: a UNIQUE constraint decides.
 	{
 		ID: "S1.sequential-retry", Stage: 1, Lesson: lesson1 + "#a-retry-is-not-a-new-request",
-		Claim: "a retry with the same key, sent after the original answered, does not execute again",
+		Claim: "a retry with the same key, sent after the original answered, does not execute again and is told that the original executed",
 		Why:   "the client retried because it never saw the first answer; executing the retry sends the customer's money twice",
 		Run:   withScenario(1_000_000, checkSequentialRetry),
 	},

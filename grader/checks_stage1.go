@@ -13,28 +13,57 @@ import (
 
 // checkSequentialRetry catches a server without a claim (stage 0) and a
 // claim that does not stop the retry: INSERT OR IGNORE or an upsert whose
-// result is never read, a key stored but never looked at.
+// result is never read, a key stored but never looked at. It also reads
+// what each retry is told, for two payments: an ordinary one, and one of
+// more than half what its account holds, which run again would be refused
+// for insufficient funds. A retry whose original executed is told so (409
+// duplicate-request, or the stored 201): one refused as another request,
+// told to wait, or refused for the funds its own original spent (a claim
+// made after the business write) leaves its client unable to learn that
+// its money moved.
 func checkSequentialRetry(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	req, op, amount := s.Payment(t)
+	if err := retryAfterAnswer(t, books, req, op, a.Accounts[0], b.Accounts[0], amount, ""); err != nil {
+		return err
+	}
+	from := a.Accounts[1]
+	held := books.Balances[from]
+	amount, op = t.Amount(held/2+1, held), t.Op()
+	req = Transfer(a, t.Key(), TransferBody(from, b.Accounts[0], amount, op))
+	return retryAfterAnswer(t, books, req, op, from, b.Accounts[0], amount,
+		"  (more than half of what its account holds: run again, it would be refused for insufficient funds)")
+}
+
+// retryAfterAnswer sends req, a transfer of amount from from to to as op,
+// which must execute, then 1 to 3 retries of it, each of which must neither
+// execute nor fail, and must be told that the original executed.
+func retryAfterAnswer(t *T, books *judging.Books, req Request, op, from, to string, amount int64, what string) error {
 	first := t.Do(req)
 	if !first.Is(http.StatusCreated, "") {
-		return t.Fail(req.String(), first.String(), "201 Created: the first request with a fresh key executes")
+		return t.Fail(req.String()+what, first.String(), "201 Created: the first request with a fresh key executes")
 	}
-	books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+	books.Transfer(op, from, to, amount)
 	retries := 1 + t.Rand().IntN(3)
-	story := []string{req.String() + "  →  " + first.Short()}
+	story := []string{req.String() + what + "  →  " + first.Short()}
+	const told = "409 duplicate-request (stages 1–3) or the stored 201 (stage 4 on)"
 	for i := range retries {
 		r := t.Do(req)
 		story = append(story, fmt.Sprintf("retry %d, the same request  →  %s", i+1, r.Short()))
 		sent := strings.Join(story, "\n")
 		if r.ServerFailed() {
-			return because(t.Fail(sent, r.String(), "an answer that is not a 5xx: 409 duplicate-request (stages 1–3) or the stored 201 (stage 4 on); the retry must not execute"),
+			return because(t.Fail(sent, r.String(), "an answer that is not a 5xx: "+told+"; the retry must not execute"),
 				"the client retried to learn what became of its payment, and a 5xx tells it nothing: it cannot tell whether the money moved, so it retries until it gives up, or asks a person, about a payment that was in fact made")
 		}
 		if err := t.Reconcile(sent, "", books); err != nil {
 			return err
 		}
+		if r.Is(http.StatusConflict, pDuplicate) || sameOp(first, r) {
+			continue
+		}
+		return because(t.Harmful(judging.NoUsableAnswer, sent, r.String(),
+			told+": the original executed, and the retry is told so"),
+			"the client retried because it never saw the first answer, and the retry's answer is the only one it gets: told to wait, told its key names another request, or refused for the funds its own original spent, it never learns that its money moved, and may pay again under a new key")
 	}
 	return nil
 }
