@@ -9,6 +9,7 @@ import (
 
 	"idemlab/grader/judging"
 	"idemlab/kit/labclient"
+	"idemlab/kit/labctl"
 )
 
 // checkSequentialRetry catches a server without a claim (stage 0) and a
@@ -66,6 +67,100 @@ func retryAfterAnswer(t *T, books *judging.Books, req Request, op, from, to stri
 			"the client retried because it never saw the first answer, and the retry's answer is the only one it gets: told to wait, told its key names another request, or refused for the funds its own original spent, it never learns that its money moved, and may pay again under a new key")
 	}
 	return nil
+}
+
+// checkRetriesAroundAFailure is S1.retry-after-failure: the retry sent
+// once a failed request has answered executes (checkRetryAfterFailure),
+// and so does one sent while the original still waits on the core and is
+// about to fail (retryWhileTheOriginalFails).
+func checkRetriesAroundAFailure(t *T, s Scenario) error {
+	if err := checkRetryAfterFailure(t, s); err != nil {
+		return err
+	}
+	for range failingOriginalTries {
+		if err := retryWhileTheOriginalFails(t, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// failingOriginalTries is how many payments retryWhileTheOriginalFails
+// makes: on PostgreSQL a loaded machine can delay the original's claim
+// past the check's wait (a new connection), and the retry then claims
+// first, so that the roles swap and the failure it looks for does not
+// happen.
+const failingOriginalTries = 3
+
+// retryWhileTheOriginalFails sends a retry while its original waits on the
+// core, then lets the original's business write fail (fail-in-transfer).
+// A claim committed on its own before the core call, and given back when
+// the request fails, tells that retry "already executed" for a payment
+// that then never runs. The retry must execute, or be told to come back
+// (409 request-in-progress) and execute when it does. It is sent as soon
+// as the original's key has a row (a claim committed before the core
+// call), or after half the original's core wait (a claim made with the
+// money shows no row before).
+func retryWhileTheOriginalFails(t *T, s Scenario) error {
+	const latency = 300 * time.Millisecond
+	a, b, books := s.A, s.B, s.Books
+	req, op, amount := s.Payment(t)
+	if err := t.Arm(labctl.FailInTransfer, 1); err != nil {
+		return err
+	}
+	if err := t.Configure(labclient.Config{CoreLatency: latency}); err != nil {
+		return err
+	}
+	pending := t.Launch(req)
+	if _, err := t.WaitFor(latency/2, func() (bool, error) {
+		if pending.Done() {
+			return true, nil
+		}
+		st, err := t.State()
+		return len(judging.KeyRows(st, req.Key)) > 0, err
+	}); err != nil {
+		return err
+	}
+	retry := t.Do(req)
+	orig := pending.Wait()
+	if err := t.Arm(labctl.FailInTransfer, 0); err != nil {
+		return err
+	}
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return err
+	}
+	sent := fmt.Sprintf("%s\n(armed: fail-in-transfer; the original waits %v on the core, then its business write fails)\n"+
+		"then, while the original waits on the core, the same request again", req.String(), latency)
+	got := "the original answered " + orig.Short() + ", the retry " + retry.Short()
+	wait := func(r Response) bool {
+		return r.Err != nil || r.ServerFailed() || r.Is(http.StatusConflict, pInProgress)
+	}
+	last := retry
+	if wait(retry) {
+		var n int
+		last, n = t.retryWhile(req, time.Second, wait)
+		got += fmt.Sprintf("\nthen %d retries, while told to wait or failed  →  %s", n, last.Short())
+	}
+	ran := executedOps(orig, retry, last) > 0
+	if ran {
+		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+	} else {
+		books.Expect(op)
+	}
+	if err := t.Reconcile(sent, got, books); err != nil {
+		return err
+	}
+	const executes = "201 Created: the original failed and moved nothing, so the retry executes (at once, or once it is told to come back and does)"
+	duplicate := func(r Response) bool { return r.Is(http.StatusConflict, pDuplicate) }
+	switch {
+	case !ran && (duplicate(orig) || duplicate(retry) || duplicate(last)):
+		return t.toldDuplicate(sent, got, executes)
+	case ran && (last.Is(http.StatusCreated, "") || duplicate(last)):
+		return nil
+	case last.Is(http.StatusConflict, pInProgress):
+		return t.Harmful(judging.StuckKey, sent, got, executes+"; nothing runs any more, and the key says something does")
+	}
+	return t.Fail(sent, got, executes)
 }
 
 // checkReplicas catches a claim kept in a process's memory (a map or a
