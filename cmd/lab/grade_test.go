@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -205,10 +207,16 @@ func TestGrade_ResultsBundleHoldsEveryAttemptAndTheFindingsCounts(t *testing.T) 
 		t.Errorf("checks_not_run = %v, want none", res.NotRun)
 	}
 	// Each contract difference is printed once: as the evidence of a
-	// failure whose money is right, or under "contract" beside another.
+	// failure whose money is right, under "contract" beside another, or
+	// in the list of those past the first few ("✗ and N more").
+	differences := strings.Count(out.String(), "  money     ✓") + strings.Count(out.String(), "  contract  ✗")
+	for _, m := range regexp.MustCompile(`  contract  ✗ and (\d+) more`).FindAllStringSubmatch(out.String(), -1) {
+		n, _ := strconv.Atoi(m[1])
+		differences += n - 1
+	}
 	want := map[string]int{
 		"double_applied":       len(doubled),
-		"contract_differences": strings.Count(out.String(), "  money     ✓") + strings.Count(out.String(), "  contract  ✗"),
+		"contract_differences": differences,
 	}
 	if want["contract_differences"] == 0 {
 		t.Fatalf("no contract difference printed:\n%s", out.String())
