@@ -9,6 +9,7 @@ import (
 	"idemlab/grader/judging"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
+	"idemlab/kit/labdb"
 )
 
 // completedWithoutMoney looks at st for a row of key that is completed
@@ -130,9 +131,15 @@ func checkNeverCompletedWithoutMoney(t *T, s Scenario) error {
 // transaction holds) is a promise made before the money moved: a crash
 // or a failed COMMIT at that moment leaves it completed for a payment
 // that never happened. If the commit is never held (the request ended
-// first), there is nothing to see, and the step moves on.
+// first), there is nothing to see, and the step moves on. On SQLite it
+// is not tried: the wrong version fails before it gets there, and the
+// lab's own read of an in-memory database waits for the held COMMIT as
+// every reader does, up to the fault's 5 s, to see nothing.
 func (t *T) heldCommitNotCompleted(s Scenario) error {
 	const within = 10 * time.Second
+	if st, err := t.State(); err != nil || st.Engine == labdb.SQLite {
+		return err
+	}
 	req, op, amount := s.Payment(t)
 	if err := t.Arm(labctl.HeldCommit, 1); err != nil {
 		return err
