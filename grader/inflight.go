@@ -2,6 +2,7 @@ package grader
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"idemlab/grader/judging"
@@ -80,6 +81,7 @@ func lastHold(latency time.Duration) bool {
 // account) and holds its own original with the latency it is given: see
 // Hold and Held.Early.
 func (t *T) WhileHeld(opening int64, try func(s Scenario, latency time.Duration) (conclusive bool, err error)) error {
+	waited := t.heldReadsWaited
 	for _, l := range heldLatencies {
 		s, err := t.Scenario(2, opening)
 		if err != nil {
@@ -89,6 +91,14 @@ func (t *T) WhileHeld(opening int64, try func(s Scenario, latency time.Duration)
 		if err != nil || conclusive {
 			return err
 		}
+	}
+	if t.heldReadsWaited-waited == len(heldLatencies) {
+		// A busy machine slows a read by about as much at every latency;
+		// a read that waits as long as the core wait, at each, waits for it.
+		return because(t.Fail(fmt.Sprintf("a payment held on the core %v, then another %v, then another %v; each time, while it waits, the lab reads its state (GET /lab/state)", heldLatencies[0], heldLatencies[1], heldLatencies[2]),
+			"each read of the lab's state took at least half the payment's core wait to answer, at every latency: it waited for the payment",
+			"the lab's read answers while the payment waits on the core: no transaction is open while a request waits on the core"),
+			"a transaction held open across the core call holds the database for as long as the core takes: on SQLite every other request waits behind it, the lab's own reads too, and one slow core call stops the whole server")
 	}
 	return t.CouldNotObserve("the server while an original was in flight: with core latencies of up to %v, every try found the original answered, or its key not yet in progress, before the check could act (a busy machine, or a key table the lab cannot read; run the check alone with RUN=… to tell)", heldLatencies[len(heldLatencies)-1])
 }
@@ -125,9 +135,13 @@ func (t *T) Hold(req Request, latency time.Duration) (*Held, error) {
 		if h.Done() {
 			return true, nil
 		}
+		asked := time.Now()
 		st, err := t.State()
 		if err != nil {
 			return false, err
+		}
+		if time.Since(asked) >= latency/2 {
+			t.heldReadsWaited++
 		}
 		h.Seen = judging.KeyInProgress(st, req.Key)
 		return h.Seen, nil
