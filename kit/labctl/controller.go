@@ -46,6 +46,13 @@ type Controller struct {
 	// CoreGivenUp counts every request the server's core client gave up
 	// on without an answer (core.Client.GivenUp); nil reads 0.
 	CoreGivenUp func() int64
+	// KeyRowsPublished waits until every change to a key row committed
+	// before it was called has been published as a "key" event, or ctx
+	// ends; nil when key events go out as their commits happen. A move of
+	// the clock waits for it before it publishes its own event, so that a
+	// reader who moves the clock by nothing and waits for that event (a
+	// fence) has heard every key event before it.
+	KeyRowsPublished func(ctx context.Context) error
 	// RandomTokens has a reset draw the customers' tokens from crypto/rand
 	// (bank.DrawTokens); their ids and accounts stay the seed's. A server
 	// other people reach needs it: anyone can draw a seed's tokens, and
@@ -459,6 +466,9 @@ func (c *Controller) handleClock(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		err = c.Replica.Sync(r.Context())
+	}
+	if err == nil && c.KeyRowsPublished != nil {
+		err = c.KeyRowsPublished(r.Context())
 	}
 	if err != nil {
 		problem.Write(w, err)

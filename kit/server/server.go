@@ -245,7 +245,7 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	}
 	s.ctl = &labctl.Controller{DB: s.db, Bank: s.bank, Clock: s.clock, Hub: s.hub, Settings: s.settings,
 		Faults: s.faults, Restage: restage, RandomTokens: opts.RandomTokens, CoreUnanswered: s.core.Unanswered,
-		CoreGivenUp: s.core.GivenUp}
+		CoreGivenUp: s.core.GivenUp, KeyRowsPublished: s.keyRowsPublished}
 	if opts.Replica != labctl.Alone {
 		if s.ctl.Replica, err = labctl.OpenReplica(ctx, s.db.DB, opts.Replica, s.clock, s.settings, s.bank, s.faults); err != nil {
 			return err
@@ -275,7 +275,7 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 			s.heard.note(rows, at)
 		}
 		select {
-		case s.keyRows <- keyRowsChanged{rows, at}:
+		case s.keyRows <- keyRowsChanged{rowids: rows, at: at}:
 		case <-s.stop:
 		}
 	})
@@ -418,6 +418,9 @@ func (s *Server) every(d time.Duration, fn func()) {
 type keyRowsChanged struct {
 	rowids []int64
 	at     time.Time
+	// published, when set, is closed by the publisher once every change
+	// queued before this one has been published (keyRowsPublished).
+	published chan struct{}
 }
 
 // heardCommits keeps, for each key row, when the last commit that changed
@@ -470,6 +473,10 @@ func (s *Server) publishKeyRows() {
 		case err := <-s.listening:
 			s.keyRowsListening(err)
 		case changed := <-s.keyRows:
+			if changed.published != nil {
+				close(changed.published)
+				continue
+			}
 			if !s.hub.Listening() {
 				for _, id := range changed.rowids {
 					s.heard.of(id, changed.at)
@@ -498,6 +505,29 @@ func (s *Server) publishKeyRows() {
 			}
 		}
 	}
+}
+
+// keyRowsPublished waits until the key row changes queued before it have
+// been published (labctl.Controller.KeyRowsPublished): the publisher
+// reads each changed row on its own goroutine, so a key event can
+// otherwise come out after an event published later, a fence's clock
+// event among them.
+func (s *Server) keyRowsPublished(ctx context.Context) error {
+	published := make(chan struct{})
+	select {
+	case s.keyRows <- keyRowsChanged{published: published}:
+	case <-s.stop:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-published:
+	case <-s.stop:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 func (s *Server) routes(lab bool) chi.Router {
