@@ -229,9 +229,7 @@ func TestCustomersScoped_NamesTheCustomerHandedAnothersOperation(t *testing.T) {
 					changed.Wait()
 				}
 				if a := answers[key]; a != nil {
-					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(a.status)
-					w.Write(a.body.Bytes())
+					a.replay(w)
 					return
 				}
 				rec := &bodyRecorder{ResponseWriter: w, status: http.StatusOK}
@@ -273,6 +271,13 @@ func (r *bodyRecorder) Write(b []byte) (int, error) {
 	return r.ResponseWriter.Write(b)
 }
 
+// replay writes the kept answer to w, as a middleware's stored answer.
+func (r *bodyRecorder) replay(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(r.status)
+	w.Write(r.body.Bytes())
+}
+
 // A middleware that scopes its keys by customer but keeps no fingerprint
 // answers the second customer, sending the first one's exact request, with
 // the second customer's own earlier operation: a wrong answer (the
@@ -290,9 +295,7 @@ func TestCustomersScoped_AnOwnEarlierAnswerIsNoLeak(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				if a := answers[key]; a != nil {
-					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(a.status)
-					w.Write(a.body.Bytes())
+					a.replay(w)
 					return
 				}
 				rec := &bodyRecorder{ResponseWriter: w, status: http.StatusOK}
