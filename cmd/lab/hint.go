@@ -24,8 +24,9 @@ func runHint(ctx context.Context, in *invocation) error {
 		couldNotRun(in.stdout, n, sp.CouldNotRun)
 		return nil
 	}
-	if topic == "" && sp.State == studentloop.Passing {
-		// Nothing fails: a hint step shown now would be spent on nothing.
+	if topic == "" && sp.Focus == "" && sp.State == studentloop.Passing {
+		// Nothing fails (a check that failed when run alone since is the
+		// focus): a hint step shown now would be spent on nothing.
 		fmt.Fprintf(in.stdout, "stage %d passed every check at its last run: there is nothing to hint at. %s says what is next.\n",
 			n, labdb.FromRoot()+"make status")
 		return nil

@@ -155,3 +155,20 @@ func TestHint_OnAPassingStageSpendsNoStep(t *testing.T) {
 		t.Errorf("hint steps counted on a passing stage: %v", p.Hints)
 	}
 }
+
+// TestHint_AfterAPassAFailingRUNStillGetsItsHint: a stage that passed,
+// then failed a check run alone (make stage-1 RUN=…, after an edit), is
+// still passing in the progress, with that check in focus: the hint is
+// about it, not "nothing to hint at".
+func TestHint_AfterAPassAFailingRUNStillGetsItsHint(t *testing.T) {
+	fakeLoop(t, passingS1, "")
+	runLabCommand(t, "check", "1")
+	some := failingS1
+	some.Only = "S1"
+	newRunner = func(string, string, string, bool) studentloop.Runner { return fixedRunner{some} }
+	runLabCommand(t, "check", "1", "--run", "S1")
+	code, out, errs := runLabCommand(t, "hint", "1")
+	if code != 0 || strings.Contains(out, "nothing to hint at") || !strings.Contains(out, "S1.missing-key") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}
