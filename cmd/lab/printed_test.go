@@ -54,7 +54,7 @@ func TestPrinted_EveryCommandWorksAsTyped(t *testing.T) {
 		"make audit PKG=./audit/examples/naive SEED=42 RUN=S1.x", "make stage-2 SEED=42 RUN=S2.x", "make solution-2 SEED=42 RUN=S2.x",
 		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --stage 4 --solution --clients 8 --op op-0042",
 		"go run ./cmd/lab replay --log datasets/day-small.plan.jsonl --url", "go run ./cmd/lab replay --log PLAN --url http://127.0.0.1:8080 --admin-token adm_x --core http://core_x@127.0.0.1:8079", "go run ./cmd/lab gen -o day.jsonl",
-		"make reset N=3", "make reset N=3 YES=1", "go run ./cmd/lab docs 3",
+		"make reset N=3", "make reset N=3 YES=1", "make reset N=3 FROM=abc1234 YES=1", "go run ./cmd/lab docs 3",
 		"make stage-7 RUN=S6.x", "go run ./cmd/lab grade --stage 7 --run S6.x", "go run ./cmd/lab replay --log day.jsonl --stage 6 --solution"} {
 		if !containsPrefix(found, want) {
 			t.Errorf("no printed command starts %q; found %q", want, found)
@@ -143,7 +143,8 @@ func printedByTheLab(t *testing.T) map[string]string {
 	out["lab replay without --log"] = lastLine(noLog)
 	_, _, noStage := runLabCommand(t, "reset")
 	out["lab reset without a stage"] = lastLine(noStage)
-	out["lab reset, not agreed"] = notReset(3)
+	out["lab reset, not agreed"] = notReset(3, "HEAD")
+	out["lab reset --from, not agreed"] = notReset(3, "abc1234")
 	out["lab help docs"] = labOutput(t, "help", "docs")
 
 	var banner strings.Builder

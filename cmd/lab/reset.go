@@ -42,7 +42,7 @@ func runReset(ctx context.Context, in *invocation) error {
 	sort.Strings(changed)
 	fmt.Fprintf(in.stdout, "%s: these files differ from the scaffold of %s: %s\n", studentloop.StageDir(n), *from, strings.Join(changed, ", "))
 	if !*yes && !confirm(in.stdout, "put the scaffold back (your files go to a backup folder first)?") {
-		fmt.Fprintln(in.stdout, notReset(n))
+		fmt.Fprintln(in.stdout, notReset(n, *from))
 		return nil
 	}
 	backup, err := studentloop.Reset(root, n, scaffold, now())
@@ -59,7 +59,12 @@ func runReset(ctx context.Context, in *invocation) error {
 }
 
 // notReset is what reset says when the student did not agree (or make
-// gave it no terminal to answer on): how to reset without the question.
-func notReset(n int) string {
-	return fmt.Sprintf("nothing changed (%s YES=1 puts it back without asking).", studentloop.Command("reset", n))
+// gave it no terminal to answer on): how to reset without the question,
+// from the same commit (from, HEAD unless --from named another).
+func notReset(n int, from string) string {
+	again := studentloop.Command("reset", n)
+	if from != "HEAD" {
+		again += " FROM=" + from
+	}
+	return fmt.Sprintf("nothing changed (%s YES=1 puts it back without asking).", again)
 }
