@@ -224,7 +224,7 @@ func FormatColor(r Result, reproduce string, color bool) string {
 		evidence(&b, c)
 	}
 	if len(more) > 0 {
-		fmt.Fprintf(&b, "  contract  ✗ and %d more of the same kind, sent as:\n            %s\n", len(more), strings.Join(more, "\n            "))
+		fmt.Fprintf(&b, "  contract  ✗ and %d more, each shown by what was sent:\n            %s\n", len(more), strings.Join(more, "\n            "))
 	}
 	if r.History != nil && len(r.History.ServerErrors) > 0 {
 		fmt.Fprintf(&b, "  server    %s\n", indent(serverErrors(r.History.ServerErrors)))

@@ -90,7 +90,7 @@ func TestFormat_ListsTheDifferencesPastTheFirstFewByWhatWasSent(t *testing.T) {
 	if n := strings.Count(out, "  got       201"); n != 4 {
 		t.Errorf("%d differences in full, want the finding and 3 beside it:\n%s", n, out)
 	}
-	want := "  contract  ✗ and 3 more of the same kind, sent as:\n            bad key 4: POST /transfers\n            bad key 5: POST /transfers\n            bad key 6: POST /transfers\n"
+	want := "  contract  ✗ and 3 more, each shown by what was sent:\n            bad key 4: POST /transfers\n            bad key 5: POST /transfers\n            bad key 6: POST /transfers\n"
 	if !strings.Contains(out, want) {
 		t.Errorf("the report:\n%s\nwants:\n%s", out, want)
 	}
