@@ -68,27 +68,27 @@ lint: ## gofmt and go vet
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-stage-%: ## run the checks of stage N (0..9) against YOUR code in stages/stageN, and record your progress
-	@SEED="$(SEED)" RUN="$(RUN)" $(GO) run ./cmd/lab check $*
+stage-%: lab ## run the checks of stage N (0..9) against YOUR code in stages/stageN, and record your progress
+	@SEED="$(SEED)" RUN="$(RUN)" exec bin/lab check $*
 
-solution-%: ## run the checks of stage N against the reference solution
-	@SEED="$(SEED)" RUN="$(RUN)" $(GO) run ./cmd/lab check --solution $*
+solution-%: lab ## run the checks of stage N against the reference solution
+	@SEED="$(SEED)" RUN="$(RUN)" exec bin/lab check --solution $*
 
 # The student's loop: N= picks a stage; without it, the first stage that
 # does not pass yet.
 .PHONY: status watch hint docs diff reset
-status: ## where each stage stands: not started, failing (on which check), passing
-	@$(GO) run ./cmd/lab status
-watch: ## rerun a stage's checks on every save: make watch N=1
-	@$(GO) run ./cmd/lab watch $(N)
-hint: ## a hint for the first failing check, one step more each time: make hint N=1
-	@$(GO) run ./cmd/lab hint $(N)
-docs: ## a stage's lesson in the terminal: make docs N=1
-	@$(GO) run ./cmd/lab docs $(N)
-diff: ## your stage against the reference solution (asks first until it passes): make diff N=1
-	@$(GO) run ./cmd/lab diff $(N)
-reset: ## the untouched scaffold of a stage back, yours kept in .idemlab/backup: make reset N=1 (YES=1: without asking; FROM=COMMIT: the scaffold of that commit, if you committed your own work)
-	@$(GO) run ./cmd/lab reset $(if $(YES),--yes) $(if $(FROM),--from $(FROM)) $(N)
+status: lab ## where each stage stands: not started, failing (on which check), passing
+	@exec bin/lab status
+watch: lab ## rerun a stage's checks on every save: make watch N=1
+	@exec bin/lab watch $(N)
+hint: lab ## a hint for the first failing check, one step more each time: make hint N=1
+	@exec bin/lab hint $(N)
+docs: lab ## a stage's lesson in the terminal: make docs N=1
+	@exec bin/lab docs $(N)
+diff: lab ## your stage against the reference solution (asks first until it passes): make diff N=1
+	@exec bin/lab diff $(N)
+reset: lab ## the untouched scaffold of a stage back, yours kept in .idemlab/backup: make reset N=1 (YES=1: without asking; FROM=COMMIT: the scaffold of that commit, if you committed your own work)
+	@exec bin/lab reset $(if $(YES),--yes) $(if $(FROM),--from $(FROM)) $(N)
 
 .PHONY: lab
 lab: ## build the lab command into bin/lab (then: bin/lab help)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 
@@ -34,10 +33,23 @@ func runCheck(ctx context.Context, in *invocation) error {
 		fmt.Fprintf(in.stdout, "the reference solution of stage %d (solutions/stage%d):\n", n, n)
 	}
 	studentloop.Summarize(in.stdout, root, o)
-	if o.State() != studentloop.Passing {
-		return &exitCode{code: 1, err: errors.New(string(o.State()))}
+	return checkExit(o)
+}
+
+// checkExit is lab check's exit status for the outcome o, as lab grade's:
+// 0 when the stage passes, 2 when nothing was judged (the checks did not
+// finish, or every failing one could not observe what it needs), else 1.
+// The summary above it has said which, so it carries no message: one
+// more line under the summary would only repeat its first word.
+func checkExit(o studentloop.Outcome) error {
+	switch {
+	case o.State() == studentloop.Passing:
+		return nil
+	case o.State() == studentloop.CouldNotCheck,
+		o.State() == studentloop.Failing && len(o.CouldNotRun()) == len(o.Failed()):
+		return &exitCode{code: 2}
 	}
-	return nil
+	return &exitCode{code: 1}
 }
 
 // colorTimelines asks the checks' go test to draw its timelines in colour
