@@ -32,13 +32,9 @@ type Recorder struct {
 	// rows and rowStates are the key each key row (by rowid) holds and
 	// the state it was last seen in.
 	rows, rowStates map[int64]string
-	// clocks carries the time of each clock event, which fence waits for.
-	clocks chan time.Time
-	// clockAt is the lab time each clock event in events announced, by its
-	// index there, and fences the times of the moves by nothing that Fence
-	// made: a timeline leaves those out, since the clock did not move.
-	clockAt map[int]time.Time
-	fences  map[time.Time]bool
+	// fences carries the time of each clock event that moved nothing,
+	// which Fence waits for; a timeline leaves those events out.
+	fences chan time.Time
 	// streams are the event streams being read.
 	streams sync.WaitGroup
 	stop    []func()
@@ -47,8 +43,7 @@ type Recorder struct {
 // NewRecorder returns a recorder with no history yet, which knows keys
 // (a replayed day's, sent by its clients) before any request sends them.
 func NewRecorder(keys ...string) *Recorder {
-	h := &Recorder{keys: map[string]bool{}, rows: map[int64]string{}, rowStates: map[int64]string{}, clocks: make(chan time.Time, 64),
-		clockAt: map[int]time.Time{}, fences: map[time.Time]bool{}}
+	h := &Recorder{keys: map[string]bool{}, rows: map[int64]string{}, rowStates: map[int64]string{}, fences: make(chan time.Time, 64)}
 	for _, k := range keys {
 		h.keys[k] = true
 	}
@@ -136,17 +131,14 @@ func (h *Recorder) Fence(ctx context.Context, lab *labclient.Client) {
 }
 
 // awaitFence waits, up to a second, for the clock event of the fence that
-// answered now, and notes that it moved nothing.
+// answered now.
 func (h *Recorder) awaitFence(ctx context.Context, now time.Time) {
 	wait := time.NewTimer(time.Second)
 	defer wait.Stop()
 	for {
 		select {
-		case at := <-h.clocks:
+		case at := <-h.fences:
 			if at.Equal(now) {
-				h.mu.Lock()
-				h.fences[now] = true
-				h.mu.Unlock()
 				return
 			}
 		case <-wait.C:
@@ -282,21 +274,23 @@ func (h *Recorder) heard(ev events.Event) {
 		json.Unmarshal(ev.Data, &f)
 		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Armed, Detail: f.Point})
 	case events.KindClock:
-		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Clock})
-		var c struct{ Now time.Time }
-		if json.Unmarshal(ev.Data, &c) != nil {
+		var c struct {
+			Now   time.Time
+			Moved bool
+		}
+		if json.Unmarshal(ev.Data, &c) != nil || c.Moved {
+			h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Clock})
 			return
 		}
-		h.clockAt[len(h.events)-1] = c.Now
 		select {
-		case h.clocks <- c.Now:
+		case h.fences <- c.Now:
 		default:
 			// Nobody is fencing: the oldest time makes room.
 			select {
-			case <-h.clocks:
+			case <-h.fences:
 			default:
 			}
-			h.clocks <- c.Now
+			h.fences <- c.Now
 		}
 	}
 }
@@ -347,12 +341,7 @@ func (h *Recorder) History() *timeline.History {
 	defer h.mu.Unlock()
 	out := &timeline.History{Attempts: append([]timeline.Attempt(nil), h.attempts...),
 		ServerErrors: append([]string(nil), h.serverErrors...)}
-	for i, e := range h.events {
-		if now, ok := h.clockAt[i]; ok && h.fences[now] {
-			continue
-		}
-		out.Events = append(out.Events, e)
-	}
+	out.Events = append(out.Events, h.events...)
 	for i := range out.Attempts {
 		if out.Attempts[i].End.IsZero() {
 			out.Attempts[i].End = time.Now()

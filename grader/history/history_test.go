@@ -118,25 +118,30 @@ func TestServerErrors_KeepsTheCausesOfFiveHundreds(t *testing.T) {
 
 // TestHistory_LeavesOutTheFencesMovesByNothing catches a timeline that
 // draws "lab clock moved" where the grader only fenced the event stream
-// (a move of the clock by nothing), while a real move stays drawn.
+// (a move of the clock by nothing), while a real move stays drawn, though
+// both fall in the same millisecond of lab time (a recorder that told
+// them apart by their time drew both, or none), and a fence that is
+// satisfied by the real move's event instead of its own.
 func TestHistory_LeavesOutTheFencesMovesByNothing(t *testing.T) {
 	h := NewRecorder()
-	base := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	clock := func(now time.Time) events.Event {
-		data, _ := json.Marshal(map[string]time.Time{"now": now})
-		return events.Event{Kind: events.KindClock, Time: now, Data: data}
+	at := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	clock := func(moved bool) events.Event {
+		data, _ := json.Marshal(events.Clock{Now: at.Format(time.RFC3339Nano), Moved: moved})
+		return events.Event{Kind: events.KindClock, Time: at, Data: data}
 	}
-	moved, fenced := base.Add(25*time.Hour), base.Add(25*time.Hour+time.Second)
-	h.heard(clock(moved))
-	h.heard(clock(fenced))
-	h.awaitFence(t.Context(), fenced)
+	h.heard(clock(true))
+	if len(h.fences) != 0 {
+		t.Fatal("the real move's clock event would end a fence at its time, before the fence's own was heard")
+	}
+	h.heard(clock(false))
+	h.awaitFence(t.Context(), at)
 	var drawn []time.Time
 	for _, e := range h.History().Events {
 		if e.Kind == timeline.Clock {
 			drawn = append(drawn, e.At)
 		}
 	}
-	if len(drawn) != 1 || !drawn[0].Equal(moved) {
-		t.Fatalf("clock events drawn at %v, want only the real move at %v", drawn, moved)
+	if len(drawn) != 1 || !drawn[0].Equal(at) {
+		t.Fatalf("clock events drawn at %v, want only the real move at %v", drawn, at)
 	}
 }

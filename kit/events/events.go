@@ -91,6 +91,15 @@ type Listen struct {
 	Error     string `json:"error,omitempty"`
 }
 
+// Clock is the data of a "clock" event: the lab time after a POST
+// /lab/clock, and whether that request moved the clock (false for a move
+// by nothing, which graders send to learn that every event published
+// before it has been heard).
+type Clock struct {
+	Now   string `json:"now"`
+	Moved bool   `json:"moved"`
+}
+
 // Dropped is the data of a "dropped" event.
 type Dropped struct {
 	Count int64 `json:"count"`

@@ -110,7 +110,8 @@ func TestClient_ResetAdvanceStateAndEvents(t *testing.T) {
 	go func() {
 		err := stream.Read(func(ev events.Event) bool {
 			got <- ev
-			return ev.Kind != events.KindClock
+			var c events.Clock
+			return ev.Kind != events.KindClock || json.Unmarshal(ev.Data, &c) != nil || !c.Moved
 		})
 		close(got)
 		streamErr <- err
@@ -121,6 +122,9 @@ func TestClient_ResetAdvanceStateAndEvents(t *testing.T) {
 	}
 	before, err := lab.State(ctx)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lab.Advance(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	now, err := lab.Advance(ctx, 90*time.Minute)
@@ -141,11 +145,21 @@ func TestClient_ResetAdvanceStateAndEvents(t *testing.T) {
 		t.Error("an unknown fault point was armed")
 	}
 	var last string
+	var moves []bool
 	for ev := range got {
 		last = ev.Kind
+		var c events.Clock
+		if ev.Kind == events.KindClock && json.Unmarshal(ev.Data, &c) == nil {
+			moves = append(moves, c.Moved)
+		}
 	}
 	if err := <-streamErr; err != nil || last != events.KindClock {
 		t.Fatalf("the stream ended on %q (%v), want the clock's move", last, err)
+	}
+	// A move by nothing (a grader's fence) says it moved nothing, so that a
+	// timeline leaves it out; the real move says it moved.
+	if len(moves) != 2 || moves[0] || !moves[1] {
+		t.Errorf("clock events moved %v, want [false true] for a move by nothing, then 90m", moves)
 	}
 }
 
