@@ -87,7 +87,8 @@ func checkNeverCompletedWithoutMoney(t *T, s Scenario) error {
 			"the row's state column is \"completed\" once the money moved (from stage 3 on the key table has a state column: in_progress, then completed)")
 	}
 
-	if err := t.heldCommitNotCompleted(s); err != nil {
+	heldLooked, err := t.heldCommitNotCompleted(s)
+	if err != nil {
 		return err
 	}
 
@@ -120,7 +121,10 @@ func checkNeverCompletedWithoutMoney(t *T, s Scenario) error {
 				"no completed key: the attempt failed before its money moved (the key is released, or stays in progress)")
 		}
 	}
-	return t.Reconcile("every request above", "", books)
+	if err := t.Reconcile("every request above", "", books); err != nil || heldLooked {
+		return err
+	}
+	return t.CouldNotObserve("whether the key shows completed while the COMMIT of its money waits (PostgreSQL): with the held-commit fault armed, the payment's COMMIT was not held within 10s, or its request ended before /lab/state was read; everything else this check tries passed")
 }
 
 // heldCommitNotCompleted holds the COMMIT of a payment's business write
@@ -130,19 +134,21 @@ func checkNeverCompletedWithoutMoney(t *T, s Scenario) error {
 // (on PostgreSQL; on SQLite it waits for the write lock the business
 // transaction holds) is a promise made before the money moved: a crash
 // or a failed COMMIT at that moment leaves it completed for a payment
-// that never happened. If the commit is never held (the request ended
-// first), there is nothing to see, and the step moves on. On SQLite it
-// is not tried: the wrong version fails before it gets there, and the
+// that never happened. looked is false when the commit was not held
+// within 10 s or the request ended before the lab read the key: there was
+// nothing to see, the check goes on with its other probes, and says at
+// the end that it could not observe this one. On SQLite it is not tried
+// (looked is true): the wrong version fails before it gets there, and the
 // lab's own read of an in-memory database waits for the held COMMIT as
 // every reader does, up to the fault's 5 s, to see nothing.
-func (t *T) heldCommitNotCompleted(s Scenario) error {
+func (t *T) heldCommitNotCompleted(s Scenario) (looked bool, err error) {
 	const within = 10 * time.Second
 	if st, err := t.State(); err != nil || st.Engine == labdb.SQLite {
-		return err
+		return true, err
 	}
 	req, op, amount := s.Payment(t)
 	if err := t.Arm(labctl.HeldCommit, 1); err != nil {
-		return err
+		return false, err
 	}
 	// Disarming lets the held COMMIT go, whatever happens here.
 	defer t.Arm(labctl.HeldCommit, 0)
@@ -156,26 +162,27 @@ func (t *T) heldCommitNotCompleted(s Scenario) error {
 		return left[labctl.HeldCommit] == 0, nil
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	if held && !orig.Done() {
 		if st, err = t.State(); err != nil {
-			return err
+			return false, err
 		}
+		looked = !orig.Done()
 	}
 	sent := req.String() + "\n(armed: held-commit, the COMMIT of its business write waits; /lab/state read while it waits)"
 	if completedWithoutMoney(st, req.Key, op) {
-		return t.toldDoneWithoutMoney(sent, "", req, op, st,
+		return true, t.toldDoneWithoutMoney(sent, "", req, op, st,
 			"the key in_progress until the transaction that moves the money commits, and completes it with the money")
 	}
 	if err := t.Arm(labctl.HeldCommit, 0); err != nil {
-		return err
+		return looked, err
 	}
 	if r := orig.Wait(); executedOps(r) > 0 {
 		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
 	}
 	s.Books.Expect(op)
-	return nil
+	return looked, nil
 }
 
 // toldDoneWithoutMoney is the verdict on req's key caught completed (in
