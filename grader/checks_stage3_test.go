@@ -1,10 +1,13 @@
 package grader
 
 import (
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"idemlab/grader/judging"
 	"idemlab/kit/sqlitedb"
 )
 
@@ -30,5 +33,26 @@ func TestLockedOut(t *testing.T) {
 		if got := lockedOut(tc.took, tc.rs...); got != tc.want {
 			t.Errorf("%s: lockedOut = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A server whose transaction is open across the core call keeps the lab's
+// reads waiting for every held original: S3.retry-during-original fails
+// it, and every other check that holds an original says it could not
+// observe and names that check, so the one finding is made once. A
+// verdict that failed in every such check, or named a check the
+// catalogue lacks, fails this test.
+func TestReadsWaited_OneCheckFailsTheOthersCouldNotObserve(t *testing.T) {
+	if _, ok := Lookup(heldReadsCheck); !ok {
+		t.Fatalf("%s is not in the catalogue", heldReadsCheck)
+	}
+	var tt T
+	var f *judging.Failure
+	if err := tt.readsWaited(true); !errors.As(err, &f) {
+		t.Errorf("in %s: %v, want a failure", heldReadsCheck, err)
+	}
+	var u *judging.Unobserved
+	if err := tt.readsWaited(false); !errors.As(err, &u) || !strings.Contains(u.What, heldReadsCheck) {
+		t.Errorf("in another check: %v, want could not observe, naming %s", err, heldReadsCheck)
 	}
 }
