@@ -213,10 +213,10 @@ func FormatColor(r Result, reproduce string, color bool) string {
 		beside = "  contract  ✗ also:\n"
 	}
 	shown := 0
-	var more []string
+	var more []*judging.Failure
 	for c := f.Contract; c != nil; c = c.Contract {
 		if shown == alsoShown {
-			more = append(more, cut(c.Sent, 100))
+			more = append(more, c)
 			continue
 		}
 		shown++
@@ -224,7 +224,7 @@ func FormatColor(r Result, reproduce string, color bool) string {
 		evidence(&b, c)
 	}
 	if len(more) > 0 {
-		fmt.Fprintf(&b, "  contract  ✗ and %d more, each shown by what was sent:\n            %s\n", len(more), strings.Join(more, "\n            "))
+		fmt.Fprintf(&b, "  contract  ✗ and %d more, each shown by what was sent and what came back:\n            %s\n", len(more), strings.Join(listed(more), "\n            "))
 	}
 	if r.History != nil && len(r.History.ServerErrors) > 0 {
 		fmt.Fprintf(&b, "  server    %s\n", indent(serverErrors(r.History.ServerErrors)))
@@ -247,6 +247,30 @@ func FormatColor(r Result, reproduce string, color bool) string {
 const alsoShown = 3
 
 // cut is s's first line, at most n runes of it.
+// listed is one line for each difference of fs, for the list past the
+// first few: what was sent, by its first line or, where several of fs
+// share that line (one original request, then a different retry in
+// each), by its last line, and what came back, by its first line without
+// the body.
+func listed(fs []*judging.Failure) []string {
+	first := func(f *judging.Failure) string { return cut(f.Sent, 80) }
+	seen := map[string]int{}
+	for _, f := range fs {
+		seen[first(f)]++
+	}
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		sent := first(f)
+		if seen[sent] > 1 {
+			lines := strings.Split(strings.TrimSpace(f.Sent), "\n")
+			sent = cut(lines[len(lines)-1], 80)
+		}
+		got, _, _ := strings.Cut(cut(f.Got, 60), "  {")
+		out[i] = sent + "  →  " + got
+	}
+	return out
+}
+
 func cut(s string, n int) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	if r := []rune(s); len(r) > n {

@@ -77,20 +77,27 @@ func TestFormat_SaysWhatTheServerLoggedBehindItsFiveHundreds(t *testing.T) {
 // TestFormat_ListsTheDifferencesPastTheFirstFewByWhatWasSent: a check of
 // many bad inputs (S1.invalid-key) finds a contract difference for each;
 // its report shows the first few in full and lists the others by what
-// was sent, each once, so that the report stays readable and none is
-// left out.
+// was sent and what came back, each once, so that the report stays
+// readable and none is left out. Differences that share their first line
+// (one original, then a different retry each) are listed by their last.
 func TestFormat_ListsTheDifferencesPastTheFirstFewByWhatWasSent(t *testing.T) {
 	f := &judging.Failure{Sent: "bad key 0: POST /transfers", Got: "201", Expected: "400"}
 	last := f
 	for i := 1; i <= 6; i++ {
-		last.Contract = &judging.Failure{Sent: fmt.Sprintf("bad key %d: POST /transfers\n(more)", i), Got: "201", Expected: "400"}
+		last.Contract = &judging.Failure{Sent: fmt.Sprintf("bad key %d: POST /transfers\n(more)", i), Got: "201\n(body)", Expected: "400"}
+		last = last.Contract
+	}
+	for i := 7; i <= 8; i++ {
+		last.Contract = &judging.Failure{Sent: fmt.Sprintf("POST /transfers  k-1\nthen retry %d", i), Got: "409", Expected: "201"}
 		last = last.Contract
 	}
 	out := grader.Format(grader.Result{Check: grader.Check{ID: "S1.x", Claim: "c", Why: "w"}, Err: f}, "make stage-1")
 	if n := strings.Count(out, "  got       201"); n != 4 {
 		t.Errorf("%d differences in full, want the finding and 3 beside it:\n%s", n, out)
 	}
-	want := "  contract  ✗ and 3 more, each shown by what was sent:\n            bad key 4: POST /transfers\n            bad key 5: POST /transfers\n            bad key 6: POST /transfers\n"
+	want := "  contract  ✗ and 5 more, each shown by what was sent and what came back:\n" +
+		"            bad key 4: POST /transfers  →  201\n            bad key 5: POST /transfers  →  201\n            bad key 6: POST /transfers  →  201\n" +
+		"            then retry 7  →  409\n            then retry 8  →  409\n"
 	if !strings.Contains(out, want) {
 		t.Errorf("the report:\n%s\nwants:\n%s", out, want)
 	}
