@@ -432,8 +432,9 @@ func checkRetentionBoundary(t *T, s Scenario) error {
 // moving the clock, so no purge ran). The key is forgotten, so the edited
 // request is a new one and runs: a claim that forgets an expired key only
 // for the body it was first used with answers 422 idempotency-key-reused
-// to a request the key no longer names. books gets the transfer if it
-// runs, and story the step.
+// to a request the key no longer names; one that makes the expired row
+// the new request's without its fingerprint refuses the new request's
+// retry instead. books gets the transfer if it runs, and story the step.
 func (t *T) editedAfterExpiry(side Request, from, to string, sideAmount int64, last Response, books *judging.Books, story *string) error {
 	amount, op := sideAmount+t.Amount(1, 9_999), t.Op()
 	books.Expect(op)
@@ -449,6 +450,22 @@ func (t *T) editedAfterExpiry(side Request, from, to string, sideAmount int64, l
 	}
 	if !r.Is(http.StatusCreated, "") || answerID(r) == answerID(last) {
 		return t.Fail(*story, r.String(), "201 Created, a new transfer: after its retention period the key is forgotten, whatever the body it was first used with, and the same key is a new request")
+	}
+	// The key names the new request now, body and all: its retry is
+	// answered with its own stored 201. A claim that made the expired row
+	// the new request's without its fingerprint refuses every such retry
+	// as a reused key.
+	again := t.Do(req)
+	*story += "\nthen the retry of that one  →  " + again.Short()
+	if err := t.Reconcile(*story, "", books); err != nil {
+		return err
+	}
+	if d := replayMismatch(r, again, "the new transfer"); d != "" {
+		expected := "the new transfer's stored 201: the forgotten key names the new request, its body included"
+		if again.Is(http.StatusUnprocessableEntity, pKeyReused) {
+			return t.Harmful(judging.NoUsableAnswer, *story, again.String()+"\n"+d, expected+"; refused as another request, its client can never learn that its money moved")
+		}
+		return t.Harmful(replayHarm(r, again), *story, again.String()+"\n"+d, expected)
 	}
 	return nil
 }
