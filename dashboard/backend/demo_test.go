@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -336,6 +337,32 @@ func TestLocal_ClosesOnce(t *testing.T) {
 	first := l.Close()
 	if again := l.Close(); again != first {
 		t.Fatalf("a second Close: %v, the first said %v", again, first)
+	}
+}
+
+// TestLocal_RestartsAndACloseAtOnceEndAGenerationOnce: the demo's crash
+// timer, the crash key and a stage switch may crash or close the right
+// server at the same moment. Each must end the generation of the moment
+// once; two that end the same one close its channels twice and panic,
+// which ended the demo when `s` was pressed under the crashes profile.
+func TestLocal_RestartsAndACloseAtOnceEndAGenerationOnce(t *testing.T) {
+	l := startLocal(t, stage0.New)
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			<-release
+			l.Restart(t.Context())
+		})
+	}
+	wg.Go(func() {
+		<-release
+		l.Close()
+	})
+	close(release)
+	wg.Wait()
+	if err := l.Restart(t.Context()); err == nil {
+		t.Fatal("a restart after Close: no error")
 	}
 }
 

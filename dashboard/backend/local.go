@@ -62,6 +62,13 @@ type Local struct {
 	gen   *generation
 	first *generation
 
+	// life is held across a restart and a close: the demo's crash timer,
+	// the crash key and a stage switch may end the same generation at
+	// once, and a generation ends only once.
+	life   sync.Mutex
+	closed bool
+	down   bool // a restart failed: the last generation has ended, none follows
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -282,14 +289,27 @@ func (l *Local) Configure(ctx context.Context, change labclient.Config) error {
 // Restart crashes the server: requests in flight finish their work but
 // their answers are never sent. Then it opens the same database file
 // again. Settings go back to their defaults, as after a real restart.
+// It returns an error if the server was closed, or if it cannot start
+// again.
 func (l *Local) Restart(ctx context.Context) error {
+	l.life.Lock()
+	defer l.life.Unlock()
+	if l.closed {
+		return errors.New("the server was closed")
+	}
+	if l.down {
+		return errors.New("the server is down: a restart failed")
+	}
 	gen := l.current()
 	l.crash(gen)
 	if err := gen.srv.Close(); err != nil {
+		l.down = true
+		close(gen.next)
 		return fmt.Errorf("close crashed server: %w", err)
 	}
 	next, err := l.open(ctx)
 	if err != nil {
+		l.down = true
 		close(gen.next)
 		return fmt.Errorf("restart: %w", err)
 	}
@@ -317,15 +337,20 @@ func (l *Local) Close() error {
 }
 
 func (l *Local) close() error {
+	l.life.Lock()
+	defer l.life.Unlock()
+	l.closed = true
 	shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	err := l.hs.Shutdown(shutdown)
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = l.hs.Close()
 	}
-	gen := l.current()
-	l.crash(gen)
-	close(gen.next)
-	err = errors.Join(err, gen.srv.Close())
+	if !l.down {
+		gen := l.current()
+		l.crash(gen)
+		close(gen.next)
+		err = errors.Join(err, gen.srv.Close())
+	}
 	return errors.Join(err, l.dropDB(context.Background()))
 }
