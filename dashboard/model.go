@@ -229,11 +229,17 @@ func (m Model) sideFor(i, epoch int) *sideState {
 }
 
 // side applies a SideMsg: a new epoch is a new server, counted from zero.
+// A message of an older epoch is about a server the side no longer runs
+// (a crash of the stage just switched away from, heard late): it changes
+// nothing.
 func (m Model) side(msg SideMsg) {
 	if msg.Side < 0 || msg.Side >= len(m.sides) {
 		return
 	}
 	s := m.sides[msg.Side]
+	if msg.Epoch < s.epoch {
+		return
+	}
 	if msg.Epoch != s.epoch {
 		s.Side, s.epoch = NewSide(), msg.Epoch
 	}

@@ -373,6 +373,26 @@ func TestModel_IgnoresAnOldServersEvents(t *testing.T) {
 	}
 }
 
+// TestModel_IgnoresAnOldServersNews: a crash of the stage just switched
+// away from, heard after the switch, neither puts the old stage's title
+// back nor starts the new stage's counts again.
+func TestModel_IgnoresAnOldServersNews(t *testing.T) {
+	m := demoModel(&fakeControls{})
+	m.width, m.height = 100, 30
+	m, _ = update(t, m, SideMsg{Side: Right, Epoch: 2, Title: "stage 7 · solution", URL: "http://127.0.0.1:40002", Status: "running"})
+	m, _ = update(t, m, EventsMsg{Side: Right, Epoch: 2, Received: t0, Events: []events.Event{request("x", 201, false)}})
+	m, _ = update(t, m, SideMsg{Side: Right, Epoch: 1, Title: "stage 6 · solution", Status: "down"})
+	if got := m.Server(Right); got.Epoch != 2 || got.Status != "running" {
+		t.Errorf("after an old epoch's news the right side is %+v, want stage 7 running", got)
+	}
+	if n := m.Side(Right).Counts.Requests; n != 1 {
+		t.Errorf("requests = %d, want 1: an old epoch's news started the counts again", n)
+	}
+	if v := ansi.Strip(m.Render()); strings.Contains(v, "stage 6") {
+		t.Errorf("the old stage's title is back on screen:\n%s", v)
+	}
+}
+
 // TestModel_ShowsEachSidesStoryForAMinute: a story's outcome is pinned
 // at the top of each side's feed, in its side's words, until a minute has
 // passed or the server is reset; a story pressed while a stage is
