@@ -470,6 +470,26 @@ func busyModel(t *testing.T, width, height int) Model {
 	return m
 }
 
+// TestModel_TheBigCountersLabelsNeverRunTogether: on a window under 80
+// columns the panes are too narrow for "DOUBLE TRANSFERS" and a space
+// before "LOST TRANSFERS"; the labels read as two words at every width
+// that shows the big digits.
+func TestModel_TheBigCountersLabelsNeverRunTogether(t *testing.T) {
+	for width := 60; width <= 100; width++ {
+		out := ansi.Strip(busyModel(t, width, 24).Render())
+		for _, line := range strings.Split(out, "\n") {
+			for _, pane := range strings.Split(strings.Trim(line, "│"), "││") {
+				if !strings.HasPrefix(pane, "DOUBLE") {
+					continue
+				}
+				if strings.Contains(pane, "TRANSFERSLOST") || !strings.Contains(pane, " LOST") {
+					t.Errorf("at %d columns the labels run together: %q", width, pane)
+				}
+			}
+		}
+	}
+}
+
 func TestModel_FitsTheWindowAtEverySize(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {120, 40}, {100, 30}, {72, 20}, {60, 16}, {48, 12}, {40, 8}, {39, 20}, {30, 6}, {20, 3}} {
 		m := busyModel(t, size[0], size[1])

@@ -155,8 +155,15 @@ func (p pane) bigCounters(width int) []string {
 	cell := func(s string, n int64) string {
 		return p.counterStyle(n).Render(s) + strings.Repeat(" ", max(0, half-lipgloss.Width(s)))
 	}
+	// A pane too narrow for the labels in full and a space between them
+	// (two side by side on a terminal under 80 columns) says the short
+	// words of the small counters instead of running them together.
+	doubles, lost := "DOUBLE TRANSFERS", "LOST TRANSFERS"
+	if half <= len(doubles) {
+		doubles, lost = "DOUBLES", "LOST"
+	}
 	rows := []string{
-		p.st.Label.Render(padRight("DOUBLE TRANSFERS", half)) + p.st.Label.Render("LOST TRANSFERS"),
+		p.st.Label.Render(padRight(doubles, half)) + p.st.Label.Render(lost),
 	}
 	for i := range 3 {
 		rows = append(rows, cell(d[i], c.Doubles)+p.counterStyle(c.Lost).Render(l[i]))
