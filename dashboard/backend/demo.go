@@ -398,18 +398,19 @@ func (d *Demo) SwitchRight(ctx context.Context, c dashboard.Choice) error {
 	old.stop()
 	old.done.Wait()
 	old.backend.Close()
-	if err := d.startSide(ctx, dashboard.Right, c, old.epoch+1); err != nil {
-		// Put back what ran before, so the demo goes on.
+	err := d.startSide(ctx, dashboard.Right, c, old.epoch+1)
+	if err != nil {
+		// Put back what ran before, so the demo goes on. It starts from
+		// fresh accounts, so the left side does too.
 		if err2 := d.startSide(ctx, dashboard.Right, old.choice, old.epoch+2); err2 != nil {
 			return errors.Join(err, err2)
 		}
-		return err
 	}
 	left := d.side(dashboard.Left)
 	if left == nil {
-		return errors.New("the left server is not running")
+		return errors.Join(err, errors.New("the left server is not running"))
 	}
-	return left.backend.Reset(ctx, d.traffic.Reset())
+	return errors.Join(err, left.backend.Reset(ctx, d.traffic.Reset()))
 }
 
 // Close stops the traffic and both servers and removes their files.

@@ -366,6 +366,39 @@ func TestLocal_RestartsAndACloseAtOnceEndAGenerationOnce(t *testing.T) {
 	}
 }
 
+// TestDemo_AFailedSwitchStartsBothSidesAgain: when the student's stage
+// does not compile, the right side starts again the stage it ran, from
+// fresh accounts; the left must start again too, or the two sides no
+// longer face the same traffic from the same books. It catches a failed
+// switch that leaves the left side's history in place.
+func TestDemo_AFailedSwitchStartsBothSidesAgain(t *testing.T) {
+	broken := errors.New("stages/stage1 does not compile: stages/stage1/keys.go:1:1: boom")
+	d := NewDemo(Stages{
+		Solutions: map[int]stage.Factory{0: stage0.New, 1: stage1.New},
+		Build:     func(context.Context, int) (string, error) { return "", broken },
+	})
+	defer d.Close()
+	d.SetPaused(true)
+	if err := d.Start(t.Context(), dashboard.Choice{Stage: 0}, dashboard.Choice{Stage: 1}, func(tea.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	left := d.side(dashboard.Left).backend
+	c := bank.Population(d.traffic.Reset())[0]
+	if s := transfer(t, left.URL(), c, "k-before", "op-before"); s != 201 {
+		t.Fatalf("transfer on the left: %d", s)
+	}
+	if err := d.SwitchRight(t.Context(), dashboard.Choice{Stage: 1, Yours: true}); !errors.Is(err, broken) {
+		t.Fatalf("a switch to a stage that does not compile: %v, want the build's error", err)
+	}
+	st, err := left.State(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.Executions["op-before"]; n != 0 {
+		t.Errorf("the left side still holds the transfer made before the failed switch (%d executions): it did not start again", n)
+	}
+}
+
 // streamOnly is a Backend whose stream is the events given, then closed.
 type streamOnly struct {
 	Backend
