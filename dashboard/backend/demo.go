@@ -69,6 +69,13 @@ type Demo struct {
 	sides   [2]*watched
 	profile int
 	wg      sync.WaitGroup
+
+	// scene lets a story play whole: a crash (the profile's or the c
+	// key's) waits for the story under way to end, and a story waits for
+	// the restart under way. A crash in the middle of a story would tell
+	// of the crash, not of the story's idea, and would leave the
+	// settings the story changed unrestored.
+	scene sync.RWMutex
 }
 
 // Demo keeps every control: a method renamed or dropped would turn its
@@ -267,11 +274,7 @@ func (d *Demo) crashLoop(ctx context.Context) {
 			}
 			if now.Sub(last) >= every {
 				last = now
-				var wg sync.WaitGroup
-				for side := range d.sides {
-					wg.Go(func() { d.restart(ctx, side) })
-				}
-				wg.Wait()
+				d.crash(ctx, dashboard.Left, dashboard.Right)
 			}
 		}
 	}
@@ -281,6 +284,20 @@ func (d *Demo) side(i int) *watched {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.sides[i]
+}
+
+// crash restarts the sides' servers at once, once no story is playing,
+// and returns the first error.
+func (d *Demo) crash(ctx context.Context, sides ...int) error {
+	d.scene.Lock()
+	defer d.scene.Unlock()
+	errs := make([]error, len(sides))
+	var wg sync.WaitGroup
+	for i, side := range sides {
+		wg.Go(func() { errs[i] = d.restart(ctx, side) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // restart crashes one side's server and starts it again on its database.
@@ -355,11 +372,15 @@ func (d *Demo) Edited(ctx context.Context) string { return d.traffic.Edited(ctx)
 
 // Clerks plays the two clerks' story on both servers (Traffic.Clerks).
 func (d *Demo) Clerks(ctx context.Context) dashboard.Story {
+	d.scene.RLock()
+	defer d.scene.RUnlock()
 	return d.traffic.Clerks(ctx, d.backends())
 }
 
 // Invoice plays the invoice story on both servers (Traffic.Invoice).
 func (d *Demo) Invoice(ctx context.Context) dashboard.Story {
+	d.scene.RLock()
+	defer d.scene.RUnlock()
 	return d.traffic.Invoice(ctx, d.backends())
 }
 
@@ -377,7 +398,7 @@ func (d *Demo) backends() []Backend {
 }
 
 // CrashRight crashes the right server and restarts it on its database.
-func (d *Demo) CrashRight(ctx context.Context) error { return d.restart(ctx, dashboard.Right) }
+func (d *Demo) CrashRight(ctx context.Context) error { return d.crash(ctx, dashboard.Right) }
 
 // SwitchRight runs c on the right. Both sides start again from a fresh
 // population, so that the comparison stays fair.

@@ -180,3 +180,32 @@ func TestDemo_PlaysTheStoryOnEachSide(t *testing.T) {
 	wantTold(t, "stage 0 on the left", story.Sides[dashboard.Left], dashboard.Harmed, "INVOICE PAID TWICE")
 	wantTold(t, "solution 7 on the right", story.Sides[dashboard.Right], dashboard.Harmed, "INVOICE PAID TWICE")
 }
+
+// TestDemo_ACrashWaitsForTheStoryUnderWay: the crashes profile and the c
+// key crash the servers whenever they come; a crash in the middle of a
+// story cut it short ("the settings read after: no answer") and left
+// clerk A's limit in place, so that the traffic after it was refused. Here
+// the right server is crashed again and again while the story plays; the
+// story must still be told whole. It catches a crash that does not wait
+// for the story.
+func TestDemo_ACrashWaitsForTheStoryUnderWay(t *testing.T) {
+	d := NewDemo(Stages{Solutions: map[int]stage.Factory{0: stage0.New, 7: stage7.New}})
+	defer d.Close()
+	d.SetPaused(true)
+	if err := d.Start(t.Context(), dashboard.Choice{Stage: 0}, dashboard.Choice{Stage: 7}, func(tea.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	told := make(chan dashboard.Story)
+	go func() { told <- d.Clerks(t.Context()) }()
+	for {
+		select {
+		case story := <-told:
+			wantTold(t, "solution 7 under crashes", story.Sides[dashboard.Right], dashboard.Held, "both clerks' changes kept")
+			return
+		default:
+			if err := d.CrashRight(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
