@@ -183,7 +183,7 @@ type Side struct {
 	ops      map[string]opSeen
 	opOrder  []string
 	opNext   int
-	doubled  map[string]bool // ops whose double has not yet shown in the feed
+	doubled  map[string]int64 // per op, the doubles not yet shown in the feed
 	suspects []suspect
 	lagging  map[string]bool // ops the last state poll showed ahead of the events
 	// deposited is the won each deposit event added to DepositsOnce, with
@@ -249,7 +249,7 @@ func (s *Side) clear() {
 	s.ops = map[string]opSeen{}
 	s.opOrder = make([]string, 0, 1024)
 	s.opNext = 0
-	s.doubled = map[string]bool{}
+	s.doubled = map[string]int64{}
 	s.suspects = nil
 	s.lagging = map[string]bool{}
 	s.deposited = nil
@@ -380,9 +380,14 @@ func (s *Side) request(t time.Time, r events.Request, replica int, received time
 	s.bucket(t).requests++
 	line := FeedLine{Time: t, Request: r, Replica: replica}
 	if r.Op != "" && r.Status >= 200 && r.Status < 300 {
-		if s.doubled[r.Op] {
+		// Each double badges one success of its op: a burst's fifteen
+		// doubles badge fifteen of its sixteen 201s, whichever order
+		// their answers arrive in.
+		if s.doubled[r.Op] > 0 {
 			line.Double = true
-			delete(s.doubled, r.Op)
+			if s.doubled[r.Op]--; s.doubled[r.Op] == 0 {
+				delete(s.doubled, r.Op)
+			}
 		}
 		if s.ops[r.Op].count == 0 {
 			s.suspect(r.Op, received)
@@ -442,8 +447,8 @@ func (s *Side) execution(t time.Time, e bank.Execution) {
 		c.MovedTwice += extra * e.Amount
 	}
 	s.bucket(t).doubles += extra
-	if len(s.doubled) < maxSuspects {
-		s.doubled[e.Op] = true
+	if _, ok := s.doubled[e.Op]; ok || len(s.doubled) < maxSuspects {
+		s.doubled[e.Op] += extra
 	}
 }
 

@@ -63,6 +63,30 @@ func TestSide_CountsEachExecutionBeyondTheFirstOnce(t *testing.T) {
 	}
 }
 
+// TestSide_EveryDoubleOfABurstIsBadged: the b key's sixteen copies of
+// one operation run at once on stage 0, and their sixteen executions are
+// heard before their answers. The feed must badge fifteen of the sixteen
+// 201s DOUBLE, as the counter counts fifteen; a badge per op, not per
+// double, marked one and left fourteen doubles looking like first runs.
+func TestSide_EveryDoubleOfABurstIsBadged(t *testing.T) {
+	s := NewSide()
+	for n := range int64(16) {
+		s.Ingest(execution("burst", "transfer", 1000, n+1), t0)
+	}
+	for range 16 {
+		s.Ingest(request("burst", 201, false), t0)
+	}
+	badged := 0
+	for _, l := range s.Feed(FeedSize) {
+		if l.Double {
+			badged++
+		}
+	}
+	if s.Counts.Doubles != 15 || badged != 15 {
+		t.Errorf("%d doubles counted, %d feed lines marked DOUBLE; want 15 and 15", s.Counts.Doubles, badged)
+	}
+}
+
 func TestSide_LostIsASuccessForAnOpTheDatabaseNeverRan(t *testing.T) {
 	s := NewSide()
 	s.Ingest(request("ghost", 201, true), t0)                 // told success, no execution seen
