@@ -76,6 +76,12 @@ func (b Bindings) ShortHelp() []key.Binding {
 	return []key.Binding{b.Pause, b.Profile, b.Burst, b.Edited, b.Crash, b.Stage, b.Help, b.Quit}
 }
 
+// GiveWay are the help bar's keys in the order they leave a bar too
+// narrow for all of them; ? help and q quit never leave it.
+func (b Bindings) GiveWay() []key.Binding {
+	return []key.Binding{b.Crash, b.Edited, b.Burst, b.Profile, b.Stage, b.Pause}
+}
+
 // FullHelp is the help page, one column per kind of key press: the
 // traffic, what it meets, the stories, the servers. Dismiss is not on
 // it: the error it takes away says so beside itself.

@@ -476,20 +476,23 @@ func (m Model) failureLines(w, n int) []string {
 }
 
 // helpBar is the help bar, w columns at most. On a window too narrow for
-// all of it, the keys that drive the traffic give way, the last first:
-// ? help, which lists every key, and q quit stay at its end.
+// all of it, the keys that drive the traffic give way, the ones a class
+// demo presses least first (GiveWay): s, which moves the demo from stage
+// to stage, goes after them, and ? help, which lists every key, and
+// q quit stay at its end. "space resume" is a column wider than "space
+// pause": at 80 columns a paused demo's bar drops c, not s.
 func (m Model) helpBar(w int) string {
 	keys := m.bindings.ShortHelp()
 	h := m.help
 	h.SetWidth(0)
-	for {
-		bar := h.ShortHelpView(keys)
-		if lipgloss.Width(bar) <= w || len(keys) <= 2 {
-			// Cut all the same when even ? help and q quit do not fit.
-			return truncate(bar, w)
+	for _, next := range m.bindings.GiveWay() {
+		if lipgloss.Width(h.ShortHelpView(keys)) <= w {
+			break
 		}
-		keys = slices.Delete(keys, len(keys)-3, len(keys)-2)
+		keys = slices.DeleteFunc(keys, func(k key.Binding) bool { return k.Help() == next.Help() })
 	}
+	// Cut all the same when even ? help and q quit do not fit.
+	return truncate(h.ShortHelpView(keys), w)
 }
 
 func (m Model) panes(w, h int) string {

@@ -719,6 +719,25 @@ func TestModel_ANarrowPaneShowsTheOutboxOnALineOfItsOwn(t *testing.T) {
 // On a window too narrow for the whole help bar (a projector's small
 // terminal) the bar still ends with ? help, which lists every key, and
 // q quit: the keys that drive the traffic give way first.
+// TestModel_ANarrowHelpBarKeepsTheStageKey: s moves the class from stage
+// to stage, and the script pauses the traffic to point at the feed; a
+// paused demo's bar ("space resume") is a column wider, and at 80 columns
+// it dropped s stage while it kept c crash.
+func TestModel_ANarrowHelpBarKeepsTheStageKey(t *testing.T) {
+	for w := 40; w <= 100; w++ {
+		for _, paused := range []bool{false, true} {
+			m, _ := update(t, demoModel(&fakeControls{rate: testRate}), tea.WindowSizeMsg{Width: w, Height: 24})
+			if paused {
+				m, _ = update(t, m, press("space"))
+			}
+			lines := strings.Split(ansi.Strip(m.Render()), "\n")
+			if bar := lines[len(lines)-1]; !strings.Contains(bar, "s stage") {
+				t.Errorf("help bar %d wide, paused %v: %q", w, paused, bar)
+			}
+		}
+	}
+}
+
 func TestModel_ANarrowHelpBarKeepsHelpAndQuit(t *testing.T) {
 	for _, w := range []int{40, 60, 79} {
 		m, _ := update(t, demoModel(&fakeControls{rate: testRate}), tea.WindowSizeMsg{Width: w, Height: 24})
