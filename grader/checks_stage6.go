@@ -14,6 +14,7 @@ import (
 	"idemlab/kit/fault"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
+	"idemlab/kit/labdb"
 )
 
 // checkLeaseTakeoverOnce catches a key stuck in progress after a crash
@@ -591,7 +592,99 @@ func checkLateOriginalFenced(t *T) error {
 			return err
 		}
 	}
-	return nil
+	st, err := t.State()
+	if err != nil || st.Engine == labdb.SQLite {
+		return err
+	}
+	return t.WhileHeld(1_000_000, t.takenOverBeforeCompletion)
+}
+
+// takenOverBeforeCompletion is S6.late-original-fenced's round on
+// PostgreSQL that catches a completion proven by an earlier read: an
+// original that outlived its lease reads that it still owns the key, in
+// its business transaction, and completes the key by its id alone. At
+// READ COMMITTED a retry's takeover can commit between the read and the
+// completion, and both requests then move the money. The round holds the
+// original's completion before it runs (held-key-update), once its
+// transaction has done all it does before it; sends the retry, which
+// takes the key over and calls the core; then lets the completion run.
+// A completion that proves the lease in its own statement finds it gone
+// and rolls back, and the retry executes once. On SQLite the original's
+// transaction holds the write lock, and the retry's takeover waits for it:
+// the round is not tried there. A server that completes its key in no
+// UPDATE of the key table never reaches the held statement, and the
+// round sees nothing to judge.
+func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, error) {
+	lease := t.drawLease(5, 60)
+	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
+		return false, err
+	}
+	req, op, amount := s.Payment(t)
+	s.Books.Expect(op)
+	executed := func() { s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount) }
+	orig, held, err := t.outliveLease(req, latency, lease)
+	if !held || err != nil {
+		return err != nil, err
+	}
+	if err := t.Arm(labctl.HeldKeyUpdate, 1); err != nil {
+		return true, err
+	}
+	// Disarming lets the held completion go, whatever happens here.
+	defer t.Arm(labctl.HeldKeyUpdate, 0)
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return true, err
+	}
+	completing, err := t.WaitFor(latency+10*time.Second, func() (bool, error) {
+		left, err := t.Lab().Armed(t.ctx)
+		return orig.Done() || left[labctl.HeldKeyUpdate] == 0, err
+	})
+	if err != nil {
+		return true, err
+	}
+	if !completing || orig.Done() {
+		// The original answered without an update of the key table: there
+		// was no completion to hold.
+		orig.Wait()
+		if err := t.Arm(labctl.HeldKeyUpdate, 0); err != nil {
+			return true, err
+		}
+		first := t.Do(req)
+		if executedOps(first) > 0 {
+			executed()
+		}
+		return true, t.Reconcile(req.String(), first.Short(), s.Books)
+	}
+	before, err := t.State()
+	if err != nil {
+		return true, err
+	}
+	retry := t.Launch(req)
+	// The retry's core call is counted once it has taken the key over.
+	tookOver, err := t.WaitFor(10*time.Second, func() (bool, error) {
+		st, err := t.State()
+		return retry.Done() || st.CoreCalls[op] > before.CoreCalls[op], err
+	})
+	if err != nil {
+		return true, err
+	}
+	if err := t.Arm(labctl.HeldKeyUpdate, 0); err != nil {
+		return true, err
+	}
+	first, second := orig.Wait(), retry.Wait()
+	last := t.Do(req)
+	sent := fmt.Sprintf("(lease %v)\n%s  (the original, waiting %v on the core)\n"+
+		"while it waits: %v of lab time (its lease expires); when its core call is over, the first statement that updates the key table, its completion, waits (held-key-update)\n"+
+		"then the retry, the same request%s\n"+
+		"then the completion runs: the original answers  %s\nthe retry answers  %s\nthen one more retry  →  %s",
+		lease, req.String(), latency, lease+time.Second,
+		map[bool]string{true: ", which takes the key over and calls the core", false: ", which does not reach the core within 10s"}[tookOver],
+		first.Short(), second.Short(), last.Short())
+	got := "the original " + first.Short() + "; the retry " + second.Short()
+	if executedOps(first, second, last) > 0 {
+		executed()
+	}
+	return true, because(t.Reconcile(sent, got, s.Books),
+		"an original that outlived its lease proves it still holds the key in the statement that completes it (a condition on the owner in the UPDATE): a read earlier in its transaction goes stale when a retry takes the key over before the UPDATE runs, and both requests move the money")
 }
 
 // lateOriginalFenced is one round of S6.late-original-fenced, with the

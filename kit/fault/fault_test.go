@@ -315,6 +315,60 @@ func TestHoldCommits_HoldUntilReleased(t *testing.T) {
 	})
 }
 
+// TestHoldKeyUpdates_HoldUntilReleased: an armed update of the key table
+// waits, before it runs, until the fault is disarmed, and then runs; a
+// statement that does not update the table (a read of the lease) runs at
+// once; once the count is spent, nothing waits; a held update whose
+// context ends gives up with it. A fault held for a fixed time would let
+// an original's completion run before the retry took its key over, on a
+// slow machine; one that missed the release would hold it HeldCommitMax.
+func TestHoldKeyUpdates_HoldUntilReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var s fault.Store
+		ctx := context.Background()
+		held := func(ctx context.Context, q string) (time.Duration, error) {
+			start := time.Now()
+			err := s.BeforeStatement(ctx, q)
+			return time.Since(start), err
+		}
+		const update = `UPDATE idempotency_keys SET state = 'completed' WHERE id = ?`
+		s.HoldKeyUpdates(1)
+		if d, err := held(ctx, `SELECT lease_owner FROM idempotency_keys WHERE id = ?`); d != 0 || err != nil {
+			t.Errorf("a read of the key table, armed, was held %v (%v); want it at once", d, err)
+		}
+		const wait = 2 * time.Second
+		done := make(chan time.Duration)
+		go func() {
+			d, _ := held(ctx, update)
+			done <- d
+		}()
+		time.Sleep(wait)
+		synctest.Wait()
+		select {
+		case d := <-done:
+			t.Fatalf("the armed update ran after %v, before the fault was disarmed", d)
+		default:
+		}
+		if n := s.HeldKeyUpdatesLeft(); n != 0 {
+			t.Errorf("%d left while the armed update is held; want 0", n)
+		}
+		s.HoldKeyUpdates(0)
+		if d := <-done; d != wait {
+			t.Errorf("the armed update was held %v; want it let go when the fault was disarmed, %v", d, wait)
+		}
+		if d, err := held(ctx, update); d != 0 || err != nil {
+			t.Errorf("an update once the count is spent was held %v (%v); want it at once", d, err)
+		}
+		s.HoldKeyUpdates(1)
+		gone, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if d, err := held(gone, update); d != time.Second || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a held update whose context ended: held %v, %v; want a second, and its context's error", d, err)
+		}
+		s.HoldKeyUpdates(0)
+	})
+}
+
 // TestWritesOutbox_TellsAWriteOfTheOutboxByItsStatement: the statements
 // that insert, update, delete or merge outbox rows, however spelled
 // (quoted, in a schema, with comments), are writes of the outbox; a read

@@ -124,12 +124,60 @@ type Store struct {
 	// moved money whose caller is told they failed.
 	commitAnswersLost Countdown
 	// heldCommits counts down the transactions that moved money held at
-	// their COMMIT until released: closing release lets them go.
-	// releaseMu makes a firing and the channel it waits on one step, so
-	// that a release never misses a commit that fired before it.
-	releaseMu   sync.Mutex
-	heldCommits Countdown
-	release     chan struct{}
+	// their COMMIT until released.
+	heldCommits held
+	// heldKeyUpdates counts down the updates of the key table held, before
+	// they run, until released.
+	heldKeyUpdates held
+}
+
+// held is a countdown whose firings wait until it is disarmed: closing
+// release lets them go. mu makes a firing and the channel it waits on one
+// step, so that a release never misses a firing before it.
+type held struct {
+	mu      sync.Mutex
+	n       Countdown
+	release chan struct{}
+}
+
+// arm arms n firings; 0 disarms and lets every held one go.
+func (h *held) arm(n int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n.Arm(n)
+	if n == 0 && h.release != nil {
+		close(h.release)
+		h.release = nil
+	}
+}
+
+// fire uses one firing, and returns the channel whose closing releases
+// it, or nil if none was left.
+func (h *held) fire() <-chan struct{} {
+	if h.n.Left() <= 0 {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.n.Fire() {
+		return nil
+	}
+	if h.release == nil {
+		h.release = make(chan struct{})
+	}
+	return h.release
+}
+
+// wait holds a firing up until release is closed, HeldCommitMax has
+// passed, or ctx ends.
+func (h *held) wait(ctx context.Context, release <-chan struct{}) {
+	t := time.NewTimer(HeldCommitMax)
+	defer t.Stop()
+	select {
+	case <-release:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // SlowSettingsWrites makes the next n statements that write the
@@ -279,19 +327,25 @@ func (s *Store) CommitAnswer(business bool) error {
 // outbox rows with later ids, and a relay pass reads them, before the
 // held row is seen. On SQLite the transaction holds the write lock, and
 // the others wait.
-func (s *Store) HoldCommits(n int64) {
-	s.releaseMu.Lock()
-	defer s.releaseMu.Unlock()
-	s.heldCommits.Arm(n)
-	if n == 0 && s.release != nil {
-		close(s.release)
-		s.release = nil
-	}
-}
+func (s *Store) HoldCommits(n int64) { s.heldCommits.arm(n) }
 
 // HeldCommitsLeft reports how many transactions that moved money will
 // still be held at their COMMIT until released.
-func (s *Store) HeldCommitsLeft() int64 { return s.heldCommits.Left() }
+func (s *Store) HeldCommitsLeft() int64 { return s.heldCommits.n.Left() }
+
+// HoldKeyUpdates makes the next n statements that update a row of the key
+// table wait before they run, until the fault is disarmed
+// (HoldKeyUpdates(0), which lets every held one go), HeldCommitMax has
+// passed or the statement's context ends. Armed while an original that
+// outlived its lease waits on the core, it holds the original's
+// completion after everything its transaction did before it: on
+// PostgreSQL a retry takes the key over meanwhile, and a completion that
+// proved its lease by an earlier read completes a key it no longer holds.
+func (s *Store) HoldKeyUpdates(n int64) { s.heldKeyUpdates.arm(n) }
+
+// HeldKeyUpdatesLeft reports how many updates of the key table will still
+// be held until released.
+func (s *Store) HeldKeyUpdatesLeft() int64 { return s.heldKeyUpdates.n.Left() }
 
 // BeforeCommit runs the faults armed on a transaction's COMMIT: it holds
 // up one that carried a business write (see SlowCommits and
@@ -301,34 +355,12 @@ func (s *Store) BeforeCommit(business bool) {
 	if !business {
 		return
 	}
-	if release := s.fireHeldCommit(); release != nil {
-		t := time.NewTimer(HeldCommitMax)
-		defer t.Stop()
-		select {
-		case <-release:
-		case <-t.C:
-		}
+	if release := s.heldCommits.fire(); release != nil {
+		s.heldCommits.wait(context.Background(), release)
 	}
 	if s.slowCommits.Left() > 0 && s.slowCommits.Fire() {
 		Hold(context.Background(), CommitDelay)
 	}
-}
-
-// fireHeldCommit uses one firing of the held-commit fault, and returns
-// the channel whose closing releases it, or nil if none was left.
-func (s *Store) fireHeldCommit() <-chan struct{} {
-	if s.heldCommits.Left() <= 0 {
-		return nil
-	}
-	s.releaseMu.Lock()
-	defer s.releaseMu.Unlock()
-	if !s.heldCommits.Fire() {
-		return nil
-	}
-	if s.release == nil {
-		s.release = make(chan struct{})
-	}
-	return s.release
 }
 
 // BeforeBegin runs the fault armed on a transaction that may write,
@@ -347,8 +379,8 @@ func (s *Store) BeforeBegin(ctx context.Context) error {
 // BeforeStatement runs the faults armed on a statement before it runs:
 // it holds up a write of the settings (see SlowSettingsWrites), a read
 // of them after a write in the same request (see SlowSettingsRereads) and
-// an update or a read of the key table (see SlowKeyUpdates and
-// SlowKeyReads), refuses an INSERT into
+// an update or a read of the key table (see SlowKeyUpdates,
+// HoldKeyUpdates and SlowKeyReads), refuses an INSERT into
 // the outbox (see FailOutboxWrites), then returns CheckKeyStore's error.
 // It returns ctx's error if ctx ends while the statement waits.
 func (s *Store) BeforeStatement(ctx context.Context, query string) error {
@@ -368,6 +400,14 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 	if s.slowKeyUpdates.Left() > 0 && updatesKeys(query) && s.slowKeyUpdates.Fire() {
 		if err := Hold(ctx, KeyUpdateDelay); err != nil {
 			return fmt.Errorf("slow key update: %w", err)
+		}
+	}
+	if s.heldKeyUpdates.n.Left() > 0 && updatesKeys(query) {
+		if release := s.heldKeyUpdates.fire(); release != nil {
+			s.heldKeyUpdates.wait(ctx, release)
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("held key update: %w", err)
+			}
 		}
 	}
 	if s.slowKeyReads.Left() > 0 && !labRead.in(ctx) && readsKeys(query) && s.slowKeyReads.Fire() {

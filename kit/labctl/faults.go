@@ -55,6 +55,12 @@ const (
 	// first, and the check lets it go once a relay request reaches the
 	// core ledger.
 	HeldCommit = "held-commit"
+	// HeldKeyUpdate holds up a statement that updates a row of the key
+	// table, before it runs, until the fault is disarmed or 5 s have
+	// passed (stage 6): armed while an original that outlived its lease
+	// waits on the core, it holds the original's completion, and on
+	// PostgreSQL the check's retry takes the key over meanwhile.
+	HeldKeyUpdate = "held-key-update"
 	// SlowKeyRead holds up a statement that reads the key table (stage
 	// 3), before it runs: a claim whose INSERT ran into a key in progress
 	// reads the key's row after the original has given it back.
@@ -77,7 +83,7 @@ const (
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, SlowKeyRead, CommitAnswerLost, PoisonPosting, CoreTimeout}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, CommitAnswerLost, PoisonPosting, CoreTimeout}
 
 // Core is the core ledger whose faults a lab server arms (core.Client):
 // in a process of its own under lab serve, in the server's under lab
@@ -160,6 +166,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.SlowKeyUpdates(count)
 	case HeldCommit:
 		f.db.HoldCommits(count)
+	case HeldKeyUpdate:
+		f.db.HoldKeyUpdates(count)
 	case SlowKeyRead:
 		f.db.SlowKeyReads(count)
 	case CommitAnswerLost:
@@ -199,6 +207,7 @@ func (f *Faults) Armed() []ArmedFault {
 		SlowCommit:          f.db.SlowCommitsLeft(),
 		SlowKeyUpdate:       f.db.SlowKeyUpdatesLeft(),
 		HeldCommit:          f.db.HeldCommitsLeft(),
+		HeldKeyUpdate:       f.db.HeldKeyUpdatesLeft(),
 		SlowKeyRead:         f.db.SlowKeyReadsLeft(),
 		CommitAnswerLost:    f.db.CommitAnswersLostLeft(),
 	}
