@@ -1,8 +1,10 @@
 package studentloop
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -97,4 +99,79 @@ func TestLoadHints_KeepsTheCodeBlock(t *testing.T) {
 	if _, err := LoadHints(root, 1); err == nil || !strings.Contains(err.Error(), "left open") {
 		t.Errorf("a code block left open: err %v", err)
 	}
+}
+
+// TestHints_NameOnlyWhatTheScaffoldHas: the tiers before the code send
+// the student to places in the code, and a student who asks "where?" on
+// the untouched scaffold looks for what a tier names. A Go name in a code
+// span (a camelCase name such as holdReference, or pkg.Name) must be a
+// word of the stage's scaffold or of the kit; a function only the
+// solution has is a name the student cannot find, and hands over part of
+// the design besides.
+func TestHints_NameOnlyWhatTheScaffoldHas(t *testing.T) {
+	kit, err := goWords(filepath.Join("..", "kit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < Stages; n++ {
+		h, err := LoadHints("..", n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scaffold, err := goWords(filepath.Join("..", "stages", fmt.Sprintf("stage%d", n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for topic, tiers := range h {
+			for i, tier := range tiers[:CodeTier-1] {
+				for _, name := range goNames(tier) {
+					if !scaffold[name] && !kit[name] {
+						t.Errorf("%s %s tier %d names %s, which stages/stage%d and the kit do not have", HintsPath(n), topic, i+1, name, n)
+					}
+				}
+			}
+		}
+	}
+}
+
+var (
+	codeSpan = regexp.MustCompile("`([^`]+)`")
+	goName   = regexp.MustCompile(`^(?:[A-Za-z_]\w*\.)?([a-z]+[A-Z]\w*|[A-Z]\w*)(?:\(\))?$`)
+	goWord   = regexp.MustCompile(`\w+`)
+)
+
+// goNames are the Go names a hint's code spans hold: a camelCase name,
+// or a qualified one (bank.Transfer, s.env.Core.Post), by its last part.
+func goNames(text string) []string {
+	var out []string
+	for _, m := range codeSpan.FindAllStringSubmatch(text, -1) {
+		span := m[1]
+		if i := strings.LastIndex(strings.TrimSuffix(span, "()"), "."); i >= 0 {
+			span = span[i+1:]
+			if g := goName.FindStringSubmatch(span); g != nil {
+				out = append(out, g[1])
+			}
+			continue
+		}
+		if g := goName.FindStringSubmatch(span); g != nil && g[1] != strings.ToUpper(g[1]) && strings.ToLower(g[1][:1]) == g[1][:1] {
+			out = append(out, g[1])
+		}
+	}
+	return out
+}
+
+// goWords are the words of the non-test Go files under dir.
+func goWords(dir string) (map[string]bool, error) {
+	words := map[string]bool{}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		for _, w := range goWord.FindAllString(string(b), -1) {
+			words[w] = true
+		}
+		return err
+	})
+	return words, err
 }
