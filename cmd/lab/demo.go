@@ -30,6 +30,9 @@ func demoStages(root string) backend.Stages {
 		s.Build = func(ctx context.Context, n int) (string, error) {
 			var out strings.Builder
 			bin, err := stageBinary(ctx, root, n, &out)
+			if err != nil && ctx.Err() != nil {
+				return "", err
+			}
 			if err != nil {
 				// The dashboard shows one line: the compiler's first
 				// error, with its file and line.

@@ -515,6 +515,11 @@ func testBinary(ctx context.Context, root, dir string, stderr io.Writer) (string
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			// Stopped (Ctrl-C, a deadline) while it compiled: the build
+			// was cut short, and says nothing of the student's code.
+			return "", cannotRun(fmt.Errorf("the build of %s was stopped before it ended: %w", dir, context.Cause(ctx)))
+		}
 		fmt.Fprint(stderr, out.String())
 		return "", cannotRun(fmt.Errorf("%s does not compile (go test -c ./%s): fix it, or use the reference with --solution", dir, dir))
 	}

@@ -383,3 +383,23 @@ func TestServe_ReplicasTellOneCoreLedger(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestStageBinary_StoppedBuildIsNoCompileError: lab serve compiles the
+// student's stage first, and a person who presses Ctrl-C meanwhile (or a
+// deadline that ends it) must not be told that their stage does not
+// compile; the compiler never said so.
+func TestStageBinary_StoppedBuildIsNoCompileError(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var out strings.Builder
+	_, err := stageBinary(ctx, filepath.Join("..", ".."), 9, &out)
+	if err == nil {
+		t.Fatal("a stopped build returned a binary")
+	}
+	if strings.Contains(err.Error(), "does not compile") || !strings.Contains(err.Error(), "stopped") {
+		t.Errorf("got %q; want the build said stopped, not a compile error", err)
+	}
+	if out.Len() > 0 {
+		t.Errorf("printed %q, as if it were the compiler's errors", out.String())
+	}
+}
