@@ -41,9 +41,11 @@ func enqueue(ctx context.Context, tx *sql.Tx, t bank.Transfer, now time.Time) er
 //     operator finds it, with the core's answer, and never holds up the
 //     rows behind it; nothing is ever dropped;
 //   - a row refused for now is still owed, and goes again later;
-//   - delivery keeps up with the transfers under load: the relay's writes
-//     wait at the same write gate as the requests' (lesson 09, "The
-//     relay", weighs what that costs).
+//   - delivery keeps up with the transfers under load: on SQLite, one
+//     writer at a time, every commit of the relay queues behind the
+//     customers' writes, so how many commits a posting costs decides
+//     whether the outbox drains (lesson 09, "The relay", weighs what that
+//     costs).
 //
 // The outbox table is the kit's (kit/bank's outbox.go): read what each
 // column is for. s.env.Core.PostAll sends a batch to the core, one request
