@@ -2,6 +2,9 @@ package studentloop
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -103,13 +106,13 @@ func TestLoadHints_KeepsTheCodeBlock(t *testing.T) {
 
 // TestHints_NameOnlyWhatTheScaffoldHas: the tiers before the code send
 // the student to places in the code, and a student who asks "where?" on
-// the untouched scaffold looks for what a tier names. A Go name in a code
-// span (a camelCase name such as holdReference, or pkg.Name) must be a
-// word of the stage's scaffold or of the kit; a function only the
-// solution has is a name the student cannot find, and hands over part of
-// the design besides.
+// the untouched scaffold looks for what a tier names. A name in a code
+// span that is a Go name of the stage's solution must stand in the
+// scaffold (its code, or a TODO that asks for it: claim(…)) or in the
+// kit; one only the solution has (holdReference) is a name the student
+// cannot find, and hands over part of the design besides.
 func TestHints_NameOnlyWhatTheScaffoldHas(t *testing.T) {
-	kit, err := goWords(filepath.Join("..", "kit"))
+	kit, err := goIdents(filepath.Join("..", "kit"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,11 +125,16 @@ func TestHints_NameOnlyWhatTheScaffoldHas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		solution, err := goIdents(filepath.Join("..", "solutions", fmt.Sprintf("stage%d", n)))
+		if err != nil {
+			t.Fatal(err)
+		}
 		for topic, tiers := range h {
 			for i, tier := range tiers[:CodeTier-1] {
-				for _, name := range goNames(tier) {
-					if !scaffold[name] && !kit[name] {
-						t.Errorf("%s %s tier %d names %s, which stages/stage%d and the kit do not have", HintsPath(n), topic, i+1, name, n)
+				for _, m := range codeSpan.FindAllStringSubmatch(tier, -1) {
+					name := strings.TrimSuffix(m[1], "()")
+					if solution[name] && !scaffold[name] && !kit[name] {
+						t.Errorf("%s %s tier %d names %s, which only solutions/stage%d has", HintsPath(n), topic, i+1, name, n)
 					}
 				}
 			}
@@ -136,31 +144,12 @@ func TestHints_NameOnlyWhatTheScaffoldHas(t *testing.T) {
 
 var (
 	codeSpan = regexp.MustCompile("`([^`]+)`")
-	goName   = regexp.MustCompile(`^(?:[A-Za-z_]\w*\.)?([a-z]+[A-Z]\w*|[A-Z]\w*)(?:\(\))?$`)
-	goWord   = regexp.MustCompile(`\w+`)
+	word     = regexp.MustCompile(`\w+`)
 )
 
-// goNames are the Go names a hint's code spans hold: a camelCase name,
-// or a qualified one (bank.Transfer, s.env.Core.Post), by its last part.
-func goNames(text string) []string {
-	var out []string
-	for _, m := range codeSpan.FindAllStringSubmatch(text, -1) {
-		span := m[1]
-		if i := strings.LastIndex(strings.TrimSuffix(span, "()"), "."); i >= 0 {
-			span = span[i+1:]
-			if g := goName.FindStringSubmatch(span); g != nil {
-				out = append(out, g[1])
-			}
-			continue
-		}
-		if g := goName.FindStringSubmatch(span); g != nil && g[1] != strings.ToUpper(g[1]) && strings.ToLower(g[1][:1]) == g[1][:1] {
-			out = append(out, g[1])
-		}
-	}
-	return out
-}
-
-// goWords are the words of the non-test Go files under dir.
+// goWords are the words of the non-test Go files under dir, comments
+// included: a TODO that names a function to write makes it the
+// scaffold's.
 func goWords(dir string) (map[string]bool, error) {
 	words := map[string]bool{}
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
@@ -168,10 +157,33 @@ func goWords(dir string) (map[string]bool, error) {
 			return err
 		}
 		b, err := os.ReadFile(path)
-		for _, w := range goWord.FindAllString(string(b), -1) {
+		for _, w := range word.FindAllString(string(b), -1) {
 			words[w] = true
 		}
 		return err
 	})
 	return words, err
+}
+
+// goIdents are the identifiers of the non-test Go files under dir.
+func goIdents(dir string) (map[string]bool, error) {
+	idents := map[string]bool{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok {
+				idents[id.Name] = true
+			}
+			return true
+		})
+		return nil
+	})
+	return idents, err
 }
