@@ -224,7 +224,10 @@ func (t *T) delivered(story string, s Scenario, want owed, forGood []string) err
 	case len(unnamed) > 0 && pending == 0:
 		return finding(judging.NotPosted, "refused by the core for good, and no dead letter names it", unnamed)
 	case len(unnamed) > 0:
-		return finding("", "refused by the core for good, and still owed: the relay sends it again on every pass and the core refuses it every time, so it never succeeds, and with no dead letter nobody is told", unnamed)
+		// Still owed, but the core has refused it for good: sent again it
+		// is refused again, so the core never hears of money that moved,
+		// as surely as if the row were gone, and no dead letter says so.
+		return finding(judging.NotPosted, "refused by the core for good, and still owed: the relay sends it again on every pass and the core refuses it every time, so it never succeeds, and with no dead letter nobody is told", unnamed)
 	case len(misanswered) > 0:
 		return finding("", "set aside with another answer than the core's: the person who looks at a dead letter finds its cause in the core's status and body, as they came", misanswered)
 	case len(deadSent) > 0:
