@@ -265,7 +265,7 @@ func TestMutantsByStage_FollowsTheFolders(t *testing.T) {
 		}
 		return out
 	}
-	for n := 1; n <= 9; n++ {
+	for n := 0; n <= 9; n++ {
 		folder, err := ladder.LoadMutants(os.DirFS("."), fmt.Sprintf("mutants/stage%d", n))
 		if err != nil {
 			t.Fatal(err)

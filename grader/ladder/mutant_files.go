@@ -24,6 +24,7 @@ var mutantFiles embed.FS
 // The mutants caught by each stage's checks, read from mutants/stageN.
 // Every wrong pattern a stage's lesson names is one of them.
 var (
+	mutantsStage0 = mustLoadStage(0)
 	mutantsStage1 = mustLoadStage(1)
 	mutantsStage2 = mustLoadStage(2)
 	mutantsStage3 = mustLoadStage(3)
@@ -82,7 +83,7 @@ func LoadMutants(fsys fs.FS, dir string) ([]Mutant, error) {
 // section out of that order.
 func ParseMutant(data []byte) (Mutant, error) {
 	a := txtar.Parse(data)
-	var m Mutant
+	m := Mutant{Stage: -1}
 	for line := range strings.Lines(string(a.Comment)) {
 		field, value, ok := strings.Cut(strings.TrimSuffix(line, "\n"), ": ")
 		if !ok {
@@ -93,8 +94,8 @@ func ParseMutant(data []byte) (Mutant, error) {
 			m.Name = value
 		case "stage":
 			n, err := strconv.Atoi(value)
-			if err != nil {
-				return Mutant{}, fmt.Errorf("stage: %w", err)
+			if err != nil || n < 0 || n > 9 {
+				return Mutant{}, fmt.Errorf("stage: %q is not a stage, 0 to 9", value)
 			}
 			m.Stage = n
 		case "caught-by":
@@ -111,7 +112,7 @@ func ParseMutant(data []byte) (Mutant, error) {
 			return Mutant{}, fmt.Errorf("unknown header field %q", field)
 		}
 	}
-	if m.Name == "" || m.Stage == 0 || m.CaughtBy == "" || m.Bug == "" {
+	if m.Name == "" || m.Stage < 0 || m.CaughtBy == "" || m.Bug == "" {
 		return Mutant{}, errors.New("the header needs name, stage, caught-by and bug")
 	}
 	if len(a.Files) == 0 || len(a.Files)%2 != 0 {

@@ -88,6 +88,8 @@ func TestParseMutant_Malformed(t *testing.T) {
 		"no bug":           "name: x\nstage: 1\ncaught-by: S1.sequential-retry\n-- a.go: old --\nx\n-- a.go: new --\ny\n",
 		"unknown field":    header + "colour: red\n-- a.go: old --\nx\n-- a.go: new --\ny\n",
 		"stage not number": "name: x\nstage: one\ncaught-by: S1.sequential-retry\nbug: b\n-- a.go: old --\nx\n-- a.go: new --\ny\n",
+		"no stage":         "name: x\ncaught-by: S1.sequential-retry\nbug: b\n-- a.go: old --\nx\n-- a.go: new --\ny\n",
+		"no such stage":    "name: x\nstage: 10\ncaught-by: S1.sequential-retry\nbug: b\n-- a.go: old --\nx\n-- a.go: new --\ny\n",
 		"old without new":  header + "-- a.go: old --\nx\n",
 		"new before old":   header + "-- a.go: new --\ny\n-- a.go: old --\nx\n",
 		"two files":        header + "-- a.go: old --\nx\n-- b.go: new --\ny\n",

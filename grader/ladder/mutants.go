@@ -99,6 +99,12 @@ func Build(root, dir string, m Mutant, seed uint64) (string, error) {
 	if applied != len(m.Edits) {
 		return "", fmt.Errorf("mutant %s: %d of its %d edits found their file in solutions/stage%d", m.Name, applied, len(m.Edits), m.Stage)
 	}
+	// Stage 0's solution also holds the student's Tally exercise, which
+	// the Tally checks run.
+	tally := ""
+	if m.Stage == 0 {
+		tally = ", Tally: Tally"
+	}
 	// The mutant's name and bug are text from its file: they go into the
 	// generated test as Go string literals, never as code.
 	test := fmt.Sprintf(`package mutant
@@ -113,7 +119,7 @@ import (
 	"idemlab/grader/targets"
 )
 
-var subject = grader.Subject{Stage: %[2]d, Name: %[3]q, New: New}
+var subject = grader.Subject{Stage: %[2]d, Name: %[3]q, New: New%[10]s}
 
 func TestMain(m *testing.M) { gradertest.Main(m, subject) }
 
@@ -139,7 +145,7 @@ func TestCaught(t *testing.T) {
 }
 `, m.CaughtBy, m.Stage, "mutant "+m.Name, seed,
 		fmt.Sprintf("mutant %s (%s) was not caught by %s", m.Name, m.Bug, m.CaughtBy),
-		fmt.Sprintf("%s could not run on mutant %s", m.CaughtBy, m.Name), m.Lesson, m.Name, m.Harm)
+		fmt.Sprintf("%s could not run on mutant %s", m.CaughtBy, m.Name), m.Lesson, m.Name, m.Harm, tally)
 	if err := os.WriteFile(filepath.Join(dst, "caught_test.go"), []byte(test), 0o644); err != nil {
 		return "", err
 	}
