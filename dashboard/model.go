@@ -278,12 +278,13 @@ func (m Model) press(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.helpTop = min(m.helpTop+1, last)
 		}
 		return m, nil
-	case m.failure != "" && key.Matches(msg, k.Dismiss):
-		m.failure = ""
-		return m, nil
 	case m.showHelp:
 		// The page covers the panes: nothing acts behind it but its own
-		// keys (scroll, close) and quit.
+		// keys (scroll, close) and quit, not even esc on the failure line
+		// it hides.
+		return m, nil
+	case m.failure != "" && key.Matches(msg, k.Dismiss):
+		m.failure = ""
 		return m, nil
 	case key.Matches(msg, k.Pause):
 		m.paused = !m.paused

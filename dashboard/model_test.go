@@ -814,16 +814,18 @@ func TestModel_AWatchShowsWhatWasThereBeforeAttach(t *testing.T) {
 
 // TestModel_TheHelpPageTakesOnlyItsOwnKeys: while the help page is up, a
 // key that drives the demo does nothing behind it (s changed the stage and
-// f the faults out of sight); scroll, close and quit still act.
+// f the faults out of sight, esc cleared the failure line the page
+// hides); scroll, close and quit still act.
 func TestModel_TheHelpPageTakesOnlyItsOwnKeys(t *testing.T) {
 	f := &fakeControls{rate: testRate}
 	m := demoModel(f)
+	m.failure = "stages/stage1/claim.go:42:9: undefined: x"
 	m, _ = update(t, m, press("?"))
-	for _, k := range []string{"space", "p", "+", "-", "f", "b", "e", "u", "i", "c", "s", "y"} {
+	for _, k := range []string{"space", "p", "+", "-", "f", "b", "e", "u", "i", "c", "s", "y", "esc"} {
 		var cmd tea.Cmd
 		m, cmd = update(t, m, press(k))
-		if cmd != nil || len(f.calls) != 0 || m.paused || !m.showHelp {
-			t.Fatalf("%q behind the help page: command %v, calls %v, paused %v, help shown %v", k, cmd != nil, f.calls, m.paused, m.showHelp)
+		if cmd != nil || len(f.calls) != 0 || m.paused || !m.showHelp || m.failure == "" {
+			t.Fatalf("%q behind the help page: command %v, calls %v, paused %v, help shown %v, failure line %q", k, cmd != nil, f.calls, m.paused, m.showHelp, m.failure)
 		}
 	}
 	if m.right != (Choice{Stage: 6}) || m.profile != testProfiles[0] {
