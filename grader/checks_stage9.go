@@ -904,15 +904,21 @@ func checkSharedClientKey(t *T) error {
 
 // checkOutboxTimes catches an outbox row's times taken from the
 // machine's clock (time.Now()) instead of the lab clock, when the row is
-// written (created_at) or marked sent (sent_at): the lab moves its clock
-// on by hours first, so that the two clocks are hours apart, and reads
-// the row's times (GET /lab/transfers) against the lab clock before the
-// transfer was sent and once it was delivered.
+// written (created_at) or marked sent (sent_at), and a sent_at that is
+// not when the core acknowledged the row (copied from created_at: every
+// lag reads 0). The lab moves its clock on by hours first, so that the
+// two clocks are hours apart; then, with the core ledger down, a transfer
+// writes its row, the lab clock moves on again, and the core comes back:
+// the row is sent after the second move. It reads the row's times (GET
+// /lab/transfers) against the lab clock before the transfer was sent,
+// just before the second move, just after it and once the row was
+// delivered.
 func checkOutboxTimes(t *T) error {
-	s, err := t.coreScenario(1_000_000)
+	s, up, err := t.coreDownScenario(1_000_000)
 	if err != nil {
 		return err
 	}
+	defer up()
 	moved := time.Duration(2+t.rng.IntN(47)) * time.Hour
 	if err := t.Advance(moved); err != nil {
 		return err
@@ -921,11 +927,36 @@ func checkOutboxTimes(t *T) error {
 	if err != nil {
 		return err
 	}
-	story := []string{fmt.Sprintf("(POST /lab/clock: the lab clock moved on %v, to %s) then a transfer", moved, clock.Format(before))}
+	story := []string{fmt.Sprintf("(POST /lab/clock: the lab clock moved on %v, to %s; the core ledger is down) then a transfer", moved, clock.Format(before))}
 	want := owed{}
 	if err := t.payment(s, want, &story); err != nil {
 		return err
 	}
+	id := slices.Collect(maps.Keys(want))[0]
+	written, err := t.WaitFor(drainWithin, func() (bool, error) {
+		listed, err := t.transfersListed([]string{id})
+		return listed[id].OutboxAt != "", err
+	})
+	if err != nil {
+		return err
+	}
+	if !written {
+		return t.CouldNotObserve("when the outbox row of %s was written: GET /lab/transfers lists no created_at for it within %v", id, drainWithin)
+	}
+	pause, err := t.LabNow()
+	if err != nil {
+		return err
+	}
+	gap := time.Duration(1+t.rng.IntN(5)) * time.Hour
+	if err := t.Advance(gap); err != nil {
+		return err
+	}
+	resumed, err := t.LabNow()
+	if err != nil {
+		return err
+	}
+	up()
+	story = append(story, fmt.Sprintf("(its outbox row written while the core is down, the lab clock moved on %v more, to %s; then the core ledger came back)", gap, clock.Format(resumed)))
 	if err := t.postedOnce(strings.Join(story, "\n"), s, want); err != nil {
 		return err
 	}
@@ -933,7 +964,6 @@ func checkOutboxTimes(t *T) error {
 	if err != nil {
 		return err
 	}
-	id := slices.Collect(maps.Keys(want))[0]
 	listed, err := t.transfersListed([]string{id})
 	if err != nil {
 		return err
@@ -944,19 +974,20 @@ func checkOutboxTimes(t *T) error {
 	}
 	created, errC := time.Parse(time.RFC3339Nano, x.OutboxAt)
 	sent, errS := time.Parse(time.RFC3339Nano, x.OutboxSentAt)
-	if errC == nil && errS == nil && !created.Before(before) && !sent.Before(created) && !after.Before(sent) {
+	if errC == nil && errS == nil && !created.Before(before) && !pause.Before(created) && !sent.Before(resumed) && !after.Before(sent) {
 		return nil
 	}
-	story = append(story, fmt.Sprintf("(the lab clock read %s before the transfer was sent, and %s once the outbox had drained)", clock.Format(before), clock.Format(after)))
+	story = append(story, fmt.Sprintf("(the lab clock read %s before the transfer was sent, %s once its row was written, %s once the clock had moved on and %s once the outbox had drained)",
+		clock.Format(before), clock.Format(pause), clock.Format(resumed), clock.Format(after)))
 	got := fmt.Sprintf("%s's outbox row: created_at %s, sent_at %s", id, x.OutboxAt, x.OutboxSentAt)
 	if errC == nil && errS == nil {
-		got += fmt.Sprintf(" (a delivery lag of %v, where the lab clock allows at most %v)", sent.Sub(created), after.Sub(before))
+		got += fmt.Sprintf(" (a delivery lag of %v, where the lab clock says the core acknowledged the row at least %v after it was written)", sent.Sub(created), resumed.Sub(pause))
 	} else {
 		got += " (not both RFC 3339 instants, as the lab clock writes them)"
 	}
 	f := t.Fail(strings.Join(story, "\n"), got,
-		fmt.Sprintf("created_at and sent_at RFC 3339 instants on the lab clock: %s ≤ created_at ≤ sent_at ≤ %s", clock.Format(before), clock.Format(after))).(*judging.Failure)
-	f.Why = "the outbox's times are read on the lab clock, as every other time of the server: the delivery lag (sent_at less created_at) the lab, the dashboard and make delivery-check report, and an instructor's timeline once the lab clock was moved; a time from the machine's clock (time.Now()) reads as hours before the transfer was made, and the lag is off by as much as the clock was moved"
+		fmt.Sprintf("created_at and sent_at RFC 3339 instants on the lab clock: %s ≤ created_at ≤ %s, the row's writing, and %s ≤ sent_at ≤ %s, the core's acknowledgement", clock.Format(before), clock.Format(pause), clock.Format(resumed), clock.Format(after))).(*judging.Failure)
+	f.Why = "the outbox's times are read on the lab clock, as every other time of the server: the delivery lag (sent_at less created_at) the lab, the dashboard and make delivery-check report, and an instructor's timeline once the lab clock was moved; a time from the machine's clock (time.Now()) reads as hours before the transfer was made, and the lag is off by as much as the clock was moved; a sent_at that is not the acknowledgement's time hides how long the core kept the row waiting"
 	return f
 }
 
