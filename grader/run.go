@@ -246,7 +246,6 @@ func FormatColor(r Result, reproduce string, color bool) string {
 // what is wrong, and a student who fixes them sees the next).
 const alsoShown = 3
 
-// cut is s's first line, at most n runes of it.
 // listed is one line for each difference of fs, for the list past the
 // first few: what was sent, by its first line or, where several of fs
 // share that line (one original request, then a different retry in
@@ -271,6 +270,7 @@ func listed(fs []*judging.Failure) []string {
 	return out
 }
 
+// cut is s's first line, at most n runes of it.
 func cut(s string, n int) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	if r := []rune(s); len(r) > n {
