@@ -631,6 +631,12 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 	}
 	// Disarming lets the held completion go, whatever happens here.
 	defer t.Arm(labctl.HeldKeyUpdate, 0)
+	// Armed with half the original's core wait still ahead, the fault was
+	// in place before its completion; armed later (a busy machine, a slow
+	// purge behind the clock's move), the original may have completed
+	// already, and an original that answers with nothing held then says
+	// nothing of the server: a longer hold tries again.
+	armedInTime := orig.Early()
 	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
 		return true, err
 	}
@@ -643,7 +649,7 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 	}
 	if !completing || orig.Done() {
 		// The original answered without an update of the key table: there
-		// was no completion to hold.
+		// was no completion to hold, or it ran before the fault was armed.
 		orig.Wait()
 		if err := t.Arm(labctl.HeldKeyUpdate, 0); err != nil {
 			return true, err
@@ -652,7 +658,7 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 		if executedOps(first) > 0 {
 			executed()
 		}
-		return true, t.Reconcile(req.String(), first.Short(), s.Books)
+		return armedInTime, t.Reconcile(req.String(), first.Short(), s.Books)
 	}
 	before, err := t.State()
 	if err != nil {
