@@ -666,7 +666,9 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 	}
 	retry := t.Launch(req)
 	// The retry's core call is counted once it has taken the key over.
-	tookOver, err := t.WaitFor(10*time.Second, func() (bool, error) {
+	// Within the held completion's own cap (fault.HeldCommitMax), so that
+	// the completion runs when the check lets it go, not before.
+	tookOver, err := t.WaitFor(4*time.Second, func() (bool, error) {
 		st, err := t.State()
 		return retry.Done() || st.CoreCalls[op] > before.CoreCalls[op], err
 	})
@@ -683,7 +685,7 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 		"then the retry, the same request%s\n"+
 		"then the completion runs: the original answers  %s\nthe retry answers  %s\nthen one more retry  →  %s",
 		lease, req.String(), latency, lease+time.Second,
-		map[bool]string{true: ", which takes the key over and calls the core", false: ", which does not reach the core within 10s"}[tookOver],
+		map[bool]string{true: ", which takes the key over and calls the core", false: ", which does not reach the core within 4s"}[tookOver],
 		first.Short(), second.Short(), last.Short())
 	got := "the original " + first.Short() + "; the retry " + second.Short()
 	if executedOps(first, second, last) > 0 {

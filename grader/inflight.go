@@ -82,9 +82,10 @@ func lastHold(latency time.Duration) bool {
 // Hold and Held.Early. If every try ran out because the lab's own reads
 // waited for the held original (a transaction open across the core
 // call), the check could not observe what it exists for: it says so and
-// names S3.retry-during-original, the one check that fails a server for
-// it (heldReadsCheck), so that the finding is made once, not in every
-// check that holds an original.
+// names S3.retry-during-original (heldReadsCheck), which fails a server
+// for it, so that the finding is made once, not in every check that
+// holds an original; unless a plain transfer, which that check holds,
+// keeps no read waiting: the check fails then, for the request it holds.
 func (t *T) WhileHeld(opening int64, try func(s Scenario, latency time.Duration) (conclusive bool, err error)) error {
 	return t.whileHeld(opening, false, try)
 }
@@ -110,14 +111,28 @@ func (t *T) whileHeld(opening int64, judgeReads bool, try func(s Scenario, laten
 		// A read that waits as long as the core wait, at each latency,
 		// while one with nothing held answers at once, waits for it (on
 		// a machine too busy for every try, reads are slow held or not).
-		return t.readsWaited(judgeReads)
+		if judgeReads {
+			return t.readsWaited(true)
+		}
+		// heldReadsCheck holds plain transfers: where a plain transfer
+		// held on the core keeps the lab's reads waiting too, the finding
+		// is its. Where it does not, the request this check holds (a
+		// deposit, a transfer with a reference) opens its transaction
+		// across the core call on its own, and no other check sees it.
+		waits, err := t.plainTransferKeepsReadsWaiting(opening)
+		if err != nil {
+			return err
+		}
+		return t.readsWaited(!waits)
 	}
 	return t.CouldNotObserve("the server while an original was in flight: with core latencies of up to %v, every try found the original answered, or its key not yet in progress, before the check could act (a busy machine, or a key table the lab cannot read; run the check alone with RUN=… to tell)", heldLatencies[len(heldLatencies)-1])
 }
 
 // readsWaited is the verdict of WhileHeld on a server that kept the lab's
-// reads waiting for the held original at every latency: a failure in
-// heldReadsCheck (judge), could not observe in every other check.
+// reads waiting for the held original at every latency: a failure where
+// judge is set (in heldReadsCheck, or in a check whose held request keeps
+// the reads waiting where a plain transfer does not), could not observe,
+// naming heldReadsCheck, in any other.
 func (t *T) readsWaited(judge bool) error {
 	if !judge {
 		return t.CouldNotObserve("the server while an original was in flight: at every core latency up to %v, each read of the lab's state waited for the held payment, while a read with nothing held answers at once (a transaction open across the core call: %s fails for it)", heldLatencies[len(heldLatencies)-1], heldReadsCheck)
@@ -126,6 +141,30 @@ func (t *T) readsWaited(judge bool) error {
 		"each read of the lab's state took at least half the payment's core wait to answer, at every latency: it waited for the payment",
 		"the lab's read answers while the payment waits on the core: no transaction is open while a request waits on the core"),
 		"a transaction held open across the core call holds the database for as long as the core takes: on SQLite every other request waits behind it, the lab's own reads too, and one slow core call stops the whole server")
+}
+
+// plainTransferKeepsReadsWaiting holds a plain transfer on the core, as
+// heldReadsCheck does, and reports whether a read of the lab's state
+// waited out half its core wait meanwhile.
+func (t *T) plainTransferKeepsReadsWaiting(opening int64) (bool, error) {
+	s, err := t.Scenario(2, opening)
+	if err != nil {
+		return false, err
+	}
+	req, op, amount := s.Payment(t)
+	s.Books.Expect(op)
+	waited := t.heldReadsWaited
+	held, err := t.Hold(req, heldLatencies[1])
+	if err != nil {
+		return false, err
+	}
+	if executedOps(held.Wait()) > 0 {
+		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
+	}
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return false, err
+	}
+	return t.heldReadsWaited > waited, t.Reconcile(req.String()+"\n(held on the core "+heldLatencies[1].String()+", to see whether the lab's reads wait for a plain transfer)", "", s.Books)
 }
 
 // readsQuickly reports whether a read of the lab's state, with nothing
