@@ -406,6 +406,10 @@ func (d *Demo) SwitchRight(ctx context.Context, c dashboard.Choice) error {
 	if _, ok := d.stages.Solutions[c.Stage]; !ok && !c.Yours {
 		return fmt.Errorf("this build has no solution for stage %d", c.Stage)
 	}
+	// A switch, like a crash, waits for the story under way: it would
+	// close the server the story is telling of.
+	d.scene.Lock()
+	defer d.scene.Unlock()
 	paused := d.traffic.Paused()
 	d.traffic.SetPaused(true)
 	defer d.traffic.SetPaused(paused)

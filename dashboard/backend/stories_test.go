@@ -209,3 +209,29 @@ func TestDemo_ACrashWaitsForTheStoryUnderWay(t *testing.T) {
 		}
 	}
 }
+
+// TestDemo_ASwitchWaitsForTheStoryUnderWay: a stage switch pressed while a
+// story plays waits for it to end, as a crash does; one that closed the
+// right server in the middle of the clerks' story cut it short (the
+// settings read after: no answer) and left clerk A's limit in place.
+func TestDemo_ASwitchWaitsForTheStoryUnderWay(t *testing.T) {
+	d := NewDemo(Stages{Solutions: map[int]stage.Factory{0: stage0.New, 7: stage7.New}})
+	defer d.Close()
+	d.SetPaused(true)
+	if err := d.Start(t.Context(), dashboard.Choice{Stage: 0}, dashboard.Choice{Stage: 7}, func(tea.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	told := make(chan dashboard.Story)
+	go func() { told <- d.Clerks(t.Context()) }()
+	for {
+		select {
+		case story := <-told:
+			wantTold(t, "solution 7 under stage switches", story.Sides[dashboard.Right], dashboard.Held, "both clerks' changes kept")
+			return
+		default:
+			if err := d.SwitchRight(t.Context(), dashboard.Choice{Stage: 7}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
