@@ -181,57 +181,39 @@ func TestDemo_PlaysTheStoryOnEachSide(t *testing.T) {
 	wantTold(t, "solution 7 on the right", story.Sides[dashboard.Right], dashboard.Harmed, "INVOICE PAID TWICE")
 }
 
-// TestDemo_ACrashWaitsForTheStoryUnderWay: the crashes profile and the c
-// key crash the servers whenever they come; a crash in the middle of a
-// story cut it short ("the settings read after: no answer") and left
-// clerk A's limit in place, so that the traffic after it was refused. Here
-// the right server is crashed again and again while the story plays; the
-// story must still be told whole. It catches a crash that does not wait
-// for the story.
-func TestDemo_ACrashWaitsForTheStoryUnderWay(t *testing.T) {
-	d := NewDemo(Stages{Solutions: map[int]stage.Factory{0: stage0.New, 7: stage7.New}})
-	defer d.Close()
-	d.SetPaused(true)
-	if err := d.Start(t.Context(), dashboard.Choice{Stage: 0}, dashboard.Choice{Stage: 7}, func(tea.Msg) {}); err != nil {
-		t.Fatal(err)
-	}
-	told := make(chan dashboard.Story)
-	go func() { told <- d.Clerks(t.Context()) }()
-	for {
-		select {
-		case story := <-told:
-			wantTold(t, "solution 7 under crashes", story.Sides[dashboard.Right], dashboard.Held, "both clerks' changes kept")
-			return
-		default:
-			if err := d.CrashRight(t.Context()); err != nil {
+// TestDemo_CrashesAndSwitchesWaitForTheStoryUnderWay: the crashes profile
+// and the c key crash the servers whenever they come, and s switches the
+// right side's stage; either in the middle of a story cut it short ("the
+// settings read after: no answer", or "the server is not running") and
+// left clerk A's limit in place, so that the traffic after it was refused.
+// Here the right server is crashed, or switched, again and again while the
+// story plays; the story must still be told whole. It catches a crash or
+// a switch that does not wait for the story.
+func TestDemo_CrashesAndSwitchesWaitForTheStoryUnderWay(t *testing.T) {
+	for name, interrupt := range map[string]func(ctx context.Context, d *Demo) error{
+		"crashes":  func(ctx context.Context, d *Demo) error { return d.CrashRight(ctx) },
+		"switches": func(ctx context.Context, d *Demo) error { return d.SwitchRight(ctx, dashboard.Choice{Stage: 7}) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := NewDemo(Stages{Solutions: map[int]stage.Factory{0: stage0.New, 7: stage7.New}})
+			defer d.Close()
+			d.SetPaused(true)
+			if err := d.Start(t.Context(), dashboard.Choice{Stage: 0}, dashboard.Choice{Stage: 7}, func(tea.Msg) {}); err != nil {
 				t.Fatal(err)
 			}
-		}
-	}
-}
-
-// TestDemo_ASwitchWaitsForTheStoryUnderWay: a stage switch pressed while a
-// story plays waits for it to end, as a crash does; one that closed the
-// right server in the middle of the clerks' story cut it short (the
-// settings read after: no answer) and left clerk A's limit in place.
-func TestDemo_ASwitchWaitsForTheStoryUnderWay(t *testing.T) {
-	d := NewDemo(Stages{Solutions: map[int]stage.Factory{0: stage0.New, 7: stage7.New}})
-	defer d.Close()
-	d.SetPaused(true)
-	if err := d.Start(t.Context(), dashboard.Choice{Stage: 0}, dashboard.Choice{Stage: 7}, func(tea.Msg) {}); err != nil {
-		t.Fatal(err)
-	}
-	told := make(chan dashboard.Story)
-	go func() { told <- d.Clerks(t.Context()) }()
-	for {
-		select {
-		case story := <-told:
-			wantTold(t, "solution 7 under stage switches", story.Sides[dashboard.Right], dashboard.Held, "both clerks' changes kept")
-			return
-		default:
-			if err := d.SwitchRight(t.Context(), dashboard.Choice{Stage: 7}); err != nil {
-				t.Fatal(err)
+			told := make(chan dashboard.Story)
+			go func() { told <- d.Clerks(t.Context()) }()
+			for {
+				select {
+				case story := <-told:
+					wantTold(t, "solution 7 under "+name, story.Sides[dashboard.Right], dashboard.Held, "both clerks' changes kept")
+					return
+				default:
+					if err := interrupt(t.Context(), d); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
-		}
+		})
 	}
 }
