@@ -479,7 +479,10 @@ func (t *T) editedAfterExpiry(side Request, from, to string, sideAmount int64, l
 // instead. A server that reads the expired row and then reuses it with a
 // plain UPDATE lets every copy that read it before the first one wrote
 // run the payment: the slow-key-update fault holds that first write up,
-// as a loaded database would. story gets the step.
+// as a loaded database would. One that reads it and then deletes the key
+// by its name alone deletes, on PostgreSQL, the claim another copy made
+// meanwhile, and claims the key again: the slow-key-delete fault holds
+// the first delete up the same way. story gets the step.
 func (t *T) lateRetriesAtOnce(req Request, last Response, retention time.Duration, ran func(), books *judging.Books, story *string) error {
 	const n = 8
 	// margin is wide enough that the key, completed moments ago, is still
@@ -502,12 +505,16 @@ func (t *T) lateRetriesAtOnce(req Request, last Response, retention time.Duratio
 	if len(judging.KeyRows(st, req.Key)) == 0 {
 		return t.CouldNotObserve("a key expired and still in the table: %s's key was purged before the retries could meet it (a busy machine, or a key table the lab cannot read)", req.Key)
 	}
-	if err := t.Arm(labctl.SlowKeyUpdate, 1); err != nil {
-		return err
+	for _, point := range []string{labctl.SlowKeyUpdate, labctl.SlowKeyDelete} {
+		if err := t.Arm(point, 1); err != nil {
+			return err
+		}
 	}
 	rs := t.Simultaneously(n, func(int) Request { return req })
-	if err := t.Arm(labctl.SlowKeyUpdate, 0); err != nil {
-		return err
+	for _, point := range []string{labctl.SlowKeyUpdate, labctl.SlowKeyDelete} {
+		if err := t.Arm(point, 0); err != nil {
+			return err
+		}
 	}
 	var fresh []Response
 	for _, r := range rs {
@@ -519,8 +526,8 @@ func (t *T) lateRetriesAtOnce(req Request, last Response, retention time.Duratio
 		// The key was forgotten: the payment runs once more, and once only.
 		ran()
 	}
-	*story += fmt.Sprintf("\nthen %v of lab time, and the retention cut to %v in the config: that transfer's key expired %v ago and is still in the table, as between two runs of a periodic purge; %d retries at once, with the slow-key-update fault holding the first update of the key table for %v  →  %s",
-		retention-margin, cut, margin, n, fault.KeyUpdateDelay, Summarize(rs))
+	*story += fmt.Sprintf("\nthen %v of lab time, and the retention cut to %v in the config: that transfer's key expired %v ago and is still in the table, as between two runs of a periodic purge; %d retries at once, with the slow-key-update and slow-key-delete faults holding the first update and the first delete of the key table for %v and %v  →  %s",
+		retention-margin, cut, margin, n, fault.KeyUpdateDelay, fault.KeyDeleteDelay, Summarize(rs))
 	if err := t.Reconcile(*story, "", books); err != nil {
 		return err
 	}

@@ -225,6 +225,48 @@ func TestSlowKeyReads_HoldsOnlyTheArmedReadsOfTheKeyTable(t *testing.T) {
 	}
 }
 
+// TestSlowKeyDeletes_HoldOnlyTheArmedDeletesOfTheKeyTable: an armed
+// count of statements that delete rows of idempotency_keys, however
+// spelled, wait before they run, and nothing else does: the lab's own
+// purges, an insert, a read or an update of the table, a delete from
+// another table, a comment that names it, a delete once the count is
+// spent. One that held the lab's purges would spend its count before the
+// claims' deletes.
+func TestSlowKeyDeletes_HoldOnlyTheArmedDeletesOfTheKeyTable(t *testing.T) {
+	var s fault.Store
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.SlowKeyDeletes(2)
+	if err := s.BeforeStatement(fault.LabRead(gone), `DELETE FROM idempotency_keys WHERE state = 'completed' AND completed_at <= ?`); err != nil {
+		t.Errorf("the lab's purge of the key table: %v; want it run at once", err)
+	}
+	for _, q := range []string{
+		`INSERT INTO idempotency_keys (key, state) VALUES (?, 'in_progress') RETURNING id`,
+		`SELECT state, completed_at FROM idempotency_keys WHERE key = ?`,
+		`UPDATE idempotency_keys SET state = 'completed' WHERE id = ?`,
+		`DELETE FROM idempotency_keys_archive WHERE key = ?`,
+		"-- then delete from idempotency_keys\nSELECT 1",
+	} {
+		if err := s.BeforeStatement(gone, q); err != nil {
+			t.Errorf("%q: %v; want it run at once", q, err)
+		}
+	}
+	for _, q := range []string{
+		`DELETE FROM idempotency_keys WHERE key = ?`,
+		"\n\t\tdelete from \"public\".\"IDEMPOTENCY_KEYS\" where key = $1",
+	} {
+		if err := s.BeforeStatement(gone, q); !errors.Is(err, context.Canceled) {
+			t.Errorf("%q while armed: %v; want it held, and given up with its context", q, err)
+		}
+	}
+	if n := s.SlowKeyDeletesLeft(); n != 0 {
+		t.Errorf("%d left after two held deletes; want 0", n)
+	}
+	if err := s.BeforeStatement(gone, `DELETE FROM idempotency_keys WHERE key = ?`); err != nil {
+		t.Errorf("a delete from the key table once the count is spent: %v; want it run at once", err)
+	}
+}
+
 // TestSlowCommits_HoldOnlyTransactionsThatMovedMoney: an armed count is
 // spent only by the commits of transactions that carried a business
 // write, each held CommitDelay; a commit of any other transaction, one

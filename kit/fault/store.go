@@ -71,6 +71,12 @@ const HeldCommitMax = 5 * time.Second
 // them writes its takeover.
 const KeyUpdateDelay = 100 * time.Millisecond
 
+// KeyDeleteDelay is how long the slow-key-delete fault holds up a
+// statement that deletes rows of the key table: long enough for every
+// late retry released at once to read an expired key, and for one of
+// them to forget it and claim it again, before the first delete runs.
+const KeyDeleteDelay = 100 * time.Millisecond
+
 // KeyReadDelay is how long the slow-key-read fault holds up a statement
 // that reads the key table: longer than an original still waiting on a
 // short core call takes to fail and give its key back.
@@ -118,6 +124,8 @@ type Store struct {
 	slowCommits Countdown
 	// slowKeyUpdates counts down the updates of the key table held up.
 	slowKeyUpdates Countdown
+	// slowKeyDeletes counts down the deletes of the key table held up.
+	slowKeyDeletes Countdown
 	// slowKeyReads counts down the reads of the key table held up.
 	slowKeyReads Countdown
 	// commitAnswersLost counts down the commits of transactions that
@@ -281,6 +289,23 @@ func (s *Store) SlowKeyUpdates(n int64) { s.slowKeyUpdates.Arm(n) }
 // still be held up.
 func (s *Store) SlowKeyUpdatesLeft() int64 { return s.slowKeyUpdates.Left() }
 
+// SlowKeyDeletes makes the next n statements that delete rows of the
+// idempotency_keys table wait KeyDeleteDelay before they run, before they
+// lock any row; the lab's own statements (LabRead: the purges it starts)
+// are spared. A claim that reads an expired key in one statement and
+// deletes the key by its name in another then deletes, on PostgreSQL at
+// READ COMMITTED, the claim in progress another late retry made
+// meanwhile, and claims the key again: both run the payment. One DELETE
+// whose own condition says the key is completed and expired matches
+// nothing once the key was claimed again, however late it runs. On SQLite
+// the transaction holds the write lock from its BEGIN, and the others
+// wait.
+func (s *Store) SlowKeyDeletes(n int64) { s.slowKeyDeletes.Arm(n) }
+
+// SlowKeyDeletesLeft reports how many deletes of the key table will
+// still be held up.
+func (s *Store) SlowKeyDeletesLeft() int64 { return s.slowKeyDeletes.Left() }
+
 // SlowKeyReads makes the next n statements that read the idempotency_keys
 // table (a SELECT from it, one that locks its rows too) wait KeyReadDelay
 // before they run; the lab's own reads (LabRead) are spared. A claim whose
@@ -379,8 +404,8 @@ func (s *Store) BeforeBegin(ctx context.Context) error {
 // BeforeStatement runs the faults armed on a statement before it runs:
 // it holds up a write of the settings (see SlowSettingsWrites), a read
 // of them after a write in the same request (see SlowSettingsRereads) and
-// an update or a read of the key table (see SlowKeyUpdates,
-// HoldKeyUpdates and SlowKeyReads), refuses an INSERT into
+// an update, a delete or a read of the key table (see SlowKeyUpdates,
+// HoldKeyUpdates, SlowKeyDeletes and SlowKeyReads), refuses an INSERT into
 // the outbox (see FailOutboxWrites), then returns CheckKeyStore's error.
 // It returns ctx's error if ctx ends while the statement waits.
 func (s *Store) BeforeStatement(ctx context.Context, query string) error {
@@ -408,6 +433,11 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("held key update: %w", err)
 			}
+		}
+	}
+	if s.slowKeyDeletes.Left() > 0 && !labRead.in(ctx) && deletesKeys(query) && s.slowKeyDeletes.Fire() {
+		if err := Hold(ctx, KeyDeleteDelay); err != nil {
+			return fmt.Errorf("slow key delete: %w", err)
 		}
 	}
 	if s.slowKeyReads.Left() > 0 && !labRead.in(ctx) && readsKeys(query) && s.slowKeyReads.Fire() {
@@ -553,6 +583,12 @@ func updatesKeys(query string) bool {
 	return keyUpdate.MatchString(sqlComment.ReplaceAllString(query, " "))
 }
 
+// deletesKeys reports whether query deletes rows of the key table, its
+// name spelled as WritesOutbox allows the outbox's.
+func deletesKeys(query string) bool {
+	return keyDelete.MatchString(sqlComment.ReplaceAllString(query, " "))
+}
+
 // readsKeys reports whether query reads the key table: a SELECT from it,
 // its name spelled as WritesOutbox allows the outbox's.
 func readsKeys(query string) bool {
@@ -573,6 +609,9 @@ var (
 	// keyUpdate matches a statement, comments taken out, that updates the
 	// key table (SQLite's UPDATE OR … too).
 	keyUpdate = regexp.MustCompile(`(?is)\bupdate(?:\s+or\s+\w+)?` + tableName(KeyTable))
+	// keyDelete matches a statement, comments taken out, that deletes
+	// rows of the key table.
+	keyDelete = regexp.MustCompile(`(?is)\bdelete\s+from` + tableName(KeyTable))
 	// keyRead matches a statement, comments taken out, that begins with
 	// SELECT and reads the key table.
 	keyRead = regexp.MustCompile(`(?is)^\s*select\b.*\bfrom` + tableName(KeyTable))

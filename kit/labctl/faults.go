@@ -65,6 +65,11 @@ const (
 	// 3), before it runs: a claim whose INSERT ran into a key in progress
 	// reads the key's row after the original has given it back.
 	SlowKeyRead = "slow-key-read"
+	// SlowKeyDelete holds up a statement that deletes rows of the key
+	// table (stage 5), before it runs: a claim that read an expired key
+	// in a statement of its own deletes the key after another late retry
+	// has claimed it again.
+	SlowKeyDelete = "slow-key-delete"
 	// CommitAnswerLost lets a transaction that moved money commit, then
 	// tells its caller the COMMIT failed (stage 3): the key was completed
 	// with the money, and nothing may give it back.
@@ -83,7 +88,7 @@ const (
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, CommitAnswerLost, PoisonPosting, CoreTimeout}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, CommitAnswerLost, PoisonPosting, CoreTimeout}
 
 // Core is the core ledger whose faults a lab server arms (core.Client):
 // in a process of its own under lab serve, in the server's under lab
@@ -170,6 +175,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.HoldKeyUpdates(count)
 	case SlowKeyRead:
 		f.db.SlowKeyReads(count)
+	case SlowKeyDelete:
+		f.db.SlowKeyDeletes(count)
 	case CommitAnswerLost:
 		f.db.LoseCommitAnswers(count)
 	case PoisonPosting:
@@ -209,6 +216,7 @@ func (f *Faults) Armed() []ArmedFault {
 		HeldCommit:          f.db.HeldCommitsLeft(),
 		HeldKeyUpdate:       f.db.HeldKeyUpdatesLeft(),
 		SlowKeyRead:         f.db.SlowKeyReadsLeft(),
+		SlowKeyDelete:       f.db.SlowKeyDeletesLeft(),
 		CommitAnswerLost:    f.db.CommitAnswersLostLeft(),
 	}
 	if f.Core != nil {

@@ -346,6 +346,44 @@ func TestCommitAnswerLostFault_OnEitherEngine(t *testing.T) {
 	}
 }
 
+// TestSlowKeyDeleteFault_OnEitherEngine catches an engine whose
+// connections skip the slow-key-delete fault: inside a transaction, as a
+// claim runs, a read of the key table must run, the armed delete from it
+// must still be waiting when its context ends, well inside the delay, and
+// a delete once the count is spent must run.
+func TestSlowKeyDeleteFault_OnEitherEngine(t *testing.T) {
+	ctx := context.Background()
+	for engine, db := range engines(t) {
+		if _, err := db.ExecContext(ctx, `INSERT INTO idempotency_keys (key) VALUES ('expired')`); err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		db.SlowKeyDeletes(1)
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id int64
+		if err := tx.QueryRowContext(ctx, `SELECT id FROM idempotency_keys WHERE key = 'expired'`).Scan(&id); err != nil {
+			t.Errorf("%s: a read of the key table while armed: %v", engine, err)
+		}
+		short, cancel := context.WithTimeout(ctx, fault.KeyDeleteDelay/2)
+		_, err = tx.ExecContext(short, `DELETE FROM idempotency_keys WHERE key = 'expired'`)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: a delete from the key table while armed: err = %v; want it held past its context's end (%v)", engine, err, context.DeadlineExceeded)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if n := db.SlowKeyDeletesLeft(); n != 0 {
+			t.Errorf("%s: %d left after the armed delete; want 0", engine, n)
+		}
+		if _, err := db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE key = 'expired'`); err != nil {
+			t.Errorf("%s: a delete from the key table once the count is spent: %v", engine, err)
+		}
+	}
+}
+
 // TestSlowKeyReadFault_OnEitherEngine catches an engine whose
 // connections skip the slow-key-read fault: the armed read of the key
 // table, as a claim's, must still be waiting when its context ends, well
