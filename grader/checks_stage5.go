@@ -14,6 +14,7 @@ import (
 	"idemlab/kit/fault"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
+	"idemlab/kit/labdb"
 )
 
 // answerID reads the id of the transfer or deposit an answer names: its
@@ -638,7 +639,7 @@ func checkPurgeBounded(t *T, s Scenario) error {
 // their state, and a claim that treats an expired in-progress key as free:
 // either way the retry of a running original executes a second time.
 func checkPurgeKeepsInProgress(t *T) error {
-	return t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
+	err := t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
 		// A lease longer than the jump of the clock: this check is about
 		// the purge, not about taking over an expired lease (stage 6).
 		if err := t.Configure(labclient.Config{Lease: 72 * time.Hour}); err != nil {
@@ -724,6 +725,113 @@ func checkPurgeKeepsInProgress(t *T) error {
 		}
 		return true, nil
 	})
+	if err != nil {
+		return err
+	}
+	st, err := t.State()
+	if err != nil || st.Engine == labdb.SQLite {
+		return err
+	}
+	return t.WhileHeld(1_000_000, t.purgedBesideLateClaim)
+}
+
+// purgedBesideLateClaim is S5.purge-keeps-in-progress's round on
+// PostgreSQL that catches a purge that chooses its keys by an earlier
+// read and deletes them by their names alone: at READ COMMITTED a late
+// retry of an expired key can forget it and claim it again between the
+// purge's read and its delete, and the purge then deletes that claim in
+// progress; the next retry claims the key afresh and runs the payment
+// beside the first. The round makes a payment, lets its key expire (the
+// retention cut in the config: a move of the clock would purge it), and
+// holds the purge's delete before it runs (held-key-purge), after all the
+// purge read before it; sends a retry, which claims the key again and
+// waits on the core; then lets the delete run and sends one more retry.
+// A purge whose DELETE says in its own condition that the key is
+// completed and expired keeps the claim, and that retry gets 409. On
+// SQLite the purge's transaction holds the write lock, and the claim
+// waits for it: the round is not tried there. A purge that deletes
+// nothing from the key table within 10 s leaves nothing to judge.
+func (t *T) purgedBesideLateClaim(s Scenario, latency time.Duration) (bool, error) {
+	if err := t.Configure(labclient.Config{Lease: 72 * time.Hour, NoCoreLatency: true}); err != nil {
+		return false, err
+	}
+	req, op, amount := s.Payment(t)
+	books := s.Books
+	books.Expect(op)
+	ran := func() { books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount) }
+	first := t.Do(req)
+	if executedOps(first) > 0 {
+		ran()
+	}
+	sent := req.String() + "  →  " + first.Short()
+	if !first.Is(http.StatusCreated, "") {
+		return true, t.Reconcile(sent, "", books)
+	}
+	// The retention must outlast the clients' retry horizon (an hour).
+	const age, cut = 2 * time.Hour, 2*time.Hour - 10*time.Second
+	if err := t.Advance(age); err != nil {
+		return true, err
+	}
+	if err := t.Configure(labclient.Config{Retention: cut}); err != nil {
+		return true, err
+	}
+	st, err := t.State()
+	if err != nil {
+		return true, err
+	}
+	if len(judging.KeyRows(st, req.Key)) == 0 {
+		return true, t.CouldNotObserve("a key expired and still in the table: %s's key was purged before the purge the round holds (a busy machine, or a key table the lab cannot read)", req.Key)
+	}
+	if err := t.Arm(labctl.HeldKeyPurge, 1); err != nil {
+		return true, err
+	}
+	// Disarming lets the held delete go, whatever happens here.
+	defer t.Arm(labctl.HeldKeyPurge, 0)
+	purged := make(chan error, 1)
+	go func() {
+		_, err := t.Lab().Purge(t.ctx)
+		purged <- err
+	}()
+	holding, err := t.WaitFor(10*time.Second, func() (bool, error) {
+		left, err := t.Lab().Armed(t.ctx)
+		return left[labctl.HeldKeyPurge] == 0, err
+	})
+	if err == nil && !holding {
+		err = t.Arm(labctl.HeldKeyPurge, 0)
+	}
+	if err != nil || !holding {
+		<-purged
+		return true, err
+	}
+	held, err := t.Hold(req, latency)
+	if err != nil {
+		t.Arm(labctl.HeldKeyPurge, 0)
+		<-purged
+		return true, err
+	}
+	if err := t.Arm(labctl.HeldKeyPurge, 0); err != nil {
+		return true, err
+	}
+	if err := t.purgeFailure("POST /lab/purge", <-purged); err != nil {
+		return true, err
+	}
+	retry := t.Do(req)
+	late := held.Wait()
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return true, err
+	}
+	if executedOps(late, retry) > 0 {
+		// The key had expired: the payment runs once more, and once only.
+		ran()
+	}
+	if !held.Seen && !lastHold(latency) {
+		return false, t.Reconcile(sent, "", books)
+	}
+	sent += fmt.Sprintf("\nthen %v of lab time, and the retention cut to %v in the config: the key expired and is still in the table; POST /lab/purge, its first delete of the key table held (held-key-purge)"+
+		"\nwhile it waits: the same request again, which waits %v on the core\nthen the purge's delete runs, and the same request once more  →  %s\nthe request before it answers  %s",
+		age, cut, latency, retry.Short(), late.Short())
+	return true, because(t.Reconcile(sent, "the retry "+late.Short()+"; the one after it "+retry.Short(), books),
+		"a purge says in its DELETE's own condition that a key is completed and expired: keys chosen by an earlier read and deleted by their names take with them the claim a late retry made in between, and the next retry pays a second time")
 }
 
 // completedPurged gives err, a failure found once the original had

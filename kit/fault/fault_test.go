@@ -357,6 +357,55 @@ func TestHoldCommits_HoldUntilReleased(t *testing.T) {
 	})
 }
 
+// TestHoldKeyPurges_HoldUntilReleased: an armed delete of the key table
+// by the lab's purge (LabRead) waits, before it runs, until the fault is
+// disarmed, and then runs; the purge's read runs at once, and so does a
+// stage's own delete of the table (a claim forgetting an expired key);
+// once the count is spent, nothing waits. A fault that held the claims'
+// deletes would hold the retry the round sends, not the purge.
+func TestHoldKeyPurges_HoldUntilReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var s fault.Store
+		lab := fault.LabRead(context.Background())
+		held := func(ctx context.Context, q string) (time.Duration, error) {
+			start := time.Now()
+			err := s.BeforeStatement(ctx, q)
+			return time.Since(start), err
+		}
+		const purge = `DELETE FROM idempotency_keys WHERE customer = ? AND key = ?`
+		s.HoldKeyPurges(1)
+		if d, err := held(lab, `SELECT customer, key FROM idempotency_keys WHERE state = 'completed'`); d != 0 || err != nil {
+			t.Errorf("the purge's read of the key table, armed, was held %v (%v); want it at once", d, err)
+		}
+		if d, err := held(context.Background(), purge); d != 0 || err != nil {
+			t.Errorf("a stage's own delete of the key table, armed, was held %v (%v); want it at once", d, err)
+		}
+		const wait = 2 * time.Second
+		done := make(chan time.Duration)
+		go func() {
+			d, _ := held(lab, purge)
+			done <- d
+		}()
+		time.Sleep(wait)
+		synctest.Wait()
+		select {
+		case d := <-done:
+			t.Fatalf("the armed delete ran after %v, before the fault was disarmed", d)
+		default:
+		}
+		if n := s.HeldKeyPurgesLeft(); n != 0 {
+			t.Errorf("%d left while the armed delete is held; want 0", n)
+		}
+		s.HoldKeyPurges(0)
+		if d := <-done; d != wait {
+			t.Errorf("the armed delete was held %v; want it let go when the fault was disarmed, %v", d, wait)
+		}
+		if d, err := held(lab, purge); d != 0 || err != nil {
+			t.Errorf("a purge's delete once the count is spent was held %v (%v); want it at once", d, err)
+		}
+	})
+}
+
 // TestHoldKeyUpdates_HoldUntilReleased: an armed update of the key table
 // waits, before it runs, until the fault is disarmed, and then runs; a
 // statement that does not update the table (a read of the lease) runs at

@@ -137,6 +137,9 @@ type Store struct {
 	// heldKeyUpdates counts down the updates of the key table held, before
 	// they run, until released.
 	heldKeyUpdates held
+	// heldKeyPurges counts down the deletes of the key table by the lab's
+	// purges held, before they run, until released.
+	heldKeyPurges held
 }
 
 // held is a countdown whose firings wait until it is disarmed: closing
@@ -372,6 +375,22 @@ func (s *Store) HoldKeyUpdates(n int64) { s.heldKeyUpdates.arm(n) }
 // be held until released.
 func (s *Store) HeldKeyUpdatesLeft() int64 { return s.heldKeyUpdates.n.Left() }
 
+// HoldKeyPurges makes the next n statements of the lab's own purges
+// (LabRead) that delete rows of the idempotency_keys table wait, before
+// they run, until the fault is disarmed (HoldKeyPurges(0), which lets
+// every held one go), HeldCommitMax has passed or the statement's context
+// ends; a stage's own statements are spared. Armed while a purge runs, it
+// holds the purge's delete after everything the purge read before it: on
+// PostgreSQL a late retry of an expired key claims it again meanwhile,
+// and a purge that chose its keys by an earlier read deletes that claim
+// in progress. One DELETE whose own condition says the key is completed
+// and expired keeps it, however late it runs.
+func (s *Store) HoldKeyPurges(n int64) { s.heldKeyPurges.arm(n) }
+
+// HeldKeyPurgesLeft reports how many deletes of the key table by the
+// lab's purges will still be held until released.
+func (s *Store) HeldKeyPurgesLeft() int64 { return s.heldKeyPurges.n.Left() }
+
 // BeforeCommit runs the faults armed on a transaction's COMMIT: it holds
 // up one that carried a business write (see SlowCommits and
 // HoldCommits). A COMMIT takes no context, and once the caller has asked
@@ -405,7 +424,7 @@ func (s *Store) BeforeBegin(ctx context.Context) error {
 // it holds up a write of the settings (see SlowSettingsWrites), a read
 // of them after a write in the same request (see SlowSettingsRereads) and
 // an update, a delete or a read of the key table (see SlowKeyUpdates,
-// HoldKeyUpdates, SlowKeyDeletes and SlowKeyReads), refuses an INSERT into
+// HoldKeyUpdates, SlowKeyDeletes, HoldKeyPurges and SlowKeyReads), refuses an INSERT into
 // the outbox (see FailOutboxWrites), then returns CheckKeyStore's error.
 // It returns ctx's error if ctx ends while the statement waits.
 func (s *Store) BeforeStatement(ctx context.Context, query string) error {
@@ -432,6 +451,14 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 			s.heldKeyUpdates.wait(ctx, release)
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("held key update: %w", err)
+			}
+		}
+	}
+	if s.heldKeyPurges.n.Left() > 0 && labRead.in(ctx) && deletesKeys(query) {
+		if release := s.heldKeyPurges.fire(); release != nil {
+			s.heldKeyPurges.wait(ctx, release)
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("held key purge: %w", err)
 			}
 		}
 	}

@@ -70,6 +70,12 @@ const (
 	// in a statement of its own deletes the key after another late retry
 	// has claimed it again.
 	SlowKeyDelete = "slow-key-delete"
+	// HeldKeyPurge holds up a statement of the lab's purge that deletes
+	// rows of the key table, before it runs, until the fault is disarmed
+	// or 5 s have passed (stage 5): on PostgreSQL a late retry of an
+	// expired key claims it again meanwhile, and a purge that chose its
+	// keys by an earlier read deletes that claim in progress.
+	HeldKeyPurge = "held-key-purge"
 	// CommitAnswerLost lets a transaction that moved money commit, then
 	// tells its caller the COMMIT failed (stage 3): the key was completed
 	// with the money, and nothing may give it back.
@@ -88,7 +94,7 @@ const (
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, CommitAnswerLost, PoisonPosting, CoreTimeout}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, HeldKeyPurge, CommitAnswerLost, PoisonPosting, CoreTimeout}
 
 // Core is the core ledger whose faults a lab server arms (core.Client):
 // in a process of its own under lab serve, in the server's under lab
@@ -177,6 +183,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.SlowKeyReads(count)
 	case SlowKeyDelete:
 		f.db.SlowKeyDeletes(count)
+	case HeldKeyPurge:
+		f.db.HoldKeyPurges(count)
 	case CommitAnswerLost:
 		f.db.LoseCommitAnswers(count)
 	case PoisonPosting:
@@ -217,6 +225,7 @@ func (f *Faults) Armed() []ArmedFault {
 		HeldKeyUpdate:       f.db.HeldKeyUpdatesLeft(),
 		SlowKeyRead:         f.db.SlowKeyReadsLeft(),
 		SlowKeyDelete:       f.db.SlowKeyDeletesLeft(),
+		HeldKeyPurge:        f.db.HeldKeyPurgesLeft(),
 		CommitAnswerLost:    f.db.CommitAnswersLostLeft(),
 	}
 	if f.Core != nil {
