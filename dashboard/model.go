@@ -12,6 +12,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"idemlab/kit/labdb"
 )
 
 // Model is the dashboard's root model: it owns the message loop and the
@@ -557,14 +559,8 @@ func (m Model) header(w int) string {
 // other.
 func (m Model) engine() string {
 	for _, s := range m.sides {
-		switch s.Engine {
-		case "postgres":
-			return "PostgreSQL"
-		case "sqlite":
-			return "SQLite"
-		case "":
-		default:
-			return s.Engine
+		if s.Engine != "" {
+			return labdb.Engine(s.Engine).Name()
 		}
 	}
 	return ""

@@ -71,6 +71,8 @@ type Outcome struct {
 	Solution bool
 	// Seed is the run's seed, as the grader printed it.
 	Seed string
+	// Engine is the database engine the checks ran on.
+	Engine labdb.Engine
 	// Build is the compiler's (or vet's) message when the stage did not
 	// build; then there are no checks.
 	Build string
@@ -80,8 +82,8 @@ type Outcome struct {
 	// without a failing check (a panic, a timeout, a bad SEED).
 	Other string
 	// Ahead are the later stages the student's progress shows passing
-	// already (set where the run is recorded): a pass names as next the
-	// first later stage that does not.
+	// already on this run's engine (set where the run is recorded): a pass
+	// names as next the first later stage that does not.
 	Ahead map[int]bool
 }
 
@@ -435,7 +437,7 @@ func (g GoTest) Run(ctx context.Context, stage int, each func(CheckResult)) (Out
 	if vetErr != nil {
 		return Outcome{}, vetErr
 	}
-	o.Only, o.Solution = g.Only, g.Solution
+	o.Only, o.Solution, o.Engine = g.Only, g.Solution, labdb.EngineOfTarget(labdb.TestTarget())
 	if o.Build == "" && vetMsg != "" {
 		// go test runs no check of a stage vet refuses.
 		o.Build, o.Checks, o.Other = vetMsg, nil, ""

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"idemlab/kit/labdb"
 )
 
 // ProgressFile is where the progress is kept, relative to the root; the
@@ -41,6 +43,9 @@ type StageProgress struct {
 	Passed      int       `json:"passed"`
 	Total       int       `json:"total"`
 	At          time.Time `json:"at"`
+	// Engine is the database engine the run's checks ran on: a stage
+	// that passes on SQLite may not on PostgreSQL, where writers race.
+	Engine labdb.Engine `json:"engine,omitempty"`
 	// Focus is the check a run of some of the stage's checks (RUN=…)
 	// failed since the stage's last full run: the one the student is
 	// working on, and the one a hint is about.
@@ -146,8 +151,14 @@ func (p *Progress) Record(o Outcome, at time.Time) {
 	}
 	p.Stages[key] = StageProgress{
 		State: o.State(), FirstFailing: o.FirstFailing(), CouldNotRun: notRun,
-		Passed: len(o.Passed()), Total: len(o.Checks), At: at,
+		Passed: len(o.Passed()), Total: len(o.Checks), At: at, Engine: o.Engine,
 	}
+}
+
+// PassesOn reports whether stage n's last run passed on engine.
+func (p *Progress) PassesOn(n int, engine labdb.Engine) bool {
+	sp := p.Stage(n)
+	return sp.State == Passing && sp.Engine == engine
 }
 
 // NextTier moves the hint tier of topic (a check ID, or "stageN") one on,

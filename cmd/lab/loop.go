@@ -76,7 +76,7 @@ func runAndRecord(ctx context.Context, root string, r studentloop.Runner, n int,
 	p.Record(o, now())
 	o.Ahead = map[int]bool{}
 	for later := n + 1; later < studentloop.Stages; later++ {
-		o.Ahead[later] = p.Stage(later).State == studentloop.Passing
+		o.Ahead[later] = p.PassesOn(later, o.Engine)
 	}
 	return o, p.Save(root)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"idemlab/studentloop"
 )
@@ -19,7 +20,7 @@ func runStatus(ctx context.Context, in *invocation) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(in.stdout, "%-6s %-15s %-7s %s\n", "stage", "state", "checks", "first failing check")
+	fmt.Fprintf(in.stdout, "%-6s %-15s %-7s %-10s %s\n", "stage", "state", "checks", "engine", "first failing check")
 	for n := 0; n < studentloop.Stages; n++ {
 		sp := p.Stage(n)
 		checks := ""
@@ -35,7 +36,8 @@ func runStatus(ctx context.Context, in *invocation) error {
 		case sp.State == studentloop.Failing, sp.State == studentloop.DoesNotBuild:
 			mark = "✗"
 		}
-		fmt.Fprintf(in.stdout, "%s %-4d %-15s %-7s %s\n", mark, n, sp.State, checks, first)
+		line := fmt.Sprintf("%s %-4d %-15s %-7s %-10s %s", mark, n, sp.State, checks, sp.Engine.Name(), first)
+		fmt.Fprintln(in.stdout, strings.TrimRight(line, " "))
 	}
 	cur := p.Current()
 	fmt.Fprintln(in.stdout)

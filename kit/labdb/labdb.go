@@ -30,6 +30,18 @@ const (
 	PostgreSQL Engine = "postgres"
 )
 
+// Name is how the engine is written for people: "SQLite", "PostgreSQL",
+// or the engine's own word for one the lab does not know.
+func (e Engine) Name() string {
+	switch e {
+	case SQLite:
+		return "SQLite"
+	case PostgreSQL:
+		return "PostgreSQL"
+	}
+	return string(e)
+}
+
 // EnvURL is the environment variable that names a PostgreSQL cluster for
 // the lab's tests and servers (a postgres:// URL).
 const EnvURL = "IDEMLAB_DATABASE_URL"
