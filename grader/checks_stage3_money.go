@@ -154,13 +154,7 @@ func (t *T) heldCommitNotCompleted(s Scenario) (looked bool, err error) {
 	defer t.Arm(labctl.HeldCommit, 0)
 	orig := t.Launch(req)
 	var st labctl.State
-	held, err := t.WaitFor(within, func() (bool, error) {
-		left, err := t.Lab().Armed(t.ctx)
-		if err != nil || orig.Done() {
-			return true, err
-		}
-		return left[labctl.HeldCommit] == 0, nil
-	})
+	held, err := t.Fired(labctl.HeldCommit, within, orig.Done)
 	if err != nil {
 		return false, err
 	}

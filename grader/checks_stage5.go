@@ -795,10 +795,7 @@ func (t *T) purgedBesideLateClaim(s Scenario, latency time.Duration) (bool, erro
 		_, err := t.Lab().Purge(t.ctx)
 		purged <- err
 	}()
-	holding, err := t.WaitFor(10*time.Second, func() (bool, error) {
-		left, err := t.Lab().Armed(t.ctx)
-		return left[labctl.HeldKeyPurge] == 0, err
-	})
+	holding, err := t.Fired(labctl.HeldKeyPurge, 10*time.Second, nil)
 	if err == nil && !holding {
 		err = t.Arm(labctl.HeldKeyPurge, 0)
 	}

@@ -640,10 +640,7 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
 		return true, err
 	}
-	completing, err := t.WaitFor(latency+10*time.Second, func() (bool, error) {
-		left, err := t.Lab().Armed(t.ctx)
-		return orig.Done() || left[labctl.HeldKeyUpdate] == 0, err
-	})
+	completing, err := t.Fired(labctl.HeldKeyUpdate, latency+10*time.Second, orig.Done)
 	if err != nil {
 		return true, err
 	}

@@ -290,6 +290,24 @@ func (t *T) Arm(point string, count int) error {
 	return t.Lab().Arm(t.ctx, point, int64(count))
 }
 
+// Fired waits up to within for the one arming of a held fault point to
+// fire: its request is then held at the point, until the check disarms
+// it. It stops early, reporting false, once over() is true (the request
+// the check watches answered without reaching the point); over may be
+// nil.
+func (t *T) Fired(point string, within time.Duration, over func() bool) (bool, error) {
+	fired := false
+	_, err := t.WaitFor(within, func() (bool, error) {
+		left, err := t.Lab().Armed(t.ctx)
+		if err != nil {
+			return true, err
+		}
+		fired = left[point] == 0
+		return fired || (over != nil && over()), nil
+	})
+	return fired, err
+}
+
 // storeUntouched is the could-not-observe error of a check that armed the
 // store-unavailable fault armed times and saw none of them fire: the
 // server ran no statement on idempotency_keys while it was armed, so it
