@@ -106,10 +106,10 @@ func TestLoadHints_KeepsTheCodeBlock(t *testing.T) {
 
 // TestHints_NameOnlyWhatTheScaffoldHas: the tiers before the code send
 // the student to places in the code, and a student who asks "where?" on
-// the untouched scaffold looks for what a tier names. A name in a code
-// span that is a Go name of the stage's solution must stand in the
-// scaffold (its code, or a TODO that asks for it: claim(…)) or in the
-// kit; one only the solution has (holdReference) is a name the student
+// the untouched scaffold looks for what a tier names. Each name in a
+// code span (`claim`, or both in `s.claim(ctx)`) that is a Go name of the
+// stage's solution must stand in the scaffold (its code, or a TODO that
+// asks for it: claim(…)) or in the kit; one only the solution has (holdReference) is a name the student
 // cannot find, and hands over part of the design besides.
 func TestHints_NameOnlyWhatTheScaffoldHas(t *testing.T) {
 	kit, err := goIdents(filepath.Join("..", "kit"))
@@ -132,9 +132,12 @@ func TestHints_NameOnlyWhatTheScaffoldHas(t *testing.T) {
 		for topic, tiers := range h {
 			for i, tier := range tiers[:CodeTier-1] {
 				for _, m := range codeSpan.FindAllStringSubmatch(tier, -1) {
-					name := strings.TrimSuffix(m[1], "()")
-					if solution[name] && !scaffold[name] && !kit[name] {
-						t.Errorf("%s %s tier %d names %s, which only solutions/stage%d has", HintsPath(n), topic, i+1, name, n)
+					// Each name of the span: `x.holdReference(ctx)` names
+					// holdReference as much as `holdReference` does.
+					for _, name := range word.FindAllString(m[1], -1) {
+						if solution[name] && !scaffold[name] && !kit[name] {
+							t.Errorf("%s %s tier %d names %s (in `%s`), which only solutions/stage%d has", HintsPath(n), topic, i+1, name, m[1], n)
+						}
 					}
 				}
 			}
