@@ -225,7 +225,8 @@ func TestRun_RefusesAnUnsetPlaceholderBeforeSending(t *testing.T) {
 // quoted and bare forms two keys, a malformed field a key) pays twice
 // for one operation and misses the 4xx; one that executes a malformed
 // key's request unprotected pays again on its retry; one that cuts long
-// keys short takes two keys for one.
+// keys short takes two keys for one, and so does one that folds their
+// case.
 func TestRun_KeySyntax(t *testing.T) {
 	for _, c := range []struct {
 		keys     payserver.KeyRule
@@ -240,6 +241,8 @@ func TestRun_KeySyntax(t *testing.T) {
 		{payserver.RawKeys, "malformed-key", MoneyClean, ContractUnmet},
 		{payserver.IgnoreMalformed, "malformed-key", MoneyHarmed, ContractUnmet},
 		{payserver.CutKeys, "long-keys", MoneyHarmed, ""},
+		{payserver.StrictKeys, "key-case", MoneyClean, ""},
+		{payserver.FoldKeys, "key-case", MoneyHarmed, ""},
 	} {
 		srv := payserver.New()
 		srv.Keys = c.keys
@@ -370,7 +373,7 @@ func TestSummary_NotTriedIsUnknownNeverMet(t *testing.T) {
 		maxOps int
 		line   string
 	}{
-		{"--max-operations 20", nil, 20, "1/2 MUST met, 3/5 SHOULD met, money clean, 7 not tried (4 of them a MUST or money scenario: the verdict is unknown)"},
+		{"--max-operations 22", nil, 22, "1/2 MUST met, 3/5 SHOULD met, money clean, 7 not tried (4 of them a MUST or money scenario: the verdict is unknown)"},
 		{"one principal", func(p *Profile) { p.Principals = p.Principals[:1] }, 100, "2/2 MUST met, 5/5 SHOULD met, money clean, 3 not tried (2 of them a MUST or money scenario: the verdict is unknown)"},
 	} {
 		results := attack(t, payserver.New(), c.edit, c.maxOps)

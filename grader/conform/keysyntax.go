@@ -170,6 +170,45 @@ func longKeys(ctx context.Context, r *runner, res *Result) error {
 	return nil
 }
 
+// keyCase sends a key with a capital letter, then the same key in lower
+// case, the form every other scenario's keys take. Keys are
+// case-sensitive (§2.1: a String is compared as it is); a key column
+// whose collation ignores case takes the two for one, and a client
+// whose keys are random letters of both cases loses an operation to it.
+// The capital goes first so that an API that takes only lower-case keys
+// refuses it (400), harmlessly, before its lower-case twin is taken.
+func keyCase(ctx context.Context, r *runner, res *Result) error {
+	b, err := r.open(ctx)
+	if err != nil {
+		return err
+	}
+	base := r.key() + "-"
+	var ops [2]op
+	var answers [2]answer
+	for i, last := range []string{"K", "k"} {
+		if ops[i], err = r.newOp(0); err != nil {
+			return err
+		}
+		answers[i] = r.send(ctx, r.client, ops[i], sf(base+last))
+	}
+	res.Sent = fmt.Sprintf("%s %s  Idempotency-Key: \"%sK\", then another operation under \"%sk\"",
+		r.Profile.Operation.Method, r.Profile.Operation.Path, base, base)
+	res.Got = fmt.Sprintf("first %s; second %s", answers[0].String(), answers[1].String())
+	res.Expected = "both 2xx, each with its own result, or the first refused (the API takes no capitals) and the second 2xx"
+	if err := b.judge(ctx, res, expect{ops[0], due(answers[0]), "the first"}, expect{ops[1], due(answers[1]), "the second"}); err != nil {
+		return err
+	}
+	switch {
+	case r.handedOver(answers[0], answers[1]):
+		res.Money = MoneyHarmed
+		res.Saw = "the second key was answered with the first one's result: the server folds the case of keys and took them for one (a key column with a case-insensitive collation does); " + res.Saw
+	case answers[0].ok() && !answers[1].ok():
+		res.Money = MoneyHarmed
+		res.Saw = "the first key was taken and the second, the same in lower case, refused: the server folds the case of keys and took them for one (a key column with a case-insensitive collation does); " + res.Saw
+	}
+	return nil
+}
+
 // statuses sums answers up by status only: "400, 400".
 func statuses(answers ...answer) string {
 	var out []string

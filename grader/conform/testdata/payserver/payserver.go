@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,6 +79,10 @@ const (
 	// CutKeys keeps the first 64 characters of a String, however long:
 	// two long keys that share them are one key.
 	CutKeys
+	// FoldKeys takes a String as StrictKeys does, then lower-cases it, as
+	// a key column with a case-insensitive collation compares it: two
+	// keys that differ only in case are one key.
+	FoldKeys
 )
 
 // maxKey is the longest key StrictKeys takes.
@@ -194,6 +199,9 @@ func (s *Server) key(fields []string) (key string, ok bool) {
 	key, ok = item.Value.(string)
 	if s.Keys == CutKeys && len(key) > 64 {
 		return key[:64], ok
+	}
+	if s.Keys == FoldKeys {
+		key = strings.ToLower(key)
 	}
 	return key, ok && key != "" && len(key) <= maxKey
 }
