@@ -549,7 +549,15 @@ func (r *runner) witness(ctx context.Context, i int) (reading, error) {
 	if err != nil {
 		return reading{}, fmt.Errorf("GET %s: %w", path, err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return reading{}, fmt.Errorf("GET %s: %d %s: %s's credentials refused: check the principal's headers", path, resp.StatusCode, clip(body), r.Profile.Principals[i].Name)
+	case http.StatusNotFound, http.StatusMethodNotAllowed:
+		// The witness is read first: a wrong --url meets it before the
+		// operation, and the URL asked shows one that repeats the path.
+		return reading{}, fmt.Errorf("GET %s: %d %s: nothing at %s: is --url the API's base URL and witness.path its path?", path, resp.StatusCode, clip(body), req.URL)
+	default:
 		return reading{}, fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, clip(body))
 	}
 	var doc any

@@ -725,3 +725,31 @@ func TestRun_AlikeAnswersThatNameNoOperationAreNoLeak(t *testing.T) {
 		}
 	}
 }
+
+// TestRun_AWitnessNotReachedSaysWhatToCheck: the witness is read before
+// anything is sent, so it meets a wrong --url or refused credentials
+// first; its error says what to check, as the operation's does, and
+// names the URL it asked, which shows a --url that repeats the path.
+func TestRun_AWitnessNotReachedSaysWhatToCheck(t *testing.T) {
+	p, err := Load("testdata/profiles/payserver.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(payserver.New())
+	defer srv.Close()
+	refused := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte(`{"error":"unknown api key"}`))
+	}))
+	defer refused.Close()
+	for _, c := range []struct{ url, want string }{
+		{refused.URL, "GET /v1/payments: 403 {\"error\":\"unknown api key\"}: alice's credentials refused: check the principal's headers"},
+		{srv.URL + "/v1", "GET /v1/payments: 404 404 page not found: nothing at " + srv.URL + "/v1/v1/payments: is --url the API's base URL and witness.path its path?"},
+	} {
+		_, err := Run(context.Background(), Options{URL: c.url, Profile: p, Seed: 1, MaxOperations: 100, Timeout: 10 * time.Second})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v\n  want one saying %q", c.url, err, c.want)
+		}
+	}
+}
