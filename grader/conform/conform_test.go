@@ -550,7 +550,7 @@ func TestBooks_SawSaysWhatWasDueAndWhatMoved(t *testing.T) {
 	for id, want := range map[string]string{
 		"key-reused-other-payload": "alice: due the original once and the edit never, a move of 1; the witness moved by 2 (2 executions where 1 was due)",
 		"lost-response":            "alice: due reset-after-processing once and response-withheld once, a move of 2; the witness moved by 4 (4 executions where 2 were due)",
-		"retry-replayed":           "alice: due one operation once, a move of 1; the witness moved by 3 (3 executions where 1 was due)",
+		"retry-replayed":           "alice: due one operation once and the operation between once, a move of 2; the witness moved by 4 (4 executions where 2 were due)",
 	} {
 		if r := got[id]; !strings.Contains(r.Saw, want) {
 			t.Errorf("%s saw %q\n  want %q", id, r.Saw, want)
@@ -750,6 +750,32 @@ func TestRun_AWitnessNotReachedSaysWhatToCheck(t *testing.T) {
 		_, err := Run(context.Background(), Options{URL: c.url, Profile: p, Seed: 1, MaxOperations: 100, Timeout: 10 * time.Second})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v\n  want one saying %q", c.url, err, c.want)
+		}
+	}
+}
+
+// TestRun_ARecomputedReplayIsHarm: a server that answers a retry by
+// rendering the operation again as its books are now, rather than with
+// the answer it gave, answers a retry made at once as the original (the
+// books have not moved) and one made after another operation otherwise:
+// its client is told a result that was never its operation's. The retry
+// after another operation shows it; the server that stores its answer
+// stays clean.
+func TestRun_ARecomputedReplayIsHarm(t *testing.T) {
+	recomputes := payserver.New()
+	recomputes.Recompute = true
+	for _, c := range []struct {
+		name     string
+		srv      *payserver.Server
+		money    string
+		contract string
+	}{
+		{"stored", payserver.New(), MoneyClean, ContractMet},
+		{"recomputed", recomputes, MoneyHarmed, ContractUnmet},
+	} {
+		r := runScenario(t, c.srv, "retry-replayed")
+		if r.Money != c.money || r.Contract != c.contract || (c.money == MoneyHarmed && !strings.Contains(r.Saw, "recomputed")) {
+			t.Errorf("%s: money %s, contract %s; want %s, %s, saying recomputed\n  sent %s\n  got %s\n  saw %s", c.name, r.Money, r.Contract, c.money, c.contract, r.Sent, r.Got, r.Saw)
 		}
 	}
 }

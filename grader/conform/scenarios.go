@@ -83,10 +83,10 @@ var scenarios = []scenario{
 	{ID: "key-case", Principals: 1, Sends: 2,
 		Claim: "two keys that differ only in the case of one letter: two operations, each executed once with its own answer, or the one with a capital refused (a server that folds case, as a case-insensitive key column does, answers the other with its result)",
 		Run:   keyCase},
-	{ID: "retry-replayed", Section: "2.6", Level: "SHOULD", Principals: 1, Sends: 3,
-		Claim:    "retries after the original completed get its result, and the operation executes once",
+	{ID: "retry-replayed", Section: "2.6", Level: "SHOULD", Principals: 1, Sends: 4,
+		Claim:    "retries after the original completed, one at once and one after another operation, get its result, and the operation executes once",
 		Requires: "retries after the original completed get its result",
-		Keeps:    "retries after the original completed: the operation executes once",
+		Keeps:    "retries after the original completed: the operation executes once, and a retry after another operation is told the original's result, not one recomputed",
 		Run:      retryReplayed},
 	{ID: "key-reused-other-payload", Section: "2.7", Level: "SHOULD", Principals: 1, Edit: true, Sends: 2,
 		Claim:    "the same key with an edited payload gets 422, and the edit never executes",
@@ -123,23 +123,44 @@ func retryReplayed(ctx context.Context, r *runner, res *Result) error {
 	if err != nil {
 		return err
 	}
+	// Another operation between the two retries moves what the API
+	// holds: an API that renders a replay again from its books, rather
+	// than giving the answer it stored, answers the retry made at once
+	// as the original and the one after otherwise.
+	other, err := r.newOp(0)
+	if err != nil {
+		return err
+	}
 	key := sf(r.key())
 	first := r.send(ctx, r.client, o, key)
 	var got []string
+	var answers []answer
+	var between answer
 	differ := map[string][]string{}
 	same := first.ok()
-	for _, nth := range []string{"the first retry", "the second retry"} {
+	for i, nth := range []string{"the first retry", "the second retry"} {
+		if i == 1 {
+			between = r.send(ctx, r.client, other, sf(r.key()))
+		}
 		a := r.send(ctx, r.client, o, key)
+		answers = append(answers, a)
 		got = append(got, a.String())
 		same = same && a.replays(first)
 		if d := a.headersDiffer(first, "the original's"); a.same(first) && d != "" {
 			differ[d] = append(differ[d], nth)
 		}
 	}
-	res.Sent = describe(r, key, 3) + ", one after the other"
-	res.Got = "original " + first.String() + "; retries " + strings.Join(got, "; ") + butHeaders(differ, "both retries")
+	res.Sent = describe(r, key, 3) + ", one after the other, and another operation under a fresh key before the last"
+	res.Got = "original " + first.String() + "; retries " + strings.Join(got, "; ") + butHeaders(differ, "both retries") + "; the operation between " + statuses(between)
 	contract(res, same, "each retry answered as the original was: "+replayed)
-	return b.judge(ctx, res, expect{o, 1, "one operation"})
+	if err := b.judge(ctx, res, expect{o, 1, "one operation"}, expect{other, due(between), "the operation between"}); err != nil {
+		return err
+	}
+	if res.Money != MoneyHarmed && answers[0].same(first) && first.ok() && between.ok() && !answers[1].same(first) && answers[1].status == first.status {
+		res.Money = MoneyHarmed
+		res.Saw = "the retry made at once was answered as the original, the retry after another operation otherwise: the API renders a replay again from what it holds now, and its client is told a recomputed result, not the operation's; store the answer given and replay it; " + res.Saw
+	}
+	return nil
 }
 
 func keyReused(ctx context.Context, r *runner, res *Result) error {

@@ -56,6 +56,12 @@ type Server struct {
 	// Unscoped keys its keys without the caller: one caller's key is
 	// every caller's.
 	Unscoped bool
+	// Recompute renders every answer with payments, how many the caller
+	// has made, and answers a completed key's retry by rendering its
+	// payment again as the books are now, not with the answer it gave:
+	// a retry after another payment is told a count that was never the
+	// operation's.
+	Recompute bool
 	// Retention is how long a key is kept after its first use (24h from
 	// New); every answer to a keyed request tells when its key expires,
 	// in an Idempotency-Expires header (an HTTP-date).
@@ -172,6 +178,11 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, caller string) {
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, `{"error":"the first request with this key is still running"}`, http.StatusConflict)
 		default:
+			if s.Recompute {
+				s.mu.Lock()
+				answer = s.recount(caller, answer)
+				s.mu.Unlock()
+			}
 			reply(w, status, answer)
 		}
 		return
@@ -249,7 +260,22 @@ func (s *Server) pay(caller string, p Payment) (int, []byte) {
 	s.next++
 	s.payments[caller] = append(s.payments[caller], p)
 	answer, _ := json.Marshal(p)
+	if s.Recompute {
+		answer = s.recount(caller, answer)
+	}
 	return http.StatusCreated, answer
+}
+
+// recount is answer with its payments member set to how many payments
+// caller has made now; s.mu is held.
+func (s *Server) recount(caller string, answer []byte) []byte {
+	var doc map[string]any
+	if json.Unmarshal(answer, &doc) != nil {
+		return answer
+	}
+	doc["payments"] = len(s.payments[caller])
+	out, _ := json.Marshal(doc)
+	return out
 }
 
 // appendLine appends v to the file at path as one JSON line.
