@@ -729,6 +729,8 @@ func (b *books) judge(ctx context.Context, res *Result, want ...expect) error {
 						line += " (" + executionsSaid(moved/unit, due) + ")"
 					}
 				}
+			} else if d := differenceSaid(moved-expected, b.r, want, i); d != "" {
+				line += " (" + d + ")"
 			}
 			cannot := false
 			if moved < expected {
@@ -777,6 +779,49 @@ func executionsSaid(n float64, due int) string {
 		whole = 0 // not -0, the quotient of nothing moved by a negative effect
 	}
 	return fmt.Sprintf("%s executions where %s", num(whole), dueSaid(due))
+}
+
+// differenceSaid says which of principal i's expected operations a
+// witness's move beyond what was due, diff, is a whole number of moves
+// of: operations of different amounts cannot be counted in executions of
+// one, but a retry run again shows as its own amount. It is "" unless
+// exactly one operation explains diff.
+func differenceSaid(diff float64, r *runner, want []expect, i int) string {
+	said := ""
+	for _, w := range want {
+		if w.op.principal != i {
+			continue
+		}
+		e := r.effect(w.op)
+		if e == 0 {
+			continue
+		}
+		k := math.Round(diff / e)
+		if k == 0 || math.Abs(diff/e-k) > 1e-9*max(1, math.Abs(diff/e)) || float64(w.times)+k < 0 {
+			continue
+		}
+		if said != "" {
+			return ""
+		}
+		moves := "1 move"
+		if math.Abs(k) != 1 {
+			moves = num(math.Abs(k)) + " moves"
+		}
+		of := "of " + w.what
+		if k < 0 {
+			of += " missing"
+		}
+		said = fmt.Sprintf("the difference, %s, is %s %s: %s executed %s where %s", num(diff), moves, of, w.what, executedTimes(float64(w.times)+k), dueSaid(w.times))
+	}
+	return said
+}
+
+// executedTimes is "once" or "n times".
+func executedTimes(n float64) string {
+	if n == 1 {
+		return "once"
+	}
+	return num(n) + " times"
 }
 
 // dueSaid is "1 was due" or "n were due".

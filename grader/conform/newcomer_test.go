@@ -142,3 +142,21 @@ func TestNewcomer_PerOperationTheWrongWay(t *testing.T) {
 		t.Errorf("saw %s\n  want it to say %q, and not blame something else", r.Saw, want)
 	}
 }
+
+// TestBooks_SawNamesTheOperationADifferenceIs: a balance moved by
+// operations of different amounts cannot be counted in executions of one
+// amount; the difference from what was due is, when it is a whole number
+// of one operation's moves, and the saw line says which one ran how often.
+// It once said only "moved by -8058" beside "a move of -6256".
+func TestBooks_SawNamesTheOperationADifferenceIs(t *testing.T) {
+	p, err := Load("testdata/profiles/walletd.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := walletd.New()
+	srv.IgnoreKeys = true
+	r := byID(runAgainst(t, srv, p))["retry-replayed"]
+	if want := "is 2 moves of one operation: one operation executed 3 times where 1 was due"; r.Money != MoneyHarmed || !strings.Contains(r.Saw, want) {
+		t.Errorf("money %s, saw %s\n  want harmed, saying %q", r.Money, r.Saw, want)
+	}
+}
