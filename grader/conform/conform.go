@@ -333,6 +333,34 @@ func quoteField(values []string) string {
 	return strings.Join(q, " and ")
 }
 
+// hiddenDiff says where a's body differs from orig's when the report
+// prints the two alike (clip trims white space and cuts a long body), with
+// a few bytes of each around the first that differs, orig's named by
+// whose; "" when they are the same answer, or print differently.
+func (a answer) hiddenDiff(orig answer, whose string) string {
+	if a.err != nil || orig.err != nil || a.status != orig.status || bytes.Equal(a.body, orig.body) || clip(a.body) != clip(orig.body) {
+		return ""
+	}
+	i := 0
+	for i < len(a.body) && i < len(orig.body) && a.body[i] == orig.body[i] {
+		i++
+	}
+	return fmt.Sprintf("a body that prints alike but differs at byte %d: %s (%s %s)", i, around(a.body, i), whose, around(orig.body, i))
+}
+
+// around is b's bytes near i, quoted, "…" where it goes on.
+func around(b []byte, i int) string {
+	lo, hi := max(0, i-12), min(len(b), i+12)
+	s := strconv.Quote(string(b[lo:hi]))
+	if lo > 0 {
+		s = "…" + s
+	}
+	if hi < len(b) {
+		s += "…"
+	}
+	return s
+}
+
 func clip(b []byte) string {
 	s := strings.TrimSpace(string(b))
 	if len(s) > 160 {

@@ -779,3 +779,65 @@ func TestRun_ARecomputedReplayIsHarm(t *testing.T) {
 		}
 	}
 }
+
+// newlineOnReplay answers every request to h whose key it has seen before
+// with h's answer and a newline after it: the bytes of a replay differ
+// from the original's only where the report, which trims a body, does
+// not show them.
+type newlineOnReplay struct {
+	h    http.Handler
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (s *newlineOnReplay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := httptest.NewRecorder()
+	s.h.ServeHTTP(rec, r)
+	key := r.Header.Get("Idempotency-Key")
+	s.mu.Lock()
+	again := key != "" && s.seen[key]
+	s.seen[key] = true
+	s.mu.Unlock()
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	w.Write(rec.Body.Bytes())
+	if again && r.Method == http.MethodPost {
+		w.Write([]byte("\n"))
+	}
+}
+
+// TestReport_BodiesThatPrintAlikeSayWhereTheyDiffer: a retry whose body
+// differs from the original's only in what the report trims printed as
+// the original's did, and the reader saw "original 201 {X}; retries 201
+// {X}" called different; got now says where the bytes differ.
+func TestReport_BodiesThatPrintAlikeSayWhereTheyDiffer(t *testing.T) {
+	p, err := Load("testdata/profiles/payserver.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := byID(runAgainst(t, &newlineOnReplay{h: payserver.New(), seen: map[string]bool{}}, p))["retry-replayed"]
+	if want := `both retries: a body that prints alike but differs at byte `; r.Contract != ContractUnmet || !strings.Contains(r.Got, want) || !strings.Contains(r.Got, `\n"`) {
+		t.Errorf("contract %s, got %s\n  want unmet, saying %q and showing the newline", r.Contract, r.Got, want)
+	}
+}
+
+// TestHiddenDiff_SaysWhereBytesTheReportCutsDiffer: bodies that differ past
+// what the report prints, or in white space it trims, are told apart with
+// the bytes around the first difference; bodies that print differently,
+// or are the same, need nothing more.
+func TestHiddenDiff_SaysWhereBytesTheReportCutsDiffer(t *testing.T) {
+	long := `{"id":"p1","note":"` + strings.Repeat("x", 200) + `","at":"12:00:01"}`
+	for _, c := range []struct{ a, orig, want string }{
+		{`{"id":1}` + "\n", `{"id":1}`, `differs at byte 8: "{\"id\":1}\n" (the original's "{\"id\":1}")`},
+		{strings.Replace(long, "12:00:01", "12:00:09", 1), long, `differs at byte 234: …"at\":\"12:00:09\"}" (the original's …"at\":\"12:00:01\"}")`},
+		{`{"id":2}`, `{"id":1}`, ""},
+		{`{"id":1}`, `{"id":1}`, ""},
+	} {
+		a, orig := answer{status: 201, body: []byte(c.a)}, answer{status: 201, body: []byte(c.orig)}
+		if got := a.hiddenDiff(orig, "the original's"); (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("hiddenDiff(%q, %q) = %q, want %q", c.a, c.orig, got, c.want)
+		}
+	}
+}

@@ -136,7 +136,7 @@ func retryReplayed(ctx context.Context, r *runner, res *Result) error {
 	var got []string
 	var answers []answer
 	var between answer
-	differ := map[string][]string{}
+	differ, hidden := map[string][]string{}, map[string][]string{}
 	same := first.ok()
 	for i, nth := range []string{"the first retry", "the second retry"} {
 		if i == 1 {
@@ -149,9 +149,12 @@ func retryReplayed(ctx context.Context, r *runner, res *Result) error {
 		if d := a.headersDiffer(first, "the original's"); a.same(first) && d != "" {
 			differ[d] = append(differ[d], nth)
 		}
+		if d := a.hiddenDiff(first, "the original's"); d != "" {
+			hidden[d] = append(hidden[d], nth)
+		}
 	}
 	res.Sent = describe(r, key, 3) + ", one after the other, and another operation under a fresh key before the last"
-	res.Got = "original " + first.String() + "; retries " + strings.Join(got, "; ") + butHeaders(differ, "both retries") + "; the operation between " + statuses(between)
+	res.Got = "original " + first.String() + "; retries " + strings.Join(got, "; ") + butHeaders(differ, "both retries") + butBodies(hidden, "both retries") + "; the operation between " + statuses(between)
 	contract(res, same, "each retry answered as the original was: "+replayed)
 	if err := b.judge(ctx, res, expect{o, 1, "one operation"}, expect{other, due(between), "the operation between"}); err != nil {
 		return err
@@ -213,7 +216,7 @@ func concurrentDuplicates(ctx context.Context, r *runner, res *Result) error {
 	// Every copy is either the original's answer or a conflict error.
 	var success *answer
 	var first string
-	differ := map[string][]string{}
+	differ, hidden := map[string][]string{}, map[string][]string{}
 	ok := true
 	conflicts := 0
 	for i := range answers {
@@ -226,6 +229,9 @@ func concurrentDuplicates(ctx context.Context, r *runner, res *Result) error {
 			if d := a.headersDiffer(*success, first); a.same(*success) && d != "" {
 				differ[d] = append(differ[d], fmt.Sprintf("copy %d", i+1))
 			}
+			if d := a.hiddenDiff(*success, first); d != "" {
+				hidden[d] = append(hidden[d], fmt.Sprintf("copy %d", i+1))
+			}
 		case !a.ok() && (a.err != nil || a.status != http.StatusConflict):
 			ok = false
 		case !a.ok():
@@ -233,7 +239,7 @@ func concurrentDuplicates(ctx context.Context, r *runner, res *Result) error {
 		}
 	}
 	res.Sent = describe(r, key, copies) + ", released together"
-	res.Got = tally(answers) + butHeaders(differ, "")
+	res.Got = tally(answers) + butHeaders(differ, "") + butBodies(hidden, "")
 	contract(res, ok && success != nil, "one 2xx; every other copy 409 (a resource conflict: the original still running) or the same answer as the 2xx: "+replayed)
 	if res.Contract == ContractMet && conflicts == 0 {
 		// Met, but only as retries are: the MUST is about a copy that
@@ -470,6 +476,9 @@ func expiryAsPublished(ctx context.Context, r *runner, res *Result) error {
 	if d := retry.headersDiffer(first, "the original's"); retry.same(first) && d != "" {
 		res.Got += butHeaders(map[string][]string{d: {"the retry"}}, "")
 	}
+	if d := retry.hiddenDiff(first, "the original's"); d != "" {
+		res.Got += butBodies(map[string][]string{d: {"the retry"}}, "")
+	}
 	ok := first.ok() && retry.replays(first)
 	expected := "the retry answered as the original was (" + replayed + "): the key honoured inside the period"
 	if e.Header != "" {
@@ -528,6 +537,22 @@ func butHeaders(differ map[string][]string, all string) string {
 	if len(differ) == 0 {
 		return ""
 	}
+	return "; the same status and body, but " + strings.Join(whoSaid(differ, all), "; ")
+}
+
+// butBodies says which answers had a body that prints as the original's
+// and is not (see hiddenDiff), each with where: "; both retries: a body
+// that prints alike but differs at byte 96: …". all is as for butHeaders.
+func butBodies(hidden map[string][]string, all string) string {
+	if len(hidden) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(whoSaid(hidden, all), "; ")
+}
+
+// whoSaid is each of said's sayings after whom it was said of, "copy 2
+// and copy 5: …", with all for every one when it is every one.
+func whoSaid(differ map[string][]string, all string) []string {
 	var out []string
 	for _, d := range slices.Sorted(maps.Keys(differ)) {
 		who := andList(differ[d])
@@ -539,7 +564,7 @@ func butHeaders(differ map[string][]string, all string) string {
 		}
 		out = append(out, who+": "+d)
 	}
-	return "; the same status and body, but " + strings.Join(out, "; ")
+	return out
 }
 
 // tally sums answers up: each distinct answer once, with how many
