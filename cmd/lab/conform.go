@@ -34,7 +34,7 @@ func runConform(ctx context.Context, in *invocation) error {
 	in.StringVar(&f.junit, "junit", "", "also write the results as a JUnit XML file")
 	in.Uint64Var(&f.seed, "seed", 0, "the run's seed: amounts and unique values; keys are fresh every run (default: a fresh seed, printed)")
 	in.IntVar(&f.maxOps, "max-operations", 100, "send the operation at most this many times (each send could create something on a server that ignores keys)")
-	in.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long a request may take")
+	in.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long a request may take; a slower answer is no answer, and lost-response waits this long for the answer it withholds")
 	done, err := in.parse()
 	if err == nil && !done && in.NArg() > 0 {
 		// An argument stops the parse as a bad flag does: the flags

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -203,5 +205,25 @@ func TestConform_FlagAndProfileErrorsStillWriteTheirReports(t *testing.T) {
 	code, out, _ := runLabCommand(t, "conform", "--json=maybe", "--url", url, "--profile", payProfile)
 	if code != 2 || out != "" {
 		t.Errorf("--json=maybe: exit %d, stdout %q; want 2 and nothing: the flag asked for no document", code, out)
+	}
+}
+
+// TestConform_UsageNamesEveryFlag: the usage line of lab help conform
+// names every flag conform takes; --timeout, missing from it, was found
+// only in the list below it.
+func TestConform_UsageNamesEveryFlag(t *testing.T) {
+	var out, errb strings.Builder
+	if code := run(context.Background(), []string{"help", "conform"}, &out, &errb); code != 0 {
+		t.Fatalf("lab help conform exited %d: %s", code, errb.String())
+	}
+	usageLine, rest, _ := strings.Cut(out.String(), "\n")
+	flags := regexp.MustCompile(`(?m)^  -([a-z-]+)`).FindAllStringSubmatch(rest, -1)
+	if len(flags) == 0 {
+		t.Fatalf("lab help conform lists no flags:\n%s", out.String())
+	}
+	for _, f := range flags {
+		if !strings.Contains(usageLine, "--"+f[1]+" ") && !strings.Contains(usageLine, "--"+f[1]+"]") {
+			t.Errorf("the usage line does not name --%s: %s", f[1], usageLine)
+		}
 	}
 }

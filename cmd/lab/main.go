@@ -46,7 +46,7 @@ type invocation struct {
 var commands = []command{
 	{name: "audit", usage: "--pkg PATH [--seed S] [--run ID] [--results DIR]   (docs/audit.md)", summary: "run the checks against any net/http idempotency middleware, through an adapter package", run: runAudit},
 	{name: "check", usage: "[N] [--seed S] [--run ID] [--solution]", summary: "run a stage's checks with a summary, and record the progress (make stage-N)", run: runCheck},
-	{name: "conform", usage: "--url URL --profile FILE [--json] [--junit FILE] [--seed S] [--max-operations N]   (docs/conform.md)", summary: "attack any HTTP API that takes an Idempotency-Key, through its public API, with the course's scenarios", run: runConform},
+	{name: "conform", usage: "--url URL --profile FILE [--json] [--junit FILE] [--seed S] [--max-operations N] [--timeout D]   (docs/conform.md)", summary: "attack any HTTP API that takes an Idempotency-Key, through its public API, with the course's scenarios", run: runConform},
 	{name: "dash", usage: "--url http://127.0.0.1:8080[,http://127.0.0.1:8081…] --token adm_…", summary: "watch a running lab server live (your make serve)", run: runDash},
 	{name: "datasets", usage: "[--sizes N,N…] [--shipped]", summary: "regenerate the day datasets: plans, naive access logs, answer keys", run: runDatasets},
 	{name: "demo", usage: "[--stage N] [--yours] [--faults PROFILE] [--db :memory:|URL] [--plain [--duration 10s]]", summary: "the classroom demo: the naive server and a safe one, side by side", run: runDemo},
