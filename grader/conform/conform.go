@@ -570,7 +570,7 @@ func (r *runner) witness(ctx context.Context, i int) (reading, error) {
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return reading{}, fmt.Errorf("GET %s: %w", path, err)
+		return reading{}, fmt.Errorf("GET %s: no answer from %s: is the API running at --url? %w", path, req.URL, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

@@ -743,7 +743,10 @@ func TestRun_AWitnessNotReachedSaysWhatToCheck(t *testing.T) {
 		w.Write([]byte(`{"error":"unknown api key"}`))
 	}))
 	defer refused.Close()
+	closed := httptest.NewServer(payserver.New())
+	closed.Close()
 	for _, c := range []struct{ url, want string }{
+		{closed.URL, "GET /v1/payments: no answer from " + closed.URL + "/v1/payments: is the API running at --url?"},
 		{refused.URL, "GET /v1/payments: 403 {\"error\":\"unknown api key\"}: alice's credentials refused: check the principal's headers"},
 		{srv.URL + "/v1", "GET /v1/payments: 404 404 page not found: nothing at " + srv.URL + "/v1/v1/payments: is --url the API's base URL and witness.path its path?"},
 	} {
