@@ -844,3 +844,37 @@ func TestHiddenDiff_SaysWhereBytesTheReportCutsDiffer(t *testing.T) {
 		}
 	}
 }
+
+// limitSecond answers the second POST it sees 429 without passing it on,
+// as a rate limit does.
+type limitSecond struct {
+	h     http.Handler
+	mu    sync.Mutex
+	posts int
+}
+
+func (l *limitSecond) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.mu.Lock()
+	if r.Method == http.MethodPost {
+		l.posts++
+	}
+	second := r.Method == http.MethodPost && l.posts == 2
+	l.mu.Unlock()
+	if second {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		w.Write([]byte(`{"error":"slow down"}`))
+		return
+	}
+	l.h.ServeHTTP(w, r)
+}
+
+// TestKeyCase_ARateLimitIsNoFolding: a second key refused 429 was not
+// taken for the first; only 409 or 422, what an API answers a key it
+// holds, says the case was folded, and the witness judges the rest.
+func TestKeyCase_ARateLimitIsNoFolding(t *testing.T) {
+	r := runScenario(t, &limitSecond{h: payserver.New()}, "key-case")
+	if r.Money != MoneyClean {
+		t.Errorf("money %s, want clean: a 429 is no folded key\n  got %s\n  saw %s", r.Money, r.Got, r.Saw)
+	}
+}

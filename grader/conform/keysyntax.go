@@ -202,9 +202,12 @@ func keyCase(ctx context.Context, r *runner, res *Result) error {
 	case r.handedOver(answers[0], answers[1]):
 		res.Money = MoneyHarmed
 		res.Saw = "the second key was answered with the first one's result: the server folds the case of keys and took them for one (a key column with a case-insensitive collation does); " + res.Saw
-	case answers[0].ok() && !answers[1].ok():
+	case answers[0].ok() && answers[1].err == nil && (answers[1].status == http.StatusConflict || answers[1].status == http.StatusUnprocessableEntity):
+		// 409 and 422 are what an API answers a key it holds: in use,
+		// or used with another payload. Another refusal (a rate limit)
+		// says nothing of the key, and the witness judges it.
 		res.Money = MoneyHarmed
-		res.Saw = "the first key was taken and the second, the same in lower case, refused: the server folds the case of keys and took them for one (a key column with a case-insensitive collation does); " + res.Saw
+		res.Saw = "the first key was taken and the second, the same in lower case, refused as a key in use or reused (" + strconv.Itoa(answers[1].status) + "): the server folds the case of keys and took them for one (a key column with a case-insensitive collation does); " + res.Saw
 	}
 	return nil
 }
