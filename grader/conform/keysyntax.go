@@ -163,9 +163,9 @@ func longKeys(ctx context.Context, r *runner, res *Result) error {
 	case r.handedOver(answers[0], answers[1]):
 		res.Money = MoneyHarmed
 		res.Saw = "the second key was answered with the first one's result: the server cut the keys short and took them for one; " + res.Saw
-	case answers[0].ok() != answers[1].ok():
+	case answers[0].ok() && heldKey(answers[1]), answers[1].ok() && heldKey(answers[0]):
 		res.Money = MoneyHarmed
-		res.Saw = "one key was taken and the other, as long, refused: the server cut the keys short and took them for one; " + res.Saw
+		res.Saw = "one key was taken and the other, as long, refused as a key in use or reused: the server cut the keys short and took them for one; " + res.Saw
 	}
 	return nil
 }
@@ -202,14 +202,19 @@ func keyCase(ctx context.Context, r *runner, res *Result) error {
 	case r.handedOver(answers[0], answers[1]):
 		res.Money = MoneyHarmed
 		res.Saw = "the second key was answered with the first one's result: the server folds the case of keys and took them for one (a key column with a case-insensitive collation does); " + res.Saw
-	case answers[0].ok() && answers[1].err == nil && (answers[1].status == http.StatusConflict || answers[1].status == http.StatusUnprocessableEntity):
-		// 409 and 422 are what an API answers a key it holds: in use,
-		// or used with another payload. Another refusal (a rate limit)
-		// says nothing of the key, and the witness judges it.
+	case answers[0].ok() && heldKey(answers[1]):
 		res.Money = MoneyHarmed
 		res.Saw = "the first key was taken and the second, the same in lower case, refused as a key in use or reused (" + strconv.Itoa(answers[1].status) + "): the server folds the case of keys and took them for one (a key column with a case-insensitive collation does); " + res.Saw
 	}
 	return nil
+}
+
+// heldKey reports whether a refused its request as an API refuses a key
+// it holds: 409 (in use) or 422 (used with another payload). Another
+// refusal, a rate limit or a key too long, says nothing of whether two
+// keys were taken for one; the witness judges it.
+func heldKey(a answer) bool {
+	return a.err == nil && (a.status == http.StatusConflict || a.status == http.StatusUnprocessableEntity)
 }
 
 // statuses sums answers up by status only: "400, 400".
