@@ -167,16 +167,16 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 		switch {
 		case s.Principals > len(o.Profile.Principals):
 			res.NotTried = fmt.Sprintf("needs %d principals; the profile has %d", s.Principals, len(o.Profile.Principals))
-		case s.Edit && o.Profile.Edit == "":
+		case s.Edit && len(o.Profile.Edit) == 0:
 			res.NotTried = "needs the profile's edit member"
 		case s.Expiry && o.Profile.Expiry == nil:
 			res.NotTried = `the profile publishes no expiry: give "expiry": {"after": "24h"} as the API's documentation states it (the draft asks that it publish one)`
 		case s.Restart && o.Profile.Restart == "":
 			res.NotTried = "could not observe: the profile gives no restart command, and conform cannot restart a server it does not run"
-		case s.Sends > r.budget:
-			res.NotTried = fmt.Sprintf("sends the operation up to %d times; --max-operations leaves %d", s.Sends, r.budget)
+		case s.sends(o.Profile) > r.budget:
+			res.NotTried = fmt.Sprintf("sends the operation up to %d times; --max-operations leaves %d", s.sends(o.Profile), r.budget)
 		default:
-			r.budget -= s.Sends
+			r.budget -= s.sends(o.Profile)
 			if err := s.Run(ctx, r, &res); err != nil {
 				return out, fmt.Errorf("%s: %w", s.ID, err)
 			}

@@ -884,3 +884,34 @@ func TestKeyCase_ARateLimitIsNoFolding(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyReused_EachEditMember: an API whose fingerprint leaves out a
+// member answers a resubmission that changes that member with the
+// original's result. A profile whose edit names only a member the
+// fingerprint covers cannot see it; one whose edit lists both members
+// tries each under the original's key, and finds the one left out. An
+// API that compares the whole payload refuses both.
+func TestKeyReused_EachEditMember(t *testing.T) {
+	both := func(p *Profile) { p.Edit = Edits{"cents", "note"} }
+	for _, c := range []struct {
+		name        string
+		fingerprint []string
+		edit        func(*Profile)
+		money       string
+		contract    string
+	}{
+		{"whole payload, both edits", nil, both, MoneyClean, ContractMet},
+		{"payee and cents, cents edited", []string{"payee", "cents"}, nil, MoneyClean, ContractMet},
+		{"payee and cents, both edits", []string{"payee", "cents"}, both, MoneyHarmed, ContractUnmet},
+	} {
+		srv := payserver.New()
+		srv.Fingerprint = c.fingerprint
+		r := byID(attack(t, srv, c.edit, 100))["key-reused-other-payload"]
+		if r.Money != c.money || r.Contract != c.contract {
+			t.Errorf("%s: money %s, contract %s; want %s, %s\n  sent %s\n  got %s\n  saw %s", c.name, r.Money, r.Contract, c.money, c.contract, r.Sent, r.Got, r.Saw)
+		}
+		if c.money == MoneyHarmed && (!strings.Contains(r.Sent, "then with note edited") || !strings.Contains(r.Saw, "note edited was answered 2xx")) {
+			t.Errorf("%s: sent %s\n  saw %s\n  want each edit named", c.name, r.Sent, r.Saw)
+		}
+	}
+}

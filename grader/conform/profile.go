@@ -1,6 +1,7 @@
 package conform
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,10 +33,10 @@ type Profile struct {
 	// Amount is the range {{amount}} is drawn from, fresh for every
 	// operation; 1 to 1000 if absent.
 	Amount *Range `json:"amount"`
-	// Edit names the top-level member of the body that an edited
-	// resubmission changes: a number gets one more, a string a fresh
-	// suffix.
-	Edit string `json:"edit"`
+	// Edit names the members of the body that edited resubmissions
+	// change, each on a resubmission of its own under the original's
+	// key: a number gets one more, a string a fresh suffix.
+	Edit Edits `json:"edit"`
 	// Principals are the callers, each with its headers (authorisation)
 	// and the values {{var.NAME}} takes for it. The first is used for
 	// every scenario; a second one lets conform send one key as two
@@ -135,15 +136,15 @@ func (p *Profile) check() error {
 	if err := p.checkPlaceholders(); err != nil {
 		return err
 	}
-	if p.Edit != "" {
-		v, err := lookup(body, p.editPointer())
+	for _, edit := range p.Edit {
+		v, err := lookup(body, editPointer(edit))
 		if err != nil {
-			return fmt.Errorf("edit %q: the body has nothing there to change: %w", p.Edit, err)
+			return fmt.Errorf("edit %q: the body has nothing there to change: %w", edit, err)
 		}
 		switch v.(type) {
 		case string, float64:
 		default:
-			return fmt.Errorf("edit %q: the body has an object or list there; point at a number or a string", p.Edit)
+			return fmt.Errorf("edit %q: the body has an object or list there; point at a number or a string", edit)
 		}
 	}
 	if p.Restart != "" && p.Witness == nil {
@@ -212,13 +213,59 @@ func (p *Profile) checkPlaceholders() error {
 	return nil
 }
 
-// editPointer is Edit as a JSON pointer: a top-level member's name is
-// written as one.
-func (p *Profile) editPointer() string {
-	if strings.HasPrefix(p.Edit, "/") {
-		return p.Edit
+// Edits is a profile's edit: a member of the body, by its top-level name
+// or a JSON pointer, or a list of them.
+type Edits []string
+
+// UnmarshalJSON reads one string, or a list of strings; it returns an
+// error that says so for anything else.
+func (e *Edits) UnmarshalJSON(data []byte) error {
+	var one string
+	if err := json.Unmarshal(data, &one); err == nil {
+		*e = nil
+		if one != "" {
+			*e = Edits{one}
+		}
+		return nil
 	}
-	return "/" + strings.ReplaceAll(strings.ReplaceAll(p.Edit, "~", "~0"), "/", "~1")
+	var list []string
+	if err := json.Unmarshal(data, &list); err != nil {
+		what := "a JSON " + jsonKind(data)
+		if strings.HasPrefix(strings.TrimSpace(string(data)), "[") {
+			what = "a JSON list of " + jsonKind(bytes.TrimLeft(bytes.TrimSpace(data), "[ \t\r\n")) + "s"
+		}
+		return fmt.Errorf("edit: %s where a string, or a list of strings, is wanted", what)
+	}
+	*e = list
+	return nil
+}
+
+// jsonKind names the kind of the JSON value data starts with.
+func jsonKind(data []byte) string {
+	switch b := bytes.TrimSpace(data); {
+	case len(b) == 0:
+		return "nothing"
+	case b[0] == '{':
+		return "object"
+	case b[0] == '[':
+		return "list"
+	case b[0] == '"':
+		return "string"
+	case b[0] == 't' || b[0] == 'f':
+		return "bool"
+	case b[0] == 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// editPointer is edit as a JSON pointer: a top-level member's name is
+// written as one.
+func editPointer(edit string) string {
+	if strings.HasPrefix(edit, "/") {
+		return edit
+	}
+	return "/" + strings.ReplaceAll(strings.ReplaceAll(edit, "~", "~0"), "/", "~1")
 }
 
 // op is one operation conform makes up: a principal, a fresh amount and
@@ -262,17 +309,17 @@ func (p *Profile) newOp(rng *rand.Rand, i int) (op, error) {
 	return o, err
 }
 
-// edited is o with the profile's Edit member changed: a number gets one
+// edited is o with the member edit names changed: a number gets one
 // more (and, if it is the operation's amount, the amount with it), a
 // string a suffix.
-func (p *Profile) edited(o op) (op, error) {
+func (p *Profile) edited(o op, edit string) (op, error) {
 	var doc any
 	if err := json.Unmarshal(o.body, &doc); err != nil {
 		return op{}, err
 	}
-	parent, last, err := parentOf(doc, p.editPointer())
+	parent, last, err := parentOf(doc, editPointer(edit))
 	if err != nil {
-		return op{}, fmt.Errorf("edit %q: %w", p.Edit, err)
+		return op{}, fmt.Errorf("edit %q: %w", edit, err)
 	}
 	var v any
 	switch x := parent.(type) {
@@ -291,7 +338,7 @@ func (p *Profile) edited(o op) (op, error) {
 	case string:
 		v = x + "-edited"
 	default:
-		return op{}, fmt.Errorf("edit %q: neither a number nor a string", p.Edit)
+		return op{}, fmt.Errorf("edit %q: neither a number nor a string", edit)
 	}
 	switch x := parent.(type) {
 	case map[string]any:

@@ -56,6 +56,10 @@ type Server struct {
 	// Unscoped keys its keys without the caller: one caller's key is
 	// every caller's.
 	Unscoped bool
+	// Fingerprint, if set, names the only members of a body its key's
+	// payload is compared by: a retry that changes another member is
+	// answered with the stored answer, as if it were the same request.
+	Fingerprint []string
 	// Recompute renders every answer with payments, how many the caller
 	// has made, and answers a completed key's retry by rendering its
 	// payment again as the books are now, not with the answer it gave:
@@ -169,7 +173,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, caller string) {
 	w.Header().Set("Idempotency-Expires", e.at.Add(s.Retention).UTC().Format(http.TimeFormat))
 	if seen {
 		s.mu.Lock()
-		same, done, status, answer := bytes.Equal(e.body, body), e.done, e.status, e.answer
+		same, done, status, answer := s.samePayload(e.body, body), e.done, e.status, e.answer
 		s.mu.Unlock()
 		switch {
 		case !same:
@@ -192,6 +196,24 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, caller string) {
 	e.done, e.status, e.answer = true, status, answer
 	s.mu.Unlock()
 	reply(w, status, answer)
+}
+
+// samePayload reports whether a request's body is the payload a key was
+// first used with: byte for byte, or by s.Fingerprint's members only.
+func (s *Server) samePayload(first, body []byte) bool {
+	if len(s.Fingerprint) == 0 {
+		return bytes.Equal(first, body)
+	}
+	var a, b map[string]json.RawMessage
+	if json.Unmarshal(first, &a) != nil || json.Unmarshal(body, &b) != nil {
+		return false
+	}
+	for _, m := range s.Fingerprint {
+		if !bytes.Equal(a[m], b[m]) {
+			return false
+		}
+	}
+	return true
 }
 
 // key reads the key from the Idempotency-Key fields as s.Keys says; ok
