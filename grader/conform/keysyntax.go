@@ -9,7 +9,7 @@ import (
 )
 
 // The scenarios of the key itself: present, written as the draft writes
-// it, refused when it is not one, and never cut short.
+// it, refused when it is not one, and never cut short or case-folded.
 
 func keySFString(ctx context.Context, r *runner, res *Result) error {
 	b, o, err := r.begin(ctx)
