@@ -170,7 +170,7 @@ var catalogue = []Check{
 	{
 		ID: "S3.completed-with-the-money", Stage: 3, Lesson: lesson3 + "#completed-means-the-money-moved",
 		Claim: "the money and the key's completion commit together: a key store that fails at the completion leaves nothing moved and a retry that executes once; a crash right after the commit, or a commit whose answer is lost, leaves the key completed, and the retry does not pay again",
-		Why:   "a completion in a transaction of its own, after the money, can fail or be cut off by a crash: the money has moved, and the key says it has not, so the client is told it failed (and pays again), or waits for good",
+		Why:   "a completion in a transaction of its own, after the money, can fail or be cut off by a crash: the money has moved, and the key says it has not, so the client is told it failed (and pays again), or waits for good; and a commit that went through but answered an error completed the key, so a release that deletes it whatever its state hands the paid key to a retry that pays again",
 		Guard: "stage 2 claims the key in the transaction that moves the money, so there is no completion that could fail, or be cut off by a crash, apart from the money; the check keeps stage 3's completion in that transaction",
 		Run:   withScenario(1_000_000, checkCompletedWithTheMoney),
 	},
