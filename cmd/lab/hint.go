@@ -34,20 +34,9 @@ func runHint(ctx context.Context, in *invocation) error {
 	if topic == "" {
 		topic = studentloop.HintTopic(sp)
 	}
-	hintStage, key := n, fmt.Sprintf("stage%d", n)
-	if topic != "stage" {
-		if hintStage, err = studentloop.CheckStage(topic); err != nil {
-			return err
-		}
-		key = topic
-	}
-	hints, err := studentloop.LoadHints(root, hintStage)
+	tiers, key, err := hintFor(root, n, topic)
 	if err != nil {
 		return err
-	}
-	tiers, ok := hints[topic]
-	if !ok {
-		return fmt.Errorf("no hint for %s in %s", topic, studentloop.HintsPath(hintStage))
 	}
 	switch {
 	case sp.State == studentloop.NotStarted && topic == "stage":
@@ -68,6 +57,49 @@ func runHint(ctx context.Context, in *invocation) error {
 	}
 	fmt.Fprintln(in.stdout, stepsLeft(tier, n))
 	return p.Save(root)
+}
+
+// hintFor returns the tiers of topic's hint for a student at stage n, and
+// the name its steps are counted under. A check of an earlier stage keeps
+// running at later ones, where the design it was written for may have
+// changed (stage 3 moves the claim out of the money's transaction): the
+// hint file of the latest stage from n down to the check's own that has a
+// section for it gives the hint, so that the hint fits the code the
+// student has now, and a hint from another stage's file than the check's
+// counts its steps apart, from the first. It returns an error if no file
+// has one.
+func hintFor(root string, n int, topic string) (tiers [studentloop.Tiers]string, key string, err error) {
+	if topic == "stage" {
+		hints, err := studentloop.LoadHints(root, n)
+		if err != nil {
+			return tiers, "", err
+		}
+		tiers, ok := hints[topic]
+		if !ok {
+			return tiers, "", fmt.Errorf("no hint for %s in %s", topic, studentloop.HintsPath(n))
+		}
+		return tiers, fmt.Sprintf("stage%d", n), nil
+	}
+	own, err := studentloop.CheckStage(topic)
+	if err != nil {
+		return tiers, "", err
+	}
+	for s := max(n, own); s >= own; s-- {
+		hints, err := studentloop.LoadHints(root, s)
+		if err != nil {
+			return tiers, "", err
+		}
+		tiers, ok := hints[topic]
+		switch {
+		case !ok:
+			continue
+		case s == own:
+			return tiers, topic, nil
+		default:
+			return tiers, fmt.Sprintf("%s at stage %d", topic, s), nil
+		}
+	}
+	return tiers, "", fmt.Errorf("no hint for %s in %s", topic, studentloop.HintsPath(own))
 }
 
 // couldNotRun is the answer to a hint for a stage whose last run failed

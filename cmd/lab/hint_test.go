@@ -172,3 +172,37 @@ func TestHint_AfterAPassAFailingRUNStillGetsItsHint(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestHint_AnEarlierStagesCheckGetsTheHintOfTheStudentsStage: a check of
+// stage 1 that fails at stage 3 is answered from stage 3's hint file when
+// it has a section for that check (stage 3 moved the claim out of the
+// money's transaction, and stage 1's hint would move it back), and from
+// stage 1's at stage 1. The steps spent on stage 1's hint are not spent on
+// stage 3's: its first ask shows its first step.
+func TestHint_AnEarlierStagesCheckGetsTheHintOfTheStudentsStage(t *testing.T) {
+	failing := studentloop.Outcome{Seed: "7", Checks: []studentloop.CheckResult{
+		{ID: "S0.happy-path", Passed: true},
+		{ID: "S1.retry-after-failure", Report: "FAIL S1.retry-after-failure  after an internal failure …"},
+	}}
+	fakeLoop(t, failing, "")
+	runLabCommand(t, "check", "1")
+	for range 3 {
+		runLabCommand(t, "hint", "1")
+	}
+	for _, c := range []struct {
+		stage     string
+		want, not string
+	}{
+		{"3", "From this stage on the claim commits before the core call", "A request that fails before its money moves must leave its key free"},
+		{"1", "4. The code", "From this stage on the claim commits before the core call"},
+	} {
+		runLabCommand(t, "check", c.stage)
+		code, out, errs := runLabCommand(t, "hint", c.stage)
+		if code != 0 || !strings.Contains(out, c.want) || strings.Contains(out, c.not) {
+			t.Errorf("stage %s: exit %d, want %q and not %q\n%s%s", c.stage, code, c.want, c.not, out, errs)
+		}
+		if c.stage == "3" && !strings.Contains(out, "hint 1 of 4") {
+			t.Errorf("stage 3: its first ask shows more than its first step, the steps of stage 1's hint counted\n%s", out)
+		}
+	}
+}
