@@ -84,7 +84,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S1.missing-key", Stage: 1, Lesson: lesson1 + "#no-key-no-money",
-		Claim: "a transfer or deposit without Idempotency-Key gets 400 missing-idempotency-key and nothing moves",
+		Claim: "a transfer or deposit without Idempotency-Key gets 400 missing-idempotency-key before the core is called, and nothing moves",
 		Why:   "without a key the server cannot tell a retry from a new request, so every lost answer becomes a possible double payment",
 		Run:   withScenario(1_000_000, checkMissingKey),
 	},

@@ -306,22 +306,42 @@ func checkStaggeredDuplicates(t *T, s Scenario) error {
 }
 
 // checkMissingKey catches a server that treats the key as optional and
-// executes a request without one (stage 0 does).
+// executes a request without one (stage 0 does), and one that reads the
+// key only after the call to the core: the core has then been called for a
+// request that is refused, a side effect no rollback undoes, which the lab
+// counts by op.
 func checkMissingKey(t *T, s Scenario) error {
 	a, b := s.A, s.B
-	reqs := []Request{
-		Transfer(a, "", TransferBody(a.Accounts[0], b.Accounts[0], t.Amount(1, 100_000), t.Op())),
-		Deposit(a, "", DepositBody(a.Accounts[1], t.Amount(1, 100_000), t.Op())),
+	transferAmount, transferOp := t.Amount(1, 100_000), t.Op()
+	depositAmount, depositOp := t.Amount(1, 100_000), t.Op()
+	reqs := []struct {
+		req Request
+		op  string
+	}{
+		{Transfer(a, "", TransferBody(a.Accounts[0], b.Accounts[0], transferAmount, transferOp)), transferOp},
+		{Deposit(a, "", DepositBody(a.Accounts[1], depositAmount, depositOp)), depositOp},
 	}
-	for _, req := range reqs {
+	for _, r := range reqs {
 		before, err := t.Snapshot()
 		if err != nil {
 			return err
 		}
-		res := t.Do(req)
-		sent := req.String() + "  (no Idempotency-Key header)"
-		if err := t.refusedUnchanged(before, sent, res, res.Is(http.StatusBadRequest, pMissingKey), "400 "+pMissingKey); err != nil {
+		res := t.Do(r.req)
+		sent := r.req.String() + "  (no Idempotency-Key header)"
+		refused := res.Is(http.StatusBadRequest, pMissingKey)
+		if err := t.refusedUnchanged(before, sent, res, refused, "400 "+pMissingKey); err != nil {
 			return err
+		}
+		if !refused {
+			continue
+		}
+		st, err := t.State()
+		if err != nil {
+			return err
+		}
+		if st.CoreCalls[r.op] > 0 {
+			t.Differ(sent, res.Short()+", after the request had called the core",
+				"400 "+pMissingKey+" before the call to the core: the key is read first, and a request without one makes no call a rollback cannot undo")
 		}
 	}
 	return nil
