@@ -311,6 +311,7 @@ func checkCompletedWithTheMoney(t *T, s Scenario) error {
 	// The key store fails once the key is claimed: at the completion, or
 	// at whatever else the stage writes to the key table before it.
 	req, op, amount := s.Payment(t)
+	began := time.Now()
 	held, err := t.Hold(req, 100*time.Millisecond)
 	if err != nil {
 		return err
@@ -319,6 +320,7 @@ func checkCompletedWithTheMoney(t *T, s Scenario) error {
 		return err
 	}
 	first := held.Wait()
+	took := time.Since(began)
 	if err := t.Arm(labctl.StoreUnavailable, 0); err != nil {
 		return err
 	}
@@ -353,7 +355,12 @@ func checkCompletedWithTheMoney(t *T, s Scenario) error {
 		return err
 	}
 	if retry.Is(http.StatusConflict, pInProgress) {
-		return t.Harmful(judging.StuckKey, story, retry.String(), "the retry executes once: nothing runs any more, and the key says something does, for good")
+		stalled := ""
+		if lockedOut(took, first, retry) {
+			stalled = fmt.Sprintf(". The first attempt took %v: the release waited on a write lock: is it run while your own transaction is still open?",
+				took.Round(10*time.Millisecond))
+		}
+		return t.Harmful(judging.StuckKey, story, retry.String(), "the retry executes once: nothing runs any more, and the key says something does, for good"+stalled)
 	}
 	if !executed && !retry.Is(http.StatusCreated, "") {
 		return t.Fail(story, retry.String(), "201 Created: the first attempt moved nothing, so the retry executes")
