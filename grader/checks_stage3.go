@@ -225,10 +225,14 @@ func inProgressAnswer(r Response) (bool, string) {
 
 // checkReleaseAfterFailure is S3.release-after-failure: stage 3's claim,
 // committed on its own, is given back when the business write fails
-// (checkRetryAfterFailure), also to a retry that meets the release
-// (retryMeetsTheRelease), and after a refusal (refusalNotStuck).
+// (checkRetryAfterFailure) or its COMMIT does (fail-commit), also to a
+// retry that meets the release (retryMeetsTheRelease), and after a
+// refusal (refusalNotStuck).
 func checkReleaseAfterFailure(t *T, s Scenario) error {
 	if err := checkRetryAfterFailure(t, s); err != nil {
+		return err
+	}
+	if err := retryAfterFailure(t, s, labctl.FailCommit, "the COMMIT of the business write fails, and the transaction is rolled back"); err != nil {
 		return err
 	}
 	if err := retryMeetsTheRelease(t, s); err != nil {
@@ -244,15 +248,24 @@ func checkReleaseAfterFailure(t *T, s Scenario) error {
 // (stage 1 rolls the claim back with it), and the first part of
 // S3.release-after-failure.
 func checkRetryAfterFailure(t *T, s Scenario) error {
+	return retryAfterFailure(t, s, labctl.FailInTransfer, "the business write returns an internal error")
+}
+
+// retryAfterFailure is checkRetryAfterFailure with the business write
+// failed by point, armed once, which does what it says.
+func retryAfterFailure(t *T, s Scenario, point, does string) error {
 	a, b, books := s.A, s.B, s.Books
 	req, op, amount := s.Payment(t)
-	if err := t.Arm(labctl.FailInTransfer, 1); err != nil {
+	if err := t.Arm(point, 1); err != nil {
 		return err
 	}
 	began := time.Now()
 	first := t.Do(req)
 	took := time.Since(began)
-	sent := req.String() + "\n(armed: fail-in-transfer, the business write returns an internal error)"
+	if err := t.Arm(point, 0); err != nil {
+		return err
+	}
+	sent := req.String() + "\n(armed: " + point + ", " + does + ")"
 	if first.Err != nil || first.Status < 500 {
 		return t.Fail(sent, first.String(), "a 5xx: the business write failed and nothing was executed")
 	}

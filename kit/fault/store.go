@@ -26,6 +26,11 @@ var ErrKeyStoreUnavailable = errors.New("key store unavailable (injected fault)"
 // rest, though a full disk or an I/O error may roll it back whole.)
 var ErrOutboxWriteRefused = errors.New("outbox write refused (injected fault)")
 
+// ErrCommitFailed is what a COMMIT returns while the fail-commit fault is
+// armed: the transaction was rolled back instead, and nothing it did
+// stays.
+var ErrCommitFailed = errors.New("the COMMIT failed (injected fault); the transaction was rolled back")
+
 // ErrCommitAnswerLost is what a COMMIT that went through returns while
 // the commit-answer-lost fault is armed: the transaction committed, and
 // its caller is told it failed, as when a connection drops between the
@@ -131,6 +136,9 @@ type Store struct {
 	// commitAnswersLost counts down the commits of transactions that
 	// moved money whose caller is told they failed.
 	commitAnswersLost Countdown
+	// failedCommits counts down the transactions that moved money rolled
+	// back at their COMMIT.
+	failedCommits Countdown
 	// heldCommits counts down the transactions that moved money held at
 	// their COMMIT until released.
 	heldCommits held
@@ -334,6 +342,30 @@ func (s *Store) LoseCommitAnswers(n int64) { s.commitAnswersLost.Arm(n) }
 // CommitAnswersLostLeft reports how many commits of transactions that
 // moved money will still be told they failed.
 func (s *Store) CommitAnswersLostLeft() int64 { return s.commitAnswersLost.Left() }
+
+// FailCommits makes the next n transactions that carried a business
+// write (see MarkBusinessWrite) roll back at their COMMIT, and tells their
+// callers the COMMIT failed (ErrCommitFailed), as a COMMIT the database
+// refuses does (a full disk, a serialization failure): nothing moved, the
+// key is still in progress, and a stage that does not give it back when
+// its commit fails leaves the payment's retries waiting for good.
+func (s *Store) FailCommits(n int64) { s.failedCommits.Arm(n) }
+
+// FailedCommitsLeft reports how many commits of transactions that moved
+// money will still fail.
+func (s *Store) FailedCommitsLeft() int64 { return s.failedCommits.Left() }
+
+// CommitFails reports, using one armed firing of fail-commit, whether a
+// transaction about to commit is rolled back instead: ErrCommitFailed for
+// one that carried a business write; nil otherwise. Each engine's
+// connections ask it after BeforeCommit, and roll the transaction back
+// when it answers an error.
+func (s *Store) CommitFails(business bool) error {
+	if !business || s.failedCommits.Left() <= 0 || !s.failedCommits.Fire() {
+		return nil
+	}
+	return ErrCommitFailed
+}
 
 // CommitAnswer is what a COMMIT that went through answers its caller:
 // ErrCommitAnswerLost, using one armed firing of commit-answer-lost, for a

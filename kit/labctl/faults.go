@@ -80,6 +80,10 @@ const (
 	// tells its caller the COMMIT failed (stage 3): the key was completed
 	// with the money, and nothing may give it back.
 	CommitAnswerLost = "commit-answer-lost"
+	// FailCommit rolls a transaction that moved money back at its COMMIT
+	// and tells its caller the COMMIT failed (stage 3): nothing moved, and
+	// the key must be given back.
+	FailCommit = "fail-commit"
 	// PoisonPosting has the core ledger reject for good the transfers of
 	// the next postings it receives, 422 posting-rejected however often
 	// they are sent (stage 9): a poison message, which a relay sets aside
@@ -94,7 +98,7 @@ const (
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, HeldKeyPurge, CommitAnswerLost, PoisonPosting, CoreTimeout}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, HeldKeyPurge, CommitAnswerLost, FailCommit, PoisonPosting, CoreTimeout}
 
 // Core is the core ledger whose faults a lab server arms (core.Client):
 // in a process of its own under lab serve, in the server's under lab
@@ -187,6 +191,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.HoldKeyPurges(count)
 	case CommitAnswerLost:
 		f.db.LoseCommitAnswers(count)
+	case FailCommit:
+		f.db.FailCommits(count)
 	case PoisonPosting:
 		if f.Core == nil {
 			if count == 0 {
@@ -227,6 +233,7 @@ func (f *Faults) Armed() []ArmedFault {
 		SlowKeyDelete:       f.db.SlowKeyDeletesLeft(),
 		HeldKeyPurge:        f.db.HeldKeyPurgesLeft(),
 		CommitAnswerLost:    f.db.CommitAnswersLostLeft(),
+		FailCommit:          f.db.FailedCommitsLeft(),
 	}
 	if f.Core != nil {
 		// A core that does not answer (restarting under lab serve) has

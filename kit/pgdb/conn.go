@@ -3,6 +3,7 @@ package pgdb
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 
 	"idemlab/kit/fault"
 )
@@ -206,6 +207,9 @@ func (t *tx) Commit() error {
 	business, outbox := t.conn.business, t.conn.outbox
 	t.conn.store.BeforeCommit(business)
 	t.conn.inTx, t.conn.business, t.conn.outbox = false, false, false
+	if err := t.conn.store.CommitFails(business); err != nil {
+		return errors.Join(err, t.inner.Rollback())
+	}
 	if err := t.inner.Commit(); err != nil {
 		return err
 	}

@@ -471,6 +471,9 @@ type tx struct {
 
 func (t *tx) Commit() error {
 	t.conn.hooks.BeforeCommit(t.conn.business)
+	if err := t.conn.hooks.CommitFails(t.conn.business); err != nil {
+		return errors.Join(err, t.Rollback())
+	}
 	if t.group != nil {
 		return t.commitMember()
 	}
