@@ -346,6 +346,34 @@ func TestCommitAnswerLostFault_OnEitherEngine(t *testing.T) {
 	}
 }
 
+// TestFailCommitFault_OnEitherEngine catches an engine whose connections
+// skip the fail-commit fault, or commit what it says rolled back: the
+// armed commit of a transaction that moved money reports ErrCommitFailed
+// and its row is not there; a commit that moved none, and one once the
+// count is spent, commit.
+func TestFailCommitFault_OnEitherEngine(t *testing.T) {
+	ctx := context.Background()
+	for engine, db := range engines(t) {
+		db.FailCommits(1)
+		commit := func(key string, business bool) error { return begin(t, db, key, business).Commit() }
+		if err := commit("no-money", false); err != nil {
+			t.Errorf("%s: a commit that moved no money, armed: %v; want nil", engine, err)
+		}
+		if err := commit("rolled-back", true); !errors.Is(err, fault.ErrCommitFailed) {
+			t.Errorf("%s: the armed commit: err = %v; want %v", engine, err, fault.ErrCommitFailed)
+		}
+		if err := commit("committed", true); err != nil {
+			t.Errorf("%s: a commit once the count is spent: %v; want nil", engine, err)
+		}
+		for key, want := range map[string]int{"no-money": 1, "rolled-back": 0, "committed": 1} {
+			var n int
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM idempotency_keys WHERE key = ?`, key).Scan(&n); err != nil || n != want {
+				t.Errorf("%s: rows of the commit %q: %d (%v); want %d", engine, key, n, err, want)
+			}
+		}
+	}
+}
+
 // TestSlowKeyDeleteFault_OnEitherEngine catches an engine whose
 // connections skip the slow-key-delete fault: inside a transaction, as a
 // claim runs, a read of the key table must run, the armed delete from it
