@@ -537,3 +537,21 @@ func TestFailOutboxWrites_RefusesOnlyTheArmedOutboxInserts(t *testing.T) {
 		t.Errorf("an outbox insert once the count is spent: %v; want it run", err)
 	}
 }
+
+// TestHold_AContextOverWhenTheWaitEndsIsReported: a hold whose context
+// has ended by the time its wait does reports the context's end, every
+// time, not whichever of the two it happened to see first (a statement
+// held on a busy machine ran on a context already over, and a test that
+// wants it held past its context's end flaked).
+func TestHold_AContextOverWhenTheWaitEndsIsReported(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 100 {
+		if err := fault.Hold(ctx, 0); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Hold on a context already over, with no wait: %v; want %v", err, context.Canceled)
+		}
+	}
+	if err := fault.Hold(context.Background(), 0); err != nil {
+		t.Errorf("Hold with no wait on a live context: %v; want nil", err)
+	}
+}

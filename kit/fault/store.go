@@ -527,16 +527,18 @@ func (s *Store) holdReread(ctx context.Context, query string) error {
 }
 
 // Hold waits d, or until ctx ends, and then returns ctx's error: how a
-// fault, or the core's latency, holds up what it delays.
+// fault, or the core's latency, holds up what it delays. A context that
+// ended by the time the wait did is reported, whichever Hold saw first:
+// on a busy machine a goroutine woken late finds both done, and the
+// statement it holds would run on a context already over.
 func Hold(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return nil
 	case <-ctx.Done():
-		return ctx.Err()
 	}
+	return ctx.Err()
 }
 
 // writesSettings reports whether query writes the settings table: an
