@@ -581,9 +581,12 @@ func (t *T) liveAfterTakeover(s Scenario, req Request, op string, amount int64, 
 // completes beside the retry that took it over: twice the money, or the
 // retry's work thrown away), and a release that does not (the original,
 // refused at its completion, deletes the key the retry holds, and a third
-// attempt claims it afresh and executes beside the retry). It holds a
-// transfer, then a deposit (a completion fenced on one route only), and
-// the refused original must be told to retry, 409 request-in-progress.
+// attempt claims it afresh and executes beside the retry), whether the
+// original gives the key back after it was refused at its completion or
+// after it failed, having read that it still held the key just before the
+// retry took it over. It holds a transfer, then a deposit (a completion
+// fenced on one route only), and the refused original must be told to
+// retry, 409 request-in-progress.
 func checkLateOriginalFenced(t *T) error {
 	for _, p := range payments {
 		if err := t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
@@ -591,6 +594,9 @@ func checkLateOriginalFenced(t *T) error {
 		}); err != nil {
 			return err
 		}
+	}
+	if err := t.WhileHeld(1_000_000, t.releasedAfterTakeover); err != nil {
+		return err
 	}
 	st, err := t.State()
 	if err != nil || st.Engine == labdb.SQLite {
@@ -690,6 +696,139 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 	}
 	return true, because(t.Reconcile(sent, got, s.Books),
 		"an original that outlived its lease proves it still holds the key in the statement that completes it (a condition on the owner in the UPDATE): a read earlier in its transaction goes stale when a retry takes the key over before the UPDATE runs, and both requests move the money")
+}
+
+// releasedAfterTakeover is S6.late-original-fenced's round that catches a
+// release proven by an earlier read: an original that outlived its lease
+// fails after its core call, reads that it still holds the key, and
+// deletes the key by its id alone. A retry that takes the key over
+// between the read and the delete loses its claim, and a third attempt
+// claims the key afresh and executes while the retry still runs. The
+// round makes the original's business write fail (fail-in-transfer) and
+// holds its first delete of the key table before it runs
+// (held-key-delete), once the release has read all it reads; sends the
+// retry, which takes the key over and waits on the core; then lets the
+// delete run and sends a third attempt. A release that proves the lease
+// in its own DELETE deletes nothing, and the third attempt hears 409
+// request-in-progress. A release outside a transaction holds no lock
+// while it waits, on either engine; one whose read and delete share a
+// transaction holds SQLite's write lock, the retry waits for it, and the
+// round, which saw no takeover, judges only the money. A server that
+// gives the key back in no DELETE never reaches the held statement, and
+// the round sees nothing to judge.
+func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, error) {
+	lease := t.drawLease(5, 60)
+	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
+		return false, err
+	}
+	req, op, amount := s.Payment(t)
+	s.Books.Expect(op)
+	executed := func() { s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount) }
+	orig, held, err := t.outliveLease(req, latency, lease)
+	if !held || err != nil {
+		return err != nil, err
+	}
+	// Disarming lets the held release go, whatever happens here.
+	defer t.Arm(labctl.HeldKeyDelete, 0)
+	defer t.Arm(labctl.FailInTransfer, 0)
+	for _, point := range []string{labctl.FailInTransfer, labctl.HeldKeyDelete} {
+		if err := t.Arm(point, 1); err != nil {
+			return true, err
+		}
+	}
+	// Armed with half the original's core wait still ahead, the faults
+	// were in place before its business write (see
+	// takenOverBeforeCompletion).
+	armedInTime := orig.Early()
+	releasing, err := t.WaitFor(latency+10*time.Second, func() (bool, error) {
+		left, err := t.Lab().Armed(t.ctx)
+		return orig.Done() || left[labctl.HeldKeyDelete] == 0, err
+	})
+	if err != nil {
+		return true, err
+	}
+	if !releasing || orig.Done() {
+		// The original answered without a delete of the key table: it
+		// did not fail, or gave its key back otherwise.
+		first := orig.Wait()
+		for _, point := range []string{labctl.FailInTransfer, labctl.HeldKeyDelete} {
+			if err := t.Arm(point, 0); err != nil {
+				return true, err
+			}
+		}
+		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+			return true, err
+		}
+		last := t.Do(req)
+		if executedOps(first, last) > 0 {
+			executed()
+		}
+		return armedInTime, t.Reconcile(req.String(), "the original "+first.Short()+"; a retry "+last.Short(), s.Books)
+	}
+	if err := t.Configure(labclient.Config{CoreLatency: 2 * latency}); err != nil {
+		return true, err
+	}
+	before, err := t.State()
+	if err != nil {
+		return true, err
+	}
+	retry := t.Launch(req)
+	// The retry's core call is counted once it has taken the key over:
+	// its claim has committed. Within the held release's own cap
+	// (fault.HeldCommitMax), so that the release runs when the check lets
+	// it go, not before.
+	tookOver, err := t.WaitFor(4*time.Second, func() (bool, error) {
+		st, err := t.State()
+		return retry.Done() || st.CoreCalls[op] > before.CoreCalls[op], err
+	})
+	if err != nil {
+		return true, err
+	}
+	tookOver = tookOver && !retry.Done()
+	if err := t.Arm(labctl.HeldKeyDelete, 0); err != nil {
+		return true, err
+	}
+	first := orig.Wait()
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return true, err
+	}
+	third := t.Do(req)
+	inFlight := !retry.Done()
+	second := retry.Wait()
+	last := t.Do(req)
+	sent := fmt.Sprintf("(lease %v)\n%s  (the original, waiting %v on the core)\n"+
+		"while it waits: %v of lab time (its lease expires); when its core call is over, its business write fails (fail-in-transfer), and the first statement that deletes from the key table, its release of the key, waits (held-key-delete)\n"+
+		"then the retry, the same request, waiting %v on the core%s\n"+
+		"then the release runs: the original answers  %s\n"+
+		"a third attempt, while the retry still waits  →  %s\n"+
+		"the retry answers  %s\n"+
+		"then one more retry  →  %s",
+		lease, req.String(), latency, lease+time.Second, 2*latency,
+		map[bool]string{true: ", which takes the key over and calls the core", false: ", which does not reach the core within 4s"}[tookOver],
+		first.Short(), third.Short(), second.Short(), last.Short())
+	got := "the original " + first.Short() + "; the third attempt " + third.Short() + "; the retry " + second.Short()
+	if executedOps(first, third, second, last) > 0 {
+		executed()
+	}
+	if err := t.Reconcile(sent, got, s.Books); err != nil {
+		return true, err
+	}
+	if !tookOver {
+		// The retry waited for the held release (a lock it holds): the
+		// release ran before any takeover, and the money is all there
+		// is to judge.
+		return true, nil
+	}
+	if !inFlight {
+		// The retry had finished before the third attempt was answered (a
+		// busy machine): a longer hold tries again.
+		return false, nil
+	}
+	if third.Is(http.StatusCreated, "") && !sameOp(third, second) {
+		return true, because(t.Fail(sent, got, "409 "+pInProgress+" to the third attempt: the retry took the key over and holds a live lease; the original, which failed, must not give back a key it no longer holds"),
+			"an original that failed proves it still holds the key in the statement that gives it back (a condition on the owner in the DELETE): a read just before goes stale when a retry takes the key over before the DELETE runs, and the retry's claim is deleted")
+	}
+	return true, nil
 }
 
 // lateOriginalFenced is one round of S6.late-original-fenced, with the

@@ -406,6 +406,54 @@ func TestHoldKeyPurges_HoldUntilReleased(t *testing.T) {
 	})
 }
 
+// TestHoldKeyDeletes_HoldUntilReleased: an armed delete of the key table
+// by the stage (a release of a key) waits, before it runs, until the fault
+// is disarmed, and then runs; a read of the lease owner runs at once, and
+// so does a delete by the lab's own purge (LabRead); once the count is
+// spent, nothing waits. A fault that held the lab's purges would spend its
+// count on the clock's move, before the original releases its key.
+func TestHoldKeyDeletes_HoldUntilReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var s fault.Store
+		held := func(ctx context.Context, q string) (time.Duration, error) {
+			start := time.Now()
+			err := s.BeforeStatement(ctx, q)
+			return time.Since(start), err
+		}
+		const release = `DELETE FROM idempotency_keys WHERE id = ? AND lease_owner = ?`
+		s.HoldKeyDeletes(1)
+		if d, err := held(context.Background(), `SELECT lease_owner FROM idempotency_keys WHERE id = ?`); d != 0 || err != nil {
+			t.Errorf("a read of the lease owner, armed, was held %v (%v); want it at once", d, err)
+		}
+		if d, err := held(fault.LabRead(context.Background()), `DELETE FROM idempotency_keys WHERE state = 'completed'`); d != 0 || err != nil {
+			t.Errorf("the lab's purge, armed, was held %v (%v); want it at once", d, err)
+		}
+		const wait = 2 * time.Second
+		done := make(chan time.Duration)
+		go func() {
+			d, _ := held(context.Background(), release)
+			done <- d
+		}()
+		time.Sleep(wait)
+		synctest.Wait()
+		select {
+		case d := <-done:
+			t.Fatalf("the armed delete ran after %v, before the fault was disarmed", d)
+		default:
+		}
+		if n := s.HeldKeyDeletesLeft(); n != 0 {
+			t.Errorf("%d left while the armed delete is held; want 0", n)
+		}
+		s.HoldKeyDeletes(0)
+		if d := <-done; d != wait {
+			t.Errorf("the armed delete was held %v; want it let go when the fault was disarmed, %v", d, wait)
+		}
+		if d, err := held(context.Background(), release); d != 0 || err != nil {
+			t.Errorf("a delete once the count is spent was held %v (%v); want it at once", d, err)
+		}
+	})
+}
+
 // TestHoldKeyUpdates_HoldUntilReleased: an armed update of the key table
 // waits, before it runs, until the fault is disarmed, and then runs; a
 // statement that does not update the table (a read of the lease) runs at

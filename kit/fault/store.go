@@ -148,6 +148,9 @@ type Store struct {
 	// heldKeyPurges counts down the deletes of the key table by the lab's
 	// purges held, before they run, until released.
 	heldKeyPurges held
+	// heldKeyDeletes counts down the stage's own deletes of the key table
+	// held, before they run, until released.
+	heldKeyDeletes held
 }
 
 // held is a countdown whose firings wait until it is disarmed: closing
@@ -423,6 +426,23 @@ func (s *Store) HoldKeyPurges(n int64) { s.heldKeyPurges.arm(n) }
 // lab's purges will still be held until released.
 func (s *Store) HeldKeyPurgesLeft() int64 { return s.heldKeyPurges.n.Left() }
 
+// HoldKeyDeletes makes the next n of the stage's own statements that
+// delete rows of the idempotency_keys table wait, before they run, until
+// the fault is disarmed (HoldKeyDeletes(0), which lets every held one go),
+// HeldCommitMax has passed or the statement's context ends; the lab's own
+// purges (LabRead) are spared. Armed while an original that outlived its
+// lease fails, it holds the original's release of its key after
+// everything the release read before it: a retry takes the key over
+// meanwhile, and a release that proved its lease by an earlier read
+// deletes the retry's claim. One DELETE whose own condition names the
+// owner keeps it, however late it runs. A release outside a transaction
+// holds no lock while it waits, on either engine.
+func (s *Store) HoldKeyDeletes(n int64) { s.heldKeyDeletes.arm(n) }
+
+// HeldKeyDeletesLeft reports how many of the stage's deletes of the key
+// table will still be held until released.
+func (s *Store) HeldKeyDeletesLeft() int64 { return s.heldKeyDeletes.n.Left() }
+
 // BeforeCommit runs the faults armed on a transaction's COMMIT: it holds
 // up one that carried a business write (see SlowCommits and
 // HoldCommits). A COMMIT takes no context, and once the caller has asked
@@ -456,8 +476,9 @@ func (s *Store) BeforeBegin(ctx context.Context) error {
 // it holds up a write of the settings (see SlowSettingsWrites), a read
 // of them after a write in the same request (see SlowSettingsRereads) and
 // an update, a delete or a read of the key table (see SlowKeyUpdates,
-// HoldKeyUpdates, SlowKeyDeletes, HoldKeyPurges and SlowKeyReads), refuses an INSERT into
-// the outbox (see FailOutboxWrites), then returns CheckKeyStore's error.
+// HoldKeyUpdates, SlowKeyDeletes, HoldKeyDeletes, HoldKeyPurges and
+// SlowKeyReads), refuses an INSERT into the outbox (see
+// FailOutboxWrites), then returns CheckKeyStore's error.
 // It returns ctx's error if ctx ends while the statement waits.
 func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 	if s.slowSettingsWrites.Left() > 0 && writesSettings(query) && s.slowSettingsWrites.Fire() {
@@ -491,6 +512,14 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 			s.heldKeyPurges.wait(ctx, release)
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("held key purge: %w", err)
+			}
+		}
+	}
+	if s.heldKeyDeletes.n.Left() > 0 && !labRead.in(ctx) && deletesKeys(query) {
+		if release := s.heldKeyDeletes.fire(); release != nil {
+			s.heldKeyDeletes.wait(ctx, release)
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("held key delete: %w", err)
 			}
 		}
 	}

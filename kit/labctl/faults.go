@@ -76,6 +76,12 @@ const (
 	// expired key claims it again meanwhile, and a purge that chose its
 	// keys by an earlier read deletes that claim in progress.
 	HeldKeyPurge = "held-key-purge"
+	// HeldKeyDelete holds up a statement of the stage's own that deletes
+	// rows of the key table, before it runs, until the fault is disarmed
+	// or 5 s have passed (stage 6): armed while an original that outlived
+	// its lease fails, it holds the original's release of its key, and a
+	// retry takes the key over meanwhile.
+	HeldKeyDelete = "held-key-delete"
 	// CommitAnswerLost lets a transaction that moved money commit, then
 	// tells its caller the COMMIT failed (stage 3): the key was completed
 	// with the money, and nothing may give it back.
@@ -98,7 +104,7 @@ const (
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, HeldKeyPurge, CommitAnswerLost, FailCommit, PoisonPosting, CoreTimeout}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, HeldKeyPurge, HeldKeyDelete, CommitAnswerLost, FailCommit, PoisonPosting, CoreTimeout}
 
 // Core is the core ledger whose faults a lab server arms (core.Client):
 // in a process of its own under lab serve, in the server's under lab
@@ -189,6 +195,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.SlowKeyDeletes(count)
 	case HeldKeyPurge:
 		f.db.HoldKeyPurges(count)
+	case HeldKeyDelete:
+		f.db.HoldKeyDeletes(count)
 	case CommitAnswerLost:
 		f.db.LoseCommitAnswers(count)
 	case FailCommit:
@@ -232,6 +240,7 @@ func (f *Faults) Armed() []ArmedFault {
 		SlowKeyRead:         f.db.SlowKeyReadsLeft(),
 		SlowKeyDelete:       f.db.SlowKeyDeletesLeft(),
 		HeldKeyPurge:        f.db.HeldKeyPurgesLeft(),
+		HeldKeyDelete:       f.db.HeldKeyDeletesLeft(),
 		CommitAnswerLost:    f.db.CommitAnswersLostLeft(),
 		FailCommit:          f.db.FailedCommitsLeft(),
 	}
