@@ -330,7 +330,12 @@ func (t *T) editedAtExpiredLease(s Scenario, p strandedPayment, sent *string) er
 // holding the first takeoverKeys updates of the key table: a retry that
 // read its lease expired writes it 100 ms later, while the other retries
 // read it expired too, and a takeover by one conditional UPDATE matches
-// nothing that late if another retry took the key meanwhile. Then the
+// nothing that late if another retry took the key meanwhile; and with the
+// slow-key-delete-after-read fault holding as many deletes of the key
+// table by a request that read it before: a retry that read its lease
+// expired and deletes the key by its name, to claim it afresh, deletes
+// 100 ms later the claim another retry made meanwhile (a takeover by
+// UPDATE deletes nothing, and is not held). Then the
 // originals' clients hang up, so that, like crashed originals, they
 // never execute (a late original that does is
 // S6.late-original-fenced's matter). Money holds
@@ -389,20 +394,24 @@ func (t *T) takeoverBurst(s Scenario) error {
 		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
 			return err
 		}
-		if err := t.Arm(labctl.SlowKeyUpdate, takeoverKeys); err != nil {
-			return err
+		for _, point := range []string{labctl.SlowKeyUpdate, labctl.SlowKeyDeleteAfterRead} {
+			if err := t.Arm(point, takeoverKeys); err != nil {
+				return err
+			}
 		}
 		all = t.Simultaneously(takeoverKeys*takeoverRetries, func(i int) Request { return ps[i%takeoverKeys].req })
-		if err := t.Arm(labctl.SlowKeyUpdate, 0); err != nil {
-			return err
+		for _, point := range []string{labctl.SlowKeyUpdate, labctl.SlowKeyDeleteAfterRead} {
+			if err := t.Arm(point, 0); err != nil {
+				return err
+			}
 		}
 		if after, err = t.State(); err != nil {
 			return err
 		}
 	}
 	sent := fmt.Sprintf("(lease %v) %d payments, each waiting on the core  (the originals)\n"+
-		"while they wait: %v of lab time (their leases expire), then %d retries of each, all at once, with the slow-key-update fault holding the first %d updates of the key table for %v; then the originals' clients hang up\n"+
-		"e.g. %s", lease, takeoverKeys, lease+time.Second, takeoverRetries, takeoverKeys, fault.KeyUpdateDelay, ps[0].req.String())
+		"while they wait: %v of lab time (their leases expire), then %d retries of each, all at once, with the slow-key-update fault holding the first %d updates of the key table for %v, and slow-key-delete-after-read the first %d deletes of it by a request that read it before, for %v; then the originals' clients hang up\n"+
+		"e.g. %s", lease, takeoverKeys, lease+time.Second, takeoverRetries, takeoverKeys, fault.KeyUpdateDelay, takeoverKeys, fault.KeyDeleteDelay, ps[0].req.String())
 	var got []string
 	for i, p := range ps {
 		p.abandon()

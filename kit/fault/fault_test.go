@@ -109,6 +109,49 @@ func TestSlowSettingsRereads_HoldsOnlyAReadAfterTheRequestsWrite(t *testing.T) {
 	}
 }
 
+// TestSlowKeyDeletesAfterRead_HoldsOnlyADeleteAfterTheRequestsRead: an
+// armed count of deletes of the key table wait before they run when their
+// request has read the table before (a waiting delete gives up with its
+// context), and nothing else does: a delete before the read (a claim's
+// first statement), one of another request, of the lab's purge or of a
+// context no request made, the read itself, an update after it, a delete
+// once the count is spent. A fault that held a claim's first delete would
+// spend its count before any retry reads a lease.
+func TestSlowKeyDeletesAfterRead_HoldsOnlyADeleteAfterTheRequestsRead(t *testing.T) {
+	var s fault.Store
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	const del = `DELETE FROM idempotency_keys WHERE customer = ? AND key = ?`
+	s.SlowKeyDeletesAfterRead(2)
+	taker, other := fault.WithRequest(gone), fault.WithRequest(gone)
+	for _, st := range []struct {
+		ctx   context.Context
+		query string
+	}{
+		{taker, del},
+		{taker, `SELECT lease_expires_at FROM idempotency_keys WHERE id = ?`},
+		{taker, `UPDATE idempotency_keys SET lease_owner = ? WHERE id = ?`},
+		{other, del},
+		{fault.LabRead(taker), del},
+		{gone, del},
+	} {
+		if err := s.BeforeStatement(st.ctx, st.query); err != nil {
+			t.Errorf("%s: %v; want it run at once", st.query, err)
+		}
+	}
+	for range 2 {
+		if err := s.BeforeStatement(taker, "\n\t\tdelete from IDEMPOTENCY_KEYS where id = ?"); !errors.Is(err, context.Canceled) {
+			t.Errorf("a delete of the key table after the request read it, while armed: %v; want it held, and given up with its context", err)
+		}
+	}
+	if n := s.SlowKeyDeletesAfterReadLeft(); n != 0 {
+		t.Errorf("%d left after two held deletes; want 0", n)
+	}
+	if err := s.BeforeStatement(taker, del); err != nil {
+		t.Errorf("a delete after the read once the count is spent: %v; want it run at once", err)
+	}
+}
+
 // TestSlowBegins_HoldsOnlyTheArmedBegins: an armed count of
 // transactions wait before they begin (a waiting one gives up with its
 // context), and once the count is spent a transaction begins at once. A

@@ -131,6 +131,9 @@ type Store struct {
 	slowKeyUpdates Countdown
 	// slowKeyDeletes counts down the deletes of the key table held up.
 	slowKeyDeletes Countdown
+	// slowKeyDeletesAfterRead counts down the deletes of the key table
+	// held up that follow a read of it in one request.
+	slowKeyDeletesAfterRead Countdown
 	// slowKeyReads counts down the reads of the key table held up.
 	slowKeyReads Countdown
 	// commitAnswersLost counts down the commits of transactions that
@@ -235,13 +238,18 @@ type request struct {
 	// wroteSettings is set once a statement of the request has written
 	// the settings.
 	wroteSettings atomic.Bool
+	// readKeys is set once a statement of the request has read the key
+	// table.
+	readKeys atomic.Bool
 }
 
 type requestKey struct{}
 
 // WithRequest returns a context for the statements of one request: the
 // database notes in it when the request writes the settings, so that the
-// slow-settings-reread fault can hold up a read of them that follows.
+// slow-settings-reread fault can hold up a read of them that follows, and
+// when it reads the key table, so that the slow-key-delete-after-read
+// fault can hold up a delete of the table that follows.
 func WithRequest(ctx context.Context) context.Context {
 	return context.WithValue(ctx, requestKey{}, &request{})
 }
@@ -319,6 +327,23 @@ func (s *Store) SlowKeyDeletes(n int64) { s.slowKeyDeletes.Arm(n) }
 // SlowKeyDeletesLeft reports how many deletes of the key table will
 // still be held up.
 func (s *Store) SlowKeyDeletesLeft() int64 { return s.slowKeyDeletes.Left() }
+
+// SlowKeyDeletesAfterRead makes the next n statements that delete rows of
+// the idempotency_keys table in a request that has already read the table
+// (a SELECT from it), in a request begun while the fault was armed (see
+// WithRequest), wait KeyDeleteDelay before they run, before they lock any
+// row. A takeover that reads an expired lease and then deletes the key by
+// its name, to claim it afresh, then deletes, on PostgreSQL at READ
+// COMMITTED, the claim another retry of the key made meanwhile, and both
+// call the core; a takeover by one conditional UPDATE deletes nothing and
+// is not held up, and neither is a claim's first statement, whatever it
+// deletes. On SQLite the claim's transaction holds the write lock from
+// its BEGIN, and the others wait.
+func (s *Store) SlowKeyDeletesAfterRead(n int64) { s.slowKeyDeletesAfterRead.Arm(n) }
+
+// SlowKeyDeletesAfterReadLeft reports how many deletes of the key table
+// after a read of it will still be held up.
+func (s *Store) SlowKeyDeletesAfterReadLeft() int64 { return s.slowKeyDeletesAfterRead.Left() }
 
 // SlowKeyReads makes the next n statements that read the idempotency_keys
 // table (a SELECT from it, one that locks its rows too) wait KeyReadDelay
@@ -476,8 +501,8 @@ func (s *Store) BeforeBegin(ctx context.Context) error {
 // it holds up a write of the settings (see SlowSettingsWrites), a read
 // of them after a write in the same request (see SlowSettingsRereads) and
 // an update, a delete or a read of the key table (see SlowKeyUpdates,
-// HoldKeyUpdates, SlowKeyDeletes, HoldKeyDeletes, HoldKeyPurges and
-// SlowKeyReads), refuses an INSERT into the outbox (see
+// HoldKeyUpdates, SlowKeyDeletes, HoldKeyDeletes, HoldKeyPurges,
+// SlowKeyDeletesAfterRead and SlowKeyReads), refuses an INSERT into the outbox (see
 // FailOutboxWrites), then returns CheckKeyStore's error.
 // It returns ctx's error if ctx ends while the statement waits.
 func (s *Store) BeforeStatement(ctx context.Context, query string) error {
@@ -528,6 +553,11 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 			return fmt.Errorf("slow key delete: %w", err)
 		}
 	}
+	if s.slowKeyDeletesAfterRead.Left() > 0 && !labRead.in(ctx) {
+		if err := s.holdDeleteAfterRead(ctx, query); err != nil {
+			return err
+		}
+	}
 	if s.slowKeyReads.Left() > 0 && !labRead.in(ctx) && readsKeys(query) && s.slowKeyReads.Fire() {
 		if err := Hold(ctx, KeyReadDelay); err != nil {
 			return fmt.Errorf("slow key read: %w", err)
@@ -550,6 +580,22 @@ func (s *Store) holdReread(ctx context.Context, query string) error {
 	case req.wroteSettings.Load() && readsSettings(query) && s.slowSettingsRereads.Fire():
 		if err := Hold(ctx, SettingsRereadDelay); err != nil {
 			return fmt.Errorf("slow settings reread: %w", err)
+		}
+	}
+	return nil
+}
+
+// holdDeleteAfterRead notes in ctx's request (see WithRequest) a read of
+// the key table, and holds up a delete of it that follows one.
+func (s *Store) holdDeleteAfterRead(ctx context.Context, query string) error {
+	req, ok := ctx.Value(requestKey{}).(*request)
+	switch {
+	case !ok:
+	case readsKeys(query):
+		req.readKeys.Store(true)
+	case req.readKeys.Load() && deletesKeys(query) && s.slowKeyDeletesAfterRead.Fire():
+		if err := Hold(ctx, KeyDeleteDelay); err != nil {
+			return fmt.Errorf("slow key delete after read: %w", err)
 		}
 	}
 	return nil

@@ -82,6 +82,12 @@ const (
 	// its lease fails, it holds the original's release of its key, and a
 	// retry takes the key over meanwhile.
 	HeldKeyDelete = "held-key-delete"
+	// SlowKeyDeleteAfterRead holds up a statement that deletes rows of
+	// the key table in a request that has read the table before (stage
+	// 6), before it runs: a takeover that read the lease expired and
+	// deletes the key by its name deletes the claim another retry made
+	// meanwhile.
+	SlowKeyDeleteAfterRead = "slow-key-delete-after-read"
 	// CommitAnswerLost lets a transaction that moved money commit, then
 	// tells its caller the COMMIT failed (stage 3): the key was completed
 	// with the money, and nothing may give it back.
@@ -104,7 +110,7 @@ const (
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, HeldKeyPurge, HeldKeyDelete, CommitAnswerLost, FailCommit, PoisonPosting, CoreTimeout}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, HeldKeyPurge, HeldKeyDelete, SlowKeyDeleteAfterRead, CommitAnswerLost, FailCommit, PoisonPosting, CoreTimeout}
 
 // Core is the core ledger whose faults a lab server arms (core.Client):
 // in a process of its own under lab serve, in the server's under lab
@@ -197,6 +203,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.HoldKeyPurges(count)
 	case HeldKeyDelete:
 		f.db.HoldKeyDeletes(count)
+	case SlowKeyDeleteAfterRead:
+		f.db.SlowKeyDeletesAfterRead(count)
 	case CommitAnswerLost:
 		f.db.LoseCommitAnswers(count)
 	case FailCommit:
@@ -222,27 +230,28 @@ func (f *Faults) Arm(point string, count int64) error {
 // Armed reports the faults still armed and how many times each will fire.
 func (f *Faults) Armed() []ArmedFault {
 	counts := map[string]int64{
-		CrashInTransfer:     f.Bank.CrashNext.Left(),
-		CrashAfterCommit:    f.crashAfterCommit.Left(),
-		CrashBeforeResponse: f.crashBeforeResponse.Left(),
-		CrashAfterPost:      f.crashAfterPost.Left(),
-		CoreTimeout:         f.hurryCore.Left(),
-		FailInTransfer:      f.Bank.FailNext.Left(),
-		StoreUnavailable:    f.db.KeyStoreFailuresLeft(),
-		SlowSettingsWrite:   f.db.SlowSettingsWritesLeft(),
-		SlowSettingsReread:  f.db.SlowSettingsRereadsLeft(),
-		FailOutboxWrite:     f.db.OutboxWriteFailuresLeft(),
-		SlowBegin:           f.db.SlowBeginsLeft(),
-		SlowCommit:          f.db.SlowCommitsLeft(),
-		SlowKeyUpdate:       f.db.SlowKeyUpdatesLeft(),
-		HeldCommit:          f.db.HeldCommitsLeft(),
-		HeldKeyUpdate:       f.db.HeldKeyUpdatesLeft(),
-		SlowKeyRead:         f.db.SlowKeyReadsLeft(),
-		SlowKeyDelete:       f.db.SlowKeyDeletesLeft(),
-		HeldKeyPurge:        f.db.HeldKeyPurgesLeft(),
-		HeldKeyDelete:       f.db.HeldKeyDeletesLeft(),
-		CommitAnswerLost:    f.db.CommitAnswersLostLeft(),
-		FailCommit:          f.db.FailedCommitsLeft(),
+		CrashInTransfer:        f.Bank.CrashNext.Left(),
+		CrashAfterCommit:       f.crashAfterCommit.Left(),
+		CrashBeforeResponse:    f.crashBeforeResponse.Left(),
+		CrashAfterPost:         f.crashAfterPost.Left(),
+		CoreTimeout:            f.hurryCore.Left(),
+		FailInTransfer:         f.Bank.FailNext.Left(),
+		StoreUnavailable:       f.db.KeyStoreFailuresLeft(),
+		SlowSettingsWrite:      f.db.SlowSettingsWritesLeft(),
+		SlowSettingsReread:     f.db.SlowSettingsRereadsLeft(),
+		FailOutboxWrite:        f.db.OutboxWriteFailuresLeft(),
+		SlowBegin:              f.db.SlowBeginsLeft(),
+		SlowCommit:             f.db.SlowCommitsLeft(),
+		SlowKeyUpdate:          f.db.SlowKeyUpdatesLeft(),
+		HeldCommit:             f.db.HeldCommitsLeft(),
+		HeldKeyUpdate:          f.db.HeldKeyUpdatesLeft(),
+		SlowKeyRead:            f.db.SlowKeyReadsLeft(),
+		SlowKeyDelete:          f.db.SlowKeyDeletesLeft(),
+		HeldKeyPurge:           f.db.HeldKeyPurgesLeft(),
+		HeldKeyDelete:          f.db.HeldKeyDeletesLeft(),
+		SlowKeyDeleteAfterRead: f.db.SlowKeyDeletesAfterReadLeft(),
+		CommitAnswerLost:       f.db.CommitAnswersLostLeft(),
+		FailCommit:             f.db.FailedCommitsLeft(),
 	}
 	if f.Core != nil {
 		// A core that does not answer (restarting under lab serve) has

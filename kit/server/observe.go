@@ -88,11 +88,11 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		start := time.Now()
 		rec := &record{}
 		ctx := context.WithValue(r.Context(), recordKey{}, rec)
-		if s.db.SlowSettingsRereadsLeft() > 0 {
+		if s.db.SlowSettingsRereadsLeft() > 0 || s.db.SlowKeyDeletesAfterReadLeft() > 0 {
 			// The database notes in the context what the request's
-			// statements did, for the fault that holds up a read after
-			// a write; only while it is armed, as it is before its
-			// check's clerks save.
+			// statements did, for the faults that hold up a read after
+			// a write and a delete after a read; only while one is
+			// armed, as it is before its check's requests are sent.
 			ctx = fault.WithRequest(ctx)
 		}
 		ctx, execs := bank.WithExecutionLog(ctx)
