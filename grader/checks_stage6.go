@@ -714,17 +714,19 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 // between the read and the delete loses its claim, and a third attempt
 // claims the key afresh and executes while the retry still runs. The
 // round makes the original's business write fail (fail-in-transfer) and
-// holds its first delete of the key table before it runs
-// (held-key-delete), once the release has read all it reads; sends the
+// holds its first delete of the key table (held-key-delete), or its first
+// update of it, for a release that ends the lease rather than delete the
+// key (held-key-update), before it runs, once the release has read all it
+// reads; sends the
 // retry, which takes the key over and waits on the core; then lets the
-// delete run and sends a third attempt. A release that proves the lease
-// in its own DELETE deletes nothing, and the third attempt hears 409
-// request-in-progress. A release outside a transaction holds no lock
+// statement run and sends a third attempt. A release that proves the
+// lease in its own statement changes nothing, and the third attempt hears
+// 409 request-in-progress. A release outside a transaction holds no lock
 // while it waits, on either engine; one whose read and delete share a
 // transaction holds SQLite's write lock, the retry waits for it, and the
 // round, which saw no takeover, judges only the money. A server that
-// gives the key back in no DELETE never reaches the held statement, and
-// the round sees nothing to judge.
+// gives the key back in no DELETE or UPDATE never reaches a held
+// statement, and the round sees nothing to judge.
 func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, error) {
 	lease := t.drawLease(5, 60)
 	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
@@ -733,14 +735,16 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 	req, op, amount := s.Payment(t)
 	s.Books.Expect(op)
 	executed := func() { s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount) }
-	orig, held, err := t.outliveLease(req, latency, lease)
-	if !held || err != nil {
+	orig, inFlight, err := t.outliveLease(req, latency, lease)
+	if !inFlight || err != nil {
 		return err != nil, err
 	}
-	// Disarming lets the held release go, whatever happens here.
-	defer t.Arm(labctl.HeldKeyDelete, 0)
-	defer t.Arm(labctl.FailInTransfer, 0)
-	for _, point := range []string{labctl.FailInTransfer, labctl.HeldKeyDelete} {
+	// A release deletes the key, or ends its lease with an UPDATE so that
+	// the next retry takes it over at once: the first statement of either
+	// kind is held. Disarming lets it go, whatever happens here.
+	holds := []string{labctl.HeldKeyDelete, labctl.HeldKeyUpdate}
+	for _, point := range append([]string{labctl.FailInTransfer}, holds...) {
+		defer t.Arm(point, 0)
 		if err := t.Arm(point, 1); err != nil {
 			return true, err
 		}
@@ -749,18 +753,24 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 	// were in place before its business write (see
 	// takenOverBeforeCompletion).
 	armedInTime := orig.Early()
+	var held string
 	releasing, err := t.WaitFor(latency+10*time.Second, func() (bool, error) {
 		left, err := t.Lab().Armed(t.ctx)
-		return orig.Done() || left[labctl.HeldKeyDelete] == 0, err
+		for _, point := range holds {
+			if left[point] == 0 {
+				held = point
+			}
+		}
+		return orig.Done() || held != "", err
 	})
 	if err != nil {
 		return true, err
 	}
 	if !releasing || orig.Done() {
-		// The original answered without a delete of the key table: it
-		// did not fail, or gave its key back otherwise.
+		// The original answered without a delete or an update of the key
+		// table: it did not fail, or gave its key back otherwise.
 		first := orig.Wait()
-		for _, point := range []string{labctl.FailInTransfer, labctl.HeldKeyDelete} {
+		for _, point := range append([]string{labctl.FailInTransfer}, holds...) {
 			if err := t.Arm(point, 0); err != nil {
 				return true, err
 			}
@@ -773,6 +783,15 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 			executed()
 		}
 		return armedInTime, t.Reconcile(req.String(), "the original "+first.Short()+"; a retry "+last.Short(), s.Books)
+	}
+	// The other kind of statement is the retry's to run: its takeover
+	// updates the key.
+	for _, point := range holds {
+		if point != held {
+			if err := t.Arm(point, 0); err != nil {
+				return true, err
+			}
+		}
 	}
 	if err := t.Configure(labclient.Config{CoreLatency: 2 * latency}); err != nil {
 		return true, err
@@ -794,7 +813,7 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 		return true, err
 	}
 	tookOver = tookOver && !retry.Done()
-	if err := t.Arm(labctl.HeldKeyDelete, 0); err != nil {
+	if err := t.Arm(held, 0); err != nil {
 		return true, err
 	}
 	first := orig.Wait()
@@ -802,17 +821,17 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 		return true, err
 	}
 	third := t.Do(req)
-	inFlight := !retry.Done()
+	inFlight = !retry.Done()
 	second := retry.Wait()
 	last := t.Do(req)
 	sent := fmt.Sprintf("(lease %v)\n%s  (the original, waiting %v on the core)\n"+
-		"while it waits: %v of lab time (its lease expires); when its core call is over, its business write fails (fail-in-transfer), and the first statement that deletes from the key table, its release of the key, waits (held-key-delete)\n"+
+		"while it waits: %v of lab time (its lease expires); when its core call is over, its business write fails (fail-in-transfer), and the first statement that deletes from or updates the key table, its release of the key, waits (%s)\n"+
 		"then the retry, the same request, waiting %v on the core%s\n"+
 		"then the release runs: the original answers  %s\n"+
 		"a third attempt, while the retry still waits  →  %s\n"+
 		"the retry answers  %s\n"+
 		"then one more retry  →  %s",
-		lease, req.String(), latency, lease+time.Second, 2*latency,
+		lease, req.String(), latency, lease+time.Second, held, 2*latency,
 		map[bool]string{true: ", which takes the key over and calls the core", false: ", which does not reach the core within 4s"}[tookOver],
 		first.Short(), third.Short(), second.Short(), last.Short())
 	got := "the original " + first.Short() + "; the third attempt " + third.Short() + "; the retry " + second.Short()
@@ -835,7 +854,7 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 	}
 	if third.Is(http.StatusCreated, "") && !sameOp(third, second) {
 		return true, because(t.Fail(sent, got, "409 "+pInProgress+" to the third attempt: the retry took the key over and holds a live lease; the original, which failed, must not give back a key it no longer holds"),
-			"an original that failed proves it still holds the key in the statement that gives it back (a condition on the owner in the DELETE): a read just before goes stale when a retry takes the key over before the DELETE runs, and the retry's claim is deleted")
+			"an original that failed proves it still holds the key in the statement that gives it back (a condition on the owner in that DELETE or UPDATE): a read just before goes stale when a retry takes the key over before the statement runs, and the retry loses its claim")
 	}
 	return true, nil
 }
