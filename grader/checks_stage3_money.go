@@ -154,11 +154,11 @@ func (t *T) heldCommitNotCompleted(s Scenario) (looked bool, err error) {
 	defer t.Arm(labctl.HeldCommit, 0)
 	orig := t.Launch(req)
 	var st labctl.State
-	held, err := t.Fired(labctl.HeldCommit, within, orig.Done)
+	held, err := t.Fired(within, orig.Done, labctl.HeldCommit)
 	if err != nil {
 		return false, err
 	}
-	if held && !orig.Done() {
+	if held != "" && !orig.Done() {
 		if st, err = t.State(); err != nil {
 			return false, err
 		}

@@ -795,11 +795,11 @@ func (t *T) purgedBesideLateClaim(s Scenario, latency time.Duration) (bool, erro
 		_, err := t.Lab().Purge(t.ctx)
 		purged <- err
 	}()
-	holding, err := t.Fired(labctl.HeldKeyPurge, 10*time.Second, nil)
-	if err == nil && !holding {
+	holding, err := t.Fired(10*time.Second, nil, labctl.HeldKeyPurge)
+	if err == nil && holding == "" {
 		err = t.Arm(labctl.HeldKeyPurge, 0)
 	}
-	if err != nil || !holding {
+	if err != nil || holding == "" {
 		<-purged
 		return true, err
 	}

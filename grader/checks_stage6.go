@@ -655,11 +655,11 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
 		return true, err
 	}
-	completing, err := t.Fired(labctl.HeldKeyUpdate, latency+10*time.Second, orig.Done)
+	completing, err := t.Fired(latency+10*time.Second, orig.Done, labctl.HeldKeyUpdate)
 	if err != nil {
 		return true, err
 	}
-	if !completing || orig.Done() {
+	if completing == "" || orig.Done() {
 		// The original answered without an update of the key table: there
 		// was no completion to hold, or it ran before the fault was armed.
 		orig.Wait()
@@ -753,20 +753,11 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 	// were in place before its business write (see
 	// takenOverBeforeCompletion).
 	armedInTime := orig.Early()
-	var held string
-	releasing, err := t.WaitFor(latency+10*time.Second, func() (bool, error) {
-		left, err := t.Lab().Armed(t.ctx)
-		for _, point := range holds {
-			if left[point] == 0 {
-				held = point
-			}
-		}
-		return orig.Done() || held != "", err
-	})
+	held, err := t.Fired(latency+10*time.Second, orig.Done, holds...)
 	if err != nil {
 		return true, err
 	}
-	if !releasing || orig.Done() {
+	if held == "" || orig.Done() {
 		// The original answered without a delete or an update of the key
 		// table: it did not fail, or gave its key back otherwise.
 		first := orig.Wait()

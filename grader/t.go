@@ -290,20 +290,24 @@ func (t *T) Arm(point string, count int) error {
 	return t.Lab().Arm(t.ctx, point, int64(count))
 }
 
-// Fired waits up to within for the one arming of a held fault point to
-// fire: its request is then held at the point, until the check disarms
-// it. It stops early, reporting false, once over() is true (the request
-// the check watches answered without reaching the point); over may be
-// nil.
-func (t *T) Fired(point string, within time.Duration, over func() bool) (bool, error) {
-	fired := false
+// Fired waits up to within for the one arming of a held fault point, of
+// points, to fire, and returns the one that did: its request is then held
+// there, until the check disarms it. It stops early, returning "", once
+// over() is true (the request the check watches answered without
+// reaching a point); over may be nil.
+func (t *T) Fired(within time.Duration, over func() bool, points ...string) (string, error) {
+	fired := ""
 	_, err := t.WaitFor(within, func() (bool, error) {
 		left, err := t.Lab().Armed(t.ctx)
 		if err != nil {
 			return true, err
 		}
-		fired = left[point] == 0
-		return fired || (over != nil && over()), nil
+		for _, point := range points {
+			if left[point] == 0 {
+				fired = point
+			}
+		}
+		return fired != "" || (over != nil && over()), nil
 	})
 	return fired, err
 }
