@@ -906,12 +906,14 @@ func checkSharedClientKey(t *T) error {
 // machine's clock (time.Now()) instead of the lab clock, when the row is
 // written (created_at) or marked sent (sent_at), and a sent_at that is
 // not when the core acknowledged the row (copied from created_at: every
-// lag reads 0). The lab moves its clock on by hours first, so that the
-// two clocks are hours apart; then, with the core ledger down, a transfer
-// writes its row, the lab clock moves on again, and the core comes back:
-// the row is sent after the second move. It reads the row's times (GET
-// /lab/transfers) against the lab clock before the transfer was sent,
-// just before the second move, just after it and once the row was
+// lag reads 0; read when the pass began, before the send: the lag leaves
+// out the core's answer time). The lab moves its clock on by hours
+// first, so that the two clocks are hours apart; then, with the core
+// ledger down, a transfer writes its row, and the core comes back but
+// holds the relay's next request while the lab clock moves on again: the
+// row is acknowledged after the second move. It reads the row's times
+// (GET /lab/transfers) against the lab clock before the transfer was
+// sent, just before the second move, just after it and once the row was
 // delivered.
 func checkOutboxTimes(t *T) error {
 	s, up, err := t.coreDownScenario(1_000_000)
@@ -951,6 +953,19 @@ func checkOutboxTimes(t *T) error {
 	if err != nil {
 		return err
 	}
+	// The core comes back slow: it holds the relay's next request while
+	// the lab clock moves on, and answers it after, so that the
+	// acknowledgement comes after the move, and a sent_at read before the
+	// send (when the pass began) reads before it.
+	faults := &t.Core().Faults
+	held0 := faults.Held()
+	faults.Hold()
+	defer faults.Release()
+	up()
+	arrived, err := t.WaitFor(drainWithin, func() (bool, error) { return faults.Held() > held0, nil })
+	if err != nil {
+		return err
+	}
 	gap := time.Duration(1+t.rng.IntN(5)) * time.Hour
 	if err := t.Advance(gap); err != nil {
 		return err
@@ -959,8 +974,12 @@ func checkOutboxTimes(t *T) error {
 	if err != nil {
 		return err
 	}
-	up()
-	story = append(story, fmt.Sprintf("(its outbox row written while the core is down, the lab clock moved on %v more, to %s; then the core ledger came back)", gap, clock.Format(resumed)))
+	faults.Release()
+	if arrived {
+		story = append(story, fmt.Sprintf("(its outbox row written while the core is down, the core ledger came back and held the relay's next request, unanswered, while the lab clock moved on %v more, to %s; then it answered)", gap, clock.Format(resumed)))
+	} else {
+		story = append(story, fmt.Sprintf("(its outbox row written while the core is down, the core ledger came back; the relay sent it nothing in %v, and the lab clock moved on %v more, to %s)", drainWithin, gap, clock.Format(resumed)))
+	}
 	if err := t.postedOnce(strings.Join(story, "\n"), s, want); err != nil {
 		return err
 	}
