@@ -357,15 +357,17 @@ func checkPostedOnce(t *T) error {
 
 // checkCoreDown catches a stage that calls the core in the request, one
 // whose relay gives up (after so many tries, or once a row has waited so
-// long: the lab clock moves on days while the core is down), and one that
-// marks a row sent before the core acknowledged it.
+// long: the lab clock moves on weeks while the core is down, longer than
+// a queue keeps a message, 4 days by default and 14 at most on the
+// common ones), and one that marks a row sent before the core
+// acknowledged it.
 func checkCoreDown(t *T) error {
 	s, up, err := t.coreDownScenario(1_000_000)
 	if err != nil {
 		return err
 	}
 	defer up()
-	outage := time.Duration(24+t.rng.IntN(48)) * time.Hour
+	outage := time.Duration(15+t.rng.IntN(31)) * 24 * time.Hour
 	var moved error
 	back := func() {
 		moved = t.Advance(outage)
