@@ -677,13 +677,7 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 		return true, err
 	}
 	retry := t.Launch(req)
-	// The retry's core call is counted once it has taken the key over.
-	// Within the held completion's own cap (fault.HeldCommitMax), so that
-	// the completion runs when the check lets it go, not before.
-	tookOver, err := t.WaitFor(4*time.Second, func() (bool, error) {
-		st, err := t.State()
-		return retry.Done() || st.CoreCalls[op] > before.CoreCalls[op], err
-	})
+	tookOver, err := t.calledCore(retry, op, before)
 	if err != nil {
 		return true, err
 	}
@@ -792,14 +786,7 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 		return true, err
 	}
 	retry := t.Launch(req)
-	// The retry's core call is counted once it has taken the key over:
-	// its claim has committed. Within the held release's own cap
-	// (fault.HeldCommitMax), so that the release runs when the check lets
-	// it go, not before.
-	tookOver, err := t.WaitFor(4*time.Second, func() (bool, error) {
-		st, err := t.State()
-		return retry.Done() || st.CoreCalls[op] > before.CoreCalls[op], err
-	})
+	tookOver, err := t.calledCore(retry, op, before)
 	if err != nil {
 		return true, err
 	}
@@ -848,6 +835,22 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 			"an original that failed proves it still holds the key in the statement that gives it back (a condition on the owner in that DELETE or UPDATE): a read just before goes stale when a retry takes the key over before the statement runs, and the retry loses its claim")
 	}
 	return true, nil
+}
+
+// calledCore waits for retry, a request that takes a key over, to call
+// the core for op, counted from before: it has then taken the key over,
+// and its claim has committed. It reports whether it did; a retry that
+// answered first did not. It waits 4 s at most, inside a held statement's
+// own cap (fault.HeldCommitMax), so that the statement runs when the check
+// lets it go, not before.
+func (t *T) calledCore(retry *Pending, op string, before labctl.State) (bool, error) {
+	called := false
+	_, err := t.WaitFor(4*time.Second, func() (bool, error) {
+		st, err := t.State()
+		called = err == nil && st.CoreCalls[op] > before.CoreCalls[op]
+		return called || retry.Done(), err
+	})
+	return called, err
 }
 
 // lateOriginalFenced is one round of S6.late-original-fenced, with the
