@@ -400,6 +400,39 @@ func TestHoldCommits_HoldUntilReleased(t *testing.T) {
 	})
 }
 
+// statementHeld is how long s's faults hold up q, run under ctx, before
+// it runs, and their error.
+func statementHeld(s *fault.Store, ctx context.Context, q string) (time.Duration, error) {
+	start := time.Now()
+	err := s.BeforeStatement(ctx, q)
+	return time.Since(start), err
+}
+
+// heldUntilDisarmed runs run, a statement a held fault was armed once
+// for, and checks on a synctest bubble that it waits until the fault is
+// disarmed, its count spent meanwhile (left), and runs then: held as long
+// as the check waited. what names the statement in the failures.
+func heldUntilDisarmed(t *testing.T, what string, left func() int64, arm func(int64), run func() time.Duration) {
+	t.Helper()
+	const wait = 2 * time.Second
+	done := make(chan time.Duration)
+	go func() { done <- run() }()
+	time.Sleep(wait)
+	synctest.Wait()
+	select {
+	case d := <-done:
+		t.Fatalf("the armed %s ran after %v, before the fault was disarmed", what, d)
+	default:
+	}
+	if n := left(); n != 0 {
+		t.Errorf("%d left while the armed %s is held; want 0", n, what)
+	}
+	arm(0)
+	if d := <-done; d != wait {
+		t.Errorf("the armed %s was held %v; want it let go when the fault was disarmed, %v", what, d, wait)
+	}
+}
+
 // TestHoldKeyPurges_HoldUntilReleased: an armed delete of the key table
 // by the lab's purge (LabRead) waits, before it runs, until the fault is
 // disarmed, and then runs; the purge's read runs at once, and so does a
@@ -410,11 +443,7 @@ func TestHoldKeyPurges_HoldUntilReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var s fault.Store
 		lab := fault.LabRead(context.Background())
-		held := func(ctx context.Context, q string) (time.Duration, error) {
-			start := time.Now()
-			err := s.BeforeStatement(ctx, q)
-			return time.Since(start), err
-		}
+		held := func(ctx context.Context, q string) (time.Duration, error) { return statementHeld(&s, ctx, q) }
 		const purge = `DELETE FROM idempotency_keys WHERE customer = ? AND key = ?`
 		s.HoldKeyPurges(1)
 		if d, err := held(lab, `SELECT customer, key FROM idempotency_keys WHERE state = 'completed'`); d != 0 || err != nil {
@@ -423,26 +452,10 @@ func TestHoldKeyPurges_HoldUntilReleased(t *testing.T) {
 		if d, err := held(context.Background(), purge); d != 0 || err != nil {
 			t.Errorf("a stage's own delete of the key table, armed, was held %v (%v); want it at once", d, err)
 		}
-		const wait = 2 * time.Second
-		done := make(chan time.Duration)
-		go func() {
+		heldUntilDisarmed(t, "delete", s.HeldKeyPurgesLeft, s.HoldKeyPurges, func() time.Duration {
 			d, _ := held(lab, purge)
-			done <- d
-		}()
-		time.Sleep(wait)
-		synctest.Wait()
-		select {
-		case d := <-done:
-			t.Fatalf("the armed delete ran after %v, before the fault was disarmed", d)
-		default:
-		}
-		if n := s.HeldKeyPurgesLeft(); n != 0 {
-			t.Errorf("%d left while the armed delete is held; want 0", n)
-		}
-		s.HoldKeyPurges(0)
-		if d := <-done; d != wait {
-			t.Errorf("the armed delete was held %v; want it let go when the fault was disarmed, %v", d, wait)
-		}
+			return d
+		})
 		if d, err := held(lab, purge); d != 0 || err != nil {
 			t.Errorf("a purge's delete once the count is spent was held %v (%v); want it at once", d, err)
 		}
@@ -458,11 +471,7 @@ func TestHoldKeyPurges_HoldUntilReleased(t *testing.T) {
 func TestHoldKeyDeletes_HoldUntilReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var s fault.Store
-		held := func(ctx context.Context, q string) (time.Duration, error) {
-			start := time.Now()
-			err := s.BeforeStatement(ctx, q)
-			return time.Since(start), err
-		}
+		held := func(ctx context.Context, q string) (time.Duration, error) { return statementHeld(&s, ctx, q) }
 		const release = `DELETE FROM idempotency_keys WHERE id = ? AND lease_owner = ?`
 		s.HoldKeyDeletes(1)
 		if d, err := held(context.Background(), `SELECT lease_owner FROM idempotency_keys WHERE id = ?`); d != 0 || err != nil {
@@ -471,26 +480,10 @@ func TestHoldKeyDeletes_HoldUntilReleased(t *testing.T) {
 		if d, err := held(fault.LabRead(context.Background()), `DELETE FROM idempotency_keys WHERE state = 'completed'`); d != 0 || err != nil {
 			t.Errorf("the lab's purge, armed, was held %v (%v); want it at once", d, err)
 		}
-		const wait = 2 * time.Second
-		done := make(chan time.Duration)
-		go func() {
+		heldUntilDisarmed(t, "delete", s.HeldKeyDeletesLeft, s.HoldKeyDeletes, func() time.Duration {
 			d, _ := held(context.Background(), release)
-			done <- d
-		}()
-		time.Sleep(wait)
-		synctest.Wait()
-		select {
-		case d := <-done:
-			t.Fatalf("the armed delete ran after %v, before the fault was disarmed", d)
-		default:
-		}
-		if n := s.HeldKeyDeletesLeft(); n != 0 {
-			t.Errorf("%d left while the armed delete is held; want 0", n)
-		}
-		s.HoldKeyDeletes(0)
-		if d := <-done; d != wait {
-			t.Errorf("the armed delete was held %v; want it let go when the fault was disarmed, %v", d, wait)
-		}
+			return d
+		})
 		if d, err := held(context.Background(), release); d != 0 || err != nil {
 			t.Errorf("a delete once the count is spent was held %v (%v); want it at once", d, err)
 		}
@@ -508,36 +501,16 @@ func TestHoldKeyUpdates_HoldUntilReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var s fault.Store
 		ctx := context.Background()
-		held := func(ctx context.Context, q string) (time.Duration, error) {
-			start := time.Now()
-			err := s.BeforeStatement(ctx, q)
-			return time.Since(start), err
-		}
+		held := func(ctx context.Context, q string) (time.Duration, error) { return statementHeld(&s, ctx, q) }
 		const update = `UPDATE idempotency_keys SET state = 'completed' WHERE id = ?`
 		s.HoldKeyUpdates(1)
 		if d, err := held(ctx, `SELECT lease_owner FROM idempotency_keys WHERE id = ?`); d != 0 || err != nil {
 			t.Errorf("a read of the key table, armed, was held %v (%v); want it at once", d, err)
 		}
-		const wait = 2 * time.Second
-		done := make(chan time.Duration)
-		go func() {
+		heldUntilDisarmed(t, "update", s.HeldKeyUpdatesLeft, s.HoldKeyUpdates, func() time.Duration {
 			d, _ := held(ctx, update)
-			done <- d
-		}()
-		time.Sleep(wait)
-		synctest.Wait()
-		select {
-		case d := <-done:
-			t.Fatalf("the armed update ran after %v, before the fault was disarmed", d)
-		default:
-		}
-		if n := s.HeldKeyUpdatesLeft(); n != 0 {
-			t.Errorf("%d left while the armed update is held; want 0", n)
-		}
-		s.HoldKeyUpdates(0)
-		if d := <-done; d != wait {
-			t.Errorf("the armed update was held %v; want it let go when the fault was disarmed, %v", d, wait)
-		}
+			return d
+		})
 		if d, err := held(ctx, update); d != 0 || err != nil {
 			t.Errorf("an update once the count is spent was held %v (%v); want it at once", d, err)
 		}
