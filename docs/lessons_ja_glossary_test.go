@@ -113,6 +113,8 @@ var (
 	spacedAlnum = regexp.MustCompile(jaLetter + ` +[A-Za-z0-9]|[A-Za-z0-9] +` + jaLetter)
 	inlineSpan  = regexp.MustCompile("`[^`]*`")
 	isJaLetter  = regexp.MustCompile("^" + jaLetter + "$")
+	// katakanaWord is a word in katakana only.
+	katakanaWord = regexp.MustCompile(`^[\p{Katakana}ー]+$`)
 	// italics is emphasis by one asterisk (*自分の*), an English device:
 	// Japanese says it with word order or 「」. Bold (**) is a term's
 	// definition and stays.
@@ -155,6 +157,27 @@ func spacedCode(line string) string {
 	return ""
 }
 
+// containsWord reports whether text says word. A word in katakana is
+// not said by a longer katakana word that begins with it: ダブル is
+// avoided, ダブルクリック is not.
+func containsWord(text, word string) bool {
+	if !katakanaWord.MatchString(word) {
+		return strings.Contains(text, word)
+	}
+	for i := strings.Index(text, word); i >= 0; {
+		after, _ := utf8.DecodeRuneInString(text[i+len(word):])
+		if !katakanaWord.MatchString(string(after)) {
+			return true
+		}
+		next := strings.Index(text[i+len(word):], word)
+		if next < 0 {
+			return false
+		}
+		i += len(word) + next
+	}
+	return false
+}
+
 // styleProblems lists what a Japanese lesson says against the glossary:
 // an avoided word outside its term's first-mention form, a literal
 // rendering (spaces aside), italics, a space between Japanese and
@@ -170,7 +193,7 @@ func styleProblems(md string, g glossary) []string {
 			if a.unless != "" {
 				rest = strings.ReplaceAll(rest, a.unless, "")
 			}
-			if strings.Contains(rest, a.word) {
+			if containsWord(rest, a.word) {
 				problems = append(problems, fmt.Sprintf("%s: %q is an avoided word (glossary): %s", at, a.word, line))
 			}
 		}
@@ -222,7 +245,7 @@ func TestLessonsJa_Glossary(t *testing.T) {
 // the forms the rule asks for.
 func TestStyleProblems(t *testing.T) {
 	g := glossary{
-		avoid:   []avoided{{word: "コア台帳"}, {word: "スキャフォールド", unless: "雛形（スキャフォールド）"}},
+		avoid:   []avoided{{word: "コア台帳"}, {word: "スキャフォールド", unless: "雛形（スキャフォールド）"}, {word: "ダブル"}},
 		literal: []string{"2 人の誠実なクライアント"},
 	}
 	tests := []struct {
@@ -233,6 +256,9 @@ func TestStyleProblems(t *testing.T) {
 		{"an avoided word", "送金はコア台帳に届きます。\n", `"コア台帳" is an avoided word`},
 		{"an avoided word in its first-mention form", "雛形（スキャフォールド）を開きます。\n", ""},
 		{"the avoided word later on its own", "雛形（スキャフォールド）を開きます。\nスキャフォールドは失敗します。\n", `"スキャフォールド" is an avoided word`},
+		{"an avoided katakana word", "ダブルが起きます。\n", `"ダブル" is an avoided word`},
+		{"an avoided katakana word after a longer one", "ダブルクリックでダブルになります。\n", `"ダブル" is an avoided word`},
+		{"a longer katakana word that begins with an avoided one", "ダブルクリックとダブルチェックです。\n", ""},
 		{"an avoided word in a fenced block", "```\nコア台帳\n```\n", ""},
 		{"a literal rendering, respaced", "2人の誠実なクライアントです。\n", "literal rendering"},
 		{"a space before a digit", "ステージ 7 では\n", "no space between Japanese"},
