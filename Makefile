@@ -92,6 +92,7 @@ reset: lab ## the untouched scaffold of a stage back, yours kept in .idemlab/bac
 
 .PHONY: lab
 lab: ## build the lab command into bin/lab (then: bin/lab help)
+	@$(if $(wildcard bin/lab),,echo "building the lab command (bin/lab): the first build compiles the kit, about half a minute" >&2)
 	@$(GO) build -o bin/lab ./cmd/lab
 
 .PHONY: serve
