@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -443,6 +444,7 @@ func (s *serialized) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // overlapped holds the first POST until every other copy has arrived and
 // been answered 409: each copy meets the original still running.
 type overlapped struct {
+	bare    bool // no Retry-After on the 409s
 	mu      sync.Mutex
 	arrived int
 	all     chan struct{}
@@ -459,6 +461,9 @@ func (o *overlapped) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := o.arrived
 	o.mu.Unlock()
 	if n > 1 {
+		if !o.bare {
+			w.Header().Set("Retry-After", "1")
+		}
 		w.WriteHeader(http.StatusConflict)
 		if n == copies {
 			close(o.all)
@@ -473,7 +478,7 @@ func (o *overlapped) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // all answered as one, none 409, meet the MUST only as retries do: the
 // result says the race may not have been reached (a server without a
 // lock answers so when it is quick); copies seen in progress carry no
-// such note.
+// such note, unless they carry no Retry-After, which the note names.
 func TestConcurrentDuplicates_SaysWhenNoCopyWasSeenInProgress(t *testing.T) {
 	r := runScenario(t, &serialized{h: payserver.New()}, "concurrent-duplicates")
 	if r.Contract != ContractMet || !strings.Contains(r.Note, "no copy was seen while the original ran") {
@@ -487,6 +492,10 @@ func TestConcurrentDuplicates_SaysWhenNoCopyWasSeenInProgress(t *testing.T) {
 	r = runScenario(t, &overlapped{all: make(chan struct{}), h: payserver.New()}, "concurrent-duplicates")
 	if r.Contract != ContractMet || r.Note != "" {
 		t.Errorf("overlapped: contract %s, note %q; want met, no note (got %s)", r.Contract, r.Note, r.Got)
+	}
+	r = runScenario(t, &overlapped{bare: true, all: make(chan struct{}), h: payserver.New()}, "concurrent-duplicates")
+	if r.Contract != ContractMet || !strings.Contains(r.Note, strconv.Itoa(copies-1)+" of the "+strconv.Itoa(copies-1)+" 409s carried no Retry-After") {
+		t.Errorf("overlapped, 409s without Retry-After: contract %s, note %q; want met, with a note that names them", r.Contract, r.Note)
 	}
 }
 
