@@ -914,14 +914,17 @@ func checkSharedClientKey(t *T) error {
 // written (created_at) or marked sent (sent_at), and a sent_at that is
 // not when the core acknowledged the row (copied from created_at: every
 // lag reads 0; read when the pass began, before the send: the lag leaves
-// out the core's answer time). The lab moves its clock on by hours
-// first, so that the two clocks are hours apart; then, with the core
-// ledger down, a transfer writes its row, and the core comes back but
+// out the core's answer time); and a dead letter's time (dead_at) that is
+// not when the core refused its posting for good. The lab moves its
+// clock on by hours first, so that the two clocks are hours apart; then,
+// with the core ledger down, two transfers write their rows, the core is
+// to refuse the second's posting for good, and the core comes back but
 // holds the relay's next request while the lab clock moves on again: the
-// row is acknowledged after the second move. It reads the row's times
-// (GET /lab/transfers) against the lab clock before the transfer was
-// sent, just before the second move, just after it and once the row was
-// delivered.
+// first row is acknowledged, and the second refused, after the second
+// move. It reads the first row's times (GET /lab/transfers) against the
+// lab clock before the transfer was sent, just before the second move,
+// just after it and once the outbox had drained, and then the dead
+// letter's (GET /lab/state) against the last two.
 func checkOutboxTimes(t *T) error {
 	s, up, err := t.coreDownScenario(1_000_000)
 	if err != nil {
@@ -936,12 +939,23 @@ func checkOutboxTimes(t *T) error {
 	if err != nil {
 		return err
 	}
-	story := []string{fmt.Sprintf("(POST /lab/clock: the lab clock moved on %v, to %s; the core ledger is down) then a transfer", moved, clock.Format(before))}
+	story := []string{fmt.Sprintf("(POST /lab/clock: the lab clock moved on %v, to %s; the core ledger is down) then two transfers", moved, clock.Format(before))}
 	want := owed{}
 	if err := t.payment(s, want, &story); err != nil {
 		return err
 	}
 	id := slices.Collect(maps.Keys(want))[0]
+	// A second transfer, whose posting the core will refuse for good: its
+	// dead letter is set aside by the same pass, once the core refuses it.
+	poison := owed{}
+	if err := t.payment(s, poison, &story); err != nil {
+		return err
+	}
+	dead := slices.Collect(maps.Keys(poison))[0]
+	want[dead] = poison[dead]
+	faults := &t.Core().Faults
+	faults.Poison(dead)
+	story = append(story, fmt.Sprintf("(the core ledger is to refuse the posting of %s, the second transfer, for good: 422 %s)", dead, core.Rejected.URI()))
 	// The row is written with the transfer, before its answer.
 	listed, err := t.transfersListed([]string{id})
 	if err != nil {
@@ -951,7 +965,7 @@ func checkOutboxTimes(t *T) error {
 		// No row to time: whether the transfer reaches the core at all is
 		// judged first.
 		up()
-		if err := t.postedOnce(strings.Join(story, "\n"), s, want); err != nil {
+		if err := t.delivered(strings.Join(story, "\n"), s, want, []string{dead}); err != nil {
 			return err
 		}
 		return t.CouldNotObserve("when the outbox row of %s was written: GET /lab/transfers lists no created_at for it once the transfer was answered", id)
@@ -964,7 +978,6 @@ func checkOutboxTimes(t *T) error {
 	// the lab clock moves on, and answers it after, so that the
 	// acknowledgement comes after the move, and a sent_at read before the
 	// send (when the pass began) reads before it.
-	faults := &t.Core().Faults
 	held0 := faults.Held()
 	faults.Hold()
 	defer faults.Release()
@@ -983,11 +996,11 @@ func checkOutboxTimes(t *T) error {
 	}
 	faults.Release()
 	if arrived {
-		story = append(story, fmt.Sprintf("(its outbox row written while the core is down, the core ledger came back and held the relay's next request, unanswered, while the lab clock moved on %v more, to %s; then it answered)", gap, clock.Format(resumed)))
+		story = append(story, fmt.Sprintf("(their outbox rows written while the core is down, the core ledger came back and held the relay's next request, unanswered, while the lab clock moved on %v more, to %s; then it answered)", gap, clock.Format(resumed)))
 	} else {
-		story = append(story, fmt.Sprintf("(its outbox row written while the core is down, the core ledger came back; the relay sent it nothing in %v, and the lab clock moved on %v more, to %s)", drainWithin, gap, clock.Format(resumed)))
+		story = append(story, fmt.Sprintf("(their outbox rows written while the core is down, the core ledger came back; the relay sent it nothing in %v, and the lab clock moved on %v more, to %s)", drainWithin, gap, clock.Format(resumed)))
 	}
-	if err := t.postedOnce(strings.Join(story, "\n"), s, want); err != nil {
+	if err := t.delivered(strings.Join(story, "\n"), s, want, []string{dead}); err != nil {
 		return err
 	}
 	after, err := t.LabNow()
@@ -1005,7 +1018,7 @@ func checkOutboxTimes(t *T) error {
 	created, errC := time.Parse(time.RFC3339Nano, x.OutboxAt)
 	sent, errS := time.Parse(time.RFC3339Nano, x.OutboxSentAt)
 	if errC == nil && errS == nil && !created.Before(before) && !pause.Before(created) && !sent.Before(resumed) && !after.Before(sent) {
-		return nil
+		return t.deadLetterTime(story, dead, resumed, after)
 	}
 	story = append(story, fmt.Sprintf("(the lab clock read %s before the transfer was sent, %s once its row was written, %s once the clock had moved on and %s once the outbox had drained)",
 		clock.Format(before), clock.Format(pause), clock.Format(resumed), clock.Format(after)))
@@ -1018,6 +1031,38 @@ func checkOutboxTimes(t *T) error {
 	f := t.Fail(strings.Join(story, "\n"), got,
 		fmt.Sprintf("created_at and sent_at RFC 3339 instants on the lab clock: %s ≤ created_at ≤ %s, the row's writing, and %s ≤ sent_at ≤ %s, the core's acknowledgement", clock.Format(before), clock.Format(pause), clock.Format(resumed), clock.Format(after))).(*judging.Failure)
 	f.Why = "the outbox's times are read on the lab clock, as every other time of the server: the delivery lag (sent_at less created_at) the lab, the dashboard and make delivery-check report, and an instructor's timeline once the lab clock was moved; a time from the machine's clock (time.Now()) reads as hours before the transfer was made, and the lag is off by as much as the clock was moved; a sent_at that is not the acknowledgement's time hides how long the core kept the row waiting"
+	return f
+}
+
+// deadLetterTime checks, for S9.outbox-times, that the dead letter of
+// transfer id was set aside on the lab clock once the core had refused it:
+// between resumed, when the lab clock had moved on while the core held
+// the relay's request, and after, once the outbox had drained.
+func (t *T) deadLetterTime(story []string, id string, resumed, after time.Time) error {
+	st, err := t.State()
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(st.DeadLetters, func(d bank.DeadLetter) bool { return d.TransferID == id })
+	if i < 0 {
+		return t.CouldNotObserve("when the posting of %s was set aside: GET /lab/state lists no dead letter for it", id)
+	}
+	at, err := time.Parse(time.RFC3339Nano, st.DeadLetters[i].At)
+	if err == nil && !at.Before(resumed) && !after.Before(at) {
+		return nil
+	}
+	story = append(story, fmt.Sprintf("(the lab clock read %s once it had moved on while the core held the relay's request, and %s once the outbox had drained)", clock.Format(resumed), clock.Format(after)))
+	got := fmt.Sprintf("the dead letter of %s: set aside at %s (dead_at)", id, st.DeadLetters[i].At)
+	switch {
+	case err != nil:
+		got += ", not an RFC 3339 instant, as the lab clock writes them"
+	case at.Before(resumed):
+		got += fmt.Sprintf(", %v before the lab clock moved on while the core held the request it was refused in", resumed.Sub(at))
+	}
+	f := t.Fail(strings.Join(story, "\n"), got,
+		fmt.Sprintf("dead_at an RFC 3339 instant on the lab clock, when the core refused the posting for good: %s ≤ dead_at ≤ %s", clock.Format(resumed), clock.Format(after))).(*judging.Failure)
+	f.Refs = []string{id}
+	f.Why = "a dead letter's time says when the posting was given up, on the lab clock as every other time of the server: the person who settles it by hand reads it beside the transfer's and the core's times, and an instructor's timeline puts it there; one read when the pass began, before the send, says it was given up before the core had refused it, and leaves out however long the core kept the request waiting; one from the machine's clock is hours off once the lab clock was moved"
 	return f
 }
 
