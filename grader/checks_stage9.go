@@ -365,20 +365,33 @@ func checkPostedOnce(t *T) error {
 // long: the lab clock moves on weeks while the core is down, longer than
 // a queue keeps a message, 4 days by default and 14 at most on the
 // common ones), and one that marks a row sent before the core
-// acknowledged it.
+// acknowledged it. The lab clock is first set back by weeks, behind the
+// machine's clock: a relay that reads a row's age from the machine's
+// clock against its created_at (on the lab clock) finds every row weeks
+// old from the start, and gives it up on its first pass, where a lab
+// clock ahead of the machine's would make it never give up.
 func checkCoreDown(t *T) error {
 	s, up, err := t.coreDownScenario(1_000_000)
 	if err != nil {
 		return err
 	}
 	defer up()
+	now, err := t.LabNow()
+	if err != nil {
+		return err
+	}
+	back := time.Duration(15+t.rng.IntN(31)) * 24 * time.Hour
+	if err := t.SetClock(now.Add(-back)); err != nil {
+		return err
+	}
 	outage := time.Duration(15+t.rng.IntN(31)) * 24 * time.Hour
 	var moved error
-	back := func() {
+	comeBack := func() {
 		moved = t.Advance(outage)
 		up()
 	}
-	err = t.throughRefusals(s, []string{"the core ledger is down"}, back, outageRefusals, "postings while down",
+	set := fmt.Sprintf("(POST /lab/clock: the lab clock set back %v, to %s, behind the machine's clock) the core ledger is down", back, clock.Format(now.Add(-back)))
+	err = t.throughRefusals(s, []string{set}, comeBack, outageRefusals, "postings while down",
 		fmt.Sprintf("comes back after an outage of %v on the lab clock (POST /lab/clock: moved on %v while it was down)", outage, outage))
 	if moved != nil {
 		return moved
