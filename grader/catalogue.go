@@ -210,7 +210,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S4.insufficient-funds-replayed", Stage: 4, Lesson: lesson4 + "#a-refusal-is-an-answer",
-		Claim: "a stored 422 insufficient-funds is replayed as it was, even after a deposit made the transfer affordable",
+		Claim: "a stored 422 insufficient-funds, with no Location, is replayed as it was, even after a deposit made the transfer affordable",
 		Why:   "the client that lost the 422 must learn the answer it was given; executing the retry later, after money arrived, moves money the customer was told would not move",
 		Run:   withScenario(100_000, checkInsufficientFundsReplayed),
 	},

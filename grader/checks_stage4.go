@@ -298,7 +298,9 @@ type transferAnswer struct {
 
 // checkInsufficientFundsReplayed catches a server that stores only
 // successes: the refused transfer's retry executes once a deposit made it
-// affordable, or the refusal is recomputed without the marker.
+// affordable, or the refusal is recomputed without the marker. It also
+// catches a refusal stored like a success, with the Location of a
+// transfer that was never made.
 func checkInsufficientFundsReplayed(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	amount, op := s.Opening+t.Amount(1, 50_000), t.Op()
@@ -306,6 +308,13 @@ func checkInsufficientFundsReplayed(t *T, s Scenario) error {
 	orig := t.Do(req)
 	if !orig.Is(http.StatusUnprocessableEntity, pInsufficient) {
 		return t.Fail(req.String()+fmt.Sprintf("  (the account holds %d)", s.Opening), orig.String(), "422 "+pInsufficient)
+	}
+	if loc := orig.Header.Get("Location"); loc != "" {
+		// Recorded, and the check goes on to its money probes: the
+		// replay below carries the same header, so only the first answer
+		// can show it.
+		t.Differ(req.String()+fmt.Sprintf("  (the account holds %d)", s.Opening), orig.String()+"\nwith Location: "+loc,
+			"422 "+pInsufficient+" with no Location header: the refusal created nothing, and a Location names the resource a request created (a refusal's stored answer has none)")
 	}
 	books.Expect(op)
 	dop, damount := t.Op(), t.Amount(50_000, 200_000)
