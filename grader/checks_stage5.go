@@ -731,6 +731,9 @@ func checkPurgeKeepsInProgress(t *T) error {
 	if err != nil {
 		return err
 	}
+	if err := t.WhileHeld(1_000_000, t.purgedBesideReusedKey); err != nil {
+		return err
+	}
 	st, err := t.State()
 	if err != nil || st.Engine == labdb.SQLite {
 		return err
@@ -832,6 +835,86 @@ func (t *T) purgedBesideLateClaim(s Scenario, latency time.Duration) (bool, erro
 		age, cut, latency, retry.Short(), late.Short())
 	return true, because(t.Reconcile(sent, "the retry "+late.Short()+"; the one after it "+retry.Short(), books),
 		"a purge says in its DELETE's own condition that a key is completed and expired: keys chosen by an earlier read and deleted by their names take with them the claim a late retry made in between, and the next retry pays a second time")
+}
+
+// purgedBesideReusedKey is S5.purge-keeps-in-progress's round that
+// catches a purge that takes every row with an old completion time for
+// a completed key. Forgetting an expired key need not be a DELETE: a
+// claim may make the expired row the new request's, and a row so reused
+// is in progress with its first completion time still in it unless the
+// claim clears it. The round makes a payment, lets its key expire (the
+// retention cut in the config: a move of the clock would purge it), and
+// sends a new request under the key, which claims it again and waits on
+// the core; while it waits, POST /lab/purge and a retry, which must get
+// 409 request-in-progress. A purge whose condition says the key is
+// completed keeps the claim whatever else the row holds.
+func (t *T) purgedBesideReusedKey(s Scenario, latency time.Duration) (bool, error) {
+	if err := t.Configure(labclient.Config{Lease: 72 * time.Hour, NoCoreLatency: true}); err != nil {
+		return false, err
+	}
+	a, b, books := s.A, s.B, s.Books
+	old, oldOp, oldAmount := s.Payment(t)
+	books.Expect(oldOp)
+	first := t.Do(old)
+	if executedOps(first) > 0 {
+		books.Transfer(oldOp, a.Accounts[0], b.Accounts[0], oldAmount)
+	}
+	sent := old.String() + "  →  " + first.Short()
+	if !first.Is(http.StatusCreated, "") {
+		return true, t.Reconcile(sent, "", books)
+	}
+	// The retention must outlast the clients' retry horizon (an hour).
+	const age, cut = 2 * time.Hour, 2*time.Hour - 10*time.Second
+	if err := t.Advance(age); err != nil {
+		return true, err
+	}
+	if err := t.Configure(labclient.Config{Retention: cut}); err != nil {
+		return true, err
+	}
+	// A new payment under the expired key: another amount, another op.
+	amount, op := t.Amount(1_000, 100_000), t.Op()
+	req := Transfer(a, old.Key, TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+	held, err := t.Hold(req, latency)
+	if err != nil {
+		return true, err
+	}
+	sent += fmt.Sprintf("\nthen %v of lab time, and the retention cut to %v in the config: the key expired and is still in the table"+
+		"\nthen a new payment under that key: %s  (it waits %v on the core)", age, cut, req.String(), latency)
+	if !held.Seen {
+		late := held.Wait()
+		books.Expect(op)
+		if executedOps(late) > 0 {
+			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+		}
+		if err := t.Reconcile(sent, late.Short(), books); err != nil || lastHold(latency) {
+			return true, err
+		}
+		return false, nil // a slow machine may have looked too late: wait longer
+	}
+	if _, err := t.Purge(); err != nil {
+		return true, fmt.Errorf("POST /lab/purge: %w", err)
+	}
+	early := held.Early()
+	retry := t.Do(req)
+	late := held.Wait()
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return true, err
+	}
+	books.Expect(op)
+	if executedOps(late, retry) > 0 {
+		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+	}
+	sent += "\nwhile it waits: POST /lab/purge, and the retry, the same request  →  " + retry.Short() + "\nthe new payment answers  " + late.Short()
+	if err := t.Reconcile(sent, "the retry "+retry.Short()+"; the new payment "+late.Short(), books); err != nil {
+		return true, because(err, "a purge removes only keys that say they are completed: a key claimed again after it expired is in progress, whatever completion time its row still holds, and a purge that takes it lets the next retry pay beside the request still running")
+	}
+	if !retry.Is(http.StatusConflict, pInProgress) && !early {
+		return false, nil
+	}
+	if !retry.Is(http.StatusConflict, pInProgress) {
+		return true, t.Fail(sent, retry.String(), "409 "+pInProgress+": the new payment under the key still runs")
+	}
+	return true, nil
 }
 
 // completedPurged gives err, a failure found once the original had
