@@ -129,9 +129,17 @@ func (p *Progress) Stage(n int) StageProgress {
 // checks (RUN=…) says nothing about the whole stage: it only moves the
 // focus, to the check it saw fail, or off a check it saw pass. A check
 // that could not run neither takes the focus nor gives it up: it says
-// nothing of the server.
+// nothing of the server. A check seen to pass, in either kind of run,
+// starts its hints again from the first tier: when it fails again, later
+// or at a later stage, it fails for another reason, and a student who
+// asks should get the idea first, not the code.
 func (p *Progress) Record(o Outcome, at time.Time) {
 	key := strconv.Itoa(o.Stage)
+	for _, c := range o.Checks {
+		if c.Passed {
+			delete(p.Hints, c.ID)
+		}
+	}
 	if o.Only != "" {
 		sp := p.Stage(o.Stage)
 		switch first := o.FirstFailing(); {

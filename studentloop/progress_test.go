@@ -43,6 +43,35 @@ func TestProgress_RoundTrip(t *testing.T) {
 	}
 }
 
+// TestProgress_APassStartsTheHintsAgain: a check that failed and was
+// hinted up to its code, then passed, in a full run or a RUN= run, gives
+// the idea first when it fails again; a check that failed again keeps
+// its tier, and one that could not run says nothing of the server.
+func TestProgress_APassStartsTheHintsAgain(t *testing.T) {
+	for _, only := range []string{"", "S4.a"} {
+		p := &Progress{Stages: map[string]StageProgress{}, Hints: map[string]int{}}
+		for range Tiers {
+			p.NextTier("S4.a", Tiers)
+			p.NextTier("S4.b", Tiers)
+			p.NextTier("S4.c", Tiers)
+		}
+		p.Record(Outcome{Stage: 4, Only: only, Checks: []CheckResult{
+			{ID: "S4.a", Passed: true},
+			{ID: "S4.b"},
+			{ID: "S4.c", Report: "COULD NOT RUN S4.c  …"},
+		}}, time.Unix(0, 0))
+		if got := p.NextTier("S4.a", Tiers); got != 1 {
+			t.Errorf("RUN=%q: after S4.a passed, its next hint is tier %d, want 1", only, got)
+		}
+		if got := p.NextTier("S4.b", Tiers); got != Tiers {
+			t.Errorf("RUN=%q: S4.b failed again, its next hint is tier %d, want %d", only, got, Tiers)
+		}
+		if got := p.NextTier("S4.c", Tiers); got != Tiers {
+			t.Errorf("RUN=%q: S4.c could not run, its next hint is tier %d, want %d", only, got, Tiers)
+		}
+	}
+}
+
 // TestProgress_ARunOfOneCheckMovesTheHintsFocus: after a full run, a run
 // of one check (RUN=…) that fails makes it the check a hint is about,
 // though the stage's count stays the full run's; a later RUN= pass of it,
