@@ -205,7 +205,7 @@ func complete(ctx context.Context, tx *sql.Tx, id int64, res response, now time.
 // request-in-progress (stage 6's lease is what frees such a key).
 //
 // TODO(stage 6): when you are done, a key is given back only by the
-// request that still holds its lease: a retry that took it over is
+// request it still belongs to: a retry that took it over is
 // executing it, and a key deleted under it lets a third attempt execute
 // beside it. If the release fails, the lease expiring is what frees the
 // key now.

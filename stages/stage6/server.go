@@ -102,7 +102,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string, raw
 	// our transaction.
 	// TODO(stage 6): when you are done, what this request does to its key
 	// from here on (complete it in execute, release it) it does only while
-	// it still holds the key's lease.
+	// the key is still its own: no retry has taken it over since this
+	// request claimed it. A lease that has run out is not yet a key taken
+	// over, and a key taken over is no longer this request's, whatever
+	// the clock says.
 	id, stored, err := claim(ctx, s.env.DB, sc, fp, s.env.Clock.Now(), s.env.Config())
 	if err != nil {
 		problem.Write(w, err)
