@@ -93,7 +93,8 @@ func metadata(pairs ...string) string {
 // catches a server without a fingerprint (409 duplicate-request, or from
 // stage 4 the original's 201, for a request it never executed), a
 // fingerprint over part of the body (the money only, or without the
-// metadata), a claim that takes an edited body for a new request
+// metadata), a fingerprint that folds the body's case (so that "Rent" and
+// "rent" are one request), a claim that takes an edited body for a new request
 // (UNIQUE over key and fingerprint, or a claim replaced) and executes it,
 // and, from stage 3, a claim that reads the key's state before its
 // fingerprint (see editedWhileRunning).
@@ -105,8 +106,9 @@ func checkEditedResubmission(t *T, s Scenario) error {
 	// Three originals: a transfer with a memo and two metadata members, one
 	// with neither memo nor ref, and a deposit.
 	amount, op, ref := t.Amount(10_000, 500_000), t.Op(), fmt.Sprintf("inv-%06d", t.Amount(0, 999_999))
+	memo := fmt.Sprintf("rent %d/%d", t.Amount(1, 12), t.Amount(1, 28))
 	full := body{{"from", str(a.Accounts[0])}, {"to", str(b.Accounts[0])}, {"amount", num(amount)},
-		{"memo", str(fmt.Sprintf("rent %d/%d", t.Amount(1, 12), t.Amount(1, 28)))}, {"metadata", metadata("op", op, "ref", ref)}}
+		{"memo", str(memo)}, {"metadata", metadata("op", op, "ref", ref)}}
 	amount2, op2 := t.Amount(10_000, 500_000), t.Op()
 	bare := body{{"from", str(a.Accounts[0])}, {"to", str(b.Accounts[0])}, {"amount", num(amount2)}, {"metadata", metadata("op", op2)}}
 	damount, dop := t.Amount(1_000, 90_000), t.Op()
@@ -146,6 +148,7 @@ func checkEditedResubmission(t *T, s Scenario) error {
 		{"another payee", 0, full.with("to", str(b.Accounts[1]))},
 		{"another source account", 0, full.with("from", str(a.Accounts[1]))},
 		{"the memo changed", 0, full.with("memo", str("rent, corrected"))},
+		{"the memo's letter case changed", 0, full.with("memo", str(strings.ToUpper(memo[:1])+memo[1:]))},
 		{"the memo removed", 0, full.without("memo")},
 		{"a metadata member changed", 0, full.with("metadata", metadata("op", op, "ref", ref+"-2"))},
 		{"a metadata member added", 0, full.with("metadata", metadata("op", op, "ref", ref, "note", "second try"))},
