@@ -350,8 +350,10 @@ func checkEquivalentBodies(t *T, s Scenario) error {
 // checkFingerprintIsRFC8785 sends bodies whose encoding/json forms differ
 // from their RFC 8785 form (a memo with < > & and U+2028, metadata member
 // names above U+FFFF, members out of order, escapes and an exponent in the
-// input), and a memo with a decomposed accent, which RFC 8785 keeps as it
-// is and a Unicode normalisation would change, and compares the
+// input), a memo with a decomposed accent and one with spaces at both
+// ends, which RFC 8785 keeps as they are and a normalisation (Unicode NFC,
+// trimming) would change, and a body without the optional members, to
+// which RFC 8785 adds none, and compares the
 // fingerprint column of each key's row with the SHA-256 of the canonical
 // form it computes itself. On one server a fingerprint over json.Marshal
 // of the decoded body works (it is a function of the decoded value); next
@@ -364,9 +366,10 @@ func checkFingerprintIsRFC8785(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	str := jsonString
 	n := t.Amount(1, 999)
-	op1, op2, op3, op4, op6 := t.Op(), t.Op(), t.Op(), t.Op(), t.Op()
+	op1, op2, op3, op4, op6, op7 := t.Op(), t.Op(), t.Op(), t.Op(), t.Op(), t.Op()
 	amount1, amount2, amount3 := t.Amount(1_000, 90_000), 1000*t.Amount(1, 90), t.Amount(1_000, 90_000)
 	amount4, amount5, amount6 := t.Amount(1_000, 90_000), t.Amount(1_000, 90_000), t.Amount(1_000, 90_000)
+	amount7, amount8 := t.Amount(1_000, 90_000), t.Amount(1_000, 90_000)
 	type sample struct {
 		what   string
 		req    Request
@@ -400,6 +403,15 @@ func checkFingerprintIsRFC8785(t *T, s Scenario) error {
 			Transfer(a, t.Key(), object(member{"from", str(a.Accounts[0])}, member{"to", str(b.Accounts[1])},
 				member{"amount", fmt.Sprint(amount6)}, member{"memo", str(fmt.Sprintf("cafe\u0301 %d", n))}, member{"metadata", object(member{"op", str(op6)})})),
 			func() { books.Transfer(op6, a.Accounts[0], b.Accounts[1], amount6) }},
+		{"a memo with spaces at both ends: RFC 8785 keeps every character of a string, and trims nothing",
+			Transfer(a, t.Key(), object(member{"from", str(a.Accounts[1])}, member{"to", str(b.Accounts[1])},
+				member{"amount", fmt.Sprint(amount7)}, member{"memo", str(fmt.Sprintf("  rent %d  ", n))}, member{"metadata", object(member{"op", str(op7)})})),
+			func() { books.Transfer(op7, a.Accounts[1], b.Accounts[1], amount7) }},
+		// With no metadata the deposit names no op: its books are the
+		// balance alone.
+		{"a deposit with neither memo nor metadata: RFC 8785 writes the members the body has, and adds no empty ones",
+			Deposit(a, t.Key(), object(member{"account", str(a.Accounts[1])}, member{"amount", fmt.Sprint(amount8)})),
+			func() { books.Balances[a.Accounts[1]] += amount8 }},
 	}
 	t.Rand().Shuffle(len(samples), func(i, j int) { samples[i], samples[j] = samples[j], samples[i] })
 	for _, s := range samples {
@@ -511,6 +523,23 @@ func knownForm(body string, stored any) string {
 		{"the RFC 8785 form of the body put into Unicode NFC, a normalisation RFC 8785 does not make", func() ([]byte, error) {
 			return canonical.Transform(norm.NFC.Bytes([]byte(body)))
 		}},
+		{"the RFC 8785 form of the body with the spaces around its memo trimmed, which RFC 8785 does not do", func() ([]byte, error) {
+			return withMembers(body, func(v map[string]any) {
+				if m, ok := v["memo"].(string); ok {
+					v["memo"] = strings.TrimSpace(m)
+				}
+			})
+		}},
+		{"the RFC 8785 form of the body with an empty memo and empty metadata written in where it has none, which RFC 8785 does not do", func() ([]byte, error) {
+			return withMembers(body, func(v map[string]any) {
+				if _, ok := v["memo"]; !ok {
+					v["memo"] = ""
+				}
+				if _, ok := v["metadata"]; !ok {
+					v["metadata"] = map[string]any{}
+				}
+			})
+		}},
 	}
 	for _, f := range forms {
 		if b, err := f.bytes(); err == nil && strings.EqualFold(hash(b), s) {
@@ -521,6 +550,21 @@ func knownForm(body string, stored any) string {
 		return "\n(the SHA-256 of the RFC 8785 form, but not in lowercase hex)"
 	}
 	return ""
+}
+
+// withMembers is the RFC 8785 form of body with its members changed by
+// edit.
+func withMembers(body string, edit func(map[string]any)) ([]byte, error) {
+	var v map[string]any
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		return nil, err
+	}
+	edit(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return canonical.Transform(b)
 }
 
 // checkEditedRacesOriginal catches a claim that reads the stored
