@@ -205,7 +205,7 @@ var catalogue = []Check{
 	{
 		ID: "S4.balance-after-unchanged", Stage: 4, Lesson: lesson4 + "#never-recompute",
 		Claim: "a replay's balance_after and created_at stay what they were, after later transfers, deposits and time",
-		Why:   "a replay rebuilt from today's balance tells the customer a balance that was never the result of this transfer: the receipt they keep is wrong",
+		Why:   "a replay rebuilt from today's balance tells the customer a balance that was never the result of this transfer or deposit: the receipt they keep is wrong",
 		Run:   withScenario(2_000_000, checkBalanceAfterUnchanged),
 	},
 	{

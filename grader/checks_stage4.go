@@ -251,16 +251,29 @@ func checkNoCookieReplayed(t *T, s Scenario) error {
 
 // checkBalanceAfterUnchanged catches a replay rebuilt from current data:
 // balance_after read from the account now, created_at from the clock now.
+// A transfer and a deposit are replayed, each after the account has moved
+// since: the two routes answer from two code paths.
 func checkBalanceAfterUnchanged(t *T, s Scenario) error {
 	a, b := s.A, s.B
-	x := t.Amount(1_000, 500_000)
-	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], x, t.Op()))
-	orig := t.Do(req)
-	var first transferAnswer
-	if !orig.Is(http.StatusCreated, "") || json.Unmarshal(orig.Body, &first) != nil || first.BalanceAfter != s.Opening-x {
-		return t.Fail(req.String(), orig.String(), fmt.Sprintf("201 Created with balance_after %d", s.Opening-x))
+	x, y := t.Amount(1_000, 500_000), t.Amount(1_000, 500_000)
+	firsts := []struct {
+		kind    string
+		req     Request
+		balance int64
+		answer  receipt
+	}{
+		{kind: "transfer", req: Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], x, t.Op())), balance: s.Opening - x},
+		{kind: "deposit", req: Deposit(a, t.Key(), DepositBody(a.Accounts[0], y, t.Op())), balance: s.Opening - x + y},
 	}
-	story := []string{req.String() + "  →  201, balance_after " + fmt.Sprint(first.BalanceAfter)}
+	var story []string
+	for i := range firsts {
+		f := &firsts[i]
+		r := t.Do(f.req)
+		if !r.Is(http.StatusCreated, "") || json.Unmarshal(r.Body, &f.answer) != nil || f.answer.BalanceAfter != f.balance {
+			return t.Fail(strings.Join(append(story, f.req.String()), "\nthen "), r.String(), fmt.Sprintf("201 Created with balance_after %d", f.balance))
+		}
+		story = append(story, f.req.String()+"  →  201, balance_after "+fmt.Sprint(f.answer.BalanceAfter))
+	}
 	later := []Request{
 		Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[1], t.Amount(1_000, 500_000), t.Op())),
 		Deposit(a, t.Key(), DepositBody(a.Accounts[0], t.Amount(1_000, 500_000), t.Op())),
@@ -270,27 +283,30 @@ func checkBalanceAfterUnchanged(t *T, s Scenario) error {
 		if !r.Is(http.StatusCreated, "") {
 			return t.Fail(l.String(), r.String(), "201 Created")
 		}
-		story = append(story, "then "+l.String()+"  →  201")
+		story = append(story, l.String()+"  →  201")
 	}
 	if err := t.Advance(90 * time.Second); err != nil {
 		return err
 	}
-	story = append(story, "then 90s of lab time, and the retry of the first transfer")
-	r := t.Do(req)
-	var replay transferAnswer
-	if err := json.Unmarshal(r.Body, &replay); err != nil || !r.Is(http.StatusCreated, "") {
-		return t.Fail(strings.Join(story, "\n"), r.String(), "the stored 201")
-	}
-	if replay != first {
-		return t.Harmful(judging.WrongAnswer, strings.Join(story, "\n"),
-			fmt.Sprintf("id %s, balance_after %d, created_at %s", replay.ID, replay.BalanceAfter, replay.CreatedAt),
-			fmt.Sprintf("id %s, balance_after %d, created_at %s: what the first answer said", first.ID, first.BalanceAfter, first.CreatedAt))
+	for _, f := range firsts {
+		sent := strings.Join(story, "\nthen ") + "\nthen 90s of lab time, and the retry of the first " + f.kind
+		r := t.Do(f.req)
+		var replay receipt
+		if err := json.Unmarshal(r.Body, &replay); err != nil || !r.Is(http.StatusCreated, "") {
+			return t.Fail(sent, r.String(), "the stored 201")
+		}
+		if replay != f.answer {
+			return t.Harmful(judging.WrongAnswer, sent,
+				fmt.Sprintf("id %s, balance_after %d, created_at %s", replay.ID, replay.BalanceAfter, replay.CreatedAt),
+				fmt.Sprintf("id %s, balance_after %d, created_at %s: what the first answer said", f.answer.ID, f.answer.BalanceAfter, f.answer.CreatedAt))
+		}
 	}
 	return nil
 }
 
-// transferAnswer is the part of a transfer answer a replay must keep.
-type transferAnswer struct {
+// receipt is the part of a transfer's or a deposit's answer a replay
+// must keep.
+type receipt struct {
 	ID           string `json:"id"`
 	BalanceAfter int64  `json:"balance_after"`
 	CreatedAt    string `json:"created_at"`
