@@ -13,6 +13,7 @@ import (
 	"idemlab/grader/judging"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
+	"idemlab/kit/request"
 )
 
 // replayMismatch compares a replay with the answer it replays, orig, and
@@ -73,17 +74,23 @@ func firstDifference(a, b []byte) string {
 		}
 		return string(s[from:end])
 	}
+	if i == len(b) && i < len(a) {
+		return fmt.Sprintf("the replay ends at byte %d of the original's %d, after …%s", i, len(a), show(b))
+	}
 	return fmt.Sprintf("at byte %d the replay has …%s… where the original had …%s…", i, show(b), show(a))
 }
 
 // checkReplayByteIdentical catches a replay recomputed instead of stored:
 // re-encoded from the transfer row (another member order, spacing or
-// created_at), rebuilt without Location, or answered with another status.
+// created_at), rebuilt without Location, answered with another status, or
+// cut short: the last transfer is as large as the contract lets one be,
+// so its answer is too.
 func checkReplayByteIdentical(t *T, s Scenario) error {
 	a, b := s.A, s.B
 	reqs := []Request{
 		Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], t.Amount(1_000, 500_000), t.Op())),
 		Deposit(a, t.Key(), DepositBody(a.Accounts[1], t.Amount(1_000, 500_000), t.Op())),
+		Transfer(a, t.Key(), largestTransferBody(t, a.Accounts[0], b.Accounts[1], t.Amount(1_000, 500_000), t.Op())),
 	}
 	for _, req := range reqs {
 		orig := t.Do(req)
@@ -121,6 +128,23 @@ func checkReplayByteIdentical(t *T, s Scenario) error {
 		}
 	}
 	return nil
+}
+
+// largestTransferBody is a transfer body at the contract's limits: a memo
+// of request.MaxMemo characters (Hangul, < and &, which take more than one
+// byte or more than one spelling) and request.MaxMetadata metadata
+// members, op among them, with names and values as long as allowed. Its
+// answer, over 2 KiB, is the longest a transfer can get.
+func largestTransferBody(t *T, from, to string, amount int64, op string) string {
+	memo := []rune(strings.Repeat(fmt.Sprintf("월세 %d <rent> & fees ", t.Amount(1, 999)), request.MaxMemo))
+	pairs := []string{"op", op}
+	for i := 1; i < request.MaxMetadata; i++ {
+		name := fmt.Sprintf("note-%02d-", i)
+		name += strings.Repeat("n", request.MaxMetadataKey-len(name))
+		pairs = append(pairs, name, strings.Repeat(fmt.Sprintf("%x", t.Amount(0, 15)), request.MaxMetadataValue))
+	}
+	return object(member{"from", jsonString(from)}, member{"to", jsonString(to)}, member{"amount", fmt.Sprint(amount)},
+		member{"memo", jsonString(string(memo[:request.MaxMemo]))}, member{"metadata", metadata(pairs...)})
 }
 
 // What S4.replay-byte-identical tells a student whose retry of a
