@@ -357,10 +357,14 @@ func (t *Traffic) Burst(ctx context.Context) string {
 	return fmt.Sprintf("burst: %d × %s at once", BurstSize, op.Op)
 }
 
-// Edited sends a fresh operation and then a clerk's resubmission of it:
-// the same key, the amount changed.
+// Edited sends a fresh transfer and then a clerk's resubmission of it:
+// the same key, the amount changed. It is always a transfer, as the help
+// page and the classroom script say, whatever the plan holds next.
 func (t *Traffic) Edited(ctx context.Context) string {
 	op := t.draw()
+	for op.Endpoint != dayplan.Transfers { // a fifth of the plan are deposits
+		op = t.draw()
+	}
 	op.Fate = dayplan.Fate{EditedAmount: op.Amount + 50_000}
 	t.everywhere(func(url func() string) { t.play(ctx, url, op) })
 	return fmt.Sprintf("clerk: %s again, ₩%s → ₩%s", op.Op, dashboard.Short(op.Amount), dashboard.Short(op.Fate.EditedAmount))

@@ -106,3 +106,44 @@ func TestTraffic_EverySubmissionRetriesByThePolicy(t *testing.T) {
 		t.Errorf("the edit sent the original's body: %s", sent[2])
 	}
 }
+
+// TestTraffic_EditedResubmitsATransfer: the e key's clerk edits a
+// transfer, every time, as the help page says; the plan it draws from
+// holds deposits too. It catches an Edited that resubmits whatever
+// operation comes next.
+func TestTraffic_EditedResubmitsATransfer(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+	tr := NewTraffic([]func() string{func() string { return srv.URL }}, bank.DefaultParams())
+	calm, err := ProfileNamed("calm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.SetProfile(calm)
+	deposits := 0
+	for _, op := range tr.chunkFor(Profiles[calm])[:20] {
+		if op.Endpoint == dayplan.Deposits {
+			deposits++
+		}
+	}
+	if deposits == 0 {
+		t.Fatal("the first 20 operations of the plan hold no deposit: this test would prove nothing")
+	}
+	for range 20 {
+		tr.Edited(t.Context())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range paths {
+		if p != dayplan.Transfers {
+			t.Fatalf("the clerk's edit went to %s, want %s: %v", p, dayplan.Transfers, paths)
+		}
+	}
+}
