@@ -539,12 +539,17 @@ func (m Model) header(w int) string {
 		}
 	}
 	right := ""
-	if m.notice != "" && m.now.Sub(m.noticeAt) < 8*time.Second {
+	switch {
+	case m.notice != "" && m.now.Sub(m.noticeAt) < 8*time.Second:
 		style := m.styles.Notice
 		if m.errored {
 			style = m.styles.Error
 		}
 		right = style.Render(m.notice)
+	case m.busy != "":
+		// A slow action (your code's first build) says it is under way
+		// for as long as it is, not for as long as a notice lasts.
+		right = m.styles.Notice.Render(m.busy + "…")
 	}
 	room := w - lipgloss.Width(left) - 2
 	if room < 10 {

@@ -862,3 +862,28 @@ func TestModel_SaysWhichEngine(t *testing.T) {
 		}
 	}
 }
+
+// TestModel_SaysStartingForAsLongAsTheSwitchTakes: a switch to your code
+// builds it, which can take longer than a notice lasts; the header says
+// "starting …" until the switch is done. The notice was gone after 8 s
+// while the build went on, and the class watched a screen that said
+// nothing.
+func TestModel_SaysStartingForAsLongAsTheSwitchTakes(t *testing.T) {
+	m := demoModel(&fakeControls{})
+	m, _ = update(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
+	next, cmd := m.Update(press("y"))
+	m = next.(Model)
+	if cmd == nil {
+		t.Fatal("y started no switch")
+	}
+	const starting = "starting stage 6 · your code…"
+	m, _ = update(t, m, tickMsg(t0.Add(30*time.Second)))
+	if header := ansi.Strip(strings.SplitN(m.Render(), "\n", 2)[0]); !strings.Contains(header, starting) {
+		t.Errorf("30 s into the switch the header says %q, want %q", header, starting)
+	}
+	m, _ = update(t, m, cmd())
+	m, _ = update(t, m, tickMsg(t0.Add(60*time.Second)))
+	if header := ansi.Strip(strings.SplitN(m.Render(), "\n", 2)[0]); strings.Contains(header, "starting") {
+		t.Errorf("the switch is done and the header still says %q", header)
+	}
+}
