@@ -887,3 +887,38 @@ func TestModel_SaysStartingForAsLongAsTheSwitchTakes(t *testing.T) {
 		t.Errorf("the switch is done and the header still says %q", header)
 	}
 }
+
+// TestPane_ACrashNoteIsReadWholeOnANarrowPane: what a crash does to the
+// requests under way is a sentence the instructor reads to the class; on
+// the 38 columns of an 80-column window's pane it is wrapped, not cut to
+// "── killed -9: requests under way d…".
+func TestPane_ACrashNoteIsReadWholeOnANarrowPane(t *testing.T) {
+	const note = "killed -9: requests under way die uncommitted; their keys answer 409 until the lease ends"
+	s := NewSide()
+	s.Ingest(request("op-1", 201, false), t0)
+	s.Note(t0, note)
+	s.Ingest(request("op-2", 201, false), t0)
+	p := pane{side: s, st: DefaultStyles(), now: t0}
+	p.SetSize(40, 24)
+	out := ansi.Strip(p.Render())
+	rows := strings.Split(out, "\n")
+	var text []string // the note's rows: from its "──" to the next request
+	for i, l := range rows {
+		l = strings.Trim(l, "│ ")
+		if !strings.HasPrefix(l, "──") {
+			continue
+		}
+		text = append(text, strings.TrimSpace(strings.TrimPrefix(l, "──")))
+		for _, next := range rows[i+1:] {
+			next = strings.Trim(next, "│ ")
+			if strings.HasPrefix(next, "201") {
+				break
+			}
+			text = append(text, next)
+		}
+		break
+	}
+	if got := strings.Join(text, " "); !strings.Contains(got, note) {
+		t.Errorf("the crash note reads %q, want %q whole:\n%s", got, note, out)
+	}
+}

@@ -114,7 +114,7 @@ func (p pane) Render() string {
 	if l.spark {
 		add(p.sparkLines(iw)...)
 	}
-	add(p.feedLines(l.feed)...)
+	add(p.feedLines(l.feed, iw)...)
 	add(p.keyLines(l.keys)...)
 	if l.money > 0 {
 		add(p.moneyLines(l.money)...)
@@ -246,14 +246,19 @@ func (p pane) sparkLines(width int) []string {
 	}
 }
 
-func (p pane) feedLines(n int) []string {
+func (p pane) feedLines(n, width int) []string {
 	if n <= 0 {
 		return nil
 	}
 	out := p.toldLines(n)
 	for _, l := range p.side.Feed(n - len(out)) {
+		if l.Note != "" {
+			out = append(out, p.noteLines(l.Note, width)...)
+			continue
+		}
 		out = append(out, p.feedLine(l))
 	}
+	out = out[:min(len(out), n)]
 	if len(out) == 0 {
 		out = append(out, p.st.Dim.Render("waiting for requests…"))
 	}
@@ -279,10 +284,24 @@ func (p pane) toldLines(n int) []string {
 	return out
 }
 
-func (p pane) feedLine(l FeedLine) string {
-	if l.Note != "" {
-		return p.st.Dim.Render("── " + l.Note)
+// noteLines are a marker line (a crash, a restart), wrapped to the pane:
+// what a crash does to the requests under way is the sentence the class
+// must read, and an 80-column pane cut it in half.
+func (p pane) noteLines(note string, width int) []string {
+	const lead = "── "
+	wrapped := strings.Split(ansi.Wrap(note, max(width-len([]rune(lead)), 1), ""), "\n")
+	out := make([]string, len(wrapped))
+	for i, line := range wrapped {
+		indent := "   "
+		if i == 0 {
+			indent = lead
+		}
+		out[i] = p.st.Dim.Render(indent + line)
 	}
+	return out
+}
+
+func (p pane) feedLine(l FeedLine) string {
 	r := l.Request
 	kind := strings.TrimPrefix(r.Path, "/")
 	switch r.Path {
