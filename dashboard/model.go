@@ -521,23 +521,6 @@ func (m Model) panes(w, h int) string {
 }
 
 func (m Model) header(w int) string {
-	left := m.styles.Header.Render("idemlab")
-	engine := m.engine()
-	if m.traffic != nil {
-		left += m.styles.Dim.Render(" · same traffic, same faults · ")
-		if engine != "" {
-			left += engine + m.styles.Dim.Render(" · ")
-		}
-		left += clockSince(m.now.Sub(m.started))
-	} else {
-		left += m.styles.Dim.Render(" · watching ") + m.sides[0].url
-		if engine != "" {
-			left += m.styles.Dim.Render(" · ") + engine
-		}
-		if m.paused {
-			left = m.styles.Badge.Render(" FROZEN ") + " " + left
-		}
-	}
 	right := ""
 	switch {
 	case m.notice != "" && m.now.Sub(m.noticeAt) < 8*time.Second:
@@ -551,11 +534,40 @@ func (m Model) header(w int) string {
 		// for as long as it is, not for as long as a notice lasts.
 		right = m.styles.Notice.Render(m.busy + "…")
 	}
+	left := m.headerLeft(" · same traffic, same faults · ")
+	if lipgloss.Width(left)+2+lipgloss.Width(right) > w {
+		// What a key press just did ("clerk: c0.op-282 again, ₩1.2M →
+		// ₩1.3M") matters more than the demo's motto, which an
+		// 80-column window has no room for beside it.
+		left = m.headerLeft(" · ")
+	}
 	room := w - lipgloss.Width(left) - 2
 	if room < 10 {
 		return truncate(left, w)
 	}
 	return left + "  " + padLeft(truncate(right, room), room)
+}
+
+// headerLeft is the header's left part: the lab, then the demo's motto
+// (sep) or the address watched, the engine and the demo's clock.
+func (m Model) headerLeft(sep string) string {
+	left := m.styles.Header.Render("idemlab")
+	engine := m.engine()
+	if m.traffic != nil {
+		left += m.styles.Dim.Render(sep)
+		if engine != "" {
+			left += engine + m.styles.Dim.Render(" · ")
+		}
+		return left + clockSince(m.now.Sub(m.started))
+	}
+	left += m.styles.Dim.Render(" · watching ") + m.sides[0].url
+	if engine != "" {
+		left += m.styles.Dim.Render(" · ") + engine
+	}
+	if m.paused {
+		left = m.styles.Badge.Render(" FROZEN ") + " " + left
+	}
+	return left
 }
 
 // engine names the database engine the servers run on, as their state

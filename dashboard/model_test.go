@@ -922,3 +922,23 @@ func TestPane_ACrashNoteIsReadWholeOnANarrowPane(t *testing.T) {
 		t.Errorf("the crash note reads %q, want %q whole:\n%s", got, note, out)
 	}
 }
+
+// TestModel_TheHeaderGivesAKeyPressesNoticeRoomAt80Columns: on an
+// 80-column window the demo's motto made way for nothing, and what e
+// had just sent read "clerk: c0.op-282 again, ₩…". The notice is shown
+// whole there, and the motto comes back where both fit.
+func TestModel_TheHeaderGivesAKeyPressesNoticeRoomAt80Columns(t *testing.T) {
+	const notice = "clerk: c0.op-282 again, ₩1.2M → ₩1.3M"
+	for _, w := range []int{80, 160} {
+		m := demoModel(&fakeControls{})
+		m, _ = update(t, m, tea.WindowSizeMsg{Width: w, Height: 24})
+		m, _ = update(t, m, NoticeMsg{Text: notice})
+		header := ansi.Strip(strings.SplitN(m.Render(), "\n", 2)[0])
+		if !strings.Contains(header, notice) {
+			t.Errorf("%d columns: the header reads %q, want the notice %q whole", w, header, notice)
+		}
+		if w == 160 && !strings.Contains(header, "same traffic, same faults") {
+			t.Errorf("%d columns: the header lost its motto: %q", w, header)
+		}
+	}
+}
