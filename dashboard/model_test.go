@@ -942,3 +942,20 @@ func TestModel_TheHeaderGivesAKeyPressesNoticeRoomAt80Columns(t *testing.T) {
 		}
 	}
 }
+
+// TestModel_ADeadLetterLeavesTheTrafficCountsWhole: lab dash on an
+// 80-column terminal drew "⚠ 1 dead letter, oldest tr_…: 422
+// posting-rejected · req 1 ok …" and cut the traffic's counts; the dead
+// letter then takes a line of its own, above them.
+func TestModel_ADeadLetterLeavesTheTrafficCountsWhole(t *testing.T) {
+	m := NewWatch(context.Background(), "http://127.0.0.1:8080", t0)
+	m, _ = update(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
+	letter := bank.DeadLetter{TransferID: "tr_cg7ylbnu4lnoyrpt", Status: 422, Answer: `{"type":"/problems/posting-rejected","status":422}`}
+	m, _ = update(t, m, StateMsg{Polled: t0, State: labctl.State{Outbox: bank.OutboxCounts{Sent: 1, Dead: 1}, DeadLetters: []bank.DeadLetter{letter}}})
+	out := ansi.Strip(m.Render())
+	for _, want := range []string{"⚠ 1 dead letter, oldest tr_cg7ylbnu4lnoyrpt: 422 posting-rejected", "5xx 0", "outbox 0 to post, 1 posted"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q on 80 columns:\n%s", want, out)
+		}
+	}
+}

@@ -210,18 +210,26 @@ func (p pane) statsLines(width int) []string {
 		outbox = p.st.Dim.Render(outbox)
 	}
 	// A dead letter waits for a person: it is never posted on its own.
-	// It leads the first line, where a narrow pane does not cut it off.
+	// It leads the first line, where a narrow pane does not cut it off,
+	// or takes a line of its own above the traffic when both do not fit
+	// (lab dash on 80 columns cut the traffic's counts to "req 1 ok …").
+	var dead []string
 	if o.Dead > 0 {
-		line = p.st.Error.Render(deadLetters(o.Dead, p.side.OldestDead)+" ") + line
+		letters := deadLetters(o.Dead, p.side.OldestDead)
+		if lipgloss.Width(letters)+lipgloss.Width(" · ")+lipgloss.Width(line) <= width {
+			line = p.st.Error.Render(letters+" · ") + line
+		} else {
+			dead = []string{p.st.Error.Render(letters)}
+		}
 	}
 	// Whether both fit is judged with room for the widest count of rows to
 	// post (Short's five characters): that count comes and goes at every
 	// poll, and the pane's rows must not jump up and down with it.
 	widest := len(fmt.Sprintf("outbox %5s to post, %s posted", "", Short(o.Sent)))
 	if lipgloss.Width(line)+lipgloss.Width(" · ")+widest <= width {
-		return []string{line + p.st.Dim.Render(" · ") + outbox}
+		return append(dead, line+p.st.Dim.Render(" · ")+outbox)
 	}
-	return []string{line, outbox}
+	return append(dead, line, outbox)
 }
 
 // deadLetters says how many dead letters there are and, when the state
@@ -234,7 +242,7 @@ func deadLetters(n int64, oldest string) string {
 	if oldest != "" {
 		s += ", oldest " + oldest
 	}
-	return s + " ·"
+	return s
 }
 
 func (p pane) sparkLines(width int) []string {
