@@ -2,7 +2,9 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"idemlab/kit/labclient"
 	"idemlab/kit/labdb"
 )
 
@@ -174,9 +177,13 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case StateMsg:
 		if s := m.sideFor(msg.Side, msg.Epoch); s != nil {
 			if msg.Err != nil {
-				s.status = "unreachable"
+				status := pollFailure(msg.Err)
+				if status == tokenRefused && s.status != status {
+					m.setNotice(msg.Err.Error(), true)
+				}
+				s.status = status
 			} else {
-				if s.status == "unreachable" {
+				if s.status == unreachable || s.status == tokenRefused {
 					s.status = "running"
 				}
 				s.ApplyState(msg.State, msg.Polled)
@@ -217,6 +224,24 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.press(msg)
 	}
 	return m, nil
+}
+
+// The statuses of a side whose state poll failed.
+const (
+	unreachable = "unreachable"
+	// tokenRefused is a server that answers but refuses the admin token:
+	// lab serve started again draws a new one, and a dashboard left
+	// attached said "unreachable" of a server that was up.
+	tokenRefused = "admin token refused"
+)
+
+// pollFailure is the status a failed state poll gives its side.
+func pollFailure(err error) string {
+	var lab *labclient.Error
+	if errors.As(err, &lab) && lab.Status == http.StatusUnauthorized {
+		return tokenRefused
+	}
+	return unreachable
 }
 
 func (m *Model) setNotice(text string, isErr bool) {

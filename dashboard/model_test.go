@@ -17,6 +17,7 @@ import (
 
 	"idemlab/kit/bank"
 	"idemlab/kit/events"
+	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 	"idemlab/kit/labdb"
 )
@@ -957,5 +958,33 @@ func TestModel_ADeadLetterLeavesTheTrafficCountsWhole(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q on 80 columns:\n%s", want, out)
 		}
+	}
+}
+
+// TestModel_SaysTheServerRefusedTheTokenRatherThanUnreachable: lab serve
+// started again draws a new admin token, and a dashboard left attached
+// said "unreachable" of a server that answered every poll with 401. It
+// says the token was refused, and why, and "unreachable" only of a
+// server that does not answer.
+func TestModel_SaysTheServerRefusedTheTokenRatherThanUnreachable(t *testing.T) {
+	m := NewWatch(context.Background(), "http://127.0.0.1:8080", t0)
+	m.frozen = true
+	m, _ = update(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
+	refused := &labclient.Error{Method: "GET", Path: "/lab/state", Status: 401}
+	m, _ = update(t, m, StateMsg{Polled: t0, Err: refused})
+	out := ansi.Strip(m.Render())
+	if !strings.Contains(out, "admin token refused") || strings.Contains(out, "unreachable") {
+		t.Errorf("a server answering 401 is drawn as:\n%s", out)
+	}
+	if !strings.Contains(out, "refused the admin token") {
+		t.Errorf("the header does not say why:\n%s", out)
+	}
+	m, _ = update(t, m, StateMsg{Polled: t0, Err: errors.New("dial tcp 127.0.0.1:8080: connect: connection refused")})
+	if out := ansi.Strip(m.Render()); !strings.Contains(out, "unreachable") {
+		t.Errorf("a server that does not answer is drawn as:\n%s", out)
+	}
+	m, _ = update(t, m, StateMsg{Polled: t0, State: labctl.State{}})
+	if out := ansi.Strip(m.Render()); strings.Contains(out, "unreachable") || strings.Contains(out, "token refused") {
+		t.Errorf("the server answers again and is still drawn as:\n%s", out)
 	}
 }
