@@ -988,3 +988,34 @@ func TestModel_SaysTheServerRefusedTheTokenRatherThanUnreachable(t *testing.T) {
 		t.Errorf("the server answers again and is still drawn as:\n%s", out)
 	}
 }
+
+// TestPane_TheTrafficLineCutsNoneOfItsParts: lab dash watching three
+// replicas on an 80-column terminal drew "req 391 ok 375 ↺72 409 0 4xx
+// 16 5xx 0 · 3 re-run after retention · answered b…", and the replicas'
+// counts, the point of that demo, were cut off. Each part that does not
+// fit goes on a line of its own.
+func TestPane_TheTrafficLineCutsNoneOfItsParts(t *testing.T) {
+	s := NewSide()
+	for i := range 391 {
+		ev := request(fmt.Sprintf("op-%d", i), 201, i%5 == 0)
+		ev.Replica = 1 + i%3
+		s.Ingest(ev, t0)
+	}
+	s.Counts.AfterRetention = 3
+	s.Outbox = bank.OutboxCounts{Sent: 273, Dead: 1}
+	for _, width := range []int{38, 78, 158} {
+		p := pane{side: s, st: DefaultStyles()}
+		lines := p.statsLines(width)
+		for _, l := range lines {
+			if lipgloss.Width(l) > width {
+				t.Errorf("%d wide: the line %q is cut", width, ansi.Strip(l))
+			}
+		}
+		all := ansi.Strip(strings.Join(lines, "\n"))
+		for _, want := range []string{"req 391", "5xx 0", "3 re-run after retention", "answered by r1 131 r2 130 r3 130", "outbox 0 to post, 273 posted", "⚠ 1 dead letter"} {
+			if !strings.Contains(all, want) {
+				t.Errorf("%d wide: no %q in\n%s", width, want, all)
+			}
+		}
+	}
+}

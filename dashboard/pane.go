@@ -177,59 +177,78 @@ func (p pane) smallCounters() string {
 		p.st.Label.Render("  lost ") + p.counterStyle(c.Lost).Render(Short(c.Lost))
 }
 
-// statsLines are the traffic summary and, from stage 9 on, the outbox: one
-// line when both fit the width, else the outbox's figures on a line of
-// their own, so that a narrow pane (two side by side on a classroom's
-// terminal) still shows what is owed to the core ledger.
+// statsLines are the traffic summary: the counts of the answers, then
+// what only some servers have (re-runs after retention, the replica that
+// answered, from stage 9 on the outbox), each on the line before when it
+// fits the width, else on a line of its own, so that a narrow pane (two
+// side by side on a classroom's terminal, or lab dash on 80 columns)
+// cuts none of them off.
 func (p pane) statsLines(width int) []string {
 	c := p.side.Counts
-	line := fmt.Sprintf("req %s %s %s %s%s %s %s %s %s %s %s",
+	counts := fmt.Sprintf("req %s %s %s %s%s %s %s %s %s %s %s",
 		Short(c.Requests),
 		p.st.OK.Render("ok"), Short(c.Succeeded),
 		p.st.Replay.Render("↺"), Short(c.Replays),
 		p.st.Conflict.Render("409"), Short(c.Conflicts),
 		p.st.Rejected.Render("4xx"), Short(c.Rejected),
 		p.st.Failed.Render("5xx"), Short(c.Failed))
+	if c.Dropped > 0 {
+		counts = p.st.Error.Render(fmt.Sprintf("⚠ %s events dropped ", Short(c.Dropped))) + counts
+	}
+	// part is a piece of the summary and the width it is judged at.
+	type part struct {
+		text string
+		room int
+	}
+	var parts []part
+	add := func(text string, room int) { parts = append(parts, part{text, room}) }
+	add(counts, lipgloss.Width(counts))
 	if c.AfterRetention > 0 {
-		line += p.st.Dim.Render(fmt.Sprintf(" · %s re-run after retention", Short(c.AfterRetention)))
+		t := fmt.Sprintf("%s re-run after retention", Short(c.AfterRetention))
+		add(p.st.Dim.Render(t), len(t))
 	}
 	if by := replicaCounts(c.ByReplica); by != "" {
-		line += p.st.Dim.Render(" · answered by " + by)
-	}
-	if c.Dropped > 0 {
-		line = p.st.Error.Render(fmt.Sprintf("⚠ %s events dropped ", Short(c.Dropped))) + line
-	}
-	o := p.side.Outbox
-	if o.Pending+o.Sent+o.Dead == 0 {
-		return []string{line}
-	}
-	outbox := fmt.Sprintf("outbox %s to post, %s posted", Short(o.Pending), Short(o.Sent))
-	if o.Pending > 0 {
-		outbox = p.st.Conflict.Render(outbox)
-	} else {
-		outbox = p.st.Dim.Render(outbox)
+		t := "answered by " + by
+		add(p.st.Dim.Render(t), len(t))
 	}
 	// A dead letter waits for a person: it is never posted on its own.
-	// It leads the first line, where a narrow pane does not cut it off,
-	// or takes a line of its own above the traffic when both do not fit
-	// (lab dash on 80 columns cut the traffic's counts to "req 1 ok …").
-	var dead []string
+	// It leads the first line, or takes a line of its own above the
+	// traffic when both do not fit.
+	var lines []string
+	o := p.side.Outbox
 	if o.Dead > 0 {
 		letters := deadLetters(o.Dead, p.side.OldestDead)
-		if lipgloss.Width(letters)+lipgloss.Width(" · ")+lipgloss.Width(line) <= width {
-			line = p.st.Error.Render(letters+" · ") + line
+		if lipgloss.Width(letters)+lipgloss.Width(" · ")+parts[0].room <= width {
+			parts[0].text = p.st.Error.Render(letters+" · ") + parts[0].text
+			parts[0].room += lipgloss.Width(letters + " · ")
 		} else {
-			dead = []string{p.st.Error.Render(letters)}
+			lines = append(lines, p.st.Error.Render(letters))
 		}
 	}
-	// Whether both fit is judged with room for the widest count of rows to
-	// post (Short's five characters): that count comes and goes at every
-	// poll, and the pane's rows must not jump up and down with it.
-	widest := len(fmt.Sprintf("outbox %5s to post, %s posted", "", Short(o.Sent)))
-	if lipgloss.Width(line)+lipgloss.Width(" · ")+widest <= width {
-		return append(dead, line+p.st.Dim.Render(" · ")+outbox)
+	if o.Pending+o.Sent+o.Dead > 0 {
+		outbox := fmt.Sprintf("outbox %s to post, %s posted", Short(o.Pending), Short(o.Sent))
+		if o.Pending > 0 {
+			outbox = p.st.Conflict.Render(outbox)
+		} else {
+			outbox = p.st.Dim.Render(outbox)
+		}
+		// Whether it fits is judged with room for the widest count of
+		// rows to post (Short's five characters): that count comes and
+		// goes at every poll, and the pane's rows must not jump up and
+		// down with it.
+		add(outbox, len(fmt.Sprintf("outbox %5s to post, %s posted", "", Short(o.Sent))))
 	}
-	return append(dead, line, outbox)
+	line, room := parts[0].text, parts[0].room
+	for _, pt := range parts[1:] {
+		if room+lipgloss.Width(" · ")+pt.room <= width {
+			line += p.st.Dim.Render(" · ") + pt.text
+			room += lipgloss.Width(" · ") + pt.room
+			continue
+		}
+		lines = append(lines, line)
+		line, room = pt.text, pt.room
+	}
+	return append(lines, line)
 }
 
 // deadLetters says how many dead letters there are and, when the state
