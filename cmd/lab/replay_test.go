@@ -332,3 +332,31 @@ func TestReplay_CoreReconcilesAServerElsewhere(t *testing.T) {
 		t.Fatalf("with --core: exit %d, want 1 and the dead letters named with the core's answer\n%s\n%s", code, out, errs)
 	}
 }
+
+// TestReplay_ASecondDayAgainstTheSameCoreReconciles: a lab reset leaves
+// the core ledger's postings (the core is another system), so the second
+// day replayed into one lab serve --stage 9 found the first day's
+// postings and called the day INVALID, every one "posted in the core
+// ledger, and the bank has no such transfer". The replay reconciles only
+// what the core was told during its own day.
+func TestReplay_ASecondDayAgainstTheSameCoreReconciles(t *testing.T) {
+	plan := smallPlan(t)
+	_, coreURL, stopCore, err := server.StartCore(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopCore)
+	srv, err := server.New(t.Context(), server.Options{DB: ":memory:", Stage: sol9.New, Lab: true, CoreURL: coreURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	args := []string{"replay", "--log", plan, "--url", hs.URL, "--admin-token", srv.AdminToken(), "--core", coreURL}
+	for _, day := range []string{"first", "second"} {
+		if code, out, errs := runLabCommand(t, args...); code != 0 || !strings.Contains(out, "\nVALID") {
+			t.Fatalf("the %s day: exit %d, want 0 and VALID\n%s\n%s", day, code, out, errs)
+		}
+	}
+}

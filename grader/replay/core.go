@@ -3,6 +3,8 @@ package replay
 import (
 	"context"
 	"fmt"
+	"maps"
+	"net/http"
 	"time"
 
 	"idemlab/grader/dayplan"
@@ -73,7 +75,12 @@ func (r *replayer) readCore(ctx context.Context, url string, ops map[string]bank
 		return nil, err
 	}
 	index := map[string]int{}
+	before := maps.Clone(r.postedBefore)
 	for _, p := range postings {
+		if before[p.TransferID] > 0 {
+			before[p.TransferID]--
+			continue
+		}
 		i, seen := index[p.TransferID]
 		if !seen {
 			i = len(books.Transfers)
@@ -86,6 +93,21 @@ func (r *replayer) readCore(ctx context.Context, url string, ops map[string]bank
 		books.DeadLetters = append(books.DeadLetters, CoreDeadLetter{ID: d.TransferID, Op: ops[d.TransferID].Op, Status: d.Status, Answer: d.Answer})
 	}
 	return books, nil
+}
+
+// postingsBefore counts the postings the core at url holds, by transfer:
+// those of the days played before this one, which the lab's reset does
+// not clear (the core is another system).
+func postingsBefore(ctx context.Context, url string, hc *http.Client) (map[string]int, error) {
+	postings, err := core.NewClient(url, hc).Postings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n := map[string]int{}
+	for _, p := range postings {
+		n[p.TransferID]++
+	}
+	return n, nil
 }
 
 // readExecuted reads every transfer or deposit the bank executed (what,

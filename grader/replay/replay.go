@@ -184,6 +184,10 @@ type replayer struct {
 	settingsLocks accountLocks
 	// history records the attempts and the lab's events, when asked for.
 	history *history.Recorder
+	// postedBefore counts, by transfer, the core's postings from before
+	// the day (Options.CoreURL): a lab reset leaves the core's books
+	// alone, and an earlier day's postings are not this day's.
+	postedBefore map[string]int
 }
 
 // Run resets the lab to the plan's population, sends every operation
@@ -217,6 +221,13 @@ func Run(ctx context.Context, plan *dayplan.Plan, opts Options) (*Result, error)
 	res := &Result{Plan: plan}
 	if err := r.reset(ctx); err != nil {
 		return nil, err
+	}
+	if opts.CoreURL != "" {
+		before, err := postingsBefore(ctx, opts.CoreURL, r.client)
+		if err != nil {
+			return nil, fmt.Errorf("read the core ledger before the day: %w", err)
+		}
+		r.postedBefore = before
 	}
 	if plan.Crashes() > 0 {
 		// A key whose request died stays in progress until its lease
