@@ -1019,3 +1019,39 @@ func TestPane_TheTrafficLineCutsNoneOfItsParts(t *testing.T) {
 		}
 	}
 }
+
+// TestPane_AClasssThousandsOfRequestsFitANarrowPane: ten minutes at ten
+// operations a second are thousands of requests, and on the 38 columns
+// of an 80-column demo's pane "req 6100 ok 6020 ↺1220 409 20 4xx 50 5xx…"
+// lost the 5xx. The refused answers then go on a line of their own.
+func TestPane_AClasssThousandsOfRequestsFitANarrowPane(t *testing.T) {
+	s := NewSide()
+	for i := range 6100 {
+		status := 201
+		switch i % 100 {
+		case 1:
+			status = 409
+		case 2:
+			status = 422
+		case 3:
+			status = 503
+		}
+		s.Ingest(request(fmt.Sprintf("op-%d", i), status, i%5 == 0), t0)
+	}
+	p := pane{side: s, st: DefaultStyles()}
+	lines := p.statsLines(38)
+	for _, l := range lines {
+		if lipgloss.Width(l) > 38 {
+			t.Errorf("the line %q is cut at 38 columns", ansi.Strip(l))
+		}
+	}
+	all := ansi.Strip(strings.Join(lines, "\n"))
+	for _, want := range []string{"req 6100", "409 61", "4xx 61", "5xx 61"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no %q in\n%s", want, all)
+		}
+	}
+	if wide := ansi.Strip(strings.Join(p.statsLines(158), "\n")); strings.Count(wide, "\n") != 0 {
+		t.Errorf("a wide pane splits the counts:\n%s", wide)
+	}
+}

@@ -185,24 +185,31 @@ func (p pane) smallCounters() string {
 // cuts none of them off.
 func (p pane) statsLines(width int) []string {
 	c := p.side.Counts
-	counts := fmt.Sprintf("req %s %s %s %s%s %s %s %s %s %s %s",
+	succeeded := fmt.Sprintf("req %s %s %s %s%s",
 		Short(c.Requests),
 		p.st.OK.Render("ok"), Short(c.Succeeded),
-		p.st.Replay.Render("↺"), Short(c.Replays),
+		p.st.Replay.Render("↺"), Short(c.Replays))
+	if c.Dropped > 0 {
+		succeeded = p.st.Error.Render(fmt.Sprintf("⚠ %s events dropped ", Short(c.Dropped))) + succeeded
+	}
+	refused := fmt.Sprintf("%s %s %s %s %s %s",
 		p.st.Conflict.Render("409"), Short(c.Conflicts),
 		p.st.Rejected.Render("4xx"), Short(c.Rejected),
 		p.st.Failed.Render("5xx"), Short(c.Failed))
-	if c.Dropped > 0 {
-		counts = p.st.Error.Render(fmt.Sprintf("⚠ %s events dropped ", Short(c.Dropped))) + counts
-	}
-	// part is a piece of the summary and the width it is judged at.
+	// part is a piece of the summary, the width it is judged at, and what
+	// separates it from the piece before on one line.
 	type part struct {
 		text string
 		room int
+		sep  string
 	}
 	var parts []part
-	add := func(text string, room int) { parts = append(parts, part{text, room}) }
-	add(counts, lipgloss.Width(counts))
+	add := func(text string, room int) { parts = append(parts, part{text, room, p.st.Dim.Render(" · ")}) }
+	add(succeeded, lipgloss.Width(succeeded))
+	// The answers refused go under the answers that succeeded when both
+	// do not fit: a class's thousands of requests made the line longer
+	// than a pane on 80 columns, and cut the 5xx off.
+	parts = append(parts, part{refused, lipgloss.Width(refused), " "})
 	if c.AfterRetention > 0 {
 		t := fmt.Sprintf("%s re-run after retention", Short(c.AfterRetention))
 		add(p.st.Dim.Render(t), len(t))
@@ -218,7 +225,7 @@ func (p pane) statsLines(width int) []string {
 	o := p.side.Outbox
 	if o.Dead > 0 {
 		letters := deadLetters(o.Dead, p.side.OldestDead)
-		if lipgloss.Width(letters)+lipgloss.Width(" · ")+parts[0].room <= width {
+		if lipgloss.Width(letters)+lipgloss.Width(" · ")+parts[0].room+1+parts[1].room <= width {
 			parts[0].text = p.st.Error.Render(letters+" · ") + parts[0].text
 			parts[0].room += lipgloss.Width(letters + " · ")
 		} else {
@@ -240,9 +247,9 @@ func (p pane) statsLines(width int) []string {
 	}
 	line, room := parts[0].text, parts[0].room
 	for _, pt := range parts[1:] {
-		if room+lipgloss.Width(" · ")+pt.room <= width {
-			line += p.st.Dim.Render(" · ") + pt.text
-			room += lipgloss.Width(" · ") + pt.room
+		if room+lipgloss.Width(pt.sep)+pt.room <= width {
+			line += pt.sep + pt.text
+			room += lipgloss.Width(pt.sep) + pt.room
 			continue
 		}
 		lines = append(lines, line)
