@@ -197,6 +197,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.fatal = msg.Err
 		return m, tea.Quit
 	case doneMsg:
+		if m.notice == m.busy+"…" {
+			m.notice = "" // "starting …" is over, however it ended
+		}
 		m.busy = ""
 		if msg.err != nil {
 			m.failure = msg.err.Error()

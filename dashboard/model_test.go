@@ -1055,3 +1055,20 @@ func TestPane_AClasssThousandsOfRequestsFitANarrowPane(t *testing.T) {
 		t.Errorf("a wide pane splits the counts:\n%s", wide)
 	}
 }
+
+// TestModel_AFailedSwitchNoLongerSaysStarting: your code that does not
+// compile fails its switch at once, and the header went on saying
+// "starting stage 6 · your code…" for eight seconds above the build
+// error, with the traffic running again.
+func TestModel_AFailedSwitchNoLongerSaysStarting(t *testing.T) {
+	m := demoModel(&fakeControls{failNext: errors.New(compileError)})
+	m, _ = update(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
+	m, _ = update(t, m, press("y"))
+	out := ansi.Strip(m.Render())
+	if header := strings.SplitN(out, "\n", 2)[0]; strings.Contains(header, "starting") {
+		t.Errorf("the switch failed and the header says %q", header)
+	}
+	if !strings.Contains(out, "does not compile") {
+		t.Errorf("the build error is not on screen:\n%s", out)
+	}
+}
