@@ -218,6 +218,19 @@ func (t *Traffic) draw() dayplan.Op {
 	return op
 }
 
+// drawWhere draws operations until one is what ok asks for, and returns
+// it; after a chunk's worth of draws it takes the last one, whatever it is.
+func (t *Traffic) drawWhere(ok func(dayplan.Op) bool) dayplan.Op {
+	op := t.draw()
+	for range chunkOps {
+		if ok(op) {
+			break
+		}
+		op = t.draw()
+	}
+	return op
+}
+
 const chunkOps = 500
 
 // chunkFor draws chunkOps operations for profile. Every chunk uses the
@@ -337,8 +350,13 @@ func newRequest(ctx context.Context, method, url, token, key string, body []byte
 // the same moment: the race a UNIQUE constraint exists for. Each copy is
 // one attempt (retry.Send), not retried, so that the screen shows the
 // answers the race itself gets.
+//
+// Its 16 copies together take at most a quarter of an opening balance,
+// so that on the naive side every copy executes (the counter jumps by
+// fifteen, as the classroom script says) instead of the account running
+// dry and refusing the last ones as insufficient funds.
 func (t *Traffic) Burst(ctx context.Context) string {
-	op := t.draw()
+	op := t.drawWhere(func(op dayplan.Op) bool { return op.Amount*BurstSize <= t.reset.OpeningBalance/4 })
 	op.Fate = dayplan.Fate{}
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -361,10 +379,7 @@ func (t *Traffic) Burst(ctx context.Context) string {
 // the same key, the amount changed. It is always a transfer, as the help
 // page and the classroom script say, whatever the plan holds next.
 func (t *Traffic) Edited(ctx context.Context) string {
-	op := t.draw()
-	for op.Endpoint != dayplan.Transfers { // a fifth of the plan are deposits
-		op = t.draw()
-	}
+	op := t.drawWhere(func(op dayplan.Op) bool { return op.Endpoint == dayplan.Transfers })
 	op.Fate = dayplan.Fate{EditedAmount: op.Amount + 50_000}
 	t.everywhere(func(url func() string) { t.play(ctx, url, op) })
 	return fmt.Sprintf("clerk: %s again, ₩%s → ₩%s", op.Op, dashboard.Short(op.Amount), dashboard.Short(op.Fate.EditedAmount))

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -144,6 +145,43 @@ func TestTraffic_EditedResubmitsATransfer(t *testing.T) {
 	for _, p := range paths {
 		if p != dayplan.Transfers {
 			t.Fatalf("the clerk's edit went to %s, want %s: %v", p, dayplan.Transfers, paths)
+		}
+	}
+}
+
+// TestTraffic_ABurstFitsTheAccount: the b key's sixteen copies together
+// take at most a quarter of an opening balance, so that the naive server
+// executes every one of them. A burst of a ₩800k transfer ran the
+// account dry on the naive side, which refused the last copies as
+// insufficient funds, and the counter rose by 11, not the 15 the class
+// was told to watch for.
+func TestTraffic_ABurstFitsTheAccount(t *testing.T) {
+	var mu sync.Mutex
+	var amounts []int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ Amount int64 }
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			t.Errorf("a burst's body: %v", err)
+		}
+		mu.Lock()
+		amounts = append(amounts, body.Amount)
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+	reset := bank.DefaultParams()
+	tr := NewTraffic([]func() string{func() string { return srv.URL }}, reset)
+	for range 20 {
+		tr.Burst(t.Context())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(amounts) != 20*BurstSize {
+		t.Fatalf("%d copies sent, want %d", len(amounts), 20*BurstSize)
+	}
+	for _, a := range amounts {
+		if a*BurstSize > reset.OpeningBalance/4 {
+			t.Fatalf("a burst of ₩%d × %d takes more than a quarter of the opening ₩%d", a, BurstSize, reset.OpeningBalance)
 		}
 	}
 }
