@@ -612,12 +612,24 @@ func (m Model) engine() string {
 }
 
 func (m Model) faultLine(w int) string {
-	line := fmt.Sprintf("%d ops/s · ", m.rate) + m.styles.Label.Render("faults ") +
-		m.styles.Title.Render(m.profile.Name) + m.styles.Dim.Render(" — "+m.profile.About)
-	if m.paused {
-		line = m.styles.Badge.Render(" PAUSED ") + " " + line
+	line := func(label bool) string {
+		l := fmt.Sprintf("%d ops/s · ", m.rate)
+		if label {
+			l += m.styles.Label.Render("faults ")
+		}
+		l += m.styles.Title.Render(m.profile.Name) + m.styles.Dim.Render(" — "+m.profile.About)
+		if m.paused {
+			l = m.styles.Badge.Render(" PAUSED ") + " " + l
+		}
+		return l
 	}
-	return truncate(line, w)
+	l := line(true)
+	if lipgloss.Width(l) > w {
+		// The script pauses the traffic to point at the feed, and on 80
+		// columns the badge pushed the profile's last words off the line.
+		l = line(false)
+	}
+	return truncate(l, w)
 }
 
 // helpPage is the full help: every binding, what the less obvious ones

@@ -1072,3 +1072,23 @@ func TestModel_AFailedSwitchNoLongerSaysStarting(t *testing.T) {
 		t.Errorf("the build error is not on screen:\n%s", out)
 	}
 }
+
+// TestModel_APausedFaultLineFitsIn80Columns: the script pauses the
+// traffic to point at the feed, and on 80 columns the PAUSED badge cut
+// the profile's description to "1 in 4 answers lost; the client ret…".
+// The word "faults" gives way first.
+func TestModel_APausedFaultLineFitsIn80Columns(t *testing.T) {
+	m := demoModel(&fakeControls{rate: testRate})
+	m, _ = update(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
+	m, _ = update(t, m, press("space"))
+	lines := strings.Split(ansi.Strip(m.Render()), "\n")
+	line := lines[len(lines)-2]
+	if !strings.Contains(line, "PAUSED") || !strings.Contains(line, testProfiles[0].About) {
+		t.Errorf("the paused fault line reads %q, want PAUSED and %q whole", line, testProfiles[0].About)
+	}
+	m, _ = update(t, m, tea.WindowSizeMsg{Width: 160, Height: 24})
+	lines = strings.Split(ansi.Strip(m.Render()), "\n")
+	if line := lines[len(lines)-2]; !strings.Contains(line, "faults "+testProfiles[0].Name) {
+		t.Errorf("a wide window's fault line reads %q, want the word faults", line)
+	}
+}
