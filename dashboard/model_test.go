@@ -1092,3 +1092,22 @@ func TestModel_APausedFaultLineFitsIn80Columns(t *testing.T) {
 		t.Errorf("a wide window's fault line reads %q, want the word faults", line)
 	}
 }
+
+// TestPane_BeforeAttachSaysOneKeyInTheSingular: a server with one
+// transfer behind it read "before attach: 0 executions, 0 doubled, 1
+// keys" on the instructor's screen.
+func TestPane_BeforeAttachSaysOneKeyInTheSingular(t *testing.T) {
+	p := pane{st: DefaultStyles()}
+	for _, tc := range []struct {
+		b    Attach
+		want string
+	}{
+		{Attach{Executions: 1, Keys: 1}, "before attach: 1 execution, 0 doubled, 1 key"},
+		{Attach{Executions: 0, Keys: 1, KeysMore: true}, "before attach: 0 executions, 0 doubled, 1+ keys"},
+		{Attach{Executions: 303, Doubles: 3, Keys: 3}, "before attach: 303 executions, 3 doubled, 3 keys"},
+	} {
+		if got := ansi.Strip(p.beforeLine(tc.b)); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.b, got, tc.want)
+		}
+	}
+}

@@ -474,9 +474,18 @@ func (p pane) beforeLine(b Attach) string {
 	if b.KeysMore {
 		keys += "+"
 	}
-	line := p.st.Dim.Render(fmt.Sprintf("before attach: %s executions, ", Short(b.Executions))) +
-		p.counterStyle(b.Doubles).Render(Short(b.Doubles)+" doubled") + p.st.Dim.Render(", "+keys+" keys")
+	line := p.st.Dim.Render("before attach: "+counted(Short(b.Executions), b.Executions, "execution")+", ") +
+		p.counterStyle(b.Doubles).Render(Short(b.Doubles)+" doubled") + p.st.Dim.Render(", "+counted(keys, int64(b.Keys), "key"))
 	return line
+}
+
+// counted is n, shown as shown, and the noun, in the plural unless n is
+// exactly one: "1 key", "3 keys", "1,000+ keys".
+func counted(shown string, n int64, noun string) string {
+	if n == 1 && shown == "1" {
+		return shown + " " + noun
+	}
+	return shown + " " + noun + "s"
 }
 
 func padRight(s string, n int) string {
