@@ -30,7 +30,9 @@ func trimZero(s string) string { return strings.TrimSuffix(s, ".0") }
 func Age(d time.Duration) string {
 	switch {
 	case d < 0:
-		return "0s"
+		// A row newer than the model's clock, which moves once a second:
+		// in the unit of the rows under it ("0ms", "81ms"), not "0s".
+		return "0ms"
 	case d < time.Second:
 		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
 	case d < time.Minute:

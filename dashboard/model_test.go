@@ -1111,3 +1111,17 @@ func TestPane_BeforeAttachSaysOneKeyInTheSingular(t *testing.T) {
 		}
 	}
 }
+
+// TestAge_ARowNewerThanTheClockIsInMilliseconds: the key table's clock
+// moves once a second, and a row made since read "0s" above rows of
+// "81ms" and "176ms".
+func TestAge_ARowNewerThanTheClockIsInMilliseconds(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{{-300 * time.Millisecond, "0ms"}, {81 * time.Millisecond, "81ms"}, {12 * time.Second, "12s"}} {
+		if got := Age(tc.d); got != tc.want {
+			t.Errorf("Age(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
