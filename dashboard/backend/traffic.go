@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"idemlab/dashboard"
 	"idemlab/grader/dayplan"
 	"idemlab/grader/faultnet"
 	"idemlab/kit/bank"
@@ -382,5 +381,7 @@ func (t *Traffic) Edited(ctx context.Context) string {
 	op := t.drawWhere(func(op dayplan.Op) bool { return op.Endpoint == dayplan.Transfers })
 	op.Fate = dayplan.Fate{EditedAmount: op.Amount + 50_000}
 	t.everywhere(func(url func() string) { t.play(ctx, url, op) })
-	return fmt.Sprintf("clerk: %s again, ₩%s → ₩%s", op.Op, dashboard.Short(op.Amount), dashboard.Short(op.Fate.EditedAmount))
+	// Whole amounts: the edit adds ₩50,000, which Short rounded to
+	// "₩1.2M → ₩1.3M".
+	return fmt.Sprintf("clerk: %s again, ₩%s → ₩%s", op.Op, bank.FormatWon(op.Amount), bank.FormatWon(op.Fate.EditedAmount))
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -138,7 +139,11 @@ func TestTraffic_EditedResubmitsATransfer(t *testing.T) {
 		t.Fatal("the first 20 operations of the plan hold no deposit: this test would prove nothing")
 	}
 	for range 20 {
-		tr.Edited(t.Context())
+		notice := tr.Edited(t.Context())
+		// The class compares the two amounts: whole, not rounded.
+		if !regexp.MustCompile(`again, ₩[\d,]+ → ₩[\d,]+$`).MatchString(notice) {
+			t.Errorf("the clerk's notice %q does not give both amounts whole", notice)
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
