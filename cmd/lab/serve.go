@@ -420,6 +420,9 @@ func printBanner(w io.Writer, f serveFlags, what, listening string, listeningRep
 	if len(replicas) > 0 {
 		fmt.Fprintf(w, "watch every replica live, each request marked with the one that answered:\n")
 		fmt.Fprintf(w, "  %s dash --url %s --token %s\n", program(), strings.Join(append([]string{url}, replicas...), ","), f.admin)
+	} else {
+		fmt.Fprintf(w, "watch it live:\n")
+		fmt.Fprintf(w, "  %s dash --url %s --token %s\n", program(), url, f.admin)
 	}
 	if f.core != "" {
 		fmt.Fprintf(w, "replay a day into it, the core ledger's postings reconciled too:\n")

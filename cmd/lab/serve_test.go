@@ -122,6 +122,11 @@ func TestServe_PrintsAWorkingResetCommand(t *testing.T) {
 			if token == nil || !strings.Contains(banner, "curl -s -X POST "+url+"/lab/reset -H 'Authorization: Bearer "+token[1]+"'") {
 				t.Fatalf("the banner has no admin token or reset command:\n%s", banner)
 			}
+			// The instructor attaches the dashboard with what the banner
+			// says; it said so only of several replicas.
+			if !strings.Contains(banner, "lab dash --url "+url+" --token "+token[1]+"\n") {
+				t.Errorf("the banner does not say how to watch the server:\n%s", banner)
+			}
 			if status, body := resetSeed1(t, url, token[1]); status != 200 || !strings.Contains(string(body), `"customers"`) {
 				t.Fatalf("reset: %d %s", status, body)
 			}
