@@ -564,9 +564,10 @@ func checkReferenceValidated(t *T) error {
 }
 
 // checkSimilarReferences catches references compared loosely: folded to
-// one case, cut short, with look-alike characters of another script or
-// width folded together (NFKC), with their separators taken out or their
-// spaces collapsed. "INV-7" and "inv-7" are two invoices, and so are
+// one case, cut short (to 64 bytes too, which a number of 64 characters
+// in ASCII fits and one in Hangul does not), with look-alike characters
+// of another script or width folded together (NFKC), with their
+// separators taken out or their spaces collapsed. "INV-7" and "inv-7" are two invoices, and so are
 // "INV-12-3" and "INV-1-23"; refusing the second leaves it unpaid. Some of
 // them are then paid again: the refusal must name that invoice's own
 // transfer, which a holder looked up loosely (in one case, or with LIKE,
@@ -582,6 +583,10 @@ func checkSimilarReferences(t *T) error {
 	// last character: the second is refused where a reference is cut
 	// short.
 	long := ref + "/" + strings.Repeat("0", request.MaxReference-len(ref)-2)
+	// The same in Hangul, three bytes a character: the limit counts
+	// characters, and a number cut to 64 bytes loses its last ones, which
+	// no number in ASCII does.
+	hangul := ref + "/" + strings.Repeat("가", request.MaxReference-len(ref)-2)
 	// Numbers alike but for their separators: where a hyphen stands, or
 	// whether it is one, tells INV-12-3 from INV-1-23.
 	sep := strings.LastIndex(ref, "-")
@@ -599,6 +604,8 @@ func checkSimilarReferences(t *T) error {
 		{strings.TrimSuffix(ref, string(last)) + string(last-'0'+'\uff10'), "with a full-width last digit", false},
 		{long + "1", fmt.Sprintf("%d characters long", request.MaxReference), false},
 		{long + "2", "as long, and only its last character another", false},
+		{hangul + "1", fmt.Sprintf("%d characters long, in Hangul after its number (%d bytes)", request.MaxReference, len(hangul)+1), false},
+		{hangul + "2", "as long, in Hangul too, and only its last character another", false},
 		{ref[:sep] + ref[sep+1:sep+2] + "-" + ref[sep+2:], "with its last hyphen one character later", false},
 		{strings.Replace(ref, "-", " ", 1), "with a space for its first hyphen", false},
 		{strings.Replace(ref, "-", "  ", 1), "with two spaces for its first hyphen", false},
@@ -606,7 +613,7 @@ func checkSimilarReferences(t *T) error {
 		{strings.Replace(ref, "-", "_", 1), "with an underscore for its first hyphen", true},
 		{ref[:sep] + "%", "with a % for its last part", true},
 	} {
-		// Twelve invoices of at most 60,000 and the first of at most
+		// Fourteen invoices of at most 60,000 and the first of at most
 		// 100,000 stay within the opening balance of 1,000,000: every
 		// answer is about the reference, never about the funds (with up to
 		// 100,000 each, a paid-again invoice was refused for funds, 422,
