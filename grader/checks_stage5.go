@@ -548,23 +548,28 @@ func (t *T) lateRetriesAtOnce(req Request, last Response, retention time.Duratio
 }
 
 // checkPurgeBounded catches a purge that does nothing (or is missing), one
-// that takes live keys with the expired, and expiry on the wrong clock.
+// that takes live keys with the expired (a refusal's among them: its 422
+// is its request's answer for good, kept as long as a 201), and expiry on
+// the wrong clock.
 func checkPurgeBounded(t *T, s Scenario) error {
 	const retention = 2 * time.Hour
 	if err := t.Configure(labclient.Config{Retention: retention}); err != nil {
 		return err
 	}
-	a, b := s.A, s.B
+	a, b, books := s.A, s.B, s.Books
 	batch := func(n int) ([]Request, []Response, error) {
-		reqs := make([]Request, n)
+		reqs, ops, amounts := make([]Request, n), make([]string, n), make([]int64, n)
 		for i := range reqs {
-			reqs[i] = Transfer(a, t.Key(), TransferBody(a.Accounts[i%2], b.Accounts[0], t.Amount(1, 10_000), t.Op()))
+			ops[i], amounts[i] = t.Op(), t.Amount(1, 10_000)
+			books.Expect(ops[i])
+			reqs[i] = Transfer(a, t.Key(), TransferBody(a.Accounts[i%2], b.Accounts[0], amounts[i], ops[i]))
 		}
 		rs := t.Simultaneously(n, func(i int) Request { return reqs[i] })
 		for i, r := range rs {
 			if !r.Is(http.StatusCreated, "") {
 				return nil, nil, t.Fail(reqs[i].String(), r.String(), "201 Created")
 			}
+			books.Transfer(ops[i], a.Accounts[i%2], b.Accounts[0], amounts[i])
 		}
 		return reqs, rs, nil
 	}
@@ -589,6 +594,17 @@ func checkPurgeBounded(t *T, s Scenario) error {
 	if err != nil {
 		return err
 	}
+	// One more key that must stay holds a refusal: nothing moved, but the
+	// 422 is that request's answer for good, and a purge that takes it
+	// before its retention has passed lets a retry pay once money arrives.
+	refusedOp := t.Op()
+	books.Expect(refusedOp)
+	refused := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], s.Opening+t.Amount(1, 50_000), refusedOp))
+	no := t.Do(refused)
+	if !no.Is(http.StatusUnprocessableEntity, pInsufficient) {
+		return t.Fail(refused.String()+"  (more than the account holds)", no.String(), "422 "+pInsufficient)
+	}
+	live, answers = append(live, refused), append(answers, no)
 	if err := t.Advance(61 * time.Minute); err != nil {
 		return err
 	}
@@ -596,7 +612,7 @@ func checkPurgeBounded(t *T, s Scenario) error {
 	if err != nil {
 		return fmt.Errorf("POST /lab/purge: %w", err)
 	}
-	sent := fmt.Sprintf("(retention %v) 12 transfers, then 1h of lab time, 8 more, then 61m more (the first 12 expired a minute ago, the 8 have 59m left), then POST /lab/purge", retention)
+	sent := fmt.Sprintf("(retention %v) 12 transfers, then 1h of lab time, 8 more and one refused for insufficient funds (422), then 61m more (the first 12 expired a minute ago, the other 9 have 59m left), then POST /lab/purge", retention)
 	st, err := t.State()
 	if err != nil {
 		return err
@@ -614,26 +630,43 @@ func checkPurgeBounded(t *T, s Scenario) error {
 			// where to look.
 			got += "\nPOST /lab/purge answered: " + purged.Note
 		}
-		return t.Fail(sent, got, "the 12 expired keys purged, 8 rows left")
+		return t.Fail(sent, got, "the 12 expired keys purged, 9 rows left")
 	}
-	var lost []string
+	var lost []Request
 	for _, req := range live {
 		if rows := judging.KeyRows(st, req.Key); len(rows) == 0 {
-			lost = append(lost, req.Key)
+			lost = append(lost, req)
 		}
 	}
 	if len(lost) > 0 {
 		// The retry of a live key whose row is gone is a new request: it
-		// pays again, and the books say so.
-		r := t.Do(live[0])
-		return t.Fail(sent+"\nthen the retry of one of the 8: "+live[0].String(),
-			fmt.Sprintf("%d of the 8 live keys gone from idempotency_keys (%s…), %d rows in all: purged while still inside their retention period (the kit purges after every move of the lab clock too); the retry  →  %s", len(lost), lost[0], len(st.Keys), r.Short()),
-			"the 8 keys still within retention kept, and the retry replayed: a purge removes only completed keys whose retention period has passed (completed_at at or before now minus the retention)")
+		// pays again. The refusal's retry pays once the money is there.
+		retry := lost[0]
+		then := "\nthen the retry of one of the 9: " + retry.String()
+		if retry.Key == refused.Key {
+			amount, op := t.Amount(s.Opening, 2*s.Opening), t.Op()
+			books.Expect(op)
+			dep := Deposit(a, t.Key(), DepositBody(a.Accounts[0], amount, op))
+			d := t.Do(dep)
+			if d.Is(http.StatusCreated, "") {
+				books.Deposit(op, a.Accounts[0], amount)
+			}
+			then = fmt.Sprintf("\nthen a deposit that makes the refused transfer affordable: %s  →  %s\nthen the retry of the refused transfer: %s", dep.String(), d.Short(), retry.String())
+		}
+		r := t.Do(retry)
+		got := fmt.Sprintf("%d of the 9 live keys gone from idempotency_keys (%s…), %d rows in all: purged while still inside their retention period (the kit purges after every move of the lab clock too); the retry  →  %s", len(lost), lost[0].Key, len(st.Keys), r.Short())
+		// The books first: the retry that ran a refused transfer, or ran
+		// a transfer again, moved money its client was not told of.
+		if err := t.Reconcile(sent+then, got, books); err != nil {
+			return err
+		}
+		return t.Fail(sent+then, got,
+			"the 9 keys still within retention kept, the refused one too, and the retry replayed: a purge removes only completed keys whose retention period has passed (completed_at at or before now minus the retention), whatever their answer; a refusal is its request's answer for good, and a client told 422 must not find its money moved by its own retry")
 	}
 	i := t.Rand().IntN(len(live))
 	r := t.Do(live[i])
 	if d := replayMismatch(answers[i], r, "the original"); d != "" {
-		return t.Fail(sent+"\nthen the retry of one of the 8: "+live[i].String(), r.String()+"\n"+d, "the stored 201")
+		return t.Fail(sent+"\nthen the retry of one of the 9: "+live[i].String(), r.String()+"\n"+d, "its stored answer")
 	}
 	return nil
 }
