@@ -2,6 +2,7 @@ package grader
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -594,24 +595,27 @@ func checkSimilarReferences(t *T) error {
 	// each refusal must name the invoice's own transfer, not the first
 	// invoice's, which a lookup in one case or with LIKE finds too.
 	var paid []invoice
+	// not, where set, is the number the reference is alike to, if not
+	// the first invoice's: the second of a long pair is alike to the
+	// first of it.
 	for _, v := range []struct {
-		reference, what string
-		again           bool
+		reference, what, not string
+		again                bool
 	}{
-		{strings.ToLower(ref), "in lower case", true},
-		{ref + "-2", "with a suffix", false},
-		{strings.Replace(ref, "I", "\u0406", 1), "with a Cyrillic І for the Latin I", false},
-		{strings.TrimSuffix(ref, string(last)) + string(last-'0'+'\uff10'), "with a full-width last digit", false},
-		{long + "1", fmt.Sprintf("%d characters long", request.MaxReference), false},
-		{long + "2", "as long, and only its last character another", false},
-		{hangul + "1", fmt.Sprintf("%d characters long, in Hangul after its number (%d bytes)", request.MaxReference, len(hangul)+1), false},
-		{hangul + "2", "as long, in Hangul too, and only its last character another", false},
-		{ref[:sep] + ref[sep+1:sep+2] + "-" + ref[sep+2:], "with its last hyphen one character later", false},
-		{strings.Replace(ref, "-", " ", 1), "with a space for its first hyphen", false},
-		{strings.Replace(ref, "-", "  ", 1), "with two spaces for its first hyphen", false},
-		{strings.ReplaceAll(ref, "-", ""), "without its hyphens", false},
-		{strings.Replace(ref, "-", "_", 1), "with an underscore for its first hyphen", true},
-		{ref[:sep] + "%", "with a % for its last part", true},
+		{strings.ToLower(ref), "in lower case", "", true},
+		{ref + "-2", "with a suffix", "", false},
+		{strings.Replace(ref, "I", "\u0406", 1), "with a Cyrillic І for the Latin I", "", false},
+		{strings.TrimSuffix(ref, string(last)) + string(last-'0'+'\uff10'), "with a full-width last digit", "", false},
+		{long + "1", fmt.Sprintf("%d characters long", request.MaxReference), "", false},
+		{long + "2", "as long, and only its last character another", long + "1", false},
+		{hangul + "1", fmt.Sprintf("%d characters long, in Hangul after its number (%d bytes)", request.MaxReference, len(hangul)+1), "", false},
+		{hangul + "2", "as long, in Hangul too, and only its last character another", hangul + "1", false},
+		{ref[:sep] + ref[sep+1:sep+2] + "-" + ref[sep+2:], "with its last hyphen one character later", "", false},
+		{strings.Replace(ref, "-", " ", 1), "with a space for its first hyphen", "", false},
+		{strings.Replace(ref, "-", "  ", 1), "with two spaces for its first hyphen", "", false},
+		{strings.ReplaceAll(ref, "-", ""), "without its hyphens", "", false},
+		{strings.Replace(ref, "-", "_", 1), "with an underscore for its first hyphen", "", true},
+		{ref[:sep] + "%", "with a % for its last part", "", true},
 	} {
 		// Fourteen invoices of at most 60,000 and the first of at most
 		// 100,000 stay within the opening balance of 1,000,000: every
@@ -630,7 +634,8 @@ func checkSimilarReferences(t *T) error {
 			return err
 		}
 		if !r.Is(http.StatusCreated, "") || resourceID(r) == inv.firstID {
-			return t.Fail(story, r.String(), fmt.Sprintf("201 Created with a transfer of its own: %q is not %q; references are compared exactly, as the customer wrote them", v.reference, ref))
+			not := cmp.Or(v.not, ref)
+			return t.Fail(story, r.String(), fmt.Sprintf("201 Created with a transfer of its own: %q is not %q; references are compared exactly, as the customer wrote them", v.reference, not))
 		}
 		if v.again {
 			paid = append(paid, invoice{payer: inv.payer, from: inv.from, to: inv.to, amount: amount, memo: "invoice",
