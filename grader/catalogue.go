@@ -376,6 +376,12 @@ var catalogue = []Check{
 		Run:   checkTwoKeys,
 	},
 	{
+		ID: "S8.two-servers", Stage: 8, Lesson: lesson8 + "#two-clerks-at-once",
+		Claim: "clerks paying one invoice at once through two server processes on one database: exactly one transfer is made, and every other clerk gets 409 duplicate-reference with its Location",
+		Why:   "a server runs as several processes (replicas, a rolling deploy); a mutex, or anything else in one process's memory, keeps apart only the clerks whose requests reach that process, and a clerk on the other one looks before the first insert commits and pays again: only the database's constraint is seen by every process",
+		Run:   checkTwoServersPay,
+	},
+	{
 		ID: "S8.two-clerks", Stage: 8, Lesson: lesson8 + "#two-clerks-at-once",
 		Claim: "clerks paying one invoice at once under keys of their own, from two of the payer's accounts to two of the payee's, while the core is slow: exactly one transfer is made, and every other clerk gets 409 duplicate-reference with its Location",
 		Why:   "a server that looks for the reference and then inserts it lets every clerk who looked before the first insert committed pay, even when it looks in the transaction that moves the money: the database must decide, with a constraint on (customer, reference) that the insert meets in that transaction; and every other clerk is told that the invoice was paid by that transfer and nothing moved this time, which a 201 does not say",

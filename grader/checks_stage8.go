@@ -255,6 +255,84 @@ func checkTwoClerksPay(t *T) error {
 	return t.Arm(labctl.SlowBegin, 0)
 }
 
+// checkTwoServersPay catches one payment per invoice decided in a
+// process's memory: a look-up and an insert without a UNIQUE constraint,
+// kept apart by a mutex, hold against clerks whose requests reach the same
+// process, and a second process knows nothing of that mutex. The server
+// runs as two processes on one database; clerks pay one invoice at once,
+// in a few rounds, each a new invoice. The clerks of each process sit at
+// a desk of its own, which pays from another of the payer's accounts to
+// another of the payee's, so that the two processes' transfers share no
+// row, and the slow-commit fault, armed in each process, holds the first
+// transfer of each to reach its COMMIT: the clerk of the other process
+// looks meanwhile, and finds nothing.
+func checkTwoServersPay(t *T) error {
+	const clerks, desks, rounds, latency = 16, 2, 3, 50 * time.Millisecond
+	rt, err := t.OnReplicas(2)
+	if err != nil {
+		return err
+	}
+	s, err := rt.Scenario(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	a, b, books := s.A, s.B, s.Books
+	if err := rt.Configure(labclient.Config{CoreLatency: latency}); err != nil {
+		return err
+	}
+	// Faults are armed in one process: each is armed in both.
+	labs := []*labclient.Client{rt.Lab()}
+	for _, url := range rt.target.Replicas {
+		labs = append(labs, &labclient.Client{Base: func() string { return url }, Token: rt.target.Admin, HTTP: rt.target.Client})
+	}
+	arm := func(count int64) error {
+		for _, lab := range labs {
+			if err := lab.Arm(rt.ctx, labctl.SlowCommit, count); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for round := range rounds {
+		if err := arm(1); err != nil {
+			return err
+		}
+		amount, ref := rt.Amount(1_000, 20_000), rt.reference()
+		var ops [desks]string
+		for d := range ops {
+			ops[d] = rt.Op()
+			books.Expect(ops[d])
+		}
+		reqs := make([]Request, clerks)
+		for i := range reqs {
+			d := i % desks
+			reqs[i] = Transfer(a, rt.Key(), ReferencedBody(a.Accounts[d], b.Accounts[d], amount, ops[d], ref))
+			reqs[i].Replica = d
+		}
+		answers := rt.Simultaneously(clerks, func(i int) Request { return reqs[i] })
+		story := fmt.Sprintf("(two server processes on one database, core latency %v, the first transfer of each process to reach its COMMIT held %v before it) %d clerks pay invoice %s at once, each under a key of its own: desk 1 (clerks 1, 3, 5, …, op %s) through the first process from %s to %s, desk 2 (clerks 2, 4, 6, …, op %s) through the second from %s to %s, released together (round %d of %d):\n%s",
+			latency, fault.CommitDelay, clerks, ref, ops[0], a.Accounts[0], b.Accounts[0], ops[1], a.Accounts[1], b.Accounts[1], round+1, rounds, reqs[0].String())
+		// A transfer is booked for the desk it was paid from, which a 201
+		// names.
+		book := func(i int, r Response) {
+			d := i % desks
+			var paid struct {
+				From string `json:"from"`
+			}
+			if json.Unmarshal(r.Body, &paid) == nil {
+				if k := slices.Index(a.Accounts[:desks], paid.From); k >= 0 {
+					d = k
+				}
+			}
+			books.Transfer(ops[d], a.Accounts[d], b.Accounts[d], amount)
+		}
+		if err := rt.onePaid(story, answers, book, func(i int) string { return ops[i%desks] }, books); err != nil {
+			return err
+		}
+	}
+	return arm(0)
+}
+
 // onePaid judges the answers of clerks who paid one invoice at once:
 // exactly one 201, and 409 duplicate-reference with its Location to every
 // other clerk. The books are reconciled first, each transfer a 201 names
