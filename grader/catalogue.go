@@ -241,6 +241,12 @@ var catalogue = []Check{
 		Run:   withScenario(4_000_000, checkRetentionBoundary),
 	},
 	{
+		ID: "S5.two-servers", Stage: 5, Lesson: lesson5 + "#on-postgresql",
+		Claim: "late retries of an expired key, at once, through two server processes on one database: one of them runs the payment again, and the others get 409 request-in-progress or its stored answer",
+		Why:   "a server runs as several processes (replicas, a rolling deploy); a claim that decides in Go which late retry forgets an expired key, kept safe by a mutex, is safe only among the retries that reach its process, and a retry on the other one forgets the key too and pays again: only a decision the database makes is seen by every process",
+		Run:   checkTwoServersForget,
+	},
+	{
 		ID: "S5.purge-bounded", Stage: 5, Lesson: lesson5 + "#purging",
 		Claim: "a purge removes every expired completed key and keeps every live one, which still replays",
 		Why:   "a key table that only grows slows every claim and fills the disk; a purge that takes live keys turns the next retry into a second payment",

@@ -280,19 +280,7 @@ func checkTwoServersPay(t *T) error {
 	if err := rt.Configure(labclient.Config{CoreLatency: latency}); err != nil {
 		return err
 	}
-	// Faults are armed in one process: each is armed in both.
-	labs := []*labclient.Client{rt.Lab()}
-	for _, url := range rt.target.Replicas {
-		labs = append(labs, &labclient.Client{Base: func() string { return url }, Token: rt.target.Admin, HTTP: rt.target.Client})
-	}
-	arm := func(count int64) error {
-		for _, lab := range labs {
-			if err := lab.Arm(rt.ctx, labctl.SlowCommit, count); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	arm := func(count int) error { return rt.ArmEverywhere(labctl.SlowCommit, count) }
 	for round := range rounds {
 		if err := arm(1); err != nil {
 			return err

@@ -290,6 +290,21 @@ func (t *T) Arm(point string, count int) error {
 	return t.Lab().Arm(t.ctx, point, int64(count))
 }
 
+// ArmEverywhere arms point, as Arm does, in every process of the target:
+// a fault is armed in one process, and each replica keeps its own.
+func (t *T) ArmEverywhere(point string, count int) error {
+	if err := t.Arm(point, count); err != nil {
+		return err
+	}
+	for _, url := range t.target.Replicas {
+		lab := &labclient.Client{Base: func() string { return url }, Token: t.target.Admin, HTTP: t.target.Client}
+		if err := lab.Arm(t.ctx, point, int64(count)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Fired waits up to within for the one arming of a held fault point, of
 // points, to fire, and returns the one that did: its request is then held
 // there, until the check disarms it. It stops early, returning "", once
