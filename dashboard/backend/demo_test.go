@@ -273,9 +273,14 @@ func TestDemo_TheNaiveSidePaysTwiceAndTheFinalSolutionDoesNot(t *testing.T) {
 	if err := d.Start(ctx, left, right, col.send); err != nil {
 		t.Fatal(err)
 	}
-	// 20 ops/s: enough for the doubles within seconds, few enough that a
-	// slow machine finishes the operations under way soon after the pause.
-	d.StepRate(+1)
+	// 5 ops/s, well below what both servers serve under the race
+	// detector on a loaded machine. At 20 ops/s they fell behind there:
+	// requests queued for the database longer than the client's timeout,
+	// their retries queued behind them, and in a minute the naive side
+	// had executed too few operations to double three.
+	if got := d.StepRate(-1); got != 5 {
+		t.Fatalf("rate %d ops/s, want 5", got)
+	}
 	col.until(t, "doubles on the left", func(m dashboard.Model) bool {
 		return m.Side(dashboard.Left).Counts.Doubles >= 3 && m.Side(dashboard.Right).Counts.Requests >= 50
 	})
