@@ -279,6 +279,8 @@ func (m Model) side(msg SideMsg) {
 		s.url = msg.URL
 	}
 	switch {
+	case msg.Note != "" && msg.Status == "crashed":
+		s.Crash(m.now, msg.Note)
 	case msg.Note != "":
 		s.Note(m.now, msg.Note)
 	case msg.Status == "running" && was == "crashed":

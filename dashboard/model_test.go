@@ -1125,3 +1125,165 @@ func TestAge_ARowNewerThanTheClockIsInMilliseconds(t *testing.T) {
 		}
 	}
 }
+
+// The notes the demo's back end gives a crash of a solution and of the
+// student's code (see dashboard/backend's crashNote).
+const (
+	solutionCrash = "crashed: requests under way finish, their answers are lost"
+	yoursCrash    = "killed -9: requests under way die uncommitted; their keys answer 409 until the lease ends"
+)
+
+// crash is what the demo sends of a crash of side's server and its
+// restart, followed by n requests a side: the traffic after it.
+func crash(t *testing.T, m Model, side int, note string, n int) Model {
+	t.Helper()
+	title := m.Server(side).Title
+	m, _ = update(t, m, SideMsg{Side: side, Epoch: 1, Title: title, Status: "crashed", Note: note})
+	m, _ = update(t, m, SideMsg{Side: side, Epoch: 1, Title: title, Status: "running"})
+	return traffic(t, m, n)
+}
+
+// traffic is n requests on each side, received at the model's now.
+func traffic(t *testing.T, m Model, n int) Model {
+	t.Helper()
+	for side := range 2 {
+		var evs []events.Event
+		for j := range n {
+			evs = append(evs, request(fmt.Sprintf("c0.op-%d-%d", side, j), 201, false))
+		}
+		m, _ = update(t, m, EventsMsg{Side: side, Epoch: 1, Received: m.now, Events: evs})
+	}
+	return m
+}
+
+// paneText is the text of one side's pane in a frame, its words one
+// space apart across its rows: a wrapped sentence reads whole in it.
+func paneText(frame string, side int) string {
+	var rows []string
+	for _, row := range strings.Split(ansi.Strip(frame), "\n") {
+		cols := strings.Split(row, "││")
+		if len(cols) != 2 {
+			continue
+		}
+		rows = append(rows, strings.Trim(cols[side], "│"))
+	}
+	return strings.Join(strings.Fields(strings.Join(rows, " ")), " ")
+}
+
+// TestModel_TheLastCrashStaysReadableUnderTraffic: under the crashes
+// profile at 10 ops/s on 80×24, the feed line that said which kind of
+// crash a side had scrolled away in under a second. Each side's last
+// crash is read whole seconds later, beside the counters, the money check
+// and the key table it must not push off the window, and with the
+// requests that followed it; the next crash replaces it, and a minute,
+// a reset or another stage takes it away.
+func TestModel_TheLastCrashStaysReadableUnderTraffic(t *testing.T) {
+	m := busyModel(t, 80, 24)
+	m = crash(t, m, Left, solutionCrash, 0)
+	m = crash(t, m, Right, yoursCrash, 40) // four seconds of traffic
+	m, _ = update(t, m, tickMsg(t0.Add(4*time.Second)))
+	frame := m.Render()
+	assertFits(t, frame, 80, 24)
+	for side, note := range []string{solutionCrash, yoursCrash} {
+		text := paneText(frame, side)
+		for _, want := range []string{note, "DOUBLE TRANSFERS", "201 tr c0.op-", "Σ ₩", "moved twice"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("four seconds after the crash the %s pane lacks %q:\n%s", []string{"left", "right"}[side], want, ansi.Strip(frame))
+			}
+		}
+	}
+	if !strings.Contains(paneText(frame, Right), "KEY STATE AGE") {
+		t.Errorf("the pinned crash pushed the key table off the right pane:\n%s", ansi.Strip(frame))
+	}
+
+	// A story pressed now keeps its lines: the crash comes under them.
+	m, _ = update(t, m, press("u"))
+	frame = m.Render()
+	assertFits(t, frame, 80, 24)
+	if text := paneText(frame, Left); !strings.Contains(text, "▶ LOST UPDATE: A's limit put back what happened on the left † crashed:") {
+		t.Errorf("with a story told, want its lines, then the crash:\n%s", ansi.Strip(frame))
+	}
+
+	m = crash(t, m, Right, solutionCrash, 10)
+	if text := paneText(m.Render(), Right); strings.Contains(text, "killed -9") || !strings.Contains(text, "† "+solutionCrash) {
+		t.Errorf("the next crash did not replace the last one:\n%s", ansi.Strip(m.Render()))
+	}
+
+	m, _ = update(t, m, tickMsg(m.now.Add(CrashShown)))
+	if text := paneText(m.Render(), Right); strings.Contains(text, "† ") {
+		t.Errorf("the crash is still pinned a minute later:\n%s", ansi.Strip(m.Render()))
+	}
+
+	m = crash(t, m, Left, solutionCrash, 0)
+	m = crash(t, m, Right, yoursCrash, 0)
+	m, _ = update(t, m, EventsMsg{Side: Left, Epoch: 1, Received: m.now, Events: []events.Event{event(events.KindReset, m.now, struct{}{})}})
+	m, _ = update(t, m, SideMsg{Side: Right, Epoch: 2, Title: "stage 7 · solution", Status: "running"})
+	frame = m.Render()
+	for side := range 2 {
+		if text := paneText(frame, side); strings.Contains(text, "† ") {
+			t.Errorf("the %s side's crash outlived its reset or stage switch:\n%s", []string{"left", "right"}[side], ansi.Strip(frame))
+		}
+	}
+}
+
+// assertFits fails when frame is taller or wider than the window.
+func assertFits(t *testing.T, frame string, width, height int) {
+	t.Helper()
+	lines := strings.Split(frame, "\n")
+	if len(lines) > height {
+		t.Errorf("%d lines on a %d-line window", len(lines), height)
+	}
+	for i, l := range lines {
+		if w := lipgloss.Width(l); w > width {
+			t.Errorf("line %d is %d wide: %q", i, w, ansi.Strip(l))
+		}
+	}
+}
+
+// TestModel_APinnedCrashTakesOnlyFeedRows: at every size, the last
+// crash pinned on both sides leaves every other row where it was (the
+// counters, the traffic, the key table, the money check, the footer):
+// it takes its rows from the requests of the feed, and the frame still
+// fits the window.
+func TestModel_APinnedCrashTakesOnlyFeedRows(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {120, 40}, {100, 30}, {72, 20}, {60, 16}, {48, 12}, {40, 8}} {
+		// The feeds full, so that only what is in them changes.
+		m := traffic(t, busyModel(t, size[0], size[1]), FeedSize)
+		before := strings.Split(ansi.Strip(m.Render()), "\n")
+		m = crash(t, m, Left, solutionCrash, 0)
+		m = crash(t, m, Right, yoursCrash, 0)
+		frame := m.Render()
+		assertFits(t, frame, size[0], size[1])
+		after := strings.Split(ansi.Strip(frame), "\n")
+		if hasFeed := strings.Contains(strings.Join(before, "\n"), "201 "); hasFeed != strings.Contains(strings.Join(after, "\n"), "† ") {
+			t.Errorf("%dx%d: a feed shown=%v, and the crash pinned is not:\n%s", size[0], size[1], hasFeed, strings.Join(after, "\n"))
+		}
+		for i, row := range before {
+			feed := strings.Contains(row, "201 ") || strings.Contains(row, "409 dp") || strings.Contains(row, "waiting for requests")
+			if feed || strings.Contains(row, "req/s") || strings.Contains(row, "dbl/s") {
+				continue // the feed's rows, and the sparkline that moves with the clock
+			}
+			if i >= len(after) || after[i] != row {
+				t.Errorf("%dx%d: row %d was %q, is %q with a crash pinned", size[0], size[1], i, row, after[min(i, len(after)-1)])
+			}
+		}
+	}
+}
+
+// TestPane_ACrashPinnedOnAShortFeedLeavesARowToTheRequests: a feed of
+// two rows shows the crash cut to one, and the newest request.
+func TestPane_ACrashPinnedOnAShortFeedLeavesARowToTheRequests(t *testing.T) {
+	s := NewSide()
+	s.Crash(t0, yoursCrash)
+	s.Ingest(request("op-1", 409, false), t0)
+	p := pane{side: s, st: DefaultStyles(), now: t0}
+	p.SetSize(40, 12)
+	got := p.feedLines(2, 38)
+	want := []string{"† killed -9: requests under way die uncommitted; their keys answer 409 until the lease ends", "409 tr op-1"}
+	if len(got) != 2 || ansi.Strip(got[0]) != want[0] || !strings.HasPrefix(ansi.Strip(got[1]), want[1]) {
+		t.Errorf("a two-row feed reads %q, want the crash on one row (Render cuts it), then %q", got, want[1])
+	}
+	if out := ansi.Strip(p.Render()); !strings.Contains(out, "† killed -9: requests under way die u…") {
+		t.Errorf("the pane does not cut the crash's row with …:\n%s", out)
+	}
+}

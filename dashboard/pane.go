@@ -285,12 +285,21 @@ func (p pane) feedLines(n, width int) []string {
 		return nil
 	}
 	out := p.toldLines(n)
+	crash, pinned := p.side.Crashed(p.now)
+	if pinned {
+		out = append(out, p.crashLines(crash.Note, n-len(out), width)...)
+	}
 	for _, l := range p.side.Feed(n - len(out)) {
-		if l.Note != "" {
+		switch {
+		case pinned && l == crash:
+			// The line pinned above reads it whole: here it only marks
+			// where in the traffic the crash came, on one line.
+			out = append(out, p.st.Dim.Render("── "+l.Note))
+		case l.Note != "":
 			out = append(out, p.noteLines(l.Note, width)...)
-			continue
+		default:
+			out = append(out, p.feedLine(l))
 		}
-		out = append(out, p.feedLine(l))
 	}
 	out = out[:min(len(out), n)]
 	if len(out) == 0 {
@@ -314,6 +323,34 @@ func (p pane) toldLines(n int) []string {
 		} else {
 			out = append(out, p.st.Title.Render("  "+line))
 		}
+	}
+	return out
+}
+
+// crashLines are the last crash's note, pinned under the story's outcome
+// and wrapped to the pane, in at most room lines. It leaves one of them
+// to the requests, which show what the crash did (409s, replays): on a
+// pane too short for the whole note its last line is cut.
+func (p pane) crashLines(note string, room, width int) []string {
+	if room > 1 {
+		room--
+	}
+	if room <= 0 {
+		return nil
+	}
+	const lead = "† "
+	wrapped := strings.Split(ansi.Wrap(note, max(width-len([]rune(lead)), 1), ""), "\n")
+	if len(wrapped) > room {
+		// Longer than the pane's width: Render cuts it there, with "…".
+		wrapped = append(wrapped[:room-1], strings.Join(wrapped[room-1:], " "))
+	}
+	out := make([]string, len(wrapped))
+	for i, line := range wrapped {
+		indent := "  "
+		if i == 0 {
+			indent = lead
+		}
+		out[i] = p.st.Conflict.Render(indent + line)
 	}
 	return out
 }

@@ -40,6 +40,11 @@ const (
 	// StoryShown is how long a story's outcome stays at the top of the
 	// feed: long enough to explain it to a class.
 	StoryShown = time.Minute
+	// CrashShown is how long the last crash's note stays pinned at the
+	// top of the feed, unless the next crash replaces it: a story's time,
+	// where the feed under a class's traffic scrolled it away in under a
+	// second.
+	CrashShown = time.Minute
 )
 
 // Counts are a side's counters. Each is exact for the events received:
@@ -171,6 +176,8 @@ type Side struct {
 
 	told   Told
 	toldAt time.Time
+	// crash is the marker line of the last crash, pinned (see Crashed).
+	crash FeedLine
 
 	feed     [FeedSize]FeedLine
 	feedNext int
@@ -245,6 +252,7 @@ func (s *Side) clear() {
 	s.Money = Money{}
 	s.Outbox, s.OldestDead = bank.OutboxCounts{}, ""
 	s.told, s.toldAt = Told{}, time.Time{}
+	s.crash = FeedLine{}
 	s.keys = map[int64]*KeyRow{}
 	s.ops = map[string]opSeen{}
 	s.opOrder = make([]string, 0, 1024)
@@ -335,6 +343,24 @@ func (s *Side) Told(now time.Time) (Told, bool) {
 		return Told{}, false
 	}
 	return s.told, true
+}
+
+// Crash adds a crash's marker line to the feed, and pins it at the top of
+// the feed from t on, until the next crash or for CrashShown: which kind
+// of crash a side had is a sentence to read out, not a line that goes by.
+// A reset of the server takes it away.
+func (s *Side) Crash(t time.Time, text string) {
+	s.crash = FeedLine{Time: t, Note: text}
+	s.push(s.crash)
+}
+
+// Crashed returns the last crash's marker line, if it is still pinned at
+// now.
+func (s *Side) Crashed(now time.Time) (FeedLine, bool) {
+	if s.crash.Note == "" || now.Sub(s.crash.Time) >= CrashShown {
+		return FeedLine{}, false
+	}
+	return s.crash, true
 }
 
 // Note adds a marker line to the feed.
