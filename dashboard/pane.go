@@ -338,38 +338,44 @@ func (p pane) crashLines(note string, room, width int) []string {
 	if room <= 0 {
 		return nil
 	}
-	const lead = "† "
-	wrapped := strings.Split(ansi.Wrap(note, max(width-len([]rune(lead)), 1), ""), "\n")
-	if len(wrapped) > room {
+	lines := hanging("† ", note, width)
+	if len(lines) > room {
 		// Longer than the pane's width: Render cuts it there, with "…".
-		wrapped = append(wrapped[:room-1], strings.Join(wrapped[room-1:], " "))
-	}
-	out := make([]string, len(wrapped))
-	for i, line := range wrapped {
-		indent := "  "
-		if i == 0 {
-			indent = lead
+		for _, l := range lines[room:] {
+			lines[room-1] += " " + strings.TrimLeft(l, " ")
 		}
-		out[i] = p.st.Conflict.Render(indent + line)
+		lines = lines[:room]
 	}
-	return out
+	for i := range lines {
+		lines[i] = p.st.Conflict.Render(lines[i])
+	}
+	return lines
 }
 
 // noteLines are a marker line (a crash, a restart), wrapped to the pane:
 // what a crash does to the requests under way is the sentence the class
 // must read, and an 80-column pane cut it in half.
 func (p pane) noteLines(note string, width int) []string {
-	const lead = "── "
-	wrapped := strings.Split(ansi.Wrap(note, max(width-len([]rune(lead)), 1), ""), "\n")
-	out := make([]string, len(wrapped))
-	for i, line := range wrapped {
-		indent := "   "
-		if i == 0 {
-			indent = lead
-		}
-		out[i] = p.st.Dim.Render(indent + line)
+	lines := hanging("── ", note, width)
+	for i := range lines {
+		lines[i] = p.st.Dim.Render(lines[i])
 	}
-	return out
+	return lines
+}
+
+// hanging wraps note to width behind lead: the first line starts with
+// lead, the others with as many spaces.
+func hanging(lead, note string, width int) []string {
+	n := len([]rune(lead))
+	lines := strings.Split(ansi.Wrap(note, max(width-n, 1), ""), "\n")
+	for i := range lines {
+		if i == 0 {
+			lines[i] = lead + lines[i]
+		} else {
+			lines[i] = strings.Repeat(" ", n) + lines[i]
+		}
+	}
+	return lines
 }
 
 func (p pane) feedLine(l FeedLine) string {
