@@ -72,7 +72,7 @@ func (t *T) OnReplicas(n int) (*T, error) {
 // on returns a T for the same check, drawing from the same random source,
 // against another target.
 func (t *T) on(target *targets.Target) *T {
-	on := &T{ctx: t.ctx, target: target, subject: t.subject, seed: t.seed, rng: t.rng, cleanups: t.cleanups, core: t.core, differences: t.differences, history: t.history}
+	on := &T{ctx: t.ctx, target: target, subject: t.subject, seed: t.seed, rng: t.rng, cleanups: t.cleanups, core: t.core, differences: t.differences, history: t.history, heldReads: &heldReads{}}
 	if target != t.target {
 		// A server of its own: its events join the same history. Without
 		// them the timeline still has every request.

@@ -104,7 +104,7 @@ func runCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uin
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	t := &T{ctx: ctx, target: target, subject: subject, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x9e3779b9)), cleanups: &cleanupList{}, core: ledger,
-		differences: &[]*judging.Failure{}, history: history.NewRecorder()}
+		differences: &[]*judging.Failure{}, history: history.NewRecorder(), heldReads: &heldReads{}}
 	defer t.cleanups.run()
 	defer t.history.Close()
 	// Without the lab's events the timeline still has every request.

@@ -49,9 +49,9 @@ type T struct {
 	// history records what the check's clients sent and what the lab
 	// observed, for the timeline of a money finding.
 	history *history.Recorder
-	// heldReadsWaited counts the originals Hold held whose core wait a
-	// read of the lab's state waited out (see WhileHeld).
-	heldReadsWaited int
+	// heldReads counts the originals Hold held whose core wait a read of
+	// the lab's state waited out (see WhileHeld).
+	heldReads *heldReads
 }
 
 // Rand is the check's random source; draw every input from it.

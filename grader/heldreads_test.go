@@ -1,0 +1,114 @@
+package grader_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"idemlab/grader"
+	"idemlab/grader/judging"
+	"idemlab/kit/labctl"
+	"idemlab/solutions/stage3"
+)
+
+// oneLookInTheGap serves stage 3's solution as a server whose transfer
+// holds the database across the core call does, on a machine slow enough
+// that one read falls in between: while a transfer is on its way every
+// other request waits for it, except reads of the lab's state up to and
+// including the first that shows its key in progress (the reads that come
+// between the claim's commit and a business transaction opened after it).
+func oneLookInTheGap() func(http.Handler) http.Handler {
+	var mu sync.Mutex
+	var flight *struct {
+		key    string
+		peeked bool
+		done   chan struct{}
+	}
+	waitFor := func() {
+		mu.Lock()
+		f := flight
+		mu.Unlock()
+		if f != nil {
+			<-f.done
+		}
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case r.Method == http.MethodPost && r.URL.Path == "/transfers":
+				mu.Lock()
+				if flight != nil {
+					f := flight
+					mu.Unlock()
+					<-f.done
+					next.ServeHTTP(w, r)
+					return
+				}
+				flight = &struct {
+					key    string
+					peeked bool
+					done   chan struct{}
+				}{key: r.Header.Get("Idempotency-Key"), done: make(chan struct{})}
+				f := flight
+				mu.Unlock()
+				defer func() {
+					mu.Lock()
+					flight = nil
+					mu.Unlock()
+					close(f.done)
+				}()
+				next.ServeHTTP(w, r)
+			case r.Method == http.MethodGet && r.URL.Path == "/lab/state":
+				mu.Lock()
+				f := flight
+				peeked := f != nil && f.peeked
+				mu.Unlock()
+				if peeked {
+					waitFor()
+					next.ServeHTTP(w, r)
+					return
+				}
+				rec := httptest.NewRecorder()
+				next.ServeHTTP(rec, r)
+				var st labctl.State
+				if f != nil && json.Unmarshal(rec.Body.Bytes(), &st) == nil && judging.KeyInProgress(st, f.key) {
+					mu.Lock()
+					f.peeked = true
+					mu.Unlock()
+				}
+				for k, v := range rec.Header() {
+					w.Header()[k] = v
+				}
+				w.WriteHeader(rec.Code)
+				w.Write(rec.Body.Bytes())
+			default:
+				next.ServeHTTP(w, r)
+			}
+		})
+	}
+}
+
+// A server whose transactions stay open across the core call fails
+// S3.retry-during-original even where the look that saw the key in
+// progress came in the gap before the transaction, and answered at once:
+// the finding must not rest on that look. Without Hold's read on its own
+// after such a look and the payment watched for its whole wait, the check
+// said it could not observe the server (a flake of the ladder on a busy
+// machine).
+func TestRetryDuringOriginal_ALookInTheGapDoesNotHideHeldReads(t *testing.T) {
+	c, _ := grader.Lookup("S3.retry-during-original")
+	subject := grader.Subject{Stage: 3, Name: "solutions/stage3", New: stage3.New}
+	r := grader.RunCheck(context.Background(), subject, c, 5, serveWrapped(t, stage3.New, oneLookInTheGap()))
+	if r.Passed() || !r.Caught() {
+		t.Fatalf("got %v, want a failure: the lab's reads waited for the held payment", r.Err)
+	}
+	var f *judging.Failure
+	if !errors.As(r.Err, &f) || !strings.Contains(f.Got, "it waited for the payment") {
+		t.Fatalf("got %v, want the failure that the lab's reads waited for the payment", r.Err)
+	}
+}
