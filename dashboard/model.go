@@ -643,7 +643,7 @@ func (m Model) helpPage(w, h int) string {
 	iw, room := m.helpSize()
 	lines := m.helpLines(iw)
 	closes := m.bindings.Help.Help().Key + " closes this page"
-	if len(lines)+2 > room {
+	if len(lines)+1 > room {
 		// The box keeps its width as it scrolls.
 		top := min(m.helpTop, helpScroll(len(lines), room))
 		end := min(top+room-1, len(lines))
@@ -653,6 +653,9 @@ func (m Model) helpPage(w, h int) string {
 		for i, l := range lines {
 			lines[i] = padRight(l, iw)
 		}
+	} else if len(lines)+2 > room {
+		// No room for the blank line above it.
+		lines = append(lines, st.Dim.Render(closes))
 	} else {
 		lines = append(lines, "", st.Dim.Render(closes))
 	}
@@ -700,6 +703,8 @@ func (m Model) helpLines(w int) []string {
 		st.Label.Render("DOUBLE TRANSFERS") + " executions beyond an operation's first",
 		st.Label.Render("LOST TRANSFERS") + "   a success answered, and no money moved",
 		st.Label.Render("Σ ✓") + " balances = opening balances + each deposit once",
+		st.Good.Render("▶") + " a story's outcome  " + st.Conflict.Render("†") + " the last crash (" +
+			st.Dim.Render("──") + " in the feed): pinned a minute",
 	}}
 	for _, sec := range sections {
 		if len(sec) == 0 {

@@ -553,7 +553,10 @@ func TestModel_HelpPageScrollsOnASmallWindow(t *testing.T) {
 		last = frame(m)
 		seen += last
 	}
-	want := []string{"Σ ✓ balances", "LOST TRANSFERS", "422 same key"}
+	want := []string{"Σ ✓ balances", "LOST TRANSFERS", "422 same key", "▶ a story's outcome  † the last crash"}
+	if StoryShown != time.Minute || CrashShown != time.Minute {
+		t.Errorf("the help page says a story and a crash stay pinned a minute; they stay %v and %v", StoryShown, CrashShown)
+	}
 	for _, l := range m.bindings.Explained() {
 		want = append(want, l[:3])
 	}
