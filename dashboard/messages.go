@@ -94,6 +94,14 @@ type TrafficControls interface {
 	NextProfile(ctx context.Context) Profile
 }
 
+// PaceReporter is traffic that holds operations back while the servers
+// answer too slowly for the rate (see backend.Traffic.HeldBack): the fault
+// line says so while it does.
+type PaceReporter interface {
+	// HeldBack is how many operations were not started, so far.
+	HeldBack() int64
+}
+
 // StoryControls play the one-shot stories on both sides. Without them the
 // story keys are off and out of the help.
 type StoryControls interface {

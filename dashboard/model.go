@@ -30,6 +30,7 @@ type Model struct {
 	traffic  TrafficControls
 	stories  StoryControls
 	servers  RightControls
+	pace     PaceReporter
 	bindings Bindings
 	help     help.Model
 	styles   Styles
@@ -40,9 +41,13 @@ type Model struct {
 	now           time.Time
 	started       time.Time
 
-	paused   bool
-	rate     int
-	profile  Profile
+	paused  bool
+	rate    int
+	profile Profile
+	// held is how many operations the traffic held back, and heldAt when
+	// that count last grew (see behind).
+	held     int64
+	heldAt   time.Time
 	right    Choice
 	busy     string // the slow action under way, if any
 	notice   string
@@ -76,6 +81,9 @@ type sideState struct {
 
 // tickMsg moves the model's clock: ages and the sparkline follow it.
 type tickMsg time.Time
+
+// heldMsg is how many operations the traffic has held back so far.
+type heldMsg int64
 
 // doneMsg reports what a key press's command did.
 type doneMsg struct {
@@ -122,6 +130,7 @@ func newModel(ctx context.Context, ctl TrafficControls, now time.Time) Model {
 	}
 	m.stories, _ = ctl.(StoryControls)
 	m.servers, _ = ctl.(RightControls)
+	m.pace, _ = ctl.(PaceReporter)
 	if m.stories == nil {
 		disable(&m.bindings.Burst, &m.bindings.Edited, &m.bindings.Clerks, &m.bindings.Invoice)
 	}
@@ -167,7 +176,17 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.frozen {
 			return m, nil
 		}
+		if m.pace != nil {
+			return m, tea.Batch(tick(), func() tea.Msg { return heldMsg(m.pace.HeldBack()) })
+		}
 		return m, tick()
+	case heldMsg:
+		if int64(msg) > m.held {
+			if !m.behind() {
+				m.setNotice(fmt.Sprintf("traffic: the servers answer too slowly for %d ops/s; fewer operations are sent until they catch up", m.rate), false)
+			}
+			m.held, m.heldAt = int64(msg), m.now
+		}
 	case EventsMsg:
 		if s := m.sideFor(msg.Side, msg.Epoch); s != nil {
 			for _, ev := range msg.Events {
@@ -613,9 +632,22 @@ func (m Model) engine() string {
 	return ""
 }
 
+// behindFor is how long the fault line says the servers are behind after
+// the traffic last held an operation back.
+const behindFor = 3 * time.Second
+
+// behind reports whether the traffic held an operation back lately: the
+// servers answer too slowly for the rate, and fewer operations are sent.
+func (m Model) behind() bool {
+	return m.held > 0 && m.now.Sub(m.heldAt) < behindFor
+}
+
 func (m Model) faultLine(w int) string {
 	line := func(label bool) string {
 		l := fmt.Sprintf("%d ops/s · ", m.rate)
+		if m.behind() {
+			l = fmt.Sprintf("%d ops/s ", m.rate) + m.styles.Conflict.Render("(servers behind)") + " · "
+		}
 		if label {
 			l += m.styles.Label.Render("faults ")
 		}

@@ -1290,3 +1290,47 @@ func TestPane_ACrashPinnedOnAShortFeedLeavesARowToTheRequests(t *testing.T) {
 		t.Errorf("the pane does not cut the crash's row with …:\n%s", out)
 	}
 }
+
+// pacedControls is traffic that reports operations held back.
+type pacedControls struct {
+	fakeControls
+	held int64
+}
+
+func (p *pacedControls) HeldBack() int64 { return p.held }
+
+// TestModel_TheFaultLineSaysWhenTheServersAreBehind: while the traffic
+// holds operations back (the servers answer too slowly for the rate),
+// the fault line says so at 80 columns and a notice says what it means,
+// once for the episode; a few seconds after the count stops growing the
+// line is as before. An instructor who raised the rate on a slow laptop
+// saw the counters slow down with nothing on screen saying why.
+func TestModel_TheFaultLineSaysWhenTheServersAreBehind(t *testing.T) {
+	p := &pacedControls{fakeControls: fakeControls{rate: testRate}}
+	m := demoModel(p)
+	if m.pace == nil {
+		t.Fatal("the model did not find the traffic's HeldBack")
+	}
+	line := func(m Model) string { return ansi.Strip(m.faultLine(80)) }
+	if strings.Contains(line(m), "behind") {
+		t.Fatalf("behind before anything was held back: %q", line(m))
+	}
+	m, _ = update(t, m, heldMsg(3))
+	if !strings.Contains(line(m), "(servers behind)") {
+		t.Errorf("the fault line at 80 columns while operations are held back: %q", line(m))
+	}
+	if !strings.Contains(m.notice, "too slowly") {
+		t.Errorf("notice %q, want one that says the servers answer too slowly", m.notice)
+	}
+	m.notice = ""
+	m, _ = update(t, m, tickMsg(t0.Add(time.Second)))
+	m, _ = update(t, m, heldMsg(9))
+	if m.notice != "" {
+		t.Errorf("a second notice in the same episode: %q", m.notice)
+	}
+	m, _ = update(t, m, tickMsg(t0.Add(time.Second+behindFor)))
+	m, _ = update(t, m, heldMsg(9))
+	if strings.Contains(line(m), "behind") {
+		t.Errorf("still behind %v after the last operation held back: %q", behindFor, line(m))
+	}
+}

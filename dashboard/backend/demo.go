@@ -336,6 +336,10 @@ func (d *Demo) SetPaused(p bool) { d.traffic.SetPaused(p) }
 // StepRate changes the traffic rate by one step and returns it.
 func (d *Demo) StepRate(delta int) int { return d.traffic.StepRate(delta) }
 
+// HeldBack is how many operations the traffic did not start because the
+// servers were behind.
+func (d *Demo) HeldBack() int64 { return d.traffic.HeldBack() }
+
 // Traffic is the demo's traffic.
 func (d *Demo) Traffic() *Traffic { return d.traffic }
 

@@ -92,6 +92,9 @@ running:
 	}
 	m := model()
 	fmt.Fprintf(w, "\nsummary: %d operations in %s, each sent to both servers\n", demo.Traffic().Played(), time.Since(start).Round(time.Second))
+	if n := demo.Traffic().HeldBack(); n > 0 {
+		fmt.Fprintf(w, "(%d more held back: the servers answered too slowly for the rate)\n", n)
+	}
 	m.PlainSummary(w)
 	l, r := m.Side(dashboard.Left).Counts, m.Side(dashboard.Right).Counts
 	switch {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -35,6 +36,9 @@ const (
 	// maxInFlight bounds the operations being played at once, so that a
 	// stalled server slows the traffic instead of piling up goroutines.
 	maxInFlight = 512
+	// minInFlight is the fewest operations the traffic keeps under way
+	// however slowly the servers answer.
+	minInFlight = 4
 	// BurstSize is how many identical requests a burst sends at once.
 	BurstSize = 16
 )
@@ -59,6 +63,14 @@ type Traffic struct {
 	flight  sync.Mutex
 	running int           // operations under way
 	idle    chan struct{} // closed while running is zero (see Drain)
+	// limit is how many operations may be under way (see pace): it
+	// falls to half of them when answers come late, and grows back by one
+	// for every limit answers in time.
+	limit float64
+	cut   time.Time // when limit last fell
+	held  atomic.Int64
+
+	policy retry.Policy
 
 	mu    sync.Mutex
 	plan  []dayplan.Op
@@ -81,6 +93,8 @@ func NewTraffic(targets []func() string, reset bank.Params) *Traffic {
 		client: &http.Client{Transport: &faultnet.Transport{Base: tr}, Timeout: DemoPolicy.Timeout},
 		shown:  -1,
 		idle:   make(chan struct{}),
+		limit:  maxInFlight,
+		policy: DemoPolicy,
 	}
 	close(t.idle)
 	t.rate.Store(DefaultRate)
@@ -136,12 +150,21 @@ func (t *Traffic) Drain(ctx context.Context) error {
 	}
 }
 
+// HeldBack is how many operations the traffic did not start because the
+// servers were behind: as many were under way as the limit allows (see
+// pace).
+func (t *Traffic) HeldBack() int64 { return t.held.Load() }
+
 // begin counts an operation under way, unless the traffic is paused or
-// maxInFlight are; it reports whether it did.
+// its limit are; it reports whether it did.
 func (t *Traffic) begin() bool {
 	t.flight.Lock()
 	defer t.flight.Unlock()
-	if t.paused.Load() || t.running >= maxInFlight {
+	if t.paused.Load() {
+		return false
+	}
+	if float64(t.running) >= t.limit {
+		t.held.Add(1)
 		return false
 	}
 	if t.running == 0 {
@@ -158,6 +181,35 @@ func (t *Traffic) end() {
 	t.running--
 	if t.running == 0 {
 		close(t.idle)
+	}
+}
+
+// pace takes an attempt's answer, and how long it took, into the limit on
+// the operations under way. The traffic starts operations at a fixed
+// rate, whatever the servers answer: on a machine too slow for the rate,
+// requests queue behind the database's writer until the client's timeout
+// ends them, their retries join the queue, and nearly nothing is answered
+// (on both sides, the safe one too). An answer that took more than half
+// the client's timeout, or never came, halves the limit (to half the
+// operations under way, at most once in that half: the others of the same
+// queue are as late); answers in time raise it back, by one for every
+// limit of them, up to maxInFlight. A response a fault withheld is the
+// fault's, not the server's pace.
+func (t *Traffic) pace(a retry.Answer, took time.Duration) {
+	var withheld *faultnet.Error
+	if errors.As(a.Err, &withheld) {
+		return
+	}
+	var timeout interface{ Timeout() bool }
+	late := took > t.policy.Timeout/2 || errors.As(a.Err, &timeout) && timeout.Timeout()
+	t.flight.Lock()
+	defer t.flight.Unlock()
+	now := time.Now()
+	switch {
+	case late && now.Sub(t.cut) >= t.policy.Timeout/2:
+		t.limit, t.cut = max(float64(t.running)/2, minInFlight), now
+	case !late && a.Err == nil:
+		t.limit = min(t.limit+1/t.limit, maxInFlight)
 	}
 }
 
@@ -313,14 +365,16 @@ func (t *Traffic) play(ctx context.Context, url func() string, op dayplan.Op) {
 func (t *Traffic) submit(ctx context.Context, url func() string, op dayplan.Op, kind string, body []byte, faults []dayplan.Point) {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%s/%s", op.Op, kind)
-	c := retry.Client{HTTP: t.client, Policy: DemoPolicy, Jitter: rand.New(rand.NewPCG(h.Sum64(), 1))}
+	c := retry.Client{HTTP: t.client, Policy: t.policy, Jitter: rand.New(rand.NewPCG(h.Sum64(), 1))}
+	var sent time.Time
 	c.Do(ctx, func(n int) (*http.Request, error) {
 		actx := ctx
 		if n <= len(faults) {
 			actx = faultnet.WithFault(ctx, faults[n-1])
 		}
+		sent = time.Now()
 		return t.request(actx, url, op, body)
-	}, nil)
+	}, func(_ int, a retry.Answer) { t.pace(a, time.Since(sent)) })
 }
 
 // request is one attempt of op with body, under op's key.

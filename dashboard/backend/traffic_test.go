@@ -10,12 +10,14 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"idemlab/grader/dayplan"
 	"idemlab/kit/bank"
 	"idemlab/kit/idemkey"
+	"idemlab/kit/retry"
 )
 
 // TestTraffic_DrainWaitsForTheOperationsUnderWay: paused traffic drains
@@ -188,5 +190,61 @@ func TestTraffic_ABurstFitsTheAccount(t *testing.T) {
 		if a*BurstSize > reset.OpeningBalance/4 {
 			t.Fatalf("a burst of ₩%d × %d takes more than a quarter of the opening ₩%d", a, BurstSize, reset.OpeningBalance)
 		}
+	}
+}
+
+// TestTraffic_ASlowServerIsNotBuriedInRetries: a server that answers 50
+// requests a second, one at a time, under traffic of 100 operations a
+// second whose client gives up after 250ms. Started at the rate whatever
+// the server answers, the requests queue until each waits longer than the
+// client does: the server works through requests whose clients are gone,
+// their retries join the queue, and nearly nothing it does reaches anyone
+// (the demo on a slow laptop at 50 to 100 ops/s: without the limit, 130
+// answers to 1,135 requests here). Held to what the server answers in
+// time, most requests that reach it are answered, and the operations not
+// started are counted.
+func TestTraffic_ASlowServerIsNotBuriedInRetries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plays 4s of traffic")
+	}
+	const service, timeout, played = 20 * time.Millisecond, 250 * time.Millisecond, 4 * time.Second
+	var arrived, served, answered atomic.Int64
+	desk := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
+		select {
+		case desk <- struct{}{}:
+		case <-r.Context().Done():
+			return // the client gave up while its request waited
+		}
+		time.Sleep(service) // the work: one request at a time
+		<-desk
+		served.Add(1)
+		if r.Context().Err() == nil {
+			answered.Add(1)
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+
+	tr := NewTraffic([]func() string{func() string { return srv.URL }}, bank.DefaultParams())
+	tr.policy = retry.Policy{Base: 10 * time.Millisecond, Cap: 100 * time.Millisecond, Horizon: 2 * time.Second, Timeout: timeout}
+	tr.client.Timeout = timeout
+	calm, err := ProfileNamed("calm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.SetProfile(calm)
+	tr.StepRate(len(Rates))
+	ctx, cancel := context.WithTimeout(t.Context(), played)
+	defer cancel()
+	tr.Run(ctx)
+	s, a := served.Load(), answered.Load()
+	t.Logf("%d operations started, %d held back; %d requests arrived, the server did %d, %d of them for a client still waiting", tr.Played(), tr.HeldBack(), arrived.Load(), s, a)
+	if n := arrived.Load(); a < n*3/4 {
+		t.Errorf("of the %d requests that reached the server, %d were answered to a client still waiting, want at least three in four", n, a)
+	}
+	if tr.HeldBack() == 0 {
+		t.Errorf("no operation held back at %d ops/s against a server that does %v a request", Rates[len(Rates)-1], service)
 	}
 }
