@@ -595,7 +595,7 @@ func (t *T) liveAfterTakeover(s Scenario, req Request, op string, amount int64, 
 // after it failed, having read that it still held the key just before the
 // retry took it over. It holds a transfer, then a deposit (a completion
 // fenced on one route only), and the refused original must be told to
-// retry, 409 request-in-progress.
+// retry, 409 request-in-progress with Retry-After.
 func checkLateOriginalFenced(t *T) error {
 	for _, p := range payments {
 		if err := t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
@@ -947,6 +947,9 @@ func lateOriginalVerdict(first, third, second Response, tookOver bool) (conclusi
 		return true, "201 Created to the retry that took the key over: it holds the lease, and it executes"
 	case !first.Is(http.StatusConflict, pInProgress):
 		return true, "409 " + pInProgress + " to the original, whose lease was taken over: the retry that holds it is executing, and the original's client, told to retry, is answered with its result; told anything else, it stops without it, or pays again under a new key"
+	}
+	if ok, why := inProgressAnswer(first); !ok {
+		return true, "409 " + pInProgress + " with Retry-After to the original, whose lease was taken over, as to every request told to wait: its client retries after it and is answered with the retry's result (" + why + ")"
 	}
 	return true, ""
 }

@@ -45,7 +45,8 @@ func TestLateOriginalVerdict(t *testing.T) {
 	created := func(id string) Response {
 		return Response{Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"id":"` + id + `"}`)}
 	}
-	inProgress := Response{Status: http.StatusConflict, Header: http.Header{"Content-Type": {problem.ContentType}}, Body: []byte(`{"type":"` + pInProgress + `"}`)}
+	inProgress := Response{Status: http.StatusConflict, Header: http.Header{"Content-Type": {problem.ContentType}, "Retry-After": {"1"}}, Body: []byte(`{"type":"` + pInProgress + `"}`)}
+	noRetryAfter := Response{Status: http.StatusConflict, Header: http.Header{"Content-Type": {problem.ContentType}}, Body: []byte(`{"type":"` + pInProgress + `"}`)}
 	duplicate := Response{Status: http.StatusConflict, Header: http.Header{"Content-Type": {problem.ContentType}}, Body: []byte(`{"type":"` + problem.DuplicateRequest.URI() + `"}`)}
 	tests := []struct {
 		name                  string
@@ -62,6 +63,7 @@ func TestLateOriginalVerdict(t *testing.T) {
 		{"released without owner: the third attempt executes afresh", inProgress, created("t-3"), created("t-2"), true, true, true},
 		{"the retry that took over does not execute", inProgress, inProgress, inProgress, true, true, true},
 		{"fenced, but the original told it is a duplicate", duplicate, inProgress, created("t-2"), true, true, true},
+		{"fenced, but the original told to wait without Retry-After", noRetryAfter, inProgress, created("t-2"), true, true, true},
 	}
 	for _, tc := range tests {
 		conclusive, want := lateOriginalVerdict(tc.first, tc.third, tc.second, tc.tookOver)
