@@ -462,16 +462,32 @@ func otherAnswers(all []Response) []Response {
 }
 
 // checkLiveLease409 catches a takeover that does not wait for the lease to
-// expire (any in-progress key is taken over), and a lease measured on the
-// real clock or from the wrong setting.
+// expire (any in-progress key is taken over), a lease measured on the
+// real clock or from the wrong setting, and a lease cut short, written or
+// compared to the second (time.RFC3339, not clock.Format): its last
+// fraction of a second reads as expired.
 func checkLiveLease409(t *T, s Scenario) error {
-	const lease = 10 * time.Second
+	const (
+		lease = 10 * time.Second
+		// The claim is made this far into a second of the lab clock, so
+		// its lease ends as far into its last second; the last retry
+		// comes lastRetry before it ends, in the same second.
+		intoSecond = 800 * time.Millisecond
+		lastRetry  = 300 * time.Millisecond
+	)
 	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
 		return err
 	}
 	books := s.Books
 	req, op, amount := s.Payment(t)
 	books.Expect(op)
+	now, err := t.LabNow()
+	if err != nil {
+		return err
+	}
+	if err := t.SetClock(now.Truncate(time.Second).Add(time.Second + intoSecond)); err != nil {
+		return err
+	}
 	// The lease runs from the claim, which comes after this instant; the
 	// lab clock runs on with real time while a child dies and restarts,
 	// so the retries are timed from here, not from the restart.
@@ -488,12 +504,12 @@ func checkLiveLease409(t *T, s Scenario) error {
 		return err
 	}
 	story := fmt.Sprintf("%s\n(lease 10s; armed crash-in-transfer: the original died inside its business write  →  %s)", req.String(), first.Short())
-	for _, step := range []time.Duration{0, 8 * time.Second} {
+	for _, step := range []time.Duration{0, 8 * time.Second, lease - lastRetry} {
 		if step != 0 {
 			if err := t.SetClock(claimedFrom.Add(step)); err != nil {
 				return err
 			}
-			story += "\nthen the lab clock set to " + step.String() + " after the claim (the lease has 2s left)"
+			story += "\nthen the lab clock set to " + step.String() + " after the claim (the lease has " + (lease - step).String() + " left)"
 		}
 		r := t.Do(req)
 		story += "\nthen the retry"
