@@ -470,10 +470,15 @@ func checkLiveLease409(t *T, s Scenario) error {
 	const (
 		lease = 10 * time.Second
 		// The claim is made this far into a second of the lab clock, so
-		// its lease ends as far into its last second; the last retry
-		// comes lastRetry before it ends, in the same second.
-		intoSecond = 800 * time.Millisecond
-		lastRetry  = 300 * time.Millisecond
+		// that its lease ends as far into its last second; the last retry
+		// comes just after that second begins, where a lease cut to the
+		// second is over and the lease is not. Half a second each way:
+		// the claim may come that late and stay in its second, and the
+		// retry be answered that late and still come before the expiry
+		// (on a busy machine, one HTTP round trip can take a few hundred
+		// milliseconds).
+		intoSecond = 500 * time.Millisecond
+		lastRetry  = 10 * time.Millisecond
 	)
 	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
 		return err
@@ -504,12 +509,15 @@ func checkLiveLease409(t *T, s Scenario) error {
 		return err
 	}
 	story := fmt.Sprintf("%s\n(lease 10s; armed crash-in-transfer: the original died inside its business write  →  %s)", req.String(), first.Short())
-	for _, step := range []time.Duration{0, 8 * time.Second, lease - lastRetry} {
+	// The start of the lease's last second, where the claim came in the
+	// second claimedFrom is in.
+	lastSecond := claimedFrom.Truncate(time.Second).Add(lease + lastRetry).Sub(claimedFrom)
+	for _, step := range []time.Duration{0, 8 * time.Second, lastSecond} {
 		if step != 0 {
 			if err := t.SetClock(claimedFrom.Add(step)); err != nil {
 				return err
 			}
-			story += "\nthen the lab clock set to " + step.String() + " after the claim (the lease has " + (lease - step).String() + " left)"
+			story += "\nthen the lab clock set to " + step.Round(time.Millisecond).String() + " after the claim (the lease has " + (lease - step).Round(time.Millisecond).String() + " left)"
 		}
 		r := t.Do(req)
 		story += "\nthen the retry"
