@@ -324,14 +324,15 @@ const releaseTries = 3
 // (slow-key-read) until the original has failed and given its key back.
 // On PostgreSQL a claim whose INSERT ran into the key in progress then
 // reads no row at all: the key is free, and the retry is told to come
-// back (409 request-in-progress, with Retry-After) or claims it; a 5xx
-// says the key store failed when it did not. If the retry claimed first,
+// back (409 request-in-progress, with Retry-After: without one, the
+// client does not know when) or claims it; a 5xx says the key store
+// failed when it did not. If the retry claimed first,
 // the original's read is the one held, and the roles swap. A patient
 // client's next retry executes once.
 func retryMeetsTheRelease(t *T, s Scenario) error {
 	const latency = 100 * time.Millisecond
 	a, b, books := s.A, s.B, s.Books
-	differed := false
+	differed, untimed := false, false
 	for range releaseTries {
 		req, op, amount := s.Payment(t)
 		if err := t.Arm(labctl.FailInTransfer, 1); err != nil {
@@ -374,7 +375,14 @@ func retryMeetsTheRelease(t *T, s Scenario) error {
 			return err
 		}
 		// On a busy machine the retry can claim first, and the roles swap:
-		// either may be the one whose business write failed.
+		// either may be the one whose business write failed, and either
+		// the one told to come back, which is then told when.
+		for _, r := range []Response{orig, retry} {
+			if ok, why := inProgressAnswer(r); !ok && r.Is(http.StatusConflict, pInProgress) && !untimed {
+				untimed = true
+				t.Differ(sent, got, "409 "+pInProgress+" with Retry-After to the one whose claim ran into the key in progress and read it once it had been given back, like any other in-progress answer: "+why)
+			}
+		}
 		if orig.ServerFailed() && retry.ServerFailed() && !differed {
 			differed = true
 			t.Differ(sent, got, "one of the two answers the failed business write's 5xx; the other, whose claim ran into the key in progress and read it a moment later, once it had been given back, gets 409 "+pInProgress+" with Retry-After, or 201: the key store did not fail, and a second 5xx says it did")
