@@ -78,7 +78,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S1.retry-after-failure", Stage: 1, Lesson: lesson1 + "#what-you-decide",
-		Claim: "after an internal failure between the claim and the money, the retry with the same key executes exactly once, also one sent while the failing original still waits on the core",
+		Claim: "after an internal failure between the claim and the money, the retry with the same key executes exactly once, also one sent while the failing original still waits on the core; after a refusal (insufficient funds), the retry is refused again, never told it was executed",
 		Why:   "a key spent by a request that moved nothing blocks every retry of a payment that never happened: the client is told it was already done, and the customer's rent is never paid",
 		Run:   withScenario(1_000_000, checkRetriesAroundAFailure),
 	},

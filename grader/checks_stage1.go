@@ -72,7 +72,8 @@ func retryAfterAnswer(t *T, books *judging.Books, req Request, op, from, to stri
 // checkRetriesAroundAFailure is S1.retry-after-failure: the retry sent
 // once a failed request has answered executes (checkRetryAfterFailure),
 // and so does one sent while the original still waits on the core and is
-// about to fail (retryWhileTheOriginalFails).
+// about to fail (retryWhileTheOriginalFails); the retry of a refused
+// transfer is refused again, not told it ran (retryAfterRefusal).
 func checkRetriesAroundAFailure(t *T, s Scenario) error {
 	if err := checkRetryAfterFailure(t, s); err != nil {
 		return err
@@ -82,7 +83,45 @@ func checkRetriesAroundAFailure(t *T, s Scenario) error {
 			return err
 		}
 	}
-	return nil
+	return retryAfterRefusal(t, s)
+}
+
+// retryAfterRefusal sends a transfer of more than its account ever held,
+// refused (422 insufficient-funds) inside the business write, after the
+// claim, and retries it: a refusal moved nothing, so it spent no key. The
+// retry is refused again: it runs again (stages 1–3) or gets the stored
+// refusal (stage 4 on). A server that keeps the key of a refusal as
+// "used" tells the retry 409 duplicate-request, "the first request was
+// executed", for a payment that never happened. From stage 3 on, a kept
+// key says in progress instead; S3.release-after-failure judges that.
+func retryAfterRefusal(t *T, s Scenario) error {
+	a, b, books := s.A, s.B, s.Books
+	amount, op := s.Opening+t.Amount(1, 50_000), t.Op()
+	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+	first := t.Do(req)
+	sent := fmt.Sprintf("%s  (the account holds at most %d)", req.String(), s.Opening)
+	books.Expect(op)
+	if err := t.Reconcile(sent, first.Short(), books); err != nil {
+		return err
+	}
+	if !first.Is(http.StatusUnprocessableEntity, pInsufficient) {
+		return t.Fail(sent, first.String(), "422 "+pInsufficient)
+	}
+	retry := t.Do(req)
+	story := sent + "  →  " + first.Short() + "\nthen the retry, the same request  →  " + retry.Short()
+	if err := t.Reconcile(story, retry.Short(), books); err != nil {
+		return err
+	}
+	expected := "422 " + pInsufficient + " again: the refusal moved nothing, so its key is not spent, and the retry runs and is refused again (stages 1–3) or gets the stored refusal (stage 4 on)"
+	switch {
+	case retry.Is(http.StatusUnprocessableEntity, pInsufficient):
+		return nil
+	case retry.Is(http.StatusConflict, pDuplicate):
+		return t.toldDuplicate(story, retry.String(), expected)
+	case retry.Is(http.StatusConflict, pInProgress) && t.Subject().Stage >= 3:
+		return nil
+	}
+	return t.Fail(story, retry.String(), expected)
 }
 
 // failingOriginalTries is how many payments retryWhileTheOriginalFails
