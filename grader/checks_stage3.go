@@ -326,7 +326,8 @@ const releaseTries = 3
 // reads no row at all: the key is free, and the retry is told to come
 // back (409 request-in-progress, with Retry-After: without one, the
 // client does not know when) or claims it; a 5xx says the key store
-// failed when it did not. If the retry claimed first,
+// failed when it did not. One more retry once the payment is made must
+// not run it again. If the retry claimed first,
 // the original's read is the one held, and the roles swap. A patient
 // client's next retry executes once.
 func retryMeetsTheRelease(t *T, s Scenario) error {
@@ -392,6 +393,14 @@ func retryMeetsTheRelease(t *T, s Scenario) error {
 			return t.Harmful(judging.StuckKey, sent, got, "201 Created: the original moved nothing and gave its key back, so a retry executes")
 		case !last.Is(http.StatusCreated, "") && !last.Is(http.StatusConflict, pDuplicate):
 			return t.Fail(sent, got, "201 Created: the original moved nothing and gave its key back, so a retry executes, once")
+		}
+		// The payment made, its key says so: a client whose answer was
+		// lost sends it once more, and it must not run again (a claim that
+		// found the key given back and went on without claiming it leaves
+		// no row, and the next retry pays a second time).
+		again := t.Do(req)
+		if err := t.Reconcile(sent+"\n→  "+got+"\nthen, once it has answered, the same request once more", again.Short(), books); err != nil {
+			return err
 		}
 	}
 	return nil
