@@ -95,18 +95,11 @@ func checkRetriesAroundAFailure(t *T, s Scenario) error {
 // executed", for a payment that never happened. From stage 3 on, a kept
 // key says in progress instead; S3.release-after-failure judges that.
 func retryAfterRefusal(t *T, s Scenario) error {
-	a, b, books := s.A, s.B, s.Books
-	amount, op := s.Opening+t.Amount(1, 50_000), t.Op()
-	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
-	first := t.Do(req)
-	sent := fmt.Sprintf("%s  (the account holds at most %d)", req.String(), s.Opening)
-	books.Expect(op)
-	if err := t.Reconcile(sent, first.Short(), books); err != nil {
+	req, sent, first, err := sendRefused(t, s)
+	if err != nil {
 		return err
 	}
-	if !first.Is(http.StatusUnprocessableEntity, pInsufficient) {
-		return t.Fail(sent, first.String(), "422 "+pInsufficient)
-	}
+	books := s.Books
 	retry := t.Do(req)
 	story := sent + "  →  " + first.Short() + "\nthen the retry, the same request  →  " + retry.Short()
 	if err := t.Reconcile(story, retry.Short(), books); err != nil {
@@ -122,6 +115,26 @@ func retryAfterRefusal(t *T, s Scenario) error {
 		return nil
 	}
 	return t.Fail(story, retry.String(), expected)
+}
+
+// sendRefused sends a transfer of more than its account ever held, which
+// the business write refuses (422 insufficient-funds) after the claim, and
+// checks that it moved nothing and was refused. It returns the request,
+// what was sent and its answer, for the retries that follow.
+func sendRefused(t *T, s Scenario) (req Request, sent string, first Response, err error) {
+	a, b, books := s.A, s.B, s.Books
+	amount, op := s.Opening+t.Amount(1, 50_000), t.Op()
+	req = Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
+	first = t.Do(req)
+	sent = fmt.Sprintf("%s  (the account holds at most %d)", req.String(), s.Opening)
+	books.Expect(op)
+	if err := t.Reconcile(sent, first.Short(), books); err != nil {
+		return req, sent, first, err
+	}
+	if !first.Is(http.StatusUnprocessableEntity, pInsufficient) {
+		return req, sent, first, t.Fail(sent, first.String(), "422 "+pInsufficient)
+	}
+	return req, sent, first, nil
 }
 
 // failingOriginalTries is how many payments retryWhileTheOriginalFails

@@ -413,18 +413,11 @@ func retryMeetsTheRelease(t *T, s Scenario) error {
 // released and the retry executes, and is refused again; from stage 4 the
 // refusal is stored and replayed. Either way no retry is told to wait.
 func refusalNotStuck(t *T, s Scenario) error {
-	a, b, books := s.A, s.B, s.Books
-	amount, op := s.Opening+t.Amount(1, 50_000), t.Op()
-	req := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
-	first := t.Do(req)
-	sent := fmt.Sprintf("%s  (the account holds at most %d)", req.String(), s.Opening)
-	books.Expect(op)
-	if err := t.Reconcile(sent, first.Short(), books); err != nil {
+	req, sent, first, err := sendRefused(t, s)
+	if err != nil {
 		return err
 	}
-	if !first.Is(http.StatusUnprocessableEntity, pInsufficient) {
-		return t.Fail(sent, first.String(), "422 "+pInsufficient)
-	}
+	books := s.Books
 	const patience = time.Second
 	wait := func(r Response) bool { return r.Err != nil || r.Is(http.StatusConflict, pInProgress) }
 	retry, n := t.retryWhile(req, patience, wait)

@@ -23,12 +23,13 @@ import (
 // including the first that shows its key in progress (the reads that come
 // between the claim's commit and a business transaction opened after it).
 func oneLookInTheGap() func(http.Handler) http.Handler {
-	var mu sync.Mutex
-	var flight *struct {
+	type transfer struct {
 		key    string
-		peeked bool
+		peeked bool // a read has shown its key in progress
 		done   chan struct{}
 	}
+	var mu sync.Mutex
+	var flight *transfer
 	waitFor := func() {
 		mu.Lock()
 		f := flight
@@ -49,11 +50,7 @@ func oneLookInTheGap() func(http.Handler) http.Handler {
 					next.ServeHTTP(w, r)
 					return
 				}
-				flight = &struct {
-					key    string
-					peeked bool
-					done   chan struct{}
-				}{key: r.Header.Get("Idempotency-Key"), done: make(chan struct{})}
+				flight = &transfer{key: r.Header.Get("Idempotency-Key"), done: make(chan struct{})}
 				f := flight
 				mu.Unlock()
 				defer func() {
