@@ -123,7 +123,7 @@ func (t *T) sameKeyTwoCustomers(s Scenario, kind string, together bool) error {
 	spelling := []string{"bearer ", "BEARER ", "Bearer  "}[t.Rand().IntN(3)]
 	respelled.Header = http.Header{"Authorization": {spelling + a.Token}}
 	retries := []Response{t.Do(respelled), t.Do(reqs[1])}
-	retried := fmt.Sprintf("%s\nthen each retries its own request (%s with the header Authorization: %q, the same token)", sent, who[0], spelling+a.Token)
+	retried := fmt.Sprintf("%s\nthen each retries its own request (%s with the header Authorization: %q, its own token)", sent, who[0], spelling+"<token>")
 	answers = who[0] + " got " + retries[0].Short() + "; " + who[1] + " got " + retries[1].Short()
 	// A retry of a refused request may execute now; one of an executed
 	// request must not execute again.
