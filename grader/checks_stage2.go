@@ -93,11 +93,14 @@ func metadata(pairs ...string) string {
 // catches a server without a fingerprint (409 duplicate-request, or from
 // stage 4 the original's 201, for a request it never executed), a
 // fingerprint over part of the body (the money only, or without the
-// metadata), a fingerprint that folds the body's case (so that "Rent" and
-// "rent" are one request), a claim that takes an edited body for a new request
-// (UNIQUE over key and fingerprint, or a claim replaced) and executes it,
-// and, from stage 3, a claim that reads the key's state before its
-// fingerprint (see editedWhileRunning).
+// metadata), a fingerprint that folds the case of the body or of its
+// metadata (so that "Rent" and "rent", or "inv-7" and "INV-7", are one
+// request), a claim that takes an edited body for a new request (UNIQUE
+// over key and fingerprint, or a claim replaced) and executes it, a
+// refusal that stores the edit's fingerprint as the key's (the first
+// request's own retry is then refused as another request), and, from
+// stage 3, a claim that reads the key's state before its fingerprint (see
+// editedWhileRunning).
 func checkEditedResubmission(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	num := func(n int64) string { return fmt.Sprint(n) }
@@ -121,8 +124,10 @@ func checkEditedResubmission(t *T, s Scenario) error {
 		{Transfer(a, t.Key(), bare.String()), func() { books.Transfer(op2, a.Accounts[0], b.Accounts[0], amount2) }},
 		{Deposit(a, t.Key(), dep.String()), func() { books.Deposit(dop, a.Accounts[1], damount) }},
 	}
-	for _, o := range originals {
+	firsts := make([]Response, len(originals))
+	for i, o := range originals {
 		r := t.Do(o.req)
+		firsts[i] = r
 		if r.Is(http.StatusCreated, "") {
 			o.record()
 		}
@@ -151,6 +156,7 @@ func checkEditedResubmission(t *T, s Scenario) error {
 		{"the memo's letter case changed", 0, full.with("memo", str(strings.ToUpper(memo[:1])+memo[1:]))},
 		{"the memo removed", 0, full.without("memo")},
 		{"a metadata member changed", 0, full.with("metadata", metadata("op", op, "ref", ref+"-2"))},
+		{"a metadata member's letter case changed", 0, full.with("metadata", metadata("op", op, "ref", strings.ToUpper(ref)))},
 		{"a metadata member added", 0, full.with("metadata", metadata("op", op, "ref", ref, "note", "second try"))},
 		{"a metadata member removed", 0, full.with("metadata", metadata("op", op))},
 		{"metadata.op changed", 0, full.with("metadata", metadata("op", other, "ref", ref))},
@@ -180,6 +186,23 @@ func checkEditedResubmission(t *T, s Scenario) error {
 		case !r.Is(http.StatusUnprocessableEntity, pKeyReused):
 			return t.Fail(sent, r.String(), expected)
 		}
+	}
+	// A refused edit changes nothing: the key still names the first
+	// request, whose own retry is still a retry.
+	for i, o := range originals {
+		r := t.Do(o.req)
+		sent := o.req.String() + "  →  201\nthen edits of it under its key, each answered 422\nthen the first request again, unchanged: " + o.req.String()
+		if err := t.Reconcile(sent, r.Short(), books); err != nil {
+			return err
+		}
+		if r.Is(http.StatusConflict, pDuplicate) || sameOp(firsts[i], r) {
+			continue
+		}
+		expected := "the first request's retry, answered as a retry: 409 " + pDuplicate + " (stages 1–3) or its stored 201 (stage 4 on); an edit refused with 422 changes nothing, and the key still names the first request"
+		if r.Is(http.StatusUnprocessableEntity, pKeyReused) {
+			return t.Harmful(judging.NoUsableAnswer, sent, r.String(), expected+"; refused as another request, the client can never learn that its money moved")
+		}
+		return t.Fail(sent, r.String(), expected)
 	}
 	return t.editedWhileRunning(s)
 }
