@@ -142,7 +142,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S2.fingerprint-is-rfc8785", Stage: 2, Lesson: lesson2 + "#a-fingerprint-others-can-compute",
-		Claim: "the key table's fingerprint column holds the lowercase hex SHA-256 of the body's RFC 8785 canonical form, for bodies that Go's encoding/json writes otherwise, for text that a normalisation would change (Unicode NFC, spaces trimmed) and for a body without the optional members",
+		Claim: "the key table's fingerprint column holds the lowercase hex SHA-256 of the body's RFC 8785 canonical form, for bodies that Go's encoding/json writes otherwise, for text that a normalisation would change (Unicode NFC, spaces trimmed, line breaks rewritten) and for a body without the optional members",
 		Why:   "another replica, the next version during a rolling upgrade, or a service in another language must compute the same fingerprint for the same request; one that differs refuses a client's retry as another request, or takes an edited request for a retry",
 		Run:   withScenario(5_000_000, checkFingerprintIsRFC8785),
 	},

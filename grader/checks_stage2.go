@@ -374,8 +374,9 @@ func checkEquivalentBodies(t *T, s Scenario) error {
 // from their RFC 8785 form (a memo with < > & and U+2028, metadata member
 // names above U+FFFF, members out of order, escapes and an exponent in the
 // input), a memo with a decomposed accent and one with spaces at both
-// ends, which RFC 8785 keeps as they are and a normalisation (Unicode NFC,
-// trimming) would change, and a body without the optional members, to
+// ends and one with a line break written \r\n, which RFC 8785 keeps as
+// they are and a normalisation (Unicode NFC, trimming, rewriting line
+// breaks) would change, and a body without the optional members, to
 // which RFC 8785 adds none, and compares the
 // fingerprint column of each key's row with the SHA-256 of the canonical
 // form it computes itself. On one server a fingerprint over json.Marshal
@@ -389,10 +390,10 @@ func checkFingerprintIsRFC8785(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	str := jsonString
 	n := t.Amount(1, 999)
-	op1, op2, op3, op4, op6, op7 := t.Op(), t.Op(), t.Op(), t.Op(), t.Op(), t.Op()
+	op1, op2, op3, op4, op6, op7, op9 := t.Op(), t.Op(), t.Op(), t.Op(), t.Op(), t.Op(), t.Op()
 	amount1, amount2, amount3 := t.Amount(1_000, 90_000), 1000*t.Amount(1, 90), t.Amount(1_000, 90_000)
 	amount4, amount5, amount6 := t.Amount(1_000, 90_000), t.Amount(1_000, 90_000), t.Amount(1_000, 90_000)
-	amount7, amount8 := t.Amount(1_000, 90_000), t.Amount(1_000, 90_000)
+	amount7, amount8, amount9 := t.Amount(1_000, 90_000), t.Amount(1_000, 90_000), t.Amount(1_000, 90_000)
 	type sample struct {
 		what   string
 		req    Request
@@ -430,6 +431,10 @@ func checkFingerprintIsRFC8785(t *T, s Scenario) error {
 			Transfer(a, t.Key(), object(member{"from", str(a.Accounts[1])}, member{"to", str(b.Accounts[1])},
 				member{"amount", fmt.Sprint(amount7)}, member{"memo", str(fmt.Sprintf("  rent %d  ", n))}, member{"metadata", object(member{"op", str(op7)})})),
 			func() { books.Transfer(op7, a.Accounts[1], b.Accounts[1], amount7) }},
+		{"a memo on two lines, its line break written \\r\\n as typed on Windows: RFC 8785 keeps every character of a string, and rewrites no line break",
+			Transfer(a, t.Key(), fmt.Sprintf(`{"from":%s,"to":%s,"amount":%d,"memo":"rent %d\r\nthank you","metadata":{"op":%s}}`,
+				str(a.Accounts[0]), str(b.Accounts[0]), amount9, n, str(op9))),
+			func() { books.Transfer(op9, a.Accounts[0], b.Accounts[0], amount9) }},
 		// With no metadata the deposit names no op: its books are the
 		// balance alone.
 		{"a deposit with neither memo nor metadata: RFC 8785 writes the members the body has, and adds no empty ones",
@@ -550,6 +555,13 @@ func knownForm(body string, stored any) string {
 			return withMembers(body, func(v map[string]any) {
 				if m, ok := v["memo"].(string); ok {
 					v["memo"] = strings.TrimSpace(m)
+				}
+			})
+		}},
+		{"the RFC 8785 form of the body with its memo's line breaks \\r\\n written \\n, which RFC 8785 does not do", func() ([]byte, error) {
+			return withMembers(body, func(v map[string]any) {
+				if m, ok := v["memo"].(string); ok {
+					v["memo"] = strings.ReplaceAll(m, "\r\n", "\n")
 				}
 			})
 		}},
