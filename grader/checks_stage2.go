@@ -88,6 +88,18 @@ func metadata(pairs ...string) string {
 	return object(ms...)
 }
 
+// longMetadata is a metadata object as long as docs/api.md allows: op and
+// 15 more members, each name of 40 characters and each value of 64, every
+// one of them four bytes in UTF-8 (U+1D11E, 𝄞).
+func longMetadata(op string) string {
+	pairs := []string{"op", op}
+	for i := range 15 {
+		name := fmt.Sprintf("note-%02d-", i)
+		pairs = append(pairs, name+strings.Repeat("𝄞", 40-len(name)), strings.Repeat("𝄞", 64))
+	}
+	return metadata(pairs...)
+}
+
 // checkEditedResubmission edits every member of a transfer and of a
 // deposit in turn and resubmits each edit under the original's key. It
 // catches a server without a fingerprint (409 duplicate-request, or from
@@ -97,6 +109,8 @@ func metadata(pairs ...string) string {
 // metadata (so that "Rent" and "rent", or "inv-7" and "INV-7", are one
 // request), a claim that takes an edited body for a new request (UNIQUE
 // over key and fingerprint, or a claim replaced) and executes it, a
+// fingerprint over the first kilobytes of the canonical form only (the
+// payee edited after a long metadata), a
 // refusal that stores the edit's fingerprint as the key's (the first
 // request's own retry is then refused as another request), and, from
 // stage 3, a claim that reads the key's state before its fingerprint (see
@@ -106,8 +120,10 @@ func checkEditedResubmission(t *T, s Scenario) error {
 	num := func(n int64) string { return fmt.Sprint(n) }
 	str := jsonString
 
-	// Three originals: a transfer with a memo and two metadata members, one
-	// with neither memo nor ref, and a deposit.
+	// Four originals: a transfer with a memo and two metadata members, one
+	// with neither memo nor ref, a deposit, and a transfer as long as the
+	// limits allow, whose payee comes last in its canonical form, some
+	// 6 KiB in.
 	amount, op, ref := t.Amount(10_000, 500_000), t.Op(), fmt.Sprintf("inv-%06d", t.Amount(0, 999_999))
 	memo := fmt.Sprintf("rent %d/%d", t.Amount(1, 12), t.Amount(1, 28))
 	full := body{{"from", str(a.Accounts[0])}, {"to", str(b.Accounts[0])}, {"amount", num(amount)},
@@ -116,6 +132,8 @@ func checkEditedResubmission(t *T, s Scenario) error {
 	bare := body{{"from", str(a.Accounts[0])}, {"to", str(b.Accounts[0])}, {"amount", num(amount2)}, {"metadata", metadata("op", op2)}}
 	damount, dop := t.Amount(1_000, 90_000), t.Op()
 	dep := body{{"account", str(a.Accounts[1])}, {"amount", num(damount)}, {"memo", str("salary")}, {"metadata", metadata("op", dop, "ref", ref)}}
+	amount4, op4 := t.Amount(10_000, 500_000), t.Op()
+	long := body{{"from", str(a.Accounts[0])}, {"to", str(b.Accounts[0])}, {"amount", num(amount4)}, {"metadata", longMetadata(op4)}}
 	originals := []struct {
 		req    Request
 		record func()
@@ -123,6 +141,7 @@ func checkEditedResubmission(t *T, s Scenario) error {
 		{Transfer(a, t.Key(), full.String()), func() { books.Transfer(op, a.Accounts[0], b.Accounts[0], amount) }},
 		{Transfer(a, t.Key(), bare.String()), func() { books.Transfer(op2, a.Accounts[0], b.Accounts[0], amount2) }},
 		{Deposit(a, t.Key(), dep.String()), func() { books.Deposit(dop, a.Accounts[1], damount) }},
+		{Transfer(a, t.Key(), long.String()), func() { books.Transfer(op4, a.Accounts[0], b.Accounts[0], amount4) }},
 	}
 	firsts := make([]Response, len(originals))
 	for i, o := range originals {
@@ -167,6 +186,8 @@ func checkEditedResubmission(t *T, s Scenario) error {
 		{"a metadata member added to the deposit", 2, dep.with("metadata", metadata("op", dop, "ref", ref, "note", "x"))},
 	}
 	t.Rand().Shuffle(len(edits), func(i, j int) { edits[i], edits[j] = edits[j], edits[i] })
+	// Last, so that a fingerprint wrong for every body shows a short one.
+	edits = append(edits, edit{"another payee, after 16 metadata members at their longest (the payee sorts last in the canonical form)", 3, long.with("to", str(b.Accounts[1]))})
 	books.Expect(other)
 	for _, e := range edits {
 		first := originals[e.original].req
