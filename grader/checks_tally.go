@@ -111,13 +111,18 @@ type trap struct {
 // edited resubmission), an edited resubmission followed by its retry
 // (both differ from the group's first: two edited), a resubmission whose
 // memo alone changed (edited), and a retry with its members in another
-// order (exact). Around them: keyless transfers, a deposit, a refusal and
-// a read, none of which is a double. trapsTruth is its report.
+// order (exact). Around them: keyless transfers, a deposit, refusals and
+// a read, none of which is a double; one refusal, early in the day, has a
+// body of 16 KiB that the log writes as a line of some 96 KiB (each <
+// escaped as \u003c), longer than bufio.Scanner reads by default. A
+// record's body is cut at 16 KiB, so no line of a real log is much longer.
+// trapsTruth is its report.
 var trapsLog = []trap{
 	{"cus_a", "POST", "/transfers", "k-shared", 201, `{"from":"acc_a1","to":"acc_b1","amount":1000,"memo":"rent","metadata":{"op":"op-1"}}`},
 	{"cus_b", "POST", "/transfers", "k-shared", 201, `{"from":"acc_b1","to":"acc_a1","amount":2000,"memo":"rent","metadata":{"op":"op-2"}}`},
 	{"cus_a", "POST", "/transfers", "k-reused", 201, `{"from":"acc_a1","to":"acc_b1","amount":3000,"memo":"lunch","metadata":{"op":"op-3"}}`},
 	{"cus_a", "POST", "/transfers", "k-reused", 201, `{"from":"acc_a2","to":"acc_b1","amount":4000,"memo":"taxi","metadata":{"op":"op-4"}}`},
+	{"cus_a", "POST", "/transfers", "k-long", 400, `{"from":"acc_a1","to":"acc_b1","amount":100,"memo":"` + strings.Repeat("<", 16_000) + `"}`},
 	{"cus_a", "POST", "/transfers", "k-edit", 201, `{"from":"acc_a1","to":"acc_b1","amount":5000,"memo":"invoice 9","metadata":{"op":"op-5"}}`},
 	{"cus_a", "POST", "/transfers", "k-edit", 201, `{"from":"acc_a1","to":"acc_b1","amount":5500,"memo":"invoice 9","metadata":{"op":"op-5"}}`},
 	{"cus_a", "POST", "/transfers", "k-edit", 201, `{"from":"acc_a1","to":"acc_b1","amount":5500,"memo":"invoice 9","metadata":{"op":"op-5"}}`},
@@ -178,7 +183,7 @@ func checkTallyTraps(t *T) error {
 	if err != nil {
 		return err
 	}
-	sent := "Tally(a log of " + strconv.Itoa(len(trapsLog)) + " lines written by the check: one key sent by two customers; one key a customer reused for two operations; an edited resubmission and then its retry; a resubmission whose memo alone changed; a retry with its members in another order; two keyless transfers; a deposit sent twice; a refusal; a read)"
+	sent := "Tally(a log of " + strconv.Itoa(len(trapsLog)) + " lines written by the check: one key sent by two customers; one key a customer reused for two operations; a refused transfer whose record is a line of some 96 KiB; an edited resubmission and then its retry; a resubmission whose memo alone changed; a retry with its members in another order; two keyless transfers; a deposit sent twice; a refusal; a read)"
 	// The line that is not a record goes in the middle, after a double,
 	// so a tally that stops there with no error reports too little.
 	cut := bytes.Index(log, []byte(`"k-memo"`))

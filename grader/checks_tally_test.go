@@ -131,6 +131,7 @@ func TestTallyTraps_WrongTallies(t *testing.T) {
 			return fmt.Sprintf("%s %s %d", b.From, b.To, n)
 		}}), false},
 		{"a line that is not a record skipped", wrongTally(t, wrong{group: byCustomerKey, skipBroken: true}), false},
+		{"lines of at most 64 KiB read (bufio.Scanner's default)", wrongTally(t, wrong{group: byCustomerKey, shortLines: true}), false},
 		{"the reference written again (the test's own tally is right)", wrongTally(t, wrong{group: byCustomerKey, same: canon}), true},
 	}
 	for _, tc := range tests {
@@ -142,12 +143,13 @@ func TestTallyTraps_WrongTallies(t *testing.T) {
 // transfer's group from its record and its from account; same reduces a
 // body to what is compared (the canonical form if nil); a double is
 // compared with the one before it, or with any earlier one, instead of
-// its group's first; a line that is not a record is skipped.
+// its group's first; a line that is not a record is skipped; lines are
+// read with bufio.Scanner's default limit of 64 KiB.
 type wrong struct {
 	group                        func(rec accesslog.Record, from string) string
 	same                         func(body string) string
 	withPrevious, withAnyEarlier bool
-	skipBroken                   bool
+	skipBroken, shortLines       bool
 }
 
 // wrongTally is a tally written as w says, otherwise as the lesson says.
@@ -166,6 +168,9 @@ func wrongTally(t *testing.T, w wrong) func(io.Reader) (accesslog.Report, error)
 		var rep accesslog.Report
 		seen := map[string][]string{}
 		sc := bufio.NewScanner(log)
+		if !w.shortLines {
+			sc.Buffer(nil, 1<<20)
+		}
 		for sc.Scan() {
 			var rec accesslog.Record
 			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
