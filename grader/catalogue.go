@@ -52,8 +52,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S0.tally-traps", Stage: 0, Tally: true, Lesson: lesson0 + "#counting-the-damage",
-		Claim: "Tally of a small log written by the check, in which one key is sent by two customers, one customer reuses a key for two operations, an edited resubmission is retried, a resubmission changes only its memo, and a refusal is logged as a line of some 96 KiB, equals its known count; and a line that is not a record is an error",
-		Why:   "a day drawn at random may hold none of these: a tally that groups by the key alone, by the op or by the account, that groups the transfers sent without a key under an empty one, that compares a double with the one before it rather than its group's first, or that compares only some members of the body, counts another number than the money sent twice; one that reads lines of at most 64 KiB (bufio.Scanner's default) stops at a refusal's long record; and one that skips a broken line reports less than the log holds, without a word",
+		Claim: "Tally of a small log written by the check, in which one key is sent by two customers, two keys differ only in case, one customer reuses a key for two operations, an edited resubmission is retried, a resubmission changes only its memo, and a refusal is logged as a line of some 96 KiB, equals its known count; and a line that is not a record is an error",
+		Why:   "a day drawn at random may hold none of these: a tally that groups by the key alone, by the key in lower case, by the op or by the account, that groups the transfers sent without a key under an empty one, that compares a double with the one before it rather than its group's first, or that compares only some members of the body, counts another number than the money sent twice; one that reads lines of at most 64 KiB (bufio.Scanner's default) stops at a refusal's long record; and one that skips a broken line reports less than the log holds, without a word",
 		Run:   checkTallyTraps,
 	},
 

@@ -111,8 +111,9 @@ type trap struct {
 // edited resubmission), an edited resubmission followed by its retry
 // (both differ from the group's first: two edited), a resubmission whose
 // memo alone changed (edited), and a retry with its members in another
-// order (exact). Around them: keyless transfers, a deposit, refusals and
-// a read, none of which is a double; one refusal, early in the day, has a
+// order (exact). Around them: keyless transfers, two keys that differ
+// only in case (two keys: a key is the client's string, compared as sent),
+// a deposit, refusals and a read, none of which is a double; one refusal, early in the day, has a
 // body of 16 KiB that the log writes as a line of some 96 KiB (each <
 // escaped as \u003c), longer than bufio.Scanner reads by default. A
 // record's body is cut at 16 KiB, so no line of a real log is much longer.
@@ -132,16 +133,18 @@ var trapsLog = []trap{
 	{"cus_b", "POST", "/transfers", "k-order", 201, `{ "metadata": {"op": "op-7"}, "memo": "gift", "amount": 7e3, "to": "acc_a1", "from": "acc_b1" }`},
 	{"cus_a", "POST", "/transfers", "", 201, `{"from":"acc_a1","to":"acc_b1","amount":800,"memo":"coffee","metadata":{"op":"op-8"}}`},
 	{"cus_a", "POST", "/transfers", "", 201, `{"from":"acc_a1","to":"acc_b1","amount":800,"memo":"coffee","metadata":{"op":"op-9"}}`},
+	{"cus_a", "POST", "/transfers", "K-case", 201, `{"from":"acc_a1","to":"acc_b1","amount":1100,"memo":"water","metadata":{"op":"op-12"}}`},
+	{"cus_a", "POST", "/transfers", "k-case", 201, `{"from":"acc_a1","to":"acc_b1","amount":1200,"memo":"power","metadata":{"op":"op-13"}}`},
 	{"cus_a", "POST", "/deposits", "k-dep", 201, `{"to":"acc_a1","amount":900,"metadata":{"op":"op-10"}}`},
 	{"cus_a", "POST", "/deposits", "k-dep", 201, `{"to":"acc_a1","amount":900,"metadata":{"op":"op-10"}}`},
 	{"cus_b", "POST", "/transfers", "k-order", 422, `{"from":"acc_b1","to":"acc_nowhere","amount":7000,"memo":"gift","metadata":{"op":"op-11"}}`},
 	{"cus_b", "GET", "/accounts/acc_b1", "", 200, ""},
 }
 
-// trapsTruth is what Tally must find in trapsLog: 13 transfers executed;
+// trapsTruth is what Tally must find in trapsLog: 15 transfers executed;
 // doubles in k-reused (1 edited), k-edit (2 edited), k-memo (1 edited)
 // and k-order (1 exact).
-var trapsTruth = accesslog.Report{Executed: 13, Groups: 4, DoubleTransfers: 5, ExactDuplicates: 1, EditedResubmissions: 4,
+var trapsTruth = accesslog.Report{Executed: 15, Groups: 4, DoubleTransfers: 5, ExactDuplicates: 1, EditedResubmissions: 4,
 	MoneySentTwice: 4000 + 5500 + 5500 + 6000 + 7000}
 
 // writeTraps writes trapsLog as an access log, each line a record.
@@ -183,7 +186,7 @@ func checkTallyTraps(t *T) error {
 	if err != nil {
 		return err
 	}
-	sent := "Tally(a log of " + strconv.Itoa(len(trapsLog)) + " lines written by the check: one key sent by two customers; one key a customer reused for two operations; a refused transfer whose record is a line of some 96 KiB; an edited resubmission and then its retry; a resubmission whose memo alone changed; a retry with its members in another order; two keyless transfers; a deposit sent twice; a refusal; a read)"
+	sent := "Tally(a log of " + strconv.Itoa(len(trapsLog)) + " lines written by the check: one key sent by two customers; one key a customer reused for two operations; a refused transfer whose record is a line of some 96 KiB; an edited resubmission and then its retry; a resubmission whose memo alone changed; a retry with its members in another order; two keyless transfers; two keys that differ only in case; a deposit sent twice; a refusal; a read)"
 	// The line that is not a record goes in the middle, after a double,
 	// so a tally that stops there with no error reports too little.
 	cut := bytes.Index(log, []byte(`"k-memo"`))
@@ -199,7 +202,7 @@ func checkTallyTraps(t *T) error {
 		return t.Fail(sent, "error: %v", describeReport(trapsTruth), err)
 	}
 	if got != trapsTruth {
-		return t.Fail(sent, "%s", describeReport(trapsTruth)+"; a group is one customer's one key, whatever op or account it names, each double is compared with its group's first, every member of the body counted, and a transfer answered 201 without a key is executed and in no group", reportDiff(got, trapsTruth))
+		return t.Fail(sent, "%s", describeReport(trapsTruth)+"; a group is one customer's one key, compared as sent (K-7 is not k-7), whatever op or account it names, each double is compared with its group's first, every member of the body counted, and a transfer answered 201 without a key is executed and in no group", reportDiff(got, trapsTruth))
 	}
 	return nil
 }

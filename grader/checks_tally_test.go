@@ -117,6 +117,7 @@ func TestTallyTraps_WrongTallies(t *testing.T) {
 	}{
 		{"the reference", sol0.Tally, true},
 		{"grouped by the key alone", wrongTally(t, wrong{group: func(rec accesslog.Record, _ string) string { return rec.Key }}), false},
+		{"grouped by the key in lower case", wrongTally(t, wrong{group: func(rec accesslog.Record, _ string) string { return rec.Customer + "\x00" + strings.ToLower(rec.Key) }}), false},
 		{"grouped by the log's op", wrongTally(t, wrong{group: func(rec accesslog.Record, _ string) string { return rec.Op }}), false},
 		{"grouped by (from account, key)", wrongTally(t, wrong{group: func(rec accesslog.Record, from string) string { return from + "\x00" + rec.Key }}), false},
 		{"each double compared with the one before it", wrongTally(t, wrong{group: byCustomerKey, withPrevious: true}), false},
