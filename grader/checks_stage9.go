@@ -56,6 +56,12 @@ func (t *T) pay(s Scenario, want owed, c bank.Customer, from, to string, amount 
 
 // payRef is pay with a reference, when reference is not empty.
 func (t *T) payRef(s Scenario, want owed, c bank.Customer, from, to string, amount int64, key, reference string, story *[]string) error {
+	return t.payThrough(0, s, want, c, from, to, amount, key, reference, story)
+}
+
+// payThrough is payRef sent to server process replica (see OnReplicas),
+// which the story names when the target has several.
+func (t *T) payThrough(replica int, s Scenario, want owed, c bank.Customer, from, to string, amount int64, key, reference string, story *[]string) error {
 	op := t.Op()
 	s.Books.Expect(op)
 	body := TransferBody(from, to, amount, op)
@@ -63,8 +69,13 @@ func (t *T) payRef(s Scenario, want owed, c bank.Customer, from, to string, amou
 		body = ReferencedBody(from, to, amount, op, reference)
 	}
 	req := Transfer(c, key, body)
+	req.Replica = replica
 	r := t.Do(req)
-	*story = append(*story, req.String()+"  →  "+r.Short())
+	line := req.String() + "  →  " + r.Short()
+	if len(t.target.Replicas) > 0 {
+		line = fmt.Sprintf("process %d: %s", replica+1, line)
+	}
+	*story = append(*story, line)
 	if !r.Is(201, "") || resourceID(r) == "" {
 		return t.Fail(strings.Join(*story, "\n"), r.String(), "201 Created: the transfer executes, whatever the core ledger is doing")
 	}
@@ -920,6 +931,38 @@ func checkSharedClientKey(t *T) error {
 		return err
 	}
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
+}
+
+// checkTwoServersPost catches a core key kept unique by one process's
+// memory: a number counted on, in the process, from the highest the
+// outbox held when it started. Its numbers never repeat while one
+// process writes rows, across its restarts too; two processes on one
+// database count the same numbers, and the core refuses the second
+// posting under each as the first's key reused. The server runs as two
+// processes on one database, each with its relay, and the transfers go
+// through the first and the second in turn.
+func checkTwoServersPost(t *T) error {
+	const n = 6
+	if err := t.watchesCore(); err != nil {
+		return err
+	}
+	rt, err := t.OnReplicas(2)
+	if err != nil {
+		return err
+	}
+	s, err := rt.Scenario(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	story := []string{fmt.Sprintf("two server processes on one database, each with its relay; %d transfers, each under a fresh key, through the first process and the second in turn", n)}
+	want := owed{}
+	for i := range n {
+		to := s.B.Accounts[rt.rng.IntN(len(s.B.Accounts))]
+		if err := rt.payThrough(i%2, s, want, s.A, s.A.Accounts[0], to, rt.Amount(1_000, 50_000), rt.Key(), "", &story); err != nil {
+			return err
+		}
+	}
+	return rt.postedOnce(strings.Join(story, "\n"), s, want)
 }
 
 // checkOutboxTimes catches an outbox row's times taken from the
