@@ -492,8 +492,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.token-rotated", Stage: 9, Lesson: lesson9 + "#the-relay",
-		Claim: "while the core ledger refuses the relay's token (401, as after a rotation), transfers still execute; once the token is mended, each reaches the core exactly once, and none is set aside as a dead letter",
-		Why:   "a 401 refuses the caller, not the posting: a relay that takes it for good makes a dead letter of every posting sent while it lasts, postings the core takes as they are once the token is mended",
+		Claim: "while the core ledger refuses the relay's token (401 and 403 in turn, as while a rotation is rolled out), transfers still execute; once the token is mended, each reaches the core exactly once, and none is set aside as a dead letter",
+		Why:   "a 401 or a 403 refuses the caller, not the posting: a relay that takes either for good (by the status alone, or by a list of its own of the statuses that mean later, which holds the 401 and not the 403) makes a dead letter of every posting sent while it lasts, postings the core takes as they are once the token is mended",
 		Run:   checkTokenRotated,
 	},
 	{

@@ -556,13 +556,16 @@ func postedOf(ps []core.Receipt, want owed) int {
 }
 
 // checkTokenRotated catches a relay that takes a refusal of its caller
-// (401: a token the core no longer knows) for a refusal of the posting:
-// while the core refuses the token, every posting request of every pass
-// is refused, and a relay that sets such postings aside as dead letters
-// leaves them there once the token is mended.
+// (401: a token the core no longer knows; 403: one it knows and does not
+// let post yet) for a refusal of the posting: while the core refuses the
+// token, every posting request of every pass is refused, 401 and 403 in
+// turn, and a relay that sets such postings aside as dead letters (on
+// either status: by the status alone, or by a list of its own of the
+// statuses that mean later, with the 401 and without the 403) leaves
+// them there once the token is mended.
 func checkTokenRotated(t *T) error {
 	return t.whileRefused((*core.Faults).RefuseToken,
-		"the core ledger refuses the relay's token (rotated, and not yet mended on the relay's side): 401 to every posting request",
+		"the core ledger refuses the relay's token (a rotation rolled out to some of its instances, not yet to others, nor mended on the relay's side): 401 and 403 in turn to every posting request",
 		"posting requests under the old token", "takes the mended token")
 }
 

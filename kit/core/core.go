@@ -493,8 +493,10 @@ type Faults struct {
 	held     *hold
 	arrivals int
 	// tokenRefused refuses the caller's token, as after a rotation the
-	// caller has not caught up with.
-	tokenRefused bool
+	// caller has not caught up with; tokenRefusals counts the requests
+	// refused since, answered 401 and 403 in turn.
+	tokenRefused  bool
+	tokenRefusals int
 	// batchesCut cuts every batch request's body short on the way in.
 	batchesCut bool
 	// stuck is the transfer whose postings are answered 409, in
@@ -579,34 +581,48 @@ func (f *Faults) cutsBatch(r *http.Request) {
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(half)), int64(len(half))
 }
 
-// RefuseToken makes the core answer every posting request 401
-// unauthorized, as if its token had been rotated and the caller still sent
-// the old one, until it is called with false: a refusal of the caller, not
-// of any posting. Each request refused counts one in Refused.
+// RefuseToken makes the core refuse the caller's token on every posting
+// request, as in a rotation rolled out to some of the core's instances
+// and not yet to others, until it is called with false: the first request
+// gets 401 unauthorized (an instance that no longer knows the token the
+// caller sends), the next 403 forbidden (one that knows it and does not
+// yet let it post), and so on in turn. Either is a refusal of the caller,
+// not of any posting. Each request refused counts one in Refused.
 func (f *Faults) RefuseToken(refuse bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.tokenRefused = refuse
+	f.tokenRefused, f.tokenRefusals = refuse, 0
 }
 
 // refusesToken says whether the core refuses the token of a posting
-// request now, and counts the request refused if it does.
-func (f *Faults) refusesToken() bool {
+// request now, with the status to answer it, and counts the request
+// refused if it does.
+func (f *Faults) refusesToken() (int, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.tokenRefused {
-		f.refused++
+	if !f.tokenRefused {
+		return 0, false
 	}
-	return f.tokenRefused
+	f.refused++
+	f.tokenRefusals++
+	if f.tokenRefusals%2 == 0 {
+		return http.StatusForbidden, true
+	}
+	return http.StatusUnauthorized, true
 }
 
-// refuseToken answers a posting request 401 while RefuseToken holds, and
-// reports whether it did.
+// refuseToken answers a posting request 401 or 403 while RefuseToken
+// holds, and reports whether it did.
 func (c *Core) refuseToken(w http.ResponseWriter) bool {
-	if !c.Faults.refusesToken() {
+	status, refused := c.Faults.refusesToken()
+	switch {
+	case !refused:
 		return false
+	case status == http.StatusForbidden:
+		problem.Write(w, problem.New(problem.Forbidden, "the core ledger knows this token and does not let it post yet (a rotation under way): nothing was posted"))
+	default:
+		problem.Write(w, problem.New(problem.Unauthorized, "the core ledger does not know this token (rotated): send the current core token"))
 	}
-	problem.Write(w, problem.New(problem.Unauthorized, "the core ledger does not know this token (rotated): send the current core token"))
 	return true
 }
 

@@ -411,22 +411,23 @@ func TestPostAll_ABatchRefusedWholeIsNotNow(t *testing.T) {
 }
 
 // TestFaults_RefuseTokenIsARefusalOfTheCaller: while the core refuses its
-// caller's token, every posting request, alone or in a batch, gets 401 for
-// now and nothing is posted; each request counts in Refused; once it takes
+// caller's token, every posting request, alone or in a batch, gets 401 or
+// 403 in turn, for now, and nothing is posted; each request counts in Refused; once it takes
 // the token again, the same postings under the same keys go through. A
 // fault that answered anything else, or posted, fails.
 func TestFaults_RefuseTokenIsARefusalOfTheCaller(t *testing.T) {
 	c, cl := startCore(t)
 	c.Faults.RefuseToken(true)
-	if _, _, err := cl.Post(t.Context(), "k-tr_1", posting); err == nil || core.Final(err) {
-		t.Errorf("one posting while the token is refused: %v, want a refusal for now", err)
+	var first *core.Refusal
+	if _, _, err := cl.Post(t.Context(), "k-tr_1", posting); !errors.As(err, &first) || first.Status != http.StatusUnauthorized || core.Final(err) {
+		t.Errorf("one posting while the token is refused, the first request: %v, want a 401 for now", err)
 	}
 	b := batch(3)
 	cl.PostAll(t.Context(), b, 1)
 	for _, s := range b {
 		var r *core.Refusal
-		if !errors.As(s.Err, &r) || r.Status != http.StatusUnauthorized || core.Final(s.Err) {
-			t.Errorf("%s while the token is refused: %v, want a 401 for now", s.Posting.TransferID, s.Err)
+		if !errors.As(s.Err, &r) || r.Status != http.StatusForbidden || core.Final(s.Err) {
+			t.Errorf("%s while the token is refused, the second request: %v, want a 403 for now", s.Posting.TransferID, s.Err)
 		}
 	}
 	if n := c.Faults.Refused(); n != 2 {
