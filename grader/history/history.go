@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"idemlab/grader/timeline"
 	"idemlab/kit/events"
@@ -405,14 +406,20 @@ func Ordinal(n int64) string {
 
 // Describe writes a request in one line for a report: its method and
 // path, each Idempotency-Key header as sent, and its body, cut short past
-// 200 bytes.
+// 200 bytes. The cut falls between two characters, never inside one: a
+// body of letters above U+FFFF (four bytes each) would otherwise end in a
+// broken character the student cannot read.
 func Describe(method, path string, keys []string, body string) string {
 	s := method + " " + path
 	for _, k := range keys {
 		s += "  Idempotency-Key: " + k
 	}
 	if len(body) > 200 {
-		body = fmt.Sprintf("%s… (%d bytes)", body[:120], len(body))
+		cut := 120
+		for cut > 0 && !utf8.RuneStart(body[cut]) {
+			cut--
+		}
+		body = fmt.Sprintf("%s… (%d bytes)", body[:cut], len(body))
 	}
 	if body != "" {
 		s += "  " + body

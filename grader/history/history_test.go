@@ -12,6 +12,8 @@ import (
 
 func TestDescribe_OneLinePerRequest(t *testing.T) {
 	long := strings.Repeat("x", 250)
+	// The first four-byte letter spans bytes 118 to 121, across the cut.
+	clefs := strings.Repeat("x", 118) + strings.Repeat("𝄞", 30)
 	for _, c := range []struct {
 		name, method, path string
 		keys               []string
@@ -21,6 +23,7 @@ func TestDescribe_OneLinePerRequest(t *testing.T) {
 		{"key and body", "POST", "/transfers", []string{"k1"}, `{"amount":1}`, `POST /transfers  Idempotency-Key: k1  {"amount":1}`},
 		{"two keys", "POST", "/transfers", []string{`"a"`, `"b"`}, "", `POST /transfers  Idempotency-Key: "a"  Idempotency-Key: "b"`},
 		{"long body cut", "POST", "/transfers", nil, long, "POST /transfers  " + long[:120] + "… (250 bytes)"},
+		{"long body cut before a character, not inside it", "POST", "/transfers", nil, clefs, "POST /transfers  " + clefs[:118] + "… (238 bytes)"},
 	} {
 		if got := Describe(c.method, c.path, c.keys, c.body); got != c.want {
 			t.Errorf("%s: Describe = %q, want %q", c.name, got, c.want)
