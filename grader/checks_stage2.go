@@ -89,8 +89,9 @@ func metadata(pairs ...string) string {
 }
 
 // longMetadata is a metadata object as long as docs/api.md allows: op and
-// 15 more members, each name of 40 characters and each value of 64, every
-// one of them four bytes in UTF-8 (U+1D11E, 𝄞).
+// 15 more members, each name of 40 characters (32 of them U+1D11E, 𝄞) and
+// each value of 64 (all of them 𝄞), a character of four bytes in UTF-8, so
+// that the canonical form runs to some 6 KiB for 16 members.
 func longMetadata(op string) string {
 	pairs := []string{"op", op}
 	for i := range 15 {
@@ -110,20 +111,19 @@ func longMetadata(op string) string {
 // request), a claim that takes an edited body for a new request (UNIQUE
 // over key and fingerprint, or a claim replaced) and executes it, a
 // fingerprint over the first kilobytes of the canonical form only (the
-// payee edited after a long metadata), a
-// refusal that stores the edit's fingerprint as the key's (the first
-// request's own retry is then refused as another request), and, from
-// stage 3, a claim that reads the key's state before its fingerprint (see
-// editedWhileRunning).
+// payee edited after a long metadata), a refusal that stores the edit's
+// fingerprint as the key's (the first request's own retry is then refused
+// as another request), and, from stage 3, a claim that reads the key's
+// state before its fingerprint (see editedWhileRunning).
 func checkEditedResubmission(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	num := func(n int64) string { return fmt.Sprint(n) }
 	str := jsonString
 
 	// Four originals: a transfer with a memo and two metadata members, one
-	// with neither memo nor ref, a deposit, and a transfer as long as the
-	// limits allow, whose payee comes last in its canonical form, some
-	// 6 KiB in.
+	// with neither memo nor ref, a deposit, and a transfer whose metadata
+	// is as long as the limits allow, whose payee comes last in its
+	// canonical form, some 6 KiB in.
 	amount, op, ref := t.Amount(10_000, 500_000), t.Op(), fmt.Sprintf("inv-%06d", t.Amount(0, 999_999))
 	memo := fmt.Sprintf("rent %d/%d", t.Amount(1, 12), t.Amount(1, 28))
 	full := body{{"from", str(a.Accounts[0])}, {"to", str(b.Accounts[0])}, {"amount", num(amount)},
@@ -187,7 +187,7 @@ func checkEditedResubmission(t *T, s Scenario) error {
 	}
 	t.Rand().Shuffle(len(edits), func(i, j int) { edits[i], edits[j] = edits[j], edits[i] })
 	// Last, so that a fingerprint wrong for every body shows a short one.
-	edits = append(edits, edit{"another payee, after 16 metadata members at their longest (the payee sorts last in the canonical form)", 3, long.with("to", str(b.Accounts[1]))})
+	edits = append(edits, edit{"another payee, after 16 metadata members, 15 of them at their longest (the payee sorts last in the canonical form, some 6 KiB in)", 3, long.with("to", str(b.Accounts[1]))})
 	books.Expect(other)
 	for _, e := range edits {
 		first := originals[e.original].req
