@@ -222,11 +222,7 @@ func retryWhileTheOriginalFails(t *T, s Scenario) error {
 // answered by one goes to the other, then a burst is spread over both.
 func checkReplicas(t *T) error {
 	const opening, n = 1_000_000, 16
-	rt, err := t.OnReplicas(2)
-	if err != nil {
-		return err
-	}
-	s, err := rt.Scenario(2, opening)
+	rt, s, err := t.twoServers(opening)
 	if err != nil {
 		return err
 	}

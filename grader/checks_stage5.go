@@ -569,11 +569,7 @@ func (t *T) lateRetriesAtOnce(req Request, last Response, retention time.Duratio
 // process (lateRetriesAtOnce).
 func checkTwoServersForget(t *T) error {
 	const retention = 3 * time.Hour
-	rt, err := t.OnReplicas(2)
-	if err != nil {
-		return err
-	}
-	s, err := rt.Scenario(2, 1_000_000)
+	rt, s, err := t.twoServers(1_000_000)
 	if err != nil {
 		return err
 	}

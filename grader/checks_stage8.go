@@ -268,11 +268,7 @@ func checkTwoClerksPay(t *T) error {
 // looks meanwhile, and finds nothing.
 func checkTwoServersPay(t *T) error {
 	const clerks, desks, rounds, latency = 16, 2, 3, 50 * time.Millisecond
-	rt, err := t.OnReplicas(2)
-	if err != nil {
-		return err
-	}
-	s, err := rt.Scenario(2, 1_000_000)
+	rt, s, err := t.twoServers(1_000_000)
 	if err != nil {
 		return err
 	}

@@ -949,11 +949,7 @@ func checkTwoServersPost(t *T) error {
 	if err := t.watchesCore(); err != nil {
 		return err
 	}
-	rt, err := t.OnReplicas(2)
-	if err != nil {
-		return err
-	}
-	s, err := rt.Scenario(2, 1_000_000)
+	rt, s, err := t.twoServers(1_000_000)
 	if err != nil {
 		return err
 	}

@@ -69,6 +69,18 @@ func (t *T) OnReplicas(n int) (*T, error) {
 	return t.on(target), nil
 }
 
+// twoServers is OnReplicas(2) with a fresh scenario on their one
+// database (two customers, two accounts of opening won each): the start
+// of every check that runs the server as two processes.
+func (t *T) twoServers(opening int64) (*T, Scenario, error) {
+	rt, err := t.OnReplicas(2)
+	if err != nil {
+		return nil, Scenario{}, err
+	}
+	s, err := rt.Scenario(2, opening)
+	return rt, s, err
+}
+
 // on returns a T for the same check, drawing from the same random source,
 // against another target.
 func (t *T) on(target *targets.Target) *T {
