@@ -412,9 +412,9 @@ func TestPostAll_ABatchRefusedWholeIsNotNow(t *testing.T) {
 
 // TestFaults_RefuseTokenIsARefusalOfTheCaller: while the core refuses its
 // caller's token, every posting request, alone or in a batch, gets 401 or
-// 403 in turn, for now, and nothing is posted; each request counts in Refused; once it takes
-// the token again, the same postings under the same keys go through. A
-// fault that answered anything else, or posted, fails.
+// 403 in turn, for now, and nothing is posted; each request counts in
+// Refused; once it takes the token again, the same postings under the same
+// keys go through. A fault that answered anything else, or posted, fails.
 func TestFaults_RefuseTokenIsARefusalOfTheCaller(t *testing.T) {
 	c, cl := startCore(t)
 	c.Faults.RefuseToken(true)
