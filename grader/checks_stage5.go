@@ -137,7 +137,11 @@ func (t *T) sameKeyTwoCustomers(s Scenario, kind string, together bool) error {
 	}
 	if err := t.Reconcile(retried, answers, books); err != nil {
 		if id := answerID(retries[0]); rs[0].Is(http.StatusCreated, "") && retries[0].Is(http.StatusCreated, "") && id != answerID(rs[0]) {
-			return because(err, "the customer in a key's scope is the authenticated caller (auth.Customer), not the Authorization header as sent: the scheme is case-insensitive, and a retry whose header is spelled otherwise is the same customer's retry")
+			// The retry differs from its original in the header's
+			// spelling alone; the why names that, and the likely cause,
+			// without claiming it (a server that forgets keys at once
+			// pays again too).
+			return because(err, "the retry that paid again differs from the first request only in how its Authorization header is spelled: the customer in a key's scope is the authenticated caller (auth.Customer), not the header as sent; the scheme is case-insensitive, and a retry whose header is spelled otherwise is the same customer's retry")
 		}
 		return err
 	}
