@@ -374,7 +374,7 @@ func TestSummary_NotTriedIsUnknownNeverMet(t *testing.T) {
 		maxOps int
 		line   string
 	}{
-		{"--max-operations 22", nil, 22, "1/2 MUST met, 3/5 SHOULD met, money clean, 7 not tried (4 of them a MUST or money scenario: the verdict is unknown)"},
+		{"--max-operations 23", nil, 23, "1/2 MUST met, 3/5 SHOULD met, money clean, 7 not tried (4 of them a MUST or money scenario: the verdict is unknown)"},
 		{"one principal", func(p *Profile) { p.Principals = p.Principals[:1] }, 100, "2/2 MUST met, 5/5 SHOULD met, money clean, 3 not tried (2 of them a MUST or money scenario: the verdict is unknown)"},
 	} {
 		results := attack(t, payserver.New(), c.edit, c.maxOps)
@@ -557,7 +557,7 @@ func TestBooks_SawSaysWhatWasDueAndWhatMoved(t *testing.T) {
 	srv.Naive = true
 	got := byID(attack(t, srv, nil, 100))
 	for id, want := range map[string]string{
-		"key-reused-other-payload": "alice: due the original once and the edit never, a move of 1; the witness moved by 2 (2 executions where 1 was due)",
+		"key-reused-other-payload": "alice: due the original once and the edit never, a move of 1; the witness moved by 3 (3 executions where 1 was due)",
 		"lost-response":            "alice: due reset-after-processing once and response-withheld once, a move of 2; the witness moved by 4 (4 executions where 2 were due)",
 		"retry-replayed":           "alice: due one operation once and the operation between once, a move of 2; the witness moved by 4 (4 executions where 2 were due)",
 	} {
@@ -921,6 +921,33 @@ func TestKeyReused_EachEditMember(t *testing.T) {
 		}
 		if c.money == MoneyHarmed && (!strings.Contains(r.Sent, "then with note edited") || !strings.Contains(r.Saw, "note edited was answered 2xx")) {
 			t.Errorf("%s: sent %s\n  saw %s\n  want each edit named", c.name, r.Sent, r.Saw)
+		}
+	}
+}
+
+// TestKeyReused_TheOriginalAgainAfterTheEdit: a refused edit must leave
+// the key as it was. A server that forgets a key on every error it
+// answers met the 422 and was clean, and the original's retry after the
+// edit pays again; one that keeps the edit's payload as the key's
+// refuses that retry, and its client never learns its result. The
+// original sent again after the edits shows both.
+func TestKeyReused_TheOriginalAgainAfterTheEdit(t *testing.T) {
+	forgets, takes := payserver.New(), payserver.New()
+	forgets.ForgetOnMismatch = true
+	takes.TakeOnMismatch = true
+	for _, c := range []struct {
+		name  string
+		srv   *payserver.Server
+		money string
+		saw   string
+	}{
+		{"the key kept", payserver.New(), MoneyClean, "due the original once and the edit never, a move of 1; the witness moved by 1"},
+		{"the key forgotten", forgets, MoneyHarmed, "answered anew, not with its result: the refused edit made the API forget the key; alice: due the original once and the edit never, a move of 1; the witness moved by 2"},
+		{"the edit's payload kept", takes, MoneyHarmed, "the original sent again after the edit was not answered 2xx"},
+	} {
+		r := runScenario(t, c.srv, "key-reused-other-payload")
+		if r.Money != c.money || r.Contract != ContractMet || !strings.Contains(r.Saw, c.saw) || !strings.HasSuffix(r.Sent, ", then the original again") {
+			t.Errorf("%s: money %s, contract %s; want %s, met, saying %q\n  sent %s\n  got %s\n  saw %s", c.name, r.Money, r.Contract, c.money, c.saw, r.Sent, r.Got, r.Saw)
 		}
 	}
 }

@@ -98,10 +98,10 @@ var scenarios = []scenario{
 		Requires: "retries after the original completed get its result",
 		Keeps:    "retries after the original completed: the operation executes once, and a retry after another operation is told the original's result, not one recomputed",
 		Run:      retryReplayed},
-	{ID: "key-reused-other-payload", Section: "2.7", Level: "SHOULD", Principals: 1, Edit: true, Sends: 2,
-		Claim:    "the same key with an edited payload gets 422, and the edit never executes",
+	{ID: "key-reused-other-payload", Section: "2.7", Level: "SHOULD", Principals: 1, Edit: true, Sends: 3,
+		Claim:    "the same key with an edited payload gets 422, and the edit never executes; the original sent again after it still gets its result and executes once",
 		Requires: "the same key with an edited payload gets 422",
-		Keeps:    "the same key with an edited payload: the edit never executes, and is never answered 2xx",
+		Keeps:    "the same key with an edited payload: the edit never executes, and is never answered 2xx; the original sent again after it executes once and is answered 2xx",
 		Run:      keyReused},
 	{ID: "concurrent-duplicates", Section: "2.6", Level: "MUST", Principals: 1, Sends: copies,
 		Claim:    fmt.Sprintf("%d copies sent at once: a copy that meets the original still running gets a conflict error, and the operation executes once", copies),
@@ -211,8 +211,13 @@ func keyReused(ctx context.Context, r *runner, res *Result) error {
 			told = append(told, what)
 		}
 	}
-	res.Sent = sent[0] + ", then the same key " + strings.Join(sent[1:], ", then ")
-	res.Got = strings.Join(got, "; ")
+	// The original sent again after the edits: a refused edit must leave
+	// the key as it was. An API that forgets a key on every error it
+	// answers, or takes the edit's payload for the key's, executes the
+	// original again or refuses it, and only this retry shows it.
+	again := r.send(ctx, r.client, o, key)
+	res.Sent = sent[0] + ", then the same key " + strings.Join(sent[1:], ", then ") + ", then the original again"
+	res.Got = strings.Join(got, "; ") + "; the original again " + again.String()
 	expected := "422 for the edited payload"
 	if len(edits) > 1 {
 		expected = "422 for each edited payload"
@@ -220,6 +225,13 @@ func keyReused(ctx context.Context, r *runner, res *Result) error {
 	contract(res, refused, expected)
 	if err := b.judge(ctx, res, want...); err != nil {
 		return err
+	}
+	switch {
+	case first.ok() && !again.ok():
+		res.Money = MoneyHarmed
+		res.Saw = "the original sent again after the edit was not answered 2xx: the edit took its key, and its client is never told its result; " + res.Saw
+	case refused && res.Money == MoneyHarmed && first.ok() && !again.same(first):
+		res.Saw = "the original sent again after the edit was answered anew, not with its result: the refused edit made the API forget the key; " + res.Saw
 	}
 	if b != nil && len(told) > 0 && res.Money == MoneyClean {
 		res.Money = MoneyHarmed

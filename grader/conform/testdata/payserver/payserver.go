@@ -60,6 +60,14 @@ type Server struct {
 	// payload is compared by: a retry that changes another member is
 	// answered with the stored answer, as if it were the same request.
 	Fingerprint []string
+	// ForgetOnMismatch answers a key used with another payload 422 and
+	// forgets the key, as a server that deletes a key's record on every
+	// error it answers does: the original's retry executes again.
+	ForgetOnMismatch bool
+	// TakeOnMismatch answers a key used with another payload 422 and
+	// keeps that payload as the key's, as a server that upserts a key's
+	// record does: the original's retry is refused.
+	TakeOnMismatch bool
 	// Recompute renders every answer with payments, how many the caller
 	// has made, and answers a completed key's retry by rendering its
 	// payment again as the books are now, not with the answer it gave:
@@ -177,6 +185,16 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, caller string) {
 		s.mu.Unlock()
 		switch {
 		case !same:
+			if s.ForgetOnMismatch {
+				s.mu.Lock()
+				delete(s.keys, id)
+				s.mu.Unlock()
+			}
+			if s.TakeOnMismatch {
+				s.mu.Lock()
+				e.body = body
+				s.mu.Unlock()
+			}
 			http.Error(w, `{"error":"this key was used with another payload"}`, http.StatusUnprocessableEntity)
 		case !done:
 			w.Header().Set("Retry-After", "1")
