@@ -951,3 +951,84 @@ func TestKeyReused_TheOriginalAgainAfterTheEdit(t *testing.T) {
 		}
 	}
 }
+
+// callerView serves payserver with each payment answer rendered for the
+// caller who asked ("customer": its X-Api-Key). Unless scoped, it answers
+// from a store of answers kept by key alone, the first one's kept: as an
+// API that looks a key up by caller but stores its answer under a unique
+// index on the key alone does. Each caller's payment executes, and the
+// second is told the first one's, id and all, under its own name: the
+// bytes differ, and the answers were once taken for each its own.
+type callerView struct {
+	h      http.Handler
+	scoped bool
+	mu     sync.Mutex
+	stored map[string][]byte
+}
+
+func (s *callerView) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := httptest.NewRecorder()
+	s.h.ServeHTTP(rec, r)
+	body := rec.Body.Bytes()
+	if r.Method == http.MethodPost && rec.Code == http.StatusCreated {
+		key := r.Header.Get("Idempotency-Key")
+		if s.scoped {
+			key = r.Header.Get("X-Api-Key") + "\x00" + key
+		}
+		s.mu.Lock()
+		if stored, ok := s.stored[key]; ok {
+			body = stored
+		} else {
+			s.stored[key] = body
+		}
+		s.mu.Unlock()
+		var doc map[string]any
+		if err := json.Unmarshal(body, &doc); err == nil {
+			doc["customer"] = r.Header.Get("X-Api-Key")
+			body, _ = json.Marshal(doc)
+		}
+	}
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	w.Write(body)
+}
+
+// TestTwoPrincipals_TheOthersOperationUnderOwnName: a second principal
+// answered with the first one's payment rendered under its own name was
+// clean in both scenarios (its own payment executed too, and the bytes
+// are not the first one's). two-principals-one-key now finds the first
+// one's {{unique}} in the second's answer, and
+// two-principals-same-request the first one's payment id, read from the
+// witness's new items; the same server with its answers stored per
+// caller is clean.
+func TestTwoPrincipals_TheOthersOperationUnderOwnName(t *testing.T) {
+	p, err := Load("testdata/profiles/payserver.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, scoped := range []bool{true, false} {
+		got := byID(runAgainst(t, &callerView{h: payserver.New(), scoped: scoped, stored: map[string][]byte{}}, p))
+		for id, says := range map[string][]string{
+			"two-principals-one-key":      {"the second principal was told the first one's operation: its answer carries \"", "the first one's {{unique}}, which it never sent"},
+			"two-principals-same-request": {"at once: ", "one after the other: bob was handed alice's operation, its answer carrying the member \"id\": \"pay_", "which only alice's new item in the witness holds"},
+		} {
+			r := got[id]
+			if scoped {
+				if r.Money != MoneyClean {
+					t.Errorf("scoped, %s: money %s, want clean\n  got %s\n  saw %s", id, r.Money, r.Got, r.Saw)
+				}
+				continue
+			}
+			for _, want := range says {
+				if r.Money != MoneyHarmed || !strings.Contains(r.Saw, want) {
+					t.Errorf("by key alone, %s: money %s, want harmed, saying %q\n  got %s\n  saw %s", id, r.Money, want, r.Got, r.Saw)
+				}
+			}
+		}
+		if v := Summarize(byIDList(got)).Valid(); v == nil || *v == !scoped {
+			t.Errorf("scoped %v: valid %v", scoped, v)
+		}
+	}
+}

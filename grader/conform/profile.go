@@ -269,11 +269,13 @@ func editPointer(edit string) string {
 }
 
 // op is one operation conform makes up: a principal, a fresh amount and
-// the body that carries it.
+// the body that carries it, and its {{unique}} value (which the body may
+// not carry).
 type op struct {
 	principal int
 	amount    int64
 	body      []byte
+	unique    string
 }
 
 // placeholder matches {{amount}}, {{unique}}, {{var.NAME}}, {{env.NAME}}.
@@ -287,6 +289,7 @@ func (p *Profile) newOp(rng *rand.Rand, i int) (op, error) {
 	}
 	o := op{principal: i, amount: r.Min + rng.Int64N(r.Max-r.Min+1)}
 	unique := fmt.Sprintf("%08x", rng.Uint32())
+	o.unique = unique
 	var tmpl any
 	if err := json.Unmarshal(p.Body, &tmpl); err != nil {
 		return op{}, err

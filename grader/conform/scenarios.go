@@ -1,11 +1,14 @@
 package conform
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -381,6 +384,12 @@ func twoPrincipals(ctx context.Context, r *runner, res *Result) error {
 	case r.handedOver(answers[0], answers[1]):
 		res.Money = MoneyHarmed
 		res.Saw = "the second principal was told the first one's result; " + res.Saw
+	case carries(answers[1], ops[0], ops[1]):
+		// Not the same bytes, but the first one's operation: an API that
+		// looks a key up by principal and stores its answer by key alone
+		// renders the first one's for the second, with the second's name.
+		res.Money = MoneyHarmed
+		res.Saw = fmt.Sprintf("the second principal was told the first one's operation: its answer carries %q, the first one's {{unique}}, which it never sent; ", ops[0].unique) + res.Saw
 	case !answers[1].ok():
 		res.Money = MoneyHarmed
 		res.Saw = "the second principal was refused for a key only the first had used; " + res.Saw
@@ -427,6 +436,18 @@ func twoPrincipalsSameRequest(ctx context.Context, r *runner, res *Result) error
 				return err
 			}
 			leaks = append(leaks, when+": "+leak)
+		} else if b != nil {
+			// Answered otherwise, but perhaps with the other's operation
+			// rendered for each: an API that looks a key up by principal
+			// and stores its answer by key alone gives the first one's
+			// payment, id and all, with the second's name on it.
+			who, value, err := b.handedItem(ctx, [2]op{o, theirs}, answers)
+			if err != nil {
+				return err
+			}
+			if who >= 0 {
+				leaks = append(leaks, fmt.Sprintf("%s: %s was handed %s's operation, its answer carrying the member %s, which only %s's new item in the witness holds", when, names[who], names[1-who], value, names[1-who]))
+			}
 		}
 		var round Result
 		err = b.judge(ctx, &round,
@@ -463,6 +484,95 @@ func twoPrincipalsSameRequest(ctx context.Context, r *runner, res *Result) error
 		res.Saw = "one principal shown another's operation (" + strings.Join(leaks, "; ") + "); " + res.Saw
 	}
 	return nil
+}
+
+// carries reports whether a, a 2xx answer to mine, carries theirs: the
+// {{unique}} value theirs sent and mine did not. An answer that repeats
+// what its request sent, a payee or a memo, names the operation it is
+// about by it; a body without {{unique}} tells nothing.
+func carries(a answer, theirs, mine op) bool {
+	u := []byte(theirs.unique)
+	return a.ok() && len(u) > 0 && bytes.Contains(theirs.body, u) && !bytes.Contains(mine.body, u) && bytes.Contains(a.body, u)
+}
+
+// handedItem says which of two principals, each answered 2xx for one
+// request under one key, was answered with the other's operation: its
+// answer holds a member (its name and value, a string or a number) of an
+// item new in the other's witness list that is neither in its own new
+// items nor, by value, in what it sent, such as the other's payment id.
+// It returns -1 when neither was, or when the witness holds no list to
+// read.
+func (b *books) handedItem(ctx context.Context, ops [2]op, answers [2]answer) (int, string, error) {
+	var fresh [2]map[string]bool
+	for i := range fresh {
+		after, err := b.r.witness(ctx, i)
+		if err != nil {
+			return -1, "", err
+		}
+		if after.items == nil {
+			return -1, "", nil
+		}
+		old := map[string]int{}
+		for _, item := range b.before[i].items {
+			old[item]++
+		}
+		fresh[i] = map[string]bool{}
+		for _, item := range after.items {
+			if old[item] > 0 {
+				old[item]--
+				continue
+			}
+			for _, m := range members([]byte(item)) {
+				fresh[i][m.String()] = true
+			}
+		}
+	}
+	for mine := range 2 {
+		theirs := 1 - mine
+		if !answers[mine].ok() {
+			continue
+		}
+		for _, m := range members(answers[mine].body) {
+			if fresh[theirs][m.String()] && !fresh[mine][m.String()] && !bytes.Contains(ops[mine].body, []byte(m.value)) {
+				return mine, m.String(), nil
+			}
+		}
+	}
+	return -1, "", nil
+}
+
+// member is a string or number of a JSON document, as JSON, and the name
+// of the member that holds it (of the array that does, for an item).
+type member struct{ name, value string }
+
+func (m member) String() string { return strconv.Quote(m.name) + ": " + m.value }
+
+// members are the strings and numbers of a JSON document, in the order
+// they come; none if doc is not JSON.
+func members(doc []byte) []member {
+	var v any
+	if json.Unmarshal(doc, &v) != nil {
+		return nil
+	}
+	var out []member
+	var walk func(string, any)
+	walk = func(name string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				walk(k, x[k])
+			}
+		case []any:
+			for _, e := range x {
+				walk(name, e)
+			}
+		case string, float64:
+			b, _ := json.Marshal(x)
+			out = append(out, member{name, string(b)})
+		}
+	}
+	walk("", v)
+	return out
 }
 
 // whoseResult says which of two principals, answered alike for one
