@@ -540,6 +540,30 @@ func (r *runner) restart(ctx context.Context) error {
 	}
 }
 
+// warmed returns n clients, each with a connection of its own to the API
+// already open when there is a witness to read through it (the first
+// principal's): requests sent through them together leave together, none
+// of them held back by a dial or a TLS handshake the others skip. close
+// closes their connections.
+func (r *runner) warmed(ctx context.Context, n int) (clients []*http.Client, close func()) {
+	base := r.client.Transport.(*http.Transport)
+	var ts []*http.Transport
+	for range n {
+		t := base.Clone()
+		c := &http.Client{Transport: t, Timeout: r.Timeout}
+		if r.Profile.Witness != nil {
+			r.witnessVia(ctx, c, 0) // an error shows again, where a scenario reads the witness
+		}
+		ts = append(ts, t)
+		clients = append(clients, c)
+	}
+	return clients, func() {
+		for _, t := range ts {
+			t.CloseIdleConnections()
+		}
+	}
+}
+
 // lose sends o with key through the fault transport at point p (the
 // server processes the request; the client never sees the answer).
 func (r *runner) lose(ctx context.Context, o op, key string, p dayplan.Point) answer {
@@ -556,6 +580,11 @@ type reading struct {
 // witness reads principal i's witness: the count of its list (or the
 // number that counts them) or its value.
 func (r *runner) witness(ctx context.Context, i int) (reading, error) {
+	return r.witnessVia(ctx, r.client, i)
+}
+
+// witnessVia reads principal i's witness through client c.
+func (r *runner) witnessVia(ctx context.Context, c *http.Client, i int) (reading, error) {
 	w := r.Profile.Witness
 	path, err := r.Profile.expand(w.Path, i, 0, "")
 	if err != nil {
@@ -568,7 +597,7 @@ func (r *runner) witness(ctx context.Context, i int) (reading, error) {
 	if err := r.Profile.headers(req.Header, i); err != nil {
 		return reading{}, err
 	}
-	resp, err := r.client.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return reading{}, fmt.Errorf("GET %s: no answer from %s: is the API running at --url? %w", path, req.URL, err)
 	}
