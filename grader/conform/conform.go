@@ -195,7 +195,7 @@ func newRunner(o Options) *runner {
 	r := &runner{Options: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), budget: o.MaxOperations, run: rand.Uint32()}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	r.client = &http.Client{Transport: base, Timeout: o.Timeout}
-	r.faulty = &http.Client{Transport: &faultnet.Transport{Base: base}, Timeout: o.Timeout}
+	r.faulty = &http.Client{Transport: &faultnet.Transport{Base: keeper{base}}, Timeout: o.Timeout}
 	return r
 }
 
@@ -566,8 +566,33 @@ func (r *runner) warmed(ctx context.Context, n int) (clients []*http.Client, clo
 
 // lose sends o with key through the fault transport at point p (the
 // server processes the request; the client never sees the answer).
-func (r *runner) lose(ctx context.Context, o op, key string, p dayplan.Point) answer {
-	return r.send(faultnet.WithFault(ctx, p), r.faulty, o, key)
+// It returns what the client saw and, as held, the answer the API gave
+// that the client never saw (a transport error if it gave none).
+func (r *runner) lose(ctx context.Context, o op, key string, p dayplan.Point) (lost, held answer) {
+	held = answer{err: errors.New("no answer from the API")}
+	lost = r.send(context.WithValue(faultnet.WithFault(ctx, p), withheldKey{}, &held), r.faulty, o, key)
+	return lost, held
+}
+
+// withheldKey is the context key of the answer keeper keeps.
+type withheldKey struct{}
+
+// keeper is the transport under the fault transport: it keeps the answer
+// the API gave a request whose context holds a place for it (see lose),
+// which the fault transport then throws away.
+type keeper struct{ base http.RoundTripper }
+
+func (k keeper) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := k.base.RoundTrip(req)
+	held, ok := req.Context().Value(withheldKey{}).(*answer)
+	if !ok || err != nil {
+		return resp, err
+	}
+	body, rerr := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	*held = answer{status: resp.StatusCode, body: body, header: resp.Header, url: req.URL, err: rerr}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
 }
 
 // reading is one read of a witness: its number (a count or a value)

@@ -1070,3 +1070,56 @@ func TestConcurrentDuplicates_CopiesLeaveOverOpenConnections(t *testing.T) {
 		t.Errorf("%d of %d copies over a connection already open, money %s; want all %d, clean\n  got %s", c.old, c.posts, r.Money, copies, r.Got)
 	}
 }
+
+// duplicateAck answers a retry of a completed key 200
+// {"status":"duplicate"}, as a server that stores that a key was used
+// but not its answer does.
+type duplicateAck struct {
+	h    http.Handler
+	mu   sync.Mutex
+	done map[string]bool
+}
+
+func (s *duplicateAck) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := httptest.NewRecorder()
+	s.h.ServeHTTP(rec, r)
+	key := r.Header.Get("X-Api-Key") + "\x00" + r.Header.Get("Idempotency-Key")
+	s.mu.Lock()
+	again := r.Method == http.MethodPost && s.done[key]
+	s.done[key] = s.done[key] || rec.Code == http.StatusCreated
+	s.mu.Unlock()
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	if again && rec.Code == http.StatusCreated {
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte(`{"status":"duplicate"}`))
+		return
+	}
+	w.WriteHeader(rec.Code)
+	w.Write(rec.Body.Bytes())
+}
+
+// TestLostResponse_TheRetryIsToldWhatWasLost: a retry after a lost
+// response answered 200 {"status":"duplicate"} is JSON, and was taken for
+// the result; its client still does not know what the operation did. The
+// answer the API gave the lost request, kept under the fault transport,
+// is what the retry must be answered with.
+func TestLostResponse_TheRetryIsToldWhatWasLost(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		h        http.Handler
+		contract string
+	}{
+		{"answers stored", payserver.New(), ""},
+		{"a duplicate acknowledged", &duplicateAck{h: payserver.New(), done: map[string]bool{}}, ContractUnmet},
+	} {
+		r := runScenario(t, c.h, "lost-response")
+		if r.Money != MoneyClean || r.Contract != c.contract || !strings.Contains(r.Got, "(the answer withheld: 201 {") {
+			t.Errorf("%s: money %s, contract %q; want clean, %q\n  got %s\n  saw %s", c.name, r.Money, r.Contract, c.contract, r.Got, r.Saw)
+		}
+		if c.contract != "" && !strings.Contains(r.Saw, `response-withheld: the retry 200 {"status":"duplicate"}, where the answer lost was 201 {"id":"pay_`) {
+			t.Errorf("%s: saw %s", c.name, r.Saw)
+		}
+	}
+}

@@ -113,7 +113,7 @@ var scenarios = []scenario{
 		Run:      concurrentDuplicates},
 	{ID: "lost-response", Principals: 1, Sends: 2 * (1 + retries),
 		Claim:    "a response lost after the server processed the request (the connection reset; or the answer too late, the client gave up waiting): the retry gets the result, and the operation executes once",
-		Requires: "each retry's 2xx carries the operation's answer, JSON (or 204 No Content): the client learns its result, not only that something succeeded",
+		Requires: "each retry's 2xx carries the operation's answer, JSON (or 204 No Content), the status and body the client lost: the client learns its result, not only that something succeeded",
 		Run:      lostResponse},
 	{ID: "retry-after-restart", Principals: 1, Restart: true, Sends: 1 + retries,
 		Claim: "a retry after the API restarted (the profile's restart command) gets the result, and the operation executes once: keys kept only in a process's memory are lost with it",
@@ -335,14 +335,20 @@ func lostResponse(ctx context.Context, r *runner, res *Result) error {
 			return err
 		}
 		key := sf(r.key())
-		lost := r.lose(ctx, o, key, p)
+		lost, held := r.lose(ctx, o, key, p)
 		final := r.untilFinal(ctx, o, key)
 		ok = ok && final.ok()
-		if final.ok() && !final.readable() {
+		switch {
+		case final.ok() && !final.readable():
 			unreadable = append(unreadable, fmt.Sprintf("%s: the retry %s", p, final.String()))
+		case final.ok() && held.ok() && !final.same(held):
+			// A 2xx the client can read, but not the answer it lost: a
+			// "duplicate request" acknowledgement tells it that something
+			// succeeded, not what.
+			unreadable = append(unreadable, fmt.Sprintf("%s: the retry %s, where the answer lost was %s", p, final.String(), held.String()))
 		}
 		sent = append(sent, fmt.Sprintf("%s (%s), then the same again until an answer", describe(r, key, 1), p))
-		got = append(got, fmt.Sprintf("%s: %s; the retry %s", p, lost.String(), final.String()))
+		got = append(got, fmt.Sprintf("%s: %s (the answer withheld: %s); the retry %s", p, lost.String(), held.String(), final.String()))
 		want = append(want, expect{o, 1, string(p)})
 	}
 	res.Sent, res.Got = strings.Join(sent, "; "), strings.Join(got, "; ")
@@ -359,7 +365,7 @@ func lostResponse(ctx context.Context, r *runner, res *Result) error {
 		// A 2xx that carries no answer tells the client that something
 		// succeeded, not what: its result is still unknown to it.
 		res.Contract = ContractUnmet
-		res.Saw = "a 2xx without the operation's answer (its body empty or not JSON) leaves the client without its result (" +
+		res.Saw = "a 2xx without the operation's answer (its body empty or not JSON, or not the answer the client lost) leaves the client without its result (" +
 			strings.Join(unreadable, "; ") + "); " + res.Saw
 	}
 	return nil
