@@ -1060,8 +1060,8 @@ func (c *connections) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // six of them dialed first and reached the API as far apart as their
 // dials (and, on an API behind TLS, their handshakes): a server whose
 // check and write of the key are two steps, a few hundred microseconds
-// apart, paid twice in 2 runs of 10 here, and in 10 of 10 once each copy
-// had a connection of its own opened before the barrier. Every copy comes
+// apart, was seldom seen to pay twice, and every time once each copy had
+// a connection of its own opened before the barrier. Every copy comes
 // over a connection already open.
 func TestConcurrentDuplicates_CopiesLeaveOverOpenConnections(t *testing.T) {
 	c := &connections{h: payserver.New(), used: map[string]bool{}}
