@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -698,9 +699,7 @@ func acks(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
-		for k, v := range rec.Header() {
-			w.Header()[k] = v
-		}
+		maps.Copy(w.Header(), rec.Header())
 		w.WriteHeader(rec.Code)
 		if rec.Code >= 200 && rec.Code < 300 && r.Method == http.MethodPost {
 			w.Write([]byte(`{"status":"accepted"}`))
@@ -810,9 +809,7 @@ func (s *newlineOnReplay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	again := key != "" && s.seen[key]
 	s.seen[key] = true
 	s.mu.Unlock()
-	for k, v := range rec.Header() {
-		w.Header()[k] = v
-	}
+	maps.Copy(w.Header(), rec.Header())
 	w.WriteHeader(rec.Code)
 	w.Write(rec.Body.Bytes())
 	if again && r.Method == http.MethodPost {
@@ -988,9 +985,7 @@ func (s *callerView) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			body, _ = json.Marshal(doc)
 		}
 	}
-	for k, v := range rec.Header() {
-		w.Header()[k] = v
-	}
+	maps.Copy(w.Header(), rec.Header())
 	w.WriteHeader(rec.Code)
 	w.Write(body)
 }
@@ -1088,9 +1083,7 @@ func (s *duplicateAck) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	again := r.Method == http.MethodPost && s.done[key]
 	s.done[key] = s.done[key] || rec.Code == http.StatusCreated
 	s.mu.Unlock()
-	for k, v := range rec.Header() {
-		w.Header()[k] = v
-	}
+	maps.Copy(w.Header(), rec.Header())
 	if again && rec.Code == http.StatusCreated {
 		w.WriteHeader(http.StatusOK)
 		w.Write([]byte(`{"status":"duplicate"}`))

@@ -3,6 +3,7 @@ package conform
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -41,9 +42,7 @@ func (l *located) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	l.seen[key] = true
 	w.Header().Set("X-Request-Id", fmt.Sprintf("req-%d", l.n))
 	l.mu.Unlock()
-	for k, v := range rec.Header() {
-		w.Header()[k] = v
-	}
+	maps.Copy(w.Header(), rec.Header())
 	var p payserver.Payment
 	if rec.Code == http.StatusCreated && json.Unmarshal(rec.Body.Bytes(), &p) == nil {
 		switch {
