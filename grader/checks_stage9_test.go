@@ -5,12 +5,16 @@ import (
 	"database/sql"
 	"errors"
 	"net"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"idemlab/grader"
 	"idemlab/grader/judging"
 	"idemlab/grader/targets"
+	"idemlab/kit/clock"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage9"
@@ -148,5 +152,146 @@ func TestDelivered_ADeadLetterTheCoreHoldsIsNotNotPosted(t *testing.T) {
 	}
 	if f.Harm != "" || !strings.Contains(f.Got, "though the core holds each one's posting") {
 		t.Errorf("harm %q, got %s; want no harm to money and the core's posting named", f.Harm, f.Got)
+	}
+}
+
+// firstRowAlone is solution 9 on a busy machine: the relay's pass that
+// reads the first transfer's row alone reaches the core only once the
+// second transfer's row is written, and firstRowStall after (the check
+// has brought the core back by then, holding every request). The second
+// transfer waits for that pass to read the first row alone. With
+// deadAtPassBegan, each row a pass sets aside reads as set aside when the
+// pass began (the mutant dead-at-when-the-pass-began).
+type firstRowAlone struct {
+	*stage9.Server
+	env             stage.Env
+	deadAtPassBegan bool
+	*stall
+}
+
+// stall is the state firstRowAlone keeps across the stages the kit
+// builds again (after a reset).
+type stall struct {
+	// readAlone is closed once a pass has read the first row alone.
+	readAlone chan struct{}
+	stalled   atomic.Bool
+}
+
+// firstRowStall is how long the stalled pass waits once the second row
+// is written: far longer than the check takes to bring the core back
+// holding every request, a few calls to the lab.
+const firstRowStall = 300 * time.Millisecond
+
+func newFirstRowAlone(deadAtPassBegan bool) stage.Factory {
+	st := &stall{readAlone: make(chan struct{})}
+	return func(ctx context.Context, env stage.Env) (stage.Handlers, error) {
+		h, err := stage9.New(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		s := &firstRowAlone{Server: h.(*stage9.Server), env: env, deadAtPassBegan: deadAtPassBegan, stall: st}
+		env.Core.Hurried = s.hold
+		return s, nil
+	}
+}
+
+// rows counts the outbox's rows.
+func (s *firstRowAlone) rows() int {
+	var n int
+	if err := s.env.DB.QueryRow(`SELECT count(*) FROM outbox`).Scan(&n); err != nil {
+		return -1
+	}
+	return n
+}
+
+// hold, called as each request to the core starts, holds the first one
+// sent while the outbox has one row until it has two, and firstRowStall
+// more.
+func (s *firstRowAlone) hold() bool {
+	if s.rows() != 1 || !s.stalled.CompareAndSwap(false, true) {
+		return false
+	}
+	close(s.readAlone)
+	for s.rows() == 1 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(firstRowStall)
+	return false
+}
+
+func (s *firstRowAlone) Transfer(w http.ResponseWriter, r *http.Request) {
+	if s.rows() == 1 {
+		select {
+		case <-s.readAlone:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	s.Server.Transfer(w, r)
+}
+
+func (s *firstRowAlone) Relay(ctx context.Context) (int, error) {
+	began := clock.Format(s.env.Clock.Now())
+	dead := func() (map[int64]bool, error) {
+		rows, err := s.env.DB.QueryContext(ctx, `SELECT id FROM outbox WHERE dead_at IS NOT NULL`)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		ids := map[int64]bool{}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return nil, err
+			}
+			ids[id] = true
+		}
+		return ids, rows.Err()
+	}
+	before, err := dead()
+	if err != nil {
+		return 0, err
+	}
+	n, err := s.Server.Relay(ctx)
+	if !s.deadAtPassBegan || err != nil {
+		return n, err
+	}
+	after, err := dead()
+	if err != nil {
+		return n, err
+	}
+	for id := range after {
+		if !before[id] {
+			if _, err := s.env.DB.ExecContext(ctx, `UPDATE outbox SET dead_at = ? WHERE id = ?`, began, id); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// TestOutboxTimes_APassThatSentTheFirstRowAlone: on a busy machine the
+// relay's pass held while the lab clock moved on may be one that read the
+// first transfer's row alone, before the second's was written; the pass
+// that refuses the second then begins after the move. S9.outbox-times
+// must still catch a dead_at read when the pass began (it holds the next
+// pass as well), and must still pass solution 9, whose rows were answered
+// in different rounds. It catches a check that judges every row against
+// the first round alone, as it once did: the mutant passed.
+func TestOutboxTimes_APassThatSentTheFirstRowAlone(t *testing.T) {
+	c, ok := grader.Lookup("S9.outbox-times")
+	if !ok {
+		t.Fatal("no check S9.outbox-times")
+	}
+	for _, mutant := range []bool{false, true} {
+		r := grader.RunCheck(context.Background(), grader.Subject{Stage: 9, Name: "first row alone", New: newFirstRowAlone(mutant)}, c, 1, targets.InProcess)
+		var f *judging.Failure
+		switch {
+		case mutant && !errors.As(r.Err, &f):
+			t.Errorf("dead_at read when the pass began, the first row sent alone: %v, want a failure", r.Err)
+		case mutant && !strings.Contains(f.Got, "dead letter"):
+			t.Errorf("dead_at read when the pass began, the first row sent alone: got %s, want the dead letter's time named", f.Got)
+		case !mutant && r.Err != nil:
+			t.Errorf("solution 9, the first row sent alone: %v, want a pass", r.Err)
+		}
 	}
 }
