@@ -440,10 +440,11 @@ func checkAfterExpiry(t *T) error {
 }
 
 // checkEditedPayment catches a duplicate told by more of the request
-// than its reference: the corrected amount, another memo, or another of
-// the payee's accounts with a corrected amount pays the invoice again.
+// than its reference: the corrected amount, another memo, another of the
+// payee's accounts with a corrected amount, or another customer's account
+// (the invoice paid to the wrong supplier first) pays the invoice again.
 func checkEditedPayment(t *T) error {
-	s, inv, story, err := t.paidInvoice(2)
+	s, inv, story, err := t.paidInvoice(3)
 	if err != nil {
 		return err
 	}
@@ -461,7 +462,16 @@ func checkEditedPayment(t *T) error {
 	payee := inv
 	payee.to = s.B.Accounts[1]
 	corrected = inv.amount - t.Amount(1, 999)
-	_, _, err = t.payAgain(story, fmt.Sprintf("a clerk pays it to B's other account, the amount corrected to %d, under a new key", corrected), payee, t.Key(), corrected, s.Books)
+	story, _, err = t.payAgain(story, fmt.Sprintf("a clerk pays it to B's other account, the amount corrected to %d, under a new key", corrected), payee, t.Key(), corrected, s.Books)
+	if err != nil {
+		return err
+	}
+	// The reference is the paying customer's: an invoice paid to the
+	// wrong supplier is paid, and paying it again to another is a second
+	// payment, whoever it goes to (a refund is an operation of its own).
+	supplier := inv
+	supplier.to = s.Customers[2].Accounts[0]
+	_, _, err = t.payAgain(story, "a clerk finds it was paid to the wrong supplier and pays it to another customer, C, under a new key", supplier, t.Key(), inv.amount, s.Books)
 	return err
 }
 
