@@ -395,7 +395,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S8.after-expiry", Stage: 8, Lesson: lesson8 + "#after-the-key-expired",
-		Claim: "after the first transfer's key has expired and been purged, and again five years and a purge later, the same request (its late retry) and a new key with the same reference get 409 duplicate-reference, and nothing moves",
+		Claim: "after the first transfer's key has expired and been purged, and again a hundred years and a purge later, the same request (its late retry) and a new key with the same reference get 409 duplicate-reference, and nothing moves",
 		Why:   "a key is forgotten after its retention period; a reference must not be: the retry that arrives after the purge is a zombie that pays the invoice again",
 		Run:   checkAfterExpiry,
 	},
