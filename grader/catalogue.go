@@ -314,6 +314,12 @@ var catalogue = []Check{
 		Run:   checkManyClerks,
 	},
 	{
+		ID: "S7.two-servers", Stage: 7, Lesson: lesson7 + "#many-clerks-at-once",
+		Claim: "the clerks of S7.many-clerks, every other one saving through a second server process on the same database, end with every raise counted: each successful PUT replaced the version it was based on and answered the ETag of the one it made",
+		Why:   "a server runs as several processes (replicas, a rolling deploy); a read of the version kept apart from the write by a mutex, or anything else in one process's memory, keeps apart only the clerks whose saves reach that process, and a clerk on the other one reads the same version and overwrites the first one's save: only a condition the database checks in the write is seen by every process",
+		Run:   checkTwoServersSave,
+	},
+	{
 		ID: "S7.retried-put", Stage: 7, Lesson: lesson7 + "#a-retried-put",
 		Claim: "a PUT retried with the same If-Match after its answer was lost gets 412 once the settings moved on, and never overwrites a change another clerk saved since",
 		Why:   "a client that lost the answer sends the same request again; if the stale retry is written, or told it was, the other clerk's change is undone behind everyone's back",

@@ -218,6 +218,26 @@ func checkTwoClerks(t *T) error {
 // land in between: an answer taken from that read names the other's
 // version.
 func checkManyClerks(t *T) error {
+	return t.manyClerks(1)
+}
+
+// checkTwoServersSave catches a read-then-write kept safe by a mutex, or
+// anything else in one process's memory: the mutex keeps apart only the
+// clerks whose saves reach its process. It runs S7.many-clerks against
+// the server as two processes on one database, every other clerk's save
+// through the second: a clerk of one process reads the version while a
+// clerk of the other waits on the core, and both save.
+func checkTwoServersSave(t *T) error {
+	rt, err := t.OnReplicas(2)
+	if err != nil {
+		return err
+	}
+	return rt.manyClerks(2)
+}
+
+// manyClerks is S7.many-clerks with clerk i's saves sent to server
+// process i % processes (see OnReplicas).
+func (t *T) manyClerks(processes int) error {
 	const clerks, step, latency = 6, 1_000, 100 * time.Millisecond
 	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
 	if err != nil {
@@ -227,11 +247,12 @@ func checkManyClerks(t *T) error {
 	if err := t.Configure(labclient.Config{CoreLatency: latency}); err != nil {
 		return err
 	}
-	// More than every PUT the clerks may send: each of them is held up.
-	if err := t.Arm(labctl.SlowSettingsWrite, 2*clerks*clerks); err != nil {
+	// More than every PUT the clerks may send: each of them is held up,
+	// in every process (each keeps its own faults).
+	if err := t.ArmEverywhere(labctl.SlowSettingsWrite, 2*clerks*clerks); err != nil {
 		return err
 	}
-	if err := t.Arm(labctl.SlowSettingsReread, 2*clerks*clerks); err != nil {
+	if err := t.ArmEverywhere(labctl.SlowSettingsReread, 2*clerks*clerks); err != nil {
 		return err
 	}
 	type success struct{ based, made string }
@@ -245,7 +266,9 @@ func checkManyClerks(t *T) error {
 		next := c.Settings
 		next.DailyLimit += step
 		next.Nickname = fmt.Sprintf("raised by clerk %d", i+1)
-		return putSettings(a, acc, next, c.ETag)
+		req := putSettings(a, acc, next, c.ETag)
+		req.Replica = i % processes
+		return req
 	}
 	// note records an answer; it reports whether the clerk is done.
 	note := func(i int, req Request, r Response) bool {
@@ -294,11 +317,22 @@ func checkManyClerks(t *T) error {
 	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
 		return err
 	}
-	if err := t.Arm(labctl.SlowSettingsWrite, 0); err != nil {
+	if err := t.ArmEverywhere(labctl.SlowSettingsWrite, 0); err != nil {
 		return err
 	}
-	if err := t.Arm(labctl.SlowSettingsReread, 0); err != nil {
+	if err := t.ArmEverywhere(labctl.SlowSettingsReread, 0); err != nil {
 		return err
+	}
+	if processes > 1 {
+		var desks []string
+		for p := range processes {
+			var who []string
+			for i := p; i < clerks; i += processes {
+				who = append(who, fmt.Sprint(i+1))
+			}
+			desks = append(desks, fmt.Sprintf("clerks %s through process %d", strings.Join(who, ", "), p+1))
+		}
+		story += fmt.Sprintf("\n(the server runs as %d processes on one database; the clerks save, and save again after a 412, each through one: %s)", processes, strings.Join(desks, ", "))
 	}
 	story += fmt.Sprintf("\n(core latency %v, every settings write held up %v, and a read of the settings after a save's write %v) %d clerks each raise daily_limit by %d from that copy and sign the nickname (\"raised by clerk N\"), released together; a clerk told 412 reads again and raises what it reads",
 		latency, fault.SettingsWriteDelay, fault.SettingsRereadDelay, clerks, step)
