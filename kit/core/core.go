@@ -69,9 +69,10 @@ var (
 	Down = &problem.Type{Name: "core-down", Status: http.StatusServiceUnavailable, Title: "Core ledger down",
 		Explain:    "The core ledger is down for a while. Nothing was posted: send the same posting again, with the same Idempotency-Key, after Retry-After.",
 		RetryAfter: time.Second}
-	// Failed, BadGateway, GatewayTimeout, TooMany and TooSlow are the
-	// other answers that say "not now", by which a flapping core (or a
-	// proxy before it) refuses a posting besides Down (Faults.Flap).
+	// Failed, BadGateway, GatewayTimeout, TooMany, TooSlow, RouteMissing,
+	// PostNotAllowed and MediaTypeLost are the other answers that say "not
+	// now", by which a flapping core (or a deploy or a proxy before it)
+	// refuses a posting besides Down (Faults.Flap).
 	Failed = &problem.Type{Name: "core-failed", Status: http.StatusInternalServerError, Title: "Core ledger failed",
 		Explain: "The core ledger failed while it handled the posting. Nothing was posted: send the same posting again, with the same Idempotency-Key."}
 	BadGateway = &problem.Type{Name: "core-bad-gateway", Status: http.StatusBadGateway, Title: "Bad gateway",
@@ -83,6 +84,16 @@ var (
 		RetryAfter: time.Second}
 	TooSlow = &problem.Type{Name: "core-request-timeout", Status: http.StatusRequestTimeout, Title: "Request timeout",
 		Explain: "The core ledger stopped waiting for the request. Nothing was posted: send the same posting again, with the same Idempotency-Key."}
+	// RouteMissing, PostNotAllowed and MediaTypeLost refuse the request,
+	// not the posting: the core's address, or how the request reached it,
+	// wrong for a while, after which the same posting goes through as it
+	// is.
+	RouteMissing = &problem.Type{Name: "core-not-found", Status: http.StatusNotFound, Title: "Not found",
+		Explain: "Nothing answers at the core ledger's address for a while: a deploy under way, or a proxy route missing. Nothing was posted: send the same posting again, with the same Idempotency-Key, once the route is back."}
+	PostNotAllowed = &problem.Type{Name: "core-method-not-allowed", Status: http.StatusMethodNotAllowed, Title: "Method not allowed",
+		Explain: "The core ledger's address takes no POST for a while: a deploy under way, or a proxy route sent to another service. Nothing was posted: send the same posting again, with the same Idempotency-Key, once the route is back."}
+	MediaTypeLost = &problem.Type{Name: "core-unsupported-media-type", Status: http.StatusUnsupportedMediaType, Title: "Unsupported media type",
+		Explain: "The request reached the core ledger without the Content-Type it was sent with: a proxy before it rewrote the header for a while. Nothing was posted: send the same posting again, with the same Idempotency-Key, once the proxy is mended."}
 	// Rejected is the answer to a posting the core will never apply
 	// (Faults.Poison): sent again, under any key, it is refused again.
 	Rejected = &problem.Type{Name: "posting-rejected", Status: http.StatusUnprocessableEntity, Title: "Posting rejected",

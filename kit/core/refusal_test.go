@@ -271,6 +271,32 @@ func TestFaults_FlapAnswersInTurn(t *testing.T) {
 	}
 }
 
+// TestFaults_FlapWithTheRouteWrong: a core flapping behind a deploy or
+// a proxy that has its route wrong refuses with 404, 405 and 415, each a
+// refusal of the request, for now; the same postings, sent again under
+// the same keys, go through. A Final that took every 4xx but the ones a
+// token or a busy core answers for good fails.
+func TestFaults_FlapWithTheRouteWrong(t *testing.T) {
+	c, cl := startCore(t)
+	c.Faults.Flap(6, core.RouteMissing, core.PostNotAllowed, core.MediaTypeLost)
+	var got []int
+	for i := range 3 {
+		key, p := fmt.Sprintf("k-%d", i), core.Posting{TransferID: fmt.Sprintf("tr_%d", i), From: "acc_a", To: "acc_b", Amount: 1}
+		_, _, err := cl.Post(t.Context(), key, p)
+		var r *core.Refusal
+		if !errors.As(err, &r) || r.Final() {
+			t.Fatalf("posting %d, first try: %v, want a refusal for now", i, err)
+		}
+		got = append(got, r.Status)
+		if _, _, err := cl.Post(t.Context(), key, p); err != nil {
+			t.Errorf("posting %d sent again: %v, want it posted", i, err)
+		}
+	}
+	if want := []int{404, 405, 415}; !slices.Equal(got, want) {
+		t.Errorf("refused with %v, want %v", got, want)
+	}
+}
+
 // TestFaults_HoldKeepsPostingsWaiting: a held core answers nothing and
 // applies nothing: a caller that gives up waiting gets no answer, and
 // the posting is not applied; after Release the same posting, under the
