@@ -492,8 +492,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.core-flaps", Stage: 9, Lesson: lesson9 + "#the-relay",
-		Claim: "transfers made while the core ledger is down still reach it exactly once when it comes back flapping (it refuses a posting for now, takes the next, refuses the next…, the refusals answered 503, 500, 502, 504, 429 and 408 in turn, in an order of the seed's)",
-		Why:   "a relay that gives a row up after one refusal, marks it sent on an answer it never got, or marks a whole batch sent because the core took part of it, loses postings a core that comes and goes would have taken",
+		Claim: "transfers made while the core ledger is down still reach it exactly once when it comes back flapping (it refuses a posting for now, takes the next, refuses the next…, the refusals answered 503, 500, 502, 504, 429, 408, 404, 405 and 415 in turn, in an order of the seed's, each at least once)",
+		Why:   "a relay that gives a row up after one refusal (a 404, 405 or 415 among them, refusals of the core's address or of how the request reached it, not of the posting), marks it sent on an answer it never got, or marks a whole batch sent because the core took part of it, loses postings a core that comes and goes would have taken",
 		Run:   checkCoreFlaps,
 	},
 	{

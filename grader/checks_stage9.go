@@ -741,27 +741,31 @@ const outageRefusals = 40
 
 // checkCoreFlaps catches a relay that marks a row sent on an answer it
 // did not get, gives a row up after a refusal (or after one it takes for
-// good, a 500 or a 429, say), or marks a batch sent whole once the core
-// took part of it. The transfers are made while the
+// good, a 500, a 429 or a 404, say), or marks a batch sent whole once the
+// core took part of it. The transfers are made while the
 // core is down, so that it comes back flapping to one batch of them all:
 // of a batch, it takes every other posting and refuses the rest for now,
 // and refuses some of those again when they are sent once more.
 func checkCoreFlaps(t *T) error {
+	// Each "not now" a core, or a deploy or a proxy before it, may
+	// answer, in an order of the seed's. The flapping core refuses a
+	// posting before each it takes, so a relay that gets them all through
+	// meets one refusal a transfer: at least as many transfers as
+	// answers, so that each is given.
+	notNow := []*problem.Type{core.Down, core.Failed, core.BadGateway, core.GatewayTimeout, core.TooMany, core.TooSlow,
+		core.RouteMissing, core.PostNotAllowed, core.MediaTypeLost}
+	t.rng.Shuffle(len(notNow), func(i, j int) { notNow[i], notNow[j] = notNow[j], notNow[i] })
 	s, up, err := t.coreDownScenario(1_000_000)
 	if err != nil {
 		return err
 	}
 	defer up()
-	n := 4 + t.rng.IntN(4)
+	n := len(notNow) + t.rng.IntN(4)
 	story := []string{"the core ledger is down"}
 	want, err := t.payments(s, n, &story)
 	if err != nil {
 		return err
 	}
-	// Each "not now" a core or a proxy before it may answer, in an order
-	// of the seed's: the refusals, 2n of them, take each in turn.
-	notNow := []*problem.Type{core.Down, core.Failed, core.BadGateway, core.GatewayTimeout, core.TooMany, core.TooSlow}
-	t.rng.Shuffle(len(notNow), func(i, j int) { notNow[i], notNow[j] = notNow[j], notNow[i] })
 	var statuses []string
 	for _, p := range notNow {
 		statuses = append(statuses, strconv.Itoa(p.Status))
