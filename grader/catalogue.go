@@ -108,6 +108,12 @@ var catalogue = []Check{
 		Run:   withScenario(10_000_000, checkDistinctKeysSameBody),
 	},
 	{
+		ID: "S1.same-key-edited-body", Stage: 1, Lesson: lesson1 + "#one-key-one-operation",
+		Claim: "the same key sent again with the amount edited does not execute: the key alone names the operation, whatever the body",
+		Why:   "a claim on the key and the body together takes a clerk's corrected resubmission for a new operation, and both amounts are paid; so is a retry whose client wrote the body again in other bytes",
+		Run:   withScenario(1_000_000, checkSameKeyEditedBody),
+	},
+	{
 		ID: "S1.replicas", Stage: 1, Lesson: lesson1 + "#several-servers-one-database",
 		Claim: "with two server processes on one database, a retry that reaches the other process, and duplicates spread over both at once, execute once",
 		Why:   "production runs several app servers behind a load balancer, and a retry lands on any of them: a claim kept in one process's memory is invisible to the others, and only the database is shared",

@@ -213,6 +213,31 @@ func checkDistinctKeysSameBody(t *T, s Scenario) error {
 	return nil
 }
 
+// checkSameKeyEditedBody catches a claim on more than the key: a UNIQUE
+// constraint over the key and the body (or a hash of it) takes the same
+// key with the amount edited for another operation, and executes it
+// beside the first. The books show the op paid twice.
+func checkSameKeyEditedBody(t *T, s Scenario) error {
+	a, b, books := s.A, s.B, s.Books
+	req, op, amount := s.Payment(t)
+	first := t.Do(req)
+	if !first.Is(http.StatusCreated, "") {
+		return t.Fail(req.String(), first.String(), "201 Created: the first request with a fresh key executes")
+	}
+	books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+	edited := Transfer(a, req.Key, TransferBody(a.Accounts[0], b.Accounts[0], amount+t.Amount(1, 9_999), op))
+	r := t.Do(edited)
+	sent := req.String() + "  →  " + first.Short() + "\nthen the same key with the amount edited: " + edited.String()
+	if err := t.Reconcile(sent, r.Short(), books); err != nil {
+		return err
+	}
+	if r.Is(http.StatusConflict, pDuplicate) || r.Is(http.StatusUnprocessableEntity, pKeyReused) {
+		return nil
+	}
+	return t.Fail(sent, r.String(),
+		"409 "+pDuplicate+" (stage 1), or from stage 2 422 "+pKeyReused+": the key names the first request, whatever the body, and nothing executes")
+}
+
 // why500 is why a key store's failure answered with a 5xx other than 503
 // matters when nothing executed: the money is right, and the client
 // cannot know it.
