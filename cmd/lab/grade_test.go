@@ -145,9 +145,9 @@ func TestGrade_OnPostgreSQLLeavesTheURLsTablesAlone(t *testing.T) {
 func TestGrade_ResultsBundleHoldsEveryAttemptAndTheFindingsCounts(t *testing.T) {
 	var out, errb strings.Builder
 	dir := t.TempDir()
-	// On the stage 1 scaffold: S1.key-forms pays twice, S1.missing-key and
-	// S1.invalid-key differ from the contract, S1.distinct-keys-same-body
-	// passes.
+	// On the stage 1 scaffold: S1.key-forms and S1.same-key-edited-body
+	// pay twice, S1.missing-key and S1.invalid-key differ from the
+	// contract, S1.distinct-keys-same-body passes.
 	code := run(context.Background(), []string{"grade", "--stage", "1", "--seed", "9", "--run", "key", "--results", dir}, &out, &errb)
 	if code != 1 {
 		t.Fatalf("grading the stage 1 scaffold exited %d, want 1:\n%s%s", code, out.String(), errb.String())
