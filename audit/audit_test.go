@@ -82,7 +82,9 @@ func TestExamples_VerdictsInProcess(t *testing.T) {
 		{"final", final.New, "S4.no-cookie-replayed", pass},
 		{"final", final.New, "S5.customers-scoped", pass},
 		{"final", final.New, "S5.purge-bounded", pass},
+		{"final", final.New, "S1.same-key-edited-body", pass},
 		{"final", final.New, "S6.late-original-fenced", pass},
+		{"final", final.New, "S6.takeover-own-key", pass},
 		{"aftercommit", aftercommit.New, "S6.late-original-fenced", string(judging.Double)},
 		{"aftercommit", aftercommit.New, "S4.replay-byte-identical", pass},
 	}

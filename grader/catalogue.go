@@ -274,6 +274,12 @@ var catalogue = []Check{
 		Run:   withScenario(1_000_000, checkLeaseTakeoverOnce),
 	},
 	{
+		ID: "S6.takeover-own-key", Stage: 6, Lesson: lesson6 + "#taking-over-a-lease",
+		Claim: "a retry takes over only its own key: another customer's key with the same string, in progress with its lease expired, is left to that customer's retry, which takes it over and executes",
+		Why:   "a takeover that finds the key by its string alone renews another customer's expired lease, so that customer's retry is told to wait for a request nobody runs, and calls the core for a payment whose own lease is live",
+		Run:   withScenario(1_000_000, checkTakeoverOwnKey),
+	},
+	{
 		ID: "S6.live-lease-409", Stage: 6, Lesson: lesson6 + "#a-live-lease",
 		Claim: "while an in-progress key's lease is live, the original's or the one a takeover started, a retry gets 409 request-in-progress and nothing executes",
 		Why:   "a live lease means the original may still be running; a retry that takes it over early executes the payment a second time beside it",

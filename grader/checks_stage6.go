@@ -1017,3 +1017,72 @@ func checkOutageMidRequest(t *T) error {
 		return true, t.Reconcile(story, "", s.Books)
 	})
 }
+
+// checkTakeoverOwnKey catches a takeover that finds the key by its string
+// alone, not by its row (or its whole scope): two customers' keys with one
+// string, the first's stranded with its lease expired, the second's
+// stranded with its lease live. The second's retry must not take the
+// first's key over, nor call the core; the first's retry must then take
+// its own key over and execute.
+func checkTakeoverOwnKey(t *T, s Scenario) error {
+	a, b, books := s.A, s.B, s.Books
+	lease, err := t.lease()
+	if err != nil {
+		return err
+	}
+	key := t.Key()
+	amountB, opB := t.Amount(1_000, 100_000), t.Op()
+	reqB := Transfer(b, key, TransferBody(b.Accounts[0], a.Accounts[0], amountB, opB))
+	amountA, opA := t.Amount(1_000, 100_000), t.Op()
+	reqA := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amountA, opA))
+	books.Expect(opB)
+	books.Expect(opA)
+	first, err := t.strand(reqB)
+	if err != nil {
+		return err
+	}
+	story := fmt.Sprintf("%s  (customer B)\n(armed crash-in-transfer: the original died inside its business write  →  %s)", reqB.String(), first.Short())
+	now, err := t.LabNow()
+	if err != nil {
+		return err
+	}
+	if err := t.SetClock(now.Add(lease + time.Second)); err != nil {
+		return err
+	}
+	story += fmt.Sprintf("\nthen %s of lab time: B's lease (%s) has expired", lease+time.Second, lease)
+	first, err = t.strand(reqA)
+	if err != nil {
+		return err
+	}
+	story += fmt.Sprintf("\nthen %s  (customer A, the same key string)\n(armed crash-in-transfer  →  %s): A's lease is live", reqA.String(), first.Short())
+	before, err := t.State()
+	if err != nil {
+		return err
+	}
+	r := t.Do(reqA)
+	story += "\nthen A's retry  →  " + r.Short()
+	if err := t.Reconcile(story, "", books); err != nil {
+		return err
+	}
+	after, err := t.State()
+	if err != nil {
+		return err
+	}
+	if after.CoreCalls[opA] > before.CoreCalls[opA] {
+		return t.Fail(story, fmt.Sprintf("%s, after calling the core for op %s", r.Short(), opA),
+			"409 "+pInProgress+" before any call to the core: A's lease is live, and B's expired key is not A's to take over; a takeover finds the key by its whole scope (or its row), not by its string")
+	}
+	r = t.Do(reqB)
+	story += "\nthen B's retry"
+	if r.Is(http.StatusCreated, "") {
+		books.Transfer(opB, b.Accounts[0], a.Accounts[0], amountB)
+	}
+	if err := t.Reconcile(story, r.Short(), books); err != nil {
+		return err
+	}
+	if !r.Is(http.StatusCreated, "") {
+		return t.Fail(story, r.String(),
+			"201 Created: B's lease expired, and B's retry takes B's key over and executes; A's retry, which came under another customer's key with the same string, must have left B's key as it was")
+	}
+	return nil
+}
