@@ -44,6 +44,11 @@ func answerID(r Response) string {
 // body's fingerprint before it looks at who is asking hands over the first
 // customer's stored answer. Every probe runs: a refusal is a contract
 // difference, recorded on the way.
+//
+// Last, one customer's request fails under the key another customer's
+// transfer holds in progress: a release that finds the claim by the key
+// string alone gives the other's key back too, and its retry pays while
+// its original still runs.
 func checkCustomersScoped(t *T, s Scenario) error {
 	for _, kind := range []string{"transfer", "deposit"} {
 		for _, together := range []bool{true, false} {
@@ -52,7 +57,71 @@ func checkCustomersScoped(t *T, s Scenario) error {
 			}
 		}
 	}
-	return nil
+	return t.releaseKeepsTheOtherClaim(s)
+}
+
+// releaseTheOtherLatency is how long the second customer's transfer
+// waits on the core in releaseKeepsTheOtherClaim: long enough for the
+// first customer's failing request and the second's retry to come and
+// go while it waits, on a busy machine too.
+const releaseTheOtherLatency = 600 * time.Millisecond
+
+// releaseKeepsTheOtherClaim: the second customer's transfer waits on the
+// core under a key; the first customer's transfer under the same key
+// string fails in its business write (fail-in-transfer), no money moved,
+// and its key is given back; then the second customer's client, its
+// answer not come yet, retries. The retry is told to wait, or replays
+// the original's answer: the second customer's transfer executes once.
+// If the original had answered before the retry was sent (a machine too
+// busy for the core's wait), it tries again, releaseTries times at most.
+func (t *T) releaseKeepsTheOtherClaim(s Scenario) error {
+	a, b, books := s.A, s.B, s.Books
+	for range releaseTries {
+		key, amount := t.Key(), t.Amount(1_000, 500_000)
+		ops := []string{t.Op(), t.Op()}
+		theirs := Transfer(b, key, TransferBody(b.Accounts[0], a.Accounts[0], amount, ops[1]))
+		failing := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, ops[0]))
+		for _, op := range ops {
+			books.Expect(op)
+		}
+		held, err := t.Hold(theirs, releaseTheOtherLatency)
+		if err != nil {
+			return err
+		}
+		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+			return err
+		}
+		if err := t.Arm(labctl.FailInTransfer, 1); err != nil {
+			return err
+		}
+		failed := t.Do(failing)
+		if err := t.Arm(labctl.FailInTransfer, 0); err != nil {
+			return err
+		}
+		early := !held.Done()
+		retry := t.Do(theirs)
+		orig := held.Wait()
+		again := t.Do(theirs)
+		sent := fmt.Sprintf("customer %s's transfer, waiting %v on the core: %s\nwhile it waits, customer %s's transfer under the same key string, its business write failing (armed: fail-in-transfer), so that no money moves and its key is given back: %s\nthen customer %s's client, its answer not come, retries; once it has answered, once more",
+			b.ID, releaseTheOtherLatency, theirs.String(), a.ID, failing.String(), b.ID)
+		got := fmt.Sprintf("customer %s got %s; customer %s's retry got %s, its original %s, its last retry %s", a.ID, failed.Short(), b.ID, retry.Short(), orig.Short(), again.Short())
+		if failed.Is(http.StatusCreated, "") {
+			books.Transfer(ops[0], a.Accounts[0], b.Accounts[0], amount)
+		}
+		if executedOps(orig, retry, again) > 0 {
+			books.Transfer(ops[1], b.Accounts[0], a.Accounts[0], amount)
+		}
+		if err := t.Reconcile(sent, got, books); err != nil {
+			if early && executedOps(orig, retry, again) > 1 {
+				return because(err, "customer "+b.ID+"'s retry executed while its original was still running, right after customer "+a.ID+"'s request under the same key string failed and gave its key back: the release found the claim to give back by the key string, not by the claim's own row (its scope: customer, method, route and key), and gave the other customer's claim back with it")
+			}
+			return err
+		}
+		if early {
+			return nil
+		}
+	}
+	return t.CouldNotObserve("a release beside another customer's claim: in %d tries the second customer's transfer, waiting %v on the core, had answered before its retry was sent (a busy machine)", releaseTries, releaseTheOtherLatency)
 }
 
 // sameKeyTwoCustomers is one round of checkCustomersScoped: a transfer or
