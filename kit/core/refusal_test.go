@@ -274,8 +274,9 @@ func TestFaults_FlapAnswersInTurn(t *testing.T) {
 // TestFaults_FlapWithTheRouteWrong: a core flapping behind a deploy or
 // a proxy that has its route wrong refuses with 404, 405 and 415, each a
 // refusal of the request, for now; the same postings, sent again under
-// the same keys, go through. A Final that took every 4xx but the ones a
-// token or a busy core answers for good fails.
+// the same keys, go through. A Final that took every 4xx for good, but
+// for the ones a token or a busy core answers (401, 403, 408, 409, 429),
+// fails.
 func TestFaults_FlapWithTheRouteWrong(t *testing.T) {
 	c, cl := startCore(t)
 	c.Faults.Flap(6, core.RouteMissing, core.PostNotAllowed, core.MediaTypeLost)
