@@ -11,15 +11,23 @@ import (
 	"idemlab/solutions"
 )
 
+// onSolution runs check id once (run seed 1, in this process) against
+// stage n's reference solution, graded at the check's own stage.
+func onSolution(t *testing.T, id string, n int) grader.Result {
+	t.Helper()
+	c, ok := grader.Lookup(id)
+	if !ok {
+		t.Fatalf("no check %s", id)
+	}
+	subject := grader.Subject{Stage: c.Stage, Name: fmt.Sprintf("solutions/stage%d", n), New: solutions.ByStage[n]}
+	return grader.RunCheck(context.Background(), subject, c, 1, targets.InProcess)
+}
+
 // TestSameKeyEditedBody_AnswersOfStage1And2: the edited request is refused
 // by stage 1's solution as a duplicate and by stage 2's as another
 // request under a used key; both pass. Stage 0's server, which has no
 // keys, pays the edit beside the original, and the failure is a double.
 func TestSameKeyEditedBody_AnswersOfStage1And2(t *testing.T) {
-	c, ok := grader.Lookup("S1.same-key-edited-body")
-	if !ok {
-		t.Fatal("no check S1.same-key-edited-body")
-	}
 	for _, tc := range []struct {
 		stage int
 		harm  judging.Harm
@@ -29,8 +37,7 @@ func TestSameKeyEditedBody_AnswersOfStage1And2(t *testing.T) {
 		{1, "", true},
 		{2, "", true},
 	} {
-		subject := grader.Subject{Stage: 1, Name: fmt.Sprintf("solutions/stage%d", tc.stage), New: solutions.ByStage[tc.stage]}
-		r := grader.RunCheck(context.Background(), subject, c, 1, targets.InProcess)
+		r := onSolution(t, "S1.same-key-edited-body", tc.stage)
 		if r.Passed() != tc.pass {
 			t.Errorf("solution %d: passed %v, want %v: %v", tc.stage, r.Passed(), tc.pass, r.Err)
 		}
