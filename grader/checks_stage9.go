@@ -1055,6 +1055,16 @@ func checkOutboxTimes(t *T) error {
 	faults.Hold()
 	defer faults.Release()
 	up()
+	// moveOn moves the lab clock on by one to five hours and returns how
+	// far and the lab time after the move.
+	moveOn := func() (time.Duration, time.Time, error) {
+		gap := time.Duration(1+t.rng.IntN(5)) * time.Hour
+		if err := t.Advance(gap); err != nil {
+			return 0, time.Time{}, err
+		}
+		now, err := t.LabNow()
+		return gap, now, err
+	}
 	var postedIn, refusedIn time.Time
 	rounds := 0
 	for rounds < outboxTimesRounds && (postedIn.IsZero() || refusedIn.IsZero()) {
@@ -1066,11 +1076,7 @@ func checkOutboxTimes(t *T) error {
 			break
 		}
 		rounds++
-		gap := time.Duration(1+t.rng.IntN(5)) * time.Hour
-		if err := t.Advance(gap); err != nil {
-			return err
-		}
-		resumed, err := t.LabNow()
+		gap, resumed, err := moveOn()
 		if err != nil {
 			return err
 		}
@@ -1101,11 +1107,7 @@ func checkOutboxTimes(t *T) error {
 	}
 	faults.Release()
 	if rounds == 0 {
-		gap := time.Duration(1+t.rng.IntN(5)) * time.Hour
-		if err := t.Advance(gap); err != nil {
-			return err
-		}
-		resumed, err := t.LabNow()
+		gap, resumed, err := moveOn()
 		if err != nil {
 			return err
 		}
