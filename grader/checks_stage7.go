@@ -255,7 +255,10 @@ func (t *T) manyClerks(processes int) error {
 	if err := t.ArmEverywhere(labctl.SlowSettingsReread, 2*clerks*clerks); err != nil {
 		return err
 	}
-	type success struct{ based, made string }
+	type success struct {
+		clerk       int
+		based, made string
+	}
 	var mu sync.Mutex
 	var wins []success
 	var trouble []string
@@ -276,7 +279,7 @@ func (t *T) manyClerks(processes int) error {
 		defer mu.Unlock()
 		switch {
 		case r.Is(http.StatusOK, ""):
-			wins = append(wins, success{req.Header.Get("If-Match"), r.Header.Get("ETag")})
+			wins = append(wins, success{i, req.Header.Get("If-Match"), r.Header.Get("ETag")})
 			return true
 		case r.Is(http.StatusPreconditionFailed, pPreconditionFailed):
 			return false
@@ -343,15 +346,24 @@ func (t *T) manyClerks(processes int) error {
 	got := "first answers: " + Summarize(answers) + fmt.Sprintf("; %d successful PUTs; then GET  →  %s", len(wins), final.String())
 	// Every success must have replaced the version it was based on: one
 	// success per version, chained from the start to the final ETag.
-	byBase := map[string]int{}
+	// Through several processes, the successes of a version are named
+	// by clerk and process: a student whose server passed S7.many-clerks
+	// sees that the clerks that overwrote each other saved through two.
+	byBase := map[string][]string{}
 	for _, w := range wins {
-		byBase[w.based]++
+		byBase[w.based] = append(byBase[w.based], fmt.Sprintf("clerk %d through process %d", w.clerk+1, w.clerk%processes+1))
 	}
-	for base, n := range byBase {
-		if n > 1 {
-			return t.Harmful(judging.LostUpdate, story, got+fmt.Sprintf("\n%d PUTs based on the version %s all succeeded: each overwrote the one before", n, base),
-				fmt.Sprintf("one success per version: daily_limit %d, every raise counted", start.DailyLimit+clerks*step))
+	for _, base := range sortedKeys(byBase) {
+		who := byBase[base]
+		if len(who) < 2 {
+			continue
 		}
+		saved := fmt.Sprintf("\n%d PUTs based on the version %s all succeeded", len(who), base)
+		if processes > 1 {
+			saved += " (" + strings.Join(who, ", ") + ")"
+		}
+		return t.Harmful(judging.LostUpdate, story, got+saved+": each overwrote the one before",
+			fmt.Sprintf("one success per version: daily_limit %d, every raise counted", start.DailyLimit+clerks*step))
 	}
 	// A raise is lost only if its clerk was told it was saved: a clerk
 	// answered a 5xx was told nothing of the kind, and is judged with the
