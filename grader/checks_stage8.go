@@ -427,9 +427,9 @@ func checkAfterExpiry(t *T) error {
 		return err
 	}
 	// A reference is kept for ever: not a year, not as long as the law
-	// keeps the books (five years for tax records, ten for a company's
-	// books; five calendar years span a leap day, one more than 5×365),
-	// not until some purge. A century is longer than any of them.
+	// keeps the books (five years for tax records, ten for a company's),
+	// not until some purge. A century of 365-day years, some days short
+	// of a hundred calendar years, is longer than any of them.
 	const years = 100
 	if err := t.Advance(years * 365 * 24 * time.Hour); err != nil {
 		return err
@@ -437,7 +437,7 @@ func checkAfterExpiry(t *T) error {
 	if _, err := t.Purge(); err != nil {
 		return err
 	}
-	story += fmt.Sprintf("\n(the lab clock moves on %d years; POST /lab/purge)", years)
+	story += fmt.Sprintf("\n(the lab clock moves on %d years of 365 days; POST /lab/purge)", years)
 	_, _, err = t.payAgain(story, "the invoice paid once more, under a new key", inv, t.Key(), inv.amount, s.Books)
 	return err
 }
