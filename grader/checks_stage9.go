@@ -1088,21 +1088,22 @@ func checkOutboxTimes(t *T) error {
 		held = faults.Held()
 		faults.Release()
 		faults.Hold()
-		// The requests let go are answered before the relay sends its
-		// next one: once the next waits, what the core did with them is
-		// there to read.
-		if _, err := t.WaitFor(drainWithin, func() (bool, error) {
-			next := faults.Held() > held
-			posted, refused, err := t.answeredAtCore(id, dead)
-			if posted && postedIn.IsZero() {
-				postedIn = resumed
-			}
-			if refused && refusedIn.IsZero() {
-				refusedIn = resumed
-			}
-			return posted && refused || next, err
-		}); err != nil {
+		// What the core did with the requests let go is read once it is
+		// done with each of them (answered, whether or not the server still waits):
+		// a posting it took or refused then belongs to this round,
+		// whatever the relay sends meanwhile.
+		if _, err := t.WaitFor(drainWithin, func() (bool, error) { return faults.Left() >= held, nil }); err != nil {
 			return err
+		}
+		posted, refused, err := t.answeredAtCore(id, dead)
+		if err != nil {
+			return err
+		}
+		if posted && postedIn.IsZero() {
+			postedIn = resumed
+		}
+		if refused && refusedIn.IsZero() {
+			refusedIn = resumed
 		}
 	}
 	faults.Release()

@@ -40,7 +40,8 @@ type Result struct {
 // is down (503), a body that is not a batch (400 invalid-batch, 413, 415)
 // and a core that cannot read its books or write (500).
 func (c *Core) postBatch(w http.ResponseWriter, r *http.Request) {
-	down, ok := c.Faults.wait(r.Context())
+	down, ok, done := c.Faults.wait(r.Context())
+	defer done()
 	if !ok || c.refuseToken(w) {
 		return
 	}

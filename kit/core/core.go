@@ -244,7 +244,8 @@ type entry struct {
 func (e *entry) acked() bool { return e.err == nil }
 
 func (c *Core) post(w http.ResponseWriter, r *http.Request) {
-	down, ok := c.Faults.wait(r.Context())
+	down, ok, done := c.Faults.wait(r.Context())
+	defer done()
 	if !ok || c.refuseToken(w) {
 		return
 	}
@@ -500,9 +501,11 @@ type Faults struct {
 	flapAnswers []*problem.Type
 	flapNext    int
 	// held, while not nil, keeps every posting waiting until Release;
-	// arrivals counts the requests that came to wait on it.
+	// arrivals counts the requests that came to wait on it, and left
+	// those of them the core is done with.
 	held     *hold
 	arrivals int
+	left     int
 	// tokenRefused refuses the caller's token, as after a rotation the
 	// caller has not caught up with; tokenRefusals counts the requests
 	// refused since, answered 401 and 403 in turn.
@@ -939,26 +942,45 @@ func (f *Faults) Held() int {
 	return f.arrivals
 }
 
+// Left is how many of the requests counted in Held the core is done
+// with: answered (or refused, or dropped) once let go, whether or not
+// their caller still waits for the answer (the core reads nothing of a
+// held request, so it does not see a caller give up). Once it reaches
+// the count Held gave before a Release, what the core did with every
+// posting that Release let go is there to read (Postings, Answer).
+func (f *Faults) Left() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.left
+}
+
 // wait waits while the core is held, then says whether the core is down
 // for the request: decided as it arrives, or as the hold it waited for is
 // released, before its body is read. A request that came while the core
 // was down is refused whole even if the core comes back while its body
 // is still arriving, so that a check that brings the core back while it
 // holds every request sees each relay pass either refused or held, and
-// none applied unheld. It reports ok false if ctx ended first.
-func (f *Faults) wait(ctx context.Context) (down, ok bool) {
+// none applied unheld. It reports ok false if ctx ended first. The
+// handler calls done as it returns: a request that waited then counts in
+// Left.
+func (f *Faults) wait(ctx context.Context) (down, ok bool, done func()) {
 	f.mu.Lock()
 	h := f.held
 	if h == nil {
 		defer f.mu.Unlock()
-		return f.down, true
+		return f.down, true, func() {}
 	}
 	f.arrivals++
 	f.mu.Unlock()
+	done = func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.left++
+	}
 	select {
 	case <-h.released:
-		return h.down, true
+		return h.down, true, done
 	case <-ctx.Done():
-		return false, false
+		return false, false, done
 	}
 }

@@ -322,6 +322,49 @@ func TestFaults_HoldKeepsPostingsWaiting(t *testing.T) {
 	}
 }
 
+// TestFaults_LeftCountsHeldRequestsDoneWith: a request the held core
+// keeps waiting counts in Left once the core is done with it, after the
+// Release, and not before, even if its caller gave it up meanwhile (the
+// core reads nothing of a held request, so it sees no caller go); a
+// request that never waited does not count. It catches a Left counted as
+// requests arrive, which would have a check read the postings before the
+// core had applied them.
+func TestFaults_LeftCountsHeldRequestsDoneWith(t *testing.T) {
+	c, cl := startCore(t)
+	if _, _, err := cl.Post(t.Context(), "outbox-1", posting); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Faults.Left(); n != 0 {
+		t.Fatalf("Left %d after a request that never waited, want 0", n)
+	}
+	c.Faults.Hold()
+	defer c.Faults.Release()
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if _, _, err := cl.Post(ctx, "outbox-2", posting); err == nil {
+		t.Fatal("a held core answered")
+	}
+	answered := make(chan error, 1)
+	go func() {
+		_, _, err := cl.Post(t.Context(), "outbox-3", posting)
+		answered <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); c.Faults.Held() < 2 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	}
+	if n := c.Faults.Left(); n != 0 {
+		t.Fatalf("Left %d while two requests wait (one given up by its caller), want 0", n)
+	}
+	c.Faults.Release()
+	if err := <-answered; err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); c.Faults.Left() < 2 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	}
+	if n := c.Faults.Left(); n != 2 {
+		t.Errorf("Left %d once the requests let go were done with, want 2", n)
+	}
+}
+
 // TestClient_CountsUnanswered: a posting of a transfer whose customer's
 // request is still being served, given up on while the core held it, is
 // counted unanswered, whoever sent it (the request under its own context
