@@ -1089,9 +1089,9 @@ func checkOutboxTimes(t *T) error {
 		faults.Release()
 		faults.Hold()
 		// What the core did with the requests let go is read once it is
-		// done with each of them (answered, whether or not the server still waits):
-		// a posting it took or refused then belongs to this round,
-		// whatever the relay sends meanwhile.
+		// done with each of them (answered, whether or not the server
+		// still waits for the answer): a posting it took or refused then
+		// belongs to this round, whatever the relay sends meanwhile.
 		if _, err := t.WaitFor(drainWithin, func() (bool, error) { return faults.Left() >= held, nil }); err != nil {
 			return err
 		}
