@@ -1203,6 +1203,12 @@ const coreLimit = 100_000
 // down, and it comes back once the relay has met the closed door with
 // passes that read them all, so that a relay that sets a pass's dead
 // letters aside with one answer for all stores another's for one of them.
+// Set aside, the dead letters stay there, sent no more, until a person
+// acts: one more transfer goes through the relay's passes, and then the
+// lab clock moves on by weeks, past the keys' retention and a queue's,
+// which purges: a purge that keeps the outbox from growing by deleting
+// the old rows the relay is done with, dead letters among them, loses
+// their transfers without a trace.
 func checkPoison(t *T) error {
 	s, up, err := t.coreDownScenario(1_000_000)
 	if err != nil {
@@ -1285,7 +1291,15 @@ func checkPoison(t *T) error {
 		return t.Fail(strings.Join(story, "\n"), fmt.Sprintf("the relay sent the dead letters of %s to the core %d more times after it set them aside", strings.Join(forGood, " and "), n),
 			"a dead letter sent no more: the core refuses it for good, and a relay that reads dead letters as owed sends them on every pass, as many as there are, and fills its batches with them")
 	}
-	return nil
+	// Nor does time deal with them: weeks later, past the keys' retention
+	// and any queue's (the clock's move purges), a dead letter is still
+	// there until a person acts.
+	later := time.Duration(15+t.rng.IntN(31)) * 24 * time.Hour
+	if err := t.Advance(later); err != nil {
+		return err
+	}
+	story = append(story, fmt.Sprintf("(POST /lab/clock: moved on %v, past the keys' retention, which purges what has expired) and nobody has dealt with the dead letters", later))
+	return t.delivered(strings.Join(story, "\n"), s, want, forGood)
 }
 
 // checkSlowCore catches a stage whose transfers wait on the core: while
