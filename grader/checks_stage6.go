@@ -619,7 +619,10 @@ func (t *T) liveAfterTakeover(s Scenario, req Request, op string, amount int64, 
 // after it failed, having read that it still held the key just before the
 // retry took it over. It holds a transfer, then a deposit (a completion
 // fenced on one route only), and the refused original must be told to
-// retry, 409 request-in-progress with Retry-After.
+// retry, 409 request-in-progress with Retry-After. And it catches a
+// completion that also asks for a live lease: an original that outlived
+// its lease, whose key no retry took over, is refused, and its retry
+// calls the core a second time for one payment.
 func checkLateOriginalFenced(t *T) error {
 	for _, p := range payments {
 		if err := t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
@@ -627,6 +630,9 @@ func checkLateOriginalFenced(t *T) error {
 		}); err != nil {
 			return err
 		}
+	}
+	if err := t.WhileHeld(1_000_000, t.lateOriginalAlone); err != nil {
+		return err
 	}
 	if err := t.WhileHeld(1_000_000, t.releasedAfterTakeover); err != nil {
 		return err
@@ -636,6 +642,67 @@ func checkLateOriginalFenced(t *T) error {
 		return err
 	}
 	return t.WhileHeld(1_000_000, t.takenOverBeforeCompletion)
+}
+
+// lateOriginalAlone is S6.late-original-fenced's round in which nobody
+// takes the key over: a transfer outlives its lease while it waits on the
+// core, and no retry comes. An expired lease lets a retry take the key
+// over; until one does, the key is still the original's, and the original
+// completes. A completion that also asks for a live lease refuses it: the
+// original rolls back and is told to retry, and its client's retry takes
+// the key over and calls the core a second time for one payment, a side
+// effect no rollback undoes (with a real core, a second payment attempt).
+// The round is conclusive only if the clock moved before the original's
+// core wait could have ended: then its completion saw the lease expired.
+func (t *T) lateOriginalAlone(s Scenario, latency time.Duration) (bool, error) {
+	lease := t.drawLease(5, 60)
+	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
+		return false, err
+	}
+	req, op, amount := s.Payment(t)
+	s.Books.Expect(op)
+	before, err := t.State()
+	if err != nil {
+		return false, err
+	}
+	orig, held, err := t.outliveLease(req, latency, lease)
+	if !held || err != nil {
+		return err != nil, err
+	}
+	moved := time.Since(orig.sent) < latency
+	first := orig.Wait()
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return false, err
+	}
+	retry := t.Do(req)
+	after, err := t.State()
+	if err != nil {
+		return false, err
+	}
+	calls := after.CoreCalls[op] - before.CoreCalls[op]
+	sent := fmt.Sprintf("(lease %v)\n%s  (the original, waiting %v on the core)\n"+
+		"while it waits: %v of lab time (its lease expires), and no retry\n"+
+		"the original wakes up and answers  %s\n"+
+		"then its client's retry  →  %s",
+		lease, req.String(), latency, lease+time.Second, first.Short(), retry.Short())
+	got := fmt.Sprintf("the original %s; the retry %s; the core called %d times for op %s", first.Short(), retry.Short(), calls, op)
+	if executedOps(first, retry) > 0 {
+		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
+	}
+	if err := t.Reconcile(sent, got, s.Books); err != nil {
+		return true, err
+	}
+	if !moved && first.Is(http.StatusCreated, "") {
+		return false, nil // the original may have completed before the clock moved: wait longer
+	}
+	if !first.Is(http.StatusCreated, "") {
+		return true, t.Fail(sent, got,
+			"201 Created to the original: its lease expired while it waited, but no retry took its key over, so the key is still its own, and it completes; an expired lease lets a retry take the key over, it does not undo the original's work (refused, the original threw its core call away, and the retry called the core again for one payment)")
+	}
+	if d := replayMismatch(first, retry, "the original's"); d != "" {
+		return true, t.Fail(sent, retry.String()+"\n"+d, "the original's stored 201, to its retry")
+	}
+	return true, nil
 }
 
 // takenOverBeforeCompletion is S6.late-original-fenced's round on
