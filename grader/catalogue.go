@@ -275,8 +275,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S6.takeover-own-key", Stage: 6, Lesson: lesson6 + "#taking-over-a-lease",
-		Claim: "a retry takes over only its own key: another customer's key with the same string, in progress with its lease expired, is left to that customer's retry, which takes it over and executes",
-		Why:   "a takeover that finds the key by its string alone renews another customer's expired lease, so that customer's retry is told to wait for a request nobody runs, and calls the core for a payment whose own lease is live",
+		Claim: "a retry takes over only its own key: another key with the same string, in progress with its lease expired (another customer's, or the same customer's on another route), is left to its own retry, which takes it over and executes",
+		Why:   "a takeover that finds the key by its string alone, or by part of its scope, renews another key's expired lease, so that key's retry is told to wait for a request nobody runs, and calls the core for a payment whose own lease is live",
 		Run:   withScenario(1_000_000, checkTakeoverOwnKey),
 	},
 	{

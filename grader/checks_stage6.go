@@ -1086,29 +1086,60 @@ func checkOutageMidRequest(t *T) error {
 }
 
 // checkTakeoverOwnKey catches a takeover that finds the key by its string
-// alone, not by its row (or its whole scope): two customers' keys with one
-// string, the first's stranded with its lease expired, the second's
-// stranded with its lease live. The second's retry must not take the
-// first's key over, nor call the core; the first's retry must then take
-// its own key over and execute.
+// alone, or by part of its scope, not by its row (or its whole scope): two
+// keys with one string, the first stranded with its lease expired, the
+// second stranded with its lease live. The second's retry must not take
+// the first's key over, nor call the core; the first's retry must then
+// take its own key over and execute. It does that with two customers'
+// transfers, then with one customer's deposit and transfer (a takeover
+// scoped by the customer and the key string, not the route).
 func checkTakeoverOwnKey(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
+	key := t.Key()
+	amountB, opB := t.Amount(1_000, 100_000), t.Op()
+	amountA, opA := t.Amount(1_000, 100_000), t.Op()
+	err := t.takeoverOwnKey(books,
+		strandedKey{Transfer(b, key, TransferBody(b.Accounts[0], a.Accounts[0], amountB, opB)), opB, "customer B",
+			func() { books.Transfer(opB, b.Accounts[0], a.Accounts[0], amountB) }},
+		strandedKey{Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amountA, opA)), opA, "customer A", nil})
+	if err != nil {
+		return err
+	}
+	key = t.Key()
+	amountD, opD := t.Amount(1_000, 100_000), t.Op()
+	amountT, opT := t.Amount(1_000, 100_000), t.Op()
+	return t.takeoverOwnKey(books,
+		strandedKey{Deposit(a, key, DepositBody(a.Accounts[1], amountD, opD)), opD, "customer A's deposit",
+			func() { books.Deposit(opD, a.Accounts[1], amountD) }},
+		strandedKey{Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amountT, opT)), opT, "customer A's transfer", nil})
+}
+
+// strandedKey is one of S6.takeover-own-key's requests: its op, who sent
+// it (for the story), and what its execution does to the books.
+type strandedKey struct {
+	req Request
+	op  string
+	who string
+	ran func()
+}
+
+// takeoverOwnKey is one round of S6.takeover-own-key: expired and live
+// send one key string under two scopes, and both are stranded, expired's
+// lease then expired and live's live; live's retry must get 409 without a
+// call to the core, and expired's retry must take its own key over and
+// execute.
+func (t *T) takeoverOwnKey(books *judging.Books, expired, live strandedKey) error {
 	lease, err := t.lease()
 	if err != nil {
 		return err
 	}
-	key := t.Key()
-	amountB, opB := t.Amount(1_000, 100_000), t.Op()
-	reqB := Transfer(b, key, TransferBody(b.Accounts[0], a.Accounts[0], amountB, opB))
-	amountA, opA := t.Amount(1_000, 100_000), t.Op()
-	reqA := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amountA, opA))
-	books.Expect(opB)
-	books.Expect(opA)
-	first, err := t.strand(reqB)
+	books.Expect(expired.op)
+	books.Expect(live.op)
+	first, err := t.strand(expired.req)
 	if err != nil {
 		return err
 	}
-	story := fmt.Sprintf("%s  (customer B)\n(armed crash-in-transfer: the original died inside its business write  →  %s)", reqB.String(), first.Short())
+	story := fmt.Sprintf("%s  (%s)\n(armed crash-in-transfer: the original died inside its business write  →  %s)", expired.req.String(), expired.who, first.Short())
 	now, err := t.LabNow()
 	if err != nil {
 		return err
@@ -1116,18 +1147,18 @@ func checkTakeoverOwnKey(t *T, s Scenario) error {
 	if err := t.SetClock(now.Add(lease + time.Second)); err != nil {
 		return err
 	}
-	story += fmt.Sprintf("\nthen %s of lab time: B's lease (%s) has expired", lease+time.Second, lease)
-	first, err = t.strand(reqA)
+	story += fmt.Sprintf("\nthen %s of lab time: %s's lease (%s) has expired", lease+time.Second, expired.who, lease)
+	first, err = t.strand(live.req)
 	if err != nil {
 		return err
 	}
-	story += fmt.Sprintf("\nthen %s  (customer A, the same key string)\n(armed crash-in-transfer  →  %s): A's lease is live", reqA.String(), first.Short())
+	story += fmt.Sprintf("\nthen %s  (%s, the same key string)\n(armed crash-in-transfer  →  %s): %s's lease is live", live.req.String(), live.who, first.Short(), live.who)
 	before, err := t.State()
 	if err != nil {
 		return err
 	}
-	r := t.Do(reqA)
-	story += "\nthen A's retry  →  " + r.Short()
+	r := t.Do(live.req)
+	story += fmt.Sprintf("\nthen %s's retry  →  %s", live.who, r.Short())
 	if err := t.Reconcile(story, "", books); err != nil {
 		return err
 	}
@@ -1135,21 +1166,21 @@ func checkTakeoverOwnKey(t *T, s Scenario) error {
 	if err != nil {
 		return err
 	}
-	if after.CoreCalls[opA] > before.CoreCalls[opA] {
-		return t.Fail(story, fmt.Sprintf("%s, after calling the core for op %s", r.Short(), opA),
-			"409 "+pInProgress+" before any call to the core: A's lease is live, and B's expired key is not A's to take over; a takeover finds the key by its whole scope (or its row), not by its string")
+	if after.CoreCalls[live.op] > before.CoreCalls[live.op] {
+		return t.Fail(story, fmt.Sprintf("%s, after calling the core for op %s", r.Short(), live.op),
+			fmt.Sprintf("409 %s before any call to the core: %s's lease is live, and %s's expired key is not its to take over; a takeover finds the key by its whole scope (customer, method, route and key string) or by its row, never by its string or part of its scope", pInProgress, live.who, expired.who))
 	}
-	r = t.Do(reqB)
-	story += "\nthen B's retry"
+	r = t.Do(expired.req)
+	story += fmt.Sprintf("\nthen %s's retry", expired.who)
 	if r.Is(http.StatusCreated, "") {
-		books.Transfer(opB, b.Accounts[0], a.Accounts[0], amountB)
+		expired.ran()
 	}
 	if err := t.Reconcile(story, r.Short(), books); err != nil {
 		return err
 	}
 	if !r.Is(http.StatusCreated, "") {
 		return t.Fail(story, r.String(),
-			"201 Created: B's lease expired, and B's retry takes B's key over and executes; A's retry, which came under another customer's key with the same string, must have left B's key as it was")
+			fmt.Sprintf("201 Created: %s's lease expired, and its retry takes its key over and executes; %s's retry, which came under another scope with the same key string, must have left that key as it was", expired.who, live.who))
 	}
 	return nil
 }
