@@ -321,13 +321,13 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S7.many-clerks", Stage: 7, Lesson: lesson7 + "#many-clerks-at-once",
-		Claim: "clerks that each raise the daily limit from the copy they read and sign the nickname (no two send the same change), at once, while the core is slow, every settings write is held up and so is a read of the settings after a save's write, re-reading after each 412, end with every raise counted: each successful PUT replaced the version it was based on and answered the ETag of the one it made",
-		Why:   "two saves based on one version can both succeed only if one overwrote the other, and then a raise, or a cut, that its clerk was told was saved is gone; a save answered another clerk's ETag holds its own settings under that version, and its next save from them puts back what the other changed",
+		Claim: "clerks that each raise the daily limit from the copy they read and sign the nickname (no two send the same change), at once, while the core is slow, every settings write is held up and so is a read of the settings after a save's write, re-reading after each 412, end with every raise counted: each successful PUT replaced the version it was based on and answered the ETag of the one it made, with the settings its clerk sent",
+		Why:   "two saves based on one version can both succeed only if one overwrote the other, and then a raise, or a cut, that its clerk was told was saved is gone; a save answered another clerk's ETag holds its own settings under that version, and its next save from them puts back what the other changed; one answered another clerk's settings is told that its save made them",
 		Run:   checkManyClerks,
 	},
 	{
 		ID: "S7.two-servers", Stage: 7, Lesson: lesson7 + "#many-clerks-at-once",
-		Claim: "the clerks of S7.many-clerks, every other one saving through a second server process on the same database, end with every raise counted: each successful PUT replaced the version it was based on and answered the ETag of the one it made",
+		Claim: "the clerks of S7.many-clerks, every other one saving through a second server process on the same database, end with every raise counted: each successful PUT replaced the version it was based on and answered the ETag of the one it made, with the settings its clerk sent",
 		Why:   "a server runs as several processes (replicas, a rolling deploy); a read of the version kept apart from the write by a mutex, or anything else in one process's memory, keeps apart only the clerks whose saves reach that process, and a clerk on the other one reads the same version and overwrites the first one's save: only a condition the database checks in the write is seen by every process",
 		Run:   checkTwoServersSave,
 	},

@@ -258,6 +258,9 @@ func (t *T) manyClerks(processes int) error {
 	type success struct {
 		clerk       int
 		based, made string
+		// sent and told are the settings the clerk sent and those the
+		// 200 answered.
+		sent, told string
 	}
 	var mu sync.Mutex
 	var wins []success
@@ -279,7 +282,7 @@ func (t *T) manyClerks(processes int) error {
 		defer mu.Unlock()
 		switch {
 		case r.Is(http.StatusOK, ""):
-			wins = append(wins, success{i, req.Header.Get("If-Match"), r.Header.Get("ETag")})
+			wins = append(wins, success{i, req.Header.Get("If-Match"), r.Header.Get("ETag"), req.Body, string(r.Body)})
 			return true
 		case r.Is(http.StatusPreconditionFailed, pPreconditionFailed):
 			return false
@@ -370,6 +373,16 @@ func (t *T) manyClerks(processes int) error {
 	// other answers that were neither 200 nor 412 (trouble, below).
 	if want := start.DailyLimit + int64(len(wins))*step; final.DailyLimit < want || len(trouble) == 0 && final.DailyLimit != want {
 		return t.Harmful(judging.LostUpdate, story, got, fmt.Sprintf("daily_limit %d: each clerk's raise, told 200, counted once", start.DailyLimit+clerks*step))
+	}
+	// Each success answers the settings its clerk sent, which its write
+	// made: a read after the write may find another clerk's save, and
+	// the clerk is then told that its save made the other's settings.
+	for _, w := range wins {
+		sent, _ := decodeSettings([]byte(w.sent))
+		if told, ok := decodeSettings([]byte(w.told)); !ok || told != sent {
+			return t.Harmful(judging.WrongAnswer, story, got+fmt.Sprintf("\nclerk %d sent %s and was answered 200 with %s", w.clerk+1, w.sent, w.told),
+				"each successful PUT answers the settings its clerk sent, the state its own write made, not whatever a read after the write finds")
+		}
 	}
 	// The successes chain: each answered an ETag of its own, the last of
 	// them what GET shows, and each was based on the start or on another's
