@@ -44,10 +44,12 @@ func checkPreconditionRequired(t *T) error {
 // of the list is the current ETag, in one field or in several, first,
 // last or between old ones; a weak tag never matches, alone or in a list;
 // a header that is no list of tags names no version, and neither does a
-// tag of a version the account has not reached. It catches a server
-// that reads the header as one tag (every list refused), one that reads
-// one tag of the list (the last, say), one that compares weakly (W/
-// stripped), and one whose write takes any version up to the tag's.
+// tag of a version the account has not reached, nor the current tag
+// spelled another way. It catches a server that reads the header as one
+// tag (every list refused), one that reads one tag of the list (the
+// last, say), one that compares weakly (W/ stripped), one whose write
+// takes any version up to the tag's, and one that reads the version
+// out of a tag as a number, whatever its spelling ("v03" for "v3").
 func checkIfMatchList(t *T) error {
 	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
 	if err != nil {
@@ -107,6 +109,7 @@ func checkIfMatchList(t *T) error {
 		{"W/" + cur.ETag, "the current ETag, weak: If-Match compares strongly, and a weak tag never matches"},
 		{"W/" + cur.ETag + ", " + other, "a list whose only tag naming the current version is weak"},
 		{strings.Trim(cur.ETag, `"`), "the current ETag without its quotes: not an entity tag"},
+		{padded(cur.ETag), "the current ETag with a 0 before its number: another tag, since tags compare character by character"},
 	} {
 		change := cur.Settings
 		change.Nickname = t.nickname()
@@ -123,6 +126,17 @@ func checkIfMatchList(t *T) error {
 		}
 	}
 	return nil
+}
+
+// padded is etag with a 0 before its first digit (after its opening
+// quote if it has none): another entity tag, byte for byte, which a
+// version read out of the tag as a number ("v03", 3) takes for etag's.
+func padded(etag string) string {
+	i := strings.IndexAny(etag, "0123456789")
+	if i < 0 {
+		i = min(1, len(etag))
+	}
+	return etag[:i] + "0" + etag[i:]
 }
 
 // checkLimitRefusalReplayed catches a daily-limit refusal that is not
