@@ -59,7 +59,7 @@ func checkInvalidKey(t *T, s Scenario) error {
 
 // keyPair is a legal key and a sibling that differs from it only in the
 // way a careless server erases: letter case, a trailing character, the
-// quotes around it.
+// quotes around it, a leading zero.
 type keyPair struct {
 	what         string
 	key, sibling string
@@ -74,7 +74,9 @@ const (
 
 // keyPairs draws the keys of checkKeyForms from the check's seed: every
 // class of printable ASCII, " and \ (escaped in the quoted form), lengths
-// 1 and 255.
+// 1 and 255, and a key of digits only, which a column that reads a key as
+// a number (SQLite's NUMERIC affinity, given to a column declared STRING)
+// stores as the number it spells.
 func keyPairs(t *T) []keyPair {
 	pick := func(from string, n int) string {
 		b := make([]byte, n)
@@ -106,6 +108,7 @@ func keyPairs(t *T) []keyPair {
 	}
 	mixed := pick(keyLetters, 1) + pick(keyLetters+keyDigits+"-_", 23)
 	letter := pick(keyLetters, 1)
+	digits := pick("123456789", 1) + pick(keyDigits, 5+t.Rand().IntN(8))
 	inner := t.Key()
 	return []keyPair{
 		{"one letter, and the same letter in the other case", letter, swapCase(letter)},
@@ -114,6 +117,7 @@ func keyPairs(t *T) []keyPair {
 		{"255 characters of every class, and the same but the last", long, long[:254] + string(last)},
 		{"letters and digits, and the same with every letter in the other case", mixed, swapCase(mixed)},
 		{"a key that starts and ends with \" (it can only be sent quoted), and the key inside the quotes", `"` + inner + `"`, inner},
+		{"digits only, and the same digits after a 0 (two keys, though they spell one number)", digits, "0" + digits},
 	}
 }
 
@@ -121,8 +125,9 @@ func keyPairs(t *T) []keyPair {
 // quoted and bare spellings become two keys, and the retry executes), one
 // that unquotes by hand (an escaped \" or \\ stays escaped), one that
 // refuses a legal key (one character, 255, any punctuation), and one that
-// folds, trims or truncates keys, so that two clients' keys become one
-// and the second client's operation never runs.
+// folds, trims or truncates keys, or stores them as the numbers they
+// spell, so that two clients' keys become one and the second client's
+// operation never runs.
 func checkKeyForms(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	ids := map[string]bool{}
