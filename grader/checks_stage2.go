@@ -88,15 +88,25 @@ func metadata(pairs ...string) string {
 	return object(ms...)
 }
 
-// longMetadata is a metadata object as long as docs/api.md allows: op and
-// 15 more members, each name of 40 characters (32 of them U+1D11E, 𝄞) and
-// each value of 64 (all of them 𝄞), a character of four bytes in UTF-8, so
-// that the canonical form runs to some 6 KiB for 16 members.
+// longMetadata is a metadata object as long in its canonical form as
+// docs/api.md allows: op and 15 more members, each name of 40 characters
+// and each value of 64, all of them control characters (U+0001 to
+// U+001F but the five with a short escape), which RFC 8785 writes as
+// \u0001, six bytes each, so that the canonical form runs to some 9 KiB
+// for 16 members, and a fingerprint over its first 8 KiB misses what
+// comes after.
 func longMetadata(op string) string {
+	var controls []rune
+	for c := rune(1); c < 0x20; c++ {
+		if !strings.ContainsRune("\b\t\n\f\r", c) {
+			controls = append(controls, c)
+		}
+	}
 	pairs := []string{"op", op}
 	for i := range 15 {
-		name := fmt.Sprintf("note-%02d-", i)
-		pairs = append(pairs, name+strings.Repeat("𝄞", 40-len(name)), strings.Repeat("𝄞", 64))
+		// The first two characters spell i: the names differ.
+		name := string([]rune{controls[i/len(controls)], controls[i%len(controls)]})
+		pairs = append(pairs, name+strings.Repeat(string(controls[i%len(controls)]), 38), strings.Repeat(string(controls[(i+1)%len(controls)]), 64))
 	}
 	return metadata(pairs...)
 }
@@ -123,7 +133,7 @@ func checkEditedResubmission(t *T, s Scenario) error {
 	// Four originals: a transfer with a memo and two metadata members, one
 	// with neither memo nor ref, a deposit, and a transfer whose metadata
 	// is as long as the limits allow, whose payee comes last in its
-	// canonical form, some 6 KiB in.
+	// canonical form, some 9 KiB in.
 	amount, op, ref := t.Amount(10_000, 500_000), t.Op(), fmt.Sprintf("inv-%06d", t.Amount(0, 999_999))
 	memo := fmt.Sprintf("rent %d/%d", t.Amount(1, 12), t.Amount(1, 28))
 	full := body{{"from", str(a.Accounts[0])}, {"to", str(b.Accounts[0])}, {"amount", num(amount)},
@@ -187,7 +197,7 @@ func checkEditedResubmission(t *T, s Scenario) error {
 	}
 	t.Rand().Shuffle(len(edits), func(i, j int) { edits[i], edits[j] = edits[j], edits[i] })
 	// Last, so that a fingerprint wrong for every body shows a short one.
-	edits = append(edits, edit{"another payee, after 16 metadata members, 15 of them at their longest (the payee sorts last in the canonical form, some 6 KiB in)", 3, long.with("to", str(b.Accounts[1]))})
+	edits = append(edits, edit{"another payee, after 16 metadata members, 15 of them at their longest (the payee sorts last in the canonical form, some 9 KiB in)", 3, long.with("to", str(b.Accounts[1]))})
 	books.Expect(other)
 	for _, e := range edits {
 		first := originals[e.original].req
