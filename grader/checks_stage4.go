@@ -83,8 +83,10 @@ func firstDifference(a, b []byte) string {
 // checkReplayByteIdentical catches a replay recomputed instead of stored:
 // re-encoded from the transfer row (another member order, spacing or
 // created_at), rebuilt without Location, answered with another status, or
-// cut short: the third transfer is as large as the contract lets one be,
-// so its answer is too. The last one sends the first one's body again
+// cut short: the third transfer's answer is as long as a transfer's answer
+// can be, over 10 KiB, so that a body kept in fewer bytes is cut short,
+// and one that a column of PostgreSQL refuses (VARCHAR(4096)) fails the
+// payment itself. The last one sends the first one's body again
 // under a key of its own, a second payment: a replay found by the body's
 // fingerprint rather than by the key gives one of the two the other's
 // answer, so the first is retried once more at the end (which of the two
@@ -165,21 +167,28 @@ func checkReplayByteIdentical(t *T, s Scenario) error {
 	return nil
 }
 
-// largestTransferBody is a transfer body at the contract's limits: a memo
-// of request.MaxMemo characters (Hangul, < and &, which take more than one
-// byte or more than one spelling) and request.MaxMetadata metadata
-// members, op among them, with names and values as long as allowed. Its
-// answer, over 2 KiB, is the longest a transfer can get.
+// largestTransferBody is a transfer body at the contract's limits, whose
+// answer is as long as a transfer's answer can be: a memo of
+// request.MaxMemo characters and request.MaxMetadata metadata members, op
+// among them, with names and values as long as allowed, written with <, >
+// and & (Hangul too, in the memo), which Go's encoding/json writes as
+// \u003c, \u003e and \u0026: six bytes each in the answer for one in the
+// request. The answer runs to over 10 KiB, so that an answer column or a
+// copy cut at any round size below it cuts this one short.
 func largestTransferBody(t *T, from, to string, amount int64, op string) string {
-	memo := []rune(strings.Repeat(fmt.Sprintf("월세 %d <rent> & fees ", t.Amount(1, 999)), request.MaxMemo))
+	const html = "<>&"
+	prefix := fmt.Sprintf("월세 %d ", t.Amount(1, 999))
+	memo := prefix + strings.Repeat("<&>", request.MaxMemo)
+	memo = string([]rune(memo)[:request.MaxMemo])
 	pairs := []string{"op", op}
 	for i := 1; i < request.MaxMetadata; i++ {
-		name := fmt.Sprintf("note-%02d-", i)
-		name += strings.Repeat("n", request.MaxMetadataKey-len(name))
-		pairs = append(pairs, name, strings.Repeat(fmt.Sprintf("%x", t.Amount(0, 15)), request.MaxMetadataValue))
+		// Three characters of <, > and & spell i: the names differ.
+		name := string([]byte{html[i/9%3], html[i/3%3], html[i%3]})
+		name += strings.Repeat("<", request.MaxMetadataKey-len(name))
+		pairs = append(pairs, name, strings.Repeat(html[t.Amount(0, 2):][:1], request.MaxMetadataValue))
 	}
 	return object(member{"from", jsonString(from)}, member{"to", jsonString(to)}, member{"amount", fmt.Sprint(amount)},
-		member{"memo", jsonString(string(memo[:request.MaxMemo]))}, member{"metadata", metadata(pairs...)})
+		member{"memo", jsonString(memo)}, member{"metadata", metadata(pairs...)})
 }
 
 // What S4.replay-byte-identical tells a student whose retry of a
