@@ -96,8 +96,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S1.key-forms", Stage: 1, Lesson: lesson1 + "#what-a-key-looks-like",
-		Claim: "any key of 1 to 255 printable ASCII characters is one key, quoted (Idempotency-Key: \"k\", with \\\" and \\\\ escaped) or bare; keys that differ only in letter case, a trailing character or a leading zero are two keys",
-		Why:   "clients following the IETF draft quote the key and older ones do not: if the two spellings are two keys, a retry by another library executes again; a server that folds, trims or truncates keys, or stores them as the numbers they spell, makes two clients' operations one, and the second never runs",
+		Claim: "any key of 1 to 255 printable ASCII characters is one key, quoted (Idempotency-Key: \"k\", with \\\" and \\\\ escaped) or bare; keys that differ only in letter case, a trailing character or a leading zero are two keys, and the retry of each is answered as its own",
+		Why:   "clients following the IETF draft quote the key and older ones do not: if the two spellings are two keys, a retry by another library executes again; a server that folds, trims or truncates keys, or stores them as the numbers they spell, makes two clients' operations one, and the second never runs; one that reads a key's row back loosely (LIKE) answers a retry from another key's row",
 		Run:   withScenario(10_000_000, checkKeyForms),
 	},
 	{
