@@ -225,11 +225,15 @@ func inProgressAnswer(r Response) (bool, string) {
 
 // checkReleaseAfterFailure is S3.release-after-failure: stage 3's claim,
 // committed on its own, is given back when the business write fails
-// (checkRetryAfterFailure) or its COMMIT does (fail-commit), also to a
-// retry that meets the release (retryMeetsTheRelease), and after a
-// refusal (refusalNotStuck).
+// (checkRetryAfterFailure) or its COMMIT does (fail-commit), to retries
+// sent at once (retriesAtOnceAfterFailure), also to a retry that meets
+// the release (retryMeetsTheRelease), and after a refusal
+// (refusalNotStuck).
 func checkReleaseAfterFailure(t *T, s Scenario) error {
 	if err := checkRetryAfterFailure(t, s); err != nil {
+		return err
+	}
+	if err := retriesAtOnceAfterFailure(t, s); err != nil {
 		return err
 	}
 	if err := retryAfterFailure(t, s, labctl.FailCommit, "the COMMIT of the business write fails, and the transaction is rolled back"); err != nil {
@@ -249,6 +253,80 @@ func checkReleaseAfterFailure(t *T, s Scenario) error {
 // S3.release-after-failure.
 func checkRetryAfterFailure(t *T, s Scenario) error {
 	return retryAfterFailure(t, s, labctl.FailInTransfer, "the business write returns an internal error")
+}
+
+// doArmed sends req with the fault point armed for one occurrence, and
+// disarms it once req is answered, whether or not req met it.
+func (t *T) doArmed(point string, req Request) (Response, error) {
+	if err := t.Arm(point, 1); err != nil {
+		return Response{}, err
+	}
+	r := t.Do(req)
+	return r, t.Arm(point, 0)
+}
+
+// retriesAtOnceAfterFailure fails a payment's business write, then sends
+// its retries together, behind a barrier: the key given back is claimed
+// by one of them, which executes once; the others are told it is in
+// progress or done. It catches a release that keeps the key's row, marked
+// failed, and a claim that takes such a row over with an UPDATE that does
+// not ask for the mark again: on PostgreSQL every retry that read the
+// mark before the first takeover committed takes the key over too, and
+// each one pays (slow-key-update holds each takeover a moment, so that
+// the others read the mark meanwhile). On SQLite the claim's INSERT holds
+// the one write lock until its takeover commits, and the pattern holds.
+func retriesAtOnceAfterFailure(t *T, s Scenario) error {
+	const rounds, retries = 3, 8
+	a, b, books := s.A, s.B, s.Books
+	for round := range rounds {
+		req, op, amount := s.Payment(t)
+		first, err := t.doArmed(labctl.FailInTransfer, req)
+		if err != nil {
+			return err
+		}
+		sent := req.String() + "\n(armed: " + labctl.FailInTransfer + ", the business write returns an internal error)"
+		if first.Err != nil || first.Status < 500 {
+			return t.Fail(sent, first.String(), "a 5xx: the business write failed and nothing was executed")
+		}
+		books.Expect(op)
+		if err := t.Reconcile(sent, first.Short(), books); err != nil {
+			return err
+		}
+		// Every update of the key table waits a moment before it runs, so
+		// that a takeover that read the key in a statement of its own lets
+		// every retry beside it read the key as it was too.
+		if err := t.Arm(labctl.SlowKeyUpdate, retries); err != nil {
+			return err
+		}
+		rs := t.Simultaneously(retries, func(int) Request { return req })
+		if err := t.Arm(labctl.SlowKeyUpdate, 0); err != nil {
+			return err
+		}
+		sent += fmt.Sprintf("  →  %s\nthen %d× the retry, the same request, at once, behind a barrier, with the slow-key-update fault holding each of the first %d updates of the key table for %v (round %d of %d)",
+			first.Short(), retries, retries, fault.KeyUpdateDelay, round+1, rounds)
+		got := Summarize(rs)
+		// One execution is the books' due; more show there as a double.
+		ran := executedOps(rs...)
+		if ran > 0 {
+			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+		}
+		if err := t.Reconcile(sent, got, books); err != nil {
+			return err
+		}
+		const expected = "one 201: the failed attempt left its key free, one retry claims it and executes, and every other one is told 409 request-in-progress (with Retry-After) or 409 duplicate-request, or (stage 4 on) gets the stored 201"
+		if ran != 1 {
+			return t.Fail(sent, got, expected)
+		}
+		for _, r := range rs {
+			if r.Is(http.StatusCreated, "") || r.Is(http.StatusConflict, pDuplicate) {
+				continue
+			}
+			if ok, why := inProgressAnswer(r); !ok {
+				return t.Fail(sent, got, expected+": "+why)
+			}
+		}
+	}
+	return nil
 }
 
 // retryAfterFailure is checkRetryAfterFailure with the business write

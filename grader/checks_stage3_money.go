@@ -423,11 +423,8 @@ func checkCompletedWithTheMoney(t *T, s Scenario) error {
 func commitAnswerLost(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	req, op, amount := s.Payment(t)
-	if err := t.Arm(labctl.CommitAnswerLost, 1); err != nil {
-		return err
-	}
-	first := t.Do(req)
-	if err := t.Arm(labctl.CommitAnswerLost, 0); err != nil {
+	first, err := t.doArmed(labctl.CommitAnswerLost, req)
+	if err != nil {
 		return err
 	}
 	sent := req.String() + "\n(armed: commit-answer-lost, the commit that moves the money goes through, and the server is told it failed)"
