@@ -342,7 +342,18 @@ func (d *decoder) memo(name string) string {
 	if n := utf8.RuneCountInString(s); n > MaxMemo {
 		d.fail(name, "is %d characters; the limit is %d", n, MaxMemo)
 	}
+	d.noNUL(name, s)
 	return s
+}
+
+// noNUL refuses a string that holds U+0000: PostgreSQL's text columns
+// cannot store it, so a transfer whose memo held one would fail inside
+// its transaction with a 5xx, and every retry again, on one engine and
+// not the other. Other control characters are stored as sent.
+func (d *decoder) noNUL(name, s string) {
+	if strings.ContainsRune(s, 0) {
+		d.fail(name, "must not hold the character U+0000 (NUL)")
+	}
 }
 
 // reference reads an optional business key, such as an invoice number:
@@ -410,6 +421,11 @@ func (d *decoder) metadata(name string) map[string]string {
 		}
 		if n := utf8.RuneCountInString(s); n > MaxMetadataValue {
 			d.fail(member, "is %d characters; the limit is %d", n, MaxMetadataValue)
+			return nil
+		}
+		d.noNUL(name+" member names", k)
+		d.noNUL(member, s)
+		if d.err != nil {
 			return nil
 		}
 		out[k] = s
