@@ -3,11 +3,13 @@ package bank
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
 	"idemlab/kit/clock"
 	"idemlab/kit/labdb"
+	"idemlab/kit/problem"
 )
 
 // The outbox holds what a transfer must still tell the core ledger (stage
@@ -104,9 +106,9 @@ func (b *Bank) Outbox(ctx context.Context) (OutboxCounts, error) {
 
 // DeadLetter is an outbox row set aside: a posting the core refused for
 // good, with the answer it gave. An operator reads the answer, fixes the
-// cause, and sends the row again under the same key (by clearing dead_at),
-// or settles the transfer another way; never under a new key, which could
-// post it twice.
+// cause, and sends the row again under the same key (Redrive, which
+// clears dead_at), or settles the transfer another way; never under a new
+// key, which could post it twice.
 type DeadLetter struct {
 	TransferID string `json:"transfer_id"`
 	Key        string `json:"key"`
@@ -118,8 +120,9 @@ type DeadLetter struct {
 	Answer     string `json:"answer"`
 	// SentAt is when the row was marked sent, and a dead letter's is
 	// empty: a row set aside was never acknowledged. One also marked
-	// sent is a relay's mistake: an operator who sends it again, by
-	// clearing dead_at, finds it sent, and it is never posted.
+	// sent is a relay's mistake: an operator who sends it again by
+	// clearing dead_at alone finds it sent, and it is never posted
+	// (Redrive clears both).
 	SentAt string `json:"sent_at,omitempty"`
 }
 
@@ -144,6 +147,61 @@ func (b *Bank) DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error)
 		return nil, fmt.Errorf("read the dead letters: %w", err)
 	}
 	return out, nil
+}
+
+// Redrive sends the dead letter of transferID again, as an operator does
+// once the cause of the core's refusal is fixed: it makes the row owed
+// again (dead_at cleared, and a sent_at a wrong relay set beside it), so
+// that the relay sends it on a later pass under the key it was written
+// with, which the core posts once however often it is sent. The core's
+// answer (dead_status, dead_answer) stays on the row as its last answer
+// to the row until the relay sets the row aside again with a new one:
+// whether a row is owed, sent or a dead letter is read from sent_at and
+// dead_at alone. It returns the dead letter as it was, or, changing
+// nothing, a not-found problem if there is no transfer transferID, it has
+// no outbox row, or its row is not a dead letter.
+func (b *Bank) Redrive(ctx context.Context, transferID string) (DeadLetter, error) {
+	d := DeadLetter{TransferID: transferID}
+	var dead, sent, answer sql.NullString
+	var status sql.NullInt64
+	err := b.db.QueryRowContext(ctx,
+		`SELECT core_key, from_account, to_account, amount, dead_at, dead_status, dead_answer, sent_at FROM outbox WHERE transfer_id = ?`, transferID).
+		Scan(&d.Key, &d.From, &d.To, &d.Amount, &dead, &status, &answer, &sent)
+	if errors.Is(err, sql.ErrNoRows) {
+		return DeadLetter{}, b.noOutboxRow(ctx, transferID)
+	}
+	if err != nil {
+		return DeadLetter{}, fmt.Errorf("read the outbox row of %s: %w", transferID, err)
+	}
+	switch {
+	case !dead.Valid && sent.Valid:
+		return DeadLetter{}, problem.New(problem.NotFound, "transfer %s is not a dead letter: its posting was sent at %s; nothing was changed", transferID, sent.String)
+	case !dead.Valid:
+		return DeadLetter{}, problem.New(problem.NotFound, "transfer %s is not a dead letter: its posting is still owed to the core, and the relay sends it; nothing was changed", transferID)
+	}
+	d.At, d.Status, d.Answer, d.SentAt = dead.String, int(status.Int64), answer.String, sent.String
+	// The row as it was read, and no other: a relay that set it aside
+	// again in between left another dead letter, which this one is not.
+	res, err := b.db.ExecContext(ctx, `UPDATE outbox SET dead_at = NULL, sent_at = NULL WHERE transfer_id = ? AND dead_at = ?`, transferID, dead.String)
+	if err != nil {
+		return DeadLetter{}, fmt.Errorf("redrive the dead letter of %s: %w", transferID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return DeadLetter{}, problem.New(problem.NotFound, "the dead letter of %s changed while it was being sent again; read it again (GET /lab/outbox); nothing was changed", transferID)
+	}
+	return d, nil
+}
+
+// noOutboxRow is Redrive's problem for a transfer with no outbox row.
+func (b *Bank) noOutboxRow(ctx context.Context, transferID string) error {
+	var n int
+	if err := b.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM transfers WHERE id = ?`, transferID).Scan(&n); err != nil {
+		return fmt.Errorf("read transfer %s: %w", transferID, err)
+	}
+	if n == 0 {
+		return problem.New(problem.NotFound, "no transfer %s; nothing was changed", transferID)
+	}
+	return problem.New(problem.NotFound, "transfer %s has no outbox row, so no dead letter (a stage before 9 writes none); nothing was changed", transferID)
 }
 
 // Delivery is one sent row's two moments on the lab clock: its

@@ -7,6 +7,7 @@ import (
 
 	"idemlab/kit/bank"
 	"idemlab/kit/clock"
+	"idemlab/kit/problem"
 	"idemlab/kit/sqlitedb"
 )
 
@@ -20,28 +21,8 @@ import (
 func TestOutbox_CountsAndDeadLetters(t *testing.T) {
 	f := setup(t, 1_000_000)
 	ctx := context.Background()
-	c := f.customers[0]
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for i, state := range []string{"owed", "sent", "dead", "dead and sent"} {
-		tr, err := f.transfer(t, c.ID, bank.TransferRequest{From: c.Accounts[0], To: c.Accounts[1], Amount: int64(100 + i)}, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var sent, dead any
-		var status, answer any
-		switch state {
-		case "sent":
-			sent = clock.Format(t0.Add(250 * time.Millisecond))
-		case "dead":
-			dead, status, answer = clock.Format(t0), 422, `{"type":"/problems/posting-rejected"}`
-		case "dead and sent":
-			sent, dead, status, answer = clock.Format(t0.Add(time.Second)), clock.Format(t0), 422, `{"type":"/problems/posting-rejected"}`
-		}
-		if _, err := f.db.ExecContext(ctx, `INSERT INTO outbox (transfer_id, core_key, from_account, to_account, amount, created_at, sent_at, dead_at, dead_status, dead_answer)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, tr.ID, "key-"+tr.ID, tr.From, tr.To, tr.Amount, clock.Format(t0), sent, dead, status, answer); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f.outboxRows(t, t0, "owed", "sent", "dead", "dead and sent")
 	got, err := f.bank.Outbox(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -96,5 +77,96 @@ func TestMigrate_GivesAnOlderOutboxKeysAndDeadLetters(t *testing.T) {
 	var dead any
 	if err := db.QueryRowContext(ctx, `SELECT core_key, dead_at FROM outbox WHERE transfer_id = 'tr_old'`).Scan(&key, &dead); err != nil || key != "tr_old" || dead != nil {
 		t.Fatalf("core_key %q, dead_at %v, err %v; want tr_old, NULL", key, dead, err)
+	}
+}
+
+// outboxRows makes one transfer of the first customer's for each of
+// states, with an outbox row in that state ("owed", "sent", "dead",
+// "dead and sent") written at t0, the dead ones with a 422 of the core's,
+// and returns the transfers' ids in that order.
+func (f fixture) outboxRows(t *testing.T, t0 time.Time, states ...string) []string {
+	t.Helper()
+	c := f.customers[0]
+	var ids []string
+	for i, state := range states {
+		tr, err := f.transfer(t, c.ID, bank.TransferRequest{From: c.Accounts[0], To: c.Accounts[1], Amount: int64(100 + i)}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sent, dead any
+		var status, answer any
+		switch state {
+		case "sent":
+			sent = clock.Format(t0.Add(250 * time.Millisecond))
+		case "dead":
+			dead, status, answer = clock.Format(t0), 422, `{"type":"/problems/posting-rejected"}`
+		case "dead and sent":
+			sent, dead, status, answer = clock.Format(t0.Add(time.Second)), clock.Format(t0), 422, `{"type":"/problems/posting-rejected"}`
+		}
+		if _, err := f.db.ExecContext(context.Background(), `INSERT INTO outbox (transfer_id, core_key, from_account, to_account, amount, created_at, sent_at, dead_at, dead_status, dead_answer)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, tr.ID, "key-"+tr.ID, tr.From, tr.To, tr.Amount, clock.Format(t0), sent, dead, status, answer); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, tr.ID)
+	}
+	return ids
+}
+
+// TestRedrive_MakesADeadLetterOwedAgain: a dead letter sent again is
+// owed again (counted so, and no longer listed among the dead letters),
+// under the key it was written with, and keeps the core's last answer;
+// one a wrong relay also marked sent is owed again too, not sent. An
+// owed row, a sent one, a dead letter already sent again, a transfer
+// with no outbox row and no transfer at all each get a not-found problem
+// and change nothing. It catches a redrive that clears dead_at alone (the
+// row marked sent is never posted), one that drops the answer, or the
+// key, and one that takes any row (a sent row owed again).
+func TestRedrive_MakesADeadLetterOwedAgain(t *testing.T) {
+	f := setup(t, 1_000_000)
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ids := f.outboxRows(t, t0, "owed", "sent", "dead", "dead and sent")
+	owedRow, sentRow, deadRow, deadSentRow := ids[0], ids[1], ids[2], ids[3]
+	c := f.customers[0]
+	bare, err := f.transfer(t, c.ID, bank.TransferRequest{From: c.Accounts[0], To: c.Accounts[1], Amount: 7}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{deadRow, deadSentRow} {
+		d, err := f.bank.Redrive(ctx, id)
+		if err != nil {
+			t.Fatalf("Redrive(%s): %v", id, err)
+		}
+		if d.TransferID != id || d.Key != "key-"+id || d.Status != 422 || d.At != clock.Format(t0) {
+			t.Errorf("Redrive(%s) = %+v, want the dead letter as it was", id, d)
+		}
+	}
+	counts, err := f.bank.Outbox(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (bank.OutboxCounts{Pending: 3, Sent: 1, Dead: 0}); counts != want {
+		t.Errorf("after two redrives: Outbox %+v, want %+v", counts, want)
+	}
+	if dead, err := f.bank.DeadLetters(ctx, 10); err != nil || len(dead) != 0 {
+		t.Errorf("after two redrives: DeadLetters %+v, %v; want none", dead, err)
+	}
+	var key string
+	var status int
+	var answer string
+	if err := f.db.QueryRowContext(ctx, `SELECT core_key, dead_status, dead_answer FROM outbox WHERE transfer_id = ?`, deadRow).Scan(&key, &status, &answer); err != nil {
+		t.Fatal(err)
+	}
+	if key != "key-"+deadRow || status != 422 || answer == "" {
+		t.Errorf("the row sent again holds key %q, answer %d %q; want its key and the core's last answer", key, status, answer)
+	}
+	for _, id := range []string{owedRow, sentRow, deadRow, bare.ID, "tr_none"} {
+		_, err := f.bank.Redrive(ctx, id)
+		if problem.From(err).Type != problem.NotFound {
+			t.Errorf("Redrive(%s): %v, want a not-found problem", id, err)
+		}
+	}
+	if after, err := f.bank.Outbox(ctx); err != nil || after != counts {
+		t.Errorf("after the refused redrives: Outbox %+v, %v; want %+v, unchanged", after, err, counts)
 	}
 }

@@ -128,6 +128,18 @@ func (c *Client) Outbox(ctx context.Context) (labctl.Outbox, error) {
 	return o, err
 }
 
+// Redrive sends the dead letter of transferID again (POST
+// /lab/outbox/redrive): its row is owed again, under its key, and the
+// answer is the dead letter as it was. A transfer whose row is not a dead
+// letter gets an *Error with status 404.
+func (c *Client) Redrive(ctx context.Context, transferID string) (bank.DeadLetter, error) {
+	var out struct {
+		Redriven bank.DeadLetter `json:"redriven"`
+	}
+	err := c.do(ctx, http.MethodPost, "/lab/outbox/redrive", map[string]string{"transfer_id": transferID}, &out)
+	return out.Redriven, err
+}
+
 // TransferOps reads a page of the executed transfers (GET
 // /lab/transfers): those whose id sorts after after, in the order of
 // their ids, at most limit (1 to bank.MaxListed), each with the

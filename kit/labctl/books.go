@@ -59,3 +59,25 @@ func (c *Controller) handleOutbox(w http.ResponseWriter, r *http.Request) {
 	}
 	respond.JSON(w, http.StatusOK, outbox)
 }
+
+// handleRedrive is POST /lab/outbox/redrive: {"transfer_id"} names the
+// dead letter to send again (bank.Redrive), once its cause is fixed.
+func (c *Controller) handleRedrive(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		TransferID string `json:"transfer_id"`
+	}
+	if err := decodeOptional(r, &in); err != nil {
+		problem.Write(w, err)
+		return
+	}
+	if in.TransferID == "" {
+		problem.Write(w, problem.New(problem.InvalidRequest, "transfer_id: name the transfer whose dead letter to send again (GET /lab/outbox lists them)"))
+		return
+	}
+	d, err := c.Bank.Redrive(r.Context(), in.TransferID)
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
+	respond.JSON(w, http.StatusOK, map[string]any{"redriven": d})
+}

@@ -68,18 +68,33 @@ func (l lab) execute(t *testing.T, path, key, body string) string {
 // the body.
 func (l lab) get(t *testing.T, path, token string) (int, string, []byte) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, l.hs.URL+path, nil)
+	return l.send(t, http.MethodGet, path, token, "")
+}
+
+// post sends body to path with token and returns what get does.
+func (l lab) post(t *testing.T, path, token, body string) (int, string, []byte) {
+	t.Helper()
+	return l.send(t, http.MethodPost, path, token, body)
+}
+
+// send is get and post: a JSON body is sent unless it is empty.
+func (l lab) send(t *testing.T, method, path, token, body string) (int, string, []byte) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), method, l.hs.URL+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := l.hs.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	answer, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, resp.Header.Get("Content-Type"), body
+	return resp.StatusCode, resp.Header.Get("Content-Type"), answer
 }
 
 // TestBooks_ListTransfersAndDepositsInPages: GET /lab/transfers and GET
@@ -156,5 +171,39 @@ func TestBooks_ListTransfersAndDepositsInPages(t *testing.T) {
 				t.Errorf("GET /lab/%s with a customer's token: %d %s; want 401", kind, status, body)
 			}
 		})
+	}
+}
+
+// TestRedrive_RefusesWhatIsNotADeadLetter: POST /lab/outbox/redrive with
+// no transfer named, an unknown member or a body that is not JSON gets
+// 400 invalid-request; an unknown transfer, and one with no outbox row
+// (stage 5 writes none), 404 not-found; each a problem with a detail
+// that says nothing was changed where something was looked up; a
+// customer's token gets 401. It catches a control that takes any body, or
+// answers 200 for a row it did not send again.
+func TestRedrive_RefusesWhatIsNotADeadLetter(t *testing.T) {
+	l := startLab(t)
+	from, to := l.customers[0].Accounts[0], l.customers[1].Accounts[0]
+	id := l.execute(t, "/transfers", "k1", fmt.Sprintf(`{"from":%q,"to":%q,"amount":10}`, from, to))
+	for _, c := range []struct {
+		body string
+		want *problem.Type
+	}{
+		{``, problem.InvalidRequest},
+		{`{}`, problem.InvalidRequest},
+		{`{"transfer":"` + id + `"}`, problem.InvalidRequest},
+		{`transfer_id=` + id, problem.InvalidRequest},
+		{`{"transfer_id":"tr_none"}`, problem.NotFound},
+		{`{"transfer_id":"` + id + `"}`, problem.NotFound},
+	} {
+		status, ctype, body := l.post(t, "/lab/outbox/redrive", l.admin, c.body)
+		var p problem.Body
+		json.Unmarshal(body, &p)
+		if status != c.want.Status || ctype != problem.ContentType || p.Type != c.want.URI() || p.Detail == "" {
+			t.Errorf("POST /lab/outbox/redrive %s: %d %s %s; want %d %s with a detail", c.body, status, ctype, body, c.want.Status, c.want.URI())
+		}
+	}
+	if status, _, body := l.post(t, "/lab/outbox/redrive", l.customers[0].Token, `{"transfer_id":"`+id+`"}`); status != http.StatusUnauthorized {
+		t.Errorf("POST /lab/outbox/redrive with a customer's token: %d %s; want 401", status, body)
 	}
 }

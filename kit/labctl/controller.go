@@ -110,6 +110,7 @@ func (c *Controller) Routes(r chi.Router) {
 		r.Get("/transfers", c.handleTransfers)
 		r.Get("/deposits", c.handleDeposits)
 		r.Get("/outbox", c.handleOutbox)
+		r.Post("/outbox/redrive", c.handleRedrive)
 		r.Post("/clock", c.handleClock)
 		r.Get("/config", c.handleGetConfig)
 		r.Post("/config", c.handleConfig)
