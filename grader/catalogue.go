@@ -581,6 +581,12 @@ var catalogue = []Check{
 		Run:   checkPoison,
 	},
 	{
+		ID: "S9.redrive", Stage: 9, Lesson: lesson9 + "#dead-letters",
+		Claim: "a dead letter an operator sends again once its cause is fixed (POST /lab/outbox/redrive: its row owed again, dead_at cleared, the core's answer kept as its last) is sent by the relay under its key, posted exactly once, and a dead letter no more",
+		Why:   "a dead letter is money waiting for a person, and the person's fix is to make its row owed again, under the same key: a relay that reads owed by the answer's columns, which keep the core's last answer, or that remembers in memory the rows it set aside and skips them, never sends it, and the transfer never reaches the core, with no dead letter left to say so",
+		Run:   checkRedrive,
+	},
+	{
 		ID: "S9.lost-answers", Stage: 9, Lesson: lesson9 + "#a-lost-answer",
 		Claim: "when the core ledger's answers are lost (before the posting was applied, or after) or never come (the call timed out), the relay sends again and each transfer is posted exactly once",
 		Why:   "no answer says nothing of the posting, and a timeout is no answer: a relay that takes either for an acknowledgement loses the postings the core never applied, and one that sends again under a new key makes the core post the others twice; the key belongs to the outbox row, not to the attempt",

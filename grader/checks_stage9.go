@@ -2,6 +2,7 @@ package grader
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -1193,6 +1194,30 @@ func (t *T) deadLetterTime(story []string, id string, resumed, after time.Time) 
 // limit (core.Faults.LimitAmount): above every payment's amount but one.
 const coreLimit = 100_000
 
+// paymentsOneOver is payments where one transfer, at random, moves more
+// than coreLimit, to B's first account: it returns what they owe the core
+// and that one's id.
+func (t *T) paymentsOneOver(s Scenario, n int, story *[]string) (owed, string, error) {
+	big, over := t.rng.IntN(n), ""
+	want := owed{}
+	for i := range n {
+		if i != big {
+			if err := t.payment(s, want, story); err != nil {
+				return nil, "", err
+			}
+			continue
+		}
+		one := owed{}
+		if err := t.pay(s, one, s.A, s.A.Accounts[0], s.B.Accounts[0], t.Amount(coreLimit+1, 3*coreLimit), t.Key(), story); err != nil {
+			return nil, "", err
+		}
+		for id, p := range one {
+			over, want[id] = id, p
+		}
+	}
+	return want, over, nil
+}
+
 // checkPoison catches a relay that stops at a posting the core refuses
 // for good, one that retries it for ever, one that drops it without a
 // dead letter, and one that sets it aside with another answer than the
@@ -1220,23 +1245,9 @@ func checkPoison(t *T) error {
 	faults.LimitAmount(coreLimit)
 	story := []string{fmt.Sprintf("the core ledger is down while the transfers are made; once back, it rejects the first posting it receives for good (422 %s), and every posting of more than %d won (400 %s: a limit of its own, which the bank does not have)",
 		core.Rejected.URI(), coreLimit, core.InvalidPosting.URI())}
-	n := 4 + t.rng.IntN(4)
-	big, overLimit := t.rng.IntN(n), ""
-	want := owed{}
-	for i := range n {
-		if i != big {
-			if err := t.payment(s, want, &story); err != nil {
-				return err
-			}
-			continue
-		}
-		one := owed{}
-		if err := t.pay(s, one, s.A, s.A.Accounts[0], s.B.Accounts[0], t.Amount(coreLimit+1, 3*coreLimit), t.Key(), &story); err != nil {
-			return err
-		}
-		for id, p := range one {
-			overLimit, want[id] = id, p
-		}
+	want, overLimit, err := t.paymentsOneOver(s, 4+t.rng.IntN(4), &story)
+	if err != nil {
+		return err
 	}
 	rows, err := t.outboxRows()
 	if err != nil {
@@ -1300,6 +1311,62 @@ func checkPoison(t *T) error {
 	}
 	story = append(story, fmt.Sprintf("(POST /lab/clock: moved on %v, past the keys' retention, which purges what has expired) and nobody has dealt with the dead letters", later))
 	return t.delivered(strings.Join(story, "\n"), s, want, forGood)
+}
+
+// checkRedrive catches a relay that never sends a dead letter an
+// operator sent again: the core refuses one posting for good for a cause
+// an operator can fix (over a limit of the core's own), and once its dead
+// letter is there, the check lifts the limit and re-drives it (POST
+// /lab/outbox/redrive), which makes its row owed again, dead_at cleared
+// and the core's answer kept as its last. The relay must send it, under
+// its key, and the core post it once, and no dead letter remain. A relay
+// that reads owed by the answer's columns, not by dead_at, or that
+// remembers in memory the rows it set aside, never sends it.
+func checkRedrive(t *T) error {
+	s, err := t.coreScenario(1_000_000)
+	if err != nil {
+		return err
+	}
+	faults := &t.Core().Faults
+	faults.LimitAmount(coreLimit)
+	story := []string{fmt.Sprintf("the core ledger posts at most %d won at once, and refuses for good every posting of more (400 %s: a limit of its own, which the bank does not have)",
+		coreLimit, core.InvalidPosting.URI())}
+	want, over, err := t.paymentsOneOver(s, 2+t.rng.IntN(3), &story)
+	if err != nil {
+		return err
+	}
+	if err := t.delivered(strings.Join(story, "\n"), s, want, []string{over}); err != nil {
+		return err
+	}
+	// The operator's part: read the answer, fix its cause, send it again.
+	faults.LimitAmount(0)
+	sent := fmt.Sprintf(`POST /lab/outbox/redrive {"transfer_id":%q}`, over)
+	d, err := t.Lab().Redrive(t.ctx, over)
+	if le := (*labclient.Error)(nil); errors.As(err, &le) {
+		return t.Fail(strings.Join(append(story, sent), "\n"), le.Error(), "200: the dead letter GET /lab/outbox listed a moment ago, owed again")
+	}
+	if err != nil {
+		return err
+	}
+	story = append(story, fmt.Sprintf("%s set aside as a dead letter (%s); the operator has the core lift its limit, and sends it again: %s  →  200 (its row owed again: dead_at cleared, the core's answer kept as its last)",
+		over, answerText(d.Status, d.Answer), sent))
+	posted, err := t.WaitFor(drainWithin, func() (bool, error) { return t.coreHoldsAll(owed{over: want[over]}) })
+	if err != nil {
+		return err
+	}
+	if !posted {
+		o, err := t.Lab().Outbox(t.ctx)
+		if err != nil {
+			return err
+		}
+		f := t.Fail(strings.Join(story, "\n"),
+			fmt.Sprintf("the core never received the posting of %s again in %v: %s owed in the outbox, %s", over, drainWithin, counted(int(o.Counts.Pending), "row", "rows"), counted(int(o.Counts.Dead), "dead letter", "dead letters")),
+			"the row sent again by the relay, under its key, and posted once, now that the core takes it").(*judging.Failure)
+		f.Harm, f.Refs = judging.NotPosted, []string{over}
+		f.Why = "a row is owed while it is neither sent nor set aside, sent_at and dead_at both NULL, and an operator who fixed a dead letter's cause sends it again by making it so; the core's answer stays on the row as its last: a relay that reads owed by the answer's columns, or skips the rows it remembers setting aside, never sends it, and the transfer the operator meant to deliver never reaches the core, with no dead letter left to say so"
+		return f
+	}
+	return t.postedOnce(strings.Join(story, "\n"), s, want)
 }
 
 // checkSlowCore catches a stage whose transfers wait on the core: while
