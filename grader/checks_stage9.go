@@ -1348,8 +1348,8 @@ func checkRedrive(t *T) error {
 	if err != nil {
 		return err
 	}
-	story = append(story, fmt.Sprintf("%s set aside as a dead letter (%s); the operator has the core lift its limit, and sends it again: %s  →  200 (its row owed again: dead_at cleared, the core's answer kept as its last)",
-		over, answerText(d.Status, d.Answer), sent))
+	story = append(story, fmt.Sprintf("%s set aside as a dead letter with the core's answer (%d %s); the operator has the core lift its limit, and sends it again: %s  →  200 (its row owed again: dead_at cleared, the core's answer kept as its last)",
+		over, d.Status, core.InvalidPosting.URI(), sent))
 	posted, err := t.WaitFor(drainWithin, func() (bool, error) { return t.coreHoldsAll(owed{over: want[over]}) })
 	if err != nil {
 		return err
