@@ -243,7 +243,7 @@ func (t *T) delivered(story string, s Scenario, want owed, forGood []string) err
 	case len(misanswered) > 0:
 		return finding("", "set aside with another answer than the core's: the person who looks at a dead letter finds its cause in the core's status and body, as they came", misanswered)
 	case len(deadSent) > 0:
-		return finding("", "set aside as dead letters and marked sent as well, though the core never took them (an operator who sends one again, by clearing dead_at, finds it sent, and it is never posted)", deadSent)
+		return finding("", "set aside as dead letters and marked sent as well, though the core never took them (an operator who sends one again by clearing its dead_at by hand finds it sent, and it is never posted; the lab's POST /lab/outbox/redrive clears both)", deadSent)
 	case len(wrong) > 0:
 		return finding(judging.NotPosted, "posted wrong", wrong)
 	case len(deadHeld) > 0:
