@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"idemlab/kit/bank"
+	"idemlab/kit/labctl"
 	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
 	"idemlab/kit/server"
@@ -23,6 +24,7 @@ import (
 // to two customers with one account each.
 type lab struct {
 	hs        *httptest.Server
+	db        *labdb.DB
 	admin     string
 	customers []bank.Customer
 }
@@ -39,7 +41,7 @@ func startLab(t *testing.T) lab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return lab{hs: hs, admin: srv.AdminToken(), customers: cs}
+	return lab{hs: hs, db: srv.Lab().DB, admin: srv.AdminToken(), customers: cs}
 }
 
 // execute sends body to path (POST /transfers or /deposits) as the first
@@ -205,5 +207,36 @@ func TestRedrive_RefusesWhatIsNotADeadLetter(t *testing.T) {
 	}
 	if status, _, body := l.post(t, "/lab/outbox/redrive", l.customers[0].Token, `{"transfer_id":"`+id+`"}`); status != http.StatusUnauthorized {
 		t.Errorf("POST /lab/outbox/redrive with a customer's token: %d %s; want 401", status, body)
+	}
+}
+
+// TestRedrive_AnswersTheDeadLetterItSentAgain: POST /lab/outbox/redrive
+// on a dead letter answers 200 with the dead letter as it was, under
+// "redriven", and GET /lab/outbox then counts its row owed and lists no
+// dead letter; a second redrive of it gets 404. It catches a handler that
+// answers before the row is owed again, or answers it under another name.
+func TestRedrive_AnswersTheDeadLetterItSentAgain(t *testing.T) {
+	l := startLab(t)
+	from, to := l.customers[0].Accounts[0], l.customers[1].Accounts[0]
+	id := l.execute(t, "/transfers", "k1", fmt.Sprintf(`{"from":%q,"to":%q,"amount":10}`, from, to))
+	if _, err := l.db.ExecContext(t.Context(), `INSERT INTO outbox (transfer_id, core_key, from_account, to_account, amount, created_at, dead_at, dead_status, dead_answer)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, id, from, to, 10, "2026-01-02T03:04:05Z", "2026-01-02T03:04:06Z", 400, `{"type":"/problems/invalid-posting"}`); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"transfer_id":"` + id + `"}`
+	status, _, answer := l.post(t, "/lab/outbox/redrive", l.admin, body)
+	var got struct {
+		Redriven bank.DeadLetter `json:"redriven"`
+	}
+	if err := json.Unmarshal(answer, &got); err != nil || status != http.StatusOK || got.Redriven.TransferID != id || got.Redriven.Status != 400 || got.Redriven.Key != id {
+		t.Fatalf("POST /lab/outbox/redrive %s: %d %s; want 200 with the dead letter as it was", body, status, answer)
+	}
+	status, _, answer = l.get(t, "/lab/outbox", l.admin)
+	var o labctl.Outbox
+	if err := json.Unmarshal(answer, &o); err != nil || status != http.StatusOK || o.Counts != (bank.OutboxCounts{Pending: 1}) || len(o.DeadLetters) != 0 {
+		t.Errorf("GET /lab/outbox after the redrive: %d %s; want the row owed and no dead letter", status, answer)
+	}
+	if status, _, answer := l.post(t, "/lab/outbox/redrive", l.admin, body); status != http.StatusNotFound {
+		t.Errorf("POST /lab/outbox/redrive %s again: %d %s; want 404, the row owed already", body, status, answer)
 	}
 }
