@@ -1,0 +1,109 @@
+package grader_test
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"idemlab/grader"
+	"idemlab/solutions/stage7"
+)
+
+// etagScheme serves stage 7's solution with ETags of another form: every
+// ETag it sends ("vN") is replaced by tag(account, "vN"), and every tag
+// of an If-Match is put back as the solution wrote it only if the scheme
+// gave it out for that account; any other (a tag of another account, or
+// one spelled otherwise) names no version. The solution's writes and
+// their conditions are left as they are: only the spelling of the tags
+// changes, as in a student's server that names its versions another way.
+func etagScheme(tag func(account, etag string) string) func(http.Handler) http.Handler {
+	// versions maps a tag given out for an account to the solution's own.
+	type given struct{ account, tag string }
+	var mu sync.Mutex
+	versions := map[given]string{}
+	quoted := regexp.MustCompile(`"[^"]*"`)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			account, isSettings := strings.CutPrefix(r.URL.Path, "/accounts/")
+			account, isSettings = strings.CutSuffix(account, "/settings")
+			if !isSettings {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if values := r.Header.Values("If-Match"); len(values) > 0 {
+				r.Header.Del("If-Match")
+				for _, v := range values {
+					r.Header.Add("If-Match", quoted.ReplaceAllStringFunc(v, func(t string) string {
+						mu.Lock()
+						defer mu.Unlock()
+						if v, ok := versions[given{account, t}]; ok {
+							return v
+						}
+						return `"unknown"`
+					}))
+				}
+			}
+			answer := httptest.NewRecorder()
+			next.ServeHTTP(answer, r)
+			if v := answer.Header().Get("ETag"); v != "" {
+				t := tag(account, v)
+				mu.Lock()
+				versions[given{account, t}] = v
+				mu.Unlock()
+				answer.Header().Set("ETag", t)
+			}
+			maps.Copy(w.Header(), answer.Header())
+			w.WriteHeader(answer.Code)
+			w.Write(answer.Body.Bytes())
+		})
+	}
+}
+
+// TestStage7_AnotherETagSchemePasses: the checks of stage 7 judge the
+// versions a server keeps, not how it spells their tags. The solution
+// behind tags of other forms (the number alone, a hash, a random token)
+// passes every check of the stage that can run against one process.
+func TestStage7_AnotherETagSchemePasses(t *testing.T) {
+	subject := grader.Subject{Stage: 7, Name: "solutions/stage7", New: stage7.New}
+	var tokens sync.Map
+	for _, scheme := range []struct {
+		name string
+		tag  func(account, etag string) string
+	}{
+		{"the number alone", func(_, v string) string { return strings.Replace(v, `"v`, `"`, 1) }},
+		{"a hash", func(a, v string) string {
+			sum := sha256.Sum256([]byte(a + v))
+			return `"` + hex.EncodeToString(sum[:8]) + `"`
+		}},
+		{"a random token", func(a, v string) string {
+			fresh := make([]byte, 8)
+			rand.Read(fresh)
+			t, _ := tokens.LoadOrStore(a+v, fmt.Sprintf(`"%x"`, fresh))
+			return t.(string)
+		}},
+	} {
+		t.Run(scheme.name, func(t *testing.T) {
+			for _, c := range grader.Catalogue() {
+				if c.Stage != 7 {
+					continue
+				}
+				r := grader.RunCheck(context.Background(), subject, c, 11, serveWrapped(t, stage7.New, etagScheme(scheme.tag)))
+				switch {
+				case r.Caught():
+					t.Errorf("%s failed the solution behind tags spelled as %s:\n%s", c.ID, scheme.name, grader.Format(r, ""))
+				case !r.Passed():
+					t.Logf("%s could not run: %v", c.ID, r.Err)
+				}
+			}
+		})
+	}
+}
