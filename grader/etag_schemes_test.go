@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	"idemlab/grader"
+	"idemlab/grader/judging"
 	"idemlab/solutions/stage7"
 )
 
@@ -33,9 +35,9 @@ func etagScheme(tag func(account, etag string) string) func(http.Handler) http.H
 	quoted := regexp.MustCompile(`"[^"]*"`)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			account, isSettings := strings.CutPrefix(r.URL.Path, "/accounts/")
-			account, isSettings = strings.CutSuffix(account, "/settings")
-			if !isSettings {
+			rest, ok := strings.CutPrefix(r.URL.Path, "/accounts/")
+			account, isSettings := strings.CutSuffix(rest, "/settings")
+			if !ok || !isSettings {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -68,6 +70,46 @@ func etagScheme(tag func(account, etag string) string) func(http.Handler) http.H
 	}
 }
 
+// numberAlone is the solution's ETag without its v: "3" for "v3".
+func numberAlone(_, etag string) string { return strings.Replace(etag, `"v`, `"`, 1) }
+
+// readAsNumbers reads every tag of an If-Match as a number, as a server
+// that parses its version out of the tag does: its leading zeros go, so
+// that "03" names the version of "3".
+func readAsNumbers(next http.Handler) http.Handler {
+	zeros := regexp.MustCompile(`"0+([0-9])`)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if values := r.Header.Values("If-Match"); len(values) > 0 {
+			r.Header.Del("If-Match")
+			for _, v := range values {
+				r.Header.Add("If-Match", zeros.ReplaceAllString(v, `"$1`))
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// TestIfMatchList_CatchesATagReadAsANumber: behind tags that are the
+// number alone, a server that reads the number out of a tag lets "03"
+// match "3", a tag it never sent; S7.if-match-list fails it, whatever
+// the tags' spelling.
+func TestIfMatchList_CatchesATagReadAsANumber(t *testing.T) {
+	c, ok := grader.Lookup("S7.if-match-list")
+	if !ok {
+		t.Fatal("no check S7.if-match-list")
+	}
+	subject := grader.Subject{Stage: 7, Name: "solutions/stage7", New: stage7.New}
+	loose := func(next http.Handler) http.Handler { return readAsNumbers(etagScheme(numberAlone)(next)) }
+	r := grader.RunCheck(context.Background(), subject, c, 11, serveWrapped(t, stage7.New, loose))
+	var f *judging.Failure
+	if !errors.As(r.Err, &f) {
+		t.Fatalf("the check did not fail: %v", r.Err)
+	}
+	if !strings.HasPrefix(f.Got, "200") || !strings.Contains(f.Sent, "a 0 before its number") {
+		t.Errorf("failed on %q with %q, want the padded tag answered 200", f.Sent, f.Got)
+	}
+}
+
 // TestStage7_AnotherETagSchemePasses: the checks of stage 7 judge the
 // versions a server keeps, not how it spells their tags. The solution
 // behind tags of other forms (the number alone, a hash, a random token)
@@ -79,7 +121,7 @@ func TestStage7_AnotherETagSchemePasses(t *testing.T) {
 		name string
 		tag  func(account, etag string) string
 	}{
-		{"the number alone", func(_, v string) string { return strings.Replace(v, `"v`, `"`, 1) }},
+		{"the number alone", numberAlone},
 		{"a hash", func(a, v string) string {
 			sum := sha256.Sum256([]byte(a + v))
 			return `"` + hex.EncodeToString(sum[:8]) + `"`
