@@ -696,8 +696,9 @@ func (t *T) lateOriginalAlone(s Scenario, latency time.Duration) (bool, error) {
 		return false, nil // the original may have completed before the clock moved: wait longer
 	}
 	if !first.Is(http.StatusCreated, "") {
-		return true, t.Fail(sent, got,
-			"201 Created to the original: its lease expired while it waited, but no retry took its key over, so the key is still its own, and it completes; an expired lease lets a retry take the key over, it does not undo the original's work (refused, the original threw its core call away, and the retry called the core again for one payment)")
+		return true, because(t.Fail(sent, got,
+			"201 Created to the original: its lease expired while it waited, but no retry took its key over, so the key is still its own, and it completes; an expired lease lets a retry take the key over, it does not undo the original's work (refused, the original threw its core call away, and the retry called the core again for one payment)"),
+			"the owner is the fence, and the lease's expiry only the moment from which a retry may take the key over: a completion that also asks for a live lease refuses every request slower than the lease, retried or not, and its retry calls the core a second time for one payment, a side effect no rollback undoes")
 	}
 	if d := replayMismatch(first, retry, "the original's"); d != "" {
 		return true, t.Fail(sent, retry.String()+"\n"+d, "the original's stored 201, to its retry")
