@@ -1310,6 +1310,9 @@ func checkPoison(t *T) error {
 		return err
 	}
 	story = append(story, fmt.Sprintf("(POST /lab/clock: moved on %v, past the keys' retention, which purges what has expired) and nobody has dealt with the dead letters", later))
+	if err := t.deadLettersKept(strings.Join(story, "\n"), forGood); err != nil {
+		return err
+	}
 	return t.delivered(strings.Join(story, "\n"), s, want, forGood)
 }
 
@@ -1367,6 +1370,31 @@ func checkRedrive(t *T) error {
 		return f
 	}
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
+}
+
+// deadLettersKept fails S9.poison when a dead letter of forGood, there
+// before the lab clock moved on by weeks, is gone after the purge that
+// move ran: said so, rather than as a posting no dead letter ever named.
+func (t *T) deadLettersKept(story string, forGood []string) error {
+	st, err := t.State()
+	if err != nil {
+		return err
+	}
+	var gone []string
+	for _, id := range forGood {
+		if !slices.ContainsFunc(st.DeadLetters, func(d bank.DeadLetter) bool { return d.TransferID == id }) {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	sort.Strings(gone)
+	f := t.Fail(story, fmt.Sprintf("the dead letters of %s, set aside before the clock moved, are gone after its purge (%d dead letters left)", strings.Join(gone, " and "), len(st.DeadLetters)),
+		"every dead letter still there, as it was: a purge may delete the keys that expired, and the outbox rows the core took once they are old, never a dead letter, which stays until a person acts").(*judging.Failure)
+	f.Harm = judging.NotPosted
+	f.Refs = gone
+	return f
 }
 
 // checkSlowCore catches a stage whose transfers wait on the core: while
