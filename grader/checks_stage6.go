@@ -54,12 +54,18 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 			}
 			return k
 		}
+		// Whether the lab sees the original's key in progress before the
+		// clock moves, so that a key gone after it is known to be purged.
+		st, err := t.State()
+		if err != nil {
+			return err
+		}
 		// Counted from the latest instant the claim can have been made, so
 		// that however late the original was claimed, its lease is over.
 		if err := t.SetClock(p.claimedBy.Add(lease + time.Second)); err != nil {
 			return err
 		}
-		if err := t.editedAtExpiredLease(s, p, &sent); err != nil {
+		if err := t.editedAtExpiredLease(s, p, judging.KeyInProgress(st, req.Key), &sent); err != nil {
 			return err
 		}
 		before, err := t.State()
@@ -294,17 +300,26 @@ func (t *T) noTakeover(sent, got string, p strandedPayment, rs []Response, ran f
 // 422 idempotency-key-reused, whatever the key's state, and nothing moves;
 // a server that looks at the state before the fingerprint lets it take
 // the key over and execute another amount, which every retry of the
-// crashed original is then answered with. sent gets the step.
-func (t *T) editedAtExpiredLease(s Scenario, p strandedPayment, sent *string) error {
-	before, err := t.Snapshot()
+// crashed original is then answered with; so does one whose purge, run
+// by the clock's move, deleted the key in progress, its lease expired:
+// held says the lab saw the key in progress before the move, so that a
+// key gone after it is known to be purged. sent gets the step.
+func (t *T) editedAtExpiredLease(s Scenario, p strandedPayment, held bool, sent *string) error {
+	st, err := t.State()
 	if err != nil {
 		return err
 	}
+	before := judging.SnapshotOf(st)
+	purged := held && len(judging.KeyRows(st, p.req.Key)) == 0
 	edited := p.req
 	edited.Body = TransferBody(s.A.Accounts[0], s.B.Accounts[0], p.amount+t.Amount(1, 9_999), p.op)
 	r := t.Do(edited)
 	*sent += "\nthen the lab clock set to 1s after the lease expired, and the same key with the amount edited: " + edited.String() + "  →  " + r.Short()
 	expected := "422 " + pKeyReused + ": an edited request is not a retry, whatever the state of the key; nothing executes, and the key stays the original's, for its retries to take over"
+	if r.Is(http.StatusCreated, "") && purged {
+		return t.Harmful(judging.WrongAnswer, *sent, r.String(), expected+
+			"; here the crashed original's key was gone before the edited request came, deleted, in progress, by the purge that ran when the lab clock moved past its lease: the edited request claimed the key afresh and ran another amount, and every retry of the original will be answered with this transfer")
+	}
 	if r.Is(http.StatusCreated, "") {
 		return t.Harmful(judging.WrongAnswer, *sent, r.String(), expected+
 			"; here the edited request took over the crashed original's key and ran another amount, and every retry of the original will be answered with this transfer")
