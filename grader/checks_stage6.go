@@ -718,6 +718,9 @@ func (t *T) lateOriginalAlone(s Scenario, latency time.Duration) (bool, error) {
 	if d := replayMismatch(first, retry, "the original's"); d != "" {
 		return true, t.Fail(sent, retry.String()+"\n"+d, "the original's stored 201, to its retry")
 	}
+	if calls > 1 {
+		return true, t.Fail(sent, got, "one call to the core for op "+op+": the original's; its retry is answered with the stored 201, and calls the core no more")
+	}
 	return true, nil
 }
 
