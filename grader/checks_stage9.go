@@ -1305,11 +1305,11 @@ func checkPoison(t *T) error {
 	// Nor does time deal with them: weeks later, past the keys' retention
 	// and any queue's (the clock's move purges), a dead letter is still
 	// there until a person acts.
-	later := time.Duration(15+t.rng.IntN(31)) * 24 * time.Hour
-	if err := t.Advance(later); err != nil {
+	days := 15 + t.rng.IntN(31)
+	if err := t.Advance(time.Duration(days) * 24 * time.Hour); err != nil {
 		return err
 	}
-	story = append(story, fmt.Sprintf("(POST /lab/clock: moved on %v, past the keys' retention, which purges what has expired) and nobody has dealt with the dead letters", later))
+	story = append(story, fmt.Sprintf("(POST /lab/clock: moved on %d days, past the keys' retention, which purges what has expired) and nobody has dealt with the dead letters", days))
 	if err := t.deadLettersKept(strings.Join(story, "\n"), forGood); err != nil {
 		return err
 	}
