@@ -165,7 +165,7 @@ func checkKeyForms(t *T, s Scenario) error {
 			if err := t.Reconcile(sent, r.Short(), books); err != nil {
 				return err
 			}
-			const expected = "the same key, this request's own: 409 duplicate-request (stages 1–3) or its stored 201 (stage 4 on)"
+			const expected = "this request's own answer, under its own key: 409 duplicate-request (stages 1–3) or its stored 201 (stage 4 on)"
 			switch {
 			case r.Is(http.StatusConflict, pDuplicate) || sameOp(orig, r):
 				return nil
@@ -173,6 +173,8 @@ func checkKeyForms(t *T, s Scenario) error {
 				return t.Harmful(judging.WrongAnswer, sent, r.String(), expected+"; this 201 is another key's operation")
 			case r.Is(http.StatusUnprocessableEntity, pKeyReused):
 				return t.Harmful(judging.NoUsableAnswer, sent, r.String(), expected+"; refused as another request, the client can never learn that its money moved")
+			case r.Is(http.StatusConflict, pInProgress):
+				return t.Harmful(judging.NoUsableAnswer, sent, r.String(), expected+"; told it is still in progress, though it answered and nothing of it runs, the client waits for ever and never learns that its money moved")
 			}
 			return t.Fail(sent, r.String(), expected)
 		}
