@@ -109,7 +109,7 @@ func checkIfMatchList(t *T) error {
 		{"W/" + cur.ETag, "the current ETag, weak: If-Match compares strongly, and a weak tag never matches"},
 		{"W/" + cur.ETag + ", " + other, "a list whose only tag naming the current version is weak"},
 		{strings.Trim(cur.ETag, `"`), "the current ETag without its quotes: not an entity tag"},
-		{padded(cur.ETag), "the current ETag with a 0 before its number: another tag, since tags compare character by character"},
+		{padded(cur.ETag), "the current ETag with a 0 put in before its first digit, or after its opening quote if it has none: another tag, since tags compare character by character"},
 	} {
 		change := cur.Settings
 		change.Nickname = t.nickname()

@@ -105,7 +105,7 @@ func TestIfMatchList_CatchesATagReadAsANumber(t *testing.T) {
 	if !errors.As(r.Err, &f) {
 		t.Fatalf("the check did not fail: %v", r.Err)
 	}
-	if !strings.HasPrefix(f.Got, "200") || !strings.Contains(f.Sent, "a 0 before its number") {
+	if !strings.HasPrefix(f.Got, "200") || !strings.Contains(f.Sent, "a 0 put in before its first digit") {
 		t.Errorf("failed on %q with %q, want the padded tag answered 200", f.Sent, f.Got)
 	}
 }
