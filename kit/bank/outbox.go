@@ -161,6 +161,11 @@ func (b *Bank) DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error)
 // nothing, a not-found problem if there is no transfer transferID, it has
 // no outbox row, or its row is not a dead letter.
 func (b *Bank) Redrive(ctx context.Context, transferID string) (DeadLetter, error) {
+	// Not a transfer's id names no transfer, and is never sent to the
+	// database: PostgreSQL refuses a text holding U+0000 with an error.
+	if !isID("tr_", transferID) {
+		return DeadLetter{}, problem.New(problem.NotFound, "no transfer %s; nothing was changed", transferID)
+	}
 	d := DeadLetter{TransferID: transferID}
 	var dead, sent, answer sql.NullString
 	var status sql.NullInt64

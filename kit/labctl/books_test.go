@@ -178,7 +178,8 @@ func TestBooks_ListTransfersAndDepositsInPages(t *testing.T) {
 
 // TestRedrive_RefusesWhatIsNotADeadLetter: POST /lab/outbox/redrive with
 // no transfer named, an unknown member or a body that is not JSON gets
-// 400 invalid-request; an unknown transfer, and one with no outbox row
+// 400 invalid-request; an unknown transfer (one whose id holds U+0000,
+// which PostgreSQL cannot compare, too), and one with no outbox row
 // (stage 5 writes none), 404 not-found; each a problem with a detail
 // that says nothing was changed where something was looked up; a
 // customer's token gets 401. It catches a control that takes any body, or
@@ -196,6 +197,7 @@ func TestRedrive_RefusesWhatIsNotADeadLetter(t *testing.T) {
 		{`{"transfer":"` + id + `"}`, problem.InvalidRequest},
 		{`transfer_id=` + id, problem.InvalidRequest},
 		{`{"transfer_id":"tr_none"}`, problem.NotFound},
+		{`{"transfer_id":"tr_x\u0000y"}`, problem.NotFound},
 		{`{"transfer_id":"` + id + `"}`, problem.NotFound},
 	} {
 		status, ctype, body := l.post(t, "/lab/outbox/redrive", l.admin, c.body)
