@@ -86,6 +86,9 @@ func hostileTable() []hostile {
 		{"empty body", body(func(a, b bank.Customer) string { return " " }), invalid, p400},
 		{"invalid UTF-8", body(with(`"amount":1000,"memo":"caf` + "\xe9" + `"`)), invalid, p400},
 		{"a NUL in the memo", body(with(`"amount":1000,"memo":"rent\u0000"`)), invalid, p400},
+		{"a NUL in an account id", body(func(a, b bank.Customer) string {
+			return fmt.Sprintf(`{"from":%q,"to":"acc_nowhere\u0000","amount":1000}`, a.Accounts[0])
+		}), invalid, p400},
 		{"duplicate amount", body(with(`"amount":1,"amount":1000000`)), invalid, p400},
 		{"duplicate through an escape", body(with(`"amount":1,"\u0061mount":1000000`)), invalid, p400},
 		{"duplicate inside metadata", body(with(`"amount":1000,"metadata":{"op":"a","op":"b"}`)), invalid, p400},

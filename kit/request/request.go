@@ -326,6 +326,9 @@ func (d *decoder) account(name string) string {
 	if ok && (!strings.HasPrefix(s, "acc_") || len(s) > 64) {
 		d.fail(name, "must be an account id such as acc_7fk2m9qa, got %q", s)
 	}
+	if ok {
+		d.noNUL(name, s)
+	}
 	return s
 }
 
@@ -347,9 +350,10 @@ func (d *decoder) memo(name string) string {
 }
 
 // noNUL refuses a string that holds U+0000: PostgreSQL's text columns
-// cannot store it, so a transfer whose memo held one would fail inside
-// its transaction with a 5xx, and every retry again, on one engine and
-// not the other. Other control characters are stored as sent.
+// cannot store it, nor a query compare one with it, so a transfer whose
+// memo, or account id, held one would fail inside its transaction with a
+// 5xx, and every retry again, on one engine and not the other. Other
+// control characters are stored as sent.
 func (d *decoder) noNUL(name, s string) {
 	if strings.ContainsRune(s, 0) {
 		d.fail(name, "must not hold the character U+0000 (NUL)")

@@ -66,6 +66,7 @@ func TestTransfer_RefusesWithTheRightProblem(t *testing.T) {
 		{"empty reference", `{` + ok + `,"amount":5,"reference":""}`, "", problem.InvalidRequest, "1 to 64"},
 		{"reference too long", `{` + ok + `,"amount":5,"reference":"` + strings.Repeat("가", 65) + `"}`, "", problem.InvalidRequest, "1 to 64"},
 		{"control character in reference", `{` + ok + `,"amount":5,"reference":"INV\u0007"}`, "", problem.InvalidRequest, "printable"},
+		{"NUL in an account id", `{"from":"acc_a\u0000","to":"acc_b","amount":5}`, "", problem.InvalidRequest, "from must not hold the character U+0000"},
 		{"NUL in memo", `{` + ok + `,"amount":5,"memo":"rent\u0000"}`, "", problem.InvalidRequest, "memo must not hold the character U+0000"},
 		{"NUL in a metadata value", `{` + ok + `,"amount":5,"metadata":{"op":"a\u0000b"}}`, "", problem.InvalidRequest, "metadata.op must not hold the character U+0000"},
 		{"NUL in a metadata name", `{` + ok + `,"amount":5,"metadata":{"o\u0000p":"a"}}`, "", problem.InvalidRequest, "U+0000"},
