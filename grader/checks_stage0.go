@@ -179,6 +179,7 @@ func checkOwnerOnlyReads(t *T, s Scenario) error {
 		{Request{Method: "GET", Path: "/accounts/acc_nowhere", Token: a.Token}, 404},
 		{Request{Method: "GET", Path: "/transfers/" + tr.ID, Token: b.Token}, 403},
 		{Request{Method: "GET", Path: "/transfers/tr_nowhere", Token: a.Token}, 404},
+		{Request{Method: "GET", Path: "/transfers/tr_nowhere%00", Token: a.Token}, 404},
 	}
 	for _, c := range cases {
 		if r := t.Do(c.req); r.Status != c.status {
