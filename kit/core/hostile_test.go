@@ -82,6 +82,8 @@ func hostilePostings(real core.Posting) []hostile {
 		{"half a won", `{` + id + `,` + from + `,` + to + `,"amount":0.5}`, 400, "/problems/invalid-posting"},
 		{"an amount as a string", `{` + id + `,` + from + `,` + to + `,"amount":"1500"}`, 400, "/problems/invalid-posting"},
 		{"invalid UTF-8", `{"transfer_id":"tr_` + "\xff\xfe" + `",` + from + `,` + to + `,"amount":1500}`, 400, "/problems/invalid-posting"},
+		{"a NUL in the transfer id", `{"transfer_id":"tr_a\u0000",` + from + `,` + to + `,"amount":1500}`, 400, "/problems/invalid-posting"},
+		{"a NUL in an account id", `{` + id + `,"from":"acc_a\u0000",` + to + `,"amount":1500}`, 400, "/problems/invalid-posting"},
 		{"a lone surrogate", `{"transfer_id":"tr_\ud800",` + from + `,` + to + `,"amount":1500}`, 400, "/problems/invalid-posting"},
 		{"an unknown member", `{` + id + `,` + from + `,` + to + `,"amount":1500,"memo":"x"}`, 400, "/problems/invalid-posting"},
 		{"no transfer id", `{` + from + `,` + to + `,"amount":1500}`, 400, "/problems/invalid-posting"},

@@ -61,5 +61,8 @@ func (d *decoder) transferID(name string) string {
 	if ok && (!strings.HasPrefix(s, "tr_") || len(s) > MaxTransferID) {
 		d.fail(name, "must be a transfer id such as tr_7fk2m9qa, got %q", s)
 	}
+	if ok {
+		d.noNUL(name, s)
+	}
 	return s
 }
