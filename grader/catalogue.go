@@ -595,7 +595,7 @@ var catalogue = []Check{
 	{
 		ID: "S9.crash-after-post", Stage: 9, Lesson: lesson9 + "#a-crash-between-send-and-mark",
 		Claim: "when the server dies after the core acknowledged a posting and before the relay marked it sent, the restarted server sends it again and it is posted exactly once",
-		Why:   "the row still looks unsent after the restart, and the core has posted it already: sent again under any key but the one it went out under (one drawn per attempt, or one that changes with the process), it is posted twice",
+		Why:   "the row still looks unsent after the restart, and the core has posted it already: sent again under any key but the one it went out under (one drawn per attempt, or one that changes with the process), it is posted twice; a relay that claims its rows in a commit of its own before it sends them, reads only the unclaimed ones and lets no claim run out never sends it again, and it stays owed for ever; had the server died before the send, the posting would be lost",
 		Run:   checkCrashAfterPost,
 	},
 	{
