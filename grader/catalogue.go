@@ -274,6 +274,12 @@ var catalogue = []Check{
 		Run:   withScenario(1_000_000, checkLeaseTakeoverOnce),
 	},
 	{
+		ID: "S6.two-servers", Stage: 6, Lesson: lesson6 + "#on-postgresql",
+		Claim: "the retries of a key whose original crashed, sent at once after its lease has expired through two server processes on one database: exactly one of them takes the key over, calls the core and executes, and the others get 409 request-in-progress",
+		Why:   "a server runs as several processes (replicas, a rolling deploy); a takeover that reads the lease and writes the new owner after, kept safe by a mutex, is safe only among the retries that reach its process, and a retry on the other one takes the key over too and calls the core again: only a decision the database makes is seen by every process",
+		Run:   checkTwoServersTakeover,
+	},
+	{
 		ID: "S6.takeover-own-key", Stage: 6, Lesson: lesson6 + "#taking-over-a-lease",
 		Claim: "a retry takes over only its own key: another key with the same string, in progress with its lease expired (another customer's, or the same customer's on another route), is left to its own retry, which takes it over and executes",
 		Why:   "a takeover that finds the key by its string alone, or by part of its scope, renews another key's expired lease, so that key's retry is told to wait for a request nobody runs, and calls the core for a payment whose own lease is live",

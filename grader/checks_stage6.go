@@ -1203,3 +1203,106 @@ func (t *T) takeoverOwnKey(books *judging.Books, expired, live strandedKey) erro
 	}
 	return nil
 }
+
+// checkTwoServersTakeover catches a takeover decided by a read and a later
+// write, kept apart from the other retries by a mutex in the server's
+// memory: no two retries that reach one process decide at once, and
+// S6.lease-takeover-once, which runs one process, sees one call to the
+// core; a second process knows nothing of that mutex. The server runs as
+// two processes on one database; a payment's original dies inside its
+// business write, and once its lease has expired, its retries arrive at
+// once, every other one through the second process, with the first
+// update of the key table held up in each (slow-key-update), so that a
+// retry of each process reads the lease before either writes it. The
+// core calls are counted in both processes.
+func checkTwoServersTakeover(t *T) error {
+	const n = 16
+	rt, s, err := t.twoServers(1_000_000)
+	if err != nil {
+		return err
+	}
+	books := s.Books
+	lease := rt.drawLease(5, 20)
+	if err := rt.Configure(labclient.Config{Lease: lease}); err != nil {
+		return err
+	}
+	var p strandedPayment
+	p.req, p.op, p.amount = s.Payment(rt)
+	books.Expect(p.op)
+	stranded, err := rt.strand(p.req)
+	if err != nil {
+		return err
+	}
+	// The process that died has forgotten the config.
+	if err := rt.Configure(labclient.Config{Lease: lease}); err != nil {
+		return err
+	}
+	if p.claimedBy, err = rt.LabNow(); err != nil {
+		return err
+	}
+	if err := rt.SetClock(p.claimedBy.Add(lease + time.Second)); err != nil {
+		return err
+	}
+	sent := fmt.Sprintf("(two server processes on one database; POST /lab/config: lease %v)\n%s\n(armed crash-in-transfer: the original died inside its business write  →  %s)\n"+
+		"then the lab clock set to 1s after its lease expired, and %d retries at once, every other one through the second process, with the slow-key-update fault holding the first update of the key table in each for %v",
+		lease, p.req.String(), stranded.Short(), n, fault.KeyUpdateDelay)
+	before, err := rt.coreCallsEverywhere(p.op)
+	if err != nil {
+		return err
+	}
+	if err := rt.ArmEverywhere(labctl.SlowKeyUpdate, 1); err != nil {
+		return err
+	}
+	rs := rt.Simultaneously(n, func(i int) Request { r := p.req; r.Replica = i % 2; return r })
+	if err := rt.ArmEverywhere(labctl.SlowKeyUpdate, 0); err != nil {
+		return err
+	}
+	got := Summarize(rs)
+	ran := func() { books.Transfer(p.op, s.A.Accounts[0], s.B.Accounts[0], p.amount) }
+	k := executedOps(rs...)
+	if k > 0 {
+		ran()
+	}
+	if err := rt.Reconcile(sent, got, books); err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if r.ServerFailed() {
+			return rt.Fail(sent, got, "no 5xx and no dropped connection: one retry takes the key over and executes, the others get 409 request-in-progress")
+		}
+	}
+	switch {
+	case k == 0:
+		return rt.noTakeover(sent, got, p, rs, ran, books, "one retry takes over the expired lease and executes: 201 Created")
+	case k > 1:
+		return rt.Fail(sent, got, "every 201 names one transfer: one execution, and its stored answer to the others")
+	}
+	after, err := rt.coreCallsEverywhere(p.op)
+	if err != nil {
+		return err
+	}
+	if calls := after - before; calls > 1 {
+		return rt.Fail(sent, fmt.Sprintf("%s; the core was called for this payment by %d of the retries", got, calls),
+			"one retry takes the expired lease over and calls the core, once: the takeover is decided by one conditional write in the database, which every process sees, not by a mutex that only one process's retries wait on")
+	}
+	return nil
+}
+
+// coreCallsEverywhere is how many requests called the core for op, summed
+// over every process of the target: each process counts its own.
+func (t *T) coreCallsEverywhere(op string) (int64, error) {
+	st, err := t.State()
+	if err != nil {
+		return 0, err
+	}
+	calls := st.CoreCalls[op]
+	for _, url := range t.target.Replicas {
+		lab := &labclient.Client{Base: func() string { return url }, Token: t.target.Admin, HTTP: t.target.Client}
+		st, err := lab.State(t.ctx)
+		if err != nil {
+			return 0, err
+		}
+		calls += st.CoreCalls[op]
+	}
+	return calls, nil
+}
