@@ -168,6 +168,13 @@ var catalogue = []Check{
 		Run:   withScenario(1_000_000, checkReleaseAfterFailure),
 	},
 	{
+		ID: "S3.two-servers", Stage: 3, Lesson: lesson3 + "#releasing-a-failed-claim",
+		Claim: "after a payment's business write fails, its retries, at once, through two server processes on one database: exactly one of them claims the key and executes, and the others get 409 request-in-progress, 409 duplicate-request or its stored answer",
+		Why:   "a server runs as several processes (replicas, a rolling deploy); a claim that decides in Go which retry takes a failed attempt's key, kept safe by a mutex, is safe only among the retries that reach its process, and a retry on the other one takes the key too and pays again: only a decision the database makes is seen by every process",
+		Guard: "stage 2 claims the key in the transaction that moves the money, so a failure rolls the claim back with it, and the retries, in either process, meet the INSERT's UNIQUE constraint; the check keeps stage 3's release from handing the key to more than one retry when the retries come through two processes",
+		Run:   checkTwoServersRelease,
+	},
+	{
 		ID: "S3.never-completed-without-money", Stage: 3, Lesson: lesson3 + "#completed-means-the-money-moved",
 		Claim: "a key is completed only in the transaction that moved its money: never while the core call runs, never before that transaction commits, never after a failed or crashed business write",
 		Why:   "a completed key is the server's promise that the money moved; a retry that trusts a broken promise gets \"done\" for a transfer that never happened",

@@ -281,6 +281,7 @@ func (t *T) doArmed(point string, req Request) (Response, error) {
 func retriesAtOnceAfterFailure(t *T, s Scenario) error {
 	const rounds, retries = 3, 8
 	a, b, books := s.A, s.B, s.Books
+	processes := 1 + len(t.target.Replicas)
 	for round := range rounds {
 		req, op, amount := s.Payment(t)
 		first, err := t.doArmed(labctl.FailInTransfer, req)
@@ -298,15 +299,20 @@ func retriesAtOnceAfterFailure(t *T, s Scenario) error {
 		// Every update of the key table waits a moment before it runs, so
 		// that a takeover that read the key in a statement of its own lets
 		// every retry beside it read the key as it was too.
-		if err := t.Arm(labctl.SlowKeyUpdate, retries); err != nil {
+		// On a server of several processes (S3.two-servers) the fault is
+		// armed in each, and the retries spread over them.
+		if err := t.ArmEverywhere(labctl.SlowKeyUpdate, retries); err != nil {
 			return err
 		}
-		rs := t.Simultaneously(retries, func(int) Request { return req })
-		if err := t.Arm(labctl.SlowKeyUpdate, 0); err != nil {
+		rs := t.Simultaneously(retries, func(i int) Request { r := req; r.Replica = i % processes; return r })
+		if err := t.ArmEverywhere(labctl.SlowKeyUpdate, 0); err != nil {
 			return err
 		}
 		sent += fmt.Sprintf("  →  %s\nthen %d× the retry, the same request, at once, behind a barrier, with the slow-key-update fault holding each of the first %d updates of the key table for %v (round %d of %d)",
 			first.Short(), retries, retries, fault.KeyUpdateDelay, round+1, rounds)
+		if processes > 1 {
+			sent += "; every other retry goes through the second process, which has the fault armed too"
+		}
 		got := Summarize(rs)
 		answers := rs
 		if executedOps(rs...) == 0 && slices.ContainsFunc(rs, waitAnswer) {
@@ -570,4 +576,21 @@ func lockedOut(took time.Duration, rs ...Response) bool {
 		}
 	}
 	return false
+}
+
+// checkTwoServersRelease catches a failed attempt's key taken over by a
+// decision that only one process sees: a release that keeps the key's
+// row, marked failed, and a claim that reads the mark and takes the row
+// over with a plain UPDATE, kept apart from the other retries by a mutex
+// in the server's memory, holds against retries that reach the same
+// process (S3.release-after-failure), and a second process knows nothing
+// of that mutex. The server runs as two processes on one database; a
+// payment's business write fails, and its retries arrive at once, every
+// other one through the second process (retriesAtOnceAfterFailure).
+func checkTwoServersRelease(t *T) error {
+	rt, s, err := t.twoServers(1_000_000)
+	if err != nil {
+		return err
+	}
+	return retriesAtOnceAfterFailure(rt, s)
 }
