@@ -532,10 +532,9 @@ func refusalNotStuck(t *T, s Scenario) error {
 		return err
 	}
 	books := s.Books
-	const patience = time.Second
-	wait := func(r Response) bool { return r.Err != nil || r.Is(http.StatusConflict, pInProgress) }
-	retry, n := t.retryWhile(req, patience, wait)
-	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told to wait: %d retries over %v", sent, first.Short(), n, patience)
+	wait := func(r Response) bool { return r.Err != nil || waitAnswer(r) }
+	retry, n := t.retryWhile(req, releasePatience, wait)
+	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told to wait: %d retries over %v", sent, first.Short(), n, releasePatience)
 	if err := t.Reconcile(story, retry.Short(), books); err != nil {
 		return err
 	}
@@ -543,7 +542,7 @@ func refusalNotStuck(t *T, s Scenario) error {
 	// answers, as retryAfterFailure allows after a 500: the key is stuck
 	// only if it stays in progress as long as a retry is told to wait.
 	var st labctl.State
-	if _, err := t.WaitFor(patience, func() (bool, error) {
+	if _, err := t.WaitFor(releasePatience, func() (bool, error) {
 		var err error
 		st, err = t.State()
 		return err == nil && !judging.KeyInProgress(st, req.Key), err
