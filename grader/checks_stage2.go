@@ -96,12 +96,7 @@ func metadata(pairs ...string) string {
 // for 16 members, and a fingerprint over its first 8 KiB misses what
 // comes after.
 func longMetadata(op string) string {
-	var controls []rune
-	for c := rune(1); c < 0x20; c++ {
-		if !strings.ContainsRune("\b\t\n\f\r", c) {
-			controls = append(controls, c)
-		}
-	}
+	controls := sixByteControls()
 	pairs := []string{"op", op}
 	for i := range 15 {
 		// The first two characters spell i: the names differ.
@@ -109,6 +104,19 @@ func longMetadata(op string) string {
 		pairs = append(pairs, name+strings.Repeat(string(controls[i%len(controls)]), 38), strings.Repeat(string(controls[(i+1)%len(controls)]), 64))
 	}
 	return metadata(pairs...)
+}
+
+// sixByteControls are the control characters U+0001 to U+001F but the
+// five with a short escape (\b, \t, \n, \f, \r): every JSON encoder,
+// RFC 8785's included, writes each of them as \u00XX, six bytes for one.
+func sixByteControls() []rune {
+	var controls []rune
+	for c := rune(1); c < 0x20; c++ {
+		if !strings.ContainsRune("\b\t\n\f\r", c) {
+			controls = append(controls, c)
+		}
+	}
+	return controls
 }
 
 // checkEditedResubmission edits every member of a transfer and of a

@@ -170,25 +170,20 @@ func checkReplayByteIdentical(t *T, s Scenario) error {
 // largestTransferBody is a transfer body at the contract's limits, whose
 // answer is as long as a transfer's answer can be: a memo of
 // request.MaxMemo characters and request.MaxMetadata metadata members, op
-// among them, with names and values as long as allowed, written with <, >
-// and & (Hangul too, in the memo), which Go's encoding/json writes as
-// \u003c, \u003e and \u0026: six bytes each in the answer for one in the
-// request. The answer runs to over 10 KiB, so that an answer column or a
-// copy cut at any round size below it cuts this one short.
+// among them, with names and values as long as allowed (longMetadata),
+// written, but for the memo's first word, in control characters, which
+// every JSON encoder writes as \u0001: six bytes each in the answer for
+// one in the request, whether or not the server escapes <, > and & too.
+// The answer runs to over 10 KiB, so that an answer column or a copy cut
+// at any round size below it cuts this one short.
 func largestTransferBody(t *T, from, to string, amount int64, op string) string {
-	const html = "<>&"
-	prefix := fmt.Sprintf("월세 %d ", t.Amount(1, 999))
-	memo := prefix + strings.Repeat("<&>", request.MaxMemo)
-	memo = string([]rune(memo)[:request.MaxMemo])
-	pairs := []string{"op", op}
-	for i := 1; i < request.MaxMetadata; i++ {
-		// Three characters of <, > and & spell i: the names differ.
-		name := string([]byte{html[i/9%3], html[i/3%3], html[i%3]})
-		name += strings.Repeat("<", request.MaxMetadataKey-len(name))
-		pairs = append(pairs, name, strings.Repeat(html[t.Amount(0, 2):][:1], request.MaxMetadataValue))
+	memo := []rune(fmt.Sprintf("월세 %d ", t.Amount(1, 999)))
+	controls := sixByteControls()
+	for i := 0; len(memo) < request.MaxMemo; i++ {
+		memo = append(memo, controls[i%len(controls)])
 	}
 	return object(member{"from", jsonString(from)}, member{"to", jsonString(to)}, member{"amount", fmt.Sprint(amount)},
-		member{"memo", jsonString(memo)}, member{"metadata", metadata(pairs...)})
+		member{"memo", jsonString(string(memo))}, member{"metadata", longMetadata(op)})
 }
 
 // What S4.replay-byte-identical tells a student whose retry of a
