@@ -334,8 +334,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S7.many-clerks", Stage: 7, Lesson: lesson7 + "#many-clerks-at-once",
-		Claim: "clerks that each raise the daily limit from the copy they read and sign the nickname (no two send the same change), at once, while the core is slow, every settings write is held up and so is a read of the settings after a save's write, re-reading after each 412, end with every raise counted: each successful PUT replaced the version it was based on and answered the ETag of the one it made, with the settings its clerk sent",
-		Why:   "two saves based on one version can both succeed only if one overwrote the other, and then a raise, or a cut, that its clerk was told was saved is gone; a save answered another clerk's ETag holds its own settings under that version, and its next save from them puts back what the other changed; one answered another clerk's settings is told that its save made them",
+		Claim: "clerks that each raise the daily limit from the copy they read and sign the nickname (no two send the same change), at once, while the core is slow, every settings write is held up before it runs and again before it commits, and a read of the settings after a save's write is held up, re-reading after each 412, end with every raise counted: each successful PUT replaced the version it was based on and answered the ETag of the one it made, with the settings its clerk sent",
+		Why:   "two saves based on one version can both succeed only if one overwrote the other, and then a raise, or a cut, that its clerk was told was saved is gone; on PostgreSQL a save whose write waits for another's row lock checks again, on the row the other made, only what its own WHERE asks of the row's own columns, and a version compared in a subquery is the one read before the wait; a save answered another clerk's ETag holds its own settings under that version, and its next save from them puts back what the other changed; one answered another clerk's settings is told that its save made them",
 		Run:   checkManyClerks,
 	},
 	{

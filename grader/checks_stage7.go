@@ -211,7 +211,13 @@ func checkTwoClerks(t *T) error {
 // writes, and all of them succeed. The core's latency widens the window
 // of a read before the core call; the slow-settings-write fault, which
 // holds up every write of the settings, widens one after it, on SQLite
-// too. It also catches answers that do not name what was made: two
+// too. The slow-settings-commit fault holds each write, once it has run,
+// before it commits: on PostgreSQL the clerks' writes that start
+// meanwhile read the settings as the held one found them, and wait for
+// its row lock; an UPDATE that checks the version through a subquery, or
+// a read earlier in its transaction, rather than through the row's own
+// column, which PostgreSQL checks again on the row the held write made,
+// then writes over it. It also catches answers that do not name what was made: two
 // successes that answer one ETag, or a PUT based on an ETag nobody made.
 // The slow-settings-reread fault holds up a read of the settings that a
 // save makes after its write, long enough for another clerk's save to
@@ -250,6 +256,9 @@ func (t *T) manyClerks(processes int) error {
 	// More than every PUT the clerks may send: each of them is held up,
 	// in every process (each keeps its own faults).
 	if err := t.ArmEverywhere(labctl.SlowSettingsWrite, 2*clerks*clerks); err != nil {
+		return err
+	}
+	if err := t.ArmEverywhere(labctl.SlowSettingsCommit, 2*clerks*clerks); err != nil {
 		return err
 	}
 	if err := t.ArmEverywhere(labctl.SlowSettingsReread, 2*clerks*clerks); err != nil {
@@ -326,6 +335,9 @@ func (t *T) manyClerks(processes int) error {
 	if err := t.ArmEverywhere(labctl.SlowSettingsWrite, 0); err != nil {
 		return err
 	}
+	if err := t.ArmEverywhere(labctl.SlowSettingsCommit, 0); err != nil {
+		return err
+	}
 	if err := t.ArmEverywhere(labctl.SlowSettingsReread, 0); err != nil {
 		return err
 	}
@@ -340,8 +352,8 @@ func (t *T) manyClerks(processes int) error {
 		}
 		story += fmt.Sprintf("\n(the server runs as %d processes on one database; the clerks save, and save again after a 412, each through one: %s)", processes, strings.Join(desks, ", "))
 	}
-	story += fmt.Sprintf("\n(core latency %v, every settings write held up %v, and a read of the settings after a save's write %v) %d clerks each raise daily_limit by %d from that copy and sign the nickname (\"raised by clerk N\"), released together; a clerk told 412 reads again and raises what it reads",
-		latency, fault.SettingsWriteDelay, fault.SettingsRereadDelay, clerks, step)
+	story += fmt.Sprintf("\n(core latency %v, every settings write held up %v before it runs and %v more before it commits, and a read of the settings after a save's write %v) %d clerks each raise daily_limit by %d from that copy and sign the nickname (\"raised by clerk N\"), released together; a clerk told 412 reads again and raises what it reads",
+		latency, fault.SettingsWriteDelay, fault.SettingsCommitDelay, fault.SettingsRereadDelay, clerks, step)
 	final, err := t.readSettings(story, a, acc)
 	if err != nil {
 		return err

@@ -54,6 +54,13 @@ const OutboxTable = "outbox"
 // read the settings before any of them writes.
 const SettingsWriteDelay = 100 * time.Millisecond
 
+// SettingsCommitDelay is how long the slow-settings-commit fault holds a
+// write of the settings after it has run, before it commits: longer than
+// the other clerks released with it take to start their own writes, which
+// then read the settings while the held one's change is not yet theirs to
+// see.
+const SettingsCommitDelay = 100 * time.Millisecond
+
 // SettingsRereadDelay is how long the slow-settings-reread fault holds up
 // a read of the settings that follows a write of them in one request:
 // longer than another clerk takes to read the version that write made,
@@ -117,6 +124,9 @@ type Store struct {
 	keyStoreFailures Countdown
 	// slowSettingsWrites counts down the writes of the settings held up.
 	slowSettingsWrites Countdown
+	// slowSettingsCommits counts down the writes of the settings held
+	// before they commit.
+	slowSettingsCommits Countdown
 	// slowSettingsRereads counts down the reads of the settings held up
 	// that follow a write of them in one request.
 	slowSettingsRereads Countdown
@@ -216,6 +226,45 @@ func (s *Store) SlowSettingsWrites(n int64) { s.slowSettingsWrites.Arm(n) }
 // SlowSettingsWritesLeft reports how many settings writes will still be
 // held up.
 func (s *Store) SlowSettingsWritesLeft() int64 { return s.slowSettingsWrites.Left() }
+
+// SlowSettingsCommits makes the next n writes of the account_settings
+// table wait SettingsCommitDelay once they have run, before they commit,
+// holding the row locks they took (see BeforeSettingsCommit): a write in
+// a transaction waits at the transaction's COMMIT, and a write outside
+// one runs, while the fault is armed, in a transaction of its own (see
+// HoldsSettingsCommit). On PostgreSQL, at READ COMMITTED, the writes that
+// start meanwhile read the settings as they were before the held one,
+// and wait for its row lock: an UPDATE whose own WHERE names the version
+// checks it again on the row the held one made, and matches nothing; one
+// that compares a version it read otherwise (a subquery, an earlier
+// statement of its transaction) compares the old one, and writes over
+// the held change. On SQLite one write runs at a time: the others wait
+// for the held one, or find it committed (a write outside a transaction
+// has committed once it ran there, and holds its process's writer).
+func (s *Store) SlowSettingsCommits(n int64) { s.slowSettingsCommits.Arm(n) }
+
+// SlowSettingsCommitsLeft reports how many writes of the settings will
+// still be held before they commit.
+func (s *Store) SlowSettingsCommitsLeft() int64 { return s.slowSettingsCommits.Left() }
+
+// HoldsSettingsCommit reports whether query writes the settings while the
+// slow-settings-commit fault is armed: outside a transaction, an engine's
+// connection runs it in a transaction of its own, and calls
+// BeforeSettingsCommit before that transaction's COMMIT; inside one, it
+// calls BeforeSettingsCommit before the transaction's.
+func (s *Store) HoldsSettingsCommit(query string) bool {
+	return s.slowSettingsCommits.Left() > 0 && writesSettings(query)
+}
+
+// BeforeSettingsCommit runs the fault armed on a transaction that wrote
+// the settings, before its COMMIT: it holds the transaction up (see
+// SlowSettingsCommits). A COMMIT takes no context, and once the caller has
+// asked for it the answer must come, so the wait does not end early.
+func (s *Store) BeforeSettingsCommit() {
+	if s.slowSettingsCommits.Left() > 0 && s.slowSettingsCommits.Fire() {
+		Hold(context.Background(), SettingsCommitDelay)
+	}
+}
 
 // SlowSettingsRereads makes the next n statements that read the
 // account_settings table in a request that has already sent a write of

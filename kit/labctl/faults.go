@@ -26,6 +26,11 @@ const (
 	// settings (stage 7), before it runs: a read of the version and a
 	// later write of its own get a window other clerks' writes land in.
 	SlowSettingsWrite = "slow-settings-write"
+	// SlowSettingsCommit holds up a write of an account's settings once it
+	// has run, before it commits, holding its row lock (stage 7): on
+	// PostgreSQL the saves that start meanwhile read the settings as they
+	// were, and wait for the lock.
+	SlowSettingsCommit = "slow-settings-commit"
 	// SlowSettingsReread holds up a statement that reads an account's
 	// settings in a request that has already written them (stage 7):
 	// another clerk's save lands between a save and a read of what it
@@ -110,7 +115,7 @@ const (
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, HeldKeyPurge, HeldKeyDelete, SlowKeyDeleteAfterRead, CommitAnswerLost, FailCommit, PoisonPosting, CoreTimeout}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsCommit, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, HeldKeyPurge, HeldKeyDelete, SlowKeyDeleteAfterRead, CommitAnswerLost, FailCommit, PoisonPosting, CoreTimeout}
 
 // Core is the core ledger whose faults a lab server arms (core.Client):
 // in a process of its own under lab serve, in the server's under lab
@@ -181,6 +186,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.FailKeyStore(count)
 	case SlowSettingsWrite:
 		f.db.SlowSettingsWrites(count)
+	case SlowSettingsCommit:
+		f.db.SlowSettingsCommits(count)
 	case SlowSettingsReread:
 		f.db.SlowSettingsRereads(count)
 	case FailOutboxWrite:
@@ -238,6 +245,7 @@ func (f *Faults) Armed() []ArmedFault {
 		FailInTransfer:         f.Bank.FailNext.Left(),
 		StoreUnavailable:       f.db.KeyStoreFailuresLeft(),
 		SlowSettingsWrite:      f.db.SlowSettingsWritesLeft(),
+		SlowSettingsCommit:     f.db.SlowSettingsCommitsLeft(),
 		SlowSettingsReread:     f.db.SlowSettingsRereadsLeft(),
 		FailOutboxWrite:        f.db.OutboxWriteFailuresLeft(),
 		SlowBegin:              f.db.SlowBeginsLeft(),

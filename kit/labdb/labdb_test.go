@@ -566,6 +566,154 @@ func TestSlowCommitFault_HoldsBeforeTheCommitOnEitherEngine(t *testing.T) {
 	}
 }
 
+// settingsSchema is the part of the settings table the settings faults
+// look at.
+const settingsSchema = `CREATE TABLE IF NOT EXISTS account_settings (account_id TEXT PRIMARY KEY, version INTEGER NOT NULL)`
+
+// TestSlowSettingsCommitFault_OnEitherEngine catches an engine whose
+// connections skip the slow-settings-commit fault, hold what is not a
+// write of the settings, or hold one with no firing left: armed with
+// three, a read of the settings goes at once and spends nothing; a write
+// outside a transaction, by Exec and by Query (UPDATE … RETURNING), and
+// the COMMIT of a transaction that wrote the settings are each held
+// SettingsCommitDelay; once the count is spent, a write goes at once.
+// Each runs in a synctest bubble, on a connection taken before it (see
+// commitInBubble).
+func TestSlowSettingsCommitFault_OnEitherEngine(t *testing.T) {
+	ctx := context.Background()
+	for engine, db := range engines(t) {
+		if err := labdb.CreateTable(ctx, db.DB, settingsSchema); err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO account_settings (account_id, version) VALUES ('acc', 1)`); err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := func(run func() error) time.Duration {
+			var d time.Duration
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				if err := run(); err != nil {
+					t.Fatalf("%s: %v", engine, err)
+				}
+				d = time.Since(start)
+			})
+			return d
+		}
+		var v int64
+		read := func() error {
+			return c.QueryRowContext(ctx, `SELECT version FROM account_settings WHERE account_id = 'acc'`).Scan(&v)
+		}
+		exec := func() error {
+			_, err := c.ExecContext(ctx, `UPDATE account_settings SET version = version + 1 WHERE account_id = 'acc'`)
+			return err
+		}
+		query := func() error {
+			return c.QueryRowContext(ctx, `UPDATE account_settings SET version = version + 1 WHERE account_id = 'acc' RETURNING version`).Scan(&v)
+		}
+		db.SlowSettingsCommits(3)
+		if d := held(read); d != 0 {
+			t.Errorf("%s: a read of the settings, armed, was held %v; want it at once", engine, d)
+		}
+		if d := held(exec); d != fault.SettingsCommitDelay {
+			t.Errorf("%s: the armed write outside a transaction, by Exec, was held %v; want %v", engine, d, fault.SettingsCommitDelay)
+		}
+		if d := held(query); d != fault.SettingsCommitDelay || v != 3 {
+			t.Errorf("%s: the armed write outside a transaction, by Query, was held %v and returned version %d; want %v and 3", engine, d, v, fault.SettingsCommitDelay)
+		}
+		tx, err := c.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE account_settings SET version = version + 1 WHERE account_id = 'acc'`); err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT version FROM account_settings WHERE account_id = 'acc'`).Scan(&v); err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		if d := commitInBubble(t, tx); d != fault.SettingsCommitDelay {
+			t.Errorf("%s: the armed COMMIT of a transaction that wrote the settings was held %v; want %v", engine, d, fault.SettingsCommitDelay)
+		}
+		if n := db.SlowSettingsCommitsLeft(); n != 0 {
+			t.Errorf("%s: %d left after three held writes; want 0", engine, n)
+		}
+		if d := held(exec); d != 0 {
+			t.Errorf("%s: a write once the count is spent was held %v; want it at once", engine, d)
+		}
+		if err := read(); err != nil || v != 5 {
+			t.Errorf("%s: version %d (err %v) after four writes; want 5: every held write committed", engine, v, err)
+		}
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestSlowSettingsCommitFault_HoldsBeforeTheCommitOnPostgreSQL catches a
+// PostgreSQL connection that holds a write of the settings outside a
+// transaction after it has committed, rather than before, with its row
+// lock: while the write is held, another connection must read the
+// version as it was, and once the write returns, the one it made. (On
+// SQLite a write outside a transaction has committed once it ran: the
+// fault holds the process's writer, and the other writes wait for it.)
+func TestSlowSettingsCommitFault_HoldsBeforeTheCommitOnPostgreSQL(t *testing.T) {
+	ctx := context.Background()
+	db, ok := engines(t)[labdb.PostgreSQL]
+	if !ok {
+		t.Skip("no PostgreSQL cluster: " + labdb.EnvURL + " is not set")
+	}
+	if err := labdb.CreateTable(ctx, db.DB, settingsSchema); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO account_settings (account_id, version) VALUES ('acc', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	writer, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := func(t *testing.T) int64 {
+		var v int64
+		if err := reader.QueryRowContext(ctx, `SELECT version FROM account_settings WHERE account_id = 'acc'`).Scan(&v); err != nil {
+			t.Fatalf("the reader: %v", err)
+		}
+		return v
+	}
+	db.SlowSettingsCommits(1)
+	synctest.Test(t, func(t *testing.T) {
+		done := make(chan error)
+		go func() {
+			var v int64
+			done <- writer.QueryRowContext(ctx, `UPDATE account_settings SET version = version + 1 WHERE account_id = 'acc' RETURNING version`).Scan(&v)
+		}()
+		synctest.Wait() // the write waits in its hold, or has returned
+		if n := db.SlowSettingsCommitsLeft(); n != 0 {
+			t.Errorf("%d left with the write under way; want it held", n)
+		}
+		if v := version(t); v != 1 {
+			t.Errorf("another connection reads version %d while the write is held; want 1: the hold comes after the COMMIT, not before it", v)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("the held write: %v", err)
+		}
+		if v := version(t); v != 2 {
+			t.Errorf("another connection reads version %d once the write has returned; want 2", v)
+		}
+	})
+	for _, c := range []*sql.Conn{writer, reader} {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // begin begins a transaction on db that inserts key into
 // idempotency_keys, marked as moving money if business.
 func begin(t *testing.T, db *labdb.DB, key string, business bool) *sql.Tx {

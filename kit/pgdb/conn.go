@@ -17,8 +17,10 @@ import (
 // changed rows is taken for a write of the outbox by its text
 // (fault.WritesOutbox). A write of the outbox run through QueryContext
 // (UPDATE … RETURNING) tells no count of rows: it changed rows if it
-// returned any (outboxRows). It forwards the optional interfaces of pgx's
-// driver that database/sql uses.
+// returned any (outboxRows). While the slow-settings-commit fault is
+// armed, a write of the settings outside a transaction runs in one of its
+// own, which the fault holds before its COMMIT (heldRows, commitHeld). It
+// forwards the optional interfaces of pgx's driver that database/sql uses.
 
 type connector struct {
 	base  driver.Connector
@@ -51,8 +53,9 @@ type conn struct {
 	inner driver.Conn
 	store *fault.Store
 	// inTx is set while a transaction is open; business when it carried a
-	// business write, outbox when it changed outbox rows.
-	inTx, business, outbox bool
+	// business write, outbox when it changed outbox rows, settings when it
+	// wrote the settings while slow-settings-commit was armed.
+	inTx, business, outbox, settings bool
 }
 
 func (c *conn) pgx() pgxConn { return c.inner.(pgxConn) }
@@ -95,16 +98,52 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if err != nil {
 		return nil, err
 	}
-	c.inTx, c.business, c.outbox = true, false, false
+	c.inTx, c.business, c.outbox, c.settings = true, false, false, false
 	return &tx{inner: t, conn: c}, nil
+}
+
+// holdSettings notes a write of the settings while the
+// slow-settings-commit fault is armed (fault.Store.HoldsSettingsCommit):
+// in the open transaction, whose COMMIT the fault then holds; outside one,
+// it begins a transaction of its own for the write and returns it, for
+// commitHeld or heldRows to commit. It returns nil for any other
+// statement.
+func (c *conn) holdSettings(ctx context.Context, query string) (driver.Tx, error) {
+	if !c.store.HoldsSettingsCommit(query) {
+		return nil, nil
+	}
+	if c.inTx {
+		c.settings = true
+		return nil, nil
+	}
+	return c.pgx().BeginTx(context.WithoutCancel(ctx), driver.TxOptions{})
+}
+
+// commitHeld ends own, the transaction of a write of the settings that
+// holdSettings began (nil: none), once the write has run with err: it
+// rolls back a write that failed, and commits one that succeeded once
+// the fault has held it.
+func (c *conn) commitHeld(own driver.Tx, err error) error {
+	switch {
+	case own == nil:
+		return err
+	case err != nil:
+		return errors.Join(err, own.Rollback())
+	}
+	c.store.BeforeSettingsCommit()
+	return own.Commit()
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if err := c.store.BeforeStatement(ctx, query); err != nil {
 		return nil, err
 	}
-	res, err := c.pgx().ExecContext(ctx, numberPlaceholders(query), args)
+	own, err := c.holdSettings(ctx, query)
 	if err != nil {
+		return nil, err
+	}
+	res, err := c.pgx().ExecContext(ctx, numberPlaceholders(query), args)
+	if err := c.commitHeld(own, err); err != nil {
 		return nil, err
 	}
 	c.wrote(ctx, query, res)
@@ -136,16 +175,42 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err := c.store.BeforeStatement(ctx, query); err != nil {
 		return nil, err
 	}
+	own, err := c.holdSettings(ctx, query)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := c.pgx().QueryContext(ctx, numberPlaceholders(query), args)
-	return c.read(query, rows, err)
+	return c.read(query, own, rows, err)
 }
 
-// read returns the rows of query, watched when query writes the outbox.
-func (c *conn) read(query string, rows driver.Rows, err error) (driver.Rows, error) {
-	if err != nil || !fault.WritesOutbox(query) {
+// read returns the rows of query, watched when query writes the outbox,
+// and committing own, the transaction holdSettings began for it, if any,
+// when they are closed.
+func (c *conn) read(query string, own driver.Tx, rows driver.Rows, err error) (driver.Rows, error) {
+	switch {
+	case own != nil && err != nil:
+		return nil, c.commitHeld(own, err)
+	case own != nil:
+		return &heldRows{pgxRows: rows.(pgxRows), conn: c, own: own}, nil
+	case err != nil || !fault.WritesOutbox(query):
 		return rows, err
 	}
 	return &outboxRows{pgxRows: rows.(pgxRows), conn: c}, nil
+}
+
+// heldRows are the rows of a write of the settings that runs in a
+// transaction of its own (holdSettings): closing them commits it, once
+// the slow-settings-commit fault has held it, or rolls it back if they
+// failed. database/sql closes them before it hands the connection to
+// another statement.
+type heldRows struct {
+	pgxRows
+	conn *conn
+	own  driver.Tx
+}
+
+func (r *heldRows) Close() error {
+	return r.conn.commitHeld(r.own, r.pgxRows.Close())
 }
 
 // pgxRows is what pgx's stdlib rows offer and database/sql uses.
@@ -205,8 +270,11 @@ type tx struct {
 
 func (t *tx) Commit() error {
 	business, outbox := t.conn.business, t.conn.outbox
+	if t.conn.settings {
+		t.conn.store.BeforeSettingsCommit()
+	}
 	t.conn.store.BeforeCommit(business)
-	t.conn.inTx, t.conn.business, t.conn.outbox = false, false, false
+	t.conn.inTx, t.conn.business, t.conn.outbox, t.conn.settings = false, false, false, false
 	if err := t.conn.store.CommitFails(business); err != nil {
 		return errors.Join(err, t.inner.Rollback())
 	}
@@ -221,7 +289,7 @@ func (t *tx) Commit() error {
 }
 
 func (t *tx) Rollback() error {
-	t.conn.inTx, t.conn.business, t.conn.outbox = false, false, false
+	t.conn.inTx, t.conn.business, t.conn.outbox, t.conn.settings = false, false, false, false
 	return t.inner.Rollback()
 }
 
@@ -236,8 +304,12 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	if err := s.conn.store.BeforeStatement(ctx, s.query); err != nil {
 		return nil, err
 	}
-	res, err := s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
+	own, err := s.conn.holdSettings(ctx, s.query)
 	if err != nil {
+		return nil, err
+	}
+	res, err := s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
+	if err := s.conn.commitHeld(own, err); err != nil {
 		return nil, err
 	}
 	s.conn.wrote(ctx, s.query, res)
@@ -248,6 +320,10 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	if err := s.conn.store.BeforeStatement(ctx, s.query); err != nil {
 		return nil, err
 	}
+	own, err := s.conn.holdSettings(ctx, s.query)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
-	return s.conn.read(s.query, rows, err)
+	return s.conn.read(s.query, own, rows, err)
 }

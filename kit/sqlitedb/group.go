@@ -285,7 +285,7 @@ func (t *tx) breakGroup(err error) error {
 // returns the group's error, once the group has committed or failed.
 func (t *tx) rollbackMember() error {
 	c := t.conn
-	c.business, c.inTx = false, false
+	c.business, c.settings, c.inTx = false, false, false
 	t.on.keyRows, t.on.outbox = nil, false
 	g := c.connector.gate
 	if t.first {

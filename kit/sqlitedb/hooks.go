@@ -193,6 +193,10 @@ type conn struct {
 	gated bool
 	// business is set when the open transaction carried a business write.
 	business bool
+	// settings is set when the open transaction wrote the settings while
+	// the slow-settings-commit fault was armed: its COMMIT waits for the
+	// fault.
+	settings bool
 	// inTx is set while a transaction is open.
 	inTx bool
 	// giveTurn gives back the turn the open transaction holds on an
@@ -272,7 +276,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 		c.endTurns()
 		return nil, err
 	}
-	c.business = false
+	c.business, c.settings = false, false
 	c.inTx = true
 	c.cur.keyRows, c.cur.outbox = nil, false
 	return t, nil
@@ -350,6 +354,22 @@ func (c *conn) target(ctx context.Context, write bool) (p *physical, done func()
 	}, nil
 }
 
+// holdSettings notes a write of the settings while the
+// slow-settings-commit fault is armed (fault.Store.HoldsSettingsCommit).
+// Inside a transaction, the transaction's COMMIT waits for the fault; the
+// function it returns holds a write outside one, which committed as it
+// ran, with the writer still taken: the process's other writes wait.
+func (c *conn) holdSettings(query string) func() {
+	switch {
+	case !c.hooks.HoldsSettingsCommit(query):
+	case c.inTx:
+		c.settings = true
+	default:
+		return c.hooks.BeforeSettingsCommit
+	}
+	return func() {}
+}
+
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if err := c.hooks.BeforeStatement(ctx, query); err != nil {
 		return nil, err
@@ -358,9 +378,13 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	if err != nil {
 		return nil, err
 	}
+	hold := c.holdSettings(query)
 	res, err := p.exec(ctx, query, args)
 	if err == nil && fault.IsBusinessWrite(ctx) {
 		c.business = true
+	}
+	if err == nil {
+		hold()
 	}
 	rows, outbox := c.afterStatement(p, err)
 	// The writer is free before anyone hears of the rows: a slow listener
@@ -391,6 +415,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil {
 		return nil, err
 	}
+	hold := c.holdSettings(query)
 	if !write || c.inTx {
 		return p.query(ctx, query, args, func(error) { done() })
 	}
@@ -400,6 +425,9 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 		changed := p.changed
 		p.changed = false
 		keyRows, outbox := c.afterStatement(p, nil)
+		if err == nil && !w.failed {
+			hold()
+		}
 		done()
 		// A write that failed, or whose commit failed when its rows were
 		// closed (a deferred foreign key it broke), was rolled back.
@@ -470,6 +498,10 @@ type tx struct {
 }
 
 func (t *tx) Commit() error {
+	if t.conn.settings {
+		t.conn.settings = false
+		t.conn.hooks.BeforeSettingsCommit()
+	}
 	t.conn.hooks.BeforeCommit(t.conn.business)
 	if err := t.conn.hooks.CommitFails(t.conn.business); err != nil {
 		return errors.Join(err, t.Rollback())
@@ -504,7 +536,7 @@ func (t *tx) Rollback() error {
 	if t.group != nil {
 		return t.rollbackMember()
 	}
-	t.conn.business = false
+	t.conn.business, t.conn.settings = false, false
 	t.conn.inTx = false
 	t.on.keyRows, t.on.outbox = nil, false
 	err := t.inner.Rollback()
