@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"idemlab/kit/problem"
 )
@@ -40,13 +41,20 @@ func BearerToken(r *http.Request) string {
 type Lookup func(ctx context.Context, token string) (string, error)
 
 // Customers is middleware that lets through only requests with a known
-// customer token, and puts the customer in the request's context.
+// customer token, and puts the customer in the request's context. A token
+// that is not UTF-8 is no customer's, and is refused before lookup sees
+// it: PostgreSQL refuses to compare such a text, and its lookup would fail
+// with 500 where SQLite's finds nobody.
 func Customers(lookup Lookup) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			token := BearerToken(r)
 			if token == "" {
 				problem.Write(w, problem.New(problem.Unauthorized, "send Authorization: Bearer <customer token>"))
+				return
+			}
+			if !utf8.ValidString(token) {
+				problem.Write(w, problem.New(problem.Unauthorized, "unknown token: it is not UTF-8"))
 				return
 			}
 			customer, err := lookup(r.Context(), token)

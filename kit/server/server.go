@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -626,14 +627,19 @@ func (s *Server) markEngine(next http.Handler) http.Handler {
 	})
 }
 
-// noNULInPath answers 404 for a path that holds U+0000 (%00), which names
-// nothing: PostgreSQL refuses to compare a text holding it, so a read of
-// /transfers/tr_%00, or a stage's own handler given such an id, would
-// fail with 500 on that engine, and 404 on SQLite.
+// noNULInPath answers 404 for a path that holds U+0000 (%00), or that is
+// not UTF-8 (%FF), which names nothing: PostgreSQL refuses to compare a
+// text holding either, so a read of /transfers/tr_%00 or /transfers/tr_%FF,
+// or a stage's own handler given such an id, would fail with 500 on that
+// engine, and 404 on SQLite.
 func noNULInPath(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.ContainsRune(r.URL.Path, 0) {
 			problem.Write(w, problem.New(problem.NotFound, "no resource at a path holding U+0000 (NUL)"))
+			return
+		}
+		if !utf8.ValidString(r.URL.Path) {
+			problem.Write(w, problem.New(problem.NotFound, "no resource at a path that is not UTF-8"))
 			return
 		}
 		next.ServeHTTP(w, r)

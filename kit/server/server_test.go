@@ -588,3 +588,24 @@ func TestState_NamesTheEngine(t *testing.T) {
 		t.Errorf("engine = %q, want %q", st.Engine, want)
 	}
 }
+
+// TestCustomerEndpoints_RefuseWhatIsNotText: a bearer token that is not
+// UTF-8 gets 401, and a path that holds U+0000 or is not UTF-8 (%FF, which
+// Go decodes into the path it routes by) gets 404, each a problem, on
+// either engine: PostgreSQL refuses to compare a text holding either, and
+// a server that looked the token or the id up answered 500 there.
+func TestCustomerEndpoints_RefuseWhatIsNotText(t *testing.T) {
+	srv, hs := start(t)
+	c, _ := resetTwo(t, srv)
+	acc := c.Accounts[0]
+	for _, auth := range []string{"Bearer tok_\xff", "Bearer " + c.Token[:len(c.Token)-1] + "\x80"} {
+		if code, body := callAs(t, hs, "GET", "/accounts/"+acc, auth, "", ""); code != 401 || !strings.Contains(body, "/problems/unauthorized") {
+			t.Errorf("GET /accounts/%s with Authorization %q: %d %s; want 401 unauthorized", acc, auth, code, body)
+		}
+	}
+	for _, path := range []string{"/accounts/acc_%FF", "/transfers/tr_%FF", "/deposits/dp_%FF", "/accounts/acc_%00", "/transfers/tr_%00"} {
+		if code, body := call(t, hs, "GET", path, c.Token, ""); code != 404 || !strings.Contains(body, "/problems/not-found") {
+			t.Errorf("GET %s: %d %s; want 404 not-found", path, code, body)
+		}
+	}
+}
