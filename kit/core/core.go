@@ -219,9 +219,18 @@ func (c *Core) poisonNext(w http.ResponseWriter, r *http.Request) {
 		var in struct {
 			Count *int `json:"count"`
 		}
-		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<10))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&in); err != nil || in.Count == nil || *in.Count < 0 || *in.Count > MaxPoisonNext {
+		// One object, nothing after it, no member twice (request.Object):
+		// {"count":1}{"count":5} or {"count":1,"count":5} is no count.
+		raw, err := io.ReadAll(io.LimitReader(r.Body, 1<<10))
+		if err == nil {
+			err = request.Object(raw)
+		}
+		if err == nil {
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.DisallowUnknownFields()
+			err = dec.Decode(&in)
+		}
+		if err != nil || in.Count == nil || *in.Count < 0 || *in.Count > MaxPoisonNext {
 			problem.Write(w, problem.New(problem.InvalidRequest, `the body must be {"count": n}, n from 0 to %d`, MaxPoisonNext))
 			return
 		}

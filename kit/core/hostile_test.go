@@ -245,3 +245,26 @@ func TestPost_ARightPostingReadsTheBooksOnce(t *testing.T) {
 		t.Errorf("a posting to an account the bank does not have: %v, want %s", err, problem.UnknownAccount.URI())
 	}
 }
+
+// TestPoisonNext_RefusesWhatIsNotOneCount: POST /faults/poison-next with a
+// count twice, a second object after the first, trailing data, a count out
+// of range or of another type, an unknown member or invalid UTF-8 gets 400
+// invalid-request and arms nothing. A core that decoded the first object
+// and ignored the rest, or took the last of two counts, armed one.
+func TestPoisonNext_RefusesWhatIsNotOneCount(t *testing.T) {
+	c, cl, token := startCoreWith(t, nil)
+	for _, body := range []string{
+		`{"count":1,"count":5}`, `{"count":1}{"count":5}`, `{"count":1} x`, `{"count":-1}`,
+		`{"count":1000001}`, `{"count":"1"}`, `{"count":1.5}`, `{"count":1,"x":1}`, "{\"count\":1,\"\xff\":1}", `null`, ``,
+	} {
+		req, _ := http.NewRequest(http.MethodPost, cl.URL()+"/faults/poison-next", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		if status, problemType := send(t, req); status != 400 || problemType != "/problems/invalid-request" {
+			t.Errorf("POST /faults/poison-next %q: %d %s, want 400 /problems/invalid-request", body, status, problemType)
+		}
+	}
+	if left := c.Faults.PoisonNextLeft(); left != 0 {
+		t.Errorf("the refused requests armed %d postings", left)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"idemlab/kit/fault"
 	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
+	"idemlab/kit/request"
 	"idemlab/kit/respond"
 )
 
@@ -496,13 +497,10 @@ func (c *Controller) handleGetConfig(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Controller) handleConfig(w http.ResponseWriter, r *http.Request) {
-	body, err := readSmall(r)
+	body, err := readObject(r)
 	if err != nil {
 		problem.Write(w, err)
 		return
-	}
-	if len(strings.TrimSpace(string(body))) == 0 {
-		body = []byte("{}")
 	}
 	cfg, err := c.Settings.Update(body)
 	if err != nil {
@@ -562,6 +560,10 @@ func (c *Controller) handleFaults(w http.ResponseWriter, r *http.Request) {
 const NoPurge = "nothing was purged: the stage's handlers have no method Purge(ctx context.Context) (int64, error), so its keys are kept for ever (stages 0 to 4 have none; from stage 5 on, look at the method's signature)"
 
 func (c *Controller) handlePurge(w http.ResponseWriter, r *http.Request) {
+	if err := decodeOptional(r, &struct{}{}); err != nil {
+		problem.Write(w, err)
+		return
+	}
 	if c.Purge == nil {
 		respond.JSON(w, http.StatusOK, map[string]any{"purged": 0, "note": NoPurge})
 		return
@@ -614,14 +616,32 @@ func readSmall(r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// decodeOptional reads an optional JSON body into v, refusing unknown members.
-func decodeOptional(r *http.Request, v any) error {
+// readObject reads an optional body: nothing, or one JSON object as
+// request.Object checks it (nothing after it, valid UTF-8, no member
+// twice), which it returns; "{}" for nothing. A body that is not is
+// refused with 400 invalid-request before anything is changed: the last of
+// two members, or a second object after the first, would otherwise be
+// taken or ignored without a word.
+func readObject(r *http.Request) ([]byte, error) {
 	body, err := readSmall(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
-		return nil
+		return []byte("{}"), nil
+	}
+	if err := request.Object(body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// decodeOptional reads an optional JSON body (readObject) into v, refusing
+// unknown members.
+func decodeOptional(r *http.Request, v any) error {
+	body, err := readObject(r)
+	if err != nil {
+		return err
 	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
