@@ -10,6 +10,7 @@ package clock
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -76,15 +77,34 @@ func (c *Clock) Now() time.Time {
 	return time.Now().Add(time.Duration(c.offset.Load())).UTC().Truncate(time.Millisecond)
 }
 
-// Advance moves the clock forward by d (or back, if d is negative).
+// MaxOffset is how far from real time the lab clock may be moved, either
+// way: 200 years of 365 days, twice the century the checks move it on, and
+// well within what a time.Duration holds (292 years). A time further than
+// that cannot be kept as an offset, which would saturate or wrap round: a
+// clock set to the year 1 or 9999 read 1734.
+const MaxOffset = 200 * 365 * 24 * time.Hour
+
+// ErrOutOfRange is the error of a move that would put the clock more than
+// MaxOffset from real time; the clock stays where it was.
+var ErrOutOfRange = errors.New("the lab clock stays within 200 years of real time")
+
+// Advance moves the clock forward by d (or back, if d is negative). It
+// returns ErrOutOfRange, and moves nothing, if the clock would end more
+// than MaxOffset from real time.
 func (c *Clock) Advance(ctx context.Context, d time.Duration) (time.Time, error) {
 	c.moving.Lock()
 	defer c.moving.Unlock()
-	return c.store(ctx, time.Duration(c.offset.Load())+d)
+	off := time.Duration(c.offset.Load())
+	next := off + d
+	if (d > 0 && next < off) || (d < 0 && next > off) || next > MaxOffset || next < -MaxOffset {
+		return time.Time{}, fmt.Errorf("advance by %v: %w", d, ErrOutOfRange)
+	}
+	return c.store(ctx, next)
 }
 
 // Set moves the clock to t: from then on it never reads earlier than t,
-// to the millisecond it keeps.
+// to the millisecond it keeps. It returns ErrOutOfRange, and moves
+// nothing, if t is more than MaxOffset from real time.
 func (c *Clock) Set(ctx context.Context, t time.Time) (time.Time, error) {
 	c.moving.Lock()
 	defer c.moving.Unlock()
@@ -96,6 +116,11 @@ func (c *Clock) Set(ctx context.Context, t time.Time) (time.Time, error) {
 		off += time.Millisecond - r
 	} else {
 		off -= r
+	}
+	// time.Until saturates, and the rounding up can wrap round, so that
+	// the year 1 and the year 9999 are both far out of range here.
+	if off > MaxOffset || off < -MaxOffset {
+		return time.Time{}, fmt.Errorf("set to %s: %w", Format(t), ErrOutOfRange)
 	}
 	return c.store(ctx, off)
 }

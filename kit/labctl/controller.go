@@ -472,6 +472,9 @@ func (c *Controller) handleClock(w http.ResponseWriter, r *http.Request) {
 	default:
 		now = c.Clock.Now()
 	}
+	if errors.Is(err, clock.ErrOutOfRange) {
+		err = problem.New(problem.InvalidRequest, "%v; the clock was not moved", err)
+	}
 	if err == nil {
 		err = c.Replica.Sync(r.Context())
 	}

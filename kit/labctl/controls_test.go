@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"idemlab/kit/clock"
 	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
 )
@@ -61,5 +62,43 @@ func TestControls_RefuseBodiesThatAreNotOneObject(t *testing.T) {
 	after, now := state()
 	if after != before || now.Sub(then) > time.Hour/2 {
 		t.Errorf("a refused control changed the lab:\nbefore %s at %v\nafter  %s at %v", before, then, after, now)
+	}
+}
+
+// TestClock_RefusesAMoveOutOfRange: the lab clock moves on a century, and
+// another, as far as clock.MaxOffset; a move past it, a set to the year 1
+// or 9999, and an advance that would wrap the offset round each get 400
+// invalid-request as a problem, and the clock stays where it was. A
+// clock that kept whatever offset it computed read 1734 for both sets,
+// and went back 292 years on the advance.
+func TestClock_RefusesAMoveOutOfRange(t *testing.T) {
+	l := startLab(t)
+	move := func(body string) (int, time.Time, problem.Body) {
+		t.Helper()
+		status, _, answer := l.post(t, "/lab/clock", l.admin, body)
+		var got struct {
+			Now string `json:"now"`
+		}
+		var p problem.Body
+		json.Unmarshal(answer, &got)
+		json.Unmarshal(answer, &p)
+		now, _ := time.Parse(time.RFC3339Nano, got.Now)
+		return status, now, p
+	}
+	century := `{"advance":"876000h"}`
+	_, start, _ := move(`{}`)
+	for range 2 {
+		if status, _, p := move(century); status != http.StatusOK {
+			t.Fatalf("POST /lab/clock %s: %d %+v; want 200", century, status, p)
+		}
+	}
+	for _, body := range []string{`{"advance":"1s"}`, `{"advance":"2562047h"}`, `{"set":"0001-01-01T00:00:00Z"}`, `{"set":"9999-12-31T23:59:59Z"}`} {
+		if status, _, p := move(body); status != http.StatusBadRequest || p.Type != problem.InvalidRequest.URI() || p.Detail == "" {
+			t.Errorf("POST /lab/clock %s: %d %+v; want 400 %s with a detail", body, status, p, problem.InvalidRequest.URI())
+		}
+	}
+	_, now, _ := move(`{}`)
+	if want := start.Add(clock.MaxOffset); now.Before(want) || now.After(want.Add(time.Hour)) {
+		t.Errorf("the clock reads %v after the refused moves; want %v, two centuries on from %v", now, want, start)
 	}
 }
