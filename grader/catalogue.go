@@ -595,8 +595,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.redrive", Stage: 9, Lesson: lesson9 + "#dead-letters",
-		Claim: "a dead letter an operator sends again once its cause is fixed (POST /lab/outbox/redrive: its row owed again, dead_at cleared, the core's answer kept as its last) is sent by the relay under its key, posted exactly once, and a dead letter no more",
-		Why:   "a dead letter is money waiting for a person, and the person's fix is to make its row owed again, under the same key: a relay that reads owed by the answer's columns, which keep the core's last answer, or that remembers in memory the rows it set aside and skips them, never sends it, and the transfer never reaches the core, with no dead letter left to say so",
+		Claim: "a dead letter an operator sends again once its cause is fixed (POST /lab/outbox/redrive: its row owed again, dead_at cleared, the core's answer kept as its last) is sent by the relay under its key, posted exactly once, and a dead letter no more, whether the core never took it or took it once before it refused it (its answer lost)",
+		Why:   "a dead letter is money waiting for a person, and the person's fix is to make its row owed again, under the same key: a relay that reads owed by the answer's columns, which keep the core's last answer, or that remembers in memory the rows it set aside and skips them, never sends it, and the transfer never reaches the core, with no dead letter left to say so; one that sends it under a new key, as if the core kept its refusal under the old one, has the core post a second time a transfer it took before it refused it",
 		Run:   checkRedrive,
 	},
 	{

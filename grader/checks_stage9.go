@@ -1317,42 +1317,54 @@ func checkPoison(t *T) error {
 }
 
 // checkRedrive catches a relay that never sends a dead letter an
-// operator sent again: the core refuses one posting for good for a cause
-// an operator can fix (over a limit of the core's own), and once its dead
-// letter is there, the check lifts the limit and re-drives it (POST
-// /lab/outbox/redrive), which makes its row owed again, dead_at cleared
-// and the core's answer kept as its last. The relay must send it, under
-// its key, and the core post it once, and no dead letter remain. A relay
-// that reads owed by the answer's columns, not by dead_at, or that
-// remembers in memory the rows it set aside, never sends it.
+// operator sent again, and one that sends it under another key than its
+// row's: the core refuses two postings for good for a cause an operator
+// can fix (over a limit of the core's own), and once their dead letters
+// are there, the check lifts the limit and re-drives them (POST
+// /lab/outbox/redrive), which makes their rows owed again, dead_at
+// cleared and the core's answer kept as its last. The core never took
+// the first before; it took the second, whose answer was lost, before the
+// limit refused the send again (takenThenRefused). The relay must send
+// both, under their keys, and the core post each once, and no dead
+// letter remain. A relay that reads owed by the answer's columns, not by
+// dead_at, or that remembers in memory the rows it set aside, never sends
+// them; one that sends a re-driven row under a new key has the core post
+// the second twice.
 func checkRedrive(t *T) error {
 	s, err := t.coreScenario(1_000_000)
 	if err != nil {
 		return err
 	}
 	faults := &t.Core().Faults
-	faults.LimitAmount(coreLimit)
-	story := []string{fmt.Sprintf("the core ledger posts at most %d won at once, and refuses for good every posting of more (400 %s: a limit of its own, which the bank does not have)",
-		coreLimit, core.InvalidPosting.URI())}
-	want, over, err := t.paymentsOneOver(s, 2+t.rng.IntN(3), &story)
+	want := owed{}
+	var story []string
+	taken, err := t.takenThenRefused(s, want, &story)
 	if err != nil {
 		return err
 	}
-	if err := t.delivered(strings.Join(story, "\n"), s, want, []string{over}); err != nil {
+	more, over, err := t.paymentsOneOver(s, 2+t.rng.IntN(3), &story)
+	if err != nil {
 		return err
 	}
-	// The operator's part: read the answer, fix its cause, send it again.
+	maps.Copy(want, more)
+	if err := t.delivered(strings.Join(story, "\n"), s, want, []string{taken, over}); err != nil {
+		return err
+	}
+	// The operator's part: read the answers, fix their cause, send them
+	// again.
 	faults.LimitAmount(0)
-	sent := fmt.Sprintf(`POST /lab/outbox/redrive {"transfer_id":%q}`, over)
-	d, err := t.Lab().Redrive(t.ctx, over)
-	if le := (*labclient.Error)(nil); errors.As(err, &le) {
-		return t.Fail(strings.Join(append(story, sent), "\n"), le.Error(), "200: the dead letter GET /lab/outbox listed a moment ago, owed again")
+	for _, id := range []string{over, taken} {
+		sent := fmt.Sprintf(`POST /lab/outbox/redrive {"transfer_id":%q}`, id)
+		d, err := t.Lab().Redrive(t.ctx, id)
+		if le := (*labclient.Error)(nil); errors.As(err, &le) {
+			return t.Fail(strings.Join(append(story, sent), "\n"), le.Error(), "200: the dead letter GET /lab/outbox listed a moment ago, owed again")
+		}
+		if err != nil {
+			return err
+		}
+		story = append(story, fmt.Sprintf("%s set aside as a dead letter with the core's answer (%d %s); the operator has the core lift its limit, and sends it again: %s  →  200 (its row owed again, under key %s: dead_at cleared, the core's answer kept as its last)",
+			id, d.Status, core.InvalidPosting.URI(), sent, d.Key))
 	}
-	if err != nil {
-		return err
-	}
-	story = append(story, fmt.Sprintf("%s set aside as a dead letter with the core's answer (%d %s); the operator has the core lift its limit, and sends it again: %s  →  200 (its row owed again: dead_at cleared, the core's answer kept as its last)",
-		over, d.Status, core.InvalidPosting.URI(), sent))
 	posted, err := t.WaitFor(drainWithin, func() (bool, error) { return t.coreHoldsAll(owed{over: want[over]}) })
 	if err != nil {
 		return err
@@ -1369,7 +1381,52 @@ func checkRedrive(t *T) error {
 		f.Why = "a row is owed while it is neither sent nor set aside, sent_at and dead_at both NULL, and an operator who fixed a dead letter's cause sends it again by making it so; the core's answer stays on the row as its last: a relay that reads owed by the answer's columns, or skips the rows it remembers setting aside, never sends it, and the transfer the operator meant to deliver never reaches the core, with no dead letter left to say so"
 		return f
 	}
-	return t.postedOnce(strings.Join(story, "\n"), s, want)
+	err = t.postedOnce(strings.Join(story, "\n"), s, want)
+	if f := (*judging.Failure)(nil); errors.As(err, &f) && f.Harm == judging.PostedTwice {
+		f.Why = "a re-driven row goes out under the key it was written with, the one every send of it used: the core may have taken an earlier send whose answer was lost before it refused the row (a rule of its own checked before its inbox), and a relay that gives the row a new key once it was refused, or for the re-drive, has the core post it a second time; the core keeps a posting under its key, never a refusal, so the same key is what gets it posted once"
+	}
+	return err
+}
+
+// takenThenRefused makes one transfer over coreLimit, of A's to B's first
+// account, whose posting the core takes and then refuses for good: it
+// holds the relay's first request, lets it through with its answer lost
+// (applied, then the connection dropped), and holds the next, the relay's
+// send again, until it has set its limit (core.Faults.LimitAmount,
+// coreLimit, which stays): a core that checks its rules before its inbox,
+// and whose rule changed between the two sends. It adds the transfer to
+// want and returns its id. A server that sends the core nothing leaves
+// the core as it found it, limit aside, for delivered to judge.
+func (t *T) takenThenRefused(s Scenario, want owed, story *[]string) (string, error) {
+	faults := &t.Core().Faults
+	faults.Hold()
+	defer faults.Release()
+	arrived := faults.Held()
+	one := owed{}
+	if err := t.pay(s, one, s.A, s.A.Accounts[0], s.B.Accounts[0], t.Amount(coreLimit+1, 3*coreLimit), t.Key(), story); err != nil {
+		return "", err
+	}
+	var taken string
+	for id, p := range one {
+		taken, want[id] = id, p
+	}
+	waits, err := t.relayWaits(faults, arrived)
+	if err != nil || !waits {
+		faults.LimitAmount(coreLimit)
+		*story = append(*story, fmt.Sprintf("the relay sent the core nothing for it; the core ledger posts at most %d won at once from now on, and refuses for good every posting of more (400 %s: a limit of its own, which the bank does not have)",
+			coreLimit, core.InvalidPosting.URI()))
+		return taken, err
+	}
+	faults.LoseAnswers(1)
+	arrived = faults.Held()
+	faults.LetThrough()
+	if _, err := t.relayWaits(faults, arrived); err != nil {
+		return "", err
+	}
+	faults.LimitAmount(coreLimit)
+	*story = append(*story, fmt.Sprintf("the core ledger takes the posting of %s and its answer is lost; before the relay sends it again, the core starts to post at most %d won at once, and refuses for good every posting of more, checked before its inbox (400 %s: a limit of its own, which the bank does not have)",
+		taken, coreLimit, core.InvalidPosting.URI()))
+	return taken, nil
 }
 
 // deadLettersKept fails S9.poison when a dead letter of forGood, there

@@ -933,9 +933,29 @@ func (f *Faults) Release() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.held != nil {
-		f.held.down = f.down
-		close(f.held.released)
+		f.letGo()
 		f.held = nil
+	}
+}
+
+// letGo lets the postings the hold now in force keeps waiting go on, as
+// the core is now, down or not. f.mu is held.
+func (f *Faults) letGo() {
+	f.held.down = f.down
+	close(f.held.released)
+}
+
+// LetThrough lets the postings Hold kept waiting go on, as Release does,
+// and keeps holding every posting that comes after: one step of a held
+// core, so that a check can change the core between the requests it let
+// through and the next (the next one comes while the core still holds).
+// Without a Hold it does nothing.
+func (f *Faults) LetThrough() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held != nil {
+		f.letGo()
+		f.held = &hold{released: make(chan struct{})}
 	}
 }
 

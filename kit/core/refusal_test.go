@@ -322,6 +322,40 @@ func TestFaults_HoldKeepsPostingsWaiting(t *testing.T) {
 	}
 }
 
+// TestFaults_LetThroughHoldsTheNext: LetThrough lets the posting the held
+// core keeps waiting through, applied, and holds the one sent after it
+// until Release. A LetThrough that ended the hold (Release), or let
+// nothing through, fails.
+func TestFaults_LetThroughHoldsTheNext(t *testing.T) {
+	c, cl := startCore(t)
+	c.Faults.Hold()
+	defer c.Faults.Release()
+	answered := make(chan error, 1)
+	go func() {
+		_, _, err := cl.Post(t.Context(), "outbox-1", posting)
+		answered <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); c.Faults.Held() < 1 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	}
+	c.Faults.LetThrough()
+	if err := <-answered; err != nil {
+		t.Fatalf("the posting let through: %v", err)
+	}
+	next := core.Posting{TransferID: "tr_2", From: "acc_a", To: "acc_b", Amount: 700}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if _, _, err := cl.Post(ctx, "outbox-2", next); err == nil {
+		t.Fatal("the posting sent after LetThrough was answered: the core no longer held")
+	}
+	if n := postings(t, cl); n["tr_1"] != 1 || n["tr_2"] != 0 {
+		t.Fatalf("postings %v, want tr_1 once and tr_2 not yet", n)
+	}
+	c.Faults.Release()
+	if _, _, err := cl.Post(t.Context(), "outbox-2", next); err != nil {
+		t.Fatalf("after Release: %v", err)
+	}
+}
+
 // TestFaults_LeftCountsHeldRequestsDoneWith: a request the held core
 // keeps waiting counts in Left once the core is done with it, after the
 // Release, and not before, even if its caller gave it up meanwhile (the
