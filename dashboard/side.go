@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -321,6 +322,11 @@ func (s *Side) Ingest(ev events.Event, received time.Time) {
 		s.labNow = ev.Time
 		s.clockHeard, s.resetHeard = received, received
 		s.Note(ev.Time, "reset: fresh accounts, every count back to zero")
+	case events.KindRedrive:
+		var d bank.DeadLetter
+		if json.Unmarshal(ev.Data, &d) == nil && d.TransferID != "" {
+			s.Note(ev.Time, redriven(d))
+		}
 	case events.KindListen:
 		var l events.Listen
 		switch {
@@ -634,10 +640,7 @@ func (s *Side) ApplyState(st labctl.State, polled time.Time) {
 	}
 	if len(st.DeadLetters) > 0 {
 		d := st.DeadLetters[0]
-		s.OldestDead = fmt.Sprintf("%s: %d", d.TransferID, d.Status)
-		if name := problemName(d.Answer); name != "" {
-			s.OldestDead += " " + name
-		}
+		s.OldestDead = d.TransferID + ": " + deadAnswer(d)
 	}
 	if d, err := time.ParseDuration(st.Config.Retention); err == nil && d > 0 {
 		s.retention = d
@@ -777,6 +780,23 @@ func (s *Side) baseline(st labctl.State) {
 	}
 	s.base = surplus
 	b.Found = b.Executions > 0 || b.Keys > 0 || s.base != 0 || b.Vanished > 0
+}
+
+// redriven is the feed's note for a dead letter an operator sent again:
+// which transfer, and the answer it was set aside with, so that the row
+// seen owed again, and then sent, has its cause beside it.
+func redriven(d bank.DeadLetter) string {
+	return fmt.Sprintf("redrive: an operator sent %s again, set aside with %s; the relay sends it under its key", d.TransferID, deadAnswer(d))
+}
+
+// deadAnswer is the core's answer a dead letter was set aside with, as
+// the pane shows it: its status and problem type ("400 invalid-posting").
+func deadAnswer(d bank.DeadLetter) string {
+	answer := strconv.Itoa(d.Status)
+	if name := problemName(d.Answer); name != "" {
+		answer += " " + name
+	}
+	return answer
 }
 
 // problemName is the type a problem body names, without its /problems/

@@ -27,6 +27,10 @@ const (
 	KindDropped   = "dropped"
 	// KindPurge reports a purge the server ran on its own that failed.
 	KindPurge = "purge"
+	// KindRedrive reports a dead letter an operator sent again (POST
+	// /lab/outbox/redrive, stage 9): its data is the dead letter as it was
+	// (bank.DeadLetter), and the relay sends its row on a later pass.
+	KindRedrive = "redrive"
 	// KindListen reports that the server stopped hearing of key-row
 	// changes (PostgreSQL's LISTEN connection was lost: data Listen with
 	// an error) and that it hears them again (reconnected), after which

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"idemlab/kit/bank"
+	"idemlab/kit/events"
 	"idemlab/kit/problem"
 	"idemlab/kit/respond"
 )
@@ -61,7 +62,10 @@ func (c *Controller) handleOutbox(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleRedrive is POST /lab/outbox/redrive: {"transfer_id"} names the
-// dead letter to send again (bank.Redrive), once its cause is fixed.
+// dead letter to send again (bank.Redrive), once its cause is fixed. It
+// publishes a "redrive" event with the dead letter as it was: without
+// it, a dashboard sees the row owed again and then sent, and no word of
+// the operator who made it so.
 func (c *Controller) handleRedrive(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		TransferID string `json:"transfer_id"`
@@ -79,5 +83,6 @@ func (c *Controller) handleRedrive(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, err)
 		return
 	}
+	c.Hub.Publish(events.KindRedrive, d)
 	respond.JSON(w, http.StatusOK, map[string]any{"redriven": d})
 }

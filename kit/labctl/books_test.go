@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"idemlab/kit/bank"
+	"idemlab/kit/events"
 	"idemlab/kit/labctl"
 	"idemlab/kit/labdb"
 	"idemlab/kit/problem"
@@ -25,6 +26,7 @@ import (
 type lab struct {
 	hs        *httptest.Server
 	db        *labdb.DB
+	hub       *events.Hub
 	admin     string
 	customers []bank.Customer
 }
@@ -41,7 +43,7 @@ func startLab(t *testing.T) lab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return lab{hs: hs, db: srv.Lab().DB, admin: srv.AdminToken(), customers: cs}
+	return lab{hs: hs, db: srv.Lab().DB, hub: srv.Events(), admin: srv.AdminToken(), customers: cs}
 }
 
 // execute sends body to path (POST /transfers or /deposits) as the first
@@ -214,11 +216,16 @@ func TestRedrive_RefusesWhatIsNotADeadLetter(t *testing.T) {
 
 // TestRedrive_AnswersTheDeadLetterItSentAgain: POST /lab/outbox/redrive
 // on a dead letter answers 200 with the dead letter as it was, under
-// "redriven", and GET /lab/outbox then counts its row owed and lists no
-// dead letter; a second redrive of it gets 404. It catches a handler that
-// answers before the row is owed again, or answers it under another name.
+// "redriven", and publishes it as a "redrive" event; GET /lab/outbox then
+// counts its row owed and lists no dead letter; a second redrive of it
+// gets 404 and publishes nothing. It catches a handler that answers
+// before the row is owed again, or answers it under another name, and
+// one that tells the event stream nothing of the operator's act, or tells
+// it of one refused.
 func TestRedrive_AnswersTheDeadLetterItSentAgain(t *testing.T) {
 	l := startLab(t)
+	heard, stop := l.hub.Subscribe(16)
+	defer stop()
 	from, to := l.customers[0].Accounts[0], l.customers[1].Accounts[0]
 	id := l.execute(t, "/transfers", "k1", fmt.Sprintf(`{"from":%q,"to":%q,"amount":10}`, from, to))
 	if _, err := l.db.ExecContext(t.Context(), `INSERT INTO outbox (transfer_id, core_key, from_account, to_account, amount, created_at, dead_at, dead_status, dead_answer)
@@ -240,5 +247,26 @@ func TestRedrive_AnswersTheDeadLetterItSentAgain(t *testing.T) {
 	}
 	if status, _, answer := l.post(t, "/lab/outbox/redrive", l.admin, body); status != http.StatusNotFound {
 		t.Errorf("POST /lab/outbox/redrive %s again: %d %s; want 404, the row owed already", body, status, answer)
+	}
+	// A clock event that moves nothing comes after every event the two
+	// redrives published.
+	if status, _, answer := l.post(t, "/lab/clock", l.admin, `{}`); status != http.StatusOK {
+		t.Fatalf("POST /lab/clock {}: %d %s", status, answer)
+	}
+	var redrives []bank.DeadLetter
+	for ev := range heard {
+		if ev.Kind == events.KindClock {
+			break
+		}
+		if ev.Kind == events.KindRedrive {
+			var d bank.DeadLetter
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Fatalf("redrive event %s: %v", ev.Data, err)
+			}
+			redrives = append(redrives, d)
+		}
+	}
+	if len(redrives) != 1 || redrives[0] != got.Redriven {
+		t.Errorf("redrive events %+v; want one, the dead letter as it was (%+v)", redrives, got.Redriven)
 	}
 }
