@@ -1324,12 +1324,16 @@ func checkPoison(t *T) error {
 // /lab/outbox/redrive), which makes their rows owed again, dead_at
 // cleared and the core's answer kept as its last. The core never took
 // the first before; it took the second, whose answer was lost, before the
-// limit refused the send again (takenThenRefused). The relay must send
-// both, under their keys, and the core post each once, and no dead
-// letter remain. A relay that reads owed by the answer's columns, not by
-// dead_at, or that remembers in memory the rows it set aside, never sends
-// them; one that sends a re-driven row under a new key has the core post
-// the second twice.
+// limit refused the send again (takenThenRefused). The operator first
+// re-drives the first too soon, while the core still refuses it, which
+// must set it aside again with the core's new answer; then lifts the
+// limit and re-drives both. The relay must send both, under their keys,
+// and the core post each once, and no dead letter remain. A relay that
+// reads owed by the answer's columns, not by dead_at, or that remembers
+// in memory the rows it set aside, never sends them; one that sets a row
+// aside only while it holds no answer leaves the first owed for ever;
+// one that sends a re-driven row under a new key has the core post the
+// second twice.
 func checkRedrive(t *T) error {
 	s, err := t.coreScenario(1_000_000)
 	if err != nil {
@@ -1351,41 +1355,83 @@ func checkRedrive(t *T) error {
 		return err
 	}
 	// The operator's part: read the answers, fix their cause, send them
-	// again.
+	// again. Once too soon: the core, asked to lift its limit, has only
+	// moved it, still under the amount of over, which the core refuses
+	// again, with another answer: its dead letter must come back with it.
+	moved := int64(coreLimit/2 + t.rng.IntN(coreLimit/2))
+	faults.LimitAmount(moved)
+	refusals := faults.PoisonedSends()
+	d, err := t.redrive(over, &story, fmt.Sprintf("the operator asks the core to lift its limit, which it only moves to %d won, and sends the dead letter again at once", moved))
+	if err != nil {
+		return err
+	}
+	story = append(story, fmt.Sprintf("(it was set aside with %d %s, under key %s)", d.Status, core.InvalidPosting.URI(), d.Key))
+	resent, err := t.WaitFor(drainWithin, func() (bool, error) { return faults.PoisonedSends() > refusals, nil })
+	if err != nil {
+		return err
+	}
+	if !resent {
+		return t.neverResent(story, over, "the row sent again by the relay, under its key, and refused again by the core, whose limit it is still over: set aside again with the core's new answer")
+	}
+	err = t.delivered(strings.Join(story, "\n"), s, want, []string{taken, over})
+	if f := (*judging.Failure)(nil); errors.As(err, &f) {
+		f.Why = "a dead letter sent again before its cause is fixed is refused again, for good, and must be set aside again, with the core's new answer, as the first time: a relay that sets a row aside only while it holds no answer yet, or that keeps sending a re-driven row whatever the core says, leaves it owed for ever, refused on every pass, with no dead letter to tell the operator that the fix did not take"
+	}
+	if err != nil {
+		return err
+	}
 	faults.LimitAmount(0)
 	for _, id := range []string{over, taken} {
-		sent := fmt.Sprintf(`POST /lab/outbox/redrive {"transfer_id":%q}`, id)
-		d, err := t.Lab().Redrive(t.ctx, id)
-		if le := (*labclient.Error)(nil); errors.As(err, &le) {
-			return t.Fail(strings.Join(append(story, sent), "\n"), le.Error(), "200: the dead letter GET /lab/outbox listed a moment ago, owed again")
-		}
+		d, err := t.redrive(id, &story, "the operator has the core lift its limit, and sends it again")
 		if err != nil {
 			return err
 		}
-		story = append(story, fmt.Sprintf("%s set aside as a dead letter with the core's answer (%d %s); the operator has the core lift its limit, and sends it again: %s  →  200 (its row owed again, under key %s: dead_at cleared, the core's answer kept as its last)",
-			id, d.Status, core.InvalidPosting.URI(), sent, d.Key))
+		story = append(story, fmt.Sprintf("(it was set aside with %d %s; its row is owed again, under key %s: dead_at cleared, the core's answer kept as its last)", d.Status, core.InvalidPosting.URI(), d.Key))
 	}
 	posted, err := t.WaitFor(drainWithin, func() (bool, error) { return t.coreHoldsAll(owed{over: want[over]}) })
 	if err != nil {
 		return err
 	}
 	if !posted {
-		o, err := t.Lab().Outbox(t.ctx)
-		if err != nil {
-			return err
-		}
-		f := t.Fail(strings.Join(story, "\n"),
-			fmt.Sprintf("the core never received the posting of %s again in %v: %s owed in the outbox, %s", over, drainWithin, counted(int(o.Counts.Pending), "row", "rows"), counted(int(o.Counts.Dead), "dead letter", "dead letters")),
-			"the row sent again by the relay, under its key, and posted once, now that the core takes it").(*judging.Failure)
-		f.Harm, f.Refs = judging.NotPosted, []string{over}
-		f.Why = "a row is owed while it is neither sent nor set aside, sent_at and dead_at both NULL, and an operator who fixed a dead letter's cause sends it again by making it so; the core's answer stays on the row as its last: a relay that reads owed by the answer's columns, or skips the rows it remembers setting aside, never sends it, and the transfer the operator meant to deliver never reaches the core, with no dead letter left to say so"
-		return f
+		return t.neverResent(story, over, "the row sent again by the relay, under its key, and posted once, now that the core takes it")
 	}
 	err = t.postedOnce(strings.Join(story, "\n"), s, want)
 	if f := (*judging.Failure)(nil); errors.As(err, &f) && f.Harm == judging.PostedTwice {
 		f.Why = "a re-driven row goes out under the key it was written with, the one every send of it used: the core may have taken an earlier send whose answer was lost before it refused the row (a rule of its own checked before its inbox), and a relay that gives the row a new key once it was refused, or for the re-drive, has the core post it a second time; the core keeps a posting under its key, never a refusal, so the same key is what gets it posted once"
 	}
 	return err
+}
+
+// neverResent fails S9.redrive: the core never received again the
+// posting of id, which the story's operator re-drove.
+func (t *T) neverResent(story []string, id, expected string) error {
+	o, err := t.Lab().Outbox(t.ctx)
+	if err != nil {
+		return err
+	}
+	f := t.Fail(strings.Join(story, "\n"),
+		fmt.Sprintf("the core never received the posting of %s again in %v: %s owed in the outbox, %s", id, drainWithin, counted(int(o.Counts.Pending), "row", "rows"), counted(int(o.Counts.Dead), "dead letter", "dead letters")),
+		expected).(*judging.Failure)
+	f.Harm, f.Refs = judging.NotPosted, []string{id}
+	f.Why = "a row is owed while it is neither sent nor set aside, sent_at and dead_at both NULL, and an operator who fixed a dead letter's cause sends it again by making it so; the core's answer stays on the row as its last: a relay that reads owed by the answer's columns, or skips the rows it remembers setting aside, never sends it, and the transfer the operator meant to deliver never reaches the core, with no dead letter left to say so"
+	return f
+}
+
+// redrive re-drives the dead letter of transfer id, as the operator in
+// S9.redrive, adding what the operator did (did) and the request to the
+// story. It returns the dead letter as it was, or a failure if the lab
+// refused to send it again.
+func (t *T) redrive(id string, story *[]string, did string) (bank.DeadLetter, error) {
+	sent := fmt.Sprintf(`POST /lab/outbox/redrive {"transfer_id":%q}`, id)
+	d, err := t.Lab().Redrive(t.ctx, id)
+	if le := (*labclient.Error)(nil); errors.As(err, &le) {
+		return d, t.Fail(strings.Join(append(*story, did+": "+sent), "\n"), le.Error(), "200: the dead letter GET /lab/outbox listed a moment ago, owed again")
+	}
+	if err != nil {
+		return d, err
+	}
+	*story = append(*story, fmt.Sprintf("%s: %s  →  200", did, sent))
+	return d, nil
 }
 
 // takenThenRefused makes one transfer over coreLimit, of A's to B's first
