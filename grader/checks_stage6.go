@@ -632,12 +632,15 @@ func (t *T) liveAfterTakeover(s Scenario, req Request, op string, amount int64, 
 // attempt claims it afresh and executes beside the retry), whether the
 // original gives the key back after it was refused at its completion or
 // after it failed, having read that it still held the key just before the
-// retry took it over. It holds a transfer, then a deposit (a completion
-// fenced on one route only), and the refused original must be told to
-// retry, 409 request-in-progress with Retry-After. And it catches a
-// completion that also asks for a live lease: an original that outlived
-// its lease, whose key no retry took over, is refused, and its retry
-// calls the core a second time for one payment.
+// retry took it over; the rounds that hold the original's release and its
+// completion run the server as two processes on one database, the retry
+// through the second, which a mutex in the first process's memory does
+// not hold back. It holds a transfer, then a deposit
+// (a completion fenced on one route only), and the refused original must
+// be told to retry, 409 request-in-progress with Retry-After. And it
+// catches a completion that also asks for a live lease: an original that
+// outlived its lease, whose key no retry took over, is refused, and its
+// retry calls the core a second time for one payment.
 func checkLateOriginalFenced(t *T) error {
 	for _, p := range payments {
 		if err := t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
@@ -649,14 +652,24 @@ func checkLateOriginalFenced(t *T) error {
 	if err := t.WhileHeld(1_000_000, t.lateOriginalAlone); err != nil {
 		return err
 	}
-	if err := t.WhileHeld(1_000_000, t.releasedAfterTakeover); err != nil {
+	// The rounds that hold the original's release or completion run the
+	// server as two processes on one database, the retry through the
+	// second: a mutex in the first process's memory, which its claims
+	// share with its release or its completion, keeps no retry of the
+	// other process from taking the key over between the original's read
+	// of its lease and its write.
+	rt, err := t.OnReplicas(2)
+	if err != nil {
 		return err
 	}
-	st, err := t.State()
+	if err := rt.WhileHeld(1_000_000, rt.releasedAfterTakeover); err != nil {
+		return err
+	}
+	st, err := rt.State()
 	if err != nil || st.Engine == labdb.SQLite {
 		return err
 	}
-	return t.WhileHeld(1_000_000, t.takenOverBeforeCompletion)
+	return rt.WhileHeld(1_000_000, rt.takenOverBeforeCompletion)
 }
 
 // lateOriginalAlone is S6.late-original-fenced's round in which nobody
@@ -731,10 +744,13 @@ func (t *T) lateOriginalAlone(s Scenario, latency time.Duration) (bool, error) {
 // READ COMMITTED a retry's takeover can commit between the read and the
 // completion, and both requests then move the money. The round holds the
 // original's completion before it runs (held-key-update), once its
-// transaction has done all it does before it; sends the retry, which
-// takes the key over and calls the core; then lets the completion run.
-// A completion that proves the lease in its own statement finds it gone
-// and rolls back, and the retry executes once. On SQLite the original's
+// transaction has done all it does before it; sends the retry through the
+// second process of the target (see checkLateOriginalFenced), which takes
+// the key over and calls the core; then lets the completion run. A
+// completion that proves the lease in its own statement finds it gone
+// and rolls back, and the retry executes once; one that read it first, a
+// mutex in the first process's memory around the read and the write or
+// not, completes the key too, and both move the money. On SQLite the original's
 // transaction holds the write lock, and the retry's takeover waits for it:
 // the round is not tried there. A server that completes its key in no
 // UPDATE of the key table never reaches the held statement, and the
@@ -782,11 +798,14 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 		}
 		return armedInTime, t.Reconcile(req.String(), first.Short(), s.Books)
 	}
-	before, err := t.State()
+	before, err := t.coreCallsEverywhere(op)
 	if err != nil {
 		return true, err
 	}
-	retry := t.Launch(req)
+	// The retry goes through the second process, where one runs.
+	through := req
+	through.Replica = 1
+	retry := t.Launch(through)
 	tookOver, err := t.calledCore(retry, op, before)
 	if err != nil {
 		return true, err
@@ -796,9 +815,9 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 	}
 	first, second := orig.Wait(), retry.Wait()
 	last := t.Do(req)
-	sent := fmt.Sprintf("(lease %v)\n%s  (the original, waiting %v on the core)\n"+
+	sent := fmt.Sprintf("(two server processes on one database; lease %v)\n%s  (the original, waiting %v on the core)\n"+
 		"while it waits: %v of lab time (its lease expires); when its core call is over, the first statement that updates the key table, its completion, waits (held-key-update)\n"+
-		"then the retry, the same request%s\n"+
+		"then the retry, the same request, through the second process%s\n"+
 		"then the completion runs: the original answers  %s\nthe retry answers  %s\nthen one more retry  →  %s",
 		lease, req.String(), latency, lease+time.Second,
 		map[bool]string{true: ", which takes the key over and calls the core", false: ", which does not reach the core within 4s"}[tookOver],
@@ -821,12 +840,14 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 // holds its first delete of the key table (held-key-delete), or its first
 // update of it, for a release that ends the lease rather than delete the
 // key (held-key-update), before it runs, once the release has read all it
-// reads; sends the
-// retry, which takes the key over and waits on the core; then lets the
-// statement run and sends a third attempt. A release that proves the
-// lease in its own statement changes nothing, and the third attempt hears
-// 409 request-in-progress. A release outside a transaction holds no lock
-// while it waits, on either engine; one whose read and delete share a
+// reads; sends the retry through the second process of the target (see
+// checkLateOriginalFenced), which takes the key over and waits on the
+// core; then lets the statement run and sends a third attempt. A release
+// that proves the lease in its own statement changes nothing, and the
+// third attempt hears 409 request-in-progress. A release outside a
+// transaction holds no lock while it waits, on either engine, and a mutex
+// in the first process's memory, shared by its release and its claims,
+// holds back no retry of the second; one whose read and delete share a
 // transaction holds SQLite's write lock, the retry waits for it, and the
 // round, which saw no takeover, judges only the money. A server that
 // gives the key back in no DELETE or UPDATE never reaches a held
@@ -879,8 +900,9 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 		}
 		return armedInTime, t.Reconcile(req.String(), "the original "+first.Short()+"; a retry "+last.Short(), s.Books)
 	}
-	// The other kind of statement is the retry's to run: its takeover
-	// updates the key.
+	// The other kind of statement is the later attempts' to run: a
+	// takeover updates the key (the third attempt's, through this
+	// process, too).
 	for _, point := range holds {
 		if point != held {
 			if err := t.Arm(point, 0); err != nil {
@@ -891,11 +913,14 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 	if err := t.Configure(labclient.Config{CoreLatency: 2 * latency}); err != nil {
 		return true, err
 	}
-	before, err := t.State()
+	before, err := t.coreCallsEverywhere(op)
 	if err != nil {
 		return true, err
 	}
-	retry := t.Launch(req)
+	// The retry goes through the second process, where one runs.
+	through := req
+	through.Replica = 1
+	retry := t.Launch(through)
 	tookOver, err := t.calledCore(retry, op, before)
 	if err != nil {
 		return true, err
@@ -912,9 +937,9 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 	inFlight = !retry.Done()
 	second := retry.Wait()
 	last := t.Do(req)
-	sent := fmt.Sprintf("(lease %v)\n%s  (the original, waiting %v on the core)\n"+
+	sent := fmt.Sprintf("(two server processes on one database; lease %v)\n%s  (the original, waiting %v on the core)\n"+
 		"while it waits: %v of lab time (its lease expires); when its core call is over, its business write fails (fail-in-transfer), and the first statement that deletes from or updates the key table, its release of the key, waits (%s)\n"+
-		"then the retry, the same request, waiting %v on the core%s\n"+
+		"then the retry, the same request, through the second process, waiting %v on the core%s\n"+
 		"then the release runs: the original answers  %s\n"+
 		"a third attempt, while the retry still waits  →  %s\n"+
 		"the retry answers  %s\n"+
@@ -948,16 +973,17 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 }
 
 // calledCore waits for retry, a request that takes a key over, to call
-// the core for op, counted from before: it has then taken the key over,
-// and its claim has committed. It reports whether it did; a retry that
-// answered first did not. It waits 4 s at most, inside a held statement's
-// own cap (fault.HeldCommitMax), so that the statement runs when the check
-// lets it go, not before.
-func (t *T) calledCore(retry *Pending, op string, before labctl.State) (bool, error) {
+// the core for op, counted from before in every process of the target
+// (coreCallsEverywhere): it has then taken the key over, and its claim
+// has committed. It reports whether it did; a retry that answered first
+// did not. It waits 4 s at most, inside a held statement's own cap
+// (fault.HeldCommitMax), so that the statement runs when the check lets
+// it go, not before.
+func (t *T) calledCore(retry *Pending, op string, before int64) (bool, error) {
 	called := false
 	_, err := t.WaitFor(4*time.Second, func() (bool, error) {
-		st, err := t.State()
-		called = err == nil && st.CoreCalls[op] > before.CoreCalls[op]
+		calls, err := t.coreCallsEverywhere(op)
+		called = err == nil && calls > before
 		return called || retry.Done(), err
 	})
 	return called, err
