@@ -283,7 +283,7 @@ var catalogue = []Check{
 	{
 		ID: "S6.two-servers", Stage: 6, Lesson: lesson6 + "#on-postgresql",
 		Claim: "the retries of a key whose original crashed, sent at once after its lease has expired through two server processes on one database: exactly one of them takes the key over, calls the core and executes, and the others get 409 request-in-progress",
-		Why:   "a server runs as several processes (replicas, a rolling deploy); a takeover that reads the lease and writes the new owner after, kept safe by a mutex, is safe only among the retries that reach its process, and a retry on the other one takes the key over too and calls the core again: only a decision the database makes is seen by every process",
+		Why:   "a server runs as several processes (replicas, a rolling deploy); a takeover that reads the lease and writes the new owner after (or deletes the expired key and claims it afresh), kept safe by a mutex, is safe only among the retries that reach its process, and a retry on the other one takes the key over too and calls the core again: only a decision the database makes is seen by every process",
 		Run:   checkTwoServersTakeover,
 	},
 	{

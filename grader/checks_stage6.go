@@ -1239,8 +1239,10 @@ func (t *T) takeoverOwnKey(books *judging.Books, expired, live strandedKey) erro
 // business write, and once its lease has expired, its retries arrive at
 // once, every other one through the second process, with the first
 // update of the key table held up in each (slow-key-update), so that a
-// retry of each process reads the lease before either writes it. The
-// core calls are counted in both processes.
+// retry of each process reads the lease before either writes it, and the
+// first delete of the key table by a request that read it before
+// (slow-key-delete-after-read), for a takeover that deletes the expired
+// key and claims it afresh. The core calls are counted in both processes.
 func checkTwoServersTakeover(t *T) error {
 	const n = 16
 	rt, s, err := t.twoServers(1_000_000)
@@ -1270,18 +1272,22 @@ func checkTwoServersTakeover(t *T) error {
 		return err
 	}
 	sent := fmt.Sprintf("(two server processes on one database; POST /lab/config: lease %v)\n%s\n(armed crash-in-transfer: the original died inside its business write  →  %s)\n"+
-		"then the lab clock set to 1s after its lease expired, and %d retries at once, every other one through the second process, with the slow-key-update fault holding the first update of the key table in each for %v",
-		lease, p.req.String(), stranded.Short(), n, fault.KeyUpdateDelay)
+		"then the lab clock set to 1s after its lease expired, and %d retries at once, every other one through the second process, with the slow-key-update fault holding the first update of the key table in each for %v, and slow-key-delete-after-read the first delete of it by a request that read it before, for %v",
+		lease, p.req.String(), stranded.Short(), n, fault.KeyUpdateDelay, fault.KeyDeleteDelay)
 	before, err := rt.coreCallsEverywhere(p.op)
 	if err != nil {
 		return err
 	}
-	if err := rt.ArmEverywhere(labctl.SlowKeyUpdate, 1); err != nil {
-		return err
+	for _, point := range []string{labctl.SlowKeyUpdate, labctl.SlowKeyDeleteAfterRead} {
+		if err := rt.ArmEverywhere(point, 1); err != nil {
+			return err
+		}
 	}
 	rs := rt.Simultaneously(n, func(i int) Request { r := p.req; r.Replica = i % 2; return r })
-	if err := rt.ArmEverywhere(labctl.SlowKeyUpdate, 0); err != nil {
-		return err
+	for _, point := range []string{labctl.SlowKeyUpdate, labctl.SlowKeyDeleteAfterRead} {
+		if err := rt.ArmEverywhere(point, 0); err != nil {
+			return err
+		}
 	}
 	got := Summarize(rs)
 	ran := func() { books.Transfer(p.op, s.A.Accounts[0], s.B.Accounts[0], p.amount) }
