@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"idemlab/grader"
+	"idemlab/kit/labdb"
 )
 
 func parseFixture(t *testing.T, name string) Outcome {
@@ -239,6 +240,55 @@ func TestGoTest_OnlyRunsTheChecksRUNNames(t *testing.T) {
 	}
 	if o.State() != Passing || len(o.Checks) != 1 || o.Checks[0].ID != "S0.happy-path" || o.Only != "S0.happy-path" {
 		t.Fatalf("state %q, only %q, checks %+v\n%s", o.State(), o.Only, o.Checks, o.Other)
+	}
+}
+
+// TestGoTest_RunsEightChecksAtOnce: eight checks that each wait until all
+// eight have started pass only if the run lets eight run at once, as a
+// stage's checks, which mostly wait, are run on SQLite (checksAtOnce);
+// go test on its own runs as many as there are cores, two on the lab's
+// machines, and then each of them gives up after 20 s and fails.
+func TestGoTest_RunsEightChecksAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go")
+	}
+	if labdb.EngineOfTarget(labdb.TestTarget()) == labdb.PostgreSQL {
+		t.Skip("on PostgreSQL a stage's checks run four at a time")
+	}
+	g := GoTest{Root: stageModule(t, `package stage1
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+var all sync.WaitGroup
+
+func TestStage(t *testing.T) {
+	all.Add(8)
+	for i := range 8 {
+		t.Run(fmt.Sprintf("S1.check-%d", i), func(t *testing.T) {
+			t.Parallel()
+			all.Done()
+			met := make(chan struct{})
+			go func() { all.Wait(); close(met) }()
+			select {
+			case <-met:
+			case <-time.After(20 * time.Second):
+				t.Error("FAIL S1.check  the eight checks did not all run at once")
+			}
+		})
+	}
+}
+`)}
+	o, err := g.Run(context.Background(), 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.State() != Passing || len(o.Checks) != 8 {
+		t.Fatalf("state %q, %d checks\n%s%s", o.State(), len(o.Checks), o.Build, o.Other)
 	}
 }
 
