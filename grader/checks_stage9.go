@@ -1464,15 +1464,53 @@ func (t *T) takenThenRefused(s Scenario, want owed, story *[]string) (string, er
 		return taken, err
 	}
 	faults.LoseAnswers(1)
+	first := arrived
 	arrived = faults.Held()
 	faults.LetThrough()
-	if _, err := t.relayWaits(faults, arrived); err != nil {
+	again, err := t.relayWaits(faults, arrived)
+	if err != nil {
 		return "", err
+	}
+	// One send let through, its answer lost, and none after it: the
+	// relay settled the row on no answer. (A relay whose own timeout is
+	// shorter than the check takes to see its first send may have sent
+	// twice before the core let them through, and had an answer.)
+	if !again && arrived-first == 1 {
+		if err := t.sentNoMore(*story, taken); err != nil {
+			return "", err
+		}
 	}
 	faults.LimitAmount(coreLimit)
 	*story = append(*story, fmt.Sprintf("the core ledger takes the posting of %s and its answer is lost; before the relay sends it again, the core starts to post at most %d won at once, and refuses for good every posting of more, checked before its inbox (400 %s: a limit of its own, which the bank does not have)",
 		taken, coreLimit, core.InvalidPosting.URI()))
 	return taken, nil
+}
+
+// sentNoMore fails S9.redrive when the relay, once the core took the
+// posting of taken and its answer was lost (takenThenRefused), settled
+// its row without sending it again: marked it sent, or set it aside. The
+// core holds the posting once, so no money is harmed here, and the check
+// cannot go on to the refusal it meant to make; judged as a dead letter,
+// the row would be called one the core never received. A row still owed
+// (a relay that waits long before it sends again) is no failure here.
+func (t *T) sentNoMore(story []string, taken string) error {
+	st, err := t.State()
+	if err != nil || st.Outbox.Pending > 0 {
+		return err
+	}
+	fate := "marked sent"
+	for _, d := range st.DeadLetters {
+		if d.TransferID == taken {
+			fate = "set aside as a dead letter with " + answerText(d.Status, d.Answer)
+		}
+	}
+	story = append(story, fmt.Sprintf("the core ledger takes the posting of %s and its answer is lost (the connection drops before it)", taken))
+	f := t.Fail(strings.Join(story, "\n"),
+		fmt.Sprintf("the relay sent the posting of %s no more: its row was %s, though no answer came (the core holds the posting once)", taken, fate),
+		"the row still owed, and sent again under its key: a send whose answer was lost may or may not have been posted, and only the core's answer to the next one says which").(*judging.Failure)
+	f.Refs = []string{taken}
+	f.Why = "no answer is neither an acknowledgement nor a refusal: the core may have posted the request or not, so a relay that marks such a row sent loses every posting the core did not make (S9.lost-answers), and one that sets it aside hands a person a dead letter for what the core may hold; sent again under its key, the row is posted once or answered with the posting already made"
+	return f
 }
 
 // deadLettersKept fails S9.poison when a dead letter of forGood, there

@@ -155,6 +155,61 @@ func TestDelivered_ADeadLetterTheCoreHoldsIsNotNotPosted(t *testing.T) {
 	}
 }
 
+// unansweredSettled is solution 9 with a relay that settles a row whose
+// send got no answer rather than keep it owed: it marks it sent, or, with
+// aside, sets it aside as a dead letter, as if no answer were an
+// acknowledgement, or a refusal for good.
+type unansweredSettled struct {
+	*stage9.Server
+	env   stage.Env
+	aside bool
+}
+
+func (s unansweredSettled) Relay(ctx context.Context) (int, error) {
+	n, err := s.Server.Relay(ctx)
+	if err == nil {
+		return n, nil
+	}
+	settle := `UPDATE outbox SET sent_at = ? WHERE sent_at IS NULL AND dead_at IS NULL`
+	if s.aside {
+		settle = `UPDATE outbox SET dead_at = ?, dead_status = 502, dead_answer = '{"detail":"no answer"}' WHERE sent_at IS NULL AND dead_at IS NULL`
+	}
+	_, err = s.env.DB.ExecContext(ctx, settle, clock.Format(s.env.Clock.Now()))
+	return n, err
+}
+
+// TestRedrive_ARowNotSentAgainAfterItsAnswerWasLost: S9.redrive has the
+// core take a posting and lose its answer before it refuses the send
+// again. A relay that never sends it again, having marked its row sent or
+// set it aside on no answer, must be told so: the core holds the posting
+// once, so no money is harmed, and the finding says the relay sent it no
+// more. It catches a check that goes on as if the row had been refused,
+// and fails the relay for a posting "not posted" that the core "never
+// received".
+func TestRedrive_ARowNotSentAgainAfterItsAnswerWasLost(t *testing.T) {
+	c, ok := grader.Lookup("S9.redrive")
+	if !ok {
+		t.Fatal("no check S9.redrive")
+	}
+	for _, aside := range []bool{false, true} {
+		factory := func(ctx context.Context, env stage.Env) (stage.Handlers, error) {
+			h, err := stage9.New(ctx, env)
+			if err != nil {
+				return nil, err
+			}
+			return unansweredSettled{Server: h.(*stage9.Server), env: env, aside: aside}, nil
+		}
+		r := grader.RunCheck(context.Background(), grader.Subject{Stage: 9, Name: "unanswered settled", New: factory}, c, 1, targets.InProcess)
+		var f *judging.Failure
+		if !errors.As(r.Err, &f) {
+			t.Fatalf("aside %v: a relay that settles a row on no answer: %v, want a failure", aside, r.Err)
+		}
+		if f.Harm != "" || !strings.Contains(f.Got, "no more") || strings.Contains(f.Got, "never received") {
+			t.Errorf("aside %v: harm %q, got %s; want no harm to money, and the row the relay sent no more named", aside, f.Harm, f.Got)
+		}
+	}
+}
+
 // firstRowAlone is solution 9 on a busy machine: the relay's pass that
 // reads the first transfer's row alone reaches the core only once the
 // second transfer's row is written, and firstRowStall after (the check
