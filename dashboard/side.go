@@ -783,10 +783,12 @@ func (s *Side) baseline(st labctl.State) {
 }
 
 // redriven is the feed's note for a dead letter an operator sent again:
-// which transfer, and the answer it was set aside with, so that the row
-// seen owed again, and then sent, has its cause beside it.
+// which transfer, the answer it was set aside with, and the key its row
+// is owed under, so that the row seen owed again, and then sent or set
+// aside again, has its cause beside it, and the key the relay's send of
+// it should carry. It says what the lab did, not what the relay will do.
 func redriven(d bank.DeadLetter) string {
-	return fmt.Sprintf("redrive: an operator sent %s again, set aside with %s; the relay sends it under its key", d.TransferID, deadAnswer(d))
+	return fmt.Sprintf("redrive: an operator sent %s again, set aside with %s; its row is owed again, under key %s", d.TransferID, deadAnswer(d), d.Key)
 }
 
 // deadAnswer is the core's answer a dead letter was set aside with, as

@@ -175,15 +175,18 @@ func TestSide_SaysWhenKeyEventsStopAndFlowAgain(t *testing.T) {
 }
 
 // TestSide_SaysWhenAnOperatorRedrives: a "redrive" event puts a line in
-// the feed naming the transfer and the answer its dead letter was set
-// aside with. A dashboard that ignored it showed the row owed again and
-// then sent, with no word of the operator.
+// the feed naming the transfer, the answer its dead letter was set aside
+// with and the key its row is owed under. A dashboard that ignored it
+// showed the row owed again and then sent, with no word of the operator;
+// one that left the key out, or told the relay's send as done, gave no
+// way to see a send under another key.
 func TestSide_SaysWhenAnOperatorRedrives(t *testing.T) {
 	s := NewSide()
-	s.Ingest(event(events.KindRedrive, t0, bank.DeadLetter{TransferID: "tr_abc", Key: "tr_abc", Status: 400, Answer: `{"type":"/problems/invalid-posting","status":400}`}), t0)
+	s.Ingest(event(events.KindRedrive, t0, bank.DeadLetter{TransferID: "tr_abc", Key: "key-abc", Status: 400, Answer: `{"type":"/problems/invalid-posting","status":400}`}), t0)
 	feed := s.Feed(1)
-	if len(feed) != 1 || !strings.Contains(feed[0].Note, "redrive") || !strings.Contains(feed[0].Note, "tr_abc") || !strings.Contains(feed[0].Note, "400 invalid-posting") {
-		t.Fatalf("feed %+v, want a note of the redrive of tr_abc, set aside with 400 invalid-posting", feed)
+	if len(feed) != 1 || !strings.Contains(feed[0].Note, "redrive") || !strings.Contains(feed[0].Note, "tr_abc") ||
+		!strings.Contains(feed[0].Note, "400 invalid-posting") || !strings.Contains(feed[0].Note, "under key key-abc") || strings.Contains(feed[0].Note, "relay sends") {
+		t.Fatalf("feed %+v, want a note of the redrive of tr_abc, set aside with 400 invalid-posting, owed again under key key-abc", feed)
 	}
 }
 
