@@ -652,14 +652,11 @@ func TestSlowSettingsCommitFault_OnEitherEngine(t *testing.T) {
 	}
 }
 
-// TestSlowSettingsCommitFault_HoldsBeforeTheCommitOnPostgreSQL catches a
-// PostgreSQL connection that holds a write of the settings outside a
-// transaction after it has committed, rather than before, with its row
-// lock: while the write is held, another connection must read the
-// version as it was, and once the write returns, the one it made. (On
-// SQLite a write outside a transaction has committed once it ran: the
-// fault holds the process's writer, and the other writes wait for it.)
-func TestSlowSettingsCommitFault_HoldsBeforeTheCommitOnPostgreSQL(t *testing.T) {
+// settingsOnPostgreSQL is the PostgreSQL database of engines, with the
+// settings table and one account's row, 'acc' at version 1; it skips the
+// test where no cluster is set.
+func settingsOnPostgreSQL(t *testing.T) *labdb.DB {
+	t.Helper()
 	ctx := context.Background()
 	db, ok := engines(t)[labdb.PostgreSQL]
 	if !ok {
@@ -671,6 +668,19 @@ func TestSlowSettingsCommitFault_HoldsBeforeTheCommitOnPostgreSQL(t *testing.T) 
 	if _, err := db.ExecContext(ctx, `INSERT INTO account_settings (account_id, version) VALUES ('acc', 1)`); err != nil {
 		t.Fatal(err)
 	}
+	return db
+}
+
+// TestSlowSettingsCommitFault_HoldsBeforeTheCommitOnPostgreSQL catches a
+// PostgreSQL connection that holds a write of the settings outside a
+// transaction after it has committed, rather than before, with its row
+// lock: while the write is held, another connection must read the
+// version as it was, and once the write returns, the one it made. (On
+// SQLite a write outside a transaction has committed once it ran: the
+// fault holds the process's writer, and the other writes wait for it.)
+func TestSlowSettingsCommitFault_HoldsBeforeTheCommitOnPostgreSQL(t *testing.T) {
+	ctx := context.Background()
+	db := settingsOnPostgreSQL(t)
 	writer, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -711,6 +721,39 @@ func TestSlowSettingsCommitFault_HoldsBeforeTheCommitOnPostgreSQL(t *testing.T) 
 		if err := c.Close(); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestSlowSettingsCommitFault_LeavesABeginOfItsOwnAlone catches a
+// PostgreSQL connection that, armed, runs a write of the settings in a
+// transaction of its own while the session is in one that a BEGIN
+// statement began, which database/sql does not see: its COMMIT would end
+// the stage's transaction at that write, and the ROLLBACK that follows
+// would undo nothing. Rolled back, the write must be gone; it is still
+// held, once it has run.
+func TestSlowSettingsCommitFault_LeavesABeginOfItsOwnAlone(t *testing.T) {
+	ctx := context.Background()
+	db := settingsOnPostgreSQL(t)
+	c, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	db.SlowSettingsCommits(1)
+	for _, q := range []string{`BEGIN`, `UPDATE account_settings SET version = version + 1 WHERE account_id = 'acc'`, `ROLLBACK`} {
+		if _, err := c.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	var v int64
+	if err := db.QueryRowContext(ctx, `SELECT version FROM account_settings WHERE account_id = 'acc'`).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	if v != 1 {
+		t.Errorf("version %d after a write the stage's own BEGIN began and its ROLLBACK ended; want 1: the fault committed the stage's transaction", v)
+	}
+	if n := db.SlowSettingsCommitsLeft(); n != 0 {
+		t.Errorf("%d left after the write; want 0: held once it ran, in the stage's transaction", n)
 	}
 }
 

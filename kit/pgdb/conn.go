@@ -5,6 +5,8 @@ import (
 	"database/sql/driver"
 	"errors"
 
+	"github.com/jackc/pgx/v5"
+
 	"idemlab/kit/fault"
 )
 
@@ -106,7 +108,11 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 // slow-settings-commit fault is armed (fault.Store.HoldsSettingsCommit):
 // in the open transaction, whose COMMIT the fault then holds; outside one,
 // it begins a transaction of its own for the write and returns it, for
-// commitHeld or heldRows to commit. It returns nil for any other
+// commitHeld or heldRows to commit. In a transaction that a BEGIN
+// statement of the stage's began, which database/sql does not see, it
+// returns sessionTx: a transaction of its own there would commit the
+// stage's at this write, and the write is held once it has run, its row
+// lock taken, until the stage's own COMMIT. It returns nil for any other
 // statement.
 func (c *conn) holdSettings(ctx context.Context, query string) (driver.Tx, error) {
 	if !c.store.HoldsSettingsCommit(query) {
@@ -116,8 +122,19 @@ func (c *conn) holdSettings(ctx context.Context, query string) (driver.Tx, error
 		c.settings = true
 		return nil, nil
 	}
+	if s, ok := c.inner.(interface{ Conn() *pgx.Conn }); ok && s.Conn().PgConn().TxStatus() != 'I' {
+		return sessionTx{}, nil
+	}
 	return c.pgx().BeginTx(context.WithoutCancel(ctx), driver.TxOptions{})
 }
+
+// sessionTx stands for the transaction a BEGIN statement of the stage's
+// began (holdSettings): the stage commits it or rolls it back, so it does
+// neither.
+type sessionTx struct{}
+
+func (sessionTx) Commit() error   { return nil }
+func (sessionTx) Rollback() error { return nil }
 
 // commitHeld ends own, the transaction of a write of the settings that
 // holdSettings began (nil: none), once the write has run with err: it
