@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -20,15 +21,39 @@ import (
 	"idemlab/grader/targets"
 )
 
+// examples are the example middlewares by name, which this test binary
+// also serves as a lab server of their own when a check starts it again
+// as a child process (the checks that run the server as two processes).
+var examples = map[string]audit.Adapter{"naive": naive.New, "final": final.New, "aftercommit": aftercommit.New}
+
+func TestMain(m *testing.M) {
+	var subjects []grader.Subject
+	for name, new := range examples {
+		subjects = append(subjects, audit.Subject(name, new))
+	}
+	if targets.IsChild() {
+		os.Exit(targets.ServeChild(subjects...))
+	}
+	targets.CanServe(subjects...)
+	os.Exit(m.Run())
+}
+
 // check runs one check of the catalogue against the middleware new
 // builds, wrapped around the naive handlers, in this process.
 func check(t *testing.T, new audit.Adapter, id string) grader.Result {
+	t.Helper()
+	return checkAs(t, "test", new, id)
+}
+
+// checkAs is check, with the middleware named name: an example's name lets
+// a check start it again in processes of its own.
+func checkAs(t *testing.T, name string, new audit.Adapter, id string) grader.Result {
 	t.Helper()
 	c, ok := grader.Lookup(id)
 	if !ok {
 		t.Fatalf("no check %s", id)
 	}
-	return grader.RunCheck(t.Context(), audit.Subject("test", new), c, 11, targets.InProcess)
+	return grader.RunCheck(t.Context(), audit.Subject(name, new), c, 11, targets.InProcess)
 }
 
 // A middleware that does nothing leaves the naive handlers as they are:
@@ -50,7 +75,9 @@ func TestSubject_AnAdapterWithoutWrapCannotRun(t *testing.T) {
 	}
 }
 
-// The examples, check by check, with the checks that need no crash: the
+// The examples, check by check, with the checks that need no crash (a
+// check that runs the server as two processes starts this test binary
+// twice, serving the example by its name: see TestMain): the
 // naive one's money findings, its contract differences and what the lab
 // cannot observe of a map in memory; the final one holds; and without the
 // shared transaction, a late original pays beside the retry that took its
@@ -91,7 +118,7 @@ func TestExamples_VerdictsInProcess(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name+"/"+tt.check, func(t *testing.T) {
 			t.Parallel()
-			r := check(t, tt.new, tt.check)
+			r := checkAs(t, tt.name, tt.new, tt.check)
 			got := string(r.Harm())
 			switch {
 			case r.Passed():
