@@ -136,8 +136,10 @@ func (t *T) refusedAsDuplicate(story string, r Response, inv invoice, books *jud
 // checkTwoKeys catches a stage that knows nothing of references, one that
 // records the reference after the money has committed (the second payment
 // is refused only once it has moved), one that stores the refusal in the
-// transaction that moved the money, and one that holds a reference per
-// account, paying or paid, instead of per customer.
+// transaction that moved the money (or, on SQLite, in one of its own begun
+// before that transaction has rolled back, which waits on its write lock
+// and fails), and one that holds a reference per account, paying or paid,
+// instead of per customer.
 func checkTwoKeys(t *T) error {
 	s, inv, story, err := t.paidInvoice(2)
 	if err != nil {
