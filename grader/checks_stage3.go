@@ -358,7 +358,9 @@ const releasePatience = time.Second
 func waitAnswer(r Response) bool { return r.Is(http.StatusConflict, pInProgress) }
 
 // retryAfterFailure is checkRetryAfterFailure with the business write
-// failed by point, armed once, which does what it says.
+// failed by point, armed once, which does what it says. A 201 to the
+// failed attempt is reconciled first: a client told its payment was made
+// when nothing moved (a COMMIT whose error is not read) has lost it.
 func retryAfterFailure(t *T, s Scenario, point, does string) error {
 	a, b, books := s.A, s.B, s.Books
 	req, op, amount := s.Payment(t)
@@ -372,6 +374,15 @@ func retryAfterFailure(t *T, s Scenario, point, does string) error {
 		return err
 	}
 	sent := req.String() + "\n(armed: " + point + ", " + does + ")"
+	if first.Err == nil && first.Is(http.StatusCreated, "") {
+		// Told its payment was made: the books must show it, or the
+		// client walks away from money that never moved (a COMMIT whose
+		// error was not read).
+		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+		if err := t.Reconcile(sent, first.Short(), books); err != nil {
+			return err
+		}
+	}
 	if first.Err != nil || first.Status < 500 {
 		return t.Fail(sent, first.String(), "a 5xx: the business write failed and nothing was executed")
 	}
