@@ -795,14 +795,21 @@ func checkPurgeBounded(t *T, s Scenario) error {
 	return nil
 }
 
+// inProgressAge is how far S5.purge-keeps-in-progress moves the lab clock
+// while an original waits on the core: past any retention, and past any
+// age at which a purge might take a claim for abandoned (a day, a week, a
+// year). A key in progress is never purged, however old.
+const inProgressAge = 10 * 365 * 24 * time.Hour
+
 // checkPurgeKeepsInProgress catches a purge that deletes old keys whatever
-// their state, and a claim that treats an expired in-progress key as free:
+// their state, one that takes keys in progress past some age for
+// abandoned, and a claim that treats an expired in-progress key as free:
 // either way the retry of a running original executes a second time.
 func checkPurgeKeepsInProgress(t *T) error {
 	err := t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
 		// A lease longer than the jump of the clock: this check is about
 		// the purge, not about taking over an expired lease (stage 6).
-		if err := t.Configure(labclient.Config{Lease: 72 * time.Hour}); err != nil {
+		if err := t.Configure(labclient.Config{Lease: 2 * inProgressAge}); err != nil {
 			return false, err
 		}
 		a, b, books := s.A, s.B, s.Books
@@ -821,7 +828,7 @@ func checkPurgeKeepsInProgress(t *T) error {
 			return true, t.Fail(req.String(), "the key never showed in_progress while the original waited on the core",
 				"the key in progress from the claim until the business write completes it (stage 3)")
 		}
-		if err := t.Advance(25 * time.Hour); err != nil {
+		if err := t.Advance(inProgressAge); err != nil {
 			return false, err
 		}
 		if _, err := t.Purge(); err != nil {
@@ -832,14 +839,14 @@ func checkPurgeKeepsInProgress(t *T) error {
 			return false, err
 		}
 		running := !held.Done()
-		sent := fmt.Sprintf("%s\n(the original waits %v on the core; while it waits: 25h of lab time, past the retention period, and POST /lab/purge)", req.String(), latency)
+		sent := fmt.Sprintf("%s\n(the original waits %v on the core; while it waits: 10 years of lab time, past the retention period and any age a claim might be taken for abandoned at, and POST /lab/purge)", req.String(), latency)
 		if len(judging.KeyRows(st, req.Key)) == 0 {
 			held.Wait()
 			if !running {
 				return false, nil
 			}
 			return true, t.Fail(sent, "the key's row is gone from idempotency_keys while its original still runs",
-				"the in-progress row kept: a purge removes only completed keys")
+				"the in-progress row kept: a purge removes only completed keys; a key in progress, however old, may be a request still running, and the next retry would claim it afresh and pay beside it")
 		}
 		early := held.Early()
 		retry := t.Do(req)
@@ -862,10 +869,10 @@ func checkPurgeKeepsInProgress(t *T) error {
 		if !orig.Is(http.StatusCreated, "") {
 			return true, t.Fail(sent, "the original answered "+orig.String(), "201 Created once its core call returns")
 		}
-		// The key was created 25h ago and completed just now: its retention
+		// The key was created 10 years ago and completed just now: its retention
 		// counts from its completion. A retry, then a purge and a retry,
 		// must both get the stored answer.
-		sent += "  →  " + retry.Short() + "\nthe original answers " + orig.Short() + " (its key was created 25h ago, and completed now)"
+		sent += "  →  " + retry.Short() + "\nthe original answers " + orig.Short() + " (its key was created 10 years ago, and completed now)"
 		for _, purge := range []bool{false, true} {
 			if purge {
 				if _, err := t.Purge(); err != nil {
