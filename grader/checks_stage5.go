@@ -45,10 +45,14 @@ func answerID(r Response) string {
 // customer's stored answer. Every probe runs: a refusal is a contract
 // difference, recorded on the way.
 //
-// Last, one customer's request fails under the key another customer's
-// transfer holds in progress: a release that finds the claim by the key
-// string alone gives the other's key back too, and its retry pays while
-// its original still runs.
+// Then one customer's key expires while another customer's key of the
+// same string is still live, and the first customer's late retry forgets
+// its key: a claim that forgets by the key string alone forgets the
+// other's too, and that customer's retry pays again. Last, one customer's
+// request fails under the key another customer's transfer holds in
+// progress: a release that finds the claim by the key string alone gives
+// the other's key back too, and its retry pays while its original still
+// runs.
 func checkCustomersScoped(t *T, s Scenario) error {
 	for _, kind := range []string{"transfer", "deposit"} {
 		for _, together := range []bool{true, false} {
@@ -57,7 +61,93 @@ func checkCustomersScoped(t *T, s Scenario) error {
 			}
 		}
 	}
+	if err := t.forgetKeepsTheOtherKey(s); err != nil {
+		return err
+	}
 	return t.releaseKeepsTheOtherClaim(s)
+}
+
+// sameKeyTransfers returns two transfers under key, of one amount up to
+// most: the first customer's to the second, with the operation ops[0],
+// and the second customer's to the first, with ops[1]. The books expect
+// both operations.
+func (t *T) sameKeyTransfers(s Scenario, key string, most int64) (first, second Request, ops []string, amount int64) {
+	a, b := s.A, s.B
+	amount, ops = t.Amount(1_000, most), []string{t.Op(), t.Op()}
+	for _, op := range ops {
+		s.Books.Expect(op)
+	}
+	return Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, ops[0])),
+		Transfer(b, key, TransferBody(b.Accounts[0], a.Accounts[0], amount, ops[1])), ops, amount
+}
+
+// forgetKeepsTheOtherKey: the first customer pays under a key; 3h of lab
+// time later the second customer pays under the same key string; then
+// the retention is cut to 2h in the config, so that the first customer's
+// key has expired and is still in the table (a move of the clock would
+// purge it) while the second's has all of it left. The first customer's
+// late retry is a new request, and may pay again; the second customer's
+// retry replays its own stored answer. A claim that forgets an expired
+// key by the key string alone deletes the second customer's key with the
+// first one's, and that retry pays again.
+func (t *T) forgetKeepsTheOtherKey(s Scenario) error {
+	// The retention must outlast the clients' retry horizon (an hour).
+	const age, cut = 3 * time.Hour, 2 * time.Hour
+	a, b, books := s.A, s.B, s.Books
+	key := t.Key()
+	mine, theirs, ops, amount := t.sameKeyTransfers(s, key, 100_000)
+	first := t.Do(mine)
+	if executedOps(first) > 0 {
+		books.Transfer(ops[0], a.Accounts[0], b.Accounts[0], amount)
+	}
+	sent := fmt.Sprintf("customer %s: %s  →  %s", a.ID, mine.String(), first.Short())
+	if err := t.Reconcile(sent, "", books); err != nil {
+		return err
+	}
+	if !first.Is(http.StatusCreated, "") {
+		return t.Fail(sent, first.String(), "201 Created")
+	}
+	if err := t.Advance(age); err != nil {
+		return err
+	}
+	other := t.Do(theirs)
+	if executedOps(other) > 0 {
+		books.Transfer(ops[1], b.Accounts[0], a.Accounts[0], amount)
+	}
+	sent += fmt.Sprintf("\nthen %v of lab time, and customer %s under the same key string: %s  →  %s", age, b.ID, theirs.String(), other.Short())
+	if err := t.Reconcile(sent, "", books); err != nil {
+		return err
+	}
+	if !other.Is(http.StatusCreated, "") || answerID(other) == answerID(first) {
+		return t.Fail(sent, other.String(), "201 Created, its own transfer: a key belongs to the customer who sent it")
+	}
+	if err := t.Configure(labclient.Config{Retention: cut}); err != nil {
+		return err
+	}
+	st, err := t.State()
+	if err != nil {
+		return err
+	}
+	if len(judging.KeyRows(st, key)) < 2 {
+		return t.CouldNotObserve("two customers' keys of one string in the table, the first one's expired: %s's rows were purged before the first customer's late retry (a busy machine, or a key table the lab cannot read)", key)
+	}
+	late := t.Do(mine)
+	if late.Is(http.StatusCreated, "") && answerID(late) != answerID(first) {
+		// Its key has expired: the same key is a new request, and runs.
+		books.Transfer(ops[0], a.Accounts[0], b.Accounts[0], amount)
+	}
+	// Its key is live: a retry that runs again is a double, whatever it
+	// answers.
+	again := t.Do(theirs)
+	sent += fmt.Sprintf("\nthen the retention cut to %v in the config: customer %s's key expired and is still in the table, customer %s's has all of it left"+
+		"\nthen customer %s's late retry  →  %s\nthen customer %s's retry, the same request  →  %s", cut, a.ID, b.ID, a.ID, late.Short(), b.ID, again.Short())
+	if err := t.Reconcile(sent, "customer "+b.ID+"'s retry "+again.Short(), books); err != nil {
+		return because(err, "customer "+b.ID+"'s retry paid again right after customer "+a.ID+"'s late retry forgot its own expired key of the same string: a claim that forgets an expired key by its string, not by its scope (customer, method, route and key), takes another customer's live key of that string with it")
+	}
+	if d := replayMismatch(other, again, "the original"); d != "" {
+		return t.Fail(sent, again.String()+"\n"+d, "customer "+b.ID+"'s own stored 201: its key is within its retention, whatever became of another customer's key of the same string")
+	}
+	return nil
 }
 
 // releaseTheOtherLatency is how long the second customer's transfer
@@ -77,13 +167,8 @@ const releaseTheOtherLatency = 600 * time.Millisecond
 func (t *T) releaseKeepsTheOtherClaim(s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	for range releaseTries {
-		key, amount := t.Key(), t.Amount(1_000, 500_000)
-		ops := []string{t.Op(), t.Op()}
-		theirs := Transfer(b, key, TransferBody(b.Accounts[0], a.Accounts[0], amount, ops[1]))
-		failing := Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], amount, ops[0]))
-		for _, op := range ops {
-			books.Expect(op)
-		}
+		key := t.Key()
+		failing, theirs, ops, amount := t.sameKeyTransfers(s, key, 500_000)
 		held, err := t.Hold(theirs, releaseTheOtherLatency)
 		if err != nil {
 			return err
