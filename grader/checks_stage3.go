@@ -380,7 +380,7 @@ func retryAfterFailure(t *T, s Scenario, point, does string) error {
 		// error was not read).
 		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 		if err := t.Reconcile(sent, first.Short(), books); err != nil {
-			return err
+			return because(err, "a server that does not read the error of the business write, or of the COMMIT that moves the money, answers 201 Created for a payment that never happened, and its client, told it was made, never sends it again")
 		}
 	}
 	if first.Err != nil || first.Status < 500 {
