@@ -703,7 +703,7 @@ func (t *T) lateRetriesAtOnce(req Request, last Response, retention time.Duratio
 		return err
 	}
 	if len(fresh) == 0 {
-		return t.Fail(*story, Summarize(rs), "one of the retries runs the payment again: 201 Created, a new transfer; the key has expired")
+		return t.Fail(*story, Summarize(rs), "one of the retries runs the payment again: 201 Created, a new transfer; the key has expired under the retention in force, which applies to every stored key, whatever it was when the key was claimed or completed")
 	}
 	for _, r := range rs {
 		if ok, _ := inProgressAnswer(r); ok || sameOp(r, fresh[0]) {
