@@ -1328,8 +1328,7 @@ func (t *T) coreCallsEverywhere(op string) (int64, error) {
 		return 0, err
 	}
 	calls := st.CoreCalls[op]
-	for _, url := range t.target.Replicas {
-		lab := &labclient.Client{Base: func() string { return url }, Token: t.target.Admin, HTTP: t.target.Client}
+	for _, lab := range t.replicaLabs() {
 		st, err := lab.State(t.ctx)
 		if err != nil {
 			return 0, err

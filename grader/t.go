@@ -296,13 +296,23 @@ func (t *T) ArmEverywhere(point string, count int) error {
 	if err := t.Arm(point, count); err != nil {
 		return err
 	}
-	for _, url := range t.target.Replicas {
-		lab := &labclient.Client{Base: func() string { return url }, Token: t.target.Admin, HTTP: t.target.Client}
+	for _, lab := range t.replicaLabs() {
 		if err := lab.Arm(t.ctx, point, int64(count)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// replicaLabs are the lab APIs of the target's other processes, its
+// replicas, each with the admin token: each process keeps its own armed
+// faults and counts its own core calls.
+func (t *T) replicaLabs() []*labclient.Client {
+	labs := make([]*labclient.Client, 0, len(t.target.Replicas))
+	for _, url := range t.target.Replicas {
+		labs = append(labs, &labclient.Client{Base: func() string { return url }, Token: t.target.Admin, HTTP: t.target.Client})
+	}
+	return labs
 }
 
 // Fired waits up to within for the one arming of a held fault point, of

@@ -544,7 +544,7 @@ func (s *Server) routes(lab bool) chi.Router {
 	r.Get("/problems/{name}", problem.Handler)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	r.Group(func(r chi.Router) {
-		r.Use(s.observe, s.synced, auth.Customers(s.bank.CustomerByToken), noteCustomer, s.servingCustomer, sessionCookie, noNULInPath)
+		r.Use(s.observe, s.synced, auth.Customers(s.bank.CustomerByToken), noteCustomer, s.servingCustomer, sessionCookie, textPathOnly)
 		r.Post("/transfers", s.handlers.Transfer)
 		r.Post("/deposits", s.handlers.Deposit)
 		r.Get("/accounts/{id}", s.getAccount)
@@ -627,12 +627,12 @@ func (s *Server) markEngine(next http.Handler) http.Handler {
 	})
 }
 
-// noNULInPath answers 404 for a path that holds U+0000 (%00), or that is
+// textPathOnly answers 404 for a path that holds U+0000 (%00), or that is
 // not UTF-8 (%FF), which names nothing: PostgreSQL refuses to compare a
 // text holding either, so a read of /transfers/tr_%00 or /transfers/tr_%FF,
 // or a stage's own handler given such an id, would fail with 500 on that
 // engine, and 404 on SQLite.
-func noNULInPath(next http.Handler) http.Handler {
+func textPathOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.ContainsRune(r.URL.Path, 0) {
 			problem.Write(w, problem.New(problem.NotFound, "no resource at a path holding U+0000 (NUL)"))
