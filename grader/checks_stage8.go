@@ -484,6 +484,8 @@ func checkEditedPayment(t *T) error {
 // (the key released, the refusal recomputed on every retry), one stored
 // without its Location, and one marked Idempotent-Replayed the first time
 // it is sent, as if "already paid" were a replay: only its retry is one.
+// Then it catches a refusal that fails and gives the invoice back with its
+// key (see failedRefusalKeepsPaid).
 func checkRefusalReplayed(t *T) error {
 	s, inv, story, err := t.paidInvoice(2)
 	if err != nil {
@@ -510,8 +512,55 @@ func checkRefusalReplayed(t *T) error {
 		return t.Fail(story, retry.String()+"\nLocation: "+retry.Header.Get("Location"),
 			"the stored answer again: 409 "+pDuplicateReference+", the same body bytes, Location: "+inv.location()+", and Idempotent-Replayed: true")
 	}
-	return nil
+	return t.failedRefusalKeepsPaid()
 }
+
+// failedRefusalKeepsPaid pays an invoice, then pays it again under a new
+// key while the key store fails once that payment is claimed: its refusal
+// cannot be stored (503), and the key is not given back either. The
+// invoice is still paid, by the first transfer: the retry of the refused
+// payment, once the lease has expired, and a payment under a new key get
+// 409 duplicate-reference with its Location. A failure that gives the
+// reference back with the key (deleting it by customer and number)
+// deletes the first transfer's, and the invoice is paid again.
+func (t *T) failedRefusalKeepsPaid() error {
+	return t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
+		lease, err := t.lease()
+		if err != nil {
+			return false, err
+		}
+		inv, story, err := t.payInvoice("", "a clerk pays invoice", s, s.A, s.B.Accounts[0], t.reference(),
+			"201 Created: the first transfer with this reference executes")
+		if err != nil {
+			return false, err
+		}
+		req := Transfer(inv.payer, t.Key(), inv.body(inv.amount))
+		orig, held, err := t.failsAfterClaim(req, latency)
+		if !held || err != nil {
+			return false, err
+		}
+		story += fmt.Sprintf("\nanother clerk pays it again, under a new key: %s\n(claimed; while it waits on the core, the next 2 statements on idempotency_keys fail: the refusal's completion, and the release after it)  →  %s", req.String(), orig.Short())
+		if err := t.Reconcile(story, orig.String(), s.Books); err != nil {
+			return true, err
+		}
+		if !orig.Is(http.StatusServiceUnavailable, pUnavailable) && !orig.Is(http.StatusConflict, pDuplicateReference) {
+			return true, t.Fail(story, orig.String(), "503 "+pUnavailable+": the refusal could not be stored (or 409 "+pDuplicateReference+" if the store was not needed again); nothing moves")
+		}
+		final, retries, err := t.retryUntilDone(req, lease)
+		if err != nil {
+			return true, err
+		}
+		story += "\nthen the store is back, and its client retries the same request" + retries
+		if err := t.refusedAsDuplicate(story, final, inv, s.Books); err != nil {
+			return true, because(err, failedRefusalWhy)
+		}
+		story, _, err = t.payAgain(story, "then a clerk pays the invoice again, under a new key", inv, t.Key(), inv.amount, s.Books)
+		return true, because(err, failedRefusalWhy)
+	})
+}
+
+// failedRefusalWhy is why failedRefusalKeepsPaid fails.
+const failedRefusalWhy = "a payment refused as a duplicate that then fails (its refusal cannot be stored) paid nothing, and the reference it ran into is the first transfer's: a failure that gives the reference back with the key, by customer and number, deletes the first transfer's, and the invoice is paid again"
 
 // checkOtherCustomerReference catches a reference that is not the paying
 // customer's own: unique across every customer (B's invoice number is
@@ -827,6 +876,23 @@ func checkRefusedLeavesPayable(t *T) error {
 	return t.failedLeavesPayable()
 }
 
+// failsAfterClaim holds req, a payment, on the core for latency (see
+// Hold), makes the key store fail for the next two statements on the key
+// table once its key is claimed (see storeFailsAfterClaim), and returns
+// its answer. It reports false if the payment was not seen held in time:
+// WhileHeld then tries again with a longer latency.
+func (t *T) failsAfterClaim(req Request, latency time.Duration) (Response, bool, error) {
+	held, err := t.Hold(req, latency)
+	if err != nil {
+		return Response{}, false, err
+	}
+	if !held.Seen || !held.Early() {
+		return Response{}, false, t.unheld(held, "whether the payment holds its key in progress while it waits on the core")
+	}
+	orig, err := t.storeFailsAfterClaim(held)
+	return orig, true, err
+}
+
 // failedLeavesPayable pays an invoice whose key store fails while the
 // payment waits on the core: its completion fails, its transaction rolls
 // back (503), and the reference must roll back with the money, so that a
@@ -846,15 +912,8 @@ func (t *T) failedLeavesPayable() error {
 			memo: "invoice", op: t.Op(), reference: t.reference(), firstKey: t.Key()}
 		s.Books.Expect(inv.op)
 		req := Transfer(inv.payer, inv.firstKey, inv.body(inv.amount))
-		held, err := t.Hold(req, latency)
-		if err != nil {
-			return false, err
-		}
-		if !held.Seen || !held.Early() {
-			return false, t.unheld(held, "whether the payment holds its key in progress while it waits on the core")
-		}
-		orig, err := t.storeFailsAfterClaim(held)
-		if err != nil {
+		orig, held, err := t.failsAfterClaim(req, latency)
+		if !held || err != nil {
 			return false, err
 		}
 		story := fmt.Sprintf("invoice %s paid: %s\n(claimed; while it waits on the core, the next 2 statements on idempotency_keys fail: the completion, and the release after it)  →  %s", inv.reference, req.String(), orig.Short())
