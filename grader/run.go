@@ -134,8 +134,8 @@ func runCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uin
 // PostgreSQL's refusal of a statement that followed a failed one in the
 // same transaction (SQLSTATE 25P02): an error the stage's own SQL made,
 // which the lessons' PostgreSQL sections explain, whatever check met it.
-func abortedTransaction(serverErrors []string) bool {
-	return slices.ContainsFunc(serverErrors, func(l string) bool { return strings.Contains(l, "25P02") })
+func abortedTransaction(serverErrors []timeline.ServerError) bool {
+	return slices.ContainsFunc(serverErrors, func(e timeline.ServerError) bool { return strings.Contains(e.Line, "25P02") })
 }
 
 // postgresLesson is the section that explains an aborted transaction to
@@ -226,8 +226,8 @@ func FormatColor(r Result, reproduce string, color bool) string {
 	if len(more) > 0 {
 		fmt.Fprintf(&b, "  contract  ✗ and %d more, each shown by what was sent and what came back:\n            %s\n", len(more), strings.Join(listed(more), "\n            "))
 	}
-	if r.History != nil && len(r.History.ServerErrors) > 0 {
-		fmt.Fprintf(&b, "  server    %s\n", indent(serverErrors(r.History.ServerErrors)))
+	if lines := r.ServerErrors(); len(lines) > 0 {
+		fmt.Fprintf(&b, "  server    %s\n", indent(serverErrors(lines)))
 	}
 	fmt.Fprintf(&b, "  why       %s\n", indent(cmp.Or(f.Why, c.Why)))
 	fmt.Fprintf(&b, "  reproduce %s\n", reproduce)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"idemlab/grader"
 	"idemlab/grader/judging"
@@ -62,7 +63,7 @@ func TestRunCheck_OnASharedServerACheckIsJudgedOnItsOwnOps(t *testing.T) {
 func TestFormat_SaysWhatTheServerLoggedBehindItsFiveHundreds(t *testing.T) {
 	aborted := "POST /transfers → 500: hold reference: current transaction is aborted"
 	r := grader.Result{Check: grader.Check{ID: "S8.x", Claim: "c", Why: "w"}, Err: &judging.Failure{Got: "500 /problems/internal"},
-		History: &timeline.History{ServerErrors: []string{aborted, aborted, "POST /transfers → 503: key store down"}}}
+		History: &timeline.History{ServerErrors: []timeline.ServerError{{Line: aborted}, {Line: aborted}, {Line: "POST /transfers → 503: key store down"}}}}
 	out := grader.Format(r, "make stage-8")
 	want := "  server    what the server logged behind its 5xx answers (3 of them):\n            " + aborted + "  (×2)\n            POST /transfers → 503: key store down\n"
 	if !strings.Contains(out, want) {
@@ -71,6 +72,35 @@ func TestFormat_SaysWhatTheServerLoggedBehindItsFiveHundreds(t *testing.T) {
 	r.History.ServerErrors = nil
 	if out := grader.Format(r, "make stage-8"); strings.Contains(out, "  server ") {
 		t.Errorf("a failure without 5xx causes shows a server line:\n%s", out)
+	}
+}
+
+// TestFormat_SaysWhatTheFailingOperationsRequestsGot: a check of several
+// rounds (S3.release-after-failure) met 500s in the rounds before the one
+// that failed; its server line lists the causes behind the answers of the
+// failing operation's requests alone, and none when they got no 5xx (a
+// COMMIT whose error was ignored answered 201). A line that listed the
+// other rounds' 500s under a failure told 201 sent the student after a
+// cause that was not this operation's.
+func TestFormat_SaysWhatTheFailingOperationsRequestsGot(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	failed := "POST /transfers → 500: injected failure in the business write"
+	h := &timeline.History{
+		Attempts: []timeline.Attempt{
+			{ID: "a1", Client: "check", Op: "op-0000000a", Start: t0, End: t0.Add(time.Millisecond), Status: 500},
+			{ID: "a2", Client: "check", Op: "op-0000000a", Start: t0.Add(2 * time.Millisecond), End: t0.Add(3 * time.Millisecond), Status: 201},
+			{ID: "a3", Client: "check", Op: "op-0000000b", Start: t0.Add(4 * time.Millisecond), End: t0.Add(5 * time.Millisecond), Status: 201},
+		},
+		ServerErrors: []timeline.ServerError{{Attempt: "a1", Op: "op-0000000a", Line: failed}},
+	}
+	lost := &judging.Failure{Harm: judging.Lost, Sent: `POST /transfers {"metadata":{"op":"op-0000000b"}}`, Got: "201"}
+	r := grader.Result{Check: grader.Check{ID: "S3.x", Claim: "c", Why: "w"}, Err: lost, History: h}
+	if out := grader.Format(r, "make stage-3"); strings.Contains(out, "  server ") {
+		t.Errorf("the failing operation's requests got no 5xx, and the report lists another round's:\n%s", out)
+	}
+	lost.Sent = `POST /transfers {"metadata":{"op":"op-0000000a"}}`
+	if out := grader.Format(r, "make stage-3"); !strings.Contains(out, "  server    what the server logged behind its 5xx answers (1 of them):\n            "+failed+"\n") {
+		t.Errorf("the failing operation's own 500 is not listed:\n%s", out)
 	}
 }
 

@@ -22,11 +22,37 @@ import (
 // to see: more than one request, or a crash. ok is false when there is
 // nothing to draw.
 func (r Result) Timeline(reproduce string, lanes int) (v timeline.View, ok bool) {
-	var f *judging.Failure
-	if r.History == nil || !errors.As(r.Err, &f) {
+	finding, f, ok := r.finding(reproduce)
+	if !ok {
 		return timeline.View{}, false
 	}
-	finding := timeline.Finding{
+	v, ok = r.History.Focus(finding, lanes)
+	if !ok || f.Harm != "" {
+		return v, ok
+	}
+	return v, v.Story()
+}
+
+// ServerErrors are the causes the server gave for the 5xx answers of the
+// requests r's failure is about (timeline.History.ServerErrorsOf), one
+// line each: those of the operations its timeline draws, not those of
+// another round of the check. None when r kept no history or did not
+// fail.
+func (r Result) ServerErrors() []string {
+	finding, _, ok := r.finding("")
+	if !ok {
+		return nil
+	}
+	return r.History.ServerErrorsOf(finding)
+}
+
+// finding is the money finding r's failure draws (Timeline), and the
+// failure; ok is false when r kept no history or did not fail.
+func (r Result) finding(reproduce string) (finding timeline.Finding, f *judging.Failure, ok bool) {
+	if r.History == nil || !errors.As(r.Err, &f) {
+		return timeline.Finding{}, nil, false
+	}
+	finding = timeline.Finding{
 		Check: r.Check.ID, Claim: r.Check.Claim, Harm: string(f.Harm), Explain: f.Harm.Explain(),
 		Got: f.Got, Reproduce: reproduce, Excess: f.Excess, Missing: f.Missing,
 	}
@@ -52,11 +78,7 @@ func (r Result) Timeline(reproduce string, lanes int) (v timeline.View, ok bool)
 			}
 		}
 	}
-	v, ok = r.History.Focus(finding, lanes)
-	if !ok || f.Harm != "" {
-		return v, ok
-	}
-	return v, v.Story()
+	return finding, f, true
 }
 
 // opName is the form of the operations a check draws (T.Op).

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"idemlab/grader/judging"
+	"idemlab/grader/timeline"
 )
 
 // newT is a T with nothing to send to: enough for a verdict.
@@ -121,10 +122,10 @@ func TestExecutedOps_CountsOperationsNotMarkers(t *testing.T) {
 // the check's section.
 func TestAbortedTransaction_SendsTheStudentToThePostgreSQLSection(t *testing.T) {
 	aborted := "POST /transfers → 503: ERROR: current transaction is aborted, commands ignored until end of transaction block (SQLSTATE 25P02)"
-	if !abortedTransaction([]string{"POST /transfers → 500: disk full", aborted}) {
+	if !abortedTransaction([]timeline.ServerError{{Line: "POST /transfers → 500: disk full"}, {Line: aborted}}) {
 		t.Errorf("25P02 among the causes is not seen")
 	}
-	if abortedTransaction([]string{"POST /transfers → 500: disk full"}) {
+	if abortedTransaction([]timeline.ServerError{{Line: "POST /transfers → 500: disk full"}}) {
 		t.Errorf("a cause without 25P02 is taken for an aborted transaction")
 	}
 	for stage, want := range map[int]string{1: lesson1 + "#on-postgresql", 2: lesson2 + "#on-postgresql", 6: lesson2 + "#on-postgresql"} {

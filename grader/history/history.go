@@ -26,7 +26,7 @@ type Recorder struct {
 	attempts []timeline.Attempt
 	events   []timeline.Event
 	// serverErrors are the causes of the server's 5xx answers.
-	serverErrors []string
+	serverErrors []timeline.ServerError
 	// keys are the idempotency keys the check sent: a key row's event is
 	// told apart by the value it holds of them.
 	keys map[string]bool
@@ -260,7 +260,8 @@ func (h *Recorder) heard(ev events.Event) {
 		if json.Unmarshal(ev.Data, &r) != nil || r.Cause == "" {
 			return
 		}
-		h.serverErrors = append(h.serverErrors, fmt.Sprintf("%s %s → %d: %s", r.Method, r.Path, r.Status, r.Cause))
+		h.serverErrors = append(h.serverErrors, timeline.ServerError{Attempt: r.Attempt, Op: r.Op,
+			Line: fmt.Sprintf("%s %s → %d: %s", r.Method, r.Path, r.Status, r.Cause)})
 	case events.KindKey:
 		var k events.Key
 		if json.Unmarshal(ev.Data, &k) != nil {
@@ -341,7 +342,7 @@ func (h *Recorder) History() *timeline.History {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := &timeline.History{Attempts: append([]timeline.Attempt(nil), h.attempts...),
-		ServerErrors: append([]string(nil), h.serverErrors...)}
+		ServerErrors: append([]timeline.ServerError(nil), h.serverErrors...)}
 	out.Events = append(out.Events, h.events...)
 	for i := range out.Attempts {
 		if out.Attempts[i].End.IsZero() {

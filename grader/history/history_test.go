@@ -103,19 +103,22 @@ func TestOrdinal(t *testing.T) {
 }
 
 // TestServerErrors_KeepsTheCausesOfFiveHundreds: a request event with a
-// cause is kept for the report; one without (a 4xx, a 2xx) is not.
+// cause is kept for the report, with the attempt and the operation it
+// answered (a report lists those of the failing operation's requests
+// alone); one without (a 4xx, a 2xx) is not.
 func TestServerErrors_KeepsTheCausesOfFiveHundreds(t *testing.T) {
 	h := NewRecorder()
 	request := func(status int, cause string) events.Event {
-		data, _ := json.Marshal(events.Request{Method: "POST", Path: "/transfers", Status: status, Cause: cause})
+		data, _ := json.Marshal(events.Request{Method: "POST", Path: "/transfers", Status: status, Cause: cause, Op: "op-0000000a", Attempt: "a2"})
 		return events.Event{Kind: events.KindRequest, Time: time.Now(), Data: data}
 	}
 	h.heard(request(201, ""))
 	h.heard(request(500, "hold reference: current transaction is aborted"))
 	h.heard(request(409, ""))
 	got := h.History().ServerErrors
-	if len(got) != 1 || got[0] != "POST /transfers → 500: hold reference: current transaction is aborted" {
-		t.Errorf("server errors %q", got)
+	want := timeline.ServerError{Attempt: "a2", Op: "op-0000000a", Line: "POST /transfers → 500: hold reference: current transaction is aborted"}
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("server errors %+v, want %+v", got, want)
 	}
 }
 

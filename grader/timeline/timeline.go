@@ -119,9 +119,57 @@ type History struct {
 	Attempts []Attempt `json:"attempts"`
 	Events   []Event   `json:"events"`
 	// ServerErrors are the causes the server gave for its 5xx answers
-	// (the lab's request events), one line each: "POST /transfers → 500:
-	// <cause>".
-	ServerErrors []string `json:"server_errors,omitempty"`
+	// (the lab's request events), in the order they came.
+	ServerErrors []ServerError `json:"server_errors,omitempty"`
+}
+
+// ServerError is the cause the server gave for one of its 5xx answers.
+type ServerError struct {
+	// Attempt is the ID of the attempt it answered, if the request named
+	// one (Lab-Attempt); Op is the operation its body named.
+	Attempt string `json:"attempt,omitempty"`
+	Op      string `json:"op,omitempty"`
+	// Line says it in one line: "POST /transfers → 500: <cause>".
+	Line string `json:"line"`
+}
+
+// ServerErrorsOf are the causes behind the 5xx answers of the attempts f
+// is about (those Focus draws, and those it counts in Hidden), one line
+// each, in the order they came: a check of several rounds made 5xx
+// answers in each, and those of another round's operation are not what
+// the failing operation's requests got. A finding that names no
+// operation the history holds is about every request, and gets every
+// cause.
+func (h History) ServerErrorsOf(f Finding) []string {
+	ops, involved := h.involved(f)
+	ids := map[string]bool{}
+	for _, a := range involved {
+		ids[a.ID] = true
+	}
+	var out []string
+	for _, e := range h.ServerErrors {
+		if len(involved) == 0 || ids[e.Attempt] || e.Attempt == "" && e.Op != "" && slices.Contains(ops, e.Op) {
+			out = append(out, e.Line)
+		}
+	}
+	return out
+}
+
+// involved are the operations f is about (those it names, and those that
+// made the resources it names) and the attempts of those operations.
+func (h History) involved(f Finding) (ops []string, involved []Attempt) {
+	ops = f.ops()
+	for _, e := range h.Events {
+		if e.Kind == Execution && e.Ref != "" && slices.Contains(f.Refs, e.Ref) && !slices.Contains(ops, e.Op) {
+			ops = append(ops, e.Op)
+		}
+	}
+	for _, a := range h.Attempts {
+		if a.Op != "" && slices.Contains(ops, a.Op) {
+			involved = append(involved, a)
+		}
+	}
+	return ops, involved
 }
 
 // Finding is the money finding a timeline explains.
@@ -349,20 +397,11 @@ func (v View) HiddenLanes() int {
 // are counted in Hidden. ok is false when the history holds no attempt of
 // the finding's operations.
 func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
-	ops := f.ops()
-	for _, e := range h.Events {
-		if e.Kind == Execution && e.Ref != "" && slices.Contains(f.Refs, e.Ref) && !slices.Contains(ops, e.Op) {
-			ops = append(ops, e.Op)
-		}
-	}
+	ops, involved := h.involved(f)
 	keys := map[string]bool{}
-	var involved []Attempt
-	for _, a := range h.Attempts {
-		if a.Op != "" && slices.Contains(ops, a.Op) {
-			involved = append(involved, a)
-			if a.Key != "" {
-				keys[a.Key] = true
-			}
+	for _, a := range involved {
+		if a.Key != "" {
+			keys[a.Key] = true
 		}
 	}
 	if len(involved) == 0 {

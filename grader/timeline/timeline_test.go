@@ -752,3 +752,35 @@ func TestFocus_ToldDuplicateMarksOnlyDuplicateRequest(t *testing.T) {
 		t.Errorf("a 409 duplicate-reference is drawn ⊗:\n%s", got)
 	}
 }
+
+// TestServerErrorsOf_TheFindingsRequestsAlone: the causes behind the 5xx
+// answers of the finding's requests are its own (matched by the attempt
+// each answered, or by the operation a request without one named); those
+// of another round's operation are not; a finding that names no
+// operation the history holds gets every cause.
+func TestServerErrorsOf_TheFindingsRequestsAlone(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	h := History{
+		Attempts: []Attempt{
+			{ID: "a1", Client: "check", Op: "op-a", Start: t0, End: t0.Add(time.Millisecond), Status: 500},
+			{ID: "a2", Client: "check", Op: "op-b", Start: t0.Add(2 * time.Millisecond), End: t0.Add(3 * time.Millisecond), Status: 500},
+		},
+		ServerErrors: []ServerError{
+			{Attempt: "a1", Op: "op-a", Line: "round 1"},
+			{Attempt: "a2", Op: "op-b", Line: "round 2"},
+			{Op: "op-b", Line: "round 2, no attempt named"},
+		},
+	}
+	for _, c := range []struct {
+		f    Finding
+		want []string
+	}{
+		{Finding{Missing: []string{"op-b"}}, []string{"round 2", "round 2, no attempt named"}},
+		{Finding{Named: []string{"op-a"}}, []string{"round 1"}},
+		{Finding{Named: []string{"op-unknown"}}, []string{"round 1", "round 2", "round 2, no attempt named"}},
+	} {
+		if got := h.ServerErrorsOf(c.f); !slices.Equal(got, c.want) {
+			t.Errorf("%+v: %q, want %q", c.f, got, c.want)
+		}
+	}
+}
