@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"idemlab/grader/timeline"
+	"idemlab/kit/bank"
 	"idemlab/kit/events"
 	"idemlab/kit/labclient"
 )
@@ -275,6 +276,13 @@ func (h *Recorder) heard(ev events.Event) {
 		var f struct{ Point string }
 		json.Unmarshal(ev.Data, &f)
 		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Armed, Detail: f.Point})
+	case events.KindRedrive:
+		var d bank.DeadLetter
+		if json.Unmarshal(ev.Data, &d) != nil || d.TransferID == "" {
+			return
+		}
+		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Redrive, Ref: d.TransferID,
+			Detail: fmt.Sprintf("%s, set aside with %d, under key %s", d.TransferID, d.Status, d.Key)})
 	case events.KindClock:
 		var c struct {
 			Now   time.Time

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"idemlab/grader/timeline"
+	"idemlab/kit/bank"
 	"idemlab/kit/events"
 )
 
@@ -149,5 +150,21 @@ func TestHistory_LeavesOutTheFencesMovesByNothing(t *testing.T) {
 	}
 	if len(drawn) != 1 || !drawn[0].Equal(at) {
 		t.Fatalf("clock events drawn at %v, want only the real move at %v", drawn, at)
+	}
+}
+
+// TestHistory_KeepsTheOperatorsRedrive: a redrive event (POST
+// /lab/outbox/redrive) becomes a redrive of the transfer its dead letter
+// names, placed when it was published, saying the answer it was set
+// aside with and the key its row is owed under. A recorder that read no
+// redrive left the operator out of S9.redrive's timeline.
+func TestHistory_KeepsTheOperatorsRedrive(t *testing.T) {
+	h := NewRecorder()
+	at := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	data, _ := json.Marshal(bank.DeadLetter{TransferID: "tr_a", Key: "tr_a", Status: 400, Answer: `{"type":"/problems/invalid-posting"}`})
+	h.heard(events.Event{Kind: events.KindRedrive, Time: at, Data: data})
+	got := h.History().Events
+	if len(got) != 1 || got[0].Kind != timeline.Redrive || got[0].Ref != "tr_a" || !got[0].At.Equal(at) || got[0].Detail != "tr_a, set aside with 400, under key tr_a" {
+		t.Errorf("events %+v, want one redrive of tr_a at %v", got, at)
 	}
 }

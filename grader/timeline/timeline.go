@@ -87,6 +87,9 @@ const (
 	Reset = "reset"
 	// Clock: the lab clock was moved.
 	Clock = "clock"
+	// Redrive: an operator sent a dead letter again (stage 9's POST
+	// /lab/outbox/redrive): its row is owed again. Ref is its transfer.
+	Redrive = "redrive"
 )
 
 // Missing is the kind of the mark drawn at an answer that told a client
@@ -418,6 +421,20 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 	for _, e := range h.Events {
 		if e.Kind == Armed && e.At.Before(v.From) && !e.At.Before(lookBack) {
 			v.From = e.At
+		}
+	}
+	// An operator who re-drives the dead letter of a transfer the view
+	// draws does it after its request answered, often seconds after: it
+	// is part of the transfer's story, and the view runs on to it.
+	made := map[string]bool{}
+	for _, e := range h.Events {
+		if e.Kind == Execution && e.Ref != "" && slices.Contains(ops, e.Op) {
+			made[e.Ref] = true
+		}
+	}
+	for _, e := range h.Events {
+		if e.Kind == Redrive && made[e.Ref] {
+			v.To = maxTime(v.To, e.At)
 		}
 	}
 	byID := map[string]int{}

@@ -217,6 +217,43 @@ func TestFocus_StartsAtTheFaultArmedJustBeforeTheFirstRequest(t *testing.T) {
 	}
 }
 
+// TestFocus_RunsOnToTheRedriveOfItsTransfer: an operator re-drives the
+// dead letter of a transfer the finding is about seconds after its
+// request answered (S9.redrive); the view runs on to it and draws it on
+// the lab's lane, and the legend names it. A redrive of another transfer
+// later still, and one of the finding's after a history of nothing,
+// leave the view where it was. A recorder that knew no redrive drew the
+// transfer alone, and the student never saw the operator's part.
+func TestFocus_RunsOnToTheRedriveOfItsTransfer(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	h := History{
+		Attempts: []Attempt{
+			{ID: "a1", Client: "check", Op: "op-a", Start: at(0), End: at(10), Status: 201},
+			{ID: "a2", Client: "check", Op: "op-b", Start: at(20), End: at(30), Status: 201},
+		},
+		Events: []Event{
+			{At: at(5), Kind: Execution, Attempt: "a1", Op: "op-a", Ref: "tr_a"},
+			{At: at(25), Kind: Execution, Attempt: "a2", Op: "op-b", Ref: "tr_b"},
+			{At: at(2000), Kind: Redrive, Ref: "tr_a", Detail: "tr_a, set aside with 400, under key tr_a"},
+			{At: at(3000), Kind: Redrive, Ref: "tr_b"},
+		},
+	}
+	v, ok := h.Focus(Finding{Harm: "not posted", Refs: []string{"tr_a"}}, 10)
+	if !ok || !v.To.Equal(at(2000)) {
+		t.Fatalf("the view ends %v after its start, want at the redrive of tr_a, 2s", v.To.Sub(t0))
+	}
+	if !v.draws(func(m Mark) bool { return m.Kind == Redrive && m.At.Equal(at(2000)) }) {
+		t.Errorf("the redrive of tr_a is not drawn: %+v", v.Lanes)
+	}
+	if got := Text(v, TextOptions{}); !strings.Contains(got, "↻ dead letter sent again") {
+		t.Errorf("the legend does not name the redrive:\n%s", got)
+	}
+	if v, _ := h.Focus(Finding{Harm: "not posted", Refs: []string{"tr_b"}}, 10); !v.To.Equal(at(3000)) {
+		t.Errorf("the view of tr_b ends %v after its start, want at its own redrive, 3s", v.To.Sub(t0))
+	}
+}
+
 func TestFocus_ManyKeysShareOneLane(t *testing.T) {
 	f := load(t, "double")
 	for i := range f.History.Attempts {
@@ -259,7 +296,7 @@ func everyMark() View {
 	cut.Status, cut.Cut, cut.Err = 0, true, "connection reset"
 	unanswered.Status, unanswered.Err = 0, "timeout"
 	lab := Lane{Label: "lab", Lab: true}
-	for i, kind := range []string{Claim, Complete, Release, Forget, Armed, Crash, Restart, Reset, Clock, "something new"} {
+	for i, kind := range []string{Claim, Complete, Release, Forget, Armed, Crash, Restart, Reset, Clock, Redrive, "something new"} {
 		lab.Marks = append(lab.Marks, Mark{At: at(5 + 10*i), Kind: kind})
 	}
 	return View{From: t0, To: at(100), Lanes: []Lane{
