@@ -307,7 +307,8 @@ func (h *Recorder) heard(ev events.Event) {
 
 // keyRow turns a key row's change into a claim, a completion, a release
 // (an in-progress row deleted) or a forgetting (a completed row deleted,
-// by a purge or by a claim that found it expired) of the key it holds.
+// by a purge or by a claim: the row's event does not say which) of the
+// key it holds.
 func (h *Recorder) keyRow(at time.Time, k events.Key) {
 	last, seen := h.rows[k.RowID]
 	if k.Deleted {

@@ -72,8 +72,10 @@ const (
 	// Release: an in-progress key row was deleted (its request gave it
 	// back).
 	Release = "release"
-	// Forget: a completed key row was deleted (purged, or forgotten by a
-	// claim that found it expired): the timeline says purged.
+	// Forget: a completed key row was deleted: the key was forgotten. The
+	// key table shows the row gone, not what deleted it (a purge, a claim
+	// that found it expired, or one that deleted another customer's key
+	// of the same string), and the timeline says no more than it shows.
 	Forget = "forget"
 	// Execution: the server executed an operation (its business write).
 	Execution = "execution"

@@ -821,3 +821,29 @@ func TestServerErrorsOf_TheFindingsRequestsAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeline_ACompletedKeyDeletedIsForgottenNotPurged: a completed key
+// row deleted is all the key table shows; the mutant
+// expired-key-forgotten-by-key-string deletes another customer's live key
+// in a claim, with no purge run, and the timeline called it "key purged",
+// sending the student after the purge. The terminal and the page say the
+// key was forgotten, and neither says purged.
+func TestTimeline_ACompletedKeyDeletedIsForgottenNotPurged(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	v := View{From: t0, To: at(100), Lanes: []Lane{
+		{Label: "client 1", Attempts: []Attempt{{ID: "a1", Client: "client 1", Start: at(0), End: at(10), Status: 201}}},
+		{Label: "key k-1", Lab: true, Marks: []Mark{{At: at(5), Kind: Complete}, {At: at(50), Kind: Forget}}},
+	}}
+	text := Text(v, TextOptions{})
+	if !strings.Contains(text, "f key forgotten") || strings.Contains(text, "purge") {
+		t.Errorf("the terminal legend of a completed key deleted:\n%s\nwant \"f key forgotten\", and no purge", text)
+	}
+	var page bytes.Buffer
+	if err := HTML(&page, v); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), "f key forgotten") || strings.Contains(page.String(), "key purged") {
+		t.Errorf("the page calls a completed key deleted purged, or does not say it was forgotten:\n%s", page.String())
+	}
+}
