@@ -2,6 +2,7 @@ package grader_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -21,6 +22,23 @@ func onSolution(t *testing.T, id string, n int) grader.Result {
 	}
 	subject := grader.Subject{Stage: c.Stage, Name: fmt.Sprintf("solutions/stage%d", n), New: solutions.ByStage[n]}
 	return grader.RunCheck(context.Background(), subject, c, 1, targets.InProcess)
+}
+
+// failureOf runs check id once (run seed 1, in this process) against
+// subject, graded at subject's stage, and returns its failure; it fails
+// t at once when the check did not fail.
+func failureOf(t *testing.T, id string, subject grader.Subject) *judging.Failure {
+	t.Helper()
+	c, ok := grader.Lookup(id)
+	if !ok {
+		t.Fatalf("no check %s", id)
+	}
+	r := grader.RunCheck(context.Background(), subject, c, 1, targets.InProcess)
+	var f *judging.Failure
+	if !errors.As(r.Err, &f) {
+		t.Fatalf("%s against %s: %v, want a failure", id, subject.Name, r.Err)
+	}
+	return f
 }
 
 // TestSameKeyEditedBody_AnswersOfStage1And2: the edited request is refused

@@ -2,13 +2,10 @@ package grader_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
 	"idemlab/grader"
-	"idemlab/grader/judging"
-	"idemlab/grader/targets"
 	"idemlab/kit/labctl"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage5"
@@ -27,15 +24,7 @@ func TestPurgeBounded_SaysWhenTheLabNeverCalledAPurge(t *testing.T) {
 		h, err := stage5.New(ctx, env)
 		return noPurger{h}, err
 	}
-	c, ok := grader.Lookup("S5.purge-bounded")
-	if !ok {
-		t.Fatal("no check S5.purge-bounded")
-	}
-	r := grader.RunCheck(context.Background(), grader.Subject{Stage: 5, Name: "no purger", New: factory}, c, 1, targets.InProcess)
-	var f *judging.Failure
-	if !errors.As(r.Err, &f) {
-		t.Fatalf("the check did not fail: %v", r.Err)
-	}
+	f := failureOf(t, "S5.purge-bounded", grader.Subject{Stage: 5, Name: "no purger", New: factory})
 	if !strings.Contains(f.Got, labctl.NoPurge) {
 		t.Errorf("got %q, want it to carry the lab's answer %q", f.Got, labctl.NoPurge)
 	}

@@ -209,14 +209,34 @@ func (t *T) delivered(story string, s Scenario, want owed, forGood []string) err
 		expected = fmt.Sprintf("each of the %d transfers the core takes posted once; each it refuses for good set aside as a dead letter with its answer, status and body as they came, and not marked sent (%s); and nothing left owed",
 			len(want)-len(forGood), strings.Join(answers, "; "))
 	}
+	// postedRight reports whether the core holds id's posting once, as it
+	// was made: its money reached the core, whatever became of its row.
+	postedRight := func(id string) bool {
+		rs, w := got[id], want[id]
+		return len(rs) == 1 && rs[0].From == w.From && rs[0].To == w.To && rs[0].Amount == w.Amount
+	}
 	// finding fails with label and a few of list, each entry of which
-	// begins with its transfer's id: the timeline draws every one.
+	// begins with its transfer's id: the timeline draws every one the
+	// harm is about. A finding that money never reached the core is not
+	// about a transfer of list the core holds (one refused for good when
+	// sent again, after the core took it and its answer was lost): the
+	// timeline would mark it never posted, and the results count it so.
+	// One whose list the core holds whole harms no money.
 	finding := func(harm judging.Harm, label string, list []string) *judging.Failure {
 		err := t.Fail(story, seen+"\n"+label+": "+fewOf(list), expected)
 		f := err.(*judging.Failure)
 		f.Harm = harm
+		var held []string
 		for _, entry := range list {
-			f.Refs = append(f.Refs, strings.Fields(entry)[0])
+			id := strings.Fields(entry)[0]
+			if harm == judging.NotPosted && postedRight(id) {
+				held = append(held, id)
+				continue
+			}
+			f.Refs = append(f.Refs, id)
+		}
+		if len(f.Refs) == 0 {
+			f.Harm, f.Refs = "", held
 		}
 		return f
 	}

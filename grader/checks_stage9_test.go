@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"idemlab/grader/judging"
 	"idemlab/grader/targets"
 	"idemlab/kit/clock"
+	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage9"
@@ -141,18 +143,51 @@ func TestDelivered_ADeadLetterTheCoreHoldsIsNotNotPosted(t *testing.T) {
 		}
 		return asideOnceSent{Server: h.(*stage9.Server), db: env.DB}, nil
 	}
-	c, ok := grader.Lookup("S9.posted-once")
-	if !ok {
-		t.Fatal("no check S9.posted-once")
-	}
-	r := grader.RunCheck(context.Background(), grader.Subject{Stage: 9, Name: "aside once sent", New: factory}, c, 1, targets.InProcess)
-	var f *judging.Failure
-	if !errors.As(r.Err, &f) {
-		t.Fatalf("a relay that sets aside what the core took: %v, want a failure", r.Err)
-	}
+	f := failureOf(t, "S9.posted-once", grader.Subject{Stage: 9, Name: "a relay that sets aside what the core took", New: factory})
 	if f.Harm != "" || !strings.Contains(f.Got, "though the core holds each one's posting") {
 		t.Errorf("harm %q, got %s; want no harm to money and the core's posting named", f.Harm, f.Got)
 	}
+}
+
+// TestRedrive_ARefusedRowTheCoreHoldsIsNotNotPosted: S9.redrive's core
+// takes one posting and loses its answer, then refuses it for good when
+// sent again; a relay that keeps every refused row owed, with no dead
+// letter, leaves that row and the one over the core's limit owed. The
+// finding names both, but only the second never reached the core: the
+// first is posted, and the timeline marked it "executed, never posted to
+// the core ledger" while the failure said the core held its posting.
+func TestRedrive_ARefusedRowTheCoreHoldsIsNotNotPosted(t *testing.T) {
+	f := failureOf(t, "S9.redrive", grader.Subject{Stage: 9, Name: "a relay that keeps refused rows owed", New: keptOwed})
+	taken := regexp.MustCompile(`takes the posting of (tr_\w+) and its answer is lost`).FindStringSubmatch(f.Sent)
+	if taken == nil || !strings.Contains(f.Got, taken[1]) {
+		t.Fatalf("the story has the core take a posting, and the finding names it:\nsent %s\ngot %s", f.Sent, f.Got)
+	}
+	if f.Harm != judging.NotPosted || len(f.Refs) != 1 || f.Refs[0] == taken[1] {
+		t.Errorf("harm %q, refs %v; want not posted, about the row over the core's limit alone, not %s, which the core holds\ngot %s", f.Harm, f.Refs, taken[1], f.Got)
+	}
+}
+
+// keptOwed is solution 9 with a relay whose dead letters never stay: a
+// trigger makes each row set aside owed again, its answer gone, in the
+// statement that set it aside, so no reader ever sees it set aside.
+func keptOwed(ctx context.Context, env stage.Env) (stage.Handlers, error) {
+	h, err := stage9.New(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	trigger := []string{`CREATE TRIGGER IF NOT EXISTS kept_owed AFTER UPDATE OF dead_at ON outbox WHEN NEW.dead_at IS NOT NULL
+		BEGIN UPDATE outbox SET dead_at = NULL, dead_status = NULL, dead_answer = NULL WHERE id = NEW.id; END`}
+	if labdb.EngineOf(env.DB) == labdb.PostgreSQL {
+		trigger = []string{`CREATE OR REPLACE FUNCTION kept_owed() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN NEW.dead_at := NULL; NEW.dead_status := NULL; NEW.dead_answer := NULL; RETURN NEW; END $$`,
+			`CREATE OR REPLACE TRIGGER kept_owed BEFORE UPDATE ON outbox FOR EACH ROW EXECUTE FUNCTION kept_owed()`}
+	}
+	for _, q := range trigger {
+		if _, err := env.DB.ExecContext(ctx, q); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
 }
 
 // unansweredSettled is solution 9 with a relay that settles a row whose
