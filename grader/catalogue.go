@@ -619,8 +619,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.outbox-write-fails", Stage: 9, Lesson: lesson9 + "#two-writes-one-decision",
-		Claim: "when the database refuses a transfer's outbox row once, the client's retry with the same key and body leaves the transfer executed exactly once and posted to the core ledger exactly once",
-		Why:   "the row is the only promise to tell the core: a transfer that commits without it (the INSERT's error logged or dropped) has moved money, answered 201, and will never reach the books of record; its error must fail the transfer, which then moves nothing and can be retried",
+		Claim: "when the database refuses a transfer's outbox row, and the next outbox row written after it, the client's retries with the same key and body leave the transfer executed exactly once and posted to the core ledger exactly once",
+		Why:   "the row is the only promise to tell the core: a transfer that commits without it (the INSERT's error logged or dropped, or the row written again after the commit, in a transaction of its own, which a crash or a second refusal loses) has moved money, answered 201, and will never reach the books of record; its error must fail the transfer, which then moves nothing and can be retried",
 		Run:   checkOutboxWriteFails,
 	},
 }
