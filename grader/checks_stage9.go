@@ -1842,7 +1842,12 @@ const commitHeldFor = 500 * time.Millisecond
 // to the last id it read as well: the held row, with a lower id,
 // committed between its read and its mark. (SQLite runs one writer at a
 // time: the held transaction keeps the write lock, everyone waits, and
-// its rows commit in the order of their ids.)
+// its rows commit in the order of their ids.) After a round whose relay
+// request waited in the core, the relay's next passes are kept busy
+// (keptBusy), and the round's transfers must be posted by then: a relay
+// that looks behind its mark only once it finds nothing new posts the
+// held row only when transfers stop coming; that is said once every
+// transfer is posted, so that a row never posted is named as such first.
 func checkCommitOrder(t *T) error {
 	s, err := t.coreScenario(1_000_000_000)
 	if err != nil {
@@ -1851,6 +1856,9 @@ func checkCommitOrder(t *T) error {
 	want := owed{}
 	var first, last string
 	rounds, held, waited, readBehind, observed := 0, 0, 0, 0, 0
+	// late is the first round whose transfers the relay had not posted
+	// while it was kept busy after them.
+	var late *judging.Failure
 	faults := &t.Core().Faults
 	defer faults.Release()
 	for range commitOrderRounds {
@@ -1876,11 +1884,13 @@ func checkCommitOrder(t *T) error {
 		go func() {
 			released <- t.releaseHeldCommits(commitHeldFor, func() (bool, error) { return faults.Held() > arrived, nil })
 		}()
-		f, l, err := t.paymentsAtOnce(s, want, paceClients)
+		round := owed{}
+		f, l, err := t.paymentsAtOnce(s, round, paceClients)
 		r := <-released
 		if err != nil || r.err != nil {
 			return cmp.Or(err, r.err)
 		}
+		maps.Copy(want, round)
 		if r.held && r.reached {
 			readBehind++
 		}
@@ -1888,6 +1898,12 @@ func checkCommitOrder(t *T) error {
 		// a pass that read the others before it waits in the core, and
 		// settles after it committed.
 		passWaited := faults.Held() > arrived
+		var behind []string
+		if passWaited {
+			if behind, err = t.keptBusy(s, want, round, faults); err != nil {
+				return err
+			}
+		}
 		faults.Release()
 		if first == "" {
 			first = f
@@ -1902,16 +1918,92 @@ func checkCommitOrder(t *T) error {
 		if r.held && passWaited {
 			observed++
 		}
+		if len(behind) > 0 && late == nil {
+			sort.Strings(behind)
+			story := fmt.Sprintf("two customers pay each other, %d transfers at once, from accounts that share no row (%s … %s), while the relay runs; the held-commit fault holds the COMMIT of the first transfer to reach it, its outbox row written, while the transfers beside it go on, until a relay request reaches the core (%v at most), and the core ledger holds each posting request until every transfer of the round has answered; then, while each of the relay's next %d passes waits in the core, %d transfers more",
+				paceClients, f, l, commitHeldFor, busyPasses, paceClients)
+			fail := t.Fail(story,
+				fmt.Sprintf("%d passes of the relay have gone through since every transfer of the round committed, and the core ledger still does not hold the postings of %s, their rows still owed: the pass read after that commit took only rows after the ones the relay had settled", busyPasses, fewOf(behind)),
+				"every transfer of the round posted by the relay's first pass after they all committed: it reads the oldest owed rows first, and a row that committed behind higher ids is among them").(*judging.Failure)
+			fail.Refs = behind
+			fail.Why = "a row's id is drawn when it is written and the row is seen when its transaction commits: a relay that reads on from the last row it settled, and looks behind it only once it finds nothing new, leaves a row that committed behind higher ids owed for as long as transfers keep coming, and a lull may be hours away"
+			late = fail
+		}
 	}
-	story := fmt.Sprintf("two customers pay each other %d times, %d transfers at once, from accounts that share no row (%s … %s), while the relay runs; in each round the held-commit fault holds the COMMIT of the first transfer to reach it, its outbox row written, while the transfers beside it go on (on SQLite they wait for its write lock), until a relay request reaches the core (%v at most), and the core ledger holds each posting request until every transfer of the round has answered: a commit was held in %d of the %d rounds, a relay request reached the core while it was held in %d, and one waited in the core in %d",
-		rounds, paceClients, first, last, commitHeldFor, held, rounds, readBehind, waited)
-	if err := t.postedOnce(story, s, want); err != nil || observed > 0 {
+	story := fmt.Sprintf("two customers pay each other %d times, %d transfers at once, from accounts that share no row (%s … %s), while the relay runs; in each round the held-commit fault holds the COMMIT of the first transfer to reach it, its outbox row written, while the transfers beside it go on (on SQLite they wait for its write lock), until a relay request reaches the core (%v at most), and the core ledger holds each posting request until every transfer of the round has answered, and after a round whose request waited there, %d transfers more while each of the relay's next %d passes waits: a commit was held in %d of the %d rounds, a relay request reached the core while it was held in %d, and one waited in the core in %d",
+		rounds, paceClients, first, last, commitHeldFor, paceClients, busyPasses, held, rounds, readBehind, waited)
+	err = t.postedOnce(story, s, want)
+	if err == nil && late != nil {
+		// Every row reached the core in the end, once the load stopped:
+		// the relay read the held ones only when it found nothing new.
+		return late
+	}
+	if err != nil || observed > 0 {
 		return err
 	}
 	// Posted once, but no round both held a commit and had a relay pass
 	// wait in the core meanwhile: whether the relay reads, or marks, a
 	// row that commits behind higher ids stays unseen.
 	return t.CouldNotObserve(fmt.Sprintf("a row committed behind higher ids: with the held-commit fault armed, a transaction that moved money was held at its COMMIT in %d of %d rounds, and a relay pass waited in the core while the round's transfers were made in %d; no round had both, so whether the relay reads, or marks, a row that commits after it read higher ids is unknown", held, rounds, waited))
+}
+
+// busyPasses is how many of the relay's passes S9.commit-order keeps busy
+// after a round whose relay request waited in the core: while each
+// waits there, paceClients transfers more commit, so that each pass
+// after it finds rows it never read. A relay that reads the oldest owed
+// rows first posts the round's held row in the first; one that reads
+// only the rows after the last one it settled, and looks behind it only
+// once it finds nothing new, never does while transfers keep coming.
+const busyPasses = 2
+
+// keptBusy keeps the relay's passes busy after a round (see busyPasses),
+// the round's pass waiting in the held core, and returns the transfers of
+// round whose rows are still owed once the core has applied the last of
+// those passes. It returns none when a call to the core was given up
+// meanwhile (a busy machine: a pass that posted nothing says nothing of
+// which rows the relay reads), or when the relay had nothing owed to
+// send; a row marked sent or set aside without being posted is left to
+// postedOnce, which names it.
+func (t *T) keptBusy(s Scenario, want, round owed, faults *core.Faults) ([]string, error) {
+	before, err := t.Lab().Outbox(t.ctx)
+	if err != nil {
+		return nil, err
+	}
+	for range busyPasses {
+		if _, _, err := t.paymentsAtOnce(s, want, paceClients); err != nil {
+			return nil, err
+		}
+		// The waiting pass goes on; the next one waits in turn, and,
+		// once it does, the one let through has been applied and settled.
+		arrived := faults.Held()
+		faults.LetThrough()
+		waits, err := t.relayWaits(faults, arrived)
+		if err != nil || !waits {
+			return nil, err
+		}
+	}
+	after, err := t.Lab().Outbox(t.ctx)
+	if err != nil || after.CoreGivenUp > before.CoreGivenUp {
+		return nil, err
+	}
+	ps, err := t.Postings()
+	if err != nil {
+		return nil, err
+	}
+	var behind []string
+	for id := range round {
+		if slices.ContainsFunc(ps, func(p core.Receipt) bool { return p.TransferID == id }) {
+			continue
+		}
+		gone, err := t.noLongerOwed(id)
+		if err != nil {
+			return nil, err
+		}
+		if !gone {
+			behind = append(behind, id)
+		}
+	}
+	return behind, nil
 }
 
 // heldRelease is what releaseHeldCommits saw as it let the held commits
