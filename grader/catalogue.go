@@ -294,8 +294,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S6.live-lease-409", Stage: 6, Lesson: lesson6 + "#a-live-lease",
-		Claim: "while an in-progress key's lease is live, the original's or the one a takeover started, a retry gets 409 request-in-progress and nothing executes",
-		Why:   "a live lease means the original may still be running; a retry that takes it over early executes the payment a second time beside it",
+		Claim: "while an in-progress key's lease is live, the original's or the one a takeover started, a retry gets 409 request-in-progress and nothing executes, even through another server process on the same database started again meanwhile",
+		Why:   "a live lease means the original may still be running; a retry that takes it over early executes the payment a second time beside it, and a process that frees the keys left in progress when it starts frees those of the requests another process is running",
 		Guard: "stage 5 never takes a key over, so a retry of a key in progress always gets 409 request-in-progress; the check keeps stage 6's takeover from stealing a lease that is still live",
 		Run:   withScenario(1_000_000, checkLiveLease409),
 	},

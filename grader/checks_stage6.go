@@ -480,7 +480,9 @@ func otherAnswers(all []Response) []Response {
 // expire (any in-progress key is taken over), a lease measured on the
 // real clock or from the wrong setting, and a lease cut short, written or
 // compared to the second (time.RFC3339, not clock.Format): its last
-// fraction of a second reads as expired.
+// fraction of a second reads as expired. Last, it runs the server as two
+// processes on one database, for a process that frees the keys left in
+// progress when it starts (see liveAcrossRestart).
 func checkLiveLease409(t *T, s Scenario) error {
 	const (
 		lease = 10 * time.Second
@@ -558,7 +560,110 @@ func checkLiveLease409(t *T, s Scenario) error {
 		return err
 	}
 	story += "\nthen the lab clock set to more than a lease after the lease expired"
-	return t.liveAfterTakeover(s, req, op, amount, story)
+	if err := t.liveAfterTakeover(s, req, op, amount, story); err != nil {
+		return err
+	}
+	rt, err := t.OnReplicas(2)
+	if err != nil {
+		return err
+	}
+	for _, latency := range restartLatencies {
+		conclusive, err := rt.liveAcrossRestart(latency)
+		if err != nil || conclusive {
+			return err
+		}
+	}
+	return t.CouldNotObserve("a retry while another process's request held a live lease: the restarted process came up only after the original had answered, at every core latency tried (%v), on a machine too busy", restartLatencies)
+}
+
+// restartLatencies are the core latencies liveAcrossRestart holds its
+// original with: long enough for a server process to be killed and started
+// again while it waits, on a busy machine too.
+var restartLatencies = []time.Duration{2 * time.Second, 6 * time.Second, 18 * time.Second}
+
+// liveAcrossRestart is S6.live-lease-409's round on two server processes
+// on one database: a payment sent through the second waits on the core,
+// its lease live, while the first process is killed and started again (a
+// crash, a deploy); then a retry comes through the process that started
+// again. A server that frees every key left in progress when it starts,
+// taking them for its own dead requests', frees the live key of a request
+// the other process is running: the retry claims it afresh, calls the core
+// and executes, and the original, whose completion finds its row gone,
+// throws its work away. The retry must get 409 request-in-progress (or,
+// had the original just completed, its stored answer), and the core be
+// called once. The round is conclusive only if the process was up again
+// before the original answered.
+func (t *T) liveAcrossRestart(latency time.Duration) (bool, error) {
+	s, err := t.Scenario(2, 1_000_000)
+	if err != nil {
+		return false, err
+	}
+	const lease = time.Minute
+	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
+		return false, err
+	}
+	req, op, amount := s.Payment(t)
+	s.Books.Expect(op)
+	req.Replica = 1
+	before, err := t.coreCallsEverywhere(op)
+	if err != nil {
+		return false, err
+	}
+	orig, err := t.Hold(req, latency)
+	if err != nil {
+		return false, err
+	}
+	if !orig.Seen || !orig.Early() {
+		orig.Wait()
+		return false, t.Configure(labclient.Config{NoCoreLatency: true})
+	}
+	t.kill()
+	if err := t.Restart(); err != nil {
+		return false, err
+	}
+	up := !orig.Done()
+	// The process that started again may have forgotten the config.
+	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
+		return false, err
+	}
+	retry := req
+	retry.Replica = 0
+	var second Response
+	if up {
+		second = t.Do(retry)
+	}
+	first := orig.Wait()
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return false, err
+	}
+	after, err := t.coreCallsEverywhere(op)
+	if err != nil {
+		return false, err
+	}
+	sent := fmt.Sprintf("(two server processes on one database; POST /lab/config: lease %v)\n%s  (the original, through the second process, waiting %v on the core)\n"+
+		"while it waits: the first process is killed (kill -9) and started again on the database",
+		lease, req.String(), latency)
+	if executedOps(first, second) > 0 {
+		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
+	}
+	got := "the original " + first.Short()
+	if up {
+		sent += "\nthen a retry through the process that started again"
+		got += "; the retry " + second.Short()
+	}
+	if err := t.Reconcile(sent, got, s.Books); err != nil {
+		return true, err
+	}
+	if !up {
+		return false, nil // the original answered before the process was up again: hold longer
+	}
+	calls := after - before
+	got += fmt.Sprintf("; the core called %d times for op %s", calls, op)
+	expected := "409 " + pInProgress + " with Retry-After to the retry, and one call to the core: the original's lease is live, and its process is running it; a process that starts frees nothing that another may hold (the lease frees a dead request's key)"
+	if ok, _ := inProgressAnswer(second); calls > 1 || (!ok && !sameOp(first, second)) {
+		return true, t.Fail(sent, got, expected)
+	}
+	return true, nil
 }
 
 // liveAfterTakeover sends req, whose key's lease expired more than a lease
