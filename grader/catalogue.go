@@ -301,8 +301,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S6.late-original-fenced", Stage: 6, Lesson: lesson6 + "#a-late-original",
-		Claim: "an original that outlives its lease while a retry takes its key over (a transfer, then a deposit) neither completes, nor frees the key, nor moves money, and is told to retry (409 request-in-progress with Retry-After): the retry that holds the lease executes, once; one whose key no retry took over completes, with one call to the core",
-		Why:   "a slow original is not a dead one: if it still completes after a retry took its key over, the payment runs twice; if it deletes the key it lost, a third attempt claims it afresh and runs beside the retry; and a server runs as several processes, so a lock in one process's memory keeps out no retry that comes through another",
+		Claim: "an original that outlives its lease while a retry takes its key over (a transfer, then a deposit) neither completes, nor frees the key, nor moves money, and is told to retry (409 request-in-progress with Retry-After): the retry that holds the lease executes, once; one whose key no retry took over completes, with one call to the core, and one that completes while a retry's takeover waits stays completed: the retry executes nothing",
+		Why:   "a slow original is not a dead one: if it still completes after a retry took its key over, the payment runs twice; if it deletes the key it lost, a third attempt claims it afresh and runs beside the retry; if it completes just before a takeover that does not ask for the key in progress, the retry opens the key again and pays twice; and a server runs as several processes, so a lock in one process's memory keeps out no retry that comes through another",
 		Guard: "stage 5 never takes a key over, so no retry runs beside a slow original and there is nothing to fence; the check keeps stage 6's late original from completing or freeing a key a retry took over",
 		Run:   checkLateOriginalFenced,
 	},

@@ -745,7 +745,10 @@ func (t *T) liveAfterTakeover(s Scenario, req Request, op string, amount int64, 
 // be told to retry, 409 request-in-progress with Retry-After. And it
 // catches a completion that also asks for a live lease: an original that
 // outlived its lease, whose key no retry took over, is refused, and its
-// retry calls the core a second time for one payment.
+// retry calls the core a second time for one payment. Last, on
+// PostgreSQL, it catches a takeover that does not ask for the key in
+// progress: a late original that completes while a retry's takeover waits
+// has its key opened again, and pays twice (see completedBeforeTakeover).
 func checkLateOriginalFenced(t *T) error {
 	for _, p := range payments {
 		if err := t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
@@ -774,7 +777,10 @@ func checkLateOriginalFenced(t *T) error {
 	if err != nil || st.Engine == labdb.SQLite {
 		return err
 	}
-	return rt.WhileHeld(1_000_000, rt.takenOverBeforeCompletion)
+	if err := rt.WhileHeld(1_000_000, rt.takenOverBeforeCompletion); err != nil {
+		return err
+	}
+	return rt.WhileHeld(1_000_000, rt.completedBeforeTakeover)
 }
 
 // lateOriginalAlone is S6.late-original-fenced's round in which nobody
@@ -860,6 +866,28 @@ func (t *T) lateOriginalAlone(s Scenario, latency time.Duration) (bool, error) {
 // the round is not tried there. A server that completes its key in no
 // UPDATE of the key table never reaches the held statement, and the
 // round sees nothing to judge.
+// outliveLeaseHoldingUpdate is outliveLease with held-key-update armed
+// once the original's lease has expired, and the core quick again for the
+// requests that follow: the start of the rounds of S6.late-original-fenced
+// that hold an update of the key table. It also reports whether the fault
+// was armed with half the original's core wait still ahead: then it was in
+// place before the original's completion; armed later (a busy machine, a
+// slow purge behind the clock's move), the original may have completed
+// already, and says nothing of the server: a longer hold tries again. The
+// caller disarms the fault, which lets a held statement go, however the
+// round ends.
+func (t *T) outliveLeaseHoldingUpdate(req Request, latency, lease time.Duration) (orig *Held, held, armedInTime bool, err error) {
+	orig, held, err = t.outliveLease(req, latency, lease)
+	if !held || err != nil {
+		return orig, held, false, err
+	}
+	if err := t.Arm(labctl.HeldKeyUpdate, 1); err != nil {
+		return orig, true, false, err
+	}
+	armedInTime = orig.Early()
+	return orig, true, armedInTime, t.Configure(labclient.Config{NoCoreLatency: true})
+}
+
 func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, error) {
 	lease := t.drawLease(5, 60)
 	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
@@ -868,23 +896,11 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 	req, op, amount := s.Payment(t)
 	s.Books.Expect(op)
 	executed := func() { s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount) }
-	orig, held, err := t.outliveLease(req, latency, lease)
-	if !held || err != nil {
-		return err != nil, err
-	}
-	if err := t.Arm(labctl.HeldKeyUpdate, 1); err != nil {
-		return true, err
-	}
+	orig, held, armedInTime, err := t.outliveLeaseHoldingUpdate(req, latency, lease)
 	// Disarming lets the held completion go, whatever happens here.
 	defer t.Arm(labctl.HeldKeyUpdate, 0)
-	// Armed with half the original's core wait still ahead, the fault was
-	// in place before its completion; armed later (a busy machine, a slow
-	// purge behind the clock's move), the original may have completed
-	// already, and an original that answers with nothing held then says
-	// nothing of the server: a longer hold tries again.
-	armedInTime := orig.Early()
-	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
-		return true, err
+	if !held || err != nil {
+		return err != nil, err
 	}
 	completing, err := t.Fired(latency+10*time.Second, orig.Done, labctl.HeldKeyUpdate)
 	if err != nil {
@@ -933,6 +949,67 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 	}
 	return true, because(t.Reconcile(sent, got, s.Books),
 		"an original that outlived its lease proves it still holds the key in the statement that completes it (a condition on the owner in the UPDATE): a read earlier in its transaction goes stale when a retry takes the key over before the UPDATE runs, and both requests move the money")
+}
+
+// completedBeforeTakeover is S6.late-original-fenced's round on
+// PostgreSQL that catches a takeover whose UPDATE asks for the lease
+// expired but not for the key in progress, the state having been read
+// before: a retry reads the key in progress, its lease expired, and
+// before its takeover writes, the late original completes. At READ
+// COMMITTED the takeover's UPDATE then reads the completed row, and one
+// that does not ask for in_progress matches it wherever the completion
+// leaves the lease's expiry, and opens the key again if it writes the
+// state: the retry executes, and the money moves twice. The original goes
+// through the second process of the target; the retry through the first,
+// where the round holds its first update of the key table
+// (held-key-update), before it runs, until the original has answered. A
+// takeover that asks for the key in progress matches nothing then, and
+// the retry is told to retry, and a last retry gets the original's
+// answer. On SQLite the retry's claim holds the write lock, and the
+// original's completion waits for it: the round is not tried there.
+func (t *T) completedBeforeTakeover(s Scenario, latency time.Duration) (bool, error) {
+	req, op, amount := s.Payment(t)
+	s.Books.Expect(op)
+	lease := t.drawLease(5, 60)
+	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
+		return false, err
+	}
+	original := req
+	original.Replica = 1
+	orig, held, _, err := t.outliveLeaseHoldingUpdate(original, latency, lease)
+	// Disarming lets the held takeover go, whatever happens here.
+	defer t.Arm(labctl.HeldKeyUpdate, 0)
+	if !held || err != nil {
+		return err != nil, err
+	}
+	retry := t.Launch(req)
+	takingOver, err := t.Fired(latency+10*time.Second, retry.Done, labctl.HeldKeyUpdate)
+	if err != nil {
+		return true, err
+	}
+	// A takeover held, or a retry answered with none (a server that takes
+	// no key over), while the original still ran says what it says; once
+	// the original has completed, the retry reads the key completed, and
+	// a longer hold tries again.
+	conclusive := !orig.Done()
+	first := orig.Wait()
+	if err := t.Arm(labctl.HeldKeyUpdate, 0); err != nil {
+		return true, err
+	}
+	second, last := retry.Wait(), t.Do(req)
+	if executedOps(first, second, last) > 0 {
+		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
+	}
+	sent := fmt.Sprintf("(two server processes on one database; lease %v)\n%s  (the original, through the second process, waiting %v on the core)\n"+
+		"while it waits: %v of lab time (its lease expires)\n"+
+		"then the retry, the same request, through the first process, where the first statement that updates the key table waits (held-key-update)%s\n"+
+		"the original answers  %s\nthen the held statement runs: the retry answers  %s\nthen one more retry  →  %s",
+		lease, req.String(), latency, lease+time.Second,
+		map[bool]string{true: ", its takeover", false: ", which does not reach one"}[takingOver != ""],
+		first.Short(), second.Short(), last.Short())
+	got := "the original " + first.Short() + "; the retry " + second.Short() + "; one more retry " + last.Short()
+	return conclusive, because(t.Reconcile(sent, got, s.Books),
+		"a takeover asks, in the statement that writes the new owner, for the key still in progress as well as for its lease expired: the state read before goes stale when the late original completes in between, and a takeover that matches the completed key opens it again, and the payment runs twice")
 }
 
 // releasedAfterTakeover is S6.late-original-fenced's round that catches a
