@@ -28,7 +28,14 @@ func Main(m *testing.M, subjects ...grader.Subject) {
 		os.Exit(targets.ServeChild(subjects...))
 	}
 	targets.CanServe(subjects...)
-	os.Exit(m.Run())
+	// A check's server is gone when its check ends: its database is
+	// emptied for the next check's, not dropped and made anew.
+	dropKept := labdb.ReuseDatabases()
+	code := m.Run()
+	if err := dropKept(context.Background()); err != nil {
+		fmt.Fprintf(os.Stderr, "lab: could not drop the checks' databases: %v\n", err)
+	}
+	os.Exit(code)
 }
 
 // TestStage runs every check of stages 0..subject.Stage against the

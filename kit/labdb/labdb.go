@@ -146,6 +146,16 @@ func Fresh(ctx context.Context, target, dir string) (string, func(context.Contex
 	return createPostgresDatabase(ctx, target)
 }
 
+// ReuseDatabases has this process empty the PostgreSQL databases it makes
+// with OpenOwn and Fresh when it is done with each, where it would drop
+// them, and give them to the next OpenOwn or Fresh on the same cluster:
+// creating and dropping a database costs PostgreSQL more than most checks
+// do (pgdb.ReuseDatabases). It returns the function that drops those it
+// keeps, for the end of the process. It changes nothing on SQLite.
+func ReuseDatabases() (dropKept func(context.Context) error) {
+	return reusePostgresDatabases()
+}
+
 // Sibling returns a database of its own for another service beside
 // target, on its engine, made if it does not exist yet: the SQLite file
 // named after target's with suffix (lab.db: lab_core.db), or the

@@ -20,6 +20,10 @@ func createPostgresDatabase(context.Context, string) (string, func(context.Conte
 	return "", nil, errNoPostgres
 }
 
+func reusePostgresDatabases() func(context.Context) error {
+	return func(context.Context) error { return nil }
+}
+
 func siblingPostgres(context.Context, string, string) (string, error) { return "", errNoPostgres }
 
 func redactPostgres(target string) string { return "postgres://…" }

@@ -26,6 +26,8 @@ func createPostgresDatabase(ctx context.Context, clusterURL string) (string, fun
 	return pgdb.CreateDatabase(ctx, clusterURL)
 }
 
+func reusePostgresDatabases() func(context.Context) error { return pgdb.ReuseDatabases() }
+
 func siblingPostgres(ctx context.Context, target, suffix string) (string, error) {
 	return pgdb.Sibling(ctx, target, suffix)
 }

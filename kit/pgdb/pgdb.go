@@ -103,37 +103,37 @@ func (db *DB) Close() error {
 // its own (a test's, say) gets one, so servers never see each other's rows
 // and can run side by side. The first database a process creates on a
 // cluster starts its run there, which drops what killed runs left behind
-// (see runs.go).
+// (see runs.go). In a process that reuses its databases (ReuseDatabases),
+// it returns an emptied one when it has one, and the function empties it
+// for the next instead of dropping it.
 func CreateDatabase(ctx context.Context, clusterURL string) (dbURL string, drop func(context.Context) error, err error) {
-	u, err := url.Parse(clusterURL)
-	if err != nil {
-		return "", nil, fmt.Errorf("create database: %w", err)
-	}
 	r, err := runOn(ctx, clusterURL)
 	if err != nil {
 		return "", nil, fmt.Errorf("create database: %w", err)
 	}
-	admin, err := sql.Open("pgx", clusterURL)
-	if err != nil {
+	name, ok := takeKept(clusterURL)
+	if !ok {
+		name = r.name()
+		// template0 and the C collation: text compares byte by byte, as on
+		// SQLite, so the lab clock's fixed-width times sort as instants.
+		_, err = r.db.ExecContext(ctx, `CREATE DATABASE `+name+` TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'`)
+		if err != nil {
+			return "", nil, fmt.Errorf("create database: %w", err)
+		}
+	}
+	if dbURL, err = databaseURL(clusterURL, name); err != nil {
 		return "", nil, fmt.Errorf("create database: %w", err)
 	}
-	name := r.name()
-	// template0 and the C collation: text compares byte by byte, as on
-	// SQLite, so the lab clock's fixed-width times sort as instants.
-	_, err = admin.ExecContext(ctx, `CREATE DATABASE `+name+` TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'`)
-	if err != nil {
-		admin.Close()
-		return "", nil, fmt.Errorf("create database: %w", err)
-	}
-	u.Path = "/" + name
 	drop = func(ctx context.Context) error {
-		defer admin.Close()
-		if _, err := admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
+		if keep(ctx, r, clusterURL, dbURL, name) {
+			return nil
+		}
+		if _, err := r.db.ExecContext(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
 			return fmt.Errorf("drop database %s: %w", name, err)
 		}
 		return nil
 	}
-	return u.String(), drop, nil
+	return dbURL, drop, nil
 }
 
 // Sibling returns the URL of the database named after dbURL's with suffix
