@@ -457,7 +457,11 @@ func (g GoTest) Run(ctx context.Context, stage int, each func(CheckResult)) (Out
 // stage 9 took about 17 s to check on SQLite; eight at a time, about 5 s,
 // on the same two cores. On PostgreSQL four, as make test-pg runs them:
 // each check's server opens connections of its own, up to one for each
-// request it serves at once, and a cluster admits 100 by default.
+// request it serves at once (34 in S6.lease-takeover-once), and a cluster
+// admits 100 by default: four at a time, stage 9's checks held up to 80.
+// More at once gains little there: the cluster's CPU, not the waits,
+// bounds that run (about 32 s of CPU for stage 9's checks, so 16 s at
+// least on two cores; see pgdb.ReuseDatabases for what it was).
 func checksAtOnce() int {
 	if labdb.EngineOfTarget(labdb.TestTarget()) == labdb.PostgreSQL {
 		return max(runtime.NumCPU(), 4)
