@@ -553,7 +553,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.commit-order", Stage: 9, Lesson: lesson9 + "#the-relay",
-		Claim: "transfers made 16 at a time by two customers paying each other from accounts that share no row, while the relay runs, the commit of one transfer of each round is held until a relay request reaches the core ledger, which holds the relay's requests until the round has answered, each reach it exactly once, and by the end of the relay's second pass after the round, while 16 transfers more are made during each of the two",
+		Claim: "transfers made 16 at a time by two customers paying each other from accounts that share no row, while the relay runs, the commit of one transfer of each round is held until a relay request reaches the core ledger, which holds the relay's requests until the round has answered, each reach it exactly once, and, while 16 transfers more are made as each of the relay's next requests waits in the core, no later than any of those",
 		Why:   "transfers that run side by side commit their outbox rows in an order of their own, not that of their ids (on PostgreSQL): a relay that reads only the rows after the last one it settled never reads a row that committed after it had passed that row's id, and one that marks every owed row up to the last id it read marks a row that committed between its read and its mark, never sent; either way the core never hears of that transfer, and the held commit gives it the chance in every round, not by luck; one that looks behind its mark only once it finds nothing new hears of it only when transfers stop coming",
 		Run:   checkCommitOrder,
 	},

@@ -24,19 +24,26 @@ func onSolution(t *testing.T, id string, n int) grader.Result {
 	return grader.RunCheck(context.Background(), subject, c, 1, targets.InProcess)
 }
 
-// failureOf runs check id once (run seed 1, in this process) against
-// subject, graded at subject's stage, and returns its failure; it fails
-// t at once when the check did not fail.
-func failureOf(t *testing.T, id string, subject grader.Subject) *judging.Failure {
+// errorOf runs check id once (run seed 1, in this process) against
+// subject, graded at subject's stage, and returns what it found: nil if
+// it passed.
+func errorOf(t *testing.T, id string, subject grader.Subject) error {
 	t.Helper()
 	c, ok := grader.Lookup(id)
 	if !ok {
 		t.Fatalf("no check %s", id)
 	}
-	r := grader.RunCheck(context.Background(), subject, c, 1, targets.InProcess)
+	return grader.RunCheck(context.Background(), subject, c, 1, targets.InProcess).Err
+}
+
+// failureOf runs check id as errorOf does and returns its failure; it
+// fails t at once when the check did not fail.
+func failureOf(t *testing.T, id string, subject grader.Subject) *judging.Failure {
+	t.Helper()
+	err := errorOf(t, id, subject)
 	var f *judging.Failure
-	if !errors.As(r.Err, &f) {
-		t.Fatalf("%s against %s: %v, want a failure", id, subject.Name, r.Err)
+	if !errors.As(err, &f) {
+		t.Fatalf("%s against %s: %v, want a failure", id, subject.Name, err)
 	}
 	return f
 }

@@ -1843,8 +1843,8 @@ const commitHeldFor = 500 * time.Millisecond
 // committed between its read and its mark. (SQLite runs one writer at a
 // time: the held transaction keeps the write lock, everyone waits, and
 // its rows commit in the order of their ids.) After a round whose relay
-// request waited in the core, the relay's next passes are kept busy
-// (keptBusy), and the round's transfers must be posted by then: a relay
+// request waited in the core, the relay is kept busy (keptBusy), and the
+// round's transfers must be posted before those made after them: a relay
 // that looks behind its mark only once it finds nothing new posts the
 // held row only when transfers stop coming; that is said once every
 // transfer is posted, so that a row never posted is named as such first.
@@ -1920,18 +1920,18 @@ func checkCommitOrder(t *T) error {
 		}
 		if len(behind) > 0 && late == nil {
 			sort.Strings(behind)
-			story := fmt.Sprintf("two customers pay each other, %d transfers at once, from accounts that share no row (%s … %s), while the relay runs; the held-commit fault holds the COMMIT of the first transfer to reach it, its outbox row written, while the transfers beside it go on, until a relay request reaches the core (%v at most), and the core ledger holds each posting request until every transfer of the round has answered; then, while each of the relay's next %d passes waits in the core, %d transfers more",
-				paceClients, f, l, commitHeldFor, busyPasses, paceClients)
+			story := fmt.Sprintf("two customers pay each other, %d transfers at once, from accounts that share no row (%s … %s), while the relay runs; the held-commit fault holds the COMMIT of the first transfer to reach it, its outbox row written, while the transfers beside it go on, until a relay request reaches the core (%v at most), and the core ledger holds each posting request until every transfer of the round has answered; then, while each of the relay's next requests waits in the core, %d transfers more",
+				paceClients, f, l, commitHeldFor, paceClients)
 			fail := t.Fail(story,
-				fmt.Sprintf("%d passes of the relay have gone through since every transfer of the round committed, and the core ledger still does not hold the postings of %s, their rows still owed: the pass read after that commit took only rows after the ones the relay had settled", busyPasses, fewOf(behind)),
-				"every transfer of the round posted by the relay's first pass after they all committed: it reads the oldest owed rows first, and a row that committed behind higher ids is among them").(*judging.Failure)
+				fmt.Sprintf("the core ledger holds postings of transfers made after the round, the relay's request after those has gone through too, and it still does not hold the postings of %s, their rows still owed: the relay read newer rows, after the ones it had settled, before the oldest owed", fewOf(behind)),
+				"every transfer of the round posted before any made after them: the relay reads the oldest owed rows first, and a row that committed behind higher ids is among them").(*judging.Failure)
 			fail.Refs = behind
 			fail.Why = "a row's id is drawn when it is written and the row is seen when its transaction commits: a relay that reads on from the last row it settled, and looks behind it only once it finds nothing new, leaves a row that committed behind higher ids owed for as long as transfers keep coming, and a lull may be hours away"
 			late = fail
 		}
 	}
-	story := fmt.Sprintf("two customers pay each other %d times, %d transfers at once, from accounts that share no row (%s … %s), while the relay runs; in each round the held-commit fault holds the COMMIT of the first transfer to reach it, its outbox row written, while the transfers beside it go on (on SQLite they wait for its write lock), until a relay request reaches the core (%v at most), and the core ledger holds each posting request until every transfer of the round has answered, and after a round whose request waited there, %d transfers more while each of the relay's next %d passes waits: a commit was held in %d of the %d rounds, a relay request reached the core while it was held in %d, and one waited in the core in %d",
-		rounds, paceClients, first, last, commitHeldFor, paceClients, busyPasses, held, rounds, readBehind, waited)
+	story := fmt.Sprintf("two customers pay each other %d times, %d transfers at once, from accounts that share no row (%s … %s), while the relay runs; in each round the held-commit fault holds the COMMIT of the first transfer to reach it, its outbox row written, while the transfers beside it go on (on SQLite they wait for its write lock), until a relay request reaches the core (%v at most), and the core ledger holds each posting request until every transfer of the round has answered, and after a round whose request waited there, %d transfers more while each of the relay's next requests waits (%d at most): a commit was held in %d of the %d rounds, a relay request reached the core while it was held in %d, and one waited in the core in %d",
+		rounds, paceClients, first, last, commitHeldFor, paceClients, busySteps, held, rounds, readBehind, waited)
 	err = t.postedOnce(story, s, want)
 	if err == nil && late != nil {
 		// Every row reached the core in the end, once the load stopped:
@@ -1947,33 +1947,41 @@ func checkCommitOrder(t *T) error {
 	return t.CouldNotObserve(fmt.Sprintf("a row committed behind higher ids: with the held-commit fault armed, a transaction that moved money was held at its COMMIT in %d of %d rounds, and a relay pass waited in the core while the round's transfers were made in %d; no round had both, so whether the relay reads, or marks, a row that commits after it read higher ids is unknown", held, rounds, waited))
 }
 
-// busyPasses is how many of the relay's passes S9.commit-order keeps busy
-// after a round whose relay request waited in the core: while each
-// waits there, paceClients transfers more commit, so that each pass
-// after it finds rows it never read. A relay that reads the oldest owed
-// rows first posts the round's held row in the first; one that reads
-// only the rows after the last one it settled, and looks behind it only
-// once it finds nothing new, never does while transfers keep coming.
-const busyPasses = 2
+// busySteps is how many of the relay's requests S9.commit-order keeps
+// busy at most after a round whose relay request waited in the core:
+// while each waits there, paceClients transfers more commit, so that each
+// pass after it finds rows it never read. A relay that reads the oldest
+// owed rows first posts every row of the round before any of those,
+// whether a request carries a row or a whole pass; one that reads only
+// the rows after the last one it settled, and looks behind it only once
+// it finds nothing new, posts the later ones and never the round's held
+// row while transfers keep coming. Three requests show that: the round's
+// own, the next, which the later transfers' rows are in, and one more.
+const busySteps = 4
 
-// keptBusy keeps the relay's passes busy after a round (see busyPasses),
-// the round's pass waiting in the held core, and returns the transfers of
-// round whose rows are still owed once the core has applied the last of
-// those passes. It returns none when a call to the core was given up
-// meanwhile (a busy machine: a pass that posted nothing says nothing of
-// which rows the relay reads), or when the relay had nothing owed to
-// send; a row marked sent or set aside without being posted is left to
-// postedOnce, which names it.
+// keptBusy keeps the relay busy after a round (see busySteps), the
+// round's request waiting in the held core, and returns the transfers of
+// round whose rows are still owed once the core has applied postings of
+// transfers made after them and then the relay's next request (which
+// lets go whatever else the request that posted them was sent with). It
+// returns none when the round's transfers are all posted first, when a
+// call to the core was given up meanwhile (a busy machine: a request that
+// posted nothing says nothing of which rows the relay reads), or when the
+// relay had nothing owed to send; a row marked sent or set aside without
+// being posted is left to postedOnce, which names it.
 func (t *T) keptBusy(s Scenario, want, round owed, faults *core.Faults) ([]string, error) {
 	before, err := t.Lab().Outbox(t.ctx)
 	if err != nil {
 		return nil, err
 	}
-	for range busyPasses {
-		if _, _, err := t.paymentsAtOnce(s, want, paceClients); err != nil {
+	later := owed{}
+	laterPosted := false
+	for range busySteps {
+		if _, _, err := t.paymentsAtOnce(s, later, paceClients); err != nil {
 			return nil, err
 		}
-		// The waiting pass goes on; the next one waits in turn, and,
+		maps.Copy(want, later)
+		// The waiting request goes on; the next one waits in turn, and,
 		// once it does, the one let through has been applied and settled.
 		arrived := faults.Held()
 		faults.LetThrough()
@@ -1981,15 +1989,29 @@ func (t *T) keptBusy(s Scenario, want, round owed, faults *core.Faults) ([]strin
 		if err != nil || !waits {
 			return nil, err
 		}
+		ps, err := t.Postings()
+		if err != nil {
+			return nil, err
+		}
+		behind, err := t.stillOwed(round, ps)
+		if err != nil || len(behind) == 0 {
+			return nil, err
+		}
+		if laterPosted {
+			after, err := t.Lab().Outbox(t.ctx)
+			if err != nil || after.CoreGivenUp > before.CoreGivenUp {
+				return nil, err
+			}
+			return behind, nil
+		}
+		laterPosted = slices.ContainsFunc(ps, func(p core.Receipt) bool { _, ok := later[p.TransferID]; return ok })
 	}
-	after, err := t.Lab().Outbox(t.ctx)
-	if err != nil || after.CoreGivenUp > before.CoreGivenUp {
-		return nil, err
-	}
-	ps, err := t.Postings()
-	if err != nil {
-		return nil, err
-	}
+	return nil, nil
+}
+
+// stillOwed returns the transfers of round that ps, the core's postings,
+// does not hold and whose rows are still owed.
+func (t *T) stillOwed(round owed, ps []core.Receipt) ([]string, error) {
 	var behind []string
 	for id := range round {
 		if slices.ContainsFunc(ps, func(p core.Receipt) bool { return p.TransferID == id }) {

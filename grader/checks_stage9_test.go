@@ -1,6 +1,7 @@
 package grader_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"idemlab/grader/judging"
 	"idemlab/grader/targets"
 	"idemlab/kit/clock"
+	"idemlab/kit/core"
 	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
@@ -101,13 +103,8 @@ func TestCommitsPerPosting_EmptyCommitsDoNotCount(t *testing.T) {
 		}
 		return idleCommits{Server: h.(*stage9.Server), db: env.DB}, nil
 	}
-	c, ok := grader.Lookup("S9.commits-per-posting")
-	if !ok {
-		t.Fatal("no check S9.commits-per-posting")
-	}
-	r := grader.RunCheck(context.Background(), grader.Subject{Stage: 9, Name: "idle commits", New: factory}, c, 1, targets.InProcess)
-	if r.Err != nil {
-		t.Errorf("a relay that commits empty transactions on every pass: %v", r.Err)
+	if err := errorOf(t, "S9.commits-per-posting", grader.Subject{Stage: 9, Name: "idle commits", New: factory}); err != nil {
+		t.Errorf("a relay that commits empty transactions on every pass: %v", err)
 	}
 }
 
@@ -383,5 +380,75 @@ func TestOutboxTimes_APassThatSentTheFirstRowAlone(t *testing.T) {
 		case !mutant && r.Err != nil:
 			t.Errorf("solution 9, the first row sent alone: %v, want a pass", r.Err)
 		}
+	}
+}
+
+// rowByRow is solution 9 with a relay that sends each owed row it reads,
+// oldest first, in a request of its own (env.Core.Post, which the lesson
+// allows beside PostAll), stops at the first the core does not take, and
+// marks those it took in one statement.
+type rowByRow struct {
+	*stage9.Server
+	env stage.Env
+}
+
+func (s rowByRow) Relay(ctx context.Context) (int, error) {
+	rows, err := s.env.DB.QueryContext(ctx,
+		`SELECT id, core_key, transfer_id, from_account, to_account, amount FROM outbox
+		 WHERE sent_at IS NULL AND dead_at IS NULL ORDER BY id LIMIT 200`)
+	if err != nil {
+		return 0, err
+	}
+	type row struct {
+		id  int64
+		key string
+		p   core.Posting
+	}
+	var owed []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.id, &r.key, &r.p.TransferID, &r.p.From, &r.p.To, &r.p.Amount); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		owed = append(owed, r)
+	}
+	if err := rows.Close(); err != nil {
+		return 0, err
+	}
+	var sent []any
+	var later error
+	for _, r := range owed {
+		if _, _, later = s.env.Core.Post(ctx, r.key, r.p); later != nil {
+			break
+		}
+		sent = append(sent, r.id)
+	}
+	if len(sent) == 0 {
+		return 0, later
+	}
+	marks := strings.Repeat(", ?", len(sent))[2:]
+	_, err = s.env.DB.ExecContext(ctx, `UPDATE outbox SET sent_at = ? WHERE id IN (`+marks+`)`,
+		append([]any{clock.Format(s.env.Clock.Now())}, sent...)...)
+	return len(sent), cmp.Or(err, later)
+}
+
+// TestCommitOrder_ARelayThatSendsRowByRow: a relay that reads the oldest
+// owed rows first and sends each in a request of its own posts one row
+// for every request the core lets through, so that the round's
+// transfers are not all in the core two requests after the round; it
+// never posts a later transfer before them, and must pass. It catches a
+// check that counts requests, as S9.commit-order once did: it failed
+// this relay on both engines.
+func TestCommitOrder_ARelayThatSendsRowByRow(t *testing.T) {
+	factory := func(ctx context.Context, env stage.Env) (stage.Handlers, error) {
+		h, err := stage9.New(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		return rowByRow{Server: h.(*stage9.Server), env: env}, nil
+	}
+	if err := errorOf(t, "S9.commit-order", grader.Subject{Stage: 9, Name: "a relay that sends row by row", New: factory}); err != nil {
+		t.Errorf("a relay that sends each row in a request of its own: %v", err)
 	}
 }
