@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"slices"
@@ -24,7 +25,13 @@ import (
 // examples are the example middlewares by name, which this test binary
 // also serves as a lab server of their own when a check starts it again
 // as a child process (the checks that run the server as two processes).
-var examples = map[string]audit.Adapter{"naive": naive.New, "final": final.New, "aftercommit": aftercommit.New}
+// examples are the middlewares a check may start again by name in
+// processes of its own (a check that runs the server as two processes on
+// one database): the audit's examples, and the tests' own variants.
+var examples = map[string]audit.Adapter{
+	"naive": naive.New, "final": final.New, "aftercommit": aftercommit.New,
+	"slowrestart": slowRestart,
+}
 
 func TestMain(m *testing.M) {
 	var subjects []grader.Subject
@@ -142,37 +149,41 @@ func TestExamples_VerdictsInProcess(t *testing.T) {
 // restart is played in process: a request aborted by the crash moves the
 // lab clock on by 3s as it dies, after its claim.
 func TestLeaseChecks_ASlowRestartIsNoFailure(t *testing.T) {
-	slowRestart := func(env audit.Env) (audit.Middleware, error) {
-		m, err := final.New(env)
-		if err != nil {
-			return m, err
-		}
-		wrap := m.Wrap
-		m.Wrap = func(next http.Handler) http.Handler {
-			inner := wrap(next)
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				defer func() {
-					if v := recover(); v != nil {
-						if v == http.ErrAbortHandler {
-							if _, err := env.Clock.Advance(context.Background(), 3*time.Second); err != nil {
-								t.Errorf("advance the lab clock: %v", err)
-							}
-						}
-						panic(v)
-					}
-				}()
-				inner.ServeHTTP(w, r)
-			})
-		}
-		return m, nil
-	}
 	for _, id := range []string{"S6.lease-takeover-once", "S6.live-lease-409"} {
 		t.Run(id, func(t *testing.T) {
-			if r := check(t, slowRestart, id); !r.Passed() {
+			if r := checkAs(t, "slowrestart", slowRestart, id); !r.Passed() {
 				t.Fatalf("a correct middleware failed %s after a slow restart:\n%v", id, r.Err)
 			}
 		})
 	}
+}
+
+// slowRestart is the final example whose requests, when a crash aborts
+// them, move the lab clock on by 3s as they die: a slow restart, played
+// in the process (or in each process a check starts).
+func slowRestart(env audit.Env) (audit.Middleware, error) {
+	m, err := final.New(env)
+	if err != nil {
+		return m, err
+	}
+	wrap := m.Wrap
+	m.Wrap = func(next http.Handler) http.Handler {
+		inner := wrap(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				if v := recover(); v != nil {
+					if v == http.ErrAbortHandler {
+						if _, err := env.Clock.Advance(context.Background(), 3*time.Second); err != nil {
+							panic(fmt.Sprintf("advance the lab clock: %v", err))
+						}
+					}
+					panic(v)
+				}
+			}()
+			inner.ServeHTTP(w, r)
+		})
+	}
+	return m, nil
 }
 
 // A retry whose round trip outlasts the second of lease it was aimed at
