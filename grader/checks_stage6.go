@@ -848,24 +848,6 @@ func (t *T) lateOriginalAlone(s Scenario, latency time.Duration) (bool, error) {
 	return true, nil
 }
 
-// takenOverBeforeCompletion is S6.late-original-fenced's round on
-// PostgreSQL that catches a completion proven by an earlier read: an
-// original that outlived its lease reads that it still owns the key, in
-// its business transaction, and completes the key by its id alone. At
-// READ COMMITTED a retry's takeover can commit between the read and the
-// completion, and both requests then move the money. The round holds the
-// original's completion before it runs (held-key-update), once its
-// transaction has done all it does before it; sends the retry through the
-// second process of the target (see checkLateOriginalFenced), which takes
-// the key over and calls the core; then lets the completion run. A
-// completion that proves the lease in its own statement finds it gone
-// and rolls back, and the retry executes once; one that read it first, a
-// mutex in the first process's memory around the read and the write or
-// not, completes the key too, and both move the money. On SQLite the original's
-// transaction holds the write lock, and the retry's takeover waits for it:
-// the round is not tried there. A server that completes its key in no
-// UPDATE of the key table never reaches the held statement, and the
-// round sees nothing to judge.
 // outliveLeaseHoldingUpdate is outliveLease with held-key-update armed
 // once the original's lease has expired, and the core quick again for the
 // requests that follow: the start of the rounds of S6.late-original-fenced
@@ -888,6 +870,24 @@ func (t *T) outliveLeaseHoldingUpdate(req Request, latency, lease time.Duration)
 	return orig, true, armedInTime, t.Configure(labclient.Config{NoCoreLatency: true})
 }
 
+// takenOverBeforeCompletion is S6.late-original-fenced's round on
+// PostgreSQL that catches a completion proven by an earlier read: an
+// original that outlived its lease reads that it still owns the key, in
+// its business transaction, and completes the key by its id alone. At
+// READ COMMITTED a retry's takeover can commit between the read and the
+// completion, and both requests then move the money. The round holds the
+// original's completion before it runs (held-key-update), once its
+// transaction has done all it does before it; sends the retry through the
+// second process of the target (see checkLateOriginalFenced), which takes
+// the key over and calls the core; then lets the completion run. A
+// completion that proves the lease in its own statement finds it gone
+// and rolls back, and the retry executes once; one that read it first, a
+// mutex in the first process's memory around the read and the write or
+// not, completes the key too, and both move the money. On SQLite the original's
+// transaction holds the write lock, and the retry's takeover waits for it:
+// the round is not tried there. A server that completes its key in no
+// UPDATE of the key table never reaches the held statement, and the
+// round sees nothing to judge.
 func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, error) {
 	lease := t.drawLease(5, 60)
 	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
