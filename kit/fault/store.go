@@ -478,6 +478,8 @@ func (s *Store) HeldCommitsLeft() int64 { return s.heldCommits.n.Left() }
 // completion after everything its transaction did before it: on
 // PostgreSQL a retry takes the key over meanwhile, and a completion that
 // proved its lease by an earlier read completes a key it no longer holds.
+// Armed in one server process while the original runs in another, it
+// holds a retry's takeover instead, until the original has completed.
 func (s *Store) HoldKeyUpdates(n int64) { s.heldKeyUpdates.arm(n) }
 
 // HeldKeyUpdatesLeft reports how many updates of the key table will still

@@ -64,7 +64,9 @@ const (
 	// table, before it runs, until the fault is disarmed or 5 s have
 	// passed (stage 6): armed while an original that outlived its lease
 	// waits on the core, it holds the original's completion, and on
-	// PostgreSQL the check's retry takes the key over meanwhile.
+	// PostgreSQL the check's retry takes the key over meanwhile; armed in
+	// one process of two while the original runs in the other, it holds
+	// the takeover of a retry until the original has completed.
 	HeldKeyUpdate = "held-key-update"
 	// SlowKeyRead holds up a statement that reads the key table (stage
 	// 3), before it runs: a claim whose INSERT ran into a key in progress
