@@ -621,11 +621,9 @@ func (t *T) liveAcrossRestart(latency time.Duration) (bool, error) {
 	if err := t.Restart(); err != nil {
 		return false, err
 	}
+	// The process that started again joins the one that ran on, and
+	// adopts the config they share (the lease, the core's latency).
 	up := !orig.Done()
-	// The process that started again may have forgotten the config.
-	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
-		return false, err
-	}
 	retry := req
 	retry.Replica = 0
 	var second Response
