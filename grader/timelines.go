@@ -35,9 +35,9 @@ func (r Result) Timeline(reproduce string, lanes int) (v timeline.View, ok bool)
 
 // ServerErrors are the causes the server gave for the 5xx answers of the
 // requests r's failure is about (timeline.History.ServerErrorsOf), one
-// line each: those of the operations its timeline draws, not those of
-// another round of the check. None when r kept no history or did not
-// fail.
+// line each: those of the operations its timeline draws, and of the
+// requests that name no operation, not those of another round's
+// operations. None when r kept no history or did not fail.
 func (r Result) ServerErrors() []string {
 	finding, _, ok := r.finding("")
 	if !ok {

@@ -142,9 +142,11 @@ type ServerError struct {
 // is about (those Focus draws, and those it counts in Hidden), one line
 // each, in the order they came: a check of several rounds made 5xx
 // answers in each, and those of another round's operation are not what
-// the failing operation's requests got. A finding that names no
-// operation the history holds is about every request, and gets every
-// cause.
+// the failing operation's requests got. The cause of a request that named
+// no operation (a GET of the transfer a story made) is kept: no other
+// round's operation made it, and a check that reads an answer fails at
+// the read that got a 5xx. A finding that names no operation the history
+// holds is about every request, and gets every cause.
 func (h History) ServerErrorsOf(f Finding) []string {
 	ops, involved := h.involved(f)
 	ids := map[string]bool{}
@@ -153,7 +155,7 @@ func (h History) ServerErrorsOf(f Finding) []string {
 	}
 	var out []string
 	for _, e := range h.ServerErrors {
-		if len(involved) == 0 || ids[e.Attempt] || e.Attempt == "" && e.Op != "" && slices.Contains(ops, e.Op) {
+		if len(involved) == 0 || ids[e.Attempt] || e.Op == "" || e.Attempt == "" && slices.Contains(ops, e.Op) {
 			out = append(out, e.Line)
 		}
 	}

@@ -847,3 +847,30 @@ func TestTimeline_ACompletedKeyDeletedIsForgottenNotPurged(t *testing.T) {
 		t.Errorf("the page calls a completed key deleted purged, or does not say it was forgotten:\n%s", page.String())
 	}
 }
+
+// TestServerErrorsOf_KeepsARequestThatNamesNoOperation: S7.save-beside-
+// transfers holds a transfer, which names its operation, on the core and
+// saves settings beside it; the save, which names none, is answered 500
+// and fails the check. The finding names the transfer's operation, whose
+// attempts the save is not among; the save's cause is the one the student
+// needs, and no other round's operation made it. A server line that left
+// it out said nothing of the failing request, where before every cause
+// was listed; another round's transfer's 500 stays out.
+func TestServerErrorsOf_KeepsARequestThatNamesNoOperation(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	h := History{
+		Attempts: []Attempt{
+			{ID: "a1", Client: "check", Method: "POST", Op: "op-a", Start: t0, End: t0.Add(time.Millisecond), Status: 500},
+			{ID: "a2", Client: "check", Method: "POST", Op: "op-b", Start: t0.Add(2 * time.Millisecond), End: t0.Add(5 * time.Millisecond), Status: 201},
+			{ID: "a3", Client: "check", Method: "PUT", Start: t0.Add(3 * time.Millisecond), End: t0.Add(4 * time.Millisecond), Status: 500},
+		},
+		ServerErrors: []ServerError{
+			{Attempt: "a1", Op: "op-a", Line: "POST /transfers → 500: another round"},
+			{Attempt: "a3", Line: "PUT /accounts/acc_b/settings → 500: database is locked"},
+		},
+	}
+	want := []string{"PUT /accounts/acc_b/settings → 500: database is locked"}
+	if got := h.ServerErrorsOf(Finding{Named: []string{"op-b"}}); !slices.Equal(got, want) {
+		t.Errorf("%q, want %q", got, want)
+	}
+}
