@@ -30,13 +30,19 @@ func TestStartRun_SweepsTheDatabasesOfEndedRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	// Closed after the cleanups below that drop the test's databases with
+	// it (cleanups run last registered first, and after every defer).
+	t.Cleanup(func() { admin.Close() })
 	create := func(name string) string {
 		t.Helper()
 		if _, err := admin.ExecContext(ctx, `CREATE DATABASE `+name); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`) })
+		t.Cleanup(func() {
+			if _, err := admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
+				t.Errorf("drop %s: %v", name, err)
+			}
+		})
 		return name
 	}
 	// Two runs, each with a database; a server is connected to a second
