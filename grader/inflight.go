@@ -173,7 +173,7 @@ func (t *T) whileHeld(opening int64, judgeReads bool, try func(s Scenario, laten
 // couldNotObserveHeld is the verdict of WhileHeld when no try acted while
 // its original was in flight, and the lab's reads did not wait for it.
 func (t *T) couldNotObserveHeld() error {
-	return t.CouldNotObserve("the server while an original was in flight: with core latencies of up to %v, every try found the original answered, or its key not yet in progress, before the check could act (a busy machine, or a key table the lab cannot read; run the check alone with RUN=… to tell)", heldLatencies[len(heldLatencies)-1])
+	return t.CouldNotObserve("the server while an original was in flight: with core latencies of up to %v, every try found the original answered, or its key not yet in progress, before the check could act (a busy machine, a key table the lab cannot read, or a server that answers this request before it waits on the core, as one that refuses it early does; run the check alone with RUN=… to tell)", heldLatencies[len(heldLatencies)-1])
 }
 
 // readsWaited is the verdict of WhileHeld on a server that kept the lab's
