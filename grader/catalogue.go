@@ -457,8 +457,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S8.similar-references", Stage: 8, Lesson: lesson8 + "#the-contract",
-		Claim: "references that differ only slightly (in case, by a suffix, by a look-alike letter of another script, by a full-width digit, by where a hyphen stands or whether it is there, by one space or two, by an _, a % or an apostrophe) are different invoices: each is paid with a transfer of its own, and paid again, is refused with the Location of its own transfer",
-		Why:   "a reference is the customer's own name for an invoice, compared as written; one folded, cut short or stripped of its separators refuses a different invoice as paid (INV-12-3 for INV-1-23), and that invoice stays unpaid; one looked up loosely (in one case, or with LIKE, where _ and % match other characters) tells the clerk that another invoice's transfer paid it; and one spliced into the SQL between quotes (fmt.Sprintf) is cut short by an apostrophe (INV'7, O'BRIEN-7), and the clerk gets a 5xx where the invoice is to be paid or refused",
+		Claim: "references that differ only slightly (in case, by a suffix, by a look-alike letter of another script, by a full-width digit, by where a hyphen stands or whether it is there, by one space or two, by an _, a % or an apostrophe, by a leading 0 or the last of twenty digits) are different invoices: each is paid with a transfer of its own, and paid again, is refused with the Location of its own transfer",
+		Why:   "a reference is the customer's own name for an invoice, compared as written; one folded, cut short, stripped of its separators or stored as a number (0042 as 42, in a column SQLite gives NUMERIC affinity) refuses a different invoice as paid (INV-12-3 for INV-1-23), and that invoice stays unpaid; one looked up loosely (in one case, or with LIKE, where _ and % match other characters) tells the clerk that another invoice's transfer paid it; and one spliced into the SQL between quotes (fmt.Sprintf) is cut short by an apostrophe (INV'7, O'BRIEN-7), and the clerk gets a 5xx where the invoice is to be paid or refused",
 		Run:   checkSimilarReferences,
 	},
 	{
