@@ -475,6 +475,12 @@ var catalogue = []Check{
 		Run:   checkRefusedLeavesPayable,
 	},
 	{
+		ID: "S8.reference-write-fails", Stage: 8, Lesson: lesson8 + "#the-constraint-decides",
+		Claim: "when the database refuses to hold a transfer's reference, the payment fails and moves nothing, its retry with the same key pays the invoice, and a payment under a new key then gets 409 duplicate-reference with the Location of the retry's transfer",
+		Why:   "a reference insert whose error is looked at only for a unique violation, and otherwise dropped, lets the transfer commit without its reference: its client is told 201, and the invoice can be paid again, under any key; every error but a duplicate must fail the payment, which then moves nothing and can be retried",
+		Run:   checkReferenceWriteFails,
+	},
+	{
 		ID: "S8.other-customer", Stage: 8, Lesson: lesson8 + "#whose-reference",
 		Claim: "other customers' transfers with the same reference execute, one of them to the payee of the first: a reference is unique per paying customer; the second customer, paying its own invoice again, gets 409 duplicate-reference with the Location of its own transfer",
 		Why:   "customers number their invoices each their own way; a reference unique across customers, or held under the customer paid, refuses one customer's payment because of another's, and one looked up by its number alone answers a customer with another customer's transfer",

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"idemlab/grader/judging"
+	"idemlab/kit/fault"
 	"idemlab/kit/labclient"
+	"idemlab/kit/labctl"
 )
 
 // checkLateOriginal catches a refusal stored without the lease: the
@@ -121,4 +123,72 @@ func checkAfterRestart(t *T) error {
 	story += "\n(the server restarts: its process is killed and started again on the same database)"
 	_, _, err = c.payAgain(story, "the invoice paid again under a new key", inv, c.Key(), inv.amount, s.Books)
 	return err
+}
+
+// checkReferenceWriteFails catches a reference insert whose error is
+// looked at only for a unique violation and otherwise dropped: when the
+// database refuses to hold the reference, the transfer commits without
+// it, its client is told 201, and the invoice can be paid again, under
+// any key. The fault refuses the insert in the connection, before the
+// engine sees it, so that the transaction could still commit on either
+// engine. The payment must fail instead and move nothing, and its retry
+// with the same key pay the invoice and hold it: a payment under a new
+// key then gets 409 duplicate-reference with the Location of the retry's
+// transfer.
+func checkReferenceWriteFails(t *T) error {
+	s, err := t.Scenario(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	inv := invoice{payer: s.A, from: s.A.Accounts[0], to: s.B.Accounts[0], amount: t.Amount(1_000, 100_000),
+		memo: "invoice", op: t.Op(), reference: t.reference(), firstKey: t.Key()}
+	s.Books.Expect(inv.op)
+	if err := t.Arm(labctl.FailReferenceWrite, 1); err != nil {
+		return err
+	}
+	req := Transfer(inv.payer, inv.firstKey, inv.body(inv.amount))
+	final := t.Do(req)
+	story := fmt.Sprintf("invoice %s paid: %s\n(armed: %s: the database refuses the next insert into transfer_references)  →  %s",
+		inv.reference, req.String(), labctl.FailReferenceWrite, final.Short())
+	left, err := t.Lab().Armed(t.ctx)
+	if err != nil {
+		return err
+	}
+	fired := left[labctl.FailReferenceWrite] == 0
+	if err := t.Arm(labctl.FailReferenceWrite, 0); err != nil {
+		return err
+	}
+	if !final.Is(http.StatusCreated, "") {
+		// Money first: the attempt that failed must have moved nothing.
+		if err := t.Reconcile(story, final.String(), s.Books); err != nil {
+			return err
+		}
+		lease, err := t.lease()
+		if err != nil {
+			return err
+		}
+		var retries string
+		if final, retries, err = t.retryUntilDone(req, lease); err != nil {
+			return err
+		}
+		story += "\nthe client retries the same request" + retries
+	}
+	if !final.Is(http.StatusCreated, "") || resourceID(final) == "" {
+		if err := t.Reconcile(story, final.String(), s.Books); err != nil {
+			return err
+		}
+		return t.Fail(story, final.String(),
+			"201 Created: the attempt whose reference was refused failed and moved nothing, its claim released (stage 3), and the retry pays the invoice")
+	}
+	s.Books.Transfer(inv.op, inv.from, inv.to, inv.amount)
+	inv.firstID = resourceID(final)
+	story += ", " + inv.firstID
+	if _, _, err := t.payAgain(story, "another clerk pays it again, under a new key", inv, t.Key(), inv.amount, s.Books); err != nil {
+		return err
+	}
+	if !fired {
+		return t.CouldNotObserve("a refused reference: the invoice was paid with the %s fault armed, and no statement the server ran matched an INSERT into %s (the fault knows INSERT, INSERT OR …, REPLACE INTO and MERGE … THEN INSERT; a reference held another way, or in another table, is not refused), so what a payment does when its reference cannot be held is unknown",
+			labctl.FailReferenceWrite, fault.ReferenceTable)
+	}
+	return nil
 }

@@ -602,6 +602,41 @@ func TestFailOutboxWrites_RefusesOnlyTheArmedOutboxInserts(t *testing.T) {
 	}
 }
 
+// TestFailReferenceWrites_RefusesOnlyTheArmedReferenceInserts: an armed
+// count of statements that insert into transfer_references, however
+// spelled, fail with ErrReferenceWriteRefused, and nothing else does: the
+// lookup of the transfer that holds a reference, the transfer's own
+// insert, an outbox insert, a reference insert once the count is spent. A
+// fault that refused the lookup would answer a duplicate with a 5xx, not
+// with the failure of the insert the check is about.
+func TestFailReferenceWrites_RefusesOnlyTheArmedReferenceInserts(t *testing.T) {
+	var s fault.Store
+	ctx := context.Background()
+	s.FailReferenceWrites(3)
+	for _, q := range []string{
+		`SELECT transfer_id FROM transfer_references WHERE customer = ? AND reference = ?`,
+		`INSERT INTO transfers (id, reference) VALUES (?, ?)`,
+		`INSERT INTO outbox (transfer_id) VALUES (?)`,
+		`INSERT INTO transfer_references_archive (reference) VALUES (?)`,
+	} {
+		if err := s.BeforeStatement(ctx, q); err != nil {
+			t.Errorf("%q: %v; want it run", q, err)
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO transfer_references (customer, reference, transfer_id, created_at) VALUES (?, ?, ?, ?)`,
+		"insert into \"public\".\"transfer_references\"(customer, reference)\n values ($1, $2)",
+		`INSERT OR IGNORE INTO transfer_references (customer, reference) VALUES (?, ?)`,
+	} {
+		if err := s.BeforeStatement(ctx, q); !errors.Is(err, fault.ErrReferenceWriteRefused) {
+			t.Errorf("%q while armed: %v; want %v", q, err, fault.ErrReferenceWriteRefused)
+		}
+	}
+	if err := s.BeforeStatement(ctx, `INSERT INTO transfer_references (customer, reference) VALUES (?, ?)`); err != nil {
+		t.Errorf("a reference insert once the count is spent: %v; want it run", err)
+	}
+}
+
 // TestHold_AContextOverWhenTheWaitEndsIsReported: a hold whose context
 // has ended by the time its wait does reports the context's end, every
 // time, not whichever of the two it happened to see first (a statement

@@ -26,6 +26,12 @@ var ErrKeyStoreUnavailable = errors.New("key store unavailable (injected fault)"
 // rest, though a full disk or an I/O error may roll it back whole.)
 var ErrOutboxWriteRefused = errors.New("outbox write refused (injected fault)")
 
+// ErrReferenceWriteRefused is what an INSERT into transfer_references
+// returns while the fail-reference-write fault is armed, refused by the
+// connection as ErrOutboxWriteRefused is: the transaction stays usable on
+// either engine.
+var ErrReferenceWriteRefused = errors.New("reference write refused (injected fault)")
+
 // ErrCommitFailed is what a COMMIT returns while the fail-commit fault is
 // armed: the transaction was rolled back instead, and nothing it did
 // stays.
@@ -48,6 +54,10 @@ const SettingsTable = "account_settings"
 // OutboxTable is the table of the postings owed to the core ledger (stage
 // 9), whose committed writes a database counts (see Store.OutboxCommits).
 const OutboxTable = "outbox"
+
+// ReferenceTable is the table of the references a stage holds (stage 8
+// on), whose inserts the fail-reference-write fault refuses.
+const ReferenceTable = "transfer_references"
 
 // SettingsWriteDelay is how long the slow-settings-write fault holds up a
 // write of the settings: long enough for every clerk released at once to
@@ -132,6 +142,8 @@ type Store struct {
 	slowSettingsRereads Countdown
 	// outboxWriteFailures counts down the outbox INSERTs that fail.
 	outboxWriteFailures Countdown
+	// referenceWriteFailures counts down the reference INSERTs that fail.
+	referenceWriteFailures Countdown
 	// slowBegins counts down the write transactions held up before they begin.
 	slowBegins Countdown
 	// slowCommits counts down the transactions that moved money held up
@@ -315,6 +327,16 @@ func (s *Store) FailOutboxWrites(n int64) { s.outboxWriteFailures.Arm(n) }
 
 // OutboxWriteFailuresLeft reports how many outbox INSERTs will still fail.
 func (s *Store) OutboxWriteFailuresLeft() int64 { return s.outboxWriteFailures.Left() }
+
+// FailReferenceWrites makes the next n statements that insert into the
+// table of references fail with ErrReferenceWriteRefused, before they
+// reach the engine, as FailOutboxWrites does the outbox's: a stage that
+// drops the error commits the transfer without its reference, and the
+// invoice can be paid again.
+func (s *Store) FailReferenceWrites(n int64) { s.referenceWriteFailures.Arm(n) }
+
+// ReferenceWriteFailuresLeft reports how many reference INSERTs will still fail.
+func (s *Store) ReferenceWriteFailuresLeft() int64 { return s.referenceWriteFailures.Left() }
 
 // SlowBegins makes the next n transactions that may write wait
 // BeginDelay before they begin, before any lock is taken: a stage that
@@ -554,7 +576,8 @@ func (s *Store) BeforeBegin(ctx context.Context) error {
 // an update, a delete or a read of the key table (see SlowKeyUpdates,
 // HoldKeyUpdates, SlowKeyDeletes, HoldKeyDeletes, HoldKeyPurges,
 // SlowKeyDeletesAfterRead and SlowKeyReads), refuses an INSERT into the outbox (see
-// FailOutboxWrites), then returns CheckKeyStore's error.
+// FailOutboxWrites) or into the table of references (see
+// FailReferenceWrites), then returns CheckKeyStore's error.
 // It returns ctx's error if ctx ends while the statement waits.
 func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 	if s.slowSettingsWrites.Left() > 0 && writesSettings(query) && s.slowSettingsWrites.Fire() {
@@ -616,6 +639,9 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 	}
 	if s.outboxWriteFailures.Left() > 0 && insertsOutbox(query) && s.outboxWriteFailures.Fire() {
 		return ErrOutboxWriteRefused
+	}
+	if s.referenceWriteFailures.Left() > 0 && inserts(referenceInsert, query) && s.referenceWriteFailures.Fire() {
+		return ErrReferenceWriteRefused
 	}
 	return s.CheckKeyStore(ctx, query)
 }
@@ -761,7 +787,13 @@ func WritesOutbox(query string) bool {
 // REPLACE…) and REPLACE INTO too, and a MERGE that inserts when no row
 // matches.
 func insertsOutbox(query string) bool {
-	return outboxInsert.MatchString(sqlComment.ReplaceAllString(query, " "))
+	return inserts(outboxInsert, query)
+}
+
+// inserts reports whether query, comments taken out, matches insert, a
+// pattern made by insertInto.
+func inserts(insert *regexp.Regexp, query string) bool {
+	return insert.MatchString(sqlComment.ReplaceAllString(query, " "))
 }
 
 // updatesKeys reports whether query updates the key table, its name
@@ -792,7 +824,10 @@ var (
 	// outboxWrite matches a statement, comments taken out, that writes
 	// the outbox table; outboxInsert one that inserts into it.
 	outboxWrite  = regexp.MustCompile(`(?is)\b(?:insert\s+into|update|delete\s+from|merge\s+into)` + outboxName)
-	outboxInsert = regexp.MustCompile(`(?is)\b(?:insert(?:\s+or\s+\w+)?\s+into|replace\s+into)` + outboxName + `|\bmerge\s+into` + outboxName + `.*\bthen\s+insert\b`)
+	outboxInsert = insertInto(OutboxTable)
+	// referenceInsert matches a statement, comments taken out, that
+	// inserts into the table of references.
+	referenceInsert = insertInto(ReferenceTable)
 	// keyUpdate matches a statement, comments taken out, that updates the
 	// key table (SQLite's UPDATE OR … too).
 	keyUpdate = regexp.MustCompile(`(?is)\bupdate(?:\s+or\s+\w+)?` + tableName(KeyTable))
@@ -803,6 +838,15 @@ var (
 	// SELECT and reads the key table.
 	keyRead = regexp.MustCompile(`(?is)^\s*select\b.*\bfrom` + tableName(KeyTable))
 )
+
+// insertInto matches a statement that inserts rows into table, its name
+// spelled as WritesOutbox allows the outbox's: INSERT, SQLite's INSERT
+// OR IGNORE (OR REPLACE…) and REPLACE INTO, and a MERGE that inserts when
+// no row matches.
+func insertInto(table string) *regexp.Regexp {
+	name := tableName(table)
+	return regexp.MustCompile(`(?is)\b(?:insert(?:\s+or\s+\w+)?\s+into|replace\s+into)` + name + `|\bmerge\s+into` + name + `.*\bthen\s+insert\b`)
+}
 
 // tableName is a pattern for a table's name after a verb that writes it:
 // quoted or not, in a schema or not.

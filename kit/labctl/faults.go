@@ -41,6 +41,12 @@ const (
 	// the transaction can still commit on either engine: the transfer
 	// whose row it is must fail with it, or it commits without the row.
 	FailOutboxWrite = "fail-outbox-write"
+	// FailReferenceWrite makes the database connection refuse a statement
+	// that inserts into transfer_references (stage 8), as FailOutboxWrite
+	// does the outbox's: the transfer whose reference it is must fail with
+	// it, or it commits without its reference, and its invoice can be paid
+	// again.
+	FailReferenceWrite = "fail-reference-write"
 	// SlowBegin holds up a transaction that may write, before it begins
 	// (stage 8): a look in a statement of its own and a write in a later
 	// transaction get a window other clerks' looks land in.
@@ -117,7 +123,7 @@ const (
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsCommit, SlowSettingsReread, FailOutboxWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, HeldKeyPurge, HeldKeyDelete, SlowKeyDeleteAfterRead, CommitAnswerLost, FailCommit, PoisonPosting, CoreTimeout}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsCommit, SlowSettingsReread, FailOutboxWrite, FailReferenceWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, HeldKeyPurge, HeldKeyDelete, SlowKeyDeleteAfterRead, CommitAnswerLost, FailCommit, PoisonPosting, CoreTimeout}
 
 // Core is the core ledger whose faults a lab server arms (core.Client):
 // in a process of its own under lab serve, in the server's under lab
@@ -194,6 +200,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.SlowSettingsRereads(count)
 	case FailOutboxWrite:
 		f.db.FailOutboxWrites(count)
+	case FailReferenceWrite:
+		f.db.FailReferenceWrites(count)
 	case SlowBegin:
 		f.db.SlowBegins(count)
 	case SlowCommit:
@@ -250,6 +258,7 @@ func (f *Faults) Armed() []ArmedFault {
 		SlowSettingsCommit:     f.db.SlowSettingsCommitsLeft(),
 		SlowSettingsReread:     f.db.SlowSettingsRereadsLeft(),
 		FailOutboxWrite:        f.db.OutboxWriteFailuresLeft(),
+		FailReferenceWrite:     f.db.ReferenceWriteFailuresLeft(),
 		SlowBegin:              f.db.SlowBeginsLeft(),
 		SlowCommit:             f.db.SlowCommitsLeft(),
 		SlowKeyUpdate:          f.db.SlowKeyUpdatesLeft(),
