@@ -77,9 +77,11 @@ func Text(v View, o TextOptions) string {
 			cells[i] = ' '
 		}
 		ends := map[int]int{} // a request's end column → its start column
+		edges := make([]bool, areaCols)
 		for _, a := range l.Attempts {
 			s, e := col(a.Start), col(a.End)
 			ends[e] = s
+			edges[s], edges[e] = true, true
 			for i := s; i <= e; i++ {
 				cells[i] = glyphs["bar"]
 			}
@@ -91,7 +93,10 @@ func Text(v View, o TextOptions) string {
 				cells[e] = glyphs["unanswered"]
 			}
 		}
-		for _, m := range l.Marks {
+		marked := make([]bool, areaCols)
+		marks := slices.Clone(l.Marks)
+		slices.SortStableFunc(marks, func(a, b Mark) int { return a.At.Compare(b.At) })
+		for _, m := range marks {
 			c := col(m.At)
 			// An execution came before its request's answer: drawn on the
 			// answer's column, it would hide how the request ended (cut,
@@ -99,10 +104,11 @@ func Text(v View, o TextOptions) string {
 			if s, ok := ends[c]; ok && m.Kind == Execution && c-1 > s {
 				c--
 			}
+			c = freeColumn(c, marked, edges)
 			if hot[c] && !m.Highlight {
 				continue
 			}
-			cells[c], hot[c] = markGlyph(m, v.Finding.markHighlight(m)), m.Highlight
+			cells[c], hot[c], marked[c] = markGlyph(m, v.Finding.markHighlight(m)), m.Highlight, true
 		}
 		for i, c := range cells {
 			drawn[c] = drawn[c] || !hot[i]
@@ -187,6 +193,35 @@ func textRows(lanes []Lane, col func(time.Time) int) []Lane {
 	}
 	return out
 }
+
+// freeColumn is where a mark that falls in column c is drawn: c, unless
+// an earlier mark of its row is drawn there, and then the nearest column
+// after it, or else before it, that holds no mark and no end of a bar,
+// up to spill columns away. Two things that happened within one column's
+// time (a kill and the restart 9 ms later, a claim and its completion)
+// then read as two marks side by side, in the order they happened,
+// instead of the later hiding the earlier. With no such column near, the
+// mark goes on c, where a highlight still wins over a plain mark.
+func freeColumn(c int, marked, edges []bool) int {
+	if !marked[c] {
+		return c
+	}
+	free := func(i int) bool { return i >= 0 && i < len(marked) && !marked[i] && !edges[i] }
+	for d := 1; d <= spill; d++ {
+		if free(c + d) {
+			return c + d
+		}
+	}
+	for d := 1; d <= spill; d++ {
+		if free(c - d) {
+			return c - d
+		}
+	}
+	return c
+}
+
+// spill is how many columns away from its time freeColumn may draw a mark.
+const spill = 3
 
 // textMarks say what each glyph the lanes draw stands for, other than the
 // bars, the executions and the finding's marks, in the order the legend's

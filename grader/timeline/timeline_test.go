@@ -874,3 +874,34 @@ func TestServerErrorsOf_KeepsARequestThatNamesNoOperation(t *testing.T) {
 		t.Errorf("%q, want %q", got, want)
 	}
 }
+
+// TestText_MarksInOneColumnDrawSideBySide: a kill and the restart 9 ms
+// later fall in one column of a 600 ms picture, and so do a key's claim
+// and its completion; the terminal drew the later mark alone, where the
+// page drew both. Each is drawn, the later one in the next column, and a
+// mark alone in its column stays where it falls.
+func TestText_MarksInOneColumnDrawSideBySide(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	v := View{From: t0, To: at(600), Lanes: []Lane{
+		{Label: "client 1", Attempts: []Attempt{{ID: "a1", Client: "client 1", Start: at(0), End: at(600), Status: 201}}},
+		{Label: "key k-1", Lab: true, Marks: []Mark{{At: at(101), Kind: Complete}, {At: at(100), Kind: Claim}, {At: at(400), Kind: Release}}},
+		{Label: "lab", Lab: true, Marks: []Mark{{At: at(300), Kind: Crash}, {At: at(309), Kind: Restart}}},
+	}}
+	lines := strings.Split(Text(v, TextOptions{}), "\n")
+	// Columns 9 (100 ms of 600, on 60 columns), 39 and 29.
+	for _, c := range []struct {
+		lane  string
+		col   int
+		marks string
+	}{{"key k-1", 9, "cd"}, {"key k-1", 39, "r"}, {"lab", 29, "†↑"}} {
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, c.lane) })
+		if i < 0 {
+			t.Fatalf("no lane %s", c.lane)
+		}
+		_, area, _ := strings.Cut(lines[i], "│")
+		if got := string([]rune(area)[c.col:]); !strings.HasPrefix(got, c.marks) {
+			t.Errorf("lane %s draws %q from column %d, want %q:\n%s", c.lane, got, c.col, c.marks, strings.Join(lines, "\n"))
+		}
+	}
+}
