@@ -38,6 +38,9 @@ type HistoryLine struct {
 	Key      string `json:"key,omitempty"`
 	Method   string `json:"method,omitempty"`
 	Endpoint string `json:"endpoint,omitempty"`
+	// Process is, for an execution, the server process it ran in, 1 on,
+	// when the check ran several on one database.
+	Process int `json:"process,omitempty"`
 	// Took is how long the attempt waited for its answer.
 	Took    *dayplan.Duration `json:"took,omitempty"`
 	Status  int               `json:"status,omitempty"`
@@ -75,7 +78,7 @@ func HistoryLines(r Result) []HistoryLine {
 	}
 	for _, e := range h.Events {
 		lines = append(lines, HistoryLine{Check: r.Check.ID, Event: e.Kind, At: dayplan.Duration(e.At.Sub(began)),
-			AttemptID: e.Attempt, Op: e.Op, Key: e.Key, Count: e.Count, Ref: e.Ref, Detail: e.Detail})
+			AttemptID: e.Attempt, Op: e.Op, Key: e.Key, Process: e.Process, Count: e.Count, Ref: e.Ref, Detail: e.Detail})
 	}
 	slices.SortStableFunc(lines, func(a, b HistoryLine) int { return cmp.Compare(a.At, b.At) })
 	return lines

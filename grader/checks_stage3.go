@@ -53,7 +53,7 @@ func checkRetryDuringOriginal(t *T) error {
 			ok, why := inProgressAnswer(r)
 			if !ok && seen && !fenced {
 				// The lab's events up to now, once, for doneAfterCompletion.
-				t.history.Fence(t.ctx, t.Lab())
+				t.history.Fence(t.ctx)
 				fenced = true
 			}
 			switch {
@@ -128,7 +128,7 @@ func (t *T) doneAfterCompletion(r Response, client, key, op string) bool {
 // The answers alone cannot tell that from a server that made every retry
 // wait for the original; the books can.
 func (t *T) overtaken(op string) bool {
-	t.history.Fence(t.ctx, t.Lab())
+	t.history.Fence(t.ctx)
 	clients, ok := t.history.ExecutedBy(op)
 	return ok && !slices.Contains(clients, inFlight)
 }

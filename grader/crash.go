@@ -86,11 +86,24 @@ func (t *T) twoServers(opening int64) (*T, Scenario, error) {
 func (t *T) on(target *targets.Target) *T {
 	on := &T{ctx: t.ctx, target: target, subject: t.subject, seed: t.seed, rng: t.rng, cleanups: t.cleanups, core: t.core, differences: t.differences, history: t.history, heldReads: &heldReads{}}
 	if target != t.target {
-		// A server of its own: its events join the same history. Without
+		// A server of its own: its events join the same history, those of
+		// each of its processes, which run requests of their own. Without
 		// them the timeline still has every request.
-		on.history.Watch(on.ctx, on.Lab())
+		on.history.Watch(on.ctx, on.Lab(), on.firstProcess())
+		for i, lab := range on.replicaLabs() {
+			on.history.Watch(on.ctx, lab, i+2)
+		}
 	}
 	return on
+}
+
+// firstProcess is the number the history gives the target's first server
+// process: 1 when it has replicas, and 0 when it runs alone.
+func (t *T) firstProcess() int {
+	if len(t.target.Replicas) > 0 {
+		return 1
+	}
+	return 0
 }
 
 // kill ends the target's child process with kill -9, and notes it in the
@@ -123,7 +136,7 @@ func (t *T) Restart() error {
 	}
 	t.target.URL = c.URL
 	t.history.Lab(timeline.Restart, "the server process started again on its database")
-	t.history.Watch(t.ctx, t.Lab())
+	t.history.Watch(t.ctx, t.Lab(), t.firstProcess())
 	return nil
 }
 

@@ -108,7 +108,7 @@ func runCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uin
 	defer t.cleanups.run()
 	defer t.history.Close()
 	// Without the lab's events the timeline still has every request.
-	t.history.Watch(ctx, t.Lab())
+	t.history.Watch(ctx, t.Lab(), 0)
 	// A server the checks share (lab grade --url) holds what the checks
 	// before this one did: the money verdict counts only what this one
 	// adds, as a fresh server would. If that read fails the server is
@@ -120,7 +120,7 @@ func runCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uin
 	err = t.moneyFirst(WithRunHint(runGuarded(c, t), subject.Stage, c.ID))
 	r := Result{Check: c, Seed: runSeed, Err: err, Duration: time.Since(began)}
 	if record || r.Caught() {
-		t.history.Fence(ctx, t.Lab())
+		t.history.Fence(ctx)
 		r.History = t.history.History()
 	}
 	var f *judging.Failure

@@ -1,8 +1,11 @@
 package grader
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,7 +16,9 @@ import (
 
 	"idemlab/grader/judging"
 	"idemlab/grader/replay"
+	"idemlab/grader/targets"
 	"idemlab/grader/timeline"
+	"idemlab/solutions"
 )
 
 func TestNamedOps_ReadsTheEvidenceAndTheContractBesideIt(t *testing.T) {
@@ -175,5 +180,44 @@ func TestWriteTimeline_ARunWithNothingToDrawRemovesTheLastRunsPage(t *testing.T)
 	}
 	if !page("S1.y") {
 		t.Error("S1.y's page went when S1.x passed")
+	}
+}
+
+// TestOn_TheHistoryHearsEveryServerProcess: a check that runs the server
+// as two processes on one database sends a payment through each, and the
+// history holds both executions, each naming the process it ran in. A
+// history that heard the first process alone drew one execution where a
+// double in such a round (S6.late-original-fenced's last rounds) made
+// two, and none of the second process's key changes on SQLite.
+func TestOn_TheHistoryHearsEveryServerProcess(t *testing.T) {
+	subject := Subject{Stage: 6, Name: "solutions/stage6", New: solutions.ByStage[6]}
+	var ops []string
+	c := Check{ID: "S6.two-processes-heard", Stage: 6, Run: func(t *T) error {
+		rt, s, err := t.twoServers(1_000_000)
+		if err != nil {
+			return err
+		}
+		for replica := range 2 {
+			req, op, _ := s.Payment(rt)
+			req.Replica = replica
+			ops = append(ops, op)
+			if r := rt.Do(req); r.Status != http.StatusCreated {
+				return fmt.Errorf("the payment through process %d: %s", replica+1, r.Short())
+			}
+		}
+		return nil
+	}}
+	r := RunCheckRecorded(context.Background(), subject, c, 1, targets.InProcess)
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	got := map[string]int{}
+	for _, e := range r.History.Events {
+		if e.Kind == timeline.Execution {
+			got[e.Op] = e.Process
+		}
+	}
+	if want := map[string]int{ops[0]: 1, ops[1]: 2}; !maps.Equal(got, want) {
+		t.Errorf("executions (op → process) %v, want %v", got, want)
 	}
 }

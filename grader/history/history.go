@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -31,21 +32,51 @@ type Recorder struct {
 	// keys are the idempotency keys the check sent: a key row's event is
 	// told apart by the value it holds of them.
 	keys map[string]bool
-	// rows and rowStates are the key each key row (by rowid) holds and
-	// the state it was last seen in.
-	rows, rowStates map[int64]string
-	// fences carries the time of each clock event that moved nothing,
-	// which Fence waits for; a timeline leaves those events out.
-	fences chan time.Time
+	// keyRows are the key rows' changes as the servers reported them, and
+	// resets when the lab was reset (which drops the key table, and its
+	// rows are numbered afresh): keyEvents turns them into claims,
+	// completions, releases and forgettings.
+	keyRows []keyRow
+	resets  []time.Time
+	// watched are the event streams of the server processes, in the
+	// order they were opened.
+	watched []*stream
 	// streams are the event streams being read.
 	streams sync.WaitGroup
 	stop    []func()
 }
 
+// stream is the event stream of one server process.
+type stream struct {
+	lab *labclient.Client
+	// process is the server process among those on one database, 1 on;
+	// 0 for a server alone.
+	process int
+	// fences carries the time of each clock event that moved nothing,
+	// which Fence waits for; a timeline leaves those events out.
+	fences chan time.Time
+	// ended is closed when the stream ends (a crash ends it).
+	ended chan struct{}
+}
+
+func newStream(lab *labclient.Client, process int) *stream {
+	return &stream{lab: lab, process: process, fences: make(chan time.Time, 64), ended: make(chan struct{})}
+}
+
+// keyRow is one report of a key row: the key it holds and its state, or
+// that it was deleted, at the time its commit was heard.
+type keyRow struct {
+	at      time.Time
+	rowID   int64
+	deleted bool
+	key     string
+	state   string
+}
+
 // NewRecorder returns a recorder with no history yet, which knows keys
 // (a replayed day's, sent by its clients) before any request sends them.
 func NewRecorder(keys ...string) *Recorder {
-	h := &Recorder{keys: map[string]bool{}, rows: map[int64]string{}, rowStates: map[int64]string{}, fences: make(chan time.Time, 64)}
+	h := &Recorder{keys: map[string]bool{}}
 	for _, k := range keys {
 		h.keys[k] = true
 	}
@@ -94,52 +125,68 @@ func (h *Recorder) Lab(kind, detail string) {
 	h.events = append(h.events, timeline.Event{At: time.Now(), Kind: kind, Detail: detail})
 }
 
-// Watch reads the lab's events of the server at lab until ctx ends or the
-// stream breaks (a crash ends it; Restart watches the new process). It
+// Watch reads the lab's events of the server process at lab until ctx
+// ends or the stream breaks (a crash ends it; Restart watches the new
+// process). process is the server process among several on one database,
+// 1 on, which an execution's event then names; 0 for a server alone. It
 // returns once the stream is open, so that every event the server
 // publishes from then on is heard.
-func (h *Recorder) Watch(ctx context.Context, lab *labclient.Client) error {
+func (h *Recorder) Watch(ctx context.Context, lab *labclient.Client, process int) error {
 	ctx, cancel := context.WithCancel(ctx)
-	s, err := lab.OpenEvents(ctx)
+	es, err := lab.OpenEvents(ctx)
 	if err != nil {
 		cancel()
 		return fmt.Errorf("watch the lab's events: %w", err)
 	}
+	s := newStream(lab, process)
 	h.mu.Lock()
 	h.stop = append(h.stop, cancel)
+	h.watched = append(h.watched, s)
 	h.mu.Unlock()
 	h.streams.Add(1)
 	go func() {
 		defer h.streams.Done()
-		defer s.Close()
-		s.Read(func(ev events.Event) bool {
-			h.heard(ev)
+		defer close(s.ended)
+		defer es.Close()
+		es.Read(func(ev events.Event) bool {
+			h.heard(s, ev)
 			return true
 		})
 	}()
 	return nil
 }
 
-// Fence waits until the events the server published before now have
-// been heard: it moves the lab clock by nothing and waits, up to a
-// second, for the clock event that says so (its time is the one the move
-// answered, which no earlier move of the clock has).
-func (h *Recorder) Fence(ctx context.Context, lab *labclient.Client) {
-	now, err := lab.Advance(ctx, 0)
-	if err != nil {
-		return
+// Fence waits until the events every watched server process published
+// before now have been heard: it moves the lab clock of each by nothing
+// and waits, up to a second each, for the clock event that says so (its
+// time is the one the move answered, which no earlier move of the clock
+// has). A process whose stream has ended is passed over.
+func (h *Recorder) Fence(ctx context.Context) {
+	h.mu.Lock()
+	watched := slices.Clone(h.watched)
+	h.mu.Unlock()
+	for _, s := range watched {
+		select {
+		case <-s.ended:
+			continue
+		default:
+		}
+		now, err := s.lab.Advance(ctx, 0)
+		if err != nil {
+			continue
+		}
+		s.awaitFence(ctx, now)
 	}
-	h.awaitFence(ctx, now)
 }
 
 // awaitFence waits, up to a second, for the clock event of the fence that
 // answered now.
-func (h *Recorder) awaitFence(ctx context.Context, now time.Time) {
+func (s *stream) awaitFence(ctx context.Context, now time.Time) {
 	wait := time.NewTimer(time.Second)
 	defer wait.Stop()
 	for {
 		select {
-		case at := <-h.fences:
+		case at := <-s.fences:
 			if at.Equal(now) {
 				return
 			}
@@ -195,7 +242,7 @@ func (h *Recorder) first(match func(timeline.Event) bool) (at time.Time, ok bool
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, e := range h.events {
+	for _, e := range slices.Concat(h.events, h.keyEvents()) {
 		if match(e) && (!ok || e.At.Before(at)) {
 			at, ok = e.At, true
 		}
@@ -231,12 +278,13 @@ func (h *Recorder) Close() {
 	h.streams.Wait()
 }
 
-// heard turns one lab event into the history's terms. An event is placed
-// when it was published, a little after it happened, but for an
-// execution, which says when its write was made, and a key row's change,
-// which says when its commit was heard.
-// A reset is left out: every check starts with one, before its story.
-func (h *Recorder) heard(ev events.Event) {
+// heard turns one lab event, heard on s, into the history's terms. An
+// event is placed when it was published, a little after it happened, but
+// for an execution, which says when its write was made, and a key row's
+// change, which says when its commit was heard.
+// A reset is not drawn (every check starts with one, before its story):
+// it only says that the key rows reported after it are new ones.
+func (h *Recorder) heard(s *stream, ev events.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	at := ev.Time
@@ -254,8 +302,12 @@ func (h *Recorder) heard(ev events.Event) {
 		if !e.At.IsZero() {
 			at = e.At
 		}
+		detail := fmt.Sprintf("%s %s of %d won, the %s run of its operation", e.Kind, e.ID, e.Amount, Ordinal(e.Count))
+		if s.process > 0 {
+			detail += ", in the " + timeline.ProcessName(s.process)
+		}
 		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Execution, Attempt: e.Attempt, Op: e.Op, Count: e.Count, Ref: e.ID,
-			Detail: fmt.Sprintf("%s %s of %d won, the %s run of its operation", e.Kind, e.ID, e.Amount, Ordinal(e.Count))})
+			Process: s.process, Detail: detail})
 	case events.KindRequest:
 		var r events.Request
 		if json.Unmarshal(ev.Data, &r) != nil || r.Cause == "" {
@@ -272,6 +324,8 @@ func (h *Recorder) heard(ev events.Event) {
 			at = k.At
 		}
 		h.keyRow(at, k)
+	case events.KindReset:
+		h.resets = append(h.resets, at)
 	case events.KindFault:
 		var f struct{ Point string }
 		json.Unmarshal(ev.Data, &f)
@@ -293,57 +347,93 @@ func (h *Recorder) heard(ev events.Event) {
 			return
 		}
 		select {
-		case h.fences <- c.Now:
+		case s.fences <- c.Now:
 		default:
 			// Nobody is fencing: the oldest time makes room.
 			select {
-			case <-h.fences:
+			case <-s.fences:
 			default:
 			}
-			h.fences <- c.Now
+			s.fences <- c.Now
 		}
 	}
 }
 
-// keyRow turns a key row's change into a claim, a completion, a release
-// (an in-progress row deleted) or a forgetting (a completed row deleted,
-// by a purge or by a claim: the row's event does not say which) of the
-// key it holds.
+// keyRow notes a key row's report: the key it holds (one the check
+// sent; a row of another key is not the history's) and its state, or that
+// it was deleted.
 func (h *Recorder) keyRow(at time.Time, k events.Key) {
-	last, seen := h.rows[k.RowID]
 	if k.Deleted {
-		if seen {
-			kind := timeline.Release
-			if h.rowStates[k.RowID] == "completed" {
-				kind = timeline.Forget
-			}
-			h.events = append(h.events, timeline.Event{At: at, Kind: kind, Key: last})
-			delete(h.rows, k.RowID)
-			delete(h.rowStates, k.RowID)
-		}
+		h.keyRows = append(h.keyRows, keyRow{at: at, rowID: k.RowID, deleted: true})
 		return
 	}
-	key := ""
+	r := keyRow{at: at, rowID: k.RowID}
 	for _, v := range k.Row {
 		if s, ok := v.(string); ok && h.keys[s] {
-			key = s
+			r.key = s
 		}
 	}
-	if key == "" {
+	if r.key == "" {
 		return
 	}
-	state, _ := k.Row["state"].(string)
-	switch {
-	case !seen:
-		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Claim, Key: key, Detail: state})
-		if state == "completed" {
-			h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Complete, Key: key})
-		}
-	case state == "completed" && h.rowStates[k.RowID] != "completed":
-		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Complete, Key: key})
+	r.state, _ = k.Row["state"].(string)
+	h.keyRows = append(h.keyRows, r)
+}
+
+// keyEvents turns the key rows' reports into a claim (a row appeared, or
+// a completed one went back in progress), a completion, a release (an
+// in-progress row deleted) or a forgetting (a completed row deleted, by a
+// purge or by a claim: the row's report does not say which) of the key
+// each holds. The reports are taken in the order their commits
+// were heard, not the order they arrived in: two server processes on one
+// PostgreSQL database each report every change (the database tells them
+// all), each on its own stream, and the second report of a change, which
+// finds the row as the first left it, adds nothing. After a reset the
+// rows are new ones, numbered afresh.
+func (h *Recorder) keyEvents() []timeline.Event {
+	reports := slices.Clone(h.keyRows)
+	slices.SortStableFunc(reports, func(a, b keyRow) int { return a.at.Compare(b.at) })
+	resets := slices.Clone(h.resets)
+	slices.SortFunc(resets, time.Time.Compare)
+	rows := map[int64]keyRow{}
+	var out []timeline.Event
+	event := func(at time.Time, kind string, r keyRow, detail string) {
+		out = append(out, timeline.Event{At: at, Kind: kind, Key: r.key, Detail: detail})
 	}
-	h.rows[k.RowID] = key
-	h.rowStates[k.RowID] = state
+	for _, r := range reports {
+		for len(resets) > 0 && !resets[0].After(r.at) {
+			clear(rows)
+			resets = resets[1:]
+		}
+		last, seen := rows[r.rowID]
+		if r.deleted {
+			if seen {
+				kind := timeline.Release
+				if last.state == "completed" {
+					kind = timeline.Forget
+				}
+				event(r.at, kind, last, "")
+				delete(rows, r.rowID)
+			}
+			continue
+		}
+		switch {
+		case !seen:
+			event(r.at, timeline.Claim, r, r.state)
+			if r.state == "completed" {
+				event(r.at, timeline.Complete, r, "")
+			}
+		case r.state == "completed" && last.state != "completed":
+			event(r.at, timeline.Complete, r, "")
+		case r.state != "completed" && last.state == "completed":
+			// A completed row back in progress was claimed again in
+			// place: an expired key reused, or a takeover that opened a
+			// key its original had just completed.
+			event(r.at, timeline.Claim, r, r.state+", again, in the completed key's row")
+		}
+		rows[r.rowID] = r
+	}
+	return out
 }
 
 // History is what was recorded so far.
@@ -352,7 +442,7 @@ func (h *Recorder) History() *timeline.History {
 	defer h.mu.Unlock()
 	out := &timeline.History{Attempts: append([]timeline.Attempt(nil), h.attempts...),
 		ServerErrors: append([]timeline.ServerError(nil), h.serverErrors...)}
-	out.Events = append(out.Events, h.events...)
+	out.Events = slices.Concat(h.events, h.keyEvents())
 	for i := range out.Attempts {
 		if out.Attempts[i].End.IsZero() {
 			out.Attempts[i].End = time.Now()

@@ -2,6 +2,7 @@ package history
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,21 +56,22 @@ func TestTimes(t *testing.T) {
 // "done" told while the original still ran.
 func TestCompletedAt_IsWhenTheCommitWasHeard(t *testing.T) {
 	h := NewRecorder("k-1")
+	s := newStream(nil, 0)
 	committed := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	published := committed.Add(40 * time.Millisecond)
 	row := func(state string, at time.Time) events.Event {
 		data, _ := json.Marshal(events.Key{RowID: 7, Row: map[string]any{"key": "k-1", "state": state}, At: at})
 		return events.Event{Kind: events.KindKey, Time: published, Data: data}
 	}
-	h.heard(row("in_progress", committed.Add(-time.Second)))
-	h.heard(row("completed", committed))
+	h.heard(s, row("in_progress", committed.Add(-time.Second)))
+	h.heard(s, row("completed", committed))
 	if at, ok := h.CompletedAt("k-1"); !ok || !at.Equal(committed) {
 		t.Fatalf("CompletedAt = %v, %v; want %v, the commit's, not the event's %v", at, ok, committed, published)
 	}
 	// A row sent anew (after the stream reconnected) says no commit: it
 	// is placed when it was published.
 	h = NewRecorder("k-1")
-	h.heard(row("completed", time.Time{}))
+	h.heard(s, row("completed", time.Time{}))
 	if at, ok := h.CompletedAt("k-1"); !ok || !at.Equal(published) {
 		t.Fatalf("CompletedAt of a row sent anew = %v, %v; want %v", at, ok, published)
 	}
@@ -79,14 +81,15 @@ func TestCompletedAt_IsWhenTheCommitWasHeard(t *testing.T) {
 // business write, which its event says, and the first of an op's counts.
 func TestExecutedAt_IsTheFirstWriteOfTheOp(t *testing.T) {
 	h := NewRecorder()
+	s := newStream(nil, 0)
 	wrote := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	exec := func(op string, at time.Time) events.Event {
 		data, _ := json.Marshal(map[string]any{"op": op, "kind": "transfer", "id": "tr_1", "amount": 5, "count": 1, "at": at})
 		return events.Event{Kind: events.KindExecution, Time: at.Add(time.Second), Data: data}
 	}
-	h.heard(exec("op-1", wrote.Add(time.Minute)))
-	h.heard(exec("op-1", wrote))
-	h.heard(exec("op-2", wrote.Add(-time.Minute)))
+	h.heard(s, exec("op-1", wrote.Add(time.Minute)))
+	h.heard(s, exec("op-1", wrote))
+	h.heard(s, exec("op-2", wrote.Add(-time.Minute)))
 	if at, ok := h.ExecutedAt("op-1"); !ok || !at.Equal(wrote) {
 		t.Fatalf("ExecutedAt(op-1) = %v, %v; want %v", at, ok, wrote)
 	}
@@ -109,13 +112,14 @@ func TestOrdinal(t *testing.T) {
 // alone); one without (a 4xx, a 2xx) is not.
 func TestServerErrors_KeepsTheCausesOfFiveHundreds(t *testing.T) {
 	h := NewRecorder()
+	s := newStream(nil, 0)
 	request := func(status int, cause string) events.Event {
 		data, _ := json.Marshal(events.Request{Method: "POST", Path: "/transfers", Status: status, Cause: cause, Op: "op-0000000a", Attempt: "a2"})
 		return events.Event{Kind: events.KindRequest, Time: time.Now(), Data: data}
 	}
-	h.heard(request(201, ""))
-	h.heard(request(500, "hold reference: current transaction is aborted"))
-	h.heard(request(409, ""))
+	h.heard(s, request(201, ""))
+	h.heard(s, request(500, "hold reference: current transaction is aborted"))
+	h.heard(s, request(409, ""))
 	got := h.History().ServerErrors
 	want := timeline.ServerError{Attempt: "a2", Op: "op-0000000a", Line: "POST /transfers → 500: hold reference: current transaction is aborted"}
 	if len(got) != 1 || got[0] != want {
@@ -131,17 +135,18 @@ func TestServerErrors_KeepsTheCausesOfFiveHundreds(t *testing.T) {
 // satisfied by the real move's event instead of its own.
 func TestHistory_LeavesOutTheFencesMovesByNothing(t *testing.T) {
 	h := NewRecorder()
+	s := newStream(nil, 0)
 	at := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	clock := func(moved bool) events.Event {
 		data, _ := json.Marshal(events.Clock{Now: at.Format(time.RFC3339Nano), Moved: moved})
 		return events.Event{Kind: events.KindClock, Time: at, Data: data}
 	}
-	h.heard(clock(true))
-	if len(h.fences) != 0 {
+	h.heard(s, clock(true))
+	if len(s.fences) != 0 {
 		t.Fatal("the real move's clock event would end a fence at its time, before the fence's own was heard")
 	}
-	h.heard(clock(false))
-	h.awaitFence(t.Context(), at)
+	h.heard(s, clock(false))
+	s.awaitFence(t.Context(), at)
 	var drawn []time.Time
 	for _, e := range h.History().Events {
 		if e.Kind == timeline.Clock {
@@ -160,11 +165,88 @@ func TestHistory_LeavesOutTheFencesMovesByNothing(t *testing.T) {
 // redrive left the operator out of S9.redrive's timeline.
 func TestHistory_KeepsTheOperatorsRedrive(t *testing.T) {
 	h := NewRecorder()
+	s := newStream(nil, 0)
 	at := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	data, _ := json.Marshal(bank.DeadLetter{TransferID: "tr_a", Key: "tr_a", Status: 400, Answer: `{"type":"/problems/invalid-posting"}`})
-	h.heard(events.Event{Kind: events.KindRedrive, Time: at, Data: data})
+	h.heard(s, events.Event{Kind: events.KindRedrive, Time: at, Data: data})
 	got := h.History().Events
 	if len(got) != 1 || got[0].Kind != timeline.Redrive || got[0].Ref != "tr_a" || !got[0].At.Equal(at) || got[0].Detail != "tr_a, set aside with 400, under key tr_a" {
 		t.Errorf("events %+v, want one redrive of tr_a at %v", got, at)
+	}
+}
+
+// keyRowEvent is a key row's report, as a server publishes it.
+func keyRowEvent(rowID int64, row map[string]any, committed, published time.Time) events.Event {
+	data, _ := json.Marshal(events.Key{RowID: rowID, Row: row, Deleted: row == nil, At: committed})
+	return events.Event{Kind: events.KindKey, Time: published, Data: data}
+}
+
+// TestHistory_TwoProcessesOnOneDatabaseTellOneStory: two server
+// processes on one PostgreSQL database each report every change of the
+// key table, and each its own executions. The history keeps both
+// executions, each naming its process, and one claim, one completion and
+// one forgetting of the key, though the second process's reports arrive
+// late, its first after the first process's completion (a recorder that
+// took them in the order they arrived drew the key completed twice).
+func TestHistory_TwoProcessesOnOneDatabaseTellOneStory(t *testing.T) {
+	h := NewRecorder("k-1")
+	first, second := newStream(nil, 1), newStream(nil, 2)
+	at := time.Date(2026, 3, 3, 9, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return at.Add(time.Duration(n) * time.Millisecond) }
+	row := func(state string) map[string]any { return map[string]any{"key": "k-1", "state": state} }
+	exec := func(count int64, wrote time.Time) events.Event {
+		data, _ := json.Marshal(map[string]any{"op": "op-1", "kind": "transfer", "id": "tr_" + Ordinal(count), "amount": 5, "count": count, "at": wrote, "attempt": "a" + Ordinal(count)})
+		return events.Event{Kind: events.KindExecution, Time: wrote.Add(time.Millisecond), Data: data}
+	}
+	h.heard(first, keyRowEvent(1, row("in_progress"), ms(0), ms(1)))
+	h.heard(second, exec(1, ms(5)))
+	h.heard(first, keyRowEvent(1, row("completed"), ms(10), ms(11)))
+	h.heard(second, keyRowEvent(1, row("in_progress"), ms(0), ms(2)))
+	h.heard(second, keyRowEvent(1, row("completed"), ms(10), ms(12)))
+	h.heard(first, exec(2, ms(20)))
+	h.heard(second, keyRowEvent(1, nil, ms(30), ms(31)))
+	h.heard(first, keyRowEvent(1, nil, ms(30), ms(32)))
+	var kinds []string
+	var processes []int
+	for _, e := range h.History().Events {
+		kinds = append(kinds, e.Kind)
+		if e.Kind == timeline.Execution {
+			processes = append(processes, e.Process)
+			if want := "in the " + timeline.ProcessName(e.Process); !strings.HasSuffix(e.Detail, want) {
+				t.Errorf("execution %q does not end %q", e.Detail, want)
+			}
+		}
+	}
+	slices.Sort(kinds)
+	want := []string{timeline.Claim, timeline.Complete, timeline.Execution, timeline.Execution, timeline.Forget}
+	if !slices.Equal(kinds, want) {
+		t.Errorf("events %v, want %v", kinds, want)
+	}
+	if !slices.Equal(processes, []int{2, 1}) {
+		t.Errorf("executions in processes %v, want 2 then 1", processes)
+	}
+}
+
+// TestHistory_AResetNumbersTheKeyRowsAfresh: a reset drops the key table,
+// and the next claim's row may have the number a row before it had. A
+// recorder that took it for that row drew no claim, and no completion
+// either when the old row had been completed: every round of a check
+// after the first lost its key's claim.
+func TestHistory_AResetNumbersTheKeyRowsAfresh(t *testing.T) {
+	h := NewRecorder("k-1", "k-2")
+	s := newStream(nil, 0)
+	at := time.Date(2026, 3, 3, 9, 0, 0, 0, time.UTC)
+	h.heard(s, keyRowEvent(1, map[string]any{"key": "k-1", "state": "completed"}, at, at))
+	h.heard(s, events.Event{Kind: events.KindReset, Time: at.Add(time.Second), Data: []byte(`{}`)})
+	h.heard(s, keyRowEvent(1, map[string]any{"key": "k-2", "state": "in_progress"}, at.Add(2*time.Second), at.Add(2*time.Second)))
+	h.heard(s, keyRowEvent(1, map[string]any{"key": "k-2", "state": "completed"}, at.Add(3*time.Second), at.Add(3*time.Second)))
+	var got []string
+	for _, e := range h.History().Events {
+		got = append(got, strings.TrimSpace(e.Kind+" "+e.Key+" "+e.Detail))
+	}
+	// A fresh claim: not the old row's, claimed again in place.
+	want := []string{"claim k-1 completed", "complete k-1", "claim k-2 in_progress", "complete k-2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
 	}
 }

@@ -249,7 +249,7 @@ func Run(ctx context.Context, plan *dayplan.Plan, opts Options) (*Result, error)
 		r.history = history.NewRecorder(keys...)
 		defer r.history.Close()
 		// Without the lab's events the history still has every attempt.
-		r.history.Watch(ctx, r.lab)
+		r.history.Watch(ctx, r.lab, 0)
 	}
 
 	perOp := make([][]Attempt, len(plan.Ops))
@@ -324,7 +324,7 @@ func Run(ctx context.Context, plan *dayplan.Plan, opts Options) (*Result, error)
 		}
 	}
 	if r.history != nil {
-		r.history.Fence(ctx, r.lab)
+		r.history.Fence(ctx)
 		res.History = r.history.History()
 	}
 	res.Elapsed = time.Since(began)

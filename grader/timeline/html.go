@@ -99,6 +99,9 @@ type htmlPage struct {
 	// drawn.
 	Highlights []Highlight
 	Missing    bool
+	// Processes says on which lanes each server process's executions
+	// ran, when there were several (View.Processes).
+	Processes string
 	// Executions says it draws an execution that is not the finding's.
 	Executions bool
 	// Marks name the other glyphs the lanes draw (the lab's events), in
@@ -150,7 +153,7 @@ func htmlView(v View) htmlPage {
 	}
 	ms := func(t time.Time) string { return Millis(t.Sub(v.From)) }
 	p := htmlPage{F: v.Finding, Width: svgLabel + svgArea + svgAnswer, Span: Millis(span) + " ms",
-		Hidden: v.HiddenLanes(), HiddenDetail: hiddenSummary(v.Hidden), Highlights: v.drawnHighlights(), Missing: v.draws(missing),
+		Hidden: v.HiddenLanes(), HiddenDetail: hiddenSummary(v.Hidden), Highlights: v.drawnHighlights(), Missing: v.draws(missing), Processes: v.Processes(),
 		Executions: v.draws(func(m Mark) bool { return m.Kind == Execution && !highlighted(m) })}
 	for i := 0; i <= 4; i++ {
 		p.Ticks = append(p.Ticks, htmlTick{X: svgLabel + svgArea*float64(i)/4, Label: Millis(span*time.Duration(i)/4) + " ms"})
@@ -266,6 +269,7 @@ tr.hot td:first-child { color: #b00020; font-weight: bold; }
 {{end}}</svg>
 {{if .Hidden}}<p class="hidden">{{.Hidden}} more client lanes not drawn: {{.HiddenDetail}}</p>{{end}}
 <p class="legend"><span>▬ a request, from its send to its answer (orange: cut on the wire; grey: no answer)</span>{{if .Executions}}<span>● an execution</span>{{end}}{{range .Highlights}}<span class="hot {{.Class}}">{{printf "%c" .Glyph}} {{.Legend}}</span>{{end}}{{if .Missing}}<span class="hot">◯ told it ran; it never did</span>{{end}}{{range .Marks}}<span>{{.}}</span>{{end}}</p>
+{{if .Processes}}<p class="processes">{{.Processes}}</p>{{end}}
 <table>
 <tr><th>request</th><th>client</th><th>sent at</th><th>answered at</th><th>sent</th><th>got</th></tr>
 {{range .Rows}}<tr id="{{.ID}}"{{if .Hot}} class="hot"{{end}}><td>{{.ID}}</td><td>{{.Client}}</td><td>{{.Start}} ms</td><td>{{.End}} ms</td><td>{{.Sent}}</td><td>{{.Got}}</td></tr>

@@ -138,6 +138,9 @@ func Text(v View, o TextOptions) string {
 	if len(legend) > 0 {
 		fmt.Fprintf(&b, "%s%s\n", pad("", indentCols), strings.Join(legend, "  "))
 	}
+	if p := v.Processes(); p != "" {
+		fmt.Fprintf(&b, "%s%s\n", pad("", indentCols), clip(p, textCols-indentCols))
+	}
 	line := ""
 	for _, g := range textMarks {
 		if !drawn[g.glyph] {

@@ -12,9 +12,11 @@ package timeline
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -115,8 +117,11 @@ type Event struct {
 	// Count is, for an execution, which run of its op it was.
 	Count int64 `json:"count,omitempty"`
 	// Ref is, for an execution, the resource it made (tr_…, dp_…).
-	Ref    string `json:"ref,omitempty"`
-	Detail string `json:"detail,omitempty"`
+	Ref string `json:"ref,omitempty"`
+	// Process is, for an execution, the server process it ran in, 1 on,
+	// when several run on one database; 0 for a server alone.
+	Process int    `json:"process,omitempty"`
+	Detail  string `json:"detail,omitempty"`
 }
 
 // History is everything a check recorded.
@@ -300,6 +305,9 @@ func (f Finding) ops() []string {
 type Mark struct {
 	At   time.Time
 	Kind string
+	// Process is, for an execution, the server process it ran in
+	// (Event.Process).
+	Process int
 	// Highlight marks what made the finding.
 	Highlight bool
 	Detail    string
@@ -361,6 +369,43 @@ type View struct {
 	Lanes    []Lane
 	// Hidden counts the client lanes left out, by their last answer.
 	Hidden map[string]int
+}
+
+// ProcessName names server process n among those on one database, as a
+// check's story does: "first process", "second process".
+func ProcessName(n int) string {
+	words := []string{"", "first", "second", "third", "fourth"}
+	if n > 0 && n < len(words) {
+		return words[n] + " process"
+	}
+	return "process " + strconv.Itoa(n)
+}
+
+// Processes says on which lanes the executions v draws ran in each
+// server process, when they ran in more than one: "executed in the first
+// process: in flight #2; in the second: in flight". It is "" when they
+// ran in one, or in a server alone: then there is nothing to tell.
+func (v View) Processes() string {
+	lanes := map[int][]string{}
+	for _, l := range v.Lanes {
+		for _, m := range l.Marks {
+			if m.Kind == Execution && m.Process > 0 && !slices.Contains(lanes[m.Process], l.Label) {
+				lanes[m.Process] = append(lanes[m.Process], l.Label)
+			}
+		}
+	}
+	if len(lanes) < 2 {
+		return ""
+	}
+	var parts []string
+	for i, p := range slices.Sorted(maps.Keys(lanes)) {
+		name := ProcessName(p)
+		if i > 0 {
+			name, _ = strings.CutSuffix(name, " process")
+		}
+		parts = append(parts, fmt.Sprintf("in the %s: %s", name, strings.Join(lanes[p], ", ")))
+	}
+	return "executed " + strings.Join(parts, "; ")
 }
 
 // Story reports whether the view shows more than one request, or a crash
@@ -475,7 +520,7 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 				continue
 			}
 			hot := slices.Contains(f.Excess, e.Op) || e.Ref != "" && slices.Contains(f.Refs, e.Ref)
-			m := Mark{At: e.At, Kind: Execution, Highlight: hot, Detail: e.Detail}
+			m := Mark{At: e.At, Kind: Execution, Process: e.Process, Highlight: hot, Detail: e.Detail}
 			if i, ok := byID[e.Attempt]; ok {
 				clients[i].Marks = append(clients[i].Marks, m)
 			} else if lane := opKey(involved, e.Op); lane != "" {

@@ -905,3 +905,37 @@ func TestText_MarksInOneColumnDrawSideBySide(t *testing.T) {
 		}
 	}
 }
+
+// TestText_SaysWhichProcessRanEachExecution: in a round that runs the
+// server as two processes, the executions of a double ran one in each;
+// the legend says which lane's ran in which, and the page says it too. A
+// picture whose executions ran in one process, or in a server alone,
+// says nothing of processes.
+func TestText_SaysWhichProcessRanEachExecution(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	view := func(first, second int) View {
+		return View{Finding: Finding{Harm: "double"}, From: t0, To: at(100), Lanes: []Lane{
+			{Label: "in flight", Attempts: []Attempt{{ID: "a1", Client: "in flight", Start: at(0), End: at(90), Status: 201}},
+				Marks: []Mark{{At: at(80), Kind: Execution, Highlight: true, Process: first}}},
+			{Label: "in flight #2", Attempts: []Attempt{{ID: "a2", Client: "in flight", Start: at(10), End: at(95), Status: 201}},
+				Marks: []Mark{{At: at(85), Kind: Execution, Highlight: true, Process: second}}},
+		}}
+	}
+	const want = "executed in the first process: in flight #2; in the second: in flight"
+	if text := Text(view(2, 1), TextOptions{}); !strings.Contains(text, want) {
+		t.Errorf("the timeline of a double run by two processes lacks %q:\n%s", want, text)
+	}
+	var page bytes.Buffer
+	if err := HTML(&page, view(2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), html.EscapeString(want)) {
+		t.Errorf("the page of a double run by two processes lacks %q", want)
+	}
+	for _, p := range [][2]int{{0, 0}, {1, 1}} {
+		if text := Text(view(p[0], p[1]), TextOptions{}); strings.Contains(text, "process") {
+			t.Errorf("executions in processes %v: the timeline speaks of processes:\n%s", p, text)
+		}
+	}
+}
