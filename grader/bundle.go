@@ -33,11 +33,15 @@ type HistoryLine struct {
 	// (the Lab-Attempt header the lab's events repeat), when known.
 	AttemptID string `json:"attempt_id,omitempty"`
 	// Client is the lane a timeline draws the attempt on ("client 3").
-	Client   string `json:"client,omitempty"`
-	Op       string `json:"op,omitempty"`
-	Key      string `json:"key,omitempty"`
-	Method   string `json:"method,omitempty"`
+	Client string `json:"client,omitempty"`
+	Op     string `json:"op,omitempty"`
+	Key    string `json:"key,omitempty"`
+	Method string `json:"method,omitempty"`
+	// Endpoint is an attempt's path, or the route a key row holds.
 	Endpoint string `json:"endpoint,omitempty"`
+	// Customer is the customer a key row holds, when it holds one of the
+	// lab's population.
+	Customer string `json:"customer,omitempty"`
 	// Process is, for an execution, the server process it ran in, 1 on,
 	// when the check ran several on one database.
 	Process int `json:"process,omitempty"`
@@ -78,7 +82,8 @@ func HistoryLines(r Result) []HistoryLine {
 	}
 	for _, e := range h.Events {
 		lines = append(lines, HistoryLine{Check: r.Check.ID, Event: e.Kind, At: dayplan.Duration(e.At.Sub(began)),
-			AttemptID: e.Attempt, Op: e.Op, Key: e.Key, Process: e.Process, Count: e.Count, Ref: e.Ref, Detail: e.Detail})
+			AttemptID: e.Attempt, Op: e.Op, Key: e.Key, Endpoint: e.Route, Customer: e.Customer,
+			Process: e.Process, Count: e.Count, Ref: e.Ref, Detail: e.Detail})
 	}
 	slices.SortStableFunc(lines, func(a, b HistoryLine) int { return cmp.Compare(a.At, b.At) })
 	return lines

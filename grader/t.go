@@ -261,6 +261,7 @@ func (t *T) Reset(customers int, opening int64) ([]bank.Customer, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.history.Population(cs)
 	// A reset keeps the config; a check starts from the defaults, whatever
 	// the check before it set on the same server.
 	if _, err := t.Lab().Configure(t.ctx, labclient.Whole(stage.DefaultConfig())); err != nil {

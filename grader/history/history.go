@@ -30,8 +30,12 @@ type Recorder struct {
 	// serverErrors are the causes of the server's 5xx answers.
 	serverErrors []timeline.ServerError
 	// keys are the idempotency keys the check sent: a key row's event is
-	// told apart by the value it holds of them.
-	keys map[string]bool
+	// told apart by the value it holds of them. paths are the paths the
+	// check sent to, and customers the IDs of the lab's population, by
+	// each customer's ID, token and Authorization header: the values a
+	// key row holds of them are its scope.
+	keys, paths map[string]bool
+	customers   map[string]string
 	// keyRows are the key rows' changes as the servers reported them, and
 	// resets when the lab was reset (which drops the key table, and its
 	// rows are numbered afresh): keyEvents turns them into claims,
@@ -63,20 +67,23 @@ func newStream(lab *labclient.Client, process int) *stream {
 	return &stream{lab: lab, process: process, fences: make(chan time.Time, 64), ended: make(chan struct{})}
 }
 
-// keyRow is one report of a key row: the key it holds and its state, or
-// that it was deleted, at the time its commit was heard.
+// keyRow is one report of a key row: the key it holds, its state and its
+// scope, or that it was deleted, at the time its commit was heard.
 type keyRow struct {
 	at      time.Time
 	rowID   int64
 	deleted bool
 	key     string
 	state   string
+	// customer and route are the row's scope beside its key, when it
+	// holds a customer of the population and a path the check sent to.
+	customer, route string
 }
 
 // NewRecorder returns a recorder with no history yet, which knows keys
 // (a replayed day's, sent by its clients) before any request sends them.
 func NewRecorder(keys ...string) *Recorder {
-	h := &Recorder{keys: map[string]bool{}}
+	h := &Recorder{keys: map[string]bool{}, customers: map[string]string{}, paths: map[string]bool{}}
 	for _, k := range keys {
 		h.keys[k] = true
 	}
@@ -102,6 +109,7 @@ func (h *Recorder) Begin(client, method, path, key, body, sent string) (n int, n
 	if key != "" {
 		h.keys[key] = true
 	}
+	h.paths[path] = true
 	return n, id
 }
 
@@ -123,6 +131,22 @@ func (h *Recorder) Lab(kind, detail string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.events = append(h.events, timeline.Event{At: time.Now(), Kind: kind, Detail: detail})
+}
+
+// Population notes the customers of the lab's population, whose IDs a
+// key row holds as its scope: a timeline draws the rows of one key string
+// that two customers hold on lanes of their own.
+func (h *Recorder) Population(customers []bank.Customer) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range customers {
+		// A row may hold the customer as its token, or as the header
+		// that carried it, as well as by its ID.
+		h.customers[c.ID], h.customers[c.Token], h.customers["Bearer "+c.Token] = c.ID, c.ID, c.ID
+	}
 }
 
 // Watch reads the lab's events of the server process at lab until ctx
@@ -360,8 +384,8 @@ func (h *Recorder) heard(s *stream, ev events.Event) {
 }
 
 // keyRow notes a key row's report: the key it holds (one the check
-// sent; a row of another key is not the history's) and its state, or that
-// it was deleted.
+// sent; a row of another key is not the history's), its state and its
+// scope, or that it was deleted.
 func (h *Recorder) keyRow(at time.Time, k events.Key) {
 	if k.Deleted {
 		h.keyRows = append(h.keyRows, keyRow{at: at, rowID: k.RowID, deleted: true})
@@ -369,8 +393,13 @@ func (h *Recorder) keyRow(at time.Time, k events.Key) {
 	}
 	r := keyRow{at: at, rowID: k.RowID}
 	for _, v := range k.Row {
-		if s, ok := v.(string); ok && h.keys[s] {
+		switch s, _ := v.(string); {
+		case h.keys[s]:
 			r.key = s
+		case h.customers[s] != "":
+			r.customer = h.customers[s]
+		case h.paths[s]:
+			r.route = s
 		}
 	}
 	if r.key == "" {
@@ -398,7 +427,7 @@ func (h *Recorder) keyEvents() []timeline.Event {
 	rows := map[int64]keyRow{}
 	var out []timeline.Event
 	event := func(at time.Time, kind string, r keyRow, detail string) {
-		out = append(out, timeline.Event{At: at, Kind: kind, Key: r.key, Detail: detail})
+		out = append(out, timeline.Event{At: at, Kind: kind, Key: r.key, Customer: r.customer, Route: r.route, Detail: detail})
 	}
 	for _, r := range reports {
 		for len(resets) > 0 && !resets[0].After(r.at) {

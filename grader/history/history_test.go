@@ -250,3 +250,32 @@ func TestHistory_AResetNumbersTheKeyRowsAfresh(t *testing.T) {
 		t.Errorf("events %v, want %v", got, want)
 	}
 }
+
+// TestHistory_AKeyRowsScopeIsItsCustomerAndRoute: a key row's event
+// carries the customer it holds (by ID, or by the token or header that
+// names the customer) and the path it holds that the check sent to, so
+// that a timeline draws two customers' rows of one key string apart; a
+// row that holds neither has no scope beside its key.
+func TestHistory_AKeyRowsScopeIsItsCustomerAndRoute(t *testing.T) {
+	h := NewRecorder()
+	s := newStream(nil, 0)
+	h.Population([]bank.Customer{{ID: "cus_a", Token: "tok-a"}, {ID: "cus_b", Token: "tok-b"}})
+	h.Begin("check", "POST", "/transfers", "k-1", "", "")
+	at := time.Date(2026, 3, 3, 9, 0, 0, 0, time.UTC)
+	rows := []map[string]any{
+		{"key": "k-1", "customer": "cus_a", "route": "/transfers", "state": "in_progress", "location": "/transfers/tr_1"},
+		{"key": "k-1", "auth": "Bearer tok-b", "route": "/transfers", "state": "in_progress"},
+		{"key": "k-1", "state": "in_progress"},
+	}
+	for i, r := range rows {
+		h.heard(s, keyRowEvent(int64(i+1), r, at, at))
+	}
+	var got []string
+	for _, e := range h.History().Events {
+		got = append(got, e.Customer+"|"+e.Route)
+	}
+	want := []string{"cus_a|/transfers", "cus_b|/transfers", "|"}
+	if !slices.Equal(got, want) {
+		t.Errorf("scopes %q, want %q", got, want)
+	}
+}

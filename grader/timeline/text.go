@@ -170,7 +170,7 @@ func Text(v View, o TextOptions) string {
 func textRows(lanes []Lane, col func(time.Time) int) []Lane {
 	var out []Lane
 	for _, l := range lanes {
-		rows := []Lane{{Label: l.Label, Lab: l.Lab, client: l.client}}
+		rows := []Lane{{Label: l.Label, Lab: l.Lab, Scope: l.Scope, client: l.client}}
 		for _, a := range l.Attempts {
 			i := slices.IndexFunc(rows, func(r Lane) bool {
 				return len(r.Attempts) == 0 || col(r.Attempts[len(r.Attempts)-1].End) < col(a.Start)

@@ -11,6 +11,7 @@
 package timeline
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -120,8 +121,13 @@ type Event struct {
 	Ref string `json:"ref,omitempty"`
 	// Process is, for an execution, the server process it ran in, 1 on,
 	// when several run on one database; 0 for a server alone.
-	Process int    `json:"process,omitempty"`
-	Detail  string `json:"detail,omitempty"`
+	Process int `json:"process,omitempty"`
+	// Customer and Route are, for a key's event, the scope its row holds
+	// beside the key, when the history knows them: a customer of the
+	// lab's population and a path the check sent to.
+	Customer string `json:"customer,omitempty"`
+	Route    string `json:"route,omitempty"`
+	Detail   string `json:"detail,omitempty"`
 }
 
 // History is everything a check recorded.
@@ -321,14 +327,18 @@ type Lane struct {
 	Marks    []Mark
 	// Lab says the lane is the lab's, not a client's.
 	Lab bool
+	// Scope is, for a key lane, the scope that tells its rows apart from
+	// those of another lane of the same key string: the customer, the
+	// route, or both. It is drawn where a client's lane has its answer.
+	Scope string
 	// client is the client whose requests the lane holds.
 	client string
 }
 
-// answer is the lane's last answer.
+// answer is the lane's last answer, or a key lane's scope.
 func (l Lane) answer() string {
 	if len(l.Attempts) == 0 {
-		return ""
+		return l.Scope
 	}
 	return l.Attempts[len(l.Attempts)-1].Answer()
 }
@@ -500,14 +510,25 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 		clients[i].Attempts = append(clients[i].Attempts, a)
 		byID[a.ID] = i
 	}
-	keyLanes := map[string]*Lane{}
-	var keyOrder []string
-	keyLane := func(k string) *Lane {
-		if keyLanes[k] == nil {
-			keyLanes[k] = &Lane{Label: "key " + k, Lab: true}
-			keyOrder = append(keyOrder, k)
+	// A key is one customer's, on one route: the rows of one key string
+	// that two customers (or two routes) hold get a lane each.
+	keyLanes := map[scope]*Lane{}
+	var keyOrder []scope
+	keyLane := func(sc scope) *Lane {
+		if keyLanes[sc] == nil {
+			keyLanes[sc] = &Lane{Label: "key " + sc.key, Lab: true}
+			keyOrder = append(keyOrder, sc)
 		}
-		return keyLanes[k]
+		return keyLanes[sc]
+	}
+	// An execution no request's lane holds goes on its key's lane.
+	laneOfKey := func(k string) *Lane {
+		for _, sc := range keyOrder {
+			if sc.key == k {
+				return keyLanes[sc]
+			}
+		}
+		return keyLane(scope{key: k})
 	}
 	lab := &Lane{Label: "lab", Lab: true}
 	for _, e := range h.Events {
@@ -523,12 +544,14 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 			m := Mark{At: e.At, Kind: Execution, Process: e.Process, Highlight: hot, Detail: e.Detail}
 			if i, ok := byID[e.Attempt]; ok {
 				clients[i].Marks = append(clients[i].Marks, m)
-			} else if lane := opKey(involved, e.Op); lane != "" {
-				keyLane(lane).Marks = append(keyLane(lane).Marks, m)
+			} else if k := opKey(involved, e.Op); k != "" {
+				lane := laneOfKey(k)
+				lane.Marks = append(lane.Marks, m)
 			}
 		case Claim, Complete, Release, Forget:
 			if keys[e.Key] {
-				keyLane(e.Key).Marks = append(keyLane(e.Key).Marks, Mark{At: e.At, Kind: e.Kind, Detail: e.Detail})
+				lane := keyLane(scope{e.Key, e.Customer, e.Route})
+				lane.Marks = append(lane.Marks, Mark{At: e.At, Kind: e.Kind, Detail: scopeDetail(e)})
 			}
 		default:
 			lab.Marks = append(lab.Marks, Mark{At: e.At, Kind: e.Kind, Detail: e.Detail})
@@ -559,14 +582,24 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 		}
 	}
 	v.Lanes = pickLanes(clients, lanes, v.Hidden, v.To.Sub(v.From)/100)
-	if len(keyOrder) > maxKeyLanes {
+	labelScopes(keyLanes)
+	// The scopes of one key string are drawn together, in the order the
+	// key strings came.
+	first := map[string]int{}
+	for i, sc := range keyOrder {
+		if _, ok := first[sc.key]; !ok {
+			first[sc.key] = i
+		}
+	}
+	slices.SortStableFunc(keyOrder, func(a, b scope) int { return cmp.Compare(first[a.key], first[b.key]) })
+	if n := keyStrings(keyOrder); n > maxKeyLanes {
 		// Many keys, one per operation: their claims and completions
 		// share one lane.
-		all := Lane{Label: fmt.Sprintf("%d keys", len(keyOrder)), Lab: true}
+		all := Lane{Label: fmt.Sprintf("%d keys", n), Lab: true}
 		for _, k := range keyOrder {
 			all.Marks = append(all.Marks, keyLanes[k].Marks...)
 		}
-		keyLanes, keyOrder = map[string]*Lane{"": &all}, []string{""}
+		keyLanes, keyOrder = map[scope]*Lane{{}: &all}, []scope{{}}
 	}
 	for _, k := range keyOrder {
 		v.Lanes = append(v.Lanes, *keyLanes[k])
@@ -580,6 +613,58 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 	return v, true
 }
 
+// scope is what a key lane draws: the rows of one key string, of one
+// customer and one route (those the history knows of: empty when a row
+// holds none of them).
+type scope struct{ key, customer, route string }
+
+// labelScopes gives the lanes of a key string that several scopes hold
+// what tells them apart (the customer, the route, or both) as their
+// Scope, drawn at the lane's end: a terminal cuts a label short, and two
+// lanes of one key string would read as one key twice. A row that holds
+// no customer the history knows of is said to.
+func labelScopes(lanes map[scope]*Lane) {
+	of := map[string][]scope{}
+	for sc := range lanes {
+		of[sc.key] = append(of[sc.key], sc)
+	}
+	for _, scs := range of {
+		if len(scs) < 2 {
+			continue
+		}
+		customers, routes := map[string]bool{}, map[string]bool{}
+		for _, sc := range scs {
+			customers[sc.customer], routes[sc.route] = true, true
+		}
+		for _, sc := range scs {
+			var parts []string
+			if len(customers) > 1 {
+				parts = append(parts, cmp.Or(sc.customer, "no known customer"))
+			}
+			if len(routes) > 1 {
+				parts = append(parts, cmp.Or(sc.route, "no known route"))
+			}
+			lanes[sc].Scope = strings.Join(parts, " ")
+		}
+	}
+}
+
+// scopeDetail is what a key mark's hover says: its event's detail, and
+// the scope its row holds, when the history knows it.
+func scopeDetail(e Event) string {
+	var parts []string
+	if e.Detail != "" {
+		parts = append(parts, e.Detail)
+	}
+	if e.Customer != "" {
+		parts = append(parts, "customer "+e.Customer)
+	}
+	if e.Route != "" {
+		parts = append(parts, e.Route)
+	}
+	return strings.Join(parts, "; ")
+}
+
 // duplicateRequest is the problem type of the 409 that tells a request it
 // is a duplicate of one already done. The other 409s say something else:
 // request-in-progress asks the client to wait, and stage 8's
@@ -587,7 +672,17 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 // paid, which the day's books judge apart.
 const duplicateRequest = "/problems/duplicate-request"
 
-// maxKeyLanes is how many keys get a lane each; more share one.
+// keyStrings is how many key strings scopes hold.
+func keyStrings(scopes []scope) int {
+	seen := map[string]bool{}
+	for _, sc := range scopes {
+		seen[sc.key] = true
+	}
+	return len(seen)
+}
+
+// maxKeyLanes is how many key strings get lanes of their own (one for
+// each scope that holds the string); more share one.
 const maxKeyLanes = 2
 
 // pickLanes keeps at most n client lanes, by rank (a highlighted mark,

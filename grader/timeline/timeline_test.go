@@ -875,6 +875,50 @@ func TestServerErrorsOf_KeepsARequestThatNamesNoOperation(t *testing.T) {
 	}
 }
 
+// TestFocus_EachScopeOfAKeyStringHasItsLane: two customers send one key
+// string (S5.customers-scoped), and each one's rows are a key of its
+// own: the lanes that drew them as one showed a claim and a forgetting
+// of one key where two customers' keys each had theirs. Each scope gets a
+// lane, which says at its end the customer that tells it apart from the
+// other lanes of its key string (a terminal cuts a label short); a key
+// string one scope holds says nothing more.
+func TestFocus_EachScopeOfAKeyStringHasItsLane(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	h := History{
+		Attempts: []Attempt{
+			{ID: "a1", Client: "check", Key: "k-shared", Op: "op-1", Start: at(0), End: at(10), Status: 201},
+			{ID: "a2", Client: "check", Key: "k-own", Op: "op-1", Start: at(20), End: at(30), Status: 201},
+		},
+		Events: []Event{
+			{At: at(2), Kind: Claim, Key: "k-shared", Customer: "cus_3kqa9d2x", Route: "/transfers"},
+			{At: at(3), Kind: Claim, Key: "k-own", Customer: "cus_3kqa9d2x", Route: "/transfers"},
+			{At: at(4), Kind: Claim, Key: "k-shared", Customer: "cus_8fw0zz1m", Route: "/transfers"},
+			{At: at(6), Kind: Forget, Key: "k-shared", Customer: "cus_3kqa9d2x", Route: "/transfers"},
+		},
+	}
+	v, ok := h.Focus(Finding{Harm: "double", Excess: []string{"op-1"}}, 10)
+	if !ok {
+		t.Fatal("no timeline")
+	}
+	var got []string
+	for _, l := range v.Lanes {
+		if l.Lab {
+			got = append(got, fmt.Sprintf("%s|%s|%d", l.Label, l.Scope, len(l.Marks)))
+		}
+	}
+	want := []string{"key k-shared|cus_3kqa9d2x|2", "key k-shared|cus_8fw0zz1m|1", "key k-own||1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("key lanes (label|scope|marks) %q, want %q", got, want)
+	}
+	text := Text(v, TextOptions{})
+	for _, scope := range []string{"│ cus_3kqa9d2x\n", "│ cus_8fw0zz1m\n"} {
+		if !strings.Contains(text, scope) {
+			t.Errorf("the terminal does not end a key lane with %q:\n%s", scope, text)
+		}
+	}
+}
+
 // TestText_MarksInOneColumnDrawSideBySide: a kill and the restart 9 ms
 // later fall in one column of a 600 ms picture, and so do a key's claim
 // and its completion; the terminal drew the later mark alone, where the
