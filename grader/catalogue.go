@@ -629,4 +629,10 @@ var catalogue = []Check{
 		Why:   "the row is the only promise to tell the core: a transfer that commits without it (the INSERT's error logged or dropped, or the row written again after the commit, in a transaction of its own, which a crash or a second refusal loses) has moved money, answered 201, and will never reach the books of record; its error must fail the transfer, which then moves nothing and can be retried",
 		Run:   checkOutboxWriteFails,
 	},
+	{
+		ID: "S9.settle-fails", Stage: 9, Lesson: lesson9 + "#the-relay",
+		Claim: "when the server's database refuses the relay's next 64 writes to outbox rows (its marks, its dead letters), transfers still execute, and once it takes them again each reaches the core ledger exactly once and the outbox drains",
+		Why:   "the relay's own database fails too (a full disk, a lock timeout): a relay that returns on the error and leaves its settling transaction open keeps its connection for as long as the process lives, and on SQLite, where that transaction began IMMEDIATE, the write lock, so no transfer commits again and no pass settles anything; on PostgreSQL each refusal takes a connection for good, until none is left",
+		Run:   checkSettleFails,
+	},
 }

@@ -2296,3 +2296,70 @@ func checkOutboxWriteFails(t *T) error {
 	}
 	return p.posted(story, resourceID(final))
 }
+
+// settleRefusals is how many of the relay's writes to outbox rows the
+// database refuses in S9.settle-fails: more than a server's connections
+// to PostgreSQL (48), so that a relay that leaves its transaction open at
+// each refusal runs out of them, as on SQLite the first one it leaves
+// open keeps the write lock.
+const settleRefusals = 64
+
+// checkSettleFails catches a relay that leaves its settling transaction
+// open when its own database refuses a write of it (a mark, a dead
+// letter): the transaction holds its connection for as long as the
+// process lives, and on SQLite, begun IMMEDIATE, the write lock, so that
+// no transfer commits again and no later pass settles anything. The rows
+// of a refused settle are still owed, and go again under their keys: the
+// core answers with the postings it made.
+func checkSettleFails(t *T) error {
+	s, err := t.coreScenario(1_000_000)
+	if err != nil {
+		return err
+	}
+	if err := t.Arm(labctl.FailOutboxSettle, settleRefusals); err != nil {
+		return err
+	}
+	story := []string{fmt.Sprintf("the server's database refuses the relay's next %d statements that update outbox rows (armed: %s), as a full disk or a lock timeout would, and takes them again after",
+		settleRefusals, labctl.FailOutboxSettle)}
+	want, err := t.payments(s, 3+t.rng.IntN(3), &story)
+	if err != nil {
+		return err
+	}
+	left := int64(settleRefusals)
+	spent, err := t.WaitFor(drainWithin, func() (bool, error) {
+		armed, err := t.Lab().Armed(t.ctx)
+		left = armed[labctl.FailOutboxSettle]
+		return left == 0, err
+	})
+	if err != nil {
+		return err
+	}
+	refused := settleRefusals - left
+	if !spent {
+		got := fmt.Sprintf("the database refused %d of them; then, for %v, the relay wrote no more to the outbox", refused, drainWithin)
+		if refused == 0 {
+			got = fmt.Sprintf("in %v the relay wrote nothing to the outbox", drainWithin)
+		}
+		// Read only now: a transaction left open may hold up the lab's
+		// read, and the check's verdict is already that the relay stopped.
+		st, err := t.State()
+		switch {
+		case err != nil:
+			got += fmt.Sprintf("; the lab could not read the outbox either (%v)", err)
+		case st.Outbox.Pending == 0:
+			return t.CouldNotObserve("a refused write of the relay's: the outbox drained with the %s fault still armed %d times, so no statement the relay ran matched an UPDATE of outbox (a row marked another way, a MERGE or an upsert, is not refused), and what the relay does when its database refuses a mark is unknown",
+				labctl.FailOutboxSettle, left)
+		default:
+			got += ", " + counted(int(st.Outbox.Pending), "row", "rows") + " still owed"
+		}
+		return t.Fail(strings.Join(story, "\n"), got,
+			"a refused write of the relay's fails its pass only, its transaction rolled back: the rows stay owed, and the next pass sends them again and settles them once the database takes the writes")
+	}
+	story = append(story, fmt.Sprintf("the database refuses %d of the relay's writes to the outbox, then takes them", refused))
+	more, err := t.payments(s, 1+t.rng.IntN(2), &story)
+	if err != nil {
+		return err
+	}
+	maps.Copy(want, more)
+	return t.postedOnce(strings.Join(story, "\n"), s, want)
+}

@@ -32,6 +32,13 @@ var ErrOutboxWriteRefused = errors.New("outbox write refused (injected fault)")
 // either engine.
 var ErrReferenceWriteRefused = errors.New("reference write refused (injected fault)")
 
+// ErrOutboxSettleRefused is what an UPDATE of the outbox returns while the
+// fail-outbox-settle fault is armed: the relay's own database refuses the
+// write that marks a row sent or sets it aside, as a full disk or a lock
+// timeout would. As ErrOutboxWriteRefused, the refusal comes from the
+// connection, before the engine sees the statement.
+var ErrOutboxSettleRefused = errors.New("outbox settle refused (injected fault)")
+
 // ErrCommitFailed is what a COMMIT returns while the fail-commit fault is
 // armed: the transaction was rolled back instead, and nothing it did
 // stays.
@@ -144,6 +151,8 @@ type Store struct {
 	outboxWriteFailures Countdown
 	// referenceWriteFailures counts down the reference INSERTs that fail.
 	referenceWriteFailures Countdown
+	// outboxSettleFailures counts down the outbox UPDATEs that fail.
+	outboxSettleFailures Countdown
 	// slowBegins counts down the write transactions held up before they begin.
 	slowBegins Countdown
 	// slowCommits counts down the transactions that moved money held up
@@ -315,6 +324,12 @@ func WithRequest(ctx context.Context) context.Context {
 	return context.WithValue(ctx, requestKey{}, &request{})
 }
 
+// inRequest reports whether ctx is a customer's request's (WithRequest).
+func inRequest(ctx context.Context) bool {
+	_, ok := ctx.Value(requestKey{}).(*request)
+	return ok
+}
+
 // FailOutboxWrites makes the next n statements that insert into the
 // outbox table fail with ErrOutboxWriteRefused, before they reach the
 // engine, so the transaction they run in can still commit on either
@@ -337,6 +352,18 @@ func (s *Store) FailReferenceWrites(n int64) { s.referenceWriteFailures.Arm(n) }
 
 // ReferenceWriteFailuresLeft reports how many reference INSERTs will still fail.
 func (s *Store) ReferenceWriteFailuresLeft() int64 { return s.referenceWriteFailures.Left() }
+
+// FailOutboxSettles makes the next n statements that update rows of the
+// outbox table (a relay's marks and dead letters) fail with
+// ErrOutboxSettleRefused, before they reach the engine. Statements run
+// with a LabRead context are spared, and so are those of a customer's
+// request (see WithRequest): a transfer that writes its outbox row in
+// two statements, an INSERT and an UPDATE, is not the relay.
+func (s *Store) FailOutboxSettles(n int64) { s.outboxSettleFailures.Arm(n) }
+
+// OutboxSettleFailuresLeft reports how many outbox UPDATEs will still
+// fail.
+func (s *Store) OutboxSettleFailuresLeft() int64 { return s.outboxSettleFailures.Left() }
 
 // SlowBegins makes the next n transactions that may write wait
 // BeginDelay before they begin, before any lock is taken: a stage that
@@ -576,8 +603,9 @@ func (s *Store) BeforeBegin(ctx context.Context) error {
 // an update, a delete or a read of the key table (see SlowKeyUpdates,
 // HoldKeyUpdates, SlowKeyDeletes, HoldKeyDeletes, HoldKeyPurges,
 // SlowKeyDeletesAfterRead and SlowKeyReads), refuses an INSERT into the outbox (see
-// FailOutboxWrites) or into the table of references (see
-// FailReferenceWrites), then returns CheckKeyStore's error.
+// FailOutboxWrites), an UPDATE of it (see FailOutboxSettles) or an
+// INSERT into the table of references (see FailReferenceWrites), then
+// returns CheckKeyStore's error.
 // It returns ctx's error if ctx ends while the statement waits.
 func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 	if s.slowSettingsWrites.Left() > 0 && writesSettings(query) && s.slowSettingsWrites.Fire() {
@@ -642,6 +670,9 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 	}
 	if s.referenceWriteFailures.Left() > 0 && inserts(referenceInsert, query) && s.referenceWriteFailures.Fire() {
 		return ErrReferenceWriteRefused
+	}
+	if s.outboxSettleFailures.Left() > 0 && !labRead.in(ctx) && !inRequest(ctx) && updatesOutbox(query) && s.outboxSettleFailures.Fire() {
+		return ErrOutboxSettleRefused
 	}
 	return s.CheckKeyStore(ctx, query)
 }
@@ -796,6 +827,12 @@ func inserts(insert *regexp.Regexp, query string) bool {
 	return insert.MatchString(sqlComment.ReplaceAllString(query, " "))
 }
 
+// updatesOutbox reports whether query updates rows of the outbox table,
+// spelled as WritesOutbox allows, SQLite's UPDATE OR … too.
+func updatesOutbox(query string) bool {
+	return outboxUpdate.MatchString(sqlComment.ReplaceAllString(query, " "))
+}
+
 // updatesKeys reports whether query updates the key table, its name
 // spelled as WritesOutbox allows the outbox's.
 func updatesKeys(query string) bool {
@@ -828,6 +865,9 @@ var (
 	// referenceInsert matches a statement, comments taken out, that
 	// inserts into the table of references.
 	referenceInsert = insertInto(ReferenceTable)
+	// outboxUpdate matches a statement, comments taken out, that updates
+	// rows of the outbox table (SQLite's UPDATE OR … too).
+	outboxUpdate = regexp.MustCompile(`(?is)\bupdate(?:\s+or\s+\w+)?` + outboxName)
 	// keyUpdate matches a statement, comments taken out, that updates the
 	// key table (SQLite's UPDATE OR … too).
 	keyUpdate = regexp.MustCompile(`(?is)\bupdate(?:\s+or\s+\w+)?` + tableName(KeyTable))

@@ -47,6 +47,11 @@ const (
 	// it, or it commits without its reference, and its invoice can be paid
 	// again.
 	FailReferenceWrite = "fail-reference-write"
+	// FailOutboxSettle makes the database connection refuse a statement
+	// of the stage's that updates outbox rows (stage 9): the relay's
+	// marks and dead letters, refused by its own database, before the
+	// engine sees them. The rows stay owed, and a later pass settles them.
+	FailOutboxSettle = "fail-outbox-settle"
 	// SlowBegin holds up a transaction that may write, before it begins
 	// (stage 8): a look in a statement of its own and a write in a later
 	// transaction get a window other clerks' looks land in.
@@ -123,7 +128,7 @@ const (
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsCommit, SlowSettingsReread, FailOutboxWrite, FailReferenceWrite, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, HeldKeyPurge, HeldKeyDelete, SlowKeyDeleteAfterRead, CommitAnswerLost, FailCommit, PoisonPosting, CoreTimeout}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsCommit, SlowSettingsReread, FailOutboxWrite, FailReferenceWrite, FailOutboxSettle, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, HeldKeyPurge, HeldKeyDelete, SlowKeyDeleteAfterRead, CommitAnswerLost, FailCommit, PoisonPosting, CoreTimeout}
 
 // Core is the core ledger whose faults a lab server arms (core.Client):
 // in a process of its own under lab serve, in the server's under lab
@@ -202,6 +207,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.FailOutboxWrites(count)
 	case FailReferenceWrite:
 		f.db.FailReferenceWrites(count)
+	case FailOutboxSettle:
+		f.db.FailOutboxSettles(count)
 	case SlowBegin:
 		f.db.SlowBegins(count)
 	case SlowCommit:
@@ -259,6 +266,7 @@ func (f *Faults) Armed() []ArmedFault {
 		SlowSettingsReread:     f.db.SlowSettingsRereadsLeft(),
 		FailOutboxWrite:        f.db.OutboxWriteFailuresLeft(),
 		FailReferenceWrite:     f.db.ReferenceWriteFailuresLeft(),
+		FailOutboxSettle:       f.db.OutboxSettleFailuresLeft(),
 		SlowBegin:              f.db.SlowBeginsLeft(),
 		SlowCommit:             f.db.SlowCommitsLeft(),
 		SlowKeyUpdate:          f.db.SlowKeyUpdatesLeft(),
