@@ -212,8 +212,7 @@ func Run(ctx context.Context, plan *dayplan.Plan, opts Options) (*Result, error)
 	r := &replayer{
 		opts: opts, plan: plan, tokens: map[string]string{},
 		client: &http.Client{
-			Transport:     &faultnet.Transport{Base: recorder{base: base, heard: new(atomic.Uint64)}},
-			Timeout:       time.Minute,
+			Transport:     timeLimit{&faultnet.Transport{Base: recorder{base: base, heard: new(atomic.Uint64)}}},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 	}
@@ -493,6 +492,43 @@ func (r *replayer) request(ctx context.Context, op *dayplan.Op, body []byte) (*h
 		req.Header.Set("Idempotency-Key", op.Key)
 	}
 	return req, nil
+}
+
+// requestLimit is how long a request of the replay may take, its
+// response's body included, before the client gives up on it: a server
+// that hangs fails the replay instead of holding it for ever.
+const requestLimit = time.Minute
+
+// timeLimit ends each request requestLimit after it left, through its
+// context, as http.Client.Timeout would. Over a RoundTripper net/http
+// does not know (faultnet's), Client.Timeout turns its deadline into the
+// legacy Request.Cancel, which costs every request two more goroutines, a
+// second timer and the wake-ups between them; a deadline on the request's
+// context costs one timer.
+type timeLimit struct{ base http.RoundTripper }
+
+func (t timeLimit) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithTimeout(req.Context(), requestLimit)
+	resp, err := t.base.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelOnClose ends its request's context once its body is closed: the
+// body is read under the request's time limit, and its timer stops then.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 // recorder keeps what the server answered in the ServerAnswer its
