@@ -409,14 +409,17 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	}
 	// A write outside a transaction (INSERT … RETURNING) holds the writer
 	// until its rows are closed: it commits then, and what it changed is
-	// heard then, as after an Exec.
-	write := writes(query)
+	// heard then, as after an Exec. Inside a transaction every statement
+	// runs on the transaction's connection, whatever it does, so whether
+	// it writes is not asked: a write transaction would read the question
+	// with the write gate held, for nothing.
+	write := !c.inTx && writes(query)
 	p, done, err := c.target(ctx, write)
 	if err != nil {
 		return nil, err
 	}
 	hold := c.holdSettings(query)
-	if !write || c.inTx {
+	if !write {
 		return p.query(ctx, query, args, func(error) { done() })
 	}
 	p.changed = false
