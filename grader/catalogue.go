@@ -400,7 +400,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S7.save-beside-transfers", Stage: 7, Lesson: lesson7 + "#one-conditional-write",
-		Claim: "while a transfer waits on the core, a save of another account's settings, whose own call to the core takes twice as long, does not hold it up: the transfer is answered 201 when its own core wait is over",
+		Claim: "while a transfer waits on the core, a save that renames another account and raises its daily limit, whose own call to the core takes twice as long, does not hold it up: the transfer is answered 201 when its own core wait is over",
 		Why:   "a save that waits on the core inside its writing transaction holds, on SQLite, the write lock of the whole database, and every transfer, whatever its account, waits for the core with it",
 		Run:   checkSaveBesideTransfers,
 	},

@@ -514,12 +514,22 @@ func checkRetriedPut(t *T) error {
 // answers the transfer when its own wait is over. A try where the
 // transfer answered only once the save's core wait was over is tried
 // again with a longer latency; the check fails only when the longest one
-// waited too. Which of the two answered first is not judged: a save that
-// calls the core only when the limit changes answers at once.
+// waited too. The save raises the daily limit as well as renaming (the
+// limit is lowered first, while the core answers at once): a server that
+// calls the core only for a raise of the limit, and learns that from the
+// limit its writing transaction reads, waits on the core with the lock
+// held only then. Which of the two answered first is not judged.
 func checkSaveBesideTransfers(t *T) error {
 	return t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
 		b, acc := s.B, s.B.Accounts[1]
 		cur, err := t.readSettings("", b, acc)
+		if err != nil {
+			return false, err
+		}
+		low := cur.Settings
+		low.DailyLimit = t.Amount(100_000, 500_000)
+		lower := putSettings(b, acc, low, cur.ETag)
+		etag, err := t.saved("B's clerk lowers the daily limit of "+acc+":", lower, t.Do(lower), low)
 		if err != nil {
 			return false, err
 		}
@@ -536,17 +546,18 @@ func checkSaveBesideTransfers(t *T) error {
 		if err := t.Configure(labclient.Config{CoreLatency: 2 * latency}); err != nil {
 			return false, err
 		}
-		next := cur.Settings
+		next := low
 		next.Nickname = t.nickname()
-		put := putSettings(b, acc, next, cur.ETag)
+		next.DailyLimit += t.Amount(1_000, 100_000)
+		put := putSettings(b, acc, next, etag)
 		sent := time.Now()
 		save := t.Launch(put)
 		orig, saved := held.Wait(), save.Wait()
 		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
 			return true, err
 		}
-		story := fmt.Sprintf("(core latency %v) a transfer: %s\n(its key in progress: it waits on the core) the core's latency is raised to %v; B's clerk saves the settings of %s, an account the transfer does not touch: %s",
-			latency, req.String(), 2*latency, acc, describe(put))
+		story := fmt.Sprintf("B's clerk lowers the daily limit of %s, an account the transfer below does not touch: %s  →  200\n(core latency %v) a transfer: %s\n(its key in progress: it waits on the core) the core's latency is raised to %v; B's clerk renames %s and raises its daily limit again: %s",
+			acc, describe(lower), latency, req.String(), 2*latency, acc, describe(put))
 		answers := "transfer  →  " + orig.Short() + "\nsave  →  " + saved.Short()
 		if orig.Is(http.StatusCreated, "") {
 			s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
