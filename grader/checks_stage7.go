@@ -215,9 +215,10 @@ func checkTwoClerks(t *T) error {
 // before it commits: on PostgreSQL the clerks' writes that start
 // meanwhile read the settings as the held one found them, and wait for
 // its row lock; an UPDATE that checks the version through a subquery, a
-// copy of the table joined in or a read earlier in its transaction,
-// rather than through the row's own column, which PostgreSQL checks
-// again on the row the held write made, then writes over it. It also
+// copy of the table joined in, a WITH before it or a read earlier in its
+// transaction, rather than through the row's own column, which
+// PostgreSQL checks again on the row the held write made, then writes
+// over it. It also
 // catches answers that do not name what was made: two successes that
 // answer one ETag, or a PUT based on an ETag nobody made.
 // The slow-settings-reread fault holds up a read of the settings that a

@@ -34,18 +34,23 @@ func TestCountdown_FiresExactlyTheArmedCount(t *testing.T) {
 
 // TestSlowSettingsWrites_HoldsOnlyTheArmedSettingsWrites: an armed count
 // of writes of account_settings wait before they run (a waiting write
-// gives up with its context), and nothing else does: a read of the
-// settings, a write of another table, a settings write once the count is
+// gives up with its context), however the statement begins (a WITH, a
+// comment), and nothing else does: a read of the settings, a write of
+// another table that reads them, a settings write once the count is
 // spent. A fault that held reads would not widen a read-then-write
-// window; one that held every statement would slow the lab for nothing.
+// window; one that held every statement would slow the lab for nothing;
+// one that knew a write by its first word would let a save whose UPDATE
+// follows a WITH close its window unseen.
 func TestSlowSettingsWrites_HoldsOnlyTheArmedSettingsWrites(t *testing.T) {
 	var s fault.Store
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
-	s.SlowSettingsWrites(2)
+	s.SlowSettingsWrites(5)
 	for _, q := range []string{
 		`SELECT version FROM account_settings WHERE account_id = ?`,
 		`UPDATE accounts SET balance = balance - ? WHERE id = ?`,
+		`WITH cur AS (SELECT version FROM account_settings WHERE account_id = ?) SELECT version FROM cur`,
+		`UPDATE accounts SET balance = balance - ? WHERE id IN (SELECT account_id FROM account_settings)`,
 	} {
 		if err := s.BeforeStatement(gone, q); err != nil {
 			t.Errorf("%s: %v; want it run at once", q, err)
@@ -54,13 +59,18 @@ func TestSlowSettingsWrites_HoldsOnlyTheArmedSettingsWrites(t *testing.T) {
 	for _, q := range []string{
 		`UPDATE account_settings SET nickname = ? WHERE account_id = ?`,
 		"\n\t\tinsert into ACCOUNT_SETTINGS (account_id) values (?)",
+		// A WITH says what it does after its common table expressions.
+		`WITH cur AS (SELECT account_id FROM account_settings WHERE version IN (?))
+		 UPDATE account_settings SET nickname = ? WHERE account_id IN (SELECT account_id FROM cur)`,
+		`WITH saved AS (UPDATE account_settings SET nickname = ? RETURNING version) SELECT version FROM saved`,
+		"-- the conditional write\nUPDATE \"account_settings\" SET nickname = ? WHERE account_id = ?",
 	} {
 		if err := s.BeforeStatement(gone, q); !errors.Is(err, context.Canceled) {
 			t.Errorf("%q while armed: %v; want it held, and given up with its context", q, err)
 		}
 	}
 	if n := s.SlowSettingsWritesLeft(); n != 0 {
-		t.Errorf("%d left after two held writes; want 0", n)
+		t.Errorf("%d left after five held writes; want 0", n)
 	}
 	if err := s.BeforeStatement(gone, `UPDATE account_settings SET nickname = ?`); err != nil {
 		t.Errorf("a settings write once the count is spent: %v; want it run at once", err)
@@ -96,9 +106,12 @@ func TestSlowSettingsRereads_HoldsOnlyAReadAfterTheRequestsWrite(t *testing.T) {
 			t.Errorf("%s: %v; want it run at once", st.query, err)
 		}
 	}
-	for range 2 {
-		if err := s.BeforeStatement(saver, "\n\t\tselect version from ACCOUNT_SETTINGS where account_id = ?"); !errors.Is(err, context.Canceled) {
-			t.Errorf("a read of the settings after the request wrote them, while armed: %v; want it held, and given up with its context", err)
+	for _, q := range []string{
+		"\n\t\tselect version from ACCOUNT_SETTINGS where account_id = ?",
+		`WITH cur AS (SELECT version FROM account_settings WHERE account_id = ?) SELECT version FROM cur`,
+	} {
+		if err := s.BeforeStatement(saver, q); !errors.Is(err, context.Canceled) {
+			t.Errorf("%q, a read of the settings after the request wrote them, while armed: %v; want it held, and given up with its context", q, err)
 		}
 	}
 	if n := s.SlowSettingsRereadsLeft(); n != 0 {

@@ -289,10 +289,9 @@ func (s *Store) BeforeSettingsCommit() {
 
 // SlowSettingsRereads makes the next n statements that read the
 // account_settings table in a request that has already sent a write of
-// it (an UPDATE or INSERT that names the table, whatever rows it
-// matched), in a request begun while the fault was armed (the server
-// notes a request's statements only then: see WithRequest), wait
-// SettingsRereadDelay before they run. A stage that answers a save with
+// it (see writesSettings; whatever rows it matched), in a request begun
+// while the fault was armed (the server notes a request's statements
+// only then: see WithRequest), wait SettingsRereadDelay before they run. A stage that answers a save with
 // what a read after its write finds then answers another clerk's save,
 // which landed in between; one that answers what its write made is not
 // held up at all.
@@ -725,17 +724,22 @@ func Hold(ctx context.Context, d time.Duration) error {
 }
 
 // writesSettings reports whether query writes the settings table: an
-// UPDATE or INSERT that names it.
+// UPDATE, INSERT INTO, DELETE FROM or MERGE INTO that names it, spelled as
+// WritesOutbox allows the outbox's, wherever the statement says so: first,
+// or after the common table expressions of a WITH, or in one of them. An
+// UPDATE that finds its row in a WITH, or after a comment, is a write of
+// the settings all the same, and the faults that widen a save's windows
+// must hold it too.
 func writesSettings(query string) bool {
-	q := strings.ToLower(strings.TrimSpace(query))
-	return (strings.HasPrefix(q, "update") || strings.HasPrefix(q, "insert")) && strings.Contains(q, SettingsTable)
+	return settingsWrite.MatchString(sqlComment.ReplaceAllString(query, " "))
 }
 
-// readsSettings reports whether query reads the settings table: a SELECT
-// that names it.
+// readsSettings reports whether query reads the settings table: a
+// statement that begins with SELECT or WITH, comments taken out, names the
+// table and does not write it.
 func readsSettings(query string) bool {
-	q := strings.ToLower(strings.TrimSpace(query))
-	return strings.HasPrefix(q, "select") && strings.Contains(q, SettingsTable)
+	q := sqlComment.ReplaceAllString(query, " ")
+	return settingsRead.MatchString(q) && !settingsWrite.MatchString(q)
 }
 
 // FailKeyStore makes the next n statements that touch the idempotency_keys
@@ -877,6 +881,12 @@ var (
 	// keyRead matches a statement, comments taken out, that begins with
 	// SELECT and reads the key table.
 	keyRead = regexp.MustCompile(`(?is)^\s*select\b.*\bfrom` + tableName(KeyTable))
+	// settingsWrite matches a statement, comments taken out, that writes
+	// the settings table (SQLite's UPDATE OR …, INSERT OR … and REPLACE
+	// INTO too); settingsRead one that begins with SELECT or WITH and
+	// names it.
+	settingsWrite = regexp.MustCompile(`(?is)\b(?:update(?:\s+or\s+\w+)?|insert(?:\s+or\s+\w+)?\s+into|replace\s+into|delete\s+from|merge\s+into)` + tableName(SettingsTable))
+	settingsRead  = regexp.MustCompile(`(?is)^\s*(?:select|with)\b.*\b` + SettingsTable + `\b`)
 )
 
 // insertInto matches a statement that inserts rows into table, its name
