@@ -79,18 +79,20 @@ func TestSlowSettingsWrites_HoldsOnlyTheArmedSettingsWrites(t *testing.T) {
 
 // TestSlowSettingsRereads_HoldsOnlyAReadAfterTheRequestsWrite: an armed
 // count of reads of account_settings wait before they run when their
-// request has written the settings before (a waiting read gives up with
-// its context), and nothing else does: a read before the write, one of
-// another request or of a context no request made, a read of another
-// table, the write itself, a read once the count is spent. A fault that
-// held every read of the settings would hold up the other clerks' reads
-// as long, and no save would land in the window it opens.
+// request has written the settings before, or when their context carries
+// no request, which a read after the write run without the request's
+// context (QueryRow) does (a waiting read gives up with its context); and
+// nothing else does: a read before the write, one of another request or
+// of the lab, a read of another table, the write itself, a read once the
+// count is spent. A fault that held every read of the settings would hold
+// up the other clerks' reads as long, and no save would land in the window
+// it opens.
 func TestSlowSettingsRereads_HoldsOnlyAReadAfterTheRequestsWrite(t *testing.T) {
 	var s fault.Store
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
 	const read = `SELECT nickname, daily_limit, version FROM account_settings WHERE account_id = ?`
-	s.SlowSettingsRereads(2)
+	s.SlowSettingsRereads(3)
 	saver, other := fault.WithRequest(gone), fault.WithRequest(gone)
 	for _, st := range []struct {
 		ctx   context.Context
@@ -100,7 +102,7 @@ func TestSlowSettingsRereads_HoldsOnlyAReadAfterTheRequestsWrite(t *testing.T) {
 		{saver, `UPDATE account_settings SET nickname = ?, version = version + 1 WHERE account_id = ?`},
 		{saver, `SELECT balance FROM accounts WHERE id = ?`},
 		{other, read},
-		{gone, read},
+		{fault.LabRead(gone), read},
 	} {
 		if err := s.BeforeStatement(st.ctx, st.query); err != nil {
 			t.Errorf("%s: %v; want it run at once", st.query, err)
@@ -114,8 +116,11 @@ func TestSlowSettingsRereads_HoldsOnlyAReadAfterTheRequestsWrite(t *testing.T) {
 			t.Errorf("%q, a read of the settings after the request wrote them, while armed: %v; want it held, and given up with its context", q, err)
 		}
 	}
+	if err := s.BeforeStatement(gone, read); !errors.Is(err, context.Canceled) {
+		t.Errorf("a read of the settings in a context that carries no request, while armed: %v; want it held, and given up with its context", err)
+	}
 	if n := s.SlowSettingsRereadsLeft(); n != 0 {
-		t.Errorf("%d left after two held reads; want 0", n)
+		t.Errorf("%d left after three held reads; want 0", n)
 	}
 	if err := s.BeforeStatement(saver, read); err != nil {
 		t.Errorf("a read after the write once the count is spent: %v; want it run at once", err)

@@ -291,10 +291,11 @@ func (s *Store) BeforeSettingsCommit() {
 // account_settings table in a request that has already sent a write of
 // it (see writesSettings; whatever rows it matched), in a request begun
 // while the fault was armed (the server notes a request's statements
-// only then: see WithRequest), wait SettingsRereadDelay before they run. A stage that answers a save with
-// what a read after its write finds then answers another clerk's save,
-// which landed in between; one that answers what its write made is not
-// held up at all.
+// only then: see WithRequest), or in a context that carries no request
+// and is not the lab's (see holdReread), wait SettingsRereadDelay before
+// they run. A stage that answers a save with what a read after its write
+// finds then answers another clerk's save, which landed in between; one
+// that answers what its write made is not held up at all.
 func (s *Store) SlowSettingsRereads(n int64) { s.slowSettingsRereads.Arm(n) }
 
 // SlowSettingsRereadsLeft reports how many reads of the settings after a
@@ -677,10 +678,19 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 }
 
 // holdReread notes in ctx's request (see WithRequest) a write of the
-// settings, and holds up a read of them that follows one.
+// settings, and holds up a read of them that follows one. A read whose
+// context carries no request is held up too, unless the lab makes it: a
+// statement run without the context of the request that runs it (QueryRow,
+// not QueryRowContext: database/sql runs it under context.Background)
+// cannot be told from a read after that request's write.
 func (s *Store) holdReread(ctx context.Context, query string) error {
 	req, ok := ctx.Value(requestKey{}).(*request)
 	switch {
+	case !ok && labRead.in(ctx):
+	case !ok && readsSettings(query) && s.slowSettingsRereads.Fire():
+		if err := Hold(ctx, SettingsRereadDelay); err != nil {
+			return fmt.Errorf("slow settings reread: %w", err)
+		}
 	case !ok:
 	case writesSettings(query):
 		req.wroteSettings.Store(true)
