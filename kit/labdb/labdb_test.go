@@ -219,21 +219,7 @@ func TestOutboxWriteFault_OnEitherEngine(t *testing.T) {
 		if _, err := db.ExecContext(ctx, `INSERT INTO outbox (transfer_id) VALUES (?)`, "taken"); err != nil {
 			t.Errorf("%s: the insert after the armed one: %v", engine, err)
 		}
-		var ids []string
-		rows, err := db.QueryContext(ctx, `SELECT transfer_id FROM outbox ORDER BY id`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, id)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
+		ids := column(t, db, `SELECT transfer_id FROM outbox ORDER BY id`)
 		if !slices.Equal(ids, []string{"taken"}) {
 			t.Errorf("%s: the outbox holds %v; want [taken]", engine, ids)
 		}
@@ -242,6 +228,102 @@ func TestOutboxWriteFault_OnEitherEngine(t *testing.T) {
 			t.Errorf("%s: the transaction's other row: %d rows, %v; want it committed", engine, n, err)
 		}
 	}
+}
+
+// TestReferenceWriteFault_OnEitherEngine catches an engine whose
+// connections skip the fail-reference-write fault, and one where the
+// refusal reaches the engine: the armed INSERT into transfer_references
+// must fail inside its transaction, whether run alone or in a savepoint
+// (labdb.Savepoint, as a stage holds its reference on PostgreSQL), with
+// Exec or as an INSERT … RETURNING read with QueryRow, and the
+// transaction must go on: the lookup of the transfer that holds a
+// reference (spared) runs in it, and it commits without the refused
+// rows. A statement the server refused would abort a PostgreSQL
+// transaction outside a savepoint, and a stage that drops the error would
+// commit nothing, money included.
+func TestReferenceWriteFault_OnEitherEngine(t *testing.T) {
+	for engine, db := range engines(t) {
+		ctx := labdb.WithEngine(context.Background(), engine)
+		if err := labdb.CreateTable(ctx, db.DB, `CREATE TABLE IF NOT EXISTS transfer_references (
+			customer TEXT NOT NULL, reference TEXT NOT NULL, transfer_id TEXT NOT NULL,
+			UNIQUE (customer, reference))`); err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		const insert = `INSERT INTO transfer_references (customer, reference, transfer_id) VALUES (?, ?, ?)`
+		if _, err := db.ExecContext(ctx, insert, "c", "INV-1", "tr_held"); err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		db.FailReferenceWrites(3)
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused := []func() error{
+			func() error {
+				_, err := tx.ExecContext(ctx, insert, "c", "INV-2", "tr_alone")
+				return err
+			},
+			func() error {
+				return labdb.Savepoint(ctx, tx, func() error {
+					_, err := tx.ExecContext(ctx, insert, "c", "INV-3", "tr_in_a_savepoint")
+					return err
+				})
+			},
+			func() error {
+				var id string
+				return tx.QueryRowContext(ctx, insert+` ON CONFLICT (customer, reference) DO NOTHING RETURNING transfer_id`,
+					"c", "INV-4", "tr_returning").Scan(&id)
+			},
+		}
+		for i, run := range refused {
+			if err := run(); !errors.Is(err, fault.ErrReferenceWriteRefused) {
+				t.Errorf("%s: armed reference insert %d: err = %v, want %v", engine, i+1, err, fault.ErrReferenceWriteRefused)
+			}
+		}
+		var holder string
+		if err := tx.QueryRowContext(ctx, `SELECT transfer_id FROM transfer_references WHERE customer = ? AND reference = ?`, "c", "INV-1").Scan(&holder); err != nil || holder != "tr_held" {
+			t.Errorf("%s: the lookup of the holder after the refused inserts, in their transaction: %q, %v; want tr_held", engine, holder, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (key) VALUES (?)`, "beside-the-refused-references"); err != nil {
+			t.Errorf("%s: a statement after the refused inserts, in their transaction: %v", engine, err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Errorf("%s: commit after the refused inserts: %v", engine, err)
+		}
+		if _, err := db.ExecContext(ctx, insert, "c", "INV-5", "tr_taken"); err != nil {
+			t.Errorf("%s: the insert after the armed ones: %v", engine, err)
+		}
+		ids := column(t, db, `SELECT transfer_id FROM transfer_references ORDER BY transfer_id`)
+		if want := []string{"tr_held", "tr_taken"}; !slices.Equal(ids, want) {
+			t.Errorf("%s: transfer_references holds %v; want %v", engine, ids, want)
+		}
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM idempotency_keys WHERE key = 'beside-the-refused-references'`).Scan(&n); err != nil || n != 1 {
+			t.Errorf("%s: the transaction's other row: %d rows, %v; want it committed", engine, n, err)
+		}
+	}
+}
+
+// column returns the text column query reads from db, row by row.
+func column(t *testing.T, db *labdb.DB, query string) []string {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestSlowBeginFault_OnEitherEngine catches an engine whose connections
