@@ -325,7 +325,7 @@ func runMutants(t *testing.T, root, dir string, seed uint64, engine labdb.Engine
 	var rows [][]string
 	for _, m := range mutants {
 		if m.Engine != "" && m.Engine != engine {
-			rows = append(rows, []string{m.Name, m.Bug, m.CaughtBy, "holds on " + string(engine) + " (its lesson says why)"})
+			rows = append(rows, []string{m.Name, m.Bug, m.CaughtBy, notBuiltOn(m, engine)})
 			continue
 		}
 		pkg := "idemlab/" + filepath.Base(dir) + "/" + m.Name
@@ -341,6 +341,30 @@ func runMutants(t *testing.T, root, dir string, seed uint64, engine labdb.Engine
 		rows = append(rows, []string{m.Name, m.Bug, m.CaughtBy, res})
 	}
 	return rows
+}
+
+// notBuiltOn is the result of mutant m on engine, where its bug does not
+// show and it is not built. It names the engine the bug shows on and
+// claims nothing of engine: there the pattern may hold (one writer at a
+// time on SQLite), or the server may not start at all (PostgreSQL knows no
+// type STRING), and the mutant's lesson says which.
+func notBuiltOn(m ladder.Mutant, engine labdb.Engine) string {
+	return fmt.Sprintf("not built on %s: the bug shows on %s alone (its lesson says why)", engine, m.Engine)
+}
+
+// TestNotBuiltOn_ClaimsNothingOfTheOtherEngine catches a row that says
+// a mutant not built on an engine holds there: reference-string-column,
+// whose column PostgreSQL refuses to create, does not hold on PostgreSQL,
+// its server does not start.
+func TestNotBuiltOn_ClaimsNothingOfTheOtherEngine(t *testing.T) {
+	i := slices.IndexFunc(ladder.Mutants, func(m ladder.Mutant) bool { return m.Name == "reference-string-column" })
+	if i < 0 {
+		t.Fatal("no mutant reference-string-column")
+	}
+	got := notBuiltOn(ladder.Mutants[i], labdb.PostgreSQL)
+	if want := "not built on postgres: the bug shows on sqlite alone (its lesson says why)"; got != want {
+		t.Errorf("reference-string-column on postgres: %q, want %q", got, want)
+	}
 }
 
 // TestScaffoldsMirrorSolutions holds the promise of the stage READMEs: a

@@ -34,8 +34,9 @@ type Mutant struct {
 	// student after a bug the server does not have.
 	Harm string
 	// Engine, if set, is the one engine the bug shows on. On the other,
-	// the pattern happens to hold, for a reason of that engine's that the
-	// lesson names (SQLite runs one writer at a time), and the mutant is
+	// for a reason of that engine's that the lesson names, the pattern
+	// happens to hold (SQLite runs one writer at a time) or the server
+	// does not start (PostgreSQL knows no type STRING), and the mutant is
 	// not built there.
 	Engine labdb.Engine
 }
