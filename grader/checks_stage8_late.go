@@ -134,7 +134,9 @@ func checkAfterRestart(t *T) error {
 // engine. The payment must fail instead and move nothing, and its retry
 // with the same key pay the invoice and hold it: a payment under a new
 // key then gets 409 duplicate-reference with the Location of the retry's
-// transfer.
+// transfer. A server that holds no reference at all (stage 8's scaffold)
+// pays the invoice again too, with nothing refused: its failure says the
+// fault did not fire, and why it paid again.
 func checkReferenceWriteFails(t *T) error {
 	s, err := t.Scenario(2, 1_000_000)
 	if err != nil {
@@ -148,8 +150,6 @@ func checkReferenceWriteFails(t *T) error {
 	}
 	req := Transfer(inv.payer, inv.firstKey, inv.body(inv.amount))
 	final := t.Do(req)
-	story := fmt.Sprintf("invoice %s paid: %s\n(armed: %s: the database refuses the next insert into transfer_references)  →  %s",
-		inv.reference, req.String(), labctl.FailReferenceWrite, final.Short())
 	left, err := t.Lab().Armed(t.ctx)
 	if err != nil {
 		return err
@@ -158,6 +158,12 @@ func checkReferenceWriteFails(t *T) error {
 	if err := t.Arm(labctl.FailReferenceWrite, 0); err != nil {
 		return err
 	}
+	what := "it refused the transfer's reference"
+	if !fired {
+		what = "it did not fire: no statement inserted into " + fault.ReferenceTable
+	}
+	story := fmt.Sprintf("invoice %s paid: %s\n(armed: %s: the database refuses the next insert into %s; %s)  →  %s",
+		inv.reference, req.String(), labctl.FailReferenceWrite, fault.ReferenceTable, what, final.Short())
 	if !final.Is(http.StatusCreated, "") {
 		// Money first: the attempt that failed must have moved nothing.
 		if err := t.Reconcile(story, final.String(), s.Books); err != nil {
@@ -184,6 +190,12 @@ func checkReferenceWriteFails(t *T) error {
 	inv.firstID = resourceID(final)
 	story += ", " + inv.firstID
 	if _, _, err := t.payAgain(story, "another clerk pays it again, under a new key", inv, t.Key(), inv.amount, s.Books); err != nil {
+		if !fired {
+			// Nothing was refused: the finding is not the one the check
+			// is for, and its why would send the student after an error
+			// no statement had.
+			return because(err, "no statement inserted into "+fault.ReferenceTable+", so the fault refused nothing: the invoice was paid again under a new key because its reference was never held (S8.two-keys); a transfer holds its reference with an insert into "+fault.ReferenceTable+", in the transaction that moves the money")
+		}
 		return err
 	}
 	if !fired {
