@@ -30,12 +30,15 @@ type Recorder struct {
 	// serverErrors are the causes of the server's 5xx answers.
 	serverErrors []timeline.ServerError
 	// keys are the idempotency keys the check sent: a key row's event is
-	// told apart by the value it holds of them. paths are the paths the
-	// check sent to, and customers the IDs of the lab's population, by
-	// each customer's ID, token and Authorization header: the values a
-	// key row holds of them are its scope.
-	keys, paths map[string]bool
-	customers   map[string]string
+	// told apart by the value it holds of them. routes are the paths the
+	// check sent each key to, and customers the IDs of the lab's
+	// population, by each customer's ID, token and Authorization header:
+	// the values a key row holds of them are its scope. A path that no
+	// request with the row's key went to is not its route: a completed
+	// row's location is the path of a later GET of what it made.
+	keys      map[string]bool
+	routes    map[string]map[string]bool
+	customers map[string]string
 	// keyRows are the key rows' changes as the servers reported them, and
 	// resets when the lab was reset (which drops the key table, and its
 	// rows are numbered afresh): keyEvents turns them into claims,
@@ -76,14 +79,15 @@ type keyRow struct {
 	key     string
 	state   string
 	// customer and route are the row's scope beside its key, when it
-	// holds a customer of the population and a path the check sent to.
+	// holds a customer of the population and a path the check sent its
+	// key to.
 	customer, route string
 }
 
 // NewRecorder returns a recorder with no history yet, which knows keys
 // (a replayed day's, sent by its clients) before any request sends them.
 func NewRecorder(keys ...string) *Recorder {
-	h := &Recorder{keys: map[string]bool{}, customers: map[string]string{}, paths: map[string]bool{}}
+	h := &Recorder{keys: map[string]bool{}, routes: map[string]map[string]bool{}, customers: map[string]string{}}
 	for _, k := range keys {
 		h.keys[k] = true
 	}
@@ -108,8 +112,11 @@ func (h *Recorder) Begin(client, method, path, key, body, sent string) (n int, n
 	})
 	if key != "" {
 		h.keys[key] = true
+		if h.routes[key] == nil {
+			h.routes[key] = map[string]bool{}
+		}
+		h.routes[key][path] = true
 	}
-	h.paths[path] = true
 	return n, id
 }
 
@@ -393,17 +400,20 @@ func (h *Recorder) keyRow(at time.Time, k events.Key) {
 	}
 	r := keyRow{at: at, rowID: k.RowID}
 	for _, v := range k.Row {
-		switch s, _ := v.(string); {
-		case h.keys[s]:
+		if s, _ := v.(string); h.keys[s] {
 			r.key = s
-		case h.customers[s] != "":
-			r.customer = h.customers[s]
-		case h.paths[s]:
-			r.route = s
 		}
 	}
 	if r.key == "" {
 		return
+	}
+	for _, v := range k.Row {
+		switch s, _ := v.(string); {
+		case h.customers[s] != "":
+			r.customer = h.customers[s]
+		case h.routes[r.key][s]:
+			r.route = s
+		}
 	}
 	r.state, _ = k.Row["state"].(string)
 	h.keyRows = append(h.keyRows, r)

@@ -279,3 +279,27 @@ func TestHistory_AKeyRowsScopeIsItsCustomerAndRoute(t *testing.T) {
 		t.Errorf("scopes %q, want %q", got, want)
 	}
 }
+
+// TestHistory_AKeyRowsRouteIsWhereItsKeyWasSent: a completed row holds
+// the location of what it made, and a check that then reads it there
+// sent a request to that path too. The row's route is the path its key
+// was sent to: a recorder that took any path the check sent to read the
+// location as the route of about half the reports (a row's columns come
+// in no order), and a timeline drew the key's completion on a lane of a
+// route of its own.
+func TestHistory_AKeyRowsRouteIsWhereItsKeyWasSent(t *testing.T) {
+	h := NewRecorder()
+	s := newStream(nil, 0)
+	h.Begin("check", "POST", "/transfers", "k-1", "", "")
+	h.Begin("check", "GET", "/transfers/tr_1", "", "", "")
+	at := time.Date(2026, 3, 3, 9, 0, 0, 0, time.UTC)
+	for i := range 20 {
+		row := map[string]any{"key": "k-1", "route": "/transfers", "state": "completed", "location": "/transfers/tr_1"}
+		h.heard(s, keyRowEvent(int64(i+1), row, at, at))
+	}
+	for _, e := range h.History().Events {
+		if e.Route != "/transfers" {
+			t.Errorf("%s of row holding /transfers and the location /transfers/tr_1: route %q, want /transfers", e.Kind, e.Route)
+		}
+	}
+}

@@ -124,7 +124,7 @@ type Event struct {
 	Process int `json:"process,omitempty"`
 	// Customer and Route are, for a key's event, the scope its row holds
 	// beside the key, when the history knows them: a customer of the
-	// lab's population and a path the check sent to.
+	// lab's population and a path the check sent its key to.
 	Customer string `json:"customer,omitempty"`
 	Route    string `json:"route,omitempty"`
 	Detail   string `json:"detail,omitempty"`
