@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -151,9 +152,23 @@ func (h *Recorder) Population(customers []bank.Customer) {
 	defer h.mu.Unlock()
 	for _, c := range customers {
 		// A row may hold the customer as its token, or as the header
-		// that carried it, as well as by its ID.
-		h.customers[c.ID], h.customers[c.Token], h.customers["Bearer "+c.Token] = c.ID, c.ID, c.ID
+		// that carried it (customerOf), as well as by its ID.
+		h.customers[c.ID], h.customers[c.Token] = c.ID, c.ID
 	}
+}
+
+// customerOf is the customer of the population that v names: by its ID,
+// its token, or an Authorization header that carries the token, however
+// spelled ("bearer", "BEARER", spaces around the token), as a server that
+// scopes its keys by the header as sent stores it; "" when v names none.
+func (h *Recorder) customerOf(v string) string {
+	if c := h.customers[v]; c != "" {
+		return c
+	}
+	if f := strings.Fields(v); len(f) == 2 && strings.EqualFold(f[0], "bearer") {
+		return h.customers[f[1]]
+	}
+	return ""
 }
 
 // Watch reads the lab's events of the server process at lab until ctx
@@ -409,8 +424,8 @@ func (h *Recorder) keyRow(at time.Time, k events.Key) {
 	}
 	for _, v := range k.Row {
 		switch s, _ := v.(string); {
-		case h.customers[s] != "":
-			r.customer = h.customers[s]
+		case h.customerOf(s) != "":
+			r.customer = h.customerOf(s)
 		case h.routes[r.key][s]:
 			r.route = s
 		}

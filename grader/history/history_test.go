@@ -255,7 +255,12 @@ func TestHistory_AResetNumbersTheKeyRowsAfresh(t *testing.T) {
 // carries the customer it holds (by ID, or by the token or header that
 // names the customer) and the path it holds that the check sent to, so
 // that a timeline draws two customers' rows of one key string apart; a
-// row that holds neither has no scope beside its key.
+// row that holds neither has no scope beside its key. A header is the
+// customer's however it is spelled: a server that scopes keys by the
+// header as sent (scope-by-authorization-header) stores a retry's
+// "bearer" or "Bearer  " as it came, and a recorder that knew only
+// "Bearer <token>" drew the retrying customer's row on a lane of "no
+// known customer".
 func TestHistory_AKeyRowsScopeIsItsCustomerAndRoute(t *testing.T) {
 	h := NewRecorder()
 	s := newStream(nil, 0)
@@ -266,6 +271,9 @@ func TestHistory_AKeyRowsScopeIsItsCustomerAndRoute(t *testing.T) {
 		{"key": "k-1", "customer": "cus_a", "route": "/transfers", "state": "in_progress", "location": "/transfers/tr_1"},
 		{"key": "k-1", "auth": "Bearer tok-b", "route": "/transfers", "state": "in_progress"},
 		{"key": "k-1", "state": "in_progress"},
+		{"key": "k-1", "auth": "bearer tok-a", "state": "in_progress"},
+		{"key": "k-1", "auth": "BEARER  tok-b", "state": "in_progress"},
+		{"key": "k-1", "auth": "Basic tok-a", "state": "in_progress"},
 	}
 	for i, r := range rows {
 		h.heard(s, keyRowEvent(int64(i+1), r, at, at))
@@ -274,7 +282,7 @@ func TestHistory_AKeyRowsScopeIsItsCustomerAndRoute(t *testing.T) {
 	for _, e := range h.History().Events {
 		got = append(got, e.Customer+"|"+e.Route)
 	}
-	want := []string{"cus_a|/transfers", "cus_b|/transfers", "|"}
+	want := []string{"cus_a|/transfers", "cus_b|/transfers", "|", "cus_a|", "cus_b|", "|"}
 	if !slices.Equal(got, want) {
 		t.Errorf("scopes %q, want %q", got, want)
 	}
