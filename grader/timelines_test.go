@@ -185,13 +185,14 @@ func TestWriteTimeline_ARunWithNothingToDrawRemovesTheLastRunsPage(t *testing.T)
 
 // TestOn_TheHistoryHearsEveryServerProcess: a check that runs the server
 // as two processes on one database sends a payment through each, and the
-// history holds both executions, each naming the process it ran in. A
-// history that heard the first process alone drew one execution where a
-// double in such a round (S6.late-original-fenced's last rounds) made
-// two, and none of the second process's key changes on SQLite.
+// history holds both executions, each naming the process it ran in, and
+// each key claimed and completed. A history that heard the first process
+// alone drew one execution where a double in such a round
+// (S6.late-original-fenced's last rounds) made two, and none of the
+// second process's key changes on SQLite.
 func TestOn_TheHistoryHearsEveryServerProcess(t *testing.T) {
 	subject := Subject{Stage: 6, Name: "solutions/stage6", New: solutions.ByStage[6]}
-	var ops []string
+	var ops, keys []string
 	c := Check{ID: "S6.two-processes-heard", Stage: 6, Run: func(t *T) error {
 		rt, s, err := t.twoServers(1_000_000)
 		if err != nil {
@@ -200,7 +201,7 @@ func TestOn_TheHistoryHearsEveryServerProcess(t *testing.T) {
 		for replica := range 2 {
 			req, op, _ := s.Payment(rt)
 			req.Replica = replica
-			ops = append(ops, op)
+			ops, keys = append(ops, op), append(keys, req.Key)
 			if r := rt.Do(req); r.Status != http.StatusCreated {
 				return fmt.Errorf("the payment through process %d: %s", replica+1, r.Short())
 			}
@@ -211,13 +212,23 @@ func TestOn_TheHistoryHearsEveryServerProcess(t *testing.T) {
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	got := map[string]int{}
+	got, marks := map[string]int{}, map[string]bool{}
 	for _, e := range r.History.Events {
-		if e.Kind == timeline.Execution {
+		switch e.Kind {
+		case timeline.Execution:
 			got[e.Op] = e.Process
+		case timeline.Claim, timeline.Complete:
+			marks[e.Kind+" "+e.Key] = true
 		}
 	}
 	if want := map[string]int{ops[0]: 1, ops[1]: 2}; !maps.Equal(got, want) {
 		t.Errorf("executions (op → process) %v, want %v", got, want)
+	}
+	for _, k := range keys {
+		for _, kind := range []string{timeline.Claim, timeline.Complete} {
+			if !marks[kind+" "+k] {
+				t.Errorf("no %s of key %s, sent through process %d", kind, k, slices.Index(keys, k)+1)
+			}
+		}
 	}
 }
