@@ -373,9 +373,16 @@ func (h *Recorder) heard(s *stream, ev events.Event) {
 	case events.KindReset:
 		h.resets = append(h.resets, at)
 	case events.KindFault:
-		var f struct{ Point string }
+		var f struct {
+			Point string
+			Count *int64
+		}
 		json.Unmarshal(ev.Data, &f)
-		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Armed, Detail: f.Point})
+		detail := f.Point
+		if f.Count != nil && *f.Count == 0 {
+			detail += " disarmed"
+		}
+		h.events = append(h.events, timeline.Event{At: at, Kind: timeline.Armed, Detail: detail})
 	case events.KindRedrive:
 		var d bank.DeadLetter
 		if json.Unmarshal(ev.Data, &d) != nil || d.TransferID == "" {

@@ -175,6 +175,23 @@ func TestHistory_KeepsTheOperatorsRedrive(t *testing.T) {
 	}
 }
 
+// TestHistory_AFaultDisarmedSaysSo: the lab publishes a fault's arming
+// and its disarming (count 0, which lets held statements go) as one kind
+// of event; the mark of a disarming says so, where both read "armed".
+func TestHistory_AFaultDisarmedSaysSo(t *testing.T) {
+	h := NewRecorder()
+	s := newStream(nil, 0)
+	at := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	for i, count := range []int64{1, 0} {
+		data, _ := json.Marshal(map[string]any{"point": "held-commit", "count": count, "armed": []any{}})
+		h.heard(s, events.Event{Kind: events.KindFault, Time: at.Add(time.Duration(i) * time.Millisecond), Data: data})
+	}
+	got := h.History().Events
+	if len(got) != 2 || got[0].Detail != "held-commit" || got[1].Detail != "held-commit disarmed" {
+		t.Errorf("events %+v, want held-commit armed, then disarmed", got)
+	}
+}
+
 // keyRowEvent is a key row's report, as a server publishes it.
 func keyRowEvent(rowID int64, row map[string]any, committed, published time.Time) events.Event {
 	data, _ := json.Marshal(events.Key{RowID: rowID, Row: row, Deleted: row == nil, At: committed})

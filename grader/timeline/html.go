@@ -194,7 +194,7 @@ func htmlView(v View) htmlPage {
 func markTitle(m Mark, h Highlight) string {
 	s := map[string]string{
 		Execution: "executed", Claim: "key claimed", Complete: "key completed", Release: "key released", Forget: "key forgotten: its completed row deleted (by a purge or by a claim: the key table does not say which)",
-		Armed: "fault armed", Crash: "server crashed", Restart: "server restarted", Reset: "lab reset", Clock: "lab clock moved",
+		Armed: "fault armed", Crash: "server crashed", Restart: "server restarted", Clock: "lab clock moved",
 		Redrive: "dead letter sent again by an operator, its row owed again",
 		Missing: "told it ran; it never executed",
 	}[m.Kind]

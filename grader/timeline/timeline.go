@@ -88,8 +88,6 @@ const (
 	Crash = "crash"
 	// Restart: the server process was started again.
 	Restart = "restart"
-	// Reset: the lab was reset.
-	Reset = "reset"
 	// Clock: the lab clock was moved.
 	Clock = "clock"
 	// Redrive: an operator sent a dead letter again (stage 9's POST

@@ -95,8 +95,8 @@ func TestFocus_HighlightsTheFindingsExecutionsOnTheirLanes(t *testing.T) {
 	}
 	for _, l := range v.Lanes {
 		for _, m := range l.Marks {
-			if m.Kind == Reset {
-				t.Errorf("the reset before the first request is drawn on %s", l.Label)
+			if m.Kind == Clock {
+				t.Errorf("the clock moved before the first request is drawn on %s", l.Label)
 			}
 		}
 	}
@@ -296,7 +296,7 @@ func everyMark() View {
 	cut.Status, cut.Cut, cut.Err = 0, true, "connection reset"
 	unanswered.Status, unanswered.Err = 0, "timeout"
 	lab := Lane{Label: "lab", Lab: true}
-	for i, kind := range []string{Claim, Complete, Release, Forget, Armed, Crash, Restart, Reset, Clock, Redrive, "something new"} {
+	for i, kind := range []string{Claim, Complete, Release, Forget, Armed, Crash, Restart, Clock, Redrive, "something new"} {
 		lab.Marks = append(lab.Marks, Mark{At: at(5 + 10*i), Kind: kind})
 	}
 	return View{From: t0, To: at(100), Lanes: []Lane{
