@@ -2347,7 +2347,7 @@ func checkSettleFails(t *T) error {
 		case err != nil:
 			got += fmt.Sprintf("; the lab could not read the outbox either (%v)", err)
 		case st.Outbox.Pending == 0:
-			return t.CouldNotObserve("a refused write of the relay's: the outbox drained with the %s fault still armed %d times, so no statement the relay ran matched an UPDATE of outbox (a row marked another way, a MERGE or an upsert, is not refused), and what the relay does when its database refuses a mark is unknown",
+			return t.CouldNotObserve("a refused write of the relay's: the outbox drained with the %s fault still armed %d times, so no statement the relay ran with the context its pass was given matched an UPDATE of outbox (one run with another context, context.Background() for one, is not refused, nor is a row marked another way, a MERGE or an upsert), and what the relay does when its database refuses a mark is unknown",
 				labctl.FailOutboxSettle, left)
 		default:
 			got += ", " + counted(int(st.Outbox.Pending), "row", "rows") + " still owed"

@@ -621,16 +621,20 @@ func TestFailOutboxWrites_RefusesOnlyTheArmedOutboxInserts(t *testing.T) {
 }
 
 // TestFailOutboxSettles_RefusesOnlyTheArmedOutboxUpdates: an armed count
-// of statements that update outbox rows (a relay's marks, its dead
-// letters) fail with ErrOutboxSettleRefused, and nothing else does: a
-// read of the outbox, an insert into it (the transfer's row), an update
-// of another table whose name begins with it, one the lab runs (a
-// LabRead context), one of a customer's request (a transfer that writes
-// its row in two statements), an outbox update once the count is spent. A fault that
-// refused the transfers' rows would fail the transfers, not the relay.
+// of the relay's statements (a Relaying context) that update outbox rows,
+// its marks and dead letters, fail with ErrOutboxSettleRefused, and
+// nothing else does: the relay's read of the outbox, an insert into it,
+// an update of another table whose name begins with it, an outbox update
+// once the count is spent, and an outbox update that is not the relay's
+// however it is run: a customer's request's (a transfer that writes its
+// row in two statements), the same on a context its handler made from
+// nothing (context.Background()), the lab's redrive of a dead letter. A
+// fault that refused those would fail a transfer, or the lab, not the
+// relay.
 func TestFailOutboxSettles_RefusesOnlyTheArmedOutboxUpdates(t *testing.T) {
 	var s fault.Store
 	ctx := context.Background()
+	relay := fault.Relaying(ctx)
 	s.FailOutboxSettles(3)
 	for _, q := range []string{
 		`SELECT id, core_key FROM outbox WHERE sent_at IS NULL`,
@@ -638,29 +642,32 @@ func TestFailOutboxSettles_RefusesOnlyTheArmedOutboxUpdates(t *testing.T) {
 		`UPDATE outbox_archive SET sent_at = ?`,
 		"-- update outbox\nUPDATE accounts SET balance = 1",
 	} {
-		if err := s.BeforeStatement(ctx, q); err != nil {
+		if err := s.BeforeStatement(relay, q); err != nil {
 			t.Errorf("%q: %v; want it run", q, err)
 		}
 	}
-	if err := s.BeforeStatement(fault.LabRead(ctx), `UPDATE outbox SET dead_at = NULL WHERE transfer_id = ?`); err != nil {
-		t.Errorf("a lab statement: %v; want it run", err)
-	}
-	if err := s.BeforeStatement(fault.WithRequest(ctx), `UPDATE outbox SET core_key = ? WHERE id = ?`); err != nil {
-		t.Errorf("a customer's request's: %v; want it run", err)
+	for name, ctx := range map[string]context.Context{
+		"a customer's request's":                  fault.WithRequest(ctx),
+		"a handler's, on context.Background()":    ctx,
+		"the lab's (a redrive, or a LabRead one)": fault.LabRead(ctx),
+	} {
+		if err := s.BeforeStatement(ctx, `UPDATE outbox SET dead_at = NULL, sent_at = NULL WHERE transfer_id = ?`); err != nil {
+			t.Errorf("an outbox update of %s: %v; want it run", name, err)
+		}
 	}
 	for _, q := range []string{
 		`UPDATE outbox SET sent_at = ? WHERE id IN (?, ?)`,
 		"update \"public\".\"outbox\"\n set dead_at = $1 where id = $2",
 		`UPDATE OR IGNORE outbox SET sent_at = ? WHERE id = ?`,
 	} {
-		if err := s.BeforeStatement(ctx, q); !errors.Is(err, fault.ErrOutboxSettleRefused) {
+		if err := s.BeforeStatement(relay, q); !errors.Is(err, fault.ErrOutboxSettleRefused) {
 			t.Errorf("%q while armed: %v; want %v", q, err, fault.ErrOutboxSettleRefused)
 		}
 	}
 	if n := s.OutboxSettleFailuresLeft(); n != 0 {
 		t.Errorf("%d left after three refused updates; want 0", n)
 	}
-	if err := s.BeforeStatement(ctx, `UPDATE outbox SET sent_at = ? WHERE id = ?`); err != nil {
+	if err := s.BeforeStatement(relay, `UPDATE outbox SET sent_at = ? WHERE id = ?`); err != nil {
 		t.Errorf("an outbox update once the count is spent: %v; want it run", err)
 	}
 }

@@ -324,12 +324,6 @@ func WithRequest(ctx context.Context) context.Context {
 	return context.WithValue(ctx, requestKey{}, &request{})
 }
 
-// inRequest reports whether ctx is a customer's request's (WithRequest).
-func inRequest(ctx context.Context) bool {
-	_, ok := ctx.Value(requestKey{}).(*request)
-	return ok
-}
-
 // FailOutboxWrites makes the next n statements that insert into the
 // outbox table fail with ErrOutboxWriteRefused, before they reach the
 // engine, so the transaction they run in can still commit on either
@@ -353,12 +347,13 @@ func (s *Store) FailReferenceWrites(n int64) { s.referenceWriteFailures.Arm(n) }
 // ReferenceWriteFailuresLeft reports how many reference INSERTs will still fail.
 func (s *Store) ReferenceWriteFailuresLeft() int64 { return s.referenceWriteFailures.Left() }
 
-// FailOutboxSettles makes the next n statements that update rows of the
-// outbox table (a relay's marks and dead letters) fail with
-// ErrOutboxSettleRefused, before they reach the engine. Statements run
-// with a LabRead context are spared, and so are those of a customer's
-// request (see WithRequest): a transfer that writes its outbox row in
-// two statements, an INSERT and an UPDATE, is not the relay.
+// FailOutboxSettles makes the next n statements of the stage's outbox
+// relay (run with a Relaying context) that update rows of the outbox
+// table, its marks and dead letters, fail with ErrOutboxSettleRefused,
+// before they reach the engine. Every other statement is spared: a
+// transfer's, whatever context its handler runs it with (one that writes
+// its outbox row in two statements, an INSERT and an UPDATE, is not the
+// relay), and the lab's, a dead letter sent again among them.
 func (s *Store) FailOutboxSettles(n int64) { s.outboxSettleFailures.Arm(n) }
 
 // OutboxSettleFailuresLeft reports how many outbox UPDATEs will still
@@ -671,7 +666,7 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 	if s.referenceWriteFailures.Left() > 0 && inserts(referenceInsert, query) && s.referenceWriteFailures.Fire() {
 		return ErrReferenceWriteRefused
 	}
-	if s.outboxSettleFailures.Left() > 0 && !labRead.in(ctx) && !inRequest(ctx) && updatesOutbox(query) && s.outboxSettleFailures.Fire() {
+	if s.outboxSettleFailures.Left() > 0 && relaying.in(ctx) && updatesOutbox(query) && s.outboxSettleFailures.Fire() {
 		return ErrOutboxSettleRefused
 	}
 	return s.CheckKeyStore(ctx, query)
@@ -970,6 +965,7 @@ type mark int
 const (
 	labRead mark = iota
 	businessWrite
+	relaying
 )
 
 func (m mark) on(ctx context.Context) context.Context { return context.WithValue(ctx, m, true) }
@@ -984,6 +980,11 @@ func (m mark) in(ctx context.Context) bool {
 // store-unavailable fault spares them, so that an armed count is spent
 // only by the stage's requests.
 func LabRead(ctx context.Context) context.Context { return labRead.on(ctx) }
+
+// Relaying returns a context for the statements of the stage's outbox
+// relay: the kit runs each of its passes with one, and the
+// fail-outbox-settle fault refuses their updates of the outbox alone.
+func Relaying(ctx context.Context) context.Context { return relaying.on(ctx) }
 
 // MarkBusinessWrite returns a context that tells the database a statement
 // executed with it moves money. The bank uses it, so that the

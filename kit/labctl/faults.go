@@ -48,9 +48,10 @@ const (
 	// again.
 	FailReferenceWrite = "fail-reference-write"
 	// FailOutboxSettle makes the database connection refuse a statement
-	// of the stage's that updates outbox rows (stage 9): the relay's
-	// marks and dead letters, refused by its own database, before the
-	// engine sees them. The rows stay owed, and a later pass settles them.
+	// of the stage's relay that updates outbox rows (stage 9): its marks
+	// and dead letters, refused by its own database, before the engine
+	// sees them. The rows stay owed, and a later pass settles them. The
+	// statements of customers' requests and of the lab are spared.
 	FailOutboxSettle = "fail-outbox-settle"
 	// SlowBegin holds up a transaction that may write, before it begins
 	// (stage 8): a look in a statement of its own and a write in a later

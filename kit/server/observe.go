@@ -88,13 +88,11 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		start := time.Now()
 		rec := &record{}
 		ctx := context.WithValue(r.Context(), recordKey{}, rec)
-		if s.db.SlowSettingsRereadsLeft() > 0 || s.db.SlowKeyDeletesAfterReadLeft() > 0 || s.db.OutboxSettleFailuresLeft() > 0 {
+		if s.db.SlowSettingsRereadsLeft() > 0 || s.db.SlowKeyDeletesAfterReadLeft() > 0 {
 			// The database notes in the context what the request's
 			// statements did, for the faults that hold up a read after
-			// a write and a delete after a read, and tells the relay's
-			// statements from a request's for the one that refuses the
-			// relay's; only while one is armed, as it is before its
-			// check's requests are sent.
+			// a write and a delete after a read; only while one is
+			// armed, as it is before its check's requests are sent.
 			ctx = fault.WithRequest(ctx)
 		}
 		ctx, execs := bank.WithExecutionLog(ctx)

@@ -340,8 +340,9 @@ func (s *Server) serveCore(ctx context.Context, ln net.Listener, token string) e
 // skips its turn.
 func (s *Server) relay(r stage.Relayer, interval time.Duration) {
 	defer s.wg.Done()
-	// A pass waiting on the core ends with the server.
-	ctx, cancel := context.WithCancel(context.Background())
+	// A pass waiting on the core ends with the server. Its statements
+	// are the relay's, which the fail-outbox-settle fault refuses.
+	ctx, cancel := context.WithCancel(fault.Relaying(context.Background()))
 	defer cancel()
 	go func() {
 		<-s.stop
