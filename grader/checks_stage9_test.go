@@ -18,6 +18,7 @@ import (
 	"idemlab/grader/targets"
 	"idemlab/kit/clock"
 	"idemlab/kit/core"
+	"idemlab/kit/fault"
 	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
@@ -450,5 +451,45 @@ func TestCommitOrder_ARelayThatSendsRowByRow(t *testing.T) {
 	}
 	if err := errorOf(t, "S9.commit-order", grader.Subject{Stage: 9, Name: "a relay that sends row by row", New: factory}); err != nil {
 		t.Errorf("a relay that sends each row in a request of its own: %v", err)
+	}
+}
+
+// backsOff is solution 9 with a relay that waits settleBackOff before it
+// returns a write its database refused, as a relay does that backs off a
+// failing database rather than try it again 50 times a second.
+type backsOff struct{ *stage9.Server }
+
+// settleBackOff is how long backsOff waits after a refused write: long
+// enough that S9.settle-fails' 64 refusals take longer than the 10 s the
+// check gives the relay to spend the next one.
+const settleBackOff = 200 * time.Millisecond
+
+func (s backsOff) Relay(ctx context.Context) (int, error) {
+	n, err := s.Server.Relay(ctx)
+	if errors.Is(err, fault.ErrOutboxSettleRefused) {
+		select {
+		case <-time.After(settleBackOff):
+		case <-ctx.Done():
+		}
+	}
+	return n, err
+}
+
+// TestSettleFails_ARelayThatBacksOff: a relay that waits a while after
+// each write its database refused, and rolls its transaction back, spends
+// the armed refusals slowly but settles every row once they are spent,
+// and S9.settle-fails passes it. It catches a check that gives all 64
+// refusals the time it gives one, and calls a relay that is still
+// settling one that wrote no more.
+func TestSettleFails_ARelayThatBacksOff(t *testing.T) {
+	factory := func(ctx context.Context, env stage.Env) (stage.Handlers, error) {
+		h, err := stage9.New(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		return backsOff{Server: h.(*stage9.Server)}, nil
+	}
+	if err := errorOf(t, "S9.settle-fails", grader.Subject{Stage: 9, Name: "backs off", New: factory}); err != nil {
+		t.Errorf("a relay that backs off %v after each refused write: %v", settleBackOff, err)
 	}
 }
