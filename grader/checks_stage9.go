@@ -18,6 +18,7 @@ import (
 	"idemlab/kit/core"
 	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
+	"idemlab/kit/pgdb"
 	"idemlab/kit/problem"
 	"idemlab/kit/server"
 )
@@ -2299,10 +2300,10 @@ func checkOutboxWriteFails(t *T) error {
 
 // settleRefusals is how many of the relay's writes to outbox rows the
 // database refuses in S9.settle-fails: more than a server's connections
-// to PostgreSQL (48), so that a relay that leaves its transaction open at
-// each refusal runs out of them, as on SQLite the first one it leaves
-// open keeps the write lock.
-const settleRefusals = 64
+// to PostgreSQL (pgdb.MaxOpenConns), so that a relay that leaves its
+// transaction open at each refusal runs out of them, as on SQLite the
+// first one it leaves open keeps the write lock.
+const settleRefusals = pgdb.MaxOpenConns + 16
 
 // checkSettleFails catches a relay that leaves its settling transaction
 // open when its own database refuses a write of it (a mark, a dead

@@ -45,12 +45,12 @@ type DB struct {
 	listen sync.WaitGroup
 }
 
-// maxOpenConns bounds one database's connections, so that many lab
+// MaxOpenConns bounds one database's connections, so that many lab
 // servers can share a cluster's connection limit. A request holds one
 // connection at a time; a lab server admits fewer requests at once than
 // this (kit/server's request slots), so that its own work (the outbox
 // relay, the /lab endpoints) never waits behind them for a connection.
-const maxOpenConns = 48
+const MaxOpenConns = 48
 
 // minVersion is the oldest PostgreSQL the lab runs on, as
 // server_version_num writes it: 14.0.
@@ -66,8 +66,8 @@ func Open(ctx context.Context, dbURL string) (*DB, error) {
 	}
 	store := &fault.Store{}
 	sdb := sql.OpenDB(&connector{base: stdlib.GetConnector(*cfg), store: store})
-	sdb.SetMaxOpenConns(maxOpenConns)
-	sdb.SetMaxIdleConns(maxOpenConns)
+	sdb.SetMaxOpenConns(MaxOpenConns)
+	sdb.SetMaxIdleConns(MaxOpenConns)
 	if err := sdb.PingContext(ctx); err != nil {
 		sdb.Close()
 		return nil, fmt.Errorf("open %s: %w", Redact(dbURL), err)
