@@ -22,6 +22,7 @@ import (
 	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	"idemlab/kit/stage"
+	"idemlab/solutions/stage8"
 	"idemlab/solutions/stage9"
 )
 
@@ -492,4 +493,13 @@ func TestSettleFails_ARelayThatBacksOff(t *testing.T) {
 	if err := errorOf(t, "S9.settle-fails", grader.Subject{Stage: 9, Name: "backs off", New: factory}); err != nil {
 		t.Errorf("a relay that backs off %v after each refused write: %v", settleBackOff, err)
 	}
+}
+
+// TestSettleFails_AServerThatWritesNoOutboxRowsFails: solution 8 writes
+// no outbox row, so no write of a relay's is ever refused, and its
+// transfers never reach the core. S9.settle-fails fails it for that, as
+// every stage-9 check does, where it said it could not observe a refused
+// write because the outbox held nothing owed.
+func TestSettleFails_AServerThatWritesNoOutboxRowsFails(t *testing.T) {
+	failureOf(t, "S9.settle-fails", grader.Subject{Stage: 9, Name: "solutions/stage8", New: stage8.New})
 }
