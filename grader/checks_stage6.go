@@ -163,12 +163,14 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 }
 
 // retakenAtExpiry catches a takeover that leases the key for longer than
-// the lease in force (the default's 30s, whatever the config says) and a
-// takeover that waits past the expiry (a second of grace): either tells a
-// retry to wait longer than the lease the API promised. It strands a
-// payment of s under a lease drawn from the seed, lets a retry take the
-// key over once that lease has expired and crashes the retry too, inside
-// its business write; then, just past the lease that ran from that
+// the lease in force (the default's 30s, whatever the config says), a
+// takeover that waits past the expiry (a second of grace), and a lease
+// judged by the config of the moment a retry comes instead of the one in
+// force when it was granted: each tells a retry to wait longer than the
+// lease the API promised. It strands a payment of s under a lease drawn
+// from the seed, lets a retry take the key over once that lease has
+// expired and crashes the retry too, inside its business write; then it
+// sets a longer lease, and just past the lease that ran from that
 // takeover, one more retry must take the key over and execute.
 //
 // The takeover falls between the instant the retry was sent and the
@@ -240,7 +242,7 @@ func (t *T) retakeOnce(s Scenario, lease time.Duration) (wide bool, err error) {
 	sent := fmt.Sprintf("(POST /lab/config: lease %v)\n%s\n(armed crash-in-transfer: the original died inside its business write  →  %s)\n"+
 		"then the lab clock set to 1s after its lease expired, and a retry (armed crash-in-transfer: it takes the key over and dies too)  →  %s",
 		lease, p.req.String(), stranded.Short(), taker.Short())
-	expected := fmt.Sprintf("201 Created: a retry that took the key over leased it for the lease in force, %v, from its takeover; once that lease is over, the next retry takes the key over at once and executes, and is not told to wait longer than the lease the API promised", lease)
+	expected := fmt.Sprintf("201 Created: a retry that took the key over leased it for the lease in force, %v, from its takeover, and a longer lease set in the config afterwards is for the leases granted after; once that lease is over, the next retry takes the key over at once and executes, and is not told to wait longer than the lease the API promised", lease)
 	if taker.Err == nil {
 		// The server answered: the crash did not fire, and the retry did
 		// not reach the business write.
@@ -261,12 +263,18 @@ func (t *T) retakeOnce(s Scenario, lease time.Duration) (wide bool, err error) {
 	if err := t.restartCrashed(); err != nil {
 		return false, err
 	}
+	// The config now asks for a longer lease: it is the lease of the
+	// claims and takeovers to come, and lengthens no lease already granted.
+	longer := lease + t.drawLease(5, 20)
+	if err := t.Configure(labclient.Config{Lease: longer}); err != nil {
+		return false, err
+	}
 	takenBy := sentAt.Add(window)
 	if err := t.SetClock(takenBy.Add(lease + pastExpiry)); err != nil {
 		return false, err
 	}
 	r := t.Do(p.req)
-	sent += fmt.Sprintf("\nthen the lab clock set to %v after the lease of that takeover (%v) expired at the latest, and one more retry", pastExpiry, lease)
+	sent += fmt.Sprintf("\nthen POST /lab/config: lease %v, the lab clock set to %v after the lease of that takeover (%v) expired at the latest, and one more retry", longer, pastExpiry, lease)
 	if executedOps(r) > 0 {
 		ran()
 	}
