@@ -243,8 +243,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S5.endpoints-scoped", Stage: 5, Lesson: lesson5 + "#one-key-per-endpoint",
-		Claim: "the same key on POST /transfers and POST /deposits names two independent operations",
-		Why:   "a client that numbers its requests per endpoint would have its deposit refused as a reused key, or answered with a transfer",
+		Claim: "the same key on POST /transfers and POST /deposits names two independent operations, and neither one's failed request nor one's expired key takes the other's key with it",
+		Why:   "a client that numbers its requests per endpoint would have its deposit refused as a reused key, or answered with a transfer; a claim given back, or an expired key forgotten, by the customer and the key string without the route takes the other endpoint's key of that string with it, and that request's retry runs again",
 		Run:   withScenario(2_000_000, checkEndpointsScoped),
 	},
 	{

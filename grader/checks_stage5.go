@@ -91,16 +91,41 @@ func (t *T) sameKeyTransfers(s Scenario, key string, most int64) (first, second 
 // key by the key string alone deletes the second customer's key with the
 // first one's, and that retry pays again.
 func (t *T) forgetKeepsTheOtherKey(s Scenario) error {
-	// The retention must outlast the clients' retry horizon (an hour).
-	const age, cut = 3 * time.Hour, 2 * time.Hour
 	a, b, books := s.A, s.B, s.Books
 	key := t.Key()
 	mine, theirs, ops, amount := t.sameKeyTransfers(s, key, 100_000)
-	first := t.Do(mine)
+	return t.forgetKeepsTheOther(s, key,
+		keyHolder{"customer " + a.ID, mine, func() { books.Transfer(ops[0], a.Accounts[0], b.Accounts[0], amount) }},
+		keyHolder{"customer " + b.ID, theirs, func() { books.Transfer(ops[1], b.Accounts[0], a.Accounts[0], amount) }},
+		"a key belongs to the customer who sent it")
+}
+
+// keyHolder is one request of forgetKeepsTheOther: what the story calls it
+// (its customer, or its endpoint), the request, and ran, which tells the
+// books it executed.
+type keyHolder struct {
+	name string
+	req  Request
+	ran  func()
+}
+
+// forgetKeepsTheOther sends mine, then 3h of lab time later theirs, under
+// the one key string key but in two scopes; then it cuts the retention to
+// 2h in the config, so that mine's key has expired and is still in the
+// table (a move of the clock would purge it) while theirs has all of it
+// left. Mine's late retry is a new request, and may run again; theirs's
+// retry replays its own stored answer. A claim that forgets an expired
+// key by less than its whole scope deletes theirs's key with mine's, and
+// that retry runs again. rule says why the two keys are two.
+func (t *T) forgetKeepsTheOther(s Scenario, key string, mine, theirs keyHolder, rule string) error {
+	// The retention must outlast the clients' retry horizon (an hour).
+	const age, cut = 3 * time.Hour, 2 * time.Hour
+	books := s.Books
+	first := t.Do(mine.req)
 	if executedOps(first) > 0 {
-		books.Transfer(ops[0], a.Accounts[0], b.Accounts[0], amount)
+		mine.ran()
 	}
-	sent := fmt.Sprintf("customer %s: %s  →  %s", a.ID, mine.String(), first.Short())
+	sent := fmt.Sprintf("%s: %s  →  %s", mine.name, mine.req.String(), first.Short())
 	if err := t.Reconcile(sent, "", books); err != nil {
 		return err
 	}
@@ -110,16 +135,16 @@ func (t *T) forgetKeepsTheOtherKey(s Scenario) error {
 	if err := t.Advance(age); err != nil {
 		return err
 	}
-	other := t.Do(theirs)
+	other := t.Do(theirs.req)
 	if executedOps(other) > 0 {
-		books.Transfer(ops[1], b.Accounts[0], a.Accounts[0], amount)
+		theirs.ran()
 	}
-	sent += fmt.Sprintf("\nthen %v of lab time, and customer %s under the same key string: %s  →  %s", age, b.ID, theirs.String(), other.Short())
+	sent += fmt.Sprintf("\nthen %v of lab time, and %s under the same key string: %s  →  %s", age, theirs.name, theirs.req.String(), other.Short())
 	if err := t.Reconcile(sent, "", books); err != nil {
 		return err
 	}
 	if !other.Is(http.StatusCreated, "") || answerID(other) == answerID(first) {
-		return t.Fail(sent, other.String(), "201 Created, its own transfer: a key belongs to the customer who sent it")
+		return t.Fail(sent, other.String(), "201 Created, its own operation: "+rule)
 	}
 	if err := t.Configure(labclient.Config{Retention: cut}); err != nil {
 		return err
@@ -129,23 +154,23 @@ func (t *T) forgetKeepsTheOtherKey(s Scenario) error {
 		return err
 	}
 	if len(judging.KeyRows(st, key)) < 2 {
-		return t.CouldNotObserve("two customers' keys of one string in the table, the first one's expired: %s's rows were purged before the first customer's late retry (a busy machine, or a key table the lab cannot read)", key)
+		return t.CouldNotObserve("two keys of one string in the table, the first one's expired: %s's rows were purged before %s's late retry (a busy machine, or a key table the lab cannot read)", key, mine.name)
 	}
-	late := t.Do(mine)
+	late := t.Do(mine.req)
 	if late.Is(http.StatusCreated, "") && answerID(late) != answerID(first) {
 		// Its key has expired: the same key is a new request, and runs.
-		books.Transfer(ops[0], a.Accounts[0], b.Accounts[0], amount)
+		mine.ran()
 	}
 	// Its key is live: a retry that runs again is a double, whatever it
 	// answers.
-	again := t.Do(theirs)
-	sent += fmt.Sprintf("\nthen the retention cut to %v in the config: customer %s's key expired and is still in the table, customer %s's has all of it left"+
-		"\nthen customer %s's late retry  →  %s\nthen customer %s's retry, the same request  →  %s", cut, a.ID, b.ID, a.ID, late.Short(), b.ID, again.Short())
-	if err := t.Reconcile(sent, "customer "+b.ID+"'s retry "+again.Short(), books); err != nil {
-		return because(err, "customer "+b.ID+"'s retry paid again right after customer "+a.ID+"'s late retry forgot its own expired key of the same string: a claim that forgets an expired key by its string, not by its scope (customer, method, route and key), takes another customer's live key of that string with it")
+	again := t.Do(theirs.req)
+	sent += fmt.Sprintf("\nthen the retention cut to %v in the config: %s's key expired and is still in the table, %s's has all of it left"+
+		"\nthen %s's late retry  →  %s\nthen %s's retry, the same request  →  %s", cut, mine.name, theirs.name, mine.name, late.Short(), theirs.name, again.Short())
+	if err := t.Reconcile(sent, theirs.name+"'s retry "+again.Short(), books); err != nil {
+		return because(err, theirs.name+"'s retry ran again right after "+mine.name+"'s late retry forgot its own expired key of the same string: a claim that forgets an expired key by less than its scope (customer, method, route and key) takes a live key of that string in another scope with it")
 	}
 	if d := replayMismatch(other, again, "the original"); d != "" {
-		return t.Fail(sent, again.String()+"\n"+d, "customer "+b.ID+"'s own stored 201: its key is within its retention, whatever became of another customer's key of the same string")
+		return t.Fail(sent, again.String()+"\n"+d, theirs.name+"'s own stored 201: its key is within its retention, whatever became of the expired key of the same string in another scope")
 	}
 	return nil
 }
@@ -158,18 +183,31 @@ const releaseTheOtherLatency = 600 * time.Millisecond
 
 // releaseKeepsTheOtherClaim: the second customer's transfer waits on the
 // core under a key; the first customer's transfer under the same key
-// string fails in its business write (fail-in-transfer), no money moved,
-// and its key is given back; then the second customer's client, its
-// answer not come yet, retries. The retry is told to wait, or replays
-// the original's answer: the second customer's transfer executes once.
-// If the original had answered before the retry was sent (a machine too
-// busy for the core's wait), it tries again, releaseTries times at most.
+// string fails in its business write (releaseKeepsTheOther).
 func (t *T) releaseKeepsTheOtherClaim(s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
-	for range releaseTries {
+	return t.releaseKeepsTheOther(func() (failing, theirs keyHolder) {
 		key := t.Key()
-		failing, theirs, ops, amount := t.sameKeyTransfers(s, key, 500_000)
-		held, err := t.Hold(theirs, releaseTheOtherLatency)
+		mine, other, ops, amount := t.sameKeyTransfers(s, key, 500_000)
+		return keyHolder{"customer " + a.ID + "'s transfer", mine, func() { books.Transfer(ops[0], a.Accounts[0], b.Accounts[0], amount) }},
+			keyHolder{"customer " + b.ID + "'s transfer", other, func() { books.Transfer(ops[1], b.Accounts[0], a.Accounts[0], amount) }}
+	}, books)
+}
+
+// releaseKeepsTheOther: theirs waits on the core under a key; failing,
+// under the same key string in another scope, fails in its business write
+// (fail-in-transfer), no money moved, and its key is given back; then
+// theirs's client, its answer not come yet, retries. The retry is told to
+// wait, or replays the original's answer: theirs executes once. pair
+// makes the two requests under a fresh key for each try: if the original
+// had answered before the retry was sent (a machine too busy for the
+// core's wait), it tries again, releaseTries times at most.
+func (t *T) releaseKeepsTheOther(pair func() (failing, theirs keyHolder), books *judging.Books) error {
+	var theirs keyHolder
+	for range releaseTries {
+		var failing keyHolder
+		failing, theirs = pair()
+		held, err := t.Hold(theirs.req, releaseTheOtherLatency)
 		if err != nil {
 			return err
 		}
@@ -179,26 +217,26 @@ func (t *T) releaseKeepsTheOtherClaim(s Scenario) error {
 		if err := t.Arm(labctl.FailInTransfer, 1); err != nil {
 			return err
 		}
-		failed := t.Do(failing)
+		failed := t.Do(failing.req)
 		if err := t.Arm(labctl.FailInTransfer, 0); err != nil {
 			return err
 		}
 		early := !held.Done()
-		retry := t.Do(theirs)
+		retry := t.Do(theirs.req)
 		orig := held.Wait()
-		again := t.Do(theirs)
-		sent := fmt.Sprintf("customer %s's transfer, waiting %v on the core: %s\nwhile it waits, customer %s's transfer under the same key string, its business write failing (armed: fail-in-transfer), so that no money moves and its key is given back: %s\nthen customer %s's client, its answer not come, retries; once it has answered, once more",
-			b.ID, releaseTheOtherLatency, theirs.String(), a.ID, failing.String(), b.ID)
-		got := fmt.Sprintf("customer %s got %s; customer %s's retry got %s, its original %s, its last retry %s", a.ID, failed.Short(), b.ID, retry.Short(), orig.Short(), again.Short())
+		again := t.Do(theirs.req)
+		sent := fmt.Sprintf("%s, waiting %v on the core: %s\nwhile it waits, %s under the same key string, its business write failing (armed: fail-in-transfer), so that no money moves and its key is given back: %s\nthen the client of %s, its answer not come, retries; once it has answered, once more",
+			theirs.name, releaseTheOtherLatency, theirs.req.String(), failing.name, failing.req.String(), theirs.name)
+		got := fmt.Sprintf("%s got %s; the retry of %s got %s, its original %s, its last retry %s", failing.name, failed.Short(), theirs.name, retry.Short(), orig.Short(), again.Short())
 		if failed.Is(http.StatusCreated, "") {
-			books.Transfer(ops[0], a.Accounts[0], b.Accounts[0], amount)
+			failing.ran()
 		}
 		if executedOps(orig, retry, again) > 0 {
-			books.Transfer(ops[1], b.Accounts[0], a.Accounts[0], amount)
+			theirs.ran()
 		}
 		if err := t.Reconcile(sent, got, books); err != nil {
 			if early && executedOps(orig, retry, again) > 1 {
-				return because(err, "customer "+b.ID+"'s retry executed while its original was still running, right after customer "+a.ID+"'s request under the same key string failed and gave its key back: the release found the claim to give back by the key string, not by the claim's own row (its scope: customer, method, route and key), and gave the other customer's claim back with it")
+				return because(err, "the retry of "+theirs.name+" executed while its original was still running, right after "+failing.name+" under the same key string failed and gave its key back: the release found the claim to give back by less than the claim's own row (its scope: customer, method, route and key), and gave the claim in the other scope back with it")
 			}
 			return err
 		}
@@ -206,7 +244,7 @@ func (t *T) releaseKeepsTheOtherClaim(s Scenario) error {
 			return nil
 		}
 	}
-	return t.CouldNotObserve("a release beside another customer's claim: in %d tries the second customer's transfer, waiting %v on the core, had answered before its retry was sent (a busy machine)", releaseTries, releaseTheOtherLatency)
+	return t.CouldNotObserve("a release beside a claim in another scope: in %d tries %s, waiting %v on the core, had answered before its retry was sent (a busy machine)", releaseTries, theirs.name, releaseTheOtherLatency)
 }
 
 // sameKeyTwoCustomers is one round of checkCustomersScoped: a transfer or
@@ -405,26 +443,15 @@ func (t *T) operationOwner(id string, rs []Response, ops []string) int {
 // checkEndpointsScoped catches a scope without the method and route: the
 // deposit is refused as a reused key, or answered with the transfer (and
 // never executed). The money is reconciled first: a client told 201 was
-// told its own operation executed.
+// told its own operation executed. Then one endpoint's key expires while
+// the other's of the same string is still live
+// (forgetKeepsTheOtherEndpoint), and one endpoint's request fails while
+// the other's of the same key string is in progress.
 func checkEndpointsScoped(t *T, s Scenario) error {
-	a, b, books := s.A, s.B, s.Books
-	key := t.Key()
-	opT, opD := t.Op(), t.Op()
-	books.Expect(opT)
-	books.Expect(opD)
-	x, y := t.Amount(1_000, 500_000), t.Amount(1_000, 500_000)
-	reqs := []Request{
-		Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], x, opT)),
-		Deposit(a, key, DepositBody(a.Accounts[1], y, opD)),
-	}
-	record := []func(){
-		func() { books.Transfer(opT, a.Accounts[0], b.Accounts[0], x) },
-		func() { books.Deposit(opD, a.Accounts[1], y) },
-	}
-	if t.Rand().IntN(2) == 0 {
-		reqs[0], reqs[1] = reqs[1], reqs[0]
-		record[0], record[1] = record[1], record[0]
-	}
+	books := s.Books
+	_, holders := t.sameKeyBothEndpoints(s, 500_000)
+	reqs := []Request{holders[0].req, holders[1].req}
+	record := []func(){holders[0].ran, holders[1].ran}
 	var firsts []Response
 	var story []string
 	for i, req := range reqs {
@@ -471,7 +498,49 @@ func checkEndpointsScoped(t *T, s Scenario) error {
 			return f
 		}
 	}
-	return nil
+	return t.forgetKeepsTheOtherEndpoint(s)
+}
+
+// forgetKeepsTheOtherEndpoint: one customer sends a transfer and a
+// deposit under one key string, 3h of lab time apart, in an order drawn
+// from the seed; the first one's key then expires and stays in the table
+// (forgetKeepsTheOther), and its late retry forgets it. A claim that
+// forgets an expired key by the customer and the key string, the method
+// and route left out, deletes the other endpoint's live key with it, and
+// that request's retry runs again.
+func (t *T) forgetKeepsTheOtherEndpoint(s Scenario) error {
+	key, holders := t.sameKeyBothEndpoints(s, 100_000)
+	if err := t.forgetKeepsTheOther(s, key, holders[0], holders[1], "the same key on another endpoint is another operation"); err != nil {
+		return err
+	}
+	// One endpoint's request fails under the key the other's holds in
+	// progress: a release that finds the claim by the customer and the
+	// key string gives the other endpoint's claim back too.
+	return t.releaseKeepsTheOther(func() (failing, theirs keyHolder) {
+		_, holders := t.sameKeyBothEndpoints(s, 500_000)
+		return holders[0], holders[1]
+	}, s.Books)
+}
+
+// sameKeyBothEndpoints returns a fresh key and, under it, the first
+// customer's transfer to the second and deposit into its own second
+// account, each of an amount up to most, in an order drawn from the
+// seed. The books expect both operations.
+func (t *T) sameKeyBothEndpoints(s Scenario, most int64) (string, []keyHolder) {
+	a, b, books := s.A, s.B, s.Books
+	key := t.Key()
+	opT, opD := t.Op(), t.Op()
+	books.Expect(opT)
+	books.Expect(opD)
+	x, y := t.Amount(1_000, most), t.Amount(1_000, most)
+	holders := []keyHolder{
+		{"the transfer", Transfer(a, key, TransferBody(a.Accounts[0], b.Accounts[0], x, opT)), func() { books.Transfer(opT, a.Accounts[0], b.Accounts[0], x) }},
+		{"the deposit", Deposit(a, key, DepositBody(a.Accounts[1], y, opD)), func() { books.Deposit(opD, a.Accounts[1], y) }},
+	}
+	if t.Rand().IntN(2) == 0 {
+		holders[0], holders[1] = holders[1], holders[0]
+	}
+	return key, holders
 }
 
 // endpointName names the operation a request asks for.
