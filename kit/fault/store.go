@@ -681,15 +681,13 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 func (s *Store) holdReread(ctx context.Context, query string) error {
 	req, ok := ctx.Value(requestKey{}).(*request)
 	switch {
-	case !ok && labRead.in(ctx):
-	case !ok && readsSettings(query) && s.slowSettingsRereads.Fire():
-		if err := Hold(ctx, SettingsRereadDelay); err != nil {
-			return fmt.Errorf("slow settings reread: %w", err)
-		}
-	case !ok:
-	case writesSettings(query):
+	case ok && writesSettings(query):
 		req.wroteSettings.Store(true)
-	case req.wroteSettings.Load() && readsSettings(query) && s.slowSettingsRereads.Fire():
+		return nil
+	case ok && !req.wroteSettings.Load(), !ok && labRead.in(ctx):
+		return nil
+	}
+	if readsSettings(query) && s.slowSettingsRereads.Fire() {
 		if err := Hold(ctx, SettingsRereadDelay); err != nil {
 			return fmt.Errorf("slow settings reread: %w", err)
 		}
