@@ -103,8 +103,10 @@ func (f *fences) step(line string) bool {
 }
 
 var (
-	// codeOrLink is an inline code span, or a link's target.
-	codeOrLink = regexp.MustCompile("`[^`]*`|\\]\\([^)]*\\)")
+	// link is a link, its text (group 1) and its target: a reader sees
+	// the text alone, and the spacing rule holds beside it as beside
+	// any other text.
+	link = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
 	// jaLetter is a kana or a kanji: full-width text that is not
 	// punctuation.
 	jaLetter = `[\p{Hiragana}\p{Katakana}\p{Han}ー]`
@@ -181,7 +183,8 @@ func containsWord(text, word string) bool {
 // styleProblems lists what a Japanese lesson says against the glossary:
 // an avoided word outside its term's first-mention form, a literal
 // rendering (spaces aside), italics, a space between Japanese and
-// half-width letters or digits, inline code without a space beside
+// half-width letters or digits (a link read as its text, as a reader
+// sees it), inline code without a space beside
 // Japanese, and inline code with one beside punctuation or a bracket.
 func styleProblems(md string, g glossary) []string {
 	var problems []string
@@ -209,7 +212,7 @@ func styleProblems(md string, g glossary) []string {
 		if m := spacedCode(line); m != "" {
 			problems = append(problems, fmt.Sprintf("%s: no space between inline code and punctuation or a bracket: %q", at, m))
 		}
-		text := codeOrLink.ReplaceAllString(line, "\x00")
+		text := link.ReplaceAllString(inlineSpan.ReplaceAllString(line, "\x00"), "$1")
 		if m := italics.FindString(text); m != "" {
 			problems = append(problems, fmt.Sprintf("%s: no italics in Japanese: %q", at, m))
 		}
@@ -266,6 +269,10 @@ func TestStyleProblems(t *testing.T) {
 		{"inline code glued to Japanese", "`make stage-7`を実行します。\n", "inline code needs a space"},
 		{"the second of two spans glued", "`a` と`b` です。\n", "inline code needs a space"},
 		{"inline code spaced, in brackets, in a link", "`make stage-7` を実行します（`If-Match`）。[ステージ8](08-zombie-resources.md)へ。\n", ""},
+		{"a space after a link in half-width letters", "節は[docs/api.md](../../api.md) にあります。\n", `"d に"`},
+		{"a space before a link in half-width letters", "描いたものが [S8.two-clerks.html](t.html)です。\n", `"が S"`},
+		{"a link in half-width letters, unspaced", "描いたものが[S8.two-clerks.html](t.html)です。\n", ""},
+		{"a link to inline code, spaced", "[`S8.two-keys`](#one-invoice-two-keys) が失敗します。\n", ""},
 		{"a space after a full stop, before inline code", "開いてください。 `make stage-9` を実行します。\n", "inline code and punctuation"},
 		{"a space before a closing bracket", "（`If-Match` ）です。\n", "inline code and punctuation"},
 		{"italics", "Bは*自分の*内容を保存します。\n", "no italics"},
