@@ -693,7 +693,8 @@ func checkReferenceValidated(t *T) error {
 // checkSimilarReferences catches references compared loosely: folded to
 // one case, cut short (to 64 bytes too, which a number of 64 characters
 // in ASCII fits and one in Hangul does not), with look-alike characters
-// of another script or width folded together (NFKC), with their
+// of another script or width folded together (NFKC), with their dashes
+// folded into the hyphen or their accents taken off, with their
 // separators taken out or their spaces collapsed, or, made of digits
 // alone, stored as numbers. "INV-7" and "inv-7" are two invoices, and so
 // are "INV-12-3" and "INV-1-23", and "0042" and "42"; refusing the second
@@ -746,6 +747,11 @@ func checkSimilarReferences(t *T) error {
 		{ref + "-2", "with a suffix", "", false},
 		{strings.Replace(ref, "I", "\u0406", 1), "with a Cyrillic І for the Latin I", "", false},
 		{strings.TrimSuffix(ref, string(last)) + string(last-'0'+'\uff10'), "with a full-width last digit", "", false},
+		// A dash that is not the ASCII hyphen, as a PDF or a word
+		// processor writes one, and an accented letter: folding dashes
+		// together, or taking accents off, makes each the first invoice.
+		{strings.Replace(ref, "-", "\u2013", 1), "with an en dash (U+2013) for its first hyphen", "", false},
+		{strings.Replace(ref, "I", "\u00cd", 1), "with an accented \u00cd (U+00CD) for its I", "", false},
 		{long + "1", fmt.Sprintf("%d characters long", request.MaxReference), "", false},
 		{long + "2", "as long, and only its last character another", long + "1", false},
 		{hangul + "1", fmt.Sprintf("%d characters long, in Hangul after its number (%d bytes)", request.MaxReference, len(hangul)+1), "", false},
@@ -762,7 +768,7 @@ func checkSimilarReferences(t *T) error {
 		{ref[:sep] + "%", "with a % for its last part", "", true},
 		{strings.Replace(ref, "-", "'", 1), "with an apostrophe for its first hyphen", "", true},
 	} {
-		// Nineteen invoices of at most 40,000 and the first of at most
+		// Twenty-one invoices of at most 40,000 and the first of at most
 		// 100,000 leave the opening balance of 1,000,000 enough for one
 		// more, the last paid again: every answer is about the reference,
 		// never about the funds (with up to 100,000 each, a paid-again

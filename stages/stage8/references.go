@@ -17,9 +17,9 @@ package stage8
 //     paid that invoice, and moves nothing. Any other failure fails the
 //     request, and moves nothing.
 //   - References that differ in any way (case, a space, a look-alike
-//     letter, a separator, a leading 0) are different invoices, stored
-//     and found as written. The kit hands the reference over already in
-//     NFC.
+//     letter, a dash, an accent, a separator, a leading 0) are
+//     different invoices, stored and found as written. The kit hands
+//     the reference over already in NFC.
 //
 // Why: a key knows only its own retries, and a clerk who pays an invoice
 // again sends a new one; the reference names the thing in the world that
