@@ -933,7 +933,7 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 	through := req
 	through.Replica = 1
 	retry := t.Launch(through)
-	tookOver, err := t.calledCore(retry, op, before)
+	tookOver, known, err := t.calledCore(retry, op, before)
 	if err != nil {
 		return true, err
 	}
@@ -947,13 +947,16 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 		"then the retry, the same request, through the second process%s\n"+
 		"then the completion runs: the original answers  %s\nthe retry answers  %s\nthen one more retry  →  %s",
 		lease, req.String(), latency, lease+time.Second,
-		map[bool]string{true: ", which takes the key over and calls the core", false: ", which does not reach the core within 4s"}[tookOver],
+		map[bool]string{true: ", which takes the key over and calls the core", false: ", which does not reach the core"}[tookOver],
 		first.Short(), second.Short(), last.Short())
 	got := "the original " + first.Short() + "; the retry " + second.Short()
 	if executedOps(first, second, last) > 0 {
 		executed()
 	}
-	return true, because(t.Reconcile(sent, got, s.Books),
+	// A retry that neither reached the core, nor answered, nor waited
+	// for a lock within retakeWait (a machine too busy) saw the
+	// completion run before any takeover: a longer hold tries again.
+	return known, because(t.Reconcile(sent, got, s.Books),
 		"an original that outlived its lease proves it still holds the key in the statement that completes it (a condition on the owner in the UPDATE): a read earlier in its transaction goes stale when a retry takes the key over before the UPDATE runs, and both requests move the money")
 }
 
@@ -1036,8 +1039,12 @@ func (t *T) completedBeforeTakeover(s Scenario, latency time.Duration) (bool, er
 // transaction holds no lock while it waits, on either engine, and a mutex
 // in the first process's memory, shared by its release and its claims,
 // holds back no retry of the second; one whose read and delete share a
-// transaction holds SQLite's write lock, the retry waits for it, and the
-// round, which saw no takeover, judges only the money. A server that
+// transaction holds SQLite's write lock (or, on PostgreSQL, one whose
+// read locks the row), the retry waits for it, and the round, which saw
+// no takeover, judges only the money. A retry that is only slow (a busy
+// machine) is waited for, not taken for one waiting on a lock (see
+// calledCore): let go before any takeover, a release proven by an earlier
+// read would delete nothing but its own key, and pass. A server that
 // gives the key back in no DELETE or UPDATE never reaches a held
 // statement, and the round sees nothing to judge.
 func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, error) {
@@ -1066,6 +1073,13 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 	// were in place before its business write (see
 	// takenOverBeforeCompletion).
 	armedInTime := orig.Early()
+	// The retry waits on the core twice as long as the original, which
+	// is already waiting: set now, before a release held inside a
+	// transaction holds SQLite's write lock, which the lab's write of the
+	// config shared by the processes would wait for.
+	if err := t.Configure(labclient.Config{CoreLatency: 2 * latency}); err != nil {
+		return true, err
+	}
 	held, err := t.Fired(latency+10*time.Second, orig.Done, holds...)
 	if err != nil {
 		return true, err
@@ -1098,9 +1112,6 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 			}
 		}
 	}
-	if err := t.Configure(labclient.Config{CoreLatency: 2 * latency}); err != nil {
-		return true, err
-	}
 	before, err := t.coreCallsEverywhere(op)
 	if err != nil {
 		return true, err
@@ -1109,7 +1120,7 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 	through := req
 	through.Replica = 1
 	retry := t.Launch(through)
-	tookOver, err := t.calledCore(retry, op, before)
+	tookOver, known, err := t.calledCore(retry, op, before)
 	if err != nil {
 		return true, err
 	}
@@ -1133,7 +1144,7 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 		"the retry answers  %s\n"+
 		"then one more retry  →  %s",
 		lease, req.String(), latency, lease+time.Second, held, 2*latency,
-		map[bool]string{true: ", which takes the key over and calls the core", false: ", which does not reach the core within 4s"}[tookOver],
+		map[bool]string{true: ", which takes the key over and calls the core", false: ", which does not reach the core"}[tookOver],
 		first.Short(), third.Short(), second.Short(), last.Short())
 	got := "the original " + first.Short() + "; the third attempt " + third.Short() + "; the retry " + second.Short()
 	if executedOps(first, third, second, last) > 0 {
@@ -1143,10 +1154,12 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 		return true, err
 	}
 	if !tookOver {
-		// The retry waited for the held release (a lock it holds): the
-		// release ran before any takeover, and the money is all there
-		// is to judge.
-		return true, nil
+		// The retry waited for the held release (a lock its transaction
+		// holds), or answered without a takeover: the release ran before
+		// any takeover, and the money is all there is to judge. One that
+		// did none of that within retakeWait (a machine too busy) is no
+		// proof of a lock: a longer hold tries again.
+		return known, nil
 	}
 	if !inFlight {
 		// The retry had finished before the third attempt was answered (a
@@ -1160,21 +1173,40 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 	return true, nil
 }
 
+// retakeWait is how long calledCore waits for a retry to take a key over
+// and call the core, while nothing says it waits for a lock: longer than
+// SQLite's busy timeout (sqlitedb.BusyTimeout), after which a writer
+// waiting for the write lock gives up and answers, and inside a held
+// statement's own cap (fault.HeldStatementMax), so that the statement runs
+// when the check lets it go, not before.
+const retakeWait = 20 * time.Second
+
 // calledCore waits for retry, a request that takes a key over, to call
 // the core for op, counted from before in every process of the target
 // (coreCallsEverywhere): it has then taken the key over, and its claim
-// has committed. It reports whether it did; a retry that answered first
-// did not. It waits 4 s at most, inside a held statement's own cap
-// (fault.HeldCommitMax), so that the statement runs when the check lets
-// it go, not before.
-func (t *T) calledCore(retry *Pending, op string, before int64) (bool, error) {
-	called := false
-	_, err := t.WaitFor(4*time.Second, func() (bool, error) {
+// has committed. It reports whether it did, and whether what the retry did
+// is known: it called the core, it answered first (and did not), or it
+// waits for a lock another transaction holds, the held statement's, which
+// lets it go only once the check lets the statement go. PostgreSQL shows
+// such a wait (GET /lab/state's lock_waits); on SQLite a writer waiting
+// for the write lock shows nothing, and answers busy after the busy
+// timeout. A retry that is merely slow, on a busy machine, is waited for,
+// up to retakeWait; past that, what it did is unknown.
+func (t *T) calledCore(retry *Pending, op string, before int64) (called, known bool, err error) {
+	blocked := false
+	_, err = t.WaitFor(retakeWait, func() (bool, error) {
 		calls, err := t.coreCallsEverywhere(op)
-		called = err == nil && calls > before
-		return called || retry.Done(), err
+		if err != nil {
+			return false, err
+		}
+		if called = calls > before; called || retry.Done() {
+			return true, nil
+		}
+		st, err := t.State()
+		blocked = err == nil && st.LockWaits > 0
+		return blocked, err
 	})
-	return called, err
+	return called, called || blocked || retry.Done(), err
 }
 
 // lateOriginalFenced is one round of S6.late-original-fenced, with the

@@ -94,6 +94,13 @@ const BeginDelay = 100 * time.Millisecond
 // that moved money at most, if the fault is never disarmed.
 const HeldCommitMax = 5 * time.Second
 
+// HeldStatementMax is how long the faults that hold a statement of the key
+// table (held-key-update, held-key-delete, held-key-purge) hold it up at
+// most, if they are never disarmed: longer than a check waits, on a busy
+// machine, for a retry to take the key over while the statement waits,
+// so that the statement runs when the check lets it go, not before.
+const HeldStatementMax = 30 * time.Second
+
 // KeyUpdateDelay is how long the slow-key-update fault holds up a
 // statement that updates a row of the key table: long enough for every
 // retry released at once to read an expired lease before the first of
@@ -224,10 +231,10 @@ func (h *held) fire() <-chan struct{} {
 	return h.release
 }
 
-// wait holds a firing up until release is closed, HeldCommitMax has
-// passed, or ctx ends.
-func (h *held) wait(ctx context.Context, release <-chan struct{}) {
-	t := time.NewTimer(HeldCommitMax)
+// wait holds a firing up until release is closed, max has passed, or ctx
+// ends.
+func (h *held) wait(ctx context.Context, release <-chan struct{}, max time.Duration) {
+	t := time.NewTimer(max)
 	defer t.Stop()
 	select {
 	case <-release:
@@ -516,8 +523,8 @@ func (s *Store) HeldCommitsLeft() int64 { return s.heldCommits.n.Left() }
 
 // HoldKeyUpdates makes the next n statements that update a row of the key
 // table wait before they run, until the fault is disarmed
-// (HoldKeyUpdates(0), which lets every held one go), HeldCommitMax has
-// passed or the statement's context ends. Armed while an original that
+// (HoldKeyUpdates(0), which lets every held one go), HeldStatementMax
+// has passed or the statement's context ends. Armed while an original that
 // outlived its lease waits on the core, it holds the original's
 // completion after everything its transaction did before it: on
 // PostgreSQL a retry takes the key over meanwhile, and a completion that
@@ -533,8 +540,8 @@ func (s *Store) HeldKeyUpdatesLeft() int64 { return s.heldKeyUpdates.n.Left() }
 // HoldKeyPurges makes the next n statements of the lab's own purges
 // (LabRead) that delete rows of the idempotency_keys table wait, before
 // they run, until the fault is disarmed (HoldKeyPurges(0), which lets
-// every held one go), HeldCommitMax has passed or the statement's context
-// ends; a stage's own statements are spared. Armed while a purge runs, it
+// every held one go), HeldStatementMax has passed or the statement's
+// context ends; a stage's own statements are spared. Armed while a purge runs, it
 // holds the purge's delete after everything the purge read before it: on
 // PostgreSQL a late retry of an expired key claims it again meanwhile,
 // and a purge that chose its keys by an earlier read deletes that claim
@@ -549,7 +556,7 @@ func (s *Store) HeldKeyPurgesLeft() int64 { return s.heldKeyPurges.n.Left() }
 // HoldKeyDeletes makes the next n of the stage's own statements that
 // delete rows of the idempotency_keys table wait, before they run, until
 // the fault is disarmed (HoldKeyDeletes(0), which lets every held one go),
-// HeldCommitMax has passed or the statement's context ends; the lab's own
+// HeldStatementMax has passed or the statement's context ends; the lab's own
 // purges (LabRead) are spared. Armed while an original that outlived its
 // lease fails, it holds the original's release of its key after
 // everything the release read before it: a retry takes the key over
@@ -572,7 +579,7 @@ func (s *Store) BeforeCommit(business bool) {
 		return
 	}
 	if release := s.heldCommits.fire(); release != nil {
-		s.heldCommits.wait(context.Background(), release)
+		s.heldCommits.wait(context.Background(), release, HeldCommitMax)
 	}
 	if s.slowCommits.Left() > 0 && s.slowCommits.Fire() {
 		Hold(context.Background(), CommitDelay)
@@ -623,7 +630,7 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 	}
 	if s.heldKeyUpdates.n.Left() > 0 && updatesKeys(query) {
 		if release := s.heldKeyUpdates.fire(); release != nil {
-			s.heldKeyUpdates.wait(ctx, release)
+			s.heldKeyUpdates.wait(ctx, release, HeldStatementMax)
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("held key update: %w", err)
 			}
@@ -631,7 +638,7 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 	}
 	if s.heldKeyPurges.n.Left() > 0 && labRead.in(ctx) && deletesKeys(query) {
 		if release := s.heldKeyPurges.fire(); release != nil {
-			s.heldKeyPurges.wait(ctx, release)
+			s.heldKeyPurges.wait(ctx, release, HeldStatementMax)
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("held key purge: %w", err)
 			}
@@ -639,7 +646,7 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 	}
 	if s.heldKeyDeletes.n.Left() > 0 && !labRead.in(ctx) && deletesKeys(query) {
 		if release := s.heldKeyDeletes.fire(); release != nil {
-			s.heldKeyDeletes.wait(ctx, release)
+			s.heldKeyDeletes.wait(ctx, release, HeldStatementMax)
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("held key delete: %w", err)
 			}

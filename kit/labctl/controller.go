@@ -281,6 +281,10 @@ type State struct {
 	// this server process started or the lab was last reset: in memory,
 	// where a takeover that two retries both won shows as two calls.
 	CoreCalls map[string]int64 `json:"core_calls"`
+	// LockWaits is how many sessions on the server's database wait now
+	// for a lock another transaction holds (labdb.DB.LockWaits): on
+	// PostgreSQL, what pg_stat_activity shows; on SQLite, always 0.
+	LockWaits int64 `json:"lock_waits"`
 }
 
 // MaxStateDeadLetters is how many dead letters GET /lab/state shows.
@@ -307,10 +311,14 @@ func (c *Controller) State(ctx context.Context) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
+	waits, err := c.DB.LockWaits(ctx)
+	if err != nil {
+		return State{}, err
+	}
 	return State{
 		Now: clock.Format(c.Clock.Now()), Accounts: accounts, Executions: execs,
 		Keys: keys, Config: Wire(c.Settings.Get()), Faults: c.Faults.Armed(), Outbox: outbox.Counts, DeadLetters: outbox.DeadLetters,
-		CoreCalls: c.Bank.CoreCalls(), Engine: c.DB.Engine(),
+		CoreCalls: c.Bank.CoreCalls(), Engine: c.DB.Engine(), LockWaits: waits,
 	}, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -190,6 +191,27 @@ func Redacted(target string) string {
 
 // Engine reports the engine db runs on.
 func (db *DB) Engine() Engine { return db.engine }
+
+// LockWaits reports how many sessions on db wait now for a lock that
+// another transaction holds. On PostgreSQL it counts the backends of db's
+// database, the lab server's own (its replicas share it, and no one
+// else), that pg_stat_activity shows waiting on a lock: a row another
+// transaction wrote or locked, say. On SQLite it is always 0: a writer
+// that finds the write lock taken by another process sleeps in SQLite's
+// busy handler, which tells no one, until it gets the lock or gives up
+// busy after the busy timeout. It returns the database's error.
+func (db *DB) LockWaits(ctx context.Context) (int64, error) {
+	if db.engine != PostgreSQL {
+		return 0, nil
+	}
+	var n int64
+	err := db.QueryRowContext(fault.LabRead(ctx),
+		`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count the sessions waiting on a lock: %w", err)
+	}
+	return n, nil
+}
 
 // Target reports what db was opened from: a file, ":memory:", or a URL.
 func (db *DB) Target() string { return db.target }

@@ -945,3 +945,66 @@ func TestArmedFaults_CountPreparedStatementsOnceOnEitherEngine(t *testing.T) {
 		}
 	}
 }
+
+// TestLockWaits_SeesAWriterWaitingOnARow: on PostgreSQL, a writer that
+// waits for a row another open transaction updated is counted, and none
+// once that transaction ends; on SQLite nothing is ever counted. Caught:
+// a count that looks at the wrong column of pg_stat_activity, or at
+// other databases' sessions only, never sees the wait the grader relies
+// on to tell a retry blocked on a lock from a slow one.
+func TestLockWaits_SeesAWriterWaitingOnARow(t *testing.T) {
+	for engine, db := range engines(t) {
+		t.Run(string(engine), func(t *testing.T) {
+			ctx := t.Context()
+			if err := labdb.CreateTable(ctx, db.DB, keySchema); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ExecContext(ctx, `INSERT INTO idempotency_keys (key) VALUES ('k')`); err != nil {
+				t.Fatal(err)
+			}
+			if engine == labdb.SQLite {
+				if n, err := db.LockWaits(ctx); n != 0 || err != nil {
+					t.Errorf("LockWaits on SQLite = %d, %v; want 0", n, err)
+				}
+				return
+			}
+			holder, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer holder.Rollback()
+			if _, err := holder.ExecContext(ctx, `UPDATE idempotency_keys SET body = NULL WHERE key = 'k'`); err != nil {
+				t.Fatal(err)
+			}
+			waiter := make(chan error, 1)
+			go func() {
+				_, err := db.ExecContext(ctx, `UPDATE idempotency_keys SET body = NULL WHERE key = 'k'`)
+				waiter <- err
+			}()
+			for {
+				n, err := db.LockWaits(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == 1 {
+					break
+				}
+				if n > 1 {
+					t.Fatalf("LockWaits = %d with one writer waiting; want 1", n)
+				}
+				select {
+				case err := <-waiter:
+					t.Fatalf("the second writer ended (%v) while the first transaction held the row", err)
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+			holder.Rollback()
+			if err := <-waiter; err != nil {
+				t.Fatal(err)
+			}
+			if n, err := db.LockWaits(ctx); n != 0 || err != nil {
+				t.Errorf("LockWaits once the row was let go = %d, %v; want 0", n, err)
+			}
+		})
+	}
+}
