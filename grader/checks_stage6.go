@@ -25,9 +25,11 @@ import (
 // completion is fenced by the lease owner, both call the core and one
 // rolls back; and a takeover that keeps a key from the next retry longer
 // than the lease in force (see retakenAtExpiry). Two rounds run on one
-// server, each with its own lease set just before it: 16 retries released
-// at once, then 16 arriving a few milliseconds apart; then a retry that
-// takes a key over dies, and many keys are retried at once (takeoverBurst).
+// server, each with its own lease set just before it, and again after the
+// crash that strands its payment (a child process started again has
+// forgotten it): 16 retries released at once, then 16 arriving a few
+// milliseconds apart; then a retry that takes a key over dies, and many
+// keys are retried at once (takeoverBurst).
 func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 	const n = 16
 	a, b, books := s.A, s.B, s.Books
@@ -36,9 +38,6 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 	first := t.drawLease(5, 20)
 	leases := []time.Duration{first, first + t.drawLease(5, 20)}
 	for round, lease := range leases {
-		if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
-			return err
-		}
 		p, sent, err := t.liveLeaseRetry(s, lease, round)
 		if err != nil {
 			return err

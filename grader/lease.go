@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"idemlab/kit/labclient"
 	"idemlab/kit/labctl"
 )
 
@@ -104,9 +105,10 @@ type strandedPayment struct {
 	claimedFrom, claimedBy time.Time
 }
 
-// liveLeaseRetry strands a payment of s under lease and retries it 1s
-// before the lease expires: the retry must get 409 request-in-progress. It
-// returns the payment and the story so far.
+// liveLeaseRetry sets lease in the config, strands a payment of s under
+// it and retries it 1s before the lease expires: the retry must get 409
+// request-in-progress. It returns the payment and the story so far, with
+// lease in force.
 //
 // The lease runs from the claim, which the grader cannot see but can
 // bound on the lab clock, and that clock runs on with real time while a
@@ -122,6 +124,13 @@ func (t *T) liveLeaseRetry(s Scenario, lease time.Duration, round int) (stranded
 	const tries = 3
 	var p strandedPayment
 	for try := 1; ; try++ {
+		// The lease is set before each claim and again after the crash
+		// that strands it: a child process started again has forgotten
+		// the config, and would lease the next try's claim, and the keys
+		// its retries take over, for the default's 30s.
+		if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
+			return p, "", err
+		}
 		var err error
 		p.req, p.op, p.amount = s.Payment(t)
 		s.Books.Expect(p.op)
@@ -130,6 +139,9 @@ func (t *T) liveLeaseRetry(s Scenario, lease time.Duration, round int) (stranded
 		}
 		stranded, err := t.strand(p.req)
 		if err != nil {
+			return p, "", err
+		}
+		if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
 			return p, "", err
 		}
 		if p.claimedBy, err = t.LabNow(); err != nil {
