@@ -162,15 +162,16 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 }
 
 // retakenAtExpiry catches a takeover that leases the key for longer than
-// the lease in force (the default's 30s, whatever the config says), a
-// takeover that waits past the expiry (a second of grace), and a lease
-// judged by the config of the moment a retry comes instead of the one in
-// force when it was granted: each tells a retry to wait longer than the
-// lease the API promised. It strands a payment of s under a lease drawn
-// from the seed, lets a retry take the key over once that lease has
-// expired and crashes the retry too, inside its business write; then it
-// sets a longer lease, and just past the lease that ran from that
-// takeover, one more retry must take the key over and execute.
+// the lease in force (the default's 30s, whatever the config says, or the
+// lease the key was first claimed with), a takeover that waits past the
+// expiry (a second of grace), and a lease judged by the config of the
+// moment a retry comes instead of the one in force when it was granted:
+// each tells a retry to wait longer than the lease the API promised. It
+// strands a payment of s under a lease drawn from the seed, sets a
+// shorter one, lets a retry take the key over once the first has expired
+// and crashes the retry too, inside its business write; then it sets a
+// longer lease, and just past the shorter lease, run from that takeover,
+// one more retry must take the key over and execute.
 //
 // The takeover falls between the instant the retry was sent and the
 // instant its client lost the connection. The last retry is aimed
@@ -184,25 +185,26 @@ func checkLeaseTakeoverOnce(t *T, s Scenario) error {
 // process's restart after the retry died is no part of the window.
 func (t *T) retakenAtExpiry(s Scenario) error {
 	lease := t.drawLease(5, 20)
+	claimed := lease + t.drawLease(5, 20)
 	for try := 1; ; try++ {
-		wide, err := t.retakeOnce(s, lease)
+		wide, err := t.retakeOnce(s, claimed, lease)
 		if err != nil || !wide || try == 3 {
 			return err
 		}
 	}
 }
 
-// retakeOnce is one try of retakenAtExpiry under lease, the lease in
-// force. wide reports a 201 to the last retry after a window wider than
-// wideWindow.
-func (t *T) retakeOnce(s Scenario, lease time.Duration) (wide bool, err error) {
+// retakeOnce is one try of retakenAtExpiry: the payment is claimed under
+// claimed, and lease is in force at the takeover. wide reports a 201 to
+// the last retry after a window wider than wideWindow.
+func (t *T) retakeOnce(s Scenario, claimed, lease time.Duration) (wide bool, err error) {
 	const (
 		pastExpiry = 100 * time.Millisecond
 		wideWindow = 500 * time.Millisecond
 	)
 	// Set at every try: a child process started again (after the last
 	// try's crashes) has forgotten the config.
-	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
+	if err := t.Configure(labclient.Config{Lease: claimed}); err != nil {
 		return false, err
 	}
 	var p strandedPayment
@@ -213,15 +215,17 @@ func (t *T) retakeOnce(s Scenario, lease time.Duration) (wide bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	// A child process started again has forgotten the config: the lease
-	// the takeover must write is set again.
+	// The lease the takeover must write, shorter than the claim's: a
+	// takeover leases the key for the lease in force, not for the one it
+	// was first claimed with. (A child process started again has
+	// forgotten the config in any case.)
 	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
 		return false, err
 	}
 	if p.claimedBy, err = t.LabNow(); err != nil {
 		return false, err
 	}
-	if err := t.SetClock(p.claimedBy.Add(lease + time.Second)); err != nil {
+	if err := t.SetClock(p.claimedBy.Add(claimed + time.Second)); err != nil {
 		return false, err
 	}
 	if err := t.Arm(labctl.CrashInTransfer, 1); err != nil {
@@ -239,9 +243,9 @@ func (t *T) retakeOnce(s Scenario, lease time.Duration) (wide bool, err error) {
 	taker := t.Do(p.req)
 	window := time.Since(before)
 	sent := fmt.Sprintf("(POST /lab/config: lease %v)\n%s\n(armed crash-in-transfer: the original died inside its business write  →  %s)\n"+
-		"then the lab clock set to 1s after its lease expired, and a retry (armed crash-in-transfer: it takes the key over and dies too)  →  %s",
-		lease, p.req.String(), stranded.Short(), taker.Short())
-	expected := fmt.Sprintf("201 Created: a retry that took the key over leased it for the lease in force, %v, from its takeover, and a longer lease set in the config afterwards is for the leases granted after; once that lease is over, the next retry takes the key over at once and executes, and is not told to wait longer than the lease the API promised", lease)
+		"then POST /lab/config: lease %v, the lab clock set to 1s after the original's lease expired, and a retry (armed crash-in-transfer: it takes the key over and dies too)  →  %s",
+		claimed, p.req.String(), stranded.Short(), lease, taker.Short())
+	expected := fmt.Sprintf("201 Created: a retry that took the key over leased it for the lease in force at its takeover, %v (not the %v the key was first claimed with), from its takeover, and a longer lease set in the config afterwards is for the leases granted after; once that lease is over, the next retry takes the key over at once and executes, and is not told to wait longer than the lease the API promised", lease, claimed)
 	if taker.Err == nil {
 		// The server answered: the crash did not fire, and the retry did
 		// not reach the business write.
