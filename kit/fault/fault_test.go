@@ -127,6 +127,44 @@ func TestSlowSettingsRereads_HoldsOnlyAReadAfterTheRequestsWrite(t *testing.T) {
 	}
 }
 
+// TestSlowSettingsRereads_HoldsAReadAfterAWriteNoRequestCarries: a
+// write of the settings sent without a request's context (Exec, not
+// ExecContext) cannot be told from the write of the request that sent it,
+// so a read of the settings that follows it in any request begun before
+// it is held up, and one in a request begun after it, or before no such
+// write, is not. A save that writes with Exec and reads the version it
+// made under its request's context would otherwise never be held up.
+func TestSlowSettingsRereads_HoldsAReadAfterAWriteNoRequestCarries(t *testing.T) {
+	var s fault.Store
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	const read = `SELECT nickname, daily_limit, version FROM account_settings WHERE account_id = ?`
+	s.SlowSettingsRereads(2)
+	saver := fault.WithRequest(gone)
+	if err := s.BeforeStatement(saver, read); err != nil {
+		t.Errorf("a read before any write: %v; want it run at once", err)
+	}
+	if err := s.BeforeStatement(fault.LabRead(gone), `UPDATE account_settings SET nickname = ?`); err != nil {
+		t.Errorf("the lab's write: %v; want it run at once", err)
+	}
+	if err := s.BeforeStatement(saver, read); err != nil {
+		t.Errorf("a read after the lab's write: %v; want it run at once", err)
+	}
+	if err := s.BeforeStatement(gone, `UPDATE account_settings SET nickname = ?, version = version + 1 WHERE account_id = ?`); err != nil {
+		t.Errorf("a write that no request carries: %v; want it run at once", err)
+	}
+	later := fault.WithRequest(gone)
+	if err := s.BeforeStatement(later, read); err != nil {
+		t.Errorf("a read in a request begun after that write: %v; want it run at once", err)
+	}
+	if err := s.BeforeStatement(saver, read); !errors.Is(err, context.Canceled) {
+		t.Errorf("a read in a request begun before that write: %v; want it held, and given up with its context", err)
+	}
+	if n := s.SlowSettingsRereadsLeft(); n != 1 {
+		t.Errorf("%d left after one held read of two; want 1", n)
+	}
+}
+
 // TestSlowKeyDeletesAfterRead_HoldsOnlyADeleteAfterTheRequestsRead: an
 // armed count of deletes of the key table wait before they run when their
 // request has read the table before (a waiting delete gives up with its

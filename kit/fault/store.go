@@ -154,6 +154,10 @@ type Store struct {
 	// slowSettingsRereads counts down the reads of the settings held up
 	// that follow a write of them in one request.
 	slowSettingsRereads Countdown
+	// looseSettingsWrite is the step (see steps) of the last write of the
+	// settings sent in a context that carries no request and is not the
+	// lab's, noted while rereads are armed.
+	looseSettingsWrite atomic.Int64
 	// outboxWriteFailures counts down the outbox INSERTs that fail.
 	outboxWriteFailures Countdown
 	// referenceWriteFailures counts down the reference INSERTs that fail.
@@ -299,8 +303,9 @@ func (s *Store) BeforeSettingsCommit() {
 // it (see writesSettings; whatever rows it matched), in a request begun
 // while the fault was armed (the server notes a request's statements
 // only then: see WithRequest), or in a context that carries no request
-// and is not the lab's (see holdReread), wait SettingsRereadDelay before
-// they run. A stage that answers a save with what a read after its write
+// and is not the lab's, wait SettingsRereadDelay before they run; a
+// write sent in such a context counts as one of every request begun
+// before it (see holdReread). A stage that answers a save with what a read after its write
 // finds then answers another clerk's save, which landed in between; one
 // that answers what its write made is not held up at all.
 func (s *Store) SlowSettingsRereads(n int64) { s.slowSettingsRereads.Arm(n) }
@@ -309,9 +314,16 @@ func (s *Store) SlowSettingsRereads(n int64) { s.slowSettingsRereads.Arm(n) }
 // write of them will still be held up.
 func (s *Store) SlowSettingsRereadsLeft() int64 { return s.slowSettingsRereads.Left() }
 
+// steps orders the beginnings of requests (see WithRequest) and the
+// writes of the settings that no request carries: a request begun at a
+// step before such a write may have sent it.
+var steps atomic.Int64
+
 // request is what the database notes about the statements of one
 // request (see WithRequest).
 type request struct {
+	// begun is the step at which the request began.
+	begun int64
 	// wroteSettings is set once a statement of the request has written
 	// the settings.
 	wroteSettings atomic.Bool
@@ -328,7 +340,7 @@ type requestKey struct{}
 // when it reads the key table, so that the slow-key-delete-after-read
 // fault can hold up a delete of the table that follows.
 func WithRequest(ctx context.Context) context.Context {
-	return context.WithValue(ctx, requestKey{}, &request{})
+	return context.WithValue(ctx, requestKey{}, &request{begun: steps.Add(1)})
 }
 
 // FailOutboxWrites makes the next n statements that insert into the
@@ -680,18 +692,25 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 }
 
 // holdReread notes in ctx's request (see WithRequest) a write of the
-// settings, and holds up a read of them that follows one. A read whose
-// context carries no request is held up too, unless the lab makes it: a
-// statement run without the context of the request that runs it (QueryRow,
-// not QueryRowContext: database/sql runs it under context.Background)
-// cannot be told from a read after that request's write.
+// settings, and holds up a read of them that follows one. A statement run
+// without the context of the request that runs it (QueryRow or Exec, not
+// QueryRowContext or ExecContext: database/sql runs it under
+// context.Background) cannot be told from another request's, so such a
+// read is held up too, unless the lab makes it; and such a write is
+// noted for every request begun before it, whose reads of the settings
+// that follow are held up as after the request's own write.
 func (s *Store) holdReread(ctx context.Context, query string) error {
 	req, ok := ctx.Value(requestKey{}).(*request)
 	switch {
 	case ok && writesSettings(query):
 		req.wroteSettings.Store(true)
 		return nil
-	case ok && !req.wroteSettings.Load(), !ok && labRead.in(ctx):
+	case !ok && labRead.in(ctx):
+		return nil
+	case !ok && writesSettings(query):
+		s.looseSettingsWrite.Store(steps.Add(1))
+		return nil
+	case ok && !req.wroteSettings.Load() && s.looseSettingsWrite.Load() < req.begun:
 		return nil
 	}
 	if readsSettings(query) && s.slowSettingsRereads.Fire() {
