@@ -388,7 +388,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S7.settings-contract", Stage: 7, Lesson: lesson7 + "#the-contract",
-		Claim: "the settings are the owner's only (401 without a token, 403 for another customer's account, 404 for none, whatever If-Match says or lacks), a PUT writes the account in its path and no other (another account saved as often, the customer's or another customer's, stays as it was, also after a PUT from a list), and an invalid PUT body is 400 invalid-request, also without If-Match or from an old ETag: nothing changes",
+		Claim: "the settings are the owner's only (401 without a token, 403 for another customer's account, 404 for none, whatever If-Match says or lacks), a PUT writes the account in its path and no other (another account saved as often, the customer's or another customer's, stays as it was, also after a PUT from a list), an invalid PUT body is 400 invalid-request, also without If-Match or from an old ETag, and so is an If-Match of more than 100 tags, the current one among them: nothing changes",
 		Why:   "settings that another customer can read or change, a 428 or 412 to a stranger, who may not change the settings whatever If-Match says (a 412 tells it its ETag is not the current version, a 403 that it is), a save that also rewrites every other account at its version, or a limit of -1 or of a string that is saved, guard no money",
 		Run:   checkSettingsContract,
 	},

@@ -12,6 +12,7 @@ import (
 	"idemlab/grader/judging"
 	"idemlab/kit/bank"
 	"idemlab/kit/problem"
+	"idemlab/kit/request"
 )
 
 // checkPreconditionRequired catches a server that takes a PUT without
@@ -415,7 +416,9 @@ func checkETagNamesTheVersion(t *T) error {
 // every ETag but the current one, and so tells which version is current.
 // The body comes before If-Match too: an invalid one is 400 without
 // If-Match or from an old ETag, where a server that reads it after
-// If-Match answers 428 or 412.
+// If-Match answers 428 or 412. An If-Match of more tags than the contract
+// reads (request.MaxIfMatchTags) is 400 too, the current ETag among them,
+// where a server that drops the kit's error answers 412.
 func checkSettingsContract(t *T) error {
 	s, err := t.Scenario(2, 1_000_000)
 	if err != nil {
@@ -477,6 +480,12 @@ func checkSettingsContract(t *T) error {
 		req.Body = `{"nickname":"x"}`
 		probes = append(probes, probe{req, 400, problem.InvalidRequest.URI(), p.because})
 	}
+	// A list longer than the contract reads is refused whole, even with
+	// the current ETag in it: the client learns that its list is too
+	// long, not that someone changed the settings.
+	listed := putSettings(a, acc, start.Settings, strings.Repeat(old+", ", request.MaxIfMatchTags)+start.ETag)
+	probes = append(probes, probe{listed, 400, problem.InvalidRequest.URI(),
+		fmt.Sprintf("If-Match lists %d entity tags, the current one last: more than the %d the contract reads", request.MaxIfMatchTags+1, request.MaxIfMatchTags)})
 	for _, p := range probes {
 		sent := story + "\n" + describe(p.req) + "  (" + p.because + ")"
 		if err := t.refused(sent, p.req, p.status, p.ptype, a, acc, start); err != nil {

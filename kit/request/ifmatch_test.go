@@ -1,10 +1,15 @@
 package request_test
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
+	"idemlab/kit/problem"
 	"idemlab/kit/request"
 )
 
@@ -42,9 +47,41 @@ func TestIfMatch_ReadsTheListAsRFC9110Does(t *testing.T) {
 		for _, f := range c.fields {
 			h.Add("If-Match", f)
 		}
-		got, ok := request.IfMatch(h)
+		got, ok, err := request.IfMatch(h)
+		if err != nil {
+			t.Errorf("If-Match %q: %v; want no error", c.fields, err)
+		}
 		if ok != c.ok || got.Sent != c.want.Sent || got.Any != c.want.Any || !slices.Equal(got.Strong, c.want.Strong) {
 			t.Errorf("If-Match %q: %+v, ok %v; want %+v, ok %v", c.fields, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// TestIfMatch_RefusesAListLongerThanTheLimit: a list of MaxIfMatchTags
+// tags, weak ones and repeats counted, in one field or several, is read;
+// one tag more is a 400 invalid-request that names the limit, however
+// long the list: a server that checks the tags in one statement, one
+// parameter each, stays far under the engine's own bound (tens of
+// thousands), whatever bounds the headers.
+func TestIfMatch_RefusesAListLongerThanTheLimit(t *testing.T) {
+	list := func(n int) string {
+		tags := make([]string, n)
+		for i := range tags {
+			tags[i] = fmt.Sprintf(`"v%d"`, i%7)
+		}
+		tags[0] = `W/"v1"`
+		return strings.Join(tags, ", ")
+	}
+	h := http.Header{"If-Match": {list(request.MaxIfMatchTags - 1), `"v9"`}}
+	if p, ok, err := request.IfMatch(h); err != nil || !ok || len(p.Strong) != request.MaxIfMatchTags-1 {
+		t.Errorf("%d tags in two fields: %d strong, ok %v, %v; want %d strong, ok, no error", request.MaxIfMatchTags, len(p.Strong), ok, err, request.MaxIfMatchTags-1)
+	}
+	for _, n := range []int{request.MaxIfMatchTags + 1, 70_000} {
+		h := http.Header{"If-Match": {list(n)}}
+		_, _, err := request.IfMatch(h)
+		var pe *problem.Error
+		if !errors.As(err, &pe) || pe.Type != problem.InvalidRequest || !strings.Contains(pe.Detail, strconv.Itoa(request.MaxIfMatchTags)) {
+			t.Errorf("%d tags: %v; want a 400 invalid-request that names the limit of %d", n, err, request.MaxIfMatchTags)
 		}
 	}
 }

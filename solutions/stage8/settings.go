@@ -47,7 +47,13 @@ func (s *Server) PutSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ifMatch := strings.Join(r.Header.Values("If-Match"), ", ")
-	pre, ok := request.IfMatch(r.Header)
+	// A list longer than the kit reads is refused before any statement:
+	// the write below binds one parameter for each version it lists.
+	pre, ok, err := request.IfMatch(r.Header)
+	if err != nil {
+		problem.Write(w, err)
+		return
+	}
 	switch {
 	case !pre.Sent:
 		// A PUT without a version would overwrite whatever another clerk

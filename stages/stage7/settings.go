@@ -47,8 +47,9 @@ func (s *Server) PutSettings(w http.ResponseWriter, r *http.Request) {
 	// version when any strong tag in it does; a weak tag never does; one
 	// that is malformed or names none of our versions gets 412
 	// (problem.PreconditionFailed), and nothing changes. The kit reads the
-	// header's list for you (request.IfMatch); versions, below, picks our
-	// versions out of it.
+	// header's list for you (request.IfMatch), and refuses one too long to
+	// check with an error to send as it is (400); versions, below, picks
+	// our versions out of it.
 
 	// The core confirms every change of a limit, outside any transaction.
 	if err := s.env.Bank.CallCore(ctx); err != nil {
