@@ -46,11 +46,13 @@ func checkPreconditionRequired(t *T) error {
 // last or between old ones; a weak tag never matches, alone or in a list;
 // a header that is no list of tags names no version, and neither does a
 // tag of a version the account has not reached, nor the current tag
-// spelled another way. It catches a server that reads the header as one
-// tag (every list refused), one that reads one tag of the list (the
-// last, say), one that compares weakly (W/ stripped), one whose write
-// takes any version up to the tag's, and one that reads the version
-// out of a tag as a number, whatever its spelling ("v03" for "v3").
+// spelled another way. A list as long as the contract reads
+// (request.MaxIfMatchTags) is read whole. It catches a server that reads
+// the header as one tag (every list refused), one that reads one tag of
+// the list (the last, say), one that reads only its first few tags, one
+// that compares weakly (W/ stripped), one whose write takes any version
+// up to the tag's, and one that reads the version out of a tag as a
+// number, whatever its spelling ("v03" for "v3").
 func checkIfMatchList(t *T) error {
 	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
 	if err != nil {
@@ -60,7 +62,7 @@ func checkIfMatchList(t *T) error {
 	// prev is the ETag of the version before cur: old, and ours.
 	cur, prev := start, start
 	other := `"` + t.Key() + `"`
-	for _, list := range []string{"other, current", "other | current", "current, old", "old, current, old"} {
+	for _, list := range []string{"other, current", "other | current", "current, old", "old, current, old", "longest"} {
 		next := cur.Settings
 		next.Nickname = t.nickname()
 		req := putSettings(a, acc, next, "")
@@ -79,6 +81,11 @@ func checkIfMatchList(t *T) error {
 		case "old, current, old":
 			what = "If-Match lists the current ETag between two old ones"
 			req.Header.Add("If-Match", start.ETag+", "+cur.ETag+", "+prev.ETag)
+		case "longest":
+			// As long a list as the contract reads: a server that reads
+			// fewer tags, to bound its statement, misses the current one.
+			what = fmt.Sprintf("If-Match lists %d tags, as many as the contract reads, the current ETag last", request.MaxIfMatchTags)
+			req.Header.Add("If-Match", strings.Repeat(start.ETag+", ", request.MaxIfMatchTags-1)+cur.ETag)
 		}
 		etag, err := t.saved(story+"\n"+what+":", req, t.Do(req), next)
 		if err != nil {
