@@ -77,7 +77,7 @@ func (g *writeGate) finishGroup() error {
 	}
 	g.open = nil
 	if err := grp.inner.Commit(); err != nil {
-		// The driver rolls back a transaction its failed COMMIT left
+		// keptTx.Commit rolls back a transaction its failed COMMIT left
 		// open: the next writer starts afresh.
 		grp.fail(fmt.Errorf("commit: %w", err))
 		return grp.err
@@ -151,7 +151,7 @@ var errGroupBroken = errors.New("the write transaction this one was committed in
 func (c *connector) joinGroup(ctx context.Context, opts driver.TxOptions) (grp *group, first bool, err error) {
 	g := c.gate
 	if g.open == nil {
-		t, err := c.writer.conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+		t, err := c.writer.begin(ctx, opts)
 		if err != nil {
 			return nil, false, err
 		}

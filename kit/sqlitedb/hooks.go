@@ -270,7 +270,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if c.gated && c.connector.mem == nil {
 		t.group, t.first, err = c.connector.joinGroup(dctx, opts)
 	} else {
-		t.inner, err = c.cur.conn.(driver.ConnBeginTx).BeginTx(dctx, opts)
+		t.inner, err = c.cur.begin(dctx, opts)
 	}
 	if err != nil {
 		c.endTurns()
@@ -517,7 +517,7 @@ func (t *tx) Commit() error {
 	t.conn.business = false
 	t.conn.inTx = false
 	if err != nil {
-		// The driver rolls back a transaction whose COMMIT failed: either
+		// keptTx.Commit rolls back a transaction whose COMMIT failed: either
 		// way the write lock is free.
 		t.on.keyRows, t.on.outbox = nil, false
 		t.conn.endTurns()

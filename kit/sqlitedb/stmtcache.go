@@ -141,3 +141,45 @@ func (r *closingRows) ColumnTypePrecisionScale(i int) (precision, scale int64, o
 func (r *closingRows) ColumnTypeScanType(i int) reflect.Type {
 	return r.Rows.(driver.RowsColumnTypeScanType).ColumnTypeScanType(i)
 }
+
+// The driver's own transactions prepare their BEGIN, COMMIT and ROLLBACK
+// anew each time, and a write transaction does so with the write gate held
+// (on an in-memory database, with the exclusive turn). Begun with begin,
+// a transaction runs them through the statements the physical connection
+// keeps, as the driver runs them otherwise: a write transaction begins
+// IMMEDIATE (the _txlock of dataSourceName), a read-only one with a plain
+// BEGIN, and the driver's options are not looked at further.
+
+// begin begins a transaction on c through its kept statements.
+func (c *physical) begin(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	query := "BEGIN IMMEDIATE"
+	if opts.ReadOnly {
+		query = "BEGIN"
+	}
+	if _, err := c.exec(ctx, query, nil); err != nil {
+		return nil, err
+	}
+	return keptTx{c}, nil
+}
+
+// keptTx is a transaction begin began.
+type keptTx struct{ on *physical }
+
+// Commit commits the transaction. A COMMIT that fails may leave it open
+// (a deferred foreign key still broken): it is rolled back then, as the
+// driver does, so that the connection is outside any transaction either
+// way.
+func (t keptTx) Commit() error {
+	_, err := t.on.exec(context.Background(), "COMMIT", nil)
+	if err != nil {
+		// When SQLite has ended the transaction itself, this ROLLBACK
+		// fails for want of one, which changes nothing.
+		t.on.exec(context.Background(), "ROLLBACK", nil)
+	}
+	return err
+}
+
+func (t keptTx) Rollback() error {
+	_, err := t.on.exec(context.Background(), "ROLLBACK", nil)
+	return err
+}
