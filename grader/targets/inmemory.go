@@ -14,7 +14,7 @@ import (
 // kernel's sockets and wakes a goroutine through the network poller: a
 // share of the day's time that measures the machine's kernel, not the
 // server or the replay (docs/benchmarks.md has the figures). So such a
-// day reaches its server over in-memory connections (net.Pipe): the same
+// day reaches its server over in-memory connections (bufferedPipe): the same
 // HTTP/1.1, byte for byte, through the same net/http server and client,
 // with the same faults on the way (grader/faultnet works on requests and
 // answers, not on sockets). What a slow or oversized client does to a
@@ -103,7 +103,7 @@ type pipeListener struct {
 // returns ctx's error if ctx ends first, and net.ErrClosed once the
 // listener is closed.
 func (l *pipeListener) dial(ctx context.Context) (net.Conn, error) {
-	client, server := net.Pipe()
+	client, server := bufferedPipe()
 	select {
 	case l.conns <- server:
 		return client, nil
