@@ -334,6 +334,9 @@ func Run(ctx context.Context, plan *dayplan.Plan, opts Options) (*Result, error)
 // at once, starting them as opts.Pace allows, and returns when every call
 // has returned. It returns ctx's error if ctx ended first.
 func (r *replayer) each(ctx context.Context, n int, do func(i int)) error {
+	if r.opts.Pace == nil {
+		return eachUnpaced(ctx, n, r.opts.Clients, do)
+	}
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range r.opts.Clients {
@@ -352,6 +355,28 @@ func (r *replayer) each(ctx context.Context, n int, do func(i int)) error {
 		next <- i
 	}
 	close(next)
+	wg.Wait()
+	return ctx.Err()
+}
+
+// eachUnpaced is each with no Pace: a worker done with one call takes the
+// next i itself, where handing each i over a channel woke a worker or the
+// goroutine handing them out for nearly every call. The calls start in
+// the same order.
+func eachUnpaced(ctx context.Context, n, clients int, do func(i int)) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				do(i)
+			}
+		})
+	}
 	wg.Wait()
 	return ctx.Err()
 }
