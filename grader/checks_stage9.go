@@ -1958,6 +1958,9 @@ func checkCommitOrder(t *T) error {
 // it finds nothing new, posts the later ones and never the round's held
 // row while transfers keep coming. Three requests show that: the round's
 // own, the next, which the later transfers' rows are in, and one more.
+// The fourth is one to spare: a relay whose next request carries rows of
+// the round alone (its passes read fewer rows than a round makes) posts
+// the later transfers' rows a request later.
 const busySteps = 4
 
 // keptBusy keeps the relay busy after a round (see busySteps), the
