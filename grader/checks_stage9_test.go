@@ -503,3 +503,37 @@ func TestSettleFails_ARelayThatBacksOff(t *testing.T) {
 func TestSettleFails_AServerThatWritesNoOutboxRowsFails(t *testing.T) {
 	failureOf(t, "S9.settle-fails", grader.Subject{Stage: 9, Name: "solutions/stage8", New: stage8.New})
 }
+
+// freshContext is solution 9 with a relay that runs its pass with a
+// context of its own, context.Background(), rather than the one the kit
+// passes it, which the fail-outbox-settle fault knows the relay's
+// statements by.
+type freshContext struct{ *stage9.Server }
+
+func (s freshContext) Relay(context.Context) (int, error) {
+	return s.Server.Relay(context.Background())
+}
+
+// TestSettleFails_ARelayOnAContextOfItsOwnIsToldWhichToUse: no write of a
+// relay that drops the kit's context is refused, so S9.settle-fails
+// cannot observe what it does when one is, and says so; and, since the
+// student cannot guess how the fault knows the relay, it says which
+// context to run the statements with. It catches a report that explains
+// the could-not-observe and leaves the student nothing to do about it.
+func TestSettleFails_ARelayOnAContextOfItsOwnIsToldWhichToUse(t *testing.T) {
+	factory := func(ctx context.Context, env stage.Env) (stage.Handlers, error) {
+		h, err := stage9.New(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		return freshContext{Server: h.(*stage9.Server)}, nil
+	}
+	err := errorOf(t, "S9.settle-fails", grader.Subject{Stage: 9, Name: "a relay on a context of its own", New: factory})
+	var u *judging.Unobserved
+	if !errors.As(err, &u) {
+		t.Fatalf("a relay on context.Background(): %v, want could not observe", err)
+	}
+	if !strings.Contains(u.What, "run every statement of Relay with the ctx the kit passes it") {
+		t.Errorf("could not observe %s: it does not say which context to run the relay's statements with", u.What)
+	}
+}
