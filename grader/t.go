@@ -273,6 +273,23 @@ func (t *T) Reset(customers int, opening int64) ([]bank.Customer, error) {
 // State reads the target's lab state.
 func (t *T) State() (labctl.State, error) { return t.Lab().State(t.ctx) }
 
+// stateRead is how long stateSoon waits for the lab's state: a server
+// that answers at all reads it in milliseconds, and one that has not
+// answered by then waits on something of its own (a transaction left
+// open holds every read on an in-memory SQLite database, and a
+// connection pool spent holds every read on PostgreSQL) that the lab
+// client would wait for until its own timeout.
+const stateRead = 5 * time.Second
+
+// stateSoon is State given stateRead at most, even once the check's own
+// context has ended: for a reading after the verdict is known, or whose
+// wait would only delay it.
+func (t *T) stateSoon() (labctl.State, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), stateRead)
+	defer cancel()
+	return t.Lab().State(ctx)
+}
+
 // Configure changes the members of the target's config that change sets;
 // the others stay.
 func (t *T) Configure(change labclient.Config) error {

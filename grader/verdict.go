@@ -1,11 +1,9 @@
 package grader
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"idemlab/grader/history"
 	"idemlab/grader/judging"
@@ -61,12 +59,7 @@ func (t *T) moneyFirst(err error) error {
 	if errors.As(err, &f) && f.Harm != "" {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
-	defer cancel()
-	saved := t.ctx
-	t.ctx = ctx
-	st, serr := t.State()
-	t.ctx = saved
+	st, serr := t.stateSoon()
 	if serr != nil {
 		return err
 	}

@@ -206,7 +206,8 @@ func (h *Recorder) Watch(ctx context.Context, lab *labclient.Client, process int
 // before now have been heard: it moves the lab clock of each by nothing
 // and waits, up to a second each, for the clock event that says so (its
 // time is the one the move answered, which no earlier move of the clock
-// has). A process whose stream has ended is passed over.
+// has). A process whose stream has ended is passed over, and so is one
+// whose clock does not move within fenceMove.
 func (h *Recorder) Fence(ctx context.Context) {
 	h.mu.Lock()
 	watched := slices.Clone(h.watched)
@@ -217,12 +218,27 @@ func (h *Recorder) Fence(ctx context.Context) {
 			continue
 		default:
 		}
-		now, err := s.lab.Advance(ctx, 0)
+		now, err := s.move(ctx)
 		if err != nil {
 			continue
 		}
 		s.awaitFence(ctx, now)
 	}
+}
+
+// fenceMove is how long Fence waits for a process's clock to move: the
+// move is a write of the server's database, done in milliseconds, unless
+// something of the server's holds the database (a transaction a stage
+// left open, which holds every write for as long as it lives); its events
+// are then not waited for, and the fence is not held up until the lab
+// client gives up.
+const fenceMove = 5 * time.Second
+
+// move moves the process's lab clock by nothing, within fenceMove.
+func (s *stream) move(ctx context.Context) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, fenceMove)
+	defer cancel()
+	return s.lab.Advance(ctx, 0)
 }
 
 // awaitFence waits, up to a second, for the clock event of the fence that
