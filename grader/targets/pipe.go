@@ -106,6 +106,12 @@ func (h *pipeHalf) write(b []byte) (int, error) {
 		room := pipeBuffer - (len(h.buf) - h.off)
 		if room > 0 {
 			m := min(room, len(b)-n)
+			if h.off > 0 && len(h.buf)+m > cap(h.buf) {
+				// Move what is unread to the front rather than grow
+				// the buffer: a reader that never quite catches up
+				// would otherwise keep every byte ever written.
+				h.buf, h.off = h.buf[:copy(h.buf, h.buf[h.off:])], 0
+			}
 			h.buf = append(h.buf, b[n:n+m]...)
 			n += m
 		}
