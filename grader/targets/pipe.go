@@ -35,6 +35,9 @@ func bufferedPipe() (net.Conn, net.Conn) {
 // pipeHalf is one direction of a connection: the bytes written and not
 // yet read.
 type pipeHalf struct {
+	// wmu makes each write whole, as a socket's and net.Pipe's are: a
+	// write larger than the room left is not interleaved with another.
+	wmu                         sync.Mutex
 	mu                          sync.Mutex
 	buf                         []byte
 	off                         int           // buf[off:] is unread
@@ -63,6 +66,7 @@ func (h *pipeHalf) read(b []byte) (int, error) {
 		switch {
 		case h.gone:
 			h.mu.Unlock()
+			notify(h.readable) // for another reader waiting
 			return 0, io.ErrClosedPipe
 		case isClosedChan(h.readDeadline.wait()):
 			h.mu.Unlock()
@@ -73,11 +77,16 @@ func (h *pipeHalf) read(b []byte) (int, error) {
 			if h.off == len(h.buf) {
 				h.buf, h.off = h.buf[:0], 0
 			}
+			left := h.off < len(h.buf)
 			h.mu.Unlock()
 			notify(h.writable)
+			if left {
+				notify(h.readable) // for another reader waiting
+			}
 			return n, nil
 		case h.eof:
 			h.mu.Unlock()
+			notify(h.readable) // for another reader waiting
 			return 0, io.EOF
 		}
 		h.mu.Unlock()
@@ -89,6 +98,8 @@ func (h *pipeHalf) read(b []byte) (int, error) {
 }
 
 func (h *pipeHalf) write(b []byte) (int, error) {
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
 	n := 0
 	for {
 		h.mu.Lock()

@@ -1,9 +1,13 @@
 package targets
 
 import (
+	"bytes"
 	"io"
 	"net"
+	"slices"
+	"sync"
 	"testing"
+	"testing/synctest"
 
 	"golang.org/x/net/nettest"
 )
@@ -44,5 +48,45 @@ func TestBufferedPipeReaderThatLags(t *testing.T) {
 	h.mu.Unlock()
 	if c > 2*pipeBuffer {
 		t.Errorf("the buffer holds %d bytes for 1 unread: what was read is kept", c)
+	}
+}
+
+// TestBufferedPipeCloseEndsEveryWait: Close ends every Read waiting on
+// the connection, however many there are, and a Write waiting for room,
+// as net.Pipe's does.
+func TestBufferedPipeCloseEndsEveryWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := bufferedPipe()
+		defer b.Close()
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() { a.Read(make([]byte, 10)) })
+		}
+		wg.Go(func() { a.Write(make([]byte, 2*pipeBuffer)) })
+		synctest.Wait() // every one of them waits
+		a.Close()
+		wg.Wait() // a deadlock of the bubble if one still waits
+	})
+}
+
+// TestBufferedPipeWritesDoNotInterleave: two writes at once, each larger
+// than the buffer, arrive one after the other, as on a socket (whose
+// writes are serialized) and net.Pipe.
+func TestBufferedPipeWritesDoNotInterleave(t *testing.T) {
+	a, b := bufferedPipe()
+	defer a.Close()
+	defer b.Close()
+	x := bytes.Repeat([]byte{'x'}, 3*pipeBuffer)
+	y := bytes.Repeat([]byte{'y'}, 3*pipeBuffer)
+	var wg sync.WaitGroup
+	wg.Go(func() { a.Write(x) })
+	wg.Go(func() { a.Write(y) })
+	got := make([]byte, len(x)+len(y))
+	if _, err := io.ReadFull(b, got); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if !bytes.Equal(got, slices.Concat(x, y)) && !bytes.Equal(got, slices.Concat(y, x)) {
+		t.Error("the two writes arrived interleaved")
 	}
 }
