@@ -974,7 +974,9 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 // state: the retry executes, and the money moves twice. The original goes
 // through the second process of the target; the retry through the first,
 // where the round holds its first update of the key table
-// (held-key-update), before it runs, until the original has answered. A
+// (held-key-update), before it runs, until the original has answered, or
+// waits for a lock the retry's transaction took before the takeover (a
+// read of the key FOR UPDATE), which the key serializes as it should. A
 // takeover that asks for the key in progress matches nothing then, and
 // the retry is told to retry, and a last retry gets the original's
 // answer. On SQLite the retry's claim holds the write lock, and the
@@ -1004,10 +1006,17 @@ func (t *T) completedBeforeTakeover(s Scenario, latency time.Duration) (bool, er
 	// the original has completed, the retry reads the key completed, and
 	// a longer hold tries again.
 	conclusive := !orig.Done()
-	first := orig.Wait()
+	// The original answers, or waits for a lock the retry's transaction
+	// took before its held takeover (a read of the key FOR UPDATE, say),
+	// which only letting the takeover go ends: not the fault's own cap.
+	if err := t.answeredOrBlocked(orig.Pending); err != nil {
+		return true, err
+	}
+	answered := orig.Done()
 	if err := t.Arm(labctl.HeldKeyUpdate, 0); err != nil {
 		return true, err
 	}
+	first := orig.Wait()
 	second, last := retry.Wait(), t.Do(req)
 	if executedOps(first, second, last) > 0 {
 		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
@@ -1015,10 +1024,14 @@ func (t *T) completedBeforeTakeover(s Scenario, latency time.Duration) (bool, er
 	sent := fmt.Sprintf("(two server processes on one database; lease %v)\n%s  (the original, through the second process, waiting %v on the core)\n"+
 		"while it waits: %v of lab time (its lease expires)\n"+
 		"then the retry, the same request, through the first process, where the first statement that updates the key table waits (held-key-update)%s\n"+
-		"the original answers  %s\nthen the held statement runs: the retry answers  %s\nthen one more retry  →  %s",
+		"%s  %s\nthen one more retry  →  %s",
 		lease, req.String(), latency, lease+time.Second,
 		map[bool]string{true: ", its takeover", false: ", which does not reach one"}[takingOver != ""],
-		first.Short(), second.Short(), last.Short())
+		fmt.Sprintf(map[bool]string{
+			true:  "the original answers  %s\nthen the held statement runs: the retry answers",
+			false: "the original waits for a lock the retry's transaction holds\nthen the held statement runs: the original answers  %s\nthe retry answers",
+		}[answered], first.Short()),
+		second.Short(), last.Short())
 	got := "the original " + first.Short() + "; the retry " + second.Short() + "; one more retry " + last.Short()
 	return conclusive, because(t.Reconcile(sent, got, s.Books),
 		"a takeover asks, in the statement that writes the new owner, for the key still in progress as well as for its lease expired: the state read before goes stale when the late original completes in between, and a takeover that matches the completed key opens it again, and the payment runs twice")
@@ -1205,11 +1218,32 @@ func (t *T) calledCore(retry *Pending, op string, before int64) (called, known b
 		if called = calls > before; called || retry.Done() {
 			return true, nil
 		}
-		st, err := t.State()
-		blocked = err == nil && st.LockWaits > 0
+		blocked, err = t.lockWaited()
 		return blocked, err
 	})
 	return called, called || blocked || retry.Done(), err
+}
+
+// answeredOrBlocked waits for p to answer, up to retakeWait, unless
+// PostgreSQL shows a session of the lab's database waiting on a lock: a
+// request that waits for a lock the held statement's transaction holds
+// answers only once the check lets the statement go.
+func (t *T) answeredOrBlocked(p *Pending) error {
+	_, err := t.WaitFor(retakeWait, func() (bool, error) {
+		if p.Done() {
+			return true, nil
+		}
+		return t.lockWaited()
+	})
+	return err
+}
+
+// lockWaited reports whether a session of the lab's database waits now
+// for a lock another transaction holds (GET /lab/state's lock_waits;
+// never on SQLite).
+func (t *T) lockWaited() (bool, error) {
+	st, err := t.State()
+	return err == nil && st.LockWaits > 0, err
 }
 
 // lateOriginalFenced is one round of S6.late-original-fenced, with the
