@@ -299,13 +299,30 @@ func (t *T) Configure(change labclient.Config) error {
 
 // Arm arms a fault point count times. It refuses to arm a crash on a
 // server the grader neither runs in this process nor can restart (lab
-// grade --url): the crash would end someone's server for good.
+// grade --url): the crash would end someone's server for good. A disarm
+// (count 0) is sent even once the check has ended (see faultContext).
 func (t *T) Arm(point string, count int) error {
 	crash := strings.HasPrefix(point, "crash-")
 	if crash && count > 0 && t.target.Server == nil && t.target.Child == nil {
 		return targets.ErrNoChild
 	}
-	return t.Lab().Arm(t.ctx, point, int64(count))
+	ctx, cancel := t.faultContext(count)
+	defer cancel()
+	return t.Lab().Arm(ctx, point, int64(count))
+}
+
+// faultContext is the context a fault point is armed with count times:
+// the check's, but for a disarm, which lets go the statements and commits
+// the point holds and is sent, within 5 s, even once the check's context
+// has ended (its time is up, or the run was stopped). The check's
+// deferred disarm is what lets a held statement go: without it, the
+// statement waits for the fault's own cap (fault.HeldStatementMax), and
+// the server's stop waits for its request.
+func (t *T) faultContext(count int) (context.Context, context.CancelFunc) {
+	if count > 0 {
+		return t.ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
 }
 
 // ArmEverywhere arms point, as Arm does, in every process of the target:
@@ -314,8 +331,10 @@ func (t *T) ArmEverywhere(point string, count int) error {
 	if err := t.Arm(point, count); err != nil {
 		return err
 	}
+	ctx, cancel := t.faultContext(count)
+	defer cancel()
 	for _, lab := range t.replicaLabs() {
-		if err := lab.Arm(t.ctx, point, int64(count)); err != nil {
+		if err := lab.Arm(ctx, point, int64(count)); err != nil {
 			return err
 		}
 	}
