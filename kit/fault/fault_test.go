@@ -550,9 +550,12 @@ func TestHoldKeyDeletes_HoldUntilReleased(t *testing.T) {
 // waits, before it runs, until the fault is disarmed, and then runs; a
 // statement that does not update the table (a read of the lease) runs at
 // once; once the count is spent, nothing waits; a held update whose
-// context ends gives up with it. A fault held for a fixed time would let
+// context ends gives up with it, and one never let go runs once
+// HeldStatementMax has passed. A fault held for a fixed time would let
 // an original's completion run before the retry took its key over, on a
-// slow machine; one that missed the release would hold it HeldCommitMax.
+// slow machine; one that missed the release would hold it
+// HeldStatementMax; one with no cap would hold a statement the check
+// never let go (a check stopped, its disarm lost) for good.
 func TestHoldKeyUpdates_HoldUntilReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var s fault.Store
@@ -575,6 +578,10 @@ func TestHoldKeyUpdates_HoldUntilReleased(t *testing.T) {
 		defer cancel()
 		if d, err := held(gone, update); d != time.Second || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("a held update whose context ended: held %v, %v; want a second, and its context's error", d, err)
+		}
+		s.HoldKeyUpdates(1)
+		if d, err := held(ctx, update); d != fault.HeldStatementMax || err != nil {
+			t.Errorf("a held update never let go: held %v, %v; want the cap, %v, and no error", d, err, fault.HeldStatementMax)
 		}
 		s.HoldKeyUpdates(0)
 	})

@@ -73,7 +73,7 @@ const (
 	// core ledger.
 	HeldCommit = "held-commit"
 	// HeldKeyUpdate holds up a statement that updates a row of the key
-	// table, before it runs, until the fault is disarmed or 5 s have
+	// table, before it runs, until the fault is disarmed or 30 s have
 	// passed (stage 6): armed while an original that outlived its lease
 	// waits on the core, it holds the original's completion, and on
 	// PostgreSQL the check's retry takes the key over meanwhile; armed in
@@ -91,13 +91,13 @@ const (
 	SlowKeyDelete = "slow-key-delete"
 	// HeldKeyPurge holds up a statement of the lab's purge that deletes
 	// rows of the key table, before it runs, until the fault is disarmed
-	// or 5 s have passed (stage 5): on PostgreSQL a late retry of an
+	// or 30 s have passed (stage 5): on PostgreSQL a late retry of an
 	// expired key claims it again meanwhile, and a purge that chose its
 	// keys by an earlier read deletes that claim in progress.
 	HeldKeyPurge = "held-key-purge"
 	// HeldKeyDelete holds up a statement of the stage's own that deletes
 	// rows of the key table, before it runs, until the fault is disarmed
-	// or 5 s have passed (stage 6): armed while an original that outlived
+	// or 30 s have passed (stage 6): armed while an original that outlived
 	// its lease fails, it holds the original's release of its key, and a
 	// retry takes the key over meanwhile.
 	HeldKeyDelete = "held-key-delete"
