@@ -708,7 +708,13 @@ func (s *Store) holdReread(ctx context.Context, query string) error {
 	case !ok && labRead.in(ctx):
 		return nil
 	case !ok && writesSettings(query):
-		s.looseSettingsWrite.Store(steps.Add(1))
+		// Two such writes may note their steps in either order: the
+		// later step stays, or a request begun between them would not
+		// count as one that may have sent the later.
+		step := steps.Add(1)
+		for last := s.looseSettingsWrite.Load(); last < step && !s.looseSettingsWrite.CompareAndSwap(last, step); {
+			last = s.looseSettingsWrite.Load()
+		}
 		return nil
 	case ok && !req.wroteSettings.Load() && s.looseSettingsWrite.Load() < req.begun:
 		return nil
