@@ -50,12 +50,24 @@ func putSettings(c bank.Customer, account string, s bank.Settings, ifMatch strin
 func describe(req Request) string {
 	s := req.Method + " " + req.Path
 	for _, v := range req.Header.Values("If-Match") {
-		s += "  If-Match: " + v
+		s += "  If-Match: " + abridged(v)
 	}
 	if req.Body != "" {
 		s += "  " + req.Body
 	}
 	return s
+}
+
+// abridged writes an If-Match list of more than a dozen tags, as the
+// checks write them (", " between two), by its first three and its last
+// two, and how many there are: a report of a list of a hundred shows
+// where the current ETag stands, not a hundred tags.
+func abridged(list string) string {
+	tags := strings.Split(list, ", ")
+	if len(tags) <= 12 {
+		return list
+	}
+	return fmt.Sprintf("%s, … %d tags in all …, %s", strings.Join(tags[:3], ", "), len(tags), strings.Join(tags[len(tags)-2:], ", "))
 }
 
 // readSettings GETs the settings of account as c. It returns a failure if
