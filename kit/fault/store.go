@@ -299,15 +299,16 @@ func (s *Store) BeforeSettingsCommit() {
 }
 
 // SlowSettingsRereads makes the next n statements that read the
-// account_settings table in a request that has already sent a write of
-// it (see writesSettings; whatever rows it matched), in a request begun
-// while the fault was armed (the server notes a request's statements
-// only then: see WithRequest), or in a context that carries no request
-// and is not the lab's, wait SettingsRereadDelay before they run; a
-// write sent in such a context counts as one of every request begun
-// before it (see holdReread). A stage that answers a save with what a read after its write
-// finds then answers another clerk's save, which landed in between; one
-// that answers what its write made is not held up at all.
+// account_settings table wait SettingsRereadDelay before they run when
+// they are sent in a request that has already sent a write of it (see
+// writesSettings; whatever rows it matched), in a request begun while the
+// fault was armed (the server notes a request's statements only then: see
+// WithRequest), or in a context that carries no request and is not the
+// lab's. A write sent in such a context counts as one of every request
+// begun before it (see holdReread). A stage that answers a save with what
+// a read after its write finds then answers another clerk's save, which
+// landed in between; one that answers what its write made has no such
+// read to hold up.
 func (s *Store) SlowSettingsRereads(n int64) { s.slowSettingsRereads.Arm(n) }
 
 // SlowSettingsRereadsLeft reports how many reads of the settings after a
