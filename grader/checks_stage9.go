@@ -2371,7 +2371,7 @@ func checkSettleFails(t *T) error {
 			if err := t.postedOnce(strings.Join(story, "\n"), s, want); err != nil {
 				return err
 			}
-			return t.CouldNotObserve("a refused write of the relay's: the outbox drained with the %s fault still armed %d times, so no statement the relay ran with the context its pass was given matched an UPDATE of outbox (one run with another context, context.Background() for one, is not refused, nor is a row marked another way, a MERGE or an upsert), and what the relay does when its database refuses a mark is unknown; for the check to see it, run every statement of Relay with the ctx the kit passes it, or a context made from it (context.WithTimeout(ctx, …) and context.WithoutCancel(ctx) keep what the kit marked it with; context.Background() starts afresh), and mark rows with an UPDATE of outbox",
+			return t.CouldNotObserve("a refused write of the relay's: the outbox drained with the %s fault still armed %d times, so no statement the relay ran with the context its pass was given matched an UPDATE of outbox, and what the relay does when its database refuses a mark is unknown; the fault knows the relay's statements by a value the kit puts in that context, so for the check to see it, run every statement of Relay with the ctx the kit passes it, or a context made from it (context.WithTimeout(ctx, …) and context.WithoutCancel(ctx) keep its values; context.Background() has none), and mark rows with an UPDATE of outbox (a row marked another way, a MERGE or an upsert, is not refused)",
 				labctl.FailOutboxSettle, left)
 		default:
 			got += ", " + counted(int(st.Outbox.Pending), "row", "rows") + " still owed"
