@@ -537,3 +537,53 @@ func TestSettleFails_ARelayOnAContextOfItsOwnIsToldWhichToUse(t *testing.T) {
 		t.Errorf("could not observe %s: it does not say which context to run the relay's statements with", u.What)
 	}
 }
+
+// heldAfterDraining is freshContext holding the database once the outbox
+// has drained: its relay, once a pass finds nothing owed after one that
+// settled rows, begins a transaction and leaves it open, which on SQLite
+// keeps the write lock and holds the lab's reads.
+type heldAfterDraining struct {
+	freshContext
+	db      *sql.DB
+	settled atomic.Bool
+	held    atomic.Pointer[sql.Tx]
+}
+
+func (s *heldAfterDraining) Relay(ctx context.Context) (int, error) {
+	n, err := s.freshContext.Relay(ctx)
+	if n > 0 {
+		s.settled.Store(true)
+	}
+	if err != nil || n > 0 || !s.settled.Load() || s.held.Load() != nil {
+		return n, err
+	}
+	tx, err := s.db.BeginTx(context.Background(), nil)
+	if err != nil {
+		return 0, err
+	}
+	s.held.Store(tx)
+	return 0, nil
+}
+
+// TestSettleFails_NoRefusalAndNoOutboxIsNotAFailure: no write of the
+// relay's is refused, and the lab cannot read the outbox (on SQLite the
+// relay's open transaction holds the read; on PostgreSQL the read goes
+// through and finds the outbox drained): the check cannot tell a relay
+// that settled every row with a context of its own from one that settled
+// none, and says it could not observe, as it would of a correct relay on
+// a machine too busy to read the outbox in time. It catches a check that
+// fails the server for a stopped relay it never saw stop.
+func TestSettleFails_NoRefusalAndNoOutboxIsNotAFailure(t *testing.T) {
+	factory := func(ctx context.Context, env stage.Env) (stage.Handlers, error) {
+		h, err := stage9.New(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		return &heldAfterDraining{freshContext: freshContext{Server: h.(*stage9.Server)}, db: env.DB}, nil
+	}
+	err := errorOf(t, "S9.settle-fails", grader.Subject{Stage: 9, Name: "a relay on a context of its own that holds the database", New: factory})
+	var u *judging.Unobserved
+	if !errors.As(err, &u) {
+		t.Fatalf("no refused write, and an outbox the lab may not read: %v, want could not observe", err)
+	}
+}
