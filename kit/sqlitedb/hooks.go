@@ -58,6 +58,18 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A connection's own runs its reads outside a transaction and its
+	// read-only transactions; every write transaction, and every write
+	// outside one, runs on the writer. So a write reaches the own only
+	// from inside a read-only transaction, and SQLite refuses it there, as
+	// PostgreSQL refuses one after BEGIN READ ONLY: the plain BEGIN alone
+	// let it write beside the writer, outside the gate (on an in-memory
+	// database, with only a reader's turn). Set once for the connection,
+	// it adds no statement to a transaction.
+	if _, err := own.conn.(driver.ExecerContext).ExecContext(ctx, "PRAGMA query_only(1)", nil); err != nil {
+		own.close()
+		return nil, err
+	}
 	return &conn{own: own, cur: own, connector: c, hooks: c.hooks}, nil
 }
 
@@ -237,8 +249,9 @@ func (c *conn) Begin() (driver.Tx, error) {
 
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	// A read-only transaction begins with a plain BEGIN and takes no write
-	// lock, so it runs on this connection's own and does not queue at the
-	// write gate; on an in-memory database it holds a reader's turn.
+	// lock, so it runs on this connection's own, which refuses writes (see
+	// Connect), and does not queue at the write gate; on an in-memory
+	// database it holds a reader's turn.
 	if opts.ReadOnly {
 		give, err := c.connector.mem.shared(ctx)
 		if err != nil {
@@ -380,6 +393,7 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	}
 	hold := c.holdSettings(query)
 	res, err := p.exec(ctx, query, args)
+	err = c.refusedWrite(p, err)
 	if err == nil && fault.IsBusinessWrite(ctx) {
 		c.business = true
 	}
@@ -420,7 +434,8 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	}
 	hold := c.holdSettings(query)
 	if !write {
-		return p.query(ctx, query, args, func(error) { done() })
+		rows, err := p.query(ctx, query, args, func(error) { done() })
+		return rows, c.refusedWrite(p, err)
 	}
 	p.changed = false
 	w := &writeRows{}
@@ -447,6 +462,20 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	}
 	w.closingRows = rows.(*closingRows)
 	return w, nil
+}
+
+// refusedWrite says that err, SQLite refusing a write on the connection's
+// own, is a write in a read-only transaction: SQLite alone says it cannot
+// write a read-only database, and the database is not.
+func (c *conn) refusedWrite(p *physical, err error) error {
+	if err == nil || p != c.own {
+		return err
+	}
+	var serr *sqlite.Error
+	if !errors.As(err, &serr) || serr.Code() != sqlite3.SQLITE_READONLY {
+		return err
+	}
+	return fmt.Errorf("cannot write in a read-only transaction: %w", err)
 }
 
 // writeRows are the rows of a write outside a transaction: failed is set

@@ -4,16 +4,17 @@
 // Every connection is opened in WAL mode with a busy timeout and foreign keys
 // on, and every write transaction holds SQLite's write lock from its start
 // (BEGIN IMMEDIATE), so that two writers queue for the write lock instead
-// of failing halfway through. The writers of one process queue in Go,
-// first come first served, at a write gate (gate.go) rather than in
-// SQLite's sleeping busy handler, and each connection keeps the statements
-// it has prepared (stmtcache.go). On a database file, the write
-// transactions that queue run one after the other inside one SQLite
-// transaction, each after the first in a savepoint, and commit together:
-// a Commit returns once that COMMIT is done, with its error if it failed
-// (group.go). On an in-memory database, which has no WAL, its readers and
-// writers also take their turns in Go (memlock.go), and each transaction
-// commits alone.
+// of failing halfway through. A read-only transaction begins with a plain
+// BEGIN and refuses any write, as PostgreSQL's BEGIN READ ONLY does. The
+// writers of one process queue in Go, first come first served, at a write
+// gate (gate.go) rather than in SQLite's sleeping busy handler, and each
+// connection keeps the statements it has prepared (stmtcache.go). On a
+// database file, the write transactions that queue run one after the
+// other inside one SQLite transaction, each after the first in a
+// savepoint, and commit together: a Commit returns once that COMMIT is
+// done, with its error if it failed (group.go). On an in-memory
+// database, which has no WAL, its readers and writers also take their
+// turns in Go (memlock.go), and each transaction commits alone.
 //
 // A connection of its own runs the checkpoints of a database file, beside
 // the writers rather than inside one of their commits (checkpoint.go).
