@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -119,6 +120,37 @@ func TestSavepoint_KeepsTheTransaction(t *testing.T) {
 			}
 			if err := tx.Commit(); err != nil {
 				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestReadOnlyTransaction_RefusesWritesOnEitherEngine catches an engine
+// whose read-only transaction lets a write through: SQLite's, begun with a
+// plain BEGIN, committed an INSERT on memory and on a file, where
+// PostgreSQL's BEGIN READ ONLY refuses it. Both errors must say the
+// transaction is read-only.
+func TestReadOnlyTransaction_RefusesWritesOnEitherEngine(t *testing.T) {
+	ctx := context.Background()
+	for _, open := range []func(*testing.T) map[labdb.Engine]*labdb.DB{engines, fileEngines} {
+		for engine, db := range open(t) {
+			tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = tx.ExecContext(ctx, `INSERT INTO idempotency_keys (key) VALUES (?)`, "k")
+			if err == nil || !strings.Contains(err.Error(), "read-only transaction") {
+				t.Errorf("%s: an INSERT in a read-only transaction gave %v; want it refused as a write in a read-only transaction", engine, err)
+			}
+			if err := tx.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM idempotency_keys`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n != 0 {
+				t.Errorf("%s: %d key rows after the read-only transaction; want 0", engine, n)
 			}
 		}
 	}
