@@ -364,8 +364,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S7.if-match-list", Stage: 7, Lesson: lesson7 + "#require-if-match",
-		Claim: "If-Match is read as RFC 9110 says: a list (in one field or several) holds when any strong tag in it is the current ETag, first, last or between old ones, last of 100 too; a weak tag never matches, alone or in a list, and a header that is no list of tags, a tag of a version the account has not reached (another account's ETag), or the current tag with a 0 put in before its first digit, or after its opening quote if it has none (\"v03\" for \"v3\"), gets 412: nothing changes",
-		Why:   "clients and proxies send lists; a server that reads only one tag, the whole header or one of the list, or only the first few of a long list, refuses a clerk whose copy is current, and one that compares weakly lets a tag that promises nothing about the bytes name the version a money limit is written over; tags compare character by character, and one read as a number matches tags the server never sent",
+		Claim: "If-Match is read as RFC 9110 says: a list (in one field or several) holds when any strong tag in it is the current ETag, first, last or between old ones, and first or last of 100 (the most the contract reads) beside the tags of 99 other versions; a weak tag never matches, alone or in a list, and a header that is no list of tags, a tag of a version the account has not reached (another account's ETag), or the current tag with a 0 put in before its first digit, or after its opening quote if it has none (\"v03\" for \"v3\"), gets 412: nothing changes",
+		Why:   "clients and proxies send lists; a server that reads only one tag, the whole header or one of the list, or only a few of a long list (the first or the last, repeats dropped or not), refuses a clerk whose copy is current, and one that compares weakly lets a tag that promises nothing about the bytes name the version a money limit is written over; tags compare character by character, and one read as a number matches tags the server never sent",
 		Run:   checkIfMatchList,
 	},
 	{

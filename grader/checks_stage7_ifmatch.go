@@ -47,12 +47,16 @@ func checkPreconditionRequired(t *T) error {
 // a header that is no list of tags names no version, and neither does a
 // tag of a version the account has not reached, nor the current tag
 // spelled another way. A list as long as the contract reads
-// (request.MaxIfMatchTags) is read whole. It catches a server that reads
-// the header as one tag (every list refused), one that reads one tag of
-// the list (the last, say), one that reads only its first few tags, one
-// that compares weakly (W/ stripped), one whose write takes any version
-// up to the tag's, and one that reads the version out of a tag as a
-// number, whatever its spelling ("v03" for "v3").
+// (request.MaxIfMatchTags) is read whole, the current tag last or first
+// among the tags of other versions the account had, each listed once
+// (on A's other account, saved as often as that takes, whose ETag then
+// names a version the first has not reached). It catches a server that
+// reads the header as one tag (every list refused), one that reads one
+// tag of the list (the last, say), one that reads only its first few
+// tags or its last few, repeats dropped or not, one that compares weakly
+// (W/ stripped), one whose write takes any version up to the tag's, and
+// one that reads the version out of a tag as a number, whatever its
+// spelling ("v03" for "v3").
 func checkIfMatchList(t *T) error {
 	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
 	if err != nil {
@@ -62,7 +66,7 @@ func checkIfMatchList(t *T) error {
 	// prev is the ETag of the version before cur: old, and ours.
 	cur, prev := start, start
 	other := `"` + t.Key() + `"`
-	for _, list := range []string{"other, current", "other | current", "current, old", "old, current, old", "longest"} {
+	for _, list := range []string{"other, current", "other | current", "current, old", "old, current, old"} {
 		next := cur.Settings
 		next.Nickname = t.nickname()
 		req := putSettings(a, acc, next, "")
@@ -81,11 +85,6 @@ func checkIfMatchList(t *T) error {
 		case "old, current, old":
 			what = "If-Match lists the current ETag between two old ones"
 			req.Header.Add("If-Match", start.ETag+", "+cur.ETag+", "+prev.ETag)
-		case "longest":
-			// As long a list as the contract reads: a server that reads
-			// fewer tags, to bound its statement, misses the current one.
-			what = fmt.Sprintf("If-Match lists %d tags, as many as the contract reads, the current ETag last", request.MaxIfMatchTags)
-			req.Header.Add("If-Match", strings.Repeat(start.ETag+", ", request.MaxIfMatchTags-1)+cur.ETag)
 		}
 		etag, err := t.saved(story+"\n"+what+":", req, t.Do(req), next)
 		if err != nil {
@@ -98,20 +97,47 @@ func checkIfMatchList(t *T) error {
 		}
 		story += "\nthen GET  →  " + cur.String()
 	}
-	// A's other account, saved more often than this one: its ETag names a
-	// version this account has not reached, and never matches here.
+	// A's other account is saved until it has had as many ETags as a list
+	// holds beside the current one (olds, each once): far more often than
+	// this account, so its ETag names a version this one has not reached.
 	twin := a.Accounts[1]
 	ahead, err := t.readSettings(story, a, twin)
 	if err != nil {
 		return err
 	}
-	const saves = 10
-	for range saves {
+	olds := []string{}
+	had := func(etag string) {
+		if !slices.Contains(olds, etag) {
+			olds = append(olds, etag)
+		}
+	}
+	saves := 0
+	for ; len(olds) < request.MaxIfMatchTags-1 && saves < 2*request.MaxIfMatchTags; saves++ {
+		had(ahead.ETag)
 		if ahead, _, err = t.rename(story, "A's other account "+twin+" is saved", a, twin, ahead); err != nil {
 			return err
 		}
 	}
 	story += fmt.Sprintf("\nA's other account, %s, is saved %d times: ETag %s", twin, saves, ahead.ETag)
+	// Lists as long as the contract reads, of its old tags and its
+	// current one, last, then first: a server that reads a few tags of a
+	// list, the first or the last, repeats dropped or not, misses it.
+	for _, last := range []bool{true, false} {
+		many := slices.DeleteFunc(slices.Clone(olds), func(etag string) bool { return etag == ahead.ETag })
+		many = many[max(0, len(many)-(request.MaxIfMatchTags-1)):]
+		list, order := append(many, ahead.ETag), fmt.Sprintf("%d of its old ETags, then its current one", len(many))
+		if !last {
+			list, order = append([]string{ahead.ETag}, many...), fmt.Sprintf("its current ETag, then %d old ones", len(many))
+		}
+		what := fmt.Sprintf("A renames its other account from an If-Match of %d tags, as many as the contract reads: %s", len(list), order)
+		had(ahead.ETag)
+		next, req, err := t.renameIf(story, what, a, twin, ahead, strings.Join(list, ", "))
+		if err != nil {
+			return err
+		}
+		story += "\n" + what + ": " + describe(req) + "  →  200, ETag " + next.ETag
+		ahead = next
+	}
 	for _, p := range []struct{ ifMatch, because string }{
 		{ahead.ETag, "the other account's ETag: a version this account has not reached"},
 		{"W/" + cur.ETag, "the current ETag, weak: If-Match compares strongly, and a weak tag never matches"},
