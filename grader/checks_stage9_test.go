@@ -539,12 +539,17 @@ func TestSettleFails_ARelayOnAContextOfItsOwnIsToldWhichToUse(t *testing.T) {
 }
 
 // heldAfterDraining is freshContext holding the database once the outbox
-// has drained: its relay, once a pass finds nothing owed after one that
-// settled rows, begins a transaction and leaves it open, which on SQLite
-// keeps the write lock and holds the lab's reads.
+// has drained after the check's last transfer: its relay, once a pass
+// finds nothing owed after one that settled rows, and once waiting is set,
+// begins a transaction and leaves it open, which on SQLite keeps the
+// write lock and holds the lab's reads. Without waiting it held the
+// database whenever the relay drained the outbox between two of the
+// check's transfers, and the check failed it, rightly, for the next
+// transfer, which the held database kept from executing.
 type heldAfterDraining struct {
 	freshContext
 	db      *sql.DB
+	waiting *atomic.Bool
 	settled atomic.Bool
 	held    atomic.Pointer[sql.Tx]
 }
@@ -554,7 +559,7 @@ func (s *heldAfterDraining) Relay(ctx context.Context) (int, error) {
 	if n > 0 {
 		s.settled.Store(true)
 	}
-	if err != nil || n > 0 || !s.settled.Load() || s.held.Load() != nil {
+	if err != nil || n > 0 || !s.waiting.Load() || !s.settled.Load() || s.held.Load() != nil {
 		return n, err
 	}
 	tx, err := s.db.BeginTx(context.Background(), nil)
@@ -565,6 +570,33 @@ func (s *heldAfterDraining) Relay(ctx context.Context) (int, error) {
 	return 0, nil
 }
 
+// askingArmed is a target started in this process whose client sets
+// asked at the check's first GET /lab/faults: in S9.settle-fails, when
+// every transfer of the check has executed and the check begins to wait
+// for the relay.
+func askingArmed(asked *atomic.Bool) targets.Start {
+	return func(ctx context.Context, subject targets.Subject) (*targets.Target, func(), error) {
+		target, stop, err := targets.InProcess(ctx, subject)
+		if err != nil {
+			return nil, nil, err
+		}
+		sent, client := target.Client.Transport, *target.Client
+		client.Transport = roundTrip(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodGet && r.URL.Path == "/lab/faults" {
+				asked.Store(true)
+			}
+			return sent.RoundTrip(r)
+		})
+		target.Client = &client
+		return target, stop, nil
+	}
+}
+
+// roundTrip is an http.RoundTripper made of a function.
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 // TestSettleFails_NoRefusalAndNoOutboxIsNotAFailure: no write of the
 // relay's is refused, and the lab cannot read the outbox (on SQLite the
 // relay's open transaction holds the read; on PostgreSQL the read goes
@@ -574,14 +606,20 @@ func (s *heldAfterDraining) Relay(ctx context.Context) (int, error) {
 // a machine too busy to read the outbox in time. It catches a check that
 // fails the server for a stopped relay it never saw stop.
 func TestSettleFails_NoRefusalAndNoOutboxIsNotAFailure(t *testing.T) {
+	var waiting atomic.Bool
 	factory := func(ctx context.Context, env stage.Env) (stage.Handlers, error) {
 		h, err := stage9.New(ctx, env)
 		if err != nil {
 			return nil, err
 		}
-		return &heldAfterDraining{freshContext: freshContext{Server: h.(*stage9.Server)}, db: env.DB}, nil
+		return &heldAfterDraining{freshContext: freshContext{Server: h.(*stage9.Server)}, db: env.DB, waiting: &waiting}, nil
 	}
-	err := errorOf(t, "S9.settle-fails", grader.Subject{Stage: 9, Name: "a relay on a context of its own that holds the database", New: factory})
+	c, ok := grader.Lookup("S9.settle-fails")
+	if !ok {
+		t.Fatal("no check S9.settle-fails")
+	}
+	subject := grader.Subject{Stage: 9, Name: "a relay on a context of its own that holds the database", New: factory}
+	err := grader.RunCheck(context.Background(), subject, c, 1, askingArmed(&waiting)).Err
 	var u *judging.Unobserved
 	if !errors.As(err, &u) {
 		t.Fatalf("no refused write, and an outbox the lab may not read: %v, want could not observe", err)
