@@ -52,6 +52,11 @@ type T struct {
 	// heldReads counts the originals Hold held whose core wait a read of
 	// the lab's state waited out (see WhileHeld).
 	heldReads *heldReads
+	// unread is why the check's last stateSoon gave up, nil if it read
+	// the state or was never called: the reads of the lab after the
+	// verdict (moneyFirst's) skip the server's database then, which
+	// something holds.
+	unread error
 }
 
 // Rand is the check's random source; draw every input from it.
@@ -283,11 +288,13 @@ const stateRead = 5 * time.Second
 
 // stateSoon is State given stateRead at most, even once the check's own
 // context has ended: for a reading after the verdict is known, or whose
-// wait would only delay it.
+// wait would only delay it. It keeps why it gave up in t.unread.
 func (t *T) stateSoon() (labctl.State, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), stateRead)
 	defer cancel()
-	return t.Lab().State(ctx)
+	st, err := t.Lab().State(ctx)
+	t.unread = err
+	return st, err
 }
 
 // Configure changes the members of the target's config that change sets;

@@ -52,11 +52,13 @@ func (t *T) toldDuplicate(sent, got, expected string) error {
 // the check kept allows is a double, even if the check stopped at a
 // contract difference before it reconciled (the contract difference is
 // kept beside it), or passed. If the books cannot be read, err is returned
-// unchanged.
+// unchanged, and so it is, without a read, when the check's own last read
+// of the state gave up (t.unread): the check read it at its verdict, and
+// a second read would wait stateRead again on what holds the database.
 func (t *T) moneyFirst(err error) error {
 	err = t.withDifferences(err)
 	var f *judging.Failure
-	if errors.As(err, &f) && f.Harm != "" {
+	if errors.As(err, &f) && f.Harm != "" || t.unread != nil {
 		return err
 	}
 	st, serr := t.stateSoon()
