@@ -53,9 +53,9 @@ type T struct {
 	// the lab's state waited out (see WhileHeld).
 	heldReads *heldReads
 	// unread is why the check's last stateSoon gave up, nil if it read
-	// the state or was never called: the reads of the lab after the
-	// verdict (moneyFirst's) skip the server's database then, which
-	// something holds.
+	// the state or was never called: the reads and writes of the lab
+	// after the verdict (moneyFirst's, the history's fence) skip the
+	// server's database then, which something holds.
 	unread error
 }
 
