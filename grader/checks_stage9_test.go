@@ -541,11 +541,13 @@ func TestSettleFails_ARelayOnAContextOfItsOwnIsToldWhichToUse(t *testing.T) {
 // heldAfterDraining is freshContext holding the database once the outbox
 // has drained after the check's last transfer: its relay, once a pass
 // finds nothing owed after one that settled rows, and once waiting is set,
-// begins a transaction and leaves it open, which on SQLite keeps the
-// write lock and holds the lab's reads. Without waiting it held the
-// database whenever the relay drained the outbox between two of the
-// check's transfers, and the check failed it, rightly, for the next
-// transfer, which the held database kept from executing.
+// begins a transaction and leaves it open until the server stops (the
+// kit's context ends), which on SQLite keeps the write lock and holds the
+// lab's reads; rolled back then, so that the relay's next pass, which
+// waits for the database with a context of its own, ends with the
+// server. Held before waiting is set, at a pass that drained the outbox
+// between two of the check's transfers, it would keep the next transfer
+// from executing, and the check would fail the server for it, rightly.
 type heldAfterDraining struct {
 	freshContext
 	db      *sql.DB
@@ -567,6 +569,7 @@ func (s *heldAfterDraining) Relay(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	s.held.Store(tx)
+	context.AfterFunc(ctx, func() { tx.Rollback() })
 	return 0, nil
 }
 
