@@ -926,7 +926,10 @@ func (t *T) transfersListed(ids []string) (map[string]bank.Executed, error) {
 
 // checkSharedClientKey catches the client's Idempotency-Key used as the
 // core key, and the invoice's reference: each is unique only per
-// customer, and the two customers' transfers share both.
+// customer, and the two customers' transfers share both. Then the lab is
+// reset, the core keeping its postings, and as many transfers again must
+// each be posted: a key made from the outbox row's id is unique only while
+// the rows are kept, and on SQLite the ids begin again at 1.
 func checkSharedClientKey(t *T) error {
 	s, err := t.coreScenario(1_000_000)
 	if err != nil {
@@ -958,6 +961,24 @@ func checkSharedClientKey(t *T) error {
 	story = append(story, fmt.Sprintf("(POST /lab/config: retention %v; then %v of lab time: %q has expired) and the first customer uses it again, for another amount", retention, retention+time.Minute, key))
 	if err := t.pay(s, want, s.A, s.A.Accounts[0], s.B.Accounts[0], first+1+t.rng.Int64N(1_000), key, &story); err != nil {
 		return err
+	}
+	if err := t.postedOnce(strings.Join(story, "\n"), s, want); err != nil {
+		return err
+	}
+	// A lab reset empties the outbox, and the core keeps its postings, as
+	// a restore from a backup or an outbox that deletes its sent rows
+	// would: a key made from the row's id (on SQLite, one past the highest
+	// id still there) comes round again, and the core refuses the new
+	// posting as the old key reused.
+	posted := len(want)
+	if s, err = t.coreScenario(1_000_000); err != nil {
+		return err
+	}
+	story = append(story, fmt.Sprintf("(POST /lab/reset: the outbox emptied, the core ledger keeping its %d postings) then %d transfers, each under a fresh key", posted, posted))
+	for range posted {
+		if err := t.pay(s, want, s.A, s.A.Accounts[0], s.B.Accounts[0], t.Amount(1_000, 50_000), t.Key(), &story); err != nil {
+			return err
+		}
 	}
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
 }
