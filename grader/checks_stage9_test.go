@@ -552,6 +552,9 @@ type heldAfterDraining struct {
 	freshContext
 	db      *sql.DB
 	waiting *atomic.Bool
+	// holding is set once the relay has begun the transaction it leaves
+	// open, for the test to tell that it did.
+	holding *atomic.Bool
 	settled atomic.Bool
 	held    atomic.Pointer[sql.Tx]
 }
@@ -569,6 +572,7 @@ func (s *heldAfterDraining) Relay(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	s.held.Store(tx)
+	s.holding.Store(true)
 	context.AfterFunc(ctx, func() { tx.Rollback() })
 	return 0, nil
 }
@@ -609,13 +613,13 @@ func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f
 // a machine too busy to read the outbox in time. It catches a check that
 // fails the server for a stopped relay it never saw stop.
 func TestSettleFails_NoRefusalAndNoOutboxIsNotAFailure(t *testing.T) {
-	var waiting atomic.Bool
+	var waiting, holding atomic.Bool
 	factory := func(ctx context.Context, env stage.Env) (stage.Handlers, error) {
 		h, err := stage9.New(ctx, env)
 		if err != nil {
 			return nil, err
 		}
-		return &heldAfterDraining{freshContext: freshContext{Server: h.(*stage9.Server)}, db: env.DB, waiting: &waiting}, nil
+		return &heldAfterDraining{freshContext: freshContext{Server: h.(*stage9.Server)}, db: env.DB, waiting: &waiting, holding: &holding}, nil
 	}
 	c, ok := grader.Lookup("S9.settle-fails")
 	if !ok {
@@ -626,5 +630,11 @@ func TestSettleFails_NoRefusalAndNoOutboxIsNotAFailure(t *testing.T) {
 	var u *judging.Unobserved
 	if !errors.As(err, &u) {
 		t.Fatalf("no refused write, and an outbox the lab may not read: %v, want could not observe", err)
+	}
+	// A relay that drained the outbox and never held the database says
+	// the same (the outbox read and found empty): the test would pass
+	// without the case it is about.
+	if !holding.Load() {
+		t.Fatal("the relay never held the database once the check asked what was left of the fault")
 	}
 }
