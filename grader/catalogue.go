@@ -578,7 +578,7 @@ var catalogue = []Check{
 	{
 		ID: "S9.shared-client-key", Stage: 9, Lesson: lesson9 + "#a-lost-answer",
 		Claim: "two customers' transfers sent under the same Idempotency-Key string, paying invoices of the same reference, a customer's transfer under its key again once the key has expired, and as many transfers again after a lab reset that empties the outbox while the core ledger keeps its postings, each reach the core ledger once",
-		Why:   "the client's key is unique only per customer (stage 5), and only while it is kept, and an invoice's reference only per customer (stage 8): used as the core key, the key even scoped by the customer, one transfer's \"pay-1\" is refused as another's, and that transfer never reaches the books; the outbox row's id is unique only while the rows are kept, and once they are gone (a reset, a restore from a backup, sent rows deleted) SQLite numbers new rows from the highest id still there, so a new posting carries a key the core has already posted",
+		Why:   "the client's key is unique only per customer (stage 5), and only while it is kept, and an invoice's reference only per customer (stage 8): used as the core key, the key even scoped by the customer, one transfer's \"pay-1\" is refused as another's, and that transfer never reaches the books; the outbox row's id is unique only while the rows are kept, and once they are gone (a reset, a restore from a backup, sent rows deleted) SQLite numbers a new row one past the highest id still there (1 once none is), so a new posting carries a key the core has already posted",
 		Run:   checkSharedClientKey,
 	},
 	{
