@@ -58,7 +58,7 @@ func (t *T) toldDuplicate(sent, got, expected string) error {
 func (t *T) moneyFirst(err error) error {
 	err = t.withDifferences(err)
 	var f *judging.Failure
-	if errors.As(err, &f) && f.Harm != "" || t.unread != nil {
+	if (errors.As(err, &f) && f.Harm != "") || t.unread != nil {
 		return err
 	}
 	st, serr := t.stateSoon()
