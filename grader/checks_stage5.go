@@ -827,8 +827,9 @@ func checkTwoServersForget(t *T) error {
 
 // checkPurgeBounded catches a purge that does nothing (or is missing), one
 // that takes live keys with the expired (a refusal's among them: its 422
-// is its request's answer for good, kept as long as a 201), and expiry on
-// the wrong clock.
+// is its request's answer for good, kept as long as a 201), one that keeps
+// expired refusals for ever (kept as long as a 201, and no longer), and
+// expiry on the wrong clock.
 func checkPurgeBounded(t *T, s Scenario) error {
 	const retention = 2 * time.Hour
 	if err := t.Configure(labclient.Config{Retention: retention}); err != nil {
@@ -855,6 +856,16 @@ func checkPurgeBounded(t *T, s Scenario) error {
 	if err != nil {
 		return err
 	}
+	// One of the expired keys holds a refusal: its 422 is its request's
+	// answer for the retention, as a 201 is, and then it goes like any
+	// other. A purge that keeps refusals for ever, taking "for good" for
+	// "for ever", keeps a row for every refused request the table ever
+	// saw.
+	expiredRefusal, _, err := t.refusedTransfer(s)
+	if err != nil {
+		return err
+	}
+	old = append(old, expiredRefusal)
 	// The table is looked at before the clock moves: the kit purges after
 	// every move, and a purge that takes live keys would leave no row to
 	// tell it from a server that keeps its keys elsewhere.
@@ -875,12 +886,9 @@ func checkPurgeBounded(t *T, s Scenario) error {
 	// One more key that must stay holds a refusal: nothing moved, but the
 	// 422 is that request's answer for good, and a purge that takes it
 	// before its retention has passed lets a retry pay once money arrives.
-	refusedOp := t.Op()
-	books.Expect(refusedOp)
-	refused := Transfer(a, t.Key(), TransferBody(a.Accounts[0], b.Accounts[0], s.Opening+t.Amount(1, 50_000), refusedOp))
-	no := t.Do(refused)
-	if !no.Is(http.StatusUnprocessableEntity, pInsufficient) {
-		return t.Fail(refused.String()+"  (more than the account holds)", no.String(), "422 "+pInsufficient)
+	refused, no, err := t.refusedTransfer(s)
+	if err != nil {
+		return err
 	}
 	live, answers = append(live, refused), append(answers, no)
 	if err := t.Advance(61 * time.Minute); err != nil {
@@ -890,7 +898,7 @@ func checkPurgeBounded(t *T, s Scenario) error {
 	if err != nil {
 		return fmt.Errorf("POST /lab/purge: %w", err)
 	}
-	sent := fmt.Sprintf("(retention %v) 12 transfers, then 1h of lab time, 8 more and one refused for insufficient funds (422), then 61m more (the first 12 expired a minute ago, the other 9 have 59m left), then POST /lab/purge", retention)
+	sent := fmt.Sprintf("(retention %v) 12 transfers and one refused for insufficient funds (422), then 1h of lab time, 8 more and one more refused, then 61m more (the first 13 expired a minute ago, the other 9 have 59m left), then POST /lab/purge", retention)
 	st, err := t.State()
 	if err != nil {
 		return err
@@ -902,13 +910,18 @@ func checkPurgeBounded(t *T, s Scenario) error {
 		}
 	}
 	if len(kept) > 0 {
-		got := fmt.Sprintf("%d of the 12 expired keys still in idempotency_keys (%s…); %d rows in all", len(kept), kept[0], len(st.Keys))
+		got := fmt.Sprintf("%d of the 13 expired keys still in idempotency_keys (%s…); %d rows in all", len(kept), kept[0], len(st.Keys))
+		expected := "the 13 expired keys purged, 9 rows left"
+		if len(kept) == 1 && kept[0] == expiredRefusal.Key {
+			got = fmt.Sprintf("the expired refusal's key %s still in idempotency_keys, the 12 expired transfers' gone; %d rows in all", kept[0], len(st.Keys))
+			expected += ": the refusal's 422 is its request's answer for the retention, as a 201 is, and then its key goes like any other (kept for ever, every refused request leaves a row for ever, and a new request under its key, days later, is answered with that old refusal instead of executing)"
+		}
 		if purged.Note != "" {
 			// The lab never called a purge: the student's SQL is not
 			// where to look.
 			got += "\nPOST /lab/purge answered: " + purged.Note
 		}
-		return t.Fail(sent, got, "the 12 expired keys purged, 9 rows left")
+		return t.Fail(sent, got, expected)
 	}
 	var lost []Request
 	for _, req := range live {
@@ -947,6 +960,21 @@ func checkPurgeBounded(t *T, s Scenario) error {
 		return t.Fail(sent+"\nthen the retry of one of the 9: "+live[i].String(), r.String()+"\n"+d, "its stored answer")
 	}
 	return nil
+}
+
+// refusedTransfer sends a transfer of more than the scenario's first
+// customer's first account holds, under a fresh key, and returns it once
+// it has been refused 422 insufficient-funds, with that answer. The books
+// expect its operation, which never runs.
+func (t *T) refusedTransfer(s Scenario) (Request, Response, error) {
+	op := t.Op()
+	s.Books.Expect(op)
+	req := Transfer(s.A, t.Key(), TransferBody(s.A.Accounts[0], s.B.Accounts[0], s.Opening+t.Amount(1, 50_000), op))
+	r := t.Do(req)
+	if !r.Is(http.StatusUnprocessableEntity, pInsufficient) {
+		return req, r, t.Fail(req.String()+"  (more than the account holds)", r.String(), "422 "+pInsufficient)
+	}
+	return req, r, nil
 }
 
 // inProgressAge is how far S5.purge-keeps-in-progress moves the lab clock
