@@ -557,8 +557,9 @@ func endpointName(r Request) string {
 // in force, and expiry too early (by the retry horizon, say, or by a
 // retention cut to whole hours), and a claim that takes an expired key
 // over without deciding in the database which retry gets it
-// (lateRetriesAtOnce), and one that forgets an expired key only for the
-// body it was first used with (editedAfterExpiry). It runs two rounds on
+// (lateRetriesAtOnce), one that forgets an expired key only for the
+// body it was first used with (editedAfterExpiry), and one that never
+// forgets a refusal's (refusalAfterExpiry). It runs two rounds on
 // one server, each with a retention drawn from the seed and set just
 // before it.
 func checkRetentionBoundary(t *T, s Scenario) error {
@@ -651,6 +652,13 @@ func checkRetentionBoundary(t *T, s Scenario) error {
 		if !sideAnswer.Is(http.StatusCreated, "") {
 			return t.Fail(story, sideAnswer.String(), "201 Created: the first request with a fresh key executes")
 		}
+		// A refusal completes with them too, and expires with them
+		// (refusalAfterExpiry).
+		refused, refusal, err := t.refusedTransfer(s)
+		if err != nil {
+			return err
+		}
+		story += "\nthen a transfer of more than the account holds, with a fresh key: " + refused.String() + "  →  " + refusal.Short()
 		ran := func() { books.Transfer(op, a.Accounts[0], b.Accounts[0], amount) }
 		if err := t.lateRetriesAtOnce(req, after, retention, ran, books, &story); err != nil {
 			return err
@@ -658,6 +666,36 @@ func checkRetentionBoundary(t *T, s Scenario) error {
 		if err := t.editedAfterExpiry(side, a.Accounts[1], b.Accounts[0], sideAmount, sideAnswer, books, &story); err != nil {
 			return err
 		}
+		if err := t.refusalAfterExpiry(s, refused, &story); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refusalAfterExpiry sends, under the key of refused (a transfer refused
+// 422 insufficient-funds, whose key has expired and is still in the
+// table: lateRetriesAtOnce cut the retention without moving the clock),
+// a transfer the account can afford. The key is forgotten whatever its
+// answer was, so the new request runs: a claim that forgets only the keys
+// of 201s, reading a refusal's "for good" as "for ever", answers it 422
+// idempotency-key-reused until a purge runs. The books get the transfer
+// if it runs, and story the step.
+func (t *T) refusalAfterExpiry(s Scenario, refused Request, story *string) error {
+	amount, op := t.Amount(1_000, 100_000), t.Op()
+	s.Books.Expect(op)
+	req := refused
+	req.Body = TransferBody(s.A.Accounts[0], s.B.Accounts[0], amount, op)
+	r := t.Do(req)
+	if r.Is(http.StatusCreated, "") {
+		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
+	}
+	*story += "\nthen, with the refused transfer's key expired too but still in the table, the same key with an amount the account holds: " + req.String() + "  →  " + r.Short()
+	if err := t.Reconcile(*story, "", s.Books); err != nil {
+		return err
+	}
+	if !r.Is(http.StatusCreated, "") {
+		return t.Fail(*story, r.String(), "201 Created, a new transfer: after its retention period a refused request's key is forgotten like any other, and the same key is a new request (its 422 was its request's answer for the retention, not for ever)")
 	}
 	return nil
 }
