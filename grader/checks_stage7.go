@@ -46,10 +46,14 @@ func putSettings(c bank.Customer, account string, s bank.Settings, ifMatch strin
 	return req
 }
 
-// describe writes a request with its If-Match, for a report.
+// describe writes a request with its If-Match, for a report (an empty
+// field as "(empty)").
 func describe(req Request) string {
 	s := req.Method + " " + req.Path
 	for _, v := range req.Header.Values("If-Match") {
+		if v == "" {
+			v = "(empty)"
+		}
 		s += "  If-Match: " + abridged(v)
 	}
 	if req.Body != "" {

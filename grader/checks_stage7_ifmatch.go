@@ -41,22 +41,24 @@ func checkPreconditionRequired(t *T) error {
 	return nil
 }
 
-// checkIfMatchList holds If-Match to RFC 9110: true when any strong tag
-// of the list is the current ETag, in one field or in several, first,
-// last or between old ones; a weak tag never matches, alone or in a list;
-// a header that is no list of tags names no version, and neither does a
-// tag of a version the account has not reached, nor the current tag
-// spelled another way. A list as long as the contract reads
-// (request.MaxIfMatchTags) is read whole, the current tag last or first
-// among the tags of other versions the account had, each listed once
-// (on A's other account, saved as often as that takes, whose ETag then
-// names a version the first has not reached). It catches a server that
-// reads the header as one tag (every list refused), one that reads one
-// tag of the list (the last, say), one that reads only its first few
-// tags or its last few, repeats dropped or not, one that compares weakly
-// (W/ stripped), one whose write takes any version up to the tag's, and
-// one that reads the version out of a tag as a number, whatever its
-// spelling ("v03" for "v3").
+// checkIfMatchList holds If-Match to RFC 9110: true when any strong tag of
+// the list is the current ETag, in one field or in several, first, last or
+// between old ones; a weak tag never matches, alone or in a list; a header
+// that is no list of tags names no version, and neither does an empty one
+// (a list of no tags, not a PUT without If-Match), a tag of a version the
+// account has not reached, or the current tag spelled another way; an
+// empty field beside others adds nothing to the list. A list as long as
+// the contract reads (request.MaxIfMatchTags) is read whole, the current
+// tag last or first among the tags of other versions the account had, each
+// listed once (on A's other account, saved as often as that takes, whose
+// ETag then names a version the first has not reached). It catches a
+// server that reads the header as one tag (every list refused), one that
+// reads one tag of the list (the last, say), one that tells a PUT without
+// If-Match by the header's first value (an empty field taken for none,
+// 428), one that reads only its first few tags or its last few, repeats
+// dropped or not, one that compares weakly (W/ stripped), one whose write
+// takes any version up to the tag's, and one that reads the version out of
+// a tag as a number, whatever its spelling ("v03" for "v3").
 func checkIfMatchList(t *T) error {
 	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
 	if err != nil {
@@ -66,7 +68,7 @@ func checkIfMatchList(t *T) error {
 	// prev is the ETag of the version before cur: old, and ours.
 	cur, prev := start, start
 	other := `"` + t.Key() + `"`
-	for _, list := range []string{"other, current", "other | current", "current, old", "old, current, old"} {
+	for _, list := range []string{"other, current", "other | current", "empty | current", "current, old", "old, current, old"} {
 		next := cur.Settings
 		next.Nickname = t.nickname()
 		req := putSettings(a, acc, next, "")
@@ -78,6 +80,10 @@ func checkIfMatchList(t *T) error {
 		case "other | current":
 			what = "the same list in two If-Match fields"
 			req.Header.Add("If-Match", other)
+			req.Header.Add("If-Match", cur.ETag)
+		case "empty | current":
+			what = "an empty If-Match field, then the current ETag in another: the empty one adds no tag to the list"
+			req.Header.Add("If-Match", "")
 			req.Header.Add("If-Match", cur.ETag)
 		case "current, old":
 			what = "If-Match lists the current ETag first, then an old one"
@@ -143,11 +149,13 @@ func checkIfMatchList(t *T) error {
 		{"W/" + cur.ETag, "the current ETag, weak: If-Match compares strongly, and a weak tag never matches"},
 		{"W/" + cur.ETag + ", " + other, "a list whose only tag naming the current version is weak"},
 		{strings.Trim(cur.ETag, `"`), "the current ETag without its quotes: not an entity tag"},
+		{"", "an If-Match that is there and empty: a list of no tags, none of them the current one, where a PUT without If-Match gets 428"},
 		{padded(cur.ETag), "the current ETag with a 0 put in before its first digit, or after its opening quote if it has none: another tag, since tags compare character by character"},
 	} {
 		change := cur.Settings
 		change.Nickname = t.nickname()
-		req := putSettings(a, acc, change, p.ifMatch)
+		req := putSettings(a, acc, change, "")
+		req.Header.Set("If-Match", p.ifMatch) // an empty one too
 		r := t.Do(req)
 		sent := story + "\n" + describe(req) + "  (" + p.because + ")"
 		after, err := t.readSettings(sent, a, acc)

@@ -35,6 +35,7 @@ func TestIfMatch_ReadsTheListAsRFC9110Does(t *testing.T) {
 		{[]string{`"a,b" ,, "c"`}, strong(`"a,b"`, `"c"`), true},
 		{[]string{`""`}, strong(`""`), true},
 		{[]string{``}, request.Precondition{Sent: true}, false},
+		{[]string{``, `"v3"`}, strong(`"v3"`), true},
 		{[]string{`v3`}, request.Precondition{Sent: true}, false},
 		{[]string{`"v3`}, request.Precondition{Sent: true}, false},
 		{[]string{`"v3" "v4"`}, request.Precondition{Sent: true}, false},
