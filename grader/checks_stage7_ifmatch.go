@@ -46,19 +46,21 @@ func checkPreconditionRequired(t *T) error {
 // between old ones; a weak tag never matches, alone or in a list; a header
 // that is no list of tags names no version, and neither does an empty one
 // (a list of no tags, not a PUT without If-Match), a tag of a version the
-// account has not reached, or the current tag spelled another way; an
-// empty field beside others adds nothing to the list. A list as long as
-// the contract reads (request.MaxIfMatchTags) is read whole, the current
-// tag last or first among the tags of other versions the account had, each
-// listed once (on A's other account, saved as often as that takes, whose
-// ETag then names a version the first has not reached). It catches a
-// server that reads the header as one tag (every list refused), one that
-// reads one tag of the list (the last, say), one that tells a PUT without
-// If-Match by the header's first value (an empty field taken for none,
-// 428), one that reads only its first few tags or its last few, repeats
-// dropped or not, one that compares weakly (W/ stripped), one whose write
-// takes any version up to the tag's, and one that reads the version out of
-// a tag as a number, whatever its spelling ("v03" for "v3").
+// account has not reached, or the current tag spelled another way (a 0 put
+// in, its letters in the other case); an empty field beside others adds
+// nothing to the list. A list as long as the contract reads
+// (request.MaxIfMatchTags) is read whole, the current tag last or first
+// among the tags of other versions the account had, each listed once (on
+// A's other account, saved as often as that takes, whose ETag then names a
+// version the first has not reached). It catches a server that reads the
+// header as one tag (every list refused), one that reads one tag of the
+// list (the last, say), one that tells a PUT without If-Match by the
+// header's first value (an empty field taken for none, 428), one that
+// reads only its first few tags or its last few, repeats dropped or not,
+// one that compares weakly (W/ stripped), one whose write takes any
+// version up to the tag's, and one that reads the version out of a tag as
+// a number, whatever its spelling ("v03" for "v3"), or that compares tags
+// case-insensitively ("V3" for "v3").
 func checkIfMatchList(t *T) error {
 	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
 	if err != nil {
@@ -144,14 +146,20 @@ func checkIfMatchList(t *T) error {
 		story += "\n" + what + ": " + describe(req) + "  →  200, ETag " + next.ETag
 		ahead = next
 	}
-	for _, p := range []struct{ ifMatch, because string }{
+	type probe struct{ ifMatch, because string }
+	probes := []probe{
 		{ahead.ETag, "the other account's ETag: a version this account has not reached"},
 		{"W/" + cur.ETag, "the current ETag, weak: If-Match compares strongly, and a weak tag never matches"},
 		{"W/" + cur.ETag + ", " + other, "a list whose only tag naming the current version is weak"},
 		{strings.Trim(cur.ETag, `"`), "the current ETag without its quotes: not an entity tag"},
 		{"", "an If-Match that is there and empty: a list of no tags, none of them the current one, where a PUT without If-Match gets 428"},
 		{padded(cur.ETag), "the current ETag with a 0 put in before its first digit, or after its opening quote if it has none: another tag, since tags compare character by character"},
-	} {
+	}
+	// A tag without letters has no other case to be read in.
+	if swapped := caseSwapped(cur.ETag); swapped != cur.ETag {
+		probes = append(probes, probe{swapped, "the current ETag with the case of its letters swapped: another tag, since tags compare character by character"})
+	}
+	for _, p := range probes {
 		change := cur.Settings
 		change.Nickname = t.nickname()
 		req := putSettings(a, acc, change, "")
@@ -179,6 +187,21 @@ func padded(etag string) string {
 		i = min(1, len(etag))
 	}
 	return etag[:i] + "0" + etag[i:]
+}
+
+// caseSwapped is etag with each ASCII letter in the other case: another
+// entity tag, byte for byte, which a server that compares tags as it
+// compares header names (case-insensitively) takes for etag's.
+func caseSwapped(etag string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case 'a' <= r && r <= 'z':
+			return r - 'a' + 'A'
+		case 'A' <= r && r <= 'Z':
+			return r - 'A' + 'a'
+		}
+		return r
+	}, etag)
 }
 
 // checkLimitRefusalReplayed catches a daily-limit refusal that is not
