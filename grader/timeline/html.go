@@ -193,7 +193,9 @@ func htmlView(v View) htmlPage {
 // mark of the finding.
 func markTitle(m Mark, h Highlight) string {
 	s := map[string]string{
-		Execution: "executed", Claim: "key claimed", Complete: "key completed", Release: "key released", Forget: "key forgotten: its completed row deleted (by a purge or by a claim: the key table does not say which)",
+		Execution: "executed", Claim: "key claimed",
+		Takeover: "key taken over: a retry wrote itself in as its holder (its lease owner), the key still in progress",
+		Complete: "key completed", Release: "key released", Forget: "key forgotten: its completed row deleted (by a purge or by a claim: the key table does not say which)",
 		Armed: "fault armed", Crash: "server crashed", Restart: "server restarted", Clock: "lab clock moved",
 		Redrive: "dead letter sent again by an operator, its row owed again",
 		Missing: "told it ran; it never executed",

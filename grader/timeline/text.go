@@ -27,6 +27,7 @@ var glyphs = map[string]rune{
 	Execution:    '$',
 	Missing:      '○',
 	Claim:        'c',
+	Takeover:     'o',
 	Complete:     'd',
 	Release:      'r',
 	Forget:       'f',
@@ -233,6 +234,7 @@ var textMarks = []struct {
 	words string
 }{
 	{glyphs[Claim], "key claimed"},
+	{glyphs[Takeover], "key taken over (a new lease owner)"},
 	{glyphs[Complete], "key completed"},
 	{glyphs[Release], "key released"},
 	{glyphs[Forget], "key forgotten"},

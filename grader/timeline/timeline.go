@@ -1,10 +1,10 @@
 // Package timeline draws what a check's clients and the lab did, on one
 // clock, so that a student sees the race instead of imagining it: one lane
 // per client, a bar from each request's send to its answer, and marks
-// where the server claimed a key, executed an operation and completed the
-// key. The executions that made a money finding (the two of a double) are
-// highlighted, and so is the execution a client was told of and that never
-// happened (a loss).
+// where the server claimed a key, took it over, executed an operation and
+// completed the key. The executions that made a money finding (the two of
+// a double) are highlighted, and so is the execution a client was told of
+// and that never happened (a loss).
 //
 // A History is what a check recorded; Focus picks the part a finding is
 // about; Text draws it for a terminal and HTML for a browser.
@@ -72,6 +72,12 @@ const (
 	Claim = "claim"
 	// Complete: a key row reached the state completed.
 	Complete = "complete"
+	// Takeover: an in-progress key row changed hands: a retry took the
+	// key over and wrote itself in as the row's holder (a lease owner, a
+	// token), the row still in progress. The row shows the new holder,
+	// not whether the old one's lease had run out: a takeover that steals
+	// a live lease is drawn alike.
+	Takeover = "takeover"
 	// Release: an in-progress key row was deleted (its request gave it
 	// back).
 	Release = "release"
@@ -546,7 +552,7 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 				lane := laneOfKey(k)
 				lane.Marks = append(lane.Marks, m)
 			}
-		case Claim, Complete, Release, Forget:
+		case Claim, Takeover, Complete, Release, Forget:
 			if keys[e.Key] {
 				lane := keyLane(scope{e.Key, e.Customer, e.Route})
 				lane.Marks = append(lane.Marks, Mark{At: e.At, Kind: e.Kind, Detail: scopeDetail(e)})

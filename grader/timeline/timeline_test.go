@@ -296,7 +296,7 @@ func everyMark() View {
 	cut.Status, cut.Cut, cut.Err = 0, true, "connection reset"
 	unanswered.Status, unanswered.Err = 0, "timeout"
 	lab := Lane{Label: "lab", Lab: true}
-	for i, kind := range []string{Claim, Complete, Release, Forget, Armed, Crash, Restart, Clock, Redrive, "something new"} {
+	for i, kind := range []string{Claim, Takeover, Complete, Release, Forget, Armed, Crash, Restart, Clock, Redrive, "something new"} {
 		lab.Marks = append(lab.Marks, Mark{At: at(5 + 10*i), Kind: kind})
 	}
 	return View{From: t0, To: at(100), Lanes: []Lane{
@@ -980,6 +980,57 @@ func TestText_SaysWhichProcessRanEachExecution(t *testing.T) {
 	for _, p := range [][2]int{{0, 0}, {1, 1}} {
 		if text := Text(view(p[0], p[1]), TextOptions{}); strings.Contains(text, "process") {
 			t.Errorf("executions in processes %v: the timeline speaks of processes:\n%s", p, text)
+		}
+	}
+}
+
+// TestFocus_ATakeoverGoesOnItsKeysLane: a retry that took an expired key
+// over is drawn on the key's lane, between its claim and its completion,
+// with the holder that changed in its hover text; the legend names it on
+// the terminal and on the page. A timeline that knew only claims,
+// completions, releases and forgettings left it out, and the retry that
+// ran looked like one that had claimed nothing.
+func TestFocus_ATakeoverGoesOnItsKeysLane(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	h := History{
+		Attempts: []Attempt{
+			{ID: "a1", Client: "check", Key: "k-1", Op: "op-1", Start: at(0), End: at(10), Err: "connection reset"},
+			{ID: "a2", Client: "check", Key: "k-1", Op: "op-1", Start: at(50), End: at(90), Status: 201},
+		},
+		Events: []Event{
+			{At: at(2), Kind: Claim, Key: "k-1", Detail: "in_progress"},
+			{At: at(55), Kind: Takeover, Key: "k-1", Detail: "lease_owner ORIGINAL… → RETRY-TO…"},
+			{At: at(80), Kind: Execution, Attempt: "a2", Op: "op-1"},
+			{At: at(85), Kind: Complete, Key: "k-1"},
+		},
+	}
+	v, ok := h.Focus(Finding{Harm: "stuck key", Named: []string{"op-1"}}, 10)
+	if !ok {
+		t.Fatal("no timeline")
+	}
+	var kinds []string
+	for _, l := range v.Lanes {
+		if l.Label == "key k-1" {
+			for _, m := range l.Marks {
+				kinds = append(kinds, m.Kind)
+			}
+		}
+	}
+	if want := []string{Claim, Takeover, Complete}; !slices.Equal(kinds, want) {
+		t.Errorf("the key's lane draws %v, want %v", kinds, want)
+	}
+	text := Text(v, TextOptions{})
+	if !strings.Contains(text, "o key taken over (a new lease owner)") {
+		t.Errorf("the terminal legend does not name the takeover:\n%s", text)
+	}
+	var page bytes.Buffer
+	if err := HTML(&page, v); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<span>o key taken over (a new lease owner)</span>", "(lease_owner ORIGINAL… → RETRY-TO…)"} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("the page does not hold %q:\n%s", want, page.String())
 		}
 	}
 }
