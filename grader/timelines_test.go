@@ -18,6 +18,7 @@ import (
 	"idemlab/grader/replay"
 	"idemlab/grader/targets"
 	"idemlab/grader/timeline"
+	"idemlab/kit/labclient"
 	"idemlab/solutions"
 )
 
@@ -230,5 +231,103 @@ func TestOn_TheHistoryHearsEveryServerProcess(t *testing.T) {
 				t.Errorf("no %s of key %s, sent through process %d", kind, k, slices.Index(keys, k)+1)
 			}
 		}
+	}
+}
+
+// TestOn_ATakeoverIsDrawnOnItsKeysLane: an original dies inside its
+// business write, leaving its key in progress, and once its lease has run
+// out a retry takes the key over. The key table says in progress before
+// and after; only the row's lease owner changes. The history holds the
+// takeover as an event of its own, between the claim and the retry's
+// release, and the timeline of a finding about the payment draws it on
+// the key's lane and names it in the legend, on the terminal and on the
+// page. A history that read the key rows' states alone drew the retry's
+// takeover as nothing at all.
+func TestOn_ATakeoverIsDrawnOnItsKeysLane(t *testing.T) {
+	subject := Subject{Stage: 6, Name: "solutions/stage6", New: solutions.ByStage[6]}
+	var op, key string
+	c := Check{ID: "S6.takeover-drawn", Stage: 6, Run: withScenario(1_000_000, func(t *T, s Scenario) error {
+		const lease = 5 * time.Second
+		if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
+			return err
+		}
+		var req Request
+		req, op, _ = s.Payment(t)
+		key = req.Key
+		if _, err := t.strand(req); err != nil {
+			return err
+		}
+		owner := func() (string, error) {
+			st, err := t.State()
+			if err != nil {
+				return "", err
+			}
+			for _, row := range judging.KeyRows(st, key) {
+				o, _ := row["lease_owner"].(string)
+				return o, nil
+			}
+			return "", nil
+		}
+		stranded, err := owner()
+		if err != nil {
+			return err
+		}
+		// The retry waits on the core until it is abandoned: its takeover
+		// is heard while the key is still in progress.
+		if err := t.Configure(labclient.Config{Lease: lease, CoreLatency: time.Minute}); err != nil {
+			return err
+		}
+		if err := t.Advance(lease + time.Second); err != nil {
+			return err
+		}
+		retry, abandon := t.launchAbandoned(req)
+		took, err := t.WaitFor(30*time.Second, func() (bool, error) {
+			o, err := owner()
+			return o != "" && o != stranded, err
+		})
+		if err != nil || !took {
+			abandon()
+			return fmt.Errorf("the retry did not take the key over (%v)", err)
+		}
+		t.history.Fence(t.ctx)
+		abandon()
+		retry.Wait()
+		return nil
+	})}
+	r := RunCheckRecorded(context.Background(), subject, c, 1, targets.InProcess)
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	var kinds []string
+	for _, e := range r.History.Events {
+		if e.Key == key {
+			kinds = append(kinds, e.Kind)
+		}
+	}
+	if want := []string{timeline.Claim, timeline.Takeover}; len(kinds) < 2 || !slices.Equal(kinds[:2], want) {
+		t.Fatalf("the key's events %v, want a claim, then a takeover", kinds)
+	}
+	v, ok := r.History.Focus(timeline.Finding{Check: c.ID, Harm: "stuck key", Named: []string{op}}, timeline.TextLanes)
+	if !ok {
+		t.Fatal("no view of the payment")
+	}
+	var lane *timeline.Lane
+	for i, l := range v.Lanes {
+		if l.Label == "key "+key {
+			lane = &v.Lanes[i]
+		}
+	}
+	if lane == nil || !slices.ContainsFunc(lane.Marks, func(m timeline.Mark) bool { return m.Kind == timeline.Takeover }) {
+		t.Fatalf("the key's lane %+v holds no takeover", lane)
+	}
+	if text := timeline.Text(v, timeline.TextOptions{}); !strings.Contains(text, "o key taken over") {
+		t.Errorf("the terminal timeline does not name the takeover:\n%s", text)
+	}
+	var page strings.Builder
+	if err := timeline.HTML(&page, v); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), "<span>o key taken over") || !strings.Contains(page.String(), "key taken over: a retry wrote itself in") {
+		t.Errorf("the page neither draws nor names the takeover:\n%s", page.String())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -83,6 +84,13 @@ type keyRow struct {
 	// holds a customer of the population and a path the check sent its
 	// key to.
 	customer, route string
+	// holder is what the row says of who holds the key: each of its
+	// columns that holds text and is not a time, by name (a lease
+	// owner's token, beside the key, its scope and its fingerprint). The
+	// columns are the student's, so no name is looked for: a holder
+	// that changes while the row stays in progress is a takeover, and a
+	// lease renewed (a time moved on) is none.
+	holder map[string]string
 }
 
 // NewRecorder returns a recorder with no history yet, which knows keys
@@ -454,11 +462,61 @@ func (h *Recorder) keyRow(at time.Time, k events.Key) {
 		}
 	}
 	r.state, _ = k.Row["state"].(string)
+	r.holder = holderOf(k.Row)
 	h.keyRows = append(h.keyRows, r)
 }
 
+// holderOf is a key row's text columns but its state, each time left
+// out (clock.Format's RFC 3339 times, as most rows write them, and the
+// time a PostgreSQL timestamp column is read as), and NULL as "".
+func holderOf(row map[string]any) map[string]string {
+	out := map[string]string{}
+	for name, v := range row {
+		switch s, ok := v.(string); {
+		case name == "state":
+		case v == nil:
+			out[name] = ""
+		case ok && !isTime(s):
+			out[name] = s
+		}
+	}
+	return out
+}
+
+// isTime reports whether s is an RFC 3339 time.
+func isTime(s string) bool {
+	_, err := time.Parse(time.RFC3339Nano, s)
+	return err == nil
+}
+
+// handedOver says which of a key row's holder columns changed from last
+// to now, each as "name old → new", the values cut to their first
+// characters (a token is long and random: its change is what matters);
+// "" when none did. A column NULL in one report and a time in the other
+// (a lease's expiry, cleared and set) is no holder, and is left out.
+func handedOver(last, now map[string]string) string {
+	var changed []string
+	for _, name := range slices.Sorted(maps.Keys(now)) {
+		was, ok := last[name]
+		if !ok || was == now[name] || was == "" || now[name] == "" {
+			continue
+		}
+		changed = append(changed, fmt.Sprintf("%s %s → %s", name, short(was), short(now[name])))
+	}
+	return strings.Join(changed, ", ")
+}
+
+// short is s cut to its first 8 characters, "…" after them.
+func short(s string) string {
+	if r := []rune(s); len(r) > 8 {
+		return string(r[:8]) + "…"
+	}
+	return s
+}
+
 // keyEvents turns the key rows' reports into a claim (a row appeared, or
-// a completed one went back in progress), a completion, a release (an
+// a completed one went back in progress), a takeover (an in-progress row
+// that names a new holder, handedOver), a completion, a release (an
 // in-progress row deleted) or a forgetting (a completed row deleted, by a
 // purge or by a claim: the row's report does not say which) of the key
 // each holds. The reports are taken in the order their commits
@@ -507,6 +565,14 @@ func (h *Recorder) keyEvents() []timeline.Event {
 			// place: an expired key reused, or a takeover that opened a
 			// key its original had just completed.
 			event(r.at, timeline.Claim, r, r.state+", again, in the completed key's row")
+		case r.state == "in_progress" && last.state == "in_progress" && handedOver(last.holder, r.holder) != "":
+			// Still in progress, held by someone else: a retry took the
+			// key over (its lease owner changed). Only the holder tells
+			// this apart from nothing at all: the state is the same. A
+			// row with no state column (before stage 3, or a middleware
+			// lab audit reads) says nothing of a holder: its text columns
+			// may change as its request ends.
+			event(r.at, timeline.Takeover, r, handedOver(last.holder, r.holder))
 		}
 		rows[r.rowID] = r
 	}

@@ -328,3 +328,45 @@ func TestHistory_AKeyRowsRouteIsWhereItsKeyWasSent(t *testing.T) {
 		}
 	}
 }
+
+// TestHistory_ATakeoverIsANewHolderOfAnInProgressRow: a retry that takes
+// an expired key over leaves the row in progress and writes itself in as
+// its holder; the history draws that as a takeover, naming the column
+// that changed, whatever the student called it. A lease renewed (its
+// expiry moved on, the holder the same) is no takeover, nor is the
+// report of a second process that finds the row as the first left it, nor
+// the completion that clears the holder. A history that read the states
+// alone drew a takeover as nothing at all.
+func TestHistory_ATakeoverIsANewHolderOfAnInProgressRow(t *testing.T) {
+	h := NewRecorder("k-1")
+	first, second := newStream(nil, 1), newStream(nil, 2)
+	at := time.Date(2026, 3, 3, 9, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return at.Add(time.Duration(n) * time.Millisecond) }
+	row := func(state string, holder any, expires string) map[string]any {
+		return map[string]any{"key": "k-1", "fingerprint": "f1", "state": state, "created_at": "2026-03-03T09:00:00.000Z",
+			"held_by": holder, "held_until": expires, "body": nil}
+	}
+	h.heard(first, keyRowEvent(1, row("in_progress", "ORIGINAL-TOKEN", "2026-03-03T09:00:05.000Z"), ms(0), ms(1)))
+	h.heard(first, keyRowEvent(1, row("in_progress", "ORIGINAL-TOKEN", "2026-03-03T09:00:09.000Z"), ms(10), ms(11)))
+	h.heard(first, keyRowEvent(1, row("in_progress", "RETRY-TOKEN", "2026-03-03T09:00:20.000Z"), ms(20), ms(21)))
+	h.heard(second, keyRowEvent(1, row("in_progress", "RETRY-TOKEN", "2026-03-03T09:00:20.000Z"), ms(20), ms(22)))
+	h.heard(first, keyRowEvent(1, row("completed", nil, ""), ms(30), ms(31)))
+	var got []string
+	for _, e := range h.History().Events {
+		got = append(got, strings.TrimSpace(e.Kind+" "+e.Detail))
+	}
+	want := []string{"claim in_progress", "takeover held_by ORIGINAL… → RETRY-TO…", "complete"}
+	if !slices.Equal(got, want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+	// A row with no state column whose text changes (a middleware's
+	// "pending" row answered in place) was taken over by nobody.
+	h = NewRecorder("k-2")
+	h.heard(first, keyRowEvent(2, map[string]any{"key": "k-2", "status": "pending"}, ms(0), ms(1)))
+	h.heard(first, keyRowEvent(2, map[string]any{"key": "k-2", "status": "done", "response": "201"}, ms(10), ms(11)))
+	for _, e := range h.History().Events {
+		if e.Kind == timeline.Takeover {
+			t.Errorf("a row with no state drawn taken over: %+v", e)
+		}
+	}
+}
