@@ -436,6 +436,33 @@ func (h *Recorder) heard(s *stream, ev events.Event) {
 	}
 }
 
+// Found notes key rows as a read of the lab's state found them, at
+// asked, when the read was sent: the rows hold every change committed
+// before the read, and a change committed after it is heard later than
+// asked, so each row takes its place among the reports of its commits. A
+// server process started again after a crash reports only the changes it
+// hears, and a row its predecessor changed and died before reporting
+// would otherwise first show as the next change a retry made to it.
+func (h *Recorder) Found(asked time.Time, rows []map[string]any) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, row := range rows {
+		var id int64
+		switch v := row["rowid"].(type) {
+		case float64:
+			id = int64(v)
+		case int64:
+			id = v
+		default:
+			continue
+		}
+		h.keyRow(asked, events.Key{RowID: id, Row: row})
+	}
+}
+
 // keyRow notes a key row's report: the key it holds (one the check
 // sent; a row of another key is not the history's), its state and its
 // scope, or that it was deleted.

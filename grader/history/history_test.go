@@ -370,3 +370,32 @@ func TestHistory_ATakeoverIsANewHolderOfAnInProgressRow(t *testing.T) {
 		}
 	}
 }
+
+// TestHistory_RowsFoundAfterARestartComeBeforeTheRetrysTakeover: the
+// original claims its key and the process dies before it reports the
+// claim; the process started again reports only what it hears change.
+// The rows a read of the lab's state finds after the restart are noted
+// at the read, so that the retry's takeover is drawn as one, not as the
+// key's claim, and a row found as the history last heard it adds nothing.
+func TestHistory_RowsFoundAfterARestartComeBeforeTheRetrysTakeover(t *testing.T) {
+	h := NewRecorder("k-1", "k-2")
+	s := newStream(nil, 0)
+	at := time.Date(2026, 3, 3, 9, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return at.Add(time.Duration(n) * time.Millisecond) }
+	row := func(id int64, key, owner string) map[string]any {
+		return map[string]any{"rowid": float64(id), "key": key, "state": "in_progress", "lease_owner": owner}
+	}
+	h.heard(s, keyRowEvent(1, row(1, "k-2", "OTHER"), ms(0), ms(1)))
+	// The original's claim of k-1 (row 2) dies with its process; a read
+	// after the restart finds it, and k-2 as it was.
+	h.Found(ms(50), []map[string]any{row(2, "k-1", "ORIGINAL"), row(1, "k-2", "OTHER")})
+	h.heard(s, keyRowEvent(2, row(2, "k-1", "RETRY"), ms(60), ms(61)))
+	var got []string
+	for _, e := range h.History().Events {
+		got = append(got, e.Kind+" "+e.Key)
+	}
+	want := []string{"claim k-2", "claim k-1", "takeover k-1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}
