@@ -438,8 +438,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S8.edited", Stage: 8, Lesson: lesson8 + "#an-edited-payment",
-		Claim: "the same reference with another amount, another memo, another of the payee's accounts and another amount, or another customer's account, each under a new key, gets 409 duplicate-reference with the Location of the first transfer, and nothing moves",
-		Why:   "a clerk who corrects the amount, the memo, the payee's account or the payee and submits again pays the invoice twice, once with each version, unless the paying customer's reference alone decides",
+		Claim: "the same reference with another amount, another memo, another of the payee's accounts and another amount, another customer's account, or an account of the payer's own, each under a new key, gets 409 duplicate-reference with the Location of the first transfer, and nothing moves",
+		Why:   "a clerk who corrects the amount, the memo, the payee's account or the payee, or moves the money into an account of the payer's own instead, and submits again pays the invoice twice, once with each version, unless the paying customer's reference alone decides, on every transfer that carries one",
 		Run:   checkEditedPayment,
 	},
 	{

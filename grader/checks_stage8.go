@@ -446,8 +446,10 @@ func checkAfterExpiry(t *T) error {
 
 // checkEditedPayment catches a duplicate told by more of the request
 // than its reference: the corrected amount, another memo, another of the
-// payee's accounts with a corrected amount, or another customer's account
-// (the invoice paid to the wrong supplier first) pays the invoice again.
+// payee's accounts with a corrected amount, another customer's account
+// (the invoice paid to the wrong supplier first), or an account of the
+// payer's own (a reference held only on a transfer to someone else) pays
+// the invoice again.
 func checkEditedPayment(t *T) error {
 	s, inv, story, err := t.paidInvoice(3)
 	if err != nil {
@@ -476,7 +478,16 @@ func checkEditedPayment(t *T) error {
 	// payment, whoever it goes to (a refund is an operation of its own).
 	supplier := inv
 	supplier.to = s.Customers[2].Accounts[0]
-	_, _, err = t.payAgain(story, "a clerk finds it was paid to the wrong supplier and pays it to another customer, C, under a new key", supplier, t.Key(), inv.amount, s.Books)
+	story, _, err = t.payAgain(story, "a clerk finds it was paid to the wrong supplier and pays it to another customer, C, under a new key", supplier, t.Key(), inv.amount, s.Books)
+	if err != nil {
+		return err
+	}
+	// Nor is an account of the payer's own an exception: a transfer
+	// between its own accounts moves money too, and the reference binds
+	// it as it binds any other.
+	own := inv
+	own.to = s.A.Accounts[1]
+	_, _, err = t.payAgain(story, "a clerk moves the invoice's money into A's own other account instead, under a new key", own, t.Key(), inv.amount, s.Books)
 	return err
 }
 
