@@ -129,7 +129,7 @@ var catalogue = []Check{
 	// Stage 2: same key, another request.
 	{
 		ID: "S2.edited-resubmission", Stage: 2, Lesson: lesson2 + "#same-key-another-request",
-		Claim: "the same key with any member of the body edited (amount, accounts, memo changed, added or removed, a metadata member added, changed, its letter case alone changed, or removed) gets 422 idempotency-key-reused and moves nothing, and leaves the key naming the first request, whose unchanged retry is still a retry",
+		Claim: "the same key with any member of the body edited (amount, accounts, memo changed, added or removed, a metadata member added, changed, its letter case alone changed, or removed, a reference added) gets 422 idempotency-key-reused and moves nothing, and leaves the key naming the first request, whose unchanged retry is still a retry",
 		Why:   "a clerk who fixes the amount and resubmits with the old key believes the new amount went through; answering \"already done\" (or the old result) silently pays the wrong amount, and executing it spends one key on two operations; a refusal that makes the key name the edit leaves the first request's own retry refused, and its client never learns that its money moved",
 		Run:   withScenario(5_000_000, checkEditedResubmission),
 	},

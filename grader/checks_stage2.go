@@ -123,8 +123,9 @@ func sixByteControls() []rune {
 // deposit in turn and resubmits each edit under the original's key. It
 // catches a server without a fingerprint (409 duplicate-request, or from
 // stage 4 the original's 201, for a request it never executed), a
-// fingerprint over part of the body (the money only, or without the
-// metadata), a fingerprint that folds the case of the body or of its
+// fingerprint over part of the body (the money only, without the
+// metadata, or, from stage 8, without the reference, which has a table of
+// its own), a fingerprint that folds the case of the body or of its
 // metadata (so that "Rent" and "rent", or "inv-7" and "INV-7", are one
 // request), a claim that takes an edited body for a new request (UNIQUE
 // over key and fingerprint, or a claim replaced) and executes it, a
@@ -198,6 +199,10 @@ func checkEditedResubmission(t *T, s Scenario) error {
 		{"a metadata member removed", 0, full.with("metadata", metadata("op", op))},
 		{"metadata.op changed", 0, full.with("metadata", metadata("op", other, "ref", ref))},
 		{"a memo added", 1, bare.with("memo", str("rent"))},
+		// From stage 8 the reference is a business key, held in a table
+		// of its own; it is still a member of the body, and the same key
+		// with it added is another request.
+		{"a reference added", 1, bare.with("reference", str(strings.ToUpper(ref)))},
 		{"the deposit's amount edited", 2, dep.with("amount", num(damount*10))},
 		{"the deposit into another account", 2, dep.with("account", str(a.Accounts[0]))},
 		{"the deposit's memo changed", 2, dep.with("memo", str("bonus"))},
