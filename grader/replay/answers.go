@@ -37,6 +37,23 @@ func resourceOf(body string) string {
 	return named.ID
 }
 
+// resources remembers the resource each response body names, so that
+// the questions asked of one operation's answers (firstAnswers, twice,
+// then mismatchedReplay) decode each body once: in the reconciliation,
+// which runs after the day's last answer, decoding them was most of the
+// time it took. ReconcileDay empties it for each operation.
+type resources map[string]string
+
+// of is resourceOf(body), decoded once.
+func (r resources) of(body string) string {
+	id, ok := r[body]
+	if !ok {
+		id = resourceOf(body)
+		r[body] = id
+	}
+	return id
+}
+
 // firstAnswers returns, for each resource the books hold for an operation
 // (holds) that a 2xx names, the attempt whose answer named it first: the
 // answer its execution produced, seen by the client or lost on the way
@@ -44,7 +61,7 @@ func resourceOf(body string) string {
 // sent stands for the stored answer. Idempotent-Replayed plays no part:
 // a replay is whatever names a resource after its first answer, and it
 // must repeat that answer byte for byte.
-func firstAnswers(holds func(id string) bool, subs ...[]Attempt) map[string]Attempt {
+func firstAnswers(ids resources, holds func(id string) bool, subs ...[]Attempt) map[string]Attempt {
 	first := map[string]Attempt{}
 	for _, as := range subs {
 		for _, a := range as {
@@ -52,7 +69,7 @@ func firstAnswers(holds func(id string) bool, subs ...[]Attempt) map[string]Atte
 			if !ok || s.Status < 200 || s.Status >= 300 {
 				continue
 			}
-			id := resourceOf(s.Response)
+			id := ids.of(s.Response)
 			if id == "" || !holds(id) {
 				continue
 			}
@@ -81,9 +98,9 @@ func (a Attempt) heardOf() uint64 {
 // the books hold for the operation (firstAnswers); a final 2xx with any
 // other bytes is a wrong answer (another operation's result, a recomputed
 // one), whatever else the client holds.
-func clientKnows(holds func(id string) bool, subs ...[]Attempt) (int, Attempt) {
+func clientKnows(ids resources, holds func(id string) bool, subs ...[]Attempt) (int, Attempt) {
 	executed := map[string]bool{}
-	for _, a := range firstAnswers(holds, subs...) {
+	for _, a := range firstAnswers(ids, holds, subs...) {
 		executed[a.Response] = true
 	}
 	knows, why := knowsNothing, Attempt{}
@@ -177,8 +194,8 @@ func allowedFinal(kind string, a Attempt) bool {
 // a 422 marked as a replay with other bytes than the first answer the
 // client saw. A refusal names no execution: only its marker says it is a
 // replay, and a server that leaves the marker off answers anew.
-func mismatchedReplay(holds func(id string) bool, subs ...[]Attempt) bool {
-	executions := firstAnswers(holds, subs...)
+func mismatchedReplay(ids resources, holds func(id string) bool, subs ...[]Attempt) bool {
+	executions := firstAnswers(ids, holds, subs...)
 	var first string
 	seen := false
 	for _, as := range subs {
@@ -186,7 +203,7 @@ func mismatchedReplay(holds func(id string) bool, subs ...[]Attempt) bool {
 			if a.Error != "" || !(a.Succeeded() || a.Status == 422) {
 				continue
 			}
-			if e, ok := executions[resourceOf(a.Response)]; ok && a.Succeeded() && a.Response != e.Response {
+			if e, ok := executions[ids.of(a.Response)]; ok && a.Succeeded() && a.Response != e.Response {
 				return true
 			}
 			if !seen {

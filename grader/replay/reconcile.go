@@ -214,9 +214,11 @@ func ReconcileDay(res *Result) DayReconciliation {
 	invoices := invoicePayments(res)
 	moved := movedByAmount(res)
 	shared := sharedKeys(res.Plan)
+	ids := resources{}
 	for i := range res.Plan.Ops {
 		op := &res.Plan.Ops[i]
 		subs := bySub[op.Op]
+		clear(ids)
 		if op.Endpoint == dayplan.Settings {
 			rc.SettingsEdits++
 			rc.reconcileSettings(op, subs)
@@ -265,7 +267,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 			rc.Counts.LostTransfers++
 			add("lost_transfers", DayFinding{Op: op.Op, Story: "the client was told it succeeded; it was never executed: " + story()})
 		}
-		if mismatchedReplay(holds, subs[SubmitOriginal], subs[SubmitDoubleClick]) {
+		if mismatchedReplay(ids, holds, subs[SubmitOriginal], subs[SubmitDoubleClick]) {
 			rc.Counts.MismatchedReplays++
 			add("mismatched_replays", DayFinding{Op: op.Op, Story: "the replayed answers differ from the original's: " + story()})
 		}
@@ -325,7 +327,7 @@ func ReconcileDay(res *Result) DayReconciliation {
 			add("stuck_in_progress", DayFinding{Op: op.Op, Story: "never executed, and the key was still in progress when the client's retry horizon ended: " + story()})
 		}
 		if day > 0 {
-			switch knows, a := clientKnows(holds, subs[SubmitOriginal], subs[SubmitDoubleClick]); knows {
+			switch knows, a := clientKnows(ids, holds, subs[SubmitOriginal], subs[SubmitDoubleClick]); knows {
 			case knowsOriginal:
 				rc.Counts.OriginalAnswers++
 			case knowsWrong:
