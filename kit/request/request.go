@@ -136,12 +136,16 @@ func parse(raw []byte, known ...string) (map[string]json.RawMessage, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, invalid("the body is empty; send a JSON object")
 	}
-	if err := Object(raw); err != nil {
+	members, ok := plainObject(raw)
+	if !ok {
+		if err := Object(raw); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, &members); err != nil {
+			return nil, invalid("the body must be a JSON object")
+		}
+	} else if err := checkSurrogates(raw); err != nil {
 		return nil, err
-	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &members); err != nil {
-		return nil, invalid("the body must be a JSON object")
 	}
 	for name := range members {
 		if !slices.Contains(known, name) {
@@ -322,9 +326,27 @@ func (d *decoder) str(name string, required bool) (string, bool) {
 		}
 		return "", false
 	}
-	var s string
-	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+	s, ok := stringValue(raw)
+	if !ok {
 		d.fail(name, "must be a string, got %s", kind(raw))
+		return "", false
+	}
+	return s, true
+}
+
+// stringValue reads raw, a member's value from a body that is valid
+// UTF-8 and valid JSON, as a string. A string without an escape is the
+// bytes between its quotes, as json.Unmarshal would read it; one with an
+// escape is read by json.Unmarshal.
+func stringValue(raw json.RawMessage) (string, bool) {
+	if raw[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
 		return "", false
 	}
 	return s, true
@@ -411,10 +433,12 @@ func (d *decoder) metadata(name string) map[string]string {
 		d.fail(name, "must be an object of strings, got %s", kind(raw))
 		return nil
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		d.fail(name, "must be an object of strings")
-		return nil
+	fields, ok := plainObject(raw)
+	if !ok {
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			d.fail(name, "must be an object of strings")
+			return nil
+		}
 	}
 	if len(fields) > MaxMetadata {
 		d.fail(name, "has %d members; the limit is %d", len(fields), MaxMetadata)
@@ -423,8 +447,8 @@ func (d *decoder) metadata(name string) map[string]string {
 	out := make(map[string]string, len(fields))
 	for k, v := range fields {
 		member := name + "." + k
-		var s string
-		if v[0] != '"' || json.Unmarshal(v, &s) != nil {
+		s, ok := stringValue(v)
+		if !ok {
 			d.fail(member, "must be a string, got %s", kind(v))
 			return nil
 		}
