@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"idemlab/grader/judging"
+	"idemlab/grader/timeline"
 	"idemlab/kit/bank"
 	"idemlab/kit/clock"
 	"idemlab/kit/core"
@@ -2370,6 +2371,11 @@ func checkSettleFails(t *T) error {
 		if !moved {
 			break
 		}
+		// Drawn where the check saw the count go down, a poll after the
+		// refusal: the relay's writes come after the requests that made
+		// its rows, and a timeline shows where they were refused.
+		t.history.Lab(timeline.WriteRefused, fmt.Sprintf("%s: %d of the relay's writes to the outbox refused by now, %d to go",
+			labctl.FailOutboxSettle, settleRefusals-left, left))
 	}
 	refused := settleRefusals - left
 	if left > 0 {

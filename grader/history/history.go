@@ -142,8 +142,13 @@ func (h *Recorder) Answered(n, status int, problem, got, errText string, cut boo
 }
 
 // Lab notes something the grader itself saw happen to the lab: a crash
-// or a restart of a server process.
+// or a restart of a server process, or a write its database refused on a
+// fault (a count the lab reports going down). A nil recorder notes
+// nothing.
 func (h *Recorder) Lab(kind, detail string) {
+	if h == nil {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.events = append(h.events, timeline.Event{At: time.Now(), Kind: kind, Detail: detail})

@@ -99,6 +99,12 @@ const (
 	// Redrive: an operator sent a dead letter again (stage 9's POST
 	// /lab/outbox/redrive): its row is owed again. Ref is its transfer.
 	Redrive = "redrive"
+	// WriteRefused: the server's database refused a write of the
+	// server's, as a fault armed through the lab API has it do (stage 9's
+	// fail-outbox-settle, the relay's writes to the outbox). The check
+	// notes it when it sees the fault's count go down, so it is placed
+	// at most one poll of the lab after the refusal.
+	WriteRefused = "write-refused"
 )
 
 // Missing is the kind of the mark drawn at an answer that told a client
@@ -497,6 +503,14 @@ func (h History) Focus(f Finding, lanes int) (v View, ok bool) {
 	}
 	for _, e := range h.Events {
 		if e.Kind == Redrive && made[e.Ref] {
+			v.To = maxTime(v.To, e.At)
+		}
+	}
+	// A write refused on a fault the story armed comes after its requests
+	// when it is the relay's (it sends what they committed): the view runs
+	// on to the last one, so that it shows where the relay was refused.
+	for _, e := range h.Events {
+		if e.Kind == WriteRefused && e.At.After(v.From) {
 			v.To = maxTime(v.To, e.At)
 		}
 	}

@@ -217,6 +217,24 @@ func TestFocus_StartsAtTheFaultArmedJustBeforeTheFirstRequest(t *testing.T) {
 	}
 }
 
+// twoTransfers is a history of two transfers, op-a (tr_a) and op-b
+// (tr_b), each executed by a request of the check's, 20 ms apart, and the
+// time ms after the first request was sent.
+func twoTransfers() (History, func(ms int) time.Time) {
+	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	return History{
+		Attempts: []Attempt{
+			{ID: "a1", Client: "check", Op: "op-a", Start: at(0), End: at(10), Status: 201},
+			{ID: "a2", Client: "check", Op: "op-b", Start: at(20), End: at(30), Status: 201},
+		},
+		Events: []Event{
+			{At: at(5), Kind: Execution, Attempt: "a1", Op: "op-a", Ref: "tr_a"},
+			{At: at(25), Kind: Execution, Attempt: "a2", Op: "op-b", Ref: "tr_b"},
+		},
+	}, at
+}
+
 // TestFocus_RunsOnToTheRedriveOfItsTransfer: an operator re-drives the
 // dead letter of a transfer the finding is about seconds after its
 // request answered (S9.redrive); the view runs on to it and draws it on
@@ -225,20 +243,11 @@ func TestFocus_StartsAtTheFaultArmedJustBeforeTheFirstRequest(t *testing.T) {
 // leave the view where it was. A recorder that knew no redrive drew the
 // transfer alone, and the student never saw the operator's part.
 func TestFocus_RunsOnToTheRedriveOfItsTransfer(t *testing.T) {
-	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	h := History{
-		Attempts: []Attempt{
-			{ID: "a1", Client: "check", Op: "op-a", Start: at(0), End: at(10), Status: 201},
-			{ID: "a2", Client: "check", Op: "op-b", Start: at(20), End: at(30), Status: 201},
-		},
-		Events: []Event{
-			{At: at(5), Kind: Execution, Attempt: "a1", Op: "op-a", Ref: "tr_a"},
-			{At: at(25), Kind: Execution, Attempt: "a2", Op: "op-b", Ref: "tr_b"},
-			{At: at(2000), Kind: Redrive, Ref: "tr_a", Detail: "tr_a, set aside with 400, under key tr_a"},
-			{At: at(3000), Kind: Redrive, Ref: "tr_b"},
-		},
-	}
+	h, at := twoTransfers()
+	t0 := at(0)
+	h.Events = append(h.Events,
+		Event{At: at(2000), Kind: Redrive, Ref: "tr_a", Detail: "tr_a, set aside with 400, under key tr_a"},
+		Event{At: at(3000), Kind: Redrive, Ref: "tr_b"})
 	v, ok := h.Focus(Finding{Harm: "not posted", Refs: []string{"tr_a"}}, 10)
 	if !ok || !v.To.Equal(at(2000)) {
 		t.Fatalf("the view ends %v after its start, want at the redrive of tr_a, 2s", v.To.Sub(t0))
@@ -251,6 +260,31 @@ func TestFocus_RunsOnToTheRedriveOfItsTransfer(t *testing.T) {
 	}
 	if v, _ := h.Focus(Finding{Harm: "not posted", Refs: []string{"tr_b"}}, 10); !v.To.Equal(at(3000)) {
 		t.Errorf("the view of tr_b ends %v after its start, want at its own redrive, 3s", v.To.Sub(t0))
+	}
+}
+
+// TestFocus_RunsOnToTheWritesRefusedAfterItsRequests: in S9.settle-fails
+// the database refuses the relay's writes to the outbox after the
+// transfers that made its rows have answered; the view runs on to the
+// last one the check noted and draws each on the lab's lane, and the
+// legend names them. A view that ended at the last answer drew the
+// transfers alone, and never where the relay's mark was refused.
+func TestFocus_RunsOnToTheWritesRefusedAfterItsRequests(t *testing.T) {
+	h, at := twoTransfers()
+	h.Events = append(h.Events,
+		Event{At: at(40), Kind: WriteRefused, Detail: "fail-outbox-settle: 1 of the relay's writes to the outbox refused by now, 63 to go"},
+		Event{At: at(60), Kind: WriteRefused, Detail: "fail-outbox-settle: 2 of the relay's writes to the outbox refused by now, 62 to go"})
+	v, ok := h.Focus(Finding{Harm: "contract", Named: []string{"op-a", "op-b"}}, 10)
+	if !ok || !v.To.Equal(at(60)) {
+		t.Fatalf("the view ends %v after the first request, want at the last write refused, 60ms", v.To.Sub(at(0)))
+	}
+	for _, ms := range []int{40, 60} {
+		if !v.draws(func(m Mark) bool { return m.Kind == WriteRefused && m.At.Equal(at(ms)) }) {
+			t.Errorf("the write refused at %dms is not drawn: %+v", ms, v.Lanes)
+		}
+	}
+	if got := Text(v, TextOptions{}); !strings.Contains(got, "× write refused on a fault") {
+		t.Errorf("the legend does not name the writes refused:\n%s", got)
 	}
 }
 
@@ -296,8 +330,8 @@ func everyMark() View {
 	cut.Status, cut.Cut, cut.Err = 0, true, "connection reset"
 	unanswered.Status, unanswered.Err = 0, "timeout"
 	lab := Lane{Label: "lab", Lab: true}
-	for i, kind := range []string{Claim, Takeover, Complete, Release, Forget, Armed, Crash, Restart, Clock, Redrive, "something new"} {
-		lab.Marks = append(lab.Marks, Mark{At: at(5 + 10*i), Kind: kind})
+	for i, kind := range []string{Claim, Takeover, Complete, Release, Forget, Armed, Crash, Restart, Clock, Redrive, WriteRefused, "something new"} {
+		lab.Marks = append(lab.Marks, Mark{At: at(5 + 8*i), Kind: kind})
 	}
 	return View{From: t0, To: at(100), Lanes: []Lane{
 		{Label: "client 1", Attempts: []Attempt{attempt("a1", 0, 10), cut, unanswered},
