@@ -2379,9 +2379,13 @@ func checkSettleFails(t *T) error {
 	}
 	refused := settleRefusals - left
 	if left > 0 {
-		got := fmt.Sprintf("the database refused %d of them; then, for %v, the relay wrote no more to the outbox", refused, drainWithin)
+		// What the count says: every statement of the relay's run with its
+		// pass's context that updates outbox rows is refused while the
+		// fault is armed, so none ran meanwhile. A write made another way
+		// (a context of the relay's own, a MERGE) is not counted.
+		got := fmt.Sprintf("the database refused %d of them; then, for %v, the relay ran no more UPDATE of outbox with the context its pass was given", refused, drainWithin)
 		if refused == 0 {
-			got = fmt.Sprintf("in %v the relay wrote nothing to the outbox", drainWithin)
+			got = fmt.Sprintf("in %v the database refused none of them: the relay ran no UPDATE of outbox with the context its pass was given", drainWithin)
 		}
 		// Read only now, and for stateRead at most: a transaction left
 		// open holds up the lab's read until the lab client gives up, and
