@@ -595,8 +595,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.poison", Stage: 9, Lesson: lesson9 + "#dead-letters",
-		Claim: "a posting the core ledger refuses for good (422, or 400 for one it cannot take) is set aside as a dead letter with the core's answer as it came, status and body, not marked sent, sent no more and kept past the retention period, and every other transfer still reaches it exactly once",
-		Why:   "sent again, a poison posting is refused again, for ever: a relay that stops at it stops the books, one that retries it (a 400 taken for a refusal for now, say) never drains and tells no one, and one that drops it loses a transfer nobody will ever look for; a dead letter without the core's answer as it came, or with another posting's, leaves the person who looks at it without the cause; a dead letter also marked sent counts as delivered, and is lost when an operator sends it again by clearing its dead_at by hand, one read as owed is sent on every pass, until enough of them fill every batch, and one deleted once old, with the sent rows, loses its transfer without a trace",
+		Claim: "a posting the core ledger refuses for good (422, or 400 for one it cannot take) is set aside as a dead letter with the core's answer as it came, status and body, not marked sent, sent no more and kept past the retention period, a year on and more, and every other transfer still reaches it exactly once",
+		Why:   "sent again, a poison posting is refused again, for ever: a relay that stops at it stops the books, one that retries it (a 400 taken for a refusal for now, say) never drains and tells no one, and one that drops it loses a transfer nobody will ever look for; a dead letter without the core's answer as it came, or with another posting's, leaves the person who looks at it without the cause; a dead letter also marked sent counts as delivered, and is lost when an operator sends it again by clearing its dead_at by hand, one read as owed is sent on every pass, until enough of them fill every batch, and one deleted once old, with the sent rows or a quarter after them, loses its transfer without a trace",
 		Run:   checkPoison,
 	},
 	{

@@ -1273,10 +1273,11 @@ func (t *T) paymentsOneOver(s Scenario, n int, story *[]string) (owed, string, e
 // letters aside with one answer for all stores another's for one of them.
 // Set aside, the dead letters stay there, sent no more, until a person
 // acts: one more transfer goes through the relay's passes, and then the
-// lab clock moves on by weeks, past the keys' retention and a queue's,
-// which purges: a purge that keeps the outbox from growing by deleting
-// the old rows the relay is done with, dead letters among them, loses
-// their transfers without a trace.
+// lab clock moves on by more than a year, past the keys' retention, a
+// queue's and any a purge might keep dead letters for, which purges: a
+// purge that keeps the outbox from growing by deleting the old rows the
+// relay is done with, dead letters among them, once they are a day old
+// or a quarter, loses their transfers without a trace.
 func checkPoison(t *T) error {
 	s, up, err := t.coreDownScenario(1_000_000)
 	if err != nil {
@@ -1345,10 +1346,13 @@ func checkPoison(t *T) error {
 		return t.Fail(strings.Join(story, "\n"), fmt.Sprintf("the relay sent the dead letters of %s to the core %d more times after it set them aside", strings.Join(forGood, " and "), n),
 			"a dead letter sent no more: the core refuses it for good, and a relay that reads dead letters as owed sends them on every pass, as many as there are, and fills its batches with them")
 	}
-	// Nor does time deal with them: weeks later, past the keys' retention
-	// and any queue's (the clock's move purges), a dead letter is still
-	// there until a person acts.
-	days := 15 + t.rng.IntN(31)
+	// Nor does time deal with them: more than a year later, past the
+	// keys' retention, any queue's, and any time a purge might give a
+	// person to deal with a dead letter (a month, a quarter, a year; the
+	// clock's move purges), a dead letter is still there until a person
+	// acts. A move of weeks caught a purge of month-old dead letters on
+	// some seeds only, and one of quarter-old ones on none.
+	days := 366 + t.rng.IntN(365)
 	if err := t.Advance(time.Duration(days) * 24 * time.Hour); err != nil {
 		return err
 	}
