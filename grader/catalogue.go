@@ -511,7 +511,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.core-down", Stage: 9, Lesson: lesson9 + "#when-the-core-is-down",
-		Claim: "while the core ledger is down, transfers still execute and answer 201 Created; once it is back, however long it was down (weeks, on the lab clock), each reaches it exactly once",
+		Claim: "while the core ledger is down, transfers still execute and answer 201 Created; once it is back, however long it was down (more than a month, on the lab clock), each reaches it exactly once",
 		Why:   "a server that calls the core inside the request fails its customers while the core is down, or moves their money and never tells the core; a relay that gives up (after so many tries, or once a row has waited so long, by the lab clock or by the machine's read against a time of the lab's), or marks a row sent before the core said yes, loses the posting",
 		Run:   checkCoreDown,
 	},

@@ -396,10 +396,10 @@ func checkPostedOnce(t *T) error {
 
 // checkCoreDown catches a stage that calls the core in the request, one
 // whose relay gives up (after so many tries, or once a row has waited so
-// long: the lab clock moves on weeks while the core is down, longer than
-// a queue keeps a message, 4 days by default and 14 at most on the
-// common ones), and one that marks a row sent before the core
-// acknowledged it. The lab clock is first set back by weeks, behind the
+// long: the lab clock moves on more than a month while the core is down,
+// longer than a queue keeps a message, 4 days by default and 14 at most
+// on the common ones, and than a month a relay might wait), and one that
+// marks a row sent before the core acknowledged it. The lab clock is first set back by weeks, behind the
 // machine's clock: a relay that reads a row's age from the machine's
 // clock against its created_at (on the lab clock) finds every row weeks
 // old from the start, and gives it up on its first pass, where a lab
@@ -418,7 +418,11 @@ func checkCoreDown(t *T) error {
 	if err := t.SetClock(now.Add(-back)); err != nil {
 		return err
 	}
-	outage := time.Duration(15+t.rng.IntN(31)) * 24 * time.Hour
+	// More than a month: a relay that gives a row up after a month, the
+	// longest time to live a queue's settings commonly offer, or after
+	// any shorter one, is caught whatever the seed; a move of 15 to 45
+	// days caught one of a month on some seeds only.
+	outage := time.Duration(31+t.rng.IntN(31)) * 24 * time.Hour
 	var moved error
 	comeBack := func() {
 		moved = t.Advance(outage)
@@ -1561,7 +1565,7 @@ func (t *T) sentNoMore(story []string, taken string) error {
 }
 
 // deadLettersKept fails S9.poison when a dead letter of forGood, there
-// before the lab clock moved on by weeks, is gone after the purge that
+// before the lab clock moved on by more than a year, is gone after the purge that
 // move ran: said so, rather than as a posting no dead letter ever named.
 func (t *T) deadLettersKept(story string, forGood []string) error {
 	st, err := t.State()
