@@ -30,10 +30,11 @@ func TestMain(m *testing.M) { gradertest.Main(m, references...) }
 // against its stage's reference solution with every amount it draws
 // (T.Amount) at the top of its range: the worst case of the draws, which
 // a seed reaches sooner or later. A check whose amounts, at their tops,
-// outrun what it funded fails a right server: S8.similar-references paid
-// thirteen invoices of up to 100,000 each from an opening balance of
-// 1,000,000, and at seed 20482 the reference solution refused a
-// paid-again invoice for its funds (422), not as paid (409). Pinned, two
+// outrun what it funded fails a right server: S8.similar-references pays
+// one invoice after another from an opening balance of 1,000,000 and then
+// pays some of them again, and when each was of up to 100,000, at seed
+// 20482 the reference solution refused a paid-again invoice for its
+// funds (422), not as paid (409). Pinned, two
 // amounts of one range are equal too: a check whose inputs must differ
 // draws the second from the first.
 //
