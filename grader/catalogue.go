@@ -457,9 +457,15 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S8.similar-references", Stage: 8, Lesson: lesson8 + "#the-contract",
-		Claim: "references that differ only slightly (in case, by a suffix, by a look-alike letter of another script, by a full-width digit, by an en dash for a hyphen, by an accent, by where a hyphen stands or whether it is there, by one space or two, by an _, a %, a ?, an apostrophe or a double quote, by a leading 0 or the last of twenty digits) are different invoices: each is paid with a transfer of its own, and paid again, is refused with the Location of its own transfer",
-		Why:   "a reference is the customer's own name for an invoice, compared as written; one folded (to one case, its dashes into the hyphen, its accents taken off), cut short, stripped of its separators or stored as a number (0042 as 42, in a column SQLite gives NUMERIC affinity) refuses a different invoice as paid (INV-12-3 for INV-1-23), and that invoice stays unpaid; one looked up loosely (in one case, with LIKE, where _ and % match other characters, or with GLOB, where ? and * do) tells the clerk that another invoice's transfer paid it; and one spliced into the SQL between quotes (fmt.Sprintf, with '%s' or %q) is cut short by an apostrophe (INV'7, O'BRIEN-7) or a double quote (PO\"7), and the clerk gets a 5xx where the invoice is to be paid or refused",
+		Claim: "references that differ only slightly (in case, by a suffix, by a look-alike letter of another script, by a full-width digit, by an en dash for a hyphen, by an accent, by where a hyphen stands or whether it is there, by one space or two, by an _, a % or a ?, by a leading 0 or the last of twenty digits) are different invoices: each is paid with a transfer of its own, and paid again, is refused with the Location of its own transfer",
+		Why:   "a reference is the customer's own name for an invoice, compared as written; one folded (to one case, its dashes into the hyphen, its accents taken off), cut short, stripped of its separators or stored as a number (0042 as 42, in a column SQLite gives NUMERIC affinity) refuses a different invoice as paid (INV-12-3 for INV-1-23), and that invoice stays unpaid; one looked up loosely (in one case, with LIKE, where _ and % match other characters, or with GLOB, where ? and * do) tells the clerk that another invoice's transfer paid it",
 		Run:   checkSimilarReferences,
+	},
+	{
+		ID: "S8.reference-with-quotes", Stage: 8, Lesson: lesson8 + "#the-contract",
+		Claim: "an invoice number with an apostrophe and one with a double quote are each paid with a transfer of their own, and paid again, are refused with the Location of their own transfer",
+		Why:   "a reference is any printable text, and every statement takes it as a parameter; one spliced into the SQL between quotes (fmt.Sprintf, with '%s' or %q) is cut short by an apostrophe (O'BRIEN-7) or a double quote (PO\"7\"), and the clerk gets a 5xx where the invoice is to be paid or refused: held that way, the invoice can never be paid",
+		Run:   checkReferenceWithQuotes,
 	},
 	{
 		ID: "S8.equal-looking-reference", Stage: 8, Lesson: lesson8 + "#the-contract",

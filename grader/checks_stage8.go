@@ -712,9 +712,7 @@ func checkReferenceValidated(t *T) error {
 // leaves it unpaid. Some of them are then paid again: the refusal must
 // name that invoice's own transfer, which a holder looked up loosely (in
 // one case, with LIKE, where _ and % match other characters, or with
-// GLOB, where ? and * do) does not, and one with an apostrophe or a
-// double quote, which a statement that splices the reference between
-// quotes (fmt.Sprintf, with '%s' or %q) cannot even run.
+// GLOB, where ? and * do) does not.
 func checkSimilarReferences(t *T) error {
 	s, inv, story, err := t.paidInvoice(2)
 	if err != nil {
@@ -744,17 +742,7 @@ func checkSimilarReferences(t *T) error {
 		return -1
 	}, ref)
 	twenty := digits + strings.Repeat("0", 19-len(digits))
-	// again marks the invoices paid a second time once every one is paid:
-	// each refusal must name the invoice's own transfer, not the first
-	// invoice's, which a lookup in one case or with LIKE finds too.
-	var paid []invoice
-	// not, where set, is the number the reference is alike to, if not
-	// the first invoice's: the second of a long pair is alike to the
-	// first of it.
-	for _, v := range []struct {
-		reference, what, not string
-		again                bool
-	}{
+	return t.payAlike(s, inv, story, []alikeReference{
 		{strings.ToLower(ref), "in lower case", "", true},
 		{ref + "-2", "with a suffix", "", false},
 		{strings.Replace(ref, "I", "\u0406", 1), "with a Cyrillic І for the Latin I", "", false},
@@ -783,19 +771,54 @@ func checkSimilarReferences(t *T) error {
 		// transfer, which comes first whether the lookup reads the rows
 		// in their order or the index's.
 		{strings.TrimSuffix(ref, string(last)) + "?", "with a ? for its last digit", "", true},
-		{strings.Replace(ref, "-", "'", 1), "with an apostrophe for its first hyphen", "", true},
+	})
+}
+
+// checkReferenceWithQuotes catches a reference spliced into the SQL
+// between quotes (fmt.Sprintf, with '%s' or %q): an invoice number with
+// an apostrophe or a double quote ends the quoted string, and a
+// statement that holds it or finds its holder cannot even run, so the
+// invoice is never paid, or paid again gets a 5xx instead of 409.
+func checkReferenceWithQuotes(t *T) error {
+	s, inv, story, err := t.paidInvoice(2)
+	if err != nil {
+		return err
+	}
+	return t.payAlike(s, inv, story, []alikeReference{
+		{strings.Replace(inv.reference, "-", "'", 1), "with an apostrophe for its first hyphen", "", true},
 		// Quoted with Go's %q instead, the number goes between double
 		// quotes, which SQLite reads as a string where no column has
 		// that name, and a double quote in it becomes \", which is no
 		// SQL escape.
-		{strings.Replace(ref, "-", `"`, 1), "with a double quote for its first hyphen", "", true},
-	} {
-		// Twenty-three invoices of at most 30,000 and the first of at most
-		// 100,000 leave the opening balance of 1,000,000 at least 210,000,
-		// enough for any invoice paid again: every answer is about the
-		// reference, never about the funds (with up to 100,000 each, a
-		// paid-again invoice was refused for funds, 422, before its
-		// reference was looked at).
+		{strings.Replace(inv.reference, "-", `"`, 1), "with a double quote for its first hyphen", "", true},
+	})
+}
+
+// alikeReference is an invoice number alike to that of a check's first
+// invoice: what tells how in the story; not, where set, is the number it
+// is alike to, if not the first invoice's (the second of a long pair is
+// alike to the first of it); again marks it to be paid a second time
+// once every one is paid.
+type alikeReference struct {
+	reference, what, not string
+	again                bool
+}
+
+// payAlike has inv's payer pay an invoice numbered after each of refs,
+// under a key of its own, and expects each to be paid with a transfer of
+// its own; then it pays again those marked again, and expects each
+// refusal to name the invoice's own transfer, not the first invoice's,
+// which a lookup in one case or with LIKE finds too.
+func (t *T) payAlike(s Scenario, inv invoice, story string, refs []alikeReference) error {
+	var paid []invoice
+	for _, v := range refs {
+		// Invoices of at most 30,000 after a first of at most 100,000:
+		// the twenty-one of S8.similar-references leave the opening
+		// balance of 1,000,000 at least 270,000, enough for any invoice
+		// paid again, and every answer is about the reference, never
+		// about the funds (with up to 100,000 each, a paid-again invoice
+		// was refused for funds, 422, before its reference was looked
+		// at).
 		op, amount := t.Op(), t.Amount(1_000, 30_000)
 		s.Books.Expect(op)
 		req := Transfer(inv.payer, t.Key(), ReferencedBody(inv.from, inv.to, amount, op, v.reference))
@@ -808,10 +831,10 @@ func checkSimilarReferences(t *T) error {
 			return err
 		}
 		if !r.Is(http.StatusCreated, "") || resourceID(r) == inv.firstID {
-			because := fmt.Sprintf("%q is not %q; references are compared exactly, as the customer wrote them", v.reference, cmp.Or(v.not, ref))
+			because := fmt.Sprintf("%q is not %q; references are compared exactly, as the customer wrote them", v.reference, cmp.Or(v.not, inv.reference))
 			if r.ServerFailed() {
 				// Refused for no other invoice: the server could not take
-				// this number at all (an apostrophe spliced into SQL).
+				// this number at all (a quote spliced into the SQL).
 				because = fmt.Sprintf("%q is a valid invoice number, and every statement must take it as it is, whatever characters it holds", v.reference)
 			}
 			return t.Fail(story, r.String(), "201 Created with a transfer of its own: "+because)
@@ -822,6 +845,7 @@ func checkSimilarReferences(t *T) error {
 		}
 	}
 	for _, p := range paid {
+		var err error
 		story, _, err = t.payAgain(story, "invoice "+p.reference+" paid again (a new key)", p, t.Key(), p.amount, s.Books)
 		if err != nil {
 			return err
