@@ -499,8 +499,7 @@ func (h *Recorder) keyRow(at time.Time, k events.Key) {
 }
 
 // holderOf is a key row's text columns but its state, each time left
-// out (clock.Format's RFC 3339 times, as most rows write them, and the
-// time a PostgreSQL timestamp column is read as), and NULL as "".
+// out (isTime), and NULL as "".
 func holderOf(row map[string]any) map[string]string {
 	out := map[string]string{}
 	for name, v := range row {
@@ -515,10 +514,33 @@ func holderOf(row map[string]any) map[string]string {
 	return out
 }
 
-// isTime reports whether s is an RFC 3339 time.
+// timeLayouts are the forms a time takes as text in a key row:
+// clock.Format's RFC 3339, as most rows write it and a PostgreSQL
+// timestamp column is read as; the same with a space for the T, or with
+// no zone, as SQLite's datetime and strftime and PostgreSQL's ::text
+// write it ("+00" for the zone); and Go's time.Time.String, which the
+// SQLite driver writes for a time.Time bound to a TEXT column. A
+// fraction of a second is read after the seconds whether or not a layout
+// names it.
+var timeLayouts = []string{
+	time.RFC3339, "2006-01-02T15:04:05Z07", "2006-01-02T15:04:05",
+	"2006-01-02 15:04:05Z07:00", "2006-01-02 15:04:05Z07", "2006-01-02 15:04:05",
+	"2006-01-02 15:04:05 -0700 MST",
+}
+
+// isTime reports whether s is a time in one of timeLayouts: a lease's
+// expiry moved on by a renewal, or by a release that ends the lease in
+// place, is no new holder, whichever form the stage stores it in. A
+// monotonic clock reading time.Time.String appends (" m=+0.5") is no
+// part of the time.
 func isTime(s string) bool {
-	_, err := time.Parse(time.RFC3339Nano, s)
-	return err == nil
+	s, _, _ = strings.Cut(s, " m=")
+	for _, layout := range timeLayouts {
+		if _, err := time.Parse(layout, s); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // handedOver says which of a key row's holder columns changed from last

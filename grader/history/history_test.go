@@ -399,3 +399,43 @@ func TestHistory_RowsFoundAfterARestartComeBeforeTheRetrysTakeover(t *testing.T)
 		t.Errorf("events %q, want %q", got, want)
 	}
 }
+
+// TestHistory_ALeaseMovedOnInAnyTimeFormIsNoTakeover: a lease's expiry
+// moved on while its holder keeps the key (a renewal, or a release that
+// ends the lease in place) is no takeover, whichever form of text the
+// stage stores the time in: clock.Format's, SQLite's datetime, PostgreSQL's
+// ::text, or what the SQLite driver writes for a time.Time. A history
+// that knew only RFC 3339 drew the others as a new holder, a takeover
+// nobody made; a token that changes beside the time is still drawn.
+func TestHistory_ALeaseMovedOnInAnyTimeFormIsNoTakeover(t *testing.T) {
+	at := time.Date(2026, 3, 3, 9, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return at.Add(time.Duration(n) * time.Millisecond) }
+	for _, expiries := range [][2]string{
+		{"2026-03-03T09:00:05.000Z", "2026-03-03T09:00:09.000Z"},
+		{"2026-03-03 09:00:05.000", "2026-03-03 09:00:09.000"},
+		{"2026-03-03 09:00:05.123+00", "2026-03-03 09:00:09.456+00"},
+		{"2026-03-03 09:00:05.123+00:00", "2026-03-03 09:00:09.456+00:00"},
+		{"2026-03-03T09:00:05.123", "2026-03-03T09:00:09.456"},
+		{"2026-03-03 09:00:05.123 +0000 UTC", "2026-03-03 09:00:09.456 +0000 UTC m=+4.500000001"},
+	} {
+		for _, owners := range [][2]string{{"TOKEN-A", "TOKEN-A"}, {"TOKEN-A", "TOKEN-B"}} {
+			h := NewRecorder("k-1")
+			s := newStream(nil, 0)
+			for i := range 2 {
+				row := map[string]any{"key": "k-1", "state": "in_progress", "owner": owners[i], "expires": expiries[i]}
+				h.heard(s, keyRowEvent(1, row, ms(10*i), ms(10*i+1)))
+			}
+			var got []string
+			for _, e := range h.History().Events {
+				got = append(got, strings.TrimSpace(e.Kind+" "+e.Detail))
+			}
+			want := []string{"claim in_progress"}
+			if owners[0] != owners[1] {
+				want = append(want, "takeover owner TOKEN-A → TOKEN-B")
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("expiry %q then %q, owner %q then %q: events %q, want %q", expiries[0], expiries[1], owners[0], owners[1], got, want)
+			}
+		}
+	}
+}
