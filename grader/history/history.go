@@ -91,6 +91,10 @@ type keyRow struct {
 	// that changes while the row stays in progress is a takeover, and a
 	// lease renewed (a time moved on) is none.
 	holder map[string]string
+	// found: the row is what a read of the key table found (Found), not
+	// a change its server process reported. What it adds was committed
+	// before the read, unheard, and is drawn at the read.
+	found bool
 }
 
 // NewRecorder returns a recorder with no history yet, which knows keys
@@ -398,7 +402,7 @@ func (h *Recorder) heard(s *stream, ev events.Event) {
 		if !k.At.IsZero() {
 			at = k.At
 		}
-		h.keyRow(at, k)
+		h.keyRow(at, k, false)
 	case events.KindReset:
 		h.resets = append(h.resets, at)
 	case events.KindFault:
@@ -447,7 +451,9 @@ func (h *Recorder) heard(s *stream, ev events.Event) {
 // asked, so each row takes its place among the reports of its commits. A
 // server process started again after a crash reports only the changes it
 // hears, and a row its predecessor changed and died before reporting
-// would otherwise first show as the next change a retry made to it.
+// would otherwise first show as the next change a retry made to it. What
+// a found row adds is drawn at asked, after the restart, though it may
+// have been committed before the crash, and its detail says it was found.
 func (h *Recorder) Found(asked time.Time, rows []map[string]any) {
 	if h == nil {
 		return
@@ -464,19 +470,19 @@ func (h *Recorder) Found(asked time.Time, rows []map[string]any) {
 		default:
 			continue
 		}
-		h.keyRow(asked, events.Key{RowID: id, Row: row})
+		h.keyRow(asked, events.Key{RowID: id, Row: row}, true)
 	}
 }
 
-// keyRow notes a key row's report: the key it holds (one the check
-// sent; a row of another key is not the history's), its state and its
-// scope, or that it was deleted.
-func (h *Recorder) keyRow(at time.Time, k events.Key) {
+// keyRow notes a key row's report, or what a read found of it (found):
+// the key it holds (one the check sent; a row of another key is not the
+// history's), its state and its scope, or that it was deleted.
+func (h *Recorder) keyRow(at time.Time, k events.Key, found bool) {
 	if k.Deleted {
 		h.keyRows = append(h.keyRows, keyRow{at: at, rowID: k.RowID, deleted: true})
 		return
 	}
-	r := keyRow{at: at, rowID: k.RowID}
+	r := keyRow{at: at, rowID: k.RowID, found: found}
 	for _, v := range k.Row {
 		if s, _ := v.(string); h.keys[s] {
 			r.key = s
@@ -587,6 +593,11 @@ func (h *Recorder) keyEvents() []timeline.Event {
 	rows := map[int64]keyRow{}
 	var out []timeline.Event
 	event := func(at time.Time, kind string, r keyRow, detail string) {
+		if r.found {
+			// Drawn at the read, after the restart, though it may have
+			// happened before the crash: the hover says so.
+			detail = strings.TrimPrefix(detail+"; found by a read of the key table, committed before it and unheard", "; ")
+		}
 		out = append(out, timeline.Event{At: at, Kind: kind, Key: r.key, Customer: r.customer, Route: r.route, Detail: detail})
 	}
 	for _, r := range reports {

@@ -377,6 +377,8 @@ func TestHistory_ATakeoverIsANewHolderOfAnInProgressRow(t *testing.T) {
 // The rows a read of the lab's state finds after the restart are noted
 // at the read, so that the retry's takeover is drawn as one, not as the
 // key's claim, and a row found as the history last heard it adds nothing.
+// The claim drawn at the read, after the restart, says it was found
+// there, not heard: it was committed before the crash.
 func TestHistory_RowsFoundAfterARestartComeBeforeTheRetrysTakeover(t *testing.T) {
 	h := NewRecorder("k-1", "k-2")
 	s := newStream(nil, 0)
@@ -397,6 +399,11 @@ func TestHistory_RowsFoundAfterARestartComeBeforeTheRetrysTakeover(t *testing.T)
 	want := []string{"claim k-2", "claim k-1", "takeover k-1"}
 	if !slices.Equal(got, want) {
 		t.Errorf("events %q, want %q", got, want)
+	}
+	for _, e := range h.History().Events {
+		if found := strings.Contains(e.Detail, "found by a read"); found != (e.Key == "k-1" && e.Kind == "claim") {
+			t.Errorf("%s of %s, detail %q: found by the read is %v", e.Kind, e.Key, e.Detail, found)
+		}
 	}
 }
 
