@@ -88,8 +88,9 @@ type keyRow struct {
 	// columns that holds text and is not a time, by name (a lease
 	// owner's token, beside the key, its scope and its fingerprint). The
 	// columns are the student's, so no name is looked for: a holder
-	// that changes while the row stays in progress is a takeover, and a
-	// lease renewed (a time moved on) is none.
+	// that changes while the row stays in progress, and a later request
+	// of the key runs (retried), is a takeover, and a lease renewed (a
+	// time moved on) is none.
 	holder map[string]string
 	// found: the row is what a read of the key table found (Found), not
 	// a change its server process reported. What it adds was committed
@@ -576,7 +577,8 @@ func short(s string) string {
 
 // keyEvents turns the key rows' reports into a claim (a row appeared, or
 // a completed one went back in progress), a takeover (an in-progress row
-// that names a new holder, handedOver), a completion, a release (an
+// that names a new holder, handedOver, while a later request of its key
+// runs, retried), a completion, a release (an
 // in-progress row deleted) or a forgetting (a completed row deleted, by a
 // purge or by a claim: the row's report does not say which) of the key
 // each holds. The reports are taken in the order their commits
@@ -591,6 +593,8 @@ func (h *Recorder) keyEvents() []timeline.Event {
 	resets := slices.Clone(h.resets)
 	slices.SortFunc(resets, time.Time.Compare)
 	rows := map[int64]keyRow{}
+	// held is when each row's holder claimed it or took it over.
+	held := map[int64]time.Time{}
 	var out []timeline.Event
 	event := func(at time.Time, kind string, r keyRow, detail string) {
 		if r.found {
@@ -619,6 +623,7 @@ func (h *Recorder) keyEvents() []timeline.Event {
 		}
 		switch {
 		case !seen:
+			held[r.rowID] = r.at
 			event(r.at, timeline.Claim, r, r.state)
 			if r.state == "completed" {
 				event(r.at, timeline.Complete, r, "")
@@ -629,19 +634,36 @@ func (h *Recorder) keyEvents() []timeline.Event {
 			// A completed row back in progress was claimed again in
 			// place: an expired key reused, or a takeover that opened a
 			// key its original had just completed.
+			held[r.rowID] = r.at
 			event(r.at, timeline.Claim, r, r.state+", again, in the completed key's row")
-		case r.state == "in_progress" && last.state == "in_progress" && handedOver(last.holder, r.holder) != "":
+		case r.state == "in_progress" && last.state == "in_progress" && handedOver(last.holder, r.holder) != "" && h.retried(r, held[r.rowID]):
 			// Still in progress, held by someone else: a retry took the
 			// key over (its lease owner changed). Only the holder tells
 			// this apart from nothing at all: the state is the same. A
 			// row with no state column (before stage 3, or a middleware
 			// lab audit reads) says nothing of a holder: its text columns
 			// may change as its request ends.
+			held[r.rowID] = r.at
 			event(r.at, timeline.Takeover, r, handedOver(last.holder, r.holder))
 		}
 		rows[r.rowID] = r
 	}
 	return out
+}
+
+// retried reports whether a request of r's key was sent after since, when
+// the row's holder claimed the key or took it over, and no later than r,
+// and was still waiting for its answer when r was heard: only such a
+// request can have taken the key over. A column the holder changes
+// itself as it works (a recovery point it reached, an answer written in
+// place) changes while no later request of the key runs. A row found by
+// a read may have changed before the crash that cut its request, so for
+// it the request need only have been sent.
+func (h *Recorder) retried(r keyRow, since time.Time) bool {
+	return slices.ContainsFunc(h.attempts, func(a timeline.Attempt) bool {
+		return a.Key == r.key && a.Start.After(since) && !a.Start.After(r.at) &&
+			(r.found || a.End.IsZero() || !a.End.Before(r.at))
+	})
 }
 
 // History is what was recorded so far.

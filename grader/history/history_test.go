@@ -348,6 +348,7 @@ func TestHistory_ATakeoverIsANewHolderOfAnInProgressRow(t *testing.T) {
 	}
 	h.heard(first, keyRowEvent(1, row("in_progress", "ORIGINAL-TOKEN", "2026-03-03T09:00:05.000Z"), ms(0), ms(1)))
 	h.heard(first, keyRowEvent(1, row("in_progress", "ORIGINAL-TOKEN", "2026-03-03T09:00:09.000Z"), ms(10), ms(11)))
+	sent(h, "k-1", ms(15), ms(40))
 	h.heard(first, keyRowEvent(1, row("in_progress", "RETRY-TOKEN", "2026-03-03T09:00:20.000Z"), ms(20), ms(21)))
 	h.heard(second, keyRowEvent(1, row("in_progress", "RETRY-TOKEN", "2026-03-03T09:00:20.000Z"), ms(20), ms(22)))
 	h.heard(first, keyRowEvent(1, row("completed", nil, ""), ms(30), ms(31)))
@@ -391,6 +392,7 @@ func TestHistory_RowsFoundAfterARestartComeBeforeTheRetrysTakeover(t *testing.T)
 	// The original's claim of k-1 (row 2) dies with its process; a read
 	// after the restart finds it, and k-2 as it was.
 	h.Found(ms(50), []map[string]any{row(2, "k-1", "ORIGINAL"), row(1, "k-2", "OTHER")})
+	sent(h, "k-1", ms(55), time.Time{})
 	h.heard(s, keyRowEvent(2, row(2, "k-1", "RETRY"), ms(60), ms(61)))
 	var got []string
 	for _, e := range h.History().Events {
@@ -428,6 +430,7 @@ func TestHistory_ALeaseMovedOnInAnyTimeFormIsNoTakeover(t *testing.T) {
 		for _, owners := range [][2]string{{"TOKEN-A", "TOKEN-A"}, {"TOKEN-A", "TOKEN-B"}} {
 			h := NewRecorder("k-1")
 			s := newStream(nil, 0)
+			sent(h, "k-1", ms(5), time.Time{})
 			for i := range 2 {
 				row := map[string]any{"key": "k-1", "state": "in_progress", "owner": owners[i], "expires": expiries[i]}
 				h.heard(s, keyRowEvent(1, row, ms(10*i), ms(10*i+1)))
@@ -444,5 +447,44 @@ func TestHistory_ALeaseMovedOnInAnyTimeFormIsNoTakeover(t *testing.T) {
 				t.Errorf("expiry %q then %q, owner %q then %q: events %q, want %q", expiries[0], expiries[1], owners[0], owners[1], got, want)
 			}
 		}
+	}
+}
+
+// sent notes a request of key sent at start and answered at end (none
+// yet when end is zero).
+func sent(h *Recorder, key string, start, end time.Time) {
+	h.attempts = append(h.attempts, timeline.Attempt{Key: key, Start: start, End: end})
+}
+
+// TestHistory_AColumnTheHolderChangesAsItWorksIsNoTakeover: a stage may
+// keep beside its lease owner a column of text that the holder changes
+// itself while the key stays in progress (the step its request reached,
+// a recovery point). That is no takeover, even while a retry answered 409
+// came and went beside it: only a request of the key sent after the
+// holder's claim, and still waiting for its answer when the row changed,
+// can have taken the key over. A history that drew every new text as a
+// new holder drew the original taking its own key over.
+func TestHistory_AColumnTheHolderChangesAsItWorksIsNoTakeover(t *testing.T) {
+	h := NewRecorder("k-1")
+	s := newStream(nil, 0)
+	at := time.Date(2026, 3, 3, 9, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return at.Add(time.Duration(n) * time.Millisecond) }
+	row := func(owner, step string) map[string]any {
+		return map[string]any{"key": "k-1", "state": "in_progress", "owner": owner, "step": step}
+	}
+	sent(h, "k-1", ms(-1), ms(100))
+	h.heard(s, keyRowEvent(1, row("ORIGINAL", "claimed"), ms(0), ms(1)))
+	sent(h, "k-1", ms(2), ms(3))
+	h.heard(s, keyRowEvent(1, row("ORIGINAL", "core-called"), ms(10), ms(11)))
+	sent(h, "k-1", ms(15), time.Time{})
+	h.heard(s, keyRowEvent(1, row("RETRY", "claimed"), ms(20), ms(21)))
+	h.heard(s, keyRowEvent(1, row("RETRY", "core-called"), ms(30), ms(31)))
+	var got []string
+	for _, e := range h.History().Events {
+		got = append(got, strings.TrimSpace(e.Kind+" "+e.Detail))
+	}
+	want := []string{"claim in_progress", "takeover owner ORIGINAL → RETRY, step core-cal… → claimed"}
+	if !slices.Equal(got, want) {
+		t.Errorf("events %q, want %q", got, want)
 	}
 }
