@@ -149,7 +149,7 @@ func (w *walker) object(members map[string]json.RawMessage) bool {
 			return false
 		}
 		if members != nil {
-			members[string(name)] = w.raw[start:w.i]
+			members[string(name)] = w.raw[start:w.i:w.i]
 		}
 		if w.next('}') {
 			return true

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/big"
 	"mime"
 	"net/http"
@@ -147,7 +148,9 @@ func parse(raw []byte, known ...string) (map[string]json.RawMessage, error) {
 	} else if err := checkSurrogates(raw); err != nil {
 		return nil, err
 	}
-	for name := range members {
+	// In name order, so that a body with several unknown members is
+	// refused in the same words each time it is sent.
+	for _, name := range slices.Sorted(maps.Keys(members)) {
 		if !slices.Contains(known, name) {
 			return nil, invalid("unknown member %q; the members are %s", name, strings.Join(known, ", "))
 		}
@@ -445,7 +448,8 @@ func (d *decoder) metadata(name string) map[string]string {
 		return nil
 	}
 	out := make(map[string]string, len(fields))
-	for k, v := range fields {
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		v := fields[k]
 		member := name + "." + k
 		s, ok := stringValue(v)
 		if !ok {

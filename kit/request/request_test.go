@@ -96,6 +96,26 @@ func TestTransfer_RefusesWithTheRightProblem(t *testing.T) {
 	}
 }
 
+// A body with several unknown members, or several bad metadata members,
+// is refused in the same words each time it is sent: the first in name
+// order is named. Caught: the members read in a map's order, which named
+// one or another from one send to the next.
+func TestTransfer_NamesTheSameBadMemberEachTime(t *testing.T) {
+	const ok = `"from":"acc_a","to":"acc_b","amount":5`
+	cases := []struct{ body, detail string }{
+		{`{` + ok + `,"zeta":1,"fee":1,"mid":1,"extra":1}`, `unknown member "extra"`},
+		{`{` + ok + `,"metadata":{"z":1,"b":2,"y":3,"c":4}}`, `metadata.b must be a string`},
+	}
+	for _, tc := range cases {
+		for range 50 {
+			_, _, err := request.Transfer(post(tc.body, "application/json"))
+			if err == nil || !strings.Contains(err.Error(), tc.detail) {
+				t.Fatalf("%s: err = %v, want it to say %q every time", tc.body, err, tc.detail)
+			}
+		}
+	}
+}
+
 func TestTransfer_TruncatedBodyIsRefused(t *testing.T) {
 	body := `{"from":"acc_a","to":"acc_b","amount":5}`
 	r := post(body[:20], "application/json")
