@@ -177,6 +177,12 @@ func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer,
 	if err := tx.Commit(); err != nil {
 		return nil, "", fmt.Errorf("reset: %w", err)
 	}
+	// Every change to the old key table was committed before this, and
+	// every change to the new one is committed after: the stage creates it
+	// below. The event says so on the clock a key event's "at" is read
+	// on; the event itself goes out at the end, and a reader hears it
+	// later still, perhaps after the first claims of the new table.
+	committed := time.Now().UTC()
 	if c.Replica != nil {
 		c.Replica.caughtUp(resets)
 	}
@@ -198,7 +204,7 @@ func (c *Controller) Reset(ctx context.Context, p bank.Params) ([]bank.Customer,
 	if err := c.Replica.Sync(ctx); err != nil {
 		return nil, "", err
 	}
-	c.Hub.Publish(events.KindReset, map[string]any{"seed": p.Seed, "customers": customers})
+	c.Hub.Publish(events.KindReset, map[string]any{"seed": p.Seed, "customers": customers, "at": committed})
 	return customers, note, nil
 }
 
