@@ -43,8 +43,8 @@ type Recorder struct {
 	customers map[string]string
 	// keyRows are the key rows' changes as the servers reported them, and
 	// resets when the lab was reset (which drops the key table, and its
-	// rows are numbered afresh): keyEvents turns them into claims,
-	// completions, releases and forgettings.
+	// rows are numbered afresh), on the servers' clock: keyEvents turns
+	// them into claims, completions, releases and forgettings.
 	keyRows []keyRow
 	resets  []time.Time
 	// watched are the event streams of the server processes, in the
@@ -359,11 +359,15 @@ func (h *Recorder) Close() {
 }
 
 // heard turns one lab event, heard on s, into the history's terms. An
-// event is placed when it was published, a little after it happened, but
-// for an execution, which says when its write was made, and a key row's
-// change, which says when its commit was heard.
+// event is placed when it was read (the stream carries no time), a little
+// after it was published, but for an execution, which says when its write
+// was made, a key row's change, which says when its commit was heard, and
+// a reset, which says when it committed the drop of the key table.
 // A reset is not drawn (every check starts with one, before its story):
-// it only says that the key rows reported after it are new ones.
+// it only says that the key rows changed after it are new ones. Its time
+// is the server's, as the key rows' are: read off the stream, it can come
+// after the claims of the requests the check sent once the reset was
+// answered, and those claims would be taken for the old table's rows.
 func (h *Recorder) heard(s *stream, ev events.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -405,6 +409,10 @@ func (h *Recorder) heard(s *stream, ev events.Event) {
 		}
 		h.keyRow(at, k, false)
 	case events.KindReset:
+		var r struct{ At time.Time }
+		if json.Unmarshal(ev.Data, &r) == nil && !r.At.IsZero() {
+			at = r.At
+		}
 		h.resets = append(h.resets, at)
 	case events.KindFault:
 		var f struct {

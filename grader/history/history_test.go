@@ -268,6 +268,38 @@ func TestHistory_AResetNumbersTheKeyRowsAfresh(t *testing.T) {
 	}
 }
 
+// TestHistory_AResetIsPlacedWhenItsCommitWasMade: the reset that starts a
+// check is read off the stream a little after the server published it,
+// and the server publishes it once the stage's tables are made again. A
+// reader slowed down (a loaded machine, the race detector) reads it after
+// the check's first request has claimed its key. A history that placed
+// the reset when it was read took the claim for a row of the dropped
+// table, and the retry's takeover of the key for a fresh claim; the
+// reset says when it committed the drop, on the clock of the rows'
+// commits, and is placed there.
+func TestHistory_AResetIsPlacedWhenItsCommitWasMade(t *testing.T) {
+	h := NewRecorder("k-1")
+	s := newStream(nil, 0)
+	at := time.Date(2026, 3, 3, 9, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return at.Add(time.Duration(n) * time.Millisecond) }
+	row := func(owner string) map[string]any {
+		return map[string]any{"key": "k-1", "state": "in_progress", "lease_owner": owner}
+	}
+	reset, _ := json.Marshal(map[string]any{"seed": 1, "at": ms(0)})
+	sent(h, "k-1", ms(2), ms(5))
+	h.heard(s, events.Event{Kind: events.KindReset, Time: ms(8), Data: reset})
+	h.heard(s, keyRowEvent(1, row("ORIGINAL"), ms(3), ms(8)))
+	sent(h, "k-1", ms(6), time.Time{})
+	h.heard(s, keyRowEvent(1, row("RETRY"), ms(9), ms(10)))
+	var got []string
+	for _, e := range h.History().Events {
+		got = append(got, e.Kind)
+	}
+	if want := []string{timeline.Claim, timeline.Takeover}; !slices.Equal(got, want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}
+
 // TestHistory_AKeyRowsScopeIsItsCustomerAndRoute: a key row's event
 // carries the customer it holds (by ID, or by the token or header that
 // names the customer) and the path it holds that the check sent to, so
