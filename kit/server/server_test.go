@@ -271,6 +271,39 @@ func TestEvents_CarryTheRequestsAttempt(t *testing.T) {
 	}
 }
 
+// TestEvents_AResetSaysWhenItsCommitWasMade: a reset's event goes out
+// once the stage's tables are made again, and a reader of the stream
+// reads it later still, perhaps after the first claims of the new key
+// table; its at says when the reset committed the drop, on the clock a
+// key event's at is read on, for a reader to order the key rows' changes
+// around it.
+func TestEvents_AResetSaysWhenItsCommitWasMade(t *testing.T) {
+	srv, hs := start(t)
+	ch, cancel := srv.Events().Subscribe(16)
+	defer cancel()
+	sent := time.Now()
+	if code, b := call(t, hs, "POST", "/lab/reset", srv.AdminToken(), `{"seed":1}`); code != 200 {
+		t.Fatalf("reset: %d %s", code, b)
+	}
+	answered := time.Now()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case ev := <-ch:
+			if ev.Kind != events.KindReset {
+				continue
+			}
+			var r struct{ At time.Time }
+			if err := json.Unmarshal(ev.Data, &r); err != nil || r.At.Before(sent) || r.At.After(answered) {
+				t.Errorf("reset event = %s; want the time of its commit, between %v and %v", ev.Data, sent, answered)
+			}
+			return
+		case <-deadline:
+			t.Fatal("no reset event")
+		}
+	}
+}
+
 // requestAndExecution reads ch until it has the events of one transfer,
 // its request and its execution, and returns their data by kind.
 func requestAndExecution(t *testing.T, ch <-chan events.Event) map[string]json.RawMessage {
