@@ -2383,9 +2383,10 @@ func checkSettleFails(t *T) error {
 		if !moved {
 			break
 		}
-		// Drawn where the check saw the count go down, a poll after the
-		// refusal: the relay's writes come after the requests that made
-		// its rows, and a timeline shows where they were refused.
+		// Drawn where the check saw the count go down, its first look
+		// after the refusal (after the transfers, for one made while they
+		// ran): the relay's writes come after the requests that made its
+		// rows, and a timeline shows where they were refused.
 		t.history.Lab(timeline.WriteRefused, fmt.Sprintf("%s: %d of the relay's writes to the outbox refused by now, %d to go",
 			labctl.FailOutboxSettle, settleRefusals-left, left))
 	}

@@ -197,7 +197,7 @@ func markTitle(m Mark, h Highlight) string {
 		Takeover: "key taken over: a retry wrote itself in as its holder (its lease owner), the key still in progress",
 		Complete: "key completed", Release: "key released", Forget: "key forgotten: its completed row deleted (by a purge or by a claim: the key table does not say which)",
 		Armed: "fault armed", Crash: "server crashed", Restart: "server restarted", Clock: "lab clock moved",
-		Redrive: "dead letter sent again by an operator, its row owed again", WriteRefused: "a write of the server's refused by its database, on the fault armed",
+		Redrive: "dead letter sent again by an operator, its row owed again", WriteRefused: "a write of the server's refused by its database, on the fault armed, drawn where the check saw the fault's count go down, its first look after the refusal",
 		Missing: "told it ran; it never executed",
 	}[m.Kind]
 	if s == "" {

@@ -102,8 +102,10 @@ const (
 	// WriteRefused: the server's database refused a write of the
 	// server's, as a fault armed through the lab API has it do (stage 9's
 	// fail-outbox-settle, the relay's writes to the outbox). The check
-	// notes it when it sees the fault's count go down, so it is placed
-	// at most one poll of the lab after the refusal.
+	// notes it when it sees the fault's count go down: at its first look
+	// after the refusal, every few milliseconds once its transfers have
+	// answered, so that a refusal made while they ran is placed after
+	// the last of them, and refusals between two looks share one mark.
 	WriteRefused = "write-refused"
 )
 
