@@ -689,6 +689,14 @@ func (f *Faults) Silence(n int) {
 	f.silent = n
 }
 
+// Unanswering is how many of the posting requests Silence and
+// DropUnapplied named the core has yet to leave unanswered.
+func (f *Faults) Unanswering() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.silent + f.drop
+}
+
 // silences says whether the core keeps silent for this posting request,
 // and uses up one of the requests Silence named if it does.
 func (f *Faults) silences() bool {
