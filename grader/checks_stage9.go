@@ -414,7 +414,8 @@ func checkCoreDown(t *T) error {
 	if err != nil {
 		return err
 	}
-	back := time.Duration(15+t.rng.IntN(31)) * 24 * time.Hour
+	backDays := 15 + t.rng.IntN(31)
+	back := time.Duration(backDays) * 24 * time.Hour
 	if err := t.SetClock(now.Add(-back)); err != nil {
 		return err
 	}
@@ -422,15 +423,16 @@ func checkCoreDown(t *T) error {
 	// longest time to live a queue's settings commonly offer, or after
 	// any shorter one, is caught whatever the seed; a move of 15 to 45
 	// days caught one of a month on some seeds only.
-	outage := time.Duration(31+t.rng.IntN(31)) * 24 * time.Hour
+	days := 31 + t.rng.IntN(31)
+	outage := time.Duration(days) * 24 * time.Hour
 	var moved error
 	comeBack := func() {
 		moved = t.Advance(outage)
 		up()
 	}
-	set := fmt.Sprintf("(POST /lab/clock: the lab clock set back %v, to %s, behind the machine's clock) the core ledger is down", back, clock.Format(now.Add(-back)))
+	set := fmt.Sprintf("(POST /lab/clock: the lab clock set back %d days, to %s, behind the machine's clock) the core ledger is down", backDays, clock.Format(now.Add(-back)))
 	err = t.throughRefusals(s, []string{set}, comeBack, outageRefusals, "postings while down",
-		fmt.Sprintf("comes back after an outage of %v on the lab clock (POST /lab/clock: moved on %v while it was down)", outage, outage))
+		fmt.Sprintf("comes back after an outage of %d days on the lab clock (POST /lab/clock: moved on %d days while it was down)", days, days))
 	if moved != nil {
 		return moved
 	}
