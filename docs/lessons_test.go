@@ -225,6 +225,24 @@ var (
 // mutant of the ladder (which a check catches), or a lab fault point
 // (`crash-after-commit`) that the sentence arms.
 func TestLessons_WrongVersionsAreMutants(t *testing.T) {
+	known := mutantsAndFaults(t)
+	for _, file := range stageLessons() {
+		text, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range wrongVersionsNamed(splitFences(string(text)).prose) {
+			if !known[name] {
+				t.Errorf("%s names the wrong version %q, which is no mutant in grader/ladder/mutants (nor a fault point)", file, name)
+			}
+		}
+	}
+}
+
+// mutantsAndFaults returns the names a lesson may give a wrong version:
+// the ladder's mutants and the lab's fault points.
+func mutantsAndFaults(t *testing.T) map[string]bool {
+	t.Helper()
 	known := map[string]bool{}
 	for _, p := range labctl.Points {
 		known[p] = true
@@ -236,14 +254,41 @@ func TestLessons_WrongVersionsAreMutants(t *testing.T) {
 	for _, p := range paths {
 		known[strings.TrimSuffix(filepath.Base(p), ".txtar")] = true
 	}
-	for _, file := range stageLessons() {
-		text, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(file)))
+	return known
+}
+
+// A translation names the wrong versions its lesson names, and no other:
+// a Japanese student reads of every pattern the English one is warned
+// of, each a mutant that a check catches, and a name the translation
+// adds or keeps after the English dropped it is a pattern no English
+// sentence answers for. The names compared are the code spans of the
+// prose that name a mutant or a fault point.
+func TestLessonsJa_NameTheSameWrongVersions(t *testing.T) {
+	known := mutantsAndFaults(t)
+	named := func(path string) map[string]bool {
+		text, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(path)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range wrongVersionsNamed(splitFences(string(text)).prose) {
-			if !known[name] {
-				t.Errorf("%s names the wrong version %q, which is no mutant in grader/ladder/mutants (nor a fault point)", file, name)
+		names := map[string]bool{}
+		for _, m := range kebabInSpans.FindAllStringSubmatch(splitFences(string(text)).prose, -1) {
+			if known[m[1]] {
+				names[m[1]] = true
+			}
+		}
+		return names
+	}
+	for _, file := range stageLessons() {
+		ja := pathpkg.Join(jaLessons, pathpkg.Base(file))
+		en, tr := named(file), named(ja)
+		for _, n := range slices.Sorted(maps.Keys(en)) {
+			if !tr[n] {
+				t.Errorf("%s names the wrong version %q, and %s does not", file, n, ja)
+			}
+		}
+		for _, n := range slices.Sorted(maps.Keys(tr)) {
+			if !en[n] {
+				t.Errorf("%s names the wrong version %q, and %s does not", ja, n, file)
 			}
 		}
 	}
