@@ -418,6 +418,21 @@ func retryAfterFailure(t *T, s Scenario, point, does string) error {
 		case retry.Is(http.StatusConflict, ""):
 			err = t.toldDuplicate(story, retry.String(), released)
 			err.(*judging.Failure).Expected += stalled
+		case retry.ServerFailed() && retry.Err == nil:
+			// The fault is disarmed: a retry that fails again may be
+			// the failure kept as the key's answer. One more retry
+			// tells a key that answers its failure for good from a
+			// server that failed twice.
+			again := t.Do(req)
+			story += "\nthen another retry  →  " + again.Short()
+			if err := t.Reconcile(story, again.Short(), books); err != nil {
+				return err
+			}
+			if again.ServerFailed() && again.Err == nil {
+				err = t.Harmful(judging.StuckKey, story, again.String(), released+"; nothing is armed any more, and every retry is answered with a failure again: a failure kept as the key's answer holds the key for good, and the payment can never run"+stalled)
+			} else {
+				err = t.Fail(story, retry.String(), released+stalled)
+			}
 		default:
 			err = t.Fail(story, retry.String(), released+stalled)
 		}
