@@ -30,7 +30,7 @@ import (
 // one database): the audit's examples, and the tests' own variants.
 var examples = map[string]audit.Adapter{
 	"naive": naive.New, "final": final.New, "aftercommit": aftercommit.New,
-	"slowrestart": slowRestart,
+	"slowrestart": slowRestart, "keylock": keyLock,
 }
 
 func TestMain(m *testing.M) {
@@ -184,6 +184,49 @@ func slowRestart(env audit.Env) (audit.Middleware, error) {
 		})
 	}
 	return m, nil
+}
+
+// A middleware that holds a lock per key while its request runs, and
+// keeps nothing after it, executes every retry, the first one while the
+// crashed original's lease is still live. That first retry is a contract
+// difference (no 409 request-in-progress), and the lease checks go on to
+// the retries they send after it: each executes again, and the money is
+// the finding, never the 409 alone.
+func TestLeaseChecks_ARetryTakenEarlyStillHasItsMoneyJudged(t *testing.T) {
+	for _, id := range []string{"S6.lease-takeover-once", "S6.live-lease-409"} {
+		t.Run(id, func(t *testing.T) {
+			t.Parallel()
+			if r := checkAs(t, "keylock", keyLock, id); r.Harm() != judging.Double {
+				t.Fatalf("harm %q, want %q:\n%v", r.Harm(), judging.Double, r.Err)
+			}
+		})
+	}
+}
+
+// keyLock is a middleware that holds a lock on each key while the request
+// runs and remembers nothing once it has answered: duplicates that arrive
+// together wait for each other, and then each executes, as does every
+// retry after.
+func keyLock(env audit.Env) (audit.Middleware, error) {
+	var (
+		mu    sync.Mutex
+		locks = map[string]*sync.Mutex{}
+	)
+	return audit.Middleware{Wrap: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			name := env.Customer(r) + " " + r.URL.Path + " " + r.Header.Get("Idempotency-Key")
+			mu.Lock()
+			l := locks[name]
+			if l == nil {
+				l = &sync.Mutex{}
+				locks[name] = l
+			}
+			mu.Unlock()
+			l.Lock()
+			defer l.Unlock()
+			next.ServeHTTP(w, r)
+		})
+	}}, nil
 }
 
 // A retry whose round trip outlasts the second of lease it was aimed at
