@@ -7,6 +7,7 @@ import (
 
 	"idemlab/grader/dayplan"
 	"idemlab/kit/bank"
+	"idemlab/kit/canonical"
 	"idemlab/kit/problem"
 )
 
@@ -95,20 +96,24 @@ func (a Attempt) heardOf() uint64 {
 // knowing from its submissions (the original and the double click, one
 // person's two requests), and the final answer that says so. The
 // executions' answers are the first answers that named each execution
-// the books hold for the operation (firstAnswers); a final 2xx with any
-// other bytes is a wrong answer (another operation's result, a recomputed
-// one), whatever else the client holds.
+// the books hold for the operation (firstAnswers); a final 2xx that says
+// anything else is a wrong answer (another operation's result, a
+// recomputed one), whatever else the client holds. What an answer says is
+// its JSON value (its RFC 8785 form): a replay whose members come in
+// another order, or whose numbers are spelled otherwise, tells its client
+// the same result, and differs from the original only in its bytes, which
+// mismatched_replays counts.
 func clientKnows(ids resources, holds func(id string) bool, subs ...[]Attempt) (int, Attempt) {
 	executed := map[string]bool{}
 	for _, a := range firstAnswers(ids, holds, subs...) {
-		executed[a.Response] = true
+		executed[saying(a.Response)] = true
 	}
 	knows, why := knowsNothing, Attempt{}
 	for _, as := range subs {
 		a := finalAttempt(as)
 		switch {
 		case a == nil:
-		case a.Succeeded() && !executed[a.Response]:
+		case a.Succeeded() && !executed[saying(a.Response)]:
 			return knowsWrong, *a
 		case a.Succeeded():
 			knows, why = knowsOriginal, *a
@@ -119,6 +124,15 @@ func clientKnows(ids resources, holds func(id string) bool, subs ...[]Attempt) (
 		}
 	}
 	return knows, why
+}
+
+// saying is what a response body says: its RFC 8785 form if it is JSON,
+// its bytes otherwise.
+func saying(body string) string {
+	if canon, err := canonical.Transform([]byte(body)); err == nil {
+		return string(canon)
+	}
+	return body
 }
 
 // opAmount names the executions of one operation that moved one amount.

@@ -29,6 +29,9 @@ type wrongs struct {
 	// others answers it with another operation's result (the day's
 	// first, or its second for the first's own replays).
 	recompute, others bool
+	// respell answers a replay with its stored body decoded and encoded
+	// again: the same members and values, in another order.
+	respell bool
 }
 
 // wrongServer changes a lab server's answers to its customers on their
@@ -85,6 +88,11 @@ func (w *wrongServer) replay(stored []byte) []byte {
 			if json.Unmarshal([]byte(other), &o) == nil && o["id"] != t["id"] {
 				return []byte(other)
 			}
+		}
+	}
+	if w.respell {
+		if out, err := json.Marshal(t); err == nil {
+			return out
 		}
 	}
 	if b, ok := t["balance_after"].(float64); ok && w.recompute {
@@ -156,6 +164,22 @@ func TestReplay_RecomputedReplayIsAWrongAnswer(t *testing.T) {
 	}
 	if rc.Counts.DoubleApplied != 0 || rc.Counts.BalanceMismatches != 0 {
 		t.Errorf("counts %+v: the money itself is right", rc.Counts)
+	}
+}
+
+// TestReplay_RespelledReplayIsNoWrongAnswer: a server that stores its
+// answer decoded and encodes it again for each replay (its members sorted)
+// tells every client the result of its own execution, in other bytes. It
+// catches a reconciliation that judges the client's knowledge by the
+// bytes: the replays are mismatched (a contract difference), and no
+// client was given a wrong answer, which is a money finding.
+func TestReplay_RespelledReplayIsNoWrongAnswer(t *testing.T) {
+	rc := reconcileThrough(t, sol5.New, badDay(t, 4), wrongs{respell: true})
+	if rc.Counts.MismatchedReplays == 0 {
+		t.Errorf("counts %+v: respelled replays differ from the original answer", rc.Counts)
+	}
+	if rc.Counts.WrongAnswers != 0 || rc.Counts.NoUsableAnswer != 0 {
+		t.Errorf("counts %+v: a respelled replay tells its client its own result", rc.Counts)
 	}
 }
 
