@@ -17,6 +17,7 @@ import (
 	"idemlab/audit/examples/aftercommit"
 	"idemlab/audit/examples/final"
 	"idemlab/audit/examples/naive"
+	"idemlab/audit/examples/successonly"
 	"idemlab/grader"
 	"idemlab/grader/judging"
 	"idemlab/grader/targets"
@@ -86,9 +87,10 @@ func TestSubject_AnAdapterWithoutWrapCannotRun(t *testing.T) {
 // check that runs the server as two processes starts this test binary
 // twice, serving the example by its name: see TestMain): the
 // naive one's money findings, its contract differences and what the lab
-// cannot observe of a map in memory; the final one holds; and without the
+// cannot observe of a map in memory; the final one holds; without the
 // shared transaction, a late original pays beside the retry that took its
-// key over.
+// key over; and the one that keeps only its successes is found by the
+// check of a refusal's retry, not by the purge's, which never saw the key.
 func TestExamples_VerdictsInProcess(t *testing.T) {
 	const (
 		pass     = "pass"
@@ -121,6 +123,11 @@ func TestExamples_VerdictsInProcess(t *testing.T) {
 		{"final", final.New, "S6.takeover-own-key", pass},
 		{"aftercommit", aftercommit.New, "S6.late-original-fenced", string(judging.Double)},
 		{"aftercommit", aftercommit.New, "S4.replay-byte-identical", pass},
+		// A refusal it lets go is paid by its retry once money comes in,
+		// which is S4.insufficient-funds-replayed's finding, not a purge's:
+		// the purge never saw that key.
+		{"successonly", successonly.New, "S4.insufficient-funds-replayed", string(judging.MovedThoughRefused)},
+		{"successonly", successonly.New, "S5.purge-bounded", pass},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"/"+tt.check, func(t *testing.T) {
