@@ -33,6 +33,7 @@ import (
 	"idemlab/grader/dayplan"
 	"idemlab/grader/faultnet"
 	"idemlab/grader/history"
+	"idemlab/kit/canonical"
 )
 
 // Draft is the document the contract verdicts cite.
@@ -240,6 +241,25 @@ func (a answer) refused() bool { return a.err == nil && a.status >= 400 && a.sta
 // by replays, which asks for more.
 func (a answer) same(b answer) bool {
 	return a.err == nil && b.err == nil && a.status == b.status && bytes.Equal(a.body, b.body)
+}
+
+// says reports whether a tells its client what b does: the same status,
+// and the same body or, both being JSON, the same JSON value (their RFC
+// 8785 forms alike: members in another order, or numbers spelled
+// otherwise, are other bytes of the same result).
+func (a answer) says(b answer) bool {
+	if a.same(b) {
+		return true
+	}
+	if a.err != nil || b.err != nil || a.status != b.status {
+		return false
+	}
+	ca, err := canonical.Transform(a.body)
+	if err != nil {
+		return false
+	}
+	cb, err := canonical.Transform(b.body)
+	return err == nil && bytes.Equal(ca, cb)
 }
 
 // replayHeaders are the headers that are part of an operation's result,

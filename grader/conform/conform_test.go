@@ -772,9 +772,18 @@ func TestRun_AWitnessNotReachedSaysWhatToCheck(t *testing.T) {
 // its client is told a result that was never its operation's. The retry
 // after another operation shows it; the server that stores its answer
 // stays clean.
+//
+// An API that renders every replay again, with an encoder of its own,
+// answers the retry made at once in other bytes too: what each retry says
+// decides, so that it is still found recomputed, and one that only
+// respells the answer it stored is a contract difference, no harm.
 func TestRun_ARecomputedReplayIsHarm(t *testing.T) {
 	recomputes := payserver.New()
 	recomputes.Recompute = true
+	respells := payserver.New()
+	respells.Respell = true
+	both := payserver.New()
+	both.Recompute, both.Respell = true, true
 	for _, c := range []struct {
 		name     string
 		srv      *payserver.Server
@@ -783,6 +792,8 @@ func TestRun_ARecomputedReplayIsHarm(t *testing.T) {
 	}{
 		{"stored", payserver.New(), MoneyClean, ContractMet},
 		{"recomputed", recomputes, MoneyHarmed, ContractUnmet},
+		{"respelled", respells, MoneyClean, ContractUnmet},
+		{"recomputed and respelled", both, MoneyHarmed, ContractUnmet},
 	} {
 		r := runScenario(t, c.srv, "retry-replayed")
 		if r.Money != c.money || r.Contract != c.contract || (c.money == MoneyHarmed && !strings.Contains(r.Saw, "recomputed")) {

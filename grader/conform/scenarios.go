@@ -172,7 +172,12 @@ func retryReplayed(ctx context.Context, r *runner, res *Result) error {
 	if err := b.judge(ctx, res, expect{o, 1, "one operation"}, expect{other, due(between), "the operation between"}); err != nil {
 		return err
 	}
-	if res.Money != MoneyHarmed && answers[0].same(first) && first.ok() && between.ok() && !answers[1].same(first) && answers[1].status == first.status {
+	// What each retry says is compared, not its bytes: an API that renders
+	// every replay again, from its books and with an encoder of its own,
+	// answers even the retry made at once in other bytes than the
+	// original, and only the retry after another operation with another
+	// result.
+	if res.Money != MoneyHarmed && answers[0].says(first) && first.ok() && between.ok() && !answers[1].says(first) && answers[1].status == first.status {
 		res.Money = MoneyHarmed
 		res.Saw = "the retry made at once was answered as the original, the retry after another operation otherwise: the API renders a replay again from what it holds now, and its client is told a recomputed result, not the operation's; store the answer given and replay it; " + res.Saw
 	}

@@ -74,6 +74,10 @@ type Server struct {
 	// a retry after another payment is told a count that was never the
 	// operation's.
 	Recompute bool
+	// Respell encodes every replay again from its stored answer decoded,
+	// indented, as another encoder might: the same result in other bytes,
+	// to the retry made at once too.
+	Respell bool
 	// Retention is how long a key is kept after its first use (24h from
 	// New); every answer to a keyed request tells when its key expires,
 	// in an Idempotency-Expires header (an HTTP-date).
@@ -204,6 +208,12 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, caller string) {
 				s.mu.Lock()
 				answer = s.recount(caller, answer)
 				s.mu.Unlock()
+			}
+			if s.Respell {
+				var doc map[string]any
+				if json.Unmarshal(answer, &doc) == nil {
+					answer, _ = json.MarshalIndent(doc, "", "  ")
+				}
 			}
 			reply(w, status, answer)
 		}
