@@ -95,7 +95,8 @@ const BeginDelay = 100 * time.Millisecond
 const HeldCommitMax = 5 * time.Second
 
 // HeldStatementMax is how long the faults that hold a statement of the key
-// table (held-key-update, held-key-delete, held-key-purge) hold it up at
+// table (held-key-update, held-key-delete, held-key-purge), or the commit
+// of a transaction that wrote it (held-key-commit), hold it up at
 // most, if they are never disarmed: longer than a check waits, on a busy
 // machine, for a retry to take the key over while the statement waits,
 // so that the statement runs when the check lets it go, not before.
@@ -196,6 +197,9 @@ type Store struct {
 	// heldKeyDeletes counts down the stage's own deletes of the key table
 	// held, before they run, until released.
 	heldKeyDeletes held
+	// heldKeyCommits counts down the stage's transactions that wrote the
+	// key table held at their COMMIT until released.
+	heldKeyCommits held
 }
 
 // held is a countdown whose firings wait until it is disarmed: closing
@@ -583,6 +587,38 @@ func (s *Store) HoldKeyDeletes(n int64) { s.heldKeyDeletes.arm(n) }
 // table will still be held until released.
 func (s *Store) HeldKeyDeletesLeft() int64 { return s.heldKeyDeletes.n.Left() }
 
+// HoldKeyCommits makes the next n transactions of the stage's own that
+// wrote the key table (a claim) wait at their COMMIT, after all their
+// statements have run, until HoldKeyCommits(0) or HeldStatementMax. On
+// PostgreSQL a purge that runs meanwhile takes its snapshot before the
+// claim commits and waits for the row the claim changed: a purge whose
+// DELETE says in its own condition that a key is completed and expired
+// checks the row again once the claim has committed, and one that deletes
+// rows a subquery chose by their ids does not. PostgreSQL connections
+// hold them (fault.WritesKeys notes the writes); on SQLite the claim's
+// transaction holds the write lock, and a purge waits for it anyway.
+func (s *Store) HoldKeyCommits(n int64) { s.heldKeyCommits.arm(n) }
+
+// HeldKeyCommitsLeft reports how many commits of transactions that wrote
+// the key table will still be held.
+func (s *Store) HeldKeyCommitsLeft() int64 { return s.heldKeyCommits.n.Left() }
+
+// BeforeKeyCommit holds up the COMMIT of a transaction that wrote the key
+// table, if held-key-commit is armed (see HoldKeyCommits). Like
+// BeforeCommit, its wait does not end early.
+func (s *Store) BeforeKeyCommit() {
+	if release := s.heldKeyCommits.fire(); release != nil {
+		s.heldKeyCommits.wait(context.Background(), release, HeldStatementMax)
+	}
+}
+
+// WritesKeys reports whether query, run with ctx, is a statement of the
+// stage's own (not the lab's) that inserts, updates or deletes rows of
+// the key table.
+func WritesKeys(ctx context.Context, query string) bool {
+	return !labRead.in(ctx) && (updatesKeys(query) || deletesKeys(query) || inserts(keyInsert, query))
+}
+
 // BeforeCommit runs the faults armed on a transaction's COMMIT: it holds
 // up one that carried a business write (see SlowCommits and
 // HoldCommits). A COMMIT takes no context, and once the caller has asked
@@ -914,6 +950,9 @@ var (
 	// keyDelete matches a statement, comments taken out, that deletes
 	// rows of the key table.
 	keyDelete = regexp.MustCompile(`(?is)\bdelete\s+from` + tableName(KeyTable))
+	// keyInsert matches a statement, comments taken out, that inserts
+	// into the key table.
+	keyInsert = insertInto(KeyTable)
 	// keyRead matches a statement, comments taken out, that begins with
 	// SELECT and reads the key table.
 	keyRead = regexp.MustCompile(`(?is)^\s*select\b.*\bfrom` + tableName(KeyTable))

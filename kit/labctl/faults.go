@@ -101,6 +101,12 @@ const (
 	// its lease fails, it holds the original's release of its key, and a
 	// retry takes the key over meanwhile.
 	HeldKeyDelete = "held-key-delete"
+	// HeldKeyCommit holds up the COMMIT of a transaction of the stage's
+	// that wrote the key table (a claim), after its statements have run,
+	// until the fault is disarmed or 30 s have passed (stage 5, on
+	// PostgreSQL): a purge that runs meanwhile has read the key as it was
+	// before the claim, and waits for the row the claim changed.
+	HeldKeyCommit = "held-key-commit"
 	// SlowKeyDeleteAfterRead holds up a statement that deletes rows of
 	// the key table in a request that has read the table before (stage
 	// 6), before it runs: a takeover that read the lease expired and
@@ -129,7 +135,7 @@ const (
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsCommit, SlowSettingsReread, FailOutboxWrite, FailReferenceWrite, FailOutboxSettle, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, HeldKeyPurge, HeldKeyDelete, SlowKeyDeleteAfterRead, CommitAnswerLost, FailCommit, PoisonPosting, CoreTimeout}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsCommit, SlowSettingsReread, FailOutboxWrite, FailReferenceWrite, FailOutboxSettle, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, HeldKeyPurge, HeldKeyDelete, HeldKeyCommit, SlowKeyDeleteAfterRead, CommitAnswerLost, FailCommit, PoisonPosting, CoreTimeout}
 
 // Core is the core ledger whose faults a lab server arms (core.Client):
 // in a process of its own under lab serve, in the server's under lab
@@ -228,6 +234,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.HoldKeyPurges(count)
 	case HeldKeyDelete:
 		f.db.HoldKeyDeletes(count)
+	case HeldKeyCommit:
+		f.db.HoldKeyCommits(count)
 	case SlowKeyDeleteAfterRead:
 		f.db.SlowKeyDeletesAfterRead(count)
 	case CommitAnswerLost:
@@ -277,6 +285,7 @@ func (f *Faults) Armed() []ArmedFault {
 		SlowKeyDelete:          f.db.SlowKeyDeletesLeft(),
 		HeldKeyPurge:           f.db.HeldKeyPurgesLeft(),
 		HeldKeyDelete:          f.db.HeldKeyDeletesLeft(),
+		HeldKeyCommit:          f.db.HeldKeyCommitsLeft(),
 		SlowKeyDeleteAfterRead: f.db.SlowKeyDeletesAfterReadLeft(),
 		CommitAnswerLost:       f.db.CommitAnswersLostLeft(),
 		FailCommit:             f.db.FailedCommitsLeft(),

@@ -56,8 +56,19 @@ type conn struct {
 	store *fault.Store
 	// inTx is set while a transaction is open; business when it carried a
 	// business write, outbox when it changed outbox rows, settings when it
-	// wrote the settings while slow-settings-commit was armed.
-	inTx, business, outbox, settings bool
+	// wrote the settings while slow-settings-commit was armed, keys when it
+	// ran a statement that writes the key table.
+	inTx, business, outbox, settings, keys bool
+}
+
+// before runs the faults armed on query before it runs (see
+// fault.Store.BeforeStatement), and notes, in an open transaction, a
+// statement of the stage's that writes the key table.
+func (c *conn) before(ctx context.Context, query string) error {
+	if c.inTx && fault.WritesKeys(ctx, query) {
+		c.keys = true
+	}
+	return c.store.BeforeStatement(ctx, query)
 }
 
 func (c *conn) pgx() pgxConn { return c.inner.(pgxConn) }
@@ -100,7 +111,7 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if err != nil {
 		return nil, err
 	}
-	c.inTx, c.business, c.outbox, c.settings = true, false, false, false
+	c.inTx, c.business, c.outbox, c.settings, c.keys = true, false, false, false, false
 	return &tx{inner: t, conn: c}, nil
 }
 
@@ -152,7 +163,7 @@ func (c *conn) commitHeld(own driver.Tx, err error) error {
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if err := c.store.BeforeStatement(ctx, query); err != nil {
+	if err := c.before(ctx, query); err != nil {
 		return nil, err
 	}
 	own, err := c.holdSettings(ctx, query)
@@ -189,7 +200,7 @@ func (c *conn) wrote(ctx context.Context, query string, res driver.Result) {
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if err := c.store.BeforeStatement(ctx, query); err != nil {
+	if err := c.before(ctx, query); err != nil {
 		return nil, err
 	}
 	own, err := c.holdSettings(ctx, query)
@@ -290,8 +301,11 @@ func (t *tx) Commit() error {
 	if t.conn.settings {
 		t.conn.store.BeforeSettingsCommit()
 	}
+	if t.conn.keys {
+		t.conn.store.BeforeKeyCommit()
+	}
 	t.conn.store.BeforeCommit(business)
-	t.conn.inTx, t.conn.business, t.conn.outbox, t.conn.settings = false, false, false, false
+	t.conn.inTx, t.conn.business, t.conn.outbox, t.conn.settings, t.conn.keys = false, false, false, false, false
 	if err := t.conn.store.CommitFails(business); err != nil {
 		return errors.Join(err, t.inner.Rollback())
 	}
@@ -306,7 +320,7 @@ func (t *tx) Commit() error {
 }
 
 func (t *tx) Rollback() error {
-	t.conn.inTx, t.conn.business, t.conn.outbox, t.conn.settings = false, false, false, false
+	t.conn.inTx, t.conn.business, t.conn.outbox, t.conn.settings, t.conn.keys = false, false, false, false, false
 	return t.inner.Rollback()
 }
 
@@ -318,7 +332,7 @@ type stmt struct {
 }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	if err := s.conn.store.BeforeStatement(ctx, s.query); err != nil {
+	if err := s.conn.before(ctx, s.query); err != nil {
 		return nil, err
 	}
 	own, err := s.conn.holdSettings(ctx, s.query)
@@ -334,7 +348,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	if err := s.conn.store.BeforeStatement(ctx, s.query); err != nil {
+	if err := s.conn.before(ctx, s.query); err != nil {
 		return nil, err
 	}
 	own, err := s.conn.holdSettings(ctx, s.query)
