@@ -1141,7 +1141,125 @@ func checkPurgeKeepsInProgress(t *T) error {
 	if err != nil || st.Engine == labdb.SQLite {
 		return err
 	}
-	return t.WhileHeld(1_000_000, t.purgedBesideLateClaim)
+	if err := t.WhileHeld(1_000_000, t.purgedBesideLateClaim); err != nil {
+		return err
+	}
+	return t.WhileHeld(1_000_000, t.purgedBesideCommittingClaim)
+}
+
+// purgeWaitsForClaim is how long purgedBesideCommittingClaim lets the
+// purge run while the claim's commit is held, before it lets the claim
+// commit: long enough for the purge's DELETE to have begun and to wait
+// for the row the claim changed.
+const purgeWaitsForClaim = 500 * time.Millisecond
+
+// purgedBesideCommittingClaim is S5.purge-keeps-in-progress's round on
+// PostgreSQL that catches a purge that deletes by their ids the rows a
+// subquery chose (DELETE … WHERE id IN (SELECT id … LIMIT n), a purge in
+// batches): at READ COMMITTED the statement chooses its rows with the
+// snapshot it began with, and when a row it chose has changed meanwhile
+// it checks the new row against its own condition, id IN (…), again, not
+// against the subquery's. A late retry that made an expired key's row its
+// own (one conditional UPDATE, the row reused) while the purge ran loses
+// its claim in progress, and the next retry pays a second time. The
+// round makes a payment, lets its key expire (the retention cut in the
+// config), and sends a retry that waits on the core, its claim's COMMIT
+// held (held-key-commit) once all its statements have run; then POST
+// /lab/purge, whose delete waits for the row the claim changed; then it
+// lets the claim commit, and sends one more retry, which must get 409. A
+// purge whose DELETE says in its own condition that a key is completed
+// and expired checks the reused row again and keeps it, as it keeps the
+// row a claim inserted in place of a deleted one. A claim that commits
+// nothing in a transaction of its own is not held: the round ends then.
+func (t *T) purgedBesideCommittingClaim(s Scenario, latency time.Duration) (bool, error) {
+	if err := t.Configure(labclient.Config{Lease: 72 * time.Hour, NoCoreLatency: true}); err != nil {
+		return false, err
+	}
+	req, op, amount := s.Payment(t)
+	books := s.Books
+	books.Expect(op)
+	ran := func() { books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount) }
+	first := t.Do(req)
+	if executedOps(first) > 0 {
+		ran()
+	}
+	sent := req.String() + "  →  " + first.Short()
+	if !first.Is(http.StatusCreated, "") {
+		return true, t.Reconcile(sent, "", books)
+	}
+	// The retention must outlast the clients' retry horizon (an hour).
+	const age, cut = 2 * time.Hour, 2*time.Hour - 10*time.Second
+	if err := t.Advance(age); err != nil {
+		return true, err
+	}
+	if err := t.Configure(labclient.Config{Retention: cut, CoreLatency: latency}); err != nil {
+		return true, err
+	}
+	st, err := t.State()
+	if err != nil {
+		return true, err
+	}
+	if len(judging.KeyRows(st, req.Key)) == 0 {
+		return true, t.CouldNotObserve("a key expired and still in the table: %s's key was purged before the round's purge (a busy machine, or a key table the lab cannot read)", req.Key)
+	}
+	if err := t.Arm(labctl.HeldKeyCommit, 1); err != nil {
+		return true, err
+	}
+	// Disarming lets the held commit go, whatever happens here.
+	defer t.Arm(labctl.HeldKeyCommit, 0)
+	late := t.Launch(req)
+	holding, err := t.Fired(10*time.Second, late.Done, labctl.HeldKeyCommit)
+	if err == nil && holding == "" {
+		err = t.Arm(labctl.HeldKeyCommit, 0)
+	}
+	if err != nil || holding == "" {
+		r := late.Wait()
+		if executedOps(r) > 0 {
+			ran()
+		}
+		if err != nil {
+			return true, err
+		}
+		return true, t.Reconcile(sent+"\nthen the same request again  →  "+r.Short(), "", books)
+	}
+	purged := make(chan error, 1)
+	go func() {
+		_, err := t.Lab().Purge(t.ctx)
+		purged <- err
+	}()
+	time.Sleep(purgeWaitsForClaim)
+	if err := t.Arm(labctl.HeldKeyCommit, 0); err != nil {
+		<-purged
+		return true, err
+	}
+	if err := t.purgeFailure("POST /lab/purge", <-purged); err != nil {
+		return true, err
+	}
+	inFlight := !late.Done()
+	retry := t.Do(req)
+	r := late.Wait()
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return true, err
+	}
+	if executedOps(first, r, retry) > executedOps(first) {
+		// The key had expired: the payment runs once more, and once only.
+		// A server that still replays the first answer (one that never
+		// forgets a key, as stage 4) ran nothing: the round has no claim
+		// to judge.
+		ran()
+	}
+	if sameOp(first, r) {
+		return true, t.Reconcile(sent, "", books)
+	}
+	if !inFlight && !lastHold(latency) {
+		return false, t.Reconcile(sent, "", books)
+	}
+	sent += fmt.Sprintf("\nthen %v of lab time, and the retention cut to %v in the config: the key expired and is still in the table"+
+		"\nthen the same request again, which waits %v on the core, its claim's COMMIT held (held-key-commit)\nwhile it is held: POST /lab/purge, for %v"+
+		"\nthen the claim commits, and the same request once more  →  %s\nthe request before it answers  %s",
+		age, cut, latency, purgeWaitsForClaim, retry.Short(), r.Short())
+	return true, because(t.Reconcile(sent, "the retry "+r.Short()+"; the one after it "+retry.Short(), books),
+		"a purge says in its DELETE's own condition that a key is completed and expired: rows chosen by a subquery and deleted by their ids are deleted as the purge's snapshot saw them, and a claim that reused an expired key's row while the purge ran loses it, so the next retry pays a second time")
 }
 
 // purgedBesideLateClaim is S5.purge-keeps-in-progress's round on
