@@ -49,8 +49,9 @@ func enqueue(ctx context.Context, tx *sql.Tx, t bank.Transfer, now time.Time) er
 //
 // The outbox table is the kit's (kit/bank's outbox.go): read what each
 // column is for. s.env.Core.PostAll sends a batch to the core, one request
-// per 256 postings, and tells you what became of each; s.env.Core.Post
-// sends one.
+// per 256 postings, up to parallel of those requests at once (a batch of
+// 256 or fewer goes in one request, whatever parallel says), and tells you
+// what became of each; s.env.Core.Post sends one.
 func (s *Server) Relay(ctx context.Context) (int, error) {
 	return 0, nil
 }
