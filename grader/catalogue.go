@@ -91,7 +91,7 @@ var catalogue = []Check{
 	{
 		ID: "S1.invalid-key", Stage: 1, Lesson: lesson1 + "#what-a-key-looks-like",
 		Claim: "an empty, too long, non-ASCII, malformed or repeated Idempotency-Key gets 400 invalid-idempotency-key and nothing moves",
-		Why:   "a key the server silently truncates, trims or picks one of is a key two clients can share, or one client can lose",
+		Why:   "a key the server silently truncates, trims, decodes or picks one of is a key two clients can share, or one client can lose",
 		Run:   withScenario(1_000_000, checkInvalidKey),
 	},
 	{

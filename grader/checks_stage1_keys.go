@@ -31,14 +31,17 @@ func badKeys(t *T) []badKey {
 		{"an unterminated quote", []string{`"` + t.Key()}},
 		{"a quoted key with trailing data", []string{`"` + t.Key() + `" x`}},
 		{"a quoted key with an escape other than \\\" and \\\\", []string{`"` + t.Key() + `\q"`}},
+		{"a quoted key with a \\u escape, which Go's and JSON's string syntax decode and RFC 8941 does not have", []string{`"` + t.Key() + `\u0041"`}},
 		{"a quoted key with a raw quote inside", []string{`"` + t.Key() + `"` + t.Key() + `"`}},
 		{"a quoted key with a space at each end, inside the quotes", []string{`" ` + t.Key() + ` "`}},
 	}
 }
 
 // checkInvalidKey catches a server that executes with a key it should have
-// refused: one that trims, truncates, decodes or picks one of two fields,
-// or takes any header value as a key (stage 0 ignores the header).
+// refused: one that trims, truncates, decodes an escape RFC 8941 does not
+// have (\q, or \u0041, which Go's and JSON's string syntax read as A) or
+// picks one of two fields, or takes any header value as a key (stage 0
+// ignores the header).
 func checkInvalidKey(t *T, s Scenario) error {
 	a, b := s.A, s.B
 	for _, bk := range badKeys(t) {
