@@ -1153,6 +1153,64 @@ func checkPurgeKeepsInProgress(t *T) error {
 // for the row the claim changed.
 const purgeWaitsForClaim = 500 * time.Millisecond
 
+// The age of the payment whose key the rounds of expiredPayment let
+// expire, and the retention they cut it to: the retention must outlast
+// the clients' retry horizon (an hour).
+const expiredAge, expiredCut = 2 * time.Hour, 2*time.Hour - 10*time.Second
+
+// expiredRound is a payment expiredPayment made and let expire.
+type expiredRound struct {
+	req   Request
+	first Response
+	// sent tells the payment and its answer.
+	sent string
+	// ran books the payment's execution once more.
+	ran func()
+	// tried is what a round returns that ends here: whether it tried the
+	// server (false when the lease could not be set).
+	tried bool
+}
+
+// expiredPayment begins a round of S5.purge-keeps-in-progress on
+// PostgreSQL: with a lease longer than the round, it makes a payment,
+// moves the lab clock expiredAge on and sets cut (expiredCut, and what
+// else the round needs) in the config, so that the payment's key has
+// expired and is still in the table. done says the round ends here,
+// with err its verdict: the payment was refused (the books reconciled),
+// or its key was gone before the round's purge (could not observe).
+func (t *T) expiredPayment(s Scenario, cut labclient.Config) (p expiredRound, done bool, err error) {
+	if err := t.Configure(labclient.Config{Lease: 72 * time.Hour, NoCoreLatency: true}); err != nil {
+		return p, true, err
+	}
+	p.tried = true
+	req, op, amount := s.Payment(t)
+	books := s.Books
+	books.Expect(op)
+	p.req, p.ran = req, func() { books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount) }
+	p.first = t.Do(req)
+	if executedOps(p.first) > 0 {
+		p.ran()
+	}
+	p.sent = req.String() + "  →  " + p.first.Short()
+	if !p.first.Is(http.StatusCreated, "") {
+		return p, true, t.Reconcile(p.sent, "", books)
+	}
+	if err := t.Advance(expiredAge); err != nil {
+		return p, true, err
+	}
+	if err := t.Configure(cut); err != nil {
+		return p, true, err
+	}
+	st, err := t.State()
+	if err != nil {
+		return p, true, err
+	}
+	if len(judging.KeyRows(st, req.Key)) == 0 {
+		return p, true, t.CouldNotObserve("a key expired and still in the table: %s's key was purged before the round's purge (a busy machine, or a key table the lab cannot read)", req.Key)
+	}
+	return p, false, nil
+}
+
 // purgedBesideCommittingClaim is S5.purge-keeps-in-progress's round on
 // PostgreSQL that catches a purge that deletes by their ids the rows a
 // subquery chose (DELETE … WHERE id IN (SELECT id … LIMIT n), a purge in
@@ -1172,36 +1230,11 @@ const purgeWaitsForClaim = 500 * time.Millisecond
 // row a claim inserted in place of a deleted one. A claim that commits
 // nothing in a transaction of its own is not held: the round ends then.
 func (t *T) purgedBesideCommittingClaim(s Scenario, latency time.Duration) (bool, error) {
-	if err := t.Configure(labclient.Config{Lease: 72 * time.Hour, NoCoreLatency: true}); err != nil {
-		return false, err
+	p, done, err := t.expiredPayment(s, labclient.Config{Retention: expiredCut, CoreLatency: latency})
+	if done || err != nil {
+		return p.tried, err
 	}
-	req, op, amount := s.Payment(t)
-	books := s.Books
-	books.Expect(op)
-	ran := func() { books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount) }
-	first := t.Do(req)
-	if executedOps(first) > 0 {
-		ran()
-	}
-	sent := req.String() + "  →  " + first.Short()
-	if !first.Is(http.StatusCreated, "") {
-		return true, t.Reconcile(sent, "", books)
-	}
-	// The retention must outlast the clients' retry horizon (an hour).
-	const age, cut = 2 * time.Hour, 2*time.Hour - 10*time.Second
-	if err := t.Advance(age); err != nil {
-		return true, err
-	}
-	if err := t.Configure(labclient.Config{Retention: cut, CoreLatency: latency}); err != nil {
-		return true, err
-	}
-	st, err := t.State()
-	if err != nil {
-		return true, err
-	}
-	if len(judging.KeyRows(st, req.Key)) == 0 {
-		return true, t.CouldNotObserve("a key expired and still in the table: %s's key was purged before the round's purge (a busy machine, or a key table the lab cannot read)", req.Key)
-	}
+	req, first, sent, books, ran := p.req, p.first, p.sent, s.Books, p.ran
 	if err := t.Arm(labctl.HeldKeyCommit, 1); err != nil {
 		return true, err
 	}
@@ -1257,7 +1290,7 @@ func (t *T) purgedBesideCommittingClaim(s Scenario, latency time.Duration) (bool
 	sent += fmt.Sprintf("\nthen %v of lab time, and the retention cut to %v in the config: the key expired and is still in the table"+
 		"\nthen the same request again, which waits %v on the core, its claim's COMMIT held (held-key-commit)\nwhile it is held: POST /lab/purge, for %v"+
 		"\nthen the claim commits, and the same request once more  →  %s\nthe request before it answers  %s",
-		age, cut, latency, purgeWaitsForClaim, retry.Short(), r.Short())
+		expiredAge, expiredCut, latency, purgeWaitsForClaim, retry.Short(), r.Short())
 	return true, because(t.Reconcile(sent, "the retry "+r.Short()+"; the one after it "+retry.Short(), books),
 		"a purge says in its DELETE's own condition that a key is completed and expired: rows chosen by a subquery and deleted by their ids are deleted as the purge's snapshot saw them, and a claim that reused an expired key's row while the purge ran loses it, so the next retry pays a second time")
 }
@@ -1279,36 +1312,11 @@ func (t *T) purgedBesideCommittingClaim(s Scenario, latency time.Duration) (bool
 // waits for it: the round is not tried there. A purge that deletes
 // nothing from the key table within 10 s leaves nothing to judge.
 func (t *T) purgedBesideLateClaim(s Scenario, latency time.Duration) (bool, error) {
-	if err := t.Configure(labclient.Config{Lease: 72 * time.Hour, NoCoreLatency: true}); err != nil {
-		return false, err
+	p, done, err := t.expiredPayment(s, labclient.Config{Retention: expiredCut})
+	if done || err != nil {
+		return p.tried, err
 	}
-	req, op, amount := s.Payment(t)
-	books := s.Books
-	books.Expect(op)
-	ran := func() { books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount) }
-	first := t.Do(req)
-	if executedOps(first) > 0 {
-		ran()
-	}
-	sent := req.String() + "  →  " + first.Short()
-	if !first.Is(http.StatusCreated, "") {
-		return true, t.Reconcile(sent, "", books)
-	}
-	// The retention must outlast the clients' retry horizon (an hour).
-	const age, cut = 2 * time.Hour, 2*time.Hour - 10*time.Second
-	if err := t.Advance(age); err != nil {
-		return true, err
-	}
-	if err := t.Configure(labclient.Config{Retention: cut}); err != nil {
-		return true, err
-	}
-	st, err := t.State()
-	if err != nil {
-		return true, err
-	}
-	if len(judging.KeyRows(st, req.Key)) == 0 {
-		return true, t.CouldNotObserve("a key expired and still in the table: %s's key was purged before the purge the round holds (a busy machine, or a key table the lab cannot read)", req.Key)
-	}
+	req, sent, books, ran := p.req, p.sent, s.Books, p.ran
 	if err := t.Arm(labctl.HeldKeyPurge, 1); err != nil {
 		return true, err
 	}
@@ -1353,7 +1361,7 @@ func (t *T) purgedBesideLateClaim(s Scenario, latency time.Duration) (bool, erro
 	}
 	sent += fmt.Sprintf("\nthen %v of lab time, and the retention cut to %v in the config: the key expired and is still in the table; POST /lab/purge, its first delete of the key table held (held-key-purge)"+
 		"\nwhile it waits: the same request again, which waits %v on the core\nthen the purge's delete runs, and the same request once more  →  %s\nthe request before it answers  %s",
-		age, cut, latency, retry.Short(), late.Short())
+		expiredAge, expiredCut, latency, retry.Short(), late.Short())
 	return true, because(t.Reconcile(sent, "the retry "+late.Short()+"; the one after it "+retry.Short(), books),
 		"a purge says in its DELETE's own condition that a key is completed and expired: keys chosen by an earlier read and deleted by their names take with them the claim a late retry made in between, and the next retry pays a second time")
 }
