@@ -44,24 +44,26 @@ func checkPreconditionRequired(t *T) error {
 // checkIfMatchList holds If-Match to RFC 9110: true when any strong tag of
 // the list is the current ETag, in one field or in several, first, last,
 // between old ones or after the weak form of the current ETag; a weak tag
-// never matches, alone or in a list; a header that is no list of tags
-// names no version, and neither does an empty one (a list of no tags, not
-// a PUT without If-Match), a tag of a version the account has not reached,
-// or the current tag spelled another way (a 0 put in, its letters in the
-// other case); an empty field beside others adds nothing to the list. A
-// list as long as the contract reads (request.MaxIfMatchTags) is read
-// whole, the current tag last or first among the tags of other versions
-// the account had, each listed once (on A's other account, saved as often
-// as that takes, whose ETag then names a version the first has not
-// reached). It catches a server that reads the header as one tag (every
-// list refused), one that reads one tag of the list (the last, say), one
-// that tells a PUT without If-Match by the header's first value (an empty
-// field taken for none, 428), one that reads only its first few tags or
-// its last few, repeats dropped or not, one that compares weakly (W/
-// stripped), one that refuses a whole list for a weak tag in it, one whose
-// write takes any version up to the tag's, and one that reads the version
-// out of a tag as a number, whatever its spelling ("v03" for "v3"), or
-// that compares tags case-insensitively ("V3" for "v3").
+// never matches, alone or in a list; a header that is no list of tags names
+// no version, and neither does an empty one (a list of no tags, not a PUT
+// without If-Match), a tag of a version the account has not reached, alone
+// or after an old one, or the current tag spelled another way (a 0 put in,
+// its letters in the other case); an empty field beside others adds nothing
+// to the list. A list as long as the contract reads
+// (request.MaxIfMatchTags) is read whole, the current tag last or first
+// among the tags of other versions the account had, each listed once (on
+// A's other account, saved as often as that takes, whose ETag then names a
+// version the first has not reached). It catches a server that reads the
+// header as one tag (every list refused), one that reads one tag of the
+// list (the last, say), one that tells a PUT without If-Match by the
+// header's first value (an empty field taken for none, 428), one that reads
+// only its first few tags or its last few, repeats dropped or not, one that
+// compares weakly (W/ stripped), one that refuses a whole list for a weak
+// tag in it, one whose write takes any version up to the tag's, one whose
+// write takes any version between the lowest and the highest listed (two
+// parameters for a list of any length), and one that reads the version out
+// of a tag as a number, whatever its spelling ("v03" for "v3"), or that
+// compares tags case-insensitively ("V3" for "v3").
 func checkIfMatchList(t *T) error {
 	s, start, story, err := t.clerkStart(t.Amount(100_000, 500_000))
 	if err != nil {
@@ -153,6 +155,7 @@ func checkIfMatchList(t *T) error {
 	type probe struct{ ifMatch, because string }
 	probes := []probe{
 		{ahead.ETag, "the other account's ETag: a version this account has not reached"},
+		{start.ETag + ", " + ahead.ETag, "an old ETag, then the other account's: the current version lies between the two, and neither names it"},
 		{"W/" + cur.ETag, "the current ETag, weak: If-Match compares strongly, and a weak tag never matches"},
 		{"W/" + cur.ETag + ", " + other, "a list whose only tag naming the current version is weak"},
 		{strings.Trim(cur.ETag, `"`), "the current ETag without its quotes: not an entity tag"},
