@@ -376,7 +376,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S7.limit-refusal-replayed", Stage: 7, Lesson: lesson7 + "#the-money-behind-it",
-		Claim: "a transfer refused for its daily limit is that key's answer for good: after the limit is raised, its retry gets the stored 422 daily-limit-exceeded again, byte for byte, and nothing moves",
+		Claim: "a transfer refused for its daily limit is that key's answer for good: after the limit is raised, its retry gets the stored 422 daily-limit-exceeded again (its status, headers and JSON value), and nothing moves",
 		Why:   "the client was told its transfer was refused; if a retry can still execute it, money moves for an operation its clerk was told had failed, and may have sent again under a new key",
 		Run:   checkLimitRefusalReplayed,
 	},
@@ -450,7 +450,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S8.late-original", Stage: 8, Lesson: lesson8 + "#the-refusal-is-an-answer",
-		Claim: "an original that outlives its lease while its retry takes the key over and pays the invoice, then wakes up to find the reference held, stores nothing: every later retry gets the retry's 201 again, byte for byte, and the original is not told it was refused",
+		Claim: "an original that outlives its lease while its retry takes the key over and pays the invoice, then wakes up to find the reference held, stores nothing: every later retry gets the retry's 201 again (its status, headers and JSON value), and the original is not told it was refused",
 		Why:   "the refusal is a completion like any other: stored without checking the lease, it writes 409 duplicate-reference over the retry's 201, and the client is told that its own payment is a duplicate of itself",
 		Guard: "stage 7 holds no reference, so the late original makes its transfer again and its completion, fenced by the lease, rolls it back (S6.late-original-fenced), leaving the retry's 201 stored; the check keeps stage 8's refusal of a duplicate reference fenced by the lease too",
 		Run:   checkLateOriginal,

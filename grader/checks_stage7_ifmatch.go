@@ -258,8 +258,8 @@ func checkLimitRefusalReplayed(t *T) error {
 	if err := t.Reconcile(story, r.Short(), books); err != nil {
 		return err
 	}
-	if d := replayMismatch(orig, r, "the original"); d != "" {
-		return t.Harmful(replayHarm(orig, r), story, r.String()+"\n"+d, "the stored 422 "+pDailyLimit+", byte for byte, with Idempotent-Replayed: true; nothing executes")
+	if d := replayValueMismatch(orig, r, "the original"); d != "" {
+		return t.Harmful(replayHarm(orig, r), story, r.String()+"\n"+d, "the stored 422 "+pDailyLimit+", the same JSON value, with Idempotent-Replayed: true; nothing executes")
 	}
 	return nil
 }

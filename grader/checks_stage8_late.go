@@ -62,7 +62,7 @@ func checkLateOriginal(t *T) error {
 		retryPaid := sameOp(first, retry) && tookOver && t.overtaken(inv.op)
 		conclusive, harm, want := lateRefusalVerdict(first, retry, last, tookOver, retryPaid)
 		if want != "" {
-			if d := replayMismatch(retry, last, "the retry's"); d != "" {
+			if d := replayValueMismatch(retry, last, "the retry's"); d != "" {
 				got += "\nthe last retry: " + last.String() + ", Location " + fmt.Sprintf("%q", last.Header.Get("Location")) + "\ncompared with the retry's 201: " + d
 			}
 			return true, t.Harmful(harm, sent, got, want)
@@ -90,8 +90,8 @@ func lateRefusalVerdict(first, retry, last Response, tookOver, retryPaid bool) (
 	if !retry.Is(http.StatusCreated, "") {
 		return true, "", "201 Created to the retry: the original's lease had expired, so the retry takes the key over and pays the invoice"
 	}
-	if d := replayMismatch(retry, last, "the retry's"); d != "" {
-		return true, replayHarm(retry, last), "the retry's stored 201 again, byte for byte, to every later retry: the payment executed once, by the retry's transfer. " +
+	if d := replayValueMismatch(retry, last, "the retry's"); d != "" {
+		return true, replayHarm(retry, last), "the retry's stored 201 again (the same JSON value) to every later retry: the payment executed once, by the retry's transfer. " +
 			"The original, late, found the reference held by that transfer; its refusal is a completion like any other, and with its lease taken over it stores nothing"
 	}
 	// The late original, answered with the retry's 201 (read from its

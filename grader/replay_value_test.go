@@ -1,0 +1,94 @@
+package grader_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"idemlab/grader"
+	"idemlab/solutions/stage6"
+)
+
+// replaysRewritten serves stage 6's solution, but passes the body of
+// every replay (an answer marked Idempotent-Replayed: true) through
+// rewrite first, as a server that decodes its stored answer and encodes
+// it again would.
+func replaysRewritten(rewrite func(map[string]any)) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			body := rec.Body.Bytes()
+			var v map[string]any
+			if rec.Header().Get("Idempotent-Replayed") == "true" && json.Unmarshal(body, &v) == nil {
+				rewrite(v)
+				// Members sorted by name, and indented: other bytes.
+				body, _ = json.MarshalIndent(v, "", "  ")
+				rec.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			}
+			for k, vs := range rec.Header() {
+				w.Header()[k] = vs
+			}
+			w.WriteHeader(rec.Code)
+			w.Write(body)
+		})
+	}
+}
+
+// The checks that compare a replay with its original besides
+// S4.replay-byte-identical ask whether it is the client's own answer, not
+// how it is spelled: a server whose replays carry the stored answer's
+// value in other bytes (members sorted, indented) fails
+// S4.replay-byte-identical alone, as a contract difference, and passes
+// the others. A replay that says something else (another balance_after,
+// as a recomputed one does) is still caught by them.
+func TestReplayValue_ARespelledReplayFailsOnlyTheByteCheck(t *testing.T) {
+	subject := grader.Subject{Stage: 6, Name: "solutions/stage6", New: stage6.New}
+	respell := func(map[string]any) {}
+	recompute := func(v map[string]any) {
+		if b, ok := v["balance_after"].(float64); ok {
+			v["balance_after"] = b + 1
+		}
+	}
+	tests := []struct {
+		check   string
+		rewrite func(map[string]any)
+		pass    bool
+	}{
+		{"S4.replay-byte-identical", respell, false},
+		{"S4.insufficient-funds-replayed", respell, true},
+		{"S5.customers-scoped", respell, true},
+		{"S5.endpoints-scoped", respell, true},
+		{"S5.retention-boundary", respell, true},
+		{"S5.purge-bounded", respell, true},
+		{"S5.purge-keeps-in-progress", respell, true},
+		{"S6.late-original-fenced", respell, true},
+		{"S5.retention-boundary", recompute, false},
+		{"S6.late-original-fenced", recompute, false},
+	}
+	for _, tc := range tests {
+		name := tc.check + "/respelled"
+		if !tc.pass && tc.check != "S4.replay-byte-identical" {
+			name = tc.check + "/recomputed"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c, ok := grader.Lookup(tc.check)
+			if !ok {
+				t.Fatalf("no check %s", tc.check)
+			}
+			r := grader.RunCheck(context.Background(), subject, c, 1, serveWrapped(t, stage6.New, replaysRewritten(tc.rewrite)))
+			switch {
+			case tc.pass && !r.Passed():
+				t.Fatalf("%s failed a server that respells its replays: %v", tc.check, r.Err)
+			case !tc.pass && !r.Caught():
+				t.Fatalf("%s did not catch it: %v", tc.check, r.Err)
+			case tc.check == "S4.replay-byte-identical" && r.Harm() != "":
+				t.Fatalf("harm %q for a replay that says the same in other bytes, want a contract difference: %v", r.Harm(), r.Err)
+			}
+		})
+	}
+}
