@@ -2,6 +2,7 @@ package grader
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"idemlab/grader/judging"
@@ -74,5 +75,25 @@ func TestReplayMismatch_NamesWhatItComparesWith(t *testing.T) {
 		if got := replayMismatch(tc.orig, tc.replay, tc.whose); got != tc.want {
 			t.Errorf("replayMismatch, %s: %q, want %q", tc.whose, got, tc.want)
 		}
+	}
+}
+
+// replayMismatch compares bytes, S4.replay-byte-identical's question;
+// replayValueMismatch, for the other checks, compares what a replay says:
+// a body respelled (members in another order, other spacing) says the
+// same, one with another balance_after does not.
+func TestReplayValueMismatch_ComparesWhatTheBodySays(t *testing.T) {
+	h := http.Header{"Content-Type": {"application/json"}, "Location": {"/transfers/t-1"}}
+	stored := Response{Status: http.StatusCreated, Header: h, Body: []byte(`{"id":"t-1","balance_after":100}`)}
+	respelled := Response{Status: http.StatusCreated, Header: h, Body: []byte("{\n  \"balance_after\": 100,\n  \"id\": \"t-1\"\n}")}
+	recomputed := Response{Status: http.StatusCreated, Header: h, Body: []byte(`{"balance_after":101,"id":"t-1"}`)}
+	if d := replayMismatch(stored, respelled, "the original"); !strings.Contains(d, "body differs") {
+		t.Errorf("replayMismatch of a respelled body: %q, want a body that differs", d)
+	}
+	if d := replayValueMismatch(stored, respelled, "the original"); d != "" {
+		t.Errorf("replayValueMismatch of a respelled body: %q, want none", d)
+	}
+	if d := replayValueMismatch(stored, recomputed, "the original"); !strings.Contains(d, "body says otherwise") {
+		t.Errorf("replayValueMismatch of another balance_after: %q, want a body that says otherwise", d)
 	}
 }
