@@ -30,8 +30,9 @@ const maxShown = 0.10
 // (comments, blank lines and short lines left out); the test fails when
 // more than maxShown of them stand, whitespace aside, in the code
 // (fenced blocks and code spans) of the lesson, English or Japanese, of
-// the stage's README or of the hint steps before the last, or in the
-// scaffold's comments.
+// the stage's README or of its hint file in docs/hints (the steps before
+// the last, whose code lies beside the solution), or in the scaffold's
+// comments.
 func TestLessons_HoldNoSolutionCode(t *testing.T) {
 	files := stageLessons()
 	for _, stage := range slices.Sorted(maps.Keys(files)) {
@@ -42,7 +43,7 @@ func TestLessons_HoldNoSolutionCode(t *testing.T) {
 		}
 		t.Logf("stage %d: %3d lines to write, %3d shown (%4.1f%%)", stage, m.toWrite, len(m.shown), 100*m.share())
 		if m.share() > maxShown {
-			t.Errorf("stage %d: %d of the %d lines a student writes (%.0f%%, more than %.0f%%) stand in %s, its Japanese, stages/stage%d's README or its comments, or %s before its last step:\n\t%s",
+			t.Errorf("stage %d: %d of the %d lines a student writes (%.0f%%, more than %.0f%%) stand in %s, its Japanese, stages/stage%d's README or its comments, or %s:\n\t%s",
 				stage, len(m.shown), m.toWrite, 100*m.share(), 100*maxShown, files[stage], stage, studentloop.HintsPath(stage), strings.Join(m.shown, "\n\t"))
 		}
 	}
@@ -51,8 +52,8 @@ func TestLessons_HoldNoSolutionCode(t *testing.T) {
 // TestMeasureShown_CatchesAPastedStatement builds a stage whose solution
 // adds three lines to write and a lesson (English or Japanese) or a hint
 // step that shows one of them, then the same texts with the line only
-// described in words, or shown in the hint's last step, where code
-// belongs.
+// described in words, or shown in the hint's last step, beside the
+// solution, where code belongs.
 func TestMeasureShown_CatchesAPastedStatement(t *testing.T) {
 	root := t.TempDir()
 	write := func(path, text string) {
@@ -69,12 +70,17 @@ func TestMeasureShown_CatchesAPastedStatement(t *testing.T) {
 	write("stages/stage1/README.md", "# Stage 1\n")
 	write("solutions/stage1/a.go", "package stage1\n\nfunc f() error {\n\t// a comment is not code to write\n\t_, err := db.Exec(`INSERT INTO idempotency_keys (key)\n\t\tVALUES (?) RETURNING id`, key)\n\tif isUnique(err) {\n\t}\n\treturn nil\n}\n")
 	const words = "# L\n\nInsert the key; a unique violation means another request has it.\n"
-	hints := func(step2, step4 string) string {
-		return "# Stage 1 hints\n\n## stage\n1. The idea.\n2. " + step2 + "\n3. An outline.\n4. The code:\n\n   ```go\n   " + step4 + "\n   ```\n"
+	type hintFiles struct{ words, code string }
+	hints := func(step2, step4 string) hintFiles {
+		return hintFiles{
+			"# Stage 1 hints\n\n## stage\n1. The idea.\n2. " + step2 + "\n3. An outline.\n",
+			"# Stage 1 hints: the code\n\n## stage\n4. The code:\n\n   ```go\n   " + step4 + "\n   ```\n",
+		}
 	}
 	tests := []struct {
-		name, lesson, ja, hints string
-		shown                   int
+		name, lesson, ja string
+		hints            hintFiles
+		shown            int
 	}{
 		{"a statement in a go block", "# L\n\n```go\n_, err :=   db.Exec(`INSERT INTO idempotency_keys (key)\n```\n", words, hints("In keys.go.", "return nil"), 1},
 		{"a statement in a code span", "# L\n\nThen `if isUnique(err) {` tells.\n", words, hints("In keys.go.", "return nil"), 1},
@@ -87,7 +93,8 @@ func TestMeasureShown_CatchesAPastedStatement(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			write("docs/lessons/01-claim.md", tc.lesson)
 			write("docs/lessons/ja/01-claim.md", tc.ja)
-			write("docs/hints/01.md", tc.hints)
+			write(filepath.ToSlash(studentloop.HintsPath(1)), tc.hints.words)
+			write(filepath.ToSlash(studentloop.HintCodePath(1)), tc.hints.code)
 			m, err := measureShown(root, 1, "docs/lessons/01-claim.md")
 			if err != nil {
 				t.Fatal(err)
@@ -119,7 +126,8 @@ const minLine = 12
 // measureShown compares solutions/stageN with stages/stageN under root
 // and looks for the lines to write in the lesson and its Japanese
 // translation, the README, the scaffold's comments and the stage's hint
-// steps before the last.
+// file in docs/hints, the steps before the last (all of it: a student
+// may open the file and read it whole).
 func measureShown(root string, stage int, lesson string) (shownMeasure, error) {
 	scaffoldDir := filepath.Join(root, "stages", fmt.Sprintf("stage%d", stage))
 	code, comments, err := goLines(scaffoldDir)
@@ -142,21 +150,13 @@ func measureShown(root string, stage int, lesson string) (shownMeasure, error) {
 	}
 	texts := comments
 	dir, name := pathpkg.Split(lesson)
-	for _, path := range []string{filepath.Join(root, filepath.FromSlash(lesson)), filepath.Join(root, filepath.FromSlash(dir), "ja", name), filepath.Join(scaffoldDir, "README.md")} {
+	for _, path := range []string{filepath.Join(root, filepath.FromSlash(lesson)), filepath.Join(root, filepath.FromSlash(dir), "ja", name),
+		filepath.Join(scaffoldDir, "README.md"), filepath.Join(root, studentloop.HintsPath(stage))} {
 		md, err := os.ReadFile(path)
 		if err != nil {
 			return shownMeasure{}, err
 		}
 		texts = append(texts, markdownCode(string(md))...)
-	}
-	hints, err := studentloop.LoadHints(root, stage)
-	if err != nil {
-		return shownMeasure{}, err
-	}
-	for _, tiers := range hints {
-		for _, step := range tiers[:studentloop.CodeTier-1] {
-			texts = append(texts, markdownCode(step)...)
-		}
 	}
 	m := shownMeasure{toWrite: len(toWrite)}
 	for _, l := range toWrite {

@@ -27,8 +27,15 @@ var TierNames = [Tiers]string{"the idea", "where in the code", "an outline", "th
 // which keeps its lines.
 type Hints map[string][Tiers]string
 
-// HintsPath is the hint file of stage n, relative to the root.
+// HintsPath is the file of stage n's hints in words, the tiers before the
+// code, relative to the root.
 func HintsPath(n int) string { return filepath.Join("docs", "hints", fmt.Sprintf("%02d.md", n)) }
+
+// HintCodePath is the file of the last tier of stage n's hints, the code,
+// relative to the root. It lies beside the reference solution, where a
+// reader knows they are looking at the answer: a student who opens a
+// hint file in docs/hints to read the words sees no code at a glance.
+func HintCodePath(n int) string { return filepath.Join(SolutionDir(n), "hints.md") }
 
 var tierItem = regexp.MustCompile(`^([1-9])\. (.*)$`)
 
@@ -36,13 +43,46 @@ var tierItem = regexp.MustCompile(`^([1-9])\. (.*)$`)
 // its number ("1. "), code blocks included.
 const tierIndent = "   "
 
-// LoadHints reads stage n's hint file: a "## <topic>" heading per check
-// (and one "## stage"), each with a numbered list of exactly Tiers tiers.
-// A tier's lines are joined into one paragraph, except a fenced code block
-// (indented under its tier), whose lines are kept as they are. It returns
-// an error for a topic without its tiers, or a code block left open.
+// LoadHints reads stage n's hints from its two files: in HintsPath, a
+// "## <topic>" heading per check (and one "## stage"), each with a
+// numbered list of the tiers before the code; in HintCodePath, the same
+// headings, each with the last tier alone (numbered 4). A tier's lines are
+// joined into one paragraph, except a fenced code block (indented under
+// its tier), whose lines are kept as they are. It returns an error for a
+// topic without its tiers in either file, a topic of the code's file the
+// words' file does not have, a tier in the wrong file, or a code block
+// left open.
 func LoadHints(root string, n int) (Hints, error) {
-	path := HintsPath(n)
+	words, err := loadTiers(root, HintsPath(n), 1, CodeTier-1, HintCodePath(n))
+	if err != nil {
+		return nil, err
+	}
+	code, err := loadTiers(root, HintCodePath(n), CodeTier, Tiers, HintsPath(n))
+	if err != nil {
+		return nil, err
+	}
+	h := Hints{}
+	for topic, tiers := range words {
+		last, ok := code[topic]
+		if !ok {
+			return nil, fmt.Errorf("%s: %s has no tier %d (the code)", HintCodePath(n), topic, CodeTier)
+		}
+		tiers[CodeTier-1] = last[CodeTier-1]
+		h[topic] = tiers
+	}
+	for topic := range code {
+		if _, ok := words[topic]; !ok {
+			return nil, fmt.Errorf("%s: %s is no topic of %s", HintCodePath(n), topic, HintsPath(n))
+		}
+	}
+	return h, nil
+}
+
+// loadTiers reads the file at path (relative to root): a "## <topic>"
+// heading per topic, each with a numbered list of the tiers first to last
+// (numbered from 1), in order. A tier numbered outside them is an error
+// that names other, the file it belongs in.
+func loadTiers(root, path string, first, last int, other string) (Hints, error) {
 	f, err := os.Open(filepath.Join(root, path))
 	if err != nil {
 		return nil, err
@@ -57,8 +97,8 @@ func LoadHints(root string, n int) (Hints, error) {
 			return nil
 		case code:
 			return fmt.Errorf("%s: %s: a code block is left open", path, topic)
-		case tier != Tiers:
-			return fmt.Errorf("%s: %s has %d tiers, not %d", path, topic, tier, Tiers)
+		case tier != last:
+			return fmt.Errorf("%s: %s has %d tiers, not %d", path, topic, max(tier-first+1, 0), last-first+1)
 		}
 		h[topic] = tiers
 		return nil
@@ -75,15 +115,19 @@ func LoadHints(root string, n int) (Hints, error) {
 			if err := flush(); err != nil {
 				return nil, err
 			}
-			topic, tier, tiers = strings.TrimSpace(rest), 0, [Tiers]string{}
+			topic, tier, tiers = strings.TrimSpace(rest), first-1, [Tiers]string{}
 			continue
 		}
 		if topic == "" {
 			continue
 		}
 		if m := tierItem.FindStringSubmatch(line); m != nil {
-			if tier == Tiers || int(m[1][0]-'0') != tier+1 {
-				return nil, fmt.Errorf("%s: %s: tier %s out of order", path, topic, m[1])
+			num := int(m[1][0] - '0')
+			switch {
+			case num < first || num > last:
+				return nil, fmt.Errorf("%s: %s: tier %d belongs in %s", path, topic, num, other)
+			case num != tier+1:
+				return nil, fmt.Errorf("%s: %s: tier %d out of order", path, topic, num)
 			}
 			tiers[tier] = m[2]
 			tier++
@@ -91,7 +135,7 @@ func LoadHints(root string, n int) (Hints, error) {
 		}
 		t := strings.TrimSpace(line)
 		switch {
-		case t == "" || tier == 0:
+		case t == "" || tier < first:
 		case strings.HasPrefix(t, "```"):
 			tiers[tier-1] += "\n\n" + t
 			code = true

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,7 +50,9 @@ func TestHints_CoverEveryCheck(t *testing.T) {
 // TestHints_CodeOnlyAtTheLastStep: the tiers before the last are words;
 // a Go or SQL statement in one is a solution handed over before the
 // student asked for it. The last tier gives the code, or its shape, in a
-// fenced block.
+// fenced block. And no file of docs/hints holds a fenced block at all: a
+// student who opens one to read the words must not see the answer at a
+// glance; the code is beside the solution (HintCodePath).
 func TestHints_CodeOnlyAtTheLastStep(t *testing.T) {
 	for n := 0; n < Stages; n++ {
 		h, err := LoadHints("..", n)
@@ -65,10 +68,89 @@ func TestHints_CodeOnlyAtTheLastStep(t *testing.T) {
 				}
 			}
 			if !strings.Contains(tiers[CodeTier-1], "\n```") {
-				t.Errorf("%s %s: the last tier has no code block", HintsPath(n), topic)
+				t.Errorf("%s %s: the last tier has no code block", HintCodePath(n), topic)
 			}
 		}
 	}
+	docs, err := filepath.Glob(filepath.Join("..", "docs", "hints", "*.md"))
+	if err != nil || len(docs) < Stages {
+		t.Fatalf("found %d files in docs/hints (%v), want a file per stage", len(docs), err)
+	}
+	for _, path := range docs {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(raw), "\n") {
+			if t0 := strings.TrimSpace(line); strings.HasPrefix(t0, "```") || strings.HasPrefix(t0, "~~~") {
+				t.Errorf("%s:%d: a fenced code block; the code of a hint goes in solutions/stageN/hints.md", path, i+1)
+				break
+			}
+		}
+	}
+}
+
+// TestHints_EachCodeBesideItsWords: stage n's file of code
+// (HintCodePath) has the headings of its file of words (HintsPath), in
+// the same order, and under each the last tier alone: a section of words
+// without its code, or a section of code no words introduce (a check
+// renamed in one file only), fails.
+func TestHints_EachCodeBesideItsWords(t *testing.T) {
+	for n := 0; n < Stages; n++ {
+		words, err := sections(filepath.Join("..", HintsPath(n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, err := sections(filepath.Join("..", HintCodePath(n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := headings(code), headings(words); !slices.Equal(got, want) {
+			t.Errorf("%s has the sections %q; %s has %q", HintCodePath(n), got, HintsPath(n), want)
+		}
+		for _, s := range words {
+			if !slices.Equal(s.items, []string{"1", "2", "3"}) {
+				t.Errorf("%s %s has the tiers %q, want 1 to 3", HintsPath(n), s.topic, s.items)
+			}
+		}
+		for _, s := range code {
+			if !slices.Equal(s.items, []string{"4"}) {
+				t.Errorf("%s %s has the tiers %q, want 4 alone", HintCodePath(n), s.topic, s.items)
+			}
+		}
+	}
+}
+
+// section is a "## topic" of a hint file and the numbers of its tiers.
+type section struct {
+	topic string
+	items []string
+}
+
+// sections reads a hint file's sections as they stand, in order, without
+// LoadHints's rules.
+func sections(path string) ([]section, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []section
+	for _, line := range strings.Split(string(raw), "\n") {
+		if topic, ok := strings.CutPrefix(line, "## "); ok {
+			out = append(out, section{topic: topic})
+		} else if m := tierItem.FindStringSubmatch(line); m != nil && len(out) > 0 {
+			out[len(out)-1].items = append(out[len(out)-1].items, m[1])
+		}
+	}
+	return out, nil
+}
+
+func headings(s []section) []string {
+	var out []string
+	for _, x := range s {
+		out = append(out, x.topic)
+	}
+	return out
 }
 
 func TestLoadHints_RejectsAMissingTier(t *testing.T) {
@@ -80,14 +162,28 @@ func TestLoadHints_RejectsAMissingTier(t *testing.T) {
 	}
 }
 
+// writeHints writes stage 1's two hint files under root: words in
+// docs/hints, code beside the solution.
+func writeHints(t *testing.T, root, words, code string) {
+	t.Helper()
+	for path, text := range map[string]string{HintsPath(1): words, HintCodePath(1): code} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, path), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestLoadHints_KeepsTheCodeBlock: words are joined into one paragraph,
 // but the lines of the last tier's code block stay lines, without the
 // indent that puts them under their tier; a block left open is an error.
 func TestLoadHints_KeepsTheCodeBlock(t *testing.T) {
 	root := t.TempDir()
-	os.MkdirAll(filepath.Join(root, "docs", "hints"), 0o755)
-	file := "## S1.x\n1. the\n   idea\n2. where\n3. outline\n4. Like this:\n\n   ```go\n   if ok {\n   \treturn\n   }\n   ```\n"
-	os.WriteFile(filepath.Join(root, HintsPath(1)), []byte(file), 0o644)
+	words := "## S1.x\n1. the\n   idea\n2. where\n3. outline\n"
+	code := "# Stage 1 hints: the code\n\n## S1.x\n4. Like this:\n\n   ```go\n   if ok {\n   \treturn\n   }\n   ```\n"
+	writeHints(t, root, words, code)
 	h, err := LoadHints(root, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -98,9 +194,38 @@ func TestLoadHints_KeepsTheCodeBlock(t *testing.T) {
 	if got, want := h["S1.x"][3], "Like this:\n\n```go\nif ok {\n\treturn\n}\n```"; got != want {
 		t.Errorf("tier 4 %q, want %q", got, want)
 	}
-	os.WriteFile(filepath.Join(root, HintsPath(1)), []byte(strings.TrimSuffix(file, "   ```\n")), 0o644)
+	writeHints(t, root, words, strings.TrimSuffix(code, "   ```\n"))
 	if _, err := LoadHints(root, 1); err == nil || !strings.Contains(err.Error(), "left open") {
 		t.Errorf("a code block left open: err %v", err)
+	}
+}
+
+// TestLoadHints_EachTierInItsFile: a topic whose code is missing, code
+// for a topic the words do not have, the code among the words, or words
+// among the code, are errors that name the file at fault; the two files
+// together are the four tiers.
+func TestLoadHints_EachTierInItsFile(t *testing.T) {
+	const words = "## S1.x\n1. idea\n2. where\n3. outline\n"
+	const code = "## S1.x\n4. code\n"
+	for _, c := range []struct{ name, words, code, want string }{
+		{"the four tiers", words, code, ""},
+		{"no code", words, "", HintCodePath(1) + ": S1.x has no tier 4"},
+		{"code for no topic", words, code + "## S1.y\n4. code\n", HintCodePath(1) + ": S1.y is no topic of " + HintsPath(1)},
+		{"the code among the words", words + "4. code\n", code, HintsPath(1) + ": S1.x: tier 4 belongs in " + HintCodePath(1)},
+		{"words among the code", words, "## S1.x\n3. outline\n4. code\n", HintCodePath(1) + ": S1.x: tier 3 belongs in " + HintsPath(1)},
+		{"a section of code without it", words, "## S1.x\n", HintCodePath(1) + ": S1.x has 0 tiers, not 1"},
+	} {
+		root := t.TempDir()
+		writeHints(t, root, c.words, c.code)
+		h, err := LoadHints(root, 1)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want == "" && h["S1.x"] != [Tiers]string{"idea", "where", "outline", "code"}:
+			t.Errorf("%s: %q", c.name, h["S1.x"])
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: err %v, want %q", c.name, err, c.want)
+		}
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 )
 
 // fakeLoop points the loop's commands at a fresh checkout in a temporary
-// folder (the repository's lessons and hints copied in) with a runner
+// folder (the repository's lessons and hints, words and code, copied in) with a runner
 // that returns outcome instead of running go test, and at answer as what
 // the student types.
 func fakeLoop(t *testing.T, outcome studentloop.Outcome, answer string) string {
@@ -30,6 +30,14 @@ func fakeLoop(t *testing.T, outcome studentloop.Outcome, answer string) string {
 	for _, dir := range []string{studentloop.StageDir(1), studentloop.SolutionDir(1)} {
 		os.MkdirAll(filepath.Join(root, dir), 0o755)
 		os.WriteFile(filepath.Join(root, dir, "keys.go"), []byte("package stage1\n// "+dir+"\n"), 0o644)
+	}
+	// The last step of each hint, the code, lies beside the solution.
+	for n := range studentloop.Stages {
+		path := studentloop.HintCodePath(n)
+		if raw, err := os.ReadFile(filepath.Join("../..", path)); err == nil {
+			os.MkdirAll(filepath.Join(root, filepath.Dir(path)), 0o755)
+			os.WriteFile(filepath.Join(root, path), raw, 0o644)
+		}
 	}
 	oldRoot, oldRunner, oldStdin := findRoot, newRunner, stdin
 	t.Cleanup(func() { findRoot, newRunner, stdin = oldRoot, oldRunner, oldStdin })

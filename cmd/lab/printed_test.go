@@ -86,17 +86,19 @@ func printedByTheLab(t *testing.T) map[string]string {
 	out["check, no build"] = labOutput(t, "check", "1")
 	out["watch"] = watchOutput(t)
 	for n := 0; n < studentloop.Stages; n++ {
-		raw, err := os.ReadFile(filepath.Join(repoRoot, studentloop.HintsPath(n)))
-		if err != nil {
-			t.Fatal(err)
+		for _, path := range []string{studentloop.HintsPath(n), studentloop.HintCodePath(n)} {
+			raw, err := os.ReadFile(filepath.Join(repoRoot, path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// In markdown, a command is in backquotes: "make sure" is prose.
+			spans := codeSpan.FindAllStringSubmatch(string(raw), -1)
+			var code []string
+			for _, m := range spans {
+				code = append(code, m[1])
+			}
+			out["lab hint's text, "+path] = strings.Join(code, "\n")
 		}
-		// In markdown, a command is in backquotes: "make sure" is prose.
-		spans := codeSpan.FindAllStringSubmatch(string(raw), -1)
-		var code []string
-		for _, m := range spans {
-			code = append(code, m[1])
-		}
-		out["lab hint's text, "+studentloop.HintsPath(n)] = strings.Join(code, "\n")
 	}
 
 	var grade gradeFlags
