@@ -141,3 +141,30 @@ func TestAbortedTransaction_SendsTheStudentToThePostgreSQLSection(t *testing.T) 
 		t.Errorf("a finding with a lesson of its own: %s, want it", got)
 	}
 }
+
+// Once a lease check has recorded a retry taken while the lease was live,
+// a contract difference a later probe finds follows it: the retry taken
+// early leads the failure. A money finding still leads, and without a
+// retry taken early the later failure is the check's own, as it was.
+func TestEarlyFirst_TheRetryTakenEarlyLeads(t *testing.T) {
+	tt := newT()
+	tt.Differ("the retry", "201", "409 request-in-progress")
+	var f *judging.Failure
+	if !errors.As(tt.withDifferences(tt.earlyFirst(true, tt.Fail("two processes", "the core called 2 times", "one call"))), &f) || f.Got != "201" {
+		t.Fatalf("got %+v, want the retry taken early first", f)
+	}
+	if got := contracts(f); strings.Join(got, ",") != "the core called 2 times" {
+		t.Fatalf("beside it: %v", got)
+	}
+
+	tt = newT()
+	tt.Differ("the retry", "201", "409 request-in-progress")
+	if !errors.As(tt.withDifferences(tt.earlyFirst(true, tt.Harmful(judging.Double, "retries", "paid again", "once"))), &f) || f.Harm != judging.Double {
+		t.Fatalf("got %+v, want the double first", f)
+	}
+
+	tt = newT()
+	if !errors.As(tt.withDifferences(tt.earlyFirst(false, tt.Fail("two processes", "the core called 2 times", "one call"))), &f) || f.Got != "the core called 2 times" {
+		t.Fatalf("got %+v, want the check's own failure", f)
+	}
+}
