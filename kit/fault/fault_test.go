@@ -587,6 +587,67 @@ func TestHoldKeyUpdates_HoldUntilReleased(t *testing.T) {
 	})
 }
 
+// TestHoldKeyCommits_HoldUntilReleased: an armed commit of a transaction
+// that wrote the key table waits until the fault is disarmed, and then
+// commits; unarmed, or once the count is spent, nothing waits; one never
+// let go commits once HeldStatementMax has passed. A hold that missed
+// the release would keep the claim's row locked, and the purge waiting
+// for it, until the cap; one with no cap would hold a claim whose check
+// stopped before it disarmed the fault for good.
+func TestHoldKeyCommits_HoldUntilReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var s fault.Store
+		held := func() time.Duration {
+			start := time.Now()
+			s.BeforeKeyCommit()
+			return time.Since(start)
+		}
+		if d := held(); d != 0 {
+			t.Errorf("a commit with the fault unarmed was held %v; want it at once", d)
+		}
+		s.HoldKeyCommits(1)
+		heldUntilDisarmed(t, "commit", s.HeldKeyCommitsLeft, s.HoldKeyCommits, held)
+		if d := held(); d != 0 {
+			t.Errorf("a commit once the count is spent was held %v; want it at once", d)
+		}
+		s.HoldKeyCommits(1)
+		if d := held(); d != fault.HeldStatementMax {
+			t.Errorf("an armed commit never let go was held %v; want the cap, %v", d, fault.HeldStatementMax)
+		}
+		s.HoldKeyCommits(0)
+	})
+}
+
+// TestWritesKeys_TellsTheStagesWritesOfTheKeyTable: a statement of the
+// stage's that inserts, updates or deletes rows of the key table, however
+// spelled, is a write of it, and its transaction's commit is the one
+// held-key-commit holds; a read of the table (a SELECT … FOR UPDATE
+// too), a write of another table, and the lab's own purge (LabRead) are
+// not. A match that took a read for a write would hold a transaction
+// that claimed nothing; one that took the lab's purge would hold the
+// purge the round runs beside the claim.
+func TestWritesKeys_TellsTheStagesWritesOfTheKeyTable(t *testing.T) {
+	stage, lab := context.Background(), fault.LabRead(context.Background())
+	for _, c := range []struct {
+		ctx  context.Context
+		q    string
+		want bool
+	}{
+		{stage, `INSERT INTO idempotency_keys (customer, key, state) VALUES ($1, $2, 'in_progress') RETURNING id`, true},
+		{stage, "update idempotency_keys\n\tset state = 'in_progress' where id = $1 and state = 'completed'", true},
+		{stage, `DELETE FROM "idempotency_keys" WHERE customer = $1 AND key = $2 AND state = 'completed'`, true},
+		{stage, `INSERT INTO public.idempotency_keys (key) VALUES ($1) ON CONFLICT DO NOTHING`, true},
+		{stage, `SELECT id, state FROM idempotency_keys WHERE key = $1 FOR UPDATE`, false},
+		{stage, `UPDATE accounts SET balance = balance - $1 WHERE id = $2`, false},
+		{stage, `INSERT INTO transfers (id, amount) VALUES ($1, $2) -- idempotency_keys`, false},
+		{lab, `DELETE FROM idempotency_keys WHERE state = 'completed' AND completed_at <= $1`, false},
+	} {
+		if got := fault.WritesKeys(c.ctx, c.q); got != c.want {
+			t.Errorf("WritesKeys(%q), the lab's own %v: %v; want %v", c.q, c.ctx == lab, got, c.want)
+		}
+	}
+}
+
 // TestWritesOutbox_TellsAWriteOfTheOutboxByItsStatement: the statements
 // that insert, update, delete or merge outbox rows, however spelled
 // (quoted, in a schema, with comments), are writes of the outbox; a read
