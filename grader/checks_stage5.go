@@ -1147,11 +1147,12 @@ func checkPurgeKeepsInProgress(t *T) error {
 	return t.WhileHeld(1_000_000, t.purgedBesideCommittingClaim)
 }
 
-// purgeWaitsForClaim is how long purgedBesideCommittingClaim lets the
-// purge run while the claim's commit is held, before it lets the claim
-// commit: long enough for the purge's DELETE to have begun and to wait
-// for the row the claim changed.
-const purgeWaitsForClaim = 500 * time.Millisecond
+// purgeWaitsForClaim is how long purgedBesideCommittingClaim waits, the
+// claim's commit held, for the purge's DELETE to wait for the row the
+// claim changed (GET /lab/state's lock_waits) or for the purge to end,
+// before it lets the claim commit all the same: well inside the 10 s the
+// kit gives a purge (labctl.PurgeLimit), which the held claim holds up.
+const purgeWaitsForClaim = 5 * time.Second
 
 // The age of the payment whose key the rounds of expiredPayment let
 // expire, and the retention they cut it to: the retention must outlast
@@ -1223,8 +1224,9 @@ func (t *T) expiredPayment(s Scenario, cut labclient.Config) (p expiredRound, do
 // round makes a payment, lets its key expire (the retention cut in the
 // config), and sends a retry that waits on the core, its claim's COMMIT
 // held (held-key-commit) once all its statements have run; then POST
-// /lab/purge, whose delete waits for the row the claim changed; then it
-// lets the claim commit, and sends one more retry, which must get 409. A
+// /lab/purge, and once its delete waits for the row the claim changed
+// (PostgreSQL shows the wait), it lets the claim commit, and sends one
+// more retry, which must get 409. A
 // purge whose DELETE says in its own condition that a key is completed
 // and expired checks the reused row again and keeps it, as it keeps the
 // row a claim inserted in place of a deleted one. A claim that commits
@@ -1260,12 +1262,31 @@ func (t *T) purgedBesideCommittingClaim(s Scenario, latency time.Duration) (bool
 		_, err := t.Lab().Purge(t.ctx)
 		purged <- err
 	}()
-	time.Sleep(purgeWaitsForClaim)
-	if err := t.Arm(labctl.HeldKeyCommit, 0); err != nil {
-		<-purged
+	// The purge has begun once its DELETE waits for the row the claim
+	// changed; one that finds nothing to wait for ends. A machine too
+	// busy for either within purgeWaitsForClaim lets the claim commit
+	// all the same.
+	var purgeErr error
+	ended := false
+	_, err = t.WaitFor(purgeWaitsForClaim, func() (bool, error) {
+		select {
+		case purgeErr = <-purged:
+			ended = true
+			return true, nil
+		default:
+		}
+		return t.lockWaited()
+	})
+	if err == nil {
+		err = t.Arm(labctl.HeldKeyCommit, 0)
+	}
+	if !ended {
+		purgeErr = <-purged
+	}
+	if err != nil {
 		return true, err
 	}
-	if err := t.purgeFailure("POST /lab/purge", <-purged); err != nil {
+	if err := t.purgeFailure("POST /lab/purge", purgeErr); err != nil {
 		return true, err
 	}
 	inFlight := !late.Done()
@@ -1288,9 +1309,9 @@ func (t *T) purgedBesideCommittingClaim(s Scenario, latency time.Duration) (bool
 		return false, t.Reconcile(sent, "", books)
 	}
 	sent += fmt.Sprintf("\nthen %v of lab time, and the retention cut to %v in the config: the key expired and is still in the table"+
-		"\nthen the same request again, which waits %v on the core, its claim's COMMIT held (held-key-commit)\nwhile it is held: POST /lab/purge, for %v"+
+		"\nthen the same request again, which waits %v on the core, its claim's COMMIT held (held-key-commit)\nwhile it is held: POST /lab/purge, until its delete waits for the key's row"+
 		"\nthen the claim commits, and the same request once more  →  %s\nthe request before it answers  %s",
-		expiredAge, expiredCut, latency, purgeWaitsForClaim, retry.Short(), r.Short())
+		expiredAge, expiredCut, latency, retry.Short(), r.Short())
 	return true, because(t.Reconcile(sent, "the retry "+r.Short()+"; the one after it "+retry.Short(), books),
 		"a purge says in its DELETE's own condition that a key is completed and expired: rows chosen by a subquery and deleted by their ids are deleted as the purge's snapshot saw them, and a claim that reused an expired key's row while the purge ran loses it, so the next retry pays a second time")
 }
