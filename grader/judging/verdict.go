@@ -33,7 +33,7 @@ const (
 	// NoUsableAnswer: a client can never learn the result of an operation
 	// that executed: every retry is refused without it.
 	NoUsableAnswer Harm = "no usable answer"
-	// StuckKey: a key stays in progress for good, or answers a failure
+	// StuckKey: a key stays in progress for good, or replays a failure
 	// it kept for good; its client can neither get its result nor
 	// execute it.
 	StuckKey Harm = "stuck key"
@@ -71,7 +71,7 @@ func (h Harm) Explain() string {
 	case NoUsableAnswer:
 		return "an operation executed, and its client can never learn its result"
 	case StuckKey:
-		return "a key is held for good (in progress, or answering a failure it kept): its operation can neither finish nor run"
+		return "a key is held for good (in progress, or replaying a failure it kept): its operation can neither finish nor run"
 	case Leak:
 		return "one customer was shown another customer's data"
 	case LostUpdate:
