@@ -465,6 +465,16 @@ func TestOutbox_SaysWhatTheStateSaysOfIt(t *testing.T) {
 	if o.Commits < 3 || o.OutboxCommits != 3 {
 		t.Errorf("GET /lab/outbox counts %d commits, %d of them writing the outbox, after three transfers; want 3 or more, and 3", o.Commits, o.OutboxCommits)
 	}
+	// The relay's passes run, and none of them settled a row: the core
+	// answered none.
+	for end := time.Now().Add(5 * time.Second); o.RelayPasses == 0 && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if o, err = lab.Outbox(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.RelayPasses == 0 || o.RelaySettled != 0 {
+		t.Errorf("GET /lab/outbox counts %d relay passes that said they settled %d rows, with no core to answer; want some passes, and 0 rows", o.RelayPasses, o.RelaySettled)
+	}
 	resp, err := http.Get(url + "/lab/outbox")
 	if err != nil {
 		t.Fatal(err)

@@ -54,6 +54,10 @@ type Controller struct {
 	// reader who moves the clock by nothing and waits for that event (a
 	// fence) has heard every key event before it.
 	KeyRowsPublished func(ctx context.Context) error
+	// RelayPasses counts the passes of the stage's outbox relay the
+	// server ran since it started, and the rows they said they settled
+	// (the sum of the counts they returned); nil reads 0.
+	RelayPasses func() (passes, settled int64)
 	// RandomTokens has a reset draw the customers' tokens from crypto/rand
 	// (bank.DrawTokens); their ids and accounts stay the seed's. A server
 	// other people reach needs it: anyone can draw a seed's tokens, and
@@ -357,6 +361,15 @@ type Outbox struct {
 	// says whether the transfer was answered only after that call was
 	// given up.
 	CoreGivenUp int64 `json:"core_given_up"`
+	// RelayPasses is how many passes of the stage's outbox relay the
+	// server has run since it started, and RelaySettled how many rows
+	// they said they settled, the sum of the counts they returned (a
+	// pass that failed after settling rows says so too): read before and
+	// after a while in which the outbox's sent and dead counts did not
+	// move, a RelaySettled that grew says a pass counted rows it did not
+	// settle.
+	RelayPasses  int64 `json:"relay_passes"`
+	RelaySettled int64 `json:"relay_settled"`
 }
 
 // Outbox reads the outbox's counts and its dead letters (at most
@@ -378,6 +391,9 @@ func (c *Controller) Outbox(ctx context.Context) (Outbox, error) {
 	}
 	if c.CoreGivenUp != nil {
 		out.CoreGivenUp = c.CoreGivenUp()
+	}
+	if c.RelayPasses != nil {
+		out.RelayPasses, out.RelaySettled = c.RelayPasses()
 	}
 	return out, nil
 }

@@ -17,6 +17,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -130,8 +131,12 @@ type Server struct {
 	// listening carries what the database says of its key-row reports:
 	// stopped (an error) or resumed (nil).
 	listening chan error
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	// relayPasses counts the relay passes the stage ran since the server
+	// started, and relaySettled the rows they said they settled (the
+	// count each returned, with an error or not).
+	relayPasses, relaySettled atomic.Int64
+	stop                      chan struct{}
+	wg                        sync.WaitGroup
 }
 
 // ExitCrash is the default crash: the process ends at once.
@@ -247,7 +252,7 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 	}
 	s.ctl = &labctl.Controller{DB: s.db, Bank: s.bank, Clock: s.clock, Hub: s.hub, Settings: s.settings,
 		Faults: s.faults, Restage: restage, RandomTokens: opts.RandomTokens, CoreUnanswered: s.core.Unanswered,
-		CoreGivenUp: s.core.GivenUp, KeyRowsPublished: s.keyRowsPublished}
+		CoreGivenUp: s.core.GivenUp, KeyRowsPublished: s.keyRowsPublished, RelayPasses: s.relayCounts}
 	if opts.Replica != labctl.Alone {
 		if s.ctl.Replica, err = labctl.OpenReplica(ctx, s.db.DB, opts.Replica, s.clock, s.settings, s.bank, s.faults); err != nil {
 			return err
@@ -369,6 +374,8 @@ func (s *Server) relay(r stage.Relayer, interval time.Duration) {
 			n, err := 0, s.ctl.Replica.Sync(ctx)
 			if err == nil {
 				n, err = relayPass(ctx, r)
+				s.relaySettled.Add(int64(n))
+				s.relayPasses.Add(1)
 			}
 			if err != nil {
 				msg = err.Error()
@@ -387,6 +394,13 @@ func (s *Server) relay(r stage.Relayer, interval time.Duration) {
 			t.Reset(interval)
 		}
 	}
+}
+
+// relayCounts is how many relay passes the stage ran since the server
+// started, and how many rows they said they settled, the sum of the
+// counts they returned.
+func (s *Server) relayCounts() (passes, settled int64) {
+	return s.relayPasses.Load(), s.relaySettled.Load()
 }
 
 // relayPass runs one pass of r. A crash point fired in the pass
