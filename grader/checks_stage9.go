@@ -488,10 +488,21 @@ func checkLongOutage(t *T) error {
 		return t.postedOnce(strings.Join(story, "\n"), s, want)
 	}
 	first, atFirst := time.Now(), faults.Refused()
+	// What the relay's passes say they settled, against what the outbox
+	// shows: read at both ends of the outage, while the core refuses
+	// every posting.
+	from, err := t.Lab().Outbox(t.ctx)
+	if err != nil {
+		return err
+	}
 	select {
 	case <-time.After(longOutage):
 	case <-t.ctx.Done():
 		return t.ctx.Err()
+	}
+	to, err := t.Lab().Outbox(t.ctx)
+	if err != nil {
+		return err
 	}
 	// Back right after a try: the wait that try began is the whole wait
 	// ahead of the row.
@@ -539,6 +550,17 @@ func checkLongOutage(t *T) error {
 	}
 	if err := t.postedOnce(strings.Join(story, "\n"), s, want); err != nil {
 		return err
+	}
+	// While the core refused every posting, a pass could settle a row
+	// only by marking it sent or setting it aside; with neither count
+	// moved, rows the passes said they settled are rows they did not.
+	// The kit runs the next pass at once after such a pass: judged by
+	// counts, whatever the machine's speed.
+	passes, said := to.RelayPasses-from.RelayPasses, to.RelaySettled-from.RelaySettled
+	if said > 0 && to.Counts.Sent == from.Counts.Sent && to.Counts.Dead == from.Counts.Dead {
+		return t.Fail(strings.Join(story, "\n"), fmt.Sprintf("in the %v of the outage, the relay ran %d passes, which said they settled %d rows between them (GET /lab/outbox: relay_settled %d, then %d), while the outbox marked no row sent and set none aside (sent %d, dead %d, both times) and the core refused %d postings",
+			longOutage, passes, said, from.RelaySettled, to.RelaySettled, to.Counts.Sent, to.Counts.Dead, knocks),
+			fmt.Sprintf("a pass returns how many rows it settled, marked sent or set aside, not how many it read or sent: the kit runs the next pass at once after one that says it settled rows, %v after one that settled none, so a pass that counts rows it did not settle knocks without pause on a core that is down", server.RelayInterval))
 	}
 	// The kit runs the next pass at once only after one that settled rows;
 	// a pass that reports rows it did not settle has it knock without
