@@ -457,7 +457,12 @@ const (
 // row's next try is due as long after as the wait that try began; every
 // posting must then reach the core within backWithin. A relay that has
 // nothing owed by then (it marked or set its rows aside) is judged by
-// postedOnce, which names what it lost.
+// postedOnce, which names what it lost. It catches too a pass that
+// returns rows it did not settle, by counts: what the passes said they
+// settled during the outage (GET /lab/outbox's relay_settled) against
+// the outbox's sent and dead rows, which do not move while the core
+// refuses everything; and, by the rate of the core's refusals, a relay
+// that sends again and again inside its pass.
 func checkLongOutage(t *T) error {
 	s, up, err := t.coreDownScenario(1_000_000)
 	if err != nil {
@@ -562,13 +567,13 @@ func checkLongOutage(t *T) error {
 			longOutage, passes, said, from.RelaySettled, to.RelaySettled, to.Counts.Sent, to.Counts.Dead, knocks),
 			fmt.Sprintf("a pass returns how many rows it settled, marked sent or set aside, not how many it read or sent: the kit runs the next pass at once after one that says it settled rows, %v after one that settled none, so a pass that counts rows it did not settle knocks without pause on a core that is down", server.RelayInterval))
 	}
-	// The kit runs the next pass at once only after one that settled rows;
-	// a pass that reports rows it did not settle has it knock without
-	// pause on a core that is down.
+	// Whatever the passes say, a relay that sends again and again inside
+	// its pass knocks without pause on a core that is down: a rate, the
+	// kit's cadence being the measure.
 	perSecond := float64(knocks) / longOutage.Seconds()
 	if limit := float64(hammering * int(rows) * passesPerSecond); perSecond > limit {
 		return t.Fail(strings.Join(story, "\n"), fmt.Sprintf("in the %v of the outage, the core refused %d postings of the %d rows owed: %.0f a second", longOutage, knocks, rows, perSecond),
-			fmt.Sprintf("at most %d tries a second of each owed row (%d times the kit's cadence), and far fewer would do: the kit runs the next pass %v after one that settled nothing, %d a second, and at once only after one that settled rows, as the count a pass returns says; a pass that counts rows it read, not rows it settled, knocks without pause on a core that is down",
+			fmt.Sprintf("at most %d tries a second of each owed row (%d times the kit's cadence), and far fewer would do: the kit runs the next pass %v after one that settled nothing, %d a second, and at once only after one that settled rows, as the count a pass returns says; a relay that sends a row again inside its pass, or a pass that counts rows it did not settle, knocks without pause on a core that is down",
 				hammering*passesPerSecond, hammering, server.RelayInterval, passesPerSecond))
 	}
 	return nil
