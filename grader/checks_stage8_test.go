@@ -97,3 +97,30 @@ func TestReplayValueMismatch_ComparesWhatTheBodySays(t *testing.T) {
 		t.Errorf("replayValueMismatch of another balance_after: %q, want a body that says otherwise", d)
 	}
 }
+
+// A body that is not one JSON value, or none at all, has no RFC 8785 form:
+// replayValueMismatch compares its bytes, as replayMismatch does. A
+// replay cut short or with bytes after its value differs from a stored
+// JSON answer; an answer with no body replayed with none is the same.
+func TestReplayValueMismatch_ABodyThatIsNotJSONComparesBytes(t *testing.T) {
+	h := http.Header{"Content-Type": {"application/json"}}
+	answer := func(body string) Response { return Response{Status: http.StatusCreated, Header: h, Body: []byte(body)} }
+	tests := []struct {
+		orig, replay string
+		same         bool
+	}{
+		{"", "", true},
+		{"", "{}", false},
+		{`{"id":"t-1"}`, "", false},
+		{`{"id":"t-1"}`, `{"id":"t-1"`, false},
+		{`{"id":"t-1"}`, `{"id":"t-1"}{"id":"t-2"}`, false},
+		{"ok\n", "ok\n", true},
+		{"ok\n", "ok", false},
+	}
+	for _, tc := range tests {
+		d := replayValueMismatch(answer(tc.orig), answer(tc.replay), "the original")
+		if (d == "") != tc.same {
+			t.Errorf("replayValueMismatch(%q, %q) = %q, want the same: %v", tc.orig, tc.replay, d, tc.same)
+		}
+	}
+}
