@@ -63,9 +63,11 @@ type conn struct {
 
 // before runs the faults armed on query before it runs (see
 // fault.Store.BeforeStatement), and notes, in an open transaction, a
-// statement of the stage's that writes the key table.
+// statement of the stage's that writes the key table, only while
+// held-key-commit is armed (the check arms it before its claim is sent):
+// every statement of every transaction is not read for it.
 func (c *conn) before(ctx context.Context, query string) error {
-	if c.inTx && fault.WritesKeys(ctx, query) {
+	if c.inTx && c.store.HeldKeyCommitsLeft() > 0 && fault.WritesKeys(ctx, query) {
 		c.keys = true
 	}
 	return c.store.BeforeStatement(ctx, query)
