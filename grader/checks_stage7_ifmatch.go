@@ -77,7 +77,7 @@ func checkIfMatchList(t *T) error {
 		next := cur.Settings
 		next.Nickname = t.nickname()
 		req := putSettings(a, acc, next, "")
-		var what string
+		what, why := "", listRefusedWhy
 		switch list {
 		case "other, current":
 			what = "If-Match lists a tag that is not ours, then the current one"
@@ -88,10 +88,12 @@ func checkIfMatchList(t *T) error {
 			req.Header.Add("If-Match", cur.ETag)
 		case "empty | current":
 			what = "an empty If-Match field, then the current ETag in another: the empty one adds no tag to the list"
+			why = "an empty If-Match field adds no tag to the list the other fields make: a server that reads the header's first value, and takes the empty one for no If-Match at all, tells a clerk whose copy is current to send the header it sent"
 			req.Header.Add("If-Match", "")
 			req.Header.Add("If-Match", cur.ETag)
 		case "weak, current":
 			what = "If-Match lists the current ETag weak, then strong: the weak tag never matches, the strong one does"
+			why = "a weak tag in a list only fails to match: a server that refuses the whole list for it refuses the strong tag beside it, the current one, and a clerk whose copy is current with it"
 			req.Header.Add("If-Match", "W/"+cur.ETag+", "+cur.ETag)
 		case "current, old":
 			what = "If-Match lists the current ETag first, then an old one"
@@ -102,7 +104,7 @@ func checkIfMatchList(t *T) error {
 		}
 		etag, err := t.saved(story+"\n"+what+":", req, t.Do(req), next)
 		if err != nil {
-			return err
+			return because(err, why)
 		}
 		story += "\n" + what + ": " + describe(req) + "  →  200, ETag " + etag
 		prev = cur
@@ -147,24 +149,30 @@ func checkIfMatchList(t *T) error {
 		had(ahead.ETag)
 		next, req, err := t.renameIf(story, what, a, twin, ahead, strings.Join(list, ", "))
 		if err != nil {
-			return err
+			return because(err, "a list as long as the contract reads is read whole: a server that reads only its first few tags or its last few, repeats dropped or not, refuses a clerk whose current tag lies in the part it left unread, and nothing in its own tests, which send one or two tags, shows it")
 		}
 		story += "\n" + what + ": " + describe(req) + "  →  200, ETag " + next.ETag
 		ahead = next
 	}
-	type probe struct{ ifMatch, because string }
+	type probe struct{ ifMatch, because, why string }
+	const (
+		aheadWhy = "a tag names one version: a write that takes any version up to the newest tag listed, or between the lowest and the highest (two parameters for a list of any length), lets a stale copy through with a tag of a version the account has not reached, another account's, alone or after an old one, and the stale copy's daily limit is written over the one the owner set"
+		weakWhy  = "a weak tag promises nothing about the bytes: a server that compares weakly (W/ stripped) lets it name the version a money limit is written over"
+		noTagWhy = "a header that is no list of tags names no version: a server that reads it as one anyway, or takes an empty If-Match for none, writes over whatever version it finds"
+		textWhy  = "tags compare character by character: a server that reads the version out of a tag as a number, or compares tags case-insensitively, matches tags it never sent, and a client that spells a tag it made up can write over a version it never read"
+	)
 	probes := []probe{
-		{ahead.ETag, "the other account's ETag: a version this account has not reached"},
-		{start.ETag + ", " + ahead.ETag, "an old ETag, then the other account's: the current version lies between the two, and neither names it"},
-		{"W/" + cur.ETag, "the current ETag, weak: If-Match compares strongly, and a weak tag never matches"},
-		{"W/" + cur.ETag + ", " + other, "a list whose only tag naming the current version is weak"},
-		{strings.Trim(cur.ETag, `"`), "the current ETag without its quotes: not an entity tag"},
-		{"", "an If-Match that is there and empty: a list of no tags, none of them the current one, where a PUT without If-Match gets 428"},
-		{padded(cur.ETag), "the current ETag with a 0 put in before its first digit, or after its opening quote if it has none: another tag, since tags compare character by character"},
+		{ahead.ETag, "the other account's ETag: a version this account has not reached", aheadWhy},
+		{start.ETag + ", " + ahead.ETag, "an old ETag, then the other account's: the current version lies between the two, and neither names it", aheadWhy},
+		{"W/" + cur.ETag, "the current ETag, weak: If-Match compares strongly, and a weak tag never matches", weakWhy},
+		{"W/" + cur.ETag + ", " + other, "a list whose only tag naming the current version is weak", weakWhy},
+		{strings.Trim(cur.ETag, `"`), "the current ETag without its quotes: not an entity tag", noTagWhy},
+		{"", "an If-Match that is there and empty: a list of no tags, none of them the current one, where a PUT without If-Match gets 428", noTagWhy},
+		{padded(cur.ETag), "the current ETag with a 0 put in before its first digit, or after its opening quote if it has none: another tag, since tags compare character by character", textWhy},
 	}
 	// A tag without letters has no other case to be read in.
 	if swapped := caseSwapped(cur.ETag); swapped != cur.ETag {
-		probes = append(probes, probe{swapped, "the current ETag with the case of its letters swapped: another tag, since tags compare character by character"})
+		probes = append(probes, probe{swapped, "the current ETag with the case of its letters swapped: another tag, since tags compare character by character", textWhy})
 	}
 	for _, p := range probes {
 		change := cur.Settings
@@ -178,12 +186,16 @@ func checkIfMatchList(t *T) error {
 			return err
 		}
 		if !r.Is(http.StatusPreconditionFailed, pPreconditionFailed) || after != cur {
-			return t.Fail(sent+"\nthen GET  →  "+after.String(), r.String(),
-				"412 "+pPreconditionFailed+": no strong tag of the list names the current version; the settings stay "+cur.String())
+			return because(t.Fail(sent+"\nthen GET  →  "+after.String(), r.String(),
+				"412 "+pPreconditionFailed+": no strong tag of the list names the current version; the settings stay "+cur.String()), p.why)
 		}
 	}
 	return nil
 }
+
+// listRefusedWhy is why checkIfMatchList fails when a list that names the
+// current version is refused.
+const listRefusedWhy = "clients and proxies send If-Match as a list, in one field or in several: a server that reads the whole header as one tag, or one tag of the list (the first, the last), refuses a clerk whose copy is current, who reads and saves again for nothing or gives up a change that was safe"
 
 // padded is etag with a 0 before its first digit (after its opening
 // quote if it has none): another entity tag, byte for byte, which a

@@ -92,7 +92,8 @@ func readAsNumbers(next http.Handler) http.Handler {
 // TestIfMatchList_CatchesATagReadAsANumber: behind tags that are the
 // number alone, a server that reads the number out of a tag lets "03"
 // match "3", a tag it never sent; S7.if-match-list fails it, whatever
-// the tags' spelling.
+// the tags' spelling, and says why that mistake matters, not why every
+// mistake with a list does.
 func TestIfMatchList_CatchesATagReadAsANumber(t *testing.T) {
 	c, ok := grader.Lookup("S7.if-match-list")
 	if !ok {
@@ -107,6 +108,9 @@ func TestIfMatchList_CatchesATagReadAsANumber(t *testing.T) {
 	}
 	if !strings.HasPrefix(f.Got, "200") || !strings.Contains(f.Sent, "a 0 put in before its first digit") {
 		t.Errorf("failed on %q with %q, want the padded tag answered 200", f.Sent, f.Got)
+	}
+	if !strings.Contains(f.Why, "reads the version out of a tag as a number") {
+		t.Errorf("why: %q, want the one that speaks of tags read as numbers", f.Why)
 	}
 }
 
