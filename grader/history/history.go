@@ -169,9 +169,12 @@ func (h *Recorder) Population(customers []bank.Customer) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, c := range customers {
-		// A row may hold the customer as its token, or as the header
-		// that carried it (customerOf), as well as by its ID.
+		// A row may hold the customer as either of its tokens, or as the
+		// header that carried one (customerOf), as well as by its ID.
 		h.customers[c.ID], h.customers[c.Token] = c.ID, c.ID
+		if c.OtherToken != "" {
+			h.customers[c.OtherToken] = c.ID
+		}
 	}
 }
 

@@ -34,13 +34,17 @@ func (p Params) Validate() error {
 	return nil
 }
 
-// Customer is one customer of a population, with the token that
-// authenticates as them.
+// Customer is one customer of a population, with the two tokens that
+// authenticate as them: a customer may hold more than one credential (a
+// phone and a web session, a token and the one that replaces it), and
+// each is the same customer.
 type Customer struct {
-	ID       string   `json:"id"`
-	Name     string   `json:"name"`
-	Token    string   `json:"token"`
-	Accounts []string `json:"accounts"`
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Token string `json:"token"`
+	// OtherToken is the customer's second token.
+	OtherToken string   `json:"other_token"`
+	Accounts   []string `json:"accounts"`
 }
 
 var names = []string{
@@ -51,8 +55,12 @@ var names = []string{
 // Population draws the customers, accounts and tokens of p from its seed.
 // It is a pure function: the same parameters give the same ids and tokens,
 // which is what lets a day plan name accounts before any server exists.
+// The second tokens come from a stream of their own, so that the ids,
+// accounts and first tokens are the ones a seed gave before customers had
+// a second token.
 func Population(p Params) []Customer {
 	r := rand.New(rand.NewPCG(p.Seed, 0x1de3_1ab))
+	other := rand.New(rand.NewPCG(p.Seed, 0x2de3_1ab))
 	out := make([]Customer, p.Customers)
 	for i := range out {
 		c := Customer{
@@ -60,6 +68,7 @@ func Population(p Params) []Customer {
 			Name:  names[i%len(names)],
 			Token: "tok_" + randomString(r, 24),
 		}
+		c.OtherToken = "tok_" + randomString(other, 24)
 		if i >= len(names) {
 			c.Name = fmt.Sprintf("%s %d", c.Name, i/len(names)+1)
 		}
@@ -81,8 +90,8 @@ func randomString(r *rand.Rand, n int) string {
 	return string(b)
 }
 
-// DrawTokens gives each customer a new token of the same form, drawn from
-// crypto/rand instead of the seed; ids and accounts stay the seed's. A
+// DrawTokens gives each customer two new tokens of the same form, drawn
+// from crypto/rand instead of the seed; ids and accounts stay the seed's. A
 // server that people other than its instructor reach needs it: anyone
 // can draw a seed's tokens (docs/api.md prints seed 1's).
 func DrawTokens(customers []Customer) {
@@ -91,10 +100,11 @@ func DrawTokens(customers []Customer) {
 	r := rand.New(rand.NewChaCha8(seed))
 	for i := range customers {
 		customers[i].Token = "tok_" + randomString(r, 24)
+		customers[i].OtherToken = "tok_" + randomString(r, 24)
 	}
 }
 
-// Insert inserts customers, their tokens and their accounts, each account
+// Insert inserts customers, both their tokens and their accounts, each account
 // holding opening won with the default settings, into empty bank tables
 // inside tx.
 func Insert(ctx context.Context, tx *sql.Tx, customers []Customer, opening int64) error {
@@ -102,8 +112,10 @@ func Insert(ctx context.Context, tx *sql.Tx, customers []Customer, opening int64
 		if _, err := tx.ExecContext(ctx, `INSERT INTO customers (id, name) VALUES (?, ?)`, c.ID, c.Name); err != nil {
 			return fmt.Errorf("populate: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO tokens (token, customer_id) VALUES (?, ?)`, c.Token, c.ID); err != nil {
-			return fmt.Errorf("populate: %w", err)
+		for _, token := range []string{c.Token, c.OtherToken} {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO tokens (token, customer_id) VALUES (?, ?)`, token, c.ID); err != nil {
+				return fmt.Errorf("populate: %w", err)
+			}
 		}
 		for _, a := range c.Accounts {
 			if _, err := tx.ExecContext(ctx,
