@@ -237,8 +237,8 @@ var catalogue = []Check{
 	// Stage 5: whose key, and for how long.
 	{
 		ID: "S5.customers-scoped", Stage: 5, Lesson: lesson5 + "#whose-key",
-		Claim: "two customers who send the same key string, at once or one after the other, get their own transfers and their own replays, never each other's, and neither one's failed request nor one's expired key takes the other's key with it",
-		Why:   "keys are chosen by clients, and two clients can choose alike; a key shared across customers refuses one customer's payment, or replays another customer's transfer to them; a claim given back, or an expired key forgotten, by its key string alone takes another customer's key of that string with it, and that customer's retry pays again",
+		Claim: "two customers who send the same key string, at once or one after the other, get their own transfers and their own replays, never each other's, a customer's retry with its other token included, and neither one's failed request nor one's expired key takes the other's key with it",
+		Why:   "keys are chosen by clients, and two clients can choose alike; a key shared across customers refuses one customer's payment, or replays another customer's transfer to them; a key scoped by the token rather than the customer pays again when the customer retries with another of its credentials (a phone and a web session, a rotated token); a claim given back, or an expired key forgotten, by its key string alone takes another customer's key of that string with it, and that customer's retry pays again",
 		Run:   withScenario(2_000_000, checkCustomersScoped),
 	},
 	{

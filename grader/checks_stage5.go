@@ -39,7 +39,10 @@ func answerID(r Response) string {
 // contract allows (the same key, amount and memo; each from the
 // customer's own account), at once and then one after the other: at once
 // the second usually meets the first one's claim, and one after the other
-// its stored answer. Then the second customer sends the first customer's
+// its stored answer. Each then retries, the first spelling its
+// Authorization header another way and the second with its other token:
+// the same customer, and a scope keyed by the header as sent or by the
+// token pays again. Then the second customer sends the first customer's
 // exact request, key and body: a server that looks up the key and the
 // body's fingerprint before it looks at who is asking hands over the first
 // customer's stored answer. Every probe runs: a refusal is a contract
@@ -310,12 +313,17 @@ func (t *T) sameKeyTwoCustomers(s Scenario, kind string, together bool) error {
 
 	// The first customer's retry spells its credential another way, as
 	// another HTTP client may: the scheme is case-insensitive, and the
-	// token is the same. It is the same customer, and the same scope.
+	// token is the same. The second customer's retry carries its other
+	// token, as a retry from its phone of what its web session sent, or
+	// one sent after its token was rotated, does. Each is the same
+	// customer, and the same scope.
 	respelled := reqs[0]
 	spelling := []string{"bearer ", "BEARER ", "Bearer  "}[t.Rand().IntN(3)]
 	respelled.Header = http.Header{"Authorization": {spelling + a.Token}}
-	retries := []Response{t.Do(respelled), t.Do(reqs[1])}
-	retried := fmt.Sprintf("%s\nthen each retries its own request (%s with the header Authorization: %q, its own token)", sent, who[0], spelling+"<token>")
+	otherToken := reqs[1]
+	otherToken.Token = b.OtherToken
+	retries := []Response{t.Do(respelled), t.Do(otherToken)}
+	retried := fmt.Sprintf("%s\nthen each retries its own request (%s with the header Authorization: %q, its own token; %s with its other token)", sent, who[0], spelling+"<token>", who[1])
 	answers = who[0] + " got " + retries[0].Short() + "; " + who[1] + " got " + retries[1].Short()
 	// A retry of a refused request may execute now; one of an executed
 	// request must not execute again.
@@ -334,6 +342,10 @@ func (t *T) sameKeyTwoCustomers(s Scenario, kind string, together bool) error {
 			// without claiming it (a server that forgets keys at once
 			// pays again too).
 			return because(err, "the retry that paid again differs from the first request only in how its Authorization header is spelled: the customer in a key's scope is the authenticated caller (auth.Customer), not the header as sent; the scheme is case-insensitive, and a retry whose header is spelled otherwise is the same customer's retry")
+		}
+		if id := answerID(retries[1]); rs[1].Is(http.StatusCreated, "") && retries[1].Is(http.StatusCreated, "") && id != answerID(rs[1]) {
+			// Likewise: the retry differs only in its token.
+			return because(err, "the retry that paid again differs from the first request only in its token, the customer's other one: the customer in a key's scope is the authenticated caller (auth.Customer), not the credential it sent; a customer may hold several tokens (a phone and a web session, a token and the one that replaces it), and a retry with any of them is the same customer's retry")
 		}
 		return err
 	}
