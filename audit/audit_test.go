@@ -110,6 +110,16 @@ func TestExamples_VerdictsInProcess(t *testing.T) {
 		{"naive", naive.New, "S4.replay-marker-only-on-replays", contract},
 		{"naive", naive.New, "S1.fail-closed", unseen},
 		{"naive", naive.New, "S5.purge-bounded", unseen},
+		// Its keys gone with the crash, customer A's retry under a live
+		// lease executes and is answered 201: once, as its client was
+		// told. Customer B's retry, the same key string, is then handed
+		// A's answer, and B's own payment never runs: lost, by the books.
+		{"naive", naive.New, "S6.takeover-own-key", string(judging.Lost)},
+		// Scoped, and keeping nothing after a request: both retries
+		// execute once and are answered 201. The retry under a live lease
+		// was not told to wait, a contract difference; no money moved
+		// that its client was told did not.
+		{"keylock", keyLock, "S6.takeover-own-key", contract},
 		{"final", final.New, "S1.concurrent-duplicates", pass},
 		{"final", final.New, "S1.fail-closed", pass},
 		{"final", final.New, "S2.equivalent-bodies", pass},
