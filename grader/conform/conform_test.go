@@ -375,7 +375,7 @@ func TestSummary_NotTriedIsUnknownNeverMet(t *testing.T) {
 		maxOps int
 		line   string
 	}{
-		{"--max-operations 23", nil, 23, "1/2 MUST met, 3/5 SHOULD met, money clean, 7 not tried (4 of them a MUST or money scenario: the verdict is unknown)"},
+		{"--max-operations 31", nil, 31, "1/2 MUST met, 3/5 SHOULD met, money clean, 7 not tried (4 of them a MUST or money scenario: the verdict is unknown)"},
 		{"one principal", func(p *Profile) { p.Principals = p.Principals[:1] }, 100, "2/2 MUST met, 5/5 SHOULD met, money clean, 3 not tried (2 of them a MUST or money scenario: the verdict is unknown)"},
 	} {
 		results := attack(t, payserver.New(), c.edit, c.maxOps)
@@ -898,6 +898,50 @@ func TestKeyCase_ARateLimitIsNoFolding(t *testing.T) {
 		r := runScenario(t, &limitSecond{h: srv}, id)
 		if r.Money != MoneyClean {
 			t.Errorf("%s: money %s, want clean: a 429 is no key taken for another\n  got %s\n  saw %s", id, r.Money, r.Got, r.Saw)
+		}
+	}
+}
+
+// busyOnce answers its nth POST 409 without passing it on, as a server
+// that tells a client to come back later does (a lock it could not take,
+// a queue full); the retry is served.
+type busyOnce struct {
+	h     http.Handler
+	nth   int
+	mu    sync.Mutex
+	posts int
+}
+
+func (b *busyOnce) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.mu.Lock()
+	if r.Method == http.MethodPost {
+		b.posts++
+	}
+	busy := r.Method == http.MethodPost && b.posts == b.nth
+	b.mu.Unlock()
+	if busy {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusConflict)
+		w.Write([]byte(`{"error":"busy, try again"}`))
+		return
+	}
+	b.h.ServeHTTP(w, r)
+}
+
+// TestKeysApart_A409IsRetriedBeforeItIsJudged: a 409 tells its client to
+// come back, and conform does before it judges the answer; a second key
+// answered 409 once and served on its retry was not taken for the first,
+// and a principal answered 409 once and served on its retry lost nothing.
+func TestKeysApart_A409IsRetriedBeforeItIsJudged(t *testing.T) {
+	for _, tc := range []struct {
+		id  string
+		nth int
+	}{{"key-case", 2}, {"long-keys", 2}, {"two-principals-one-key", 1}, {"two-principals-one-key", 2}} {
+		srv := payserver.New()
+		srv.Keys = payserver.RawKeys
+		r := runScenario(t, &busyOnce{h: srv, nth: tc.nth}, tc.id)
+		if r.Money != MoneyClean {
+			t.Errorf("%s, POST %d answered 409 once: money %s, want clean\n  got %s\n  saw %s", tc.id, tc.nth, r.Money, r.Got, r.Saw)
 		}
 	}
 }

@@ -150,7 +150,13 @@ func longKeys(ctx context.Context, r *runner, res *Result) error {
 		if ops[i], err = r.newOp(0); err != nil {
 			return err
 		}
-		answers[i] = r.send(ctx, r.client, ops[i], sf(base+last))
+		if i == 0 {
+			answers[i] = r.send(ctx, r.client, ops[i], sf(base+last))
+			continue
+		}
+		// A 409 tells its client to come back: the second does, as a
+		// client would, before its answer is taken for a key held.
+		answers[i] = r.untilFinal(ctx, ops[i], sf(base+last))
 	}
 	res.Sent = fmt.Sprintf("%s %s  Idempotency-Key: \"%sxxx…xa\" (%d characters), then another operation whose key ends in b instead: the same but for its last character",
 		r.Profile.Operation.Method, r.Profile.Operation.Path, base[:strings.IndexByte(base, 'x')], longKey)
@@ -189,7 +195,13 @@ func keyCase(ctx context.Context, r *runner, res *Result) error {
 		if ops[i], err = r.newOp(0); err != nil {
 			return err
 		}
-		answers[i] = r.send(ctx, r.client, ops[i], sf(base+last))
+		if i == 0 {
+			answers[i] = r.send(ctx, r.client, ops[i], sf(base+last))
+			continue
+		}
+		// A 409 tells its client to come back: the second does, as a
+		// client would, before its answer is taken for a key held.
+		answers[i] = r.untilFinal(ctx, ops[i], sf(base+last))
 	}
 	res.Sent = fmt.Sprintf("%s %s  Idempotency-Key: \"%sK\", then another operation under \"%sk\"",
 		r.Profile.Operation.Method, r.Profile.Operation.Path, base, base)
