@@ -413,3 +413,42 @@ func TestCustomersScoped_AnOwnEarlierAnswerIsNoLeak(t *testing.T) {
 		t.Fatalf("the report does not say the answer was the customer's own earlier operation:\n%s", f.Got)
 	}
 }
+
+// A middleware that replays every answer with its body and headers, but a
+// stored 201 with 200: each retry is told its own transfer, id and all, and
+// learns that its money moved. The status the middleware chose is a
+// contract difference in every check that sees it, never a money finding:
+// not "no usable answer", not "wrong answer", and a client that hung up
+// and is answered 200 for its transfer is not booked as refused.
+func TestReplay_AnotherSuccessStatusIsAContractDifference(t *testing.T) {
+	replayOK := func(env audit.Env) (audit.Middleware, error) {
+		m, err := final.New(env)
+		if err != nil {
+			return m, err
+		}
+		return m.Within(func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				next.ServeHTTP(okReplays{w}, r)
+			})
+		}), nil
+	}
+	for _, id := range []string{"S1.sequential-retry", "S3.client-gives-up", "S4.replay-byte-identical"} {
+		t.Run(id, func(t *testing.T) {
+			t.Parallel()
+			r := check(t, replayOK, id)
+			if !r.Caught() || r.Harm() != "" {
+				t.Fatalf("caught %v, harm %q; want a contract difference and no harm:\n%v", r.Caught(), r.Harm(), r.Err)
+			}
+		})
+	}
+}
+
+// okReplays writes a replayed 201 (Idempotent-Replayed: true) as 200.
+type okReplays struct{ http.ResponseWriter }
+
+func (w okReplays) WriteHeader(status int) {
+	if status == http.StatusCreated && w.Header().Get("Idempotent-Replayed") == "true" {
+		status = http.StatusOK
+	}
+	w.ResponseWriter.WriteHeader(status)
+}

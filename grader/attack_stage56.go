@@ -57,6 +57,14 @@ func executedOps(rs ...Response) int {
 	return len(ids)
 }
 
+// toldItRan reports whether r, a 2xx other than 201 (a replay answered
+// 200, say), names the operation orig, a 201, answered: its client is told
+// that its operation ran and what it was, in another status than the
+// contract's, a contract difference and no money finding.
+func toldItRan(orig, r Response) bool {
+	return orig.Is(201, "") && success(r) && r.Status != 201 && answerID(r) != "" && answerID(r) == answerID(orig)
+}
+
 // sameOp reports whether a and b are both 201s naming one operation: the
 // second replays the first, faithfully or not.
 func sameOp(a, b Response) bool {

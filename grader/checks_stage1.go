@@ -48,6 +48,7 @@ func retryAfterAnswer(t *T, books *judging.Books, req Request, op, from, to stri
 	retries := 1 + t.Rand().IntN(3)
 	story := []string{req.String() + what + "  →  " + first.Short()}
 	const told = "409 duplicate-request (stages 1–3) or the stored 201 (stage 4 on)"
+	differed := false
 	for i := range retries {
 		r := t.Do(req)
 		story = append(story, fmt.Sprintf("retry %d, the same request  →  %s", i+1, r.Short()))
@@ -60,6 +61,15 @@ func retryAfterAnswer(t *T, books *judging.Books, req Request, op, from, to stri
 			return err
 		}
 		if r.Is(http.StatusConflict, pDuplicate) || sameOp(first, r) {
+			continue
+		}
+		if toldItRan(first, r) {
+			// Its own operation, in another success status: the client
+			// learns that its money moved.
+			if !differed {
+				t.Differ(sent, r.String(), told+": the original executed, and the retry is told so, with the original's status")
+			}
+			differed = true
 			continue
 		}
 		return because(t.Harmful(judging.NoUsableAnswer, sent, r.String(),

@@ -290,11 +290,11 @@ func checkClientGivesUp(t *T, s Scenario) error {
 			}
 			return t.Harmful(judging.StuckKey, sent, got, expected)
 		}
-		// A client told 201 (first or on a retry), or 409
-		// duplicate-request (done already), was told its money moved. One
-		// told anything else was told it did not: its operation must not
-		// have run.
-		if executedOps(first, retry) > 0 || retry.Is(http.StatusConflict, pDuplicate) {
+		// A client told 201 (first or on a retry), another 2xx that names
+		// its transfer (a replay answered 200), or 409 duplicate-request
+		// (done already), was told its money moved. One told anything else
+		// was told it did not: its operation must not have run.
+		if executedOps(first, retry) > 0 || (success(retry) && answerID(retry) != "") || retry.Is(http.StatusConflict, pDuplicate) {
 			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 		} else {
 			books.Expect(op)

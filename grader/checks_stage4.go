@@ -70,15 +70,22 @@ func replayDifference(orig, replay Response, whose string, byValue bool) string 
 
 // replayHarm is what a replay that differs from the original answer does
 // to its client: WrongAnswer when it tells the client something else
-// (another status, another value in the body: an id, a balance, a time);
-// nothing when it says the same in other bytes or headers, a contract
-// difference.
+// (success for a refusal or the other way round, another value in the
+// body: an id, a balance, a time); nothing when it says the same in other
+// bytes, headers or another success status (200 for a 201, the same body),
+// a contract difference: the client learns its own operation's result.
 func replayHarm(orig, replay Response) judging.Harm {
-	if replay.Err == nil && (replay.Status != orig.Status || !sameJSON(orig.Body, replay.Body)) {
+	if replay.Err != nil {
+		return ""
+	}
+	if !sameJSON(orig.Body, replay.Body) || (replay.Status != orig.Status && !(success(orig) && success(replay))) {
 		return judging.WrongAnswer
 	}
 	return ""
 }
+
+// success reports whether r is a 2xx.
+func success(r Response) bool { return r.Err == nil && r.Status/100 == 2 }
 
 // sameJSON reports whether a and b are JSON documents with the same
 // values, whatever their spelling: member order, spacing, escapes.
