@@ -183,7 +183,7 @@ func checkReplayByteIdentical(t *T, s Scenario) error {
 				return t.Harmful(judging.NoUsableAnswer, sent, r.String()+"\n"+replayFailed+"; the retry before it failed too", expected)
 			}
 			if d := replayMismatch(orig, r, "the original"); d != "" {
-				return t.Harmful(replayHarm(orig, r), sent, r.String()+"\nnot byte-identical: "+d, expected)
+				return t.Harmful(retryHarm(orig, r), sent, r.String()+"\nnot byte-identical: "+d, expected)
 			}
 		}
 		if failed != nil {
@@ -199,9 +199,23 @@ func checkReplayByteIdentical(t *T, s Scenario) error {
 		return t.Fail(sent, r.String(), ownAnswer)
 	}
 	if d := replayMismatch(firstOrig, r, "the original"); d != "" {
-		return t.Harmful(replayHarm(firstOrig, r), sent, r.String()+"\nnot byte-identical: "+d, ownAnswer)
+		return t.Harmful(retryHarm(firstOrig, r), sent, r.String()+"\nnot byte-identical: "+d, ownAnswer)
 	}
 	return nil
+}
+
+// retryHarm is replayHarm for S4.replay-byte-identical, whose retries
+// follow an answer that moved money: a retry refused as a duplicate (409
+// duplicate-request, stage 3's answer) carries no result at all, and a
+// client refused so on every retry never learns the transfer's id or its
+// balance_after, no usable answer, as the day's reconciliation and
+// S4.answer-stored-with-the-money count it; not another operation's
+// answer.
+func retryHarm(orig, retry Response) judging.Harm {
+	if retry.Err == nil && retry.Is(http.StatusConflict, pDuplicate) {
+		return judging.NoUsableAnswer
+	}
+	return replayHarm(orig, retry)
 }
 
 // largestTransferBody is a transfer body at the contract's limits, whose

@@ -61,7 +61,9 @@ func internalError(w http.ResponseWriter, _ *http.Request) {
 // the student to the stored bytes); a 5xx on every retry leaves the
 // client without its answer, one a later retry gets past does not. A
 // refusal that is an answer of its own (stage 3's duplicate-request) is
-// still one that differs from the original.
+// still one that differs from the original, and, on every retry, leaves
+// the client without its answer too: no usable answer, not another
+// operation's.
 func TestReplayByteIdentical_SaysWhatARetryThatIsNoReplayMeans(t *testing.T) {
 	c, ok := grader.Lookup("S4.replay-byte-identical")
 	if !ok {
@@ -78,7 +80,7 @@ func TestReplayByteIdentical_SaysWhatARetryThatIsNoReplayMeans(t *testing.T) {
 		{"409 in progress once", 1, inProgress, "the key was still in progress, though its original had already answered", ""},
 		{"a 500 once", 1, internalError, "the server failed answering a retry of a completed key", ""},
 		{"a 500 on every retry", 0, internalError, "the retry before it failed too", judging.NoUsableAnswer},
-		{"409 duplicate-request", 0, duplicate, "not byte-identical: status 409, the original was 201", judging.WrongAnswer},
+		{"409 duplicate-request", 0, duplicate, "not byte-identical: status 409, the original was 201", judging.NoUsableAnswer},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,7 +92,7 @@ func TestReplayByteIdentical_SaysWhatARetryThatIsNoReplayMeans(t *testing.T) {
 			if !strings.Contains(f.Got, tc.says) {
 				t.Errorf("got %q, want it to say %q", f.Got, tc.says)
 			}
-			if tc.harm != judging.WrongAnswer && strings.Contains(f.Got, "not byte-identical") {
+			if !strings.Contains(tc.says, "not byte-identical") && strings.Contains(f.Got, "not byte-identical") {
 				t.Errorf("got %q: nothing was replayed, so no bytes differ", f.Got)
 			}
 			if f.Harm != tc.harm {
