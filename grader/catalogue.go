@@ -223,8 +223,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S4.insufficient-funds-replayed", Stage: 4, Lesson: lesson4 + "#a-refusal-is-an-answer",
-		Claim: "a stored 422 insufficient-funds, with no Location, is replayed as it was, even after a deposit made the transfer affordable",
-		Why:   "the client that lost the 422 must learn the answer it was given; executing the retry later, after money arrived, moves money the customer was told would not move; a Location on the refusal sends the client to read a transfer that was never made",
+		Claim: "a stored 422 insufficient-funds, with no Location, is replayed as it was, even after a deposit made the transfer affordable, and its key stays the refused request's: the amount lowered under it gets 422 idempotency-key-reused",
+		Why:   "the client that lost the 422 must learn the answer it was given; executing the retry later, after money arrived, moves money the customer was told would not move; a Location on the refusal sends the client to read a transfer that was never made; a correction executed under the refused request's key makes one key name two requests, and the refused one's retry is told another request used its key",
 		Run:   withScenario(100_000, checkInsufficientFundsReplayed),
 	},
 	{

@@ -430,7 +430,9 @@ type receipt struct {
 // successes: the refused transfer's retry executes once a deposit made it
 // affordable, or the refusal is recomputed without the marker. It also
 // catches a refusal stored like a success, with the Location of a
-// transfer that was never made.
+// transfer that was never made, and a key taken as free once its request
+// was refused: the amount lowered under it executes, and the refused
+// request's retry is told another request used its key.
 func checkInsufficientFundsReplayed(t *T, s Scenario) error {
 	a, b, books := s.A, s.B, s.Books
 	amount, op := s.Opening+t.Amount(1, 50_000), t.Op()
@@ -466,6 +468,50 @@ func checkInsufficientFundsReplayed(t *T, s Scenario) error {
 	}
 	if d := replayValueMismatch(orig, r, "the original"); d != "" {
 		return t.Harmful(replayHarm(orig, r), sent, r.String()+"\n"+d, "the stored 422 insufficient-funds, its status, headers and JSON value; nothing executes")
+	}
+	// The clerk, told the account was short, lowers the amount and sends
+	// it again under the same key. The refusal is that key's answer for
+	// good, as a success would be: the correction is another request
+	// under a used key, and the refused request's retry still gets its
+	// refusal.
+	before, err := t.Snapshot()
+	if err != nil {
+		return err
+	}
+	edited := req
+	edited.Body = TransferBody(a.Accounts[0], b.Accounts[0], amount-s.Opening, op)
+	sent = fmt.Sprintf("%s  →  %s\nthen the same key with the amount lowered to %d: %s",
+		sent, r.Short(), amount-s.Opening, edited.String())
+	keyStays := "422 " + pKeyReused + ": the key names the refused request, whose stored 422 is its answer for good, as a 201 would be; nothing executes, and a corrected request needs a new key"
+	r = t.Do(edited)
+	if r.Is(http.StatusCreated, "") {
+		// Told it executed: the books hold it, and what differs is the
+		// contract, which the refused request's client feels.
+		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount-s.Opening)
+		if err := t.Reconcile(sent, r.Short(), books); err != nil {
+			return err
+		}
+		// What the refused request's client now hears.
+		again := t.Do(req)
+		got := r.String() + "\nthen the retry of the refused transfer, the same request  →  " + again.Short()
+		if err := t.Reconcile(sent, got, books); err != nil {
+			return err
+		}
+		return t.Fail(sent, got+"\nthe correction executed under the refused request's key: the key now names two requests, and the refused one's retry no longer gets its refusal", keyStays)
+	}
+	if err := t.unchanged(before, sent, r); err != nil {
+		return err
+	}
+	if !r.Is(http.StatusUnprocessableEntity, pKeyReused) {
+		return t.Fail(sent, r.String(), keyStays)
+	}
+	r = t.Do(req)
+	sent += "  →  422 " + pKeyReused + "\nthen the retry of the refused transfer, the same request"
+	if err := t.Reconcile(sent, r.Short(), books); err != nil {
+		return err
+	}
+	if d := replayValueMismatch(orig, r, "the original"); d != "" {
+		return t.Harmful(replayHarm(orig, r), sent, r.String()+"\n"+d, "the stored 422 insufficient-funds, its status, headers and JSON value: a refused edit changes nothing")
 	}
 	return nil
 }
