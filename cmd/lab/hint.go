@@ -40,7 +40,7 @@ func runHint(ctx context.Context, in *invocation) error {
 	}
 	switch {
 	case sp.State == studentloop.NotStarted && topic == "stage":
-		fmt.Fprintf(in.stdout, "stage %d has not run yet: %s (or %s) first, so that the hint is about the check that fails.\n\n",
+		fmt.Fprintf(in.stdout, "stage %d has no run on record (go test keeps none): %s (or %s) first, so that the hint is about the check that fails.\n\n",
 			n, studentloop.Command("check", n), studentloop.Command("watch", n))
 	case topic == "stage":
 		fmt.Fprintf(in.stdout, "stage %d at its last run: %s.\n\n", n, sp.State)

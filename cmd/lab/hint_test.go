@@ -45,10 +45,13 @@ func TestHint_OneTierMoreEachTime(t *testing.T) {
 	}
 }
 
+// TestHint_BeforeAnyRunSaysToCheckFirst: before any run on record, the
+// hint names the command that records one, and says that a plain go test
+// of the stage, which a student may have run, records none.
 func TestHint_BeforeAnyRunSaysToCheckFirst(t *testing.T) {
 	fakeLoop(t, failingS1, "")
 	_, out, _ := runLabCommand(t, "hint", "1")
-	if !strings.Contains(out, "make stage-1") {
+	if !strings.Contains(out, "make stage-1") || !strings.Contains(out, "go test keeps none") {
 		t.Fatalf("%s", out)
 	}
 }
