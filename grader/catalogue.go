@@ -444,7 +444,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S8.refusal-replayed", Stage: 8, Lesson: lesson8 + "#the-refusal-is-an-answer",
-		Claim: "a retry of the refused request, with its key, gets the stored 409 duplicate-reference again, byte for byte, with its Location and Idempotent-Replayed: true, which the refusal, sent the first time, does not carry; a refusal that cannot be stored (the key store down: 503) leaves the invoice paid: its retry and a payment under a new key get 409 duplicate-reference with the first transfer's Location",
+		Claim: "a retry of the refused request, with its key, gets the stored 409 duplicate-reference again (its status, headers and JSON value), with its Location and Idempotent-Replayed: true, which the refusal, sent the first time, does not carry; a refusal that cannot be stored (the key store down: 503) leaves the invoice paid: its retry and a payment under a new key get 409 duplicate-reference with the first transfer's Location",
 		Why:   "the refusal is that key's answer for good: recomputed, it is not marked as a replay, and the client cannot tell it from a fresh decision; marked the first time, it tells the client that its key had been answered before, and a stored answer can no longer be told from a fresh one; a refusal that fails paid nothing and holds no reference: a failure that gives the invoice back with the key deletes the first transfer's reference, and the invoice is paid again",
 		Run:   checkRefusalReplayed,
 	},

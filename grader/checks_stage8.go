@@ -1,7 +1,6 @@
 package grader
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -516,12 +515,17 @@ func checkRefusalReplayed(t *T) error {
 	if err := t.Reconcile(story, retry.String(), s.Books); err != nil {
 		return err
 	}
-	same := retry.Is(first.Status, pDuplicateReference) && bytes.Equal(retry.Body, first.Body) &&
-		retry.Header.Get("Location") == first.Header.Get("Location") &&
-		retry.Header.Get("Content-Type") == first.Header.Get("Content-Type")
-	if !same || !retry.Replayed() {
-		return t.Fail(story, retry.String()+"\nLocation: "+retry.Header.Get("Location"),
-			"the stored answer again: 409 "+pDuplicateReference+", the same body bytes, Location: "+inv.location()+", and Idempotent-Replayed: true")
+	// The stored answer, told again: its status, Content-Type, Location
+	// and JSON value. How it is spelled is S4.replay-byte-identical's
+	// question, asked of every stored answer.
+	d := replayValueMismatch(first, retry, "the original")
+	if d != "" || !retry.Replayed() {
+		got := retry.String() + "\nLocation: " + retry.Header.Get("Location")
+		if d != "" {
+			got += "\ncompared with the original's 409: " + d
+		}
+		return t.Fail(story, got,
+			"the stored answer again: 409 "+pDuplicateReference+", the same JSON value, Location: "+inv.location()+", and Idempotent-Replayed: true")
 	}
 	return t.failedRefusalKeepsPaid()
 }

@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 
 	"idemlab/grader"
 	"idemlab/solutions/stage6"
+	"idemlab/solutions/stage8"
 )
 
 // replaysRewritten serves stage 6's solution, but passes the body of
@@ -52,35 +54,45 @@ func replaysRewritten(rewrite func(map[string]any)) func(http.Handler) http.Hand
 // value in other bytes (members sorted, indented) fails
 // S4.replay-byte-identical alone, as a contract difference, and passes
 // the others. A replay that says something else (another balance_after,
-// as a recomputed one does) is still caught by them.
+// as a recomputed one does, or a refusal that names another transfer) is
+// still caught by them.
 func TestReplayValue_ARespelledReplayFailsOnlyTheByteCheck(t *testing.T) {
-	subject := grader.Subject{Stage: 6, Name: "solutions/stage6", New: stage6.New}
+	sixth := grader.Subject{Stage: 6, Name: "solutions/stage6", New: stage6.New}
+	eighth := grader.Subject{Stage: 8, Name: "solutions/stage8", New: stage8.New}
 	respell := func(map[string]any) {}
 	recompute := func(v map[string]any) {
 		if b, ok := v["balance_after"].(float64); ok {
 			v["balance_after"] = b + 1
 		}
 	}
+	renamed := func(v map[string]any) {
+		if d, ok := v["detail"].(string); ok {
+			v["detail"] = strings.Replace(d, "tr_", "tr_0", 1)
+		}
+	}
 	tests := []struct {
+		subject grader.Subject
 		check   string
 		rewrite func(map[string]any)
 		pass    bool
 	}{
-		{"S4.replay-byte-identical", respell, false},
-		{"S4.insufficient-funds-replayed", respell, true},
-		{"S5.customers-scoped", respell, true},
-		{"S5.endpoints-scoped", respell, true},
-		{"S5.retention-boundary", respell, true},
-		{"S5.purge-bounded", respell, true},
-		{"S5.purge-keeps-in-progress", respell, true},
-		{"S6.late-original-fenced", respell, true},
-		{"S5.retention-boundary", recompute, false},
-		{"S6.late-original-fenced", recompute, false},
+		{sixth, "S4.replay-byte-identical", respell, false},
+		{sixth, "S4.insufficient-funds-replayed", respell, true},
+		{sixth, "S5.customers-scoped", respell, true},
+		{sixth, "S5.endpoints-scoped", respell, true},
+		{sixth, "S5.retention-boundary", respell, true},
+		{sixth, "S5.purge-bounded", respell, true},
+		{sixth, "S5.purge-keeps-in-progress", respell, true},
+		{sixth, "S6.late-original-fenced", respell, true},
+		{eighth, "S8.refusal-replayed", respell, true},
+		{sixth, "S5.retention-boundary", recompute, false},
+		{sixth, "S6.late-original-fenced", recompute, false},
+		{eighth, "S8.refusal-replayed", renamed, false},
 	}
 	for _, tc := range tests {
 		name := tc.check + "/respelled"
 		if !tc.pass && tc.check != "S4.replay-byte-identical" {
-			name = tc.check + "/recomputed"
+			name = tc.check + "/says-otherwise"
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -88,7 +100,7 @@ func TestReplayValue_ARespelledReplayFailsOnlyTheByteCheck(t *testing.T) {
 			if !ok {
 				t.Fatalf("no check %s", tc.check)
 			}
-			r := grader.RunCheck(context.Background(), subject, c, 1, serveWrapped(t, stage6.New, replaysRewritten(tc.rewrite)))
+			r := grader.RunCheck(context.Background(), tc.subject, c, 1, serveWrapped(t, tc.subject.New, replaysRewritten(tc.rewrite)))
 			switch {
 			case tc.pass && !r.Passed():
 				t.Fatalf("%s failed a server that respells its replays: %v", tc.check, r.Err)
