@@ -39,8 +39,8 @@ func replayValueMismatch(orig, replay Response, whose string) string {
 	return replayDifference(orig, replay, whose, true)
 }
 
-// replayDifference is replayMismatch, comparing JSON bodies by their RFC
-// 8785 forms when byValue is set (a body that is not JSON by its bytes).
+// replayDifference is replayMismatch, comparing bodies by what they say
+// (canonical.Form) when byValue is set.
 func replayDifference(orig, replay Response, whose string, byValue bool) string {
 	if replay.Err != nil {
 		return "no response: " + replay.Err.Error()
@@ -56,11 +56,7 @@ func replayDifference(orig, replay Response, whose string, byValue bool) string 
 	}
 	a, b, said := orig.Body, replay.Body, "body differs: "
 	if byValue {
-		ca, errA := canonical.Transform(a)
-		cb, errB := canonical.Transform(b)
-		if errA == nil && errB == nil {
-			a, b, said = ca, cb, "body says otherwise (their RFC 8785 forms): "
-		}
+		a, b, said = canonical.Form(a), canonical.Form(b), "body says otherwise (their RFC 8785 forms, or bytes where one is not JSON): "
 	}
 	if !bytes.Equal(a, b) {
 		d = append(d, said+firstDifference(a, b))

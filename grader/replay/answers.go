@@ -126,14 +126,9 @@ func clientKnows(ids resources, holds func(id string) bool, subs ...[]Attempt) (
 	return knows, why
 }
 
-// saying is what a response body says: its RFC 8785 form if it is JSON,
-// its bytes otherwise.
-func saying(body string) string {
-	if canon, err := canonical.Transform([]byte(body)); err == nil {
-		return string(canon)
-	}
-	return body
-}
+// saying is what a response body says (canonical.Form): its RFC 8785
+// form if it is JSON, its bytes otherwise.
+func saying(body string) string { return string(canonical.Form([]byte(body))) }
 
 // opAmount names the executions of one operation that moved one amount.
 type opAmount struct {

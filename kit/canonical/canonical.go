@@ -25,3 +25,18 @@ func Transform(raw []byte) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// Form returns what body says, the bytes to compare when two bodies are
+// compared by value rather than by spelling: body's canonical form if it
+// is one JSON value, body itself if it is not JSON (no body, one cut
+// short, one with a second value after the first, plain text). Two bodies
+// say the same exactly when their forms are equal: members in another
+// order, other spacing, escapes or number spellings are other bytes of one
+// value; a body that is not JSON is compared byte for byte, and never
+// equals one that is, since a canonical form is JSON.
+func Form(body []byte) []byte {
+	if canon, err := Transform(body); err == nil {
+		return canon
+	}
+	return body
+}

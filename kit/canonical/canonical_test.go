@@ -2,6 +2,7 @@ package canonical_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"math"
@@ -105,5 +106,30 @@ func TestTransform_NumberVectors(t *testing.T) {
 	}
 	if failures > 0 {
 		t.Fatalf("%d of %d number vectors failed", failures, lines)
+	}
+}
+
+// Form compares JSON bodies by value and every other body by its bytes:
+// a respelled body says the same, another value does not, and a body that
+// is not JSON equals only the same bytes, never a JSON one.
+func TestForm_JSONByValueOtherBodiesByBytes(t *testing.T) {
+	tests := []struct {
+		a, b string
+		same bool
+	}{
+		{`{"id":"t-1","amount":300000}`, "{\n  \"amount\": 3e5,\n  \"id\": \"t-\\u0031\"\n}", true},
+		{`{"id":"t-1","amount":300000}`, `{"id":"t-1","amount":300001}`, false},
+		{"", "", true},
+		{"", "{}", false},
+		{`{"id":"t-1"}`, `{"id":"t-1"`, false},
+		{`{"id":"t-1"}`, `{"id":"t-1"}{"id":"t-2"}`, false},
+		{"ok\n", "ok\n", true},
+		{"ok\n", "ok", false},
+		{`"ok"`, "ok", false},
+	}
+	for _, tc := range tests {
+		if got := bytes.Equal(canonical.Form([]byte(tc.a)), canonical.Form([]byte(tc.b))); got != tc.same {
+			t.Errorf("Form(%q) == Form(%q): %v, want %v", tc.a, tc.b, got, tc.same)
+		}
 	}
 }
