@@ -139,14 +139,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string, raw
 // stored together, or neither happens. It returns the response to send:
 // the one it stored, byte for byte. It returns op's error, or the core's,
 // 409 request-in-progress if a retry took the lease over meanwhile, or 503
-// if the key could not be completed.
+// if its transaction could not begin or the key could not be completed.
 func (s *Server) execute(ctx context.Context, held lease, op operation) (response, error) {
 	if err := s.env.Bank.CallCore(ctx); err != nil {
 		return response{}, err
 	}
 	tx, err := s.env.DB.BeginTx(ctx, nil)
 	if err != nil {
-		return response{}, err
+		return response{}, unavailable(err)
 	}
 	defer tx.Rollback()
 	body, location, err := op(ctx, tx, auth.Customer(ctx))
