@@ -120,8 +120,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, raw []byte, op op
 
 // execute waits on the core, then runs op and marks the key id completed
 // in one transaction: the money moves and the key is completed together,
-// or neither happens. It returns op's error, or the core's, or 503 if the
-// key could not be completed.
+// or neither happens. It returns op's error, or the core's, or 503 if its
+// transaction could not begin or the key could not be completed.
 //
 // TODO(stage 4): when you are done, this request's answer is stored with
 // its key if and only if the key completes (its money moved, or it was
@@ -142,7 +142,7 @@ func (s *Server) execute(ctx context.Context, id int64, op operation) (any, stri
 	}
 	tx, err := s.env.DB.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, "", err
+		return nil, "", unavailable(err)
 	}
 	defer tx.Rollback()
 	body, location, err := op(ctx, tx, auth.Customer(ctx))

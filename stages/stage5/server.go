@@ -131,14 +131,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, raw []byte, op op
 // its response in one transaction: the money moves and the answer is
 // stored together, or neither happens. It returns the response to send:
 // the one it stored, byte for byte. It returns op's error, or the core's,
-// or 503 if the key could not be completed.
+// or 503 if its transaction could not begin or the key could not be
+// completed.
 func (s *Server) execute(ctx context.Context, id int64, op operation) (response, error) {
 	if err := s.env.Bank.CallCore(ctx); err != nil {
 		return response{}, err
 	}
 	tx, err := s.env.DB.BeginTx(ctx, nil)
 	if err != nil {
-		return response{}, err
+		return response{}, unavailable(err)
 	}
 	defer tx.Rollback()
 	body, location, err := op(ctx, tx, auth.Customer(ctx))
