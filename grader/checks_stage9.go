@@ -441,7 +441,11 @@ func checkCoreDown(t *T) error {
 
 // Constants of S9.long-outage: how long the core stays down once the
 // relay's first try was refused, and how soon after its return every
-// posting owed must be in it. A relay that sends every owed row on each
+// posting owed must be in it; and for how many tries of each owed row at
+// least, so that a relay that sets a row aside after a hundred tries for
+// now, as many as a queue's dead-letter policy allows at most, makes dead
+// letters of postings the core takes once it is back, whatever the
+// machine's speed. A relay that sends every owed row on each
 // pass (every 20 ms while the core refuses) needs a pass or two; one that
 // waits between tries of a row passes while its longest wait stays under
 // the bound, and fails when the wait grows to half the outage or more, as
@@ -449,20 +453,29 @@ func checkCoreDown(t *T) error {
 const (
 	longOutage = 4 * time.Second
 	backWithin = 2 * time.Second
+	// outageTries is how many tries of each owed row (or passes of the
+	// kit's) the outage lasts at least, past longOutage if the machine
+	// is slow: more than the hundred a queue's dead-letter policy allows
+	// at most. outageAtMost bounds the outage for a relay that reaches
+	// neither, as one whose pass stalls does.
+	outageTries  = 150
+	outageAtMost = 12 * time.Second
 )
 
-// checkLongOutage catches a relay whose waits between tries of a row grow
-// without a cap: the core stays down longOutage after the relay's first
-// refused try, and comes back right after a try it refused, so that the
-// row's next try is due as long after as the wait that try began; every
-// posting must then reach the core within backWithin. A relay that has
-// nothing owed by then (it marked or set its rows aside) is judged by
-// postedOnce, which names what it lost. It catches too a pass that
-// returns rows it did not settle, by counts: what the passes said they
-// settled during the outage (GET /lab/outbox's relay_settled) against
-// the outbox's sent and dead rows, which do not move while the core
-// refuses everything; and, by the rate of the core's refusals, a relay
-// that sends again and again inside its pass.
+// checkLongOutage catches a relay whose waits between tries of a row
+// grow without a cap: the core stays down longOutage after the relay's
+// first refused try (and for outageTries of each row, or as many
+// passes, if the machine is slow), and comes back right after a try it
+// refused, so that the row's next try is due as long after as the wait
+// that try began; every posting must then reach the core within
+// backWithin. A relay that has nothing owed by then (it marked or set
+// its rows aside) is judged by postedOnce, which names what it lost. It
+// catches too a pass that returns rows it did not settle, by counts:
+// what the passes said they settled during the outage (GET
+// /lab/outbox's relay_settled) against the outbox's sent and dead rows,
+// which do not move while the core refuses everything; and, by the rate
+// of the core's refusals, a relay that sends again and again inside its
+// pass.
 func checkLongOutage(t *T) error {
 	s, up, err := t.coreDownScenario(1_000_000)
 	if err != nil {
@@ -505,10 +518,23 @@ func checkLongOutage(t *T) error {
 	case <-t.ctx.Done():
 		return t.ctx.Err()
 	}
-	to, err := t.Lab().Outbox(t.ctx)
-	if err != nil {
+	// And for outageTries of each owed row, or as many of the kit's
+	// passes: counted, so that a busy machine's slower passes lengthen
+	// the outage, and a relay that gives a row up after a hundred tries
+	// meets the core down past its limit whatever the machine's speed.
+	// A relay that waits between tries of a row still runs the kit's
+	// passes; one whose pass never returns tries its rows inside it.
+	var to labctl.Outbox
+	if _, err := judging.WaitFor(t.ctx, outageAtMost-longOutage, server.RelayInterval, func() (bool, error) {
+		var err error
+		if to, err = t.Lab().Outbox(t.ctx); err != nil {
+			return false, err
+		}
+		return faults.Refused()-atFirst >= outageTries*int(rows) || to.RelayPasses-from.RelayPasses >= outageTries, nil
+	}); err != nil {
 		return err
 	}
+	outage := time.Since(first)
 	// Back right after a try: the wait that try began is the whole wait
 	// ahead of the row.
 	// A relay that owes nothing any more (its rows marked sent or set
@@ -531,11 +557,11 @@ func checkLongOutage(t *T) error {
 	down := time.Since(first).Round(100 * time.Millisecond)
 	switch {
 	case owesNothing && faults.Refused() == before:
-		story = append(story, fmt.Sprintf("the core refuses every try of the relay (%d refusals); %v after the first, the outbox owes it nothing, though it took none of them; the core comes back", faults.Refused(), longOutage))
+		story = append(story, fmt.Sprintf("the core refuses every try of the relay (%d refusals); %v after the first, the outbox owes it nothing, though it took none of them; the core comes back", faults.Refused(), outage.Round(100*time.Millisecond)))
 	case tried:
 		story = append(story, fmt.Sprintf("the core refuses every try of the relay for %v after its first (%d refusals), then comes back right after a try it refused", down, faults.Refused()))
 	default:
-		story = append(story, fmt.Sprintf("the core refuses every try of the relay (%d refusals); after %v the relay tries nothing more for %v, and the core comes back", faults.Refused(), longOutage, drainWithin))
+		story = append(story, fmt.Sprintf("the core refuses every try of the relay (%d refusals); after %v the relay tries nothing more for %v, and the core comes back", faults.Refused(), outage.Round(100*time.Millisecond), drainWithin))
 	}
 	in, err := t.WaitFor(backWithin, func() (bool, error) { return t.coreHoldsAll(want) })
 	if err != nil {
@@ -564,15 +590,15 @@ func checkLongOutage(t *T) error {
 	passes, said := to.RelayPasses-from.RelayPasses, to.RelaySettled-from.RelaySettled
 	if said > 0 && to.Counts.Sent == from.Counts.Sent && to.Counts.Dead == from.Counts.Dead {
 		return t.Fail(strings.Join(story, "\n"), fmt.Sprintf("in the %v of the outage, the relay ran %d passes, which said they settled %d rows between them (GET /lab/outbox: relay_settled %d, then %d), while the outbox marked no row sent and set none aside (sent %d, dead %d, both times) and the core refused %d postings",
-			longOutage, passes, said, from.RelaySettled, to.RelaySettled, to.Counts.Sent, to.Counts.Dead, knocks),
+			outage.Round(100*time.Millisecond), passes, said, from.RelaySettled, to.RelaySettled, to.Counts.Sent, to.Counts.Dead, knocks),
 			fmt.Sprintf("a pass returns how many rows it settled, marked sent or set aside, not how many it read or sent: the kit runs the next pass at once after one that says it settled rows, %v after one that settled none, so a pass that counts rows it did not settle knocks without pause on a core that is down", server.RelayInterval))
 	}
 	// Whatever the passes say, a relay that sends again and again inside
 	// its pass knocks without pause on a core that is down: a rate, the
 	// kit's cadence being the measure.
-	perSecond := float64(knocks) / longOutage.Seconds()
+	perSecond := float64(knocks) / outage.Seconds()
 	if limit := float64(hammering * int(rows) * passesPerSecond); perSecond > limit {
-		return t.Fail(strings.Join(story, "\n"), fmt.Sprintf("in the %v of the outage, the core refused %d postings of the %d rows owed: %.0f a second", longOutage, knocks, rows, perSecond),
+		return t.Fail(strings.Join(story, "\n"), fmt.Sprintf("in the %v of the outage, the core refused %d postings of the %d rows owed: %.0f a second", outage.Round(100*time.Millisecond), knocks, rows, perSecond),
 			fmt.Sprintf("at most %d tries a second of each owed row (%d times the kit's cadence), and far fewer would do: the kit runs the next pass %v after one that settled nothing, %d a second, and at once only after one that settled rows, as the count a pass returns says; a relay that sends a row again inside its pass, or a pass that counts rows it did not settle, knocks without pause on a core that is down",
 				hammering*passesPerSecond, hammering, server.RelayInterval, passesPerSecond))
 	}
