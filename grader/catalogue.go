@@ -523,7 +523,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.long-outage", Stage: 9, Lesson: lesson9 + "#when-the-core-is-down",
-		Claim: "after the core ledger has refused the relay's tries for 4 s, and until it has refused 150 tries of each owed row or the kit has run 150 relay passes (12 s at most), each transfer made while it was down reaches it exactly once within 2 s of its return; during the outage, while no row was marked sent or set aside, no relay pass said it settled a row (the count it returns), and the relay tried each owed row at most five times as often as the kit's cadence (50 passes a second)",
+		Claim: "after the core ledger has refused the relay's tries for 4 s, and until it has refused 150 tries of each owed row or the kit has run 150 relay passes (12 s at most), each transfer made while it was down reaches it exactly once within 2 s of its return; during the outage, while no row was marked sent or set aside, no relay pass said it settled a row (the count it returns), and the relay tried each owed row at most five times for each pass the kit ran (relay_passes), or no more often than the kit's cadence (50 passes a second)",
 		Why:   "an outage is over when the core is back, not when the relay next looks: a relay whose waits between tries of a row grow without a cap can keep the postings from a core that is back for about as long again as the outage lasted, another hour after an hour down",
 		Run:   checkLongOutage,
 	},
