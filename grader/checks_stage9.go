@@ -689,9 +689,11 @@ func (t *T) whileRefused(fault func(*core.Faults, bool), story, refusing, ends s
 // checkOneInProgress catches a relay that takes a 409 from the core for
 // a posting already made, one that stops its pass at the first refusal
 // for now (the rows the core took beside it are never marked, and sent
-// again on every pass), and one that sets a row aside after so many
-// refusals for now: the core answers one transfer's posting 409, its key
-// still in progress there, pass after pass, and takes the others.
+// again on every pass), one that sends its batch again inside its pass
+// until the core says yes (the rows taken beside it are not marked while
+// the 409s last), and one that sets a row aside after so many refusals
+// for now: the core answers one transfer's posting 409, its key still in
+// progress there, pass after pass, and takes the others.
 func checkOneInProgress(t *T) error {
 	s, err := t.coreScenario(1_000_000)
 	if err != nil {
