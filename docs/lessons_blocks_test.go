@@ -21,10 +21,14 @@ import (
 // Every FAIL (or COULD NOT RUN) line in a fenced block of a lesson,
 // English or Japanese (or of the README, a stage's README or another
 // page of docs/), must name a check of the catalogue with its
-// current claim ("…" in the lesson stands for text left out), and the
-// block's reproduce line, when it has one, must be the command the lab
-// prints for that check: make stage-N (or make solution-N) for a stage
-// that runs it, with a seed and RUN= the same check.
+// current claim ("…" in the lesson stands for text left out), its lesson
+// and why lines what the lab prints for that check today (the
+// catalogue's, or a lesson section or why the grader gives a failure of
+// its in their stead), and the block's reproduce line, when it has one,
+// must be the command the lab prints for that check: make stage-N (or
+// make solution-N) for a stage that runs it, with a seed and RUN= the
+// same check. What was sent and what came back change with the seed and
+// the check's draws, and only a run tells whether they still hold.
 func TestLessons_FailureBlocksMatchTheCatalogue(t *testing.T) {
 	checks := map[string]grader.Check{}
 	for _, c := range grader.Catalogue() {
@@ -62,7 +66,8 @@ func TestLessons_FailureBlocksMatchTheCatalogue(t *testing.T) {
 // TestFailureBlockProblems feeds failureBlockProblems blocks a lesson
 // could hold, fresh and stale.
 func TestFailureBlockProblems(t *testing.T) {
-	checks := map[string]grader.Check{"S5.x": {ID: "S5.x", Stage: 5, Claim: "two customers, at once or one after the other, get their own transfers"}}
+	checks := map[string]grader.Check{"S5.x": {ID: "S5.x", Stage: 5, Claim: "two customers, at once or one after the other, get their own transfers",
+		Lesson: "docs/lessons/05-scope-retention.md#whose-key", Why: "keys are chosen by clients, and two clients can choose alike"}}
 	tests := []struct {
 		name, block string
 		problems    int
@@ -78,6 +83,11 @@ func TestFailureBlockProblems(t *testing.T) {
 		{"a stage before the check's", "FAIL S5.x  two customers, at once or one after the other, get their own transfers\n  reproduce make stage-4 SEED=4242 RUN=S5.x\n", 1},
 		{"a command the lab does not print", "FAIL S5.x  two customers, at once or one after the other, get their own transfers\n  reproduce go run ./cmd/lab check 5 --seed 4242 --run S5.x\n", 1},
 		{"two reproduce lines, one failure", "FAIL S5.x  two customers, at once or one after the other, get their own transfers\n  reproduce make stage-5 SEED=4242 RUN=S5.x\n  reproduce make stage-5 SEED=4242 RUN=S5.x\n", 1},
+		{"its lesson and why", "FAIL S5.x  two customers, at once or one after the other, get their own transfers\n  lesson    docs/lessons/05-scope-retention.md#whose-key\n  why       keys are chosen by clients, and two clients can choose alike\n", 0},
+		{"its why, elided", "FAIL S5.x  two customers, at once or one after the other, get their own transfers\n  why       keys are chosen by clients, …\n", 0},
+		{"a why reworded since", "FAIL S5.x  two customers, at once or one after the other, get their own transfers\n  why       keys are chosen by clients\n", 1},
+		{"a lesson section moved since", "FAIL S5.x  two customers, at once or one after the other, get their own transfers\n  lesson    docs/lessons/05-scope-retention.md#scopes\n", 1},
+		{"a lesson section the grader gives a failure instead", "FAIL S5.x  two customers, at once or one after the other, get their own transfers\n  lesson    docs/lessons/02-fingerprint.md#on-postgresql\n", 0},
 		{"not a failure block", "make stage-5 RUN=S5.x\n", 0},
 	}
 	for _, tc := range tests {
@@ -93,6 +103,8 @@ func TestFailureBlockProblems(t *testing.T) {
 var (
 	failLine      = regexp.MustCompile(`(?m)^(?:FAIL|COULD NOT RUN) (\S+)  (.*)$`)
 	reproduceLine = regexp.MustCompile(`(?m)^ +reproduce (.*)$`)
+	whyLine       = regexp.MustCompile(`(?m)^ +why {7}(.*)$`)
+	lessonLine    = regexp.MustCompile(`(?m)^ +lesson {4}(.*)$`)
 	madeCommand   = regexp.MustCompile(`^make (?:stage|solution)-(\d+) SEED=(\d+) RUN=(\S+)$`)
 )
 
@@ -113,6 +125,18 @@ func failureBlockProblems(block string, checks map[string]grader.Check) (problem
 	}
 	if !elidedMatch(claim, c.Claim) {
 		problems = append(problems, fmt.Sprintf("%s's claim is now\n\t%s\nnot, as the text shows it,\n\t%s\n(paste a fresh run)", id, c.Claim, claim))
+	}
+	for _, w := range whyLine.FindAllStringSubmatch(block, -1) {
+		why := strings.TrimSpace(w[1])
+		if !elidedMatch(why, c.Why) && !saidInstead(why, graderSays().whys) {
+			problems = append(problems, fmt.Sprintf("%s's why is now\n\t%s\nnot, as the text shows it,\n\t%s\n(paste a fresh run)", id, c.Why, why))
+		}
+	}
+	for _, l := range lessonLine.FindAllStringSubmatch(block, -1) {
+		lesson := strings.TrimSpace(l[1])
+		if lesson != c.Lesson && !saidInstead(lesson, graderSays().lessons) {
+			problems = append(problems, fmt.Sprintf("%s's lesson is now %s, not, as the text shows it, %s (paste a fresh run)", id, c.Lesson, lesson))
+		}
 	}
 	repros := reproduceLine.FindAllStringSubmatch(block, -1)
 	if len(repros) > 1 {
