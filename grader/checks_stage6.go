@@ -808,6 +808,9 @@ func checkLateOriginalFenced(t *T) error {
 			return err
 		}
 	}
+	if err := t.WhileHeld(1_000_000, t.lateOriginalAfterRetry); err != nil {
+		return err
+	}
 	if err := t.WhileHeld(1_000_000, t.lateOriginalAlone); err != nil {
 		return err
 	}
@@ -832,6 +835,48 @@ func checkLateOriginalFenced(t *T) error {
 		return err
 	}
 	return rt.WhileHeld(1_000_000, rt.completedBeforeTakeover)
+}
+
+// lateOriginalAfterRetry is S6.late-original-fenced's round in which the
+// retry that took the key over has executed and answered before the late
+// original wakes up: the original's completion finds the key completed by
+// the retry, no longer in progress, and must move no money. The other
+// rounds wake the original while the retry still holds the key in
+// progress, and a server whose refused original looks for the retry's
+// stored answer, takes it as its own and commits its transaction (money
+// and all), or whose completion asks for this request's owner or for none
+// (a completed key holds none), passes them and pays here twice. The
+// round is conclusive only if the retry answered while the original
+// still waited on the core.
+func (t *T) lateOriginalAfterRetry(s Scenario, latency time.Duration) (bool, error) {
+	lease := t.drawLease(5, 60)
+	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
+		return false, err
+	}
+	req, op, amount := s.Payment(t)
+	s.Books.Expect(op)
+	orig, held, err := t.outliveLease(req, latency, lease)
+	if !held || err != nil {
+		return err != nil, err
+	}
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return false, err
+	}
+	retry := t.Do(req)
+	waited := !orig.Done()
+	first := orig.Wait()
+	last := t.Do(req)
+	sent := fmt.Sprintf("(lease %v)\n%s  (the original, waiting %v on the core)\n"+
+		"while it waits: %v of lab time (its lease expires), and the retry, with the core quick again  →  %s\n"+
+		"then the original wakes up and answers  %s\n"+
+		"then one more retry  →  %s",
+		lease, req.String(), latency, lease+time.Second, retry.Short(), first.Short(), last.Short())
+	got := "the retry " + retry.Short() + "; the original " + first.Short() + "; the last retry " + last.Short()
+	if executedOps(retry, first, last) > 0 {
+		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
+	}
+	return waited, because(t.Reconcile(sent, got, s.Books),
+		"a late original is fenced whatever its retry has done meanwhile: still running or already answered, the retry holds the key or has completed it, and the original's transaction, its money included, rolls back; one that takes the completed key's answer as its own and commits pays the transfer a second time")
 }
 
 // lateOriginalAlone is S6.late-original-fenced's round in which nobody
