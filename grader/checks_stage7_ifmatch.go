@@ -157,8 +157,8 @@ func checkIfMatchList(t *T) error {
 	type probe struct{ ifMatch, because, why string }
 	const (
 		aheadWhy = "a tag names one version: a write that takes any version up to the newest tag listed, or between the lowest and the highest (two parameters for a list of any length), lets a stale copy through with a tag of a version the account has not reached, another account's, alone or after an old one, and the stale copy's daily limit is written over the one the owner set"
-		weakWhy  = "a weak tag promises nothing about the bytes: a server that compares weakly (W/ stripped) lets it name the version a money limit is written over"
-		noTagWhy = "a header that is no list of tags names no version: a server that reads it as one anyway, or takes an empty If-Match for none, writes over whatever version it finds"
+		weakWhy  = "a weak tag promises nothing about the bytes: a server that compares weakly (W/ stripped) lets it name the version a daily limit is written over"
+		noTagWhy = "a header that is no list of tags names no version: a server that reads it as one anyway, or takes a list of no tags for a match, writes over whatever version it finds"
 		textWhy  = "tags compare character by character: a server that reads the version out of a tag as a number, or compares tags case-insensitively, matches tags it never sent, and a client that spells a tag it made up can write over a version it never read"
 	)
 	probes := []probe{
@@ -186,8 +186,15 @@ func checkIfMatchList(t *T) error {
 			return err
 		}
 		if !r.Is(http.StatusPreconditionFailed, pPreconditionFailed) || after != cur {
+			why := p.why
+			if after == cur && r.Status >= 400 {
+				// Refused otherwise, nothing written: the why of the
+				// probe's mistake, a write over a version, is not this
+				// server's.
+				why = refusedOtherwiseWhy
+			}
 			return because(t.Fail(sent+"\nthen GET  →  "+after.String(), r.String(),
-				"412 "+pPreconditionFailed+": no strong tag of the list names the current version; the settings stay "+cur.String()), p.why)
+				"412 "+pPreconditionFailed+": no strong tag of the list names the current version; the settings stay "+cur.String()), why)
 		}
 	}
 	return nil
@@ -196,6 +203,11 @@ func checkIfMatchList(t *T) error {
 // listRefusedWhy is why checkIfMatchList fails when a list that names the
 // current version is refused.
 const listRefusedWhy = "clients and proxies send If-Match as a list, in one field or in several: a server that reads the whole header as one tag, or one tag of the list (the first, the last), refuses a clerk whose copy is current, who reads and saves again for nothing or gives up a change that was safe"
+
+// refusedOtherwiseWhy is why checkIfMatchList fails when an If-Match
+// that names no current version is refused with another answer than 412,
+// and nothing is written.
+const refusedOtherwiseWhy = "412 tells a client that no tag it sent names the current version, and that it must read the settings again before it writes: a server that refuses otherwise, an empty If-Match taken for none (428) or a tag it cannot read taken for a bad request (400), writes nothing, but sends its client after a mistake it did not make, such as an If-Match it did send"
 
 // padded is etag with a 0 before its first digit (after its opening
 // quote if it has none): another entity tag, byte for byte, which a

@@ -95,17 +95,8 @@ func readAsNumbers(next http.Handler) http.Handler {
 // the tags' spelling, and says why that mistake matters, not why every
 // mistake with a list does.
 func TestIfMatchList_CatchesATagReadAsANumber(t *testing.T) {
-	c, ok := grader.Lookup("S7.if-match-list")
-	if !ok {
-		t.Fatal("no check S7.if-match-list")
-	}
-	subject := grader.Subject{Stage: 7, Name: "solutions/stage7", New: stage7.New}
 	loose := func(next http.Handler) http.Handler { return readAsNumbers(etagScheme(numberAlone)(next)) }
-	r := grader.RunCheck(context.Background(), subject, c, 11, serveWrapped(t, stage7.New, loose))
-	var f *judging.Failure
-	if !errors.As(r.Err, &f) {
-		t.Fatalf("the check did not fail: %v", r.Err)
-	}
+	f := ifMatchListFailure(t, loose)
 	if !strings.HasPrefix(f.Got, "200") || !strings.Contains(f.Sent, "a 0 put in before its first digit") {
 		t.Errorf("failed on %q with %q, want the padded tag answered 200", f.Sent, f.Got)
 	}
@@ -152,4 +143,48 @@ func TestStage7_AnotherETagSchemePasses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// emptyAsAbsent takes an If-Match whose fields hold no tag at all for no
+// If-Match, as a server that joins the fields and tests the result for
+// "" does: a list in two fields, one of them empty, is still read, but an
+// If-Match that is there and empty gets 428, and nothing is written.
+func emptyAsAbsent(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if values := r.Header.Values("If-Match"); len(values) > 0 && strings.TrimSpace(strings.Join(values, "")) == "" {
+			r.Header.Del("If-Match")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// TestIfMatchList_AnEmptyIfMatchRefusedOtherwise: a server that answers
+// an empty If-Match with 428 writes nothing; S7.if-match-list fails it,
+// and its why speaks of the refusal it chose, not of a write over a
+// version.
+func TestIfMatchList_AnEmptyIfMatchRefusedOtherwise(t *testing.T) {
+	f := ifMatchListFailure(t, emptyAsAbsent)
+	if !strings.HasPrefix(f.Got, "428") || !strings.Contains(f.Sent, "there and empty") {
+		t.Errorf("failed on %q with %q, want the empty If-Match answered 428", f.Sent, f.Got)
+	}
+	if strings.Contains(f.Why, "writes over") || !strings.Contains(f.Why, "428") {
+		t.Errorf("why: %q, want the one that speaks of a 428 for a header that was sent", f.Why)
+	}
+}
+
+// ifMatchListFailure runs S7.if-match-list (seed 11) on stage 7's
+// solution behind wrap, and returns the failure it must report.
+func ifMatchListFailure(t *testing.T, wrap func(http.Handler) http.Handler) *judging.Failure {
+	t.Helper()
+	c, ok := grader.Lookup("S7.if-match-list")
+	if !ok {
+		t.Fatal("no check S7.if-match-list")
+	}
+	subject := grader.Subject{Stage: 7, Name: "solutions/stage7", New: stage7.New}
+	r := grader.RunCheck(context.Background(), subject, c, 11, serveWrapped(t, stage7.New, wrap))
+	var f *judging.Failure
+	if !errors.As(r.Err, &f) {
+		t.Fatalf("the check did not fail: %v", r.Err)
+	}
+	return f
 }
