@@ -309,11 +309,12 @@ func TestHistory_AResetIsPlacedWhenItsCommitWasMade(t *testing.T) {
 // header as sent (scope-by-authorization-header) stores a retry's
 // "bearer" or "Bearer  " as it came, and a recorder that knew only
 // "Bearer <token>" drew the retrying customer's row on a lane of "no
-// known customer".
+// known customer". A customer holds two tokens, and a row that holds the
+// other one, alone (scope-by-token) or in its header, is that customer's.
 func TestHistory_AKeyRowsScopeIsItsCustomerAndRoute(t *testing.T) {
 	h := NewRecorder()
 	s := newStream(nil, 0)
-	h.Population([]bank.Customer{{ID: "cus_a", Token: "tok-a"}, {ID: "cus_b", Token: "tok-b"}})
+	h.Population([]bank.Customer{{ID: "cus_a", Token: "tok-a", OtherToken: "tok-a2"}, {ID: "cus_b", Token: "tok-b", OtherToken: "tok-b2"}})
 	h.Begin("check", "POST", "/transfers", "k-1", "", "")
 	at := time.Date(2026, 3, 3, 9, 0, 0, 0, time.UTC)
 	rows := []map[string]any{
@@ -323,6 +324,8 @@ func TestHistory_AKeyRowsScopeIsItsCustomerAndRoute(t *testing.T) {
 		{"key": "k-1", "auth": "bearer tok-a", "state": "in_progress"},
 		{"key": "k-1", "auth": "BEARER  tok-b", "state": "in_progress"},
 		{"key": "k-1", "auth": "Basic tok-a", "state": "in_progress"},
+		{"key": "k-1", "customer": "tok-b2", "state": "in_progress"},
+		{"key": "k-1", "auth": "Bearer tok-a2", "state": "in_progress"},
 	}
 	for i, r := range rows {
 		h.heard(s, keyRowEvent(int64(i+1), r, at, at))
@@ -331,7 +334,7 @@ func TestHistory_AKeyRowsScopeIsItsCustomerAndRoute(t *testing.T) {
 	for _, e := range h.History().Events {
 		got = append(got, e.Customer+"|"+e.Route)
 	}
-	want := []string{"cus_a|/transfers", "cus_b|/transfers", "|", "cus_a|", "cus_b|", "|"}
+	want := []string{"cus_a|/transfers", "cus_b|/transfers", "|", "cus_a|", "cus_b|", "|", "cus_b|", "cus_a|"}
 	if !slices.Equal(got, want) {
 		t.Errorf("scopes %q, want %q", got, want)
 	}
