@@ -455,8 +455,8 @@ func printClassroom(w io.Writer, url string) {
 	}
 	fmt.Fprintf(w, "  a customer   the reset's answer lists each customer's id, two tokens (token, other_token:\n")
 	fmt.Fprintf(w, "               either signs in as that customer) and accounts: give each student one.\n")
-	fmt.Fprintf(w, "               The tokens are drawn at random at every reset (not from the\n")
-	fmt.Fprintf(w, "               seed, whose tokens anyone can draw), so a new reset means new tokens to hand out.\n")
+	fmt.Fprintf(w, "               The tokens are drawn at random at every reset (not from the seed, whose\n")
+	fmt.Fprintf(w, "               tokens anyone can draw), so a new reset means new tokens to hand out.\n")
 	fmt.Fprintf(w, "Keep the admin token to yourself: it resets the bank and moves the clock.\n")
 	fmt.Fprintf(w, "Limits on every client: headers within %v and at most %d KiB (else 431), a body within %v of\n",
 		server.HeaderTimeout, server.MaxHeaderBytes>>10, server.DefaultBodyTimeout)
