@@ -126,7 +126,9 @@ func WriteHistory(w io.Writer, results []Result) error {
 // findings under the day replay's names where they mean the same. A
 // money finding counts the operations it names (those that executed more
 // often than asked, those that never ran, or else those its evidence
-// names), or one when it names none; each contract difference counts one.
+// names), or one when it names none, and so does the lesser finding a
+// double the books showed leads (judging.Failure's Lesser); each contract
+// difference counts one.
 // A request told 409 that never ran is told_duplicate alone, as in the
 // replay: a money finding, never a contract difference as well.
 type Counts struct {
@@ -166,11 +168,15 @@ func CountFindings(results []Result) (Counts, error) {
 			c.ContractDifferences++
 			continue
 		}
-		n := c.of(f.Harm)
-		if n == nil {
-			return Counts{}, fmt.Errorf("count the findings of %s: no count for the harm %q", r.Check.ID, f.Harm)
+		// A double the books showed leads; the check's own finding, which
+		// it leads, counts as well.
+		for m := f; m != nil; m = m.Lesser {
+			n := c.of(m.Harm)
+			if n == nil {
+				return Counts{}, fmt.Errorf("count the findings of %s: no count for the harm %q", r.Check.ID, m.Harm)
+			}
+			*n += max(findingCount(m), 1)
 		}
-		*n += max(findingCount(f), 1)
 	}
 	return c, nil
 }

@@ -34,6 +34,10 @@ func TestCountFindings_SumsEachHarmUnderTheReplaysName(t *testing.T) {
 		// the operations its story shows.
 		{Check: Check{ID: "S9.g"}, Err: &judging.Failure{Harm: judging.PostedTwice, Sent: `{"metadata":{"op":"op-0000000e"}}`,
 			Got: "posted more than once: tr_bb2 ×2, tr_cc3 ×2, tr_dd4 ×2 … and 1 more", Refs: []string{"tr_bb2", "tr_cc3", "tr_dd4", "tr_ee5"}}},
+		// A double the books showed leads the wrong answer the check
+		// found itself: both count.
+		{Check: Check{ID: "S4.h"}, Err: &judging.Failure{Harm: judging.Double, Excess: []string{"op-0000000f"},
+			Lesser: &judging.Failure{Harm: judging.WrongAnswer, Sent: `{"metadata":{"op":"op-0000000f"}}`}}},
 		{Check: Check{ID: "S1.passed"}},
 		{Check: Check{ID: "S6.not-run"}, Err: &judging.Unobserved{What: "the key table"}},
 	}
@@ -41,7 +45,7 @@ func TestCountFindings_SumsEachHarmUnderTheReplaysName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Counts{DoubleApplied: 3, LostTransfers: 1, ToldDuplicate: 1, NotPosted: 1, PostedTwice: 4, ContractDifferences: 4}
+	want := Counts{DoubleApplied: 4, LostTransfers: 1, ToldDuplicate: 1, WrongAnswers: 1, NotPosted: 1, PostedTwice: 4, ContractDifferences: 4}
 	if got != want {
 		t.Errorf("CountFindings = %+v, want %+v", got, want)
 	}
@@ -53,7 +57,7 @@ func TestCountFindings_SumsEachHarmUnderTheReplaysName(t *testing.T) {
 	if err := json.Unmarshal(raw, &replayed); err != nil {
 		t.Fatal(err)
 	}
-	if replayed.DoubleApplied != 3 || replayed.LostTransfers != 1 || replayed.ToldDuplicate != 1 || replayed.NotPosted != 1 || replayed.PostedTwice != 4 {
+	if replayed.DoubleApplied != 4 || replayed.LostTransfers != 1 || replayed.ToldDuplicate != 1 || replayed.NotPosted != 1 || replayed.PostedTwice != 4 {
 		t.Errorf("the replay's reader of the counts reads %+v from %s", replayed, raw)
 	}
 }

@@ -177,8 +177,9 @@ func runGuarded(c Check, t *T) (err error) {
 }
 
 // Format renders a failed result the way a student should read it: the
-// money verdict first, then the evidence, then any contract difference
-// found beside a money finding, and under a money finding its timeline
+// money verdict first, then the evidence, then the lesser money finding
+// the check made itself when the books showed a double (judging.Failure's
+// Lesser), then any contract difference found beside a money finding, and under a money finding its timeline
 // (see FormatColor). A check that could not run says so and why, and
 // claims nothing about the server; a check of stage 0's Tally claims
 // nothing about money.
@@ -213,6 +214,10 @@ func FormatColor(r Result, reproduce string, color bool) string {
 	}
 	fmt.Fprintf(&b, "  lesson    %s\n", r.Lesson())
 	evidence(&b, f)
+	if l := f.Lesser; l != nil {
+		fmt.Fprintf(&b, "  money     ✗ also %s: %s\n", l.Harm, l.Harm.Explain())
+		evidence(&b, l)
+	}
 	beside := "  contract  ✗ also, beside the money finding:\n"
 	if f.Harm == "" {
 		beside = "  contract  ✗ also:\n"

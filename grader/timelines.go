@@ -56,6 +56,17 @@ func (r Result) finding(reproduce string) (finding timeline.Finding, f *judging.
 		Check: r.Check.ID, Claim: r.Check.Claim, Harm: string(f.Harm), Explain: f.Harm.Explain(),
 		Got: f.Got, Reproduce: reproduce, Excess: f.Excess, Missing: f.Missing,
 	}
+	if l := f.Lesser; l != nil {
+		// The check's own finding, which a double the books showed leads,
+		// is drawn too: the answers that promised an operation that never
+		// ran, or another's executions.
+		for _, op := range l.Excess {
+			if !slices.Contains(finding.Excess, op) {
+				finding.Excess = append(slices.Clone(finding.Excess), op)
+			}
+		}
+		finding.Missing = append(slices.Clone(finding.Missing), l.Missing...)
+	}
 	if f.Harm == "" {
 		finding.Harm, finding.Explain = "contract", "every balance is right: what failed is the contract (a status, a problem type, a header)"
 	}

@@ -51,14 +51,19 @@ func (t *T) toldDuplicate(sent, got, expected string) error {
 // that executed, while the check ran, more often than every set of books
 // the check kept allows is a double, even if the check stopped at a
 // contract difference before it reconciled (the contract difference is
-// kept beside it), or passed. If the books cannot be read, err is returned
-// unchanged, and so it is, without a read, when the check's own last read
-// of the state gave up (t.unread): the check read it at its verdict, and
-// a second read would wait stateRead again on what holds the database.
+// kept beside it), passed, or failed with a lesser money finding of its
+// own, such as a wrong answer (kept beside it as its Lesser: a retry that
+// executed again and was answered with its new result is a double first,
+// whatever the client was told). A check that found a double itself is
+// judged by it, and the books are not read again. If the books cannot be
+// read, err is returned unchanged, and so it is, without a read, when the
+// check's own last read of the state gave up (t.unread): the check read
+// it at its verdict, and a second read would wait stateRead again on what
+// holds the database.
 func (t *T) moneyFirst(err error) error {
 	err = t.withDifferences(err)
 	var f *judging.Failure
-	if (errors.As(err, &f) && f.Harm != "") || t.unread != nil {
+	if (errors.As(err, &f) && f.Harm == judging.Double) || t.unread != nil {
 		return err
 	}
 	st, serr := t.stateSoon()
@@ -80,7 +85,16 @@ func (t *T) moneyFirst(err error) error {
 		Contract: f,
 		Excess:   ops,
 	}
-	if f == nil && err != nil {
+	switch {
+	case f != nil && f.Harm != "":
+		// The check's own finding follows the double, and the contract
+		// differences it holds follow both. Its why, where it has one of
+		// its own, is the one the report gives: it says where the cause
+		// lies, which is the double's too.
+		found.Sent = "the whole scenario of this check (below: what the check itself found)"
+		found.Lesser, found.Contract, f.Contract = f, f.Contract, nil
+		found.Why = f.Why
+	case f == nil && err != nil:
 		found.Got += "\n(the check itself stopped with: " + err.Error() + ")"
 	}
 	return found

@@ -108,6 +108,11 @@ type Failure struct {
 	// this failure (a money finding, or a first contract difference):
 	// reported with it, never in its place. Each one may name the next.
 	Contract *Failure
+	// Lesser is the money finding the check made itself (a wrong answer,
+	// a lost operation), when the books, read after the check, show a
+	// double that leads in its place: reported with it, never hidden by
+	// it, as the double is never hidden behind it.
+	Lesser *Failure
 	// Reconciled says the books were read after the check and no
 	// operation had executed more often than asked.
 	Reconciled bool
