@@ -432,7 +432,7 @@ func TestReplay_AnotherSuccessStatusIsAContractDifference(t *testing.T) {
 			})
 		}), nil
 	}
-	for _, id := range []string{"S1.sequential-retry", "S3.client-gives-up", "S4.replay-byte-identical"} {
+	for _, id := range []string{"S1.sequential-retry", "S3.client-gives-up", "S4.replay-byte-identical", "S4.answer-stored-with-the-money"} {
 		t.Run(id, func(t *testing.T) {
 			t.Parallel()
 			r := check(t, replayOK, id)
