@@ -32,6 +32,16 @@ func answerID(r Response) string {
 	return v.ID
 }
 
+// answerOp is the op an answer's body names in its metadata, "" if none:
+// whose operation a 2xx tells of, whatever its status.
+func answerOp(r Response) string {
+	var v struct {
+		Metadata map[string]string `json:"metadata"`
+	}
+	json.Unmarshal(r.Body, &v)
+	return v.Metadata["op"]
+}
+
 // checkCustomersScoped catches a scope without the customer: the second
 // customer's request is refused (422 key reused, 409 in progress) or
 // answered with the first customer's transfer or deposit. For transfers
