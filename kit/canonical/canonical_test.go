@@ -110,8 +110,10 @@ func TestTransform_NumberVectors(t *testing.T) {
 }
 
 // Form compares JSON bodies by value and every other body by its bytes:
-// a respelled body says the same, another value does not, and a body that
-// is not JSON equals only the same bytes, never a JSON one.
+// a respelled body says the same (a line break after the value is
+// spacing), another value does not, and a body that is not JSON (none,
+// one cut short, one with bytes after its value) equals only the same
+// bytes, never a JSON one.
 func TestForm_JSONByValueOtherBodiesByBytes(t *testing.T) {
 	tests := []struct {
 		a, b string
@@ -123,6 +125,10 @@ func TestForm_JSONByValueOtherBodiesByBytes(t *testing.T) {
 		{"", "{}", false},
 		{`{"id":"t-1"}`, `{"id":"t-1"`, false},
 		{`{"id":"t-1"}`, `{"id":"t-1"}{"id":"t-2"}`, false},
+		{`{"id":"t-1"}`, "{\"id\":\"t-1\"}\n", true},
+		{`{"id":"t-1"}`, `{"id":"t-1"}x`, false},
+		{`{"id":"t-1"}x`, `{"id":"t-1"}x`, true},
+		{`{"id":"t-1"}x`, `{"id":"t-1"} x`, false},
 		{"ok\n", "ok\n", true},
 		{"ok\n", "ok", false},
 		{`"ok"`, "ok", false},
