@@ -179,10 +179,10 @@ func runGuarded(c Check, t *T) (err error) {
 // Format renders a failed result the way a student should read it: the
 // money verdict first, then the evidence, then the lesser money finding
 // the check made itself when the books showed a double (judging.Failure's
-// Lesser), then any contract difference found beside a money finding, and under a money finding its timeline
-// (see FormatColor). A check that could not run says so and why, and
-// claims nothing about the server; a check of stage 0's Tally claims
-// nothing about money.
+// Lesser), then any contract difference found beside a money finding,
+// and under a money finding its timeline (see FormatColor). A check
+// that could not run says so and why, and claims nothing about the
+// server; a check of stage 0's Tally claims nothing about money.
 func Format(r Result, reproduce string) string { return FormatColor(r, reproduce, false) }
 
 // FormatColor is Format, with the timeline's highlights in colour when
