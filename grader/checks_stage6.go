@@ -855,17 +855,11 @@ func (t *T) lateOriginalAfterRetry(s Scenario, latency time.Duration) (bool, err
 	}
 	req, op, amount := s.Payment(t)
 	s.Books.Expect(op)
-	orig, held, err := t.outliveLease(req, latency, lease)
+	late, held, err := t.retryBeforeLateOriginal(req, latency, lease)
 	if !held || err != nil {
 		return err != nil, err
 	}
-	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
-		return false, err
-	}
-	retry := t.Do(req)
-	waited := !orig.Done()
-	first := orig.Wait()
-	last := t.Do(req)
+	retry, first, last, waited := late.retry, late.first, late.last, late.tookOver
 	sent := fmt.Sprintf("(lease %v)\n%s  (the original, waiting %v on the core)\n"+
 		"while it waits: %v of lab time (its lease expires), and the retry, with the core quick again  →  %s\n"+
 		"then the original wakes up and answers  %s\n"+

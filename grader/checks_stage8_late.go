@@ -30,17 +30,11 @@ func checkLateOriginal(t *T) error {
 		// The original's lease expires while it waits on the core. Its
 		// client's retry takes the key over, finds the core quick again,
 		// and pays the invoice while the original still waits.
-		orig, held, err := t.outliveLease(req, latency, lease)
+		late, held, err := t.retryBeforeLateOriginal(req, latency, lease)
 		if !held || err != nil {
 			return err != nil, err
 		}
-		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
-			return false, err
-		}
-		retry := t.Do(req)
-		tookOver := !orig.Done()
-		first := orig.Wait()
-		last := t.Do(req)
+		retry, first, last, tookOver := late.retry, late.first, late.last, late.tookOver
 		sent := fmt.Sprintf("(lease %v)\n%s  (the original, paying invoice %s, waiting %v on the core)\n"+
 			"while it waits: %v of lab time (its lease expires), and the retry, the core quick again  →  %s\n"+
 			"the original wakes up and answers  %s\n"+

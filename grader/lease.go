@@ -60,6 +60,36 @@ func (t *T) outliveLease(req Request, latency, lease time.Duration) (orig *Held,
 	return orig, true, t.Advance(lease + time.Second)
 }
 
+// lateRetry is what the attempts of retryBeforeLateOriginal were
+// answered: the retry that took the key over, the late original (first)
+// and one more retry sent after both (last); tookOver says the retry was
+// answered while the original still waited on the core.
+type lateRetry struct {
+	retry, first, last Response
+	tookOver           bool
+}
+
+// retryBeforeLateOriginal sends req as an original that outlives lease
+// while it waits latency on the core (see outliveLease), then, with the
+// core quick again, its retry, which takes the key over and is answered
+// while the original still waits if the machine keeps pace; then it
+// waits for the original's answer and sends one more retry. held is as
+// outliveLease's.
+func (t *T) retryBeforeLateOriginal(req Request, latency, lease time.Duration) (r lateRetry, held bool, err error) {
+	orig, held, err := t.outliveLease(req, latency, lease)
+	if !held || err != nil {
+		return r, held, err
+	}
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return r, true, err
+	}
+	r.retry = t.Do(req)
+	r.tookOver = !orig.Done()
+	r.first = orig.Wait()
+	r.last = t.Do(req)
+	return r, true, nil
+}
+
 // lease reads the lease period in force.
 func (t *T) lease() (time.Duration, error) {
 	st, err := t.State()
