@@ -436,10 +436,15 @@ func printBanner(w io.Writer, f serveFlags, what, listening string, listeningRep
 }
 
 // printProcesses lists the processes lab serve watches, each with its
-// pid: kill one (kill -9 PID) and lab serve starts it again. The Ctrl-C
-// line ends the banner.
+// pid: kill one (kill -9 PID) and lab serve starts it again. A server
+// alone has no others to keep serving, so its line says only that. The
+// Ctrl-C line ends the banner.
 func printProcesses(w io.Writer, procs []process) {
-	fmt.Fprintf(w, "processes (kill -9 one: lab serve starts it again, the others keep serving):\n")
+	if len(procs) == 1 {
+		fmt.Fprintf(w, "process (kill -9 it: lab serve starts it again):\n")
+	} else {
+		fmt.Fprintf(w, "processes (kill -9 one: lab serve starts it again, the others keep serving):\n")
+	}
 	for _, p := range procs {
 		fmt.Fprintf(w, "  pid %-8d %s\n", p.pid(), p.name)
 	}

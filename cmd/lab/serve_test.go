@@ -408,3 +408,20 @@ func TestStageBinary_StoppedBuildIsNoCompileError(t *testing.T) {
 		t.Errorf("printed %q, as if it were the compiler's errors", out.String())
 	}
 }
+
+// A server alone is told apart from several: "the others keep serving"
+// under one pid would send an instructor looking for processes that do
+// not exist.
+func TestPrintProcesses_OneServerHasNoOthers(t *testing.T) {
+	pid := func() int { return 4711 }
+	var one strings.Builder
+	printProcesses(&one, []process{{name: "the server", pid: pid}})
+	if got := one.String(); strings.Contains(got, "others") || !strings.Contains(got, "kill -9 it: lab serve starts it again") {
+		t.Errorf("one process:\n%s", got)
+	}
+	var two strings.Builder
+	printProcesses(&two, []process{{name: "replica 1", pid: pid}, {name: "replica 2", pid: pid}})
+	if got := two.String(); !strings.Contains(got, "the others keep serving") {
+		t.Errorf("two processes:\n%s", got)
+	}
+}
