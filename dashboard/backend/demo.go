@@ -147,7 +147,7 @@ func (d *Demo) urlOf(side int) func() string {
 // startSide starts c on side, resets it and watches it.
 func (d *Demo) startSide(ctx context.Context, side int, c dashboard.Choice, epoch int) error {
 	d.send(dashboard.SideMsg{Side: side, Epoch: epoch, Title: c.String(), Status: "starting"})
-	b, err := d.startBackend(ctx, c, epoch)
+	b, err := d.startBackend(ctx, side, c, epoch)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", c, err)
 	}
@@ -172,8 +172,14 @@ func (d *Demo) startSide(ctx context.Context, side int, c dashboard.Choice, epoc
 	return nil
 }
 
-func (d *Demo) startBackend(ctx context.Context, c dashboard.Choice, epoch int) (Backend, error) {
-	dir := filepath.Join(d.dir, fmt.Sprintf("epoch%d-%d", epoch, c.Stage))
+// startBackend starts c on a database of its own: the folder names the
+// side as well as the epoch and the stage, since both sides start at
+// epoch 1 and lab demo --stage 0 runs stage 0 on both. Named by epoch and
+// stage alone, the two sides shared one SQLite file there: each op ran
+// once per side on it, and each side counted the other's executions as
+// its doubles.
+func (d *Demo) startBackend(ctx context.Context, side int, c dashboard.Choice, epoch int) (Backend, error) {
+	dir := filepath.Join(d.dir, fmt.Sprintf("side%d-epoch%d-%d", side, epoch, c.Stage))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -334,6 +334,36 @@ func TestDemo_StartsContextEndsTheDemo(t *testing.T) {
 	}
 }
 
+// TestDemo_BothSidesOnStageZeroHaveADatabaseEach: lab demo --stage 0
+// starts stage 0 on both sides at epoch 1. When the folder of a side's
+// database was named by epoch and stage alone, both opened one SQLite
+// file: each op ran once per side on it, and each side counted the
+// other's executions as its doubles (138 doubles of 98 operations).
+func TestDemo_BothSidesOnStageZeroHaveADatabaseEach(t *testing.T) {
+	d := NewDemo(Stages{Solutions: map[int]stage.Factory{0: stage0.New}})
+	defer d.Close()
+	d.SetPaused(true)
+	if err := d.Start(t.Context(), dashboard.Choice{Stage: 0}, dashboard.Choice{Stage: 0}, func(tea.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	left, right := d.side(dashboard.Left).backend, d.side(dashboard.Right).backend
+	if err := left.Reset(t.Context(), bank.Params{Seed: 3, Customers: 1, AccountsPerCustomer: 1, OpeningBalance: 5}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := left.State(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := right.State(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Accounts) != 1 || len(r.Accounts) != 8 {
+		t.Errorf("after a reset of the left side alone: left %d accounts (want 1), right %d (want the demo's 8): the sides share a database",
+			len(l.Accounts), len(r.Accounts))
+	}
+}
+
 // TestLocal_ClosesOnce: a second Close (a demo closed by its caller and
 // again by a deferred cleanup) returns the first's answer instead of
 // closing its channels again, which panics.
