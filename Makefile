@@ -135,6 +135,7 @@ replay-demo: lab ## a day played into lab dash at classroom speed: make replay-d
 	@mkdir -p tmp
 	@bin/lab gen --seed $(or $(SEED),7) --ops $(or $(OPS),600) -o tmp/replay-demo.plan.jsonl
 	@url=http://127.0.0.1:$(or $(PORT),8090); token=replay-demo-$$$$-$$(date +%s); \
+	  if curl -s -o /dev/null $$url/healthz; then echo "replay-demo: something already answers on $$url (a lab server left running?): stop it, or pick another port with PORT="; exit 1; fi; \
 	  bin/lab serve --stage $(or $(STAGE),6) --solution --db :memory: --addr 127.0.0.1:$(or $(PORT),8090) --admin-token $$token >tmp/replay-demo.serve.log 2>&1 & server=$$!; \
 	  trap 'kill $$server $$replay 2>/dev/null' EXIT INT TERM; \
 	  until curl -fs $$url/healthz >/dev/null 2>&1; do kill -0 $$server 2>/dev/null || { cat tmp/replay-demo.serve.log; exit 1; }; sleep 0.1; done; \

@@ -116,3 +116,26 @@ func TestMakeGen_WritesAFile(t *testing.T) {
 		t.Errorf("make gen runs lab gen without -o, and prints the plan to the terminal:\ngen:%s", recipe)
 	}
 }
+
+// TestMakeReplayDemo_RefusesAPortTaken: make replay-demo waits for its
+// server by asking $url/healthz. With another lab server on that port, its
+// own server could not listen, the other answered the wait, and the
+// replay and the dashboard were refused the token of a server that never
+// started ("the server refused the admin token"). The recipe asks the port
+// before it starts its server, and stops there with PORT= to try.
+func TestMakeReplayDemo_RefusesAPortTaken(t *testing.T) {
+	raw, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rule, ok := strings.Cut(string(raw), "\nreplay-demo:")
+	if !ok {
+		t.Fatal("the Makefile has no replay-demo target")
+	}
+	recipe, _, _ := strings.Cut(rule, "\n\n")
+	probe := strings.Index(recipe, "already answers on")
+	serve := strings.Index(recipe, "bin/lab serve")
+	if probe < 0 || serve < 0 || probe > serve || !strings.Contains(recipe, "PORT=") {
+		t.Errorf("make replay-demo starts its server without asking first whether its port is taken:\nreplay-demo:%s", recipe)
+	}
+}
