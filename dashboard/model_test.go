@@ -1334,3 +1334,18 @@ func TestModel_TheFaultLineSaysWhenTheServersAreBehind(t *testing.T) {
 		t.Errorf("still behind %v after the last operation held back: %q", behindFor, line(m))
 	}
 }
+
+// TestModel_WatchHelpNamesOnlyWhatItShows: lab dash plays no story and
+// crashes nothing, so it never shows a ▶ or a † line; its help page named
+// both beside "space freeze", and sent an instructor looking for keys that
+// play them. The demo's page still names them.
+func TestModel_WatchHelpNamesOnlyWhatItShows(t *testing.T) {
+	watch := NewWatch(context.Background(), "http://127.0.0.1:8080", t0)
+	if page := ansi.Strip(strings.Join(watch.helpLines(76), "\n")); strings.Contains(page, "story") || strings.Contains(page, "†") {
+		t.Errorf("lab dash's help page names a story or a crash it never shows:\n%s", page)
+	}
+	demo := busyModel(t, 80, 24)
+	if page := ansi.Strip(strings.Join(demo.helpLines(76), "\n")); !strings.Contains(page, "▶ a story's outcome  † the last crash") {
+		t.Errorf("the demo's help page no longer names the story and crash lines:\n%s", page)
+	}
+}
