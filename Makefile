@@ -21,8 +21,8 @@ help: ## list the targets
 	@echo "  stage-N takes SEED=<n> to repeat a run and RUN=<check id> to run one check."
 
 .PHONY: demo
-demo: ## the classroom demo: naive vs safe server, side by side (plain text when not on a terminal)
-	@if [ -t 1 ]; then $(GO) run ./cmd/lab demo; else $(GO) run ./cmd/lab demo --plain --duration 10s; fi
+demo: ## the classroom demo: naive vs safe server, side by side (plain text when not on a terminal; STAGE=N on the right)
+	@if [ -t 1 ]; then $(GO) run ./cmd/lab demo $(if $(STAGE),--stage $(STAGE)); else $(GO) run ./cmd/lab demo $(if $(STAGE),--stage $(STAGE)) --plain --duration 10s; fi
 
 .PHONY: test
 test: lint ## everything CI runs: format, vet, kit and grader tests, solutions, the ladder test

@@ -139,3 +139,21 @@ func TestMakeReplayDemo_RefusesAPortTaken(t *testing.T) {
 		t.Errorf("make replay-demo starts its server without asking first whether its port is taken:\nreplay-demo:%s", recipe)
 	}
 }
+
+// TestMakeDemo_TakesStage: make demo STAGE=7, as docs/instructor.md
+// offers it, starts the right side at that stage, on a terminal and off
+// one; the recipe ignored STAGE and started stage 9 whatever was asked.
+func TestMakeDemo_TakesStage(t *testing.T) {
+	raw, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rule, ok := strings.Cut(string(raw), "\ndemo:")
+	if !ok {
+		t.Fatal("the Makefile has no demo target")
+	}
+	recipe, _, _ := strings.Cut(rule, "\n\n")
+	if n := strings.Count(recipe, "$(if $(STAGE),--stage $(STAGE))"); n != 2 {
+		t.Errorf("make demo passes STAGE to %d of its two lab demo commands:\ndemo:%s", n, recipe)
+	}
+}
