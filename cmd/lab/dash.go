@@ -28,6 +28,11 @@ func runDash(ctx context.Context, in *invocation) error {
 	if len(urls) == 0 {
 		return cannotRun(fmt.Errorf("--url %q names no server", *url))
 	}
+	for _, u := range urls {
+		if err := checkServerURL(u); err != nil {
+			return err
+		}
+	}
 	remote := backend.NewRemote(*token, urls...)
 	for _, lab := range remote.Replicas {
 		check, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -38,3 +38,25 @@ func TestDash_NeedsAServerAndATerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestURLFlags_AskForTheScheme: the host and port alone, as the
+// dashboard's pane shows them, are refused at once with the URL to give,
+// by lab dash (each of its replicas), lab replay and lab grade; they
+// failed later with Go's "first path segment in URL cannot contain colon".
+func TestURLFlags_AskForTheScheme(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dash", "--url", "127.0.0.1:8080", "--token", "adm_x"}, "--url http://127.0.0.1:8080"},
+		{[]string{"dash", "--url", "http://127.0.0.1:8080,127.0.0.1:8081", "--token", "adm_x"}, "--url http://127.0.0.1:8081"},
+		{[]string{"replay", "--log", "../../datasets/day-small.plan.jsonl", "--url", "127.0.0.1:8080", "--admin-token", "adm_x"}, "--url http://127.0.0.1:8080"},
+		{[]string{"grade", "--stage", "1", "--url", "127.0.0.1:8080", "--admin-token", "adm_x"}, "--url http://127.0.0.1:8080"},
+		{[]string{"grade", "--stage", "1", "--url", "ftp://h", "--admin-token", "adm_x"}, "http:// or https://"},
+	} {
+		code, _, errs := runLabCommand(t, c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) || strings.Contains(errs, "path segment") {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", strings.Join(c.args, " "), code, errs, c.want)
+		}
+	}
+}

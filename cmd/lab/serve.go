@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,9 +160,30 @@ func freshDB(db string) (string, error) {
 	return "", cannotRun(fmt.Errorf(`--db %s: each server gets a fresh database of its own here; give ":memory:" (SQLite) or a postgres:// URL (lab serve --db serves a file)`, db))
 }
 
+// checkServerURL refuses a --url that is not a server's http:// or
+// https:// URL. The host and port alone, as the dashboard's pane shows
+// them (127.0.0.1:8080), failed later in a request, with Go's words for
+// it ("first path segment in URL cannot contain colon").
+func checkServerURL(s string) error {
+	u, err := url.Parse(s)
+	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return nil
+	}
+	if !strings.Contains(s, "://") {
+		return cannotRun(fmt.Errorf("--url %s: a server's URL, with its scheme: --url http://%s", s, s))
+	}
+	return cannotRun(fmt.Errorf("--url %s: a server's URL, http:// or https://, e.g. --url http://127.0.0.1:8080", s))
+}
+
 // freshDB resolves f's --db (see freshDB), and refuses it beside --url:
 // the server there has a database of its own, which lab does not choose.
+// It refuses a --url that is no server's URL (checkServerURL) too.
 func (f *serverFlags) freshDB() (string, error) {
+	if f.url != "" {
+		if err := checkServerURL(f.url); err != nil {
+			return "", err
+		}
+	}
 	if f.url != "" && f.db != "" {
 		return "", cannotRun(errors.New("--db chooses the database of the servers lab starts; the server at --url keeps its own"))
 	}
