@@ -477,8 +477,14 @@ func printProcesses(w io.Writer, procs []process) {
 // students, and what they keep.
 func printClassroom(w io.Writer, url string) {
 	fmt.Fprintf(w, "\npublic: a classroom server. Share with the students:\n")
-	for _, u := range studentURLs(url) {
+	urls := studentURLs(url)
+	for _, u := range urls {
 		fmt.Fprintf(w, "  url          %s\n", u)
+	}
+	if onlyLoopback(urls) {
+		// --public without --addr listens where no student can reach.
+		fmt.Fprintf(w, "  but          it listens on loopback only: no other machine reaches it; --addr 0.0.0.0:PORT\n")
+		fmt.Fprintf(w, "               listens on every address of this machine\n")
 	}
 	fmt.Fprintf(w, "  a customer   the reset's answer lists each customer's id, two tokens (token, other_token:\n")
 	fmt.Fprintf(w, "               either signs in as that customer) and accounts: give each student one.\n")
@@ -505,6 +511,17 @@ func localURL(url string) string {
 // studentURLs lists the URLs that reach a server listening at url from
 // other machines: this machine's addresses, when it listens on all of
 // them (0.0.0.0 is every IPv4 address, :: every address); else url.
+// onlyLoopback says whether every one of urls names a loopback host.
+func onlyLoopback(urls []string) bool {
+	for _, u := range urls {
+		host, _, err := net.SplitHostPort(strings.TrimPrefix(u, "http://"))
+		if ip := net.ParseIP(host); err != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
+			return false
+		}
+	}
+	return len(urls) > 0
+}
+
 func studentURLs(url string) []string {
 	host, port, err := net.SplitHostPort(strings.TrimPrefix(url, "http://"))
 	ip := net.ParseIP(host)

@@ -425,3 +425,21 @@ func TestPrintProcesses_OneServerHasNoOthers(t *testing.T) {
 		t.Errorf("two processes:\n%s", got)
 	}
 }
+
+// TestBanner_APublicServerOnLoopbackSaysNoStudentReachesIt: --public
+// without --addr listens on 127.0.0.1, and the banner told the instructor
+// to share http://127.0.0.1:8080 with the class, which reaches each
+// student's own machine. It says so, and how to listen on every address;
+// a server on every address does not.
+func TestBanner_APublicServerOnLoopbackSaysNoStudentReachesIt(t *testing.T) {
+	for url, warned := range map[string]bool{
+		"http://127.0.0.1:8080": true, "http://[::1]:8080": true, "http://localhost:8080": true,
+		"http://[::]:8080": false, "http://192.0.2.1:8080": false,
+	} {
+		var b strings.Builder
+		printBanner(&b, serveFlags{stage: 1, db: ":memory:", admin: "adm_x", public: true}, "stage 1", url, nil)
+		if got := strings.Contains(b.String(), "listens on loopback only") && strings.Contains(b.String(), "--addr 0.0.0.0:PORT"); got != warned {
+			t.Errorf("%s: warned %v, want %v:\n%s", url, got, warned, b.String())
+		}
+	}
+}
