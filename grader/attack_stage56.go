@@ -65,6 +65,15 @@ func toldItRan(orig, r Response) bool {
 	return orig.Is(201, "") && success(r) && r.Status != 201 && answerID(r) != "" && answerID(r) == answerID(orig)
 }
 
+// toldRan reports whether r tells its client that the operation op ran:
+// a 201, or another 2xx whose body names op (an execution answered 200,
+// say). The books expect what the client was told, whatever the status:
+// a 2xx that names op and a 201 are both a payment its client will not
+// send again.
+func toldRan(r Response, op string) bool {
+	return r.Is(201, "") || (success(r) && answerOp(r) == op)
+}
+
 // sameOp reports whether a and b are both 201s naming one operation: the
 // second replays the first, faithfully or not.
 func sameOp(a, b Response) bool {
