@@ -294,7 +294,9 @@ func checkClientGivesUp(t *T, s Scenario) error {
 		// its transfer (a replay answered 200: its op in the body), or 409
 		// duplicate-request (done already), was told its money moved. One
 		// told anything else, another operation's answer in a 200 too, was
-		// told it did not: its operation must not have run.
+		// told it did not: its operation must not have run. A 2xx that
+		// names another operation is then a wrong answer, even where the
+		// books balance: its client takes that result for its own.
 		if executedOps(first, retry) > 0 || (success(retry) && answerOp(retry) == op) || retry.Is(http.StatusConflict, pDuplicate) {
 			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 		} else {
@@ -302,6 +304,10 @@ func checkClientGivesUp(t *T, s Scenario) error {
 		}
 		if err := t.Reconcile(sent, retry.Short(), books); err != nil {
 			return err
+		}
+		if other := answerOp(retry); success(retry) && other != "" && other != op {
+			return t.Harmful(judging.WrongAnswer, sent, retry.String(),
+				"201 Created naming op "+op+" (the retry executes, or from stage 4 the stored answer is replayed); this answer is op "+other+"'s, another operation's, and the client takes it for its own")
 		}
 		if !retry.Is(http.StatusCreated, "") && !retry.Is(http.StatusConflict, pDuplicate) {
 			t.Differ(sent, retry.String(), "201 Created (the retry executes, or from stage 4 the stored answer is replayed), or 409 duplicate-request at stage 3")
