@@ -66,6 +66,7 @@ func (r Result) finding(reproduce string) (finding timeline.Finding, f *judging.
 			}
 		}
 		finding.Missing = append(slices.Clone(finding.Missing), l.Missing...)
+		finding.Also = &timeline.Also{Harm: string(l.Harm), Explain: l.Harm.Explain(), Got: l.Got}
 	}
 	if f.Harm == "" {
 		finding.Harm, finding.Explain = "contract", "every balance is right: what failed is the contract (a status, a problem type, a header)"

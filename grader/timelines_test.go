@@ -331,3 +331,39 @@ func TestOn_ATakeoverIsDrawnOnItsKeysLane(t *testing.T) {
 		t.Errorf("the page neither draws nor names the takeover:\n%s", page.String())
 	}
 }
+
+// TestWriteTimeline_SaysTheLesserFindingADoubleLeads: where a double the
+// books showed leads the check's own money finding (a wrong answer), the
+// report says both, each with its evidence, and so does the page: its
+// reader is not left with the double's evidence alone.
+func TestWriteTimeline_SaysTheLesserFindingADoubleLeads(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := &timeline.History{}
+	for i := range 2 {
+		id := fmt.Sprintf("a%d", i)
+		at := t0.Add(time.Duration(i) * 20 * time.Millisecond)
+		h.Attempts = append(h.Attempts, timeline.Attempt{ID: id, Client: "check", Op: "op-0000000a", Start: at, End: at.Add(10 * time.Millisecond), Status: 201})
+		h.Events = append(h.Events, timeline.Event{At: at.Add(5 * time.Millisecond), Kind: timeline.Execution, Attempt: id, Op: "op-0000000a"})
+	}
+	lesser := &judging.Failure{Harm: judging.WrongAnswer, Sent: `POST /transfers {"metadata":{"op":"op-0000000a"}}`,
+		Got: "201 naming tr_other, another operation's transfer"}
+	r := Result{Check: Check{ID: "S4.x"}, History: h, Err: &judging.Failure{Harm: judging.Double,
+		Got: "/lab/state: op op-0000000a executed twice", Excess: []string{"op-0000000a"}, Lesser: lesser}}
+	report := Format(r, "make stage-4")
+	dir := t.TempDir()
+	if err := WriteTimeline(&r, dir, "make stage-4"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "S4.x.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"also " + string(judging.WrongAnswer), "tr_other, another operation"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report does not say %q:\n%s", want, report)
+		}
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the page does not say %q, which the report says", want)
+		}
+	}
+}

@@ -255,7 +255,9 @@ tr.hot td:first-child { color: #b00020; font-weight: bold; }
 <p class="claim">{{.F.Claim}}</p>
 {{if eq .F.Harm "contract"}}<p class="contract">✓ {{.F.Explain}}</p>{{else}}<p class="harm">✗ {{.F.Harm}}: {{.F.Explain}}</p>{{end}}
 <pre class="got">{{.F.Got}}</pre>
-<p>reproduce: <code class="reproduce">{{.F.Reproduce}}</code></p>
+{{with .F.Also}}<p class="harm also">✗ also {{.Harm}}: {{.Explain}}</p>
+<pre class="got also">{{.Got}}</pre>
+{{end}}<p>reproduce: <code class="reproduce">{{.F.Reproduce}}</code></p>
 <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {{.Width}} {{.Height}}" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="timeline of {{.F.Check}}">
 {{range .Ticks}}<line class="axis" x1="{{.X}}" y1="20" x2="{{.X}}" y2="{{$.Height}}"/><text x="{{.X}}" y="14" text-anchor="middle">{{.Label}}</text>
 {{end}}{{range $i, $l := .Lanes}}<g class="lane{{if .Lab}} lab{{end}}{{if .Hot}} hot{{end}}" data-lane="{{.Label}}">

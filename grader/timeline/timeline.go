@@ -212,6 +212,10 @@ type Finding struct {
 	// Got is the evidence, as the failure printed it.
 	Got       string `json:"got"`
 	Reproduce string `json:"reproduce"`
+	// Also is the money finding the check made itself, where a double
+	// the books showed leads it (a wrong answer, say): the report says it
+	// after the lead's evidence, and the page says it too.
+	Also *Also `json:"also,omitempty"`
 	// Excess are the operations that executed more often than asked:
 	// their executions are highlighted.
 	Excess []string `json:"excess,omitempty"`
@@ -234,6 +238,14 @@ type Finding struct {
 	// operation can be both run twice and refused so for its edit):
 	// their answers are marked as a told-duplicate finding's are.
 	ToldDuplicate bool `json:"told_duplicate,omitempty"`
+}
+
+// Also is a lesser money finding beside a timeline's Finding: its harm,
+// what it means, and its evidence, as the failure printed them.
+type Also struct {
+	Harm    string `json:"harm"`
+	Explain string `json:"explain"`
+	Got     string `json:"got"`
 }
 
 // Highlight is how a timeline draws the executions that made a finding:
