@@ -2,8 +2,11 @@ package grader_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"idemlab/grader"
 	"idemlab/kit/labctl"
@@ -27,5 +30,31 @@ func TestPurgeBounded_SaysWhenTheLabNeverCalledAPurge(t *testing.T) {
 	f := failureOf(t, "S5.purge-bounded", grader.Subject{Stage: 5, Name: "no purger", New: factory})
 	if !strings.Contains(f.Got, labctl.NoPurge) {
 		t.Errorf("got %q, want it to carry the lab's answer %q", f.Got, labctl.NoPurge)
+	}
+}
+
+// TestRetentionBoundary_ASlowFirstAnswerIsNoDouble: the lab clock runs on
+// with real time, so the seconds the original's answer took (a loaded
+// machine, eight checks at once) are lab time too. The retry just inside
+// the retention period is counted from when the original was sent: a
+// first answer that comes back 3 s late, more than the check's 2 s
+// margin, still gets its replay, not a second execution judged a double.
+func TestRetentionBoundary_ASlowFirstAnswerIsNoDouble(t *testing.T) {
+	var first sync.Once
+	slowFirst := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r)
+			if r.Header.Get("Idempotency-Key") != "" {
+				first.Do(func() { time.Sleep(3 * time.Second) })
+			}
+		})
+	}
+	subject := grader.Subject{Stage: 5, Name: "solutions/stage5", New: stage5.New}
+	c, ok := grader.Lookup("S5.retention-boundary")
+	if !ok {
+		t.Fatal("no check S5.retention-boundary")
+	}
+	if r := grader.RunCheck(context.Background(), subject, c, 1, serveWrapped(t, subject.New, slowFirst)); !r.Passed() {
+		t.Fatalf("S5.retention-boundary failed solution 5 whose first answer took 3 s:\n%s", grader.Format(r, ""))
 	}
 }
