@@ -234,6 +234,36 @@ func TestSlowBegins_HoldsOnlyTheArmedBegins(t *testing.T) {
 	}
 }
 
+// TestFailBegins_RefusesOnlyTheArmedBeginsOfRequests: an armed count of
+// transactions begun for a request are refused (ErrBeginRefused), the
+// lab's own and the relay's begin and spend nothing, and once the count
+// is spent a transaction begins. A fault that refused nothing would leave
+// the answer to a business transaction that cannot begin unseen.
+func TestFailBegins_RefusesOnlyTheArmedBeginsOfRequests(t *testing.T) {
+	var s fault.Store
+	ctx := context.Background()
+	if err := s.BeforeBegin(ctx); err != nil {
+		t.Errorf("a begin with nothing armed: %v; want it to begin", err)
+	}
+	s.FailBegins(2)
+	for _, spared := range []context.Context{fault.LabRead(ctx), fault.Relaying(ctx)} {
+		if err := s.BeforeBegin(spared); err != nil {
+			t.Errorf("the lab's or the relay's begin while armed: %v; want it to begin", err)
+		}
+	}
+	for i := range 2 {
+		if err := s.BeforeBegin(ctx); !errors.Is(err, fault.ErrBeginRefused) {
+			t.Errorf("begin %d while armed: %v; want %v", i+1, err, fault.ErrBeginRefused)
+		}
+	}
+	if n := s.FailedBeginsLeft(); n != 0 {
+		t.Errorf("%d left after two refused begins; want 0", n)
+	}
+	if err := s.BeforeBegin(ctx); err != nil {
+		t.Errorf("a begin once the count is spent: %v; want it to begin", err)
+	}
+}
+
 // TestSlowKeyUpdates_HoldsOnlyTheArmedUpdatesOfTheKeyTable: an armed
 // count of statements that update idempotency_keys, however spelled,
 // wait before they run (a waiting one gives up with its context), and

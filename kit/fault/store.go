@@ -50,6 +50,12 @@ var ErrCommitFailed = errors.New("the COMMIT failed (injected fault); the transa
 // database's commit and its answer.
 var ErrCommitAnswerLost = errors.New("the COMMIT's answer was lost (injected fault); the transaction committed")
 
+// ErrBeginRefused is what the BEGIN of a transaction that may write
+// returns while the fail-begin fault is armed: the transaction never
+// began, and nothing it would have done happened, as when the database
+// takes no more connections or the write lock cannot be had in time.
+var ErrBeginRefused = errors.New("the BEGIN was refused (injected fault); no transaction began")
+
 // KeyTable is the table the store-unavailable fault breaks, and whose row
 // changes a database reports (see Store.OnKeyRowsChanged).
 const KeyTable = "idempotency_keys"
@@ -167,6 +173,8 @@ type Store struct {
 	outboxSettleFailures Countdown
 	// slowBegins counts down the write transactions held up before they begin.
 	slowBegins Countdown
+	// failedBegins counts down the write transactions refused as they begin.
+	failedBegins Countdown
 	// slowCommits counts down the transactions that moved money held up
 	// before they commit.
 	slowCommits Countdown
@@ -396,6 +404,18 @@ func (s *Store) SlowBegins(n int64) { s.slowBegins.Arm(n) }
 
 // SlowBeginsLeft reports how many transactions will still be held up.
 func (s *Store) SlowBeginsLeft() int64 { return s.slowBegins.Left() }
+
+// FailBegins makes the next n transactions that may write, begun for a
+// request of the stage's (the lab's own and the relay's are spared), fail
+// as they begin (ErrBeginRefused), before any lock is taken: armed while
+// a request waits on the core, once its key is claimed, it refuses the
+// transaction that would move the money, and a stage that does not give
+// the key back then, or answers as if the money moved, is seen.
+func (s *Store) FailBegins(n int64) { s.failedBegins.Arm(n) }
+
+// FailedBeginsLeft reports how many transactions will still be refused as
+// they begin.
+func (s *Store) FailedBeginsLeft() int64 { return s.failedBegins.Left() }
 
 // SlowCommits makes the next n transactions that carried a business
 // write (see MarkBusinessWrite) wait CommitDelay before their COMMIT,
@@ -635,15 +655,19 @@ func (s *Store) BeforeCommit(business bool) {
 	}
 }
 
-// BeforeBegin runs the fault armed on a transaction that may write,
-// before it begins: it holds the transaction up (see SlowBegins). It
-// returns ctx's error if ctx ends while the transaction waits.
+// BeforeBegin runs the faults armed on a transaction that may write,
+// before it begins: it holds the transaction up (see SlowBegins), then
+// refuses it (see FailBegins). It returns ctx's error if ctx ends while
+// the transaction waits, and ErrBeginRefused if the transaction must not
+// begin.
 func (s *Store) BeforeBegin(ctx context.Context) error {
-	if s.slowBegins.Left() <= 0 || !s.slowBegins.Fire() {
-		return nil
+	if s.slowBegins.Left() > 0 && s.slowBegins.Fire() {
+		if err := Hold(ctx, BeginDelay); err != nil {
+			return fmt.Errorf("slow begin: %w", err)
+		}
 	}
-	if err := Hold(ctx, BeginDelay); err != nil {
-		return fmt.Errorf("slow begin: %w", err)
+	if s.failedBegins.Left() > 0 && !labRead.in(ctx) && !relaying.in(ctx) && s.failedBegins.Fire() {
+		return ErrBeginRefused
 	}
 	return nil
 }

@@ -57,6 +57,12 @@ const (
 	// (stage 8): a look in a statement of its own and a write in a later
 	// transaction get a window other clerks' looks land in.
 	SlowBegin = "slow-begin"
+	// FailBegin refuses a transaction that may write as it begins
+	// (stage 3): armed while a request waits on the core, once its key
+	// is claimed, it refuses the transaction that would move the money;
+	// nothing moved, and the key must be given back. The lab's own
+	// transactions and the relay's are spared.
+	FailBegin = "fail-begin"
 	// SlowCommit holds up a transaction that moved money, before its
 	// COMMIT (stage 8): on PostgreSQL, clerks whose transactions lock no
 	// row in common look before any of them commits.
@@ -135,7 +141,7 @@ const (
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsCommit, SlowSettingsReread, FailOutboxWrite, FailReferenceWrite, FailOutboxSettle, SlowBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, HeldKeyPurge, HeldKeyDelete, HeldKeyCommit, SlowKeyDeleteAfterRead, CommitAnswerLost, FailCommit, PoisonPosting, CoreTimeout}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsCommit, SlowSettingsReread, FailOutboxWrite, FailReferenceWrite, FailOutboxSettle, SlowBegin, FailBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, HeldKeyPurge, HeldKeyDelete, HeldKeyCommit, SlowKeyDeleteAfterRead, CommitAnswerLost, FailCommit, PoisonPosting, CoreTimeout}
 
 // Core is the core ledger whose faults a lab server arms (core.Client):
 // in a process of its own under lab serve, in the server's under lab
@@ -218,6 +224,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.FailOutboxSettles(count)
 	case SlowBegin:
 		f.db.SlowBegins(count)
+	case FailBegin:
+		f.db.FailBegins(count)
 	case SlowCommit:
 		f.db.SlowCommits(count)
 	case SlowKeyUpdate:
@@ -277,6 +285,7 @@ func (f *Faults) Armed() []ArmedFault {
 		FailReferenceWrite:     f.db.ReferenceWriteFailuresLeft(),
 		FailOutboxSettle:       f.db.OutboxSettleFailuresLeft(),
 		SlowBegin:              f.db.SlowBeginsLeft(),
+		FailBegin:              f.db.FailedBeginsLeft(),
 		SlowCommit:             f.db.SlowCommitsLeft(),
 		SlowKeyUpdate:          f.db.SlowKeyUpdatesLeft(),
 		HeldCommit:             f.db.HeldCommitsLeft(),

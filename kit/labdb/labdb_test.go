@@ -396,6 +396,42 @@ func TestSlowBeginFault_OnEitherEngine(t *testing.T) {
 	}
 }
 
+// TestFailBeginFault_OnEitherEngine catches an engine whose connections
+// skip the fail-begin fault, and one that refuses read-only transactions
+// too: the armed write transaction must be refused with ErrBeginRefused,
+// a read-only one must begin, and a write transaction once the count is
+// spent must begin too.
+func TestFailBeginFault_OnEitherEngine(t *testing.T) {
+	ctx := context.Background()
+	for engine, db := range engines(t) {
+		db.FailBegins(1)
+		ro, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatalf("%s: a read-only transaction while armed: %v", engine, err)
+		}
+		if err := ro.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if !errors.Is(err, fault.ErrBeginRefused) {
+			if err == nil {
+				tx.Rollback()
+			}
+			t.Errorf("%s: a write transaction while armed: err = %v; want %v", engine, err, fault.ErrBeginRefused)
+		}
+		if n := db.FailedBeginsLeft(); n != 0 {
+			t.Errorf("%s: %d left after the armed begin; want 0", engine, n)
+		}
+		tx, err = db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatalf("%s: a write transaction once the count is spent: %v", engine, err)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestSlowKeyUpdateFault_OnEitherEngine catches an engine whose
 // connections skip the slow-key-update fault: inside a transaction, as a
 // takeover runs, a read of the key table must run, the armed update of
