@@ -162,7 +162,7 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S3.release-after-failure", Stage: 3, Lesson: lesson3 + "#releasing-a-failed-claim",
-		Claim: "after an internal failure before the money moved (a failed business write, or a failed COMMIT of it), the retry with the same key executes exactly once, as does exactly one of retries sent at once, and one that meets the release is told to come back (409 request-in-progress with Retry-After) or executes, never told the key store failed; after a refusal (insufficient funds), the retry is not told to wait: it executes again (stage 3) or gets the stored refusal (stage 4 on)",
+		Claim: "after an internal failure before the money moved (a failed business write, a failed COMMIT of it, or a transaction for it that cannot begin after the core call), the retry with the same key executes exactly once, as does exactly one of retries sent at once, and one that meets the release is told to come back (409 request-in-progress with Retry-After) or executes, never told the key store failed; after a refusal (insufficient funds), the retry is not told to wait: it executes again (stage 3) or gets the stored refusal (stage 4 on)",
 		Why:   "a key kept after a failed attempt blocks every retry of a payment that never happened: the customer's rent is never paid, and the server says it is busy or done; a key kept as failed and taken over by whichever retry reads it pays once for every retry that read it at once",
 		Guard: "stage 2 claims the key in the transaction that moves the money, so a failure rolls the claim back with it and the retry finds the key free; the check keeps stage 3's claim, committed on its own, from being kept after a failure",
 		Run:   withScenario(1_000_000, checkReleaseAfterFailure),

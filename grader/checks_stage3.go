@@ -239,6 +239,9 @@ func checkReleaseAfterFailure(t *T, s Scenario) error {
 	if err := retryAfterFailure(t, s, labctl.FailCommit, "the COMMIT of the business write fails, and the transaction is rolled back"); err != nil {
 		return err
 	}
+	if err := retryAfterRefusedBegin(t, s); err != nil {
+		return err
+	}
 	if err := retryMeetsTheRelease(t, s); err != nil {
 		return err
 	}
@@ -362,7 +365,6 @@ func waitAnswer(r Response) bool { return r.Is(http.StatusConflict, pInProgress)
 // failed attempt is reconciled first: a client told its payment was made
 // when nothing moved (a COMMIT whose error is not read) has lost it.
 func retryAfterFailure(t *T, s Scenario, point, does string) error {
-	a, b, books := s.A, s.B, s.Books
 	req, op, amount := s.Payment(t)
 	if err := t.Arm(point, 1); err != nil {
 		return err
@@ -374,6 +376,58 @@ func retryAfterFailure(t *T, s Scenario, point, does string) error {
 		return err
 	}
 	sent := req.String() + "\n(armed: " + point + ", " + does + ")"
+	return retryAfterFailed(t, s, req, op, amount, first, took, sent)
+}
+
+// retryAfterRefusedBegin is checkRetryAfterFailure with the transaction
+// that would move the money refused as it begins (fail-begin), armed once
+// the key is claimed, while the original waits on the core, so that the
+// claim's own transaction begins. Nothing moved: the key must be given
+// back, and the answer must not say the money moved. A server whose
+// business transaction begins before the fault is armed (before the
+// core call) does not meet it, and the round tells nothing.
+func retryAfterRefusedBegin(t *T, s Scenario) error {
+	a, b, books := s.A, s.B, s.Books
+	req, op, amount := s.Payment(t)
+	began := time.Now()
+	held, err := t.Hold(req, 300*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	if err := t.Arm(labctl.FailBegin, 1); err != nil {
+		return err
+	}
+	first := held.Wait()
+	took := time.Since(began)
+	left, err := t.Lab().Armed(t.ctx)
+	if err != nil {
+		return err
+	}
+	if err := t.Arm(labctl.FailBegin, 0); err != nil {
+		return err
+	}
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return err
+	}
+	sent := req.String() + "\n(armed once the key is claimed, while the original waits on the core: " + labctl.FailBegin + ", the next transaction that may write is refused as it begins)"
+	if left[labctl.FailBegin] > 0 {
+		// No transaction began while it was armed: the server's business
+		// transaction began before the core call, and this round cannot
+		// see what it does when that BEGIN fails.
+		if first.Is(http.StatusCreated, "") {
+			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+		} else {
+			books.Expect(op)
+		}
+		return t.Reconcile(sent, first.Short(), books)
+	}
+	return retryAfterFailed(t, s, req, op, amount, first, took, sent)
+}
+
+// retryAfterFailed is retryAfterFailure once the failed attempt, req (op,
+// of amount), sent as sent says, was answered first after took.
+func retryAfterFailed(t *T, s Scenario, req Request, op string, amount int64, first Response, took time.Duration, sent string) error {
+	a, b, books := s.A, s.B, s.Books
 	if first.Err == nil && first.Is(http.StatusCreated, "") {
 		// Told its payment was made: the books must show it, or the
 		// client walks away from money that never moved (a COMMIT whose
