@@ -1767,6 +1767,11 @@ func (t *T) coreCallWaiting(faults *core.Faults, held0 int, given int64) (bool, 
 // is down: many relay batches of any sensible size.
 const backlogTransfers = 300
 
+// backlogClockBack is how far S9.backlog sets the lab clock back after
+// the backlog's oldest transfer: every row written after it then reads,
+// by its created_at, as older than the oldest.
+const backlogClockBack = time.Hour
+
 // backlogGivenUp is how many rounds in a row S9.backlog lets the server
 // give up the held pass's call before it says it cannot tell.
 const backlogGivenUp = 3
@@ -1781,7 +1786,11 @@ const backlogGivenUp = 3
 // a load as fast as the relay. Once the core holds as many postings as
 // the backlog held rows, a relay that sends the oldest rows first has
 // posted the oldest of them; one that reads the newest first posts only
-// the load, for as long as it lasts.
+// the load, for as long as it lasts. The lab clock is set back an hour
+// after the oldest transfer, as an NTP step or an operator may set a
+// server's: a relay that reads its rows oldest first by the time they
+// were written (created_at), not by their ids, reads every row written
+// since as older than the oldest, and leaves it behind the same way.
 func checkBacklog(t *T) error {
 	s, up, err := t.coreDownScenario(1_000_000_000)
 	if err != nil {
@@ -1794,6 +1803,13 @@ func checkBacklog(t *T) error {
 		return err
 	}
 	oldest := slices.Collect(maps.Keys(want))[0]
+	now, err := t.LabNow()
+	if err != nil {
+		return err
+	}
+	if err := t.SetClock(now.Add(-backlogClockBack)); err != nil {
+		return err
+	}
 	// The oldest was made alone; the rest are made paceClients at a
 	// time, so that a busy machine does not spend the check's time on
 	// the backlog's requests one after the other.
@@ -1801,7 +1817,7 @@ func checkBacklog(t *T) error {
 	if err != nil {
 		return err
 	}
-	story = []string{fmt.Sprintf("the core ledger is down for %d transfers (%s … %s); then it comes back, holding each request until the check lets it go", backlogTransfers, story[0], last)}
+	story = []string{fmt.Sprintf("the core ledger is down for %d transfers (%s … %s), the lab clock set back an hour after the first (POST /lab/clock); then it comes back, holding each request until the check lets it go", backlogTransfers, story[0], last)}
 	faults := &t.Core().Faults
 	// The count is read before the hold: a pass that comes between the
 	// two is held, and counts as one the check waits for.
@@ -1837,7 +1853,7 @@ func checkBacklog(t *T) error {
 			story = append(story, loaded(len(want)))
 			return t.Fail(strings.Join(story, "\n"),
 				fmt.Sprintf("%d postings in the core ledger, at least as many as the backlog's %d rows, and the oldest transfer of the backlog (%s, the first above) not among them: the relay sent newer rows first", len(ps), backlogTransfers, oldest),
-				"the backlog posted before the transfers made after it: a relay that reads the newest rows first leaves the oldest owed for as long as new transfers keep coming")
+				"the backlog posted before the transfers made after it: a relay that reads the newest rows first, or the oldest by a clock that was set back (created_at) rather than by their ids, leaves the oldest owed for as long as new transfers keep coming")
 		}
 		if round > 1 && givenUp == 0 {
 			// The last pass's postings; none: the load stops, and the
