@@ -29,7 +29,9 @@ func enqueue(ctx context.Context, tx *sql.Tx, t bank.Transfer, now time.Time) er
 
 // Relay is the outbox's relay: the kit calls it from one goroutine for as
 // long as the server runs, again at once after a pass that settled rows
-// and 20 ms later otherwise. It returns how many rows it settled.
+// and 20 ms later otherwise. It returns how many rows it settled (marked
+// sent or set aside as dead letters; a row refused for now is not
+// settled), and an error, which the kit logs, for a pass that failed.
 //
 // TODO(stage 9): deliver the rows the core is still owed, and settle each.
 // When you are done:
