@@ -3,6 +3,7 @@ package conform
 import (
 	"context"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,4 +93,33 @@ func attackLab(t *testing.T, name string, profile *Profile) []Result {
 		t.Fatal(err)
 	}
 	return results
+}
+
+// TestRun_Every409 attacks a middleware that answers every request of a
+// key after the first 409 request-in-progress, for good
+// (audit/testdata/every409): the original executes once and answers
+// 201, and a client whose answer was lost can never learn its result.
+// That is the harm, and lost-response finds it; key-reused-other-payload
+// retries its original's 409 as a client would before it says the
+// client is never told its result, and does not blame the edit, which
+// one 409 cannot show.
+func TestRun_Every409(t *testing.T) {
+	profile, err := Load("testdata/profiles/lab.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := attackLab(t, "every409", profile)
+	got := byID(results)
+	if r := got["lost-response"]; r.Money != MoneyHarmed {
+		t.Errorf("lost-response: money %s, want %s (saw %s)", r.Money, MoneyHarmed, r.Saw)
+	}
+	r := got["key-reused-other-payload"]
+	if r.Money != MoneyHarmed || strings.Contains(r.Saw, "the edit took its key") || !strings.Contains(r.Saw, "409 on each of 5 tries") {
+		t.Errorf("key-reused-other-payload: money %s, saw %q; want harmed, from the original's 409 on each of its 5 tries, never blaming the edit", r.Money, r.Saw)
+	}
+	for _, id := range []string{"key-sf-string", "concurrent-duplicates", "two-principals-one-key", "two-principals-same-request"} {
+		if got[id].Money != MoneyClean {
+			t.Errorf("%s: money %s, want %s (saw %s)", id, got[id].Money, MoneyClean, got[id].Saw)
+		}
+	}
 }

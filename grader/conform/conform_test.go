@@ -375,7 +375,7 @@ func TestSummary_NotTriedIsUnknownNeverMet(t *testing.T) {
 		maxOps int
 		line   string
 	}{
-		{"--max-operations 31", nil, 31, "1/2 MUST met, 3/5 SHOULD met, money clean, 7 not tried (4 of them a MUST or money scenario: the verdict is unknown)"},
+		{"--max-operations 32", nil, 32, "1/2 MUST met, 3/5 SHOULD met, money clean, 7 not tried (4 of them a MUST or money scenario: the verdict is unknown)"},
 		{"one principal", func(p *Profile) { p.Principals = p.Principals[:1] }, 100, "2/2 MUST met, 5/5 SHOULD met, money clean, 3 not tried (2 of them a MUST or money scenario: the verdict is unknown)"},
 	} {
 		results := attack(t, payserver.New(), c.edit, c.maxOps)

@@ -20,6 +20,7 @@ import (
 	"idemlab/audit/examples/nomarker"
 	"idemlab/audit/examples/sharedscope"
 	"idemlab/audit/examples/successonly"
+	"idemlab/audit/testdata/every409"
 	"idemlab/kit/bank"
 	"idemlab/kit/server"
 )
@@ -35,6 +36,13 @@ var examples = map[string]audit.Adapter{
 	"successonly": successonly.New,
 }
 
+// wrong are middlewares wrong in one way each, kept in audit/testdata for
+// the grader's own tests, by the name of their folder there; New serves
+// them as it serves the examples, and Names does not list them.
+var wrong = map[string]audit.Adapter{
+	"every409": every409.New,
+}
+
 // Names are the examples' names, sorted.
 func Names() []string {
 	out := make([]string, 0, len(examples))
@@ -45,15 +53,20 @@ func Names() []string {
 	return out
 }
 
-// New builds a lab server of the example called name (one of Names), with
+// New builds a lab server of the example called name (one of Names, or of
+// the wrong middlewares in audit/testdata), with
 // admin as its admin token. It returns an error for a name it does not
 // know, or the server's own.
 func New(ctx context.Context, name, admin string) (*server.Server, error) {
+	pkg := "idemlab/audit/examples/" + name
 	adapter, ok := examples[name]
 	if !ok {
-		return nil, fmt.Errorf("no audit example %q; the examples are %v", name, Names())
+		pkg = "idemlab/audit/testdata/" + name
+		if adapter, ok = wrong[name]; !ok {
+			return nil, fmt.Errorf("no audit example %q; the examples are %v", name, Names())
+		}
 	}
-	subject := audit.Subject("idemlab/audit/examples/"+name, adapter)
+	subject := audit.Subject(pkg, adapter)
 	return server.New(ctx, server.Options{DB: ":memory:", Stage: subject.New, Lab: true, AdminToken: admin})
 }
 
