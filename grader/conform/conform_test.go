@@ -1171,3 +1171,53 @@ func TestLostResponse_TheRetryIsToldWhatWasLost(t *testing.T) {
 		}
 	}
 }
+
+// replayed200 serializes the requests to h and answers a POST of a key
+// it has answered before with 200 and that answer's body and headers: a
+// replay whose status is not the original's.
+type replayed200 struct {
+	mu   sync.Mutex
+	seen map[string]*httptest.ResponseRecorder
+	h    http.Handler
+}
+
+func (s *replayed200) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := r.Header.Get("Idempotency-Key")
+	if r.Method != "POST" || key == "" {
+		s.h.ServeHTTP(w, r)
+		return
+	}
+	if rec, ok := s.seen[key]; ok {
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(http.StatusOK)
+		w.Write(rec.Body.Bytes())
+		return
+	}
+	rec := httptest.NewRecorder()
+	s.h.ServeHTTP(rec, r)
+	s.seen[key] = rec
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	w.Write(rec.Body.Bytes())
+}
+
+// TestConcurrentDuplicates_AReplayIn200IsNoConflictMissed: copies
+// answered 200 with the original's body, after it, are retries answered
+// in another form, which retry-replayed judges (a SHOULD); none of them
+// met the original running and was refused a conflict, so the MUST of
+// concurrent-duplicates is met, with a note that names them.
+func TestConcurrentDuplicates_AReplayIn200IsNoConflictMissed(t *testing.T) {
+	r := runScenario(t, &replayed200{seen: map[string]*httptest.ResponseRecorder{}, h: payserver.New()}, "concurrent-duplicates")
+	if r.Contract != ContractMet || r.Money != MoneyClean || !strings.Contains(r.Note, "the first 2xx's body and headers") {
+		t.Errorf("contract %s, money %s, note %q; want met and clean, with a note on the copies' form (got %s)", r.Contract, r.Money, r.Note, r.Got)
+	}
+	if r := runScenario(t, &replayed200{seen: map[string]*httptest.ResponseRecorder{}, h: payserver.New()}, "retry-replayed"); r.Contract != ContractUnmet {
+		t.Errorf("retry-replayed: contract %s, want %s: a replay in 200 is not the original's answer", r.Contract, ContractUnmet)
+	}
+}
