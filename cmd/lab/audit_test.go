@@ -222,6 +222,18 @@ func TestAudit_HeldLockExampleLeavesNoUsableAnswer(t *testing.T) {
 	}
 }
 
+// A middleware that tells every request of a key after the first 409
+// request-in-progress, for good (audit/testdata/every409): the original
+// executes and its key is completed in the lab's table, so the key is not
+// stuck; the client can never learn the result of money that moved. The
+// 409's problem type does not make it a stuck key: the key table does.
+func TestAudit_Every409LeavesNoUsableAnswer(t *testing.T) {
+	b := moneyFinding(t, "idemlab/audit/testdata/every409", "S3.retry-during-original", judging.NoUsableAnswer)
+	if !strings.Contains(b, "state: completed") {
+		t.Errorf("the finding does not show the key row completed:\n%s", b)
+	}
+}
+
 func TestAudit_NeedsAnAdapterThatBuilds(t *testing.T) {
 	var out, errb strings.Builder
 	if code := run(context.Background(), []string{"audit"}, &out, &errb); code != 2 {
