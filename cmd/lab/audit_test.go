@@ -234,6 +234,23 @@ func TestAudit_Every409LeavesNoUsableAnswer(t *testing.T) {
 	}
 }
 
+// A middleware that scopes keys by the client's remote address
+// (audit/testdata/remoteaddr) takes a retry over a new connection for a
+// new request: under another customer's expired lease of the same key
+// string, S6.takeover-own-key's retry of a live lease executes, once, and
+// is told 201. The money is right (the crashed original moved nothing);
+// the call to the core under a live lease is a contract difference, not
+// money moved though refused.
+func TestAudit_RemoteAddrRetryToldCreatedIsNotRefused(t *testing.T) {
+	_, out, sections, _ := auditRun(t, "idemlab/audit/testdata/remoteaddr", "--run", "S6.takeover-own-key", "--seed", "1")
+	if _, ok := blocks(sections[auditMoney])["S6.takeover-own-key"]; ok {
+		t.Fatalf("a retry told 201 and executed once is a money finding:\n%s", out)
+	}
+	if _, ok := blocks(sections[auditContract])["S6.takeover-own-key"]; !ok {
+		t.Errorf("the call to the core under a live lease is not a contract difference:\n%s", out)
+	}
+}
+
 func TestAudit_NeedsAnAdapterThatBuilds(t *testing.T) {
 	var out, errb strings.Builder
 	if code := run(context.Background(), []string{"audit"}, &out, &errb); code != 2 {

@@ -21,6 +21,8 @@ import (
 	"idemlab/audit/examples/sharedscope"
 	"idemlab/audit/examples/successonly"
 	"idemlab/audit/testdata/every409"
+	"idemlab/audit/testdata/nolocation"
+	"idemlab/audit/testdata/remoteaddr"
 	"idemlab/kit/bank"
 	"idemlab/kit/server"
 )
@@ -40,7 +42,9 @@ var examples = map[string]audit.Adapter{
 // the grader's own tests, by the name of their folder there; New serves
 // them as it serves the examples, and Names does not list them.
 var wrong = map[string]audit.Adapter{
-	"every409": every409.New,
+	"every409":   every409.New,
+	"nolocation": nolocation.New,
+	"remoteaddr": remoteaddr.New,
 }
 
 // Names are the examples' names, sorted.
