@@ -508,9 +508,6 @@ func localURL(url string) string {
 	return "http://" + net.JoinHostPort("127.0.0.1", port)
 }
 
-// studentURLs lists the URLs that reach a server listening at url from
-// other machines: this machine's addresses, when it listens on all of
-// them (0.0.0.0 is every IPv4 address, :: every address); else url.
 // onlyLoopback says whether every one of urls names a loopback host.
 func onlyLoopback(urls []string) bool {
 	for _, u := range urls {
@@ -522,6 +519,9 @@ func onlyLoopback(urls []string) bool {
 	return len(urls) > 0
 }
 
+// studentURLs lists the URLs that reach a server listening at url from
+// other machines: this machine's addresses, when it listens on all of
+// them (0.0.0.0 is every IPv4 address, :: every address); else url.
 func studentURLs(url string) []string {
 	host, port, err := net.SplitHostPort(strings.TrimPrefix(url, "http://"))
 	ip := net.ParseIP(host)
