@@ -85,15 +85,18 @@ func retryAfterAnswer(t *T, books *judging.Books, req Request, op, from, to stri
 // about to fail (retryWhileTheOriginalFails); the retry of a refused
 // transfer is refused again, not told it ran (retryAfterRefusal).
 func checkRetriesAroundAFailure(t *T, s Scenario) error {
-	if err := checkRetryAfterFailure(t, s); err != nil {
-		return err
-	}
-	for range failingOriginalTries {
-		if err := retryWhileTheOriginalFails(t, s); err != nil {
-			return err
-		}
-	}
-	return retryAfterRefusal(t, s)
+	return unseenLast(
+		func() error { return checkRetryAfterFailure(t, s) },
+		func() error {
+			for range failingOriginalTries {
+				if err := retryWhileTheOriginalFails(t, s); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func() error { return retryAfterRefusal(t, s) },
+	)
 }
 
 // retryAfterRefusal sends a transfer of more than its account ever held,

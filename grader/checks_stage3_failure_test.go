@@ -1,12 +1,18 @@
 package grader_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"idemlab/grader"
 	"idemlab/grader/judging"
+	"idemlab/solutions/stage3"
 	"idemlab/solutions/stage4"
 )
 
@@ -42,4 +48,52 @@ func TestReleaseAfterFailure_AFailureKeptIsAStuckKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReleaseAfterFailure_ARecoveryThatToldTheTruthIsNoFinding: a server
+// that runs a failed payment again by itself (as the mutant commit-retried
+// does when its COMMIT fails) answers the failed attempt 201 Created, and
+// its money moved once: it did no harm, and left no failed claim to give
+// back. The check could not observe the release; it finds nothing against
+// the server, money or contract (before, it said "a 5xx" was expected).
+func TestReleaseAfterFailure_ARecoveryThatToldTheTruthIsNoFinding(t *testing.T) {
+	for _, id := range []string{"S3.release-after-failure", "S1.retry-after-failure"} {
+		t.Run(id, func(t *testing.T) {
+			c, ok := grader.Lookup(id)
+			if !ok {
+				t.Fatalf("no check %s", id)
+			}
+			subject := grader.Subject{Stage: 3, Name: "solutions/stage3", New: stage3.New}
+			r := grader.RunCheck(context.Background(), subject, c, 7, serveWrapped(t, stage3.New, runsAFailureAgain))
+			var u *judging.Unobserved
+			if !errors.As(r.Err, &u) {
+				t.Fatalf("%v, want could not observe", r.Err)
+			}
+		})
+	}
+}
+
+// runsAFailureAgain sends a payment answered with a 5xx through the
+// server once more, and answers what that says: a server that recovers
+// from a failure by itself.
+func runsAFailureAgain(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/transfers" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var rec *httptest.ResponseRecorder
+		for range 2 {
+			rec = httptest.NewRecorder()
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			next.ServeHTTP(rec, r)
+			if rec.Code < 500 {
+				break
+			}
+		}
+		maps.Copy(w.Header(), rec.Header())
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+	})
 }
