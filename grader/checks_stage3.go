@@ -24,7 +24,7 @@ import (
 // after the original answered is still told to wait). An answer other than
 // the contract's 409 is recorded, and the check goes on to the money.
 func checkRetryDuringOriginal(t *T) error {
-	if err := t.whileHeld(1_000_000, true, func(s Scenario, latency time.Duration) (bool, error) {
+	if err := t.whileHeld(1_000_000, true, true, func(s Scenario, latency time.Duration) (bool, error) {
 		const n = 8
 		req, op, amount := s.Payment(t)
 		held, err := t.Hold(req, latency)

@@ -3,6 +3,7 @@ package grader
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,6 +70,15 @@ func (p *Pending) Wait() Response {
 // when the machine was too slow for the check to act inside the window.
 var heldLatencies = []time.Duration{300 * time.Millisecond, 900 * time.Millisecond, 2700 * time.Millisecond}
 
+// slowMachineLatency is the core latency a check that asks for it
+// (S3.retry-during-original) holds one more original with when no try at
+// heldLatencies acted while its original was in flight: on a loaded
+// machine the retries sent at once can reach the server only after a
+// 2.7s core wait is over, every one of them answered the original's
+// stored outcome, and a server that mishandles a retry in the window is
+// never shown one.
+const slowMachineLatency = 8100 * time.Millisecond
+
 // lastHold reports whether latency is the longest WhileHeld tries: a check
 // that found no key in progress with a shorter one may have looked too
 // slowly (Hold looks for a quarter of the latency), and tries again before
@@ -89,7 +99,7 @@ func lastHold(latency time.Duration) bool {
 // holds an original; unless a plain transfer, which that check holds,
 // keeps no read waiting: the check fails then, for the request it holds.
 func (t *T) WhileHeld(opening int64, try func(s Scenario, latency time.Duration) (conclusive bool, err error)) error {
-	return t.whileHeld(opening, false, try)
+	return t.whileHeld(opening, false, false, try)
 }
 
 // heldReadsCheck is the check that fails a server whose transaction is
@@ -112,14 +122,19 @@ func (h *heldReads) count() int64 {
 }
 
 // whileHeld is WhileHeld; judgeReads is true for heldReadsCheck only.
-func (t *T) whileHeld(opening int64, judgeReads bool, try func(s Scenario, latency time.Duration) (conclusive bool, err error)) error {
+// With longer, a check that no try at heldLatencies could act in, and
+// whose reads did not wait for the original either, tries once more at
+// slowMachineLatency before it says it could not observe.
+func (t *T) whileHeld(opening int64, judgeReads, longer bool, try func(s Scenario, latency time.Duration) (conclusive bool, err error)) error {
 	// readsWaited is whether a read of the lab's state waited for the held
 	// original in every try but perhaps the first: the shortest latency's
 	// window (Hold looks for a quarter of it) can close on a busy machine
 	// before a read reaches a transaction that has begun, and that read
 	// answers at once. A try may hold more than one original.
 	readsWaited, first := true, t.heldReads.count()
-	for i, l := range heldLatencies {
+	latencies := heldLatencies
+	for i := 0; i < len(latencies); i++ {
+		l := latencies[i]
 		s, err := t.Scenario(2, opening)
 		if err != nil {
 			return err
@@ -132,10 +147,13 @@ func (t *T) whileHeld(opening int64, judgeReads bool, try func(s Scenario, laten
 		if i > 0 && t.heldReads.count() == before {
 			readsWaited = false
 		}
+		if longer && len(latencies) == len(heldLatencies) && i == len(latencies)-1 && t.heldReads.count() == first {
+			latencies = append(slices.Clip(latencies), slowMachineLatency)
+		}
 	}
 	if t.heldReads.count() == first {
 		// No read waited: the machine was too slow for every try.
-		return t.couldNotObserveHeld()
+		return t.couldNotObserveHeld(latencies[len(latencies)-1])
 	}
 	if judgeReads {
 		// A read waited for an original at least once. The finding rests
@@ -149,7 +167,7 @@ func (t *T) whileHeld(opening int64, judgeReads bool, try func(s Scenario, laten
 		if waits && t.readsQuickly(heldLatencies[0]/2) {
 			return t.readsWaited(true)
 		}
-		return t.couldNotObserveHeld()
+		return t.couldNotObserveHeld(latencies[len(latencies)-1])
 	}
 	if readsWaited && t.readsQuickly(heldLatencies[0]/2) {
 		// A read that waits as long as the core wait, at each latency
@@ -167,13 +185,14 @@ func (t *T) whileHeld(opening int64, judgeReads bool, try func(s Scenario, laten
 		}
 		return t.readsWaited(!waits)
 	}
-	return t.couldNotObserveHeld()
+	return t.couldNotObserveHeld(latencies[len(latencies)-1])
 }
 
 // couldNotObserveHeld is the verdict of WhileHeld when no try acted while
 // its original was in flight, and the lab's reads did not wait for it.
-func (t *T) couldNotObserveHeld() error {
-	return t.CouldNotObserve("the server while an original was in flight: with core latencies of up to %v, every try found the original answered, or its key not yet in progress, before the check could act (a busy machine, a key table the lab cannot read, or a server that answers this request before it waits on the core, as one that refuses it early does; run the check alone with RUN=… to tell)", heldLatencies[len(heldLatencies)-1])
+// longest is the longest core latency tried.
+func (t *T) couldNotObserveHeld(longest time.Duration) error {
+	return t.CouldNotObserve("the server while an original was in flight: with core latencies of up to %v, every try found the original answered, or its key not yet in progress, before the check could act (a busy machine, a key table the lab cannot read, or a server that answers this request before it waits on the core, as one that refuses it early does; run the check alone with RUN=… to tell)", longest)
 }
 
 // readsWaited is the verdict of WhileHeld on a server that kept the lab's
