@@ -646,6 +646,7 @@ func checkRetentionBoundary(t *T, s Scenario) error {
 			return err
 		}
 		after := t.Do(req)
+		afterAnswered := time.Now()
 		if after.Is(http.StatusCreated, "") && answerID(after) != answerID(orig) {
 			// After expiry the same key is a new request: it runs again.
 			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
@@ -690,7 +691,7 @@ func checkRetentionBoundary(t *T, s Scenario) error {
 		}
 		story += "\nthen a transfer of more than the account holds, with a fresh key: " + refused.String() + "  →  " + refusal.Short()
 		ran := func() { books.Transfer(op, a.Accounts[0], b.Accounts[0], amount) }
-		if err := t.lateRetriesAtOnce(req, after, retention, ran, books, &story); err != nil {
+		if err := t.lateRetriesAtOnce(req, after, afterAnswered, retention, ran, books, &story); err != nil {
 			return err
 		}
 		if err := t.editedAfterExpiry(side, a.Accounts[1], b.Accounts[0], sideAmount, sideAnswer, books, &story); err != nil {
@@ -789,17 +790,23 @@ func (t *T) editedAfterExpiry(side Request, from, to string, sideAmount int64, l
 // as a loaded database would. One that reads it and then deletes the key
 // by its name alone deletes, on PostgreSQL, the claim another copy made
 // meanwhile, and claims the key again: the slow-key-delete fault holds
-// the first delete up the same way. story gets the step.
-func (t *T) lateRetriesAtOnce(req Request, last Response, retention time.Duration, ran func(), books *judging.Books, story *string) error {
+// the first delete up the same way. answered is when last came back (the
+// machine's clock). story gets the step.
+func (t *T) lateRetriesAtOnce(req Request, last Response, answered time.Time, retention time.Duration, ran func(), books *judging.Books, story *string) error {
 	const n = 8
-	// margin is wide enough that the key, completed moments ago, is still
-	// inside the retention when the clock's move purges, on a loaded
-	// machine too.
+	// The lab clock runs on with real time: since last came back (its key
+	// completed before), since the keys completed after it (the books
+	// read back, other requests; on a loaded machine seconds). The move
+	// is counted from last's answer, margin before its key expires, so
+	// that the purge of the move leaves it; the cut retention is counted
+	// from the move, so that the keys completed since expire with it.
 	const margin = 10 * time.Second
-	if err := t.Advance(retention - margin); err != nil {
+	since := time.Since(answered)
+	move := retention - margin - since
+	if err := t.Advance(move); err != nil {
 		return err
 	}
-	cut := retention - 2*margin
+	cut := move - margin
 	if err := t.Configure(labclient.Config{Retention: cut}); err != nil {
 		return err
 	}
@@ -836,8 +843,8 @@ func (t *T) lateRetriesAtOnce(req Request, last Response, retention time.Duratio
 		// The key was forgotten: the payment runs once more, and once only.
 		ran()
 	}
-	*story += fmt.Sprintf("\nthen %v of lab time, and the retention cut to %v in the config: the key %s expired %v ago and is still in the table, as between two runs of a periodic purge; %d retries of its transfer at once, with the slow-key-update and slow-key-delete faults holding the first update and the first delete of the key table for %v and %v  →  %s",
-		retention-margin, cut, req.Key, margin, n, fault.KeyUpdateDelay, fault.KeyDeleteDelay, Summarize(rs))
+	*story += fmt.Sprintf("\nthen the lab clock moved on to %v after that answer, and the retention cut to %v in the config: the key %s expired at least %v ago and is still in the table, as between two runs of a periodic purge; %d retries of its transfer at once, with the slow-key-update and slow-key-delete faults holding the first update and the first delete of the key table for %v and %v  →  %s",
+		retention-margin, cut.Round(time.Millisecond), req.Key, (margin + since).Round(time.Millisecond), n, fault.KeyUpdateDelay, fault.KeyDeleteDelay, Summarize(rs))
 	if err := t.Reconcile(*story, "", books); err != nil {
 		return err
 	}
@@ -880,6 +887,7 @@ func checkTwoServersForget(t *T) error {
 	books.Expect(op)
 	req := Transfer(a, rt.Key(), TransferBody(a.Accounts[0], b.Accounts[0], amount, op))
 	orig := rt.Do(req)
+	answered := time.Now()
 	story := fmt.Sprintf("(two server processes on one database, retention %v) %s  →  %s", retention, req.String(), orig.Short())
 	if orig.Is(http.StatusCreated, "") {
 		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
@@ -892,7 +900,7 @@ func checkTwoServersForget(t *T) error {
 	}
 	story += "\nevery other retry below goes through the second process"
 	ran := func() { books.Transfer(op, a.Accounts[0], b.Accounts[0], amount) }
-	return rt.lateRetriesAtOnce(req, orig, retention, ran, books, &story)
+	return rt.lateRetriesAtOnce(req, orig, answered, retention, ran, books, &story)
 }
 
 // checkPurgeBounded catches a purge that does nothing (or is missing), one

@@ -58,3 +58,43 @@ func TestRetentionBoundary_ASlowFirstAnswerIsNoDouble(t *testing.T) {
 		t.Fatalf("S5.retention-boundary failed solution 5 whose first answer took 3 s:\n%s", grader.Format(r, ""))
 	}
 }
+
+// TestRetentionBoundary_ASlowRefusalLeavesTheLateRetries: the refusal
+// S5.retention-boundary sends before its late retries comes back 11 s
+// late, more than the 10 s the check leaves its key of the retention when
+// it moves the lab clock (a loaded machine). The move is counted from the
+// key's answer, so the key is not purged by it, and the retries still
+// meet it expired and in the table; before, the check could not observe.
+func TestRetentionBoundary_ASlowRefusalLeavesTheLateRetries(t *testing.T) {
+	var first sync.Once
+	slowRefusal := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec := &statusWriter{ResponseWriter: w}
+			next.ServeHTTP(rec, r)
+			if rec.status == http.StatusUnprocessableEntity {
+				first.Do(func() { time.Sleep(11 * time.Second) })
+			}
+		})
+	}
+	subject := grader.Subject{Stage: 5, Name: "solutions/stage5", New: stage5.New}
+	c, ok := grader.Lookup("S5.retention-boundary")
+	if !ok {
+		t.Fatal("no check S5.retention-boundary")
+	}
+	if r := grader.RunCheck(context.Background(), subject, c, 1, serveWrapped(t, subject.New, slowRefusal)); !r.Passed() {
+		t.Fatalf("S5.retention-boundary did not pass solution 5 whose first refusal took 11 s:\n%s", grader.Format(r, ""))
+	}
+}
+
+// statusWriter records the status a handler answers with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
