@@ -49,14 +49,7 @@ func TestRetentionBoundary_ASlowFirstAnswerIsNoDouble(t *testing.T) {
 			}
 		})
 	}
-	subject := grader.Subject{Stage: 5, Name: "solutions/stage5", New: stage5.New}
-	c, ok := grader.Lookup("S5.retention-boundary")
-	if !ok {
-		t.Fatal("no check S5.retention-boundary")
-	}
-	if r := grader.RunCheck(context.Background(), subject, c, 1, serveWrapped(t, subject.New, slowFirst)); !r.Passed() {
-		t.Fatalf("S5.retention-boundary failed solution 5 whose first answer took 3 s:\n%s", grader.Format(r, ""))
-	}
+	retentionBoundaryPasses(t, slowFirst, "whose first answer took 3 s")
 }
 
 // TestRetentionBoundary_ASlowRefusalLeavesTheLateRetries: the refusal
@@ -76,13 +69,21 @@ func TestRetentionBoundary_ASlowRefusalLeavesTheLateRetries(t *testing.T) {
 			}
 		})
 	}
+	retentionBoundaryPasses(t, slowRefusal, "whose first refusal took 11 s")
+}
+
+// retentionBoundaryPasses runs S5.retention-boundary, seed 1, against
+// solution 5 wrapped in wrap, and fails t, saying what the wrapper does,
+// unless the check passes.
+func retentionBoundaryPasses(t *testing.T, wrap func(http.Handler) http.Handler, what string) {
+	t.Helper()
 	subject := grader.Subject{Stage: 5, Name: "solutions/stage5", New: stage5.New}
 	c, ok := grader.Lookup("S5.retention-boundary")
 	if !ok {
 		t.Fatal("no check S5.retention-boundary")
 	}
-	if r := grader.RunCheck(context.Background(), subject, c, 1, serveWrapped(t, subject.New, slowRefusal)); !r.Passed() {
-		t.Fatalf("S5.retention-boundary did not pass solution 5 whose first refusal took 11 s:\n%s", grader.Format(r, ""))
+	if r := grader.RunCheck(context.Background(), subject, c, 1, serveWrapped(t, subject.New, wrap)); !r.Passed() {
+		t.Fatalf("S5.retention-boundary did not pass solution 5 %s:\n%s", what, grader.Format(r, ""))
 	}
 }
 
