@@ -3,6 +3,8 @@ package conform
 import (
 	"context"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -122,4 +124,32 @@ func TestRun_Every409(t *testing.T) {
 			t.Errorf("%s: money %s, want %s (saw %s)", id, got[id].Money, MoneyClean, got[id].Saw)
 		}
 	}
+}
+
+// TestRun_RemoteAddrLostResponse attacks a middleware that scopes keys by
+// the client's remote address (audit/testdata/remoteaddr). A client whose
+// answer was lost retries over a new connection, the old one being dead,
+// so from another port: to this middleware the retry is a new request,
+// and pays again. lost-response must send it so; a retry over the
+// connection the answer was lost on came from the same address and found
+// nothing wrong.
+func TestRun_RemoteAddrLostResponse(t *testing.T) {
+	profile, err := Load("testdata/profiles/lab.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := byID(attackLab(t, "remoteaddr", profile))["lost-response"]
+	m := regexp.MustCompile(`a move of (-?[0-9]+); the witness moved by (-?[0-9]+)`).FindStringSubmatch(r.Saw)
+	if r.Money != MoneyHarmed || m == nil || m[2] != strconv.Itoa(2*atoi(t, m[1])) {
+		t.Errorf("lost-response: money %s, saw %q; want harmed, the witness moved twice as far as due: each retry paid again", r.Money, r.Saw)
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -108,7 +108,6 @@ type runner struct {
 	rng    *rand.Rand
 	mu     sync.Mutex
 	client *http.Client
-	faulty *http.Client
 	budget int
 	keys   int
 	// run is drawn fresh for every run, never from the seed: it sets
@@ -196,7 +195,6 @@ func newRunner(o Options) *runner {
 	r := &runner{Options: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), budget: o.MaxOperations, run: rand.Uint32()}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	r.client = &http.Client{Transport: base, Timeout: o.Timeout}
-	r.faulty = &http.Client{Transport: &faultnet.Transport{Base: keeper{base}}, Timeout: o.Timeout}
 	return r
 }
 
@@ -495,9 +493,14 @@ const retries = 5
 // a Retry-After asks (at most a second) or a tenth of a second; it
 // returns the last answer.
 func (r *runner) untilFinal(ctx context.Context, o op, key string) answer {
+	return r.untilFinalVia(ctx, r.client, o, key)
+}
+
+// untilFinalVia is untilFinal through client c.
+func (r *runner) untilFinalVia(ctx context.Context, c *http.Client, o op, key string) answer {
 	var a answer
 	for range retries {
-		a = r.send(ctx, r.client, o, key)
+		a = r.send(ctx, c, o, key)
 		if a.err == nil && a.status != http.StatusConflict {
 			return a
 		}
@@ -555,32 +558,61 @@ func (r *runner) restart(ctx context.Context) error {
 // of them held back by a dial or a TLS handshake the others skip. close
 // closes their connections.
 func (r *runner) warmed(ctx context.Context, n int) (clients []*http.Client, close func()) {
-	base := r.client.Transport.(*http.Transport)
-	var ts []*http.Transport
+	var closes []func()
 	for range n {
-		t := base.Clone()
-		c := &http.Client{Transport: t, Timeout: r.Timeout}
+		c, cl := r.fresh(nil)
 		if r.Profile.Witness != nil {
 			r.witnessVia(ctx, c, 0) // an error shows again, where a scenario reads the witness
 		}
-		ts = append(ts, t)
+		closes = append(closes, cl)
 		clients = append(clients, c)
 	}
 	return clients, func() {
-		for _, t := range ts {
-			t.CloseIdleConnections()
+		for _, cl := range closes {
+			cl()
 		}
 	}
+}
+
+// fresh returns a client with a connection pool of its own, empty: its
+// first request dials a new connection to the API. wrap, if not nil,
+// wraps the pool's transport. close closes the pool's connections.
+func (r *runner) fresh(wrap func(http.RoundTripper) http.RoundTripper) (c *http.Client, close func()) {
+	t := r.client.Transport.(*http.Transport).Clone()
+	var rt http.RoundTripper = t
+	if wrap != nil {
+		rt = wrap(t)
+	}
+	return &http.Client{Transport: rt, Timeout: r.Timeout}, t.CloseIdleConnections
 }
 
 // lose sends o with key through the fault transport at point p (the
 // server processes the request; the client never sees the answer).
 // It returns what the client saw and, as held, the answer the API gave
 // that the client never saw (a transport error if it gave none).
+//
+// The request goes over a connection of its own, closed after it: the
+// connection a response was lost on is dead (reset, or given up on), and
+// a client's retry opens another, from another address and port. A
+// retry sent over the same connection would hide an API that scopes its
+// keys by the connection or the client's address.
 func (r *runner) lose(ctx context.Context, o op, key string, p dayplan.Point) (lost, held answer) {
 	held = answer{err: errors.New("no answer from the API")}
-	lost = r.send(context.WithValue(faultnet.WithFault(ctx, p), withheldKey{}, &held), r.faulty, o, key)
+	c, close := r.fresh(func(t http.RoundTripper) http.RoundTripper {
+		return &faultnet.Transport{Base: keeper{t}}
+	})
+	defer close()
+	lost = r.send(context.WithValue(faultnet.WithFault(ctx, p), withheldKey{}, &held), c, o, key)
 	return lost, held
+}
+
+// retryLost sends o with key again after its answer was lost (see
+// lose), until an answer, over a new connection, as a client does whose
+// connection died with the answer.
+func (r *runner) retryLost(ctx context.Context, o op, key string) answer {
+	c, close := r.fresh(nil)
+	defer close()
+	return r.untilFinalVia(ctx, c, o, key)
 }
 
 // withheldKey is the context key of the answer keeper keeps.

@@ -361,7 +361,7 @@ func lostResponse(ctx context.Context, r *runner, res *Result) error {
 		}
 		key := sf(r.key())
 		lost, held := r.lose(ctx, o, key, p)
-		final := r.untilFinal(ctx, o, key)
+		final := r.retryLost(ctx, o, key)
 		ok = ok && final.ok()
 		switch {
 		case final.ok() && !final.readable():
