@@ -122,6 +122,12 @@ func (p *Profile) check() error {
 	switch {
 	case p.Operation.Method == "" || !strings.HasPrefix(p.Operation.Path, "/"):
 		return errors.New(`operation needs a method and a path starting with "/"`)
+	case p.Operation.Method != strings.ToUpper(p.Operation.Method):
+		return fmt.Errorf("operation: method %q: a method is case-sensitive (RFC 9110 §9.1), and the standard ones are in capitals: %q", p.Operation.Method, strings.ToUpper(p.Operation.Method))
+	case slices.Contains([]string{"GET", "HEAD", "OPTIONS", "TRACE"}, p.Operation.Method):
+		// A read creates nothing: every scenario would find each of its
+		// operations answered 2xx and never executed, money harmed.
+		return fmt.Errorf("operation: method %s is safe (RFC 9110 §9.2.1): it changes nothing, and every scenario would find its operations answered and never executed; name the operation that creates or pays (POST, PUT, PATCH…), and read what it did with the witness", p.Operation.Method)
 	case len(p.Body) == 0:
 		return errors.New("body: the template of a request body is missing")
 	case len(p.Principals) == 0 || len(p.Principals) > 2:

@@ -38,6 +38,8 @@ func TestLoad_ErrorsSayWhatToFix(t *testing.T) {
 		{"a misspelt placeholder", `{{amount}}`, `{{amout}}`, []string{"body: {{amout}} is not a placeholder", "{{amount}}, {{unique}}"}},
 		{"a var a principal lacks", `"vars": {"who": "bob"}`, `"vars": {"whom": "bob"}`, []string{"uses {{var.who}}", "principals[1] (bob) has no vars.who"}},
 		{"a restart without a witness", `"witness": {"path": "/v1/payments", "count": "/items"},`, `"restart": "systemctl restart payserver",`, []string{"restart: needs a witness"}},
+		{"a read for the operation", `"method": "POST"`, `"method": "GET"`, []string{"method GET is safe", "name the operation that creates or pays"}},
+		{"a method in lower case", `"method": "POST"`, `"method": "post"`, []string{`method "post": a method is case-sensitive`, `"POST"`}},
 		{"days in the expiry", `"after": "24h"`, `"after": "1d"`, []string{`write days as hours, e.g. "24h"`}},
 		{"an expiry that is no period", `"after": "24h"`, `"after": "a day"`, []string{`"24h" or "30m"`}},
 	} {
