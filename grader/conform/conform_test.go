@@ -609,6 +609,22 @@ func TestReport_EachVerdictWithItsOwnClaim(t *testing.T) {
 	}
 }
 
+// TestScenarios_AClaimSaysBothItsHalves: the --json document's claim is
+// the whole of what a scenario claims, its halves claim_money and
+// claim_contract apart: a scenario whose money half speaks of what
+// executes says so in its claim too, never only what the draft requires
+// (missing-key's claim once said only "gets 400").
+func TestScenarios_AClaimSaysBothItsHalves(t *testing.T) {
+	for _, s := range scenarios {
+		if s.Requires == "" || s.Keeps == "" {
+			continue
+		}
+		if s.Claim == s.Requires || strings.Contains(s.Keeps, "execut") && !strings.Contains(s.Claim, "execut") {
+			t.Errorf("%s: claim %q says only what the draft requires, not %q", s.ID, s.Claim, s.Keeps)
+		}
+	}
+}
+
 // TestJUnit_AFailureNamesEveryVerdictItMissed: a case both harmed and
 // short of a MUST says both, each with its own claim and the MUST's
 // level; it once said only "money harmed".
