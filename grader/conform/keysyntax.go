@@ -178,7 +178,8 @@ func longKeys(ctx context.Context, r *runner, res *Result) error {
 
 // keyCase sends a key with a capital letter, then the same key in lower
 // case, the form every other scenario's keys take. Keys are
-// case-sensitive (§2.1: a String is compared as it is); a key column
+// case-sensitive (§2.1 makes a key an RFC 8941 String, and nothing in
+// the draft folds its case); a key column
 // whose collation ignores case takes the two for one, and a client
 // whose keys are random letters of both cases loses an operation to it.
 // The capital goes first so that an API that takes only lower-case keys
