@@ -76,8 +76,8 @@ func LoadMutants(fsys fs.FS, dir string) ([]Mutant, error) {
 // ParseMutant reads one mutant from its txtar form: a header of
 // "field: value" lines (name, stage, caught-by, bug, engine if the bug
 // shows on one engine only, lesson if its failure must send the student
-// to a section other than the check's, and harm if its verdict on money
-// must be one), then each edit as two sections, "FILE: old" and "FILE:
+// to a section other than the check's, harm if its verdict on money
+// must be one, and state if it adds a package variable), then each edit as two sections, "FILE: old" and "FILE:
 // new". The line break that ends a section is the archive's, not the
 // edit's. It returns an error for an unknown or missing field, or a
 // section out of that order.
@@ -108,6 +108,8 @@ func ParseMutant(data []byte) (Mutant, error) {
 			m.Lesson = value
 		case "harm":
 			m.Harm = value
+		case "state":
+			m.State = value
 		default:
 			return Mutant{}, fmt.Errorf("unknown header field %q", field)
 		}

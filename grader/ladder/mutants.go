@@ -39,6 +39,12 @@ type Mutant struct {
 	// does not start (PostgreSQL knows no type STRING), and the mutant is
 	// not built there.
 	Engine labdb.Engine
+	// State, if set, says why the mutant keeps state in a package
+	// variable (a map, a mutex, a counter), which every check's server in
+	// one test process shares. Without it the ladder's tests refuse a
+	// mutant that adds one: a stage's checks run side by side in one
+	// process, and what one check's server left there is read by another's.
+	State string
 }
 
 // Edit replaces Old, which must occur exactly once in File, with New.
