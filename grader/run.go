@@ -132,7 +132,36 @@ func runCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uin
 	if errors.As(err, &f) && f.Lesson == "" && r.History != nil && abortedTransaction(r.History.ServerErrors) {
 		f.Lesson = postgresLesson(subject.Stage)
 	}
+	if errors.As(err, &f) && f.Lesson == "" && r.History != nil && c.Stage < 5 && subject.Stage >= 5 &&
+		keyForgotten(*r.History, f.Excess) {
+		f.Lesson = lesson5 + "#how-long-to-remember"
+	}
 	return r
+}
+
+// keyForgotten reports whether the history saw the key of an operation
+// of excess (those that executed more often than asked) forgotten: its
+// completed row deleted, or claimed again in place. A check of the stages
+// before 5 never moves the lab clock past a retention, so a server of
+// stage 5 on that forgot a key there forgot it inside its retention (a
+// purge with no condition on the time, an expiry moment in the future),
+// and the retry that ran again ran because of it: the check's own section
+// would send the student after the claim or the stored answer, which did
+// their part. When the key was forgotten is not compared with when the
+// operation ran again: the key table's reports and the executions come by
+// two ways, and on a loaded machine a report can be stamped after the run
+// it let in.
+func keyForgotten(h timeline.History, excess []string) bool {
+	keys := map[string]bool{}
+	for _, a := range h.Attempts {
+		if a.Key != "" && slices.Contains(excess, a.Op) {
+			keys[a.Key] = true
+		}
+	}
+	return slices.ContainsFunc(h.Events, func(e timeline.Event) bool {
+		return keys[e.Key] && (e.Kind == timeline.Forget ||
+			e.Kind == timeline.Claim && strings.Contains(e.Detail, "in the completed key's row"))
+	})
 }
 
 // abortedTransaction reports whether the server logged, behind a 5xx,

@@ -3,8 +3,10 @@ package grader
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"idemlab/grader/judging"
 	"idemlab/grader/timeline"
@@ -139,6 +141,43 @@ func TestAbortedTransaction_SendsTheStudentToThePostgreSQLSection(t *testing.T) 
 	}
 	if got := (Result{Check: c, Err: &judging.Failure{Lesson: lesson2 + "#on-postgresql"}}).Lesson(); got != lesson2+"#on-postgresql" {
 		t.Errorf("a finding with a lesson of its own: %s, want it", got)
+	}
+}
+
+// TestKeyForgotten_SendsTheStudentToTheRetention: a purge with no
+// condition on the time forgets a key between a stage 4 check's original
+// and its retry (purge-without-time fails S4.replay-byte-identical first in
+// a full run of stage 5), and the retry that ran again is sent to lesson
+// 05's retention, not to the section on storing the answer. The key of an
+// operation that ran once, or a key only completed, is no such finding.
+func TestKeyForgotten_SendsTheStudentToTheRetention(t *testing.T) {
+	at := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	h := timeline.History{
+		Attempts: []timeline.Attempt{{ID: "a1", Key: "k-1", Op: "op-1"}, {ID: "a2", Key: "k-1", Op: "op-1"},
+			{ID: "a3", Key: "k-2", Op: "op-2"}},
+		Events: []timeline.Event{
+			{At: at, Kind: timeline.Execution, Op: "op-1", Count: 1},
+			{At: at, Kind: timeline.Claim, Key: "k-1", Detail: "completed"},
+			{At: at, Kind: timeline.Complete, Key: "k-1"},
+			{At: at.Add(time.Millisecond), Kind: timeline.Execution, Op: "op-1", Count: 2},
+			{At: at, Kind: timeline.Claim, Key: "k-2", Detail: "completed"},
+		},
+	}
+	if keyForgotten(h, []string{"op-1"}) {
+		t.Error("a key only claimed and completed is taken for forgotten")
+	}
+	for _, forgot := range []timeline.Event{
+		{At: at.Add(2 * time.Millisecond), Kind: timeline.Forget, Key: "k-1"},
+		{At: at, Kind: timeline.Claim, Key: "k-1", Detail: "in_progress, again, in the completed key's row"},
+	} {
+		h := h
+		h.Events = append(slices.Clone(h.Events), forgot)
+		if !keyForgotten(h, []string{"op-1"}) {
+			t.Errorf("%s %q of the doubled operation's key is not seen", forgot.Kind, forgot.Detail)
+		}
+		if keyForgotten(h, []string{"op-2"}) {
+			t.Errorf("%s of another operation's key is taken for the doubled one's", forgot.Kind)
+		}
 	}
 }
 
