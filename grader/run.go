@@ -132,12 +132,38 @@ func runCheck(ctx context.Context, subject targets.Subject, c Check, runSeed uin
 	if errors.As(err, &f) && f.Lesson == "" && r.History != nil && abortedTransaction(r.History.ServerErrors) {
 		f.Lesson = postgresLesson(subject.Stage)
 	}
-	if errors.As(err, &f) && f.Lesson == "" && r.History != nil && c.Stage < 5 && subject.Stage >= 5 &&
-		keyForgotten(*r.History, f.Excess) {
-		f.Lesson = lesson5 + "#how-long-to-remember"
+	if errors.As(err, &f) && f.Lesson == "" && r.History != nil && subject.Stage >= 4 && valueTooLong(r.History.ServerErrors) {
+		f.Lesson = lesson4 + "#store-the-answer"
+		f.Why = cmp.Or(f.Why, tooLongWhy)
+	}
+	if errors.As(err, &f) && r.History != nil {
+		explainForgotten(f, c.Stage, subject.Stage, *r.History)
 	}
 	return r
 }
+
+// explainForgotten gives f, a failure of a check of stage check on a
+// server of stage subject, lesson 05's retention and forgottenWhy, when the
+// stages are those keyForgotten speaks of and it finds the key of an
+// operation f counts in excess forgotten in h; a lesson or a why f has of
+// its own is kept.
+func explainForgotten(f *judging.Failure, check, subject int, h timeline.History) {
+	if f.Lesson != "" || check >= 5 || subject < 5 || !keyForgotten(h, f.Excess) {
+		return
+	}
+	f.Lesson = lesson5 + "#how-long-to-remember"
+	if f.Why == "" {
+		f.Why = forgottenWhy
+	}
+}
+
+// forgottenWhy is the why of a failure that keyForgotten explains, in
+// place of the check's: the claim and the answer it speaks of did their
+// part, and the key was gone.
+const forgottenWhy = "the key of the operation that ran again was forgotten during this check, " +
+	"which never moves the lab clock past a retention: a key forgotten inside its retention (a purge " +
+	"with no condition on completed_at, an expiry moment computed the wrong way) makes the next retry " +
+	"a new request, and it pays a second time"
 
 // keyForgotten reports whether the history saw the key of an operation
 // of excess (those that executed more often than asked) forgotten: its
@@ -169,7 +195,30 @@ func keyForgotten(h timeline.History, excess []string) bool {
 // same transaction (SQLSTATE 25P02): an error the stage's own SQL made,
 // which the lessons' PostgreSQL sections explain, whatever check met it.
 func abortedTransaction(serverErrors []timeline.ServerError) bool {
-	return slices.ContainsFunc(serverErrors, func(e timeline.ServerError) bool { return strings.Contains(e.Line, "25P02") })
+	return loggedSQLState(serverErrors, "25P02")
+}
+
+// valueTooLong reports whether the server logged, behind a 5xx,
+// PostgreSQL's refusal of a value longer than its column's type allows
+// (SQLSTATE 22001): from stage 4 on, an answer stored in a column sized for
+// the answers the student tried (VARCHAR(4096)), which lesson 04 explains,
+// whatever check sent the longer one. A key column too short fails
+// S1.key-forms from stage 1 on, before this applies.
+func valueTooLong(serverErrors []timeline.ServerError) bool {
+	return loggedSQLState(serverErrors, "22001")
+}
+
+// tooLongWhy is the why of a failure valueTooLong explains, in place of
+// the check's, which speaks of a bug the server does not have.
+const tooLongWhy = "the server's database refused a value longer than its column allows: an answer stored " +
+	"in a column sized for the answers that were tried is refused when a longer one comes, the completion " +
+	"fails and takes the money's transaction with it, and every retry of that payment is told the key " +
+	"store failed, for good"
+
+// loggedSQLState reports whether one of the causes the server logged
+// behind its 5xx answers carries PostgreSQL's SQLSTATE code.
+func loggedSQLState(serverErrors []timeline.ServerError, code string) bool {
+	return slices.ContainsFunc(serverErrors, func(e timeline.ServerError) bool { return strings.Contains(e.Line, code) })
 }
 
 // postgresLesson is the section that explains an aborted transaction to

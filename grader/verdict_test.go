@@ -144,12 +144,29 @@ func TestAbortedTransaction_SendsTheStudentToThePostgreSQLSection(t *testing.T) 
 	}
 }
 
+// TestValueTooLong_SeesPostgreSQLRefuseALongAnswer: a 5xx whose logged
+// cause is PostgreSQL refusing a value longer than its column (22001), as
+// varchar-answer-column's completion of a long answer is, is seen; an
+// aborted transaction or another cause is not taken for it.
+func TestValueTooLong_SeesPostgreSQLRefuseALongAnswer(t *testing.T) {
+	tooLong := "POST /transfers → 503: ERROR: value too long for type character varying(4096) (SQLSTATE 22001)"
+	if !valueTooLong([]timeline.ServerError{{Line: "POST /transfers → 500: disk full"}, {Line: tooLong}}) {
+		t.Errorf("22001 among the causes is not seen")
+	}
+	aborted := "POST /transfers → 503: ERROR: current transaction is aborted, commands ignored until end of transaction block (SQLSTATE 25P02)"
+	if valueTooLong([]timeline.ServerError{{Line: aborted}, {Line: "POST /transfers → 500: disk full"}}) {
+		t.Errorf("a cause without 22001 is taken for a value too long")
+	}
+}
+
 // TestKeyForgotten_SendsTheStudentToTheRetention: a purge with no
 // condition on the time forgets a key between a stage 4 check's original
 // and its retry (purge-without-time fails S4.replay-byte-identical first in
 // a full run of stage 5), and the retry that ran again is sent to lesson
-// 05's retention, not to the section on storing the answer. The key of an
-// operation that ran once, or a key only completed, is no such finding.
+// 05's retention, not to the section on storing the answer, and told why
+// in its terms. The key of an operation that ran once, or a key only
+// completed, is no such finding, nor is one forgotten in a check of stage 5
+// on, or on a server that keeps its keys.
 func TestKeyForgotten_SendsTheStudentToTheRetention(t *testing.T) {
 	at := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
 	h := timeline.History{
@@ -177,6 +194,28 @@ func TestKeyForgotten_SendsTheStudentToTheRetention(t *testing.T) {
 		}
 		if keyForgotten(h, []string{"op-2"}) {
 			t.Errorf("%s of another operation's key is taken for the doubled one's", forgot.Kind)
+		}
+	}
+	h.Events = append(h.Events, timeline.Event{At: at, Kind: timeline.Forget, Key: "k-1"})
+	for _, tc := range []struct {
+		name           string
+		check, subject int
+		f              judging.Failure
+		lesson, why    string
+	}{
+		{"a stage 4 check on a stage 5 server", 4, 5, judging.Failure{Excess: []string{"op-1"}},
+			lesson5 + "#how-long-to-remember", forgottenWhy},
+		{"on a stage 9 server", 1, 9, judging.Failure{Excess: []string{"op-1"}}, lesson5 + "#how-long-to-remember", forgottenWhy},
+		{"a why of the finding's own", 4, 6, judging.Failure{Excess: []string{"op-1"}, Why: "w"}, lesson5 + "#how-long-to-remember", "w"},
+		{"a stage 5 check, which moves the clock past retentions", 5, 5, judging.Failure{Excess: []string{"op-1"}}, "", ""},
+		{"a stage 4 server, which keeps its keys", 4, 4, judging.Failure{Excess: []string{"op-1"}}, "", ""},
+		{"a lesson of the finding's own", 4, 5, judging.Failure{Excess: []string{"op-1"}, Lesson: "l"}, "l", ""},
+		{"no operation ran more often than asked", 4, 5, judging.Failure{}, "", ""},
+	} {
+		f := tc.f
+		explainForgotten(&f, tc.check, tc.subject, h)
+		if f.Lesson != tc.lesson || f.Why != tc.why {
+			t.Errorf("%s: lesson %q and why %q, want %q and %q", tc.name, f.Lesson, f.Why, tc.lesson, tc.why)
 		}
 	}
 }
