@@ -182,7 +182,7 @@ func (t *T) forgetKeepsTheOther(s Scenario, key string, mine, theirs keyHolder, 
 	if err := t.Reconcile(sent, theirs.name+"'s retry "+again.Short(), books); err != nil {
 		return because(err, theirs.name+"'s retry ran again right after "+mine.name+"'s late retry forgot its own expired key of the same string: a claim that forgets an expired key by less than its scope (customer, method, route and key) takes a live key of that string in another scope with it")
 	}
-	if d := replayValueMismatch(other, again, "the original"); d != "" {
+	if d := ownAnswerMismatch(other, again, "the original"); d != "" {
 		return t.Fail(sent, again.String()+"\n"+d, theirs.name+"'s own stored 201: its key is within its retention, whatever became of the expired key of the same string in another scope")
 	}
 	return nil
@@ -360,7 +360,7 @@ func (t *T) sameKeyTwoCustomers(s Scenario, kind string, together bool) error {
 		return err
 	}
 	for i, r := range retries {
-		if d := replayValueMismatch(rs[i], r, "the original"); rs[i].Is(http.StatusCreated, "") && d != "" {
+		if d := ownAnswerMismatch(rs[i], r, "the original"); rs[i].Is(http.StatusCreated, "") && d != "" {
 			t.Differ(retried, who[i]+" got "+r.String()+"\n"+d, who[i]+"'s own stored 201")
 		}
 	}
@@ -510,7 +510,7 @@ func checkEndpointsScoped(t *T, s Scenario) error {
 		if err := t.Reconcile(retry, r.Short(), books); err != nil {
 			return err
 		}
-		if d := replayValueMismatch(firsts[i], r, "the original"); d != "" {
+		if d := ownAnswerMismatch(firsts[i], r, "the original"); d != "" {
 			harm := judging.Harm("")
 			if id := answerID(r); id != "" && id == answerID(firsts[1-i]) {
 				harm = judging.WrongAnswer
@@ -638,7 +638,7 @@ func checkRetentionBoundary(t *T, s Scenario) error {
 		if err := t.Reconcile(story, "", books); err != nil {
 			return err
 		}
-		if d := replayValueMismatch(orig, inside, "the original"); d != "" {
+		if d := ownAnswerMismatch(orig, inside, "the original"); d != "" {
 			return t.Fail(story, inside.String()+"\n"+d, "the stored 201: the key is still within its retention period, "+retention.String()+" in the config in force")
 		}
 
@@ -664,7 +664,7 @@ func checkRetentionBoundary(t *T, s Scenario) error {
 		if err := t.Reconcile(story, "", books); err != nil {
 			return err
 		}
-		if d := replayValueMismatch(after, again, "the original"); d != "" {
+		if d := ownAnswerMismatch(after, again, "the original"); d != "" {
 			return t.Fail(story, again.String()+"\n"+d, "the new transfer's stored 201")
 		}
 		// A second transfer completes with that one, so that it expires
@@ -768,7 +768,7 @@ func (t *T) editedAfterExpiry(side Request, from, to string, sideAmount int64, l
 	if err := t.Reconcile(*story, "", books); err != nil {
 		return err
 	}
-	if d := replayValueMismatch(r, again, "the new transfer"); d != "" {
+	if d := ownAnswerMismatch(r, again, "the new transfer"); d != "" {
 		expected := "the new transfer's stored 201: the forgotten key names the new request, its body included"
 		if again.Is(http.StatusUnprocessableEntity, pKeyReused) {
 			return t.Harmful(judging.NoUsableAnswer, *story, again.String()+"\n"+d, expected+"; refused as another request, its client can never learn that its money moved")
@@ -1051,7 +1051,7 @@ func checkPurgeBounded(t *T, s Scenario) error {
 	}
 	i := kept9[t.Rand().IntN(len(kept9))]
 	r := t.Do(live[i])
-	if d := replayValueMismatch(answers[i], r, "the original"); d != "" {
+	if d := ownAnswerMismatch(answers[i], r, "the original"); d != "" {
 		return t.Fail(sent+"\nthen the retry of one of the 9: "+live[i].String(), r.String()+"\n"+d, "its stored answer")
 	}
 	return nil
@@ -1160,7 +1160,7 @@ func checkPurgeKeepsInProgress(t *T) error {
 			r := t.Do(req)
 			sent += "\nthen the retry  →  " + r.Short()
 			err := t.Reconcile(sent, "", books)
-			if d := replayValueMismatch(orig, r, "the original"); err == nil && d != "" {
+			if d := ownAnswerMismatch(orig, r, "the original"); err == nil && d != "" {
 				err = t.Fail(sent, r.String()+"\n"+d, "the stored 201: a key's retention period counts from its completion (completed_at), not from its claim")
 			}
 			if err != nil {

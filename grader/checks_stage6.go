@@ -177,7 +177,7 @@ func leaseTakeoverOnce(t *T, s Scenario, early *bool) error {
 		}
 		last := t.Do(req)
 		for _, r := range rs {
-			if d := replayValueMismatch(r, last, "the original"); r.Is(http.StatusCreated, "") && d != "" {
+			if d := ownAnswerMismatch(r, last, "the original"); r.Is(http.StatusCreated, "") && d != "" {
 				return t.Fail(sent+"  →  "+got+"\nthen one more retry", last.String()+"\n"+d, "the stored 201 of the retry that executed")
 			}
 		}
@@ -933,7 +933,7 @@ func (t *T) lateOriginalAlone(s Scenario, latency time.Duration) (bool, error) {
 			"201 Created to the original: its lease expired while it waited, but no retry took its key over, so the key is still its own, and it completes; an expired lease lets a retry take the key over, it does not undo the original's work (refused, the original threw its core call away, and the retry called the core again for one payment)"),
 			"the owner is the fence, and the lease's expiry only the moment from which a retry may take the key over: a completion that also asks for a live lease refuses every request slower than the lease, retried or not, and its retry calls the core a second time for one payment, a side effect no rollback undoes")
 	}
-	if d := replayValueMismatch(first, retry, "the original's"); d != "" {
+	if d := ownAnswerMismatch(first, retry, "the original's"); d != "" {
 		return true, t.Fail(sent, retry.String()+"\n"+d, "the original's stored 201, to its retry")
 	}
 	if calls > 1 {
@@ -1379,7 +1379,7 @@ func (t *T) lateOriginalFenced(s Scenario, latency time.Duration, draw func(*T, 
 	if want != "" {
 		return true, t.Fail(sent, got, want)
 	}
-	if d := replayValueMismatch(second, last, "the retry's"); conclusive && tookOver && d != "" {
+	if d := ownAnswerMismatch(second, last, "the retry's"); conclusive && tookOver && d != "" {
 		return true, t.Fail(sent, last.String()+"\n"+d, "the retry's stored 201, to the last retry")
 	}
 	return conclusive, nil
