@@ -52,6 +52,11 @@ func retryAfterAnswer(t *T, books *judging.Books, req Request, op, from, to stri
 	for i := range retries {
 		r := t.Do(req)
 		story = append(story, fmt.Sprintf("retry %d, the same request  →  %s", i+1, r.Short()))
+		// Told to wait, the client comes back, as the retry policy says:
+		// a retry that arrives just as its key completes is rightly told
+		// so once. What it is told in the end is what it knows.
+		r, waited := t.untilAnswered(req, r)
+		story[len(story)-1] += waited
 		sent := strings.Join(story, "\n")
 		if r.ServerFailed() {
 			return because(t.Fail(sent, r.String(), "an answer that is not a 5xx: "+told+"; the retry must not execute"),
@@ -71,6 +76,10 @@ func retryAfterAnswer(t *T, books *judging.Books, req Request, op, from, to stri
 			}
 			differed = true
 			continue
+		}
+		if r.Is(http.StatusConflict, pInProgress) {
+			return because(t.stillInProgress(req.Key, sent, r, told+": the original executed, and the retry is told so"),
+				"the client retried because it never saw the first answer, and was told to wait as long as it retried: it never learns that its money moved, and may pay again under a new key")
 		}
 		return because(t.Harmful(judging.NoUsableAnswer, sent, r.String(),
 			told+": the original executed, and the retry is told so"),

@@ -12,6 +12,7 @@ import (
 	"idemlab/grader/judging"
 	"idemlab/grader/targets"
 	"idemlab/kit/problem"
+	"idemlab/kit/stage"
 	"idemlab/solutions/stage4"
 )
 
@@ -19,9 +20,14 @@ import (
 // POST /transfers (a key it has seen) with answer, as many times as
 // times says (0: every time).
 func retriesAnswered(t *testing.T, times int, answer http.HandlerFunc) targets.Start {
+	return retriesAnsweredBy(t, stage4.New, times, answer)
+}
+
+// retriesAnsweredBy is retriesAnswered with the solution newStage builds.
+func retriesAnsweredBy(t *testing.T, newStage stage.Factory, times int, answer http.HandlerFunc) targets.Start {
 	var mu sync.Mutex
 	seen, answered := map[string]bool{}, 0
-	return serveWrapped(t, stage4.New, func(next http.Handler) http.Handler {
+	return serveWrapped(t, newStage, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodPost && r.URL.Path == "/transfers" {
 				key := r.Header.Get("Idempotency-Key")

@@ -1,0 +1,73 @@
+package grader
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"idemlab/grader/judging"
+	"idemlab/kit/retry"
+)
+
+// inProgressRetries is how many more times a check sends a request that
+// was told 409 request-in-progress before it takes that answer as what
+// the client finally knows. A retry can arrive just as its key completes
+// and be told, rightly, to come back: a client that follows the retry
+// policy does, and so does the check, a bounded number of times.
+const inProgressRetries = 3
+
+// inProgressPolicy is the retry policy of docs/api.md with a shorter
+// backoff: never less than the server's Retry-After, full jitter up to
+// 100 ms, 200 ms, 400 ms. A server that answers Retry-After: 1 is waited
+// 1s before each retry, as it asked.
+var inProgressPolicy = retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second}
+
+// untilAnswered sends req again while its answer r is 409
+// request-in-progress, waiting before each retry as the retry policy
+// does, inProgressRetries times at most. It returns the last answer, and
+// for the story the retries it sent ("" when r was no 409 in progress).
+func (t *T) untilAnswered(req Request, r Response) (Response, string) {
+	story := ""
+	for n := 1; n <= inProgressRetries && r.Is(http.StatusConflict, pInProgress); n++ {
+		wait := inProgressPolicy.Wait(n, t.Rand(), retry.Answer{RetryAfter: retryAfter(r)})
+		pace := time.NewTimer(wait)
+		select {
+		case <-pace.C:
+		case <-t.ctx.Done():
+			pace.Stop()
+			return r, story
+		}
+		r = t.Do(req)
+		story += fmt.Sprintf("\n  told to wait, it retries after %v  →  %s", wait.Round(time.Millisecond), r.Short())
+	}
+	return r, story
+}
+
+// retryAfter is r's Retry-After in whole seconds, 0 when it has none or
+// one the policy cannot read (an HTTP date: the policy's backoff then).
+func retryAfter(r Response) time.Duration {
+	var s int
+	if _, err := fmt.Sscanf(r.Header.Get("Retry-After"), "%d", &s); err != nil || s <= 0 {
+		return 0
+	}
+	return time.Duration(s) * time.Second
+}
+
+// stillInProgress judges a retry of key that is still told 409
+// request-in-progress after untilAnswered, whose operation executed:
+// what the client knows when it stops retrying. Whether the key is stuck
+// is the key table's to say, not the 409's: a row in progress is a stuck
+// key; a row completed, or none the lab can see, leaves a server that
+// tells every retry to wait of its own accord, and a client that never
+// learns that its money moved.
+func (t *T) stillInProgress(key, sent string, r Response, expected string) error {
+	st, err := t.State()
+	if err != nil {
+		return err
+	}
+	got := r.String() + "\nthen /lab/state: key row " + judging.DescribeRows(judging.KeyRows(st, key))
+	if judging.KeyInProgress(st, key) {
+		return t.Harmful(judging.StuckKey, sent, got, expected+"; its request has ended, and its key still says it is in progress")
+	}
+	return t.Harmful(judging.NoUsableAnswer, sent, got, expected+"; its request has ended, its key is not in progress, and every retry is still told to wait: the client never learns that its money moved")
+}
