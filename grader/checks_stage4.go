@@ -469,12 +469,9 @@ func checkInsufficientFundsReplayed(t *T, s Scenario) error {
 	books.Deposit(dop, a.Accounts[0], damount)
 	sent := fmt.Sprintf("%s  →  422 insufficient-funds\nthen %s  →  201 (the account now holds %d, enough)\nthen the retry of the transfer, the same request",
 		req.String(), dep.String(), s.Opening+damount)
-	r := t.Do(req)
-	if err := t.Reconcile(sent, r.Short(), books); err != nil {
+	r, sent, err := t.refusalRetried(req, orig, sent, books, "nothing executes")
+	if err != nil {
 		return err
-	}
-	if d := replayValueMismatch(orig, r, "the original"); d != "" {
-		return t.Harmful(replayHarm(orig, r), sent, r.String()+"\n"+d, "the stored 422 insufficient-funds, its status, headers and JSON value; nothing executes")
 	}
 	// The clerk, told the account was short, lowers the amount and sends
 	// it again under the same key. The refusal is that key's answer for
@@ -512,15 +509,35 @@ func checkInsufficientFundsReplayed(t *T, s Scenario) error {
 	if !r.Is(http.StatusUnprocessableEntity, pKeyReused) {
 		return t.Fail(sent, r.String(), keyStays)
 	}
-	r = t.Do(req)
 	sent += "  →  422 " + pKeyReused + "\nthen the retry of the refused transfer, the same request"
+	_, _, err = t.refusalRetried(req, orig, sent, books, "a refused edit changes nothing")
+	return err
+}
+
+// refusalRetried sends req, whose original was refused as orig (422
+// insufficient-funds), again after sent, and judges what its client
+// finally knows: told to wait (409 request-in-progress), it comes back as
+// the retry policy says (untilAnswered), and must be answered the stored
+// refusal; still told to wait, the refused transfer's key is held for good
+// (a stuck key: it never ran and cannot run, and its client never learns
+// it was refused). It returns the answer and the story with the retry.
+func (t *T) refusalRetried(req Request, orig Response, sent string, books *judging.Books, then string) (Response, string, error) {
+	r := t.Do(req)
+	if settled, waited := t.untilAnswered(req, r); waited != "" {
+		sent += "  →  " + r.Short() + waited
+		r = settled
+	}
 	if err := t.Reconcile(sent, r.Short(), books); err != nil {
-		return err
+		return r, sent, err
+	}
+	const stored = "the stored 422 insufficient-funds, its status, headers and JSON value"
+	if r.Is(http.StatusConflict, pInProgress) {
+		return r, sent, t.Harmful(judging.StuckKey, sent, r.String(), stored+": the refusal is the request's outcome, yet every retry is told it is in progress, the key held for good: the transfer never ran and cannot run, and its client, which lost the 422, never learns that it was refused")
 	}
 	if d := replayValueMismatch(orig, r, "the original"); d != "" {
-		return t.Harmful(replayHarm(orig, r), sent, r.String()+"\n"+d, "the stored 422 insufficient-funds, its status, headers and JSON value: a refused edit changes nothing")
+		return r, sent, t.Harmful(replayHarm(orig, r), sent, r.String()+"\n"+d, stored+"; "+then)
 	}
-	return nil
+	return r, sent, nil
 }
 
 // checkAnswerStoredWithTheMoney catches an answer stored after the

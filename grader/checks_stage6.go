@@ -1464,6 +1464,16 @@ func checkOutageMidRequest(t *T) error {
 			return true, err
 		}
 		story = sent + "\nthen the store is back" + story
+		if final.Is(http.StatusConflict, pInProgress) {
+			// What the client knows when it stops retrying: its key is
+			// still in progress. Nothing executed (or the books would have
+			// said so first), and nothing ever will.
+			s.Books.Expect(op)
+			if err := t.Reconcile(story, final.Short(), s.Books); err != nil {
+				return true, err
+			}
+			return true, t.Harmful(judging.StuckKey, story, final.String(), "201 Created: once the lease of the failed claim expires, a retry takes it over and executes; the lease has run out five times over, nothing runs, and every retry is still told to wait: the payment never ran and cannot run")
+		}
 		if !final.Is(http.StatusCreated, "") {
 			return true, t.Fail(story, final.String(), "201 Created: once the lease of the failed claim expires, a retry takes it over and executes")
 		}

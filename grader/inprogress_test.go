@@ -12,6 +12,7 @@ import (
 	"idemlab/kit/problem"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage4"
+	"idemlab/solutions/stage6"
 )
 
 // inProgressNow is a 409 request-in-progress without Retry-After: the
@@ -29,8 +30,9 @@ func inProgressNow(w http.ResponseWriter, _ *http.Request) {
 // judged on what it is told then: the stored answer, and the check
 // passes. Told so on every retry, the client stops without its answer,
 // and the key table says which harm that is: the original executed and
-// its row is completed (no usable answer). Before, the first 409 was the
-// verdict.
+// its row is completed (no usable answer), or the transfer was refused
+// and never ran, and its key is held for good (stuck key). Before, the
+// first 409 was the verdict.
 func TestInProgress_ARetryToldToWaitOnceComesBack(t *testing.T) {
 	for _, tc := range []struct {
 		id       string
@@ -40,6 +42,7 @@ func TestInProgress_ARetryToldToWaitOnceComesBack(t *testing.T) {
 	}{
 		{"S1.sequential-retry", stage4.New, 4, judging.NoUsableAnswer},
 		{"S1.key-forms", stage4.New, 4, judging.NoUsableAnswer},
+		{"S4.insufficient-funds-replayed", stage4.New, 4, judging.StuckKey},
 	} {
 		c, ok := grader.Lookup(tc.id)
 		if !ok {
@@ -64,5 +67,26 @@ func TestInProgress_ARetryToldToWaitOnceComesBack(t *testing.T) {
 				t.Errorf("the story does not show the retries after the 409:\n%s", f.Sent)
 			}
 		})
+	}
+}
+
+// S6.outage-mid-request: the original failed with the key store (503),
+// and every retry, past the lease many times over, is told to wait. The
+// payment never ran and cannot run: a stuck key, as
+// S4.insufficient-funds-replayed judges a refused transfer's key held for
+// good, not a contract difference.
+func TestOutageMidRequest_EveryRetryToldToWaitIsAStuckKey(t *testing.T) {
+	c, ok := grader.Lookup("S6.outage-mid-request")
+	if !ok {
+		t.Fatal("no check S6.outage-mid-request")
+	}
+	subject := grader.Subject{Stage: 6, Name: "solutions/stage6", New: stage6.New}
+	r := grader.RunCheck(context.Background(), subject, c, 7, retriesAnsweredBy(t, stage6.New, 0, inProgressNow))
+	var f *judging.Failure
+	if !errors.As(r.Err, &f) {
+		t.Fatalf("the check did not fail: %v", r.Err)
+	}
+	if f.Harm != judging.StuckKey {
+		t.Errorf("harm %q, want %q: %s", f.Harm, judging.StuckKey, f.Got)
 	}
 }
