@@ -3,6 +3,7 @@ package grader_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -25,6 +26,33 @@ func inProgressNow(w http.ResponseWriter, _ *http.Request) {
 	w.Write(body)
 }
 
+// behind409 runs check id against the solution newStage builds (of
+// stage n), whose retries of POST /transfers are answered 409
+// request-in-progress as many times as times says (0: every time), and
+// returns its error.
+func behind409(t *testing.T, id string, newStage stage.Factory, n, times int) error {
+	t.Helper()
+	c, ok := grader.Lookup(id)
+	if !ok {
+		t.Fatalf("no check %s", id)
+	}
+	subject := grader.Subject{Stage: n, Name: fmt.Sprintf("solutions/stage%d", n), New: newStage}
+	return grader.RunCheck(context.Background(), subject, c, 7, retriesAnsweredBy(t, newStage, times, inProgressNow)).Err
+}
+
+// harmOf returns err's failure, and fails t unless it is one with harm.
+func harmOf(t *testing.T, err error, harm judging.Harm) *judging.Failure {
+	t.Helper()
+	var f *judging.Failure
+	if !errors.As(err, &f) {
+		t.Fatalf("every retry told to wait: the check did not fail: %v", err)
+	}
+	if f.Harm != harm {
+		t.Errorf("harm %q, want %q: %s", f.Harm, harm, f.Got)
+	}
+	return f
+}
+
 // A retry told 409 request-in-progress once, as one that arrives just as
 // its key completes can be, comes back as the retry policy says and is
 // judged on what it is told then: the stored answer, and the check
@@ -35,34 +63,20 @@ func inProgressNow(w http.ResponseWriter, _ *http.Request) {
 // first 409 was the verdict.
 func TestInProgress_ARetryToldToWaitOnceComesBack(t *testing.T) {
 	for _, tc := range []struct {
-		id       string
-		newStage stage.Factory
-		stage    int
-		harm     judging.Harm
+		id   string
+		harm judging.Harm
 	}{
-		{"S1.sequential-retry", stage4.New, 4, judging.NoUsableAnswer},
-		{"S1.key-forms", stage4.New, 4, judging.NoUsableAnswer},
-		{"S4.insufficient-funds-replayed", stage4.New, 4, judging.StuckKey},
+		{"S1.sequential-retry", judging.NoUsableAnswer},
+		{"S1.key-forms", judging.NoUsableAnswer},
+		{"S4.insufficient-funds-replayed", judging.StuckKey},
 	} {
-		c, ok := grader.Lookup(tc.id)
-		if !ok {
-			t.Fatalf("no check %s", tc.id)
-		}
-		subject := grader.Subject{Stage: tc.stage, Name: "solutions/stage4", New: tc.newStage}
 		t.Run(tc.id+"/once", func(t *testing.T) {
-			if r := grader.RunCheck(context.Background(), subject, c, 7, retriesAnsweredBy(t, tc.newStage, 1, inProgressNow)); r.Err != nil {
-				t.Errorf("a retry told to wait once, then answered: %v", r.Err)
+			if err := behind409(t, tc.id, stage4.New, 4, 1); err != nil {
+				t.Errorf("a retry told to wait once, then answered: %v", err)
 			}
 		})
 		t.Run(tc.id+"/always", func(t *testing.T) {
-			r := grader.RunCheck(context.Background(), subject, c, 7, retriesAnsweredBy(t, tc.newStage, 0, inProgressNow))
-			var f *judging.Failure
-			if !errors.As(r.Err, &f) {
-				t.Fatalf("every retry told to wait: the check did not fail: %v", r.Err)
-			}
-			if f.Harm != tc.harm {
-				t.Errorf("harm %q, want %q: %s", f.Harm, tc.harm, f.Got)
-			}
+			f := harmOf(t, behind409(t, tc.id, stage4.New, 4, 0), tc.harm)
 			if !strings.Contains(f.Sent, "told to wait, it retries after") {
 				t.Errorf("the story does not show the retries after the 409:\n%s", f.Sent)
 			}
@@ -76,17 +90,5 @@ func TestInProgress_ARetryToldToWaitOnceComesBack(t *testing.T) {
 // S4.insufficient-funds-replayed judges a refused transfer's key held for
 // good, not a contract difference.
 func TestOutageMidRequest_EveryRetryToldToWaitIsAStuckKey(t *testing.T) {
-	c, ok := grader.Lookup("S6.outage-mid-request")
-	if !ok {
-		t.Fatal("no check S6.outage-mid-request")
-	}
-	subject := grader.Subject{Stage: 6, Name: "solutions/stage6", New: stage6.New}
-	r := grader.RunCheck(context.Background(), subject, c, 7, retriesAnsweredBy(t, stage6.New, 0, inProgressNow))
-	var f *judging.Failure
-	if !errors.As(r.Err, &f) {
-		t.Fatalf("the check did not fail: %v", r.Err)
-	}
-	if f.Harm != judging.StuckKey {
-		t.Errorf("harm %q, want %q: %s", f.Harm, judging.StuckKey, f.Got)
-	}
+	harmOf(t, behind409(t, "S6.outage-mid-request", stage6.New, 6, 0), judging.StuckKey)
 }
