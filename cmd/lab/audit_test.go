@@ -234,6 +234,17 @@ func TestAudit_Every409LeavesNoUsableAnswer(t *testing.T) {
 	}
 }
 
+// every409's refused transfer and its payment failed with the key store
+// never ran, and every retry of them is told to wait, three times after
+// Retry-After too: a stuck key in both checks, what the client knows when
+// it stops retrying (before, a wrong answer in one and a contract
+// difference in the other).
+func TestAudit_Every409HoldsTheKeysOfPaymentsThatNeverRan(t *testing.T) {
+	for _, id := range []string{"S4.insufficient-funds-replayed", "S6.outage-mid-request"} {
+		moneyFinding(t, "idemlab/audit/testdata/every409", id, judging.StuckKey)
+	}
+}
+
 // A middleware that scopes keys by the client's remote address
 // (audit/testdata/remoteaddr) takes a retry over a new connection for a
 // new request: under another customer's expired lease of the same key
