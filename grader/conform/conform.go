@@ -50,7 +50,24 @@ const (
 const (
 	ContractMet   = "met"
 	ContractUnmet = "unmet"
+	// ContractUnobserved: no request the requirement is about got an
+	// answer (each a transport error or a timeout), so what the API
+	// chose to answer was never seen.
+	ContractUnobserved = "could not observe"
 )
+
+// Requirement is a second requirement of the draft that a scenario's
+// answers are judged by, apart from its first, with its own citation and
+// verdict: concurrent-duplicates' §2.7 SHOULD (409), beside §2.6's MUST
+// (a resource conflict error), so that a 423 meets the one and misses
+// the other.
+type Requirement struct {
+	Section  string `json:"section"`
+	Level    string `json:"level"`
+	Claim    string `json:"claim"`
+	Contract string `json:"contract,omitempty"`
+	Expected string `json:"expected,omitempty"`
+}
 
 // Result is what one scenario found.
 type Result struct {
@@ -66,10 +83,13 @@ type Result struct {
 	Section string `json:"section,omitempty"`
 	Level   string `json:"level,omitempty"`
 	// Money is MoneyClean, MoneyHarmed or MoneyUnobserved; Contract is
-	// ContractMet, ContractUnmet or empty when the scenario states no
+	// ContractMet, ContractUnmet, ContractUnobserved or empty when the scenario states no
 	// requirement of the draft.
 	Money    string `json:"money,omitempty"`
 	Contract string `json:"contract,omitempty"`
+	// Also is the second requirement, if the scenario states one: its
+	// claim, citation and verdict, reported apart from the first.
+	Also *Requirement `json:"also,omitempty"`
 	// NotTried says why the scenario did not run; its verdicts are empty.
 	NotTried string `json:"not_tried,omitempty"`
 	// Saw is what the witness read; Sent and Got what the API was sent
@@ -228,6 +248,18 @@ func (a answer) readable() bool {
 		return true
 	}
 	return json.Valid(a.body)
+}
+
+// conflict reports whether a is a resource conflict error, what §2.6
+// requires for a request that meets the original still running: 409
+// Conflict, the status §2.7 asks for, or 423 Locked (RFC 4918 §11.3: the
+// resource is locked), each saying the resource is busy. Not 429 (a rate
+// limit: the client sent too much, not the resource busy) nor 425 Too
+// Early (RFC 8470: early data the server will not risk replaying): they
+// say nothing of the resource, and a copy that got one is no conflict
+// seen.
+func (a answer) conflict() bool {
+	return a.err == nil && (a.status == http.StatusConflict || a.status == http.StatusLocked)
 }
 
 // refused reports whether a is a 4xx: the request was turned away.

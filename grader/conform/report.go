@@ -12,12 +12,16 @@ import (
 type Summary struct {
 	// MustMet of Must scenarios met the draft's MUST, ShouldMet of Should
 	// its SHOULD; Must and Should count the scenarios not tried too, which
-	// are never met. MustUnmet counts those tried that missed it.
-	MustMet   int `json:"must_met"`
-	Must      int `json:"must"`
-	MustUnmet int `json:"must_unmet"`
-	ShouldMet int `json:"should_met"`
-	Should    int `json:"should"`
+	// are never met. MustUnmet counts those tried that missed it, and
+	// MustUnobserved those tried whose requests the MUST is about got no
+	// answer at all: neither met nor missed, and the verdict unknown. A
+	// scenario's second requirement (Result.Also) counts at its own level.
+	MustMet        int `json:"must_met"`
+	Must           int `json:"must"`
+	MustUnmet      int `json:"must_unmet"`
+	MustUnobserved int `json:"must_unobserved"`
+	ShouldMet      int `json:"should_met"`
+	Should         int `json:"should"`
 	// Money is MoneyHarmed if any scenario harmed money, else
 	// MoneyUnobserved if any could not observe it, else MoneyClean: what
 	// the scenarios tried showed.
@@ -34,20 +38,9 @@ type Summary struct {
 func Summarize(results []Result) Summary {
 	s := Summary{Money: MoneyClean}
 	for _, r := range results {
-		switch r.Level {
-		case "MUST":
-			s.Must++
-			switch r.Contract {
-			case ContractMet:
-				s.MustMet++
-			case ContractUnmet:
-				s.MustUnmet++
-			}
-		case "SHOULD":
-			s.Should++
-			if r.Contract == ContractMet {
-				s.ShouldMet++
-			}
+		s.count(r.Level, r.Contract)
+		if r.Also != nil {
+			s.count(r.Also.Level, r.Also.Contract)
 		}
 		if r.NotTried != "" {
 			s.NotTried++
@@ -64,6 +57,28 @@ func Summarize(results []Result) Summary {
 		}
 	}
 	return s
+}
+
+// count counts one requirement of the draft at level, its verdict
+// contract.
+func (s *Summary) count(level, contract string) {
+	switch level {
+	case "MUST":
+		s.Must++
+		switch contract {
+		case ContractMet:
+			s.MustMet++
+		case ContractUnmet:
+			s.MustUnmet++
+		case ContractUnobserved:
+			s.MustUnobserved++
+		}
+	case "SHOULD":
+		s.Should++
+		if contract == ContractMet {
+			s.ShouldMet++
+		}
+	}
 }
 
 // decides reports whether the run's verdict needs r's: a MUST of the
@@ -84,11 +99,11 @@ func decides(r Result) bool {
 }
 
 // Valid is false when money was harmed or a MUST tried was missed; else
-// nil when the run cannot say (money not observed, or a MUST or money
-// scenario not tried: unknown, never met); else true.
+// nil when the run cannot say (money not observed, a MUST not observed,
+// or a MUST or money scenario not tried: unknown, never met); else true.
 func (s Summary) Valid() *bool {
 	v := s.Money != MoneyHarmed && s.MustUnmet == 0
-	if v && (s.Money == MoneyUnobserved || s.Undecided > 0) {
+	if v && (s.Money == MoneyUnobserved || s.MustUnobserved > 0 || s.Undecided > 0) {
 		return nil
 	}
 	return &v
@@ -103,6 +118,9 @@ func (s Summary) Line() string {
 		money = "money not observed"
 	}
 	line := fmt.Sprintf("%d/%d MUST met, %d/%d SHOULD met, %s", s.MustMet, s.Must, s.ShouldMet, s.Should, money)
+	if s.MustUnobserved > 0 {
+		line = fmt.Sprintf("%d/%d MUST met (%d not observed: the verdict is unknown), %d/%d SHOULD met, %s", s.MustMet, s.Must, s.MustUnobserved, s.ShouldMet, s.Should, money)
+	}
 	if s.NotTried > 0 {
 		line += fmt.Sprintf(", %d not tried", s.NotTried)
 		if s.Undecided > 0 && s.Valid() == nil {
@@ -133,19 +151,23 @@ func WriteHuman(w io.Writer, name string, results []Result) {
 		if r.NotTried != "" || r.Contract == "" {
 			continue
 		}
-		mark := "✓"
-		if r.Contract == ContractUnmet {
-			mark = "✗"
-		}
 		cite := fmt.Sprintf("%-6s §%s", r.Level, r.Section)
 		if r.Level == "" {
 			cite = "answer" // a contract of the course's own: the client's answer
 		}
-		fmt.Fprintf(w, "  %s %s  %s: %s\n", mark, cite, r.ID, r.ClaimContract)
-		if r.Contract == ContractUnmet {
+		fmt.Fprintf(w, "  %s %s  %s: %s\n", contractMark(r.Contract), cite, r.ID, r.ClaimContract)
+		if r.Contract != ContractMet {
 			writeDetail(w, r)
 		} else if r.Note != "" {
 			fmt.Fprintf(w, "      %-9s %s\n", "but", r.Note)
+		}
+		if a := r.Also; a != nil && a.Contract != "" {
+			fmt.Fprintf(w, "  %s %-6s §%s  %s: %s\n", contractMark(a.Contract), a.Level, a.Section, r.ID, a.Claim)
+			if a.Contract != ContractMet {
+				also := r
+				also.Expected = a.Expected
+				writeDetail(w, also)
+			}
 		}
 	}
 	var skipped []Result
@@ -165,6 +187,17 @@ func WriteHuman(w io.Writer, name string, results []Result) {
 		}
 	}
 	fmt.Fprintf(w, "conform: %s: %s\n", name, Summarize(results).Line())
+}
+
+// contractMark is the report's mark for a contract verdict.
+func contractMark(contract string) string {
+	switch contract {
+	case ContractMet:
+		return "✓"
+	case ContractUnobserved:
+		return "?"
+	}
+	return "✗"
 }
 
 // unmet says which requirement r missed: the draft's, with its level,
@@ -297,7 +330,7 @@ func writeJUnit(w io.Writer, name string, results []Result, runErr error) error 
 			c.Error = &junitMessage{Message: "not tried, so unknown" + cited(r) + ": " + r.NotTried}
 		case r.NotTried != "":
 			c.Skipped = &junitMessage{Message: "not tried" + cited(r) + ": " + r.NotTried}
-		case r.Money == MoneyHarmed || r.Contract == ContractUnmet:
+		case r.Money == MoneyHarmed || r.Contract == ContractUnmet || r.Also != nil && r.Also.Contract == ContractUnmet:
 			var why []string
 			if r.Money == MoneyHarmed {
 				why = append(why, "money harmed: "+r.ClaimMoney)
@@ -305,9 +338,14 @@ func writeJUnit(w io.Writer, name string, results []Result, runErr error) error 
 			if r.Contract == ContractUnmet {
 				why = append(why, unmet(r))
 			}
+			if r.Also != nil && r.Also.Contract == ContractUnmet {
+				why = append(why, fmt.Sprintf("%s §%s unmet: %s", r.Also.Level, r.Also.Section, r.Also.Claim))
+			}
 			c.Failure = &junitMessage{Message: strings.Join(why, "; "), Text: detail.String()}
 		case r.Money == MoneyUnobserved:
 			c.Error = &junitMessage{Message: "could not observe the money: " + r.Saw}
+		case r.Contract == ContractUnobserved && r.Level == "MUST":
+			c.Error = &junitMessage{Message: fmt.Sprintf("could not observe MUST §%s: %s: %s", r.Section, r.ClaimContract, r.Note)}
 		}
 		if c.Failure != nil {
 			suite.Failures++
