@@ -61,7 +61,7 @@ func TestConform_ExitsAsLabAudit(t *testing.T) {
 		code         int
 		last         string
 	}{
-		{safe.URL, payProfile, 0, "conform: payserver: 2/2 MUST met, 6/6 SHOULD met, money clean"},
+		{safe.URL, payProfile, 0, "conform: payserver: 2/2 MUST met, 7/7 SHOULD met, money clean"},
 		{naive.URL, payProfile, 1, "money harmed"},
 		{safe.URL, blind, 2, "money not observed"},
 	} {

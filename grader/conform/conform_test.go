@@ -76,8 +76,8 @@ func TestRun_KeyedServerIsValid(t *testing.T) {
 		}
 	}
 	s := Summarize(results)
-	if v := s.Valid(); v == nil || !*v || s.Must != 2 || s.Should != 6 {
-		t.Errorf("summary %+v, valid %v; want 2/2 MUST, 6/6 SHOULD, valid", s, v)
+	if v := s.Valid(); v == nil || !*v || s.Must != 2 || s.Should != 7 {
+		t.Errorf("summary %+v, valid %v; want 2/2 MUST, 7/7 SHOULD, valid", s, v)
 	}
 }
 
@@ -256,30 +256,43 @@ func TestRun_KeySyntax(t *testing.T) {
 }
 
 // TestRun_ExpiryAsPublished: a key honoured inside the published period
-// and an Idempotency-Expires that agrees with it meet the SHOULD; a
-// server that forgets its keys at once pays the retry again, one that
-// tells another period than the profile's misses the SHOULD, and a
-// profile without an expiry leaves the scenario not tried.
+// and an Idempotency-Expires that agrees with it meet both SHOULDs; a
+// server that forgets its keys at once pays the retry again and misses
+// §2.6's (the retry gets the original's result), and §2.3's only if it
+// tells an expiry that disagrees; one that tells another period than the
+// profile's misses §2.3's alone; and a profile without an expiry leaves
+// the scenario not tried. Each verdict cites what it rests on: §2.3
+// asks only that the policy be published (it once judged the key
+// honoured too).
 func TestRun_ExpiryAsPublished(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		retention time.Duration
 		edit      func(*Profile)
 		money     string
-		contract  string
+		published string // §2.3
+		honoured  string // §2.6
 	}{
-		{"kept as published", 24 * time.Hour, nil, MoneyClean, ContractMet},
-		{"published without a header", 24 * time.Hour, func(p *Profile) { p.Expiry.Header = "" }, MoneyClean, ContractMet},
-		{"forgotten at once", time.Nanosecond, nil, MoneyHarmed, ContractUnmet},
-		{"told another period", time.Hour, nil, MoneyClean, ContractUnmet},
-		{"a header the API does not send", 24 * time.Hour, func(p *Profile) { p.Expiry.Header = "Key-Expires" }, MoneyClean, ContractUnmet},
-		{"not published", 24 * time.Hour, func(p *Profile) { p.Expiry = nil }, "", ""},
+		{"kept as published", 24 * time.Hour, nil, MoneyClean, ContractMet, ContractMet},
+		{"published without a header", 24 * time.Hour, func(p *Profile) { p.Expiry.Header = "" }, MoneyClean, ContractMet, ContractMet},
+		{"forgotten at once", time.Nanosecond, nil, MoneyHarmed, ContractUnmet, ContractUnmet},
+		{"forgotten at once, no expiry told", time.Nanosecond, func(p *Profile) { p.Expiry.Header = "" }, MoneyHarmed, ContractMet, ContractUnmet},
+		{"told another period", time.Hour, nil, MoneyClean, ContractUnmet, ContractMet},
+		{"a header the API does not send", 24 * time.Hour, func(p *Profile) { p.Expiry.Header = "Key-Expires" }, MoneyClean, ContractUnmet, ContractMet},
+		{"not published", 24 * time.Hour, func(p *Profile) { p.Expiry = nil }, "", "", ""},
 	} {
 		srv := payserver.New()
 		srv.Retention = c.retention
 		r := byID(attack(t, srv, c.edit, 100))["expiry-as-published"]
-		if r.Money != c.money || r.Contract != c.contract || (c.money == "") != (r.NotTried != "") {
-			t.Errorf("%s: money %q, contract %q, not tried %q; want money %q, contract %q\n  got %s\n  saw %s", c.name, r.Money, r.Contract, r.NotTried, c.money, c.contract, r.Got, r.Saw)
+		honoured := ""
+		if r.Also != nil {
+			honoured = r.Also.Contract
+		}
+		if r.Money != c.money || r.Contract != c.published || honoured != c.honoured || (c.money == "") != (r.NotTried != "") {
+			t.Errorf("%s: money %q, §2.3 %q, §2.6 %q, not tried %q; want money %q, §2.3 %q, §2.6 %q\n  got %s\n  saw %s", c.name, r.Money, r.Contract, honoured, r.NotTried, c.money, c.published, c.honoured, r.Got, r.Saw)
+		}
+		if r.Section != "2.3" || r.Also == nil || r.Also.Section != "2.6" || strings.Contains(r.ClaimContract, "honoured") || !strings.Contains(r.Also.Claim, "honoured") {
+			t.Errorf("%s: §%s claims %q; §%v claims %v: the key honoured is §2.6's, the policy published §2.3's", c.name, r.Section, r.ClaimContract, r.Also, r.Also)
 		}
 		if c.money == MoneyClean && !strings.Contains(r.Saw, "could not observe whether the key is forgotten") {
 			t.Errorf("%s: saw %q, which does not say what the run could not observe", c.name, r.Saw)
@@ -375,8 +388,8 @@ func TestSummary_NotTriedIsUnknownNeverMet(t *testing.T) {
 		maxOps int
 		line   string
 	}{
-		{"--max-operations 32", nil, 32, "1/2 MUST met, 3/6 SHOULD met, money clean, 7 not tried (4 of them a MUST or money scenario: the verdict is unknown)"},
-		{"one principal", func(p *Profile) { p.Principals = p.Principals[:1] }, 100, "2/2 MUST met, 6/6 SHOULD met, money clean, 3 not tried (2 of them a MUST or money scenario: the verdict is unknown)"},
+		{"--max-operations 32", nil, 32, "1/2 MUST met, 3/7 SHOULD met, money clean, 7 not tried (4 of them a MUST or money scenario: the verdict is unknown)"},
+		{"one principal", func(p *Profile) { p.Principals = p.Principals[:1] }, 100, "2/2 MUST met, 7/7 SHOULD met, money clean, 3 not tried (2 of them a MUST or money scenario: the verdict is unknown)"},
 	} {
 		results := attack(t, payserver.New(), c.edit, c.maxOps)
 		s := Summarize(results)

@@ -84,8 +84,14 @@ func TestReplay_KeepsTheResultsHeaders(t *testing.T) {
 			// One request at a time: every copy of concurrent-duplicates
 			// after the first is a retry, answered with its result.
 			r := runScenario(t, &serialized{h: h}, id)
-			if r.Contract != c.contract || r.Money != MoneyClean {
-				t.Errorf("%s, %s: contract %s, money %s; want %s, clean\n  got %s\n  saw %s", c.name, id, r.Contract, r.Money, c.contract, r.Got, r.Saw)
+			got := r.Contract
+			if id == "expiry-as-published" {
+				// The retry answered as the original is §2.6's, beside
+				// the published policy's §2.3.
+				got = r.Also.Contract
+			}
+			if got != c.contract || r.Money != MoneyClean {
+				t.Errorf("%s, %s: contract %s, money %s; want %s, clean\n  got %s\n  saw %s", c.name, id, got, r.Money, c.contract, r.Got, r.Saw)
 			}
 			if testing.Verbose() {
 				t.Logf("%s, %s: got %s", c.name, id, r.Got)
