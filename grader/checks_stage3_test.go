@@ -48,11 +48,32 @@ func TestReadsWaited_OneCheckFailsTheOthersCouldNotObserve(t *testing.T) {
 	}
 	var tt T
 	var f *judging.Failure
-	if err := tt.readsWaited(true); !errors.As(err, &f) {
+	if err := tt.readsWaited(true, heldLatencies); !errors.As(err, &f) {
 		t.Errorf("in %s: %v, want a failure", heldReadsCheck, err)
 	}
 	var u *judging.Unobserved
-	if err := tt.readsWaited(false); !errors.As(err, &u) || !strings.Contains(u.What, heldReadsCheck) {
+	if err := tt.readsWaited(false, heldLatencies); !errors.As(err, &u) || !strings.Contains(u.What, heldReadsCheck) {
 		t.Errorf("in another check: %v, want could not observe, naming %s", err, heldReadsCheck)
+	}
+}
+
+// The failure of S3.retry-during-original names the holds its tries
+// used: 8.1s too when no shorter try could act and the read waited in
+// that one, and not when it was never tried.
+func TestReadsWaited_NamesTheHoldsUsed(t *testing.T) {
+	var tt T
+	var f *judging.Failure
+	longer := append(append([]time.Duration{}, heldLatencies...), slowMachineLatency)
+	if err := tt.readsWaited(true, longer); !errors.As(err, &f) {
+		t.Fatalf("%v, want a failure", err)
+	}
+	if want := "for 300ms, 900ms, 2.7s and 8.1s;"; !strings.Contains(f.Sent, want) {
+		t.Errorf("held at %v, the failure says:\n%s\nwant it to name %q", longer, f.Sent, want)
+	}
+	if err := tt.readsWaited(true, heldLatencies); !errors.As(err, &f) {
+		t.Fatalf("%v, want a failure", err)
+	}
+	if want := "for 300ms, 900ms and 2.7s;"; !strings.Contains(f.Sent, want) {
+		t.Errorf("held at %v, the failure says:\n%s\nwant it to name %q", heldLatencies, f.Sent, want)
 	}
 }

@@ -165,7 +165,7 @@ func (t *T) whileHeld(opening int64, judgeReads, longer bool, try func(s Scenari
 			return err
 		}
 		if waits && t.readsQuickly(heldLatencies[0]/2) {
-			return t.readsWaited(true)
+			return t.readsWaited(true, latencies)
 		}
 		return t.couldNotObserveHeld(latencies[len(latencies)-1])
 	}
@@ -183,7 +183,7 @@ func (t *T) whileHeld(opening int64, judgeReads, longer bool, try func(s Scenari
 		if err != nil {
 			return err
 		}
-		return t.readsWaited(!waits)
+		return t.readsWaited(!waits, latencies)
 	}
 	return t.couldNotObserveHeld(latencies[len(latencies)-1])
 }
@@ -199,16 +199,35 @@ func (t *T) couldNotObserveHeld(longest time.Duration) error {
 // reads waiting for a held original: a failure where judge is set (in
 // heldReadsCheck, or in a check whose held request keeps the reads
 // waiting where a plain transfer does not), could not observe, naming
-// heldReadsCheck, in any other.
-func (t *T) readsWaited(judge bool) error {
-	longest := heldLatencies[len(heldLatencies)-1]
+// heldReadsCheck, in any other. held are the core latencies the tries
+// held their originals with, slowMachineLatency among them when it was
+// tried: the verdict names those.
+func (t *T) readsWaited(judge bool, held []time.Duration) error {
+	longest := held[len(held)-1]
 	if !judge {
 		return t.CouldNotObserve("the server while an original was in flight: at every core latency up to %v, each read of the lab's state waited for the held payment, while a read with nothing held answers at once (a transaction open across the core call: %s fails for it)", longest, heldReadsCheck)
 	}
-	return because(t.Fail(fmt.Sprintf("payments held on the core, for %v, %v and %v; while each waits, the lab reads its state (GET /lab/state); then a payment held %v, and the lab reads its state until it answers", heldLatencies[0], heldLatencies[1], longest, longest),
+	plain := heldLatencies[len(heldLatencies)-1]
+	return because(t.Fail(fmt.Sprintf("payments held on the core, for %s; while each waits, the lab reads its state (GET /lab/state); then a payment held %v, and the lab reads its state until it answers", durations(held), plain),
 		"a read of the lab's state took at least half the payment's core wait to answer, where a read with nothing held answers at once: it waited for the payment",
 		"the lab's read answers while the payment waits on the core: no transaction is open while a request waits on the core"),
 		"a transaction held open across the core call holds the database for as long as the core takes: on SQLite every other request waits behind it, the lab's own reads too, and one slow core call stops the whole server")
+}
+
+// durations lists ds for a reader: "300ms, 900ms and 2.7s".
+func durations(ds []time.Duration) string {
+	s := ""
+	for i, d := range ds {
+		switch {
+		case i == 0:
+		case i == len(ds)-1:
+			s += " and "
+		default:
+			s += ", "
+		}
+		s += d.String()
+	}
+	return s
 }
 
 // plainTransferKeepsReadsWaiting holds a plain transfer on the core, as
