@@ -2,15 +2,19 @@ package grader_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"idemlab/grader"
+	"idemlab/grader/judging"
 	"idemlab/kit/labctl"
 	"idemlab/kit/stage"
+	"idemlab/solutions/stage4"
 	"idemlab/solutions/stage5"
 )
 
@@ -70,6 +74,46 @@ func TestRetentionBoundary_ASlowRefusalLeavesTheLateRetries(t *testing.T) {
 		})
 	}
 	retentionBoundaryPasses(t, slowRefusal, "whose first refusal took 11 s")
+}
+
+// TestRetentionBoundary_SaysHowLongPastTheRetention: the retry after
+// expiry is sent 2 s past the retention, and the time the check took since
+// it last moved the lab clock, which runs on with real time (the retry
+// inside, the books read back). Stage 4's solution, which never forgets a
+// key, replays it, and the failure's story says how far past the
+// retention it was: here at least the 1 s the retry inside took to answer.
+func TestRetentionBoundary_SaysHowLongPastTheRetention(t *testing.T) {
+	var first sync.Once
+	slowReplay := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r)
+			if w.Header().Get("Idempotent-Replayed") == "true" {
+				first.Do(func() { time.Sleep(time.Second) })
+			}
+		})
+	}
+	subject := grader.Subject{Stage: 4, Name: "solutions/stage4", New: stage4.New}
+	c, ok := grader.Lookup("S5.retention-boundary")
+	if !ok {
+		t.Fatal("no check S5.retention-boundary")
+	}
+	r := grader.RunCheck(context.Background(), subject, c, 1, serveWrapped(t, subject.New, slowReplay))
+	var f *judging.Failure
+	if !errors.As(r.Err, &f) {
+		t.Fatalf("S5.retention-boundary against solution 4: %v, want a failure", r.Err)
+	}
+	m := regexp.MustCompile(`then 4s more: (\S+) past the retention, counted from when the original was sent \(2s, and the (\S+) the check took since the last move\)`).FindStringSubmatch(f.Sent)
+	if m == nil {
+		t.Fatalf("the story does not say how far past the retention the retry was:\n%s", f.Sent)
+	}
+	past, err1 := time.ParseDuration(m[1])
+	took, err2 := time.ParseDuration(m[2])
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	if took < time.Second || past != 2*time.Second+took {
+		t.Errorf("the story says %v past the retention, 2s and %v: want the 1s the retry inside took at least, and their sum", past, took)
+	}
 }
 
 // retentionBoundaryPasses runs S5.retention-boundary, seed 1, against
