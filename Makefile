@@ -20,9 +20,14 @@ help: ## list the targets
 	@echo
 	@echo "  stage-N takes SEED=<n> to repeat a run and RUN=<check id> to run one check."
 
+# The demo's right side: make demo STAGE=N, from the command line only. A
+# STAGE left in the shell's environment (an export for make serve, a
+# stray STAGE=) does not change what the class sees.
+DEMO_STAGE = $(if $(filter command line,$(origin STAGE)),$(if $(STAGE),--stage $(STAGE)))
+
 .PHONY: demo
-demo: ## the classroom demo: naive vs safe server, side by side (plain text when not on a terminal; STAGE=N on the right)
-	@if [ -t 1 ]; then $(GO) run ./cmd/lab demo $(if $(STAGE),--stage $(STAGE)); else $(GO) run ./cmd/lab demo $(if $(STAGE),--stage $(STAGE)) --plain --duration 10s; fi
+demo: ## the classroom demo: naive vs safe server, side by side (plain text when not on a terminal; make demo STAGE=N: stage N on the right)
+	@if [ -t 1 ]; then $(GO) run ./cmd/lab demo $(DEMO_STAGE); else $(GO) run ./cmd/lab demo $(DEMO_STAGE) --plain --duration 10s; fi
 
 .PHONY: test
 test: lint ## everything CI runs: format, vet, kit and grader tests, solutions, the ladder test
