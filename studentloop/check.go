@@ -412,7 +412,7 @@ func (g GoTest) Run(ctx context.Context, stage int, each func(CheckResult)) (Out
 	if err != nil {
 		return Outcome{}, err
 	}
-	killGroupOnCancel(cmd)
+	KillGroupOnCancel(cmd)
 	if err := cmd.Start(); err != nil {
 		return Outcome{}, err
 	}
@@ -501,7 +501,7 @@ func startVet(ctx context.Context, goCmd, root, dir string) *vetRun {
 	args := append(append(append([]string{"vet"}, goTestVet...), engineTags()...), dir)
 	cmd := exec.CommandContext(ctx, goCmd, args...)
 	cmd.Dir = root
-	killGroupOnCancel(cmd)
+	KillGroupOnCancel(cmd)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	go func() {

@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// killGroupOnCancel, where there are no process groups to kill, kills the
+// KillGroupOnCancel, where there are no process groups to kill, kills the
 // go command at ctx's end and stops waiting for its output a second later,
 // so that a cancelled run ends even if the test binary it started lives on.
-func killGroupOnCancel(cmd *exec.Cmd) {
+func KillGroupOnCancel(cmd *exec.Cmd) {
 	cmd.WaitDelay = time.Second
 }
 

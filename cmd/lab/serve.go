@@ -22,6 +22,7 @@ import (
 	"idemlab/kit/labdb"
 	"idemlab/kit/server"
 	reference "idemlab/solutions"
+	"idemlab/studentloop"
 )
 
 // solutions are the reference solutions, by stage. They always compile,
@@ -560,6 +561,9 @@ func testBinary(ctx context.Context, root, dir string, stderr io.Writer) (string
 	bin := filepath.Join(root, "tmp", "bin", strings.ReplaceAll(dir, "/", "-")+".test")
 	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, "./"+dir)
 	cmd.Dir = root
+	// Stopped, the build stops whole: the go command's compiler and
+	// linker too, which a kill of the go command alone leaves running.
+	studentloop.KillGroupOnCancel(cmd)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {

@@ -286,6 +286,18 @@ func (d *Demo) crashLoop(ctx context.Context) {
 	}
 }
 
+// bound returns ctx, cancelled too when the demo's own context is (Close,
+// or Start's ctx ending): a key's work, which runs on the dashboard's
+// context, ends with the demo instead of going on after it.
+func (d *Demo) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(d.ctx, cancel)
+	return ctx, func() {
+		unhook()
+		cancel()
+	}
+}
+
 func (d *Demo) side(i int) *watched {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -297,6 +309,8 @@ func (d *Demo) side(i int) *watched {
 func (d *Demo) crash(ctx context.Context, sides ...int) error {
 	d.scene.Lock()
 	defer d.scene.Unlock()
+	ctx, stop := d.bound(ctx)
+	defer stop()
 	errs := make([]error, len(sides))
 	var wg sync.WaitGroup
 	for i, side := range sides {
@@ -384,6 +398,8 @@ func (d *Demo) Edited(ctx context.Context) string { return d.traffic.Edited(ctx)
 func (d *Demo) Clerks(ctx context.Context) dashboard.Story {
 	d.scene.RLock()
 	defer d.scene.RUnlock()
+	ctx, stop := d.bound(ctx)
+	defer stop()
 	return d.traffic.Clerks(ctx, d.backends())
 }
 
@@ -391,6 +407,8 @@ func (d *Demo) Clerks(ctx context.Context) dashboard.Story {
 func (d *Demo) Invoice(ctx context.Context) dashboard.Story {
 	d.scene.RLock()
 	defer d.scene.RUnlock()
+	ctx, stop := d.bound(ctx)
+	defer stop()
 	return d.traffic.Invoice(ctx, d.backends())
 }
 
@@ -420,6 +438,10 @@ func (d *Demo) SwitchRight(ctx context.Context, c dashboard.Choice) error {
 	// close the server the story is telling of.
 	d.scene.Lock()
 	defer d.scene.Unlock()
+	// The build of the student's stage (a go test -c, seconds long) ends
+	// with the demo: quit, and it is stopped, not left compiling.
+	ctx, stop := d.bound(ctx)
+	defer stop()
 	paused := d.traffic.Paused()
 	d.traffic.SetPaused(true)
 	defer d.traffic.SetPaused(paused)
@@ -457,6 +479,11 @@ func (d *Demo) Close() error {
 	d.mu.Unlock()
 	d.cancel()
 	d.wg.Wait()
+	// A key's work under way (a switch, a crash, a story) runs on a
+	// context bound to the demo's (bound): cancelled, it ends, and a
+	// server it started is closed with the others.
+	d.scene.Lock()
+	defer d.scene.Unlock()
 	var errs []error
 	for i := range d.sides {
 		if w := d.side(i); w != nil {

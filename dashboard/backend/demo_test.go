@@ -434,6 +434,47 @@ func TestDemo_AFailedSwitchStartsBothSidesAgain(t *testing.T) {
 	}
 }
 
+// TestDemo_CloseStopsTheBuildOfASwitch: y builds the student's stage (a
+// go test -c, seconds long) on the dashboard's context, which a quit does
+// not end. Close, which lab demo runs as it quits, cancels the build and
+// returns once it has ended; the build went on after the demo quit
+// (about 10 s) before.
+func TestDemo_CloseStopsTheBuildOfASwitch(t *testing.T) {
+	building, ended := make(chan struct{}), make(chan struct{})
+	d := NewDemo(Stages{
+		Solutions: map[int]stage.Factory{0: stage0.New, 1: stage1.New},
+		Build: func(ctx context.Context, _ int) (string, error) {
+			defer close(ended)
+			close(building)
+			<-ctx.Done()
+			return "", ctx.Err()
+		},
+	})
+	defer d.Close()
+	d.SetPaused(true)
+	if err := d.Start(t.Context(), dashboard.Choice{Stage: 0}, dashboard.Choice{Stage: 1}, func(tea.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	switched := make(chan error, 1)
+	go func() { switched <- d.SwitchRight(context.Background(), dashboard.Choice{Stage: 1, Yours: true}) }()
+	<-building
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(patience):
+		t.Fatal("Close did not return while a switch's build ran: the build was not stopped")
+	}
+	select {
+	case <-ended:
+	default:
+		t.Fatal("Close returned while the switch's build still ran")
+	}
+	if err := <-switched; err == nil {
+		t.Error("the switch whose build was stopped reported no error")
+	}
+}
+
 // streamOnly is a Backend whose stream is the events given, then closed.
 type streamOnly struct {
 	Backend
