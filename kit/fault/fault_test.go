@@ -354,6 +354,48 @@ func TestSlowKeyReads_HoldsOnlyTheArmedReadsOfTheKeyTable(t *testing.T) {
 	}
 }
 
+// TestFailKeyReads_RefusesOnlyTheArmedReadsOfTheKeyTable: an armed count
+// of statements that read idempotency_keys, however spelled, are refused,
+// and nothing else is: the lab's own reads, an insert, a delete or an
+// update of the table, a read of another table, a comment that names it,
+// a read once the count is spent. One that refused the lab's reads, or
+// the claims' inserts, would spend its count before the retry's read.
+func TestFailKeyReads_RefusesOnlyTheArmedReadsOfTheKeyTable(t *testing.T) {
+	var s fault.Store
+	ctx := context.Background()
+	s.FailKeyReads(3)
+	if err := s.BeforeStatement(fault.LabRead(ctx), `SELECT rowid AS rowid, * FROM idempotency_keys`); err != nil {
+		t.Errorf("the lab's read of the key table: %v; want it run", err)
+	}
+	for _, q := range []string{
+		`INSERT INTO idempotency_keys (key, state) VALUES (?, 'in_progress') RETURNING id`,
+		`DELETE FROM idempotency_keys WHERE id = ? AND state = 'in_progress'`,
+		`UPDATE idempotency_keys SET state = 'completed' WHERE id = ?`,
+		`SELECT balance FROM accounts WHERE id = ?`,
+		`SELECT state FROM idempotency_keys_archive WHERE key = ?`,
+		"-- then select from idempotency_keys\nSELECT 1",
+	} {
+		if err := s.BeforeStatement(ctx, q); err != nil {
+			t.Errorf("%q: %v; want it run", q, err)
+		}
+	}
+	for _, q := range []string{
+		`SELECT fingerprint, state FROM idempotency_keys WHERE key = ?`,
+		"\n\t\tselect id\n from \"public\".\"idempotency_keys\" where key = $1 FOR UPDATE",
+		`/* the claim */ SELECT k.state FROM IDEMPOTENCY_KEYS AS k WHERE k.key = ?`,
+	} {
+		if err := s.BeforeStatement(ctx, q); !errors.Is(err, fault.ErrKeyReadRefused) {
+			t.Errorf("%q while armed: %v; want %v", q, err, fault.ErrKeyReadRefused)
+		}
+	}
+	if n := s.FailedKeyReadsLeft(); n != 0 {
+		t.Errorf("%d left after three refused reads; want 0", n)
+	}
+	if err := s.BeforeStatement(ctx, `SELECT state FROM idempotency_keys WHERE key = ?`); err != nil {
+		t.Errorf("a read of the key table once the count is spent: %v; want it run", err)
+	}
+}
+
 // TestSlowKeyDeletes_HoldOnlyTheArmedDeletesOfTheKeyTable: an armed
 // count of statements that delete rows of idempotency_keys, however
 // spelled, wait before they run, and nothing else does: the lab's own

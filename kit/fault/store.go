@@ -56,6 +56,12 @@ var ErrCommitAnswerLost = errors.New("the COMMIT's answer was lost (injected fau
 // takes no more connections or the write lock cannot be had in time.
 var ErrBeginRefused = errors.New("the BEGIN was refused (injected fault); no transaction began")
 
+// ErrKeyReadRefused is what a statement that reads idempotency_keys
+// returns while the fail-key-read fault is armed: the connection refuses
+// it before the engine sees it, as an internal error reading the row
+// would (a lost connection, a statement timeout), and nothing was read.
+var ErrKeyReadRefused = errors.New("the read of the key table failed (injected fault); nothing was read")
+
 // KeyTable is the table the store-unavailable fault breaks, and whose row
 // changes a database reports (see Store.OnKeyRowsChanged).
 const KeyTable = "idempotency_keys"
@@ -187,6 +193,8 @@ type Store struct {
 	slowKeyDeletesAfterRead Countdown
 	// slowKeyReads counts down the reads of the key table held up.
 	slowKeyReads Countdown
+	// failedKeyReads counts down the reads of the key table refused.
+	failedKeyReads Countdown
 	// commitAnswersLost counts down the commits of transactions that
 	// moved money whose caller is told they failed.
 	commitAnswersLost Countdown
@@ -497,6 +505,18 @@ func (s *Store) SlowKeyReads(n int64) { s.slowKeyReads.Arm(n) }
 // held up.
 func (s *Store) SlowKeyReadsLeft() int64 { return s.slowKeyReads.Left() }
 
+// FailKeyReads makes the next n statements that read the idempotency_keys
+// table (a SELECT from it, one that locks its rows too) fail before they
+// run (ErrKeyReadRefused); the lab's own reads (LabRead) are spared. A
+// claim whose INSERT ran into a key already there, and that reads the
+// key's row to answer, then knows nothing of the key: what it answers
+// without having read it is seen.
+func (s *Store) FailKeyReads(n int64) { s.failedKeyReads.Arm(n) }
+
+// FailedKeyReadsLeft reports how many reads of the key table will still
+// be refused.
+func (s *Store) FailedKeyReadsLeft() int64 { return s.failedKeyReads.Left() }
+
 // LoseCommitAnswers makes the next n transactions that carried a business
 // write (see MarkBusinessWrite) commit, and then tells their callers the
 // COMMIT failed (ErrCommitAnswerLost): a stage that takes a failed commit
@@ -677,7 +697,8 @@ func (s *Store) BeforeBegin(ctx context.Context) error {
 // of them after a write in the same request (see SlowSettingsRereads) and
 // an update, a delete or a read of the key table (see SlowKeyUpdates,
 // HoldKeyUpdates, SlowKeyDeletes, HoldKeyDeletes, HoldKeyPurges,
-// SlowKeyDeletesAfterRead and SlowKeyReads), refuses an INSERT into the outbox (see
+// SlowKeyDeletesAfterRead and SlowKeyReads), refuses a read of the key
+// table (see FailKeyReads), an INSERT into the outbox (see
 // FailOutboxWrites), an UPDATE of it (see FailOutboxSettles) or an
 // INSERT into the table of references (see FailReferenceWrites), then
 // returns CheckKeyStore's error.
@@ -739,6 +760,9 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 		if err := Hold(ctx, KeyReadDelay); err != nil {
 			return fmt.Errorf("slow key read: %w", err)
 		}
+	}
+	if s.failedKeyReads.Left() > 0 && !labRead.in(ctx) && readsKeys(query) && s.failedKeyReads.Fire() {
+		return ErrKeyReadRefused
 	}
 	if s.outboxWriteFailures.Left() > 0 && insertsOutbox(query) && s.outboxWriteFailures.Fire() {
 		return ErrOutboxWriteRefused

@@ -90,6 +90,11 @@ const (
 	// 3), before it runs: a claim whose INSERT ran into a key in progress
 	// reads the key's row after the original has given it back.
 	SlowKeyRead = "slow-key-read"
+	// FailKeyRead refuses a statement that reads the key table (stage
+	// 3): a claim whose INSERT ran into the key, and that reads the
+	// key's row to answer, knows nothing of the key, and must fail
+	// closed. The lab's own reads are spared.
+	FailKeyRead = "fail-key-read"
 	// SlowKeyDelete holds up a statement that deletes rows of the key
 	// table (stage 5), before it runs: a claim that read an expired key
 	// in a statement of its own deletes the key after another late retry
@@ -141,7 +146,7 @@ const (
 )
 
 // Points lists every fault point.
-var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsCommit, SlowSettingsReread, FailOutboxWrite, FailReferenceWrite, FailOutboxSettle, SlowBegin, FailBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, SlowKeyDelete, HeldKeyPurge, HeldKeyDelete, HeldKeyCommit, SlowKeyDeleteAfterRead, CommitAnswerLost, FailCommit, PoisonPosting, CoreTimeout}
+var Points = []string{CrashInTransfer, CrashAfterCommit, CrashBeforeResponse, CrashAfterPost, FailInTransfer, StoreUnavailable, SlowSettingsWrite, SlowSettingsCommit, SlowSettingsReread, FailOutboxWrite, FailReferenceWrite, FailOutboxSettle, SlowBegin, FailBegin, SlowCommit, SlowKeyUpdate, HeldCommit, HeldKeyUpdate, SlowKeyRead, FailKeyRead, SlowKeyDelete, HeldKeyPurge, HeldKeyDelete, HeldKeyCommit, SlowKeyDeleteAfterRead, CommitAnswerLost, FailCommit, PoisonPosting, CoreTimeout}
 
 // Core is the core ledger whose faults a lab server arms (core.Client):
 // in a process of its own under lab serve, in the server's under lab
@@ -236,6 +241,8 @@ func (f *Faults) Arm(point string, count int64) error {
 		f.db.HoldKeyUpdates(count)
 	case SlowKeyRead:
 		f.db.SlowKeyReads(count)
+	case FailKeyRead:
+		f.db.FailKeyReads(count)
 	case SlowKeyDelete:
 		f.db.SlowKeyDeletes(count)
 	case HeldKeyPurge:
@@ -291,6 +298,7 @@ func (f *Faults) Armed() []ArmedFault {
 		HeldCommit:             f.db.HeldCommitsLeft(),
 		HeldKeyUpdate:          f.db.HeldKeyUpdatesLeft(),
 		SlowKeyRead:            f.db.SlowKeyReadsLeft(),
+		FailKeyRead:            f.db.FailedKeyReadsLeft(),
 		SlowKeyDelete:          f.db.SlowKeyDeletesLeft(),
 		HeldKeyPurge:           f.db.HeldKeyPurgesLeft(),
 		HeldKeyDelete:          f.db.HeldKeyDeletesLeft(),

@@ -586,6 +586,39 @@ func TestSlowKeyReadFault_OnEitherEngine(t *testing.T) {
 	}
 }
 
+// TestFailKeyReadFault_OnEitherEngine catches an engine whose connections
+// skip the fail-key-read fault: the armed read of the key table, as a
+// claim's inside its transaction, must be refused with ErrKeyReadRefused,
+// the lab's own read must run, and a read once the count is spent must
+// run, in the same transaction.
+func TestFailKeyReadFault_OnEitherEngine(t *testing.T) {
+	ctx := context.Background()
+	for engine, db := range engines(t) {
+		db.FailKeyReads(1)
+		var n int
+		read := `SELECT count(*) FROM idempotency_keys WHERE key = 'claimed'`
+		if err := db.QueryRowContext(fault.LabRead(ctx), read).Scan(&n); err != nil {
+			t.Errorf("%s: the lab's read of the key table while armed: %v", engine, err)
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		if err := tx.QueryRowContext(ctx, read).Scan(&n); !errors.Is(err, fault.ErrKeyReadRefused) {
+			t.Errorf("%s: a read of the key table while armed: err = %v; want %v", engine, err, fault.ErrKeyReadRefused)
+		}
+		if left := db.FailedKeyReadsLeft(); left != 0 {
+			t.Errorf("%s: %d left after the armed read; want 0", engine, left)
+		}
+		if err := tx.QueryRowContext(ctx, read).Scan(&n); err != nil {
+			t.Errorf("%s: a read of the key table once the count is spent: %v", engine, err)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestSlowSettingsRereadFault_OnEitherEngine: each engine's connection
 // hands a statement's context to the faults, so that a read of the
 // settings after a write of them in one request (fault.WithRequest) is
