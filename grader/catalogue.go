@@ -156,7 +156,7 @@ var catalogue = []Check{
 	// Stage 3: in progress.
 	{
 		ID: "S3.retry-during-original", Stage: 3, Lesson: lesson3 + "#the-window",
-		Claim: "a retry that arrives while the original runs gets 409 request-in-progress with Retry-After, and one transfer happens, whether the original waits long on the core or retries arrive a few ms apart with the core answering at once; once the original has answered, a retry is no longer told to wait",
+		Claim: "a retry that arrives while the original runs gets 409 request-in-progress with Retry-After, and one transfer happens, whether the original waits long on the core or retries arrive a few ms apart with the core answering at once; once the original has answered, a retry is no longer told to wait; a retry whose read of the key's row fails is answered a 5xx, nothing executed, not a 409 that says what the row holds",
 		Why:   "\"already done\" and \"still running\" need different client behaviour: read the result, or wait and retry; a client told \"done\" while the original may still fail walks away from a payment that never happened",
 		Run:   checkRetryDuringOriginal,
 	},

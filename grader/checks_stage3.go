@@ -95,7 +95,10 @@ func checkRetryDuringOriginal(t *T) error {
 	}); err != nil {
 		return err
 	}
-	return checkStaggeredRetries(t)
+	if err := checkStaggeredRetries(t); err != nil {
+		return err
+	}
+	return retryWithTheKeyUnread(t)
 }
 
 // doneAfterCompletion reports whether r, client's answer to a retry of
@@ -219,6 +222,90 @@ func checkStaggeredRetries(t *T) error {
 		if executedOps(rs...) > 1 {
 			return t.Fail(sent, got, "every 201 names one transfer: the request that executed, and its stored answer to the others")
 		}
+	}
+	return nil
+}
+
+// retryWithTheKeyUnread sends a payment and, while it waits on the core
+// holding its key, a retry whose read of the key table fails
+// (fail-key-read): its claim ran into the key and then read nothing of
+// it, so the server knows neither whether the retry is the same request
+// nor whether it ran, and fails closed (a 5xx, nothing executed), and the
+// client retries. A 409 duplicate-request or request-in-progress is an
+// answer made up. If the retry claimed first, the original's read is the
+// one refused, and the roles swap: the request judged is the one not
+// answered 201, by the books. A server that read nothing of the key table
+// while the fault was armed was not refused, and is not judged here.
+func retryWithTheKeyUnread(t *T) error {
+	s, err := t.Scenario(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	a, b, books := s.A, s.B, s.Books
+	req, op, amount := s.Payment(t)
+	const latency = 300 * time.Millisecond
+	held, err := t.Hold(req, latency)
+	if err != nil {
+		return err
+	}
+	if err := t.Arm(labctl.FailKeyRead, 1); err != nil {
+		return err
+	}
+	retry := t.Do(req)
+	orig := held.Wait()
+	left, err := t.Lab().Armed(t.ctx)
+	if err != nil {
+		return err
+	}
+	if err := t.Arm(labctl.FailKeyRead, 0); err != nil {
+		return err
+	}
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return err
+	}
+	sent := fmt.Sprintf("%s\n(the original is still waiting on the core, %v)\nthen the same request again, its first read of the key table refused (%s)",
+		req.String(), latency, labctl.FailKeyRead)
+	got := "the original answered " + orig.Short() + ", the retry " + retry.Short()
+	// The money: a patient client retries while it is told to wait or
+	// the server failed, and the payment runs once.
+	last := retry
+	if !orig.Is(http.StatusCreated, "") && !retry.Is(http.StatusCreated, "") {
+		wait := func(r Response) bool {
+			return r.Err != nil || r.ServerFailed() || r.Is(http.StatusConflict, pInProgress)
+		}
+		var n int
+		last, n = t.retryWhile(req, time.Second, wait)
+		got += fmt.Sprintf("\nthen %d retries, while told to wait  →  %s", n, last.Short())
+	}
+	if executedOps(orig, retry, last) > 0 || last.Is(http.StatusConflict, pDuplicate) {
+		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
+	} else {
+		books.Expect(op)
+	}
+	if err := t.Reconcile(sent, got, books); err != nil {
+		return err
+	}
+	if left[labctl.FailKeyRead] > 0 {
+		return nil
+	}
+	var unread Response
+	switch {
+	case orig.Is(http.StatusCreated, "") && !retry.Is(http.StatusCreated, ""):
+		unread = retry
+	case retry.Is(http.StatusCreated, "") && !orig.Is(http.StatusCreated, ""):
+		unread = orig
+	default:
+		// Neither claimed and executed at once, or both answered 201:
+		// which one's read was refused the answers do not say.
+		return nil
+	}
+	const expected = "a 5xx, nothing executed, for the request whose claim ran into the key and whose read of the key's row failed: it read nothing of the key, so it does not know whether the request is the same or whether it ran; the client retries"
+	switch {
+	case unread.ServerFailed() && unread.Err == nil:
+	case unread.Is(http.StatusConflict, pDuplicate):
+		return t.Harmful(judging.NoUsableAnswer, sent, got, expected+"; told its request was already executed, the client stops retrying, on a key whose row the server could not read")
+	case unread.Err == nil:
+		t.Differ(sent, got, expected+"; "+unread.Short()+" says what the key's row holds, and the server did not read it")
 	}
 	return nil
 }

@@ -9,3 +9,7 @@ func AmountsAtTop(t testing.TB) {
 	amountsAtTop = true
 	t.Cleanup(func() { amountsAtTop = false })
 }
+
+// RetryWithTheKeyUnread is S3.retry-during-original's round with a
+// retry whose read of the key table fails, run on its own.
+var RetryWithTheKeyUnread = retryWithTheKeyUnread
