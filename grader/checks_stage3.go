@@ -241,7 +241,6 @@ func retryWithTheKeyUnread(t *T) error {
 	if err != nil {
 		return err
 	}
-	a, b, books := s.A, s.B, s.Books
 	req, op, amount := s.Payment(t)
 	const latency = 300 * time.Millisecond
 	held, err := t.Hold(req, latency)
@@ -266,23 +265,8 @@ func retryWithTheKeyUnread(t *T) error {
 	sent := fmt.Sprintf("%s\n(the original is still waiting on the core, %v)\nthen the same request again, its first read of the key table refused (%s)",
 		req.String(), latency, labctl.FailKeyRead)
 	got := "the original answered " + orig.Short() + ", the retry " + retry.Short()
-	// The money: a patient client retries while it is told to wait or
-	// the server failed, and the payment runs once.
-	last := retry
-	if !orig.Is(http.StatusCreated, "") && !retry.Is(http.StatusCreated, "") {
-		wait := func(r Response) bool {
-			return r.Err != nil || r.ServerFailed() || r.Is(http.StatusConflict, pInProgress)
-		}
-		var n int
-		last, n = t.retryWhile(req, time.Second, wait)
-		got += fmt.Sprintf("\nthen %d retries, while told to wait  →  %s", n, last.Short())
-	}
-	if executedOps(orig, retry, last) > 0 || last.Is(http.StatusConflict, pDuplicate) {
-		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-	} else {
-		books.Expect(op)
-	}
-	if err := t.Reconcile(sent, got, books); err != nil {
+	got, _, err = t.patientRetries(s, req, op, amount, orig, retry, sent, got)
+	if err != nil {
 		return err
 	}
 	if left[labctl.FailKeyRead] > 0 {
@@ -668,7 +652,7 @@ const releaseTries = 3
 // client's next retry executes once.
 func retryMeetsTheRelease(t *T, s Scenario) error {
 	const latency = 100 * time.Millisecond
-	a, b, books := s.A, s.B, s.Books
+	books := s.Books
 	differed, untimed := false, false
 	for range releaseTries {
 		req, op, amount := s.Payment(t)
@@ -694,21 +678,9 @@ func retryMeetsTheRelease(t *T, s Scenario) error {
 		}
 		sent := fmt.Sprintf("%s\n(armed: fail-in-transfer; the original waits %v on the core, then its business write fails and its key is given back)\n"+
 			"then, the key in progress, the same request again, its first read of the key table held %v (slow-key-read)", req.String(), latency, fault.KeyReadDelay)
-		got := "the original answered " + orig.Short() + ", the retry " + retry.Short()
-		wait := func(r Response) bool {
-			return r.Err != nil || r.ServerFailed() || r.Is(http.StatusConflict, pInProgress)
-		}
-		last, n := retry, 0
-		if wait(retry) {
-			last, n = t.retryWhile(req, time.Second, wait)
-			got += fmt.Sprintf("\nthen %d retries, while told to wait  →  %s", n, last.Short())
-		}
-		if executedOps(orig, retry, last) > 0 || last.Is(http.StatusConflict, pDuplicate) {
-			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
-		} else {
-			books.Expect(op)
-		}
-		if err := t.Reconcile(sent, got, books); err != nil {
+		got, last, err := t.patientRetries(s, req, op, amount, orig, retry, sent,
+			"the original answered "+orig.Short()+", the retry "+retry.Short())
+		if err != nil {
 			return err
 		}
 		// On a busy machine the retry can claim first, and the roles swap:
@@ -740,6 +712,30 @@ func retryMeetsTheRelease(t *T, s Scenario) error {
 		}
 	}
 	return nil
+}
+
+// patientRetries retries req, op of amount from s's first customer to its
+// second, as a patient client does while retry, its answer, asks it to
+// wait or says the server failed, for a second at most, and reconciles
+// the books: the payment ran once if orig, the original's answer, retry
+// or the last retry's says it did, and never otherwise. It returns got,
+// what the requests were answered, with the retries told, and the last
+// answer.
+func (t *T) patientRetries(s Scenario, req Request, op string, amount int64, orig, retry Response, sent, got string) (string, Response, error) {
+	wait := func(r Response) bool {
+		return r.Err != nil || r.ServerFailed() || r.Is(http.StatusConflict, pInProgress)
+	}
+	last, n := retry, 0
+	if wait(retry) {
+		last, n = t.retryWhile(req, time.Second, wait)
+		got += fmt.Sprintf("\nthen %d retries, while told to wait  →  %s", n, last.Short())
+	}
+	if executedOps(orig, retry, last) > 0 || last.Is(http.StatusConflict, pDuplicate) {
+		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
+	} else {
+		s.Books.Expect(op)
+	}
+	return got, last, t.Reconcile(sent, got, s.Books)
 }
 
 // refusalNotStuck sends a transfer of more than its account ever held,
