@@ -310,6 +310,25 @@ func TestSlowKeyUpdates_HoldsOnlyTheArmedUpdatesOfTheKeyTable(t *testing.T) {
 	}
 }
 
+// keyReads are statements that read idempotency_keys, spelled in several
+// ways, and notKeyReads statements that do not: an insert, a delete or an
+// update of the table, a read of another table, a comment that names it.
+var (
+	keyReads = []string{
+		`SELECT fingerprint, state FROM idempotency_keys WHERE key = ?`,
+		"\n\t\tselect id\n from \"public\".\"idempotency_keys\" where key = $1 FOR UPDATE",
+		`/* the claim */ SELECT k.state FROM IDEMPOTENCY_KEYS AS k WHERE k.key = ?`,
+	}
+	notKeyReads = []string{
+		`INSERT INTO idempotency_keys (key, state) VALUES (?, 'in_progress') RETURNING id`,
+		`DELETE FROM idempotency_keys WHERE id = ? AND state = 'in_progress'`,
+		`UPDATE idempotency_keys SET state = 'completed' WHERE id = ?`,
+		`SELECT balance FROM accounts WHERE id = ?`,
+		`SELECT state FROM idempotency_keys_archive WHERE key = ?`,
+		"-- then select from idempotency_keys\nSELECT 1",
+	}
+)
+
 // TestSlowKeyReads_HoldsOnlyTheArmedReadsOfTheKeyTable: an armed count
 // of statements that read idempotency_keys, however spelled, wait before
 // they run, and nothing else does: the lab's own reads, an insert, a
@@ -325,23 +344,12 @@ func TestSlowKeyReads_HoldsOnlyTheArmedReadsOfTheKeyTable(t *testing.T) {
 	if err := s.BeforeStatement(fault.LabRead(gone), `SELECT rowid AS rowid, * FROM idempotency_keys`); err != nil {
 		t.Errorf("the lab's read of the key table: %v; want it run at once", err)
 	}
-	for _, q := range []string{
-		`INSERT INTO idempotency_keys (key, state) VALUES (?, 'in_progress') RETURNING id`,
-		`DELETE FROM idempotency_keys WHERE id = ? AND state = 'in_progress'`,
-		`UPDATE idempotency_keys SET state = 'completed' WHERE id = ?`,
-		`SELECT balance FROM accounts WHERE id = ?`,
-		`SELECT state FROM idempotency_keys_archive WHERE key = ?`,
-		"-- then select from idempotency_keys\nSELECT 1",
-	} {
+	for _, q := range notKeyReads {
 		if err := s.BeforeStatement(gone, q); err != nil {
 			t.Errorf("%q: %v; want it run at once", q, err)
 		}
 	}
-	for _, q := range []string{
-		`SELECT fingerprint, state FROM idempotency_keys WHERE key = ?`,
-		"\n\t\tselect id\n from \"public\".\"idempotency_keys\" where key = $1 FOR UPDATE",
-		`/* the claim */ SELECT k.state FROM IDEMPOTENCY_KEYS AS k WHERE k.key = ?`,
-	} {
+	for _, q := range keyReads {
 		if err := s.BeforeStatement(gone, q); !errors.Is(err, context.Canceled) {
 			t.Errorf("%q while armed: %v; want it held, and given up with its context", q, err)
 		}
@@ -367,23 +375,12 @@ func TestFailKeyReads_RefusesOnlyTheArmedReadsOfTheKeyTable(t *testing.T) {
 	if err := s.BeforeStatement(fault.LabRead(ctx), `SELECT rowid AS rowid, * FROM idempotency_keys`); err != nil {
 		t.Errorf("the lab's read of the key table: %v; want it run", err)
 	}
-	for _, q := range []string{
-		`INSERT INTO idempotency_keys (key, state) VALUES (?, 'in_progress') RETURNING id`,
-		`DELETE FROM idempotency_keys WHERE id = ? AND state = 'in_progress'`,
-		`UPDATE idempotency_keys SET state = 'completed' WHERE id = ?`,
-		`SELECT balance FROM accounts WHERE id = ?`,
-		`SELECT state FROM idempotency_keys_archive WHERE key = ?`,
-		"-- then select from idempotency_keys\nSELECT 1",
-	} {
+	for _, q := range notKeyReads {
 		if err := s.BeforeStatement(ctx, q); err != nil {
 			t.Errorf("%q: %v; want it run", q, err)
 		}
 	}
-	for _, q := range []string{
-		`SELECT fingerprint, state FROM idempotency_keys WHERE key = ?`,
-		"\n\t\tselect id\n from \"public\".\"idempotency_keys\" where key = $1 FOR UPDATE",
-		`/* the claim */ SELECT k.state FROM IDEMPOTENCY_KEYS AS k WHERE k.key = ?`,
-	} {
+	for _, q := range keyReads {
 		if err := s.BeforeStatement(ctx, q); !errors.Is(err, fault.ErrKeyReadRefused) {
 			t.Errorf("%q while armed: %v; want %v", q, err, fault.ErrKeyReadRefused)
 		}
