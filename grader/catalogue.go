@@ -595,9 +595,9 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.outbox-times", Stage: 9, Lesson: lesson9 + "#the-relay",
-		Claim: "once the lab clock has been moved on by hours, a transfer's outbox row is written (created_at) and marked sent (sent_at) on the lab clock: written when the transfer is made, and sent when the core acknowledges it, after the lab clock moved on again while the core, back from an outage, held the relay's request unanswered; and a posting the core refused for good in that request is set aside (dead_at) when it refused it, after that move too",
+		Claim: "once the lab clock has been moved on by hours, a transfer's outbox row is written (created_at) and marked sent (sent_at) on the lab clock: written when the transfer is made, and sent when the core acknowledges it, after the lab clock moved on again while the core, back from an outage, held the relay's request unanswered; and a posting the core refused for good in that request is set aside (dead_at) when it refused it, after that move too; and a transfer whose wait on the core's confirmation the lab clock moved on in has its row written after that move",
 		Why:   "the outbox's times are read on the lab clock, as every other time of the server: the delivery lag the lab, the dashboard and make delivery-check report is sent_at less created_at, a dead letter's time says when its posting was given up, and an instructor's timeline puts each row where the lab clock says; a time from the machine's clock reads as hours before the transfer was made once the lab clock was moved, and the lag is off by as much; a time read before the core answered says the row was done before it was",
-		Run:   checkOutboxTimes,
+		Run:   checkOutboxTimesThenWritten,
 	},
 	{
 		ID: "S9.poison", Stage: 9, Lesson: lesson9 + "#dead-letters",

@@ -2549,3 +2549,78 @@ func checkSettleFails(t *T) error {
 	maps.Copy(want, more)
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
 }
+
+// checkOutboxTimesThenWritten is checkOutboxTimes, then, with the core
+// back, one more transfer held in its wait on the core's confirmation
+// while the lab clock moves on (see rowWrittenAfterTheWait).
+func checkOutboxTimesThenWritten(t *T) error {
+	if err := checkOutboxTimes(t); err != nil {
+		return err
+	}
+	return rowWrittenAfterTheWait(t)
+}
+
+// outboxWaitLatencies are the core latencies rowWrittenAfterTheWait holds
+// its transfer with, the longer tried when the lab clock's move did not
+// land in the first's wait (a loaded machine).
+var outboxWaitLatencies = []time.Duration{2 * time.Second, 8 * time.Second}
+
+// rowWrittenAfterTheWait catches an outbox row stamped with the lab clock
+// read when the request arrived (a handler that reads "now" first and
+// hands it down), not when the transfer is made: it holds a transfer in
+// its wait on the core's confirmation, moves the lab clock on by hours
+// while it waits, and requires the row's created_at after the move.
+func rowWrittenAfterTheWait(t *T) error {
+	s, err := t.coreScenario(1_000_000)
+	if err != nil {
+		return err
+	}
+	defer t.Configure(labclient.Config{NoCoreLatency: true})
+	for _, latency := range outboxWaitLatencies {
+		op := t.Op()
+		s.Books.Expect(op)
+		from, to, amount := s.A.Accounts[0], s.B.Accounts[0], t.Amount(1_000, 50_000)
+		req := Transfer(s.A, t.Key(), TransferBody(from, to, amount, op))
+		held, err := t.Hold(req, latency)
+		if err != nil {
+			return err
+		}
+		moved := time.Duration(1+t.rng.IntN(23)) * time.Hour
+		var movedTo time.Time
+		inWait := held.Seen && held.Early()
+		if inWait {
+			if err := t.Advance(moved); err != nil {
+				return err
+			}
+			if movedTo, err = t.LabNow(); err != nil {
+				return err
+			}
+			inWait = held.Early()
+		}
+		r := held.Wait()
+		if !r.Is(http.StatusCreated, "") || resourceID(r) == "" {
+			return t.Fail(req.String()+"  →  "+r.Short(), r.String(), "201 Created: the transfer executes, whatever the core ledger is doing")
+		}
+		s.Books.Transfer(op, from, to, amount)
+		if !inWait {
+			continue
+		}
+		id := resourceID(r)
+		listed, err := t.transfersListed([]string{id})
+		if err != nil {
+			return err
+		}
+		x := listed[id]
+		if x.OutboxAt == "" {
+			return t.CouldNotObserve("when the outbox row of %s was written: GET /lab/transfers lists no created_at for it once the transfer was answered", id)
+		}
+		if created, err := time.Parse(time.RFC3339Nano, x.OutboxAt); err == nil && !created.Before(movedTo) {
+			return nil
+		}
+		story := fmt.Sprintf("%s  (the core's confirmation held %v)\n(POST /lab/clock, while it waits: the lab clock moved on %v, to %s)\n→  %s",
+			req.String(), latency, moved, clock.Format(movedTo), r.Short())
+		return t.Fail(story, fmt.Sprintf("%s's outbox row: created_at %s", id, x.OutboxAt),
+			fmt.Sprintf("created_at ≥ %s: the row is written with the transfer, once the core has confirmed it, after the move; a time read when the request arrived says the row was written before its transfer was made", clock.Format(movedTo)))
+	}
+	return t.CouldNotObserve("when an outbox row is written: in %d tries the lab clock's move did not land while a transfer waited on the core's confirmation", len(outboxWaitLatencies))
+}
