@@ -11,8 +11,10 @@ import (
 
 	"idemlab/grader/judging"
 	"idemlab/kit/bank"
+	"idemlab/kit/labclient"
 	"idemlab/kit/problem"
 	"idemlab/kit/request"
+	"idemlab/kit/stage"
 )
 
 // checkPreconditionRequired catches a server that takes a PUT without
@@ -390,7 +392,63 @@ func checkDailyLimit(t *T) error {
 	if !rb.Is(http.StatusPreconditionFailed, pPreconditionFailed) {
 		return t.Fail(story, rb.String(), "412 "+pPreconditionFailed+" to B's rename: its copy is of the version A's PUT replaced")
 	}
-	return nil
+	return t.raiseBeforeConfirmed(story, a, acc, limit)
+}
+
+// unconfirmedLatency is how long the core takes to confirm the raise
+// raiseBeforeConfirmed watches.
+const unconfirmedLatency = 2 * time.Second
+
+// raiseBeforeConfirmed, the end of S7.daily-limit, catches a save written
+// before the core confirms it (the conditional write first, the core's
+// confirmation after, so that a stale copy gets its 412 without a wait):
+// clerk A raises the stopped account's limit while the core takes
+// unconfirmedLatency to confirm it, and the check reads the settings
+// while it waits. A read answered before half that wait was over, when
+// no confirmation can have come, must show the settings as they were:
+// a raise in force before the core confirmed it lets money out even if
+// the confirmation never comes (the clerk hangs up, the call fails). Once
+// confirmed, the raise is answered 200 with what it saved.
+func (t *T) raiseBeforeConfirmed(story string, a bank.Customer, acc string, limit int64) error {
+	cur, err := t.readSettings(story, a, acc)
+	if err != nil {
+		return err
+	}
+	raised := cur.Settings
+	raised.DailyLimit = limit
+	req := putSettings(a, acc, raised, cur.ETag)
+	if err := t.Configure(labclient.Config{CoreLatency: unconfirmedLatency}); err != nil {
+		return err
+	}
+	sent := time.Now()
+	p := t.Launch(req)
+	get := Request{Method: "GET", Path: settingsPath(acc), Token: a.Token}
+	var early Response
+	_, err = t.WaitFor(unconfirmedLatency/4, func() (bool, error) {
+		if p.Done() {
+			return true, nil
+		}
+		r := t.Do(get)
+		if time.Since(sent) < unconfirmedLatency/2 && r.Is(http.StatusOK, "") && r.Header.Get("ETag") != cur.ETag {
+			early = r
+			return true, nil
+		}
+		return false, nil
+	})
+	r := p.Wait()
+	if cerr := t.Configure(labclient.Whole(stage.DefaultConfig())); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	story += fmt.Sprintf("\nclerk A raises the limit to %d again, the core taking %v to confirm it: ", limit, unconfirmedLatency) + describe(req)
+	if early.Status != 0 {
+		return t.Fail(story+"\nwhile it waits on the core, GET "+settingsPath(acc), early.String()+", ETag "+early.Header.Get("ETag"),
+			"the settings as they were, "+cur.String()+", until the core has confirmed the raise: a limit in force before its confirmation lets transfers through under a raise the core may never confirm")
+	}
+	_, err = t.saved(story+"  →", req, r, raised)
+	return err
 }
 
 // toNoon moves the lab clock on to the next noon (UTC): a story that
