@@ -114,6 +114,16 @@ func TestDayFailureMoneyFirst(t *testing.T) {
 			t.Errorf("%s: harm %q, want %q\n%s", tc.name, f.Harm, tc.want, f.Got)
 		}
 	}
+	// A client told in progress until it gave up, its key not in the
+	// lab's key table: stuck or no usable answer, which could not be
+	// observed, and no guessed harm; beside a money finding, that one.
+	var u *judging.Unobserved
+	if err := newT().dayFailure(day(func(c *replay.DayCounts) { c.KeyUnobserved, c.UnexpectedStatus = 1, 1 }), "a day", "all of them"); !errors.As(err, &u) {
+		t.Errorf("a day whose only money harm could not be observed: %v, want could not observe", err)
+	}
+	if err := newT().dayFailure(day(func(c *replay.DayCounts) { c.KeyUnobserved, c.NoUsableAnswer = 1, 1 }), "a day", "all of them"); !errors.As(err, new(*judging.Failure)) {
+		t.Errorf("a day with no usable answer and a key not observed: %v, want a failure", err)
+	}
 	f := newT().dayFailure(day(func(c *replay.DayCounts) { c.StuckInProgress, c.StuckNeverExecuted = 1, 1 }), "a day", "all of them").(*judging.Failure)
 	f.Reconciled = true
 	out := Format(Result{Check: Check{ID: "S6.day-replay-through-faults"}, Err: f}, "again")

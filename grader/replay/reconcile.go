@@ -6,7 +6,9 @@ import (
 	"slices"
 
 	"idemlab/grader/dayplan"
+	"idemlab/grader/judging"
 	"idemlab/kit/bank"
+	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
 )
 
@@ -94,9 +96,14 @@ type DayCounts struct {
 	// that named the execution the books hold), a wrong answer (a 2xx
 	// with other bytes: another operation's result, a recomputed one),
 	// no usable answer (refused without the result until it stopped
-	// retrying, e.g. 409 duplicate-request), or a key still in progress
-	// when its retry horizon ended. Each such operation is counted in
-	// one of the four. WrongAnswers also counts the clerks' edits
+	// retrying, e.g. 409 duplicate-request, or 409 request-in-progress
+	// for a key the key table shows is not), or a key still in progress
+	// when its retry horizon ended, as the key table read at the end of
+	// the day shows it. Each such operation is counted in one of the
+	// four, or, told in progress until it gave up for a key the lab's
+	// key table does not show (it shows the newest labctl.MaxStateKeys,
+	// or none), in KeyUnobserved: one of the last two harms, which could
+	// not be observed. WrongAnswers also counts the clerks' edits
 	// answered with a 2xx that the books show never executed (the
 	// original's result, replayed to another request), counted apart as
 	// well in EditsAnsweredWrong; StuckInProgress also counts the
@@ -108,6 +115,7 @@ type DayCounts struct {
 	NoUsableAnswer     int `json:"no_usable_answer"`
 	StuckInProgress    int `json:"stuck_in_progress"`
 	StuckNeverExecuted int `json:"stuck_never_executed"`
+	KeyUnobserved      int `json:"key_unobserved"`
 	BalanceMismatches  int `json:"balance_mismatches"`
 	NegativeBalances   int `json:"negative_balances"`
 	// InvoicesPaidTwice counts the invoices (a customer's reference) that
@@ -334,8 +342,19 @@ func ReconcileDay(res *Result) DayReconciliation {
 				rc.Counts.WrongAnswers++
 				add("wrong_answers", DayFinding{Op: op.Op, Story: fmt.Sprintf("executed, and the client was told %s with a body that is not the execution's (%.80s): %s", a.answer(), a.Response, story())})
 			case knowsStuck:
-				rc.Counts.StuckInProgress++
-				add("stuck_in_progress", DayFinding{Op: op.Op, Story: "executed, and the key was still in progress when the client's retry horizon ended: " + story()})
+				// Told to wait until it gave up: the key table at the end
+				// of the day says which harm, not the 409.
+				switch in, rows, seen := keyAtDayEnd(res.Day, op.Key); {
+				case !seen:
+					rc.Counts.KeyUnobserved++
+					add("key_unobserved", DayFinding{Op: op.Op, Story: "executed, and told its key was in progress until the client gave up; the lab's key table does not show the key, so whether it is stuck could not be observed: " + story()})
+				case in:
+					rc.Counts.StuckInProgress++
+					add("stuck_in_progress", DayFinding{Op: op.Op, Story: "executed, and the key was still in progress when the client's retry horizon ended (key row " + rows + "): " + story()})
+				default:
+					rc.Counts.NoUsableAnswer++
+					add("no_usable_answer", DayFinding{Op: op.Op, Story: "executed, and told its key was in progress until the client gave up, though the key table shows it is not (key row " + rows + "): " + story()})
+				}
 			default:
 				rc.Counts.NoUsableAnswer++
 				add("no_usable_answer", DayFinding{Op: op.Op, Story: fmt.Sprintf("executed, and the client stopped at %s without ever learning the result: %s", a.answer(), story())})
@@ -395,6 +414,20 @@ func (res *Result) holds(op *dayplan.Op) func(id string) bool {
 		x, ok := books[id]
 		return ok && x.Op == op.Op
 	}
+}
+
+// keyAtDayEnd reads key's rows in st, the key table read at the end of
+// the day: in is whether one is still in progress (judging.KeyInProgress,
+// as the single checks read it), rows describes them for a story, and
+// seen is false when the table cannot say: the lab shows no key table, or
+// shows its newest labctl.MaxStateKeys rows and key is not among them.
+// A table shown whole without the key says it has none: not in progress.
+func keyAtDayEnd(st labctl.State, key string) (in bool, rows string, seen bool) {
+	found := judging.KeyRows(st, key)
+	if key == "" || len(st.Keys) == 0 || len(found) == 0 && len(st.Keys) >= labctl.MaxStateKeys {
+		return false, "", false
+	}
+	return judging.KeyInProgress(st, key), judging.DescribeRows(found), true
 }
 
 // invoiceKey is a customer's reference: what stage 8 pays once.

@@ -3,11 +3,17 @@ package replay_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"idemlab/grader/dayplan"
+	"idemlab/grader/judging"
 	"idemlab/grader/replay"
 	"idemlab/grader/scoreboard"
 	"idemlab/kit/bank"
@@ -189,6 +195,20 @@ func TestReconcileDay_Findings(t *testing.T) {
 	retried := func(status int, replayed bool, body, prob string) replay.Attempt {
 		return replay.Attempt{Op: op.Op, Submission: replay.SubmitOriginal, N: 2, Status: status, Replayed: replayed, Response: body, Problem: prob, Final: true}
 	}
+	toldToWait := retried(409, false, "", problem.RequestInProgress.URI())
+	toldToWait.GaveUp = true
+	// keyRows gives st a key table of others' rows, then op's in each
+	// of states.
+	const inProgress, completed = "in_progress", "completed"
+	keyRows := func(st labctl.State, others int, states ...string) labctl.State {
+		for i := range others {
+			st.Keys = append(st.Keys, map[string]any{"key": fmt.Sprintf("other-%d", i), "state": completed})
+		}
+		for _, state := range states {
+			st.Keys = append(st.Keys, map[string]any{"key": op.Key, "customer_id": op.Customer, "state": state})
+		}
+		return st
+	}
 	cases := []struct {
 		name     string
 		attempts []replay.Attempt
@@ -220,11 +240,23 @@ func TestReconcileDay_Findings(t *testing.T) {
 			after(1, 0), false, "no_usable_answer"},
 		{"lost response, then another answer", []replay.Attempt{lost, retried(201, true, `{"id":"tr_2"}`, "")},
 			after(1, 0), false, "wrong_answers"},
-		{"lost response, then in progress to the end", []replay.Attempt{lost, func() replay.Attempt {
-			a := retried(409, false, "", problem.RequestInProgress.URI())
-			a.GaveUp = true
-			return a
-		}()}, after(1, 0), false, "stuck_in_progress"},
+		// Told in progress until it gave up, the client of an executed
+		// operation is judged by the key table read at the end of the
+		// day, as the single checks read it: a row in progress is a
+		// stuck key; a completed row, or none in a table shown whole, no
+		// usable answer (a server that tells every retry to wait of its
+		// own accord); no table, or one that shows its newest rows only
+		// and not the key, could not observe which.
+		{"lost response, then in progress to the end", []replay.Attempt{lost, toldToWait},
+			keyRows(after(1, 0), 0, inProgress), false, "stuck_in_progress"},
+		{"lost response, then in progress to the end of a completed key", []replay.Attempt{lost, toldToWait},
+			keyRows(after(1, 0), 0, completed), false, "no_usable_answer"},
+		{"lost response, then in progress to the end of a key the table does not have", []replay.Attempt{lost, toldToWait},
+			keyRows(after(1, 0), 3), false, "no_usable_answer"},
+		{"lost response, then in progress to the end, and no key table", []replay.Attempt{lost, toldToWait},
+			after(1, 0), false, "key_unobserved"},
+		{"lost response, then in progress to the end, and a key table that shows others", []replay.Attempt{lost, toldToWait},
+			keyRows(after(1, 0), labctl.MaxStateKeys), false, "key_unobserved"},
 		{"the server died before the money moved, and the key stayed in progress", []replay.Attempt{
 			{Op: op.Op, Submission: replay.SubmitOriginal, N: 1, Error: "EOF"}, func() replay.Attempt {
 				a := retried(409, false, "", problem.RequestInProgress.URI())
@@ -378,6 +410,8 @@ func oneVerdictEach(t *testing.T, rc replay.DayReconciliation) {
 		switch f.Kind {
 		case "balance_mismatches", "negative_balances":
 			kinds["balances"] = true // one clause, and the books column
+		case "key_unobserved":
+			kinds[f.Kind] = true // one clause; no column: no finding against the server
 		default:
 			kinds[f.Kind] = true
 			findings++
@@ -447,5 +481,80 @@ func TestReconcileDay_RefusedForOthersKeyOnlyWhenAnotherCustomerUsedIt(t *testin
 		if rc.Counts.UnexpectedStatus != 1 || rc.Counts.RefusedForOthersKey != want {
 			t.Errorf("shared key %v: unexpected answers %d, refused for another's key %d; want 1 and %d", shared, rc.Counts.UnexpectedStatus, rc.Counts.RefusedForOthersKey, want)
 		}
+	}
+}
+
+// toldToWaitForGood answers every request of a key after the first that
+// reaches the server 409 request-in-progress, Retry-After and all, as
+// audit/testdata/every409 does: a lock in memory on each key, never let
+// go, in front of a server that completes the key and keeps its answer.
+type toldToWaitForGood struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	held map[string]bool
+}
+
+func (w *toldToWaitForGood) RoundTrip(r *http.Request) (*http.Response, error) {
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" || r.Method != http.MethodPost {
+		return w.base.RoundTrip(r)
+	}
+	name := r.Header.Get("Authorization") + " " + r.URL.Path + " " + key
+	w.mu.Lock()
+	taken := w.held[name]
+	w.held[name] = true
+	w.mu.Unlock()
+	if !taken {
+		return w.base.RoundTrip(r)
+	}
+	if r.Body != nil {
+		r.Body.Close()
+	}
+	rec := httptest.NewRecorder()
+	problem.Write(rec, &problem.Error{Type: problem.RequestInProgress, RetryAfter: time.Second, Detail: "a request with this key is in progress"})
+	resp := rec.Result()
+	resp.Request = r
+	return resp, nil
+}
+
+// TestReplay_ToldToWaitForAKeyTheBooksCompleted: solutions/stage5 behind
+// a lock on each key that tells every retry to wait, for good. Each
+// operation whose first answer was lost executed, and its client gave up
+// told 409 request-in-progress; the key table at the end of the day
+// shows each such key completed, so each is a client without a usable
+// answer, as S3.retry-during-original judges one, not a stuck key. It
+// catches a reconciliation that takes the 409 alone for a stuck key.
+func TestReplay_ToldToWaitForAKeyTheBooksCompleted(t *testing.T) {
+	p := dayplan.DefaultParams(4, 40)
+	p.FaultRate, p.DoubleClickRate, p.EditRate, p.LateRetryRate = 0.5, 0, 0, 0
+	plan, err := dayplan.Generate(4, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Clients give up after 10 minutes of the plan's clock, as in
+	// S6.day-replay-through-faults: told to wait for good, each retries
+	// until its horizon.
+	policy := replay.DefaultRetryPolicy()
+	policy.Horizon = 10 * time.Minute
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	run, err := replay.InProcess(context.Background(), sol5.New, plan, nil,
+		replay.Options{Base: &toldToWaitForGood{base: tr, held: map[string]bool{}}, Policy: policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := replay.ReconcileDay(run.Result)
+	c := rc.Counts
+	if executedStuck := c.StuckInProgress - c.StuckNeverExecuted; executedStuck != 0 || c.KeyUnobserved != 0 || c.NoUsableAnswer == 0 {
+		var b bytes.Buffer
+		rc.WriteReport(&b, 3, "")
+		t.Fatalf("%d executed operations' keys stuck, %d not observed, %d clients without a usable answer; want 0, 0 and some:\n%s",
+			executedStuck, c.KeyUnobserved, c.NoUsableAnswer, b.String())
+	}
+	if c.OriginalAnswers+c.NoUsableAnswer+c.WrongAnswers+c.StuckInProgress-c.StuckNeverExecuted != c.ExecutedOnce+c.DoubleApplied {
+		t.Errorf("counts %+v: every executed operation's client knows one thing", c)
+	}
+	if h := rc.Harm(); h != judging.NoUsableAnswer {
+		t.Errorf("the day's harm is %q, want %q", h, judging.NoUsableAnswer)
 	}
 }

@@ -59,6 +59,9 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int, all string) {
 	line("  a wrong answer", wrong, pick(wrong > 0, "<- WRONG: a 2xx that is not its execution's", ""))
 	line("  no usable answer", c.NoUsableAnswer, pick(c.NoUsableAnswer > 0, "<- refused without the result until it stopped retrying", ""))
 	line("  key still in progress", stuck, pick(stuck > 0, "<- STUCK at the end of its retry horizon", ""))
+	if c.KeyUnobserved > 0 {
+		line("  key not observed", c.KeyUnobserved, "<- told in progress until it gave up: stuck, or no usable answer; the lab's key table does not show which")
+	}
 	line("re-executed after retention", c.LateReexecuted, "(allowed: the client retried after the retention period, when its key had expired)")
 	line("balances", pick(c.BalanceMismatches == 0, "every account = opening + the executions the server counted",
 		fmt.Sprintf("%d accounts do not add up", c.BalanceMismatches)), "")
@@ -124,6 +127,7 @@ func (rc DayReconciliation) Verdict() string {
 		{c.NoUsableAnswer, "clients never learned the result of an operation that executed"},
 		{c.ToldDuplicate, "clients told their request was a duplicate, and it never ran"},
 		{c.StuckInProgress, "keys still in progress when their clients gave up"},
+		{c.KeyUnobserved, "clients of an executed operation told its key was in progress until they gave up, whose key the lab's key table does not show (stuck, or no usable answer: could not observe which)"},
 		{c.MismatchedReplays, "replays differ from the original answer"},
 		{c.UnexpectedStatus, "answers the contract does not allow"},
 		{c.InvoicesPaidTwice, "invoices paid twice"},
@@ -156,6 +160,15 @@ func (rc DayReconciliation) Verdict() string {
 func (rc DayReconciliation) Harm() judging.Harm {
 	h, _ := rc.Harmed()
 	return h
+}
+
+// Unknown reports whether what the day did to money could not be
+// observed: no money finding, and a client of an executed operation told
+// its key was in progress until it gave up, for a key the lab's key table
+// does not show (KeyUnobserved: a stuck key, or no usable answer). Such a
+// day is not VALID, and not judged a contract difference either.
+func (rc DayReconciliation) Unknown() bool {
+	return rc.Harm() == "" && rc.Counts.KeyUnobserved > 0
 }
 
 // Harmed is the day's worst harm (Harm) and how many operations or
@@ -206,13 +219,13 @@ var harmKinds = []struct {
 // FindingKinds are the kinds of the day's findings (DayFinding.Kind),
 // worst first, the order the reconciliation lists them in: those of each
 // money harm in the order the day's harm is judged (Harm), then the
-// contract's.
+// contract's, then the clients whose harm could not be observed.
 var FindingKinds = func() []string {
 	var kinds []string
 	for _, h := range harmKinds {
 		kinds = append(kinds, h.kinds...)
 	}
-	return append(kinds, "mismatched_replays", "unexpected_status", "edits_not_served")
+	return append(kinds, "mismatched_replays", "unexpected_status", "edits_not_served", "key_unobserved")
 }()
 
 func pick(cond bool, yes, no string) string {

@@ -292,6 +292,7 @@ var highlights = map[string]Highlight{
 	"cross-customer leak": named,
 	"lost update":         named, "lost_updates": named,
 	"invoices_paid_twice": named, "mismatched_replays": named, "unexpected_status": named, "edits_not_served": named,
+	"key_unobserved": named,
 }
 
 // HighlightOf is how the marks of a finding of harm are drawn, and
