@@ -77,10 +77,10 @@ func LoadMutants(fsys fs.FS, dir string) ([]Mutant, error) {
 // "field: value" lines (name, stage, caught-by, bug, engine if the bug
 // shows on one engine only, lesson if its failure must send the student
 // to a section other than the check's, harm if its verdict on money
-// must be one, and state if it adds a package variable), then each edit as two sections, "FILE: old" and "FILE:
-// new". The line break that ends a section is the archive's, not the
-// edit's. It returns an error for an unknown or missing field, or a
-// section out of that order.
+// must be one, and state if it adds a package variable), then each edit
+// as two sections, "FILE: old" and "FILE: new". The line break that ends
+// a section is the archive's, not the edit's. It returns an error for an
+// unknown or missing field, or a section out of that order.
 func ParseMutant(data []byte) (Mutant, error) {
 	a := txtar.Parse(data)
 	m := Mutant{Stage: -1}
