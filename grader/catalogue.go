@@ -198,7 +198,7 @@ var catalogue = []Check{
 	// Stage 4: replay the answer.
 	{
 		ID: "S4.replay-byte-identical", Stage: 4, Lesson: lesson4 + "#store-the-answer",
-		Claim: "a retry of a completed request gets the stored response of its own key: same status, same body bytes, same Content-Type and Location, also when another key sent the same body",
+		Claim: "a retry of a completed request gets the stored response of its own key: same status, same body bytes, same Content-Type, Location and Retry-After, also when another key sent the same body",
 		Why:   "the client retried because it lost the first answer; only the same answer lets it finish as if nothing had gone wrong, and a different one (another id, another time) looks like a second transfer",
 		Run:   withScenario(2_000_000, checkReplayByteIdentical),
 	},

@@ -22,8 +22,12 @@ import (
 // retry's was 201". Bytes are S4.replay-byte-identical's question alone;
 // every other check asks whether a replay is its client's own answer
 // (ownAnswerMismatch; replayValueMismatch where its claim names Location).
+// Retry-After is compared too: a first answer that moved money has none,
+// and a replay that carries one (sent by the writer of the 409
+// request-in-progress, say) tells its client to come back for an answer
+// it is being given.
 func replayMismatch(orig, replay Response, whose string) string {
-	return replayDifference(orig, replay, whose, false, "Content-Type", "Location")
+	return replayDifference(orig, replay, whose, false, "Content-Type", "Location", "Retry-After")
 }
 
 // replayValueMismatch is replayMismatch for a check whose question is
@@ -168,7 +172,7 @@ func checkReplayByteIdentical(t *T, s Scenario) error {
 		if err := t.Advance(time.Second); err != nil {
 			return err
 		}
-		expected := "the stored response, byte for byte: status, body, Content-Type and Location as first sent"
+		expected := "the stored response, byte for byte: status, body, Content-Type, Location and Retry-After as first sent"
 		if i == len(reqs)-1 {
 			expected += ", this key's own: another key with the same body is another payment, with an answer of its own"
 		}
