@@ -808,7 +808,7 @@ func checkLateOriginalFenced(t *T) error {
 			return err
 		}
 	}
-	for _, p := range payments {
+	for _, p := range append(slices.Clip(payments), mostOfTheBalance) {
 		if err := t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
 			return t.lateOriginalAfterRetry(s, latency, p)
 		}); err != nil {
@@ -852,7 +852,13 @@ func checkLateOriginalFenced(t *T) error {
 // (a completed key holds none), passes them and pays here twice. The
 // round is conclusive only if the retry answered while the original
 // still waited on the core. It holds a transfer, then a deposit (draw):
-// a server may take the retry's answer on one route only.
+// a server may take the retry's answer on one route only. Last, a transfer
+// of most of the balance (mostOfTheBalance), which the retry's execution
+// leaves too little for: the original's own business write is refused,
+// and a server that fences only a completion that moved money completes
+// the key with that refusal, over the retry's 201, so the last retry,
+// which must get the retry's answer, is told that a payment which ran was
+// refused.
 func (t *T) lateOriginalAfterRetry(s Scenario, latency time.Duration, draw func(*T, Scenario) (Request, func())) (bool, error) {
 	lease := t.drawLease(5, 60)
 	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
@@ -873,8 +879,32 @@ func (t *T) lateOriginalAfterRetry(s Scenario, latency time.Duration, draw func(
 	if executedOps(retry, first, last) > 0 {
 		executed()
 	}
-	return waited, because(t.Reconcile(sent, got, s.Books),
-		"a late original is fenced whatever its retry has done meanwhile: still running or already answered, the retry holds the key or has completed it, and the original's transaction, its money included, rolls back; one that takes the completed key's answer as its own and commits pays a second time")
+	const fenced = "a late original is fenced whatever its retry has done meanwhile: still running or already answered, the retry holds the key or has completed it, and the original's transaction, its money included, rolls back; one that takes the completed key's answer as its own and commits pays a second time"
+	if err := t.Reconcile(sent, got, s.Books); err != nil {
+		return waited, because(err, fenced)
+	}
+	if !retry.Is(http.StatusCreated, "") {
+		return waited, nil
+	}
+	if d := ownAnswerMismatch(retry, last, "the retry's"); d != "" {
+		return true, because(t.Harmful(judging.WrongAnswer, sent, last.String()+"\n"+d,
+			"the retry's stored 201 to the last retry: the retry executed and completed the key, and the late original, whatever its own business write found (a transfer of most of the balance finds it spent by the retry, and is refused), completes nothing"),
+			fenced+"; a refusal moves no money, but its completion is fenced all the same: completed over the retry's, it tells every later retry that a payment which ran was refused")
+	}
+	return waited, nil
+}
+
+// mostOfTheBalance is a payment of lateOriginalAfterRetry: a transfer of
+// more than half of the source's opening balance, and no more than all of
+// it, so that the late original, woken after its retry executed, finds too
+// little left and is refused insufficient funds. A server that fences only
+// a completion that moved money completes the key with that refusal, over
+// the retry's stored 201.
+func mostOfTheBalance(t *T, s Scenario) (Request, func()) {
+	amount, key, op := t.Amount(s.Opening/2+1, s.Opening), t.Key(), t.Op()
+	s.Books.Expect(op)
+	req := Transfer(s.A, key, TransferBody(s.A.Accounts[0], s.B.Accounts[0], amount, op))
+	return req, func() { s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount) }
 }
 
 // lateOriginalAlone is S6.late-original-fenced's round in which nobody
