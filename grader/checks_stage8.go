@@ -85,6 +85,11 @@ func (t *T) payInvoice(story, what string, s Scenario, payer bank.Customer, to, 
 	r := t.Do(req)
 	story = strings.TrimPrefix(story+"\n"+what+" "+inv.reference+": "+req.String()+"  →  "+r.Short(), "\n")
 	if !r.Is(http.StatusCreated, "") || resourceID(r) == "" {
+		// Told that it ran in another 2xx (an execution answered 200):
+		// the books expect it, and the status is a contract difference.
+		if toldRan(r, inv.op) {
+			s.Books.Transfer(inv.op, inv.from, inv.to, inv.amount)
+		}
 		if err := t.Reconcile(story, r.String(), s.Books); err != nil {
 			return invoice{}, "", err
 		}
