@@ -619,6 +619,11 @@ func checkOtherCustomerReference(t *T) error {
 		s.Books.Transfer(again.op, again.from, again.to, again.amount)
 		return t.Reconcile(story, r.String(), s.Books)
 	}
+	if toldRan(r, again.op) {
+		// Told that it ran in another 2xx: the books expect it, and the
+		// answer is judged as any other that is not the refusal.
+		s.Books.Transfer(again.op, again.from, again.to, again.amount)
+	}
 	return t.refusedAsDuplicate(story, r, mine, s.Books)
 }
 
