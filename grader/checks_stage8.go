@@ -642,7 +642,7 @@ func checkWithoutReference(t *T) error {
 		req := Transfer(a, t.Key(), body)
 		r := t.Do(req)
 		story = strings.TrimPrefix(story+"\n"+what+": "+req.String()+"  →  "+r.Short(), "\n")
-		if r.Is(http.StatusCreated, "") {
+		if toldRan(r, op) {
 			s.Books.Transfer(op, from, to, amount)
 		}
 		if err := t.Reconcile(story, r.String(), s.Books); err != nil {
