@@ -1007,7 +1007,7 @@ func (t *T) failedLeavesPayable() error {
 			return true, err
 		}
 		story += "\nthen the store is back, and its client retries the same request" + retries
-		if executedOps(orig, final) > 0 {
+		if toldAnyRan(inv.op, orig, final) {
 			s.Books.Transfer(inv.op, inv.from, inv.to, inv.amount)
 		}
 		if err := t.Reconcile(story, final.String(), s.Books); err != nil {
