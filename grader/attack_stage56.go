@@ -83,6 +83,21 @@ func toldAnyRan(op string, rs ...Response) bool {
 	return slices.ContainsFunc(rs, func(r Response) bool { return toldRan(r, op) })
 }
 
+// toldOps counts the operations the answers among rs that tell their
+// client op ran (toldRan: a 201, or another 2xx naming op) name, each
+// once, as executedOps does for the 201s: a replay names the operation
+// it replays and adds none. A 2xx naming another op is a wrong answer,
+// and no run.
+func toldOps(op string, rs ...Response) int {
+	ids := map[string]bool{}
+	for _, r := range rs {
+		if toldRan(r, op) {
+			ids[answerID(r)] = true
+		}
+	}
+	return len(ids)
+}
+
 // sameOp reports whether a and b are both 201s naming one operation: the
 // second replays the first, faithfully or not.
 func sameOp(a, b Response) bool {
