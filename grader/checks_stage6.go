@@ -67,11 +67,11 @@ func leaseTakeoverOnce(t *T, s Scenario, early *bool) error {
 		}
 		*early = *early || p.early
 		req, op := p.req, p.op
-		// A 201 tells its client that its operation ran: the books expect
-		// it once, however many 201s (and transfers) the retries were
-		// told of.
+		// A 201, or another 2xx naming op, tells its client that its
+		// operation ran: the books expect it once, however many 201s (and
+		// transfers) the retries were told of.
 		executed := func(rs ...Response) int {
-			k := executedOps(rs...)
+			k := toldOps(op, rs...)
 			if k > 0 && books.Executions[op] == 0 {
 				books.Transfer(op, a.Accounts[0], b.Accounts[0], p.amount)
 			}
@@ -127,12 +127,12 @@ func leaseTakeoverOnce(t *T, s Scenario, early *bool) error {
 				rs = append(rs, r)
 				continue
 			}
-			if r.Is(http.StatusCreated, "") {
-				var body struct {
-					Amount   int64             `json:"amount"`
-					Metadata map[string]string `json:"metadata"`
-				}
-				json.Unmarshal([]byte(others[i/2].Body), &body)
+			var body struct {
+				Amount   int64             `json:"amount"`
+				Metadata map[string]string `json:"metadata"`
+			}
+			json.Unmarshal([]byte(others[i/2].Body), &body)
+			if toldRan(r, body.Metadata["op"]) {
 				books.Transfer(body.Metadata["op"], b.Accounts[1], a.Accounts[1], body.Amount)
 			}
 		}
