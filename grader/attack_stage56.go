@@ -98,6 +98,10 @@ func toldOps(op string, rs ...Response) int {
 	return len(ids)
 }
 
+// sentOp is the op req's body names in its metadata, "" if none: the
+// operation whose run an answer to req can tell of.
+func sentOp(req Request) string { return answerOp(Response{Body: []byte(req.Body)}) }
+
 // sameOp reports whether a and b are both 201s naming one operation: the
 // second replays the first, faithfully or not.
 func sameOp(a, b Response) bool {
