@@ -1278,7 +1278,7 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 		map[bool]string{true: ", which takes the key over and calls the core", false: ", which does not reach the core"}[tookOver],
 		first.Short(), third.Short(), second.Short(), last.Short())
 	got := "the original " + first.Short() + "; the third attempt " + third.Short() + "; the retry " + second.Short()
-	if executedOps(first, third, second, last) > 0 {
+	if toldAnyRan(op, first, third, second, last) {
 		executed()
 	}
 	if err := t.Reconcile(sent, got, s.Books); err != nil {
