@@ -319,8 +319,9 @@ func notAReplay(t *T, s Scenario, used Request) error {
 		}
 		sent := fmt.Sprintf("%s\n(the original waits %v on the core)\nthen, while it waits, the same request again", req.String(), latency)
 		got := "the original answered " + orig.Short() + ", the retry " + retry.Short()
-		// Money first: the payment runs once, whichever of the two ran it.
-		if executedOps(orig, retry) > 0 {
+		// Money first: the payment runs once, whichever of the two ran it,
+		// if either was told so (a 201, or another 2xx naming its op).
+		if toldAnyRan(op, orig, retry) {
 			s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
 		} else {
 			s.Books.Expect(op)
