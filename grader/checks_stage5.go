@@ -135,7 +135,7 @@ func (t *T) forgetKeepsTheOther(s Scenario, key string, mine, theirs keyHolder, 
 	const age, cut = 3 * time.Hour, 2 * time.Hour
 	books := s.Books
 	first := t.Do(mine.req)
-	if executedOps(first) > 0 {
+	if toldRan(first, sentOp(mine.req)) {
 		mine.ran()
 	}
 	sent := fmt.Sprintf("%s: %s  →  %s", mine.name, mine.req.String(), first.Short())
@@ -149,7 +149,7 @@ func (t *T) forgetKeepsTheOther(s Scenario, key string, mine, theirs keyHolder, 
 		return err
 	}
 	other := t.Do(theirs.req)
-	if executedOps(other) > 0 {
+	if toldRan(other, sentOp(theirs.req)) {
 		theirs.ran()
 	}
 	sent += fmt.Sprintf("\nthen %v of lab time, and %s under the same key string: %s  →  %s", age, theirs.name, theirs.req.String(), other.Short())
@@ -170,8 +170,9 @@ func (t *T) forgetKeepsTheOther(s Scenario, key string, mine, theirs keyHolder, 
 		return t.CouldNotObserve("two keys of one string in the table, the first one's expired: %s's rows were purged before %s's late retry (a busy machine, or a key table the lab cannot read)", key, mine.name)
 	}
 	late := t.Do(mine.req)
-	if late.Is(http.StatusCreated, "") && answerID(late) != answerID(first) {
-		// Its key has expired: the same key is a new request, and runs.
+	if toldRan(late, sentOp(mine.req)) && answerID(late) != answerID(first) {
+		// Its key has expired: the same key is a new request, and runs
+		// (a 201, or another 2xx naming its op).
 		mine.ran()
 	}
 	// Its key is live: a retry that runs again is a double, whatever it
