@@ -1142,7 +1142,7 @@ func checkPurgeKeepsInProgress(t *T) error {
 			return false, nil
 		}
 		books.Expect(op)
-		if executedOps(orig, retry) > 0 {
+		if toldAnyRan(op, orig, retry) {
 			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 		}
 		if err := t.Reconcile(sent, retry.Short()+", and the original "+orig.Short(), books); err != nil {
@@ -1236,7 +1236,7 @@ func (t *T) expiredPayment(s Scenario, cut labclient.Config) (p expiredRound, do
 	books.Expect(op)
 	p.req, p.ran = req, func() { books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount) }
 	p.first = t.Do(req)
-	if executedOps(p.first) > 0 {
+	if toldRan(p.first, op) {
 		p.ran()
 	}
 	p.sent = req.String() + "  →  " + p.first.Short()
@@ -1296,7 +1296,7 @@ func (t *T) purgedBesideCommittingClaim(s Scenario, latency time.Duration) (bool
 	}
 	if err != nil || holding == "" {
 		r := late.Wait()
-		if executedOps(r) > 0 {
+		if toldRan(r, sentOp(req)) {
 			ran()
 		}
 		if err != nil {
@@ -1342,7 +1342,7 @@ func (t *T) purgedBesideCommittingClaim(s Scenario, latency time.Duration) (bool
 	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
 		return true, err
 	}
-	if executedOps(first, r, retry) > executedOps(first) {
+	if toldOps(sentOp(req), first, r, retry) > toldOps(sentOp(req), first) {
 		// The key had expired: the payment runs once more, and once only.
 		// A server that still replays the first answer (one that never
 		// forgets a key, as stage 4) ran nothing: the round has no claim
@@ -1420,7 +1420,7 @@ func (t *T) purgedBesideLateClaim(s Scenario, latency time.Duration) (bool, erro
 	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
 		return true, err
 	}
-	if executedOps(late, retry) > 0 {
+	if toldAnyRan(sentOp(req), late, retry) {
 		// The key had expired: the payment runs once more, and once only.
 		ran()
 	}
@@ -1453,7 +1453,7 @@ func (t *T) purgedBesideReusedKey(s Scenario, latency time.Duration) (bool, erro
 	old, oldOp, oldAmount := s.Payment(t)
 	books.Expect(oldOp)
 	first := t.Do(old)
-	if executedOps(first) > 0 {
+	if toldRan(first, oldOp) {
 		books.Transfer(oldOp, a.Accounts[0], b.Accounts[0], oldAmount)
 	}
 	sent := old.String() + "  →  " + first.Short()
@@ -1480,7 +1480,7 @@ func (t *T) purgedBesideReusedKey(s Scenario, latency time.Duration) (bool, erro
 	if !held.Seen {
 		late := held.Wait()
 		books.Expect(op)
-		if executedOps(late) > 0 {
+		if toldRan(late, op) {
 			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 		}
 		if err := t.Reconcile(sent, late.Short(), books); err != nil || lastHold(latency) {
@@ -1498,7 +1498,7 @@ func (t *T) purgedBesideReusedKey(s Scenario, latency time.Duration) (bool, erro
 		return true, err
 	}
 	books.Expect(op)
-	if executedOps(late, retry) > 0 {
+	if toldAnyRan(op, late, retry) {
 		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 	}
 	sent += "\nwhile it waits: POST /lab/purge, and the retry, the same request  →  " + retry.Short() + "\nthe new payment answers  " + late.Short()
