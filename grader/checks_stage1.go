@@ -215,7 +215,7 @@ func retryWhileTheOriginalFails(t *T, s Scenario) error {
 		last, n = t.retryWhile(req, time.Second, wait)
 		got += fmt.Sprintf("\nthen %d retries, while told to wait or failed  →  %s", n, last.Short())
 	}
-	ran := executedOps(orig, retry, last) > 0
+	ran := toldAnyRan(op, orig, retry, last)
 	if ran {
 		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 	} else {
