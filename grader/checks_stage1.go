@@ -303,7 +303,7 @@ func checkConcurrentDuplicates(t *T, s Scenario) error {
 
 // racedOnce judges the answers rs to one request sent many times under
 // one key: the money first (the operation ran once if a client was told
-// 201; never if every client was refused; at most once if some got no
+// 201, or another 2xx naming op; never if every client was refused; at most once if some got no
 // answer or a 5xx, which tells nothing), then the contract (no 5xx, and
 // one 201), recorded so that the check goes on to its next round. record
 // books the operation's one execution.
@@ -316,7 +316,9 @@ func (t *T) racedOnce(sent, got string, rs []Response, op string, books *judging
 		}
 	}
 	switch {
-	case created > 0:
+	case toldAnyRan(op, rs...):
+		// Told that it ran (a 201, or another 2xx naming op): the books
+		// expect it once, whatever the status.
 		record()
 	case !failed:
 		books.Expect(op)
