@@ -88,10 +88,14 @@ func (t *T) mustExecute(sent string, rs []Response, op string, books *judging.Bo
 	var refused []Response
 	for _, r := range rs {
 		id := resourceID(r)
-		if r.Is(http.StatusCreated, "") && id != "" && !ids[id] {
+		if toldRan(r, op) && id != "" && !ids[id] {
+			// Told that it ran: booked, whatever the status; another 2xx
+			// than 201 is then judged below as an answer that is not one.
 			ids[id] = true
 			record()
-			continue
+			if r.Is(http.StatusCreated, "") {
+				continue
+			}
 		}
 		refused = append(refused, r)
 	}
