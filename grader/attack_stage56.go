@@ -102,6 +102,16 @@ func toldOps(op string, rs ...Response) int {
 // operation whose run an answer to req can tell of.
 func sentOp(req Request) string { return answerOp(Response{Body: []byte(req.Body)}) }
 
+// toldSentRan reports whether r tells req's client that req ran: toldRan
+// with the op req's body names; for a body that names none, a 201 or
+// another 2xx naming an operation that has no op either.
+func toldSentRan(r Response, req Request) bool {
+	if op := sentOp(req); op != "" {
+		return toldRan(r, op)
+	}
+	return r.Is(201, "") || (success(r) && answerID(r) != "" && answerOp(r) == "")
+}
+
 // sameOp reports whether a and b are both 201s naming one operation: the
 // second replays the first, faithfully or not.
 func sameOp(a, b Response) bool {
