@@ -284,7 +284,7 @@ func (t *T) editedWhileRunning(s Scenario) error {
 			sent = fmt.Sprintf("%s\n(the original is still waiting on the core, %v, its key in progress)\nthen the same key with the amount edited: %s", req.String(), latency, edited.String())
 			got = r.Short() + "\nand the original answered " + orig.Short()
 		}
-		if orig.Is(http.StatusCreated, "") {
+		if toldRan(orig, op) {
 			s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
 		} else {
 			s.Books.Expect(op)
