@@ -291,13 +291,14 @@ func checkClientGivesUp(t *T, s Scenario) error {
 			return t.Harmful(judging.StuckKey, sent, got, expected)
 		}
 		// A client told 201 (first or on a retry), another 2xx that names
-		// its transfer (a replay answered 200: its op in the body), or 409
+		// its transfer (an execution or a replay answered 200: its op in
+		// the body), or 409
 		// duplicate-request (done already), was told its money moved. One
 		// told anything else, another operation's answer in a 200 too, was
 		// told it did not: its operation must not have run. A 2xx that
 		// names another operation is then a wrong answer, even where the
 		// books balance: its client takes that result for its own.
-		if executedOps(first, retry) > 0 || (success(retry) && answerOp(retry) == op) || retry.Is(http.StatusConflict, pDuplicate) {
+		if toldAnyRan(op, first, retry) || retry.Is(http.StatusConflict, pDuplicate) {
 			books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 		} else {
 			books.Expect(op)
