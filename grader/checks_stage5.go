@@ -242,14 +242,15 @@ func (t *T) releaseKeepsTheOther(pair func() (failing, theirs keyHolder), books 
 		sent := fmt.Sprintf("%s, waiting %v on the core: %s\nwhile it waits, %s under the same key string, its business write failing (armed: fail-in-transfer), so that no money moves and its key is given back: %s\nthen the client of %s, its answer not come, retries; once it has answered, once more",
 			theirs.name, releaseTheOtherLatency, theirs.req.String(), failing.name, failing.req.String(), theirs.name)
 		got := fmt.Sprintf("%s got %s; the retry of %s got %s, its original %s, its last retry %s", failing.name, failed.Short(), theirs.name, retry.Short(), orig.Short(), again.Short())
-		if failed.Is(http.StatusCreated, "") {
+		if toldRan(failed, sentOp(failing.req)) {
 			failing.ran()
 		}
-		if executedOps(orig, retry, again) > 0 {
+		theirOp := sentOp(theirs.req)
+		if toldAnyRan(theirOp, orig, retry, again) {
 			theirs.ran()
 		}
 		if err := t.Reconcile(sent, got, books); err != nil {
-			if early && executedOps(orig, retry, again) > 1 {
+			if early && toldOps(theirOp, orig, retry, again) > 1 {
 				return because(err, "the retry of "+theirs.name+" executed while its original was still running, right after "+failing.name+" under the same key string failed and gave its key back: the release found the claim to give back by less than the claim's own row (its scope: customer, method, route and key), and gave the claim in the other scope back with it")
 			}
 			return err
