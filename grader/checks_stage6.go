@@ -283,7 +283,7 @@ func (t *T) retakeOnce(s Scenario, claimed, lease time.Duration) (wide bool, err
 		if err := t.Arm(labctl.CrashInTransfer, 0); err != nil {
 			return false, err
 		}
-		if executedOps(taker) > 0 {
+		if toldRan(taker, p.op) {
 			ran()
 		}
 		if err := t.Reconcile(sent, taker.Short(), s.Books); err != nil {
@@ -309,7 +309,7 @@ func (t *T) retakeOnce(s Scenario, claimed, lease time.Duration) (wide bool, err
 	}
 	r := t.Do(p.req)
 	sent += fmt.Sprintf("\nthen POST /lab/config: lease %v, the lab clock set to %v after the lease of that takeover (%v) expired at the latest, and one more retry", longer, pastExpiry, lease)
-	if executedOps(r) > 0 {
+	if toldRan(r, p.op) {
 		ran()
 	}
 	if err := t.Reconcile(sent, r.Short(), s.Books); err != nil {
