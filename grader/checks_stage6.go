@@ -476,7 +476,7 @@ func (t *T) takeoverBurst(s Scenario) error {
 		for j := i; j < len(all); j += takeoverKeys {
 			rs = append(rs, all[j])
 		}
-		if executedOps(rs...) > 0 {
+		if toldAnyRan(p.op, rs...) {
 			s.Books.Transfer(p.op, s.A.Accounts[0], s.B.Accounts[0], p.amount)
 		}
 		got = append(got, fmt.Sprintf("%s: the original %s, the retries %s", p.op, rs[0].Short(), Summarize(rs[1:])))
