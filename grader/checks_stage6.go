@@ -876,7 +876,7 @@ func (t *T) lateOriginalAfterRetry(s Scenario, latency time.Duration, draw func(
 		"then one more retry  →  %s",
 		lease, req.String(), latency, lease+time.Second, retry.Short(), first.Short(), last.Short())
 	got := "the retry " + retry.Short() + "; the original " + first.Short() + "; the last retry " + last.Short()
-	if executedOps(retry, first, last) > 0 {
+	if toldAnyRan(sentOp(req), retry, first, last) {
 		executed()
 	}
 	const fenced = "a late original is fenced whatever its retry has done meanwhile: still running or already answered, the retry holds the key or has completed it, and the original's transaction, its money included, rolls back; one that takes the completed key's answer as its own and commits pays a second time"
