@@ -949,7 +949,7 @@ func (t *T) lateOriginalAlone(s Scenario, latency time.Duration) (bool, error) {
 		"then its client's retry  →  %s",
 		lease, req.String(), latency, lease+time.Second, first.Short(), retry.Short())
 	got := fmt.Sprintf("the original %s; the retry %s; the core called %d times for op %s", first.Short(), retry.Short(), calls, op)
-	if executedOps(first, retry) > 0 {
+	if toldAnyRan(op, first, retry) {
 		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
 	}
 	if err := t.Reconcile(sent, got, s.Books); err != nil {
