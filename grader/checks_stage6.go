@@ -1038,7 +1038,7 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 			return true, err
 		}
 		first := t.Do(req)
-		if executedOps(first) > 0 {
+		if toldRan(first, sentOp(req)) {
 			executed()
 		}
 		return armedInTime, t.Reconcile(req.String(), first.Short(), s.Books)
@@ -1068,7 +1068,7 @@ func (t *T) takenOverBeforeCompletion(s Scenario, latency time.Duration) (bool, 
 		map[bool]string{true: ", which takes the key over and calls the core", false: ", which does not reach the core"}[tookOver],
 		first.Short(), second.Short(), last.Short())
 	got := "the original " + first.Short() + "; the retry " + second.Short()
-	if executedOps(first, second, last) > 0 {
+	if toldAnyRan(sentOp(req), first, second, last) {
 		executed()
 	}
 	// A retry that neither reached the core, nor answered, nor waited
