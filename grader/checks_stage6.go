@@ -1133,7 +1133,7 @@ func (t *T) completedBeforeTakeover(s Scenario, latency time.Duration) (bool, er
 	}
 	first := orig.Wait()
 	second, last := retry.Wait(), t.Do(req)
-	if executedOps(first, second, last) > 0 {
+	if toldAnyRan(op, first, second, last) {
 		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
 	}
 	sent := fmt.Sprintf("(two server processes on one database; lease %v)\n%s  (the original, through the second process, waiting %v on the core)\n"+
