@@ -1228,7 +1228,7 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 			return true, err
 		}
 		last := t.Do(req)
-		if executedOps(first, last) > 0 {
+		if toldAnyRan(op, first, last) {
 			executed()
 		}
 		return armedInTime, t.Reconcile(req.String(), "the original "+first.Short()+"; a retry "+last.Short(), s.Books)
