@@ -219,6 +219,9 @@ func checkStaggeredRetries(t *T) error {
 				}
 			}
 		}
+		// The books above expect the payment whatever was answered; the
+		// 201s are counted here for the contract: they all name one
+		// transfer.
 		if executedOps(rs...) > 1 {
 			return t.Fail(sent, got, "every 201 names one transfer: the request that executed, and its stored answer to the others")
 		}

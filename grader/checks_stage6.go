@@ -1688,6 +1688,8 @@ func checkTwoServersTakeover(t *T) error {
 	}
 	got := Summarize(rs)
 	ran := func() { books.Transfer(p.op, s.A.Accounts[0], s.B.Accounts[0], p.amount) }
+	// k counts the transfers the 201s name, a contract statement (one
+	// 201, and its replays): the books go by what the retries were told.
 	k := executedOps(rs...)
 	if k > 0 || toldAnyRan(p.op, rs...) {
 		ran()
