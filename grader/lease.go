@@ -208,7 +208,7 @@ func (t *T) liveLeaseRetry(s Scenario, lease time.Duration, round int) (stranded
 		if ok {
 			return p, sent, nil
 		}
-		if executedOps(early) > 0 {
+		if toldRan(early, p.op) {
 			s.Books.Transfer(p.op, s.A.Accounts[0], s.B.Accounts[0], p.amount)
 		}
 		if err := t.Reconcile(sent, early.Short(), s.Books); err != nil {
