@@ -256,7 +256,7 @@ func (t *T) plainTransferKeepsReadsWaiting(opening int64) (bool, error) {
 	}); err != nil {
 		return false, err
 	}
-	if executedOps(held.Wait()) > 0 {
+	if toldRan(held.Wait(), op) {
 		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
 	}
 	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
