@@ -118,8 +118,14 @@ func (t *T) paymentsAtOnce(s Scenario, want owed, n int) (first, last string, er
 			first = line
 		}
 		last = line
-		if !r.Is(201, "") || resourceID(r) == "" {
-			return "", "", t.Fail(line, r.String(), "201 Created: the transfer executes, whatever the core ledger is doing")
+		const executes = "201 Created: the transfer executes, whatever the core ledger is doing"
+		if !toldRan(r, ops[i]) || resourceID(r) == "" {
+			return "", "", t.Fail(line, r.String(), executes)
+		}
+		// Told that it ran in another 2xx naming its op and transfer: a
+		// contract difference, and the posting is judged as for a 201.
+		if !r.Is(201, "") {
+			t.Differ(line, r.String(), executes)
 		}
 		s.Books.Transfer(ops[i], froms[i], tos[i], amounts[i])
 		id := resourceID(r)
