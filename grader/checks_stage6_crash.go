@@ -77,7 +77,7 @@ func (t *T) crashRecovery() error {
 		}
 		r := t.Do(req)
 		step := fmt.Sprintf("%s\n(armed: %s)  →  %s", req.String(), c.point, r.Short())
-		if r.Is(http.StatusCreated, "") {
+		if toldRan(r, op) {
 			told = append(told, toldSuccess{req, r})
 		}
 		exited, err := t.Crashed(10 * time.Second)
@@ -150,7 +150,7 @@ func (t *T) crashRecovery() error {
 	for i, p := range pending {
 		r := p.Wait()
 		step += "\n  " + reqs[i].String() + "  →  " + r.Short()
-		if r.Is(http.StatusCreated, "") {
+		if toldRan(r, ops[i]) {
 			told = append(told, toldSuccess{reqs[i], r})
 		}
 	}
