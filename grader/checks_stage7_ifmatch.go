@@ -328,7 +328,7 @@ func checkDailyLimit(t *T) error {
 		books.Expect(op)
 		req := Transfer(a, t.Key(), TransferBody(acc, payee, amount, op))
 		r := t.Do(req)
-		if r.Is(http.StatusCreated, "") {
+		if toldRan(r, op) {
 			books.Transfer(op, acc, payee, amount)
 		}
 		return req, r
@@ -336,7 +336,7 @@ func checkDailyLimit(t *T) error {
 	over := limit + t.Amount(1, 50_000)
 	req, r := pay(over)
 	story += "\na transfer over A's limit: " + req.String() + "  →  " + r.Short()
-	if r.Is(http.StatusCreated, "") && rb.Is(http.StatusOK, "") {
+	if toldRan(r, sentOp(req)) && rb.Is(http.StatusOK, "") {
 		return t.Harmful(judging.LostUpdate, story, r.String()+fmt.Sprintf("\nB's stale rename put the limit of %d back, and %d won moved past A's limit of %d", start.DailyLimit, over, limit),
 			"412 "+pPreconditionFailed+" to B's stale rename, and the transfer refused: 422 "+pDailyLimit+", nothing moved")
 	}
