@@ -739,7 +739,7 @@ func (t *T) patientRetries(s Scenario, req Request, op string, amount int64, ori
 		last, n = t.retryWhile(req, time.Second, wait)
 		got += fmt.Sprintf("\nthen %d retries, while told to wait  →  %s", n, last.Short())
 	}
-	if executedOps(orig, retry, last) > 0 || last.Is(http.StatusConflict, pDuplicate) {
+	if toldAnyRan(op, orig, retry, last) || last.Is(http.StatusConflict, pDuplicate) {
 		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
 	} else {
 		s.Books.Expect(op)
