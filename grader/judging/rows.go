@@ -75,3 +75,22 @@ func DescribeRows(rows []map[string]any) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// ToldToWait reads from st which harm a client of key was left with when
+// it stopped retrying, every retry told 409 request-in-progress: the key
+// table says it, not the 409. A row still in progress is a stuck key; a
+// completed row, or none in a table the lab shows whole, is no usable
+// answer (the server tells every retry to wait of its own accord). seen
+// is false when the table cannot say: the lab shows no key table, or
+// shows its newest labctl.MaxStateKeys rows and key is not among them.
+// rows describes key's rows for a story.
+func ToldToWait(st labctl.State, key string) (harm Harm, rows string, seen bool) {
+	found := KeyRows(st, key)
+	if key == "" || len(st.Keys) == 0 || len(found) == 0 && len(st.Keys) >= labctl.MaxStateKeys {
+		return "", "", false
+	}
+	if KeyInProgress(st, key) {
+		return StuckKey, DescribeRows(found), true
+	}
+	return NoUsableAnswer, DescribeRows(found), true
+}

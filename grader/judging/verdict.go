@@ -30,8 +30,10 @@ const (
 	// WrongAnswer: a client was given another operation's result, or a
 	// recomputed one instead of its own.
 	WrongAnswer Harm = "wrong answer"
-	// NoUsableAnswer: a client can never learn the result of an operation
-	// that executed: every retry is refused without it.
+	// NoUsableAnswer: a client can never learn what became of its
+	// operation, which executed (or was refused, or never ran): every
+	// retry is refused without it, or told to wait for a key that is not
+	// in progress (ToldToWait).
 	NoUsableAnswer Harm = "no usable answer"
 	// StuckKey: a key stays in progress for good, or replays a failure
 	// it kept for good; its client can neither get its result nor
@@ -69,7 +71,7 @@ func (h Harm) Explain() string {
 	case WrongAnswer:
 		return "a client was given an answer that is not its operation's own"
 	case NoUsableAnswer:
-		return "an operation executed, and its client can never learn its result"
+		return "a client can never learn what became of its operation (it executed, or was refused, or never ran): every retry is refused without it, or told to wait for a key that is not in progress"
 	case StuckKey:
 		return "a key is held for good (in progress, or replaying a failure it kept): its operation can neither finish nor run"
 	case Leak:

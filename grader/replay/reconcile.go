@@ -8,7 +8,6 @@ import (
 	"idemlab/grader/dayplan"
 	"idemlab/grader/judging"
 	"idemlab/kit/bank"
-	"idemlab/kit/labctl"
 	"idemlab/kit/problem"
 )
 
@@ -106,9 +105,11 @@ type DayCounts struct {
 	// not be observed. WrongAnswers also counts the clerks' edits
 	// answered with a 2xx that the books show never executed (the
 	// original's result, replayed to another request), counted apart as
-	// well in EditsAnsweredWrong; StuckInProgress also counts the
-	// operations that never executed because their key stayed in
-	// progress, counted apart as well in StuckNeverExecuted.
+	// well in EditsAnsweredWrong. An operation that never executed, its
+	// client told in progress until it gave up, is judged by the same key
+	// table: StuckInProgress, NoUsableAnswer and KeyUnobserved count it
+	// too, and StuckNeverExecuted, NoAnswerNeverExecuted and
+	// UnobservedNeverExecuted apart.
 	OriginalAnswers    int `json:"original_answers"`
 	WrongAnswers       int `json:"wrong_answers"`
 	EditsAnsweredWrong int `json:"edits_answered_wrong"`
@@ -116,8 +117,11 @@ type DayCounts struct {
 	StuckInProgress    int `json:"stuck_in_progress"`
 	StuckNeverExecuted int `json:"stuck_never_executed"`
 	KeyUnobserved      int `json:"key_unobserved"`
-	BalanceMismatches  int `json:"balance_mismatches"`
-	NegativeBalances   int `json:"negative_balances"`
+	// NoAnswerNeverExecuted and UnobservedNeverExecuted: see above.
+	NoAnswerNeverExecuted   int `json:"no_answer_never_executed"`
+	UnobservedNeverExecuted int `json:"key_unobserved_never_executed"`
+	BalanceMismatches       int `json:"balance_mismatches"`
+	NegativeBalances        int `json:"negative_balances"`
 	// InvoicesPaidTwice counts the invoices (a customer's reference) that
 	// more than one payment executed: payments under different keys, or
 	// a payment again after its key expired (an operation's own retries
@@ -328,11 +332,24 @@ func ReconcileDay(res *Result) DayReconciliation {
 		}
 
 		if day == 0 && stuck(subs[SubmitOriginal], subs[SubmitDoubleClick]) {
-			// A request that died before its money moved, and whose key
-			// nobody took over.
-			rc.Counts.StuckInProgress++
-			rc.Counts.StuckNeverExecuted++
-			add("stuck_in_progress", DayFinding{Op: op.Op, Story: "never executed, and the key was still in progress when the client's retry horizon ended: " + story()})
+			// Never executed, and told to wait until it gave up: the key
+			// table at the end of the day says which harm, not the 409.
+			switch harm, rows, seen := judging.ToldToWait(res.Day, op.Key); {
+			case !seen:
+				rc.Counts.KeyUnobserved++
+				rc.Counts.UnobservedNeverExecuted++
+				add("key_unobserved", DayFinding{Op: op.Op, Story: "never executed, and told its key was in progress until the client gave up; the lab's key table does not show the key, so whether it is stuck could not be observed: " + story()})
+			case harm == judging.StuckKey:
+				// A request that died before its money moved, and whose
+				// key nobody took over.
+				rc.Counts.StuckInProgress++
+				rc.Counts.StuckNeverExecuted++
+				add("stuck_in_progress", DayFinding{Op: op.Op, Story: "never executed, and the key was still in progress when the client's retry horizon ended (key row " + rows + "): " + story()})
+			default:
+				rc.Counts.NoUsableAnswer++
+				rc.Counts.NoAnswerNeverExecuted++
+				add("no_usable_answer", DayFinding{Op: op.Op, Story: "never executed, and told its key was in progress until the client gave up, though the key table shows it is not (key row " + rows + "): " + story()})
+			}
 		}
 		if day > 0 {
 			switch knows, a := clientKnows(ids, holds, subs[SubmitOriginal], subs[SubmitDoubleClick]); knows {
@@ -344,11 +361,11 @@ func ReconcileDay(res *Result) DayReconciliation {
 			case knowsStuck:
 				// Told to wait until it gave up: the key table at the end
 				// of the day says which harm, not the 409.
-				switch in, rows, seen := keyAtDayEnd(res.Day, op.Key); {
+				switch harm, rows, seen := judging.ToldToWait(res.Day, op.Key); {
 				case !seen:
 					rc.Counts.KeyUnobserved++
 					add("key_unobserved", DayFinding{Op: op.Op, Story: "executed, and told its key was in progress until the client gave up; the lab's key table does not show the key, so whether it is stuck could not be observed: " + story()})
-				case in:
+				case harm == judging.StuckKey:
 					rc.Counts.StuckInProgress++
 					add("stuck_in_progress", DayFinding{Op: op.Op, Story: "executed, and the key was still in progress when the client's retry horizon ended (key row " + rows + "): " + story()})
 				default:
@@ -414,20 +431,6 @@ func (res *Result) holds(op *dayplan.Op) func(id string) bool {
 		x, ok := books[id]
 		return ok && x.Op == op.Op
 	}
-}
-
-// keyAtDayEnd reads key's rows in st, the key table read at the end of
-// the day: in is whether one is still in progress (judging.KeyInProgress,
-// as the single checks read it), rows describes them for a story, and
-// seen is false when the table cannot say: the lab shows no key table, or
-// shows its newest labctl.MaxStateKeys rows and key is not among them.
-// A table shown whole without the key says it has none: not in progress.
-func keyAtDayEnd(st labctl.State, key string) (in bool, rows string, seen bool) {
-	found := judging.KeyRows(st, key)
-	if key == "" || len(st.Keys) == 0 || len(found) == 0 && len(st.Keys) >= labctl.MaxStateKeys {
-		return false, "", false
-	}
-	return judging.KeyInProgress(st, key), judging.DescribeRows(found), true
 }
 
 // invoiceKey is a customer's reference: what stage 8 pays once.

@@ -46,6 +46,12 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int, all string) {
 		"<- WRONG: given the original's result, the clerk believes the edited amount went", ""))
 	line("never ran, key in progress", c.StuckNeverExecuted, pick(c.StuckNeverExecuted > 0,
 		"<- STUCK: its request died before the money moved, and no retry took the key over", ""))
+	if c.NoAnswerNeverExecuted > 0 {
+		line("never ran, told to wait", c.NoAnswerNeverExecuted, "<- told in progress until it gave up, for a key the key table shows is not: it never learns its outcome")
+	}
+	if c.UnobservedNeverExecuted > 0 {
+		line("never ran, key not observed", c.UnobservedNeverExecuted, "<- told in progress until it gave up: stuck, or no usable answer; the lab's key table does not show which")
+	}
 	line("mismatched replays", c.MismatchedReplays, "")
 	line("unexpected answers", c.UnexpectedStatus, pick(c.RefusedForOthersKey > 0,
 		fmt.Sprintf("(%d refused 422 for a key another customer used)", c.RefusedForOthersKey), ""))
@@ -55,12 +61,13 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int, all string) {
 	// results.json, have their lines above.
 	fmt.Fprintln(w, "  what each client whose operation executed finally knows:")
 	wrong, stuck := c.WrongAnswers-c.EditsAnsweredWrong, c.StuckInProgress-c.StuckNeverExecuted
+	noAnswer, unobserved := c.NoUsableAnswer-c.NoAnswerNeverExecuted, c.KeyUnobserved-c.UnobservedNeverExecuted
 	line("  its original answer", c.OriginalAnswers, "")
 	line("  a wrong answer", wrong, pick(wrong > 0, "<- WRONG: a 2xx that is not its execution's", ""))
-	line("  no usable answer", c.NoUsableAnswer, pick(c.NoUsableAnswer > 0, "<- refused without the result until it stopped retrying", ""))
+	line("  no usable answer", noAnswer, pick(noAnswer > 0, "<- refused without the result until it stopped retrying", ""))
 	line("  key still in progress", stuck, pick(stuck > 0, "<- STUCK at the end of its retry horizon", ""))
-	if c.KeyUnobserved > 0 {
-		line("  key not observed", c.KeyUnobserved, "<- told in progress until it gave up: stuck, or no usable answer; the lab's key table does not show which")
+	if unobserved > 0 {
+		line("  key not observed", unobserved, "<- told in progress until it gave up: stuck, or no usable answer; the lab's key table does not show which")
 	}
 	line("re-executed after retention", c.LateReexecuted, "(allowed: the client retried after the retention period, when its key had expired)")
 	line("balances", pick(c.BalanceMismatches == 0, "every account = opening + the executions the server counted",
@@ -117,6 +124,16 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int, all string) {
 func (rc DayReconciliation) Verdict() string {
 	c := rc.Counts
 	var why []string
+	// One clause a kind: the operations that never ran, told to wait for
+	// good, are named inside their kind's.
+	noAnswer := "clients never learned the result of an operation that executed"
+	if n := c.NoAnswerNeverExecuted; n > 0 {
+		noAnswer = fmt.Sprintf("clients never learned the result of their operation (%d of them never ran, told its key was in progress until they gave up, for a key the key table shows is not)", n)
+	}
+	unobserved := "clients of an executed operation told its key was in progress until they gave up, whose key the lab's key table does not show (stuck, or no usable answer: could not observe which)"
+	if n := c.UnobservedNeverExecuted; n > 0 {
+		unobserved = fmt.Sprintf("clients told their operation's key was in progress until they gave up, whose key the lab's key table does not show (stuck, or no usable answer: could not observe which), %d of them for an operation that never ran", n)
+	}
 	for _, f := range []struct {
 		n    int
 		what string
@@ -124,10 +141,10 @@ func (rc DayReconciliation) Verdict() string {
 		{c.DoubleApplied, "operations executed more than once"},
 		{c.LostTransfers, "told success and never executed"},
 		{c.WrongAnswers, "clients were given a wrong answer"},
-		{c.NoUsableAnswer, "clients never learned the result of an operation that executed"},
+		{c.NoUsableAnswer, noAnswer},
 		{c.ToldDuplicate, "clients told their request was a duplicate, and it never ran"},
 		{c.StuckInProgress, "keys still in progress when their clients gave up"},
-		{c.KeyUnobserved, "clients of an executed operation told its key was in progress until they gave up, whose key the lab's key table does not show (stuck, or no usable answer: could not observe which)"},
+		{c.KeyUnobserved, unobserved},
 		{c.MismatchedReplays, "replays differ from the original answer"},
 		{c.UnexpectedStatus, "answers the contract does not allow"},
 		{c.InvoicesPaidTwice, "invoices paid twice"},
@@ -163,9 +180,9 @@ func (rc DayReconciliation) Harm() judging.Harm {
 }
 
 // Unknown reports whether what the day did to money could not be
-// observed: no money finding, and a client of an executed operation told
-// its key was in progress until it gave up, for a key the lab's key table
-// does not show (KeyUnobserved: a stuck key, or no usable answer). Such a
+// observed: no money finding, and a client (of an executed operation, or
+// of one that never ran) told its key was in progress until it gave up,
+// for a key the lab's key table does not show (KeyUnobserved: a stuck key, or no usable answer). Such a
 // day is not VALID, and not judged a contract difference either.
 func (rc DayReconciliation) Unknown() bool {
 	return rc.Harm() == "" && rc.Counts.KeyUnobserved > 0

@@ -65,7 +65,8 @@ func executedOps(res *replay.Result) int {
 // TestWriteReport_WhatClientsKnowAddsUpToTheExecutedOperations: on a day
 // of two transfers, one executed once whose clerk's edit was replayed its
 // 201 (the edit never executed), the other never executed with its key
-// left in progress, the lines under "what each client whose operation
+// left in progress (the key table read at the end of the day shows it
+// so), the lines under "what each client whose operation
 // executed finally knows" count the one executed operation once, and the
 // edit and the stuck key have lines of their own. It catches the edit
 // counted under the heading as a wrong answer (the lines would add up to
@@ -74,7 +75,8 @@ func TestWriteReport_WhatClientsKnowAddsUpToTheExecutedOperations(t *testing.T) 
 	plan := plainTransfers(t, 2)
 	edited, died := &plan.Ops[0], &plan.Ops[1]
 	edited.Fate.EditedAmount = edited.Amount + 1
-	executed := labctl.State{Executions: map[string]int64{edited.Op: 1}}
+	executed := labctl.State{Executions: map[string]int64{edited.Op: 1},
+		Keys: []map[string]any{{"key": died.Key, "state": "in_progress"}}}
 	res := &replay.Result{Plan: plan, Day: executed, Final: executed,
 		Transfers: map[string]bank.Executed{"tr_1": {ID: "tr_1", Op: edited.Op, Amount: edited.Amount}},
 		Attempts: []replay.Attempt{
