@@ -163,20 +163,9 @@ func (t *T) afterTheOriginal(req Request, orig Response, sent string, books *jud
 	}
 	switch {
 	case r.Is(http.StatusConflict, pInProgress) && orig.Is(http.StatusCreated, ""):
-		// The money moved (the books agree with the 201). Whether the
-		// key is stuck is the key table's to say, not the 409's: a row
-		// in progress is; a row completed, or none the lab can see,
-		// leaves a server that tells every retry to wait of its own
-		// accord, and a client that never learns its result.
-		st, err := t.State()
-		if err != nil {
-			return err
-		}
-		got := r.String() + "\nthen /lab/state: key row " + judging.DescribeRows(judging.KeyRows(st, req.Key))
-		if judging.KeyInProgress(st, req.Key) {
-			return t.Harmful(judging.StuckKey, story, got, "the original has answered, so its key is no longer in progress: the stored 201 (stage 4 on) or 409 "+pDuplicate)
-		}
-		return t.Harmful(judging.NoUsableAnswer, story, got, "the original's stored 201 (stage 4 on) or 409 "+pDuplicate+": its money moved, its key is not in progress, and every retry is still told to wait")
+		// The money moved (the books agree with the 201).
+		return t.toldToWait(req.Key, story, r, "the original has answered, so its key is no longer in progress: the stored 201 (stage 4 on) or 409 "+pDuplicate,
+			"the original's stored 201 (stage 4 on) or 409 "+pDuplicate+": its money moved, its key is not in progress, and every retry is still told to wait")
 	case r.Is(http.StatusConflict, pInProgress):
 		return t.Harmful(judging.StuckKey, story, r.String(), "the original has answered, so its key is no longer in progress: the stored 201 (stage 4 on) or 409 "+pDuplicate)
 	case orig.Is(http.StatusCreated, "") && refusedForGood(r):

@@ -523,9 +523,11 @@ func checkInsufficientFundsReplayed(t *T, s Scenario) error {
 // insufficient-funds), again after sent, and judges what its client
 // finally knows: told to wait (409 request-in-progress), it comes back as
 // the retry policy says (untilAnswered), and must be answered the stored
-// refusal; still told to wait, the refused transfer's key is held for good
-// (a stuck key: it never ran and cannot run, and its client never learns
-// it was refused). It returns the answer and the story with the retry.
+// refusal. Still told to wait, its client never learns it was refused, and
+// the key table says which harm that is (toldToWait): a key still in
+// progress is held for good (a stuck key: the transfer never ran and
+// cannot run); a completed one, or none in a table shown whole, is no
+// usable answer. It returns the answer and the story with the retry.
 func (t *T) refusalRetried(req Request, orig Response, sent string, books *judging.Books, then string) (Response, string, error) {
 	r := t.Do(req)
 	if settled, waited := t.untilAnswered(req, r); waited != "" {
@@ -537,7 +539,9 @@ func (t *T) refusalRetried(req Request, orig Response, sent string, books *judgi
 	}
 	const stored = "the stored 422 insufficient-funds, its status, headers and JSON value"
 	if r.Is(http.StatusConflict, pInProgress) {
-		return r, sent, t.Harmful(judging.StuckKey, sent, r.String(), stored+": the refusal is the request's outcome, yet every retry is told it is in progress, the key held for good: the transfer never ran and cannot run, and its client, which lost the 422, never learns that it was refused")
+		return r, sent, t.toldToWait(req.Key, sent, r,
+			stored+": the refusal is the request's outcome, yet its key is still in progress and every retry is told to wait, the key held for good: the transfer never ran and cannot run, and its client, which lost the 422, never learns that it was refused",
+			stored+": the refusal is the request's outcome, and its key is not in progress, yet every retry is still told to wait: its client, which lost the 422, never learns that it was refused")
 	}
 	if d := replayValueMismatch(orig, r, "the original"); d != "" {
 		return r, sent, t.Harmful(replayHarm(orig, r), sent, r.String()+"\n"+d, stored+"; "+then)

@@ -1495,14 +1495,16 @@ func checkOutageMidRequest(t *T) error {
 		}
 		story = sent + "\nthen the store is back" + story
 		if final.Is(http.StatusConflict, pInProgress) {
-			// What the client knows when it stops retrying: its key is
-			// still in progress. Nothing executed (or the books would have
-			// said so first), and nothing ever will.
+			// What the client knows when it stops retrying: told to
+			// wait. Nothing executed (or the books would have said so
+			// first), and the key table says whether anything ever will.
 			s.Books.Expect(op)
 			if err := t.Reconcile(story, final.Short(), s.Books); err != nil {
 				return true, err
 			}
-			return true, t.Harmful(judging.StuckKey, story, final.String(), "201 Created: once the lease of the failed claim expires, a retry takes it over and executes; the lease has run out five times over, nothing runs, and every retry is still told to wait: the payment never ran and cannot run")
+			expected := fmt.Sprintf("201 Created: once the lease of the failed claim expires, a retry takes it over and executes; after each retry told to wait the lab clock moved %v, past the lease, and the fifth retry was still told to wait", lease+time.Second)
+			return true, t.toldToWait(req.Key, story, final, expected+": its key is still in progress, nothing runs, and the payment never ran and cannot run",
+				expected+", though its key is not in progress: the payment never ran, and its client never learns its outcome")
 		}
 		if !final.Is(http.StatusCreated, "") {
 			return true, t.Fail(story, final.String(), "201 Created: once the lease of the failed claim expires, a retry takes it over and executes")

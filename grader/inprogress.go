@@ -55,19 +55,34 @@ func retryAfter(r Response) time.Duration {
 
 // stillInProgress judges a retry of key that is still told 409
 // request-in-progress after untilAnswered, whose operation executed:
-// what the client knows when it stops retrying. Whether the key is stuck
-// is the key table's to say, not the 409's: a row in progress is a stuck
-// key; a row completed, or none the lab can see, leaves a server that
-// tells every retry to wait of its own accord, and a client that never
-// learns that its money moved.
+// what the client knows when it stops retrying (toldToWait).
 func (t *T) stillInProgress(key, sent string, r Response, expected string) error {
+	return t.toldToWait(key, sent, r, expected+"; its request has ended, and its key still says it is in progress",
+		expected+"; its request has ended, its key is not in progress, and every retry is still told to wait: the client never learns that its money moved")
+}
+
+// toldToWait judges a client of key that stops retrying after sent, its
+// last retry still told 409 request-in-progress (r), whatever its
+// operation did: the books have been reconciled first. Whether the key is
+// stuck is the key table's to say, not the 409's (judging.ToldToWait): a
+// row in progress is a stuck key, and stuck says what was expected; a row
+// completed, or none in a table the lab shows whole, leaves a server that
+// tells every retry to wait of its own accord and a client that never
+// learns its outcome (no usable answer), and done says what was
+// expected. A table the lab does not show cannot say which: could not
+// observe.
+func (t *T) toldToWait(key, sent string, r Response, stuck, done string) error {
 	st, err := t.State()
 	if err != nil {
 		return err
 	}
-	got := r.String() + "\nthen /lab/state: key row " + judging.DescribeRows(judging.KeyRows(st, key))
-	if judging.KeyInProgress(st, key) {
-		return t.Harmful(judging.StuckKey, sent, got, expected+"; its request has ended, and its key still says it is in progress")
+	harm, rows, seen := judging.ToldToWait(st, key)
+	if !seen {
+		return t.CouldNotObserve("the key table: GET /lab/state shows no row of the key whose every retry is told to wait, and not the whole table (none of it, or its newest rows only), so the check cannot see whether the key is still in progress (a stuck key) or not (no usable answer): %s", r.Short())
 	}
-	return t.Harmful(judging.NoUsableAnswer, sent, got, expected+"; its request has ended, its key is not in progress, and every retry is still told to wait: the client never learns that its money moved")
+	got := r.String() + "\nthen /lab/state: key row " + rows
+	if harm == judging.StuckKey {
+		return t.Harmful(harm, sent, got, stuck)
+	}
+	return t.Harmful(harm, sent, got, done)
 }

@@ -2,10 +2,14 @@ package grader_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"idemlab/grader"
@@ -57,10 +61,11 @@ func harmOf(t *testing.T, err error, harm judging.Harm) *judging.Failure {
 // its key completes can be, comes back as the retry policy says and is
 // judged on what it is told then: the stored answer, and the check
 // passes. Told so on every retry, the client stops without its answer,
-// and the key table says which harm that is: the original executed and
-// its row is completed (no usable answer), or the transfer was refused
-// and never ran, and its key is held for good (stuck key). Before, the
-// first 409 was the verdict.
+// and the key table says which harm that is: the key's row is completed
+// (the original executed, or its refusal is stored), so the server tells
+// every retry to wait of its own accord: no usable answer. Before, the
+// first 409 was the verdict, and then a refused transfer's 409 alone made
+// a stuck key.
 func TestInProgress_ARetryToldToWaitOnceComesBack(t *testing.T) {
 	for _, tc := range []struct {
 		id   string
@@ -68,7 +73,7 @@ func TestInProgress_ARetryToldToWaitOnceComesBack(t *testing.T) {
 	}{
 		{"S1.sequential-retry", judging.NoUsableAnswer},
 		{"S1.key-forms", judging.NoUsableAnswer},
-		{"S4.insufficient-funds-replayed", judging.StuckKey},
+		{"S4.insufficient-funds-replayed", judging.NoUsableAnswer},
 	} {
 		t.Run(tc.id+"/once", func(t *testing.T) {
 			if err := behind409(t, tc.id, stage4.New, 4, 1); err != nil {
@@ -85,10 +90,117 @@ func TestInProgress_ARetryToldToWaitOnceComesBack(t *testing.T) {
 }
 
 // S6.outage-mid-request: the original failed with the key store (503),
-// and every retry, past the lease many times over, is told to wait. The
-// payment never ran and cannot run: a stuck key, as
-// S4.insufficient-funds-replayed judges a refused transfer's key held for
-// good, not a contract difference.
+// and every retry, the lab clock moved past the lease after each, is told
+// to wait. The payment never ran, and its key is still in progress: it
+// cannot run, a stuck key, as S4.insufficient-funds-replayed judges a
+// refused transfer's key held for good, not a contract difference.
 func TestOutageMidRequest_EveryRetryToldToWaitIsAStuckKey(t *testing.T) {
-	harmOf(t, behind409(t, "S6.outage-mid-request", stage6.New, 6, 0), judging.StuckKey)
+	f := harmOf(t, behind409(t, "S6.outage-mid-request", stage6.New, 6, 0), judging.StuckKey)
+	if strings.Contains(f.Expected, "five times over") || !strings.Contains(f.Expected, "the fifth retry was still told to wait") {
+		t.Errorf("the failure does not say what the retries met:\n%s", f.Expected)
+	}
+}
+
+// behind409Keys is behind409 whose GET /lab/state, once a retry has been
+// told to wait, shows the key rows keys makes of the server's: a key
+// table the server left otherwise. The original and its claim are seen
+// as they are.
+func behind409Keys(t *testing.T, id string, newStage stage.Factory, n int, keys func([]any) []any) error {
+	t.Helper()
+	c, ok := grader.Lookup(id)
+	if !ok {
+		t.Fatalf("no check %s", id)
+	}
+	var told atomic.Bool
+	tell := func(w http.ResponseWriter, r *http.Request) {
+		told.Store(true)
+		inProgressNow(w, r)
+	}
+	start := serveWrapped(t, newStage, func(next http.Handler) http.Handler {
+		var mu sync.Mutex
+		seen := map[string]bool{}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case r.Method == http.MethodPost && r.URL.Path == "/transfers":
+				key := r.Header.Get("Idempotency-Key")
+				mu.Lock()
+				retry := seen[key]
+				seen[key] = true
+				mu.Unlock()
+				if retry {
+					tell(w, r)
+					return
+				}
+			case r.Method == http.MethodGet && r.URL.Path == "/lab/state" && told.Load():
+				rec := httptest.NewRecorder()
+				next.ServeHTTP(rec, r)
+				var st map[string]any
+				if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+					t.Errorf("GET /lab/state: %v", err)
+					return
+				}
+				rows, _ := st["keys"].([]any)
+				st["keys"] = keys(rows)
+				w.Header().Set("Content-Type", "application/json")
+				json.NewEncoder(w).Encode(st)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	subject := grader.Subject{Stage: n, Name: fmt.Sprintf("solutions/stage%d", n), New: newStage}
+	return grader.RunCheck(context.Background(), subject, c, 7, start).Err
+}
+
+// noKeys is a key table the lab does not show.
+func noKeys([]any) []any { return []any{} }
+
+// inProgressKeys shows every key row in progress.
+func inProgressKeys(rows []any) []any {
+	for _, row := range rows {
+		if m, ok := row.(map[string]any); ok {
+			m["state"] = judging.StateInProgress
+		}
+	}
+	return rows
+}
+
+// A client told to wait until it stops is judged by the key table, one
+// rule for every check that sends one (toldToWait): a row still in
+// progress is a stuck key, whether the operation executed (S1, its 201
+// answered) or never ran (S4's refusal, S6's failed claim); a completed
+// row is no usable answer; a key table the lab does not show could not
+// be observed. Before, S1 called a table it could not see no usable
+// answer, and S4 and S6 called every such client a stuck key from the
+// 409 alone.
+func TestToldToWait_TheKeyTableSaysWhichHarm(t *testing.T) {
+	for _, tc := range []struct {
+		id   string
+		new  stage.Factory
+		n    int
+		keys func([]any) []any
+		harm judging.Harm // "" for could not observe
+	}{
+		{"S1.sequential-retry", stage4.New, 4, inProgressKeys, judging.StuckKey},
+		{"S1.sequential-retry", stage4.New, 4, noKeys, ""},
+		{"S4.insufficient-funds-replayed", stage4.New, 4, inProgressKeys, judging.StuckKey},
+		{"S4.insufficient-funds-replayed", stage4.New, 4, noKeys, ""},
+		{"S6.outage-mid-request", stage6.New, 6, noKeys, ""},
+	} {
+		name := "in progress"
+		if tc.harm == "" {
+			name = "no key table"
+		}
+		t.Run(tc.id+"/"+name, func(t *testing.T) {
+			err := behind409Keys(t, tc.id, tc.new, tc.n, tc.keys)
+			if tc.harm != "" {
+				harmOf(t, err, tc.harm)
+				return
+			}
+			var u *judging.Unobserved
+			if !errors.As(err, &u) {
+				t.Fatalf("no key table: want could not observe, got %v", err)
+			}
+		})
+	}
 }

@@ -236,12 +236,17 @@ func TestAudit_Every409LeavesNoUsableAnswer(t *testing.T) {
 
 // every409's refused transfer and its payment failed with the key store
 // never ran, and every retry of them is told to wait, three times after
-// Retry-After too: a stuck key in both checks, what the client knows when
-// it stops retrying (before, a wrong answer in one and a contract
-// difference in the other).
+// Retry-After too. The key table says which harm that is, as for an
+// operation that executed: the refusal is stored, its key completed (no
+// usable answer: the client never learns it was refused); the failed
+// claim's key is still in progress (a stuck key). Before, both were a
+// stuck key from the 409 alone.
 func TestAudit_Every409HoldsTheKeysOfPaymentsThatNeverRan(t *testing.T) {
-	for _, id := range []string{"S4.insufficient-funds-replayed", "S6.outage-mid-request"} {
-		moneyFinding(t, "idemlab/audit/testdata/every409", id, judging.StuckKey)
+	for id, harm := range map[string]judging.Harm{
+		"S4.insufficient-funds-replayed": judging.NoUsableAnswer,
+		"S6.outage-mid-request":          judging.StuckKey,
+	} {
+		moneyFinding(t, "idemlab/audit/testdata/every409", id, harm)
 	}
 }
 
