@@ -766,8 +766,13 @@ func refusalNotStuck(t *T, s Scenario) error {
 		return err
 	}
 	expected := "422 " + pInsufficient + " again: the refusal moved nothing, so its claim is released and the retry executes (stage 3), or the refusal is stored and replayed (stage 4 on); no request of that key is running, and none is told to wait"
-	if retry.Is(http.StatusConflict, pInProgress) || judging.KeyInProgress(st, req.Key) {
+	if judging.KeyInProgress(st, req.Key) {
 		return t.Harmful(judging.StuckKey, story, retry.String()+"\nthen /lab/state: key row "+judging.DescribeRows(judging.KeyRows(st, req.Key)), expected)
+	}
+	if retry.Is(http.StatusConflict, pInProgress) {
+		// Told to wait for a key that is not in progress: the key table,
+		// not the 409, says which harm.
+		return t.toldToWait(req.Key, story, retry, expected, expected)
 	}
 	if !retry.Is(http.StatusUnprocessableEntity, pInsufficient) {
 		t.Differ(story, retry.String(), expected)
