@@ -115,14 +115,21 @@ func TestDayFailureMoneyFirst(t *testing.T) {
 		}
 	}
 	// A client told in progress until it gave up, its key not in the
-	// lab's key table: stuck or no usable answer, which could not be
-	// observed, and no guessed harm; beside a money finding, that one.
-	var u *judging.Unobserved
-	if err := newT().dayFailure(day(func(c *replay.DayCounts) { c.KeyUnobserved, c.UnexpectedStatus = 1, 1 }), "a day", "all of them"); !errors.As(err, &u) {
-		t.Errorf("a day whose only money harm could not be observed: %v, want could not observe", err)
-	}
-	if err := newT().dayFailure(day(func(c *replay.DayCounts) { c.KeyUnobserved, c.NoUsableAnswer = 1, 1 }), "a day", "all of them"); !errors.As(err, new(*judging.Failure)) {
-		t.Errorf("a day with no usable answer and a key not observed: %v, want a failure", err)
+	// lab's key table: whether the key is stuck as well cannot be seen,
+	// but the client never learned its result: no usable answer, before
+	// any contract difference; beside a worse money finding, that one.
+	for _, tc := range []struct {
+		name string
+		c    func(*replay.DayCounts)
+		want judging.Harm
+	}{
+		{"a key not observed", func(c *replay.DayCounts) { c.KeyUnobserved, c.UnexpectedStatus = 1, 1 }, judging.NoUsableAnswer},
+		{"a key not observed beside a wrong answer", func(c *replay.DayCounts) { c.KeyUnobserved, c.WrongAnswers = 1, 1 }, judging.WrongAnswer},
+	} {
+		var f *judging.Failure
+		if err := newT().dayFailure(day(tc.c), "a day", "all of them"); !errors.As(err, &f) || f.Harm != tc.want {
+			t.Errorf("%s: %v, want harm %q", tc.name, err, tc.want)
+		}
 	}
 	f := newT().dayFailure(day(func(c *replay.DayCounts) { c.StuckInProgress, c.StuckNeverExecuted = 1, 1 }), "a day", "all of them").(*judging.Failure)
 	f.Reconciled = true

@@ -69,8 +69,9 @@ func (t *T) stillInProgress(key, sent string, r Response, expected string) error
 // completed, or none in a table the lab shows whole, leaves a server that
 // tells every retry to wait of its own accord and a client that never
 // learns its outcome (no usable answer), and done says what was
-// expected. A table the lab does not show cannot say which: could not
-// observe.
+// expected. A table the lab does not show cannot say which, but either
+// way the client never learned what became of its operation: no usable
+// answer, the lesser of the two, which the client's answers show alone.
 func (t *T) toldToWait(key, sent string, r Response, stuck, done string) error {
 	st, err := t.State()
 	if err != nil {
@@ -78,7 +79,8 @@ func (t *T) toldToWait(key, sent string, r Response, stuck, done string) error {
 	}
 	harm, rows, seen := judging.ToldToWait(st, key)
 	if !seen {
-		return t.CouldNotObserve("the key table: GET /lab/state shows no row of the key whose every retry is told to wait, and not the whole table (none of it, or its newest rows only), so the check cannot see whether the key is still in progress (a stuck key) or not (no usable answer): %s", r.Short())
+		return t.Harmful(judging.NoUsableAnswer, sent, r.String()+"\nthen /lab/state: no row of the key, and not the whole key table (none of it, or its newest rows only), so whether the key is also stuck cannot be seen",
+			"an answer the client can use before it stops: every retry was told to wait, and the client never learned what became of its operation")
 	}
 	got := r.String() + "\nthen /lab/state: key row " + rows
 	if harm == judging.StuckKey {

@@ -80,7 +80,7 @@ func TestFindings_TheFirstIsOfTheHarmTheDayIsJudged(t *testing.T) {
 		for field, n := range map[string]*int{"double_applied": &c.DoubleApplied, "invoices_paid_twice": &c.InvoicesPaidTwice,
 			"lost_transfers": &c.LostTransfers, "told_duplicate": &c.ToldDuplicate, "balance_mismatches": &c.BalanceMismatches,
 			"negative_balances": &c.NegativeBalances, "wrong_answers": &c.WrongAnswers, "no_usable_answer": &c.NoUsableAnswer,
-			"stuck_in_progress": &c.StuckInProgress, "lost_updates": &c.LostUpdates, "not_posted": &c.NotPosted,
+			"key_unobserved": &c.KeyUnobserved, "stuck_in_progress": &c.StuckInProgress, "lost_updates": &c.LostUpdates, "not_posted": &c.NotPosted,
 			"posted_twice": &c.PostedTwice, "posted_unexecuted": &c.PostedUnexecuted} {
 			if field == kind {
 				*n++

@@ -50,7 +50,7 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int, all string) {
 		line("never ran, told to wait", c.NoAnswerNeverExecuted, "<- told in progress until it gave up, for a key the key table shows is not: it never learns its outcome")
 	}
 	if c.UnobservedNeverExecuted > 0 {
-		line("never ran, key not observed", c.UnobservedNeverExecuted, "<- told in progress until it gave up: stuck, or no usable answer; the lab's key table does not show which")
+		line("never ran, key not observed", c.UnobservedNeverExecuted, "<- told in progress until it gave up: no usable answer; the lab's key table does not show whether the key is stuck as well")
 	}
 	line("mismatched replays", c.MismatchedReplays, "")
 	line("unexpected answers", c.UnexpectedStatus, pick(c.RefusedForOthersKey > 0,
@@ -67,7 +67,7 @@ func (rc DayReconciliation) WriteReport(w io.Writer, examples int, all string) {
 	line("  no usable answer", noAnswer, pick(noAnswer > 0, "<- refused without the result until it stopped retrying", ""))
 	line("  key still in progress", stuck, pick(stuck > 0, "<- STUCK at the end of its retry horizon", ""))
 	if unobserved > 0 {
-		line("  key not observed", unobserved, "<- told in progress until it gave up: stuck, or no usable answer; the lab's key table does not show which")
+		line("  key not observed", unobserved, "<- told in progress until it gave up: no usable answer; the lab's key table does not show whether the key is stuck as well")
 	}
 	line("re-executed after retention", c.LateReexecuted, "(allowed: the client retried after the retention period, when its key had expired)")
 	line("balances", pick(c.BalanceMismatches == 0, "every account = opening + the executions the server counted",
@@ -130,9 +130,9 @@ func (rc DayReconciliation) Verdict() string {
 	if n := c.NoAnswerNeverExecuted; n > 0 {
 		noAnswer = fmt.Sprintf("clients never learned the result of their operation (%d of them never ran, told its key was in progress until they gave up, for a key the key table shows is not)", n)
 	}
-	unobserved := "clients of an executed operation told its key was in progress until they gave up, whose key the lab's key table does not show (stuck, or no usable answer: could not observe which)"
+	unobserved := "clients of an executed operation told its key was in progress until they gave up, who never learned its result, whose key the lab's key table does not show (whether it is stuck as well could not be observed)"
 	if n := c.UnobservedNeverExecuted; n > 0 {
-		unobserved = fmt.Sprintf("clients told their operation's key was in progress until they gave up, whose key the lab's key table does not show (stuck, or no usable answer: could not observe which), %d of them for an operation that never ran", n)
+		unobserved = fmt.Sprintf("clients told their operation's key was in progress until they gave up, who never learned what became of it, whose key the lab's key table does not show (whether it is stuck as well could not be observed), %d of them for an operation that never ran", n)
 	}
 	for _, f := range []struct {
 		n    int
@@ -179,15 +179,6 @@ func (rc DayReconciliation) Harm() judging.Harm {
 	return h
 }
 
-// Unknown reports whether what the day did to money could not be
-// observed: no money finding, and a client (of an executed operation, or
-// of one that never ran) told its key was in progress until it gave up,
-// for a key the lab's key table does not show (KeyUnobserved: a stuck key, or no usable answer). Such a
-// day is not VALID, and not judged a contract difference either.
-func (rc DayReconciliation) Unknown() bool {
-	return rc.Harm() == "" && rc.Counts.KeyUnobserved > 0
-}
-
 // Harmed is the day's worst harm (Harm) and how many operations or
 // accounts the day's findings of that harm name, each once: what a
 // results.json counts, since the day's operations are not named as a
@@ -225,7 +216,11 @@ var harmKinds = []struct {
 		return rc.Counts.BalanceMismatches > 0 || !rc.Money.Conserved || rc.Counts.NegativeBalances > 0
 	}, []string{"balance_mismatches", "negative_balances"}},
 	{judging.WrongAnswer, func(rc DayReconciliation) bool { return rc.Counts.WrongAnswers > 0 }, []string{"wrong_answers"}},
-	{judging.NoUsableAnswer, func(rc DayReconciliation) bool { return rc.Counts.NoUsableAnswer > 0 }, []string{"no_usable_answer"}},
+	// A client told to wait until it gave up, for a key the lab's key
+	// table does not show, never learned its result: no usable answer,
+	// whether or not the key is stuck as well.
+	{judging.NoUsableAnswer, func(rc DayReconciliation) bool { return rc.Counts.NoUsableAnswer > 0 || rc.Counts.KeyUnobserved > 0 },
+		[]string{"no_usable_answer", "key_unobserved"}},
 	{judging.StuckKey, func(rc DayReconciliation) bool { return rc.Counts.StuckInProgress > 0 }, []string{"stuck_in_progress"}},
 	{judging.LostUpdate, func(rc DayReconciliation) bool { return rc.Counts.LostUpdates > 0 }, []string{"lost_updates"}},
 	{judging.NotPosted, func(rc DayReconciliation) bool { return rc.Counts.NotPosted > 0 }, []string{"not_posted"}},
@@ -236,13 +231,13 @@ var harmKinds = []struct {
 // FindingKinds are the kinds of the day's findings (DayFinding.Kind),
 // worst first, the order the reconciliation lists them in: those of each
 // money harm in the order the day's harm is judged (Harm), then the
-// contract's, then the clients whose harm could not be observed.
+// contract's.
 var FindingKinds = func() []string {
 	var kinds []string
 	for _, h := range harmKinds {
 		kinds = append(kinds, h.kinds...)
 	}
-	return append(kinds, "mismatched_replays", "unexpected_status", "edits_not_served", "key_unobserved")
+	return append(kinds, "mismatched_replays", "unexpected_status", "edits_not_served")
 }()
 
 func pick(cond bool, yes, no string) string {
