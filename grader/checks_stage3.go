@@ -84,8 +84,13 @@ func checkRetryDuringOriginal(t *T) error {
 		} else if late > 0 {
 			return false, nil
 		}
-		if !orig.Is(http.StatusCreated, "") {
+		if !toldRan(orig, op) {
 			return true, t.Fail(sent, got, "the original answers 201 Created once its core call returns")
+		}
+		if !orig.Is(http.StatusCreated, "") {
+			// Told its payment ran in another 2xx: a contract
+			// difference, and the books and the later rounds judge.
+			t.Differ(sent, got, "the original answers 201 Created once its core call returns")
 		}
 		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
 		if err := t.Reconcile(sent, got, s.Books); err != nil {
@@ -162,13 +167,13 @@ func (t *T) afterTheOriginal(req Request, orig Response, sent string, books *jud
 		return err
 	}
 	switch {
-	case r.Is(http.StatusConflict, pInProgress) && orig.Is(http.StatusCreated, ""):
+	case r.Is(http.StatusConflict, pInProgress) && toldSentRan(orig, req):
 		// The money moved (the books agree with the 201).
 		return t.toldToWait(req.Key, story, r, "the original has answered, so its key is no longer in progress: the stored 201 (stage 4 on) or 409 "+pDuplicate,
 			"the original's stored 201 (stage 4 on) or 409 "+pDuplicate+": its money moved, its key is not in progress, and every retry is still told to wait")
 	case r.Is(http.StatusConflict, pInProgress):
 		return t.Harmful(judging.StuckKey, story, r.String(), "the original has answered, so its key is no longer in progress: the stored 201 (stage 4 on) or 409 "+pDuplicate)
-	case orig.Is(http.StatusCreated, "") && refusedForGood(r):
+	case toldSentRan(orig, req) && refusedForGood(r):
 		return t.Harmful(judging.NoUsableAnswer, story, r.String(), "the original's stored 201: its money moved, its request has ended, and every retry is still refused")
 	}
 	return nil
@@ -266,9 +271,9 @@ func retryWithTheKeyUnread(t *T) error {
 	}
 	var unread Response
 	switch {
-	case orig.Is(http.StatusCreated, "") && !retry.Is(http.StatusCreated, ""):
+	case toldRan(orig, op) && !toldRan(retry, op):
 		unread = retry
-	case retry.Is(http.StatusCreated, "") && !orig.Is(http.StatusCreated, ""):
+	case toldRan(retry, op) && !toldRan(orig, op):
 		unread = orig
 	default:
 		// Neither claimed and executed at once, or both answered 201:
