@@ -45,6 +45,11 @@ func TestLateOriginalVerdict(t *testing.T) {
 	created := func(id string) Response {
 		return Response{Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"id":"` + id + `"}`)}
 	}
+	// Told it ran in 200 OK, its body naming the op: a contract
+	// difference the caller records, judged as a 201 here.
+	ok := func(id string) Response {
+		return Response{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"id":"` + id + `","metadata":{"op":"op-1"}}`)}
+	}
 	inProgress := Response{Status: http.StatusConflict, Header: http.Header{"Content-Type": {problem.ContentType}, "Retry-After": {"1"}}, Body: []byte(`{"type":"` + pInProgress + `"}`)}
 	noRetryAfter := Response{Status: http.StatusConflict, Header: http.Header{"Content-Type": {problem.ContentType}}, Body: []byte(`{"type":"` + pInProgress + `"}`)}
 	duplicate := Response{Status: http.StatusConflict, Header: http.Header{"Content-Type": {problem.ContentType}}, Body: []byte(`{"type":"` + problem.DuplicateRequest.URI() + `"}`)}
@@ -64,9 +69,12 @@ func TestLateOriginalVerdict(t *testing.T) {
 		{"the retry that took over does not execute", inProgress, inProgress, inProgress, true, true, true},
 		{"fenced, but the original told it is a duplicate", duplicate, inProgress, created("t-2"), true, true, true},
 		{"fenced, but the original told to wait without Retry-After", noRetryAfter, inProgress, created("t-2"), true, true, true},
+		{"fenced, the retry told it ran in 200", inProgress, inProgress, ok("t-2"), true, true, false},
+		{"the retry replays the original told it ran in 200", ok("t-1"), created("t-1"), created("t-1"), true, false, false},
+		{"unfenced: both complete, the original told in 200", ok("t-1"), inProgress, ok("t-2"), true, true, true},
 	}
 	for _, tc := range tests {
-		conclusive, want := lateOriginalVerdict(tc.first, tc.third, tc.second, tc.tookOver)
+		conclusive, want := lateOriginalVerdict("op-1", tc.first, tc.third, tc.second, tc.tookOver)
 		if conclusive != tc.conclusive || (want != "") != tc.wantsFail {
 			t.Errorf("%s: conclusive %v, want %q; expected conclusive %v, a failure %v", tc.name, conclusive, want, tc.conclusive, tc.wantsFail)
 		}
