@@ -346,8 +346,12 @@ func checkDailyLimit(t *T) error {
 	half := limit / 2
 	req, r = pay(half)
 	story += "\na transfer within it: " + req.String() + "  →  " + r.Short()
-	if !r.Is(http.StatusCreated, "") {
-		return t.Fail(story, r.String(), "201 Created: "+fmt.Sprint(half)+" is within the day's limit of "+fmt.Sprint(limit))
+	if within := "201 Created: " + fmt.Sprint(half) + " is within the day's limit of " + fmt.Sprint(limit); !toldRan(r, sentOp(req)) {
+		return t.Fail(story, r.String(), within)
+	} else if !r.Is(http.StatusCreated, "") {
+		// Told it ran in another 2xx: a contract difference; the day's
+		// total, the next day and the limit of 0 are still judged.
+		t.Differ(story, r.String(), within)
 	}
 	rest := limit - half + 1
 	req, r = pay(rest)
@@ -360,8 +364,10 @@ func checkDailyLimit(t *T) error {
 	}
 	req, r = pay(rest)
 	story += "\n24h later on the lab clock, the same amount: " + req.String() + "  →  " + r.Short()
-	if !r.Is(http.StatusCreated, "") {
-		return t.Fail(story, r.String(), "201 Created: a new day, and the limit counts from zero again")
+	if newDay := "201 Created: a new day, and the limit counts from zero again"; !toldRan(r, sentOp(req)) {
+		return t.Fail(story, r.String(), newDay)
+	} else if !r.Is(http.StatusCreated, "") {
+		t.Differ(story, r.String(), newDay)
 	}
 	// A limit of 0 stops the account's transfers: it is a limit like any
 	// other, not a member left out (Go's zero value).
@@ -382,7 +388,7 @@ func checkDailyLimit(t *T) error {
 	if err := t.Reconcile(story, r.String(), books); err != nil {
 		return err
 	}
-	if r.Is(http.StatusCreated, "") {
+	if toldRan(r, sentOp(req)) {
 		return t.Harmful(judging.LostUpdate, story, r.String()+fmt.Sprintf("\nA was told the limit of 0 was saved, and %d won moved under the limit of %d it replaced", small, limit),
 			"422 "+pDailyLimit+": a daily limit of 0 lets no transfer through; nothing moves")
 	}
