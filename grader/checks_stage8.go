@@ -84,9 +84,7 @@ func (t *T) payInvoice(story, what string, s Scenario, payer bank.Customer, to, 
 	req := Transfer(inv.payer, inv.firstKey, inv.body(inv.amount))
 	r := t.Do(req)
 	story = strings.TrimPrefix(story+"\n"+what+" "+inv.reference+": "+req.String()+"  →  "+r.Short(), "\n")
-	if !r.Is(http.StatusCreated, "") || resourceID(r) == "" {
-		// Told that it ran in another 2xx (an execution answered 200):
-		// the books expect it, and the status is a contract difference.
+	if !toldRan(r, inv.op) || resourceID(r) == "" {
 		if toldRan(r, inv.op) {
 			s.Books.Transfer(inv.op, inv.from, inv.to, inv.amount)
 		}
@@ -94,6 +92,12 @@ func (t *T) payInvoice(story, what string, s Scenario, payer bank.Customer, to, 
 			return invoice{}, "", err
 		}
 		return invoice{}, "", t.Fail(story, r.String(), expected)
+	}
+	if !r.Is(http.StatusCreated, "") {
+		// Told that it ran in another 2xx (an execution answered 200),
+		// naming its transfer: the status is a contract difference, and
+		// the invoice is paid, for the check's probes to come.
+		t.Differ(story, r.String(), expected)
 	}
 	s.Books.Transfer(inv.op, inv.from, inv.to, inv.amount)
 	inv.firstID = resourceID(r)
