@@ -378,8 +378,14 @@ func (t *T) onePaid(story string, answers []Response, book func(i int, r Respons
 		err.(*judging.Failure).Excess = excess
 		return err
 	}
-	if len(paid) == 0 || !answers[paid[0]].Is(http.StatusCreated, "") {
+	if len(paid) == 0 {
 		return t.Fail(story, got, "exactly one 201 Created: one invoice, one transfer")
+	}
+	if !answers[paid[0]].Is(http.StatusCreated, "") {
+		// The one payment told it ran in another 2xx: a contract
+		// difference; the other clerks' refusals, and the next rounds,
+		// are still judged.
+		t.Differ(story, got, "exactly one 201 Created: one invoice, one transfer")
 	}
 	want := "/transfers/" + transfers[0]
 	var told []string
