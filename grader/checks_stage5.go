@@ -1154,8 +1154,13 @@ func checkPurgeKeepsInProgress(t *T) error {
 			return true, t.Fail(sent, retry.String()+"\n(the original then answered "+orig.Short()+")",
 				"409 "+pInProgress+": the original still runs")
 		}
-		if !orig.Is(http.StatusCreated, "") {
+		if !toldRan(orig, op) {
 			return true, t.Fail(sent, "the original answered "+orig.String(), "201 Created once its core call returns")
+		}
+		if !orig.Is(http.StatusCreated, "") {
+			// Told it ran in another 2xx: a contract difference; the
+			// retries after the purge, and the rounds after, still run.
+			t.Differ(sent, "the original answered "+orig.String(), "201 Created once its core call returns")
 		}
 		// The key was created 10 years ago and completed just now: its retention
 		// counts from its completion. A retry, then a purge and a retry,
@@ -1171,7 +1176,7 @@ func checkPurgeKeepsInProgress(t *T) error {
 			r := t.Do(req)
 			sent += "\nthen the retry  →  " + r.Short()
 			err := t.Reconcile(sent, "", books)
-			if d := ownAnswerMismatch(orig, r, "the original"); err == nil && d != "" {
+			if d := ownAnswerMismatch(orig, r, "the original"); err == nil && d != "" && orig.Is(http.StatusCreated, "") {
 				err = t.Fail(sent, r.String()+"\n"+d, "the stored 201: a key's retention period counts from its completion (completed_at), not from its claim")
 			}
 			if err != nil {
@@ -1459,7 +1464,7 @@ func (t *T) purgedBesideReusedKey(s Scenario, latency time.Duration) (bool, erro
 		books.Transfer(oldOp, a.Accounts[0], b.Accounts[0], oldAmount)
 	}
 	sent := old.String() + "  →  " + first.Short()
-	if !first.Is(http.StatusCreated, "") {
+	if !toldRan(first, oldOp) {
 		return true, t.Reconcile(sent, "", books)
 	}
 	// The retention must outlast the clients' retry horizon (an hour).
