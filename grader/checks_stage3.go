@@ -276,8 +276,9 @@ func retryWithTheKeyUnread(t *T) error {
 	case toldRan(retry, op) && !toldRan(orig, op):
 		unread = orig
 	default:
-		// Neither claimed and executed at once, or both answered 201:
-		// which one's read was refused the answers do not say.
+		// Neither claimed and executed at once, or both were told it
+		// ran (toldRan): which one's read was refused the answers do not
+		// say.
 		return nil
 	}
 	const expected = "a 5xx, nothing executed, for the request whose claim ran into the key and whose read of the key's row failed: it read nothing of the key, so it does not know whether the request is the same or whether it ran; the client retries"

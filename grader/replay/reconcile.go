@@ -101,8 +101,9 @@ type DayCounts struct {
 	// the day shows it. Each such operation is counted in one of the
 	// four, or, told in progress until it gave up for a key the lab's
 	// key table does not show (it shows the newest labctl.MaxStateKeys,
-	// or none), in KeyUnobserved: one of the last two harms, which could
-	// not be observed. WrongAnswers also counts the clerks' edits
+	// or none), in KeyUnobserved: judged no usable answer, since the
+	// client never learned its result; whether its key is stuck as well
+	// could not be observed. WrongAnswers also counts the clerks' edits
 	// answered with a 2xx that the books show never executed (the
 	// original's result, replayed to another request), counted apart as
 	// well in EditsAnsweredWrong. An operation that never executed, its
