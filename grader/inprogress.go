@@ -29,7 +29,7 @@ var inProgressPolicy = retry.Policy{Base: 100 * time.Millisecond, Cap: time.Seco
 func (t *T) untilAnswered(req Request, r Response) (Response, string) {
 	story := ""
 	for n := 1; n <= inProgressRetries && r.Is(http.StatusConflict, pInProgress); n++ {
-		wait := inProgressPolicy.Wait(n, t.Rand(), retry.Answer{RetryAfter: retryAfter(r)})
+		wait := inProgressPolicy.Wait(n, t.Rand(), retry.Answer{RetryAfter: retry.RetryAfter(r.Header)})
 		pace := time.NewTimer(wait)
 		select {
 		case <-pace.C:
@@ -41,16 +41,6 @@ func (t *T) untilAnswered(req Request, r Response) (Response, string) {
 		story += fmt.Sprintf("\n  told to wait, it retries after %v  →  %s", wait.Round(time.Millisecond), r.Short())
 	}
 	return r, story
-}
-
-// retryAfter is r's Retry-After in whole seconds, 0 when it has none or
-// one the policy cannot read (an HTTP date: the policy's backoff then).
-func retryAfter(r Response) time.Duration {
-	var s int
-	if _, err := fmt.Sscanf(r.Header.Get("Retry-After"), "%d", &s); err != nil || s <= 0 {
-		return 0
-	}
-	return time.Duration(s) * time.Second
 }
 
 // stillInProgress judges a retry of key that is still told 409

@@ -114,10 +114,17 @@ func Send(c *http.Client, req *http.Request) Answer {
 			a.Problem = p.Type
 		}
 	}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-		a.RetryAfter = time.Duration(s) * time.Second
-	}
+	a.RetryAfter = RetryAfter(resp.Header)
 	return a
+}
+
+// RetryAfter is h's Retry-After in whole seconds, 0 when it has none or
+// one the policy does not read (an HTTP date: the policy's backoff then).
+func RetryAfter(h http.Header) time.Duration {
+	if s, err := strconv.Atoi(h.Get("Retry-After")); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return 0
 }
 
 // Clock is the time a Client waits on: the real one, a day plan's (the
