@@ -578,6 +578,65 @@ func TestConcurrentDuplicates_AnyResourceConflictMeetsTheMust(t *testing.T) {
 	}
 }
 
+// TestConcurrentDuplicates_A503IsNoConflictError: copies that meet the
+// original running and get 503 Service Unavailable got a server error,
+// not the resource conflict error §2.6's MUST asks for, nor §2.7's 409:
+// both are unmet, and the note says what a 503 told its client and,
+// from the witness, that the copies did not execute; without a witness,
+// that it could not be observed. A 503 once went unexplained, its
+// copies neither named nor said to have run or not.
+func TestConcurrentDuplicates_A503IsNoConflictError(t *testing.T) {
+	for _, c := range []struct {
+		witness bool
+		money   string
+		ran     string
+	}{
+		{true, MoneyClean, "the witness shows the operation executed once: they did not execute"},
+		{false, MoneyUnobserved, "whether they executed could not be observed"},
+	} {
+		p, err := Load("testdata/profiles/payserver.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.witness {
+			p.Witness = nil
+		}
+		ts := httptest.NewServer(&overlapped{status: http.StatusServiceUnavailable, all: make(chan struct{}), h: payserver.New()})
+		r := newRunner(Options{URL: ts.URL, Profile: p, Seed: 7, MaxOperations: 100, Timeout: 10 * time.Second})
+		res := scenarioNamed(t, "concurrent-duplicates").result()
+		err = concurrentDuplicates(context.Background(), r, &res)
+		ts.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Contract != ContractUnmet || res.Also.Contract != ContractUnmet || res.Money != c.money {
+			t.Errorf("witness %v: MUST %s, SHOULD %s, money %s; want both unmet, money %s (got %s)", c.witness, res.Contract, res.Also.Contract, res.Money, c.money, res.Got)
+		}
+		for _, want := range []string{" got 503 Service Unavailable: a server error", "no resource conflict error (§2.6) and no 409 (§2.7)", c.ran} {
+			if !strings.Contains(res.Note, want) {
+				t.Errorf("witness %v: note %q does not say %q", c.witness, res.Note, want)
+			}
+		}
+		var human bytes.Buffer
+		WriteHuman(&human, "x", []Result{res})
+		if !strings.Contains(human.String(), "      but       copies ") {
+			t.Errorf("witness %v: the report hides the note under the unmet MUST:\n%s", c.witness, human.String())
+		}
+	}
+}
+
+// scenarioNamed is the scenario id.
+func scenarioNamed(t *testing.T, id string) scenario {
+	t.Helper()
+	for _, s := range scenarios {
+		if s.ID == id {
+			return s
+		}
+	}
+	t.Fatalf("no scenario %s", id)
+	return scenario{}
+}
+
 // TestConcurrentDuplicates_ACopyWithoutAnAnswerIsNotUnmet: a copy that
 // got no answer at all (a transport error) tells nothing of what the API
 // chose to answer it: the MUST is judged on the copies answered, the

@@ -305,6 +305,9 @@ func concurrentDuplicates(ctx context.Context, r *runner, res *Result) error {
 	differ, hidden := map[string][]string{}, map[string][]string{}
 	ok := true
 	var form, silent, not409 []string
+	// failed are the copies answered with a server error (5xx), by
+	// status: "copy 3 503".
+	failed := map[int][]string{}
 	conflicts, bare := 0, 0
 	for i := range answers {
 		a := answers[i]
@@ -339,6 +342,16 @@ func concurrentDuplicates(ctx context.Context, r *runner, res *Result) error {
 			if a.header.Get("Retry-After") == "" {
 				bare++
 			}
+		case a.status >= 500:
+			// A server error, 503 Service Unavailable the likeliest: it
+			// says the server could not take the request (RFC 9110
+			// §15.6), not that the resource is busy with the original,
+			// and a client told it cannot know whether its copy ran. It
+			// is no resource conflict error, whoever sent it (the key's
+			// code, or a limiter in front of it): its client meets it
+			// the same way. The witness says whether it executed.
+			ok = false
+			failed[a.status] = append(failed[a.status], fmt.Sprintf("copy %d", i+1))
 		default:
 			ok = false
 		}
@@ -385,7 +398,35 @@ func concurrentDuplicates(ctx context.Context, r *runner, res *Result) error {
 	if res.Contract == ContractMet && len(not409) > 0 {
 		note(fmt.Sprintf("%s got a conflict error other than 409: §2.6's MUST is met, §2.7's SHOULD (409) is not", andList(not409)))
 	}
-	return b.judge(ctx, res, expect{o, 1, "one operation"})
+	if err := b.judge(ctx, res, expect{o, 1, "one operation"}); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		note(serverErrors(failed, res.Money))
+	}
+	return nil
+}
+
+// serverErrors says, for the note of concurrent-duplicates, which copies
+// got a server error and what that told their clients, with whether they
+// executed as money (the scenario's money verdict) shows it.
+func serverErrors(failed map[int][]string, money string) string {
+	var said []string
+	for _, status := range slices.Sorted(maps.Keys(failed)) {
+		who := andList(failed[status])
+		if len(failed[status]) > 1 {
+			who = "copies " + strings.ReplaceAll(who, "copy ", "")
+		}
+		said = append(said, fmt.Sprintf("%s got %d %s", who, status, http.StatusText(status)))
+	}
+	ran := "whether they executed, the witness tells (money above)"
+	switch money {
+	case MoneyClean:
+		ran = "the witness shows the operation executed once: they did not execute, and their clients, told the server failed, cannot know it and will send again"
+	case MoneyUnobserved:
+		ran = "whether they executed could not be observed"
+	}
+	return andList(said) + ": a server error, which says the server could not take the request, not that the original is still running, so it is no resource conflict error (§2.6) and no 409 (§2.7), whoever answered it (the API's key code, or a limiter or proxy in front of it); " + ran
 }
 
 func lostResponse(ctx context.Context, r *runner, res *Result) error {
