@@ -388,7 +388,7 @@ func TestSummary_NotTriedIsUnknownNeverMet(t *testing.T) {
 		maxOps int
 		line   string
 	}{
-		{"--max-operations 32", nil, 32, "1/2 MUST met, 3/7 SHOULD met, money clean, 7 not tried (4 of them a MUST or money scenario: the verdict is unknown)"},
+		{"--max-operations 33", nil, 33, "1/2 MUST met, 3/7 SHOULD met, money clean, 7 not tried (4 of them a MUST or money scenario: the verdict is unknown)"},
 		{"one principal", func(p *Profile) { p.Principals = p.Principals[:1] }, 100, "2/2 MUST met, 7/7 SHOULD met, money clean, 3 not tried (2 of them a MUST or money scenario: the verdict is unknown)"},
 	} {
 		results := attack(t, payserver.New(), c.edit, c.maxOps)
@@ -422,9 +422,19 @@ func TestSummary_NotTriedIsUnknownNeverMet(t *testing.T) {
 // profile.
 func runScenario(t *testing.T, h http.Handler, id string) Result {
 	t.Helper()
+	return runScenarioWith(t, h, id, nil)
+}
+
+// runScenarioWith runs the one scenario id against h with the payserver
+// profile, changed by edit.
+func runScenarioWith(t *testing.T, h http.Handler, id string, edit func(*Profile)) Result {
+	t.Helper()
 	p, err := Load("testdata/profiles/payserver.json")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(p)
 	}
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
@@ -594,21 +604,11 @@ func TestConcurrentDuplicates_A503IsNoConflictError(t *testing.T) {
 		{true, MoneyClean, "the witness shows the operation executed once: they did not execute"},
 		{false, MoneyUnobserved, "whether they executed could not be observed"},
 	} {
-		p, err := Load("testdata/profiles/payserver.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !c.witness {
-			p.Witness = nil
-		}
-		ts := httptest.NewServer(&overlapped{status: http.StatusServiceUnavailable, all: make(chan struct{}), h: payserver.New()})
-		r := newRunner(Options{URL: ts.URL, Profile: p, Seed: 7, MaxOperations: 100, Timeout: 10 * time.Second})
-		res := scenarioNamed(t, "concurrent-duplicates").result()
-		err = concurrentDuplicates(context.Background(), r, &res)
-		ts.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := runScenarioWith(t, &overlapped{status: http.StatusServiceUnavailable, all: make(chan struct{}), h: payserver.New()}, "concurrent-duplicates", func(p *Profile) {
+			if !c.witness {
+				p.Witness = nil
+			}
+		})
 		if res.Contract != ContractUnmet || res.Also.Contract != ContractUnmet || res.Money != c.money {
 			t.Errorf("witness %v: MUST %s, SHOULD %s, money %s; want both unmet, money %s (got %s)", c.witness, res.Contract, res.Also.Contract, res.Money, c.money, res.Got)
 		}
@@ -623,18 +623,6 @@ func TestConcurrentDuplicates_A503IsNoConflictError(t *testing.T) {
 			t.Errorf("witness %v: the report hides the note under the unmet MUST:\n%s", c.witness, human.String())
 		}
 	}
-}
-
-// scenarioNamed is the scenario id.
-func scenarioNamed(t *testing.T, id string) scenario {
-	t.Helper()
-	for _, s := range scenarios {
-		if s.ID == id {
-			return s
-		}
-	}
-	t.Fatalf("no scenario %s", id)
-	return scenario{}
 }
 
 // TestConcurrentDuplicates_ACopyWithoutAnAnswerIsNotUnmet: a copy that
@@ -1401,5 +1389,45 @@ func TestConcurrentDuplicates_AReplayIn200IsNoConflictMissed(t *testing.T) {
 	}
 	if r := runScenario(t, &replayed200{seen: map[string]*httptest.ResponseRecorder{}, h: payserver.New()}, "retry-replayed"); r.Contract != ContractUnmet {
 		t.Errorf("retry-replayed: contract %s, want %s: a replay in 200 is not the original's answer", r.Contract, ContractUnmet)
+	}
+}
+
+// TestMalformedKey_AnEmptyKeySharedIsSeenInTheFirstRun: the empty
+// String is the one key field every run sends alike. An API that takes
+// it as a key once showed harmed only from the second run on, its first
+// operation keyed empty answered with the result an earlier run left;
+// on a fresh API the first run now sends a second operation keyed empty
+// and sees it handed the first one's result (witness or not: the
+// answers say it), or, an API that compares payloads, refused as if it
+// reused the first one's key. The contract is unmet either way (a 2xx
+// to an empty key), and an API that refuses it meets it, clean.
+func TestMalformedKey_AnEmptyKeySharedIsSeenInTheFirstRun(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		keyOnly  bool
+		witness  bool
+		keys     payserver.KeyRule
+		money    string
+		contract string
+		saw      string
+	}{
+		{"refused", false, true, payserver.StrictKeys, MoneyClean, ContractMet, ""},
+		{"shared, answers by the key alone", true, true, payserver.EmptyKeys, MoneyHarmed, ContractUnmet, "another operation keyed empty was answered with the first one's result: the API takes the empty field as a key"},
+		{"shared, no witness", true, false, payserver.EmptyKeys, MoneyHarmed, ContractUnmet, "another operation keyed empty was answered with the first one's result"},
+		{"shared, payloads compared", false, true, payserver.EmptyKeys, MoneyClean, ContractUnmet, "another operation keyed empty was refused (422) as if it reused the first one's key"},
+	} {
+		srv := payserver.New()
+		srv.Keys, srv.KeyOnly = c.keys, c.keyOnly
+		r := runScenarioWith(t, srv, "malformed-key", func(p *Profile) {
+			if !c.witness {
+				p.Witness = nil
+			}
+		})
+		if r.Money != c.money || r.Contract != c.contract || !strings.Contains(r.Saw, c.saw) {
+			t.Errorf("%s, the first run: money %s, contract %s, saw %q; want money %s, contract %s, saw %q\n  got %s", c.name, r.Money, r.Contract, r.Saw, c.money, c.contract, c.saw, r.Got)
+		}
+		if !strings.Contains(r.Got, "empty: ") || !strings.Contains(r.Got, "; another operation ") {
+			t.Errorf("%s: got %q does not give the second operation keyed empty its answer", c.name, r.Got)
+		}
 	}
 }

@@ -65,18 +65,24 @@ func keyForms(ctx context.Context, r *runner, res *Result) error {
 }
 
 // malformedKeys are the key fields malformedKey sends, each made from a
-// fresh key k: none is one RFC 8941 String, so by RFC 8941 §4.2 the
-// field fails to parse and the request has no usable key.
+// fresh key k: none is a usable key. All but the empty one are no RFC
+// 8941 String, so by RFC 8941 §4.2 the field fails to parse and the
+// request has no key; the empty String parses, but names no request:
+// every client that sends it sends the same.
 var malformedKeys = []struct {
 	name   string
 	fields func(k string) []string
+	// shared is whether every client, and every run, sends the field
+	// alike, whatever key it drew: an API that takes it as a key holds
+	// one key for them all (see sharedKey).
+	shared bool
 }{
-	{"non-ASCII", func(k string) []string { return []string{`"` + k + `-é"`} }},
-	{"a control character", func(k string) []string { return []string{`"` + k + "\t1" + `"`} }},
-	{"unterminated", func(k string) []string { return []string{`"` + k} }},
-	{"two keys in one field", func(k string) []string { return []string{sf(k+"-1") + ", " + sf(k+"-2")} }},
-	{"the field twice", func(k string) []string { return []string{sf(k + "-1"), sf(k + "-2")} }},
-	{"empty", func(string) []string { return []string{`""`} }},
+	{name: "non-ASCII", fields: func(k string) []string { return []string{`"` + k + `-é"`} }},
+	{name: "a control character", fields: func(k string) []string { return []string{`"` + k + "\t1" + `"`} }},
+	{name: "unterminated", fields: func(k string) []string { return []string{`"` + k} }},
+	{name: "two keys in one field", fields: func(k string) []string { return []string{sf(k+"-1") + ", " + sf(k+"-2")} }},
+	{name: "the field twice", fields: func(k string) []string { return []string{sf(k + "-1"), sf(k + "-2")} }},
+	{name: "empty", fields: func(string) []string { return []string{`""`} }, shared: true},
 }
 
 func malformedNames() string {
@@ -94,6 +100,7 @@ func malformedKey(ctx context.Context, r *runner, res *Result) error {
 	}
 	var want []expect
 	var sent, got []string
+	var shares []sharing
 	refused := true
 	for _, m := range malformedKeys {
 		o, err := r.newOp(0)
@@ -107,11 +114,60 @@ func malformedKey(ctx context.Context, r *runner, res *Result) error {
 		sent = append(sent, fmt.Sprintf("%s: Idempotency-Key: %s", m.name, strings.Join(visible(fields), " and Idempotency-Key: ")))
 		got = append(got, m.name+": "+statuses(first, second))
 		want = append(want, expect{o, due(first, second), "the operation keyed " + m.name})
+		if m.shared {
+			other, err := r.newOp(0)
+			if err != nil {
+				return err
+			}
+			third := r.sendFields(ctx, r.client, other, fields)
+			refused = refused && third.refused()
+			sent[len(sent)-1] += ", then another operation with it"
+			got[len(got)-1] += "; another operation " + statuses(third)
+			want = append(want, expect{other, due(third), "another operation keyed " + m.name})
+			shares = append(shares, sharedKey(r, m.name, first, third))
+		}
 	}
 	res.Sent = fmt.Sprintf("%s %s twice with each of: %s", r.Profile.Operation.Method, r.Profile.Operation.Path, strings.Join(sent, "; "))
 	res.Got = strings.Join(got, "; ")
 	contract(res, refused, "4xx each time: an RFC 8941 field that fails to parse is ignored (RFC 8941 §4.2), and a request without a key gets 400 (§2.7); if taken anyway, the operation executes once, never again on its retry")
-	return b.judge(ctx, res, want...)
+	if err := b.judge(ctx, res, want...); err != nil {
+		return err
+	}
+	for _, s := range shares {
+		if s.said == "" {
+			continue
+		}
+		if s.harm {
+			// Seen without a witness: the answers say it.
+			res.Money = MoneyHarmed
+		}
+		res.Saw = s.said + "; " + res.Saw
+	}
+	return nil
+}
+
+// sharing is what sharedKey says, and whether it is a harm.
+type sharing struct {
+	said string
+	harm bool
+}
+
+// sharedKey says what the answers to two operations of one principal,
+// each sent with the field every client sends alike (named name), show
+// of an API that takes that field as a key: the second handed the
+// first one's result (a harm, which every client sending it meets once
+// another has, and every run after the first meets on its own first
+// operation), or refused as a key in use; nothing when they show
+// neither. It lets the first run on a fresh API see what only later runs would,
+// where the first operation keyed so finds the key an earlier one left.
+func sharedKey(r *runner, name string, first, second answer) sharing {
+	switch {
+	case r.handedOver(first, second):
+		return sharing{fmt.Sprintf("another operation keyed %s was answered with the first one's result: the API takes the %s field as a key, one every client that sends it shares, so every one after the first is told the first one's result", name, name), true}
+	case first.ok() && heldKey(second):
+		return sharing{fmt.Sprintf("another operation keyed %s was refused (%d) as if it reused the first one's key: the API takes the %s field as a key, one every client that sends it shares", name, second.status, name), false}
+	}
+	return sharing{}
 }
 
 // visible writes each field as sent, but for a control character or a

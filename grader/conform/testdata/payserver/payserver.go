@@ -60,6 +60,10 @@ type Server struct {
 	// payload is compared by: a retry that changes another member is
 	// answered with the stored answer, as if it were the same request.
 	Fingerprint []string
+	// KeyOnly compares no payload: a key's retry is answered with its
+	// stored answer whatever its body, as a middleware that caches
+	// answers by the key alone does.
+	KeyOnly bool
 	// ForgetOnMismatch answers a key used with another payload 422 and
 	// forgets the key, as a server that deletes a key's record on every
 	// error it answers does: the original's retry executes again.
@@ -105,6 +109,10 @@ const (
 	// a key column with a case-insensitive collation compares it: two
 	// keys that differ only in case are one key.
 	FoldKeys
+	// EmptyKeys takes a String as StrictKeys does, the empty String
+	// included, as a server that checks only that the field is there
+	// does: every caller that sends "" shares one key.
+	EmptyKeys
 )
 
 // maxKey is the longest key StrictKeys takes.
@@ -227,8 +235,12 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, caller string) {
 }
 
 // samePayload reports whether a request's body is the payload a key was
-// first used with: byte for byte, or by s.Fingerprint's members only.
+// first used with: byte for byte, by s.Fingerprint's members only, or
+// always under s.KeyOnly.
 func (s *Server) samePayload(first, body []byte) bool {
+	if s.KeyOnly {
+		return true
+	}
 	if len(s.Fingerprint) == 0 {
 		return bytes.Equal(first, body)
 	}
@@ -264,7 +276,7 @@ func (s *Server) key(fields []string) (key string, ok bool) {
 	if s.Keys == FoldKeys {
 		key = strings.ToLower(key)
 	}
-	return key, ok && key != "" && len(key) <= maxKey
+	return key, ok && (key != "" || s.Keys == EmptyKeys) && len(key) <= maxKey
 }
 
 // record is one line of the payments file.
