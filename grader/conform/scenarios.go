@@ -215,7 +215,10 @@ func keyReused(ctx context.Context, r *runner, res *Result) error {
 	got := []string{"original " + first.String()}
 	want := []expect{{o, 1, "the original"}}
 	refused := true
-	var told []string
+	// told are the edits answered 2xx; replayedTo those answered with
+	// the original's very answer, which shows, witness or not, that
+	// their clients were told another operation's result.
+	var told, replayedTo []string
 	for i, e := range edits {
 		a := r.send(ctx, r.client, e, key)
 		what := r.Profile.Edit[i] + " edited"
@@ -228,6 +231,9 @@ func keyReused(ctx context.Context, r *runner, res *Result) error {
 		refused = refused && a.err == nil && a.status == http.StatusUnprocessableEntity
 		if a.ok() {
 			told = append(told, what)
+		}
+		if r.handedOver(first, a) {
+			replayedTo = append(replayedTo, what)
 		}
 	}
 	// The original sent again after the edits: a refused edit must leave
@@ -256,6 +262,14 @@ func keyReused(ctx context.Context, r *runner, res *Result) error {
 		res.Saw = "the original sent again after the edit was not answered 2xx: the edit took its key, and its client is never told its result; " + res.Saw
 	case refused && res.Money == MoneyHarmed && first.ok() && !again.same(first):
 		res.Saw = "the original sent again after the edit was answered anew, not with its result: the refused edit made the API forget the key; " + res.Saw
+	}
+	if b == nil && len(replayedTo) > 0 {
+		res.Money = MoneyHarmed
+		was := " was answered with the original's result (the same status and body): its client was told another operation's result"
+		if len(replayedTo) > 1 {
+			was = " were answered with the original's result (the same status and body): their clients were told another operation's result"
+		}
+		res.Saw = andList(replayedTo) + was + "; " + res.Saw
 	}
 	if b != nil && len(told) > 0 && res.Money == MoneyClean {
 		res.Money = MoneyHarmed

@@ -64,6 +64,14 @@ type Server struct {
 	// stored answer whatever its body, as a middleware that caches
 	// answers by the key alone does.
 	KeyOnly bool
+	// KeyWithBody keys its keys by the key and the body together, as a
+	// middleware whose cache key is a hash of both does: a key sent with
+	// an edited body is a new key, and the edit executes.
+	KeyWithBody bool
+	// MismatchStatus, if set, is the status a key used with another
+	// payload is answered instead of 422 (400, as some payment APIs
+	// answer it, or 409).
+	MismatchStatus int
 	// ForgetOnMismatch answers a key used with another payload 422 and
 	// forgets the key, as a server that deletes a key's record on every
 	// error it answers does: the original's retry executes again.
@@ -86,6 +94,10 @@ type Server struct {
 	// New); every answer to a keyed request tells when its key expires,
 	// in an Idempotency-Expires header (an HTTP-date).
 	Retention time.Duration
+	// Told, if set, is the period that header tells instead of
+	// Retention, as a server does whose store is given its period in
+	// another unit than its documentation (24 nanoseconds for 24 hours).
+	Told time.Duration
 }
 
 // KeyRule is how the server reads the Idempotency-Key field.
@@ -179,6 +191,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, caller string) {
 	if s.Unscoped {
 		id = key
 	}
+	if s.KeyWithBody {
+		id += "\x00" + string(body)
+	}
 	now := time.Now()
 	s.mu.Lock()
 	e, seen := s.keys[id]
@@ -190,7 +205,11 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, caller string) {
 		s.keys[id] = e
 	}
 	s.mu.Unlock()
-	w.Header().Set("Idempotency-Expires", e.at.Add(s.Retention).UTC().Format(http.TimeFormat))
+	told := s.Retention
+	if s.Told != 0 {
+		told = s.Told
+	}
+	w.Header().Set("Idempotency-Expires", e.at.Add(told).UTC().Format(http.TimeFormat))
 	if seen {
 		s.mu.Lock()
 		same, done, status, answer := s.samePayload(e.body, body), e.done, e.status, e.answer
@@ -207,7 +226,11 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, caller string) {
 				e.body = body
 				s.mu.Unlock()
 			}
-			http.Error(w, `{"error":"this key was used with another payload"}`, http.StatusUnprocessableEntity)
+			status := http.StatusUnprocessableEntity
+			if s.MismatchStatus != 0 {
+				status = s.MismatchStatus
+			}
+			http.Error(w, `{"error":"this key was used with another payload"}`, status)
 		case !done:
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, `{"error":"the first request with this key is still running"}`, http.StatusConflict)
