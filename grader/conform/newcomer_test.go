@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -158,5 +159,59 @@ func TestBooks_SawNamesTheOperationADifferenceIs(t *testing.T) {
 	r := byID(runAgainst(t, srv, p))["retry-replayed"]
 	if want := "is 2 moves of one operation: one operation executed 3 times where 1 was due"; r.Money != MoneyHarmed || !strings.Contains(r.Saw, want) {
 		t.Errorf("money %s, saw %s\n  want harmed, saying %q", r.Money, r.Saw, want)
+	}
+}
+
+// TestDocs_TheFirstCommandsWorkOnAFreshClone: the commands at the top of
+// docs/conform.md name what a fresh clone has: each make target is in
+// the Makefile, each package go builds and each --profile is a file, and
+// bin/payserver, which the block builds, is what it serves. The block
+// once ended with --profile my-api.json, which no clone has, against
+// --url http://127.0.0.1:9000, where nothing it starts listens.
+func TestDocs_TheFirstCommandsWorkOnAFreshClone(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/conform.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```\n(make lab.*?)```").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/conform.md has no command block starting with make lab")
+	}
+	makefile, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := ""
+	for _, line := range strings.Split(strings.TrimSpace(string(m[1])), "\n") {
+		cmd := strings.Fields(strings.SplitN(line, "#", 2)[0])
+		switch {
+		case cmd[0] == "make":
+			if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(cmd[1]) + `:`).Match(makefile) {
+				t.Errorf("%q: the Makefile has no target %s", line, cmd[1])
+			}
+		case cmd[0] == "go" && cmd[1] == "build":
+			if _, err := os.Stat(filepath.Join("../..", cmd[len(cmd)-1], "main.go")); err != nil {
+				t.Errorf("%q: no command at %s: %v", line, cmd[len(cmd)-1], err)
+			}
+			if cmd[2] != "-o" || cmd[3] != "bin/payserver" {
+				t.Errorf("%q: want it to build bin/payserver", line)
+			}
+		case cmd[0] == "bin/payserver":
+			served = cmd[len(cmd)-2]
+		case cmd[0] == "bin/lab":
+			for i, f := range cmd {
+				if f == "--profile" {
+					if _, err := os.Stat(filepath.Join("../..", cmd[i+1])); err != nil {
+						t.Errorf("%q: %v", line, err)
+					}
+				}
+				if f == "--url" && cmd[i+1] != "http://"+served {
+					t.Errorf("%q: --url %s, but bin/payserver listens on %s", line, cmd[i+1], served)
+				}
+			}
+		}
+	}
+	if served == "" {
+		t.Error("the block serves no API to attack")
 	}
 }
