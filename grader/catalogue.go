@@ -276,7 +276,7 @@ var catalogue = []Check{
 	// Stage 6: crashes happen.
 	{
 		ID: "S6.lease-takeover-once", Stage: 6, Lesson: lesson6 + "#taking-over-a-lease",
-		Claim: "an in-progress key whose lease (read from the config in force, changed mid-run) has expired is taken over by exactly one of many retries, at once or a few ms apart, and executed once; a key claimed under a longer lease, whose taker died too, is taken over as soon as the lease in force at the takeover has run out, a longer one set since; the same key with an edited body gets 422 even then",
+		Claim: "an in-progress key whose lease (read from the config in force, changed mid-run) has expired is taken over by exactly one of many retries, at once or a few ms apart, and executed once; a key claimed under a longer lease, whose taker died too, is taken over as soon as the lease in force at the takeover has run out, a longer one set since; the same key with an edited body gets 422 even then, and after the server process has started again",
 		Why:   "a request that crashed after its claim leaves its key in progress; without a lease the payment is stuck forever, and with a takeover that two retries can both win it is paid twice",
 		Run:   withScenario(1_000_000, checkLeaseTakeoverOnce),
 	},

@@ -89,7 +89,8 @@ func leaseTakeoverOnce(t *T, s Scenario, early *bool) error {
 			return err
 		}
 		if !p.early {
-			if err := t.editedAtExpiredLease(s, p, judging.KeyInProgress(st, req.Key), &sent); err != nil {
+			sent += "\nthen the lab clock set to 1s after the lease expired"
+			if err := t.editedAtExpiredLease(s, p, judging.KeyInProgress(st, req.Key), "the purge that ran when the lab clock moved past its lease", &sent); err != nil {
 				return err
 			}
 		}
@@ -196,7 +197,10 @@ func leaseTakeoverOnce(t *T, s Scenario, early *bool) error {
 	if err != nil {
 		return err
 	}
-	return t.takeoverBurst(burst)
+	if err := t.takeoverBurst(burst); err != nil {
+		return err
+	}
+	return t.editedAfterRestart()
 }
 
 // retakenAtExpiry catches a takeover that leases the key for longer than
@@ -354,25 +358,27 @@ func (t *T) noTakeover(sent, got string, p strandedPayment, rs []Response, ran f
 // 422 idempotency-key-reused, whatever the key's state, and nothing moves;
 // a server that looks at the state before the fingerprint lets it take
 // the key over and execute another amount, which every retry of the
-// crashed original is then answered with; so does one whose purge, run
-// by the clock's move, deleted the key in progress, its lease expired:
-// held says the lab saw the key in progress before the move, so that a
-// key gone after it is known to be purged. sent gets the step.
-func (t *T) editedAtExpiredLease(s Scenario, p strandedPayment, held bool, sent *string) error {
+// crashed original is then answered with; so does one that deleted the
+// key in progress, its lease expired, in what ran between (a purge run by
+// the clock's move, a server process started again), except that the
+// original's retries are then refused as edited requests: held says the
+// lab saw the key in progress before it, so that a key gone after it is
+// known to be deleted by between. sent gets the step.
+func (t *T) editedAtExpiredLease(s Scenario, p strandedPayment, held bool, between string, sent *string) error {
 	st, err := t.State()
 	if err != nil {
 		return err
 	}
 	before := judging.SnapshotOf(st)
-	purged := held && len(judging.KeyRows(st, p.req.Key)) == 0
+	deleted := held && len(judging.KeyRows(st, p.req.Key)) == 0
 	edited := p.req
 	edited.Body = TransferBody(s.A.Accounts[0], s.B.Accounts[0], p.amount+t.Amount(1, 9_999), p.op)
 	r := t.Do(edited)
-	*sent += "\nthen the lab clock set to 1s after the lease expired, and the same key with the amount edited: " + edited.String() + "  →  " + r.Short()
+	*sent += ", and the same key with the amount edited: " + edited.String() + "  →  " + r.Short()
 	expected := "422 " + pKeyReused + ": an edited request is not a retry, whatever the state of the key; nothing executes, and the key stays the original's, for its retries to take over"
-	if r.Is(http.StatusCreated, "") && purged {
+	if r.Is(http.StatusCreated, "") && deleted {
 		return t.Harmful(judging.WrongAnswer, *sent, r.String(), expected+
-			"; here the crashed original's key was gone before the edited request came, deleted, in progress, by the purge that ran when the lab clock moved past its lease: the edited request claimed the key afresh and ran another amount, and every retry of the original will be answered with this transfer")
+			"; here the crashed original's key was gone before the edited request came, deleted, in progress, by "+between+": the edited request claimed the key afresh and ran another amount, and every retry of the original will be refused as an edited request, its payment never run")
 	}
 	if r.Is(http.StatusCreated, "") {
 		return t.Harmful(judging.WrongAnswer, *sent, r.String(), expected+
@@ -383,6 +389,79 @@ func (t *T) editedAtExpiredLease(s Scenario, p strandedPayment, held bool, sent 
 	}
 	if !r.Is(http.StatusUnprocessableEntity, pKeyReused) {
 		t.Differ(*sent, r.String(), expected)
+	}
+	return nil
+}
+
+// editedAfterRestart is editedAtExpiredLease across a start of the
+// server, in a child process: it strands a payment, sets the lab clock
+// past its lease, kills the process and starts it again, and sends the
+// edited request, then the original's retry, which must take the key over
+// and execute. A server that frees, as it starts, the keys left in
+// progress whose lease has expired (taken for those of requests that died
+// with the last process, the live ones left to a process that may still
+// run them) lets the edited request claim the key afresh and run another
+// amount: an expired lease is for a retry of the same request to take
+// over, whenever the process that holds the key started.
+func (t *T) editedAfterRestart() error {
+	c, err := t.OnChild()
+	if err != nil {
+		return err
+	}
+	s, err := c.Scenario(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	lease := c.drawLease(5, 20)
+	if err := c.Configure(labclient.Config{Lease: lease}); err != nil {
+		return err
+	}
+	var p strandedPayment
+	p.req, p.op, p.amount = s.Payment(c)
+	s.Books.Expect(p.op)
+	ran := func() { s.Books.Transfer(p.op, s.A.Accounts[0], s.B.Accounts[0], p.amount) }
+	stranded, err := c.strand(p.req)
+	if err != nil {
+		return err
+	}
+	if p.claimedBy, err = c.LabNow(); err != nil {
+		return err
+	}
+	if err := c.SetClock(p.claimedBy.Add(lease + time.Second)); err != nil {
+		return err
+	}
+	// Whether the lab sees the key in progress before the process
+	// starts again, so that a key gone after it is known to be freed by
+	// the start.
+	st, err := c.State()
+	if err != nil {
+		return err
+	}
+	c.kill()
+	if err := c.Restart(); err != nil {
+		return err
+	}
+	sent := fmt.Sprintf("(POST /lab/config: lease %v)\n%s\n(armed crash-in-transfer: the original died inside its business write  →  %s)\n"+
+		"then the lab clock set to 1s after the lease expired, the server process killed and started again on its database",
+		lease, p.req.String(), stranded.Short())
+	if err := c.editedAtExpiredLease(s, p, judging.KeyInProgress(st, p.req.Key), "the server process as it started again", &sent); err != nil {
+		return err
+	}
+	r := c.Do(p.req)
+	sent += "\nthen a retry of the original"
+	if toldRan(r, p.op) {
+		ran()
+	}
+	if err := c.Reconcile(sent, r.Short(), s.Books); err != nil {
+		return err
+	}
+	if !toldRan(r, p.op) {
+		return c.noTakeover(sent, r.Short(), p, []Response{r}, ran, s.Books, "201 Created: the retry takes over the expired lease and executes")
+	}
+	if !r.Is(http.StatusCreated, "") {
+		// Told it ran in another 2xx: a contract difference; the takeover
+		// happened.
+		c.Differ(sent, r.String(), "201 Created: the retry takes over the expired lease and executes")
 	}
 	return nil
 }
