@@ -249,11 +249,7 @@ func (t *T) retakeOnce(s Scenario, claimed, lease time.Duration) (wide bool, err
 	if err := t.Configure(labclient.Config{Lease: claimed}); err != nil {
 		return false, err
 	}
-	var p strandedPayment
-	p.req, p.op, p.amount = s.Payment(t)
-	s.Books.Expect(p.op)
-	ran := func() { s.Books.Transfer(p.op, s.A.Accounts[0], s.B.Accounts[0], p.amount) }
-	stranded, err := t.strand(p.req)
+	p, ran, stranded, err := t.strandPayment(s)
 	if err != nil {
 		return false, err
 	}
@@ -416,11 +412,7 @@ func (t *T) editedAfterRestart() error {
 	if err := c.Configure(labclient.Config{Lease: lease}); err != nil {
 		return err
 	}
-	var p strandedPayment
-	p.req, p.op, p.amount = s.Payment(c)
-	s.Books.Expect(p.op)
-	ran := func() { s.Books.Transfer(p.op, s.A.Accounts[0], s.B.Accounts[0], p.amount) }
-	stranded, err := c.strand(p.req)
+	p, ran, stranded, err := c.strandPayment(s)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,17 @@ func (t *T) strand(req Request) (Response, error) {
 	return r, t.restartCrashed()
 }
 
+// strandPayment strands a new payment of s (see strand): it returns the
+// payment, ran, which books its execution in s's books, and what its
+// client got.
+func (t *T) strandPayment(s Scenario) (p strandedPayment, ran func(), stranded Response, err error) {
+	p.req, p.op, p.amount = s.Payment(t)
+	s.Books.Expect(p.op)
+	ran = func() { s.Books.Transfer(p.op, s.A.Accounts[0], s.B.Accounts[0], p.amount) }
+	stranded, err = t.strand(p.req)
+	return p, ran, stranded, err
+}
+
 // restartCrashed waits for a child process that crash-in-transfer ended
 // to exit, and restarts it on its database; in process there is nothing
 // to do.
