@@ -2,6 +2,7 @@ package docs_test
 
 import (
 	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"maps"
@@ -56,16 +57,7 @@ func TestLessons_HoldNoSolutionCode(t *testing.T) {
 // solution, where code belongs.
 func TestMeasureShown_CatchesAPastedStatement(t *testing.T) {
 	root := t.TempDir()
-	write := func(path, text string) {
-		t.Helper()
-		path = filepath.Join(root, filepath.FromSlash(path))
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := writerUnder(t, root)
 	write("stages/stage1/a.go", "package stage1\n\n// TODO(stage 1): claim the key.\nfunc f() error {\n\treturn nil\n}\n")
 	write("stages/stage1/README.md", "# Stage 1\n")
 	write("solutions/stage1/a.go", "package stage1\n\nfunc f() error {\n\t// a comment is not code to write\n\t_, err := db.Exec(`INSERT INTO idempotency_keys (key)\n\t\tVALUES (?) RETURNING id`, key)\n\tif isUnique(err) {\n\t}\n\treturn nil\n}\n")
@@ -149,14 +141,12 @@ func measureShown(root string, stage int, lesson string) (shownMeasure, error) {
 		}
 	}
 	texts := comments
-	dir, name := pathpkg.Split(lesson)
-	for _, path := range []string{filepath.Join(root, filepath.FromSlash(lesson)), filepath.Join(root, filepath.FromSlash(dir), "ja", name),
-		filepath.Join(scaffoldDir, "README.md"), filepath.Join(root, studentloop.HintsPath(stage))} {
-		md, err := os.ReadFile(path)
-		if err != nil {
-			return shownMeasure{}, err
-		}
-		texts = append(texts, markdownCode(string(md))...)
+	mds, err := stageTexts(root, stage, lesson)
+	if err != nil {
+		return shownMeasure{}, err
+	}
+	for _, md := range mds {
+		texts = append(texts, markdownCode(md)...)
 	}
 	m := shownMeasure{toWrite: len(toWrite)}
 	for _, l := range toWrite {
@@ -170,27 +160,45 @@ func measureShown(root string, stage int, lesson string) (shownMeasure, error) {
 	return m, nil
 }
 
+// stageTexts returns what a student of stage N reads before the answer:
+// the lesson, its Japanese translation, the scaffold's README and the
+// stage's hint file in docs/hints, the steps before the last (all of it:
+// a student may open the file and read it whole).
+func stageTexts(root string, stage int, lesson string) ([]string, error) {
+	dir, name := pathpkg.Split(lesson)
+	var texts []string
+	for _, path := range []string{filepath.Join(root, filepath.FromSlash(lesson)), filepath.Join(root, filepath.FromSlash(dir), "ja", name),
+		filepath.Join(root, "stages", fmt.Sprintf("stage%d", stage), "README.md"), filepath.Join(root, studentloop.HintsPath(stage))} {
+		md, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		texts = append(texts, string(md))
+	}
+	return texts, nil
+}
+
+// writerUnder returns a function that writes a file at a slash path
+// under root, making its directories.
+func writerUnder(t *testing.T, root string) func(path, text string) {
+	return func(path, text string) {
+		t.Helper()
+		path = filepath.Join(root, filepath.FromSlash(path))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // goLines returns the normalised code lines of a package's non-test Go
 // files (comment lines and blank lines left out) and its comments, each
 // comment normalised to one line, so that a statement wrapped in a
 // comment's prose is found whole.
 func goLines(dir string) (code, comments []string, err error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil || len(paths) == 0 {
-		return nil, nil, fmt.Errorf("%s: no Go files (%v)", dir, err)
-	}
-	for _, path := range paths {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return nil, nil, err
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, src, parser.ParseComments|parser.SkipObjectResolution)
-		if err != nil {
-			return nil, nil, err
-		}
+	err = eachGoFile(dir, func(src []byte, f *ast.File) {
 		for _, cg := range f.Comments {
 			comments = append(comments, normaliseLine(cg.Text()))
 		}
@@ -199,8 +207,32 @@ func goLines(dir string) (code, comments []string, err error) {
 				code = append(code, l)
 			}
 		}
+	})
+	return code, comments, err
+}
+
+// eachGoFile parses each non-test Go file of dir, comments included, and
+// hands it to do with its source.
+func eachGoFile(dir string, do func(src []byte, f *ast.File)) error {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(paths) == 0 {
+		return fmt.Errorf("%s: no Go files (%v)", dir, err)
 	}
-	return code, comments, nil
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, src, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		do(src, f)
+	}
+	return nil
 }
 
 var codeSpan = regexp.MustCompile("`+[^`]+`+")

@@ -3,11 +3,8 @@ package docs_test
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"maps"
-	"os"
-	pathpkg "path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -51,16 +48,7 @@ func TestLessons_HoldNoSolutionSQL(t *testing.T) {
 
 func TestSQLShown_CatchesAClauseInProse(t *testing.T) {
 	root := t.TempDir()
-	write := func(path, text string) {
-		t.Helper()
-		path = filepath.Join(root, filepath.FromSlash(path))
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := writerUnder(t, root)
 	write("stages/stage5/a.go", "package stage5\n\n// TODO(stage 5): purge what is past the retention.\nfunc purge() error {\n\t_, err := db.Exec(`SELECT id FROM idempotency_keys WHERE id = ?`, id)\n\treturn err\n}\n")
 	write("stages/stage5/README.md", "# Stage 5\n")
 	write("solutions/stage5/a.go", "package stage5\n\nfunc purge() error {\n\t_, err := db.Exec(`SELECT id FROM idempotency_keys WHERE id = ?`, id)\n\t_, err = db.Exec(`DELETE FROM idempotency_keys\n\t\tWHERE state = 'completed' AND completed_at <= ?`, cutoff)\n\treturn err\n}\n")
@@ -132,16 +120,11 @@ func sqlShown(root string, stage int, lesson string) (runs int, shown []string, 
 		}
 	}
 	text := map[string]bool{}
-	texts := []string{strings.Join(comments, "\n")}
-	dir, name := pathpkg.Split(lesson)
-	for _, path := range []string{filepath.Join(root, filepath.FromSlash(lesson)), filepath.Join(root, filepath.FromSlash(dir), "ja", name),
-		filepath.Join(scaffoldDir, "README.md"), filepath.Join(root, studentloop.HintsPath(stage))} {
-		md, err := os.ReadFile(path)
-		if err != nil {
-			return 0, nil, err
-		}
-		texts = append(texts, string(md))
+	texts, err := stageTexts(root, stage, lesson)
+	if err != nil {
+		return 0, nil, err
 	}
+	texts = append(texts, strings.Join(comments, "\n"))
 	for _, t := range texts {
 		for _, r := range tokenRuns(sqlToken.FindAllString(strings.ReplaceAll(t, "`", " "), -1), sqlRun) {
 			text[r] = true
@@ -176,18 +159,7 @@ func tokenRuns(toks []string, n int) []string {
 // goSQL returns the SQL string literals of a package's non-test Go files
 // and its comments.
 func goSQL(dir string) (sql, comments []string, err error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil || len(paths) == 0 {
-		return nil, nil, fmt.Errorf("%s: no Go files (%v)", dir, err)
-	}
-	for _, path := range paths {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments|parser.SkipObjectResolution)
-		if err != nil {
-			return nil, nil, err
-		}
+	err = eachGoFile(dir, func(_ []byte, f *ast.File) {
 		for _, cg := range f.Comments {
 			comments = append(comments, cg.Text())
 		}
@@ -202,6 +174,6 @@ func goSQL(dir string) (sql, comments []string, err error) {
 			}
 			return true
 		})
-	}
-	return sql, comments, nil
+	})
+	return sql, comments, err
 }
