@@ -1,6 +1,7 @@
 package grader
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -96,6 +97,48 @@ func toldOps(op string, rs ...Response) int {
 		}
 	}
 	return len(ids)
+}
+
+// createdOrDiffers judges r, an answer to a request for op that the
+// contract wants 201 Created for: told its payment ran in another 2xx
+// (toldRan), a contract difference, recorded (Differ), and nil, so that
+// the check goes on to its money probes; told nothing of the kind, the
+// failure, returned.
+func (t *T) createdOrDiffers(r Response, op, sent, got, expected string) error {
+	if !toldRan(r, op) {
+		return t.Fail(sent, got, expected)
+	}
+	if !r.Is(201, "") {
+		t.Differ(sent, got, expected)
+	}
+	return nil
+}
+
+// replayOfAnother2xx judges r, a replay of first, an answer that told its
+// client its payment ran in another 2xx than 201 (a contract difference
+// the check recorded where it met it): against what the server first
+// said, not a 201. The same status, Content-Type and JSON value is a
+// faithful replay, nil; the same value in another success status (a 200
+// replayed as 201) is a replay difference of the contract, recorded
+// (Differ), and nil, so that the check goes on; another value, or no
+// answer, is the failure, returned (replayHarm says whether it harmed).
+// whose names first in the difference ("the original").
+func (t *T) replayOfAnother2xx(sent string, first, r Response, whose, expected string) error {
+	d := ownAnswerMismatch(first, r, whose)
+	if d == "" {
+		return nil
+	}
+	err := t.Harmful(replayHarm(first, r), sent, r.String()+"\n"+d, expected)
+	if r.Err != nil {
+		return err
+	}
+	return t.note(err)
+}
+
+// firstGiven says what a replay of first, an answer told its payment ran
+// in another 2xx than 201, must be: that answer again.
+func firstGiven(first Response) string {
+	return fmt.Sprintf("stored answer as it was first given (%d, the same JSON value)", first.Status)
 }
 
 // sentOp is the op req's body names in its metadata, "" if none: the

@@ -1047,9 +1047,13 @@ func (t *T) lateOriginalAlone(s Scenario, latency time.Duration) (bool, error) {
 			"the owner is the fence, and the lease's expiry only the moment from which a retry may take the key over: a completion that also asks for a live lease refuses every request slower than the lease, retried or not, and its retry calls the core a second time for one payment, a side effect no rollback undoes")
 	}
 	if !first.Is(http.StatusCreated, "") {
-		// Told it completed in another 2xx: a contract difference, and
-		// its replay cannot match a 201; the core calls still judge.
+		// Told it completed in another 2xx: a contract difference; its
+		// retry is compared with that answer, and the core calls still
+		// judge.
 		t.Differ(sent, got, completes)
+		if err := t.replayOfAnother2xx(sent, first, retry, "the original's", "the original's "+firstGiven(first)+", to its retry"); err != nil {
+			return true, err
+		}
 	} else if d := ownAnswerMismatch(first, retry, "the original's"); d != "" {
 		return true, t.Fail(sent, retry.String()+"\n"+d, "the original's stored 201, to its retry")
 	}
@@ -1497,9 +1501,13 @@ func (t *T) lateOriginalFenced(s Scenario, latency time.Duration, draw func(*T, 
 		return true, t.Fail(sent, got, want)
 	}
 	if conclusive && tookOver && !second.Is(http.StatusCreated, "") {
-		// Told it ran in another 2xx: a contract difference, and its
-		// replay cannot match a 201; the later rounds still run.
+		// Told it ran in another 2xx: a contract difference; the last
+		// retry is compared with that answer, and the later rounds
+		// still run.
 		t.Differ(sent, got, "201 Created to the retry that took the key over: it holds the lease, and it executes")
+		if err := t.replayOfAnother2xx(sent, second, last, "the retry's", "the retry's "+firstGiven(second)+", to the last retry"); err != nil {
+			return true, err
+		}
 	} else if d := ownAnswerMismatch(second, last, "the retry's"); conclusive && tookOver && d != "" {
 		return true, t.Fail(sent, last.String()+"\n"+d, "the retry's stored 201, to the last retry")
 	}
