@@ -169,8 +169,10 @@ func (t *T) afterTheOriginal(req Request, orig Response, sent string, books *jud
 	switch {
 	case r.Is(http.StatusConflict, pInProgress) && toldSentRan(orig, req):
 		// The money moved (the books agree with the 201).
-		return t.toldToWait(req.Key, story, r, "the original has answered, so its key is no longer in progress: the stored 201 (stage 4 on) or 409 "+pDuplicate,
-			"the original's stored 201 (stage 4 on) or 409 "+pDuplicate+": its money moved, its key is not in progress, and every retry is still told to wait")
+		return t.toldToWait(req.Key, story, r, "the original's stored 201 (stage 4 on) or 409 "+pDuplicate+": the original has answered, so its key is no longer in progress", waitHarms{
+			stuck: "its key is still in progress, and every retry is told to wait for good",
+			done:  "its money moved, its key is not in progress, and every retry is still told to wait",
+		})
 	case r.Is(http.StatusConflict, pInProgress):
 		return t.Harmful(judging.StuckKey, story, r.String(), "the original has answered, so its key is no longer in progress: the stored 201 (stage 4 on) or 409 "+pDuplicate)
 	case toldSentRan(orig, req) && refusedForGood(r):
@@ -787,12 +789,12 @@ func refusalNotStuck(t *T, s Scenario) error {
 	}
 	expected := "422 " + pInsufficient + " again: the refusal moved nothing, so its claim is released and the retry executes (stage 3), or the refusal is stored and replayed (stage 4 on); no request of that key is running, and none is told to wait"
 	if judging.KeyInProgress(st, req.Key) {
-		return t.Harmful(judging.StuckKey, story, retry.String()+"\nthen /lab/state: key row "+judging.DescribeRows(judging.KeyRows(st, req.Key)), expected)
+		return t.Harmful(judging.StuckKey, story, retry.String()+"\nthen /lab/state: "+judging.DescribeKeyRows(judging.KeyRows(st, req.Key)), expected)
 	}
 	if retry.Is(http.StatusConflict, pInProgress) {
 		// Told to wait for a key that is not in progress: the key table,
 		// not the 409, says which harm.
-		return t.toldToWait(req.Key, story, retry, expected, expected)
+		return t.toldToWait(req.Key, story, retry, expected, waitHarms{})
 	}
 	if !retry.Is(http.StatusUnprocessableEntity, pInsufficient) {
 		t.Differ(story, retry.String(), expected)

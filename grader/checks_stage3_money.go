@@ -80,10 +80,10 @@ func checkNeverCompletedWithoutMoney(t *T, s Scenario) error {
 	}
 	rows := judging.KeyRows(st, req.Key)
 	if len(rows) != 1 {
-		return t.Fail(sent+"  →  201", fmt.Sprintf("%d key rows hold %s: %s", len(rows), req.Key, judging.DescribeRows(rows)), "one row in idempotency_keys for the key")
+		return t.Fail(sent+"  →  201", "/lab/state: "+judging.DescribeKeyRows(rows), "one row in idempotency_keys for the key")
 	}
 	if s, ok := judging.RowState(rows[0]); !ok || s != judging.StateCompleted {
-		return t.Fail(sent+"  →  201", "key row "+judging.DescribeRows(rows),
+		return t.Fail(sent+"  →  201", judging.DescribeKeyRows(rows),
 			"the row's state column is \"completed\" once the money moved (from stage 3 on the key table has a state column: in_progress, then completed)")
 	}
 
@@ -188,7 +188,7 @@ func (t *T) heldCommitNotCompleted(s Scenario) (looked bool, err error) {
 // finding shows what a client hears.
 func (t *T) toldDoneWithoutMoney(sent, got string, req Request, op string, st labctl.State, expected string) error {
 	r := t.Do(req)
-	got += "key row " + judging.DescribeRows(judging.KeyRows(st, req.Key)) + ", and op " + op + " has not run\nthen the retry  →  " + r.Short()
+	got += judging.DescribeKeyRows(judging.KeyRows(st, req.Key)) + ", and op " + op + " has not run\nthen the retry  →  " + r.Short()
 	if after, err := t.State(); err == nil && after.Executions[op] == 0 {
 		got += ", answered while op " + op + " still had not run"
 	}
@@ -283,7 +283,7 @@ func checkClientGivesUp(t *T, s Scenario) error {
 				return err
 			}
 			const expected = "the retry executes (201), or is told the original did: a client that hung up is not a failure of the money, and its claim is released or completed"
-			got := retry.String() + fmt.Sprintf("\nand %v later, with no request of that key running: key row ", givesUpPatience) + judging.DescribeRows(judging.KeyRows(st, req.Key))
+			got := retry.String() + fmt.Sprintf("\nand %v later, with no request of that key running: ", givesUpPatience) + judging.DescribeKeyRows(judging.KeyRows(st, req.Key))
 			if st.Executions[op] > 0 {
 				books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 				return t.Harmful(judging.NoUsableAnswer, sent, got+"; op "+op+" "+history.Executed(st.Executions[op]), expected)
@@ -407,7 +407,7 @@ func checkCompletedWithTheMoney(t *T, s Scenario) error {
 	rows := judging.KeyRows(st, req.Key)
 	if len(rows) == 1 {
 		if s, ok := judging.RowState(rows[0]); ok && s == judging.StateInProgress {
-			return t.Harmful(judging.StuckKey, sent, r.Short()+"\nthen /lab/state: op "+op+" executed once, and key row "+judging.DescribeRows(rows),
+			return t.Harmful(judging.StuckKey, sent, r.Short()+"\nthen /lab/state: op "+op+" executed once, and "+judging.DescribeKeyRows(rows),
 				"the key completed by the very commit that moved the money: no request is running, and every retry is told to wait for good (and once stuck keys are taken over, stage 6, the retry pays again)")
 		}
 	}
@@ -417,7 +417,7 @@ func checkCompletedWithTheMoney(t *T, s Scenario) error {
 		return err
 	}
 	if len(rows) != 1 && unseen == nil {
-		return t.Fail(story, again.String()+"\nkey rows: "+judging.DescribeRows(rows), "one completed row for the key: the money moved")
+		return t.Fail(story, again.String()+"\nthen /lab/state: "+judging.DescribeKeyRows(rows), "one completed row for the key: the money moved")
 	}
 	if err := commitAnswerLost(t, s); err != nil {
 		return err

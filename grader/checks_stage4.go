@@ -539,9 +539,10 @@ func (t *T) refusalRetried(req Request, orig Response, sent string, books *judgi
 	}
 	const stored = "the stored 422 insufficient-funds, its status, headers and JSON value"
 	if r.Is(http.StatusConflict, pInProgress) {
-		return r, sent, t.toldToWait(req.Key, sent, r,
-			stored+": the refusal is the request's outcome, yet its key is still in progress and every retry is told to wait, the key held for good: the transfer never ran and cannot run, and its client, which lost the 422, never learns that it was refused",
-			stored+": the refusal is the request's outcome, and its key is not in progress, yet every retry is still told to wait: its client, which lost the 422, never learns that it was refused")
+		return r, sent, t.toldToWait(req.Key, sent, r, stored+": the refusal is the request's outcome", waitHarms{
+			stuck: "yet its key is still in progress and every retry is told to wait, the key held for good: the transfer never ran and cannot run, and its client, which lost the 422, never learns that it was refused",
+			done:  "its key is not in progress, yet every retry is still told to wait: its client, which lost the 422, never learns that it was refused",
+		})
 	}
 	if d := replayValueMismatch(orig, r, "the original"); d != "" {
 		return r, sent, t.Harmful(replayHarm(orig, r), sent, r.String()+"\n"+d, stored+"; "+then)

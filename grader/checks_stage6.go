@@ -1606,8 +1606,10 @@ func checkOutageMidRequest(t *T) error {
 				return true, err
 			}
 			expected := fmt.Sprintf("201 Created: once the lease of the failed claim expires, a retry takes it over and executes; after each retry told to wait the lab clock moved %v, past the lease, and the fifth retry was still told to wait", lease+time.Second)
-			return true, t.toldToWait(req.Key, story, final, expected+": its key is still in progress, nothing runs, and the payment never ran and cannot run",
-				expected+", though its key is not in progress: the payment never ran, and its client never learns its outcome")
+			return true, t.toldToWait(req.Key, story, final, expected, waitHarms{
+				stuck: "its key is still in progress, nothing runs, and the payment never ran and cannot run",
+				done:  "its key is not in progress, yet every retry is told to wait: the payment never ran, and its client never learns its outcome",
+			})
 		}
 		if !final.Is(http.StatusCreated, "") {
 			return true, t.Fail(story, final.String(), "201 Created: once the lease of the failed claim expires, a retry takes it over and executes")

@@ -263,7 +263,7 @@ func (t *T) judgeUnconverged(sent string, us []unconverged, books *judging.Books
 		return err
 	}
 	got := func(u unconverged) string {
-		return u.req.Key + ": " + u.final.String() + "\nthen /lab/state: op " + u.op + " " + history.Executed(st.Executions[u.op]) + ", and its key row " + judging.DescribeRows(judging.KeyRows(st, u.req.Key))
+		return u.req.Key + ": " + u.final.String() + "\nthen /lab/state: op " + u.op + " " + history.Executed(st.Executions[u.op]) + ", and " + judging.DescribeKeyRows(judging.KeyRows(st, u.req.Key))
 	}
 	for _, u := range us {
 		if inProgress(u) && st.Executions[u.op] > 0 {

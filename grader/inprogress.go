@@ -47,34 +47,55 @@ func (t *T) untilAnswered(req Request, r Response) (Response, string) {
 // request-in-progress after untilAnswered, whose operation executed:
 // what the client knows when it stops retrying (toldToWait).
 func (t *T) stillInProgress(key, sent string, r Response, expected string) error {
-	return t.toldToWait(key, sent, r, expected+"; its request has ended, and its key still says it is in progress",
-		expected+"; its request has ended, its key is not in progress, and every retry is still told to wait: the client never learns that its money moved")
+	return t.toldToWait(key, sent, r, expected, waitHarms{
+		stuck: "its request has ended, and its key still says it is in progress",
+		done:  "its request has ended, its key is not in progress, and every retry is still told to wait: the client never learns that its money moved",
+	})
 }
+
+// waitHarms says why a client told to wait until it stopped was harmed,
+// for toldToWait's failure: stuck when its key is still in progress, done
+// when it is not. Either may be empty when the check's expectation says
+// it all.
+type waitHarms struct{ stuck, done string }
 
 // toldToWait judges a client of key that stops retrying after sent, its
 // last retry still told 409 request-in-progress (r), whatever its
-// operation did: the books have been reconciled first. Whether the key is
-// stuck is the key table's to say, not the 409's (judging.ToldToWait): a
-// row in progress is a stuck key, and stuck says what was expected; a row
-// completed, or none in a table the lab shows whole, leaves a server that
-// tells every retry to wait of its own accord and a client that never
-// learns its outcome (no usable answer), and done says what was
-// expected. A table the lab does not show cannot say which, but either
-// way the client never learned what became of its operation: no usable
-// answer, the lesser of the two, which the client's answers show alone.
-func (t *T) toldToWait(key, sent string, r Response, stuck, done string) error {
+// operation did: the books have been reconciled first. expected is what
+// the check expected instead. Whether the key is stuck is the key
+// table's to say, not the 409's (judging.ToldToWait): a row in progress
+// is a stuck key, and why.stuck says why; a row completed, or none in a
+// table the lab shows whole, leaves a server that tells every retry to
+// wait of its own accord and a client that never learns its outcome (no
+// usable answer), and why.done says why. A table the lab does not show
+// cannot say which, but either way the client never learned what became
+// of its operation: no usable answer, the lesser of the two, which the
+// client's answers show alone, and the failure says so.
+func (t *T) toldToWait(key, sent string, r Response, expected string, why waitHarms) error {
 	st, err := t.State()
 	if err != nil {
 		return err
 	}
 	harm, rows, seen := judging.ToldToWait(st, key)
-	if !seen {
-		return t.Harmful(judging.NoUsableAnswer, sent, r.String()+"\nthen /lab/state: no row of the key, and not the whole key table (none of it, or its newest rows only), so whether the key is also stuck cannot be seen",
-			"an answer the client can use before it stops: every retry was told to wait, and the client never learned what became of its operation")
+	got := r.String() + "\nthen /lab/state: " + rows
+	switch {
+	case !seen:
+		got += ", so whether the key is also stuck cannot be seen"
+		return t.Harmful(harm, sent, got, expected+"; "+unseenWait)
+	case harm == judging.StuckKey:
+		return t.Harmful(harm, sent, got, joinWhy(expected, why.stuck))
 	}
-	got := r.String() + "\nthen /lab/state: key row " + rows
-	if harm == judging.StuckKey {
-		return t.Harmful(harm, sent, got, stuck)
+	return t.Harmful(harm, sent, got, joinWhy(expected, why.done))
+}
+
+// unseenWait is why a client told to wait until it stopped, whose key the
+// lab's key table does not show, is judged no usable answer.
+const unseenWait = "instead every retry was told to wait, and the client stopped without ever learning what became of its operation: no usable answer (were its key still in progress, it would be a stuck key besides, which the key table would show)"
+
+// joinWhy is a check's expectation with why it was harmed, if it says.
+func joinWhy(expected, why string) string {
+	if why == "" {
+		return expected
 	}
-	return t.Harmful(harm, sent, got, done)
+	return expected + "; " + why
 }

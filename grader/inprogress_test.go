@@ -165,31 +165,50 @@ func inProgressKeys(rows []any) []any {
 	return rows
 }
 
+// otherKeys is a key table shown whole that holds none of the server's
+// keys: one row of another key, completed.
+func otherKeys([]any) []any {
+	return []any{map[string]any{"key": "someone-else", "state": judging.StateCompleted}}
+}
+
 // A client told to wait until it stops is judged by the key table, one
 // rule for every check that sends one (toldToWait): a row still in
 // progress is a stuck key, whether the operation executed (S1, its 201
 // answered) or never ran (S4's refusal, S6's failed claim); a completed
-// row is no usable answer, and so is a key table the lab does not show:
-// whether the key is also stuck cannot be seen, but the client never
-// learned its outcome. Before, S4 and S6 called every such client a
-// stuck key from the 409 alone.
+// row, or none in a table shown whole, is no usable answer, and so is a
+// key table the lab does not show: whether the key is also stuck cannot
+// be seen, but the client never learned its outcome. Before, S4 and S6
+// called every such client a stuck key from the 409 alone. Whatever the
+// table, the failure says what the check itself expected (before, a
+// table not shown gave a generic sentence in its place) and why the
+// client was harmed, and what the table holds of the key in plain words
+// (before, "key row no row").
 func TestToldToWait_TheKeyTableSaysWhichHarm(t *testing.T) {
 	for _, tc := range []struct {
-		id    string
-		new   stage.Factory
-		n     int
-		keys  func([]any) []any
-		table string
-		harm  judging.Harm
+		id     string
+		new    stage.Factory
+		n      int
+		keys   func([]any) []any
+		table  string
+		harm   judging.Harm
+		expect string
+		why    string
 	}{
-		{"S1.sequential-retry", stage4.New, 4, inProgressKeys, "in progress", judging.StuckKey},
-		{"S1.sequential-retry", stage4.New, 4, noKeys, "no key table", judging.NoUsableAnswer},
-		{"S4.insufficient-funds-replayed", stage4.New, 4, inProgressKeys, "in progress", judging.StuckKey},
-		{"S4.insufficient-funds-replayed", stage4.New, 4, noKeys, "no key table", judging.NoUsableAnswer},
-		{"S6.outage-mid-request", stage6.New, 6, noKeys, "no key table", judging.NoUsableAnswer},
+		{"S1.sequential-retry", stage4.New, 4, inProgressKeys, "in progress", judging.StuckKey, "the original executed, and the retry is told so", "its key still says it is in progress"},
+		{"S1.sequential-retry", stage4.New, 4, noKeys, "no key table", judging.NoUsableAnswer, "the original executed, and the retry is told so", "no usable answer"},
+		{"S1.sequential-retry", stage4.New, 4, otherKeys, "none of the key", judging.NoUsableAnswer, "the original executed, and the retry is told so", "its key is not in progress"},
+		{"S4.insufficient-funds-replayed", stage4.New, 4, inProgressKeys, "in progress", judging.StuckKey, "the stored 422 insufficient-funds", "held for good"},
+		{"S4.insufficient-funds-replayed", stage4.New, 4, noKeys, "no key table", judging.NoUsableAnswer, "the stored 422 insufficient-funds", "no usable answer"},
+		{"S6.outage-mid-request", stage6.New, 6, noKeys, "no key table", judging.NoUsableAnswer, "201 Created: once the lease of the failed claim expires", "no usable answer"},
 	} {
 		t.Run(tc.id+"/"+tc.table, func(t *testing.T) {
-			harmOf(t, behind409Keys(t, tc.id, tc.new, tc.n, tc.keys), tc.harm)
+			f := harmOf(t, behind409Keys(t, tc.id, tc.new, tc.n, tc.keys), tc.harm)
+			if !strings.Contains(f.Expected, tc.expect) || !strings.Contains(f.Expected, tc.why) {
+				t.Errorf("expected %q, want it to say %q and %q", f.Expected, tc.expect, tc.why)
+			}
+			if strings.Contains(f.Got, "key row no row") {
+				t.Errorf("got %q, want what the key table holds said plainly", f.Got)
+			}
 		})
 	}
 }

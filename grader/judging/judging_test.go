@@ -71,6 +71,38 @@ func TestKeyRows_FindTheKeyInAnyColumn(t *testing.T) {
 	}
 }
 
+// What the key table holds of a key reads as English wherever a story puts
+// it ("then /lab/state: …", "and …"), no row included: a failure once
+// said "key row no row".
+func TestDescribeKeyRows_ReadsAsASentence(t *testing.T) {
+	st := labctl.State{Keys: []map[string]any{
+		{"key": "k-1", "state": StateCompleted},
+		{"key": "k-1x", "state": StateInProgress},
+		{"key": "k-2", "state": StateCompleted},
+	}}
+	for _, tc := range []struct{ key, want string }{
+		{"k-9", "no row of the key in idempotency_keys"},
+		{"k-2", "key row {key: k-2, state: completed}"},
+		{"k-1", "2 key rows: {key: k-1, state: completed}; {key: k-1x, state: in_progress}"},
+	} {
+		if got := DescribeKeyRows(KeyRows(st, tc.key)); got != tc.want {
+			t.Errorf("DescribeKeyRows(%s) = %q, want %q", tc.key, got, tc.want)
+		}
+	}
+	if harm, rows, seen := ToldToWait(st, "k-9"); harm != NoUsableAnswer || !seen || rows != "no row of the key in idempotency_keys" {
+		t.Errorf("ToldToWait of a key the whole table lacks = %q, %q, %v; want no usable answer, seen, and no row said plainly", harm, rows, seen)
+	}
+}
+
+// A key table the lab does not show cannot say whether a key told to wait
+// for good is stuck, and ToldToWait says so, and that the client's harm
+// is no usable answer all the same: the check and the day both name it.
+func TestToldToWait_AnUnshownTableIsNoUsableAnswer(t *testing.T) {
+	if harm, rows, seen := ToldToWait(labctl.State{}, "k-1"); harm != NoUsableAnswer || seen || !strings.Contains(rows, "no key table") {
+		t.Errorf("ToldToWait without a key table = %q, %q, %v; want no usable answer, not seen, and why", harm, rows, seen)
+	}
+}
+
 func TestDrained_ReadsUntilTheOutboxIsEmpty(t *testing.T) {
 	counts := []int64{3, 1, 0}
 	reads := 0

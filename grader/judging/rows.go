@@ -76,21 +76,40 @@ func DescribeRows(rows []map[string]any) string {
 	return strings.Join(parts, "; ")
 }
 
+// DescribeKeyRows says in a phrase what the key table holds of a key, its
+// rows as KeyRows finds them: "no row of the key in idempotency_keys",
+// "key row {…}", or "2 key rows: {…}; {…}". A story reads it after "the
+// lab state shows" or "and".
+func DescribeKeyRows(rows []map[string]any) string {
+	switch len(rows) {
+	case 0:
+		return "no row of the key in idempotency_keys"
+	case 1:
+		return "key row " + DescribeRows(rows)
+	}
+	return fmt.Sprintf("%d key rows: %s", len(rows), DescribeRows(rows))
+}
+
 // ToldToWait reads from st which harm a client of key was left with when
 // it stopped retrying, every retry told 409 request-in-progress: the key
 // table says it, not the 409. A row still in progress is a stuck key; a
 // completed row, or none in a table the lab shows whole, is no usable
 // answer (the server tells every retry to wait of its own accord). seen
 // is false when the table cannot say: the lab shows no key table, or
-// shows its newest labctl.MaxStateKeys rows and key is not among them.
-// rows describes key's rows for a story.
+// shows its newest labctl.MaxStateKeys rows and key is not among them;
+// the harm is then no usable answer all the same, the lesser of the two
+// and the one the client's answers show alone (a key still in progress
+// would be a stuck key besides). rows says what the table holds of key
+// (DescribeKeyRows), or why it cannot say.
 func ToldToWait(st labctl.State, key string) (harm Harm, rows string, seen bool) {
 	found := KeyRows(st, key)
-	if key == "" || len(st.Keys) == 0 || len(found) == 0 && len(st.Keys) >= labctl.MaxStateKeys {
-		return "", "", false
+	switch {
+	case len(st.Keys) == 0:
+		return NoUsableAnswer, "no key table (the lab shows none)", false
+	case key == "" || len(found) == 0 && len(st.Keys) >= labctl.MaxStateKeys:
+		return NoUsableAnswer, "no row of the key among the newest rows the lab shows, not the whole key table", false
+	case KeyInProgress(st, key):
+		return StuckKey, DescribeKeyRows(found), true
 	}
-	if KeyInProgress(st, key) {
-		return StuckKey, DescribeRows(found), true
-	}
-	return NoUsableAnswer, DescribeRows(found), true
+	return NoUsableAnswer, DescribeKeyRows(found), true
 }

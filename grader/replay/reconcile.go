@@ -339,17 +339,17 @@ func ReconcileDay(res *Result) DayReconciliation {
 			case !seen:
 				rc.Counts.KeyUnobserved++
 				rc.Counts.UnobservedNeverExecuted++
-				add("key_unobserved", DayFinding{Op: op.Op, Story: "never executed, and told its key was in progress until the client gave up; the lab's key table does not show the key, so whether it is stuck could not be observed: " + story()})
+				add("key_unobserved", DayFinding{Op: op.Op, Story: "never executed, and told its key was in progress until the client gave up; the lab's key table does not show the key (" + rows + "), so whether it is stuck could not be observed: " + story()})
 			case harm == judging.StuckKey:
 				// A request that died before its money moved, and whose
 				// key nobody took over.
 				rc.Counts.StuckInProgress++
 				rc.Counts.StuckNeverExecuted++
-				add("stuck_in_progress", DayFinding{Op: op.Op, Story: "never executed, and the key was still in progress when the client's retry horizon ended (key row " + rows + "): " + story()})
+				add("stuck_in_progress", DayFinding{Op: op.Op, Story: "never executed, and the key was still in progress when the client's retry horizon ended (" + rows + "): " + story()})
 			default:
 				rc.Counts.NoUsableAnswer++
 				rc.Counts.NoAnswerNeverExecuted++
-				add("no_usable_answer", DayFinding{Op: op.Op, Story: "never executed, and told its key was in progress until the client gave up, though the key table shows it is not (key row " + rows + "): " + story()})
+				add("no_usable_answer", DayFinding{Op: op.Op, Story: "never executed, and told its key was in progress until the client gave up, though the key table shows it is not (" + rows + "): " + story()})
 			}
 		}
 		if day > 0 {
@@ -365,13 +365,13 @@ func ReconcileDay(res *Result) DayReconciliation {
 				switch harm, rows, seen := judging.ToldToWait(res.Day, op.Key); {
 				case !seen:
 					rc.Counts.KeyUnobserved++
-					add("key_unobserved", DayFinding{Op: op.Op, Story: "executed, and told its key was in progress until the client gave up; the lab's key table does not show the key, so whether it is stuck could not be observed: " + story()})
+					add("key_unobserved", DayFinding{Op: op.Op, Story: "executed, and told its key was in progress until the client gave up; the lab's key table does not show the key (" + rows + "), so whether it is stuck could not be observed: " + story()})
 				case harm == judging.StuckKey:
 					rc.Counts.StuckInProgress++
-					add("stuck_in_progress", DayFinding{Op: op.Op, Story: "executed, and the key was still in progress when the client's retry horizon ended (key row " + rows + "): " + story()})
+					add("stuck_in_progress", DayFinding{Op: op.Op, Story: "executed, and the key was still in progress when the client's retry horizon ended (" + rows + "): " + story()})
 				default:
 					rc.Counts.NoUsableAnswer++
-					add("no_usable_answer", DayFinding{Op: op.Op, Story: "executed, and told its key was in progress until the client gave up, though the key table shows it is not (key row " + rows + "): " + story()})
+					add("no_usable_answer", DayFinding{Op: op.Op, Story: "executed, and told its key was in progress until the client gave up, though the key table shows it is not (" + rows + "): " + story()})
 				}
 			default:
 				rc.Counts.NoUsableAnswer++
