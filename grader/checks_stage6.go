@@ -1605,7 +1605,7 @@ func checkOutageMidRequest(t *T) error {
 			if err := t.Reconcile(story, final.Short(), s.Books); err != nil {
 				return true, err
 			}
-			expected := fmt.Sprintf("201 Created: once the lease of the failed claim expires, a retry takes it over and executes; after each retry told to wait the lab clock moved %v, past the lease, and the fifth retry was still told to wait", lease+time.Second)
+			expected := fmt.Sprintf("201 Created: once the lease of the failed claim expires, a retry takes it over and executes; after each retry told to wait but the last the lab clock moved %v, past the lease, and the fifth retry was still told to wait", lease+time.Second)
 			return true, t.toldToWait(req.Key, story, final, expected, waitHarms{
 				stuck: "its key is still in progress, nothing runs, and the payment never ran and cannot run",
 				done:  "its key is not in progress, yet every retry is told to wait: the payment never ran, and its client never learns its outcome",

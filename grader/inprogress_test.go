@@ -1,12 +1,15 @@
 package grader_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -98,6 +101,66 @@ func TestOutageMidRequest_EveryRetryToldToWaitIsAStuckKey(t *testing.T) {
 	f := harmOf(t, behind409(t, "S6.outage-mid-request", stage6.New, 6, 0), judging.StuckKey)
 	if strings.Contains(f.Expected, "five times over") || !strings.Contains(f.Expected, "the fifth retry was still told to wait") {
 		t.Errorf("the failure does not say what the retries met:\n%s", f.Expected)
+	}
+}
+
+// A client that retries a failed claim is told to wait on every retry:
+// the check moves the lab clock past the lease after each retry but the
+// last, as if the client waited before the next, and not after the last,
+// which nothing follows (before, it moved the clock then too, and the
+// story ended "then 2s of lab time" with no retry after it).
+func TestOutageMidRequest_NoLabTimeAfterTheLastRetry(t *testing.T) {
+	c, ok := grader.Lookup("S6.outage-mid-request")
+	if !ok {
+		t.Fatal("no check S6.outage-mid-request")
+	}
+	var mu sync.Mutex
+	var events []string
+	seen := map[string]bool{}
+	start := serveWrapped(t, stage6.New, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case r.Method == http.MethodPost && r.URL.Path == "/transfers":
+				key := r.Header.Get("Idempotency-Key")
+				mu.Lock()
+				retry := seen[key]
+				seen[key] = true
+				if retry {
+					events = append(events, "retry")
+				}
+				mu.Unlock()
+				if retry {
+					inProgressNow(w, r)
+					return
+				}
+			case r.Method == http.MethodPost && r.URL.Path == "/lab/clock":
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				var move struct{ Advance string }
+				if json.Unmarshal(body, &move) == nil && move.Advance != "" && move.Advance != "0s" {
+					mu.Lock()
+					events = append(events, "advance "+move.Advance)
+					mu.Unlock()
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	subject := grader.Subject{Stage: 6, Name: "solutions/stage6", New: stage6.New}
+	f := harmOf(t, grader.RunCheck(context.Background(), subject, c, 7, start).Err, judging.StuckKey)
+	mu.Lock()
+	defer mu.Unlock()
+	last := -1
+	for i, e := range events {
+		if e == "retry" {
+			last = i
+		}
+	}
+	if last < 0 || slices.ContainsFunc(events[last+1:], func(e string) bool { return strings.HasPrefix(e, "advance") }) {
+		t.Errorf("the lab clock moved after the last retry: %v", events)
+	}
+	if strings.HasSuffix(f.Sent, "of lab time") {
+		t.Errorf("the story ends with lab time no retry followed:\n%s", f.Sent)
 	}
 }
 

@@ -110,19 +110,25 @@ func (t *T) lease() (time.Duration, error) {
 	return time.ParseDuration(st.Config.Lease)
 }
 
+// doneRetries is how many retries retryUntilDone sends at most.
+const doneRetries = 5
+
 // retryUntilDone retries req as a client does after losing its answer:
 // the same key and body, until it gets a final answer (anything but a 5xx,
-// a dropped connection or 409 request-in-progress). Instead of waiting
-// out Retry-After it moves the lab clock past the lease, as if the
-// client had waited. It returns the final answer and the story of the
-// attempts.
+// a dropped connection or 409 request-in-progress), doneRetries times at
+// most. Instead of waiting out Retry-After it moves the lab clock past the
+// lease after each retry told to wait but the last, as if the client had
+// waited before the next: after the last nothing follows, and the lab
+// clock stays where the client left it for what the check reads next. It
+// returns the final answer and the story of the attempts.
 func (t *T) retryUntilDone(req Request, lease time.Duration) (Response, string, error) {
 	var story strings.Builder
 	var r Response
-	for attempt := 1; attempt <= 5; attempt++ {
+	for attempt := 1; attempt <= doneRetries; attempt++ {
 		r = t.Do(req)
 		fmt.Fprintf(&story, "\nretry %d  →  %s", attempt, r.Short())
 		switch {
+		case attempt == doneRetries:
 		case r.Is(http.StatusConflict, pInProgress):
 			if err := t.Advance(lease + time.Second); err != nil {
 				return r, story.String(), err
