@@ -3,15 +3,21 @@ package grader_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 
 	"idemlab/grader"
 	"idemlab/grader/judging"
+	"idemlab/kit/problem"
+	"idemlab/kit/stage"
 	"idemlab/solutions/stage3"
 	"idemlab/solutions/stage4"
 )
@@ -96,4 +102,102 @@ func runsAFailureAgain(next http.Handler) http.Handler {
 		w.WriteHeader(rec.Code)
 		w.Write(rec.Body.Bytes())
 	})
+}
+
+// refusalToldToWait answers every retry of a transfer refused for its
+// funds (422 insufficient-funds) 409 request-in-progress, and, when
+// inProgress, shows that key's rows in progress in GET /lab/state: a
+// server that keeps a refused request's key, as the check's last round
+// (refusalNotStuck) looks for.
+func refusalToldToWait(t *testing.T, inProgress bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		var mu sync.Mutex
+		refused := map[string]bool{}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			key := r.Header.Get("Idempotency-Key")
+			mu.Lock()
+			retry := refused[key]
+			mu.Unlock()
+			switch {
+			case r.Method == http.MethodPost && r.URL.Path == "/transfers" && retry:
+				inProgressNow(w, r)
+				return
+			case r.Method == http.MethodPost && r.URL.Path == "/transfers":
+				rec := httptest.NewRecorder()
+				next.ServeHTTP(rec, r)
+				if rec.Code == http.StatusUnprocessableEntity && strings.Contains(rec.Body.String(), problem.InsufficientFunds.URI()) {
+					mu.Lock()
+					refused[key] = true
+					mu.Unlock()
+				}
+				maps.Copy(w.Header(), rec.Header())
+				w.WriteHeader(rec.Code)
+				w.Write(rec.Body.Bytes())
+				return
+			case r.Method == http.MethodGet && r.URL.Path == "/lab/state" && inProgress:
+				rec := httptest.NewRecorder()
+				next.ServeHTTP(rec, r)
+				var st map[string]any
+				if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+					t.Errorf("GET /lab/state: %v", err)
+					return
+				}
+				rows, _ := st["keys"].([]any)
+				for _, row := range rows {
+					m, _ := row.(map[string]any)
+					mu.Lock()
+					for k := range refused {
+						if s, _ := m["key"].(string); s == k {
+							m["state"] = judging.StateInProgress
+						}
+					}
+					mu.Unlock()
+				}
+				w.Header().Set("Content-Type", "application/json")
+				json.NewEncoder(w).Encode(st)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// TestReleaseAfterFailure_ARefusalToldToWaitIsJudgedByTheKeyTable: the
+// check's last round sends a transfer its account cannot pay (422), then
+// retries it; a server that tells every retry to wait has harmed the
+// refused request's client, and the key table says how: a key still in
+// progress is held for good (stuck key), a key completed (stage 4 stores
+// the refusal) or gone (stage 3 releases it) leaves a client that never
+// learns it was refused (no usable answer). A check that skipped the
+// round passes these servers; one that judged the 409 alone gives one
+// harm to all three.
+func TestReleaseAfterFailure_ARefusalToldToWaitIsJudgedByTheKeyTable(t *testing.T) {
+	c, ok := grader.Lookup("S3.release-after-failure")
+	if !ok {
+		t.Fatal("no check S3.release-after-failure")
+	}
+	for _, tc := range []struct {
+		name       string
+		n          int
+		new        stage.Factory
+		inProgress bool
+		harm       judging.Harm
+		got        string
+	}{
+		{"stage 4, the key left in progress", 4, stage4.New, true, judging.StuckKey, "state: in_progress"},
+		{"stage 4, the refusal stored", 4, stage4.New, false, judging.NoUsableAnswer, "state: completed"},
+		{"stage 3, the claim released", 3, stage3.New, false, judging.NoUsableAnswer, "no row of the key in idempotency_keys"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			subject := grader.Subject{Stage: tc.n, Name: fmt.Sprintf("solutions/stage%d", tc.n), New: tc.new}
+			r := grader.RunCheck(context.Background(), subject, c, 7, serveWrapped(t, tc.new, refusalToldToWait(t, tc.inProgress)))
+			var f *judging.Failure
+			if !errors.As(r.Err, &f) {
+				t.Fatalf("every retry of a refused transfer told to wait: %v, want a failure", r.Err)
+			}
+			if f.Harm != tc.harm || !strings.Contains(f.Got, tc.got) || !strings.Contains(f.Expected, "422 "+problem.InsufficientFunds.URI()+" again") {
+				t.Errorf("harm %q, want %q; got %q, want it to show %q; expected %q", f.Harm, tc.harm, f.Got, tc.got, f.Expected)
+			}
+		})
+	}
 }
