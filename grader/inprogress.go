@@ -2,7 +2,6 @@ package grader
 
 import (
 	"fmt"
-	"net/http"
 	"time"
 
 	"idemlab/grader/judging"
@@ -27,8 +26,14 @@ var inProgressPolicy = retry.Policy{Base: 100 * time.Millisecond, Cap: time.Seco
 // does, inProgressRetries times at most. It returns the last answer, and
 // for the story the retries it sent ("" when r was no 409 in progress).
 func (t *T) untilAnswered(req Request, r Response) (Response, string) {
+	return t.untilAnsweredWhile(req, r, waitAnswer)
+}
+
+// untilAnsweredWhile is untilAnswered for answers wait says are a 409
+// that tells the client to come back.
+func (t *T) untilAnsweredWhile(req Request, r Response, wait func(Response) bool) (Response, string) {
 	story := ""
-	for n := 1; n <= inProgressRetries && r.Is(http.StatusConflict, pInProgress); n++ {
+	for n := 1; n <= inProgressRetries && wait(r); n++ {
 		wait := inProgressPolicy.Wait(n, t.Rand(), retry.Answer{RetryAfter: retry.RetryAfter(r.Header)})
 		pace := time.NewTimer(wait)
 		select {

@@ -39,12 +39,18 @@ func inProgressNow(w http.ResponseWriter, _ *http.Request) {
 // returns its error.
 func behind409(t *testing.T, id string, newStage stage.Factory, n, times int) error {
 	t.Helper()
+	return behind(t, id, newStage, n, times, inProgressNow)
+}
+
+// behind is behind409 with the retries answered by answer.
+func behind(t *testing.T, id string, newStage stage.Factory, n, times int, answer http.HandlerFunc) error {
+	t.Helper()
 	c, ok := grader.Lookup(id)
 	if !ok {
 		t.Fatalf("no check %s", id)
 	}
 	subject := grader.Subject{Stage: n, Name: fmt.Sprintf("solutions/stage%d", n), New: newStage}
-	return grader.RunCheck(context.Background(), subject, c, 7, retriesAnsweredBy(t, newStage, times, inProgressNow)).Err
+	return grader.RunCheck(context.Background(), subject, c, 7, retriesAnsweredBy(t, newStage, times, answer)).Err
 }
 
 // harmOf returns err's failure, and fails t unless it is one with harm.
@@ -87,6 +93,43 @@ func TestInProgress_ARetryToldToWaitOnceComesBack(t *testing.T) {
 			f := harmOf(t, behind409(t, tc.id, stage4.New, 4, 0), tc.harm)
 			if !strings.Contains(f.Sent, "told to wait, it retries after") {
 				t.Errorf("the story does not show the retries after the 409:\n%s", f.Sent)
+			}
+		})
+	}
+}
+
+// plainConflict is a 409 without a problem type, as http.Error writes
+// one: the 409 request-in-progress a server forgot to type.
+func plainConflict(w http.ResponseWriter, _ *http.Request) {
+	http.Error(w, "conflict", http.StatusConflict)
+}
+
+// S4.insufficient-funds-replayed: a retry of a refused transfer answered
+// a plain-text 409 is a contract difference (a 409 names its problem
+// type), and the check comes back as after a 409 request-in-progress:
+// told so once, then the stored 422, the refusal's client learns it was
+// refused, a difference of contract alone; told so on every retry, it
+// never learns it, and the books and the key table say which harm (the
+// refusal is stored, its key completed: no usable answer). Before, the
+// first plain 409 was judged another request's answer (wrong answer).
+func TestInsufficientFundsReplayed_APlainConflictIsRetriedAndJudgedByTheBooks(t *testing.T) {
+	const typed = "a 409 names its problem type"
+	for _, tc := range []struct {
+		name  string
+		times int
+		harm  judging.Harm
+	}{
+		{"once", 1, ""},
+		{"always", 0, judging.NoUsableAnswer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := behind(t, "S4.insufficient-funds-replayed", stage4.New, 4, tc.times, plainConflict)
+			f := harmOf(t, err, tc.harm)
+			if tc.harm == "" && !strings.Contains(f.Expected, typed) {
+				t.Errorf("the contract difference does not say what the 409 lacks: %s", f.Expected)
+			}
+			if tc.harm != "" && !strings.Contains(f.Sent, "told to wait, it retries after") {
+				t.Errorf("the story does not show the retries after the plain 409:\n%s", f.Sent)
 			}
 		})
 	}
