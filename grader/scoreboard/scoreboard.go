@@ -52,6 +52,7 @@ var scoreColumns = []struct {
 	{"wrong answers", func(r Row) string { return fmt.Sprint(r.Counts.WrongAnswers) }},
 	{"no usable answer", func(r Row) string { return fmt.Sprint(r.Counts.NoUsableAnswer) }},
 	{"stuck", func(r Row) string { return fmt.Sprint(r.Counts.StuckInProgress) }},
+	{"key not observed", func(r Row) string { return fmt.Sprint(r.Counts.KeyUnobserved) }},
 	{"told duplicate, never ran", func(r Row) string { return fmt.Sprint(r.Counts.ToldDuplicate) }},
 	{"refused for another's key", func(r Row) string { return fmt.Sprint(r.Counts.RefusedForOthersKey) }},
 	{"other unexpected answers", func(r Row) string {
