@@ -63,20 +63,37 @@ as_owner "$bin/initdb" -D "$dir/data" -U idemlab --auth=trust --no-locale -E UTF
 	{ cat "$dir/initdb.log" >&2; exit 2; }
 
 # A free port: one nothing answers on now. Another process may take it
-# before the server does; then the start fails and the next port is tried.
+# before the server does (or hold it without answering); then the start
+# fails, the script says which port was taken, and the next port is
+# tried. pg_ctl's own words ("Examine the log output.") are kept for a
+# start that fails for another reason, with the log. IDEMLAB_PG_PORTS
+# (ports separated by spaces) are tried in place of random ones.
+ports=${IDEMLAB_PG_PORTS:-}
+if [ -z "$ports" ]; then
+	for _ in 1 2 3 4 5 6 7 8; do ports="$ports $((20000 + RANDOM % 40000))"; done
+fi
 started=""
-for _ in 1 2 3 4 5 6 7 8; do
-	port=$((20000 + RANDOM % 40000))
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
-	if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
-		-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" >/dev/null; then
+for port in $ports; do
+	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+		echo "pg-cluster: port $port is taken; trying another" >&2
+		continue
+	fi
+	log="$dir/server-$port.log"
+	if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$log" -w -t 60 start \
+		-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" >"$dir/pg_ctl.out" 2>&1; then
 		started=1
 		break
 	fi
+	if grep -q "could not bind\|Address already in use" "$log" 2>/dev/null; then
+		echo "pg-cluster: port $port is taken; trying another" >&2
+		continue
+	fi
+	break
 done
 if [ -z "$started" ]; then
 	echo "pg-cluster: the server did not start:" >&2
-	cat "$dir/server.log" >&2 || true
+	cat "$dir/pg_ctl.out" >&2 || true
+	cat "${log:-/dev/null}" >&2 || true
 	exit 2
 fi
 
