@@ -58,6 +58,43 @@ func (c CheckResult) WhyNot() string {
 	return strings.Join(why, " ")
 }
 
+// Lesson is the lesson section a failing check's report points to (its
+// "lesson" line): the check's own, or the one the failure's cause is
+// taught in when the grader saw another cause (a stage 5 server that
+// forgot a key inside a stage 1 check is sent to lesson 5). It is ""
+// for a pass.
+func (c CheckResult) Lesson() string {
+	for _, l := range strings.Split(c.Report, "\n") {
+		if rest, ok := strings.CutPrefix(l, "  lesson "); ok {
+			return strings.TrimSpace(rest)
+		}
+	}
+	return ""
+}
+
+// CatalogueLesson is the lesson section the catalogue gives check id, ""
+// for an ID it does not hold.
+func CatalogueLesson(id string) string {
+	if c, ok := grader.Lookup(id); ok {
+		return c.Lesson
+	}
+	return ""
+}
+
+// LessonCheck is the first check in catalogue order whose own lesson
+// section is lesson, and no later than stage n: the check that teaches
+// it, whose hint follows that lesson. ok is false when no check has it
+// as its own (a section such as lesson 1's on PostgreSQL, which only a
+// failure's cause points to).
+func LessonCheck(lesson string, n int) (id string, ok bool) {
+	for _, c := range grader.Catalogue() {
+		if c.Lesson == lesson && c.Stage <= n {
+			return c.ID, true
+		}
+	}
+	return "", false
+}
+
 // whyNotIndent is how far the grader indents the lines of a report's
 // field after its first (grader.Format).
 const whyNotIndent = "            "

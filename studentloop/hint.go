@@ -160,11 +160,24 @@ func loadTiers(root, path string, first, last int, other string) (Hints, error) 
 // nothing but checks that could not run (OnlyCouldNotRun) has no hint
 // to give: there is nothing to fix in the server yet.
 func HintTopic(sp StageProgress) string {
+	topic, _ := hintTopicLesson(sp)
+	return topic
+}
+
+// HintLesson is the lesson section the failure of HintTopic's check
+// pointed to, "" if it is no check's failure or none was recorded.
+func HintLesson(sp StageProgress) string {
+	_, lesson := hintTopicLesson(sp)
+	return lesson
+}
+
+// hintTopicLesson is HintTopic and HintLesson.
+func hintTopicLesson(sp StageProgress) (topic, lesson string) {
 	if sp.Focus != "" {
-		return sp.Focus
+		return sp.Focus, sp.FocusLesson
 	}
 	if sp.State == Failing && sp.FirstFailing != "" {
-		return sp.FirstFailing
+		return sp.FirstFailing, sp.FirstLesson
 	}
-	return "stage"
+	return "stage", ""
 }

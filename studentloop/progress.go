@@ -52,6 +52,11 @@ type StageProgress struct {
 	Focus string `json:"focus,omitempty"`
 	// FocusRun is the RUN= of the run that set Focus.
 	FocusRun string `json:"focus_run,omitempty"`
+	// FirstLesson and FocusLesson are the lesson sections the failures
+	// of FirstFailing and Focus pointed to (their reports' lesson line):
+	// a hint follows the one of its check when it is not the check's own.
+	FirstLesson string `json:"first_lesson,omitempty"`
+	FocusLesson string `json:"focus_lesson,omitempty"`
 }
 
 // NotRun is a check that could not run at a stage's last run, and what
@@ -142,11 +147,11 @@ func (p *Progress) Record(o Outcome, at time.Time) {
 	}
 	if o.Only != "" {
 		sp := p.Stage(o.Stage)
-		switch first := o.FirstFailing(); {
-		case first != "":
-			sp.Focus, sp.FocusRun = first, o.Only
+		switch first := o.First(); {
+		case first.ID != "":
+			sp.Focus, sp.FocusRun, sp.FocusLesson = first.ID, o.Only, first.Lesson()
 		case slices.ContainsFunc(o.Checks, func(c CheckResult) bool { return c.ID == sp.Focus && c.Passed }):
-			sp.Focus, sp.FocusRun = "", ""
+			sp.Focus, sp.FocusRun, sp.FocusLesson = "", "", ""
 		default:
 			return
 		}
@@ -158,7 +163,7 @@ func (p *Progress) Record(o Outcome, at time.Time) {
 		notRun = append(notRun, NotRun{ID: c.ID, WhyNot: c.WhyNot()})
 	}
 	p.Stages[key] = StageProgress{
-		State: o.State(), FirstFailing: o.FirstFailing(), CouldNotRun: notRun,
+		State: o.State(), FirstFailing: o.FirstFailing(), FirstLesson: o.First().Lesson(), CouldNotRun: notRun,
 		Passed: len(o.Passed()), Total: len(o.Checks), At: at, Engine: o.Engine,
 	}
 }

@@ -31,10 +31,12 @@ func runHint(ctx context.Context, in *invocation) error {
 			n, labdb.FromRoot()+"make status")
 		return nil
 	}
+	lesson := ""
 	if topic == "" {
-		topic = studentloop.HintTopic(sp)
+		topic, lesson = studentloop.HintTopic(sp), studentloop.HintLesson(sp)
 	}
-	tiers, key, err := hintFor(root, n, topic)
+	hinted, pointed := followLesson(topic, lesson, n)
+	tiers, key, err := hintFor(root, n, hinted)
 	if err != nil {
 		return err
 	}
@@ -51,12 +53,38 @@ func runHint(ctx context.Context, in *invocation) error {
 	default:
 		fmt.Fprintf(in.stdout, "hint for %s, the first failing check of stage %d at its last run:\n\n", topic, n)
 	}
+	switch {
+	case hinted != topic:
+		fmt.Fprintf(in.stdout, "its failure points to %s, not to the check's own section: the hint follows that lesson, as %s's does (%s gives %s's own).\n\n",
+			pointed, hinted, fmt.Sprintf("%sbin/lab hint --check %s %d", labdb.FromRoot(), topic, n), topic)
+	case pointed != "":
+		fmt.Fprintf(in.stdout, "its failure points to %s, not to the check's own section: read that first; the hint below is the check's.\n\n", pointed)
+	}
 	tier := p.NextTier(key, studentloop.Tiers)
 	for i := 0; i < tier; i++ {
 		fmt.Fprintf(in.stdout, "%d. %s: %s\n\n", i+1, strings.ToUpper(studentloop.TierNames[i][:1])+studentloop.TierNames[i][1:], tiers[i])
 	}
 	fmt.Fprintln(in.stdout, stepsLeft(tier, n))
 	return p.Save(root)
+}
+
+// followLesson is the check whose hint a student gets for a failure of
+// topic that pointed to lesson (its report's lesson line), at stage n:
+// topic itself when lesson is its own section or unknown, else the check
+// that teaches lesson (a stage 5 server that forgot a key inside a stage
+// 1 check is sent to lesson 5's retention, and gets the hint of the check
+// of retention, not of the claim it has right). pointed is lesson when it
+// is not topic's own; then, if no check teaches that section (lesson 1's
+// PostgreSQL section), hinted stays topic and the hint says to read the
+// section first.
+func followLesson(topic, lesson string, n int) (hinted, pointed string) {
+	if topic == "stage" || lesson == "" || lesson == studentloop.CatalogueLesson(topic) {
+		return topic, ""
+	}
+	if id, ok := studentloop.LessonCheck(lesson, n); ok {
+		return id, lesson
+	}
+	return topic, lesson
 }
 
 // hintFor returns the tiers of topic's hint for a student at stage n, and

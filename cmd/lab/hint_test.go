@@ -209,3 +209,53 @@ func TestHint_AnEarlierStagesCheckGetsTheHintOfTheStudentsStage(t *testing.T) {
 		}
 	}
 }
+
+// TestHint_FollowsTheLessonTheFailurePointsTo: a failure whose lesson line
+// points to another section than its check's own (a stage 5 server that
+// forgot a key inside S1.sequential-retry is sent to lesson 5's
+// retention) gets the hint of the check that teaches that section, and
+// says so; the check's own hint would send the student to a claim that is
+// right. A section no check teaches as its own (lesson 1's on PostgreSQL)
+// keeps the check's hint and says to read the section first. Before, the
+// hint followed the check alone.
+func TestHint_FollowsTheLessonTheFailurePointsTo(t *testing.T) {
+	report := func(lesson string) string {
+		return "FAIL S1.sequential-retry  a retry after the answer …\n  money     ✗ double: …\n  lesson    " + lesson + "\n  sent      POST /transfers …"
+	}
+	for _, tc := range []struct {
+		name, lesson string
+		want, not    []string
+	}{
+		{"another check's section", "docs/lessons/05-scope-retention.md#how-long-to-remember",
+			[]string{"hint for S1.sequential-retry", "points to docs/lessons/05-scope-retention.md#how-long-to-remember", "as S5.retention-boundary's does", "Just inside the retention a retry is replayed"},
+			[]string{"A retry after the answer must find the key already taken"}},
+		{"a section no check has", "docs/lessons/01-claim.md#on-postgresql",
+			[]string{"points to docs/lessons/01-claim.md#on-postgresql", "read that first", "A retry after the answer must find the key already taken"},
+			[]string{"Just inside the retention"}},
+		{"the check's own", "docs/lessons/01-claim.md#a-retry-is-not-a-new-request",
+			[]string{"A retry after the answer must find the key already taken"},
+			[]string{"points to"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fakeLoop(t, studentloop.Outcome{Seed: "7", Checks: []studentloop.CheckResult{
+				{ID: "S0.happy-path", Passed: true},
+				{ID: "S1.sequential-retry", Report: report(tc.lesson)},
+			}}, "")
+			runLabCommand(t, "check", "5")
+			code, out, errs := runLabCommand(t, "hint", "5")
+			if code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, out, errs)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("want %q in\n%s", w, out)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(out, n) {
+					t.Errorf("want no %q in\n%s", n, out)
+				}
+			}
+		})
+	}
+}
