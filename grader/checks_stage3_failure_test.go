@@ -3,7 +3,6 @@ package grader_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -135,26 +134,16 @@ func refusalToldToWait(t *testing.T, inProgress bool) func(http.Handler) http.Ha
 				w.Write(rec.Body.Bytes())
 				return
 			case r.Method == http.MethodGet && r.URL.Path == "/lab/state" && inProgress:
-				rec := httptest.NewRecorder()
-				next.ServeHTTP(rec, r)
-				var st map[string]any
-				if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
-					t.Errorf("GET /lab/state: %v", err)
-					return
-				}
-				rows, _ := st["keys"].([]any)
-				for _, row := range rows {
-					m, _ := row.(map[string]any)
+				stateWithKeys(t, next, w, r, func(rows []any) []any {
 					mu.Lock()
-					for k := range refused {
-						if s, _ := m["key"].(string); s == k {
+					defer mu.Unlock()
+					for _, row := range rows {
+						if m, ok := row.(map[string]any); ok && refused[fmt.Sprint(m["key"])] {
 							m["state"] = judging.StateInProgress
 						}
 					}
-					mu.Unlock()
-				}
-				w.Header().Set("Content-Type", "application/json")
-				json.NewEncoder(w).Encode(st)
+					return rows
+				})
 				return
 			}
 			next.ServeHTTP(w, r)

@@ -238,17 +238,7 @@ func behind409Keys(t *testing.T, id string, newStage stage.Factory, n int, keys 
 					return
 				}
 			case r.Method == http.MethodGet && r.URL.Path == "/lab/state" && told.Load():
-				rec := httptest.NewRecorder()
-				next.ServeHTTP(rec, r)
-				var st map[string]any
-				if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
-					t.Errorf("GET /lab/state: %v", err)
-					return
-				}
-				rows, _ := st["keys"].([]any)
-				st["keys"] = keys(rows)
-				w.Header().Set("Content-Type", "application/json")
-				json.NewEncoder(w).Encode(st)
+				stateWithKeys(t, next, w, r, keys)
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -256,6 +246,22 @@ func behind409Keys(t *testing.T, id string, newStage stage.Factory, n int, keys 
 	})
 	subject := grader.Subject{Stage: n, Name: fmt.Sprintf("solutions/stage%d", n), New: newStage}
 	return grader.RunCheck(context.Background(), subject, c, 7, start).Err
+}
+
+// stateWithKeys answers GET /lab/state r as next does, with the key
+// rows keys makes of next's.
+func stateWithKeys(t *testing.T, next http.Handler, w http.ResponseWriter, r *http.Request, keys func([]any) []any) {
+	rec := httptest.NewRecorder()
+	next.ServeHTTP(rec, r)
+	var st map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+		t.Errorf("GET /lab/state: %v", err)
+		return
+	}
+	rows, _ := st["keys"].([]any)
+	st["keys"] = keys(rows)
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(st)
 }
 
 // noKeys is a key table the lab does not show.
