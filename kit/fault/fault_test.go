@@ -140,14 +140,16 @@ func TestSlowSettingsRereads_HoldsAReadAfterAWriteNoRequestCarries(t *testing.T)
 	cancel()
 	const read = `SELECT nickname, daily_limit, version FROM account_settings WHERE account_id = ?`
 	s.SlowSettingsRereads(2)
-	saver := fault.WithRequest(gone)
-	if err := s.BeforeStatement(saver, read); err != nil {
+	// Each request reads the settings once: a request's second read is
+	// held up whatever ran before it.
+	saver, early, other := fault.WithRequest(gone), fault.WithRequest(gone), fault.WithRequest(gone)
+	if err := s.BeforeStatement(early, read); err != nil {
 		t.Errorf("a read before any write: %v; want it run at once", err)
 	}
 	if err := s.BeforeStatement(fault.LabRead(gone), `UPDATE account_settings SET nickname = ?`); err != nil {
 		t.Errorf("the lab's write: %v; want it run at once", err)
 	}
-	if err := s.BeforeStatement(saver, read); err != nil {
+	if err := s.BeforeStatement(other, read); err != nil {
 		t.Errorf("a read after the lab's write: %v; want it run at once", err)
 	}
 	if err := s.BeforeStatement(gone, `UPDATE account_settings SET nickname = ?, version = version + 1 WHERE account_id = ?`); err != nil {
@@ -162,6 +164,39 @@ func TestSlowSettingsRereads_HoldsAReadAfterAWriteNoRequestCarries(t *testing.T)
 	}
 	if n := s.SlowSettingsRereadsLeft(); n != 1 {
 		t.Errorf("%d left after one held read of two; want 1", n)
+	}
+}
+
+// TestSlowSettingsRereads_HoldsARequestsSecondRead: an armed count of
+// reads of account_settings wait before they run when their request has
+// read the settings before, without writing them: a GET that reads the
+// settings and their version in two statements hands a clerk the
+// settings of one version under the ETag of another, when a save lands
+// between the two. A request's first read runs at once, after a read of
+// another table too, and so does another request's.
+func TestSlowSettingsRereads_HoldsARequestsSecondRead(t *testing.T) {
+	var s fault.Store
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.SlowSettingsRereads(1)
+	reader, other := fault.WithRequest(gone), fault.WithRequest(gone)
+	for _, st := range []struct {
+		ctx   context.Context
+		query string
+	}{
+		{reader, `SELECT id FROM accounts WHERE id = ? AND customer = ?`},
+		{reader, `SELECT nickname, daily_limit FROM account_settings WHERE account_id = ?`},
+		{other, `SELECT version FROM account_settings WHERE account_id = ?`},
+	} {
+		if err := s.BeforeStatement(st.ctx, st.query); err != nil {
+			t.Errorf("%s: %v; want it run at once", st.query, err)
+		}
+	}
+	if err := s.BeforeStatement(reader, `SELECT version FROM account_settings WHERE account_id = ?`); !errors.Is(err, context.Canceled) {
+		t.Errorf("the request's second read of the settings, while armed: %v; want it held, and given up with its context", err)
+	}
+	if n := s.SlowSettingsRereadsLeft(); n != 0 {
+		t.Errorf("%d left after one held read; want 0", n)
 	}
 }
 

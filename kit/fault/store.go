@@ -321,18 +321,20 @@ func (s *Store) BeforeSettingsCommit() {
 // SlowSettingsRereads makes the next n statements that read the
 // account_settings table wait SettingsRereadDelay before they run when
 // they are sent in a request that has already sent a write of it (see
-// writesSettings; whatever rows it matched), in a request begun while the
+// writesSettings; whatever rows it matched) or a read of it, in a request begun while the
 // fault was armed (the server notes a request's statements only then: see
 // WithRequest), or in a context that carries no request and is not the
 // lab's. A write sent in such a context counts as one of every request
 // begun before it (see holdReread). A stage that answers a save with what
 // a read after its write finds then answers another clerk's save, which
 // landed in between; one that answers what its write made has no such
-// read to hold up.
+// read to hold up. A GET that reads the settings and their version in two
+// statements answers a clerk the settings from before a save that landed
+// between them, under that save's ETag.
 func (s *Store) SlowSettingsRereads(n int64) { s.slowSettingsRereads.Arm(n) }
 
 // SlowSettingsRereadsLeft reports how many reads of the settings after a
-// write of them will still be held up.
+// write or a read of them will still be held up.
 func (s *Store) SlowSettingsRereadsLeft() int64 { return s.slowSettingsRereads.Left() }
 
 // steps orders the beginnings of requests (see WithRequest) and the
@@ -348,6 +350,9 @@ type request struct {
 	// wroteSettings is set once a statement of the request has written
 	// the settings.
 	wroteSettings atomic.Bool
+	// readSettings is set once a statement of the request has read the
+	// settings.
+	readSettings atomic.Bool
 	// readKeys is set once a statement of the request has read the key
 	// table.
 	readKeys atomic.Bool
@@ -356,8 +361,9 @@ type request struct {
 type requestKey struct{}
 
 // WithRequest returns a context for the statements of one request: the
-// database notes in it when the request writes the settings, so that the
-// slow-settings-reread fault can hold up a read of them that follows, and
+// database notes in it when the request writes or reads the settings, so
+// that the slow-settings-reread fault can hold up a read of them that
+// follows, and
 // when it reads the key table, so that the slow-key-delete-after-read
 // fault can hold up a delete of the table that follows.
 func WithRequest(ctx context.Context) context.Context {
@@ -694,7 +700,8 @@ func (s *Store) BeforeBegin(ctx context.Context) error {
 
 // BeforeStatement runs the faults armed on a statement before it runs:
 // it holds up a write of the settings (see SlowSettingsWrites), a read
-// of them after a write in the same request (see SlowSettingsRereads) and
+// of them after a write or a read in the same request (see
+// SlowSettingsRereads) and
 // an update, a delete or a read of the key table (see SlowKeyUpdates,
 // HoldKeyUpdates, SlowKeyDeletes, HoldKeyDeletes, HoldKeyPurges,
 // SlowKeyDeletesAfterRead and SlowKeyReads), refuses a read of the key
@@ -776,8 +783,8 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 	return s.CheckKeyStore(ctx, query)
 }
 
-// holdReread notes in ctx's request (see WithRequest) a write of the
-// settings, and holds up a read of them that follows one. A statement run
+// holdReread notes in ctx's request (see WithRequest) a write or a read
+// of the settings, and holds up a read of them that follows one. A statement run
 // without the context of the request that runs it (QueryRow or Exec, not
 // QueryRowContext or ExecContext: database/sql runs it under
 // context.Background) cannot be told from another request's, so such a
@@ -801,6 +808,9 @@ func (s *Store) holdReread(ctx context.Context, query string) error {
 			last = s.looseSettingsWrite.Load()
 		}
 		return nil
+	case ok && !req.wroteSettings.Load() && readsSettings(query) && req.readSettings.Swap(true):
+		// The request's second read of the settings, one that reads them
+		// and their version apart: held, as a read after a write is.
 	case ok && !req.wroteSettings.Load() && s.looseSettingsWrite.Load() < req.begun:
 		return nil
 	}

@@ -32,9 +32,9 @@ const (
 	// were, and wait for the lock.
 	SlowSettingsCommit = "slow-settings-commit"
 	// SlowSettingsReread holds up a statement that reads an account's
-	// settings in a request that has already written them (stage 7):
-	// another clerk's save lands between a save and a read of what it
-	// made.
+	// settings in a request that has already written them, or read them
+	// (stage 7): another clerk's save lands between a save and a read of
+	// what it made, or between a GET's two reads.
 	SlowSettingsReread = "slow-settings-reread"
 	// FailOutboxWrite makes the database connection refuse a statement
 	// that inserts an outbox row (stage 9), before the engine sees it, so

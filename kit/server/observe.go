@@ -91,7 +91,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if s.db.SlowSettingsRereadsLeft() > 0 || s.db.SlowKeyDeletesAfterReadLeft() > 0 {
 			// The database notes in the context what the request's
 			// statements did, for the faults that hold up a read after
-			// a write and a delete after a read; only while one is
+			// a write or a read and a delete after a read; only while one is
 			// armed, as it is before its check's requests are sent.
 			ctx = fault.WithRequest(ctx)
 		}
