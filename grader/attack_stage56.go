@@ -160,3 +160,20 @@ func toldSentRan(r Response, req Request) bool {
 func sameOp(a, b Response) bool {
 	return a.Is(201, "") && b.Is(201, "") && answerID(a) == answerID(b)
 }
+
+// replayed reports whether r replays first, the answer that told its
+// client the operation ran: both 2xx naming one operation. A replay is
+// the first answer again, status included (stage 4 on); one whose status
+// is not the one the server first gave (a 201 replaying an execution
+// answered 200, or the reverse) is recorded as a contract difference,
+// with sent and expected, and still counts as the replay it is: the
+// client is told its own operation ran, and the books judge the money.
+func (t *T) replayed(sent string, first, r Response, expected string) bool {
+	if !success(first) || !success(r) || answerID(first) == "" || answerID(r) != answerID(first) {
+		return false
+	}
+	if r.Status != first.Status {
+		t.Differ(sent, r.String(), fmt.Sprintf("%s: the first answer was %d, and a replay is that answer again, status included", expected, first.Status))
+	}
+	return true
+}
