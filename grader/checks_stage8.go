@@ -897,18 +897,13 @@ func checkEqualLookingReference(t *T) error {
 	if err != nil {
 		return err
 	}
-	nfc := inv
-	nfc.reference = fmt.Sprintf("caf\u00e9-%d", t.rng.IntN(1_000_000))
-	nfc.op = t.Op()
-	s.Books.Expect(nfc.op)
-	req := Transfer(nfc.payer, t.Key(), nfc.body(nfc.amount))
-	r := t.Do(req)
-	story += "\nthe clerk pays invoice " + nfc.reference + " (é precomposed, U+00E9): " + req.String() + "  →  " + r.Short()
-	if !r.Is(http.StatusCreated, "") || resourceID(r) == "" {
-		return t.Fail(story, r.String(), "201 Created: the first transfer with this reference executes")
+	// Told it ran in another 2xx (payInvoice): a contract difference, and
+	// the invoice is paid, for the payment with a combining accent.
+	nfc, story, err := t.payInvoice(story, "with é precomposed (U+00E9), the clerk pays invoice", s, inv.payer, inv.to,
+		fmt.Sprintf("caf\u00e9-%d", t.rng.IntN(1_000_000)), "201 Created: the first transfer with this reference executes")
+	if err != nil {
+		return err
 	}
-	s.Books.Transfer(nfc.op, nfc.from, nfc.to, nfc.amount)
-	nfc.firstID = resourceID(r)
 	nfd := nfc
 	nfd.reference = strings.Replace(nfc.reference, "\u00e9", "e\u0301", 1)
 	_, _, err = t.payAgain(story, "another clerk pays it again, typed as e and a combining accent (U+0065 U+0301)", nfd, t.Key(), nfd.amount, s.Books)
