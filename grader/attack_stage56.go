@@ -141,6 +141,13 @@ func firstGiven(first Response) string {
 	return fmt.Sprintf("stored answer as it was first given (%d, the same JSON value)", first.Status)
 }
 
+// sameTold reports whether a and b both tell their clients that op ran
+// (toldRan) and name one operation: the second replays the first, in
+// whichever 2xx each was told.
+func sameTold(op string, a, b Response) bool {
+	return toldRan(a, op) && toldRan(b, op) && answerID(a) == answerID(b)
+}
+
 // sentOp is the op req's body names in its metadata, "" if none: the
 // operation whose run an answer to req can tell of.
 func sentOp(req Request) string { return answerOp(Response{Body: []byte(req.Body)}) }

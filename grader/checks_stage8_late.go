@@ -53,11 +53,16 @@ func checkLateOriginal(t *T) error {
 		// which executed first, or the late original, refused a
 		// completion, read its key's row and answered the retry's. The
 		// lab's execution events say which attempt paid.
-		retryPaid := sameOp(first, retry) && tookOver && t.overtaken(inv.op)
-		conclusive, harm, want := lateRefusalVerdict(first, retry, last, tookOver, retryPaid)
+		retryPaid := sameTold(inv.op, first, retry) && tookOver && t.overtaken(inv.op)
+		conclusive, harm, want := lateRefusalVerdict(inv.op, first, retry, last, tookOver, retryPaid)
+		if conclusive && toldRan(retry, inv.op) && !retry.Is(http.StatusCreated, "") {
+			// Told it ran in another 2xx: a contract difference; the
+			// verdict compared the last retry with what the retry was told.
+			t.Differ(sent, got, lateRetryPays)
+		}
 		if want != "" {
-			if d := replayValueMismatch(retry, last, "the retry's"); d != "" {
-				got += "\nthe last retry: " + last.String() + ", Location " + fmt.Sprintf("%q", last.Header.Get("Location")) + "\ncompared with the retry's 201: " + d
+			if d := replayValueMismatch(asTold(retry, last), last, "the retry's"); d != "" {
+				got += "\nthe last retry: " + last.String() + ", Location " + fmt.Sprintf("%q", last.Header.Get("Location")) + "\ncompared with the retry's " + retry.Short() + ": " + d
 			}
 			return true, t.Harmful(harm, sent, got, want)
 		}
@@ -65,32 +70,39 @@ func checkLateOriginal(t *T) error {
 	})
 }
 
+// lateRetryPays is what S8.late-original expects of the retry that took
+// the key over.
+const lateRetryPays = "201 Created to the retry: the original's lease had expired, so the retry takes the key over and pays the invoice"
+
 // lateRefusalVerdict judges S8.late-original's round from its answers:
 // the original's (first), the retry's that took its key over (retry) and
 // the one more retry's, sent after both had answered (last); tookOver
 // says the original was still waiting when the retry was answered, and
 // retryPaid that the lab's execution events name the retry's attempt, not
 // the original's, as the one that paid (the check asks them only when
-// the original and the retry were answered one 201). It reports whether the round
+// the original and the retry were told one transfer ran). It reports whether the round
 // observed a late original, and, if it failed, what the failure did and
 // what was expected. The books are reconciled before: one transfer for
-// the payment, however many answers named one.
-func lateRefusalVerdict(first, retry, last Response, tookOver, retryPaid bool) (conclusive bool, harm judging.Harm, want string) {
-	if sameOp(first, retry) && !(tookOver && retryPaid) {
-		// The original executed, and the retry replayed its 201 (or the
-		// events cannot tell who paid): no late original in this round.
+// the payment, however many answers named one. An answer is read for
+// what it told its client (toldRan, op being the payment's): a retry told
+// it ran in another 2xx than 201 is a contract difference the caller
+// records, and the last retry is compared with what the retry was told.
+func lateRefusalVerdict(op string, first, retry, last Response, tookOver, retryPaid bool) (conclusive bool, harm judging.Harm, want string) {
+	if sameTold(op, first, retry) && !(tookOver && retryPaid) {
+		// The original executed, and the retry replayed its answer (or
+		// the events cannot tell who paid): no late original in this round.
 		return false, "", ""
 	}
-	if !retry.Is(http.StatusCreated, "") {
-		return true, "", "201 Created to the retry: the original's lease had expired, so the retry takes the key over and pays the invoice"
+	if !toldRan(retry, op) {
+		return true, "", lateRetryPays
 	}
-	if d := replayValueMismatch(retry, last, "the retry's"); d != "" {
+	if d := replayValueMismatch(asTold(retry, last), last, "the retry's"); d != "" {
 		return true, replayHarm(retry, last), "the retry's stored 201 again (the same JSON value) to every later retry: the payment executed once, by the retry's transfer. " +
 			"The original, late, found the reference held by that transfer; its refusal is a completion like any other, and with its lease taken over it stores nothing"
 	}
 	// The late original, answered with the retry's 201 (read from its
 	// key's row once its completion failed), is told the truth.
-	if !sameOp(first, retry) && !first.Is(http.StatusConflict, pInProgress) && !first.ServerFailed() {
+	if !sameTold(op, first, retry) && !first.Is(http.StatusConflict, pInProgress) && !first.ServerFailed() {
 		return true, judging.WrongAnswer, "409 " + pInProgress + " to the original, whose lease a retry took over (or the retry's own 201): " +
 			"its payment executed, by the retry's transfer, so no answer may tell its client it was refused"
 	}

@@ -10,9 +10,10 @@ import (
 )
 
 // S8.late-original judges a round only when the retry took the key over
-// and paid while the original waited (when both were answered one 201,
-// the execution events say the retry's attempt paid), and then the
-// stored answer first:
+// and paid while the original waited (when both were told one transfer
+// ran, the execution events say the retry's attempt paid), and then the
+// stored answer first, compared with what the retry was told (a 200 OK
+// that names its transfer is told it ran, its status judged apart):
 // a late original's refusal written over the retry's 201 is a wrong
 // answer to every later retry, whatever the original itself was told.
 func TestLateRefusalVerdict(t *testing.T) {
@@ -26,6 +27,18 @@ func TestLateRefusalVerdict(t *testing.T) {
 	}
 	inProgress, duplicate := refused(pInProgress, ""), refused(pDuplicateReference, "/transfers/t-2")
 	unavailable := Response{Status: http.StatusServiceUnavailable}
+	// An execution answered 200 OK, naming its transfer and op: told it
+	// ran, in another status than the contract's.
+	ok := func(id string) Response {
+		r := created(id)
+		r.Status, r.Body = http.StatusOK, []byte(`{"id":"`+id+`","metadata":{"op":"op-1"}}`)
+		return r
+	}
+	replayed := func(id string) Response {
+		r := ok(id)
+		r.Status = http.StatusCreated
+		return r
+	}
 	tests := []struct {
 		name               string
 		first, retry, last Response
@@ -46,9 +59,12 @@ func TestLateRefusalVerdict(t *testing.T) {
 		{"unfenced: the refusal stored over the retry's 201", duplicate, created("t-2"), duplicate, true, true, true, judging.WrongAnswer, true},
 		{"fenced, and the original told it was refused", duplicate, created("t-2"), created("t-2"), true, true, true, judging.WrongAnswer, true},
 		{"the retry that took over does not pay", inProgress, inProgress, inProgress, true, false, true, "", true},
+		{"the retry told 200 that it paid, replayed 201 to the last retry", inProgress, ok("t-2"), replayed("t-2"), true, false, true, "", false},
+		{"the retry told 200 that it paid, the last retry told it was refused", inProgress, ok("t-2"), duplicate, true, false, true, judging.WrongAnswer, true},
+		{"the original told 200 that it paid, the retry replays it", ok("t-1"), replayed("t-1"), replayed("t-1"), false, false, false, "", false},
 	}
 	for _, tc := range tests {
-		conclusive, harm, want := lateRefusalVerdict(tc.first, tc.retry, tc.last, tc.tookOver, tc.retryPaid)
+		conclusive, harm, want := lateRefusalVerdict("op-1", tc.first, tc.retry, tc.last, tc.tookOver, tc.retryPaid)
 		if conclusive != tc.conclusive || harm != tc.harm || (want != "") != tc.wantsFail {
 			t.Errorf("%s: conclusive %v, harm %q, want %q; expected conclusive %v, harm %q, a failure %v",
 				tc.name, conclusive, harm, want, tc.conclusive, tc.harm, tc.wantsFail)
