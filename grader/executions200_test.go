@@ -1,18 +1,27 @@
 package grader_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
 	"idemlab/grader"
 	"idemlab/grader/judging"
+	"idemlab/grader/timeline"
+	"idemlab/kit/stage"
 	"idemlab/solutions"
 	"idemlab/solutions/stage3"
+	"idemlab/solutions/stage4"
+	"idemlab/solutions/stage6"
+	"idemlab/solutions/stage8"
 )
 
 // executionsAnswered200 answers a transfer or deposit that executes 200
@@ -29,23 +38,43 @@ func everySuccessAnswered200(next http.Handler) http.Handler { return answered20
 // /deposits 201 Created, with next's headers and body: an execution, and
 // a replay too when replays is set.
 func answered200(next http.Handler, replays bool) http.Handler {
+	return payments(next, func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		status := rec.Code
+		if executed(rec) || (replays && rec.Code == http.StatusCreated) {
+			status = http.StatusOK
+		}
+		relay(w, rec, status, rec.Body.Bytes())
+	})
+}
+
+// payments hands a POST of a transfer or a deposit to pay, and every
+// other request to next as it is.
+func payments(next http.Handler, pay http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || (r.URL.Path != "/transfers" && r.URL.Path != "/deposits") {
 			next.ServeHTTP(w, r)
 			return
 		}
-		rec := httptest.NewRecorder()
-		next.ServeHTTP(rec, r)
-		status := rec.Code
-		if status == http.StatusCreated && (replays || rec.Header().Get("Idempotent-Replayed") != "true") {
-			status = http.StatusOK
-		}
-		for k, v := range rec.Header() {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(status)
-		w.Write(rec.Body.Bytes())
+		pay(w, r)
 	})
+}
+
+// executed reports whether rec is the answer of an execution: a 201 that
+// is no replay.
+func executed(rec *httptest.ResponseRecorder) bool {
+	return rec.Code == http.StatusCreated && rec.Header().Get("Idempotent-Replayed") != "true"
+}
+
+// relay answers w with rec's headers, status and body.
+func relay(w http.ResponseWriter, rec *httptest.ResponseRecorder, status int, body []byte) {
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.Header().Del("Content-Length")
+	w.WriteHeader(status)
+	w.Write(body)
 }
 
 // A server that answers each execution 200 OK, and is right about the
@@ -62,22 +91,134 @@ func TestExecutionAnswered200_LaterRoundsRun(t *testing.T) {
 		{"S3.release-after-failure", "(round 3 of 3)"},
 	} {
 		t.Run(tc.id, func(t *testing.T) {
-			c, ok := grader.Lookup(tc.id)
-			if !ok {
-				t.Fatalf("no check %s", tc.id)
-			}
-			r := grader.RunCheck(context.Background(), subject, c, 1, serveWrapped(t, stage3.New, executionsAnswered200))
-			var f *judging.Failure
-			if !errors.As(r.Err, &f) {
-				t.Fatalf("%v, want a contract difference", r.Err)
-			}
+			f, report, _ := differenceBehind(t, tc.id, subject, 1, executionsAnswered200)
 			if f.Harm != "" {
 				t.Errorf("harm %q, want none: the money is right", f.Harm)
 			}
-			if report := grader.Format(r, ""); !strings.Contains(report, tc.later) {
+			if !strings.Contains(report, tc.later) {
 				t.Errorf("the report carries no evidence of a later round (%q):\n%s", tc.later, report)
 			}
 		})
+	}
+}
+
+// A server answering each execution 200 OK, its replays the stored 201,
+// and right about the money: each check records every 200 and every
+// replay that differs from it, and goes on. The report must hold at
+// least n differences whose text holds evidence, each from a round the
+// check reached only past the first 200; before, each of them stopped at
+// its first execution ("201 Created: the first request with a fresh key
+// executes"), or, for S1.retry-after-failure, at the first payment whose
+// retry was answered 200 while its original failed.
+func TestExecutionAnswered200_EveryRoundRuns(t *testing.T) {
+	for _, tc := range []struct {
+		id       string
+		stage    int
+		new      stage.Factory
+		evidence string
+		n        int
+	}{
+		// Stage 4 on, a retry gets the stored answer: each original's
+		// retry after the edits, and each respelled retry.
+		{"S2.edited-resubmission", 4, stage4.New, "a replay is that answer again", 4},
+		{"S2.equivalent-bodies", 4, stage4.New, "a replay is that answer again", 8},
+		// Every one of the nine bodies is sent, and the key table read.
+		{"S2.fingerprint-is-rfc8785", 3, stage3.New, "the first request with a fresh key executes", 9},
+		// The payments whose retry is sent while the original fails.
+		{"S1.retry-after-failure", 3, stage3.New, "the original failed and moved nothing, so the retry executes", 2},
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			subject := grader.Subject{Stage: tc.stage, Name: fmt.Sprintf("solutions/stage%d", tc.stage), New: tc.new}
+			f, report, _ := differenceBehind(t, tc.id, subject, 1, executionsAnswered200)
+			n := 0
+			for d := f; d != nil; d = d.Contract {
+				if d.Harm != "" {
+					t.Errorf("harm %q, want none: the money is right\n%s", d.Harm, report)
+				}
+				if strings.Contains(d.Sent+d.Got+d.Expected, tc.evidence) {
+					n++
+				}
+			}
+			if n < tc.n {
+				t.Errorf("%d differences say %q, want %d or more: the check did not reach its later rounds\n%s", n, tc.evidence, tc.n, report)
+			}
+		})
+	}
+}
+
+// recoversByItself runs a transfer or deposit that fails with a 5xx once
+// more, as a server that retries its own transaction once the fault is
+// spent, and answers that second run.
+func recoversByItself(next http.Handler) http.Handler {
+	return payments(next, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		rec := httptest.NewRecorder()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(rec, r)
+		if rec.Code >= 500 {
+			rec = httptest.NewRecorder()
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			next.ServeHTTP(rec, r)
+		}
+		relay(w, rec, rec.Code, rec.Body.Bytes())
+	})
+}
+
+// A failed attempt answered 200 OK, by a server that ran it again by
+// itself and moved the money once, is the server that recovered by
+// itself that a 201 is: the release could not be observed, the 200 is a
+// contract difference, and no harm. Before, S3.release-after-failure
+// failed it at its first round: "a 5xx: the business write failed".
+func TestExecutionAnswered200_AFailedAttemptRecoveredByItself(t *testing.T) {
+	subject := grader.Subject{Stage: 3, Name: "solutions/stage3", New: stage3.New}
+	wrap := func(h http.Handler) http.Handler { return executionsAnswered200(recoversByItself(h)) }
+	f, report, _ := differenceBehind(t, "S3.release-after-failure", subject, 1, wrap)
+	if f.Harm != "" {
+		t.Fatalf("harm %q, want none: the money moved once\n%s", f.Harm, report)
+	}
+	if !strings.Contains(report, "recovered from the failure by itself") {
+		t.Errorf("the report does not say the server recovered by itself:\n%s", report)
+	}
+}
+
+// executionsNamingNoID answers a transfer or deposit that executes 201
+// Created, its Location kept, with a body without its id.
+func executionsNamingNoID(next http.Handler) http.Handler {
+	return payments(next, func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		var v map[string]any
+		if executed(rec) && json.Unmarshal(body, &v) == nil {
+			delete(v, "id")
+			body, _ = json.Marshal(v)
+		}
+		relay(w, rec, rec.Code, body)
+	})
+}
+
+// An invoice paid with a 201 whose body names no transfer, its money
+// moved once: a contract difference, and S8.similar-references goes on
+// to every similar number and to the invoices paid again, whose
+// refusals name the transfer the first answer's Location named. Before,
+// the first invoice's payment (payInvoice) failed the check.
+func TestExecutionNamingNoID_SimilarReferencesRun(t *testing.T) {
+	subject := grader.Subject{Stage: 8, Name: "solutions/stage8", New: stage8.New}
+	f, report, _ := differenceBehind(t, "S8.similar-references", subject, 1, executionsNamingNoID)
+	n := 0
+	for d := f; d != nil; d = d.Contract {
+		if d.Harm != "" {
+			t.Errorf("harm %q, want none: the money is right\n%s", d.Harm, report)
+		}
+		if strings.Contains(d.Sent, "another invoice, its number") && strings.Contains(d.Expected, "its id in the body") {
+			n++
+		}
+		if strings.HasPrefix(d.Expected, "409 ") {
+			t.Errorf("an invoice paid again judged against no transfer or another:\n%s", report)
+		}
+	}
+	if n < 10 {
+		t.Errorf("%d similar numbers recorded paid without an id in the body, want 10 or more\n%s", n, report)
 	}
 }
 
@@ -106,12 +247,7 @@ func TestExecutionAnswered200_ReplaysComparedWithTheFirstAnswer(t *testing.T) {
 		{"S6.late-original-fenced", 6, 1, ""},
 	} {
 		t.Run(tc.id, func(t *testing.T) {
-			c, ok := grader.Lookup(tc.id)
-			if !ok {
-				t.Fatalf("no check %s", tc.id)
-			}
-			newStage := solutions.ByStage[tc.stage]
-			subject := grader.Subject{Stage: tc.stage, Name: fmt.Sprintf("solutions/stage%d", tc.stage), New: newStage}
+			subject := grader.Subject{Stage: tc.stage, Name: fmt.Sprintf("solutions/stage%d", tc.stage), New: solutions.ByStage[tc.stage]}
 			for _, w := range []struct {
 				name    string
 				wrap    func(http.Handler) http.Handler
@@ -121,12 +257,7 @@ func TestExecutionAnswered200_ReplaysComparedWithTheFirstAnswer(t *testing.T) {
 				{"replays 201", executionsAnswered200, []string{tc.later, replayDiffers}, ""},
 				{"replays 200", everySuccessAnswered200, nil, replayDiffers},
 			} {
-				r := grader.RunCheck(context.Background(), subject, c, tc.seed, serveWrapped(t, newStage, w.wrap))
-				report := grader.Format(r, "")
-				var f *judging.Failure
-				if !errors.As(r.Err, &f) {
-					t.Fatalf("%s: %v, want a contract difference", w.name, r.Err)
-				}
+				f, report, _ := differenceBehind(t, tc.id, subject, tc.seed, w.wrap)
 				if f.Harm != "" {
 					t.Errorf("%s: harm %q, want none: the money is right\n%s", w.name, f.Harm, report)
 				}
@@ -141,4 +272,78 @@ func TestExecutionAnswered200_ReplaysComparedWithTheFirstAnswer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The stage 8 checks that paid an invoice and stopped at the 200 (the
+// é-precomposed invoice of S8.equal-looking-reference, the retry of
+// S8.reference-write-fails) record it and go on: the invoice paid again,
+// under a new key, is sent and refused 409 duplicate-reference, which
+// the history of the check's requests shows. Before, neither sent it.
+func TestExecutionAnswered200_Stage8PaysTheInvoiceAgain(t *testing.T) {
+	subject := grader.Subject{Stage: 8, Name: "solutions/stage8", New: stage8.New}
+	for _, id := range []string{"S8.equal-looking-reference", "S8.reference-write-fails"} {
+		t.Run(id, func(t *testing.T) {
+			f, report, r := differenceBehind(t, id, subject, 1, executionsAnswered200)
+			if f.Harm != "" {
+				t.Errorf("harm %q, want none: the money is right", f.Harm)
+			}
+			if r.History == nil || !slices.ContainsFunc(r.History.Attempts, func(a timeline.Attempt) bool {
+				return a.Status == http.StatusConflict && strings.Contains(a.Problem, "duplicate-reference")
+			}) {
+				t.Errorf("no payment of the invoice again was refused duplicate-reference: the check stopped before it\n%s", report)
+			}
+		})
+	}
+}
+
+// replaysAnsweredOtherwise is executionsAnswered200 whose replays tell
+// another balance than the execution did (replaysRewritten): a wrong
+// answer to every client that retries.
+func replaysAnsweredOtherwise(next http.Handler) http.Handler {
+	return executionsAnswered200(replaysRewritten(func(v map[string]any) {
+		if b, ok := v["balance_after"].(float64); ok {
+			v["balance_after"] = b + 1
+		}
+	})(next))
+}
+
+// A retry that took a late original's key over and was told its payment
+// ran in 200 OK is still the answer every later retry must be given:
+// S8.late-original and S6.late-original-fenced (its round whose retry
+// answered before the original woke) compare the last retry with what
+// the retry was told, and a replay telling another balance is the wrong
+// answer it is. Before, both stopped judging at the retry's 200 (a
+// contract difference only).
+func TestExecutionAnswered200_TheLastRetryIsComparedWithWhatTheRetryWasTold(t *testing.T) {
+	for _, subject := range []grader.Subject{
+		{Stage: 8, Name: "solutions/stage8", New: stage8.New},
+		{Stage: 6, Name: "solutions/stage6", New: stage6.New},
+	} {
+		id := map[int]string{8: "S8.late-original", 6: "S6.late-original-fenced"}[subject.Stage]
+		t.Run(id, func(t *testing.T) {
+			f, report, _ := differenceBehind(t, id, subject, 1, replaysAnsweredOtherwise)
+			if f.Harm != judging.WrongAnswer {
+				t.Fatalf("harm %q, want a wrong answer: the last retry told another balance than the retry\n%s", f.Harm, report)
+			}
+		})
+	}
+}
+
+// differenceBehind runs check id, with seed, against subject's stage
+// served behind wrap, and returns its failure, which must be one (a
+// contract difference, or a money finding the caller judges), its report
+// and its result.
+func differenceBehind(t *testing.T, id string, subject grader.Subject, seed uint64, wrap func(http.Handler) http.Handler) (*judging.Failure, string, grader.Result) {
+	t.Helper()
+	c, ok := grader.Lookup(id)
+	if !ok {
+		t.Fatalf("no check %s", id)
+	}
+	r := grader.RunCheck(context.Background(), subject, c, seed, serveWrapped(t, subject.New, wrap))
+	report := grader.Format(r, "")
+	var f *judging.Failure
+	if !errors.As(r.Err, &f) {
+		t.Fatalf("%v, want a contract difference\n%s", r.Err, report)
+	}
+	return f, report, r
 }
