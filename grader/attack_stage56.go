@@ -99,13 +99,14 @@ func toldOps(op string, rs ...Response) int {
 	return len(ids)
 }
 
-// createdOrDiffers judges r, an answer to a request for op that the
-// contract wants 201 Created for: told its payment ran in another 2xx
-// (toldRan), a contract difference, recorded (Differ), and nil, so that
-// the check goes on to its money probes; told nothing of the kind, the
-// failure, returned.
-func (t *T) createdOrDiffers(r Response, op, sent, got, expected string) error {
-	if !toldRan(r, op) {
+// createdOrDiffers judges r, the answer to req, a request the contract
+// wants 201 Created for (the first with its key, or one whose key has
+// expired): told it ran in another 2xx (toldSentRan), a contract
+// difference, recorded (Differ), and nil, so that the check goes on to
+// the retries, edits and money probes it exists for; told nothing of the
+// kind, the failure, returned.
+func (t *T) createdOrDiffers(r Response, req Request, sent, got, expected string) error {
+	if !toldSentRan(r, req) {
 		return t.Fail(sent, got, expected)
 	}
 	if !r.Is(201, "") {

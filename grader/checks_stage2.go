@@ -172,7 +172,7 @@ func checkEditedResubmission(t *T, s Scenario) error {
 		if err := t.Reconcile(o.req.String(), r.Short(), books); err != nil {
 			return err
 		}
-		if err := t.executed(o.req.String(), r, o.req); err != nil {
+		if err := t.createdOrDiffers(r, o.req, o.req.String(), r.String(), createdFresh); err != nil {
 			return err
 		}
 	}
@@ -251,20 +251,9 @@ func checkEditedResubmission(t *T, s Scenario) error {
 	return t.editedWhileRunning(s)
 }
 
-// executed judges r, the answer to req, the first request with a fresh
-// key, once the books have: told it ran (toldSentRan) in another 2xx
-// than 201 is a contract difference, recorded, and the check goes on to
-// the retries and edits it exists for; told nothing of the kind fails.
-func (t *T) executed(sent string, r Response, req Request) error {
-	const expected = "201 Created: the first request with a fresh key executes"
-	if !toldSentRan(r, req) {
-		return t.Fail(sent, r.String(), expected)
-	}
-	if !r.Is(http.StatusCreated, "") {
-		t.Differ(sent, r.String(), expected)
-	}
-	return nil
-}
+// createdFresh is what the first request with a fresh key is expected to
+// be answered (createdOrDiffers).
+const createdFresh = "201 Created: the first request with a fresh key executes"
 
 // editedWhileRunning sends a transfer with its amount edited under the key
 // of an original that still waits on the core, its key in progress: the
@@ -310,13 +299,10 @@ func (t *T) editedWhileRunning(s Scenario) error {
 		if !conclusive {
 			continue
 		}
-		if !toldRan(orig, op) {
-			return t.Fail(sent, got, "the original answers 201 Created once its core call returns")
-		}
-		if !orig.Is(http.StatusCreated, "") {
-			// Told it ran in another 2xx: a contract difference; the
-			// edit beside it is still judged.
-			t.Differ(sent, got, "the original answers 201 Created once its core call returns")
+		// Told it ran in another 2xx: a contract difference; the edit
+		// beside it is still judged.
+		if err := t.createdOrDiffers(orig, req, sent, got, "the original answers 201 Created once its core call returns"); err != nil {
+			return err
 		}
 		expected := "422 " + pKeyReused + ": the key names the original, still running, and the edit is another request, whatever the key's state; nothing executes"
 		switch {
@@ -411,7 +397,7 @@ func checkEquivalentBodies(t *T, s Scenario) error {
 	if err := t.Reconcile(orig.String()+"  ("+forms[0].what+")", r.Short(), books); err != nil {
 		return err
 	}
-	if err := t.executed(orig.String()+"  ("+forms[0].what+")", r, orig); err != nil {
+	if err := t.createdOrDiffers(r, orig, orig.String()+"  ("+forms[0].what+")", r.String(), createdFresh); err != nil {
 		return err
 	}
 	story := orig.String() + "  (" + forms[0].what + ")  →  " + r.Short()
@@ -516,7 +502,7 @@ func checkFingerprintIsRFC8785(t *T, s Scenario) error {
 		if err := t.Reconcile(sent, r.Short(), books); err != nil {
 			return err
 		}
-		if err := t.executed(sent, r, s.req); err != nil {
+		if err := t.createdOrDiffers(r, s.req, sent, r.String(), createdFresh); err != nil {
 			return err
 		}
 		answers[i] = r

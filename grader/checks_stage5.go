@@ -142,7 +142,7 @@ func (t *T) forgetKeepsTheOther(s Scenario, key string, mine, theirs keyHolder, 
 	if err := t.Reconcile(sent, "", books); err != nil {
 		return err
 	}
-	if err := t.createdOrDiffers(first, sentOp(mine.req), sent, first.String(), "201 Created"); err != nil {
+	if err := t.createdOrDiffers(first, mine.req, sent, first.String(), "201 Created"); err != nil {
 		return err
 	}
 	if err := t.Advance(age); err != nil {
@@ -159,7 +159,7 @@ func (t *T) forgetKeepsTheOther(s Scenario, key string, mine, theirs keyHolder, 
 	if answerID(other) == answerID(first) {
 		return t.Fail(sent, other.String(), "201 Created, its own operation: "+rule)
 	}
-	if err := t.createdOrDiffers(other, sentOp(theirs.req), sent, other.String(), "201 Created, its own operation: "+rule); err != nil {
+	if err := t.createdOrDiffers(other, theirs.req, sent, other.String(), "201 Created, its own operation: "+rule); err != nil {
 		return err
 	}
 	if err := t.Configure(labclient.Config{Retention: cut}); err != nil {
@@ -517,7 +517,7 @@ func checkEndpointsScoped(t *T, s Scenario) error {
 		return err
 	}
 	for i, r := range firsts {
-		if err := t.createdOrDiffers(r, sentOp(reqs[i]), sent, reqs[i].Path+" got "+r.String(), "201 Created: the same key on another endpoint is another operation"); err != nil {
+		if err := t.createdOrDiffers(r, reqs[i], sent, reqs[i].Path+" got "+r.String(), "201 Created: the same key on another endpoint is another operation"); err != nil {
 			return err
 		}
 	}
@@ -642,7 +642,7 @@ func checkRetentionBoundary(t *T, s Scenario) error {
 		if err := t.Reconcile(story, "", books); err != nil {
 			return err
 		}
-		if err := t.createdOrDiffers(orig, op, story, orig.String(), "201 Created"); err != nil {
+		if err := t.createdOrDiffers(orig, req, story, orig.String(), "201 Created"); err != nil {
 			return err
 		}
 
@@ -693,7 +693,7 @@ func checkRetentionBoundary(t *T, s Scenario) error {
 		if answerID(after) == answerID(orig) {
 			return t.Fail(story, after.String(), forgotten)
 		}
-		if err := t.createdOrDiffers(after, op, story, after.String(), forgotten); err != nil {
+		if err := t.createdOrDiffers(after, req, story, after.String(), forgotten); err != nil {
 			return err
 		}
 		again := t.Do(req)
@@ -722,7 +722,7 @@ func checkRetentionBoundary(t *T, s Scenario) error {
 		if err := t.Reconcile(story, "", books); err != nil {
 			return err
 		}
-		if err := t.createdOrDiffers(sideAnswer, sideOp, story, sideAnswer.String(), "201 Created: the first request with a fresh key executes"); err != nil {
+		if err := t.createdOrDiffers(sideAnswer, side, story, sideAnswer.String(), createdFresh); err != nil {
 			return err
 		}
 		// A refusal completes with them too, and expires with them
@@ -769,7 +769,7 @@ func (t *T) refusalAfterExpiry(s Scenario, refused Request, story *string) error
 	if err := t.Reconcile(*story, "", s.Books); err != nil {
 		return err
 	}
-	return t.createdOrDiffers(r, op, *story, r.String(), "201 Created, a new transfer: after its retention period a refused request's key is forgotten like any other, and the same key is a new request (its 422 was its request's answer for the retention, not for ever)")
+	return t.createdOrDiffers(r, req, *story, r.String(), "201 Created, a new transfer: after its retention period a refused request's key is forgotten like any other, and the same key is a new request (its 422 was its request's answer for the retention, not for ever)")
 }
 
 // editedAfterExpiry sends, under the key of side (a transfer of
@@ -799,7 +799,7 @@ func (t *T) editedAfterExpiry(side Request, from, to string, sideAmount int64, l
 	if answerID(r) == answerID(last) {
 		return t.Fail(*story, r.String(), forgotten)
 	}
-	if err := t.createdOrDiffers(r, op, *story, r.String(), forgotten); err != nil {
+	if err := t.createdOrDiffers(r, req, *story, r.String(), forgotten); err != nil {
 		return err
 	}
 	// The key names the new request now, body and all: its retry is
@@ -952,7 +952,7 @@ func checkTwoServersForget(t *T) error {
 	if err := rt.Reconcile(story, "", books); err != nil {
 		return err
 	}
-	if err := rt.createdOrDiffers(orig, op, story, orig.String(), "201 Created"); err != nil {
+	if err := rt.createdOrDiffers(orig, req, story, orig.String(), "201 Created"); err != nil {
 		return err
 	}
 	story += "\nevery other retry below goes through the second process"
