@@ -123,7 +123,10 @@ func (t *T) createdOrDiffers(r Response, req Request, sent, got, expected string
 // replayed as 201) is a replay difference of the contract, recorded
 // (Differ), and nil, so that the check goes on; another value, or no
 // answer, is the failure, returned (replayHarm says whether it harmed).
-// whose names first in the difference ("the original").
+// whose names first in the difference ("the original"). It is for a
+// replay compared for its own faithfulness, as ownAnswerMismatch compares
+// a 201's; where a mismatch is the money finding itself, asTold; where
+// the question is only whether a retry is a replay at all, replayed.
 func (t *T) replayOfAnother2xx(sent string, first, r Response, whose, expected string) error {
 	d := ownAnswerMismatch(first, r, whose)
 	if d == "" {
@@ -144,7 +147,8 @@ func firstGiven(first Response) string {
 
 // sameTold reports whether a and b both tell their clients that op ran
 // (toldRan) and name one operation: the second replays the first, in
-// whichever 2xx each was told.
+// whichever 2xx each was told. sameOp is the same question for checks
+// that count 201s alone (stages 1 and 6's claims).
 func sameTold(op string, a, b Response) bool {
 	return toldRan(a, op) && toldRan(b, op) && answerID(a) == answerID(b)
 }
@@ -176,6 +180,9 @@ func sameOp(a, b Response) bool {
 // answered 200, or the reverse) is recorded as a contract difference,
 // with sent and expected, and still counts as the replay it is: the
 // client is told its own operation ran, and the books judge the money.
+// Unlike replayOfAnother2xx it compares no body: stage 2's checks ask
+// whether the key still names the first request (a 409 duplicate or a
+// replay of it), and a replay's value is stage 4's question.
 func (t *T) replayed(sent string, first, r Response, expected string) bool {
 	if !success(first) || !success(r) || answerID(first) == "" || answerID(r) != answerID(first) {
 		return false

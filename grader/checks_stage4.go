@@ -59,8 +59,14 @@ func ownAnswerMismatch(orig, replay Response, whose string) string {
 // another 2xx than 201 (an execution answered 200), with the status of
 // replay when that is a 2xx too: a replay of it is compared with what its
 // client was told (the operation, its JSON value and headers), not with
-// a 201 it never had, whose absence is a contract difference recorded
-// apart. Any other answer is returned as it is.
+// a 201 it never had, whose absence is a contract difference the caller
+// records apart. Any other answer is returned as it is. It is for a
+// comparison whose mismatch is the money finding itself, a late
+// original's refusal completed over the retry's answer (S6's
+// lateOriginalAfterRetry, S8's lateRefusalVerdict, which records nothing
+// itself): a status between 2xx is no part of that question, and nothing
+// is recorded for it. A check that compares a replay for its own
+// faithfulness uses replayOfAnother2xx, which records it.
 func asTold(told, replay Response) Response {
 	if success(told) && told.Status != http.StatusCreated && success(replay) {
 		told.Status = replay.Status

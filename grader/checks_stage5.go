@@ -909,7 +909,7 @@ func (t *T) lateRetriesAtOnce(req Request, last Response, answered time.Time, re
 		t.Differ(*story, fresh[0].String(), runsAgain)
 	}
 	for _, r := range rs {
-		if ok, _ := inProgressAnswer(r); ok || sameOp(r, fresh[0]) || (toldRan(r, op) && answerID(r) == answerID(fresh[0])) {
+		if ok, _ := inProgressAnswer(r); ok || sameTold(op, r, fresh[0]) {
 			continue
 		}
 		// Recorded, and the check goes on to its other probes: the money
@@ -1236,8 +1236,9 @@ func checkPurgeKeepsInProgress(t *T) error {
 			err := t.Reconcile(sent, "", books)
 			const fromCompletion = ": a key's retention period counts from its completion (completed_at), not from its claim"
 			if d := ownAnswerMismatch(orig, r, "the original"); err == nil && d != "" {
-				err = t.Fail(sent, r.String()+"\n"+d, "the stored 201"+fromCompletion)
-				if !orig.Is(http.StatusCreated, "") {
+				if orig.Is(http.StatusCreated, "") {
+					err = t.Fail(sent, r.String()+"\n"+d, "the stored 201"+fromCompletion)
+				} else {
 					// Compared with what the original was told.
 					err = t.replayOfAnother2xx(sent, orig, r, "the original", "the "+firstGiven(orig)+fromCompletion)
 				}

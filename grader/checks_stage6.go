@@ -976,7 +976,7 @@ func (t *T) lateOriginalAfterRetry(s Scenario, latency time.Duration, draw func(
 	}
 	if d := ownAnswerMismatch(asTold(retry, last), last, "the retry's"); d != "" {
 		return true, because(t.Harmful(judging.WrongAnswer, sent, last.String()+"\n"+d,
-			"the retry's stored 201 to the last retry: the retry executed and completed the key, and the late original, whatever its own business write found (a transfer of most of the balance finds it spent by the retry, and is refused), completes nothing"),
+			fmt.Sprintf("the retry's stored %d to the last retry: the retry executed and completed the key, and the late original, whatever its own business write found (a transfer of most of the balance finds it spent by the retry, and is refused), completes nothing", retry.Status)),
 			fenced+"; a refusal moves no money, but its completion is fenced all the same: completed over the retry's, it tells every later retry that a payment which ran was refused")
 	}
 	return waited, nil

@@ -97,7 +97,7 @@ func lateRefusalVerdict(op string, first, retry, last Response, tookOver, retryP
 		return true, "", lateRetryPays
 	}
 	if d := replayValueMismatch(asTold(retry, last), last, "the retry's"); d != "" {
-		return true, replayHarm(retry, last), "the retry's stored 201 again (the same JSON value) to every later retry: the payment executed once, by the retry's transfer. " +
+		return true, replayHarm(retry, last), fmt.Sprintf("the retry's stored %d again (the same JSON value) to every later retry: the payment executed once, by the retry's transfer. ", retry.Status) +
 			"The original, late, found the reference held by that transfer; its refusal is a completion like any other, and with its lease taken over it stores nothing"
 	}
 	// The late original, answered with the retry's 201 (read from its
