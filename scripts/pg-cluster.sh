@@ -10,10 +10,15 @@
 # Where PostgreSQL is not installed, apt installs it (Debian's packages).
 # It is made for tests: fsync is off, since a crash of the machine loses
 # only a cluster that was to be deleted anyway.
+#
+# IDEMLAB_PG_PORTS (ports separated by spaces, e.g. "5433 5434") are the
+# ports it tries, in turn, in place of eight random ones: a port taken is
+# named and the next one tried.
 set -euo pipefail
 
 if [ $# -eq 0 ]; then
 	echo "usage: $0 COMMAND [ARG...]" >&2
+	echo "  (IDEMLAB_PG_PORTS=\"5433 5434\" picks the ports it tries, in turn)" >&2
 	exit 2
 fi
 
@@ -91,9 +96,13 @@ for port in $ports; do
 	break
 done
 if [ -z "$started" ]; then
+	if [ -z "${log:-}" ]; then
+		echo "pg-cluster: the server did not start: every port tried was taken: $(echo $ports)${IDEMLAB_PG_PORTS:+ (IDEMLAB_PG_PORTS)}" >&2
+		exit 2
+	fi
 	echo "pg-cluster: the server did not start:" >&2
 	cat "$dir/pg_ctl.out" >&2 || true
-	cat "${log:-/dev/null}" >&2 || true
+	cat "$log" >&2 || true
 	exit 2
 fi
 

@@ -81,3 +81,39 @@ func freePort(t *testing.T) int {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// TestPGCluster_EveryPortTakenIsSaidPlainly: when every port the script
+// tries answers already, it names them and stops, without a cat error
+// about a pg_ctl output no start wrote. The port listens, so the
+// script's own look finds it taken and no cluster is made.
+func TestPGCluster_EveryPortTakenIsSaidPlainly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes a PostgreSQL cluster's folder")
+	}
+	if _, err := exec.LookPath("pg_ctl"); err != nil {
+		if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl"); len(m) == 0 {
+			t.Skip("PostgreSQL is not installed")
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := ln.Addr().(*net.TCPAddr).Port
+	script, err := filepath.Abs("../../scripts/pg-cluster.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(script, "true")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("IDEMLAB_PG_PORTS=%d", taken))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil {
+		t.Fatalf("started with its only port taken:\n%s", stderr.String())
+	}
+	out := stderr.String()
+	if !strings.Contains(out, fmt.Sprintf("every port tried was taken: %d (IDEMLAB_PG_PORTS)", taken)) || strings.Contains(out, "No such file") {
+		t.Errorf("want the taken ports named, and nothing else:\n%s", out)
+	}
+}
