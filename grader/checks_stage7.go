@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -396,7 +397,10 @@ func (t *T) manyClerks(processes int) error {
 	if err != nil {
 		return err
 	}
-	got := "first answers: " + Summarize(answers) + fmt.Sprintf("; %d successful PUTs; then GET  →  %s", len(wins), final.String())
+	// The first answers apart: five to PUTs, one to the reader's GET.
+	puts := append(slices.Clone(answers[:reader]), answers[reader+1:]...)
+	got := fmt.Sprintf("first PUTs: %s; clerk %d's GET: %s; %d successful PUTs; then GET  →  %s",
+		Summarize(puts), reader+1, answers[reader].Short(), len(wins), final.String())
 	// Every success must have replaced the version it was based on: one
 	// success per version, chained from the start to the final ETag.
 	// Through several processes, the successes of a version are named
