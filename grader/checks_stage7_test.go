@@ -184,3 +184,52 @@ func TestStage7_AChangeAlreadyThereIsAnswered200(t *testing.T) {
 		})
 	}
 }
+
+// TestStage7_ManyClerksCountsTheGETApart: S7.many-clerks' got line
+// counts the five PUTs' first answers apart from the sixth clerk's GET;
+// "6× 200" read as six PUTs told 200. The server behind the harness
+// saves every PUT over whatever version is current (it sends the current
+// ETag in place of the clerk's If-Match), so every PUT is told 200.
+func TestStage7_ManyClerksCountsTheGETApart(t *testing.T) {
+	subject := grader.Subject{Stage: 7, Name: "solutions/stage7", New: stage7.New}
+	c, ok := grader.Lookup("S7.many-clerks")
+	if !ok {
+		t.Fatal("no check S7.many-clerks")
+	}
+	overwrite := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPut {
+				next.ServeHTTP(w, r)
+				return
+			}
+			body, _ := io.ReadAll(r.Body)
+			var answer *httptest.ResponseRecorder
+			for range 20 {
+				get := httptest.NewRecorder()
+				read := r.Clone(r.Context())
+				read.Method, read.Body, read.ContentLength = http.MethodGet, http.NoBody, 0
+				read.Header.Del("If-Match")
+				next.ServeHTTP(get, read)
+				put := r.Clone(r.Context())
+				put.Body, put.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+				put.Header.Set("If-Match", get.Header().Get("ETag"))
+				answer = httptest.NewRecorder()
+				next.ServeHTTP(answer, put)
+				if answer.Code != http.StatusPreconditionFailed {
+					break
+				}
+			}
+			maps.Copy(w.Header(), answer.Header())
+			w.WriteHeader(answer.Code)
+			w.Write(answer.Body.Bytes())
+		})
+	}
+	r := grader.RunCheck(context.Background(), subject, c, 1, serveWrapped(t, stage7.New, overwrite))
+	var f *judging.Failure
+	if !errors.As(r.Err, &f) {
+		t.Fatalf("the check did not fail: %v", r.Err)
+	}
+	if want := "first PUTs: 5× 200; clerk 6's GET: 200; 6 successful PUTs"; !strings.HasPrefix(f.Got, want) {
+		t.Errorf("got %q, want it to start %q", f.Got, want)
+	}
+}
