@@ -22,14 +22,7 @@ import (
 // started on the next port. The port is held bound, not listening, so
 // that the script's own look finds it free and the server's bind fails.
 func TestPGCluster_ATakenPortIsSaidPlainly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a PostgreSQL cluster")
-	}
-	if _, err := exec.LookPath("pg_ctl"); err != nil {
-		if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl"); len(m) == 0 {
-			t.Skip("PostgreSQL is not installed")
-		}
-	}
+	needPostgreSQL(t)
 	taken := boundNotListening(t)
 	free := freePort(t)
 	script, err := filepath.Abs("../../scripts/pg-cluster.sh")
@@ -87,14 +80,7 @@ func freePort(t *testing.T) int {
 // about a pg_ctl output no start wrote. The port listens, so the
 // script's own look finds it taken and no cluster is made.
 func TestPGCluster_EveryPortTakenIsSaidPlainly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("makes a PostgreSQL cluster's folder")
-	}
-	if _, err := exec.LookPath("pg_ctl"); err != nil {
-		if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl"); len(m) == 0 {
-			t.Skip("PostgreSQL is not installed")
-		}
-	}
+	needPostgreSQL(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -115,5 +101,19 @@ func TestPGCluster_EveryPortTakenIsSaidPlainly(t *testing.T) {
 	out := stderr.String()
 	if !strings.Contains(out, fmt.Sprintf("every port tried was taken: %d (IDEMLAB_PG_PORTS)", taken)) || strings.Contains(out, "No such file") {
 		t.Errorf("want the taken ports named, and nothing else:\n%s", out)
+	}
+}
+
+// needPostgreSQL skips a test that runs scripts/pg-cluster.sh where
+// PostgreSQL is not installed (the script would install it) or in -short.
+func needPostgreSQL(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs scripts/pg-cluster.sh")
+	}
+	if _, err := exec.LookPath("pg_ctl"); err != nil {
+		if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl"); len(m) == 0 {
+			t.Skip("PostgreSQL is not installed")
+		}
 	}
 }
