@@ -279,11 +279,20 @@ func TestExecutionAnswered200_ReplaysComparedWithTheFirstAnswer(t *testing.T) {
 // S8.reference-write-fails) record it and go on: the invoice paid again,
 // under a new key, is sent and refused 409 duplicate-reference, which
 // the history of the check's requests shows. Before, neither sent it.
+// Behind executionsNamingNoID (a 201 whose body names no transfer),
+// S8.reference-write-fails goes on the same way; before, it failed there.
 func TestExecutionAnswered200_Stage8PaysTheInvoiceAgain(t *testing.T) {
 	subject := grader.Subject{Stage: 8, Name: "solutions/stage8", New: stage8.New}
-	for _, id := range []string{"S8.equal-looking-reference", "S8.reference-write-fails"} {
-		t.Run(id, func(t *testing.T) {
-			f, report, r := differenceBehind(t, id, subject, 1, executionsAnswered200)
+	for _, tc := range []struct {
+		id   string
+		wrap func(http.Handler) http.Handler
+	}{
+		{"S8.equal-looking-reference", executionsAnswered200},
+		{"S8.reference-write-fails", executionsAnswered200},
+		{"S8.reference-write-fails", executionsNamingNoID},
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			f, report, r := differenceBehind(t, tc.id, subject, 1, tc.wrap)
 			if f.Harm != "" {
 				t.Errorf("harm %q, want none: the money is right", f.Harm)
 			}
