@@ -119,11 +119,11 @@ func (t *T) createdOrDiffers(r Response, req Request, sent, got, expected string
 // client its payment ran in another 2xx than 201 (a contract difference
 // the check recorded where it met it): against what the server first
 // said, not a 201. The same status, Content-Type and JSON value is a
-// faithful replay, nil; the same value in another success status (a 200
-// replayed as 201) is a replay difference of the contract, recorded
-// (Differ), and nil, so that the check goes on; another value, or no
-// answer, is the failure, returned (replayHarm says whether it harmed).
-// whose names first in the difference ("the original"). It is for a
+// faithful replay, nil; any other difference is judged by replayHarm: one
+// without harm (a 200 replayed as 201, the same value) is recorded as a
+// difference of the contract (note), and nil, so that the check goes on;
+// a harm, or no answer, is the failure, returned. whose names first in
+// the difference ("the original"). It is for a
 // replay compared for its own faithfulness, as ownAnswerMismatch compares
 // a 201's; where a mismatch is the money finding itself, asTold; where
 // the question is only whether a retry is a replay at all, replayed.
