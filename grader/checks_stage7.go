@@ -391,8 +391,8 @@ func (t *T) manyClerks(processes int) error {
 		}
 		story += fmt.Sprintf("\n(the server runs as %d processes on one database; the clerks save, and save again after a 412, each through one: %s)", processes, strings.Join(desks, ", "))
 	}
-	story += fmt.Sprintf("\n(core latency %v, every settings write held up %v before it runs and %v more before it commits, and a read of the settings after a save's write, or after a read of them in the same request, %v) %d clerks each raise daily_limit by %d from that copy and sign the nickname (\"raised by clerk N\"), released together with clerk %d, who first reads the settings (GET) as they save, then raises what it read; a clerk told 412 reads again and raises what it reads",
-		latency, fault.SettingsWriteDelay, fault.SettingsCommitDelay, fault.SettingsRereadDelay, clerks-1, step, clerks)
+	story += fmt.Sprintf("\n(core latency %v, every settings write held up %v before it runs and %v more before it commits, and a read of the settings after a save's write %v, or after a read of them in the same request %v) %d clerks each raise daily_limit by %d from that copy and sign the nickname (\"raised by clerk N\"), released together with clerk %d, who first reads the settings (GET) as they save, then raises what it read; a clerk told 412 reads again and raises what it reads",
+		latency, fault.SettingsWriteDelay, fault.SettingsCommitDelay, fault.SettingsRereadDelay, fault.SettingsSecondReadDelay, clerks-1, step, clerks)
 	final, err := t.readSettings(story, a, acc)
 	if err != nil {
 		return err

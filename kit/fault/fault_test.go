@@ -167,6 +167,27 @@ func TestSlowSettingsRereads_HoldsAReadAfterAWriteNoRequestCarries(t *testing.T)
 	}
 }
 
+// TestSlowSettingsRereads_HoldsASecondReadLonger: a request's second read
+// of the settings is held longer than a read after a write
+// (SettingsSecondReadDelay): a clerk released with the GET waits on the
+// core, writes and commits its save, each held up, in about 300 ms, and
+// the save must land between the GET's two reads on a busy machine too.
+// Still held when a context as long as twice the read-after-write hold
+// ends, the read gives up with it.
+func TestSlowSettingsRereads_HoldsASecondReadLonger(t *testing.T) {
+	var s fault.Store
+	s.SlowSettingsRereads(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*fault.SettingsRereadDelay)
+	defer cancel()
+	reader := fault.WithRequest(ctx)
+	if err := s.BeforeStatement(reader, `SELECT nickname, daily_limit FROM account_settings WHERE account_id = ?`); err != nil {
+		t.Fatalf("the request's first read: %v; want it run at once", err)
+	}
+	if err := s.BeforeStatement(reader, `SELECT version FROM account_settings WHERE account_id = ?`); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("the request's second read, with a context of %v: %v; want it still held when the context ends", 2*fault.SettingsRereadDelay, err)
+	}
+}
+
 // TestSlowSettingsRereads_HoldsARequestsSecondRead: an armed count of
 // reads of account_settings wait before they run when their request has
 // read the settings before, without writing them: a GET that reads the

@@ -96,6 +96,15 @@ const SettingsCommitDelay = 100 * time.Millisecond
 // wait on the core and save over it, with its write held up as well.
 const SettingsRereadDelay = 500 * time.Millisecond
 
+// SettingsSecondReadDelay is how long the slow-settings-reread fault holds
+// up a request's second read of the settings, one made with no write of
+// them before it (a GET that reads the settings and their version apart):
+// longer than a clerk released with that request takes to wait on the
+// core, write and commit its save, each held up as well (about 300 ms),
+// with room for a machine busy enough to stretch that twice over, so that
+// the save lands between the two reads.
+const SettingsSecondReadDelay = 1500 * time.Millisecond
+
 // BeginDelay is how long the slow-begin fault holds up a transaction
 // before it begins: clerks that leave the core within it of each other
 // have all looked before the first of them starts the transaction that
@@ -319,18 +328,19 @@ func (s *Store) BeforeSettingsCommit() {
 }
 
 // SlowSettingsRereads makes the next n statements that read the
-// account_settings table wait SettingsRereadDelay before they run when
-// they are sent in a request that has already sent a write of it (see
-// writesSettings; whatever rows it matched) or a read of it, in a request begun while the
-// fault was armed (the server notes a request's statements only then: see
-// WithRequest), or in a context that carries no request and is not the
-// lab's. A write sent in such a context counts as one of every request
-// begun before it (see holdReread). A stage that answers a save with what
-// a read after its write finds then answers another clerk's save, which
-// landed in between; one that answers what its write made has no such
-// read to hold up. A GET that reads the settings and their version in two
-// statements answers a clerk the settings from before a save that landed
-// between them, under that save's ETag.
+// account_settings table wait before they run when they are sent in a
+// request that has already sent a write of it (see writesSettings;
+// whatever rows it matched: SettingsRereadDelay) or a read of it
+// (SettingsSecondReadDelay), in a request begun while the fault was armed
+// (the server notes a request's statements only then: see WithRequest),
+// or in a context that carries no request and is not the lab's
+// (SettingsRereadDelay). A write sent in such a context counts as one of
+// every request begun before it (see holdReread). A stage that answers a
+// save with what a read after its write finds then answers another
+// clerk's save, which landed in between; one that answers what its write
+// made has no such read to hold up. A GET that reads the settings and
+// their version in two statements answers a clerk the settings from
+// before a save that landed between them, under that save's ETag.
 func (s *Store) SlowSettingsRereads(n int64) { s.slowSettingsRereads.Arm(n) }
 
 // SlowSettingsRereadsLeft reports how many reads of the settings after a
@@ -793,6 +803,7 @@ func (s *Store) BeforeStatement(ctx context.Context, query string) error {
 // that follow are held up as after the request's own write.
 func (s *Store) holdReread(ctx context.Context, query string) error {
 	req, ok := ctx.Value(requestKey{}).(*request)
+	delay := SettingsRereadDelay
 	switch {
 	case ok && writesSettings(query):
 		req.wroteSettings.Store(true)
@@ -810,12 +821,14 @@ func (s *Store) holdReread(ctx context.Context, query string) error {
 		return nil
 	case ok && !req.wroteSettings.Load() && readsSettings(query) && req.readSettings.Swap(true):
 		// The request's second read of the settings, one that reads them
-		// and their version apart: held, as a read after a write is.
+		// and their version apart: held, as a read after a write is, and
+		// longer.
+		delay = SettingsSecondReadDelay
 	case ok && !req.wroteSettings.Load() && s.looseSettingsWrite.Load() < req.begun:
 		return nil
 	}
 	if readsSettings(query) && s.slowSettingsRereads.Fire() {
-		if err := Hold(ctx, SettingsRereadDelay); err != nil {
+		if err := Hold(ctx, delay); err != nil {
 			return fmt.Errorf("slow settings reread: %w", err)
 		}
 	}
