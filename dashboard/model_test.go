@@ -1115,6 +1115,41 @@ func TestPane_BeforeAttachSaysOneKeyInTheSingular(t *testing.T) {
 	}
 }
 
+// TestPane_TheBalancesSayWhatTheirNumbersAre: on a tall window the money
+// check lists the accounts, a balance and how far it moved since the
+// opening (acc_7hq2kd4m 9,520,000 -480,000), and read as bare numbers,
+// neither in which unit nor what the second one was. A header names them
+// and the won, above every account, and on a window with no room for
+// the accounts there is no header.
+func TestPane_TheBalancesSayWhatTheirNumbersAre(t *testing.T) {
+	out := ansi.Strip(busyModel(t, 200, 50).Render())
+	lines := strings.Split(out, "\n")
+	for _, acc := range []string{"acc_7hq2kd4m", "acc_p3x8wz2n"} {
+		if !strings.Contains(out, acc) {
+			t.Fatalf("200x50: account %s is not listed:\n%s", acc, out)
+		}
+	}
+	for side := range 2 {
+		var above string
+		for _, line := range lines {
+			panes := strings.Split(strings.Trim(line, "│"), "││")
+			if len(panes) != 2 {
+				continue
+			}
+			if strings.HasPrefix(panes[side], "acc_7hq2kd4m") {
+				break
+			}
+			above = panes[side]
+		}
+		if !strings.HasPrefix(above, "ACCOUNT") || !strings.Contains(above, "BALANCE ₩") || !strings.Contains(above, "SINCE OPENING ₩") {
+			t.Errorf("200x50, side %d: the line above the first account does not name the columns and their unit: %q", side, above)
+		}
+	}
+	if small := ansi.Strip(busyModel(t, 80, 24).Render()); strings.Contains(small, "ACCOUNT") {
+		t.Errorf("80x24: a header for accounts there is no room for:\n%s", small)
+	}
+}
+
 // TestAge_ARowNewerThanTheClockIsInMilliseconds: the key table's clock
 // moves once a second, and a row made since read "0s" above rows of
 // "81ms" and "176ms".

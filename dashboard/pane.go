@@ -35,7 +35,7 @@ type layout struct {
 	bigCounters bool
 	stats       int
 	spark       bool
-	money       int // 0, or its rows plus the account rows
+	money       int // 0, or its rows plus the accounts (a header, then a row each)
 	feed        int
 	keys        int // 0, or a header plus rows
 }
@@ -77,9 +77,12 @@ func plan(inner, width, accounts int, keys bool, stats, money int) layout {
 		left--
 	}
 	if l.money > 0 && left > 12 {
-		extra := min(accounts, (left-8)/2)
-		l.money += extra
-		left -= extra
+		// The accounts' header, then as many as there is room for;
+		// a header alone would name nothing.
+		if extra := min(accounts+1, (left-8)/2); extra >= 2 {
+			l.money += extra
+			left -= extra
+		}
 	}
 	l.feed = left
 	return l
@@ -494,6 +497,9 @@ func (p pane) moneyLines(n int) []string {
 	if b := p.side.Before; b.Found {
 		out = append(out, p.beforeLine(b))
 	}
+	if len(m.Accounts) > 0 && len(out)+2 <= n {
+		out = append(out, p.st.Label.Render(fmt.Sprintf(accountRow, "ACCOUNT", "BALANCE ₩", "SINCE OPENING ₩")))
+	}
 	for _, a := range m.Accounts {
 		if len(out) >= n {
 			break
@@ -505,10 +511,15 @@ func (p pane) moneyLines(n int) []string {
 		} else if delta < 0 {
 			ds = p.st.Rejected.Render(bank.FormatWon(delta))
 		}
-		out = append(out, fmt.Sprintf("%-12s %12s %s", a.ID, bank.FormatWon(a.Balance), ds))
+		out = append(out, fmt.Sprintf(accountRow, a.ID, bank.FormatWon(a.Balance), ds))
 	}
 	return out
 }
+
+// accountRow is a line of the balances under the money check, and of
+// their header: the account, its balance and how far it moved since the
+// opening balance, both in won.
+const accountRow = "%-12s %12s %s"
 
 // beforeLine says what the server had done before the dashboard attached
 // to it: history, not counted above.
