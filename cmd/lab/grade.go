@@ -113,6 +113,7 @@ func gradeTarget(ctx context.Context, f gradeFlags, db string, stderr io.Writer)
 	if f.solution {
 		dir = fmt.Sprintf("solutions/stage%d", f.stage)
 	}
+	compiling(stderr, dir)
 	bin, err := testBinary(ctx, root, dir, stderr)
 	if err != nil {
 		return grader.Subject{}, nil, err

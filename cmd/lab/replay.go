@@ -166,6 +166,7 @@ func replayMine(ctx context.Context, n int, plan *dayplan.Plan, opts replay.Opti
 	if err != nil {
 		return nil, cannotRun(err)
 	}
+	compiling(stderr, fmt.Sprintf("stages/stage%d", n))
 	bin, err := stageBinary(ctx, root, n, stderr)
 	if err != nil {
 		return nil, err

@@ -283,6 +283,7 @@ func serveProcesses(ctx context.Context, root string, f serveFlags, stdout, stde
 	bin, subject := self, fmt.Sprintf("solutions/stage%d", f.stage)
 	what := "the reference solution " + subject
 	if !f.solution {
+		compiling(stderr, fmt.Sprintf("stages/stage%d", f.stage))
 		if bin, err = stageBinary(ctx, root, f.stage, stderr); err != nil {
 			return err
 		}
@@ -552,6 +553,13 @@ func studentURLs(url string) []string {
 // does not compile yet breaks only itself, and says so here.
 func stageBinary(ctx context.Context, root string, n int, stderr io.Writer) (string, error) {
 	return testBinary(ctx, root, fmt.Sprintf("stages/stage%d", n), stderr)
+}
+
+// compiling says on w that a command compiles dir before it starts: on a
+// cold cache that takes a minute, through which the command said nothing
+// and looked hung.
+func compiling(w io.Writer, dir string) {
+	fmt.Fprintf(w, "lab: compiling %s (go test -c) first; on a cold cache that takes a minute or so\n", dir)
 }
 
 // testBinary compiles the test binary of the package in dir (relative to

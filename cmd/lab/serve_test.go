@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"idemlab/grader/replay"
 	"idemlab/grader/targets"
 	"idemlab/kit/bank"
 	"idemlab/kit/core"
@@ -406,6 +407,38 @@ func TestStageBinary_StoppedBuildIsNoCompileError(t *testing.T) {
 	}
 	if out.Len() > 0 {
 		t.Errorf("printed %q, as if it were the compiler's errors", out.String())
+	}
+}
+
+// TestCompilingIsSaid: lab serve, lab grade and lab replay on the
+// student's stage compile it first, which on a cold cache took half a
+// minute to more than a minute on a two-core machine, and said nothing
+// meanwhile: the command looked hung. Each says that it compiles, and
+// what, before it does (here a build stopped at once: nothing is built).
+func TestCompilingIsSaid(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	root := filepath.Join("..", "..")
+	for name, run := range map[string]func(io.Writer) error{
+		"lab serve": func(w io.Writer) error {
+			return serveProcesses(ctx, root, serveFlags{stage: 2, db: ":memory:", admin: "adm_x", replicas: 1}, io.Discard, w)
+		},
+		"lab grade": func(w io.Writer) error {
+			_, _, err := gradeTarget(ctx, gradeFlags{serverFlags: serverFlags{stage: 2}}, ":memory:", w)
+			return err
+		},
+		"lab replay": func(w io.Writer) error {
+			_, err := replayMine(ctx, 2, nil, replay.Options{}, w)
+			return err
+		},
+	} {
+		var stderr strings.Builder
+		if err := run(&stderr); err == nil {
+			t.Errorf("%s: a stopped build started something", name)
+		}
+		if want := "lab: compiling stages/stage2 (go test -c) first"; !strings.HasPrefix(stderr.String(), want) {
+			t.Errorf("%s printed %q first; want %q", name, stderr.String(), want)
+		}
 	}
 }
 
