@@ -146,7 +146,8 @@ replay-demo: lab ## a day played into lab dash at classroom speed: make replay-d
 	  until curl -fs $$url/healthz >/dev/null 2>&1; do kill -0 $$server 2>/dev/null || { cat tmp/replay-demo.serve.log; exit 1; }; sleep 0.1; done; \
 	  bin/lab replay --log tmp/replay-demo.plan.jsonl --url $$url --admin-token $$token --rate $(or $(RATE),10) --clients 8 >tmp/replay-demo.report.txt 2>&1 & replay=$$!; \
 	  bin/lab dash --url $$url --token $$token; \
-	  echo "the replay's report so far: tmp/replay-demo.report.txt"
+	  if kill -0 $$replay 2>/dev/null; then echo "replay-demo: the dashboard closed before the day ended, which stops the replay: no report (it is written once the last operation has run)"; \
+	  else echo "the replay's report: tmp/replay-demo.report.txt"; fi
 
 # The timelines docs/timelines keeps: stage:check, each the characteristic
 # failure of that stage's untouched scaffold.

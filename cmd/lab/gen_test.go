@@ -141,6 +141,28 @@ func TestMakeReplayDemo_RefusesAPortTaken(t *testing.T) {
 	}
 }
 
+// TestMakeReplayDemo_SaysWhetherThereIsAReport: a q before the day's
+// last operation stops the replay, whose report file then holds only
+// "lab replay: context canceled", and the recipe said "the replay's
+// report so far" all the same. It asks whether the replay still runs
+// when the dashboard closes, and says there is no report if it does.
+func TestMakeReplayDemo_SaysWhetherThereIsAReport(t *testing.T) {
+	raw, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rule, ok := strings.Cut(string(raw), "\nreplay-demo:")
+	if !ok {
+		t.Fatal("the Makefile has no replay-demo target")
+	}
+	recipe, _, _ := strings.Cut(rule, "\n\n")
+	dash := strings.Index(recipe, "bin/lab dash")
+	asks := strings.Index(recipe, "kill -0 $$replay")
+	if dash < 0 || asks < dash || !strings.Contains(recipe[asks:], "no report") || strings.Contains(recipe, "report so far") {
+		t.Errorf("make replay-demo does not say, once the dashboard closes, whether the replay ended with a report:\nreplay-demo:%s", recipe)
+	}
+}
+
 // TestMakeDemo_TakesStage: make demo STAGE=7, as docs/instructor.md
 // offers it, starts the right side at that stage, on a terminal and off
 // one; a STAGE in the environment (an export left from make serve) does
