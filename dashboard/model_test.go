@@ -1326,6 +1326,30 @@ func TestPane_ACrashPinnedOnAShortFeedLeavesARowToTheRequests(t *testing.T) {
 	}
 }
 
+// TestPane_AClerksReadAndSaveReadApart: the two clerks' story sends
+// GETs and PUTs of one account's settings, and the feed showed each as
+// "200 accounts/acc_cn63fxga/settings", a read and a save alike, and a
+// refused save cut at 80 columns before it said why ("…/settings  p…").
+// Each says its method, and why a save was refused comes before the
+// account, which a 38-column pane cuts instead.
+func TestPane_AClerksReadAndSaveReadApart(t *testing.T) {
+	p := pane{st: DefaultStyles()}
+	for _, tc := range []struct {
+		r    events.Request
+		want string
+	}{
+		{events.Request{Method: "GET", Path: "/accounts/acc_cn63fxga/settings", Status: 200}, "200 GET settings acc_cn63fxga"},
+		{events.Request{Method: "PUT", Path: "/accounts/acc_cn63fxga/settings", Status: 200}, "200 PUT settings acc_cn63fxga"},
+		{events.Request{Method: "PUT", Path: "/accounts/acc_cn63fxga/settings", Status: 412, Type: "/problems/precondition-failed"},
+			"412 PUT settings precondition failed acc_cn63fxga"},
+		{events.Request{Method: "POST", Path: "/transfers", Status: 201, Op: "c0.op-1"}, "201 tr c0.op-1"},
+	} {
+		if got := ansi.Strip(p.feedLine(FeedLine{Request: tc.r})); got != tc.want {
+			t.Errorf("%s %s %d: %q, want %q", tc.r.Method, tc.r.Path, tc.r.Status, got, tc.want)
+		}
+	}
+}
+
 // pacedControls is traffic that reports operations held back.
 type pacedControls struct {
 	fakeControls

@@ -384,17 +384,25 @@ func hanging(lead, note string, width int) []string {
 func (p pane) feedLine(l FeedLine) string {
 	r := l.Request
 	kind := strings.TrimPrefix(r.Path, "/")
+	name := r.Op
+	if name == "" {
+		name = r.Key
+	}
+	account := ""
 	switch r.Path {
 	case "/transfers":
 		kind = "tr"
 	case "/deposits":
 		kind = "dp"
+	default:
+		if acc, ok := settingsOf(r.Path); ok {
+			// A clerk's read and save read alike without their method;
+			// the account goes last, so that a narrow pane cuts it
+			// rather than why a save was refused.
+			kind, account = r.Method+" settings", acc
+		}
 	}
-	name := r.Op
-	if name == "" {
-		name = r.Key
-	}
-	text := fmt.Sprintf("%d %s %s", r.Status, kind, name)
+	text := strings.TrimSuffix(fmt.Sprintf("%d %s %s", r.Status, kind, name), " ")
 	if l.Replica > 0 {
 		text = fmt.Sprintf("r%d %s", l.Replica, text)
 	}
@@ -413,6 +421,9 @@ func (p pane) feedLine(l FeedLine) string {
 		name := strings.TrimPrefix(strings.TrimPrefix(r.Type, "/problems/"), "idempotency-")
 		text += " " + strings.ReplaceAll(name, "-", " ")
 	}
+	if account != "" {
+		text += " " + account
+	}
 	line := style.Render(text)
 	if r.Replayed {
 		line += " " + p.st.Replay.Render("↺ replay")
@@ -421,6 +432,16 @@ func (p pane) feedLine(l FeedLine) string {
 		line += " " + p.st.Double.Render(" DOUBLE ")
 	}
 	return line
+}
+
+// settingsOf is the account of a path /accounts/ID/settings.
+func settingsOf(path string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, "/accounts/")
+	if !ok {
+		return "", false
+	}
+	acc, ok := strings.CutSuffix(rest, "/settings")
+	return acc, ok && acc != "" && !strings.Contains(acc, "/")
 }
 
 func (p pane) keyLines(n int) []string {
