@@ -118,13 +118,9 @@ func TestMakeGen_WritesAFile(t *testing.T) {
 	}
 }
 
-// TestMakeReplayDemo_RefusesAPortTaken: make replay-demo waits for its
-// server by asking $url/healthz. With another lab server on that port, its
-// own server could not listen, the other answered the wait, and the
-// replay and the dashboard were refused the token of a server that never
-// started ("the server refused the admin token"). The recipe asks the port
-// before it starts its server, and stops there with PORT= to try.
-func TestMakeReplayDemo_RefusesAPortTaken(t *testing.T) {
+// replayDemoRecipe is the recipe of the Makefile's replay-demo target.
+func replayDemoRecipe(t *testing.T) string {
+	t.Helper()
 	raw, err := os.ReadFile("../../Makefile")
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +130,17 @@ func TestMakeReplayDemo_RefusesAPortTaken(t *testing.T) {
 		t.Fatal("the Makefile has no replay-demo target")
 	}
 	recipe, _, _ := strings.Cut(rule, "\n\n")
+	return recipe
+}
+
+// TestMakeReplayDemo_RefusesAPortTaken: make replay-demo waits for its
+// server by asking $url/healthz. With another lab server on that port, its
+// own server could not listen, the other answered the wait, and the
+// replay and the dashboard were refused the token of a server that never
+// started ("the server refused the admin token"). The recipe asks the port
+// before it starts its server, and stops there with PORT= to try.
+func TestMakeReplayDemo_RefusesAPortTaken(t *testing.T) {
+	recipe := replayDemoRecipe(t)
 	probe := strings.Index(recipe, "already answers on")
 	serve := strings.Index(recipe, "bin/lab serve")
 	if probe < 0 || serve < 0 || probe > serve || !strings.Contains(recipe, "PORT=") {
@@ -147,15 +154,7 @@ func TestMakeReplayDemo_RefusesAPortTaken(t *testing.T) {
 // report so far" all the same. It asks whether the replay still runs
 // when the dashboard closes, and says there is no report if it does.
 func TestMakeReplayDemo_SaysWhetherThereIsAReport(t *testing.T) {
-	raw, err := os.ReadFile("../../Makefile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rule, ok := strings.Cut(string(raw), "\nreplay-demo:")
-	if !ok {
-		t.Fatal("the Makefile has no replay-demo target")
-	}
-	recipe, _, _ := strings.Cut(rule, "\n\n")
+	recipe := replayDemoRecipe(t)
 	dash := strings.Index(recipe, "bin/lab dash")
 	asks := strings.Index(recipe, "kill -0 $$replay")
 	if dash < 0 || asks < dash || !strings.Contains(recipe[asks:], "no report") || strings.Contains(recipe, "report so far") {
