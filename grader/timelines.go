@@ -33,6 +33,10 @@ func (r Result) Timeline(reproduce string, lanes int) (v timeline.View, ok bool)
 	return v, v.Story()
 }
 
+// ContractExplain is what a timeline says in place of a harm when its
+// check failed on the contract alone, every balance right.
+const ContractExplain = "every balance is right: what failed is the contract (a status, a problem type, a header)"
+
 // ServerErrors are the causes the server gave for the 5xx answers of the
 // requests r's failure is about (timeline.History.ServerErrorsOf), one
 // line each: those of the operations its timeline draws, and of the
@@ -69,7 +73,7 @@ func (r Result) finding(reproduce string) (finding timeline.Finding, f *judging.
 		finding.Also = &timeline.Also{Harm: string(l.Harm), Explain: l.Harm.Explain(), Got: l.Got}
 	}
 	if f.Harm == "" {
-		finding.Harm, finding.Explain = "contract", "every balance is right: what failed is the contract (a status, a problem type, a header)"
+		finding.Harm, finding.Explain = "contract", ContractExplain
 	}
 	if len(f.Excess)+len(f.Missing) == 0 {
 		// A check that judged the money itself names its operations in
