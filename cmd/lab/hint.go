@@ -46,17 +46,29 @@ func runHint(ctx context.Context, in *invocation) error {
 			n, studentloop.Command("check", n), studentloop.Command("watch", n))
 	case topic == "stage":
 		fmt.Fprintf(in.stdout, "stage %d at its last run: %s.\n\n", n, sp.State)
-	case *check == "" && topic == sp.Focus && sp.FocusRun != "":
-		fmt.Fprintf(in.stdout, "hint for %s, the check that failed when you last ran it with RUN=%s:\n\n", topic, sp.FocusRun)
-	case *check == "" && topic == sp.Focus:
-		fmt.Fprintf(in.stdout, "hint for %s, the check that failed when you last ran some of stage %d's checks alone:\n\n", topic, n)
 	default:
-		fmt.Fprintf(in.stdout, "hint for %s, the first failing check of stage %d at its last run:\n\n", topic, n)
+		// The header names the check whose steps follow first, and then,
+		// when they are another's, why: the failing check's failure points
+		// to that check's lesson section.
+		which := fmt.Sprintf("the first failing check of stage %d at its last run", n)
+		switch {
+		case *check != "":
+			which = "the check you named with --check"
+		case topic == sp.Focus && sp.FocusRun != "":
+			which = fmt.Sprintf("the check that failed when you last ran it with RUN=%s", sp.FocusRun)
+		case topic == sp.Focus:
+			which = fmt.Sprintf("the check that failed when you last ran some of stage %d's checks alone", n)
+		}
+		if hinted == topic {
+			fmt.Fprintf(in.stdout, "hint for %s, %s:\n\n", topic, which)
+		} else {
+			fmt.Fprintf(in.stdout, "hint for %s (%s's failure points to its lesson section; %s is %s):\n\n", hinted, topic, topic, which)
+		}
 	}
 	switch {
 	case hinted != topic:
-		fmt.Fprintf(in.stdout, "its failure points to %s, not to the check's own section: the hint follows that lesson, as %s's does (%s gives %s's own).\n\n",
-			pointed, hinted, fmt.Sprintf("%sbin/lab hint --check %s %d", labdb.FromRoot(), topic, n), topic)
+		fmt.Fprintf(in.stdout, "%s's failure points to %s, not to its own section: the steps below are %s's, the check that teaches that section (%s gives %s's own).\n\n",
+			topic, pointed, hinted, fmt.Sprintf("%sbin/lab hint --check %s %d", labdb.FromRoot(), topic, n), topic)
 	case pointed != "":
 		fmt.Fprintf(in.stdout, "its failure points to %s, not to the check's own section: read that first; the hint below is the check's.\n\n", pointed)
 	}

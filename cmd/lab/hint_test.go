@@ -217,7 +217,9 @@ func TestHint_AnEarlierStagesCheckGetsTheHintOfTheStudentsStage(t *testing.T) {
 // says so; the check's own hint would send the student to a claim that is
 // right. A section no check teaches as its own (lesson 1's on PostgreSQL)
 // keeps the check's hint and says to read the section first. Before, the
-// hint followed the check alone.
+// hint followed the check alone. The header names the check whose steps
+// it shows first, then why (it named the failing check, and showed
+// another's steps); --check gives the named check's own.
 func TestHint_FollowsTheLessonTheFailurePointsTo(t *testing.T) {
 	report := func(lesson string) string {
 		return "FAIL S1.sequential-retry  a retry after the answer …\n  money     ✗ double: …\n  lesson    " + lesson + "\n  sent      POST /transfers …"
@@ -227,10 +229,11 @@ func TestHint_FollowsTheLessonTheFailurePointsTo(t *testing.T) {
 		want, not    []string
 	}{
 		{"another check's section", "docs/lessons/05-scope-retention.md#how-long-to-remember",
-			[]string{"hint for S1.sequential-retry", "points to docs/lessons/05-scope-retention.md#how-long-to-remember", "as S5.retention-boundary's does", "Just inside the retention a retry is replayed"},
-			[]string{"A retry after the answer must find the key already taken"}},
+			[]string{"hint for S5.retention-boundary (S1.sequential-retry's failure points to its lesson section; S1.sequential-retry is the first failing check of stage 5 at its last run):",
+				"S1.sequential-retry's failure points to docs/lessons/05-scope-retention.md#how-long-to-remember", "the steps below are S5.retention-boundary's", "Just inside the retention a retry is replayed"},
+			[]string{"hint for S1.sequential-retry", "A retry after the answer must find the key already taken"}},
 		{"a section no check has", "docs/lessons/01-claim.md#on-postgresql",
-			[]string{"points to docs/lessons/01-claim.md#on-postgresql", "read that first", "A retry after the answer must find the key already taken"},
+			[]string{"hint for S1.sequential-retry, the first failing check of stage 5 at its last run:", "points to docs/lessons/01-claim.md#on-postgresql", "read that first", "A retry after the answer must find the key already taken"},
 			[]string{"Just inside the retention"}},
 		{"the check's own", "docs/lessons/01-claim.md#a-retry-is-not-a-new-request",
 			[]string{"A retry after the answer must find the key already taken"},
@@ -255,6 +258,11 @@ func TestHint_FollowsTheLessonTheFailurePointsTo(t *testing.T) {
 				if strings.Contains(out, n) {
 					t.Errorf("want no %q in\n%s", n, out)
 				}
+			}
+			// Asked by name, the check's own hint is what it names.
+			_, out, _ = runLabCommand(t, "hint", "5", "--check", "S1.sequential-retry")
+			if want := "hint for S1.sequential-retry, the check you named with --check:\n\n"; !strings.HasPrefix(out, want) || strings.Contains(out, "points to") {
+				t.Errorf("hint --check S1.sequential-retry: want %q first and no lesson followed\n%s", want, out)
 			}
 		})
 	}
