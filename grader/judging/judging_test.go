@@ -66,8 +66,8 @@ func TestKeyRows_FindTheKeyInAnyColumn(t *testing.T) {
 	if got, want := DescribeRows(KeyRows(st, "k-2")), "{key: k-2, state: completed}"; got != want {
 		t.Errorf("DescribeRows = %q, want %q", got, want)
 	}
-	if got := DescribeRows(nil); got != "no row" {
-		t.Errorf("DescribeRows(nil) = %q, want no row", got)
+	if got, want := DescribeRows(nil), "no row of the key in idempotency_keys"; got != want {
+		t.Errorf("DescribeRows(nil) = %q, want %q, as DescribeKeyRows says it", got, want)
 	}
 }
 

@@ -53,10 +53,14 @@ func KeyInProgress(st labctl.State, key string) bool {
 	return false
 }
 
-// DescribeRows renders key rows for a report.
+// noKeyRow is what a report says of a key the key table holds no row of.
+const noKeyRow = "no row of the key in idempotency_keys"
+
+// DescribeRows renders key rows for a report, "{col: value, …}" each;
+// none reads as DescribeKeyRows says it.
 func DescribeRows(rows []map[string]any) string {
 	if len(rows) == 0 {
-		return "no row"
+		return noKeyRow
 	}
 	parts := make([]string, len(rows))
 	for i, row := range rows {
@@ -83,7 +87,7 @@ func DescribeRows(rows []map[string]any) string {
 func DescribeKeyRows(rows []map[string]any) string {
 	switch len(rows) {
 	case 0:
-		return "no row of the key in idempotency_keys"
+		return noKeyRow
 	case 1:
 		return "key row " + DescribeRows(rows)
 	}
