@@ -167,7 +167,10 @@ func TestBooks_SawNamesTheOperationADifferenceIs(t *testing.T) {
 // the Makefile, each package go builds and each --profile is a file, and
 // bin/payserver, which the block builds, is what it serves. The block
 // once ended with --profile my-api.json, which no clone has, against
-// --url http://127.0.0.1:9000, where nothing it starts listens.
+// --url http://127.0.0.1:9000, where nothing it starts listens. It stops
+// what it served with kill $!, which any shell has: kill %1 needs job
+// control, and in sh -c (dash) it stopped nothing, bin/payserver left
+// running on its port.
 func TestDocs_TheFirstCommandsWorkOnAFreshClone(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/conform.md")
 	if err != nil {
@@ -181,7 +184,7 @@ func TestDocs_TheFirstCommandsWorkOnAFreshClone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := ""
+	served, stopped := "", false
 	for _, line := range strings.Split(strings.TrimSpace(string(m[1])), "\n") {
 		cmd := strings.Fields(strings.SplitN(line, "#", 2)[0])
 		switch {
@@ -197,7 +200,15 @@ func TestDocs_TheFirstCommandsWorkOnAFreshClone(t *testing.T) {
 				t.Errorf("%q: want it to build bin/payserver", line)
 			}
 		case cmd[0] == "bin/payserver":
+			if cmd[len(cmd)-1] != "&" {
+				t.Errorf("%q: want it served in the background, with &", line)
+			}
 			served = cmd[len(cmd)-2]
+		case cmd[0] == "kill":
+			if len(cmd) != 2 || cmd[1] != "$!" || served == "" {
+				t.Errorf("%q: want kill $!, after bin/payserver … &: the last command started with & in any shell, pasted or in sh -c", line)
+			}
+			stopped = true
 		case cmd[0] == "bin/lab":
 			for i, f := range cmd {
 				if f == "--profile" {
@@ -213,5 +224,8 @@ func TestDocs_TheFirstCommandsWorkOnAFreshClone(t *testing.T) {
 	}
 	if served == "" {
 		t.Error("the block serves no API to attack")
+	}
+	if !stopped {
+		t.Error("the block leaves bin/payserver running: no kill stops it")
 	}
 }
