@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -63,6 +64,19 @@ func (t *T) gaps(n int, most time.Duration) []time.Duration {
 		}
 	}
 	return out
+}
+
+// apart says gaps as Staggered sends by them, for a story: "0, 0, 1.8
+// and 2.3 ms apart", each the wait before a request after the first.
+func apart(gaps []time.Duration) string {
+	ms := make([]string, len(gaps)-1)
+	for i, g := range gaps[1:] {
+		ms[i] = strconv.FormatFloat(float64(g)/float64(time.Millisecond), 'f', -1, 64)
+	}
+	if len(ms) < 2 {
+		return strings.Join(ms, "") + " ms apart"
+	}
+	return strings.Join(ms[:len(ms)-1], ", ") + " and " + ms[len(ms)-1] + " ms apart"
 }
 
 // resourceID reads the id of the transfer or deposit a 201 answered with.

@@ -375,8 +375,12 @@ func checkStaggeredDuplicates(t *T, s Scenario) error {
 		// check is about the race, and S1.key-forms about the spellings.
 		req.Quote = t.Rand().IntN(2) == 0
 		rs := t.Staggered(gaps, func(int) Request { return req })
-		sent := fmt.Sprintf("%d× the same request, leaving %v apart (core latency %v; round %d of %d): %s",
-			n, gaps[1:], sh.latency, round+1, len(rounds), req.String())
+		core := "the core answering at once"
+		if sh.latency > 0 {
+			core = fmt.Sprintf("the core answering after %v", sh.latency)
+		}
+		sent := fmt.Sprintf("%d× the same request, one after another, %s (%s; round %d of %d): %s",
+			n, apart(gaps), core, round+1, len(rounds), req.String())
 		got := Summarize(rs)
 		if err := t.racedOnce(sent, got, rs, op, books, func() { books.Transfer(op, from, b.Accounts[0], amount) }); err != nil {
 			return err
@@ -469,6 +473,18 @@ func (t *T) unchanged(before judging.Snapshot, sent string, res Response) error 
 		return t.Fail(sent, res.Short()+", and "+d, expected)
 	}
 	return t.Harmful(judging.MovedThoughRefused, sent, res.Short()+", and "+d, expected)
+}
+
+// expecting puts answer, the one a request was due, before what the
+// failure err expected of it (unchanged's "the refusal changes nothing"),
+// so that it says what should have come back as well as what should not
+// have moved. Any other err is returned as it is.
+func expecting(answer string, err error) error {
+	var f *judging.Failure
+	if errors.As(err, &f) {
+		f.Expected = answer + "; " + f.Expected
+	}
+	return err
 }
 
 // keysElsewhere tells, after a store-unavailable fault that no statement

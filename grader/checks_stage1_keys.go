@@ -159,11 +159,14 @@ func checkKeyForms(t *T, s Scenario) error {
 		// one: it must be answered as the retry of its own operation, whose
 		// first answer was orig, whatever other keys are in the table.
 		retry := func(req Request, orig Response) error {
-			if !strings.HasPrefix(req.Key, `"`) {
+			again := "the same request, the key in the other form: "
+			if strings.HasPrefix(req.Key, `"`) {
+				again = "the same request again, quoted as before (a key that starts with \" has no bare form): "
+			} else {
 				req.Quote = !req.Quote
 			}
 			r := t.Do(req)
-			story = append(story, "the same request, the key in the other form: "+req.String()+"  →  "+r.Short())
+			story = append(story, again+req.String()+"  →  "+r.Short())
 			// Told to wait, the client comes back, as the retry policy
 			// says; what it is told in the end is what it knows.
 			r, waited := t.untilAnswered(req, r)
@@ -313,13 +316,15 @@ func checkFailClosed(t *T, s Scenario) error {
 			return err
 		}
 		sent := req.String() + "\n(armed: store-unavailable, every statement on idempotency_keys fails)"
+		// What changed is told against the answer the request was due.
+		changed := expecting("503 "+pUnavailable, t.unchanged(before, sent, r))
 		if untouched != nil {
-			return t.keysElsewhere(untouched, t.unchanged(before, sent, r), req, op)
+			return t.keysElsewhere(untouched, changed, req, op)
 		}
 		// A server that executed without a claim (and said so) differs
 		// from the contract; its retry, which follows, must still not
 		// execute a second time.
-		if err := t.note(t.unchanged(before, sent, r)); err != nil {
+		if err := t.note(changed); err != nil {
 			return err
 		}
 		failClosed := "503 " + pUnavailable + ": without a claim the request must not execute, and its client must hear that it may retry"

@@ -162,7 +162,7 @@ func (t *T) afterTheOriginal(req Request, orig Response, sent string, books *jud
 		return r.Err != nil || r.Is(http.StatusConflict, pInProgress) || refusedForGood(r)
 	}
 	r, n := t.retryWhile(req, patience, wait)
-	story := fmt.Sprintf("%s\nthen, the original answered, the same request again, while told to wait: %d retries over %v", sent, n, patience)
+	story := fmt.Sprintf("%s\nthen, the original answered, the same request again, while told to wait: %s over %v", sent, counted(n, "retry", "retries"), patience)
 	if err := t.Reconcile(story, r.Short(), books); err != nil {
 		return err
 	}
@@ -200,7 +200,7 @@ func checkStaggeredRetries(t *T) error {
 		req, op, amount := s.Payment(t)
 		gaps := t.gaps(n, 6*time.Millisecond)
 		rs := t.Staggered(gaps, func(int) Request { return req })
-		sent := fmt.Sprintf("%s\n%d times, %v apart, the core answering after %v", req.String(), n, gaps[1:], latency)
+		sent := fmt.Sprintf("%s\n%d times, %s, the core answering after %v", req.String(), n, apart(gaps), latency)
 		got := Summarize(rs)
 		books.Transfer(op, a.Accounts[0], b.Accounts[0], amount)
 		if err := t.Reconcile(sent, got, books); err != nil {
@@ -407,7 +407,7 @@ func retriesAtOnceAfterFailure(t *T, s Scenario) error {
 			// given back a moment after the failure was answered (a
 			// release that runs on its own) is free by its next retry.
 			last, n := t.retryWhile(req, releasePatience, waitAnswer)
-			got += fmt.Sprintf("\nthen the retry again, while it is told request-in-progress: %d retries over %v  →  %s", n, releasePatience, last.Short())
+			got += fmt.Sprintf("\nthen the retry again, while it is told request-in-progress: %s over %v  →  %s", counted(n, "retry", "retries"), releasePatience, last.Short())
 			answers = append(rs[:len(rs):len(rs)], last)
 		}
 		// One execution is the books' due, told by a 201 or another 2xx
@@ -544,7 +544,7 @@ func retryAfterFailed(t *T, s Scenario, req Request, op string, amount int64, fi
 	if n == 1 {
 		story += "\nthen the retry, the same request  →  " + retry.Short()
 	} else {
-		story += fmt.Sprintf("\nthen the retry, the same request, while it is told request-in-progress: %d retries over %v  →  %s", n, releasePatience, retry.Short())
+		story += fmt.Sprintf("\nthen the retry, the same request, while it is told request-in-progress: %s over %v  →  %s", counted(n, "retry", "retries"), releasePatience, retry.Short())
 	}
 	const released = "201 Created: the first attempt moved nothing, so it left no claim behind (rolled back with the money, or released) and the retry executes"
 	// A retry told that it ran (a 201, or another 2xx naming op) is
@@ -753,7 +753,7 @@ func (t *T) patientRetries(s Scenario, req Request, op string, amount int64, ori
 	last, n := retry, 0
 	if wait(retry) {
 		last, n = t.retryWhile(req, time.Second, wait)
-		got += fmt.Sprintf("\nthen %d retries, while told to wait  →  %s", n, last.Short())
+		got += fmt.Sprintf("\nthen %s, while told to wait  →  %s", counted(n, "retry", "retries"), last.Short())
 	}
 	if toldAnyRan(op, orig, retry, last) || last.Is(http.StatusConflict, pDuplicate) {
 		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
@@ -777,7 +777,7 @@ func refusalNotStuck(t *T, s Scenario) error {
 	books := s.Books
 	wait := func(r Response) bool { return r.Err != nil || waitAnswer(r) }
 	retry, n := t.retryWhile(req, releasePatience, wait)
-	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told to wait: %d retries over %v", sent, first.Short(), n, releasePatience)
+	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told to wait: %s over %v", sent, first.Short(), counted(n, "retry", "retries"), releasePatience)
 	if err := t.Reconcile(story, retry.Short(), books); err != nil {
 		return err
 	}

@@ -275,8 +275,8 @@ func checkClientGivesUp(t *T, s Scenario) error {
 			return r.Err != nil || r.Is(http.StatusConflict, "") && !r.Is(http.StatusConflict, pDuplicate)
 		}
 		retry, n := t.retryWhile(req, givesUpPatience, wait)
-		sent := fmt.Sprintf("%s\n(%s: it got %s)\nthen the same request again, while it is told to wait: %d retries",
-			req.String(), r.says, first.Short(), n)
+		sent := fmt.Sprintf("%s\n(%s: it got %s)\nthen the same request again, while it is told to wait: %s",
+			req.String(), r.says, first.Short(), counted(n, "retry", "retries"))
 		if wait(retry) && retry.Err == nil && !first.Is(http.StatusCreated, "") {
 			st, err := t.State()
 			if err != nil {
@@ -356,7 +356,7 @@ func checkCompletedWithTheMoney(t *T, s Scenario) error {
 		return err
 	}
 	retry, n := t.retryUntilAnswered(req, time.Second)
-	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told request-in-progress: %d retries", sent, first.Short(), n)
+	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told request-in-progress: %s", sent, first.Short(), counted(n, "retry", "retries"))
 	// Once the retry has answered, a server that keeps its keys where the
 	// lab can see them shows one. One that shows none cannot be caught
 	// failing here: the check goes on to the crash, and says so at the end.
@@ -443,7 +443,7 @@ func commitAnswerLost(t *T, s Scenario) error {
 		return err
 	}
 	retry, n := t.retryUntilAnswered(req, time.Second)
-	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told request-in-progress: %d retries", sent, first.Short(), n)
+	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told request-in-progress: %s", sent, first.Short(), counted(n, "retry", "retries"))
 	if err := t.Reconcile(story, retry.Short(), books); err != nil {
 		return err
 	}

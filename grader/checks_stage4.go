@@ -444,7 +444,7 @@ func checkBalanceAfterUnchanged(t *T, s Scenario) error {
 		r := t.Do(f.req)
 		var replay receipt
 		if err := json.Unmarshal(r.Body, &replay); err != nil || !r.Is(http.StatusCreated, "") {
-			return t.Fail(sent, r.String(), "the stored 201")
+			return t.Fail(sent, r.String(), fmt.Sprintf("the stored 201 of the first %s, balance_after %d and created_at %s as first answered", f.kind, f.answer.BalanceAfter, f.answer.CreatedAt))
 		}
 		if replay != f.answer {
 			return t.Harmful(judging.WrongAnswer, sent,
@@ -619,7 +619,7 @@ func checkAnswerStoredWithTheMoney(t *T, s Scenario) error {
 			return err
 		}
 		retry, n := t.retryUntilAnswered(r.req, time.Second)
-		story := fmt.Sprintf("%s\nthen the same request again, while it is told request-in-progress or gets no answer: %d retries", sent, n)
+		story := fmt.Sprintf("%s\nthen the same request again, while it is told request-in-progress or gets no answer: %s", sent, counted(n, "retry", "retries"))
 		if err := t.Reconcile(story, retry.Short(), books); err != nil {
 			return err
 		}
