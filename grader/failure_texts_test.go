@@ -82,3 +82,13 @@ func TestFailureText_BalanceAfterUnchangedSaysTheStoredAnswer(t *testing.T) {
 		t.Errorf("expected %q, want it to match %s", f.Expected, want)
 	}
 }
+
+// A retry told done while the original runs: the expected line says the
+// answer due, and leaves what came back to the got line. It ended ": got
+// 409 /problems/duplicate-request", the got line again.
+func TestFailureText_RetryDuringOriginalExpectsWithoutGot(t *testing.T) {
+	f := failureOf(t, "S3.retry-during-original", solution(2))
+	if want := "409 /problems/request-in-progress, with Retry-After, to every retry while the original runs"; f.Expected != want {
+		t.Errorf("expected %q, want %q\ngot %s", f.Expected, want, f.Got)
+	}
+}
