@@ -370,8 +370,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S7.daily-limit", Stage: 7, Lesson: lesson7 + "#the-money-behind-it",
-		Claim: "clerk A lowers the daily limit; clerk B, from the copy read before, renames the account and gets 412; a transfer over A's limit is refused with 422 daily-limit-exceeded and moves nothing, one within it executes, and the next day the limit starts again; once A sets the limit to 0, a transfer within the old limit is refused too; and while a raise of that 0 waits on the core's confirmation, the settings stay as they were",
-		Why:   "a lost update of a limit is a money bug: a stale save that is written puts the old limit back, as does a save of 0 read as a member left out, and then transfers the owner capped can go through; a raise written before the core confirms it is in force even if its confirmation never comes",
+		Claim: "clerk A lowers the daily limit; clerk B, from the copy read before, renames the account and gets 412; a transfer over A's limit is refused with 422 daily-limit-exceeded and moves nothing, one within it executes, and the next day the limit starts again; once A sets the limit to 0, a transfer within the old limit is refused too; and while a raise of that 0 waits on the core's confirmation, the settings stay as they were; so they do after a raise whose clerk hung up during that wait, until the core could have confirmed it",
+		Why:   "a lost update of a limit is a money bug: a stale save that is written puts the old limit back, as does a save of 0 read as a member left out, and then transfers the owner capped can go through; a raise written before the core confirms it, or written when its clerk hung up before the confirmation came, is in force though the core never confirmed it",
 		Run:   checkDailyLimit,
 	},
 	{

@@ -414,7 +414,9 @@ const unconfirmedLatency = 2 * time.Second
 // no confirmation can have come, must show the settings as they were:
 // a raise in force before the core confirmed it lets money out even if
 // the confirmation never comes (the clerk hangs up, the call fails). Once
-// confirmed, the raise is answered 200 with what it saved.
+// confirmed, the raise is answered 200 with what it saved. Then clerk A
+// raises it again and hangs up a quarter of the wait after sending (see
+// raiseAbandoned).
 func (t *T) raiseBeforeConfirmed(story string, a bank.Customer, acc string, limit int64) error {
 	cur, err := t.readSettings(story, a, acc)
 	if err != nil {
@@ -429,21 +431,7 @@ func (t *T) raiseBeforeConfirmed(story string, a bank.Customer, acc string, limi
 	sent := time.Now()
 	p := t.Launch(req)
 	get := Request{Method: "GET", Path: settingsPath(acc), Token: a.Token}
-	var early Response
-	// Reads go on until half the wait is over: the server's write may
-	// reach the database late on a loaded machine, and a read answered
-	// before then is judged whenever it was sent.
-	_, err = t.WaitFor(unconfirmedLatency/2, func() (bool, error) {
-		if p.Done() {
-			return true, nil
-		}
-		r := t.Do(get)
-		if time.Since(sent) < unconfirmedLatency/2 && r.Is(http.StatusOK, "") && r.Header.Get("ETag") != cur.ETag {
-			early = r
-			return true, nil
-		}
-		return false, nil
-	})
+	early, err := t.readBeforeConfirmed(get, cur.ETag, sent, p.Done)
 	r := p.Wait()
 	if cerr := t.Configure(labclient.Whole(stage.DefaultConfig())); err == nil {
 		err = cerr
@@ -456,8 +444,76 @@ func (t *T) raiseBeforeConfirmed(story string, a bank.Customer, acc string, limi
 		return t.Fail(story+"\nwhile it waits on the core, GET "+settingsPath(acc), early.String()+", ETag "+early.Header.Get("ETag"),
 			"the settings as they were, "+cur.String()+", until the core has confirmed the raise: a limit in force before its confirmation lets transfers through under a raise the core may never confirm")
 	}
-	_, err = t.saved(story+"  →", req, r, raised)
-	return err
+	if _, err = t.saved(story+"  →", req, r, raised); err != nil {
+		return err
+	}
+	return t.raiseAbandoned(story+"  →  200", a, acc, limit)
+}
+
+// raiseAbandoned, the last step of S7.daily-limit, catches a save whose
+// clerk hangs up while the core confirms it and that writes all the same,
+// the core's error dropped (a save carried through once begun, its write
+// under a context that outlives the request): clerk A raises the limit
+// again, the core taking unconfirmedLatency, and hangs up a quarter of
+// that after its request has gone. No confirmation can have come before
+// half the wait was over, and a read answered by then must show the
+// settings as they were. A server that lets the core finish and writes
+// once it confirms may write later: that raise was confirmed.
+func (t *T) raiseAbandoned(story string, a bank.Customer, acc string, limit int64) error {
+	cur, err := t.readSettings(story, a, acc)
+	if err != nil {
+		return err
+	}
+	raised := cur.Settings
+	raised.DailyLimit = limit + t.Amount(1_000, 100_000)
+	req := putSettings(a, acc, raised, cur.ETag)
+	if err := t.Configure(labclient.Config{CoreLatency: unconfirmedLatency}); err != nil {
+		return err
+	}
+	sent := time.Now()
+	gone := t.Abandon(req, AfterSent, unconfirmedLatency/4)
+	get := Request{Method: "GET", Path: settingsPath(acc), Token: a.Token}
+	// The reads go on after the client has hung up: the save is judged by
+	// what the server does without it.
+	early, err := t.readBeforeConfirmed(get, cur.ETag, sent, func() bool { return false })
+	r := gone.Wait()
+	if cerr := t.Configure(labclient.Whole(stage.DefaultConfig())); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	story += fmt.Sprintf("\nclerk A raises the limit to %d, the core taking %v to confirm it, and hangs up %v after sending: ",
+		raised.DailyLimit, unconfirmedLatency, unconfirmedLatency/4) + describe(req) + "  →  " + r.Short()
+	if early.Status != 0 {
+		return t.Fail(story+"\nwhile the core would still be confirming it, GET "+settingsPath(acc), early.String()+", ETag "+early.Header.Get("ETag"),
+			"the settings as they were, "+cur.String()+": the clerk hung up before the core confirmed the raise, and a limit written without its confirmation lets transfers through under a raise the core never confirmed")
+	}
+	return nil
+}
+
+// readBeforeConfirmed reads the settings with get until half of
+// unconfirmedLatency has passed since sent, or done says the save has
+// been answered, and returns the first read answered in that time whose
+// ETag is not was: the settings changed before the core can have
+// confirmed the save. Reads go on until half the wait is over: the
+// server's write may reach the database late on a loaded machine, and a
+// read answered before then is judged whenever it was sent. It returns
+// a Response of no status if none changed.
+func (t *T) readBeforeConfirmed(get Request, was string, sent time.Time, done func() bool) (Response, error) {
+	var early Response
+	_, err := t.WaitFor(unconfirmedLatency/2, func() (bool, error) {
+		if done() {
+			return true, nil
+		}
+		r := t.Do(get)
+		if time.Since(sent) < unconfirmedLatency/2 && r.Is(http.StatusOK, "") && r.Header.Get("ETag") != was {
+			early = r
+			return true, nil
+		}
+		return false, nil
+	})
+	return early, err
 }
 
 // toNoon moves the lab clock on to the next noon (UTC): a story that
