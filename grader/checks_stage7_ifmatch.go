@@ -431,7 +431,7 @@ func (t *T) raiseBeforeConfirmed(story string, a bank.Customer, acc string, limi
 	sent := time.Now()
 	p := t.Launch(req)
 	get := Request{Method: "GET", Path: settingsPath(acc), Token: a.Token}
-	early, err := t.readBeforeConfirmed(get, cur.ETag, sent, p.Done)
+	early, err := t.readBeforeConfirmed(get, cur.ETag, sent, unconfirmedLatency/2, p.Done)
 	r := p.Wait()
 	if cerr := t.Configure(labclient.Whole(stage.DefaultConfig())); err == nil {
 		err = cerr
@@ -456,9 +456,11 @@ func (t *T) raiseBeforeConfirmed(story string, a bank.Customer, acc string, limi
 // under a context that outlives the request): clerk A raises the limit
 // again, the core taking unconfirmedLatency, and hangs up a quarter of
 // that after its request has gone. No confirmation can have come before
-// half the wait was over, and a read answered by then must show the
-// settings as they were. A server that lets the core finish and writes
-// once it confirms may write later: that raise was confirmed.
+// the wait was over, and a read answered before three quarters of it
+// must show the settings as they were: the wrong server writes as the
+// hang-up cancels its call, and has half the wait to reach the database
+// on a loaded machine. A server that lets the core finish and writes once
+// it confirms writes after the whole wait: that raise was confirmed.
 func (t *T) raiseAbandoned(story string, a bank.Customer, acc string, limit int64) error {
 	cur, err := t.readSettings(story, a, acc)
 	if err != nil {
@@ -475,7 +477,7 @@ func (t *T) raiseAbandoned(story string, a bank.Customer, acc string, limit int6
 	get := Request{Method: "GET", Path: settingsPath(acc), Token: a.Token}
 	// The reads go on after the client has hung up: the save is judged by
 	// what the server does without it.
-	early, err := t.readBeforeConfirmed(get, cur.ETag, sent, func() bool { return false })
+	early, err := t.readBeforeConfirmed(get, cur.ETag, sent, 3*unconfirmedLatency/4, func() bool { return false })
 	r := gone.Wait()
 	if cerr := t.Configure(labclient.Whole(stage.DefaultConfig())); err == nil {
 		err = cerr
@@ -492,22 +494,22 @@ func (t *T) raiseAbandoned(story string, a bank.Customer, acc string, limit int6
 	return nil
 }
 
-// readBeforeConfirmed reads the settings with get until half of
-// unconfirmedLatency has passed since sent, or done says the save has
-// been answered, and returns the first read answered in that time whose
-// ETag is not was: the settings changed before the core can have
-// confirmed the save. Reads go on until half the wait is over: the
+// readBeforeConfirmed reads the settings with get until window has
+// passed since sent (less than unconfirmedLatency), or done says the
+// save has been answered, and returns the first read answered in that
+// time whose ETag is not was: the settings changed before the core can
+// have confirmed the save. Reads go on for the whole window: the
 // server's write may reach the database late on a loaded machine, and a
-// read answered before then is judged whenever it was sent. It returns
-// a Response of no status if none changed.
-func (t *T) readBeforeConfirmed(get Request, was string, sent time.Time, done func() bool) (Response, error) {
+// read answered within it is judged whenever it was sent. It returns a
+// Response of no status if none changed.
+func (t *T) readBeforeConfirmed(get Request, was string, sent time.Time, window time.Duration, done func() bool) (Response, error) {
 	var early Response
-	_, err := t.WaitFor(unconfirmedLatency/2, func() (bool, error) {
+	_, err := t.WaitFor(window, func() (bool, error) {
 		if done() {
 			return true, nil
 		}
 		r := t.Do(get)
-		if time.Since(sent) < unconfirmedLatency/2 && r.Is(http.StatusOK, "") && r.Header.Get("ETag") != was {
+		if time.Since(sent) < window && r.Is(http.StatusOK, "") && r.Header.Get("ETag") != was {
 			early = r
 			return true, nil
 		}
