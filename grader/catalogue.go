@@ -559,8 +559,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S9.backlog", Stage: 9, Lesson: lesson9 + "#the-relay",
-		Claim: "300 transfers made while the core ledger is down, the lab clock set back an hour after the first, many relay batches, all reach it exactly once, within 10 s once it answers at once, the oldest first: while new transfers keep coming as fast as the relay posts, the oldest of the backlog is posted before the core holds 300 postings",
-		Why:   "after an outage the outbox holds far more than one pass sends: a relay that sends one batch and waits, or never gets past the first, leaves the core behind for as long as the load lasts, and one that reads the newest rows first, or the oldest by the time they were written (a clock set back puts every row written since first), sends each pass the transfers made during the last, and leaves the oldest owed for as long",
+		Claim: "300 transfers made while the core ledger is down, the lab clock set back an hour after the first once the core refused the relay's try of it, many relay batches, all reach it exactly once, within 10 s once it answers at once, the oldest first: while new transfers keep coming as fast as the relay posts, the oldest of the backlog is posted before the core holds 300 postings",
+		Why:   "after an outage the outbox holds far more than one pass sends: a relay that sends one batch and waits, or never gets past the first, leaves the core behind for as long as the load lasts, and one that reads the newest rows first, or the oldest by the time they were written (a clock set back puts every row written since first), sends each pass the transfers made during the last, and leaves the oldest owed for as long; one that sends a row refused for now again only once that clock reaches a time it set leaves it owed for as long as the clock went back",
 		Run:   checkBacklog,
 	},
 	{

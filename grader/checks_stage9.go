@@ -1802,7 +1802,10 @@ const backlogGivenUp = 3
 // after the oldest transfer, as an NTP step or an operator may set a
 // server's: a relay that reads its rows oldest first by the time they
 // were written (created_at), not by their ids, reads every row written
-// since as older than the oldest, and leaves it behind the same way.
+// since as older than the oldest, and leaves it behind the same way. It
+// is set back once the core has refused the relay's try of the oldest:
+// a relay that waits to send a row refused for now again until a time on
+// the lab clock leaves the oldest owed for the hour the clock went back.
 func checkBacklog(t *T) error {
 	s, up, err := t.coreDownScenario(1_000_000_000)
 	if err != nil {
@@ -1811,10 +1814,20 @@ func checkBacklog(t *T) error {
 	defer up()
 	var story []string
 	want := owed{}
+	faults := &t.Core().Faults
+	refused := faults.Refused()
 	if err := t.payment(s, want, &story); err != nil {
 		return err
 	}
 	oldest := slices.Collect(maps.Keys(want))[0]
+	// The clock is set back once the relay has tried the oldest and the
+	// core refused it: a relay that sends a row refused for now again
+	// only after a time on the lab clock waits, from the step on, as
+	// long again as the clock was set back. A relay that never tries it
+	// meets the step before its first try.
+	if _, err := t.WaitFor(drainWithin, func() (bool, error) { return faults.Refused() > refused, nil }); err != nil {
+		return err
+	}
 	now, err := t.LabNow()
 	if err != nil {
 		return err
@@ -1829,8 +1842,7 @@ func checkBacklog(t *T) error {
 	if err != nil {
 		return err
 	}
-	story = []string{fmt.Sprintf("the core ledger is down for %d transfers (%s … %s), the lab clock set back an hour after the first (POST /lab/clock); then it comes back, holding each request until the check lets it go", backlogTransfers, story[0], last)}
-	faults := &t.Core().Faults
+	story = []string{fmt.Sprintf("the core ledger is down for %d transfers (%s … %s), the lab clock set back an hour after the first, once the core had refused the relay's try of it (POST /lab/clock); then it comes back, holding each request until the check lets it go", backlogTransfers, story[0], last)}
 	// The count is read before the hold: a pass that comes between the
 	// two is held, and counts as one the check waits for.
 	arrived, posted, load, givenUp := faults.Held(), 0, backlogTransfers, 0
@@ -1865,7 +1877,7 @@ func checkBacklog(t *T) error {
 			story = append(story, loaded(len(want)))
 			return t.Fail(strings.Join(story, "\n"),
 				fmt.Sprintf("%d postings in the core ledger, at least as many as the backlog's %d rows, and the oldest transfer of the backlog (%s, the first above) not among them: the relay sent newer rows first", len(ps), backlogTransfers, oldest),
-				"the backlog posted before the transfers made after it: a relay that reads the newest rows first, or the oldest by a clock that was set back (created_at) rather than by their ids, leaves the oldest owed for as long as new transfers keep coming")
+				"the backlog posted before the transfers made after it: a relay that reads the newest rows first, or the oldest by a clock that was set back (created_at) rather than by their ids, leaves the oldest owed for as long as new transfers keep coming, and one that sends a row refused for now again only after a time on that clock leaves it owed for as long as the clock was set back")
 		}
 		if round > 1 && givenUp == 0 {
 			// The last pass's postings; none: the load stops, and the
