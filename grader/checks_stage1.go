@@ -51,11 +51,12 @@ func retryAfterAnswer(t *T, books *judging.Books, req Request, op, from, to stri
 	differed := false
 	for i := range retries {
 		r := t.Do(req)
+		asked := strings.Join(story, "\n") + fmt.Sprintf("\nretry %d, the same request", i+1)
 		story = append(story, fmt.Sprintf("retry %d, the same request  →  %s", i+1, r.Short()))
 		// Told to wait, the client comes back, as the retry policy says:
 		// a retry that arrives just as its key completes is rightly told
 		// so once. What it is told in the end is what it knows.
-		r, waited := t.untilAnswered(req, r)
+		r, waited := t.untilAnswered(req, r, asked, told+": the original executed, and the retry is told so")
 		story[len(story)-1] += waited
 		sent := strings.Join(story, "\n")
 		if r.ServerFailed() {
@@ -77,7 +78,7 @@ func retryAfterAnswer(t *T, books *judging.Books, req Request, op, from, to stri
 			differed = true
 			continue
 		}
-		if r.Is(http.StatusConflict, pInProgress) {
+		if toldToComeBack(r) {
 			return because(t.stillInProgress(req.Key, sent, r, told+": the original executed, and the retry is told so"),
 				"the client retried because it never saw the first answer, and was told to wait as long as it retried: it never learns that its money moved, and may pay again under a new key")
 		}

@@ -165,17 +165,19 @@ func checkKeyForms(t *T, s Scenario) error {
 			} else {
 				req.Quote = !req.Quote
 			}
+			const expected = "this request's own answer, under its own key: 409 duplicate-request (stages 1–3) or its stored 201 (stage 4 on)"
 			r := t.Do(req)
-			story = append(story, again+req.String()+"  →  "+r.Short())
+			sending := again + req.String()
+			asked := p.what + ":\n" + strings.Join(append(story, sending), "\n")
+			story = append(story, sending+"  →  "+r.Short())
 			// Told to wait, the client comes back, as the retry policy
 			// says; what it is told in the end is what it knows.
-			r, waited := t.untilAnswered(req, r)
+			r, waited := t.untilAnswered(req, r, asked, expected)
 			story[len(story)-1] += waited
 			sent := p.what + ":\n" + strings.Join(story, "\n")
 			if err := t.Reconcile(sent, r.Short(), books); err != nil {
 				return err
 			}
-			const expected = "this request's own answer, under its own key: 409 duplicate-request (stages 1–3) or its stored 201 (stage 4 on)"
 			switch {
 			case r.Is(http.StatusConflict, pDuplicate) || sameOp(orig, r):
 				return nil
@@ -183,7 +185,7 @@ func checkKeyForms(t *T, s Scenario) error {
 				return t.Harmful(judging.WrongAnswer, sent, r.String(), expected+"; this 201 is another key's operation")
 			case r.Is(http.StatusUnprocessableEntity, pKeyReused):
 				return t.Harmful(judging.NoUsableAnswer, sent, r.String(), expected+"; refused as another request, the client can never learn that its money moved")
-			case r.Is(http.StatusConflict, pInProgress):
+			case toldToComeBack(r):
 				return t.stillInProgress(req.Key, sent, r, expected)
 			}
 			return t.Fail(sent, r.String(), expected)

@@ -552,20 +552,13 @@ func checkInsufficientFundsReplayed(t *T, s Scenario) error {
 // the key table says which harm that is (toldToWait): a key still in
 // progress is held for good (a stuck key: the transfer never ran and
 // cannot run); a completed one, or none in a table shown whole, is no
-// usable answer. A 409 with no problem type (a plain-text 409) is a
-// contract difference, the 409 request-in-progress without its type: the
-// check records it, comes back as it does after a 409 request-in-progress,
-// and judges what the client finally knows the same way, the books and
-// the key table deciding the harm, not the missing type. It returns the
-// answer and the story with the retry.
+// usable answer. A plain-text 409 is a contract difference, recorded,
+// and retried the same way (untilAnswered). It returns the answer and the
+// story with the retry.
 func (t *T) refusalRetried(req Request, orig Response, sent string, books *judging.Books, then string) (Response, string, error) {
 	const stored = "the stored 422 insufficient-funds, its status, headers and JSON value"
 	r := t.Do(req)
-	if untypedConflict(r) {
-		t.Differ(sent, r.String(), stored+"; a 409 names its problem type: request-in-progress (with Retry-After) while the key's request is still running, and a client that follows the retry policy stops at a 409 without one, which tells it neither to come back nor what became of its request")
-	}
-	toldToComeBack := func(r Response) bool { return waitAnswer(r) || untypedConflict(r) }
-	if settled, waited := t.untilAnsweredWhile(req, r, toldToComeBack); waited != "" {
+	if settled, waited := t.untilAnswered(req, r, sent, stored); waited != "" {
 		sent += "  →  " + r.Short() + waited
 		r = settled
 	}

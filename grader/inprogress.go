@@ -2,6 +2,7 @@ package grader
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"idemlab/grader/judging"
@@ -21,19 +22,26 @@ const inProgressRetries = 3
 // 1s before each retry, as it asked.
 var inProgressPolicy = retry.Policy{Base: 100 * time.Millisecond, Cap: time.Second}
 
-// untilAnswered sends req again while its answer r is 409
-// request-in-progress, waiting before each retry as the retry policy
-// does, inProgressRetries times at most. It returns the last answer, and
-// for the story the retries it sent ("" when r was no 409 in progress).
-func (t *T) untilAnswered(req Request, r Response) (Response, string) {
-	return t.untilAnsweredWhile(req, r, waitAnswer)
-}
-
-// untilAnsweredWhile is untilAnswered for answers wait says are a 409
-// that tells the client to come back.
-func (t *T) untilAnsweredWhile(req Request, r Response, wait func(Response) bool) (Response, string) {
-	story := ""
-	for n := 1; n <= inProgressRetries && wait(r); n++ {
+// untilAnswered sends req, whose answer after sent was r, again while it
+// is told to come back (toldToComeBack), waiting before each retry as the
+// retry policy does, inProgressRetries times at most. It returns the last
+// answer, and for the story the retries it sent ("" when r told it
+// nothing of the kind). A 409 with no problem type (a plain-text 409) is a
+// contract difference, the 409 request-in-progress without its type: the
+// first the check meets is recorded (expected is what the retry should
+// have been told), and the client comes back as after a 409
+// request-in-progress; what it is told in the end, the books and the key
+// table judge, not the missing type.
+func (t *T) untilAnswered(req Request, r Response, sent, expected string) (Response, string) {
+	// asked is the story up to the request r answers.
+	first, asked, story := r, sent, ""
+	for n := 1; ; n++ {
+		if untypedConflict(r) {
+			t.differUntyped(asked, r, expected)
+		}
+		if n > inProgressRetries || !toldToComeBack(r) {
+			return r, story
+		}
 		wait := inProgressPolicy.Wait(n, t.Rand(), retry.Answer{RetryAfter: retry.RetryAfter(r.Header)})
 		pace := time.NewTimer(wait)
 		select {
@@ -42,14 +50,37 @@ func (t *T) untilAnsweredWhile(req Request, r Response, wait func(Response) bool
 			pace.Stop()
 			return r, story
 		}
+		again := fmt.Sprintf("\n  told to wait, it retries after %v", wait.Round(time.Millisecond))
+		asked = sent + "  →  " + first.Short() + story + again
 		r = t.Do(req)
-		story += fmt.Sprintf("\n  told to wait, it retries after %v  →  %s", wait.Round(time.Millisecond), r.Short())
+		story += again + "  →  " + r.Short()
 	}
-	return r, story
 }
 
-// stillInProgress judges a retry of key that is still told 409
-// request-in-progress after untilAnswered, whose operation executed:
+// toldToComeBack reports whether r tells a client to send its request
+// again later: 409 request-in-progress, or a 409 with no problem type,
+// which a client cannot tell from one (untilAnswered).
+func toldToComeBack(r Response) bool { return waitAnswer(r) || untypedConflict(r) }
+
+// untypedWhy is why a plain-text 409 is a contract difference, after what
+// the check expected.
+const untypedWhy = "a 409 names its problem type: request-in-progress (with Retry-After) while the key's request is still running, and a client that follows the retry policy stops at a 409 without one, which tells it neither to come back nor what became of its request"
+
+// differUntyped records r, a plain-text 409 answered after sent, as a
+// contract difference, once in a check: every retry so answered is the
+// same difference, and the check judges what the client is told in the
+// end.
+func (t *T) differUntyped(sent string, r Response, expected string) {
+	for _, d := range *t.differences {
+		if strings.HasSuffix(d.Expected, untypedWhy) {
+			return
+		}
+	}
+	t.Differ(sent, r.String(), expected+"; "+untypedWhy)
+}
+
+// stillInProgress judges a retry of key that is still told to come back
+// (toldToComeBack) after untilAnswered, whose operation executed:
 // what the client knows when it stops retrying (toldToWait).
 func (t *T) stillInProgress(key, sent string, r Response, expected string) error {
 	return t.toldToWait(key, sent, r, expected, waitHarms{
@@ -65,8 +96,8 @@ func (t *T) stillInProgress(key, sent string, r Response, expected string) error
 type waitHarms struct{ stuck, done string }
 
 // toldToWait judges a client of key that stops retrying after sent, its
-// last retry still told 409 request-in-progress (r), whatever its
-// operation did: the books have been reconciled first. expected is what
+// last retry still told to come back (r: 409 request-in-progress, or a
+// plain-text 409), whatever its operation did: the books have been reconciled first. expected is what
 // the check expected instead. Whether the key is stuck is the key
 // table's to say, not the 409's (judging.ToldToWait): a row in progress
 // is a stuck key, and why.stuck says why; a row completed, or none in a

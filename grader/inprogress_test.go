@@ -104,34 +104,44 @@ func plainConflict(w http.ResponseWriter, _ *http.Request) {
 	http.Error(w, "conflict", http.StatusConflict)
 }
 
-// S4.insufficient-funds-replayed: a retry of a refused transfer answered
-// a plain-text 409 is a contract difference (a 409 names its problem
-// type), and the check comes back as after a 409 request-in-progress:
-// told so once, then the stored 422, the refusal's client learns it was
-// refused, a difference of contract alone; told so on every retry, it
-// never learns it, and the books and the key table say which harm (the
-// refusal is stored, its key completed: no usable answer). Before, the
-// first plain 409 was judged another request's answer (wrong answer).
-func TestInsufficientFundsReplayed_APlainConflictIsRetriedAndJudgedByTheBooks(t *testing.T) {
+// A retry answered a plain-text 409 is a contract difference (a 409
+// names its problem type), recorded once, and every check that retries
+// comes back as after a 409 request-in-progress: told so once, then its
+// stored answer (or 409 duplicate-request), the client learns what became
+// of its operation, a difference of contract alone; told so on every
+// retry, it never learns it, and the books and the key table say which
+// harm (the key completed: no usable answer). Before, S4 alone retried it:
+// S1.sequential-retry judged the first plain 409 no usable answer, and
+// S1.key-forms a failure of contract that stopped the check.
+func TestPlainConflict_IsRetriedAndJudgedByTheBooks(t *testing.T) {
 	const typed = "a 409 names its problem type"
-	for _, tc := range []struct {
-		name  string
-		times int
-		harm  judging.Harm
-	}{
-		{"once", 1, ""},
-		{"always", 0, judging.NoUsableAnswer},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := behind(t, "S4.insufficient-funds-replayed", stage4.New, 4, tc.times, plainConflict)
-			f := harmOf(t, err, tc.harm)
-			if tc.harm == "" && !strings.Contains(f.Expected, typed) {
-				t.Errorf("the contract difference does not say what the 409 lacks: %s", f.Expected)
-			}
-			if tc.harm != "" && !strings.Contains(f.Sent, "told to wait, it retries after") {
-				t.Errorf("the story does not show the retries after the plain 409:\n%s", f.Sent)
-			}
-		})
+	for _, id := range []string{"S1.sequential-retry", "S1.key-forms", "S4.insufficient-funds-replayed"} {
+		for _, tc := range []struct {
+			name  string
+			times int
+			harm  judging.Harm
+		}{
+			{"once", 1, ""},
+			{"always", 0, judging.NoUsableAnswer},
+		} {
+			t.Run(id+"/"+tc.name, func(t *testing.T) {
+				err := behind(t, id, stage4.New, 4, tc.times, plainConflict)
+				f := harmOf(t, err, tc.harm)
+				if tc.harm == "" && !strings.Contains(f.Expected, typed) {
+					t.Errorf("the contract difference does not say what the 409 lacks: %s", f.Expected)
+				}
+				if tc.harm != "" && !strings.Contains(f.Sent, "told to wait, it retries after") {
+					t.Errorf("the story does not show the retries after the plain 409:\n%s", f.Sent)
+				}
+				n := 0
+				for d := f; d != nil; d = d.Contract {
+					n += strings.Count(d.Expected, typed)
+				}
+				if n != 1 {
+					t.Errorf("the plain 409 recorded %d times, want once:\n%v", n, err)
+				}
+			})
+		}
 	}
 }
 
