@@ -123,10 +123,12 @@ func (t *T) createdOrDiffers(r Response, req Request, sent, got, expected string
 // without harm (a 200 replayed as 201, the same value) is recorded as a
 // difference of the contract (note), and nil, so that the check goes on;
 // a harm, or no answer, is the failure, returned. whose names first in
-// the difference ("the original"). It is for a
-// replay compared for its own faithfulness, as ownAnswerMismatch compares
-// a 201's; where a mismatch is the money finding itself, asTold; where
-// the question is only whether a retry is a replay at all, replayed.
+// the difference ("the original"). first may be a 201 as well: a later
+// retry compared with what an earlier one was told, whatever its 2xx, is
+// this one question (S6.late-original-fenced's last retry, after the
+// retry that took the key over), a value that differs a wrong answer. In
+// a verdict that cannot record, asTold; where the question is only
+// whether a retry is a replay at all, replayed.
 func (t *T) replayOfAnother2xx(sent string, first, r Response, whose, expected string) error {
 	d := ownAnswerMismatch(first, r, whose)
 	if d == "" {

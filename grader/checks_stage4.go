@@ -61,12 +61,13 @@ func ownAnswerMismatch(orig, replay Response, whose string) string {
 // client was told (the operation, its JSON value and headers), not with
 // a 201 it never had, whose absence is a contract difference the caller
 // records apart. Any other answer is returned as it is. It is for a
-// comparison whose mismatch is the money finding itself, a late
-// original's refusal completed over the retry's answer (S6's
-// lateOriginalAfterRetry, S8's lateRefusalVerdict, which records nothing
-// itself): a status between 2xx is no part of that question, and nothing
-// is recorded for it. A check that compares a replay for its own
-// faithfulness uses replayOfAnother2xx, which records it.
+// verdict that records nothing, a function of the answers alone (S8's
+// lateRefusalVerdict), whose mismatch is the money finding itself, a late
+// original's refusal completed over the retry's answer: a status between
+// 2xx is no part of that question, and it cannot record one. A check
+// that can record compares a replay with replayOfAnother2xx, which notes
+// such a status as the contract difference it is and judges the rest by
+// replayHarm (S6.late-original-fenced, in each of its rounds).
 func asTold(told, replay Response) Response {
 	if success(told) && told.Status != http.StatusCreated && success(replay) {
 		told.Status = replay.Status

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"idemlab/grader"
+	"idemlab/grader/judging"
 	"idemlab/solutions/stage6"
 	"idemlab/solutions/stage8"
 )
@@ -110,5 +111,28 @@ func TestReplayValue_ARespelledReplayFailsOnlyTheByteCheck(t *testing.T) {
 				t.Fatalf("harm %q for a replay that says the same in other bytes, want a contract difference: %v", r.Harm(), r.Err)
 			}
 		})
+	}
+}
+
+// S6.late-original-fenced compares the last retry with what the retry
+// that took the key over was told one way in every round
+// (replayOfAnother2xx): a last retry that tells another balance than the
+// retry's 201 is the wrong answer it is, as it is after a 200. Before,
+// the round whose original wakes while the retry still runs called it a
+// contract difference when the retry was told 201.
+func TestLateOriginalFenced_ALastRetryTellingAnotherBalanceIsAWrongAnswer(t *testing.T) {
+	c, ok := grader.Lookup("S6.late-original-fenced")
+	if !ok {
+		t.Fatal("no check S6.late-original-fenced")
+	}
+	sixth := grader.Subject{Stage: 6, Name: "solutions/stage6", New: stage6.New}
+	recompute := func(v map[string]any) {
+		if b, ok := v["balance_after"].(float64); ok {
+			v["balance_after"] = b + 1
+		}
+	}
+	r := grader.RunCheck(context.Background(), sixth, c, 1, serveWrapped(t, sixth.New, replaysRewritten(recompute)))
+	if r.Harm() != judging.WrongAnswer {
+		t.Fatalf("harm %q, want a wrong answer: the last retry told another balance than the retry\n%s", r.Harm(), grader.Format(r, ""))
 	}
 }
