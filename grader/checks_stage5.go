@@ -1425,7 +1425,9 @@ func (t *T) purgedBesideCommittingClaim(s Scenario, latency time.Duration) (bool
 		// to judge.
 		ran()
 	}
-	if answerID(r) != "" && answerID(r) == answerID(first) && toldRan(r, sentOp(req)) {
+	// The first answer again, naming its transfer (a 201 that names none
+	// cannot be told from a new one).
+	if answerID(r) != "" && sameTold(sentOp(req), first, r) {
 		return true, t.Reconcile(sent, "", books)
 	}
 	if !inFlight && !lastHold(latency) {
