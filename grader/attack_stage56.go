@@ -179,18 +179,42 @@ func sameOp(a, b Response) bool {
 // client the operation ran: both 2xx naming one operation. A replay is
 // the first answer again, status included (stage 4 on); one whose status
 // is not the one the server first gave (a 201 replaying an execution
-// answered 200, or the reverse) is recorded as a contract difference,
-// with sent and expected, and still counts as the replay it is: the
-// client is told its own operation ran, and the books judge the money.
-// Unlike replayOfAnother2xx it compares no body: stage 2's checks ask
-// whether the key still names the first request (a 409 duplicate or a
-// replay of it), and a replay's value is stage 4's question.
-func (t *T) replayed(sent string, first, r Response, expected string) bool {
+// answered 200, or the reverse) is a contract difference, gathered in
+// statuses with sent and expected, and still counts as the replay it is:
+// the client is told its own operation ran, and the books judge the
+// money. Unlike replayOfAnother2xx it compares no body: stage 2's checks
+// ask whether the key still names the first request (a 409 duplicate or
+// a replay of it), and a replay's value is stage 4's question.
+func replayed(statuses *otherStatuses, sent string, first, r Response, expected string) bool {
 	if !success(first) || !success(r) || answerID(first) == "" || answerID(r) != answerID(first) {
 		return false
 	}
 	if r.Status != first.Status {
-		t.Differ(sent, r.String(), fmt.Sprintf("%s: the first answer was %d, and a replay is that answer again, status included", expected, first.Status))
+		statuses.n++
+		if statuses.n == 1 {
+			statuses.sent, statuses.got = sent, r.String()
+			statuses.expected = fmt.Sprintf("%s: the first answer was %d, and a replay is that answer again, status included", expected, first.Status)
+		}
 	}
 	return true
+}
+
+// otherStatuses gathers the replays of one round answered in another
+// status than the first answer (replayed): the first of them, and how
+// many there were.
+type otherStatuses struct {
+	sent, got, expected string
+	n                   int
+}
+
+// differ records the round's replays in another status, of retries
+// sent, as one contract difference: the first of them, exactly, and how
+// many of the retries were answered so. It records them once, however
+// often it is called.
+func (o *otherStatuses) differ(t *T, retries int) {
+	if o.n == 0 {
+		return
+	}
+	defer func() { o.n = 0 }()
+	t.Differ(o.sent, o.got+fmt.Sprintf("\n(%d of the %d retries were replayed in another status than the first answer's)", o.n, retries), o.expected)
 }

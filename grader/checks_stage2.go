@@ -233,6 +233,10 @@ func checkEditedResubmission(t *T, s Scenario) error {
 	}
 	// A refused edit changes nothing: the key still names the first
 	// request, whose own retry is still a retry.
+	// Replays in another status are one contract difference, recorded
+	// after the last retry, or at whatever ends the check first.
+	var replays otherStatuses
+	defer replays.differ(t, len(originals))
 	for i, o := range originals {
 		r := t.Do(o.req)
 		sent := o.req.String() + "  →  " + firsts[i].Short() + "\nthen edits of it under its key, each answered 422\nthen the first request again, unchanged: " + o.req.String()
@@ -240,7 +244,7 @@ func checkEditedResubmission(t *T, s Scenario) error {
 			return err
 		}
 		expected := "the first request's retry, answered as a retry: 409 " + pDuplicate + " (stages 1–3) or its stored answer (stage 4 on); an edit refused with 422 changes nothing, and the key still names the first request"
-		if r.Is(http.StatusConflict, pDuplicate) || t.replayed(sent, firsts[i], r, expected) {
+		if r.Is(http.StatusConflict, pDuplicate) || replayed(&replays, sent, firsts[i], r, expected) {
 			continue
 		}
 		if r.Is(http.StatusUnprocessableEntity, pKeyReused) {
@@ -248,6 +252,7 @@ func checkEditedResubmission(t *T, s Scenario) error {
 		}
 		return t.Fail(sent, r.String(), expected)
 	}
+	replays.differ(t, len(originals))
 	return t.editedWhileRunning(s)
 }
 
@@ -401,6 +406,8 @@ func checkEquivalentBodies(t *T, s Scenario) error {
 		return err
 	}
 	story := orig.String() + "  (" + forms[0].what + ")  →  " + r.Short()
+	var replays otherStatuses
+	defer replays.differ(t, len(forms)-1)
 	for _, f := range forms[1:] {
 		retry := Transfer(a, key, f.body)
 		r := t.Do(retry)
@@ -409,7 +416,7 @@ func checkEquivalentBodies(t *T, s Scenario) error {
 			return err
 		}
 		expected := "the same request, answered as a retry: 409 " + pDuplicate + " (stages 1–3) or the stored answer (stage 4 on); the RFC 8785 canonical forms of the two bodies are identical"
-		if r.Is(http.StatusConflict, pDuplicate) || t.replayed(sent, first, r, expected) {
+		if r.Is(http.StatusConflict, pDuplicate) || replayed(&replays, sent, first, r, expected) {
 			continue
 		}
 		if r.Status == http.StatusUnprocessableEntity || r.Status == http.StatusBadRequest {
