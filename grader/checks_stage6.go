@@ -882,7 +882,10 @@ func (t *T) liveAfterTakeover(s Scenario, req Request, op string, amount int64, 
 // retry calls the core a second time for one payment. Last, on
 // PostgreSQL, it catches a takeover that does not ask for the key in
 // progress: a late original that completes while a retry's takeover waits
-// has its key opened again, and pays twice (see completedBeforeTakeover).
+// has its key opened again, and pays twice (see completedBeforeTakeover);
+// and a release that reads the owner in a subquery, which begun before a
+// retry's takeover commits deletes the retry's claim (see
+// releasedBeforeTakeoverCommits).
 func checkLateOriginalFenced(t *T) error {
 	for _, p := range payments {
 		if err := t.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
@@ -921,7 +924,10 @@ func checkLateOriginalFenced(t *T) error {
 	if err := rt.WhileHeld(1_000_000, rt.takenOverBeforeCompletion); err != nil {
 		return err
 	}
-	return rt.WhileHeld(1_000_000, rt.completedBeforeTakeover)
+	if err := rt.WhileHeld(1_000_000, rt.completedBeforeTakeover); err != nil {
+		return err
+	}
+	return rt.WhileHeld(1_000_000, rt.releasedBeforeTakeoverCommits)
 }
 
 // lateOriginalAfterRetry is S6.late-original-fenced's round in which the
@@ -1395,6 +1401,179 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 	if third.Is(http.StatusCreated, "") && !sameOp(third, second) {
 		return true, because(t.Fail(sent, got, "409 "+pInProgress+" to the third attempt: the retry took the key over and holds a live lease; the original, which failed, must not give back a key it no longer holds"),
 			"an original that failed proves it still holds the key in the statement that gives it back (a condition on the owner in that DELETE or UPDATE): a read just before goes stale when a retry takes the key over before the statement runs, and the retry loses its claim")
+	}
+	return true, nil
+}
+
+// releasedBeforeTakeoverCommits is S6.late-original-fenced's round on
+// PostgreSQL that catches a release proven by a subquery: an original
+// that failed gives its key back in one DELETE (or an UPDATE that ends
+// the lease) whose condition on the owner reads the key's lease_owner in
+// a SELECT inside the statement, not the row's own column. At READ
+// COMMITTED the subquery reads the rows as they were when the statement
+// began; a release that begins while a retry's takeover is written but
+// not yet committed waits for the row the takeover locked, and once the
+// takeover commits PostgreSQL checks again only the conditions on the row
+// itself, not the subquery's owner, read stale: the release removes the
+// retry's claim, and a third attempt claims the key afresh and executes
+// while the retry still runs. The round makes the original's business
+// write fail (fail-in-transfer) and holds its release before it runs
+// (held-key-delete or held-key-update), as releasedAfterTakeover does;
+// sends the retry through the second process of the target, where the
+// COMMIT of its takeover is held (held-key-commit); lets the release run
+// until it waits for the retry's row (GET /lab/state's lock_waits), then
+// lets the takeover commit, and sends a third attempt while the retry
+// waits on the core. A release that names the owner in a condition on
+// the row's own column checks it again on the committed row, deletes
+// nothing, and the third attempt hears 409 request-in-progress. On SQLite
+// the takeover's transaction holds the write lock, and a release begins
+// only once it has committed: the round is not tried there. A server that
+// gives the key back in no DELETE or UPDATE, or whose retry commits no
+// write of the key table, never reaches a held point, and the round
+// judges only the money.
+func (t *T) releasedBeforeTakeoverCommits(s Scenario, latency time.Duration) (bool, error) {
+	lease := t.drawLease(5, 60)
+	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
+		return false, err
+	}
+	req, op, amount := s.Payment(t)
+	s.Books.Expect(op)
+	executed := func() { s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount) }
+	orig, inFlight, err := t.outliveLease(req, latency, lease)
+	if !inFlight || err != nil {
+		return err != nil, err
+	}
+	// Disarming lets a held statement or commit go, whatever happens here.
+	holds := []string{labctl.HeldKeyDelete, labctl.HeldKeyUpdate}
+	for _, point := range append([]string{labctl.FailInTransfer}, holds...) {
+		defer t.Arm(point, 0)
+		if err := t.Arm(point, 1); err != nil {
+			return true, err
+		}
+	}
+	defer t.armReplica(0, labctl.HeldKeyCommit, 0)
+	if err := t.armReplica(0, labctl.HeldKeyCommit, 1); err != nil {
+		return true, err
+	}
+	armedInTime := orig.Early()
+	// The retry waits on the core twice as long as the original.
+	if err := t.Configure(labclient.Config{CoreLatency: 2 * latency}); err != nil {
+		return true, err
+	}
+	held, err := t.Fired(latency+10*time.Second, orig.Done, holds...)
+	if err != nil {
+		return true, err
+	}
+	if held == "" || orig.Done() {
+		// The original answered without a delete or an update of the key
+		// table: it did not fail, or gave its key back otherwise.
+		first := orig.Wait()
+		for _, point := range append([]string{labctl.FailInTransfer}, holds...) {
+			if err := t.Arm(point, 0); err != nil {
+				return true, err
+			}
+		}
+		if err := t.armReplica(0, labctl.HeldKeyCommit, 0); err != nil {
+			return true, err
+		}
+		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+			return true, err
+		}
+		last := t.Do(req)
+		if toldAnyRan(op, first, last) {
+			executed()
+		}
+		return armedInTime, t.Reconcile(req.String(), "the original "+first.Short()+"; a retry "+last.Short(), s.Books)
+	}
+	for _, point := range holds {
+		if point != held {
+			if err := t.Arm(point, 0); err != nil {
+				return true, err
+			}
+		}
+	}
+	// The retry goes through the second process, where its takeover
+	// waits at its COMMIT.
+	through := req
+	through.Replica = 1
+	retry := t.Launch(through)
+	committing, err := t.firedOn(t.replicaLabs()[0], retakeWait, retry.Done, labctl.HeldKeyCommit)
+	if err != nil {
+		return true, err
+	}
+	// Known: the takeover waits at its COMMIT, or the retry answered
+	// with no commit of a write of the key table; else the machine is too
+	// busy to tell.
+	known := committing != "" || retry.Done()
+	// The release runs, and waits for the row the uncommitted takeover
+	// locked (or answers: a release that matched no row at its start).
+	if err := t.Arm(held, 0); err != nil {
+		return true, err
+	}
+	waited := false
+	if committing != "" {
+		if err := t.answeredOrBlocked(orig.Pending); err != nil {
+			return true, err
+		}
+		// Answered, the release began after the takeover committed, or
+		// matched no row when it began; else it waits for the row, or
+		// the machine is too busy to tell.
+		waited = !orig.Done()
+		known = !waited
+		if waited {
+			waited, err = t.lockWaited()
+			if err != nil {
+				return true, err
+			}
+			known = waited
+		}
+	}
+	if err := t.armReplica(0, labctl.HeldKeyCommit, 0); err != nil {
+		return true, err
+	}
+	first := orig.Wait()
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return true, err
+	}
+	third := t.Do(req)
+	inFlight = !retry.Done()
+	second := retry.Wait()
+	last := t.Do(req)
+	sent := fmt.Sprintf("(two server processes on one database; lease %v)\n%s  (the original, waiting %v on the core)\n"+
+		"while it waits: %v of lab time (its lease expires); when its core call is over, its business write fails (fail-in-transfer), and the first statement that deletes from or updates the key table, its release of the key, waits (%s)\n"+
+		"then the retry, the same request, through the second process, waiting %v on the core%s\n"+
+		"then the release runs%s; then the takeover commits: the original answers  %s\n"+
+		"a third attempt, while the retry still waits  →  %s\n"+
+		"the retry answers  %s\n"+
+		"then one more retry  →  %s",
+		lease, req.String(), latency, lease+time.Second, held, 2*latency,
+		map[bool]string{true: ", whose takeover waits at its COMMIT (held-key-commit)", false: ", whose takeover's COMMIT was not seen"}[committing != ""],
+		map[bool]string{true: ", and waits for the key's row, which the takeover locked", false: ""}[waited],
+		first.Short(), third.Short(), second.Short(), last.Short())
+	got := "the original " + first.Short() + "; the third attempt " + third.Short() + "; the retry " + second.Short()
+	if toldAnyRan(op, first, third, second, last) {
+		executed()
+	}
+	if err := t.Reconcile(sent, got, s.Books); err != nil {
+		return true, err
+	}
+	if !waited {
+		// No release waited for the uncommitted takeover: the retry took
+		// no key over, or the release matched no row when it began, and
+		// the money is all there is to judge; or the machine was too busy
+		// to see the wait, and a longer hold tries again.
+		return known, nil
+	}
+	if !inFlight {
+		// The retry had finished before the third attempt was answered (a
+		// busy machine): a longer hold tries again.
+		return false, nil
+	}
+	if third.Is(http.StatusCreated, "") && !sameOp(third, second) {
+		// The money moved once: the retry's completion found no key and
+		// rolled back. A contract difference: the check goes on.
+		return true, t.note(because(t.Fail(sent, got, "409 "+pInProgress+" to the third attempt: the retry took the key over and holds a live lease; the original, which failed, must not give back a key it no longer holds"),
+			"an original that failed proves it still holds the key by a condition on the row's own lease_owner in the statement that gives it back: an owner read in a subquery of that statement is read as the rows were when it began, and PostgreSQL, once the retry's takeover it waited for commits, checks again only the row's own columns, so the release removes the retry's claim"))
 	}
 	return true, nil
 }

@@ -348,6 +348,14 @@ func (t *T) ArmEverywhere(point string, count int) error {
 	return nil
 }
 
+// armReplica arms point count times, as Arm does, in the target's
+// replica i (its process i+2 in the history) alone.
+func (t *T) armReplica(i int, point string, count int) error {
+	ctx, cancel := t.faultContext(count)
+	defer cancel()
+	return t.replicaLabs()[i].Arm(ctx, point, int64(count))
+}
+
 // replicaLabs are the lab APIs of the target's other processes, its
 // replicas, each with the admin token: each process keeps its own armed
 // faults and counts its own core calls.
@@ -365,9 +373,15 @@ func (t *T) replicaLabs() []*labclient.Client {
 // over() is true (the request the check watches answered without
 // reaching a point); over may be nil.
 func (t *T) Fired(within time.Duration, over func() bool, points ...string) (string, error) {
+	return t.firedOn(t.Lab(), within, over, points...)
+}
+
+// firedOn is Fired in the process whose lab API is lab: each process
+// keeps its own armed faults.
+func (t *T) firedOn(lab *labclient.Client, within time.Duration, over func() bool, points ...string) (string, error) {
 	fired := ""
 	_, err := t.WaitFor(within, func() (bool, error) {
-		left, err := t.Lab().Armed(t.ctx)
+		left, err := lab.Armed(t.ctx)
 		if err != nil {
 			return true, err
 		}

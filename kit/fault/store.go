@@ -650,7 +650,9 @@ func (s *Store) HeldKeyDeletesLeft() int64 { return s.heldKeyDeletes.n.Left() }
 // claim commits and waits for the row the claim changed: a purge whose
 // DELETE says in its own condition that a key is completed and expired
 // checks the row again once the claim has committed, and one that deletes
-// rows a subquery chose by their ids does not. PostgreSQL connections
+// rows a subquery chose by their ids does not; so does a release of an
+// original that failed, beside a retry's takeover held here, whose
+// condition on the owner reads it in a subquery. PostgreSQL connections
 // hold them (fault.WritesKeys notes the writes); on SQLite the claim's
 // transaction holds the write lock, and a purge waits for it anyway.
 func (s *Store) HoldKeyCommits(n int64) { s.heldKeyCommits.arm(n) }

@@ -116,7 +116,9 @@ const (
 	// that wrote the key table (a claim), after its statements have run,
 	// until the fault is disarmed or 30 s have passed (stage 5, on
 	// PostgreSQL): a purge that runs meanwhile has read the key as it was
-	// before the claim, and waits for the row the claim changed.
+	// before the claim, and waits for the row the claim changed. In stage
+	// 6 it holds a retry's takeover in the same way, while an original's
+	// release waits for the row.
 	HeldKeyCommit = "held-key-commit"
 	// SlowKeyDeleteAfterRead holds up a statement that deletes rows of
 	// the key table in a request that has read the table before (stage
