@@ -1253,6 +1253,144 @@ func (t *T) completedBeforeTakeover(s Scenario, latency time.Duration) (bool, er
 		"a takeover asks, in the statement that writes the new owner, for the key still in progress as well as for its lease expired: the state read before goes stale when the late original completes in between, and a takeover that matches the completed key opens it again, and the payment runs twice")
 }
 
+// releaseRound is an original of S6.late-original-fenced whose release is
+// held (see holdRelease): its request, op and lease, the fault point that
+// holds its release, and executed, which puts its payment in the books.
+type releaseRound struct {
+	req      Request
+	op       string
+	orig     *Held
+	held     string
+	executed func()
+	lease    time.Duration
+}
+
+// releaseHolds are the points that hold a release: its DELETE of the key,
+// or the UPDATE that ends its lease so that the next retry takes the key
+// over at once.
+var releaseHolds = []string{labctl.HeldKeyDelete, labctl.HeldKeyUpdate}
+
+// holdRelease is the start of the rounds of S6.late-original-fenced that
+// hold an original's release: a payment outlives its lease while it waits
+// on the core, its business write fails (fail-in-transfer), and the first
+// statement that deletes from or updates the key table, its release, is
+// held before it runs, once the release has read all it reads; the point
+// of the other kind is disarmed, a takeover's to run. Before, it calls
+// armed, if any, to arm what else the round holds; then it sets the
+// core's latency twice the original's for the retry that follows: now,
+// before a release held inside a transaction holds SQLite's write lock,
+// which the lab's write of the config shared by the processes would wait
+// for. The caller defers letReleaseGo. If the original answers without a
+// delete or an update of the key table (it did not fail, or gave its key
+// back otherwise), it judges the money with one more retry and returns no
+// held point, with whether the faults were armed in time (half the
+// original's core wait still ahead: see takenOverBeforeCompletion).
+func (t *T) holdRelease(s Scenario, latency time.Duration, armed func() error) (r releaseRound, conclusive bool, err error) {
+	r.lease = t.drawLease(5, 60)
+	if err := t.Configure(labclient.Config{Lease: r.lease}); err != nil {
+		return r, false, err
+	}
+	var amount int64
+	r.req, r.op, amount = s.Payment(t)
+	s.Books.Expect(r.op)
+	r.executed = func() { s.Books.Transfer(r.op, s.A.Accounts[0], s.B.Accounts[0], amount) }
+	orig, inFlight, err := t.outliveLease(r.req, latency, r.lease)
+	if !inFlight || err != nil {
+		return r, err != nil, err
+	}
+	r.orig = orig
+	for _, point := range append([]string{labctl.FailInTransfer}, releaseHolds...) {
+		if err := t.Arm(point, 1); err != nil {
+			return r, true, err
+		}
+	}
+	if armed != nil {
+		if err := armed(); err != nil {
+			return r, true, err
+		}
+	}
+	armedInTime := orig.Early()
+	if err := t.Configure(labclient.Config{CoreLatency: 2 * latency}); err != nil {
+		return r, true, err
+	}
+	held, err := t.Fired(latency+10*time.Second, orig.Done, releaseHolds...)
+	if err != nil {
+		return r, true, err
+	}
+	if held == "" || orig.Done() {
+		first := orig.Wait()
+		if err := t.letReleaseGo(); err != nil {
+			return r, true, err
+		}
+		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+			return r, true, err
+		}
+		last := t.Do(r.req)
+		if toldAnyRan(r.op, first, last) {
+			r.executed()
+		}
+		return r, armedInTime, t.Reconcile(r.req.String(), "the original "+first.Short()+"; a retry "+last.Short(), s.Books)
+	}
+	for _, point := range releaseHolds {
+		if point != held {
+			if err := t.Arm(point, 0); err != nil {
+				return r, true, err
+			}
+		}
+	}
+	r.held = held
+	return r, true, nil
+}
+
+// letReleaseGo disarms every point holdRelease armed, which lets a held
+// release go, and the original's business write succeed again; it
+// returns the first error.
+func (t *T) letReleaseGo() error {
+	var first error
+	for _, point := range append([]string{labctl.FailInTransfer}, releaseHolds...) {
+		if err := t.Arm(point, 0); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// releaseAnswers are what the attempts of a round of holdRelease were
+// answered: the original (first), the third attempt, sent while the retry
+// still waits on the core if inFlight, the retry (second), and one more
+// retry sent after them all (last).
+type releaseAnswers struct {
+	first, third, second, last Response
+	inFlight                   bool
+}
+
+// besideTheRetry waits for the answer of r's original, whose release the
+// round has let go, then, with the core quick again, sends a third attempt
+// while retry, which took the key over, still waits on the core; then it
+// waits for the retry's answer and sends one more retry.
+func (t *T) besideTheRetry(r releaseRound, retry *Pending) (a releaseAnswers, err error) {
+	a.first = r.orig.Wait()
+	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+		return a, err
+	}
+	a.third = t.Do(r.req)
+	a.inFlight = !retry.Done()
+	a.second = retry.Wait()
+	a.last = t.Do(r.req)
+	return a, nil
+}
+
+// reconcileRelease puts r's payment in the books if any of a was told it
+// ran, and reconciles them with what the round did (sent); it returns
+// what the attempts were answered.
+func (t *T) reconcileRelease(s Scenario, r releaseRound, a releaseAnswers, sent string) (got string, err error) {
+	got = "the original " + a.first.Short() + "; the third attempt " + a.third.Short() + "; the retry " + a.second.Short()
+	if toldAnyRan(r.op, a.first, a.third, a.second, a.last) {
+		r.executed()
+	}
+	return got, t.Reconcile(sent, got, s.Books)
+}
+
 // releasedAfterTakeover is S6.late-original-fenced's round that catches a
 // release proven by an earlier read: an original that outlived its lease
 // fails after its core call, reads that it still holds the key, and
@@ -1280,70 +1418,13 @@ func (t *T) completedBeforeTakeover(s Scenario, latency time.Duration) (bool, er
 // gives the key back in no DELETE or UPDATE never reaches a held
 // statement, and the round sees nothing to judge.
 func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, error) {
-	lease := t.drawLease(5, 60)
-	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
-		return false, err
+	r, conclusive, err := t.holdRelease(s, latency, nil)
+	// Disarming lets the held release go, whatever happens here.
+	defer t.letReleaseGo()
+	if r.held == "" || err != nil {
+		return conclusive, err
 	}
-	req, op, amount := s.Payment(t)
-	s.Books.Expect(op)
-	executed := func() { s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount) }
-	orig, inFlight, err := t.outliveLease(req, latency, lease)
-	if !inFlight || err != nil {
-		return err != nil, err
-	}
-	// A release deletes the key, or ends its lease with an UPDATE so that
-	// the next retry takes it over at once: the first statement of either
-	// kind is held. Disarming lets it go, whatever happens here.
-	holds := []string{labctl.HeldKeyDelete, labctl.HeldKeyUpdate}
-	for _, point := range append([]string{labctl.FailInTransfer}, holds...) {
-		defer t.Arm(point, 0)
-		if err := t.Arm(point, 1); err != nil {
-			return true, err
-		}
-	}
-	// Armed with half the original's core wait still ahead, the faults
-	// were in place before its business write (see
-	// takenOverBeforeCompletion).
-	armedInTime := orig.Early()
-	// The retry waits on the core twice as long as the original, which
-	// is already waiting: set now, before a release held inside a
-	// transaction holds SQLite's write lock, which the lab's write of the
-	// config shared by the processes would wait for.
-	if err := t.Configure(labclient.Config{CoreLatency: 2 * latency}); err != nil {
-		return true, err
-	}
-	held, err := t.Fired(latency+10*time.Second, orig.Done, holds...)
-	if err != nil {
-		return true, err
-	}
-	if held == "" || orig.Done() {
-		// The original answered without a delete or an update of the key
-		// table: it did not fail, or gave its key back otherwise.
-		first := orig.Wait()
-		for _, point := range append([]string{labctl.FailInTransfer}, holds...) {
-			if err := t.Arm(point, 0); err != nil {
-				return true, err
-			}
-		}
-		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
-			return true, err
-		}
-		last := t.Do(req)
-		if toldAnyRan(op, first, last) {
-			executed()
-		}
-		return armedInTime, t.Reconcile(req.String(), "the original "+first.Short()+"; a retry "+last.Short(), s.Books)
-	}
-	// The other kind of statement is the later attempts' to run: a
-	// takeover updates the key (the third attempt's, through this
-	// process, too).
-	for _, point := range holds {
-		if point != held {
-			if err := t.Arm(point, 0); err != nil {
-				return true, err
-			}
-		}
-	}
+	req, op, held, lease := r.req, r.op, r.held, r.lease
 	before, err := t.coreCallsEverywhere(op)
 	if err != nil {
 		return true, err
@@ -1360,14 +1441,11 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 	if err := t.Arm(held, 0); err != nil {
 		return true, err
 	}
-	first := orig.Wait()
-	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+	a, err := t.besideTheRetry(r, retry)
+	if err != nil {
 		return true, err
 	}
-	third := t.Do(req)
-	inFlight = !retry.Done()
-	second := retry.Wait()
-	last := t.Do(req)
+	first, third, second, last, inFlight := a.first, a.third, a.second, a.last, a.inFlight
 	sent := fmt.Sprintf("(two server processes on one database; lease %v)\n%s  (the original, waiting %v on the core)\n"+
 		"while it waits: %v of lab time (its lease expires); when its core call is over, its business write fails (fail-in-transfer), and the first statement that deletes from or updates the key table, its release of the key, waits (%s)\n"+
 		"then the retry, the same request, through the second process, waiting %v on the core%s\n"+
@@ -1378,11 +1456,8 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 		lease, req.String(), latency, lease+time.Second, held, 2*latency,
 		map[bool]string{true: ", which takes the key over and calls the core", false: ", which does not reach the core"}[tookOver],
 		first.Short(), third.Short(), second.Short(), last.Short())
-	got := "the original " + first.Short() + "; the third attempt " + third.Short() + "; the retry " + second.Short()
-	if toldAnyRan(op, first, third, second, last) {
-		executed()
-	}
-	if err := t.Reconcile(sent, got, s.Books); err != nil {
+	got, err := t.reconcileRelease(s, r, a, sent)
+	if err != nil {
 		return true, err
 	}
 	if !tookOver {
@@ -1432,66 +1507,16 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 // write of the key table, never reaches a held point, and the round
 // judges only the money.
 func (t *T) releasedBeforeTakeoverCommits(s Scenario, latency time.Duration) (bool, error) {
-	lease := t.drawLease(5, 60)
-	if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
-		return false, err
-	}
-	req, op, amount := s.Payment(t)
-	s.Books.Expect(op)
-	executed := func() { s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount) }
-	orig, inFlight, err := t.outliveLease(req, latency, lease)
-	if !inFlight || err != nil {
-		return err != nil, err
-	}
+	r, conclusive, err := t.holdRelease(s, latency, func() error {
+		return t.armReplica(0, labctl.HeldKeyCommit, 1)
+	})
 	// Disarming lets a held statement or commit go, whatever happens here.
-	holds := []string{labctl.HeldKeyDelete, labctl.HeldKeyUpdate}
-	for _, point := range append([]string{labctl.FailInTransfer}, holds...) {
-		defer t.Arm(point, 0)
-		if err := t.Arm(point, 1); err != nil {
-			return true, err
-		}
-	}
+	defer t.letReleaseGo()
 	defer t.armReplica(0, labctl.HeldKeyCommit, 0)
-	if err := t.armReplica(0, labctl.HeldKeyCommit, 1); err != nil {
-		return true, err
+	if r.held == "" || err != nil {
+		return conclusive, err
 	}
-	armedInTime := orig.Early()
-	// The retry waits on the core twice as long as the original.
-	if err := t.Configure(labclient.Config{CoreLatency: 2 * latency}); err != nil {
-		return true, err
-	}
-	held, err := t.Fired(latency+10*time.Second, orig.Done, holds...)
-	if err != nil {
-		return true, err
-	}
-	if held == "" || orig.Done() {
-		// The original answered without a delete or an update of the key
-		// table: it did not fail, or gave its key back otherwise.
-		first := orig.Wait()
-		for _, point := range append([]string{labctl.FailInTransfer}, holds...) {
-			if err := t.Arm(point, 0); err != nil {
-				return true, err
-			}
-		}
-		if err := t.armReplica(0, labctl.HeldKeyCommit, 0); err != nil {
-			return true, err
-		}
-		if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
-			return true, err
-		}
-		last := t.Do(req)
-		if toldAnyRan(op, first, last) {
-			executed()
-		}
-		return armedInTime, t.Reconcile(req.String(), "the original "+first.Short()+"; a retry "+last.Short(), s.Books)
-	}
-	for _, point := range holds {
-		if point != held {
-			if err := t.Arm(point, 0); err != nil {
-				return true, err
-			}
-		}
-	}
+	req, orig, held, lease := r.req, r.orig, r.held, r.lease
 	// The retry goes through the second process, where its takeover
 	// waits at its COMMIT.
 	through := req
@@ -1531,14 +1556,11 @@ func (t *T) releasedBeforeTakeoverCommits(s Scenario, latency time.Duration) (bo
 	if err := t.armReplica(0, labctl.HeldKeyCommit, 0); err != nil {
 		return true, err
 	}
-	first := orig.Wait()
-	if err := t.Configure(labclient.Config{NoCoreLatency: true}); err != nil {
+	a, err := t.besideTheRetry(r, retry)
+	if err != nil {
 		return true, err
 	}
-	third := t.Do(req)
-	inFlight = !retry.Done()
-	second := retry.Wait()
-	last := t.Do(req)
+	first, third, second, last, inFlight := a.first, a.third, a.second, a.last, a.inFlight
 	sent := fmt.Sprintf("(two server processes on one database; lease %v)\n%s  (the original, waiting %v on the core)\n"+
 		"while it waits: %v of lab time (its lease expires); when its core call is over, its business write fails (fail-in-transfer), and the first statement that deletes from or updates the key table, its release of the key, waits (%s)\n"+
 		"then the retry, the same request, through the second process, waiting %v on the core%s\n"+
@@ -1550,11 +1572,8 @@ func (t *T) releasedBeforeTakeoverCommits(s Scenario, latency time.Duration) (bo
 		map[bool]string{true: ", whose takeover waits at its COMMIT (held-key-commit)", false: ", whose takeover's COMMIT was not seen"}[committing != ""],
 		map[bool]string{true: ", and waits for the key's row, which the takeover locked", false: ""}[waited],
 		first.Short(), third.Short(), second.Short(), last.Short())
-	got := "the original " + first.Short() + "; the third attempt " + third.Short() + "; the retry " + second.Short()
-	if toldAnyRan(op, first, third, second, last) {
-		executed()
-	}
-	if err := t.Reconcile(sent, got, s.Books); err != nil {
+	got, err := t.reconcileRelease(s, r, a, sent)
+	if err != nil {
 		return true, err
 	}
 	if !waited {
