@@ -595,7 +595,7 @@ func TestModel_ShowsDoublesOnTheLeftAndNoneOnTheRight(t *testing.T) {
 		t.Fatalf("doubles left %d right %d, want 4 and 0", l, r)
 	}
 	out := ansi.Strip(m.Render())
-	for _, want := range []string{"DOUBLE TRANSFERS", "LOST TRANSFERS", " DOUBLE ", "↺ replay", "completed", "409 dp c0.op-0z request in progress"} {
+	for _, want := range []string{"DOUBLE TRANSFERS", "LOST TRANSFERS", " DOUBLE ", "↺ replay", "completed", "409 dp request in progress c0.op-0z"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the 80x24 view lacks %q:\n%s", want, out)
 		}
@@ -1406,5 +1406,26 @@ func TestModel_WatchHelpNamesOnlyWhatItShows(t *testing.T) {
 	demo := busyModel(t, 80, 24)
 	if page := ansi.Strip(strings.Join(demo.helpLines(76), "\n")); !strings.Contains(page, "▶ a story's outcome  † the last crash") {
 		t.Errorf("the demo's help page no longer names the story and crash lines:\n%s", page)
+	}
+}
+
+// TestModel_ARefusedTransferSaysWhyAt80Columns: the clerks' story ends
+// with a transfer over the limit A set, and at 80 columns its feed line
+// read "422 tr s1.over-limit daily limit exce…": the reason, the point
+// of the line, was cut and the op was whole. The reason comes before the
+// op, which a 38-column pane cuts instead.
+func TestModel_ARefusedTransferSaysWhyAt80Columns(t *testing.T) {
+	m := busyModel(t, 80, 24)
+	for side := range 2 {
+		ev := event(events.KindRequest, m.now, events.Request{Method: "POST", Path: "/transfers", Status: 422,
+			Op: "s1.over-limit", Key: "s1-over-limit", Type: "/problems/daily-limit-exceeded"})
+		m, _ = update(t, m, EventsMsg{Side: side, Epoch: 1, Received: m.now, Events: []events.Event{ev}})
+	}
+	frame := m.Render()
+	assertFits(t, frame, 80, 24)
+	for side := range 2 {
+		if text := paneText(frame, side); !strings.Contains(text, "422 tr daily limit exceeded s1.") {
+			t.Errorf("side %d at 80 columns does not say why the transfer was refused:\n%s", side, ansi.Strip(frame))
+		}
 	}
 }

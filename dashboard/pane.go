@@ -402,7 +402,17 @@ func (p pane) feedLine(l FeedLine) string {
 			kind, account = r.Method+" settings", acc
 		}
 	}
-	text := strings.TrimSuffix(fmt.Sprintf("%d %s %s", r.Status, kind, name), " ")
+	text := fmt.Sprintf("%d %s", r.Status, kind)
+	if r.Status >= 400 && r.Type != "" {
+		// Why it was refused is the point of the line: it comes before
+		// the op and the account, which a 38-column pane cuts instead
+		// ("422 tr daily limit exceeded s1.over-l…").
+		reason := strings.TrimPrefix(strings.TrimPrefix(r.Type, "/problems/"), "idempotency-")
+		text += " " + strings.ReplaceAll(reason, "-", " ")
+	}
+	if name != "" {
+		text += " " + name
+	}
 	if l.Replica > 0 {
 		text = fmt.Sprintf("r%d %s", l.Replica, text)
 	}
@@ -416,10 +426,6 @@ func (p pane) feedLine(l FeedLine) string {
 		style = p.st.Rejected
 	case r.Replayed:
 		style = p.st.Replay
-	}
-	if r.Status >= 400 && r.Type != "" {
-		name := strings.TrimPrefix(strings.TrimPrefix(r.Type, "/problems/"), "idempotency-")
-		text += " " + strings.ReplaceAll(name, "-", " ")
 	}
 	if account != "" {
 		text += " " + account
