@@ -150,3 +150,16 @@ const (
 	// Harmed: a change was lost, or money moved that should not have.
 	Harmed
 )
+
+// KindStream is an event no server sends: a reader of several replicas'
+// streams (backend.Remote) puts it among their events when one replica's
+// GET /lab/events breaks (Stream.Open false: the process exited, or the
+// network failed) and when it opens again. The server says nothing of a
+// process of its own that dies; its stream ending is how the dashboard
+// learns of it, as lab serve learns of it from the process's exit.
+const KindStream = "stream"
+
+// Stream is the data of a KindStream event.
+type Stream struct {
+	Open bool `json:"open"`
+}

@@ -327,6 +327,16 @@ func (s *Side) Ingest(ev events.Event, received time.Time) {
 		if json.Unmarshal(ev.Data, &d) == nil && d.TransferID != "" {
 			s.Note(ev.Time, redriven(d))
 		}
+	case KindStream:
+		var st Stream
+		switch {
+		case json.Unmarshal(ev.Data, &st) != nil || ev.Replica == 0:
+		case st.Open:
+			s.Note(ev.Time, fmt.Sprintf("r%d is back: its event stream opened again; what it sent while away was missed", ev.Replica))
+		default:
+			s.Note(ev.Time, fmt.Sprintf("r%d's event stream broke: the process exited, or the network failed; "+
+				"its requests go unseen until it is back", ev.Replica))
+		}
 	case events.KindListen:
 		var l events.Listen
 		switch {

@@ -558,3 +558,19 @@ func TestSide_AFreshSideTakesNoBaseline(t *testing.T) {
 		t.Fatalf("before %+v, unseen %d; want no baseline and 4 unreported", s.Before, s.Counts.Unseen)
 	}
 }
+
+// TestSide_SaysWhenAReplicaGoesAndComesBack: a replica's stream breaking
+// and opening again (backend.Remote's KindStream events) are lines of the
+// feed that name the replica.
+func TestSide_SaysWhenAReplicaGoesAndComesBack(t *testing.T) {
+	s := NewSide()
+	for _, open := range []bool{false, true} {
+		ev := event(KindStream, t0, Stream{Open: open})
+		ev.Replica = 2
+		s.Ingest(ev, t0)
+	}
+	feed := s.Feed(2)
+	if len(feed) != 2 || !strings.HasPrefix(feed[1].Note, "r2's event stream broke") || !strings.HasPrefix(feed[0].Note, "r2 is back") {
+		t.Errorf("the feed after replica 2 went and came back: %+v", feed)
+	}
+}

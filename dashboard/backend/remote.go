@@ -2,11 +2,13 @@ package backend
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"sync"
 	"time"
 
+	"idemlab/dashboard"
 	"idemlab/kit/bank"
 	"idemlab/kit/events"
 	"idemlab/kit/labclient"
@@ -110,7 +112,24 @@ func (r *Remote) Subscribe(ctx context.Context) (<-chan events.Event, func()) {
 }
 
 // follow sends lab's events on out, marked as replica's, until ctx ends.
+// Of several replicas, it also says when the stream breaks and when it
+// opens again after a break (dashboard.KindStream): lab serve starts a
+// replica that dies again, and the server has no event for a process of
+// its own that died, so the break is how the feed learns of it.
 func follow(ctx context.Context, lab *labclient.Client, replica int, out chan<- events.Event) {
+	send := func(ev events.Event) bool {
+		ev.Replica = replica
+		select {
+		case out <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	// last is the lab time of the last event heard: the break is put
+	// after it among the replicas' events, which are sorted by time.
+	var last time.Time
+	broken := false
 	for first := true; ctx.Err() == nil; first = false {
 		if !first {
 			select {
@@ -119,14 +138,33 @@ func follow(ctx context.Context, lab *labclient.Client, replica int, out chan<- 
 			case <-time.After(500 * time.Millisecond):
 			}
 		}
-		lab.Events(ctx, func(ev events.Event) bool {
-			ev.Replica = replica
-			select {
-			case out <- ev:
-				return true
-			case <-ctx.Done():
-				return false
-			}
+		s, err := lab.OpenEvents(ctx)
+		if err != nil {
+			continue
+		}
+		if broken && replica > 0 && !send(streamEvent(true, last)) {
+			s.Close()
+			return
+		}
+		broken = false
+		s.Read(func(ev events.Event) bool {
+			last = ev.Time
+			return send(ev)
 		})
+		s.Close()
+		if ctx.Err() != nil {
+			return
+		}
+		broken = true
+		if replica > 0 {
+			send(streamEvent(false, last))
+		}
 	}
+}
+
+// streamEvent is the dashboard.KindStream event of a stream that opened
+// (again) or broke, at lab time t.
+func streamEvent(open bool, t time.Time) events.Event {
+	data, _ := json.Marshal(dashboard.Stream{Open: open})
+	return events.Event{Kind: dashboard.KindStream, Time: t, Data: data}
 }
