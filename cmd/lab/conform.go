@@ -68,8 +68,14 @@ func runConform(ctx context.Context, in *invocation) error {
 		f.seed = rand.Uint64()
 	}
 	base := strings.TrimSuffix(f.url, "/")
+	// The report is wrapped to the terminal: its lines say what was sent
+	// and what came back, and an 80-column terminal broke them mid-word.
+	width := reportWidth(in.stdout)
 	if !f.json {
-		fmt.Fprintf(in.stdout, "lab conform: %s at %s, seed %d (--seed %d repeats the draws)\n", p.Name, base, f.seed, f.seed)
+		head := fmt.Sprintf("lab conform: %s at %s, seed %d (--seed %d repeats the draws)\n", p.Name, base, f.seed, f.seed)
+		if err := wrapReport(in.stdout, head, width); err != nil {
+			return err
+		}
 	}
 	results, err := conform.Run(ctx, conform.Options{URL: base, Profile: p, Seed: f.seed, MaxOperations: f.maxOps, Timeout: f.timeout})
 	if err != nil {
@@ -80,7 +86,16 @@ func runConform(ctx context.Context, in *invocation) error {
 			return err
 		}
 	} else {
-		conform.WriteHuman(in.stdout, p.Name, results)
+		var report strings.Builder
+		conform.WriteHuman(&report, p.Name, results)
+		// The verdict, the last line, stays one line: a CI job reads it
+		// with tail -1, and it is short.
+		text := strings.TrimSuffix(report.String(), "\n")
+		verdict := text[strings.LastIndex(text, "\n")+1:]
+		if err := wrapReport(in.stdout, strings.TrimSuffix(text, verdict), width); err != nil {
+			return err
+		}
+		fmt.Fprintln(in.stdout, verdict)
 	}
 	if f.junit != "" {
 		if err := writeJUnitFile(f.junit, func(out *os.File) error { return conform.WriteJUnit(out, p.Name, results) }); err != nil {

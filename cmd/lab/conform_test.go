@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"idemlab/grader/conform/testdata/payserver"
 )
 
@@ -67,7 +69,7 @@ func TestConform_ExitsAsLabAudit(t *testing.T) {
 	} {
 		code, out, errs := runLabCommand(t, "conform", "--url", c.url, "--profile", c.profile, "--seed", "3", "--junit", junit)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if code != c.code || !strings.Contains(lines[len(lines)-1], c.last) || !strings.HasPrefix(lines[1], "money") {
+		if code != c.code || !strings.Contains(lines[len(lines)-1], c.last) || !strings.Contains(out, "\nmoney: ") {
 			t.Errorf("%s %s: exit %d, want %d and a last line with %q\n%s%s", c.url, c.profile, code, c.code, c.last, out, errs)
 		}
 		data, err := os.ReadFile(junit)
@@ -225,5 +227,68 @@ func TestConform_UsageNamesEveryFlag(t *testing.T) {
 		if !strings.Contains(usageLine, "--"+f[1]+" ") && !strings.Contains(usageLine, "--"+f[1]+"]") {
 			t.Errorf("the usage line does not name --%s: %s", f[1], usageLine)
 		}
+	}
+}
+
+// TestConform_TheReportFitsItsWidth: lab conform printed 28 lines over
+// 100 columns, which an 80-column terminal broke mid-word. Not on a
+// terminal, every line fits 80 columns, wrapped at words behind a hanging
+// indent; the verdict is still the last line.
+func TestConform_TheReportFitsItsWidth(t *testing.T) {
+	naiveServer := payserver.New()
+	naiveServer.Naive = true
+	naive := httptest.NewServer(naiveServer)
+	defer naive.Close()
+	_, out, errs := runLabCommand(t, "conform", "--url", naive.URL, "--profile", payProfile, "--seed", "3")
+	var wrapped int
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if w := ansi.StringWidth(line); w > 80 {
+			t.Errorf("a line of %d columns: %q", w, line)
+		}
+		if strings.HasPrefix(line, "                ") {
+			wrapped++
+		}
+	}
+	if wrapped == 0 {
+		t.Errorf("no detail line was wrapped under its text; the report:\n%s%s", out, errs)
+	}
+	if last := strings.TrimSpace(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]); !strings.HasPrefix(last, "conform: payserver:") {
+		t.Errorf("the last line %q is not the verdict", last)
+	}
+}
+
+// TestWrapReport_KeepsEveryWordBehindAHangingIndent: a labelled line goes
+// on under its text, a claim under what follows its name; every word is
+// kept, in order, and a word longer than the room is cut, not overflowed.
+func TestWrapReport_KeepsEveryWordBehindAHangingIndent(t *testing.T) {
+	const text = "      expected  a 409 or the first answer replayed: the retry carried the same key and body, so the server must not run it again\n" +
+		"  ✗ HARMED  lost-response: a client that never heard its answer retries, and the money moves once\n" +
+		"short line\n"
+	var b strings.Builder
+	if err := wrapReport(&b, text, 60); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	want := "      expected  a 409 or the first answer replayed: the\n" +
+		"                retry carried the same key and body, so the\n" +
+		"                server must not run it again\n" +
+		"  ✗ HARMED  lost-response: a client that never heard its\n" +
+		"                           answer retries, and the money\n" +
+		"                           moves once\n" +
+		"short line\n"
+	if got != want {
+		t.Errorf("wrapped to 60:\n%s\nwant:\n%s", got, want)
+	}
+	b.Reset()
+	if err := wrapReport(&b, "  got  "+strings.Repeat("x", 50)+"\n", 30); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		if len(l) > 30 {
+			t.Errorf("a long word overflowed 30 columns: %q", l)
+		}
+	}
+	if strings.Count(b.String(), "x") != 50 {
+		t.Errorf("a long word lost letters: %q", b.String())
 	}
 }
