@@ -743,6 +743,21 @@ func (m Model) helpLines(w int) []string {
 		sections[1] = append(sections[1], st.Good.Render("▶")+" a story's outcome  "+st.Conflict.Render("†")+" the last crash ("+
 			st.Dim.Render("──")+" in the feed): pinned a minute")
 	}
+	// The traffic line's marks and the money lines under the feed: an
+	// instructor asked what "↺3", "re-run after retention" and "created"
+	// were, and the page named none of them.
+	legend := []string{
+		"req N " + st.OK.Render("ok") + " N " + st.Replay.Render("↺") + "N  requests, 2xx answers, answers replayed from a key",
+		st.Conflict.Render("409") + " N duplicates and in progress  " + st.Rejected.Render("4xx") + " N other refusals (400, 412, 422)",
+		"re-run after retention  ops run again once their key expired (the lab clock moved past it): not doubles",
+		"moved twice ₩ · created ₩  money moved again by doubled transfers, created by doubled deposits",
+		"outbox N to post, N posted  stage 9's postings for the core ledger; " + st.Error.Render("⚠ dead letter") + " one it refused for good, waiting for a person",
+	}
+	if !m.bindings.Crash.Enabled() {
+		// Only lab dash attaches to a server that ran before it came.
+		legend = append(legend, "before attach  what the server did before the dashboard came: not counted above")
+	}
+	sections = append(sections, legend)
 	for _, sec := range sections {
 		if len(sec) == 0 {
 			continue

@@ -553,7 +553,9 @@ func TestModel_HelpPageScrollsOnASmallWindow(t *testing.T) {
 		last = frame(m)
 		seen += last
 	}
-	want := []string{"Σ ✓ balances", "LOST TRANSFERS", "422 same key", "▶ a story's outcome  † the last crash"}
+	want := []string{"Σ ✓ balances", "LOST TRANSFERS", "422 same key", "▶ a story's outcome  † the last crash",
+		"↺N  requests", "409 N duplicates", "4xx N other", "refusals (400, 412, 422)", "re-run after retention  ops", "moved twice ₩ · created ₩  money",
+		"outbox N to post, N posted  stage 9's", "dead letter"}
 	if StoryShown != time.Minute || CrashShown != time.Minute {
 		t.Errorf("the help page says a story and a crash stay pinned a minute; they stay %v and %v", StoryShown, CrashShown)
 	}
@@ -1402,10 +1404,14 @@ func TestModel_WatchHelpNamesOnlyWhatItShows(t *testing.T) {
 	watch := NewWatch(context.Background(), "http://127.0.0.1:8080", t0)
 	if page := ansi.Strip(strings.Join(watch.helpLines(76), "\n")); strings.Contains(page, "story") || strings.Contains(page, "†") {
 		t.Errorf("lab dash's help page names a story or a crash it never shows:\n%s", page)
+	} else if !strings.Contains(page, "before attach  what the server did") {
+		t.Errorf("lab dash's help page does not say what \"before attach\" is:\n%s", page)
 	}
 	demo := busyModel(t, 80, 24)
 	if page := ansi.Strip(strings.Join(demo.helpLines(76), "\n")); !strings.Contains(page, "▶ a story's outcome  † the last crash") {
 		t.Errorf("the demo's help page no longer names the story and crash lines:\n%s", page)
+	} else if strings.Contains(page, "before attach") {
+		t.Errorf("the demo's help page names \"before attach\", which its fresh servers never show:\n%s", page)
 	}
 }
 
