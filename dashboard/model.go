@@ -751,7 +751,7 @@ func (m Model) helpLines(w int) []string {
 		st.Conflict.Render("409") + " N duplicates and in progress  " + st.Rejected.Render("4xx") + " N other refusals (400, 412, 422)",
 		"re-run after retention  ops run again once their key expired (the lab clock moved past it): not doubles",
 		"moved twice ₩ · created ₩  money moved again by doubled transfers, created by doubled deposits",
-		"outbox N to post, N posted  stage 9's postings for the core ledger; " + st.Error.Render("⚠ dead letter") + " one it refused for good, waiting for a person",
+		"outbox N to post, N posted  stage 9's postings for the core ledger; " + st.Error.Render("⚠\u00a0dead\u00a0letter") + " one it refused for good, waiting for a person",
 	}
 	if !m.bindings.Crash.Enabled() {
 		// Only lab dash attaches to a server that ran before it came.

@@ -555,7 +555,7 @@ func TestModel_HelpPageScrollsOnASmallWindow(t *testing.T) {
 	}
 	want := []string{"Σ ✓ balances", "LOST TRANSFERS", "422 same key", "▶ a story's outcome  † the last crash",
 		"↺N  requests", "409 N duplicates", "4xx N other", "refusals (400, 412, 422)", "re-run after retention  ops", "moved twice ₩ · created ₩  money",
-		"outbox N to post, N posted  stage 9's", "dead letter"}
+		"outbox N to post, N posted  stage 9's", "⚠\u00a0dead\u00a0letter one it refused"}
 	if StoryShown != time.Minute || CrashShown != time.Minute {
 		t.Errorf("the help page says a story and a crash stay pinned a minute; they stay %v and %v", StoryShown, CrashShown)
 	}
