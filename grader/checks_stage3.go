@@ -780,13 +780,24 @@ func (t *T) patientRetries(s Scenario, req Request, op string, amount int64, ori
 // the money, so its key is not left in progress. At stage 3 the claim is
 // released and the retry executes, and is refused again; from stage 4 the
 // refusal is stored and replayed. Either way no retry is told to wait.
+// The retries are the client's retry policy: a 409 with no problem type
+// (a plain-text 409) is recorded as a contract difference, once, and told
+// to come back as by a 409 request-in-progress (untilAnswered); a client
+// still told so when it stops is judged by the key table.
 func refusalNotStuck(t *T, s Scenario) error {
 	req, sent, first, err := sendRefused(t, s)
 	if err != nil {
 		return err
 	}
 	books := s.Books
-	wait := func(r Response) bool { return r.Err != nil || waitAnswer(r) }
+	expected := "422 " + pInsufficient + " again: the refusal moved nothing, so its claim is released and the retry executes (stage 3), or the refusal is stored and replayed (stage 4 on); no request of that key is running, and none is told to wait"
+	asked := sent + "  →  " + first.Short() + "\nthen the same request again"
+	wait := func(r Response) bool {
+		if untypedConflict(r) {
+			t.differUntyped(asked, r, expected)
+		}
+		return r.Err != nil || toldToComeBack(r)
+	}
 	retry, n := t.retryWhile(req, releasePatience, wait)
 	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told to wait: %s over %v", sent, first.Short(), counted(n, "retry", "retries"), releasePatience)
 	if err := t.Reconcile(story, retry.Short(), books); err != nil {
@@ -803,11 +814,10 @@ func refusalNotStuck(t *T, s Scenario) error {
 	}); err != nil {
 		return err
 	}
-	expected := "422 " + pInsufficient + " again: the refusal moved nothing, so its claim is released and the retry executes (stage 3), or the refusal is stored and replayed (stage 4 on); no request of that key is running, and none is told to wait"
 	if judging.KeyInProgress(st, req.Key) {
 		return t.Harmful(judging.StuckKey, story, retry.String()+"\nthen /lab/state: "+judging.DescribeKeyRows(judging.KeyRows(st, req.Key)), expected)
 	}
-	if retry.Is(http.StatusConflict, pInProgress) {
+	if toldToComeBack(retry) {
 		// Told to wait for a key that is not in progress: the key table,
 		// not the 409, says which harm.
 		return t.toldToWait(req.Key, story, retry, expected, waitHarms{})

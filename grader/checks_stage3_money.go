@@ -355,7 +355,8 @@ func checkCompletedWithTheMoney(t *T, s Scenario) error {
 	if err := t.Reconcile(sent, first.Short(), books); err != nil {
 		return err
 	}
-	retry, n := t.retryUntilAnswered(req, time.Second)
+	const executesOnce = "the retry executes once: nothing runs any more, and the key says something does, for good"
+	retry, n := t.retryUntilAnswered(req, time.Second, sent+"  →  "+first.Short(), executesOnce)
 	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told request-in-progress: %s", sent, first.Short(), counted(n, "retry", "retries"))
 	// Once the retry has answered, a server that keeps its keys where the
 	// lab can see them shows one. One that shows none cannot be caught
@@ -372,13 +373,13 @@ func checkCompletedWithTheMoney(t *T, s Scenario) error {
 	if err := t.Reconcile(story, retry.Short(), books); err != nil {
 		return err
 	}
-	if retry.Is(http.StatusConflict, pInProgress) {
+	if toldToComeBack(retry) {
 		stalled := ""
 		if lockedOut(took, first, retry) {
 			stalled = fmt.Sprintf(". The first attempt took %v: the release waited on a write lock: is it run while your own transaction is still open?",
 				took.Round(10*time.Millisecond))
 		}
-		return t.Harmful(judging.StuckKey, story, retry.String(), "the retry executes once: nothing runs any more, and the key says something does, for good"+stalled)
+		return t.Harmful(judging.StuckKey, story, retry.String(), executesOnce+stalled)
 	}
 	if !executed && !retry.Is(http.StatusCreated, "") {
 		return t.Fail(story, retry.String(), "201 Created: the first attempt moved nothing, so the retry executes")
@@ -442,13 +443,14 @@ func commitAnswerLost(t *T, s Scenario) error {
 	if err := t.Reconcile(sent, first.Short(), books); err != nil {
 		return err
 	}
-	retry, n := t.retryUntilAnswered(req, time.Second)
+	completed := "409 " + pDuplicate + " (stage 3) or the stored 201 (stage 4 on): the money moved, and its commit completed the key"
+	retry, n := t.retryUntilAnswered(req, time.Second, sent+"  →  "+first.Short(), completed)
 	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told request-in-progress: %s", sent, first.Short(), counted(n, "retry", "retries"))
 	if err := t.Reconcile(story, retry.Short(), books); err != nil {
 		return err
 	}
-	if retry.Is(http.StatusConflict, pInProgress) {
-		return t.Harmful(judging.StuckKey, story, retry.String(), "409 "+pDuplicate+" (stage 3) or the stored 201 (stage 4 on): the money moved, and its commit completed the key")
+	if toldToComeBack(retry) {
+		return t.Harmful(judging.StuckKey, story, retry.String(), completed)
 	}
 	return nil
 }

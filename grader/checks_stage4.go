@@ -612,8 +612,9 @@ func checkAnswerStoredWithTheMoney(t *T, s Scenario) error {
 		if err := t.Reconcile(sent, "", books); err != nil {
 			return err
 		}
-		retry, n := t.retryUntilAnswered(r.req, time.Second)
-		story := fmt.Sprintf("%s\nthen the same request again, while it is told request-in-progress or gets no answer: %s", sent, counted(n, "retry", "retries"))
+		const stored = "the stored 201 of the operation: its money moved, and nothing runs any more"
+		retry, n := t.retryUntilAnswered(r.req, time.Second, sent, stored)
+		story := fmt.Sprintf("%s\nthen the same request again, while it is told to wait or gets no answer: %s", sent, counted(n, "retry", "retries"))
 		if err := t.Reconcile(story, retry.Short(), books); err != nil {
 			return err
 		}
@@ -622,8 +623,10 @@ func checkAnswerStoredWithTheMoney(t *T, s Scenario) error {
 		}
 		own := json.Unmarshal(retry.Body, &got) == nil && got.Metadata["op"] == r.op
 		switch {
-		case retry.Is(http.StatusConflict, pInProgress):
-			return t.Harmful(judging.StuckKey, story, retry.String(), "the stored 201 of the operation: its money moved, and nothing runs any more")
+		case toldToComeBack(retry):
+			// Told to wait until it stopped, a plain-text 409 as a 409
+			// request-in-progress (retryUntilAnswered).
+			return t.Harmful(judging.StuckKey, story, retry.String(), stored)
 		case !retry.Is(http.StatusCreated, "") && !(success(retry) && own):
 			return t.Harmful(judging.NoUsableAnswer, story, retry.String(), "the stored 201 of the operation: its money moved, and the answer was stored with it")
 		case !own:

@@ -1765,6 +1765,9 @@ func lateOriginalVerdict(op string, first, third, second Response, tookOver bool
 	return true, ""
 }
 
+// takenOver is what S6.outage-mid-request expects a retry to be told.
+const takenOver = "201 Created: once the lease of the failed claim expires, a retry takes it over and executes"
+
 // checkOutageMidRequest catches a claim stuck in progress for good after
 // the key store failed at its completion and its release (no lease to
 // expire), and a completion outside the business transaction (the money
@@ -1792,12 +1795,20 @@ func checkOutageMidRequest(t *T) error {
 		if !orig.Is(http.StatusCreated, "") && !orig.Is(http.StatusServiceUnavailable, pUnavailable) {
 			return true, t.Fail(sent, orig.String(), "503 "+pUnavailable+" (or 201 Created if the store was not needed again)")
 		}
-		final, story, err := t.retryUntilDone(req, lease)
+		// The retries are the client's retry policy: a plain-text 409 is
+		// recorded once and comes back as a 409 request-in-progress does.
+		asked := sent + "\nthen the store is back, and the same request again"
+		final, story, err := t.retryUntilDoneWhile(req, lease, func(r Response) bool {
+			if untypedConflict(r) {
+				t.differUntyped(asked, r, takenOver)
+			}
+			return toldToComeBack(r)
+		})
 		if err != nil {
 			return true, err
 		}
 		story = sent + "\nthen the store is back" + story
-		if final.Is(http.StatusConflict, pInProgress) {
+		if toldToComeBack(final) {
 			// What the client knows when it stops retrying: told to
 			// wait. Nothing executed (or the books would have said so
 			// first), and the key table says whether anything ever will.
@@ -1812,7 +1823,7 @@ func checkOutageMidRequest(t *T) error {
 			})
 		}
 		if !final.Is(http.StatusCreated, "") {
-			return true, t.Fail(story, final.String(), "201 Created: once the lease of the failed claim expires, a retry takes it over and executes")
+			return true, t.Fail(story, final.String(), takenOver)
 		}
 		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
 		return true, t.Reconcile(story, "", s.Books)

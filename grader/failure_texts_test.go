@@ -68,7 +68,7 @@ func TestFailureText_AQuotedOnlyKeyIsRetriedAsItWas(t *testing.T) {
 // One retry is "1 retry".
 func TestFailureText_OneRetryIsSingular(t *testing.T) {
 	f := failureOf(t, "S4.answer-stored-with-the-money", solution(3))
-	if !strings.HasSuffix(f.Sent, "while it is told request-in-progress or gets no answer: 1 retry") {
+	if !strings.HasSuffix(f.Sent, "while it is told to wait or gets no answer: 1 retry") {
 		t.Errorf("sent:\n%s\nwant it to end \"…: 1 retry\"", f.Sent)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"idemlab/grader"
 	"idemlab/grader/judging"
+	"idemlab/grader/targets"
 	"idemlab/kit/problem"
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage4"
@@ -333,4 +334,101 @@ func TestToldToWait_TheKeyTableSaysWhichHarm(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The other retry loops that are a client's retry policy judge a retry
+// answered a plain-text 409 as untilAnswered does: a contract difference,
+// recorded once, and the client comes back as after a 409
+// request-in-progress. Told so once, the check passes with the
+// difference; told so on every retry, the client stops told to come back,
+// judged as a 409 request-in-progress would be. Before, each loop stopped
+// at the first plain 409: S3.release-after-failure's refusal recorded a
+// difference and passed however long it was told so,
+// S3.completed-with-the-money passed without a word (its loop,
+// retryUntilAnswered, is S4.answer-stored-with-the-money's too, which
+// needs a server it can crash) and S6.outage-mid-request judged it a
+// failure of contract that stopped the check.
+func TestPlainConflict_RetryLoopsComeBack(t *testing.T) {
+	const typed = "a 409 names its problem type"
+	for _, tc := range []struct {
+		id       string
+		newStage stage.Factory
+		n        int
+		harm     judging.Harm
+		start    func(t *testing.T, times int) targets.Start
+	}{
+		{"S3.release-after-failure", stage4.New, 4, judging.NoUsableAnswer, func(t *testing.T, times int) targets.Start {
+			return refusalRetriesAnsweredBy(t, stage4.New, times, plainConflict)
+		}},
+		{"S3.completed-with-the-money", stage4.New, 4, judging.StuckKey, nil},
+		{"S6.outage-mid-request", stage6.New, 6, judging.StuckKey, nil},
+	} {
+		for _, times := range []int{1, 0} {
+			name := map[int]string{1: "once", 0: "always"}[times]
+			t.Run(tc.id+"/"+name, func(t *testing.T) {
+				c, ok := grader.Lookup(tc.id)
+				if !ok {
+					t.Fatalf("no check %s", tc.id)
+				}
+				start := retriesAnsweredBy(t, tc.newStage, times, plainConflict)
+				if tc.start != nil {
+					start = tc.start(t, times)
+				}
+				subject := grader.Subject{Stage: tc.n, Name: fmt.Sprintf("solutions/stage%d", tc.n), New: tc.newStage}
+				err := grader.RunCheck(context.Background(), subject, c, 7, start).Err
+				want := tc.harm
+				if times == 1 {
+					want = ""
+				}
+				f := harmOf(t, err, want)
+				n := 0
+				for d := f; d != nil; d = d.Contract {
+					n += strings.Count(d.Expected, typed)
+				}
+				if n != 1 {
+					t.Errorf("the plain 409 recorded %d times, want once:\n%v", n, err)
+				}
+			})
+		}
+	}
+}
+
+// refusalRetriesAnsweredBy is retriesAnsweredBy for the retries of a
+// transfer whose first answer was 422 insufficient-funds alone: the other
+// retries S3.release-after-failure sends before its refusal are the
+// server's to answer.
+func refusalRetriesAnsweredBy(t *testing.T, newStage stage.Factory, times int, answer http.HandlerFunc) targets.Start {
+	var mu sync.Mutex
+	refused, answered := map[string]bool{}, 0
+	return serveWrapped(t, newStage, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost || r.URL.Path != "/transfers" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			key := r.Header.Get("Idempotency-Key")
+			mu.Lock()
+			retry := refused[key] && (times == 0 || answered < times)
+			if retry {
+				answered++
+			}
+			mu.Unlock()
+			if retry {
+				answer(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			if rec.Code == http.StatusUnprocessableEntity {
+				mu.Lock()
+				refused[key] = true
+				mu.Unlock()
+			}
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			w.Write(rec.Body.Bytes())
+		})
+	})
 }

@@ -122,6 +122,14 @@ const doneRetries = 5
 // clock stays where the client left it for what the check reads next. It
 // returns the final answer and the story of the attempts.
 func (t *T) retryUntilDone(req Request, lease time.Duration) (Response, string, error) {
+	return t.retryUntilDoneWhile(req, lease, waitAnswer)
+}
+
+// retryUntilDoneWhile is retryUntilDone for answers wait says tell the
+// client to come back: S6.outage-mid-request's, whose retries are the
+// client's retry policy judged as untilAnswered judges it, a plain-text
+// 409 included (toldToComeBack).
+func (t *T) retryUntilDoneWhile(req Request, lease time.Duration, wait func(Response) bool) (Response, string, error) {
 	var story strings.Builder
 	var r Response
 	for attempt := 1; attempt <= doneRetries; attempt++ {
@@ -129,7 +137,7 @@ func (t *T) retryUntilDone(req Request, lease time.Duration) (Response, string, 
 		fmt.Fprintf(&story, "\nretry %d  →  %s", attempt, r.Short())
 		switch {
 		case attempt == doneRetries:
-		case r.Is(http.StatusConflict, pInProgress):
+		case wait(r):
 			if err := t.Advance(lease + time.Second); err != nil {
 				return r, story.String(), err
 			}
