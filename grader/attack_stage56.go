@@ -126,9 +126,10 @@ func (t *T) createdOrDiffers(r Response, req Request, sent, got, expected string
 // the difference ("the original"). first may be a 201 as well: a later
 // retry compared with what an earlier one was told, whatever its 2xx, is
 // this one question (S6.late-original-fenced's last retry, after the
-// retry that took the key over), a value that differs a wrong answer. In
-// a verdict that cannot record, asTold; where the question is only
-// whether a retry is a replay at all, replayed.
+// retry that took the key over), a value that differs a wrong answer. A
+// verdict that cannot record returns such a difference for its caller to
+// record (S8's lateRefusalVerdict); where the question is only whether a
+// retry is a replay at all, replayed.
 func (t *T) replayOfAnother2xx(sent string, first, r Response, whose, expected string) error {
 	d := ownAnswerMismatch(first, r, whose)
 	if d == "" {

@@ -55,26 +55,6 @@ func ownAnswerMismatch(orig, replay Response, whose string) string {
 	return replayDifference(orig, replay, whose, true, "Content-Type")
 }
 
-// asTold is told, an answer that told its client its operation ran in
-// another 2xx than 201 (an execution answered 200), with the status of
-// replay when that is a 2xx too: a replay of it is compared with what its
-// client was told (the operation, its JSON value and headers), not with
-// a 201 it never had, whose absence is a contract difference the caller
-// records apart. Any other answer is returned as it is. It is for a
-// verdict that records nothing, a function of the answers alone (S8's
-// lateRefusalVerdict), whose mismatch is the money finding itself, a late
-// original's refusal completed over the retry's answer: a status between
-// 2xx is no part of that question, and it cannot record one. A check
-// that can record compares a replay with replayOfAnother2xx, which notes
-// such a status as the contract difference it is and judges the rest by
-// replayHarm (S6.late-original-fenced, in each of its rounds).
-func asTold(told, replay Response) Response {
-	if success(told) && told.Status != http.StatusCreated && success(replay) {
-		told.Status = replay.Status
-	}
-	return told
-}
-
 // replayDifference is replayMismatch, comparing bodies by what they say
 // (canonical.Form) when byValue is set, and the headers named.
 func replayDifference(orig, replay Response, whose string, byValue bool, headers ...string) string {

@@ -54,15 +54,23 @@ func checkLateOriginal(t *T) error {
 		// completion, read its key's row and answered the retry's. The
 		// lab's execution events say which attempt paid.
 		retryPaid := sameTold(inv.op, first, retry) && tookOver && t.overtaken(inv.op)
-		conclusive, harm, want := lateRefusalVerdict(inv.op, first, retry, last, tookOver, retryPaid)
+		conclusive, harm, want, differs := lateRefusalVerdict(inv.op, first, retry, last, tookOver, retryPaid)
 		if conclusive && toldRan(retry, inv.op) && !retry.Is(http.StatusCreated, "") {
 			// Told it ran in another 2xx: a contract difference; the
 			// verdict compared the last retry with what the retry was told.
 			t.Differ(sent, got, lateRetryPays)
 		}
+		lastAgain := func(d string) string {
+			return got + "\nthe last retry: " + last.String() + ", Location " + fmt.Sprintf("%q", last.Header.Get("Location")) + "\ncompared with the retry's " + retry.Short() + ": " + d
+		}
+		if differs != "" {
+			// The same value in another 2xx: its client learns that its
+			// payment ran, a difference of contract; the check goes on.
+			t.Differ(sent, lastAgain(differs), lateRetryStored(retry))
+		}
 		if want != "" {
-			if d := replayValueMismatch(asTold(retry, last), last, "the retry's"); d != "" {
-				got += "\nthe last retry: " + last.String() + ", Location " + fmt.Sprintf("%q", last.Header.Get("Location")) + "\ncompared with the retry's " + retry.Short() + ": " + d
+			if d := replayValueMismatch(retry, last, "the retry's"); d != "" {
+				got = lastAgain(d)
 			}
 			return true, t.Harmful(harm, sent, got, want)
 		}
@@ -87,26 +95,44 @@ const lateRetryPays = "201 Created to the retry: the original's lease had expire
 // what it told its client (toldRan, op being the payment's): a retry told
 // it ran in another 2xx than 201 is a contract difference the caller
 // records, and the last retry is compared with what the retry was told.
-func lateRefusalVerdict(op string, first, retry, last Response, tookOver, retryPaid bool) (conclusive bool, harm judging.Harm, want string) {
+// A last retry told the retry's value in another 2xx (201 for its 200,
+// or 200 for its 201) is a contract difference, not the finding: its
+// client learns that its payment ran. The verdict cannot record it, so it
+// returns it (differs, "" if none) for its caller to record, and goes on
+// to the original's answer.
+func lateRefusalVerdict(op string, first, retry, last Response, tookOver, retryPaid bool) (conclusive bool, harm judging.Harm, want, differs string) {
 	if sameTold(op, first, retry) && !(tookOver && retryPaid) {
 		// The original executed, and the retry replayed its answer (or
 		// the events cannot tell who paid): no late original in this round.
-		return false, "", ""
+		return false, "", "", ""
 	}
 	if !toldRan(retry, op) {
-		return true, "", lateRetryPays
+		return true, "", lateRetryPays, ""
 	}
-	if d := replayValueMismatch(asTold(retry, last), last, "the retry's"); d != "" {
-		return true, replayHarm(retry, last), fmt.Sprintf("the retry's stored %d again (the same JSON value) to every later retry: the payment executed once, by the retry's transfer. ", retry.Status) +
-			"The original, late, found the reference held by that transfer; its refusal is a completion like any other, and with its lease taken over it stores nothing"
+	if d := replayValueMismatch(retry, last, "the retry's"); d != "" {
+		inItsStatus := last
+		if success(last) {
+			inItsStatus.Status = retry.Status
+		}
+		if replayValueMismatch(retry, inItsStatus, "the retry's") != "" {
+			return true, replayHarm(retry, last), lateRetryStored(retry), ""
+		}
+		differs = d
 	}
 	// The late original, answered with the retry's 201 (read from its
 	// key's row once its completion failed), is told the truth.
 	if !sameTold(op, first, retry) && !first.Is(http.StatusConflict, pInProgress) && !first.ServerFailed() {
 		return true, judging.WrongAnswer, "409 " + pInProgress + " to the original, whose lease a retry took over (or the retry's own 201): " +
-			"its payment executed, by the retry's transfer, so no answer may tell its client it was refused"
+			"its payment executed, by the retry's transfer, so no answer may tell its client it was refused", differs
 	}
-	return tookOver, "", ""
+	return tookOver, "", "", differs
+}
+
+// lateRetryStored is what S8.late-original expects every retry after
+// retry, the one that took the key over and paid, to be told.
+func lateRetryStored(retry Response) string {
+	return fmt.Sprintf("the retry's stored %d again (the same JSON value) to every later retry: the payment executed once, by the retry's transfer. ", retry.Status) +
+		"The original, late, found the reference held by that transfer; its refusal is a completion like any other, and with its lease taken over it stores nothing"
 }
 
 // checkAfterRestart catches references kept anywhere but the database (a

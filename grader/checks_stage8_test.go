@@ -16,6 +16,10 @@ import (
 // that names its transfer is told it ran, its status judged apart):
 // a late original's refusal written over the retry's 201 is a wrong
 // answer to every later retry, whatever the original itself was told.
+// The retry's value replayed in another 2xx (201 for its 200, 200 for its
+// 201) is a contract difference the verdict returns for its caller to
+// record, and the verdict goes on to the original's answer: before, a 200
+// replayed 201 was passed over, and a 201 replayed 200 stopped the check.
 func TestLateRefusalVerdict(t *testing.T) {
 	created := func(id string) Response {
 		return Response{Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/transfers/" + id}},
@@ -39,6 +43,12 @@ func TestLateRefusalVerdict(t *testing.T) {
 		r.Status = http.StatusCreated
 		return r
 	}
+	// The retry's 201 replayed in 200 OK, the same value.
+	createdAsOK := func(id string) Response {
+		r := created(id)
+		r.Status = http.StatusOK
+		return r
+	}
 	tests := []struct {
 		name               string
 		first, retry, last Response
@@ -47,27 +57,31 @@ func TestLateRefusalVerdict(t *testing.T) {
 		conclusive         bool
 		harm               judging.Harm
 		wantsFail          bool
+		differs            bool
 	}{
-		{"the retry replays the original, which completed first", created("t-1"), created("t-1"), created("t-1"), false, false, false, "", false},
-		{"the retry replays the original, which paid while it waited", created("t-1"), created("t-1"), created("t-1"), true, false, false, "", false},
-		{"the events name the retry, but the original answered first", created("t-2"), created("t-2"), created("t-2"), false, true, false, "", false},
-		{"fenced: the original told the retry's 201", created("t-2"), created("t-2"), created("t-2"), true, true, true, "", false},
-		{"fenced: the original told the retry's 201, the last retry not", created("t-2"), created("t-2"), duplicate, true, true, true, judging.WrongAnswer, true},
-		{"fenced: the original told 409 request-in-progress", inProgress, created("t-2"), created("t-2"), true, true, true, "", false},
-		{"fenced: the original's store failed", unavailable, created("t-2"), created("t-2"), true, true, true, "", false},
-		{"fenced, but the original answered before the retry: not the late refusal", inProgress, created("t-2"), created("t-2"), false, true, false, "", false},
-		{"unfenced: the refusal stored over the retry's 201", duplicate, created("t-2"), duplicate, true, true, true, judging.WrongAnswer, true},
-		{"fenced, and the original told it was refused", duplicate, created("t-2"), created("t-2"), true, true, true, judging.WrongAnswer, true},
-		{"the retry that took over does not pay", inProgress, inProgress, inProgress, true, false, true, "", true},
-		{"the retry told 200 that it paid, replayed 201 to the last retry", inProgress, ok("t-2"), replayed("t-2"), true, false, true, "", false},
-		{"the retry told 200 that it paid, the last retry told it was refused", inProgress, ok("t-2"), duplicate, true, false, true, judging.WrongAnswer, true},
-		{"the original told 200 that it paid, the retry replays it", ok("t-1"), replayed("t-1"), replayed("t-1"), false, false, false, "", false},
+		{"the retry replays the original, which completed first", created("t-1"), created("t-1"), created("t-1"), false, false, false, "", false, false},
+		{"the retry replays the original, which paid while it waited", created("t-1"), created("t-1"), created("t-1"), true, false, false, "", false, false},
+		{"the events name the retry, but the original answered first", created("t-2"), created("t-2"), created("t-2"), false, true, false, "", false, false},
+		{"fenced: the original told the retry's 201", created("t-2"), created("t-2"), created("t-2"), true, true, true, "", false, false},
+		{"fenced: the original told the retry's 201, the last retry not", created("t-2"), created("t-2"), duplicate, true, true, true, judging.WrongAnswer, true, false},
+		{"fenced: the original told 409 request-in-progress", inProgress, created("t-2"), created("t-2"), true, true, true, "", false, false},
+		{"fenced: the original's store failed", unavailable, created("t-2"), created("t-2"), true, true, true, "", false, false},
+		{"fenced, but the original answered before the retry: not the late refusal", inProgress, created("t-2"), created("t-2"), false, true, false, "", false, false},
+		{"unfenced: the refusal stored over the retry's 201", duplicate, created("t-2"), duplicate, true, true, true, judging.WrongAnswer, true, false},
+		{"fenced, and the original told it was refused", duplicate, created("t-2"), created("t-2"), true, true, true, judging.WrongAnswer, true, false},
+		{"the retry that took over does not pay", inProgress, inProgress, inProgress, true, false, true, "", true, false},
+		{"the retry told 200 that it paid, replayed 201 to the last retry", inProgress, ok("t-2"), replayed("t-2"), true, false, true, "", false, true},
+		{"the retry told 200 that it paid, replayed 201, and the original told it was refused", duplicate, ok("t-2"), replayed("t-2"), true, false, true, judging.WrongAnswer, true, true},
+		{"the retry's 201 replayed 200 to the last retry", inProgress, created("t-2"), createdAsOK("t-2"), true, false, true, "", false, true},
+		{"the retry told 200 that it paid, and 200 again to the last retry", inProgress, ok("t-2"), ok("t-2"), true, false, true, "", false, false},
+		{"the retry told 200 that it paid, the last retry told it was refused", inProgress, ok("t-2"), duplicate, true, false, true, judging.WrongAnswer, true, false},
+		{"the original told 200 that it paid, the retry replays it", ok("t-1"), replayed("t-1"), replayed("t-1"), false, false, false, "", false, false},
 	}
 	for _, tc := range tests {
-		conclusive, harm, want := lateRefusalVerdict("op-1", tc.first, tc.retry, tc.last, tc.tookOver, tc.retryPaid)
-		if conclusive != tc.conclusive || harm != tc.harm || (want != "") != tc.wantsFail {
-			t.Errorf("%s: conclusive %v, harm %q, want %q; expected conclusive %v, harm %q, a failure %v",
-				tc.name, conclusive, harm, want, tc.conclusive, tc.harm, tc.wantsFail)
+		conclusive, harm, want, differs := lateRefusalVerdict("op-1", tc.first, tc.retry, tc.last, tc.tookOver, tc.retryPaid)
+		if conclusive != tc.conclusive || harm != tc.harm || (want != "") != tc.wantsFail || (differs != "") != tc.differs {
+			t.Errorf("%s: conclusive %v, harm %q, want %q, differs %q; expected conclusive %v, harm %q, a failure %v, a difference %v",
+				tc.name, conclusive, harm, want, differs, tc.conclusive, tc.harm, tc.wantsFail, tc.differs)
 		}
 	}
 }
