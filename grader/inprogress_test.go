@@ -424,11 +424,7 @@ func refusalRetriesAnsweredBy(t *testing.T, newStage stage.Factory, times int, a
 				refused[key] = true
 				mu.Unlock()
 			}
-			for k, v := range rec.Header() {
-				w.Header()[k] = v
-			}
-			w.WriteHeader(rec.Code)
-			w.Write(rec.Body.Bytes())
+			relay(w, rec, rec.Code, rec.Body.Bytes())
 		})
 	})
 }
