@@ -9,7 +9,6 @@ import (
 
 	"idemlab/grader"
 	"idemlab/grader/ladder"
-	"idemlab/grader/targets"
 	"idemlab/kit/labdb"
 )
 
@@ -30,19 +29,7 @@ func TestLateOriginalFenced_AReleaseFencedByAReadGoesOn(t *testing.T) {
 	if i < 0 {
 		t.Fatal("no mutant release-fenced-by-a-read")
 	}
-	root, err := targets.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seed, err := grader.RunSeed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp(root, ladder.DirPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
+	root, seed, dir := mutantsDir(t)
 	pkg, err := ladder.Build(root, dir, ladder.Mutants[i], seed)
 	if err != nil {
 		t.Fatal(err)

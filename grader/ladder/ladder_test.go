@@ -212,19 +212,7 @@ func TestMutants(t *testing.T) {
 	if len(ladder.Mutants) == 0 {
 		t.Fatal("no mutants")
 	}
-	root, err := targets.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seed, err := grader.RunSeed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp(root, ladder.DirPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
+	root, seed, dir := mutantsDir(t)
 	// The engine the mutants run on: PostgreSQL when make test-pg names a
 	// cluster, else SQLite.
 	engine := labdb.EngineOfTarget(labdb.TestTarget())
@@ -239,6 +227,27 @@ func TestMutants(t *testing.T) {
 		fmt.Printf("\nMutants on %s (seed %d): each must be caught by its check\n", engine, seed)
 		ladder.PrintMatrix(os.Stdout, rows)
 	}
+}
+
+// mutantsDir returns the checkout's root, the run's seed, and a folder
+// under the root for mutants to be built in (ladder.Build), removed when
+// t ends.
+func mutantsDir(t *testing.T) (root string, seed uint64, dir string) {
+	t.Helper()
+	root, err := targets.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, err = grader.RunSeed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err = os.MkdirTemp(root, ladder.DirPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return root, seed, dir
 }
 
 // mutantsByStage groups mutants by the stage of the check that must
