@@ -206,16 +206,20 @@ func replayed(statuses *otherStatuses, sent string, first, r Response, expected 
 type otherStatuses struct {
 	sent, got, expected string
 	n                   int
+	// retries is how many retries the round has sent so far: the
+	// caller counts each one it sends.
+	retries int
 }
 
-// differ records the round's replays in another status, of retries
-// sent, as one contract difference: the first of them, exactly, and how
-// many of the retries were answered so. It records them once, however
+// differ records the round's replays in another status as one contract
+// difference: the first of them, exactly, and how many of the retries
+// sent were answered so (a round that stopped early counts the retries
+// it sent, not those it would have). It records them once, however
 // often it is called.
-func (o *otherStatuses) differ(t *T, retries int) {
+func (o *otherStatuses) differ(t *T) {
 	if o.n == 0 {
 		return
 	}
 	defer func() { o.n = 0 }()
-	t.Differ(o.sent, o.got+fmt.Sprintf("\n(%d of the %d retries were replayed in another status than the first answer's)", o.n, retries), o.expected)
+	t.Differ(o.sent, o.got+fmt.Sprintf("\n(%d of the %d retries sent were replayed in another status than the first answer's)", o.n, o.retries), o.expected)
 }

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"idemlab/grader"
@@ -122,8 +123,8 @@ func TestExecutionAnswered200_EveryRoundRuns(t *testing.T) {
 	}{
 		// Stage 4 on, a retry gets the stored answer: each original's
 		// retry after the edits, and each respelled retry.
-		{"S2.edited-resubmission", 4, stage4.New, "4 of the 4 retries were replayed in another status", 1},
-		{"S2.equivalent-bodies", 4, stage4.New, "retries were replayed in another status", 1},
+		{"S2.edited-resubmission", 4, stage4.New, "4 of the 4 retries sent were replayed in another status", 1},
+		{"S2.equivalent-bodies", 4, stage4.New, "retries sent were replayed in another status", 1},
 		// Every one of the nine bodies is sent, and the key table read.
 		{"S2.fingerprint-is-rfc8785", 3, stage3.New, "the first request with a fresh key executes", 9},
 		// The payments whose retry is sent while the original fails.
@@ -151,6 +152,41 @@ func TestExecutionAnswered200_EveryRoundRuns(t *testing.T) {
 				t.Errorf("the replays in another status are %d differences, want one:\n%s", replays, report)
 			}
 		})
+	}
+}
+
+// A round of stage 2 that stops before its last retry counts, among the
+// retries replayed in another status, only the retries it sent: the
+// server answers each execution 200 OK, replays the stored 201, and fails
+// the second replay with a 500, which ends S2.equivalent-bodies there.
+// Before, the difference said "1 of the N retries", N the retries the
+// round would have sent.
+func TestExecutionAnswered200_ARoundStoppedEarlyCountsTheRetriesSent(t *testing.T) {
+	var mu sync.Mutex
+	replays := 0
+	wrap := func(next http.Handler) http.Handler {
+		return payments(next, func(w http.ResponseWriter, r *http.Request) {
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			status := rec.Code
+			if executed(rec) {
+				status = http.StatusOK
+			}
+			if rec.Header().Get("Idempotent-Replayed") == "true" {
+				mu.Lock()
+				replays++
+				if replays == 2 {
+					status = http.StatusInternalServerError
+				}
+				mu.Unlock()
+			}
+			relay(w, rec, status, rec.Body.Bytes())
+		})
+	}
+	subject := grader.Subject{Stage: 4, Name: "solutions/stage4", New: stage4.New}
+	_, report, _ := differenceBehind(t, "S2.equivalent-bodies", subject, 1, wrap)
+	if want := "(1 of the 2 retries sent were replayed in another status"; !strings.Contains(report, want) {
+		t.Errorf("the report does not say %q:\n%s", want, report)
 	}
 }
 
