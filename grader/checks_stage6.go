@@ -1507,7 +1507,9 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 // only once it has committed: the round is not tried there. A server that
 // gives the key back in no DELETE or UPDATE, or whose retry commits no
 // write of the key table, never reaches a held point, and the round
-// judges only the money.
+// judges only the money; so does one whose release read the row with a
+// lock (SELECT … FOR UPDATE in its transaction), whose retry waits for
+// that lock (lock_waits) and takes nothing over before the release.
 func (t *T) releasedBeforeTakeoverCommits(s Scenario, latency time.Duration) (bool, error) {
 	r, conclusive, err := t.holdRelease(s, latency, func() error {
 		return t.armReplica(0, labctl.HeldKeyCommit, 1)
@@ -1524,14 +1526,27 @@ func (t *T) releasedBeforeTakeoverCommits(s Scenario, latency time.Duration) (bo
 	through := req
 	through.Replica = 1
 	retry := t.Launch(through)
-	committing, err := t.firedOn(t.replicaLabs()[0], retakeWait, retry.Done, labctl.HeldKeyCommit)
+	// Or the retry waits for a lock the held release's transaction holds
+	// (a release whose read locked the row): it takes nothing over
+	// before the release, as in releasedAfterTakeover (see calledCore).
+	blocked, lerr := false, error(nil)
+	committing, err := t.firedOn(t.replicaLabs()[0], retakeWait, func() bool {
+		if retry.Done() {
+			return true
+		}
+		blocked, lerr = t.lockWaited()
+		return blocked || lerr != nil
+	}, labctl.HeldKeyCommit)
+	if err == nil {
+		err = lerr
+	}
 	if err != nil {
 		return true, err
 	}
-	// Known: the takeover waits at its COMMIT, or the retry answered
-	// with no commit of a write of the key table; else the machine is too
-	// busy to tell.
-	known := committing != "" || retry.Done()
+	// Known: the takeover waits at its COMMIT, the retry waits for the
+	// release's lock, or it answered with no commit of a write of the
+	// key table; else the machine is too busy to tell.
+	known := committing != "" || blocked || retry.Done()
 	// The release runs, and waits for the row the uncommitted takeover
 	// locked (or answers: a release that matched no row at its start).
 	if err := t.Arm(held, 0); err != nil {

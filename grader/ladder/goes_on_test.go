@@ -45,3 +45,46 @@ func TestLateOriginalFenced_AReleaseFencedByAReadGoesOn(t *testing.T) {
 		t.Fatalf("the failure does not show the later round (%q): the check stopped at its first finding\n%s", later, out)
 	}
 }
+
+// TestLateOriginalFenced_AReleaseWhoseReadLocksTheRowPasses: a release
+// that reads the owner with SELECT … FOR UPDATE and deletes the key by
+// id in the same transaction is fenced (the read locks the row, and a
+// retry's takeover waits for the release to commit), and
+// S6.late-original-fenced passes it on PostgreSQL. Before, the round that
+// holds a takeover at its COMMIT (releasedBeforeTakeoverCommits) saw no
+// COMMIT within 20 s, the retry waiting for the lock, took it for a
+// machine too busy, and tried again until the check ran out of time:
+// could not run. The server is release-fenced-by-a-read-in-one-transaction
+// with FOR UPDATE on its read, built as a mutant: the check must not
+// catch it.
+func TestLateOriginalFenced_AReleaseWhoseReadLocksTheRowPasses(t *testing.T) {
+	if labdb.EngineOfTarget(labdb.TestTarget()) != labdb.PostgreSQL {
+		t.Skip("the round runs on PostgreSQL alone, and SQLite knows no FOR UPDATE (make test-pg)")
+	}
+	i := slices.IndexFunc(ladder.Mutants, func(m ladder.Mutant) bool { return m.Name == "release-fenced-by-a-read-in-one-transaction" })
+	if i < 0 {
+		t.Fatal("no mutant release-fenced-by-a-read-in-one-transaction")
+	}
+	m := ladder.Mutants[i]
+	m.Name = "release-read-for-update"
+	m.Edits = slices.Clone(m.Edits)
+	read := "WHERE id = ? AND state = 'in_progress'`"
+	for j, e := range m.Edits {
+		if strings.Contains(e.New, read) {
+			m.Edits[j].New = strings.Replace(e.New, read, "WHERE id = ? AND state = 'in_progress' FOR UPDATE`", 1)
+		}
+	}
+	root, seed, dir := mutantsDir(t)
+	pkg, err := ladder.Build(root, dir, m, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "test", "-count=1", pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), grader.TimelinesEnv+"="+dir)
+	out, _ := cmd.CombinedOutput()
+	// The built test fails when the check passes: "was not caught".
+	if !strings.Contains(string(out), "was not caught by S6.late-original-fenced") {
+		t.Fatalf("S6.late-original-fenced did not pass a release whose read locks the row:\n%s", out)
+	}
+}
