@@ -25,19 +25,7 @@ func TestLateOriginalFenced_AReleaseFencedByAReadGoesOn(t *testing.T) {
 	if labdb.EngineOfTarget(labdb.TestTarget()) != labdb.PostgreSQL {
 		t.Skip("the rounds after this one run on PostgreSQL alone (make test-pg)")
 	}
-	i := slices.IndexFunc(ladder.Mutants, func(m ladder.Mutant) bool { return m.Name == "release-fenced-by-a-read" })
-	if i < 0 {
-		t.Fatal("no mutant release-fenced-by-a-read")
-	}
-	root, seed, dir := mutantsDir(t)
-	pkg, err := ladder.Build(root, dir, ladder.Mutants[i], seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("go", "test", "-count=1", "-v", pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), grader.TimelinesEnv+"="+dir)
-	out, err := cmd.CombinedOutput()
+	out, err := runMutant(t, mutantNamed(t, "release-fenced-by-a-read"))
 	if err != nil {
 		t.Fatalf("release-fenced-by-a-read was not caught: %v\n%s", err, out)
 	}
@@ -61,11 +49,7 @@ func TestLateOriginalFenced_AReleaseWhoseReadLocksTheRowPasses(t *testing.T) {
 	if labdb.EngineOfTarget(labdb.TestTarget()) != labdb.PostgreSQL {
 		t.Skip("the round runs on PostgreSQL alone, and SQLite knows no FOR UPDATE (make test-pg)")
 	}
-	i := slices.IndexFunc(ladder.Mutants, func(m ladder.Mutant) bool { return m.Name == "release-fenced-by-a-read-in-one-transaction" })
-	if i < 0 {
-		t.Fatal("no mutant release-fenced-by-a-read-in-one-transaction")
-	}
-	m := ladder.Mutants[i]
+	m := mutantNamed(t, "release-fenced-by-a-read-in-one-transaction")
 	m.Name = "release-read-for-update"
 	m.Edits = slices.Clone(m.Edits)
 	read := "WHERE id = ? AND state = 'in_progress'`"
@@ -74,17 +58,35 @@ func TestLateOriginalFenced_AReleaseWhoseReadLocksTheRowPasses(t *testing.T) {
 			m.Edits[j].New = strings.Replace(e.New, read, "WHERE id = ? AND state = 'in_progress' FOR UPDATE`", 1)
 		}
 	}
+	out, _ := runMutant(t, m)
+	// The built test fails when the check passes: "was not caught".
+	if !strings.Contains(string(out), "was not caught by S6.late-original-fenced") {
+		t.Fatalf("S6.late-original-fenced did not pass a release whose read locks the row:\n%s", out)
+	}
+}
+
+// mutantNamed returns the ladder's mutant called name.
+func mutantNamed(t *testing.T, name string) ladder.Mutant {
+	t.Helper()
+	i := slices.IndexFunc(ladder.Mutants, func(m ladder.Mutant) bool { return m.Name == name })
+	if i < 0 {
+		t.Fatalf("no mutant %s", name)
+	}
+	return ladder.Mutants[i]
+}
+
+// runMutant builds m and runs, with go test -v, the test that passes only
+// if its check catches it; it returns what the run printed, and its
+// error (a check that did not catch m fails the run).
+func runMutant(t *testing.T, m ladder.Mutant) ([]byte, error) {
+	t.Helper()
 	root, seed, dir := mutantsDir(t)
 	pkg, err := ladder.Build(root, dir, m, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "test", "-count=1", pkg)
+	cmd := exec.Command("go", "test", "-count=1", "-v", pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), grader.TimelinesEnv+"="+dir)
-	out, _ := cmd.CombinedOutput()
-	// The built test fails when the check passes: "was not caught".
-	if !strings.Contains(string(out), "was not caught by S6.late-original-fenced") {
-		t.Fatalf("S6.late-original-fenced did not pass a release whose read locks the row:\n%s", out)
-	}
+	return cmd.CombinedOutput()
 }
