@@ -221,5 +221,9 @@ func (o *otherStatuses) differ(t *T) {
 		return
 	}
 	defer func() { o.n = 0 }()
-	t.Differ(o.sent, o.got+fmt.Sprintf("\n(%d of the %d retries sent were replayed in another status than the first answer's)", o.n, o.retries), o.expected)
+	were := "were"
+	if o.n == 1 {
+		were = "was"
+	}
+	t.Differ(o.sent, o.got+fmt.Sprintf("\n(%d of the %d retries sent %s replayed in another status than the first answer's)", o.n, o.retries, were), o.expected)
 }

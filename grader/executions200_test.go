@@ -185,7 +185,7 @@ func TestExecutionAnswered200_ARoundStoppedEarlyCountsTheRetriesSent(t *testing.
 	}
 	subject := grader.Subject{Stage: 4, Name: "solutions/stage4", New: stage4.New}
 	_, report, _ := differenceBehind(t, "S2.equivalent-bodies", subject, 1, wrap)
-	if want := "(1 of the 2 retries sent were replayed in another status"; !strings.Contains(report, want) {
+	if want := "(1 of the 2 retries sent was replayed in another status"; !strings.Contains(report, want) {
 		t.Errorf("the report does not say %q:\n%s", want, report)
 	}
 }
