@@ -1424,7 +1424,7 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 	if r.held == "" || err != nil {
 		return conclusive, err
 	}
-	req, op, held, lease := r.req, r.op, r.held, r.lease
+	req, op, held := r.req, r.op, r.held
 	before, err := t.coreCallsEverywhere(op)
 	if err != nil {
 		return true, err
@@ -1445,17 +1445,9 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 	if err != nil {
 		return true, err
 	}
-	first, third, second, last, inFlight := a.first, a.third, a.second, a.last, a.inFlight
-	sent := fmt.Sprintf("(two server processes on one database; lease %v)\n%s  (the original, waiting %v on the core)\n"+
-		"while it waits: %v of lab time (its lease expires); when its core call is over, its business write fails (fail-in-transfer), and the first statement that deletes from or updates the key table, its release of the key, waits (%s)\n"+
-		"then the retry, the same request, through the second process, waiting %v on the core%s\n"+
-		"then the release runs: the original answers  %s\n"+
-		"a third attempt, while the retry still waits  →  %s\n"+
-		"the retry answers  %s\n"+
-		"then one more retry  →  %s",
-		lease, req.String(), latency, lease+time.Second, held, 2*latency,
+	sent := r.story(latency, a,
 		map[bool]string{true: ", which takes the key over and calls the core", false: ", which does not reach the core"}[tookOver],
-		first.Short(), third.Short(), second.Short(), last.Short())
+		"then the release runs")
 	got, err := t.reconcileRelease(s, r, a, sent)
 	if err != nil {
 		return true, err
@@ -1468,18 +1460,8 @@ func (t *T) releasedAfterTakeover(s Scenario, latency time.Duration) (bool, erro
 		// proof of a lock: a longer hold tries again.
 		return known, nil
 	}
-	if !inFlight {
-		// The retry had finished before the third attempt was answered (a
-		// busy machine): a longer hold tries again.
-		return false, nil
-	}
-	if third.Is(http.StatusCreated, "") && !sameOp(third, second) {
-		// The books, reconciled above, held: the money moved as the
-		// clients were told. A contract difference: the check goes on.
-		return true, t.note(because(t.Fail(sent, got, "409 "+pInProgress+" to the third attempt: the retry took the key over and holds a live lease; the original, which failed, must not give back a key it no longer holds"),
-			"an original that failed proves it still holds the key in the statement that gives it back (a condition on the owner in that DELETE or UPDATE): a read just before goes stale when a retry takes the key over before the statement runs, and the retry loses its claim"))
-	}
-	return true, nil
+	return t.thirdAttemptBesideTheRetry(sent, got, a,
+		"an original that failed proves it still holds the key in the statement that gives it back (a condition on the owner in that DELETE or UPDATE): a read just before goes stale when a retry takes the key over before the statement runs, and the retry loses its claim")
 }
 
 // releasedBeforeTakeoverCommits is S6.late-original-fenced's round on
@@ -1520,7 +1502,7 @@ func (t *T) releasedBeforeTakeoverCommits(s Scenario, latency time.Duration) (bo
 	if r.held == "" || err != nil {
 		return conclusive, err
 	}
-	req, orig, held, lease := r.req, r.orig, r.held, r.lease
+	req, orig, held := r.req, r.orig, r.held
 	// The retry goes through the second process, where its takeover
 	// waits at its COMMIT.
 	through := req
@@ -1577,18 +1559,9 @@ func (t *T) releasedBeforeTakeoverCommits(s Scenario, latency time.Duration) (bo
 	if err != nil {
 		return true, err
 	}
-	first, third, second, last, inFlight := a.first, a.third, a.second, a.last, a.inFlight
-	sent := fmt.Sprintf("(two server processes on one database; lease %v)\n%s  (the original, waiting %v on the core)\n"+
-		"while it waits: %v of lab time (its lease expires); when its core call is over, its business write fails (fail-in-transfer), and the first statement that deletes from or updates the key table, its release of the key, waits (%s)\n"+
-		"then the retry, the same request, through the second process, waiting %v on the core%s\n"+
-		"then the release runs%s; then the takeover commits: the original answers  %s\n"+
-		"a third attempt, while the retry still waits  →  %s\n"+
-		"the retry answers  %s\n"+
-		"then one more retry  →  %s",
-		lease, req.String(), latency, lease+time.Second, held, 2*latency,
+	sent := r.story(latency, a,
 		map[bool]string{true: ", whose takeover waits at its COMMIT (held-key-commit)", false: ", whose takeover's COMMIT was not seen"}[committing != ""],
-		map[bool]string{true: ", and waits for the key's row, which the takeover locked", false: ""}[waited],
-		first.Short(), third.Short(), second.Short(), last.Short())
+		"then the release runs"+map[bool]string{true: ", and waits for the key's row, which the takeover locked", false: ""}[waited]+"; then the takeover commits")
 	got, err := t.reconcileRelease(s, r, a, sent)
 	if err != nil {
 		return true, err
@@ -1600,16 +1573,39 @@ func (t *T) releasedBeforeTakeoverCommits(s Scenario, latency time.Duration) (bo
 		// to see the wait, and a longer hold tries again.
 		return known, nil
 	}
-	if !inFlight {
-		// The retry had finished before the third attempt was answered (a
-		// busy machine): a longer hold tries again.
+	return t.thirdAttemptBesideTheRetry(sent, got, a,
+		"an original that failed proves it still holds the key by a condition on the row's own lease_owner in the statement that gives it back: an owner read in a subquery of that statement is read as the rows were when it began, and PostgreSQL, once the retry's takeover it waited for commits, checks again only the row's own columns, so the release removes the retry's claim")
+}
+
+// story is what a round of holdRelease sent, and when, for its failure:
+// retried says what became of the retry through the second process, and
+// released what happened once the held release was let go, before the
+// original answered.
+func (r releaseRound) story(latency time.Duration, a releaseAnswers, retried, released string) string {
+	return fmt.Sprintf("(two server processes on one database; lease %v)\n%s  (the original, waiting %v on the core)\n"+
+		"while it waits: %v of lab time (its lease expires); when its core call is over, its business write fails (fail-in-transfer), and the first statement that deletes from or updates the key table, its release of the key, waits (%s)\n"+
+		"then the retry, the same request, through the second process, waiting %v on the core%s\n"+
+		"%s: the original answers  %s\n"+
+		"a third attempt, while the retry still waits  →  %s\n"+
+		"the retry answers  %s\n"+
+		"then one more retry  →  %s",
+		r.lease, r.req.String(), latency, r.lease+time.Second, r.held, 2*latency, retried,
+		released, a.first.Short(), a.third.Short(), a.second.Short(), a.last.Short())
+}
+
+// thirdAttemptBesideTheRetry judges a round of holdRelease whose retry
+// took the key over and was still waiting on the core when the third
+// attempt was answered (else a longer hold tries again: a busy machine):
+// a third attempt told 201 for an operation of its own was let in by the
+// original's release of a key it no longer held (why says how). The books
+// were reconciled before: the money moved as the clients were told, and
+// this is a contract difference, recorded; the check goes on.
+func (t *T) thirdAttemptBesideTheRetry(sent, got string, a releaseAnswers, why string) (bool, error) {
+	if !a.inFlight {
 		return false, nil
 	}
-	if third.Is(http.StatusCreated, "") && !sameOp(third, second) {
-		// The money moved once: the retry's completion found no key and
-		// rolled back. A contract difference: the check goes on.
-		return true, t.note(because(t.Fail(sent, got, "409 "+pInProgress+" to the third attempt: the retry took the key over and holds a live lease; the original, which failed, must not give back a key it no longer holds"),
-			"an original that failed proves it still holds the key by a condition on the row's own lease_owner in the statement that gives it back: an owner read in a subquery of that statement is read as the rows were when it began, and PostgreSQL, once the retry's takeover it waited for commits, checks again only the row's own columns, so the release removes the retry's claim"))
+	if a.third.Is(http.StatusCreated, "") && !sameOp(a.third, a.second) {
+		return true, t.note(because(t.Fail(sent, got, "409 "+pInProgress+" to the third attempt: the retry took the key over and holds a live lease; the original, which failed, must not give back a key it no longer holds"), why))
 	}
 	return true, nil
 }
