@@ -1711,29 +1711,47 @@ func (t *T) lateOriginalFenced(s Scenario, latency time.Duration, draw func(*T, 
 	if err := t.Reconcile(sent, got, s.Books); err != nil {
 		return true, err
 	}
-	conclusive, want := lateOriginalVerdict(sentOp(req), first, third, second, tookOver)
+	conclusive, want, differs := lateOriginalVerdict(sentOp(req), first, third, second, tookOver)
+	// A contract difference is recorded, and the later rounds still run;
+	// a client told something false, or not told its result, ends the
+	// check.
+	for _, d := range differs {
+		t.Differ(sent, got, d)
+	}
 	if want != "" {
 		return true, t.Fail(sent, got, want)
 	}
 	if !conclusive || !tookOver {
 		return conclusive, nil
 	}
-	if !second.Is(http.StatusCreated, "") {
+	// The one result the clients were told: the retry's, or where its
+	// work was thrown away, the original's or the third attempt's.
+	told, whose := second, "the retry's"
+	switch {
+	case toldRan(first, sentOp(req)):
+		told, whose = first, "the original's"
+	case toldRan(third, sentOp(req)) && !toldRan(second, sentOp(req)):
+		told, whose = third, "the third attempt's"
+	case !second.Is(http.StatusCreated, ""):
 		// Told it ran in another 2xx: a contract difference; the last
 		// retry is compared with that answer, and the later rounds
 		// still run.
 		t.Differ(sent, got, "201 Created to the retry that took the key over: it holds the lease, and it executes")
 	}
-	return true, t.replayOfAnother2xx(sent, second, last, "the retry's", "the retry's "+firstGiven(second)+", to the last retry")
+	return true, t.replayOfAnother2xx(sent, told, last, whose, whose+" "+firstGiven(told)+", to the last retry")
 }
 
 // lateOriginalVerdict judges S6.late-original-fenced's round from its
 // answers: the original's (first), the third attempt's and the retry's
 // (second); tookOver says the retry was still waiting when the original
-// answered. It reports whether the round observed a late original, and
-// what was expected if it failed. The last retry's replay of the retry's
-// 201 is judged after it, by the caller, which can show it.
-func lateOriginalVerdict(op string, first, third, second Response, tookOver bool) (conclusive bool, want string) {
+// answered. The books, reconciled before, held: the money moved as the
+// clients were told. It reports whether the round observed a late
+// original; what was expected if a client was told something false about
+// its money or not told its result (want, which ends the check); and the
+// contract differences (differs, which the caller records and goes on
+// from). The last retry's replay of the one result told is judged after
+// it, by the caller, which can show it.
+func lateOriginalVerdict(op string, first, third, second Response, tookOver bool) (conclusive bool, want string, differs []string) {
 	// Told it ran: a 201, or another 2xx naming op (toldRan). The status
 	// is the contract's to judge; the caller records it.
 	ran := func(r Response) bool { return toldRan(r, op) }
@@ -1743,13 +1761,13 @@ func lateOriginalVerdict(op string, first, third, second Response, tookOver bool
 		// it, and replays its answer: nothing to fence in this round. On a
 		// busy machine the replay can be answered before the check sees the
 		// original's answer, so this comes before tookOver.
-		return false, ""
+		return false, "", nil
 	}
 	if !tookOver && !ran(second) {
 		// The retry was answered before the original's answer, and refused
 		// (S6.lease-takeover-once judges that): there was no late original
 		// to fence.
-		return true, ""
+		return true, "", nil
 	}
 	if !tookOver {
 		// The retry took the key over and finished before the check saw
@@ -1758,24 +1776,46 @@ func lateOriginalVerdict(op string, first, third, second Response, tookOver bool
 		// original failed its completion, so a release that checks no
 		// owner had nothing to delete: the round saw no late original
 		// beside a retry, and a longer hold tries again.
-		return false, ""
+		return false, "", nil
 	}
+	const retryExecutes = "201 Created to the retry that took the key over: it holds the lease, and it executes"
 	switch {
-	case ran(first):
+	case ran(first) && ran(second):
+		// Two results for one payment, and the books hold one: one of the
+		// two clients was told of money that did not move.
 		return true, "the original, whose lease had expired and been taken over, does not complete: 409 " + pInProgress +
-			", its transaction rolled back; the retry that holds the lease executes (here its work, a core call included, was thrown away, and with a completion that checks nothing the money moves twice)"
+			", its transaction rolled back; the retry that holds the lease executes, and every attempt is told one result, not two", nil
+	case ran(first):
+		// The original's result is the one that moved the money; the
+		// retry's work (a core call included) was thrown away.
+		return true, "", []string{
+			"the original, whose lease had expired and been taken over, does not complete: 409 " + pInProgress +
+				", its transaction rolled back; the retry that holds the lease executes (here its work, a core call included, was thrown away, and with a completion that checks nothing the money moves twice)",
+			retryExecutes,
+		}
+	case ran(third) && !same(third, second) && ran(second):
+		return true, "409 " + pInProgress + " to the third attempt: the retry holds a live lease, and executes; " +
+			"told two results for one payment, whose books hold one, one of the two clients was told of money that did not move", nil
 	case ran(third) && !same(third, second):
-		return true, "409 " + pInProgress + " to the third attempt: the retry holds a live lease. " +
-			"The original, refused at its completion, must not give back a key it no longer holds: the retry's"
+		// The third attempt's result is the one that moved the money; the
+		// retry's claim was deleted under it, its work thrown away.
+		differs = append(differs, "409 "+pInProgress+" to the third attempt: the retry holds a live lease. "+
+			"The original, refused at its completion, must not give back a key it no longer holds: the retry's", retryExecutes)
 	case !ran(second):
-		return true, "201 Created to the retry that took the key over: it holds the lease, and it executes"
+		// Nobody was told it ran, and nothing moved: the client whose
+		// retry holds the lease is not told its result.
+		return true, retryExecutes, nil
+	}
+	switch ok, why := inProgressAnswer(first); {
+	case ok:
+	case untypedConflict(first):
+		differs = append(differs, "409 "+pInProgress+" with Retry-After to the original, whose lease was taken over; "+untypedWhy)
 	case !first.Is(http.StatusConflict, pInProgress):
-		return true, "409 " + pInProgress + " to the original, whose lease was taken over: the retry that holds it is executing, and the original's client, told to retry, is answered with its result; told anything else, it stops without it, or pays again under a new key"
+		return true, "409 " + pInProgress + " to the original, whose lease was taken over: the retry that holds it is executing, and the original's client, told to retry, is answered with its result; told anything else, it stops without it, or pays again under a new key", differs
+	default:
+		differs = append(differs, "409 "+pInProgress+" with Retry-After to the original, whose lease was taken over, as to every request told to wait: its client retries after it and is answered with the retry's result ("+why+")")
 	}
-	if ok, why := inProgressAnswer(first); !ok {
-		return true, "409 " + pInProgress + " with Retry-After to the original, whose lease was taken over, as to every request told to wait: its client retries after it and is answered with the retry's result (" + why + ")"
-	}
-	return true, ""
+	return true, "", differs
 }
 
 // takenOver is what S6.outage-mid-request expects a retry to be told.

@@ -40,7 +40,13 @@ func TestHeldOnCore(t *testing.T) {
 // key over. A retry that came after the original had completed replays
 // its 201, and on a busy machine that replay can be answered before the
 // check sees the original's answer: the round observed nothing, and a
-// completion that checks no lease owner must not pass for it.
+// completion that checks no lease owner must not pass for it. Its books,
+// reconciled first, held: a finding that leaves every client told the
+// truth about its money (a third attempt that executed once the retry's
+// claim was deleted, a 409 without Retry-After) is a contract difference
+// the check records and goes on from, to its later rounds; one that tells
+// a client of money that did not move, or leaves the retry that holds the
+// lease without its result, ends it.
 func TestLateOriginalVerdict(t *testing.T) {
 	created := func(id string) Response {
 		return Response{Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"id":"` + id + `"}`)}
@@ -52,31 +58,37 @@ func TestLateOriginalVerdict(t *testing.T) {
 	}
 	inProgress := Response{Status: http.StatusConflict, Header: http.Header{"Content-Type": {problem.ContentType}, "Retry-After": {"1"}}, Body: []byte(`{"type":"` + pInProgress + `"}`)}
 	noRetryAfter := Response{Status: http.StatusConflict, Header: http.Header{"Content-Type": {problem.ContentType}}, Body: []byte(`{"type":"` + pInProgress + `"}`)}
+	plain := Response{Status: http.StatusConflict, Header: http.Header{"Content-Type": {"text/plain"}}, Body: []byte("in progress")}
 	duplicate := Response{Status: http.StatusConflict, Header: http.Header{"Content-Type": {problem.ContentType}}, Body: []byte(`{"type":"` + problem.DuplicateRequest.URI() + `"}`)}
 	tests := []struct {
 		name                  string
 		first, third, second  Response
 		tookOver              bool
 		conclusive, wantsFail bool
+		differs               int
 	}{
-		{"the retry replays the original, answered before the check looked", created("t-1"), created("t-1"), created("t-1"), false, false, false},
-		{"the retry replays the original, answered after", created("t-1"), created("t-1"), created("t-1"), true, false, false},
-		{"the retry answered 409 before the original woke up", created("t-1"), created("t-1"), inProgress, false, true, false},
-		{"the retry took over and finished before the original's answer was seen", inProgress, inProgress, created("t-2"), false, false, false},
-		{"fenced: the original refused, the retry executes", inProgress, inProgress, created("t-2"), true, true, false},
-		{"unfenced: both complete", created("t-1"), inProgress, created("t-2"), true, true, true},
-		{"released without owner: the third attempt executes afresh", inProgress, created("t-3"), created("t-2"), true, true, true},
-		{"the retry that took over does not execute", inProgress, inProgress, inProgress, true, true, true},
-		{"fenced, but the original told it is a duplicate", duplicate, inProgress, created("t-2"), true, true, true},
-		{"fenced, but the original told to wait without Retry-After", noRetryAfter, inProgress, created("t-2"), true, true, true},
-		{"fenced, the retry told it ran in 200", inProgress, inProgress, ok("t-2"), true, true, false},
-		{"the retry replays the original told it ran in 200", ok("t-1"), created("t-1"), created("t-1"), true, false, false},
-		{"unfenced: both complete, the original told in 200", ok("t-1"), inProgress, ok("t-2"), true, true, true},
+		{"the retry replays the original, answered before the check looked", created("t-1"), created("t-1"), created("t-1"), false, false, false, 0},
+		{"the retry replays the original, answered after", created("t-1"), created("t-1"), created("t-1"), true, false, false, 0},
+		{"the retry answered 409 before the original woke up", created("t-1"), created("t-1"), inProgress, false, true, false, 0},
+		{"the retry took over and finished before the original's answer was seen", inProgress, inProgress, created("t-2"), false, false, false, 0},
+		{"fenced: the original refused, the retry executes", inProgress, inProgress, created("t-2"), true, true, false, 0},
+		{"unfenced: both told they ran, two results for one payment", created("t-1"), inProgress, created("t-2"), true, true, true, 0},
+		{"unfenced: the original completes, the retry's work thrown away", created("t-1"), created("t-1"), inProgress, true, true, false, 2},
+		{"released without owner: the third attempt executes afresh, the retry's work thrown away", inProgress, created("t-3"), inProgress, true, true, false, 2},
+		{"released without owner, and the original told to wait without Retry-After", noRetryAfter, created("t-3"), inProgress, true, true, false, 3},
+		{"the third attempt and the retry told two results for one payment", inProgress, created("t-3"), created("t-2"), true, true, true, 0},
+		{"the retry that took over does not execute, nor anyone", inProgress, inProgress, inProgress, true, true, true, 0},
+		{"fenced, but the original told it is a duplicate", duplicate, inProgress, created("t-2"), true, true, true, 0},
+		{"fenced, but the original told to wait without Retry-After", noRetryAfter, inProgress, created("t-2"), true, true, false, 1},
+		{"fenced, but the original told to wait in a plain-text 409", plain, inProgress, created("t-2"), true, true, false, 1},
+		{"fenced, the retry told it ran in 200", inProgress, inProgress, ok("t-2"), true, true, false, 0},
+		{"the retry replays the original told it ran in 200", ok("t-1"), created("t-1"), created("t-1"), true, false, false, 0},
+		{"unfenced: both complete, the original told in 200", ok("t-1"), inProgress, ok("t-2"), true, true, true, 0},
 	}
 	for _, tc := range tests {
-		conclusive, want := lateOriginalVerdict("op-1", tc.first, tc.third, tc.second, tc.tookOver)
-		if conclusive != tc.conclusive || (want != "") != tc.wantsFail {
-			t.Errorf("%s: conclusive %v, want %q; expected conclusive %v, a failure %v", tc.name, conclusive, want, tc.conclusive, tc.wantsFail)
+		conclusive, want, differs := lateOriginalVerdict("op-1", tc.first, tc.third, tc.second, tc.tookOver)
+		if conclusive != tc.conclusive || (want != "") != tc.wantsFail || len(differs) != tc.differs {
+			t.Errorf("%s: conclusive %v, want %q, differences %q; expected conclusive %v, a failure %v, %d differences", tc.name, conclusive, want, differs, tc.conclusive, tc.wantsFail, tc.differs)
 		}
 	}
 }
