@@ -65,6 +65,29 @@ func TestLateOriginalFenced_AReleaseWhoseReadLocksTheRowPasses(t *testing.T) {
 	}
 }
 
+// TestLateOriginalFenced_AContractDifferenceFirstThenADouble: a server
+// whose late original is told to wait without Retry-After (a contract
+// difference in the check's first round) and whose takeover opens a
+// completed key again (a double in a later round, on PostgreSQL) is
+// reported with the double: the first round records its difference and
+// the check goes on. Before, the check stopped at the missing
+// Retry-After, and the round that pays twice never ran. The server is
+// fenced-original-no-retry-after with takeover-reopens-completed's edits,
+// built as one mutant.
+func TestLateOriginalFenced_AContractDifferenceFirstThenADouble(t *testing.T) {
+	if labdb.EngineOfTarget(labdb.TestTarget()) != labdb.PostgreSQL {
+		t.Skip("the round that pays twice runs on PostgreSQL alone (make test-pg)")
+	}
+	m := mutantNamed(t, "fenced-original-no-retry-after")
+	m.Name = "no-retry-after-and-takeover-reopens-completed"
+	m.Edits = append(slices.Clone(m.Edits), mutantNamed(t, "takeover-reopens-completed").Edits...)
+	// The built test fails unless the check catches m with this harm.
+	m.Harm = "double"
+	if out, err := runMutant(t, m); err != nil {
+		t.Fatalf("%s was not reported with the later round's double: %v\n%s", m.Name, err, out)
+	}
+}
+
 // mutantNamed returns the ladder's mutant called name.
 func mutantNamed(t *testing.T, name string) ladder.Mutant {
 	t.Helper()
