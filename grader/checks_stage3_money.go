@@ -355,9 +355,9 @@ func checkCompletedWithTheMoney(t *T, s Scenario) error {
 	if err := t.Reconcile(sent, first.Short(), books); err != nil {
 		return err
 	}
-	const executesOnce = "the retry executes once: nothing runs any more, and the key says something does, for good"
+	const executesOnce = "the retry executes once, or is told the first attempt did: nothing runs any more"
 	retry, n := t.retryUntilAnswered(req, time.Second, sent+"  →  "+first.Short(), executesOnce)
-	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told request-in-progress: %s", sent, first.Short(), counted(n, "retry", "retries"))
+	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told to wait or gets no answer: %s", sent, first.Short(), counted(n, "retry", "retries"))
 	// Once the retry has answered, a server that keeps its keys where the
 	// lab can see them shows one. One that shows none cannot be caught
 	// failing here: the check goes on to the crash, and says so at the end.
@@ -374,12 +374,17 @@ func checkCompletedWithTheMoney(t *T, s Scenario) error {
 		return err
 	}
 	if toldToComeBack(retry) {
-		stalled := ""
+		// The key table says which harm that is: a key still in progress
+		// when nothing runs is held for good (toldToWait).
+		stuck := "the key says something runs, for good"
 		if lockedOut(took, first, retry) {
-			stalled = fmt.Sprintf(". The first attempt took %v: the release waited on a write lock: is it run while your own transaction is still open?",
+			stuck += fmt.Sprintf(". The first attempt took %v: the release waited on a write lock: is it run while your own transaction is still open?",
 				took.Round(10*time.Millisecond))
 		}
-		return t.Harmful(judging.StuckKey, story, retry.String(), executesOnce+stalled)
+		return t.toldToWait(req.Key, story, retry, executesOnce, waitHarms{
+			stuck: stuck,
+			done:  "its key is not in progress, and every retry is still told to wait: the client never learns what became of its transfer",
+		})
 	}
 	if !executed && !retry.Is(http.StatusCreated, "") {
 		return t.Fail(story, retry.String(), "201 Created: the first attempt moved nothing, so the retry executes")
@@ -445,12 +450,12 @@ func commitAnswerLost(t *T, s Scenario) error {
 	}
 	completed := "409 " + pDuplicate + " (stage 3) or the stored 201 (stage 4 on): the money moved, and its commit completed the key"
 	retry, n := t.retryUntilAnswered(req, time.Second, sent+"  →  "+first.Short(), completed)
-	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told request-in-progress: %s", sent, first.Short(), counted(n, "retry", "retries"))
+	story := fmt.Sprintf("%s  →  %s\nthen the same request again, while it is told to wait or gets no answer: %s", sent, first.Short(), counted(n, "retry", "retries"))
 	if err := t.Reconcile(story, retry.Short(), books); err != nil {
 		return err
 	}
 	if toldToComeBack(retry) {
-		return t.Harmful(judging.StuckKey, story, retry.String(), completed)
+		return t.stillInProgress(req.Key, story, retry, completed)
 	}
 	return nil
 }

@@ -605,8 +605,9 @@ func checkAnswerStoredWithTheMoney(t *T, s Scenario) error {
 		switch {
 		case toldToComeBack(retry):
 			// Told to wait until it stopped, a plain-text 409 as a 409
-			// request-in-progress (retryUntilAnswered).
-			return t.Harmful(judging.StuckKey, story, retry.String(), stored)
+			// request-in-progress (retryUntilAnswered): the key table
+			// says which harm that is.
+			return t.stillInProgress(r.req.Key, story, retry, stored)
 		case !retry.Is(http.StatusCreated, "") && !(success(retry) && own):
 			return t.Harmful(judging.NoUsableAnswer, story, retry.String(), "the stored 201 of the operation: its money moved, and the answer was stored with it")
 		case !own:

@@ -301,7 +301,11 @@ func otherKeys([]any) []any {
 // row, or none in a table shown whole, is no usable answer, and so is a
 // key table the lab does not show: whether the key is also stuck cannot
 // be seen, but the client never learned its outcome. Before, S4 and S6
-// called every such client a stuck key from the 409 alone. Whatever the
+// called every such client a stuck key from the 409 alone, and so did
+// S3.completed-with-the-money until the key table was read there too (a
+// key table not shown, or shown whole without the key, was a stuck key;
+// S4.answer-stored-with-the-money reads it the same way, but needs a
+// server it can crash). Whatever the
 // table, the failure says what the check itself expected (before, a
 // table not shown gave a generic sentence in its place) and why the
 // client was harmed, and what the table holds of the key in plain words
@@ -323,6 +327,8 @@ func TestToldToWait_TheKeyTableSaysWhichHarm(t *testing.T) {
 		{"S4.insufficient-funds-replayed", stage4.New, 4, inProgressKeys, "in progress", judging.StuckKey, "the stored 422 insufficient-funds", "held for good"},
 		{"S4.insufficient-funds-replayed", stage4.New, 4, noKeys, "no key table", judging.NoUsableAnswer, "the stored 422 insufficient-funds", "no usable answer"},
 		{"S6.outage-mid-request", stage6.New, 6, noKeys, "no key table", judging.NoUsableAnswer, "201 Created: once the lease of the failed claim expires", "no usable answer"},
+		{"S3.completed-with-the-money", stage4.New, 4, noKeys, "no key table", judging.NoUsableAnswer, "the retry executes once, or is told the first attempt did", "no usable answer"},
+		{"S3.completed-with-the-money", stage4.New, 4, otherKeys, "none of the key", judging.NoUsableAnswer, "the retry executes once, or is told the first attempt did", "its key is not in progress"},
 	} {
 		t.Run(tc.id+"/"+tc.table, func(t *testing.T) {
 			f := harmOf(t, behind409Keys(t, tc.id, tc.new, tc.n, tc.keys), tc.harm)
@@ -341,10 +347,12 @@ func TestToldToWait_TheKeyTableSaysWhichHarm(t *testing.T) {
 // recorded once, and the client comes back as after a 409
 // request-in-progress. Told so once, the check passes with the
 // difference; told so on every retry, the client stops told to come back,
-// judged as a 409 request-in-progress would be. Before, each loop stopped
+// judged as a 409 request-in-progress would be, by the key table: here a
+// completed row, no usable answer. Before, each loop stopped
 // at the first plain 409: S3.release-after-failure's refusal recorded a
 // difference and passed however long it was told so,
-// S3.completed-with-the-money passed without a word (its loop,
+// S3.completed-with-the-money passed without a word (and, told to wait
+// on every retry, called the key stuck without reading it; its loop,
 // retryUntilAnswered, is S4.answer-stored-with-the-money's too, which
 // needs a server it can crash) and S6.outage-mid-request judged it a
 // failure of contract that stopped the check.
@@ -360,7 +368,7 @@ func TestPlainConflict_RetryLoopsComeBack(t *testing.T) {
 		{"S3.release-after-failure", stage4.New, 4, judging.NoUsableAnswer, func(t *testing.T, times int) targets.Start {
 			return refusalRetriesAnsweredBy(t, stage4.New, times, plainConflict)
 		}},
-		{"S3.completed-with-the-money", stage4.New, 4, judging.StuckKey, nil},
+		{"S3.completed-with-the-money", stage4.New, 4, judging.NoUsableAnswer, nil},
 		{"S6.outage-mid-request", stage6.New, 6, judging.StuckKey, nil},
 	} {
 		for _, times := range []int{1, 0} {
