@@ -340,13 +340,14 @@ func checkFailClosed(t *T, s Scenario) error {
 		case !r.Is(http.StatusServiceUnavailable, pUnavailable) && !r.Is(http.StatusCreated, ""):
 			t.Differ(sent, r.String(), failClosed)
 		}
-		final, story, err := t.retryUntilDone(req, lease)
+		const executes = "201 Created: the retry after the outage executes"
+		final, story, err := t.retryUntilDone(req, lease, sent+"  →  "+r.Short()+"\nthen the store is back", executes)
 		if err != nil {
 			return err
 		}
 		story = sent + "  →  " + r.Short() + "\nthen the store is back" + story
 		if !final.Is(http.StatusCreated, "") {
-			return t.Fail(story, final.String(), "201 Created: the retry after the outage executes")
+			return t.Fail(story, final.String(), executes)
 		}
 		if kind == "deposit" {
 			books.Deposit(op, a.Accounts[1], amount)
@@ -377,7 +378,7 @@ func checkFailClosed(t *T, s Scenario) error {
 			}
 			return err
 		}
-		final, story, err := t.retryUntilDone(req, lease)
+		final, story, err := t.retryUntilDone(req, lease, sent+"\nthen the store is back", "201 Created")
 		if err != nil {
 			return err
 		}

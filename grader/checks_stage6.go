@@ -1850,13 +1850,7 @@ func checkOutageMidRequest(t *T) error {
 		}
 		// The retries are the client's retry policy: a plain-text 409 is
 		// recorded once and comes back as a 409 request-in-progress does.
-		asked := sent + "\nthen the store is back, and the same request again"
-		final, story, err := t.retryUntilDoneWhile(req, lease, func(r Response) bool {
-			if untypedConflict(r) {
-				t.differUntyped(asked, r, takenOver)
-			}
-			return toldToComeBack(r)
-		})
+		final, story, err := t.retryUntilDone(req, lease, sent+"\nthen the store is back", takenOver)
 		if err != nil {
 			return true, err
 		}

@@ -94,13 +94,13 @@ func (t *T) crashRecovery() error {
 		if err != nil {
 			return err
 		}
-		final, retries, err := t.retryUntilDone(req, lease)
+		const converged = "201 Created in the end: the retry of a crashed request executes once, or replays the answer the crash lost"
+		final, retries, err := t.retryUntilDone(req, lease, strings.Join(append(story, step+"\nthe server restarts on the same database file"), "\n\n"), converged)
 		if err != nil {
 			return err
 		}
 		step += "\nthe server restarts on the same database file" + retries
 		story = append(story, step)
-		const converged = "201 Created in the end: the retry of a crashed request executes once, or replays the answer the crash lost"
 		if !toldRan(final, op) {
 			return t.judgeUnconverged(strings.Join(story, "\n\n"), []unconverged{{req, final, op, executed}}, books, converged)
 		}
@@ -169,7 +169,7 @@ func (t *T) crashRecovery() error {
 	}
 	var stuck []unconverged
 	for i, req := range reqs {
-		final, retries, err := t.retryUntilDone(req, lease)
+		final, retries, err := t.retryUntilDone(req, lease, strings.Join(append(story, step+"\n  "+req.Key), "\n\n"), "201 Created in the end for every transfer")
 		if err != nil {
 			return err
 		}
@@ -224,7 +224,7 @@ type unconverged struct {
 // stuck for good, which its client can neither finish nor run. Any other
 // final answer fails against expected.
 func (t *T) judgeUnconverged(sent string, us []unconverged, books *judging.Books, expected string) error {
-	inProgress := func(u unconverged) bool { return u.final.Is(http.StatusConflict, pInProgress) }
+	inProgress := func(u unconverged) bool { return toldToComeBack(u.final) }
 	if slices.ContainsFunc(us, inProgress) {
 		st, err := t.State()
 		if err != nil {

@@ -578,7 +578,7 @@ func (t *T) failedRefusalKeepsPaid() error {
 		if !orig.Is(http.StatusServiceUnavailable, pUnavailable) && !orig.Is(http.StatusConflict, pDuplicateReference) {
 			return true, t.Fail(story, orig.String(), "503 "+pUnavailable+": the refusal could not be stored (or 409 "+pDuplicateReference+" if the store was not needed again); nothing moves")
 		}
-		final, retries, err := t.retryUntilDone(req, lease)
+		final, retries, err := t.retryUntilDone(req, lease, story+"\nthen the store is back", "409 "+pDuplicateReference+" with Location: "+inv.location()+"; nothing moves")
 		if err != nil {
 			return true, err
 		}
@@ -1029,7 +1029,8 @@ func (t *T) failedLeavesPayable() error {
 			// retry and the books still judge.
 			t.Differ(story, orig.String(), failed)
 		}
-		final, retries, err := t.retryUntilDone(req, lease)
+		const expected = "201 Created: the failed attempt's transaction rolled back, its transfer and its reference with it, so nothing paid the invoice, and the retry, once the lease has expired, pays it"
+		final, retries, err := t.retryUntilDone(req, lease, story+"\nthen the store is back", expected)
 		if err != nil {
 			return true, err
 		}
@@ -1040,7 +1041,6 @@ func (t *T) failedLeavesPayable() error {
 		if err := t.Reconcile(story, final.String(), s.Books); err != nil {
 			return true, err
 		}
-		const expected = "201 Created: the failed attempt's transaction rolled back, its transfer and its reference with it, so nothing paid the invoice, and the retry, once the lease has expired, pays it"
 		if final.Is(http.StatusConflict, pDuplicateReference) {
 			return true, t.Harmful(judging.ToldDuplicate, story, final.String()+"\nLocation: "+final.Header.Get("Location"),
 				expected+". A reference held outside the money's transaction commits before the money, stays when the money rolls back, and names a transfer that never was")

@@ -196,6 +196,12 @@ func checkReferenceWriteFails(t *T) error {
 	}
 	story := fmt.Sprintf("invoice %s paid: %s\n(armed: %s: the database refuses the next insert into %s; %s)  →  %s",
 		inv.reference, req.String(), labctl.FailReferenceWrite, fault.ReferenceTable, what, final.Short())
+	expected := "201 Created: the attempt whose reference was refused failed and moved nothing, its claim released (stage 3), and the retry pays the invoice"
+	if !fired {
+		// Nothing was refused: the attempt and its retries failed of
+		// something else, which the story shows.
+		expected = "201 Created: the fault refused nothing (no statement inserted into " + fault.ReferenceTable + "), so nothing stood in the payment's way: the payment, or its retry, pays the invoice"
+	}
 	if !toldRan(final, inv.op) {
 		// Money first: the attempt that failed must have moved nothing.
 		// One told that it ran (a 201, or another 2xx naming its op) is
@@ -208,16 +214,10 @@ func checkReferenceWriteFails(t *T) error {
 			return err
 		}
 		var retries string
-		if final, retries, err = t.retryUntilDone(req, lease); err != nil {
+		if final, retries, err = t.retryUntilDone(req, lease, story, expected); err != nil {
 			return err
 		}
 		story += "\nthe client retries the same request" + retries
-	}
-	expected := "201 Created: the attempt whose reference was refused failed and moved nothing, its claim released (stage 3), and the retry pays the invoice"
-	if !fired {
-		// Nothing was refused: the attempt and its retries failed of
-		// something else, which the story shows.
-		expected = "201 Created: the fault refused nothing (no statement inserted into " + fault.ReferenceTable + "), so nothing stood in the payment's way: the payment, or its retry, pays the invoice"
 	}
 	if !toldRan(final, inv.op) {
 		if err := t.Reconcile(story, final.String(), s.Books); err != nil {

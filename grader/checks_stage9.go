@@ -2334,7 +2334,7 @@ func (p armedTransfer) retriedThenPosted(story []string, expected string) error 
 	if err != nil {
 		return err
 	}
-	final, retries, err := p.c.retryUntilDone(p.req, lease)
+	final, retries, err := p.c.retryUntilDone(p.req, lease, strings.Join(story, "\n"), expected)
 	if err != nil {
 		return err
 	}
@@ -2459,12 +2459,12 @@ func checkOutboxWriteFails(t *T) error {
 	if err != nil {
 		return err
 	}
-	final, retries, err := t.retryUntilDone(p.req, lease)
+	const executes = "201 Created: each attempt whose outbox row was refused failed with it and moved nothing, its claim released (stage 3), and the retry after them executes"
+	final, retries, err := t.retryUntilDone(p.req, lease, strings.Join(story, "\n"), executes)
 	if err != nil {
 		return err
 	}
 	story = append(story, "the client retries"+retries)
-	const executes = "201 Created: each attempt whose outbox row was refused failed with it and moved nothing, its claim released (stage 3), and the retry after them executes"
 	if toldRan(final, p.op) && resourceID(final) != "" && !final.Is(http.StatusCreated, "") {
 		t.Differ(strings.Join(story, "\n"), final.String(), executes)
 		return p.posted(story, resourceID(final))

@@ -22,6 +22,7 @@ import (
 	"idemlab/kit/stage"
 	"idemlab/solutions/stage4"
 	"idemlab/solutions/stage6"
+	"idemlab/solutions/stage8"
 )
 
 // inProgressNow is a 409 request-in-progress without Retry-After: the
@@ -355,7 +356,11 @@ func TestToldToWait_TheKeyTableSaysWhichHarm(t *testing.T) {
 // on every retry, called the key stuck without reading it; its loop,
 // retryUntilAnswered, is S4.answer-stored-with-the-money's too, which
 // needs a server it can crash) and S6.outage-mid-request judged it a
-// failure of contract that stopped the check.
+// failure of contract that stopped the check; S1.fail-closed and
+// S8.reference-write-fails (their loop, retryUntilDone, is the crash
+// checks' of stages 6 and 9 and S8.refusal-replayed's and
+// S8.refused-leaves-payable's too) took the first plain 409 for the
+// final answer and recorded nothing.
 func TestPlainConflict_RetryLoopsComeBack(t *testing.T) {
 	const typed = "a 409 names its problem type"
 	for _, tc := range []struct {
@@ -370,6 +375,8 @@ func TestPlainConflict_RetryLoopsComeBack(t *testing.T) {
 		}},
 		{"S3.completed-with-the-money", stage4.New, 4, judging.NoUsableAnswer, nil},
 		{"S6.outage-mid-request", stage6.New, 6, judging.StuckKey, nil},
+		{"S1.fail-closed", stage4.New, 4, "", nil},
+		{"S8.reference-write-fails", stage8.New, 8, "", nil},
 	} {
 		for _, times := range []int{1, 0} {
 			name := map[int]string{1: "once", 0: "always"}[times]

@@ -115,29 +115,30 @@ const doneRetries = 5
 
 // retryUntilDone retries req as a client does after losing its answer:
 // the same key and body, until it gets a final answer (anything but a 5xx,
-// a dropped connection or 409 request-in-progress), doneRetries times at
+// a dropped connection or an answer that tells it to come back), doneRetries times at
 // most. Instead of waiting out Retry-After it moves the lab clock past the
 // lease after each retry told to wait but the last, as if the client had
 // waited before the next: after the last nothing follows, and the lab
 // clock stays where the client left it for what the check reads next. It
-// returns the final answer and the story of the attempts.
-func (t *T) retryUntilDone(req Request, lease time.Duration) (Response, string, error) {
-	return t.retryUntilDoneWhile(req, lease, waitAnswer)
-}
-
-// retryUntilDoneWhile is retryUntilDone for answers wait says tell the
-// client to come back: S6.outage-mid-request's, whose retries are the
-// client's retry policy judged as untilAnswered judges it, a plain-text
-// 409 included (toldToComeBack).
-func (t *T) retryUntilDoneWhile(req Request, lease time.Duration, wait func(Response) bool) (Response, string, error) {
+// returns the final answer and the story of the attempts. Its retries
+// are the client's retry policy, judged as untilAnswered judges it: a 409
+// with no problem type (a plain-text 409) tells the client to come back
+// as a 409 request-in-progress does (toldToComeBack), and is a contract
+// difference recorded once in a check, sent saying what came before the
+// retries and expected what a retry should have been told.
+func (t *T) retryUntilDone(req Request, lease time.Duration, sent, expected string) (Response, string, error) {
+	asked := sent + "\nthen the same request again"
 	var story strings.Builder
 	var r Response
 	for attempt := 1; attempt <= doneRetries; attempt++ {
 		r = t.Do(req)
 		fmt.Fprintf(&story, "\nretry %d  →  %s", attempt, r.Short())
+		if untypedConflict(r) {
+			t.differUntyped(asked, r, expected)
+		}
 		switch {
 		case attempt == doneRetries:
-		case wait(r):
+		case toldToComeBack(r):
 			if err := t.Advance(lease + time.Second); err != nil {
 				return r, story.String(), err
 			}
