@@ -270,8 +270,14 @@ func checkClientGivesUp(t *T, s Scenario) error {
 			latency = 0
 		}
 		// A 409 other than duplicate-request (request-in-progress, or a
-		// 409 in any other form) tells the client to wait.
+		// 409 in any other form) tells the client to wait. The retries
+		// are the client's retry policy: a plain-text 409 among them is
+		// a contract difference, recorded once (differUntyped).
+		asked := fmt.Sprintf("%s\n(%s: it got %s)\nthen the same request again", req.String(), r.says, first.Short())
 		wait := func(r Response) bool {
+			if untypedConflict(r) {
+				t.differUntyped(asked, r, givenUpExpected)
+			}
 			return r.Err != nil || r.Is(http.StatusConflict, "") && !r.Is(http.StatusConflict, pDuplicate)
 		}
 		retry, n := t.retryWhile(req, givesUpPatience, wait)
@@ -311,11 +317,15 @@ func checkClientGivesUp(t *T, s Scenario) error {
 				"201 Created naming op "+op+" (the retry executes, or from stage 4 the stored answer is replayed); this answer is op "+other+"'s, another operation's, and the client takes it for its own")
 		}
 		if !retry.Is(http.StatusCreated, "") && !retry.Is(http.StatusConflict, pDuplicate) {
-			t.Differ(sent, retry.String(), "201 Created (the retry executes, or from stage 4 the stored answer is replayed), or 409 duplicate-request at stage 3")
+			t.Differ(sent, retry.String(), givenUpExpected)
 		}
 	}
 	return nil
 }
+
+// givenUpExpected is what S3.client-gives-up expects a retry to be told
+// in the end.
+const givenUpExpected = "201 Created (the retry executes, or from stage 4 the stored answer is replayed), or 409 duplicate-request at stage 3"
 
 // checkCompletedWithTheMoney catches a key completed in a transaction of
 // its own after the business commit: the key store is made to fail at
