@@ -1828,6 +1828,12 @@ func checkBacklog(t *T) error {
 	if _, err := t.WaitFor(drainWithin, func() (bool, error) { return faults.Refused() > refused, nil }); err != nil {
 		return err
 	}
+	// And once the pass that tried it has ended: a relay that notes when
+	// to send it again notes it after the core's answer, before its pass
+	// returns, and a step between the two would come before the note.
+	if err := t.relayPassEnds(); err != nil {
+		return err
+	}
 	now, err := t.LabNow()
 	if err != nil {
 		return err
@@ -1918,6 +1924,21 @@ func checkBacklog(t *T) error {
 		story = append(story, loaded(len(want))+"; then the core answers at once")
 	}
 	return t.postedOnce(strings.Join(story, "\n"), s, want)
+}
+
+// relayPassEnds waits, up to drainWithin, until a relay pass has ended
+// since it was called: the pass running then, or, if none was, the next.
+// A relay whose pass outlasts it meets what comes next in that pass.
+func (t *T) relayPassEnds() error {
+	from, err := t.Lab().Outbox(t.ctx)
+	if err != nil {
+		return err
+	}
+	_, err = t.WaitFor(drainWithin, func() (bool, error) {
+		to, err := t.Lab().Outbox(t.ctx)
+		return to.RelayPasses > from.RelayPasses, err
+	})
+	return err
 }
 
 // noLongerOwed reports whether the outbox row of transfer id is marked
