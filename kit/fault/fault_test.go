@@ -955,3 +955,20 @@ func TestHold_AContextOverWhenTheWaitEndsIsReported(t *testing.T) {
 		t.Errorf("Hold with no wait on a live context: %v; want nil", err)
 	}
 }
+
+// lateContext is a context whose deadline has passed but which has not
+// yet been told so, as a context is between its deadline and the run of
+// its own timer on a busy machine.
+type lateContext struct{ context.Context }
+
+func (lateContext) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// TestHold_APassedDeadlineIsReported: a hold that wakes after its
+// context's deadline reports the deadline exceeded, though the context's
+// own timer has not run yet. Before, it returned nil on such a machine,
+// and the transaction it held began on a context already over.
+func TestHold_APassedDeadlineIsReported(t *testing.T) {
+	if err := fault.Hold(lateContext{context.Background()}, 0); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Hold past its context's deadline: %v; want %v", err, context.DeadlineExceeded)
+	}
+}

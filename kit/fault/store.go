@@ -857,7 +857,9 @@ func (s *Store) holdDeleteAfterRead(ctx context.Context, query string) error {
 // fault, or the core's latency, holds up what it delays. A context that
 // ended by the time the wait did is reported, whichever Hold saw first:
 // on a busy machine a goroutine woken late finds both done, and the
-// statement it holds would run on a context already over.
+// statement it holds would run on a context already over. A deadline
+// already past counts as the context's end though the context has not
+// yet been told (its own timer, as late as the wait's, may not have run).
 func Hold(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -865,7 +867,13 @@ func Hold(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if end, ok := ctx.Deadline(); ok && !time.Now().Before(end) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // writesSettings reports whether query writes the settings table: an
