@@ -65,7 +65,7 @@ func TestMeasureShown_CatchesAPastedStatement(t *testing.T) {
 	type hintFiles struct{ words, code string }
 	hints := func(step2, step4 string) hintFiles {
 		return hintFiles{
-			"# Stage 1 hints\n\n## stage\n1. The idea.\n2. " + step2 + "\n3. An outline.\n",
+			"# Stage 1 hints\n\n## stage\n1. The idea.\n2. " + step2 + "\n3. The decisions.\n",
 			"# Stage 1 hints: the code\n\n## stage\n4. The code:\n\n   ```go\n   " + step4 + "\n   ```\n",
 		}
 	}

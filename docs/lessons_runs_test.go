@@ -67,7 +67,7 @@ func TestRunsShown_CatchesAPieceInProse(t *testing.T) {
 	write("solutions/stage5/a.go", "package stage5\n\nfunc purge() error {\n\t_, err := db.Exec(`SELECT id FROM idempotency_keys WHERE id = ?`, id)\n\t_, err = db.Exec(`DELETE FROM idempotency_keys\n\t\tWHERE state = 'completed' AND completed_at <= ?`, cutoff)\n\tif labdb.IsBusy(err) && s.env.Config().Retention > 0 {\n\t\treturn errors.New(\"the purge waited on the claim\")\n\t}\n\treturn err\n}\n")
 	write(filepath.ToSlash(studentloop.HintCodePath(5)), "# Stage 5 hints: the code\n\n## stage\n4. `DELETE FROM idempotency_keys WHERE state = 'completed' AND completed_at <= ?`\n")
 	const words = "# L\n\nDelete the completed keys whose retention is over, and nothing else.\n"
-	const hint = "# Stage 5 hints\n\n## stage\n1. The idea.\n2. Where.\n3. An outline.\n"
+	const hint = "# Stage 5 hints\n\n## stage\n1. The idea.\n2. Where.\n3. The decisions.\n"
 	tests := []struct {
 		name, lesson, ja, hints string
 		shown                   bool

@@ -10,8 +10,9 @@ import (
 )
 
 // Tiers is how many hints there are for each check: the idea, where in
-// the code, an outline in words, and last the code itself (or its shape),
-// for a student who is stuck for good.
+// the code, the decisions the code must make (asked in words, with how
+// each fails when made wrong, never answered), and last the code itself
+// (or its shape), for a student who is stuck for good.
 const Tiers = 4
 
 // CodeTier is the tier that may hold code: the last one. The tiers before
@@ -19,7 +20,7 @@ const Tiers = 4
 const CodeTier = Tiers
 
 // TierNames name the tiers, in order.
-var TierNames = [Tiers]string{"the idea", "where in the code", "an outline", "the code"}
+var TierNames = [Tiers]string{"the idea", "where in the code", "the decisions", "the code"}
 
 // Hints are the hints of one stage, by topic: a check ID, or "stage" for
 // the stage as a whole (when it does not build, or every check passes).

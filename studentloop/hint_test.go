@@ -181,7 +181,7 @@ func writeHints(t *testing.T, root, words, code string) {
 // indent that puts them under their tier; a block left open is an error.
 func TestLoadHints_KeepsTheCodeBlock(t *testing.T) {
 	root := t.TempDir()
-	words := "## S1.x\n1. the\n   idea\n2. where\n3. outline\n"
+	words := "## S1.x\n1. the\n   idea\n2. where\n3. decisions\n"
 	code := "# Stage 1 hints: the code\n\n## S1.x\n4. Like this:\n\n   ```go\n   if ok {\n   \treturn\n   }\n   ```\n"
 	writeHints(t, root, words, code)
 	h, err := LoadHints(root, 1)
@@ -205,14 +205,14 @@ func TestLoadHints_KeepsTheCodeBlock(t *testing.T) {
 // among the code, are errors that name the file at fault; the two files
 // together are the four tiers.
 func TestLoadHints_EachTierInItsFile(t *testing.T) {
-	const words = "## S1.x\n1. idea\n2. where\n3. outline\n"
+	const words = "## S1.x\n1. idea\n2. where\n3. decisions\n"
 	const code = "## S1.x\n4. code\n"
 	for _, c := range []struct{ name, words, code, want string }{
 		{"the four tiers", words, code, ""},
 		{"no code", words, "", HintCodePath(1) + ": S1.x has no tier 4"},
 		{"code for no topic", words, code + "## S1.y\n4. code\n", HintCodePath(1) + ": S1.y is no topic of " + HintsPath(1)},
 		{"the code among the words", words + "4. code\n", code, HintsPath(1) + ": S1.x: tier 4 belongs in " + HintCodePath(1)},
-		{"words among the code", words, "## S1.x\n3. outline\n4. code\n", HintCodePath(1) + ": S1.x: tier 3 belongs in " + HintsPath(1)},
+		{"words among the code", words, "## S1.x\n3. decisions\n4. code\n", HintCodePath(1) + ": S1.x: tier 3 belongs in " + HintsPath(1)},
 		{"a section of code without it", words, "## S1.x\n", HintCodePath(1) + ": S1.x has 0 tiers, not 1"},
 	} {
 		root := t.TempDir()
@@ -221,7 +221,7 @@ func TestLoadHints_EachTierInItsFile(t *testing.T) {
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: %v", c.name, err)
-		case c.want == "" && h["S1.x"] != [Tiers]string{"idea", "where", "outline", "code"}:
+		case c.want == "" && h["S1.x"] != [Tiers]string{"idea", "where", "decisions", "code"}:
 			t.Errorf("%s: %q", c.name, h["S1.x"])
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: err %v, want %q", c.name, err, c.want)

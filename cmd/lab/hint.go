@@ -176,7 +176,7 @@ func stepsLeft(tier, stage int) string {
 	case left == 0:
 		return fmt.Sprintf("(hint %d of %d: that was the last step, the code; %s compares your stage with the solution)", tier, studentloop.Tiers, studentloop.Command("diff", stage))
 	case tier+1 == studentloop.CodeTier:
-		return fmt.Sprintf("(hint %d of %d: 1 step remains, and it gives the code: try the outline first, then ask again)", tier, studentloop.Tiers)
+		return fmt.Sprintf("(hint %d of %d: 1 step remains, and it gives the code: make the decisions first, then ask again)", tier, studentloop.Tiers)
 	}
 	return fmt.Sprintf("(hint %d of %d: %d steps remain; ask again for %s)", tier, studentloop.Tiers, left, studentloop.TierNames[tier])
 }

@@ -21,8 +21,8 @@ func TestHint_OneTierMoreEachTime(t *testing.T) {
 		says  string
 	}{
 		{1, "hint 1 of 4: 3 steps remain; ask again for where in the code"},
-		{2, "hint 2 of 4: 2 steps remain; ask again for an outline"},
-		{3, "hint 3 of 4: 1 step remains, and it gives the code"},
+		{2, "hint 2 of 4: 2 steps remain; ask again for the decisions"},
+		{3, "hint 3 of 4: 1 step remains, and it gives the code: make the decisions first"},
 		{4, "hint 4 of 4: that was the last step, the code"},
 		{4, "hint 4 of 4: that was the last step, the code"},
 	} {
@@ -38,6 +38,9 @@ func TestHint_OneTierMoreEachTime(t *testing.T) {
 		}
 		if got != want.tiers || !strings.Contains(out, want.says) {
 			t.Errorf("ask %d: %d tiers shown, want %d, and %q\n%s", ask+1, got, want.tiers, want.says, out)
+		}
+		if named := strings.Contains(out, "\n3. The decisions: "); named != (want.tiers >= 3) {
+			t.Errorf("ask %d: step 3 named the decisions %v, want %v\n%s", ask+1, named, want.tiers >= 3, out)
 		}
 		if shown := strings.Contains(out, "4. The code: "); shown != (want.tiers == 4) {
 			t.Errorf("ask %d: the code shown %v, want %v\n%s", ask+1, shown, want.tiers == 4, out)
