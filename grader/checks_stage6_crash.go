@@ -215,14 +215,15 @@ type unconverged struct {
 }
 
 // judgeUnconverged judges the crashed requests us whose retries never got
-// 201, money first. A key still told 409 request-in-progress gets one
-// more retry once the client's retry horizon is over (and three leases
-// at least): its client has given up by then. The books, read next,
-// record each one's op as executed if it ran, and must reconcile. Then,
-// the worst first: a key still in progress whose operation ran leaves a
-// client with no usable answer; one whose operation never ran is a key
-// stuck for good, which its client can neither finish nor run. Any other
-// final answer fails against expected.
+// 201, money first. A key still told to come back (toldToComeBack) gets
+// one more retry once the client's retry horizon is over (and three
+// leases at least): its client has given up by then. The books, read
+// next, record each one's op as executed if it ran, and must reconcile.
+// Then a client still told to wait is judged by its key's row
+// (toldToWait), whether or not its operation ran: a row still in progress
+// is a key stuck for good, which its client can neither finish nor run,
+// and comes first; a row completed, or none, leaves a client with no
+// usable answer. Any other final answer fails against expected.
 func (t *T) judgeUnconverged(sent string, us []unconverged, books *judging.Books, expected string) error {
 	inProgress := func(u unconverged) bool { return toldToComeBack(u.final) }
 	if slices.ContainsFunc(us, inProgress) {
@@ -262,18 +263,17 @@ func (t *T) judgeUnconverged(sent string, us []unconverged, books *judging.Books
 	if err := t.Reconcile(sent, us[0].final.Short(), books); err != nil {
 		return err
 	}
-	got := func(u unconverged) string {
-		return u.req.Key + ": " + u.final.String() + "\nthen /lab/state: op " + u.op + " " + history.Executed(st.Executions[u.op]) + ", and " + judging.DescribeKeyRows(judging.KeyRows(st, u.req.Key))
+	waiting := slices.IndexFunc(us, func(u unconverged) bool { return inProgress(u) && judging.KeyInProgress(st, u.req.Key) })
+	if waiting < 0 {
+		waiting = slices.IndexFunc(us, inProgress)
 	}
-	for _, u := range us {
-		if inProgress(u) && st.Executions[u.op] > 0 {
-			return t.Harmful(judging.NoUsableAnswer, sent, got(u), expected+"; the operation executed, and every retry is refused its result until the client gives up")
-		}
-	}
-	for _, u := range us {
-		if inProgress(u) {
-			return t.Harmful(judging.StuckKey, sent, got(u), expected+"; the lease in force has run out many times over and nothing runs any more, yet the key says something does, past the client's retry horizon: its client can neither get its result nor execute it")
-		}
+	if waiting >= 0 {
+		u := us[waiting]
+		got := u.req.Key + ": " + u.final.String() + "\nthen /lab/state: op " + u.op + " " + history.Executed(st.Executions[u.op]) + ", and "
+		return t.toldToWaitIn(st, u.req.Key, sent, got, expected, waitHarms{
+			stuck: "the lease in force has run out many times over and nothing runs any more, yet the key says something does, past the client's retry horizon: its client can neither get its result nor execute it",
+			done:  "its key is not in progress, yet every retry is still told to wait, past the client's retry horizon: the client never learns what became of its operation",
+		})
 	}
 	// A late 201 still fails: the retries before the horizon got none.
 	u := us[max(slices.IndexFunc(us, func(u unconverged) bool { return !u.final.Is(http.StatusCreated, "") }), 0)]

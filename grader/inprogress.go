@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"idemlab/grader/judging"
+	"idemlab/kit/labctl"
 	"idemlab/kit/retry"
 )
 
@@ -112,8 +113,15 @@ func (t *T) toldToWait(key, sent string, r Response, expected string, why waitHa
 	if err != nil {
 		return err
 	}
+	return t.toldToWaitIn(st, key, sent, r.String()+"\nthen /lab/state: ", expected, why)
+}
+
+// toldToWaitIn is toldToWait on st, the lab state the check has read
+// already: got is what the client was told and what st shows besides the
+// key's rows, which follow it.
+func (t *T) toldToWaitIn(st labctl.State, key, sent, got, expected string, why waitHarms) error {
 	harm, rows, seen := judging.ToldToWait(st, key)
-	got := r.String() + "\nthen /lab/state: " + rows
+	got += rows
 	switch {
 	case !seen:
 		got += ", so whether the key is also stuck cannot be seen"
