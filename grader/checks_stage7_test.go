@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unicode"
 
@@ -231,5 +232,35 @@ func TestStage7_ManyClerksCountsTheGETApart(t *testing.T) {
 	}
 	if want := "first PUTs: 5× 200; clerk 6's GET: 200; 6 successful PUTs"; !strings.HasPrefix(f.Got, want) {
 		t.Errorf("got %q, want it to start %q", f.Got, want)
+	}
+}
+
+// S7.daily-limit reads the settings while a raise waits on the core's
+// confirmation (2 s, twice: half of it, then three quarters) every
+// 20 ms, not every few milliseconds: a write it is there to catch stays
+// written, and a read a few milliseconds apart only loads the machine the
+// server shares. The check passes as before, with at most about 130
+// reads of the settings in those waits (and a handful besides); polling
+// every 3 ms, as before, it sent several hundred.
+func TestDailyLimit_ReadsTheSettingsGently(t *testing.T) {
+	c, ok := grader.Lookup("S7.daily-limit")
+	if !ok {
+		t.Fatal("no check S7.daily-limit")
+	}
+	var reads atomic.Int64
+	start := serveWrapped(t, stage7.New, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/settings") {
+				reads.Add(1)
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	subject := grader.Subject{Stage: 7, Name: "solutions/stage7", New: stage7.New}
+	if err := grader.RunCheck(context.Background(), subject, c, 7, start).Err; err != nil {
+		t.Fatalf("solutions/stage7: %v", err)
+	}
+	if n := reads.Load(); n > 250 {
+		t.Errorf("%d reads of the settings, want about 130 at most: the reads while the core confirms come every 20 ms", n)
 	}
 }
