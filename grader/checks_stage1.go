@@ -207,14 +207,22 @@ func retryWhileTheOriginalFails(t *T, s Scenario) error {
 	sent := fmt.Sprintf("%s\n(armed: fail-in-transfer; the original waits %v on the core, then its business write fails)\n"+
 		"then, while the original waits on the core, the same request again", req.String(), latency)
 	got := "the original answered " + orig.Short() + ", the retry " + retry.Short()
+	const executes = "201 Created: the original failed and moved nothing, so the retry executes (at once, or once it is told to come back and does)"
+	// The retries are the client's retry policy: a plain-text 409 is a
+	// contract difference, recorded once, and tells the client to come
+	// back as a 409 request-in-progress does.
+	asked := sent + "\n→  " + got
 	wait := func(r Response) bool {
-		return r.Err != nil || r.ServerFailed() || r.Is(http.StatusConflict, pInProgress)
+		if untypedConflict(r) {
+			t.differUntyped(asked, r, executes)
+		}
+		return r.Err != nil || r.ServerFailed() || toldToComeBack(r)
 	}
 	last := retry
 	if wait(retry) {
 		var n int
 		last, n = t.retryWhile(req, time.Second, wait)
-		got += fmt.Sprintf("\nthen %d retries, while told to wait or failed  →  %s", n, last.Short())
+		got += fmt.Sprintf("\nthen %d retries, while it is told to wait or failed  →  %s", n, last.Short())
 	}
 	ran := toldAnyRan(op, orig, retry, last)
 	if ran {
@@ -225,7 +233,6 @@ func retryWhileTheOriginalFails(t *T, s Scenario) error {
 	if err := t.Reconcile(sent, got, books); err != nil {
 		return err
 	}
-	const executes = "201 Created: the original failed and moved nothing, so the retry executes (at once, or once it is told to come back and does)"
 	duplicate := func(r Response) bool { return r.Is(http.StatusConflict, pDuplicate) }
 	switch {
 	case !ran && (duplicate(orig) || duplicate(retry) || duplicate(last)):
@@ -240,8 +247,10 @@ func retryWhileTheOriginalFails(t *T, s Scenario) error {
 			t.Differ(sent, got, executes)
 		}
 		return nil
-	case last.Is(http.StatusConflict, pInProgress):
-		return t.Harmful(judging.StuckKey, sent, got, executes+"; nothing runs any more, and the key says something does")
+	case toldToComeBack(last):
+		// Still told to wait when it stops: the key table says which
+		// harm.
+		return t.toldToWait(req.Key, sent+"\n→  "+got, last, executes, endedWaitHarms)
 	}
 	return t.Fail(sent, got, executes)
 }

@@ -156,8 +156,12 @@ func (t *T) overtaken(op string) bool {
 // afterTheOriginal retries req once its original has answered orig, as a
 // patient client does while it is told to wait (409 request-in-progress;
 // from stage 4 on, any 409 but duplicate-request, which says the request
-// ran): the key's lock ends with the request that held it. A key still in
-// progress after its original answered is stuck; a completed operation
+// ran): the key's lock ends with the request that held it. The retries
+// are the client's retry policy: a plain-text 409 is a contract
+// difference recorded once (differUntyped), and tells the client to come
+// back as a 409 request-in-progress does. A client still told to come
+// back when it stops, its operation completed, is judged by the key table
+// (toldToWait): stuck, or left without its answer; a completed operation
 // whose every retry is refused with a 409 that never says it ran leaves
 // its client without its answer. 409 duplicate-request is a stage 3
 // server's answer whatever the subject's stage: a stage 4 scaffold must
@@ -169,18 +173,23 @@ func (t *T) afterTheOriginal(req Request, orig Response, sent string, books *jud
 	refusedForGood := func(r Response) bool {
 		return replays && r.Is(http.StatusConflict, "") && !r.Is(http.StatusConflict, pDuplicate)
 	}
+	expected := "the original's stored 201 (stage 4 on) or 409 " + pDuplicate + ": the original has answered, so its key is no longer in progress"
+	asked := sent + "\nthen, the original answered, the same request again"
 	wait := func(r Response) bool {
-		return r.Err != nil || r.Is(http.StatusConflict, pInProgress) || refusedForGood(r)
+		if untypedConflict(r) {
+			t.differUntyped(asked, r, expected)
+		}
+		return r.Err != nil || toldToComeBack(r) || refusedForGood(r)
 	}
 	r, n := t.retryWhile(req, patience, wait)
-	story := fmt.Sprintf("%s\nthen, the original answered, the same request again, while told to wait: %s over %v", sent, counted(n, "retry", "retries"), patience)
+	story := fmt.Sprintf("%s, while it is told to wait: %s over %v", asked, counted(n, "retry", "retries"), patience)
 	if err := t.Reconcile(story, r.Short(), books); err != nil {
 		return err
 	}
 	switch {
-	case r.Is(http.StatusConflict, pInProgress) && toldSentRan(orig, req):
+	case toldToComeBack(r) && toldSentRan(orig, req):
 		// The money moved (the books agree with the 201).
-		return t.toldToWait(req.Key, story, r, "the original's stored 201 (stage 4 on) or 409 "+pDuplicate+": the original has answered, so its key is no longer in progress", waitHarms{
+		return t.toldToWait(req.Key, story, r, expected, waitHarms{
 			stuck: "its key is still in progress, and every retry is told to wait for good",
 			done:  "its money moved, its key is not in progress, and every retry is still told to wait",
 		})
@@ -275,7 +284,8 @@ func retryWithTheKeyUnread(t *T) error {
 	sent := fmt.Sprintf("%s\n(the original is still waiting on the core, %v)\nthen the same request again, its first read of the key table refused (%s)",
 		req.String(), latency, labctl.FailKeyRead)
 	got := "the original answered " + orig.Short() + ", the retry " + retry.Short()
-	got, _, err = t.patientRetries(s, req, op, amount, orig, retry, sent, got)
+	got, _, err = t.patientRetries(s, req, op, amount, orig, retry, sent, got,
+		"201 Created to the request that executes, and the stored 201 (stage 4 on) or 409 "+pDuplicate+" to the other once it has: nothing of that key is still running")
 	if err != nil {
 		return err
 	}
@@ -412,13 +422,17 @@ func retriesAtOnceAfterFailure(t *T, s Scenario) error {
 			sent += "; every other retry goes through the second process, which has the fault armed too"
 		}
 		got := Summarize(rs)
-		answers := rs
-		if toldOps(op, rs...) == 0 && slices.ContainsFunc(rs, waitAnswer) {
+		const expected = "one 201: the failed attempt left its key free, one retry claims it and executes, and every other one is told 409 request-in-progress (with Retry-After) or 409 duplicate-request, or (stage 4 on) gets the stored 201"
+		answers, last := rs, Response{}
+		if toldOps(op, rs...) == 0 && slices.ContainsFunc(rs, toldToComeBack) {
 			// A client told to wait waits, as in retryAfterFailure: a key
 			// given back a moment after the failure was answered (a
 			// release that runs on its own) is free by its next retry.
-			last, n := t.retryWhile(req, releasePatience, waitAnswer)
-			got += fmt.Sprintf("\nthen the retry again, while it is told request-in-progress: %s over %v  →  %s", counted(n, "retry", "retries"), releasePatience, last.Short())
+			// Its retries are the client's retry policy
+			// (retryUntilAnswered).
+			var n int
+			last, n = t.retryUntilAnswered(req, releasePatience, sent+"  →  "+got, expected)
+			got += fmt.Sprintf("\nthen the retry again, while it is told to wait: %s over %v  →  %s", counted(n, "retry", "retries"), releasePatience, last.Short())
 			answers = append(rs[:len(rs):len(rs)], last)
 		}
 		// One execution is the books' due, told by a 201 or another 2xx
@@ -430,13 +444,23 @@ func retriesAtOnceAfterFailure(t *T, s Scenario) error {
 		if err := t.Reconcile(sent, got, books); err != nil {
 			return err
 		}
-		const expected = "one 201: the failed attempt left its key free, one retry claims it and executes, and every other one is told 409 request-in-progress (with Retry-After) or 409 duplicate-request, or (stage 4 on) gets the stored 201"
+		if ran == 0 && toldToComeBack(last) {
+			// Still told to wait when it stops: the key table says
+			// which harm.
+			return t.toldToWait(req.Key, sent+"\n→  "+got, last, expected, failedWaitHarms)
+		}
 		if ran != 1 {
 			return t.Fail(sent, got, expected)
 		}
 		differed := false
 		for _, r := range answers {
 			if r.Is(http.StatusCreated, "") || r.Is(http.StatusConflict, pDuplicate) {
+				continue
+			}
+			if untypedConflict(r) {
+				// A 409 request-in-progress without its type: a
+				// contract difference, recorded once in the check.
+				t.differUntyped(sent, r, expected)
 				continue
 			}
 			if toldRan(r, op) {
@@ -456,6 +480,21 @@ func retriesAtOnceAfterFailure(t *T, s Scenario) error {
 		}
 	}
 	return nil
+}
+
+// failedWaitHarms is why a client whose failed attempt moved nothing,
+// told to wait until it stopped retrying, was harmed (toldToWait).
+var failedWaitHarms = waitHarms{
+	stuck: "nothing is running, and the key says it is, for good",
+	done:  "nothing is running, its key is not in progress, and every retry is still told to wait: the payment can never run",
+}
+
+// endedWaitHarms is why a client told to wait until it stopped retrying,
+// once nothing of its key was running any more, was harmed (toldToWait),
+// whether or not its payment ran.
+var endedWaitHarms = waitHarms{
+	stuck: "nothing of that key is running any more, and the key says something is, for good",
+	done:  "nothing of that key is running any more, its key is not in progress, and every retry is still told to wait: the client never learns what became of its payment",
 }
 
 // releasePatience is how long a client told to wait after a failure
@@ -547,17 +586,18 @@ func retryAfterFailed(t *T, s Scenario, req Request, op string, amount int64, fi
 		return err
 	}
 	story := sent + "  →  " + first.Short()
+	const released = "201 Created: the first attempt moved nothing, so it left no claim behind (rolled back with the money, or released) and the retry executes"
 	// A client told to wait waits, as the retry policy says: a key given
 	// back a moment after the failure was answered (a release that runs on
 	// its own) is free by the next retry, and one retry that met it proves
-	// nothing stuck. A key still in progress after a second of that is.
-	retry, n := t.retryWhile(req, releasePatience, waitAnswer)
+	// nothing stuck. A key still in progress after a second of that is. A
+	// plain-text 409 tells it to come back too (retryUntilAnswered).
+	retry, n := t.retryUntilAnswered(req, releasePatience, story, released)
 	if n == 1 {
 		story += "\nthen the retry, the same request  →  " + retry.Short()
 	} else {
-		story += fmt.Sprintf("\nthen the retry, the same request, while it is told request-in-progress: %s over %v  →  %s", counted(n, "retry", "retries"), releasePatience, retry.Short())
+		story += fmt.Sprintf("\nthen the retry, the same request, while it is told to wait: %s over %v  →  %s", counted(n, "retry", "retries"), releasePatience, retry.Short())
 	}
-	const released = "201 Created: the first attempt moved nothing, so it left no claim behind (rolled back with the money, or released) and the retry executes"
 	// A retry told that it ran (a 201, or another 2xx naming op) is
 	// booked as run; another status than 201 is a contract difference.
 	if !toldRan(retry, op) {
@@ -571,8 +611,10 @@ func retryAfterFailed(t *T, s Scenario, req Request, op string, amount int64, fi
 		}
 		var err error
 		switch {
-		case retry.Is(http.StatusConflict, pInProgress):
-			err = t.Harmful(judging.StuckKey, story, retry.String(), released+"; nothing is running, and the key says it is, for good"+stalled)
+		case toldToComeBack(retry):
+			// Still told to wait when it stops: the key table says
+			// which harm.
+			err = t.toldToWait(req.Key, story, retry, released, waitHarms{stuck: failedWaitHarms.stuck + stalled, done: failedWaitHarms.done + stalled})
 		case retry.Is(http.StatusConflict, ""):
 			err = t.toldDuplicate(story, retry.String(), released)
 			err.(*judging.Failure).Expected += stalled
@@ -712,8 +754,9 @@ func retryMeetsTheRelease(t *T, s Scenario) error {
 		}
 		sent := fmt.Sprintf("%s\n(armed: fail-in-transfer; the original waits %v on the core, then its business write fails and its key is given back)\n"+
 			"then, the key in progress, the same request again, its first read of the key table held %v (slow-key-read)", req.String(), latency, fault.KeyReadDelay)
+		const executes = "201 Created: the original moved nothing and gave its key back, so a retry executes"
 		got, last, err := t.patientRetries(s, req, op, amount, orig, retry, sent,
-			"the original answered "+orig.Short()+", the retry "+retry.Short())
+			"the original answered "+orig.Short()+", the retry "+retry.Short(), executes)
 		if err != nil {
 			return err
 		}
@@ -730,13 +773,13 @@ func retryMeetsTheRelease(t *T, s Scenario) error {
 			differed = true
 			t.Differ(sent, got, "one of the two answers the failed business write's 5xx; the other, whose claim ran into the key in progress and read it a moment later, once it had been given back, gets 409 "+pInProgress+" with Retry-After, or 201: the key store did not fail, and a second 5xx says it did")
 		}
+		// A retry still told to wait when the client stops was judged
+		// by patientRetries.
 		switch {
-		case last.Is(http.StatusConflict, pInProgress):
-			return t.Harmful(judging.StuckKey, sent, got, "201 Created: the original moved nothing and gave its key back, so a retry executes")
 		case !toldRan(last, op) && !last.Is(http.StatusConflict, pDuplicate):
-			return t.Fail(sent, got, "201 Created: the original moved nothing and gave its key back, so a retry executes, once")
+			return t.Fail(sent, got, executes+", once")
 		case !last.Is(http.StatusCreated, "") && !last.Is(http.StatusConflict, pDuplicate):
-			t.Differ(sent, got, "201 Created: the original moved nothing and gave its key back, so a retry executes, once")
+			t.Differ(sent, got, executes+", once")
 		}
 		// The payment made, its key says so: a client whose answer was
 		// lost sends it once more, and it must not run again (a claim that
@@ -756,22 +799,35 @@ func retryMeetsTheRelease(t *T, s Scenario) error {
 // the books: the payment ran once if orig, the original's answer, retry
 // or the last retry's says it did, and never otherwise. It returns got,
 // what the requests were answered, with the retries told, and the last
-// answer.
-func (t *T) patientRetries(s Scenario, req Request, op string, amount int64, orig, retry Response, sent, got string) (string, Response, error) {
+// answer. Its retries are the client's retry policy: a plain-text 409 is
+// a contract difference recorded once (expected is what a retry should
+// have been told), and tells the client to come back as a 409
+// request-in-progress does; a client still told to come back when it
+// stops is judged by the key table (toldToWait).
+func (t *T) patientRetries(s Scenario, req Request, op string, amount int64, orig, retry Response, sent, got, expected string) (string, Response, error) {
 	wait := func(r Response) bool {
-		return r.Err != nil || r.ServerFailed() || r.Is(http.StatusConflict, pInProgress)
+		if untypedConflict(r) {
+			t.differUntyped(sent+"\n→  "+got, r, expected)
+		}
+		return r.Err != nil || r.ServerFailed() || toldToComeBack(r)
 	}
 	last, n := retry, 0
 	if wait(retry) {
 		last, n = t.retryWhile(req, time.Second, wait)
-		got += fmt.Sprintf("\nthen %s, while told to wait  →  %s", counted(n, "retry", "retries"), last.Short())
+		got += fmt.Sprintf("\nthen %s, while it is told to wait  →  %s", counted(n, "retry", "retries"), last.Short())
 	}
 	if toldAnyRan(op, orig, retry, last) || last.Is(http.StatusConflict, pDuplicate) {
 		s.Books.Transfer(op, s.A.Accounts[0], s.B.Accounts[0], amount)
 	} else {
 		s.Books.Expect(op)
 	}
-	return got, last, t.Reconcile(sent, got, s.Books)
+	if err := t.Reconcile(sent, got, s.Books); err != nil {
+		return got, last, err
+	}
+	if toldToComeBack(last) {
+		return got, last, t.toldToWait(req.Key, sent+"\n→  "+got, last, expected, endedWaitHarms)
+	}
+	return got, last, nil
 }
 
 // refusalNotStuck sends a transfer of more than its account ever held,

@@ -20,6 +20,7 @@ import (
 	"idemlab/grader/targets"
 	"idemlab/kit/problem"
 	"idemlab/kit/stage"
+	"idemlab/solutions/stage3"
 	"idemlab/solutions/stage4"
 	"idemlab/solutions/stage6"
 	"idemlab/solutions/stage8"
@@ -389,29 +390,68 @@ func TestToldToWait_TheKeyTableSaysWhichHarm(t *testing.T) {
 // S8.refused-leaves-payable's too) took the first plain 409 for the
 // final answer and recorded nothing; S3.client-gives-up waited on a plain
 // 409 and recorded nothing (and, told so on every retry, judged it by
-// whether the payment had run, not by the key table).
+// whether the payment had run, not by the key table). So did the other
+// rounds of S3.release-after-failure: after a failed business write the
+// first plain 409 was told duplicate, a payment that never ran; sent at
+// once, the retries' plain 409s stopped the check on a failure of
+// contract before anyone came back; and the retry that met the release
+// took it for its final answer. S3.retry-during-original's retries once
+// the original had answered passed at stage 3 on the first plain 409
+// (from stage 4 they came back, recording nothing), and
+// S1.retry-after-failure's retries of an original about to fail stopped
+// at it on a failure of contract.
 func TestPlainConflict_RetryLoopsComeBack(t *testing.T) {
 	const typed = "a 409 names its problem type"
+	// marked answers the requests of the keys that the marks made for
+	// each run mark.
+	marked := func(newStage stage.Factory, m func() marks) func(t *testing.T, times int) targets.Start {
+		return func(t *testing.T, times int) targets.Start {
+			return markedRetriesAnsweredBy(t, newStage, times, plainConflict, m())
+		}
+	}
+	// failed marks the key of the nth 5xx.
+	failed := func(nth int) func() marks { return func() marks { return marks{status: failure(nth)} } }
 	for _, tc := range []struct {
 		id       string
+		round    string
 		newStage stage.Factory
 		n        int
 		harm     judging.Harm
 		start    func(t *testing.T, times int) targets.Start
+		// once is how many plain 409s "once" answers: every request sent
+		// at once, for a round that sends them together (default 1).
+		once int
 	}{
-		{"S3.release-after-failure", stage4.New, 4, judging.NoUsableAnswer, func(t *testing.T, times int) targets.Start {
+		{"S3.release-after-failure", "refusal", stage4.New, 4, judging.NoUsableAnswer, func(t *testing.T, times int) targets.Start {
 			return refusalRetriesAnsweredBy(t, stage4.New, times, plainConflict)
-		}},
-		{"S3.completed-with-the-money", stage4.New, 4, judging.NoUsableAnswer, nil},
-		{"S6.outage-mid-request", stage6.New, 6, judging.StuckKey, nil},
-		{"S1.fail-closed", stage4.New, 4, "", nil},
-		{"S8.reference-write-fails", stage8.New, 8, "", nil},
+		}, 0},
+		// The retries after a failed business write (retryAfterFailed),
+		// those sent at once after one (retriesAtOnceAfterFailure) and
+		// the retry that meets the release (patientRetries).
+		{"S3.release-after-failure", "failed-write", stage4.New, 4, judging.NoUsableAnswer, marked(stage4.New, failed(1)), 0},
+		{"S3.release-after-failure", "at-once", stage4.New, 4, judging.NoUsableAnswer, marked(stage4.New, failed(2)), 8},
+		{"S3.release-after-failure", "meets-the-release", stage4.New, 4, judging.NoUsableAnswer, marked(stage4.New, func() marks { return marks{armed: "slow-key-read"} }), 0},
+		// The retries once the original has answered (afterTheOriginal).
+		{"S3.retry-during-original", "after-the-original", stage3.New, 3, judging.NoUsableAnswer, marked(stage3.New, func() marks { return marks{status: success} }), 0},
+		// The retries of a payment whose original failed while the retry
+		// was on its way (retryWhileTheOriginalFails).
+		{"S1.retry-after-failure", "while-the-original-fails", stage4.New, 4, judging.NoUsableAnswer, marked(stage4.New, failed(2)), 0},
+		{"S3.completed-with-the-money", "", stage4.New, 4, judging.NoUsableAnswer, nil, 0},
+		{"S6.outage-mid-request", "", stage6.New, 6, judging.StuckKey, nil, 0},
+		{"S1.fail-closed", "", stage4.New, 4, "", nil, 0},
+		{"S8.reference-write-fails", "", stage8.New, 8, "", nil, 0},
 		// Its rounds leave the key released or completed: whether the
 		// payment ran, the key table says no usable answer.
-		{"S3.client-gives-up", stage4.New, 4, judging.NoUsableAnswer, nil},
+		{"S3.client-gives-up", "", stage4.New, 4, judging.NoUsableAnswer, nil, 0},
 	} {
-		for _, times := range []int{1, 0} {
-			name := map[int]string{1: "once", 0: "always"}[times]
+		for _, times := range []int{max(tc.once, 1), 0} {
+			name := "always"
+			if times > 0 {
+				name = "once"
+			}
+			if tc.round != "" {
+				name = tc.round + "/" + name
+			}
 			t.Run(tc.id+"/"+name, func(t *testing.T) {
 				c, ok := grader.Lookup(tc.id)
 				if !ok {
@@ -424,7 +464,7 @@ func TestPlainConflict_RetryLoopsComeBack(t *testing.T) {
 				subject := grader.Subject{Stage: tc.n, Name: fmt.Sprintf("solutions/stage%d", tc.n), New: tc.newStage}
 				err := grader.RunCheck(context.Background(), subject, c, 7, start).Err
 				want := tc.harm
-				if times == 1 {
+				if times > 0 {
 					want = ""
 				}
 				f := harmOf(t, err, want)
@@ -445,17 +485,67 @@ func TestPlainConflict_RetryLoopsComeBack(t *testing.T) {
 // retries S3.release-after-failure sends before its refusal are the
 // server's to answer.
 func refusalRetriesAnsweredBy(t *testing.T, newStage stage.Factory, times int, answer http.HandlerFunc) targets.Start {
+	return markedRetriesAnsweredBy(t, newStage, times, answer, marks{status: func(code int) bool { return code == http.StatusUnprocessableEntity }})
+}
+
+// marks says which keys markedRetriesAnsweredBy answers itself: those
+// of a request the server answered with a status that status accepts
+// (called once for each answer, under a lock), or, if armed names a fault
+// point, the key of the first retry (a request of a key sent before) once
+// that point is armed.
+type marks struct {
+	status func(code int) bool
+	armed  string
+}
+
+// failure accepts the nth 5xx the server answers, and no other status.
+func failure(nth int) func(int) bool {
+	seen := 0
+	return func(code int) bool {
+		if code/100 != 5 {
+			return false
+		}
+		seen++
+		return seen == nth
+	}
+}
+
+// success accepts a 2xx.
+func success(code int) bool { return code/100 == 2 }
+
+// markedRetriesAnsweredBy is retriesAnsweredBy for the requests of the
+// keys m marks, from the one after the answer that marked the key (or
+// from the one that did, for m.armed): the others are the server's to
+// answer.
+func markedRetriesAnsweredBy(t *testing.T, newStage stage.Factory, times int, answer http.HandlerFunc, m marks) targets.Start {
 	var mu sync.Mutex
-	refused, answered := map[string]bool{}, 0
+	marked, sent, answered, armed := map[string]bool{}, map[string]bool{}, 0, false
 	return serveWrapped(t, newStage, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if m.armed != "" && r.Method == http.MethodPost && r.URL.Path == "/lab/faults" {
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				var arm struct {
+					Point string
+					Count int64
+				}
+				if json.Unmarshal(body, &arm) == nil && arm.Point == m.armed && arm.Count > 0 {
+					mu.Lock()
+					armed = true
+					mu.Unlock()
+				}
+			}
 			if r.Method != http.MethodPost || r.URL.Path != "/transfers" {
 				next.ServeHTTP(w, r)
 				return
 			}
 			key := r.Header.Get("Idempotency-Key")
 			mu.Lock()
-			retry := refused[key] && (times == 0 || answered < times)
+			if armed && sent[key] {
+				marked[key], armed = true, false
+			}
+			sent[key] = true
+			retry := marked[key] && (times == 0 || answered < times)
 			if retry {
 				answered++
 			}
@@ -466,9 +556,11 @@ func refusalRetriesAnsweredBy(t *testing.T, newStage stage.Factory, times int, a
 			}
 			rec := httptest.NewRecorder()
 			next.ServeHTTP(rec, r)
-			if rec.Code == http.StatusUnprocessableEntity {
+			if m.status != nil {
 				mu.Lock()
-				refused[key] = true
+				if m.status(rec.Code) {
+					marked[key] = true
+				}
 				mu.Unlock()
 			}
 			relay(w, rec, rec.Code, rec.Body.Bytes())
