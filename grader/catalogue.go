@@ -475,8 +475,8 @@ var catalogue = []Check{
 	},
 	{
 		ID: "S8.refused-leaves-payable", Stage: 8, Lesson: lesson8 + "#the-constraint-decides",
-		Claim: "a transfer with a reference that is refused (insufficient funds, the daily limit, an unknown account) holds no reference: the invoice is then paid with a 201; so does one that fails (the key store down while it waits on the core: 503), and its retry pays the invoice",
-		Why:   "a reference held before the transfer's outcome is known stays held when the transfer is refused, and one held outside the transaction that moves the money stays when that transaction rolls back: the invoice can never be paid, and every later payment gets 409 for a transfer that never happened",
+		Claim: "a transfer with a reference that is refused (insufficient funds, the daily limit, an unknown account) holds no reference: the invoice is then paid with a 201; so does one that fails (the key store down while it waits on the core: 503), and its retry pays the invoice; so does one whose server dies inside the transfer, and a payment under a new key pays the invoice",
+		Why:   "a reference held before the transfer's outcome is known stays held when the transfer is refused, and one held outside the transaction that moves the money stays when that transaction rolls back, or when the process dies before the money's commit: the invoice can never be paid, and every later payment gets 409 for a transfer that never happened, or waits on it",
 		Guard: "stage 7 holds no reference, so after the refused or failed payments the invoice is paid like any transfer; the check keeps stage 8 from holding a reference for a transfer that was refused, or that rolled back",
 		Run:   checkRefusedLeavesPayable,
 	},

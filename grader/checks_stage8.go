@@ -976,7 +976,59 @@ func checkRefusedLeavesPayable(t *T) error {
 		// held outside the transaction is still looked for.
 		t.Differ(story, r.String(), payable)
 	}
-	return t.failedLeavesPayable()
+	if err := t.failedLeavesPayable(); err != nil {
+		return err
+	}
+	return t.crashedLeavesPayable()
+}
+
+// crashedLeavesPayable pays an invoice on a server in a child process that
+// dies inside the transfer, before the money's commit, restarts it, and
+// pays the invoice under a new key: nothing paid it, so that payment must
+// execute. A reference held, or reserved, in a statement of its own before
+// the money's transaction commits survives the crash, names no transfer,
+// and the invoice can never be paid: the crash leaves no failure behind
+// for the server to give the reference back on.
+func (t *T) crashedLeavesPayable() error {
+	c, err := t.OnChild()
+	if err != nil {
+		return err
+	}
+	s, err := c.Scenario(2, 1_000_000)
+	if err != nil {
+		return err
+	}
+	inv := invoice{payer: s.A, from: s.A.Accounts[0], to: s.B.Accounts[0], amount: c.Amount(1_000, 100_000),
+		memo: "invoice", op: c.Op(), reference: c.reference(), firstKey: c.Key()}
+	s.Books.Expect(inv.op)
+	req := Transfer(inv.payer, inv.firstKey, inv.body(inv.amount))
+	stranded, err := c.strand(req)
+	if err != nil {
+		return err
+	}
+	story := fmt.Sprintf("invoice %s paid: %s\n(armed: crash-in-transfer: the server dies inside the transfer, before its commit)  →  %s\nthe server restarts on the same database file",
+		inv.reference, req.String(), stranded.Short())
+	again := Transfer(inv.payer, c.Key(), inv.body(inv.amount))
+	r := c.Do(again)
+	story += "\nthen another clerk pays the invoice, from a new form (a new key): " + again.String() + "  →  " + r.Short()
+	if toldRan(r, inv.op) {
+		s.Books.Transfer(inv.op, inv.from, inv.to, inv.amount)
+	}
+	if err := c.Reconcile(story, r.String(), s.Books); err != nil {
+		return err
+	}
+	const payable = "201 Created: the crashed payment's transaction never committed, so nothing paid the invoice, and it is still payable"
+	if r.Is(http.StatusConflict, pDuplicateReference) {
+		return c.Harmful(judging.ToldDuplicate, story, r.String()+"\nLocation: "+r.Header.Get("Location"),
+			payable+". A reference held, or reserved, before the money's commit, in a statement of its own, outlives the crash that rolls the money back")
+	}
+	if !toldRan(r, inv.op) {
+		return c.Fail(story, r.String()+"\nLocation: "+r.Header.Get("Location"), payable)
+	}
+	if !r.Is(http.StatusCreated, "") {
+		c.Differ(story, r.String(), payable)
+	}
+	return nil
 }
 
 // failsAfterClaim holds req, a payment, on the core for latency (see
