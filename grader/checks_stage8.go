@@ -2,6 +2,7 @@ package grader
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -1009,7 +1010,11 @@ func (t *T) crashedLeavesPayable() error {
 	story := fmt.Sprintf("invoice %s paid: %s\n(armed: crash-in-transfer: the server dies inside the transfer, before its commit)  →  %s\nthe server restarts on the same database file",
 		inv.reference, req.String(), stranded.Short())
 	again := Transfer(inv.payer, c.Key(), inv.body(inv.amount))
-	r := c.Do(again)
+	// The clerk waits crashedPaymentPatience: nothing runs that the
+	// payment could be waiting on.
+	ctx, cancel := context.WithTimeout(c.ctx, crashedPaymentPatience)
+	r := c.sendWith(ctx, "check", again)
+	cancel()
 	story += "\nthen another clerk pays the invoice, from a new form (a new key): " + again.String() + "  →  " + r.Short()
 	if toldRan(r, inv.op) {
 		s.Books.Transfer(inv.op, inv.from, inv.to, inv.amount)
@@ -1022,6 +1027,10 @@ func (t *T) crashedLeavesPayable() error {
 		return c.Harmful(judging.ToldDuplicate, story, r.String()+"\nLocation: "+r.Header.Get("Location"),
 			payable+". A reference held, or reserved, before the money's commit, in a statement of its own, outlives the crash that rolls the money back")
 	}
+	if r.Err != nil {
+		return c.Harmful(judging.NoUsableAnswer, story, fmt.Sprintf("no answer within %v: %v", crashedPaymentPatience, r.Err),
+			payable+". A payment that waits on a reference held, or reserved, before the money's commit waits for ever once a crash has rolled that money back: the invoice can never be paid")
+	}
 	if !toldRan(r, inv.op) {
 		return c.Fail(story, r.String()+"\nLocation: "+r.Header.Get("Location"), payable)
 	}
@@ -1030,6 +1039,11 @@ func (t *T) crashedLeavesPayable() error {
 	}
 	return nil
 }
+
+// crashedPaymentPatience is how long S8.refused-leaves-payable's clerk
+// waits for the payment of an invoice whose first payment died with its
+// server: on a restarted server nothing runs that it could wait on.
+const crashedPaymentPatience = 5 * time.Second
 
 // failsAfterClaim holds req, a payment, on the core for latency (see
 // Hold), makes the key store fail for the next two statements on the key
