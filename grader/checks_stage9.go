@@ -1803,9 +1803,10 @@ const backlogGivenUp = 3
 // server's: a relay that reads its rows oldest first by the time they
 // were written (created_at), not by their ids, reads every row written
 // since as older than the oldest, and leaves it behind the same way. It
-// is set back once the core has refused the relay's try of the oldest:
-// a relay that waits to send a row refused for now again until a time on
-// the lab clock leaves the oldest owed for the hour the clock went back.
+// is set back once the core has refused the relay's try of the oldest
+// and the relay pass that tried it has ended: a relay that waits to send
+// a row refused for now again until a time on the lab clock, noted in
+// that pass, leaves the oldest owed for the hour the clock went back.
 func checkBacklog(t *T) error {
 	s, up, err := t.coreDownScenario(1_000_000_000)
 	if err != nil {
@@ -1848,7 +1849,7 @@ func checkBacklog(t *T) error {
 	if err != nil {
 		return err
 	}
-	story = []string{fmt.Sprintf("the core ledger is down for %d transfers (%s … %s), the lab clock set back an hour after the first, once the core had refused the relay's try of it (POST /lab/clock); then it comes back, holding each request until the check lets it go", backlogTransfers, story[0], last)}
+	story = []string{fmt.Sprintf("the core ledger is down for %d transfers (%s … %s), the lab clock set back an hour after the first, once the core had refused the relay's try of it and that relay pass had ended (POST /lab/clock); then it comes back, holding each request until the check lets it go", backlogTransfers, story[0], last)}
 	// The count is read before the hold: a pass that comes between the
 	// two is held, and counts as one the check waits for.
 	arrived, posted, load, givenUp := faults.Held(), 0, backlogTransfers, 0
