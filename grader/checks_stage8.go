@@ -1028,7 +1028,11 @@ func (t *T) crashedLeavesPayable() error {
 			payable+". A reference held, or reserved, before the money's commit, in a statement of its own, outlives the crash that rolls the money back")
 	}
 	if r.Err != nil {
-		return c.Harmful(judging.NoUsableAnswer, story, fmt.Sprintf("no answer within %v: %v", crashedPaymentPatience, r.Err),
+		got := "no answer: " + r.Err.Error()
+		if errors.Is(r.Err, context.DeadlineExceeded) {
+			got = fmt.Sprintf("no answer within %v, when the clerk gave up", crashedPaymentPatience)
+		}
+		return c.Harmful(judging.NoUsableAnswer, story, got,
 			payable+". A payment that waits on a reference held, or reserved, before the money's commit waits for ever once a crash has rolled that money back: the invoice can never be paid")
 	}
 	if !toldRan(r, inv.op) {
