@@ -691,20 +691,8 @@ func recoveredByItself(t *T, s Scenario, req Request, op string, amount int64, f
 // that could not observe what it needs does not stop the others, and is
 // returned at the end if none failed.
 func unseenLast(rounds ...func() error) error {
-	return unseenLastWhile(func() bool { return true }, rounds...)
-}
-
-// unseenLastWhile is unseenLast, but once a round could not observe, the
-// next runs only while more() holds (time is left for it: see
-// T.timeLeft): what could not be seen is said, rather than the check's
-// time running out in a round that would not change that answer unless
-// it failed.
-func unseenLastWhile(more func() bool, rounds ...func() error) error {
 	var unseen error
 	for _, round := range rounds {
-		if unseen != nil && !more() {
-			break
-		}
 		err := round()
 		var u *judging.Unobserved
 		if errors.As(err, &u) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -902,12 +903,47 @@ func checkLateOriginalFenced(t *T) error {
 			})
 		})
 	}
-	rounds = append(rounds, func() error { return t.WhileHeld(1_000_000, t.lateOriginalAlone) }, t.lateOriginalOnReplicas)
+	rounds = append(rounds, func() error { return t.WhileHeld(1_000_000, t.lateOriginalAlone) })
+	// The rounds that hold the original's release or completion run the
+	// server as two processes on one database, the retry through the
+	// second: a mutex in the first process's memory, which its claims
+	// share with its release or its completion, keeps no retry of the
+	// other process from taking the key over between the original's read
+	// of its lease and its write.
+	var rt *T
+	onReplicas := func(pgOnly bool, try func(*T, Scenario, time.Duration) (bool, error)) func() error {
+		return func() error {
+			if rt == nil {
+				r, err := t.OnReplicas(2)
+				if err != nil {
+					return err
+				}
+				rt = r
+			}
+			if pgOnly {
+				st, err := rt.State()
+				if err != nil || st.Engine == labdb.SQLite {
+					return err
+				}
+			}
+			return rt.WhileHeld(1_000_000, func(s Scenario, latency time.Duration) (bool, error) {
+				return try(rt, s, latency)
+			})
+		}
+	}
+	rounds = append(rounds,
+		onReplicas(false, (*T).releasedAfterTakeover),
+		// On SQLite one transaction's write lock holds back the other's:
+		// these rounds are not tried there (see each).
+		onReplicas(true, (*T).takenOverBeforeCompletion),
+		onReplicas(true, (*T).completedBeforeTakeover),
+		onReplicas(true, (*T).releasedBeforeTakeoverCommits))
 	// A round that could not act while its original was in flight (a
 	// machine too busy for every latency WhileHeld tries) does not stop
-	// the others: a later round may still catch the server, and the check
-	// says what it could not observe only if none does.
-	return unseenLastWhile(t.timeLeft(lateRoundTime), rounds...)
+	// the others: a later round may still catch the server. It runs once
+	// more after them, when the busy moment may have passed, and the check
+	// says what it could not observe only if it still cannot.
+	return unseenAgainWhile(t.timeLeft(lateRoundTime), rounds...)
 }
 
 // lateRoundTime is the time a round of S6.late-original-fenced may take
@@ -925,28 +961,47 @@ func (t *T) timeLeft(d time.Duration) func() bool {
 	}
 }
 
-// lateOriginalOnReplicas is the rounds of S6.late-original-fenced that
-// hold the original's release or completion, which run the server as two
-// processes on one database, the retry through the second: a mutex in
-// the first process's memory, which its claims share with its release or
-// its completion, keeps no retry of the other process from taking the key
-// over between the original's read of its lease and its write.
-func (t *T) lateOriginalOnReplicas() error {
-	rt, err := t.OnReplicas(2)
-	if err != nil {
-		return err
-	}
-	st, err := rt.State()
-	if err != nil {
-		return err
-	}
-	rounds := []func() error{func() error { return rt.WhileHeld(1_000_000, rt.releasedAfterTakeover) }}
-	if st.Engine != labdb.SQLite {
-		for _, try := range []func(Scenario, time.Duration) (bool, error){rt.takenOverBeforeCompletion, rt.completedBeforeTakeover, rt.releasedBeforeTakeoverCommits} {
-			rounds = append(rounds, func() error { return rt.WhileHeld(1_000_000, try) })
+// unseenAgainWhile runs rounds in turn and returns the first failure (or
+// error). A round that could not observe what it needs does not stop the
+// others, and once they have run it runs once more; it is returned at the
+// end if it still could not. Once a round could not observe, the next
+// runs only while more() holds (time is left for it: see T.timeLeft):
+// what could not be seen is said, rather than the check's time running
+// out in a round that would not change that answer unless it failed.
+func unseenAgainWhile(more func() bool, rounds ...func() error) error {
+	var unseen error
+	var again []func() error
+	for _, round := range rounds {
+		if unseen != nil && !more() {
+			return unseen
+		}
+		err := round()
+		var u *judging.Unobserved
+		if errors.As(err, &u) {
+			unseen = cmp.Or(unseen, err)
+			again = append(again, round)
+			continue
+		}
+		if err != nil {
+			return err
 		}
 	}
-	return unseenLastWhile(t.timeLeft(lateRoundTime), rounds...)
+	var still error
+	for _, round := range again {
+		if !more() {
+			return unseen
+		}
+		err := round()
+		var u *judging.Unobserved
+		if errors.As(err, &u) {
+			still = cmp.Or(still, err)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return still
 }
 
 // lateOriginalAfterRetry is S6.late-original-fenced's round in which the
