@@ -48,6 +48,13 @@ type invoice struct {
 	firstKey, firstID string
 }
 
+// invoiceOf draws an invoice that s.A pays s.B, from and to their first
+// accounts, under a new key.
+func (t *T) invoiceOf(s Scenario) invoice {
+	return invoice{payer: s.A, from: s.A.Accounts[0], to: s.B.Accounts[0], amount: t.Amount(1_000, 100_000),
+		memo: "invoice", op: t.Op(), reference: t.reference(), firstKey: t.Key()}
+}
+
 // body is the invoice's transfer body, for amount.
 func (inv invoice) body(amount int64) string {
 	return referencedBody(inv.from, inv.to, amount, inv.memo, inv.op, inv.reference)
@@ -999,8 +1006,7 @@ func (t *T) crashedLeavesPayable() error {
 	if err != nil {
 		return err
 	}
-	inv := invoice{payer: s.A, from: s.A.Accounts[0], to: s.B.Accounts[0], amount: c.Amount(1_000, 100_000),
-		memo: "invoice", op: c.Op(), reference: c.reference(), firstKey: c.Key()}
+	inv := c.invoiceOf(s)
 	s.Books.Expect(inv.op)
 	req := Transfer(inv.payer, inv.firstKey, inv.body(inv.amount))
 	stranded, err := c.strand(req)
@@ -1081,8 +1087,7 @@ func (t *T) failedLeavesPayable() error {
 		if err != nil {
 			return false, err
 		}
-		inv := invoice{payer: s.A, from: s.A.Accounts[0], to: s.B.Accounts[0], amount: t.Amount(1_000, 100_000),
-			memo: "invoice", op: t.Op(), reference: t.reference(), firstKey: t.Key()}
+		inv := t.invoiceOf(s)
 		s.Books.Expect(inv.op)
 		req := Transfer(inv.payer, inv.firstKey, inv.body(inv.amount))
 		orig, held, err := t.failsAfterClaim(req, latency)

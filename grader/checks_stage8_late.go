@@ -23,8 +23,7 @@ func checkLateOriginal(t *T) error {
 		if err := t.Configure(labclient.Config{Lease: lease}); err != nil {
 			return false, err
 		}
-		inv := invoice{payer: s.A, from: s.A.Accounts[0], to: s.B.Accounts[0], amount: t.Amount(1_000, 100_000),
-			memo: "invoice", op: t.Op(), reference: t.reference(), firstKey: t.Key()}
+		inv := t.invoiceOf(s)
 		s.Books.Expect(inv.op)
 		req := Transfer(inv.payer, inv.firstKey, inv.body(inv.amount))
 		// The original's lease expires while it waits on the core. Its
@@ -174,8 +173,7 @@ func checkReferenceWriteFails(t *T) error {
 	if err != nil {
 		return err
 	}
-	inv := invoice{payer: s.A, from: s.A.Accounts[0], to: s.B.Accounts[0], amount: t.Amount(1_000, 100_000),
-		memo: "invoice", op: t.Op(), reference: t.reference(), firstKey: t.Key()}
+	inv := t.invoiceOf(s)
 	s.Books.Expect(inv.op)
 	if err := t.Arm(labctl.FailReferenceWrite, 1); err != nil {
 		return err
